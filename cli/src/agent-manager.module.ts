@@ -1,0 +1,9 @@
+import { Module } from '@nestjs/common';
+
+import { StartCommand } from './commands/start.command';
+
+/** Every agent-manager command, registered in one place. */
+export const AGENT_MANAGER_COMMANDS = [StartCommand];
+
+@Module({ providers: AGENT_MANAGER_COMMANDS })
+export class AgentManagerCliModule {}

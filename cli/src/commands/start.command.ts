@@ -1,0 +1,133 @@
+import * as path from 'node:path';
+
+import { Command, CommandRunner, Option } from 'nest-commander';
+
+import { ConfigurationValues, LOG_LEVELS, LogLevel } from '@libs/contracts';
+
+import { ConfigurationFileError } from '@server/core/configuration/configuration.service';
+import { InstanceLockedError } from '@server/core/workspace/instance-lock';
+import { RunningManager, startManager } from '@server/manager';
+
+import { UsageError, parseIntegerOption } from '../options';
+
+interface StartFlags {
+  workspace?: string;
+  host?: string;
+  port?: number;
+  db?: string;
+  config?: string;
+  logLevel?: LogLevel;
+  logFile?: string;
+  allowOrigin?: string;
+  prReconcileInterval?: number;
+}
+
+function banner(manager: RunningManager): string {
+  const { runtime, url } = manager;
+  const rows: Array<[string, string]> = [
+    ['Workspace', runtime.paths.root],
+    ['Config file', runtime.configuration.filePath],
+    ['Database', runtime.databasePath],
+    ['Log file', runtime.logFilePath],
+    ['Dashboard', `${url}/`],
+    ['API', `${url}/api`],
+  ];
+  return [`Agent Manager ${runtime.version}`, ...rows.map(([k, v]) => `  ${k.padEnd(12)}${v}`), '  Press Ctrl+C to stop.', ''].join('\n');
+}
+
+@Command({
+  description: 'Start Agent Manager on a repository (the current directory by default)',
+  name: 'start',
+})
+export class StartCommand extends CommandRunner {
+  async run(_params: string[], flags: StartFlags): Promise<void> {
+    const overrides: Partial<ConfigurationValues> = {};
+    if (flags.host !== undefined) overrides.host = flags.host;
+    if (flags.port !== undefined) overrides.port = flags.port;
+    if (flags.db !== undefined) overrides.databasePath = path.resolve(flags.db);
+    if (flags.logLevel !== undefined) overrides.logLevel = flags.logLevel;
+    if (flags.logFile !== undefined) overrides.logFilePath = path.resolve(flags.logFile);
+    if (flags.allowOrigin !== undefined) overrides.allowedOrigin = flags.allowOrigin;
+    if (flags.prReconcileInterval !== undefined) overrides.pullRequestReconcileIntervalSeconds = flags.prReconcileInterval;
+
+    let manager: RunningManager;
+    try {
+      manager = await startManager({
+        configPath: flags.config ? path.resolve(flags.config) : undefined,
+        overrides,
+        workspace: flags.workspace ?? process.cwd(),
+      });
+    } catch (err) {
+      if (err instanceof InstanceLockedError || err instanceof ConfigurationFileError) {
+        throw new UsageError(err.message);
+      }
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+        throw new UsageError(`cannot listen: ${(err as Error).message}`);
+      }
+      throw err;
+    }
+    process.stdout.write(banner(manager));
+    await new Promise<void>((resolve) => {
+      const stop = () => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        manager.stop().then(resolve, (err: unknown) => {
+          process.stderr.write(`agent-manager: error while stopping: ${(err as Error).message}\n`);
+          process.exitCode = 1;
+          resolve();
+        });
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+  }
+
+  @Option({ description: 'Repository to bind (default: the current directory)', flags: '-w, --workspace <dir>' })
+  parseWorkspace(value: string): string {
+    return value;
+  }
+
+  @Option({ description: 'Interface to listen on (default 127.0.0.1)', flags: '--host <host>' })
+  parseHost(value: string): string {
+    return value;
+  }
+
+  @Option({ description: 'Port to listen on (default 4310; 0 picks a free one)', flags: '-p, --port <port>' })
+  parsePort(value: string): number {
+    return parseIntegerOption('--port', value, 0, 65535);
+  }
+
+  @Option({ description: 'SQLite database file (default: factory.sqlite in the data directory)', flags: '--db <path>' })
+  parseDb(value: string): string {
+    return value;
+  }
+
+  @Option({ description: 'Configuration file (default: config.json in the data directory)', flags: '--config <path>' })
+  parseConfig(value: string): string {
+    return value;
+  }
+
+  @Option({ description: `Log level: ${LOG_LEVELS.join(', ')}`, flags: '--log-level <level>' })
+  parseLogLevel(value: string): LogLevel {
+    if (!(LOG_LEVELS as readonly string[]).includes(value)) {
+      throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+    }
+    return value as LogLevel;
+  }
+
+  @Option({ description: 'Log file (default: logs/agent-manager.log in the data directory)', flags: '--log-file <path>' })
+  parseLogFile(value: string): string {
+    return value;
+  }
+
+  @Option({ description: 'Extra browser origin allowed to call the API, e.g. http://localhost:4200', flags: '--allow-origin <origin>' })
+  parseAllowOrigin(value: string): string {
+    return value;
+  }
+
+  @Option({ description: 'Seconds between pull request reconciliations (0 disables)', flags: '--pr-reconcile-interval <seconds>' })
+  parsePrReconcileInterval(value: string): number {
+    return parseIntegerOption('--pr-reconcile-interval', value, 0, 2_147_483);
+  }
+}

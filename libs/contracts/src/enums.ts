@@ -1,0 +1,32 @@
+// Every status and kind name is written once, here, and used by the server, the CLI and the
+// dashboard. Arrays are exported beside the union types so validators can enumerate them.
+
+export const REQUIREMENT_STATUSES = ['todo', 'doing', 'waiting_confirmation', 'done', 'cancelled'] as const;
+export type RequirementStatus = (typeof REQUIREMENT_STATUSES)[number];
+
+export const PROVIDERS = ['codex', 'claude-code'] as const;
+export type Provider = (typeof PROVIDERS)[number];
+
+export const REASONING_EFFORTS = ['low', 'medium', 'high', 'xhigh', 'max'] as const;
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
+
+export const REQUIREMENT_CREATORS = ['human', 'rd_agent'] as const;
+export type RequirementCreator = (typeof REQUIREMENT_CREATORS)[number];
+
+export const SESSION_STATES = ['idle', 'running', 'waiting_human', 'failed', 'completed'] as const;
+export type SessionState = (typeof SESSION_STATES)[number];
+
+export const MESSAGE_AUTHORS = ['human', 'rd_agent', 'reviewer', 'system'] as const;
+export type MessageAuthor = (typeof MESSAGE_AUTHORS)[number];
+
+export const ATTACHMENT_KINDS = ['image', 'file'] as const;
+export type AttachmentKind = (typeof ATTACHMENT_KINDS)[number];
+
+export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export const EVENT_ACTOR_KINDS = ['human', 'agent', 'trigger', 'system'] as const;
+export type EventActorKind = (typeof EVENT_ACTOR_KINDS)[number];
+
+/** Requirement statuses after which no agent work happens any more. */
+export const TERMINAL_REQUIREMENT_STATUSES: readonly RequirementStatus[] = ['done', 'cancelled'];

@@ -1,0 +1,4 @@
+export * from './enums';
+export * from './events';
+export * from './resources';
+export * from './limits';

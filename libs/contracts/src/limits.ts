@@ -1,0 +1,20 @@
+/** Limits shared by the server (enforcement), the CLI and the dashboard (early feedback). */
+export const LIMITS = {
+  /** Largest JSON request body. */
+  jsonBodyBytes: 1024 * 1024,
+  /** Largest single attachment. */
+  attachmentBytes: 20 * 1024 * 1024,
+  /** Attachments on one message. */
+  attachmentsPerMessage: 6,
+  /** Longest attachment file name (characters). */
+  fileNameLength: 255,
+  titleLength: 200,
+  descriptionLength: 100_000,
+  messageLength: 100_000,
+  modelLength: 100,
+  /** Page size bounds for list endpoints. */
+  pageSizeDefault: 50,
+  pageSizeMax: 200,
+  /** Events replayed to one SSE connection before it is ended for the client to resume. */
+  eventReplayMax: 200,
+} as const;

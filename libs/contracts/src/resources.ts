@@ -1,0 +1,110 @@
+import type {
+  AttachmentKind,
+  EventActorKind,
+  LogLevel,
+  MessageAuthor,
+  Provider,
+  ReasoningEffort,
+  RequirementCreator,
+  RequirementStatus,
+  SessionState,
+} from './enums';
+import type { ManagerEventType } from './events';
+
+// Resource shapes as the API returns them (JSON). Timestamps are ISO 8601 strings; a value that
+// does not exist yet is null, never omitted.
+
+export interface AgentSession {
+  id: string;
+  requirementId: string;
+  provider: Provider;
+  nativeSessionId: string | null;
+  state: SessionState;
+  lastError: string | null;
+  lastConsumedMessageSequence: number;
+  pendingMessageCount: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Requirement {
+  id: string;
+  title: string;
+  description: string;
+  status: RequirementStatus;
+  provider: Provider;
+  model: string | null;
+  reasoningEffort: ReasoningEffort | null;
+  createdBy: RequirementCreator;
+  parentRequirementId: string | null;
+  sourceSessionId: string | null;
+  createdAt: string;
+  updatedAt: string;
+  completedAt: string | null;
+  session: AgentSession;
+}
+
+export interface MessageAttachment {
+  id: string;
+  requirementId: string;
+  messageId: string | null;
+  fileName: string;
+  kind: AttachmentKind;
+  mediaType: string;
+  byteSize: number;
+  createdAt: string;
+}
+
+export interface RequirementMessage {
+  id: string;
+  requirementId: string;
+  sessionId: string;
+  runId: string | null;
+  sourceRequirementId: string | null;
+  author: MessageAuthor;
+  body: string;
+  attachments: MessageAttachment[];
+  sequence: number;
+  deliverToRd: boolean;
+  createdAt: string;
+  /** Set on trigger messages (GitHub, timers): where the message came from. */
+  source: string | null;
+  triggerId: string | null;
+  metadata: Record<string, unknown> | null;
+}
+
+export interface EventActor {
+  kind: EventActorKind;
+  /** Run ID for an agent, trigger ID for a trigger, otherwise null. */
+  id: string | null;
+}
+
+export interface ManagerEvent<P = Record<string, unknown>> {
+  id: number;
+  type: ManagerEventType;
+  requirementId: string | null;
+  sessionId: string | null;
+  runId: string | null;
+  actor: EventActor;
+  payload: P;
+  createdAt: string;
+}
+
+export interface ConfigurationValues {
+  host: string;
+  port: number;
+  allowedOrigin: string | null;
+  databasePath: string | null;
+  pullRequestReconcileIntervalSeconds: number;
+  cancelledRequirementRetentionDays: number;
+  doneRequirementRetentionDays: number;
+  logLevel: LogLevel;
+  logFilePath: string | null;
+  logMaxSize: string;
+  logMaxFiles: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+// `npm start [-- options]`: builds whatever is missing or older than its sources, then runs
+// `agent-manager start`. npm runs scripts in the package folder, so the directory the user was
+// in (INIT_CWD) is the default workspace.
+'use strict';
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..');
+
+function newestMtime(dir) {
+  let newest = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      newest = Math.max(newest, newestMtime(full));
+    } else if (!entry.name.endsWith('.spec.ts')) {
+      newest = Math.max(newest, fs.statSync(full).mtimeMs);
+    }
+  }
+  return newest;
+}
+
+function outdated(output, sources) {
+  if (!fs.existsSync(output)) {
+    return true;
+  }
+  const built = fs.statSync(output).mtimeMs;
+  return sources.some((dir) => newestMtime(path.join(root, dir)) > built);
+}
+
+function run(script) {
+  process.stderr.write(`Building (${script})…\n`);
+  const result = spawnSync('npm', ['run', '--silent', script], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  if (result.status !== 0) {
+    process.stderr.write(`agent-manager: npm run ${script} failed\n`);
+    process.exit(result.status ?? 1);
+  }
+}
+
+if (outdated(path.join(root, 'dist/cli/src/agent-manager.js'), ['server/src', 'cli/src', 'libs/contracts/src'])) {
+  run('build:server');
+}
+if (outdated(path.join(root, 'dist/dashboard/browser/index.html'), ['dashboard/src', 'libs/contracts/src'])) {
+  run('build:dashboard');
+}
+
+const args = process.argv.slice(2);
+if (!args.includes('--workspace') && !args.includes('-w') && !args.some((a) => a.startsWith('--workspace='))) {
+  args.push('--workspace', process.env.INIT_CWD || process.cwd());
+}
+const child = require('node:child_process').spawn(process.execPath, [path.join(root, 'bin/agent-manager.js'), 'start', ...args], {
+  stdio: 'inherit',
+});
+// Ctrl+C reaches the child through the terminal's process group; forward TERM from supervisors.
+process.on('SIGTERM', () => child.kill('SIGTERM'));
+process.on('SIGINT', () => undefined);
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

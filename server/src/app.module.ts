@@ -1,0 +1,19 @@
+import { DynamicModule, Module } from '@nestjs/common';
+
+import { AttachmentsModule } from './attachments/attachments.module';
+import { ConfigurationModule } from './configuration/configuration.module';
+import { CoreModule } from './core/core.module';
+import type { Runtime } from './core/runtime';
+import { EventsModule } from './events/events.module';
+import { MessagesModule } from './messages/messages.module';
+import { RequirementsModule } from './requirements/requirements.module';
+
+@Module({})
+export class AppModule {
+  static forRoot(runtime: Runtime): DynamicModule {
+    return {
+      imports: [AttachmentsModule, ConfigurationModule, CoreModule.forRoot(runtime), EventsModule, MessagesModule, RequirementsModule],
+      module: AppModule,
+    };
+  }
+}

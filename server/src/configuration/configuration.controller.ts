@@ -1,0 +1,55 @@
+import { Body, Controller, Get, Inject, Patch } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+
+import type { EventActor } from '@libs/contracts';
+
+import { UpdateConfigurationDto } from '../core/configuration/configuration.schema';
+import { Actor } from '../core/http/actor.decorator';
+import { RUNTIME, Runtime } from '../core/runtime';
+import { ConfigurationResponseDto, HealthResponseDto, WorkspaceResponseDto } from './dto/configuration-response.dto';
+import { ManagerConfigurationService } from './manager-configuration.service';
+
+@ApiTags('manager')
+@Controller()
+export class ConfigurationController {
+  constructor(
+    private readonly configuration: ManagerConfigurationService,
+    @Inject(RUNTIME) private readonly runtime: Runtime,
+  ) {}
+
+  @Get('health')
+  @ApiOperation({ summary: 'Liveness; needs no credentials' })
+  @ApiOkResponse({ type: HealthResponseDto })
+  getHealth(): HealthResponseDto {
+    return { ok: true, version: this.runtime.version, workspaceRoot: this.runtime.paths.root };
+  }
+
+  @Get('workspace')
+  @ApiOperation({ summary: 'The bound workspace and where its data lives' })
+  @ApiOkResponse({ type: WorkspaceResponseDto })
+  getWorkspace(): WorkspaceResponseDto {
+    const { paths } = this.runtime;
+    return {
+      attachmentsDirectory: paths.attachmentsDirectory,
+      dataDirectory: paths.dataDirectory,
+      databasePath: this.runtime.databasePath,
+      logFilePath: this.runtime.logFilePath,
+      root: paths.root,
+    };
+  }
+
+  @Get('configuration')
+  @ApiOperation({ summary: 'The workspace configuration' })
+  @ApiOkResponse({ type: ConfigurationResponseDto })
+  getConfiguration(): ConfigurationResponseDto {
+    return this.configuration.snapshot();
+  }
+
+  @Patch('configuration')
+  @ApiOperation({ summary: 'Change configuration fields; live fields apply at once, the rest after a restart' })
+  @ApiOkResponse({ type: ConfigurationResponseDto })
+  @ApiBadRequestResponse({ description: 'Unknown field or invalid value' })
+  updateConfiguration(@Body() body: UpdateConfigurationDto, @Actor() actor: EventActor): Promise<ConfigurationResponseDto> {
+    return this.configuration.update(body, actor);
+  }
+}

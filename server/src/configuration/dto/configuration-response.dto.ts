@@ -1,0 +1,42 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+import { ConfigurationValues, LOG_LEVELS, LogLevel } from '@libs/contracts';
+
+import { CONFIGURATION_KEYS } from '../../core/configuration/configuration.schema';
+
+export class ConfigurationValuesDto implements ConfigurationValues {
+  @ApiProperty({ nullable: true, type: String }) allowedOrigin: string | null;
+  @ApiProperty() cancelledRequirementRetentionDays: number;
+  @ApiProperty({ nullable: true, type: String }) databasePath: string | null;
+  @ApiProperty() doneRequirementRetentionDays: number;
+  @ApiProperty() host: string;
+  @ApiProperty({ nullable: true, type: String }) logFilePath: string | null;
+  @ApiProperty({ enum: LOG_LEVELS }) logLevel: LogLevel;
+  @ApiProperty() logMaxFiles: string;
+  @ApiProperty() logMaxSize: string;
+  @ApiProperty() port: number;
+  @ApiProperty() pullRequestReconcileIntervalSeconds: number;
+}
+
+export class ConfigurationResponseDto {
+  @ApiProperty({ description: 'The configuration file' }) path: string;
+  @ApiProperty({ description: 'What the file holds (defaults filled in)', type: ConfigurationValuesDto }) values: ConfigurationValuesDto;
+  @ApiProperty({ description: 'What this process runs with: values plus launch flags and CODE_FACTORY_* variables', type: ConfigurationValuesDto }) effective: ConfigurationValuesDto;
+  @ApiProperty({ description: 'Fields overridden for this process by a flag or variable', enum: CONFIGURATION_KEYS, isArray: true }) overriddenFields: string[];
+  @ApiProperty() restartRequired: boolean;
+  @ApiProperty({ description: 'Changed fields that take effect after a restart', enum: CONFIGURATION_KEYS, isArray: true }) restartRequiredFields: string[];
+}
+
+export class HealthResponseDto {
+  @ApiProperty() ok: boolean;
+  @ApiProperty() version: string;
+  @ApiProperty() workspaceRoot: string;
+}
+
+export class WorkspaceResponseDto {
+  @ApiProperty() root: string;
+  @ApiProperty() dataDirectory: string;
+  @ApiProperty() databasePath: string;
+  @ApiProperty() logFilePath: string;
+  @ApiProperty() attachmentsDirectory: string;
+}

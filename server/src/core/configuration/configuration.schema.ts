@@ -1,0 +1,89 @@
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+
+import { ConfigurationValues, LOG_LEVELS } from '@libs/contracts';
+
+import { OptionalEnum, OptionalInt, OptionalText } from '../validation';
+
+export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
+  allowedOrigin: null,
+  cancelledRequirementRetentionDays: 7,
+  databasePath: null,
+  doneRequirementRetentionDays: 365,
+  host: '127.0.0.1',
+  logFilePath: null,
+  logLevel: 'info',
+  logMaxFiles: '14d',
+  logMaxSize: '20m',
+  port: 4310,
+  pullRequestReconcileIntervalSeconds: 30,
+};
+
+export type ConfigurationKey = keyof ConfigurationValues;
+export const CONFIGURATION_KEYS = Object.keys(CONFIGURATION_DEFAULTS) as ConfigurationKey[];
+
+/** Fields a running manager applies at once; every other field takes effect on restart. */
+export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
+  'cancelledRequirementRetentionDays',
+  'doneRequirementRetentionDays',
+  'logLevel',
+  'pullRequestReconcileIntervalSeconds',
+];
+
+const ORIGIN = /^https?:\/\/[A-Za-z0-9.\-[\]:]+$/;
+const SIZE = /^[1-9]\d{0,9}[kmg]?$/;
+const FILES = /^[1-9]\d{0,5}d?$/;
+
+/**
+ * Every configuration field, all optional: the PATCH body, and the shape a config file or the
+ * launch overrides are checked against before anything uses them.
+ */
+export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
+  /** Origin (scheme://host[:port]) allowed to call the API from a browser besides the dashboard itself. */
+  @OptionalText({ description: 'Extra browser origin allowed to call the API (CORS/CSRF), or null', example: 'http://localhost:4200', max: 200, nullable: true, pattern: ORIGIN })
+  allowedOrigin?: string | null;
+
+  @OptionalInt({ description: 'Days a cancelled Requirement is kept before it is purged', max: 36_500, min: 0 })
+  cancelledRequirementRetentionDays?: number;
+
+  @OptionalText({ description: 'SQLite database file, or null for factory.sqlite in the data directory', max: 4096, min: 1, nullable: true })
+  databasePath?: string | null;
+
+  @OptionalInt({ description: 'Days a done Requirement is kept before it is purged', max: 36_500, min: 0 })
+  doneRequirementRetentionDays?: number;
+
+  @OptionalText({ description: 'Interface to listen on (restart required)', example: '127.0.0.1', max: 255, min: 1, pattern: /^[A-Za-z0-9.\-:[\]]+$/ })
+  host?: string;
+
+  @OptionalText({ description: 'Log file, or null for logs/agent-manager.log in the data directory', max: 4096, min: 1, nullable: true })
+  logFilePath?: string | null;
+
+  @OptionalEnum(LOG_LEVELS, 'Log level (applied at once)')
+  logLevel?: ConfigurationValues['logLevel'];
+
+  @OptionalText({ description: 'Files (e.g. 10) or days (e.g. 14d) of logs to keep', example: '14d', max: 7, min: 1, pattern: FILES })
+  logMaxFiles?: string;
+
+  @OptionalText({ description: 'Size at which the log rotates (bytes, or with k/m/g)', example: '20m', max: 11, min: 1, pattern: SIZE })
+  logMaxSize?: string;
+
+  @OptionalInt({ description: 'TCP port (restart required); 0 picks a free port', max: 65_535, min: 0 })
+  port?: number;
+
+  @OptionalInt({ description: 'Seconds between pull request reconciliations; 0 disables polling', max: 2_147_483, min: 0 })
+  pullRequestReconcileIntervalSeconds?: number;
+}
+
+/** Checks a partial configuration; returns the error messages (empty when valid). */
+export function checkConfiguration(values: unknown): string[] {
+  if (typeof values !== 'object' || values === null || Array.isArray(values)) {
+    return ['configuration must be a JSON object'];
+  }
+  const unknown = Object.keys(values).filter((key) => !CONFIGURATION_KEYS.includes(key as ConfigurationKey));
+  const errors = unknown.map((key) => `property ${key} should not exist`);
+  const dto = plainToInstance(UpdateConfigurationDto, values);
+  for (const error of validateSync(dto)) {
+    errors.push(...Object.values(error.constraints ?? {}));
+  }
+  return errors;
+}

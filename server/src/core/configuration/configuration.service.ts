@@ -1,0 +1,173 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { Subject } from 'rxjs';
+
+import { ConfigurationValues } from '@libs/contracts';
+
+import { invalid } from '../errors/domain-error';
+import { Mutex } from '../mutex';
+import {
+  CONFIGURATION_DEFAULTS,
+  CONFIGURATION_KEYS,
+  ConfigurationKey,
+  LIVE_CONFIGURATION_KEYS,
+  checkConfiguration,
+} from './configuration.schema';
+
+export interface ConfigurationSnapshot {
+  /** The configuration file. */
+  path: string;
+  /** What the file says (defaults filled in): what the next start uses, before overrides. */
+  values: ConfigurationValues;
+  /** What this process runs with: values plus launch flags and CODE_FACTORY_* variables. */
+  effective: ConfigurationValues;
+  /** Fields set for this process by a flag or environment variable (never written back). */
+  overriddenFields: ConfigurationKey[];
+  restartRequired: boolean;
+  /** Fields changed since start that only take effect after a restart. */
+  restartRequiredFields: ConfigurationKey[];
+}
+
+export class ConfigurationFileError extends Error {}
+
+/** Env variable for a field: `pullRequestReconcileIntervalSeconds` → `CODE_FACTORY_PULL_REQUEST_RECONCILE_INTERVAL_SECONDS`. */
+export function envName(key: ConfigurationKey): string {
+  return `CODE_FACTORY_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+}
+
+/** Reads the CODE_FACTORY_* overrides; numbers are parsed, empty strings ignored. */
+export function overridesFromEnv(env: NodeJS.ProcessEnv): Partial<ConfigurationValues> {
+  const result: Record<string, unknown> = {};
+  for (const key of CONFIGURATION_KEYS) {
+    const raw = env[envName(key)];
+    if (raw === undefined || raw === '') {
+      continue;
+    }
+    result[key] = typeof CONFIGURATION_DEFAULTS[key] === 'number' && /^-?\d+$/.test(raw) ? Number(raw) : raw;
+  }
+  return result as Partial<ConfigurationValues>;
+}
+
+/**
+ * The workspace configuration: the JSON file (created with defaults on first start), overridden
+ * for this process by launch flags and the environment. PATCHes are validated, written
+ * atomically (temp file + rename) and applied at once where the field is live.
+ */
+export class ConfigurationService {
+  private persisted: ConfigurationValues;
+  private readonly bootPersisted: ConfigurationValues;
+  private effectiveValues: ConfigurationValues;
+  private readonly overrides: Partial<ConfigurationValues>;
+  private readonly writeLock = new Mutex();
+  private readonly changesSubject = new Subject<ConfigurationSnapshot>();
+  /** Emits after each successful update, for live-applied fields (log level, intervals). */
+  readonly changes$ = this.changesSubject.asObservable();
+
+  constructor(
+    readonly filePath: string,
+    overrides: Partial<ConfigurationValues>,
+  ) {
+    const overrideErrors = checkConfiguration(overrides);
+    if (overrideErrors.length > 0) {
+      throw new ConfigurationFileError(`invalid launch option: ${overrideErrors.join('; ')}`);
+    }
+    this.overrides = overrides;
+    this.persisted = this.load();
+    this.bootPersisted = { ...this.persisted };
+    this.effectiveValues = { ...this.persisted, ...overrides };
+  }
+
+  /** The value this process runs with. */
+  get<K extends ConfigurationKey>(key: K): ConfigurationValues[K] {
+    return this.effectiveValues[key];
+  }
+
+  snapshot(): ConfigurationSnapshot {
+    const restartRequiredFields = CONFIGURATION_KEYS.filter(
+      (key) => !LIVE_CONFIGURATION_KEYS.includes(key) && this.persisted[key] !== this.bootPersisted[key],
+    );
+    return {
+      effective: { ...this.effectiveValues },
+      overriddenFields: CONFIGURATION_KEYS.filter((key) => key in this.overrides),
+      path: this.filePath,
+      restartRequired: restartRequiredFields.length > 0,
+      restartRequiredFields,
+      values: { ...this.persisted },
+    };
+  }
+
+  /** Validates, persists and applies a partial update. Unknown fields and bad values throw `invalid`. */
+  async update(patch: Partial<ConfigurationValues>): Promise<ConfigurationSnapshot> {
+    const errors = checkConfiguration(patch);
+    if (errors.length > 0) {
+      throw invalid('invalid_configuration', errors.join('; '));
+    }
+    return this.writeLock.run(async () => {
+      const next = { ...this.persisted, ...patch };
+      await this.writeFile(next);
+      this.persisted = next;
+      for (const key of LIVE_CONFIGURATION_KEYS) {
+        if (key in patch) {
+          (this.effectiveValues as unknown as Record<string, unknown>)[key] = next[key];
+        }
+      }
+      const snapshot = this.snapshot();
+      this.changesSubject.next(snapshot);
+      return snapshot;
+    });
+  }
+
+  private load(): ConfigurationValues {
+    let text: string;
+    try {
+      text = fs.readFileSync(this.filePath, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        throw new ConfigurationFileError(`cannot read ${this.filePath}: ${(err as Error).message}`);
+      }
+      // First start: write the defaults so the user can see and edit every field.
+      fs.mkdirSync(path.dirname(this.filePath), { recursive: true });
+      writeAtomically(this.filePath, serialize(CONFIGURATION_DEFAULTS));
+      return { ...CONFIGURATION_DEFAULTS };
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (err) {
+      throw new ConfigurationFileError(`${this.filePath} is not valid JSON: ${(err as Error).message}`);
+    }
+    const errors = checkConfiguration(parsed);
+    if (errors.length > 0) {
+      throw new ConfigurationFileError(`${this.filePath}: ${errors.join('; ')}`);
+    }
+    return { ...CONFIGURATION_DEFAULTS, ...(parsed as Partial<ConfigurationValues>) };
+  }
+
+  private async writeFile(values: ConfigurationValues): Promise<void> {
+    writeAtomically(this.filePath, serialize(values));
+  }
+}
+
+function serialize(values: ConfigurationValues): string {
+  const ordered = Object.fromEntries(CONFIGURATION_KEYS.map((key) => [key, values[key]]));
+  return `${JSON.stringify(ordered, null, 2)}\n`;
+}
+
+/** Write-temp, fsync, rename: a crash leaves the old file or the new one, never half of one. */
+export function writeAtomically(filePath: string, content: string, mode = 0o600): void {
+  const tmp = `${filePath}.${process.pid}.${Date.now()}.tmp`;
+  const fd = fs.openSync(tmp, 'w', mode);
+  try {
+    fs.writeFileSync(fd, content);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  try {
+    fs.renameSync(tmp, filePath);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+}

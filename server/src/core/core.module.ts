@@ -1,0 +1,61 @@
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { TypeOrmModule, getDataSourceToken } from '@nestjs/typeorm';
+
+import { MessageAttachmentEntity } from '../attachments/message-attachment.entity';
+import { EventBus } from '../events/event-bus';
+import { EventLog } from '../events/event-log.service';
+import { ManagerEventEntity } from '../events/manager-event.entity';
+import { RequirementMessageEntity } from '../messages/requirement-message.entity';
+import { AgentSessionEntity } from '../requirements/agent-session.entity';
+import { RequirementEntity } from '../requirements/requirement.entity';
+import { Clock } from './clock';
+import { ConfigurationService } from './configuration/configuration.service';
+import { READER_DATA_SOURCE } from './database/database.constants';
+import { Database } from './database/database.service';
+import { MIGRATIONS } from './database/migrations';
+import { SnakeNamingStrategy } from './database/snake-naming.strategy';
+import { RUNTIME, Runtime } from './runtime';
+
+export const ENTITIES = [AgentSessionEntity, MessageAttachmentEntity, ManagerEventEntity, RequirementEntity, RequirementMessageEntity];
+
+const BUSY_TIMEOUT_MS = 5000;
+
+/** Cross-cutting providers every feature module uses: runtime facts, clock, database, events. */
+@Global()
+@Module({})
+export class CoreModule {
+  static forRoot(runtime: Runtime): DynamicModule {
+    const common = {
+      busyTimeout: BUSY_TIMEOUT_MS,
+      database: runtime.databasePath,
+      enableWAL: true,
+      entities: ENTITIES,
+      namingStrategy: new SnakeNamingStrategy(),
+      synchronize: false,
+      type: 'sqlite' as const,
+    };
+    return {
+      exports: [Clock, ConfigurationService, Database, EventBus, EventLog, RUNTIME],
+      global: true,
+      imports: [
+        // The writer runs migrations before anything else touches the file.
+        TypeOrmModule.forRoot({ ...common, migrations: MIGRATIONS, migrationsRun: true, migrationsTransactionMode: 'each' }),
+        // Opened only after the writer (and so the migrations) finished: injecting its token orders them.
+        TypeOrmModule.forRootAsync({
+          inject: [getDataSourceToken()],
+          name: READER_DATA_SOURCE,
+          useFactory: () => ({ ...common, name: READER_DATA_SOURCE }),
+        }),
+      ],
+      module: CoreModule,
+      providers: [
+        Clock,
+        Database,
+        EventBus,
+        EventLog,
+        { provide: RUNTIME, useValue: runtime },
+        { provide: ConfigurationService, useValue: runtime.configuration },
+      ],
+    };
+  }
+}

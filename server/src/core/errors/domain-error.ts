@@ -1,0 +1,23 @@
+// Services throw these; they carry no HTTP knowledge, so the CLI and schedulers can reuse the
+// services. The one exception filter maps `kind` to a status code.
+
+export type DomainErrorKind = 'invalid' | 'not_found' | 'conflict' | 'forbidden' | 'unauthorized' | 'insufficient_storage';
+
+export class DomainError extends Error {
+  constructor(
+    readonly kind: DomainErrorKind,
+    /** Stable machine-readable code, e.g. `requirement_not_found`. */
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+export const invalid = (code: string, message: string) => new DomainError('invalid', code, message);
+export const notFound = (code: string, message: string) => new DomainError('not_found', code, message);
+export const conflict = (code: string, message: string) => new DomainError('conflict', code, message);
+export const forbidden = (code: string, message: string) => new DomainError('forbidden', code, message);
+export const unauthorized = (code: string, message: string) => new DomainError('unauthorized', code, message);
+export const insufficientStorage = (code: string, message: string) => new DomainError('insufficient_storage', code, message);

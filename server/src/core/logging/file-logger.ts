@@ -1,0 +1,115 @@
+import * as path from 'node:path';
+
+import type { LoggerService } from '@nestjs/common';
+import * as winston from 'winston';
+import DailyRotateFile from 'winston-daily-rotate-file';
+
+import type { LogLevel } from '@libs/contracts';
+
+export interface FileLoggerOptions {
+  filePath: string;
+  level: LogLevel;
+  /** Size at which the file rotates, e.g. `20m`. */
+  maxSize: string;
+  /** How many files, or how many days (`14d`), to keep. */
+  maxFiles: string;
+}
+
+// Nest's levels mapped onto winston's npm levels; Nest's `verbose` and `fatal` fold into ours.
+const NEST_TO_WINSTON: Record<string, LogLevel> = {
+  debug: 'debug',
+  error: 'error',
+  fatal: 'error',
+  log: 'info',
+  verbose: 'debug',
+  warn: 'warn',
+};
+
+/**
+ * Structured JSON lines in a file rotated by size and by day (winston-daily-rotate-file).
+ * The terminal gets nothing from here: the launcher prints one banner and that is all.
+ * Callers pass facts (IDs, counts, codes), never prompts, message bodies or tokens.
+ */
+export class FileLogger implements LoggerService {
+  private readonly logger: winston.Logger;
+  private readonly transport: DailyRotateFile;
+
+  constructor(readonly options: FileLoggerOptions) {
+    const parsed = path.parse(options.filePath);
+    this.transport = new DailyRotateFile({
+      auditFile: path.join(parsed.dir, '.audit.json'),
+      createSymlink: true,
+      datePattern: 'YYYY-MM-DD',
+      dirname: parsed.dir,
+      filename: `${parsed.name}-%DATE%${parsed.ext || '.log'}`,
+      maxFiles: options.maxFiles,
+      maxSize: options.maxSize,
+      symlinkName: parsed.base,
+    });
+    this.logger = winston.createLogger({
+      format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
+      level: options.level,
+      transports: [this.transport],
+    });
+  }
+
+  setLevel(level: LogLevel): void {
+    this.logger.level = level;
+  }
+
+  get level(): LogLevel {
+    return this.logger.level as LogLevel;
+  }
+
+  log(message: unknown, ...rest: unknown[]): void {
+    this.write('log', message, rest);
+  }
+  error(message: unknown, ...rest: unknown[]): void {
+    this.write('error', message, rest);
+  }
+  warn(message: unknown, ...rest: unknown[]): void {
+    this.write('warn', message, rest);
+  }
+  debug(message: unknown, ...rest: unknown[]): void {
+    this.write('debug', message, rest);
+  }
+  verbose(message: unknown, ...rest: unknown[]): void {
+    this.write('verbose', message, rest);
+  }
+  fatal(message: unknown, ...rest: unknown[]): void {
+    this.write('fatal', message, rest);
+  }
+
+  /** Flushes and closes the file; resolves once everything written so far is on disk. */
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.transport.on('finish', () => resolve());
+      this.logger.end();
+      setTimeout(resolve, 1000).unref();
+    });
+  }
+
+  private write(nestLevel: string, message: unknown, rest: unknown[]): void {
+    const level = NEST_TO_WINSTON[nestLevel] ?? 'info';
+    // Nest passes the context as the last string argument and, for errors, a stack before it.
+    const args = [...rest];
+    const context = typeof args[args.length - 1] === 'string' ? (args.pop() as string) : undefined;
+    const entry: Record<string, unknown> = { context };
+    if (level === 'error' && typeof args[0] === 'string') {
+      entry.stack = args.shift();
+    }
+    if (args.length > 0 && typeof args[0] === 'object' && args[0] !== null) {
+      Object.assign(entry, args[0]);
+    }
+    if (typeof message === 'object' && message !== null && !(message instanceof Error)) {
+      const { msg, ...fields } = message as Record<string, unknown>;
+      this.logger.log(level, String(msg ?? ''), { ...entry, ...fields });
+      return;
+    }
+    const text = message instanceof Error ? message.message : String(message);
+    if (message instanceof Error && !entry.stack) {
+      entry.stack = message.stack;
+    }
+    this.logger.log(level, text, entry);
+  }
+}

@@ -1,0 +1,16 @@
+import type { ConfigurationService } from './configuration/configuration.service';
+import type { FileLogger } from './logging/file-logger';
+import type { WorkspacePaths } from './workspace/workspace';
+
+/** Injection token for what the launcher resolved before Nest started. */
+export const RUNTIME = Symbol('RUNTIME');
+
+/** Facts fixed for the life of the process: where things are and what runs. */
+export interface Runtime {
+  paths: WorkspacePaths;
+  configuration: ConfigurationService;
+  logger: FileLogger;
+  databasePath: string;
+  logFilePath: string;
+  version: string;
+}

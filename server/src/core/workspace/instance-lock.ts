@@ -1,0 +1,105 @@
+import * as fs from 'node:fs';
+
+interface LockRecord {
+  pid: number;
+  /** Kernel start time of the process (Linux), so a recycled PID is not mistaken for us. */
+  startTime: string | null;
+  url: string | null;
+  startedAt: string;
+}
+
+export class InstanceLockedError extends Error {
+  constructor(readonly holder: LockRecord) {
+    super(
+      `Agent Manager is already running for this workspace (pid ${holder.pid}${holder.url ? `, ${holder.url}` : ', still starting'})`,
+    );
+  }
+}
+
+function processStartTime(pid: number): string | null {
+  try {
+    // Field 22 of /proc/<pid>/stat; the command name (field 2) may hold spaces, so split after ')'.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function isAlive(record: LockRecord): boolean {
+  try {
+    process.kill(record.pid, 0);
+  } catch (err) {
+    // EPERM: the process exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  const now = processStartTime(record.pid);
+  return record.startTime === null || now === null || now === record.startTime;
+}
+
+/**
+ * One Agent Manager per workspace. The lock file is created exclusively; a lock whose process
+ * is gone (kill -9, crash, reboot) is stale and taken over.
+ */
+export class InstanceLock {
+  private held = false;
+
+  constructor(private readonly lockPath: string) {}
+
+  acquire(): void {
+    const record: LockRecord = {
+      pid: process.pid,
+      startTime: processStartTime(process.pid),
+      startedAt: new Date().toISOString(),
+      url: null,
+    };
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        fs.writeFileSync(this.lockPath, JSON.stringify(record), { flag: 'wx', mode: 0o600 });
+        this.held = true;
+        return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+          throw err;
+        }
+      }
+      const holder = this.read();
+      if (holder && isAlive(holder)) {
+        throw new InstanceLockedError(holder);
+      }
+      // Stale (or unreadable half-written) lock: remove it and race for it again.
+      fs.rmSync(this.lockPath, { force: true });
+    }
+    throw new Error(`could not take the workspace lock ${this.lockPath}`);
+  }
+
+  /** Records the listening URL so a second start can say where the first one is. */
+  setUrl(url: string): void {
+    const record = this.read();
+    if (!this.held || !record || record.pid !== process.pid) {
+      return;
+    }
+    const tmp = `${this.lockPath}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify({ ...record, url }), { mode: 0o600 });
+    fs.renameSync(tmp, this.lockPath);
+  }
+
+  release(): void {
+    if (!this.held) {
+      return;
+    }
+    this.held = false;
+    const record = this.read();
+    if (record?.pid === process.pid) {
+      fs.rmSync(this.lockPath, { force: true });
+    }
+  }
+
+  private read(): LockRecord | null {
+    try {
+      return JSON.parse(fs.readFileSync(this.lockPath, 'utf8')) as LockRecord;
+    } catch {
+      return null;
+    }
+  }
+}

@@ -1,0 +1,67 @@
+import { Injectable } from '@nestjs/common';
+
+import type { EventActor, ManagerEvent, ManagerEventType } from '@libs/contracts';
+
+import { Clock } from '../core/clock';
+import type { WriteTx } from '../core/database/write-tx';
+import { ManagerEventEntity } from './manager-event.entity';
+
+export interface NewEvent<P> {
+  type: ManagerEventType;
+  actor: EventActor;
+  requirementId?: string | null;
+  sessionId?: string | null;
+  runId?: string | null;
+  payload: P;
+}
+
+export const SYSTEM_ACTOR: EventActor = { id: null, kind: 'system' };
+export const HUMAN_ACTOR: EventActor = { id: null, kind: 'human' };
+
+/** Appends ManagerEvents inside the caller's write transaction (architecture §3.9). */
+@Injectable()
+export class EventLog {
+  constructor(private readonly clock: Clock) {}
+
+  async append<P extends object>(tx: WriteTx, input: NewEvent<P>): Promise<ManagerEvent<P>> {
+    const createdAt = this.clock.nowIso();
+    const row = {
+      actorId: input.actor.id,
+      actorKind: input.actor.kind,
+      createdAt,
+      payload: JSON.stringify(input.payload),
+      requirementId: input.requirementId ?? null,
+      runId: input.runId ?? null,
+      sessionId: input.sessionId ?? null,
+      type: input.type,
+    };
+    const result = await tx.manager.insert(ManagerEventEntity, row);
+    const id = Number(result.identifiers[0]?.id ?? result.raw);
+    const event: ManagerEvent<P> = {
+      actor: input.actor,
+      createdAt,
+      id,
+      payload: input.payload,
+      requirementId: row.requirementId,
+      runId: row.runId,
+      sessionId: row.sessionId,
+      type: input.type,
+    };
+    tx.events.push(event as ManagerEvent);
+    return event;
+  }
+}
+
+/** Rebuilds the wire shape of a stored event (used by replay). */
+export function toManagerEvent(row: ManagerEventEntity): ManagerEvent {
+  return {
+    actor: { id: row.actorId, kind: row.actorKind },
+    createdAt: row.createdAt,
+    id: row.id,
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    requirementId: row.requirementId,
+    runId: row.runId,
+    sessionId: row.sessionId,
+    type: row.type,
+  };
+}

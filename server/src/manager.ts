@@ -1,0 +1,106 @@
+import type { AddressInfo } from 'node:net';
+import * as path from 'node:path';
+
+import type { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+
+import type { ConfigurationValues, LogLevel } from '@libs/contracts';
+
+import { AppModule } from './app.module';
+import { ConfigurationService, overridesFromEnv } from './core/configuration/configuration.service';
+import { configureHttp } from './core/http/configure-http';
+import { FileLogger } from './core/logging/file-logger';
+import { packageVersion } from './core/package-info';
+import type { Runtime } from './core/runtime';
+import { InstanceLock } from './core/workspace/instance-lock';
+import { codeFactoryHome, resolveWorkspace } from './core/workspace/workspace';
+
+export interface StartOptions {
+  /** The repository to bind; its realpath is the workspace. */
+  workspace: string;
+  /** Configuration file instead of `<data dir>/config.json`. */
+  configPath?: string;
+  /** Launch overrides (flags); they beat the environment, which beats the file. */
+  overrides?: Partial<ConfigurationValues>;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface RunningManager {
+  url: string;
+  runtime: Runtime;
+  app: INestApplication;
+  /** Graceful stop: closes SSE streams, finishes queued writes, releases the lock. */
+  stop(): Promise<void>;
+}
+
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') {
+    return '127.0.0.1';
+  }
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Paths in the configuration file are relative to the data directory. */
+function resolveIn(base: string, value: string | null, fallback: string): string {
+  return value ? path.resolve(base, value) : fallback;
+}
+
+/** Binds the workspace, takes its lock, opens the database and starts listening. */
+export async function startManager(options: StartOptions): Promise<RunningManager> {
+  const env = options.env ?? process.env;
+  const paths = resolveWorkspace(options.workspace, codeFactoryHome(env));
+  const configuration = new ConfigurationService(options.configPath ?? paths.defaultConfigPath, {
+    ...overridesFromEnv(env),
+    ...options.overrides,
+  });
+  const lock = new InstanceLock(paths.lockPath);
+  lock.acquire();
+
+  let logger: FileLogger | undefined;
+  let app: INestApplication | undefined;
+  try {
+    const databasePath = resolveIn(paths.dataDirectory, configuration.get('databasePath'), paths.defaultDatabasePath);
+    const logFilePath = resolveIn(paths.dataDirectory, configuration.get('logFilePath'), paths.defaultLogFilePath);
+    logger = new FileLogger({
+      filePath: logFilePath,
+      level: configuration.get('logLevel'),
+      maxFiles: configuration.get('logMaxFiles'),
+      maxSize: configuration.get('logMaxSize'),
+    });
+    const fileLogger = logger;
+    configuration.changes$.subscribe((snapshot) => fileLogger.setLevel(snapshot.effective.logLevel as LogLevel));
+    const runtime: Runtime = { configuration, databasePath, logFilePath, logger, paths, version: packageVersion() };
+
+    app = await NestFactory.create(AppModule.forRoot(runtime), { abortOnError: false, bodyParser: false, logger });
+    configureHttp(app);
+    await app.listen(configuration.get('port'), configuration.get('host'));
+    const address = app.getHttpServer().address() as AddressInfo;
+    const url = `http://${urlHost(configuration.get('host'))}:${address.port}`;
+    lock.setUrl(url);
+    logger.log({ msg: 'agent manager started', pid: process.pid, url, workspace: paths.root }, 'Manager');
+
+    const running = app;
+    let stopping: Promise<void> | undefined;
+    return {
+      app: running,
+      runtime,
+      stop: () =>
+        (stopping ??= (async () => {
+          fileLogger.log({ msg: 'agent manager stopping' }, 'Manager');
+          try {
+            await running.close();
+          } finally {
+            lock.release();
+            await fileLogger.close();
+          }
+        })()),
+      url,
+    };
+  } catch (err) {
+    await app?.close().catch(() => undefined);
+    lock.release();
+    logger?.error(err instanceof Error ? err : String(err), 'Manager');
+    await logger?.close();
+    throw err;
+  }
+}

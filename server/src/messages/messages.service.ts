@@ -1,0 +1,149 @@
+import { Injectable, Logger } from '@nestjs/common';
+
+import type { EventActor, MessageAuthor } from '@libs/contracts';
+
+import { AttachmentsService } from '../attachments/attachments.service';
+import { Clock } from '../core/clock';
+import { Database } from '../core/database/database.service';
+import type { WriteTx } from '../core/database/write-tx';
+import { conflict, invalid } from '../core/errors/domain-error';
+import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
+import { isId, newId } from '../core/ids';
+import { EventLog } from '../events/event-log.service';
+import { AgentSessionEntity } from '../requirements/agent-session.entity';
+import { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
+import { RequirementEntity } from '../requirements/requirement.entity';
+import { RequirementsService, requirementNotFound } from '../requirements/requirements.service';
+import { ListMessagesQueryDto } from './dto/list-messages-query.dto';
+import { MessagePageDto, MessageResponseDto, ReplyResponseDto, toMessageResponse } from './dto/message-response.dto';
+import { ReplyDto } from './dto/reply.dto';
+import { RequirementMessageEntity } from './requirement-message.entity';
+
+export interface NewMessage {
+  author: MessageAuthor;
+  body: string;
+  deliverToRd: boolean;
+  attachmentIds?: string[];
+  runId?: string | null;
+  sourceRequirementId?: string | null;
+  source?: string | null;
+  triggerId?: string | null;
+  metadata?: Record<string, unknown> | null;
+}
+
+/**
+ * The conversation: the one place messages are appended (humans, agents, triggers all come
+ * through `append`), so sequences stay gap-free and every message has its event.
+ */
+@Injectable()
+export class MessagesService {
+  private readonly logger = new Logger(MessagesService.name);
+
+  constructor(
+    private readonly attachments: AttachmentsService,
+    private readonly clock: Clock,
+    private readonly database: Database,
+    private readonly events: EventLog,
+    private readonly requirements: RequirementsService,
+  ) {}
+
+  /**
+   * Appends a message inside the caller's write unit. Sequence numbers come from a counter on
+   * the Requirement row; the write path is serialized, so they are gap-free in commit order.
+   */
+  async append(
+    tx: WriteTx,
+    requirement: RequirementEntity,
+    input: NewMessage,
+    actor: EventActor,
+  ): Promise<{ message: MessageResponseDto; requirement: RequirementResponseDto }> {
+    const session = await tx.manager.findOneByOrFail(AgentSessionEntity, { requirementId: requirement.id });
+    const now = this.clock.nowIso();
+    const sequence = requirement.lastMessageSequence + 1;
+    const entity: RequirementMessageEntity = {
+      author: input.author,
+      body: input.body,
+      createdAt: now,
+      deliverToRd: input.deliverToRd,
+      id: newId('message'),
+      metadata: input.metadata ?? null,
+      requirementId: requirement.id,
+      runId: input.runId ?? null,
+      sequence,
+      sessionId: session.id,
+      source: input.source ?? null,
+      sourceRequirementId: input.sourceRequirementId ?? null,
+      triggerId: input.triggerId ?? null,
+    };
+    await tx.manager.update(RequirementEntity, { id: requirement.id }, { lastMessageSequence: sequence, updatedAt: now });
+    requirement.lastMessageSequence = sequence;
+    requirement.updatedAt = now;
+    // simple-json columns confuse TypeORM's deep-partial typing; the entity is complete.
+    await tx.manager.insert(RequirementMessageEntity, entity as never);
+    const attachments = await this.attachments.claim(tx, requirement.id, input.attachmentIds ?? [], entity.id);
+    const message = toMessageResponse(entity, attachments);
+    const snapshot = await this.requirements.mustSnapshot(tx.manager, requirement.id);
+    await this.events.append(tx, {
+      actor,
+      payload: { message, requirement: snapshot },
+      requirementId: requirement.id,
+      runId: entity.runId,
+      sessionId: session.id,
+      type: 'message.created',
+    });
+    return { message, requirement: snapshot };
+  }
+
+  /** A person's message. It always lands in the conversation; cancelled Requirements refuse it. */
+  async reply(requirementId: string, dto: ReplyDto, actor: EventActor): Promise<ReplyResponseDto> {
+    const body = dto.message ?? '';
+    const attachmentIds = dto.attachmentIds ?? [];
+    if (body.trim() === '' && attachmentIds.length === 0) {
+      throw invalid('empty_message', 'a reply needs message text or at least one attachment');
+    }
+    const result = await this.database.write(async (tx) => {
+      const requirement = await this.requirements.lockForUpdate(tx, requirementId);
+      if (requirement.status === 'cancelled') {
+        throw conflict('requirement_cancelled', `Requirement ${requirementId} is cancelled`);
+      }
+      return this.append(tx, requirement, { attachmentIds, author: 'human', body, deliverToRd: true }, actor);
+    });
+    this.logger.log({
+      actor: actor.kind,
+      attachments: attachmentIds.length,
+      messageId: result.message.id,
+      msg: 'reply appended',
+      requirementId,
+      sequence: result.message.sequence,
+    });
+    // Until the run orchestrator exists, every reply waits in the conversation for the next run.
+    return { accepted: true, action: 'reply', message: result.message, queued: true, requirement: result.requirement, requirementId };
+  }
+
+  /** The conversation in ascending sequence, a page at a time. */
+  async list(requirementId: string, query: ListMessagesQueryDto): Promise<MessagePageDto> {
+    const exists = isId('requirement', requirementId)
+      ? await this.database.read(RequirementEntity).exists({ where: { id: requirementId } })
+      : false;
+    if (!exists) {
+      throw requirementNotFound(requirementId);
+    }
+    const limit = pageSize(query.limit);
+    const cursor = decodeCursor<[number]>(query.cursor, ['number']);
+    const after = Math.max(cursor?.[0] ?? 0, query.afterSequence ?? 0);
+    const rows = await this.database
+      .read(RequirementMessageEntity)
+      .createQueryBuilder('m')
+      .where('m.requirement_id = :requirementId AND m.sequence > :after', { after, requirementId })
+      .orderBy('m.sequence', 'ASC')
+      .limit(limit + 1)
+      .getMany();
+    const page = rows.slice(0, limit);
+    const attachments = await this.attachments.forMessages(this.database.readManager, page.map((m) => m.id));
+    const last = page[page.length - 1];
+    return {
+      items: page.map((m) => toMessageResponse(m, attachments.get(m.id) ?? [])),
+      nextCursor: rows.length > limit && last ? encodeCursor([last.sequence]) : null,
+    };
+  }
+}

@@ -1,0 +1,46 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+import type { MessageAuthor } from '@libs/contracts';
+
+@Entity('requirement_message')
+@Index('idx_message_requirement_sequence', ['requirementId', 'sequence'], { unique: true })
+export class RequirementMessageEntity {
+  @PrimaryColumn('varchar')
+  id: string;
+
+  @Column('varchar')
+  requirementId: string;
+
+  @Column('varchar')
+  sessionId: string;
+
+  @Column('varchar', { nullable: true })
+  runId: string | null;
+
+  @Column('varchar', { nullable: true })
+  sourceRequirementId: string | null;
+
+  @Column('varchar')
+  author: MessageAuthor;
+
+  @Column('text')
+  body: string;
+
+  @Column('integer')
+  sequence: number;
+
+  @Column('boolean')
+  deliverToRd: boolean;
+
+  @Column('varchar', { nullable: true })
+  source: string | null;
+
+  @Column('varchar', { nullable: true })
+  triggerId: string | null;
+
+  @Column('simple-json', { nullable: true })
+  metadata: Record<string, unknown> | null;
+
+  @Column('varchar')
+  createdAt: string;
+}

@@ -1,0 +1,37 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+import type { Provider, SessionState } from '@libs/contracts';
+
+/** The RD session a Requirement owns from the moment it exists (one per Requirement). */
+@Entity('agent_session')
+@Index('idx_agent_session_requirement', ['requirementId'], { unique: true })
+@Index('idx_agent_session_created', ['createdAt', 'id'])
+export class AgentSessionEntity {
+  @PrimaryColumn('varchar')
+  id: string;
+
+  @Column('varchar')
+  requirementId: string;
+
+  @Column('varchar')
+  provider: Provider;
+
+  @Column('varchar', { nullable: true })
+  nativeSessionId: string | null;
+
+  @Column('varchar')
+  state: SessionState;
+
+  @Column('text', { nullable: true })
+  lastError: string | null;
+
+  /** Delivery cursor: every deliverable message up to here has been consumed by a successful run. */
+  @Column('integer', { default: 0 })
+  lastConsumedMessageSequence: number;
+
+  @Column('varchar')
+  createdAt: string;
+
+  @Column('varchar')
+  updatedAt: string;
+}

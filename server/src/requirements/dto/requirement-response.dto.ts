@@ -1,0 +1,96 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+import {
+  AgentSession,
+  PROVIDERS,
+  Provider,
+  REASONING_EFFORTS,
+  REQUIREMENT_CREATORS,
+  REQUIREMENT_STATUSES,
+  ReasoningEffort,
+  Requirement,
+  RequirementCreator,
+  RequirementStatus,
+  SESSION_STATES,
+  SessionState,
+} from '@libs/contracts';
+
+import { PageInfoDto } from '../../core/http/pagination';
+import type { AgentSessionEntity } from '../agent-session.entity';
+import type { RequirementEntity } from '../requirement.entity';
+
+export class AgentSessionResponseDto implements AgentSession {
+  @ApiProperty({ example: 'ses_0b7c…' }) id: string;
+  @ApiProperty() requirementId: string;
+  @ApiProperty({ enum: PROVIDERS }) provider: Provider;
+  @ApiProperty({ description: 'The provider CLI\'s own session/thread id, once known', nullable: true, type: String }) nativeSessionId: string | null;
+  @ApiProperty({ enum: SESSION_STATES }) state: SessionState;
+  @ApiProperty({ nullable: true, type: String }) lastError: string | null;
+  @ApiProperty({ description: 'Every deliverable message up to this sequence was consumed by a successful run' }) lastConsumedMessageSequence: number;
+  @ApiProperty({ description: 'Deliverable messages after the consumed boundary' }) pendingMessageCount: number;
+  @ApiProperty() createdAt: string;
+  @ApiProperty() updatedAt: string;
+}
+
+export class RequirementResponseDto implements Requirement {
+  @ApiProperty({ example: 'req_5f0e…' }) id: string;
+  @ApiProperty() title: string;
+  @ApiProperty({ description: 'Markdown' }) description: string;
+  @ApiProperty({ enum: REQUIREMENT_STATUSES }) status: RequirementStatus;
+  @ApiProperty({ enum: PROVIDERS }) provider: Provider;
+  @ApiProperty({ nullable: true, type: String }) model: string | null;
+  @ApiProperty({ enum: REASONING_EFFORTS, nullable: true }) reasoningEffort: ReasoningEffort | null;
+  @ApiProperty({ enum: REQUIREMENT_CREATORS }) createdBy: RequirementCreator;
+  @ApiProperty({ nullable: true, type: String }) parentRequirementId: string | null;
+  @ApiProperty({ nullable: true, type: String }) sourceSessionId: string | null;
+  @ApiProperty() createdAt: string;
+  @ApiProperty() updatedAt: string;
+  @ApiProperty({ nullable: true, type: String }) completedAt: string | null;
+  @ApiProperty({ type: AgentSessionResponseDto }) session: AgentSessionResponseDto;
+}
+
+export class RequirementPageDto extends PageInfoDto {
+  @ApiProperty({ type: [RequirementResponseDto] }) items: RequirementResponseDto[];
+}
+
+export class AgentSessionPageDto extends PageInfoDto {
+  @ApiProperty({ type: [AgentSessionResponseDto] }) items: AgentSessionResponseDto[];
+}
+
+export function toSessionResponse(session: AgentSessionEntity, pendingMessageCount: number): AgentSessionResponseDto {
+  return {
+    createdAt: session.createdAt,
+    id: session.id,
+    lastConsumedMessageSequence: session.lastConsumedMessageSequence,
+    lastError: session.lastError,
+    nativeSessionId: session.nativeSessionId,
+    pendingMessageCount,
+    provider: session.provider,
+    requirementId: session.requirementId,
+    state: session.state,
+    updatedAt: session.updatedAt,
+  };
+}
+
+export function toRequirementResponse(
+  requirement: RequirementEntity,
+  session: AgentSessionEntity,
+  pendingMessageCount: number,
+): RequirementResponseDto {
+  return {
+    completedAt: requirement.completedAt,
+    createdAt: requirement.createdAt,
+    createdBy: requirement.createdBy,
+    description: requirement.description,
+    id: requirement.id,
+    model: requirement.model,
+    parentRequirementId: requirement.parentRequirementId,
+    provider: requirement.provider,
+    reasoningEffort: requirement.reasoningEffort,
+    session: toSessionResponse(session, pendingMessageCount),
+    sourceSessionId: requirement.sourceSessionId,
+    status: requirement.status,
+    title: requirement.title,
+    updatedAt: requirement.updatedAt,
+  };
+}

@@ -1,0 +1,52 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+import type { Provider, ReasoningEffort, RequirementCreator, RequirementStatus } from '@libs/contracts';
+
+@Entity('requirement')
+@Index('idx_requirement_created', ['createdAt', 'id'])
+@Index('idx_requirement_parent', ['parentRequirementId'])
+@Index('idx_requirement_status', ['status', 'updatedAt'])
+export class RequirementEntity {
+  @PrimaryColumn('varchar')
+  id: string;
+
+  @Column('varchar')
+  title: string;
+
+  @Column('text')
+  description: string;
+
+  @Column('varchar')
+  status: RequirementStatus;
+
+  @Column('varchar')
+  provider: Provider;
+
+  @Column('varchar', { nullable: true })
+  model: string | null;
+
+  @Column('varchar', { nullable: true })
+  reasoningEffort: ReasoningEffort | null;
+
+  @Column('varchar')
+  createdBy: RequirementCreator;
+
+  @Column('varchar', { nullable: true })
+  parentRequirementId: string | null;
+
+  @Column('varchar', { nullable: true })
+  sourceSessionId: string | null;
+
+  /** The last conversation sequence handed out; the next message gets this + 1. */
+  @Column('integer', { default: 0 })
+  lastMessageSequence: number;
+
+  @Column('varchar')
+  createdAt: string;
+
+  @Column('varchar')
+  updatedAt: string;
+
+  @Column('varchar', { nullable: true })
+  completedAt: string | null;
+}

@@ -1,0 +1,72 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+
+import type { EventActor } from '@libs/contracts';
+
+import { Actor } from '../core/http/actor.decorator';
+import { PageQueryDto } from '../core/http/pagination';
+import { CreateRequirementDto } from './dto/create-requirement.dto';
+import { ListRequirementsQueryDto } from './dto/list-requirements-query.dto';
+import { AgentSessionPageDto, RequirementPageDto, RequirementResponseDto } from './dto/requirement-response.dto';
+import { RequirementsService } from './requirements.service';
+
+@ApiTags('requirements')
+@Controller('requirements')
+export class RequirementsController {
+  constructor(private readonly requirements: RequirementsService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'List Requirements, newest first' })
+  @ApiOkResponse({ type: RequirementPageDto })
+  listRequirements(@Query() query: ListRequirementsQueryDto): Promise<RequirementPageDto> {
+    return this.requirements.list(query);
+  }
+
+  @Post()
+  @ApiOperation({ summary: 'Create a Requirement (todo) with its idle RD session' })
+  @ApiCreatedResponse({ type: RequirementResponseDto })
+  createRequirement(@Body() body: CreateRequirementDto, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
+    return this.requirements.create({ ...body, createdBy: 'human' }, actor);
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'Get one Requirement with its session' })
+  @ApiOkResponse({ type: RequirementResponseDto })
+  @ApiNotFoundResponse()
+  getRequirement(@Param('id') id: string): Promise<RequirementResponseDto> {
+    return this.requirements.get(id);
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Withdraw a Requirement that has not started (todo → cancelled)' })
+  @ApiNoContentResponse()
+  @ApiNotFoundResponse()
+  @ApiConflictResponse({ description: 'The Requirement has started' })
+  deleteRequirement(@Param('id') id: string, @Actor() actor: EventActor): Promise<void> {
+    return this.requirements.cancel(id, actor);
+  }
+
+  @Post(':id/confirm')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Accept the work: waiting_confirmation → done' })
+  @ApiOkResponse({ type: RequirementResponseDto })
+  @ApiNotFoundResponse()
+  @ApiConflictResponse({ description: 'Not waiting for confirmation' })
+  confirmRequirement(@Param('id') id: string, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
+    return this.requirements.confirm(id, actor);
+  }
+}
+
+@ApiTags('sessions')
+@Controller('sessions')
+export class SessionsController {
+  constructor(private readonly requirements: RequirementsService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'List RD sessions, newest first' })
+  @ApiOkResponse({ type: AgentSessionPageDto })
+  listSessions(@Query() query: PageQueryDto): Promise<AgentSessionPageDto> {
+    return this.requirements.listSessions(query);
+  }
+}
