@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+// `npm test`: typecheck, build what the end-to-end tests run (server, CLI, dashboard), then run
+// every jest suite. The last line is always "N passed, N failed".
+'use strict';
+const { spawnSync } = require('node:child_process');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..');
+const steps = [
+  ['typecheck', ['npm', 'run', '--silent', 'typecheck']],
+  ['build:server', ['npm', 'run', '--silent', 'build:server']],
+  ['build:dashboard', ['npm', 'run', '--silent', 'build:dashboard']],
+];
+for (const [name, [cmd, ...args]] of steps) {
+  process.stdout.write(`> ${name}\n`);
+  const result = spawnSync(cmd, args, { cwd: root, env: { ...process.env, NG_CLI_ANALYTICS: 'false' }, stdio: 'inherit' });
+  if (result.status !== 0) {
+    process.stdout.write(`\n${name} failed\n0 passed, 1 failed\n`);
+    process.exit(1);
+  }
+}
+const fs = require('node:fs');
+const os = require('node:os');
+const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'am-jest-')), 'results.json');
+const jest = spawnSync(
+  process.execPath,
+  [require.resolve('jest/bin/jest'), '--ci', '--maxWorkers=2', '--json', `--outputFile=${report}`, ...process.argv.slice(2)],
+  { cwd: root, env: { ...process.env, TZ: 'UTC' }, stdio: 'inherit' },
+);
+let line = '0 passed, 1 failed';
+try {
+  const results = JSON.parse(fs.readFileSync(report, 'utf8'));
+  const failed = results.numFailedTests + results.numRuntimeErrorTestSuites;
+  const skipped = results.numPendingTests + results.numTodoTests;
+  line = `${results.numPassedTests} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
+} catch {
+  // jest crashed before writing results: counted as one failure
+}
+process.stdout.write(`\n${line}\n`);
+process.exit(jest.status ?? 1);

@@ -1,0 +1,170 @@
+import * as crypto from 'node:crypto';
+
+import { snapshotStore } from './support/db-snapshot';
+import { send } from './support/http';
+import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+
+const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), crypto.randomBytes(64)]);
+const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), crypto.randomBytes(64)]);
+const GIF = Buffer.concat([Buffer.from('GIF89a'), crypto.randomBytes(64)]);
+const WEBP = Buffer.concat([Buffer.from('RIFF'), Buffer.from([0x10, 0, 0, 0]), Buffer.from('WEBPVP8 '), crypto.randomBytes(64)]);
+const TEXT = Buffer.from('plain notes\n');
+
+describe('Attachments', () => {
+  let sandbox: Sandbox;
+  let manager: ManagerProcess;
+  let requirementId: string;
+
+  const upload = (body: Buffer | string, fileName: string | undefined, headers: Record<string, string> = {}, id = requirementId) =>
+    send(manager.origin, 'POST', `/api/requirements/${id}/attachments`, body, {
+      'Content-Type': 'application/octet-stream',
+      ...(fileName === undefined ? {} : { 'X-File-Name': fileName }),
+      ...headers,
+    });
+  const newRequirement = async () => (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'attachments' })).json.id as string;
+  const expectRefused = async (request: () => Promise<{ status: number; json: any }>, status: number, code?: string) => {
+    const before = await snapshotStore(manager.dataDirectory());
+    const res = await request();
+    expect(res.status).toBe(status);
+    if (code) {
+      expect(res.json.code).toBe(code);
+    }
+    expect(await snapshotStore(manager.dataDirectory())).toEqual(before);
+  };
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    manager = await startManager({ sandbox });
+    requirementId = await newRequirement();
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    sandbox?.cleanup();
+  });
+
+  it.each([
+    ['PNG', PNG, 'image', 'image/png'],
+    ['JPEG', JPEG, 'image', 'image/jpeg'],
+    ['GIF', GIF, 'image', 'image/gif'],
+    ['WebP', WEBP, 'image', 'image/webp'],
+  ])('recognises a %s by its signature whatever its name says', async (_name, bytes, kind, mediaType) => {
+    const res = await upload(bytes, encodeURIComponent('screen shot.txt'), { 'Content-Type': 'text/plain' });
+    expect(res.status).toBe(201);
+    expect(res.json).toMatchObject({ byteSize: bytes.length, fileName: 'screen shot.txt', kind, mediaType, messageId: null, requirementId });
+    expect(res.json.id).toMatch(/^att_/);
+  });
+
+  it('treats a file that only claims to be an image as a plain file', async () => {
+    const res = await upload(TEXT, 'fake.png', { 'Content-Type': 'image/png' });
+    expect(res.json).toMatchObject({ kind: 'file', mediaType: 'application/octet-stream' });
+  });
+
+  it('stores a JSON file as bytes rather than parsing it', async () => {
+    const res = await upload('{"not": "a request"}', 'data.json', { 'Content-Type': 'application/json' });
+    expect(res.status).toBe(201);
+    expect(res.json).toMatchObject({ byteSize: 20, kind: 'file', mediaType: 'application/json' });
+  });
+
+  it('keeps a unicode name (URI-encoded) intact', async () => {
+    const res = await upload(TEXT, encodeURIComponent('设计稿 v2.md'));
+    expect(res.json.fileName).toBe('设计稿 v2.md');
+  });
+
+  it('refuses an upload over 20 MB with 400 and leaves no partial file', async () => {
+    const big = Buffer.alloc(21 * 1024 * 1024, 1);
+    await expectRefused(() => upload(big, 'big.bin'), 400, 'attachment_too_large');
+  });
+
+  it('refuses a streamed upload that passes 20 MB without a Content-Length', async () => {
+    const before = await snapshotStore(manager.dataDirectory());
+    const chunk = Buffer.alloc(1024 * 1024, 2);
+    let sent = 0;
+    const body = new ReadableStream({
+      pull(controller) {
+        if (sent >= 21) {
+          controller.close();
+          return;
+        }
+        sent++;
+        controller.enqueue(chunk);
+      },
+    });
+    const res = await fetch(`${manager.origin}/api/requirements/${requirementId}/attachments`, {
+      body,
+      duplex: 'half',
+      headers: { 'X-File-Name': 'stream.bin' },
+      method: 'POST',
+    } as RequestInit);
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { code: string }).code).toBe('attachment_too_large');
+    expect(await snapshotStore(manager.dataDirectory())).toEqual(before);
+  });
+
+  it.each([
+    ['an empty body', '', 'a.txt', 400, 'attachment_empty'],
+    ['no X-File-Name', TEXT, undefined, 400, 'file_name_required'],
+    ['a path traversal name', TEXT, '../../etc/passwd', 400, 'invalid_file_name'],
+    ['an encoded traversal name', TEXT, encodeURIComponent('..\\..\\boot.ini'), 400, 'invalid_file_name'],
+    ['a name that is ..', TEXT, '..', 400, 'invalid_file_name'],
+    ['a control character', TEXT, encodeURIComponent('a\u0000b.txt'), 400, 'invalid_file_name'],
+    ['a newline', TEXT, encodeURIComponent('a\nSet-Cookie: x.txt'), 400, 'invalid_file_name'],
+    ['a bidi override', TEXT, encodeURIComponent('invoice\u202Egpj.exe'), 400, 'invalid_file_name'],
+    ['broken URI encoding', TEXT, '%E0%A4%A', 400, 'invalid_file_name'],
+    ['a 256-character name', TEXT, 'x'.repeat(256), 400, 'invalid_file_name'],
+  ])('refuses %s', async (_name, body, fileName, status, code) => {
+    await expectRefused(() => upload(body as Buffer, fileName as string | undefined), status as number, code as string);
+  });
+
+  it('refuses uploads to unknown or cancelled Requirements', async () => {
+    await expectRefused(() => upload(TEXT, 'a.txt', {}, 'req_00000000-0000-0000-0000-000000000000'), 404);
+    const cancelled = await newRequirement();
+    await send(manager.origin, 'DELETE', `/api/requirements/${cancelled}`);
+    await expectRefused(() => upload(TEXT, 'a.txt', {}, cancelled), 409);
+  });
+
+  it('attaches up to six uploads to a reply, once each, only on their own Requirement', async () => {
+    const id = await newRequirement();
+    const uploads = [];
+    for (let i = 0; i < 7; i++) {
+      uploads.push((await upload(i % 2 ? PNG : TEXT, `file-${i}.bin`, {}, id)).json.id as string);
+    }
+    const url = `/api/requirements/${id}/reply`;
+    await expectRefused(() => send(manager.origin, 'POST', url, { attachmentIds: uploads }), 400);
+    await expectRefused(() => send(manager.origin, 'POST', url, { attachmentIds: [uploads[0], uploads[0]] }), 400, 'duplicate_attachment');
+    const other = await newRequirement();
+    await expectRefused(() => send(manager.origin, 'POST', `/api/requirements/${other}/reply`, { attachmentIds: [uploads[0]] }), 400, 'unknown_attachment');
+
+    const ok = await send(manager.origin, 'POST', url, { attachmentIds: uploads.slice(0, 6) });
+    expect(ok.status).toBe(202);
+    expect(ok.json.message.body).toBe('');
+    expect(ok.json.message.attachments.map((a: { id: string }) => a.id)).toEqual(uploads.slice(0, 6));
+    expect(ok.json.message.attachments.every((a: { messageId: string }) => a.messageId === ok.json.message.id)).toBe(true);
+    await expectRefused(() => send(manager.origin, 'POST', url, { attachmentIds: [uploads[0]], message: 'again' }), 400, 'attachment_already_used');
+
+    const listed = await manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id } } });
+    expect(listed.data!.items[0]!.attachments.map((a) => a.id)).toEqual(uploads.slice(0, 6));
+  });
+
+  it('serves images inline and other files as downloads, never sniffable', async () => {
+    const image = (await upload(PNG, 'shot.png')).json;
+    const file = (await upload(TEXT, encodeURIComponent('notes "v1".html'), { 'Content-Type': 'text/html' })).json;
+
+    const imageRes = await fetch(`${manager.origin}/api/attachments/${image.id}`);
+    expect(imageRes.status).toBe(200);
+    expect(Buffer.from(await imageRes.arrayBuffer())).toEqual(PNG);
+    expect(imageRes.headers.get('content-type')).toBe('image/png');
+    expect(imageRes.headers.get('content-disposition')).toMatch(/^inline; filename="shot.png"/);
+    expect(imageRes.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(imageRes.headers.get('content-security-policy')).toContain('sandbox');
+
+    const fileRes = await fetch(`${manager.origin}/api/attachments/${file.id}`);
+    expect(await fileRes.text()).toBe(TEXT.toString());
+    expect(fileRes.headers.get('content-disposition')).toBe(`attachment; filename="notes _v1_.html"; filename*=UTF-8''${encodeURIComponent('notes "v1".html')}`);
+    expect(fileRes.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(fileRes.headers.get('content-security-policy')).toContain("default-src 'none'");
+
+    expect((await send(manager.origin, 'GET', '/api/attachments/att_00000000-0000-0000-0000-000000000000')).status).toBe(404);
+    expect((await send(manager.origin, 'GET', '/api/attachments/..%2F..%2Fconfig.json')).status).toBe(404);
+  });
+});

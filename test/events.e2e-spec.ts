@@ -1,0 +1,109 @@
+import { snapshotStore } from './support/db-snapshot';
+import { send } from './support/http';
+import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { SseConnection, connectSse } from './support/sse-client';
+
+describe('ManagerEvents over SSE', () => {
+  let sandbox: Sandbox;
+  let manager: ManagerProcess;
+  let requirementId: string;
+  const open: SseConnection[] = [];
+
+  const connect = async (query = '', headers: Record<string, string> = {}) => {
+    const connection = await connectSse(`${manager.origin}/api/events${query}`, headers);
+    open.push(connection);
+    return connection;
+  };
+  const reply = (message: string) => send(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message });
+  const lastEventId = async () => (await snapshotStore(manager.dataDirectory())).maxEventId;
+  const ids = (connection: SseConnection) => connection.events.map((e) => e.id);
+  const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    manager = await startManager({ sandbox });
+    const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'events' });
+    requirementId = created.json.id;
+  });
+
+  afterEach(() => open.splice(0).forEach((c) => c.close()));
+
+  afterAll(async () => {
+    await manager?.stop();
+    sandbox?.cleanup();
+  });
+
+  it('sends only new events without a cursor, each frame carrying the whole event', async () => {
+    const live = await connect();
+    expect(live.status).toBe(200);
+    const res = await reply('hello');
+    const [event] = await live.waitFor(1);
+    expect(live.events).toHaveLength(1);
+    expect(event).toMatchObject({ event: 'message.created', id: event!.data.id });
+    expect(event!.data).toMatchObject({
+      actor: { id: null, kind: 'human' },
+      payload: { message: { body: 'hello', id: res.json.message.id }, requirement: { id: requirementId } },
+      requirementId,
+      runId: null,
+      sessionId: res.json.requirement.session.id,
+      type: 'message.created',
+    });
+    expect(typeof event!.data.createdAt).toBe('string');
+  });
+
+  it('gives a live client and two resuming clients every event exactly once, in order, under 200 concurrent writes', async () => {
+    const start = await lastEventId();
+    const live = await connect();
+    const writes = Array.from({ length: 200 }, (_, i) => reply(`burst ${i}`));
+    // Resume mid-burst: the replay/live seam falls somewhere inside the burst.
+    await live.waitFor(60);
+    const byQuery = await connect(`?after=${start}`);
+    const byHeader = await connect('', { 'Last-Event-ID': String(start) });
+    const statuses = (await Promise.all(writes)).map((r) => r.status);
+    expect(statuses).toEqual(Array(200).fill(202));
+    for (const client of [live, byQuery, byHeader]) {
+      await client.waitFor(200);
+    }
+    await reply('after the burst');
+    for (const client of [live, byQuery, byHeader]) {
+      await client.waitFor(201);
+      expect(ids(client)).toEqual(range(start + 1, 201));
+    }
+  });
+
+  it('replays at most 200 events, then ends so the client resumes from its last id', async () => {
+    const start = await lastEventId();
+    for (let i = 0; i < 5; i++) {
+      await Promise.all(Array.from({ length: 50 }, (_, j) => reply(`backlog ${i}.${j}`)));
+    }
+    const first = await connect(`?after=${start}`);
+    await first.ended;
+    expect(ids(first)).toEqual(range(start + 1, 200));
+    const resumed = await connect(`?after=${start}`, { 'Last-Event-ID': String(start + 200) });
+    await resumed.waitFor(50);
+    await reply('live again');
+    await resumed.waitFor(51);
+    expect(ids(resumed)).toEqual(range(start + 201, 51));
+  });
+
+  it('takes the larger of after and Last-Event-ID', async () => {
+    const start = await lastEventId();
+    await reply('one');
+    await reply('two');
+    const client = await connect(`?after=${start + 1}`, { 'Last-Event-ID': String(start) });
+    await client.waitFor(1);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(ids(client)).toEqual([start + 2]);
+  });
+
+  it.each(['after=-1', 'after=abc', 'after=1.5'])('refuses a bad cursor (%s) with 400', async (q) => {
+    const res = await send(manager.origin, 'GET', `/api/events?${q}`);
+    expect(res.status).toBe(400);
+    expect(res.json.code).toBe('invalid_cursor');
+  });
+
+  it('refuses a bad Last-Event-ID with 400', async () => {
+    const res = await send(manager.origin, 'GET', '/api/events', undefined, { 'Last-Event-ID': 'x' });
+    expect(res.status).toBe(400);
+  });
+});

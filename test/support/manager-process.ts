@@ -1,0 +1,117 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import { ApiClient, createApiClient } from '@libs/api-client';
+
+export const ROOT = path.resolve(__dirname, '..', '..');
+const BIN = path.join(ROOT, 'bin', 'agent-manager.js');
+
+/** A temporary CODE_FACTORY_HOME and workspace (a plain directory standing in for a repository). */
+export interface Sandbox {
+  home: string;
+  workspace: string;
+  cleanup(): void;
+}
+
+export function makeSandbox(): Sandbox {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'am-e2e-'));
+  const home = path.join(base, 'home');
+  const workspace = path.join(base, 'repo');
+  fs.mkdirSync(workspace, { recursive: true });
+  return { cleanup: () => fs.rmSync(base, { force: true, recursive: true }), home, workspace };
+}
+
+export interface ManagerProcess {
+  child: ChildProcess;
+  /** `http://127.0.0.1:<port>` */
+  origin: string;
+  api: ApiClient;
+  stdout(): string;
+  stderr(): string;
+  /** SIGTERM and wait for a clean exit; resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL: a crash. */
+  kill9(): Promise<void>;
+  dataDirectory(): string;
+}
+
+export interface StartArgs {
+  sandbox: Sandbox;
+  args?: string[];
+  env?: NodeJS.ProcessEnv;
+}
+
+function waitForExit(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) {
+    return Promise.resolve(child.exitCode);
+  }
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+/** Runs `agent-manager start` and resolves once the banner shows the URL. */
+export async function startManager({ sandbox, args = [], env = {} }: StartArgs): Promise<ManagerProcess> {
+  const child = spawn(process.execPath, [BIN, 'start', '--workspace', sandbox.workspace, '--port', '0', ...args], {
+    env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const origin = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`manager did not start in time\nstdout: ${out}\nstderr: ${err}`)), 30_000);
+    const check = () => {
+      const match = /API\s+(http:\/\/[^\s]+)\/api/.exec(out);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    };
+    child.stdout?.on('data', check);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`manager exited with ${code}\nstdout: ${out}\nstderr: ${err}`));
+    });
+  });
+  child.removeAllListeners('exit');
+  return {
+    api: createApiClient(origin),
+    child,
+    dataDirectory: () => {
+      const health = /Database\s+(\S+)/.exec(out);
+      return path.dirname(health?.[1] ?? '');
+    },
+    kill9: async () => {
+      child.kill('SIGKILL');
+      await waitForExit(child);
+    },
+    origin,
+    stderr: () => err,
+    stdout: () => out,
+    stop: async () => {
+      child.kill('SIGTERM');
+      return waitForExit(child);
+    },
+  };
+}
+
+/** Runs the launcher to completion (for refusals): exit code and output. */
+export function runLauncher(sandbox: Sandbox, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr, stdout });
+    });
+  });
+}

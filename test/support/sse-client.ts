@@ -1,0 +1,82 @@
+import * as http from 'node:http';
+
+export interface SseEvent {
+  id: number;
+  event: string;
+  data: { id: number; type: string; payload: Record<string, unknown>; [key: string]: unknown };
+  receivedAt: bigint;
+}
+
+export interface SseConnection {
+  events: SseEvent[];
+  status: number;
+  /** Resolves when the server ends the response. */
+  ended: Promise<void>;
+  /** Resolves once `count` events have arrived (or rejects after `timeoutMs`). */
+  waitFor(count: number, timeoutMs?: number): Promise<SseEvent[]>;
+  close(): void;
+}
+
+/** A minimal SSE reader over a raw HTTP request, so tests see exactly what the server sends. */
+export function connectSse(url: string, headers: Record<string, string> = {}): Promise<SseConnection> {
+  return new Promise((resolve, reject) => {
+    const events: SseEvent[] = [];
+    const waiters: Array<() => void> = [];
+    const req = http.get(url, { headers: { Accept: 'text/event-stream', ...headers } }, (res) => {
+      let buffer = '';
+      let endResolve: () => void = () => undefined;
+      const ended = new Promise<void>((r) => (endResolve = r));
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        buffer += chunk;
+        let index: number;
+        while ((index = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, index);
+          buffer = buffer.slice(index + 2);
+          const fields: Record<string, string> = {};
+          for (const line of block.split('\n')) {
+            if (line.startsWith(':') || !line.includes(':')) {
+              continue;
+            }
+            const at = line.indexOf(':');
+            fields[line.slice(0, at)] = line.slice(at + 1).replace(/^ /, '');
+          }
+          if (fields.data !== undefined && fields.id !== undefined) {
+            events.push({
+              data: JSON.parse(fields.data) as SseEvent['data'],
+              event: fields.event ?? 'message',
+              id: Number(fields.id),
+              receivedAt: process.hrtime.bigint(),
+            });
+            waiters.splice(0).forEach((w) => w());
+          }
+        }
+      });
+      res.on('end', () => {
+        endResolve();
+        waiters.splice(0).forEach((w) => w());
+      });
+      res.on('close', () => endResolve());
+      resolve({
+        close: () => req.destroy(),
+        ended,
+        events,
+        status: res.statusCode ?? 0,
+        waitFor: (count, timeoutMs = 15_000) =>
+          new Promise((done, fail) => {
+            const timer = setTimeout(() => fail(new Error(`timed out waiting for ${count} events; have ${events.length}`)), timeoutMs);
+            const check = () => {
+              if (events.length >= count) {
+                clearTimeout(timer);
+                done(events);
+              } else {
+                waiters.push(check);
+              }
+            };
+            check();
+          }),
+      });
+    });
+    req.on('error', reject);
+  });
+}
