@@ -125,7 +125,7 @@ describe('Attachments', () => {
 
   it('attaches up to six uploads to a reply, once each, only on their own Requirement', async () => {
     const id = await newRequirement();
-    const uploads = [];
+    const uploads: string[] = [];
     for (let i = 0; i < 7; i++) {
       uploads.push((await upload(i % 2 ? PNG : TEXT, `file-${i}.bin`, {}, id)).json.id as string);
     }

@@ -8,7 +8,7 @@ export async function send(
 ): Promise<{ status: number; headers: Headers; json: any; text: string }> {
   const isRaw = typeof body === 'string' || Buffer.isBuffer(body);
   const response = await fetch(`${origin}${path}`, {
-    body: body === undefined ? undefined : isRaw ? (body as BodyInit) : JSON.stringify(body),
+    body: body === undefined ? undefined : isRaw ? (body as string) : JSON.stringify(body),
     headers: { ...(body !== undefined && !isRaw ? { 'Content-Type': 'application/json' } : {}), ...headers },
     method,
   });

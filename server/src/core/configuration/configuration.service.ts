@@ -98,7 +98,9 @@ export class ConfigurationService {
   }
 
   /** Validates, persists and applies a partial update. Unknown fields and bad values throw `invalid`. */
-  async update(patch: Partial<ConfigurationValues>): Promise<ConfigurationSnapshot> {
+  async update(input: Partial<ConfigurationValues>): Promise<ConfigurationSnapshot> {
+    // Absent fields are left alone (a DTO instance may carry them as undefined).
+    const patch = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as Partial<ConfigurationValues>;
     const errors = checkConfiguration(patch);
     if (errors.length > 0) {
       throw invalid('invalid_configuration', errors.join('; '));

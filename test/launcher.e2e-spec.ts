@@ -1,0 +1,210 @@
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { workspaceKey } from '@server/core/workspace/workspace';
+
+import { query, snapshotStore } from './support/db-snapshot';
+import { send } from './support/http';
+import { ROOT, Sandbox, makeSandbox, runLauncher, startManager } from './support/manager-process';
+import { connectSse } from './support/sse-client';
+
+describe('agent-manager start', () => {
+  let sandbox: Sandbox;
+
+  beforeEach(() => {
+    sandbox = makeSandbox();
+  });
+  afterEach(() => sandbox.cleanup());
+
+  it('binds the realpath of the workspace, lays out the data directory and prints only the banner', async () => {
+    const link = path.join(path.dirname(sandbox.workspace), 'link-to-repo');
+    fs.symlinkSync(sandbox.workspace, link);
+    const manager = await startManager({ sandbox: { ...sandbox, workspace: link } });
+    try {
+      const root = fs.realpathSync(sandbox.workspace);
+      const dataDirectory = path.join(sandbox.home, 'workspaces', workspaceKey(root));
+      expect(workspaceKey(root)).toMatch(/^[0-9a-f]{16}$/);
+      expect(manager.dataDirectory()).toBe(dataDirectory);
+      for (const entry of ['config.json', 'factory.sqlite', 'attachments', 'logs']) {
+        expect(fs.existsSync(path.join(dataDirectory, entry))).toBe(true);
+      }
+      const lines = manager.stdout().trim().split('\n');
+      expect(lines[0]).toMatch(/^Agent Manager \d+\.\d+\.\d+/);
+      expect(manager.stdout()).toContain(`Workspace   ${root}`);
+      expect(manager.stdout()).toContain(`Config file ${path.join(dataDirectory, 'config.json')}`);
+      expect(manager.stdout()).toContain(`Database    ${path.join(dataDirectory, 'factory.sqlite')}`);
+      expect(manager.stdout()).toMatch(/Log file\s+.*agent-manager\.log/);
+      expect(manager.stdout()).toContain(`Dashboard   ${manager.origin}/`);
+      expect(manager.stderr()).toBe('');
+      const config = JSON.parse(fs.readFileSync(path.join(dataDirectory, 'config.json'), 'utf8'));
+      expect(config).toMatchObject({ host: '127.0.0.1', port: 4310, pullRequestReconcileIntervalSeconds: 30 });
+    } finally {
+      expect(await manager.stop()).toBe(0);
+    }
+    expect(fs.existsSync(path.join(manager.dataDirectory(), 'manager.lock'))).toBe(false);
+  });
+
+  it('writes structured JSON log lines, never message bodies', async () => {
+    const manager = await startManager({ sandbox, args: ['--log-level', 'debug'] });
+    const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'log me' });
+    await send(manager.origin, 'POST', `/api/requirements/${created.json.id}/reply`, { message: 'SECRET-BODY-TEXT' });
+    await manager.stop();
+    const logs = path.join(manager.dataDirectory(), 'logs');
+    const files = fs.readdirSync(logs).filter((f) => f.endsWith('.log'));
+    const text = files.map((f) => fs.readFileSync(path.join(logs, f), 'utf8')).join('');
+    const lines = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.some((l) => l.message === 'reply appended' && l.requirementId === created.json.id && l.actor === 'human')).toBe(true);
+    expect(lines.every((l) => typeof l.timestamp === 'string' && typeof l.level === 'string')).toBe(true);
+    expect(text).not.toContain('SECRET-BODY-TEXT');
+  });
+
+  it('keeps everything across a restart and continues event ids', async () => {
+    const first = await startManager({ sandbox });
+    const created = await send(first.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'durable' });
+    await send(first.origin, 'POST', `/api/requirements/${created.json.id}/reply`, { message: 'remember me' });
+    const before = await snapshotStore(first.dataDirectory());
+    expect(await first.stop()).toBe(0);
+
+    const second = await startManager({ sandbox });
+    try {
+      const fetched = await send(second.origin, 'GET', `/api/requirements/${created.json.id}`);
+      expect(fetched.json).toMatchObject({ id: created.json.id, session: { pendingMessageCount: 1 } });
+      const messages = await send(second.origin, 'GET', `/api/requirements/${created.json.id}/messages`);
+      expect(messages.json.items.map((m: { body: string }) => m.body)).toEqual(['remember me']);
+      const live = await connectSse(`${second.origin}/api/events?after=${before.maxEventId - 1}`);
+      await live.waitFor(1);
+      await send(second.origin, 'POST', `/api/requirements/${created.json.id}/reply`, { message: 'after restart' });
+      await live.waitFor(2);
+      expect(live.events.map((e) => e.id)).toEqual([before.maxEventId, before.maxEventId + 1]);
+      live.close();
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('refuses a second instance on the same workspace, naming the first one', async () => {
+    const first = await startManager({ sandbox });
+    try {
+      const second = await runLauncher(sandbox, ['start', '--workspace', sandbox.workspace, '--port', '0']);
+      expect(second.code).not.toBe(0);
+      expect(second.stderr).toContain(`pid ${first.child.pid}`);
+      expect(second.stderr).toContain(first.origin);
+      expect(second.stderr.trim().split('\n')).toHaveLength(1);
+      expect((await send(first.origin, 'GET', '/api/health')).status).toBe(200);
+    } finally {
+      await first.stop();
+    }
+  });
+
+  it('takes over the stale lock of a killed instance and loses nothing it committed', async () => {
+    const first = await startManager({ sandbox });
+    const created = await send(first.origin, 'POST', '/api/requirements', { provider: 'claude-code', title: 'crash' });
+    await first.kill9();
+    expect(fs.existsSync(path.join(first.dataDirectory(), 'manager.lock'))).toBe(true);
+    const second = await startManager({ sandbox });
+    try {
+      expect((await send(second.origin, 'GET', `/api/requirements/${created.json.id}`)).status).toBe(200);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('stops cleanly on SIGTERM and SIGINT, ending SSE streams and finishing accepted writes', async () => {
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      const manager = await startManager({ sandbox });
+      const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: signal });
+      const stream = await connectSse(`${manager.origin}/api/events`);
+      const writes = Array.from({ length: 30 }, (_, i) =>
+        send(manager.origin, 'POST', `/api/requirements/${created.json.id}/reply`, { message: `m${i}` }).catch(() => null),
+      );
+      await new Promise((r) => setTimeout(r, 5));
+      const exited = new Promise<number | null>((resolve) => manager.child.once('exit', resolve));
+      manager.child.kill(signal);
+      expect(await exited).toBe(0);
+      await stream.ended;
+      const accepted = (await Promise.all(writes)).filter((r) => r?.status === 202).length;
+      const rows = await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM requirement_message WHERE requirement_id = ?', [created.json.id]);
+      // Every reply that was answered 202 is on disk (more may have committed unanswered).
+      expect(rows[0]!.n).toBeGreaterThanOrEqual(accepted);
+      expect(fs.existsSync(path.join(manager.dataDirectory(), 'manager.lock'))).toBe(false);
+    }
+  });
+
+  it('applies flags over CODE_FACTORY_* variables over the file, without writing them back', async () => {
+    const db = path.join(path.dirname(sandbox.workspace), 'elsewhere.sqlite');
+    const manager = await startManager({
+      args: ['--db', db, '--pr-reconcile-interval', '5'],
+      env: { CODE_FACTORY_LOG_LEVEL: 'warn', CODE_FACTORY_PULL_REQUEST_RECONCILE_INTERVAL_SECONDS: '9' },
+      sandbox,
+    });
+    try {
+      const config = (await send(manager.origin, 'GET', '/api/configuration')).json;
+      expect(config.effective).toMatchObject({ databasePath: db, logLevel: 'warn', pullRequestReconcileIntervalSeconds: 5 });
+      expect(config.values).toMatchObject({ databasePath: null, logLevel: 'info', pullRequestReconcileIntervalSeconds: 30 });
+      expect(config.overriddenFields.sort()).toEqual(['databasePath', 'logLevel', 'port', 'pullRequestReconcileIntervalSeconds']);
+      expect(fs.existsSync(db)).toBe(true);
+      expect((await send(manager.origin, 'GET', '/api/workspace')).json.databasePath).toBe(db);
+      const file = JSON.parse(fs.readFileSync(config.path, 'utf8'));
+      expect(file).toMatchObject({ databasePath: null, logLevel: 'info', port: 4310 });
+    } finally {
+      await manager.stop();
+    }
+  });
+
+  it.each([
+    [['--port', 'abc'], '--port must be a whole number'],
+    [['--port', '70000'], '--port must be a whole number'],
+    [['--log-level', 'loud'], '--log-level must be one of'],
+    [['--allow-origin', 'not a url'], 'invalid launch option'],
+    [['--workspace', '/definitely/not/here'], 'does not exist'],
+  ])('refuses bad options %j with one clear line', async (args, message) => {
+    const result = await runLauncher(sandbox, ['start', '--port', '0', '--workspace', sandbox.workspace, ...args]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(message);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stdout).toBe('');
+  });
+
+  it('refuses an invalid configuration file with a message naming it', async () => {
+    const config = path.join(sandbox.home, 'custom.json');
+    fs.mkdirSync(sandbox.home, { recursive: true });
+    fs.writeFileSync(config, JSON.stringify({ port: 'high', surprise: true }));
+    const result = await runLauncher(sandbox, ['start', '--workspace', sandbox.workspace, '--config', config]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(config);
+    expect(result.stderr).toContain('surprise');
+  });
+
+  it('starts through `npm start -- --workspace DIR --port P` and binds the given workspace', async () => {
+    const child = spawn('npm', ['start', '--silent', '--', '--workspace', sandbox.workspace, '--port', '0'], {
+      cwd: ROOT,
+      detached: true,
+      env: { ...process.env, CODE_FACTORY_HOME: sandbox.home },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    try {
+      const origin = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no banner: ${out}`)), 120_000);
+        child.stdout.on('data', () => {
+          const match = /API\s+(http:\/\/\S+)\/api/.exec(out);
+          if (match?.[1]) {
+            clearTimeout(timer);
+            resolve(match[1]);
+          }
+        });
+      });
+      const health = await send(origin, 'GET', '/api/health');
+      expect(health.json.workspaceRoot).toBe(fs.realpathSync(sandbox.workspace));
+      const dashboard = await fetch(`${origin}/some/deep/link`);
+      expect(dashboard.status).toBe(200);
+      expect(await dashboard.text()).toContain('<am-root');
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      process.kill(-child.pid!, 'SIGTERM');
+      await exited;
+    }
+  });
+});

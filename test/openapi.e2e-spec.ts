@@ -1,0 +1,49 @@
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import { send } from './support/http';
+import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+
+const COMMITTED_DOCUMENT = path.join(ROOT, 'libs/api-client/openapi.json');
+const COMMITTED_SCHEMA = path.join(ROOT, 'libs/api-client/src/schema.d.ts');
+
+describe('OpenAPI document and generated client', () => {
+  let sandbox: Sandbox;
+  let manager: ManagerProcess;
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    manager = await startManager({ sandbox });
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    sandbox?.cleanup();
+  });
+
+  it('serves the document generated from the controllers, with method-named operations', async () => {
+    const res = await send(manager.origin, 'GET', '/api/openapi.json');
+    expect(res.status).toBe(200);
+    const operations = Object.values(res.json.paths as Record<string, Record<string, { operationId: string }>>).flatMap((p) => Object.values(p).map((o) => o.operationId));
+    expect(operations).toEqual(
+      expect.arrayContaining(['createRequirement', 'listRequirements', 'replyToRequirement', 'listMessages', 'streamEvents', 'uploadAttachment', 'updateConfiguration']),
+    );
+    expect(res.json).toEqual(JSON.parse(fs.readFileSync(COMMITTED_DOCUMENT, 'utf8')));
+  });
+
+  it('serves an explorer page at /api/docs', async () => {
+    const res = await fetch(`${manager.origin}/api/docs`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('swagger-ui');
+  });
+
+  it('has a committed document and client that match the current API (run `npm run client:generate`)', () => {
+    const generated = execFileSync(process.execPath, [path.join(ROOT, 'scripts/openapi.js'), '--stdout'], { cwd: ROOT, encoding: 'utf8' });
+    expect(generated).toBe(fs.readFileSync(COMMITTED_DOCUMENT, 'utf8'));
+    const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'am-client-')), 'schema.d.ts');
+    execFileSync(path.join(ROOT, 'node_modules/.bin/openapi-typescript'), [COMMITTED_DOCUMENT, '-o', out], { cwd: ROOT, stdio: 'ignore' });
+    expect(fs.readFileSync(out, 'utf8')).toBe(fs.readFileSync(COMMITTED_SCHEMA, 'utf8'));
+  });
+});
