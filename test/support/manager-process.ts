@@ -5,7 +5,14 @@ import * as path from 'node:path';
 
 import { ApiClient, createApiClient } from '@libs/api-client';
 
-export const ROOT = path.resolve(__dirname, '..', '..');
+/** The project root, from the sources (tests) or from dist/ (benchmarks). */
+export const ROOT = ((): string => {
+  let dir = __dirname;
+  while (!fs.existsSync(path.join(dir, 'package.json')) || !fs.existsSync(path.join(dir, 'bin', 'agent-manager.js'))) {
+    dir = path.dirname(dir);
+  }
+  return dir;
+})();
 const BIN = path.join(ROOT, 'bin', 'agent-manager.js');
 
 /** A temporary CODE_FACTORY_HOME and workspace (a plain directory standing in for a repository). */

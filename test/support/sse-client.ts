@@ -5,6 +5,8 @@ export interface SseEvent {
   event: string;
   data: { id: number; type: string; payload: Record<string, unknown>; [key: string]: unknown };
   receivedAt: bigint;
+  /** Wall clock at arrival, with sub-millisecond precision. */
+  receivedAtMs: number;
 }
 
 export interface SseConnection {
@@ -47,6 +49,7 @@ export function connectSse(url: string, headers: Record<string, string> = {}): P
               event: fields.event ?? 'message',
               id: Number(fields.id),
               receivedAt: process.hrtime.bigint(),
+              receivedAtMs: performance.timeOrigin + performance.now(),
             });
             waiters.splice(0).forEach((w) => w());
           }

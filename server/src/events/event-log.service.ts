@@ -23,32 +23,20 @@ export const HUMAN_ACTOR: EventActor = { id: null, kind: 'human' };
 export class EventLog {
   constructor(private readonly clock: Clock) {}
 
-  async append<P extends object>(tx: WriteTx, input: NewEvent<P>): Promise<ManagerEvent<P>> {
-    const createdAt = this.clock.nowIso();
-    const row = {
-      actorId: input.actor.id,
-      actorKind: input.actor.kind,
-      createdAt,
-      payload: JSON.stringify(input.payload),
+  append<P extends object>(tx: WriteTx, input: NewEvent<P>): Promise<ManagerEvent<P>> {
+    const event: ManagerEvent<P> = {
+      actor: input.actor,
+      createdAt: this.clock.nowIso(),
+      id: tx.nextEventId(),
+      payload: input.payload,
       requirementId: input.requirementId ?? null,
       runId: input.runId ?? null,
       sessionId: input.sessionId ?? null,
       type: input.type,
     };
-    const result = await tx.manager.insert(ManagerEventEntity, row);
-    const id = Number(result.identifiers[0]?.id ?? result.raw);
-    const event: ManagerEvent<P> = {
-      actor: input.actor,
-      createdAt,
-      id,
-      payload: input.payload,
-      requirementId: row.requirementId,
-      runId: row.runId,
-      sessionId: row.sessionId,
-      type: input.type,
-    };
+    // Written with the rest of the batch just before COMMIT (one statement for many events).
     tx.events.push(event as ManagerEvent);
-    return event;
+    return Promise.resolve(event);
   }
 }
 

@@ -46,16 +46,27 @@ export class EventStreamService implements BeforeApplicationShutdown {
     const held: PublishedEvent[] = [];
     let closed = false;
 
+    let corked = false;
     const send = (frame: string, id: number): void => {
       if (closed || id <= lastSent) {
         return;
       }
       lastSent = id;
-      res.write(frame);
-      if (res.writableLength > MAX_BUFFERED_BYTES) {
-        this.logger.warn({ buffered: res.writableLength, lastSent, msg: 'dropping a slow SSE client' });
-        res.destroy();
+      // A committed batch is published in one synchronous loop: cork so its frames leave in
+      // one write instead of one syscall per event per client.
+      if (!corked) {
+        corked = true;
+        res.cork();
+        process.nextTick(() => {
+          corked = false;
+          res.uncork();
+          if (res.writableLength > MAX_BUFFERED_BYTES) {
+            this.logger.warn({ buffered: res.writableLength, lastSent, msg: 'dropping a slow SSE client' });
+            res.destroy();
+          }
+        });
       }
+      res.write(frame);
     };
 
     const subscription = this.bus.events$.subscribe((published) => {

@@ -11,7 +11,7 @@ import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
 import { isId, newId } from '../core/ids';
 import { EventLog } from '../events/event-log.service';
 import { AgentSessionEntity } from '../requirements/agent-session.entity';
-import { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
+import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementEntity } from '../requirements/requirement.entity';
 import { RequirementsService, requirementNotFound } from '../requirements/requirements.service';
 import { ListMessagesQueryDto } from './dto/list-messages-query.dto';
@@ -48,18 +48,18 @@ export class MessagesService {
   ) {}
 
   /**
-   * Appends a message inside the caller's write unit. Sequence numbers come from a counter on
-   * the Requirement row; the write path is serialized, so they are gap-free in commit order.
+   * Appends a message inside the caller's write unit, given the rows from `loadForWrite`.
+   * Sequence numbers come from a counter on the session row; the write path is serialized, so
+   * they are gap-free in commit order.
    */
   async append(
     tx: WriteTx,
-    requirement: RequirementEntity,
+    { requirement, session }: { requirement: RequirementEntity; session: AgentSessionEntity },
     input: NewMessage,
     actor: EventActor,
   ): Promise<{ message: MessageResponseDto; requirement: RequirementResponseDto }> {
-    const session = await tx.manager.findOneByOrFail(AgentSessionEntity, { requirementId: requirement.id });
     const now = this.clock.nowIso();
-    const sequence = requirement.lastMessageSequence + 1;
+    const sequence = session.lastMessageSequence + 1;
     const entity: RequirementMessageEntity = {
       author: input.author,
       body: input.body,
@@ -75,14 +75,20 @@ export class MessagesService {
       sourceRequirementId: input.sourceRequirementId ?? null,
       triggerId: input.triggerId ?? null,
     };
-    await tx.manager.update(RequirementEntity, { id: requirement.id }, { lastMessageSequence: sequence, updatedAt: now });
-    requirement.lastMessageSequence = sequence;
-    requirement.updatedAt = now;
+    session.lastMessageSequence = sequence;
+    session.pendingMessageCount += entity.deliverToRd ? 1 : 0;
+    session.updatedAt = now;
+    await tx.manager.update(
+      AgentSessionEntity,
+      { id: session.id },
+      { lastMessageSequence: sequence, pendingMessageCount: session.pendingMessageCount, updatedAt: now },
+    );
     // simple-json columns confuse TypeORM's deep-partial typing; the entity is complete.
     await tx.manager.insert(RequirementMessageEntity, entity as never);
     const attachments = await this.attachments.claim(tx, requirement.id, input.attachmentIds ?? [], entity.id);
     const message = toMessageResponse(entity, attachments);
-    const snapshot = await this.requirements.mustSnapshot(tx.manager, requirement.id);
+    // Built from the rows this unit holds (the write path is serialized): no re-read needed.
+    const snapshot = toRequirementResponse(requirement, session);
     await this.events.append(tx, {
       actor,
       payload: { message, requirement: snapshot },
@@ -102,11 +108,11 @@ export class MessagesService {
       throw invalid('empty_message', 'a reply needs message text or at least one attachment');
     }
     const result = await this.database.write(async (tx) => {
-      const requirement = await this.requirements.lockForUpdate(tx, requirementId);
-      if (requirement.status === 'cancelled') {
+      const rows = await this.requirements.loadForWrite(tx, requirementId);
+      if (rows.requirement.status === 'cancelled') {
         throw conflict('requirement_cancelled', `Requirement ${requirementId} is cancelled`);
       }
-      return this.append(tx, requirement, { attachmentIds, author: 'human', body, deliverToRd: true }, actor);
+      return this.append(tx, rows, { attachmentIds, author: 'human', body, deliverToRd: true }, actor);
     });
     this.logger.log({
       actor: actor.kind,

@@ -29,6 +29,20 @@ export class AgentSessionEntity {
   @Column('integer', { default: 0 })
   lastConsumedMessageSequence: number;
 
+  /**
+   * Deliverable messages after the consumed boundary. Kept in step with every append and
+   * cursor move in the same transaction, so listing sessions never counts messages.
+   */
+  @Column('integer', { default: 0 })
+  pendingMessageCount: number;
+
+  /**
+   * The last conversation sequence handed out for the Requirement; the next message gets this
+   * + 1. Kept here, on the row every append updates anyway, to save a write per message.
+   */
+  @Column('integer', { default: 0 })
+  lastMessageSequence: number;
+
   @Column('varchar')
   createdAt: string;
 

@@ -1,5 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
+import type { AgentSessionEntity } from './agent-session.entity';
 import type { Provider, ReasoningEffort, RequirementCreator, RequirementStatus } from '@libs/contracts';
 
 @Entity('requirement')
@@ -37,10 +38,6 @@ export class RequirementEntity {
   @Column('varchar', { nullable: true })
   sourceSessionId: string | null;
 
-  /** The last conversation sequence handed out; the next message gets this + 1. */
-  @Column('integer', { default: 0 })
-  lastMessageSequence: number;
-
   @Column('varchar')
   createdAt: string;
 
@@ -49,4 +46,7 @@ export class RequirementEntity {
 
   @Column('varchar', { nullable: true })
   completedAt: string | null;
+
+  /** Filled by `RequirementsService.loadForWrite` (one query for both rows); not a column. */
+  session?: AgentSessionEntity;
 }

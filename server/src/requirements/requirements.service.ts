@@ -53,7 +53,6 @@ export class RequirementsService {
         createdBy: input.createdBy,
         description: input.description ?? '',
         id: newId('requirement'),
-        lastMessageSequence: 0,
         model: input.model ?? null,
         parentRequirementId: input.parentRequirementId ?? null,
         provider: input.provider,
@@ -68,7 +67,9 @@ export class RequirementsService {
         id: newId('session'),
         lastConsumedMessageSequence: 0,
         lastError: null,
+        lastMessageSequence: 0,
         nativeSessionId: null,
+        pendingMessageCount: 0,
         provider: input.provider,
         requirementId: requirement.id,
         state: 'idle',
@@ -76,7 +77,7 @@ export class RequirementsService {
       };
       await tx.manager.insert(RequirementEntity, requirement);
       await tx.manager.insert(AgentSessionEntity, session);
-      const snapshot = toRequirementResponse(requirement, session, 0);
+      const snapshot = toRequirementResponse(requirement, session);
       await this.events.append(tx, {
         actor,
         payload: { requirement: snapshot },
@@ -124,10 +125,9 @@ export class RequirementsService {
     }
     const rows = await qb.orderBy('s.created_at', 'DESC').addOrderBy('s.id', 'DESC').limit(limit + 1).getMany();
     const page = rows.slice(0, limit);
-    const pending = await this.pendingCounts(this.database.readManager, page);
     const last = page[page.length - 1];
     return {
-      items: page.map((s) => toSessionResponse(s, pending.get(s.id) ?? 0)),
+      items: page.map((s) => toSessionResponse(s)),
       nextCursor: rows.length > limit && last ? encodeCursor([last.createdAt, last.id]) : null,
     };
   }
@@ -135,18 +135,18 @@ export class RequirementsService {
   /** DELETE: only a Requirement that never started can be withdrawn; it becomes `cancelled`. */
   async cancel(id: string, actor: EventActor): Promise<void> {
     await this.database.write(async (tx) => {
-      const requirement = await this.lockForUpdate(tx, id);
+      const { requirement, session } = await this.loadForWrite(tx, id);
       if (requirement.status !== 'todo') {
         throw conflict('requirement_started', `Requirement ${id} is ${requirement.status}; only a todo Requirement can be deleted`);
       }
-      const now = this.clock.nowIso();
-      await tx.manager.update(RequirementEntity, { id }, { status: 'cancelled', updatedAt: now });
-      const snapshot = await this.mustSnapshot(tx.manager, id);
+      requirement.status = 'cancelled';
+      requirement.updatedAt = this.clock.nowIso();
+      await tx.manager.update(RequirementEntity, { id }, { status: requirement.status, updatedAt: requirement.updatedAt });
       await this.events.append(tx, {
         actor,
-        payload: { requirement: snapshot },
+        payload: { requirement: toRequirementResponse(requirement, session) },
         requirementId: id,
-        sessionId: snapshot.session.id,
+        sessionId: session.id,
         type: 'requirement.deleted',
       });
     });
@@ -156,19 +156,21 @@ export class RequirementsService {
   /** A person accepts the work: waiting_confirmation → done, the session completes. */
   async confirm(id: string, actor: EventActor): Promise<RequirementResponseDto> {
     const snapshot = await this.database.write(async (tx) => {
-      const requirement = await this.lockForUpdate(tx, id);
+      const { requirement, session } = await this.loadForWrite(tx, id);
       if (requirement.status !== 'waiting_confirmation') {
         throw conflict('requirement_not_waiting_confirmation', `Requirement ${id} is ${requirement.status}, not waiting_confirmation`);
       }
       const now = this.clock.nowIso();
+      Object.assign(requirement, { completedAt: now, status: 'done', updatedAt: now });
+      Object.assign(session, { state: 'completed', updatedAt: now });
       await tx.manager.update(RequirementEntity, { id }, { completedAt: now, status: 'done', updatedAt: now });
-      await tx.manager.update(AgentSessionEntity, { requirementId: id }, { state: 'completed', updatedAt: now });
-      const result = await this.mustSnapshot(tx.manager, id);
+      await tx.manager.update(AgentSessionEntity, { id: session.id }, { state: 'completed', updatedAt: now });
+      const result = toRequirementResponse(requirement, session);
       await this.events.append(tx, {
         actor,
         payload: { requirement: result },
         requirementId: id,
-        sessionId: result.session.id,
+        sessionId: session.id,
         type: 'requirement.completed',
       });
       return result;
@@ -177,13 +179,25 @@ export class RequirementsService {
     return snapshot;
   }
 
-  /** Loads a Requirement inside a write unit (the write path is serialized, so no row lock is needed). */
-  async lockForUpdate(tx: WriteTx, id: string): Promise<RequirementEntity> {
-    const requirement = isId('requirement', id) ? await tx.manager.findOneBy(RequirementEntity, { id }) : null;
-    if (!requirement) {
+  /**
+   * A Requirement and its session, read inside a write unit in one query. The write path is
+   * serialized, so what a unit reads here stays true until it commits: it may update the
+   * entities in memory and build its snapshot from them without reading again.
+   */
+  async loadForWrite(tx: WriteTx, id: string): Promise<{ requirement: RequirementEntity; session: AgentSessionEntity }> {
+    const requirement = isId('requirement', id)
+      ? await tx.manager
+          .createQueryBuilder(RequirementEntity, 'r')
+          .innerJoinAndMapOne('r.session', AgentSessionEntity, 's', 's.requirement_id = r.id')
+          .where('r.id = :id', { id })
+          .getOne()
+      : null;
+    if (!requirement?.session) {
       throw requirementNotFound(id);
     }
-    return requirement;
+    const { session } = requirement;
+    delete requirement.session;
+    return { requirement, session };
   }
 
   /** The Requirement with its session and pending count, as events and responses carry it. */
@@ -196,15 +210,7 @@ export class RequirementsService {
     return snapshot ?? null;
   }
 
-  async mustSnapshot(manager: EntityManager, id: string): Promise<RequirementResponseDto> {
-    const snapshot = await this.snapshot(manager, id);
-    if (!snapshot) {
-      throw requirementNotFound(id);
-    }
-    return snapshot;
-  }
-
-  /** Snapshots for a page of Requirements in three queries, whatever the page size. */
+  /** Snapshots for a page of Requirements in two queries, whatever the page size. */
   private async snapshots(manager: EntityManager, requirements: RequirementEntity[]): Promise<RequirementResponseDto[]> {
     if (requirements.length === 0) {
       return [];
@@ -214,30 +220,12 @@ export class RequirementsService {
       .where('s.requirement_id IN (:...ids)', { ids: requirements.map((r) => r.id) })
       .getMany();
     const byRequirement = new Map(sessions.map((s) => [s.requirementId, s]));
-    const pending = await this.pendingCounts(manager, sessions);
     return requirements.map((r) => {
       const session = byRequirement.get(r.id);
       if (!session) {
         throw new Error(`Requirement ${r.id} has no session`); // invariant 1 broken: a bug, not input
       }
-      return toRequirementResponse(r, session, pending.get(session.id) ?? 0);
+      return toRequirementResponse(r, session);
     });
-  }
-
-  /** Deliverable messages after each session's consumed boundary, for many sessions at once. */
-  private async pendingCounts(manager: EntityManager, sessions: AgentSessionEntity[]): Promise<Map<string, number>> {
-    if (sessions.length === 0) {
-      return new Map();
-    }
-    const rows: Array<{ id: string; n: number }> = await manager.query(
-      `SELECT s.id AS id, COUNT(m.id) AS n
-         FROM agent_session s
-         JOIN requirement_message m
-           ON m.requirement_id = s.requirement_id AND m.sequence > s.last_consumed_message_sequence AND m.deliver_to_rd = 1
-        WHERE s.id IN (${sessions.map(() => '?').join(',')})
-        GROUP BY s.id`,
-      sessions.map((s) => s.id),
-    );
-    return new Map(rows.map((row) => [row.id, Number(row.n)]));
   }
 }

@@ -57,14 +57,14 @@ export class AgentSessionPageDto extends PageInfoDto {
   @ApiProperty({ type: [AgentSessionResponseDto] }) items: AgentSessionResponseDto[];
 }
 
-export function toSessionResponse(session: AgentSessionEntity, pendingMessageCount: number): AgentSessionResponseDto {
+export function toSessionResponse(session: AgentSessionEntity): AgentSessionResponseDto {
   return {
     createdAt: session.createdAt,
     id: session.id,
     lastConsumedMessageSequence: session.lastConsumedMessageSequence,
     lastError: session.lastError,
     nativeSessionId: session.nativeSessionId,
-    pendingMessageCount,
+    pendingMessageCount: session.pendingMessageCount,
     provider: session.provider,
     requirementId: session.requirementId,
     state: session.state,
@@ -72,11 +72,7 @@ export function toSessionResponse(session: AgentSessionEntity, pendingMessageCou
   };
 }
 
-export function toRequirementResponse(
-  requirement: RequirementEntity,
-  session: AgentSessionEntity,
-  pendingMessageCount: number,
-): RequirementResponseDto {
+export function toRequirementResponse(requirement: RequirementEntity, session: AgentSessionEntity): RequirementResponseDto {
   return {
     completedAt: requirement.completedAt,
     createdAt: requirement.createdAt,
@@ -87,10 +83,11 @@ export function toRequirementResponse(
     parentRequirementId: requirement.parentRequirementId,
     provider: requirement.provider,
     reasoningEffort: requirement.reasoningEffort,
-    session: toSessionResponse(session, pendingMessageCount),
+    session: toSessionResponse(session),
     sourceSessionId: requirement.sourceSessionId,
     status: requirement.status,
     title: requirement.title,
-    updatedAt: requirement.updatedAt,
+    // The card changes when its session does (state, pending count): one version for both.
+    updatedAt: session.updatedAt > requirement.updatedAt ? session.updatedAt : requirement.updatedAt,
   };
 }

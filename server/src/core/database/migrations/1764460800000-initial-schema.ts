@@ -15,7 +15,6 @@ export class InitialSchema1764460800000 implements MigrationInterface {
       created_by varchar NOT NULL,
       parent_requirement_id varchar REFERENCES requirement(id) ON DELETE SET NULL,
       source_session_id varchar,
-      last_message_sequence integer NOT NULL DEFAULT 0,
       created_at varchar NOT NULL,
       updated_at varchar NOT NULL,
       completed_at varchar
@@ -32,6 +31,8 @@ export class InitialSchema1764460800000 implements MigrationInterface {
       state varchar NOT NULL,
       last_error text,
       last_consumed_message_sequence integer NOT NULL DEFAULT 0,
+      pending_message_count integer NOT NULL DEFAULT 0,
+      last_message_sequence integer NOT NULL DEFAULT 0,
       created_at varchar NOT NULL,
       updated_at varchar NOT NULL
     )`);

@@ -1,0 +1,56 @@
+import autocannon from 'autocannon';
+
+import { send } from '../../test/support/http';
+import type { ManagerProcess } from '../../test/support/manager-process';
+import { ScenarioResult, progress, round } from '../harness';
+
+const DURATION_S = 8;
+const CONNECTIONS = 32;
+
+function run(options: autocannon.Options): Promise<autocannon.Result> {
+  return new Promise((resolve, reject) => {
+    autocannon(options, (err, result) => (err ? reject(err) : resolve(result)));
+  });
+}
+
+/**
+ * Sustained POST /reply throughput and latency beside GET /api/health throughput measured in
+ * the same run: the ratio says what the write path costs over the bare HTTP stack.
+ */
+export async function repliesScenario(manager: ManagerProcess): Promise<ScenarioResult> {
+  const requirements: string[] = [];
+  for (let i = 0; i < 16; i++) {
+    requirements.push((await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: `bench ${i}` })).json.id);
+  }
+  progress(`replies: warming up`);
+  await run({ connections: 8, duration: 2, url: `${manager.origin}/api/health` });
+
+  progress(`replies: GET /api/health for ${DURATION_S}s with ${CONNECTIONS} connections`);
+  const health = await run({ connections: CONNECTIONS, duration: DURATION_S, url: `${manager.origin}/api/health` });
+
+  progress(`replies: POST /reply for ${DURATION_S}s with ${CONNECTIONS} connections`);
+  const replies = await run({
+    connections: CONNECTIONS,
+    duration: DURATION_S,
+    requests: requirements.map((id, i) => ({
+      body: JSON.stringify({ message: `benchmark reply ${i}: please keep going with the compaction timings` }),
+      headers: { 'content-type': 'application/json' },
+      method: 'POST' as const,
+      path: `/api/requirements/${id}/reply`,
+    })),
+    url: manager.origin,
+  });
+  const errors = replies.non2xx + replies.errors;
+  return {
+    figures: [
+      { name: 'health throughput', unit: 'req/s', value: round(health.requests.average, 0) },
+      { name: 'reply throughput', unit: 'req/s', value: round(replies.requests.average, 0) },
+      { name: 'reply / health throughput', target: { op: '>=', value: 0.4 }, unit: '', value: round(replies.requests.average / health.requests.average, 3) },
+      { name: 'reply latency p50', unit: 'ms', value: replies.latency.p50 },
+      { name: 'reply latency p99', unit: 'ms', value: replies.latency.p99 },
+      { name: 'reply errors', target: { op: '<=', value: 0 }, unit: '', value: errors },
+    ],
+    notes: [`${replies.requests.total} replies over ${requirements.length} Requirements, ${CONNECTIONS} connections`],
+    scenario: 'replies',
+  };
+}

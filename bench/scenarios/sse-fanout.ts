@@ -1,0 +1,60 @@
+import { send } from '../../test/support/http';
+import type { ManagerProcess } from '../../test/support/manager-process';
+import { SseConnection, connectSse } from '../../test/support/sse-client';
+import { ScenarioResult, percentile, progress, round } from '../harness';
+
+const CLIENTS = 50;
+const RATE_PER_S = 200;
+const DURATION_S = 10;
+
+/**
+ * 50 SSE clients while replies are written at 200/s: latency from the event's creation in the
+ * write transaction (server clock) to its arrival at each client (same machine, same clock).
+ */
+export async function sseFanoutScenario(manager: ManagerProcess): Promise<ScenarioResult> {
+  const requirement = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'fan-out' })).json.id as string;
+  const clients: SseConnection[] = [];
+  for (let i = 0; i < CLIENTS; i++) {
+    clients.push(await connectSse(`${manager.origin}/api/events`));
+  }
+  const latencies: number[] = [];
+  const startIndex = clients.map((c) => c.events.length);
+  progress(`sse-fanout: ${CLIENTS} clients, ${RATE_PER_S} replies/s for ${DURATION_S}s`);
+  const total = RATE_PER_S * DURATION_S;
+  const started = Date.now();
+  const inflight: Array<Promise<unknown>> = [];
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / RATE_PER_S;
+    const wait = due - Date.now();
+    if (wait > 0) {
+      await new Promise((r) => setTimeout(r, wait));
+    }
+    inflight.push(send(manager.origin, 'POST', `/api/requirements/${requirement}/reply`, { message: `fan-out ${i}` }));
+  }
+  await Promise.all(inflight);
+  const achievedRate = total / ((Date.now() - started) / 1000);
+  await Promise.all(clients.map((c, i) => c.waitFor(startIndex[i]! + total, 30_000)));
+  let complete = 0;
+  for (const [i, client] of clients.entries()) {
+    const received = client.events.slice(startIndex[i]);
+    const ids = received.map((e) => e.id);
+    if (new Set(ids).size === total && ids.every((id, k) => k === 0 || id > ids[k - 1]!)) {
+      complete++;
+    }
+    for (const event of received) {
+      latencies.push(Number(event.receivedAtMs) - Date.parse(event.data.createdAt as string));
+    }
+    client.close();
+  }
+  latencies.sort((a, b) => a - b);
+  return {
+    figures: [
+      { name: 'mutation rate achieved', unit: '/s', value: round(achievedRate, 0) },
+      { name: 'clients that got every event once, in order', target: { op: '>=', value: CLIENTS }, unit: '', value: complete },
+      { name: 'commit→client p50', unit: 'ms', value: percentile(latencies, 50) },
+      { name: 'commit→client p99', target: { op: '<=', value: 20 }, unit: 'ms', value: percentile(latencies, 99) },
+    ],
+    notes: [`${latencies.length} deliveries measured; server createdAt has millisecond resolution`],
+    scenario: 'sse-fanout',
+  };
+}
