@@ -1,7 +1,7 @@
 import * as crypto from 'node:crypto';
 
 import { snapshotStore } from './support/db-snapshot';
-import { send } from './support/http';
+import { authHeaders, send } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), crypto.randomBytes(64)]);
@@ -93,7 +93,7 @@ describe('Attachments', () => {
     const res = await fetch(`${manager.origin}/api/requirements/${requirementId}/attachments`, {
       body,
       duplex: 'half',
-      headers: { 'X-File-Name': 'stream.bin' },
+      headers: authHeaders(manager.origin, { 'X-File-Name': 'stream.bin' }),
       method: 'POST',
     } as RequestInit);
     expect(res.status).toBe(400);
@@ -150,7 +150,7 @@ describe('Attachments', () => {
     const image = (await upload(PNG, 'shot.png')).json;
     const file = (await upload(TEXT, encodeURIComponent('notes "v1".html'), { 'Content-Type': 'text/html' })).json;
 
-    const imageRes = await fetch(`${manager.origin}/api/attachments/${image.id}`);
+    const imageRes = await fetch(`${manager.origin}/api/attachments/${image.id}`, { headers: authHeaders(manager.origin, {}) });
     expect(imageRes.status).toBe(200);
     expect(Buffer.from(await imageRes.arrayBuffer())).toEqual(PNG);
     expect(imageRes.headers.get('content-type')).toBe('image/png');
@@ -158,7 +158,7 @@ describe('Attachments', () => {
     expect(imageRes.headers.get('x-content-type-options')).toBe('nosniff');
     expect(imageRes.headers.get('content-security-policy')).toContain('sandbox');
 
-    const fileRes = await fetch(`${manager.origin}/api/attachments/${file.id}`);
+    const fileRes = await fetch(`${manager.origin}/api/attachments/${file.id}`, { headers: authHeaders(manager.origin, {}) });
     expect(await fileRes.text()).toBe(TEXT.toString());
     expect(fileRes.headers.get('content-disposition')).toBe(`attachment; filename="notes _v1_.html"; filename*=UTF-8''${encodeURIComponent('notes "v1".html')}`);
     expect(fileRes.headers.get('x-content-type-options')).toBe('nosniff');

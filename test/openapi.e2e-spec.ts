@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { send } from './support/http';
+import { authHeaders, send } from './support/http';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 
 const COMMITTED_DOCUMENT = path.join(ROOT, 'libs/api-client/openapi.json');
@@ -34,7 +34,7 @@ describe('OpenAPI document and generated client', () => {
   });
 
   it('serves an explorer page at /api/docs', async () => {
-    const res = await fetch(`${manager.origin}/api/docs`);
+    const res = await fetch(`${manager.origin}/api/docs`, { headers: authHeaders(manager.origin, {}) });
     expect(res.status).toBe(200);
     expect(await res.text()).toContain('swagger-ui');
   });

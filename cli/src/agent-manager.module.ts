@@ -1,9 +1,10 @@
 import { Module } from '@nestjs/common';
 
 import { StartCommand } from './commands/start.command';
+import { TokenCommand } from './commands/token.command';
 
 /** Every agent-manager command, registered in one place. */
-export const AGENT_MANAGER_COMMANDS = [StartCommand];
+export const AGENT_MANAGER_COMMANDS = [StartCommand, TokenCommand];
 
 @Module({ providers: AGENT_MANAGER_COMMANDS })
 export class AgentManagerCliModule {}

@@ -1,6 +1,8 @@
 import { DynamicModule, Module } from '@nestjs/common';
 
+import { AgentApiModule } from './agent-api/agent-api.module';
 import { AttachmentsModule } from './attachments/attachments.module';
+import { AuthModule } from './auth/auth.module';
 import { ConfigurationModule } from './configuration/configuration.module';
 import { CoreModule } from './core/core.module';
 import type { Runtime } from './core/runtime';
@@ -12,7 +14,16 @@ import { RequirementsModule } from './requirements/requirements.module';
 export class AppModule {
   static forRoot(runtime: Runtime): DynamicModule {
     return {
-      imports: [AttachmentsModule, ConfigurationModule, CoreModule.forRoot(runtime), EventsModule, MessagesModule, RequirementsModule],
+      imports: [
+        AgentApiModule,
+        AttachmentsModule,
+        AuthModule,
+        ConfigurationModule, 
+        CoreModule.forRoot(runtime),
+        EventsModule,
+        MessagesModule,
+        RequirementsModule,
+      ],
       module: AppModule,
     };
   }

@@ -7,6 +7,8 @@ import { NestFactory } from '@nestjs/core';
 import type { ConfigurationValues, LogLevel } from '@libs/contracts';
 
 import { AppModule } from './app.module';
+import { loginUrl } from './auth/local-token';
+import { LocalTokenService } from './auth/local-token.service';
 import { ConfigurationService, overridesFromEnv } from './core/configuration/configuration.service';
 import { configureHttp } from './core/http/configure-http';
 import { FileLogger } from './core/logging/file-logger';
@@ -27,6 +29,9 @@ export interface StartOptions {
 
 export interface RunningManager {
   url: string;
+  /** `<url>/?token=…`: opens the dashboard and sets its login cookie. */
+  loginUrl: string;
+  authenticationEnabled: boolean;
   runtime: Runtime;
   app: INestApplication;
   /** Graceful stop: closes SSE streams, finishes queued writes, releases the lock. */
@@ -77,12 +82,15 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     const address = app.getHttpServer().address() as AddressInfo;
     const url = `http://${urlHost(configuration.get('host'))}:${address.port}`;
     lock.setUrl(url);
+    const tokens = app.get(LocalTokenService);
     logger.log({ msg: 'agent manager started', pid: process.pid, url, workspace: paths.root }, 'Manager');
 
     const running = app;
     let stopping: Promise<void> | undefined;
     return {
       app: running,
+      authenticationEnabled: tokens.enabled,
+      loginUrl: loginUrl(url, tokens.value),
       runtime,
       stop: () =>
         (stopping ??= (async () => {

@@ -5,6 +5,10 @@ import * as path from 'node:path';
 
 import { ApiClient, createApiClient } from '@libs/api-client';
 
+import { workspaceKey } from '@server/core/workspace/workspace';
+
+import { registerToken } from './http';
+
 /** The project root, from the sources (tests) or from dist/ (benchmarks). */
 export const ROOT = ((): string => {
   let dir = __dirname;
@@ -32,6 +36,8 @@ export function makeSandbox(): Sandbox {
 
 export interface ManagerProcess {
   child: ChildProcess;
+  /** The workspace's local access token (already registered for `send` and `connectSse`). */
+  token: string;
   /** `http://127.0.0.1:<port>` */
   origin: string;
   api: ApiClient;
@@ -83,19 +89,20 @@ export async function startManager({ sandbox, args = [], env = {} }: StartArgs):
     });
   });
   child.removeAllListeners('exit');
+  const dataDirectory = path.join(sandbox.home, 'workspaces', workspaceKey(fs.realpathSync(sandbox.workspace)));
+  const token = fs.readFileSync(path.join(dataDirectory, 'token'), 'utf8').trim();
+  registerToken(origin, token);
   return {
-    api: createApiClient(origin),
+    api: createApiClient(origin, { token }),
     child,
-    dataDirectory: () => {
-      const health = /Database\s+(\S+)/.exec(out);
-      return path.dirname(health?.[1] ?? '');
-    },
+    dataDirectory: () => dataDirectory,
     kill9: async () => {
       child.kill('SIGKILL');
       await waitForExit(child);
     },
     origin,
     stderr: () => err,
+    token,
     stdout: () => out,
     stop: async () => {
       child.kill('SIGTERM');

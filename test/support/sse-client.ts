@@ -1,5 +1,7 @@
 import * as http from 'node:http';
 
+import { authHeaders } from './http';
+
 export interface SseEvent {
   id: number;
   event: string;
@@ -20,11 +22,11 @@ export interface SseConnection {
 }
 
 /** A minimal SSE reader over a raw HTTP request, so tests see exactly what the server sends. */
-export function connectSse(url: string, headers: Record<string, string> = {}): Promise<SseConnection> {
+export function connectSse(url: string, headers: Record<string, string> = {}, { auth = true }: { auth?: boolean } = {}): Promise<SseConnection> {
   return new Promise((resolve, reject) => {
     const events: SseEvent[] = [];
     const waiters: Array<() => void> = [];
-    const req = http.get(url, { headers: { Accept: 'text/event-stream', ...headers } }, (res) => {
+    const req = http.get(url, { headers: authHeaders(url, { Accept: 'text/event-stream', ...headers }, auth) }, (res) => {
       let buffer = '';
       let endResolve: () => void = () => undefined;
       const ended = new Promise<void>((r) => (endResolve = r));

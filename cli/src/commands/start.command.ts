@@ -29,10 +29,13 @@ function banner(manager: RunningManager): string {
     ['Config file', runtime.configuration.filePath],
     ['Database', runtime.databasePath],
     ['Log file', runtime.logFilePath],
-    ['Dashboard', `${url}/`],
+    ['Dashboard', manager.authenticationEnabled ? manager.loginUrl : `${url}/`],
     ['API', `${url}/api`],
   ];
-  return [`Agent Manager ${runtime.version}`, ...rows.map(([k, v]) => `  ${k.padEnd(12)}${v}`), '  Press Ctrl+C to stop.', ''].join('\n');
+  const warning = manager.authenticationEnabled
+    ? []
+    : ['  WARNING: authentication is disabled (authentication: "none"). Anyone who can reach this', '  port can run commands on this machine through the agents.'];
+  return [`Agent Manager ${runtime.version}`, ...rows.map(([k, v]) => `  ${k.padEnd(12)}${v}`), ...warning, '  Press Ctrl+C to stop.', ''].join('\n');
 }
 
 @Command({

@@ -4,6 +4,23 @@
  */
 
 export interface paths {
+    "/api/agent/context": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The run, Requirement and session the calling run credential is bound to */
+        get: operations["getAgentContext"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/attachments/{id}": {
         parameters: {
             query?: never;
@@ -215,6 +232,11 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AgentContextResponseDto: {
+            requirementId: string;
+            runId: string;
+            sessionId: string;
+        };
         AgentSessionPageDto: {
             items: components["schemas"]["AgentSessionResponseDto"][];
             /** @description Cursor for the next page; null at the end */
@@ -255,17 +277,19 @@ export interface components {
             /** @description What this process runs with: values plus launch flags and CODE_FACTORY_* variables */
             effective: components["schemas"]["ConfigurationValuesDto"];
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("allowedOrigin" | "cancelledRequirementRetentionDays" | "databasePath" | "doneRequirementRetentionDays" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds")[];
+            overriddenFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "databasePath" | "doneRequirementRetentionDays" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("allowedOrigin" | "cancelledRequirementRetentionDays" | "databasePath" | "doneRequirementRetentionDays" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds")[];
+            restartRequiredFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "databasePath" | "doneRequirementRetentionDays" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
         ConfigurationValuesDto: {
             allowedOrigin: string | null;
+            /** @enum {string} */
+            authentication: "token" | "none";
             cancelledRequirementRetentionDays: number;
             databasePath: string | null;
             doneRequirementRetentionDays: number;
@@ -388,6 +412,11 @@ export interface components {
              * @example http://localhost:4200
              */
             allowedOrigin?: string | null;
+            /**
+             * @description token: every API call needs the local token (default); none: no authentication at all (restart required)
+             * @enum {string}
+             */
+            authentication?: "token" | "none";
             /** @description Days a cancelled Requirement is kept before it is purged */
             cancelledRequirementRetentionDays?: number;
             /** @description SQLite database file, or null for factory.sqlite in the data directory */
@@ -437,6 +466,32 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getAgentContext: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentContextResponseDto"];
+                };
+            };
+            /** @description Not called with a run credential */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     getAttachment: {
         parameters: {
             query?: never;

@@ -25,6 +25,10 @@ export type AttachmentKind = (typeof ATTACHMENT_KINDS)[number];
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/** `none` turns the local token off (the banner and log warn on every start). */
+export const AUTHENTICATION_MODES = ['token', 'none'] as const;
+export type AuthenticationMode = (typeof AUTHENTICATION_MODES)[number];
+
 export const EVENT_ACTOR_KINDS = ['human', 'agent', 'trigger', 'system'] as const;
 export type EventActorKind = (typeof EVENT_ACTOR_KINDS)[number];
 

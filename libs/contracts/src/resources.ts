@@ -1,5 +1,6 @@
 import type {
   AttachmentKind,
+  AuthenticationMode,
   EventActorKind,
   LogLevel,
   MessageAuthor,
@@ -91,6 +92,7 @@ export interface ManagerEvent<P = Record<string, unknown>> {
 }
 
 export interface ConfigurationValues {
+  authentication: AuthenticationMode;
   host: string;
   port: number;
   allowedOrigin: string | null;

@@ -1,11 +1,12 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-import { ConfigurationValues, LOG_LEVELS, LogLevel } from '@libs/contracts';
+import { AUTHENTICATION_MODES, AuthenticationMode, ConfigurationValues, LOG_LEVELS, LogLevel } from '@libs/contracts';
 
 import { CONFIGURATION_KEYS } from '../../core/configuration/configuration.schema';
 
 export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty({ nullable: true, type: String }) allowedOrigin: string | null;
+  @ApiProperty({ enum: AUTHENTICATION_MODES }) authentication: AuthenticationMode;
   @ApiProperty() cancelledRequirementRetentionDays: number;
   @ApiProperty({ nullable: true, type: String }) databasePath: string | null;
   @ApiProperty() doneRequirementRetentionDays: number;

@@ -1,12 +1,13 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 
-import { ConfigurationValues, LOG_LEVELS } from '@libs/contracts';
+import { AUTHENTICATION_MODES, ConfigurationValues, LOG_LEVELS } from '@libs/contracts';
 
 import { OptionalEnum, OptionalInt, OptionalText } from '../validation';
 
 export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   allowedOrigin: null,
+  authentication: 'token',
   cancelledRequirementRetentionDays: 7,
   databasePath: null,
   doneRequirementRetentionDays: 365,
@@ -42,6 +43,9 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   /** Origin (scheme://host[:port]) allowed to call the API from a browser besides the dashboard itself. */
   @OptionalText({ description: 'Extra browser origin allowed to call the API (CORS/CSRF), or null', example: 'http://localhost:4200', max: 200, nullable: true, pattern: ORIGIN })
   allowedOrigin?: string | null;
+
+  @OptionalEnum(AUTHENTICATION_MODES, 'token: every API call needs the local token (default); none: no authentication at all (restart required)')
+  authentication?: ConfigurationValues['authentication'];
 
   @OptionalInt({ description: 'Days a cancelled Requirement is kept before it is purged', max: 36_500, min: 0 })
   cancelledRequirementRetentionDays?: number;

@@ -6,6 +6,8 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import express from 'express';
 
+import { AuthenticationMiddleware } from '../../auth/authentication.middleware';
+import { HttpSecurityMiddleware } from '../../auth/http-security.middleware';
 import { AllExceptionsFilter } from '../errors/all-exceptions.filter';
 import { dashboardDirectory } from '../package-info';
 import { setUpOpenApi } from './openapi';
@@ -16,10 +18,9 @@ export function configureHttp(app: INestApplication): void {
   const express_ = app as NestExpressApplication;
   express_.disable('x-powered-by');
   express_.set('etag', false);
-  app.use((_req: Request, res: Response, next: NextFunction) => {
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    next();
-  });
+  // Order matters: Host/Origin checks, then credentials, and only then is a body read.
+  app.use(app.get(HttpSecurityMiddleware).handle);
+  app.use(app.get(AuthenticationMiddleware).handle);
   app.use(jsonBodyMiddleware());
   app.setGlobalPrefix('api');
   app.useGlobalPipes(

@@ -9,6 +9,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setTitle('Agent Manager API')
     .setDescription('Local control plane for agent-driven software delivery. All paths are under /api.')
     .setVersion(packageVersion())
+    .addBearerAuth({ description: 'The local token (`agent-manager token`) or a run credential', scheme: 'bearer', type: 'http' }, 'bearer')
+    .addSecurityRequirements('bearer')
     .build();
   const document = SwaggerModule.createDocument(app, config, {
     operationIdFactory: (_controllerKey: string, methodKey: string) => methodKey,

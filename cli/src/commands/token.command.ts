@@ -1,0 +1,59 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { Command, CommandRunner, Option } from 'nest-commander';
+
+import { loadOrCreateToken, loginUrl } from '@server/auth/local-token';
+import { ConfigurationService, overridesFromEnv } from '@server/core/configuration/configuration.service';
+import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/workspace';
+
+import { UsageError } from '../options';
+
+interface TokenFlags {
+  workspace?: string;
+  config?: string;
+}
+
+/** The running instance's URL from its lock file, if one runs. */
+function runningUrl(lockPath: string): string | null {
+  try {
+    const lock = JSON.parse(fs.readFileSync(lockPath, 'utf8')) as { url?: string | null };
+    return lock.url ?? null;
+  } catch {
+    return null;
+  }
+}
+
+@Command({
+  description: 'Print the local access token of a workspace and its dashboard login URL',
+  name: 'token',
+})
+export class TokenCommand extends CommandRunner {
+  async run(_params: string[], flags: TokenFlags): Promise<void> {
+    let paths;
+    try {
+      paths = resolveWorkspace(flags.workspace ?? process.cwd(), codeFactoryHome());
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+    const token = loadOrCreateToken(paths.tokenPath);
+    let origin = runningUrl(paths.lockPath);
+    if (!origin) {
+      const configuration = new ConfigurationService(flags.config ? path.resolve(flags.config) : paths.defaultConfigPath, overridesFromEnv(process.env));
+      const host = configuration.get('host');
+      origin = `http://${host.includes(':') ? `[${host}]` : host}:${configuration.get('port')}`;
+    }
+    process.stdout.write(`${token}\n`);
+    process.stdout.write(`Login URL: ${loginUrl(origin, token)}\n`);
+  }
+
+  @Option({ description: 'Repository whose token to print (default: the current directory)', flags: '-w, --workspace <dir>' })
+  parseWorkspace(value: string): string {
+    return value;
+  }
+
+  @Option({ description: 'Configuration file, if the manager is started with --config', flags: '--config <path>' })
+  parseConfig(value: string): string {
+    return value;
+  }
+}

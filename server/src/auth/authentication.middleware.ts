@@ -1,0 +1,163 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { NextFunction, Response } from 'express';
+
+import type { ActorRequest } from '../core/http/actor.decorator';
+import { errorBody } from '../core/errors/error-body';
+import { sessionCookieName } from './local-token';
+import { LocalTokenService } from './local-token.service';
+import { AgentScope, RunCredentialsService } from './run-credentials.service';
+
+/** Routes anyone may call without credentials. */
+const PUBLIC_ROUTES = new Set(['GET /api/health', 'HEAD /api/health']);
+/** Where run-scoped credentials are accepted; the timers route must name the run's Requirement. */
+const AGENT_PREFIX = '/api/agent/';
+const TIMER_ROUTE = /^\/api\/requirements\/([^/]+)\/timers(?:\/[^/]*)?\/?$/;
+const BEARER = /^Bearer ([A-Za-z0-9_]{1,200})$/;
+const MAX_COOKIE_HEADER = 8192;
+
+export interface AuthenticatedRequest extends ActorRequest {
+  agentScope?: AgentScope;
+}
+
+function cookie(header: string | undefined, name: string): string | undefined {
+  if (!header || header.length > MAX_COOKIE_HEADER) {
+    return undefined;
+  }
+  for (const part of header.split(';')) {
+    const at = part.indexOf('=');
+    if (at > 0 && part.slice(0, at).trim() === name) {
+      return part.slice(at + 1).trim();
+    }
+  }
+  return undefined;
+}
+
+function decodePath(path: string): string {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+}
+
+/**
+ * Who is calling `/api/*`: a person (the local token as Bearer, or the dashboard's login
+ * cookie) or an agent run (its run-scoped Bearer token, only on the agent API and its own
+ * Requirement's timers). Refusals write nothing: this runs before any body is read.
+ * Also serves the login link `/?token=…`, which trades the token for the cookie.
+ */
+@Injectable()
+export class AuthenticationMiddleware {
+  private readonly logger = new Logger('Authentication');
+
+  constructor(
+    private readonly runCredentials: RunCredentialsService,
+    private readonly tokens: LocalTokenService,
+  ) {}
+
+  readonly handle = (req: AuthenticatedRequest, res: Response, next: NextFunction): void => {
+    const isApi = req.path === '/api' || req.path.startsWith('/api/');
+    if (!isApi) {
+      if (req.method === 'GET' && req.path === '/' && typeof req.query.token === 'string') {
+        this.login(req, res);
+        return;
+      }
+      next();
+      return;
+    }
+    if (PUBLIC_ROUTES.has(`${req.method} ${req.path}`)) {
+      next();
+      return;
+    }
+    if ('token' in req.query || 'access_token' in req.query) {
+      // URLs end up in logs, history and Referer headers: never accept a credential there.
+      this.refuse(req, res, 401, 'token_in_query', 'credentials are not accepted in the query string; send Authorization: Bearer');
+      return;
+    }
+    const authorization = req.headers.authorization;
+    if (authorization !== undefined) {
+      const match = BEARER.exec(authorization);
+      if (!match?.[1]) {
+        this.refuse(req, res, 401, 'malformed_authorization', 'Authorization must be "Bearer <token>"');
+        return;
+      }
+      this.withBearer(match[1], req, res, next);
+      return;
+    }
+    if (!this.tokens.enabled) {
+      req.actor = { id: null, kind: 'human' };
+      next();
+      return;
+    }
+    const presented = cookie(req.headers.cookie, sessionCookieName(req.socket.localPort ?? 0));
+    if (presented !== undefined && this.tokens.matchesCookie(presented)) {
+      this.asHuman(req, res, next);
+      return;
+    }
+    this.refuse(req, res, 401, 'unauthorized', 'missing or invalid credentials: send Authorization: Bearer <token> (see `agent-manager token`)');
+  };
+
+  private withBearer(presented: string, req: AuthenticatedRequest, res: Response, next: NextFunction): void {
+    if (this.runCredentials.isRunToken(presented)) {
+      const scope = this.runCredentials.resolve(presented);
+      if (!scope) {
+        this.refuse(req, res, 401, 'run_credential_invalid', 'this run credential is unknown, revoked or expired');
+        return;
+      }
+      const path = decodePath(req.path);
+      const timer = TIMER_ROUTE.exec(path);
+      const allowed = path.startsWith(AGENT_PREFIX) || (timer !== null && timer[1] === scope.requirementId);
+      if (!allowed) {
+        this.refuse(req, res, 403, 'outside_run_scope', 'a run credential may only call the agent API and its own Requirement\'s timers');
+        return;
+      }
+      req.actor = { id: scope.runId, kind: 'agent' };
+      req.agentScope = scope;
+      next();
+      return;
+    }
+    if (!this.tokens.enabled || this.tokens.matchesToken(presented)) {
+      this.asHuman(req, res, next);
+      return;
+    }
+    this.refuse(req, res, 401, 'unauthorized', 'invalid token (see `agent-manager token`)');
+  }
+
+  private asHuman(req: AuthenticatedRequest, res: Response, next: NextFunction): void {
+    if (req.path.startsWith(AGENT_PREFIX)) {
+      this.refuse(req, res, 403, 'agent_credential_required', 'the agent API is called by agent runs with their run credential');
+      return;
+    }
+    req.actor = { id: null, kind: 'human' };
+    next();
+  }
+
+  /** `/?token=…`: sets the HttpOnly, SameSite=Strict cookie and redirects to a URL without the token. */
+  private login(req: AuthenticatedRequest, res: Response): void {
+    const presented = req.query.token as string;
+    if (!this.tokens.matchesToken(presented)) {
+      this.logger.warn({ msg: 'login refused', reason: 'invalid token' });
+      res.status(401).type('text/plain').send('This login link is not valid. Run `agent-manager token` for the current one.\n');
+      return;
+    }
+    const rest = new URLSearchParams(req.query as Record<string, string>);
+    rest.delete('token');
+    const query = rest.toString();
+    res.cookie(sessionCookieName(req.socket.localPort ?? 0), this.tokens.sessionCookie, {
+      httpOnly: true,
+      path: '/',
+      sameSite: 'strict',
+    });
+    res.setHeader('Cache-Control', 'no-store');
+    this.logger.log({ msg: 'dashboard login' });
+    res.redirect(303, query ? `/?${query}` : '/');
+  }
+
+  private refuse(req: AuthenticatedRequest, res: Response, status: number, code: string, message: string): void {
+    this.logger.warn({ code, method: req.method, msg: 'request refused', path: req.path });
+    if (status === 401) {
+      res.setHeader('WWW-Authenticate', 'Bearer realm="agent-manager"');
+    }
+    res.status(status).json(errorBody(status, code, message));
+  }
+}
