@@ -8,6 +8,7 @@ import type { EntityManager } from 'typeorm';
 import { type EventActor, LIMITS } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
+import { audit } from '../events/event-log.service';
 import { Database } from '../core/database/database.service';
 import type { WriteTx } from '../core/database/write-tx';
 import { DomainError, conflict, insufficientStorage, invalid, notFound } from '../core/errors/domain-error';
@@ -89,7 +90,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
         await tx.manager.insert(MessageAttachmentEntity, row);
         return row;
       });
-      this.logger.log({ actor: actor.kind, attachmentId: id, byteSize, kind, msg: 'attachment uploaded', requirementId });
+      this.logger.log({ ...audit(actor), attachmentId: id, byteSize, kind, msg: 'attachment uploaded', requirementId });
       return toAttachmentResponse(entity);
     } catch (err) {
       fs.rmSync(finalPath, { force: true });

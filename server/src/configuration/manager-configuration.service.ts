@@ -5,7 +5,7 @@ import type { EventActor } from '@libs/contracts';
 import { UpdateConfigurationDto } from '../core/configuration/configuration.schema';
 import { ConfigurationService, ConfigurationSnapshot } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
-import { EventLog } from '../events/event-log.service';
+import { EventLog, audit } from '../events/event-log.service';
 
 /** Configuration changes through the API: persisted, applied, and announced as an event. */
 @Injectable()
@@ -27,7 +27,7 @@ export class ManagerConfigurationService {
     await this.database.write((tx) =>
       this.events.append(tx, { actor, payload: { configuration: snapshot }, type: 'manager.configuration.updated' }),
     );
-    this.logger.log({ actor: actor.kind, fields: Object.keys(patch), msg: 'configuration updated' });
+    this.logger.log({ ...audit(actor), fields: Object.keys(patch), msg: 'configuration updated' });
     return snapshot;
   }
 }

@@ -53,3 +53,8 @@ export function toManagerEvent(row: ManagerEventEntity): ManagerEvent {
     type: row.type,
   };
 }
+
+/** Who did it, for log lines (the audit trail): kind and run/trigger ID, never a secret. */
+export function audit(actor: EventActor): { actor: string; actorId: string | null } {
+  return { actor: actor.kind, actorId: actor.id };
+}

@@ -9,7 +9,7 @@ import type { WriteTx } from '../core/database/write-tx';
 import { conflict, invalid } from '../core/errors/domain-error';
 import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
 import { isId, newId } from '../core/ids';
-import { EventLog } from '../events/event-log.service';
+import { EventLog, audit } from '../events/event-log.service';
 import { AgentSessionEntity } from '../requirements/agent-session.entity';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementEntity } from '../requirements/requirement.entity';
@@ -115,7 +115,7 @@ export class MessagesService {
       return this.append(tx, rows, { attachmentIds, author: 'human', body, deliverToRd: true }, actor);
     });
     this.logger.log({
-      actor: actor.kind,
+      ...audit(actor),
       attachments: attachmentIds.length,
       messageId: result.message.id,
       msg: 'reply appended',

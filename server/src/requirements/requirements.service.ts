@@ -9,7 +9,7 @@ import type { WriteTx } from '../core/database/write-tx';
 import { conflict, notFound } from '../core/errors/domain-error';
 import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
 import { isId, newId } from '../core/ids';
-import { EventLog } from '../events/event-log.service';
+import { EventLog, audit } from '../events/event-log.service';
 import { AgentSessionEntity } from './agent-session.entity';
 import { CreateRequirementDto } from './dto/create-requirement.dto';
 import { ListRequirementsQueryDto } from './dto/list-requirements-query.dto';
@@ -87,7 +87,7 @@ export class RequirementsService {
       });
       return snapshot;
     });
-    this.logger.log({ actor: actor.kind, msg: 'requirement created', requirementId: created.id });
+    this.logger.log({ ...audit(actor), msg: 'requirement created', requirementId: created.id });
     return created;
   }
 
@@ -150,7 +150,7 @@ export class RequirementsService {
         type: 'requirement.deleted',
       });
     });
-    this.logger.log({ actor: actor.kind, msg: 'requirement cancelled', requirementId: id });
+    this.logger.log({ ...audit(actor), msg: 'requirement cancelled', requirementId: id });
   }
 
   /** A person accepts the work: waiting_confirmation → done, the session completes. */
@@ -175,7 +175,7 @@ export class RequirementsService {
       });
       return result;
     });
-    this.logger.log({ actor: actor.kind, msg: 'requirement confirmed', requirementId: id });
+    this.logger.log({ ...audit(actor), msg: 'requirement confirmed', requirementId: id });
     return snapshot;
   }
 
