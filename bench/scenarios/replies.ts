@@ -34,7 +34,7 @@ export async function repliesScenario(manager: ManagerProcess): Promise<Scenario
     duration: DURATION_S,
     requests: requirements.map((id, i) => ({
       body: JSON.stringify({ message: `benchmark reply ${i}: please keep going with the compaction timings` }),
-      headers: { 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${manager.token}`, 'content-type': 'application/json' },
       method: 'POST' as const,
       path: `/api/requirements/${id}/reply`,
     })),

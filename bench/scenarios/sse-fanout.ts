@@ -3,7 +3,7 @@ import type { ManagerProcess } from '../../test/support/manager-process';
 import { SseConnection, connectSse } from '../../test/support/sse-client';
 import { ScenarioResult, percentile, progress, round } from '../harness';
 
-const CLIENTS = 50;
+const CLIENTS = Number(process.env.BENCH_SSE_CLIENTS ?? 50);
 const RATE_PER_S = 200;
 const DURATION_S = 10;
 

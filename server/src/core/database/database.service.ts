@@ -16,6 +16,7 @@ interface PendingUnit {
 
 /** Units folded into one transaction at most; bounds how long one commit can hold the lock. */
 const MAX_BATCH = 128;
+const CHECKPOINT_INTERVAL_MS = 1000;
 /** 9 parameters per event; SQLite allows 32,766 per statement. */
 const EVENTS_PER_INSERT = 500;
 
@@ -40,6 +41,8 @@ export class Database implements BeforeApplicationShutdown, OnApplicationShutdow
    * counter cannot race; a rolled-back batch gives its ids back.
    */
   private lastEventId = 0;
+  private checkpointTimer: NodeJS.Timeout | undefined;
+  private checkpointing = false;
 
   constructor(
     private readonly bus: EventBus,
@@ -54,6 +57,13 @@ export class Database implements BeforeApplicationShutdown, OnApplicationShutdow
    */
   async onModuleInit(): Promise<void> {
     await this.writer.query('PRAGMA synchronous = NORMAL');
+    // Checkpoints copy the WAL into the database and fsync: tens of milliseconds on a slow disk.
+    // Run on the writer connection they would stall every queued write behind them, so the
+    // writer never checkpoints; the read connection does it in the background (PASSIVE: it
+    // never blocks the writer), on its own thread-pool thread.
+    await this.writer.query('PRAGMA wal_autocheckpoint = 0');
+    this.checkpointTimer = setInterval(() => void this.checkpoint(), CHECKPOINT_INTERVAL_MS);
+    this.checkpointTimer.unref();
     // AUTOINCREMENT's high-water mark: ids are never reused, even after events are purged.
     const [row] = (await this.writer.query(`SELECT seq FROM sqlite_sequence WHERE name = 'manager_event'`)) as Array<{ seq: number }>;
     this.lastEventId = Number(row?.seq ?? 0);
@@ -92,6 +102,22 @@ export class Database implements BeforeApplicationShutdown, OnApplicationShutdow
   async onApplicationShutdown(): Promise<void> {
     await this.draining;
     this.closed = true;
+    clearInterval(this.checkpointTimer);
+    await this.checkpoint();
+  }
+
+  private async checkpoint(): Promise<void> {
+    if (this.checkpointing || !this.reader.isInitialized) {
+      return;
+    }
+    this.checkpointing = true;
+    try {
+      await this.reader.query('PRAGMA wal_checkpoint(PASSIVE)');
+    } catch (err) {
+      this.logger.warn({ error: (err as Error).message, msg: 'WAL checkpoint failed; will retry' });
+    } finally {
+      this.checkpointing = false;
+    }
   }
 
   private async drain(): Promise<void> {
