@@ -11,11 +11,11 @@ import { Clock } from '../core/clock';
 import { audit } from '../events/event-log.service';
 import { Database } from '../core/database/database.service';
 import type { WriteTx } from '../core/database/write-tx';
-import { DomainError, conflict, insufficientStorage, invalid, notFound } from '../core/errors/domain-error';
+import { conflict, insufficientStorage, invalid, notFound } from '../core/errors/domain-error';
 import { isId, newId } from '../core/ids';
 import { RUNTIME, type Runtime } from '../core/runtime';
 import { RequirementEntity } from '../requirements/requirement.entity';
-import { requirementNotFound } from '../requirements/requirements.service';
+import { RequirementsService, requirementNotFound } from '../requirements/requirements.service';
 import { AttachmentResponseDto, toAttachmentResponse } from './dto/attachment-response.dto';
 import { SIGNATURE_BYTES, classify } from './file-signature';
 import { MessageAttachmentEntity } from './message-attachment.entity';
@@ -41,6 +41,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
   constructor(
     private readonly clock: Clock,
     private readonly database: Database,
+    private readonly requirements: RequirementsService,
     @Inject(RUNTIME) private readonly runtime: Runtime,
   ) {}
 
@@ -76,7 +77,10 @@ export class AttachmentsService implements OnApplicationBootstrap {
     fs.renameSync(temp, finalPath);
     try {
       const entity = await this.database.write(async (tx) => {
-        await this.assertAcceptsUploads(tx.manager, requirementId);
+        const { requirement } = await this.requirements.loadForWrite(tx, requirementId);
+        if (requirement.status === 'cancelled') {
+          throw conflict('requirement_cancelled', `Requirement ${requirementId} is cancelled`);
+        }
         const row: MessageAttachmentEntity = {
           byteSize,
           createdAt: this.clock.nowIso(),
@@ -87,7 +91,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
           messageId: null,
           requirementId,
         };
-        await tx.manager.insert(MessageAttachmentEntity, row);
+        tx.insert('message_attachment', { ...row });
         return row;
       });
       this.logger.log({ ...audit(actor), attachmentId: id, byteSize, kind, msg: 'attachment uploaded', requirementId });
@@ -126,7 +130,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
     if (new Set(ids).size !== ids.length) {
       throw invalid('duplicate_attachment', 'attachmentIds lists an attachment more than once');
     }
-    const rows = await tx.manager
+    const rows = await (await tx.reads())
       .createQueryBuilder(MessageAttachmentEntity, 'a')
       .where('a.id IN (:...ids)', { ids })
       .getMany();
@@ -140,12 +144,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
         throw invalid('attachment_already_used', `attachment ${id} already belongs to a message`);
       }
     }
-    await tx.manager
-      .createQueryBuilder()
-      .update(MessageAttachmentEntity)
-      .set({ messageId })
-      .where('id IN (:...ids)', { ids })
-      .execute();
+    tx.update('message_attachment', { messageId }, { id: ids });
     return ids.map((id) => toAttachmentResponse({ ...(byId.get(id) as MessageAttachmentEntity), messageId }));
   }
 

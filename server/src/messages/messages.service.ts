@@ -10,10 +10,9 @@ import { conflict, invalid } from '../core/errors/domain-error';
 import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
 import { isId, newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
-import { AgentSessionEntity } from '../requirements/agent-session.entity';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementEntity } from '../requirements/requirement.entity';
-import { RequirementsService, requirementNotFound } from '../requirements/requirements.service';
+import { RequirementRows, RequirementsService, requirementNotFound } from '../requirements/requirements.service';
 import { ListMessagesQueryDto } from './dto/list-messages-query.dto';
 import { MessagePageDto, MessageResponseDto, ReplyResponseDto, toMessageResponse } from './dto/message-response.dto';
 import { ReplyDto } from './dto/reply.dto';
@@ -54,7 +53,7 @@ export class MessagesService {
    */
   async append(
     tx: WriteTx,
-    { requirement, session }: { requirement: RequirementEntity; session: AgentSessionEntity },
+    { requirement, session }: RequirementRows,
     input: NewMessage,
     actor: EventActor,
   ): Promise<{ message: MessageResponseDto; requirement: RequirementResponseDto }> {
@@ -78,13 +77,8 @@ export class MessagesService {
     session.lastMessageSequence = sequence;
     session.pendingMessageCount += entity.deliverToRd ? 1 : 0;
     session.updatedAt = now;
-    await tx.manager.update(
-      AgentSessionEntity,
-      { id: session.id },
-      { lastMessageSequence: sequence, pendingMessageCount: session.pendingMessageCount, updatedAt: now },
-    );
-    // simple-json columns confuse TypeORM's deep-partial typing; the entity is complete.
-    await tx.manager.insert(RequirementMessageEntity, entity as never);
+    tx.update('agent_session', { lastMessageSequence: sequence, pendingMessageCount: session.pendingMessageCount, updatedAt: now }, { id: session.id });
+    tx.insert('requirement_message', { ...entity });
     const attachments = await this.attachments.claim(tx, requirement.id, input.attachmentIds ?? [], entity.id);
     const message = toMessageResponse(entity, attachments);
     // Built from the rows this unit holds (the write path is serialized): no re-read needed.

@@ -28,6 +28,14 @@ export interface NewRequirement extends CreateRequirementDto {
   sourceSessionId?: string | null;
 }
 
+/** A Requirement row and its session row, as the write path holds them. */
+export interface RequirementRows {
+  requirement: RequirementEntity;
+  session: AgentSessionEntity;
+}
+
+const cacheKey = (id: string) => `requirement:${id}`;
+
 export const requirementNotFound = (id: string) => notFound('requirement_not_found', `Requirement ${id} not found`);
 
 /**
@@ -75,8 +83,9 @@ export class RequirementsService {
         state: 'idle',
         updatedAt: now,
       };
-      await tx.manager.insert(RequirementEntity, requirement);
-      await tx.manager.insert(AgentSessionEntity, session);
+      tx.insert('requirement', { ...requirement });
+      tx.insert('agent_session', { ...session });
+      tx.cache.set(cacheKey(requirement.id), { requirement, session });
       const snapshot = toRequirementResponse(requirement, session);
       await this.events.append(tx, {
         actor,
@@ -141,7 +150,7 @@ export class RequirementsService {
       }
       requirement.status = 'cancelled';
       requirement.updatedAt = this.clock.nowIso();
-      await tx.manager.update(RequirementEntity, { id }, { status: requirement.status, updatedAt: requirement.updatedAt });
+      tx.update('requirement', { status: requirement.status, updatedAt: requirement.updatedAt }, { id });
       await this.events.append(tx, {
         actor,
         payload: { requirement: toRequirementResponse(requirement, session) },
@@ -163,8 +172,8 @@ export class RequirementsService {
       const now = this.clock.nowIso();
       Object.assign(requirement, { completedAt: now, status: 'done', updatedAt: now });
       Object.assign(session, { state: 'completed', updatedAt: now });
-      await tx.manager.update(RequirementEntity, { id }, { completedAt: now, status: 'done', updatedAt: now });
-      await tx.manager.update(AgentSessionEntity, { id: session.id }, { state: 'completed', updatedAt: now });
+      tx.update('requirement', { completedAt: now, status: 'done', updatedAt: now }, { id });
+      tx.update('agent_session', { state: 'completed', updatedAt: now }, { id: session.id });
       const result = toRequirementResponse(requirement, session);
       await this.events.append(tx, {
         actor,
@@ -180,13 +189,19 @@ export class RequirementsService {
   }
 
   /**
-   * A Requirement and its session, read inside a write unit in one query. The write path is
-   * serialized, so what a unit reads here stays true until it commits: it may update the
-   * entities in memory and build its snapshot from them without reading again.
+   * A Requirement and its session for a write unit, from the write cache or in one query. The
+   * write path is serialized, so what a unit gets here stays true until it commits. Whoever
+   * changes either row changes these objects too (and stages the UPDATE), which keeps the
+   * cache exact; snapshots are built from them without reading again.
    */
-  async loadForWrite(tx: WriteTx, id: string): Promise<{ requirement: RequirementEntity; session: AgentSessionEntity }> {
-    const requirement = isId('requirement', id)
-      ? await tx.manager
+  async loadForWrite(tx: WriteTx, id: string): Promise<RequirementRows> {
+    const cached = tx.cache.get<RequirementRows>(cacheKey(id));
+    if (cached) {
+      return cached;
+    }
+    const manager = isId('requirement', id) ? await tx.reads() : null;
+    const requirement = manager
+      ? await manager
           .createQueryBuilder(RequirementEntity, 'r')
           .innerJoinAndMapOne('r.session', AgentSessionEntity, 's', 's.requirement_id = r.id')
           .where('r.id = :id', { id })
@@ -197,7 +212,9 @@ export class RequirementsService {
     }
     const { session } = requirement;
     delete requirement.session;
-    return { requirement, session };
+    const rows = { requirement, session };
+    tx.cache.set(cacheKey(id), rows);
+    return rows;
   }
 
   /** The Requirement with its session and pending count, as events and responses carry it. */

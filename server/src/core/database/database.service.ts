@@ -6,18 +6,35 @@ import type { ManagerEvent } from '@libs/contracts';
 
 import { EventBus } from '../../events/event-bus';
 import { READER_DATA_SOURCE } from './database.constants';
-import { WriteTx } from './write-tx';
+import { bindLiterals } from './sql-literal';
+import { WriteCache } from './write-cache';
+import { BatchContext, WriteTx } from './write-tx';
 
 interface PendingUnit {
   unit: (tx: WriteTx) => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (reason: unknown) => void;
+  /** Set after a batch failed in a way no single unit could be blamed for: run it alone. */
+  solo?: boolean;
+}
+
+/** A staged script failed: the statement may belong to any unit of the batch. */
+class FlushError extends Error {
+  constructor(readonly cause: unknown) {
+    super((cause as Error)?.message ?? String(cause));
+  }
+}
+
+interface SqliteConnection {
+  exec(sql: string, callback: (err: Error | null) => void): void;
 }
 
 /** Units folded into one transaction at most; bounds how long one commit can hold the lock. */
 const MAX_BATCH = 128;
+/** Rows kept by the write cache (a Requirement and its session are two). */
+const WRITE_CACHE_ENTRIES = 4096;
 const CHECKPOINT_INTERVAL_MS = 1000;
-/** 9 parameters per event; SQLite allows 32,766 per statement. */
+/** Rows per multi-row event INSERT (keeps one statement's text in the low megabytes). */
 const EVENTS_PER_INSERT = 500;
 
 /**
@@ -42,6 +59,8 @@ export class Database implements BeforeApplicationShutdown, OnApplicationShutdow
    */
   private lastEventId = 0;
   private checkpointTimer: NodeJS.Timeout | undefined;
+  /** See WriteCache: valid because this process is the only writer; cleared on any rollback. */
+  private readonly cache = new WriteCache(WRITE_CACHE_ENTRIES);
   private checkpointing = false;
 
   constructor(
@@ -123,7 +142,7 @@ export class Database implements BeforeApplicationShutdown, OnApplicationShutdow
   private async drain(): Promise<void> {
     try {
       while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, MAX_BATCH);
+        const batch = this.queue[0]?.solo ? this.queue.splice(0, 1) : this.queue.splice(0, MAX_BATCH);
         await this.commitBatch(batch);
       }
     } finally {
@@ -132,57 +151,79 @@ export class Database implements BeforeApplicationShutdown, OnApplicationShutdow
   }
 
   /**
-   * Runs a batch in one transaction without per-unit savepoints (each would cost two more
-   * round trips to the sqlite3 thread pool per unit). If a unit throws, the whole transaction
-   * is rolled back, that unit alone is rejected, and the others go back to the front of the
-   * queue to run again: units only touch the database through their WriteTx, so running one
-   * again is safe, and each retry removes one failing unit, so the queue always progresses.
+   * Runs a batch in one transaction. Units stage their writes; the batch sends them as one
+   * script before a read needs them and at COMMIT, so a batch of units that only write costs
+   * one round trip to the sqlite3 thread pool in all (measured ≈0.5 ms each under load here).
+   *
+   * There are no per-unit savepoints. If a unit throws, the transaction is rolled back, that
+   * unit alone is rejected and the others go back to the front of the queue to run again:
+   * units touch the database only through their WriteTx, so running one again is safe, and
+   * each retry removes one failing unit. If a script fails, the statement may be any unit's,
+   * so the batch's units run again one by one.
    */
-  /** The batch's events in as few statements as SQLite's parameter limit allows. */
-  private async insertEvents(runner: QueryRunner, events: ManagerEvent[]): Promise<void> {
-    const columns = ['id', 'type', 'requirement_id', 'session_id', 'run_id', 'actor_kind', 'actor_id', 'payload', 'created_at'];
-    for (let start = 0; start < events.length; start += EVENTS_PER_INSERT) {
-      const chunk = events.slice(start, start + EVENTS_PER_INSERT);
-      const params = chunk.flatMap((e) => [e.id, e.type, e.requirementId, e.sessionId, e.runId, e.actor.kind, e.actor.id, JSON.stringify(e.payload), e.createdAt]);
-      const rows = chunk.map(() => `(${columns.map(() => '?').join(',')})`).join(',');
-      await runner.query(`INSERT INTO manager_event (${columns.join(',')}) VALUES ${rows}`, params);
-    }
-  }
-
   private async commitBatch(batch: PendingUnit[]): Promise<void> {
     const runner: QueryRunner = this.writer.createQueryRunner();
-    const done: Array<{ unit: PendingUnit; tx: WriteTx; value: unknown }> = [];
+    const connection = (await runner.connect()) as SqliteConnection;
+    const exec = (sql: string) => new Promise<void>((resolve, reject) => connection.exec(sql, (err) => (err ? reject(err) : resolve())));
+    const context: BatchContext = {
+      began: false,
+      flush: async () => {
+        if (context.staged.length === 0) {
+          return;
+        }
+        const script = `${context.began ? '' : 'BEGIN;\n'}${context.staged.join(';\n')};`;
+        context.staged = [];
+        context.began = true;
+        try {
+          await exec(script);
+        } catch (err) {
+          throw new FlushError(err);
+        }
+      },
+      staged: [],
+    };
     const firstEventId = this.lastEventId;
     const nextEventId = () => ++this.lastEventId;
-    try {
-      await runner.startTransaction();
-    } catch (err) {
-      batch.forEach((unit) => unit.reject(err));
-      return;
-    }
+    const abort = async () => {
+      if (context.began) {
+        await exec('ROLLBACK;').catch(() => undefined); // "no transaction" when the script failed at BEGIN
+      }
+      this.cache.clear();
+      this.lastEventId = firstEventId;
+    };
+
+    const done: Array<{ unit: PendingUnit; tx: WriteTx; value: unknown }> = [];
     for (const [index, unit] of batch.entries()) {
-      const tx = new WriteTx(runner.manager, nextEventId);
+      const tx = new WriteTx(context, runner.manager, nextEventId, this.cache);
       try {
         done.push({ tx, unit, value: await unit.unit(tx) });
       } catch (err) {
-        await runner.rollbackTransaction().catch((rollbackError: unknown) => {
-          this.logger.error(`rollback failed: ${(rollbackError as Error).message}`);
-        });
-        this.lastEventId = firstEventId;
-        unit.reject(err);
+        await abort();
+        if (err instanceof FlushError && batch.length > 1) {
+          this.queue.unshift(...batch.map((u) => ({ ...u, solo: true })));
+          return;
+        }
+        unit.reject(err instanceof FlushError ? err.cause : err);
         this.queue.unshift(...batch.slice(0, index), ...batch.slice(index + 1));
         return;
       }
     }
-    try {
-      await this.insertEvents(runner, done.flatMap(({ tx }) => tx.events));
-      await runner.commitTransaction();
-    } catch (err) {
-      this.logger.error(`commit of ${done.length} write units failed: ${(err as Error).message}`);
-      await runner.rollbackTransaction().catch(() => undefined);
-      this.lastEventId = firstEventId;
-      done.forEach(({ unit }) => unit.reject(err));
-      return;
+    const events = done.flatMap(({ tx }) => tx.events);
+    if (events.length > 0 || context.staged.length > 0 || context.began) {
+      this.stageEvents(context, events);
+      context.staged.push('COMMIT');
+      try {
+        await context.flush();
+      } catch (err) {
+        await abort();
+        if (batch.length > 1) {
+          this.queue.unshift(...batch.map((u) => ({ ...u, solo: true })));
+          return;
+        }
+        this.logger.error(`commit failed: ${(err as Error).message}`);
+        done.forEach(({ unit }) => unit.reject(err instanceof FlushError ? err.cause : err));
+        return;
+      }
     }
     // Published after commit, in id order: units ran in order and ids grow within the batch.
     for (const { tx, unit, value } of done) {
@@ -200,4 +241,16 @@ export class Database implements BeforeApplicationShutdown, OnApplicationShutdow
     }
   }
 
+  /** The batch's events, as multi-row INSERTs at the end of its script. */
+  private stageEvents(context: BatchContext, events: ManagerEvent[]): void {
+    const columns = 'id, type, requirement_id, session_id, run_id, actor_kind, actor_id, payload, created_at';
+    for (let start = 0; start < events.length; start += EVENTS_PER_INSERT) {
+      const rows = events
+        .slice(start, start + EVENTS_PER_INSERT)
+        .map((e) =>
+          bindLiterals('(?, ?, ?, ?, ?, ?, ?, ?, ?)', [e.id, e.type, e.requirementId, e.sessionId, e.runId, e.actor.kind, e.actor.id, JSON.stringify(e.payload), e.createdAt]),
+        );
+      context.staged.push(`INSERT INTO manager_event (${columns}) VALUES ${rows.join(', ')}`);
+    }
+  }
 }

@@ -1,6 +1,6 @@
 import { DefaultNamingStrategy, NamingStrategyInterface } from 'typeorm';
 
-const snake = (name: string) => name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
+export const snakeCase = (name: string): string => name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
 
 /**
  * snake_case columns, so hand-written SQL (migrations, hot-path queries) needs no quoting and
@@ -8,6 +8,6 @@ const snake = (name: string) => name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLo
  */
 export class SnakeNamingStrategy extends DefaultNamingStrategy implements NamingStrategyInterface {
   override columnName(propertyName: string, customName: string | undefined, prefixes: string[]): string {
-    return snake(prefixes.concat(customName ?? propertyName).join('_'));
+    return snakeCase(prefixes.concat(customName ?? propertyName).join('_'));
   }
 }

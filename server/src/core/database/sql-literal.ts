@@ -1,0 +1,46 @@
+/**
+ * SQL literals for the staged write script (see WriteTx). node-sqlite3 can bind parameters only
+ * to one statement at a time, and every statement costs a round trip to its thread pool, so a
+ * batch's writes are sent as one script of literal statements. Values are encoded here and
+ * nowhere else; statement templates only ever come from our own code.
+ */
+export function sqlLiteral(value: unknown): string {
+  if (value === null || value === undefined) {
+    return 'NULL';
+  }
+  if (typeof value === 'boolean') {
+    return value ? '1' : '0';
+  }
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) {
+      throw new Error(`cannot write ${value} to SQLite`);
+    }
+    return String(value);
+  }
+  if (typeof value === 'bigint') {
+    return value.toString();
+  }
+  if (typeof value === 'string') {
+    // A NUL would end the C string the script is passed as: such text goes as UTF-8 bytes.
+    return value.includes('\u0000') ? `CAST(X'${Buffer.from(value, 'utf8').toString('hex')}' AS TEXT)` : `'${value.replace(/'/g, "''")}'`;
+  }
+  if (value instanceof Date) {
+    return sqlLiteral(value.toISOString());
+  }
+  return sqlLiteral(JSON.stringify(value));
+}
+
+/** Replaces each `?` of a statement template with the literal of the next parameter. */
+export function bindLiterals(template: string, params: readonly unknown[]): string {
+  let index = 0;
+  const sql = template.replace(/\?/g, () => {
+    if (index >= params.length) {
+      throw new Error(`statement has more placeholders than parameters: ${template}`);
+    }
+    return sqlLiteral(params[index++]);
+  });
+  if (index !== params.length) {
+    throw new Error(`statement has fewer placeholders than parameters: ${template}`);
+  }
+  return sql;
+}
