@@ -170,13 +170,25 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     const requirement = await create();
     await expectRefused(() => send(manager.origin, 'POST', `/api/requirements/${requirement.id}/confirm`), 409, 'requirement_not_waiting_confirmation');
     await expectRefused(() => send(manager.origin, 'POST', '/api/requirements/req_00000000-0000-0000-0000-000000000000/confirm'), 404);
-    // Only a finished run leads to waiting_confirmation (runs arrive later): put it there directly.
-    await setStatus(manager, requirement.id, 'waiting_confirmation');
-    const confirmed = await manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: requirement.id } } });
-    expect(confirmed.response.status).toBe(200);
-    expect(confirmed.data).toMatchObject({ id: requirement.id, session: { state: 'completed' }, status: 'done' });
-    expect(confirmed.data?.completedAt).not.toBeNull();
-    await expectRefused(() => send(manager.origin, 'POST', `/api/requirements/${requirement.id}/confirm`), 409);
+
+    // Only a finished run leads to waiting_confirmation (runs arrive later): put it there
+    // directly, while no manager runs (the running one is the database's only writer).
+    const own = makeSandbox();
+    let other = await startManager({ sandbox: own });
+    const waiting = (await send(other.origin, 'POST', '/api/requirements', VALID)).json;
+    await other.stop();
+    await setStatus(other.dataDirectory(), waiting.id, 'waiting_confirmation');
+    other = await startManager({ sandbox: own });
+    try {
+      const confirmed = await other.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: waiting.id } } });
+      expect(confirmed.response.status).toBe(200);
+      expect(confirmed.data).toMatchObject({ id: waiting.id, session: { state: 'completed' }, status: 'done' });
+      expect(confirmed.data?.completedAt).not.toBeNull();
+      expect((await send(other.origin, 'POST', `/api/requirements/${waiting.id}/confirm`)).status).toBe(409);
+    } finally {
+      await other.stop();
+      own.cleanup();
+    }
   });
 
   it('appends replies as pending deliverable messages and lists the conversation in order', async () => {
@@ -254,10 +266,10 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
 });
 
 /** Test setup only: moves a Requirement to a state that later issues' runs would produce. */
-async function setStatus(manager: ManagerProcess, id: string, status: string): Promise<void> {
+async function setStatus(dataDirectory: string, id: string, status: string): Promise<void> {
   const sqlite3 = await import('sqlite3');
   await new Promise<void>((resolve, reject) => {
-    const db = new sqlite3.Database(path.join(manager.dataDirectory(), 'factory.sqlite'));
+    const db = new sqlite3.Database(path.join(dataDirectory, 'factory.sqlite'));
     db.configure('busyTimeout', 5000);
     db.run('UPDATE requirement SET status = ? WHERE id = ?', [status, id], (err) => {
       db.close();

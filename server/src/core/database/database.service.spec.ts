@@ -93,6 +93,56 @@ describe(Database.name, () => {
     expect(await reader.getRepository(ManagerEventEntity).count()).toBe(1);
   });
 
+  it('lets a unit read its own staged writes and those of the units before it', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        sut.write(async (tx) => {
+          tx.insert('requirement', {
+            completedAt: null, createdAt: `2026-01-0${i + 1}`, createdBy: 'human', description: "it's", id: `req_${i}`,
+            model: null, parentRequirementId: null, provider: 'codex', reasoningEffort: null, sourceSessionId: null,
+            status: 'todo', title: `t${i}`, updatedAt: 'x',
+          });
+          const manager = await tx.reads();
+          return (await manager.query('SELECT COUNT(*) AS n FROM requirement')) as Array<{ n: number }>;
+        }),
+      ),
+    );
+    expect(results.map((r) => r[0]!.n)).toEqual([1, 2, 3, 4, 5]);
+    expect(await reader.query(`SELECT description FROM requirement WHERE id = 'req_0'`)).toEqual([{ description: "it's" }]);
+  });
+
+  it('blames a failing statement on no one unit: runs the batch again one by one, rejecting only the culprit', async () => {
+    const row = (id: string) => ({
+      completedAt: null, createdAt: 'c', createdBy: 'human', description: '', id, model: null, parentRequirementId: null,
+      provider: 'codex', reasoningEffort: null, sourceSessionId: null, status: 'todo', title: 't', updatedAt: 'u',
+    });
+    await sut.write(async (tx) => tx.insert('requirement', row('req_taken')));
+    const results = await Promise.allSettled(
+      ['req_a', 'req_taken', 'req_b'].map((id) =>
+        sut.write(async (tx) => {
+          tx.insert('requirement', row(id)); // the duplicate fails only when the script runs
+          await events.append(tx, { actor: SYSTEM_ACTOR, payload: { id }, type: 'manager.reconciled' });
+        }),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const ids = (await reader.query('SELECT id FROM requirement ORDER BY id')) as Array<{ id: string }>;
+    expect(ids.map((r) => r.id)).toEqual(['req_a', 'req_b', 'req_taken']);
+    expect(await reader.getRepository(ManagerEventEntity).count()).toBe(2);
+  });
+
+  it('clears the write cache when a batch rolls back', async () => {
+    await sut.write(async (tx) => tx.cache.set('k', { v: 1 }));
+    expect(await sut.write(async (tx) => tx.cache.get('k'))).toEqual({ v: 1 });
+    await expect(
+      sut.write(async (tx) => {
+        tx.cache.get<{ v: number }>('k')!.v = 2;
+        throw new Error('changed its mind');
+      }),
+    ).rejects.toThrow('changed its mind');
+    expect(await sut.write(async (tx) => tx.cache.get('k'))).toBeUndefined();
+  });
+
   it('finishes queued work on shutdown, then refuses more', async () => {
     const queued = Array.from({ length: 10 }, (_, i) => sut.write(appendEvent(`q${i}`)));
     await sut.beforeApplicationShutdown();
