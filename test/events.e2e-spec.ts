@@ -107,3 +107,39 @@ describe('ManagerEvents over SSE', () => {
     expect(res.status).toBe(400);
   });
 });
+
+describe('a slow SSE client', () => {
+  it('is dropped once its unsent backlog passes the bound, while the server and other clients carry on', async () => {
+    const net = await import('node:net');
+    const sandbox = makeSandbox();
+    const manager = await startManager({ sandbox });
+    try {
+      const id = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'slow' })).json.id;
+      const { port } = new URL(manager.origin);
+      const socket = net.connect(Number(port), '127.0.0.1');
+      await new Promise((r) => socket.once('connect', r));
+      socket.write(`GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${manager.token}\r\n\r\n`);
+      socket.pause(); // never reads: the kernel buffers fill, then the server's
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      socket.on('error', () => undefined);
+      const body = 'x'.repeat(20_000);
+      for (let round = 0; round < 20; round++) {
+        await Promise.all(Array.from({ length: 25 }, () => send(manager.origin, 'POST', `/api/requirements/${id}/reply`, { message: body })));
+      }
+      // About 20 MB of frames went to a reader that took none: it must have been cut off.
+      socket.resume();
+      let received = 0;
+      socket.on('data', (chunk: Buffer) => (received += chunk.length));
+      await closed;
+      expect(received).toBeLessThan(20 * 1024 * 1024);
+      // The server stays healthy, and other clients still get events.
+      const fresh = await connectSse(`${manager.origin}/api/events`);
+      await send(manager.origin, 'POST', `/api/requirements/${id}/reply`, { message: 'still here' });
+      await fresh.waitFor(1);
+      fresh.close();
+    } finally {
+      await manager.stop();
+      sandbox.cleanup();
+    }
+  });
+});

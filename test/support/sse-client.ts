@@ -7,6 +7,8 @@ export interface SseEvent {
   event: string;
   data: { id: number; type: string; payload: Record<string, unknown>; [key: string]: unknown };
   receivedAt: bigint;
+  /** The `data:` line as received. */
+  raw: string;
   /** Wall clock at arrival, with sub-millisecond precision. */
   receivedAtMs: number;
 }
@@ -22,7 +24,11 @@ export interface SseConnection {
 }
 
 /** A minimal SSE reader over a raw HTTP request, so tests see exactly what the server sends. */
-export function connectSse(url: string, headers: Record<string, string> = {}, { auth = true }: { auth?: boolean } = {}): Promise<SseConnection> {
+export function connectSse(
+  url: string,
+  headers: Record<string, string> = {},
+  { auth = true, parse = true }: { auth?: boolean; parse?: boolean } = {},
+): Promise<SseConnection> {
   return new Promise((resolve, reject) => {
     const events: SseEvent[] = [];
     const waiters: Array<() => void> = [];
@@ -47,7 +53,9 @@ export function connectSse(url: string, headers: Record<string, string> = {}, { 
           }
           if (fields.data !== undefined && fields.id !== undefined) {
             events.push({
-              data: JSON.parse(fields.data) as SseEvent['data'],
+              // Benchmarks skip parsing (their many clients would measure their own CPU): they read `raw`.
+              data: (parse ? JSON.parse(fields.data) : null) as SseEvent['data'],
+              raw: fields.data,
               event: fields.event ?? 'message',
               id: Number(fields.id),
               receivedAt: process.hrtime.bigint(),
