@@ -1,7 +1,8 @@
 import * as crypto from 'node:crypto';
 
-import { snapshotStore } from './support/db-snapshot';
 import { authHeaders, send } from './support/http';
+import { snapshotStore } from './support/db-snapshot';
+import { expectRefused as refused } from './support/refusals';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), crypto.randomBytes(64)]);
@@ -22,15 +23,9 @@ describe('Attachments', () => {
       ...headers,
     });
   const newRequirement = async () => (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'attachments' })).json.id as string;
-  const expectRefused = async (request: () => Promise<{ status: number; json: any }>, status: number, code?: string) => {
-    const before = await snapshotStore(manager.dataDirectory());
-    const res = await request();
-    expect(res.status).toBe(status);
-    if (code) {
-      expect(res.json.code).toBe(code);
-    }
-    expect(await snapshotStore(manager.dataDirectory())).toEqual(before);
-  };
+  const expectRefused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
+    refused(manager.dataDirectory(), request, status, code);
+
 
   beforeAll(async () => {
     sandbox = makeSandbox();

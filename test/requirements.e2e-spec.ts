@@ -1,9 +1,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { snapshotStore } from './support/db-snapshot';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { send } from './support/http';
+import { snapshotStore } from './support/db-snapshot';
+import { expectRefused as refused } from './support/refusals';
 import { query } from './support/db-snapshot';
 
 const VALID = { description: 'Report segment merge, encode, and flush durations', provider: 'codex', title: 'Add tiered timings' };
@@ -28,19 +29,9 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     return res.json;
   };
 
-  /** Asserts that a request was refused with `status`/`code` and that it wrote nothing. */
-  const expectRefused = async (request: () => Promise<{ status: number; json: any }>, status: number, code?: string) => {
-    const before = await snapshotStore(manager.dataDirectory());
-    const res = await request();
-    expect(res.status).toBe(status);
-    expect(res.json).toMatchObject({ statusCode: status });
-    expect(typeof res.json.message).toBe('string');
-    if (code) {
-      expect(res.json.code).toBe(code);
-    }
-    expect(await snapshotStore(manager.dataDirectory())).toEqual(before);
-    return res.json;
-  };
+  const expectRefused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
+    refused(manager.dataDirectory(), request, status, code);
+
 
   it('answers health and workspace without any state', async () => {
     const health = await send(manager.origin, 'GET', '/api/health');

@@ -1,8 +1,8 @@
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { RunningManager, startManager } from '@server/manager';
 
-import { snapshotStore } from './support/db-snapshot';
 import { registerToken, send } from './support/http';
+import { expectRefused as refused } from './support/refusals';
 import { Sandbox, makeSandbox } from './support/manager-process';
 import { connectSse } from './support/sse-client';
 import { LocalTokenService } from '@server/auth/local-token.service';
@@ -17,15 +17,9 @@ describe('run-scoped agent credentials', () => {
   let other: { id: string; session: { id: string } };
 
   const as = (token: string) => ({ Authorization: `Bearer ${token}` });
-  const expectRefused = async (attack: () => Promise<{ status: number; json?: any }>, status: number, code?: string) => {
-    const before = await snapshotStore(manager.runtime.paths.dataDirectory);
-    const res = await attack();
-    expect(res.status).toBe(status);
-    if (code) {
-      expect(res.json?.code).toBe(code);
-    }
-    expect(await snapshotStore(manager.runtime.paths.dataDirectory)).toEqual(before);
-  };
+  const expectRefused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
+    refused(manager.runtime.paths.dataDirectory, request, status, code);
+
 
   beforeAll(async () => {
     sandbox = makeSandbox();

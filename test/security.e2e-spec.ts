@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { snapshotStore } from './support/db-snapshot';
 import { send, sendRaw } from './support/http';
+import { expectRefused as refused } from './support/refusals';
 import { ManagerProcess, Sandbox, makeSandbox, runLauncher, startManager } from './support/manager-process';
 import { connectSse } from './support/sse-client';
 
@@ -26,16 +26,9 @@ describe('Secure by default: attacks against a real server', () => {
     sandbox?.cleanup();
   });
 
-  /** The attack is refused with `status` and leaves rows, event ids and attachment files as they were. */
-  const expectRefused = async (attack: () => Promise<{ status: number; json?: any }>, status: number, code?: string) => {
-    const before = await snapshotStore(manager.dataDirectory());
-    const res = await attack();
-    expect(res.status).toBe(status);
-    if (code) {
-      expect(res.json?.code).toBe(code);
-    }
-    expect(await snapshotStore(manager.dataDirectory())).toEqual(before);
-  };
+  const expectRefused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
+    refused(manager.dataDirectory(), request, status, code);
+
 
   const writes = (headers: Record<string, string>) => [
     () => send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'intruder' }, headers, NO_AUTH),

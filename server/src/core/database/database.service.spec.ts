@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
+import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 
 import type { ManagerEvent } from '@libs/contracts';
@@ -16,6 +17,9 @@ import { MIGRATIONS } from './migrations';
 import { SnakeNamingStrategy } from './snake-naming.strategy';
 
 describe(Database.name, () => {
+  // The failure paths log errors on purpose; keep the test output readable.
+  beforeAll(() => Logger.overrideLogger(false));
+
   let dir: string;
   let writer: DataSource;
   let reader: DataSource;

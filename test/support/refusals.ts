@@ -1,0 +1,24 @@
+import { snapshotStore } from './db-snapshot';
+
+/**
+ * Runs a request that must be refused and asserts the status, the error body (with `code`
+ * when given) and that the store is unchanged: same row counts, same newest event id, same
+ * attachment files. Returns the error body.
+ */
+export async function expectRefused(
+  dataDirectory: string,
+  request: () => Promise<{ status: number; json?: any }>,
+  status: number,
+  code?: string,
+): Promise<any> {
+  const before = await snapshotStore(dataDirectory);
+  const res = await request();
+  expect(res.status).toBe(status);
+  expect(res.json).toMatchObject({ statusCode: status });
+  expect(typeof res.json.message).toBe('string');
+  if (code) {
+    expect(res.json.code).toBe(code);
+  }
+  expect(await snapshotStore(dataDirectory)).toEqual(before);
+  return res.json;
+}
