@@ -17,19 +17,12 @@ export function sseFrame(event: ManagerEvent): string {
 @Injectable()
 export class EventBus {
   private readonly subject = new Subject<PublishedEvent>();
-  private lastPublishedId = 0;
 
   get events$(): Observable<PublishedEvent> {
     return this.subject.asObservable();
   }
 
-  /** The id of the newest event published by this process (0 before the first). */
-  get lastId(): number {
-    return this.lastPublishedId;
-  }
-
   publish(event: ManagerEvent): void {
-    this.lastPublishedId = event.id;
     this.subject.next({ event, frame: sseFrame(event) });
   }
 

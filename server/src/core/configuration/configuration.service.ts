@@ -6,7 +6,6 @@ import { Subject } from 'rxjs';
 import { ConfigurationValues } from '@libs/contracts';
 
 import { invalid } from '../errors/domain-error';
-import { Mutex } from '../mutex';
 import {
   CONFIGURATION_DEFAULTS,
   CONFIGURATION_KEYS,
@@ -59,7 +58,6 @@ export class ConfigurationService {
   private readonly bootPersisted: ConfigurationValues;
   private effectiveValues: ConfigurationValues;
   private readonly overrides: Partial<ConfigurationValues>;
-  private readonly writeLock = new Mutex();
   private readonly changesSubject = new Subject<ConfigurationSnapshot>();
   /** Emits after each successful update, for live-applied fields (log level, intervals). */
   readonly changes$ = this.changesSubject.asObservable();
@@ -98,26 +96,25 @@ export class ConfigurationService {
   }
 
   /** Validates, persists and applies a partial update. Unknown fields and bad values throw `invalid`. */
-  async update(input: Partial<ConfigurationValues>): Promise<ConfigurationSnapshot> {
+  update(input: Partial<ConfigurationValues>): Promise<ConfigurationSnapshot> {
     // Absent fields are left alone (a DTO instance may carry them as undefined).
     const patch = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as Partial<ConfigurationValues>;
     const errors = checkConfiguration(patch);
     if (errors.length > 0) {
-      throw invalid('invalid_configuration', errors.join('; '));
+      return Promise.reject(invalid('invalid_configuration', errors.join('; ')));
     }
-    return this.writeLock.run(async () => {
-      const next = { ...this.persisted, ...patch };
-      await this.writeFile(next);
-      this.persisted = next;
-      for (const key of LIVE_CONFIGURATION_KEYS) {
-        if (key in patch) {
-          (this.effectiveValues as unknown as Record<string, unknown>)[key] = next[key];
-        }
+    // Read-modify-write with no await in between: two PATCHes cannot interleave.
+    const next = { ...this.persisted, ...patch };
+    writeAtomically(this.filePath, serialize(next));
+    this.persisted = next;
+    for (const key of LIVE_CONFIGURATION_KEYS) {
+      if (key in patch) {
+        (this.effectiveValues as unknown as Record<string, unknown>)[key] = next[key];
       }
-      const snapshot = this.snapshot();
-      this.changesSubject.next(snapshot);
-      return snapshot;
-    });
+    }
+    const snapshot = this.snapshot();
+    this.changesSubject.next(snapshot);
+    return Promise.resolve(snapshot);
   }
 
   private load(): ConfigurationValues {
@@ -146,9 +143,6 @@ export class ConfigurationService {
     return { ...CONFIGURATION_DEFAULTS, ...(parsed as Partial<ConfigurationValues>) };
   }
 
-  private async writeFile(values: ConfigurationValues): Promise<void> {
-    writeAtomically(this.filePath, serialize(values));
-  }
 }
 
 function serialize(values: ConfigurationValues): string {
