@@ -1,5 +1,7 @@
 import * as fs from 'node:fs';
 
+import { processStartTime } from '../process-table';
+
 interface LockRecord {
   pid: number;
   /** Kernel start time of the process (Linux), so a recycled PID is not mistaken for us. */
@@ -13,16 +15,6 @@ export class InstanceLockedError extends Error {
     super(
       `Agent Manager is already running for this workspace (pid ${holder.pid}${holder.url ? `, ${holder.url}` : ', still starting'})`,
     );
-  }
-}
-
-function processStartTime(pid: number): string | null {
-  try {
-    // Field 22 of /proc/<pid>/stat; the command name (field 2) may hold spaces, so split after ')'.
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
-  } catch {
-    return null;
   }
 }
 

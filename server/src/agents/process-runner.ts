@@ -1,0 +1,171 @@
+import { spawn } from 'node:child_process';
+
+import { processInfo } from '../core/process-table';
+import { RUN_MARKER_VARIABLE, killRunTree } from './process-tree';
+
+export interface ProcessSpec {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string;
+  stdin: string;
+  /** Unique per run: put in the environment of every process of the run. */
+  marker: string;
+  /** No output for this long ends the run as timed out; output renews the window. */
+  inactivityTimeoutMs: number;
+  /** Longer stdout lines are cut to this many bytes (the rest of the line is dropped). */
+  maxLineBytes?: number;
+  /** Each complete stdout line, in order. `truncatedFrom` is the original size of a cut line. */
+  onLine(line: string, truncatedFrom?: number): void;
+}
+
+export type ProcessEndReason = 'exited' | 'interrupted' | 'timed_out' | 'spawn_failed';
+
+export interface ProcessEnd {
+  reason: ProcessEndReason;
+  code: number | null;
+  signal: string | null;
+  /** The last few KiB of stderr (for the error message; never the whole stream). */
+  stderr: string;
+}
+
+export interface RunningProcess {
+  pid: number | null;
+  /** Process group and kernel start time, recorded with the run for startup reconciliation. */
+  pgid: number | null;
+  startTime: string | null;
+  /** Resolves when the process has exited and no process of the run is left. */
+  finished: Promise<ProcessEnd>;
+  /** Ends the whole tree (SIGTERM, SIGKILL after 2 s); `finished` then says `interrupted`. */
+  interrupt(): Promise<ProcessEnd>;
+}
+
+const DEFAULT_MAX_LINE = 1024 * 1024;
+const STDERR_KEEP = 8 * 1024;
+
+/**
+ * Runs one agent CLI: no shell, in the workspace, in its own process group, prompt on stdin,
+ * stdout read as lines (robust to partial, huge and garbage lines), stderr kept as a bounded
+ * tail. The run ends only when the CLI and every process it started are gone.
+ */
+export function runProcess(spec: ProcessSpec): RunningProcess {
+  const maxLine = spec.maxLineBytes ?? DEFAULT_MAX_LINE;
+  const child = spawn(spec.command, spec.args, {
+    cwd: spec.cwd,
+    detached: true,
+    env: { ...spec.env, [RUN_MARKER_VARIABLE]: spec.marker },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const pid = child.pid ?? null;
+  const info = pid !== null ? processInfo(pid) : null;
+
+  let stopReason: ProcessEndReason | null = null;
+  let stopping: Promise<void> | null = null;
+  let stderr = '';
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  let droppingFrom = 0; // > 0 while the rest of an over-long line is being skipped
+
+  let timer: NodeJS.Timeout | undefined;
+  const armTimer = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => void stop('timed_out'), spec.inactivityTimeoutMs);
+  };
+
+  const emit = (line: Buffer, truncatedFrom?: number) => {
+    const text = line.toString('utf8').replace(/\r$/, '');
+    try {
+      spec.onLine(text, truncatedFrom);
+    } catch {
+      // a consumer's bug must not kill the reader
+    }
+  };
+
+  const onStdout = (chunk: Buffer) => {
+    armTimer();
+    let start = 0;
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+      const piece = chunk.subarray(start, nl);
+      start = nl + 1;
+      if (droppingFrom > 0) {
+        emit(Buffer.concat(pending), droppingFrom + piece.length);
+      } else if (pendingBytes + piece.length > maxLine) {
+        const line = Buffer.concat([...pending, piece]);
+        emit(line.subarray(0, maxLine), line.length);
+      } else {
+        emit(pendingBytes === 0 ? piece : Buffer.concat([...pending, piece]));
+      }
+      pending = [];
+      pendingBytes = 0;
+      droppingFrom = 0;
+    }
+    const rest = chunk.subarray(start);
+    if (rest.length === 0) {
+      return;
+    }
+    if (droppingFrom > 0) {
+      droppingFrom += rest.length;
+    } else if (pendingBytes + rest.length > maxLine) {
+      // Keep the first maxLine bytes of this line, count and drop the rest as it streams in.
+      const kept = Buffer.concat([...pending, rest]);
+      pending = [kept.subarray(0, maxLine)];
+      droppingFrom = kept.length;
+      pendingBytes = maxLine;
+    } else {
+      pending.push(Buffer.from(rest));
+      pendingBytes += rest.length;
+    }
+  };
+
+  const stop = (reason: ProcessEndReason): Promise<void> => {
+    if (!stopping) {
+      stopReason = reason;
+      clearTimeout(timer);
+      stopping = killRunTree(spec.marker, pid);
+    }
+    return stopping;
+  };
+
+  const finished = new Promise<ProcessEnd>((resolve) => {
+    let spawnError: Error | null = null;
+    child.on('error', (err) => {
+      spawnError = err;
+    });
+    child.stdout.on('data', onStdout);
+    child.stderr.on('data', (chunk: Buffer) => {
+      armTimer();
+      stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_KEEP);
+    });
+    child.stdin.on('error', () => undefined); // the CLI may exit before reading all input
+    child.on('close', (code, sig) => {
+      clearTimeout(timer);
+      if (pendingBytes > 0) {
+        emit(Buffer.concat(pending), droppingFrom || undefined);
+      }
+      // A finished CLI may leave tool processes behind (Codex does): end them too.
+      const cleanup = stopping ?? killRunTree(spec.marker, null);
+      void cleanup.catch(() => undefined).then(() =>
+        resolve({
+          code,
+          reason: spawnError ? 'spawn_failed' : (stopReason ?? 'exited'),
+          signal: sig,
+          stderr: spawnError ? `${spawnError.message}\n${stderr}` : stderr,
+        }),
+      );
+    });
+  });
+
+  armTimer();
+  child.stdin.end(spec.stdin);
+
+  return {
+    finished,
+    interrupt: async () => {
+      await stop('interrupted');
+      return finished;
+    },
+    pgid: info?.pgid ?? pid,
+    pid,
+    startTime: info?.startTime ?? null,
+  };
+}
