@@ -76,7 +76,7 @@ describe('agent-manager start', () => {
       await live.waitFor(1);
       await send(second.origin, 'POST', `/api/requirements/${created.json.id}/reply`, { message: 'after restart' });
       await live.waitFor(2);
-      expect(live.events.map((e) => e.id)).toEqual([before.maxEventId, before.maxEventId + 1]);
+      expect(live.events.map((e) => e.id).slice(0, 2)).toEqual([before.maxEventId, before.maxEventId + 1]);
       live.close();
     } finally {
       await second.stop();
@@ -142,7 +142,8 @@ describe('agent-manager start', () => {
       const config = (await send(manager.origin, 'GET', '/api/configuration')).json;
       expect(config.effective).toMatchObject({ databasePath: db, logLevel: 'warn', pullRequestReconcileIntervalSeconds: 5 });
       expect(config.values).toMatchObject({ databasePath: null, logLevel: 'info', pullRequestReconcileIntervalSeconds: 30 });
-      expect(config.overriddenFields.sort()).toEqual(['databasePath', 'logLevel', 'port', 'pullRequestReconcileIntervalSeconds']);
+      expect(config.overriddenFields).toEqual(expect.arrayContaining(['databasePath', 'logLevel', 'port', 'pullRequestReconcileIntervalSeconds']));
+      expect(config.overriddenFields).not.toContain('host');
       expect(fs.existsSync(db)).toBe(true);
       expect((await send(manager.origin, 'GET', '/api/workspace')).json.databasePath).toBe(db);
       const file = JSON.parse(fs.readFileSync(config.path, 'utf8'));

@@ -193,12 +193,14 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
       accepted: true,
       action: 'reply',
       message: { attachments: [], author: 'human', body: 'Please also cover the flush path.', deliverToRd: true, runId: null, sequence: 1, sourceRequirementId: null },
-      queued: true,
-      requirement: { id: requirement.id, session: { pendingMessageCount: 1 } },
+      // No run was active: this reply started one (the synthetic agent keeps it running).
+      queued: false,
+      requirement: { id: requirement.id, session: { pendingMessageCount: 1, state: 'running' }, status: 'doing' },
       requirementId: requirement.id,
     });
-    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: 'second' });
-    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: 'third' });
+    // While it runs, later replies wait for the next run.
+    expect((await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: 'second' })).json.queued).toBe(true);
+    expect((await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: 'third' })).json.queued).toBe(true);
     const page1 = await manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id }, query: { limit: 2 } } });
     expect(page1.data!.items.map((m) => m.sequence)).toEqual([1, 2]);
     const page2 = await manager.api.GET('/api/requirements/{id}/messages', {

@@ -9,6 +9,7 @@ import type { Runtime } from './core/runtime';
 import { EventsModule } from './events/events.module';
 import { MessagesModule } from './messages/messages.module';
 import { RequirementsModule } from './requirements/requirements.module';
+import { RunsModule } from './runs/runs.module';
 
 @Module({})
 export class AppModule {
@@ -23,6 +24,7 @@ export class AppModule {
         EventsModule,
         MessagesModule,
         RequirementsModule,
+        RunsModule,
       ],
       module: AppModule,
     };

@@ -9,6 +9,7 @@ import type { ConfigurationValues, LogLevel } from '@libs/contracts';
 import { AppModule } from './app.module';
 import { loginUrl } from './auth/local-token';
 import { LocalTokenService } from './auth/local-token.service';
+import { AgentEnvironmentService } from './runs/agent-environment.service';
 import { ConfigurationService, overridesFromEnv } from './core/configuration/configuration.service';
 import { configureHttp } from './core/http/configure-http';
 import { FileLogger } from './core/logging/file-logger';
@@ -82,6 +83,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     const address = app.getHttpServer().address() as AddressInfo;
     const url = `http://${urlHost(configuration.get('host'))}:${address.port}`;
     lock.setUrl(url);
+    app.get(AgentEnvironmentService).setApiUrl(`${url}/api`);
     const tokens = app.get(LocalTokenService);
     logger.log({ msg: 'agent manager started', pid: process.pid, url, workspace: paths.root }, 'Manager');
 
@@ -95,9 +97,14 @@ export async function startManager(options: StartOptions): Promise<RunningManage
       stop: () =>
         (stopping ??= (async () => {
           fileLogger.log({ msg: 'agent manager stopping' }, 'Manager');
+          // Requests in flight when the stop began leave keep-alive sockets behind as they
+          // finish; close those as they go idle instead of waiting out their keep-alive timeout.
+          const server = running.getHttpServer() as import('node:http').Server;
+          const sweep = setInterval(() => server.closeIdleConnections(), 50);
           try {
             await running.close();
           } finally {
+            clearInterval(sweep);
             lock.release();
             await fileLogger.close();
           }

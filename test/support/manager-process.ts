@@ -64,9 +64,13 @@ function waitForExit(child: ChildProcess): Promise<number | null> {
 }
 
 /** Runs `agent-manager start` and resolves once the banner shows the URL. */
+/** Unless a suite says otherwise, runs use a silent synthetic agent (see idle-agent.js). */
+export const IDLE_AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'idle-agent.js');
+const DEFAULT_AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT };
+
 export async function startManager({ sandbox, args = [], env = {} }: StartArgs): Promise<ManagerProcess> {
   const child = spawn(process.execPath, [BIN, 'start', '--workspace', sandbox.workspace, '--port', '0', ...args], {
-    env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, ...env },
+    env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, ...DEFAULT_AGENTS, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -115,7 +119,7 @@ export async function startManager({ sandbox, args = [], env = {} }: StartArgs):
 export function runLauncher(sandbox: Sandbox, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, ...env },
+      env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, ...DEFAULT_AGENTS, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -71,15 +71,18 @@ export class StartCommand extends CommandRunner {
       throw err;
     }
     process.stdout.write(banner(manager));
-    await new Promise<void>((resolve) => {
+    await new Promise<void>(() => {
       const stop = () => {
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
-        manager.stop().then(resolve, (err: unknown) => {
-          process.stderr.write(`agent-manager: error while stopping: ${(err as Error).message}\n`);
-          process.exitCode = 1;
-          resolve();
-        });
+        manager.stop().then(
+          // Everything is flushed and closed: exit rather than wait on a stray handle.
+          () => process.exit(process.exitCode ?? 0),
+          (err: unknown) => {
+            process.stderr.write(`agent-manager: error while stopping: ${(err as Error).message}\n`);
+            process.exit(1);
+          },
+        );
       };
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);

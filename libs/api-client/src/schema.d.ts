@@ -160,6 +160,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/requirements/{id}/interrupt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Interrupt the active run: stop (pause) or steer (only when newer input waits) */
+        post: operations["interruptRequirement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/requirements/{id}/messages": {
         parameters: {
             query?: never;
@@ -186,8 +203,76 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Append a human message (text and/or attachments) to the conversation */
+        /** Append a human message; it starts a run now or waits for the active one (queued) */
         post: operations["replyToRequirement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start (or retry) the Requirement's RD session, optionally with a message */
+        post: operations["startRequirement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/trace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The trace timeline across all runs of a Requirement, ascending */
+        get: operations["getRequirementTrace"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List runs, newest first */
+        get: operations["listRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/runs/{id}/trace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A run's trace timeline, ascending */
+        get: operations["getRunTrace"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -237,6 +322,38 @@ export interface components {
             runId: string;
             sessionId: string;
         };
+        AgentRunPageDto: {
+            items: components["schemas"]["AgentRunResponseDto"][];
+            /** @description Cursor for the next page; null at the end */
+            nextCursor?: string | null;
+        };
+        AgentRunResponseDto: {
+            cachedInputTokens: number | null;
+            error: string | null;
+            exitCode: number | null;
+            finishedAt: string | null;
+            /** @example run_2b4c… */
+            id: string;
+            inputFromSequence: number | null;
+            inputToSequence: number | null;
+            inputTokens: number | null;
+            model: string | null;
+            nativeSessionId: string | null;
+            outputTokens: number | null;
+            /** @enum {string} */
+            provider: "codex" | "claude-code";
+            /** @enum {string|null} */
+            reasoningEffort: "low" | "medium" | "high" | "xhigh" | "max" | null;
+            reasoningOutputTokens: number | null;
+            requirementId: string;
+            /** @enum {string} */
+            role: "rd" | "reviewer";
+            sessionId: string | null;
+            startedAt: string;
+            /** @enum {string} */
+            status: "running" | "succeeded" | "failed" | "timed_out" | "cancelled";
+            taskSummary: string | null;
+        };
         AgentSessionPageDto: {
             items: components["schemas"]["AgentSessionResponseDto"][];
             /** @description Cursor for the next page; null at the end */
@@ -260,6 +377,22 @@ export interface components {
             state: "idle" | "running" | "waiting_human" | "failed" | "completed";
             updatedAt: string;
         };
+        AgentTraceEventResponseDto: {
+            createdAt: string;
+            detail: string | null;
+            /** @example trc_… */
+            id: string;
+            /** @enum {string} */
+            kind: "lifecycle" | "reasoning" | "assistant_message" | "tool_call" | "tool_result" | "error";
+            nativeType: string | null;
+            runId: string;
+            sequence: number;
+            /** @enum {string|null} */
+            status: "started" | "completed" | "failed" | null;
+            title: string;
+            toolCallId: string | null;
+            toolName: string | null;
+        };
         AttachmentResponseDto: {
             byteSize: number;
             createdAt: string;
@@ -277,12 +410,12 @@ export interface components {
             /** @description What this process runs with: values plus launch flags and CODE_FACTORY_* variables */
             effective: components["schemas"]["ConfigurationValuesDto"];
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "databasePath" | "doneRequirementRetentionDays" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds")[];
+            overriddenFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "databasePath" | "doneRequirementRetentionDays" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds")[];
+            restartRequiredFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
@@ -291,6 +424,8 @@ export interface components {
             /** @enum {string} */
             authentication: "token" | "none";
             cancelledRequirementRetentionDays: number;
+            claudeExecutable: string;
+            codexExecutable: string;
             databasePath: string | null;
             doneRequirementRetentionDays: number;
             host: string;
@@ -301,6 +436,7 @@ export interface components {
             logMaxSize: string;
             port: number;
             pullRequestReconcileIntervalSeconds: number;
+            rdInactivityTimeoutSeconds: number;
         };
         CreateRequirementDto: {
             /**
@@ -333,6 +469,20 @@ export interface components {
             ok: boolean;
             version: string;
             workspaceRoot: string;
+        };
+        InterruptDto: {
+            /**
+             * @description stop: pause on purpose; steer: only if newer input is queued, which the next run then takes (default stop)
+             * @enum {string}
+             */
+            mode?: "stop" | "steer";
+        };
+        InterruptResponseDto: {
+            accepted: boolean;
+            /** @enum {string} */
+            action: "interrupt";
+            requirementId: string;
+            runId: string;
         };
         MessagePageDto: {
             items: components["schemas"]["MessageResponseDto"][];
@@ -406,6 +556,20 @@ export interface components {
             title: string;
             updatedAt: string;
         };
+        StartResponseDto: {
+            accepted: boolean;
+            /** @enum {string} */
+            action: "start";
+            message: components["schemas"]["MessageResponseDto"] | null;
+            requirement: components["schemas"]["RequirementResponseDto"];
+            requirementId: string;
+            run: components["schemas"]["AgentRunResponseDto"] | null;
+        };
+        TracePageDto: {
+            items: components["schemas"]["AgentTraceEventResponseDto"][];
+            /** @description Cursor for the next page; null at the end */
+            nextCursor?: string | null;
+        };
         UpdateConfigurationDto: {
             /**
              * @description Extra browser origin allowed to call the API (CORS/CSRF), or null
@@ -419,6 +583,16 @@ export interface components {
             authentication?: "token" | "none";
             /** @description Days a cancelled Requirement is kept before it is purged */
             cancelledRequirementRetentionDays?: number;
+            /**
+             * @description The Claude Code executable (a name on PATH or an absolute path)
+             * @example claude
+             */
+            claudeExecutable?: string;
+            /**
+             * @description The Codex CLI executable (a name on PATH or an absolute path)
+             * @example codex
+             */
+            codexExecutable?: string;
             /** @description SQLite database file, or null for factory.sqlite in the data directory */
             databasePath?: string | null;
             /** @description Days a done Requirement is kept before it is purged */
@@ -449,6 +623,8 @@ export interface components {
             port?: number;
             /** @description Seconds between pull request reconciliations; 0 disables polling */
             pullRequestReconcileIntervalSeconds?: number;
+            /** @description An RD run that prints nothing for this many seconds is ended as timed out */
+            rdInactivityTimeoutSeconds?: number;
         };
         WorkspaceResponseDto: {
             attachmentsDirectory: string;
@@ -784,6 +960,44 @@ export interface operations {
             };
         };
     };
+    interruptRequirement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InterruptDto"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InterruptResponseDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No active run, or nothing newer to steer with */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     listMessages: {
         parameters: {
             query?: {
@@ -856,6 +1070,134 @@ export interface operations {
             };
             /** @description The Requirement is cancelled */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    startRequirement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplyDto"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StartResponseDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Done or cancelled, or a run is already active */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getRequirementTrace: {
+        parameters: {
+            query?: {
+                /** @description Page size (default 50) */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TracePageDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    listRuns: {
+        parameters: {
+            query?: {
+                /** @description Page size (default 50) */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's nextCursor */
+                cursor?: string;
+                /** @description Only the runs of this Requirement */
+                requirementId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentRunPageDto"];
+                };
+            };
+        };
+    };
+    getRunTrace: {
+        parameters: {
+            query?: {
+                /** @description Page size (default 50) */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's nextCursor */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TracePageDto"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

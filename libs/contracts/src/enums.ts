@@ -34,3 +34,18 @@ export type EventActorKind = (typeof EVENT_ACTOR_KINDS)[number];
 
 /** Requirement statuses after which no agent work happens any more. */
 export const TERMINAL_REQUIREMENT_STATUSES: readonly RequirementStatus[] = ['done', 'cancelled'];
+
+export const RUN_ROLES = ['rd', 'reviewer'] as const;
+export type RunRole = (typeof RUN_ROLES)[number];
+
+export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'timed_out', 'cancelled'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+export const TRACE_KINDS = ['lifecycle', 'reasoning', 'assistant_message', 'tool_call', 'tool_result', 'error'] as const;
+export type TraceKind = (typeof TRACE_KINDS)[number];
+
+export const TRACE_STATUSES = ['started', 'completed', 'failed'] as const;
+export type TraceStatus = (typeof TRACE_STATUSES)[number];
+
+export const INTERRUPT_MODES = ['stop', 'steer'] as const;
+export type InterruptMode = (typeof INTERRUPT_MODES)[number];

@@ -7,5 +7,11 @@ export const EVENT_TYPES = [
   'requirement.deleted',
   'requirement.updated',
   'requirements.purged',
+  'run.cancelled',
+  'run.failed',
+  'run.started',
+  'run.succeeded',
+  'run.timed_out',
+  'run.trace.appended',
 ] as const;
 export type ManagerEventType = (typeof EVENT_TYPES)[number];

@@ -1,5 +1,9 @@
 import type {
   AttachmentKind,
+  RunRole,
+  RunStatus,
+  TraceKind,
+  TraceStatus,
   AuthenticationMode,
   EventActorKind,
   LogLevel,
@@ -99,6 +103,9 @@ export interface ConfigurationValues {
   databasePath: string | null;
   pullRequestReconcileIntervalSeconds: number;
   cancelledRequirementRetentionDays: number;
+  claudeExecutable: string;
+  codexExecutable: string;
+  rdInactivityTimeoutSeconds: number;
   doneRequirementRetentionDays: number;
   logLevel: LogLevel;
   logFilePath: string | null;
@@ -109,4 +116,45 @@ export interface ConfigurationValues {
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;
+}
+
+export interface AgentRun {
+  id: string;
+  requirementId: string;
+  /** Null for reviewer runs. */
+  sessionId: string | null;
+  role: RunRole;
+  provider: Provider;
+  model: string | null;
+  reasoningEffort: ReasoningEffort | null;
+  status: RunStatus;
+  /** The agent's last message, shortened: what the run did. */
+  taskSummary: string | null;
+  nativeSessionId: string | null;
+  exitCode: number | null;
+  error: string | null;
+  inputFromSequence: number | null;
+  inputToSequence: number | null;
+  startedAt: string;
+  finishedAt: string | null;
+  inputTokens: number | null;
+  cachedInputTokens: number | null;
+  outputTokens: number | null;
+  reasoningOutputTokens: number | null;
+}
+
+export interface AgentTraceEvent {
+  id: string;
+  runId: string;
+  /** Monotonic within the run. */
+  sequence: number;
+  kind: TraceKind;
+  status: TraceStatus | null;
+  title: string;
+  /** At most 64 KiB. */
+  detail: string | null;
+  toolName: string | null;
+  toolCallId: string | null;
+  nativeType: string | null;
+  createdAt: string;
 }

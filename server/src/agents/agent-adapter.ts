@@ -1,12 +1,11 @@
-import type { Provider, ReasoningEffort } from '@libs/contracts';
+import type { Provider, ReasoningEffort, TraceKind } from '@libs/contracts';
 
 // The boundary between the run orchestrator and one coding-agent CLI. Adapters are pure: they
 // build a command line and turn the CLI's JSONL into provider-neutral events. Only the process
 // runner starts processes, and only the orchestrator decides what events mean for a run.
 
-export const TRACE_KINDS = ['lifecycle', 'reasoning', 'assistant_message', 'tool_call', 'tool_result', 'error'] as const;
-export type TraceKind = (typeof TRACE_KINDS)[number];
-export type TraceStatus = 'started' | 'completed' | 'failed' | null;
+export type { TraceKind } from '@libs/contracts';
+export type TraceStatus = import('@libs/contracts').TraceStatus | null;
 
 /** One entry of a run's trace timeline (stored as the payload of `run.trace.appended`). */
 export interface NormalizedTrace {

@@ -1,12 +1,8 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Controller, Get, Param, Query } from '@nestjs/common';
+import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 
-import type { EventActor } from '@libs/contracts';
-
-import { Actor } from '../core/http/actor.decorator';
 import { ListMessagesQueryDto } from './dto/list-messages-query.dto';
-import { MessagePageDto, ReplyResponseDto } from './dto/message-response.dto';
-import { ReplyDto } from './dto/reply.dto';
+import { MessagePageDto } from './dto/message-response.dto';
 import { MessagesService } from './messages.service';
 
 @ApiTags('messages')
@@ -20,16 +16,5 @@ export class MessagesController {
   @ApiNotFoundResponse()
   listMessages(@Param('id') id: string, @Query() query: ListMessagesQueryDto): Promise<MessagePageDto> {
     return this.messages.list(id, query);
-  }
-
-  @Post('reply')
-  @HttpCode(202)
-  @ApiOperation({ summary: 'Append a human message (text and/or attachments) to the conversation' })
-  @ApiAcceptedResponse({ type: ReplyResponseDto })
-  @ApiBadRequestResponse({ description: 'No text and no attachments, or bad attachment IDs' })
-  @ApiNotFoundResponse()
-  @ApiConflictResponse({ description: 'The Requirement is cancelled' })
-  replyToRequirement(@Param('id') id: string, @Body() body: ReplyDto, @Actor() actor: EventActor): Promise<ReplyResponseDto> {
-    return this.messages.reply(id, body, actor);
   }
 }

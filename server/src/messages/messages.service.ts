@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 
 import type { EventActor, MessageAuthor } from '@libs/contracts';
 
@@ -6,16 +6,14 @@ import { AttachmentsService } from '../attachments/attachments.service';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { WriteTx } from '../core/database/write-tx';
-import { conflict, invalid } from '../core/errors/domain-error';
 import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
 import { isId, newId } from '../core/ids';
-import { EventLog, audit } from '../events/event-log.service';
+import { EventLog } from '../events/event-log.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementEntity } from '../requirements/requirement.entity';
-import { RequirementRows, RequirementsService, requirementNotFound } from '../requirements/requirements.service';
+import { RequirementRows, requirementNotFound } from '../requirements/requirements.service';
 import { ListMessagesQueryDto } from './dto/list-messages-query.dto';
-import { MessagePageDto, MessageResponseDto, ReplyResponseDto, toMessageResponse } from './dto/message-response.dto';
-import { ReplyDto } from './dto/reply.dto';
+import { MessagePageDto, MessageResponseDto, toMessageResponse } from './dto/message-response.dto';
 import { RequirementMessageEntity } from './requirement-message.entity';
 
 export interface NewMessage {
@@ -36,14 +34,11 @@ export interface NewMessage {
  */
 @Injectable()
 export class MessagesService {
-  private readonly logger = new Logger(MessagesService.name);
-
   constructor(
     private readonly attachments: AttachmentsService,
     private readonly clock: Clock,
     private readonly database: Database,
     private readonly events: EventLog,
-    private readonly requirements: RequirementsService,
   ) {}
 
   /**
@@ -94,30 +89,14 @@ export class MessagesService {
     return { message, requirement: snapshot };
   }
 
-  /** A person's message. It always lands in the conversation; cancelled Requirements refuse it. */
-  async reply(requirementId: string, dto: ReplyDto, actor: EventActor): Promise<ReplyResponseDto> {
-    const body = dto.message ?? '';
-    const attachmentIds = dto.attachmentIds ?? [];
-    if (body.trim() === '' && attachmentIds.length === 0) {
-      throw invalid('empty_message', 'a reply needs message text or at least one attachment');
-    }
-    const result = await this.database.write(async (tx) => {
-      const rows = await this.requirements.loadForWrite(tx, requirementId);
-      if (rows.requirement.status === 'cancelled') {
-        throw conflict('requirement_cancelled', `Requirement ${requirementId} is cancelled`);
-      }
-      return this.append(tx, rows, { attachmentIds, author: 'human', body, deliverToRd: true }, actor);
-    });
-    this.logger.log({
-      ...audit(actor),
-      attachments: attachmentIds.length,
-      messageId: result.message.id,
-      msg: 'reply appended',
-      requirementId,
-      sequence: result.message.sequence,
-    });
-    // Until the run orchestrator exists, every reply waits in the conversation for the next run.
-    return { accepted: true, action: 'reply', message: result.message, queued: true, requirement: result.requirement, requirementId };
+  /** Deliverable messages after `sequence`: the session's pending count once a run consumed up to it. */
+  async countDeliverableAfter(tx: WriteTx, requirementId: string, sequence: number): Promise<number> {
+    const manager = await tx.reads();
+    const [row] = (await manager.query(
+      'SELECT COUNT(*) AS n FROM requirement_message WHERE requirement_id = ? AND deliver_to_rd = 1 AND sequence > ?',
+      [requirementId, sequence],
+    )) as Array<{ n: number }>;
+    return Number(row?.n ?? 0);
   }
 
   /** The conversation in ascending sequence, a page at a time. */

@@ -8,6 +8,8 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty({ nullable: true, type: String }) allowedOrigin: string | null;
   @ApiProperty({ enum: AUTHENTICATION_MODES }) authentication: AuthenticationMode;
   @ApiProperty() cancelledRequirementRetentionDays: number;
+  @ApiProperty() claudeExecutable: string;
+  @ApiProperty() codexExecutable: string;
   @ApiProperty({ nullable: true, type: String }) databasePath: string | null;
   @ApiProperty() doneRequirementRetentionDays: number;
   @ApiProperty() host: string;
@@ -17,6 +19,7 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty() logMaxSize: string;
   @ApiProperty() port: number;
   @ApiProperty() pullRequestReconcileIntervalSeconds: number;
+  @ApiProperty() rdInactivityTimeoutSeconds: number;
 }
 
 export class ConfigurationResponseDto {

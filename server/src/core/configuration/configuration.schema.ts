@@ -9,6 +9,8 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   allowedOrigin: null,
   authentication: 'token',
   cancelledRequirementRetentionDays: 7,
+  claudeExecutable: 'claude',
+  codexExecutable: 'codex',
   databasePath: null,
   doneRequirementRetentionDays: 365,
   host: '127.0.0.1',
@@ -18,6 +20,7 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   logMaxSize: '20m',
   port: 4310,
   pullRequestReconcileIntervalSeconds: 30,
+  rdInactivityTimeoutSeconds: 3600,
 };
 
 export type ConfigurationKey = keyof ConfigurationValues;
@@ -26,9 +29,12 @@ export const CONFIGURATION_KEYS = Object.keys(CONFIGURATION_DEFAULTS) as Configu
 /** Fields a running manager applies at once; every other field takes effect on restart. */
 export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
   'cancelledRequirementRetentionDays',
+  'claudeExecutable',
+  'codexExecutable',
   'doneRequirementRetentionDays',
   'logLevel',
   'pullRequestReconcileIntervalSeconds',
+  'rdInactivityTimeoutSeconds',
 ];
 
 const ORIGIN = /^https?:\/\/[A-Za-z0-9.\-[\]:]+$/;
@@ -49,6 +55,12 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
 
   @OptionalInt({ description: 'Days a cancelled Requirement is kept before it is purged', max: 36_500, min: 0 })
   cancelledRequirementRetentionDays?: number;
+
+  @OptionalText({ description: 'The Claude Code executable (a name on PATH or an absolute path)', example: 'claude', max: 4096, min: 1 })
+  claudeExecutable?: string;
+
+  @OptionalText({ description: 'The Codex CLI executable (a name on PATH or an absolute path)', example: 'codex', max: 4096, min: 1 })
+  codexExecutable?: string;
 
   @OptionalText({ description: 'SQLite database file, or null for factory.sqlite in the data directory', max: 4096, min: 1, nullable: true })
   databasePath?: string | null;
@@ -76,6 +88,9 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
 
   @OptionalInt({ description: 'Seconds between pull request reconciliations; 0 disables polling', max: 2_147_483, min: 0 })
   pullRequestReconcileIntervalSeconds?: number;
+
+  @OptionalInt({ description: 'An RD run that prints nothing for this many seconds is ended as timed out', max: 604_800, min: 1 })
+  rdInactivityTimeoutSeconds?: number;
 }
 
 /** Checks a partial configuration; returns the error messages (empty when valid). */

@@ -1,4 +1,5 @@
 import { InitialSchema1764460800000 } from './1764460800000-initial-schema';
+import { AgentRuns1764547200000 } from './1764547200000-agent-runs';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
-export const MIGRATIONS = [InitialSchema1764460800000];
+export const MIGRATIONS = [InitialSchema1764460800000, AgentRuns1764547200000];

@@ -1,0 +1,389 @@
+import { constants as osConstants } from 'node:os';
+
+import type {
+  AgentAdapter,
+  Invocation,
+  InvocationContext,
+  NormalizedEvent,
+  NormalizedTrace,
+  OutputParser,
+  TokenUsage,
+} from './agent-adapter';
+
+// Claude Code (`claude --print --output-format stream-json --verbose`). Verified against Claude
+// Code 2.1.332 transcripts in test/fixtures/agent-transcripts/claude/.
+
+const TITLE_MAX = 200;
+const UNPARSEABLE_DETAIL_MAX = 8 * 1024;
+const STDERR_SUMMARY_MAX = 1000;
+
+export class ClaudeCodeAdapter implements AgentAdapter {
+  readonly provider = 'claude-code' as const;
+
+  buildInvocation(context: InvocationContext): Invocation {
+    const args = ['--print', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions'];
+    // `--resume` keeps the session id (checked in 2.1.332, also from another cwd); a new session gets
+    // the id we chose, so it is known before the first line is printed.
+    if (context.nativeSessionId) {
+      args.push('--resume', context.nativeSessionId);
+    } else {
+      args.push('--session-id', context.newSessionId);
+    }
+    if (context.role === 'reviewer') {
+      args.push('--no-session-persistence');
+    }
+    if (context.model) {
+      args.push('--model', context.model);
+    }
+    if (context.reasoningEffort) {
+      args.push('--effort', context.reasoningEffort);
+    }
+    args.push('--append-system-prompt', context.instructions);
+    // As root, `--dangerously-skip-permissions` is refused unless IS_SANDBOX=1.
+    const env = context.runningAsRoot ? { ...context.env, IS_SANDBOX: '1' } : { ...context.env };
+    return { args, command: context.executable, env, stdin: context.prompt };
+  }
+
+  createParser(): OutputParser {
+    return new ClaudeOutputParser();
+  }
+}
+
+type Json = Record<string, unknown>;
+
+class ClaudeOutputParser implements OutputParser {
+  private outcomeReported = false;
+  private succeeded = false;
+  private sessionId: string | null = null;
+  /** Tool names by tool_use id, to title the results. */
+  private readonly toolNames = new Map<string, string>();
+
+  line(text: string): NormalizedEvent[] {
+    if (text.trim() === '') {
+      return [];
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return [unparseable(text)];
+    }
+    if (!isObject(value)) {
+      return [unparseable(text)];
+    }
+    try {
+      return this.event(value);
+    } catch (error) {
+      return [
+        trace({
+          detail: `${error instanceof Error ? error.message : String(error)}\n${cap(text, UNPARSEABLE_DETAIL_MAX)}`,
+          kind: 'error',
+          nativeType: str(value.type) ?? 'unknown',
+          title: 'could not interpret output line',
+        }),
+      ];
+    }
+  }
+
+  end(exit: { code: number | null; signal: string | null; stderr: string }): NormalizedEvent[] {
+    // `result` is missing after SIGTERM (exit 143); a reported success is overruled by a non-zero exit.
+    if (this.outcomeReported && (!this.succeeded || exit.code === null || exit.code === 0)) {
+      return [];
+    }
+    return [{ message: exitMessage('claude', exit, this.succeeded), type: 'failed' }];
+  }
+
+  private event(event: Json): NormalizedEvent[] {
+    const type = str(event.type) ?? 'unknown';
+    switch (type) {
+      case 'system':
+        return this.system(event);
+      case 'assistant':
+        return this.assistant(event);
+      case 'user':
+        return this.user(event);
+      case 'result':
+        return this.result(event);
+      case 'stream_event':
+        // Only with --include-partial-messages (not used): SSE deltas of what the next `assistant`
+        // line carries whole. Tracing every delta would only flood the timeline.
+        return [];
+      default:
+        return [unknown(event, type)];
+    }
+  }
+
+  private system(event: Json): NormalizedEvent[] {
+    const subtype = str(event.subtype) ?? 'unknown';
+    const nativeType = `system/${subtype}`;
+    switch (subtype) {
+      case 'init': {
+        const events: NormalizedEvent[] = [];
+        const sessionId = str(event.session_id);
+        if (sessionId && sessionId !== this.sessionId) {
+          this.sessionId = sessionId;
+          events.push({ nativeSessionId: sessionId, type: 'session' });
+        }
+        const facts = [
+          ['model', str(event.model)],
+          ['cwd', str(event.cwd)],
+          ['version', str(event.claude_code_version)],
+          ['permission mode', str(event.permissionMode)],
+        ]
+          .filter(([, value]) => value)
+          .map(([name, value]) => `${name}: ${value}`);
+        events.push(trace({ detail: facts.join('\n'), kind: 'lifecycle', nativeType, title: 'Session started' }));
+        return events;
+      }
+      case 'api_retry': {
+        const status = event.error_status === null || event.error_status === undefined ? '' : ` after HTTP ${String(event.error_status)}`;
+        const reason = str(event.error) ? ` (${str(event.error)})` : '';
+        const title = `Retrying request ${String(event.attempt ?? '?')}/${String(event.max_retries ?? '?')}${status}${reason}`;
+        return [trace({ detail: JSON.stringify(event), kind: 'error', nativeType, title })];
+      }
+      case 'thinking_tokens': {
+        const tokens = typeof event.estimated_tokens === 'number' ? ` (about ${event.estimated_tokens} tokens)` : '';
+        return [trace({ kind: 'lifecycle', nativeType, title: `Thinking${tokens}` })];
+      }
+      default:
+        return [unknown(event, nativeType)];
+    }
+  }
+
+  private assistant(event: Json): NormalizedEvent[] {
+    const message = isObject(event.message) ? event.message : {};
+    const blocks = Array.isArray(message.content) ? message.content : [];
+    // A sub-agent's (Task tool) output is part of the trace, not of the Requirement's conversation.
+    const fromSubagent = typeof event.parent_tool_use_id === 'string';
+    // API failures end with a synthetic "API Error: …" message: an error, not an answer.
+    const apiError = event.is_api_error_message === true || message.model === '<synthetic>';
+    const events: NormalizedEvent[] = [];
+    for (const block of blocks) {
+      if (!isObject(block)) {
+        continue;
+      }
+      const blockType = str(block.type) ?? 'unknown';
+      const nativeType = `assistant/${blockType}`;
+      switch (blockType) {
+        case 'text': {
+          const text = str(block.text) ?? '';
+          if (apiError) {
+            events.push(trace({ detail: text, kind: 'error', nativeType, status: 'failed', title: oneLine(text) || 'API error' }));
+            break;
+          }
+          events.push(
+            trace({ detail: text, kind: 'assistant_message', nativeType, title: fromSubagent ? 'Sub-agent message' : 'Assistant message' }),
+          );
+          if (!fromSubagent) {
+            events.push({ text, type: 'assistant_message' });
+          }
+          break;
+        }
+        case 'thinking':
+        case 'redacted_thinking':
+          events.push(trace({ detail: str(block.thinking), kind: 'reasoning', nativeType, title: 'Reasoning' }));
+          break;
+        case 'tool_use': {
+          const name = str(block.name) ?? 'tool';
+          const id = str(block.id);
+          if (id) {
+            this.toolNames.set(id, name);
+          }
+          const input = isObject(block.input) ? block.input : {};
+          events.push(
+            trace({
+              detail: JSON.stringify(block.input ?? null),
+              kind: 'tool_call',
+              nativeType,
+              status: 'started',
+              title: toolTitle(name, input),
+              toolCallId: id,
+              toolName: name,
+            }),
+          );
+          break;
+        }
+        default:
+          events.push(unknown(block, nativeType));
+      }
+    }
+    return events;
+  }
+
+  private user(event: Json): NormalizedEvent[] {
+    const message = isObject(event.message) ? event.message : {};
+    const blocks = Array.isArray(message.content) ? message.content : [];
+    const events: NormalizedEvent[] = [];
+    for (const block of blocks) {
+      if (!isObject(block)) {
+        continue;
+      }
+      const blockType = str(block.type) ?? 'unknown';
+      const nativeType = `user/${blockType}`;
+      if (blockType !== 'tool_result') {
+        events.push(unknown(block, nativeType));
+        continue;
+      }
+      const id = str(block.tool_use_id);
+      const name = (id && this.toolNames.get(id)) || null;
+      const failed = block.is_error === true;
+      events.push(
+        trace({
+          detail: toolResultText(block.content),
+          kind: 'tool_result',
+          nativeType,
+          status: failed ? 'failed' : 'completed',
+          title: `${name ?? 'Tool'} ${failed ? 'failed' : 'result'}`,
+          toolCallId: id,
+          toolName: name,
+        }),
+      );
+    }
+    if (blocks.length === 0) {
+      events.push(unknown(event, 'user'));
+    }
+    return events;
+  }
+
+  private result(event: Json): NormalizedEvent[] {
+    const events: NormalizedEvent[] = [];
+    if (isObject(event.usage)) {
+      events.push({ type: 'usage', usage: claudeUsage(event.usage) });
+    }
+    const subtype = str(event.subtype) ?? 'unknown';
+    const nativeType = `result/${subtype}`;
+    const resultText = str(event.result);
+    this.outcomeReported = true;
+    // `subtype` says "success" even for API errors: `is_error` is what counts.
+    if (event.is_error === true || subtype.startsWith('error')) {
+      this.succeeded = false;
+      const errors = Array.isArray(event.errors) ? event.errors.filter((entry): entry is string => typeof entry === 'string') : [];
+      const message = resultText || errors.join('\n') || `claude reported an error (${str(event.terminal_reason) ?? subtype})`;
+      events.push(trace({ detail: message, kind: 'error', nativeType, status: 'failed', title: 'Run failed' }));
+      events.push({ message, type: 'failed' });
+      return events;
+    }
+    this.succeeded = true;
+    const turns = typeof event.num_turns === 'number' ? ` after ${event.num_turns} model turn${event.num_turns === 1 ? '' : 's'}` : '';
+    events.push(trace({ kind: 'lifecycle', nativeType, title: `Finished${turns}` }));
+    events.push({ summary: resultText, type: 'completed' });
+    return events;
+  }
+}
+
+/**
+ * Claude counts cache reads and writes apart from `input_tokens`; like Codex (OpenAI), our input
+ * figure includes them and `cachedInputTokens` is the part read from the cache.
+ */
+function claudeUsage(usage: Json): TokenUsage {
+  const cacheRead = num(usage.cache_read_input_tokens);
+  const details = isObject(usage.output_tokens_details) ? usage.output_tokens_details : {};
+  return {
+    cachedInputTokens: cacheRead,
+    inputTokens: num(usage.input_tokens) + num(usage.cache_creation_input_tokens) + cacheRead,
+    outputTokens: num(usage.output_tokens),
+    reasoningOutputTokens: num(details.thinking_tokens),
+  };
+}
+
+function toolTitle(name: string, input: Json): string {
+  const subject = [input.command, input.file_path, input.notebook_path, input.path, input.pattern, input.url, input.query, input.description]
+    .map(str)
+    .find((value) => value);
+  return subject ? `${name}: ${oneLine(subject)}` : name;
+}
+
+function toolResultText(content: unknown): string {
+  if (typeof content === 'string') {
+    return content;
+  }
+  if (!Array.isArray(content)) {
+    return content === undefined || content === null ? '' : JSON.stringify(content);
+  }
+  return content
+    .map((block) => {
+      if (!isObject(block)) {
+        return '';
+      }
+      if (block.type === 'text') {
+        return str(block.text) ?? '';
+      }
+      return `[${str(block.type) ?? 'content'}]`;
+    })
+    .join('\n');
+}
+
+// Small helpers; the Codex adapter keeps its own copies so each adapter stays one self-contained file.
+
+function trace(fields: Partial<NormalizedTrace> & Pick<NormalizedTrace, 'kind' | 'nativeType' | 'title'>): NormalizedEvent {
+  return {
+    trace: {
+      detail: fields.detail ?? null,
+      kind: fields.kind,
+      nativeType: fields.nativeType,
+      status: fields.status ?? null,
+      title: cap(fields.title, TITLE_MAX),
+      toolCallId: fields.toolCallId ?? null,
+      toolName: fields.toolName ?? null,
+    },
+    type: 'trace',
+  };
+}
+
+function unparseable(line: string): NormalizedEvent {
+  return trace({ detail: cap(line, UNPARSEABLE_DETAIL_MAX), kind: 'error', nativeType: 'unparseable', title: 'unparseable output line' });
+}
+
+function unknown(value: Json, nativeType: string): NormalizedEvent {
+  return trace({ detail: cap(JSON.stringify(value), UNPARSEABLE_DETAIL_MAX), kind: 'lifecycle', nativeType, title: nativeType });
+}
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function str(value: unknown): string | null {
+  return typeof value === 'string' ? value : null;
+}
+
+function num(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
+}
+
+function oneLine(text: string): string {
+  return cap(text.replace(/\s+/g, ' ').trim(), TITLE_MAX);
+}
+
+function cap(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** "claude exited with code 143 (SIGTERM)", "claude exited with code 1: <stderr>". */
+function exitMessage(cli: string, exit: { code: number | null; signal: string | null; stderr: string }, reportedSuccess: boolean): string {
+  let message: string;
+  if (exit.signal) {
+    message = `${cli} was killed by ${exit.signal}`;
+  } else if (exit.code === null) {
+    message = `${cli} ended without an exit code`;
+  } else {
+    const signalName = exit.code > 128 ? signalNameOf(exit.code - 128) : null;
+    message = `${cli} exited with code ${exit.code}${signalName ? ` (${signalName})` : ''}`;
+    if (exit.code === 0) {
+      message += ' without reporting an outcome';
+    } else if (reportedSuccess) {
+      message += ' after reporting success';
+    }
+  }
+  const stderr = stderrSummary(exit.stderr);
+  return stderr ? `${message}: ${stderr}` : message;
+}
+
+function signalNameOf(signal: number): string | null {
+  const entry = Object.entries(osConstants.signals).find(([, value]) => value === signal);
+  return entry ? entry[0] : null;
+}
+
+function stderrSummary(stderr: string): string {
+  const text = stderr.replace(/\s+/g, ' ').trim();
+  return text.length > STDERR_SUMMARY_MAX ? `…${text.slice(-(STDERR_SUMMARY_MAX - 1))}` : text;
+}

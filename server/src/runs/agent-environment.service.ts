@@ -1,0 +1,70 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+
+import { packageRoot } from '../core/package-info';
+import { RUNTIME, Runtime } from '../core/runtime';
+
+export interface AgentContext {
+  apiUrl: string;
+  requirementId: string;
+  sessionId: string;
+  token: string;
+}
+
+/** Variables of the manager's own configuration, never handed down to agents. */
+const PRIVATE_VARIABLES = /^CODE_FACTORY_/;
+
+/**
+ * What an agent process gets around it: a private `code-factory-cli` launcher first on PATH
+ * and its context (API URL, Requirement, session, run credential) in the environment.
+ */
+@Injectable()
+export class AgentEnvironmentService implements OnModuleInit {
+  private apiUrl = '';
+
+  constructor(@Inject(RUNTIME) private readonly runtime: Runtime) {}
+
+  /** The directory holding the launcher (put first on the agent's PATH). */
+  get binDirectory(): string {
+    return path.join(this.runtime.paths.dataDirectory, 'bin');
+  }
+
+  /** The launcher's absolute path (`$CODE_FACTORY_CLI`, the fallback the instructions name). */
+  get cliPath(): string {
+    return path.join(this.binDirectory, 'code-factory-cli');
+  }
+
+  /** Writes the launcher: a shell script running this installation's CLI with this Node. */
+  onModuleInit(): void {
+    fs.mkdirSync(this.binDirectory, { mode: 0o700, recursive: true });
+    const entry = path.join(packageRoot(), 'bin', 'code-factory-cli.js');
+    const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+    const script = `#!/bin/sh\n# Written by Agent Manager at start: runs its code-factory-cli.\nexec ${quote(process.execPath)} ${quote(entry)} "$@"\n`;
+    const tmp = `${this.cliPath}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, script, { mode: 0o755 });
+    fs.renameSync(tmp, this.cliPath);
+  }
+
+  /** Set once the server listens (the URL includes the actual port). */
+  setApiUrl(url: string): void {
+    this.apiUrl = url;
+  }
+
+  environment(context: Omit<AgentContext, 'apiUrl'>): Record<string, string> {
+    const env: Record<string, string> = {};
+    for (const [key, value] of Object.entries(process.env)) {
+      if (value !== undefined && !PRIVATE_VARIABLES.test(key)) {
+        env[key] = value;
+      }
+    }
+    env.PATH = [this.binDirectory, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(path.delimiter);
+    env.CODE_FACTORY_API_URL = this.apiUrl;
+    env.CODE_FACTORY_CLI = this.cliPath;
+    env.CODE_FACTORY_REQUIREMENT_ID = context.requirementId;
+    env.CODE_FACTORY_SESSION_ID = context.sessionId;
+    env.CODE_FACTORY_TOKEN = context.token;
+    return env;
+  }
+}

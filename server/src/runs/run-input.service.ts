@@ -1,0 +1,74 @@
+import { Inject, Injectable } from '@nestjs/common';
+
+import { AttachmentsService } from '../attachments/attachments.service';
+import { RdPromptMessage, buildRdInstructions, buildRdPrompt, imagePaths } from '../agents/prompt';
+import { Database } from '../core/database/database.service';
+import { RUNTIME, Runtime } from '../core/runtime';
+import { RequirementMessageEntity } from '../messages/requirement-message.entity';
+import { RequirementEntity } from '../requirements/requirement.entity';
+import { AgentEnvironmentService } from './agent-environment.service';
+import type { AgentRunEntity } from './agent-run.entity';
+
+export interface PreparedInput {
+  instructions: string;
+  prompt: string;
+  images: string[];
+}
+
+/** What an RD run is told: the instructions and its captured input, labelled and in order. */
+@Injectable()
+export class RunInputService {
+  constructor(
+    private readonly attachments: AttachmentsService,
+    private readonly database: Database,
+    private readonly environment: AgentEnvironmentService,
+    @Inject(RUNTIME) private readonly runtime: Runtime,
+  ) {}
+
+  get workspace(): string {
+    return this.runtime.paths.root;
+  }
+
+  /** Reads the run's input range (committed before the run was launched). */
+  async prepare(run: AgentRunEntity): Promise<PreparedInput> {
+    const manager = this.database.readManager;
+    const requirement = await manager.findOneByOrFail(RequirementEntity, { id: run.requirementId });
+    const rows = await manager
+      .createQueryBuilder(RequirementMessageEntity, 'm')
+      .where('m.requirement_id = :id AND m.deliver_to_rd = 1 AND m.sequence BETWEEN :from AND :to', {
+        from: run.inputFromSequence,
+        id: run.requirementId,
+        to: run.inputToSequence,
+      })
+      .orderBy('m.sequence', 'ASC')
+      .getMany();
+    const attachments = await this.attachments.forMessages(manager, rows.map((m) => m.id));
+    const sources = [...new Set(rows.map((m) => m.sourceRequirementId).filter((id): id is string => id !== null))];
+    const titles = new Map<string, string>();
+    for (const source of sources.length > 0 ? await manager.findBy(RequirementEntity, sources.map((id) => ({ id }))) : []) {
+      titles.set(source.id, source.title);
+    }
+    const messages: RdPromptMessage[] = rows.map((m) => ({
+      attachments: (attachments.get(m.id) ?? []).map((a) => ({ fileName: a.fileName, kind: a.kind, path: this.attachments.filePath(a.id) })),
+      author: m.author,
+      body: m.body,
+      sequence: m.sequence,
+      sourceRequirement: m.sourceRequirementId ? { id: m.sourceRequirementId, title: titles.get(m.sourceRequirementId) ?? m.sourceRequirementId } : null,
+    }));
+    const parts: string[] = [];
+    if (run.nativeSessionId === null) {
+      // A new session has not seen the Requirement yet.
+      parts.push(`# Requirement ${requirement.id}: ${requirement.title}\n\n${requirement.description.trim() || '(no description)'}`);
+    }
+    if (messages.length > 0) {
+      parts.push(buildRdPrompt({ messages, provider: run.provider }));
+    } else if (run.nativeSessionId !== null) {
+      parts.push('Continue the work on this Requirement.');
+    }
+    return {
+      images: run.provider === 'codex' ? imagePaths(messages) : [],
+      instructions: buildRdInstructions({ cliPath: this.environment.cliPath, requirementId: requirement.id, requirementTitle: requirement.title }),
+      prompt: `${parts.join('\n\n')}\n`,
+    };
+  }
+}

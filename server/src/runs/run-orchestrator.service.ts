@@ -1,0 +1,552 @@
+import { randomUUID } from 'node:crypto';
+
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
+
+import type { EventActor, InterruptMode, RunStatus } from '@libs/contracts';
+
+import { ClaudeCodeAdapter } from '../agents/claude-code.adapter';
+import { CodexAdapter } from '../agents/codex.adapter';
+import type { AgentAdapter, NormalizedEvent, OutputParser, TokenUsage } from '../agents/agent-adapter';
+import { ProcessEnd, RunningProcess, runProcess } from '../agents/process-runner';
+import { RunCredentialsService } from '../auth/run-credentials.service';
+import { Clock } from '../core/clock';
+import { ConfigurationService } from '../core/configuration/configuration.service';
+import { Database } from '../core/database/database.service';
+import type { WriteTx } from '../core/database/write-tx';
+import { conflict, invalid } from '../core/errors/domain-error';
+import { newId } from '../core/ids';
+import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
+import { MessageResponseDto } from '../messages/dto/message-response.dto';
+import { ReplyDto } from '../messages/dto/reply.dto';
+import { MessagesService } from '../messages/messages.service';
+import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import { RequirementRows, RequirementsService } from '../requirements/requirements.service';
+import { AgentEnvironmentService } from './agent-environment.service';
+import { AgentRunEntity } from './agent-run.entity';
+import { AgentRunResponseDto, InterruptResponseDto, StartResponseDto, toRunResponse } from './dto/run-response.dto';
+import { RunInputService } from './run-input.service';
+import { TraceWriter } from './trace-writer';
+
+/** A run whose process this manager started and still watches. */
+interface ActiveRun {
+  run: AgentRunEntity;
+  /** Deliverable messages the run took as input (to tell whether newer input arrived). */
+  capturedCount: number;
+  process: RunningProcess | null;
+  interruptMode: InterruptMode | null;
+  parser: OutputParser | null;
+  traces: TraceWriter;
+  /** Output-driven writes (session id, assistant messages) in arrival order. */
+  writes: Promise<unknown>;
+  outcome: { completed: boolean; failure: string | null };
+  usage: TokenUsage | null;
+  lastAssistantText: string | null;
+}
+
+const SUMMARY_LENGTH = 500;
+/** How long a graceful stop waits for interrupted runs to be recorded. */
+const SHUTDOWN_WAIT_MS = 10_000;
+
+/**
+ * The run orchestrator (architecture §6): the only place that starts agent processes. Every
+ * decision about a Requirement — start, reply, interrupt, finish, continue — runs in that
+ * Requirement's own serial actor, so they never race; different Requirements run concurrently.
+ */
+@Injectable()
+export class RunOrchestrator implements BeforeApplicationShutdown, OnApplicationShutdown, OnModuleDestroy {
+  private readonly logger = new Logger(RunOrchestrator.name);
+  private readonly actors = new Map<string, Promise<unknown>>();
+  private readonly active = new Map<string, ActiveRun>();
+  private readonly adapters: Record<string, AgentAdapter> = { 'claude-code': new ClaudeCodeAdapter(), codex: new CodexAdapter() };
+  private shuttingDown = false;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly configuration: ConfigurationService,
+    private readonly credentials: RunCredentialsService,
+    private readonly database: Database,
+    private readonly environment: AgentEnvironmentService,
+    private readonly events: EventLog,
+    private readonly input: RunInputService,
+    private readonly messages: MessagesService,
+    private readonly requirements: RequirementsService,
+  ) {}
+
+  /** POST /requirements/:id/start: starts (or retries) the RD session's work. */
+  start(requirementId: string, dto: ReplyDto, actor: EventActor): Promise<StartResponseDto> {
+    return this.act(requirementId, async () => {
+      const { message, requirement, run } = await this.database.write(async (tx) => {
+        const rows = await this.requirements.loadForWrite(tx, requirementId);
+        if (rows.requirement.status === 'done' || rows.requirement.status === 'cancelled') {
+          throw conflict('requirement_closed', `Requirement ${requirementId} is ${rows.requirement.status}; reply to a done Requirement to reopen it`);
+        }
+        if (rows.session.state === 'running') {
+          throw conflict('run_active', `Requirement ${requirementId} already has an active run`);
+        }
+        const appended = hasContent(dto) ? await this.appendHuman(tx, rows, dto, actor) : null;
+        const opened = await this.openRun(tx, rows, actor);
+        return { message: appended, requirement: opened.requirement, run: opened.run };
+      });
+      this.launch(run);
+      this.logger.log({ ...audit(actor), msg: 'run started', requirementId, runId: run.id });
+      return { accepted: true, action: 'start', message, requirement, requirementId, run: toRunResponse(run) };
+    });
+  }
+
+  /**
+   * POST /requirements/:id/reply: the message always lands in the conversation. With a run
+   * active it waits for the next run (queued); otherwise a run starts now, reopening a done
+   * Requirement in its original session.
+   */
+  reply(requirementId: string, dto: ReplyDto, actor: EventActor): Promise<{ message: MessageResponseDto; requirement: RequirementResponseDto; queued: boolean }> {
+    if (!hasContent(dto)) {
+      return Promise.reject(invalid('empty_message', 'a reply needs message text or at least one attachment'));
+    }
+    return this.act(requirementId, async () => {
+      const result = await this.database.write(async (tx) => {
+        const rows = await this.requirements.loadForWrite(tx, requirementId);
+        if (rows.requirement.status === 'cancelled') {
+          throw conflict('requirement_cancelled', `Requirement ${requirementId} is cancelled`);
+        }
+        const appended = await this.appendHuman(tx, rows, dto, actor);
+        if (rows.session.state === 'running' || this.shuttingDown) {
+          return { message: appended, requirement: toRequirementResponse(rows.requirement, rows.session), run: null };
+        }
+        const opened = await this.openRun(tx, rows, actor);
+        return { message: appended, requirement: opened.requirement, run: opened.run };
+      });
+      if (result.run) {
+        this.launch(result.run);
+      }
+      this.logger.log({ ...audit(actor), msg: 'reply appended', queued: result.run === null, requirementId, sequence: result.message.sequence });
+      return { message: result.message, queued: result.run === null, requirement: result.requirement };
+    });
+  }
+
+  /**
+   * POST /requirements/:id/interrupt. `stop` pauses on purpose; `steer` only when newer input
+   * waits (the run then ends and the next one takes it at once). Answers once the signal is
+   * sent; the run becomes `cancelled` after its process tree is gone.
+   */
+  interrupt(requirementId: string, mode: InterruptMode, actor: EventActor): Promise<InterruptResponseDto> {
+    return this.act(requirementId, async () => {
+      const rows = await this.database.write((tx) => this.requirements.loadForWrite(tx, requirementId));
+      const active = this.active.get(requirementId);
+      if (!active || active.interruptMode) {
+        throw conflict('no_active_run', `Requirement ${requirementId} has no run to interrupt`);
+      }
+      if (mode === 'steer' && rows.session.pendingMessageCount <= active.capturedCount) {
+        throw conflict('nothing_to_steer_with', 'the active run already holds the latest input; use mode "stop" to pause it');
+      }
+      active.interruptMode = mode;
+      this.kill(active);
+      this.logger.log({ ...audit(actor), mode, msg: 'run interrupted', requirementId, runId: active.run.id });
+      return { accepted: true, action: 'interrupt', requirementId, runId: active.run.id };
+    });
+  }
+
+  /** The first hook of a graceful stop: from here on no run starts. */
+  onModuleDestroy(): void {
+    this.shuttingDown = true;
+  }
+
+  /** On a graceful stop, end every agent (none may run unobserved) and record the runs as cancelled. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.shuttingDown = true;
+    const running = [...this.active.values()];
+    for (const active of running) {
+      active.interruptMode ??= 'stop';
+      this.kill(active);
+    }
+    // Finishing runs record their outcome through the actors: wait for them (bounded).
+    const deadline = Date.now() + SHUTDOWN_WAIT_MS;
+    while (this.active.size > 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** Last resort at the very end of a stop: no agent process outlives the manager. */
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.all([...this.active.values()].map((active) => active.process?.interrupt().catch(() => undefined)));
+  }
+
+  private kill(active: ActiveRun): void {
+    void active.process?.interrupt().catch((err: unknown) => this.logger.error(`could not end run ${active.run.id}: ${(err as Error).message}`));
+  }
+
+  get activeRunCount(): number {
+    return this.active.size;
+  }
+
+  /** Serializes decisions per Requirement. */
+  private act<T>(requirementId: string, decision: () => Promise<T>): Promise<T> {
+    const previous = this.actors.get(requirementId) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(decision);
+    const settled = next.catch(() => undefined);
+    this.actors.set(requirementId, settled);
+    void settled.then(() => {
+      if (this.actors.get(requirementId) === settled) {
+        this.actors.delete(requirementId);
+      }
+    });
+    return next;
+  }
+
+  private appendHuman(tx: WriteTx, rows: RequirementRows, dto: ReplyDto, actor: EventActor) {
+    return this.messages
+      .append(tx, rows, { attachmentIds: dto.attachmentIds ?? [], author: 'human', body: dto.message ?? '', deliverToRd: true }, actor)
+      .then((r) => r.message);
+  }
+
+  /**
+   * Opens a run inside a write unit: captures the input boundary (every deliverable message not
+   * yet consumed), marks the Requirement doing and the session running. The partial unique
+   * index on agent_run backs "one active run per session" should this check ever be wrong.
+   */
+  private async openRun(tx: WriteTx, rows: RequirementRows, actor: EventActor): Promise<{ run: AgentRunEntity; requirement: RequirementResponseDto }> {
+    const { requirement, session } = rows;
+    const now = this.clock.nowIso();
+    const run: AgentRunEntity = {
+      cachedInputTokens: null,
+      error: null,
+      exitCode: null,
+      finishedAt: null,
+      id: newId('run'),
+      inputFromSequence: session.lastConsumedMessageSequence + 1,
+      inputTokens: null,
+      inputToSequence: session.lastMessageSequence,
+      model: requirement.model,
+      nativeSessionId: session.nativeSessionId,
+      outputTokens: null,
+      processGroupId: null,
+      processId: null,
+      processMarker: null,
+      processStartTime: null,
+      provider: requirement.provider,
+      reasoningEffort: requirement.reasoningEffort,
+      reasoningOutputTokens: null,
+      requirementId: requirement.id,
+      role: 'rd',
+      sessionId: session.id,
+      startedAt: now,
+      status: 'running',
+      taskSummary: null,
+      traceCount: 0,
+      updatedAt: now,
+    };
+    tx.insert('agent_run', { ...run });
+    Object.assign(requirement, { completedAt: null, status: 'doing', updatedAt: now });
+    Object.assign(session, { state: 'running', updatedAt: now });
+    tx.update('requirement', { completedAt: null, status: 'doing', updatedAt: now }, { id: requirement.id });
+    tx.update('agent_session', { state: 'running', updatedAt: now }, { id: session.id });
+    const snapshot = toRequirementResponse(requirement, session);
+    await this.events.append(tx, {
+      actor,
+      payload: { requirement: snapshot, run: toRunResponse(run) },
+      requirementId: requirement.id,
+      runId: run.id,
+      sessionId: session.id,
+      type: 'run.started',
+    });
+    const active: ActiveRun = {
+      capturedCount: session.pendingMessageCount,
+      interruptMode: null,
+      lastAssistantText: null,
+      outcome: { completed: false, failure: null },
+      parser: null,
+      process: null,
+      run,
+      traces: new TraceWriter(run, { id: run.id, kind: 'agent' }, this.clock, this.database, this.events),
+      usage: null,
+      writes: Promise.resolve(),
+    };
+    tx.afterCommit(() => this.active.set(requirement.id, active));
+    return { requirement: snapshot, run };
+  }
+
+  /** Starts the CLI for an opened run. Failures to start become a failed run, never a throw. */
+  private launch(run: AgentRunEntity): void {
+    void this.launchProcess(run).catch((err: unknown) => {
+      this.logger.error(`could not launch run ${run.id}: ${(err as Error).message}`, (err as Error).stack);
+      void this.finish(run.requirementId, { code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
+    });
+  }
+
+  private async launchProcess(run: AgentRunEntity): Promise<void> {
+    const active = this.active.get(run.requirementId);
+    if (!active) {
+      return;
+    }
+    const adapter = this.adapters[run.provider] as AgentAdapter;
+    const prepared = await this.input.prepare(run);
+    if (this.shuttingDown || active.interruptMode) {
+      // Stopped before its process existed: nothing to kill, nothing consumed.
+      void this.finish(run.requirementId, { code: null, reason: 'interrupted', signal: null, stderr: '' });
+      return;
+    }
+    const token = this.credentials.issue({ requirementId: run.requirementId, runId: run.id, sessionId: run.sessionId as string });
+    const executable = this.configuration.get(run.provider === 'codex' ? 'codexExecutable' : 'claudeExecutable');
+    const invocation = adapter.buildInvocation({
+      env: this.environment.environment({ requirementId: run.requirementId, sessionId: run.sessionId as string, token }),
+      executable,
+      images: prepared.images,
+      instructions: prepared.instructions,
+      model: run.model,
+      nativeSessionId: run.nativeSessionId,
+      newSessionId: randomUUID(),
+      prompt: prepared.prompt,
+      reasoningEffort: run.reasoningEffort,
+      role: 'rd',
+      runningAsRoot: process.getuid?.() === 0,
+      workspace: this.input.workspace,
+    });
+    active.parser = adapter.createParser();
+    const proc = runProcess({
+      args: invocation.args,
+      command: invocation.command,
+      cwd: this.input.workspace,
+      env: invocation.env,
+      inactivityTimeoutMs: this.configuration.get('rdInactivityTimeoutSeconds') * 1000,
+      marker: run.id,
+      onLine: (line, truncatedFrom) => {
+        if (truncatedFrom !== undefined) {
+          active.traces.add({
+            detail: line.slice(0, 2000),
+            kind: 'error',
+            nativeType: 'oversized-line',
+            status: null,
+            title: `An output line of ${truncatedFrom} bytes was cut`,
+            toolCallId: null,
+            toolName: null,
+          });
+          return;
+        }
+        this.handle(active, active.parser?.line(line) ?? []);
+      },
+      stdin: invocation.stdin,
+    });
+    active.process = proc;
+    active.run.processMarker = run.id;
+    await this.database.write(async (tx) =>
+      tx.update('agent_run', { processGroupId: proc.pgid, processId: proc.pid, processMarker: run.id, processStartTime: proc.startTime }, { id: run.id }),
+    );
+    if (active.interruptMode) {
+      this.kill(active);
+    }
+    void proc.finished.then((end) => this.finish(run.requirementId, end));
+  }
+
+  /** Applies the parser's events in arrival order. */
+  private handle(active: ActiveRun, events: NormalizedEvent[]): void {
+    for (const event of events) {
+      switch (event.type) {
+        case 'trace':
+          active.traces.add(event.trace);
+          break;
+        case 'session':
+          active.writes = active.writes.then(() => this.recordNativeSession(active, event.nativeSessionId));
+          break;
+        case 'assistant_message':
+          active.lastAssistantText = event.text;
+          active.writes = active.writes.then(() => active.traces.flush()).then(() => this.recordAssistantMessage(active, event.text));
+          break;
+        case 'usage':
+          active.usage = event.usage;
+          break;
+        case 'completed':
+          active.outcome.completed = true;
+          break;
+        case 'failed':
+          active.outcome.failure = event.message;
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  private recordNativeSession(active: ActiveRun, nativeSessionId: string): Promise<void> {
+    active.run.nativeSessionId = nativeSessionId;
+    return this.database
+      .write(async (tx) => {
+        const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
+        tx.update('agent_run', { nativeSessionId }, { id: active.run.id });
+        if (rows.session.nativeSessionId !== nativeSessionId) {
+          rows.session.nativeSessionId = nativeSessionId;
+          rows.session.updatedAt = this.clock.nowIso();
+          tx.update('agent_session', { nativeSessionId, updatedAt: rows.session.updatedAt }, { id: rows.session.id });
+          await this.events.append(tx, {
+            actor: { id: active.run.id, kind: 'agent' },
+            payload: { requirement: toRequirementResponse(rows.requirement, rows.session) },
+            requirementId: rows.requirement.id,
+            runId: active.run.id,
+            sessionId: rows.session.id,
+            type: 'requirement.updated',
+          });
+        }
+      })
+      .catch((err: unknown) => this.logger.error(`could not record the native session of run ${active.run.id}: ${(err as Error).message}`));
+  }
+
+  private recordAssistantMessage(active: ActiveRun, text: string): Promise<void> {
+    return this.database
+      .write(async (tx) => {
+        const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
+        await this.messages.append(tx, rows, { author: 'rd_agent', body: text, deliverToRd: false, runId: active.run.id }, { id: active.run.id, kind: 'agent' });
+      })
+      .then(() => undefined)
+      .catch((err: unknown) => this.logger.error(`could not record a message of run ${active.run.id}: ${(err as Error).message}`));
+  }
+
+  /** The process tree is gone: decide the run's outcome and what happens next. */
+  private async finish(requirementId: string, end: ProcessEnd): Promise<void> {
+    const active = this.active.get(requirementId);
+    if (!active) {
+      return;
+    }
+    this.handle(active, active.parser?.end({ code: end.code, signal: end.signal, stderr: end.stderr }) ?? []);
+    await active.writes;
+    await active.traces.flush();
+    this.credentials.revoke(active.run.id);
+    await this.act(requirementId, async () => {
+      const status = outcomeOf(active, end);
+      try {
+        const next = await this.database.write(async (tx) => {
+          // Before a continuation registers its own run (hooks run in order).
+          tx.afterCommit(() => this.active.delete(requirementId));
+          return this.closeRun(tx, active, status, end);
+        });
+        this.logger.log({ msg: `run ${status}`, requirementId, runId: active.run.id });
+        if (next) {
+          this.launch(next);
+        }
+      } catch (err) {
+        // Left `running` in the database: the next start's reconciliation settles it.
+        this.active.delete(requirementId);
+        this.logger.error(`could not record the end of run ${active.run.id}: ${(err as Error).message}`);
+      }
+    });
+  }
+
+  /** Records the outcome and returns the next run when the session continues at once. */
+  private async closeRun(tx: WriteTx, active: ActiveRun, status: RunStatus, end: ProcessEnd): Promise<AgentRunEntity | null> {
+    const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
+    const { requirement, session } = rows;
+    const run = active.run;
+    const now = this.clock.nowIso();
+    const error = status === 'succeeded' || status === 'cancelled' ? null : errorOf(active, end, status, this.configuration.get('rdInactivityTimeoutSeconds'));
+    Object.assign(run, {
+      cachedInputTokens: active.usage?.cachedInputTokens ?? null,
+      error,
+      exitCode: end.code,
+      finishedAt: now,
+      inputTokens: active.usage?.inputTokens ?? null,
+      outputTokens: active.usage?.outputTokens ?? null,
+      reasoningOutputTokens: active.usage?.reasoningOutputTokens ?? null,
+      status,
+      taskSummary: active.lastAssistantText ? active.lastAssistantText.slice(0, SUMMARY_LENGTH) : null,
+      updatedAt: now,
+    });
+    tx.update(
+      'agent_run',
+      {
+        cachedInputTokens: run.cachedInputTokens,
+        error: run.error,
+        exitCode: run.exitCode,
+        finishedAt: now,
+        inputTokens: run.inputTokens,
+        outputTokens: run.outputTokens,
+        reasoningOutputTokens: run.reasoningOutputTokens,
+        status,
+        taskSummary: run.taskSummary,
+        updatedAt: now,
+      },
+      { id: run.id },
+    );
+
+    if (status === 'succeeded') {
+      // Invariant 4: success consumes exactly the captured boundary, nothing that came later.
+      const consumedTo = Math.max(session.lastConsumedMessageSequence, run.inputToSequence ?? 0);
+      session.lastConsumedMessageSequence = consumedTo;
+      session.pendingMessageCount = await this.messages.countDeliverableAfter(tx, requirement.id, consumedTo);
+      session.lastError = null;
+    } else if (status !== 'cancelled') {
+      session.lastError = error;
+      await this.messages.append(
+        tx,
+        rows,
+        { author: 'system', body: `The run ${status === 'timed_out' ? 'timed out' : 'failed'}: ${error}\nNothing was consumed: starting again delivers the same input.`, deliverToRd: false, runId: run.id },
+        SYSTEM_ACTOR,
+      );
+    }
+    const newerInput = session.pendingMessageCount > (status === 'succeeded' ? 0 : active.capturedCount);
+    const continues = !this.shuttingDown && newerInput && requirement.status === 'doing' && (status === 'succeeded' || status === 'cancelled');
+    session.updatedAt = now;
+    if (!continues) {
+      session.state = status === 'succeeded' || status === 'cancelled' ? 'waiting_human' : 'failed';
+      requirement.status = 'waiting_confirmation';
+      requirement.updatedAt = now;
+      tx.update('requirement', { status: requirement.status, updatedAt: now }, { id: requirement.id });
+    }
+    tx.update(
+      'agent_session',
+      {
+        lastConsumedMessageSequence: session.lastConsumedMessageSequence,
+        lastError: session.lastError,
+        pendingMessageCount: session.pendingMessageCount,
+        state: session.state,
+        updatedAt: now,
+      },
+      { id: session.id },
+    );
+    await this.events.append(tx, {
+      actor: { id: run.id, kind: 'agent' },
+      payload: { requirement: toRequirementResponse(requirement, session), run: toRunResponse(run) },
+      requirementId: requirement.id,
+      runId: run.id,
+      sessionId: session.id,
+      type: `run.${status}` as 'run.succeeded',
+    });
+    if (!continues) {
+      return null;
+    }
+    // Invariant 6: input remains and the Requirement is active: the same session goes on.
+    const opened = await this.openRun(tx, rows, SYSTEM_ACTOR);
+    return opened.run;
+  }
+}
+
+function hasContent(dto: ReplyDto): boolean {
+  return (dto.message ?? '').trim() !== '' || (dto.attachmentIds ?? []).length > 0;
+}
+
+function outcomeOf(active: ActiveRun, end: ProcessEnd): RunStatus {
+  switch (end.reason) {
+    case 'interrupted':
+      return 'cancelled';
+    case 'timed_out':
+      return 'timed_out';
+    case 'spawn_failed':
+      return 'failed';
+    case 'exited':
+      return active.outcome.completed && !active.outcome.failure && end.code === 0 ? 'succeeded' : 'failed';
+    default:
+      return 'failed';
+  }
+}
+
+function errorOf(active: ActiveRun, end: ProcessEnd, status: RunStatus, timeoutSeconds: number): string {
+  if (status === 'timed_out') {
+    return `no output for ${timeoutSeconds} s`;
+  }
+  if (end.reason === 'spawn_failed') {
+    return `the agent CLI could not be started: ${end.stderr.split('\n')[0] ?? 'unknown error'}`;
+  }
+  if (active.outcome.failure) {
+    return active.outcome.failure;
+  }
+  const tail = end.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 500);
+  return `the agent exited with ${end.signal ? `signal ${end.signal}` : `code ${end.code}`}${tail ? `: ${tail}` : ''}`;
+}
+
+export type { AgentRunResponseDto };

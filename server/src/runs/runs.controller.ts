@@ -1,0 +1,77 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+
+import type { EventActor } from '@libs/contracts';
+
+import { Actor } from '../core/http/actor.decorator';
+import { PageQueryDto } from '../core/http/pagination';
+import { ReplyResponseDto } from '../messages/dto/message-response.dto';
+import { ReplyDto } from '../messages/dto/reply.dto';
+import { InterruptDto, ListRunsQueryDto } from './dto/run-requests.dto';
+import { AgentRunPageDto, InterruptResponseDto, StartResponseDto, TracePageDto } from './dto/run-response.dto';
+import { RunOrchestrator } from './run-orchestrator.service';
+import { RunsService } from './runs.service';
+
+@ApiTags('runs')
+@Controller()
+export class RunsController {
+  constructor(
+    private readonly orchestrator: RunOrchestrator,
+    private readonly runs: RunsService,
+  ) {}
+
+  @Post('requirements/:id/start')
+  @HttpCode(202)
+  @ApiOperation({ summary: 'Start (or retry) the Requirement\'s RD session, optionally with a message' })
+  @ApiAcceptedResponse({ type: StartResponseDto })
+  @ApiNotFoundResponse()
+  @ApiConflictResponse({ description: 'Done or cancelled, or a run is already active' })
+  startRequirement(@Param('id') id: string, @Body() body: ReplyDto, @Actor() actor: EventActor): Promise<StartResponseDto> {
+    return this.orchestrator.start(id, body, actor);
+  }
+
+  @Post('requirements/:id/reply')
+  @HttpCode(202)
+  @ApiOperation({ summary: 'Append a human message; it starts a run now or waits for the active one (queued)' })
+  @ApiAcceptedResponse({ type: ReplyResponseDto })
+  @ApiBadRequestResponse({ description: 'No text and no attachments, or bad attachment IDs' })
+  @ApiNotFoundResponse()
+  @ApiConflictResponse({ description: 'The Requirement is cancelled' })
+  async replyToRequirement(@Param('id') id: string, @Body() body: ReplyDto, @Actor() actor: EventActor): Promise<ReplyResponseDto> {
+    const result = await this.orchestrator.reply(id, body, actor);
+    return { accepted: true, action: 'reply', message: result.message, queued: result.queued, requirement: result.requirement, requirementId: id };
+  }
+
+  @Post('requirements/:id/interrupt')
+  @HttpCode(202)
+  @ApiOperation({ summary: 'Interrupt the active run: stop (pause) or steer (only when newer input waits)' })
+  @ApiAcceptedResponse({ type: InterruptResponseDto })
+  @ApiNotFoundResponse()
+  @ApiConflictResponse({ description: 'No active run, or nothing newer to steer with' })
+  interruptRequirement(@Param('id') id: string, @Body() body: InterruptDto, @Actor() actor: EventActor): Promise<InterruptResponseDto> {
+    return this.orchestrator.interrupt(id, body.mode ?? 'stop', actor);
+  }
+
+  @Get('runs')
+  @ApiOperation({ summary: 'List runs, newest first' })
+  @ApiOkResponse({ type: AgentRunPageDto })
+  listRuns(@Query() query: ListRunsQueryDto): Promise<AgentRunPageDto> {
+    return this.runs.list(query);
+  }
+
+  @Get('runs/:id/trace')
+  @ApiOperation({ summary: 'A run\'s trace timeline, ascending' })
+  @ApiOkResponse({ type: TracePageDto })
+  @ApiNotFoundResponse()
+  getRunTrace(@Param('id') id: string, @Query() query: PageQueryDto): Promise<TracePageDto> {
+    return this.runs.runTrace(id, query);
+  }
+
+  @Get('requirements/:id/trace')
+  @ApiOperation({ summary: 'The trace timeline across all runs of a Requirement, ascending' })
+  @ApiOkResponse({ type: TracePageDto })
+  @ApiNotFoundResponse()
+  getRequirementTrace(@Param('id') id: string, @Query() query: PageQueryDto): Promise<TracePageDto> {
+    return this.runs.requirementTrace(id, query);
+  }
+}

@@ -1,0 +1,19 @@
+import { Module } from '@nestjs/common';
+
+import { AttachmentsModule } from '../attachments/attachments.module';
+import { MessagesModule } from '../messages/messages.module';
+import { RequirementsModule } from '../requirements/requirements.module';
+import { AgentEnvironmentService } from './agent-environment.service';
+import { RunInputService } from './run-input.service';
+import { RunOrchestrator } from './run-orchestrator.service';
+import { RunsController } from './runs.controller';
+import { RunsService } from './runs.service';
+import { StartupReconciler } from './startup-reconciler.service';
+
+@Module({
+  controllers: [RunsController],
+  exports: [AgentEnvironmentService, RunOrchestrator],
+  imports: [AttachmentsModule, MessagesModule, RequirementsModule],
+  providers: [AgentEnvironmentService, RunInputService, RunOrchestrator, RunsService, StartupReconciler],
+})
+export class RunsModule {}

@@ -1,0 +1,85 @@
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+
+import { killRunTree } from '../agents/process-tree';
+import { Clock } from '../core/clock';
+import { Database } from '../core/database/database.service';
+import { processInfo } from '../core/process-table';
+import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
+import { MessagesService } from '../messages/messages.service';
+import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import { RequirementsService } from '../requirements/requirements.service';
+import { AgentRunEntity } from './agent-run.entity';
+
+const LOST = 'Agent Manager stopped while this run was active';
+
+/**
+ * Invariant 11: at start no old PID is trusted. Runs left `running` by a manager that died
+ * are failed, their sessions `failed`, their Requirements `waiting_confirmation`, with one
+ * `manager.reconciled` event; their input stays pending for the retry. An agent that outlived
+ * the manager is ended first: it must not keep editing the workspace unobserved.
+ */
+@Injectable()
+export class StartupReconciler implements OnApplicationBootstrap {
+  private readonly logger = new Logger(StartupReconciler.name);
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly database: Database,
+    private readonly events: EventLog,
+    private readonly messages: MessagesService,
+    private readonly requirements: RequirementsService,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const stale = await this.database.read(AgentRunEntity).findBy({ status: 'running' });
+    if (stale.length === 0) {
+      return;
+    }
+    for (const run of stale) {
+      // The recorded start time proves a pid still belongs to the run; the marker finds the rest.
+      const sameProcess = run.processId !== null && processInfo(run.processId)?.startTime === run.processStartTime;
+      if (run.processMarker) {
+        await killRunTree(run.processMarker, sameProcess ? run.processId : null).catch((err: unknown) =>
+          this.logger.error(`could not end the orphaned processes of run ${run.id}: ${(err as Error).message}`),
+        );
+      }
+    }
+    await this.database.write(async (tx) => {
+      const now = this.clock.nowIso();
+      const requirementIds: string[] = [];
+      for (const run of stale) {
+        tx.update('agent_run', { error: LOST, finishedAt: now, status: 'failed', updatedAt: now }, { id: run.id });
+        if (run.role !== 'rd') {
+          continue;
+        }
+        const rows = await this.requirements.loadForWrite(tx, run.requirementId);
+        Object.assign(rows.session, { lastError: LOST, state: 'failed', updatedAt: now });
+        tx.update('agent_session', { lastError: LOST, state: 'failed', updatedAt: now }, { id: rows.session.id });
+        if (rows.requirement.status === 'doing') {
+          Object.assign(rows.requirement, { status: 'waiting_confirmation', updatedAt: now });
+          tx.update('requirement', { status: 'waiting_confirmation', updatedAt: now }, { id: rows.requirement.id });
+        }
+        await this.messages.append(
+          tx,
+          rows,
+          { author: 'system', body: `${LOST}; the run was marked failed. Nothing was consumed: starting again delivers the same input.`, deliverToRd: false, runId: run.id },
+          SYSTEM_ACTOR,
+        );
+        requirementIds.push(rows.requirement.id);
+        await this.events.append(tx, {
+          actor: SYSTEM_ACTOR,
+          payload: { requirement: toRequirementResponse(rows.requirement, rows.session) },
+          requirementId: rows.requirement.id,
+          sessionId: rows.session.id,
+          type: 'requirement.updated',
+        });
+      }
+      await this.events.append(tx, {
+        actor: SYSTEM_ACTOR,
+        payload: { failedRunIds: stale.map((r) => r.id), requirementIds },
+        type: 'manager.reconciled',
+      });
+    });
+    this.logger.warn({ msg: 'reconciled runs left running by a stopped manager', runs: stale.map((r) => r.id) });
+  }
+}
