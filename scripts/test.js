@@ -6,7 +6,13 @@ const { spawnSync } = require('node:child_process');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
+const fs = require('node:fs');
+const clis = path.join(root, 'test', 'agent-clis');
 const steps = [
+  // The real Codex and Claude Code CLIs the adapter tests drive (pinned; never runtime deps).
+  ...(fs.existsSync(path.join(clis, 'node_modules', '.bin', 'codex')) && fs.existsSync(path.join(clis, 'node_modules', '.bin', 'claude'))
+    ? []
+    : [['install agent CLIs', ['npm', 'ci', '--prefix', clis, '--no-audit', '--no-fund']]]),
   ['typecheck', ['npm', 'run', '--silent', 'typecheck']],
   ['build:server', ['npm', 'run', '--silent', 'build:server']],
   ['build:dashboard', ['npm', 'run', '--silent', 'build:dashboard']],
@@ -19,7 +25,6 @@ for (const [name, [cmd, ...args]] of steps) {
     process.exit(1);
   }
 }
-const fs = require('node:fs');
 const os = require('node:os');
 const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'am-jest-')), 'results.json');
 const jest = spawnSync(

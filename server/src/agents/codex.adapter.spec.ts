@@ -179,7 +179,7 @@ function baseContext(overrides: Partial<InvocationContext> = {}): InvocationCont
   };
 }
 
-const BASE_ARGS = ['exec', '--json', '--color', 'never', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check'];
+const BASE_ARGS = ['exec', '--json', '--color', 'never', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check', '-c', 'allow_login_shell=false'];
 const INSTRUCTIONS_ARGS = ['-c', 'developer_instructions="Be \\"careful\\".\\nUse C:\\\\tmp."'];
 
 describe(CodexAdapter.name, () => {

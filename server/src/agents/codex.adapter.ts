@@ -73,6 +73,12 @@ export class CodexAdapter implements AgentAdapter {
       'never',
       '--dangerously-bypass-approvals-and-sandbox',
       '--skip-git-repo-check',
+      // Codex runs tool commands in a login shell whose /etc/profile rewrites PATH, dropping our
+      // launcher directory: `code-factory-cli` would be "command not found". Without the login
+      // shell the agent's PATH reaches its commands as given. (The trade-off: toolchains set up
+      // only in login profiles, like nvm in ~/.profile, are not on PATH either; see docs.)
+      '-c',
+      'allow_login_shell=false',
     ];
     if (context.role === 'reviewer') {
       args.push('--ephemeral');

@@ -1,0 +1,355 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { findRunProcesses } from '@server/agents/process-tree';
+
+import { query } from './support/db-snapshot';
+import { send } from './support/http';
+import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { ModelStub, claudeEnvironment, codexEnvironment } from './support/model-stub';
+import { expectRefused } from './support/refusals';
+import { connectSse } from './support/sse-client';
+
+// The run orchestrator end to end with the real, pinned Codex and Claude Code CLIs, driven by
+// the scripted model stub on loopback. Everything goes through the HTTP API.
+
+const CLI_BIN = path.join(ROOT, 'test', 'agent-clis', 'node_modules', '.bin');
+const PROVIDERS = [
+  { env: codexEnvironment, executable: path.join(CLI_BIN, 'codex'), provider: 'codex' },
+  { env: claudeEnvironment, executable: path.join(CLI_BIN, 'claude'), provider: 'claude-code' },
+] as const;
+
+jest.setTimeout(90_000);
+
+interface Run {
+  id: string;
+  status: string;
+  inputFromSequence: number;
+  inputToSequence: number;
+  nativeSessionId: string | null;
+  error: string | null;
+}
+
+describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executable, provider }) => {
+  let sandbox: Sandbox;
+  let stub: ModelStub;
+  let manager: ManagerProcess;
+  let agentEnv: Record<string, string>;
+
+  const start = async () => {
+    manager = await startManager({
+      env: { ...agentEnv, CODE_FACTORY_CLAUDE_EXECUTABLE: executable, CODE_FACTORY_CODEX_EXECUTABLE: executable },
+      sandbox,
+    });
+  };
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    stub = await ModelStub.start();
+    agentEnv = env(stub, fs.mkdtempSync(path.join('/var/tmp', `am-${provider}-`)));
+    await start();
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    await stub?.close();
+    sandbox?.cleanup();
+  });
+
+  const create = async (title = 'Add tiered timings') =>
+    (await send(manager.origin, 'POST', '/api/requirements', { description: 'Report the durations.', provider, title })).json as {
+      id: string;
+      session: { id: string };
+    };
+  const runs = async (id: string): Promise<Run[]> =>
+    (await send(manager.origin, 'GET', `/api/runs?requirementId=${id}&limit=200`)).json.items;
+  const messages = async (id: string) =>
+    (await send(manager.origin, 'GET', `/api/requirements/${id}/messages?limit=200`)).json.items as Array<{
+      author: string;
+      body: string;
+      deliverToRd: boolean;
+      runId: string | null;
+      sequence: number;
+    }>;
+  const requirement = async (id: string) => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json;
+  /** Waits until `count` runs exist and none is running. */
+  const settled = async (id: string, count = 1, timeoutMs = 60_000): Promise<Run[]> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const list = await runs(id);
+      if (list.length >= count && list.every((r) => r.status !== 'running')) {
+        return list.reverse(); // oldest first
+      }
+      if (Date.now() > deadline) {
+        throw new Error(`runs did not settle: ${JSON.stringify(list)}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const runningRun = async (id: string): Promise<Run> => {
+    for (let i = 0; i < 300; i++) {
+      const run = (await runs(id)).find((r) => r.status === 'running');
+      if (run) {
+        return run;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error('no running run');
+  };
+
+  it('starts, answers into the conversation, waits for confirmation, and resumes the same native session on reply', async () => {
+    const req = await create('first conversation');
+    stub.scriptFor(req.id, [{ text: 'Timings are in place.' }, { text: 'Flush timings added too.' }]);
+    const started = await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `Go ahead ${req.id}` });
+    expect(started.status).toBe(202);
+    expect(started.json).toMatchObject({ action: 'start', requirement: { status: 'doing', session: { state: 'running' } }, run: { status: 'running' } });
+
+    const [first] = await settled(req.id);
+    expect(first).toMatchObject({ inputFromSequence: 1, inputToSequence: 1, status: 'succeeded' });
+    const after = await requirement(req.id);
+    expect(after).toMatchObject({ session: { lastConsumedMessageSequence: 1, pendingMessageCount: 0, state: 'waiting_human' }, status: 'waiting_confirmation' });
+    expect(after.session.nativeSessionId).toEqual(expect.any(String));
+    const conversation = await messages(req.id);
+    expect(conversation.map((m) => [m.author, m.body, m.deliverToRd])).toEqual([
+      ['human', `Go ahead ${req.id}`, true],
+      ['rd_agent', 'Timings are in place.', false],
+    ]);
+    expect(conversation[1]!.runId).toBe(first!.id);
+
+    const reply = await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'Now the flush path.' });
+    expect(reply.json).toMatchObject({ queued: false, requirement: { status: 'doing' } });
+    const [, second] = await settled(req.id, 2);
+    // Sequence 2 is the agent's own answer (not deliverable); the reply is 3.
+    expect(second).toMatchObject({ inputFromSequence: 2, inputToSequence: 3, nativeSessionId: after.session.nativeSessionId, status: 'succeeded' });
+    const last = stub.requests[stub.requests.length - 1]!;
+    expect(last.transcript).toContain('Timings are in place.');
+    expect(last.transcript).toContain('Now the flush path.');
+    expect((await requirement(req.id)).session.nativeSessionId).toBe(after.session.nativeSessionId);
+  });
+
+  it('shows a real shell command and its output in the trace', async () => {
+    const req = await create('shell');
+    stub.scriptFor(req.id, [{ shell: 'echo from-the-tool > tool-output.txt && cat tool-output.txt' }, { text: 'Ran it.' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `run it ${req.id}` });
+    const [run] = await settled(req.id);
+    expect(run!.status).toBe('succeeded');
+    expect(fs.readFileSync(path.join(sandbox.workspace, 'tool-output.txt'), 'utf8')).toBe('from-the-tool\n');
+    const trace = (await send(manager.origin, 'GET', `/api/runs/${run!.id}/trace?limit=200`)).json.items as Array<{ kind: string; detail: string | null; sequence: number }>;
+    const call = trace.find((t) => t.kind === 'tool_call');
+    const result = trace.find((t) => t.kind === 'tool_result');
+    expect(call?.detail ?? '').toContain('echo from-the-tool');
+    expect(result?.detail ?? '').toContain('from-the-tool');
+    expect(trace.map((t) => t.sequence)).toEqual(trace.map((_, i) => i + 1));
+    const all = (await send(manager.origin, 'GET', `/api/requirements/${req.id}/trace?limit=200`)).json.items;
+    expect(all).toHaveLength(trace.length);
+  });
+
+  it('runs code-factory-cli by its bare name inside the agent\'s own tool shell', async () => {
+    const req = await create('cli on path');
+    stub.scriptFor(req.id, [{ shell: 'code-factory-cli --help' }, { text: 'Read the help.' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `check the cli ${req.id}` });
+    const [run] = await settled(req.id);
+    const trace = (await send(manager.origin, 'GET', `/api/runs/${run!.id}/trace?limit=200`)).json.items as Array<{ kind: string; detail: string | null }>;
+    const result = trace.find((t) => t.kind === 'tool_result');
+    expect(result?.detail ?? '').toMatch(/Usage: code-factory-cli/);
+  });
+
+  it('queues replies during a run and delivers them together, in order, to the next run', async () => {
+    const req = await create('queue');
+    stub.scriptFor(req.id, [{ delayMs: 2500, then: { text: 'First part done.' } }, { text: 'Both follow-ups done.' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `start ${req.id}` });
+    await runningRun(req.id);
+    const a = await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'follow-up A' });
+    const b = await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'follow-up B' });
+    expect([a.json.queued, b.json.queued]).toEqual([true, true]);
+    const [first, second] = await settled(req.id, 2);
+    expect(first).toMatchObject({ inputFromSequence: 1, inputToSequence: 1, status: 'succeeded' });
+    // The rd_agent answer (sequence 4) is not deliverable: the next run takes 2..4 and consumes to 4.
+    expect(second).toMatchObject({ inputFromSequence: 2, status: 'succeeded' });
+    const prompt = stub.requests.filter((r) => r.marker === req.id).pop()!.transcript;
+    expect(prompt.indexOf('follow-up A')).toBeGreaterThan(-1);
+    expect(prompt.indexOf('follow-up B')).toBeGreaterThan(prompt.indexOf('follow-up A'));
+    const final = await requirement(req.id);
+    expect(final.session).toMatchObject({ lastConsumedMessageSequence: second!.inputToSequence, pendingMessageCount: 0 });
+  });
+
+  it('steers only with newer input, continues at once, stops on request and leaves no process behind', async () => {
+    const req = await create('steer');
+    stub.scriptFor(req.id, [{ shell: 'sleep 300 & sleep 301' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `long job ${req.id}` });
+    const first = await runningRun(req.id);
+    await untilToolRunning(first.id);
+    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, { mode: 'steer' }), 409, 'nothing_to_steer_with');
+    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, { mode: 'sideways' }), 400);
+
+    stub.scriptFor(req.id, [{ text: 'Steered.' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'change of plan' });
+    const steer = await send(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, { mode: 'steer' });
+    expect(steer.status).toBe(202);
+    expect(steer.json.runId).toBe(first.id);
+    const [cancelled, continued] = await settled(req.id, 2);
+    expect(cancelled).toMatchObject({ id: first.id, status: 'cancelled' });
+    expect(continued).toMatchObject({ inputFromSequence: 1, status: 'succeeded' });
+    expect(findRunProcesses(first.id, null)).toEqual([]);
+    expect(sleepers()).toEqual([]);
+
+    stub.scriptFor(req.id, [{ shell: 'sleep 302 & sleep 303' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: `another long job ${req.id}` });
+    const third = await runningRun(req.id);
+    await untilToolRunning(third.id);
+    expect(sleepers().length).toBeGreaterThan(0);
+    expect((await send(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, { mode: 'stop' })).status).toBe(202);
+    const all = await settled(req.id, 3);
+    expect(all[2]).toMatchObject({ id: third.id, status: 'cancelled' });
+    expect(await requirement(req.id)).toMatchObject({ session: { state: 'waiting_human' }, status: 'waiting_confirmation' });
+    expect(findRunProcesses(third.id, null)).toEqual([]);
+    expect(sleepers()).toEqual([]);
+    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, {}), 409, 'no_active_run');
+  });
+
+  it('fails a run on a model error without consuming anything, and a retry delivers the same input', async () => {
+    const req = await create('error');
+    stub.scriptFor(req.id, [{ error: { message: 'the model is on fire', status: 500 } }]);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `fragile ${req.id}` });
+    const [failed] = await settled(req.id);
+    expect(failed).toMatchObject({ status: 'failed' });
+    expect(failed!.error).toEqual(expect.any(String));
+    const after = await requirement(req.id);
+    expect(after).toMatchObject({ session: { lastConsumedMessageSequence: 0, pendingMessageCount: 1, state: 'failed' }, status: 'waiting_confirmation' });
+    const conversation = await messages(req.id);
+    expect(conversation.map((m) => m.author)).toEqual(['human', 'system']);
+    expect(conversation[1]!.body).toContain('failed');
+
+    stub.scriptFor(req.id, [{ text: 'Recovered.' }]);
+    const retry = await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, {});
+    expect(retry.status).toBe(202);
+    const [, second] = await settled(req.id, 2);
+    expect(second).toMatchObject({ inputFromSequence: 1, inputToSequence: 2, status: 'succeeded' });
+    expect(stub.requests.filter((r) => r.marker === req.id).pop()!.transcript).toContain(`fragile ${req.id}`);
+    expect((await requirement(req.id)).session).toMatchObject({ lastConsumedMessageSequence: 2, lastError: null, state: 'waiting_human' });
+  });
+
+  it('refuses a second start while a run is active, and starts on done or cancelled Requirements', async () => {
+    const req = await create('double start');
+    stub.scriptFor(req.id, [{ delayMs: 1500, then: { text: 'ok' } }]);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `once ${req.id}` });
+    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, {}), 409, 'run_active');
+    await settled(req.id);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/confirm`);
+    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, {}), 409, 'requirement_closed');
+    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'POST', '/api/requirements/req_00000000-0000-0000-0000-000000000000/start', {}), 404);
+  });
+
+  it('reopens a done Requirement in its original session when someone replies', async () => {
+    const req = await create('reopen');
+    stub.scriptFor(req.id, [{ text: 'Done.' }, { text: 'Reopened and fixed.' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `job ${req.id}` });
+    await settled(req.id);
+    const native = (await requirement(req.id)).session.nativeSessionId;
+    const confirmed = await send(manager.origin, 'POST', `/api/requirements/${req.id}/confirm`);
+    expect(confirmed.json).toMatchObject({ session: { state: 'completed' }, status: 'done' });
+    const reply = await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'one more thing' });
+    expect(reply.json).toMatchObject({ queued: false, requirement: { completedAt: null, status: 'doing' } });
+    const [, second] = await settled(req.id, 2);
+    expect(second).toMatchObject({ nativeSessionId: native, status: 'succeeded' });
+  });
+
+  it('times a silent run out after the inactivity window', async () => {
+    await send(manager.origin, 'PATCH', '/api/configuration', { rdInactivityTimeoutSeconds: 2 });
+    try {
+      const req = await create('silent');
+      stub.scriptFor(req.id, [{ hang: true }]);
+      await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `hang ${req.id}` });
+      const [run] = await settled(req.id);
+      expect(run).toMatchObject({ error: 'no output for 2 s', status: 'timed_out' });
+      expect(await requirement(req.id)).toMatchObject({ session: { lastConsumedMessageSequence: 0, state: 'failed' }, status: 'waiting_confirmation' });
+      expect(findRunProcesses(run!.id, null)).toEqual([]);
+    } finally {
+      await send(manager.origin, 'PATCH', '/api/configuration', { rdInactivityTimeoutSeconds: 3600 });
+    }
+  });
+
+  it('runs 10 Requirements concurrently to completion', async () => {
+    const reqs = await Promise.all(Array.from({ length: 10 }, (_, i) => create(`parallel ${i}`)));
+    for (const req of reqs) {
+      stub.scriptFor(req.id, [{ text: `answer for ${req.id}` }]);
+    }
+    await Promise.all(reqs.map((req) => send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `go ${req.id}` })));
+    for (const req of reqs) {
+      const [run] = await settled(req.id, 1, 120_000);
+      expect(run!.status).toBe('succeeded');
+      expect((await messages(req.id)).map((m) => m.body)).toEqual([`go ${req.id}`, `answer for ${req.id}`]);
+    }
+  });
+
+  it('reconciles a run cut off by kill -9 of the manager: failed, nothing lost, no agent left', async () => {
+    const req = await create('crash');
+    stub.scriptFor(req.id, [{ shell: 'sleep 304 & sleep 305' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `crash me ${req.id}` });
+    const run = await runningRun(req.id);
+    await untilToolRunning(run.id);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'queued before the crash' });
+    await manager.kill9();
+    expect(findRunProcesses(run.id, null).length).toBeGreaterThan(0); // the orphaned agent goes on…
+
+    await start();
+    expect(findRunProcesses(run.id, null)).toEqual([]); // …until the next start ends it
+    expect(sleepers()).toEqual([]);
+    const [failed] = await settled(req.id);
+    expect(failed).toMatchObject({ error: 'Agent Manager stopped while this run was active', id: run.id, status: 'failed' });
+    expect(await requirement(req.id)).toMatchObject({ session: { lastConsumedMessageSequence: 0, pendingMessageCount: 2, state: 'failed' }, status: 'waiting_confirmation' });
+    const events = await query<{ type: string; payload: string }>(path.join(manager.dataDirectory(), 'factory.sqlite'), `SELECT type, payload FROM manager_event WHERE type = 'manager.reconciled'`);
+    expect(JSON.parse(events[events.length - 1]!.payload)).toMatchObject({ failedRunIds: [run.id] });
+
+    stub.scriptFor(req.id, [{ text: 'Picked up after the crash.' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, {});
+    const [, retried] = await settled(req.id, 2);
+    expect(retried).toMatchObject({ inputFromSequence: 1, status: 'succeeded' });
+    const prompt = stub.requests.filter((r) => r.marker === req.id).pop()!.transcript;
+    expect(prompt).toContain('queued before the crash');
+  });
+
+  it('publishes the run lifecycle and its trace on the event stream', async () => {
+    const req = await create('events');
+    stub.scriptFor(req.id, [{ text: 'Evented.' }]);
+    const stream = await connectSse(`${manager.origin}/api/events`);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `events ${req.id}` });
+    await settled(req.id);
+    await new Promise((r) => setTimeout(r, 300));
+    stream.close();
+    const mine = stream.events.filter((e) => e.data.requirementId === req.id).map((e) => e.event);
+    expect(mine[0]).toBe('message.created');
+    expect(mine).toContain('run.started');
+    expect(mine).toContain('run.trace.appended');
+    expect(mine[mine.length - 1]).toBe('run.succeeded');
+    expect(mine.filter((t) => t === 'message.created')).toHaveLength(2);
+  });
+
+  /** The stub's `sleep` commands that are still alive. */
+  function sleepers(): number[] {
+    return fs
+      .readdirSync('/proc')
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return /^sleep\u00003\d\d\u0000/.test(fs.readFileSync(`/proc/${p}/cmdline`, 'latin1'));
+        } catch {
+          return false;
+        }
+      })
+      .map(Number);
+  }
+
+  async function untilToolRunning(runId: string): Promise<void> {
+    for (let i = 0; i < 300; i++) {
+      const trace = (await send(manager.origin, 'GET', `/api/runs/${runId}/trace?limit=200`)).json.items as Array<{ kind: string }>;
+      if (trace.some((t) => t.kind === 'tool_call') && sleepers().length > 0) {
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const trace = (await send(manager.origin, 'GET', `/api/runs/${runId}/trace?limit=200`)).json;
+    throw new Error(`the tool never started: ${JSON.stringify(trace).slice(0, 1500)} sleepers=${sleepers().join(',')}`);
+  }
+
+});
