@@ -14,6 +14,9 @@ import { connectSse } from './support/sse-client';
 // the scripted model stub on loopback. Everything goes through the HTTP API.
 
 const CLI_BIN = path.join(ROOT, 'test', 'agent-clis', 'node_modules', '.bin');
+/** A long tool command with a grandchild; not `sleep`, which Claude Code refuses to chain. */
+const LONG_JOB = `node -e "setInterval(() => {}, 1000)" am-sleeper-child & node -e "setInterval(() => {}, 1000)" am-sleeper-main`;
+
 const PROVIDERS = [
   { env: codexEnvironment, executable: path.join(CLI_BIN, 'codex'), provider: 'codex' },
   { env: claudeEnvironment, executable: path.join(CLI_BIN, 'claude'), provider: 'claude-code' },
@@ -175,7 +178,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
 
   it('steers only with newer input, continues at once, stops on request and leaves no process behind', async () => {
     const req = await create('steer');
-    stub.scriptFor(req.id, [{ shell: 'sleep 300 & sleep 301' }]);
+    stub.scriptFor(req.id, [{ shell: LONG_JOB }]);
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `long job ${req.id}` });
     const first = await runningRun(req.id);
     await untilToolRunning(first.id);
@@ -193,7 +196,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect(findRunProcesses(first.id, null)).toEqual([]);
     expect(sleepers()).toEqual([]);
 
-    stub.scriptFor(req.id, [{ shell: 'sleep 302 & sleep 303' }]);
+    stub.scriptFor(req.id, [{ shell: LONG_JOB }]);
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: `another long job ${req.id}` });
     const third = await runningRun(req.id);
     await untilToolRunning(third.id);
@@ -284,7 +287,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
 
   it('reconciles a run cut off by kill -9 of the manager: failed, nothing lost, no agent left', async () => {
     const req = await create('crash');
-    stub.scriptFor(req.id, [{ shell: 'sleep 304 & sleep 305' }]);
+    stub.scriptFor(req.id, [{ shell: LONG_JOB }]);
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `crash me ${req.id}` });
     const run = await runningRun(req.id);
     await untilToolRunning(run.id);
@@ -325,14 +328,14 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect(mine.filter((t) => t === 'message.created')).toHaveLength(2);
   });
 
-  /** The stub's `sleep` commands that are still alive. */
+  /** The processes of LONG_JOB that are still alive. */
   function sleepers(): number[] {
     return fs
       .readdirSync('/proc')
       .filter((p) => /^\d+$/.test(p))
       .filter((p) => {
         try {
-          return /^sleep\u00003\d\d\u0000/.test(fs.readFileSync(`/proc/${p}/cmdline`, 'latin1'));
+          return fs.readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('\u0000am-sleeper-');
         } catch {
           return false;
         }
