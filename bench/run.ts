@@ -3,23 +3,36 @@ import * as path from 'node:path';
 
 import { ManagerProcess, ROOT, makeSandbox, startManager } from '../test/support/manager-process';
 import { ScenarioResult, passes, progress, table, writeResults } from './harness';
+import { concurrentRunsScenario } from './scenarios/concurrent-runs';
 import { repliesScenario } from './scenarios/replies';
 import { sseFanoutScenario } from './scenarios/sse-fanout';
+import { traceFloodScenario } from './scenarios/trace-flood';
 
+/** Scenarios on a default manager; the others start managers of their own (agent settings). */
 const SCENARIOS: Record<string, (manager: ManagerProcess) => Promise<ScenarioResult>> = {
   replies: repliesScenario,
   'sse-fanout': sseFanoutScenario,
+};
+const SELF_CONTAINED: Record<string, () => Promise<ScenarioResult>> = {
+  'concurrent-runs': concurrentRunsScenario,
+  'trace-flood': traceFloodScenario,
 };
 
 /** `npm run bench [-- scenario…]`: each scenario on a fresh manager and database. */
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
-  const names = wanted.length > 0 ? wanted : Object.keys(SCENARIOS);
+  const names = wanted.length > 0 ? wanted : [...Object.keys(SCENARIOS), ...Object.keys(SELF_CONTAINED)];
   const results: ScenarioResult[] = [];
   for (const name of names) {
+    const own = SELF_CONTAINED[name];
+    if (own) {
+      progress(`${name}: started`);
+      results.push(await own());
+      continue;
+    }
     const scenario = SCENARIOS[name];
     if (!scenario) {
-      throw new Error(`unknown scenario ${name}; known: ${Object.keys(SCENARIOS).join(', ')}`);
+      throw new Error(`unknown scenario ${name}; known: ${[...Object.keys(SCENARIOS), ...Object.keys(SELF_CONTAINED)].join(', ')}`);
     }
     const sandbox = makeSandbox();
     const manager = await startManager({ args: ['--log-level', 'warn'], sandbox });

@@ -90,6 +90,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Process figures: event-loop delay, memory, active runs, SSE clients */
+        get: operations["getMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/requirements": {
         parameters: {
             query?: never;
@@ -465,6 +482,11 @@ export interface components {
              */
             title: string;
         };
+        EventLoopDelayDto: {
+            max: number;
+            p50: number;
+            p99: number;
+        };
         HealthResponseDto: {
             ok: boolean;
             version: string;
@@ -512,6 +534,15 @@ export interface components {
             /** @description The sending Requirement of a related RD agent message */
             sourceRequirementId: string | null;
             triggerId: string | null;
+        };
+        MetricsResponseDto: {
+            activeRuns: number;
+            /** @description Event-loop delay in ms since start or the last reset */
+            eventLoopDelayMs: components["schemas"]["EventLoopDelayDto"];
+            heapUsedBytes: number;
+            rssBytes: number;
+            sseClients: number;
+            uptimeSeconds: number;
         };
         ReplyDto: {
             /** @description Uploaded attachment IDs (at most 6) */
@@ -780,6 +811,28 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HealthResponseDto"];
+                };
+            };
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: {
+                /** @description Reset the event-loop delay histogram after reading it */
+                reset?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetricsResponseDto"];
                 };
             };
         };

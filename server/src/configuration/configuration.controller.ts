@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Inject, Patch } from '@nestjs/common';
+import { Body, Controller, Get, Inject, Patch, Query } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 
 import type { EventActor } from '@libs/contracts';
@@ -6,7 +6,8 @@ import type { EventActor } from '@libs/contracts';
 import { UpdateConfigurationDto } from '../core/configuration/configuration.schema';
 import { Actor } from '../core/http/actor.decorator';
 import { RUNTIME, Runtime } from '../core/runtime';
-import { ConfigurationResponseDto, HealthResponseDto, WorkspaceResponseDto } from './dto/configuration-response.dto';
+import { ConfigurationResponseDto, HealthResponseDto, MetricsQueryDto, MetricsResponseDto, WorkspaceResponseDto } from './dto/configuration-response.dto';
+import { MetricsService } from './metrics.service';
 import { ManagerConfigurationService } from './manager-configuration.service';
 
 @ApiTags('manager')
@@ -14,6 +15,7 @@ import { ManagerConfigurationService } from './manager-configuration.service';
 export class ConfigurationController {
   constructor(
     private readonly configuration: ManagerConfigurationService,
+    private readonly metrics: MetricsService,
     @Inject(RUNTIME) private readonly runtime: Runtime,
   ) {}
 
@@ -22,6 +24,13 @@ export class ConfigurationController {
   @ApiOkResponse({ type: HealthResponseDto })
   getHealth(): HealthResponseDto {
     return { ok: true, version: this.runtime.version, workspaceRoot: this.runtime.paths.root };
+  }
+
+  @Get('metrics')
+  @ApiOperation({ summary: 'Process figures: event-loop delay, memory, active runs, SSE clients' })
+  @ApiOkResponse({ type: MetricsResponseDto })
+  getMetrics(@Query() query: MetricsQueryDto): MetricsResponseDto {
+    return this.metrics.snapshot(query.reset === 'true');
   }
 
   @Get('workspace')

@@ -3,6 +3,7 @@ import { ApiProperty } from '@nestjs/swagger';
 import { AUTHENTICATION_MODES, AuthenticationMode, ConfigurationValues, LOG_LEVELS, LogLevel } from '@libs/contracts';
 
 import { CONFIGURATION_KEYS } from '../../core/configuration/configuration.schema';
+import { OptionalEnum } from '../../core/validation';
 
 export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty({ nullable: true, type: String }) allowedOrigin: string | null;
@@ -29,6 +30,26 @@ export class ConfigurationResponseDto {
   @ApiProperty({ description: 'Fields overridden for this process by a flag or variable', enum: CONFIGURATION_KEYS, isArray: true }) overriddenFields: string[];
   @ApiProperty() restartRequired: boolean;
   @ApiProperty({ description: 'Changed fields that take effect after a restart', enum: CONFIGURATION_KEYS, isArray: true }) restartRequiredFields: string[];
+}
+
+export class EventLoopDelayDto {
+  @ApiProperty() p50: number;
+  @ApiProperty() p99: number;
+  @ApiProperty() max: number;
+}
+
+export class MetricsResponseDto {
+  @ApiProperty() activeRuns: number;
+  @ApiProperty({ description: 'Event-loop delay in ms since start or the last reset', type: EventLoopDelayDto }) eventLoopDelayMs: EventLoopDelayDto;
+  @ApiProperty() heapUsedBytes: number;
+  @ApiProperty() rssBytes: number;
+  @ApiProperty() sseClients: number;
+  @ApiProperty() uptimeSeconds: number;
+}
+
+export class MetricsQueryDto {
+  @OptionalEnum(['true', 'false'], 'Reset the event-loop delay histogram after reading it')
+  reset?: 'true' | 'false';
 }
 
 export class HealthResponseDto {
