@@ -157,6 +157,26 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect(result?.detail ?? '').toMatch(/Usage: code-factory-cli/);
   });
 
+  it('hands image and file attachments to the agent (Codex: native images; Claude: paths)', async () => {
+    const req = await create('attachments');
+    const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+    const image = (await send(manager.origin, 'POST', `/api/requirements/${req.id}/attachments`, png, { 'X-File-Name': 'screen.png' })).json;
+    const notes = (await send(manager.origin, 'POST', `/api/requirements/${req.id}/attachments`, 'the notes', { 'X-File-Name': 'notes.md' })).json;
+    stub.scriptFor(req.id, [{ text: 'Looked at both.' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { attachmentIds: [image.id, notes.id], message: `see attached ${req.id}` });
+    const [run] = await settled(req.id);
+    expect(run!.status).toBe('succeeded');
+    const request = stub.requests.filter((r) => r.marker === req.id).pop()!;
+    const attachments = path.join(manager.dataDirectory(), 'attachments');
+    expect(fs.readFileSync(path.join(attachments, `${image.id}.png`))).toEqual(png);
+    expect(request.transcript).toContain(path.join(attachments, `${notes.id}.md`));
+    if (provider === 'codex') {
+      expect(JSON.stringify(request.body)).toContain('"input_image"');
+    } else {
+      expect(request.transcript).toContain(path.join(attachments, `${image.id}.png`));
+    }
+  });
+
   it('queues replies during a run and delivers them together, in order, to the next run', async () => {
     const req = await create('queue');
     stub.scriptFor(req.id, [{ delayMs: 2500, then: { text: 'First part done.' } }, { text: 'Both follow-ups done.' }]);

@@ -17,7 +17,7 @@ import { RUNTIME, type Runtime } from '../core/runtime';
 import { RequirementEntity } from '../requirements/requirement.entity';
 import { RequirementsService, requirementNotFound } from '../requirements/requirements.service';
 import { AttachmentResponseDto, toAttachmentResponse } from './dto/attachment-response.dto';
-import { SIGNATURE_BYTES, classify } from './file-signature';
+import { SIGNATURE_BYTES, classify, storedExtension } from './file-signature';
 import { MessageAttachmentEntity } from './message-attachment.entity';
 
 export interface UploadInput {
@@ -58,9 +58,9 @@ export class AttachmentsService implements OnApplicationBootstrap {
     return this.runtime.paths.attachmentsDirectory;
   }
 
-  /** Absolute path of an attachment's bytes (agents read files from here). */
-  filePath(id: string): string {
-    return path.join(this.directory, id);
+  /** Absolute path of an attachment's bytes (agents read files from here): `<id><ext>`. */
+  filePath(attachment: Pick<MessageAttachmentEntity, 'fileName' | 'id' | 'kind' | 'mediaType'>): string {
+    return path.join(this.directory, `${attachment.id}${storedExtension(attachment.kind, attachment.mediaType, attachment.fileName)}`);
   }
 
   async upload(requirementId: string, input: UploadInput, actor: EventActor): Promise<AttachmentResponseDto> {
@@ -73,7 +73,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
     const temp = path.join(this.directory, `${TEMP_PREFIX}${id}`);
     const { byteSize, head } = await this.receive(input.body, temp);
     const { kind, mediaType } = classify(head, input.declaredType);
-    const finalPath = this.filePath(id);
+    const finalPath = this.filePath({ fileName: input.fileName, id, kind, mediaType });
     fs.renameSync(temp, finalPath);
     try {
       const entity = await this.database.write(async (tx) => {
@@ -108,7 +108,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
     if (!row) {
       throw notFound('attachment_not_found', `Attachment ${id} not found`);
     }
-    const stream = fs.createReadStream(this.filePath(id));
+    const stream = fs.createReadStream(this.filePath(row));
     await new Promise<void>((resolve, reject) => {
       stream.once('open', () => resolve());
       stream.once('error', () => reject(notFound('attachment_not_found', `Attachment ${id} has no file`)));

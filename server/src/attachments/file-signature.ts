@@ -26,6 +26,20 @@ export function detectImage(head: Buffer): string | null {
   return null;
 }
 
+const IMAGE_EXTENSIONS: Record<string, string> = { 'image/gif': '.gif', 'image/jpeg': '.jpg', 'image/png': '.png', 'image/webp': '.webp' };
+
+/**
+ * The extension of the stored file: agents (and the CLIs' image handling) go by extension, so
+ * an image gets the one its signature says, a file keeps a plain extension from its name.
+ */
+export function storedExtension(kind: AttachmentKind, mediaType: string, fileName: string): string {
+  if (kind === 'image') {
+    return IMAGE_EXTENSIONS[mediaType] ?? '';
+  }
+  const ext = /\.([A-Za-z0-9]{1,10})$/.exec(fileName)?.[1];
+  return ext ? `.${ext.toLowerCase()}` : '';
+}
+
 const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
 
 /** Kind and media type to store: images by signature; other files keep a well-formed declared type. */

@@ -49,7 +49,7 @@ export class RunInputService {
       titles.set(source.id, source.title);
     }
     const messages: RdPromptMessage[] = rows.map((m) => ({
-      attachments: (attachments.get(m.id) ?? []).map((a) => ({ fileName: a.fileName, kind: a.kind, path: this.attachments.filePath(a.id) })),
+      attachments: (attachments.get(m.id) ?? []).map((a) => ({ fileName: a.fileName, kind: a.kind, path: this.attachments.filePath(a) })),
       author: m.author,
       body: m.body,
       sequence: m.sequence,
