@@ -1,21 +1,16 @@
-import { constants as osConstants } from 'node:os';
-
 import type {
   AgentAdapter,
   Invocation,
   InvocationContext,
   NormalizedEvent,
-  NormalizedTrace,
   OutputParser,
   TokenUsage,
 } from './agent-adapter';
+import { cap, exitMessage, isObject, Json, num, oneLine, str, trace, unknown, unparseable, UNPARSEABLE_DETAIL_MAX } from './output-helpers';
 
 // Claude Code (`claude --print --output-format stream-json --verbose`). Verified against Claude
 // Code 2.1.332 transcripts in test/fixtures/agent-transcripts/claude/.
 
-const TITLE_MAX = 200;
-const UNPARSEABLE_DETAIL_MAX = 8 * 1024;
-const STDERR_SUMMARY_MAX = 1000;
 
 export class ClaudeCodeAdapter implements AgentAdapter {
   readonly provider = 'claude-code' as const;
@@ -49,7 +44,6 @@ export class ClaudeCodeAdapter implements AgentAdapter {
   }
 }
 
-type Json = Record<string, unknown>;
 
 class ClaudeOutputParser implements OutputParser {
   private outcomeReported = false;
@@ -311,79 +305,4 @@ function toolResultText(content: unknown): string {
       return `[${str(block.type) ?? 'content'}]`;
     })
     .join('\n');
-}
-
-// Small helpers; the Codex adapter keeps its own copies so each adapter stays one self-contained file.
-
-function trace(fields: Partial<NormalizedTrace> & Pick<NormalizedTrace, 'kind' | 'nativeType' | 'title'>): NormalizedEvent {
-  return {
-    trace: {
-      detail: fields.detail ?? null,
-      kind: fields.kind,
-      nativeType: fields.nativeType,
-      status: fields.status ?? null,
-      title: cap(fields.title, TITLE_MAX),
-      toolCallId: fields.toolCallId ?? null,
-      toolName: fields.toolName ?? null,
-    },
-    type: 'trace',
-  };
-}
-
-function unparseable(line: string): NormalizedEvent {
-  return trace({ detail: cap(line, UNPARSEABLE_DETAIL_MAX), kind: 'error', nativeType: 'unparseable', title: 'unparseable output line' });
-}
-
-function unknown(value: Json, nativeType: string): NormalizedEvent {
-  return trace({ detail: cap(JSON.stringify(value), UNPARSEABLE_DETAIL_MAX), kind: 'lifecycle', nativeType, title: nativeType });
-}
-
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function str(value: unknown): string | null {
-  return typeof value === 'string' ? value : null;
-}
-
-function num(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
-}
-
-function oneLine(text: string): string {
-  return cap(text.replace(/\s+/g, ' ').trim(), TITLE_MAX);
-}
-
-function cap(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
-}
-
-/** "claude exited with code 143 (SIGTERM)", "claude exited with code 1: <stderr>". */
-function exitMessage(cli: string, exit: { code: number | null; signal: string | null; stderr: string }, reportedSuccess: boolean): string {
-  let message: string;
-  if (exit.signal) {
-    message = `${cli} was killed by ${exit.signal}`;
-  } else if (exit.code === null) {
-    message = `${cli} ended without an exit code`;
-  } else {
-    const signalName = exit.code > 128 ? signalNameOf(exit.code - 128) : null;
-    message = `${cli} exited with code ${exit.code}${signalName ? ` (${signalName})` : ''}`;
-    if (exit.code === 0) {
-      message += ' without reporting an outcome';
-    } else if (reportedSuccess) {
-      message += ' after reporting success';
-    }
-  }
-  const stderr = stderrSummary(exit.stderr);
-  return stderr ? `${message}: ${stderr}` : message;
-}
-
-function signalNameOf(signal: number): string | null {
-  const entry = Object.entries(osConstants.signals).find(([, value]) => value === signal);
-  return entry ? entry[0] : null;
-}
-
-function stderrSummary(stderr: string): string {
-  const text = stderr.replace(/\s+/g, ' ').trim();
-  return text.length > STDERR_SUMMARY_MAX ? `…${text.slice(-(STDERR_SUMMARY_MAX - 1))}` : text;
 }
