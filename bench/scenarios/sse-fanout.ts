@@ -15,6 +15,10 @@ const DURATION_S = 10;
  */
 export async function sseFanoutScenario(manager: ManagerProcess): Promise<ScenarioResult> {
   const requirement = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'fan-out' })).json.id as string;
+  // The first reply starts a run (a silent synthetic agent): every later one is queued behind
+  // it, so the measured stream is exactly one message.created per reply.
+  await send(manager.origin, 'POST', `/api/requirements/${requirement}/reply`, { message: 'warm-up' });
+  await new Promise((r) => setTimeout(r, 200));
   const clients: SseConnection[] = [];
   for (let i = 0; i < CLIENTS; i++) {
     clients.push(await connectSse(`${manager.origin}/api/events`, {}, { parse: false }));
@@ -52,7 +56,7 @@ export async function sseFanoutScenario(manager: ManagerProcess): Promise<Scenar
   await Promise.all(clients.map((c, i) => c.waitFor(startIndex[i]! + total, 30_000)));
   let complete = 0;
   for (const [i, client] of clients.entries()) {
-    const received = client.events.slice(startIndex[i]);
+    const received = client.events.slice(startIndex[i]).filter((e) => e.event === 'message.created');
     const ids = received.map((e) => e.id);
     if (new Set(ids).size === total && ids.every((id, k) => k === 0 || id > ids[k - 1]!)) {
       complete++;
