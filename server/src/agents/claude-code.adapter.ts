@@ -6,7 +6,7 @@ import type {
   OutputParser,
   TokenUsage,
 } from './agent-adapter';
-import { cap, exitMessage, isObject, Json, num, oneLine, str, trace, unknown, unparseable, UNPARSEABLE_DETAIL_MAX } from './output-helpers';
+import { exitMessage, isObject, Json, num, oneLine, parseJsonLine, str, trace, unknown } from './output-helpers';
 
 // Claude Code (`claude --print --output-format stream-json --verbose`). Verified against Claude
 // Code 2.1.332 transcripts in test/fixtures/agent-transcripts/claude/.
@@ -53,30 +53,7 @@ class ClaudeOutputParser implements OutputParser {
   private readonly toolNames = new Map<string, string>();
 
   line(text: string): NormalizedEvent[] {
-    if (text.trim() === '') {
-      return [];
-    }
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      return [unparseable(text)];
-    }
-    if (!isObject(value)) {
-      return [unparseable(text)];
-    }
-    try {
-      return this.event(value);
-    } catch (error) {
-      return [
-        trace({
-          detail: `${error instanceof Error ? error.message : String(error)}\n${cap(text, UNPARSEABLE_DETAIL_MAX)}`,
-          kind: 'error',
-          nativeType: str(value.type) ?? 'unknown',
-          title: 'could not interpret output line',
-        }),
-      ];
-    }
+    return parseJsonLine(text, (value) => this.event(value));
   }
 
   end(exit: { code: number | null; signal: string | null; stderr: string }): NormalizedEvent[] {

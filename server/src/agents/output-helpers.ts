@@ -87,3 +87,35 @@ export function stderrSummary(stderr: string): string {
   const text = stderr.replace(/\s+/g, ' ').trim();
   return text.length > STDERR_SUMMARY_MAX ? `…${text.slice(-(STDERR_SUMMARY_MAX - 1))}` : text;
 }
+
+/**
+ * One stdout line → events. Blank lines are skipped; anything that is not a JSON object, or
+ * that the parser chokes on, becomes an error trace: output is never dropped silently and
+ * never crashes the run.
+ */
+export function parseJsonLine(text: string, interpret: (value: Json) => NormalizedEvent[]): NormalizedEvent[] {
+  if (text.trim() === '') {
+    return [];
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return [unparseable(text)];
+  }
+  if (!isObject(value)) {
+    return [unparseable(text)];
+  }
+  try {
+    return interpret(value);
+  } catch (error) {
+    return [
+      trace({
+        detail: `${error instanceof Error ? error.message : String(error)}\n${cap(text, UNPARSEABLE_DETAIL_MAX)}`,
+        kind: 'error',
+        nativeType: str(value.type) ?? 'unknown',
+        title: 'could not interpret output line',
+      }),
+    ];
+  }
+}
