@@ -376,3 +376,28 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
   }
 
 });
+
+describe('an agent CLI that cannot be started', () => {
+  it('fails the run with a clear error and consumes nothing', async () => {
+    const sandbox = makeSandbox();
+    const manager = await startManager({ env: { CODE_FACTORY_CODEX_EXECUTABLE: '/nonexistent/codex' }, sandbox });
+    try {
+      const req = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'missing cli' })).json;
+      await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'hello' });
+      let run: Run | undefined;
+      for (let i = 0; i < 100 && run?.status !== 'failed'; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        run = (await send(manager.origin, 'GET', `/api/runs?requirementId=${req.id}`)).json.items[0];
+      }
+      expect(run).toMatchObject({ status: 'failed' });
+      expect(run!.error).toContain('could not be started');
+      expect((await send(manager.origin, 'GET', `/api/requirements/${req.id}`)).json).toMatchObject({
+        session: { lastConsumedMessageSequence: 0, pendingMessageCount: 1, state: 'failed' },
+        status: 'waiting_confirmation',
+      });
+    } finally {
+      await manager.stop();
+      sandbox.cleanup();
+    }
+  });
+});
