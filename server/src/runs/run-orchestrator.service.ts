@@ -1,14 +1,8 @@
-import { randomUUID } from 'node:crypto';
-
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 
 import type { EventActor, InterruptMode, RunStatus } from '@libs/contracts';
 
-import { ClaudeCodeAdapter } from '../agents/claude-code.adapter';
-import { CodexAdapter } from '../agents/codex.adapter';
-import type { AgentAdapter, NormalizedEvent, OutputParser, TokenUsage } from '../agents/agent-adapter';
-import { ProcessEnd, RunningProcess, runProcess } from '../agents/process-runner';
-import { RunCredentialsService } from '../auth/run-credentials.service';
+import type { ProcessEnd } from '../agents/process-runner';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
@@ -21,27 +15,11 @@ import { ReplyDto } from '../messages/dto/reply.dto';
 import { MessagesService } from '../messages/messages.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementRows, RequirementsService } from '../requirements/requirements.service';
-import { AgentEnvironmentService } from './agent-environment.service';
 import { AgentRunEntity } from './agent-run.entity';
-import { AgentRunResponseDto, InterruptResponseDto, StartResponseDto, toRunResponse } from './dto/run-response.dto';
-import { RunInputService } from './run-input.service';
+import { InterruptResponseDto, StartResponseDto, toRunResponse } from './dto/run-response.dto';
+import { ActiveRun, errorOf, outcomeOf } from './active-run';
+import { RunLauncher } from './run-launcher.service';
 import { TraceWriter } from './trace-writer';
-
-/** A run whose process this manager started and still watches. */
-interface ActiveRun {
-  run: AgentRunEntity;
-  /** Deliverable messages the run took as input (to tell whether newer input arrived). */
-  capturedCount: number;
-  process: RunningProcess | null;
-  interruptMode: InterruptMode | null;
-  parser: OutputParser | null;
-  traces: TraceWriter;
-  /** Output-driven writes (session id, assistant messages) in arrival order. */
-  writes: Promise<unknown>;
-  outcome: { completed: boolean; failure: string | null };
-  usage: TokenUsage | null;
-  lastAssistantText: string | null;
-}
 
 const SUMMARY_LENGTH = 500;
 /** How long a graceful stop waits for interrupted runs to be recorded. */
@@ -57,17 +35,14 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
   private readonly logger = new Logger(RunOrchestrator.name);
   private readonly actors = new Map<string, Promise<unknown>>();
   private readonly active = new Map<string, ActiveRun>();
-  private readonly adapters: Record<string, AgentAdapter> = { 'claude-code': new ClaudeCodeAdapter(), codex: new CodexAdapter() };
   private shuttingDown = false;
 
   constructor(
     private readonly clock: Clock,
     private readonly configuration: ConfigurationService,
-    private readonly credentials: RunCredentialsService,
     private readonly database: Database,
-    private readonly environment: AgentEnvironmentService,
     private readonly events: EventLog,
-    private readonly input: RunInputService,
+    private readonly launcher: RunLauncher,
     private readonly messages: MessagesService,
     private readonly requirements: RequirementsService,
   ) {}
@@ -171,7 +146,7 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
   }
 
   private kill(active: ActiveRun): void {
-    void active.process?.interrupt().catch((err: unknown) => this.logger.error(`could not end run ${active.run.id}: ${(err as Error).message}`));
+    this.launcher.kill(active);
   }
 
   get activeRunCount(): number {
@@ -266,136 +241,15 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
 
   /** Starts the CLI for an opened run. Failures to start become a failed run, never a throw. */
   private launch(run: AgentRunEntity): void {
-    void this.launchProcess(run).catch((err: unknown) => {
-      this.logger.error(`could not launch run ${run.id}: ${(err as Error).message}`, (err as Error).stack);
-      void this.finish(run.requirementId, { code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
-    });
-  }
-
-  private async launchProcess(run: AgentRunEntity): Promise<void> {
     const active = this.active.get(run.requirementId);
     if (!active) {
       return;
     }
-    const adapter = this.adapters[run.provider] as AgentAdapter;
-    const prepared = await this.input.prepare(run);
-    if (this.shuttingDown || active.interruptMode) {
-      // Stopped before its process existed: nothing to kill, nothing consumed.
-      void this.finish(run.requirementId, { code: null, reason: 'interrupted', signal: null, stderr: '' });
-      return;
-    }
-    const token = this.credentials.issue({ requirementId: run.requirementId, runId: run.id, sessionId: run.sessionId as string });
-    const executable = this.configuration.get(run.provider === 'codex' ? 'codexExecutable' : 'claudeExecutable');
-    const invocation = adapter.buildInvocation({
-      env: this.environment.environment({ requirementId: run.requirementId, sessionId: run.sessionId as string, token }),
-      executable,
-      images: prepared.images,
-      instructions: prepared.instructions,
-      model: run.model,
-      nativeSessionId: run.nativeSessionId,
-      newSessionId: randomUUID(),
-      prompt: prepared.prompt,
-      reasoningEffort: run.reasoningEffort,
-      role: 'rd',
-      runningAsRoot: process.getuid?.() === 0,
-      workspace: this.input.workspace,
+    const stopped = () => this.shuttingDown || active.interruptMode !== null;
+    void this.launcher.start(active, stopped, (end) => void this.finish(run.requirementId, end)).catch((err: unknown) => {
+      this.logger.error(`could not launch run ${run.id}: ${(err as Error).message}`, (err as Error).stack);
+      void this.finish(run.requirementId, { code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
     });
-    active.parser = adapter.createParser();
-    const proc = runProcess({
-      args: invocation.args,
-      command: invocation.command,
-      cwd: this.input.workspace,
-      env: invocation.env,
-      inactivityTimeoutMs: this.configuration.get('rdInactivityTimeoutSeconds') * 1000,
-      marker: run.id,
-      onLine: (line, truncatedFrom) => {
-        if (truncatedFrom !== undefined) {
-          active.traces.add({
-            detail: line.slice(0, 2000),
-            kind: 'error',
-            nativeType: 'oversized-line',
-            status: null,
-            title: `An output line of ${truncatedFrom} bytes was cut`,
-            toolCallId: null,
-            toolName: null,
-          });
-          return;
-        }
-        this.handle(active, active.parser?.line(line) ?? []);
-      },
-      stdin: invocation.stdin,
-    });
-    active.process = proc;
-    active.run.processMarker = run.id;
-    await this.database.write(async (tx) =>
-      tx.update('agent_run', { processGroupId: proc.pgid, processId: proc.pid, processMarker: run.id, processStartTime: proc.startTime }, { id: run.id }),
-    );
-    if (active.interruptMode) {
-      this.kill(active);
-    }
-    void proc.finished.then((end) => this.finish(run.requirementId, end));
-  }
-
-  /** Applies the parser's events in arrival order. */
-  private handle(active: ActiveRun, events: NormalizedEvent[]): void {
-    for (const event of events) {
-      switch (event.type) {
-        case 'trace':
-          active.traces.add(event.trace);
-          break;
-        case 'session':
-          active.writes = active.writes.then(() => this.recordNativeSession(active, event.nativeSessionId));
-          break;
-        case 'assistant_message':
-          active.lastAssistantText = event.text;
-          active.writes = active.writes.then(() => active.traces.flush()).then(() => this.recordAssistantMessage(active, event.text));
-          break;
-        case 'usage':
-          active.usage = event.usage;
-          break;
-        case 'completed':
-          active.outcome.completed = true;
-          break;
-        case 'failed':
-          active.outcome.failure = event.message;
-          break;
-        default:
-          break;
-      }
-    }
-  }
-
-  private recordNativeSession(active: ActiveRun, nativeSessionId: string): Promise<void> {
-    active.run.nativeSessionId = nativeSessionId;
-    return this.database
-      .write(async (tx) => {
-        const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
-        tx.update('agent_run', { nativeSessionId }, { id: active.run.id });
-        if (rows.session.nativeSessionId !== nativeSessionId) {
-          rows.session.nativeSessionId = nativeSessionId;
-          rows.session.updatedAt = this.clock.nowIso();
-          tx.update('agent_session', { nativeSessionId, updatedAt: rows.session.updatedAt }, { id: rows.session.id });
-          await this.events.append(tx, {
-            actor: { id: active.run.id, kind: 'agent' },
-            payload: { requirement: toRequirementResponse(rows.requirement, rows.session) },
-            requirementId: rows.requirement.id,
-            runId: active.run.id,
-            sessionId: rows.session.id,
-            type: 'requirement.updated',
-          });
-        }
-      })
-      .catch((err: unknown) => this.logger.error(`could not record the native session of run ${active.run.id}: ${(err as Error).message}`));
-  }
-
-  private recordAssistantMessage(active: ActiveRun, text: string): Promise<void> {
-    return this.database
-      .write(async (tx) => {
-        const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
-        await this.messages.append(tx, rows, { author: 'rd_agent', body: text, deliverToRd: false, runId: active.run.id }, { id: active.run.id, kind: 'agent' });
-      })
-      .then(() => undefined)
-      .catch((err: unknown) => this.logger.error(`could not record a message of run ${active.run.id}: ${(err as Error).message}`));
   }
 
   /** The process tree is gone: decide the run's outcome and what happens next. */
@@ -404,10 +258,10 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
     if (!active) {
       return;
     }
-    this.handle(active, active.parser?.end({ code: end.code, signal: end.signal, stderr: end.stderr }) ?? []);
+    this.launcher.handle(active, active.parser?.end({ code: end.code, signal: end.signal, stderr: end.stderr }) ?? []);
     await active.writes;
     await active.traces.flush();
-    this.credentials.revoke(active.run.id);
+    this.launcher.release(active);
     await this.act(requirementId, async () => {
       const status = outcomeOf(active, end);
       try {
@@ -520,33 +374,3 @@ function hasContent(dto: ReplyDto): boolean {
   return (dto.message ?? '').trim() !== '' || (dto.attachmentIds ?? []).length > 0;
 }
 
-function outcomeOf(active: ActiveRun, end: ProcessEnd): RunStatus {
-  switch (end.reason) {
-    case 'interrupted':
-      return 'cancelled';
-    case 'timed_out':
-      return 'timed_out';
-    case 'spawn_failed':
-      return 'failed';
-    case 'exited':
-      return active.outcome.completed && !active.outcome.failure && end.code === 0 ? 'succeeded' : 'failed';
-    default:
-      return 'failed';
-  }
-}
-
-function errorOf(active: ActiveRun, end: ProcessEnd, status: RunStatus, timeoutSeconds: number): string {
-  if (status === 'timed_out') {
-    return `no output for ${timeoutSeconds} s`;
-  }
-  if (end.reason === 'spawn_failed') {
-    return `the agent CLI could not be started: ${end.stderr.split('\n')[0] ?? 'unknown error'}`;
-  }
-  if (active.outcome.failure) {
-    return active.outcome.failure;
-  }
-  const tail = end.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 500);
-  return `the agent exited with ${end.signal ? `signal ${end.signal}` : `code ${end.code}`}${tail ? `: ${tail}` : ''}`;
-}
-
-export type { AgentRunResponseDto };

@@ -5,6 +5,7 @@ import { MessagesModule } from '../messages/messages.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { AgentEnvironmentService } from './agent-environment.service';
 import { RunInputService } from './run-input.service';
+import { RunLauncher } from './run-launcher.service';
 import { RunOrchestrator } from './run-orchestrator.service';
 import { RunsController } from './runs.controller';
 import { RunsService } from './runs.service';
@@ -14,6 +15,6 @@ import { StartupReconciler } from './startup-reconciler.service';
   controllers: [RunsController],
   exports: [AgentEnvironmentService, RunOrchestrator],
   imports: [AttachmentsModule, MessagesModule, RequirementsModule],
-  providers: [AgentEnvironmentService, RunInputService, RunOrchestrator, RunsService, StartupReconciler],
+  providers: [AgentEnvironmentService, RunInputService, RunLauncher, RunOrchestrator, RunsService, StartupReconciler],
 })
 export class RunsModule {}

@@ -1,0 +1,51 @@
+import type { InterruptMode, RunStatus } from '@libs/contracts';
+
+import type { OutputParser, TokenUsage } from '../agents/agent-adapter';
+import type { ProcessEnd, RunningProcess } from '../agents/process-runner';
+import type { AgentRunEntity } from './agent-run.entity';
+import type { TraceWriter } from './trace-writer';
+
+/** A run whose process this manager started and still watches. */
+export interface ActiveRun {
+  run: AgentRunEntity;
+  /** Deliverable messages the run took as input (to tell whether newer input arrived). */
+  capturedCount: number;
+  process: RunningProcess | null;
+  interruptMode: InterruptMode | null;
+  parser: OutputParser | null;
+  traces: TraceWriter;
+  /** Output-driven writes (session id, assistant messages) in arrival order. */
+  writes: Promise<unknown>;
+  outcome: { completed: boolean; failure: string | null };
+  usage: TokenUsage | null;
+  lastAssistantText: string | null;
+}
+
+export function outcomeOf(active: ActiveRun, end: ProcessEnd): RunStatus {
+  switch (end.reason) {
+    case 'interrupted':
+      return 'cancelled';
+    case 'timed_out':
+      return 'timed_out';
+    case 'spawn_failed':
+      return 'failed';
+    case 'exited':
+      return active.outcome.completed && !active.outcome.failure && end.code === 0 ? 'succeeded' : 'failed';
+    default:
+      return 'failed';
+  }
+}
+
+export function errorOf(active: ActiveRun, end: ProcessEnd, status: RunStatus, timeoutSeconds: number): string {
+  if (status === 'timed_out') {
+    return `no output for ${timeoutSeconds} s`;
+  }
+  if (end.reason === 'spawn_failed') {
+    return `the agent CLI could not be started: ${end.stderr.split('\n')[0] ?? 'unknown error'}`;
+  }
+  if (active.outcome.failure) {
+    return active.outcome.failure;
+  }
+  const tail = end.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 500);
+  return `the agent exited with ${end.signal ? `signal ${end.signal}` : `code ${end.code}`}${tail ? `: ${tail}` : ''}`;
+}

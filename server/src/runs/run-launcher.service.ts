@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+
+import { Injectable, Logger } from '@nestjs/common';
+
+import type { AgentAdapter, NormalizedEvent } from '../agents/agent-adapter';
+import { ClaudeCodeAdapter } from '../agents/claude-code.adapter';
+import { CodexAdapter } from '../agents/codex.adapter';
+import { ProcessEnd, runProcess } from '../agents/process-runner';
+import { RunCredentialsService } from '../auth/run-credentials.service';
+import { Clock } from '../core/clock';
+import { ConfigurationService } from '../core/configuration/configuration.service';
+import { Database } from '../core/database/database.service';
+import { EventLog } from '../events/event-log.service';
+import { MessagesService } from '../messages/messages.service';
+import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import { RequirementsService } from '../requirements/requirements.service';
+import type { ActiveRun } from './active-run';
+import { AgentEnvironmentService } from './agent-environment.service';
+import { RunInputService } from './run-input.service';
+
+/**
+ * Runs the agent CLI of a run: builds its input and invocation, starts the process with its
+ * environment and run credential, and turns its output into traces, the native session id
+ * and conversation messages. The orchestrator decides everything else.
+ */
+@Injectable()
+export class RunLauncher {
+  private readonly logger = new Logger(RunLauncher.name);
+  private readonly adapters: Record<string, AgentAdapter> = { 'claude-code': new ClaudeCodeAdapter(), codex: new CodexAdapter() };
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly configuration: ConfigurationService,
+    private readonly credentials: RunCredentialsService,
+    private readonly database: Database,
+    private readonly environment: AgentEnvironmentService,
+    private readonly events: EventLog,
+    private readonly input: RunInputService,
+    private readonly messages: MessagesService,
+    private readonly requirements: RequirementsService,
+  ) {}
+
+  /**
+   * Starts the CLI of an opened run and feeds its output into the run. `stopped` is asked once
+   * the input is ready (a stop may have come meanwhile); `ended` gets the process's end once
+   * its whole tree is gone.
+   */
+  async start(active: ActiveRun, stopped: () => boolean, ended: (end: ProcessEnd) => void): Promise<void> {
+    const { run } = active;
+    const adapter = this.adapters[run.provider] as AgentAdapter;
+    const prepared = await this.input.prepare(run);
+    if (stopped()) {
+      // Stopped before its process existed: nothing to kill, nothing consumed.
+      ended({ code: null, reason: 'interrupted', signal: null, stderr: '' });
+      return;
+    }
+    const token = this.credentials.issue({ requirementId: run.requirementId, runId: run.id, sessionId: run.sessionId as string });
+    const executable = this.configuration.get(run.provider === 'codex' ? 'codexExecutable' : 'claudeExecutable');
+    const invocation = adapter.buildInvocation({
+      env: this.environment.environment({ requirementId: run.requirementId, sessionId: run.sessionId as string, token }),
+      executable,
+      images: prepared.images,
+      instructions: prepared.instructions,
+      model: run.model,
+      nativeSessionId: run.nativeSessionId,
+      newSessionId: randomUUID(),
+      prompt: prepared.prompt,
+      reasoningEffort: run.reasoningEffort,
+      role: 'rd',
+      runningAsRoot: process.getuid?.() === 0,
+      workspace: this.input.workspace,
+    });
+    active.parser = adapter.createParser();
+    const proc = runProcess({
+      args: invocation.args,
+      command: invocation.command,
+      cwd: this.input.workspace,
+      env: invocation.env,
+      inactivityTimeoutMs: this.configuration.get('rdInactivityTimeoutSeconds') * 1000,
+      marker: run.id,
+      onLine: (line, truncatedFrom) => {
+        if (truncatedFrom !== undefined) {
+          active.traces.add({
+            detail: line.slice(0, 2000),
+            kind: 'error',
+            nativeType: 'oversized-line',
+            status: null,
+            title: `An output line of ${truncatedFrom} bytes was cut`,
+            toolCallId: null,
+            toolName: null,
+          });
+          return;
+        }
+        this.handle(active, active.parser?.line(line) ?? []);
+      },
+      stdin: invocation.stdin,
+    });
+    active.process = proc;
+    active.run.processMarker = run.id;
+    await this.database.write(async (tx) =>
+      tx.update('agent_run', { processGroupId: proc.pgid, processId: proc.pid, processMarker: run.id, processStartTime: proc.startTime }, { id: run.id }),
+    );
+    if (active.interruptMode) {
+      this.kill(active);
+    }
+    void proc.finished.then(ended);
+  }
+
+  /** The run is over: its credential stops working. */
+  release(active: ActiveRun): void {
+    this.credentials.revoke(active.run.id);
+  }
+
+  /** Ends the run's process tree (the run then finishes as interrupted). */
+  kill(active: ActiveRun): void {
+    void active.process?.interrupt().catch((err: unknown) => this.logger.error(`could not end run ${active.run.id}: ${(err as Error).message}`));
+  }
+
+  /** Applies the parser's events in arrival order. */
+  handle(active: ActiveRun, events: NormalizedEvent[]): void {
+    for (const event of events) {
+      switch (event.type) {
+        case 'trace':
+          active.traces.add(event.trace);
+          break;
+        case 'session':
+          active.writes = active.writes.then(() => this.recordNativeSession(active, event.nativeSessionId));
+          break;
+        case 'assistant_message':
+          active.lastAssistantText = event.text;
+          active.writes = active.writes.then(() => active.traces.flush()).then(() => this.recordAssistantMessage(active, event.text));
+          break;
+        case 'usage':
+          active.usage = event.usage;
+          break;
+        case 'completed':
+          active.outcome.completed = true;
+          break;
+        case 'failed':
+          active.outcome.failure = event.message;
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  private recordNativeSession(active: ActiveRun, nativeSessionId: string): Promise<void> {
+    active.run.nativeSessionId = nativeSessionId;
+    return this.database
+      .write(async (tx) => {
+        const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
+        tx.update('agent_run', { nativeSessionId }, { id: active.run.id });
+        if (rows.session.nativeSessionId !== nativeSessionId) {
+          rows.session.nativeSessionId = nativeSessionId;
+          rows.session.updatedAt = this.clock.nowIso();
+          tx.update('agent_session', { nativeSessionId, updatedAt: rows.session.updatedAt }, { id: rows.session.id });
+          await this.events.append(tx, {
+            actor: { id: active.run.id, kind: 'agent' },
+            payload: { requirement: toRequirementResponse(rows.requirement, rows.session) },
+            requirementId: rows.requirement.id,
+            runId: active.run.id,
+            sessionId: rows.session.id,
+            type: 'requirement.updated',
+          });
+        }
+      })
+      .catch((err: unknown) => this.logger.error(`could not record the native session of run ${active.run.id}: ${(err as Error).message}`));
+  }
+
+  private recordAssistantMessage(active: ActiveRun, text: string): Promise<void> {
+    return this.database
+      .write(async (tx) => {
+        const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
+        await this.messages.append(tx, rows, { author: 'rd_agent', body: text, deliverToRd: false, runId: active.run.id }, { id: active.run.id, kind: 'agent' });
+      })
+      .then(() => undefined)
+      .catch((err: unknown) => this.logger.error(`could not record a message of run ${active.run.id}: ${(err as Error).message}`));
+  }
+}
