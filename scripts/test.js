@@ -8,11 +8,12 @@ const path = require('node:path');
 const root = path.resolve(__dirname, '..');
 const fs = require('node:fs');
 const clis = path.join(root, 'test', 'agent-clis');
+// Installed once; again whenever the pinned versions (the lock file) change.
+const installed = path.join(clis, 'node_modules', '.package-lock.json');
+const clisCurrent = fs.existsSync(installed) && fs.statSync(installed).mtimeMs >= fs.statSync(path.join(clis, 'package-lock.json')).mtimeMs;
 const steps = [
   // The real Codex and Claude Code CLIs the adapter tests drive (pinned; never runtime deps).
-  ...(fs.existsSync(path.join(clis, 'node_modules', '.bin', 'codex')) && fs.existsSync(path.join(clis, 'node_modules', '.bin', 'claude'))
-    ? []
-    : [['install agent CLIs', ['npm', 'ci', '--prefix', clis, '--no-audit', '--no-fund']]]),
+  ...(clisCurrent ? [] : [['install agent CLIs', ['npm', 'ci', '--prefix', clis, '--no-audit', '--no-fund']]]),
   ['typecheck', ['npm', 'run', '--silent', 'typecheck']],
   ['build:server', ['npm', 'run', '--silent', 'build:server']],
   ['build:dashboard', ['npm', 'run', '--silent', 'build:dashboard']],
