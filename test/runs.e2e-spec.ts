@@ -26,6 +26,7 @@ jest.setTimeout(90_000);
 
 interface Run {
   id: string;
+  inputTokens?: number | null;
   status: string;
   inputFromSequence: number;
   inputToSequence: number;
@@ -128,6 +129,10 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect(last.transcript).toContain('Timings are in place.');
     expect(last.transcript).toContain('Now the flush path.');
     expect((await requirement(req.id)).session.nativeSessionId).toBe(after.session.nativeSessionId);
+    // Usage is per run, although Codex reports a running total for a resumed thread (the stub
+    // charges 100 input / 20 output tokens per request, one request per run here).
+    const usage = ((await send(manager.origin, 'GET', `/api/runs?requirementId=${req.id}`)).json.items as Array<{ inputTokens: number; outputTokens: number }>).map((r) => [r.inputTokens, r.outputTokens]);
+    expect(usage).toEqual([[100, 20], [100, 20]]);
   });
 
   it('shows a real shell command and its output in the trace', async () => {

@@ -2,6 +2,7 @@ import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown, O
 
 import type { EventActor, InterruptMode, RunStatus } from '@libs/contracts';
 
+import type { TokenUsage } from '../agents/agent-adapter';
 import type { ProcessEnd } from '../agents/process-runner';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
@@ -282,6 +283,30 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
     });
   }
 
+  /**
+   * This run's own token usage. Codex reports a running total for its thread, which a resumed
+   * session carries across runs: subtract what the session's earlier runs already recorded.
+   */
+  private async runUsage(tx: WriteTx, active: ActiveRun): Promise<TokenUsage | null> {
+    const reported = active.usage;
+    if (!reported || active.run.provider !== 'codex' || active.run.sessionId === null) {
+      return reported;
+    }
+    const [earlier] = (await (await tx.reads()).query(
+      `SELECT COALESCE(SUM(input_tokens), 0) AS input, COALESCE(SUM(cached_input_tokens), 0) AS cached,
+              COALESCE(SUM(output_tokens), 0) AS output, COALESCE(SUM(reasoning_output_tokens), 0) AS reasoning
+         FROM agent_run WHERE session_id = ? AND id <> ? AND provider = 'codex'`,
+      [active.run.sessionId, active.run.id],
+    )) as Array<{ input: number; cached: number; output: number; reasoning: number }>;
+    const minus = (total: number, before: number | undefined) => Math.max(0, total - Number(before ?? 0));
+    return {
+      cachedInputTokens: minus(reported.cachedInputTokens, earlier?.cached),
+      inputTokens: minus(reported.inputTokens, earlier?.input),
+      outputTokens: minus(reported.outputTokens, earlier?.output),
+      reasoningOutputTokens: minus(reported.reasoningOutputTokens, earlier?.reasoning),
+    };
+  }
+
   /** Records the outcome and returns the next run when the session continues at once. */
   private async closeRun(tx: WriteTx, active: ActiveRun, status: RunStatus, end: ProcessEnd): Promise<AgentRunEntity | null> {
     const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
@@ -289,14 +314,15 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
     const run = active.run;
     const now = this.clock.nowIso();
     const error = status === 'succeeded' || status === 'cancelled' ? null : errorOf(active, end, status, this.configuration.get('rdInactivityTimeoutSeconds'));
+    const usage = await this.runUsage(tx, active);
     Object.assign(run, {
-      cachedInputTokens: active.usage?.cachedInputTokens ?? null,
+      cachedInputTokens: usage?.cachedInputTokens ?? null,
       error,
       exitCode: end.code,
       finishedAt: now,
-      inputTokens: active.usage?.inputTokens ?? null,
-      outputTokens: active.usage?.outputTokens ?? null,
-      reasoningOutputTokens: active.usage?.reasoningOutputTokens ?? null,
+      inputTokens: usage?.inputTokens ?? null,
+      outputTokens: usage?.outputTokens ?? null,
+      reasoningOutputTokens: usage?.reasoningOutputTokens ?? null,
       status,
       taskSummary: active.lastAssistantText ? active.lastAssistantText.slice(0, SUMMARY_LENGTH) : null,
       updatedAt: now,
