@@ -1,0 +1,180 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import type { Subscription } from 'rxjs';
+
+import { Clock } from '../core/clock';
+import { ConfigurationService } from '../core/configuration/configuration.service';
+import { Database } from '../core/database/database.service';
+import { RUNTIME, Runtime } from '../core/runtime';
+import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** Requirements purged per transaction, so one purge never holds the write path for long. */
+const PURGE_BATCH = 200;
+const SWEEP_BATCH = 500;
+/** An attachment file younger than this may belong to an upload still in flight. */
+const SWEEP_MIN_AGE_MS = 60 * 60 * 1000;
+
+/**
+ * Done and cancelled Requirements older than their retention are removed with everything
+ * they own (session, conversation, attachments, runs, their events) in one transaction per
+ * batch; their attachment files go after the commit. Runs at start, daily, and whenever a
+ * retention setting changes. A Requirement with a running run is never terminal, so never
+ * purged. Attachment files that could not be removed are swept on the next purge.
+ */
+@Injectable()
+export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(RetentionService.name);
+  private timer: NodeJS.Timeout | undefined;
+  private subscription: Subscription | undefined;
+  private running: Promise<number> | null = null;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly configuration: ConfigurationService,
+    private readonly database: Database,
+    private readonly events: EventLog,
+    @Inject(RUNTIME) private readonly runtime: Runtime,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.purge();
+    this.timer = setInterval(() => void this.purge(), DAY_MS);
+    this.timer.unref();
+    let last = this.retention();
+    this.subscription = this.configuration.changes$.subscribe(() => {
+      const next = this.retention();
+      if (next.cancelled !== last.cancelled || next.done !== last.done) {
+        last = next;
+        void this.purge();
+      }
+    });
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.timer);
+    this.subscription?.unsubscribe();
+  }
+
+  /** Purges what is due; resolves with how many Requirements were removed. */
+  purge(): Promise<number> {
+    this.running ??= this.purgeDue()
+      .catch((err: unknown) => {
+        this.logger.error(`retention purge failed: ${(err as Error).message}`);
+        return 0;
+      })
+      .finally(() => {
+        this.running = null;
+      });
+    return this.running;
+  }
+
+  private retention() {
+    return {
+      cancelled: this.configuration.get('cancelledRequirementRetentionDays'),
+      done: this.configuration.get('doneRequirementRetentionDays'),
+    };
+  }
+
+  private async purgeDue(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const purged = await this.purgeBatch();
+      total += purged;
+      if (purged < PURGE_BATCH) {
+        break;
+      }
+    }
+    this.sweepOrphanFiles();
+    if (total > 0) {
+      this.logger.log({ msg: 'requirements purged', requirements: total });
+    }
+    return total;
+  }
+
+  private purgeBatch(): Promise<number> {
+    const now = this.clock.now().getTime();
+    const { cancelled, done } = this.retention();
+    const cancelledBefore = new Date(now - cancelled * DAY_MS).toISOString();
+    const doneBefore = new Date(now - done * DAY_MS).toISOString();
+    return this.database.write(async (tx) => {
+      const manager = await tx.reads();
+      const due = (await manager.query(
+        `SELECT r.id AS id FROM requirement r JOIN agent_session s ON s.requirement_id = r.id
+          WHERE s.state <> 'running'
+            AND ((r.status = 'cancelled' AND r.updated_at < ?) OR (r.status = 'done' AND COALESCE(r.completed_at, r.updated_at) < ?))
+          ORDER BY r.updated_at LIMIT ?`,
+        [cancelledBefore, doneBefore, PURGE_BATCH],
+      )) as Array<{ id: string }>;
+      if (due.length === 0) {
+        return 0;
+      }
+      const ids = due.map((r) => r.id);
+      const marks = ids.map(() => '?').join(', ');
+      const files = (await manager.query(
+        `SELECT id, file_name AS fileName, kind, media_type AS mediaType FROM message_attachment WHERE requirement_id IN (${marks})`,
+        ids,
+      )) as Array<{ id: string; fileName: string; kind: 'image' | 'file'; mediaType: string }>;
+      tx.execute(`DELETE FROM manager_event WHERE requirement_id IN (${marks})`, ids);
+      // The session, conversation, attachments and runs go with it (ON DELETE CASCADE).
+      tx.execute(`DELETE FROM requirement WHERE id IN (${marks})`, ids);
+      for (const id of ids) {
+        tx.cache.delete(`requirement:${id}`);
+      }
+      await this.events.append(tx, { actor: SYSTEM_ACTOR, payload: { requirementIds: ids }, type: 'requirements.purged' });
+      tx.afterCommit(() => {
+        for (const file of files) {
+          this.removeFile(file.id);
+        }
+      });
+      return ids.length;
+    });
+  }
+
+  /** Removes the file(s) stored for an attachment id, whatever their extension. */
+  private removeFile(attachmentId: string): void {
+    const dir = this.runtime.paths.attachmentsDirectory;
+    for (const name of fs.readdirSync(dir)) {
+      if (name === attachmentId || name.startsWith(`${attachmentId}.`)) {
+        try {
+          fs.rmSync(path.join(dir, name), { force: true });
+        } catch (err) {
+          this.logger.warn({ attachmentId, error: (err as Error).message, msg: 'attachment file not removed; the next purge retries' });
+        }
+      }
+    }
+  }
+
+  /**
+   * Files whose attachment row is gone (a failed removal, a crash after commit). Recent files
+   * are left alone: an upload moves its file into place just before it inserts its row.
+   */
+  private sweepOrphanFiles(): void {
+    const dir = this.runtime.paths.attachmentsDirectory;
+    const cutoff = this.clock.now().getTime() - SWEEP_MIN_AGE_MS;
+    const candidates = fs
+      .readdirSync(dir)
+      .filter((name) => name.startsWith('att_'))
+      .filter((name) => {
+        try {
+          return fs.statSync(path.join(dir, name)).mtimeMs < cutoff;
+        } catch {
+          return false;
+        }
+      })
+      .map((name) => name.replace(/\..*$/, ''));
+    void (async () => {
+      for (let start = 0; start < candidates.length; start += SWEEP_BATCH) {
+        const ids = candidates.slice(start, start + SWEEP_BATCH);
+        const rows = (await this.database.readManager.query(
+          `SELECT id FROM message_attachment WHERE id IN (${ids.map(() => '?').join(', ')})`,
+          ids,
+        )) as Array<{ id: string }>;
+        const known = new Set(rows.map((r) => r.id));
+        ids.filter((id) => !known.has(id)).forEach((id) => this.removeFile(id));
+      }
+    })().catch((err: unknown) => this.logger.warn({ error: (err as Error).message, msg: 'attachment sweep failed' }));
+  }
+}
