@@ -8,6 +8,7 @@ import { CoreModule } from './core/core.module';
 import type { Runtime } from './core/runtime';
 import { EventsModule } from './events/events.module';
 import { MessagesModule } from './messages/messages.module';
+import { PullRequestsModule } from './pull-requests/pull-requests.module';
 import { RequirementsModule } from './requirements/requirements.module';
 import { RunsModule } from './runs/runs.module';
 
@@ -23,6 +24,7 @@ export class AppModule {
         CoreModule.forRoot(runtime),
         EventsModule,
         MessagesModule,
+        PullRequestsModule,
         RequirementsModule,
         RunsModule,
       ],

@@ -21,6 +21,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agent/pull-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Register a PR for the run's Requirement, or refresh its metadata (idempotent by repository + number) */
+        post: operations["registerPullRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/attachments/{id}": {
         parameters: {
             query?: never;
@@ -99,6 +116,23 @@ export interface paths {
         };
         /** Process figures: event-loop delay, memory, active runs, SSE clients */
         get: operations["getMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/pull-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List pull requests, newest first */
+        get: operations["listPullRequests"];
         put?: never;
         post?: never;
         delete?: never;
@@ -544,6 +578,65 @@ export interface components {
             sseClients: number;
             uptimeSeconds: number;
         };
+        PullRequestPageDto: {
+            items: components["schemas"]["PullRequestResponseDto"][];
+            /** @description Cursor for the next page; null at the end */
+            nextCursor?: string | null;
+        };
+        PullRequestResponseDto: {
+            baseBranch: string;
+            createdAt: string;
+            headBranch: string;
+            headSha: string;
+            /** @example pr_… */
+            id: string;
+            number: number;
+            repository: string;
+            requirementId: string;
+            /** @enum {string} */
+            status: "draft" | "open" | "closed" | "merged";
+            title: string;
+            updatedAt: string;
+            url: string;
+        };
+        RegisterPullRequestDto: {
+            /**
+             * @description Branch the PR merges into
+             * @example main
+             */
+            baseBranch: string;
+            /**
+             * @description Branch the PR merges from
+             * @example feature/compaction
+             */
+            headBranch: string;
+            /** @description Head commit SHA */
+            headSha: string;
+            /**
+             * @description The PR number
+             * @example 184
+             */
+            number: number;
+            /**
+             * @description owner/name on GitHub
+             * @example org/repo
+             */
+            repository: string;
+            /** @description The Requirement the PR belongs to (the run's own) */
+            requirementId: string;
+            /**
+             * @description Lifecycle status, used only when the PR is first registered
+             * @enum {string}
+             */
+            status: "draft" | "open" | "closed" | "merged";
+            /** @description PR title */
+            title: string;
+            /**
+             * @description The PR's web address
+             * @example https://github.com/org/repo/pull/184
+             */
+            url: string;
+        };
         ReplyDto: {
             /** @description Uploaded attachment IDs (at most 6) */
             attachmentIds?: string[];
@@ -699,6 +792,49 @@ export interface operations {
             };
         };
     };
+    registerPullRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RegisterPullRequestDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PullRequestResponseDto"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not this run's Requirement */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The PR belongs to another Requirement */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     getAttachment: {
         parameters: {
             query?: never;
@@ -833,6 +969,32 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MetricsResponseDto"];
+                };
+            };
+        };
+    };
+    listPullRequests: {
+        parameters: {
+            query?: {
+                /** @description Page size (default 50) */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's nextCursor */
+                cursor?: string;
+                /** @description Only the PRs of this Requirement */
+                requirementId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PullRequestPageDto"];
                 };
             };
         };

@@ -49,3 +49,6 @@ export type TraceStatus = (typeof TRACE_STATUSES)[number];
 
 export const INTERRUPT_MODES = ['stop', 'steer'] as const;
 export type InterruptMode = (typeof INTERRUPT_MODES)[number];
+
+export const PULL_REQUEST_STATUSES = ['draft', 'open', 'closed', 'merged'] as const;
+export type PullRequestStatus = (typeof PULL_REQUEST_STATUSES)[number];

@@ -2,6 +2,8 @@ export const EVENT_TYPES = [
   'manager.configuration.updated',
   'manager.reconciled',
   'message.created',
+  'pull_request.created',
+  'pull_request.updated',
   'requirement.completed',
   'requirement.created',
   'requirement.deleted',

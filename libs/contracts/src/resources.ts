@@ -1,5 +1,6 @@
 import type {
   AttachmentKind,
+  PullRequestStatus,
   RunRole,
   RunStatus,
   TraceKind,
@@ -157,4 +158,20 @@ export interface AgentTraceEvent {
   toolCallId: string | null;
   nativeType: string | null;
   createdAt: string;
+}
+
+export interface PullRequest {
+  id: string;
+  requirementId: string;
+  /** `owner/name` as registered; identity is the lower-cased repository plus the number. */
+  repository: string;
+  number: number;
+  url: string;
+  title: string;
+  baseBranch: string;
+  headBranch: string;
+  headSha: string;
+  status: PullRequestStatus;
+  createdAt: string;
+  updatedAt: string;
 }

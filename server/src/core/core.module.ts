@@ -8,6 +8,7 @@ import { EventLog } from '../events/event-log.service';
 import { ManagerEventEntity } from '../events/manager-event.entity';
 import { RequirementMessageEntity } from '../messages/requirement-message.entity';
 import { AgentSessionEntity } from '../requirements/agent-session.entity';
+import { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { RequirementEntity } from '../requirements/requirement.entity';
 import { Clock } from './clock';
@@ -18,7 +19,7 @@ import { MIGRATIONS } from './database/migrations';
 import { SnakeNamingStrategy } from './database/snake-naming.strategy';
 import { RUNTIME, Runtime } from './runtime';
 
-export const ENTITIES = [AgentRunEntity, AgentSessionEntity, MessageAttachmentEntity, ManagerEventEntity, RequirementEntity, RequirementMessageEntity];
+export const ENTITIES = [AgentRunEntity, AgentSessionEntity, MessageAttachmentEntity, ManagerEventEntity, PullRequestEntity, RequirementEntity, RequirementMessageEntity];
 
 const BUSY_TIMEOUT_MS = 5000;
 

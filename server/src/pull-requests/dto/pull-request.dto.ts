@@ -1,0 +1,81 @@
+import { ApiProperty } from '@nestjs/swagger';
+import { IsInt, Max, Min } from 'class-validator';
+
+import { PULL_REQUEST_STATUSES, PullRequest, PullRequestStatus } from '@libs/contracts';
+
+import { PageInfoDto, PageQueryDto } from '../../core/http/pagination';
+import { OptionalText, ValidateEnum, ValidateText } from '../../core/validation';
+import type { PullRequestEntity } from '../pull-request.entity';
+
+export class RegisterPullRequestDto {
+  @ValidateText({ description: 'The Requirement the PR belongs to (the run\'s own)', max: 100, min: 1 })
+  requirementId: string;
+
+  @ValidateText({ description: 'owner/name on GitHub', example: 'org/repo', max: 200, min: 3, pattern: /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/ })
+  repository: string;
+
+  @ApiProperty({ description: 'The PR number', example: 184, maximum: 2_147_483_647, minimum: 1 })
+  @IsInt()
+  @Min(1)
+  @Max(2_147_483_647)
+  number: number;
+
+  @ValidateText({ description: 'The PR\'s web address', example: 'https://github.com/org/repo/pull/184', max: 2000, min: 8, pattern: /^https?:\/\/\S+$/ })
+  url: string;
+
+  @ValidateText({ description: 'PR title', max: 1000, min: 1 })
+  title: string;
+
+  @ValidateText({ description: 'Branch the PR merges into', example: 'main', max: 255, min: 1 })
+  baseBranch: string;
+
+  @ValidateText({ description: 'Branch the PR merges from', example: 'feature/compaction', max: 255, min: 1 })
+  headBranch: string;
+
+  @ValidateText({ description: 'Head commit SHA', max: 64, min: 7, pattern: /^[0-9a-fA-F]+$/ })
+  headSha: string;
+
+  @ValidateEnum(PULL_REQUEST_STATUSES, 'Lifecycle status, used only when the PR is first registered')
+  status: PullRequestStatus;
+}
+
+export class ListPullRequestsQueryDto extends PageQueryDto {
+  @OptionalText({ description: 'Only the PRs of this Requirement', max: 100 })
+  requirementId?: string;
+}
+
+export class PullRequestResponseDto implements PullRequest {
+  @ApiProperty({ example: 'pr_…' }) id: string;
+  @ApiProperty() requirementId: string;
+  @ApiProperty() repository: string;
+  @ApiProperty() number: number;
+  @ApiProperty() url: string;
+  @ApiProperty() title: string;
+  @ApiProperty() baseBranch: string;
+  @ApiProperty() headBranch: string;
+  @ApiProperty() headSha: string;
+  @ApiProperty({ enum: PULL_REQUEST_STATUSES }) status: PullRequestStatus;
+  @ApiProperty() createdAt: string;
+  @ApiProperty() updatedAt: string;
+}
+
+export class PullRequestPageDto extends PageInfoDto {
+  @ApiProperty({ type: [PullRequestResponseDto] }) items: PullRequestResponseDto[];
+}
+
+export function toPullRequestResponse(entity: PullRequestEntity): PullRequestResponseDto {
+  return {
+    baseBranch: entity.baseBranch,
+    createdAt: entity.createdAt,
+    headBranch: entity.headBranch,
+    headSha: entity.headSha,
+    id: entity.id,
+    number: entity.number,
+    repository: entity.repository,
+    requirementId: entity.requirementId,
+    status: entity.status,
+    title: entity.title,
+    updatedAt: entity.updatedAt,
+    url: entity.url,
+  };
+}

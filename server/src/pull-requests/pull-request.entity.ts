@@ -1,0 +1,23 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+import type { PullRequestStatus } from '@libs/contracts';
+
+/** A pull request an RD agent registered for its Requirement. */
+@Entity('pull_request')
+export class PullRequestEntity {
+  @PrimaryColumn('varchar') id: string;
+  @Column('varchar') requirementId: string;
+  @Column('varchar') repository: string;
+  /** Lower-cased `owner/name`: with `number`, the PR's identity (GitHub names are case-insensitive). */
+  @Column('varchar') repositoryKey: string;
+  @Column('integer') number: number;
+  @Column('varchar') url: string;
+  @Column('varchar') title: string;
+  @Column('varchar') baseBranch: string;
+  @Column('varchar') headBranch: string;
+  @Column('varchar') headSha: string;
+  /** Set by the agent only when first registered; afterwards only the reconciler changes it. */
+  @Column('varchar') status: PullRequestStatus;
+  @Column('varchar') createdAt: string;
+  @Column('varchar') updatedAt: string;
+}

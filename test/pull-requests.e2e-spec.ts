@@ -1,0 +1,98 @@
+import { LocalTokenService } from '@server/auth/local-token.service';
+import { RunCredentialsService } from '@server/auth/run-credentials.service';
+import { RunningManager, startManager } from '@server/manager';
+
+import { registerToken, send } from './support/http';
+import { IDLE_AGENT, Sandbox, makeSandbox } from './support/manager-process';
+import { expectRefused } from './support/refusals';
+import { connectSse } from './support/sse-client';
+
+const PR = {
+  baseBranch: 'main',
+  headBranch: 'feature/compaction',
+  headSha: 'abc1234def',
+  number: 184,
+  repository: 'Org/Repo',
+  status: 'open',
+  title: 'Improve compaction',
+  url: 'https://github.com/Org/Repo/pull/184',
+};
+
+// Run credentials are issued through the service of a real in-process server on a real port.
+describe('POST /api/agent/pull-requests', () => {
+  let sandbox: Sandbox;
+  let manager: RunningManager;
+  let credentials: RunCredentialsService;
+  let own: { id: string; session: { id: string } };
+  let other: { id: string; session: { id: string } };
+  let ownToken: string;
+  let otherToken: string;
+
+  const as = (token: string) => ({ Authorization: `Bearer ${token}` });
+  const register = (body: object, token = ownToken) => send(manager.url, 'POST', '/api/agent/pull-requests', body, as(token));
+  const refused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
+    expectRefused(manager.runtime.paths.dataDirectory, request, status, code);
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    manager = await startManager({
+      env: { ...process.env, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_HOME: sandbox.home },
+      overrides: { port: 0 },
+      workspace: sandbox.workspace,
+    });
+    registerToken(manager.url, manager.app.get(LocalTokenService).value);
+    credentials = manager.app.get(RunCredentialsService);
+    own = (await send(manager.url, 'POST', '/api/requirements', { provider: 'codex', title: 'own' })).json;
+    other = (await send(manager.url, 'POST', '/api/requirements', { provider: 'codex', title: 'other' })).json;
+    ownToken = credentials.issue({ requirementId: own.id, runId: 'run_own', sessionId: own.session.id });
+    otherToken = credentials.issue({ requirementId: other.id, runId: 'run_other', sessionId: other.session.id });
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    sandbox?.cleanup();
+  });
+
+  it('registers a PR once and then refreshes only its metadata, never its lifecycle', async () => {
+    const events = await connectSse(`${manager.url}/api/events`);
+    const first = await register({ ...PR, requirementId: own.id });
+    expect(first.status).toBe(200);
+    expect(first.json).toMatchObject({ ...PR, requirementId: own.id, status: 'open' });
+    expect(first.json.id).toMatch(/^pr_/);
+
+    const again = await register({ ...PR, headSha: 'fedcba9876', repository: 'org/repo', requirementId: own.id, status: 'merged', title: 'Improve compaction (v2)' });
+    expect(again.json).toMatchObject({ headSha: 'fedcba9876', id: first.json.id, status: 'open', title: 'Improve compaction (v2)' });
+
+    const listed = await send(manager.url, 'GET', `/api/pull-requests?requirementId=${own.id}`);
+    expect(listed.json.items).toHaveLength(1);
+    expect(listed.json.items[0]).toMatchObject({ id: first.json.id, status: 'open' });
+
+    const received = await events.waitFor(2);
+    expect(received.map((e) => [e.event, e.data.actor])).toEqual([
+      ['pull_request.created', { id: 'run_own', kind: 'agent' }],
+      ['pull_request.updated', { id: 'run_own', kind: 'agent' }],
+    ]);
+    events.close();
+  });
+
+  it('refuses a PR owned by another Requirement (409) and a claim outside the run\'s scope (403)', async () => {
+    await refused(() => register({ ...PR, requirementId: other.id }, otherToken), 409, 'pull_request_owned');
+    await refused(() => register({ ...PR, number: 185, requirementId: other.id }), 403, 'outside_run_scope');
+    await refused(() => send(manager.url, 'POST', '/api/agent/pull-requests', { ...PR, requirementId: own.id }), 403, 'agent_credential_required');
+    credentials.revoke('run_other');
+    await refused(() => register({ ...PR, number: 186, requirementId: other.id }, otherToken), 401);
+  });
+
+  it.each([
+    ['a missing field', { ...PR, headSha: undefined }],
+    ['a bad repository', { ...PR, repository: 'not a repo' }],
+    ['a string number', { ...PR, number: '184' }],
+    ['a zero number', { ...PR, number: 0 }],
+    ['an unknown status', { ...PR, status: 'approved' }],
+    ['a non-hex sha', { ...PR, headSha: 'zzzzzzz' }],
+    ['a non-http url', { ...PR, url: 'javascript:alert(1)' }],
+    ['an extra field', { ...PR, mergeable: true }],
+  ])('refuses %s with 400, writing nothing', async (_name, body) => {
+    await refused(() => register({ ...body, requirementId: own.id }), 400);
+  });
+});
