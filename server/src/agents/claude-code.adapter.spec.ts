@@ -1,55 +1,29 @@
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 
 import { TRACE_KINDS } from '@libs/contracts';
 
-import type { InvocationContext, NormalizedEvent, NormalizedTrace } from './agent-adapter';
+import type { InvocationContext, NormalizedEvent } from './agent-adapter';
+import {
+  Transcript,
+  loadTranscript as loadShared,
+  messages,
+  outcomes,
+  parseWith,
+  sessions,
+  traces,
+  transcriptDirectory,
+  usages,
+} from '../../../test/support/transcripts';
 import { ClaudeCodeAdapter } from './claude-code.adapter';
 
-const TRANSCRIPTS = path.join(__dirname, '../../../test/fixtures/agent-transcripts/claude');
-
-interface Transcript {
-  lines: string[];
-  meta: string;
-  exit: { code: number | null; signal: string | null; stderr: string };
-}
-
-function loadTranscript(name: string): Transcript {
-  const lines = fs.readFileSync(path.join(TRANSCRIPTS, `${name}.jsonl`), 'utf8').split('\n');
-  if (lines.at(-1) === '') {
-    lines.pop();
-  }
-  const meta = fs.readFileSync(path.join(TRANSCRIPTS, `${name}.meta.md`), 'utf8');
-  const outcome = /- exit code: (\S+?); terminated by signal: (\w+)/.exec(meta);
-  if (!outcome) {
-    throw new Error(`${name}.meta.md has no outcome line`);
-  }
-  const stderr = /- stderr:\n```\n([\s\S]*?)```/.exec(meta)?.[1] ?? '';
-  return {
-    exit: { code: outcome[1] === 'none' ? null : Number(outcome[1]), signal: outcome[2] === 'no' ? null : outcome[2], stderr },
-    lines,
-    meta,
-  };
-}
-
-function parseAll(transcript: Pick<Transcript, 'lines' | 'exit'>): NormalizedEvent[] {
-  const parser = new ClaudeCodeAdapter().createParser();
-  return [...transcript.lines.flatMap((line) => parser.line(line)), ...parser.end(transcript.exit)];
-}
+const TRANSCRIPTS = transcriptDirectory('claude');
+const loadTranscript = (name: string): Transcript => loadShared('claude', name);
+const parseAll = (transcript: Pick<Transcript, 'lines' | 'exit'>): NormalizedEvent[] => parseWith(new ClaudeCodeAdapter(), transcript);
 
 function parseLines(lines: unknown[], exit = { code: 0, signal: null, stderr: '' }): NormalizedEvent[] {
   return parseAll({ exit, lines: lines.map((line) => (typeof line === 'string' ? line : JSON.stringify(line))) });
 }
 
-const traces = (events: NormalizedEvent[]): NormalizedTrace[] =>
-  events.flatMap((event) => (event.type === 'trace' ? [event.trace] : []));
-const messages = (events: NormalizedEvent[]): string[] =>
-  events.flatMap((event) => (event.type === 'assistant_message' ? [event.text] : []));
-const sessions = (events: NormalizedEvent[]): string[] =>
-  events.flatMap((event) => (event.type === 'session' ? [event.nativeSessionId] : []));
-const outcomes = (events: NormalizedEvent[]) =>
-  events.filter((event): event is Extract<NormalizedEvent, { type: 'completed' | 'failed' }> => event.type === 'completed' || event.type === 'failed');
-const usages = (events: NormalizedEvent[]) => events.flatMap((event) => (event.type === 'usage' ? [event.usage] : []));
 const retries = (events: NormalizedEvent[]) => traces(events).filter((trace) => trace.nativeType === 'system/api_retry');
 
 function expectApiFailure(events: NormalizedEvent[], prefix: string): void {

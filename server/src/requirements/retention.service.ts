@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { Subscription } from 'rxjs';
 
+import { storedExtension } from '../attachments/file-signature';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
@@ -126,24 +127,18 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
       await this.events.append(tx, { actor: SYSTEM_ACTOR, payload: { requirementIds: ids }, type: 'requirements.purged' });
       tx.afterCommit(() => {
         for (const file of files) {
-          this.removeFile(file.id);
+          this.removeFile(`${file.id}${storedExtension(file.kind, file.mediaType, file.fileName)}`);
         }
       });
       return ids.length;
     });
   }
 
-  /** Removes the file(s) stored for an attachment id, whatever their extension. */
-  private removeFile(attachmentId: string): void {
-    const dir = this.runtime.paths.attachmentsDirectory;
-    for (const name of fs.readdirSync(dir)) {
-      if (name === attachmentId || name.startsWith(`${attachmentId}.`)) {
-        try {
-          fs.rmSync(path.join(dir, name), { force: true });
-        } catch (err) {
-          this.logger.warn({ attachmentId, error: (err as Error).message, msg: 'attachment file not removed; the next purge retries' });
-        }
-      }
+  private removeFile(name: string): void {
+    try {
+      fs.rmSync(path.join(this.runtime.paths.attachmentsDirectory, name), { force: true });
+    } catch (err) {
+      this.logger.warn({ error: (err as Error).message, file: name, msg: 'attachment file not removed; the next purge retries' });
     }
   }
 
@@ -164,16 +159,17 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
           return false;
         }
       })
-      .map((name) => name.replace(/\..*$/, ''));
+      .map((name) => ({ id: name.replace(/\..*$/, ''), name }));
     void (async () => {
       for (let start = 0; start < candidates.length; start += SWEEP_BATCH) {
-        const ids = candidates.slice(start, start + SWEEP_BATCH);
+        const batch = candidates.slice(start, start + SWEEP_BATCH);
+        const ids = batch.map((c) => c.id);
         const rows = (await this.database.readManager.query(
           `SELECT id FROM message_attachment WHERE id IN (${ids.map(() => '?').join(', ')})`,
           ids,
         )) as Array<{ id: string }>;
         const known = new Set(rows.map((r) => r.id));
-        ids.filter((id) => !known.has(id)).forEach((id) => this.removeFile(id));
+        batch.filter((c) => !known.has(c.id)).forEach((c) => this.removeFile(c.name));
       }
     })().catch((err: unknown) => this.logger.warn({ error: (err as Error).message, msg: 'attachment sweep failed' }));
   }
