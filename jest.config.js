@@ -14,7 +14,7 @@ module.exports = {
       moduleNameMapper,
       rootDir: __dirname,
       testEnvironment: 'node',
-      testMatch: ['<rootDir>/server/src/**/*.spec.ts', '<rootDir>/cli/src/**/*.spec.ts'],
+      testMatch: ['<rootDir>/server/src/**/*.spec.ts', '<rootDir>/cli/src/**/*.spec.ts', '<rootDir>/dashboard/src/**/*.spec.ts'],
       transform,
     },
     {
