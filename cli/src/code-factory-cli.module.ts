@@ -1,10 +1,31 @@
 import { Module } from '@nestjs/common';
 
-/**
- * The agent's side of the control plane. Its commands (pr, requirement, timer) are added with
- * the Agent API; the program exists now so the package's bins are stable.
- */
-export const CODE_FACTORY_COMMANDS = [];
+import { PrCommand, PrRegisterCommand } from './commands/factory/pr.command';
+import {
+  RequirementActionCommand,
+  RequirementCommand,
+  RequirementMessageCommand,
+  RequirementProposeCommand,
+  RequirementRelatedCommand,
+} from './commands/factory/requirement.command';
+import { TimerCancelCommand, TimerCommand, TimerRegisterCommand, TimerShowCommand } from './commands/factory/timer.command';
+import { ManagerApi } from './factory/manager-api';
+import { PullRequestLookup } from './factory/pull-request-lookup';
 
-@Module({ providers: CODE_FACTORY_COMMANDS })
+/** The agent's side of the control plane: what RD runs call, with the context the manager injects. */
+export const CODE_FACTORY_COMMANDS = [
+  PrCommand,
+  PrRegisterCommand,
+  RequirementCommand,
+  RequirementProposeCommand,
+  RequirementActionCommand,
+  RequirementRelatedCommand,
+  RequirementMessageCommand,
+  TimerCommand,
+  TimerRegisterCommand,
+  TimerShowCommand,
+  TimerCancelCommand,
+];
+
+@Module({ providers: [...CODE_FACTORY_COMMANDS, ManagerApi, PullRequestLookup] })
 export class CodeFactoryCliModule {}

@@ -1,4 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
 
 import { AgentApiModule } from './agent-api/agent-api.module';
 import { AttachmentsModule } from './attachments/attachments.module';
@@ -11,6 +12,8 @@ import { MessagesModule } from './messages/messages.module';
 import { PullRequestsModule } from './pull-requests/pull-requests.module';
 import { RequirementsModule } from './requirements/requirements.module';
 import { RunsModule } from './runs/runs.module';
+import { TimersModule } from './timers/timers.module';
+import { TriggersModule } from './triggers/triggers.module';
 
 @Module({})
 export class AppModule {
@@ -20,13 +23,16 @@ export class AppModule {
         AgentApiModule,
         AttachmentsModule,
         AuthModule,
-        ConfigurationModule, 
+        ConfigurationModule,
         CoreModule.forRoot(runtime),
         EventsModule,
         MessagesModule,
         PullRequestsModule,
         RequirementsModule,
         RunsModule,
+        ScheduleModule.forRoot(),
+        TimersModule,
+        TriggersModule,
       ],
       module: AppModule,
     };

@@ -12,6 +12,7 @@ import { LocalTokenService } from './auth/local-token.service';
 import { AgentEnvironmentService } from './runs/agent-environment.service';
 import { ConfigurationService, overridesFromEnv } from './core/configuration/configuration.service';
 import { configureHttp } from './core/http/configure-http';
+import type { Clock } from './core/clock';
 import { FileLogger } from './core/logging/file-logger';
 import { packageVersion } from './core/package-info';
 import type { Runtime } from './core/runtime';
@@ -26,6 +27,8 @@ export interface StartOptions {
   /** Launch overrides (flags); they beat the environment, which beats the file. */
   overrides?: Partial<ConfigurationValues>;
   env?: NodeJS.ProcessEnv;
+  /** Replaces the system clock: tests that move time (timers, retention). */
+  clock?: Clock;
 }
 
 export interface RunningManager {
@@ -75,7 +78,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     });
     const fileLogger = logger;
     configuration.changes$.subscribe((snapshot) => fileLogger.setLevel(snapshot.effective.logLevel as LogLevel));
-    const runtime: Runtime = { configuration, databasePath, logFilePath, logger, paths, version: packageVersion() };
+    const runtime: Runtime = { clock: options.clock, configuration, databasePath, logFilePath, logger, paths, version: packageVersion() };
 
     app = await NestFactory.create(AppModule.forRoot(runtime), { abortOnError: false, bodyParser: false, logger });
     configureHttp(app);

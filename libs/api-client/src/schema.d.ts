@@ -38,6 +38,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agent/requirements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Propose a follow-up Requirement, a child of the run's own (todo unless start is true) */
+        post: operations["proposeRequirement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/requirements/{id}/action": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start, stop, delete or mark done a Requirement the calling session proposed (start/stop answer 202, delete/done 200) */
+        post: operations["actOnRequirement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/requirements/{id}/related": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The direct parent and children of the run's Requirement (terminal ones too, until purged) */
+        get: operations["relatedRequirements"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/requirements/{id}/related/{targetId}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Message the direct parent or a direct child: starts its session or waits behind its run */
+        post: operations["messageRelatedRequirement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/attachments/{id}": {
         parameters: {
             query?: never;
@@ -279,6 +347,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/requirements/{id}/timers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a Requirement's timers, newest first */
+        get: operations["listRequirementTimers"];
+        put?: never;
+        /** Schedule a wake-up for the Requirement's agent: once after intervalSeconds, or every intervalSeconds */
+        post: operations["createTimer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/timers/{timerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Cancel an active timer */
+        delete: operations["cancelTimer"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/requirements/{id}/trace": {
         parameters: {
             query?: never;
@@ -347,6 +450,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/timers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List timers, newest first */
+        get: operations["listTimers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workspace": {
         parameters: {
             query?: never;
@@ -372,6 +492,32 @@ export interface components {
             requirementId: string;
             runId: string;
             sessionId: string;
+        };
+        AgentRequirementActionDto: {
+            /**
+             * @description start or retry its work, stop its run, delete it (todo only), mark it done (waiting_confirmation only)
+             * @enum {string}
+             */
+            action: "start" | "stop" | "delete" | "done";
+            /**
+             * @description The acting RD session's Requirement (the parent of the target)
+             * @example req_…
+             */
+            sourceRequirementId: string;
+            /**
+             * @description The acting RD session (the one that proposed the target)
+             * @example ses_…
+             */
+            sourceSessionId: string;
+        };
+        AgentRequirementActionResponseDto: {
+            accepted: boolean;
+            /** @enum {string} */
+            action: "start" | "stop" | "delete" | "done";
+            requirement: components["schemas"]["RequirementResponseDto"];
+            requirementId: string;
+            /** @description The run started or interrupted, when the action concerns one */
+            runId: string | null;
         };
         AgentRunPageDto: {
             items: components["schemas"]["AgentRunResponseDto"][];
@@ -516,6 +662,23 @@ export interface components {
              */
             title: string;
         };
+        CreateTimerDto: {
+            /**
+             * @description What the agent should do when woken
+             * @example Check the CI of PR #184
+             */
+            description: string;
+            /**
+             * @description Seconds until the (next) occurrence
+             * @example 3600
+             */
+            intervalSeconds: number;
+            /**
+             * @description `once` fires after intervalSeconds; `recurring` every intervalSeconds
+             * @enum {string}
+             */
+            schedule: "once" | "recurring";
+        };
         EventLoopDelayDto: {
             max: number;
             p50: number;
@@ -578,6 +741,48 @@ export interface components {
             sseClients: number;
             uptimeSeconds: number;
         };
+        ProposeRequirementDto: {
+            /**
+             * @description What to build (Markdown)
+             * @example Report segment merge, encode, and flush durations
+             */
+            description?: string;
+            /**
+             * @description Model name passed to the provider CLI; null for its default
+             * @example gpt-5.1-codex
+             */
+            model?: string | null;
+            /**
+             * @description The parent: the proposing session's Requirement (the default)
+             * @example req_…
+             */
+            parentRequirementId?: string;
+            /**
+             * @description Which coding agent runs the new Requirement; defaults to the proposing session's
+             * @enum {string}
+             */
+            provider?: "codex" | "claude-code";
+            /**
+             * @description Reasoning effort passed to the provider CLI; null for its default
+             * @enum {string|null}
+             */
+            reasoningEffort?: "low" | "medium" | "high" | "xhigh" | "max" | null;
+            /**
+             * @description The proposing RD session (the run's own)
+             * @example ses_…
+             */
+            sourceSessionId: string;
+            /**
+             * @description Start its RD session at once instead of leaving it todo
+             * @default false
+             */
+            start: boolean;
+            /**
+             * @description Short title
+             * @example Add tiered timings to the compaction profile
+             */
+            title: string;
+        };
         PullRequestPageDto: {
             items: components["schemas"]["PullRequestResponseDto"][];
             /** @description Cursor for the next page; null at the end */
@@ -637,6 +842,31 @@ export interface components {
              */
             url: string;
         };
+        RelatedMessageDto: {
+            /**
+             * @description What to tell the related Requirement's agent
+             * @example Use contract version 2.
+             */
+            message: string;
+            /**
+             * @description The sending RD session (the run's own)
+             * @example ses_…
+             */
+            sourceSessionId: string;
+        };
+        RelatedMessageResponseDto: {
+            accepted: boolean;
+            message: components["schemas"]["MessageResponseDto"];
+            /** @description True when the message waits behind the target's active run */
+            queued: boolean;
+            requirement: components["schemas"]["RequirementResponseDto"];
+            sourceRequirementId: string;
+            targetRequirementId: string;
+        };
+        RelatedRequirementsDto: {
+            children: components["schemas"]["RequirementResponseDto"][];
+            parent: components["schemas"]["RequirementResponseDto"] | null;
+        };
         ReplyDto: {
             /** @description Uploaded attachment IDs (at most 6) */
             attachmentIds?: string[];
@@ -688,6 +918,27 @@ export interface components {
             requirement: components["schemas"]["RequirementResponseDto"];
             requirementId: string;
             run: components["schemas"]["AgentRunResponseDto"] | null;
+        };
+        TimerPageDto: {
+            items: components["schemas"]["TimerResponseDto"][];
+            /** @description Cursor for the next page; null at the end */
+            nextCursor?: string | null;
+        };
+        TimerResponseDto: {
+            createdAt: string;
+            description: string;
+            /** @example tmr_… */
+            id: string;
+            intervalSeconds: number;
+            lastFiredAt: string | null;
+            /** @description The next occurrence; null once not active */
+            nextFireAt: string | null;
+            requirementId: string;
+            /** @enum {string} */
+            schedule: "once" | "recurring";
+            /** @enum {string} */
+            status: "active" | "completed" | "cancelled";
+            updatedAt: string;
         };
         TracePageDto: {
             items: components["schemas"]["AgentTraceEventResponseDto"][];
@@ -827,6 +1078,199 @@ export interface operations {
                 content?: never;
             };
             /** @description The PR belongs to another Requirement */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    proposeRequirement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProposeRequirementDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequirementResponseDto"];
+                };
+            };
+            /** @description Invalid fields, or a parent other than the run's Requirement */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The source Requirement or session is not the run credential's own */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    actOnRequirement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AgentRequirementActionDto"];
+            };
+        };
+        responses: {
+            /** @description delete, done */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentRequirementActionResponseDto"];
+                };
+            };
+            /** @description start, stop */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentRequirementActionResponseDto"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The source Requirement or session is not the run credential's own */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not a child proposed by this session, or the action is illegal in its state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    relatedRequirements: {
+        parameters: {
+            query: {
+                /** @description The calling RD session (the run's own) */
+                sourceSessionId: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RelatedRequirementsDto"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The source Requirement or session is not the run credential's own */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    messageRelatedRequirement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                targetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RelatedMessageDto"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RelatedMessageResponseDto"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The source Requirement or session is not the run credential's own */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not the direct parent or a child, or the target is cancelled */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1330,6 +1774,121 @@ export interface operations {
             };
         };
     };
+    listRequirementTimers: {
+        parameters: {
+            query?: {
+                /** @description Page size (default 50) */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's nextCursor */
+                cursor?: string;
+                /** @description Only timers in this status */
+                status?: "active" | "completed" | "cancelled";
+                /** @description Only the timers of this Requirement */
+                requirementId?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimerPageDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    createTimer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTimerDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimerResponseDto"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The Requirement is done or cancelled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    cancelTimer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                timerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimerResponseDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The timer is not active */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     getRequirementTrace: {
         parameters: {
             query?: {
@@ -1440,6 +1999,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AgentSessionPageDto"];
+                };
+            };
+        };
+    };
+    listTimers: {
+        parameters: {
+            query?: {
+                /** @description Page size (default 50) */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's nextCursor */
+                cursor?: string;
+                /** @description Only timers in this status */
+                status?: "active" | "completed" | "cancelled";
+                /** @description Only the timers of this Requirement */
+                requirementId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimerPageDto"];
                 };
             };
         };

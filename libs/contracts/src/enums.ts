@@ -52,3 +52,13 @@ export type InterruptMode = (typeof INTERRUPT_MODES)[number];
 
 export const PULL_REQUEST_STATUSES = ['draft', 'open', 'closed', 'merged'] as const;
 export type PullRequestStatus = (typeof PULL_REQUEST_STATUSES)[number];
+
+export const TIMER_SCHEDULES = ['once', 'recurring'] as const;
+export type TimerSchedule = (typeof TIMER_SCHEDULES)[number];
+
+export const TIMER_STATUSES = ['active', 'completed', 'cancelled'] as const;
+export type TimerStatus = (typeof TIMER_STATUSES)[number];
+
+/** What an RD agent may do to a Requirement it proposed. */
+export const AGENT_REQUIREMENT_ACTIONS = ['start', 'stop', 'delete', 'done'] as const;
+export type AgentRequirementAction = (typeof AGENT_REQUIREMENT_ACTIONS)[number];

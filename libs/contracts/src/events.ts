@@ -15,5 +15,8 @@ export const EVENT_TYPES = [
   'run.succeeded',
   'run.timed_out',
   'run.trace.appended',
+  'timer.cancelled',
+  'timer.created',
+  'timer.fired',
 ] as const;
 export type ManagerEventType = (typeof EVENT_TYPES)[number];

@@ -17,4 +17,8 @@ export const LIMITS = {
   pageSizeMax: 200,
   /** Events replayed to one SSE connection before it is ended for the client to resume. */
   eventReplayMax: 200,
+  timerDescriptionLength: 500,
+  /** Timer intervals: one minute to one year, in seconds. */
+  timerIntervalMinSeconds: 60,
+  timerIntervalMaxSeconds: 31_536_000,
 } as const;

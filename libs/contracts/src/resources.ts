@@ -14,6 +14,8 @@ import type {
   RequirementCreator,
   RequirementStatus,
   SessionState,
+  TimerSchedule,
+  TimerStatus,
 } from './enums';
 import type { ManagerEventType } from './events';
 
@@ -172,6 +174,20 @@ export interface PullRequest {
   headBranch: string;
   headSha: string;
   status: PullRequestStatus;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface AgentTimer {
+  id: string;
+  requirementId: string;
+  description: string;
+  schedule: TimerSchedule;
+  intervalSeconds: number;
+  status: TimerStatus;
+  /** Set while active. */
+  nextFireAt: string | null;
+  lastFiredAt: string | null;
   createdAt: string;
   updatedAt: string;
 }

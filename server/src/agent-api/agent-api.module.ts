@@ -1,9 +1,18 @@
 import { Module } from '@nestjs/common';
 
+import { MessagesModule } from '../messages/messages.module';
 import { PullRequestsModule } from '../pull-requests/pull-requests.module';
+import { RequirementsModule } from '../requirements/requirements.module';
+import { RunsModule } from '../runs/runs.module';
 import { AgentContextController } from './agent-context.controller';
 import { AgentPullRequestsController } from './agent-pull-requests.controller';
+import { AgentRequirementsController } from './agent-requirements.controller';
+import { AgentRequirementsService } from './agent-requirements.service';
 
 /** `/api/agent/*`: what agent runs call through `code-factory-cli`, with their run credential. */
-@Module({ controllers: [AgentContextController, AgentPullRequestsController], imports: [PullRequestsModule] })
+@Module({
+  controllers: [AgentContextController, AgentPullRequestsController, AgentRequirementsController],
+  imports: [MessagesModule, PullRequestsModule, RequirementsModule, RunsModule],
+  providers: [AgentRequirementsService],
+})
 export class AgentApiModule {}

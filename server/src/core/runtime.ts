@@ -1,3 +1,4 @@
+import type { Clock } from './clock';
 import type { ConfigurationService } from './configuration/configuration.service';
 import type { FileLogger } from './logging/file-logger';
 import type { WorkspacePaths } from './workspace/workspace';
@@ -13,4 +14,6 @@ export interface Runtime {
   databasePath: string;
   logFilePath: string;
   version: string;
+  /** Replaces the system clock (tests that move time). */
+  clock?: Clock;
 }

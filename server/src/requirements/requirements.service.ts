@@ -34,6 +34,14 @@ export interface RequirementRows {
   session: AgentSessionEntity;
 }
 
+/**
+ * Work another module does, in the same transaction, when a Requirement becomes done or
+ * cancelled (timers end). What it returns is added to the terminal event's payload.
+ */
+export type ClosingStep = (tx: WriteTx, requirementId: string, now: string) => Promise<Record<string, unknown>>;
+
+const CHILDREN_MAX = 500;
+
 const cacheKey = (id: string) => `requirement:${id}`;
 
 export const requirementNotFound = (id: string) => notFound('requirement_not_found', `Requirement ${id} not found`);
@@ -45,6 +53,7 @@ export const requirementNotFound = (id: string) => notFound('requirement_not_fou
 @Injectable()
 export class RequirementsService {
   private readonly logger = new Logger(RequirementsService.name);
+  private readonly closingSteps: ClosingStep[] = [];
 
   constructor(
     private readonly clock: Clock,
@@ -101,11 +110,29 @@ export class RequirementsService {
   }
 
   async get(id: string): Promise<RequirementResponseDto> {
-    const snapshot = isId('requirement', id) ? await this.snapshot(this.database.readManager, id) : null;
+    const snapshot = await this.find(id);
     if (!snapshot) {
       throw requirementNotFound(id);
     }
     return snapshot;
+  }
+
+  /** The Requirement, or null when it does not exist (or was purged). */
+  async find(id: string): Promise<RequirementResponseDto | null> {
+    return isId('requirement', id) ? this.snapshot(this.database.readManager, id) : null;
+  }
+
+  /** Direct children, oldest first (bounded: an agent proposes a handful, not thousands). */
+  async children(parentId: string): Promise<RequirementResponseDto[]> {
+    const rows = await this.database
+      .read(RequirementEntity)
+      .createQueryBuilder('r')
+      .where('r.parent_requirement_id = :parentId', { parentId })
+      .orderBy('r.created_at', 'ASC')
+      .addOrderBy('r.id', 'ASC')
+      .limit(CHILDREN_MAX)
+      .getMany();
+    return this.snapshots(this.database.readManager, rows);
   }
 
   async list(query: ListRequirementsQueryDto): Promise<RequirementPageDto> {
@@ -151,9 +178,10 @@ export class RequirementsService {
       requirement.status = 'cancelled';
       requirement.updatedAt = this.clock.nowIso();
       tx.update('requirement', { status: requirement.status, updatedAt: requirement.updatedAt }, { id });
+      const closed = await this.runClosingSteps(tx, id, requirement.updatedAt);
       await this.events.append(tx, {
         actor,
-        payload: { requirement: toRequirementResponse(requirement, session) },
+        payload: { ...closed, requirement: toRequirementResponse(requirement, session) },
         requirementId: id,
         sessionId: session.id,
         type: 'requirement.deleted',
@@ -175,9 +203,10 @@ export class RequirementsService {
       tx.update('requirement', { completedAt: now, status: 'done', updatedAt: now }, { id });
       tx.update('agent_session', { state: 'completed', updatedAt: now }, { id: session.id });
       const result = toRequirementResponse(requirement, session);
+      const closed = await this.runClosingSteps(tx, id, now);
       await this.events.append(tx, {
         actor,
-        payload: { requirement: result },
+        payload: { ...closed, requirement: result },
         requirementId: id,
         sessionId: session.id,
         type: 'requirement.completed',
@@ -186,6 +215,19 @@ export class RequirementsService {
     });
     this.logger.log({ ...audit(actor), msg: 'requirement confirmed', requirementId: id });
     return snapshot;
+  }
+
+  /** Registers work to do when a Requirement becomes done or cancelled (see ClosingStep). */
+  onClosing(step: ClosingStep): void {
+    this.closingSteps.push(step);
+  }
+
+  private async runClosingSteps(tx: WriteTx, id: string, now: string): Promise<Record<string, unknown>> {
+    const payload: Record<string, unknown> = {};
+    for (const step of this.closingSteps) {
+      Object.assign(payload, await step(tx, id, now));
+    }
+    return payload;
   }
 
   /**

@@ -23,6 +23,13 @@ import { RunLauncher } from './run-launcher.service';
 import { TraceWriter } from './trace-writer';
 
 const SUMMARY_LENGTH = 500;
+
+/** What a delivered message did: `queued` when it waits for the active run (or no run was woken). */
+export interface DeliveryResult {
+  message: MessageResponseDto;
+  requirement: RequirementResponseDto;
+  queued: boolean;
+}
 /** How long a graceful stop waits for interrupted runs to be recorded. */
 const SHUTDOWN_WAIT_MS = 10_000;
 
@@ -74,27 +81,54 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
    * active it waits for the next run (queued); otherwise a run starts now, reopening a done
    * Requirement in its original session.
    */
-  reply(requirementId: string, dto: ReplyDto, actor: EventActor): Promise<{ message: MessageResponseDto; requirement: RequirementResponseDto; queued: boolean }> {
+  reply(requirementId: string, dto: ReplyDto, actor: EventActor): Promise<DeliveryResult> {
     if (!hasContent(dto)) {
       return Promise.reject(invalid('empty_message', 'a reply needs message text or at least one attachment'));
     }
-    return this.act(requirementId, async () => {
-      const result = await this.database.write(async (tx) => {
-        const rows = await this.requirements.loadForWrite(tx, requirementId);
+    return this.deliver(
+      requirementId,
+      async (tx, rows) => {
         if (rows.requirement.status === 'cancelled') {
           throw conflict('requirement_cancelled', `Requirement ${requirementId} is cancelled`);
         }
-        const appended = await this.appendHuman(tx, rows, dto, actor);
-        if (rows.session.state === 'running' || this.shuttingDown) {
-          return { message: appended, requirement: toRequirementResponse(rows.requirement, rows.session), run: null };
+        return { message: await this.appendHuman(tx, rows, dto, actor), wake: true };
+      },
+      actor,
+    ).then((result) => result as DeliveryResult);
+  }
+
+  /**
+   * The one way a message reaches a session from outside a run: a person's reply, another
+   * Requirement's agent, a trigger. `write` appends the message (and whatever must commit with
+   * it) in the Requirement's actor and write unit, or returns null to write nothing. When it
+   * asks to wake the session, a run starts now unless one is active (then the message waits
+   * for the next run); a done Requirement is reopened in its original session.
+   */
+  deliver(
+    requirementId: string,
+    write: (tx: WriteTx, rows: RequirementRows) => Promise<{ message: MessageResponseDto; wake: boolean } | null>,
+    actor: EventActor,
+  ): Promise<DeliveryResult | null> {
+    return this.act(requirementId, async () => {
+      const result = await this.database.write(async (tx) => {
+        const rows = await this.requirements.loadForWrite(tx, requirementId);
+        const written = await write(tx, rows);
+        if (!written) {
+          return null;
+        }
+        if (!written.wake || rows.session.state === 'running' || this.shuttingDown) {
+          return { message: written.message, requirement: toRequirementResponse(rows.requirement, rows.session), run: null };
         }
         const opened = await this.openRun(tx, rows, actor);
-        return { message: appended, requirement: opened.requirement, run: opened.run };
+        return { message: written.message, requirement: opened.requirement, run: opened.run };
       });
+      if (!result) {
+        return null;
+      }
       if (result.run) {
         this.launch(result.run);
       }
-      this.logger.log({ ...audit(actor), msg: 'reply appended', queued: result.run === null, requirementId, sequence: result.message.sequence });
+      this.logger.log({ ...audit(actor), msg: 'message delivered', queued: result.run === null, requirementId, sequence: result.message.sequence });
       return { message: result.message, queued: result.run === null, requirement: result.requirement };
     });
   }

@@ -1,0 +1,267 @@
+import * as fs from 'node:fs';
+
+import { Command, CommandRunner, Help, Option, SubCommand } from 'nest-commander';
+
+import { AGENT_REQUIREMENT_ACTIONS, AgentRequirementAction, LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
+
+import { ENVIRONMENT_HELP } from '../../factory/agent-context';
+import { ManagerApi, printJson } from '../../factory/manager-api';
+import { UsageError } from '../../options';
+
+interface ProposeFlags {
+  title?: string;
+  description?: string;
+  descriptionFile?: string;
+  provider?: Provider;
+  model?: string;
+  reasoningEffort?: ReasoningEffort;
+  start?: boolean;
+}
+
+@SubCommand({ description: 'Propose a follow-up Requirement as a child of the current one (todo unless --start)', name: 'propose' })
+export class RequirementProposeCommand extends CommandRunner {
+  constructor(private readonly api: ManagerApi) {
+    super();
+  }
+
+  async run(_params: string[], flags: ProposeFlags): Promise<void> {
+    if (!flags.title?.trim()) {
+      throw new UsageError('--title is required');
+    }
+    if ((flags.description === undefined) === (flags.descriptionFile === undefined)) {
+      throw new UsageError('give exactly one of --description and --description-file');
+    }
+    const description = flags.descriptionFile !== undefined ? readDescription(flags.descriptionFile) : (flags.description as string);
+    const { context } = this.api;
+    const requirement = await this.api.call('propose', (client, signal) =>
+      client.POST('/api/agent/requirements', {
+        body: {
+          description,
+          model: flags.model,
+          parentRequirementId: context.requirementId,
+          provider: flags.provider,
+          reasoningEffort: flags.reasoningEffort,
+          sourceSessionId: context.sessionId,
+          start: flags.start === true,
+          title: flags.title as string,
+        },
+        signal,
+      }),
+    );
+    printJson(requirement);
+  }
+
+  @Option({ description: `Short title (at most ${LIMITS.titleLength} characters)`, flags: '--title <title>' })
+  parseTitle(value: string): string {
+    return value;
+  }
+
+  @Option({ description: 'What to build, in Markdown', flags: '--description <text>' })
+  parseDescription(value: string): string {
+    return value;
+  }
+
+  @Option({ description: 'Read the description from this file (for long ones); "-" reads stdin', flags: '--description-file <path>' })
+  parseDescriptionFile(value: string): string {
+    return value;
+  }
+
+  @Option({ choices: [...PROVIDERS], description: 'Agent for the new Requirement (default: the current one\'s)', flags: '--provider <provider>' })
+  parseProvider(value: string): string {
+    return value;
+  }
+
+  @Option({ description: 'Model for the new Requirement (default: the current one\'s when --provider is not given)', flags: '--model <model>' })
+  parseModel(value: string): string {
+    return value;
+  }
+
+  @Option({ choices: [...REASONING_EFFORTS], description: 'Reasoning effort (default as for --model)', flags: '--reasoning-effort <effort>' })
+  parseReasoningEffort(value: string): string {
+    return value;
+  }
+
+  @Option({ description: 'Start its RD session at once instead of leaving it todo', flags: '--start' })
+  parseStart(): boolean {
+    return true;
+  }
+
+  @Help('after')
+  examples(): string {
+    return `
+Examples:
+  code-factory-cli requirement propose --title "Add a performance benchmark" \\
+    --description "Track throughput and peak memory as a separate follow-up"
+  code-factory-cli requirement propose --title "Split the parser" --description-file plan.md --start
+${ENVIRONMENT_HELP}`;
+  }
+}
+
+interface ActionFlags {
+  requirementId?: string;
+  start?: boolean;
+  stop?: boolean;
+  delete?: boolean;
+  done?: boolean;
+}
+
+@SubCommand({ description: 'Start, stop, delete (todo only) or mark done (waiting for confirmation) a Requirement you proposed', name: 'action' })
+export class RequirementActionCommand extends CommandRunner {
+  constructor(private readonly api: ManagerApi) {
+    super();
+  }
+
+  async run(_params: string[], flags: ActionFlags): Promise<void> {
+    if (!flags.requirementId) {
+      throw new UsageError('--requirement-id is required');
+    }
+    const chosen = AGENT_REQUIREMENT_ACTIONS.filter((action) => flags[action] === true);
+    if (chosen.length !== 1) {
+      throw new UsageError('give exactly one of --start, --stop, --delete, --done');
+    }
+    const action = chosen[0] as AgentRequirementAction;
+    const { context } = this.api;
+    const result = await this.api.call(action, (client, signal) =>
+      client.POST('/api/agent/requirements/{id}/action', {
+        body: { action, sourceRequirementId: context.requirementId, sourceSessionId: context.sessionId },
+        params: { path: { id: flags.requirementId as string } },
+        signal,
+      }),
+    );
+    printJson(result);
+  }
+
+  @Option({ description: 'The child Requirement (req_…) this session proposed', flags: '--requirement-id <id>' })
+  parseRequirementId(value: string): string {
+    return value;
+  }
+
+  @Option({ description: 'Start (or retry) its RD session', flags: '--start' })
+  parseStart(): boolean {
+    return true;
+  }
+
+  @Option({ description: 'Stop its running RD run', flags: '--stop' })
+  parseStop(): boolean {
+    return true;
+  }
+
+  @Option({ description: 'Withdraw it (only while todo)', flags: '--delete' })
+  parseDelete(): boolean {
+    return true;
+  }
+
+  @Option({ description: 'Accept it as done (only while waiting for confirmation)', flags: '--done' })
+  parseDone(): boolean {
+    return true;
+  }
+
+  @Help('after')
+  examples(): string {
+    return `
+Examples:
+  code-factory-cli requirement action --requirement-id req_… --start
+  code-factory-cli requirement action --requirement-id req_… --done
+${ENVIRONMENT_HELP}`;
+  }
+}
+
+@SubCommand({ description: 'Show the current Requirement\'s direct parent and children: {parent, children}', name: 'related' })
+export class RequirementRelatedCommand extends CommandRunner {
+  constructor(private readonly api: ManagerApi) {
+    super();
+  }
+
+  async run(): Promise<void> {
+    const { context } = this.api;
+    const related = await this.api.call('related', (client, signal) =>
+      client.GET('/api/agent/requirements/{id}/related', {
+        params: { path: { id: context.requirementId }, query: { sourceSessionId: context.sessionId } },
+        signal,
+      }),
+    );
+    printJson(related);
+  }
+
+  @Help('after')
+  examples(): string {
+    return `
+Example:
+  code-factory-cli requirement related
+${ENVIRONMENT_HELP}`;
+  }
+}
+
+interface MessageFlags {
+  requirementId?: string;
+  message?: string;
+}
+
+@SubCommand({ description: 'Send a message to the direct parent or a direct child; it starts that agent or waits behind its run', name: 'message' })
+export class RequirementMessageCommand extends CommandRunner {
+  constructor(private readonly api: ManagerApi) {
+    super();
+  }
+
+  async run(_params: string[], flags: MessageFlags): Promise<void> {
+    if (!flags.requirementId) {
+      throw new UsageError('--requirement-id is required');
+    }
+    if (!flags.message?.trim()) {
+      throw new UsageError('--message is required');
+    }
+    const { context } = this.api;
+    const result = await this.api.call('message', (client, signal) =>
+      client.POST('/api/agent/requirements/{id}/related/{targetId}/messages', {
+        body: { message: flags.message as string, sourceSessionId: context.sessionId },
+        params: { path: { id: context.requirementId, targetId: flags.requirementId as string } },
+        signal,
+      }),
+    );
+    printJson(result);
+  }
+
+  @Option({ description: 'The parent or child Requirement (req_…) to message', flags: '--requirement-id <id>' })
+  parseRequirementId(value: string): string {
+    return value;
+  }
+
+  @Option({ description: 'The message text', flags: '--message <text>' })
+  parseMessage(value: string): string {
+    return value;
+  }
+
+  @Help('after')
+  examples(): string {
+    return `
+Example:
+  code-factory-cli requirement message --requirement-id req_… --message "Use contract version 2."
+${ENVIRONMENT_HELP}`;
+  }
+}
+
+@Command({
+  description: 'Follow-up Requirements: propose, act on the ones you proposed, see and message related ones',
+  name: 'requirement',
+  subCommands: [RequirementProposeCommand, RequirementActionCommand, RequirementRelatedCommand, RequirementMessageCommand],
+})
+export class RequirementCommand extends CommandRunner {
+  async run(): Promise<void> {
+    throw new UsageError('choose one: requirement propose | action | related | message (see --help)');
+  }
+}
+
+function readDescription(file: string): string {
+  try {
+    const content = fs.readFileSync(file === '-' ? 0 : file, 'utf8');
+    if (content.length > LIMITS.descriptionLength) {
+      throw new UsageError(`the description in ${file} is longer than ${LIMITS.descriptionLength} characters`);
+    }
+    return content;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      throw err;
+    }
+    throw new UsageError(`cannot read --description-file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}

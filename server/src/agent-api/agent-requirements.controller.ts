@@ -1,0 +1,95 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import {
+  ApiAcceptedResponse,
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiForbiddenResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import type { Response } from 'express';
+
+import type { EventActor } from '@libs/contracts';
+
+import { CurrentAgentScope } from '../auth/agent-scope.decorator';
+import type { AgentScope } from '../auth/run-credentials.service';
+import { Actor } from '../core/http/actor.decorator';
+import { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
+import { AgentRequirementsService } from './agent-requirements.service';
+import {
+  AgentRequirementActionDto,
+  AgentRequirementActionResponseDto,
+  ProposeRequirementDto,
+  RelatedMessageDto,
+  RelatedMessageResponseDto,
+  RelatedQueryDto,
+  RelatedRequirementsDto,
+} from './dto/agent-requirements.dto';
+
+const OUTSIDE_SCOPE = 'The source Requirement or session is not the run credential\'s own';
+
+@ApiTags('agent')
+@Controller('agent/requirements')
+export class AgentRequirementsController {
+  constructor(private readonly agentRequirements: AgentRequirementsService) {}
+
+  @Post()
+  @ApiOperation({ summary: 'Propose a follow-up Requirement, a child of the run\'s own (todo unless start is true)' })
+  @ApiCreatedResponse({ type: RequirementResponseDto })
+  @ApiBadRequestResponse({ description: 'Invalid fields, or a parent other than the run\'s Requirement' })
+  @ApiForbiddenResponse({ description: OUTSIDE_SCOPE })
+  proposeRequirement(@Body() body: ProposeRequirementDto, @CurrentAgentScope() scope: AgentScope, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
+    return this.agentRequirements.propose(body, scope, actor);
+  }
+
+  @Post(':id/action')
+  @ApiOperation({ summary: 'Start, stop, delete or mark done a Requirement the calling session proposed (start/stop answer 202, delete/done 200)' })
+  @ApiAcceptedResponse({ description: 'start, stop', type: AgentRequirementActionResponseDto })
+  @ApiOkResponse({ description: 'delete, done', type: AgentRequirementActionResponseDto })
+  @ApiBadRequestResponse()
+  @ApiForbiddenResponse({ description: OUTSIDE_SCOPE })
+  @ApiNotFoundResponse()
+  @ApiConflictResponse({ description: 'Not a child proposed by this session, or the action is illegal in its state' })
+  async actOnRequirement(
+    @Param('id') id: string,
+    @Body() body: AgentRequirementActionDto,
+    @CurrentAgentScope() scope: AgentScope,
+    @Actor() actor: EventActor,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<AgentRequirementActionResponseDto> {
+    const result = await this.agentRequirements.act(id, body, scope, actor);
+    res.status(body.action === 'start' || body.action === 'stop' ? 202 : 200);
+    return result;
+  }
+
+  @Get(':id/related')
+  @ApiOperation({ summary: 'The direct parent and children of the run\'s Requirement (terminal ones too, until purged)' })
+  @ApiOkResponse({ type: RelatedRequirementsDto })
+  @ApiBadRequestResponse()
+  @ApiForbiddenResponse({ description: OUTSIDE_SCOPE })
+  @ApiNotFoundResponse()
+  relatedRequirements(@Param('id') id: string, @Query() query: RelatedQueryDto, @CurrentAgentScope() scope: AgentScope): Promise<RelatedRequirementsDto> {
+    return this.agentRequirements.related(id, query.sourceSessionId, scope);
+  }
+
+  @Post(':id/related/:targetId/messages')
+  @HttpCode(202)
+  @ApiOperation({ summary: 'Message the direct parent or a direct child: starts its session or waits behind its run' })
+  @ApiAcceptedResponse({ type: RelatedMessageResponseDto })
+  @ApiBadRequestResponse()
+  @ApiForbiddenResponse({ description: OUTSIDE_SCOPE })
+  @ApiNotFoundResponse()
+  @ApiConflictResponse({ description: 'Not the direct parent or a child, or the target is cancelled' })
+  messageRelatedRequirement(
+    @Param('id') id: string,
+    @Param('targetId') targetId: string,
+    @Body() body: RelatedMessageDto,
+    @CurrentAgentScope() scope: AgentScope,
+    @Actor() actor: EventActor,
+  ): Promise<RelatedMessageResponseDto> {
+    return this.agentRequirements.message(id, targetId, body, scope, actor);
+  }
+}

@@ -1,0 +1,145 @@
+import { Injectable, Logger } from '@nestjs/common';
+
+import type { EventActor } from '@libs/contracts';
+
+import { assertInScope } from '../auth/agent-scope.decorator';
+import type { AgentScope } from '../auth/run-credentials.service';
+import { conflict, invalid } from '../core/errors/domain-error';
+import { audit } from '../events/event-log.service';
+import { MessagesService } from '../messages/messages.service';
+import type { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
+import { RequirementsService } from '../requirements/requirements.service';
+import { RunOrchestrator } from '../runs/run-orchestrator.service';
+import {
+  AgentRequirementActionDto,
+  AgentRequirementActionResponseDto,
+  ProposeRequirementDto,
+  RelatedMessageDto,
+  RelatedMessageResponseDto,
+  RelatedRequirementsDto,
+} from './dto/agent-requirements.dto';
+
+/**
+ * What an RD agent may do to other Requirements: propose follow-ups (its children), act on
+ * the children it proposed, and talk to its direct parent and children. Every call names the
+ * caller's own Requirement and session, which must match its run credential (403 otherwise);
+ * the relationship rules come after (409). Actions go through the same state machine as a
+ * person's.
+ */
+@Injectable()
+export class AgentRequirementsService {
+  private readonly logger = new Logger(AgentRequirementsService.name);
+
+  constructor(
+    private readonly messages: MessagesService,
+    private readonly orchestrator: RunOrchestrator,
+    private readonly requirements: RequirementsService,
+  ) {}
+
+  async propose(dto: ProposeRequirementDto, scope: AgentScope, actor: EventActor): Promise<RequirementResponseDto> {
+    assertInScope(scope, { sessionId: dto.sourceSessionId });
+    const parentId = dto.parentRequirementId ?? scope.requirementId;
+    if (parentId !== scope.requirementId) {
+      throw invalid('parent_mismatch', `a proposed Requirement's parent is the proposing session's Requirement ${scope.requirementId}, not ${parentId}`);
+    }
+    const parent = await this.requirements.get(parentId);
+    // Without a provider of its own, the child runs like its parent (same agent, model, effort).
+    const inherits = dto.provider === undefined;
+    const created = await this.requirements.create(
+      {
+        createdBy: 'rd_agent',
+        description: dto.description,
+        model: inherits ? (dto.model ?? parent.model) : dto.model,
+        parentRequirementId: parentId,
+        provider: dto.provider ?? parent.session.provider,
+        reasoningEffort: inherits ? (dto.reasoningEffort ?? parent.reasoningEffort) : dto.reasoningEffort,
+        sourceSessionId: dto.sourceSessionId,
+        title: dto.title,
+      },
+      actor,
+    );
+    this.logger.log({ ...audit(actor), msg: 'requirement proposed', parentRequirementId: parentId, requirementId: created.id, start: dto.start === true });
+    if (!dto.start) {
+      return created;
+    }
+    return (await this.orchestrator.start(created.id, {}, actor)).requirement;
+  }
+
+  async act(targetId: string, dto: AgentRequirementActionDto, scope: AgentScope, actor: EventActor): Promise<AgentRequirementActionResponseDto> {
+    assertInScope(scope, { requirementId: dto.sourceRequirementId, sessionId: dto.sourceSessionId });
+    const target = await this.requirements.get(targetId);
+    // Parent and source session are fixed at creation, so this check cannot go stale.
+    if (target.parentRequirementId !== dto.sourceRequirementId || target.sourceSessionId !== dto.sourceSessionId) {
+      throw conflict('not_proposed_by_source', `Requirement ${targetId} was not proposed by session ${dto.sourceSessionId}; agents act only on the children they proposed`);
+    }
+    const done = (requirement: RequirementResponseDto, runId: string | null): AgentRequirementActionResponseDto => ({
+      accepted: true,
+      action: dto.action,
+      requirement,
+      requirementId: targetId,
+      runId,
+    });
+    switch (dto.action) {
+      case 'start': {
+        const started = await this.orchestrator.start(targetId, {}, actor);
+        return done(started.requirement, started.run?.id ?? null);
+      }
+      case 'stop': {
+        const interrupted = await this.orchestrator.interrupt(targetId, 'stop', actor);
+        return done(await this.requirements.get(targetId), interrupted.runId);
+      }
+      case 'delete':
+        await this.requirements.cancel(targetId, actor);
+        return done(await this.requirements.get(targetId), null);
+      case 'done':
+        return done(await this.requirements.confirm(targetId, actor), null);
+    }
+  }
+
+  async related(requirementId: string, sourceSessionId: string, scope: AgentScope): Promise<RelatedRequirementsDto> {
+    assertInScope(scope, { requirementId, sessionId: sourceSessionId });
+    const source = await this.requirements.get(requirementId);
+    const [parent, children] = await Promise.all([
+      source.parentRequirementId ? this.requirements.find(source.parentRequirementId) : Promise.resolve(null),
+      this.requirements.children(requirementId),
+    ]);
+    return { children, parent };
+  }
+
+  /**
+   * Stored in the target's conversation as the sender's agent speaking (`rd_agent` with
+   * `sourceRequirementId`), deliverable: it starts the target's session or waits behind its
+   * run, and reopens a done target. The relationship is checked inside the delivery's unit.
+   */
+  async message(sourceId: string, targetId: string, dto: RelatedMessageDto, scope: AgentScope, actor: EventActor): Promise<RelatedMessageResponseDto> {
+    assertInScope(scope, { requirementId: sourceId, sessionId: dto.sourceSessionId });
+    const source = await this.requirements.get(sourceId);
+    const result = await this.orchestrator.deliver(
+      targetId,
+      async (tx, rows) => {
+        const related = rows.requirement.id === source.parentRequirementId || rows.requirement.parentRequirementId === sourceId;
+        if (!related || targetId === sourceId) {
+          throw conflict('not_related', `Requirement ${targetId} is not the direct parent or a direct child of ${sourceId}`);
+        }
+        if (rows.requirement.status === 'cancelled') {
+          throw conflict('requirement_cancelled', `Requirement ${targetId} is cancelled`);
+        }
+        const { message } = await this.messages.append(tx, rows, { author: 'rd_agent', body: dto.message, deliverToRd: true, sourceRequirementId: sourceId }, actor);
+        return { message, wake: true };
+      },
+      actor,
+    );
+    if (!result) {
+      throw new Error('a related message is always written'); // the unit above never returns null
+    }
+    this.logger.log({ ...audit(actor), msg: 'related message delivered', queued: result.queued, requirementId: targetId, sourceRequirementId: sourceId });
+    return {
+      accepted: true,
+      message: result.message,
+      queued: result.queued,
+      requirement: result.requirement,
+      sourceRequirementId: sourceId,
+      targetRequirementId: targetId,
+    };
+  }
+}

@@ -1,0 +1,19 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+import type { TimerSchedule, TimerStatus } from '@libs/contracts';
+
+/** A wake-up for a Requirement's agent: once after an interval, or every interval. */
+@Entity('agent_timer')
+export class AgentTimerEntity {
+  @PrimaryColumn('varchar') id: string;
+  @Column('varchar') requirementId: string;
+  @Column('text') description: string;
+  @Column('varchar') schedule: TimerSchedule;
+  @Column('integer') intervalSeconds: number;
+  @Column('varchar') status: TimerStatus;
+  /** The occurrence due next; null once the timer is no longer active. */
+  @Column('varchar', { nullable: true }) nextFireAt: string | null;
+  @Column('varchar', { nullable: true }) lastFiredAt: string | null;
+  @Column('varchar') createdAt: string;
+  @Column('varchar') updatedAt: string;
+}

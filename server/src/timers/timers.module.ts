@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+
+import { RequirementsModule } from '../requirements/requirements.module';
+import { TriggersModule } from '../triggers/triggers.module';
+import { TimerScheduler } from './timer-scheduler.service';
+import { TimersController } from './timers.controller';
+import { TimersService } from './timers.service';
+
+@Module({
+  controllers: [TimersController],
+  exports: [TimersService, TimerScheduler],
+  imports: [RequirementsModule, TriggersModule],
+  providers: [TimersService, TimerScheduler],
+})
+export class TimersModule {}

@@ -1,0 +1,25 @@
+import type { MessageAuthor } from '@libs/contracts';
+
+/**
+ * The extension boundary for whatever wakes an agent from outside (architecture §7). A trigger
+ * owns its source — a schedule, a poll, a webhook — and hands each occurrence to
+ * `TriggerDeliveryService.deliver` as one of these.
+ */
+export interface TriggerDelivery {
+  /** Stable trigger name, e.g. `timer` or `github.pull-request.comment`; also the message's `triggerId`. */
+  triggerId: string;
+  /** Identifies the occurrence within the trigger: delivered at most once, across restarts. */
+  receiptKey: string;
+  requirementId: string;
+  author: MessageAuthor;
+  body: string;
+  /** Where it came from (`timer`, `github`): the message's `source`. */
+  source: string;
+  /** Stored on the message and carried by its `message.created` event. */
+  metadata: Record<string, unknown>;
+  /**
+   * False records the message without delivering it to the agent (for example the agent's
+   * own comments coming back from GitHub). Terminal Requirements never get deliveries.
+   */
+  deliverToRd?: boolean;
+}

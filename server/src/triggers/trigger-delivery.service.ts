@@ -1,0 +1,83 @@
+import { Injectable, Logger } from '@nestjs/common';
+
+import { TERMINAL_REQUIREMENT_STATUSES } from '@libs/contracts';
+
+import type { WriteTx } from '../core/database/write-tx';
+import type { MessageResponseDto } from '../messages/dto/message-response.dto';
+import { MessagesService } from '../messages/messages.service';
+import type { RequirementRows } from '../requirements/requirements.service';
+import { RunOrchestrator } from '../runs/run-orchestrator.service';
+import type { TriggerDelivery } from './agent-trigger';
+
+/** Hooks a trigger can run inside the delivery's write unit. */
+export interface DeliveryHooks {
+  /** Runs first; false abandons the delivery (nothing written), e.g. a timer cancelled meanwhile. */
+  guard?(tx: WriteTx, rows: RequirementRows): Promise<boolean>;
+  /** Runs last, in the same transaction: the trigger's own bookkeeping (even for a duplicate). */
+  alsoWrite?(tx: WriteTx, rows: RequirementRows, message: MessageResponseDto | null): Promise<void>;
+}
+
+export type DeliveryOutcome = { status: 'delivered' | 'recorded'; message: MessageResponseDto } | { status: 'duplicate' | 'skipped'; message: null };
+
+/**
+ * The one delivery path for trigger occurrences: receipt, message and event in one
+ * transaction, then the session is woken through the orchestrator (invariant 10). An
+ * occurrence whose receipt exists was delivered before — perhaps before a restart — and is
+ * dropped. A done or cancelled Requirement keeps the message for display without waking.
+ */
+@Injectable()
+export class TriggerDeliveryService {
+  private readonly logger = new Logger(TriggerDeliveryService.name);
+
+  constructor(
+    private readonly messages: MessagesService,
+    private readonly orchestrator: RunOrchestrator,
+  ) {}
+
+  async deliver(delivery: TriggerDelivery, hooks: DeliveryHooks = {}): Promise<DeliveryOutcome> {
+    const actor = { id: delivery.triggerId, kind: 'trigger' as const };
+    let outcome: DeliveryOutcome = { message: null, status: 'skipped' };
+    await this.orchestrator.deliver(
+      delivery.requirementId,
+      async (tx, rows) => {
+        outcome = { message: null, status: 'skipped' };
+        if (hooks.guard && !(await hooks.guard(tx, rows))) {
+          return null;
+        }
+        // Reads flush what this batch staged, so a receipt written by an earlier unit of the same batch counts.
+        const [seen] = (await (await tx.reads()).query('SELECT 1 AS seen FROM agent_trigger_receipt WHERE trigger_id = ? AND receipt_key = ?', [
+          delivery.triggerId,
+          delivery.receiptKey,
+        ])) as unknown[];
+        if (seen) {
+          outcome = { message: null, status: 'duplicate' };
+          await hooks.alsoWrite?.(tx, rows, null);
+          return null;
+        }
+        const active = !TERMINAL_REQUIREMENT_STATUSES.includes(rows.requirement.status);
+        const deliverToRd = active && delivery.deliverToRd !== false;
+        const { message } = await this.messages.append(
+          tx,
+          rows,
+          { author: delivery.author, body: delivery.body, deliverToRd, metadata: delivery.metadata, source: delivery.source, triggerId: delivery.triggerId },
+          actor,
+        );
+        tx.insert('agent_trigger_receipt', {
+          createdAt: message.createdAt,
+          messageId: message.id,
+          receiptKey: delivery.receiptKey,
+          requirementId: delivery.requirementId,
+          triggerId: delivery.triggerId,
+        });
+        await hooks.alsoWrite?.(tx, rows, message);
+        outcome = { message, status: deliverToRd ? 'delivered' : 'recorded' };
+        return { message, wake: deliverToRd };
+      },
+      actor,
+    );
+    if (outcome.status !== 'skipped') {
+      this.logger.log({ msg: `trigger ${outcome.status}`, receiptKey: delivery.receiptKey, requirementId: delivery.requirementId, triggerId: delivery.triggerId });
+    }
+    return outcome;
+  }
+}

@@ -1,0 +1,9 @@
+import { Module } from '@nestjs/common';
+
+import { MessagesModule } from '../messages/messages.module';
+import { RunsModule } from '../runs/runs.module';
+import { TriggerDeliveryService } from './trigger-delivery.service';
+
+/** The delivery path every AgentTrigger (timers, GitHub) hands its occurrences to. */
+@Module({ exports: [TriggerDeliveryService], imports: [MessagesModule, RunsModule], providers: [TriggerDeliveryService] })
+export class TriggersModule {}
