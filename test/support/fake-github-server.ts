@@ -1,0 +1,606 @@
+// A fake GitHub for tests and benchmarks: one real HTTP server on 127.0.0.1 (ephemeral port) that
+// serves what the manager's GitHub client uses, at github.com paths and at GitHub Enterprise paths:
+//
+//   POST /graphql, /api/graphql                          the batched pull-request query (answers
+//                                                        the aliases in its variables: o<i>, n<i>, p<i>)
+//   GET  /repos/:owner/:repo/pulls/:number (+ /api/v3)   one PR, with ETag / If-None-Match → 304
+//   GET  /rate_limit (+ /api/v3)                         the budgets (free, like GitHub's)
+//
+// Tests mutate the state (PRs, comments, reviews, checks) and inject faults (a failing PR, 5xx,
+// secondary and primary rate limits, slow answers, a closed port). Every request is recorded with
+// its kind and GraphQL cost so a scenario can report requests per hour. Answers carry GitHub's
+// x-ratelimit-* headers from a simulated budget (5,000 per hour per resource by default).
+import { createHash } from 'node:crypto';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type FakeMergeable = 'MERGEABLE' | 'CONFLICTING' | 'UNKNOWN';
+export type FakeState = 'OPEN' | 'CLOSED' | 'MERGED';
+
+interface FakeAuthored {
+  id: string;
+  databaseId: number;
+  author: string | null;
+  authorAssociation: string;
+  body: string;
+  url: string;
+}
+export interface FakeComment extends FakeAuthored {
+  createdAt: string;
+}
+export interface FakeReview extends FakeAuthored {
+  state: 'APPROVED' | 'CHANGES_REQUESTED' | 'COMMENTED' | 'DISMISSED' | 'PENDING';
+  submittedAt: string | null;
+}
+export interface FakeReviewComment extends FakeAuthored {
+  path: string;
+  line: number | null;
+  createdAt: string;
+}
+export interface FakeReviewThread {
+  id: string;
+  comments: FakeReviewComment[];
+}
+export interface FakeCheckRun {
+  databaseId: number;
+  name: string;
+  status: 'QUEUED' | 'IN_PROGRESS' | 'COMPLETED' | 'WAITING' | 'PENDING' | 'REQUESTED';
+  conclusion: string | null;
+  detailsUrl: string | null;
+  url: string;
+}
+export interface FakeStatus {
+  context: string;
+  state: 'ERROR' | 'EXPECTED' | 'FAILURE' | 'PENDING' | 'SUCCESS';
+  description: string | null;
+  targetUrl: string | null;
+}
+
+/** One pull request's state. Mutate it directly or through the server's helpers (which bump updatedAt). */
+export interface FakePullRequest {
+  owner: string;
+  repo: string;
+  number: number;
+  title: string;
+  state: FakeState;
+  isDraft: boolean;
+  headSha: string;
+  headBranch: string;
+  baseBranch: string;
+  mergeable: FakeMergeable;
+  updatedAt: string;
+  comments: FakeComment[];
+  reviews: FakeReview[];
+  reviewThreads: FakeReviewThread[];
+  /** Checks and statuses of the head commit (a push starts with none). */
+  checkRuns: FakeCheckRun[];
+  statuses: FakeStatus[];
+  /** Set by failPullRequest: the GraphQL error its alias gets instead of data. */
+  failure: { type: string; message: string } | null;
+}
+
+export type FakeRequestKind = 'graphql' | 'rest' | 'rate_limit' | 'other';
+
+export interface FakeRequest {
+  kind: FakeRequestKind;
+  method: string;
+  path: string;
+  status: number;
+  /** Pull requests asked for (GraphQL aliases; 1 for the REST PR endpoint). */
+  pullRequests: number;
+  /** Budget points charged (0 for a 304, /rate_limit and injected faults that GitHub does not charge). */
+  cost: number;
+  authorization: string | undefined;
+  at: number;
+}
+
+export type FakeFault =
+  | { kind: 'status'; status: number; message?: string }
+  | { kind: 'secondary'; status: 403 | 429; retryAfterSeconds: number | null }
+  | { kind: 'delay'; ms: number }
+  | { kind: 'hang' };
+
+interface Budget {
+  limit: number;
+  used: number;
+  resetAt: number; // epoch ms
+}
+
+export interface FakeGitHubOptions {
+  /** When set, requests must send it (`token X` / `Bearer X`), else 401. */
+  token?: string;
+  /** Points per hour per resource (core, graphql). */
+  limit?: number;
+  /** Budget points a GraphQL query costs; default 1 per query (GitHub: ≈ 1 per 100 nodes requested, min 1). */
+  graphqlCost?: (pullRequests: number) => number;
+}
+
+const HOUR = 3_600_000;
+
+export class FakeGitHubServer {
+  readonly requests: FakeRequest[] = [];
+  /** Requests no route served (answered 404): should stay empty. */
+  readonly unhandled: { method: string; path: string }[] = [];
+  /** Faults applied to the next requests in order (any kind unless `only` says otherwise). */
+  private readonly faults: { fault: FakeFault; only?: FakeRequestKind }[] = [];
+  private readonly pulls = new Map<string, FakePullRequest>();
+  private readonly budgets: Record<'core' | 'graphql', Budget>;
+  private readonly sockets = new Set<import('node:net').Socket>();
+  private nextId = 1000;
+  private port = 0;
+
+  private constructor(
+    private readonly server: http.Server,
+    private readonly options: FakeGitHubOptions,
+  ) {
+    const limit = options.limit ?? 5_000;
+    this.budgets = { core: { limit, resetAt: Date.now() + HOUR, used: 0 }, graphql: { limit, resetAt: Date.now() + HOUR, used: 0 } };
+    server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+  }
+
+  static async start(options: FakeGitHubOptions = {}): Promise<FakeGitHubServer> {
+    const server = http.createServer();
+    const fake = new FakeGitHubServer(server, options);
+    server.on('request', (req, res) => void fake.handle(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    fake.port = (server.address() as AddressInfo).port;
+    return fake;
+  }
+
+  /** The REST root as a github.com client sees it (GraphQL at `${url}/graphql`). */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** The REST root as a GitHub Enterprise Server client sees it (GraphQL at /api/graphql). */
+  get enterpriseUrl(): string {
+    return `${this.url}/api/v3`;
+  }
+
+  /** Stops listening and drops open connections: later requests get "connection refused". */
+  async close(): Promise<void> {
+    for (const socket of this.sockets) {
+      socket.destroy();
+    }
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  // ---- state -------------------------------------------------------------------------------
+
+  addPullRequest(init: { repository: string; number: number } & Partial<Omit<FakePullRequest, 'owner' | 'repo' | 'number'>>): FakePullRequest {
+    const [owner, repo] = init.repository.split('/');
+    const { repository: _repository, ...rest } = init;
+    const pr: FakePullRequest = {
+      baseBranch: 'main',
+      checkRuns: [],
+      comments: [],
+      failure: null,
+      headBranch: `feature/${init.number}`,
+      headSha: sha(`${init.repository}#${init.number}:0`),
+      isDraft: false,
+      mergeable: 'MERGEABLE',
+      owner,
+      repo,
+      reviewThreads: [],
+      reviews: [],
+      state: 'OPEN',
+      statuses: [],
+      title: `Pull request ${init.number}`,
+      updatedAt: new Date().toISOString(),
+      ...rest,
+      number: init.number,
+    };
+    this.pulls.set(keyOf(init.repository, init.number), pr);
+    return pr;
+  }
+
+  /** The PR's live state (throws when absent). */
+  pullRequest(repository: string, number: number): FakePullRequest {
+    const pr = this.pulls.get(keyOf(repository, number));
+    if (!pr) {
+      throw new Error(`fake GitHub has no ${repository}#${number}`);
+    }
+    return pr;
+  }
+
+  removePullRequest(repository: string, number: number): void {
+    this.pulls.delete(keyOf(repository, number));
+  }
+
+  update(repository: string, number: number, patch: Partial<Pick<FakePullRequest, 'title' | 'state' | 'isDraft' | 'mergeable' | 'baseBranch' | 'headBranch'>>): FakePullRequest {
+    const pr = Object.assign(this.pullRequest(repository, number), patch);
+    return this.touch(pr);
+  }
+
+  /** A new head commit: new SHA (given or derived), no checks or statuses yet, mergeability UNKNOWN. */
+  push(repository: string, number: number, headSha?: string): string {
+    const pr = this.pullRequest(repository, number);
+    pr.headSha = headSha ?? sha(`${pr.headSha}+`);
+    pr.checkRuns = [];
+    pr.statuses = [];
+    pr.mergeable = 'UNKNOWN';
+    this.touch(pr);
+    return pr.headSha;
+  }
+
+  addComment(repository: string, number: number, init: { author?: string | null; body: string; authorAssociation?: string }): FakeComment {
+    const pr = this.pullRequest(repository, number);
+    const databaseId = this.nextId++;
+    const comment: FakeComment = { ...this.authored(pr, 'IC', databaseId, `#issuecomment-${databaseId}`, init), createdAt: new Date().toISOString() };
+    pr.comments.push(comment);
+    this.touch(pr);
+    return comment;
+  }
+
+  addReview(repository: string, number: number, init: { author?: string | null; body?: string; state: FakeReview['state']; authorAssociation?: string }): FakeReview {
+    const pr = this.pullRequest(repository, number);
+    const databaseId = this.nextId++;
+    const review: FakeReview = {
+      ...this.authored(pr, 'PRR', databaseId, `#pullrequestreview-${databaseId}`, { body: '', ...init }),
+      state: init.state,
+      submittedAt: init.state === 'PENDING' ? null : new Date().toISOString(),
+    };
+    pr.reviews.push(review);
+    this.touch(pr);
+    return review;
+  }
+
+  /** An inline comment: in a new thread, or as a reply in `threadId`. Returns the comment and its thread. */
+  addReviewComment(
+    repository: string,
+    number: number,
+    init: { author?: string | null; body: string; path: string; line?: number | null; threadId?: string; authorAssociation?: string },
+  ): FakeReviewComment & { threadId: string } {
+    const pr = this.pullRequest(repository, number);
+    let thread = init.threadId ? pr.reviewThreads.find((t) => t.id === init.threadId) : undefined;
+    if (!thread) {
+      thread = { comments: [], id: `PRRT_${this.nextId++}` };
+      pr.reviewThreads.push(thread);
+    }
+    const databaseId = this.nextId++;
+    const comment: FakeReviewComment = {
+      ...this.authored(pr, 'PRRC', databaseId, `#discussion_r${databaseId}`, init),
+      createdAt: new Date().toISOString(),
+      line: init.line === undefined ? 1 : init.line,
+      path: init.path,
+    };
+    thread.comments.push(comment);
+    this.touch(pr);
+    return { ...comment, threadId: thread.id };
+  }
+
+  /** Adds or replaces (by name) a check run on the head commit. */
+  setCheckRun(repository: string, number: number, init: { name: string; status?: FakeCheckRun['status']; conclusion?: string | null; detailsUrl?: string | null }): FakeCheckRun {
+    const pr = this.pullRequest(repository, number);
+    const existing = pr.checkRuns.find((c) => c.name === init.name);
+    const databaseId = existing?.databaseId ?? this.nextId++;
+    const run: FakeCheckRun = {
+      conclusion: init.conclusion ?? null,
+      databaseId,
+      detailsUrl: init.detailsUrl ?? `https://ci.example.test/runs/${databaseId}`,
+      name: init.name,
+      status: init.status ?? (init.conclusion ? 'COMPLETED' : 'QUEUED'),
+      url: `https://github.test/${pr.owner}/${pr.repo}/runs/${databaseId}`,
+    };
+    pr.checkRuns = [...pr.checkRuns.filter((c) => c.name !== init.name), run];
+    return run;
+  }
+
+  /** Adds or replaces (by context) a commit status on the head commit. */
+  setStatus(repository: string, number: number, init: { context: string; state: FakeStatus['state']; description?: string | null; targetUrl?: string | null }): FakeStatus {
+    const pr = this.pullRequest(repository, number);
+    const status: FakeStatus = { context: init.context, description: init.description ?? null, state: init.state, targetUrl: init.targetUrl ?? null };
+    pr.statuses = [...pr.statuses.filter((s) => s.context !== init.context), status];
+    return status;
+  }
+
+  // ---- faults ------------------------------------------------------------------------------
+
+  /** The PR's alias gets a GraphQL error (NOT_FOUND, FORBIDDEN, or anything) until cleared with null. */
+  failPullRequest(repository: string, number: number, type: string | null = 'NOT_FOUND', message = `Could not resolve to a PullRequest with the number of ${number}.`): void {
+    this.pullRequest(repository, number).failure = type ? { message, type } : null;
+  }
+
+  /** The next `count` requests (of `only` kind, if given) answer `status` (default 502). */
+  failNext(count: number, status = 502, only?: FakeRequestKind): void {
+    for (let i = 0; i < count; i++) {
+      this.faults.push({ fault: { kind: 'status', status }, only });
+    }
+  }
+
+  /** The next `count` requests hit a secondary rate limit: 403 or 429, "secondary rate limit", Retry-After. */
+  secondaryRateLimitNext(count: number, { retryAfterSeconds = 1, status = 403 }: { retryAfterSeconds?: number | null; status?: 403 | 429 } = {}, only?: FakeRequestKind): void {
+    for (let i = 0; i < count; i++) {
+      this.faults.push({ fault: { kind: 'secondary', retryAfterSeconds, status }, only });
+    }
+  }
+
+  /** The next `count` requests wait `ms` before answering (nothing is sent meanwhile). */
+  delayNext(count: number, ms: number, only?: FakeRequestKind): void {
+    for (let i = 0; i < count; i++) {
+      this.faults.push({ fault: { kind: 'delay', ms }, only });
+    }
+  }
+
+  /** The next `count` requests are never answered (until the client gives up or the server closes). */
+  hangNext(count: number, only?: FakeRequestKind): void {
+    for (let i = 0; i < count; i++) {
+      this.faults.push({ fault: { kind: 'hang' }, only });
+    }
+  }
+
+  /** Spends a resource's primary budget until `resetInSeconds` from now. */
+  exhaust(resource: 'core' | 'graphql', resetInSeconds: number): void {
+    const budget = this.budgets[resource];
+    budget.used = budget.limit;
+    budget.resetAt = Date.now() + resetInSeconds * 1000;
+  }
+
+  remaining(resource: 'core' | 'graphql'): number {
+    const budget = this.budget(resource);
+    return Math.max(0, budget.limit - budget.used);
+  }
+
+  // ---- counting ----------------------------------------------------------------------------
+
+  /** Requests by kind (all statuses), and GraphQL budget points spent. */
+  counts(): Record<FakeRequestKind, number> & { total: number; graphqlCost: number } {
+    const counts = { graphql: 0, graphqlCost: 0, other: 0, rate_limit: 0, rest: 0, total: this.requests.length };
+    for (const request of this.requests) {
+      counts[request.kind]++;
+      counts.graphqlCost += request.kind === 'graphql' ? request.cost : 0;
+    }
+    return counts;
+  }
+
+  resetCounts(): void {
+    this.requests.length = 0;
+  }
+
+  // ---- HTTP --------------------------------------------------------------------------------
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) {
+      chunks.push(chunk as Buffer);
+    }
+    const path = (req.url ?? '/').split('?')[0];
+    const method = req.method ?? 'GET';
+    const kind: FakeRequestKind =
+      method === 'POST' && /^(\/api)?\/graphql$/.test(path) ? 'graphql' : /^(\/api\/v3)?\/rate_limit$/.test(path) ? 'rate_limit' : /^(\/api\/v3)?\/repos\//.test(path) ? 'rest' : 'other';
+    const record: FakeRequest = { at: Date.now(), authorization: req.headers.authorization, cost: 0, kind, method, path, pullRequests: 0, status: 0 };
+    this.requests.push(record);
+    const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+      record.status = status;
+      if (res.destroyed) {
+        return;
+      }
+      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
+      res.end(body === undefined ? undefined : JSON.stringify(body));
+    };
+
+    const index = this.faults.findIndex((f) => !f.only || f.only === kind);
+    const fault = index >= 0 ? this.faults.splice(index, 1)[0].fault : null;
+    if (fault?.kind === 'delay') {
+      await new Promise((resolve) => setTimeout(resolve, fault.ms));
+    }
+    if (fault?.kind === 'hang') {
+      return;
+    }
+    if (this.options.token !== undefined && kind !== 'other') {
+      const given = /^(?:token|bearer) (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+      if (given !== this.options.token) {
+        return send(401, { documentation_url: 'https://docs.github.com/rest', message: 'Bad credentials' });
+      }
+    }
+    if (fault?.kind === 'status') {
+      return send(fault.status, { message: fault.message ?? `Fake GitHub fault ${fault.status}` });
+    }
+    if (fault?.kind === 'secondary') {
+      return send(
+        fault.status,
+        { documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits', message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.' },
+        fault.retryAfterSeconds === null ? {} : { 'retry-after': String(fault.retryAfterSeconds) },
+      );
+    }
+
+    if (kind === 'rate_limit' && method === 'GET') {
+      const resources = Object.fromEntries((['core', 'graphql'] as const).map((r) => [r, this.describe(r)]));
+      return send(200, { rate: resources.core, resources });
+    }
+    if (kind === 'graphql') {
+      return this.answerGraphql(Buffer.concat(chunks).toString('utf8'), record, send);
+    }
+    const pull = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/.exec(path);
+    if (pull && method === 'GET') {
+      record.pullRequests = 1;
+      if (!this.charge('core', 1, record)) {
+        return send(403, { documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api', message: 'API rate limit exceeded for user ID 1.' }, this.rateHeaders('core'));
+      }
+      const pr = this.pulls.get(keyOf(`${pull[1]}/${pull[2]}`, Number(pull[3])));
+      if (!pr) {
+        return send(404, { documentation_url: 'https://docs.github.com/rest/pulls/pulls#get-a-pull-request', message: 'Not Found' }, this.rateHeaders('core'));
+      }
+      const body = this.restPullRequest(pr);
+      const etag = `"${createHash('sha1').update(JSON.stringify(body)).digest('hex')}"`;
+      if (req.headers['if-none-match'] === etag) {
+        this.budgets.core.used--; // GitHub does not charge a 304
+        record.cost = 0;
+        return send(304, undefined, { etag, ...this.rateHeaders('core') });
+      }
+      return send(200, body, { etag, ...this.rateHeaders('core') });
+    }
+    this.unhandled.push({ method, path });
+    send(404, { message: 'Not Found' });
+  }
+
+  private answerGraphql(raw: string, record: FakeRequest, send: (status: number, body: unknown, headers?: Record<string, string>) => void): void {
+    let request: { query?: string; variables?: Record<string, unknown> };
+    try {
+      request = JSON.parse(raw);
+    } catch {
+      return send(400, { message: 'Problems parsing JSON' });
+    }
+    const query = request.query ?? '';
+    const variables = request.variables ?? {};
+    const aliases = Object.keys(variables)
+      .filter((name) => /^p\d+$/.test(name))
+      .map((name) => Number(name.slice(1)))
+      .sort((a, b) => a - b);
+    for (const i of aliases) {
+      // The query must declare what the variables fill in: a cheap check that client and fake agree.
+      if (!query.includes(`pr${i}: repository(owner: $o${i}, name: $n${i}) { pullRequest(number: $p${i})`)) {
+        return send(200, { errors: [{ message: `alias pr${i} does not match the variables` }] });
+      }
+    }
+    record.pullRequests = aliases.length;
+    const cost = this.options.graphqlCost?.(aliases.length) ?? 1;
+    if (!this.charge('graphql', cost, record)) {
+      return send(
+        200,
+        { errors: [{ message: 'API rate limit exceeded for user ID 1.', type: 'RATE_LIMITED' }] },
+        this.rateHeaders('graphql'),
+      );
+    }
+    const data: Record<string, unknown> = {};
+    const errors: { type: string; message: string; path: string[]; locations: unknown[] }[] = [];
+    for (const i of aliases) {
+      const owner = String(variables[`o${i}`]);
+      const name = String(variables[`n${i}`]);
+      const pr = this.pulls.get(keyOf(`${owner}/${name}`, Number(variables[`p${i}`])));
+      if (!pr) {
+        data[`pr${i}`] = null;
+        errors.push({ locations: [], message: `Could not resolve to a Repository with the name '${owner}/${name}'.`, path: [`pr${i}`], type: 'NOT_FOUND' });
+      } else if (pr.failure) {
+        data[`pr${i}`] = { pullRequest: null };
+        errors.push({ locations: [], message: pr.failure.message, path: [`pr${i}`, 'pullRequest'], type: pr.failure.type });
+      } else {
+        data[`pr${i}`] = { pullRequest: this.graphqlPullRequest(pr) };
+      }
+    }
+    const budget = this.budget('graphql');
+    data.rateLimit = { cost, limit: budget.limit, remaining: budget.limit - budget.used, resetAt: new Date(budget.resetAt).toISOString() };
+    send(200, errors.length > 0 ? { data, errors } : { data }, this.rateHeaders('graphql'));
+  }
+
+  private graphqlPullRequest(pr: FakePullRequest): unknown {
+    const authored = (a: FakeAuthored) => ({ author: a.author === null ? null : { login: a.author }, authorAssociation: a.authorAssociation, body: a.body, databaseId: a.databaseId, id: a.id, url: a.url });
+    const contexts = [
+      ...pr.checkRuns.map((c) => ({ __typename: 'CheckRun', ...c })),
+      ...pr.statuses.map((s) => ({ __typename: 'StatusContext', ...s })),
+    ];
+    // The limits the client asks for (last 50 comments/reviews, last 20 threads × 10, first 100 checks).
+    return {
+      baseRefName: pr.baseBranch,
+      comments: { nodes: pr.comments.slice(-50).map((c) => ({ ...authored(c), createdAt: c.createdAt })) },
+      commits: { nodes: [{ commit: { oid: pr.headSha, statusCheckRollup: contexts.length === 0 ? null : { contexts: { nodes: contexts.slice(0, 100) }, state: rollupState(pr) } } }] },
+      headRefName: pr.headBranch,
+      headRefOid: pr.headSha,
+      isDraft: pr.isDraft,
+      mergeable: pr.mergeable,
+      number: pr.number,
+      repository: { nameWithOwner: `${pr.owner}/${pr.repo}` },
+      reviewThreads: { nodes: pr.reviewThreads.slice(-20).map((t) => ({ comments: { nodes: t.comments.slice(-10).map((c) => ({ ...authored(c), createdAt: c.createdAt, line: c.line, path: c.path })) }, id: t.id })) },
+      reviews: { nodes: pr.reviews.filter((r) => r.state !== 'PENDING').slice(-50).map((r) => ({ ...authored(r), state: r.state, submittedAt: r.submittedAt })) },
+      state: pr.state,
+      title: pr.title,
+      updatedAt: pr.updatedAt,
+      url: prUrl(pr),
+    };
+  }
+
+  private restPullRequest(pr: FakePullRequest): unknown {
+    const repo = { full_name: `${pr.owner}/${pr.repo}`, name: pr.repo, owner: { login: pr.owner } };
+    return {
+      base: { ref: pr.baseBranch, repo },
+      draft: pr.isDraft,
+      head: { ref: pr.headBranch, repo, sha: pr.headSha },
+      html_url: prUrl(pr),
+      mergeable: pr.mergeable === 'UNKNOWN' ? null : pr.mergeable === 'MERGEABLE',
+      mergeable_state: pr.mergeable === 'UNKNOWN' ? 'unknown' : pr.mergeable === 'CONFLICTING' ? 'dirty' : 'clean',
+      merged: pr.state === 'MERGED',
+      number: pr.number,
+      state: pr.state === 'OPEN' ? 'open' : 'closed',
+      title: pr.title,
+      updated_at: pr.updatedAt,
+    };
+  }
+
+  private budget(resource: 'core' | 'graphql'): Budget {
+    const budget = this.budgets[resource];
+    if (Date.now() >= budget.resetAt) {
+      budget.used = 0;
+      budget.resetAt = Date.now() + HOUR;
+    }
+    return budget;
+  }
+
+  private charge(resource: 'core' | 'graphql', cost: number, record: FakeRequest): boolean {
+    const budget = this.budget(resource);
+    if (budget.used + cost > budget.limit) {
+      return false;
+    }
+    budget.used += cost;
+    record.cost = cost;
+    return true;
+  }
+
+  private describe(resource: 'core' | 'graphql') {
+    const budget = this.budget(resource);
+    return { limit: budget.limit, remaining: budget.limit - budget.used, reset: Math.ceil(budget.resetAt / 1000), resource, used: budget.used };
+  }
+
+  private rateHeaders(resource: 'core' | 'graphql'): Record<string, string> {
+    const d = this.describe(resource);
+    return {
+      'x-ratelimit-limit': String(d.limit),
+      'x-ratelimit-remaining': String(d.remaining),
+      'x-ratelimit-reset': String(d.reset),
+      'x-ratelimit-resource': resource,
+      'x-ratelimit-used': String(d.used),
+    };
+  }
+
+  private authored(pr: FakePullRequest, prefix: string, databaseId: number, anchor: string, init: { author?: string | null; body: string; authorAssociation?: string }): FakeAuthored {
+    return {
+      author: init.author === undefined ? 'reviewer' : init.author,
+      authorAssociation: init.authorAssociation ?? 'CONTRIBUTOR',
+      body: init.body,
+      databaseId,
+      id: `${prefix}_${databaseId}`,
+      url: `${prUrl(pr)}${anchor}`,
+    };
+  }
+
+  private touch(pr: FakePullRequest): FakePullRequest {
+    // Strictly increasing even within one millisecond, so "changed since" checks are reliable.
+    const now = Math.max(Date.now(), Date.parse(pr.updatedAt) + 1);
+    pr.updatedAt = new Date(now).toISOString();
+    return pr;
+  }
+}
+
+function keyOf(repository: string, number: number): string {
+  return `${repository.toLowerCase()}#${number}`;
+}
+
+function prUrl(pr: FakePullRequest): string {
+  return `https://github.test/${pr.owner}/${pr.repo}/pull/${pr.number}`;
+}
+
+function sha(seed: string): string {
+  return createHash('sha1').update(seed).digest('hex');
+}
+
+function rollupState(pr: FakePullRequest): FakeStatus['state'] {
+  const states = [
+    ...pr.checkRuns.map((c) =>
+      c.status !== 'COMPLETED' ? 'PENDING' : ['FAILURE', 'TIMED_OUT', 'CANCELLED', 'ACTION_REQUIRED', 'STARTUP_FAILURE'].includes(c.conclusion ?? '') ? 'FAILURE' : 'SUCCESS',
+    ),
+    ...pr.statuses.map((s) => s.state),
+  ];
+  return states.includes('ERROR') ? 'ERROR' : states.includes('FAILURE') ? 'FAILURE' : states.includes('PENDING') || states.includes('EXPECTED') ? 'PENDING' : 'SUCCESS';
+}
