@@ -3,7 +3,7 @@ import * as path from 'node:path';
 
 import * as sqlite3 from 'sqlite3';
 
-const TABLES = ['requirement', 'agent_session', 'requirement_message', 'message_attachment', 'manager_event', 'agent_run', 'pull_request'];
+const TABLES = ['agent_timer', 'agent_trigger_receipt', 'requirement', 'agent_session', 'requirement_message', 'message_attachment', 'manager_event', 'agent_run', 'pull_request'];
 
 export interface StoreSnapshot {
   rows: Record<string, number>;

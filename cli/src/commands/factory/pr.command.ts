@@ -11,15 +11,16 @@ interface RegisterFlags extends Partial<PullRequestFields> {
   url?: string;
 }
 
+// In the order a person reads them in an error.
 const FLAG_OF: Record<keyof PullRequestFields, string> = {
+  repository: '--repository',
+  number: '--number',
+  url: '--url',
+  title: '--title',
   baseBranch: '--base-branch',
   headBranch: '--head-branch',
   headSha: '--head-sha',
-  number: '--number',
-  repository: '--repository',
   status: '--status',
-  title: '--title',
-  url: '--url',
 };
 
 @SubCommand({ description: 'Register a pull request you opened for the current Requirement (again to refresh its title, branches and head SHA)', name: 'register' })

@@ -1,0 +1,111 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { send } from './support/http';
+import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { ModelStub, claudeEnvironment, codexEnvironment } from './support/model-stub';
+import { connectSse } from './support/sse-client';
+import { until } from './support/wait';
+
+// The agent's side of the control plane for real: the pinned Codex and Claude Code CLIs, told
+// by the model stub to run code-factory-cli from their PATH, exactly as a user's agent would.
+
+const CLI_BIN = path.join(ROOT, 'test', 'agent-clis', 'node_modules', '.bin');
+const PROVIDERS = [
+  { env: codexEnvironment, executable: path.join(CLI_BIN, 'codex'), provider: 'codex' },
+  { env: claudeEnvironment, executable: path.join(CLI_BIN, 'claude'), provider: 'claude-code' },
+] as const;
+/** The first child's ID, from `requirement related` (what an agent would read off its JSON). */
+const FIRST_CHILD = `"$(code-factory-cli requirement related | node -e "let s='';process.stdin.on('data',d=>s+=d).on('end',()=>process.stdout.write(JSON.parse(s).children[0].id))")"`;
+
+jest.setTimeout(120_000);
+
+describe.each(PROVIDERS)('the agent loop with the real $provider CLI', ({ env, executable, provider }) => {
+  let sandbox: Sandbox;
+  let stub: ModelStub;
+  let manager: ManagerProcess;
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    stub = await ModelStub.start();
+    const agentEnv = env(stub, fs.mkdtempSync(path.join('/var/tmp', `am-loop-${provider}-`)));
+    manager = await startManager({
+      env: { ...agentEnv, CODE_FACTORY_CLAUDE_EXECUTABLE: executable, CODE_FACTORY_CODEX_EXECUTABLE: executable, GH_TOKEN: '', GITHUB_TOKEN: '' },
+      sandbox,
+    });
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    await stub?.close();
+    sandbox?.cleanup();
+  });
+
+  it('proposes and starts a child, registers a PR, sets a timer and messages the child through code-factory-cli', async () => {
+    const parent = (await send(manager.origin, 'POST', '/api/requirements', { description: 'Split the work.', provider, title: 'Parent work' })).json;
+    stub.scriptFor(parent.id, [
+      { shell: 'code-factory-cli requirement propose --title "Child work" --description "Do the lexer part" --start' },
+      {
+        shell:
+          'code-factory-cli pr register --url https://github.com/org/repo/pull/42 --title "Split the parser" --base-branch main --head-branch split-parser --head-sha 0a1b2c3d --status open',
+      },
+      { shell: 'code-factory-cli timer register --description "Check the CI of PR 42" --after-seconds 60' },
+      { shell: `code-factory-cli requirement message --requirement-id ${FIRST_CHILD} --message "Use contract version 2."` },
+      { text: 'Child proposed, PR registered, timer set, child told.' },
+    ]);
+    const events = await connectSse(`${manager.origin}/api/events`);
+    expect((await send(manager.origin, 'POST', `/api/requirements/${parent.id}/start`, { message: `Go ${parent.id}` })).status).toBe(202);
+
+    const run = await until(
+      'the parent run to finish',
+      async () => {
+        const [latest] = (await send(manager.origin, 'GET', `/api/runs?requirementId=${parent.id}`)).json.items;
+        return latest?.status !== 'running' && latest;
+      },
+      90_000,
+      200,
+    );
+    expect(run).toMatchObject({ status: 'succeeded', taskSummary: 'Child proposed, PR registered, timer set, child told.' });
+
+    // Every tool call succeeded: each printed the server's JSON.
+    const trace = (await send(manager.origin, 'GET', `/api/runs/${run.id}/trace?limit=200`)).json.items as Array<{ kind: string; status: string; detail: string | null }>;
+    const results = trace.filter((t) => t.kind === 'tool_result');
+    expect(results).toHaveLength(4);
+    for (const result of results) {
+      expect(result.detail ?? '').not.toContain('code-factory-cli:');
+    }
+
+    const [child] = (await send(manager.origin, 'GET', '/api/requirements')).json.items.filter((r: { parentRequirementId: string }) => r.parentRequirementId === parent.id);
+    expect(child).toMatchObject({ createdBy: 'rd_agent', provider, sourceSessionId: parent.session.id, title: 'Child work' });
+    expect(['doing', 'waiting_confirmation']).toContain(child.status);
+
+    const prs = (await send(manager.origin, 'GET', `/api/pull-requests?requirementId=${parent.id}`)).json.items;
+    expect(prs).toEqual([expect.objectContaining({ headSha: '0a1b2c3d', number: 42, repository: 'org/repo', status: 'open' })]);
+
+    const timers = (await send(manager.origin, 'GET', `/api/requirements/${parent.id}/timers`)).json.items;
+    expect(timers).toEqual([expect.objectContaining({ description: 'Check the CI of PR 42', intervalSeconds: 60, schedule: 'once', status: 'active' })]);
+
+    const childConversation = (await send(manager.origin, 'GET', `/api/requirements/${child.id}/messages`)).json.items;
+    expect(childConversation).toContainEqual(
+      expect.objectContaining({ author: 'rd_agent', body: 'Use contract version 2.', deliverToRd: true, sourceRequirementId: parent.id }),
+    );
+
+    // Published as they happened, each by the parent's run.
+    const published = await until('the loop\'s events', async () => {
+      const seen = events.events;
+      const byAgent = (type: string, requirementId: string) => seen.find((e) => e.event === type && e.data.requirementId === requirementId && e.data.actor.id === run.id);
+      const wanted = [
+        byAgent('requirement.created', child.id),
+        byAgent('run.started', child.id),
+        byAgent('pull_request.created', parent.id),
+        byAgent('timer.created', parent.id),
+        byAgent('message.created', child.id),
+      ];
+      return wanted.every(Boolean) && wanted;
+    });
+    expect([...published].sort((a, b) => a!.data.id - b!.data.id).map((e) => e!.event)).toEqual(['requirement.created', 'run.started', 'pull_request.created', 'timer.created', 'message.created']);
+    events.close();
+    // The child's own agent got the parent's message in a run of its own.
+    await until('the child to hear the message', async () => stub.requests.some((r) => r.transcript.includes('Use contract version 2.')), 60_000, 200);
+  });
+});

@@ -1,0 +1,186 @@
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+
+import { LocalTokenService } from '@server/auth/local-token.service';
+import { RunCredentialsService } from '@server/auth/run-credentials.service';
+import { RunningManager, startManager } from '@server/manager';
+
+import { registerToken, send } from './support/http';
+import { IDLE_AGENT, ROOT, Sandbox, makeSandbox } from './support/manager-process';
+
+const CLI = path.join(ROOT, 'bin', 'code-factory-cli.js');
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  json: any;
+}
+
+/** Runs the built CLI as an agent would: a child process with only the given environment. */
+function cli(args: string[], env: Record<string, string>, stdin?: string): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      let json: unknown = null;
+      try {
+        json = JSON.parse(stdout);
+      } catch {
+        // not JSON (help text)
+      }
+      resolve({ code, json, stderr, stdout });
+    });
+    child.stdin.end(stdin ?? '');
+  });
+}
+
+const COMMANDS: Array<[string[], string[]]> = [
+  [['pr', 'register'], ['--url', '--repository', '--number', '--title', '--base-branch', '--head-branch', '--head-sha', '--status']],
+  [['requirement', 'propose'], ['--title', '--description', '--description-file', '--provider', '--model', '--reasoning-effort', '--start']],
+  [['requirement', 'action'], ['--requirement-id', '--start', '--stop', '--delete', '--done']],
+  [['requirement', 'related'], []],
+  [['requirement', 'message'], ['--requirement-id', '--message']],
+  [['timer', 'register'], ['--description', '--after-seconds', '--repeat']],
+  [['timer', 'show'], []],
+  [['timer', 'cancel'], ['--id']],
+];
+
+describe('code-factory-cli', () => {
+  let sandbox: Sandbox;
+  let manager: RunningManager;
+  let parent: { id: string; session: { id: string } };
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    manager = await startManager({
+      env: { ...process.env, CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_HOME: sandbox.home },
+      overrides: { port: 0 },
+      workspace: sandbox.workspace,
+    });
+    registerToken(manager.url, manager.app.get(LocalTokenService).value);
+    parent = (await send(manager.url, 'POST', '/api/requirements', { provider: 'codex', title: 'parent' })).json;
+    const token = manager.app.get(RunCredentialsService).issue({ requirementId: parent.id, runId: 'run_cli_test', sessionId: parent.session.id });
+    env = {
+      CODE_FACTORY_API_URL: `${manager.url}/api`,
+      CODE_FACTORY_REQUIREMENT_ID: parent.id,
+      CODE_FACTORY_SESSION_ID: parent.session.id,
+      CODE_FACTORY_TOKEN: token,
+      // No GitHub token: `pr register --url` must not reach out to github.com from a test.
+      GH_TOKEN: '',
+      GITHUB_TOKEN: '',
+    };
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    sandbox?.cleanup();
+  });
+
+  it.each(COMMANDS)('%s --help describes the command, every option and an example', async (command, options) => {
+    const res = await cli([...command, '--help'], {});
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain(`Usage: code-factory-cli ${command.join(' ')}`);
+    for (const option of options) {
+      expect(res.stdout).toContain(option);
+    }
+    expect(res.stdout).toMatch(/Examples?:\n {2}code-factory-cli /);
+    expect(res.stdout).toContain('CODE_FACTORY_API_URL');
+  });
+
+  it('the whole loop: propose, related, message, act, timers and PR registration, with JSON on stdout', async () => {
+    const descriptionFile = path.join(sandbox.workspace, 'plan.md');
+    fs.writeFileSync(descriptionFile, '# Plan\n\nSplit the parser into a lexer and a parser.\n');
+    const proposed = await cli(['requirement', 'propose', '--title', 'Split the parser', '--description-file', descriptionFile], env);
+    expect(proposed).toMatchObject({ code: 0, stderr: '' });
+    expect(proposed.json).toMatchObject({ createdBy: 'rd_agent', description: '# Plan\n\nSplit the parser into a lexer and a parser.\n', parentRequirementId: parent.id, status: 'todo' });
+    const child = proposed.json;
+
+    const related = await cli(['requirement', 'related'], env);
+    expect(related.code).toBe(0);
+    expect(related.json).toMatchObject({ children: [{ id: child.id }], parent: null });
+
+    const messaged = await cli(['requirement', 'message', '--requirement-id', child.id, '--message', 'Use contract version 2.'], env);
+    expect(messaged.code).toBe(0);
+    expect(messaged.json).toMatchObject({ message: { author: 'rd_agent', body: 'Use contract version 2.', sourceRequirementId: parent.id }, queued: false, targetRequirementId: child.id });
+
+    const stopped = await cli(['requirement', 'action', '--requirement-id', child.id, '--stop'], env);
+    expect(stopped.code).toBe(0);
+    expect(stopped.json).toMatchObject({ accepted: true, action: 'stop' });
+
+    const registered = await cli(['timer', 'register', '--description', 'Check compiler status', '--after-seconds', '900', '--repeat'], env);
+    expect(registered.code).toBe(0);
+    expect(registered.json).toMatchObject({ description: 'Check compiler status', intervalSeconds: 900, schedule: 'recurring', status: 'active' });
+    const shown = await cli(['timer', 'show'], env);
+    expect(shown.json.items).toEqual([expect.objectContaining({ id: registered.json.id, status: 'active' })]);
+    const cancelled = await cli(['timer', 'cancel', '--id', registered.json.id], env);
+    expect(cancelled.json).toMatchObject({ id: registered.json.id, status: 'cancelled' });
+
+    const pr = await cli(
+      ['pr', 'register', '--url', 'https://github.com/org/repo/pull/7', '--title', 'Split the parser', '--base-branch', 'main', '--head-branch', 'split', '--head-sha', 'abcdef1', '--status', 'draft'],
+      env,
+    );
+    expect(pr.code).toBe(0);
+    expect(pr.json).toMatchObject({ number: 7, repository: 'org/repo', requirementId: parent.id, status: 'draft', url: 'https://github.com/org/repo/pull/7' });
+    expect((await send(manager.url, 'GET', `/api/pull-requests?requirementId=${parent.id}`)).json.items).toHaveLength(1);
+  });
+
+  it('refusals: one line on stderr with the server\'s reason, exit code 1, nothing on stdout', async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['timer', 'cancel', '--id', 'tmr_00000000-0000-4000-8000-000000000000'], /^code-factory-cli: timer cancel refused \(404 timer_not_found\): Timer tmr_0.* not found\n$/],
+      [['timer', 'register', '--description', 'x', '--after-seconds', '30'], /^code-factory-cli: --after-seconds must be a whole number from 60 to 31536000\n$/],
+      [['requirement', 'action', '--requirement-id', parent.id, '--start'], /^code-factory-cli: start refused \(409 not_proposed_by_source\): /],
+      [['requirement', 'action', '--requirement-id', parent.id, '--start', '--done'], /^code-factory-cli: give exactly one of --start, --stop, --delete, --done\n$/],
+      [['requirement', 'message', '--requirement-id', 'req_00000000-0000-4000-8000-000000000000', '--message', 'hi'], /^code-factory-cli: message refused \(404 requirement_not_found\)/],
+      [['requirement', 'propose', '--title', 'x'], /^code-factory-cli: give exactly one of --description and --description-file\n$/],
+      [['requirement', 'propose', '--title', 'x', '--description-file', '/nonexistent/plan.md'], /^code-factory-cli: cannot read --description-file \/nonexistent\/plan.md: ENOENT\n$/],
+      [['pr', 'register', '--url', 'https://github.com/org/repo/pull/8'], /^code-factory-cli: missing --title, --base-branch, --head-branch, --head-sha, --status \(GitHub was not asked/],
+      [['pr', 'register', '--url', 'https://example.com/nope'], /^code-factory-cli: --url must be a pull request address/],
+      [['requirement'], /^code-factory-cli: choose one: requirement propose/],
+    ];
+    for (const [args, expected] of cases) {
+      const res = await cli(args, env);
+      expect({ args, code: res.code, stderr: res.stderr, stdout: res.stdout }).toEqual({ args, code: 1, stderr: expect.stringMatching(expected), stdout: '' });
+      expect(res.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    const badToken = await cli(['timer', 'show'], { ...env, CODE_FACTORY_TOKEN: 'amr_revoked' });
+    expect(badToken).toMatchObject({ code: 1, stdout: '' });
+    expect(badToken.stderr).toMatch(/^code-factory-cli: timer show refused \(401/);
+  });
+
+  it('names missing environment, and an unreachable or silent server, in one line', async () => {
+    const missing = await cli(['timer', 'show'], { CODE_FACTORY_API_URL: env.CODE_FACTORY_API_URL as string });
+    expect(missing).toMatchObject({ code: 1, stdout: '' });
+    expect(missing.stderr).toBe('code-factory-cli: CODE_FACTORY_REQUIREMENT_ID, CODE_FACTORY_SESSION_ID are not set: run this inside an Agent Manager agent run, which sets them\n');
+    const badUrl = await cli(['timer', 'show'], { ...env, CODE_FACTORY_API_URL: 'localhost:4310' });
+    expect(badUrl.stderr).toMatch(/^code-factory-cli: CODE_FACTORY_API_URL must be the manager's API URL ending in \/api/);
+
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const down = await cli(['timer', 'show'], { ...env, CODE_FACTORY_API_URL: `http://127.0.0.1:${port}/api` });
+    expect(down).toMatchObject({ code: 1, stdout: '' });
+    expect(down.stderr).toBe(`code-factory-cli: timer show: cannot reach Agent Manager at http://127.0.0.1:${port}/api (ECONNREFUSED); is it still running?\n`);
+
+    // Accepts connections and never answers.
+    const sockets: net.Socket[] = [];
+    const silent = net.createServer((socket) => sockets.push(socket));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const silentUrl = `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}/api`;
+    const started = Date.now();
+    const hung = await cli(['timer', 'show'], { ...env, CODE_FACTORY_API_URL: silentUrl, CODE_FACTORY_TIMEOUT_SECONDS: '1' });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(hung).toMatchObject({ code: 1, stdout: '' });
+    expect(hung.stderr).toBe(`code-factory-cli: timer show: no answer from Agent Manager at ${silentUrl} within 1 s\n`);
+    sockets.forEach((s) => s.destroy());
+    silent.close();
+  });
+});
