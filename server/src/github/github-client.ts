@@ -14,7 +14,8 @@ import { Octokit } from '@octokit/core';
 import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 
-import { GitHubError } from './github.errors';
+import { fetchWithTimeout } from './fetch-with-timeout';
+import { GitHubError, rootCause, toGitHubError } from './github.errors';
 import { GitHubToken, resolveGitHubToken } from './github-token';
 import {
   PullRequestFetchError,
@@ -25,7 +26,7 @@ import {
   RestPullRequestFields,
   pullRequestKey,
 } from './github.types';
-import { GraphQlError, buildPullRequestsQuery, fetchError, parsePullRequestsResponse, splitRepository, toStatus } from './pull-request-query';
+import { GraphQlError, buildPullRequestsQuery, fetchError, parsePullRequestsResponse, splitRepository, toRestFields } from './pull-request-query';
 
 export const GITHUB_API_URL = 'https://api.github.com';
 
@@ -83,7 +84,6 @@ const DEFAULTS = {
 // A 4xx is final, except 403/429 rate limits, which plugin-throttling handles (429 is listed so
 // plugin-retry does not re-send it blindly, ignoring Retry-After).
 const DO_NOT_RETRY = [400, 401, 403, 404, 410, 422, 429, 451];
-const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 /** Errors after which further batches would fail the same way. */
 const STOPPING: ReadonlySet<string> = new Set(['network', 'rate_limited', 'timeout', 'unauthorized', 'forbidden']);
 
@@ -123,17 +123,18 @@ export class OctokitGitHubClient implements GitHubClient {
   tokenSource: GitHubToken['source'] | null = null;
 
   constructor(options: GitHubClientOptions) {
-    this.settings = { ...DEFAULTS, ...definedOnly(options) };
-    this.configured = !!options.token;
-    this.baseUrl = (options.baseUrl ?? GITHUB_API_URL).replace(/\/+$/, '');
+    const { baseUrl, token, ...tunables } = options;
+    this.settings = { ...DEFAULTS, ...definedOnly(tunables) };
+    this.configured = !!token;
+    this.baseUrl = (baseUrl ?? GITHUB_API_URL).replace(/\/+$/, '');
     // GitHub Enterprise Server serves REST under /api/v3 and GraphQL at /api/graphql.
     this.graphqlBaseUrl = this.baseUrl.replace(/\/api\/v3$/, '/api');
     this.octokit = new GitHubOctokit({
-      auth: options.token ?? undefined,
+      auth: token ?? undefined,
       baseUrl: this.baseUrl,
       // Octokit logs deprecations and plugin failures; requests and tokens never reach it.
       log: { debug: () => {}, error: (m: string) => this.logger.error(m), info: () => {}, warn: (m: string) => this.logger.warn(m) },
-      request: { fetch: this.fetchWithTimeout },
+      request: { fetch: fetchWithTimeout(this.settings.timeoutMs) },
       retry: { doNotRetry: DO_NOT_RETRY, retries: this.settings.retries, retryAfterBaseValue: this.settings.retryBaseDelayMs },
       throttle: {
         id: `agent-manager:${new URL(this.baseUrl).host}`,
@@ -142,7 +143,7 @@ export class OctokitGitHubClient implements GitHubClient {
         onSecondaryRateLimit: (retryAfter: number, request: { method: string; url: string }, _octokit: unknown, retryCount: number) =>
           this.mayWait('secondary rate limit', retryAfter, request, retryCount < this.settings.retries && retryAfter * 1000 <= this.settings.maxRetryAfterMs),
       },
-    } as ConstructorParameters<typeof GitHubOctokit>[0]);
+    });
     // plugin-retry pauses base × n² before retry n; `retryRequest` is its public hook for the
     // pause, so jitter is added there to keep clients that failed together from retrying together.
     const plugin = this.octokit.retry;
@@ -181,7 +182,7 @@ export class OctokitGitHubClient implements GitHubClient {
           results.set(pullRequestKey(result.ref), result);
         }
       } catch (error) {
-        const failure = this.translate(error);
+        const failure = toGitHubError(error, this.settings.timeoutMs);
         this.logger.warn(`GitHub batch of ${batch.length} pull requests failed (${failure.code}): ${failure.message}`);
         stopped = STOPPING.has(failure.code) ? failure : null;
         batch.forEach((ref) => results.set(pullRequestKey(ref), batchError(ref, stopped ? 'skipped' : 'failed', failure)));
@@ -273,7 +274,7 @@ export class OctokitGitHubClient implements GitHubClient {
       if ((error as { status?: number }).status === 304) {
         return null;
       }
-      throw this.translate(error);
+      throw toGitHubError(error, this.settings.timeoutMs);
     }
   }
 
@@ -316,46 +317,6 @@ export class OctokitGitHubClient implements GitHubClient {
     return new GitHubError('rate_limited', `GitHub ${resource} rate limit exhausted${resetAt ? ` until ${resetAt}` : ''}`, { resetAt });
   }
 
-  /** Maps whatever Octokit, fetch or the plugins threw to a GitHubError (messages never include tokens). */
-  private translate(error: unknown): GitHubError {
-    if (error instanceof GitHubError) {
-      return error;
-    }
-    const e = error as { name?: string; message?: string; status?: number; response?: ResponseLike };
-    const message = e.message ?? String(error);
-    if (e.name === 'AbortError' || e.name === 'TimeoutError') {
-      return new GitHubError('timeout', `GitHub did not answer within ${this.settings.timeoutMs} ms`);
-    }
-    const headers = e.response?.headers ?? {};
-    const status = e.status;
-    const rateLimited =
-      /rate limit/i.test(message) ||
-      (e.response?.data?.errors ?? []).some?.((x: GraphQlError) => x.type === 'RATE_LIMITED') ||
-      ((status === 403 || status === 429) && (headers['x-ratelimit-remaining'] === '0' || headers['retry-after'] !== undefined));
-    if (rateLimited) {
-      const retryAfter = Number(headers['retry-after']);
-      const reset = Number(headers['x-ratelimit-reset']);
-      return new GitHubError('rate_limited', `GitHub rate limit: ${message}`, {
-        resetAt: Number.isFinite(reset) && reset > 0 ? new Date(reset * 1000).toISOString() : undefined,
-        retryAfterMs: Number.isFinite(retryAfter) ? retryAfter * 1000 : undefined,
-        status,
-      });
-    }
-    if (status === 401) {
-      return new GitHubError('unauthorized', 'GitHub rejected the token (401)', { status });
-    }
-    if (status === 403) {
-      return new GitHubError('forbidden', `GitHub refused access (403): ${message}`, { status });
-    }
-    if (status === 404) {
-      return new GitHubError('not_found', `GitHub found nothing there (404)`, { status });
-    }
-    if (status === 500 && !e.response) {
-      return new GitHubError('network', `GitHub unreachable: ${rootCause(error)}`);
-    }
-    return new GitHubError('failed', `GitHub request failed${status ? ` (${status})` : ''}: ${message}`, { status });
-  }
-
   private assertConfigured(): void {
     if (!this.configured) {
       throw new GitHubError('not_configured', 'No GitHub token: set GITHUB_TOKEN or GH_TOKEN, or log in with `gh auth login`');
@@ -366,28 +327,6 @@ export class OctokitGitHubClient implements GitHubClient {
     this.logger.warn(`GitHub ${kind} on ${describe(request)}: ${allowed ? `retrying in ${retryAfterSeconds} s` : `giving up (wait ${retryAfterSeconds} s)`}`);
     return allowed;
   }
-
-  /** fetch bounded by the timeout for the whole exchange: the body is read before the timer stops. */
-  private readonly fetchWithTimeout = async (url: string | URL, init: RequestInit = {}): Promise<Response> => {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), this.settings.timeoutMs);
-    try {
-      const response = await fetch(url, { ...init, signal: controller.signal });
-      const body = NULL_BODY_STATUSES.has(response.status) ? null : await response.arrayBuffer();
-      return new Response(body, { headers: response.headers, status: response.status, statusText: response.statusText });
-    } catch (error) {
-      if (controller.signal.aborted) {
-        // Named AbortError so that @octokit/request rethrows it as is and plugin-retry, which only
-        // re-sends Octokit RequestErrors, does not retry it. Built here rather than passing on
-        // fetch's DOMException: under Jest that comes from another realm, fails `instanceof Error`
-        // in @octokit/request and would be wrapped into a retryable RequestError.
-        throw Object.assign(new Error(`no answer within ${this.settings.timeoutMs} ms`), { name: 'AbortError' });
-      }
-      throw error;
-    } finally {
-      clearTimeout(timer);
-    }
-  };
 }
 
 function batchError(ref: PullRequestRef, code: 'failed' | 'skipped', cause: GitHubError): PullRequestFetchError {
@@ -399,34 +338,6 @@ function describe(request: { method?: string; url?: string } | undefined): strin
   return `${request?.method ?? ''} ${(request?.url ?? '').split('?')[0]}`.trim();
 }
 
-/** The innermost cause's code or message: `ECONNREFUSED` rather than fetch's "fetch failed". */
-function rootCause(error: unknown): string {
-  let current = error as { cause?: unknown; code?: unknown; message?: unknown } | undefined;
-  while (current && typeof current.cause === 'object' && current.cause !== null) {
-    current = current.cause as typeof current;
-  }
-  return String(current?.code ?? current?.message ?? 'unknown error');
-}
-
 function definedOnly<T extends object>(options: T): Partial<T> {
   return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-function toRestFields(data: any): RestPullRequestFields {
-  const state = data.merged ? 'merged' : data.state === 'closed' ? 'closed' : 'open';
-  return {
-    baseBranch: data.base.ref,
-    headBranch: data.head.ref,
-    headSha: data.head.sha,
-    isDraft: !!data.draft,
-    mergeable: data.mergeable ?? null,
-    mergeableState: data.mergeable_state ?? 'unknown',
-    number: data.number,
-    repository: data.base.repo?.full_name ?? '',
-    state,
-    status: toStatus(state, !!data.draft),
-    title: data.title,
-    updatedAt: data.updated_at,
-    url: data.html_url,
-  };
 }

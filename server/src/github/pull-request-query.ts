@@ -14,6 +14,7 @@ import {
   PullRequestResult,
   PullRequestSnapshot,
   PullRequestState,
+  RestPullRequestFields,
   Review,
   ReviewThreadComment,
   SNAPSHOT_LIMITS,
@@ -182,5 +183,25 @@ function toSnapshot(ref: PullRequestRef, raw: RawPullRequest): PullRequestSnapsh
     title: raw.title,
     updatedAt: raw.updatedAt,
     url: raw.url,
+  };
+}
+
+/** The REST answer of `GET /repos/{owner}/{repo}/pulls/{number}` in the manager's terms. */
+export function toRestFields(data: any): RestPullRequestFields {
+  const state = data.merged ? 'merged' : data.state === 'closed' ? 'closed' : 'open';
+  return {
+    baseBranch: data.base.ref,
+    headBranch: data.head.ref,
+    headSha: data.head.sha,
+    isDraft: !!data.draft,
+    mergeable: data.mergeable ?? null,
+    mergeableState: data.mergeable_state ?? 'unknown',
+    number: data.number,
+    repository: data.base.repo?.full_name ?? '',
+    state,
+    status: toStatus(state, !!data.draft),
+    title: data.title,
+    updatedAt: data.updated_at,
+    url: data.html_url,
   };
 }
