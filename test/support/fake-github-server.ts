@@ -117,6 +117,13 @@ export interface FakeGitHubOptions {
 
 const HOUR = 3_600_000;
 
+/**
+ * GitHub's documented cost of the client's batch query, for scenarios that want realistic budget
+ * figures: one request per connection fetched (per PR: comments, reviews, threads, the last commit,
+ * its checks, and each of up to 20 threads' comments ≈ 25), divided by 100, at least 1.
+ */
+export const githubLikeGraphqlCost = (pullRequests: number): number => Math.max(1, Math.round((pullRequests * 25) / 100));
+
 export class FakeGitHubServer {
   readonly requests: FakeRequest[] = [];
   /** Requests no route served (answered 404): should stay empty. */

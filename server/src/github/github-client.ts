@@ -29,6 +29,8 @@ import {
 import { GraphQlError, buildPullRequestsQuery, fetchError, parsePullRequestsResponse, splitRepository, toRestFields } from './pull-request-query';
 
 export const GITHUB_API_URL = 'https://api.github.com';
+/** Nest injection token for the GitHubClient interface (interfaces do not exist at runtime). */
+export const GITHUB_CLIENT = Symbol('GitHubClient');
 
 /** What the manager asks of GitHub; the reconciler and review requests depend on this, not on Octokit. */
 export interface GitHubClient {
