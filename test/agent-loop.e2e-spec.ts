@@ -93,7 +93,7 @@ describe.each(PROVIDERS)('the agent loop with the real $provider CLI', ({ env, e
     // Published as they happened, each by the parent's run.
     const published = await until('the loop\'s events', async () => {
       const seen = events.events;
-      const byAgent = (type: string, requirementId: string) => seen.find((e) => e.event === type && e.data.requirementId === requirementId && e.data.actor.id === run.id);
+      const byAgent = (type: string, requirementId: string) => seen.find((e) => e.event === type && e.data.requirementId === requirementId && (e.data.actor as { id: string }).id === run.id);
       const wanted = [
         byAgent('requirement.created', child.id),
         byAgent('run.started', child.id),

@@ -11,6 +11,7 @@ import { EventsModule } from './events/events.module';
 import { MessagesModule } from './messages/messages.module';
 import { PullRequestsModule } from './pull-requests/pull-requests.module';
 import { RequirementsModule } from './requirements/requirements.module';
+import { ReviewsModule } from './reviews/reviews.module';
 import { RunsModule } from './runs/runs.module';
 import { TimersModule } from './timers/timers.module';
 import { TriggersModule } from './triggers/triggers.module';
@@ -29,6 +30,7 @@ export class AppModule {
         MessagesModule,
         PullRequestsModule,
         RequirementsModule,
+        ReviewsModule,
         RunsModule,
         ScheduleModule.forRoot(),
         TimersModule,

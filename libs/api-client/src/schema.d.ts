@@ -209,6 +209,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/pull-requests/{id}/review-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ask an AI reviewer to review an open PR at its current head; the summary goes to the PR's Requirement */
+        post: operations["requestReview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/requirements": {
         parameters: {
             query?: never;
@@ -391,6 +408,23 @@ export interface paths {
         };
         /** The trace timeline across all runs of a Requirement, ascending */
         get: operations["getRequirementTrace"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/review-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List review requests, newest first */
+        get: operations["listReviewRequests"];
         put?: never;
         post?: never;
         delete?: never;
@@ -662,6 +696,34 @@ export interface components {
              */
             title: string;
         };
+        CreateReviewRequestDto: {
+            /**
+             * @description Model for the reviewer; null for the CLI's default
+             * @example gpt-5.1-codex
+             */
+            model?: string | null;
+            /**
+             * @description What the review should focus on
+             * @example Concurrency in the flush path
+             */
+            prompt?: string | null;
+            /**
+             * @description Which coding agent reviews
+             * @enum {string}
+             */
+            provider: "codex" | "claude-code";
+            /**
+             * @description Reasoning effort for the reviewer; null for the CLI's default
+             * @enum {string|null}
+             */
+            reasoningEffort?: "low" | "medium" | "high" | "xhigh" | "max" | null;
+        };
+        CreateReviewResponseDto: {
+            accepted: boolean;
+            pullRequestId: string;
+            reviewRequest: components["schemas"]["ReviewRequestResponseDto"];
+            run: components["schemas"]["AgentRunResponseDto"];
+        };
         CreateTimerDto: {
             /**
              * @description What the agent should do when woken
@@ -908,6 +970,37 @@ export interface components {
             /** @enum {string} */
             status: "todo" | "doing" | "waiting_confirmation" | "done" | "cancelled";
             title: string;
+            updatedAt: string;
+        };
+        ReviewRequestPageDto: {
+            items: components["schemas"]["ReviewRequestResponseDto"][];
+            /** @description Cursor for the next page; null at the end */
+            nextCursor?: string | null;
+        };
+        ReviewRequestResponseDto: {
+            createdAt: string;
+            error: string | null;
+            finishedAt: string | null;
+            /** @example rev_… */
+            id: string;
+            model: string | null;
+            prompt: string | null;
+            /** @enum {string} */
+            provider: "codex" | "claude-code";
+            pullRequestId: string;
+            /** @enum {string|null} */
+            reasoningEffort: "low" | "medium" | "high" | "xhigh" | "max" | null;
+            /** @enum {string} */
+            requestedBy: "human";
+            /** @description The PR's Requirement, which receives the reviewer's summary */
+            requirementId: string;
+            runId: string;
+            /** @description The PR's head has moved since: the review is of older code */
+            stale: boolean;
+            /** @enum {string} */
+            status: "running" | "succeeded" | "failed" | "cancelled";
+            /** @description The PR head the review was asked for */
+            targetHeadSha: string;
             updatedAt: string;
         };
         StartResponseDto: {
@@ -1443,6 +1536,50 @@ export interface operations {
             };
         };
     };
+    requestReview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateReviewRequestDto"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateReviewResponseDto"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The PR is not open, or a review of it is already running */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     listRequirements: {
         parameters: {
             query?: {
@@ -1918,6 +2055,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    listReviewRequests: {
+        parameters: {
+            query?: {
+                /** @description Page size (default 50) */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's nextCursor */
+                cursor?: string;
+                /** @description Only the reviews of this PR */
+                pullRequestId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewRequestPageDto"];
+                };
             };
         };
     };

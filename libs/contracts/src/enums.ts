@@ -62,3 +62,6 @@ export type TimerStatus = (typeof TIMER_STATUSES)[number];
 /** What an RD agent may do to a Requirement it proposed. */
 export const AGENT_REQUIREMENT_ACTIONS = ['start', 'stop', 'delete', 'done'] as const;
 export type AgentRequirementAction = (typeof AGENT_REQUIREMENT_ACTIONS)[number];
+
+export const REVIEW_REQUEST_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
+export type ReviewRequestStatus = (typeof REVIEW_REQUEST_STATUSES)[number];

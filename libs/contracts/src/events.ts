@@ -9,6 +9,7 @@ export const EVENT_TYPES = [
   'requirement.deleted',
   'requirement.updated',
   'requirements.purged',
+  'review_request.started',
   'run.cancelled',
   'run.failed',
   'run.started',

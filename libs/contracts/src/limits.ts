@@ -18,6 +18,7 @@ export const LIMITS = {
   /** Events replayed to one SSE connection before it is ended for the client to resume. */
   eventReplayMax: 200,
   timerDescriptionLength: 500,
+  reviewPromptLength: 10_000,
   /** Timer intervals: one minute to one year, in seconds. */
   timerIntervalMinSeconds: 60,
   timerIntervalMaxSeconds: 31_536_000,

@@ -14,6 +14,7 @@ import type {
   RequirementCreator,
   RequirementStatus,
   SessionState,
+  ReviewRequestStatus,
   TimerSchedule,
   TimerStatus,
 } from './enums';
@@ -190,4 +191,26 @@ export interface AgentTimer {
   lastFiredAt: string | null;
   createdAt: string;
   updatedAt: string;
+}
+
+export interface ReviewRequest {
+  id: string;
+  pullRequestId: string;
+  /** The PR's Requirement, which receives the reviewer's summary. */
+  requirementId: string;
+  runId: string;
+  provider: Provider;
+  model: string | null;
+  reasoningEffort: ReasoningEffort | null;
+  /** The person's optional focus. */
+  prompt: string | null;
+  targetHeadSha: string;
+  status: ReviewRequestStatus;
+  requestedBy: 'human';
+  error: string | null;
+  /** True once the PR's head moved away from targetHeadSha: the review is of older code. */
+  stale: boolean;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
 }

@@ -13,6 +13,8 @@ export interface ProcessSpec {
   marker: string;
   /** No output for this long ends the run as timed out; output renews the window. */
   inactivityTimeoutMs: number;
+  /** However chatty, the run ends as timed out after this long (reviewers); none when absent. */
+  maxDurationMs?: number;
   /** Longer stdout lines are cut to this many bytes (the rest of the line is dropped). */
   maxLineBytes?: number;
   /** Each complete stdout line, in order. `truncatedFrom` is the original size of a cut line. */
@@ -117,10 +119,13 @@ export function runProcess(spec: ProcessSpec): RunningProcess {
     }
   };
 
+  const deadline = spec.maxDurationMs !== undefined ? setTimeout(() => void stop('timed_out'), spec.maxDurationMs) : undefined;
+
   const stop = (reason: ProcessEndReason): Promise<void> => {
     if (!stopping) {
       stopReason = reason;
       clearTimeout(timer);
+      clearTimeout(deadline);
       stopping = killRunTree(spec.marker, pid);
     }
     return stopping;
@@ -139,6 +144,7 @@ export function runProcess(spec: ProcessSpec): RunningProcess {
     child.stdin.on('error', () => undefined); // the CLI may exit before reading all input
     child.on('close', (code, sig) => {
       clearTimeout(timer);
+      clearTimeout(deadline);
       if (pendingBytes > 0) {
         emit(Buffer.concat(pending), droppingFrom || undefined);
       }

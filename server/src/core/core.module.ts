@@ -10,6 +10,7 @@ import { RequirementMessageEntity } from '../messages/requirement-message.entity
 import { AgentSessionEntity } from '../requirements/agent-session.entity';
 import { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { AgentRunEntity } from '../runs/agent-run.entity';
+import { ReviewRequestEntity } from '../reviews/review-request.entity';
 import { AgentTimerEntity } from '../timers/agent-timer.entity';
 import { RequirementEntity } from '../requirements/requirement.entity';
 import { Clock } from './clock';
@@ -20,7 +21,7 @@ import { MIGRATIONS } from './database/migrations';
 import { SnakeNamingStrategy } from './database/snake-naming.strategy';
 import { RUNTIME, Runtime } from './runtime';
 
-export const ENTITIES = [AgentRunEntity, AgentSessionEntity, AgentTimerEntity, MessageAttachmentEntity, ManagerEventEntity, PullRequestEntity, RequirementEntity, RequirementMessageEntity];
+export const ENTITIES = [AgentRunEntity, AgentSessionEntity, AgentTimerEntity, MessageAttachmentEntity, ManagerEventEntity, PullRequestEntity, RequirementEntity, RequirementMessageEntity, ReviewRequestEntity];
 
 const BUSY_TIMEOUT_MS = 5000;
 

@@ -18,6 +18,11 @@ export class PullRequestEntity {
   @Column('varchar') headSha: string;
   /** Set by the agent only when first registered; afterwards only the reconciler changes it. */
   @Column('varchar') status: PullRequestStatus;
+  /** The reconciler's last summary of the PR on GitHub; null until first observed (the baseline). */
+  @Column('varchar', { nullable: true }) githubFingerprint: string | null;
+  /** GitHub's mergeable state when last observed (MERGEABLE, CONFLICTING, UNKNOWN). */
+  @Column('varchar', { nullable: true }) githubMergeable: string | null;
+  @Column('varchar', { nullable: true }) githubObservedAt: string | null;
   @Column('varchar') createdAt: string;
   @Column('varchar') updatedAt: string;
 }

@@ -6,6 +6,7 @@ import { assertInScope } from '../auth/agent-scope.decorator';
 import type { AgentScope } from '../auth/run-credentials.service';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
+import type { WriteTx } from '../core/database/write-tx';
 import { conflict } from '../core/errors/domain-error';
 import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
 import { newId } from '../core/ids';
@@ -19,9 +20,16 @@ import { PullRequestEntity } from './pull-request.entity';
  * number: the first call sets the lifecycle status, later ones refresh only metadata (the
  * reconciler owns the lifecycle, invariant 8). A PR belongs to one Requirement for good.
  */
+/**
+ * Work another module does in the same transaction when a PR's head commit changes (reviews
+ * of the old head become stale). What it returns is added to the `pull_request.updated` payload.
+ */
+export type HeadChangeStep = (tx: WriteTx, pullRequest: PullRequestEntity) => Promise<Record<string, unknown>>;
+
 @Injectable()
 export class PullRequestsService {
   private readonly logger = new Logger(PullRequestsService.name);
+  private readonly headChangeSteps: HeadChangeStep[] = [];
 
   constructor(
     private readonly clock: Clock,
@@ -46,13 +54,26 @@ export class PullRequestsService {
         entity = { ...existing, ...metadata, updatedAt: now };
         tx.update('pull_request', { ...metadata, updatedAt: now }, { id: existing.id });
       } else {
-        entity = { ...metadata, createdAt: now, id: newId('pullRequest'), number: dto.number, repositoryKey, requirementId: requirement.id, status: dto.status, updatedAt: now };
+        entity = {
+          ...metadata,
+          createdAt: now,
+          githubFingerprint: null,
+          githubMergeable: null,
+          githubObservedAt: null,
+          id: newId('pullRequest'),
+          number: dto.number,
+          repositoryKey,
+          requirementId: requirement.id,
+          status: dto.status,
+          updatedAt: now,
+        };
         tx.insert('pull_request', { ...entity });
       }
       const pullRequest = toPullRequestResponse(entity);
+      const related = existing && existing.headSha !== entity.headSha ? await this.headChanged(tx, entity) : {};
       await this.events.append(tx, {
         actor,
-        payload: { pullRequest },
+        payload: { ...related, pullRequest },
         requirementId: requirement.id,
         sessionId: session.id,
         type: existing ? 'pull_request.updated' : 'pull_request.created',
@@ -61,6 +82,20 @@ export class PullRequestsService {
     });
     this.logger.log({ ...audit(actor), created: result.created, msg: 'pull request registered', pullRequestId: result.pullRequest.id, requirementId: dto.requirementId });
     return result.pullRequest;
+  }
+
+  /** Registers work to do when a PR's head commit changes (see HeadChangeStep). */
+  onHeadChanged(step: HeadChangeStep): void {
+    this.headChangeSteps.push(step);
+  }
+
+  /** Runs the head-change steps for a PR whose new head is staged in `tx`; returns their payload additions. */
+  async headChanged(tx: WriteTx, pullRequest: PullRequestEntity): Promise<Record<string, unknown>> {
+    const payload: Record<string, unknown> = {};
+    for (const step of this.headChangeSteps) {
+      Object.assign(payload, await step(tx, pullRequest));
+    }
+    return payload;
   }
 
   async list(query: ListPullRequestsQueryDto): Promise<PullRequestPageDto> {

@@ -3,6 +3,7 @@ import type { InterruptMode, RunStatus } from '@libs/contracts';
 import type { OutputParser, TokenUsage } from '../agents/agent-adapter';
 import type { ProcessEnd, RunningProcess } from '../agents/process-runner';
 import type { AgentRunEntity } from './agent-run.entity';
+import type { PreparedInput } from './run-input.service';
 import type { TraceWriter } from './trace-writer';
 
 /** A run whose process this manager started and still watches. */
@@ -19,6 +20,8 @@ export interface ActiveRun {
   outcome: { completed: boolean; failure: string | null };
   usage: TokenUsage | null;
   lastAssistantText: string | null;
+  /** Set up front for reviewer runs; RD runs read their captured messages at launch. */
+  input?: PreparedInput;
 }
 
 export function outcomeOf(active: ActiveRun, end: ProcessEnd): RunStatus {

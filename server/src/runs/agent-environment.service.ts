@@ -53,18 +53,24 @@ export class AgentEnvironmentService implements OnModuleInit {
   }
 
   environment(context: Omit<AgentContext, 'apiUrl'>): Record<string, string> {
-    const env: Record<string, string> = {};
-    for (const [key, value] of Object.entries(process.env)) {
-      if (value !== undefined && !PRIVATE_VARIABLES.test(key)) {
-        env[key] = value;
-      }
-    }
+    const env = this.reviewerEnvironment();
     env.PATH = [this.binDirectory, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(path.delimiter);
     env.CODE_FACTORY_API_URL = this.apiUrl;
     env.CODE_FACTORY_CLI = this.cliPath;
     env.CODE_FACTORY_REQUIREMENT_ID = context.requirementId;
     env.CODE_FACTORY_SESSION_ID = context.sessionId;
     env.CODE_FACTORY_TOKEN = context.token;
+    return env;
+  }
+
+  /** The manager's environment without its own settings: what a reviewer (no manager access) gets. */
+  reviewerEnvironment(): Record<string, string> {
+    const env: Record<string, string> = {};
+    for (const [key, value] of Object.entries(process.env)) {
+      if (value !== undefined && !PRIVATE_VARIABLES.test(key)) {
+        env[key] = value;
+      }
+    }
     return env;
   }
 }

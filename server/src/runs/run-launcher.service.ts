@@ -18,6 +18,9 @@ import type { ActiveRun } from './active-run';
 import { AgentEnvironmentService } from './agent-environment.service';
 import { RunInputService } from './run-input.service';
 
+/** A reviewer run ends after this long, however chatty (architecture §6). */
+export const REVIEWER_TIMEOUT_MS = 30 * 60 * 1000;
+
 /**
  * Runs the agent CLI of a run: builds its input and invocation, starts the process with its
  * environment and run credential, and turns its output into traces, the native session id
@@ -48,16 +51,25 @@ export class RunLauncher {
   async start(active: ActiveRun, stopped: () => boolean, ended: (end: ProcessEnd) => void): Promise<void> {
     const { run } = active;
     const adapter = this.adapters[run.provider] as AgentAdapter;
-    const prepared = await this.input.prepare(run);
+    const reviewer = run.role === 'reviewer';
+    // A reviewer's input is fixed when it is requested; an RD run reads its captured messages.
+    const prepared = active.input ?? (await this.input.prepare(run));
     if (stopped()) {
       // Stopped before its process existed: nothing to kill, nothing consumed.
       ended({ code: null, reason: 'interrupted', signal: null, stderr: '' });
       return;
     }
-    const token = this.credentials.issue({ requirementId: run.requirementId, runId: run.id, sessionId: run.sessionId as string });
+    // Reviewers talk to GitHub, not to Agent Manager: no run credential, no code-factory-cli.
+    const env = reviewer
+      ? this.environment.reviewerEnvironment()
+      : this.environment.environment({
+          requirementId: run.requirementId,
+          sessionId: run.sessionId as string,
+          token: this.credentials.issue({ requirementId: run.requirementId, runId: run.id, sessionId: run.sessionId as string }),
+        });
     const executable = this.configuration.get(run.provider === 'codex' ? 'codexExecutable' : 'claudeExecutable');
     const invocation = adapter.buildInvocation({
-      env: this.environment.environment({ requirementId: run.requirementId, sessionId: run.sessionId as string, token }),
+      env,
       executable,
       images: prepared.images,
       instructions: prepared.instructions,
@@ -66,7 +78,7 @@ export class RunLauncher {
       newSessionId: randomUUID(),
       prompt: prepared.prompt,
       reasoningEffort: run.reasoningEffort,
-      role: 'rd',
+      role: run.role,
       runningAsRoot: process.getuid?.() === 0,
       workspace: this.input.workspace,
     });
@@ -76,8 +88,9 @@ export class RunLauncher {
       command: invocation.command,
       cwd: this.input.workspace,
       env: invocation.env,
-      inactivityTimeoutMs: this.configuration.get('rdInactivityTimeoutSeconds') * 1000,
+      inactivityTimeoutMs: reviewer ? REVIEWER_TIMEOUT_MS : this.configuration.get('rdInactivityTimeoutSeconds') * 1000,
       marker: run.id,
+      maxDurationMs: reviewer ? REVIEWER_TIMEOUT_MS : undefined,
       onLine: (line, truncatedFrom) => {
         if (truncatedFrom !== undefined) {
           active.traces.add({
@@ -128,7 +141,10 @@ export class RunLauncher {
           break;
         case 'assistant_message':
           active.lastAssistantText = event.text;
-          active.writes = active.writes.then(() => active.traces.flush()).then(() => this.recordAssistantMessage(active, event.text));
+          // A reviewer's text is its summary, posted once when it finishes; an RD agent speaks as it goes.
+          if (active.run.role === 'rd') {
+            active.writes = active.writes.then(() => active.traces.flush()).then(() => this.recordAssistantMessage(active, event.text));
+          }
           break;
         case 'usage':
           active.usage = event.usage;
@@ -147,6 +163,11 @@ export class RunLauncher {
 
   private recordNativeSession(active: ActiveRun, nativeSessionId: string): Promise<void> {
     active.run.nativeSessionId = nativeSessionId;
+    if (active.run.role === 'reviewer') {
+      return this.database
+        .write(async (tx) => tx.update('agent_run', { nativeSessionId }, { id: active.run.id }))
+        .catch((err: unknown) => this.logger.error(`could not record the native session of run ${active.run.id}: ${(err as Error).message}`));
+    }
     return this.database
       .write(async (tx) => {
         const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);

@@ -13,7 +13,7 @@ import { StartupReconciler } from './startup-reconciler.service';
 
 @Module({
   controllers: [RunsController],
-  exports: [AgentEnvironmentService, RunOrchestrator],
+  exports: [AgentEnvironmentService, RunLauncher, RunOrchestrator],
   imports: [AttachmentsModule, MessagesModule, RequirementsModule],
   providers: [AgentEnvironmentService, RunInputService, RunLauncher, RunOrchestrator, RunsService, StartupReconciler],
 })

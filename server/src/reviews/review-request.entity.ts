@@ -1,0 +1,26 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+import type { Provider, ReasoningEffort, ReviewRequestStatus } from '@libs/contracts';
+
+/** A person's request for an AI review of an open PR, carried out by one reviewer run. */
+@Entity('review_request')
+export class ReviewRequestEntity {
+  @PrimaryColumn('varchar') id: string;
+  @Column('varchar') pullRequestId: string;
+  @Column('varchar') requirementId: string;
+  @Column('varchar') runId: string;
+  @Column('varchar') provider: Provider;
+  @Column('varchar', { nullable: true }) model: string | null;
+  @Column('varchar', { nullable: true }) reasoningEffort: ReasoningEffort | null;
+  @Column('text', { nullable: true }) prompt: string | null;
+  /** The PR's head when the review was requested: what the reviewer reviews. */
+  @Column('varchar') targetHeadSha: string;
+  @Column('varchar') status: ReviewRequestStatus;
+  @Column('varchar') requestedBy: 'human';
+  @Column('text', { nullable: true }) error: string | null;
+  /** Set when the PR's head moves away from targetHeadSha. */
+  @Column('boolean') stale: boolean;
+  @Column('varchar') createdAt: string;
+  @Column('varchar') updatedAt: string;
+  @Column('varchar', { nullable: true }) finishedAt: string | null;
+}

@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+
+import { MessagesModule } from '../messages/messages.module';
+import { PullRequestsModule } from '../pull-requests/pull-requests.module';
+import { RequirementsModule } from '../requirements/requirements.module';
+import { RunsModule } from '../runs/runs.module';
+import { ReviewsController } from './reviews.controller';
+import { ReviewsService } from './reviews.service';
+
+@Module({
+  controllers: [ReviewsController],
+  exports: [ReviewsService],
+  imports: [MessagesModule, PullRequestsModule, RequirementsModule, RunsModule],
+  providers: [ReviewsService],
+})
+export class ReviewsModule {}

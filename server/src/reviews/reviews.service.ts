@@ -1,0 +1,325 @@
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+
+import type { EventActor, ReviewRequestStatus, RunStatus } from '@libs/contracts';
+
+import type { ProcessEnd } from '../agents/process-runner';
+import { ReviewerInput, buildReviewerInstructions, buildReviewerPrompt } from '../agents/prompt';
+import { Clock } from '../core/clock';
+import { Database } from '../core/database/database.service';
+import type { WriteTx } from '../core/database/write-tx';
+import { conflict, notFound } from '../core/errors/domain-error';
+import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
+import { isId, newId } from '../core/ids';
+import { EventLog, audit } from '../events/event-log.service';
+import { MessagesService } from '../messages/messages.service';
+import { PullRequestEntity } from '../pull-requests/pull-request.entity';
+import { PullRequestsService } from '../pull-requests/pull-requests.service';
+import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import { RequirementsService } from '../requirements/requirements.service';
+import { ActiveRun, errorOf, outcomeOf } from '../runs/active-run';
+import { AgentRunEntity } from '../runs/agent-run.entity';
+import { toRunResponse } from '../runs/dto/run-response.dto';
+import { RunLauncher } from '../runs/run-launcher.service';
+import { RunOrchestrator } from '../runs/run-orchestrator.service';
+import { TraceWriter } from '../runs/trace-writer';
+import {
+  CreateReviewRequestDto,
+  CreateReviewResponseDto,
+  ListReviewRequestsQueryDto,
+  ReviewRequestPageDto,
+  toReviewRequestResponse,
+} from './dto/review-request.dto';
+import { ReviewRequestEntity } from './review-request.entity';
+
+const SHUTDOWN_WAIT_MS = 10_000;
+const SUMMARY_LENGTH = 500;
+const LOST = 'Agent Manager stopped while the review was running';
+
+interface ActiveReview {
+  review: ReviewRequestEntity;
+  active: ActiveRun;
+  pullRequest: PullRequestEntity;
+}
+
+/**
+ * AI reviews of open PRs, asked for by a person (protocol §2): a short-lived reviewer run
+ * through the same adapters and process runner as RD runs (ephemeral, no session, no manager
+ * access), one active per PR. Its final summary lands in the PR's Requirement as a `reviewer`
+ * message delivered to the RD agent, through the orchestrator's delivery path.
+ */
+@Injectable()
+export class ReviewsService implements BeforeApplicationShutdown, OnApplicationBootstrap, OnModuleInit {
+  private readonly logger = new Logger(ReviewsService.name);
+  private readonly running = new Map<string, ActiveReview>();
+  private shuttingDown = false;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly database: Database,
+    private readonly events: EventLog,
+    private readonly launcher: RunLauncher,
+    private readonly messages: MessagesService,
+    private readonly orchestrator: RunOrchestrator,
+    private readonly pullRequests: PullRequestsService,
+    private readonly requirements: RequirementsService,
+  ) {}
+
+  onModuleInit(): void {
+    // A review of a head the PR has moved away from is stale; marked in the PR update's transaction.
+    this.pullRequests.onHeadChanged((tx, pullRequest) => this.markStale(tx, pullRequest));
+  }
+
+  /** Reviews left running by a stopped manager cannot finish: their runs were failed at start too. */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.database.write(async (tx) => {
+      const now = this.clock.nowIso();
+      tx.execute("UPDATE review_request SET status = 'failed', error = ?, finished_at = ?, updated_at = ? WHERE status = 'running'", [LOST, now, now]);
+    });
+  }
+
+  async request(pullRequestId: string, dto: CreateReviewRequestDto, actor: EventActor): Promise<CreateReviewResponseDto> {
+    const started = await this.database.write(async (tx) => {
+      const reads = await tx.reads();
+      const pullRequest = isId('pullRequest', pullRequestId) ? await reads.findOneBy(PullRequestEntity, { id: pullRequestId }) : null;
+      if (!pullRequest) {
+        throw notFound('pull_request_not_found', `Pull request ${pullRequestId} not found`);
+      }
+      if (pullRequest.status !== 'open') {
+        throw conflict('pull_request_not_open', `${pullRequest.repository}#${pullRequest.number} is ${pullRequest.status}; only an open PR can be reviewed`);
+      }
+      if (this.shuttingDown) {
+        throw conflict('shutting_down', 'Agent Manager is stopping');
+      }
+      const active = await reads.findOneBy(ReviewRequestEntity, { pullRequestId, status: 'running' });
+      if (active) {
+        throw conflict('review_active', `${pullRequest.repository}#${pullRequest.number} already has a review running (${active.id})`);
+      }
+      const rows = await this.requirements.loadForWrite(tx, pullRequest.requirementId);
+      const now = this.clock.nowIso();
+      const run: AgentRunEntity = {
+        cachedInputTokens: null,
+        error: null,
+        exitCode: null,
+        finishedAt: null,
+        id: newId('run'),
+        inputFromSequence: null,
+        inputTokens: null,
+        inputToSequence: null,
+        model: dto.model ?? null,
+        nativeSessionId: null,
+        outputTokens: null,
+        processGroupId: null,
+        processId: null,
+        processMarker: null,
+        processStartTime: null,
+        provider: dto.provider,
+        reasoningEffort: dto.reasoningEffort ?? null,
+        reasoningOutputTokens: null,
+        requirementId: pullRequest.requirementId,
+        role: 'reviewer',
+        sessionId: null,
+        startedAt: now,
+        status: 'running',
+        taskSummary: null,
+        traceCount: 0,
+        updatedAt: now,
+      };
+      const review: ReviewRequestEntity = {
+        createdAt: now,
+        error: null,
+        finishedAt: null,
+        id: newId('review'),
+        model: run.model,
+        prompt: dto.prompt?.trim() ? dto.prompt : null,
+        provider: dto.provider,
+        pullRequestId,
+        reasoningEffort: run.reasoningEffort,
+        requestedBy: 'human',
+        requirementId: pullRequest.requirementId,
+        runId: run.id,
+        stale: false,
+        status: 'running',
+        targetHeadSha: pullRequest.headSha,
+        updatedAt: now,
+      };
+      tx.insert('agent_run', { ...run });
+      tx.insert('review_request', { ...review });
+      await this.events.append(tx, {
+        actor,
+        payload: { requirement: toRequirementResponse(rows.requirement, rows.session), reviewRequest: toReviewRequestResponse(review), run: toRunResponse(run) },
+        requirementId: pullRequest.requirementId,
+        runId: run.id,
+        type: 'review_request.started',
+      });
+      return { pullRequest, review, run };
+    });
+    this.launch(started.review, started.run, started.pullRequest);
+    this.logger.log({ ...audit(actor), msg: 'review requested', pullRequestId, reviewRequestId: started.review.id, runId: started.run.id });
+    return { accepted: true, pullRequestId, reviewRequest: toReviewRequestResponse(started.review), run: toRunResponse(started.run) };
+  }
+
+  async list(query: ListReviewRequestsQueryDto): Promise<ReviewRequestPageDto> {
+    const limit = pageSize(query.limit);
+    const after = decodeCursor<[string, string]>(query.cursor, ['string', 'string']);
+    const qb = this.database.read(ReviewRequestEntity).createQueryBuilder('r');
+    if (query.pullRequestId !== undefined) {
+      qb.andWhere('r.pull_request_id = :pullRequestId', { pullRequestId: query.pullRequestId });
+    }
+    if (after) {
+      qb.andWhere('(r.created_at < :at OR (r.created_at = :at AND r.id < :id))', { at: after[0], id: after[1] });
+    }
+    const rows = await qb.orderBy('r.created_at', 'DESC').addOrderBy('r.id', 'DESC').limit(limit + 1).getMany();
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { items: page.map(toReviewRequestResponse), nextCursor: rows.length > limit && last ? encodeCursor([last.createdAt, last.id]) : null };
+  }
+
+  /** Graceful stop: end every reviewer and record the reviews as cancelled (bounded wait). */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.shuttingDown = true;
+    for (const { active } of this.running.values()) {
+      active.interruptMode ??= 'stop';
+      this.launcher.kill(active);
+    }
+    const deadline = Date.now() + SHUTDOWN_WAIT_MS;
+    while (this.running.size > 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  get activeReviewCount(): number {
+    return this.running.size;
+  }
+
+  private launch(review: ReviewRequestEntity, run: AgentRunEntity, pullRequest: PullRequestEntity): void {
+    const input: ReviewerInput = { focus: review.prompt, headSha: review.targetHeadSha, number: pullRequest.number, pullRequestUrl: pullRequest.url, repository: pullRequest.repository };
+    const active: ActiveRun = {
+      capturedCount: 0,
+      input: { images: [], instructions: buildReviewerInstructions(input), prompt: buildReviewerPrompt(input) },
+      interruptMode: null,
+      lastAssistantText: null,
+      outcome: { completed: false, failure: null },
+      parser: null,
+      process: null,
+      run,
+      traces: new TraceWriter(run, { id: run.id, kind: 'agent' }, this.clock, this.database, this.events),
+      usage: null,
+      writes: Promise.resolve(),
+    };
+    this.running.set(review.id, { active, pullRequest, review });
+    const stopped = () => this.shuttingDown || active.interruptMode !== null;
+    void this.launcher.start(active, stopped, (end) => void this.finish(review.id, end)).catch((err: unknown) => {
+      this.logger.error(`could not launch reviewer run ${run.id}: ${(err as Error).message}`);
+      void this.finish(review.id, { code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
+    });
+  }
+
+  /** The reviewer's process tree is gone: record the outcome and deliver its summary. */
+  private async finish(reviewId: string, end: ProcessEnd): Promise<void> {
+    const entry = this.running.get(reviewId);
+    if (!entry) {
+      return;
+    }
+    const { active, pullRequest, review } = entry;
+    this.launcher.handle(active, active.parser?.end({ code: end.code, signal: end.signal, stderr: end.stderr }) ?? []);
+    await active.writes;
+    await active.traces.flush();
+    let status: RunStatus = outcomeOf(active, end);
+    const summary = active.lastAssistantText?.trim() ?? '';
+    if (status === 'succeeded' && summary === '') {
+      status = 'failed';
+      active.outcome.failure = 'the reviewer finished without a summary';
+    }
+    const error = status === 'succeeded' || status === 'cancelled' ? null : errorOf(active, end, status, 30 * 60);
+    try {
+      await this.orchestrator.deliver(
+        review.requirementId,
+        async (tx, rows) => {
+          const now = this.clock.nowIso();
+          const run = this.closeRun(tx, active, status, error, end, now);
+          const reviewStatus: ReviewRequestStatus = status === 'timed_out' ? 'failed' : (status as ReviewRequestStatus);
+          const current = await (await tx.reads()).findOneByOrFail(ReviewRequestEntity, { id: review.id });
+          const updated: ReviewRequestEntity = { ...current, error, finishedAt: now, status: reviewStatus, updatedAt: now };
+          tx.update('review_request', { error, finishedAt: now, status: reviewStatus, updatedAt: now }, { id: review.id });
+          const reviewRequest = toReviewRequestResponse(updated);
+          await this.events.append(tx, {
+            actor: { id: run.id, kind: 'agent' },
+            payload: { requirement: toRequirementResponse(rows.requirement, rows.session), reviewRequest, run: toRunResponse(run) },
+            requirementId: review.requirementId,
+            runId: run.id,
+            type: `run.${status}` as 'run.succeeded',
+          });
+          const metadata = { headSha: review.targetHeadSha, pullRequestId: review.pullRequestId, reviewRequestId: review.id, stale: reviewRequest.stale };
+          const subject = `${pullRequest.repository}#${pullRequest.number} (head ${review.targetHeadSha.slice(0, 12)}${reviewRequest.stale ? ', stale: the PR has moved since' : ''})`;
+          if (status === 'succeeded') {
+            // Delivered to RD unless the Requirement was cancelled; a done one is reopened, as by a person's reply.
+            const deliverToRd = rows.requirement.status !== 'cancelled';
+            const { message } = await this.messages.append(tx, rows, { author: 'reviewer', body: `Review of ${subject}:\n\n${summary}`, deliverToRd, metadata, runId: run.id }, { id: run.id, kind: 'agent' });
+            return { message, wake: deliverToRd };
+          }
+          const what = status === 'cancelled' ? 'was cancelled' : `failed: ${error}`;
+          const { message } = await this.messages.append(tx, rows, { author: 'system', body: `The review of ${subject} ${what}`, deliverToRd: false, metadata, runId: run.id }, { id: run.id, kind: 'agent' });
+          return { message, wake: false };
+        },
+        { id: active.run.id, kind: 'agent' },
+      );
+      this.logger.log({ msg: `review ${status}`, pullRequestId: review.pullRequestId, reviewRequestId: review.id, runId: active.run.id });
+    } catch (err) {
+      this.logger.error(`could not record the end of review ${review.id}: ${(err as Error).message}`);
+    } finally {
+      this.running.delete(reviewId);
+    }
+  }
+
+  private closeRun(tx: WriteTx, active: ActiveRun, status: RunStatus, error: string | null, end: ProcessEnd, now: string): AgentRunEntity {
+    const run = Object.assign(active.run, {
+      cachedInputTokens: active.usage?.cachedInputTokens ?? null,
+      error,
+      exitCode: end.code,
+      finishedAt: now,
+      inputTokens: active.usage?.inputTokens ?? null,
+      outputTokens: active.usage?.outputTokens ?? null,
+      reasoningOutputTokens: active.usage?.reasoningOutputTokens ?? null,
+      status,
+      taskSummary: active.lastAssistantText ? active.lastAssistantText.slice(0, SUMMARY_LENGTH) : null,
+      updatedAt: now,
+    });
+    tx.update(
+      'agent_run',
+      {
+        cachedInputTokens: run.cachedInputTokens,
+        error,
+        exitCode: run.exitCode,
+        finishedAt: now,
+        inputTokens: run.inputTokens,
+        outputTokens: run.outputTokens,
+        reasoningOutputTokens: run.reasoningOutputTokens,
+        status,
+        taskSummary: run.taskSummary,
+        updatedAt: now,
+      },
+      { id: run.id },
+    );
+    return run;
+  }
+
+  private async markStale(tx: WriteTx, pullRequest: PullRequestEntity): Promise<Record<string, unknown>> {
+    const reads = await tx.reads();
+    const reviews = await reads
+      .createQueryBuilder(ReviewRequestEntity, 'r')
+      .where('r.pull_request_id = :id AND r.stale = 0 AND r.target_head_sha <> :sha', { id: pullRequest.id, sha: pullRequest.headSha })
+      .getMany();
+    if (reviews.length === 0) {
+      return {};
+    }
+    const now = this.clock.nowIso();
+    tx.update('review_request', { stale: true, updatedAt: now }, { id: reviews.map((r) => r.id) });
+    for (const review of reviews) {
+      const entry = this.running.get(review.id);
+      if (entry) {
+        entry.review.stale = true;
+      }
+    }
+    return { reviewRequests: reviews.map((r) => toReviewRequestResponse({ ...r, stale: true, updatedAt: now })) };
+  }
+}

@@ -1,0 +1,125 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { send } from './support/http';
+import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { ModelStub, claudeEnvironment, codexEnvironment } from './support/model-stub';
+import { expectRefused } from './support/refusals';
+import { connectSse } from './support/sse-client';
+import { until } from './support/wait';
+
+// On-demand AI reviews with the real Codex and Claude Code CLIs as reviewers, driven by the
+// model stub. The PR is registered by a real RD run through code-factory-cli.
+
+const CLI_BIN = path.join(ROOT, 'test', 'agent-clis', 'node_modules', '.bin');
+const PROVIDERS = [
+  { env: codexEnvironment, executable: path.join(CLI_BIN, 'codex'), provider: 'codex' },
+  { env: claudeEnvironment, executable: path.join(CLI_BIN, 'claude'), provider: 'claude-code' },
+] as const;
+
+jest.setTimeout(120_000);
+
+describe.each(PROVIDERS)('review requests with the real $provider CLI', ({ env, executable, provider }) => {
+  let sandbox: Sandbox;
+  let stub: ModelStub;
+  let manager: ManagerProcess;
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    stub = await ModelStub.start();
+    const agentEnv = env(stub, fs.mkdtempSync(path.join('/var/tmp', `am-review-${provider}-`)));
+    manager = await startManager({
+      env: { ...agentEnv, CODE_FACTORY_CLAUDE_EXECUTABLE: executable, CODE_FACTORY_CODEX_EXECUTABLE: executable, GH_TOKEN: '', GITHUB_TOKEN: '' },
+      sandbox,
+    });
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    await stub?.close();
+    sandbox?.cleanup();
+  });
+
+  const get = async (p: string) => (await send(manager.origin, 'GET', p)).json;
+  const runsOf = async (id: string) => (await get(`/api/runs?requirementId=${id}`)).items as Array<{ id: string; role: string; status: string }>;
+  const rdIdle = (id: string) => until(`RD of ${id} to be idle`, async () => (await runsOf(id)).every((r) => r.status !== 'running') || undefined, 90_000, 200);
+  const register = (number: number, sha: string, status = 'open') =>
+    `code-factory-cli pr register --url https://github.com/org/repo/pull/${number} --title "PR ${number}" --base-branch main --head-branch b${number} --head-sha ${sha} --status ${status}`;
+  const refused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
+    expectRefused(manager.dataDirectory(), request, status, code);
+
+  it('reviews an open PR once at a time, marks it stale when the head moves, and wakes RD with the summary', async () => {
+    const requirement = (await send(manager.origin, 'POST', '/api/requirements', { provider, title: 'Reviewed work' })).json;
+    stub.scriptFor(requirement.id, [{ shell: register(42, '1111111aaaa') }, { shell: register(43, '2222222bbbb', 'draft') }, { text: 'PRs registered.' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/start`, { message: `Open the PRs ${requirement.id}` });
+    await rdIdle(requirement.id);
+    const prs = (await get(`/api/pull-requests?requirementId=${requirement.id}`)).items as Array<{ id: string; number: number }>;
+    const open = prs.find((p) => p.number === 42)!;
+    const draft = prs.find((p) => p.number === 43)!;
+
+    const url = 'https://github.com/org/repo/pull/42';
+    // The reviewer takes its time, so the PR can move under it.
+    stub.scriptFor(url, [{ delayMs: 6_000, then: { text: 'Two findings: the flush path races with compaction (src/flush.ts:88); a test is missing.' } }]);
+    const events = await connectSse(`${manager.origin}/api/events`);
+    const requested = await send(manager.origin, 'POST', `/api/pull-requests/${open.id}/review-requests`, { prompt: 'Look at the flush path', provider });
+    expect(requested.status).toBe(202);
+    expect(requested.json).toMatchObject({
+      accepted: true,
+      pullRequestId: open.id,
+      reviewRequest: { prompt: 'Look at the flush path', provider, requestedBy: 'human', requirementId: requirement.id, stale: false, status: 'running', targetHeadSha: '1111111aaaa' },
+      run: { inputFromSequence: null, role: 'reviewer', sessionId: null, status: 'running' },
+    });
+    const review = requested.json.reviewRequest;
+
+    await refused(() => send(manager.origin, 'POST', `/api/pull-requests/${open.id}/review-requests`, { provider }), 409, 'review_active');
+    await refused(() => send(manager.origin, 'POST', `/api/pull-requests/${draft.id}/review-requests`, { provider }), 409, 'pull_request_not_open');
+    await refused(() => send(manager.origin, 'POST', '/api/pull-requests/pr_00000000-0000-4000-8000-000000000000/review-requests', { provider }), 404, 'pull_request_not_found');
+    await refused(() => send(manager.origin, 'POST', `/api/pull-requests/${open.id}/review-requests`, { provider: 'gemini' }), 400);
+    await refused(() => send(manager.origin, 'POST', `/api/pull-requests/${open.id}/review-requests`, { prompt: 'x'.repeat(10_001), provider }), 400);
+
+    // The RD agent pushes a new head while the review runs: the review becomes stale.
+    stub.scriptFor(`Push again ${requirement.id}`, [{ shell: register(42, '3333333cccc') }, { text: 'Pushed.' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: `Push again ${requirement.id}` });
+    const moved = await until('the stale review event', async () =>
+      events.events.find((e) => e.event === 'pull_request.updated' && (e.data.payload as { reviewRequests?: unknown[] }).reviewRequests),
+    );
+    expect(moved.data.payload).toMatchObject({ pullRequest: { headSha: '3333333cccc', id: open.id }, reviewRequests: [{ id: review.id, stale: true, status: 'running' }] });
+
+    const finished = await until(
+      'the review to finish',
+      async () => {
+        const [latest] = (await get(`/api/review-requests?pullRequestId=${open.id}`)).items;
+        return latest.status !== 'running' && latest;
+      },
+      90_000,
+      200,
+    );
+    expect(finished).toMatchObject({ id: review.id, stale: true, status: 'succeeded', targetHeadSha: '1111111aaaa' });
+    expect(finished.finishedAt).not.toBeNull();
+
+    const reviewerRequest = stub.requests.find((r) => r.marker === url)!;
+    expect(reviewerRequest.prompt).toContain(`Review GitHub PR ${url}`);
+    expect(reviewerRequest.prompt).toContain('Look at the flush path');
+    expect(JSON.stringify(reviewerRequest.body)).toContain('Never modify the workspace');
+
+    const messages = (await get(`/api/requirements/${requirement.id}/messages?limit=200`)).items as Array<{ author: string; body: string; deliverToRd: boolean; metadata: unknown }>;
+    const summary = messages.find((m) => m.author === 'reviewer')!;
+    expect(summary).toMatchObject({ deliverToRd: true, metadata: { pullRequestId: open.id, reviewRequestId: review.id, stale: true } });
+    expect(summary.body).toContain('the flush path races with compaction');
+    expect(summary.body).toContain('stale');
+
+    // The summary woke the RD session: a run took it as input.
+    await until('RD to take the review', async () => stub.requests.some((r) => r.marker !== url && r.transcript.includes('the flush path races with compaction')), 90_000, 200);
+    const outcome = events.events.find((e) => e.event === 'run.succeeded' && e.data.runId === review.runId);
+    expect(outcome?.data.payload).toMatchObject({ reviewRequest: { id: review.id, status: 'succeeded' }, run: { role: 'reviewer' } });
+    expect(events.events.find((e) => e.event === 'review_request.started')?.data.payload).toMatchObject({ reviewRequest: { id: review.id } });
+    events.close();
+
+    // Not stale any more for a new request: it targets the new head.
+    await rdIdle(requirement.id);
+    stub.scriptFor(url, [{ text: 'Looks good now.' }]);
+    const again = await send(manager.origin, 'POST', `/api/pull-requests/${open.id}/review-requests`, { provider });
+    expect(again.json.reviewRequest).toMatchObject({ stale: false, targetHeadSha: '3333333cccc' });
+    await until('second review', async () => (await get(`/api/review-requests?pullRequestId=${open.id}`)).items[0].status === 'succeeded' || undefined, 90_000, 200);
+  });
+});
