@@ -15,6 +15,8 @@ import { ModelStub, codexEnvironment } from './support/model-stub';
 // board and the detail view land in test-artifacts/dashboard/.
 
 const CODEX = path.join(ROOT, 'test', 'agent-clis', 'node_modules', '.bin', 'codex');
+/** A tool job that runs until the run is interrupted (as in runs.e2e-spec.ts). */
+const LONG_JOB = `node -e "setInterval(() => {}, 1000)" am-dashboard-sleeper`;
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
 
 jest.setTimeout(240_000);
@@ -130,11 +132,15 @@ describe('dashboard in Chromium', () => {
   });
 
   it('queues a reply while the agent runs, steers with it, and confirms', async () => {
-    // The second run waits on the model long enough to reply and steer.
-    stub.scriptFor(id, [{ delayMs: 60_000, then: { text: 'Too late.' } }, { text: 'Steered: flush timings added.' }]);
+    // The second run sits in a long tool job, long enough to reply and steer.
+    stub.scriptFor(id, [{ shell: LONG_JOB }, { text: 'Steered: flush timings added.' }]);
     await page.getByTestId('composer-text').fill(`Also flush timings ${id}`);
     await page.getByTestId('composer-send').click();
     await page.getByTestId('session-state').and(page.locator('[data-state="running"]')).waitFor();
+    // The tool call shows in the live trace while it runs.
+    await page.getByTestId('tab-trace').click();
+    await page.getByTestId('trace').locator('[data-kind="tool_call"]', { hasText: 'am-dashboard-sleeper' }).waitFor({ timeout: 60_000 });
+    await page.getByTestId('tab-overview').click();
     await page.getByTestId('composer-text').fill(`And compaction too ${id}`);
     await page.getByTestId('composer-send').click();
     await page.getByTestId('queued-note').waitFor();

@@ -1,16 +1,11 @@
-import {
-  ApplicationConfig,
-  provideBrowserGlobalErrorListeners,
-  provideZonelessChangeDetection,
-} from '@angular/core';
-import { provideRouter } from '@angular/router';
+import { APP_BASE_HREF } from '@angular/common';
+import { ApplicationConfig, provideBrowserGlobalErrorListeners, provideZonelessChangeDetection } from '@angular/core';
+import { provideRouter, withComponentInputBinding } from '@angular/router';
 
 import { routes } from './app.routes';
 
 export const appConfig: ApplicationConfig = {
-  providers: [
-    provideBrowserGlobalErrorListeners(),
-    provideZonelessChangeDetection(),
-    provideRouter(routes),
-  ],
+  // index.html has no <base> element: the server's CSP sets base-uri 'none'. Asset URLs are
+  // absolute (deployUrl) and the router gets its base here.
+  providers: [{ provide: APP_BASE_HREF, useValue: '/' }, provideBrowserGlobalErrorListeners(), provideZonelessChangeDetection(), provideRouter(routes, withComponentInputBinding())],
 };

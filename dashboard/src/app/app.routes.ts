@@ -1,4 +1,15 @@
 import { Routes } from '@angular/router';
 
-/** Placeholder: the real dashboard routes are added in a later issue. */
-export const routes: Routes = [];
+import { RequirementsBoard } from './boards/requirements-board';
+
+// The Requirements board is the landing page and ships in the initial bundle; everything else is
+// loaded on first visit (the detail view carries the Markdown renderer).
+export const routes: Routes = [
+  { path: '', pathMatch: 'full', redirectTo: 'requirements' },
+  { path: 'requirements', component: RequirementsBoard, title: 'Requirements · Agent Manager' },
+  { path: 'requirements/:id', loadComponent: () => import('./detail/requirement-detail').then((m) => m.RequirementDetail), title: 'Requirement · Agent Manager' },
+  { path: 'pull-requests', loadComponent: () => import('./boards/pull-requests-board').then((m) => m.PullRequestsBoard), title: 'Pull requests · Agent Manager' },
+  { path: 'sessions', loadComponent: () => import('./boards/sessions-board').then((m) => m.SessionsBoard), title: 'Sessions · Agent Manager' },
+  { path: 'timers', loadComponent: () => import('./boards/timers-board').then((m) => m.TimersBoard), title: 'Timers · Agent Manager' },
+  { path: '**', redirectTo: 'requirements' },
+];

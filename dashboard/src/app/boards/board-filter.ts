@@ -1,0 +1,64 @@
+import { ChangeDetectionStrategy, Component, Injectable, inject, signal } from '@angular/core';
+
+import { I18n } from '../core/i18n';
+import { CREATED_WINDOWS, Store, cutoffFor, type CreatedWindow } from '../core/store';
+
+/** The text filter is shared by every board, so switching boards keeps what was typed. */
+@Injectable({ providedIn: 'root' })
+export class BoardFilterState {
+  readonly text = signal('');
+
+  /** Case-insensitive match of every word against any of the given fields. */
+  matches(fields: readonly (string | null | undefined)[]): boolean {
+    const words = this.text().trim().toLowerCase().split(/\s+/).filter(Boolean);
+    if (words.length === 0) {
+      return true;
+    }
+    const haystack = fields.filter(Boolean).join(' ').toLowerCase();
+    return words.every((w) => haystack.includes(w));
+  }
+}
+
+/** True when `createdAt` falls in the board's created-time window. */
+export function inWindow(createdAt: string, window: CreatedWindow): boolean {
+  const cutoff = cutoffFor(window);
+  return cutoff === null || createdAt >= cutoff;
+}
+
+@Component({
+  selector: 'am-board-filter',
+  changeDetection: ChangeDetectionStrategy.OnPush,
+  template: `
+    <div class="filters" role="search">
+      <label>
+        {{ t('filter.text') }}
+        <input type="search" [value]="filter.text()" (input)="onText($event)" data-testid="filter-text" />
+      </label>
+      <label>
+        {{ t('filter.created') }}
+        <select [value]="store.window()" (change)="onWindow($event)" data-testid="filter-created">
+          @for (w of windows; track w) {
+            <option [value]="w" [selected]="w === store.window()">{{ t('filter.' + w) }}</option>
+          }
+        </select>
+      </label>
+      @if (store.loading()) {
+        <span class="muted" role="status">{{ t('board.loading') }}</span>
+      }
+    </div>
+  `,
+})
+export class BoardFilter {
+  protected readonly store = inject(Store);
+  protected readonly filter = inject(BoardFilterState);
+  protected readonly t = inject(I18n).t as (key: string) => string;
+  protected readonly windows = Object.keys(CREATED_WINDOWS) as CreatedWindow[];
+
+  protected onText(event: Event): void {
+    this.filter.text.set((event.target as HTMLInputElement).value);
+  }
+
+  protected onWindow(event: Event): void {
+    void this.store.setWindow((event.target as HTMLSelectElement).value as CreatedWindow);
+  }
+}

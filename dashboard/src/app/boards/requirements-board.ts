@@ -1,0 +1,91 @@
+import { ChangeDetectionStrategy, Component, computed, inject, signal } from '@angular/core';
+import { RouterLink } from '@angular/router';
+
+import { I18n } from '../core/i18n';
+import { REQUIREMENT_COLUMNS, type Requirement } from '../core/models';
+import { Store } from '../core/store';
+import { BoardColumn } from './board-column';
+import { BoardFilter, BoardFilterState, inWindow } from './board-filter';
+import { treeOrder, type TreeRow } from './tree';
+
+const STEP = 60;
+
+@Component({
+  selector: 'am-requirements-board',
+  imports: [BoardFilter, BoardColumn, RouterLink],
+  changeDetection: ChangeDetectionStrategy.OnPush,
+  template: `
+    <h1 class="sr-only">{{ t('nav.requirements') }}</h1>
+    <am-board-filter />
+    <div class="board" data-testid="requirements-board">
+      @for (col of columns(); track col.status) {
+        <am-board-column [key]="col.status" [label]="t('req.' + col.status)" [count]="col.rows.length">
+          <ul>
+            @for (row of col.rows.slice(0, shown(col.status)); track row.item.id) {
+              <li>
+                <a class="card" [class.child]="row.depth > 0" [style.--depth]="row.depth" [routerLink]="['/requirements', row.item.id]" [attr.data-requirement-id]="row.item.id">
+                  <div class="title">{{ row.item.title }}</div>
+                  <div class="meta">
+                    <span class="badge" [class.accent]="row.item.session.state === 'running'">{{ t('ses.' + row.item.session.state) }}</span>
+                    @if (row.item.session.pendingMessageCount > 0) {
+                      <span class="badge warn" data-testid="pending-count">{{ t('card.pending', { n: row.item.session.pendingMessageCount }) }}</span>
+                    }
+                    @if (childCount().get(row.item.id); as n) {
+                      <span class="badge">{{ t('card.children', { n }) }}</span>
+                    }
+                    <span>{{ row.item.provider }}</span>
+                    <span class="spacer"></span>
+                    <time [attr.datetime]="row.item.createdAt">{{ i18n.dateTime(row.item.createdAt) }}</time>
+                  </div>
+                </a>
+              </li>
+            }
+          </ul>
+          @if (col.rows.length > shown(col.status)) {
+            <button type="button" class="ghost small" (click)="more(col.status)">{{ t('board.more', { n: col.rows.length - shown(col.status) }) }}</button>
+          }
+        </am-board-column>
+      }
+    </div>
+  `,
+})
+export class RequirementsBoard {
+  protected readonly store = inject(Store);
+  protected readonly i18n = inject(I18n);
+  protected readonly t = this.i18n.t as (key: string, params?: Record<string, string | number>) => string;
+  private readonly filter = inject(BoardFilterState);
+    protected readonly limit = signal<Record<string, number>>({});
+
+  private readonly visible = computed(() => {
+    const window = this.store.window();
+    return [...this.store.requirements().values()]
+      .filter((r) => r.status !== 'cancelled' && inWindow(r.createdAt, window) && this.filter.matches([r.title, r.id, r.description.slice(0, 500), r.provider, r.model]))
+      .sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  });
+
+  protected readonly childCount = computed(() => {
+    const counts = new Map<string, number>();
+    for (const r of this.store.requirements().values()) {
+      if (r.parentRequirementId && r.status !== 'cancelled') {
+        counts.set(r.parentRequirementId, (counts.get(r.parentRequirementId) ?? 0) + 1);
+      }
+    }
+    return counts;
+  });
+
+  protected readonly columns = computed(() => {
+    const byStatus = new Map<string, Requirement[]>(REQUIREMENT_COLUMNS.map((s) => [s, []]));
+    for (const r of this.visible()) {
+      byStatus.get(r.status)?.push(r);
+    }
+    return REQUIREMENT_COLUMNS.map((status) => ({ rows: treeOrder(byStatus.get(status) ?? []) as TreeRow<Requirement>[], status }));
+  });
+
+  protected shown(status: string): number {
+    return this.limit()[status] ?? STEP;
+  }
+
+  protected more(status: string): void {
+    this.limit.update((l) => ({ ...l, [status]: (l[status] ?? STEP) + STEP * 4 }));
+  }
+}

@@ -1,0 +1,107 @@
+import { Injectable, signal } from '@angular/core';
+import { Observable, share } from 'rxjs';
+
+import { EventCursor } from './live/merge';
+import type { ManagerEvent } from './models';
+
+export type ConnectionState = 'connecting' | 'live' | 'offline';
+
+/**
+ * Every event type the server may send. SSE frames are named (`event: <type>`), and an
+ * EventSource only delivers named frames to listeners registered for that name. Types the server
+ * does not send yet (timers, review requests) cost nothing.
+ */
+const EVENT_TYPES = [
+  'manager.configuration.updated',
+  'manager.reconciled',
+  'message.created',
+  'pull_request.created',
+  'pull_request.updated',
+  'requirement.completed',
+  'requirement.created',
+  'requirement.deleted',
+  'requirement.updated',
+  'requirements.purged',
+  'review_request.started',
+  'review_request.succeeded',
+  'review_request.failed',
+  'review_request.cancelled',
+  'run.cancelled',
+  'run.failed',
+  'run.started',
+  'run.succeeded',
+  'run.timed_out',
+  'run.trace.appended',
+  'timer.cancelled',
+  'timer.created',
+  'timer.fired',
+  'timer.updated',
+] as const;
+
+const MAX_BACKOFF_MS = 15_000;
+
+/**
+ * The SSE stream as an Observable. The browser's own retry resumes with Last-Event-ID (and the
+ * server ends a long replay on purpose, which that retry continues). When the EventSource closes
+ * for good (an HTTP error, e.g. while the server restarts) we open a new one with `?after=` from
+ * our cursor, backing off. `resumed` fires when a new connection could not resume from a cursor,
+ * so the store re-reads its snapshots.
+ */
+@Injectable({ providedIn: 'root' })
+export class EventStream {
+  readonly state = signal<ConnectionState>('connecting');
+  private readonly cursor = new EventCursor();
+
+  readonly events$ = new Observable<ManagerEvent | 'resync'>((subscriber) => {
+    let source: EventSource | null = null;
+    let retry: ReturnType<typeof setTimeout> | undefined;
+    let backoff = 500;
+    let opened = false;
+
+    const onEvent = (e: MessageEvent<string>): void => {
+      let event: ManagerEvent;
+      try {
+        event = JSON.parse(e.data) as ManagerEvent;
+      } catch {
+        return;
+      }
+      if (this.cursor.accept(event.id)) {
+        subscriber.next(event);
+      }
+    };
+
+    const connect = (): void => {
+      const resumable = this.cursor.lastEventId !== null;
+      source = new EventSource(this.cursor.url('/api/events'));
+      this.state.set('connecting');
+      for (const type of EVENT_TYPES) {
+        source.addEventListener(type, onEvent as EventListener);
+      }
+      source.onopen = () => {
+        backoff = 500;
+        this.state.set('live');
+        // A fresh connection without a cursor may have missed events while it was down.
+        if (opened && !resumable) {
+          subscriber.next('resync');
+        }
+        opened = true;
+      };
+      source.onerror = () => {
+        if (source?.readyState === EventSource.CLOSED) {
+          this.state.set('offline');
+          source = null;
+          retry = setTimeout(connect, backoff);
+          backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+        } else {
+          this.state.set('connecting');
+        }
+      };
+    };
+
+    connect();
+    return () => {
+      clearTimeout(retry);
+      source?.close();
+    };
+  }).pipe(share());
+}

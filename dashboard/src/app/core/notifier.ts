@@ -1,0 +1,58 @@
+import { Injectable, signal } from '@angular/core';
+
+export interface Toast {
+  id: number;
+  kind: 'error' | 'info';
+  text: string;
+}
+
+const OPT_OUT_KEY = 'am.notifications';
+
+/** In-page toasts and, for finished runs, browser notifications (opt-out remembered). */
+@Injectable({ providedIn: 'root' })
+export class Notifier {
+  private readonly list = signal<Toast[]>([]);
+  readonly toasts = this.list.asReadonly();
+  readonly browserEnabled = signal(localStorage.getItem(OPT_OUT_KEY) !== 'off');
+  private ids = 0;
+
+  error(text: string): void {
+    this.push('error', text);
+  }
+
+  info(text: string): void {
+    this.push('info', text);
+  }
+
+  dismiss(id: number): void {
+    this.list.update((all) => all.filter((t) => t.id !== id));
+  }
+
+  setBrowserEnabled(on: boolean): void {
+    this.browserEnabled.set(on);
+    localStorage.setItem(OPT_OUT_KEY, on ? 'on' : 'off');
+    if (on && typeof Notification !== 'undefined' && Notification.permission === 'default') {
+      void Notification.requestPermission();
+    }
+  }
+
+  /** A desktop notification when allowed; quietly nothing otherwise. */
+  desktop(title: string, body: string, onClick?: () => void): void {
+    if (!this.browserEnabled() || typeof Notification === 'undefined' || Notification.permission !== 'granted') {
+      return;
+    }
+    const n = new Notification(title, { body, tag: title });
+    if (onClick) {
+      n.onclick = () => {
+        window.focus();
+        onClick();
+      };
+    }
+  }
+
+  private push(kind: Toast['kind'], text: string): void {
+    const id = ++this.ids;
+    this.list.update((all) => [...all.slice(-3), { id, kind, text }]);
+    setTimeout(() => this.dismiss(id), kind === 'error' ? 8000 : 4000);
+  }
+}

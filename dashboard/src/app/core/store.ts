@@ -1,0 +1,287 @@
+import { DestroyRef, Injectable, computed, inject, signal, type Signal, type WritableSignal } from '@angular/core';
+import { takeUntilDestroyed } from '@angular/core/rxjs-interop';
+import { Router } from '@angular/router';
+
+import { Api, isMissing } from './api';
+import { EventStream } from './event-stream';
+import { I18n } from './i18n';
+import { LiveState, type Changes } from './live/live-state';
+import type { ManagerEvent, Message, PullRequest, Requirement, ReviewRequest, Run, Timer, Trace } from './models';
+import { Notifier } from './notifier';
+
+/** Created-time windows of the board filter, in days (null: all time). */
+export const CREATED_WINDOWS = { '24h': 1, '7d': 7, '30d': 30, '90d': 90, all: null } as const;
+export type CreatedWindow = keyof typeof CREATED_WINDOWS;
+
+export const cutoffFor = (window: CreatedWindow, now = Date.now()): string | null => {
+  const days = CREATED_WINDOWS[window];
+  return days === null ? null : new Date(now - days * 86_400_000).toISOString();
+};
+
+/** How many message pages are fetched at once (sequences are gap-free, so pages can be guessed). */
+const PARALLEL_PAGES = 4;
+
+/**
+ * The live workspace: JSON snapshots first, then SSE events merged into the same LiveState.
+ * Each part is a read-only signal; components derive their views with `computed`.
+ */
+@Injectable({ providedIn: 'root' })
+export class Store {
+  private readonly api = inject(Api);
+  private readonly stream = inject(EventStream);
+  private readonly notifier = inject(Notifier);
+  private readonly i18n = inject(I18n);
+  private readonly router = inject(Router);
+  private readonly live = new LiveState();
+
+  private readonly requirementsSig = signal<ReadonlyMap<string, Requirement>>(new Map());
+  private readonly pullRequestsSig = signal<ReadonlyMap<string, PullRequest>>(new Map());
+  private readonly timersSig = signal<ReadonlyMap<string, Timer>>(new Map());
+  private readonly runsSig = signal<ReadonlyMap<string, Run>>(new Map());
+  private readonly reviewsSig = signal<ReadonlyMap<string, ReviewRequest>>(new Map());
+  private readonly conversationSigs = new Map<string, WritableSignal<readonly Message[]>>();
+  private readonly traceSigs = new Map<string, WritableSignal<readonly Trace[]>>();
+  private readonly loadingSig = signal(true);
+  /** Requirements are read newest first; this is how far back we have read. */
+  private requirementsCursor: string | null | undefined;
+  private loadedBack: string | null = new Date().toISOString();
+
+  readonly requirements = this.requirementsSig.asReadonly();
+  readonly pullRequests = this.pullRequestsSig.asReadonly();
+  readonly timers = this.timersSig.asReadonly();
+  readonly runs = this.runsSig.asReadonly();
+  readonly reviewRequests = this.reviewsSig.asReadonly();
+  readonly loading = this.loadingSig.asReadonly();
+  readonly connection = this.stream.state.asReadonly();
+  /** Bumped on `manager.configuration.updated` so the settings dialog reloads. */
+  readonly configurationVersion = signal(0);
+  readonly window = signal<CreatedWindow>('7d');
+
+  /** Every Requirement embeds its session: the Sessions board needs no separate list. */
+  readonly sessions = computed(() => [...this.requirementsSig().values()].map((r) => ({ requirement: r, session: r.session })));
+
+  constructor() {
+    // Subscribe first: the stream is cursorless (live only), so anything that happens while the
+    // snapshots are in flight arrives here and the merge keeps it over the older snapshot.
+    this.stream.events$.pipe(takeUntilDestroyed(inject(DestroyRef))).subscribe((event) => {
+      if (event === 'resync') {
+        void this.loadSnapshots();
+      } else {
+        this.onEvent(event);
+      }
+    });
+    void this.loadSnapshots();
+  }
+
+  conversation(requirementId: string): Signal<readonly Message[]> {
+    return this.signalFor(this.conversationSigs, requirementId);
+  }
+
+  trace(requirementId: string): Signal<readonly Trace[]> {
+    return this.signalFor(this.traceSigs, requirementId);
+  }
+
+  /** Widens the created-time window, reading older pages only when needed. */
+  async setWindow(window: CreatedWindow): Promise<void> {
+    this.window.set(window);
+    const cutoff = cutoffFor(window);
+    if (this.requirementsCursor !== null && (cutoff === null || (this.loadedBack !== null && cutoff < this.loadedBack))) {
+      this.loadingSig.set(true);
+      await this.readRequirements(cutoff).finally(() => this.loadingSig.set(false));
+    }
+  }
+
+  /** A Requirement page: reads the conversation, runs, trace and timers once, then lives on SSE. */
+  async openRequirement(id: string): Promise<void> {
+    const fresh = !this.live.conversations.has(id);
+    const conversation = this.live.conversation(id);
+    this.live.trace(id);
+    const requirement = this.api.call(this.api.client.GET('/api/requirements/{id}', { params: { path: { id } } }), true).then((r) => {
+      if (this.live.loadRequirements([r])) {
+        this.publish({ requirements: true });
+      }
+    });
+    if (!fresh && conversation.items.length > 0) {
+      return requirement.catch(() => undefined);
+    }
+    await Promise.all([requirement, this.readMessages(id), this.readRuns(id), this.readTimers(id)]);
+    void this.readTrace(id);
+  }
+
+  async readReviewRequests(pullRequestId: string): Promise<void> {
+    try {
+      const { items } = await this.api.listReviewRequests(pullRequestId);
+      if (this.live.reviewRequests.upsertMany(items, 'snapshot')) {
+        this.publish({ reviewRequests: true });
+      }
+    } catch (error) {
+      if (!isMissing(error)) {
+        throw error;
+      }
+    }
+  }
+
+  /** Applies a resource a mutation answered with (the event will follow; whichever is newer wins). */
+  acceptRequirement(requirement: Requirement): void {
+    if (this.live.loadRequirements([requirement], 'event')) {
+      this.publish({ requirements: true });
+    }
+  }
+
+  acceptTimer(timer: Timer): void {
+    if (this.live.timers.upsert(timer, 'event')) {
+      this.publish({ timers: true });
+    }
+  }
+
+  acceptReviewRequest(review: ReviewRequest): void {
+    if (this.live.reviewRequests.upsert(review, 'event')) {
+      this.publish({ reviewRequests: true });
+    }
+  }
+
+  private async loadSnapshots(): Promise<void> {
+    this.loadingSig.set(true);
+    this.requirementsCursor = undefined;
+    this.loadedBack = new Date().toISOString();
+    try {
+      await Promise.all([this.readRequirements(cutoffFor(this.window())), this.readPullRequests(), this.readTimers()]);
+    } finally {
+      this.loadingSig.set(false);
+    }
+  }
+
+  /** Pages newest first until older than `cutoff`; each page shows as soon as it arrives. */
+  private async readRequirements(cutoff: string | null): Promise<void> {
+    while (this.requirementsCursor !== null) {
+      const cursor = this.requirementsCursor;
+      const page = await this.api.call(this.api.client.GET('/api/requirements', { params: { query: { cursor, limit: this.api.pageSize } } }));
+      this.requirementsCursor = page.nextCursor ?? null;
+      const last = page.items[page.items.length - 1];
+      this.loadedBack = this.requirementsCursor === null ? null : (last?.createdAt ?? null);
+      if (this.live.loadRequirements(page.items)) {
+        this.publish({ requirements: true });
+        this.loadingSig.set(false);
+      }
+      if (cutoff !== null && last && last.createdAt < cutoff) {
+        return;
+      }
+    }
+  }
+
+  private async readPullRequests(): Promise<void> {
+    await this.api.all(
+      (cursor) => this.api.call(this.api.client.GET('/api/pull-requests', { params: { query: { cursor, limit: this.api.pageSize } } })),
+      () => true,
+      (items) => this.live.pullRequests.upsertMany(items, 'snapshot') && this.publish({ pullRequests: true }),
+    );
+  }
+
+  private async readTimers(requirementId?: string): Promise<void> {
+    try {
+      const { items } = await this.api.listTimers(requirementId);
+      if (this.live.timers.upsertMany(items, 'snapshot')) {
+        this.publish({ timers: true });
+      }
+    } catch (error) {
+      // Older servers have no timers yet: an empty list, not an error.
+      if (!isMissing(error)) {
+        throw error;
+      }
+    }
+  }
+
+  private async readRuns(requirementId: string): Promise<void> {
+    await this.api.all(
+      (cursor) => this.api.call(this.api.client.GET('/api/runs', { params: { query: { cursor, limit: this.api.pageSize, requirementId } } })),
+      () => true,
+      (items) => this.live.runs.upsertMany(items, 'snapshot') && this.publish({ runs: true }),
+    );
+  }
+
+  /**
+   * The whole conversation. Sequences are gap-free, so pages start at known sequences and a few
+   * are read in parallel; a short page marks the end.
+   */
+  private async readMessages(id: string): Promise<void> {
+    const log = this.live.conversation(id);
+    const size = this.api.pageSize;
+    for (let wave = 0; ; wave++) {
+      const starts = Array.from({ length: PARALLEL_PAGES }, (_, i) => (wave * PARALLEL_PAGES + i) * size);
+      const pages = await Promise.all(
+        starts.map((afterSequence) => this.api.call(this.api.client.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { afterSequence, limit: size } } }))),
+      );
+      const items = pages.flatMap((p) => p.items);
+      if (log.add(items) > 0) {
+        this.publish({ conversations: new Set([id]) });
+      }
+      if (pages.some((p) => p.items.length < size)) {
+        return;
+      }
+    }
+  }
+
+  private async readTrace(id: string): Promise<void> {
+    const log = this.live.trace(id);
+    await this.api.all(
+      (cursor) => this.api.call(this.api.client.GET('/api/requirements/{id}/trace', { params: { path: { id }, query: { cursor, limit: this.api.pageSize } } })),
+      () => true,
+      (items) => log.add(items) > 0 && this.publish({ traces: new Set([id]) }),
+    );
+  }
+
+  private onEvent(event: ManagerEvent): void {
+    const changes = this.live.apply(event);
+    this.publish(changes);
+    if (changes.repair?.length) {
+      for (const id of changes.repair) {
+        void this.api
+          .call(this.api.client.GET('/api/requirements/{id}', { params: { path: { id } } }), true)
+          .then((r) => this.acceptRequirement(r))
+          .catch(() => undefined);
+      }
+    }
+    if (changes.finishedRun && changes.finishedRun.role === 'rd') {
+      const run = changes.finishedRun;
+      const title = this.live.requirements.get(run.requirementId)?.title ?? run.requirementId;
+      this.notifier.desktop(this.i18n.t('notify.finished', { s: this.i18n.t(`run.${run.status}`) }), title, () => void this.router.navigate(['/requirements', run.requirementId]));
+    }
+  }
+
+  private publish(changes: Changes): boolean {
+    if (changes.requirements) {
+      this.requirementsSig.set(this.live.requirements.items);
+    }
+    if (changes.pullRequests) {
+      this.pullRequestsSig.set(this.live.pullRequests.items);
+    }
+    if (changes.timers) {
+      this.timersSig.set(this.live.timers.items);
+    }
+    if (changes.runs) {
+      this.runsSig.set(this.live.runs.items);
+    }
+    if (changes.reviewRequests) {
+      this.reviewsSig.set(this.live.reviewRequests.items);
+    }
+    if (changes.configuration) {
+      this.configurationVersion.update((v) => v + 1);
+    }
+    for (const id of changes.conversations ?? []) {
+      this.signalFor(this.conversationSigs, id).set(this.live.conversation(id).items);
+    }
+    for (const id of changes.traces ?? []) {
+      this.signalFor(this.traceSigs, id).set(this.live.trace(id).items);
+    }
+    return true;
+  }
+
+  private signalFor<T>(map: Map<string, WritableSignal<readonly T[]>>, id: string): WritableSignal<readonly T[]> {
+    let s = map.get(id);
+    if (!s) {
+      s = signal<readonly T[]>([]);
+      map.set(id, s);
+    }
+    return s;
+  }
+}

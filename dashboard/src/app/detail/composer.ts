@@ -1,0 +1,210 @@
+import { ChangeDetectionStrategy, Component, DestroyRef, computed, inject, input, signal } from '@angular/core';
+
+import { Api } from '../core/api';
+import { I18n } from '../core/i18n';
+import { MAX_ATTACHMENTS, type Attachment, type Requirement } from '../core/models';
+import { Notifier } from '../core/notifier';
+import { Store } from '../core/store';
+
+interface Pending {
+  key: number;
+  file: File;
+  /** An object URL for an image preview. */
+  preview: string | null;
+  attachment: Attachment | null;
+  failed: boolean;
+}
+
+/**
+ * Text plus up to six attachments (picker, paste or drop). Files upload as soon as they are
+ * chosen, so sending is one small JSON call; it works while a run is active (the message queues).
+ */
+@Component({
+  selector: 'am-composer',
+  changeDetection: ChangeDetectionStrategy.OnPush,
+  host: { '(dragover)': 'onDragOver($event)', '(dragleave)': 'dragging.set(false)', '(drop)': 'onDrop($event)' },
+  template: `
+    <form class="composer" [class.dragging]="dragging()" (submit)="onSend($event)" data-testid="composer">
+      <label>
+        <span class="sr-only">{{ t('composer.label') }}</span>
+        <textarea
+          rows="3"
+          [placeholder]="t('composer.placeholder')"
+          [value]="text()"
+          (input)="text.set($any($event.target).value)"
+          (keydown)="onKey($event)"
+          (paste)="onPaste($event)"
+          data-testid="composer-text"
+          [attr.aria-label]="t('composer.label')"
+        ></textarea>
+      </label>
+      @if (pending().length) {
+        <div class="chips">
+          @for (p of pending(); track p.key) {
+            <span class="chip" [class.error]="p.failed" data-testid="pending-attachment">
+              @if (p.preview) {
+                <img [src]="p.preview" alt="" />
+              }
+              {{ p.file.name }}
+              @if (!p.attachment && !p.failed) {
+                <span class="muted">{{ t('composer.uploading') }}</span>
+              }
+              <button type="button" class="ghost small" (click)="remove(p)" [attr.aria-label]="t('action.remove') + ' ' + p.file.name">✕</button>
+            </span>
+          }
+        </div>
+      }
+      <div class="row">
+        <label class="button" style="flex-direction: row">
+          {{ t('action.attach') }}
+          <input type="file" multiple class="sr-only" (change)="onPick($event)" data-testid="composer-file" />
+        </label>
+        @if (queuedNote()) {
+          <span class="badge warn" role="status" data-testid="queued-note">{{ t('composer.queued') }}</span>
+        }
+        <span class="spacer"></span>
+        <button type="submit" class="primary" [disabled]="!canSend()" data-testid="composer-send">{{ t('action.send') }}</button>
+      </div>
+    </form>
+  `,
+})
+export class Composer {
+  readonly requirement = input.required<Requirement>();
+  private readonly api = inject(Api);
+  private readonly store = inject(Store);
+  private readonly notifier = inject(Notifier);
+  protected readonly t = inject(I18n).t;
+  protected readonly text = signal('');
+  protected readonly pending = signal<Pending[]>([]);
+  protected readonly dragging = signal(false);
+  protected readonly busy = signal(false);
+  /** Shown after a reply that waits for the current run. */
+  protected readonly queuedNote = computed(() => this.lastQueued() && this.requirement().session.state === 'running');
+  private readonly lastQueued = signal(false);
+  private keys = 0;
+
+  protected readonly canSend = computed(
+    () =>
+      !this.busy() &&
+      this.requirement().status !== 'cancelled' &&
+      this.pending().every((p) => p.attachment || p.failed) &&
+      (this.text().trim().length > 0 || this.pending().some((p) => p.attachment)),
+  );
+
+  constructor() {
+    inject(DestroyRef).onDestroy(() => this.pending().forEach((p) => p.preview && URL.revokeObjectURL(p.preview)));
+  }
+
+  /** What Start sends along: the draft, then cleared. */
+  takeDraft(): { message?: string; attachmentIds?: string[] } {
+    const draft = this.draft();
+    this.clear();
+    return draft;
+  }
+
+  protected onKey(event: KeyboardEvent): void {
+    if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      void this.onSend(event);
+    }
+  }
+
+  protected onPick(event: Event): void {
+    const input = event.target as HTMLInputElement;
+    this.add(Array.from(input.files ?? []));
+    input.value = '';
+  }
+
+  protected onPaste(event: ClipboardEvent): void {
+    const files = Array.from(event.clipboardData?.files ?? []);
+    if (files.length) {
+      event.preventDefault();
+      this.add(files);
+    }
+  }
+
+  protected onDragOver(event: DragEvent): void {
+    if (event.dataTransfer?.types.includes('Files')) {
+      event.preventDefault();
+      this.dragging.set(true);
+    }
+  }
+
+  protected onDrop(event: DragEvent): void {
+    this.dragging.set(false);
+    const files = Array.from(event.dataTransfer?.files ?? []);
+    if (files.length) {
+      event.preventDefault();
+      this.add(files);
+    }
+  }
+
+  protected remove(p: Pending): void {
+    if (p.preview) {
+      URL.revokeObjectURL(p.preview);
+    }
+    this.pending.update((all) => all.filter((x) => x.key !== p.key));
+  }
+
+  protected async onSend(event: Event): Promise<void> {
+    event.preventDefault();
+    if (!this.canSend()) {
+      return;
+    }
+    const id = this.requirement().id;
+    const body = this.draft();
+    this.busy.set(true);
+    try {
+      const result = await this.api.call(this.api.client.POST('/api/requirements/{id}/reply', { body, params: { path: { id } } }));
+      this.store.acceptRequirement(result.requirement);
+      this.lastQueued.set(result.queued);
+      this.clear();
+    } catch {
+      // shown by the API service; the draft stays for another try
+    } finally {
+      this.busy.set(false);
+    }
+  }
+
+  private draft(): { message?: string; attachmentIds?: string[] } {
+    const message = this.text().trim();
+    const attachmentIds = this.pending().flatMap((p) => (p.attachment ? [p.attachment.id] : []));
+    return { ...(message ? { message } : {}), ...(attachmentIds.length ? { attachmentIds } : {}) };
+  }
+
+  private clear(): void {
+    this.text.set('');
+    this.pending().forEach((p) => p.preview && URL.revokeObjectURL(p.preview));
+    this.pending.set([]);
+  }
+
+  private add(files: File[]): void {
+    const room = MAX_ATTACHMENTS - this.pending().length;
+    if (files.length > room) {
+      this.notifier.error(this.t('composer.tooMany', { n: MAX_ATTACHMENTS }));
+    }
+    for (const file of files.slice(0, Math.max(0, room))) {
+      const item: Pending = { attachment: null, failed: false, file, key: ++this.keys, preview: file.type.startsWith('image/') ? URL.createObjectURL(file) : null };
+      this.pending.update((all) => [...all, item]);
+      void this.upload(item);
+    }
+  }
+
+  private async upload(item: Pending): Promise<void> {
+    const id = this.requirement().id;
+    try {
+      const attachment = await this.api.call(
+        this.api.client.POST('/api/requirements/{id}/attachments', {
+          // The raw file is the body; openapi-fetch must not JSON-encode it.
+          body: item.file as unknown as string,
+          bodySerializer: (b: unknown) => b as BodyInit,
+          headers: { 'Content-Type': item.file.type || 'application/octet-stream' },
+          params: { header: { 'X-File-Name': encodeURIComponent(item.file.name) }, path: { id } },
+        }),
+      );
+      this.pending.update((all) => all.map((p) => (p.key === item.key ? { ...p, attachment } : p)));
+    } catch {
+      this.pending.update((all) => all.map((p) => (p.key === item.key ? { ...p, failed: true } : p)));
+    }
+  }
+}

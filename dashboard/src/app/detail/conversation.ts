@@ -1,0 +1,160 @@
+import { ChangeDetectionStrategy, Component, ElementRef, afterRenderEffect, computed, effect, inject, input, signal, untracked, viewChild } from '@angular/core';
+import { RouterLink } from '@angular/router';
+
+import { I18n } from '../core/i18n';
+import type { Message, Requirement, Run } from '../core/models';
+import { Store } from '../core/store';
+import { MarkdownRenderer } from './markdown';
+
+/** Messages rendered at once; more are added as the reader scrolls up. */
+const WINDOW = 60;
+/** How close to the bottom still counts as "reading the latest". */
+const STICK_PX = 48;
+
+/** A human message the agent has not read yet, while a run works on earlier input. */
+export function isQueued(message: Message, requirement: Requirement, activeRun: Run | undefined): boolean {
+  if (!message.deliverToRd || requirement.session.state !== 'running') {
+    return false;
+  }
+  const consumedUpTo = Math.max(requirement.session.lastConsumedMessageSequence, activeRun?.inputToSequence ?? 0);
+  return message.sequence > consumedUpTo;
+}
+
+@Component({
+  selector: 'am-conversation',
+  imports: [RouterLink],
+  changeDetection: ChangeDetectionStrategy.OnPush,
+  template: `
+    <div class="messages" #scroller (scroll)="onScroll()" role="log" aria-live="polite" [attr.aria-label]="t('detail.conversation')" data-testid="messages" tabindex="0">
+      @if (hiddenBefore() > 0) {
+        <button type="button" class="ghost small" style="align-self: center" (click)="showEarlier()">{{ t('action.earlier') }} ({{ hiddenBefore() }})</button>
+      }
+      @for (m of visible(); track m.id) {
+        <article class="message" [class]="'message ' + m.author" [class.related]="!!m.sourceRequirementId" [attr.data-sequence]="m.sequence" [attr.data-author]="m.author">
+          <header>
+            <strong>{{ t('author.' + m.author) }}</strong>
+            @if (m.source) {
+              <span class="badge" data-testid="message-source">{{ t('msg.source', { s: sourceLabel(m) }) }}</span>
+            }
+            @if (m.sourceRequirementId) {
+              <a class="badge warn" [routerLink]="['/requirements', m.sourceRequirementId]">{{ t('msg.related') }}</a>
+            }
+            @if (queued().has(m.id)) {
+              <span class="badge warn" data-testid="queued-badge">{{ t('msg.queued') }}</span>
+            }
+            <span class="spacer"></span>
+            <time [attr.datetime]="m.createdAt">{{ i18n.dateTime(m.createdAt) }}</time>
+          </header>
+          @if (m.body) {
+            <div class="markdown" [innerHTML]="markdown.render(m.body, m.id)"></div>
+          }
+          @if (m.attachments.length) {
+            <div class="attachments">
+              @for (a of m.attachments; track a.id) {
+                @if (a.kind === 'image') {
+                  <a [href]="'/api/attachments/' + a.id" target="_blank" rel="noopener"><img [src]="'/api/attachments/' + a.id" [alt]="a.fileName" loading="lazy" data-testid="attachment-image" /></a>
+                } @else {
+                  <a class="button" [href]="'/api/attachments/' + a.id" [attr.download]="a.fileName" data-testid="attachment-file">⬇ {{ a.fileName }} <span class="muted">({{ size(a.byteSize) }})</span></a>
+                }
+              }
+            </div>
+          }
+        </article>
+      } @empty {
+        <p class="empty">{{ t('msg.empty') }}</p>
+      }
+      @if (unseen() > 0) {
+        <button type="button" class="primary small jump" (click)="jumpToLatest()" data-testid="jump-latest">↓ {{ t('action.jumpLatest') }} ({{ unseen() }})</button>
+      }
+    </div>
+  `,
+})
+export class Conversation {
+  readonly requirement = input.required<Requirement>();
+  protected readonly i18n = inject(I18n);
+  protected readonly t = this.i18n.t as (key: string, params?: Record<string, string | number>) => string;
+  protected readonly markdown = inject(MarkdownRenderer);
+  private readonly store = inject(Store);
+  private readonly scroller = viewChild.required<ElementRef<HTMLElement>>('scroller');
+
+  private readonly messages = computed(() => this.store.conversation(this.requirement().id)());
+  /** How many of the latest messages are rendered. */
+  private readonly count = signal(WINDOW);
+  protected readonly visible = computed(() => {
+    const all = this.messages();
+    return all.slice(Math.max(0, all.length - this.count()));
+  });
+  protected readonly hiddenBefore = computed(() => Math.max(0, this.messages().length - this.count()));
+  /** New messages that arrived while the reader was scrolled up. */
+  protected readonly unseen = signal(0);
+
+  protected readonly queued = computed(() => {
+    const requirement = this.requirement();
+    const active = [...this.store.runs().values()].find((r) => r.requirementId === requirement.id && r.status === 'running' && r.role === 'rd');
+    return new Set(this.visible().filter((m) => isQueued(m, requirement, active)).map((m) => m.id));
+  });
+
+  private atBottom = true;
+  private seenLength = 0;
+  /** Set before rendering older messages above, so the reader's view does not jump. */
+  private anchor: number | null = null;
+
+  constructor() {
+    effect(() => {
+      const length = this.messages().length;
+      untracked(() => {
+        const added = length - this.seenLength;
+        if (this.seenLength > 0 && added > 0 && !this.atBottom) {
+          // Keep what the reader looks at: widen the window instead of sliding it.
+          this.count.update((c) => c + added);
+          this.unseen.update((n) => n + added);
+        }
+        this.seenLength = length;
+      });
+    });
+    afterRenderEffect({
+      write: () => {
+        this.visible();
+        const el = this.scroller().nativeElement;
+        if (this.anchor !== null) {
+          el.scrollTop += el.scrollHeight - this.anchor;
+          this.anchor = null;
+        } else if (this.atBottom) {
+          el.scrollTop = el.scrollHeight;
+        }
+      },
+    });
+  }
+
+  protected onScroll(): void {
+    const el = this.scroller().nativeElement;
+    this.atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < STICK_PX;
+    if (this.atBottom && this.unseen() > 0) {
+      this.unseen.set(0);
+    }
+    if (el.scrollTop < 120 && this.hiddenBefore() > 0 && this.anchor === null) {
+      this.showEarlier();
+    }
+  }
+
+  protected showEarlier(): void {
+    this.anchor = this.scroller().nativeElement.scrollHeight;
+    this.count.update((c) => c + WINDOW);
+  }
+
+  protected jumpToLatest(): void {
+    this.atBottom = true;
+    this.unseen.set(0);
+    this.count.set(WINDOW);
+    const el = this.scroller().nativeElement;
+    el.scrollTop = el.scrollHeight;
+  }
+
+  protected sourceLabel(m: Message): string {
+    return m.triggerId && m.triggerId !== m.source ? `${m.source} · ${m.triggerId.replace(/^github\.pull-request\./, '')}` : (m.source ?? '');
+  }
+
+  protected size(bytes: number): string {
+    return bytes < 1024 ? `${bytes} B` : bytes < 1048576 ? `${(bytes / 1024).toFixed(0)} KB` : `${(bytes / 1048576).toFixed(1)} MB`;
+  }
+}

@@ -1,0 +1,45 @@
+import { Injectable, inject } from '@angular/core';
+import { DomSanitizer, type SafeHtml } from '@angular/platform-browser';
+import DOMPurify from 'dompurify';
+import { Marked } from 'marked';
+
+// Descriptions and agent answers are Markdown written by people, agents and GitHub reviewers:
+// untrusted. marked renders, DOMPurify removes anything active, and only then is the result
+// marked safe for Angular (whose own sanitizer would otherwise run a second, lossy pass).
+
+const marked = new Marked({ breaks: true, gfm: true });
+
+DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+  // Links open outside the dashboard and cannot reach back into it.
+  if (node.tagName === 'A' && node.getAttribute('href')) {
+    node.setAttribute('target', '_blank');
+    node.setAttribute('rel', 'noopener noreferrer');
+  }
+});
+
+const CACHE_LIMIT = 2000;
+
+@Injectable({ providedIn: 'root' })
+export class MarkdownRenderer {
+  private readonly sanitizer = inject(DomSanitizer);
+  /** Messages never change once written, so their HTML is rendered once. */
+  private readonly cache = new Map<string, SafeHtml>();
+
+  render(text: string, cacheKey?: string): SafeHtml {
+    if (cacheKey) {
+      const hit = this.cache.get(cacheKey);
+      if (hit) {
+        return hit;
+      }
+    }
+    const html = DOMPurify.sanitize(marked.parse(text, { async: false }), { FORBID_TAGS: ['style', 'form', 'input', 'button'] });
+    const safe = this.sanitizer.bypassSecurityTrustHtml(html);
+    if (cacheKey) {
+      if (this.cache.size >= CACHE_LIMIT) {
+        this.cache.delete(this.cache.keys().next().value as string);
+      }
+      this.cache.set(cacheKey, safe);
+    }
+    return safe;
+  }
+}

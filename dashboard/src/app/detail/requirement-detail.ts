@@ -1,0 +1,125 @@
+import { ChangeDetectionStrategy, Component, computed, effect, inject, input, signal, untracked, viewChild } from '@angular/core';
+import { Title } from '@angular/platform-browser';
+import { Router, RouterLink } from '@angular/router';
+
+import { Api } from '../core/api';
+import { I18n } from '../core/i18n';
+import type { Requirement } from '../core/models';
+import { Store } from '../core/store';
+import { Composer } from './composer';
+import { Conversation, isQueued } from './conversation';
+import { MarkdownRenderer } from './markdown';
+import { PullRequestList } from './pull-request-list';
+import { TimerList } from './timer-list';
+import { TraceTimeline } from './trace-timeline';
+
+type Tab = 'overview' | 'trace';
+
+@Component({
+  selector: 'am-requirement-detail',
+  imports: [RouterLink, Conversation, Composer, TraceTimeline, PullRequestList, TimerList],
+  changeDetection: ChangeDetectionStrategy.OnPush,
+  templateUrl: './requirement-detail.html',
+})
+export class RequirementDetail {
+  /** The route parameter (component input binding). */
+  readonly id = input.required<string>();
+  private readonly api = inject(Api);
+  private readonly router = inject(Router);
+  private readonly title = inject(Title);
+  protected readonly store = inject(Store);
+  protected readonly i18n = inject(I18n);
+  protected readonly markdown = inject(MarkdownRenderer);
+  protected readonly t = this.i18n.t as (key: string, params?: Record<string, string | number>) => string;
+  protected readonly composer = viewChild(Composer);
+  protected readonly tab = signal<Tab>('overview');
+  protected readonly busy = signal(false);
+  protected readonly missing = signal(false);
+
+  protected readonly requirement = computed(() => this.store.requirements().get(this.id()) ?? null);
+  protected readonly parent = computed(() => {
+    const parentId = this.requirement()?.parentRequirementId;
+    return parentId ? (this.store.requirements().get(parentId) ?? { id: parentId, title: parentId }) : null;
+  });
+  protected readonly children = computed(() => [...this.store.requirements().values()].filter((r) => r.parentRequirementId === this.id() && r.status !== 'cancelled'));
+  protected readonly runs = computed(() =>
+    [...this.store.runs().values()].filter((r) => r.requirementId === this.id()).sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1)),
+  );
+  protected readonly activeRun = computed(() => this.runs().find((r) => r.status === 'running' && r.role === 'rd'));
+  protected readonly running = computed(() => this.requirement()?.session.state === 'running');
+  /** Steer makes sense only when a message arrived after the run took its input. */
+  protected readonly canSteer = computed(() => {
+    const requirement = this.requirement();
+    const active = this.activeRun();
+    return !!requirement && this.running() && this.store.conversation(requirement.id)().some((m) => isQueued(m, requirement, active));
+  });
+  protected readonly canStart = computed(() => {
+    const r = this.requirement();
+    return !!r && r.status !== 'done' && r.status !== 'cancelled' && !this.running();
+  });
+
+  constructor() {
+    effect(() => {
+      const id = this.id();
+      untracked(() => {
+        this.missing.set(false);
+        this.store.openRequirement(id).catch(() => this.missing.set(!this.store.requirements().get(id)));
+      });
+    });
+    effect(() => {
+      const r = this.requirement();
+      if (r) {
+        this.title.setTitle(`${r.title} · Agent Manager`);
+      }
+    });
+  }
+
+  protected async onStart(): Promise<void> {
+    const draft = this.composer()?.takeDraft() ?? {};
+    await this.act(async (id) => {
+      const result = await this.api.call(this.api.client.POST('/api/requirements/{id}/start', { body: draft, params: { path: { id } } }));
+      this.store.acceptRequirement(result.requirement);
+    });
+  }
+
+  protected onInterrupt(mode: 'stop' | 'steer'): Promise<void> {
+    return this.act((id) => this.api.call(this.api.client.POST('/api/requirements/{id}/interrupt', { body: { mode }, params: { path: { id } } })));
+  }
+
+  protected onConfirm(): Promise<void> {
+    return this.act(async (id) => this.store.acceptRequirement(await this.api.call(this.api.client.POST('/api/requirements/{id}/confirm', { params: { path: { id } } }))));
+  }
+
+  protected async onDelete(): Promise<void> {
+    if (!confirm(this.t('action.deleteAsk'))) {
+      return;
+    }
+    await this.act(async (id) => {
+      await this.api.call(this.api.client.DELETE('/api/requirements/{id}', { params: { path: { id } } }));
+      void this.router.navigate(['/requirements']);
+    });
+  }
+
+  protected tokens(run: { inputTokens: number | null; outputTokens: number | null }): string | null {
+    if (run.inputTokens === null && run.outputTokens === null) {
+      return null;
+    }
+    const fmt = (n: number | null) => (n ?? 0).toLocaleString(this.i18n.locale());
+    return this.t('detail.tokens', { i: fmt(run.inputTokens), o: fmt(run.outputTokens) });
+  }
+
+  protected statusClass(r: Requirement): string {
+    return r.status === 'done' ? 'ok' : r.status === 'waiting_confirmation' ? 'warn' : r.status === 'doing' ? 'accent' : '';
+  }
+
+  private async act(action: (id: string) => Promise<unknown>): Promise<void> {
+    this.busy.set(true);
+    try {
+      await action(this.id());
+    } catch {
+      // shown by the API service
+    } finally {
+      this.busy.set(false);
+    }
+  }
+}
