@@ -1,5 +1,4 @@
-// Resource shapes as the generated client describes them, under short names. Timers and review
-// requests are written out by hand from the API contract until they are in the generated client.
+// Resource shapes as the generated client describes them, under short names.
 import type { Schemas } from '@libs/api-client';
 
 export type Requirement = Schemas['RequirementResponseDto'];
@@ -20,48 +19,10 @@ export type PullRequestStatus = PullRequest['status'];
 export type Provider = Requirement['provider'];
 export type ReasoningEffort = NonNullable<Requirement['reasoningEffort']>;
 
-export interface Timer {
-  id: string;
-  requirementId: string;
-  description: string;
-  schedule: 'once' | 'recurring';
-  intervalSeconds: number;
-  status: 'active' | 'completed' | 'cancelled';
-  nextFireAt: string | null;
-  lastFiredAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface CreateTimer {
-  description: string;
-  schedule: Timer['schedule'];
-  intervalSeconds: number;
-}
-
-export interface ReviewRequest {
-  id: string;
-  pullRequestId: string;
-  runId: string | null;
-  provider: Provider;
-  model: string | null;
-  reasoningEffort: ReasoningEffort | null;
-  targetHeadSha: string;
-  status: 'running' | 'succeeded' | 'failed' | 'cancelled';
-  requestedBy: string;
-  error: string | null;
-  /** True once the PR's head moved past the reviewed commit. */
-  stale?: boolean;
-  createdAt: string;
-  finishedAt: string | null;
-}
-
-export interface CreateReviewRequest {
-  provider: Provider;
-  model?: string | null;
-  reasoningEffort?: ReasoningEffort | null;
-  prompt?: string;
-}
+export type Timer = Schemas['TimerResponseDto'];
+export type CreateTimer = Schemas['CreateTimerDto'];
+export type ReviewRequest = Schemas['ReviewRequestResponseDto'];
+export type CreateReviewRequest = Schemas['CreateReviewRequestDto'];
 
 export interface ManagerEvent {
   id: number;

@@ -2,7 +2,7 @@ import { DestroyRef, Injectable, computed, inject, signal, type Signal, type Wri
 import { takeUntilDestroyed } from '@angular/core/rxjs-interop';
 import { Router } from '@angular/router';
 
-import { Api, isMissing } from './api';
+import { Api } from './api';
 import { EventStream } from './event-stream';
 import { I18n } from './i18n';
 import { LiveState, type Changes } from './live/live-state';
@@ -109,15 +109,9 @@ export class Store {
   }
 
   async readReviewRequests(pullRequestId: string): Promise<void> {
-    try {
-      const { items } = await this.api.listReviewRequests(pullRequestId);
-      if (this.live.reviewRequests.upsertMany(items, 'snapshot')) {
-        this.publish({ reviewRequests: true });
-      }
-    } catch (error) {
-      if (!isMissing(error)) {
-        throw error;
-      }
+    const { items } = await this.api.call(this.api.client.GET('/api/review-requests', { params: { query: { limit: this.api.pageSize, pullRequestId } } }), true);
+    if (this.live.reviewRequests.upsertMany(items, 'snapshot')) {
+      this.publish({ reviewRequests: true });
     }
   }
 
@@ -144,11 +138,9 @@ export class Store {
     this.loadingSig.set(true);
     this.requirementsCursor = undefined;
     this.loadedBack = new Date().toISOString();
-    try {
-      await Promise.all([this.readRequirements(cutoffFor(this.window())), this.readPullRequests(), this.readTimers()]);
-    } finally {
-      this.loadingSig.set(false);
-    }
+    // Each part shows as soon as it arrives; one failing (already reported) does not hide the others.
+    await Promise.allSettled([this.readRequirements(cutoffFor(this.window())), this.readPullRequests(), this.readTimers()]);
+    this.loadingSig.set(false);
   }
 
   /** Pages newest first until older than `cutoff`; each page shows as soon as it arrives. */
@@ -178,17 +170,13 @@ export class Store {
   }
 
   private async readTimers(requirementId?: string): Promise<void> {
-    try {
-      const { items } = await this.api.listTimers(requirementId);
-      if (this.live.timers.upsertMany(items, 'snapshot')) {
-        this.publish({ timers: true });
-      }
-    } catch (error) {
-      // Older servers have no timers yet: an empty list, not an error.
-      if (!isMissing(error)) {
-        throw error;
-      }
-    }
+    const page = (cursor: string | undefined) =>
+      this.api.call(
+        requirementId
+          ? this.api.client.GET('/api/requirements/{id}/timers', { params: { path: { id: requirementId }, query: { cursor, limit: this.api.pageSize } } })
+          : this.api.client.GET('/api/timers', { params: { query: { cursor, limit: this.api.pageSize } } }),
+      );
+    await this.api.all(page, () => true, (items) => this.live.timers.upsertMany(items, 'snapshot') && this.publish({ timers: true }));
   }
 
   private async readRuns(requirementId: string): Promise<void> {

@@ -110,12 +110,17 @@ export class PullRequestList {
     this.busy.set(true);
     try {
       const prompt = this.prompt().trim();
-      const result = await this.api.requestReview(pr.id, {
+      const result = await this.api.call(
+        this.api.client.POST('/api/pull-requests/{id}/review-requests', {
+          body: {
         provider: this.provider(),
         ...(this.model().trim() ? { model: this.model().trim() } : {}),
         ...(this.effort() ? { reasoningEffort: this.effort() as ReasoningEffort } : {}),
-        ...(prompt ? { prompt } : {}),
-      });
+            ...(prompt ? { prompt } : {}),
+          },
+          params: { path: { id: pr.id } },
+        }),
+      );
       this.store.acceptReviewRequest(result.reviewRequest);
       this.formFor.set(null);
     } catch {

@@ -69,11 +69,12 @@ export class TimerList {
   protected async onCreate(event: Event): Promise<void> {
     event.preventDefault();
     try {
-      const timer = await this.api.createTimer(this.requirementId(), {
-        description: this.description().trim(),
-        intervalSeconds: Math.round(this.minutes() * 60),
-        schedule: this.recurring() ? 'recurring' : 'once',
-      });
+      const timer = await this.api.call(
+        this.api.client.POST('/api/requirements/{id}/timers', {
+          body: { description: this.description().trim(), intervalSeconds: Math.round(this.minutes() * 60), schedule: this.recurring() ? 'recurring' : 'once' },
+          params: { path: { id: this.requirementId() } },
+        }),
+      );
       this.store.acceptTimer(timer);
       this.description.set('');
     } catch {
@@ -83,7 +84,9 @@ export class TimerList {
 
   protected async onCancel(timer: Timer): Promise<void> {
     try {
-      this.store.acceptTimer(await this.api.cancelTimer(timer.requirementId, timer.id));
+      this.store.acceptTimer(
+        await this.api.call(this.api.client.DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: timer.requirementId, timerId: timer.id } } })),
+      );
     } catch {
       // shown by the API service
     }

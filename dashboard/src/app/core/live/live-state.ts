@@ -22,7 +22,6 @@ export interface Changes {
 
 /** Runs have no update time; a finished run is newer than a running one. */
 const runVersion = (run: Run): number => (run.finishedAt ? 1 : 0);
-const reviewVersion = (review: ReviewRequest): number => (review.finishedAt ? 1 : 0);
 
 export const compareMessages = (a: Message, b: Message): number => a.sequence - b.sequence;
 
@@ -55,7 +54,7 @@ export class LiveState {
   readonly pullRequests = new VersionedMap<PullRequest>((p) => p.updatedAt);
   readonly timers = new VersionedMap<Timer>((t) => t.updatedAt);
   readonly runs = new VersionedMap<Run>(runVersion);
-  readonly reviewRequests = new VersionedMap<ReviewRequest>(reviewVersion);
+  readonly reviewRequests = new VersionedMap<ReviewRequest>((r) => r.updatedAt);
   /** Conversations and traces are kept only for Requirements someone opened. */
   readonly conversations = new Map<string, SequencedLog<Message>>();
   readonly traces = new Map<string, SequencedLog<Trace>>();
@@ -153,9 +152,13 @@ export class LiveState {
         changes.finishedRun = run;
       }
     }
-    const review = record(p['reviewRequest']) as ReviewRequest | null;
-    if (review && typeof review.id === 'string' && this.reviewRequests.upsert(review, 'event')) {
-      changes.reviewRequests = true;
+    // A review's own events carry it; a PR head change carries the reviews it made stale.
+    const reviews = [p['reviewRequest'], ...(Array.isArray(p['reviewRequests']) ? p['reviewRequests'] : [])];
+    for (const value of reviews) {
+      const review = owned<ReviewRequest>(value, event);
+      if (review && this.reviewRequests.upsert(review, 'event')) {
+        changes.reviewRequests = true;
+      }
     }
     return changes;
   }
