@@ -8,9 +8,9 @@ import { Logger, LoggerService } from '@nestjs/common';
 import { OctokitGitHubClient, GitHubClientOptions, createGitHubClient } from '@server/github/github-client';
 import { GitHubError } from '@server/github/github.errors';
 import { resolveGitHubToken } from '@server/github/github-token';
-import { PullRequestFetchError, PullRequestResult, PullRequestSnapshot, pullRequestKey } from '@server/github/github.types';
+import { PullRequestFetchError, PullRequestResult, PullRequestSnapshot, PullRequestSummary, PullRequestSummaryResult, pullRequestKey } from '@server/github/github.types';
 
-import { FakeGitHubServer } from './support/fake-github-server';
+import { FakeGitHubServer, githubLikeGraphqlCost } from './support/fake-github-server';
 
 const TOKEN = 'ghp_test_token_never_logged';
 const REPO = 'Acme/Widgets';
@@ -31,7 +31,14 @@ function snapshot(result: PullRequestResult | undefined): PullRequestSnapshot {
   return result;
 }
 
-function failure(result: PullRequestResult | undefined): PullRequestFetchError {
+function summary(result: PullRequestSummaryResult | undefined): PullRequestSummary {
+  if (result?.kind !== 'summary') {
+    throw new Error(`expected a summary, got ${JSON.stringify(result)}`);
+  }
+  return result;
+}
+
+function failure(result: PullRequestResult | PullRequestSummaryResult | undefined): PullRequestFetchError {
   if (result?.kind !== 'error') {
     throw new Error(`expected an error, got ${JSON.stringify(result)}`);
   }
@@ -268,6 +275,134 @@ describe(OctokitGitHubClient.name, () => {
       expect((await rejection(sut.fetchPullRequests(refs(1)))).code).toBe('not_configured');
       expect((await rejection(sut.getPullRequest('acme', 'widgets', 1))).code).toBe('not_configured');
       expect(fake.counts().total).toBe(0);
+    });
+  });
+
+  describe('fetchPullRequestSummaries', () => {
+    const fingerprints = (results: Map<string, PullRequestSummaryResult>) => new Map([...results].map(([key, result]) => [key, summary(result).fingerprint]));
+    /** Runs `change` without the updatedAt bump the fake's helpers make, to show the counts alone change the fingerprint. */
+    const keepingUpdatedAt = (number: number, change: () => unknown) => {
+      const before = fake.pullRequest(REPO, number).updatedAt;
+      change();
+      fake.pullRequest(REPO, number).updatedAt = before;
+    };
+
+    it('reads 100 PRs per GraphQL request, and charges a summary batch of 100 what a snapshot batch of 20 costs', async () => {
+      await fake.close();
+      fake = await FakeGitHubServer.start({ graphqlCost: githubLikeGraphqlCost, token: TOKEN });
+      refs(250).forEach((ref) => fake.addPullRequest(ref));
+      const sut = client();
+
+      const results = await sut.fetchPullRequestSummaries(refs(250));
+
+      expect(results.size).toBe(250);
+      expect(summary(results.get('acme/widgets#250'))).toMatchObject({ kind: 'summary', number: 250, repository: REPO, state: 'open', status: 'open' });
+      expect(fake.requests.map((r) => [r.kind, r.query, r.pullRequests, r.cost])).toEqual([
+        ['graphql', 'summary', 100, 5],
+        ['graphql', 'summary', 100, 5],
+        ['graphql', 'summary', 50, 3],
+      ]);
+      expect(sut.rateLimit().graphql).toMatchObject({ lastCost: 3, remaining: 5_000 - 13 });
+
+      await sut.fetchPullRequests(refs(20));
+      expect(fake.counts().byQuery).toEqual({ snapshot: { cost: 5, requests: 1 }, summary: { cost: 13, requests: 3 } });
+    });
+
+    it('gives identical fingerprints while nothing changes', async () => {
+      refs(3).forEach((ref) => fake.addPullRequest(ref));
+      fake.addComment(REPO, 1, { body: 'hello' });
+      fake.addReviewComment(REPO, 1, { body: 'nit', path: 'a.ts' });
+      fake.setCheckRun(REPO, 1, { name: 'build', status: 'IN_PROGRESS' });
+      fake.setStatus(REPO, 1, { context: 'ci', state: 'PENDING' });
+      const sut = client();
+
+      const first = await sut.fetchPullRequestSummaries(refs(3));
+      const second = await sut.fetchPullRequestSummaries(refs(3));
+
+      expect(second).toEqual(first);
+      expect(new Set(fingerprints(first).values()).size).toBe(3);
+    });
+
+    it('changes the fingerprint of exactly the PR that changed, for every kind of change', async () => {
+      const changes: [string, (n: number) => unknown][] = [
+        ['closed', (n) => fake.update(REPO, n, { state: 'CLOSED' })],
+        ['merged', (n) => fake.update(REPO, n, { state: 'MERGED' })],
+        ['marked ready', (n) => fake.update(REPO, n, { isDraft: false })],
+        ['pushed', (n) => fake.push(REPO, n)],
+        // GitHub computes mergeability later, without bumping updatedAt.
+        ['became conflicting', (n) => (fake.pullRequest(REPO, n).mergeable = 'CONFLICTING')],
+        ['commented', (n) => keepingUpdatedAt(n, () => fake.addComment(REPO, n, { body: 'more' }))],
+        ['reviewed', (n) => keepingUpdatedAt(n, () => fake.addReview(REPO, n, { state: 'APPROVED' }))],
+        ['inline comment', (n) => keepingUpdatedAt(n, () => fake.addReviewComment(REPO, n, { body: 'here', path: 'b.ts' }))],
+        ['inline reply', (n) => fake.addReviewComment(REPO, n, { body: 'done', path: 'a.ts', threadId: fake.pullRequest(REPO, n).reviewThreads[0].id })],
+        ['check run added', (n) => fake.setCheckRun(REPO, n, { name: 'lint', status: 'QUEUED' })],
+        ['check run started', (n) => fake.setCheckRun(REPO, n, { name: 'build', status: 'IN_PROGRESS' })],
+        ['check run concluded', (n) => fake.setCheckRun(REPO, n, { conclusion: 'SUCCESS', name: 'build' })],
+        ['check run re-concluded', (n) => fake.setCheckRun(REPO, n, { conclusion: 'NEUTRAL', name: 'done' })],
+        ['status added', (n) => fake.setStatus(REPO, n, { context: 'ci/other', state: 'PENDING' })],
+        ['status changed', (n) => fake.setStatus(REPO, n, { context: 'ci', state: 'SUCCESS' })],
+      ];
+      const count = changes.length + 3; // and three PRs that do not change
+      refs(count).forEach((ref) => {
+        fake.addPullRequest({ ...ref, isDraft: true });
+        fake.addReviewComment(REPO, ref.number, { body: 'nit', path: 'a.ts' });
+        fake.setCheckRun(REPO, ref.number, { name: 'build', status: 'QUEUED' });
+        fake.setCheckRun(REPO, ref.number, { conclusion: 'SUCCESS', name: 'done' });
+        fake.setStatus(REPO, ref.number, { context: 'ci', state: 'PENDING' });
+      });
+      const sut = client();
+      const before = fingerprints(await sut.fetchPullRequestSummaries(refs(count)));
+
+      changes.forEach(([, change], i) => change(i + 1));
+      const after = fingerprints(await sut.fetchPullRequestSummaries(refs(count)));
+
+      const changed = (number: number) => before.get(`acme/widgets#${number}`) !== after.get(`acme/widgets#${number}`);
+      expect(refs(count).map(({ number }) => [changes[number - 1]?.[0] ?? 'unchanged', changed(number)])).toEqual([
+        ...changes.map(([name]) => [name, true]),
+        ['unchanged', false],
+        ['unchanged', false],
+        ['unchanged', false],
+      ]);
+      expect(fake.counts().byQuery.summary.requests).toBe(2);
+    });
+
+    it('gives a failing or missing PR its own error while the rest of the batch succeeds', async () => {
+      refs(3).forEach((ref) => fake.addPullRequest(ref));
+      fake.failPullRequest(REPO, 2, 'FORBIDDEN', 'Resource not accessible by integration');
+
+      const results = await client().fetchPullRequestSummaries([...refs(3), { number: 99, repository: 'acme/gone' }, { number: 0, repository: REPO }]);
+
+      expect(fake.requests.map((r) => [r.query, r.pullRequests])).toEqual([['summary', 4]]);
+      expect(failure(results.get('acme/widgets#2'))).toMatchObject({ code: 'forbidden', message: 'Resource not accessible by integration' });
+      expect(failure(results.get('acme/gone#99')).code).toBe('not_found');
+      expect(failure(results.get('acme/widgets#0')).code).toBe('not_found');
+      expect([1, 3].map((n) => results.get(`acme/widgets#${n}`)?.kind)).toEqual(['summary', 'summary']);
+    });
+
+    it('marks a batch the server keeps failing as failed and still reads the next one', async () => {
+      refs(2).forEach((ref) => fake.addPullRequest(ref));
+      fake.failNext(3, 500);
+
+      const results = await client({ retries: 2, summaryBatchSize: 1 }).fetchPullRequestSummaries(refs(2));
+
+      expect(failure(results.get('acme/widgets#1'))).toMatchObject({ cause: 'failed', code: 'failed' });
+      expect(results.get('acme/widgets#2')?.kind).toBe('summary');
+      expect(fake.requests.map((r) => r.status)).toEqual([500, 500, 500, 200]);
+    });
+
+    it('stops at a spent budget, marks the rest skipped, then refuses without asking', async () => {
+      refs(3).forEach((ref) => fake.addPullRequest(ref));
+      const sut = client({ maxRateLimitWaitMs: 5_000, summaryBatchSize: 2 });
+      fake.exhaust('graphql', 3_600);
+
+      const first = await sut.fetchPullRequestSummaries(refs(3));
+      const second = await sut.fetchPullRequestSummaries(refs(3));
+
+      expect([...first.values()].map((r) => failure(r))).toEqual(refs(3).map((ref) => expect.objectContaining({ cause: 'rate_limited', code: 'skipped', ref })));
+      expect(failure(second.get('acme/widgets#3')).cause).toBe('rate_limited');
+      expect(fake.counts().graphql).toBe(1);
+      expect((await rejection(client({ token: null }).fetchPullRequestSummaries(refs(1)))).code).toBe('not_configured');
+      expect(fake.counts().total).toBe(1);
     });
   });
 

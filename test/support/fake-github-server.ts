@@ -1,8 +1,9 @@
 // A fake GitHub for tests and benchmarks: one real HTTP server on 127.0.0.1 (ephemeral port) that
 // serves what the manager's GitHub client uses, at github.com paths and at GitHub Enterprise paths:
 //
-//   POST /graphql, /api/graphql                          the batched pull-request query (answers
-//                                                        the aliases in its variables: o<i>, n<i>, p<i>)
+//   POST /graphql, /api/graphql                          the batched pull-request queries, snapshot
+//                                                        or summary (answers the aliases in its
+//                                                        variables: o<i>, n<i>, p<i>)
 //   GET  /repos/:owner/:repo/pulls/:number (+ /api/v3)   one PR, with ETag / If-None-Match → 304
 //   GET  /rate_limit (+ /api/v3)                         the budgets (free, like GitHub's)
 //
@@ -80,6 +81,8 @@ export interface FakePullRequest {
 }
 
 export type FakeRequestKind = 'graphql' | 'rest' | 'rate_limit' | 'other';
+/** Which batch query a GraphQL request was: full snapshots or change-detection summaries. */
+export type FakeGraphqlQuery = 'snapshot' | 'summary';
 
 export interface FakeRequest {
   kind: FakeRequestKind;
@@ -88,6 +91,8 @@ export interface FakeRequest {
   status: number;
   /** Pull requests asked for (GraphQL aliases; 1 for the REST PR endpoint). */
   pullRequests: number;
+  /** GraphQL requests only (when the body was a query): which batch query it was. */
+  query?: FakeGraphqlQuery;
   /** Budget points charged (0 for a 304, /rate_limit and injected faults that GitHub does not charge). */
   cost: number;
   authorization: string | undefined;
@@ -111,18 +116,27 @@ export interface FakeGitHubOptions {
   token?: string;
   /** Points per hour per resource (core, graphql). */
   limit?: number;
-  /** Budget points a GraphQL query costs; default 1 per query (GitHub: ≈ 1 per 100 nodes requested, min 1). */
-  graphqlCost?: (pullRequests: number) => number;
+  /** Budget points a GraphQL query costs; default 1 per query (GitHub: ≈ 1 per 100 connections requested, min 1). */
+  graphqlCost?: (pullRequests: number, query: FakeGraphqlQuery) => number;
 }
 
 const HOUR = 3_600_000;
 
 /**
- * GitHub's documented cost of the client's batch query, for scenarios that want realistic budget
- * figures: one request per connection fetched (per PR: comments, reviews, threads, the last commit,
- * its checks, and each of up to 20 threads' comments ≈ 25), divided by 100, at least 1.
+ * Connections each batch query asks for per PR, each counting one request per parent node whatever
+ * its `first`/`last` (GitHub's documented formula). Snapshot: comments, reviews, threads, the last
+ * commit, its checks, and the comments of each of up to 20 threads = 25. Summary: comments,
+ * reviews, threads, the last commit and its checks, all `first: 0` / `last: 1` = 5.
  */
-export const githubLikeGraphqlCost = (pullRequests: number): number => Math.max(1, Math.round((pullRequests * 25) / 100));
+export const GITHUB_CONNECTIONS_PER_PULL_REQUEST: Record<FakeGraphqlQuery, number> = { snapshot: 25, summary: 5 };
+
+/**
+ * GitHub's documented cost of the client's batch queries, for scenarios that want realistic budget
+ * figures: the requests for every connection, divided by 100, rounded, at least 1. A snapshot batch
+ * of 20 PRs costs 5 points, a summary batch of 100 PRs 5 points (of 50: 3; of 20: 1).
+ */
+export const githubLikeGraphqlCost = (pullRequests: number, query: FakeGraphqlQuery = 'snapshot'): number =>
+  Math.max(1, Math.round((pullRequests * GITHUB_CONNECTIONS_PER_PULL_REQUEST[query]) / 100));
 
 export class FakeGitHubServer {
   readonly requests: FakeRequest[] = [];
@@ -353,12 +367,17 @@ export class FakeGitHubServer {
 
   // ---- counting ----------------------------------------------------------------------------
 
-  /** Requests by kind (all statuses), and GraphQL budget points spent. */
-  counts(): Record<FakeRequestKind, number> & { total: number; graphqlCost: number } {
-    const counts = { graphql: 0, graphqlCost: 0, other: 0, rate_limit: 0, rest: 0, total: this.requests.length };
+  /** Requests by kind (all statuses), GraphQL budget points spent, and both per batch query. */
+  counts(): Record<FakeRequestKind, number> & { total: number; graphqlCost: number; byQuery: Record<FakeGraphqlQuery, { requests: number; cost: number }> } {
+    const byQuery = { snapshot: { cost: 0, requests: 0 }, summary: { cost: 0, requests: 0 } };
+    const counts = { byQuery, graphql: 0, graphqlCost: 0, other: 0, rate_limit: 0, rest: 0, total: this.requests.length };
     for (const request of this.requests) {
       counts[request.kind]++;
       counts.graphqlCost += request.kind === 'graphql' ? request.cost : 0;
+      if (request.query) {
+        byQuery[request.query].requests++;
+        byQuery[request.query].cost += request.cost;
+      }
     }
     return counts;
   }
@@ -453,6 +472,9 @@ export class FakeGitHubServer {
     }
     const query = request.query ?? '';
     const variables = request.variables ?? {};
+    // The client's summary query spreads its own fragment; anything else is read as a snapshot query.
+    const kind: FakeGraphqlQuery = /\.\.\.PullRequestSummaryFields\b/.test(query) ? 'summary' : 'snapshot';
+    record.query = kind;
     const aliases = Object.keys(variables)
       .filter((name) => /^p\d+$/.test(name))
       .map((name) => Number(name.slice(1)))
@@ -464,7 +486,7 @@ export class FakeGitHubServer {
       }
     }
     record.pullRequests = aliases.length;
-    const cost = this.options.graphqlCost?.(aliases.length) ?? 1;
+    const cost = this.options.graphqlCost?.(aliases.length, kind) ?? 1;
     if (!this.charge('graphql', cost, record)) {
       return send(
         200,
@@ -485,7 +507,7 @@ export class FakeGitHubServer {
         data[`pr${i}`] = { pullRequest: null };
         errors.push({ locations: [], message: pr.failure.message, path: [`pr${i}`, 'pullRequest'], type: pr.failure.type });
       } else {
-        data[`pr${i}`] = { pullRequest: this.graphqlPullRequest(pr) };
+        data[`pr${i}`] = { pullRequest: kind === 'summary' ? this.graphqlSummary(pr) : this.graphqlPullRequest(pr) };
       }
     }
     const budget = this.budget('graphql');
@@ -516,6 +538,31 @@ export class FakeGitHubServer {
       title: pr.title,
       updatedAt: pr.updatedAt,
       url: prUrl(pr),
+    };
+  }
+
+  /** The summary fields: scalars, and counts computed from the same state the snapshot lists. */
+  private graphqlSummary(pr: FakePullRequest): unknown {
+    const contexts = pr.checkRuns.length + pr.statuses.length;
+    // GitHub's CheckRunState: a completed run's conclusion, else its status.
+    const runStates = pr.checkRuns.map((c) => (c.status === 'COMPLETED' && c.conclusion ? c.conclusion : c.status));
+    const rollup = {
+      contexts: { checkRunCountsByState: countByState(runStates), statusContextCountsByState: countByState(pr.statuses.map((s) => s.state)), totalCount: contexts },
+      state: rollupState(pr),
+    };
+    return {
+      comments: { totalCount: pr.comments.length },
+      commits: { nodes: [{ commit: { oid: pr.headSha, statusCheckRollup: contexts === 0 ? null : rollup } }] },
+      headRefOid: pr.headSha,
+      isDraft: pr.isDraft,
+      mergeable: pr.mergeable,
+      merged: pr.state === 'MERGED',
+      number: pr.number,
+      repository: { nameWithOwner: `${pr.owner}/${pr.repo}` },
+      reviewThreads: { totalCount: pr.reviewThreads.length },
+      reviews: { totalCount: pr.reviews.filter((r) => r.state !== 'PENDING').length },
+      state: pr.state,
+      updatedAt: pr.updatedAt,
     };
   }
 
@@ -600,6 +647,13 @@ function prUrl(pr: FakePullRequest): string {
 
 function sha(seed: string): string {
   return createHash('sha1').update(seed).digest('hex');
+}
+
+/** `{ state, count }` per distinct state, in order of first appearance (GitHub promises no order). */
+function countByState(states: readonly string[]): { state: string; count: number }[] {
+  const counts = new Map<string, number>();
+  states.forEach((state) => counts.set(state, (counts.get(state) ?? 0) + 1));
+  return [...counts].map(([state, count]) => ({ count, state }));
 }
 
 function rollupState(pr: FakePullRequest): FakeStatus['state'] {

@@ -21,12 +21,14 @@ import {
   PullRequestFetchError,
   PullRequestRef,
   PullRequestResult,
+  PullRequestSummary,
   RateLimitBudget,
   RateLimitStatus,
   RestPullRequestFields,
-  pullRequestKey,
 } from './github.types';
-import { GraphQlError, buildPullRequestsQuery, fetchError, parsePullRequestsResponse, splitRepository, toRestFields } from './pull-request-query';
+import { BatchOptions, fetchInBatches } from './pull-request-batches';
+import { BatchQuery, GraphQlError, buildPullRequestsQuery, parsePullRequestsResponse, toRestFields } from './pull-request-query';
+import { buildPullRequestSummariesQuery, parsePullRequestSummariesResponse } from './pull-request-summary';
 
 export const GITHUB_API_URL = 'https://api.github.com';
 /** Nest injection token for the GitHubClient interface (interfaces do not exist at runtime). */
@@ -44,6 +46,12 @@ export interface GitHubClient {
    * and marks the PRs not yet read `skipped`, with `cause`. Throws only `not_configured`.
    */
   fetchPullRequests(refs: readonly PullRequestRef[]): Promise<Map<string, PullRequestResult>>;
+  /**
+   * The cheap change check: like fetchPullRequests (same keys, per-PR errors, failed and skipped
+   * batches, throws only `not_configured`), but one request per `summaryBatchSize` PRs and only
+   * scalars and counts per PR. Compare `fingerprint`s; fetch snapshots of the PRs whose changed.
+   */
+  fetchPullRequestSummaries(refs: readonly PullRequestRef[]): Promise<Map<string, PullRequestSummary | PullRequestFetchError>>;
   /** One PR over REST, conditional on its ETag (a 304 is free and returns the cached fields). Throws GitHubError. */
   getPullRequest(owner: string, repo: string, number: number): Promise<RestPullRequestFields>;
   /** The budgets as last reported by GitHub's responses (no request). */
@@ -59,6 +67,8 @@ export interface GitHubClientOptions {
   baseUrl?: string;
   /** PRs per GraphQL query (default 20): small enough for GitHub's node limit and timeouts. */
   batchSize?: number;
+  /** PRs per summary query (default 100): scalars and counts only, so a batch stays at a few points. */
+  summaryBatchSize?: number;
   /** Each HTTP attempt must complete (headers and body) within this (default 20 s). Timeouts are not retried. */
   timeoutMs?: number;
   /** Re-sends after a 5xx / network failure, and after a secondary rate limit (default 3). */
@@ -80,14 +90,13 @@ const DEFAULTS = {
   maxRetryAfterMs: 120_000,
   retries: 3,
   retryBaseDelayMs: 500,
+  summaryBatchSize: 100,
   timeoutMs: 20_000,
 };
 
 // A 4xx is final, except 403/429 rate limits, which plugin-throttling handles (429 is listed so
 // plugin-retry does not re-send it blindly, ignoring Retry-After).
 const DO_NOT_RETRY = [400, 401, 403, 404, 410, 422, 429, 451];
-/** Errors after which further batches would fail the same way. */
-const STOPPING: ReadonlySet<string> = new Set(['network', 'rate_limited', 'timeout', 'unauthorized', 'forbidden']);
 
 const GitHubOctokit = Octokit.plugin(retry, throttling);
 type GitHubOctokit = InstanceType<typeof GitHubOctokit>;
@@ -159,38 +168,16 @@ export class OctokitGitHubClient implements GitHubClient {
 
   async fetchPullRequests(refs: readonly PullRequestRef[]): Promise<Map<string, PullRequestResult>> {
     this.assertConfigured();
-    const results = new Map<string, PullRequestResult>();
-    const queue: PullRequestRef[] = [];
-    for (const ref of refs) {
-      const key = pullRequestKey(ref);
-      if (results.has(key) || queue.some((queued) => pullRequestKey(queued) === key)) {
-        continue;
-      }
-      if (splitRepository(ref.repository) && Number.isSafeInteger(ref.number) && ref.number > 0) {
-        queue.push(ref);
-      } else {
-        results.set(key, fetchError(ref, 'not_found', `Not a pull request reference: ${ref.repository}#${ref.number}`));
-      }
-    }
-    let stopped: GitHubError | null = null;
-    for (let start = 0; start < queue.length; start += this.settings.batchSize) {
-      const batch = queue.slice(start, start + this.settings.batchSize);
-      if (stopped) {
-        batch.forEach((ref) => results.set(pullRequestKey(ref), batchError(ref, 'skipped', stopped!)));
-        continue;
-      }
-      try {
-        for (const result of await this.fetchBatch(batch)) {
-          results.set(pullRequestKey(result.ref), result);
-        }
-      } catch (error) {
-        const failure = toGitHubError(error, this.settings.timeoutMs);
-        this.logger.warn(`GitHub batch of ${batch.length} pull requests failed (${failure.code}): ${failure.message}`);
-        stopped = STOPPING.has(failure.code) ? failure : null;
-        batch.forEach((ref) => results.set(pullRequestKey(ref), batchError(ref, stopped ? 'skipped' : 'failed', failure)));
-      }
-    }
-    return results;
+    return fetchInBatches(refs, this.batching(this.settings.batchSize, 'pull requests'), (batch) =>
+      this.queryBatch(buildPullRequestsQuery(batch), (data, errors) => parsePullRequestsResponse(batch, data, errors)),
+    );
+  }
+
+  async fetchPullRequestSummaries(refs: readonly PullRequestRef[]): Promise<Map<string, PullRequestSummary | PullRequestFetchError>> {
+    this.assertConfigured();
+    return fetchInBatches(refs, this.batching(this.settings.summaryBatchSize, 'pull request summaries'), (batch) =>
+      this.queryBatch(buildPullRequestSummariesQuery(batch), (data, errors) => parsePullRequestSummariesResponse(batch, data, errors)),
+    );
   }
 
   async getPullRequest(owner: string, repo: string, number: number): Promise<RestPullRequestFields> {
@@ -238,8 +225,12 @@ export class OctokitGitHubClient implements GitHubClient {
     return this.rateLimit();
   }
 
-  private async fetchBatch(batch: PullRequestRef[]): Promise<PullRequestResult[]> {
-    const { query, variables } = buildPullRequestsQuery(batch);
+  private batching(batchSize: number, what: string): BatchOptions {
+    return { batchSize, timeoutMs: this.settings.timeoutMs, warn: (message) => this.logger.warn(message), what };
+  }
+
+  /** Sends one batch query, records its rateLimit figures and parses the answer (GraphQL errors per alias). */
+  private async queryBatch<T>({ query, variables }: BatchQuery, parse: (data: Record<string, unknown> | null | undefined, errors: GraphQlError[]) => T[]): Promise<T[]> {
     const response = await this.send('graphql', () => this.octokit.request('POST /graphql', { baseUrl: this.graphqlBaseUrl, query, variables }));
     const body = response!.data as { data?: Record<string, unknown> | null; errors?: GraphQlError[] };
     const errors = body.errors ?? [];
@@ -253,7 +244,7 @@ export class OctokitGitHubClient implements GitHubClient {
     if (!body.data && errors.length === 0) {
       throw new GitHubError('failed', 'GitHub answered the GraphQL query without data');
     }
-    return parsePullRequestsResponse(batch, body.data, errors);
+    return parse(body.data, errors);
   }
 
   /**
@@ -329,10 +320,6 @@ export class OctokitGitHubClient implements GitHubClient {
     this.logger.warn(`GitHub ${kind} on ${describe(request)}: ${allowed ? `retrying in ${retryAfterSeconds} s` : `giving up (wait ${retryAfterSeconds} s)`}`);
     return allowed;
   }
-}
-
-function batchError(ref: PullRequestRef, code: 'failed' | 'skipped', cause: GitHubError): PullRequestFetchError {
-  return { ...fetchError(ref, code, cause.message), cause: cause.code };
 }
 
 function describe(request: { method?: string; url?: string } | undefined): string {

@@ -140,6 +140,32 @@ export interface PullRequestFetchError {
 
 export type PullRequestResult = PullRequestSnapshot | PullRequestFetchError;
 
+/**
+ * The cheap view of one pull request, for change detection (see pull-request-summary.ts): scalar
+ * fields and counts only, about a twentieth of a snapshot's budget points. The reconciler keeps the
+ * last `fingerprint` per PR and fetches a full snapshot only when it differs.
+ */
+export interface PullRequestSummary {
+  kind: 'summary';
+  ref: PullRequestRef;
+  /** The repository as GitHub spells it (`owner/name`). */
+  repository: string;
+  number: number;
+  state: PullRequestState;
+  isDraft: boolean;
+  status: PullRequestStatus;
+  headSha: string;
+  mergeable: Mergeable;
+  updatedAt: string;
+  /**
+   * A stable string of every change-relevant field: equal strings mean nothing the reconciler acts on
+   * changed (state, draft, merge, head, mergeability, comments, reviews, threads, checks, statuses).
+   */
+  fingerprint: string;
+}
+
+export type PullRequestSummaryResult = PullRequestSummary | PullRequestFetchError;
+
 /** The REST view of one pull request (`GET /repos/{owner}/{repo}/pulls/{number}`). */
 export interface RestPullRequestFields {
   repository: string;

@@ -48,22 +48,27 @@ export function splitRepository(repository: string): { owner: string; name: stri
 
 /** The query and variables for `refs` (already validated by splitRepository); alias i is `pr<i>`. */
 export function buildPullRequestsQuery(refs: readonly PullRequestRef[]): BatchQuery {
+  return buildBatchQuery('PullRequests', 'PullRequestFields', PULL_REQUEST_FIELDS, refs);
+}
+
+/** One aliased `repository { pullRequest { ...fragment } }` field per ref, plus the rateLimit figures. */
+export function buildBatchQuery(operation: string, fragmentName: string, fragment: string, refs: readonly PullRequestRef[]): BatchQuery {
   const declarations: string[] = [];
   const fields: string[] = [];
   const variables: Record<string, string | number> = {};
   refs.forEach((ref, i) => {
     const { owner, name } = splitRepository(ref.repository)!;
     declarations.push(`$o${i}: String!, $n${i}: String!, $p${i}: Int!`);
-    fields.push(`  pr${i}: repository(owner: $o${i}, name: $n${i}) { pullRequest(number: $p${i}) { ...PullRequestFields } }`);
+    fields.push(`  pr${i}: repository(owner: $o${i}, name: $n${i}) { pullRequest(number: $p${i}) { ...${fragmentName} } }`);
     variables[`o${i}`] = owner;
     variables[`n${i}`] = name;
     variables[`p${i}`] = ref.number;
   });
-  const query = `query PullRequests(${declarations.join(', ')}) {
+  const query = `query ${operation}(${declarations.join(', ')}) {
   rateLimit { cost limit remaining resetAt }
 ${fields.join('\n')}
 }
-${PULL_REQUEST_FIELDS}`;
+${fragment}`;
   return { query, variables };
 }
 
@@ -82,12 +87,22 @@ export function parsePullRequestsResponse(
   data: Record<string, unknown> | null | undefined,
   errors: readonly GraphQlError[] = [],
 ): PullRequestResult[] {
+  return parseBatchResponse(refs, data, errors, (ref, node: RawPullRequest) => toSnapshot(ref, node));
+}
+
+/** parsePullRequestsResponse for any fragment: `toResult` maps the `pullRequest` node of each alias that has one. */
+export function parseBatchResponse<T, N>(
+  refs: readonly PullRequestRef[],
+  data: Record<string, unknown> | null | undefined,
+  errors: readonly GraphQlError[],
+  toResult: (ref: PullRequestRef, node: N) => T,
+): (T | PullRequestFetchError)[] {
   return refs.map((ref, i) => {
     const alias = `pr${i}`;
     const error = errors.find((e) => e.path?.[0] === alias);
-    const node = (data?.[alias] as { pullRequest?: RawPullRequest | null } | null | undefined)?.pullRequest;
+    const node = (data?.[alias] as { pullRequest?: N | null } | null | undefined)?.pullRequest;
     if (node) {
-      return toSnapshot(ref, node);
+      return toResult(ref, node);
     }
     if (error) {
       return fetchError(ref, error.type === 'NOT_FOUND' ? 'not_found' : error.type === 'FORBIDDEN' ? 'forbidden' : 'failed', error.message);
