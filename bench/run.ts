@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { ManagerProcess, ROOT, makeSandbox, startManager } from '../test/support/manager-process';
 import { ScenarioResult, passes, progress, table, writeResults } from './harness';
 import { concurrentRunsScenario } from './scenarios/concurrent-runs';
+import { dashboardScenario } from './scenarios/dashboard';
 import { repliesScenario } from './scenarios/replies';
 import { sseFanoutScenario } from './scenarios/sse-fanout';
 import { traceFloodScenario } from './scenarios/trace-flood';
@@ -15,6 +16,7 @@ const SCENARIOS: Record<string, (manager: ManagerProcess) => Promise<ScenarioRes
 };
 const SELF_CONTAINED: Record<string, () => Promise<ScenarioResult>> = {
   'concurrent-runs': concurrentRunsScenario,
+  dashboard: dashboardScenario,
   'trace-flood': traceFloodScenario,
 };
 

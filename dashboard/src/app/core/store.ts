@@ -194,8 +194,14 @@ export class Store {
   private async readMessages(id: string): Promise<void> {
     const log = this.live.conversation(id);
     const size = this.api.pageSize;
+    // The session's consumed cursor is a good guess of the length: ask for all those pages at
+    // once (the browser queues what it cannot send yet), then continue in waves if there is more.
+    const known = this.live.requirements.get(id)?.session.lastConsumedMessageSequence ?? 0;
+    let next = 0;
     for (let wave = 0; ; wave++) {
-      const starts = Array.from({ length: PARALLEL_PAGES }, (_, i) => (wave * PARALLEL_PAGES + i) * size);
+      const count = wave === 0 ? Math.max(PARALLEL_PAGES, Math.ceil(known / size) + 1) : PARALLEL_PAGES;
+      const starts = Array.from({ length: count }, (_, i) => (next + i) * size);
+      next += count;
       const pages = await Promise.all(
         starts.map((afterSequence) => this.api.call(this.api.client.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { afterSequence, limit: size } } }))),
       );

@@ -30,7 +30,7 @@ export function isQueued(message: Message, requirement: Requirement, activeRun: 
         <button type="button" class="ghost small" style="align-self: center" (click)="showEarlier()">{{ t('action.earlier') }} ({{ hiddenBefore() }})</button>
       }
       @for (m of visible(); track m.id) {
-        <article class="message" [class]="'message ' + m.author" [class.related]="!!m.sourceRequirementId" [attr.data-sequence]="m.sequence" [attr.data-author]="m.author">
+        <article class="message" [class]="'message ' + m.author" [class.related]="!!m.sourceRequirementId" [attr.data-sequence]="m.sequence" [attr.data-author]="m.author" [attr.data-message-id]="m.id">
           <header>
             <strong>{{ t('author.' + m.author) }}</strong>
             @if (m.source) {
