@@ -7,6 +7,7 @@ import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { RunningManager, startManager } from '@server/manager';
 
+import { FakeGitHubServer } from './support/fake-github-server';
 import { registerToken, send } from './support/http';
 import { IDLE_AGENT, ROOT, Sandbox, makeSandbox } from './support/manager-process';
 
@@ -130,6 +131,24 @@ describe('code-factory-cli', () => {
     expect(pr.code).toBe(0);
     expect(pr.json).toMatchObject({ number: 7, repository: 'org/repo', requirementId: parent.id, status: 'draft', url: 'https://github.com/org/repo/pull/7' });
     expect((await send(manager.url, 'GET', `/api/pull-requests?requirementId=${parent.id}`)).json.items).toHaveLength(1);
+  });
+
+  it('pr register --url fills every field from GitHub when a token is available (explicit flags win)', async () => {
+    const github = await FakeGitHubServer.start({ token: 'ghp_cli_test' });
+    try {
+      const pr = github.addPullRequest({ baseBranch: 'develop', headBranch: 'feature/lexer', isDraft: true, number: 77, repository: 'Org/Lexer', title: 'Split the lexer' });
+      const withGitHub = { ...env, CODE_FACTORY_GITHUB_API_URL: github.url, GITHUB_TOKEN: 'ghp_cli_test' };
+      const res = await cli(['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/77'], withGitHub);
+      expect(res).toMatchObject({ code: 0, stderr: '' });
+      expect(res.json).toMatchObject({ baseBranch: 'develop', headBranch: 'feature/lexer', headSha: pr.headSha, number: 77, repository: 'Org/Lexer', status: 'draft', title: 'Split the lexer' });
+      const titled = await cli(['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/77', '--title', 'Split the lexer (v2)'], withGitHub);
+      expect(titled.json).toMatchObject({ status: 'draft', title: 'Split the lexer (v2)' });
+      const missing = await cli(['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/78'], withGitHub);
+      expect(missing).toMatchObject({ code: 1, stdout: '' });
+      expect(missing.stderr).toMatch(/^code-factory-cli: GitHub lookup of Org\/Lexer#78 failed: /);
+    } finally {
+      await github.close();
+    }
   });
 
   it('refusals: one line on stderr with the server\'s reason, exit code 1, nothing on stdout', async () => {

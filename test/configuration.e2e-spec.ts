@@ -44,7 +44,7 @@ describe('GET/PATCH /api/configuration', () => {
         logFilePath: null,
         logLevel: 'info',
         port: 4310,
-        pullRequestReconcileIntervalSeconds: 30,
+        pullRequestReconcileIntervalSeconds: 60,
       },
     });
     expect(data!.effective.port).toBe(0);

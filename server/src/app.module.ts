@@ -8,6 +8,7 @@ import { ConfigurationModule } from './configuration/configuration.module';
 import { CoreModule } from './core/core.module';
 import type { Runtime } from './core/runtime';
 import { EventsModule } from './events/events.module';
+import { GitHubModule } from './github/github.module';
 import { MessagesModule } from './messages/messages.module';
 import { PullRequestsModule } from './pull-requests/pull-requests.module';
 import { RequirementsModule } from './requirements/requirements.module';
@@ -27,6 +28,7 @@ export class AppModule {
         ConfigurationModule,
         CoreModule.forRoot(runtime),
         EventsModule,
+        GitHubModule,
         MessagesModule,
         PullRequestsModule,
         RequirementsModule,

@@ -158,6 +158,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/github/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** GitHub webhook receiver (off unless githubWebhookSecret is set); signed with X-Hub-Signature-256 */
+        post: operations["receiveWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/health": {
         parameters: {
             query?: never;
@@ -640,13 +657,15 @@ export interface components {
         ConfigurationResponseDto: {
             /** @description What this process runs with: values plus launch flags and CODE_FACTORY_* variables */
             effective: components["schemas"]["ConfigurationValuesDto"];
+            /** @description Whether a webhook secret is set (the secret itself is never returned) */
+            githubWebhookSecretConfigured: boolean;
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
+            overriddenFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
+            restartRequiredFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
@@ -659,6 +678,9 @@ export interface components {
             codexExecutable: string;
             databasePath: string | null;
             doneRequirementRetentionDays: number;
+            githubApiUrl: string;
+            /** @description Always null: the secret is write-only (see githubWebhookSecretConfigured) */
+            githubWebhookSecret: string | null;
             host: string;
             logFilePath: string | null;
             /** @enum {string} */
@@ -1066,6 +1088,13 @@ export interface components {
             /** @description Days a done Requirement is kept before it is purged */
             doneRequirementRetentionDays?: number;
             /**
+             * @description GitHub API root (restart required): https://api.github.com or https://<host>/api/v3 for GitHub Enterprise
+             * @example https://api.github.com
+             */
+            githubApiUrl?: string;
+            /** @description Secret of the GitHub webhook (POST /api/github/webhook); null turns the webhook off. Write-only: read back as null */
+            githubWebhookSecret?: string | null;
+            /**
              * @description Interface to listen on (restart required)
              * @example 127.0.0.1
              */
@@ -1093,6 +1122,13 @@ export interface components {
             pullRequestReconcileIntervalSeconds?: number;
             /** @description An RD run that prints nothing for this many seconds is ended as timed out */
             rdInactivityTimeoutSeconds?: number;
+        };
+        WebhookResponseDto: {
+            accepted: boolean;
+            /** @description X-GitHub-Event */
+            event: string;
+            /** @description Tracked PRs the event concerns, looked at again now */
+            pullRequests: number;
         };
         WorkspaceResponseDto: {
             attachmentsDirectory: string;
@@ -1462,6 +1498,45 @@ export interface operations {
         responses: {
             /** @description An endless text/event-stream of ManagerEvents */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookResponseDto"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or wrong signature: nothing is processed */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The webhook is off */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -111,6 +111,10 @@ export interface ConfigurationValues {
   codexExecutable: string;
   rdInactivityTimeoutSeconds: number;
   doneRequirementRetentionDays: number;
+  /** GitHub's REST root: https://api.github.com, or https://<host>/api/v3 for GitHub Enterprise. */
+  githubApiUrl: string;
+  /** Shared secret of the optional GitHub webhook; write-only (the API reads it back as null). */
+  githubWebhookSecret: string | null;
   logLevel: LogLevel;
   logFilePath: string | null;
   logMaxSize: string;

@@ -8,7 +8,8 @@ import { LocalTokenService } from './local-token.service';
 import { AgentScope, RunCredentialsService } from './run-credentials.service';
 
 /** Routes anyone may call without credentials. */
-const PUBLIC_ROUTES = new Set(['GET /api/health', 'HEAD /api/health']);
+// The GitHub webhook proves itself with its signature (checked by its service, off by default).
+const PUBLIC_ROUTES = new Set(['GET /api/health', 'HEAD /api/health', 'POST /api/github/webhook']);
 /** Where run-scoped credentials are accepted; the timers route must name the run's Requirement. */
 const AGENT_PREFIX = '/api/agent/';
 const TIMER_ROUTE = /^\/api\/requirements\/([^/]+)\/timers(?:\/[^/]*)?\/?$/;

@@ -7,6 +7,20 @@ import { ConfigurationService, ConfigurationSnapshot } from '../core/configurati
 import { Database } from '../core/database/database.service';
 import { EventLog, audit } from '../events/event-log.service';
 
+/** The configuration as the API and events show it: secrets replaced by whether they are set. */
+export interface PublicConfiguration extends ConfigurationSnapshot {
+  githubWebhookSecretConfigured: boolean;
+}
+
+function redact(snapshot: ConfigurationSnapshot): PublicConfiguration {
+  return {
+    ...snapshot,
+    effective: { ...snapshot.effective, githubWebhookSecret: null },
+    githubWebhookSecretConfigured: snapshot.effective.githubWebhookSecret !== null,
+    values: { ...snapshot.values, githubWebhookSecret: null },
+  };
+}
+
 /** Configuration changes through the API: persisted, applied, and announced as an event. */
 @Injectable()
 export class ManagerConfigurationService {
@@ -18,12 +32,12 @@ export class ManagerConfigurationService {
     private readonly events: EventLog,
   ) {}
 
-  snapshot(): ConfigurationSnapshot {
-    return this.configuration.snapshot();
+  snapshot(): PublicConfiguration {
+    return redact(this.configuration.snapshot());
   }
 
-  async update(patch: UpdateConfigurationDto, actor: EventActor): Promise<ConfigurationSnapshot> {
-    const snapshot = await this.configuration.update(patch);
+  async update(patch: UpdateConfigurationDto, actor: EventActor): Promise<PublicConfiguration> {
+    const snapshot = redact(await this.configuration.update(patch));
     await this.database.write((tx) =>
       this.events.append(tx, { actor, payload: { configuration: snapshot }, type: 'manager.configuration.updated' }),
     );

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 
-import type { EventActor } from '@libs/contracts';
+import type { EventActor, PullRequestStatus } from '@libs/contracts';
 
 import { assertInScope } from '../auth/agent-scope.decorator';
 import type { AgentScope } from '../auth/run-credentials.service';
@@ -20,6 +20,16 @@ import { PullRequestEntity } from './pull-request.entity';
  * number: the first call sets the lifecycle status, later ones refresh only metadata (the
  * reconciler owns the lifecycle, invariant 8). A PR belongs to one Requirement for good.
  */
+/** What the reconciler learned about a PR from GitHub: the fields the manager keeps. */
+export interface GitHubPullRequestState {
+  status: PullRequestStatus;
+  title: string;
+  url: string;
+  baseBranch: string;
+  headBranch: string;
+  headSha: string;
+}
+
 /**
  * Work another module does in the same transaction when a PR's head commit changes (reviews
  * of the old head become stale). What it returns is added to the `pull_request.updated` payload.
@@ -82,6 +92,81 @@ export class PullRequestsService {
     });
     this.logger.log({ ...audit(actor), created: result.created, msg: 'pull request registered', pullRequestId: result.pullRequest.id, requirementId: dto.requirementId });
     return result.pullRequest;
+  }
+
+  /**
+   * PRs the reconciler should look at now: every draft or open one, and closed ones not
+   * checked for `closedRecheckMs` (a closed PR can be reopened; merged ones are final).
+   * Least recently observed first.
+   */
+  async tracked(closedRecheckMs: number, closedLimit: number): Promise<PullRequestEntity[]> {
+    const active = await this.database
+      .read(PullRequestEntity)
+      .createQueryBuilder('p')
+      .where("p.status IN ('draft', 'open')")
+      .orderBy('p.github_observed_at', 'ASC', 'NULLS FIRST')
+      .getMany();
+    const before = new Date(this.clock.now().getTime() - closedRecheckMs).toISOString();
+    const closed = await this.database
+      .read(PullRequestEntity)
+      .createQueryBuilder('p')
+      .where("p.status = 'closed' AND (p.github_observed_at IS NULL OR p.github_observed_at < :before)", { before })
+      .orderBy('p.github_observed_at', 'ASC', 'NULLS FIRST')
+      .limit(closedLimit)
+      .getMany();
+    return [...active, ...closed];
+  }
+
+  /** Tracked PRs by GitHub identity (lower-cased owner/name and number), for the webhook. */
+  async findByIdentity(identities: ReadonlyArray<{ repository: string; number: number }>): Promise<PullRequestEntity[]> {
+    if (identities.length === 0) {
+      return [];
+    }
+    const qb = this.database.read(PullRequestEntity).createQueryBuilder('p');
+    identities.forEach(({ number, repository }, i) =>
+      qb.orWhere(`(p.repository_key = :r${i} AND p.number = :n${i})`, { [`n${i}`]: number, [`r${i}`]: repository.toLowerCase() }),
+    );
+    return qb.getMany();
+  }
+
+  /** Tracked PRs whose head is `sha` in `repository` (a commit status names only the commit). */
+  findByHead(repository: string, sha: string): Promise<PullRequestEntity[]> {
+    return this.database.read(PullRequestEntity).findBy({ headSha: sha, repositoryKey: repository.toLowerCase() });
+  }
+
+  /**
+   * Applies what GitHub says about a PR inside the caller's unit (the reconciler's, so the
+   * status message commits with it): lifecycle, head and metadata. Publishes
+   * `pull_request.updated` when anything visible changed. Returns the row as now stored.
+   */
+  async applyGitHubState(tx: WriteTx, id: string, state: GitHubPullRequestState, actor: EventActor): Promise<PullRequestEntity | null> {
+    const current = await (await tx.reads()).findOneBy(PullRequestEntity, { id });
+    if (!current) {
+      return null; // purged meanwhile
+    }
+    const visible = { baseBranch: state.baseBranch, headBranch: state.headBranch, headSha: state.headSha, status: state.status, title: state.title, url: state.url };
+    const changed = (Object.keys(visible) as Array<keyof typeof visible>).some((key) => current[key] !== visible[key]);
+    if (!changed) {
+      return current;
+    }
+    const now = this.clock.nowIso();
+    const updated: PullRequestEntity = { ...current, ...visible, updatedAt: now };
+    tx.update('pull_request', { ...visible, updatedAt: now }, { id });
+    const related = current.headSha !== updated.headSha ? await this.headChanged(tx, updated) : {};
+    await this.events.append(tx, {
+      actor,
+      payload: { ...related, pullRequest: toPullRequestResponse(updated), previousStatus: current.status },
+      requirementId: current.requirementId,
+      type: 'pull_request.updated',
+    });
+    return updated;
+  }
+
+  /** Records what the reconciler last saw (after every delivery for it committed). */
+  async markObserved(id: string, observation: { fingerprint: string | null; mergeable: string }): Promise<void> {
+    await this.database.write(async (tx) =>
+      tx.update('pull_request', { githubFingerprint: observation.fingerprint, githubMergeable: observation.mergeable, githubObservedAt: this.clock.nowIso() }, { id }),
+    );
   }
 
   /** Registers work to do when a PR's head commit changes (see HeadChangeStep). */

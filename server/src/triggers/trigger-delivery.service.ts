@@ -2,6 +2,8 @@ import { Injectable, Logger } from '@nestjs/common';
 
 import { TERMINAL_REQUIREMENT_STATUSES } from '@libs/contracts';
 
+import { Clock } from '../core/clock';
+import { Database } from '../core/database/database.service';
 import type { WriteTx } from '../core/database/write-tx';
 import type { MessageResponseDto } from '../messages/dto/message-response.dto';
 import { MessagesService } from '../messages/messages.service';
@@ -30,9 +32,39 @@ export class TriggerDeliveryService {
   private readonly logger = new Logger(TriggerDeliveryService.name);
 
   constructor(
+    private readonly clock: Clock,
+    private readonly database: Database,
     private readonly messages: MessagesService,
     private readonly orchestrator: RunOrchestrator,
   ) {}
+
+  /** Receipt keys of a Requirement starting with `prefix`: lets a trigger skip what it delivered before without a write. */
+  async seenKeys(requirementId: string, prefix: string): Promise<Set<string>> {
+    const rows = (await this.database.readManager.query(
+      "SELECT receipt_key AS key FROM agent_trigger_receipt WHERE requirement_id = ? AND receipt_key >= ? AND receipt_key < ?",
+      [requirementId, prefix, `${prefix}\uffff`],
+    )) as Array<{ key: string }>;
+    return new Set(rows.map((r) => r.key));
+  }
+
+  /**
+   * Records occurrences as seen without delivering them: a trigger's baseline (what already
+   * existed when it started watching), so history is never replayed into the conversation.
+   */
+  async recordSeen(requirementId: string, occurrences: ReadonlyArray<{ triggerId: string; receiptKey: string }>): Promise<void> {
+    if (occurrences.length === 0) {
+      return;
+    }
+    await this.database.write(async (tx) => {
+      const now = this.clock.nowIso();
+      for (const { receiptKey, triggerId } of occurrences) {
+        tx.execute(
+          'INSERT OR IGNORE INTO agent_trigger_receipt (trigger_id, receipt_key, requirement_id, message_id, created_at) VALUES (?, ?, ?, NULL, ?)',
+          [triggerId, receiptKey, requirementId, now],
+        );
+      }
+    });
+  }
 
   async deliver(delivery: TriggerDelivery, hooks: DeliveryHooks = {}): Promise<DeliveryOutcome> {
     const actor = { id: delivery.triggerId, kind: 'trigger' as const };

@@ -13,6 +13,8 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty() codexExecutable: string;
   @ApiProperty({ nullable: true, type: String }) databasePath: string | null;
   @ApiProperty() doneRequirementRetentionDays: number;
+  @ApiProperty() githubApiUrl: string;
+  @ApiProperty({ description: 'Always null: the secret is write-only (see githubWebhookSecretConfigured)', nullable: true, type: String }) githubWebhookSecret: string | null;
   @ApiProperty() host: string;
   @ApiProperty({ nullable: true, type: String }) logFilePath: string | null;
   @ApiProperty({ enum: LOG_LEVELS }) logLevel: LogLevel;
@@ -28,6 +30,7 @@ export class ConfigurationResponseDto {
   @ApiProperty({ description: 'What the file holds (defaults filled in)', type: ConfigurationValuesDto }) values: ConfigurationValuesDto;
   @ApiProperty({ description: 'What this process runs with: values plus launch flags and CODE_FACTORY_* variables', type: ConfigurationValuesDto }) effective: ConfigurationValuesDto;
   @ApiProperty({ description: 'Fields overridden for this process by a flag or variable', enum: CONFIGURATION_KEYS, isArray: true }) overriddenFields: string[];
+  @ApiProperty({ description: 'Whether a webhook secret is set (the secret itself is never returned)' }) githubWebhookSecretConfigured: boolean;
   @ApiProperty() restartRequired: boolean;
   @ApiProperty({ description: 'Changed fields that take effect after a restart', enum: CONFIGURATION_KEYS, isArray: true }) restartRequiredFields: string[];
 }

@@ -13,13 +13,15 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   codexExecutable: 'codex',
   databasePath: null,
   doneRequirementRetentionDays: 365,
+  githubApiUrl: 'https://api.github.com',
+  githubWebhookSecret: null,
   host: '127.0.0.1',
   logFilePath: null,
   logLevel: 'info',
   logMaxFiles: '14d',
   logMaxSize: '20m',
   port: 4310,
-  pullRequestReconcileIntervalSeconds: 30,
+  pullRequestReconcileIntervalSeconds: 60,
   rdInactivityTimeoutSeconds: 3600,
 };
 
@@ -32,6 +34,7 @@ export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
   'claudeExecutable',
   'codexExecutable',
   'doneRequirementRetentionDays',
+  'githubWebhookSecret',
   'logLevel',
   'pullRequestReconcileIntervalSeconds',
   'rdInactivityTimeoutSeconds',
@@ -67,6 +70,12 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
 
   @OptionalInt({ description: 'Days a done Requirement is kept before it is purged', max: 36_500, min: 0 })
   doneRequirementRetentionDays?: number;
+
+  @OptionalText({ description: 'GitHub API root (restart required): https://api.github.com or https://<host>/api/v3 for GitHub Enterprise', example: 'https://api.github.com', max: 500, min: 8, pattern: /^https?:\/\/[^\s/]+(\/\S*)?$/ })
+  githubApiUrl?: string;
+
+  @OptionalText({ description: 'Secret of the GitHub webhook (POST /api/github/webhook); null turns the webhook off. Write-only: read back as null', max: 1024, min: 8, nullable: true })
+  githubWebhookSecret?: string | null;
 
   @OptionalText({ description: 'Interface to listen on (restart required)', example: '127.0.0.1', max: 255, min: 1, pattern: /^[A-Za-z0-9.\-:[\]]+$/ })
   host?: string;

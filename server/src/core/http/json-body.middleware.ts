@@ -6,7 +6,7 @@ import { LIMITS } from '@libs/contracts';
 import { errorBody } from '../errors/error-body';
 
 /** Raw-body routes that must reach their handler unparsed whatever their Content-Type. */
-const RAW_BODY_ROUTES = [/^\/api\/requirements\/[^/]+\/attachments\/?$/];
+const RAW_BODY_ROUTES = [/^\/api\/requirements\/[^/]+\/attachments\/?$/, /^\/api\/github\/webhook\/?$/];
 
 const BODY_ERRORS: Record<string, { code: string; message: string }> = {
   'charset.unsupported': { code: 'unsupported_charset', message: 'request body charset must be utf-8' },

@@ -1,0 +1,106 @@
+import { Injectable, Logger } from '@nestjs/common';
+
+import { ConfigurationService } from '../core/configuration/configuration.service';
+import { invalid, notFound, unauthorized } from '../core/errors/domain-error';
+import { PullRequestsService } from '../pull-requests/pull-requests.service';
+import { PullRequestReconciler } from './pull-request-reconciler.service';
+import { verifyWebhookSignature } from './webhook-signature';
+
+export interface WebhookOutcome {
+  accepted: boolean;
+  event: string;
+  /** Tracked PRs the event concerns, looked at again now. */
+  pullRequests: number;
+}
+
+interface RepositoryPayload {
+  repository?: { full_name?: string };
+}
+
+/**
+ * The optional GitHub webhook (off until `githubWebhookSecret` is set). An event only tells
+ * which tracked PRs changed; the reconciler then reads them from GitHub like a poll does and
+ * delivers through the same triggers and receipts. So a webhook brings changes in seconds, and
+ * an event seen by both the webhook and a poll is delivered once. Nothing in the payload is
+ * trusted beyond naming the PR.
+ */
+@Injectable()
+export class GitHubWebhookService {
+  private readonly logger = new Logger(GitHubWebhookService.name);
+
+  constructor(
+    private readonly configuration: ConfigurationService,
+    private readonly pullRequests: PullRequestsService,
+    private readonly reconciler: PullRequestReconciler,
+  ) {}
+
+  async receive(event: string | undefined, signature: string | string[] | undefined, body: Buffer): Promise<WebhookOutcome> {
+    const secret = this.configuration.get('githubWebhookSecret');
+    if (secret === null) {
+      throw notFound('webhook_disabled', 'the GitHub webhook is off: set githubWebhookSecret in the configuration to turn it on');
+    }
+    if (!verifyWebhookSignature(secret, body, signature)) {
+      this.logger.warn({ event, msg: 'webhook refused: bad signature' });
+      throw unauthorized('invalid_signature', 'X-Hub-Signature-256 does not match the body signed with the configured secret');
+    }
+    let payload: unknown;
+    try {
+      payload = JSON.parse(body.toString('utf8'));
+    } catch {
+      throw invalid('invalid_json', 'the webhook body is not JSON');
+    }
+    if (typeof payload !== 'object' || payload === null || typeof event !== 'string') {
+      throw invalid('invalid_webhook', 'a webhook needs an X-GitHub-Event header and a JSON object body');
+    }
+    const ids = await this.affected(event, payload as Record<string, any> & RepositoryPayload);
+    if (ids.length > 0) {
+      void this.reconciler.reconcile(ids);
+    }
+    this.logger.log({ event, msg: 'webhook received', pullRequests: ids.length });
+    return { accepted: true, event, pullRequests: ids.length };
+  }
+
+  /** The tracked PRs an event is about. */
+  private async affected(event: string, payload: Record<string, any> & RepositoryPayload): Promise<string[]> {
+    const repository = payload.repository?.full_name;
+    if (typeof repository !== 'string') {
+      return [];
+    }
+    const numbers = new Set<number>();
+    const heads = new Set<string>();
+    const addNumber = (value: unknown) => Number.isSafeInteger(value) && (value as number) > 0 && numbers.add(value as number);
+    const addHead = (value: unknown) => typeof value === 'string' && /^[0-9a-f]{7,64}$/i.test(value) && heads.add(value);
+    switch (event) {
+      case 'pull_request':
+      case 'pull_request_review':
+      case 'pull_request_review_comment':
+      case 'pull_request_review_thread':
+        addNumber(payload.pull_request?.number);
+        break;
+      case 'issue_comment':
+        if (payload.issue?.pull_request) {
+          addNumber(payload.issue.number);
+        }
+        break;
+      case 'check_run':
+      case 'check_suite': {
+        const subject = payload[event];
+        for (const pr of Array.isArray(subject?.pull_requests) ? subject.pull_requests : []) {
+          addNumber(pr?.number);
+        }
+        addHead(subject?.head_sha);
+        break;
+      }
+      case 'status':
+        addHead(payload.sha);
+        break;
+      default:
+        return [];
+    }
+    const found = await this.pullRequests.findByIdentity([...numbers].slice(0, 100).map((number) => ({ number, repository })));
+    for (const sha of [...heads].slice(0, 10)) {
+      found.push(...(await this.pullRequests.findByHead(repository, sha)));
+    }
+    return [...new Set(found.map((pr) => pr.id))];
+  }
+}

@@ -1,0 +1,229 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import type { Subscription } from 'rxjs';
+
+import { ConfigurationService } from '../core/configuration/configuration.service';
+import { Database } from '../core/database/database.service';
+import { PullRequestEntity } from '../pull-requests/pull-request.entity';
+import { PullRequestsService } from '../pull-requests/pull-requests.service';
+import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
+import { GITHUB_CLIENT, GitHubClient } from './github-client';
+import { GitHubDelivery, ciFailureDeliveries, commentDeliveries, conflictDelivery, statusDelivery } from './github-triggers';
+import { PullRequestSnapshot, pullRequestKey } from './github.types';
+
+/** Closed PRs are looked at again this rarely (a reopen is noticed; the webhook is faster). */
+const CLOSED_RECHECK_MS = 60 * 60 * 1000;
+const CLOSED_PER_TICK = 20;
+const FIRST_TICK_DELAY_MS = 1_000;
+const ACTOR = { id: 'github.reconciler', kind: 'trigger' as const };
+
+export interface ReconcileReport {
+  /** PRs considered. */
+  pullRequests: number;
+  /** PRs whose full snapshot was fetched (new, or changed since the last look). */
+  fetched: number;
+  /** Messages written (delivered or recorded). */
+  deliveries: number;
+  /** PRs that could not be read or applied this time (they are retried next tick). */
+  failed: number;
+  durationMs: number;
+  skippedReason: string | null;
+}
+
+/**
+ * Brings GitHub into the conversation (protocol §5, architecture §7). Each tick reads a cheap
+ * summary of every tracked PR (one GraphQL request per 100 PRs), fetches the full snapshot only
+ * of PRs that are new or changed, and turns what changed into trigger deliveries: status, new
+ * comments and reviews, CI failures, conflicts. The first observation of a PR is its baseline:
+ * what already existed is recorded as seen, never replayed. Ticks never overlap; one PR's
+ * failure leaves the others alone; the summary is stored last, so a crash mid-way re-reads
+ * the PR and receipts keep each delivery single.
+ */
+@Injectable()
+export class PullRequestReconciler implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(PullRequestReconciler.name);
+  private timer: NodeJS.Timeout | undefined;
+  private subscription: Subscription | undefined;
+  private current: Promise<ReconcileReport> | null = null;
+  /** PRs a webhook asked to look at as soon as the running tick ends. */
+  private readonly requested = new Set<string>();
+  private stopped = false;
+  private warnedUnconfigured = false;
+  private lastInterval: number;
+
+  constructor(
+    private readonly configuration: ConfigurationService,
+    private readonly database: Database,
+    @Inject(GITHUB_CLIENT) private readonly github: GitHubClient,
+    private readonly pullRequests: PullRequestsService,
+    private readonly delivery: TriggerDeliveryService,
+  ) {
+    this.lastInterval = this.configuration.get('pullRequestReconcileIntervalSeconds');
+  }
+
+  onApplicationBootstrap(): void {
+    this.schedule(this.lastInterval === 0 ? null : FIRST_TICK_DELAY_MS);
+    this.subscription = this.configuration.changes$.subscribe(() => {
+      const interval = this.configuration.get('pullRequestReconcileIntervalSeconds');
+      if (interval !== this.lastInterval) {
+        this.lastInterval = interval;
+        this.schedule(interval === 0 ? null : Math.min(FIRST_TICK_DELAY_MS, interval * 1000));
+      }
+    });
+  }
+
+  onModuleDestroy(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.subscription?.unsubscribe();
+  }
+
+  /** Waits for a running tick (shutdown, tests). */
+  async settled(): Promise<void> {
+    while (this.current) {
+      await this.current;
+    }
+  }
+
+  /**
+   * Reconciles now: every tracked PR, or only `ids` (the webhook's). A call during a tick
+   * returns that tick; PRs it asked for are looked at right after it.
+   */
+  reconcile(ids?: readonly string[]): Promise<ReconcileReport> {
+    if (this.current) {
+      ids?.forEach((id) => this.requested.add(id));
+      if (!ids) {
+        return this.current;
+      }
+      return this.current.then(() => this.reconcile(this.takeRequested()));
+    }
+    this.current = this.run(ids)
+      .catch((err: unknown): ReconcileReport => {
+        this.logger.error({ error: (err as Error).message, msg: 'reconcile tick failed' });
+        return { deliveries: 0, durationMs: 0, failed: 0, fetched: 0, pullRequests: 0, skippedReason: (err as Error).message };
+      })
+      .finally(() => {
+        this.current = null;
+      });
+    return this.current;
+  }
+
+  private takeRequested(): string[] {
+    const ids = [...this.requested];
+    this.requested.clear();
+    return ids;
+  }
+
+  private schedule(delayMs: number | null): void {
+    clearTimeout(this.timer);
+    if (this.stopped || delayMs === null) {
+      return;
+    }
+    this.timer = setTimeout(() => {
+      void this.reconcile().finally(() => {
+        const interval = this.configuration.get('pullRequestReconcileIntervalSeconds');
+        this.schedule(interval === 0 ? null : interval * 1000);
+      });
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private async run(ids?: readonly string[]): Promise<ReconcileReport> {
+    const started = Date.now();
+    const report: ReconcileReport = { deliveries: 0, durationMs: 0, failed: 0, fetched: 0, pullRequests: 0, skippedReason: null };
+    if (!this.github.configured) {
+      if (!this.warnedUnconfigured) {
+        this.warnedUnconfigured = true;
+        this.logger.warn({ msg: 'no GitHub token (GITHUB_TOKEN, GH_TOKEN or `gh auth login`): pull requests are not reconciled' });
+      }
+      return { ...report, skippedReason: 'not_configured' };
+    }
+    const tracked = ids
+      ? await this.database.read(PullRequestEntity).findBy(ids.map((id) => ({ id })))
+      : await this.pullRequests.tracked(CLOSED_RECHECK_MS, CLOSED_PER_TICK);
+    report.pullRequests = tracked.length;
+    if (tracked.length === 0) {
+      return { ...report, durationMs: Date.now() - started };
+    }
+    const refs = tracked.map((pr) => ({ number: pr.number, repository: pr.repository }));
+    // A webhook names PRs that did change: skip the summary and fetch them whole.
+    const summaries = ids ? null : await this.github.fetchPullRequestSummaries(refs);
+    const due = tracked.filter((pr) => {
+      if (!summaries) {
+        return true;
+      }
+      const summary = summaries.get(pullRequestKey(pr));
+      if (summary?.kind !== 'summary') {
+        if (summary) {
+          report.failed += 1;
+          this.logger.warn({ error: summary.message, msg: 'pull request summary not read', pullRequestId: pr.id });
+        }
+        return false;
+      }
+      return pr.githubObservedAt === null || pr.githubFingerprint !== summary.fingerprint;
+    });
+    report.fetched = due.length;
+    if (due.length > 0) {
+      const snapshots = await this.github.fetchPullRequests(due.map((pr) => ({ number: pr.number, repository: pr.repository })));
+      for (const pr of due) {
+        const result = snapshots.get(pullRequestKey(pr));
+        if (result?.kind !== 'snapshot') {
+          report.failed += 1;
+          this.logger.warn({ error: result?.message ?? 'missing', msg: 'pull request not read', pullRequestId: pr.id });
+          continue;
+        }
+        try {
+          const summary = summaries?.get(pullRequestKey(pr));
+          report.deliveries += await this.observe(pr, result, summary?.kind === 'summary' ? summary.fingerprint : null);
+        } catch (err) {
+          report.failed += 1;
+          this.logger.error({ error: (err as Error).message, msg: 'pull request observation failed', pullRequestId: pr.id });
+        }
+      }
+    }
+    report.durationMs = Date.now() - started;
+    if (report.deliveries > 0 || report.failed > 0) {
+      this.logger.log({ ...report, msg: 'pull requests reconciled' });
+    }
+    return report;
+  }
+
+  /** Applies one PR's snapshot; resolves with the number of messages written. */
+  private async observe(pr: PullRequestEntity, snapshot: PullRequestSnapshot, fingerprint: string | null): Promise<number> {
+    const baseline = pr.githubObservedAt === null;
+    let written = 0;
+    const state = {
+      baseBranch: snapshot.baseBranch,
+      headBranch: snapshot.headBranch,
+      headSha: snapshot.headSha,
+      status: snapshot.status,
+      title: snapshot.title,
+      url: snapshot.url,
+    };
+    // 1. Lifecycle and head: the message commits with the row, so the change is told once.
+    const status = statusDelivery(pr, snapshot);
+    if (status) {
+      const outcome = await this.delivery.deliver(status, {
+        alsoWrite: async (tx) => void (await this.pullRequests.applyGitHubState(tx, pr.id, state, ACTOR)),
+      });
+      written += outcome.message ? 1 : 0;
+    } else {
+      await this.database.write((tx) => this.pullRequests.applyGitHubState(tx, pr.id, state, ACTOR));
+    }
+    // 2. Comments, CI failures and conflicts not delivered before (at the baseline: recorded as seen).
+    const conflict = conflictDelivery(pr, snapshot);
+    const candidates: GitHubDelivery[] = [...commentDeliveries(pr, snapshot), ...ciFailureDeliveries(pr, snapshot), ...(conflict ? [conflict] : [])];
+    const seen = candidates.length > 0 ? await this.delivery.seenKeys(pr.requirementId, `${pr.id}:`) : new Set<string>();
+    const fresh = candidates.filter((d) => !seen.has(d.receiptKey));
+    if (baseline) {
+      await this.delivery.recordSeen(pr.requirementId, fresh);
+    } else {
+      for (const delivery of fresh) {
+        const outcome = await this.delivery.deliver(delivery);
+        written += outcome.message ? 1 : 0;
+      }
+    }
+    // 3. Last: what was seen. Until this commits, the next tick looks at the PR again.
+    await this.pullRequests.markObserved(pr.id, { fingerprint, mergeable: snapshot.mergeable });
+    return written;
+  }
+}
