@@ -77,7 +77,7 @@ async function seed(databasePath: string): Promise<string[]> {
     sessions.push([sessionId, id, 'codex', null, states[status], null, count, 0, count, created, created]);
     for (let s = 1; s <= count; s++) {
       const human = s % 2 === 1;
-      messages.push([ids('msg'), id, sessionId, null, null, human ? 'human' : 'rd_agent', `${BODIES[s % BODIES.length]} (#${s})`, s, human ? 1 : 0, null, null, null, created]);
+      messages.push([ids('msg'), id, sessionId, null, null, human ? 'human' : 'rd_agent', `${BODIES[s % BODIES.length]} (step ${s})`, s, human ? 1 : 0, null, null, null, created]);
     }
     if (isBig) {
       big.push(id);
@@ -133,7 +133,9 @@ function initialJsGzipKb(): number {
  * element entered the DOM.
  */
 const PROBES = `(() => {
-  const probe = (window.__amProbe = { firstCard: null, events: {}, dom: {} });
+  const probe = (window.__amProbe = { firstCard: null, events: {}, dom: {}, sequences: {}, clickAt: null });
+  // When the person's click reached the page (not when the test runner started to click).
+  document.addEventListener('click', (e) => { probe.clickAt = e.timeStamp; }, true);
   const Native = window.EventSource;
   window.EventSource = class extends Native {
     constructor(url, init) {
@@ -149,13 +151,19 @@ const PROBES = `(() => {
       if (n.nodeType !== 1) continue;
       if (probe.firstCard === null && (n.matches('a.card') || n.querySelector('a.card'))) probe.firstCard = t;
       const found = n.matches('[data-message-id]') ? [n] : n.querySelectorAll('[data-message-id]');
-      for (const m of found) if (!(m.dataset.messageId in probe.dom)) probe.dom[m.dataset.messageId] = t;
+      for (const m of found) {
+        if (!(m.dataset.messageId in probe.dom)) probe.dom[m.dataset.messageId] = t;
+        if (!(m.dataset.sequence in probe.sequences)) probe.sequences[m.dataset.sequence] = t;
+      }
     }
   }).observe(document, { childList: true, subtree: true });
 })();`;
 
 interface Probe {
   firstCard: number | null;
+  clickAt: number | null;
+  /** When each message sequence first appeared in the DOM. */
+  sequences: Record<string, number>;
   events: Record<string, number>;
   dom: Record<string, number>;
 }
@@ -185,7 +193,7 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
     progress('dashboard: first board');
     await page.goto(`${manager.origin}/?token=${manager.token}`);
     await page.locator('a.card').first().waitFor();
-    await page.waitForFunction(
+    const wholeBoard = () => page.waitForFunction(
       (n) => {
         const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): ArrayLike<{ textContent: string | null }> } }).document;
         return Array.from(doc.querySelectorAll('[data-testid="column-count"]')).reduce((sum, el) => sum + Number(el.textContent), 0) >= n;
@@ -193,23 +201,43 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
       REQUIREMENTS + BIG,
       { timeout: 60_000 },
     );
+    await wholeBoard();
     const boardAll = await page.evaluate(() => performance.now());
     const coldFirstCard = (await probe()).firstCard ?? NaN;
     // Again with a warm HTTP cache (the usual case: the dashboard is a tab people reopen).
     await page.reload();
     await page.locator('a.card').first().waitFor();
     const warmFirstCard = (await probe()).firstCard ?? NaN;
+    await wholeBoard();
 
-    // 2. Open each big Requirement from the board: click to its latest message in the DOM.
+    // 2. Open each big Requirement from the board, as a person does (the app stays loaded): from
+    // the click to its latest message in the DOM; older pages keep arriving off-screen, and the
+    // time until the whole conversation is in memory is reported too.
     const opens: number[] = [];
+    const complete: number[] = [];
     for (const id of big) {
-      await page.goto(`${manager.origin}/requirements`);
-      await page.locator(`a.card[data-requirement-id="${id}"]`).waitFor();
-      const t0 = await page.evaluate(() => performance.now());
-      await page.locator(`a.card[data-requirement-id="${id}"]`).click();
+      const card = page.locator(`a.card[data-requirement-id="${id}"]`);
+      await card.waitFor();
+      await page.evaluate(() => {
+        (globalThis as unknown as { __amProbe: Probe }).__amProbe.sequences = {};
+      });
+      await card.click();
       await page.locator(`[data-testid="messages"] [data-sequence="${BIG_MESSAGES}"]`).waitFor({ timeout: 30_000 });
-      opens.push((await page.evaluate(() => performance.now())) - t0);
+      const { clickAt, sequences } = await probe();
+      const t0 = clickAt ?? NaN;
+      opens.push(sequences[String(BIG_MESSAGES)]! - t0);
+      if (process.env['BENCH_DEBUG']) {
+        const entries = await page.evaluate((start) => (globalThis as unknown as { performance: { getEntriesByType(t: string): Array<{ name: string; startTime: number; responseEnd: number; responseStart: number }> } }).performance.getEntriesByType('resource').filter((e) => e.startTime >= start).map((e) => `${e.name.replace(/^.*\/api/, '').slice(0, 90)} ${Math.round(e.startTime - start)}→${Math.round(e.responseStart - start)}→${Math.round(e.responseEnd - start)}`), t0);
+        progress(`open ${opens[opens.length - 1]}\n${entries.slice(0, 8).join('\n')}`);
+      }
+      // All pages are in once "show earlier" offers the rest of them.
+      await page.getByText(`(${BIG_MESSAGES - 30})`).waitFor({ timeout: 30_000 });
+      complete.push((await page.evaluate(() => performance.now())) - t0);
+      await page.getByRole('link', { name: 'Back to boards' }).click();
     }
+    await page.locator(`a.card[data-requirement-id="${big[big.length - 1]}"]`).click();
+    await page.getByTestId('tab-trace').click();
+    await page.getByTestId('trace').locator('.trace-item').first().waitFor();
     const traceCount = Number(await page.getByTestId('tab-trace').locator('.badge').textContent());
 
     // 3. Live messages into the open conversation: SSE frame to DOM, per message.
@@ -232,12 +260,12 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
       { name: 'first board (warm cache)', unit: 'ms', value: round(warmFirstCard, 0) },
       { name: `whole board (${REQUIREMENTS + BIG} Requirements)`, unit: 'ms', value: round(boardAll, 0) },
       { name: `open ${BIG_MESSAGES}-message conversation (max of ${BIG})`, target: { op: '<=', value: 500 }, unit: 'ms', value: round(Math.max(...opens), 0) },
-      { name: `open ${BIG_MESSAGES}-message conversation (first, loads the detail chunk)`, unit: 'ms', value: round(opens[0] ?? NaN, 0) },
+      { name: `${BIG_MESSAGES} messages all loaded (max of ${BIG})`, unit: 'ms', value: round(Math.max(...complete), 0) },
       { name: 'event-to-DOM p50', unit: 'ms', value: round(percentile(latencies, 50), 1) },
       { name: 'event-to-DOM p95', target: { op: '<=', value: 100 }, unit: 'ms', value: round(percentile(latencies, 95), 1) },
     ];
     const notes = [
-      `opens: ${opens.map((o) => Math.round(o)).join(', ')} ms; trace entries shown on the last: ${traceCount}`,
+      `opens: ${opens.map((o) => Math.round(o)).join(', ')} ms; all loaded: ${complete.map((o) => Math.round(o)).join(', ')} ms; trace entries on the last: ${traceCount}`,
       missing ? `${missing} live message(s) never reached the DOM` : `${LIVE_MESSAGES} live messages, all rendered`,
       `console errors: ${browser.errors.length}`,
     ];

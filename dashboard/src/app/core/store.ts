@@ -93,18 +93,26 @@ export class Store {
 
   /** A Requirement page: reads the conversation, runs, trace and timers once, then lives on SSE. */
   async openRequirement(id: string): Promise<void> {
-    const fresh = !this.live.conversations.has(id);
-    const conversation = this.live.conversation(id);
+    const fresh = !this.live.conversations.has(id) || this.live.conversation(id).items.length === 0;
+    this.live.conversation(id);
     this.live.trace(id);
-    const requirement = this.api.call(this.api.client.GET('/api/requirements/{id}', { params: { path: { id } } }), true).then((r) => {
-      if (this.live.loadRequirements([r])) {
-        this.publish({ requirements: true });
-      }
-    });
-    if (!fresh && conversation.items.length > 0) {
-      return requirement.catch(() => undefined);
+    const readRequirement = () =>
+      this.api.call(this.api.client.GET('/api/requirements/{id}', { params: { path: { id } } }), true).then((r) => {
+        if (this.live.loadRequirements([r])) {
+          this.publish({ requirements: true });
+        }
+      });
+    if (!fresh) {
+      return readRequirement().catch(() => undefined);
     }
-    await Promise.all([requirement, this.readMessages(id), this.readRuns(id), this.readTimers(id)]);
+    // The conversation's length is guessed from the Requirement (see readMessages): on a deep
+    // link read it first. From a board it is known, and the message pages go out before anything
+    // else so the browser serves them first.
+    const known = this.live.requirements.get(id) !== undefined;
+    if (!known) {
+      await readRequirement();
+    }
+    await Promise.all([this.readMessages(id), known ? readRequirement() : null, this.readRuns(id), this.readTimers(id)]);
     void this.readTrace(id);
   }
 
@@ -188,27 +196,31 @@ export class Store {
   }
 
   /**
-   * The whole conversation. Sequences are gap-free, so pages start at known sequences and a few
-   * are read in parallel; a short page marks the end.
+   * The whole conversation. Sequences are gap-free, so every page's start is known in advance.
+   * The session's cursor plus its pending count is a good guess of the length: all those pages
+   * are requested at once, newest first, so the latest messages (what the reader sees first)
+   * arrive first and each page shows as it lands; waves continue if the guess was short.
    */
   private async readMessages(id: string): Promise<void> {
     const log = this.live.conversation(id);
     const size = this.api.pageSize;
-    // The session's consumed cursor is a good guess of the length: ask for all those pages at
-    // once (the browser queues what it cannot send yet), then continue in waves if there is more.
-    const known = this.live.requirements.get(id)?.session.lastConsumedMessageSequence ?? 0;
+    const session = this.live.requirements.get(id)?.session;
+    const known = (session?.lastConsumedMessageSequence ?? 0) + (session?.pendingMessageCount ?? 0);
     let next = 0;
     for (let wave = 0; ; wave++) {
       const count = wave === 0 ? Math.max(PARALLEL_PAGES, Math.ceil(known / size) + 1) : PARALLEL_PAGES;
-      const starts = Array.from({ length: count }, (_, i) => (next + i) * size);
+      const starts = Array.from({ length: count }, (_, i) => (next + i) * size).reverse();
       next += count;
       const pages = await Promise.all(
-        starts.map((afterSequence) => this.api.call(this.api.client.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { afterSequence, limit: size } } }))),
+        starts.map((afterSequence) =>
+          this.api.call(this.api.client.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { afterSequence, limit: size } } })).then((page) => {
+            if (log.add(page.items) > 0) {
+              this.publish({ conversations: new Set([id]) });
+            }
+            return page;
+          }),
+        ),
       );
-      const items = pages.flatMap((p) => p.items);
-      if (log.add(items) > 0) {
-        this.publish({ conversations: new Set([id]) });
-      }
       if (pages.some((p) => p.items.length < size)) {
         return;
       }

@@ -6,8 +6,8 @@ import type { Message, Requirement, Run } from '../core/models';
 import { Store } from '../core/store';
 import { MarkdownRenderer } from './markdown';
 
-/** Messages rendered at once; more are added as the reader scrolls up. */
-const WINDOW = 60;
+/** Messages rendered at first (more than a tall window shows); more are added as the reader scrolls up. */
+const WINDOW = 30;
 /** How close to the bottom still counts as "reading the latest". */
 const STICK_PX = 48;
 

@@ -19,6 +19,17 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
 
 const CACHE_LIMIT = 2000;
 
+/** Text with none of Markdown's or HTML's special characters renders the same without either. */
+const PLAIN = /^(?![\s\S]*(?:[<>&*_`#[\]!|~\\]|:\/\/|www\.|(?:^|\n)(?: {4}|\t)|(?:^|\n)[ \t]*(?:[-+=]|\d+[.)])))/;
+
+function plainHtml(text: string): string {
+  return text
+    .trim()
+    .split(/\n{2,}/)
+    .map((paragraph) => `<p>${paragraph.replace(/\n/g, '<br>')}</p>`)
+    .join('');
+}
+
 @Injectable({ providedIn: 'root' })
 export class MarkdownRenderer {
   private readonly sanitizer = inject(DomSanitizer);
@@ -32,7 +43,9 @@ export class MarkdownRenderer {
         return hit;
       }
     }
-    const html = DOMPurify.sanitize(marked.parse(text, { async: false }), { FORBID_TAGS: ['style', 'form', 'input', 'button'] });
+    // Most chat lines are plain sentences: skip the parser and the sanitizer for them (the
+    // sanitizer builds a DOM per call, the bulk of the cost when a long conversation opens).
+    const html = PLAIN.test(text) ? plainHtml(text) : DOMPurify.sanitize(marked.parse(text, { async: false }), { FORBID_TAGS: ['style', 'form', 'input', 'button'] });
     const safe = this.sanitizer.bypassSecurityTrustHtml(html);
     if (cacheKey) {
       if (this.cache.size >= CACHE_LIMIT) {
