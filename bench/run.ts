@@ -5,6 +5,7 @@ import { ManagerProcess, ROOT, makeSandbox, startManager } from '../test/support
 import { ScenarioResult, passes, progress, table, writeResults } from './harness';
 import { concurrentRunsScenario } from './scenarios/concurrent-runs';
 import { dashboardScenario } from './scenarios/dashboard';
+import { githubBudgetScenario } from './scenarios/github-budget';
 import { repliesScenario } from './scenarios/replies';
 import { sseFanoutScenario } from './scenarios/sse-fanout';
 import { traceFloodScenario } from './scenarios/trace-flood';
@@ -17,6 +18,7 @@ const SCENARIOS: Record<string, (manager: ManagerProcess) => Promise<ScenarioRes
 const SELF_CONTAINED: Record<string, () => Promise<ScenarioResult>> = {
   'concurrent-runs': concurrentRunsScenario,
   dashboard: dashboardScenario,
+  'github-budget': githubBudgetScenario,
   'trace-flood': traceFloodScenario,
 };
 
