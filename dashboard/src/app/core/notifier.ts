@@ -36,6 +36,16 @@ export class Notifier {
     }
   }
 
+  /**
+   * Asks for the browser's permission the first time someone sets an agent to work (a click, so
+   * the browser shows its prompt), unless notifications were turned off.
+   */
+  askPermission(): void {
+    if (this.browserEnabled() && typeof Notification !== 'undefined' && Notification.permission === 'default') {
+      void Notification.requestPermission();
+    }
+  }
+
   /** A desktop notification when allowed; quietly nothing otherwise. */
   desktop(title: string, body: string, onClick?: () => void): void {
     if (!this.browserEnabled() || typeof Notification === 'undefined' || Notification.permission !== 'granted') {

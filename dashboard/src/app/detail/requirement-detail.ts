@@ -4,6 +4,7 @@ import { Router, RouterLink } from '@angular/router';
 
 import { Api } from '../core/api';
 import { I18n } from '../core/i18n';
+import { Notifier } from '../core/notifier';
 import type { Requirement } from '../core/models';
 import { Store } from '../core/store';
 import { Composer } from './composer';
@@ -27,6 +28,7 @@ export class RequirementDetail {
   private readonly api = inject(Api);
   private readonly router = inject(Router);
   private readonly title = inject(Title);
+  private readonly notifier = inject(Notifier);
   protected readonly store = inject(Store);
   protected readonly i18n = inject(I18n);
   protected readonly markdown = inject(MarkdownRenderer);
@@ -75,6 +77,7 @@ export class RequirementDetail {
   }
 
   protected async onStart(): Promise<void> {
+    this.notifier.askPermission();
     const draft = this.composer()?.takeDraft() ?? {};
     await this.act(async (id) => {
       const result = await this.api.call(this.api.client.POST('/api/requirements/{id}/start', { body: draft, params: { path: { id } } }));

@@ -10,12 +10,24 @@ import { Modal } from './modal';
 type Field = keyof ConfigurationValues;
 interface FieldSpec {
   key: Field;
-  type: 'number' | 'text' | 'nullable' | 'select';
+  type: 'number' | 'text' | 'nullable' | 'secret' | 'select';
   options?: readonly string[];
 }
 
-/** The server applies these at once; every other field waits for a restart (API contract). */
-const LIVE_FIELDS: ReadonlySet<Field> = new Set(['pullRequestReconcileIntervalSeconds', 'cancelledRequirementRetentionDays', 'doneRequirementRetentionDays', 'logLevel']);
+/**
+ * The server applies these at once; every other field waits for a restart. Mirrors the server's
+ * LIVE_CONFIGURATION_KEYS (the response names only fields already changed and pending).
+ */
+const LIVE_FIELDS: ReadonlySet<Field> = new Set([
+  'cancelledRequirementRetentionDays',
+  'claudeExecutable',
+  'codexExecutable',
+  'doneRequirementRetentionDays',
+  'githubWebhookSecret',
+  'logLevel',
+  'pullRequestReconcileIntervalSeconds',
+  'rdInactivityTimeoutSeconds',
+]);
 
 const FIELDS: readonly FieldSpec[] = [
   { key: 'pullRequestReconcileIntervalSeconds', type: 'number' },
@@ -28,6 +40,8 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'host', type: 'text' },
   { key: 'port', type: 'number' },
   { key: 'authentication', options: ['token', 'none'], type: 'select' },
+  { key: 'githubApiUrl', type: 'text' },
+  { key: 'githubWebhookSecret', type: 'secret' },
   { key: 'allowedOrigin', type: 'nullable' },
   { key: 'databasePath', type: 'nullable' },
   { key: 'logFilePath', type: 'nullable' },
@@ -64,7 +78,7 @@ const FIELDS: readonly FieldSpec[] = [
                     }
                   </select>
                 } @else {
-                  <input [id]="'cfg-' + f.key" [type]="f.type === 'number' ? 'number' : 'text'" [value]="draft()[f.key] ?? ''" (input)="set(f, $event)" style="width: 100%" />
+                  <input [id]="'cfg-' + f.key" [type]="f.type === 'number' ? 'number' : f.type === 'secret' ? 'password' : 'text'" autocomplete="off" [value]="draft()[f.key] ?? ''" (input)="set(f, $event)" style="width: 100%" />
                 }
                 @if (c.overriddenFields.includes(f.key)) {
                   <div class="muted" style="font-size: 0.8em">{{ t('settings.overridden') }}: {{ c.effective[f.key] }}</div>
@@ -109,7 +123,7 @@ export class SettingsDialog {
 
   protected set(field: FieldSpec, event: Event): void {
     const raw = (event.target as HTMLInputElement).value;
-    const value = field.type === 'number' ? (raw === '' ? null : Number(raw)) : field.type === 'nullable' ? raw.trim() || null : raw;
+    const value = field.type === 'number' ? (raw === '' ? null : Number(raw)) : field.type === 'nullable' || field.type === 'secret' ? raw.trim() || null : raw;
     this.draft.update((d) => ({ ...d, [field.key]: value }));
   }
 
