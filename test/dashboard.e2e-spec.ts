@@ -302,6 +302,40 @@ describe('dashboard in Chromium', () => {
     await expect(page.evaluate(() => document.documentElement.dataset['theme'])).resolves.toBe('dark');
   });
 
+  it('shows the connection, reconnects after a server restart and resumes from the last event', async () => {
+    const board = page.getByTestId('requirements-board');
+    await page.goto(`${manager.origin}/requirements`);
+    await page.getByTestId('connection').and(page.locator('.live')).waitFor();
+    // One live event, so the page has a cursor to resume from.
+    const seen = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'Seen live' });
+    await board.locator(`[data-requirement-id="${seen.json.id}"]`).waitFor();
+    const before = browser.errors.length;
+    const streams: Array<Promise<{ url: string; lastEventId: string | undefined }>> = [];
+    page.on('request', (request) => {
+      if (request.url().includes('/api/events')) {
+        streams.push(request.allHeaders().then((headers) => ({ lastEventId: headers['last-event-id'], url: request.url() })));
+      }
+    });
+
+    // Same port, same data: the browser keeps its cookie and its EventSource.
+    const port = new URL(manager.origin).port;
+    await manager.stop();
+    await page.getByTestId('connection').and(page.locator(':not(.live)')).waitFor();
+    manager = await startManager({ args: ['--port', port], env: { CODE_FACTORY_CODEX_EXECUTABLE: CODEX, GH_TOKEN: '', GITHUB_TOKEN: '' }, sandbox });
+    // Written before the page reconnects (it waits at least the server's 2 s retry), so it can
+    // only arrive through the replay after the page's last event.
+    const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'Written while away' });
+    await page.getByTestId('connection').and(page.locator('.live')).waitFor({ timeout: 30_000 });
+    await board.locator(`[data-requirement-id="${created.json.id}"]`).waitFor();
+    const requests = await Promise.all(streams);
+    const resumed = requests.find((s) => s.lastEventId !== undefined || s.url.includes('after='));
+    expect(resumed).toBeDefined();
+    expect(Number(resumed!.lastEventId ?? new URL(resumed!.url).searchParams.get('after'))).toBeGreaterThan(0);
+    // Chromium logs the refused connections while the server was down; nothing else.
+    const during = browser.errors.splice(before, browser.errors.length - before);
+    expect(during.filter((e) => !/ERR_CONNECTION_REFUSED|\/api\/events/.test(e))).toEqual([]);
+  });
+
   it('is readable in a narrow window', async () => {
     await page.setViewportSize({ width: 420, height: 800 });
     await page.goto(`${manager.origin}/requirements/${id}`);
