@@ -185,6 +185,19 @@ describe('dashboard in Chromium', () => {
     expect(runs.map((r) => r.status)).toEqual(['succeeded', 'cancelled', 'succeeded']);
   });
 
+  it('stops a run on request', async () => {
+    stub.scriptFor(id, [{ shell: LONG_JOB }]);
+    await page.getByTestId('composer-text').fill(`One more long job ${id}`);
+    await page.getByTestId('composer-send').click();
+    await page.getByTestId('session-state').and(page.locator('[data-state="running"]')).waitFor();
+    await page.locator('[data-testid="runs"] [data-run-status="running"]').waitFor();
+    await page.getByTestId('stop').click();
+    await requirementStatus().and(page.locator('[data-status="waiting_confirmation"]')).waitFor({ timeout: 30_000 });
+    await page.getByTestId('session-state').and(page.locator('[data-state="waiting_human"]')).waitFor();
+    await expect(page.locator('[data-testid="runs"] [data-run-status="cancelled"]').count()).resolves.toBe(2);
+    await expect(page.getByTestId('stop').count()).resolves.toBe(0);
+  });
+
   it('attaches an image, previews it in the conversation, then confirms', async () => {
     stub.scriptFor(id, [{ text: 'Nice chart.' }]);
     await page.getByTestId('composer-text').fill(`See the chart ${id}`);

@@ -58,11 +58,11 @@ export class PullRequestsBoard {
   });
 
   constructor() {
-    // Review state is per PR; read it for the PRs that can still be reviewed.
-    for (const pr of this.store.pullRequests().values()) {
-      if (pr.status === 'open' || pr.status === 'draft') {
-        void this.store.readReviewRequests(pr.id).catch(() => undefined);
-      }
+    // Review state is per PR; read it for the most recent PRs that can still be reviewed (later
+    // reviews arrive as events).
+    const reviewable = [...this.store.pullRequests().values()].filter((pr) => pr.status === 'open' || pr.status === 'draft');
+    for (const pr of reviewable.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : -1)).slice(0, 100)) {
+      void this.store.readReviewRequests(pr.id).catch(() => undefined);
     }
   }
 }

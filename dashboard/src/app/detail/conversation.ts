@@ -95,21 +95,26 @@ export class Conversation {
   });
 
   private atBottom = true;
-  private seenLength = 0;
+  private lastSequence = 0;
   /** Set before rendering older messages above, so the reader's view does not jump. */
   private anchor: number | null = null;
 
   constructor() {
     effect(() => {
-      const length = this.messages().length;
+      const all = this.messages();
       untracked(() => {
-        const added = length - this.seenLength;
-        if (this.seenLength > 0 && added > 0 && !this.atBottom) {
+        // Only messages after the last one seen are new to the reader; older pages that land
+        // while a long conversation loads are history, not news.
+        let added = 0;
+        for (let i = all.length - 1; i >= 0 && (all[i]?.sequence ?? 0) > this.lastSequence; i--) {
+          added++;
+        }
+        if (this.lastSequence > 0 && added > 0 && !this.atBottom) {
           // Keep what the reader looks at: widen the window instead of sliding it.
           this.count.update((c) => c + added);
           this.unseen.update((n) => n + added);
         }
-        this.seenLength = length;
+        this.lastSequence = all[all.length - 1]?.sequence ?? 0;
       });
     });
     afterRenderEffect({

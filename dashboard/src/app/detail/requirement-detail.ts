@@ -60,7 +60,16 @@ export class RequirementDetail {
     return !!r && r.status !== 'done' && r.status !== 'cancelled' && !this.running();
   });
 
+  /** Ticks while a run is active, so its duration counts up. */
+  protected readonly now = signal(Date.now());
+
   constructor() {
+    effect((onCleanup) => {
+      if (this.runs().some((r) => r.status === 'running')) {
+        const timer = setInterval(() => this.now.set(Date.now()), 1000);
+        onCleanup(() => clearInterval(timer));
+      }
+    });
     effect(() => {
       const id = this.id();
       untracked(() => {
