@@ -37,6 +37,16 @@ module.exports = {
       transform,
       transformIgnorePatterns,
     },
+    {
+      // Fault injection (kill -9, misbehaving agents, a full disk, GitHub down): `npm run test:faults`; also part of `npm test`.
+      displayName: 'faults',
+      moduleNameMapper,
+      rootDir: __dirname,
+      testEnvironment: 'node',
+      testMatch: ['<rootDir>/test/faults/**/*.fault-spec.ts'],
+      transform,
+      transformIgnorePatterns,
+    },
   ],
   testTimeout: 60_000,
 };

@@ -31,6 +31,26 @@ export function query<T = Record<string, unknown>>(dbPath: string, sql: string, 
   });
 }
 
+/** Runs one write statement against a stopped manager's SQLite file (tests that simulate time passing). */
+export function execute(dbPath: string, sql: string, params: unknown[] = []): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const db = new sqlite3.Database(dbPath, (err) => {
+      if (err) {
+        reject(err);
+        return;
+      }
+      db.run(sql, params, (error) => {
+        db.close();
+        if (error) {
+          reject(error);
+        } else {
+          resolve();
+        }
+      });
+    });
+  });
+}
+
 /** Row counts, the newest event id and the attachment files: what "nothing written" compares. */
 export async function snapshotStore(dataDirectory: string): Promise<StoreSnapshot> {
   const dbPath = path.join(dataDirectory, 'factory.sqlite');

@@ -54,6 +54,8 @@ export interface StartArgs {
   sandbox: Sandbox;
   args?: string[];
   env?: NodeJS.ProcessEnv;
+  /** Shell commands run before the manager replaces the shell (process limits: `ulimit -f …`). */
+  shellPrefix?: string;
 }
 
 function waitForExit(child: ChildProcess): Promise<number | null> {
@@ -68,8 +70,12 @@ function waitForExit(child: ChildProcess): Promise<number | null> {
 export const IDLE_AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'idle-agent.js');
 const DEFAULT_AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT };
 
-export async function startManager({ sandbox, args = [], env = {} }: StartArgs): Promise<ManagerProcess> {
-  const child = spawn(process.execPath, [BIN, 'start', '--workspace', sandbox.workspace, '--port', '0', ...args], {
+export async function startManager({ sandbox, args = [], env = {}, shellPrefix }: StartArgs): Promise<ManagerProcess> {
+  const argv = [BIN, 'start', '--workspace', sandbox.workspace, '--port', '0', ...args];
+  const [command, commandArgs] = shellPrefix
+    ? ['/bin/sh', ['-c', `${shellPrefix}; exec "$0" "$@"`, process.execPath, ...argv]]
+    : [process.execPath, argv];
+  const child = spawn(command, commandArgs, {
     env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, ...DEFAULT_AGENTS, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,0 +1,75 @@
+import * as path from 'node:path';
+
+import { query } from '../support/db-snapshot';
+
+/**
+ * Architecture §3, checked on a manager's SQLite file (read-only; safe after kill -9, when the
+ * WAL holds the latest commits). Returns the violations, empty when every invariant holds.
+ */
+export async function checkInvariants(dataDirectory: string): Promise<string[]> {
+  const db = path.join(dataDirectory, 'factory.sqlite');
+  const problems: string[] = [];
+  const rows = <T>(sql: string, params: unknown[] = []) => query<T>(db, sql, params);
+  const expectNone = async (what: string, sql: string) => {
+    const found = await rows<Record<string, unknown>>(sql);
+    if (found.length > 0) {
+      problems.push(`${what}: ${JSON.stringify(found.slice(0, 5))}${found.length > 5 ? ` (+${found.length - 5})` : ''}`);
+    }
+  };
+
+  const [integrity] = await rows<{ integrity_check: string }>('PRAGMA integrity_check');
+  if (integrity?.integrity_check !== 'ok') {
+    problems.push(`integrity_check: ${JSON.stringify(integrity)}`);
+  }
+  await expectNone('foreign keys', 'PRAGMA foreign_key_check');
+  // 1. Exactly one session per Requirement.
+  await expectNone(
+    'a Requirement without exactly one session',
+    'SELECT r.id, COUNT(s.id) AS sessions FROM requirement r LEFT JOIN agent_session s ON s.requirement_id = r.id GROUP BY r.id HAVING COUNT(s.id) <> 1',
+  );
+  // 2. At most one running run per session.
+  await expectNone('two running runs in a session', "SELECT session_id, COUNT(*) AS n FROM agent_run WHERE status = 'running' AND session_id IS NOT NULL GROUP BY session_id HAVING n > 1");
+  // 3. Sequences gap-free and counted on the session.
+  await expectNone(
+    'sequence gaps',
+    `SELECT s.requirement_id, s.last_message_sequence, COUNT(m.id) AS n, COALESCE(MAX(m.sequence), 0) AS top, COALESCE(MIN(m.sequence), 1) AS bottom
+       FROM agent_session s LEFT JOIN requirement_message m ON m.requirement_id = s.requirement_id
+      GROUP BY s.requirement_id HAVING n <> top OR top <> s.last_message_sequence OR bottom <> 1`,
+  );
+  // 4. The consumed boundary is exactly what succeeded runs took, never more; the pending count is exact.
+  await expectNone(
+    'consumed boundary beyond what succeeded runs took',
+    `SELECT s.id, s.last_consumed_message_sequence AS consumed,
+            (SELECT COALESCE(MAX(r.input_to_sequence), 0) FROM agent_run r WHERE r.session_id = s.id AND r.status = 'succeeded') AS taken
+       FROM agent_session s WHERE consumed <> taken OR consumed > s.last_message_sequence`,
+  );
+  await expectNone(
+    'pending count',
+    `SELECT s.id, s.pending_message_count AS pending,
+            (SELECT COUNT(*) FROM requirement_message m WHERE m.requirement_id = s.requirement_id AND m.deliver_to_rd = 1 AND m.sequence > s.last_consumed_message_sequence) AS actual
+       FROM agent_session s WHERE pending <> actual`,
+  );
+  // 5. The agent's own output is never deliverable to itself.
+  await expectNone('RD output marked deliverable', "SELECT id FROM requirement_message WHERE author = 'rd_agent' AND source_requirement_id IS NULL AND deliver_to_rd = 1");
+  // 10. One message per receipt; no receipt pointing at a missing message.
+  await expectNone(
+    'trigger occurrences delivered twice',
+    `SELECT trigger_id, json_extract(metadata, '$.timerId') AS timer, json_extract(metadata, '$.scheduledFor') AS at, json_extract(metadata, '$.commentUrl') AS url,
+            json_extract(metadata, '$.check') AS chk, json_extract(metadata, '$.headSha') AS sha, json_extract(metadata, '$.status') AS st, COUNT(*) AS n
+       FROM requirement_message WHERE trigger_id IS NOT NULL AND trigger_id <> 'github.pull-request.status'
+      GROUP BY trigger_id, timer, at, url, chk, sha, st HAVING n > 1`,
+  );
+  await expectNone(
+    'receipts of missing messages',
+    'SELECT t.trigger_id, t.receipt_key FROM agent_trigger_receipt t LEFT JOIN requirement_message m ON m.id = t.message_id WHERE t.message_id IS NOT NULL AND m.id IS NULL',
+  );
+  await expectNone(
+    'trigger messages without a receipt',
+    'SELECT m.id FROM requirement_message m LEFT JOIN agent_trigger_receipt t ON t.message_id = m.id WHERE m.trigger_id IS NOT NULL AND t.message_id IS NULL',
+  );
+  // 7. One active review per PR.
+  await expectNone('two running reviews of a PR', "SELECT pull_request_id, COUNT(*) AS n FROM review_request WHERE status = 'running' GROUP BY pull_request_id HAVING n > 1");
+  // Timers: active ones have a next occurrence; ended ones none.
+  await expectNone('timer state', "SELECT id, status, next_fire_at FROM agent_timer WHERE (status = 'active') <> (next_fire_at IS NOT NULL)");
+  return problems;
+}

@@ -1,0 +1,222 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { findRunProcesses } from '@server/agents/process-tree';
+
+import { query } from '../support/db-snapshot';
+import { FakeGitHubServer } from '../support/fake-github-server';
+import { send } from '../support/http';
+import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from '../support/manager-process';
+import { until } from '../support/wait';
+import { checkInvariants } from './invariants';
+
+const AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'scripted-agent.js');
+const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: AGENT, CODE_FACTORY_CODEX_EXECUTABLE: AGENT };
+
+jest.setTimeout(180_000);
+
+interface Run {
+  id: string;
+  status: string;
+  error: string | null;
+  inputFromSequence: number;
+  inputToSequence: number;
+}
+
+/** Times one health request: the API must stay responsive whatever an agent or GitHub does. */
+async function healthMs(origin: string): Promise<number> {
+  const started = performance.now();
+  const res = await send(origin, 'GET', '/api/health');
+  expect(res.status).toBe(200);
+  return performance.now() - started;
+}
+
+describe('misbehaving agent CLIs', () => {
+  let sandbox: Sandbox;
+  let manager: ManagerProcess;
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    manager = await startManager({ args: ['--log-level', 'warn'], env: { ...AGENTS, CODE_FACTORY_RD_INACTIVITY_TIMEOUT_SECONDS: '2' }, sandbox });
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    sandbox?.cleanup();
+  });
+
+  const create = async (title: string) => (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title })).json as { id: string };
+  const runs = async (id: string): Promise<Run[]> => (await send(manager.origin, 'GET', `/api/runs?requirementId=${id}`)).json.items;
+  const finished = (id: string, count = 1) =>
+    until(`run ${count} of ${id} to end`, async () => {
+      const list = await runs(id);
+      return list.length >= count && list.every((r) => r.status !== 'running') && list[0];
+    }, 60_000, 100);
+  const trace = async (runId: string) => (await send(manager.origin, 'GET', `/api/runs/${runId}/trace?limit=200`)).json.items as Array<{ kind: string; title: string; nativeType: string | null }>;
+  const requirement = async (id: string) => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json;
+
+  it('a CLI killed from outside fails its run; nothing is consumed and Start retries the same input', async () => {
+    const req = await create('killed');
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'mode:hang' });
+    const [running] = await until('the run', async () => ((await runs(req.id))[0]?.status === 'running' ? runs(req.id) : undefined));
+    const pids = await until('its process', async () => {
+      const found = findRunProcesses(running!.id, null);
+      return found.length > 0 && found;
+    });
+    for (const pid of pids) {
+      process.kill(pid, 'SIGKILL');
+    }
+    const failed = await finished(req.id);
+    expect(failed).toMatchObject({ status: 'failed' });
+    expect(failed.error).toMatch(/SIGKILL/);
+    expect(await requirement(req.id)).toMatchObject({ session: { lastConsumedMessageSequence: 0, state: 'failed' }, status: 'waiting_confirmation' });
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'try again, normally' });
+    const retried = await finished(req.id, 2);
+    expect(retried).toMatchObject({ inputFromSequence: 1, status: 'succeeded' });
+  });
+
+  it('a CLI that crashes by itself, or hangs silently, ends failed or timed out with its whole tree gone', async () => {
+    const crashed = await create('crashes');
+    await send(manager.origin, 'POST', `/api/requirements/${crashed.id}/start`, { message: 'mode:selfkill' });
+    expect(await finished(crashed.id)).toMatchObject({ status: 'failed' });
+
+    const hung = await create('hangs');
+    await send(manager.origin, 'POST', `/api/requirements/${hung.id}/start`, { message: 'mode:hang' });
+    const timedOut = await finished(hung.id);
+    expect(timedOut).toMatchObject({ error: 'no output for 2 s', status: 'timed_out' });
+    expect(findRunProcesses(timedOut.id, null)).toEqual([]);
+    expect(await requirement(hung.id)).toMatchObject({ session: { lastConsumedMessageSequence: 0, state: 'failed' } });
+  });
+
+  it('garbage on stdout becomes error traces; the run still succeeds', async () => {
+    const req = await create('garbage');
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'mode:garbage' });
+    const run = await finished(req.id);
+    expect(run).toMatchObject({ status: 'succeeded' });
+    const errors = (await trace(run.id)).filter((t) => t.kind === 'error');
+    expect(errors.length).toBeGreaterThanOrEqual(2);
+    const messages = (await send(manager.origin, 'GET', `/api/requirements/${req.id}/messages`)).json.items;
+    expect(messages.map((m: { body: string }) => m.body)).toContain('Survived the garbage.');
+  });
+
+  it('a 50 MB line is cut, recorded as such, and neither stalls the API nor bloats the manager', async () => {
+    const req = await create('big line');
+    const before = (await send(manager.origin, 'GET', '/api/metrics')).json.rssBytes as number;
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'mode:bigline' });
+    const latencies: number[] = [];
+    while ((await runs(req.id))[0]?.status === 'running') {
+      latencies.push(await healthMs(manager.origin));
+    }
+    const run = await finished(req.id);
+    expect(run).toMatchObject({ status: 'succeeded' });
+    const cut = (await trace(run.id)).find((t) => t.nativeType === 'oversized-line');
+    expect(cut?.title).toMatch(/An output line of 5\d{7} bytes was cut/);
+    expect(Math.max(...latencies)).toBeLessThan(1_000);
+    const after = (await send(manager.origin, 'GET', '/api/metrics')).json.rssBytes as number;
+    // The line is streamed, not held: far less growth than its 50 MB.
+    expect(after - before).toBeLessThan(40 * 1024 * 1024);
+    expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
+  });
+});
+
+describe('a full disk during an attachment upload', () => {
+  let sandbox: Sandbox;
+  let manager: ManagerProcess;
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    // Files may not grow past 8 MiB (RLIMIT_FSIZE), and the kernel's SIGXFSZ is ignored so a
+    // write past it fails with EFBIG, as on a full disk, instead of killing the process.
+    manager = await startManager({ args: ['--log-level', 'warn'], env: AGENTS, sandbox, shellPrefix: "trap '' XFSZ; ulimit -f 8192" });
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    sandbox?.cleanup();
+  });
+
+  it('answers 507 and leaves no row and no file behind; smaller uploads still work', async () => {
+    const req = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'uploads' })).json;
+    const attachments = path.join(manager.dataDirectory(), 'attachments');
+    const big = Buffer.alloc(12 * 1024 * 1024, 7);
+    const refused = await send(manager.origin, 'POST', `/api/requirements/${req.id}/attachments`, big, { 'Content-Type': 'application/octet-stream', 'X-File-Name': 'big.bin' });
+    expect(refused.status).toBe(507);
+    expect(refused.json).toMatchObject({ code: 'storage_full', statusCode: 507 });
+    expect(fs.readdirSync(attachments)).toEqual([]);
+    const [row] = await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM message_attachment');
+    expect(row?.n).toBe(0);
+
+    const small = await send(manager.origin, 'POST', `/api/requirements/${req.id}/attachments`, Buffer.from('hello'), { 'Content-Type': 'application/octet-stream', 'X-File-Name': 'note.txt' });
+    expect(small.status).toBe(201);
+    expect(fs.readdirSync(attachments)).toHaveLength(1);
+    expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
+  });
+});
+
+describe('GitHub down, slow and rate limiting', () => {
+  const TOKEN = 'ghp_fault_github';
+  let sandbox: Sandbox;
+  let github: FakeGitHubServer;
+  let manager: ManagerProcess;
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    github = await FakeGitHubServer.start({ token: TOKEN });
+    manager = await startManager({
+      args: ['--log-level', 'warn'],
+      env: { ...AGENTS, CODE_FACTORY_GITHUB_API_URL: github.url, CODE_FACTORY_PULL_REQUEST_RECONCILE_INTERVAL_SECONDS: '1', GITHUB_TOKEN: TOKEN },
+      sandbox,
+    });
+    const req = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'github faults' })).json;
+    for (const number of [1, 2]) {
+      const pr = github.addPullRequest({ number, repository: 'org/down' });
+      await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: `mode:pr pr#${number} repo:org/down sha:${pr.headSha}` });
+      await until('registered', async () => (await send(manager.origin, 'GET', '/api/pull-requests')).json.items.length >= number || undefined, 30_000);
+    }
+    await until('observed', async () => (await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM pull_request WHERE github_observed_at IS NOT NULL'))[0]?.n === 2 || undefined, 30_000);
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    await github?.close().catch(() => undefined);
+    sandbox?.cleanup();
+  });
+
+  it('slow answers and secondary limits slow the reconciler down, never the API', async () => {
+    github.delayNext(2, 3_000, 'graphql');
+    github.secondaryRateLimitNext(1, { retryAfterSeconds: 2, status: 403 }, 'graphql');
+    github.addComment('org/down', 1, { author: 'alice', body: 'while slow' });
+    const latencies: number[] = [];
+    const deadline = Date.now() + 8_000;
+    while (Date.now() < deadline) {
+      latencies.push(await healthMs(manager.origin));
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(Math.max(...latencies)).toBeLessThan(500);
+    await until('the comment despite the slowness', async () => {
+      const pr = (await send(manager.origin, 'GET', '/api/pull-requests')).json.items[0];
+      const messages = (await send(manager.origin, 'GET', `/api/requirements/${pr.requirementId}/messages?limit=200`)).json.items;
+      return messages.some((m: { body: string }) => m.body.includes('while slow')) || undefined;
+    }, 30_000, 200);
+  });
+
+  it('an exhausted budget stops the requests (no hammering) until it resets', async () => {
+    github.exhaust('graphql', 3600);
+    await new Promise((r) => setTimeout(r, 1_500)); // one refused tick teaches the client the budget
+    github.resetCounts();
+    await new Promise((r) => setTimeout(r, 4_000));
+    expect(github.counts().graphql).toBeLessThanOrEqual(1);
+    expect((await send(manager.origin, 'GET', '/api/health')).status).toBe(200);
+  });
+
+  it('GitHub unreachable: ticks fail quietly, the manager keeps serving, and nothing is written', async () => {
+    await github.close();
+    const before = await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM requirement_message');
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(await healthMs(manager.origin)).toBeLessThan(500);
+    const after = await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM requirement_message');
+    expect(after).toEqual(before);
+    expect(manager.child.exitCode).toBeNull();
+    expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
+  });
+});
