@@ -21,6 +21,14 @@ const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
 
 jest.setTimeout(240_000);
 
+// The page's globals used in `page.evaluate` callbacks, typed just enough: the test compiles
+// without the DOM library (module-scoped, so nothing leaks into the other suites).
+declare const document: {
+  body: object;
+  documentElement: { clientWidth: number; dataset: Record<string, string | undefined>; lang: string; scrollWidth: number };
+};
+declare function getComputedStyle(element: object): { backgroundColor: string };
+
 /** A real 24×24 PNG (the server checks signatures; the browser must be able to decode it). */
 function png(): Buffer {
   const crcTable = Array.from({ length: 256 }, (_, n) => {
@@ -127,7 +135,7 @@ describe('dashboard in Chromium', () => {
     // Markdown renders; the script and the handler are gone.
     await expect(page.getByTestId('description').locator('strong').textContent()).resolves.toBe('segment merge');
     await expect(page.getByTestId('description').innerHTML()).resolves.not.toMatch(/script|onerror/);
-    await expect(page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).resolves.toBeUndefined();
+    await expect(page.evaluate(() => (globalThis as unknown as { pwned?: number }).pwned)).resolves.toBeUndefined();
     expect((await api(`/api/requirements/${id}`)).title).toBe('Add tiered timings');
   });
 
@@ -206,7 +214,7 @@ describe('dashboard in Chromium', () => {
     await page.locator('[data-testid="composer-send"]:not([disabled])').click();
     const image = messages().getByTestId('attachment-image').first();
     await image.waitFor();
-    await page.waitForFunction((el) => (el as HTMLImageElement).complete && (el as HTMLImageElement).naturalWidth === 24, await image.elementHandle());
+    await page.waitForFunction((el) => (el as unknown as { complete: boolean; naturalWidth: number }).complete && (el as unknown as { naturalWidth: number }).naturalWidth === 24, await image.elementHandle());
     await messages().getByText('Nice chart.').waitFor({ timeout: 90_000 });
     await requirementStatus().and(page.locator('[data-status="waiting_confirmation"]')).waitFor();
     await page.getByTestId('confirm').click();
