@@ -2,7 +2,8 @@ import { ChangeDetectionStrategy, Component, ElementRef, afterRenderEffect, comp
 import { RouterLink } from '@angular/router';
 
 import { I18n } from '../core/i18n';
-import type { Message, Requirement, Run } from '../core/models';
+import { isQueued } from '../core/live/queued';
+import type { Message, Requirement } from '../core/models';
 import { Store } from '../core/store';
 import { MarkdownRenderer } from './markdown';
 
@@ -10,15 +11,6 @@ import { MarkdownRenderer } from './markdown';
 const WINDOW = 30;
 /** How close to the bottom still counts as "reading the latest". */
 const STICK_PX = 48;
-
-/** A human message the agent has not read yet, while a run works on earlier input. */
-export function isQueued(message: Message, requirement: Requirement, activeRun: Run | undefined): boolean {
-  if (!message.deliverToRd || requirement.session.state !== 'running') {
-    return false;
-  }
-  const consumedUpTo = Math.max(requirement.session.lastConsumedMessageSequence, activeRun?.inputToSequence ?? 0);
-  return message.sequence > consumedUpTo;
-}
 
 @Component({
   selector: 'am-conversation',

@@ -3,6 +3,8 @@ import { DomSanitizer, type SafeHtml } from '@angular/platform-browser';
 import DOMPurify from 'dompurify';
 import { Marked } from 'marked';
 
+import { PLAIN, plainHtml } from './plain-text';
+
 // Descriptions and agent answers are Markdown written by people, agents and GitHub reviewers:
 // untrusted. marked renders, DOMPurify removes anything active, and only then is the result
 // marked safe for Angular (whose own sanitizer would otherwise run a second, lossy pass).
@@ -18,17 +20,6 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
 });
 
 const CACHE_LIMIT = 2000;
-
-/** Text with none of Markdown's or HTML's special characters renders the same without either. */
-const PLAIN = /^(?![\s\S]*(?:[<>&*_`#[\]!|~\\]|:\/\/|www\.|(?:^|\n)(?: {4}|\t)|(?:^|\n)[ \t]*(?:[-+=]|\d+[.)])))/;
-
-function plainHtml(text: string): string {
-  return text
-    .trim()
-    .split(/\n{2,}/)
-    .map((paragraph) => `<p>${paragraph.replace(/\n/g, '<br>')}</p>`)
-    .join('');
-}
 
 @Injectable({ providedIn: 'root' })
 export class MarkdownRenderer {
