@@ -65,7 +65,7 @@ export class Store {
     // snapshots are in flight arrives here and the merge keeps it over the older snapshot.
     this.stream.events$.pipe(takeUntilDestroyed(inject(DestroyRef))).subscribe((event) => {
       if (event === 'resync') {
-        void this.loadSnapshots();
+        void this.resync();
       } else {
         this.onEvent(event);
       }
@@ -142,6 +142,17 @@ export class Store {
     }
   }
 
+  /** After a gap without a cursor: re-read the lists, and what is new in opened conversations. */
+  private async resync(): Promise<void> {
+    await this.loadSnapshots();
+    for (const [id, log] of this.live.conversations) {
+      const last = log.items[log.items.length - 1]?.sequence ?? 0;
+      void this.readMessages(id, last).catch(() => undefined);
+      void this.readRuns(id).catch(() => undefined);
+      void this.readTrace(id).catch(() => undefined);
+    }
+  }
+
   private async loadSnapshots(): Promise<void> {
     this.loadingSig.set(true);
     this.requirementsCursor = undefined;
@@ -201,15 +212,15 @@ export class Store {
    * are requested at once, newest first, so the latest messages (what the reader sees first)
    * arrive first and each page shows as it lands; waves continue if the guess was short.
    */
-  private async readMessages(id: string): Promise<void> {
+  private async readMessages(id: string, from = 0): Promise<void> {
     const log = this.live.conversation(id);
     const size = this.api.pageSize;
     const session = this.live.requirements.get(id)?.session;
-    const known = (session?.lastConsumedMessageSequence ?? 0) + (session?.pendingMessageCount ?? 0);
+    const known = Math.max(0, (session?.lastConsumedMessageSequence ?? 0) + (session?.pendingMessageCount ?? 0) - from);
     let next = 0;
     for (let wave = 0; ; wave++) {
       const count = wave === 0 ? Math.max(PARALLEL_PAGES, Math.ceil(known / size) + 1) : PARALLEL_PAGES;
-      const starts = Array.from({ length: count }, (_, i) => (next + i) * size).reverse();
+      const starts = Array.from({ length: count }, (_, i) => from + (next + i) * size).reverse();
       next += count;
       const pages = await Promise.all(
         starts.map((afterSequence) =>

@@ -32,11 +32,11 @@ import { Store } from '../core/store';
     @if (canCreate()) {
       <form class="row" style="margin-top: 0.5rem; align-items: end" (submit)="onCreate($event)" [attr.aria-label]="t('action.addTimer')">
         <label style="flex: 1 1 12rem">
-          {{ t('create.description') }}
+          {{ t('timer.description') }}
           <input required maxlength="500" [value]="description()" (input)="description.set($any($event.target).value)" data-testid="timer-description" />
         </label>
         <label>
-          {{ t('time.minutes', { n: '' }).trim() }}
+          {{ t('timer.minutes') }}
           <input type="number" min="1" max="525600" style="width: 6rem" [value]="minutes()" (input)="minutes.set(+$any($event.target).value)" data-testid="timer-minutes" />
         </label>
         <label class="inline"><input type="checkbox" (change)="recurring.set($any($event.target).checked)" /> {{ t('timer.recurring') }}</label>
