@@ -70,7 +70,7 @@ describe('misbehaving agent CLIs', () => {
     expect(failed).toMatchObject({ status: 'failed' });
     expect(failed.error).toMatch(/SIGKILL/);
     expect(await requirement(req.id)).toMatchObject({ session: { lastConsumedMessageSequence: 0, state: 'failed' }, status: 'waiting_confirmation' });
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'try again, normally' });
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'try again, mode:normal' });
     const retried = await finished(req.id, 2);
     expect(retried).toMatchObject({ inputFromSequence: 1, status: 'succeeded' });
   });
