@@ -18,6 +18,9 @@ export const cutoffFor = (window: CreatedWindow, now = Date.now()): string | nul
   return days === null ? null : new Date(now - days * 86_400_000).toISOString();
 };
 
+/** Requirements in the first page the board asks for. */
+const FIRST_PAGE = 60;
+
 /** How many message pages are fetched at once (sequences are gap-free, so pages can be guessed). */
 const PARALLEL_PAGES = 4;
 
@@ -166,7 +169,9 @@ export class Store {
   private async readRequirements(cutoff: string | null): Promise<void> {
     while (this.requirementsCursor !== null) {
       const cursor = this.requirementsCursor;
-      const page = await this.api.call(this.api.client.GET('/api/requirements', { params: { query: { cursor, limit: this.api.pageSize } } }));
+      // A small first page paints the board sooner (it fills the visible cards); then full pages.
+      const limit = cursor === undefined ? FIRST_PAGE : this.api.pageSize;
+      const page = await this.api.call(this.api.client.GET('/api/requirements', { params: { query: { cursor, limit } } }));
       this.requirementsCursor = page.nextCursor ?? null;
       const last = page.items[page.items.length - 1];
       this.loadedBack = this.requirementsCursor === null ? null : (last?.createdAt ?? null);
