@@ -114,7 +114,6 @@ describe('dashboard in Chromium', () => {
     await page.goto(`${manager.origin}/?token=${manager.token}`);
     await page.waitForURL(`${manager.origin}/requirements`);
     expect(page.url()).not.toContain('token');
-    await expect(page.getByTestId('connection').getAttribute('class')).resolves.toContain('live');
     await page.getByTestId('connection').and(page.locator('.live')).waitFor();
     const cookies = await browser.context.cookies(manager.origin);
     expect(cookies.find((c) => c.name.startsWith('am_session_'))).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
@@ -251,6 +250,40 @@ describe('dashboard in Chromium', () => {
     const card = page.getByTestId('pull-requests-board').locator('[data-column="open"] li', { hasText: 'org/repo#42' });
     await card.getByText('review succeeded').waitFor();
     await screenshot(page, 'board-pull-requests');
+  });
+
+  it('keeps the reader where they are in a long conversation and offers a jump to the latest', async () => {
+    const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'Long conversation' });
+    const long = created.json.id as string;
+    stub.scriptFor(long, [{ shell: LONG_JOB }]);
+    await send(manager.origin, 'POST', `/api/requirements/${long}/start`, { message: `Keep busy ${long}` });
+    // Replies while the run works queue up: a conversation longer than the rendered window.
+    for (let i = 1; i <= 45; i++) {
+      await send(manager.origin, 'POST', `/api/requirements/${long}/reply`, { message: `Note ${i}` });
+    }
+    await page.goto(`${manager.origin}/requirements/${long}`);
+    const list = messages();
+    await list.getByText('Note 45', { exact: true }).waitFor();
+    await expect(list.locator('article').count()).resolves.toBeLessThan(46); // windowed
+    const scrollTop = () => list.evaluate((el) => (el as unknown as { scrollTop: number }).scrollTop);
+    const atBottom = () => list.evaluate((el) => { const e = el as unknown as { scrollTop: number; scrollHeight: number; clientHeight: number }; return e.scrollHeight - e.scrollTop - e.clientHeight < 48; });
+    await expect(atBottom()).resolves.toBe(true);
+
+    // Scrolling up renders earlier messages above without moving what the reader looks at.
+    await list.evaluate((el) => { (el as unknown as { scrollTop: number }).scrollTop = 0; });
+    await list.getByText(`Keep busy ${long}`).waitFor();
+    await list.evaluate((el) => { (el as unknown as { scrollTop: number }).scrollTop = 200; });
+    const position = await scrollTop();
+    await send(manager.origin, 'POST', `/api/requirements/${long}/reply`, { message: 'Note 46' });
+    await list.getByText('Note 46', { exact: true }).waitFor({ state: 'attached' });
+    const jump = page.getByTestId('jump-latest');
+    await jump.getByText('(1)').waitFor();
+    expect(Math.abs((await scrollTop()) - position)).toBeLessThan(2);
+    await jump.click();
+    await expect(atBottom()).resolves.toBe(true);
+    await jump.waitFor({ state: 'detached' });
+    await page.getByTestId('stop').click();
+    await page.getByTestId('session-state').and(page.locator('[data-state="waiting_human"]')).waitFor({ timeout: 30_000 });
   });
 
   it('deletes a Requirement that has not started, after asking', async () => {
