@@ -42,12 +42,54 @@ export function progress(message: string): void {
   process.stderr.write(`[bench] ${message}\n`);
 }
 
-export function writeResults(results: ScenarioResult[]): string {
+interface StoredResult extends ScenarioResult {
+  /** When this scenario was last measured. */
+  when: string;
+}
+
+/**
+ * Merges this run's results into `bench/results/latest.json` (a scenario run alone replaces
+ * only its own entry), writes `latest.md`, and puts the table into `docs/performance.md`
+ * between its markers. Returns the merged results, in the order of `order`.
+ */
+export function publishResults(results: ScenarioResult[], order: string[]): StoredResult[] {
   const dir = path.join(ROOT, 'bench', 'results');
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, 'latest.json');
-  fs.writeFileSync(file, `${JSON.stringify({ node: process.version, results, when: new Date().toISOString() }, null, 2)}\n`);
-  return file;
+  let previous: StoredResult[] = [];
+  try {
+    const stored = JSON.parse(fs.readFileSync(file, 'utf8')) as { results: StoredResult[]; when: string };
+    previous = stored.results.map((r) => ({ ...r, when: r.when ?? stored.when }));
+  } catch {
+    // first run, or an older format: start afresh
+  }
+  const when = new Date().toISOString();
+  const merged = new Map(previous.map((r) => [r.scenario, r]));
+  for (const result of results) {
+    merged.set(result.scenario, { ...result, when });
+  }
+  const ordered = [...merged.values()].sort((a, b) => rank(order, a.scenario) - rank(order, b.scenario));
+  fs.writeFileSync(file, `${JSON.stringify({ node: process.version, results: ordered, when }, null, 2)}\n`);
+  const markdown = table(ordered);
+  fs.writeFileSync(path.join(dir, 'latest.md'), `${markdown}\n`);
+  const docs = path.join(ROOT, 'docs', 'performance.md');
+  const text = fs.readFileSync(docs, 'utf8');
+  const start = text.indexOf(TABLE_START);
+  const end = text.indexOf(TABLE_END);
+  if (start >= 0 && end > start) {
+    const dates = [...new Set(ordered.map((r) => r.when.slice(0, 10)))].sort().join(', ');
+    const body = `${TABLE_START}\n_Measured ${dates} on Node ${process.version}; each scenario from one run._\n\n${markdown}\n`;
+    fs.writeFileSync(docs, text.slice(0, start) + body + text.slice(end));
+  }
+  return ordered;
+}
+
+const TABLE_START = '<!-- bench:results:start -->';
+const TABLE_END = '<!-- bench:results:end -->';
+
+function rank(order: string[], scenario: string): number {
+  const index = order.indexOf(scenario);
+  return index === -1 ? order.length : index;
 }
 
 export function table(results: ScenarioResult[]): string {
