@@ -19,9 +19,36 @@ const BODY_ERRORS: Record<string, { code: string; message: string }> = {
 };
 
 /**
- * JSON bodies up to 1 MB. Parser errors happen before Nest's pipeline, so they are answered
- * here in the same JSON error shape (always 400: the contract counts body problems as invalid
- * input, including sizes, which body-parser would call 413).
+ * No request body nests this deep (the DTOs are two levels at most). Deeper bodies are refused
+ * before validation, whose recursive walks (class-transformer, the ValidationPipe) would
+ * otherwise overflow the stack on a few thousand levels and answer 500.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/** Nesting depth of a parsed JSON value, without recursion; stops counting past `limit`. */
+export function jsonDepthExceeds(value: unknown, limit: number): boolean {
+  const stack: Array<{ value: unknown; depth: number }> = [{ depth: 0, value }];
+  while (stack.length > 0) {
+    const { value: current, depth } = stack.pop() as { value: unknown; depth: number };
+    if (current === null || typeof current !== 'object') {
+      continue;
+    }
+    if (depth + 1 > limit) {
+      return true;
+    }
+    for (const child of Object.values(current as Record<string, unknown>)) {
+      if (child !== null && typeof child === 'object') {
+        stack.push({ depth: depth + 1, value: child });
+      }
+    }
+  }
+  return false;
+}
+
+/**
+ * JSON bodies up to 1 MB and MAX_JSON_DEPTH levels deep. Parser errors happen before Nest's
+ * pipeline, so they are answered here in the same JSON error shape (always 400: the contract
+ * counts body problems as invalid input, including sizes, which body-parser would call 413).
  */
 export function jsonBodyMiddleware(): RequestHandler {
   const parse = express.json({ limit: LIMITS.jsonBodyBytes, strict: true, type: ['application/json', 'application/*+json'] });
@@ -32,6 +59,10 @@ export function jsonBodyMiddleware(): RequestHandler {
     }
     parse(req, res, (err?: unknown) => {
       if (!err) {
+        if (jsonDepthExceeds(req.body, MAX_JSON_DEPTH)) {
+          res.status(400).json(errorBody(400, 'body_too_deep', `request bodies may nest at most ${MAX_JSON_DEPTH} levels`));
+          return;
+        }
         next();
         return;
       }
