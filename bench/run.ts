@@ -4,6 +4,7 @@ import { concurrentRunsScenario } from './scenarios/concurrent-runs';
 import { dashboardScenario } from './scenarios/dashboard';
 import { githubBudgetScenario } from './scenarios/github-budget';
 import { repliesScenario } from './scenarios/replies';
+import { scaleScenario } from './scenarios/scale';
 import { sseFanoutScenario } from './scenarios/sse-fanout';
 import { traceFloodScenario } from './scenarios/trace-flood';
 
@@ -16,6 +17,7 @@ const SELF_CONTAINED: Record<string, () => Promise<ScenarioResult>> = {
   'concurrent-runs': concurrentRunsScenario,
   dashboard: dashboardScenario,
   'github-budget': githubBudgetScenario,
+  scale: scaleScenario,
   'trace-flood': traceFloodScenario,
 };
 
