@@ -110,7 +110,11 @@ describe('dashboard in Chromium', () => {
     await messages().getByText('Timings are in place.').waitFor({ timeout: 90_000 });
     await expect(messages().locator('[data-author="human"]').first().textContent()).resolves.toContain(`Go ahead ${id}`);
     await requirementStatus().and(page.locator('[data-status="waiting_confirmation"]')).waitFor();
-    await page.getByTestId('tab-trace').click();
+    // The panel tabs work from the keyboard (arrow keys, focus follows).
+    await page.getByTestId('tab-overview').focus();
+    await page.keyboard.press('ArrowRight');
+    await page.locator('[data-testid="tab-trace"][aria-selected="true"]').waitFor();
+    await expect(page.evaluate(() => (globalThis as unknown as { document: { activeElement: { id: string } } }).document.activeElement.id)).resolves.toBe('tab-trace');
     const trace = page.getByTestId('trace');
     await trace.locator('[data-kind="tool_call"]').first().waitFor();
     await expect(trace.getByTestId('tool-output').first().textContent()).resolves.toContain('dashboard-tool-output');

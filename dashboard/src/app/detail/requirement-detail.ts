@@ -86,6 +86,12 @@ export class RequirementDetail {
     });
   }
 
+  /** Arrow keys move between the two tabs (the WAI-ARIA tabs pattern), focus follows. */
+  protected switchTab(): void {
+    this.tab.set(this.tab() === 'overview' ? 'trace' : 'overview');
+    document.getElementById(`tab-${this.tab()}`)?.focus();
+  }
+
   protected async onStart(): Promise<void> {
     this.notifier.askPermission();
     const draft = this.composer()?.takeDraft() ?? {};
