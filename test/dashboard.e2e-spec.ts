@@ -230,7 +230,10 @@ describe('dashboard in Chromium', () => {
     for (let i = 1; i <= 45; i++) {
       await send(manager.origin, 'POST', `/api/requirements/${long}/reply`, { message: `Note ${i}` });
     }
-    await page.goto(`${manager.origin}/requirements/${long}`);
+    // The board's card counts what the agent has not consumed yet (the start message and the replies).
+    await page.goto(`${manager.origin}/requirements`);
+    await page.locator(`[data-requirement-id="${long}"]`).getByTestId('pending-count').getByText('46 pending').waitFor();
+    await page.locator(`[data-requirement-id="${long}"]`).click();
     const list = messages();
     await list.getByText('Note 45', { exact: true }).waitFor();
     await expect(list.locator('article').count()).resolves.toBeLessThan(46); // windowed
