@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { query } from './support/db-snapshot';
 import { checkConsistency } from './support/fuzz-db';
 import { FuzzRequest, FuzzResponse, sendFuzz } from './support/fuzz-http';
-import { IdPools, generateRequests, loadOperations } from './support/fuzz-requests';
+import { IdPools, generateRequests, harvestIds, loadOperations, resolveRequest } from './support/fuzz-requests';
 import { send } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { SseConnection, connectSse } from './support/sse-client';
@@ -171,9 +171,13 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
     const started = Date.now();
 
     const outcomes: Outcome[] = [];
-    await runPool(requests, CONCURRENCY, async (request) => {
+    await runPool(requests, CONCURRENCY, async (generated) => {
+      const request = resolveRequest(generated, pools);
       const response = await sendFuzz(manager.origin, request, REQUEST_TIMEOUT_MS);
       outcomes.push({ request, response });
+      if (response.status >= 200 && response.status < 300) {
+        harvestIds(response.text, pools);
+      }
     });
     const elapsed = (Date.now() - started) / 1000;
 

@@ -187,22 +187,73 @@ export function encodeLoose(value: string): string {
   return out;
 }
 
-function pick<T>(list: readonly T[], fallback: T): fc.Arbitrary<T> {
-  return list.length > 0 ? fc.constantFrom(...list) : fc.constant(fallback);
+type PoolKind = keyof IdPools | 'pullRequest';
+type PoolVariant = 'real' | 'upper' | 'wrongprefix';
+const POOL_REF = /ZPOOL_([A-Za-z]+)_(\d+)_([a-z]+)_ZPOOL/g;
+
+/**
+ * A real ID of `kind`, chosen when the request is sent rather than when it is generated: the
+ * pools grow with what the fuzzed requests create (and shrink in effect when retention purges),
+ * so later requests hit resources made by earlier ones. The reference is plain ASCII and survives
+ * URI encoding and JSON.
+ */
+function poolRef(kind: PoolKind, variant: PoolVariant = 'real'): fc.Arbitrary<string> {
+  return fc.nat({ max: 1_000_000 }).map((n) => `ZPOOL_${kind}_${n}_${variant}_ZPOOL`);
+}
+
+/** Replaces pool references with IDs from the live pools (a well-formed unknown ID when empty). */
+export function resolvePoolRefs(text: string, pools: IdPools): string {
+  return text.replace(POOL_REF, (_m, kind: string, n: string, variant: string) => {
+    const list = kind === 'pullRequest' ? [] : (pools[kind as keyof IdPools] ?? []);
+    const id = list.length > 0 ? (list[Number(n) % list.length] as string) : `${PREFIX_OF[kind as PoolKind] ?? 'zzz'}_${UUID0}`;
+    return variant === 'upper' ? id.toUpperCase() : variant === 'wrongprefix' ? id.replace(/^[a-z]+_/, 'xyz_') : id;
+  });
+}
+
+/** The request with its pool references replaced by live IDs (path, headers and body). */
+export function resolveRequest(request: FuzzRequest, pools: IdPools): FuzzRequest {
+  const has = (text: string) => text.includes('ZPOOL_');
+  const body = request.body && request.body.includes('ZPOOL_') ? Buffer.from(resolvePoolRefs(request.body.toString('latin1'), pools), 'latin1') : request.body;
+  return {
+    ...request,
+    body,
+    headers: Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k, has(v) ? resolvePoolRefs(v, pools) : v])),
+    path: has(request.path) ? resolvePoolRefs(request.path, pools) : request.path,
+  };
+}
+
+const PREFIX_KIND: Record<string, keyof IdPools> = { att: 'attachment', msg: 'message', req: 'requirement', run: 'run', ses: 'session', tmr: 'timer' };
+/** Requirements are capped: each started one holds an (idle) agent process. */
+const POOL_CAPS: Record<keyof IdPools, number> = { attachment: 200, message: 200, requirement: 30, run: 100, session: 60, timer: 100 };
+
+/** Adds the IDs a successful answer mentions to the pools. */
+export function harvestIds(text: string, pools: IdPools): void {
+  for (const match of text.matchAll(/"(att|msg|req|run|ses|tmr)_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"/g)) {
+    const kind = PREFIX_KIND[match[1] as string] as keyof IdPools;
+    const id = `${match[1]}_${match[2]}`;
+    if (pools[kind].length < POOL_CAPS[kind] && !pools[kind].includes(id)) {
+      pools[kind].push(id);
+    }
+  }
 }
 
 /** A path parameter: real IDs, IDs of the wrong kind, unknown IDs, and strings no ID looks like. */
-function idSegment(kind: keyof IdPools | 'pullRequest', pools: IdPools, clean = false): fc.Arbitrary<{ value: string; tag: string; big?: boolean }> {
+function idSegment(kind: PoolKind, clean = false): fc.Arbitrary<{ value: string; tag: string; big?: boolean }> {
   const prefix = PREFIX_OF[kind];
-  const own = kind === 'pullRequest' ? [] : pools[kind];
-  const others = (Object.keys(pools) as Array<keyof IdPools>).filter((k) => k !== kind).flatMap((k) => pools[k]);
+  const others = (['attachment', 'message', 'requirement', 'run', 'session', 'timer'] as const).filter((k) => k !== kind);
   const enc = (tag: string) => (s: string) => ({ tag, value: encodeLoose(s) });
   if (clean) {
-    return pick(own, `${prefix}_${UUID0}`).map(enc('id:real'));
+    return poolRef(kind).map(enc('id:real'));
   }
   return fc.oneof(
-    { arbitrary: pick(own, `${prefix}_${UUID0}`).map(enc('id:real')), weight: 12 },
-    { arbitrary: pick(others, `zzz_${UUID0}`).map(enc('id:wrong-kind')), weight: 2 },
+    { arbitrary: poolRef(kind).map(enc('id:real')), weight: 12 },
+    {
+      arbitrary: fc
+        .constantFrom(...others)
+        .chain((k) => poolRef(k))
+        .map(enc('id:wrong-kind')),
+      weight: 2,
+    },
     {
       arbitrary: fc
         .uuid()
@@ -211,15 +262,11 @@ function idSegment(kind: keyof IdPools | 'pullRequest', pools: IdPools, clean = 
       weight: 2,
     },
     {
-      arbitrary: pick(own, `${prefix}_${UUID0}`)
-        .map((id) => id.replace(/^[a-z]+_/, 'xyz_'))
-        .map(enc('id:wrong-prefix')),
+      arbitrary: poolRef(kind, 'wrongprefix').map(enc('id:wrong-prefix')),
       weight: 1,
     },
     {
-      arbitrary: pick(own, `${prefix}_${UUID0}`)
-        .map((id) => id.toUpperCase())
-        .map(enc('id:uppercase')),
+      arbitrary: poolRef(kind, 'upper').map(enc('id:uppercase')),
       weight: 1,
     },
     { arbitrary: nastyString.filter((s) => s.length > 0).map(enc('id:unicode')), weight: 2 },
@@ -283,7 +330,7 @@ function paramKind(op: Operation, name: string): keyof IdPools | 'pullRequest' {
 }
 
 /** One query parameter's value: valid, out of range, the wrong type, repeated, garbage. */
-function queryValue(op: Operation, param: Parameter, pools: IdPools, clean: boolean): fc.Arbitrary<{ parts: string[]; tag: string }> {
+function queryValue(op: Operation, param: Parameter, clean: boolean): fc.Arbitrary<{ parts: string[]; tag: string }> {
   const schema = param.schema ?? {};
   const one = (tag: string) => (v: string) => ({ parts: [`${encodeLoose(param.name)}=${encodeLoose(v)}`], tag });
   const valid: fc.Arbitrary<string> =
@@ -292,7 +339,7 @@ function queryValue(op: Operation, param: Parameter, pools: IdPools, clean: bool
       : schema.enum
         ? fc.constantFrom(...(schema.enum as string[]))
         : /Id$/.test(param.name)
-          ? idSegment(paramKind(op, param.name), pools, clean).map((s) => decodeURIComponentSafe(s.value))
+          ? idSegment(paramKind(op, param.name), clean).map((s) => decodeURIComponentSafe(s.value))
           : param.name === 'after'
             ? fc.nat({ max: 50 }).map(String)
             : fc.string({ maxLength: 20 });
@@ -324,8 +371,8 @@ function decodeURIComponentSafe(value: string): string {
 // ---------------------------------------------------------------------------------------------
 // Bodies
 
-/** A value that satisfies `schema` (names get realistic values: IDs from the pools, harmless executables). */
-function validValue(name: string, schema: Schema, pools: IdPools): fc.Arbitrary<unknown> {
+/** A value that satisfies `schema` (names get realistic values: IDs from the live pools, harmless executables). */
+function validValue(name: string, schema: Schema): fc.Arbitrary<unknown> {
   const base = ((): fc.Arbitrary<unknown> => {
     if (schema.enum) {
       return fc.constantFrom(...schema.enum);
@@ -337,9 +384,9 @@ function validValue(name: string, schema: Schema, pools: IdPools): fc.Arbitrary<
       case 'requirementId':
       case 'sourceRequirementId':
       case 'parentRequirementId':
-        return pick(pools.requirement, `req_${UUID0}`);
+        return poolRef('requirement');
       case 'sourceSessionId':
-        return pick(pools.session, `ses_${UUID0}`);
+        return poolRef('session');
       case 'url':
         return fc.constant('https://github.com/org/repo/pull/1');
       case 'allowedOrigin':
@@ -358,7 +405,7 @@ function validValue(name: string, schema: Schema, pools: IdPools): fc.Arbitrary<
       case 'authentication':
         return fc.constant('token');
       case 'attachmentIds':
-        return fc.subarray(pools.attachment, { maxLength: 3 });
+        return fc.array(poolRef('attachment'), { maxLength: 3 });
       case 'headSha':
         return fc.constant('0123456789abcdef0123456789abcdef01234567');
       default:
@@ -373,9 +420,9 @@ function validValue(name: string, schema: Schema, pools: IdPools): fc.Arbitrary<
       case 'boolean':
         return fc.boolean();
       case 'array':
-        return fc.array(validValue(`${name}[]`, schema.items ?? {}, pools), { maxLength: 4 });
+        return fc.array(validValue(`${name}[]`, schema.items ?? {}), { maxLength: 4 });
       case 'object':
-        return validObject(schema, pools);
+        return validObject(schema);
       default:
         return fc.jsonValue({ maxDepth: 2 });
     }
@@ -383,11 +430,11 @@ function validValue(name: string, schema: Schema, pools: IdPools): fc.Arbitrary<
   return schema.nullable ? fc.oneof({ arbitrary: base, weight: 4 }, { arbitrary: fc.constant(null), weight: 1 }) : base;
 }
 
-function validObject(schema: Schema, pools: IdPools): fc.Arbitrary<Record<string, unknown>> {
+function validObject(schema: Schema): fc.Arbitrary<Record<string, unknown>> {
   const properties = schema.properties ?? {};
   const record: Record<string, fc.Arbitrary<unknown>> = {};
   for (const [key, prop] of Object.entries(properties)) {
-    record[key] = validValue(key, prop, pools);
+    record[key] = validValue(key, prop);
   }
   return fc.record(record, { requiredKeys: (schema.required ?? []).filter((k) => k in properties) }) as fc.Arbitrary<Record<string, unknown>>;
 }
@@ -514,8 +561,8 @@ const CONTENT_TYPES = [
   '',
 ];
 
-function jsonBody(schema: Schema, pools: IdPools, clean: boolean): fc.Arbitrary<BodyDraft> {
-  const valid = validObject(schema, pools);
+function jsonBody(schema: Schema, clean: boolean): fc.Arbitrary<BodyDraft> {
+  const valid = validObject(schema);
   const encode = (value: unknown, tags: string[]): BodyDraft => {
     const text = toJsonText(value);
     const body = text === undefined ? Buffer.alloc(0) : Buffer.from(text, 'utf8');
@@ -819,9 +866,9 @@ export function operationArbitrary(op: Operation, target: FuzzTarget): fc.Arbitr
 function requestFor(op: Operation, target: FuzzTarget, clean: boolean): fc.Arbitrary<FuzzRequest> {
   const pathParams = op.parameters.filter((p) => p.in === 'path');
   const queryParams = op.parameters.filter((p) => p.in === 'query');
-  const segments = fc.tuple(...pathParams.map((p) => idSegment(paramKind(op, p.name), target.pools, clean)));
+  const segments = fc.tuple(...pathParams.map((p) => idSegment(paramKind(op, p.name), clean)));
   const query = fc.tuple(
-    fc.subarray(queryParams).chain((chosen) => fc.tuple(...chosen.map((p) => queryValue(op, p, target.pools, clean)))),
+    fc.subarray(queryParams).chain((chosen) => fc.tuple(...chosen.map((p) => queryValue(op, p, clean)))),
     clean
       ? fc.constant([] as string[])
       : fc.oneof(
@@ -832,7 +879,7 @@ function requestFor(op: Operation, target: FuzzTarget, clean: boolean): fc.Arbit
   );
   const body: fc.Arbitrary<BodyDraft> =
     op.body?.kind === 'json'
-      ? jsonBody(op.body.schema, target.pools, clean)
+      ? jsonBody(op.body.schema, clean)
       : op.body?.kind === 'binary'
         ? binaryBody(clean)
         : op.body?.kind === 'raw'
