@@ -35,8 +35,8 @@ const LATE_SEQUENCE = { large: 4900, small: 100 };
 /** Replay starts after this event id; the next 200 are requirement.created events in both. */
 const REPLAY_AFTER = { large: 1000, small: 1 };
 
-const HTTP_SAMPLES = Number(process.env['BENCH_SCALE_HTTP_SAMPLES'] ?? 250);
-const HTTP_WARMUP = 20;
+const HTTP_SAMPLES = Number(process.env['BENCH_SCALE_HTTP_SAMPLES'] ?? 200);
+const HTTP_WARMUP = 10;
 const SSE_SAMPLES = Number(process.env['BENCH_SCALE_SSE_SAMPLES'] ?? 40);
 const STARTUP_SAMPLES = Number(process.env['BENCH_SCALE_STARTUP_SAMPLES'] ?? 5);
 const TARGET_RATIO = 2;
@@ -81,14 +81,16 @@ function seedStatements(shape: Shape, now: number): Array<[string, string]> {
   const traces = E - R - M;
   const traceBase = Math.floor(traces / R);
   const traceExtra = traces - traceBase * R;
-  if (base < 1 || traceBase < 1) {
+  if (base < 1 || traceBase < 1 || traceBase + 1 > 999) {
     throw new Error(`scale: inconsistent shape ${JSON.stringify(shape)}`);
   }
   const bigIndexes = Array.from({ length: big }, (_, j) => Math.floor(((j + 0.5) * R) / big));
-  // Created over the last six days (inside every retention window), oldest first; messages half
-  // a second apart, trace entries a tenth of a second apart.
-  const t0 = now - 6 * 86_400_000;
-  const step = Math.floor((5.5 * 86_400_000) / R);
+  // Created over the last six days (inside every retention window), oldest first, on whole
+  // seconds; messages half a second apart; a run's trace entries a millisecond apart, in the
+  // second it started (so their timestamps are a string edit rather than a strftime).
+  const t0 = Math.floor(now / 1000) * 1000 - 6 * 86_400_000;
+  const step = Math.floor((5.5 * 86_400) / R) * 1000;
+  const traceAt = `substr(r.created, 1, 20) || printf('%03dZ', s.k)`;
   const statuses = `CASE WHEN i IN (${bigIndexes.join(',')}) THEN 'waiting_confirmation' ELSE CASE i % 5 WHEN 0 THEN 'doing' WHEN 1 THEN 'waiting_confirmation' ELSE 'done' END END`;
   return [
     [
@@ -160,7 +162,7 @@ function seedStatements(shape: Shape, now: number): Array<[string, string]> {
       `INSERT INTO manager_event (id, type, requirement_id, session_id, run_id, actor_kind, actor_id, payload, created_at)
          SELECT ${R + M} + r.toff + s.k, 'run.trace.appended', r.id, r.ses, r.run, 'agent', r.run,
            printf('{"trace":{"createdAt":"%s","detail":%s,"id":"%s","kind":"%s","nativeType":null,"runId":"%s","sequence":%d,%s}}',
-             ${isoSql('r.created_ms + s.k * 100')},
+             ${traceAt},
              CASE s.k % 4 WHEN 2 THEN '"ok\\nok\\nok"' ELSE '"npm test -- compaction"' END,
              ${idSql('trc', 'r.toff + s.k')},
              CASE s.k % 4 WHEN 0 THEN 'reasoning' WHEN 1 THEN 'tool_call' WHEN 2 THEN 'tool_result' ELSE 'assistant_message' END,
@@ -169,7 +171,7 @@ function seedStatements(shape: Shape, now: number): Array<[string, string]> {
                WHEN 0 THEN '"status":null,"title":"Thinking about the merge step","toolCallId":null,"toolName":null'
                WHEN 3 THEN '"status":null,"title":"npm test -- compaction","toolCallId":null,"toolName":null'
                ELSE '"status":"' || CASE s.k % 4 WHEN 1 THEN 'started' ELSE 'completed' END || '","title":"npm test -- compaction","toolCallId":"call_' || (s.k / 4) || '","toolName":"shell"' END),
-           ${isoSql('r.created_ms + s.k * 100')}
+           ${traceAt}
          FROM plan r JOIN seq s ON s.k <= r.tcnt ORDER BY r.i, s.k`,
     ],
     ['drop plan', 'DROP TABLE plan; DROP TABLE seq'],
