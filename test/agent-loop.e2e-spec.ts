@@ -2,19 +2,15 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { send } from './support/http';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
-import { ModelStub, claudeEnvironment, codexEnvironment } from './support/model-stub';
+import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
 
 // The agent's side of the control plane for real: the pinned Codex and Claude Code CLIs, told
 // by the model stub to run code-factory-cli from their PATH, exactly as a user's agent would.
 
-const CLI_BIN = path.join(ROOT, 'test', 'agent-clis', 'node_modules', '.bin');
-const PROVIDERS = [
-  { env: codexEnvironment, executable: path.join(CLI_BIN, 'codex'), provider: 'codex' },
-  { env: claudeEnvironment, executable: path.join(CLI_BIN, 'claude'), provider: 'claude-code' },
-] as const;
+const PROVIDERS = REAL_AGENT_CLIS;
 /** The first child's ID, from `requirement related` (what an agent would read off its JSON). */
 const FIRST_CHILD = `"$(code-factory-cli requirement related | node -e "let s='';process.stdin.on('data',d=>s+=d).on('end',()=>process.stdout.write(JSON.parse(s).children[0].id))")"`;
 

@@ -2,8 +2,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { send } from './support/http';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
-import { ModelStub, claudeEnvironment, codexEnvironment } from './support/model-stub';
+import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
@@ -11,11 +11,7 @@ import { until } from './support/wait';
 // On-demand AI reviews with the real Codex and Claude Code CLIs as reviewers, driven by the
 // model stub. The PR is registered by a real RD run through code-factory-cli.
 
-const CLI_BIN = path.join(ROOT, 'test', 'agent-clis', 'node_modules', '.bin');
-const PROVIDERS = [
-  { env: codexEnvironment, executable: path.join(CLI_BIN, 'codex'), provider: 'codex' },
-  { env: claudeEnvironment, executable: path.join(CLI_BIN, 'claude'), provider: 'claude-code' },
-] as const;
+const PROVIDERS = REAL_AGENT_CLIS;
 
 jest.setTimeout(120_000);
 

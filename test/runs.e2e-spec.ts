@@ -5,22 +5,18 @@ import { findRunProcesses } from '@server/agents/process-tree';
 
 import { query } from './support/db-snapshot';
 import { send } from './support/http';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
-import { ModelStub, claudeEnvironment, codexEnvironment } from './support/model-stub';
+import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
 
 // The run orchestrator end to end with the real, pinned Codex and Claude Code CLIs, driven by
 // the scripted model stub on loopback. Everything goes through the HTTP API.
 
-const CLI_BIN = path.join(ROOT, 'test', 'agent-clis', 'node_modules', '.bin');
 /** A long tool command with a grandchild; not `sleep`, which Claude Code refuses to chain. */
 const LONG_JOB = `node -e "setInterval(() => {}, 1000)" am-sleeper-child & node -e "setInterval(() => {}, 1000)" am-sleeper-main`;
 
-const PROVIDERS = [
-  { env: codexEnvironment, executable: path.join(CLI_BIN, 'codex'), provider: 'codex' },
-  { env: claudeEnvironment, executable: path.join(CLI_BIN, 'claude'), provider: 'claude-code' },
-] as const;
+const PROVIDERS = REAL_AGENT_CLIS;
 
 jest.setTimeout(90_000);
 

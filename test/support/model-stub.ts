@@ -654,3 +654,12 @@ function readBody(req: http.IncomingMessage): Promise<Buffer> {
     });
   });
 }
+
+/** Where `npm test` installs the pinned real CLIs (test/agent-clis). */
+export const AGENT_CLI_BIN = path.join(__dirname, '..', 'agent-clis', 'node_modules', '.bin');
+
+/** The two real CLIs with the environment that points each at a stub: for `describe.each`. */
+export const REAL_AGENT_CLIS = [
+  { env: codexEnvironment, executable: path.join(AGENT_CLI_BIN, 'codex'), provider: 'codex' },
+  { env: claudeEnvironment, executable: path.join(AGENT_CLI_BIN, 'claude'), provider: 'claude-code' },
+] as const;

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { Subscription } from 'rxjs';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
@@ -15,6 +15,7 @@ const CLOSED_RECHECK_MS = 60 * 60 * 1000;
 const CLOSED_PER_TICK = 20;
 const FIRST_TICK_DELAY_MS = 1_000;
 const ACTOR = { id: 'github.reconciler', kind: 'trigger' as const };
+const SHUTDOWN_WAIT_MS = 10_000;
 
 export interface ReconcileReport {
   /** PRs considered. */
@@ -39,7 +40,7 @@ export interface ReconcileReport {
  * the PR and receipts keep each delivery single.
  */
 @Injectable()
-export class PullRequestReconciler implements OnApplicationBootstrap, OnModuleDestroy {
+export class PullRequestReconciler implements BeforeApplicationShutdown, OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(PullRequestReconciler.name);
   private timer: NodeJS.Timeout | undefined;
   private subscription: Subscription | undefined;
@@ -75,6 +76,13 @@ export class PullRequestReconciler implements OnApplicationBootstrap, OnModuleDe
     this.stopped = true;
     clearTimeout(this.timer);
     this.subscription?.unsubscribe();
+  }
+
+  /** A tick in flight stops after the PR it is on (the rest is read again next start), bounded. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await Promise.race([this.settled(), new Promise((r) => setTimeout(r, SHUTDOWN_WAIT_MS).unref())]);
   }
 
   /** Waits for a running tick (shutdown, tests). */
@@ -165,6 +173,9 @@ export class PullRequestReconciler implements OnApplicationBootstrap, OnModuleDe
     if (due.length > 0) {
       const snapshots = await this.github.fetchPullRequests(due.map((pr) => ({ number: pr.number, repository: pr.repository })));
       for (const pr of due) {
+        if (this.stopped) {
+          break; // stopping: this PR's summary was not stored, so the next start looks at it again
+        }
         const result = snapshots.get(pullRequestKey(pr));
         if (result?.kind !== 'snapshot') {
           report.failed += 1;

@@ -16,7 +16,7 @@ import { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementsService } from '../requirements/requirements.service';
-import { ActiveRun, errorOf, outcomeOf } from '../runs/active-run';
+import { ActiveRun, errorOf, outcomeOf, recordRunEnd } from '../runs/active-run';
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { toRunResponse } from '../runs/dto/run-response.dto';
 import { RunLauncher } from '../runs/run-launcher.service';
@@ -32,7 +32,6 @@ import {
 import { ReviewRequestEntity } from './review-request.entity';
 
 const SHUTDOWN_WAIT_MS = 10_000;
-const SUMMARY_LENGTH = 500;
 const LOST = 'Agent Manager stopped while the review was running';
 
 interface ActiveReview {
@@ -236,7 +235,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
         review.requirementId,
         async (tx, rows) => {
           const now = this.clock.nowIso();
-          const run = this.closeRun(tx, active, status, error, end, now);
+          const run = recordRunEnd(tx, active, { error, exitCode: end.code, now, status, usage: active.usage });
           const reviewStatus: ReviewRequestStatus = status === 'timed_out' ? 'failed' : (status as ReviewRequestStatus);
           const current = await (await tx.reads()).findOneByOrFail(ReviewRequestEntity, { id: review.id });
           const updated: ReviewRequestEntity = { ...current, error, finishedAt: now, status: reviewStatus, updatedAt: now };
@@ -269,38 +268,6 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     } finally {
       this.running.delete(reviewId);
     }
-  }
-
-  private closeRun(tx: WriteTx, active: ActiveRun, status: RunStatus, error: string | null, end: ProcessEnd, now: string): AgentRunEntity {
-    const run = Object.assign(active.run, {
-      cachedInputTokens: active.usage?.cachedInputTokens ?? null,
-      error,
-      exitCode: end.code,
-      finishedAt: now,
-      inputTokens: active.usage?.inputTokens ?? null,
-      outputTokens: active.usage?.outputTokens ?? null,
-      reasoningOutputTokens: active.usage?.reasoningOutputTokens ?? null,
-      status,
-      taskSummary: active.lastAssistantText ? active.lastAssistantText.slice(0, SUMMARY_LENGTH) : null,
-      updatedAt: now,
-    });
-    tx.update(
-      'agent_run',
-      {
-        cachedInputTokens: run.cachedInputTokens,
-        error,
-        exitCode: run.exitCode,
-        finishedAt: now,
-        inputTokens: run.inputTokens,
-        outputTokens: run.outputTokens,
-        reasoningOutputTokens: run.reasoningOutputTokens,
-        status,
-        taskSummary: run.taskSummary,
-        updatedAt: now,
-      },
-      { id: run.id },
-    );
-    return run;
   }
 
   private async markStale(tx: WriteTx, pullRequest: PullRequestEntity): Promise<Record<string, unknown>> {

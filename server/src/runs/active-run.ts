@@ -1,5 +1,7 @@
 import type { InterruptMode, RunStatus } from '@libs/contracts';
 
+import type { WriteTx } from '../core/database/write-tx';
+
 import type { OutputParser, TokenUsage } from '../agents/agent-adapter';
 import type { ProcessEnd, RunningProcess } from '../agents/process-runner';
 import type { AgentRunEntity } from './agent-run.entity';
@@ -51,4 +53,33 @@ export function errorOf(active: ActiveRun, end: ProcessEnd, status: RunStatus, t
   }
   const tail = end.stderr.trim().split('\n').slice(-3).join(' ').slice(0, 500);
   return `the agent exited with ${end.signal ? `signal ${end.signal}` : `code ${end.code}`}${tail ? `: ${tail}` : ''}`;
+}
+
+/** How much of the agent's last message a run keeps as its task summary. */
+const SUMMARY_LENGTH = 500;
+
+/**
+ * Stages a finished run's row (RD or reviewer): outcome, exit code, usage and summary. Updates
+ * `active.run` too, so the events built from it afterwards carry the final state.
+ */
+export function recordRunEnd(
+  tx: WriteTx,
+  active: ActiveRun,
+  outcome: { status: RunStatus; error: string | null; exitCode: number | null; usage: TokenUsage | null; now: string },
+): AgentRunEntity {
+  const { error, exitCode, now, status, usage } = outcome;
+  const fields = {
+    cachedInputTokens: usage?.cachedInputTokens ?? null,
+    error,
+    exitCode,
+    finishedAt: now,
+    inputTokens: usage?.inputTokens ?? null,
+    outputTokens: usage?.outputTokens ?? null,
+    reasoningOutputTokens: usage?.reasoningOutputTokens ?? null,
+    status,
+    taskSummary: active.lastAssistantText ? active.lastAssistantText.slice(0, SUMMARY_LENGTH) : null,
+    updatedAt: now,
+  };
+  tx.update('agent_run', fields, { id: active.run.id });
+  return Object.assign(active.run, fields);
 }

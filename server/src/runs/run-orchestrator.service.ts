@@ -18,11 +18,10 @@ import { RequirementResponseDto, toRequirementResponse } from '../requirements/d
 import { RequirementRows, RequirementsService } from '../requirements/requirements.service';
 import { AgentRunEntity } from './agent-run.entity';
 import { InterruptResponseDto, StartResponseDto, toRunResponse } from './dto/run-response.dto';
-import { ActiveRun, errorOf, outcomeOf } from './active-run';
+import { ActiveRun, errorOf, outcomeOf, recordRunEnd } from './active-run';
 import { RunLauncher } from './run-launcher.service';
 import { TraceWriter } from './trace-writer';
 
-const SUMMARY_LENGTH = 500;
 
 /** What a delivered message did: `queued` when it waits for the active run (or no run was woken). */
 export interface DeliveryResult {
@@ -348,35 +347,7 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
     const run = active.run;
     const now = this.clock.nowIso();
     const error = status === 'succeeded' || status === 'cancelled' ? null : errorOf(active, end, status, this.configuration.get('rdInactivityTimeoutSeconds'));
-    const usage = await this.runUsage(tx, active);
-    Object.assign(run, {
-      cachedInputTokens: usage?.cachedInputTokens ?? null,
-      error,
-      exitCode: end.code,
-      finishedAt: now,
-      inputTokens: usage?.inputTokens ?? null,
-      outputTokens: usage?.outputTokens ?? null,
-      reasoningOutputTokens: usage?.reasoningOutputTokens ?? null,
-      status,
-      taskSummary: active.lastAssistantText ? active.lastAssistantText.slice(0, SUMMARY_LENGTH) : null,
-      updatedAt: now,
-    });
-    tx.update(
-      'agent_run',
-      {
-        cachedInputTokens: run.cachedInputTokens,
-        error: run.error,
-        exitCode: run.exitCode,
-        finishedAt: now,
-        inputTokens: run.inputTokens,
-        outputTokens: run.outputTokens,
-        reasoningOutputTokens: run.reasoningOutputTokens,
-        status,
-        taskSummary: run.taskSummary,
-        updatedAt: now,
-      },
-      { id: run.id },
-    );
+    recordRunEnd(tx, active, { error, exitCode: end.code, now, status, usage: await this.runUsage(tx, active) });
 
     if (status === 'succeeded') {
       // Invariant 4: success consumes exactly the captured boundary, nothing that came later.

@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { Subscription } from 'rxjs';
 
@@ -13,6 +13,7 @@ const TIMEOUT_NAME = 'agent-timers';
 const MAX_SLEEP_MS = 60_000;
 /** After a failed delivery, wait before retrying so a broken Requirement cannot spin the loop. */
 const RETRY_AFTER_FAILURE_MS = 5_000;
+const SHUTDOWN_WAIT_MS = 5_000;
 
 /**
  * Arms one timeout, through @nestjs/schedule's registry, for the earliest active timer; fires
@@ -20,7 +21,7 @@ const RETRY_AFTER_FAILURE_MS = 5_000;
  * and at start (which also delivers what came due while the manager was down).
  */
 @Injectable()
-export class TimerScheduler implements OnApplicationBootstrap, OnModuleDestroy {
+export class TimerScheduler implements BeforeApplicationShutdown, OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(TimerScheduler.name);
   private subscription: Subscription | undefined;
   private unsubscribeClock: (() => void) | undefined;
@@ -45,6 +46,12 @@ export class TimerScheduler implements OnApplicationBootstrap, OnModuleDestroy {
     this.subscription?.unsubscribe();
     this.unsubscribeClock?.();
     this.clearTimeout();
+  }
+
+  /** A pass in flight finishes its deliveries before the database closes (bounded). */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    await Promise.race([this.settled(), new Promise((r) => setTimeout(r, SHUTDOWN_WAIT_MS).unref())]);
   }
 
   /** Fires whatever is due, then arms for the next. Calls during a pass fold into one more pass. */
