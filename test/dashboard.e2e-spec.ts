@@ -196,7 +196,8 @@ describe('dashboard in Chromium', () => {
     const other = created.json.id as string;
     const url = 'https://github.com/org/repo/pull/42';
     const register = `code-factory-cli pr register --url ${url} --title "Flush timings" --base-branch main --head-branch timings --head-sha 1111111aaaa --status open`;
-    stub.scriptFor(other, [{ shell: register }, { text: 'PR opened.' }]);
+    const propose = 'code-factory-cli requirement propose --title "Write the flush test" --description "A test for the flush path"';
+    stub.scriptFor(other, [{ shell: register }, { shell: propose }, { text: 'PR opened.' }]);
     stub.scriptFor(url, [{ delayMs: 1_500, then: { text: 'One finding: the flush path races with compaction.' } }]);
     await page.goto(`${manager.origin}/requirements/${other}`);
     await detail().waitFor();
@@ -205,6 +206,8 @@ describe('dashboard in Chromium', () => {
     const pr = page.locator('am-pull-request-list li', { hasText: 'org/repo#42' });
     await pr.waitFor({ timeout: 90_000 });
     await messages().getByText('PR opened.').waitFor({ timeout: 90_000 });
+    // The follow-up the agent proposed is listed as a child.
+    await detail().getByRole('link', { exact: true, name: 'Write the flush test' }).waitFor();
     await pr.getByTestId('request-review').click();
     await pr.getByTestId('review-prompt').fill('Look at the flush path');
     await pr.getByTestId('review-submit').click();
@@ -215,7 +218,7 @@ describe('dashboard in Chromium', () => {
     expect(review).toMatchObject({ prompt: 'Look at the flush path', provider: 'codex', status: 'succeeded' });
     await screenshot(page, 'detail-review');
 
-    await page.getByRole('link', { name: 'Pull requests' }).click();
+    await page.getByRole('link', { exact: true, name: 'Pull requests' }).click();
     const card = page.getByTestId('pull-requests-board').locator('[data-column="open"] li', { hasText: 'org/repo#42' });
     await card.getByText('review succeeded').waitFor();
     await screenshot(page, 'board-pull-requests');
@@ -288,30 +291,32 @@ describe('dashboard in Chromium', () => {
 
   it('shows every board with live data and saves screenshots', async () => {
     // A second Requirement created elsewhere (the API) appears on the open board without a reload.
-    await page.getByRole('link', { name: 'Requirements' }).click();
+    await page.getByRole('link', { exact: true, name: 'Requirements' }).click();
     const board = page.getByTestId('requirements-board');
     await board.locator(`[data-requirement-id="${id}"]`).waitFor();
     await expect(board.locator('[data-column="done"]').locator(`[data-requirement-id="${id}"]`).count()).resolves.toBe(1);
     const created = await send(manager.origin, 'POST', '/api/requirements', { description: 'From the API', provider: 'codex', title: 'Live arrival' });
     await board.locator('[data-column="todo"]').locator(`[data-requirement-id="${created.json.id}"]`).waitFor();
+    // The agent's follow-up shows whose child it is.
+    await board.locator('[data-column="todo"] a.card', { hasText: 'Write the flush test' }).getByTestId('parent').getByText('Reviewed work').waitFor();
     await page.getByTestId('filter-text').fill('live arr');
     await board.locator(`[data-requirement-id="${id}"]`).waitFor({ state: 'detached' });
     await expect(board.locator('a.card').count()).resolves.toBe(1);
     await page.getByTestId('filter-text').fill('');
     await screenshot(page, 'board-requirements');
 
-    await page.getByRole('link', { name: 'Sessions' }).click();
+    await page.getByRole('link', { exact: true, name: 'Sessions' }).click();
     await page.getByTestId('sessions-board').locator('[data-column="completed"]').locator('a.card', { hasText: 'Add tiered timings' }).waitFor();
     await screenshot(page, 'board-sessions');
-    await page.getByRole('link', { name: 'Timers' }).click();
+    await page.getByRole('link', { exact: true, name: 'Timers' }).click();
     await page.getByTestId('timers-board').locator('[data-column="cancelled"]').getByText('Check the nightly benchmark').waitFor();
     await screenshot(page, 'board-timers');
   });
 
   it('switches language and theme, and remembers both', async () => {
-    await page.getByRole('link', { name: 'Requirements' }).click();
+    await page.getByRole('link', { exact: true, name: 'Requirements' }).click();
     await page.getByTestId('language').selectOption('zh-CN');
-    await page.getByRole('link', { name: '需求' }).waitFor();
+    await page.getByRole('link', { exact: true, name: '需求' }).waitFor();
     await expect(page.locator('[data-column="todo"] h2').textContent()).resolves.toBe('待办');
     await expect(page.evaluate(() => document.documentElement.lang)).resolves.toBe('zh-CN');
 
@@ -324,7 +329,7 @@ describe('dashboard in Chromium', () => {
     await screenshot(page, 'board-requirements-zh-dark');
 
     await page.reload();
-    await page.getByRole('link', { name: '需求' }).waitFor();
+    await page.getByRole('link', { exact: true, name: '需求' }).waitFor();
     await expect(page.evaluate(() => document.documentElement.dataset['theme'])).resolves.toBe('dark');
   });
 

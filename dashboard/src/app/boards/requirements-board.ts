@@ -25,6 +25,9 @@ const STEP = 60;
               <li>
                 <a class="card" [class.child]="row.depth > 0" [style.--depth]="row.depth" [routerLink]="['/requirements', row.item.id]" [attr.data-requirement-id]="row.item.id">
                   <div class="title">{{ row.item.title }}</div>
+                  @if (row.depth === 0 && row.item.parentRequirementId) {
+                    <div class="meta" data-testid="parent">↳ {{ store.requirements().get(row.item.parentRequirementId)?.title ?? row.item.parentRequirementId }}</div>
+                  }
                   <div class="meta">
                     <span class="badge" [class.accent]="row.item.session.state === 'running'">{{ t('ses.' + row.item.session.state) }}</span>
                     @if (row.item.session.pendingMessageCount > 0) {

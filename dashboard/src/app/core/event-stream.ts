@@ -71,7 +71,6 @@ export class EventStream {
     };
 
     const connect = (): void => {
-      const resumable = this.cursor.lastEventId !== null;
       source = new EventSource(this.cursor.url('/api/events'));
       this.state.set('connecting');
       for (const type of EVENT_TYPES) {
@@ -80,8 +79,9 @@ export class EventStream {
       source.onopen = () => {
         backoff = 500;
         this.state.set('live');
-        // A fresh connection without a cursor may have missed events while it was down.
-        if (opened && !resumable) {
+        // A reconnection resumes after the cursor (Last-Event-ID or ?after=); without one it
+        // cannot, and whatever happened while it was down must be read again.
+        if (opened && this.cursor.lastEventId === null) {
           subscriber.next('resync');
         }
         opened = true;

@@ -48,6 +48,7 @@ export class Store {
   /** Requirements are read newest first; this is how far back we have read. */
   private requirementsCursor: string | null | undefined;
   private loadedBack: string | null = new Date().toISOString();
+  private reading: Promise<void> = Promise.resolve();
 
   readonly requirements = this.requirementsSig.asReadonly();
   readonly pullRequests = this.pullRequestsSig.asReadonly();
@@ -87,6 +88,8 @@ export class Store {
   /** Widens the created-time window, reading older pages only when needed. */
   async setWindow(window: CreatedWindow): Promise<void> {
     this.window.set(window);
+    // One reader at a time: the pages share one cursor.
+    await this.reading;
     const cutoff = cutoffFor(window);
     if (this.requirementsCursor !== null && (cutoff === null || (this.loadedBack !== null && cutoff < this.loadedBack))) {
       this.loadingSig.set(true);
@@ -166,7 +169,13 @@ export class Store {
   }
 
   /** Pages newest first until older than `cutoff`; each page shows as soon as it arrives. */
-  private async readRequirements(cutoff: string | null): Promise<void> {
+  private readRequirements(cutoff: string | null): Promise<void> {
+    const read = this.reading.then(() => this.readRequirementPages(cutoff));
+    this.reading = read.catch(() => undefined);
+    return read;
+  }
+
+  private async readRequirementPages(cutoff: string | null): Promise<void> {
     while (this.requirementsCursor !== null) {
       const cursor = this.requirementsCursor;
       // A small first page paints the board sooner (it fills the visible cards); then full pages.
