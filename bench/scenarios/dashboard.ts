@@ -227,8 +227,18 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
       const t0 = clickAt ?? NaN;
       opens.push(sequences[String(BIG_MESSAGES)]! - t0);
       if (process.env['BENCH_DEBUG']) {
-        const entries = await page.evaluate((start) => (globalThis as unknown as { performance: { getEntriesByType(t: string): Array<{ name: string; startTime: number; responseEnd: number; responseStart: number }> } }).performance.getEntriesByType('resource').filter((e) => e.startTime >= start).map((e) => `${e.name.replace(/^.*\/api/, '').slice(0, 90)} ${Math.round(e.startTime - start)}→${Math.round(e.responseStart - start)}→${Math.round(e.responseEnd - start)}`), t0);
-        progress(`open ${opens[opens.length - 1]}\n${entries.slice(0, 8).join('\n')}`);
+        // The request waterfall of this open (start → first byte → end, ms after the click).
+        type Timing = { name: string; startTime: number; responseStart: number; responseEnd: number };
+        const timings = await page.evaluate(
+          (start) =>
+            (globalThis as unknown as { performance: { getEntriesByType(type: string): Timing[] } }).performance
+              .getEntriesByType('resource')
+              .filter((e) => e.startTime >= start)
+              .map((e) => ({ name: e.name, responseEnd: e.responseEnd, responseStart: e.responseStart, startTime: e.startTime })),
+          t0,
+        );
+        const rows = timings.map((e) => `${e.name.replace(/^.*\/api/, '').slice(0, 90)} ${Math.round(e.startTime - t0)}→${Math.round(e.responseStart - t0)}→${Math.round(e.responseEnd - t0)}`);
+        progress(`open ${Math.round(opens[opens.length - 1]!)} ms\n${rows.slice(0, 12).join('\n')}`);
       }
       // All pages are in once "show earlier" offers the rest of them.
       await page.getByText(`(${BIG_MESSAGES - 30})`).waitFor({ timeout: 30_000 });
