@@ -35,9 +35,9 @@ const LATE_SEQUENCE = { large: 4900, small: 100 };
 /** Replay starts after this event id; the next 200 are requirement.created events in both. */
 const REPLAY_AFTER = { large: 1000, small: 1 };
 
-const HTTP_SAMPLES = Number(process.env['BENCH_SCALE_HTTP_SAMPLES'] ?? 200);
+const HTTP_SAMPLES = Number(process.env['BENCH_SCALE_HTTP_SAMPLES'] ?? 400);
 const HTTP_WARMUP = 10;
-const SSE_SAMPLES = Number(process.env['BENCH_SCALE_SSE_SAMPLES'] ?? 40);
+const SSE_SAMPLES = Number(process.env['BENCH_SCALE_SSE_SAMPLES'] ?? 100);
 const STARTUP_SAMPLES = Number(process.env['BENCH_SCALE_STARTUP_SAMPLES'] ?? 5);
 const TARGET_RATIO = 2;
 
