@@ -614,6 +614,8 @@ export interface components {
             /** @description Every deliverable message up to this sequence was consumed by a successful run */
             lastConsumedMessageSequence: number;
             lastError: string | null;
+            /** @description The sequence of the conversation's latest message (0 when empty) */
+            lastMessageSequence: number;
             /** @description The provider CLI's own session/thread id, once known */
             nativeSessionId: string | null;
             /** @description Deliverable messages after the consumed boundary */
@@ -659,6 +661,8 @@ export interface components {
             effective: components["schemas"]["ConfigurationValuesDto"];
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
+            /** @description Fields a change applies to at once; every other field needs a restart */
+            liveFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
             /** @description Fields overridden for this process by a flag or variable */
             overriddenFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
             /** @description The configuration file */

@@ -31,6 +31,7 @@ export interface AgentSession {
   state: SessionState;
   lastError: string | null;
   lastConsumedMessageSequence: number;
+  lastMessageSequence: number;
   pendingMessageCount: number;
   createdAt: string;
   updatedAt: string;

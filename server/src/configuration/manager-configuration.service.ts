@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 
 import type { EventActor } from '@libs/contracts';
 
-import { UpdateConfigurationDto } from '../core/configuration/configuration.schema';
+import { ConfigurationKey, LIVE_CONFIGURATION_KEYS, UpdateConfigurationDto } from '../core/configuration/configuration.schema';
 import { ConfigurationService, ConfigurationSnapshot } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
 import { EventLog, audit } from '../events/event-log.service';
@@ -10,6 +10,7 @@ import { EventLog, audit } from '../events/event-log.service';
 /** The configuration as the API and events show it: secrets replaced by whether they are set. */
 export interface PublicConfiguration extends ConfigurationSnapshot {
   githubWebhookSecretConfigured: boolean;
+  liveFields: ConfigurationKey[];
 }
 
 function redact(snapshot: ConfigurationSnapshot): PublicConfiguration {
@@ -17,6 +18,7 @@ function redact(snapshot: ConfigurationSnapshot): PublicConfiguration {
     ...snapshot,
     effective: { ...snapshot.effective, githubWebhookSecret: null },
     githubWebhookSecretConfigured: snapshot.effective.githubWebhookSecret !== null,
+    liveFields: [...LIVE_CONFIGURATION_KEYS],
     values: { ...snapshot.values, githubWebhookSecret: null },
   };
 }

@@ -222,7 +222,7 @@ export class Store {
 
   /**
    * The whole conversation. Sequences are gap-free, so every page's start is known in advance.
-   * The session's cursor plus its pending count is a good guess of the length: all those pages
+   * The session's last sequence is the conversation's length (as of the snapshot): all those pages
    * are requested at once, newest first, so the latest messages (what the reader sees first)
    * arrive first and each page shows as it lands; waves continue if the guess was short.
    */
@@ -230,7 +230,7 @@ export class Store {
     const log = this.live.conversation(id);
     const size = this.api.pageSize;
     const session = this.live.requirements.get(id)?.session;
-    const known = Math.max(0, (session?.lastConsumedMessageSequence ?? 0) + (session?.pendingMessageCount ?? 0) - from);
+    const known = Math.max(0, (session?.lastMessageSequence ?? 0) - from);
     let next = 0;
     for (let wave = 0; ; wave++) {
       const count = wave === 0 ? Math.max(PARALLEL_PAGES, Math.ceil(known / size) + 1) : PARALLEL_PAGES;

@@ -14,21 +14,6 @@ interface FieldSpec {
   options?: readonly string[];
 }
 
-/**
- * The server applies these at once; every other field waits for a restart. Mirrors the server's
- * LIVE_CONFIGURATION_KEYS (the response names only fields already changed and pending).
- */
-const LIVE_FIELDS: ReadonlySet<Field> = new Set([
-  'cancelledRequirementRetentionDays',
-  'claudeExecutable',
-  'codexExecutable',
-  'doneRequirementRetentionDays',
-  'githubWebhookSecret',
-  'logLevel',
-  'pullRequestReconcileIntervalSeconds',
-  'rdInactivityTimeoutSeconds',
-]);
-
 const FIELDS: readonly FieldSpec[] = [
   { key: 'pullRequestReconcileIntervalSeconds', type: 'number' },
   { key: 'rdInactivityTimeoutSeconds', type: 'number' },
@@ -66,7 +51,7 @@ const FIELDS: readonly FieldSpec[] = [
             @for (f of fields; track f.key) {
               <label [for]="'cfg-' + f.key" style="display: block">
                 <code>{{ f.key }}</code>
-                @if (!live.has(f.key)) {
+                @if (!live().has(f.key)) {
                   <span class="badge warn" style="margin-left: 0.3rem">{{ t('settings.restart') }}</span>
                 }
               </label>
@@ -107,7 +92,8 @@ export class SettingsDialog {
   protected readonly t = inject(I18n).t;
   protected readonly modal = viewChild.required(Modal);
   protected readonly fields = FIELDS;
-  protected readonly live = LIVE_FIELDS;
+  /** What the server applies at once (from the configuration response); every other field waits for a restart. */
+  protected readonly live = computed(() => new Set<string>(this.config()?.liveFields ?? []));
   protected readonly config = signal<Configuration | null>(null);
   protected readonly draft = signal<Partial<Record<Field, string | number | null>>>({});
   protected readonly busy = signal(false);

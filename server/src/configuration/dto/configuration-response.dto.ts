@@ -31,6 +31,7 @@ export class ConfigurationResponseDto {
   @ApiProperty({ description: 'What this process runs with: values plus launch flags and CODE_FACTORY_* variables', type: ConfigurationValuesDto }) effective: ConfigurationValuesDto;
   @ApiProperty({ description: 'Fields overridden for this process by a flag or variable', enum: CONFIGURATION_KEYS, isArray: true }) overriddenFields: string[];
   @ApiProperty({ description: 'Whether a webhook secret is set (the secret itself is never returned)' }) githubWebhookSecretConfigured: boolean;
+  @ApiProperty({ description: 'Fields a change applies to at once; every other field needs a restart', enum: CONFIGURATION_KEYS, isArray: true }) liveFields: string[];
   @ApiProperty() restartRequired: boolean;
   @ApiProperty({ description: 'Changed fields that take effect after a restart', enum: CONFIGURATION_KEYS, isArray: true }) restartRequiredFields: string[];
 }

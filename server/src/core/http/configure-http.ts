@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import * as zlib from 'node:zlib';
 
 import { INestApplication, ValidationPipe } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
@@ -37,11 +38,55 @@ export function configureHttp(app: INestApplication): void {
   serveDashboard(app);
 }
 
-/** The built Angular app at `/`; unknown non-API paths get index.html so deep links work. */
+/** Build outputs named by content hash (`main-WLAN5XIL.js`): they never change, so cache them for good. */
+const HASHED_ASSET = /-[A-Z0-9]{8}\.(js|css)$/;
+const COMPRESSIBLE = /\.(js|css|svg|json|txt|map)$/;
+
+/**
+ * The built Angular app at `/`; unknown non-API paths get index.html so deep links work.
+ * Text assets go out gzipped (compressed once, on first request, and kept: the build is
+ * fixed for the life of the process), hashed ones with a year's immutable cache.
+ */
 function serveDashboard(app: INestApplication): void {
   const root = dashboardDirectory();
   const index = path.join(root, 'index.html');
-  app.use(express.static(root, { index: false, maxAge: '1h' }));
+  const gzipped = new Map<string, Buffer | null>();
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || req.path.startsWith('/api/') || !COMPRESSIBLE.test(req.path) || !/\bgzip\b/.test(req.headers['accept-encoding'] ?? '')) {
+      next();
+      return;
+    }
+    const file = path.join(root, path.normalize(req.path).replace(/^([/\\])+/, ''));
+    if (!file.startsWith(root + path.sep)) {
+      next();
+      return;
+    }
+    if (!gzipped.has(file)) {
+      gzipped.set(file, fs.existsSync(file) && fs.statSync(file).isFile() ? zlib.gzipSync(fs.readFileSync(file), { level: 9 }) : null);
+    }
+    const body = gzipped.get(file);
+    if (!body) {
+      next();
+      return;
+    }
+    res.setHeader('Content-Encoding', 'gzip');
+    res.setHeader('Vary', 'Accept-Encoding');
+    res.setHeader('Cache-Control', HASHED_ASSET.test(file) ? 'public, max-age=31536000, immutable' : 'public, max-age=3600');
+    res.type(path.extname(file));
+    res.setHeader('Content-Length', body.length);
+    res.end(req.method === 'HEAD' ? undefined : body);
+  });
+  app.use(
+    express.static(root, {
+      index: false,
+      maxAge: '1h',
+      setHeaders: (res, file) => {
+        if (HASHED_ASSET.test(file)) {
+          res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
+        }
+      },
+    }),
+  );
   app.use((req: Request, res: Response, next: NextFunction) => {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || req.path === '/api' || req.path.startsWith('/api/')) {
       next();

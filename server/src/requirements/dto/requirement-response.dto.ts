@@ -27,6 +27,7 @@ export class AgentSessionResponseDto implements AgentSession {
   @ApiProperty({ enum: SESSION_STATES }) state: SessionState;
   @ApiProperty({ nullable: true, type: String }) lastError: string | null;
   @ApiProperty({ description: 'Every deliverable message up to this sequence was consumed by a successful run' }) lastConsumedMessageSequence: number;
+  @ApiProperty({ description: 'The sequence of the conversation\'s latest message (0 when empty)' }) lastMessageSequence: number;
   @ApiProperty({ description: 'Deliverable messages after the consumed boundary' }) pendingMessageCount: number;
   @ApiProperty() createdAt: string;
   @ApiProperty() updatedAt: string;
@@ -62,6 +63,7 @@ export function toSessionResponse(session: AgentSessionEntity): AgentSessionResp
     createdAt: session.createdAt,
     id: session.id,
     lastConsumedMessageSequence: session.lastConsumedMessageSequence,
+    lastMessageSequence: session.lastMessageSequence,
     lastError: session.lastError,
     nativeSessionId: session.nativeSessionId,
     pendingMessageCount: session.pendingMessageCount,
