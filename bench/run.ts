@@ -21,6 +21,21 @@ const SELF_CONTAINED: Record<string, () => Promise<ScenarioResult>> = {
   'trace-flood': traceFloodScenario,
 };
 
+async function runScenario(name: string): Promise<ScenarioResult> {
+  const own = SELF_CONTAINED[name];
+  if (own) {
+    return own();
+  }
+  const sandbox = makeSandbox();
+  const manager = await startManager({ args: ['--log-level', 'warn'], sandbox });
+  try {
+    return await (SCENARIOS[name] as (m: ManagerProcess) => Promise<ScenarioResult>)(manager);
+  } finally {
+    await manager.stop();
+    sandbox.cleanup();
+  }
+}
+
 /** Each scenario should finish within this (issue 8); a slower one is flagged. */
 const SCENARIO_BUDGET_MS = 2 * 60_000;
 
@@ -40,18 +55,12 @@ async function main(): Promise<void> {
   for (const [index, name] of names.entries()) {
     progress(`(${index + 1}/${names.length}) ${name}: started`);
     const started = Date.now();
-    const own = SELF_CONTAINED[name];
-    if (own) {
-      results.push(await own());
-    } else {
-      const sandbox = makeSandbox();
-      const manager = await startManager({ args: ['--log-level', 'warn'], sandbox });
-      try {
-        results.push(await (SCENARIOS[name] as (m: ManagerProcess) => Promise<ScenarioResult>)(manager));
-      } finally {
-        await manager.stop();
-        sandbox.cleanup();
-      }
+    try {
+      results.push(await runScenario(name));
+    } catch (err) {
+      // One broken scenario must not cost the others their figures: it is recorded as failed.
+      progress(`(${index + 1}/${names.length}) ${name}: FAILED: ${(err as Error).message}`);
+      results.push({ figures: [{ name: 'scenario completed', target: { op: '>=', value: 1 }, unit: '', value: 0 }], notes: [(err as Error).message], scenario: name });
     }
     const seconds = Math.round((Date.now() - started) / 1000);
     progress(`(${index + 1}/${names.length}) ${name}: done in ${seconds} s${seconds * 1000 > SCENARIO_BUDGET_MS ? ' (over its 2-minute budget)' : ''}`);

@@ -58,7 +58,7 @@ function snapshotSql(r: string, at: { status: string; state: string; consumed: s
   return `json_object(
     'completedAt', ${at.completedAt}, 'createdAt', ${r}.created, 'createdBy', 'human', 'description', ${r}.description,
     'id', ${r}.id, 'model', NULL, 'parentRequirementId', NULL, 'provider', 'codex', 'reasoningEffort', NULL,
-    'session', json_object('createdAt', ${r}.created, 'id', ${r}.ses, 'lastConsumedMessageSequence', ${at.consumed}, 'lastError', NULL,
+    'session', json_object('createdAt', ${r}.created, 'id', ${r}.ses, 'lastConsumedMessageSequence', ${at.consumed}, 'lastError', NULL, 'lastMessageSequence', ${at.consumed},
       'nativeSessionId', NULL, 'pendingMessageCount', 0, 'provider', 'codex', 'requirementId', ${r}.id, 'state', ${at.state}, 'updatedAt', ${at.updatedAt}),
     'sourceSessionId', NULL, 'status', ${at.status}, 'title', ${r}.title, 'updatedAt', ${at.updatedAt})`;
 }
