@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 
 import { type BrowserSession, launchBrowser, png, screenshot } from './support/browser';
+import { FakeGitHubServer } from './support/fake-github-server';
 import { send } from './support/http';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, codexEnvironment } from './support/model-stub';
@@ -28,9 +29,12 @@ declare const document: {
 };
 declare function getComputedStyle(element: object): { backgroundColor: string };
 
+const GITHUB_TOKEN = 'ghp_dashboard_test';
+
 describe('dashboard in Chromium', () => {
   let sandbox: Sandbox;
   let stub: ModelStub;
+  let github: FakeGitHubServer;
   let manager: ManagerProcess;
   let browser: BrowserSession;
   let page: Page;
@@ -42,8 +46,19 @@ describe('dashboard in Chromium', () => {
     sandbox = makeSandbox();
     stub = await ModelStub.start();
     const agentEnv = codexEnvironment(stub, fs.mkdtempSync(path.join('/var/tmp', 'am-dashboard-codex-')));
-    // No GitHub token: PRs come from the agent's registration, the reconciler stays offline.
-    manager = await startManager({ env: { ...agentEnv, CODE_FACTORY_CODEX_EXECUTABLE: CODEX, GH_TOKEN: '', GITHUB_TOKEN: '' }, sandbox });
+    // GitHub is the fake: the agent's `pr register --url` reads the PR from it, and the reconciler polls it every second.
+    github = await FakeGitHubServer.start({ token: GITHUB_TOKEN });
+    manager = await startManager({
+      env: {
+        ...agentEnv,
+        CODE_FACTORY_CODEX_EXECUTABLE: CODEX,
+        CODE_FACTORY_GITHUB_API_URL: github.url,
+        CODE_FACTORY_PULL_REQUEST_RECONCILE_INTERVAL_SECONDS: '1',
+        GH_TOKEN: '',
+        GITHUB_TOKEN,
+      },
+      sandbox,
+    });
     browser = await launchBrowser();
     page = browser.page;
     // Desktop notifications are allowed and recorded, so the finished-run notification is checked.
@@ -66,6 +81,7 @@ describe('dashboard in Chromium', () => {
   afterAll(async () => {
     await browser?.close();
     await manager?.stop();
+    await github?.close();
     await stub?.close();
     sandbox?.cleanup();
   });
@@ -191,11 +207,13 @@ describe('dashboard in Chromium', () => {
     await screenshot(page, 'detail');
   });
 
-  it('shows the PR the agent registers and requests a review of it', async () => {
+  it('shows the PR the agent registers (from the fake GitHub), requests a review of it, and labels GitHub feedback', async () => {
     const created = await send(manager.origin, 'POST', '/api/requirements', { description: 'Open a PR', provider: 'codex', title: 'Reviewed work' });
     const other = created.json.id as string;
     const url = 'https://github.com/org/repo/pull/42';
-    const register = `code-factory-cli pr register --url ${url} --title "Flush timings" --base-branch main --head-branch timings --head-sha 1111111aaaa --status open`;
+    github.addPullRequest({ headBranch: 'timings', headSha: '1111111aaaa', number: 42, repository: 'org/repo', title: 'Flush timings' });
+    // Only the URL: every other field comes from GitHub.
+    const register = `code-factory-cli pr register --url ${url}`;
     const propose = 'code-factory-cli requirement propose --title "Write the flush test" --description "A test for the flush path"';
     stub.scriptFor(other, [{ shell: register }, { shell: propose }, { text: 'PR opened.' }]);
     stub.scriptFor(url, [{ delayMs: 1_500, then: { text: 'One finding: the flush path races with compaction.' } }]);
@@ -222,6 +240,14 @@ describe('dashboard in Chromium', () => {
     const card = page.getByTestId('pull-requests-board').locator('[data-column="open"] li', { hasText: 'org/repo#42' });
     await card.getByText('review succeeded').waitFor();
     await screenshot(page, 'board-pull-requests');
+
+    // A reviewer comments on GitHub: the reconciler brings it in, labelled by its source.
+    github.addComment('org/repo', 42, { author: 'octocat', body: 'Please add a benchmark for the flush path.' });
+    await page.goto(`${manager.origin}/requirements/${other}`);
+    const feedback = messages().locator('[data-author="reviewer"]', { hasText: 'Please add a benchmark for the flush path.' });
+    await feedback.waitFor({ timeout: 30_000 });
+    await expect(feedback.getByTestId('message-source').textContent()).resolves.toContain('github');
+    await expect(feedback.getByTestId('message-source').textContent()).resolves.toContain('comment');
   });
 
   it('keeps the reader where they are in a long conversation and offers a jump to the latest', async () => {
