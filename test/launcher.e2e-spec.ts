@@ -38,7 +38,7 @@ describe('agent-manager start', () => {
       expect(manager.stdout()).toContain(`Dashboard   ${manager.origin}/`);
       expect(manager.stderr()).toBe('');
       const config = JSON.parse(fs.readFileSync(path.join(dataDirectory, 'config.json'), 'utf8'));
-      expect(config).toMatchObject({ host: '127.0.0.1', port: 4310, pullRequestReconcileIntervalSeconds: 30 });
+      expect(config).toMatchObject({ host: '127.0.0.1', port: 4310, pullRequestReconcileIntervalSeconds: 60 });
     } finally {
       expect(await manager.stop()).toBe(0);
     }
@@ -54,7 +54,7 @@ describe('agent-manager start', () => {
     const files = fs.readdirSync(logs).filter((f) => f.endsWith('.log'));
     const text = files.map((f) => fs.readFileSync(path.join(logs, f), 'utf8')).join('');
     const lines = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(lines.some((l) => l.message === 'reply appended' && l.requirementId === created.json.id && l.actor === 'human')).toBe(true);
+    expect(lines.some((l) => l.message === 'message delivered' && l.requirementId === created.json.id && l.actor === 'human')).toBe(true);
     expect(lines.every((l) => typeof l.timestamp === 'string' && typeof l.level === 'string')).toBe(true);
     expect(text).not.toContain('SECRET-BODY-TEXT');
   });
@@ -141,7 +141,7 @@ describe('agent-manager start', () => {
     try {
       const config = (await send(manager.origin, 'GET', '/api/configuration')).json;
       expect(config.effective).toMatchObject({ databasePath: db, logLevel: 'warn', pullRequestReconcileIntervalSeconds: 5 });
-      expect(config.values).toMatchObject({ databasePath: null, logLevel: 'info', pullRequestReconcileIntervalSeconds: 30 });
+      expect(config.values).toMatchObject({ databasePath: null, logLevel: 'info', pullRequestReconcileIntervalSeconds: 60 });
       expect(config.overriddenFields).toEqual(expect.arrayContaining(['databasePath', 'logLevel', 'port', 'pullRequestReconcileIntervalSeconds']));
       expect(config.overriddenFields).not.toContain('host');
       expect(fs.existsSync(db)).toBe(true);
