@@ -60,6 +60,18 @@ describe('Secure by default: attacks against a real server', () => {
     stream.close();
   });
 
+  it('does not let a differently spelt /API prefix past the credential and scope checks', async () => {
+    for (const [method, path] of [
+      ['GET', '/API/requirements'],
+      ['GET', '/Api/configuration'],
+      ['PATCH', '/API/configuration'],
+      ['POST', '/API/github/webhook'],
+    ]) {
+      const res = await send(manager.origin, method as string, path as string, method === 'GET' ? undefined : {}, {}, NO_AUTH);
+      expect({ path, status: res.status }).toEqual({ path, status: 404 });
+    }
+  });
+
   it('refuses a wrong token (401)', async () => {
     const wrong = manager.token.replace(/^./, (c) => (c === 'a' ? 'b' : 'a'));
     for (const attack of writes({ Authorization: `Bearer ${wrong}` })) {

@@ -57,6 +57,11 @@ export class AuthenticationMiddleware {
   ) {}
 
   readonly handle = (req: AuthenticatedRequest, res: Response, next: NextFunction): void => {
+    if (/^\/api(\/|$)/i.test(req.path) && !/^\/api(\/|$)/.test(req.path)) {
+      // Routing ignores case; credentials and scopes are checked on the canonical spelling only.
+      this.refuse(req, res, 404, 'not_found', 'API paths are lower-case: /api/…');
+      return;
+    }
     const isApi = req.path === '/api' || req.path.startsWith('/api/');
     if (!isApi) {
       if (req.method === 'GET' && req.path === '/' && typeof req.query.token === 'string') {

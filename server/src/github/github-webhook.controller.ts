@@ -28,6 +28,12 @@ export class GitHubWebhookController {
   @ApiUnauthorizedResponse({ description: 'Missing or wrong signature: nothing is processed' })
   @ApiNotFoundResponse({ description: 'The webhook is off' })
   async receiveWebhook(@Req() req: Request, @Headers('x-github-event') event: string | undefined, @Headers('x-hub-signature-256') signature: string | undefined): Promise<WebhookResponseDto> {
+    // Nothing is read from an unauthenticated caller unless the webhook is on and the body may be GitHub's.
+    this.webhooks.assertEnabled();
+    if (Number(req.headers['content-length'] ?? 0) > MAX_WEBHOOK_BYTES) {
+      req.destroy();
+      throw invalid('body_too_large', `webhook bodies may be at most ${MAX_WEBHOOK_BYTES} bytes`);
+    }
     return this.webhooks.receive(event, signature, await readBody(req));
   }
 }
@@ -39,7 +45,7 @@ function readBody(req: Request): Promise<Buffer> {
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > MAX_WEBHOOK_BYTES) {
-        req.pause();
+        req.destroy();
         reject(invalid('body_too_large', `webhook bodies may be at most ${MAX_WEBHOOK_BYTES} bytes`));
         return;
       }

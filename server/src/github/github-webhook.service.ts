@@ -34,11 +34,17 @@ export class GitHubWebhookService {
     private readonly reconciler: PullRequestReconciler,
   ) {}
 
-  async receive(event: string | undefined, signature: string | string[] | undefined, body: Buffer): Promise<WebhookOutcome> {
+  /** 404 while the webhook is off (no secret configured). */
+  assertEnabled(): string {
     const secret = this.configuration.get('githubWebhookSecret');
     if (secret === null) {
       throw notFound('webhook_disabled', 'the GitHub webhook is off: set githubWebhookSecret in the configuration to turn it on');
     }
+    return secret;
+  }
+
+  async receive(event: string | undefined, signature: string | string[] | undefined, body: Buffer): Promise<WebhookOutcome> {
+    const secret = this.assertEnabled();
     if (!verifyWebhookSignature(secret, body, signature)) {
       this.logger.warn({ event, msg: 'webhook refused: bad signature' });
       throw unauthorized('invalid_signature', 'X-Hub-Signature-256 does not match the body signed with the configured secret');

@@ -3,6 +3,7 @@ import type { Subscription } from 'rxjs';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
+import type { WriteTx } from '../core/database/write-tx';
 import { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
@@ -97,6 +98,10 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
    * returns that tick; PRs it asked for are looked at right after it.
    */
   reconcile(ids?: readonly string[]): Promise<ReconcileReport> {
+    if (ids && ids.length === 0) {
+      // Nothing named (another call already took the requested PRs): not "every PR".
+      return Promise.resolve({ deliveries: 0, durationMs: 0, failed: 0, fetched: 0, pullRequests: 0, skippedReason: null });
+    }
     if (this.current) {
       ids?.forEach((id) => this.requested.add(id));
       if (!ids) {
@@ -211,14 +216,24 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
       url: snapshot.url,
     };
     // 1. Lifecycle and head: the message commits with the row, so the change is told once.
+    // Applied only over the row this tick read: a registration in between (a newer head) wins,
+    // and the PR is simply looked at again next tick.
+    const unchanged = async (tx: WriteTx) => (await (await tx.reads()).findOneBy(PullRequestEntity, { id: pr.id }))?.updatedAt === pr.updatedAt;
     const status = statusDelivery(pr, snapshot);
     if (status) {
       const outcome = await this.delivery.deliver(status, {
         alsoWrite: async (tx) => void (await this.pullRequests.applyGitHubState(tx, pr.id, state, ACTOR)),
+        guard: unchanged,
       });
+      if (outcome.status === 'skipped') {
+        return written;
+      }
       written += outcome.message ? 1 : 0;
     } else {
-      await this.database.write((tx) => this.pullRequests.applyGitHubState(tx, pr.id, state, ACTOR));
+      const applied = await this.database.write(async (tx) => ((await unchanged(tx)) ? this.pullRequests.applyGitHubState(tx, pr.id, state, ACTOR) : null));
+      if (!applied) {
+        return written;
+      }
     }
     // 2. Comments, CI failures and conflicts not delivered before (at the baseline: recorded as seen).
     const conflict = conflictDelivery(pr, snapshot);

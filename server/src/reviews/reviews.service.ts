@@ -265,6 +265,15 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
       this.logger.log({ msg: `review ${status}`, pullRequestId: review.pullRequestId, reviewRequestId: review.id, runId: active.run.id });
     } catch (err) {
       this.logger.error(`could not record the end of review ${review.id}: ${(err as Error).message}`);
+      // At least end it, or the PR could not be reviewed again until a restart (one active review per PR).
+      await this.database
+        .write(async (tx) => {
+          const now = this.clock.nowIso();
+          const error = `the review's outcome could not be recorded: ${(err as Error).message}`.slice(0, 1000);
+          tx.update('review_request', { error, finishedAt: now, status: 'failed', updatedAt: now }, { id: review.id, status: 'running' });
+          tx.update('agent_run', { error, finishedAt: now, status: 'failed', updatedAt: now }, { id: active.run.id, status: 'running' });
+        })
+        .catch((again: unknown) => this.logger.error(`could not fail review ${review.id}: ${(again as Error).message}`));
     } finally {
       this.running.delete(reviewId);
     }

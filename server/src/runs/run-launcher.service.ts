@@ -110,13 +110,22 @@ export class RunLauncher {
     });
     active.process = proc;
     active.run.processMarker = run.id;
-    await this.database.write(async (tx) =>
-      tx.update('agent_run', { processGroupId: proc.pgid, processId: proc.pid, processMarker: run.id, processStartTime: proc.startTime }, { id: run.id }),
-    );
+    // Watched from here on, whatever happens next: its end always reaches the caller.
+    void proc.finished.then(ended);
+    try {
+      await this.database.write(async (tx) =>
+        tx.update('agent_run', { processGroupId: proc.pgid, processId: proc.pid, processMarker: run.id, processStartTime: proc.startTime }, { id: run.id }),
+      );
+    } catch (err) {
+      // Without its marker on record a crash could not find it again: end it now (the run fails).
+      this.logger.error(`could not record the process of run ${run.id}: ${(err as Error).message}`);
+      active.outcome.failure = `the run's process could not be recorded: ${(err as Error).message}`;
+      this.kill(active);
+      return;
+    }
     if (active.interruptMode) {
       this.kill(active);
     }
-    void proc.finished.then(ended);
   }
 
   /** The run is over: its credential stops working. */

@@ -183,6 +183,11 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
     this.launcher.kill(active);
   }
 
+  /** True once a graceful stop began: no run starts any more. */
+  get stopping(): boolean {
+    return this.shuttingDown;
+  }
+
   get activeRunCount(): number {
     return this.active.size;
   }

@@ -88,6 +88,11 @@ export class TriggerDeliveryService {
         }
         const active = !TERMINAL_REQUIREMENT_STATUSES.includes(rows.requirement.status);
         const deliverToRd = active && delivery.deliverToRd !== false;
+        if (deliverToRd && this.orchestrator.stopping) {
+          // It could not wake the agent now, and nothing would later: leave it unreceipted (the
+          // timer due, the GitHub change unseen) so the next start delivers it.
+          throw new Error('Agent Manager is stopping; the occurrence is delivered at the next start');
+        }
         const { message } = await this.messages.append(
           tx,
           rows,
