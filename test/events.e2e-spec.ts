@@ -33,6 +33,14 @@ describe('ManagerEvents over SSE', () => {
     sandbox?.cleanup();
   });
 
+  it('answers HEAD with the stream\'s headers at once instead of holding it open', async () => {
+    const started = Date.now();
+    const res = await send(manager.origin, 'HEAD', '/api/events', undefined, { 'Last-Event-ID': '42' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
   it('sends only new events without a cursor, each frame carrying the whole event', async () => {
     const live = await connect();
     expect(live.status).toBe(200);

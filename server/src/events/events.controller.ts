@@ -39,6 +39,12 @@ export class EventsController {
     const after = parseCursor(query.after, 'after');
     const header = parseCursor(lastEventId?.trim(), 'Last-Event-ID');
     const cursor = after === null ? header : header === null ? after : Math.max(after, header);
+    if (req.method === 'HEAD') {
+      // A HEAD has no body to stream into: answer the stream's headers and end, never hold it open.
+      res.status(200).type('text/event-stream').setHeader('Cache-Control', 'no-cache');
+      res.end();
+      return;
+    }
     await this.stream.attach(req, res, cursor);
   }
 }
