@@ -216,7 +216,6 @@ describe('dashboard in Chromium', () => {
     const register = `code-factory-cli pr register --url ${url}`;
     const propose = 'code-factory-cli requirement propose --title "Write the flush test" --description "A test for the flush path"';
     stub.scriptFor(other, [{ shell: register }, { shell: propose }, { text: 'PR opened.' }]);
-    stub.scriptFor(url, [{ delayMs: 1_500, then: { text: 'One finding: the flush path races with compaction.' } }]);
     await page.goto(`${manager.origin}/requirements/${other}`);
     await detail().waitFor();
     await page.getByTestId('composer-text').fill(`Open the PR ${other}`);
@@ -226,6 +225,9 @@ describe('dashboard in Chromium', () => {
     await messages().getByText('PR opened.').waitFor({ timeout: 90_000 });
     // The follow-up the agent proposed is listed as a child.
     await detail().getByRole('link', { exact: true, name: 'Write the flush test' }).waitFor();
+    // The reviewer is told the PR's address as GitHub gave it: that is the stub's marker.
+    const registered = (await api(`/api/pull-requests?requirementId=${other}`)).items[0];
+    stub.scriptFor(registered.url, [{ delayMs: 1_500, then: { text: 'One finding: the flush path races with compaction.' } }]);
     await pr.getByTestId('request-review').click();
     await pr.getByTestId('review-prompt').fill('Look at the flush path');
     await pr.getByTestId('review-submit').click();
@@ -238,7 +240,7 @@ describe('dashboard in Chromium', () => {
       // then check the message is at least there after a reload (the review itself is asserted below).
       console.warn(
         'reviewer message not shown live',
-        JSON.stringify((await api(`/api/requirements/${other}/messages?limit=200`)).items.map((m: { sequence: number; author: string }) => [m.sequence, m.author])),
+        JSON.stringify((await api(`/api/requirements/${other}/messages?limit=200`)).items.map((m: { sequence: number; author: string; body: string }) => [m.sequence, m.author, m.body.slice(0, 300)])),
         JSON.stringify(await messages().locator('article').evaluateAll((els) => els.map((e) => (e as unknown as { dataset: Record<string, string> }).dataset['sequence']))),
       );
       await page.reload();
