@@ -1,42 +1,12 @@
 import { Injectable, signal } from '@angular/core';
 import { Observable, share } from 'rxjs';
 
+import { EVENT_TYPES } from '@libs/contracts';
+
 import { EventCursor } from './live/merge';
 import type { ManagerEvent } from './models';
 
 export type ConnectionState = 'connecting' | 'live' | 'offline';
-
-/**
- * Every event type the server may send. SSE frames are named (`event: <type>`), and an
- * EventSource only delivers named frames to listeners registered for that name. Types the server
- * does not send yet (timers, review requests) cost nothing.
- */
-const EVENT_TYPES = [
-  'manager.configuration.updated',
-  'manager.reconciled',
-  'message.created',
-  'pull_request.created',
-  'pull_request.updated',
-  'requirement.completed',
-  'requirement.created',
-  'requirement.deleted',
-  'requirement.updated',
-  'requirements.purged',
-  'review_request.started',
-  'review_request.succeeded',
-  'review_request.failed',
-  'review_request.cancelled',
-  'run.cancelled',
-  'run.failed',
-  'run.started',
-  'run.succeeded',
-  'run.timed_out',
-  'run.trace.appended',
-  'timer.cancelled',
-  'timer.created',
-  'timer.fired',
-  'timer.updated',
-] as const;
 
 const MAX_BACKOFF_MS = 15_000;
 
@@ -73,6 +43,7 @@ export class EventStream {
     const connect = (): void => {
       source = new EventSource(this.cursor.url('/api/events'));
       this.state.set('connecting');
+      // SSE frames are named (`event: <type>`): an EventSource delivers a named frame only to a listener for that name.
       for (const type of EVENT_TYPES) {
         source.addEventListener(type, onEvent as EventListener);
       }
