@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm start [-- options]`: builds whatever is missing or older than its sources, then runs
-// `agent-manager start`. npm runs scripts in the package folder, so the directory the user was
+// `agent-manager start` in this process. npm runs scripts in the package folder, so the directory the user was
 // in (INIT_CWD) is the default workspace.
 'use strict';
 const { spawnSync } = require('node:child_process');
@@ -50,10 +50,8 @@ const args = process.argv.slice(2);
 if (!args.includes('--workspace') && !args.includes('-w') && !args.some((a) => a.startsWith('--workspace='))) {
   args.push('--workspace', process.env.INIT_CWD || process.cwd());
 }
-const child = require('node:child_process').spawn(process.execPath, [path.join(root, 'bin/agent-manager.js'), 'start', ...args], {
-  stdio: 'inherit',
-});
-// Ctrl+C reaches the child through the terminal's process group; forward TERM from supervisors.
-process.on('SIGTERM', () => child.kill('SIGTERM'));
-process.on('SIGINT', () => undefined);
-child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+// The manager runs in this very process rather than in a child: there is no signal to forward
+// (a forwarded TERM used to arrive twice with a process group's own), and --stop-with-parent
+// ends it gracefully when npm or its sh die on a supervisor's SIGTERM without passing it on.
+process.argv = [process.execPath, path.join(root, 'bin/agent-manager.js'), 'start', ...args, '--stop-with-parent'];
+require(path.join(root, 'bin/agent-manager.js'));

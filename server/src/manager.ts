@@ -6,6 +6,7 @@ import { NestFactory } from '@nestjs/core';
 
 import type { ConfigurationValues, LogLevel } from '@libs/contracts';
 
+import { killDescendantsNow } from './agents/process-tree';
 import { AppModule } from './app.module';
 import { loginUrl } from './auth/local-token';
 import { LocalTokenService } from './auth/local-token.service';
@@ -38,8 +39,14 @@ export interface RunningManager {
   authenticationEnabled: boolean;
   runtime: Runtime;
   app: INestApplication;
-  /** Graceful stop: closes SSE streams, finishes queued writes, releases the lock. */
+  /** Graceful stop: ends agent runs, closes SSE streams, finishes queued writes, releases the lock. */
   stop(): Promise<void>;
+  /**
+   * The forced exit (a second Ctrl+C during a stop): kills every agent process at once and
+   * releases the lock, synchronously; the caller exits next. Runs still recorded as running are
+   * settled by the next start's reconciliation, as after a crash.
+   */
+  forceStop(): void;
 }
 
 function urlHost(host: string): string {
@@ -95,6 +102,11 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     return {
       app: running,
       authenticationEnabled: tokens.enabled,
+      forceStop: () => {
+        fileLogger.log({ msg: 'agent manager forced to stop' }, 'Manager');
+        killDescendantsNow();
+        lock.release();
+      },
       loginUrl: loginUrl(url, tokens.value),
       runtime,
       stop: () =>
@@ -109,6 +121,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
           } finally {
             clearInterval(sweep);
             lock.release();
+            fileLogger.log({ msg: 'agent manager stopped' }, 'Manager');
             await fileLogger.close();
           }
         })()),

@@ -9,6 +9,7 @@ import { InstanceLockedError } from '@server/core/workspace/instance-lock';
 import { RunningManager, startManager } from '@server/manager';
 
 import { UsageError, parseIntegerOption } from '../options';
+import { StopSignals } from './stop-signals';
 
 interface StartFlags {
   workspace?: string;
@@ -20,6 +21,7 @@ interface StartFlags {
   logFile?: string;
   allowOrigin?: string;
   prReconcileInterval?: number;
+  stopWithParent?: boolean;
 }
 
 function banner(manager: RunningManager): string {
@@ -53,6 +55,7 @@ export class StartCommand extends CommandRunner {
     if (flags.allowOrigin !== undefined) overrides.allowedOrigin = flags.allowOrigin;
     if (flags.prReconcileInterval !== undefined) overrides.pullRequestReconcileIntervalSeconds = flags.prReconcileInterval;
 
+    const signals = new StopSignals({ stopWithParent: flags.stopWithParent === true });
     let manager: RunningManager;
     try {
       manager = await startManager({
@@ -61,6 +64,7 @@ export class StartCommand extends CommandRunner {
         workspace: flags.workspace ?? process.cwd(),
       });
     } catch (err) {
+      signals.detach();
       if (err instanceof InstanceLockedError || err instanceof ConfigurationFileError) {
         throw new UsageError(err.message);
       }
@@ -71,22 +75,8 @@ export class StartCommand extends CommandRunner {
       throw err;
     }
     process.stdout.write(banner(manager));
-    await new Promise<void>(() => {
-      const stop = () => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        manager.stop().then(
-          // Everything is flushed and closed: exit rather than wait on a stray handle.
-          () => process.exit(process.exitCode ?? 0),
-          (err: unknown) => {
-            process.stderr.write(`agent-manager: error while stopping: ${(err as Error).message}\n`);
-            process.exit(1);
-          },
-        );
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    signals.attach(manager);
+    await new Promise<void>(() => undefined);
   }
 
   @Option({ description: 'Repository to bind (default: the current directory)', flags: '-w, --workspace <dir>' })
@@ -135,5 +125,10 @@ export class StartCommand extends CommandRunner {
   @Option({ description: 'Seconds between pull request reconciliations (0 disables)', flags: '--pr-reconcile-interval <seconds>' })
   parsePrReconcileInterval(value: string): number {
     return parseIntegerOption('--pr-reconcile-interval', value, 0, 2_147_483);
+  }
+
+  @Option({ description: 'Stop (gracefully) when the process that started this one exits; `npm start` uses it', flags: '--stop-with-parent' })
+  parseStopWithParent(): boolean {
+    return true;
   }
 }

@@ -94,3 +94,26 @@ export async function killRunTree(marker: string, rootPid: number | null, graceM
   }
   throw new Error(`processes of run ${marker} survived SIGKILL: ${pids.join(', ')}`);
 }
+
+/**
+ * The last resort of a forced exit (a second Ctrl+C): SIGKILL, now, every descendant of this
+ * process and their process groups. A tool command that escaped to another parent is found by
+ * its run's marker at the next start (the startup reconciliation).
+ */
+export function killDescendantsNow(): void {
+  const children = new Map<number, number[]>();
+  for (const pid of allPids()) {
+    const info = processInfo(pid);
+    if (info && info.state !== 'Z') {
+      children.set(info.ppid, [...(children.get(info.ppid) ?? []), pid]);
+    }
+  }
+  const found: number[] = [];
+  const stack = [...(children.get(process.pid) ?? [])];
+  while (stack.length > 0) {
+    const pid = stack.pop() as number;
+    found.push(pid);
+    stack.push(...(children.get(pid) ?? []));
+  }
+  signal(found, 'SIGKILL');
+}

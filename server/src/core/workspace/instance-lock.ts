@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 
-import { processStartTime } from '../process-table';
+import { processInfo, processStartTime } from '../process-table';
 
 interface LockRecord {
   pid: number;
@@ -25,8 +25,13 @@ function isAlive(record: LockRecord): boolean {
     // EPERM: the process exists but belongs to someone else.
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
-  const now = processStartTime(record.pid);
-  return record.startTime === null || now === null || now === record.startTime;
+  // kill(pid, 0) also succeeds on a zombie: a manager killed with -9 whose parent never reaps it
+  // (a container's init, a supervisor that forgot) is dead all the same.
+  const info = processInfo(record.pid);
+  if (info === null || info.state === 'Z' || info.state === 'X') {
+    return false;
+  }
+  return record.startTime === null || info.startTime === record.startTime;
 }
 
 /**

@@ -1,0 +1,255 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { workspaceKey } from '@server/core/workspace/workspace';
+
+import { query } from '../support/db-snapshot';
+import { registerToken, send } from '../support/http';
+import { ROOT, Sandbox, makeSandbox, startManager } from '../support/manager-process';
+import { until } from '../support/wait';
+
+const TREE_AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'tree-agent.js');
+const BIN = path.join(ROOT, 'bin', 'agent-manager.js');
+
+jest.setTimeout(5 * 60_000);
+
+interface Proc {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  state: string;
+}
+
+function proc(pid: number): Proc | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { pgid: Number(fields[2]), pid, ppid: Number(fields[1]), state: fields[0] ?? '' };
+  } catch {
+    return null;
+  }
+}
+
+/** Alive: exists and is not a zombie. */
+function alive(pid: number): boolean {
+  const p = proc(pid);
+  return p !== null && p.state !== 'Z' && p.state !== 'X';
+}
+
+function childrenOf(pid: number): number[] {
+  return fs
+    .readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+    .filter((p) => proc(p)?.ppid === pid);
+}
+
+/** Every process whose environment carries `entry` (the run marker the manager sets). */
+function withEnv(entry: string): number[] {
+  const found: number[] = [];
+  for (const name of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const environ = fs.readFileSync(`/proc/${name}/environ`, 'latin1');
+      if (environ.split('\0').includes(entry) && alive(Number(name))) {
+        found.push(Number(name));
+      }
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return found;
+}
+
+interface NpmTree {
+  npm: ChildProcess;
+  sh: number;
+  manager: number;
+  origin: string;
+  dataDirectory: string;
+  output(): string;
+}
+
+/** `npm start` exactly as a person (or a supervisor) runs it: npm → sh → node scripts/start.js. */
+async function npmStart(sandbox: Sandbox): Promise<NpmTree> {
+  const npm = spawn('npm', ['start', '--silent', '--', '--workspace', sandbox.workspace, '--port', '0'], {
+    cwd: ROOT,
+    detached: true, // its own process group, as a terminal or a supervisor gives it
+    env: { ...process.env, CODE_FACTORY_CODEX_EXECUTABLE: TREE_AGENT, CODE_FACTORY_HOME: sandbox.home },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  npm.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  npm.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  const origin = await until('the banner', async () => /API\s+(http:\/\/\S+)\/api/.exec(out)?.[1], 120_000);
+  const sh = await until('npm\'s sh', async () => childrenOf(npm.pid!)[0]);
+  const manager = await until('the manager under sh', async () => childrenOf(sh)[0]);
+  const dataDirectory = path.join(sandbox.home, 'workspaces', workspaceKey(fs.realpathSync(sandbox.workspace)));
+  registerToken(origin, fs.readFileSync(path.join(dataDirectory, 'token'), 'utf8').trim());
+  return { dataDirectory, manager, npm, origin, output: () => out, sh };
+}
+
+/** A running agent with a tool command in another process group; resolves with its run's marker. */
+async function startAgent(origin: string, dataDirectory: string): Promise<{ runId: string; marker: string }> {
+  const created = await send(origin, 'POST', '/api/requirements', { provider: 'codex', title: 'keep running' });
+  const started = await send(origin, 'POST', `/api/requirements/${created.json.id}/start`, { message: 'go' });
+  expect(started.status).toBe(202);
+  const runId = started.json.run.id as string;
+  const marker = await until('the run\'s process on record', async () => {
+    const rows = await query<{ process_marker: string | null }>(path.join(dataDirectory, 'factory.sqlite'), 'SELECT process_marker FROM agent_run WHERE id = ?', [runId]);
+    return rows[0]?.process_marker ?? undefined;
+  });
+  // The agent and its detached tool command are both up.
+  await until('the agent and its tool command', async () => withEnv(`AGENT_MANAGER_RUN_MARKER=${marker}`).length >= 2);
+  return { marker, runId };
+}
+
+function logLines(dataDirectory: string): Array<Record<string, unknown>> {
+  const logs = path.join(dataDirectory, 'logs');
+  return fs
+    .readdirSync(logs)
+    .filter((f) => f.endsWith('.log'))
+    .flatMap((f) => fs.readFileSync(path.join(logs, f), 'utf8').trim().split('\n'))
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+async function runStatus(dataDirectory: string, runId: string): Promise<string> {
+  const rows = await query<{ status: string }>(path.join(dataDirectory, 'factory.sqlite'), 'SELECT status FROM agent_run WHERE id = ?', [runId]);
+  return rows[0]!.status;
+}
+
+/** What every graceful stop leaves: no process of the tree, no agent, the run cancelled, the lock gone. */
+async function expectGracefulStop(tree: NpmTree, agent: { runId: string; marker: string }): Promise<void> {
+  await until('the manager to exit', async () => !alive(tree.manager), 30_000);
+  await until('npm and sh to exit', async () => !alive(tree.sh) && !alive(tree.npm.pid!), 10_000);
+  expect(withEnv(`AGENT_MANAGER_RUN_MARKER=${agent.marker}`)).toEqual([]);
+  expect(fs.existsSync(path.join(tree.dataDirectory, 'manager.lock'))).toBe(false);
+  // Recorded by the stop itself, not settled later by a restart's reconciliation.
+  expect(await runStatus(tree.dataDirectory, agent.runId)).toBe('cancelled');
+  const messages = logLines(tree.dataDirectory).map((l) => l.message);
+  expect(messages).toContain('agent manager stopped');
+  expect(messages).not.toContain('agent manager forced to stop');
+}
+
+describe('signals as supervisors and people send them, to an `npm start` tree', () => {
+  let sandbox: Sandbox;
+  const trees: NpmTree[] = [];
+
+  beforeEach(() => {
+    sandbox = makeSandbox();
+  });
+  afterEach(() => {
+    for (const tree of trees.splice(0)) {
+      for (const pid of [tree.manager, tree.sh, tree.npm.pid!]) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }
+    sandbox.cleanup();
+  });
+
+  const targets: Array<[string, (tree: NpmTree) => void]> = [
+    ['SIGTERM to npm', (t) => process.kill(t.npm.pid!, 'SIGTERM')],
+    ['SIGTERM to npm\'s sh', (t) => process.kill(t.sh, 'SIGTERM')],
+    ['SIGTERM to the manager', (t) => process.kill(t.manager, 'SIGTERM')],
+    ['SIGTERM to the process group', (t) => process.kill(-t.npm.pid!, 'SIGTERM')],
+    ['SIGINT to the process group (Ctrl+C)', (t) => process.kill(-t.npm.pid!, 'SIGINT')],
+    ['SIGHUP to the process group (the terminal closed)', (t) => process.kill(-t.npm.pid!, 'SIGHUP')],
+    [
+      'SIGTERM to the group, and again during the stop',
+      (t) => {
+        process.kill(-t.npm.pid!, 'SIGTERM');
+        setTimeout(() => {
+          try {
+            process.kill(t.manager, 'SIGTERM');
+          } catch {
+            // already stopped
+          }
+        }, 100);
+      },
+    ],
+  ];
+
+  it.each(targets)('%s ends in the graceful stop', async (_name, send_) => {
+    const tree = await npmStart(sandbox);
+    trees.push(tree);
+    const agent = await startAgent(tree.origin, tree.dataDirectory);
+    send_(tree);
+    await expectGracefulStop(tree, agent);
+  });
+
+  it('a second Ctrl+C forces a quick exit that still ends the agents and releases the lock', async () => {
+    const tree = await npmStart(sandbox);
+    trees.push(tree);
+    const agent = await startAgent(tree.origin, tree.dataDirectory);
+    // The agent ignores nothing, but its tool command is given 2 s after TERM: the forced exit
+    // must not wait for that.
+    process.kill(-tree.npm.pid!, 'SIGINT');
+    await until('the stop to begin', async () => logLines(tree.dataDirectory).some((l) => l.message === 'agent manager stopping'), 10_000);
+    process.kill(tree.manager, 'SIGINT');
+    await until('the manager to exit', async () => !alive(tree.manager), 10_000);
+    expect(withEnv(`AGENT_MANAGER_RUN_MARKER=${agent.marker}`)).toEqual([]);
+    expect(fs.existsSync(path.join(tree.dataDirectory, 'manager.lock'))).toBe(false);
+    // The next start takes over at once and settles what the forced exit left running.
+    const next = await startManager({ sandbox });
+    try {
+      await until('the run settled', async () => (await runStatus(next.dataDirectory(), agent.runId)) !== 'running');
+    } finally {
+      expect(await next.stop()).toBe(0);
+    }
+  });
+});
+
+describe('agent-manager start under signals', () => {
+  let sandbox: Sandbox;
+
+  beforeEach(() => {
+    sandbox = makeSandbox();
+  });
+  afterEach(() => sandbox.cleanup());
+
+  it('exits 0 after a graceful stop even when a second SIGTERM arrives during it', async () => {
+    const manager = await startManager({ env: { CODE_FACTORY_CODEX_EXECUTABLE: TREE_AGENT }, sandbox });
+    const agent = await startAgent(manager.origin, manager.dataDirectory());
+    const exited = new Promise<number | null>((resolve) => manager.child.once('exit', resolve));
+    manager.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 50));
+    manager.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(withEnv(`AGENT_MANAGER_RUN_MARKER=${agent.marker}`)).toEqual([]);
+    expect(await runStatus(manager.dataDirectory(), agent.runId)).toBe('cancelled');
+    expect(fs.existsSync(path.join(manager.dataDirectory(), 'manager.lock'))).toBe(false);
+  });
+
+  it('does not take a zombie for a running manager: a killed one whose parent never reaps it', async () => {
+    // A parent like a container's init that never calls wait(): the killed manager stays a zombie.
+    const holder = spawn(
+      'python3',
+      ['-c', 'import os, sys, time\npid = os.fork()\nif pid == 0:\n    os.execv(sys.argv[1], sys.argv[1:])\nprint(pid, flush=True)\ntime.sleep(600)\n', process.execPath, BIN, 'start', '--workspace', sandbox.workspace, '--port', '0'],
+      { env: { ...process.env, CODE_FACTORY_HOME: sandbox.home }, stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    try {
+      let out = '';
+      holder.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+      const pid = Number(await until('the forked manager', async () => /^(\d+)\n/.exec(out)?.[1]));
+      const lock = path.join(sandbox.home, 'workspaces', workspaceKey(fs.realpathSync(sandbox.workspace)), 'manager.lock');
+      await until('its lock with a URL', async () => fs.existsSync(lock) && (JSON.parse(fs.readFileSync(lock, 'utf8')) as { url: string | null }).url !== null, 30_000);
+      process.kill(pid, 'SIGKILL');
+      await until('the manager to be a zombie', async () => proc(pid)?.state === 'Z');
+      // kill(pid, 0) still succeeds on it; the next start must not be refused all the same.
+      expect(() => process.kill(pid, 0)).not.toThrow();
+      const next = await startManager({ sandbox });
+      try {
+        expect((await send(next.origin, 'GET', '/api/health')).status).toBe(200);
+      } finally {
+        expect(await next.stop()).toBe(0);
+      }
+    } finally {
+      holder.kill('SIGKILL');
+    }
+  });
+});
