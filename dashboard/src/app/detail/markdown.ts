@@ -9,7 +9,22 @@ import { PLAIN, plainHtml } from './plain-text';
 // untrusted. marked renders, DOMPurify removes anything active, and only then is the result
 // marked safe for Angular (whose own sanitizer would otherwise run a second, lossy pass).
 
-const marked = new Marked({ breaks: true, gfm: true });
+// Raw HTML inside the Markdown is shown as text, never parsed: a browser that parses
+// `<img onerror=…>` even in DOMPurify's detached document checks the handler against the page's
+// CSP and logs a violation for each one (Chromium 156 does), and nothing legitimate in a
+// conversation needs it. What marked itself emits carries no handler attributes; DOMPurify
+// stays as the second line (it still removes `javascript:` links and the like).
+const marked = new Marked({
+  breaks: true,
+  gfm: true,
+  renderer: {
+    html: ({ text }) => escapeHtml(text),
+  },
+});
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
 
 DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   // Links open outside the dashboard and cannot reach back into it.
