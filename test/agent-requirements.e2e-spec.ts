@@ -104,19 +104,47 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       expect(listed.json.items).toEqual([expect.objectContaining({ role: 'rd', status: 'running' })]);
     });
 
-    it('refuses a parent other than the run\'s Requirement (400), a foreign session or credential (403), a person (403) and bad fields (400)', async () => {
+    it('refuses a parent other than the run\'s Requirement (400), a foreign session or credential (403), the owner without a parent (400) and bad fields (400)', async () => {
       const { parent, token } = await family();
       const stranger = await create('stranger');
       await refused(() => propose(parent, token, { parentRequirementId: stranger.id }), 400, 'parent_mismatch');
       await refused(() => propose(parent, token, { sourceSessionId: stranger.session.id }), 403, 'outside_run_scope');
       await refused(() => propose(parent, tokenFor(stranger)), 403, 'outside_run_scope');
-      await refused(() => send(manager.url, 'POST', '/api/agent/requirements', { sourceSessionId: parent.session.id, title: 'x' }), 403);
+      await refused(() => send(manager.url, 'POST', '/api/agent/requirements', { description: 'd', sourceSessionId: parent.session.id, title: 'x' }), 400, 'parent_required');
       await refused(() => propose(parent, token, { title: '' }), 400);
       await refused(() => propose(parent, token, { title: 'x'.repeat(201) }), 400);
       await refused(() => propose(parent, token, { provider: 'gpt' }), 400);
       await refused(() => propose(parent, token, { start: 'yes' }), 400);
       await refused(() => propose(parent, token, { createdBy: 'human' }), 400);
       await refused(() => send(manager.url, 'POST', '/api/agent/requirements', '{"title":', { ...as(token), 'Content-Type': 'application/json' }), 400);
+    });
+
+    it('lets the owner\'s token act for the Requirement it names, audited as a person, under the same relationship rules', async () => {
+      const parent = await create('owner-driven parent');
+      const stranger = await create('owner-driven stranger');
+      const owner = { description: 'scripted follow-up', parentRequirementId: parent.id, sourceSessionId: parent.session.id, title: 'Scripted' };
+      const child: Req = (await send(manager.url, 'POST', '/api/agent/requirements', owner)).json;
+      expect(child).toMatchObject({ createdBy: 'rd_agent', parentRequirementId: parent.id, sourceSessionId: parent.session.id, status: 'todo' });
+      const [proposed] = await query<{ actor_kind: string }>(
+        manager.runtime.databasePath,
+        "SELECT actor_kind FROM manager_event WHERE type = 'requirement.created' AND requirement_id = ?",
+        [child.id],
+      );
+      expect(proposed).toEqual({ actor_kind: 'human' });
+      // The named session must be the named Requirement's, and the rules still hold.
+      await refused(() => send(manager.url, 'POST', '/api/agent/requirements', { ...owner, sourceSessionId: stranger.session.id }), 400, 'session_mismatch');
+      const ownerAct = (target: string, source: Req, action: string) =>
+        send(manager.url, 'POST', `/api/agent/requirements/${target}/action`, { action, sourceRequirementId: source.id, sourceSessionId: source.session.id });
+      await refused(() => ownerAct(child.id, stranger, 'delete'), 409, 'not_proposed_by_source');
+      expect((await ownerAct(child.id, parent, 'delete')).status).toBe(200);
+      const familyOf = await send(manager.url, 'GET', `/api/agent/requirements/${parent.id}/related?sourceSessionId=${parent.session.id}`);
+      expect(familyOf.json.children.map((c: Req) => c.id)).toEqual([child.id]);
+      await refused(() => send(manager.url, 'GET', `/api/agent/requirements/${parent.id}/related?sourceSessionId=${stranger.session.id}`), 400, 'session_mismatch');
+      await refused(
+        () => send(manager.url, 'POST', `/api/agent/requirements/${parent.id}/related/${stranger.id}/messages`, { message: 'hi', sourceSessionId: parent.session.id }),
+        409,
+        'not_related',
+      );
     });
 
     it('refuses a revoked run credential (401)', async () => {

@@ -78,9 +78,22 @@ describe('POST /api/agent/pull-requests', () => {
   it('refuses a PR owned by another Requirement (409) and a claim outside the run\'s scope (403)', async () => {
     await refused(() => register({ ...PR, requirementId: other.id }, otherToken), 409, 'pull_request_owned');
     await refused(() => register({ ...PR, number: 185, requirementId: other.id }), 403, 'outside_run_scope');
-    await refused(() => send(manager.url, 'POST', '/api/agent/pull-requests', { ...PR, requirementId: own.id }), 403, 'agent_credential_required');
     credentials.revoke('run_other');
     await refused(() => register({ ...PR, number: 186, requirementId: other.id }, otherToken), 401);
+  });
+
+  it('lets the owner\'s token register a PR for the Requirement it names, audited as a person', async () => {
+    const events = await connectSse(`${manager.url}/api/events`);
+    // An integration script that opened the PR itself: no run, the local token.
+    const registered = await send(manager.url, 'POST', '/api/agent/pull-requests', { ...PR, number: 190, requirementId: other.id });
+    expect(registered.status).toBe(200);
+    expect(registered.json).toMatchObject({ number: 190, requirementId: other.id, status: 'open' });
+    const [created] = await events.waitFor(1);
+    expect(created).toMatchObject({ data: { actor: { id: null, kind: 'human' } }, event: 'pull_request.created' });
+    events.close();
+    await refused(() => send(manager.url, 'POST', '/api/agent/pull-requests', { ...PR, number: 191, requirementId: 'req_00000000-0000-4000-8000-000000000000' }), 404);
+    // A run credential keeps its scope.
+    await refused(() => register({ ...PR, number: 192, requirementId: other.id }), 403, 'outside_run_scope');
   });
 
   it.each([

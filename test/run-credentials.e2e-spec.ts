@@ -84,7 +84,7 @@ describe('run-scoped agent credentials', () => {
     expect((await send(manager.url, 'GET', '/api/agent/context', undefined, as(second.token))).status).toBe(200);
   });
 
-  it('keeps people off the agent API (403)', async () => {
+  it('keeps people off the run-only context endpoint (403)', async () => {
     await expectRefused(() => send(manager.url, 'GET', '/api/agent/context'), 403, 'agent_credential_required');
   });
 });

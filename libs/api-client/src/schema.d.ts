@@ -30,7 +30,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Register a PR for the run's Requirement, or refresh its metadata (idempotent by repository + number) */
+        /** Register a PR for the run's Requirement (the owner's token: the Requirement named), or refresh its metadata (idempotent by repository + number) */
         post: operations["registerPullRequest"];
         delete?: never;
         options?: never;
@@ -1247,7 +1247,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The source Requirement or session is not the run credential's own */
+            /** @description The source Requirement or session is not the run credential's own (the owner's token may name any) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1295,7 +1295,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The source Requirement or session is not the run credential's own */
+            /** @description The source Requirement or session is not the run credential's own (the owner's token may name any) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1345,7 +1345,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The source Requirement or session is not the run credential's own */
+            /** @description The source Requirement or session is not the run credential's own (the owner's token may name any) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1390,7 +1390,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The source Requirement or session is not the run credential's own */
+            /** @description The source Requirement or session is not the run credential's own (the owner's token may name any) */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -3,8 +3,7 @@ import { ApiBadRequestResponse, ApiConflictResponse, ApiForbiddenResponse, ApiOk
 
 import type { EventActor } from '@libs/contracts';
 
-import { CurrentAgentScope } from '../auth/agent-scope.decorator';
-import type { AgentScope } from '../auth/run-credentials.service';
+import { AgentCaller, CurrentAgentCaller } from '../auth/agent-scope.decorator';
 import { Actor } from '../core/http/actor.decorator';
 import { PullRequestResponseDto, RegisterPullRequestDto } from '../pull-requests/dto/pull-request.dto';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
@@ -16,16 +15,16 @@ export class AgentPullRequestsController {
 
   @Post()
   @HttpCode(200)
-  @ApiOperation({ summary: 'Register a PR for the run\'s Requirement, or refresh its metadata (idempotent by repository + number)' })
+  @ApiOperation({ summary: 'Register a PR for the run\'s Requirement (the owner\'s token: the Requirement named), or refresh its metadata (idempotent by repository + number)' })
   @ApiOkResponse({ type: PullRequestResponseDto })
   @ApiBadRequestResponse()
   @ApiForbiddenResponse({ description: 'Not this run\'s Requirement' })
   @ApiConflictResponse({ description: 'The PR belongs to another Requirement' })
   registerPullRequest(
     @Body() body: RegisterPullRequestDto,
-    @CurrentAgentScope() scope: AgentScope,
+    @CurrentAgentCaller() caller: AgentCaller,
     @Actor() actor: EventActor,
   ): Promise<PullRequestResponseDto> {
-    return this.pullRequests.register(body, scope, actor);
+    return this.pullRequests.register(body, caller, actor);
   }
 }

@@ -14,8 +14,7 @@ import type { Response } from 'express';
 
 import type { EventActor } from '@libs/contracts';
 
-import { CurrentAgentScope } from '../auth/agent-scope.decorator';
-import type { AgentScope } from '../auth/run-credentials.service';
+import { AgentCaller, CurrentAgentCaller } from '../auth/agent-scope.decorator';
 import { Actor } from '../core/http/actor.decorator';
 import { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
 import { AgentRequirementsService } from './agent-requirements.service';
@@ -29,7 +28,7 @@ import {
   RelatedRequirementsDto,
 } from './dto/agent-requirements.dto';
 
-const OUTSIDE_SCOPE = 'The source Requirement or session is not the run credential\'s own';
+const OUTSIDE_SCOPE = 'The source Requirement or session is not the run credential\'s own (the owner\'s token may name any)';
 
 @ApiTags('agent')
 @Controller('agent/requirements')
@@ -41,8 +40,8 @@ export class AgentRequirementsController {
   @ApiCreatedResponse({ type: RequirementResponseDto })
   @ApiBadRequestResponse({ description: 'Invalid fields, or a parent other than the run\'s Requirement' })
   @ApiForbiddenResponse({ description: OUTSIDE_SCOPE })
-  proposeRequirement(@Body() body: ProposeRequirementDto, @CurrentAgentScope() scope: AgentScope, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
-    return this.agentRequirements.propose(body, scope, actor);
+  proposeRequirement(@Body() body: ProposeRequirementDto, @CurrentAgentCaller() caller: AgentCaller, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
+    return this.agentRequirements.propose(body, caller, actor);
   }
 
   @Post(':id/action')
@@ -56,11 +55,11 @@ export class AgentRequirementsController {
   async actOnRequirement(
     @Param('id') id: string,
     @Body() body: AgentRequirementActionDto,
-    @CurrentAgentScope() scope: AgentScope,
+    @CurrentAgentCaller() caller: AgentCaller,
     @Actor() actor: EventActor,
     @Res({ passthrough: true }) res: Response,
   ): Promise<AgentRequirementActionResponseDto> {
-    const result = await this.agentRequirements.act(id, body, scope, actor);
+    const result = await this.agentRequirements.act(id, body, caller, actor);
     res.status(body.action === 'start' || body.action === 'stop' ? 202 : 200);
     return result;
   }
@@ -71,8 +70,8 @@ export class AgentRequirementsController {
   @ApiBadRequestResponse()
   @ApiForbiddenResponse({ description: OUTSIDE_SCOPE })
   @ApiNotFoundResponse()
-  relatedRequirements(@Param('id') id: string, @Query() query: RelatedQueryDto, @CurrentAgentScope() scope: AgentScope): Promise<RelatedRequirementsDto> {
-    return this.agentRequirements.related(id, query.sourceSessionId, scope);
+  relatedRequirements(@Param('id') id: string, @Query() query: RelatedQueryDto, @CurrentAgentCaller() caller: AgentCaller): Promise<RelatedRequirementsDto> {
+    return this.agentRequirements.related(id, query.sourceSessionId, caller);
   }
 
   @Post(':id/related/:targetId/messages')
@@ -87,9 +86,9 @@ export class AgentRequirementsController {
     @Param('id') id: string,
     @Param('targetId') targetId: string,
     @Body() body: RelatedMessageDto,
-    @CurrentAgentScope() scope: AgentScope,
+    @CurrentAgentCaller() caller: AgentCaller,
     @Actor() actor: EventActor,
   ): Promise<RelatedMessageResponseDto> {
-    return this.agentRequirements.message(id, targetId, body, scope, actor);
+    return this.agentRequirements.message(id, targetId, body, caller, actor);
   }
 }

@@ -2,8 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 
 import type { EventActor } from '@libs/contracts';
 
-import { assertInScope } from '../auth/agent-scope.decorator';
-import type { AgentScope } from '../auth/run-credentials.service';
+import { AgentCaller, assertInScope } from '../auth/agent-scope.decorator';
 import { conflict, invalid } from '../core/errors/domain-error';
 import { audit } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
@@ -23,7 +22,8 @@ import {
  * What an RD agent may do to other Requirements: propose follow-ups (its children), act on
  * the children it proposed, and talk to its direct parent and children. Every call names the
  * caller's own Requirement and session, which must match its run credential (403 otherwise);
- * the relationship rules come after (409). Actions go through the same state machine as a
+ * the relationship rules come after (409). The owner's token may act for any Requirement it
+ * names, under the same relationship rules. Actions go through the same state machine as a
  * person's.
  */
 @Injectable()
@@ -36,11 +36,19 @@ export class AgentRequirementsService {
     private readonly requirements: RequirementsService,
   ) {}
 
-  async propose(dto: ProposeRequirementDto, scope: AgentScope, actor: EventActor): Promise<RequirementResponseDto> {
-    assertInScope(scope, { sessionId: dto.sourceSessionId });
-    const parentId = dto.parentRequirementId ?? scope.requirementId;
-    if (parentId !== scope.requirementId) {
-      throw invalid('parent_mismatch', `a proposed Requirement's parent is the proposing session's Requirement ${scope.requirementId}, not ${parentId}`);
+  async propose(dto: ProposeRequirementDto, caller: AgentCaller, actor: EventActor): Promise<RequirementResponseDto> {
+    assertInScope(caller, { sessionId: dto.sourceSessionId });
+    let parentId: string;
+    if (caller.kind === 'run') {
+      parentId = dto.parentRequirementId ?? caller.scope.requirementId;
+      if (parentId !== caller.scope.requirementId) {
+        throw invalid('parent_mismatch', `a proposed Requirement's parent is the proposing session's Requirement ${caller.scope.requirementId}, not ${parentId}`);
+      }
+    } else if (dto.parentRequirementId === undefined) {
+      throw invalid('parent_required', 'with the owner\'s token, name the parent Requirement (parentRequirementId) the proposal is for');
+    } else {
+      parentId = dto.parentRequirementId;
+      await this.sourceOf(parentId, dto.sourceSessionId);
     }
     const parent = await this.requirements.get(parentId);
     // Without a provider of its own, the child runs like its parent (same agent, model, effort).
@@ -65,8 +73,8 @@ export class AgentRequirementsService {
     return (await this.orchestrator.start(created.id, {}, actor)).requirement;
   }
 
-  async act(targetId: string, dto: AgentRequirementActionDto, scope: AgentScope, actor: EventActor): Promise<AgentRequirementActionResponseDto> {
-    assertInScope(scope, { requirementId: dto.sourceRequirementId, sessionId: dto.sourceSessionId });
+  async act(targetId: string, dto: AgentRequirementActionDto, caller: AgentCaller, actor: EventActor): Promise<AgentRequirementActionResponseDto> {
+    assertInScope(caller, { requirementId: dto.sourceRequirementId, sessionId: dto.sourceSessionId });
     const target = await this.requirements.get(targetId);
     // Parent and source session are fixed at creation, so this check cannot go stale.
     if (target.parentRequirementId !== dto.sourceRequirementId || target.sourceSessionId !== dto.sourceSessionId) {
@@ -96,9 +104,9 @@ export class AgentRequirementsService {
     }
   }
 
-  async related(requirementId: string, sourceSessionId: string, scope: AgentScope): Promise<RelatedRequirementsDto> {
-    assertInScope(scope, { requirementId, sessionId: sourceSessionId });
-    const source = await this.requirements.get(requirementId);
+  async related(requirementId: string, sourceSessionId: string, caller: AgentCaller): Promise<RelatedRequirementsDto> {
+    assertInScope(caller, { requirementId, sessionId: sourceSessionId });
+    const source = await this.sourceOf(requirementId, sourceSessionId);
     const [parent, children] = await Promise.all([
       source.parentRequirementId ? this.requirements.find(source.parentRequirementId) : Promise.resolve(null),
       this.requirements.children(requirementId),
@@ -111,9 +119,9 @@ export class AgentRequirementsService {
    * `sourceRequirementId`), deliverable: it starts the target's session or waits behind its
    * run, and reopens a done target. The relationship is checked inside the delivery's unit.
    */
-  async message(sourceId: string, targetId: string, dto: RelatedMessageDto, scope: AgentScope, actor: EventActor): Promise<RelatedMessageResponseDto> {
-    assertInScope(scope, { requirementId: sourceId, sessionId: dto.sourceSessionId });
-    const source = await this.requirements.get(sourceId);
+  async message(sourceId: string, targetId: string, dto: RelatedMessageDto, caller: AgentCaller, actor: EventActor): Promise<RelatedMessageResponseDto> {
+    assertInScope(caller, { requirementId: sourceId, sessionId: dto.sourceSessionId });
+    const source = await this.sourceOf(sourceId, dto.sourceSessionId);
     const result = await this.orchestrator.deliver(
       targetId,
       async (tx, rows) => {
@@ -141,5 +149,17 @@ export class AgentRequirementsService {
       sourceRequirementId: sourceId,
       targetRequirementId: targetId,
     };
+  }
+
+  /**
+   * The source Requirement, which must own the named session. A run's scope already binds the
+   * two; for the owner this keeps a typo from speaking as another Requirement's agent.
+   */
+  private async sourceOf(requirementId: string, sessionId: string): Promise<RequirementResponseDto> {
+    const source = await this.requirements.get(requirementId);
+    if (source.session.id !== sessionId) {
+      throw invalid('session_mismatch', `session ${sessionId} is not the session of Requirement ${requirementId} (${source.session.id})`);
+    }
+    return source;
   }
 }

@@ -129,11 +129,8 @@ export class AuthenticationMiddleware {
     this.refuse(req, res, 401, 'unauthorized', 'invalid token (see `agent-manager token`)');
   }
 
-  private asHuman(req: AuthenticatedRequest, res: Response, next: NextFunction): void {
-    if (req.path.startsWith(AGENT_PREFIX)) {
-      this.refuse(req, res, 403, 'agent_credential_required', 'the agent API is called by agent runs with their run credential');
-      return;
-    }
+  /** The owner: everywhere, the agent API included (acting for the Requirement a request names). */
+  private asHuman(req: AuthenticatedRequest, _res: Response, next: NextFunction): void {
     req.actor = { id: null, kind: 'human' };
     next();
   }

@@ -29,10 +29,11 @@ describe('request policy', () => {
     expect(isAllowedOrigin('null', 'localhost:1', null)).toBe(false);
   });
 
-  it('refuses an agent naming another Requirement or session', () => {
-    const scope = { requirementId: 'req_a', runId: 'run_a', sessionId: 'ses_a' };
-    expect(() => assertInScope(scope, { requirementId: 'req_a', sessionId: 'ses_a' })).not.toThrow();
-    expect(() => assertInScope(scope, { requirementId: 'req_b' })).toThrow('not req_b');
-    expect(() => assertInScope(scope, { sessionId: 'ses_b' })).toThrow('not ses_b');
+  it('refuses an agent naming another Requirement or session, and lets the owner name any', () => {
+    const run = { kind: 'run' as const, scope: { requirementId: 'req_a', runId: 'run_a', sessionId: 'ses_a' } };
+    expect(() => assertInScope(run, { requirementId: 'req_a', sessionId: 'ses_a' })).not.toThrow();
+    expect(() => assertInScope(run, { requirementId: 'req_b' })).toThrow('not req_b');
+    expect(() => assertInScope(run, { sessionId: 'ses_b' })).toThrow('not ses_b');
+    expect(() => assertInScope({ kind: 'owner' }, { requirementId: 'req_b', sessionId: 'ses_b' })).not.toThrow();
   });
 });

@@ -2,8 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 
 import type { EventActor, PullRequestStatus } from '@libs/contracts';
 
-import { assertInScope } from '../auth/agent-scope.decorator';
-import type { AgentScope } from '../auth/run-credentials.service';
+import { AgentCaller, assertInScope } from '../auth/agent-scope.decorator';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { WriteTx } from '../core/database/write-tx';
@@ -48,8 +47,8 @@ export class PullRequestsService {
     private readonly requirements: RequirementsService,
   ) {}
 
-  async register(dto: RegisterPullRequestDto, scope: AgentScope, actor: EventActor): Promise<PullRequestResponseDto> {
-    assertInScope(scope, { requirementId: dto.requirementId });
+  async register(dto: RegisterPullRequestDto, caller: AgentCaller, actor: EventActor): Promise<PullRequestResponseDto> {
+    assertInScope(caller, { requirementId: dto.requirementId });
     const result = await this.database.write(async (tx) => {
       const { requirement, session } = await this.requirements.loadForWrite(tx, dto.requirementId);
       const repositoryKey = dto.repository.toLowerCase();
