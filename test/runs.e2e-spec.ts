@@ -9,6 +9,7 @@ import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/ma
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
+import { until } from './support/wait';
 
 // The run orchestrator end to end with the real, pinned Codex and Claude Code CLIs, driven by
 // the scripted model stub on loopback. Everything goes through the HTTP API.
@@ -452,6 +453,40 @@ describe('an agent CLI that cannot be started', () => {
         session: { lastConsumedMessageSequence: 0, pendingMessageCount: 1, state: 'failed' },
         status: 'waiting_confirmation',
       });
+    } finally {
+      await manager.stop();
+      sandbox.cleanup();
+    }
+  });
+
+  it('never publishes an older Requirement version after a newer one (the failure message, then run.failed), over 20 failed starts', async () => {
+    const sandbox = makeSandbox();
+    const failing = path.join(sandbox.workspace, '..', 'failing-codex');
+    fs.writeFileSync(failing, '#!/bin/sh\nexit 3\n', { mode: 0o755 });
+    const manager = await startManager({ env: { CODE_FACTORY_CODEX_EXECUTABLE: failing }, sandbox });
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const req = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: `fails ${i}` })).json;
+        await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'hello' });
+        ids.push(req.id);
+      }
+      for (const id of ids) {
+        await until('the run to fail', async () => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json.session.state === 'failed' || undefined);
+      }
+      // A client merges Requirement snapshots by update time: along the stream they must not go back.
+      const rows = await query<{ requirement_id: string; type: string; version: string }>(
+        path.join(manager.dataDirectory(), 'factory.sqlite'),
+        `SELECT requirement_id, type, json_extract(payload, '$.requirement.updatedAt') AS version FROM manager_event WHERE version IS NOT NULL ORDER BY id`,
+      );
+      const last = new Map<string, string>();
+      const regressions = rows.filter((r) => {
+        const before = last.get(r.requirement_id);
+        last.set(r.requirement_id, r.version);
+        return before !== undefined && r.version < before;
+      });
+      expect(regressions).toEqual([]);
+      expect(rows.filter((r) => r.type === 'run.failed')).toHaveLength(20);
     } finally {
       await manager.stop();
       sandbox.cleanup();

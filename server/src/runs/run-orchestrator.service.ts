@@ -373,8 +373,20 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
     const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
     const { requirement, session } = rows;
     const run = active.run;
-    const now = this.clock.nowIso();
     const error = status === 'succeeded' || status === 'cancelled' ? null : errorOf(active, end, status, this.configuration.get('rdInactivityTimeoutSeconds'));
+    if (status === 'failed' || status === 'timed_out') {
+      session.lastError = error;
+      await this.messages.append(
+        tx,
+        rows,
+        { author: 'system', body: `The run ${status === 'timed_out' ? 'timed out' : 'failed'}: ${error}\nNothing was consumed: starting again delivers the same input.`, deliverToRd: false, runId: run.id },
+        SYSTEM_ACTOR,
+      );
+    }
+    // Read after the failure message's own time: its message.created event carries the
+    // Requirement at that time, and the run.* event after it must not carry an older version,
+    // or a client merging by update time keeps the earlier (still doing/running) snapshot.
+    const now = this.clock.nowIso();
     recordRunEnd(tx, active, { error, exitCode: end.code, now, status, usage: await this.runUsage(tx, active) });
 
     if (status === 'succeeded') {
@@ -383,14 +395,6 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
       session.lastConsumedMessageSequence = consumedTo;
       session.pendingMessageCount = await this.messages.countDeliverableAfter(tx, requirement.id, consumedTo);
       session.lastError = null;
-    } else if (status !== 'cancelled') {
-      session.lastError = error;
-      await this.messages.append(
-        tx,
-        rows,
-        { author: 'system', body: `The run ${status === 'timed_out' ? 'timed out' : 'failed'}: ${error}\nNothing was consumed: starting again delivers the same input.`, deliverToRd: false, runId: run.id },
-        SYSTEM_ACTOR,
-      );
     }
     const newerInput = session.pendingMessageCount > (status === 'succeeded' ? 0 : active.capturedCount);
     // A stop is the intentional pause (api-contract "State rules"): queued input stays pending
