@@ -178,17 +178,56 @@ describe('dashboard in Chromium', () => {
     expect(runs.map((r) => r.status)).toEqual(['succeeded', 'cancelled', 'succeeded']);
   });
 
-  it('stops a run on request', async () => {
+  it('stops a run with a reply queued behind it: paused, the pending messages marked, and Start delivers them', async () => {
     stub.scriptFor(id, [{ shell: LONG_JOB }]);
     await page.getByTestId('composer-text').fill(`One more long job ${id}`);
     await page.getByTestId('composer-send').click();
     await page.getByTestId('session-state').and(page.locator('[data-state="running"]')).waitFor();
     await page.locator('[data-testid="runs"] [data-run-status="running"]').waitFor();
+    await page.getByTestId('composer-text').fill(`Queued behind the stop ${id}`);
+    await page.getByTestId('composer-send').click();
+    await messages().locator('article', { hasText: 'Queued behind the stop' }).getByTestId('queued-badge').waitFor();
     await page.getByTestId('stop').click();
     await requirementStatus().and(page.locator('[data-status="waiting_confirmation"]')).waitFor({ timeout: 30_000 });
     await page.getByTestId('session-state').and(page.locator('[data-state="waiting_human"]')).waitFor();
-    await expect(page.locator('[data-testid="runs"] [data-run-status="cancelled"]').count()).resolves.toBe(2);
     await expect(page.getByTestId('stop').count()).resolves.toBe(0);
+
+    // Paused: the header says so, and both messages are marked pending (not queued: no run is active).
+    const paused = page.getByTestId('paused');
+    await paused.getByText('Paused — 2 messages pending; Start (or a new message) delivers them').waitFor();
+    const pending = messages().getByTestId('pending-badge');
+    await expect(pending.count()).resolves.toBe(2);
+    await messages().locator('article', { hasText: `One more long job ${id}` }).getByTestId('pending-badge').waitFor();
+    await messages().locator('article', { hasText: 'Queued behind the stop' }).getByTestId('pending-badge').waitFor();
+    await expect(messages().getByTestId('queued-badge').count()).resolves.toBe(0);
+    await screenshot(page, 'detail-paused');
+    // Stop is not steer: nothing starts the queued reply.
+    await new Promise((r) => setTimeout(r, 2000));
+    const stopped = (await api(`/api/runs?requirementId=${id}`)).items as Array<{ status: string }>;
+    expect(stopped.map((r) => r.status)).toEqual(['cancelled', 'succeeded', 'cancelled', 'succeeded']);
+    expect((await api(`/api/requirements/${id}`)).session.pausedAt).toEqual(expect.any(String));
+
+    // The board's card shows the pause beside the pending count.
+    await page.getByRole('link', { name: /Back to boards/ }).click();
+    const card = page.locator(`a.card[data-requirement-id="${id}"]`);
+    await card.getByTestId('paused').waitFor();
+    await card.getByTestId('pending-count').getByText('2 pending').waitFor();
+    await card.click();
+    await detail().waitFor();
+
+    // Start delivers the interrupted and the queued message in one run.
+    stub.scriptFor(id, [{ text: 'Picked up both.' }]);
+    await page.getByTestId('start').click();
+    await messages().getByText('Picked up both.').waitFor({ timeout: 90_000 });
+    await paused.waitFor({ state: 'detached' });
+    await pending.first().waitFor({ state: 'detached' });
+    await requirementStatus().and(page.locator('[data-status="waiting_confirmation"]')).waitFor();
+    const conversation = (await api(`/api/requirements/${id}/messages?limit=200`)).items as Array<{ body: string; sequence: number }>;
+    const [latest] = (await api(`/api/runs?requirementId=${id}`)).items as Array<{ inputFromSequence: number; inputToSequence: number; status: string }>;
+    const sequenceOf = (text: string) => conversation.find((m) => m.body.includes(text))!.sequence;
+    expect(latest).toMatchObject({ status: 'succeeded' });
+    expect(latest!.inputFromSequence).toBeLessThanOrEqual(sequenceOf('One more long job'));
+    expect(latest!.inputToSequence).toBeGreaterThanOrEqual(sequenceOf('Queued behind the stop'));
   });
 
   it('attaches an image, previews it in the conversation, then confirms', async () => {
