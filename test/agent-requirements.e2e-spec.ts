@@ -12,7 +12,7 @@ import { until } from './support/wait';
 interface Req {
   id: string;
   status: string;
-  session: { id: string; state: string; provider: string };
+  session: { id: string; state: string; provider: string; pausedAt: string | null };
   parentRequirementId: string | null;
   sourceSessionId: string | null;
   [key: string]: unknown;
@@ -176,6 +176,26 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       expect(done.status).toBe(200);
       expect(done.json.requirement).toMatchObject({ session: { state: 'completed' }, status: 'done' });
       expect(done.json.requirement.completedAt).not.toBeNull();
+    });
+
+    it('stop pauses the child like the dashboard\'s stop: a related message waits, the explicit start delivers it all', async () => {
+      const { child, parent, token } = await family();
+      await act(child.id, parent, token, 'start');
+      expect((await message(parent, child.id, token, 'queued behind the run')).json).toMatchObject({ queued: true });
+      await act(child.id, parent, token, 'stop');
+      const paused = await until('the child paused', async () => ((await get(child.id)).session.pausedAt ? get(child.id) : undefined));
+      expect(paused).toMatchObject({ session: { pendingMessageCount: 1, state: 'waiting_human' }, status: 'waiting_confirmation' });
+
+      // Another agent's message is not a person starting it: recorded, queued, no run.
+      const later = await message(parent, child.id, token, 'and one more thing');
+      expect(later.json).toMatchObject({ queued: true, requirement: { session: { pausedAt: paused.session.pausedAt, pendingMessageCount: 2, state: 'waiting_human' } } });
+      const runsOf = async () => (await send(manager.url, 'GET', `/api/runs?requirementId=${child.id}`)).json.items;
+      expect(await runsOf()).toHaveLength(1);
+
+      const started = await act(child.id, parent, token, 'start');
+      expect(started.json.requirement).toMatchObject({ session: { pausedAt: null, state: 'running' }, status: 'doing' });
+      const [latest] = await runsOf();
+      expect(latest).toMatchObject({ id: started.json.runId, inputFromSequence: 1, inputToSequence: 2, status: 'running' });
     });
 
     it('deletes a todo child (200, cancelled)', async () => {

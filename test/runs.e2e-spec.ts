@@ -9,6 +9,7 @@ import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/ma
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
+import { until } from './support/wait';
 
 // The run orchestrator end to end with the real, pinned Codex and Claude Code CLIs, driven by
 // the scripted model stub on loopback. Everything goes through the HTTP API.
@@ -225,10 +226,66 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect((await send(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, { mode: 'stop' })).status).toBe(202);
     const all = await settled(req.id, 3);
     expect(all[2]).toMatchObject({ id: third.id, status: 'cancelled' });
-    expect(await requirement(req.id)).toMatchObject({ session: { state: 'waiting_human' }, status: 'waiting_confirmation' });
+    const stopped = await requirement(req.id);
+    expect(stopped).toMatchObject({ session: { state: 'waiting_human' }, status: 'waiting_confirmation' });
+    expect(stopped.session.pausedAt).toEqual(expect.any(String));
     expect(findRunProcesses(third.id, null)).toEqual([]);
     expect(sleepers()).toEqual([]);
     await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, {}), 409, 'no_active_run');
+  });
+
+  it('stop is a pause: queued input and related messages stay pending, across a restart, until a start delivers them all', async () => {
+    const req = await create('pause');
+    // The first run proposes a child (so a related agent can message it later), then works on.
+    stub.scriptFor(req.id, [{ shell: `code-factory-cli requirement propose --title "Pause child" --description "Report to the parent"` }, { shell: LONG_JOB }]);
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `long job ${req.id}` });
+    const first = await runningRun(req.id);
+    await untilToolRunning(first.id);
+    const queued = await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'queued behind the run' });
+    expect(queued.json).toMatchObject({ queued: true });
+
+    expect((await send(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, { mode: 'stop' })).status).toBe(202);
+    const [cancelled] = await settled(req.id);
+    expect(cancelled).toMatchObject({ id: first.id, status: 'cancelled' });
+    expect(findRunProcesses(first.id, null)).toEqual([]);
+    const paused = await requirement(req.id);
+    // Both the interrupted message (1) and the queued reply (2) wait; nothing was consumed.
+    expect(paused).toMatchObject({ session: { lastConsumedMessageSequence: 0, pendingMessageCount: 2, state: 'waiting_human' }, status: 'waiting_confirmation' });
+    expect(paused.session.pausedAt).toEqual(expect.any(String));
+    // Stop is not steer: the queued reply does not start a run (a negative, so it takes a wait).
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(await runs(req.id)).toHaveLength(1);
+
+    // The child's real agent messages the paused parent: recorded as pending, still no run.
+    const [child] = (await send(manager.origin, 'GET', '/api/requirements?limit=200')).json.items.filter((r: { parentRequirementId: string }) => r.parentRequirementId === req.id);
+    stub.scriptFor(child.id, [{ shell: `code-factory-cli requirement message --requirement-id ${req.id} --message "the child reports in"` }, { text: 'Told the parent.' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${child.id}/start`, { message: `report ${child.id}` });
+    const [childRun] = await settled(child.id);
+    expect(childRun).toMatchObject({ status: 'succeeded' });
+    const related = (await messages(req.id)).find((m) => m.author === 'rd_agent');
+    expect(related).toMatchObject({ body: 'the child reports in', deliverToRd: true, sequence: 3 });
+    expect(await runs(req.id)).toHaveLength(1);
+    expect((await requirement(req.id)).session).toMatchObject({ pausedAt: paused.session.pausedAt, pendingMessageCount: 3 });
+
+    // The pause is stored: a restart neither forgets it nor resumes the session.
+    await manager.stop();
+    await start();
+    expect(await requirement(req.id)).toMatchObject({ session: { pausedAt: paused.session.pausedAt, pendingMessageCount: 3, state: 'waiting_human' }, status: 'waiting_confirmation' });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await runs(req.id)).toHaveLength(1);
+
+    // A person's start ends the pause: one run takes the interrupted, queued and related input.
+    stub.scriptFor(req.id, [{ text: 'Resumed with everything.' }]);
+    const resumed = await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, {});
+    expect(resumed.json).toMatchObject({ requirement: { session: { pausedAt: null, state: 'running' }, status: 'doing' }, run: { inputFromSequence: 1, inputToSequence: 3 } });
+    const [, second] = await settled(req.id, 2);
+    expect(second).toMatchObject({ inputFromSequence: 1, inputToSequence: 3, status: 'succeeded' });
+    const prompt = stub.requests.filter((r) => r.marker === req.id).pop()!.transcript;
+    for (const text of [`long job ${req.id}`, 'queued behind the run', 'the child reports in']) {
+      expect(prompt).toContain(text);
+    }
+    expect((await requirement(req.id)).session).toMatchObject({ lastConsumedMessageSequence: 3, pausedAt: null, pendingMessageCount: 0, state: 'waiting_human' });
+    expect(await runs(req.id)).toHaveLength(2);
   });
 
   it('fails a run on a model error without consuming anything, and a retry delivers the same input', async () => {
@@ -396,6 +453,40 @@ describe('an agent CLI that cannot be started', () => {
         session: { lastConsumedMessageSequence: 0, pendingMessageCount: 1, state: 'failed' },
         status: 'waiting_confirmation',
       });
+    } finally {
+      await manager.stop();
+      sandbox.cleanup();
+    }
+  });
+
+  it('never publishes an older Requirement version after a newer one (the failure message, then run.failed), over 20 failed starts', async () => {
+    const sandbox = makeSandbox();
+    const failing = path.join(sandbox.workspace, '..', 'failing-codex');
+    fs.writeFileSync(failing, '#!/bin/sh\nexit 3\n', { mode: 0o755 });
+    const manager = await startManager({ env: { CODE_FACTORY_CODEX_EXECUTABLE: failing }, sandbox });
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const req = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: `fails ${i}` })).json;
+        await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'hello' });
+        ids.push(req.id);
+      }
+      for (const id of ids) {
+        await until('the run to fail', async () => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json.session.state === 'failed' || undefined);
+      }
+      // A client merges Requirement snapshots by update time: along the stream they must not go back.
+      const rows = await query<{ requirement_id: string; type: string; version: string }>(
+        path.join(manager.dataDirectory(), 'factory.sqlite'),
+        `SELECT requirement_id, type, json_extract(payload, '$.requirement.updatedAt') AS version FROM manager_event WHERE version IS NOT NULL ORDER BY id`,
+      );
+      const last = new Map<string, string>();
+      const regressions = rows.filter((r) => {
+        const before = last.get(r.requirement_id);
+        last.set(r.requirement_id, r.version);
+        return before !== undefined && r.version < before;
+      });
+      expect(regressions).toEqual([]);
+      expect(rows.filter((r) => r.type === 'run.failed')).toHaveLength(20);
     } finally {
       await manager.stop();
       sandbox.cleanup();

@@ -175,6 +175,64 @@ describe('Timers', () => {
     expect(timerEvents).toHaveLength(2);
   });
 
+  it('a stopped (paused) session records due timers and trigger messages without waking; a start delivers them, a person\'s reply resumes', async () => {
+    const requirement = await create('paused');
+    const runsOf = async () => (await send(manager.url, 'GET', `/api/runs?requirementId=${requirement.id}`)).json.items as Array<{ status: string; inputFromSequence: number; inputToSequence: number }>;
+    const get = async () => (await send(manager.url, 'GET', `/api/requirements/${requirement.id}`)).json;
+    await send(manager.url, 'POST', `/api/requirements/${requirement.id}/start`, { message: 'work on it' });
+    expect((await send(manager.url, 'POST', `/api/requirements/${requirement.id}/reply`, { message: 'queued behind the run' })).json.queued).toBe(true);
+    await register(requirement.id, { description: 'Look again later' });
+    await send(manager.url, 'POST', `/api/requirements/${requirement.id}/interrupt`, { mode: 'stop' });
+    const paused = await until('paused', async () => ((await get()).session.pausedAt ? get() : undefined));
+    expect(paused).toMatchObject({ session: { pendingMessageCount: 2, state: 'waiting_human' }, status: 'waiting_confirmation' });
+
+    // The timer comes due and a trigger delivers: both recorded for the agent, neither wakes it.
+    await advance(61_000);
+    expect(await timerFired(requirement.id)).toEqual([expect.objectContaining({ deliverToRd: true })]);
+    const trigger = await manager.app.get(TriggerDeliveryService).deliver({
+      author: 'reviewer',
+      body: 'a comment on the PR',
+      metadata: { pullRequestId: 'pr_1' },
+      receiptKey: 'pr_1:comment:paused',
+      requirementId: requirement.id,
+      source: 'github',
+      triggerId: 'github.pull-request.comment',
+    });
+    expect(trigger).toMatchObject({ message: { deliverToRd: true, sequence: 4 }, status: 'delivered' });
+    expect(await runsOf()).toHaveLength(1);
+    expect((await get()).session).toMatchObject({ pausedAt: paused.session.pausedAt, pendingMessageCount: 4, state: 'waiting_human' });
+
+    // Still paused after a restart; the start takes everything pending.
+    await manager.stop();
+    await start();
+    expect((await get()).session).toMatchObject({ pausedAt: paused.session.pausedAt, state: 'waiting_human' });
+    const started = await send(manager.url, 'POST', `/api/requirements/${requirement.id}/start`, {});
+    expect(started.json).toMatchObject({ requirement: { session: { pausedAt: null, state: 'running' } }, run: { inputFromSequence: 1, inputToSequence: 4 } });
+
+    // Paused again; this time a person replies, which is a person acting: a run starts with it.
+    await send(manager.url, 'POST', `/api/requirements/${requirement.id}/reply`, { message: 'queued again' });
+    await send(manager.url, 'POST', `/api/requirements/${requirement.id}/interrupt`, { mode: 'stop' });
+    await until('paused again', async () => ((await get()).session.pausedAt ? true : undefined));
+    const reply = await send(manager.url, 'POST', `/api/requirements/${requirement.id}/reply`, { message: 'carry on' });
+    expect(reply.json).toMatchObject({ queued: false, requirement: { session: { pausedAt: null, state: 'running' }, status: 'doing' } });
+    const [latest] = await runsOf();
+    expect(latest).toMatchObject({ inputFromSequence: 1, inputToSequence: 6, status: 'running' });
+  });
+
+  it('a manager shutdown ends runs without pausing them: after the restart a due timer wakes the session', async () => {
+    const requirement = await create('restarted');
+    await send(manager.url, 'POST', `/api/requirements/${requirement.id}/start`, { message: 'work on it' });
+    await register(requirement.id, {});
+    await manager.stop();
+    await start();
+    const get = async () => (await send(manager.url, 'GET', `/api/requirements/${requirement.id}`)).json;
+    expect((await get()).session).toMatchObject({ pausedAt: null, state: 'waiting_human' });
+    const runsOf = async () => (await send(manager.url, 'GET', `/api/runs?requirementId=${requirement.id}`)).json.items;
+    expect(await runsOf()).toEqual([expect.objectContaining({ status: 'cancelled' })]);
+    await advance(61_000);
+    expect((await runsOf())[0]).toMatchObject({ inputFromSequence: 1, inputToSequence: 2, status: 'running' });
+  });
+
   it('ends a Requirement\'s timers when it is confirmed or deleted, and refuses new ones (409)', async () => {
     const confirmed = await create('to confirm');
     const recurring: Timer = (await register(confirmed.id, { schedule: 'recurring' })).json;

@@ -49,6 +49,8 @@ export async function checkInvariants(dataDirectory: string): Promise<string[]> 
             (SELECT COUNT(*) FROM requirement_message m WHERE m.requirement_id = s.requirement_id AND m.deliver_to_rd = 1 AND m.sequence > s.last_consumed_message_sequence) AS actual
        FROM agent_session s WHERE pending <> actual`,
   );
+  // A stop's pause ends only by opening a run: a paused session is never running, nor done.
+  await expectNone('a paused session running or completed', "SELECT id, state FROM agent_session WHERE paused_at IS NOT NULL AND state IN ('running', 'completed')");
   // 5. The agent's own output is never deliverable to itself.
   await expectNone('RD output marked deliverable', "SELECT id FROM requirement_message WHERE author = 'rd_agent' AND source_requirement_id IS NULL AND deliver_to_rd = 1");
   // 10. One message per receipt; no receipt pointing at a missing message.

@@ -618,6 +618,8 @@ export interface components {
             lastMessageSequence: number;
             /** @description The provider CLI's own session/thread id, once known */
             nativeSessionId: string | null;
+            /** @description When a stop paused the session (null when not paused). While paused, triggers, timers and queued messages wake nothing; a start (or a person's reply) resumes with every pending message */
+            pausedAt: string | null;
             /** @description Deliverable messages after the consumed boundary */
             pendingMessageCount: number;
             /** @enum {string} */

@@ -33,6 +33,8 @@ export interface AgentSession {
   lastConsumedMessageSequence: number;
   lastMessageSequence: number;
   pendingMessageCount: number;
+  /** Set when a stop paused the session; no trigger, timer or queued input wakes it until a start. */
+  pausedAt: string | null;
   createdAt: string;
   updatedAt: string;
 }

@@ -43,6 +43,14 @@ export class AgentSessionEntity {
   @Column('integer', { default: 0 })
   lastMessageSequence: number;
 
+  /**
+   * When a person's (or an explicit action's) stop paused the session, else null. While set,
+   * deliveries are recorded but wake nothing; the next start clears it and takes every pending
+   * message. Stored, so a pause outlives a restart.
+   */
+  @Column('varchar', { nullable: true })
+  pausedAt: string | null;
+
   @Column('varchar')
   createdAt: string;
 

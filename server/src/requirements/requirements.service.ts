@@ -86,6 +86,7 @@ export class RequirementsService {
         lastError: null,
         lastMessageSequence: 0,
         nativeSessionId: null,
+        pausedAt: null,
         pendingMessageCount: 0,
         provider: input.provider,
         requirementId: requirement.id,
@@ -199,9 +200,10 @@ export class RequirementsService {
       }
       const now = this.clock.nowIso();
       Object.assign(requirement, { completedAt: now, status: 'done', updatedAt: now });
-      Object.assign(session, { state: 'completed', updatedAt: now });
+      // A done Requirement is no longer paused: a reply or related message reopening it starts a run.
+      Object.assign(session, { pausedAt: null, state: 'completed', updatedAt: now });
       tx.update('requirement', { completedAt: now, status: 'done', updatedAt: now }, { id });
-      tx.update('agent_session', { state: 'completed', updatedAt: now }, { id: session.id });
+      tx.update('agent_session', { pausedAt: null, state: 'completed', updatedAt: now }, { id: session.id });
       const result = toRequirementResponse(requirement, session);
       const closed = await this.runClosingSteps(tx, id, now);
       await this.events.append(tx, {

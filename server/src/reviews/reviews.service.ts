@@ -177,7 +177,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
   async beforeApplicationShutdown(): Promise<void> {
     this.shuttingDown = true;
     for (const { active } of this.running.values()) {
-      active.interruptMode ??= 'stop';
+      active.interruptMode ??= 'shutdown';
       this.launcher.kill(active);
     }
     const deadline = Date.now() + SHUTDOWN_WAIT_MS;

@@ -14,7 +14,8 @@ export interface ActiveRun {
   /** Deliverable messages the run took as input (to tell whether newer input arrived). */
   capturedCount: number;
   process: RunningProcess | null;
-  interruptMode: InterruptMode | null;
+  /** Why the run is being ended: a person's (or an action's) stop or steer, or the manager's own shutdown. */
+  interruptMode: InterruptMode | 'shutdown' | null;
   parser: OutputParser | null;
   traces: TraceWriter;
   /** Output-driven writes (session id, assistant messages) in arrival order. */

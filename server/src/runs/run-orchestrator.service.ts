@@ -23,6 +23,16 @@ import { RunLauncher } from './run-launcher.service';
 import { TraceWriter } from './trace-writer';
 
 
+/**
+ * What a delivery wrote. `wake` asks for a run; `resumes` says the delivery may also end a
+ * stop's pause (a person's reply), which nothing else does.
+ */
+export interface Delivered {
+  message: MessageResponseDto;
+  wake: boolean;
+  resumes?: boolean;
+}
+
 /** What a delivered message did: `queued` when it waits for the active run (or no run was woken). */
 export interface DeliveryResult {
   message: MessageResponseDto;
@@ -54,7 +64,10 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
     private readonly requirements: RequirementsService,
   ) {}
 
-  /** POST /requirements/:id/start: starts (or retries) the RD session's work. */
+  /**
+   * POST /requirements/:id/start: starts (or retries) the RD session's work. An explicit start
+   * is what ends a pause: the run takes every pending message, the interrupted and the queued.
+   */
   start(requirementId: string, dto: ReplyDto, actor: EventActor): Promise<StartResponseDto> {
     return this.act(requirementId, async () => {
       const { message, requirement, run } = await this.database.write(async (tx) => {
@@ -78,7 +91,8 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
   /**
    * POST /requirements/:id/reply: the message always lands in the conversation. With a run
    * active it waits for the next run (queued); otherwise a run starts now, reopening a done
-   * Requirement in its original session.
+   * Requirement in its original session. A reply to a paused session resumes it: a person
+   * writing after a stop is a person acting (docs/decisions.md, "Stop is a pause").
    */
   reply(requirementId: string, dto: ReplyDto, actor: EventActor): Promise<DeliveryResult> {
     if (!hasContent(dto)) {
@@ -90,7 +104,7 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
         if (rows.requirement.status === 'cancelled') {
           throw conflict('requirement_cancelled', `Requirement ${requirementId} is cancelled`);
         }
-        return { message: await this.appendHuman(tx, rows, dto, actor), wake: true };
+        return { message: await this.appendHuman(tx, rows, dto, actor), resumes: true, wake: true };
       },
       actor,
     ).then((result) => result as DeliveryResult);
@@ -101,11 +115,13 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
    * Requirement's agent, a trigger. `write` appends the message (and whatever must commit with
    * it) in the Requirement's actor and write unit, or returns null to write nothing. When it
    * asks to wake the session, a run starts now unless one is active (then the message waits
-   * for the next run); a done Requirement is reopened in its original session.
+   * for the next run) or the session is paused by a stop and the delivery does not `resume` it
+   * (only a person does: triggers, timers, reviewers and other agents leave it pending); a done
+   * Requirement is reopened in its original session.
    */
   deliver(
     requirementId: string,
-    write: (tx: WriteTx, rows: RequirementRows) => Promise<{ message: MessageResponseDto; wake: boolean } | null>,
+    write: (tx: WriteTx, rows: RequirementRows) => Promise<Delivered | null>,
     actor: EventActor,
   ): Promise<DeliveryResult | null> {
     return this.act(requirementId, async () => {
@@ -115,7 +131,8 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
         if (!written) {
           return null;
         }
-        if (!written.wake || rows.session.state === 'running' || this.shuttingDown) {
+        const paused = rows.session.pausedAt !== null && written.resumes !== true;
+        if (!written.wake || paused || rows.session.state === 'running' || this.shuttingDown) {
           return { message: written.message, requirement: toRequirementResponse(rows.requirement, rows.session), run: null };
         }
         const opened = await this.openRun(tx, rows, actor);
@@ -133,9 +150,10 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
   }
 
   /**
-   * POST /requirements/:id/interrupt. `stop` pauses on purpose; `steer` only when newer input
-   * waits (the run then ends and the next one takes it at once). Answers once the signal is
-   * sent; the run becomes `cancelled` after its process tree is gone.
+   * POST /requirements/:id/interrupt. `stop` pauses on purpose: the session waits for a person
+   * even with newer input queued (see closeRun). `steer` only when newer input waits (the run
+   * then ends and the next one takes it at once). Answers once the signal is sent; the run
+   * becomes `cancelled` after its process tree is gone.
    */
   interrupt(requirementId: string, mode: InterruptMode, actor: EventActor): Promise<InterruptResponseDto> {
     return this.act(requirementId, async () => {
@@ -159,12 +177,16 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
     this.shuttingDown = true;
   }
 
-  /** On a graceful stop, end every agent (none may run unobserved) and record the runs as cancelled. */
+  /**
+   * On a graceful stop, end every agent (none may run unobserved) and record the runs as
+   * cancelled. A restart is nobody's pause: these sessions are not paused, so the next reply or
+   * trigger after the start continues them (a person's stop already in flight stays a pause).
+   */
   async beforeApplicationShutdown(): Promise<void> {
     this.shuttingDown = true;
     const running = [...this.active.values()];
     for (const active of running) {
-      active.interruptMode ??= 'stop';
+      active.interruptMode ??= 'shutdown';
       this.kill(active);
     }
     // Finishing runs record their outcome through the actors: wait for them (bounded).
@@ -249,10 +271,11 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
       updatedAt: now,
     };
     tx.insert('agent_run', { ...run });
+    // Whatever opens a run was allowed to: a pause ends here.
     Object.assign(requirement, { completedAt: null, status: 'doing', updatedAt: now });
-    Object.assign(session, { state: 'running', updatedAt: now });
+    Object.assign(session, { pausedAt: null, state: 'running', updatedAt: now });
     tx.update('requirement', { completedAt: null, status: 'doing', updatedAt: now }, { id: requirement.id });
-    tx.update('agent_session', { state: 'running', updatedAt: now }, { id: session.id });
+    tx.update('agent_session', { pausedAt: null, state: 'running', updatedAt: now }, { id: session.id });
     const snapshot = toRequirementResponse(requirement, session);
     await this.events.append(tx, {
       actor,
@@ -309,7 +332,7 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
           tx.afterCommit(() => this.active.delete(requirementId));
           return this.closeRun(tx, active, status, end);
         });
-        this.logger.log({ msg: `run ${status}`, requirementId, runId: active.run.id });
+        this.logger.log({ msg: `run ${status}`, paused: active.interruptMode === 'stop', requirementId, runId: active.run.id });
         if (next) {
           this.launch(next);
         }
@@ -350,17 +373,8 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
     const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
     const { requirement, session } = rows;
     const run = active.run;
-    const now = this.clock.nowIso();
     const error = status === 'succeeded' || status === 'cancelled' ? null : errorOf(active, end, status, this.configuration.get('rdInactivityTimeoutSeconds'));
-    recordRunEnd(tx, active, { error, exitCode: end.code, now, status, usage: await this.runUsage(tx, active) });
-
-    if (status === 'succeeded') {
-      // Invariant 4: success consumes exactly the captured boundary, nothing that came later.
-      const consumedTo = Math.max(session.lastConsumedMessageSequence, run.inputToSequence ?? 0);
-      session.lastConsumedMessageSequence = consumedTo;
-      session.pendingMessageCount = await this.messages.countDeliverableAfter(tx, requirement.id, consumedTo);
-      session.lastError = null;
-    } else if (status !== 'cancelled') {
+    if (status === 'failed' || status === 'timed_out') {
       session.lastError = error;
       await this.messages.append(
         tx,
@@ -369,8 +383,28 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
         SYSTEM_ACTOR,
       );
     }
+    // Read after the failure message's own time: its message.created event carries the
+    // Requirement at that time, and the run.* event after it must not carry an older version,
+    // or a client merging by update time keeps the earlier (still doing/running) snapshot.
+    const now = this.clock.nowIso();
+    recordRunEnd(tx, active, { error, exitCode: end.code, now, status, usage: await this.runUsage(tx, active) });
+
+    if (status === 'succeeded') {
+      // Invariant 4: success consumes exactly the captured boundary, nothing that came later.
+      const consumedTo = Math.max(session.lastConsumedMessageSequence, run.inputToSequence ?? 0);
+      session.lastConsumedMessageSequence = consumedTo;
+      session.pendingMessageCount = await this.messages.countDeliverableAfter(tx, requirement.id, consumedTo);
+      session.lastError = null;
+    }
     const newerInput = session.pendingMessageCount > (status === 'succeeded' ? 0 : active.capturedCount);
-    const continues = !this.shuttingDown && newerInput && requirement.status === 'doing' && (status === 'succeeded' || status === 'cancelled');
+    // A stop is the intentional pause (api-contract "State rules"): queued input stays pending
+    // until a person starts the session again, or stop would be steer. Whatever the run's own
+    // outcome (it may have finished just before the signal), the person asked it to halt.
+    const paused = active.interruptMode === 'stop';
+    const continues = !paused && !this.shuttingDown && newerInput && requirement.status === 'doing' && (status === 'succeeded' || status === 'cancelled');
+    if (paused) {
+      session.pausedAt = now;
+    }
     session.updatedAt = now;
     if (!continues) {
       session.state = status === 'succeeded' || status === 'cancelled' ? 'waiting_human' : 'failed';
@@ -383,6 +417,7 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
       {
         lastConsumedMessageSequence: session.lastConsumedMessageSequence,
         lastError: session.lastError,
+        pausedAt: session.pausedAt,
         pendingMessageCount: session.pendingMessageCount,
         state: session.state,
         updatedAt: now,

@@ -30,6 +30,9 @@ const STEP = 60;
                   }
                   <div class="meta">
                     <span class="badge" [class.accent]="row.item.session.state === 'running'">{{ t('ses.' + row.item.session.state) }}</span>
+                    @if (row.item.session.pausedAt) {
+                      <span class="badge warn" data-testid="paused" [title]="t('paused.hint')">{{ t('card.paused') }}</span>
+                    }
                     @if (row.item.session.pendingMessageCount > 0) {
                       <span class="badge warn" data-testid="pending-count">{{ t('card.pending', { n: row.item.session.pendingMessageCount }) }}</span>
                     }

@@ -24,6 +24,9 @@ import { BoardFilter, BoardFilterState, inWindow } from './board-filter';
                   <div class="title">{{ row.requirement.title }}</div>
                   <div class="meta">
                     <span>{{ row.session.provider }}</span>
+                    @if (row.session.pausedAt) {
+                      <span class="badge warn" data-testid="paused" [title]="t('paused.hint')">{{ t('card.paused') }}</span>
+                    }
                     @if (row.session.pendingMessageCount > 0) {
                       <span class="badge warn">{{ t('card.pending', { n: row.session.pendingMessageCount }) }}</span>
                     }

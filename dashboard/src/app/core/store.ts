@@ -129,21 +129,25 @@ export class Store {
     }
   }
 
-  /** Applies a resource a mutation answered with (the event will follow; whichever is newer wins). */
+  /**
+   * Applies a resource a mutation answered with, as a snapshot: it shows at once when it is
+   * newer than what the page holds, and loses a tie, since its own event follows on the stream
+   * (an answer can land after events that overtook it: a start's after its run already failed).
+   */
   acceptRequirement(requirement: Requirement): void {
-    if (this.live.loadRequirements([requirement], 'event')) {
+    if (this.live.loadRequirements([requirement], 'snapshot')) {
       this.publish({ requirements: true });
     }
   }
 
   acceptTimer(timer: Timer): void {
-    if (this.live.timers.upsert(timer, 'event')) {
+    if (this.live.timers.upsert(timer, 'snapshot')) {
       this.publish({ timers: true });
     }
   }
 
   acceptReviewRequest(review: ReviewRequest): void {
-    if (this.live.reviewRequests.upsert(review, 'event')) {
+    if (this.live.reviewRequests.upsert(review, 'snapshot')) {
       this.publish({ reviewRequests: true });
     }
   }

@@ -2,7 +2,7 @@ import { ChangeDetectionStrategy, Component, ElementRef, afterRenderEffect, comp
 import { RouterLink } from '@angular/router';
 
 import { I18n } from '../core/i18n';
-import { isQueued } from '../core/live/queued';
+import { isPending, isQueued } from '../core/live/queued';
 import type { Message, Requirement } from '../core/models';
 import { Store } from '../core/store';
 import { MarkdownRenderer } from './markdown';
@@ -33,6 +33,9 @@ const STICK_PX = 48;
             }
             @if (queued().has(m.id)) {
               <span class="badge warn" data-testid="queued-badge">{{ t('msg.queued') }}</span>
+            }
+            @if (pending().has(m.id)) {
+              <span class="badge warn" data-testid="pending-badge" [title]="t('msg.pendingHint')">{{ t('msg.pending') }}</span>
             }
             <span class="spacer"></span>
             <time [attr.datetime]="m.createdAt">{{ i18n.dateTime(m.createdAt) }}</time>
@@ -84,6 +87,12 @@ export class Conversation {
     const requirement = this.requirement();
     const active = [...this.store.runs().values()].find((r) => r.requirementId === requirement.id && r.status === 'running' && r.role === 'rd');
     return new Set(this.visible().filter((m) => isQueued(m, requirement, active)).map((m) => m.id));
+  });
+
+  /** While a stop's pause lasts: what the next start will deliver. */
+  protected readonly pending = computed(() => {
+    const requirement = this.requirement();
+    return new Set(this.visible().filter((m) => isPending(m, requirement)).map((m) => m.id));
   });
 
   private atBottom = true;

@@ -127,6 +127,11 @@ export class RequirementDetail {
     return this.t('detail.tokens', { i: fmt(run.inputTokens), o: fmt(run.outputTokens) });
   }
 
+  protected pausedText(r: Requirement): string {
+    const n = r.session.pendingMessageCount;
+    return this.t(n === 0 ? 'paused.none' : n === 1 ? 'paused.one' : 'paused.many', { n });
+  }
+
   protected statusClass(r: Requirement): string {
     return r.status === 'done' ? 'ok' : r.status === 'waiting_confirmation' ? 'warn' : r.status === 'doing' ? 'accent' : '';
   }

@@ -29,6 +29,12 @@ export class AgentSessionResponseDto implements AgentSession {
   @ApiProperty({ description: 'Every deliverable message up to this sequence was consumed by a successful run' }) lastConsumedMessageSequence: number;
   @ApiProperty({ description: 'The sequence of the conversation\'s latest message (0 when empty)' }) lastMessageSequence: number;
   @ApiProperty({ description: 'Deliverable messages after the consumed boundary' }) pendingMessageCount: number;
+  @ApiProperty({
+    description: 'When a stop paused the session (null when not paused). While paused, triggers, timers and queued messages wake nothing; a start (or a person\'s reply) resumes with every pending message',
+    nullable: true,
+    type: String,
+  })
+  pausedAt: string | null;
   @ApiProperty() createdAt: string;
   @ApiProperty() updatedAt: string;
 }
@@ -66,6 +72,7 @@ export function toSessionResponse(session: AgentSessionEntity): AgentSessionResp
     lastMessageSequence: session.lastMessageSequence,
     lastError: session.lastError,
     nativeSessionId: session.nativeSessionId,
+    pausedAt: session.pausedAt,
     pendingMessageCount: session.pendingMessageCount,
     provider: session.provider,
     requirementId: session.requirementId,

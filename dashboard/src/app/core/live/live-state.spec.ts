@@ -20,6 +20,7 @@ const requirement = (id: string, updatedAt: string, status: Requirement['status'
     lastConsumedMessageSequence: 0,
     lastError: null,
     nativeSessionId: null,
+    pausedAt: null,
     pendingMessageCount: 0,
     provider: 'codex',
     requirementId: id,
@@ -81,6 +82,15 @@ describe(VersionedMap.name, () => {
     sut.upsert(requirement('req_a', '2026-01-01T00:00:01.000Z', 'todo'), 'event');
     sut.upsert(requirement('req_a', '2026-01-01T00:00:01.000Z', 'doing'), 'event');
     expect(sut.get('req_a')?.status).toBe('doing');
+  });
+
+  it('keeps an event over a mutation\'s answer of the same millisecond that lands after it', () => {
+    // A start whose agent fails at once: run.failed overtakes the start's 202 (doing/running).
+    const sut = new VersionedMap<Requirement>((r) => r.updatedAt);
+    sut.upsert(requirement('req_a', '2026-01-01T00:00:01.000Z', 'doing'), 'event');
+    sut.upsert(requirement('req_a', '2026-01-01T00:00:01.000Z', 'waiting_confirmation'), 'event');
+    expect(sut.upsert(requirement('req_a', '2026-01-01T00:00:01.000Z', 'doing'), 'snapshot')).toBe(false);
+    expect(sut.get('req_a')?.status).toBe('waiting_confirmation');
   });
 
   it('never resurrects a removed resource from a late snapshot or a stale event', () => {

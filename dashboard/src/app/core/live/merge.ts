@@ -4,7 +4,11 @@
 // event may land before the snapshot that was requested earlier but answered later. The rules:
 // - every resource carries a version (its update time); a snapshot never replaces a newer
 //   version, and an event replaces anything not newer than itself (events arrive in order, and
-//   two writes in the same millisecond must still apply);
+//   two writes in the same millisecond must still apply). So the server never lets a later
+//   event carry an older version of a resource than an earlier one;
+// - the resource a mutation answers with is a snapshot too: it loses a tie, because its own
+//   event follows on the stream, and it may land after events that overtook it (a start's 202,
+//   doing/running, after the run.failed of the same millisecond);
 // - a removed resource leaves a tombstone, so a late snapshot cannot bring it back.
 
 /** ISO timestamps compare correctly as strings; numbers (sequences) compare as numbers. */

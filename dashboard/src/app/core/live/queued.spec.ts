@@ -1,8 +1,8 @@
 import type { Message, Requirement, Run } from '../models';
-import { isQueued } from './queued';
+import { isPending, isQueued } from './queued';
 
-const requirement = (state: Requirement['session']['state'], lastConsumedMessageSequence: number) =>
-  ({ session: { lastConsumedMessageSequence, state } }) as Requirement;
+const requirement = (state: Requirement['session']['state'], lastConsumedMessageSequence: number, pausedAt: string | null = null) =>
+  ({ session: { lastConsumedMessageSequence, pausedAt, state } }) as Requirement;
 const message = (sequence: number, deliverToRd = true) => ({ deliverToRd, sequence }) as Message;
 const run = (inputToSequence: number) => ({ inputToSequence }) as Run;
 
@@ -15,5 +15,21 @@ describe(isQueued.name, () => {
   it('marks nothing when no run is active or the message is not for the agent', () => {
     expect(isQueued(message(3), requirement('waiting_human', 1), undefined)).toBe(false);
     expect(isQueued(message(3, false), requirement('running', 1), run(2))).toBe(false);
+  });
+});
+
+describe(isPending.name, () => {
+  const paused = requirement('waiting_human', 1, '2026-12-01T10:00:00.000Z');
+
+  it('marks every deliverable message a stop left unconsumed, the interrupted and the queued', () => {
+    expect(isPending(message(2), paused)).toBe(true);
+    expect(isPending(message(5), paused)).toBe(true);
+    expect(isPending(message(1), paused)).toBe(false);
+    expect(isPending(message(5, false), paused)).toBe(false);
+  });
+
+  it('marks nothing when the session is not paused', () => {
+    expect(isPending(message(5), requirement('waiting_human', 1))).toBe(false);
+    expect(isPending(message(5), requirement('failed', 1))).toBe(false);
   });
 });

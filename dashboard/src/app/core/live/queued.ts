@@ -11,3 +11,11 @@ export function isQueued(message: Message, requirement: Requirement, activeRun: 
   const consumedUpTo = Math.max(requirement.session.lastConsumedMessageSequence, activeRun?.inputToSequence ?? 0);
   return message.sequence > consumedUpTo;
 }
+
+/**
+ * A message a stop left waiting: the session is paused and nothing consumed it yet (the
+ * interrupted input as well as what was queued or arrived since). The next start delivers it.
+ */
+export function isPending(message: Message, requirement: Requirement): boolean {
+  return requirement.session.pausedAt !== null && message.deliverToRd && message.sequence > requirement.session.lastConsumedMessageSequence;
+}

@@ -3,6 +3,7 @@ import { AgentRuns1764547200000 } from './1764547200000-agent-runs';
 import { PullRequests1764633600000 } from './1764633600000-pull-requests';
 import { TimersAndTriggers1764720000000 } from './1764720000000-timers-and-triggers';
 import { ReviewsAndGitHub1764806400000 } from './1764806400000-reviews-and-github';
+import { SessionPause1764892800000 } from './1764892800000-session-pause';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
-export const MIGRATIONS = [InitialSchema1764460800000, AgentRuns1764547200000, PullRequests1764633600000, TimersAndTriggers1764720000000, ReviewsAndGitHub1764806400000];
+export const MIGRATIONS = [InitialSchema1764460800000, AgentRuns1764547200000, PullRequests1764633600000, TimersAndTriggers1764720000000, ReviewsAndGitHub1764806400000, SessionPause1764892800000];
