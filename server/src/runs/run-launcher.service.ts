@@ -6,6 +6,7 @@ import type { AgentAdapter, NormalizedEvent } from '../agents/agent-adapter';
 import { AgentSandbox } from '../agents/agent-sandbox';
 import { ClaudeCodeAdapter } from '../agents/claude-code.adapter';
 import { CodexAdapter } from '../agents/codex.adapter';
+import { cliNotFoundMessage, findExecutable } from '../agents/executable';
 import { ProcessEnd, runProcess } from '../agents/process-runner';
 import { RunCredentialsService } from '../auth/run-credentials.service';
 import { Clock } from '../core/clock';
@@ -71,9 +72,16 @@ export class RunLauncher {
         });
     const executable = this.configuration.get(run.provider === 'codex' ? 'codexExecutable' : 'claudeExecutable');
     const cwd = this.input.workspace;
+    // Looked up as the child would (its PATH, its cwd) so that a missing CLI says what to do.
+    const resolved = findExecutable(executable, env.PATH ?? '', cwd);
+    if (resolved === null) {
+      ended({ code: null, reason: 'spawn_failed', signal: null, stderr: cliNotFoundMessage(run.provider, executable) });
+      return;
+    }
     const invocation = adapter.buildInvocation({
       env,
-      executable,
+      // The resolved path: what was checked is what runs, with or without the sandbox around it.
+      executable: resolved,
       images: prepared.images,
       instructions: prepared.instructions,
       model: run.model,
