@@ -345,6 +345,23 @@ describe('dashboard in Chromium', () => {
     expect((await api(`/api/requirements/${created.json.id}`)).status).toBe('cancelled');
   });
 
+  it('shows what to do when Start finds the agent CLI missing', async () => {
+    const patch = (codexExecutable: string) => send(manager.origin, 'PATCH', '/api/configuration', { codexExecutable });
+    expect((await patch('codex-missing')).status).toBe(200);
+    try {
+      const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'No CLI' });
+      await page.goto(`${manager.origin}/requirements/${created.json.id}`);
+      await detail().waitFor();
+      await page.getByTestId('composer-text').fill('Go');
+      await page.getByTestId('start').click();
+      const sentence = 'Codex CLI (`codex-missing`) was not found on PATH. Install it (npm i -g @openai/codex) or set codexExecutable in the configuration.';
+      await page.locator('[data-testid="runs"] [data-run-status="failed"]').getByText(sentence).waitFor();
+      await detail().locator('dd').getByText(sentence).waitFor(); // the session's last error
+    } finally {
+      await patch(CODEX);
+    }
+  });
+
   it('edits the configuration and shows which changes wait for a restart', async () => {
     await page.getByTestId('settings').click();
     const dialog = page.getByTestId('settings-dialog');

@@ -36,7 +36,13 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
   it('answers health and workspace without any state', async () => {
     const health = await send(manager.origin, 'GET', '/api/health');
     expect(health.status).toBe(200);
-    expect(health.json).toEqual({ ok: true, version: expect.any(String), workspaceRoot: fs.realpathSync(sandbox.workspace) });
+    expect(health.json).toEqual({
+      // Whether the machine allows it is test/agent-sandbox.e2e-spec.ts's business.
+      agentIsolation: expect.objectContaining({ enabled: expect.any(Boolean) }),
+      ok: true,
+      version: expect.any(String),
+      workspaceRoot: fs.realpathSync(sandbox.workspace),
+    });
     const { data } = await manager.api.GET('/api/workspace');
     expect(data).toMatchObject({
       attachmentsDirectory: path.join(manager.dataDirectory(), 'attachments'),

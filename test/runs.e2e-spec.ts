@@ -436,21 +436,24 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
 });
 
 describe('an agent CLI that cannot be started', () => {
+  const failedRun = (manager: ManagerProcess, id: string) =>
+    until('the run to fail', async () => {
+      const run = (await send(manager.origin, 'GET', `/api/runs?requirementId=${id}`)).json.items[0] as Run | undefined;
+      return run?.status === 'failed' && run;
+    });
+
   it('fails the run with a clear error and consumes nothing', async () => {
     const sandbox = makeSandbox();
     const manager = await startManager({ env: { CODE_FACTORY_CODEX_EXECUTABLE: '/nonexistent/codex' }, sandbox });
     try {
       const req = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'missing cli' })).json;
       await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'hello' });
-      let run: Run | undefined;
-      for (let i = 0; i < 100 && run?.status !== 'failed'; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        run = (await send(manager.origin, 'GET', `/api/runs?requirementId=${req.id}`)).json.items[0];
-      }
-      expect(run).toMatchObject({ status: 'failed' });
-      expect(run!.error).toContain('could not be started');
+      const run = await failedRun(manager, req.id);
+      expect(run.error).toBe(
+        'the agent CLI could not be started: Codex CLI (`/nonexistent/codex`) was not found (or is not executable). Install it (npm i -g @openai/codex) or set codexExecutable in the configuration.',
+      );
       expect((await send(manager.origin, 'GET', `/api/requirements/${req.id}`)).json).toMatchObject({
-        session: { lastConsumedMessageSequence: 0, pendingMessageCount: 1, state: 'failed' },
+        session: { lastConsumedMessageSequence: 0, lastError: run.error, pendingMessageCount: 1, state: 'failed' },
         status: 'waiting_confirmation',
       });
     } finally {
@@ -487,6 +490,32 @@ describe('an agent CLI that cannot be started', () => {
       });
       expect(regressions).toEqual([]);
       expect(rows.filter((r) => r.type === 'run.failed')).toHaveLength(20);
+    } finally {
+      await manager.stop();
+      sandbox.cleanup();
+    }
+  });
+
+  it('says which program is not on PATH and what fixes it, in the run, the session and the conversation', async () => {
+    const sandbox = makeSandbox();
+    // Neither CLI is on this PATH (the manager itself runs from process.execPath).
+    const emptyBin = path.join(path.dirname(sandbox.home), 'empty-bin');
+    fs.mkdirSync(emptyBin);
+    const manager = await startManager({ env: { CODE_FACTORY_CLAUDE_EXECUTABLE: 'claude', CODE_FACTORY_CODEX_EXECUTABLE: 'codex', PATH: emptyBin }, sandbox });
+    try {
+      const expected = {
+        'claude-code': 'Claude Code (`claude`) was not found on PATH. Install it (npm i -g @anthropic-ai/claude-code) or set claudeExecutable in the configuration.',
+        codex: 'Codex CLI (`codex`) was not found on PATH. Install it (npm i -g @openai/codex) or set codexExecutable in the configuration.',
+      };
+      for (const [provider, sentence] of Object.entries(expected)) {
+        const req = (await send(manager.origin, 'POST', '/api/requirements', { provider, title: `no ${provider}` })).json;
+        expect((await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'hello' })).status).toBe(202);
+        const run = await failedRun(manager, req.id);
+        expect(run.error).toBe(`the agent CLI could not be started: ${sentence}`);
+        expect((await send(manager.origin, 'GET', `/api/requirements/${req.id}`)).json.session.lastError).toBe(run.error);
+        const messages = (await send(manager.origin, 'GET', `/api/requirements/${req.id}/messages`)).json.items as Array<{ author: string; body: string }>;
+        expect(messages.find((m) => m.author === 'system')?.body).toContain(sentence);
+      }
     } finally {
       await manager.stop();
       sandbox.cleanup();

@@ -4,8 +4,9 @@ import * as path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 
-import type { ConfigurationValues, LogLevel } from '@libs/contracts';
+import type { AgentIsolation, ConfigurationValues, LogLevel } from '@libs/contracts';
 
+import { AgentSandbox } from './agents/agent-sandbox';
 import { killDescendantsNow } from './agents/process-tree';
 import { AppModule } from './app.module';
 import { loginUrl } from './auth/local-token';
@@ -37,6 +38,8 @@ export interface RunningManager {
   /** `<url>/?token=…`: opens the dashboard and sets its login cookie. */
   loginUrl: string;
   authenticationEnabled: boolean;
+  /** Whether agents run in the sandbox that hides the workspaces' data (the banner warns if not). */
+  agentIsolation: AgentIsolation;
   runtime: Runtime;
   app: INestApplication;
   /** Graceful stop: ends agent runs, closes SSE streams, finishes queued writes, releases the lock. */
@@ -100,6 +103,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     const running = app;
     let stopping: Promise<void> | undefined;
     return {
+      agentIsolation: app.get(AgentSandbox).status,
       app: running,
       authenticationEnabled: tokens.enabled,
       forceStop: () => {

@@ -34,9 +34,17 @@ function banner(manager: RunningManager): string {
     ['Dashboard', manager.authenticationEnabled ? manager.loginUrl : `${url}/`],
     ['API', `${url}/api`],
   ];
+  const isolation = manager.agentIsolation;
+  rows.push(['Agents', isolation.enabled ? `isolated (${isolation.mechanism}): the workspaces' data is hidden from them` : 'NOT isolated']);
   const warning = manager.authenticationEnabled
     ? []
     : ['  WARNING: authentication is disabled (authentication: "none"). Anyone who can reach this', '  port can run commands on this machine through the agents.'];
+  if (!isolation.enabled) {
+    warning.push(
+      `  WARNING: agents are not isolated: ${isolation.reason}.`,
+      '  An agent can read this workspace\'s token and act as you (see docs/security.md).',
+    );
+  }
   return [`Agent Manager ${runtime.version}`, ...rows.map(([k, v]) => `  ${k.padEnd(12)}${v}`), ...warning, '  Press Ctrl+C to stop.', ''].join('\n');
 }
 

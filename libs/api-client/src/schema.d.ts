@@ -544,6 +544,17 @@ export interface components {
             runId: string;
             sessionId: string;
         };
+        AgentIsolationDto: {
+            /** @description Whether agents run in the sandbox that hides the workspaces' data directories */
+            enabled: boolean;
+            /**
+             * @description What isolates them, or null
+             * @enum {string|null}
+             */
+            mechanism: "bubblewrap" | null;
+            /** @description Why agents are not isolated, or null when they are */
+            reason: string | null;
+        };
         AgentRequirementActionDto: {
             /**
              * @description start or retry its work, stop its run, delete it (todo only), mark it done (waiting_confirmation only)
@@ -664,18 +675,20 @@ export interface components {
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
             /** @description Fields a change applies to at once; every other field needs a restart */
-            liveFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
+            liveFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
+            overriddenFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
+            restartRequiredFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
         ConfigurationValuesDto: {
+            /** @enum {string} */
+            agentIsolation: "auto" | "off";
             allowedOrigin: string | null;
             /** @enum {string} */
             authentication: "token" | "none";
@@ -775,6 +788,8 @@ export interface components {
             p99: number;
         };
         HealthResponseDto: {
+            /** @description Whether agents are isolated from the owner's credentials (see docs/security.md) */
+            agentIsolation: components["schemas"]["AgentIsolationDto"];
             ok: boolean;
             version: string;
             workspaceRoot: string;
@@ -1067,6 +1082,11 @@ export interface components {
             nextCursor?: string | null;
         };
         UpdateConfigurationDto: {
+            /**
+             * @description auto: agents run in a sandbox hiding the workspaces' data (bubblewrap) where the machine allows it (default); off: never (restart required)
+             * @enum {string}
+             */
+            agentIsolation?: "auto" | "off";
             /**
              * @description Extra browser origin allowed to call the API (CORS/CSRF), or null
              * @example http://localhost:4200

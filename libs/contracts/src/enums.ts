@@ -29,6 +29,16 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const AUTHENTICATION_MODES = ['token', 'none'] as const;
 export type AuthenticationMode = (typeof AUTHENTICATION_MODES)[number];
 
+/**
+ * `auto` starts every agent in a sandbox that hides the workspaces' data (bubblewrap, Linux) when
+ * the machine allows it, and says so once when it does not; `off` never does (restart required).
+ */
+export const AGENT_ISOLATION_MODES = ['auto', 'off'] as const;
+export type AgentIsolationMode = (typeof AGENT_ISOLATION_MODES)[number];
+
+export const AGENT_ISOLATION_MECHANISMS = ['bubblewrap'] as const;
+export type AgentIsolationMechanism = (typeof AGENT_ISOLATION_MECHANISMS)[number];
+
 export const EVENT_ACTOR_KINDS = ['human', 'agent', 'trigger', 'system'] as const;
 export type EventActorKind = (typeof EVENT_ACTOR_KINDS)[number];
 

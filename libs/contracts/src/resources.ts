@@ -1,4 +1,6 @@
 import type {
+  AgentIsolationMechanism,
+  AgentIsolationMode,
   AttachmentKind,
   PullRequestStatus,
   RunRole,
@@ -102,7 +104,17 @@ export interface ManagerEvent<P = Record<string, unknown>> {
   createdAt: string;
 }
 
+/** Whether this manager's agents run in the sandbox that hides the workspaces' data. */
+export interface AgentIsolation {
+  enabled: boolean;
+  /** What isolates them; null when they are not isolated. */
+  mechanism: AgentIsolationMechanism | null;
+  /** Why they are not isolated (null when they are). */
+  reason: string | null;
+}
+
 export interface ConfigurationValues {
+  agentIsolation: AgentIsolationMode;
   authentication: AuthenticationMode;
   host: string;
   port: number;

@@ -14,6 +14,7 @@ import type { WriteTx } from '../core/database/write-tx';
 import { conflict, insufficientStorage, invalid, notFound } from '../core/errors/domain-error';
 import { isId, newId } from '../core/ids';
 import { RUNTIME, type Runtime } from '../core/runtime';
+import { RequirementMessageEntity } from '../messages/requirement-message.entity';
 import { RequirementEntity } from '../requirements/requirement.entity';
 import { RequirementsService, requirementNotFound } from '../requirements/requirements.service';
 import { AttachmentResponseDto, toAttachmentResponse } from './dto/attachment-response.dto';
@@ -146,6 +147,20 @@ export class AttachmentsService implements OnApplicationBootstrap {
     }
     tx.update('message_attachment', { messageId }, { id: ids });
     return ids.map((id) => toAttachmentResponse({ ...(byId.get(id) as MessageAttachmentEntity), messageId }));
+  }
+
+  /**
+   * The stored files of every attachment a Requirement's agent session has been given, up to
+   * message `toSequence`: what its agent may open (its sandbox shows these and no other).
+   * Earlier ones count too: a resumed session still has their paths in its conversation.
+   */
+  async deliveredFiles(manager: EntityManager, requirementId: string, toSequence: number): Promise<string[]> {
+    const rows = await manager
+      .createQueryBuilder(MessageAttachmentEntity, 'a')
+      .innerJoin(RequirementMessageEntity, 'm', 'm.id = a.message_id')
+      .where('a.requirement_id = :requirementId AND m.deliver_to_rd = 1 AND m.sequence <= :toSequence', { requirementId, toSequence })
+      .getMany();
+    return rows.map((row) => this.filePath(row));
   }
 
   /** Attachments of many messages in one query, in upload order. */

@@ -3,6 +3,7 @@ import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@ne
 
 import type { EventActor } from '@libs/contracts';
 
+import { AgentSandbox } from '../agents/agent-sandbox';
 import { UpdateConfigurationDto } from '../core/configuration/configuration.schema';
 import { Actor } from '../core/http/actor.decorator';
 import { RUNTIME, Runtime } from '../core/runtime';
@@ -14,6 +15,7 @@ import { ManagerConfigurationService } from './manager-configuration.service';
 @Controller()
 export class ConfigurationController {
   constructor(
+    private readonly agentSandbox: AgentSandbox,
     private readonly configuration: ManagerConfigurationService,
     private readonly metrics: MetricsService,
     @Inject(RUNTIME) private readonly runtime: Runtime,
@@ -23,7 +25,7 @@ export class ConfigurationController {
   @ApiOperation({ summary: 'Liveness; needs no credentials' })
   @ApiOkResponse({ type: HealthResponseDto })
   getHealth(): HealthResponseDto {
-    return { ok: true, version: this.runtime.version, workspaceRoot: this.runtime.paths.root };
+    return { agentIsolation: this.agentSandbox.status, ok: true, version: this.runtime.version, workspaceRoot: this.runtime.paths.root };
   }
 
   @Get('metrics')

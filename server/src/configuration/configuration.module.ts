@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 
+import { AgentsModule } from '../agents/agents.module';
 import { ConfigurationController } from './configuration.controller';
 import { EventsModule } from '../events/events.module';
 import { RunsModule } from '../runs/runs.module';
@@ -8,7 +9,7 @@ import { MetricsService } from './metrics.service';
 
 @Module({
   controllers: [ConfigurationController],
-  imports: [EventsModule, RunsModule],
+  imports: [AgentsModule, EventsModule, RunsModule],
   providers: [ManagerConfigurationService, MetricsService],
 })
 export class ConfigurationModule {}

@@ -194,7 +194,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     const input: ReviewerInput = { focus: review.prompt, headSha: review.targetHeadSha, number: pullRequest.number, pullRequestUrl: pullRequest.url, repository: pullRequest.repository };
     const active: ActiveRun = {
       capturedCount: 0,
-      input: { images: [], instructions: buildReviewerInstructions(input), prompt: buildReviewerPrompt(input) },
+      input: { attachmentFiles: [], images: [], instructions: buildReviewerInstructions(input), prompt: buildReviewerPrompt(input) },
       interruptMode: null,
       lastAssistantText: null,
       outcome: { completed: false, failure: null },

@@ -13,7 +13,11 @@ export interface AgentContext {
   token: string;
 }
 
-/** Variables of the manager's own configuration, never handed down to agents. */
+/**
+ * Variables of the manager's own configuration (its home, its settings), never handed down to
+ * agents; the few an agent needs are set explicitly below. The owner token is never in the
+ * manager's environment to begin with: it lives in the token file, hidden from agents.
+ */
 const PRIVATE_VARIABLES = /^CODE_FACTORY_/;
 
 /**
@@ -26,9 +30,12 @@ export class AgentEnvironmentService implements OnModuleInit {
 
   constructor(@Inject(RUNTIME) private readonly runtime: Runtime) {}
 
-  /** The directory holding the launcher (put first on the agent's PATH). */
+  /**
+   * The directory holding the launcher (put first on the agent's PATH). Not in the data
+   * directory: agents run in a sandbox that hides it, and they must still reach the launcher.
+   */
   get binDirectory(): string {
-    return path.join(this.runtime.paths.dataDirectory, 'bin');
+    return this.runtime.paths.launcherDirectory;
   }
 
   /** The launcher's absolute path (`$CODE_FACTORY_CLI`, the fallback the instructions name). */
@@ -39,6 +46,8 @@ export class AgentEnvironmentService implements OnModuleInit {
   /** Writes the launcher: a shell script running this installation's CLI with this Node. */
   onModuleInit(): void {
     fs.mkdirSync(this.binDirectory, { mode: 0o700, recursive: true });
+    // Where earlier versions wrote it: inside the hidden tree, so no agent may be sent there.
+    fs.rmSync(path.join(this.runtime.paths.dataDirectory, 'bin'), { force: true, recursive: true });
     const entry = path.join(packageRoot(), 'bin', 'code-factory-cli.js');
     const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
     const script = `#!/bin/sh\n# Written by Agent Manager at start: runs its code-factory-cli.\nexec ${quote(process.execPath)} ${quote(entry)} "$@"\n`;

@@ -13,6 +13,8 @@ export interface PreparedInput {
   instructions: string;
   prompt: string;
   images: string[];
+  /** Attachment files the agent may read (bound read-only into its sandbox). */
+  attachmentFiles: string[];
 }
 
 /** What an RD run is told: the instructions and its captured input, labelled and in order. */
@@ -66,6 +68,7 @@ export class RunInputService {
       parts.push('Continue the work on this Requirement.');
     }
     return {
+      attachmentFiles: await this.attachments.deliveredFiles(manager, run.requirementId, run.inputToSequence ?? 0),
       images: run.provider === 'codex' ? imagePaths(messages) : [],
       instructions: buildRdInstructions({ cliPath: this.environment.cliPath, requirementId: requirement.id, requirementTitle: requirement.title }),
       prompt: `${parts.join('\n\n')}\n`,

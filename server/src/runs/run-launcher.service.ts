@@ -3,8 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 
 import type { AgentAdapter, NormalizedEvent } from '../agents/agent-adapter';
+import { AgentSandbox } from '../agents/agent-sandbox';
 import { ClaudeCodeAdapter } from '../agents/claude-code.adapter';
 import { CodexAdapter } from '../agents/codex.adapter';
+import { cliNotFoundMessage, findExecutable } from '../agents/executable';
 import { ProcessEnd, runProcess } from '../agents/process-runner';
 import { RunCredentialsService } from '../auth/run-credentials.service';
 import { Clock } from '../core/clock';
@@ -41,6 +43,7 @@ export class RunLauncher {
     private readonly input: RunInputService,
     private readonly messages: MessagesService,
     private readonly requirements: RequirementsService,
+    private readonly sandbox: AgentSandbox,
   ) {}
 
   /**
@@ -68,9 +71,17 @@ export class RunLauncher {
           token: this.credentials.issue({ requirementId: run.requirementId, runId: run.id, sessionId: run.sessionId as string }),
         });
     const executable = this.configuration.get(run.provider === 'codex' ? 'codexExecutable' : 'claudeExecutable');
+    const cwd = this.input.workspace;
+    // Looked up as the child would (its PATH, its cwd) so that a missing CLI says what to do.
+    const resolved = findExecutable(executable, env.PATH ?? '', cwd);
+    if (resolved === null) {
+      ended({ code: null, reason: 'spawn_failed', signal: null, stderr: cliNotFoundMessage(run.provider, executable) });
+      return;
+    }
     const invocation = adapter.buildInvocation({
       env,
-      executable,
+      // The resolved path: what was checked is what runs, with or without the sandbox around it.
+      executable: resolved,
       images: prepared.images,
       instructions: prepared.instructions,
       model: run.model,
@@ -80,13 +91,14 @@ export class RunLauncher {
       reasoningEffort: run.reasoningEffort,
       role: run.role,
       runningAsRoot: process.getuid?.() === 0,
-      workspace: this.input.workspace,
+      workspace: cwd,
     });
+    const sandboxed = this.sandbox.wrap(invocation.command, invocation.args, { cwd, readOnlyFiles: prepared.attachmentFiles });
     active.parser = adapter.createParser();
     const proc = runProcess({
-      args: invocation.args,
-      command: invocation.command,
-      cwd: this.input.workspace,
+      args: sandboxed.args,
+      command: sandboxed.command,
+      cwd,
       env: invocation.env,
       inactivityTimeoutMs: reviewer ? REVIEWER_TIMEOUT_MS : this.configuration.get('rdInactivityTimeoutSeconds') * 1000,
       marker: run.id,

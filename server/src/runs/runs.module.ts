@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 
+import { AgentsModule } from '../agents/agents.module';
 import { AttachmentsModule } from '../attachments/attachments.module';
 import { MessagesModule } from '../messages/messages.module';
 import { RequirementsModule } from '../requirements/requirements.module';
@@ -14,7 +15,7 @@ import { StartupReconciler } from './startup-reconciler.service';
 @Module({
   controllers: [RunsController],
   exports: [AgentEnvironmentService, RunLauncher, RunOrchestrator],
-  imports: [AttachmentsModule, MessagesModule, RequirementsModule],
+  imports: [AgentsModule, AttachmentsModule, MessagesModule, RequirementsModule],
   providers: [AgentEnvironmentService, RunInputService, RunLauncher, RunOrchestrator, RunsService, StartupReconciler],
 })
 export class RunsModule {}

@@ -25,6 +25,7 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'host', type: 'text' },
   { key: 'port', type: 'number' },
   { key: 'authentication', options: ['token', 'none'], type: 'select' },
+  { key: 'agentIsolation', options: ['auto', 'off'], type: 'select' },
   { key: 'githubApiUrl', type: 'text' },
   { key: 'githubWebhookSecret', type: 'secret' },
   { key: 'allowedOrigin', type: 'nullable' },

@@ -1,11 +1,12 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-import { AUTHENTICATION_MODES, AuthenticationMode, ConfigurationValues, LOG_LEVELS, LogLevel } from '@libs/contracts';
+import { AGENT_ISOLATION_MECHANISMS, AGENT_ISOLATION_MODES, AgentIsolation, AgentIsolationMechanism, AgentIsolationMode, AUTHENTICATION_MODES, AuthenticationMode, ConfigurationValues, LOG_LEVELS, LogLevel } from '@libs/contracts';
 
 import { CONFIGURATION_KEYS } from '../../core/configuration/configuration.schema';
 import { OptionalEnum } from '../../core/validation';
 
 export class ConfigurationValuesDto implements ConfigurationValues {
+  @ApiProperty({ enum: AGENT_ISOLATION_MODES }) agentIsolation: AgentIsolationMode;
   @ApiProperty({ nullable: true, type: String }) allowedOrigin: string | null;
   @ApiProperty({ enum: AUTHENTICATION_MODES }) authentication: AuthenticationMode;
   @ApiProperty() cancelledRequirementRetentionDays: number;
@@ -56,7 +57,14 @@ export class MetricsQueryDto {
   reset?: 'true' | 'false';
 }
 
+export class AgentIsolationDto implements AgentIsolation {
+  @ApiProperty({ description: 'Whether agents run in the sandbox that hides the workspaces\' data directories' }) enabled: boolean;
+  @ApiProperty({ description: 'What isolates them, or null', enum: AGENT_ISOLATION_MECHANISMS, nullable: true, type: String }) mechanism: AgentIsolationMechanism | null;
+  @ApiProperty({ description: 'Why agents are not isolated, or null when they are', nullable: true, type: String }) reason: string | null;
+}
+
 export class HealthResponseDto {
+  @ApiProperty({ description: 'Whether agents are isolated from the owner\'s credentials (see docs/security.md)', type: AgentIsolationDto }) agentIsolation: AgentIsolationDto;
   @ApiProperty() ok: boolean;
   @ApiProperty() version: string;
   @ApiProperty() workspaceRoot: string;

@@ -1,11 +1,12 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 
-import { AUTHENTICATION_MODES, ConfigurationValues, LOG_LEVELS } from '@libs/contracts';
+import { AGENT_ISOLATION_MODES, AUTHENTICATION_MODES, ConfigurationValues, LOG_LEVELS } from '@libs/contracts';
 
 import { OptionalEnum, OptionalInt, OptionalText } from '../validation';
 
 export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
+  agentIsolation: 'auto',
   allowedOrigin: null,
   authentication: 'token',
   cancelledRequirementRetentionDays: 7,
@@ -49,6 +50,9 @@ const FILES = /^[1-9]\d{0,5}d?$/;
  * launch overrides are checked against before anything uses them.
  */
 export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
+  @OptionalEnum(AGENT_ISOLATION_MODES, 'auto: agents run in a sandbox hiding the workspaces\' data (bubblewrap) where the machine allows it (default); off: never (restart required)')
+  agentIsolation?: ConfigurationValues['agentIsolation'];
+
   /** Origin (scheme://host[:port]) allowed to call the API from a browser besides the dashboard itself. */
   @OptionalText({ description: 'Extra browser origin allowed to call the API (CORS/CSRF), or null', example: 'http://localhost:4200', max: 200, nullable: true, pattern: ORIGIN })
   allowedOrigin?: string | null;

@@ -7,8 +7,15 @@ import * as path from 'node:path';
 export interface WorkspacePaths {
   /** realpath of the bound repository. */
   root: string;
+  /** The Agent Manager home (`$CODE_FACTORY_HOME` or `~/.code-factory`). */
+  home: string;
   /** `<home>/workspaces/<first 16 hex of sha256(root)>` */
   dataDirectory: string;
+  /**
+   * `<home>/bin/<key>`: the agents' `code-factory-cli` launcher. Outside `workspaces/` because
+   * agents run in a sandbox that hides that whole tree (tokens, databases, logs).
+   */
+  launcherDirectory: string;
   defaultConfigPath: string;
   defaultDatabasePath: string;
   attachmentsDirectory: string;
@@ -42,13 +49,16 @@ export function resolveWorkspace(workspace: string, home = codeFactoryHome()): W
   if (!fs.statSync(root).isDirectory()) {
     throw new Error(`workspace ${root} is not a directory`);
   }
-  const dataDirectory = path.join(home, 'workspaces', workspaceKey(root));
+  const key = workspaceKey(root);
+  const dataDirectory = path.join(home, 'workspaces', key);
   const paths: WorkspacePaths = {
     attachmentsDirectory: path.join(dataDirectory, 'attachments'),
     dataDirectory,
     defaultConfigPath: path.join(dataDirectory, 'config.json'),
     defaultDatabasePath: path.join(dataDirectory, 'factory.sqlite'),
     defaultLogFilePath: path.join(dataDirectory, 'logs', 'agent-manager.log'),
+    home,
+    launcherDirectory: path.join(home, 'bin', key),
     lockPath: path.join(dataDirectory, 'manager.lock'),
     logsDirectory: path.join(dataDirectory, 'logs'),
     root,

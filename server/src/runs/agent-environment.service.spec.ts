@@ -1,0 +1,64 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import { ConfigurationService } from '../core/configuration/configuration.service';
+import type { Runtime } from '../core/runtime';
+import { resolveWorkspace } from '../core/workspace/workspace';
+import { AgentEnvironmentService } from './agent-environment.service';
+
+describe(AgentEnvironmentService.name, () => {
+  const OWNER_TOKEN = 'f'.repeat(64);
+  let base: string;
+  let sut: AgentEnvironmentService;
+  let runtime: Runtime;
+  const saved = { ...process.env };
+
+  beforeAll(() => {
+    base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'am-env-')));
+    fs.mkdirSync(path.join(base, 'repo'));
+    const paths = resolveWorkspace(path.join(base, 'repo'), path.join(base, 'home'));
+    fs.mkdirSync(path.join(paths.dataDirectory, 'bin')); // where an earlier version put the launcher
+    runtime = { configuration: new ConfigurationService(paths.defaultConfigPath, {}), paths } as Partial<Runtime> as Runtime;
+    // Whatever the manager was started with: its home, its settings, even a token by mistake.
+    Object.assign(process.env, { CODE_FACTORY_AUTHENTICATION: 'token', CODE_FACTORY_HOME: path.join(base, 'home'), CODE_FACTORY_TOKEN: OWNER_TOKEN, SOME_TOOL_HOME: '/opt/tool' });
+    sut = new AgentEnvironmentService(runtime);
+    sut.onModuleInit();
+    sut.setApiUrl('http://127.0.0.1:1/api');
+  });
+  afterAll(() => {
+    process.env = saved;
+    fs.rmSync(base, { force: true, recursive: true });
+  });
+
+  it('hands an RD agent its own context and none of the manager\'s settings or the owner token', () => {
+    const env = sut.environment({ requirementId: 'req_1', sessionId: 'ses_1', token: 'amr_run' });
+    expect(Object.keys(env).filter((k) => k.startsWith('CODE_FACTORY_')).sort()).toEqual([
+      'CODE_FACTORY_API_URL',
+      'CODE_FACTORY_CLI',
+      'CODE_FACTORY_GITHUB_API_URL',
+      'CODE_FACTORY_REQUIREMENT_ID',
+      'CODE_FACTORY_SESSION_ID',
+      'CODE_FACTORY_TOKEN',
+    ]);
+    expect(env.CODE_FACTORY_TOKEN).toBe('amr_run');
+    expect(Object.values(env).join('\n')).not.toContain(OWNER_TOKEN);
+    expect(env.SOME_TOOL_HOME).toBe('/opt/tool'); // the rest of the user's environment stays
+  });
+
+  it('gives a reviewer the user\'s environment without any CODE_FACTORY_* variable', () => {
+    const env = sut.reviewerEnvironment();
+    expect(Object.keys(env).filter((k) => k.startsWith('CODE_FACTORY_'))).toEqual([]);
+    expect(Object.values(env).join('\n')).not.toContain(OWNER_TOKEN);
+  });
+
+  it('writes the launcher outside the data directory (which agents cannot see), first on PATH', () => {
+    const env = sut.environment({ requirementId: 'req_1', sessionId: 'ses_1', token: 'amr_run' });
+    expect(env.CODE_FACTORY_CLI).toBe(path.join(runtime.paths.home, 'bin', path.basename(runtime.paths.dataDirectory), 'code-factory-cli'));
+    expect(path.relative(path.join(runtime.paths.home, 'workspaces'), env.CODE_FACTORY_CLI as string).startsWith('..')).toBe(true);
+    expect(env.PATH?.split(path.delimiter)[0]).toBe(path.dirname(env.CODE_FACTORY_CLI as string));
+    expect(fs.statSync(env.CODE_FACTORY_CLI as string).mode & 0o111).not.toBe(0);
+    expect(fs.readFileSync(env.CODE_FACTORY_CLI as string, 'utf8')).not.toMatch(/[0-9a-f]{64}/);
+    expect(fs.existsSync(path.join(runtime.paths.dataDirectory, 'bin'))).toBe(false);
+  });
+});
