@@ -11,15 +11,18 @@ import { AuthenticationMiddleware } from '../../auth/authentication.middleware';
 import { HttpSecurityMiddleware } from '../../auth/http-security.middleware';
 import { AllExceptionsFilter } from '../errors/all-exceptions.filter';
 import { dashboardDirectory } from '../package-info';
-import { setUpOpenApi } from './openapi';
 import { jsonBodyMiddleware } from './json-body.middleware';
+import { lingeringCloseMiddleware } from './lingering-close.middleware';
+import { setUpOpenApi } from './openapi';
 
 /** Everything HTTP-shaped that is not a controller: parsing, validation, errors, docs, static files. */
 export function configureHttp(app: INestApplication): void {
   const express_ = app as NestExpressApplication;
   express_.disable('x-powered-by');
   express_.set('etag', false);
-  // Order matters: Host/Origin checks, then credentials, and only then is a body read.
+  // Order matters: answers that leave a body unread still read it off (below), then Host/Origin
+  // checks, then credentials, and only then is a body read.
+  app.use(lingeringCloseMiddleware());
   app.use(app.get(HttpSecurityMiddleware).handle);
   app.use(app.get(AuthenticationMiddleware).handle);
   app.use(jsonBodyMiddleware());
