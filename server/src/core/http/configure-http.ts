@@ -15,6 +15,20 @@ import { jsonBodyMiddleware } from './json-body.middleware';
 import { lingeringCloseMiddleware } from './lingering-close.middleware';
 import { setUpOpenApi } from './openapi';
 
+/**
+ * The Express instance Nest runs on. Routing is case-sensitive and strict (a trailing slash is
+ * another path), so each route has exactly one spelling: the credential checks, the raw-body
+ * routes and the handlers all see the same path, and `/api/requirements/x/Attachments` is a
+ * 404 rather than an upload whose body the JSON parser has already consumed. The settings are
+ * read when Express creates its router, so they are set before Nest registers anything.
+ */
+export function createExpressInstance(): express.Express {
+  const instance = express();
+  instance.set('case sensitive routing', true);
+  instance.set('strict routing', true);
+  return instance;
+}
+
 /** Everything HTTP-shaped that is not a controller: parsing, validation, errors, docs, static files. */
 export function configureHttp(app: INestApplication): void {
   const express_ = app as NestExpressApplication;
