@@ -13,6 +13,7 @@ import { LocalTokenService } from './auth/local-token.service';
 import { AgentEnvironmentService } from './runs/agent-environment.service';
 import { ConfigurationService, overridesFromEnv } from './core/configuration/configuration.service';
 import { configureHttp, createExpressInstance } from './core/http/configure-http';
+import { guardConnections } from './core/http/connection-guard';
 import type { Clock } from './core/clock';
 import { FileLogger } from './core/logging/file-logger';
 import { packageVersion } from './core/package-info';
@@ -83,6 +84,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
 
     app = await NestFactory.create(AppModule.forRoot(runtime), new ExpressAdapter(createExpressInstance()), { abortOnError: false, bodyParser: false, logger });
     configureHttp(app);
+    guardConnections(app.getHttpServer());
     await app.listen(configuration.get('port'), configuration.get('host'));
     const address = app.getHttpServer().address() as AddressInfo;
     const url = `http://${urlHost(configuration.get('host'))}:${address.port}`;
