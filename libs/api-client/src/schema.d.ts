@@ -1546,6 +1546,13 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Too many deliveries are being received at once: retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
     getHealth: {

@@ -1,10 +1,45 @@
+import type { Readable } from 'node:stream';
+
 import { Injectable, Logger } from '@nestjs/common';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
-import { invalid, notFound, unauthorized } from '../core/errors/domain-error';
+import { invalid, notFound, tooManyRequests, unauthorized } from '../core/errors/domain-error';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { PullRequestReconciler } from './pull-request-reconciler.service';
-import { verifyWebhookSignature } from './webhook-signature';
+import { readWebhookBody } from './webhook-body';
+import { webhookSignatureVerifier } from './webhook-signature';
+
+/**
+ * What unauthenticated callers can make the process hold through the webhook: at most
+ * `concurrent` bodies in receipt at once (each verified as it streams), of at most GitHub's
+ * 25 MB, each within `receiveTimeoutMs`. A body is kept only for the events acted on, so the
+ * worst case is `concurrent` × 25 MB, released as each request ends. GitHub sends deliveries one
+ * by one, and the reconciler's poll catches anything a refused delivery carried.
+ */
+export const WEBHOOK_LIMITS = {
+  bodyBytes: 25 * 1024 * 1024,
+  concurrent: 2,
+  receiveTimeoutMs: 30_000,
+} as const;
+
+/** Events that name PRs (see `affected`); every other event is verified and acknowledged, never parsed. */
+const HANDLED_EVENTS = new Set([
+  'check_run',
+  'check_suite',
+  'issue_comment',
+  'pull_request',
+  'pull_request_review',
+  'pull_request_review_comment',
+  'pull_request_review_thread',
+  'status',
+]);
+
+export interface WebhookDelivery {
+  event: string | undefined;
+  signature: string | string[] | undefined;
+  body: Readable;
+  declaredLength: number | null;
+}
 
 export interface WebhookOutcome {
   accepted: boolean;
@@ -27,6 +62,8 @@ interface RepositoryPayload {
 @Injectable()
 export class GitHubWebhookService {
   private readonly logger = new Logger(GitHubWebhookService.name);
+  /** Deliveries whose bodies are being received now. */
+  private receiving = 0;
 
   constructor(
     private readonly configuration: ConfigurationService,
@@ -43,19 +80,51 @@ export class GitHubWebhookService {
     return secret;
   }
 
-  async receive(event: string | undefined, signature: string | string[] | undefined, body: Buffer): Promise<WebhookOutcome> {
+  async receive({ body, declaredLength, event, signature }: WebhookDelivery): Promise<WebhookOutcome> {
     const secret = this.assertEnabled();
-    if (!verifyWebhookSignature(secret, body, signature)) {
+    if (declaredLength !== null && declaredLength > WEBHOOK_LIMITS.bodyBytes) {
+      throw invalid('body_too_large', `webhook bodies may be at most ${WEBHOOK_LIMITS.bodyBytes} bytes`);
+    }
+    // Refusals that need no body come before reading any of it.
+    const verifier = webhookSignatureVerifier(secret, signature);
+    if (!verifier) {
+      this.logger.warn({ event, msg: 'webhook refused: no valid signature header' });
+      throw unauthorized('invalid_signature', 'X-Hub-Signature-256 does not match the body signed with the configured secret');
+    }
+    if (typeof event !== 'string') {
+      throw invalid('invalid_webhook', 'a webhook needs an X-GitHub-Event header and a JSON object body');
+    }
+    if (this.receiving >= WEBHOOK_LIMITS.concurrent) {
+      this.logger.warn({ event, msg: 'webhook refused: busy' });
+      throw tooManyRequests('webhook_busy', `at most ${WEBHOOK_LIMITS.concurrent} webhook deliveries are received at once; retry shortly`);
+    }
+    const handled = HANDLED_EVENTS.has(event);
+    this.receiving++;
+    let received: Buffer | null;
+    try {
+      received = await readWebhookBody(body, verifier, { declaredLength, keep: handled, maxBytes: WEBHOOK_LIMITS.bodyBytes, timeoutMs: WEBHOOK_LIMITS.receiveTimeoutMs });
+    } finally {
+      this.receiving--;
+    }
+    if (!verifier.matches()) {
       this.logger.warn({ event, msg: 'webhook refused: bad signature' });
       throw unauthorized('invalid_signature', 'X-Hub-Signature-256 does not match the body signed with the configured secret');
     }
+    if (!handled || received === null) {
+      this.logger.log({ event, msg: 'webhook received', pullRequests: 0 });
+      return { accepted: true, event, pullRequests: 0 };
+    }
+    return this.deliver(event, received);
+  }
+
+  private async deliver(event: string, body: Buffer): Promise<WebhookOutcome> {
     let payload: unknown;
     try {
       payload = JSON.parse(body.toString('utf8'));
     } catch {
       throw invalid('invalid_json', 'the webhook body is not JSON');
     }
-    if (typeof payload !== 'object' || payload === null || typeof event !== 'string') {
+    if (typeof payload !== 'object' || payload === null) {
       throw invalid('invalid_webhook', 'a webhook needs an X-GitHub-Event header and a JSON object body');
     }
     const ids = await this.affected(event, payload as Record<string, any> & RepositoryPayload);
