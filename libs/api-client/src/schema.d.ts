@@ -1131,7 +1131,7 @@ export interface components {
             accepted: boolean;
             /** @description X-GitHub-Event */
             event: string;
-            /** @description Tracked PRs the event concerns, looked at again now */
+            /** @description Tracked PRs the event concerns, looked at again now (0 for a payload over 1 MB: then every tracked PR is) */
             pullRequests: number;
         };
         WorkspaceResponseDto: {

@@ -7,7 +7,7 @@ import { GitHubWebhookService, WebhookOutcome } from './github-webhook.service';
 export class WebhookResponseDto implements WebhookOutcome {
   @ApiProperty() accepted: boolean;
   @ApiProperty({ description: 'X-GitHub-Event' }) event: string;
-  @ApiProperty({ description: 'Tracked PRs the event concerns, looked at again now' }) pullRequests: number;
+  @ApiProperty({ description: 'Tracked PRs the event concerns, looked at again now (0 for a payload over 1 MB: then every tracked PR is)' }) pullRequests: number;
 }
 
 @ApiTags('github')

@@ -11,14 +11,17 @@ import { webhookSignatureVerifier } from './webhook-signature';
 
 /**
  * What unauthenticated callers can make the process hold through the webhook: at most
- * `concurrent` bodies in receipt at once (each verified as it streams), of at most GitHub's
- * 25 MB, each within `receiveTimeoutMs`. A body is kept only for the events acted on, so the
- * worst case is `concurrent` × 25 MB, released as each request ends. GitHub sends deliveries one
- * by one, and the reconciler's poll catches anything a refused delivery carried.
+ * `concurrent` deliveries in receipt at once, each verified as it streams, within `bodyBytes`
+ * (GitHub's cap) and `receiveTimeoutMs`. Only `payloadBytes` of a body are ever held, and only
+ * for the events acted on, so the worst case is `concurrent` × 1 MB whatever is sent. The PR
+ * events acted on are far smaller than that; a larger one that verifies has the reconciler look
+ * at every tracked PR instead of the ones it names. A refused delivery costs nothing either: the
+ * reconciler's poll finds what it carried.
  */
 export const WEBHOOK_LIMITS = {
   bodyBytes: 25 * 1024 * 1024,
-  concurrent: 2,
+  concurrent: 8,
+  payloadBytes: 1024 * 1024,
   receiveTimeoutMs: 30_000,
 } as const;
 
@@ -100,9 +103,9 @@ export class GitHubWebhookService {
     }
     const handled = HANDLED_EVENTS.has(event);
     this.receiving++;
-    let received: Buffer | null;
+    let payload: Buffer | null;
     try {
-      received = await readWebhookBody(body, verifier, { declaredLength, keep: handled, maxBytes: WEBHOOK_LIMITS.bodyBytes, timeoutMs: WEBHOOK_LIMITS.receiveTimeoutMs });
+      payload = await readWebhookBody(body, verifier, { keepBytes: handled ? WEBHOOK_LIMITS.payloadBytes : 0, maxBytes: WEBHOOK_LIMITS.bodyBytes, timeoutMs: WEBHOOK_LIMITS.receiveTimeoutMs });
     } finally {
       this.receiving--;
     }
@@ -110,11 +113,16 @@ export class GitHubWebhookService {
       this.logger.warn({ event, msg: 'webhook refused: bad signature' });
       throw unauthorized('invalid_signature', 'X-Hub-Signature-256 does not match the body signed with the configured secret');
     }
-    if (!handled || received === null) {
+    if (!handled) {
       this.logger.log({ event, msg: 'webhook received', pullRequests: 0 });
       return { accepted: true, event, pullRequests: 0 };
     }
-    return this.deliver(event, received);
+    if (payload === null) {
+      this.logger.log({ event, msg: 'webhook received: payload too large to read, reconciling every tracked PR' });
+      void this.reconciler.reconcile();
+      return { accepted: true, event, pullRequests: 0 };
+    }
+    return this.deliver(event, payload);
   }
 
   private async deliver(event: string, body: Buffer): Promise<WebhookOutcome> {

@@ -4,19 +4,19 @@ import { invalid } from '../core/errors/domain-error';
 import type { WebhookSignatureVerifier } from './webhook-signature';
 
 export interface ReadWebhookOptions {
-  /** Keep the bytes (for parsing once verified); false: only feed the verifier. */
-  keep: boolean;
+  /** Keep the bytes (for parsing once verified) while the body is at most this long; 0 keeps nothing. */
+  keepBytes: number;
+  /** Longer bodies are refused. */
   maxBytes: number;
-  /** The Content-Length, when declared: the buffer is allocated once at that size. */
-  declaredLength: number | null;
   timeoutMs: number;
 }
 
 /**
- * Streams a webhook body through its signature verifier. Nothing is kept unless asked, and then
- * in one buffer of the declared size (or chunks, for a chunked body) that is dropped as soon as
- * the request is done. Too large, too slow or cut short: refused, with the listeners removed so
- * that nothing more is held (the lingering close discards the rest).
+ * Streams a webhook body through its signature verifier. The bytes are kept only while the body
+ * stays within `keepBytes`; past it they are dropped and only the verifier goes on, so a delivery
+ * holds at most `keepBytes` however long it is. Too long, too slow or cut short: refused, with
+ * the listeners removed (the lingering close discards the rest). Resolves with the kept body, or
+ * null when none was kept.
  */
 export function readWebhookBody(body: Readable, verifier: WebhookSignatureVerifier, options: ReadWebhookOptions): Promise<Buffer | null> {
   return new Promise((resolve, reject) => {
@@ -24,8 +24,7 @@ export function readWebhookBody(body: Readable, verifier: WebhookSignatureVerifi
       reject(invalid('invalid_body', 'the webhook body was already read'));
       return;
     }
-    const whole = options.keep && options.declaredLength !== null ? Buffer.allocUnsafe(options.declaredLength) : null;
-    const chunks: Buffer[] = [];
+    let kept: Buffer[] | null = options.keepBytes > 0 ? [] : null;
     let size = 0;
     const settle = (error: Error | null) => {
       clearTimeout(timer);
@@ -35,24 +34,21 @@ export function readWebhookBody(body: Readable, verifier: WebhookSignatureVerifi
       body.off('close', onClose);
       if (error) {
         reject(error);
-      } else if (!options.keep) {
-        resolve(null);
       } else {
-        resolve(whole ? whole.subarray(0, size) : Buffer.concat(chunks, size));
+        resolve(kept ? Buffer.concat(kept, size) : null);
       }
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > options.maxBytes || (whole !== null && size > whole.length)) {
+      if (size > options.maxBytes) {
         settle(invalid('body_too_large', `webhook bodies may be at most ${options.maxBytes} bytes`));
         return;
       }
       verifier.update(chunk);
-      if (whole) {
-        chunk.copy(whole, size - chunk.length);
-      } else if (options.keep) {
-        chunks.push(chunk);
+      if (kept && size > options.keepBytes) {
+        kept = null;
       }
+      kept?.push(chunk);
     };
     const onEnd = () => settle(null);
     const onAborted = () => settle(invalid('request_aborted', 'the webhook body was not fully received'));
