@@ -3,6 +3,7 @@ import * as path from 'node:path';
 
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
 
 import type { AgentIsolation, ConfigurationValues, LogLevel } from '@libs/contracts';
 
@@ -13,7 +14,8 @@ import { loginUrl } from './auth/local-token';
 import { LocalTokenService } from './auth/local-token.service';
 import { AgentEnvironmentService } from './runs/agent-environment.service';
 import { ConfigurationService, overridesFromEnv } from './core/configuration/configuration.service';
-import { configureHttp } from './core/http/configure-http';
+import { configureHttp, createExpressInstance } from './core/http/configure-http';
+import { guardConnections } from './core/http/connection-guard';
 import type { Clock } from './core/clock';
 import { FileLogger } from './core/logging/file-logger';
 import { packageVersion } from './core/package-info';
@@ -90,8 +92,9 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     configuration.changes$.subscribe((snapshot) => fileLogger.setLevel(snapshot.effective.logLevel as LogLevel));
     const runtime: Runtime = { clock: options.clock, configuration, databasePath, logFilePath, logger, paths, version: packageVersion() };
 
-    app = await NestFactory.create(AppModule.forRoot(runtime), { abortOnError: false, bodyParser: false, logger });
+    app = await NestFactory.create(AppModule.forRoot(runtime), new ExpressAdapter(createExpressInstance()), { abortOnError: false, bodyParser: false, logger });
     configureHttp(app);
+    guardConnections(app.getHttpServer());
     await app.listen(configuration.get('port'), configuration.get('host'));
     const address = app.getHttpServer().address() as AddressInfo;
     const url = `http://${urlHost(configuration.get('host'))}:${address.port}`;

@@ -3,11 +3,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { NestFactory } from '@nestjs/core';
+import { ExpressAdapter } from '@nestjs/platform-express';
 import type { OpenAPIObject } from '@nestjs/swagger';
 
 import { AppModule } from './app.module';
 import { ConfigurationService } from './core/configuration/configuration.service';
-import { configureHttp } from './core/http/configure-http';
+import { configureHttp, createExpressInstance } from './core/http/configure-http';
 import { buildOpenApiDocument } from './core/http/openapi';
 import { FileLogger } from './core/logging/file-logger';
 import { packageVersion } from './core/package-info';
@@ -33,6 +34,7 @@ export async function generateOpenApiDocument(): Promise<OpenAPIObject> {
         paths,
         version: packageVersion(),
       }),
+      new ExpressAdapter(createExpressInstance()),
       { abortOnError: false, bodyParser: false, logger },
     );
     configureHttp(app);

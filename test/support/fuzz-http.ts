@@ -73,6 +73,10 @@ export function sendFuzz(origin: string, request: FuzzRequest, timeoutMs: number
       req.destroy();
       done({ contentType: '', error: 'timeout', status: 0, streamed: false, text: '' });
     }, timeoutMs);
+    // An answer that arrived counts even if writing the rest of the body then failed (EPIPE,
+    // ECONNRESET): a server may refuse a request before reading its body, and the client's
+    // write error says nothing about whether the refusal was readable.
+    let answered: (() => void) | undefined;
     req.on('response', (res) => {
       const contentType = String(res.headers['content-type'] ?? '');
       if (contentType.startsWith('text/event-stream')) {
@@ -89,10 +93,17 @@ export function sendFuzz(origin: string, request: FuzzRequest, timeoutMs: number
           kept += chunk.length;
         }
       });
-      res.on('end', () => done({ contentType, status: res.statusCode ?? 0, streamed: false, text: Buffer.concat(chunks).toString('utf8') }));
+      answered = () => done({ contentType, status: res.statusCode ?? 0, streamed: false, text: Buffer.concat(chunks).toString('utf8') });
+      res.on('end', answered);
       res.on('error', (err) => done({ contentType, error: `response: ${err.message}`, status: res.statusCode ?? 0, streamed: false, text: '' }));
     });
-    req.on('error', (err) => done({ contentType: '', error: `request: ${(err as NodeJS.ErrnoException).code ?? err.message}`, status: 0, streamed: false, text: '' }));
+    req.on('error', (err) => {
+      if (answered) {
+        answered();
+        return;
+      }
+      done({ contentType: '', error: `request: ${(err as NodeJS.ErrnoException).code ?? err.message}`, status: 0, streamed: false, text: '' });
+    });
     if (request.body) {
       req.end(request.body);
     } else {

@@ -1153,7 +1153,7 @@ export interface components {
             accepted: boolean;
             /** @description X-GitHub-Event */
             event: string;
-            /** @description Tracked PRs the event concerns, looked at again now */
+            /** @description Tracked PRs the event concerns, looked at again now (0 for a payload over 1 MB: then every tracked PR is) */
             pullRequests: number;
         };
         WorkspaceResponseDto: {
@@ -1563,6 +1563,13 @@ export interface operations {
             };
             /** @description The webhook is off */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many deliveries are being received at once: retry after Retry-After seconds */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -68,6 +68,10 @@ export class AttachmentsService implements OnApplicationBootstrap {
     if (input.declaredLength !== null && input.declaredLength > LIMITS.attachmentBytes) {
       throw invalid('attachment_too_large', `an attachment may be at most ${LIMITS.attachmentBytes} bytes`);
     }
+    if (input.body.readableEnded) {
+      // Read to its end by something else: 'end' would never come again, and the temp file would wait for it forever.
+      throw invalid('invalid_body', 'the upload body was already consumed');
+    }
     await this.assertAcceptsUploads(this.database.readManager, requirementId);
 
     const id = newId('attachment');

@@ -12,7 +12,7 @@ import { AgentScope, RunCredentialsService } from './run-credentials.service';
 const PUBLIC_ROUTES = new Set(['GET /api/health', 'HEAD /api/health', 'POST /api/github/webhook']);
 /** Where run-scoped credentials are accepted; the timers route must name the run's Requirement. */
 const AGENT_PREFIX = '/api/agent/';
-const TIMER_ROUTE = /^\/api\/requirements\/([^/]+)\/timers(?:\/[^/]*)?\/?$/;
+const TIMER_ROUTE = /^\/api\/requirements\/([^/]+)\/timers(?:\/[^/]+)?$/;
 const BEARER = /^Bearer ([A-Za-z0-9_]{1,200})$/;
 const MAX_COOKIE_HEADER = 8192;
 
@@ -45,7 +45,7 @@ function decodePath(path: string): string {
  * Who is calling `/api/*`: a person (the local token as Bearer, or the dashboard's login
  * cookie) or an agent run (its run-scoped Bearer token, only on the agent API and its own
  * Requirement's timers). Refusals write nothing: this runs before any body is read.
- * Also serves the login link `/?token=…`, which trades the token for the cookie.
+ * Also serves login links (`?token=…` on any dashboard path), which trade the token for the cookie.
  */
 @Injectable()
 export class AuthenticationMiddleware {
@@ -58,13 +58,14 @@ export class AuthenticationMiddleware {
 
   readonly handle = (req: AuthenticatedRequest, res: Response, next: NextFunction): void => {
     if (/^\/api(\/|$)/i.test(req.path) && !/^\/api(\/|$)/.test(req.path)) {
-      // Routing ignores case; credentials and scopes are checked on the canonical spelling only.
+      // Routing is case-sensitive, so no route answers this; without this refusal a GET would
+      // get the dashboard's index.html and any other method a 404 in the API's own shape anyway.
       this.refuse(req, res, 404, 'not_found', 'API paths are lower-case: /api/…');
       return;
     }
     const isApi = req.path === '/api' || req.path.startsWith('/api/');
     if (!isApi) {
-      if (req.method === 'GET' && req.path === '/' && typeof req.query.token === 'string') {
+      if ((req.method === 'GET' || req.method === 'HEAD') && 'token' in req.query) {
         this.login(req, res);
         return;
       }
@@ -135,17 +136,23 @@ export class AuthenticationMiddleware {
     next();
   }
 
-  /** `/?token=…`: sets the HttpOnly, SameSite=Strict cookie and redirects to a URL without the token. */
+  /**
+   * A login link: `/?token=…`, or any dashboard deep link carrying the token (`/requirements/req_…?token=…`,
+   * also with the parameter repeated). Sets the HttpOnly, SameSite=Strict cookie and redirects to
+   * the same path without any `token`, so it leaves the address bar and history at once.
+   */
   private login(req: AuthenticatedRequest, res: Response): void {
-    const presented = req.query.token as string;
-    if (!this.tokens.matchesToken(presented)) {
+    const at = req.originalUrl.indexOf('?');
+    const query = new URLSearchParams(at >= 0 ? req.originalUrl.slice(at + 1) : '');
+    const presented = query.getAll('token');
+    // Every value is compared (in constant time), so a repeated parameter cannot hide the token.
+    if (!presented.some((value) => this.tokens.matchesToken(value))) {
       this.logger.warn({ msg: 'login refused', reason: 'invalid token' });
+      res.setHeader('Cache-Control', 'no-store');
       res.status(401).type('text/plain').send('This login link is not valid. Run `agent-manager token` for the current one.\n');
       return;
     }
-    const rest = new URLSearchParams(req.query as Record<string, string>);
-    rest.delete('token');
-    const query = rest.toString();
+    query.delete('token');
     res.cookie(sessionCookieName(req.socket.localPort ?? 0), this.tokens.sessionCookie, {
       httpOnly: true,
       path: '/',
@@ -153,7 +160,9 @@ export class AuthenticationMiddleware {
     });
     res.setHeader('Cache-Control', 'no-store');
     this.logger.log({ msg: 'dashboard login' });
-    res.redirect(303, query ? `/?${query}` : '/');
+    // `//evil.example` as a path would be a protocol-relative redirect off the site: one leading slash only.
+    const rest = query.toString();
+    res.redirect(303, req.path.replace(/^[/\\]+/, '/') + (rest ? `?${rest}` : ''));
   }
 
   private refuse(req: AuthenticatedRequest, res: Response, status: number, code: string, message: string): void {

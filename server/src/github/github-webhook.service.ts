@@ -1,10 +1,48 @@
+import type { Readable } from 'node:stream';
+
 import { Injectable, Logger } from '@nestjs/common';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
-import { invalid, notFound, unauthorized } from '../core/errors/domain-error';
+import { invalid, notFound, tooManyRequests, unauthorized } from '../core/errors/domain-error';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { PullRequestReconciler } from './pull-request-reconciler.service';
-import { verifyWebhookSignature } from './webhook-signature';
+import { readWebhookBody } from './webhook-body';
+import { webhookSignatureVerifier } from './webhook-signature';
+
+/**
+ * What unauthenticated callers can make the process hold through the webhook: at most
+ * `concurrent` deliveries in receipt at once, each verified as it streams, within `bodyBytes`
+ * (GitHub's cap) and `receiveTimeoutMs`. Only `payloadBytes` of a body are ever held, and only
+ * for the events acted on, so the worst case is `concurrent` × 1 MB whatever is sent. The PR
+ * events acted on are far smaller than that; a larger one that verifies has the reconciler look
+ * at every tracked PR instead of the ones it names. A refused delivery costs nothing either: the
+ * reconciler's poll finds what it carried.
+ */
+export const WEBHOOK_LIMITS = {
+  bodyBytes: 25 * 1024 * 1024,
+  concurrent: 8,
+  payloadBytes: 1024 * 1024,
+  receiveTimeoutMs: 30_000,
+} as const;
+
+/** Events that name PRs (see `affected`); every other event is verified and acknowledged, never parsed. */
+const HANDLED_EVENTS = new Set([
+  'check_run',
+  'check_suite',
+  'issue_comment',
+  'pull_request',
+  'pull_request_review',
+  'pull_request_review_comment',
+  'pull_request_review_thread',
+  'status',
+]);
+
+export interface WebhookDelivery {
+  event: string | undefined;
+  signature: string | string[] | undefined;
+  body: Readable;
+  declaredLength: number | null;
+}
 
 export interface WebhookOutcome {
   accepted: boolean;
@@ -27,6 +65,8 @@ interface RepositoryPayload {
 @Injectable()
 export class GitHubWebhookService {
   private readonly logger = new Logger(GitHubWebhookService.name);
+  /** Deliveries whose bodies are being received now. */
+  private receiving = 0;
 
   constructor(
     private readonly configuration: ConfigurationService,
@@ -43,19 +83,56 @@ export class GitHubWebhookService {
     return secret;
   }
 
-  async receive(event: string | undefined, signature: string | string[] | undefined, body: Buffer): Promise<WebhookOutcome> {
+  async receive({ body, declaredLength, event, signature }: WebhookDelivery): Promise<WebhookOutcome> {
     const secret = this.assertEnabled();
-    if (!verifyWebhookSignature(secret, body, signature)) {
+    if (declaredLength !== null && declaredLength > WEBHOOK_LIMITS.bodyBytes) {
+      throw invalid('body_too_large', `webhook bodies may be at most ${WEBHOOK_LIMITS.bodyBytes} bytes`);
+    }
+    // Refusals that need no body come before reading any of it.
+    const verifier = webhookSignatureVerifier(secret, signature);
+    if (!verifier) {
+      this.logger.warn({ event, msg: 'webhook refused: no valid signature header' });
+      throw unauthorized('invalid_signature', 'X-Hub-Signature-256 does not match the body signed with the configured secret');
+    }
+    if (typeof event !== 'string') {
+      throw invalid('invalid_webhook', 'a webhook needs an X-GitHub-Event header and a JSON object body');
+    }
+    if (this.receiving >= WEBHOOK_LIMITS.concurrent) {
+      this.logger.warn({ event, msg: 'webhook refused: busy' });
+      throw tooManyRequests('webhook_busy', `at most ${WEBHOOK_LIMITS.concurrent} webhook deliveries are received at once; retry shortly`);
+    }
+    const handled = HANDLED_EVENTS.has(event);
+    this.receiving++;
+    let payload: Buffer | null;
+    try {
+      payload = await readWebhookBody(body, verifier, { keepBytes: handled ? WEBHOOK_LIMITS.payloadBytes : 0, maxBytes: WEBHOOK_LIMITS.bodyBytes, timeoutMs: WEBHOOK_LIMITS.receiveTimeoutMs });
+    } finally {
+      this.receiving--;
+    }
+    if (!verifier.matches()) {
       this.logger.warn({ event, msg: 'webhook refused: bad signature' });
       throw unauthorized('invalid_signature', 'X-Hub-Signature-256 does not match the body signed with the configured secret');
     }
+    if (!handled) {
+      this.logger.log({ event, msg: 'webhook received', pullRequests: 0 });
+      return { accepted: true, event, pullRequests: 0 };
+    }
+    if (payload === null) {
+      this.logger.log({ event, msg: 'webhook received: payload too large to read, reconciling every tracked PR' });
+      void this.reconciler.reconcile();
+      return { accepted: true, event, pullRequests: 0 };
+    }
+    return this.deliver(event, payload);
+  }
+
+  private async deliver(event: string, body: Buffer): Promise<WebhookOutcome> {
     let payload: unknown;
     try {
       payload = JSON.parse(body.toString('utf8'));
     } catch {
       throw invalid('invalid_json', 'the webhook body is not JSON');
     }
-    if (typeof payload !== 'object' || payload === null || typeof event !== 'string') {
+    if (typeof payload !== 'object' || payload === null) {
       throw invalid('invalid_webhook', 'a webhook needs an X-GitHub-Event header and a JSON object body');
     }
     const ids = await this.affected(event, payload as Record<string, any> & RepositoryPayload);

@@ -1,4 +1,4 @@
-import { signWebhookBody, verifyWebhookSignature } from './webhook-signature';
+import { signWebhookBody, verifyWebhookSignature, webhookSignatureVerifier } from './webhook-signature';
 
 describe(verifyWebhookSignature.name, () => {
   const secret = "It's a Secret to Everybody";
@@ -29,5 +29,28 @@ describe(verifyWebhookSignature.name, () => {
 
   it('rejects everything when no secret is configured', () => {
     expect(verifyWebhookSignature('', body, signWebhookBody('', body))).toBe(false);
+  });
+});
+
+describe(webhookSignatureVerifier.name, () => {
+  const secret = "It's a Secret to Everybody";
+
+  it('verifies a body fed in chunks as it streams in', () => {
+    const body = Buffer.from('{"zen":"Keep it logically awesome."}'.repeat(1000));
+    const verifier = webhookSignatureVerifier(secret, signWebhookBody(secret, body));
+    for (let at = 0; at < body.length; at += 997) {
+      verifier!.update(body.subarray(at, at + 997));
+    }
+    expect(verifier!.matches()).toBe(true);
+    const tampered = webhookSignatureVerifier(secret, signWebhookBody(secret, body));
+    tampered!.update(body.subarray(1));
+    expect(tampered!.matches()).toBe(false);
+  });
+
+  it('is null for a header that cannot be a signature, so no body is read for it', () => {
+    for (const header of [undefined, '', 'sha1=abc', `sha256=${'z'.repeat(64)}`, ['a', 'b']]) {
+      expect(webhookSignatureVerifier(secret, header)).toBeNull();
+    }
+    expect(webhookSignatureVerifier('', `sha256=${'0'.repeat(64)}`)).toBeNull();
   });
 });

@@ -18,6 +18,8 @@ function statusOf(kind: DomainErrorKind): number {
       return HttpStatus.CONFLICT;
     case 'insufficient_storage':
       return HttpStatus.INSUFFICIENT_STORAGE;
+    case 'too_many_requests':
+      return HttpStatus.TOO_MANY_REQUESTS;
     default:
       return assertUnreachable(kind);
   }
@@ -36,6 +38,7 @@ const HTTP_CODES: Record<number, string> = {
   409: 'conflict',
   413: 'body_too_large',
   415: 'unsupported_media_type',
+  429: 'too_many_requests',
 };
 
 /**
@@ -55,6 +58,9 @@ export class AllExceptionsFilter implements ExceptionFilter {
       return;
     }
     const { status, body } = this.describe(exception);
+    if (status === HttpStatus.TOO_MANY_REQUESTS) {
+      res.setHeader('Retry-After', '1');
+    }
     if (status >= 500) {
       const err = exception instanceof Error ? exception : new Error(String(exception));
       this.logger.error(`unhandled error: ${err.message}`, err.stack);

@@ -1,7 +1,7 @@
 // Services throw these; they carry no HTTP knowledge, so the CLI and schedulers can reuse the
 // services. The one exception filter maps `kind` to a status code.
 
-export type DomainErrorKind = 'invalid' | 'not_found' | 'conflict' | 'forbidden' | 'unauthorized' | 'insufficient_storage';
+export type DomainErrorKind = 'invalid' | 'not_found' | 'conflict' | 'forbidden' | 'unauthorized' | 'insufficient_storage' | 'too_many_requests';
 
 export class DomainError extends Error {
   constructor(
@@ -21,3 +21,5 @@ export const conflict = (code: string, message: string) => new DomainError('conf
 export const forbidden = (code: string, message: string) => new DomainError('forbidden', code, message);
 export const unauthorized = (code: string, message: string) => new DomainError('unauthorized', code, message);
 export const insufficientStorage = (code: string, message: string) => new DomainError('insufficient_storage', code, message);
+/** A bounded resource is in use (concurrent unauthenticated bodies): try again shortly. */
+export const tooManyRequests = (code: string, message: string) => new DomainError('too_many_requests', code, message);

@@ -11,15 +11,32 @@ import { AuthenticationMiddleware } from '../../auth/authentication.middleware';
 import { HttpSecurityMiddleware } from '../../auth/http-security.middleware';
 import { AllExceptionsFilter } from '../errors/all-exceptions.filter';
 import { dashboardDirectory } from '../package-info';
-import { setUpOpenApi } from './openapi';
 import { jsonBodyMiddleware } from './json-body.middleware';
+import { lingeringCloseMiddleware } from './lingering-close.middleware';
+import { setUpOpenApi } from './openapi';
+
+/**
+ * The Express instance Nest runs on. Routing is case-sensitive and strict (a trailing slash is
+ * another path), so each route has exactly one spelling: the credential checks, the raw-body
+ * routes and the handlers all see the same path, and `/api/requirements/x/Attachments` is a
+ * 404 rather than an upload whose body the JSON parser has already consumed. The settings are
+ * read when Express creates its router, so they are set before Nest registers anything.
+ */
+export function createExpressInstance(): express.Express {
+  const instance = express();
+  instance.set('case sensitive routing', true);
+  instance.set('strict routing', true);
+  return instance;
+}
 
 /** Everything HTTP-shaped that is not a controller: parsing, validation, errors, docs, static files. */
 export function configureHttp(app: INestApplication): void {
   const express_ = app as NestExpressApplication;
   express_.disable('x-powered-by');
   express_.set('etag', false);
-  // Order matters: Host/Origin checks, then credentials, and only then is a body read.
+  // Order matters: answers that leave a body unread still read it off (below), then Host/Origin
+  // checks, then credentials, and only then is a body read.
+  app.use(lingeringCloseMiddleware());
   app.use(app.get(HttpSecurityMiddleware).handle);
   app.use(app.get(AuthenticationMiddleware).handle);
   app.use(jsonBodyMiddleware());

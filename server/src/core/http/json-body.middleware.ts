@@ -1,12 +1,15 @@
+import type { IncomingMessage } from 'node:http';
+
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import express from 'express';
 
 import { LIMITS } from '@libs/contracts';
 
 import { errorBody } from '../errors/error-body';
+import { checkJsonShape } from './json-shape';
 
-/** Raw-body routes that must reach their handler unparsed whatever their Content-Type. */
-const RAW_BODY_ROUTES = [/^\/api\/requirements\/[^/]+\/attachments\/?$/, /^\/api\/github\/webhook\/?$/];
+/** Raw-body routes that must reach their handler unparsed whatever their Content-Type (exact spellings: routing is case-sensitive and strict). */
+const RAW_BODY_ROUTES = [/^\/api\/requirements\/[^/]+\/attachments$/, /^\/api\/github\/webhook$/];
 
 const BODY_ERRORS: Record<string, { code: string; message: string }> = {
   'charset.unsupported': { code: 'unsupported_charset', message: 'request body charset must be utf-8' },
@@ -18,52 +21,60 @@ const BODY_ERRORS: Record<string, { code: string; message: string }> = {
   'request.size.invalid': { code: 'invalid_body', message: 'request body size does not match Content-Length' },
 };
 
-/**
- * No request body nests this deep (the DTOs are two levels at most). Deeper bodies are refused
- * before validation, whose recursive walks (class-transformer, the ValidationPipe) would
- * otherwise overflow the stack on a few thousand levels and answer 500.
- */
-export const MAX_JSON_DEPTH = 32;
-
-/** Nesting depth of a parsed JSON value, without recursion; stops counting past `limit`. */
-export function jsonDepthExceeds(value: unknown, limit: number): boolean {
-  const stack: Array<{ value: unknown; depth: number }> = [{ depth: 0, value }];
-  while (stack.length > 0) {
-    const { value: current, depth } = stack.pop() as { value: unknown; depth: number };
-    if (current === null || typeof current !== 'object') {
-      continue;
-    }
-    if (depth + 1 > limit) {
-      return true;
-    }
-    for (const child of Object.values(current as Record<string, unknown>)) {
-      if (child !== null && typeof child === 'object') {
-        stack.push({ depth: depth + 1, value: child });
-      }
-    }
+/** A refusal found by `verify`, carried through body-parser to the error mapping below. */
+class BodyShapeError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly type = 'body.shape',
+  ) {
+    super(message);
   }
-  return false;
 }
 
 /**
- * JSON bodies up to 1 MB and MAX_JSON_DEPTH levels deep. Parser errors happen before Nest's
- * pipeline, so they are answered here in the same JSON error shape (always 400: the contract
- * counts body problems as invalid input, including sizes, which body-parser would call 413).
+ * Runs on the raw bytes, after they are read and before they are decoded and parsed: only
+ * UTF-8 (RFC 8259; the shape check reads bytes), and within the shape limits, so neither
+ * JSON.parse nor the validation that follows ever sees a body that costs more than a request needs.
+ */
+function verifyShape(_req: IncomingMessage, _res: unknown, body: Buffer, encoding: string): void {
+  if (encoding.toLowerCase() !== 'utf-8' && encoding.toLowerCase() !== 'utf8') {
+    throw new BodyShapeError('unsupported_charset', BODY_ERRORS['charset.unsupported']!.message, 'charset.unsupported');
+  }
+  const problem = checkJsonShape(body);
+  if (problem) {
+    throw new BodyShapeError(problem.code, problem.message);
+  }
+}
+
+/**
+ * JSON bodies of `/api/*` requests: UTF-8, up to 1 MB, within the shape limits (json-shape.ts:
+ * depth, keys, array items, no lone surrogates). Parser errors happen before Nest's pipeline,
+ * so they are answered here in the same JSON error shape (always 400: the contract counts body
+ * problems as invalid input, including sizes, which body-parser would call 413). Other paths
+ * take no body, so theirs is never parsed (the lingering close discards it).
  */
 export function jsonBodyMiddleware(): RequestHandler {
-  const parse = express.json({ limit: LIMITS.jsonBodyBytes, strict: true, type: ['application/json', 'application/*+json'] });
+  const parse = express.json({ limit: LIMITS.jsonBodyBytes, strict: true, type: ['application/json', 'application/*+json'], verify: verifyShape });
   return (req: Request, res: Response, next: NextFunction) => {
-    if (RAW_BODY_ROUTES.some((route) => route.test(req.path))) {
+    if (!req.path.startsWith('/api/') || RAW_BODY_ROUTES.some((route) => route.test(req.path))) {
       next();
+      return;
+    }
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > LIMITS.jsonBodyBytes && req.is(['application/json', 'application/*+json'])) {
+      // Known too large from the header: answer now instead of after body-parser has read it all.
+      res.status(400).json(errorBody(400, 'body_too_large', BODY_ERRORS['entity.too.large']!.message));
       return;
     }
     parse(req, res, (err?: unknown) => {
       if (!err) {
-        if (jsonDepthExceeds(req.body, MAX_JSON_DEPTH)) {
-          res.status(400).json(errorBody(400, 'body_too_deep', `request bodies may nest at most ${MAX_JSON_DEPTH} levels`));
-          return;
-        }
         next();
+        return;
+      }
+      if (err instanceof BodyShapeError) {
+        // http-errors passes the thrown error itself through (with a status added).
+        res.status(400).json(errorBody(400, err.code, err.message));
         return;
       }
       const type = (err as { type?: string }).type ?? '';
