@@ -59,7 +59,7 @@ export class TriggerDeliveryService {
       const now = this.clock.nowIso();
       for (const { receiptKey, triggerId } of occurrences) {
         tx.execute(
-          'INSERT OR IGNORE INTO agent_trigger_receipt (trigger_id, receipt_key, requirement_id, message_id, created_at) VALUES (?, ?, ?, NULL, ?)',
+          'INSERT INTO agent_trigger_receipt (trigger_id, receipt_key, requirement_id, message_id, created_at) VALUES (?, ?, ?, NULL, ?) ON CONFLICT DO NOTHING',
           [triggerId, receiptKey, requirementId, now],
         );
       }

@@ -30,6 +30,9 @@ describe('sql literals', () => {
     [42, 42],
     [-1.5, -1.5],
     [true, 1],
+    [false, 0],
+    [-7, -7],
+    [BigInt(-5), -5],
     [null, null],
     [{ nested: ["it's"] }, '{"nested":["it\'s"]}'],
   ])('stores %j exactly', async (value, stored) => {
@@ -39,6 +42,26 @@ describe('sql literals', () => {
   it('refuses values SQLite cannot hold', () => {
     expect(() => sqlLiteral(Number.NaN)).toThrow();
     expect(() => sqlLiteral(Number.POSITIVE_INFINITY)).toThrow();
+  });
+
+  it('writes literals PostgreSQL reads the same way', () => {
+    expect(sqlLiteral(true)).toBe('TRUE');
+    expect(sqlLiteral(false)).toBe('FALSE');
+    expect(sqlLiteral(-1)).toBe('(-1)');
+  });
+
+  it('never lets a negative number after a minus become a comment', async () => {
+    const sql = bindLiterals('SELECT 1 -? AS v', [-1]);
+    expect(sql).not.toContain('--');
+    const value = await new Promise((resolve, reject) => {
+      const db = new sqlite3.Database(':memory:');
+      db.get(sql, (err, row: { v: number }) => {
+        db.close();
+        if (err) reject(err);
+        else resolve(row.v);
+      });
+    });
+    expect(value).toBe(2);
   });
 
   it('binds placeholders in order and checks their count', () => {

@@ -1,24 +1,28 @@
 /**
- * SQL literals for the staged write script (see WriteTx). node-sqlite3 can bind parameters only
- * to one statement at a time, and every statement costs a round trip to its thread pool, so a
- * batch's writes are sent as one script of literal statements. Values are encoded here and
- * nowhere else; statement templates only ever come from our own code.
+ * SQL literals for the staged write script (see SqliteUnitOfWork). node-sqlite3 can bind
+ * parameters only to one statement at a time, and every statement costs a round trip to its
+ * thread pool, so a batch's writes are sent as one script of literal statements. Values are
+ * encoded here and nowhere else; statement templates only ever come from our own code.
+ *
+ * Every literal is one that PostgreSQL reads the same way (architecture §4): `TRUE`/`FALSE`,
+ * standard-quoted strings, and negative numbers in parentheses, so that no template can turn
+ * one into a comment (`1 -?` with -1 must not read `1 --1`).
  */
 export function sqlLiteral(value: unknown): string {
   if (value === null || value === undefined) {
     return 'NULL';
   }
   if (typeof value === 'boolean') {
-    return value ? '1' : '0';
+    return value ? 'TRUE' : 'FALSE';
   }
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) {
       throw new Error(`cannot write ${value} to SQLite`);
     }
-    return String(value);
+    return signed(String(value));
   }
   if (typeof value === 'bigint') {
-    return value.toString();
+    return signed(value.toString());
   }
   if (typeof value === 'string') {
     // A NUL would end the C string the script is passed as: such text goes as UTF-8 bytes.
@@ -28,6 +32,11 @@ export function sqlLiteral(value: unknown): string {
     return sqlLiteral(value.toISOString());
   }
   return sqlLiteral(JSON.stringify(value));
+}
+
+/** `-1` as `(-1)`: whatever precedes the placeholder, the minus never meets another one. */
+function signed(digits: string): string {
+  return digits.startsWith('-') ? `(${digits})` : digits;
 }
 
 /** Replaces each `?` of a statement template with the literal of the next parameter. */
