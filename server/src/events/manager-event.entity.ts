@@ -1,4 +1,4 @@
-import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 
 import type { EventActorKind, ManagerEventType } from '@libs/contracts';
 
@@ -7,6 +7,8 @@ import type { EventActorKind, ManagerEventType } from '@libs/contracts';
  * after old events are purged: SSE cursors stay meaningful forever.
  */
 @Entity('manager_event')
+@Index('idx_event_run', ['runId', 'id'], { where: 'run_id IS NOT NULL' })
+@Index('idx_event_requirement', ['requirementId', 'id'], { where: 'requirement_id IS NOT NULL' })
 export class ManagerEventEntity {
   @PrimaryGeneratedColumn()
   id: number;

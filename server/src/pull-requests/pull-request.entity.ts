@@ -1,9 +1,12 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 import type { PullRequestStatus } from '@libs/contracts';
 
 /** A pull request an RD agent registered for its Requirement. */
 @Entity('pull_request')
+@Index('idx_pull_request_identity', ['repositoryKey', 'number'], { unique: true })
+@Index('idx_pull_request_requirement', ['requirementId', 'createdAt'])
+@Index('idx_pull_request_status', ['status', 'githubObservedAt'])
 export class PullRequestEntity {
   @PrimaryColumn('varchar') id: string;
   @Column('varchar') requirementId: string;

@@ -1,9 +1,13 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 import type { Provider, ReasoningEffort, ReviewRequestStatus } from '@libs/contracts';
 
 /** A person's request for an AI review of an open PR, carried out by one reviewer run. */
 @Entity('review_request')
+// One active review per PR (architecture §3.7).
+@Index('idx_review_request_active', ['pullRequestId'], { unique: true, where: `status = 'running'` })
+@Index('idx_review_request_pull_request', ['pullRequestId', 'createdAt'])
+@Index('idx_review_request_created', ['createdAt', 'id'])
 export class ReviewRequestEntity {
   @PrimaryColumn('varchar') id: string;
   @Column('varchar') pullRequestId: string;
@@ -19,7 +23,7 @@ export class ReviewRequestEntity {
   @Column('varchar') requestedBy: 'human';
   @Column('text', { nullable: true }) error: string | null;
   /** Set when the PR's head moves away from targetHeadSha. */
-  @Column('boolean') stale: boolean;
+  @Column('boolean', { default: false }) stale: boolean;
   @Column('varchar') createdAt: string;
   @Column('varchar') updatedAt: string;
   @Column('varchar', { nullable: true }) finishedAt: string | null;

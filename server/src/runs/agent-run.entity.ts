@@ -1,9 +1,13 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 import type { Provider, ReasoningEffort, RunRole, RunStatus } from '@libs/contracts';
 
 /** One execution of an agent CLI: an RD turn of a session, or a reviewer run. */
 @Entity('agent_run')
+// One running run per session, enforced by the database (architecture §3.2).
+@Index('idx_run_active_session', ['sessionId'], { unique: true, where: `status = 'running'` })
+@Index('idx_run_requirement', ['requirementId', 'startedAt'])
+@Index('idx_run_status', ['status'])
 export class AgentRunEntity {
   @PrimaryColumn('varchar') id: string;
   @Column('varchar') requirementId: string;

@@ -1,9 +1,12 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 import type { TimerSchedule, TimerStatus } from '@libs/contracts';
 
 /** A wake-up for a Requirement's agent: once after an interval, or every interval. */
 @Entity('agent_timer')
+@Index('idx_timer_next_fire', ['status', 'nextFireAt'])
+@Index('idx_timer_requirement', ['requirementId', 'createdAt'])
+@Index('idx_timer_created', ['createdAt', 'id'])
 export class AgentTimerEntity {
   @PrimaryColumn('varchar') id: string;
   @Column('varchar') requirementId: string;
