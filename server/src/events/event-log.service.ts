@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { EventActor, ManagerEvent, ManagerEventType } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
-import type { WriteTx } from '../core/database/write-tx';
+import type { UnitOfWork } from '../core/database/unit-of-work';
 import { ManagerEventEntity } from './manager-event.entity';
 
 export interface NewEvent<P> {
@@ -23,19 +23,17 @@ export const HUMAN_ACTOR: EventActor = { id: null, kind: 'human' };
 export class EventLog {
   constructor(private readonly clock: Clock) {}
 
-  append<P extends object>(tx: WriteTx, input: NewEvent<P>): Promise<ManagerEvent<P>> {
-    const event: ManagerEvent<P> = {
+  append<P extends object>(tx: UnitOfWork, input: NewEvent<P>): Promise<ManagerEvent<P>> {
+    // The unit of work gives the id and writes the event with its transaction.
+    const event = tx.appendEvent<P>({
       actor: input.actor,
       createdAt: this.clock.nowIso(),
-      id: tx.nextEventId(),
       payload: input.payload,
       requirementId: input.requirementId ?? null,
       runId: input.runId ?? null,
       sessionId: input.sessionId ?? null,
       type: input.type,
-    };
-    // Written with the rest of the batch just before COMMIT (one statement for many events).
-    tx.events.push(event as ManagerEvent);
+    });
     return Promise.resolve(event);
   }
 }
