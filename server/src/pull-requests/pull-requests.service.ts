@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 
-import type { EventActor, PullRequestStatus } from '@libs/contracts';
+import type { EventActor, ManagerEventPayloads, PullRequestStatus } from '@libs/contracts';
 
 import { AgentCaller, assertInScope } from '../auth/agent-scope.decorator';
 import { Clock } from '../core/clock';
@@ -33,7 +33,9 @@ export interface GitHubPullRequestState {
  * Work another module does in the same transaction when a PR's head commit changes (reviews
  * of the old head become stale). What it returns is added to the `pull_request.updated` payload.
  */
-export type HeadChangeStep = (tx: WriteTx, pullRequest: PullRequestEntity) => Promise<Record<string, unknown>>;
+/** What head-change steps add to the PR's event payload (the reviews the move made stale). */
+export type HeadChangeExtras = Pick<ManagerEventPayloads['pull_request.updated'], 'reviewRequests'>;
+export type HeadChangeStep = (tx: WriteTx, pullRequest: PullRequestEntity) => Promise<HeadChangeExtras>;
 
 @Injectable()
 export class PullRequestsService {
@@ -174,8 +176,8 @@ export class PullRequestsService {
   }
 
   /** Runs the head-change steps for a PR whose new head is staged in `tx`; returns their payload additions. */
-  async headChanged(tx: WriteTx, pullRequest: PullRequestEntity): Promise<Record<string, unknown>> {
-    const payload: Record<string, unknown> = {};
+  async headChanged(tx: WriteTx, pullRequest: PullRequestEntity): Promise<HeadChangeExtras> {
+    const payload: HeadChangeExtras = {};
     for (const step of this.headChangeSteps) {
       Object.assign(payload, await step(tx, pullRequest));
     }

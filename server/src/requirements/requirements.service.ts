@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 
-import type { EventActor, RequirementCreator } from '@libs/contracts';
+import type { EventActor, ManagerEventPayloads, RequirementCreator } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
@@ -38,7 +38,9 @@ export interface RequirementRows {
  * Work another module does, in the same transaction, when a Requirement becomes done or
  * cancelled (timers end). What it returns is added to the terminal event's payload.
  */
-export type ClosingStep = (tx: WriteTx, requirementId: string, now: string) => Promise<Record<string, unknown>>;
+/** What closing steps add to the terminal event's payload (the timers that ended with it). */
+export type ClosedExtras = Omit<ManagerEventPayloads['requirement.completed'], 'requirement'>;
+export type ClosingStep = (tx: WriteTx, requirementId: string, now: string) => Promise<ClosedExtras>;
 
 const CHILDREN_MAX = 500;
 
@@ -224,8 +226,8 @@ export class RequirementsService {
     this.closingSteps.push(step);
   }
 
-  private async runClosingSteps(tx: WriteTx, id: string, now: string): Promise<Record<string, unknown>> {
-    const payload: Record<string, unknown> = {};
+  private async runClosingSteps(tx: WriteTx, id: string, now: string): Promise<ClosedExtras> {
+    const payload: ClosedExtras = {};
     for (const step of this.closingSteps) {
       Object.assign(payload, await step(tx, id, now));
     }

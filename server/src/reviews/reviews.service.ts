@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 
-import type { EventActor, ReviewRequestStatus, RunStatus } from '@libs/contracts';
+import type { EventActor, ReviewRequestStatus } from '@libs/contracts';
 
 import type { ProcessEnd } from '../agents/process-runner';
 import { ReviewerInput, buildReviewerInstructions, buildReviewerPrompt } from '../agents/prompt';
@@ -16,7 +16,7 @@ import { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementsService } from '../requirements/requirements.service';
-import { ActiveRun, errorOf, outcomeOf, recordRunEnd } from '../runs/active-run';
+import { ActiveRun, FinalRunStatus, errorOf, outcomeOf, recordRunEnd, runEndEventType } from '../runs/active-run';
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { toRunResponse } from '../runs/dto/run-response.dto';
 import { RunLauncher } from '../runs/run-launcher.service';
@@ -223,7 +223,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     this.launcher.handle(active, active.parser?.end({ code: end.code, signal: end.signal, stderr: end.stderr }) ?? []);
     await active.writes;
     await active.traces.flush();
-    let status: RunStatus = outcomeOf(active, end);
+    let status: FinalRunStatus = outcomeOf(active, end);
     const summary = active.lastAssistantText?.trim() ?? '';
     if (status === 'succeeded' && summary === '') {
       status = 'failed';
@@ -246,7 +246,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
             payload: { requirement: toRequirementResponse(rows.requirement, rows.session), reviewRequest, run: toRunResponse(run) },
             requirementId: review.requirementId,
             runId: run.id,
-            type: `run.${status}` as 'run.succeeded',
+            type: runEndEventType(status),
           });
           const metadata = { headSha: review.targetHeadSha, pullRequestId: review.pullRequestId, reviewRequestId: review.id, stale: reviewRequest.stale };
           const subject = `${pullRequest.repository}#${pullRequest.number} (head ${review.targetHeadSha.slice(0, 12)}${reviewRequest.stale ? ', stale: the PR has moved since' : ''})`;

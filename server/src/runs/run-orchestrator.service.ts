@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 
-import type { EventActor, InterruptMode, RunStatus } from '@libs/contracts';
+import type { EventActor, InterruptMode } from '@libs/contracts';
 
 import type { TokenUsage } from '../agents/agent-adapter';
 import type { ProcessEnd } from '../agents/process-runner';
@@ -18,7 +18,7 @@ import { RequirementResponseDto, toRequirementResponse } from '../requirements/d
 import { RequirementRows, RequirementsService } from '../requirements/requirements.service';
 import { AgentRunEntity } from './agent-run.entity';
 import { InterruptResponseDto, StartResponseDto, toRunResponse } from './dto/run-response.dto';
-import { ActiveRun, errorOf, outcomeOf, recordRunEnd } from './active-run';
+import { ActiveRun, FinalRunStatus, errorOf, outcomeOf, recordRunEnd, runEndEventType } from './active-run';
 import { RunLauncher } from './run-launcher.service';
 import { TraceWriter } from './trace-writer';
 
@@ -369,7 +369,7 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
   }
 
   /** Records the outcome and returns the next run when the session continues at once. */
-  private async closeRun(tx: WriteTx, active: ActiveRun, status: RunStatus, end: ProcessEnd): Promise<AgentRunEntity | null> {
+  private async closeRun(tx: WriteTx, active: ActiveRun, status: FinalRunStatus, end: ProcessEnd): Promise<AgentRunEntity | null> {
     const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
     const { requirement, session } = rows;
     const run = active.run;
@@ -430,7 +430,7 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
       requirementId: requirement.id,
       runId: run.id,
       sessionId: session.id,
-      type: `run.${status}` as 'run.succeeded',
+      type: runEndEventType(status),
     });
     if (!continues) {
       return null;

@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-import { AGENT_ISOLATION_MECHANISMS, AGENT_ISOLATION_MODES, AgentIsolation, AgentIsolationMechanism, AgentIsolationMode, AUTHENTICATION_MODES, AuthenticationMode, ConfigurationValues, LOG_LEVELS, LogLevel } from '@libs/contracts';
+import { AGENT_ISOLATION_MECHANISMS, AGENT_ISOLATION_MODES, AgentIsolation, AgentIsolationMechanism, AgentIsolationMode, AUTHENTICATION_MODES, AuthenticationMode, ConfigurationValues, LOG_LEVELS, LogLevel, ManagerConfiguration } from '@libs/contracts';
 
 import { CONFIGURATION_KEYS } from '../../core/configuration/configuration.schema';
 import { OptionalEnum } from '../../core/validation';
@@ -26,7 +26,7 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty() rdInactivityTimeoutSeconds: number;
 }
 
-export class ConfigurationResponseDto {
+export class ConfigurationResponseDto implements ManagerConfiguration {
   @ApiProperty({ description: 'The configuration file' }) path: string;
   @ApiProperty({ description: 'What the file holds (defaults filled in)', type: ConfigurationValuesDto }) values: ConfigurationValuesDto;
   @ApiProperty({ description: 'What this process runs with: values plus launch flags and CODE_FACTORY_* variables', type: ConfigurationValuesDto }) effective: ConfigurationValuesDto;

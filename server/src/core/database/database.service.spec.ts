@@ -50,7 +50,7 @@ describe(Database.name, () => {
   });
 
   const appendEvent = (marker: string) => (tx: Parameters<Parameters<Database['write']>[0]>[0]) =>
-    events.append(tx, { actor: SYSTEM_ACTOR, payload: { marker }, type: 'manager.reconciled' });
+    events.append(tx, { actor: SYSTEM_ACTOR, payload: { failedRunIds: [marker], requirementIds: [] }, type: 'manager.reconciled' });
 
   it('rolls back only the failing unit of a group-committed batch', async () => {
     const published: ManagerEvent[] = [];
@@ -69,7 +69,7 @@ describe(Database.name, () => {
     const failed = results.filter((r) => r.status === 'rejected');
     expect(failed).toHaveLength(4);
     const rows = await reader.getRepository(ManagerEventEntity).find({ order: { id: 'ASC' } });
-    const markers = rows.map((r) => (JSON.parse(r.payload) as { marker: string }).marker);
+    const markers = rows.map((r) => (JSON.parse(r.payload) as { failedRunIds: string[] }).failedRunIds[0]);
     expect(markers).toEqual(Array.from({ length: 20 }, (_, i) => i).filter((i) => i % 5 !== 3).map((i) => `unit ${i}`));
     // Only committed events are published, in strictly increasing id order.
     expect(published.map((e) => e.id)).toEqual(rows.map((r) => r.id));
@@ -125,7 +125,7 @@ describe(Database.name, () => {
       ['req_a', 'req_taken', 'req_b'].map((id) =>
         sut.write(async (tx) => {
           tx.insert('requirement', row(id)); // the duplicate fails only when the script runs
-          await events.append(tx, { actor: SYSTEM_ACTOR, payload: { id }, type: 'manager.reconciled' });
+          await events.append(tx, { actor: SYSTEM_ACTOR, payload: { failedRunIds: [id], requirementIds: [] }, type: 'manager.reconciled' });
         }),
       ),
     );
