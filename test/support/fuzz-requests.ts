@@ -842,7 +842,9 @@ function expectedStatus(method: string, pathAndQuery: string, h: HeaderDraft, lo
   if (h.auth !== 'token') {
     return 401;
   }
-  if (pathOnly.startsWith('/api/agent/')) {
+  // Only the run-bound context endpoint refuses the owner; the rest of the agent API acts for
+  // the Requirement a request names.
+  if (method === 'GET' && pathOnly === '/api/agent/context') {
     return 403;
   }
   return undefined;

@@ -7,7 +7,7 @@ import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { WriteTx } from '../core/database/write-tx';
 import { conflict } from '../core/errors/domain-error';
-import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
+import { keysetPage, newestFirst } from '../core/http/pagination';
 import { newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
@@ -185,18 +185,11 @@ export class PullRequestsService {
   }
 
   async list(query: ListPullRequestsQueryDto): Promise<PullRequestPageDto> {
-    const limit = pageSize(query.limit);
-    const after = decodeCursor<[string, string]>(query.cursor, ['string', 'string']);
     const qb = this.database.read(PullRequestEntity).createQueryBuilder('p');
     if (query.requirementId !== undefined) {
       qb.andWhere('p.requirement_id = :requirementId', { requirementId: query.requirementId });
     }
-    if (after) {
-      qb.andWhere('(p.created_at < :at OR (p.created_at = :at AND p.id < :id))', { at: after[0], id: after[1] });
-    }
-    const rows = await qb.orderBy('p.created_at', 'DESC').addOrderBy('p.id', 'DESC').limit(limit + 1).getMany();
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return { items: page.map(toPullRequestResponse), nextCursor: rows.length > limit && last ? encodeCursor([last.createdAt, last.id]) : null };
+    const { nextCursor, rows } = await keysetPage(qb, newestFirst('p'), 'DESC', query);
+    return { items: rows.map(toPullRequestResponse), nextCursor };
   }
 }

@@ -8,7 +8,7 @@ import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { WriteTx } from '../core/database/write-tx';
 import { conflict, notFound } from '../core/errors/domain-error';
-import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
+import { keysetPage, newestFirst } from '../core/http/pagination';
 import { isId, newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
@@ -158,19 +158,12 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
   }
 
   async list(query: ListReviewRequestsQueryDto): Promise<ReviewRequestPageDto> {
-    const limit = pageSize(query.limit);
-    const after = decodeCursor<[string, string]>(query.cursor, ['string', 'string']);
     const qb = this.database.read(ReviewRequestEntity).createQueryBuilder('r');
     if (query.pullRequestId !== undefined) {
       qb.andWhere('r.pull_request_id = :pullRequestId', { pullRequestId: query.pullRequestId });
     }
-    if (after) {
-      qb.andWhere('(r.created_at < :at OR (r.created_at = :at AND r.id < :id))', { at: after[0], id: after[1] });
-    }
-    const rows = await qb.orderBy('r.created_at', 'DESC').addOrderBy('r.id', 'DESC').limit(limit + 1).getMany();
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return { items: page.map(toReviewRequestResponse), nextCursor: rows.length > limit && last ? encodeCursor([last.createdAt, last.id]) : null };
+    const { nextCursor, rows } = await keysetPage(qb, newestFirst('r'), 'DESC', query);
+    return { items: rows.map(toReviewRequestResponse), nextCursor };
   }
 
   /** Graceful stop: end every reviewer and record the reviews as cancelled (bounded wait). */
