@@ -142,7 +142,7 @@ describe.each(REAL_AGENT_CLIS)('an agent of the real $provider CLI, in its sandb
     const [pr] = (await send(manager.origin, 'GET', `/api/pull-requests?requirementId=${requirement.id}`)).json.items as Array<{ id: string }>;
     const reviewerJob = huntJob(manager, sandbox, `reviewer-${provider}`, { unmount: true });
     stub.scriptFor(url, [{ shell: huntCommand(reviewerJob) }, { text: 'Review: nothing to report.' }]);
-    const requested = await send(manager.origin, 'POST', `/api/pull-requests/${pr!.id}/review-requests`, { provider });
+    const requested = await send(manager.origin, 'POST', `/api/pull-requests/${pr.id}/review-requests`, { provider });
     expect(requested.status).toBe(202);
     const review = await finishedRun(manager, requirement.id, 'reviewer');
     expect(review).toMatchObject({ status: 'succeeded' });

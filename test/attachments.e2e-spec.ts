@@ -90,7 +90,7 @@ describe('Attachments', () => {
       duplex: 'half',
       headers: authHeaders(manager.origin, { 'X-File-Name': 'stream.bin' }),
       method: 'POST',
-    } as RequestInit);
+    });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { code: string }).code).toBe('attachment_too_large');
     expect(await snapshotStore(manager.dataDirectory())).toEqual(before);
@@ -108,7 +108,7 @@ describe('Attachments', () => {
     ['broken URI encoding', TEXT, '%E0%A4%A', 400, 'invalid_file_name'],
     ['a 256-character name', TEXT, 'x'.repeat(256), 400, 'invalid_file_name'],
   ])('refuses %s', async (_name, body, fileName, status, code) => {
-    await expectRefused(() => upload(body as Buffer, fileName as string | undefined), status as number, code as string);
+    await expectRefused(() => upload(body, fileName), status, code);
   });
 
   it('refuses uploads to unknown or cancelled Requirements', async () => {
@@ -138,7 +138,7 @@ describe('Attachments', () => {
     await expectRefused(() => send(manager.origin, 'POST', url, { attachmentIds: [uploads[0]], message: 'again' }), 400, 'attachment_already_used');
 
     const listed = await manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id } } });
-    expect(listed.data!.items[0]!.attachments.map((a) => a.id)).toEqual(uploads.slice(0, 6));
+    expect(listed.data!.items[0].attachments.map((a) => a.id)).toEqual(uploads.slice(0, 6));
   });
 
   it('serves images inline and other files as downloads, never sniffable', async () => {

@@ -175,7 +175,7 @@ describe('code-factory-cli', () => {
   });
 
   it('names missing environment, and an unreachable or silent server, in one line', async () => {
-    const missing = await cli(['timer', 'show'], { CODE_FACTORY_API_URL: env.CODE_FACTORY_API_URL as string });
+    const missing = await cli(['timer', 'show'], { CODE_FACTORY_API_URL: env.CODE_FACTORY_API_URL });
     expect(missing).toMatchObject({ code: 1, stdout: '' });
     expect(missing.stderr).toBe('code-factory-cli: CODE_FACTORY_REQUIREMENT_ID, CODE_FACTORY_SESSION_ID are not set: run this inside an Agent Manager agent run, which sets them\n');
     const badUrl = await cli(['timer', 'show'], { ...env, CODE_FACTORY_API_URL: 'localhost:4310' });

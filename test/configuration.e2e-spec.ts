@@ -58,7 +58,7 @@ describe('GET/PATCH /api/configuration', () => {
     expect(res.json.effective).toMatchObject({ logLevel: 'error', pullRequestReconcileIntervalSeconds: 0 });
     expect(readFile()).toMatchObject({ doneRequirementRetentionDays: 30, logLevel: 'error' });
     const [event] = await events.waitFor(1);
-    expect(event!.data).toMatchObject({ payload: { configuration: { values: { logLevel: 'error' } } }, type: 'manager.configuration.updated' });
+    expect(event.data).toMatchObject({ payload: { configuration: { values: { logLevel: 'error' } } }, type: 'manager.configuration.updated' });
     events.close();
 
     // The log level is live: info lines stop at `error` and resume at `info`.

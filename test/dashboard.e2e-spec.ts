@@ -227,8 +227,8 @@ describe('dashboard in Chromium', () => {
     const [latest] = (await api(`/api/runs?requirementId=${id}`)).items as Array<{ inputFromSequence: number; inputToSequence: number; status: string }>;
     const sequenceOf = (text: string) => conversation.find((m) => m.body.includes(text))!.sequence;
     expect(latest).toMatchObject({ status: 'succeeded' });
-    expect(latest!.inputFromSequence).toBeLessThanOrEqual(sequenceOf('One more long job'));
-    expect(latest!.inputToSequence).toBeGreaterThanOrEqual(sequenceOf('Queued behind the stop'));
+    expect(latest.inputFromSequence).toBeLessThanOrEqual(sequenceOf('One more long job'));
+    expect(latest.inputToSequence).toBeGreaterThanOrEqual(sequenceOf('Queued behind the stop'));
   });
 
   it('attaches an image, previews it in the conversation, then confirms', async () => {

@@ -142,8 +142,8 @@ describe('GitHub reconciler', () => {
     let messages = await github_();
     expect(messages).toHaveLength(1);
     expect(messages[0]).toMatchObject({ author: 'system', deliverToRd: true, metadata: { previousStatus: 'open', pullRequestId: pr.id, status: 'draft' }, triggerId: 'github.pull-request.status' });
-    expect(messages[0]!.body).toContain('is now a draft (was open)');
-    expect(messages[0]!.body).toContain('already recorded');
+    expect(messages[0].body).toContain('is now a draft (was open)');
+    expect(messages[0].body).toContain('already recorded');
 
     github.update(REPO, 2, { isDraft: false });
     await reconcile();
@@ -153,7 +153,7 @@ describe('GitHub reconciler', () => {
     await reconcile();
     messages = await github_();
     expect(messages.map((m) => m.metadata?.status)).toEqual(['draft', 'open', 'open', 'merged']);
-    expect(messages[2]!.body).toContain(`new head commit ${sha.slice(0, 12)}`);
+    expect(messages[2].body).toContain(`new head commit ${sha.slice(0, 12)}`);
     const stored = (await send(manager.url, 'GET', `/api/pull-requests?requirementId=${requirement.id}`)).json.items.find((p: { id: string }) => p.id === pr.id);
     expect(stored).toMatchObject({ headSha: sha, status: 'merged' });
     const updates = events.events.filter((e) => e.event === 'pull_request.updated' && (e.data.payload as any).pullRequest.id === pr.id);
@@ -184,7 +184,7 @@ describe('GitHub reconciler', () => {
       [false, 'agent-bot'],
     ]);
     expect(byKind('review')).toEqual([expect.objectContaining({ deliverToRd: true, metadata: expect.objectContaining({ author: 'bob', reviewState: 'APPROVED', untrusted: true }) })]);
-    expect(byKind('review-comment')[0]!.body).toContain('inline comment on src/flush.ts:42');
+    expect(byKind('review-comment')[0].body).toContain('inline comment on src/flush.ts:42');
     for (const message of messages) {
       expect(message.author).toBe('reviewer');
       expect(message.body).toContain('untrusted external feedback');

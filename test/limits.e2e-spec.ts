@@ -142,7 +142,7 @@ describe('Limits a local process must not be able to break', () => {
         healthMs.push(await latency(health));
         listMs.push(await latency(listRequirements));
       }
-      // eslint-disable-next-line no-console
+       
       console.log(`with 2,000 drippers open: /api/health ${healthMs.join(', ')} ms; GET /api/requirements ${listMs.join(', ')} ms; server fds ${openFds(pid)} (before ${fdsBefore})`);
       expect(Math.max(...healthMs, ...listMs)).toBeLessThan(2_000);
 
@@ -155,7 +155,7 @@ describe('Limits a local process must not be able to break', () => {
       drippers.forEach((d) => d.socket.destroy());
     }
     const lifetimes = drippers.map((d) => (d.closedAt ?? Infinity) - d.openedAt);
-    // eslint-disable-next-line no-console
+     
     console.log(`drippers closed by the server after ${Math.min(...lifetimes)}–${Math.max(...lifetimes)} ms`);
     expect(Math.min(...lifetimes)).toBeGreaterThanOrEqual(14_000);
     expect(Math.max(...lifetimes)).toBeLessThan(25_000);
@@ -181,7 +181,7 @@ describe('Limits a local process must not be able to break', () => {
     );
     probing = false;
     await prober;
-    // eslint-disable-next-line no-console
+     
     console.log(`90,000-key bodies answered in ${answers.map((a) => a.ms).join(', ')} ms; /api/health meanwhile at most ${Math.max(...probes)} ms over ${probes.length} probes`);
     for (const answer of answers) {
       expect(answer.status).toBe(400);
@@ -224,7 +224,7 @@ describe('Limits a local process must not be able to break', () => {
     const afterFirst = await settled();
     const second = await attack();
     const afterSecond = await settled();
-    // eslint-disable-next-line no-console
+     
     console.log(
       `webhook attack (60 × 24 MB, bad signature): ${JSON.stringify(first.statuses)} in ${first.ms} ms, then ${JSON.stringify(second.statuses)} in ${second.ms} ms; ` +
         `server RSS before ${before.toFixed(0)} MB, peaks ${first.peak.toFixed(0)} / ${second.peak.toFixed(0)} MB, after ${afterFirst.toFixed(0)} / ${afterSecond.toFixed(0)} MB`,
@@ -254,7 +254,7 @@ describe('Limits a local process must not be able to break', () => {
     const auth = { Authorization: `Bearer ${manager.token}`, 'Content-Type': 'application/json', 'X-File-Name': 'a.json' };
     const body = { chunk: Buffer.from('{"hello":"world"}'), count: 1 };
     const routes = [`/api/requirements/${requirementId}/Attachments`, `/api/requirements/${requirementId}/attachments/`, `/api/Requirements/${requirementId}/attachments`, `/API/requirements/${requirementId}/attachments`];
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => request(manager.origin, 'POST', routes[i % routes.length] as string, auth, body)));
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => request(manager.origin, 'POST', routes[i % routes.length], auth, body)));
     expect(answers.map((a) => a.status)).toEqual(answers.map(() => 404));
     expect(answers.map((a) => JSON.parse(a.text).code)).toEqual(answers.map(() => 'not_found'));
     await new Promise((r) => setTimeout(r, 500));
@@ -289,7 +289,7 @@ describe('Limits a local process must not be able to break', () => {
       [`/requirements/${requirementId}?tab=messages&token=${t}&token=${t}`, `/requirements/${requirementId}?tab=messages`],
       [`//evil.example/x?token=${t}`, '/evil.example/x'],
     ]) {
-      const res = await send(manager.origin, 'GET', link as string, undefined, {}, NO_AUTH);
+      const res = await send(manager.origin, 'GET', link, undefined, {}, NO_AUTH);
       expect({ link, location: res.headers.get('location'), status: res.status }).toEqual({ link, location, status: 303 });
       expect(res.headers.get('set-cookie')).toMatch(new RegExp(`^am_session_${port}=[0-9a-f]{64}; Path=/; HttpOnly; SameSite=Strict$`));
       expect(res.headers.get('cache-control')).toBe('no-store');

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { ModelStub, StubTurn, claudeEnvironment, codexEnvironment } from './support/model-stub';
+import { ModelStub, claudeEnvironment, codexEnvironment } from './support/model-stub';
 
 const BIN = path.join(__dirname, 'agent-clis', 'node_modules', '.bin');
 const CODEX = path.join(BIN, 'codex');
@@ -81,7 +81,7 @@ function makeSandbox(): Sandbox {
 const timings: string[] = [];
 afterAll(() => {
   if (process.env.MODEL_STUB_TIMINGS) {
-    // eslint-disable-next-line no-console
+     
     console.log(timings.join('\n'));
   }
 });
@@ -337,7 +337,7 @@ describe('model stub', () => {
         stop_reason: 'end_turn',
         type: 'message',
       });
-      stub.script([{ shell: 'ls' } as StubTurn]);
+      stub.script([{ shell: 'ls' }]);
       const tool = await (await post('/v1/messages', anthropicBody('hi', false))).json();
       expect(tool).toMatchObject({ content: [{ input: { command: 'ls' }, name: 'Bash', type: 'tool_use' }], stop_reason: 'tool_use' });
       expect(stub.requests.map((r) => r.stream)).toEqual([false, false]);

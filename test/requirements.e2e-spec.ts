@@ -272,8 +272,8 @@ async function setStatus(dataDirectory: string, id: string, status: string): Pro
     db.configure('busyTimeout', 5000);
     db.run('UPDATE requirement SET status = ? WHERE id = ?', [status, id], (err) => {
       db.close();
-      if (err) reject(err);
-      else resolve();
+      if (err) {reject(err);}
+      else {resolve();}
     });
   });
 }

@@ -115,14 +115,14 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
       ['human', `Go ahead ${req.id}`, true],
       ['rd_agent', 'Timings are in place.', false],
     ]);
-    expect(conversation[1]!.runId).toBe(first!.id);
+    expect(conversation[1].runId).toBe(first.id);
 
     const reply = await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'Now the flush path.' });
     expect(reply.json).toMatchObject({ queued: false, requirement: { status: 'doing' } });
     const [, second] = await settled(req.id, 2);
     // Sequence 2 is the agent's own answer (not deliverable); the reply is 3.
     expect(second).toMatchObject({ inputFromSequence: 2, inputToSequence: 3, nativeSessionId: after.session.nativeSessionId, status: 'succeeded' });
-    const last = stub.requests[stub.requests.length - 1]!;
+    const last = stub.requests[stub.requests.length - 1];
     expect(last.transcript).toContain('Timings are in place.');
     expect(last.transcript).toContain('Now the flush path.');
     expect((await requirement(req.id)).session.nativeSessionId).toBe(after.session.nativeSessionId);
@@ -137,9 +137,9 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     stub.scriptFor(req.id, [{ shell: 'echo from-the-tool > tool-output.txt && cat tool-output.txt' }, { text: 'Ran it.' }]);
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `run it ${req.id}` });
     const [run] = await settled(req.id);
-    expect(run!.status).toBe('succeeded');
+    expect(run.status).toBe('succeeded');
     expect(fs.readFileSync(path.join(sandbox.workspace, 'tool-output.txt'), 'utf8')).toBe('from-the-tool\n');
-    const trace = (await send(manager.origin, 'GET', `/api/runs/${run!.id}/trace?limit=200`)).json.items as Array<{ kind: string; detail: string | null; sequence: number }>;
+    const trace = (await send(manager.origin, 'GET', `/api/runs/${run.id}/trace?limit=200`)).json.items as Array<{ kind: string; detail: string | null; sequence: number }>;
     const call = trace.find((t) => t.kind === 'tool_call');
     const result = trace.find((t) => t.kind === 'tool_result');
     expect(call?.detail ?? '').toContain('echo from-the-tool');
@@ -154,7 +154,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     stub.scriptFor(req.id, [{ shell: 'code-factory-cli --help' }, { text: 'Read the help.' }]);
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `check the cli ${req.id}` });
     const [run] = await settled(req.id);
-    const trace = (await send(manager.origin, 'GET', `/api/runs/${run!.id}/trace?limit=200`)).json.items as Array<{ kind: string; detail: string | null }>;
+    const trace = (await send(manager.origin, 'GET', `/api/runs/${run.id}/trace?limit=200`)).json.items as Array<{ kind: string; detail: string | null }>;
     const result = trace.find((t) => t.kind === 'tool_result');
     expect(result?.detail ?? '').toMatch(/Usage: code-factory-cli/);
   });
@@ -167,7 +167,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     stub.scriptFor(req.id, [{ text: 'Looked at both.' }]);
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { attachmentIds: [image.id, notes.id], message: `see attached ${req.id}` });
     const [run] = await settled(req.id);
-    expect(run!.status).toBe('succeeded');
+    expect(run.status).toBe('succeeded');
     const request = stub.requests.filter((r) => r.marker === req.id).pop()!;
     const attachments = path.join(manager.dataDirectory(), 'attachments');
     expect(fs.readFileSync(path.join(attachments, `${image.id}.png`))).toEqual(png);
@@ -195,7 +195,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect(prompt.indexOf('follow-up A')).toBeGreaterThan(-1);
     expect(prompt.indexOf('follow-up B')).toBeGreaterThan(prompt.indexOf('follow-up A'));
     const final = await requirement(req.id);
-    expect(final.session).toMatchObject({ lastConsumedMessageSequence: second!.inputToSequence, pendingMessageCount: 0 });
+    expect(final.session).toMatchObject({ lastConsumedMessageSequence: second.inputToSequence, pendingMessageCount: 0 });
   });
 
   it('steers only with newer input, continues at once, stops on request and leaves no process behind', async () => {
@@ -294,12 +294,12 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `fragile ${req.id}` });
     const [failed] = await settled(req.id);
     expect(failed).toMatchObject({ status: 'failed' });
-    expect(failed!.error).toEqual(expect.any(String));
+    expect(failed.error).toEqual(expect.any(String));
     const after = await requirement(req.id);
     expect(after).toMatchObject({ session: { lastConsumedMessageSequence: 0, pendingMessageCount: 1, state: 'failed' }, status: 'waiting_confirmation' });
     const conversation = await messages(req.id);
     expect(conversation.map((m) => m.author)).toEqual(['human', 'system']);
-    expect(conversation[1]!.body).toContain('failed');
+    expect(conversation[1].body).toContain('failed');
 
     stub.scriptFor(req.id, [{ text: 'Recovered.' }]);
     const retry = await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, {});
@@ -344,7 +344,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
       const [run] = await settled(req.id);
       expect(run).toMatchObject({ error: 'no output for 2 s', status: 'timed_out' });
       expect(await requirement(req.id)).toMatchObject({ session: { lastConsumedMessageSequence: 0, state: 'failed' }, status: 'waiting_confirmation' });
-      expect(findRunProcesses(run!.id, null)).toEqual([]);
+      expect(findRunProcesses(run.id, null)).toEqual([]);
     } finally {
       await send(manager.origin, 'PATCH', '/api/configuration', { rdInactivityTimeoutSeconds: 3600 });
     }
@@ -358,7 +358,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     await Promise.all(reqs.map((req) => send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `go ${req.id}` })));
     for (const req of reqs) {
       const [run] = await settled(req.id, 1, 120_000);
-      expect(run!.status).toBe('succeeded');
+      expect(run.status).toBe('succeeded');
       expect((await messages(req.id)).map((m) => m.body)).toEqual([`go ${req.id}`, `answer for ${req.id}`]);
     }
   });
@@ -380,7 +380,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect(failed).toMatchObject({ error: 'Agent Manager stopped while this run was active', id: run.id, status: 'failed' });
     expect(await requirement(req.id)).toMatchObject({ session: { lastConsumedMessageSequence: 0, pendingMessageCount: 2, state: 'failed' }, status: 'waiting_confirmation' });
     const events = await query<{ type: string; payload: string }>(path.join(manager.dataDirectory(), 'factory.sqlite'), `SELECT type, payload FROM manager_event WHERE type = 'manager.reconciled'`);
-    expect(JSON.parse(events[events.length - 1]!.payload)).toMatchObject({ failedRunIds: [run.id] });
+    expect(JSON.parse(events[events.length - 1].payload)).toMatchObject({ failedRunIds: [run.id] });
 
     stub.scriptFor(req.id, [{ text: 'Picked up after the crash.' }]);
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, {});

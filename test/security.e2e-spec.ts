@@ -67,7 +67,7 @@ describe('Secure by default: attacks against a real server', () => {
       ['PATCH', '/API/configuration'],
       ['POST', '/API/github/webhook'],
     ]) {
-      const res = await send(manager.origin, method as string, path as string, method === 'GET' ? undefined : {}, {}, NO_AUTH);
+      const res = await send(manager.origin, method, path, method === 'GET' ? undefined : {}, {}, NO_AUTH);
       expect({ path, status: res.status }).toEqual({ path, status: 404 });
     }
   });
@@ -165,7 +165,7 @@ describe('Secure by default: attacks against a real server', () => {
     const setCookie = login.headers.get('set-cookie') ?? '';
     expect(setCookie).toMatch(new RegExp(`^am_session_${port}=[0-9a-f]{64}; Path=/; HttpOnly; SameSite=Strict$`));
     expect(setCookie).not.toContain(manager.token);
-    const cookie = setCookie.split(';')[0]!;
+    const cookie = setCookie.split(';')[0];
 
     expect((await send(manager.origin, 'GET', '/api/requirements', undefined, { Cookie: cookie })).status).toBe(200);
     const stream = await connectSse(`${manager.origin}/api/events`, { Cookie: cookie });
@@ -173,7 +173,7 @@ describe('Secure by default: attacks against a real server', () => {
     const reply = await send(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message: 'via cookie' }, { Cookie: cookie, Origin: manager.origin });
     expect(reply.status).toBe(202);
     const [event] = await stream.waitFor(1);
-    expect(event!.data).toMatchObject({ actor: { kind: 'human' }, type: 'message.created' });
+    expect(event.data).toMatchObject({ actor: { kind: 'human' }, type: 'message.created' });
     stream.close();
 
     const attachment = (await send(manager.origin, 'POST', `/api/requirements/${requirementId}/attachments`, 'hello', { Cookie: cookie, 'X-File-Name': 'a.txt' })).json;

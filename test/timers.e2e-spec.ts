@@ -114,7 +114,7 @@ describe('Timers', () => {
     expect(await timerFired(requirement.id)).toHaveLength(1);
     let [current] = await timersOf(requirement.id);
     expect(current).toMatchObject({ status: 'active' });
-    expect(Date.parse(current!.nextFireAt as string)).toBe(firstAt + MINUTE);
+    expect(Date.parse(current.nextFireAt as string)).toBe(firstAt + MINUTE);
 
     await advance(60_000);
     expect(await timerFired(requirement.id)).toHaveLength(2);
@@ -124,7 +124,7 @@ describe('Timers', () => {
     expect(fired).toHaveLength(3);
     expect(fired[2].body).toContain(`code-factory-cli timer cancel --id ${timer.id}`);
     [current] = await timersOf(requirement.id);
-    const next = Date.parse(current!.nextFireAt as string);
+    const next = Date.parse(current.nextFireAt as string);
     expect(next).toBeGreaterThan(clock.now().getTime());
     expect(next - clock.now().getTime()).toBeLessThanOrEqual(MINUTE);
     expect((next - firstAt) % MINUTE).toBe(0);

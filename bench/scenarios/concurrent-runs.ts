@@ -44,7 +44,7 @@ export async function concurrentRunsScenario(): Promise<ScenarioResult> {
       figures: [
         { name: 'single run wall time (median of 3)', unit: 'ms', value: round(alone, 0) },
         { name: `${CONCURRENT} concurrent: p50 run wall time`, unit: 'ms', value: round(percentile(each, 50), 0) },
-        { name: `${CONCURRENT} concurrent: slowest run`, unit: 'ms', value: round(each[each.length - 1]!, 0) },
+        { name: `${CONCURRENT} concurrent: slowest run`, unit: 'ms', value: round(each[each.length - 1], 0) },
         { name: `${CONCURRENT} concurrent: all done`, unit: 'ms', value: round(total, 0) },
         { name: 'concurrent p50 / single', unit: '', value: round(percentile(each, 50) / alone) },
       ],

@@ -68,7 +68,7 @@ async function seed(databasePath: string): Promise<string[]> {
     const sessionId = ids('ses');
     // Spread over the last six days (inside the default 7-day window), newest first.
     const created = new Date(now - 60_000 - i * Math.floor((6 * 86_400_000) / total)).toISOString();
-    const status = isBig ? 'waiting_confirmation' : statuses[i % 4]!;
+    const status = isBig ? 'waiting_confirmation' : statuses[i % 4];
     const count = isBig ? BIG_MESSAGES : MESSAGES;
     // Every tenth Requirement is a child of the one before, so the board draws trees.
     const parentId = i % 10 === 9 ? parent : null;
@@ -87,7 +87,7 @@ async function seed(databasePath: string): Promise<string[]> {
         const finishedAt = new Date(Date.parse(startedAt) + 50_000).toISOString();
         runs.push([runId, id, sessionId, 'rd', 'codex', null, null, 'succeeded', 'Did part of the work.', null, 0, null, r * 500 + 1, r * 500 + 500, 12_000, 0, 3_000, 0, BIG_TRACES / 10, startedAt, finishedAt, finishedAt]);
         for (let t = 1; t <= BIG_TRACES / 10; t++) {
-          const kind = (['reasoning', 'tool_call', 'tool_result', 'assistant_message'] as const)[t % 4]!;
+          const kind = (['reasoning', 'tool_call', 'tool_result', 'assistant_message'] as const)[t % 4];
           const trace = {
             createdAt: startedAt,
             detail: kind === 'tool_result' ? 'ok\n'.repeat(20) : 'npm test -- compaction',
@@ -119,7 +119,7 @@ async function seed(databasePath: string): Promise<string[]> {
 /** The initial JavaScript index.html loads (scripts and module preloads), gzip-compressed as a server would send it. */
 function initialJsGzipKb(): number {
   const html = fs.readFileSync(path.join(BROWSER_DIST, 'index.html'), 'utf8');
-  const files = new Set([...html.matchAll(/(?:src|href)="\/?([^"]+\.js)"/g)].map((m) => m[1]!));
+  const files = new Set([...html.matchAll(/(?:src|href)="\/?([^"]+\.js)"/g)].map((m) => m[1]));
   let bytes = 0;
   for (const file of files) {
     bytes += zlib.gzipSync(fs.readFileSync(path.join(BROWSER_DIST, file)), { level: 9 }).length;
@@ -225,7 +225,7 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
       await page.locator(`[data-testid="messages"] [data-sequence="${BIG_MESSAGES}"]`).waitFor({ timeout: 30_000 });
       const { clickAt, sequences } = await probe();
       const t0 = clickAt ?? NaN;
-      opens.push(sequences[String(BIG_MESSAGES)]! - t0);
+      opens.push(sequences[String(BIG_MESSAGES)] - t0);
       if (process.env['BENCH_DEBUG']) {
         // The request waterfall of this open (start → first byte → end, ms after the click).
         type Timing = { name: string; startTime: number; responseStart: number; responseEnd: number };
@@ -238,7 +238,7 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
           t0,
         );
         const rows = timings.map((e) => `${e.name.replace(/^.*\/api/, '').slice(0, 90)} ${Math.round(e.startTime - t0)}→${Math.round(e.responseStart - t0)}→${Math.round(e.responseEnd - t0)}`);
-        progress(`open ${Math.round(opens[opens.length - 1]!)} ms\n${rows.slice(0, 12).join('\n')}`);
+        progress(`open ${Math.round(opens[opens.length - 1])} ms\n${rows.slice(0, 12).join('\n')}`);
       }
       // All pages are in once "show earlier" offers the rest of them.
       await page.getByText(`(${BIG_MESSAGES - 30})`).waitFor({ timeout: 30_000 });
@@ -252,14 +252,14 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
 
     // 3. Live messages into the open conversation: SSE frame to DOM, per message.
     progress(`dashboard: ${LIVE_MESSAGES} live messages`);
-    const target = big[big.length - 1]!;
+    const target = big[big.length - 1];
     const sent: string[] = [];
     for (let i = 0; i < LIVE_MESSAGES; i++) {
       const reply = await send(manager.origin, 'POST', `/api/requirements/${target}/reply`, { message: `Live message ${i}` });
       sent.push(reply.json.message.id as string);
       await new Promise((r) => setTimeout(r, 100));
     }
-    await page.waitForFunction((last) => !!(globalThis as unknown as { __amProbe: Probe }).__amProbe.dom[last], sent[sent.length - 1]!, { timeout: 30_000 });
+    await page.waitForFunction((last) => !!(globalThis as unknown as { __amProbe: Probe }).__amProbe.dom[last], sent[sent.length - 1], { timeout: 30_000 });
     const { dom, events } = await probe();
     const latencies = sent.map((id) => (dom[id] ?? NaN) - (events[id] ?? NaN)).sort((a, b) => a - b);
     const missing = latencies.filter((l) => Number.isNaN(l)).length;

@@ -61,7 +61,7 @@ describe('kill -9 under load, then restart', () => {
     });
   };
   const db = () => path.join(manager.dataDirectory(), 'factory.sqlite');
-  const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)] as T;
+  const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)];
 
   beforeAll(async () => {
     sandbox = makeSandbox();

@@ -60,7 +60,7 @@ describe('misbehaving agent CLIs', () => {
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'mode:hang' });
     const [running] = await until('the run', async () => ((await runs(req.id))[0]?.status === 'running' ? runs(req.id) : undefined));
     const pids = await until('its process', async () => {
-      const found = findRunProcesses(running!.id, null);
+      const found = findRunProcesses(running.id, null);
       return found.length > 0 && found;
     });
     for (const pid of pids) {

@@ -79,8 +79,8 @@ async function npmStart(sandbox: Sandbox): Promise<NpmTree> {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  npm.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  npm.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  npm.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  npm.stderr.on('data', (c: Buffer) => (out += c.toString()));
   const origin = await until('the banner', async () => /API\s+(http:\/\/\S+)\/api/.exec(out)?.[1], 120_000);
   const sh = await until('npm\'s sh', async () => childrenOf(npm.pid!)[0]);
   const manager = await until('the manager under sh', async () => childrenOf(sh)[0]);
@@ -116,7 +116,7 @@ function logLines(dataDirectory: string): Array<Record<string, unknown>> {
 
 async function runStatus(dataDirectory: string, runId: string): Promise<string> {
   const rows = await query<{ status: string }>(path.join(dataDirectory, 'factory.sqlite'), 'SELECT status FROM agent_run WHERE id = ?', [runId]);
-  return rows[0]!.status;
+  return rows[0].status;
 }
 
 /** What every graceful stop leaves: no process of the tree, no agent, the run cancelled, the lock gone. */
@@ -234,7 +234,7 @@ describe('agent-manager start under signals', () => {
     );
     try {
       let out = '';
-      holder.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+      holder.stdout.on('data', (c: Buffer) => (out += c.toString()));
       const pid = Number(await until('the forked manager', async () => /^(\d+)\n/.exec(out)?.[1]));
       const lock = path.join(sandbox.home, 'workspaces', workspaceKey(fs.realpathSync(sandbox.workspace)), 'manager.lock');
       await until('its lock with a URL', async () => fs.existsSync(lock) && (JSON.parse(fs.readFileSync(lock, 'utf8')) as { url: string | null }).url !== null, 30_000);

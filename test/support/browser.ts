@@ -75,7 +75,7 @@ export function png(): Buffer {
   const crc = (buf: Buffer) => {
     let c = 0xffffffff;
     for (const b of buf) {
-      c = (crcTable[(c ^ b) & 0xff] as number) ^ (c >>> 8);
+      c = (crcTable[(c ^ b) & 0xff]) ^ (c >>> 8);
     }
     return (c ^ 0xffffffff) >>> 0;
   };

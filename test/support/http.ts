@@ -53,7 +53,7 @@ export function sendRaw(
   headers: Record<string, string>,
   { auth = true }: { auth?: boolean } = {},
 ): Promise<{ status: number; json: any; text: string }> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+   
   const http = require('node:http') as typeof import('node:http');
   const url = new URL(path, origin);
   return new Promise((resolve, reject) => {

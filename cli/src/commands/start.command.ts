@@ -55,13 +55,13 @@ function banner(manager: RunningManager): string {
 export class StartCommand extends CommandRunner {
   async run(_params: string[], flags: StartFlags): Promise<void> {
     const overrides: Partial<ConfigurationValues> = {};
-    if (flags.host !== undefined) overrides.host = flags.host;
-    if (flags.port !== undefined) overrides.port = flags.port;
-    if (flags.db !== undefined) overrides.databasePath = path.resolve(flags.db);
-    if (flags.logLevel !== undefined) overrides.logLevel = flags.logLevel;
-    if (flags.logFile !== undefined) overrides.logFilePath = path.resolve(flags.logFile);
-    if (flags.allowOrigin !== undefined) overrides.allowedOrigin = flags.allowOrigin;
-    if (flags.prReconcileInterval !== undefined) overrides.pullRequestReconcileIntervalSeconds = flags.prReconcileInterval;
+    if (flags.host !== undefined) {overrides.host = flags.host;}
+    if (flags.port !== undefined) {overrides.port = flags.port;}
+    if (flags.db !== undefined) {overrides.databasePath = path.resolve(flags.db);}
+    if (flags.logLevel !== undefined) {overrides.logLevel = flags.logLevel;}
+    if (flags.logFile !== undefined) {overrides.logFilePath = path.resolve(flags.logFile);}
+    if (flags.allowOrigin !== undefined) {overrides.allowedOrigin = flags.allowOrigin;}
+    if (flags.prReconcileInterval !== undefined) {overrides.pullRequestReconcileIntervalSeconds = flags.prReconcileInterval;}
 
     const signals = new StopSignals({ stopWithParent: flags.stopWithParent === true });
     let manager: RunningManager;

@@ -81,7 +81,7 @@ export function toGitHubError(error: unknown, timeoutMs: number): GitHubError {
 export function rootCause(error: unknown): string {
   let current = error as { cause?: unknown; code?: unknown; message?: unknown } | undefined;
   while (current && typeof current.cause === 'object' && current.cause !== null) {
-    current = current.cause as typeof current;
+    current = current.cause;
   }
   return String(current?.code ?? current?.message ?? 'unknown error');
 }

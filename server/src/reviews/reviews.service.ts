@@ -229,7 +229,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
         async (tx, rows) => {
           const now = this.clock.nowIso();
           const run = recordRunEnd(tx, active, { error, exitCode: end.code, now, status, usage: active.usage });
-          const reviewStatus: ReviewRequestStatus = status === 'timed_out' ? 'failed' : (status as ReviewRequestStatus);
+          const reviewStatus: ReviewRequestStatus = status === 'timed_out' ? 'failed' : (status);
           const current = await (await tx.reads()).findOneByOrFail(ReviewRequestEntity, { id: review.id });
           const updated: ReviewRequestEntity = { ...current, error, finishedAt: now, status: reviewStatus, updatedAt: now };
           tx.update('review_request', { error, finishedAt: now, status: reviewStatus, updatedAt: now }, { id: review.id });

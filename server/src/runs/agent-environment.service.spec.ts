@@ -55,10 +55,10 @@ describe(AgentEnvironmentService.name, () => {
   it('writes the launcher outside the data directory (which agents cannot see), first on PATH', () => {
     const env = sut.environment({ requirementId: 'req_1', sessionId: 'ses_1', token: 'amr_run' });
     expect(env.CODE_FACTORY_CLI).toBe(path.join(runtime.paths.home, 'bin', path.basename(runtime.paths.dataDirectory), 'code-factory-cli'));
-    expect(path.relative(path.join(runtime.paths.home, 'workspaces'), env.CODE_FACTORY_CLI as string).startsWith('..')).toBe(true);
-    expect(env.PATH?.split(path.delimiter)[0]).toBe(path.dirname(env.CODE_FACTORY_CLI as string));
-    expect(fs.statSync(env.CODE_FACTORY_CLI as string).mode & 0o111).not.toBe(0);
-    expect(fs.readFileSync(env.CODE_FACTORY_CLI as string, 'utf8')).not.toMatch(/[0-9a-f]{64}/);
+    expect(path.relative(path.join(runtime.paths.home, 'workspaces'), env.CODE_FACTORY_CLI).startsWith('..')).toBe(true);
+    expect(env.PATH?.split(path.delimiter)[0]).toBe(path.dirname(env.CODE_FACTORY_CLI));
+    expect(fs.statSync(env.CODE_FACTORY_CLI).mode & 0o111).not.toBe(0);
+    expect(fs.readFileSync(env.CODE_FACTORY_CLI, 'utf8')).not.toMatch(/[0-9a-f]{64}/);
     expect(fs.existsSync(path.join(runtime.paths.dataDirectory, 'bin'))).toBe(false);
   });
 });

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 
 import { Command, CommandRunner, Help, Option, SubCommand } from 'nest-commander';
 
-import { AGENT_REQUIREMENT_ACTIONS, AgentRequirementAction, LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
+import { AGENT_REQUIREMENT_ACTIONS, LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
 import { ENVIRONMENT_HELP } from '../../factory/agent-context';
 import { ManagerApi, printJson } from '../../factory/manager-api';
@@ -119,7 +119,7 @@ export class RequirementActionCommand extends CommandRunner {
     if (chosen.length !== 1) {
       throw new UsageError('give exactly one of --start, --stop, --delete, --done');
     }
-    const action = chosen[0] as AgentRequirementAction;
+    const action = chosen[0];
     const { context } = this.api;
     const result = await this.api.call(action, (client, signal) =>
       client.POST('/api/agent/requirements/{id}/action', {

@@ -45,7 +45,7 @@ export function overridesFromEnv(env: NodeJS.ProcessEnv): Partial<ConfigurationV
     }
     result[key] = typeof CONFIGURATION_DEFAULTS[key] === 'number' && /^-?\d+$/.test(raw) ? Number(raw) : raw;
   }
-  return result as Partial<ConfigurationValues>;
+  return result;
 }
 
 /**
