@@ -1,10 +1,11 @@
 import { ChangeDetectionStrategy, Component, ElementRef, afterRenderEffect, computed, effect, inject, input, signal, untracked, viewChild } from '@angular/core';
 import { RouterLink } from '@angular/router';
 
-import { I18n } from '../core/i18n';
+import { I18n, keyOf } from '../core/i18n';
 import { isPending, isQueued } from '../core/live/queued';
 import type { Message, Requirement } from '../core/models';
-import { Store } from '../core/store';
+import { ConversationStore } from '../core/stores/conversation-store';
+import { RunsStore } from '../core/stores/runs-store';
 import { MarkdownRenderer } from './markdown';
 
 /** Messages rendered at first (more than a tall window shows); more are added as the reader scrolls up. */
@@ -24,7 +25,7 @@ const STICK_PX = 48;
       @for (m of visible(); track m.id) {
         <article class="message" [class]="'message ' + m.author" [class.related]="!!m.sourceRequirementId" [attr.data-sequence]="m.sequence" [attr.data-author]="m.author" [attr.data-message-id]="m.id">
           <header>
-            <strong>{{ t('author.' + m.author) }}</strong>
+            <strong>{{ t(keyOf('author', m.author)) }}</strong>
             @if (m.source) {
               <span class="badge" data-testid="message-source">{{ t('msg.source', { s: sourceLabel(m) }) }}</span>
             }
@@ -67,12 +68,14 @@ const STICK_PX = 48;
 export class Conversation {
   readonly requirement = input.required<Requirement>();
   protected readonly i18n = inject(I18n);
-  protected readonly t = this.i18n.t as (key: string, params?: Record<string, string | number>) => string;
+  protected readonly t = this.i18n.t;
+  protected readonly keyOf = keyOf;
   protected readonly markdown = inject(MarkdownRenderer);
-  private readonly store = inject(Store);
+  private readonly conversations = inject(ConversationStore);
+  private readonly runs = inject(RunsStore);
   private readonly scroller = viewChild.required<ElementRef<HTMLElement>>('scroller');
 
-  private readonly messages = computed(() => this.store.conversation(this.requirement().id)());
+  private readonly messages = computed(() => this.conversations.messages(this.requirement().id)());
   /** How many of the latest messages are rendered. */
   private readonly count = signal(WINDOW);
   protected readonly visible = computed(() => {
@@ -85,7 +88,7 @@ export class Conversation {
 
   protected readonly queued = computed(() => {
     const requirement = this.requirement();
-    const active = [...this.store.runs().values()].find((r) => r.requirementId === requirement.id && r.status === 'running' && r.role === 'rd');
+    const active = [...this.runs.runs().values()].find((r) => r.requirementId === requirement.id && r.status === 'running' && r.role === 'rd');
     return new Set(this.visible().filter((m) => isQueued(m, requirement, active)).map((m) => m.id));
   });
 

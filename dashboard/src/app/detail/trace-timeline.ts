@@ -2,7 +2,7 @@ import { ChangeDetectionStrategy, Component, ElementRef, afterRenderEffect, comp
 
 import { I18n } from '../core/i18n';
 import type { Trace } from '../core/models';
-import { Store } from '../core/store';
+import { RunsStore } from '../core/stores/runs-store';
 
 /** Trace entries rendered at once; a long session grows by this much on request. */
 const WINDOW = 150;
@@ -65,7 +65,7 @@ interface Row {
 export class TraceTimeline {
   readonly requirementId = input.required<string>();
   protected readonly t = inject(I18n).t;
-  private readonly store = inject(Store);
+  private readonly store = inject(RunsStore);
   private readonly scroller = viewChild.required<ElementRef<HTMLElement>>('scroller');
   protected readonly window = WINDOW;
   protected readonly count = signal(WINDOW);

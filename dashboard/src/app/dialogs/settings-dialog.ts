@@ -1,10 +1,9 @@
 import { ChangeDetectionStrategy, Component, computed, effect, inject, output, signal, untracked, viewChild } from '@angular/core';
 
-import { Api } from '../core/api';
 import { I18n } from '../core/i18n';
 import type { Configuration, ConfigurationPatch, ConfigurationValues } from '../core/models';
 import { Notifier } from '../core/notifier';
-import { Store } from '../core/store';
+import { ConfigurationStore } from '../core/stores/configuration-store';
 import { Modal } from './modal';
 
 type Field = keyof ConfigurationValues;
@@ -87,8 +86,7 @@ const FIELDS: readonly FieldSpec[] = [
 })
 export class SettingsDialog {
   readonly closed = output<void>();
-  private readonly api = inject(Api);
-  private readonly store = inject(Store);
+  private readonly store = inject(ConfigurationStore);
   protected readonly notifier = inject(Notifier);
   protected readonly t = inject(I18n).t;
   protected readonly modal = viewChild.required(Modal);
@@ -103,7 +101,7 @@ export class SettingsDialog {
   constructor() {
     // Re-read when someone else changes the configuration (manager.configuration.updated).
     effect(() => {
-      this.store.configurationVersion();
+      this.store.version();
       untracked(() => void this.load());
     });
   }
@@ -132,7 +130,7 @@ export class SettingsDialog {
     event.preventDefault();
     this.busy.set(true);
     try {
-      const next = await this.api.call(this.api.client.PATCH('/api/configuration', { body: this.patch() as ConfigurationPatch }));
+      const next = await this.store.update(this.patch() as ConfigurationPatch);
       this.accept(next);
       this.notifier.info(this.t('settings.saved'));
     } catch {
@@ -144,7 +142,7 @@ export class SettingsDialog {
 
   private async load(): Promise<void> {
     try {
-      this.accept(await this.api.call(this.api.client.GET('/api/configuration')));
+      this.accept(await this.store.read());
     } catch {
       // shown by the API service
     }

@@ -19,6 +19,7 @@ const requirement = (id: string, updatedAt: string, status: Requirement['status'
     id: `ses_${id}`,
     lastConsumedMessageSequence: 0,
     lastError: null,
+    lastMessageSequence: 0,
     nativeSessionId: null,
     pausedAt: null,
     pendingMessageCount: 0,
