@@ -4,6 +4,7 @@ import { authHeaders, send } from './support/http';
 import { snapshotStore } from './support/db-snapshot';
 import { expectRefused as refused } from './support/refusals';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import type { Json } from './support/http';
 
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), crypto.randomBytes(64)]);
 const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), crypto.randomBytes(64)]);
@@ -23,9 +24,7 @@ describe('Attachments', () => {
       ...headers,
     });
   const newRequirement = async () => (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'attachments' })).json.id as string;
-  const expectRefused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
-    refused(manager.dataDirectory(), request, status, code);
-
+  const expectRefused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) => refused(manager.dataDirectory(), request, status, code);
 
   beforeAll(async () => {
     sandbox = makeSandbox();

@@ -33,7 +33,7 @@ describe('ManagerEvents over SSE', () => {
     sandbox?.cleanup();
   });
 
-  it('answers HEAD with the stream\'s headers at once instead of holding it open', async () => {
+  it("answers HEAD with the stream's headers at once instead of holding it open", async () => {
     const started = Date.now();
     const res = await send(manager.origin, 'HEAD', '/api/events', undefined, { 'Last-Event-ID': '42' });
     expect(res.status).toBe(200);

@@ -54,7 +54,10 @@ describe('agent-manager start', () => {
     const logs = path.join(manager.dataDirectory(), 'logs');
     const files = fs.readdirSync(logs).filter((f) => f.endsWith('.log'));
     const text = files.map((f) => fs.readFileSync(path.join(logs, f), 'utf8')).join('');
-    const lines = text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.some((l) => l.message === 'message delivered' && l.requirementId === created.json.id && l.actor === 'human')).toBe(true);
     expect(lines.every((l) => typeof l.timestamp === 'string' && typeof l.level === 'string')).toBe(true);
     expect(text).not.toContain('SECRET-BODY-TEXT');
@@ -134,7 +137,9 @@ describe('agent-manager start', () => {
       await stream.ended;
       const accepted = (await Promise.all(writes)).filter((r) => r?.status === 202).length;
       expect(accepted).toBeGreaterThan(0);
-      const rows = await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM requirement_message WHERE requirement_id = ?', [created.json.id]);
+      const rows = await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM requirement_message WHERE requirement_id = ?', [
+        created.json.id,
+      ]);
       // Every reply that was answered 202 is on disk (more may have committed unanswered).
       expect(rows[0].n).toBeGreaterThanOrEqual(accepted);
       expect(fs.existsSync(path.join(manager.dataDirectory(), 'manager.lock'))).toBe(false);

@@ -62,8 +62,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
       id: string;
       session: { id: string };
     };
-  const runs = async (id: string): Promise<Run[]> =>
-    (await send(manager.origin, 'GET', `/api/runs?requirementId=${id}&limit=200`)).json.items;
+  const runs = async (id: string): Promise<Run[]> => (await send(manager.origin, 'GET', `/api/runs?requirementId=${id}&limit=200`)).json.items;
   const messages = async (id: string) =>
     (await send(manager.origin, 'GET', `/api/requirements/${id}/messages?limit=200`)).json.items as Array<{
       author: string;
@@ -128,8 +127,14 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect((await requirement(req.id)).session.nativeSessionId).toBe(after.session.nativeSessionId);
     // Usage is per run, although Codex reports a running total for a resumed thread (the stub
     // charges 100 input / 20 output tokens per request, one request per run here).
-    const usage = ((await send(manager.origin, 'GET', `/api/runs?requirementId=${req.id}`)).json.items as Array<{ inputTokens: number; outputTokens: number }>).map((r) => [r.inputTokens, r.outputTokens]);
-    expect(usage).toEqual([[100, 20], [100, 20]]);
+    const usage = ((await send(manager.origin, 'GET', `/api/runs?requirementId=${req.id}`)).json.items as Array<{ inputTokens: number; outputTokens: number }>).map((r) => [
+      r.inputTokens,
+      r.outputTokens,
+    ]);
+    expect(usage).toEqual([
+      [100, 20],
+      [100, 20],
+    ]);
   });
 
   it('shows a real shell command and its output in the trace', async () => {
@@ -149,7 +154,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect(all).toHaveLength(trace.length);
   });
 
-  it('runs code-factory-cli by its bare name inside the agent\'s own tool shell', async () => {
+  it("runs code-factory-cli by its bare name inside the agent's own tool shell", async () => {
     const req = await create('cli on path');
     stub.scriptFor(req.id, [{ shell: 'code-factory-cli --help' }, { text: 'Read the help.' }]);
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `check the cli ${req.id}` });
@@ -270,7 +275,10 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     // The pause is stored: a restart neither forgets it nor resumes the session.
     await manager.stop();
     await start();
-    expect(await requirement(req.id)).toMatchObject({ session: { pausedAt: paused.session.pausedAt, pendingMessageCount: 3, state: 'waiting_human' }, status: 'waiting_confirmation' });
+    expect(await requirement(req.id)).toMatchObject({
+      session: { pausedAt: paused.session.pausedAt, pendingMessageCount: 3, state: 'waiting_human' },
+      status: 'waiting_confirmation',
+    });
     await new Promise((r) => setTimeout(r, 1000));
     expect(await runs(req.id)).toHaveLength(1);
 
@@ -379,7 +387,10 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     const [failed] = await settled(req.id);
     expect(failed).toMatchObject({ error: 'Agent Manager stopped while this run was active', id: run.id, status: 'failed' });
     expect(await requirement(req.id)).toMatchObject({ session: { lastConsumedMessageSequence: 0, pendingMessageCount: 2, state: 'failed' }, status: 'waiting_confirmation' });
-    const events = await query<{ type: string; payload: string }>(path.join(manager.dataDirectory(), 'factory.sqlite'), `SELECT type, payload FROM manager_event WHERE type = 'manager.reconciled'`);
+    const events = await query<{ type: string; payload: string }>(
+      path.join(manager.dataDirectory(), 'factory.sqlite'),
+      `SELECT type, payload FROM manager_event WHERE type = 'manager.reconciled'`,
+    );
     expect(JSON.parse(events[events.length - 1].payload)).toMatchObject({ failedRunIds: [run.id] });
 
     stub.scriptFor(req.id, [{ text: 'Picked up after the crash.' }]);
@@ -432,7 +443,6 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     const trace = (await send(manager.origin, 'GET', `/api/runs/${runId}/trace?limit=200`)).json;
     throw new Error(`the tool never started: ${JSON.stringify(trace).slice(0, 1500)} sleepers=${sleepers().join(',')}`);
   }
-
 });
 
 describe('an agent CLI that cannot be started', () => {

@@ -39,7 +39,10 @@ export async function concurrentRunsScenario(): Promise<ScenarioResult> {
     const started = performance.now();
     const each = (await Promise.all(Array.from({ length: CONCURRENT }, (_, i) => runOnce(manager, `parallel ${i}`)))).sort((a, b) => a - b);
     const total = performance.now() - started;
-    const alone = percentile(single.sort((a, b) => a - b), 50);
+    const alone = percentile(
+      single.sort((a, b) => a - b),
+      50,
+    );
     return {
       figures: [
         { name: 'single run wall time (median of 3)', unit: 'ms', value: round(alone, 0) },

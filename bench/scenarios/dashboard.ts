@@ -73,7 +73,21 @@ async function seed(databasePath: string): Promise<string[]> {
     // Every tenth Requirement is a child of the one before, so the board draws trees.
     const parentId = i % 10 === 9 ? parent : null;
     parent = id;
-    requirements.push([id, isBig ? `Big conversation ${i + 1}` : `Requirement ${i + 1}: tiered timings for segment ${i}`, `Measure **segment ${i}**.`, status, 'codex', null, null, 'human', parentId, null, created, created, status === 'done' ? created : null]);
+    requirements.push([
+      id,
+      isBig ? `Big conversation ${i + 1}` : `Requirement ${i + 1}: tiered timings for segment ${i}`,
+      `Measure **segment ${i}**.`,
+      status,
+      'codex',
+      null,
+      null,
+      'human',
+      parentId,
+      null,
+      created,
+      created,
+      status === 'done' ? created : null,
+    ]);
     sessions.push([sessionId, id, 'codex', null, states[status], null, count, 0, count, created, created]);
     for (let s = 1; s <= count; s++) {
       const human = s % 2 === 1;
@@ -85,7 +99,30 @@ async function seed(databasePath: string): Promise<string[]> {
         const runId = ids('run');
         const startedAt = new Date(Date.parse(created) + r * 60_000).toISOString();
         const finishedAt = new Date(Date.parse(startedAt) + 50_000).toISOString();
-        runs.push([runId, id, sessionId, 'rd', 'codex', null, null, 'succeeded', 'Did part of the work.', null, 0, null, r * 500 + 1, r * 500 + 500, 12_000, 0, 3_000, 0, BIG_TRACES / 10, startedAt, finishedAt, finishedAt]);
+        runs.push([
+          runId,
+          id,
+          sessionId,
+          'rd',
+          'codex',
+          null,
+          null,
+          'succeeded',
+          'Did part of the work.',
+          null,
+          0,
+          null,
+          r * 500 + 1,
+          r * 500 + 500,
+          12_000,
+          0,
+          3_000,
+          0,
+          BIG_TRACES / 10,
+          startedAt,
+          finishedAt,
+          finishedAt,
+        ]);
         for (let t = 1; t <= BIG_TRACES / 10; t++) {
           const kind = (['reasoning', 'tool_call', 'tool_result', 'assistant_message'] as const)[t % 4];
           const trace = {
@@ -106,10 +143,26 @@ async function seed(databasePath: string): Promise<string[]> {
       }
     }
   }
-  await insertAll(db, 'INSERT INTO requirement (id, title, description, status, provider, model, reasoning_effort, created_by, parent_requirement_id, source_session_id, created_at, updated_at, completed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)', requirements);
-  await insertAll(db, 'INSERT INTO agent_session (id, requirement_id, provider, native_session_id, state, last_error, last_consumed_message_sequence, pending_message_count, last_message_sequence, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)', sessions);
-  await insertAll(db, 'INSERT INTO requirement_message (id, requirement_id, session_id, run_id, source_requirement_id, author, body, sequence, deliver_to_rd, source, trigger_id, metadata, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)', messages);
-  await insertAll(db, 'INSERT INTO agent_run (id, requirement_id, session_id, role, provider, model, reasoning_effort, status, task_summary, native_session_id, exit_code, error, input_from_sequence, input_to_sequence, input_tokens, cached_input_tokens, output_tokens, reasoning_output_tokens, trace_count, started_at, finished_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)', runs);
+  await insertAll(
+    db,
+    'INSERT INTO requirement (id, title, description, status, provider, model, reasoning_effort, created_by, parent_requirement_id, source_session_id, created_at, updated_at, completed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)',
+    requirements,
+  );
+  await insertAll(
+    db,
+    'INSERT INTO agent_session (id, requirement_id, provider, native_session_id, state, last_error, last_consumed_message_sequence, pending_message_count, last_message_sequence, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)',
+    sessions,
+  );
+  await insertAll(
+    db,
+    'INSERT INTO requirement_message (id, requirement_id, session_id, run_id, source_requirement_id, author, body, sequence, deliver_to_rd, source, trigger_id, metadata, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)',
+    messages,
+  );
+  await insertAll(
+    db,
+    'INSERT INTO agent_run (id, requirement_id, session_id, role, provider, model, reasoning_effort, status, task_summary, native_session_id, exit_code, error, input_from_sequence, input_to_sequence, input_tokens, cached_input_tokens, output_tokens, reasoning_output_tokens, trace_count, started_at, finished_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)',
+    runs,
+  );
   await insertAll(db, 'INSERT INTO manager_event (type, requirement_id, session_id, run_id, actor_kind, actor_id, payload, created_at) VALUES (?,?,?,?,?,?,?,?)', events);
   await run(db, 'COMMIT');
   await new Promise<void>((resolve, reject) => db.close((err) => (err ? reject(err) : resolve())));
@@ -193,14 +246,15 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
     progress('dashboard: first board');
     await page.goto(`${manager.origin}/?token=${manager.token}`);
     await page.locator('a.card').first().waitFor();
-    const wholeBoard = () => page.waitForFunction(
-      (n) => {
-        const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): ArrayLike<{ textContent: string | null }> } }).document;
-        return Array.from(doc.querySelectorAll('[data-testid="column-count"]')).reduce((sum, el) => sum + Number(el.textContent), 0) >= n;
-      },
-      REQUIREMENTS + BIG,
-      { timeout: 60_000 },
-    );
+    const wholeBoard = () =>
+      page.waitForFunction(
+        (n) => {
+          const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): ArrayLike<{ textContent: string | null }> } }).document;
+          return Array.from(doc.querySelectorAll('[data-testid="column-count"]')).reduce((sum, el) => sum + Number(el.textContent), 0) >= n;
+        },
+        REQUIREMENTS + BIG,
+        { timeout: 60_000 },
+      );
     await wholeBoard();
     const boardAll = await page.evaluate(() => performance.now());
     const coldFirstCard = (await probe()).firstCard ?? NaN;
@@ -237,7 +291,9 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
               .map((e) => ({ name: e.name, responseEnd: e.responseEnd, responseStart: e.responseStart, startTime: e.startTime })),
           t0,
         );
-        const rows = timings.map((e) => `${e.name.replace(/^.*\/api/, '').slice(0, 90)} ${Math.round(e.startTime - t0)}→${Math.round(e.responseStart - t0)}→${Math.round(e.responseEnd - t0)}`);
+        const rows = timings.map(
+          (e) => `${e.name.replace(/^.*\/api/, '').slice(0, 90)} ${Math.round(e.startTime - t0)}→${Math.round(e.responseStart - t0)}→${Math.round(e.responseEnd - t0)}`,
+        );
         progress(`open ${Math.round(opens[opens.length - 1])} ms\n${rows.slice(0, 12).join('\n')}`);
       }
       // All pages are in once "show earlier" offers the rest of them.

@@ -114,7 +114,6 @@ export async function checkConsistency(dataDirectory: string): Promise<string[]>
     problems.push(`attachment files without a row: ${strayFiles.slice(0, 10).join(', ')}`);
   }
   if (problems.length === 0) {
-     
     console.log(`store after fuzzing: ${JSON.stringify(rows('counts')[0])}, ${files.length} attachment files`);
   }
   return problems;

@@ -35,7 +35,13 @@ import { SettingsDialog } from './dialogs/settings-dialog';
             <option value="zh-CN">简体中文</option>
           </select>
         </label>
-        <button type="button" (click)="theme.cycle()" data-testid="theme" [attr.aria-label]="t('action.theme') + ': ' + t(keyOf('theme', theme.choice()))" [title]="t('action.theme')">
+        <button
+          type="button"
+          (click)="theme.cycle()"
+          data-testid="theme"
+          [attr.aria-label]="t('action.theme') + ': ' + t(keyOf('theme', theme.choice()))"
+          [title]="t('action.theme')"
+        >
           {{ theme.choice() === 'dark' ? '☾' : theme.choice() === 'light' ? '☀' : '◐' }} {{ t(keyOf('theme', theme.choice())) }}
         </button>
         <button type="button" (click)="settings.set(true)" data-testid="settings">⚙ {{ t('action.settings') }}</button>

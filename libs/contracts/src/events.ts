@@ -1,14 +1,4 @@
-import type {
-  AgentRun,
-  AgentTimer,
-  AgentTraceEvent,
-  EventActor,
-  ManagerConfiguration,
-  PullRequest,
-  Requirement,
-  RequirementMessage,
-  ReviewRequest,
-} from './resources';
+import type { AgentRun, AgentTimer, AgentTraceEvent, EventActor, ManagerConfiguration, PullRequest, Requirement, RequirementMessage, ReviewRequest } from './resources';
 
 /** What a run's end event carries: the run and its Requirement as they are now. */
 interface RunPayload {

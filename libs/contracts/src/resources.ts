@@ -92,7 +92,6 @@ export interface EventActor {
   id: string | null;
 }
 
-
 /** Whether this manager's agents run in the sandbox that hides the workspaces' data. */
 export interface AgentIsolation {
   enabled: boolean;

@@ -92,18 +92,16 @@ export class MessagesService {
   /** Deliverable messages after `sequence`: the session's pending count once a run consumed up to it. */
   async countDeliverableAfter(tx: WriteTx, requirementId: string, sequence: number): Promise<number> {
     const manager = await tx.reads();
-    const [row] = (await manager.query(
-      'SELECT COUNT(*) AS n FROM requirement_message WHERE requirement_id = ? AND deliver_to_rd = 1 AND sequence > ?',
-      [requirementId, sequence],
-    )) as Array<{ n: number }>;
+    const [row] = await manager.query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM requirement_message WHERE requirement_id = ? AND deliver_to_rd = 1 AND sequence > ?', [
+      requirementId,
+      sequence,
+    ]);
     return Number(row?.n ?? 0);
   }
 
   /** The conversation in ascending sequence, a page at a time. */
   async list(requirementId: string, query: ListMessagesQueryDto): Promise<MessagePageDto> {
-    const exists = isId('requirement', requirementId)
-      ? await this.database.read(RequirementEntity).exists({ where: { id: requirementId } })
-      : false;
+    const exists = isId('requirement', requirementId) ? await this.database.read(RequirementEntity).exists({ where: { id: requirementId } }) : false;
     if (!exists) {
       throw requirementNotFound(requirementId);
     }
@@ -112,7 +110,10 @@ export class MessagesService {
       .createQueryBuilder('m')
       .where('m.requirement_id = :requirementId AND m.sequence > :afterSequence', { afterSequence: query.afterSequence ?? 0, requirementId });
     const { nextCursor, rows } = await keysetPage(qb, [{ column: 'm.sequence', type: 'number', value: (m) => m.sequence }], 'ASC', query);
-    const attachments = await this.attachments.forMessages(this.database.readManager, rows.map((m) => m.id));
+    const attachments = await this.attachments.forMessages(
+      this.database.readManager,
+      rows.map((m) => m.id),
+    );
     return { items: rows.map((m) => toMessageResponse(m, attachments.get(m.id) ?? [])), nextCursor };
   }
 }

@@ -124,9 +124,7 @@ export class PullRequestsService {
       return [];
     }
     const qb = this.database.read(PullRequestEntity).createQueryBuilder('p');
-    identities.forEach(({ number, repository }, i) =>
-      qb.orWhere(`(p.repository_key = :r${i} AND p.number = :n${i})`, { [`n${i}`]: number, [`r${i}`]: repository.toLowerCase() }),
-    );
+    identities.forEach(({ number, repository }, i) => qb.orWhere(`(p.repository_key = :r${i} AND p.number = :n${i})`, { [`n${i}`]: number, [`r${i}`]: repository.toLowerCase() }));
     return qb.getMany();
   }
 

@@ -13,13 +13,7 @@ import { EventLog, audit } from '../events/event-log.service';
 import { AgentSessionEntity } from './agent-session.entity';
 import { CreateRequirementDto } from './dto/create-requirement.dto';
 import { ListRequirementsQueryDto } from './dto/list-requirements-query.dto';
-import {
-  AgentSessionPageDto,
-  RequirementPageDto,
-  RequirementResponseDto,
-  toRequirementResponse,
-  toSessionResponse,
-} from './dto/requirement-response.dto';
+import { AgentSessionPageDto, RequirementPageDto, RequirementResponseDto, toRequirementResponse, toSessionResponse } from './dto/requirement-response.dto';
 import { RequirementEntity } from './requirement.entity';
 
 export interface NewRequirement extends CreateRequirementDto {

@@ -22,13 +22,7 @@ import { toRunResponse } from '../runs/dto/run-response.dto';
 import { RunLauncher } from '../runs/run-launcher.service';
 import { RunOrchestrator } from '../runs/run-orchestrator.service';
 import { TraceWriter } from '../runs/trace-writer';
-import {
-  CreateReviewRequestDto,
-  CreateReviewResponseDto,
-  ListReviewRequestsQueryDto,
-  ReviewRequestPageDto,
-  toReviewRequestResponse,
-} from './dto/review-request.dto';
+import { CreateReviewRequestDto, CreateReviewResponseDto, ListReviewRequestsQueryDto, ReviewRequestPageDto, toReviewRequestResponse } from './dto/review-request.dto';
 import { ReviewRequestEntity } from './review-request.entity';
 
 const SHUTDOWN_WAIT_MS = 10_000;
@@ -184,7 +178,13 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
   }
 
   private launch(review: ReviewRequestEntity, run: AgentRunEntity, pullRequest: PullRequestEntity): void {
-    const input: ReviewerInput = { focus: review.prompt, headSha: review.targetHeadSha, number: pullRequest.number, pullRequestUrl: pullRequest.url, repository: pullRequest.repository };
+    const input: ReviewerInput = {
+      focus: review.prompt,
+      headSha: review.targetHeadSha,
+      number: pullRequest.number,
+      pullRequestUrl: pullRequest.url,
+      repository: pullRequest.repository,
+    };
     const active: ActiveRun = {
       capturedCount: 0,
       input: { attachmentFiles: [], images: [], instructions: buildReviewerInstructions(input), prompt: buildReviewerPrompt(input) },
@@ -200,10 +200,12 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     };
     this.running.set(review.id, { active, pullRequest, review });
     const stopped = () => this.shuttingDown || active.interruptMode !== null;
-    void this.launcher.start(active, stopped, (end) => void this.finish(review.id, end)).catch((err: unknown) => {
-      this.logger.error(`could not launch reviewer run ${run.id}: ${(err as Error).message}`);
-      void this.finish(review.id, { code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
-    });
+    void this.launcher
+      .start(active, stopped, (end) => void this.finish(review.id, end))
+      .catch((err: unknown) => {
+        this.logger.error(`could not launch reviewer run ${run.id}: ${(err as Error).message}`);
+        void this.finish(review.id, { code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
+      });
   }
 
   /** The reviewer's process tree is gone: record the outcome and deliver its summary. */
@@ -229,7 +231,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
         async (tx, rows) => {
           const now = this.clock.nowIso();
           const run = recordRunEnd(tx, active, { error, exitCode: end.code, now, status, usage: active.usage });
-          const reviewStatus: ReviewRequestStatus = status === 'timed_out' ? 'failed' : (status);
+          const reviewStatus: ReviewRequestStatus = status === 'timed_out' ? 'failed' : status;
           const current = await (await tx.reads()).findOneByOrFail(ReviewRequestEntity, { id: review.id });
           const updated: ReviewRequestEntity = { ...current, error, finishedAt: now, status: reviewStatus, updatedAt: now };
           tx.update('review_request', { error, finishedAt: now, status: reviewStatus, updatedAt: now }, { id: review.id });
@@ -246,11 +248,21 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
           if (status === 'succeeded') {
             // Delivered to RD unless the Requirement was cancelled; a done one is reopened, as by a person's reply.
             const deliverToRd = rows.requirement.status !== 'cancelled';
-            const { message } = await this.messages.append(tx, rows, { author: 'reviewer', body: `Review of ${subject}:\n\n${summary}`, deliverToRd, metadata, runId: run.id }, { id: run.id, kind: 'agent' });
+            const { message } = await this.messages.append(
+              tx,
+              rows,
+              { author: 'reviewer', body: `Review of ${subject}:\n\n${summary}`, deliverToRd, metadata, runId: run.id },
+              { id: run.id, kind: 'agent' },
+            );
             return { message, wake: deliverToRd };
           }
           const what = status === 'cancelled' ? 'was cancelled' : `failed: ${error}`;
-          const { message } = await this.messages.append(tx, rows, { author: 'system', body: `The review of ${subject} ${what}`, deliverToRd: false, metadata, runId: run.id }, { id: run.id, kind: 'agent' });
+          const { message } = await this.messages.append(
+            tx,
+            rows,
+            { author: 'system', body: `The review of ${subject} ${what}`, deliverToRd: false, metadata, runId: run.id },
+            { id: run.id, kind: 'agent' },
+          );
           return { message, wake: false };
         },
         { id: active.run.id, kind: 'agent' },

@@ -116,9 +116,7 @@ export class TimersService implements OnModuleInit {
 
   /** When the earliest active timer is due, or null when none is active. */
   async nextDueAt(): Promise<Date | null> {
-    const [row] = (await this.database.readManager.query(
-      "SELECT next_fire_at AS at FROM agent_timer WHERE status = 'active' ORDER BY next_fire_at LIMIT 1",
-    )) as Array<{ at: string }>;
+    const [row] = await this.database.readManager.query<Array<{ at: string }>>("SELECT next_fire_at AS at FROM agent_timer WHERE status = 'active' ORDER BY next_fire_at LIMIT 1");
     return row ? new Date(row.at) : null;
   }
 

@@ -66,12 +66,12 @@ export class RequirementProposeCommand extends CommandRunner {
     return value;
   }
 
-  @Option({ choices: [...PROVIDERS], description: 'Agent for the new Requirement (default: the current one\'s)', flags: '--provider <provider>' })
+  @Option({ choices: [...PROVIDERS], description: "Agent for the new Requirement (default: the current one's)", flags: '--provider <provider>' })
   parseProvider(value: string): string {
     return value;
   }
 
-  @Option({ description: 'Model for the new Requirement (default: the current one\'s when --provider is not given)', flags: '--model <model>' })
+  @Option({ description: "Model for the new Requirement (default: the current one's when --provider is not given)", flags: '--model <model>' })
   parseModel(value: string): string {
     return value;
   }
@@ -166,7 +166,7 @@ ${ENVIRONMENT_HELP}`;
   }
 }
 
-@SubCommand({ description: 'Show the current Requirement\'s direct parent and children: {parent, children}', name: 'related' })
+@SubCommand({ description: "Show the current Requirement's direct parent and children: {parent, children}", name: 'related' })
 export class RequirementRelatedCommand extends CommandRunner {
   constructor(private readonly api: ManagerApi) {
     super();

@@ -23,11 +23,15 @@ import { BoardFilter, BoardFilterState } from './board-filter';
           <ul>
             @for (pr of col.items; track pr.id) {
               <li class="card" [attr.data-pull-request-id]="pr.id">
-                <div class="title"><a [href]="pr.url" target="_blank" rel="noopener noreferrer">{{ pr.repository }}#{{ pr.number }}</a> {{ pr.title }}</div>
+                <div class="title">
+                  <a [href]="pr.url" target="_blank" rel="noopener noreferrer">{{ pr.repository }}#{{ pr.number }}</a> {{ pr.title }}
+                </div>
                 <div class="meta">
                   <code>{{ pr.headBranch }} → {{ pr.baseBranch }}</code>
                   @if (reviews().get(pr.id); as review) {
-                    <span class="badge" [class.ok]="review.status === 'succeeded'" [class.danger]="review.status === 'failed'">{{ t('card.review', { s: t(keyOf('run', review.status)) }) }}</span>
+                    <span class="badge" [class.ok]="review.status === 'succeeded'" [class.danger]="review.status === 'failed'">{{
+                      t('card.review', { s: t(keyOf('run', review.status)) })
+                    }}</span>
                     @if (isStale(review, pr)) {
                       <span class="badge warn">{{ t('card.stale') }}</span>
                     }
@@ -56,7 +60,11 @@ export class PullRequestsBoard {
   protected readonly columns = computed(() => {
     const window = this.requirements.window();
     const items = [...this.store.pullRequests().values()]
-      .filter((pr) => inWindow(pr.createdAt, window) && this.filter.matches([pr.title, pr.repository, String(pr.number), pr.headBranch, this.requirements.requirements().get(pr.requirementId)?.title]))
+      .filter(
+        (pr) =>
+          inWindow(pr.createdAt, window) &&
+          this.filter.matches([pr.title, pr.repository, String(pr.number), pr.headBranch, this.requirements.requirements().get(pr.requirementId)?.title]),
+      )
       .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : -1));
     return PULL_REQUEST_COLUMNS.map((status) => ({ items: items.filter((pr) => pr.status === status), status }));
   });

@@ -7,7 +7,7 @@ import { inWindow } from '../core/stores/created-window';
 import { RequirementsStore } from '../core/stores/requirements-store';
 import { BoardColumn } from './board-column';
 import { BoardFilter, BoardFilterState } from './board-filter';
-import { treeOrder, type TreeRow } from './tree';
+import { treeOrder } from './tree';
 
 const STEP = 60;
 
@@ -86,7 +86,7 @@ export class RequirementsBoard {
     for (const r of this.visible()) {
       byStatus.get(r.status)?.push(r);
     }
-    return REQUIREMENT_COLUMNS.map((status) => ({ rows: treeOrder(byStatus.get(status) ?? []) as TreeRow<Requirement>[], status }));
+    return REQUIREMENT_COLUMNS.map((status) => ({ rows: treeOrder<Requirement>(byStatus.get(status) ?? []), status }));
   });
 
   protected shown(status: string): number {

@@ -23,7 +23,14 @@ const STICK_PX = 48;
         <button type="button" class="ghost small" style="align-self: center" (click)="showEarlier()">{{ t('action.earlier') }} ({{ hiddenBefore() }})</button>
       }
       @for (m of visible(); track m.id) {
-        <article class="message" [class]="'message ' + m.author" [class.related]="!!m.sourceRequirementId" [attr.data-sequence]="m.sequence" [attr.data-author]="m.author" [attr.data-message-id]="m.id">
+        <article
+          class="message"
+          [class]="'message ' + m.author"
+          [class.related]="!!m.sourceRequirementId"
+          [attr.data-sequence]="m.sequence"
+          [attr.data-author]="m.author"
+          [attr.data-message-id]="m.id"
+        >
           <header>
             <strong>{{ t(keyOf('author', m.author)) }}</strong>
             @if (m.source) {
@@ -48,9 +55,13 @@ const STICK_PX = 48;
             <div class="attachments">
               @for (a of m.attachments; track a.id) {
                 @if (a.kind === 'image') {
-                  <a [href]="'/api/attachments/' + a.id" target="_blank" rel="noopener"><img [src]="'/api/attachments/' + a.id" [alt]="a.fileName" loading="lazy" data-testid="attachment-image" /></a>
+                  <a [href]="'/api/attachments/' + a.id" target="_blank" rel="noopener"
+                    ><img [src]="'/api/attachments/' + a.id" [alt]="a.fileName" loading="lazy" data-testid="attachment-image"
+                  /></a>
                 } @else {
-                  <a class="button" [href]="'/api/attachments/' + a.id" [attr.download]="a.fileName" data-testid="attachment-file">⬇ {{ a.fileName }} <span class="muted">({{ size(a.byteSize) }})</span></a>
+                  <a class="button" [href]="'/api/attachments/' + a.id" [attr.download]="a.fileName" data-testid="attachment-file"
+                    >⬇ {{ a.fileName }} <span class="muted">({{ size(a.byteSize) }})</span></a
+                  >
                 }
               }
             </div>
@@ -89,13 +100,21 @@ export class Conversation {
   protected readonly queued = computed(() => {
     const requirement = this.requirement();
     const active = [...this.runs.runs().values()].find((r) => r.requirementId === requirement.id && r.status === 'running' && r.role === 'rd');
-    return new Set(this.visible().filter((m) => isQueued(m, requirement, active)).map((m) => m.id));
+    return new Set(
+      this.visible()
+        .filter((m) => isQueued(m, requirement, active))
+        .map((m) => m.id),
+    );
   });
 
   /** While a stop's pause lasts: what the next start will deliver. */
   protected readonly pending = computed(() => {
     const requirement = this.requirement();
-    return new Set(this.visible().filter((m) => isPending(m, requirement)).map((m) => m.id));
+    return new Set(
+      this.visible()
+        .filter((m) => isPending(m, requirement))
+        .map((m) => m.id),
+    );
   });
 
   private atBottom = true;

@@ -20,14 +20,18 @@ import { PullRequestsStore } from '../core/stores/pull-requests-store';
             <a [href]="pr.url" target="_blank" rel="noopener noreferrer">{{ pr.repository }}#{{ pr.number }}</a>
             <span class="badge">{{ t(keyOf('pr', pr.status)) }}</span>
             @if (reviews().get(pr.id); as review) {
-              <span class="badge" [class.ok]="review.status === 'succeeded'" [class.danger]="review.status === 'failed'" data-testid="review-state">{{ t('card.review', { s: t(keyOf('run', review.status)) }) }}</span>
+              <span class="badge" [class.ok]="review.status === 'succeeded'" [class.danger]="review.status === 'failed'" data-testid="review-state">{{
+                t('card.review', { s: t(keyOf('run', review.status)) })
+              }}</span>
               @if (isStale(review, pr)) {
                 <span class="badge warn">{{ t('card.stale') }}</span>
               }
             }
             <span class="spacer"></span>
             @if (pr.status === 'open') {
-              <button type="button" class="small" (click)="formFor.set(formFor() === pr.id ? null : pr.id)" [attr.aria-expanded]="formFor() === pr.id" data-testid="request-review">{{ t('action.requestReview') }}</button>
+              <button type="button" class="small" (click)="formFor.set(formFor() === pr.id ? null : pr.id)" [attr.aria-expanded]="formFor() === pr.id" data-testid="request-review">
+                {{ t('action.requestReview') }}
+              </button>
             }
           </div>
           <div class="muted">{{ pr.title }}</div>

@@ -50,16 +50,20 @@ export class RequirementDetail {
     return parentId ? (this.requirements.requirements().get(parentId) ?? { id: parentId, title: parentId }) : null;
   });
   protected readonly children = computed(() => [...this.requirements.requirements().values()].filter((r) => r.parentRequirementId === this.id() && r.status !== 'cancelled'));
-  protected readonly runs = computed(() =>
-    [...this.runsStore.runs().values()].filter((r) => r.requirementId === this.id()).sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1)),
-  );
+  protected readonly runs = computed(() => [...this.runsStore.runs().values()].filter((r) => r.requirementId === this.id()).sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1)));
   protected readonly activeRun = computed(() => this.runs().find((r) => r.status === 'running' && r.role === 'rd'));
   protected readonly running = computed(() => this.requirement()?.session.state === 'running');
   /** Steer makes sense only when a message arrived after the run took its input. */
   protected readonly canSteer = computed(() => {
     const requirement = this.requirement();
     const active = this.activeRun();
-    return !!requirement && this.running() && this.conversations.messages(requirement.id)().some((m) => isQueued(m, requirement, active));
+    return (
+      !!requirement &&
+      this.running() &&
+      this.conversations
+        .messages(requirement.id)()
+        .some((m) => isQueued(m, requirement, active))
+    );
   });
   protected readonly canStart = computed(() => {
     const r = this.requirement();

@@ -30,7 +30,9 @@ interface Row {
       }
       @for (row of visible(); track row.trace.id) {
         @if (row.newRun) {
-          <div class="run-sep"><code>{{ row.trace.runId }}</code></div>
+          <div class="run-sep">
+            <code>{{ row.trace.runId }}</code>
+          </div>
         }
         <div class="trace-item" [class]="'trace-item ' + row.trace.kind" [attr.data-kind]="row.trace.kind">
           <div class="row">

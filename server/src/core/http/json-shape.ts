@@ -20,10 +20,7 @@ export const JSON_SHAPE_LIMITS = {
 export type JsonShapeLimits = { [K in keyof typeof JSON_SHAPE_LIMITS]: number };
 
 export type JsonShapeProblem =
-  | { code: 'body_too_deep'; message: string }
-  | { code: 'too_many_keys'; message: string }
-  | { code: 'too_many_items'; message: string }
-  | { code: 'invalid_text'; message: string };
+  { code: 'body_too_deep'; message: string } | { code: 'too_many_keys'; message: string } | { code: 'too_many_items'; message: string } | { code: 'invalid_text'; message: string };
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -116,7 +113,7 @@ export function checkJsonShape(bytes: Uint8Array, limits: JsonShapeLimits = JSON
         break;
       case COLON:
         if (isObject[isObject.length - 1]) {
-          const inThis = (counts[counts.length - 1]) + 1;
+          const inThis = counts[counts.length - 1] + 1;
           counts[counts.length - 1] = inThis;
           keys++;
           if (inThis > limits.keysPerObject) {

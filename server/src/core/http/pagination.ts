@@ -11,7 +11,7 @@ export class PageQueryDto {
   @QueryInt({ description: `Page size (default ${LIMITS.pageSizeDefault})`, max: LIMITS.pageSizeMax, min: 1 })
   limit?: number;
 
-  @OptionalText({ description: 'Opaque cursor from a previous page\'s nextCursor', max: 512 })
+  @OptionalText({ description: "Opaque cursor from a previous page's nextCursor", max: 512 })
   cursor?: string;
 }
 

@@ -171,7 +171,11 @@ describe(LiveSync.name, () => {
     await sut.openRequirement('req_a');
     emit(event('message.created', 'req_a', { message: message('msg_a1', 'req_a', 1) }));
 
-    expect(get(ConversationStore).messages('req_a')().map((m) => m.id)).toEqual(['msg_a1']);
+    expect(
+      get(ConversationStore)
+        .messages('req_a')()
+        .map((m) => m.id),
+    ).toEqual(['msg_a1']);
     expect(get(ConversationStore).messages('req_b')()).toEqual([]);
     expect(get(ConversationStore).opened()).toEqual([{ lastSequence: 1, requirementId: 'req_a' }]);
   });
