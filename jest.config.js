@@ -4,11 +4,12 @@
 // nested under @octokit/request) ship only ES modules. Node 20.19+ `require()`s them natively, so the
 // built server needs nothing, but Jest's module loader cannot; those packages alone are transpiled to
 // CommonJS by ts-jest (`allowJs`, isolated per file, no type check). Specs stay in-process and the
-// suite needs no `--experimental-vm-modules`.
-const ESM_PACKAGES = ['@octokit', 'before-after-hook', 'content-type', 'universal-user-agent'];
+// suite needs no `--experimental-vm-modules`. Angular (`.mjs` only) is there for the dashboard
+// stores' specs, which run signals and `inject()` without a browser.
+const ESM_PACKAGES = ['@angular', '@octokit', 'before-after-hook', 'content-type', 'universal-user-agent'];
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.spec.json' }],
-  [`/node_modules/(${ESM_PACKAGES.join('|')})/.+\\.js$`]: ['ts-jest', { tsconfig: { allowJs: true, isolatedModules: true, module: 'commonjs', target: 'ES2022' } }],
+  [`/node_modules/(${ESM_PACKAGES.join('|')})/.+\\.m?js$`]: ['ts-jest', { tsconfig: { allowJs: true, isolatedModules: true, module: 'commonjs', target: 'ES2022' } }],
 };
 const transformIgnorePatterns = [`/node_modules/(?!(${ESM_PACKAGES.join('|')})/)`];
 const moduleNameMapper = {

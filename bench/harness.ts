@@ -30,7 +30,7 @@ export function percentile(sorted: number[], p: number): number {
     return NaN;
   }
   const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[index]!;
+  return sorted[index];
 }
 
 export function round(value: number, digits = 2): number {

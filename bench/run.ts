@@ -29,7 +29,7 @@ async function runScenario(name: string): Promise<ScenarioResult> {
   const sandbox = makeSandbox();
   const manager = await startManager({ args: ['--log-level', 'warn'], sandbox });
   try {
-    return await (SCENARIOS[name] as (m: ManagerProcess) => Promise<ScenarioResult>)(manager);
+    return await SCENARIOS[name](manager);
   } finally {
     await manager.stop();
     sandbox.cleanup();

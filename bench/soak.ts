@@ -59,7 +59,7 @@ async function main(): Promise<void> {
     workers.push(
       (async () => {
         for (let i = 0; live; i++) {
-          const id = ids[(w * 7 + i) % ids.length] as string;
+          const id = ids[(w * 7 + i) % ids.length];
           const res = await send(manager.origin, 'POST', `/api/requirements/${id}/reply`, { message: `soak reply ${w}-${i} ${'x'.repeat(i % 500)}` });
           replies += res.status === 202 ? 1 : 0;
           await new Promise((r) => setTimeout(r, 200));
@@ -82,7 +82,7 @@ async function main(): Promise<void> {
   workers.push(
     (async () => {
       for (let i = 0; live; i++) {
-        const id = ids[i % ids.length] as string;
+        const id = ids[i % ids.length];
         const timer = (await send(manager.origin, 'POST', `/api/requirements/${id}/timers`, { description: `soak ${i}`, intervalSeconds: 3600, schedule: 'recurring' })).json;
         await new Promise((r) => setTimeout(r, 1_000));
         await send(manager.origin, 'DELETE', `/api/requirements/${id}/timers/${timer.id}`);

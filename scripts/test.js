@@ -28,11 +28,11 @@ for (const [name, [cmd, ...args]] of steps) {
 }
 const os = require('node:os');
 const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'am-jest-')), 'results.json');
-const jest = spawnSync(
-  process.execPath,
-  [require.resolve('jest/bin/jest'), '--ci', '--maxWorkers=2', '--json', `--outputFile=${report}`, ...process.argv.slice(2)],
-  { cwd: root, env: { ...process.env, TZ: 'UTC' }, stdio: 'inherit' },
-);
+const jest = spawnSync(process.execPath, [require.resolve('jest/bin/jest'), '--ci', '--maxWorkers=2', '--json', `--outputFile=${report}`, ...process.argv.slice(2)], {
+  cwd: root,
+  env: { ...process.env, TZ: 'UTC' },
+  stdio: 'inherit',
+});
 let line = '0 passed, 1 failed';
 try {
   const results = JSON.parse(fs.readFileSync(report, 'utf8'));

@@ -82,14 +82,13 @@ describe.each(PROVIDERS)('the agent loop with the real $provider CLI', ({ env, e
     expect(timers).toEqual([expect.objectContaining({ description: 'Check the CI of PR 42', intervalSeconds: 60, schedule: 'once', status: 'active' })]);
 
     const childConversation = (await send(manager.origin, 'GET', `/api/requirements/${child.id}/messages`)).json.items;
-    expect(childConversation).toContainEqual(
-      expect.objectContaining({ author: 'rd_agent', body: 'Use contract version 2.', deliverToRd: true, sourceRequirementId: parent.id }),
-    );
+    expect(childConversation).toContainEqual(expect.objectContaining({ author: 'rd_agent', body: 'Use contract version 2.', deliverToRd: true, sourceRequirementId: parent.id }));
 
     // Published as they happened, each by the parent's run.
-    const published = await until('the loop\'s events', async () => {
+    const published = await until("the loop's events", async () => {
       const seen = events.events;
-      const byAgent = (type: string, requirementId: string) => seen.find((e) => e.event === type && e.data.requirementId === requirementId && (e.data.actor as { id: string }).id === run.id);
+      const byAgent = (type: string, requirementId: string) =>
+        seen.find((e) => e.event === type && e.data.requirementId === requirementId && (e.data.actor as { id: string }).id === run.id);
       const wanted = [
         byAgent('requirement.created', child.id),
         byAgent('run.started', child.id),
@@ -99,7 +98,13 @@ describe.each(PROVIDERS)('the agent loop with the real $provider CLI', ({ env, e
       ];
       return wanted.every(Boolean) && wanted;
     });
-    expect([...published].sort((a, b) => a!.data.id - b!.data.id).map((e) => e!.event)).toEqual(['requirement.created', 'run.started', 'pull_request.created', 'timer.created', 'message.created']);
+    expect([...published].sort((a, b) => a!.data.id - b!.data.id).map((e) => e!.event)).toEqual([
+      'requirement.created',
+      'run.started',
+      'pull_request.created',
+      'timer.created',
+      'message.created',
+    ]);
     events.close();
     // The child's own agent got the parent's message in a run of its own.
     await until('the child to hear the message', async () => stub.requests.some((r) => r.transcript.includes('Use contract version 2.')), 60_000, 200);

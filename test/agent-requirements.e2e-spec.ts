@@ -8,6 +8,7 @@ import { IDLE_AGENT, Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
+import type { Json } from './support/http';
 
 interface Req {
   id: string;
@@ -42,7 +43,7 @@ describe('Agent API: follow-up Requirements and related messages', () => {
     send(manager.url, 'GET', `/api/agent/requirements/${source.id}/related${sessionId === null ? '' : `?sourceSessionId=${sessionId}`}`, undefined, as(token));
   const message = (source: Req, target: string, token: string, text = 'Use contract version 2.', body: object = {}) =>
     send(manager.url, 'POST', `/api/agent/requirements/${source.id}/related/${target}/messages`, { message: text, sourceSessionId: source.session.id, ...body }, as(token));
-  const refused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
+  const refused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) =>
     expectRefused(manager.runtime.paths.dataDirectory, request, status, code);
   const conversation = async (id: string) => (await send(manager.url, 'GET', `/api/requirements/${id}/messages`)).json.items;
   const settledAs = (id: string, status: string) => until(`${id} to be ${status}`, async () => ((await get(id)).status === status ? get(id) : undefined));
@@ -95,7 +96,7 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       events.close();
     });
 
-    it('takes its own provider (then not the parent\'s model) and starts at once with start: true', async () => {
+    it("takes its own provider (then not the parent's model) and starts at once with start: true", async () => {
       const parent = await create('parent', 'claude-code', { model: 'sonnet' });
       const res = await propose(parent, tokenFor(parent), { provider: 'codex', start: true });
       expect(res.status).toBe(201);
@@ -104,7 +105,7 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       expect(listed.json.items).toEqual([expect.objectContaining({ role: 'rd', status: 'running' })]);
     });
 
-    it('refuses a parent other than the run\'s Requirement (400), a foreign session or credential (403), the owner without a parent (400) and bad fields (400)', async () => {
+    it("refuses a parent other than the run's Requirement (400), a foreign session or credential (403), the owner without a parent (400) and bad fields (400)", async () => {
       const { parent, token } = await family();
       const stranger = await create('stranger');
       await refused(() => propose(parent, token, { parentRequirementId: stranger.id }), 400, 'parent_mismatch');
@@ -119,7 +120,7 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       await refused(() => send(manager.url, 'POST', '/api/agent/requirements', '{"title":', { ...as(token), 'Content-Type': 'application/json' }), 400);
     });
 
-    it('lets the owner\'s token act for the Requirement it names, audited as a person, under the same relationship rules', async () => {
+    it("lets the owner's token act for the Requirement it names, audited as a person, under the same relationship rules", async () => {
       const parent = await create('owner-driven parent');
       const stranger = await create('owner-driven stranger');
       const owner = { description: 'scripted follow-up', parentRequirementId: parent.id, sourceSessionId: parent.session.id, title: 'Scripted' };
@@ -178,7 +179,7 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       expect(done.json.requirement.completedAt).not.toBeNull();
     });
 
-    it('stop pauses the child like the dashboard\'s stop: a related message waits, the explicit start delivers it all', async () => {
+    it("stop pauses the child like the dashboard's stop: a related message waits, the explicit start delivers it all", async () => {
       const { child, parent, token } = await family();
       await act(child.id, parent, token, 'start');
       expect((await message(parent, child.id, token, 'queued behind the run')).json).toMatchObject({ queued: true });
@@ -205,13 +206,13 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       expect(res.json).toMatchObject({ action: 'delete', requirement: { status: 'cancelled' }, runId: null });
     });
 
-    it('refuses anything but a direct child proposed by the same session: another session\'s child, a grandchild, a sibling, the parent', async () => {
+    it("refuses anything but a direct child proposed by the same session: another session's child, a grandchild, a sibling, the parent", async () => {
       const { child, parent, token } = await family();
       const childToken = tokenFor(child);
       const grandchild: Req = (await propose(child, childToken)).json;
       const sibling: Req = (await propose(parent, token)).json;
       const other = await family('other parent');
-      const human = await create('a person\'s Requirement');
+      const human = await create("a person's Requirement");
       await refused(() => act(other.child.id, parent, token, 'start'), 409, 'not_proposed_by_source');
       await refused(() => act(grandchild.id, parent, token, 'start'), 409, 'not_proposed_by_source');
       await refused(() => act(sibling.id, child, childToken, 'start'), 409, 'not_proposed_by_source');
@@ -247,7 +248,7 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       expect(fromChild.json.children.map((r: Req) => r.id)).toEqual([grandchild.id]);
     });
 
-    it('needs the run\'s own session (400 without, 403 another)', async () => {
+    it("needs the run's own session (400 without, 403 another)", async () => {
       const { child, parent, token } = await family();
       await refused(() => related(parent, token, null), 400);
       await refused(() => related(parent, token, child.session.id), 403, 'outside_run_scope');
@@ -256,7 +257,7 @@ describe('Agent API: follow-up Requirements and related messages', () => {
   });
 
   describe('POST /api/agent/requirements/:id/related/:targetId/messages', () => {
-    it('delivers to a child as the sender\'s agent and starts its idle session', async () => {
+    it("delivers to a child as the sender's agent and starts its idle session", async () => {
       const { child, parent, token } = await family();
       const events = await connectSse(`${manager.url}/api/events`);
       const res = await message(parent, child.id, token, 'Use contract version 2.');
@@ -279,7 +280,7 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       expect(stored).toMatchObject({ author: 'rd_agent', sourceRequirementId: parent.id });
     });
 
-    it('queues behind the target\'s active run, and reaches the parent from a child', async () => {
+    it("queues behind the target's active run, and reaches the parent from a child", async () => {
       const { child, parent, token } = await family();
       await send(manager.url, 'POST', `/api/requirements/${parent.id}/start`, {});
       const res = await message(child, parent.id, tokenFor(child), 'Blocked on the schema change');

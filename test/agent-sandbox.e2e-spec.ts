@@ -61,7 +61,10 @@ function huntJob(manager: ManagerProcess, sandbox: Sandbox, name: string, extra:
 }
 
 async function uploadText(manager: ManagerProcess, requirementId: string, text: string): Promise<{ id: string; file: string }> {
-  const res = await send(manager.origin, 'POST', `/api/requirements/${requirementId}/attachments`, text, { 'Content-Type': 'application/octet-stream', 'X-File-Name': 'notes.txt' });
+  const res = await send(manager.origin, 'POST', `/api/requirements/${requirementId}/attachments`, text, {
+    'Content-Type': 'application/octet-stream',
+    'X-File-Name': 'notes.txt',
+  });
   expect(res.status).toBe(201);
   const dir = path.join(manager.dataDirectory(), 'attachments');
   const stored = fs.readdirSync(dir).find((name) => name.startsWith(res.json.id as string));
@@ -72,7 +75,12 @@ async function finishedRun(manager: ManagerProcess, requirementId: string, role 
   return until(
     `the ${role} run of ${requirementId} to finish`,
     async () => {
-      const runs = (await send(manager.origin, 'GET', `/api/runs?requirementId=${requirementId}`)).json.items as Array<{ id: string; role: string; status: string; error: string | null }>;
+      const runs = (await send(manager.origin, 'GET', `/api/runs?requirementId=${requirementId}`)).json.items as Array<{
+        id: string;
+        role: string;
+        status: string;
+        error: string | null;
+      }>;
       const run = runs.find((r) => r.role === role);
       return run && run.status !== 'running' && run;
     },
@@ -103,7 +111,11 @@ describe.each(REAL_AGENT_CLIS)('an agent of the real $provider CLI, in its sandb
   });
 
   it('finds no owner token anywhere, yet reads its attachment and runs code-factory-cli; so does its reviewer', async () => {
-    expect((await send(manager.origin, 'GET', '/api/health', undefined, {}, { auth: false })).json.agentIsolation).toEqual({ enabled: true, mechanism: 'bubblewrap', reason: null });
+    expect((await send(manager.origin, 'GET', '/api/health', undefined, {}, { auth: false })).json.agentIsolation).toEqual({
+      enabled: true,
+      mechanism: 'bubblewrap',
+      reason: null,
+    });
     expect(manager.stdout()).toContain('Agents      isolated (bubblewrap)');
 
     const requirement = (await send(manager.origin, 'POST', '/api/requirements', { provider, title: 'Hunt' })).json;
@@ -142,7 +154,7 @@ describe.each(REAL_AGENT_CLIS)('an agent of the real $provider CLI, in its sandb
     const [pr] = (await send(manager.origin, 'GET', `/api/pull-requests?requirementId=${requirement.id}`)).json.items as Array<{ id: string }>;
     const reviewerJob = huntJob(manager, sandbox, `reviewer-${provider}`, { unmount: true });
     stub.scriptFor(url, [{ shell: huntCommand(reviewerJob) }, { text: 'Review: nothing to report.' }]);
-    const requested = await send(manager.origin, 'POST', `/api/pull-requests/${pr!.id}/review-requests`, { provider });
+    const requested = await send(manager.origin, 'POST', `/api/pull-requests/${pr.id}/review-requests`, { provider });
     expect(requested.status).toBe(202);
     const review = await finishedRun(manager, requirement.id, 'reviewer');
     expect(review).toMatchObject({ status: 'succeeded' });
@@ -166,7 +178,11 @@ describe('when bubblewrap is refused (no user namespaces)', () => {
     // A bwrap that fails as it does where unprivileged user namespaces are off.
     const fakeBin = path.join(path.dirname(sandbox.home), 'fake-bin');
     fs.mkdirSync(fakeBin);
-    fs.writeFileSync(path.join(fakeBin, 'bwrap'), '#!/bin/sh\necho "bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces." >&2\nexit 1\n', { mode: 0o755 });
+    fs.writeFileSync(
+      path.join(fakeBin, 'bwrap'),
+      '#!/bin/sh\necho "bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces." >&2\nexit 1\n',
+      { mode: 0o755 },
+    );
     const codex = REAL_AGENT_CLIS.find((c) => c.provider === 'codex')!;
     const agentEnv = codexEnvironment(stub, fs.mkdtempSync(path.join('/var/tmp', 'am-sandbox-off-')));
     manager = await startManager({

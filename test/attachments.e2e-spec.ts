@@ -4,6 +4,7 @@ import { authHeaders, send } from './support/http';
 import { snapshotStore } from './support/db-snapshot';
 import { expectRefused as refused } from './support/refusals';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import type { Json } from './support/http';
 
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), crypto.randomBytes(64)]);
 const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), crypto.randomBytes(64)]);
@@ -23,9 +24,7 @@ describe('Attachments', () => {
       ...headers,
     });
   const newRequirement = async () => (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'attachments' })).json.id as string;
-  const expectRefused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
-    refused(manager.dataDirectory(), request, status, code);
-
+  const expectRefused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) => refused(manager.dataDirectory(), request, status, code);
 
   beforeAll(async () => {
     sandbox = makeSandbox();
@@ -90,7 +89,7 @@ describe('Attachments', () => {
       duplex: 'half',
       headers: authHeaders(manager.origin, { 'X-File-Name': 'stream.bin' }),
       method: 'POST',
-    } as RequestInit);
+    });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { code: string }).code).toBe('attachment_too_large');
     expect(await snapshotStore(manager.dataDirectory())).toEqual(before);
@@ -108,7 +107,7 @@ describe('Attachments', () => {
     ['broken URI encoding', TEXT, '%E0%A4%A', 400, 'invalid_file_name'],
     ['a 256-character name', TEXT, 'x'.repeat(256), 400, 'invalid_file_name'],
   ])('refuses %s', async (_name, body, fileName, status, code) => {
-    await expectRefused(() => upload(body as Buffer, fileName as string | undefined), status as number, code as string);
+    await expectRefused(() => upload(body, fileName), status, code);
   });
 
   it('refuses uploads to unknown or cancelled Requirements', async () => {
@@ -138,7 +137,7 @@ describe('Attachments', () => {
     await expectRefused(() => send(manager.origin, 'POST', url, { attachmentIds: [uploads[0]], message: 'again' }), 400, 'attachment_already_used');
 
     const listed = await manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id } } });
-    expect(listed.data!.items[0]!.attachments.map((a) => a.id)).toEqual(uploads.slice(0, 6));
+    expect(listed.data!.items[0].attachments.map((a) => a.id)).toEqual(uploads.slice(0, 6));
   });
 
   it('serves images inline and other files as downloads, never sniffable', async () => {

@@ -10,6 +10,7 @@ import { RunningManager, startManager } from '@server/manager';
 import { FakeGitHubServer } from './support/fake-github-server';
 import { registerToken, send } from './support/http';
 import { IDLE_AGENT, ROOT, Sandbox, makeSandbox } from './support/manager-process';
+import type { Json } from './support/http';
 
 const CLI = path.join(ROOT, 'bin', 'code-factory-cli.js');
 
@@ -17,7 +18,7 @@ interface CliResult {
   code: number | null;
   stdout: string;
   stderr: string;
-  json: any;
+  json: Json;
 }
 
 /** Runs the built CLI as an agent would: a child process with only the given environment. */
@@ -43,12 +44,27 @@ function cli(args: string[], env: Record<string, string>, stdin?: string): Promi
 }
 
 const COMMANDS: Array<[string[], string[]]> = [
-  [['pr', 'register'], ['--url', '--repository', '--number', '--title', '--base-branch', '--head-branch', '--head-sha', '--status']],
-  [['requirement', 'propose'], ['--title', '--description', '--description-file', '--provider', '--model', '--reasoning-effort', '--start']],
-  [['requirement', 'action'], ['--requirement-id', '--start', '--stop', '--delete', '--done']],
+  [
+    ['pr', 'register'],
+    ['--url', '--repository', '--number', '--title', '--base-branch', '--head-branch', '--head-sha', '--status'],
+  ],
+  [
+    ['requirement', 'propose'],
+    ['--title', '--description', '--description-file', '--provider', '--model', '--reasoning-effort', '--start'],
+  ],
+  [
+    ['requirement', 'action'],
+    ['--requirement-id', '--start', '--stop', '--delete', '--done'],
+  ],
   [['requirement', 'related'], []],
-  [['requirement', 'message'], ['--requirement-id', '--message']],
-  [['timer', 'register'], ['--description', '--after-seconds', '--repeat']],
+  [
+    ['requirement', 'message'],
+    ['--requirement-id', '--message'],
+  ],
+  [
+    ['timer', 'register'],
+    ['--description', '--after-seconds', '--repeat'],
+  ],
   [['timer', 'show'], []],
   [['timer', 'cancel'], ['--id']],
 ];
@@ -101,7 +117,12 @@ describe('code-factory-cli', () => {
     fs.writeFileSync(descriptionFile, '# Plan\n\nSplit the parser into a lexer and a parser.\n');
     const proposed = await cli(['requirement', 'propose', '--title', 'Split the parser', '--description-file', descriptionFile], env);
     expect(proposed).toMatchObject({ code: 0, stderr: '' });
-    expect(proposed.json).toMatchObject({ createdBy: 'rd_agent', description: '# Plan\n\nSplit the parser into a lexer and a parser.\n', parentRequirementId: parent.id, status: 'todo' });
+    expect(proposed.json).toMatchObject({
+      createdBy: 'rd_agent',
+      description: '# Plan\n\nSplit the parser into a lexer and a parser.\n',
+      parentRequirementId: parent.id,
+      status: 'todo',
+    });
     const child = proposed.json;
 
     const related = await cli(['requirement', 'related'], env);
@@ -110,7 +131,11 @@ describe('code-factory-cli', () => {
 
     const messaged = await cli(['requirement', 'message', '--requirement-id', child.id, '--message', 'Use contract version 2.'], env);
     expect(messaged.code).toBe(0);
-    expect(messaged.json).toMatchObject({ message: { author: 'rd_agent', body: 'Use contract version 2.', sourceRequirementId: parent.id }, queued: false, targetRequirementId: child.id });
+    expect(messaged.json).toMatchObject({
+      message: { author: 'rd_agent', body: 'Use contract version 2.', sourceRequirementId: parent.id },
+      queued: false,
+      targetRequirementId: child.id,
+    });
 
     const stopped = await cli(['requirement', 'action', '--requirement-id', child.id, '--stop'], env);
     expect(stopped.code).toBe(0);
@@ -125,7 +150,22 @@ describe('code-factory-cli', () => {
     expect(cancelled.json).toMatchObject({ id: registered.json.id, status: 'cancelled' });
 
     const pr = await cli(
-      ['pr', 'register', '--url', 'https://github.com/org/repo/pull/7', '--title', 'Split the parser', '--base-branch', 'main', '--head-branch', 'split', '--head-sha', 'abcdef1', '--status', 'draft'],
+      [
+        'pr',
+        'register',
+        '--url',
+        'https://github.com/org/repo/pull/7',
+        '--title',
+        'Split the parser',
+        '--base-branch',
+        'main',
+        '--head-branch',
+        'split',
+        '--head-sha',
+        'abcdef1',
+        '--status',
+        'draft',
+      ],
       env,
     );
     expect(pr.code).toBe(0);
@@ -140,7 +180,15 @@ describe('code-factory-cli', () => {
       const withGitHub = { ...env, CODE_FACTORY_GITHUB_API_URL: github.url, GITHUB_TOKEN: 'ghp_cli_test' };
       const res = await cli(['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/77'], withGitHub);
       expect(res).toMatchObject({ code: 0, stderr: '' });
-      expect(res.json).toMatchObject({ baseBranch: 'develop', headBranch: 'feature/lexer', headSha: pr.headSha, number: 77, repository: 'Org/Lexer', status: 'draft', title: 'Split the lexer' });
+      expect(res.json).toMatchObject({
+        baseBranch: 'develop',
+        headBranch: 'feature/lexer',
+        headSha: pr.headSha,
+        number: 77,
+        repository: 'Org/Lexer',
+        status: 'draft',
+        title: 'Split the lexer',
+      });
       const titled = await cli(['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/77', '--title', 'Split the lexer (v2)'], withGitHub);
       expect(titled.json).toMatchObject({ status: 'draft', title: 'Split the lexer (v2)' });
       const missing = await cli(['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/78'], withGitHub);
@@ -151,16 +199,25 @@ describe('code-factory-cli', () => {
     }
   });
 
-  it('refusals: one line on stderr with the server\'s reason, exit code 1, nothing on stdout', async () => {
+  it("refusals: one line on stderr with the server's reason, exit code 1, nothing on stdout", async () => {
     const cases: Array<[string[], RegExp]> = [
       [['timer', 'cancel', '--id', 'tmr_00000000-0000-4000-8000-000000000000'], /^code-factory-cli: timer cancel refused \(404 timer_not_found\): Timer tmr_0.* not found\n$/],
       [['timer', 'register', '--description', 'x', '--after-seconds', '30'], /^code-factory-cli: --after-seconds must be a whole number from 60 to 31536000\n$/],
       [['requirement', 'action', '--requirement-id', parent.id, '--start'], /^code-factory-cli: start refused \(409 not_proposed_by_source\): /],
       [['requirement', 'action', '--requirement-id', parent.id, '--start', '--done'], /^code-factory-cli: give exactly one of --start, --stop, --delete, --done\n$/],
-      [['requirement', 'message', '--requirement-id', 'req_00000000-0000-4000-8000-000000000000', '--message', 'hi'], /^code-factory-cli: message refused \(404 requirement_not_found\)/],
+      [
+        ['requirement', 'message', '--requirement-id', 'req_00000000-0000-4000-8000-000000000000', '--message', 'hi'],
+        /^code-factory-cli: message refused \(404 requirement_not_found\)/,
+      ],
       [['requirement', 'propose', '--title', 'x'], /^code-factory-cli: give exactly one of --description and --description-file\n$/],
-      [['requirement', 'propose', '--title', 'x', '--description-file', '/nonexistent/plan.md'], /^code-factory-cli: cannot read --description-file \/nonexistent\/plan.md: ENOENT\n$/],
-      [['pr', 'register', '--url', 'https://github.com/org/repo/pull/8'], /^code-factory-cli: missing --title, --base-branch, --head-branch, --head-sha, --status \(GitHub was not asked/],
+      [
+        ['requirement', 'propose', '--title', 'x', '--description-file', '/nonexistent/plan.md'],
+        /^code-factory-cli: cannot read --description-file \/nonexistent\/plan.md: ENOENT\n$/,
+      ],
+      [
+        ['pr', 'register', '--url', 'https://github.com/org/repo/pull/8'],
+        /^code-factory-cli: missing --title, --base-branch, --head-branch, --head-sha, --status \(GitHub was not asked/,
+      ],
       [['pr', 'register', '--url', 'https://example.com/nope'], /^code-factory-cli: --url must be a pull request address/],
       [['requirement'], /^code-factory-cli: choose one: requirement propose/],
     ];
@@ -175,9 +232,11 @@ describe('code-factory-cli', () => {
   });
 
   it('names missing environment, and an unreachable or silent server, in one line', async () => {
-    const missing = await cli(['timer', 'show'], { CODE_FACTORY_API_URL: env.CODE_FACTORY_API_URL as string });
+    const missing = await cli(['timer', 'show'], { CODE_FACTORY_API_URL: env.CODE_FACTORY_API_URL });
     expect(missing).toMatchObject({ code: 1, stdout: '' });
-    expect(missing.stderr).toBe('code-factory-cli: CODE_FACTORY_REQUIREMENT_ID, CODE_FACTORY_SESSION_ID are not set: run this inside an Agent Manager agent run, which sets them\n');
+    expect(missing.stderr).toBe(
+      'code-factory-cli: CODE_FACTORY_REQUIREMENT_ID, CODE_FACTORY_SESSION_ID are not set: run this inside an Agent Manager agent run, which sets them\n',
+    );
     const badUrl = await cli(['timer', 'show'], { ...env, CODE_FACTORY_API_URL: 'localhost:4310' });
     expect(badUrl.stderr).toMatch(/^code-factory-cli: CODE_FACTORY_API_URL must be the manager's API URL ending in \/api/);
 

@@ -14,7 +14,11 @@ describe('GET/PATCH /api/configuration', () => {
   const readFile = () => JSON.parse(fs.readFileSync(configPath, 'utf8')) as Record<string, unknown>;
   const logText = () => {
     const dir = path.join(manager.dataDirectory(), 'logs');
-    return fs.readdirSync(dir).filter((f) => f.endsWith('.log')).map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).join('');
+    return fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith('.log'))
+      .map((f) => fs.readFileSync(path.join(dir, f), 'utf8'))
+      .join('');
   };
 
   beforeAll(async () => {
@@ -58,7 +62,7 @@ describe('GET/PATCH /api/configuration', () => {
     expect(res.json.effective).toMatchObject({ logLevel: 'error', pullRequestReconcileIntervalSeconds: 0 });
     expect(readFile()).toMatchObject({ doneRequirementRetentionDays: 30, logLevel: 'error' });
     const [event] = await events.waitFor(1);
-    expect(event!.data).toMatchObject({ payload: { configuration: { values: { logLevel: 'error' } } }, type: 'manager.configuration.updated' });
+    expect(event.data).toMatchObject({ payload: { configuration: { values: { logLevel: 'error' } } }, type: 'manager.configuration.updated' });
     events.close();
 
     // The log level is live: info lines stop at `error` and resume at `info`.
@@ -103,9 +107,7 @@ describe('GET/PATCH /api/configuration', () => {
   });
 
   it('keeps the file whole under concurrent updates', async () => {
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => send(manager.origin, 'PATCH', '/api/configuration', { cancelledRequirementRetentionDays: i + 1 })),
-    );
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => send(manager.origin, 'PATCH', '/api/configuration', { cancelledRequirementRetentionDays: i + 1 })));
     expect(results.every((r) => r.status === 200)).toBe(true);
     const final = (await send(manager.origin, 'GET', '/api/configuration')).json.values.cancelledRequirementRetentionDays;
     expect(readFile().cancelledRequirementRetentionDays).toBe(final);

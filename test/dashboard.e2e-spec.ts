@@ -198,7 +198,10 @@ describe('dashboard in Chromium', () => {
     await paused.getByText('Paused — 2 messages pending; Start (or a new message) delivers them').waitFor();
     const pending = messages().getByTestId('pending-badge');
     await expect(pending.count()).resolves.toBe(2);
-    await messages().locator('article', { hasText: `One more long job ${id}` }).getByTestId('pending-badge').waitFor();
+    await messages()
+      .locator('article', { hasText: `One more long job ${id}` })
+      .getByTestId('pending-badge')
+      .waitFor();
     await messages().locator('article', { hasText: 'Queued behind the stop' }).getByTestId('pending-badge').waitFor();
     await expect(messages().getByTestId('queued-badge').count()).resolves.toBe(0);
     await screenshot(page, 'detail-paused');
@@ -227,8 +230,8 @@ describe('dashboard in Chromium', () => {
     const [latest] = (await api(`/api/runs?requirementId=${id}`)).items as Array<{ inputFromSequence: number; inputToSequence: number; status: string }>;
     const sequenceOf = (text: string) => conversation.find((m) => m.body.includes(text))!.sequence;
     expect(latest).toMatchObject({ status: 'succeeded' });
-    expect(latest!.inputFromSequence).toBeLessThanOrEqual(sequenceOf('One more long job'));
-    expect(latest!.inputToSequence).toBeGreaterThanOrEqual(sequenceOf('Queued behind the stop'));
+    expect(latest.inputFromSequence).toBeLessThanOrEqual(sequenceOf('One more long job'));
+    expect(latest.inputToSequence).toBeGreaterThanOrEqual(sequenceOf('Queued behind the stop'));
   });
 
   it('attaches an image, previews it in the conversation, then confirms', async () => {
@@ -239,7 +242,10 @@ describe('dashboard in Chromium', () => {
     await page.locator('[data-testid="composer-send"]:not([disabled])').click();
     const image = messages().getByTestId('attachment-image').first();
     await image.waitFor();
-    await page.waitForFunction((el) => (el as unknown as { complete: boolean; naturalWidth: number }).complete && (el as unknown as { naturalWidth: number }).naturalWidth === 24, await image.elementHandle());
+    await page.waitForFunction(
+      (el) => (el as unknown as { complete: boolean; naturalWidth: number }).complete && (el as unknown as { naturalWidth: number }).naturalWidth === 24,
+      await image.elementHandle(),
+    );
     await messages().getByText('Nice chart.').waitFor({ timeout: 90_000 });
     await requirementStatus().and(page.locator('[data-status="waiting_confirmation"]')).waitFor();
     await page.getByTestId('confirm').click();
@@ -313,13 +319,21 @@ describe('dashboard in Chromium', () => {
     await list.getByText('Note 45', { exact: true }).waitFor();
     await expect(list.locator('article').count()).resolves.toBeLessThan(46); // windowed
     const scrollTop = () => list.evaluate((el) => (el as unknown as { scrollTop: number }).scrollTop);
-    const atBottom = () => list.evaluate((el) => { const e = el as unknown as { scrollTop: number; scrollHeight: number; clientHeight: number }; return e.scrollHeight - e.scrollTop - e.clientHeight < 48; });
+    const atBottom = () =>
+      list.evaluate((el) => {
+        const e = el as unknown as { scrollTop: number; scrollHeight: number; clientHeight: number };
+        return e.scrollHeight - e.scrollTop - e.clientHeight < 48;
+      });
     await expect(atBottom()).resolves.toBe(true);
 
     // Scrolling up renders earlier messages above without moving what the reader looks at.
-    await list.evaluate((el) => { (el as unknown as { scrollTop: number }).scrollTop = 0; });
+    await list.evaluate((el) => {
+      (el as unknown as { scrollTop: number }).scrollTop = 0;
+    });
     await list.getByText(`Keep busy ${long}`).waitFor();
-    await list.evaluate((el) => { (el as unknown as { scrollTop: number }).scrollTop = 200; });
+    await list.evaluate((el) => {
+      (el as unknown as { scrollTop: number }).scrollTop = 200;
+    });
     const position = await scrollTop();
     await send(manager.origin, 'POST', `/api/requirements/${long}/reply`, { message: 'Note 46' });
     await list.getByText('Note 46', { exact: true }).waitFor({ state: 'attached' });
@@ -506,7 +520,10 @@ describe('dashboard after a failed start', () => {
       const id = created.json.id as string;
       // Through the board (the page keeps its event stream), as a person would.
       await page.locator(`a.card[data-requirement-id="${id}"]`).click();
-      await page.getByTestId('requirement-detail').and(page.locator(`[data-requirement-id="${id}"]`)).waitFor();
+      await page
+        .getByTestId('requirement-detail')
+        .and(page.locator(`[data-requirement-id="${id}"]`))
+        .waitFor();
       const answered = page.waitForResponse((r) => r.url().endsWith(`/api/requirements/${id}/start`));
       await page.getByTestId('start').click();
       expect((await answered).status()).toBe(202);
@@ -521,7 +538,9 @@ describe('dashboard after a failed start', () => {
           `SELECT type, json_extract(payload, '$.requirement.updatedAt') AS version, json_extract(payload, '$.requirement.status') AS status FROM manager_event WHERE requirement_id = ? ORDER BY id`,
           [id],
         );
-        stuck.push(`try ${i}: header "${header.replace(/\s+/g, ' ')}", API ${(await send(manager.origin, 'GET', `/api/requirements/${id}`)).json.session.state}, events ${JSON.stringify(events)}`);
+        stuck.push(
+          `try ${i}: header "${header.replace(/\s+/g, ' ')}", API ${(await send(manager.origin, 'GET', `/api/requirements/${id}`)).json.session.state}, events ${JSON.stringify(events)}`,
+        );
       }
       await page.getByRole('link', { name: /Back to boards/ }).click();
       await page.getByTestId('requirements-board').waitFor();

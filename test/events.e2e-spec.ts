@@ -33,7 +33,7 @@ describe('ManagerEvents over SSE', () => {
     sandbox?.cleanup();
   });
 
-  it('answers HEAD with the stream\'s headers at once instead of holding it open', async () => {
+  it("answers HEAD with the stream's headers at once instead of holding it open", async () => {
     const started = Date.now();
     const res = await send(manager.origin, 'HEAD', '/api/events', undefined, { 'Last-Event-ID': '42' });
     expect(res.status).toBe(200);
@@ -47,8 +47,8 @@ describe('ManagerEvents over SSE', () => {
     const res = await reply('hello');
     const [event] = await live.waitFor(1);
     // The reply also starts a run (run.started follows); the message comes first.
-    expect(event).toMatchObject({ event: 'message.created', id: event!.data.id });
-    expect(event!.data).toMatchObject({
+    expect(event).toMatchObject({ event: 'message.created', id: event.data.id });
+    expect(event.data).toMatchObject({
       actor: { id: null, kind: 'human' },
       payload: { message: { body: 'hello', id: res.json.message.id }, requirement: { id: requirementId } },
       requirementId,
@@ -56,7 +56,7 @@ describe('ManagerEvents over SSE', () => {
       sessionId: res.json.requirement.session.id,
       type: 'message.created',
     });
-    expect(typeof event!.data.createdAt).toBe('string');
+    expect(typeof event.data.createdAt).toBe('string');
   });
 
   it('gives a live client and two resuming clients every event exactly once, in order, under 200 concurrent writes', async () => {

@@ -68,7 +68,7 @@ async function runPool<T>(items: T[], concurrency: number, work: (item: T) => Pr
   let next = 0;
   const worker = async () => {
     while (next < items.length) {
-      const item = items[next++] as T;
+      const item = items[next++];
       await work(item);
     }
   };
@@ -203,7 +203,7 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
             .toString()
             .padStart(5)}  ${JSON.stringify(counts)}`,
       );
-    // eslint-disable-next-line no-console
+
     console.log(
       [
         `HTTP fuzz: ${outcomes.length} requests in ${elapsed.toFixed(1)} s (seed ${SEED}, ${operations.length} operations, concurrency ${CONCURRENCY})`,
@@ -265,7 +265,7 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
     // SSE: the monitor saw every event in id order.
     const seen = monitor?.events.map((e) => e.id) ?? [];
     for (let i = 1; i < seen.length; i++) {
-      if (!((seen[i] as number) > (seen[i - 1] as number))) {
+      if (!(seen[i] > seen[i - 1])) {
         processProblems.push(`SSE event ids out of order: ${seen[i - 1]} then ${seen[i]}`);
         break;
       }
@@ -275,7 +275,6 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
     await new Promise((r) => setTimeout(r, 500));
     const storeProblems = await checkConsistency(manager.dataDirectory());
 
-    // eslint-disable-next-line no-console
     console.log(`client-side refusals (invalid header bytes, not sent): ${clientRefused}; SSE monitor saw ${seen.length} events; log errors: ${logErrors.length}`);
     if (process.env.FUZZ_REPORT) {
       fs.writeFileSync(process.env.FUZZ_REPORT, [...failures, ...processProblems, ...storeProblems].join('\n\n'));

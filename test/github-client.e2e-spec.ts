@@ -58,8 +58,7 @@ describe(OctokitGitHubClient.name, () => {
   let fake: FakeGitHubServer;
   const logs = new RecordingLogger();
 
-  const client = (options: Partial<GitHubClientOptions> = {}) =>
-    new OctokitGitHubClient({ baseUrl: fake.url, retryBaseDelayMs: 10, timeoutMs: 3_000, token: TOKEN, ...options });
+  const client = (options: Partial<GitHubClientOptions> = {}) => new OctokitGitHubClient({ baseUrl: fake.url, retryBaseDelayMs: 10, timeoutMs: 3_000, token: TOKEN, ...options });
   const refs = (count: number, first = 1) => Array.from({ length: count }, (_, i) => ({ number: first + i, repository: REPO }));
 
   beforeAll(() => Logger.overrideLogger(logs));
@@ -489,7 +488,9 @@ describe(resolveGitHubToken.name, () => {
   beforeAll(() => {
     bin = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-gh-'));
     // A stand-in `gh` that prints a token naming its arguments, so the test sees how it was called.
-    fs.writeFileSync(path.join(bin, 'gh'), '#!/bin/sh\nif [ -n "$GH_FAIL" ]; then exit 1; fi\nif [ -n "$GH_SLEEP" ]; then sleep "$GH_SLEEP"; fi\necho "gho_from_gh:$*"\n', { mode: 0o755 });
+    fs.writeFileSync(path.join(bin, 'gh'), '#!/bin/sh\nif [ -n "$GH_FAIL" ]; then exit 1; fi\nif [ -n "$GH_SLEEP" ]; then sleep "$GH_SLEEP"; fi\necho "gho_from_gh:$*"\n', {
+      mode: 0o755,
+    });
   });
   afterAll(() => fs.rmSync(bin, { force: true, recursive: true }));
 

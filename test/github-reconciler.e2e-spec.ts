@@ -14,6 +14,7 @@ import { IDLE_AGENT, Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
+import type { Json } from './support/http';
 
 const TOKEN = 'ghp_fake_reconciler_token';
 const SECRET = 'webhook-secret-for-tests';
@@ -25,7 +26,7 @@ interface Message {
   deliverToRd: boolean;
   source: string | null;
   triggerId: string | null;
-  metadata: Record<string, any> | null;
+  metadata: Record<string, Json> | null;
 }
 
 /**
@@ -92,11 +93,18 @@ describe('GitHub reconciler', () => {
   };
   const webhook = (event: string, payload: object | string, signature?: string) => {
     const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
-    return send(manager.url, 'POST', '/api/github/webhook', body, {
-      'Content-Type': 'application/json',
-      'X-GitHub-Event': event,
-      'X-Hub-Signature-256': signature ?? signWebhookBody(SECRET, body),
-    }, { auth: false });
+    return send(
+      manager.url,
+      'POST',
+      '/api/github/webhook',
+      body,
+      {
+        'Content-Type': 'application/json',
+        'X-GitHub-Event': event,
+        'X-Hub-Signature-256': signature ?? signWebhookBody(SECRET, body),
+      },
+      { auth: false },
+    );
   };
 
   beforeAll(async () => {
@@ -141,9 +149,14 @@ describe('GitHub reconciler', () => {
     await reconcile();
     let messages = await github_();
     expect(messages).toHaveLength(1);
-    expect(messages[0]).toMatchObject({ author: 'system', deliverToRd: true, metadata: { previousStatus: 'open', pullRequestId: pr.id, status: 'draft' }, triggerId: 'github.pull-request.status' });
-    expect(messages[0]!.body).toContain('is now a draft (was open)');
-    expect(messages[0]!.body).toContain('already recorded');
+    expect(messages[0]).toMatchObject({
+      author: 'system',
+      deliverToRd: true,
+      metadata: { previousStatus: 'open', pullRequestId: pr.id, status: 'draft' },
+      triggerId: 'github.pull-request.status',
+    });
+    expect(messages[0].body).toContain('is now a draft (was open)');
+    expect(messages[0].body).toContain('already recorded');
 
     github.update(REPO, 2, { isDraft: false });
     await reconcile();
@@ -153,11 +166,11 @@ describe('GitHub reconciler', () => {
     await reconcile();
     messages = await github_();
     expect(messages.map((m) => m.metadata?.status)).toEqual(['draft', 'open', 'open', 'merged']);
-    expect(messages[2]!.body).toContain(`new head commit ${sha.slice(0, 12)}`);
+    expect(messages[2].body).toContain(`new head commit ${sha.slice(0, 12)}`);
     const stored = (await send(manager.url, 'GET', `/api/pull-requests?requirementId=${requirement.id}`)).json.items.find((p: { id: string }) => p.id === pr.id);
     expect(stored).toMatchObject({ headSha: sha, status: 'merged' });
-    const updates = events.events.filter((e) => e.event === 'pull_request.updated' && (e.data.payload as any).pullRequest.id === pr.id);
-    expect(updates.map((e) => (e.data.payload as any).pullRequest.status)).toEqual(['draft', 'open', 'open', 'merged']);
+    const updates = events.events.filter((e) => e.event === 'pull_request.updated' && (e.data.payload as Json).pullRequest.id === pr.id);
+    expect(updates.map((e) => (e.data.payload as Json).pullRequest.status)).toEqual(['draft', 'open', 'open', 'merged']);
     events.close();
     // Merged is final: no longer polled.
     const before = github.counts().total;
@@ -166,7 +179,7 @@ describe('GitHub reconciler', () => {
     expect(github.counts().total - before).toBe(1);
   });
 
-  it('delivers new comments, reviews and inline comments as untrusted reviewer messages, but not the agents\' own', async () => {
+  it("delivers new comments, reviews and inline comments as untrusted reviewer messages, but not the agents' own", async () => {
     github.addPullRequest({ number: 3, repository: REPO });
     await register(3);
     await reconcile();
@@ -183,8 +196,10 @@ describe('GitHub reconciler', () => {
       [true, 'alice'],
       [false, 'agent-bot'],
     ]);
-    expect(byKind('review')).toEqual([expect.objectContaining({ deliverToRd: true, metadata: expect.objectContaining({ author: 'bob', reviewState: 'APPROVED', untrusted: true }) })]);
-    expect(byKind('review-comment')[0]!.body).toContain('inline comment on src/flush.ts:42');
+    expect(byKind('review')).toEqual([
+      expect.objectContaining({ deliverToRd: true, metadata: expect.objectContaining({ author: 'bob', reviewState: 'APPROVED', untrusted: true }) }),
+    ]);
+    expect(byKind('review-comment')[0].body).toContain('inline comment on src/flush.ts:42');
     for (const message of messages) {
       expect(message.author).toBe('reviewer');
       expect(message.body).toContain('untrusted external feedback');

@@ -132,7 +132,7 @@ describe('Limits a local process must not be able to break', () => {
     }
     const drip = setInterval(() => drippers.forEach((d) => d.socket.writable && d.socket.write('a')), 1_000);
     try {
-      for (const acceptBy = Date.now() + 5_000; openFds(pid) < fdsBefore + 1_900 && Date.now() < acceptBy; ) {
+      for (const acceptBy = Date.now() + 5_000; openFds(pid) < fdsBefore + 1_900 && Date.now() < acceptBy;) {
         await new Promise((r) => setTimeout(r, 100));
       }
       expect(openFds(pid)).toBeGreaterThan(fdsBefore + 1_900);
@@ -142,8 +142,10 @@ describe('Limits a local process must not be able to break', () => {
         healthMs.push(await latency(health));
         listMs.push(await latency(listRequirements));
       }
-      // eslint-disable-next-line no-console
-      console.log(`with 2,000 drippers open: /api/health ${healthMs.join(', ')} ms; GET /api/requirements ${listMs.join(', ')} ms; server fds ${openFds(pid)} (before ${fdsBefore})`);
+
+      console.log(
+        `with 2,000 drippers open: /api/health ${healthMs.join(', ')} ms; GET /api/requirements ${listMs.join(', ')} ms; server fds ${openFds(pid)} (before ${fdsBefore})`,
+      );
       expect(Math.max(...healthMs, ...listMs)).toBeLessThan(2_000);
 
       const deadline = Date.now() + 30_000;
@@ -155,7 +157,7 @@ describe('Limits a local process must not be able to break', () => {
       drippers.forEach((d) => d.socket.destroy());
     }
     const lifetimes = drippers.map((d) => (d.closedAt ?? Infinity) - d.openedAt);
-    // eslint-disable-next-line no-console
+
     console.log(`drippers closed by the server after ${Math.min(...lifetimes)}–${Math.max(...lifetimes)} ms`);
     expect(Math.min(...lifetimes)).toBeGreaterThanOrEqual(14_000);
     expect(Math.max(...lifetimes)).toBeLessThan(25_000);
@@ -176,12 +178,18 @@ describe('Limits a local process must not be able to break', () => {
     })();
     const answers = await Promise.all(
       Array.from({ length: 4 }, () =>
-        request(manager.origin, 'POST', '/api/requirements', { Authorization: `Bearer ${manager.token}`, 'Content-Length': wide.length, 'Content-Type': 'application/json' }, { chunk: wide, count: 1 }),
+        request(
+          manager.origin,
+          'POST',
+          '/api/requirements',
+          { Authorization: `Bearer ${manager.token}`, 'Content-Length': wide.length, 'Content-Type': 'application/json' },
+          { chunk: wide, count: 1 },
+        ),
       ),
     );
     probing = false;
     await prober;
-    // eslint-disable-next-line no-console
+
     console.log(`90,000-key bodies answered in ${answers.map((a) => a.ms).join(', ')} ms; /api/health meanwhile at most ${Math.max(...probes)} ms over ${probes.length} probes`);
     for (const answer of answers) {
       expect(answer.status).toBe(400);
@@ -199,7 +207,13 @@ describe('Limits a local process must not be able to break', () => {
     expect((await send(manager.origin, 'POST', '/api/github/webhook', ping, signed, NO_AUTH)).status).toBe(202);
 
     // No signature header at all: refused before a byte of the body is read.
-    const unsigned = await request(manager.origin, 'POST', '/api/github/webhook', { 'Content-Type': 'application/json', 'X-GitHub-Event': 'issue_comment' }, { chunk: Buffer.alloc(MB, 0x20), count: 24 });
+    const unsigned = await request(
+      manager.origin,
+      'POST',
+      '/api/github/webhook',
+      { 'Content-Type': 'application/json', 'X-GitHub-Event': 'issue_comment' },
+      { chunk: Buffer.alloc(MB, 0x20), count: 24 },
+    );
     expect(unsigned.status).toBe(401);
 
     const chunk = Buffer.alloc(MB, 0x20);
@@ -213,7 +227,7 @@ describe('Limits a local process must not be able to break', () => {
     };
     const settled = async () => {
       // Freed buffers go back at V8's next collection; give it a few seconds of light requests.
-      for (const until = Date.now() + 5_000; Date.now() < until; ) {
+      for (const until = Date.now() + 5_000; Date.now() < until;) {
         await health();
         await new Promise((r) => setTimeout(r, 250));
       }
@@ -224,7 +238,7 @@ describe('Limits a local process must not be able to break', () => {
     const afterFirst = await settled();
     const second = await attack();
     const afterSecond = await settled();
-    // eslint-disable-next-line no-console
+
     console.log(
       `webhook attack (60 × 24 MB, bad signature): ${JSON.stringify(first.statuses)} in ${first.ms} ms, then ${JSON.stringify(second.statuses)} in ${second.ms} ms; ` +
         `server RSS before ${before.toFixed(0)} MB, peaks ${first.peak.toFixed(0)} / ${second.peak.toFixed(0)} MB, after ${afterFirst.toFixed(0)} / ${afterSecond.toFixed(0)} MB`,
@@ -242,7 +256,14 @@ describe('Limits a local process must not be able to break', () => {
     // And it still takes real deliveries, a large one too (then every tracked PR is looked at).
     expect((await send(manager.origin, 'POST', '/api/github/webhook', ping, signed, NO_AUTH)).status).toBe(202);
     const large = JSON.stringify({ comment: { body: 'x'.repeat(2 * MB) }, issue: { number: 1, pull_request: {} }, repository: { full_name: 'o/r' } });
-    const delivered = await send(manager.origin, 'POST', '/api/github/webhook', large, { ...signed, 'X-GitHub-Event': 'issue_comment', 'X-Hub-Signature-256': signWebhookBody(secret, large) }, NO_AUTH);
+    const delivered = await send(
+      manager.origin,
+      'POST',
+      '/api/github/webhook',
+      large,
+      { ...signed, 'X-GitHub-Event': 'issue_comment', 'X-Hub-Signature-256': signWebhookBody(secret, large) },
+      NO_AUTH,
+    );
     expect({ json: delivered.json, status: delivered.status }).toEqual({ json: { accepted: true, event: 'issue_comment', pullRequests: 0 }, status: 202 });
     expect((await send(manager.origin, 'PATCH', '/api/configuration', { githubWebhookSecret: null })).status).toBe(200);
   }, 120_000);
@@ -253,8 +274,13 @@ describe('Limits a local process must not be able to break', () => {
     const fdsBefore = openFds(pid);
     const auth = { Authorization: `Bearer ${manager.token}`, 'Content-Type': 'application/json', 'X-File-Name': 'a.json' };
     const body = { chunk: Buffer.from('{"hello":"world"}'), count: 1 };
-    const routes = [`/api/requirements/${requirementId}/Attachments`, `/api/requirements/${requirementId}/attachments/`, `/api/Requirements/${requirementId}/attachments`, `/API/requirements/${requirementId}/attachments`];
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => request(manager.origin, 'POST', routes[i % routes.length] as string, auth, body)));
+    const routes = [
+      `/api/requirements/${requirementId}/Attachments`,
+      `/api/requirements/${requirementId}/attachments/`,
+      `/api/Requirements/${requirementId}/attachments`,
+      `/API/requirements/${requirementId}/attachments`,
+    ];
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => request(manager.origin, 'POST', routes[i % routes.length], auth, body)));
     expect(answers.map((a) => a.status)).toEqual(answers.map(() => 404));
     expect(answers.map((a) => JSON.parse(a.text).code)).toEqual(answers.map(() => 'not_found'));
     await new Promise((r) => setTimeout(r, 500));
@@ -270,7 +296,12 @@ describe('Limits a local process must not be able to break', () => {
     await expectRefused(manager.dataDirectory(), () => raw('/api/requirements', '{"provider":"codex","title":"lone \\ud800 high"}'), 400, 'invalid_text');
     await expectRefused(manager.dataDirectory(), () => raw('/api/requirements', '{"provider":"codex","title":"t","description":"lone \\udc00 low"}'), 400, 'invalid_text');
     await expectRefused(manager.dataDirectory(), () => raw(`/api/requirements/${requirementId}/reply`, '{"message":"\\ud83d"}'), 400, 'invalid_text');
-    await expectRefused(manager.dataDirectory(), () => raw(`/api/requirements/${requirementId}/timers`, '{"description":"\\udfff","intervalSeconds":60,"schedule":"once"}'), 400, 'invalid_text');
+    await expectRefused(
+      manager.dataDirectory(),
+      () => raw(`/api/requirements/${requirementId}/timers`, '{"description":"\\udfff","intervalSeconds":60,"schedule":"once"}'),
+      400,
+      'invalid_text',
+    );
 
     const created = await raw('/api/requirements', '{"provider":"codex","title":"pair \\ud83d\\ude00 and é","description":"\\u2028 line"}');
     expect(created.status).toBe(201);
@@ -289,7 +320,7 @@ describe('Limits a local process must not be able to break', () => {
       [`/requirements/${requirementId}?tab=messages&token=${t}&token=${t}`, `/requirements/${requirementId}?tab=messages`],
       [`//evil.example/x?token=${t}`, '/evil.example/x'],
     ]) {
-      const res = await send(manager.origin, 'GET', link as string, undefined, {}, NO_AUTH);
+      const res = await send(manager.origin, 'GET', link, undefined, {}, NO_AUTH);
       expect({ link, location: res.headers.get('location'), status: res.status }).toEqual({ link, location, status: 303 });
       expect(res.headers.get('set-cookie')).toMatch(new RegExp(`^am_session_${port}=[0-9a-f]{64}; Path=/; HttpOnly; SameSite=Strict$`));
       expect(res.headers.get('cache-control')).toBe('no-store');
@@ -303,7 +334,9 @@ describe('Limits a local process must not be able to break', () => {
     const wrong = { Authorization: 'Bearer wrong', 'Content-Type': 'application/octet-stream', 'X-File-Name': 'big.bin' };
     const chunk = Buffer.alloc(660 * 1024, 0x61);
     const route = `/api/requirements/${requirementId}/attachments`;
-    const many = await Promise.all(Array.from({ length: 30 }, () => request(manager.origin, 'POST', route, { ...wrong, 'Content-Length': chunk.length * 10 }, { chunk, count: 10 })));
+    const many = await Promise.all(
+      Array.from({ length: 30 }, () => request(manager.origin, 'POST', route, { ...wrong, 'Content-Length': chunk.length * 10 }, { chunk, count: 10 })),
+    );
     const slow = await request(manager.origin, 'POST', route, { ...wrong, 'Content-Length': chunk.length * 10 }, { chunk, count: 10, pauseMs: 200 });
     for (const answer of [...many, slow]) {
       expect({ status: answer.status, writeError: answer.writeError }).toEqual({ status: 401, writeError: undefined });

@@ -7,7 +7,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { ModelStub, StubTurn, claudeEnvironment, codexEnvironment } from './support/model-stub';
+import { ModelStub, claudeEnvironment, codexEnvironment } from './support/model-stub';
+import type { Json } from './support/http';
 
 const BIN = path.join(__dirname, 'agent-clis', 'node_modules', '.bin');
 const CODEX = path.join(BIN, 'codex');
@@ -23,7 +24,7 @@ interface Run {
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
-  lines: any[];
+  lines: Json[];
   ms: number;
 }
 
@@ -81,7 +82,6 @@ function makeSandbox(): Sandbox {
 const timings: string[] = [];
 afterAll(() => {
   if (process.env.MODEL_STUB_TIMINGS) {
-    // eslint-disable-next-line no-console
     console.log(timings.join('\n'));
   }
 });
@@ -110,8 +110,7 @@ describe('model stub', () => {
       timings.push(`${name}: ${result.ms} ms`);
       return result;
     };
-    const items = (r: Run, type: string): any[] =>
-      r.lines.filter((l) => l.type === 'item.completed' && l.item.type === type).map((l) => l.item);
+    const items = (r: Run, type: string): Json[] => r.lines.filter((l) => l.type === 'item.completed' && l.item.type === type).map((l) => l.item);
 
     it('answers a plain text turn; config.toml alone selects the provider and the model', async () => {
       stub.script([{ text: 'Hello from the stub.' }]);
@@ -133,9 +132,7 @@ describe('model stub', () => {
       const r = await codex('create out.txt\n');
       expect(r.code).toBe(0);
       expect(fs.readFileSync(path.join(sandbox.cwd, 'out.txt'), 'utf8')).toBe('hello\n');
-      expect(items(r, 'command_execution')).toEqual([
-        expect.objectContaining({ aggregated_output: 'hello\n', exit_code: 0, status: 'completed' }),
-      ]);
+      expect(items(r, 'command_execution')).toEqual([expect.objectContaining({ aggregated_output: 'hello\n', exit_code: 0, status: 'completed' })]);
       expect(items(r, 'agent_message').map((i) => i.text)).toEqual(['The file says hello.']);
       expect(r.lines.at(-1).type).toBe('turn.completed');
       expect(stub.requests).toHaveLength(2);
@@ -167,9 +164,7 @@ describe('model stub', () => {
       expect(second.lines[0]).toEqual({ thread_id: threadId, type: 'thread.started' });
       expect(items(second, 'agent_message').map((i) => i.text)).toEqual(['Second answer.']);
       expect(stub.requests).toHaveLength(2);
-      expect(stub.requests[1].transcript).toBe(
-        'user: remember ALPHA\n\nassistant: First answer: ALPHA.\nuser: what did you say?\n',
-      );
+      expect(stub.requests[1].transcript).toBe('user: remember ALPHA\n\nassistant: First answer: ALPHA.\nuser: what did you say?\n');
     });
 
     it('fails the turn on an HTTP error', async () => {
@@ -200,12 +195,12 @@ describe('model stub', () => {
       timings.push(`${name}: ${result.ms} ms`);
       return result;
     };
-    const blocks = (r: Run, type: string): any[] =>
+    const blocks = (r: Run, type: string): Json[] =>
       r.lines
         .filter((l) => l.type === 'assistant')
         .flatMap((l) => l.message.content)
-        .filter((b: any) => b.type === type);
-    const result = (r: Run): any => r.lines.find((l) => l.type === 'result');
+        .filter((b: Json) => b.type === type);
+    const result = (r: Run): Json => r.lines.find((l) => l.type === 'result');
 
     it('answers a plain text turn without --model (ANTHROPIC_MODEL)', async () => {
       stub.script([{ text: 'Hello from the stub.' }]);
@@ -229,13 +224,11 @@ describe('model stub', () => {
       const r = await claude('create out.txt\n', ['--session-id', randomUUID()]);
       expect(r.code).toBe(0);
       expect(fs.readFileSync(path.join(sandbox.cwd, 'out.txt'), 'utf8')).toBe('hello\n');
-      expect(blocks(r, 'tool_use')).toEqual([
-        expect.objectContaining({ input: expect.objectContaining({ command: 'echo hello > out.txt && cat out.txt' }), name: 'Bash' }),
-      ]);
+      expect(blocks(r, 'tool_use')).toEqual([expect.objectContaining({ input: expect.objectContaining({ command: 'echo hello > out.txt && cat out.txt' }), name: 'Bash' })]);
       const toolResults = r.lines
         .filter((l) => l.type === 'user')
         .flatMap((l) => l.message.content)
-        .filter((b: any) => b.type === 'tool_result');
+        .filter((b: Json) => b.type === 'tool_result');
       expect(toolResults).toEqual([expect.objectContaining({ content: 'hello', is_error: false })]);
       expect(result(r)).toMatchObject({ is_error: false, num_turns: 2, result: 'The file says hello.' });
       expect(stub.requests).toHaveLength(2);
@@ -265,9 +258,7 @@ describe('model stub', () => {
       expect(second.code).toBe(0);
       expect(result(second)).toMatchObject({ is_error: false, result: 'Second answer.', session_id: sessionId });
       expect(stub.requests).toHaveLength(2);
-      expect(stub.requests[1].transcript).toBe(
-        'user: remember ALPHA\n\nassistant: First answer: ALPHA.\nuser: what did you say?\n',
-      );
+      expect(stub.requests[1].transcript).toBe('user: remember ALPHA\n\nassistant: First answer: ALPHA.\nuser: what did you say?\n');
     });
 
     it('ends with is_error on an HTTP 500 (one request, no retries)', async () => {
@@ -311,12 +302,7 @@ describe('model stub', () => {
     expect(a.lines.find((l) => l.type === 'result')).toMatchObject({ is_error: false, result: 'claude done' });
     expect(fs.readFileSync(path.join(sandbox.cwd, 'codex.txt'), 'utf8')).toBe('from-codex\n');
     expect(fs.readFileSync(path.join(sandbox.cwd, 'claude.txt'), 'utf8')).toBe('from-claude\n');
-    expect(stub.requests.map((r) => `${r.api}:${r.marker}`).sort()).toEqual([
-      'anthropic:[claude-job]',
-      'anthropic:[claude-job]',
-      'openai:[codex-job]',
-      'openai:[codex-job]',
-    ]);
+    expect(stub.requests.map((r) => `${r.api}:${r.marker}`).sort()).toEqual(['anthropic:[claude-job]', 'anthropic:[claude-job]', 'openai:[codex-job]', 'openai:[codex-job]']);
   });
 
   describe('protocol details (plain HTTP)', () => {
@@ -337,7 +323,7 @@ describe('model stub', () => {
         stop_reason: 'end_turn',
         type: 'message',
       });
-      stub.script([{ shell: 'ls' } as StubTurn]);
+      stub.script([{ shell: 'ls' }]);
       const tool = await (await post('/v1/messages', anthropicBody('hi', false))).json();
       expect(tool).toMatchObject({ content: [{ input: { command: 'ls' }, name: 'Bash', type: 'tool_use' }], stop_reason: 'tool_use' });
       expect(stub.requests.map((r) => r.stream)).toEqual([false, false]);
@@ -355,7 +341,7 @@ describe('model stub', () => {
       const started = Date.now();
       const late = await post('/v1/messages', anthropicBody('one', false));
       expect(Date.now() - started).toBeGreaterThanOrEqual(290);
-      expect(((await late.json()) as any).content[0].text).toBe('late');
+      expect(((await late.json()) as Json).content[0].text).toBe('late');
 
       const hanging = post('/v1/messages', anthropicBody('two', false)).then(
         () => 'answered',
@@ -377,8 +363,8 @@ describe('model stub', () => {
         { content: [{ content: '', tool_use_id: 't1', type: 'tool_result' }], role: 'user' },
       ];
       await (await post('/v1/messages', { messages: convo.slice(0, 1), model: 'fake', stream: false })).json();
-      const second: any = await (await post('/v1/messages', { messages: convo, model: 'fake', stream: false })).json();
-      const third: any = await (await post('/v1/messages', anthropicBody('no marker', false))).json();
+      const second: Json = await (await post('/v1/messages', { messages: convo, model: 'fake', stream: false })).json();
+      const third: Json = await (await post('/v1/messages', anthropicBody('no marker', false))).json();
       expect(second.content[0].text).toBe('m1 done');
       expect(third.content[0].text).toBe('default');
       expect(stub.requests.map((r) => r.marker)).toEqual(['M1', 'M1', null]);

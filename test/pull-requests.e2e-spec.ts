@@ -6,6 +6,7 @@ import { registerToken, send } from './support/http';
 import { IDLE_AGENT, Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
+import type { Json } from './support/http';
 
 const PR = {
   baseBranch: 'main',
@@ -30,7 +31,7 @@ describe('POST /api/agent/pull-requests', () => {
 
   const as = (token: string) => ({ Authorization: `Bearer ${token}` });
   const register = (body: object, token = ownToken) => send(manager.url, 'POST', '/api/agent/pull-requests', body, as(token));
-  const refused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
+  const refused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) =>
     expectRefused(manager.runtime.paths.dataDirectory, request, status, code);
 
   beforeAll(async () => {
@@ -75,14 +76,14 @@ describe('POST /api/agent/pull-requests', () => {
     events.close();
   });
 
-  it('refuses a PR owned by another Requirement (409) and a claim outside the run\'s scope (403)', async () => {
+  it("refuses a PR owned by another Requirement (409) and a claim outside the run's scope (403)", async () => {
     await refused(() => register({ ...PR, requirementId: other.id }, otherToken), 409, 'pull_request_owned');
     await refused(() => register({ ...PR, number: 185, requirementId: other.id }), 403, 'outside_run_scope');
     credentials.revoke('run_other');
     await refused(() => register({ ...PR, number: 186, requirementId: other.id }, otherToken), 401);
   });
 
-  it('lets the owner\'s token register a PR for the Requirement it names, audited as a person', async () => {
+  it("lets the owner's token register a PR for the Requirement it names, audited as a person", async () => {
     const events = await connectSse(`${manager.url}/api/events`);
     // An integration script that opened the PR itself: no run, the local token.
     const registered = await send(manager.url, 'POST', '/api/agent/pull-requests', { ...PR, number: 190, requirementId: other.id });

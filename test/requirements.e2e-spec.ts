@@ -6,6 +6,7 @@ import { send } from './support/http';
 import { snapshotStore } from './support/db-snapshot';
 import { expectRefused as refused } from './support/refusals';
 import { query } from './support/db-snapshot';
+import type { Json } from './support/http';
 
 const VALID = { description: 'Report segment merge, encode, and flush durations', provider: 'codex', title: 'Add tiered timings' };
 
@@ -29,9 +30,7 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     return res.json;
   };
 
-  const expectRefused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
-    refused(manager.dataDirectory(), request, status, code);
-
+  const expectRefused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) => refused(manager.dataDirectory(), request, status, code);
 
   it('answers health and workspace without any state', async () => {
     const health = await send(manager.origin, 'GET', '/api/health');
@@ -239,9 +238,7 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
 
   it('gives 100 concurrent replies the sequences 1..100 with no gap and no error', async () => {
     const requirement = await create();
-    const results = await Promise.all(
-      Array.from({ length: 100 }, (_, i) => send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: `reply ${i}` })),
-    );
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: `reply ${i}` })));
     expect(results.map((r) => r.status)).toEqual(Array(100).fill(202));
     const sequences = results.map((r) => r.json.message.sequence as number).sort((a, b) => a - b);
     expect(sequences).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
@@ -272,8 +269,11 @@ async function setStatus(dataDirectory: string, id: string, status: string): Pro
     db.configure('busyTimeout', 5000);
     db.run('UPDATE requirement SET status = ? WHERE id = ?', [status, id], (err) => {
       db.close();
-      if (err) reject(err);
-      else resolve();
+      if (err) {
+        reject(err);
+      } else {
+        resolve();
+      }
     });
   });
 }

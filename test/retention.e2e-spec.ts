@@ -23,7 +23,7 @@ describe('retention of done and cancelled Requirements', () => {
 
   const create = async (title: string) => (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title })).json.id as string;
   const count = async (table: string, id: string) =>
-    (await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), `SELECT COUNT(*) AS n FROM ${table} WHERE requirement_id = ?`, [id]))[0]!.n;
+    (await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), `SELECT COUNT(*) AS n FROM ${table} WHERE requirement_id = ?`, [id]))[0].n;
   const attachmentFiles = () => fs.readdirSync(path.join(manager.dataDirectory(), 'attachments'));
   const until = async (check: () => Promise<boolean>) => {
     for (let i = 0; i < 100; i++) {

@@ -7,6 +7,7 @@ import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
+import type { Json } from './support/http';
 
 // On-demand AI reviews with the real Codex and Claude Code CLIs as reviewers, driven by the
 // model stub. The PR is registered by a real RD run through code-factory-cli.
@@ -41,8 +42,7 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', ({ env, 
   const rdIdle = (id: string) => until(`RD of ${id} to be idle`, async () => (await runsOf(id)).every((r) => r.status !== 'running') || undefined, 90_000, 200);
   const register = (number: number, sha: string, status = 'open') =>
     `code-factory-cli pr register --url https://github.com/org/repo/pull/${number} --title "PR ${number}" --base-branch main --head-branch b${number} --head-sha ${sha} --status ${status}`;
-  const refused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
-    expectRefused(manager.dataDirectory(), request, status, code);
+  const refused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) => expectRefused(manager.dataDirectory(), request, status, code);
 
   it('reviews an open PR once at a time, marks it stale when the head moves, and wakes RD with the summary', async () => {
     const requirement = (await send(manager.origin, 'POST', '/api/requirements', { provider, title: 'Reviewed work' })).json;
@@ -62,7 +62,15 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', ({ env, 
     expect(requested.json).toMatchObject({
       accepted: true,
       pullRequestId: open.id,
-      reviewRequest: { prompt: 'Look at the flush path', provider, requestedBy: 'human', requirementId: requirement.id, stale: false, status: 'running', targetHeadSha: '1111111aaaa' },
+      reviewRequest: {
+        prompt: 'Look at the flush path',
+        provider,
+        requestedBy: 'human',
+        requirementId: requirement.id,
+        stale: false,
+        status: 'running',
+        targetHeadSha: '1111111aaaa',
+      },
       run: { inputFromSequence: null, role: 'reviewer', sessionId: null, status: 'running' },
     });
     const review = requested.json.reviewRequest;
@@ -98,7 +106,12 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', ({ env, 
     expect(reviewerRequest.prompt).toContain('Look at the flush path');
     expect(JSON.stringify(reviewerRequest.body)).toContain('Never modify the workspace');
 
-    const messages = (await get(`/api/requirements/${requirement.id}/messages?limit=200`)).items as Array<{ author: string; body: string; deliverToRd: boolean; metadata: unknown }>;
+    const messages = (await get(`/api/requirements/${requirement.id}/messages?limit=200`)).items as Array<{
+      author: string;
+      body: string;
+      deliverToRd: boolean;
+      metadata: unknown;
+    }>;
     const summary = messages.find((m) => m.author === 'reviewer')!;
     expect(summary).toMatchObject({ deliverToRd: true, metadata: { pullRequestId: open.id, reviewRequestId: review.id, stale: true } });
     expect(summary.body).toContain('the flush path races with compaction');

@@ -6,6 +6,7 @@ import { expectRefused as refused } from './support/refusals';
 import { Sandbox, makeSandbox } from './support/manager-process';
 import { connectSse } from './support/sse-client';
 import { LocalTokenService } from '@server/auth/local-token.service';
+import type { Json } from './support/http';
 
 // The runs issue injects run credentials into agent processes; here they are issued directly
 // through the service of a real in-process server that listens on a real port.
@@ -17,9 +18,8 @@ describe('run-scoped agent credentials', () => {
   let other: { id: string; session: { id: string } };
 
   const as = (token: string) => ({ Authorization: `Bearer ${token}` });
-  const expectRefused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
+  const expectRefused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) =>
     refused(manager.runtime.paths.dataDirectory, request, status, code);
-
 
   beforeAll(async () => {
     sandbox = makeSandbox();
@@ -35,8 +35,7 @@ describe('run-scoped agent credentials', () => {
     sandbox?.cleanup();
   });
 
-  const issue = (runId = `run_${Math.random().toString(16).slice(2)}`) =>
-    ({ runId, token: credentials.issue({ requirementId: own.id, runId, sessionId: own.session.id }) });
+  const issue = (runId = `run_${Math.random().toString(16).slice(2)}`) => ({ runId, token: credentials.issue({ requirementId: own.id, runId, sessionId: own.session.id }) });
 
   it('identifies its run, Requirement and session on the agent API', async () => {
     const { runId, token } = issue();
@@ -59,7 +58,7 @@ describe('run-scoped agent credentials', () => {
     stream.close();
   });
 
-  it('reaches only its own Requirement\'s timers', async () => {
+  it("reaches only its own Requirement's timers", async () => {
     const { token } = issue();
     await expectRefused(() => send(manager.url, 'GET', `/api/requirements/${other.id}/timers`, undefined, as(token)), 403, 'outside_run_scope');
     await expectRefused(() => send(manager.url, 'POST', `/api/requirements/${other.id}/timers`, { description: 'x' }, as(token)), 403);

@@ -62,8 +62,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
       id: string;
       session: { id: string };
     };
-  const runs = async (id: string): Promise<Run[]> =>
-    (await send(manager.origin, 'GET', `/api/runs?requirementId=${id}&limit=200`)).json.items;
+  const runs = async (id: string): Promise<Run[]> => (await send(manager.origin, 'GET', `/api/runs?requirementId=${id}&limit=200`)).json.items;
   const messages = async (id: string) =>
     (await send(manager.origin, 'GET', `/api/requirements/${id}/messages?limit=200`)).json.items as Array<{
       author: string;
@@ -115,21 +114,27 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
       ['human', `Go ahead ${req.id}`, true],
       ['rd_agent', 'Timings are in place.', false],
     ]);
-    expect(conversation[1]!.runId).toBe(first!.id);
+    expect(conversation[1].runId).toBe(first.id);
 
     const reply = await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'Now the flush path.' });
     expect(reply.json).toMatchObject({ queued: false, requirement: { status: 'doing' } });
     const [, second] = await settled(req.id, 2);
     // Sequence 2 is the agent's own answer (not deliverable); the reply is 3.
     expect(second).toMatchObject({ inputFromSequence: 2, inputToSequence: 3, nativeSessionId: after.session.nativeSessionId, status: 'succeeded' });
-    const last = stub.requests[stub.requests.length - 1]!;
+    const last = stub.requests[stub.requests.length - 1];
     expect(last.transcript).toContain('Timings are in place.');
     expect(last.transcript).toContain('Now the flush path.');
     expect((await requirement(req.id)).session.nativeSessionId).toBe(after.session.nativeSessionId);
     // Usage is per run, although Codex reports a running total for a resumed thread (the stub
     // charges 100 input / 20 output tokens per request, one request per run here).
-    const usage = ((await send(manager.origin, 'GET', `/api/runs?requirementId=${req.id}`)).json.items as Array<{ inputTokens: number; outputTokens: number }>).map((r) => [r.inputTokens, r.outputTokens]);
-    expect(usage).toEqual([[100, 20], [100, 20]]);
+    const usage = ((await send(manager.origin, 'GET', `/api/runs?requirementId=${req.id}`)).json.items as Array<{ inputTokens: number; outputTokens: number }>).map((r) => [
+      r.inputTokens,
+      r.outputTokens,
+    ]);
+    expect(usage).toEqual([
+      [100, 20],
+      [100, 20],
+    ]);
   });
 
   it('shows a real shell command and its output in the trace', async () => {
@@ -137,9 +142,9 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     stub.scriptFor(req.id, [{ shell: 'echo from-the-tool > tool-output.txt && cat tool-output.txt' }, { text: 'Ran it.' }]);
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `run it ${req.id}` });
     const [run] = await settled(req.id);
-    expect(run!.status).toBe('succeeded');
+    expect(run.status).toBe('succeeded');
     expect(fs.readFileSync(path.join(sandbox.workspace, 'tool-output.txt'), 'utf8')).toBe('from-the-tool\n');
-    const trace = (await send(manager.origin, 'GET', `/api/runs/${run!.id}/trace?limit=200`)).json.items as Array<{ kind: string; detail: string | null; sequence: number }>;
+    const trace = (await send(manager.origin, 'GET', `/api/runs/${run.id}/trace?limit=200`)).json.items as Array<{ kind: string; detail: string | null; sequence: number }>;
     const call = trace.find((t) => t.kind === 'tool_call');
     const result = trace.find((t) => t.kind === 'tool_result');
     expect(call?.detail ?? '').toContain('echo from-the-tool');
@@ -149,12 +154,12 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect(all).toHaveLength(trace.length);
   });
 
-  it('runs code-factory-cli by its bare name inside the agent\'s own tool shell', async () => {
+  it("runs code-factory-cli by its bare name inside the agent's own tool shell", async () => {
     const req = await create('cli on path');
     stub.scriptFor(req.id, [{ shell: 'code-factory-cli --help' }, { text: 'Read the help.' }]);
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `check the cli ${req.id}` });
     const [run] = await settled(req.id);
-    const trace = (await send(manager.origin, 'GET', `/api/runs/${run!.id}/trace?limit=200`)).json.items as Array<{ kind: string; detail: string | null }>;
+    const trace = (await send(manager.origin, 'GET', `/api/runs/${run.id}/trace?limit=200`)).json.items as Array<{ kind: string; detail: string | null }>;
     const result = trace.find((t) => t.kind === 'tool_result');
     expect(result?.detail ?? '').toMatch(/Usage: code-factory-cli/);
   });
@@ -167,7 +172,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     stub.scriptFor(req.id, [{ text: 'Looked at both.' }]);
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { attachmentIds: [image.id, notes.id], message: `see attached ${req.id}` });
     const [run] = await settled(req.id);
-    expect(run!.status).toBe('succeeded');
+    expect(run.status).toBe('succeeded');
     const request = stub.requests.filter((r) => r.marker === req.id).pop()!;
     const attachments = path.join(manager.dataDirectory(), 'attachments');
     expect(fs.readFileSync(path.join(attachments, `${image.id}.png`))).toEqual(png);
@@ -195,7 +200,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect(prompt.indexOf('follow-up A')).toBeGreaterThan(-1);
     expect(prompt.indexOf('follow-up B')).toBeGreaterThan(prompt.indexOf('follow-up A'));
     const final = await requirement(req.id);
-    expect(final.session).toMatchObject({ lastConsumedMessageSequence: second!.inputToSequence, pendingMessageCount: 0 });
+    expect(final.session).toMatchObject({ lastConsumedMessageSequence: second.inputToSequence, pendingMessageCount: 0 });
   });
 
   it('steers only with newer input, continues at once, stops on request and leaves no process behind', async () => {
@@ -270,7 +275,10 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     // The pause is stored: a restart neither forgets it nor resumes the session.
     await manager.stop();
     await start();
-    expect(await requirement(req.id)).toMatchObject({ session: { pausedAt: paused.session.pausedAt, pendingMessageCount: 3, state: 'waiting_human' }, status: 'waiting_confirmation' });
+    expect(await requirement(req.id)).toMatchObject({
+      session: { pausedAt: paused.session.pausedAt, pendingMessageCount: 3, state: 'waiting_human' },
+      status: 'waiting_confirmation',
+    });
     await new Promise((r) => setTimeout(r, 1000));
     expect(await runs(req.id)).toHaveLength(1);
 
@@ -294,12 +302,12 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `fragile ${req.id}` });
     const [failed] = await settled(req.id);
     expect(failed).toMatchObject({ status: 'failed' });
-    expect(failed!.error).toEqual(expect.any(String));
+    expect(failed.error).toEqual(expect.any(String));
     const after = await requirement(req.id);
     expect(after).toMatchObject({ session: { lastConsumedMessageSequence: 0, pendingMessageCount: 1, state: 'failed' }, status: 'waiting_confirmation' });
     const conversation = await messages(req.id);
     expect(conversation.map((m) => m.author)).toEqual(['human', 'system']);
-    expect(conversation[1]!.body).toContain('failed');
+    expect(conversation[1].body).toContain('failed');
 
     stub.scriptFor(req.id, [{ text: 'Recovered.' }]);
     const retry = await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, {});
@@ -344,7 +352,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
       const [run] = await settled(req.id);
       expect(run).toMatchObject({ error: 'no output for 2 s', status: 'timed_out' });
       expect(await requirement(req.id)).toMatchObject({ session: { lastConsumedMessageSequence: 0, state: 'failed' }, status: 'waiting_confirmation' });
-      expect(findRunProcesses(run!.id, null)).toEqual([]);
+      expect(findRunProcesses(run.id, null)).toEqual([]);
     } finally {
       await send(manager.origin, 'PATCH', '/api/configuration', { rdInactivityTimeoutSeconds: 3600 });
     }
@@ -358,7 +366,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     await Promise.all(reqs.map((req) => send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `go ${req.id}` })));
     for (const req of reqs) {
       const [run] = await settled(req.id, 1, 120_000);
-      expect(run!.status).toBe('succeeded');
+      expect(run.status).toBe('succeeded');
       expect((await messages(req.id)).map((m) => m.body)).toEqual([`go ${req.id}`, `answer for ${req.id}`]);
     }
   });
@@ -379,8 +387,11 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     const [failed] = await settled(req.id);
     expect(failed).toMatchObject({ error: 'Agent Manager stopped while this run was active', id: run.id, status: 'failed' });
     expect(await requirement(req.id)).toMatchObject({ session: { lastConsumedMessageSequence: 0, pendingMessageCount: 2, state: 'failed' }, status: 'waiting_confirmation' });
-    const events = await query<{ type: string; payload: string }>(path.join(manager.dataDirectory(), 'factory.sqlite'), `SELECT type, payload FROM manager_event WHERE type = 'manager.reconciled'`);
-    expect(JSON.parse(events[events.length - 1]!.payload)).toMatchObject({ failedRunIds: [run.id] });
+    const events = await query<{ type: string; payload: string }>(
+      path.join(manager.dataDirectory(), 'factory.sqlite'),
+      `SELECT type, payload FROM manager_event WHERE type = 'manager.reconciled'`,
+    );
+    expect(JSON.parse(events[events.length - 1].payload)).toMatchObject({ failedRunIds: [run.id] });
 
     stub.scriptFor(req.id, [{ text: 'Picked up after the crash.' }]);
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, {});
@@ -432,7 +443,6 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     const trace = (await send(manager.origin, 'GET', `/api/runs/${runId}/trace?limit=200`)).json;
     throw new Error(`the tool never started: ${JSON.stringify(trace).slice(0, 1500)} sleepers=${sleepers().join(',')}`);
   }
-
 });
 
 describe('an agent CLI that cannot be started', () => {

@@ -5,6 +5,7 @@ import { send, sendRaw } from './support/http';
 import { expectRefused as refused } from './support/refusals';
 import { ManagerProcess, Sandbox, makeSandbox, runLauncher, startManager } from './support/manager-process';
 import { connectSse } from './support/sse-client';
+import type { Json } from './support/http';
 
 const NO_AUTH = { auth: false };
 
@@ -26,9 +27,7 @@ describe('Secure by default: attacks against a real server', () => {
     sandbox?.cleanup();
   });
 
-  const expectRefused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
-    refused(manager.dataDirectory(), request, status, code);
-
+  const expectRefused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) => refused(manager.dataDirectory(), request, status, code);
 
   const writes = (headers: Record<string, string>) => [
     () => send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'intruder' }, headers, NO_AUTH),
@@ -67,7 +66,7 @@ describe('Secure by default: attacks against a real server', () => {
       ['PATCH', '/API/configuration'],
       ['POST', '/API/github/webhook'],
     ]) {
-      const res = await send(manager.origin, method as string, path as string, method === 'GET' ? undefined : {}, {}, NO_AUTH);
+      const res = await send(manager.origin, method, path, method === 'GET' ? undefined : {}, {}, NO_AUTH);
       expect({ path, status: res.status }).toEqual({ path, status: 404 });
     }
   });
@@ -81,7 +80,11 @@ describe('Secure by default: attacks against a real server', () => {
 
   it('refuses the token in the query string of an API call, even a valid one (401)', async () => {
     await expectRefused(() => send(manager.origin, 'GET', `/api/requirements?token=${manager.token}`, undefined, {}, NO_AUTH), 401, 'token_in_query');
-    await expectRefused(() => send(manager.origin, 'POST', `/api/requirements?access_token=${manager.token}`, { provider: 'codex', title: 'x' }, {}, NO_AUTH), 401, 'token_in_query');
+    await expectRefused(
+      () => send(manager.origin, 'POST', `/api/requirements?access_token=${manager.token}`, { provider: 'codex', title: 'x' }, {}, NO_AUTH),
+      401,
+      'token_in_query',
+    );
   });
 
   it.each([
@@ -117,10 +120,17 @@ describe('Secure by default: attacks against a real server', () => {
   });
 
   it('answers CORS only for the configured origin', async () => {
-    const preflight = await send(manager.origin, 'OPTIONS', '/api/requirements', undefined, {
-      'Access-Control-Request-Method': 'POST',
-      Origin: 'http://localhost:4200',
-    }, NO_AUTH);
+    const preflight = await send(
+      manager.origin,
+      'OPTIONS',
+      '/api/requirements',
+      undefined,
+      {
+        'Access-Control-Request-Method': 'POST',
+        Origin: 'http://localhost:4200',
+      },
+      NO_AUTH,
+    );
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe('http://localhost:4200');
     expect(preflight.headers.get('access-control-allow-headers')).toContain('Authorization');
@@ -132,8 +142,7 @@ describe('Secure by default: attacks against a real server', () => {
   });
 
   it('refuses path traversal and control characters in X-File-Name and IDs', async () => {
-    const upload = (name: string) =>
-      send(manager.origin, 'POST', `/api/requirements/${requirementId}/attachments`, 'data', { 'Content-Type': 'text/plain', 'X-File-Name': name });
+    const upload = (name: string) => send(manager.origin, 'POST', `/api/requirements/${requirementId}/attachments`, 'data', { 'Content-Type': 'text/plain', 'X-File-Name': name });
     await expectRefused(() => upload('../../../.ssh/authorized_keys'), 400, 'invalid_file_name');
     await expectRefused(() => upload(encodeURIComponent('..\\..\\x')), 400, 'invalid_file_name');
     await expectRefused(() => upload(encodeURIComponent('a\r\nb')), 400, 'invalid_file_name');
@@ -165,7 +174,7 @@ describe('Secure by default: attacks against a real server', () => {
     const setCookie = login.headers.get('set-cookie') ?? '';
     expect(setCookie).toMatch(new RegExp(`^am_session_${port}=[0-9a-f]{64}; Path=/; HttpOnly; SameSite=Strict$`));
     expect(setCookie).not.toContain(manager.token);
-    const cookie = setCookie.split(';')[0]!;
+    const cookie = setCookie.split(';')[0];
 
     expect((await send(manager.origin, 'GET', '/api/requirements', undefined, { Cookie: cookie })).status).toBe(200);
     const stream = await connectSse(`${manager.origin}/api/events`, { Cookie: cookie });
@@ -173,7 +182,7 @@ describe('Secure by default: attacks against a real server', () => {
     const reply = await send(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message: 'via cookie' }, { Cookie: cookie, Origin: manager.origin });
     expect(reply.status).toBe(202);
     const [event] = await stream.waitFor(1);
-    expect(event!.data).toMatchObject({ actor: { kind: 'human' }, type: 'message.created' });
+    expect(event.data).toMatchObject({ actor: { kind: 'human' }, type: 'message.created' });
     stream.close();
 
     const attachment = (await send(manager.origin, 'POST', `/api/requirements/${requirementId}/attachments`, 'hello', { Cookie: cookie, 'X-File-Name': 'a.txt' })).json;
@@ -185,7 +194,10 @@ describe('Secure by default: attacks against a real server', () => {
     await expectRefused(() => send(manager.origin, 'GET', '/api/requirements', undefined, { Cookie: `am_session_${port}=${'0'.repeat(64)}` }), 401);
     await expectRefused(() => send(manager.origin, 'GET', '/api/requirements', undefined, { Cookie: cookie.replace(`am_session_${port}`, 'am_session_1') }), 401);
     // Even if a browser ignored SameSite, a cross-site request carries a foreign Origin.
-    await expectRefused(() => send(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message: 'csrf' }, { Cookie: cookie, Origin: 'https://evil.example' }), 403);
+    await expectRefused(
+      () => send(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message: 'csrf' }, { Cookie: cookie, Origin: 'https://evil.example' }),
+      403,
+    );
   });
 
   it('prints the token and login URL with `agent-manager token`', async () => {
@@ -210,7 +222,11 @@ describe('authentication: none', () => {
       await manager.stop();
     }
     const logs = path.join(manager.dataDirectory(), 'logs');
-    const text = fs.readdirSync(logs).filter((f) => f.endsWith('.log')).map((f) => fs.readFileSync(path.join(logs, f), 'utf8')).join('');
+    const text = fs
+      .readdirSync(logs)
+      .filter((f) => f.endsWith('.log'))
+      .map((f) => fs.readFileSync(path.join(logs, f), 'utf8'))
+      .join('');
     expect(text).toContain('authentication is disabled');
     sandbox.cleanup();
   });

@@ -10,6 +10,7 @@ import { IDLE_AGENT, Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { SseConnection, connectSse } from './support/sse-client';
 import { until } from './support/wait';
+import type { Json } from './support/http';
 
 const MINUTE = 60_000;
 
@@ -52,7 +53,7 @@ describe('Timers', () => {
     await new Promise((r) => setTimeout(r, 20));
     await manager.app.get(TimerScheduler).settled();
   };
-  const refused = (request: () => Promise<{ status: number; json?: any }>, status: number, code?: string) =>
+  const refused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) =>
     expectRefused(manager.runtime.paths.dataDirectory, request, status, code);
 
   beforeEach(async () => {
@@ -114,7 +115,7 @@ describe('Timers', () => {
     expect(await timerFired(requirement.id)).toHaveLength(1);
     let [current] = await timersOf(requirement.id);
     expect(current).toMatchObject({ status: 'active' });
-    expect(Date.parse(current!.nextFireAt as string)).toBe(firstAt + MINUTE);
+    expect(Date.parse(current.nextFireAt as string)).toBe(firstAt + MINUTE);
 
     await advance(60_000);
     expect(await timerFired(requirement.id)).toHaveLength(2);
@@ -124,7 +125,7 @@ describe('Timers', () => {
     expect(fired).toHaveLength(3);
     expect(fired[2].body).toContain(`code-factory-cli timer cancel --id ${timer.id}`);
     [current] = await timersOf(requirement.id);
-    const next = Date.parse(current!.nextFireAt as string);
+    const next = Date.parse(current.nextFireAt as string);
     expect(next).toBeGreaterThan(clock.now().getTime());
     expect(next - clock.now().getTime()).toBeLessThanOrEqual(MINUTE);
     expect((next - firstAt) % MINUTE).toBe(0);
@@ -175,9 +176,10 @@ describe('Timers', () => {
     expect(timerEvents).toHaveLength(2);
   });
 
-  it('a stopped (paused) session records due timers and trigger messages without waking; a start delivers them, a person\'s reply resumes', async () => {
+  it("a stopped (paused) session records due timers and trigger messages without waking; a start delivers them, a person's reply resumes", async () => {
     const requirement = await create('paused');
-    const runsOf = async () => (await send(manager.url, 'GET', `/api/runs?requirementId=${requirement.id}`)).json.items as Array<{ status: string; inputFromSequence: number; inputToSequence: number }>;
+    const runsOf = async () =>
+      (await send(manager.url, 'GET', `/api/runs?requirementId=${requirement.id}`)).json.items as Array<{ status: string; inputFromSequence: number; inputToSequence: number }>;
     const get = async () => (await send(manager.url, 'GET', `/api/requirements/${requirement.id}`)).json;
     await send(manager.url, 'POST', `/api/requirements/${requirement.id}/start`, { message: 'work on it' });
     expect((await send(manager.url, 'POST', `/api/requirements/${requirement.id}/reply`, { message: 'queued behind the run' })).json.queued).toBe(true);
@@ -233,7 +235,7 @@ describe('Timers', () => {
     expect((await runsOf())[0]).toMatchObject({ inputFromSequence: 1, inputToSequence: 2, status: 'running' });
   });
 
-  it('ends a Requirement\'s timers when it is confirmed or deleted, and refuses new ones (409)', async () => {
+  it("ends a Requirement's timers when it is confirmed or deleted, and refuses new ones (409)", async () => {
     const confirmed = await create('to confirm');
     const recurring: Timer = (await register(confirmed.id, { schedule: 'recurring' })).json;
     await send(manager.url, 'POST', `/api/requirements/${confirmed.id}/start`, {});

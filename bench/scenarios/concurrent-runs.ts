@@ -39,12 +39,15 @@ export async function concurrentRunsScenario(): Promise<ScenarioResult> {
     const started = performance.now();
     const each = (await Promise.all(Array.from({ length: CONCURRENT }, (_, i) => runOnce(manager, `parallel ${i}`)))).sort((a, b) => a - b);
     const total = performance.now() - started;
-    const alone = percentile(single.sort((a, b) => a - b), 50);
+    const alone = percentile(
+      single.sort((a, b) => a - b),
+      50,
+    );
     return {
       figures: [
         { name: 'single run wall time (median of 3)', unit: 'ms', value: round(alone, 0) },
         { name: `${CONCURRENT} concurrent: p50 run wall time`, unit: 'ms', value: round(percentile(each, 50), 0) },
-        { name: `${CONCURRENT} concurrent: slowest run`, unit: 'ms', value: round(each[each.length - 1]!, 0) },
+        { name: `${CONCURRENT} concurrent: slowest run`, unit: 'ms', value: round(each[each.length - 1], 0) },
         { name: `${CONCURRENT} concurrent: all done`, unit: 'ms', value: round(total, 0) },
         { name: 'concurrent p50 / single', unit: '', value: round(percentile(each, 50) / alone) },
       ],

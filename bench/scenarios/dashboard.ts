@@ -68,12 +68,26 @@ async function seed(databasePath: string): Promise<string[]> {
     const sessionId = ids('ses');
     // Spread over the last six days (inside the default 7-day window), newest first.
     const created = new Date(now - 60_000 - i * Math.floor((6 * 86_400_000) / total)).toISOString();
-    const status = isBig ? 'waiting_confirmation' : statuses[i % 4]!;
+    const status = isBig ? 'waiting_confirmation' : statuses[i % 4];
     const count = isBig ? BIG_MESSAGES : MESSAGES;
     // Every tenth Requirement is a child of the one before, so the board draws trees.
     const parentId = i % 10 === 9 ? parent : null;
     parent = id;
-    requirements.push([id, isBig ? `Big conversation ${i + 1}` : `Requirement ${i + 1}: tiered timings for segment ${i}`, `Measure **segment ${i}**.`, status, 'codex', null, null, 'human', parentId, null, created, created, status === 'done' ? created : null]);
+    requirements.push([
+      id,
+      isBig ? `Big conversation ${i + 1}` : `Requirement ${i + 1}: tiered timings for segment ${i}`,
+      `Measure **segment ${i}**.`,
+      status,
+      'codex',
+      null,
+      null,
+      'human',
+      parentId,
+      null,
+      created,
+      created,
+      status === 'done' ? created : null,
+    ]);
     sessions.push([sessionId, id, 'codex', null, states[status], null, count, 0, count, created, created]);
     for (let s = 1; s <= count; s++) {
       const human = s % 2 === 1;
@@ -85,9 +99,32 @@ async function seed(databasePath: string): Promise<string[]> {
         const runId = ids('run');
         const startedAt = new Date(Date.parse(created) + r * 60_000).toISOString();
         const finishedAt = new Date(Date.parse(startedAt) + 50_000).toISOString();
-        runs.push([runId, id, sessionId, 'rd', 'codex', null, null, 'succeeded', 'Did part of the work.', null, 0, null, r * 500 + 1, r * 500 + 500, 12_000, 0, 3_000, 0, BIG_TRACES / 10, startedAt, finishedAt, finishedAt]);
+        runs.push([
+          runId,
+          id,
+          sessionId,
+          'rd',
+          'codex',
+          null,
+          null,
+          'succeeded',
+          'Did part of the work.',
+          null,
+          0,
+          null,
+          r * 500 + 1,
+          r * 500 + 500,
+          12_000,
+          0,
+          3_000,
+          0,
+          BIG_TRACES / 10,
+          startedAt,
+          finishedAt,
+          finishedAt,
+        ]);
         for (let t = 1; t <= BIG_TRACES / 10; t++) {
-          const kind = (['reasoning', 'tool_call', 'tool_result', 'assistant_message'] as const)[t % 4]!;
+          const kind = (['reasoning', 'tool_call', 'tool_result', 'assistant_message'] as const)[t % 4];
           const trace = {
             createdAt: startedAt,
             detail: kind === 'tool_result' ? 'ok\n'.repeat(20) : 'npm test -- compaction',
@@ -106,10 +143,26 @@ async function seed(databasePath: string): Promise<string[]> {
       }
     }
   }
-  await insertAll(db, 'INSERT INTO requirement (id, title, description, status, provider, model, reasoning_effort, created_by, parent_requirement_id, source_session_id, created_at, updated_at, completed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)', requirements);
-  await insertAll(db, 'INSERT INTO agent_session (id, requirement_id, provider, native_session_id, state, last_error, last_consumed_message_sequence, pending_message_count, last_message_sequence, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)', sessions);
-  await insertAll(db, 'INSERT INTO requirement_message (id, requirement_id, session_id, run_id, source_requirement_id, author, body, sequence, deliver_to_rd, source, trigger_id, metadata, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)', messages);
-  await insertAll(db, 'INSERT INTO agent_run (id, requirement_id, session_id, role, provider, model, reasoning_effort, status, task_summary, native_session_id, exit_code, error, input_from_sequence, input_to_sequence, input_tokens, cached_input_tokens, output_tokens, reasoning_output_tokens, trace_count, started_at, finished_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)', runs);
+  await insertAll(
+    db,
+    'INSERT INTO requirement (id, title, description, status, provider, model, reasoning_effort, created_by, parent_requirement_id, source_session_id, created_at, updated_at, completed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)',
+    requirements,
+  );
+  await insertAll(
+    db,
+    'INSERT INTO agent_session (id, requirement_id, provider, native_session_id, state, last_error, last_consumed_message_sequence, pending_message_count, last_message_sequence, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)',
+    sessions,
+  );
+  await insertAll(
+    db,
+    'INSERT INTO requirement_message (id, requirement_id, session_id, run_id, source_requirement_id, author, body, sequence, deliver_to_rd, source, trigger_id, metadata, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)',
+    messages,
+  );
+  await insertAll(
+    db,
+    'INSERT INTO agent_run (id, requirement_id, session_id, role, provider, model, reasoning_effort, status, task_summary, native_session_id, exit_code, error, input_from_sequence, input_to_sequence, input_tokens, cached_input_tokens, output_tokens, reasoning_output_tokens, trace_count, started_at, finished_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)',
+    runs,
+  );
   await insertAll(db, 'INSERT INTO manager_event (type, requirement_id, session_id, run_id, actor_kind, actor_id, payload, created_at) VALUES (?,?,?,?,?,?,?,?)', events);
   await run(db, 'COMMIT');
   await new Promise<void>((resolve, reject) => db.close((err) => (err ? reject(err) : resolve())));
@@ -119,7 +172,7 @@ async function seed(databasePath: string): Promise<string[]> {
 /** The initial JavaScript index.html loads (scripts and module preloads), gzip-compressed as a server would send it. */
 function initialJsGzipKb(): number {
   const html = fs.readFileSync(path.join(BROWSER_DIST, 'index.html'), 'utf8');
-  const files = new Set([...html.matchAll(/(?:src|href)="\/?([^"]+\.js)"/g)].map((m) => m[1]!));
+  const files = new Set([...html.matchAll(/(?:src|href)="\/?([^"]+\.js)"/g)].map((m) => m[1]));
   let bytes = 0;
   for (const file of files) {
     bytes += zlib.gzipSync(fs.readFileSync(path.join(BROWSER_DIST, file)), { level: 9 }).length;
@@ -193,14 +246,15 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
     progress('dashboard: first board');
     await page.goto(`${manager.origin}/?token=${manager.token}`);
     await page.locator('a.card').first().waitFor();
-    const wholeBoard = () => page.waitForFunction(
-      (n) => {
-        const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): ArrayLike<{ textContent: string | null }> } }).document;
-        return Array.from(doc.querySelectorAll('[data-testid="column-count"]')).reduce((sum, el) => sum + Number(el.textContent), 0) >= n;
-      },
-      REQUIREMENTS + BIG,
-      { timeout: 60_000 },
-    );
+    const wholeBoard = () =>
+      page.waitForFunction(
+        (n) => {
+          const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): ArrayLike<{ textContent: string | null }> } }).document;
+          return Array.from(doc.querySelectorAll('[data-testid="column-count"]')).reduce((sum, el) => sum + Number(el.textContent), 0) >= n;
+        },
+        REQUIREMENTS + BIG,
+        { timeout: 60_000 },
+      );
     await wholeBoard();
     const boardAll = await page.evaluate(() => performance.now());
     const coldFirstCard = (await probe()).firstCard ?? NaN;
@@ -225,7 +279,7 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
       await page.locator(`[data-testid="messages"] [data-sequence="${BIG_MESSAGES}"]`).waitFor({ timeout: 30_000 });
       const { clickAt, sequences } = await probe();
       const t0 = clickAt ?? NaN;
-      opens.push(sequences[String(BIG_MESSAGES)]! - t0);
+      opens.push(sequences[String(BIG_MESSAGES)] - t0);
       if (process.env['BENCH_DEBUG']) {
         // The request waterfall of this open (start → first byte → end, ms after the click).
         type Timing = { name: string; startTime: number; responseStart: number; responseEnd: number };
@@ -237,8 +291,10 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
               .map((e) => ({ name: e.name, responseEnd: e.responseEnd, responseStart: e.responseStart, startTime: e.startTime })),
           t0,
         );
-        const rows = timings.map((e) => `${e.name.replace(/^.*\/api/, '').slice(0, 90)} ${Math.round(e.startTime - t0)}→${Math.round(e.responseStart - t0)}→${Math.round(e.responseEnd - t0)}`);
-        progress(`open ${Math.round(opens[opens.length - 1]!)} ms\n${rows.slice(0, 12).join('\n')}`);
+        const rows = timings.map(
+          (e) => `${e.name.replace(/^.*\/api/, '').slice(0, 90)} ${Math.round(e.startTime - t0)}→${Math.round(e.responseStart - t0)}→${Math.round(e.responseEnd - t0)}`,
+        );
+        progress(`open ${Math.round(opens[opens.length - 1])} ms\n${rows.slice(0, 12).join('\n')}`);
       }
       // All pages are in once "show earlier" offers the rest of them.
       await page.getByText(`(${BIG_MESSAGES - 30})`).waitFor({ timeout: 30_000 });
@@ -252,14 +308,14 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
 
     // 3. Live messages into the open conversation: SSE frame to DOM, per message.
     progress(`dashboard: ${LIVE_MESSAGES} live messages`);
-    const target = big[big.length - 1]!;
+    const target = big[big.length - 1];
     const sent: string[] = [];
     for (let i = 0; i < LIVE_MESSAGES; i++) {
       const reply = await send(manager.origin, 'POST', `/api/requirements/${target}/reply`, { message: `Live message ${i}` });
       sent.push(reply.json.message.id as string);
       await new Promise((r) => setTimeout(r, 100));
     }
-    await page.waitForFunction((last) => !!(globalThis as unknown as { __amProbe: Probe }).__amProbe.dom[last], sent[sent.length - 1]!, { timeout: 30_000 });
+    await page.waitForFunction((last) => !!(globalThis as unknown as { __amProbe: Probe }).__amProbe.dom[last], sent[sent.length - 1], { timeout: 30_000 });
     const { dom, events } = await probe();
     const latencies = sent.map((id) => (dom[id] ?? NaN) - (events[id] ?? NaN)).sort((a, b) => a - b);
     const missing = latencies.filter((l) => Number.isNaN(l)).length;

@@ -45,7 +45,17 @@ export async function githubBudgetScenario(): Promise<ScenarioResult> {
             manager.url,
             'POST',
             '/api/agent/pull-requests',
-            { baseBranch: pr.baseBranch, headBranch: pr.headBranch, headSha: pr.headSha, number, repository: `org/repo${r % 7}`, requirementId: requirement.id, status: 'open', title: pr.title, url: `https://github.com/org/repo${r % 7}/pull/${number}` },
+            {
+              baseBranch: pr.baseBranch,
+              headBranch: pr.headBranch,
+              headSha: pr.headSha,
+              number,
+              repository: `org/repo${r % 7}`,
+              requirementId: requirement.id,
+              status: 'open',
+              title: pr.title,
+              url: `https://github.com/org/repo${r % 7}/pull/${number}`,
+            },
             { Authorization: `Bearer ${token}` },
           );
           if (res.status !== 200) {
@@ -79,7 +89,12 @@ export async function githubBudgetScenario(): Promise<ScenarioResult> {
         { name: 'requests, first tick (baseline: summaries + every snapshot)', unit: 'requests', value: baseline.counts.total },
         { name: 'requests per quiet tick (summaries only)', unit: 'requests', value: quiet.counts.total },
         { name: `requests per busy tick (${CHURN * 100}% of PRs changed)`, unit: 'requests', value: busy.counts.total },
-        { name: `requests per hour, busy every tick, at the default ${CONFIGURATION_DEFAULTS.pullRequestReconcileIntervalSeconds} s`, target: { op: '<=', value: PRIMARY_BUDGET / 5 }, unit: 'requests', value: busyHour },
+        {
+          name: `requests per hour, busy every tick, at the default ${CONFIGURATION_DEFAULTS.pullRequestReconcileIntervalSeconds} s`,
+          target: { op: '<=', value: PRIMARY_BUDGET / 5 },
+          unit: 'requests',
+          value: busyHour,
+        },
         { name: 'headroom vs 5,000 requests/hour (busy)', target: { op: '>=', value: 5 }, unit: 'x', value: round(PRIMARY_BUDGET / busyHour, 1) },
         { name: 'headroom vs 5,000 requests/hour (quiet)', unit: 'x', value: round(PRIMARY_BUDGET / quietHour, 1) },
         { name: 'GraphQL points per hour, busy (GitHub formula, modelled)', unit: 'points', value: busy.counts.graphqlCost * ticksPerHour },

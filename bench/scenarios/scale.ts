@@ -7,6 +7,7 @@ import * as sqlite3 from 'sqlite3';
 import { send } from '../../test/support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from '../../test/support/manager-process';
 import { Figure, ScenarioResult, percentile, progress, round } from '../harness';
+import type { Json } from '../../test/support/http';
 
 // Does the cost of the everyday reads grow with the data? The same reads, against the real
 // server process, on a large workspace (10,000 Requirements, 1,000,000 messages, 2,000,000
@@ -252,7 +253,7 @@ class Client {
     });
   }
 
-  async json(pathname: string): Promise<any> {
+  async json(pathname: string): Promise<Json> {
     const { body, status } = await this.get(pathname);
     if (status !== 200) {
       throw new Error(`scale: GET ${pathname} → ${status}: ${body.slice(0, 300)}`);
@@ -263,7 +264,7 @@ class Client {
   /** Follows nextCursor (200 items a page) until `item` items were listed; the cursor after it. */
   async cursorAfter(pathname: string, item: number): Promise<string> {
     let cursor: string | null = null;
-    for (let seen = 0; seen < item; ) {
+    for (let seen = 0; seen < item;) {
       const limit = Math.min(200, item - seen);
       const page: { items: unknown[]; nextCursor: string | null } = await this.json(`${pathname}?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
       seen += page.items.length;
@@ -302,18 +303,22 @@ class Client {
   /** The id of the first event after `after` (the stream stays open: it is closed here). */
   firstEventAfter(after: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      const req = http.get(`${this.manager.origin}/api/events?after=${after}`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${this.manager.token}` } }, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          text += c;
-          const id = /^id: ?(\d+)$/m.exec(text);
-          if (id) {
-            req.destroy();
-            resolve(Number(id[1]));
-          }
-        });
-      });
+      const req = http.get(
+        `${this.manager.origin}/api/events?after=${after}`,
+        { headers: { accept: 'text/event-stream', authorization: `Bearer ${this.manager.token}` } },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => {
+            text += c;
+            const id = /^id: ?(\d+)$/m.exec(text);
+            if (id) {
+              req.destroy();
+              resolve(Number(id[1]));
+            }
+          });
+        },
+      );
       req.setTimeout(10_000, () => req.destroy(new Error('scale: no event after the seed')));
       req.on('error', (err) => (err.message.includes('socket hang up') ? undefined : reject(err)));
     });
@@ -406,22 +411,34 @@ export async function scaleScenario(): Promise<ScenarioResult> {
       const deep = await client[which].json(`/api/requirements?cursor=${encodeURIComponent(deepCursor[which])}`);
       const late = await client[which].json(`/api/requirements/${conversation[which]}/messages?cursor=${encodeURIComponent(lateCursor[which])}`);
       const expectedDeep = scaleId('req', (which === 'large' ? LARGE : SMALL).requirements - 1 - DEEP_ITEM[which]);
-      if (first.items.length !== 50 || !first.items[0].session || deep.items.length !== 50 || deep.items[0].id !== expectedDeep || late.items[0]?.sequence !== LATE_SEQUENCE[which] + 1) {
+      if (
+        first.items.length !== 50 ||
+        !first.items[0].session ||
+        deep.items.length !== 50 ||
+        deep.items[0].id !== expectedDeep ||
+        late.items[0]?.sequence !== LATE_SEQUENCE[which] + 1
+      ) {
         throw new Error(`scale: unexpected pages on the ${which} workspace: deep starts at ${deep.items[0]?.id}, late at ${late.items[0]?.sequence}`);
       }
     }
 
     const reads: Array<[string, Record<'large' | 'small', string>]> = [
       ['requirements first page', { large: '/api/requirements', small: '/api/requirements' }],
-      ['requirements deep page', {
-        large: `/api/requirements?cursor=${encodeURIComponent(deepCursor.large)}`,
-        small: `/api/requirements?cursor=${encodeURIComponent(deepCursor.small)}`,
-      }],
+      [
+        'requirements deep page',
+        {
+          large: `/api/requirements?cursor=${encodeURIComponent(deepCursor.large)}`,
+          small: `/api/requirements?cursor=${encodeURIComponent(deepCursor.small)}`,
+        },
+      ],
       ['conversation first page', { large: `/api/requirements/${conversation.large}/messages`, small: `/api/requirements/${conversation.small}/messages` }],
-      ['conversation late page', {
-        large: `/api/requirements/${conversation.large}/messages?cursor=${encodeURIComponent(lateCursor.large)}`,
-        small: `/api/requirements/${conversation.small}/messages?cursor=${encodeURIComponent(lateCursor.small)}`,
-      }],
+      [
+        'conversation late page',
+        {
+          large: `/api/requirements/${conversation.large}/messages?cursor=${encodeURIComponent(lateCursor.large)}`,
+          small: `/api/requirements/${conversation.small}/messages?cursor=${encodeURIComponent(lateCursor.small)}`,
+        },
+      ],
     ];
     const out: Figure[] = [
       { name: 'seed (large workspace)', unit: 's', value: round(seedSeconds, 1) },
@@ -452,7 +469,11 @@ export async function scaleScenario(): Promise<ScenarioResult> {
         const event = JSON.parse(firstData) as { type: string; payload: { requirement: Record<string, unknown> } };
         const live = await client.large.json(`/api/requirements/${event.payload.requirement['id'] as string}`);
         const keys = (o: Record<string, unknown>) => Object.keys(o).sort().join(',');
-        if (event.type !== 'requirement.created' || keys(event.payload.requirement) !== keys(live) || keys(event.payload.requirement['session'] as Record<string, unknown>) !== keys(live.session)) {
+        if (
+          event.type !== 'requirement.created' ||
+          keys(event.payload.requirement) !== keys(live) ||
+          keys(event.payload.requirement['session'] as Record<string, unknown>) !== keys(live.session)
+        ) {
           throw new Error(`scale: seeded event ${firstData.slice(0, 200)} does not match the API's shape`);
         }
         replayChecked = true;

@@ -53,12 +53,12 @@ export async function sseFanoutScenario(manager: ManagerProcess): Promise<Scenar
   const statuses = await Promise.all(inflight);
   agent.destroy();
   const achievedRate = total / ((Date.now() - started) / 1000);
-  await Promise.all(clients.map((c, i) => c.waitFor(startIndex[i]! + total, 30_000)));
+  await Promise.all(clients.map((c, i) => c.waitFor(startIndex[i] + total, 30_000)));
   let complete = 0;
   for (const [i, client] of clients.entries()) {
     const received = client.events.slice(startIndex[i]).filter((e) => e.event === 'message.created');
     const ids = received.map((e) => e.id);
-    if (new Set(ids).size === total && ids.every((id, k) => k === 0 || id > ids[k - 1]!)) {
+    if (new Set(ids).size === total && ids.every((id, k) => k === 0 || id > ids[k - 1])) {
       complete++;
     }
     for (const event of received) {

@@ -60,7 +60,7 @@ export async function traceFloodScenario(): Promise<ScenarioResult> {
     const [stored] = await query<{ n: number }>(
       path.join(manager.dataDirectory(), 'factory.sqlite'),
       `SELECT COUNT(*) AS n FROM manager_event WHERE run_id = ? AND type = 'run.trace.appended' AND payload LIKE '%"kind":"reasoning"%'`,
-      [run!.id],
+      [run.id],
     );
     const streamed = stream.events.filter((e) => e.event === 'run.trace.appended').length;
     const expected = RATE * SECONDS;
@@ -68,7 +68,7 @@ export async function traceFloodScenario(): Promise<ScenarioResult> {
     const floodP99 = percentile(duringLatencies, 99);
     return {
       figures: [
-        { name: 'run outcome succeeded', target: { op: '>=', value: 1 }, unit: '', value: run!.status === 'succeeded' ? 1 : 0 },
+        { name: 'run outcome succeeded', target: { op: '>=', value: 1 }, unit: '', value: run.status === 'succeeded' ? 1 : 0 },
         { name: 'reasoning events persisted / printed', target: { op: '>=', value: 1 }, unit: '', value: round((stored?.n ?? 0) / expected, 4) },
         { name: 'trace events streamed to SSE client', unit: '', value: streamed },
         { name: 'run wall time', unit: 's', value: round(wall, 1) },

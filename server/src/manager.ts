@@ -5,7 +5,7 @@ import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 
-import type { AgentIsolation, ConfigurationValues, LogLevel } from '@libs/contracts';
+import type { AgentIsolation, ConfigurationValues } from '@libs/contracts';
 
 import { AgentSandbox } from './agents/agent-sandbox';
 import { killDescendantsNow } from './agents/process-tree';
@@ -89,7 +89,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
       maxSize: configuration.get('logMaxSize'),
     });
     const fileLogger = logger;
-    configuration.changes$.subscribe((snapshot) => fileLogger.setLevel(snapshot.effective.logLevel as LogLevel));
+    configuration.changes$.subscribe((snapshot) => fileLogger.setLevel(snapshot.effective.logLevel));
     const runtime: Runtime = { clock: options.clock, configuration, databasePath, logFilePath, logger, paths, version: packageVersion() };
 
     app = await NestFactory.create(AppModule.forRoot(runtime), new ExpressAdapter(createExpressInstance()), { abortOnError: false, bodyParser: false, logger });

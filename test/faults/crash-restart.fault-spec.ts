@@ -61,7 +61,7 @@ describe('kill -9 under load, then restart', () => {
     });
   };
   const db = () => path.join(manager.dataDirectory(), 'factory.sqlite');
-  const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)] as T;
+  const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)];
 
   beforeAll(async () => {
     sandbox = makeSandbox();
@@ -76,9 +76,14 @@ describe('kill -9 under load, then restart', () => {
       const pr = github.addPullRequest({ number: 100 + i, repository: REPO });
       await send(manager.origin, 'POST', `/api/requirements/${requirements[i]}/start`, { message: `mode:pr pr#${100 + i} repo:${REPO} sha:${pr.headSha}` });
     }
-    await until('the PRs to be registered', async () => ((await send(manager.origin, 'GET', '/api/pull-requests')).json.items.length === 3) || undefined, 30_000, 100);
+    await until('the PRs to be registered', async () => (await send(manager.origin, 'GET', '/api/pull-requests')).json.items.length === 3 || undefined, 30_000, 100);
     // Their first observation is the baseline: comments from now on are news.
-    await until('the PRs\' baseline', async () => (await query<{ n: number }>(db(), 'SELECT COUNT(*) AS n FROM pull_request WHERE github_observed_at IS NOT NULL'))[0]?.n === 3 || undefined, 30_000, 100);
+    await until(
+      "the PRs' baseline",
+      async () => (await query<{ n: number }>(db(), 'SELECT COUNT(*) AS n FROM pull_request WHERE github_observed_at IS NOT NULL'))[0]?.n === 3 || undefined,
+      30_000,
+      100,
+    );
   });
 
   afterAll(async () => {
@@ -115,7 +120,11 @@ describe('kill -9 under load, then restart', () => {
                 } else if (roll < 0.9) {
                   await send(manager.origin, 'POST', `/api/requirements/${requirementId}/interrupt`, { mode: random() < 0.5 ? 'steer' : 'stop' });
                 } else {
-                  await send(manager.origin, 'POST', `/api/requirements/${requirementId}/timers`, { description: `round ${round}`, intervalSeconds: 60, schedule: random() < 0.5 ? 'once' : 'recurring' });
+                  await send(manager.origin, 'POST', `/api/requirements/${requirementId}/timers`, {
+                    description: `round ${round}`,
+                    intervalSeconds: 60,
+                    schedule: random() < 0.5 ? 'once' : 'recurring',
+                  });
                 }
               } catch {
                 // the manager was killed under us: expected
@@ -143,7 +152,11 @@ describe('kill -9 under load, then restart', () => {
       await Promise.allSettled(load);
 
       expect({ problems: await checkInvariants(manager.dataDirectory()), round }).toEqual({ problems: [], round });
-      const humans = new Set((await query<{ requirement_id: string; body: string }>(db(), "SELECT requirement_id, body FROM requirement_message WHERE author = 'human'")).map((m) => `${m.requirement_id} ${m.body}`));
+      const humans = new Set(
+        (await query<{ requirement_id: string; body: string }>(db(), "SELECT requirement_id, body FROM requirement_message WHERE author = 'human'")).map(
+          (m) => `${m.requirement_id} ${m.body}`,
+        ),
+      );
       expect({ lost: acknowledged.filter((a) => !humans.has(`${a.requirementId} ${a.body}`)), round }).toEqual({ lost: [], round });
       const stored = new Map((await query<{ id: number; type: string }>(db(), 'SELECT id, type FROM manager_event')).map((e) => [e.id, e.type]));
       const missing = [...published].filter(([id, type]) => stored.get(id) !== type);
@@ -174,7 +187,10 @@ describe('kill -9 under load, then restart', () => {
     expect(delivered?.n).toBe(comments);
     await manager.stop();
     expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
-    const [timers] = await query<{ due: number }>(db(), "SELECT COUNT(*) AS due FROM agent_timer WHERE status = 'active' AND next_fire_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-5 seconds')");
+    const [timers] = await query<{ due: number }>(
+      db(),
+      "SELECT COUNT(*) AS due FROM agent_timer WHERE status = 'active' AND next_fire_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-5 seconds')",
+    );
     expect(timers?.due).toBe(0);
     process.stdout.write(`fault rounds: ${ROUNDS}, replies acknowledged: ${acknowledged.length}, events seen: ${published.size}, GitHub comments: ${comments}\n`);
   });

@@ -28,7 +28,10 @@ export async function checkInvariants(dataDirectory: string): Promise<string[]> 
     'SELECT r.id, COUNT(s.id) AS sessions FROM requirement r LEFT JOIN agent_session s ON s.requirement_id = r.id GROUP BY r.id HAVING COUNT(s.id) <> 1',
   );
   // 2. At most one running run per session.
-  await expectNone('two running runs in a session', "SELECT session_id, COUNT(*) AS n FROM agent_run WHERE status = 'running' AND session_id IS NOT NULL GROUP BY session_id HAVING n > 1");
+  await expectNone(
+    'two running runs in a session',
+    "SELECT session_id, COUNT(*) AS n FROM agent_run WHERE status = 'running' AND session_id IS NOT NULL GROUP BY session_id HAVING n > 1",
+  );
   // 3. Sequences gap-free and counted on the session.
   await expectNone(
     'sequence gaps',

@@ -48,11 +48,17 @@ describe('misbehaving agent CLIs', () => {
   const create = async (title: string) => (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title })).json as { id: string };
   const runs = async (id: string): Promise<Run[]> => (await send(manager.origin, 'GET', `/api/runs?requirementId=${id}`)).json.items;
   const finished = (id: string, count = 1) =>
-    until(`run ${count} of ${id} to end`, async () => {
-      const list = await runs(id);
-      return list.length >= count && list.every((r) => r.status !== 'running') && list[0];
-    }, 60_000, 100);
-  const trace = async (runId: string) => (await send(manager.origin, 'GET', `/api/runs/${runId}/trace?limit=200`)).json.items as Array<{ kind: string; title: string; nativeType: string | null }>;
+    until(
+      `run ${count} of ${id} to end`,
+      async () => {
+        const list = await runs(id);
+        return list.length >= count && list.every((r) => r.status !== 'running') && list[0];
+      },
+      60_000,
+      100,
+    );
+  const trace = async (runId: string) =>
+    (await send(manager.origin, 'GET', `/api/runs/${runId}/trace?limit=200`)).json.items as Array<{ kind: string; title: string; nativeType: string | null }>;
   const requirement = async (id: string) => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json;
 
   it('a CLI killed from outside fails its run; nothing is consumed and Start retries the same input', async () => {
@@ -60,7 +66,7 @@ describe('misbehaving agent CLIs', () => {
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'mode:hang' });
     const [running] = await until('the run', async () => ((await runs(req.id))[0]?.status === 'running' ? runs(req.id) : undefined));
     const pids = await until('its process', async () => {
-      const found = findRunProcesses(running!.id, null);
+      const found = findRunProcesses(running.id, null);
       return found.length > 0 && found;
     });
     for (const pid of pids) {
@@ -146,7 +152,10 @@ describe('a full disk during an attachment upload', () => {
     const [row] = await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM message_attachment');
     expect(row?.n).toBe(0);
 
-    const small = await send(manager.origin, 'POST', `/api/requirements/${req.id}/attachments`, Buffer.from('hello'), { 'Content-Type': 'application/octet-stream', 'X-File-Name': 'note.txt' });
+    const small = await send(manager.origin, 'POST', `/api/requirements/${req.id}/attachments`, Buffer.from('hello'), {
+      'Content-Type': 'application/octet-stream',
+      'X-File-Name': 'note.txt',
+    });
     expect(small.status).toBe(201);
     expect(fs.readdirSync(attachments)).toHaveLength(1);
     expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
@@ -173,7 +182,13 @@ describe('GitHub down, slow and rate limiting', () => {
       await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: `mode:pr pr#${number} repo:org/down sha:${pr.headSha}` });
       await until('registered', async () => (await send(manager.origin, 'GET', '/api/pull-requests')).json.items.length >= number || undefined, 30_000);
     }
-    await until('observed', async () => (await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM pull_request WHERE github_observed_at IS NOT NULL'))[0]?.n === 2 || undefined, 30_000);
+    await until(
+      'observed',
+      async () =>
+        (await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM pull_request WHERE github_observed_at IS NOT NULL'))[0]?.n ===
+          2 || undefined,
+      30_000,
+    );
   });
 
   afterAll(async () => {
@@ -193,11 +208,16 @@ describe('GitHub down, slow and rate limiting', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(Math.max(...latencies)).toBeLessThan(500);
-    await until('the comment despite the slowness', async () => {
-      const pr = (await send(manager.origin, 'GET', '/api/pull-requests')).json.items[0];
-      const messages = (await send(manager.origin, 'GET', `/api/requirements/${pr.requirementId}/messages?limit=200`)).json.items;
-      return messages.some((m: { body: string }) => m.body.includes('while slow')) || undefined;
-    }, 30_000, 200);
+    await until(
+      'the comment despite the slowness',
+      async () => {
+        const pr = (await send(manager.origin, 'GET', '/api/pull-requests')).json.items[0];
+        const messages = (await send(manager.origin, 'GET', `/api/requirements/${pr.requirementId}/messages?limit=200`)).json.items;
+        return messages.some((m: { body: string }) => m.body.includes('while slow')) || undefined;
+      },
+      30_000,
+      200,
+    );
   });
 
   it('an exhausted budget stops the requests (no hammering) until it resets', async () => {

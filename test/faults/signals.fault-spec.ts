@@ -79,10 +79,10 @@ async function npmStart(sandbox: Sandbox): Promise<NpmTree> {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  npm.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  npm.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  npm.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  npm.stderr.on('data', (c: Buffer) => (out += c.toString()));
   const origin = await until('the banner', async () => /API\s+(http:\/\/\S+)\/api/.exec(out)?.[1], 120_000);
-  const sh = await until('npm\'s sh', async () => childrenOf(npm.pid!)[0]);
+  const sh = await until("npm's sh", async () => childrenOf(npm.pid!)[0]);
   const manager = await until('the manager under sh', async () => childrenOf(sh)[0]);
   const dataDirectory = path.join(sandbox.home, 'workspaces', workspaceKey(fs.realpathSync(sandbox.workspace)));
   registerToken(origin, fs.readFileSync(path.join(dataDirectory, 'token'), 'utf8').trim());
@@ -95,7 +95,7 @@ async function startAgent(origin: string, dataDirectory: string): Promise<{ runI
   const started = await send(origin, 'POST', `/api/requirements/${created.json.id}/start`, { message: 'go' });
   expect(started.status).toBe(202);
   const runId = started.json.run.id as string;
-  const marker = await until('the run\'s process on record', async () => {
+  const marker = await until("the run's process on record", async () => {
     const rows = await query<{ process_marker: string | null }>(path.join(dataDirectory, 'factory.sqlite'), 'SELECT process_marker FROM agent_run WHERE id = ?', [runId]);
     return rows[0]?.process_marker ?? undefined;
   });
@@ -116,7 +116,7 @@ function logLines(dataDirectory: string): Array<Record<string, unknown>> {
 
 async function runStatus(dataDirectory: string, runId: string): Promise<string> {
   const rows = await query<{ status: string }>(path.join(dataDirectory, 'factory.sqlite'), 'SELECT status FROM agent_run WHERE id = ?', [runId]);
-  return rows[0]!.status;
+  return rows[0].status;
 }
 
 /** What every graceful stop leaves: no process of the tree, no agent, the run cancelled, the lock gone. */
@@ -154,7 +154,7 @@ describe('signals as supervisors and people send them, to an `npm start` tree', 
 
   const targets: Array<[string, (tree: NpmTree) => void]> = [
     ['SIGTERM to npm', (t) => process.kill(t.npm.pid!, 'SIGTERM')],
-    ['SIGTERM to npm\'s sh', (t) => process.kill(t.sh, 'SIGTERM')],
+    ["SIGTERM to npm's sh", (t) => process.kill(t.sh, 'SIGTERM')],
     ['SIGTERM to the manager', (t) => process.kill(t.manager, 'SIGTERM')],
     ['SIGTERM to the process group', (t) => process.kill(-t.npm.pid!, 'SIGTERM')],
     ['SIGINT to the process group (Ctrl+C)', (t) => process.kill(-t.npm.pid!, 'SIGINT')],
@@ -229,12 +229,22 @@ describe('agent-manager start under signals', () => {
     // A parent like a container's init that never calls wait(): the killed manager stays a zombie.
     const holder = spawn(
       'python3',
-      ['-c', 'import os, sys, time\npid = os.fork()\nif pid == 0:\n    os.execv(sys.argv[1], sys.argv[1:])\nprint(pid, flush=True)\ntime.sleep(600)\n', process.execPath, BIN, 'start', '--workspace', sandbox.workspace, '--port', '0'],
+      [
+        '-c',
+        'import os, sys, time\npid = os.fork()\nif pid == 0:\n    os.execv(sys.argv[1], sys.argv[1:])\nprint(pid, flush=True)\ntime.sleep(600)\n',
+        process.execPath,
+        BIN,
+        'start',
+        '--workspace',
+        sandbox.workspace,
+        '--port',
+        '0',
+      ],
       { env: { ...process.env, CODE_FACTORY_HOME: sandbox.home }, stdio: ['ignore', 'pipe', 'ignore'] },
     );
     try {
       let out = '';
-      holder.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+      holder.stdout.on('data', (c: Buffer) => (out += c.toString()));
       const pid = Number(await until('the forked manager', async () => /^(\d+)\n/.exec(out)?.[1]));
       const lock = path.join(sandbox.home, 'workspaces', workspaceKey(fs.realpathSync(sandbox.workspace)), 'manager.lock');
       await until('its lock with a URL', async () => fs.existsSync(lock) && (JSON.parse(fs.readFileSync(lock, 'utf8')) as { url: string | null }).url !== null, 30_000);

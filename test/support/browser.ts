@@ -75,7 +75,7 @@ export function png(): Buffer {
   const crc = (buf: Buffer) => {
     let c = 0xffffffff;
     for (const b of buf) {
-      c = (crcTable[(c ^ b) & 0xff] as number) ^ (c >>> 8);
+      c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8);
     }
     return (c ^ 0xffffffff) >>> 0;
   };
@@ -94,5 +94,10 @@ export function png(): Buffer {
   header[8] = 8; // bit depth
   header[9] = 2; // RGB
   const rows = Buffer.concat(Array.from({ length: size }, () => Buffer.concat([Buffer.from([0]), Buffer.alloc(size * 3, 0x3b)])));
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', zlib.deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', zlib.deflateSync(rows)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }

@@ -396,7 +396,13 @@ export class FakeGitHubServer {
     const path = (req.url ?? '/').split('?')[0];
     const method = req.method ?? 'GET';
     const kind: FakeRequestKind =
-      method === 'POST' && /^(\/api)?\/graphql$/.test(path) ? 'graphql' : /^(\/api\/v3)?\/rate_limit$/.test(path) ? 'rate_limit' : /^(\/api\/v3)?\/repos\//.test(path) ? 'rest' : 'other';
+      method === 'POST' && /^(\/api)?\/graphql$/.test(path)
+        ? 'graphql'
+        : /^(\/api\/v3)?\/rate_limit$/.test(path)
+          ? 'rate_limit'
+          : /^(\/api\/v3)?\/repos\//.test(path)
+            ? 'rest'
+            : 'other';
     const record: FakeRequest = { at: Date.now(), authorization: req.headers.authorization, cost: 0, kind, method, path, pullRequests: 0, status: 0 };
     this.requests.push(record);
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
@@ -428,7 +434,10 @@ export class FakeGitHubServer {
     if (fault?.kind === 'secondary') {
       return send(
         fault.status,
-        { documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits', message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.' },
+        {
+          documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits',
+          message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
+        },
         fault.retryAfterSeconds === null ? {} : { 'retry-after': String(fault.retryAfterSeconds) },
       );
     }
@@ -444,7 +453,11 @@ export class FakeGitHubServer {
     if (pull && method === 'GET') {
       record.pullRequests = 1;
       if (!this.charge('core', 1, record)) {
-        return send(403, { documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api', message: 'API rate limit exceeded for user ID 1.' }, this.rateHeaders('core'));
+        return send(
+          403,
+          { documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api', message: 'API rate limit exceeded for user ID 1.' },
+          this.rateHeaders('core'),
+        );
       }
       const pr = this.pulls.get(keyOf(`${pull[1]}/${pull[2]}`, Number(pull[3])));
       if (!pr) {
@@ -488,11 +501,7 @@ export class FakeGitHubServer {
     record.pullRequests = aliases.length;
     const cost = this.options.graphqlCost?.(aliases.length, kind) ?? 1;
     if (!this.charge('graphql', cost, record)) {
-      return send(
-        200,
-        { errors: [{ message: 'API rate limit exceeded for user ID 1.', type: 'RATE_LIMITED' }] },
-        this.rateHeaders('graphql'),
-      );
+      return send(200, { errors: [{ message: 'API rate limit exceeded for user ID 1.', type: 'RATE_LIMITED' }] }, this.rateHeaders('graphql'));
     }
     const data: Record<string, unknown> = {};
     const errors: { type: string; message: string; path: string[]; locations: unknown[] }[] = [];
@@ -516,24 +525,39 @@ export class FakeGitHubServer {
   }
 
   private graphqlPullRequest(pr: FakePullRequest): unknown {
-    const authored = (a: FakeAuthored) => ({ author: a.author === null ? null : { login: a.author }, authorAssociation: a.authorAssociation, body: a.body, databaseId: a.databaseId, id: a.id, url: a.url });
-    const contexts = [
-      ...pr.checkRuns.map((c) => ({ __typename: 'CheckRun', ...c })),
-      ...pr.statuses.map((s) => ({ __typename: 'StatusContext', ...s })),
-    ];
+    const authored = (a: FakeAuthored) => ({
+      author: a.author === null ? null : { login: a.author },
+      authorAssociation: a.authorAssociation,
+      body: a.body,
+      databaseId: a.databaseId,
+      id: a.id,
+      url: a.url,
+    });
+    const contexts = [...pr.checkRuns.map((c) => ({ __typename: 'CheckRun', ...c })), ...pr.statuses.map((s) => ({ __typename: 'StatusContext', ...s }))];
     // The limits the client asks for (last 50 comments/reviews, last 20 threads × 10, first 100 checks).
     return {
       baseRefName: pr.baseBranch,
       comments: { nodes: pr.comments.slice(-50).map((c) => ({ ...authored(c), createdAt: c.createdAt })) },
-      commits: { nodes: [{ commit: { oid: pr.headSha, statusCheckRollup: contexts.length === 0 ? null : { contexts: { nodes: contexts.slice(0, 100) }, state: rollupState(pr) } } }] },
+      commits: {
+        nodes: [{ commit: { oid: pr.headSha, statusCheckRollup: contexts.length === 0 ? null : { contexts: { nodes: contexts.slice(0, 100) }, state: rollupState(pr) } } }],
+      },
       headRefName: pr.headBranch,
       headRefOid: pr.headSha,
       isDraft: pr.isDraft,
       mergeable: pr.mergeable,
       number: pr.number,
       repository: { nameWithOwner: `${pr.owner}/${pr.repo}` },
-      reviewThreads: { nodes: pr.reviewThreads.slice(-20).map((t) => ({ comments: { nodes: t.comments.slice(-10).map((c) => ({ ...authored(c), createdAt: c.createdAt, line: c.line, path: c.path })) }, id: t.id })) },
-      reviews: { nodes: pr.reviews.filter((r) => r.state !== 'PENDING').slice(-50).map((r) => ({ ...authored(r), state: r.state, submittedAt: r.submittedAt })) },
+      reviewThreads: {
+        nodes: pr.reviewThreads
+          .slice(-20)
+          .map((t) => ({ comments: { nodes: t.comments.slice(-10).map((c) => ({ ...authored(c), createdAt: c.createdAt, line: c.line, path: c.path })) }, id: t.id })),
+      },
+      reviews: {
+        nodes: pr.reviews
+          .filter((r) => r.state !== 'PENDING')
+          .slice(-50)
+          .map((r) => ({ ...authored(r), state: r.state, submittedAt: r.submittedAt })),
+      },
       state: pr.state,
       title: pr.title,
       updatedAt: pr.updatedAt,
@@ -618,7 +642,13 @@ export class FakeGitHubServer {
     };
   }
 
-  private authored(pr: FakePullRequest, prefix: string, databaseId: number, anchor: string, init: { author?: string | null; body: string; authorAssociation?: string }): FakeAuthored {
+  private authored(
+    pr: FakePullRequest,
+    prefix: string,
+    databaseId: number,
+    anchor: string,
+    init: { author?: string | null; body: string; authorAssociation?: string },
+  ): FakeAuthored {
     return {
       author: init.author === undefined ? 'reviewer' : init.author,
       authorAssociation: init.authorAssociation ?? 'CONTRIBUTOR',

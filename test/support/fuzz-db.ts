@@ -92,7 +92,7 @@ export async function checkConsistency(dataDirectory: string): Promise<string[]>
   }
   const ids = rows('eventIds').map((row) => Number(row.id));
   for (let i = 1; i < ids.length; i++) {
-    if (!(ids[i]! > ids[i - 1]!)) {
+    if (!(ids[i] > ids[i - 1])) {
       problems.push(`manager_event ids not strictly increasing at ${ids[i - 1]} → ${ids[i]}`);
       break;
     }
@@ -106,7 +106,7 @@ export async function checkConsistency(dataDirectory: string): Promise<string[]>
   const fileIds = new Set(files.filter((f) => !f.startsWith('.')).map((f) => f.split('.')[0]));
   const rowIds = new Set(rows('attachments').map((row) => String(row.id)));
   const missingFiles = [...rowIds].filter((id) => !fileIds.has(id));
-  const strayFiles = [...fileIds].filter((id) => !rowIds.has(id as string));
+  const strayFiles = [...fileIds].filter((id) => !rowIds.has(id));
   if (missingFiles.length > 0) {
     problems.push(`attachment rows without a file: ${missingFiles.slice(0, 10).join(', ')}`);
   }
@@ -114,7 +114,6 @@ export async function checkConsistency(dataDirectory: string): Promise<string[]>
     problems.push(`attachment files without a row: ${strayFiles.slice(0, 10).join(', ')}`);
   }
   if (problems.length === 0) {
-    // eslint-disable-next-line no-console
     console.log(`store after fuzzing: ${JSON.stringify(rows('counts')[0])}, ${files.length} attachment files`);
   }
   return problems;

@@ -72,9 +72,7 @@ const DEFAULT_AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTOR
 
 export async function startManager({ sandbox, args = [], env = {}, shellPrefix }: StartArgs): Promise<ManagerProcess> {
   const argv = [BIN, 'start', '--workspace', sandbox.workspace, '--port', '0', ...args];
-  const [command, commandArgs] = shellPrefix
-    ? ['/bin/sh', ['-c', `${shellPrefix}; exec "$0" "$@"`, process.execPath, ...argv]]
-    : [process.execPath, argv];
+  const [command, commandArgs] = shellPrefix ? ['/bin/sh', ['-c', `${shellPrefix}; exec "$0" "$@"`, process.execPath, ...argv]] : [process.execPath, argv];
   const child = spawn(command, commandArgs, {
     env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, ...DEFAULT_AGENTS, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

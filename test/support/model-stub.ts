@@ -15,6 +15,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import * as zlib from 'node:zlib';
+import type { Json } from './http';
 
 export type StubTurn =
   /** Assistant text, optionally preceded by a reasoning summary (Codex) / thinking block (Claude). */
@@ -44,7 +45,7 @@ export type StubApi = 'openai' | 'anthropic';
 export interface StubRequest {
   api: StubApi;
   /** The parsed JSON body. */
-  body: any;
+  body: Json;
   /** `Date.now()` when the body had been read. */
   receivedAt: number;
   /**
@@ -180,11 +181,7 @@ export class ModelStub {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const pathname = (req.url ?? '').split('?')[0];
     const api: StubApi | null =
-      req.method === 'POST' && /\/v1\/responses\/?$/.test(pathname)
-        ? 'openai'
-        : req.method === 'POST' && /\/v1\/messages\/?$/.test(pathname)
-          ? 'anthropic'
-          : null;
+      req.method === 'POST' && /\/v1\/responses\/?$/.test(pathname) ? 'openai' : req.method === 'POST' && /\/v1\/messages\/?$/.test(pathname) ? 'anthropic' : null;
     if (!api) {
       this.unhandled.push({ method: req.method ?? '', url: req.url ?? '' });
       await readBody(req).catch(() => undefined);
@@ -372,22 +369,20 @@ function textOf(content: unknown): string {
   }
   if (Array.isArray(content)) {
     return content
-      .map((part: any) => (typeof part === 'string' ? part : typeof part?.text === 'string' ? part.text : ''))
+      .map((part: Json) => (typeof part === 'string' ? part : typeof part?.text === 'string' ? part.text : ''))
       .filter((t) => t !== '')
       .join('\n');
   }
   return '';
 }
 
-function openaiConversation(body: any): Entry[] {
+function openaiConversation(body: Json): Entry[] {
   const entries: Entry[] = [];
   const input = typeof body?.input === 'string' ? [{ content: body.input, role: 'user', type: 'message' }] : body?.input;
   for (const item of Array.isArray(input) ? input : []) {
     const type = item?.type ?? 'message';
     if (type === 'message' && (item.role === 'user' || item.role === 'assistant')) {
-      const parts = (Array.isArray(item.content) ? item.content : [item.content])
-        .map((part: any) => textOf([part]))
-        .filter((t: string) => t !== '' && !isInjected(t));
+      const parts = (Array.isArray(item.content) ? item.content : [item.content]).map((part: Json) => textOf([part])).filter((t: string) => t !== '' && !isInjected(t));
       if (parts.length > 0) {
         entries.push({ role: item.role, text: parts.join('\n') });
       }
@@ -400,7 +395,7 @@ function openaiConversation(body: any): Entry[] {
   return entries;
 }
 
-function anthropicConversation(body: any): Entry[] {
+function anthropicConversation(body: Json): Entry[] {
   const entries: Entry[] = [];
   for (const message of Array.isArray(body?.messages) ? body.messages : []) {
     if (message?.role !== 'user' && message?.role !== 'assistant') {
@@ -535,8 +530,8 @@ function openaiErrorCode(status: number): string {
 // ----------------------------------------------------------------------------------------------------------
 // Anthropic Messages API (streaming and non-streaming)
 
-function anthropicBlocks(n: number, turn: AnswerTurn): { blocks: any[]; stopReason: 'end_turn' | 'tool_use' } {
-  const blocks: any[] = [];
+function anthropicBlocks(n: number, turn: AnswerTurn): { blocks: Json[]; stopReason: 'end_turn' | 'tool_use' } {
+  const blocks: Json[] = [];
   if ('reasoning' in turn && turn.reasoning !== undefined) {
     blocks.push({ signature: `fakesig_${n}`, thinking: turn.reasoning, type: 'thinking' });
   }

@@ -1,16 +1,12 @@
 import { snapshotStore } from './db-snapshot';
+import type { Json } from './http';
 
 /**
  * Runs a request that must be refused and asserts the status, the error body (with `code`
  * when given) and that the store is unchanged: same row counts, same newest event id, same
  * attachment files. Returns the error body.
  */
-export async function expectRefused(
-  dataDirectory: string,
-  request: () => Promise<{ status: number; json?: any }>,
-  status: number,
-  code?: string,
-): Promise<any> {
+export async function expectRefused(dataDirectory: string, request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string): Promise<Json> {
   const before = await snapshotStore(dataDirectory);
   const res = await request();
   expect(res.status).toBe(status);

@@ -24,11 +24,7 @@ export interface SseConnection {
 }
 
 /** A minimal SSE reader over a raw HTTP request, so tests see exactly what the server sends. */
-export function connectSse(
-  url: string,
-  headers: Record<string, string> = {},
-  { auth = true, parse = true }: { auth?: boolean; parse?: boolean } = {},
-): Promise<SseConnection> {
+export function connectSse(url: string, headers: Record<string, string> = {}, { auth = true, parse = true }: { auth?: boolean; parse?: boolean } = {}): Promise<SseConnection> {
   return new Promise((resolve, reject) => {
     const events: SseEvent[] = [];
     const waiters: Array<() => void> = [];

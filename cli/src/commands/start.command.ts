@@ -40,10 +40,7 @@ function banner(manager: RunningManager): string {
     ? []
     : ['  WARNING: authentication is disabled (authentication: "none"). Anyone who can reach this', '  port can run commands on this machine through the agents.'];
   if (!isolation.enabled) {
-    warning.push(
-      `  WARNING: agents are not isolated: ${isolation.reason}.`,
-      '  An agent can read this workspace\'s token and act as you (see docs/security.md).',
-    );
+    warning.push(`  WARNING: agents are not isolated: ${isolation.reason}.`, "  An agent can read this workspace's token and act as you (see docs/security.md).");
   }
   return [`Agent Manager ${runtime.version}`, ...rows.map(([k, v]) => `  ${k.padEnd(12)}${v}`), ...warning, '  Press Ctrl+C to stop.', ''].join('\n');
 }
@@ -55,13 +52,27 @@ function banner(manager: RunningManager): string {
 export class StartCommand extends CommandRunner {
   async run(_params: string[], flags: StartFlags): Promise<void> {
     const overrides: Partial<ConfigurationValues> = {};
-    if (flags.host !== undefined) overrides.host = flags.host;
-    if (flags.port !== undefined) overrides.port = flags.port;
-    if (flags.db !== undefined) overrides.databasePath = path.resolve(flags.db);
-    if (flags.logLevel !== undefined) overrides.logLevel = flags.logLevel;
-    if (flags.logFile !== undefined) overrides.logFilePath = path.resolve(flags.logFile);
-    if (flags.allowOrigin !== undefined) overrides.allowedOrigin = flags.allowOrigin;
-    if (flags.prReconcileInterval !== undefined) overrides.pullRequestReconcileIntervalSeconds = flags.prReconcileInterval;
+    if (flags.host !== undefined) {
+      overrides.host = flags.host;
+    }
+    if (flags.port !== undefined) {
+      overrides.port = flags.port;
+    }
+    if (flags.db !== undefined) {
+      overrides.databasePath = path.resolve(flags.db);
+    }
+    if (flags.logLevel !== undefined) {
+      overrides.logLevel = flags.logLevel;
+    }
+    if (flags.logFile !== undefined) {
+      overrides.logFilePath = path.resolve(flags.logFile);
+    }
+    if (flags.allowOrigin !== undefined) {
+      overrides.allowedOrigin = flags.allowOrigin;
+    }
+    if (flags.prReconcileInterval !== undefined) {
+      overrides.pullRequestReconcileIntervalSeconds = flags.prReconcileInterval;
+    }
 
     const signals = new StopSignals({ stopWithParent: flags.stopWithParent === true });
     let manager: RunningManager;

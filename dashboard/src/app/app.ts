@@ -1,9 +1,12 @@
 import { ChangeDetectionStrategy, Component, inject, signal } from '@angular/core';
-import { RouterLink, RouterLinkActive, RouterOutlet } from '@angular/router';
+import { takeUntilDestroyed } from '@angular/core/rxjs-interop';
+import { Router, RouterLink, RouterLinkActive, RouterOutlet } from '@angular/router';
 
-import { I18n, type Language } from './core/i18n';
+import { I18n, type Language, keyOf } from './core/i18n';
 import { Notifier } from './core/notifier';
-import { Store } from './core/store';
+import { LiveSync } from './core/stores/live-sync';
+import { RequirementsStore } from './core/stores/requirements-store';
+import { RunsStore } from './core/stores/runs-store';
 import { Theme } from './core/theme';
 import { CreateRequirementDialog } from './dialogs/create-requirement-dialog';
 import { SettingsDialog } from './dialogs/settings-dialog';
@@ -23,7 +26,7 @@ import { SettingsDialog } from './dialogs/settings-dialog';
           <a routerLink="/timers" routerLinkActive="active" ariaCurrentWhenActive="page">{{ t('nav.timers') }}</a>
         </nav>
         <span class="spacer"></span>
-        <span class="conn" [class]="'conn ' + store.connection()" role="status" data-testid="connection">{{ t('conn.' + store.connection()) }}</span>
+        <span class="conn" [class]="'conn ' + sync.connection()" role="status" data-testid="connection">{{ t(keyOf('conn', sync.connection())) }}</span>
         <button type="button" class="primary" (click)="creating.set(true)" data-testid="new-requirement">+ {{ t('action.new') }}</button>
         <label class="inline">
           <span class="sr-only">{{ t('action.language') }}</span>
@@ -32,8 +35,14 @@ import { SettingsDialog } from './dialogs/settings-dialog';
             <option value="zh-CN">简体中文</option>
           </select>
         </label>
-        <button type="button" (click)="theme.cycle()" data-testid="theme" [attr.aria-label]="t('action.theme') + ': ' + t('theme.' + theme.choice())" [title]="t('action.theme')">
-          {{ theme.choice() === 'dark' ? '☾' : theme.choice() === 'light' ? '☀' : '◐' }} {{ t('theme.' + theme.choice()) }}
+        <button
+          type="button"
+          (click)="theme.cycle()"
+          data-testid="theme"
+          [attr.aria-label]="t('action.theme') + ': ' + t(keyOf('theme', theme.choice()))"
+          [title]="t('action.theme')"
+        >
+          {{ theme.choice() === 'dark' ? '☾' : theme.choice() === 'light' ? '☀' : '◐' }} {{ t(keyOf('theme', theme.choice())) }}
         </button>
         <button type="button" (click)="settings.set(true)" data-testid="settings">⚙ {{ t('action.settings') }}</button>
       </header>
@@ -58,13 +67,30 @@ import { SettingsDialog } from './dialogs/settings-dialog';
   `,
 })
 export class App {
-  protected readonly store = inject(Store);
+  /** Injected here so the snapshots and the event stream start with the shell. */
+  protected readonly sync = inject(LiveSync);
   protected readonly i18n = inject(I18n);
   protected readonly theme = inject(Theme);
   protected readonly notifier = inject(Notifier);
-  protected readonly t = this.i18n.t as (key: string, params?: Record<string, string | number>) => string;
+  protected readonly t = this.i18n.t;
+  protected readonly keyOf = keyOf;
   protected readonly creating = signal(false);
   protected readonly settings = signal(false);
+  private readonly requirements = inject(RequirementsStore);
+  private readonly router = inject(Router);
+
+  constructor() {
+    // A desktop notification when an agent's run finishes; clicking it opens the Requirement.
+    inject(RunsStore)
+      .finished$.pipe(takeUntilDestroyed())
+      .subscribe((run) => {
+        if (run.role !== 'rd') {
+          return;
+        }
+        const title = this.requirements.requirements().get(run.requirementId)?.title ?? run.requirementId;
+        this.notifier.desktop(this.t('notify.finished', { s: this.t(keyOf('run', run.status)) }), title, () => void this.router.navigate(['/requirements', run.requirementId]));
+      });
+  }
 
   protected onLanguage(event: Event): void {
     this.i18n.setLanguage((event.target as HTMLSelectElement).value as Language);

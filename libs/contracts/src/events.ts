@@ -1,3 +1,57 @@
+import type { AgentRun, AgentTimer, AgentTraceEvent, EventActor, ManagerConfiguration, PullRequest, Requirement, RequirementMessage, ReviewRequest } from './resources';
+
+/** What a run's end event carries: the run and its Requirement as they are now. */
+interface RunPayload {
+  requirement: Requirement;
+  run: AgentRun;
+  /** A reviewer run's end also carries its review. */
+  reviewRequest?: ReviewRequest;
+}
+
+/** What a Requirement's end (done, cancelled) carries: it, and the timers that ended with it. */
+interface ClosedPayload {
+  requirement: Requirement;
+  timers?: AgentTimer[];
+}
+
+/** A PR's events: it, and, when its head moved, the reviews that move made stale. */
+interface PullRequestPayload {
+  pullRequest: PullRequest;
+  reviewRequests?: ReviewRequest[];
+  previousStatus?: PullRequest['status'];
+}
+
+/**
+ * Every ManagerEvent type and the payload it carries: the contract of the SSE stream. The
+ * server appends through it (a wrong payload is a compile error) and the dashboard reads
+ * through it (no cast on a payload).
+ */
+export interface ManagerEventPayloads {
+  'manager.configuration.updated': { configuration: ManagerConfiguration };
+  'manager.reconciled': { failedRunIds: string[]; requirementIds: string[] };
+  'message.created': { message: RequirementMessage; requirement: Requirement };
+  'pull_request.created': PullRequestPayload;
+  'pull_request.updated': PullRequestPayload;
+  'requirement.completed': ClosedPayload;
+  'requirement.created': { requirement: Requirement };
+  'requirement.deleted': ClosedPayload;
+  'requirement.updated': { requirement: Requirement };
+  'requirements.purged': { requirementIds: string[] };
+  'review_request.started': { requirement: Requirement; reviewRequest: ReviewRequest; run: AgentRun };
+  'run.cancelled': RunPayload;
+  'run.failed': RunPayload;
+  'run.started': { requirement: Requirement; run: AgentRun };
+  'run.succeeded': RunPayload;
+  'run.timed_out': RunPayload;
+  'run.trace.appended': { trace: AgentTraceEvent };
+  'timer.cancelled': { timer: AgentTimer };
+  'timer.created': { timer: AgentTimer };
+  'timer.fired': { messageId: string | null; scheduledFor: string; skippedOccurrences: number; timer: AgentTimer };
+}
+
+export type ManagerEventType = keyof ManagerEventPayloads;
+
+/** The event types in a fixed order (the OpenAPI enum, the dashboard's listeners). */
 export const EVENT_TYPES = [
   'manager.configuration.updated',
   'manager.reconciled',
@@ -19,5 +73,26 @@ export const EVENT_TYPES = [
   'timer.cancelled',
   'timer.created',
   'timer.fired',
-] as const;
-export type ManagerEventType = (typeof EVENT_TYPES)[number];
+] as const satisfies readonly ManagerEventType[];
+
+// A type added to the map but not to the list (or the other way round) does not compile.
+type Unlisted = Exclude<ManagerEventType, (typeof EVENT_TYPES)[number]>;
+export const EVENT_TYPES_COMPLETE: [Unlisted] extends [never] ? true : Unlisted = true;
+
+/** The run end events, one per final run status. */
+export type RunEndEventType = 'run.cancelled' | 'run.failed' | 'run.succeeded' | 'run.timed_out';
+
+/** One ManagerEvent of type T. */
+export interface ManagerEventOf<T extends ManagerEventType> {
+  id: number;
+  type: T;
+  requirementId: string | null;
+  sessionId: string | null;
+  runId: string | null;
+  actor: EventActor;
+  payload: ManagerEventPayloads[T];
+  createdAt: string;
+}
+
+/** Any ManagerEvent: a union discriminated by `type`, so a switch on it narrows the payload. */
+export type ManagerEvent = { [T in ManagerEventType]: ManagerEventOf<T> }[ManagerEventType];

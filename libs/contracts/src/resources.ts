@@ -20,7 +20,6 @@ import type {
   TimerSchedule,
   TimerStatus,
 } from './enums';
-import type { ManagerEventType } from './events';
 
 // Resource shapes as the API returns them (JSON). Timestamps are ISO 8601 strings; a value that
 // does not exist yet is null, never omitted.
@@ -93,17 +92,6 @@ export interface EventActor {
   id: string | null;
 }
 
-export interface ManagerEvent<P = Record<string, unknown>> {
-  id: number;
-  type: ManagerEventType;
-  requirementId: string | null;
-  sessionId: string | null;
-  runId: string | null;
-  actor: EventActor;
-  payload: P;
-  createdAt: string;
-}
-
 /** Whether this manager's agents run in the sandbox that hides the workspaces' data. */
 export interface AgentIsolation {
   enabled: boolean;
@@ -134,6 +122,18 @@ export interface ConfigurationValues {
   logFilePath: string | null;
   logMaxSize: string;
   logMaxFiles: string;
+}
+
+/** The configuration as the API and its event show it (secrets replaced by whether they are set). */
+export interface ManagerConfiguration {
+  path: string;
+  values: ConfigurationValues;
+  effective: ConfigurationValues;
+  overriddenFields: string[];
+  githubWebhookSecretConfigured: boolean;
+  liveFields: string[];
+  restartRequired: boolean;
+  restartRequiredFields: string[];
 }
 
 export interface Page<T> {

@@ -28,7 +28,7 @@ import {
   RelatedRequirementsDto,
 } from './dto/agent-requirements.dto';
 
-const OUTSIDE_SCOPE = 'The source Requirement or session is not the run credential\'s own (the owner\'s token may name any)';
+const OUTSIDE_SCOPE = "The source Requirement or session is not the run credential's own (the owner's token may name any)";
 
 @ApiTags('agent')
 @Controller('agent/requirements')
@@ -36,9 +36,9 @@ export class AgentRequirementsController {
   constructor(private readonly agentRequirements: AgentRequirementsService) {}
 
   @Post()
-  @ApiOperation({ summary: 'Propose a follow-up Requirement, a child of the run\'s own (todo unless start is true)' })
+  @ApiOperation({ summary: "Propose a follow-up Requirement, a child of the run's own (todo unless start is true)" })
   @ApiCreatedResponse({ type: RequirementResponseDto })
-  @ApiBadRequestResponse({ description: 'Invalid fields, or a parent other than the run\'s Requirement' })
+  @ApiBadRequestResponse({ description: "Invalid fields, or a parent other than the run's Requirement" })
   @ApiForbiddenResponse({ description: OUTSIDE_SCOPE })
   proposeRequirement(@Body() body: ProposeRequirementDto, @CurrentAgentCaller() caller: AgentCaller, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
     return this.agentRequirements.propose(body, caller, actor);
@@ -65,7 +65,7 @@ export class AgentRequirementsController {
   }
 
   @Get(':id/related')
-  @ApiOperation({ summary: 'The direct parent and children of the run\'s Requirement (terminal ones too, until purged)' })
+  @ApiOperation({ summary: "The direct parent and children of the run's Requirement (terminal ones too, until purged)" })
   @ApiOkResponse({ type: RelatedRequirementsDto })
   @ApiBadRequestResponse()
   @ApiForbiddenResponse({ description: OUTSIDE_SCOPE })

@@ -45,7 +45,7 @@ export class AgentRequirementsService {
         throw invalid('parent_mismatch', `a proposed Requirement's parent is the proposing session's Requirement ${caller.scope.requirementId}, not ${parentId}`);
       }
     } else if (dto.parentRequirementId === undefined) {
-      throw invalid('parent_required', 'with the owner\'s token, name the parent Requirement (parentRequirementId) the proposal is for');
+      throw invalid('parent_required', "with the owner's token, name the parent Requirement (parentRequirementId) the proposal is for");
     } else {
       parentId = dto.parentRequirementId;
       await this.sourceOf(parentId, dto.sourceSessionId);

@@ -65,13 +65,24 @@ describe(AgentSandbox.name, () => {
     const f = make();
     const hidden = path.join(f.runtime.paths.home, 'workspaces');
     expect(bubblewrapOptions({ cwd: '/repo', hidden: [hidden], readOnlyFiles: [f.attachment, f.attachment, path.join(hidden, 'gone.txt'), '/etc/hostname'] })).toEqual([
-      '--dev-bind', '/', '/',
-      '--unshare-pid', '--proc', '/proc',
-      '--cap-drop', 'CAP_SYS_ADMIN', '--cap-drop', 'CAP_DAC_READ_SEARCH',
-      '--tmpfs', hidden,
+      '--dev-bind',
+      '/',
+      '/',
+      '--unshare-pid',
+      '--proc',
+      '/proc',
+      '--cap-drop',
+      'CAP_SYS_ADMIN',
+      '--cap-drop',
+      'CAP_DAC_READ_SEARCH',
+      '--tmpfs',
+      hidden,
       // once, existing files inside the hidden tree only
-      '--ro-bind', f.attachment, f.attachment,
-      '--chdir', '/repo',
+      '--ro-bind',
+      f.attachment,
+      f.attachment,
+      '--chdir',
+      '/repo',
     ]);
   });
 
@@ -132,7 +143,15 @@ describe(AgentSandbox.name, () => {
     expect(wrapped.command).toBe('/usr/bin/bwrap');
     const lines: string[] = [];
     const marker = `sandbox-test-${process.pid}`;
-    const run = runProcess({ ...wrapped, cwd: f.runtime.paths.root, env: { PATH: process.env.PATH ?? '' }, inactivityTimeoutMs: 30_000, marker, onLine: (l) => lines.push(l), stdin: '' });
+    const run = runProcess({
+      ...wrapped,
+      cwd: f.runtime.paths.root,
+      env: { PATH: process.env.PATH ?? '' },
+      inactivityTimeoutMs: 30_000,
+      marker,
+      onLine: (l) => lines.push(l),
+      stdin: '',
+    });
     const deadline = Date.now() + 20_000;
     while (!lines.includes('ready') && Date.now() < deadline) {
       if (await Promise.race([run.finished.then(() => true), new Promise((r) => setTimeout(() => r(false), 20))])) {

@@ -138,9 +138,7 @@ export class AgentSandbox implements OnModuleInit {
       return off(`bubblewrap could not be run: ${result.error}`);
     }
     const said = result.stderr.trim().split('\n')[0];
-    return said
-      ? off(`bubblewrap cannot create the sandbox here (${said}); user namespaces may be disabled or restricted`)
-      : off(`bubblewrap started but did not hide ${witness}`);
+    return said ? off(`bubblewrap cannot create the sandbox here (${said}); user namespaces may be disabled or restricted`) : off(`bubblewrap started but did not hide ${witness}`);
   }
 }
 

@@ -3,17 +3,7 @@ import * as fs from 'node:fs';
 import { TRACE_KINDS } from '@libs/contracts';
 
 import type { InvocationContext, NormalizedEvent } from './agent-adapter';
-import {
-  Transcript,
-  loadTranscript as loadShared,
-  messages,
-  outcomes,
-  parseWith,
-  sessions,
-  traces,
-  transcriptDirectory,
-  usages,
-} from '../../../test/support/transcripts';
+import { Transcript, loadTranscript as loadShared, messages, outcomes, parseWith, sessions, traces, transcriptDirectory, usages } from '../../../test/support/transcripts';
 import { ClaudeCodeAdapter } from './claude-code.adapter';
 
 const TRANSCRIPTS = transcriptDirectory('claude');
@@ -31,9 +21,7 @@ function expectApiFailure(events: NormalizedEvent[], prefix: string): void {
   expect(outcome?.type === 'failed' && outcome.message).toMatch(new RegExp(`^${prefix}`));
   // The synthetic "API Error: …" message is an error trace, never a conversation message.
   expect(messages(events)).toEqual([]);
-  expect(traces(events)).toContainEqual(
-    expect.objectContaining({ kind: 'error', nativeType: 'assistant/text', title: expect.stringMatching(new RegExp(`^${prefix}`)) }),
-  );
+  expect(traces(events)).toContainEqual(expect.objectContaining({ kind: 'error', nativeType: 'assistant/text', title: expect.stringMatching(new RegExp(`^${prefix}`)) }));
   expect(traces(events).some((trace) => trace.kind === 'assistant_message')).toBe(false);
 }
 
@@ -58,9 +46,7 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
   },
   'error-http500': (events) => {
     expectApiFailure(events, 'API Error: 500 fake internal error');
-    expect(retries(events).map((trace) => trace.title)).toEqual(
-      Array.from({ length: 10 }, (_, i) => `Retrying request ${i + 1}/10 after HTTP 500 (server_error)`),
-    );
+    expect(retries(events).map((trace) => trace.title)).toEqual(Array.from({ length: 10 }, (_, i) => `Retrying request ${i + 1}/10 after HTTP 500 (server_error)`));
     expect(retries(events).every((trace) => trace.kind === 'error')).toBe(true);
   },
   'error-http500-maxretries0': (events) => {
@@ -133,9 +119,7 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
         nativeType: 'assistant/thinking',
       }),
     );
-    expect(traces(events)).toContainEqual(
-      expect.objectContaining({ kind: 'lifecycle', nativeType: 'system/thinking_tokens', title: 'Thinking (about 14 tokens)' }),
-    );
+    expect(traces(events)).toContainEqual(expect.objectContaining({ kind: 'lifecycle', nativeType: 'system/thinking_tokens', title: 'Thinking (about 14 tokens)' }));
     expect(messages(events)).toEqual(['Hello after thinking.']);
   },
   resume: (events, transcript) => {
@@ -172,9 +156,7 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
     expect(usages(events)).toEqual([{ cachedInputTokens: 0, inputTokens: 200, outputTokens: 40, reasoningOutputTokens: 0 }]);
   },
   'sigterm-long-command': (events) => {
-    expect(traces(events)).toContainEqual(
-      expect.objectContaining({ detail: 'Exit code 137\nstarted', kind: 'tool_result', status: 'failed', toolName: 'Bash' }),
-    );
+    expect(traces(events)).toContainEqual(expect.objectContaining({ detail: 'Exit code 137\nstarted', kind: 'tool_result', status: 'failed', toolName: 'Bash' }));
     expect(outcomes(events)).toEqual([
       { message: 'claude exited with code 143 (SIGTERM): [claude-code:unrecognized_model] {"model":"fake","query_source":"sdk"}', type: 'failed' },
     ]);
@@ -277,16 +259,15 @@ describe(ClaudeCodeAdapter.name, () => {
     it('adds nothing after a success with exit 0 or a reported failure', () => {
       expect(outcomes(parseLines([init, success]))).toEqual([{ summary: 'ok', type: 'completed' }]);
       const failure = { ...success, is_error: true, result: 'API Error: 500 x' };
-      expect(outcomes(parseLines([init, failure], { code: 1, signal: null, stderr: '' }))).toEqual([
-        { message: 'API Error: 500 x', type: 'failed' },
-      ]);
+      expect(outcomes(parseLines([init, failure], { code: 1, signal: null, stderr: '' }))).toEqual([{ message: 'API Error: 500 x', type: 'failed' }]);
     });
 
     it('reports error_during_execution with its errors', () => {
-      const events = parseLines(
-        [init, { errors: ['No conversation found with session ID: abc'], is_error: true, subtype: 'error_during_execution', type: 'result' }],
-        { code: 1, signal: null, stderr: 'No conversation found with session ID: abc' },
-      );
+      const events = parseLines([init, { errors: ['No conversation found with session ID: abc'], is_error: true, subtype: 'error_during_execution', type: 'result' }], {
+        code: 1,
+        signal: null,
+        stderr: 'No conversation found with session ID: abc',
+      });
       expect(outcomes(events)).toEqual([{ message: 'No conversation found with session ID: abc', type: 'failed' }]);
     });
 
@@ -357,17 +338,14 @@ describe(ClaudeCodeAdapter.name, () => {
   });
 
   describe('robustness', () => {
-    it.each([['not json'], ['{"type":"assistant","message":{"content":[{"type":"text","text":"Hel'], ['42'], ['[]'], ['null'], ['"x"']])(
-      'turns %j into an error trace',
-      (line) => {
-        expect(sut.createParser().line(line)).toEqual([
-          {
-            trace: { detail: line, kind: 'error', nativeType: 'unparseable', status: null, title: 'unparseable output line', toolCallId: null, toolName: null },
-            type: 'trace',
-          },
-        ]);
-      },
-    );
+    it.each([['not json'], ['{"type":"assistant","message":{"content":[{"type":"text","text":"Hel'], ['42'], ['[]'], ['null'], ['"x"']])('turns %j into an error trace', (line) => {
+      expect(sut.createParser().line(line)).toEqual([
+        {
+          trace: { detail: line, kind: 'error', nativeType: 'unparseable', status: null, title: 'unparseable output line', toolCallId: null, toolName: null },
+          type: 'trace',
+        },
+      ]);
+    });
 
     it('ignores blank lines', () => {
       expect(sut.createParser().line('')).toEqual([]);

@@ -1,16 +1,8 @@
-import type {
-  AgentAdapter,
-  Invocation,
-  InvocationContext,
-  NormalizedEvent,
-  OutputParser,
-  TokenUsage,
-} from './agent-adapter';
+import type { AgentAdapter, Invocation, InvocationContext, NormalizedEvent, OutputParser, TokenUsage } from './agent-adapter';
 import { exitMessage, isObject, Json, num, oneLine, parseJsonLine, str, trace, unknown } from './output-helpers';
 
 // Claude Code (`claude --print --output-format stream-json --verbose`). Verified against Claude
 // Code 2.1.332 transcripts in test/fixtures/agent-transcripts/claude/.
-
 
 export class ClaudeCodeAdapter implements AgentAdapter {
   readonly provider = 'claude-code' as const;
@@ -43,7 +35,6 @@ export class ClaudeCodeAdapter implements AgentAdapter {
     return new ClaudeOutputParser();
   }
 }
-
 
 class ClaudeOutputParser implements OutputParser {
   private outcomeReported = false;
@@ -142,9 +133,7 @@ class ClaudeOutputParser implements OutputParser {
             events.push(trace({ detail: text, kind: 'error', nativeType, status: 'failed', title: oneLine(text) || 'API error' }));
             break;
           }
-          events.push(
-            trace({ detail: text, kind: 'assistant_message', nativeType, title: fromSubagent ? 'Sub-agent message' : 'Assistant message' }),
-          );
+          events.push(trace({ detail: text, kind: 'assistant_message', nativeType, title: fromSubagent ? 'Sub-agent message' : 'Assistant message' }));
           if (!fromSubagent) {
             events.push({ text, type: 'assistant_message' });
           }
@@ -258,9 +247,7 @@ function claudeUsage(usage: Json): TokenUsage {
 }
 
 function toolTitle(name: string, input: Json): string {
-  const subject = [input.command, input.file_path, input.notebook_path, input.path, input.pattern, input.url, input.query, input.description]
-    .map(str)
-    .find((value) => value);
+  const subject = [input.command, input.file_path, input.notebook_path, input.path, input.pattern, input.url, input.query, input.description].map(str).find((value) => value);
   return subject ? `${name}: ${oneLine(subject)}` : name;
 }
 

@@ -3,17 +3,7 @@ import * as fs from 'node:fs';
 import { TRACE_KINDS } from '@libs/contracts';
 
 import type { InvocationContext, NormalizedEvent } from './agent-adapter';
-import {
-  Transcript,
-  loadTranscript as loadShared,
-  messages,
-  outcomes,
-  parseWith,
-  sessions,
-  traces,
-  transcriptDirectory,
-  usages,
-} from '../../../test/support/transcripts';
+import { Transcript, loadTranscript as loadShared, messages, outcomes, parseWith, sessions, traces, transcriptDirectory, usages } from '../../../test/support/transcripts';
 import { CodexAdapter, displayCommand, tomlString } from './codex.adapter';
 
 const TRANSCRIPTS = transcriptDirectory('codex');
@@ -23,7 +13,6 @@ const parseAll = (transcript: Pick<Transcript, 'lines' | 'exit'>): NormalizedEve
 function parseLines(lines: unknown[], exit = { code: 0, signal: null, stderr: '' }): NormalizedEvent[] {
   return parseAll({ exit, lines: lines.map((line) => (typeof line === 'string' ? line : JSON.stringify(line))) });
 }
-
 
 const HIGH_DEMAND = 'We’re currently experiencing high demand, which may cause temporary errors.';
 
@@ -42,9 +31,7 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
     expect(outcomes(events)).toEqual([{ message: HIGH_DEMAND, type: 'failed' }]);
   },
   'error-stream': (events) => {
-    expect(outcomes(events)).toEqual([
-      { message: 'stream disconnected before completion: fake stream failure', type: 'failed' },
-    ]);
+    expect(outcomes(events)).toEqual([{ message: 'stream disconnected before completion: fake stream failure', type: 'failed' }]);
   },
   image: (events) => {
     expect(messages(events)).toEqual(['The image is a solid red square.']);
@@ -61,9 +48,7 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
     // becomes a conversation message, though both copies stay visible in the trace.
     expect(traces(events).filter((trace) => trace.kind === 'assistant_message')).toHaveLength(2);
     expect(messages(events)).toEqual([]);
-    expect(outcomes(events)).toEqual([
-      { message: 'stream disconnected before completion: stream closed before response.completed', type: 'failed' },
-    ]);
+    expect(outcomes(events)).toEqual([{ message: 'stream disconnected before completion: stream closed before response.completed', type: 'failed' }]);
   },
   'plain-text': (events) => {
     expect(messages(events)).toEqual(['Hello! This is a plain text answer from the fake model.']);
@@ -206,10 +191,7 @@ describe(CodexAdapter.name, () => {
   });
 
   describe('retries', () => {
-    const start = [
-      { thread_id: 't1', type: 'thread.started' },
-      { type: 'turn.started' },
-    ];
+    const start = [{ thread_id: 't1', type: 'thread.started' }, { type: 'turn.started' }];
     const message = (id: string, text: string) => ({ item: { id, text, type: 'agent_message' }, type: 'item.completed' });
     const retry = { message: 'Reconnecting... 1/5 (stream disconnected before completion)', type: 'error' };
     const completed = { type: 'turn.completed', usage: { cached_input_tokens: 10, input_tokens: 100, output_tokens: 20, reasoning_output_tokens: 3 } };
@@ -250,9 +232,7 @@ describe(CodexAdapter.name, () => {
         completed,
       ]);
       expect(messages(events)).toEqual(['Running the tests.', 'One test fails.']);
-      expect(traces(events)).toContainEqual(
-        expect.objectContaining({ detail: 'FAIL\n', kind: 'tool_result', status: 'failed', title: 'Ran `npm test` (exit code 1)' }),
-      );
+      expect(traces(events)).toContainEqual(expect.objectContaining({ detail: 'FAIL\n', kind: 'tool_result', status: 'failed', title: 'Ran `npm test` (exit code 1)' }));
     });
 
     it('drops every message of a failed turn', () => {
@@ -267,23 +247,18 @@ describe(CodexAdapter.name, () => {
   });
 
   describe('robustness', () => {
-    it.each([
-      ['not json'],
-      ['{"type":"thread.started","thread_id":"01a2'],
-      ['42'],
-      ['[1,2]'],
-      ['null'],
-      ['"a string"'],
-      ['{"type":"item.completed","item":{"id":"item_1"'],
-    ])('turns %j into an error trace', (line) => {
-      const events = sut.createParser().line(line);
-      expect(events).toEqual([
-        {
-          trace: { detail: line, kind: 'error', nativeType: 'unparseable', status: null, title: 'unparseable output line', toolCallId: null, toolName: null },
-          type: 'trace',
-        },
-      ]);
-    });
+    it.each([['not json'], ['{"type":"thread.started","thread_id":"01a2'], ['42'], ['[1,2]'], ['null'], ['"a string"'], ['{"type":"item.completed","item":{"id":"item_1"']])(
+      'turns %j into an error trace',
+      (line) => {
+        const events = sut.createParser().line(line);
+        expect(events).toEqual([
+          {
+            trace: { detail: line, kind: 'error', nativeType: 'unparseable', status: null, title: 'unparseable output line', toolCallId: null, toolName: null },
+            type: 'trace',
+          },
+        ]);
+      },
+    );
 
     it('caps the detail of a huge garbage line', () => {
       const [event] = sut.createParser().line('x'.repeat(100_000));
@@ -310,9 +285,7 @@ describe(CodexAdapter.name, () => {
       const parser = sut.createParser();
       expect(() => parser.line('{"type":"thread.started","thread_id":42}')).not.toThrow();
       expect(parser.line('{"type":"thread.started","thread_id":42}').some((event) => event.type === 'session')).toBe(false);
-      expect(parser.line('{"type":"turn.completed","usage":"lots"}').filter((event) => event.type !== 'trace')).toEqual([
-        { summary: null, type: 'completed' },
-      ]);
+      expect(parser.line('{"type":"turn.completed","usage":"lots"}').filter((event) => event.type !== 'trace')).toEqual([{ summary: null, type: 'completed' }]);
       expect(parser.line('{"type":"turn.failed","error":null}')).toContainEqual({ message: 'codex reported a failed turn', type: 'failed' });
     });
 
@@ -321,7 +294,17 @@ describe(CodexAdapter.name, () => {
         { item: { changes: [{ kind: 'update', path: 'src/a.ts' }], id: 'item_1', status: 'completed', type: 'file_change' }, type: 'item.completed' },
         { item: { arguments: {}, id: 'item_2', server: 'docs', status: 'in_progress', tool: 'search', type: 'mcp_tool_call' }, type: 'item.started' },
         { item: { id: 'item_3', query: 'nestjs sse', type: 'web_search' }, type: 'item.completed' },
-        { item: { id: 'item_4', items: [{ completed: true, text: 'read' }, { completed: false, text: 'write' }], type: 'todo_list' }, type: 'item.updated' },
+        {
+          item: {
+            id: 'item_4',
+            items: [
+              { completed: true, text: 'read' },
+              { completed: false, text: 'write' },
+            ],
+            type: 'todo_list',
+          },
+          type: 'item.updated',
+        },
       ]);
       expect(traces(events).map(({ kind, status, title, toolName }) => ({ kind, status, title, toolName }))).toEqual([
         { kind: 'tool_result', status: 'completed', title: 'Edited src/a.ts', toolName: 'apply_patch' },
@@ -359,9 +342,7 @@ describe(CodexAdapter.name, () => {
 
       const contradicted = sut.createParser();
       contradicted.line('{"type":"turn.completed"}');
-      expect(contradicted.end({ code: 2, signal: null, stderr: 'panic' })).toEqual([
-        { message: 'codex exited with code 2 after reporting success: panic', type: 'failed' },
-      ]);
+      expect(contradicted.end({ code: 2, signal: null, stderr: 'panic' })).toEqual([{ message: 'codex exited with code 2 after reporting success: panic', type: 'failed' }]);
     });
   });
 
@@ -401,18 +382,8 @@ describe(CodexAdapter.name, () => {
     });
 
     it('attaches images with one `--image=` flag each, never right before `-`', () => {
-      const args = sut.buildInvocation(
-        baseContext({ images: ['/data/att_1.png', '/data/with space/att_2.jpg', '/data/a,b.png'], nativeSessionId: 'tid' }),
-      ).args;
-      expect(args).toEqual([
-        ...BASE_ARGS,
-        '--image=/data/att_1.png',
-        '--image=/data/with space/att_2.jpg',
-        ...INSTRUCTIONS_ARGS,
-        'resume',
-        'tid',
-        '-',
-      ]);
+      const args = sut.buildInvocation(baseContext({ images: ['/data/att_1.png', '/data/with space/att_2.jpg', '/data/a,b.png'], nativeSessionId: 'tid' })).args;
+      expect(args).toEqual([...BASE_ARGS, '--image=/data/att_1.png', '--image=/data/with space/att_2.jpg', ...INSTRUCTIONS_ARGS, 'resume', 'tid', '-']);
       // A comma would split the path into two images; such a path is left to the prompt.
       expect(args.join(' ')).not.toContain('a,b.png');
     });
@@ -432,7 +403,7 @@ describe(CodexAdapter.name, () => {
       ['bell\u0007 esc\u001b del\u007f nul\u0000', '"bell\\u0007 esc\\u001b del\\u007f nul\\u0000"'],
       ['\b\f', '"\\b\\f"'],
       ['漢字 🚀 é', '"漢字 🚀 é"'],
-      ["it's '''", '"it\'s \'\'\'"'],
+      ["it's '''", "\"it's '''\""],
       ['', '""'],
       ['lone \ud800 surrogate', '"lone \\ufffd surrogate"'],
     ])('encodes %j', (value, encoded) => {

@@ -1,16 +1,8 @@
-import type {
-  AgentAdapter,
-  Invocation,
-  InvocationContext,
-  NormalizedEvent,
-  OutputParser,
-  TokenUsage,
-} from './agent-adapter';
+import type { AgentAdapter, Invocation, InvocationContext, NormalizedEvent, OutputParser, TokenUsage } from './agent-adapter';
 import { exitMessage, isObject, Json, num, oneLine, parseJsonLine, str, trace, unknown } from './output-helpers';
 
 // Codex CLI (`codex exec --json`). Verified against codex-cli 0.171.0 transcripts in
 // test/fixtures/agent-transcripts/codex/.
-
 
 /**
  * A TOML basic string ("…") holding `value` exactly: `-c key=value` is parsed as TOML, and a value
@@ -107,7 +99,6 @@ export class CodexAdapter implements AgentAdapter {
   }
 }
 
-
 class CodexOutputParser implements OutputParser {
   private outcomeReported = false;
   private succeeded = false;
@@ -171,10 +162,7 @@ class CodexOutputParser implements OutputParser {
         this.succeeded = false;
         const error = isObject(event.error) ? event.error : {};
         const message = str(error.message) || 'codex reported a failed turn';
-        return [
-          trace({ detail: message, kind: 'error', nativeType: type, status: 'failed', title: 'Turn failed' }),
-          { message, type: 'failed' },
-        ];
+        return [trace({ detail: message, kind: 'error', nativeType: type, status: 'failed', title: 'Turn failed' }), { message, type: 'failed' }];
       }
       default:
         return [unknown(event, type ?? 'unknown')];
@@ -276,9 +264,7 @@ class CodexOutputParser implements OutputParser {
       if (eventType === 'item.updated') {
         return [];
       }
-      return [
-        trace({ detail: JSON.stringify(item), kind: 'tool_call', nativeType, status: 'started', title, toolCallId: id, toolName }),
-      ];
+      return [trace({ detail: JSON.stringify(item), kind: 'tool_call', nativeType, status: 'started', title, toolCallId: id, toolName })];
     }
     this.commitAttempt();
     const failed = item.status === 'failed' || item.status === 'declined' || isObject(item.error);

@@ -10,7 +10,6 @@ const STDERR_SUMMARY_MAX = 1000;
 
 export type Json = Record<string, unknown>;
 
-
 export function trace(fields: Partial<NormalizedTrace> & Pick<NormalizedTrace, 'kind' | 'nativeType' | 'title'>): NormalizedEvent {
   return {
     trace: {
@@ -55,11 +54,7 @@ export function cap(text: string, max: number): string {
 }
 
 /** "codex exited with code 1: <stderr>", "codex was killed by SIGTERM". */
-export function exitMessage(
-  cli: string,
-  exit: { code: number | null; signal: string | null; stderr: string },
-  reportedSuccess = false,
-): string {
+export function exitMessage(cli: string, exit: { code: number | null; signal: string | null; stderr: string }, reportedSuccess = false): string {
   let message: string;
   if (exit.signal) {
     message = `${cli} was killed by ${exit.signal}`;

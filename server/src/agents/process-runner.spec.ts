@@ -37,15 +37,15 @@ describe('runProcess', () => {
     const end = await run.finished;
     expect(end).toMatchObject({ code: 0, reason: 'exited' });
     expect(lines.map((l) => l.line.slice(0, 12))).toEqual(['{"a":1}', 'not json at ', '{"big":"xxxx', '{"after":tru', '{"no-newline']);
-    expect(lines[2]!.line).toHaveLength(1024);
-    expect(lines[2]!.truncatedFrom).toBe(2 * 1024 * 1024 + 10);
-    expect(lines[3]!.truncatedFrom).toBeUndefined();
+    expect(lines[2].line).toHaveLength(1024);
+    expect(lines[2].truncatedFrom).toBe(2 * 1024 * 1024 + 10);
+    expect(lines[3].truncatedFrom).toBeUndefined();
   });
 
   it('sends the prompt on stdin and keeps only the tail of stderr', async () => {
     const echo = start('stdin', { stdin: 'line one\nline "two"\n' });
     await echo.run.finished;
-    expect(JSON.parse(echo.lines[0]!.line)).toEqual({ stdin: 'line one\nline "two"\n' });
+    expect(JSON.parse(echo.lines[0].line)).toEqual({ stdin: 'line one\nline "two"\n' });
 
     const noisy = start('stderr');
     const end = await noisy.run.finished;
@@ -67,7 +67,7 @@ describe('runProcess', () => {
   it('ends the whole tree on interrupt: children in other sessions, grandchildren, scrubbed environments', async () => {
     const { lines, run } = start('tree');
     await until(() => lines.length > 0);
-    const pids = JSON.parse(lines[0]!.line) as Record<string, number>;
+    const pids = JSON.parse(lines[0].line) as Record<string, number>;
     for (const pid of Object.values(pids)) {
       expect(isRunning(pid)).toBe(true);
     }
@@ -81,7 +81,7 @@ describe('runProcess', () => {
   it('ends what an exited CLI left behind (Codex leaves tool children running)', async () => {
     const { lines, run } = start('orphan');
     await run.finished;
-    const { orphan } = JSON.parse(lines[0]!.line) as { orphan: number };
+    const { orphan } = JSON.parse(lines[0].line) as { orphan: number };
     expect(isRunning(orphan)).toBe(false);
   });
 

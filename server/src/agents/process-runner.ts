@@ -150,14 +150,16 @@ export function runProcess(spec: ProcessSpec): RunningProcess {
       }
       // A finished CLI may leave tool processes behind (Codex does): end them too.
       const cleanup = stopping ?? killRunTree(spec.marker, null);
-      void cleanup.catch(() => undefined).then(() =>
-        resolve({
-          code,
-          reason: spawnError ? 'spawn_failed' : (stopReason ?? 'exited'),
-          signal: sig,
-          stderr: spawnError ? `${spawnError.message}\n${stderr}` : stderr,
-        }),
-      );
+      void cleanup
+        .catch(() => undefined)
+        .then(() =>
+          resolve({
+            code,
+            reason: spawnError ? 'spawn_failed' : (stopReason ?? 'exited'),
+            signal: sig,
+            stderr: spawnError ? `${spawnError.message}\n${stderr}` : stderr,
+          }),
+        );
     });
   });
 

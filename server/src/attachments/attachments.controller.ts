@@ -28,12 +28,7 @@ export class AttachmentsController {
   @ApiHeader({ description: 'The file name, URI-encoded', name: 'X-File-Name', required: true })
   @ApiCreatedResponse({ type: AttachmentResponseDto })
   @ApiNotFoundResponse()
-  uploadAttachment(
-    @Param('id') id: string,
-    @Headers('x-file-name') fileName: string | undefined,
-    @Req() req: Request,
-    @Actor() actor: EventActor,
-  ): Promise<AttachmentResponseDto> {
+  uploadAttachment(@Param('id') id: string, @Headers('x-file-name') fileName: string | undefined, @Req() req: Request, @Actor() actor: EventActor): Promise<AttachmentResponseDto> {
     const length = req.headers['content-length'];
     return this.attachments.upload(
       id,

@@ -135,10 +135,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
     if (new Set(ids).size !== ids.length) {
       throw invalid('duplicate_attachment', 'attachmentIds lists an attachment more than once');
     }
-    const rows = await (await tx.reads())
-      .createQueryBuilder(MessageAttachmentEntity, 'a')
-      .where('a.id IN (:...ids)', { ids })
-      .getMany();
+    const rows = await (await tx.reads()).createQueryBuilder(MessageAttachmentEntity, 'a').where('a.id IN (:...ids)', { ids }).getMany();
     const byId = new Map(rows.map((row) => [row.id, row]));
     for (const id of ids) {
       const row = byId.get(id);
@@ -173,11 +170,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
     if (messageIds.length === 0) {
       return result;
     }
-    const rows = await manager
-      .createQueryBuilder(MessageAttachmentEntity, 'a')
-      .where('a.message_id IN (:...ids)', { ids: messageIds })
-      .orderBy('a.created_at', 'ASC')
-      .getMany();
+    const rows = await manager.createQueryBuilder(MessageAttachmentEntity, 'a').where('a.message_id IN (:...ids)', { ids: messageIds }).orderBy('a.created_at', 'ASC').getMany();
     for (const row of rows) {
       const list = result.get(row.messageId as string) ?? [];
       list.push(toAttachmentResponse(row));
@@ -187,9 +180,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
   }
 
   private async assertAcceptsUploads(manager: EntityManager, requirementId: string): Promise<void> {
-    const requirement = isId('requirement', requirementId)
-      ? await manager.findOne(RequirementEntity, { select: { id: true, status: true }, where: { id: requirementId } })
-      : null;
+    const requirement = isId('requirement', requirementId) ? await manager.findOne(RequirementEntity, { select: { id: true, status: true }, where: { id: requirementId } }) : null;
     if (!requirement) {
       throw requirementNotFound(requirementId);
     }

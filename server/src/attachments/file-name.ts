@@ -17,7 +17,7 @@ export function parseFileName(header: string | string[] | undefined): string {
   } catch {
     throw invalid('invalid_file_name', 'X-File-Name is not valid URI encoding');
   }
-  // eslint-disable-next-line no-control-regex
+
   if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(name)) {
     throw invalid('invalid_file_name', 'X-File-Name must not contain control or bidirectional-override characters');
   }

@@ -10,12 +10,7 @@ describe('file signatures', () => {
     expect(detectImage(Buffer.from(bytes))).toBe(type);
   });
 
-  it.each([
-    [[0x89, 0x50, 0x4e]],
-    [[...Buffer.from('RIFF'), 1, 2, 3, 4, ...Buffer.from('WAVE')]],
-    [[...Buffer.from('GIF88a')]],
-    [[]],
-  ])('does not take %j for an image', (bytes) => {
+  it.each([[[0x89, 0x50, 0x4e]], [[...Buffer.from('RIFF'), 1, 2, 3, 4, ...Buffer.from('WAVE')]], [[...Buffer.from('GIF88a')]], [[]]])('does not take %j for an image', (bytes) => {
     expect(detectImage(Buffer.from(bytes))).toBeNull();
   });
 

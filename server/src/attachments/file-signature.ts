@@ -3,8 +3,7 @@ import type { AttachmentKind } from '@libs/contracts';
 /** Bytes needed to recognise every supported image format. */
 export const SIGNATURE_BYTES = 12;
 
-const startsWith = (head: Buffer, bytes: number[], offset = 0) =>
-  head.length >= offset + bytes.length && bytes.every((b, i) => head[offset + i] === b);
+const startsWith = (head: Buffer, bytes: number[], offset = 0) => head.length >= offset + bytes.length && bytes.every((b, i) => head[offset + i] === b);
 
 /**
  * The type comes from the file's first bytes, never from its name or the client's

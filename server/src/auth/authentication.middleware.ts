@@ -115,7 +115,7 @@ export class AuthenticationMiddleware {
       const timer = TIMER_ROUTE.exec(path);
       const allowed = path.startsWith(AGENT_PREFIX) || (timer !== null && timer[1] === scope.requirementId);
       if (!allowed) {
-        this.refuse(req, res, 403, 'outside_run_scope', 'a run credential may only call the agent API and its own Requirement\'s timers');
+        this.refuse(req, res, 403, 'outside_run_scope', "a run credential may only call the agent API and its own Requirement's timers");
         return;
       }
       req.actor = { id: scope.runId, kind: 'agent' };

@@ -40,9 +40,7 @@ export class ManagerConfigurationService {
 
   async update(patch: UpdateConfigurationDto, actor: EventActor): Promise<PublicConfiguration> {
     const snapshot = redact(await this.configuration.update(patch));
-    await this.database.write((tx) =>
-      this.events.append(tx, { actor, payload: { configuration: snapshot }, type: 'manager.configuration.updated' }),
-    );
+    await this.database.write((tx) => this.events.append(tx, { actor, payload: { configuration: snapshot }, type: 'manager.configuration.updated' }));
     this.logger.log({ ...audit(actor), fields: Object.keys(patch), msg: 'configuration updated' });
     return snapshot;
   }

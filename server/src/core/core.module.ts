@@ -21,7 +21,17 @@ import { MIGRATIONS } from './database/migrations';
 import { SnakeNamingStrategy } from './database/snake-naming.strategy';
 import { RUNTIME, Runtime } from './runtime';
 
-export const ENTITIES = [AgentRunEntity, AgentSessionEntity, AgentTimerEntity, MessageAttachmentEntity, ManagerEventEntity, PullRequestEntity, RequirementEntity, RequirementMessageEntity, ReviewRequestEntity];
+export const ENTITIES = [
+  AgentRunEntity,
+  AgentSessionEntity,
+  AgentTimerEntity,
+  MessageAttachmentEntity,
+  ManagerEventEntity,
+  PullRequestEntity,
+  RequirementEntity,
+  RequirementMessageEntity,
+  ReviewRequestEntity,
+];
 
 const BUSY_TIMEOUT_MS = 5000;
 

@@ -47,11 +47,7 @@ export function ValidateEnum(values: readonly string[], description: string) {
 }
 
 export function OptionalEnum(values: readonly string[], description: string, nullable = false) {
-  return applyDecorators(
-    ApiPropertyOptional({ description, enum: [...values], nullable }),
-    nullable ? unlessAbsentOrNull() : unlessAbsent(),
-    IsIn([...values]),
-  );
+  return applyDecorators(ApiPropertyOptional({ description, enum: [...values], nullable }), nullable ? unlessAbsentOrNull() : unlessAbsent(), IsIn([...values]));
 }
 
 export function OptionalInt(options: { description: string; min: number; max: number }) {

@@ -1,18 +1,18 @@
 import { Injectable } from '@nestjs/common';
 
-import type { EventActor, ManagerEvent, ManagerEventType } from '@libs/contracts';
+import type { EventActor, ManagerEvent, ManagerEventOf, ManagerEventPayloads, ManagerEventType } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { ManagerEventEntity } from './manager-event.entity';
 
-export interface NewEvent<P> {
-  type: ManagerEventType;
+export interface NewEvent<T extends ManagerEventType> {
+  type: T;
   actor: EventActor;
   requirementId?: string | null;
   sessionId?: string | null;
   runId?: string | null;
-  payload: P;
+  payload: ManagerEventPayloads[T];
 }
 
 export const SYSTEM_ACTOR: EventActor = { id: null, kind: 'system' };
@@ -23,9 +23,9 @@ export const HUMAN_ACTOR: EventActor = { id: null, kind: 'human' };
 export class EventLog {
   constructor(private readonly clock: Clock) {}
 
-  append<P extends object>(tx: UnitOfWork, input: NewEvent<P>): Promise<ManagerEvent<P>> {
+  append<T extends ManagerEventType>(tx: UnitOfWork, input: NewEvent<T>): Promise<ManagerEventOf<T>> {
     // The unit of work gives the id and writes the event with its transaction.
-    const event = tx.appendEvent<P>({
+    const event = tx.appendEvent<T>({
       actor: input.actor,
       createdAt: this.clock.nowIso(),
       payload: input.payload,
@@ -40,16 +40,18 @@ export class EventLog {
 
 /** Rebuilds the wire shape of a stored event (used by replay). */
 export function toManagerEvent(row: ManagerEventEntity): ManagerEvent {
+  // The row was written from a typed event of its type (append above), so its payload is that
+  // type's: the one place a payload's type is asserted rather than checked, at the store's edge.
   return {
     actor: { id: row.actorId, kind: row.actorKind },
     createdAt: row.createdAt,
     id: row.id,
-    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    payload: JSON.parse(row.payload) as ManagerEventPayloads[typeof row.type],
     requirementId: row.requirementId,
     runId: row.runId,
     sessionId: row.sessionId,
     type: row.type,
-  };
+  } as ManagerEvent;
 }
 
 /** Who did it, for log lines (the audit trail): kind and run/trigger ID, never a secret. */

@@ -17,15 +17,7 @@ import { throttling } from '@octokit/plugin-throttling';
 import { fetchWithTimeout } from './fetch-with-timeout';
 import { GitHubError, rootCause, toGitHubError } from './github.errors';
 import { GitHubToken, resolveGitHubToken } from './github-token';
-import {
-  PullRequestFetchError,
-  PullRequestRef,
-  PullRequestResult,
-  PullRequestSummary,
-  RateLimitBudget,
-  RateLimitStatus,
-  RestPullRequestFields,
-} from './github.types';
+import { PullRequestFetchError, PullRequestRef, PullRequestResult, PullRequestSummary, RateLimitBudget, RateLimitStatus, RestPullRequestFields } from './github.types';
 import { BatchOptions, fetchInBatches } from './pull-request-batches';
 import { BatchQuery, GraphQlError, buildPullRequestsQuery, parsePullRequestsResponse, toRestFields } from './pull-request-query';
 import { buildPullRequestSummariesQuery, parsePullRequestSummariesResponse } from './pull-request-summary';
@@ -104,7 +96,8 @@ type GitHubOctokit = InstanceType<typeof GitHubOctokit>;
 interface ResponseLike {
   status: number;
   headers: Record<string, string | number | undefined>;
-  data: any;
+  /** Whatever JSON GitHub answered: each caller states the shape it reads. */
+  data: unknown;
 }
 
 /** Resolves the token (see resolveGitHubToken) and builds the client; `gh` is asked for GHES hosts too. */

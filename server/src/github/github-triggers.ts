@@ -94,7 +94,16 @@ export function commentDeliveries(pr: PullRequestEntity, snapshot: PullRequestSn
   }
   for (const c of snapshot.reviewComments) {
     const where = `${c.path}${c.line !== null ? `:${c.line}` : ' (outdated)'}`;
-    push('review-comment', String(c.databaseId ?? c.id), c.author, c.authorAssociation, c.url, c.body, { line: c.line, path: c.path, threadId: c.threadId }, `inline comment on ${where}`);
+    push(
+      'review-comment',
+      String(c.databaseId ?? c.id),
+      c.author,
+      c.authorAssociation,
+      c.url,
+      c.body,
+      { line: c.line, path: c.path, threadId: c.threadId },
+      `inline comment on ${where}`,
+    );
   }
   return deliveries;
 }

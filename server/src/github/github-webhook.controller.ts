@@ -1,5 +1,14 @@
 import { Controller, Headers, HttpCode, Post, Req } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBadRequestResponse, ApiNotFoundResponse, ApiOperation, ApiProperty, ApiTags, ApiTooManyRequestsResponse, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import {
+  ApiAcceptedResponse,
+  ApiBadRequestResponse,
+  ApiNotFoundResponse,
+  ApiOperation,
+  ApiProperty,
+  ApiTags,
+  ApiTooManyRequestsResponse,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
 import type { Request } from 'express';
 
 import { GitHubWebhookService, WebhookOutcome } from './github-webhook.service';
@@ -24,7 +33,11 @@ export class GitHubWebhookController {
   @ApiUnauthorizedResponse({ description: 'Missing or wrong signature: nothing is processed' })
   @ApiNotFoundResponse({ description: 'The webhook is off' })
   @ApiTooManyRequestsResponse({ description: 'Too many deliveries are being received at once: retry after Retry-After seconds' })
-  receiveWebhook(@Req() req: Request, @Headers('x-github-event') event: string | undefined, @Headers('x-hub-signature-256') signature: string | undefined): Promise<WebhookResponseDto> {
+  receiveWebhook(
+    @Req() req: Request,
+    @Headers('x-github-event') event: string | undefined,
+    @Headers('x-hub-signature-256') signature: string | undefined,
+  ): Promise<WebhookResponseDto> {
     // The service reads the body only once the webhook is on and the headers may be GitHub's.
     const length = req.headers['content-length'];
     return this.webhooks.receive({

@@ -51,8 +51,19 @@ export interface WebhookOutcome {
   pullRequests: number;
 }
 
-interface RepositoryPayload {
-  repository?: { full_name?: string };
+/** The parts of a webhook payload that name PRs; every value is checked before it is used. */
+interface WebhookPayload {
+  repository?: { full_name?: unknown };
+  pull_request?: { number?: unknown };
+  issue?: { number?: unknown; pull_request?: unknown };
+  check_run?: CheckPayload;
+  check_suite?: CheckPayload;
+  sha?: unknown;
+}
+
+interface CheckPayload {
+  pull_requests?: unknown;
+  head_sha?: unknown;
 }
 
 /**
@@ -105,7 +116,11 @@ export class GitHubWebhookService {
     this.receiving++;
     let payload: Buffer | null;
     try {
-      payload = await readWebhookBody(body, verifier, { keepBytes: handled ? WEBHOOK_LIMITS.payloadBytes : 0, maxBytes: WEBHOOK_LIMITS.bodyBytes, timeoutMs: WEBHOOK_LIMITS.receiveTimeoutMs });
+      payload = await readWebhookBody(body, verifier, {
+        keepBytes: handled ? WEBHOOK_LIMITS.payloadBytes : 0,
+        maxBytes: WEBHOOK_LIMITS.bodyBytes,
+        timeoutMs: WEBHOOK_LIMITS.receiveTimeoutMs,
+      });
     } finally {
       this.receiving--;
     }
@@ -135,7 +150,7 @@ export class GitHubWebhookService {
     if (typeof payload !== 'object' || payload === null) {
       throw invalid('invalid_webhook', 'a webhook needs an X-GitHub-Event header and a JSON object body');
     }
-    const ids = await this.affected(event, payload as Record<string, any> & RepositoryPayload);
+    const ids = await this.affected(event, payload);
     if (ids.length > 0) {
       void this.reconciler.reconcile(ids);
     }
@@ -144,7 +159,7 @@ export class GitHubWebhookService {
   }
 
   /** The tracked PRs an event is about. */
-  private async affected(event: string, payload: Record<string, any> & RepositoryPayload): Promise<string[]> {
+  private async affected(event: string, payload: WebhookPayload): Promise<string[]> {
     const repository = payload.repository?.full_name;
     if (typeof repository !== 'string') {
       return [];
@@ -168,8 +183,9 @@ export class GitHubWebhookService {
       case 'check_run':
       case 'check_suite': {
         const subject = payload[event];
-        for (const pr of Array.isArray(subject?.pull_requests) ? subject.pull_requests : []) {
-          addNumber(pr?.number);
+        const prs: unknown[] = Array.isArray(subject?.pull_requests) ? subject.pull_requests : [];
+        for (const pr of prs) {
+          addNumber(typeof pr === 'object' && pr !== null ? (pr as { number?: unknown }).number : undefined);
         }
         addHead(subject?.head_sha);
         break;

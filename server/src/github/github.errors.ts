@@ -42,7 +42,12 @@ export function toGitHubError(error: unknown, timeoutMs: number): GitHubError {
   if (error instanceof GitHubError) {
     return error;
   }
-  const e = error as { name?: string; message?: string; status?: number; response?: { headers: Record<string, string | number | undefined>; data: any } };
+  const e = error as {
+    name?: string;
+    message?: string;
+    status?: number;
+    response?: { headers: Record<string, string | number | undefined>; data?: { errors?: Array<{ type?: string }> } };
+  };
   const message = e.message ?? String(error);
   if (e.name === 'AbortError' || e.name === 'TimeoutError') {
     return new GitHubError('timeout', `GitHub did not answer within ${timeoutMs} ms`);
@@ -51,7 +56,7 @@ export function toGitHubError(error: unknown, timeoutMs: number): GitHubError {
   const status = e.status;
   const rateLimited =
     /rate limit/i.test(message) ||
-    (e.response?.data?.errors ?? []).some?.((x: { type?: string }) => x.type === 'RATE_LIMITED') ||
+    (Array.isArray(e.response?.data?.errors) && e.response.data.errors.some((x) => x?.type === 'RATE_LIMITED')) ||
     ((status === 403 || status === 429) && (headers['x-ratelimit-remaining'] === '0' || headers['retry-after'] !== undefined));
   if (rateLimited) {
     const retryAfter = Number(headers['retry-after']);
@@ -81,7 +86,7 @@ export function toGitHubError(error: unknown, timeoutMs: number): GitHubError {
 export function rootCause(error: unknown): string {
   let current = error as { cause?: unknown; code?: unknown; message?: unknown } | undefined;
   while (current && typeof current.cause === 'object' && current.cause !== null) {
-    current = current.cause as typeof current;
+    current = current.cause;
   }
   return String(current?.code ?? current?.message ?? 'unknown error');
 }

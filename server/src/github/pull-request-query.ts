@@ -201,8 +201,23 @@ function toSnapshot(ref: PullRequestRef, raw: RawPullRequest): PullRequestSnapsh
   };
 }
 
+/** The fields of GitHub's REST pull request this manager reads. */
+export interface RestPullRequest {
+  number: number;
+  state: string;
+  merged?: boolean | null;
+  draft?: boolean | null;
+  mergeable?: boolean | null;
+  mergeable_state?: string | null;
+  title: string;
+  updated_at: string;
+  html_url: string;
+  base: { ref: string; repo?: { full_name: string } | null };
+  head: { ref: string; sha: string };
+}
+
 /** The REST answer of `GET /repos/{owner}/{repo}/pulls/{number}` in the manager's terms. */
-export function toRestFields(data: any): RestPullRequestFields {
+export function toRestFields(data: RestPullRequest): RestPullRequestFields {
   const state = data.merged ? 'merged' : data.state === 'closed' ? 'closed' : 'open';
   return {
     baseBranch: data.base.ref,

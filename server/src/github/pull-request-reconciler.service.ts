@@ -150,9 +150,7 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
       }
       return { ...report, skippedReason: 'not_configured' };
     }
-    const tracked = ids
-      ? await this.database.read(PullRequestEntity).findBy(ids.map((id) => ({ id })))
-      : await this.pullRequests.tracked(CLOSED_RECHECK_MS, CLOSED_PER_TICK);
+    const tracked = ids ? await this.database.read(PullRequestEntity).findBy(ids.map((id) => ({ id }))) : await this.pullRequests.tracked(CLOSED_RECHECK_MS, CLOSED_PER_TICK);
     report.pullRequests = tracked.length;
     if (tracked.length === 0) {
       return { ...report, durationMs: Date.now() - started };

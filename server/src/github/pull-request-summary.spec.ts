@@ -100,7 +100,15 @@ describe('pull-request-summary', () => {
     ['reviews', raw({ reviews: { totalCount: 1 } })],
     ['threads', raw({ reviewThreads: { totalCount: 2 } })],
     ['a check run changing state', withContexts({ checkRunCountsByState: [{ count: 2, state: 'SUCCESS' }] })],
-    ['a check run concluding otherwise', withContexts({ checkRunCountsByState: [{ count: 1, state: 'SUCCESS' }, { count: 1, state: 'FAILURE' }] })],
+    [
+      'a check run concluding otherwise',
+      withContexts({
+        checkRunCountsByState: [
+          { count: 1, state: 'SUCCESS' },
+          { count: 1, state: 'FAILURE' },
+        ],
+      }),
+    ],
     ['a status changing state', withContexts({ statusContextCountsByState: [{ count: 1, state: 'SUCCESS' }] })],
     ['a context added', withContexts({ totalCount: 4 })],
   ])('changes with %s', (_change, changed) => {

@@ -11,7 +11,7 @@ export class MessagesController {
   constructor(private readonly messages: MessagesService) {}
 
   @Get('messages')
-  @ApiOperation({ summary: 'The Requirement\'s conversation, ascending by sequence' })
+  @ApiOperation({ summary: "The Requirement's conversation, ascending by sequence" })
   @ApiOkResponse({ type: MessagePageDto })
   @ApiNotFoundResponse()
   listMessages(@Param('id') id: string, @Query() query: ListMessagesQueryDto): Promise<MessagePageDto> {

@@ -6,7 +6,7 @@ import { AttachmentsService } from '../attachments/attachments.service';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { WriteTx } from '../core/database/write-tx';
-import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
+import { keysetPage } from '../core/http/pagination';
 import { isId, newId } from '../core/ids';
 import { EventLog } from '../events/event-log.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
@@ -92,37 +92,28 @@ export class MessagesService {
   /** Deliverable messages after `sequence`: the session's pending count once a run consumed up to it. */
   async countDeliverableAfter(tx: WriteTx, requirementId: string, sequence: number): Promise<number> {
     const manager = await tx.reads();
-    const [row] = (await manager.query(
-      'SELECT COUNT(*) AS n FROM requirement_message WHERE requirement_id = ? AND deliver_to_rd = 1 AND sequence > ?',
-      [requirementId, sequence],
-    )) as Array<{ n: number }>;
+    const [row] = await manager.query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM requirement_message WHERE requirement_id = ? AND deliver_to_rd = 1 AND sequence > ?', [
+      requirementId,
+      sequence,
+    ]);
     return Number(row?.n ?? 0);
   }
 
   /** The conversation in ascending sequence, a page at a time. */
   async list(requirementId: string, query: ListMessagesQueryDto): Promise<MessagePageDto> {
-    const exists = isId('requirement', requirementId)
-      ? await this.database.read(RequirementEntity).exists({ where: { id: requirementId } })
-      : false;
+    const exists = isId('requirement', requirementId) ? await this.database.read(RequirementEntity).exists({ where: { id: requirementId } }) : false;
     if (!exists) {
       throw requirementNotFound(requirementId);
     }
-    const limit = pageSize(query.limit);
-    const cursor = decodeCursor<[number]>(query.cursor, ['number']);
-    const after = Math.max(cursor?.[0] ?? 0, query.afterSequence ?? 0);
-    const rows = await this.database
+    const qb = this.database
       .read(RequirementMessageEntity)
       .createQueryBuilder('m')
-      .where('m.requirement_id = :requirementId AND m.sequence > :after', { after, requirementId })
-      .orderBy('m.sequence', 'ASC')
-      .limit(limit + 1)
-      .getMany();
-    const page = rows.slice(0, limit);
-    const attachments = await this.attachments.forMessages(this.database.readManager, page.map((m) => m.id));
-    const last = page[page.length - 1];
-    return {
-      items: page.map((m) => toMessageResponse(m, attachments.get(m.id) ?? [])),
-      nextCursor: rows.length > limit && last ? encodeCursor([last.sequence]) : null,
-    };
+      .where('m.requirement_id = :requirementId AND m.sequence > :afterSequence', { afterSequence: query.afterSequence ?? 0, requirementId });
+    const { nextCursor, rows } = await keysetPage(qb, [{ column: 'm.sequence', type: 'number', value: (m) => m.sequence }], 'ASC', query);
+    const attachments = await this.attachments.forMessages(
+      this.database.readManager,
+      rows.map((m) => m.id),
+    );
+    return { items: rows.map((m) => toMessageResponse(m, attachments.get(m.id) ?? [])), nextCursor };
   }
 }

@@ -1,13 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 
-import type { EventActor, PullRequestStatus } from '@libs/contracts';
+import type { EventActor, ManagerEventPayloads, PullRequestStatus } from '@libs/contracts';
 
 import { AgentCaller, assertInScope } from '../auth/agent-scope.decorator';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { WriteTx } from '../core/database/write-tx';
 import { conflict } from '../core/errors/domain-error';
-import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
+import { keysetPage, newestFirst } from '../core/http/pagination';
 import { newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
@@ -33,7 +33,9 @@ export interface GitHubPullRequestState {
  * Work another module does in the same transaction when a PR's head commit changes (reviews
  * of the old head become stale). What it returns is added to the `pull_request.updated` payload.
  */
-export type HeadChangeStep = (tx: WriteTx, pullRequest: PullRequestEntity) => Promise<Record<string, unknown>>;
+/** What head-change steps add to the PR's event payload (the reviews the move made stale). */
+export type HeadChangeExtras = Pick<ManagerEventPayloads['pull_request.updated'], 'reviewRequests'>;
+export type HeadChangeStep = (tx: WriteTx, pullRequest: PullRequestEntity) => Promise<HeadChangeExtras>;
 
 @Injectable()
 export class PullRequestsService {
@@ -122,9 +124,7 @@ export class PullRequestsService {
       return [];
     }
     const qb = this.database.read(PullRequestEntity).createQueryBuilder('p');
-    identities.forEach(({ number, repository }, i) =>
-      qb.orWhere(`(p.repository_key = :r${i} AND p.number = :n${i})`, { [`n${i}`]: number, [`r${i}`]: repository.toLowerCase() }),
-    );
+    identities.forEach(({ number, repository }, i) => qb.orWhere(`(p.repository_key = :r${i} AND p.number = :n${i})`, { [`n${i}`]: number, [`r${i}`]: repository.toLowerCase() }));
     return qb.getMany();
   }
 
@@ -174,8 +174,8 @@ export class PullRequestsService {
   }
 
   /** Runs the head-change steps for a PR whose new head is staged in `tx`; returns their payload additions. */
-  async headChanged(tx: WriteTx, pullRequest: PullRequestEntity): Promise<Record<string, unknown>> {
-    const payload: Record<string, unknown> = {};
+  async headChanged(tx: WriteTx, pullRequest: PullRequestEntity): Promise<HeadChangeExtras> {
+    const payload: HeadChangeExtras = {};
     for (const step of this.headChangeSteps) {
       Object.assign(payload, await step(tx, pullRequest));
     }
@@ -183,18 +183,11 @@ export class PullRequestsService {
   }
 
   async list(query: ListPullRequestsQueryDto): Promise<PullRequestPageDto> {
-    const limit = pageSize(query.limit);
-    const after = decodeCursor<[string, string]>(query.cursor, ['string', 'string']);
     const qb = this.database.read(PullRequestEntity).createQueryBuilder('p');
     if (query.requirementId !== undefined) {
       qb.andWhere('p.requirement_id = :requirementId', { requirementId: query.requirementId });
     }
-    if (after) {
-      qb.andWhere('(p.created_at < :at OR (p.created_at = :at AND p.id < :id))', { at: after[0], id: after[1] });
-    }
-    const rows = await qb.orderBy('p.created_at', 'DESC').addOrderBy('p.id', 'DESC').limit(limit + 1).getMany();
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return { items: page.map(toPullRequestResponse), nextCursor: rows.length > limit && last ? encodeCursor([last.createdAt, last.id]) : null };
+    const { nextCursor, rows } = await keysetPage(qb, newestFirst('p'), 'DESC', query);
+    return { items: rows.map(toPullRequestResponse), nextCursor };
   }
 }

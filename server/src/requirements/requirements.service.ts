@@ -1,25 +1,19 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 
-import type { EventActor, RequirementCreator } from '@libs/contracts';
+import type { EventActor, ManagerEventPayloads, RequirementCreator } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { WriteTx } from '../core/database/write-tx';
 import { conflict, notFound } from '../core/errors/domain-error';
-import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
+import { keysetPage, newestFirst } from '../core/http/pagination';
 import { isId, newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
 import { AgentSessionEntity } from './agent-session.entity';
 import { CreateRequirementDto } from './dto/create-requirement.dto';
 import { ListRequirementsQueryDto } from './dto/list-requirements-query.dto';
-import {
-  AgentSessionPageDto,
-  RequirementPageDto,
-  RequirementResponseDto,
-  toRequirementResponse,
-  toSessionResponse,
-} from './dto/requirement-response.dto';
+import { AgentSessionPageDto, RequirementPageDto, RequirementResponseDto, toRequirementResponse, toSessionResponse } from './dto/requirement-response.dto';
 import { RequirementEntity } from './requirement.entity';
 
 export interface NewRequirement extends CreateRequirementDto {
@@ -38,7 +32,9 @@ export interface RequirementRows {
  * Work another module does, in the same transaction, when a Requirement becomes done or
  * cancelled (timers end). What it returns is added to the terminal event's payload.
  */
-export type ClosingStep = (tx: WriteTx, requirementId: string, now: string) => Promise<Record<string, unknown>>;
+/** What closing steps add to the terminal event's payload (the timers that ended with it). */
+export type ClosedExtras = Omit<ManagerEventPayloads['requirement.completed'], 'requirement'>;
+export type ClosingStep = (tx: WriteTx, requirementId: string, now: string) => Promise<ClosedExtras>;
 
 const CHILDREN_MAX = 500;
 
@@ -137,36 +133,18 @@ export class RequirementsService {
   }
 
   async list(query: ListRequirementsQueryDto): Promise<RequirementPageDto> {
-    const limit = pageSize(query.limit);
-    const after = decodeCursor<[string, string]>(query.cursor, ['string', 'string']);
     const qb = this.database.read(RequirementEntity).createQueryBuilder('r');
     if (query.status) {
       qb.andWhere('r.status = :status', { status: query.status });
     }
-    if (after) {
-      qb.andWhere('(r.created_at < :at OR (r.created_at = :at AND r.id < :id))', { at: after[0], id: after[1] });
-    }
-    const rows = await qb.orderBy('r.created_at', 'DESC').addOrderBy('r.id', 'DESC').limit(limit + 1).getMany();
-    const page = rows.slice(0, limit);
-    const items = await this.snapshots(this.database.readManager, page);
-    const last = page[page.length - 1];
-    return { items, nextCursor: rows.length > limit && last ? encodeCursor([last.createdAt, last.id]) : null };
+    const { nextCursor, rows } = await keysetPage(qb, newestFirst('r'), 'DESC', query);
+    return { items: await this.snapshots(this.database.readManager, rows), nextCursor };
   }
 
   async listSessions(query: { limit?: number; cursor?: string }): Promise<AgentSessionPageDto> {
-    const limit = pageSize(query.limit);
-    const after = decodeCursor<[string, string]>(query.cursor, ['string', 'string']);
     const qb = this.database.read(AgentSessionEntity).createQueryBuilder('s');
-    if (after) {
-      qb.andWhere('(s.created_at < :at OR (s.created_at = :at AND s.id < :id))', { at: after[0], id: after[1] });
-    }
-    const rows = await qb.orderBy('s.created_at', 'DESC').addOrderBy('s.id', 'DESC').limit(limit + 1).getMany();
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      items: page.map((s) => toSessionResponse(s)),
-      nextCursor: rows.length > limit && last ? encodeCursor([last.createdAt, last.id]) : null,
-    };
+    const { nextCursor, rows } = await keysetPage(qb, newestFirst('s'), 'DESC', query);
+    return { items: rows.map((s) => toSessionResponse(s)), nextCursor };
   }
 
   /** DELETE: only a Requirement that never started can be withdrawn; it becomes `cancelled`. */
@@ -224,8 +202,8 @@ export class RequirementsService {
     this.closingSteps.push(step);
   }
 
-  private async runClosingSteps(tx: WriteTx, id: string, now: string): Promise<Record<string, unknown>> {
-    const payload: Record<string, unknown> = {};
+  private async runClosingSteps(tx: WriteTx, id: string, now: string): Promise<ClosedExtras> {
+    const payload: ClosedExtras = {};
     for (const step of this.closingSteps) {
       Object.assign(payload, await step(tx, id, now));
     }

@@ -102,22 +102,22 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     const doneBefore = new Date(now - done * DAY_MS).toISOString();
     return this.database.write(async (tx) => {
       const manager = await tx.reads();
-      const due = (await manager.query(
+      const due = await manager.query<Array<{ id: string }>>(
         `SELECT r.id AS id FROM requirement r JOIN agent_session s ON s.requirement_id = r.id
           WHERE s.state <> 'running'
             AND ((r.status = 'cancelled' AND r.updated_at < ?) OR (r.status = 'done' AND COALESCE(r.completed_at, r.updated_at) < ?))
           ORDER BY r.updated_at LIMIT ?`,
         [cancelledBefore, doneBefore, PURGE_BATCH],
-      )) as Array<{ id: string }>;
+      );
       if (due.length === 0) {
         return 0;
       }
       const ids = due.map((r) => r.id);
       const marks = ids.map(() => '?').join(', ');
-      const files = (await manager.query(
+      const files = await manager.query<Array<{ id: string; fileName: string; kind: 'image' | 'file'; mediaType: string }>>(
         `SELECT id, file_name AS fileName, kind, media_type AS mediaType FROM message_attachment WHERE requirement_id IN (${marks})`,
         ids,
-      )) as Array<{ id: string; fileName: string; kind: 'image' | 'file'; mediaType: string }>;
+      );
       tx.execute(`DELETE FROM manager_event WHERE requirement_id IN (${marks})`, ids);
       // The session, conversation, attachments and runs go with it (ON DELETE CASCADE).
       tx.execute(`DELETE FROM requirement WHERE id IN (${marks})`, ids);
@@ -164,10 +164,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
       for (let start = 0; start < candidates.length; start += SWEEP_BATCH) {
         const batch = candidates.slice(start, start + SWEEP_BATCH);
         const ids = batch.map((c) => c.id);
-        const rows = (await this.database.readManager.query(
-          `SELECT id FROM message_attachment WHERE id IN (${ids.map(() => '?').join(', ')})`,
-          ids,
-        )) as Array<{ id: string }>;
+        const rows = await this.database.readManager.query<Array<{ id: string }>>(`SELECT id FROM message_attachment WHERE id IN (${ids.map(() => '?').join(', ')})`, ids);
         const known = new Set(rows.map((r) => r.id));
         batch.filter((c) => !known.has(c.id)).forEach((c) => this.removeFile(c.name));
       }

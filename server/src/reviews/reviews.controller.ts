@@ -14,7 +14,7 @@ export class ReviewsController {
 
   @Post('pull-requests/:id/review-requests')
   @HttpCode(202)
-  @ApiOperation({ summary: 'Ask an AI reviewer to review an open PR at its current head; the summary goes to the PR\'s Requirement' })
+  @ApiOperation({ summary: "Ask an AI reviewer to review an open PR at its current head; the summary goes to the PR's Requirement" })
   @ApiAcceptedResponse({ type: CreateReviewResponseDto })
   @ApiBadRequestResponse()
   @ApiNotFoundResponse()

@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 
-import type { EventActor, ReviewRequestStatus, RunStatus } from '@libs/contracts';
+import type { EventActor, ReviewRequestStatus } from '@libs/contracts';
 
 import type { ProcessEnd } from '../agents/process-runner';
 import { ReviewerInput, buildReviewerInstructions, buildReviewerPrompt } from '../agents/prompt';
@@ -8,7 +8,7 @@ import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { WriteTx } from '../core/database/write-tx';
 import { conflict, notFound } from '../core/errors/domain-error';
-import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
+import { keysetPage, newestFirst } from '../core/http/pagination';
 import { isId, newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
@@ -16,19 +16,13 @@ import { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementsService } from '../requirements/requirements.service';
-import { ActiveRun, errorOf, outcomeOf, recordRunEnd } from '../runs/active-run';
+import { ActiveRun, FinalRunStatus, errorOf, outcomeOf, recordRunEnd, runEndEventType } from '../runs/active-run';
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { toRunResponse } from '../runs/dto/run-response.dto';
 import { RunLauncher } from '../runs/run-launcher.service';
 import { RunOrchestrator } from '../runs/run-orchestrator.service';
 import { TraceWriter } from '../runs/trace-writer';
-import {
-  CreateReviewRequestDto,
-  CreateReviewResponseDto,
-  ListReviewRequestsQueryDto,
-  ReviewRequestPageDto,
-  toReviewRequestResponse,
-} from './dto/review-request.dto';
+import { CreateReviewRequestDto, CreateReviewResponseDto, ListReviewRequestsQueryDto, ReviewRequestPageDto, toReviewRequestResponse } from './dto/review-request.dto';
 import { ReviewRequestEntity } from './review-request.entity';
 
 const SHUTDOWN_WAIT_MS = 10_000;
@@ -158,19 +152,12 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
   }
 
   async list(query: ListReviewRequestsQueryDto): Promise<ReviewRequestPageDto> {
-    const limit = pageSize(query.limit);
-    const after = decodeCursor<[string, string]>(query.cursor, ['string', 'string']);
     const qb = this.database.read(ReviewRequestEntity).createQueryBuilder('r');
     if (query.pullRequestId !== undefined) {
       qb.andWhere('r.pull_request_id = :pullRequestId', { pullRequestId: query.pullRequestId });
     }
-    if (after) {
-      qb.andWhere('(r.created_at < :at OR (r.created_at = :at AND r.id < :id))', { at: after[0], id: after[1] });
-    }
-    const rows = await qb.orderBy('r.created_at', 'DESC').addOrderBy('r.id', 'DESC').limit(limit + 1).getMany();
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return { items: page.map(toReviewRequestResponse), nextCursor: rows.length > limit && last ? encodeCursor([last.createdAt, last.id]) : null };
+    const { nextCursor, rows } = await keysetPage(qb, newestFirst('r'), 'DESC', query);
+    return { items: rows.map(toReviewRequestResponse), nextCursor };
   }
 
   /** Graceful stop: end every reviewer and record the reviews as cancelled (bounded wait). */
@@ -191,7 +178,13 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
   }
 
   private launch(review: ReviewRequestEntity, run: AgentRunEntity, pullRequest: PullRequestEntity): void {
-    const input: ReviewerInput = { focus: review.prompt, headSha: review.targetHeadSha, number: pullRequest.number, pullRequestUrl: pullRequest.url, repository: pullRequest.repository };
+    const input: ReviewerInput = {
+      focus: review.prompt,
+      headSha: review.targetHeadSha,
+      number: pullRequest.number,
+      pullRequestUrl: pullRequest.url,
+      repository: pullRequest.repository,
+    };
     const active: ActiveRun = {
       capturedCount: 0,
       input: { attachmentFiles: [], images: [], instructions: buildReviewerInstructions(input), prompt: buildReviewerPrompt(input) },
@@ -207,10 +200,12 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     };
     this.running.set(review.id, { active, pullRequest, review });
     const stopped = () => this.shuttingDown || active.interruptMode !== null;
-    void this.launcher.start(active, stopped, (end) => void this.finish(review.id, end)).catch((err: unknown) => {
-      this.logger.error(`could not launch reviewer run ${run.id}: ${(err as Error).message}`);
-      void this.finish(review.id, { code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
-    });
+    void this.launcher
+      .start(active, stopped, (end) => void this.finish(review.id, end))
+      .catch((err: unknown) => {
+        this.logger.error(`could not launch reviewer run ${run.id}: ${(err as Error).message}`);
+        void this.finish(review.id, { code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
+      });
   }
 
   /** The reviewer's process tree is gone: record the outcome and deliver its summary. */
@@ -223,7 +218,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     this.launcher.handle(active, active.parser?.end({ code: end.code, signal: end.signal, stderr: end.stderr }) ?? []);
     await active.writes;
     await active.traces.flush();
-    let status: RunStatus = outcomeOf(active, end);
+    let status: FinalRunStatus = outcomeOf(active, end);
     const summary = active.lastAssistantText?.trim() ?? '';
     if (status === 'succeeded' && summary === '') {
       status = 'failed';
@@ -236,7 +231,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
         async (tx, rows) => {
           const now = this.clock.nowIso();
           const run = recordRunEnd(tx, active, { error, exitCode: end.code, now, status, usage: active.usage });
-          const reviewStatus: ReviewRequestStatus = status === 'timed_out' ? 'failed' : (status as ReviewRequestStatus);
+          const reviewStatus: ReviewRequestStatus = status === 'timed_out' ? 'failed' : status;
           const current = await (await tx.reads()).findOneByOrFail(ReviewRequestEntity, { id: review.id });
           const updated: ReviewRequestEntity = { ...current, error, finishedAt: now, status: reviewStatus, updatedAt: now };
           tx.update('review_request', { error, finishedAt: now, status: reviewStatus, updatedAt: now }, { id: review.id });
@@ -246,18 +241,28 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
             payload: { requirement: toRequirementResponse(rows.requirement, rows.session), reviewRequest, run: toRunResponse(run) },
             requirementId: review.requirementId,
             runId: run.id,
-            type: `run.${status}` as 'run.succeeded',
+            type: runEndEventType(status),
           });
           const metadata = { headSha: review.targetHeadSha, pullRequestId: review.pullRequestId, reviewRequestId: review.id, stale: reviewRequest.stale };
           const subject = `${pullRequest.repository}#${pullRequest.number} (head ${review.targetHeadSha.slice(0, 12)}${reviewRequest.stale ? ', stale: the PR has moved since' : ''})`;
           if (status === 'succeeded') {
             // Delivered to RD unless the Requirement was cancelled; a done one is reopened, as by a person's reply.
             const deliverToRd = rows.requirement.status !== 'cancelled';
-            const { message } = await this.messages.append(tx, rows, { author: 'reviewer', body: `Review of ${subject}:\n\n${summary}`, deliverToRd, metadata, runId: run.id }, { id: run.id, kind: 'agent' });
+            const { message } = await this.messages.append(
+              tx,
+              rows,
+              { author: 'reviewer', body: `Review of ${subject}:\n\n${summary}`, deliverToRd, metadata, runId: run.id },
+              { id: run.id, kind: 'agent' },
+            );
             return { message, wake: deliverToRd };
           }
           const what = status === 'cancelled' ? 'was cancelled' : `failed: ${error}`;
-          const { message } = await this.messages.append(tx, rows, { author: 'system', body: `The review of ${subject} ${what}`, deliverToRd: false, metadata, runId: run.id }, { id: run.id, kind: 'agent' });
+          const { message } = await this.messages.append(
+            tx,
+            rows,
+            { author: 'system', body: `The review of ${subject} ${what}`, deliverToRd: false, metadata, runId: run.id },
+            { id: run.id, kind: 'agent' },
+          );
           return { message, wake: false };
         },
         { id: active.run.id, kind: 'agent' },

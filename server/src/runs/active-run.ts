@@ -1,4 +1,4 @@
-import type { InterruptMode, RunStatus } from '@libs/contracts';
+import type { InterruptMode, RunEndEventType, RunStatus } from '@libs/contracts';
 
 import type { WriteTx } from '../core/database/write-tx';
 
@@ -27,7 +27,7 @@ export interface ActiveRun {
   input?: PreparedInput;
 }
 
-export function outcomeOf(active: ActiveRun, end: ProcessEnd): RunStatus {
+export function outcomeOf(active: ActiveRun, end: ProcessEnd): FinalRunStatus {
   switch (end.reason) {
     case 'interrupted':
       return 'cancelled';
@@ -39,6 +39,23 @@ export function outcomeOf(active: ActiveRun, end: ProcessEnd): RunStatus {
       return active.outcome.completed && !active.outcome.failure && end.code === 0 ? 'succeeded' : 'failed';
     default:
       return 'failed';
+  }
+}
+
+/** How a run can end. */
+export type FinalRunStatus = Exclude<RunStatus, 'running'>;
+
+/** The event a run's end publishes. */
+export function runEndEventType(status: FinalRunStatus): RunEndEventType {
+  switch (status) {
+    case 'succeeded':
+      return 'run.succeeded';
+    case 'failed':
+      return 'run.failed';
+    case 'cancelled':
+      return 'run.cancelled';
+    case 'timed_out':
+      return 'run.timed_out';
   }
 }
 

@@ -31,22 +31,19 @@ describe(AgentEnvironmentService.name, () => {
     fs.rmSync(base, { force: true, recursive: true });
   });
 
-  it('hands an RD agent its own context and none of the manager\'s settings or the owner token', () => {
+  it("hands an RD agent its own context and none of the manager's settings or the owner token", () => {
     const env = sut.environment({ requirementId: 'req_1', sessionId: 'ses_1', token: 'amr_run' });
-    expect(Object.keys(env).filter((k) => k.startsWith('CODE_FACTORY_')).sort()).toEqual([
-      'CODE_FACTORY_API_URL',
-      'CODE_FACTORY_CLI',
-      'CODE_FACTORY_GITHUB_API_URL',
-      'CODE_FACTORY_REQUIREMENT_ID',
-      'CODE_FACTORY_SESSION_ID',
-      'CODE_FACTORY_TOKEN',
-    ]);
+    expect(
+      Object.keys(env)
+        .filter((k) => k.startsWith('CODE_FACTORY_'))
+        .sort(),
+    ).toEqual(['CODE_FACTORY_API_URL', 'CODE_FACTORY_CLI', 'CODE_FACTORY_GITHUB_API_URL', 'CODE_FACTORY_REQUIREMENT_ID', 'CODE_FACTORY_SESSION_ID', 'CODE_FACTORY_TOKEN']);
     expect(env.CODE_FACTORY_TOKEN).toBe('amr_run');
     expect(Object.values(env).join('\n')).not.toContain(OWNER_TOKEN);
     expect(env.SOME_TOOL_HOME).toBe('/opt/tool'); // the rest of the user's environment stays
   });
 
-  it('gives a reviewer the user\'s environment without any CODE_FACTORY_* variable', () => {
+  it("gives a reviewer the user's environment without any CODE_FACTORY_* variable", () => {
     const env = sut.reviewerEnvironment();
     expect(Object.keys(env).filter((k) => k.startsWith('CODE_FACTORY_'))).toEqual([]);
     expect(Object.values(env).join('\n')).not.toContain(OWNER_TOKEN);
@@ -55,10 +52,10 @@ describe(AgentEnvironmentService.name, () => {
   it('writes the launcher outside the data directory (which agents cannot see), first on PATH', () => {
     const env = sut.environment({ requirementId: 'req_1', sessionId: 'ses_1', token: 'amr_run' });
     expect(env.CODE_FACTORY_CLI).toBe(path.join(runtime.paths.home, 'bin', path.basename(runtime.paths.dataDirectory), 'code-factory-cli'));
-    expect(path.relative(path.join(runtime.paths.home, 'workspaces'), env.CODE_FACTORY_CLI as string).startsWith('..')).toBe(true);
-    expect(env.PATH?.split(path.delimiter)[0]).toBe(path.dirname(env.CODE_FACTORY_CLI as string));
-    expect(fs.statSync(env.CODE_FACTORY_CLI as string).mode & 0o111).not.toBe(0);
-    expect(fs.readFileSync(env.CODE_FACTORY_CLI as string, 'utf8')).not.toMatch(/[0-9a-f]{64}/);
+    expect(path.relative(path.join(runtime.paths.home, 'workspaces'), env.CODE_FACTORY_CLI).startsWith('..')).toBe(true);
+    expect(env.PATH?.split(path.delimiter)[0]).toBe(path.dirname(env.CODE_FACTORY_CLI));
+    expect(fs.statSync(env.CODE_FACTORY_CLI).mode & 0o111).not.toBe(0);
+    expect(fs.readFileSync(env.CODE_FACTORY_CLI, 'utf8')).not.toMatch(/[0-9a-f]{64}/);
     expect(fs.existsSync(path.join(runtime.paths.dataDirectory, 'bin'))).toBe(false);
   });
 });

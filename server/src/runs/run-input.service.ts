@@ -44,10 +44,18 @@ export class RunInputService {
       })
       .orderBy('m.sequence', 'ASC')
       .getMany();
-    const attachments = await this.attachments.forMessages(manager, rows.map((m) => m.id));
+    const attachments = await this.attachments.forMessages(
+      manager,
+      rows.map((m) => m.id),
+    );
     const sources = [...new Set(rows.map((m) => m.sourceRequirementId).filter((id): id is string => id !== null))];
     const titles = new Map<string, string>();
-    for (const source of sources.length > 0 ? await manager.findBy(RequirementEntity, sources.map((id) => ({ id }))) : []) {
+    for (const source of sources.length > 0
+      ? await manager.findBy(
+          RequirementEntity,
+          sources.map((id) => ({ id })),
+        )
+      : []) {
       titles.set(source.id, source.title);
     }
     const messages: RdPromptMessage[] = rows.map((m) => ({

@@ -53,7 +53,7 @@ export class RunLauncher {
    */
   async start(active: ActiveRun, stopped: () => boolean, ended: (end: ProcessEnd) => void): Promise<void> {
     const { run } = active;
-    const adapter = this.adapters[run.provider] as AgentAdapter;
+    const adapter = this.adapters[run.provider];
     const reviewer = run.role === 'reviewer';
     // A reviewer's input is fixed when it is requested; an RD run reads its captured messages.
     const prepared = active.input ?? (await this.input.prepare(run));

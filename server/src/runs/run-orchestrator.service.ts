@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 
-import type { EventActor, InterruptMode, RunStatus } from '@libs/contracts';
+import type { EventActor, InterruptMode } from '@libs/contracts';
 
 import type { TokenUsage } from '../agents/agent-adapter';
 import type { ProcessEnd } from '../agents/process-runner';
@@ -18,10 +18,9 @@ import { RequirementResponseDto, toRequirementResponse } from '../requirements/d
 import { RequirementRows, RequirementsService } from '../requirements/requirements.service';
 import { AgentRunEntity } from './agent-run.entity';
 import { InterruptResponseDto, StartResponseDto, toRunResponse } from './dto/run-response.dto';
-import { ActiveRun, errorOf, outcomeOf, recordRunEnd } from './active-run';
+import { ActiveRun, FinalRunStatus, errorOf, outcomeOf, recordRunEnd, runEndEventType } from './active-run';
 import { RunLauncher } from './run-launcher.service';
 import { TraceWriter } from './trace-writer';
-
 
 /**
  * What a delivery wrote. `wake` asks for a run; `resumes` says the delivery may also end a
@@ -119,11 +118,7 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
    * (only a person does: triggers, timers, reviewers and other agents leave it pending); a done
    * Requirement is reopened in its original session.
    */
-  deliver(
-    requirementId: string,
-    write: (tx: WriteTx, rows: RequirementRows) => Promise<Delivered | null>,
-    actor: EventActor,
-  ): Promise<DeliveryResult | null> {
+  deliver(requirementId: string, write: (tx: WriteTx, rows: RequirementRows) => Promise<Delivered | null>, actor: EventActor): Promise<DeliveryResult | null> {
     return this.act(requirementId, async () => {
       const result = await this.database.write(async (tx) => {
         const rows = await this.requirements.loadForWrite(tx, requirementId);
@@ -229,9 +224,7 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
   }
 
   private appendHuman(tx: WriteTx, rows: RequirementRows, dto: ReplyDto, actor: EventActor) {
-    return this.messages
-      .append(tx, rows, { attachmentIds: dto.attachmentIds ?? [], author: 'human', body: dto.message ?? '', deliverToRd: true }, actor)
-      .then((r) => r.message);
+    return this.messages.append(tx, rows, { attachmentIds: dto.attachmentIds ?? [], author: 'human', body: dto.message ?? '', deliverToRd: true }, actor).then((r) => r.message);
   }
 
   /**
@@ -308,10 +301,12 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
       return;
     }
     const stopped = () => this.shuttingDown || active.interruptMode !== null;
-    void this.launcher.start(active, stopped, (end) => void this.finish(run.requirementId, end)).catch((err: unknown) => {
-      this.logger.error(`could not launch run ${run.id}: ${(err as Error).message}`, (err as Error).stack);
-      void this.finish(run.requirementId, { code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
-    });
+    void this.launcher
+      .start(active, stopped, (end) => void this.finish(run.requirementId, end))
+      .catch((err: unknown) => {
+        this.logger.error(`could not launch run ${run.id}: ${(err as Error).message}`, (err as Error).stack);
+        void this.finish(run.requirementId, { code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
+      });
   }
 
   /** The process tree is gone: decide the run's outcome and what happens next. */
@@ -353,12 +348,14 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
     if (!reported || active.run.provider !== 'codex' || active.run.sessionId === null) {
       return reported;
     }
-    const [earlier] = (await (await tx.reads()).query(
+    const [earlier] = await (
+      await tx.reads()
+    ).query<Array<{ input: number; cached: number; output: number; reasoning: number }>>(
       `SELECT COALESCE(SUM(input_tokens), 0) AS input, COALESCE(SUM(cached_input_tokens), 0) AS cached,
               COALESCE(SUM(output_tokens), 0) AS output, COALESCE(SUM(reasoning_output_tokens), 0) AS reasoning
          FROM agent_run WHERE session_id = ? AND id <> ? AND provider = 'codex'`,
       [active.run.sessionId, active.run.id],
-    )) as Array<{ input: number; cached: number; output: number; reasoning: number }>;
+    );
     const minus = (total: number, before: number | undefined) => Math.max(0, total - Number(before ?? 0));
     return {
       cachedInputTokens: minus(reported.cachedInputTokens, earlier?.cached),
@@ -369,7 +366,7 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
   }
 
   /** Records the outcome and returns the next run when the session continues at once. */
-  private async closeRun(tx: WriteTx, active: ActiveRun, status: RunStatus, end: ProcessEnd): Promise<AgentRunEntity | null> {
+  private async closeRun(tx: WriteTx, active: ActiveRun, status: FinalRunStatus, end: ProcessEnd): Promise<AgentRunEntity | null> {
     const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
     const { requirement, session } = rows;
     const run = active.run;
@@ -379,7 +376,12 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
       await this.messages.append(
         tx,
         rows,
-        { author: 'system', body: `The run ${status === 'timed_out' ? 'timed out' : 'failed'}: ${error}\nNothing was consumed: starting again delivers the same input.`, deliverToRd: false, runId: run.id },
+        {
+          author: 'system',
+          body: `The run ${status === 'timed_out' ? 'timed out' : 'failed'}: ${error}\nNothing was consumed: starting again delivers the same input.`,
+          deliverToRd: false,
+          runId: run.id,
+        },
         SYSTEM_ACTOR,
       );
     }
@@ -430,7 +432,7 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
       requirementId: requirement.id,
       runId: run.id,
       sessionId: session.id,
-      type: `run.${status}` as 'run.succeeded',
+      type: runEndEventType(status),
     });
     if (!continues) {
       return null;
@@ -444,4 +446,3 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
 function hasContent(dto: ReplyDto): boolean {
   return (dto.message ?? '').trim() !== '' || (dto.attachmentIds ?? []).length > 0;
 }
-

@@ -22,7 +22,7 @@ export class RunsController {
 
   @Post('requirements/:id/start')
   @HttpCode(202)
-  @ApiOperation({ summary: 'Start (or retry) the Requirement\'s RD session, optionally with a message' })
+  @ApiOperation({ summary: "Start (or retry) the Requirement's RD session, optionally with a message" })
   @ApiAcceptedResponse({ type: StartResponseDto })
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'Done or cancelled, or a run is already active' })
@@ -60,7 +60,7 @@ export class RunsController {
   }
 
   @Get('runs/:id/trace')
-  @ApiOperation({ summary: 'A run\'s trace timeline, ascending' })
+  @ApiOperation({ summary: "A run's trace timeline, ascending" })
   @ApiOkResponse({ type: TracePageDto })
   @ApiNotFoundResponse()
   getRunTrace(@Param('id') id: string, @Query() query: PageQueryDto): Promise<TracePageDto> {

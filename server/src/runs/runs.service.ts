@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 
 import { Database } from '../core/database/database.service';
 import { notFound } from '../core/errors/domain-error';
-import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
+import { KeysetColumn, keysetPage } from '../core/http/pagination';
 import { isId } from '../core/ids';
 import { ManagerEventEntity } from '../events/manager-event.entity';
 import { RequirementEntity } from '../requirements/requirement.entity';
@@ -12,24 +12,23 @@ import { AgentRunPageDto, AgentTraceEventResponseDto, TracePageDto, toRunRespons
 import { ListRunsQueryDto } from './dto/run-requests.dto';
 
 /** Reads of runs and their traces (the trace is the payload of run.trace.appended events). */
+/** Runs newest first by start time, the id breaking ties. */
+const RUN_ORDER: Array<KeysetColumn<AgentRunEntity>> = [
+  { column: 'r.started_at', type: 'string', value: (run) => run.startedAt },
+  { column: 'r.id', type: 'string', value: (run) => run.id },
+];
+
 @Injectable()
 export class RunsService {
   constructor(private readonly database: Database) {}
 
   async list(query: ListRunsQueryDto): Promise<AgentRunPageDto> {
-    const limit = pageSize(query.limit);
-    const after = decodeCursor<[string, string]>(query.cursor, ['string', 'string']);
     const qb = this.database.read(AgentRunEntity).createQueryBuilder('r');
     if (query.requirementId !== undefined) {
       qb.andWhere('r.requirement_id = :requirementId', { requirementId: query.requirementId });
     }
-    if (after) {
-      qb.andWhere('(r.started_at < :at OR (r.started_at = :at AND r.id < :id))', { at: after[0], id: after[1] });
-    }
-    const rows = await qb.orderBy('r.started_at', 'DESC').addOrderBy('r.id', 'DESC').limit(limit + 1).getMany();
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return { items: page.map(toRunResponse), nextCursor: rows.length > limit && last ? encodeCursor([last.startedAt, last.id]) : null };
+    const { nextCursor, rows } = await keysetPage(qb, RUN_ORDER, 'DESC', query);
+    return { items: rows.map(toRunResponse), nextCursor };
   }
 
   async runTrace(runId: string, query: { limit?: number; cursor?: string }): Promise<TracePageDto> {
@@ -50,21 +49,8 @@ export class RunsService {
 
   /** Trace entries ascending, paged by event id (which orders them across runs, too). */
   private async trace(where: string, id: string, query: { limit?: number; cursor?: string }): Promise<TracePageDto> {
-    const limit = pageSize(query.limit);
-    const after = decodeCursor<[number]>(query.cursor, ['number'])?.[0] ?? 0;
-    const rows = await this.database
-      .read(ManagerEventEntity)
-      .createQueryBuilder('e')
-      .where(where, { id })
-      .andWhere(`e.type = 'run.trace.appended' AND e.id > :after`, { after })
-      .orderBy('e.id', 'ASC')
-      .limit(limit + 1)
-      .getMany();
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      items: page.map((row) => (JSON.parse(row.payload) as { trace: AgentTraceEventResponseDto }).trace),
-      nextCursor: rows.length > limit && last ? encodeCursor([last.id]) : null,
-    };
+    const qb = this.database.read(ManagerEventEntity).createQueryBuilder('e').where(where, { id }).andWhere(`e.type = 'run.trace.appended'`);
+    const { nextCursor, rows } = await keysetPage(qb, [{ column: 'e.id', type: 'number', value: (row) => row.id }], 'ASC', query);
+    return { items: rows.map((row) => (JSON.parse(row.payload) as { trace: AgentTraceEventResponseDto }).trace), nextCursor };
   }
 }

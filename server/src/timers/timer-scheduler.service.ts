@@ -100,10 +100,13 @@ export class TimerScheduler implements BeforeApplicationShutdown, OnApplicationB
       return;
     }
     this.clearTimeout();
-    const handle = setTimeout(() => {
-      this.registry.deleteTimeout(TIMEOUT_NAME);
-      this.wake();
-    }, Math.min(delayMs, MAX_SLEEP_MS));
+    const handle = setTimeout(
+      () => {
+        this.registry.deleteTimeout(TIMEOUT_NAME);
+        this.wake();
+      },
+      Math.min(delayMs, MAX_SLEEP_MS),
+    );
     handle.unref();
     this.registry.addTimeout(TIMEOUT_NAME, handle);
   }

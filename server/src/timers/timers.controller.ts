@@ -21,7 +21,7 @@ export class TimersController {
   }
 
   @Get('requirements/:id/timers')
-  @ApiOperation({ summary: 'List a Requirement\'s timers, newest first' })
+  @ApiOperation({ summary: "List a Requirement's timers, newest first" })
   @ApiOkResponse({ type: TimerPageDto })
   @ApiNotFoundResponse()
   listRequirementTimers(@Param('id') id: string, @Query() query: ListTimersQueryDto): Promise<TimerPageDto> {
@@ -29,7 +29,7 @@ export class TimersController {
   }
 
   @Post('requirements/:id/timers')
-  @ApiOperation({ summary: 'Schedule a wake-up for the Requirement\'s agent: once after intervalSeconds, or every intervalSeconds' })
+  @ApiOperation({ summary: "Schedule a wake-up for the Requirement's agent: once after intervalSeconds, or every intervalSeconds" })
   @ApiCreatedResponse({ type: TimerResponseDto })
   @ApiBadRequestResponse()
   @ApiNotFoundResponse()

@@ -7,7 +7,7 @@ import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { WriteTx } from '../core/database/write-tx';
 import { conflict, notFound } from '../core/errors/domain-error';
-import { decodeCursor, encodeCursor, pageSize } from '../core/http/pagination';
+import { keysetPage, newestFirst } from '../core/http/pagination';
 import { isId, newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
@@ -97,8 +97,6 @@ export class TimersService implements OnModuleInit {
   }
 
   async list(query: ListTimersQueryDto): Promise<TimerPageDto> {
-    const limit = pageSize(query.limit);
-    const after = decodeCursor<[string, string]>(query.cursor, ['string', 'string']);
     const qb = this.database.read(AgentTimerEntity).createQueryBuilder('t');
     if (query.requirementId !== undefined) {
       qb.andWhere('t.requirement_id = :requirementId', { requirementId: query.requirementId });
@@ -106,13 +104,8 @@ export class TimersService implements OnModuleInit {
     if (query.status) {
       qb.andWhere('t.status = :status', { status: query.status });
     }
-    if (after) {
-      qb.andWhere('(t.created_at < :at OR (t.created_at = :at AND t.id < :id))', { at: after[0], id: after[1] });
-    }
-    const rows = await qb.orderBy('t.created_at', 'DESC').addOrderBy('t.id', 'DESC').limit(limit + 1).getMany();
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return { items: page.map(toTimerResponse), nextCursor: rows.length > limit && last ? encodeCursor([last.createdAt, last.id]) : null };
+    const { nextCursor, rows } = await keysetPage(qb, newestFirst('t'), 'DESC', query);
+    return { items: rows.map(toTimerResponse), nextCursor };
   }
 
   /** A Requirement's timers (404 for an unknown Requirement). */
@@ -123,9 +116,7 @@ export class TimersService implements OnModuleInit {
 
   /** When the earliest active timer is due, or null when none is active. */
   async nextDueAt(): Promise<Date | null> {
-    const [row] = (await this.database.readManager.query(
-      "SELECT next_fire_at AS at FROM agent_timer WHERE status = 'active' ORDER BY next_fire_at LIMIT 1",
-    )) as Array<{ at: string }>;
+    const [row] = await this.database.readManager.query<Array<{ at: string }>>("SELECT next_fire_at AS at FROM agent_timer WHERE status = 'active' ORDER BY next_fire_at LIMIT 1");
     return row ? new Date(row.at) : null;
   }
 

@@ -40,10 +40,10 @@ export class TriggerDeliveryService {
 
   /** Receipt keys of a Requirement starting with `prefix`: lets a trigger skip what it delivered before without a write. */
   async seenKeys(requirementId: string, prefix: string): Promise<Set<string>> {
-    const rows = (await this.database.readManager.query(
-      "SELECT receipt_key AS key FROM agent_trigger_receipt WHERE requirement_id = ? AND receipt_key >= ? AND receipt_key < ?",
+    const rows = await this.database.readManager.query<Array<{ key: string }>>(
+      'SELECT receipt_key AS key FROM agent_trigger_receipt WHERE requirement_id = ? AND receipt_key >= ? AND receipt_key < ?',
       [requirementId, prefix, `${prefix}\uffff`],
-    )) as Array<{ key: string }>;
+    );
     return new Set(rows.map((r) => r.key));
   }
 
@@ -58,10 +58,12 @@ export class TriggerDeliveryService {
     await this.database.write(async (tx) => {
       const now = this.clock.nowIso();
       for (const { receiptKey, triggerId } of occurrences) {
-        tx.execute(
-          'INSERT INTO agent_trigger_receipt (trigger_id, receipt_key, requirement_id, message_id, created_at) VALUES (?, ?, ?, NULL, ?) ON CONFLICT DO NOTHING',
-          [triggerId, receiptKey, requirementId, now],
-        );
+        tx.execute('INSERT INTO agent_trigger_receipt (trigger_id, receipt_key, requirement_id, message_id, created_at) VALUES (?, ?, ?, NULL, ?) ON CONFLICT DO NOTHING', [
+          triggerId,
+          receiptKey,
+          requirementId,
+          now,
+        ]);
       }
     });
   }
@@ -77,10 +79,9 @@ export class TriggerDeliveryService {
           return null;
         }
         // Reads flush what this batch staged, so a receipt written by an earlier unit of the same batch counts.
-        const [seen] = (await (await tx.reads()).query('SELECT 1 AS seen FROM agent_trigger_receipt WHERE trigger_id = ? AND receipt_key = ?', [
-          delivery.triggerId,
-          delivery.receiptKey,
-        ])) as unknown[];
+        const [seen] = await (
+          await tx.reads()
+        ).query<unknown[]>('SELECT 1 AS seen FROM agent_trigger_receipt WHERE trigger_id = ? AND receipt_key = ?', [delivery.triggerId, delivery.receiptKey]);
         if (seen) {
           outcome = { message: null, status: 'duplicate' };
           await hooks.alsoWrite?.(tx, rows, null);

@@ -54,7 +54,7 @@ export class PrRegisterCommand extends CommandRunner {
     printJson(pullRequest);
   }
 
-  @Option({ description: 'The PR\'s address, e.g. https://github.com/org/repo/pull/184; fills the other fields from GitHub when a token is available', flags: '--url <url>' })
+  @Option({ description: "The PR's address, e.g. https://github.com/org/repo/pull/184; fills the other fields from GitHub when a token is available", flags: '--url <url>' })
   parseUrl(value: string): string {
     return value;
   }

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 
 import { Command, CommandRunner, Help, Option, SubCommand } from 'nest-commander';
 
-import { AGENT_REQUIREMENT_ACTIONS, AgentRequirementAction, LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
+import { AGENT_REQUIREMENT_ACTIONS, LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
 import { ENVIRONMENT_HELP } from '../../factory/agent-context';
 import { ManagerApi, printJson } from '../../factory/manager-api';
@@ -66,12 +66,12 @@ export class RequirementProposeCommand extends CommandRunner {
     return value;
   }
 
-  @Option({ choices: [...PROVIDERS], description: 'Agent for the new Requirement (default: the current one\'s)', flags: '--provider <provider>' })
+  @Option({ choices: [...PROVIDERS], description: "Agent for the new Requirement (default: the current one's)", flags: '--provider <provider>' })
   parseProvider(value: string): string {
     return value;
   }
 
-  @Option({ description: 'Model for the new Requirement (default: the current one\'s when --provider is not given)', flags: '--model <model>' })
+  @Option({ description: "Model for the new Requirement (default: the current one's when --provider is not given)", flags: '--model <model>' })
   parseModel(value: string): string {
     return value;
   }
@@ -119,7 +119,7 @@ export class RequirementActionCommand extends CommandRunner {
     if (chosen.length !== 1) {
       throw new UsageError('give exactly one of --start, --stop, --delete, --done');
     }
-    const action = chosen[0] as AgentRequirementAction;
+    const action = chosen[0];
     const { context } = this.api;
     const result = await this.api.call(action, (client, signal) =>
       client.POST('/api/agent/requirements/{id}/action', {
@@ -166,7 +166,7 @@ ${ENVIRONMENT_HELP}`;
   }
 }
 
-@SubCommand({ description: 'Show the current Requirement\'s direct parent and children: {parent, children}', name: 'related' })
+@SubCommand({ description: "Show the current Requirement's direct parent and children: {parent, children}", name: 'related' })
 export class RequirementRelatedCommand extends CommandRunner {
   constructor(private readonly api: ManagerApi) {
     super();

@@ -67,7 +67,7 @@ ${ENVIRONMENT_HELP}`;
   }
 }
 
-@SubCommand({ description: 'List the current Requirement\'s timers (IDs, descriptions, status, next occurrence)', name: 'show' })
+@SubCommand({ description: "List the current Requirement's timers (IDs, descriptions, status, next occurrence)", name: 'show' })
 export class TimerShowCommand extends CommandRunner {
   constructor(private readonly api: ManagerApi) {
     super();
@@ -122,7 +122,7 @@ ${ENVIRONMENT_HELP}`;
 }
 
 @Command({
-  description: 'Timers that wake the current Requirement\'s agent later: register, show, cancel',
+  description: "Timers that wake the current Requirement's agent later: register, show, cancel",
   name: 'timer',
   subCommands: [TimerRegisterCommand, TimerShowCommand, TimerCancelCommand],
 })

@@ -28,4 +28,3 @@ export class BoardColumn {
   readonly count = input.required<number>();
   protected readonly t = inject(I18n).t;
 }
-

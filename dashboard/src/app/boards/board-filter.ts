@@ -1,7 +1,8 @@
 import { ChangeDetectionStrategy, Component, Injectable, inject, signal } from '@angular/core';
 
-import { I18n } from '../core/i18n';
-import { CREATED_WINDOWS, Store, cutoffFor, type CreatedWindow } from '../core/store';
+import { I18n, keyOf } from '../core/i18n';
+import { CREATED_WINDOWS, type CreatedWindow } from '../core/stores/created-window';
+import { RequirementsStore } from '../core/stores/requirements-store';
 
 /** The text filter is shared by every board, so switching boards keeps what was typed. */
 @Injectable({ providedIn: 'root' })
@@ -19,12 +20,6 @@ export class BoardFilterState {
   }
 }
 
-/** True when `createdAt` falls in the board's created-time window. */
-export function inWindow(createdAt: string, window: CreatedWindow): boolean {
-  const cutoff = cutoffFor(window);
-  return cutoff === null || createdAt >= cutoff;
-}
-
 @Component({
   selector: 'am-board-filter',
   changeDetection: ChangeDetectionStrategy.OnPush,
@@ -36,22 +31,23 @@ export function inWindow(createdAt: string, window: CreatedWindow): boolean {
       </label>
       <label>
         {{ t('filter.created') }}
-        <select [value]="store.window()" (change)="onWindow($event)" data-testid="filter-created">
+        <select [value]="requirements.window()" (change)="onWindow($event)" data-testid="filter-created">
           @for (w of windows; track w) {
-            <option [value]="w" [selected]="w === store.window()">{{ t('filter.' + w) }}</option>
+            <option [value]="w" [selected]="w === requirements.window()">{{ t(keyOf('filter', w)) }}</option>
           }
         </select>
       </label>
-      @if (store.loading()) {
+      @if (requirements.loading()) {
         <span class="muted" role="status">{{ t('board.loading') }}</span>
       }
     </div>
   `,
 })
 export class BoardFilter {
-  protected readonly store = inject(Store);
+  protected readonly requirements = inject(RequirementsStore);
   protected readonly filter = inject(BoardFilterState);
-  protected readonly t = inject(I18n).t as (key: string) => string;
+  protected readonly t = inject(I18n).t;
+  protected readonly keyOf = keyOf;
   protected readonly windows = Object.keys(CREATED_WINDOWS) as CreatedWindow[];
 
   protected onText(event: Event): void {
@@ -59,6 +55,6 @@ export class BoardFilter {
   }
 
   protected onWindow(event: Event): void {
-    void this.store.setWindow((event.target as HTMLSelectElement).value as CreatedWindow);
+    void this.requirements.setWindow((event.target as HTMLSelectElement).value as CreatedWindow);
   }
 }

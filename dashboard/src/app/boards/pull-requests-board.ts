@@ -1,12 +1,14 @@
 import { ChangeDetectionStrategy, Component, computed, inject } from '@angular/core';
 import { RouterLink } from '@angular/router';
 
-import { I18n } from '../core/i18n';
+import { I18n, keyOf } from '../core/i18n';
 import { PULL_REQUEST_COLUMNS } from '../core/models';
 import { isStale, latestReviews } from '../core/reviews';
-import { Store } from '../core/store';
+import { inWindow } from '../core/stores/created-window';
+import { PullRequestsStore } from '../core/stores/pull-requests-store';
+import { RequirementsStore } from '../core/stores/requirements-store';
 import { BoardColumn } from './board-column';
-import { BoardFilter, BoardFilterState, inWindow } from './board-filter';
+import { BoardFilter, BoardFilterState } from './board-filter';
 
 @Component({
   selector: 'am-pull-requests-board',
@@ -17,22 +19,26 @@ import { BoardFilter, BoardFilterState, inWindow } from './board-filter';
     <am-board-filter />
     <div class="board" data-testid="pull-requests-board">
       @for (col of columns(); track col.status) {
-        <am-board-column [key]="col.status" [label]="t('pr.' + col.status)" [count]="col.items.length">
+        <am-board-column [key]="col.status" [label]="t(keyOf('pr', col.status))" [count]="col.items.length">
           <ul>
             @for (pr of col.items; track pr.id) {
               <li class="card" [attr.data-pull-request-id]="pr.id">
-                <div class="title"><a [href]="pr.url" target="_blank" rel="noopener noreferrer">{{ pr.repository }}#{{ pr.number }}</a> {{ pr.title }}</div>
+                <div class="title">
+                  <a [href]="pr.url" target="_blank" rel="noopener noreferrer">{{ pr.repository }}#{{ pr.number }}</a> {{ pr.title }}
+                </div>
                 <div class="meta">
                   <code>{{ pr.headBranch }} → {{ pr.baseBranch }}</code>
                   @if (reviews().get(pr.id); as review) {
-                    <span class="badge" [class.ok]="review.status === 'succeeded'" [class.danger]="review.status === 'failed'">{{ t('card.review', { s: t('run.' + review.status) }) }}</span>
+                    <span class="badge" [class.ok]="review.status === 'succeeded'" [class.danger]="review.status === 'failed'">{{
+                      t('card.review', { s: t(keyOf('run', review.status)) })
+                    }}</span>
                     @if (isStale(review, pr)) {
                       <span class="badge warn">{{ t('card.stale') }}</span>
                     }
                   }
                 </div>
                 <div class="meta">
-                  <a [routerLink]="['/requirements', pr.requirementId]">{{ store.requirements().get(pr.requirementId)?.title ?? pr.requirementId }}</a>
+                  <a [routerLink]="['/requirements', pr.requirementId]">{{ requirements.requirements().get(pr.requirementId)?.title ?? pr.requirementId }}</a>
                 </div>
               </li>
             }
@@ -43,16 +49,22 @@ import { BoardFilter, BoardFilterState, inWindow } from './board-filter';
   `,
 })
 export class PullRequestsBoard {
-  protected readonly store = inject(Store);
-  protected readonly t = inject(I18n).t as (key: string, params?: Record<string, string | number>) => string;
+  protected readonly requirements = inject(RequirementsStore);
+  private readonly store = inject(PullRequestsStore);
+  protected readonly t = inject(I18n).t;
+  protected readonly keyOf = keyOf;
   private readonly filter = inject(BoardFilterState);
   protected readonly isStale = isStale;
   protected readonly reviews = computed(() => latestReviews(this.store.reviewRequests()));
 
   protected readonly columns = computed(() => {
-    const window = this.store.window();
+    const window = this.requirements.window();
     const items = [...this.store.pullRequests().values()]
-      .filter((pr) => inWindow(pr.createdAt, window) && this.filter.matches([pr.title, pr.repository, String(pr.number), pr.headBranch, this.store.requirements().get(pr.requirementId)?.title]))
+      .filter(
+        (pr) =>
+          inWindow(pr.createdAt, window) &&
+          this.filter.matches([pr.title, pr.repository, String(pr.number), pr.headBranch, this.requirements.requirements().get(pr.requirementId)?.title]),
+      )
       .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : -1));
     return PULL_REQUEST_COLUMNS.map((status) => ({ items: items.filter((pr) => pr.status === status), status }));
   });

@@ -1,12 +1,13 @@
 import { ChangeDetectionStrategy, Component, computed, inject, signal } from '@angular/core';
 import { RouterLink } from '@angular/router';
 
-import { I18n } from '../core/i18n';
+import { I18n, keyOf } from '../core/i18n';
 import { REQUIREMENT_COLUMNS, type Requirement } from '../core/models';
-import { Store } from '../core/store';
+import { inWindow } from '../core/stores/created-window';
+import { RequirementsStore } from '../core/stores/requirements-store';
 import { BoardColumn } from './board-column';
-import { BoardFilter, BoardFilterState, inWindow } from './board-filter';
-import { treeOrder, type TreeRow } from './tree';
+import { BoardFilter, BoardFilterState } from './board-filter';
+import { treeOrder } from './tree';
 
 const STEP = 60;
 
@@ -19,7 +20,7 @@ const STEP = 60;
     <am-board-filter />
     <div class="board" data-testid="requirements-board">
       @for (col of columns(); track col.status) {
-        <am-board-column [key]="col.status" [label]="t('req.' + col.status)" [count]="col.rows.length">
+        <am-board-column [key]="col.status" [label]="t(keyOf('req', col.status))" [count]="col.rows.length">
           <ul>
             @for (row of col.rows.slice(0, shown(col.status)); track row.item.id) {
               <li>
@@ -29,7 +30,7 @@ const STEP = 60;
                     <div class="meta" data-testid="parent">↳ {{ store.requirements().get(row.item.parentRequirementId)?.title ?? row.item.parentRequirementId }}</div>
                   }
                   <div class="meta">
-                    <span class="badge" [class.accent]="row.item.session.state === 'running'">{{ t('ses.' + row.item.session.state) }}</span>
+                    <span class="badge" [class.accent]="row.item.session.state === 'running'">{{ t(keyOf('ses', row.item.session.state)) }}</span>
                     @if (row.item.session.pausedAt) {
                       <span class="badge warn" data-testid="paused" [title]="t('paused.hint')">{{ t('card.paused') }}</span>
                     }
@@ -56,11 +57,12 @@ const STEP = 60;
   `,
 })
 export class RequirementsBoard {
-  protected readonly store = inject(Store);
+  protected readonly store = inject(RequirementsStore);
   protected readonly i18n = inject(I18n);
-  protected readonly t = this.i18n.t as (key: string, params?: Record<string, string | number>) => string;
+  protected readonly t = this.i18n.t;
+  protected readonly keyOf = keyOf;
   private readonly filter = inject(BoardFilterState);
-    protected readonly limit = signal<Record<string, number>>({});
+  protected readonly limit = signal<Record<string, number>>({});
 
   private readonly visible = computed(() => {
     const window = this.store.window();
@@ -84,7 +86,7 @@ export class RequirementsBoard {
     for (const r of this.visible()) {
       byStatus.get(r.status)?.push(r);
     }
-    return REQUIREMENT_COLUMNS.map((status) => ({ rows: treeOrder(byStatus.get(status) ?? []) as TreeRow<Requirement>[], status }));
+    return REQUIREMENT_COLUMNS.map((status) => ({ rows: treeOrder<Requirement>(byStatus.get(status) ?? []), status }));
   });
 
   protected shown(status: string): number {

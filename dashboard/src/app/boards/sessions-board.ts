@@ -1,11 +1,12 @@
 import { ChangeDetectionStrategy, Component, computed, inject } from '@angular/core';
 import { RouterLink } from '@angular/router';
 
-import { I18n } from '../core/i18n';
+import { I18n, keyOf } from '../core/i18n';
 import { SESSION_COLUMNS } from '../core/models';
-import { Store } from '../core/store';
+import { inWindow } from '../core/stores/created-window';
+import { RequirementsStore } from '../core/stores/requirements-store';
 import { BoardColumn } from './board-column';
-import { BoardFilter, BoardFilterState, inWindow } from './board-filter';
+import { BoardFilter, BoardFilterState } from './board-filter';
 
 @Component({
   selector: 'am-sessions-board',
@@ -16,7 +17,7 @@ import { BoardFilter, BoardFilterState, inWindow } from './board-filter';
     <am-board-filter />
     <div class="board" data-testid="sessions-board">
       @for (col of columns(); track col.state) {
-        <am-board-column [key]="col.state" [label]="t('ses.' + col.state)" [count]="col.items.length">
+        <am-board-column [key]="col.state" [label]="t(keyOf('ses', col.state))" [count]="col.items.length">
           <ul>
             @for (row of col.items.slice(0, 200); track row.session.id) {
               <li>
@@ -46,9 +47,10 @@ import { BoardFilter, BoardFilterState, inWindow } from './board-filter';
   `,
 })
 export class SessionsBoard {
-  protected readonly store = inject(Store);
+  private readonly store = inject(RequirementsStore);
   protected readonly i18n = inject(I18n);
-  protected readonly t = this.i18n.t as (key: string, params?: Record<string, string | number>) => string;
+  protected readonly t = this.i18n.t;
+  protected readonly keyOf = keyOf;
   private readonly filter = inject(BoardFilterState);
 
   protected readonly columns = computed(() => {

@@ -1,11 +1,13 @@
 import { ChangeDetectionStrategy, Component, computed, inject } from '@angular/core';
 import { RouterLink } from '@angular/router';
 
-import { I18n } from '../core/i18n';
+import { I18n, keyOf } from '../core/i18n';
 import type { Timer } from '../core/models';
-import { Store } from '../core/store';
+import { inWindow } from '../core/stores/created-window';
+import { RequirementsStore } from '../core/stores/requirements-store';
+import { TimersStore } from '../core/stores/timers-store';
 import { BoardColumn } from './board-column';
-import { BoardFilter, BoardFilterState, inWindow } from './board-filter';
+import { BoardFilter, BoardFilterState } from './board-filter';
 
 const TIMER_COLUMNS = ['active', 'completed', 'cancelled'] as const satisfies readonly Timer['status'][];
 
@@ -18,13 +20,13 @@ const TIMER_COLUMNS = ['active', 'completed', 'cancelled'] as const satisfies re
     <am-board-filter />
     <div class="board" data-testid="timers-board">
       @for (col of columns(); track col.status) {
-        <am-board-column [key]="col.status" [label]="t('timer.' + col.status)" [count]="col.items.length">
+        <am-board-column [key]="col.status" [label]="t(keyOf('timer', col.status))" [count]="col.items.length">
           <ul>
             @for (timer of col.items; track timer.id) {
               <li class="card" [attr.data-timer-id]="timer.id">
                 <div class="title">{{ timer.description }}</div>
                 <div class="meta">
-                  <span class="badge">{{ t('timer.' + timer.schedule) }}</span>
+                  <span class="badge">{{ t(keyOf('timer', timer.schedule)) }}</span>
                   @if (timer.schedule === 'recurring') {
                     <span>{{ t('timer.every', { n: interval(timer.intervalSeconds) }) }}</span>
                   }
@@ -33,7 +35,7 @@ const TIMER_COLUMNS = ['active', 'completed', 'cancelled'] as const satisfies re
                   }
                 </div>
                 <div class="meta">
-                  <a [routerLink]="['/requirements', timer.requirementId]">{{ store.requirements().get(timer.requirementId)?.title ?? timer.requirementId }}</a>
+                  <a [routerLink]="['/requirements', timer.requirementId]">{{ requirements.requirements().get(timer.requirementId)?.title ?? timer.requirementId }}</a>
                 </div>
               </li>
             }
@@ -44,9 +46,11 @@ const TIMER_COLUMNS = ['active', 'completed', 'cancelled'] as const satisfies re
   `,
 })
 export class TimersBoard {
-  protected readonly store = inject(Store);
+  protected readonly requirements = inject(RequirementsStore);
+  private readonly store = inject(TimersStore);
   protected readonly i18n = inject(I18n);
-  protected readonly t = this.i18n.t as (key: string, params?: Record<string, string | number>) => string;
+  protected readonly t = this.i18n.t;
+  protected readonly keyOf = keyOf;
   private readonly filter = inject(BoardFilterState);
 
   protected interval(seconds: number): string {
@@ -54,9 +58,9 @@ export class TimersBoard {
   }
 
   protected readonly columns = computed(() => {
-    const window = this.store.window();
+    const window = this.requirements.window();
     const items = [...this.store.timers().values()]
-      .filter((timer) => inWindow(timer.createdAt, window) && this.filter.matches([timer.description, timer.id, this.store.requirements().get(timer.requirementId)?.title]))
+      .filter((timer) => inWindow(timer.createdAt, window) && this.filter.matches([timer.description, timer.id, this.requirements.requirements().get(timer.requirementId)?.title]))
       .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : -1));
     return TIMER_COLUMNS.map((status) => ({ items: items.filter((timer) => timer.status === status), status }));
   });

@@ -49,15 +49,15 @@ export class Api {
     return result.data as T;
   }
 
-  /** Every page of a cursor-paginated list, or fewer if `keepGoing` says stop (newest-first lists). */
-  async all<T>(page: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | null }>, keepGoing: (items: T[]) => boolean = () => true, onPage?: (items: T[]) => void): Promise<T[]> {
+  /** Every page of a cursor-paginated list, each handed to `onPage` as it arrives. */
+  async all<T>(page: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | null }>, onPage?: (items: T[]) => void): Promise<T[]> {
     const out: T[] = [];
     let cursor: string | undefined;
     for (;;) {
       const { items, nextCursor } = await page(cursor);
       out.push(...items);
       onPage?.(items);
-      if (!nextCursor || items.length === 0 || !keepGoing(items)) {
+      if (!nextCursor || items.length === 0) {
         return out;
       }
       cursor = nextCursor;

@@ -15,7 +15,7 @@ const MAX_BACKOFF_MS = 15_000;
  * server ends a long replay on purpose, which that retry continues). When the EventSource closes
  * for good (an HTTP error, e.g. while the server restarts) we open a new one with `?after=` from
  * our cursor, backing off. `resumed` fires when a new connection could not resume from a cursor,
- * so the store re-reads its snapshots.
+ * so LiveSync re-reads the snapshots.
  */
 @Injectable({ providedIn: 'root' })
 export class EventStream {

@@ -1,4 +1,5 @@
-// The dashboard's text in English and Simplified Chinese; every key exists in both (typed).
+// The dashboard's text in English and Simplified Chinese. English is the source of the keys (and
+// of each text's `{placeholders}`); the Chinese dictionary must have every one of them.
 
 export const en = {
   'app.title': 'Agent Manager',
@@ -142,10 +143,9 @@ export const en = {
   'time.seconds': '{n} s',
 } as const;
 
-export type I18nKey = keyof typeof en;
-export type Dictionary = Record<I18nKey, string>;
+export type MessageKey = keyof typeof en;
 
-export const zh: Dictionary = {
+export const zh: Record<MessageKey, string> = {
   'app.title': 'Agent Manager',
   'nav.requirements': '需求',
   'nav.pullRequests': '拉取请求',

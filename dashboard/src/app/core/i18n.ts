@@ -1,14 +1,33 @@
 import { Injectable, computed, signal } from '@angular/core';
 
-import { type Dictionary, type I18nKey, en, zh } from './i18n-messages';
+import { type MessageKey, en, zh } from './i18n-messages';
 
 // Two dictionaries switched at run time (a signal), rather than Angular's build-time i18n, which
 // would need one build per language and a reload to switch.
 
-export type { I18nKey };
+/** The `{name}` placeholders of a text, as a union of names. */
+type Placeholders<Text extends string> = Text extends `${string}{${infer Name}}${infer Rest}` ? Name | Placeholders<Rest> : never;
+
+/** Keys whose English text has no placeholder. */
+type PlainKey = { [K in MessageKey]: [Placeholders<(typeof en)[K]>] extends [never] ? K : never }[MessageKey];
+
+/**
+ * The translate function components expose to their templates: a known key, with a value for
+ * each of its English text's placeholders (and only with them).
+ */
+export interface Translate {
+  (key: PlainKey): string;
+  <K extends Exclude<MessageKey, PlainKey>>(key: K, params: Readonly<Record<Placeholders<(typeof en)[K]>, string | number>>): string;
+}
+
+/**
+ * A key made of a prefix and a value, typed as the union it can be (`keyOf('run', run.status)` is
+ * `'run.running' | 'run.failed' | …`), so a value without a text fails the build.
+ */
+export const keyOf = <P extends string, V extends string>(prefix: P, value: V): `${P}.${V}` => `${prefix}.${value}`;
 
 export type Language = 'en' | 'zh-CN';
-const DICTIONARIES: Record<Language, Dictionary> = { en, 'zh-CN': zh };
+const DICTIONARIES: Record<Language, Record<MessageKey, string>> = { en, 'zh-CN': zh };
 const KEY = 'am.language';
 
 function initialLanguage(): Language {
@@ -30,9 +49,9 @@ export class I18n {
   }
 
   /** Reading it in a template tracks the language signal, so text switches without a reload. */
-  readonly t = (key: I18nKey, params?: Record<string, string | number>): string => {
-    // An unknown key shows itself rather than nothing, so a gap is visible.
-    let text: string = this.dictionary()[key] ?? key;
+  readonly t: Translate = (messageKey: MessageKey, params?: Readonly<Record<string, string | number>>): string => {
+    // Data from a newer server can name a status this build has no text for: show the key.
+    let text: string = this.dictionary()[messageKey] ?? messageKey;
     if (params) {
       for (const [name, value] of Object.entries(params)) {
         text = text.replace(`{${name}}`, String(value));

@@ -2,7 +2,7 @@
 import type { Schemas } from '@libs/api-client';
 
 export type Requirement = Schemas['RequirementResponseDto'];
-export type Session = Schemas['AgentSessionResponseDto'];
+type Session = Schemas['AgentSessionResponseDto'];
 export type Run = Schemas['AgentRunResponseDto'];
 export type Trace = Schemas['AgentTraceEventResponseDto'];
 export type Message = Schemas['MessageResponseDto'];
@@ -12,6 +12,8 @@ export type Configuration = Schemas['ConfigurationResponseDto'];
 export type ConfigurationValues = Schemas['ConfigurationValuesDto'];
 export type ConfigurationPatch = Schemas['UpdateConfigurationDto'];
 export type CreateRequirement = Schemas['CreateRequirementDto'];
+/** A message with attachments, as a reply or along with a start. */
+export type Reply = Schemas['ReplyDto'];
 
 export type RequirementStatus = Requirement['status'];
 export type SessionState = Session['state'];

@@ -1,10 +1,9 @@
 import { ChangeDetectionStrategy, Component, DestroyRef, computed, inject, input, signal } from '@angular/core';
 
-import { Api } from '../core/api';
 import { I18n } from '../core/i18n';
-import { MAX_ATTACHMENTS, type Attachment, type Requirement } from '../core/models';
+import { MAX_ATTACHMENTS, type Attachment, type Reply, type Requirement } from '../core/models';
 import { Notifier } from '../core/notifier';
-import { Store } from '../core/store';
+import { ConversationStore } from '../core/stores/conversation-store';
 
 interface Pending {
   key: number;
@@ -70,8 +69,7 @@ interface Pending {
 })
 export class Composer {
   readonly requirement = input.required<Requirement>();
-  private readonly api = inject(Api);
-  private readonly store = inject(Store);
+  private readonly store = inject(ConversationStore);
   private readonly notifier = inject(Notifier);
   protected readonly t = inject(I18n).t;
   protected readonly text = signal('');
@@ -96,7 +94,7 @@ export class Composer {
   }
 
   /** What Start sends along: the draft, then cleared. */
-  takeDraft(): { message?: string; attachmentIds?: string[] } {
+  takeDraft(): Reply {
     const draft = this.draft();
     this.clear();
     return draft;
@@ -155,9 +153,8 @@ export class Composer {
     const body = this.draft();
     this.busy.set(true);
     try {
-      const result = await this.api.call(this.api.client.POST('/api/requirements/{id}/reply', { body, params: { path: { id } } }));
-      this.store.acceptRequirement(result.requirement);
-      this.lastQueued.set(result.queued);
+      const { queued } = await this.store.reply(id, body);
+      this.lastQueued.set(queued);
       this.clear();
     } catch {
       // shown by the API service; the draft stays for another try
@@ -166,7 +163,7 @@ export class Composer {
     }
   }
 
-  private draft(): { message?: string; attachmentIds?: string[] } {
+  private draft(): Reply {
     const message = this.text().trim();
     const attachmentIds = this.pending().flatMap((p) => (p.attachment ? [p.attachment.id] : []));
     return { ...(message ? { message } : {}), ...(attachmentIds.length ? { attachmentIds } : {}) };
@@ -193,15 +190,7 @@ export class Composer {
   private async upload(item: Pending): Promise<void> {
     const id = this.requirement().id;
     try {
-      const attachment = await this.api.call(
-        this.api.client.POST('/api/requirements/{id}/attachments', {
-          // The raw file is the body; openapi-fetch must not JSON-encode it.
-          body: item.file as unknown as string,
-          bodySerializer: (b: unknown) => b as BodyInit,
-          headers: { 'Content-Type': item.file.type || 'application/octet-stream' },
-          params: { header: { 'X-File-Name': encodeURIComponent(item.file.name) }, path: { id } },
-        }),
-      );
+      const attachment = await this.store.upload(id, item.file);
       this.pending.update((all) => all.map((p) => (p.key === item.key ? { ...p, attachment } : p)));
     } catch {
       this.pending.update((all) => all.map((p) => (p.key === item.key ? { ...p, failed: true } : p)));

@@ -1,10 +1,11 @@
 import { ChangeDetectionStrategy, Component, ElementRef, afterRenderEffect, computed, effect, inject, input, signal, untracked, viewChild } from '@angular/core';
 import { RouterLink } from '@angular/router';
 
-import { I18n } from '../core/i18n';
+import { I18n, keyOf } from '../core/i18n';
 import { isPending, isQueued } from '../core/live/queued';
 import type { Message, Requirement } from '../core/models';
-import { Store } from '../core/store';
+import { ConversationStore } from '../core/stores/conversation-store';
+import { RunsStore } from '../core/stores/runs-store';
 import { MarkdownRenderer } from './markdown';
 
 /** Messages rendered at first (more than a tall window shows); more are added as the reader scrolls up. */
@@ -22,9 +23,16 @@ const STICK_PX = 48;
         <button type="button" class="ghost small" style="align-self: center" (click)="showEarlier()">{{ t('action.earlier') }} ({{ hiddenBefore() }})</button>
       }
       @for (m of visible(); track m.id) {
-        <article class="message" [class]="'message ' + m.author" [class.related]="!!m.sourceRequirementId" [attr.data-sequence]="m.sequence" [attr.data-author]="m.author" [attr.data-message-id]="m.id">
+        <article
+          class="message"
+          [class]="'message ' + m.author"
+          [class.related]="!!m.sourceRequirementId"
+          [attr.data-sequence]="m.sequence"
+          [attr.data-author]="m.author"
+          [attr.data-message-id]="m.id"
+        >
           <header>
-            <strong>{{ t('author.' + m.author) }}</strong>
+            <strong>{{ t(keyOf('author', m.author)) }}</strong>
             @if (m.source) {
               <span class="badge" data-testid="message-source">{{ t('msg.source', { s: sourceLabel(m) }) }}</span>
             }
@@ -47,9 +55,13 @@ const STICK_PX = 48;
             <div class="attachments">
               @for (a of m.attachments; track a.id) {
                 @if (a.kind === 'image') {
-                  <a [href]="'/api/attachments/' + a.id" target="_blank" rel="noopener"><img [src]="'/api/attachments/' + a.id" [alt]="a.fileName" loading="lazy" data-testid="attachment-image" /></a>
+                  <a [href]="'/api/attachments/' + a.id" target="_blank" rel="noopener"
+                    ><img [src]="'/api/attachments/' + a.id" [alt]="a.fileName" loading="lazy" data-testid="attachment-image"
+                  /></a>
                 } @else {
-                  <a class="button" [href]="'/api/attachments/' + a.id" [attr.download]="a.fileName" data-testid="attachment-file">⬇ {{ a.fileName }} <span class="muted">({{ size(a.byteSize) }})</span></a>
+                  <a class="button" [href]="'/api/attachments/' + a.id" [attr.download]="a.fileName" data-testid="attachment-file"
+                    >⬇ {{ a.fileName }} <span class="muted">({{ size(a.byteSize) }})</span></a
+                  >
                 }
               }
             </div>
@@ -67,12 +79,14 @@ const STICK_PX = 48;
 export class Conversation {
   readonly requirement = input.required<Requirement>();
   protected readonly i18n = inject(I18n);
-  protected readonly t = this.i18n.t as (key: string, params?: Record<string, string | number>) => string;
+  protected readonly t = this.i18n.t;
+  protected readonly keyOf = keyOf;
   protected readonly markdown = inject(MarkdownRenderer);
-  private readonly store = inject(Store);
+  private readonly conversations = inject(ConversationStore);
+  private readonly runs = inject(RunsStore);
   private readonly scroller = viewChild.required<ElementRef<HTMLElement>>('scroller');
 
-  private readonly messages = computed(() => this.store.conversation(this.requirement().id)());
+  private readonly messages = computed(() => this.conversations.messages(this.requirement().id)());
   /** How many of the latest messages are rendered. */
   private readonly count = signal(WINDOW);
   protected readonly visible = computed(() => {
@@ -85,14 +99,22 @@ export class Conversation {
 
   protected readonly queued = computed(() => {
     const requirement = this.requirement();
-    const active = [...this.store.runs().values()].find((r) => r.requirementId === requirement.id && r.status === 'running' && r.role === 'rd');
-    return new Set(this.visible().filter((m) => isQueued(m, requirement, active)).map((m) => m.id));
+    const active = [...this.runs.runs().values()].find((r) => r.requirementId === requirement.id && r.status === 'running' && r.role === 'rd');
+    return new Set(
+      this.visible()
+        .filter((m) => isQueued(m, requirement, active))
+        .map((m) => m.id),
+    );
   });
 
   /** While a stop's pause lasts: what the next start will deliver. */
   protected readonly pending = computed(() => {
     const requirement = this.requirement();
-    return new Set(this.visible().filter((m) => isPending(m, requirement)).map((m) => m.id));
+    return new Set(
+      this.visible()
+        .filter((m) => isPending(m, requirement))
+        .map((m) => m.id),
+    );
   });
 
   private atBottom = true;

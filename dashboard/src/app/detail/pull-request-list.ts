@@ -1,10 +1,9 @@
 import { ChangeDetectionStrategy, Component, computed, effect, inject, input, signal, untracked } from '@angular/core';
 
-import { Api } from '../core/api';
-import { I18n } from '../core/i18n';
+import { I18n, keyOf } from '../core/i18n';
 import { PROVIDERS, REASONING_EFFORTS, type Provider, type PullRequest, type ReasoningEffort } from '../core/models';
 import { isStale, latestReviews } from '../core/reviews';
-import { Store } from '../core/store';
+import { PullRequestsStore } from '../core/stores/pull-requests-store';
 
 /** A Requirement's PRs, each with its latest review and a "request review" form. */
 @Component({
@@ -19,16 +18,20 @@ import { Store } from '../core/store';
         <li [attr.data-pull-request-id]="pr.id">
           <div class="row">
             <a [href]="pr.url" target="_blank" rel="noopener noreferrer">{{ pr.repository }}#{{ pr.number }}</a>
-            <span class="badge">{{ t('pr.' + pr.status) }}</span>
+            <span class="badge">{{ t(keyOf('pr', pr.status)) }}</span>
             @if (reviews().get(pr.id); as review) {
-              <span class="badge" [class.ok]="review.status === 'succeeded'" [class.danger]="review.status === 'failed'" data-testid="review-state">{{ t('card.review', { s: t('run.' + review.status) }) }}</span>
+              <span class="badge" [class.ok]="review.status === 'succeeded'" [class.danger]="review.status === 'failed'" data-testid="review-state">{{
+                t('card.review', { s: t(keyOf('run', review.status)) })
+              }}</span>
               @if (isStale(review, pr)) {
                 <span class="badge warn">{{ t('card.stale') }}</span>
               }
             }
             <span class="spacer"></span>
             @if (pr.status === 'open') {
-              <button type="button" class="small" (click)="formFor.set(formFor() === pr.id ? null : pr.id)" [attr.aria-expanded]="formFor() === pr.id" data-testid="request-review">{{ t('action.requestReview') }}</button>
+              <button type="button" class="small" (click)="formFor.set(formFor() === pr.id ? null : pr.id)" [attr.aria-expanded]="formFor() === pr.id" data-testid="request-review">
+                {{ t('action.requestReview') }}
+              </button>
             }
           </div>
           <div class="muted">{{ pr.title }}</div>
@@ -74,9 +77,9 @@ import { Store } from '../core/store';
 })
 export class PullRequestList {
   readonly requirementId = input.required<string>();
-  private readonly api = inject(Api);
-  private readonly store = inject(Store);
-  protected readonly t = inject(I18n).t as (key: string, params?: Record<string, string | number>) => string;
+  private readonly store = inject(PullRequestsStore);
+  protected readonly t = inject(I18n).t;
+  protected readonly keyOf = keyOf;
   protected readonly providers = PROVIDERS;
   protected readonly efforts = REASONING_EFFORTS;
   protected readonly isStale = isStale;
@@ -110,18 +113,12 @@ export class PullRequestList {
     this.busy.set(true);
     try {
       const prompt = this.prompt().trim();
-      const result = await this.api.call(
-        this.api.client.POST('/api/pull-requests/{id}/review-requests', {
-          body: {
+      await this.store.requestReview(pr.id, {
         provider: this.provider(),
         ...(this.model().trim() ? { model: this.model().trim() } : {}),
         ...(this.effort() ? { reasoningEffort: this.effort() as ReasoningEffort } : {}),
-            ...(prompt ? { prompt } : {}),
-          },
-          params: { path: { id: pr.id } },
-        }),
-      );
-      this.store.acceptReviewRequest(result.reviewRequest);
+        ...(prompt ? { prompt } : {}),
+      });
       this.formFor.set(null);
     } catch {
       // shown by the API service

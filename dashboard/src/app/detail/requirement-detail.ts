@@ -2,13 +2,15 @@ import { ChangeDetectionStrategy, Component, computed, effect, inject, input, si
 import { Title } from '@angular/platform-browser';
 import { Router, RouterLink } from '@angular/router';
 
-import { Api } from '../core/api';
-import { I18n } from '../core/i18n';
-import { Notifier } from '../core/notifier';
-import type { Requirement } from '../core/models';
-import { Store } from '../core/store';
-import { Composer } from './composer';
+import { I18n, keyOf } from '../core/i18n';
 import { isQueued } from '../core/live/queued';
+import type { Requirement } from '../core/models';
+import { Notifier } from '../core/notifier';
+import { ConversationStore } from '../core/stores/conversation-store';
+import { LiveSync } from '../core/stores/live-sync';
+import { RequirementsStore } from '../core/stores/requirements-store';
+import { RunsStore } from '../core/stores/runs-store';
+import { Composer } from './composer';
 import { Conversation } from './conversation';
 import { MarkdownRenderer } from './markdown';
 import { PullRequestList } from './pull-request-list';
@@ -26,35 +28,42 @@ type Tab = 'overview' | 'trace';
 export class RequirementDetail {
   /** The route parameter (component input binding). */
   readonly id = input.required<string>();
-  private readonly api = inject(Api);
   private readonly router = inject(Router);
   private readonly title = inject(Title);
   private readonly notifier = inject(Notifier);
-  protected readonly store = inject(Store);
+  private readonly sync = inject(LiveSync);
+  private readonly conversations = inject(ConversationStore);
+  private readonly requirements = inject(RequirementsStore);
+  protected readonly runsStore = inject(RunsStore);
   protected readonly i18n = inject(I18n);
   protected readonly markdown = inject(MarkdownRenderer);
-  protected readonly t = this.i18n.t as (key: string, params?: Record<string, string | number>) => string;
+  protected readonly t = this.i18n.t;
+  protected readonly keyOf = keyOf;
   protected readonly composer = viewChild(Composer);
   protected readonly tab = signal<Tab>('overview');
   protected readonly busy = signal(false);
   protected readonly missing = signal(false);
 
-  protected readonly requirement = computed(() => this.store.requirements().get(this.id()) ?? null);
+  protected readonly requirement = computed(() => this.requirements.requirements().get(this.id()) ?? null);
   protected readonly parent = computed(() => {
     const parentId = this.requirement()?.parentRequirementId;
-    return parentId ? (this.store.requirements().get(parentId) ?? { id: parentId, title: parentId }) : null;
+    return parentId ? (this.requirements.requirements().get(parentId) ?? { id: parentId, title: parentId }) : null;
   });
-  protected readonly children = computed(() => [...this.store.requirements().values()].filter((r) => r.parentRequirementId === this.id() && r.status !== 'cancelled'));
-  protected readonly runs = computed(() =>
-    [...this.store.runs().values()].filter((r) => r.requirementId === this.id()).sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1)),
-  );
+  protected readonly children = computed(() => [...this.requirements.requirements().values()].filter((r) => r.parentRequirementId === this.id() && r.status !== 'cancelled'));
+  protected readonly runs = computed(() => [...this.runsStore.runs().values()].filter((r) => r.requirementId === this.id()).sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1)));
   protected readonly activeRun = computed(() => this.runs().find((r) => r.status === 'running' && r.role === 'rd'));
   protected readonly running = computed(() => this.requirement()?.session.state === 'running');
   /** Steer makes sense only when a message arrived after the run took its input. */
   protected readonly canSteer = computed(() => {
     const requirement = this.requirement();
     const active = this.activeRun();
-    return !!requirement && this.running() && this.store.conversation(requirement.id)().some((m) => isQueued(m, requirement, active));
+    return (
+      !!requirement &&
+      this.running() &&
+      this.conversations
+        .messages(requirement.id)()
+        .some((m) => isQueued(m, requirement, active))
+    );
   });
   protected readonly canStart = computed(() => {
     const r = this.requirement();
@@ -75,7 +84,7 @@ export class RequirementDetail {
       const id = this.id();
       untracked(() => {
         this.missing.set(false);
-        this.store.openRequirement(id).catch(() => this.missing.set(!this.store.requirements().get(id)));
+        this.sync.openRequirement(id).catch(() => this.missing.set(!this.requirements.requirements().get(id)));
       });
     });
     effect(() => {
@@ -95,18 +104,15 @@ export class RequirementDetail {
   protected async onStart(): Promise<void> {
     this.notifier.askPermission();
     const draft = this.composer()?.takeDraft() ?? {};
-    await this.act(async (id) => {
-      const result = await this.api.call(this.api.client.POST('/api/requirements/{id}/start', { body: draft, params: { path: { id } } }));
-      this.store.acceptRequirement(result.requirement);
-    });
+    await this.act((id) => this.requirements.start(id, draft));
   }
 
   protected onInterrupt(mode: 'stop' | 'steer'): Promise<void> {
-    return this.act((id) => this.api.call(this.api.client.POST('/api/requirements/{id}/interrupt', { body: { mode }, params: { path: { id } } })));
+    return this.act((id) => this.requirements.interrupt(id, mode));
   }
 
   protected onConfirm(): Promise<void> {
-    return this.act(async (id) => this.store.acceptRequirement(await this.api.call(this.api.client.POST('/api/requirements/{id}/confirm', { params: { path: { id } } }))));
+    return this.act((id) => this.requirements.confirm(id));
   }
 
   protected async onDelete(): Promise<void> {
@@ -114,7 +120,7 @@ export class RequirementDetail {
       return;
     }
     await this.act(async (id) => {
-      await this.api.call(this.api.client.DELETE('/api/requirements/{id}', { params: { path: { id } } }));
+      await this.requirements.remove(id);
       void this.router.navigate(['/requirements']);
     });
   }
@@ -129,7 +135,7 @@ export class RequirementDetail {
 
   protected pausedText(r: Requirement): string {
     const n = r.session.pendingMessageCount;
-    return this.t(n === 0 ? 'paused.none' : n === 1 ? 'paused.one' : 'paused.many', { n });
+    return n === 0 ? this.t('paused.none') : n === 1 ? this.t('paused.one') : this.t('paused.many', { n });
   }
 
   protected statusClass(r: Requirement): string {

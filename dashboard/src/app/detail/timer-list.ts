@@ -1,9 +1,8 @@
 import { ChangeDetectionStrategy, Component, computed, inject, input, signal } from '@angular/core';
 
-import { Api } from '../core/api';
-import { I18n } from '../core/i18n';
+import { I18n, keyOf } from '../core/i18n';
 import type { Timer } from '../core/models';
-import { Store } from '../core/store';
+import { TimersStore } from '../core/stores/timers-store';
 
 /** A Requirement's timers with create and cancel. */
 @Component({
@@ -14,7 +13,7 @@ import { Store } from '../core/store';
       @for (timer of timers(); track timer.id) {
         <li class="row" [attr.data-timer-id]="timer.id">
           <span class="spacer">{{ timer.description }}</span>
-          <span class="badge">{{ t('timer.' + timer.schedule) }}</span>
+          <span class="badge">{{ t(keyOf('timer', timer.schedule)) }}</span>
           @if (timer.schedule === 'recurring') {
             <span class="muted">{{ t('timer.every', { n: interval(timer.intervalSeconds) }) }}</span>
           }
@@ -22,7 +21,7 @@ import { Store } from '../core/store';
             <span class="muted">{{ t('timer.next', { t: i18n.dateTime(timer.nextFireAt) }) }}</span>
             <button type="button" class="small danger" (click)="onCancel(timer)" data-testid="cancel-timer">{{ t('action.cancelTimer') }}</button>
           } @else {
-            <span class="badge">{{ t('timer.' + timer.status) }}</span>
+            <span class="badge">{{ t(keyOf('timer', timer.status)) }}</span>
           }
         </li>
       } @empty {
@@ -48,10 +47,10 @@ import { Store } from '../core/store';
 export class TimerList {
   readonly requirementId = input.required<string>();
   readonly canCreate = input(true);
-  private readonly api = inject(Api);
-  private readonly store = inject(Store);
+  private readonly store = inject(TimersStore);
   protected readonly i18n = inject(I18n);
-  protected readonly t = this.i18n.t as (key: string, params?: Record<string, string | number>) => string;
+  protected readonly t = this.i18n.t;
+  protected readonly keyOf = keyOf;
   protected readonly description = signal('');
   protected readonly minutes = signal(60);
   protected readonly recurring = signal(false);
@@ -69,13 +68,11 @@ export class TimerList {
   protected async onCreate(event: Event): Promise<void> {
     event.preventDefault();
     try {
-      const timer = await this.api.call(
-        this.api.client.POST('/api/requirements/{id}/timers', {
-          body: { description: this.description().trim(), intervalSeconds: Math.round(this.minutes() * 60), schedule: this.recurring() ? 'recurring' : 'once' },
-          params: { path: { id: this.requirementId() } },
-        }),
-      );
-      this.store.acceptTimer(timer);
+      await this.store.create(this.requirementId(), {
+        description: this.description().trim(),
+        intervalSeconds: Math.round(this.minutes() * 60),
+        schedule: this.recurring() ? 'recurring' : 'once',
+      });
       this.description.set('');
     } catch {
       // shown by the API service
@@ -84,9 +81,7 @@ export class TimerList {
 
   protected async onCancel(timer: Timer): Promise<void> {
     try {
-      this.store.acceptTimer(
-        await this.api.call(this.api.client.DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: timer.requirementId, timerId: timer.id } } })),
-      );
+      await this.store.cancel(timer);
     } catch {
       // shown by the API service
     }

@@ -2,7 +2,7 @@ import { ChangeDetectionStrategy, Component, ElementRef, afterRenderEffect, comp
 
 import { I18n } from '../core/i18n';
 import type { Trace } from '../core/models';
-import { Store } from '../core/store';
+import { RunsStore } from '../core/stores/runs-store';
 
 /** Trace entries rendered at once; a long session grows by this much on request. */
 const WINDOW = 150;
@@ -30,7 +30,9 @@ interface Row {
       }
       @for (row of visible(); track row.trace.id) {
         @if (row.newRun) {
-          <div class="run-sep"><code>{{ row.trace.runId }}</code></div>
+          <div class="run-sep">
+            <code>{{ row.trace.runId }}</code>
+          </div>
         }
         <div class="trace-item" [class]="'trace-item ' + row.trace.kind" [attr.data-kind]="row.trace.kind">
           <div class="row">
@@ -65,7 +67,7 @@ interface Row {
 export class TraceTimeline {
   readonly requirementId = input.required<string>();
   protected readonly t = inject(I18n).t;
-  private readonly store = inject(Store);
+  private readonly store = inject(RunsStore);
   private readonly scroller = viewChild.required<ElementRef<HTMLElement>>('scroller');
   protected readonly window = WINDOW;
   protected readonly count = signal(WINDOW);

@@ -1,10 +1,9 @@
 import { ChangeDetectionStrategy, Component, inject, output, signal, viewChild } from '@angular/core';
 import { Router } from '@angular/router';
 
-import { Api } from '../core/api';
 import { I18n } from '../core/i18n';
 import { PROVIDERS, REASONING_EFFORTS, type Provider, type ReasoningEffort } from '../core/models';
-import { Store } from '../core/store';
+import { RequirementsStore } from '../core/stores/requirements-store';
 import { Modal } from './modal';
 
 @Component({
@@ -58,8 +57,7 @@ import { Modal } from './modal';
 })
 export class CreateRequirementDialog {
   readonly closed = output<void>();
-  private readonly api = inject(Api);
-  private readonly store = inject(Store);
+  private readonly store = inject(RequirementsStore);
   private readonly router = inject(Router);
   protected readonly t = inject(I18n).t;
   protected readonly modal = viewChild.required(Modal);
@@ -81,21 +79,15 @@ export class CreateRequirementDialog {
     event.preventDefault();
     this.busy.set(true);
     try {
-      const created = await this.api.call(
-        this.api.client.POST('/api/requirements', {
-          body: {
-            description: this.description(),
-            model: this.model().trim() || null,
-            provider: this.provider(),
-            reasoningEffort: this.effort() || null,
-            title: this.title().trim(),
-          },
-        }),
-      );
-      this.store.acceptRequirement(created);
+      const created = await this.store.create({
+        description: this.description(),
+        model: this.model().trim() || null,
+        provider: this.provider(),
+        reasoningEffort: this.effort() || null,
+        title: this.title().trim(),
+      });
       if (this.startNow()) {
-        const started = await this.api.call(this.api.client.POST('/api/requirements/{id}/start', { body: {}, params: { path: { id: created.id } } }));
-        this.store.acceptRequirement(started.requirement);
+        await this.store.start(created.id);
       }
       this.modal().close();
       void this.router.navigate(['/requirements', created.id]);

@@ -1,10 +1,9 @@
 import { ChangeDetectionStrategy, Component, computed, effect, inject, output, signal, untracked, viewChild } from '@angular/core';
 
-import { Api } from '../core/api';
 import { I18n } from '../core/i18n';
-import type { Configuration, ConfigurationPatch, ConfigurationValues } from '../core/models';
+import type { Configuration, ConfigurationValues } from '../core/models';
 import { Notifier } from '../core/notifier';
-import { Store } from '../core/store';
+import { ConfigurationStore } from '../core/stores/configuration-store';
 import { Modal } from './modal';
 
 type Field = keyof ConfigurationValues;
@@ -44,7 +43,9 @@ const FIELDS: readonly FieldSpec[] = [
       <form (submit)="onSave($event)">
         <h2 id="settings-title">{{ t('settings.title') }}</h2>
         @if (config(); as c) {
-          <p class="muted">{{ t('settings.file') }}: <code>{{ c.path }}</code></p>
+          <p class="muted">
+            {{ t('settings.file') }}: <code>{{ c.path }}</code>
+          </p>
           @if (c.restartRequired) {
             <p class="badge warn" role="status" data-testid="restart-pending">{{ t('settings.restartPending', { f: c.restartRequiredFields.join(', ') }) }}</p>
           }
@@ -64,7 +65,14 @@ const FIELDS: readonly FieldSpec[] = [
                     }
                   </select>
                 } @else {
-                  <input [id]="'cfg-' + f.key" [type]="f.type === 'number' ? 'number' : f.type === 'secret' ? 'password' : 'text'" autocomplete="off" [value]="draft()[f.key] ?? ''" (input)="set(f, $event)" style="width: 100%" />
+                  <input
+                    [id]="'cfg-' + f.key"
+                    [type]="f.type === 'number' ? 'number' : f.type === 'secret' ? 'password' : 'text'"
+                    autocomplete="off"
+                    [value]="draft()[f.key] ?? ''"
+                    (input)="set(f, $event)"
+                    style="width: 100%"
+                  />
                 }
                 @if (c.overriddenFields.includes(f.key)) {
                   <div class="muted" style="font-size: 0.8em">{{ t('settings.overridden') }}: {{ c.effective[f.key] }}</div>
@@ -75,7 +83,10 @@ const FIELDS: readonly FieldSpec[] = [
         } @else {
           <p class="muted">{{ t('board.loading') }}</p>
         }
-        <label class="inline"><input type="checkbox" [checked]="notifier.browserEnabled()" (change)="notifier.setBrowserEnabled($any($event.target).checked)" data-testid="notifications" /> {{ t('settings.notifications') }}</label>
+        <label class="inline"
+          ><input type="checkbox" [checked]="notifier.browserEnabled()" (change)="notifier.setBrowserEnabled($any($event.target).checked)" data-testid="notifications" />
+          {{ t('settings.notifications') }}</label
+        >
         <div class="row">
           <span class="spacer"></span>
           <button type="button" (click)="modal().close()">{{ t('action.close') }}</button>
@@ -87,8 +98,7 @@ const FIELDS: readonly FieldSpec[] = [
 })
 export class SettingsDialog {
   readonly closed = output<void>();
-  private readonly api = inject(Api);
-  private readonly store = inject(Store);
+  private readonly store = inject(ConfigurationStore);
   protected readonly notifier = inject(Notifier);
   protected readonly t = inject(I18n).t;
   protected readonly modal = viewChild.required(Modal);
@@ -103,7 +113,7 @@ export class SettingsDialog {
   constructor() {
     // Re-read when someone else changes the configuration (manager.configuration.updated).
     effect(() => {
-      this.store.configurationVersion();
+      this.store.version();
       untracked(() => void this.load());
     });
   }
@@ -132,7 +142,7 @@ export class SettingsDialog {
     event.preventDefault();
     this.busy.set(true);
     try {
-      const next = await this.api.call(this.api.client.PATCH('/api/configuration', { body: this.patch() as ConfigurationPatch }));
+      const next = await this.store.update(this.patch());
       this.accept(next);
       this.notifier.info(this.t('settings.saved'));
     } catch {
@@ -144,7 +154,7 @@ export class SettingsDialog {
 
   private async load(): Promise<void> {
     try {
-      this.accept(await this.api.call(this.api.client.GET('/api/configuration')));
+      this.accept(await this.store.read());
     } catch {
       // shown by the API service
     }

@@ -12,13 +12,13 @@ const sessionId = (description: string) => ValidateText({ description, example: 
 const requirementId = (description: string) => ValidateText({ description, example: 'req_…', max: 100, min: 1 });
 
 export class ProposeRequirementDto extends OmitType(CreateRequirementDto, ['provider'] as const) {
-  @sessionId('The proposing RD session (the run\'s own)')
+  @sessionId("The proposing RD session (the run's own)")
   sourceSessionId: string;
 
-  @OptionalText({ description: 'The parent: the proposing session\'s Requirement (the default)', example: 'req_…', max: 100, min: 1 })
+  @OptionalText({ description: "The parent: the proposing session's Requirement (the default)", example: 'req_…', max: 100, min: 1 })
   parentRequirementId?: string;
 
-  @OptionalEnum(PROVIDERS, 'Which coding agent runs the new Requirement; defaults to the proposing session\'s')
+  @OptionalEnum(PROVIDERS, "Which coding agent runs the new Requirement; defaults to the proposing session's")
   provider?: Provider;
 
   @ApiPropertyOptional({ default: false, description: 'Start its RD session at once instead of leaving it todo' })
@@ -28,7 +28,7 @@ export class ProposeRequirementDto extends OmitType(CreateRequirementDto, ['prov
 }
 
 export class AgentRequirementActionDto {
-  @requirementId('The acting RD session\'s Requirement (the parent of the target)')
+  @requirementId("The acting RD session's Requirement (the parent of the target)")
   sourceRequirementId: string;
 
   @sessionId('The acting RD session (the one that proposed the target)')
@@ -47,7 +47,7 @@ export class AgentRequirementActionResponseDto {
 }
 
 export class RelatedQueryDto {
-  @sessionId('The calling RD session (the run\'s own)')
+  @sessionId("The calling RD session (the run's own)")
   sourceSessionId: string;
 }
 
@@ -57,10 +57,10 @@ export class RelatedRequirementsDto {
 }
 
 export class RelatedMessageDto {
-  @sessionId('The sending RD session (the run\'s own)')
+  @sessionId("The sending RD session (the run's own)")
   sourceSessionId: string;
 
-  @ValidateText({ description: 'What to tell the related Requirement\'s agent', example: 'Use contract version 2.', max: LIMITS.messageLength, min: 1, pattern: /\S/ })
+  @ValidateText({ description: "What to tell the related Requirement's agent", example: 'Use contract version 2.', max: LIMITS.messageLength, min: 1, pattern: /\S/ })
   message: string;
 }
 
@@ -68,7 +68,7 @@ export class RelatedMessageResponseDto {
   @ApiProperty() accepted: boolean;
   @ApiProperty() sourceRequirementId: string;
   @ApiProperty() targetRequirementId: string;
-  @ApiProperty({ description: 'True when the message waits behind the target\'s active run' }) queued: boolean;
+  @ApiProperty({ description: "True when the message waits behind the target's active run" }) queued: boolean;
   @ApiProperty({ type: MessageResponseDto }) message: MessageResponseDto;
   @ApiProperty({ type: RequirementResponseDto }) requirement: RequirementResponseDto;
 }

@@ -1,6 +1,18 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-import { AGENT_ISOLATION_MECHANISMS, AGENT_ISOLATION_MODES, AgentIsolation, AgentIsolationMechanism, AgentIsolationMode, AUTHENTICATION_MODES, AuthenticationMode, ConfigurationValues, LOG_LEVELS, LogLevel } from '@libs/contracts';
+import {
+  AGENT_ISOLATION_MECHANISMS,
+  AGENT_ISOLATION_MODES,
+  AgentIsolation,
+  AgentIsolationMechanism,
+  AgentIsolationMode,
+  AUTHENTICATION_MODES,
+  AuthenticationMode,
+  ConfigurationValues,
+  LOG_LEVELS,
+  LogLevel,
+  ManagerConfiguration,
+} from '@libs/contracts';
 
 import { CONFIGURATION_KEYS } from '../../core/configuration/configuration.schema';
 import { OptionalEnum } from '../../core/validation';
@@ -26,10 +38,11 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty() rdInactivityTimeoutSeconds: number;
 }
 
-export class ConfigurationResponseDto {
+export class ConfigurationResponseDto implements ManagerConfiguration {
   @ApiProperty({ description: 'The configuration file' }) path: string;
   @ApiProperty({ description: 'What the file holds (defaults filled in)', type: ConfigurationValuesDto }) values: ConfigurationValuesDto;
-  @ApiProperty({ description: 'What this process runs with: values plus launch flags and CODE_FACTORY_* variables', type: ConfigurationValuesDto }) effective: ConfigurationValuesDto;
+  @ApiProperty({ description: 'What this process runs with: values plus launch flags and CODE_FACTORY_* variables', type: ConfigurationValuesDto })
+  effective: ConfigurationValuesDto;
   @ApiProperty({ description: 'Fields overridden for this process by a flag or variable', enum: CONFIGURATION_KEYS, isArray: true }) overriddenFields: string[];
   @ApiProperty({ description: 'Whether a webhook secret is set (the secret itself is never returned)' }) githubWebhookSecretConfigured: boolean;
   @ApiProperty({ description: 'Fields a change applies to at once; every other field needs a restart', enum: CONFIGURATION_KEYS, isArray: true }) liveFields: string[];
@@ -58,13 +71,13 @@ export class MetricsQueryDto {
 }
 
 export class AgentIsolationDto implements AgentIsolation {
-  @ApiProperty({ description: 'Whether agents run in the sandbox that hides the workspaces\' data directories' }) enabled: boolean;
+  @ApiProperty({ description: "Whether agents run in the sandbox that hides the workspaces' data directories" }) enabled: boolean;
   @ApiProperty({ description: 'What isolates them, or null', enum: AGENT_ISOLATION_MECHANISMS, nullable: true, type: String }) mechanism: AgentIsolationMechanism | null;
   @ApiProperty({ description: 'Why agents are not isolated, or null when they are', nullable: true, type: String }) reason: string | null;
 }
 
 export class HealthResponseDto {
-  @ApiProperty({ description: 'Whether agents are isolated from the owner\'s credentials (see docs/security.md)', type: AgentIsolationDto }) agentIsolation: AgentIsolationDto;
+  @ApiProperty({ description: "Whether agents are isolated from the owner's credentials (see docs/security.md)", type: AgentIsolationDto }) agentIsolation: AgentIsolationDto;
   @ApiProperty() ok: boolean;
   @ApiProperty() version: string;
   @ApiProperty() workspaceRoot: string;

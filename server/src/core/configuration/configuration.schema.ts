@@ -50,7 +50,10 @@ const FILES = /^[1-9]\d{0,5}d?$/;
  * launch overrides are checked against before anything uses them.
  */
 export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
-  @OptionalEnum(AGENT_ISOLATION_MODES, 'auto: agents run in a sandbox hiding the workspaces\' data (bubblewrap) where the machine allows it (default); off: never (restart required)')
+  @OptionalEnum(
+    AGENT_ISOLATION_MODES,
+    "auto: agents run in a sandbox hiding the workspaces' data (bubblewrap) where the machine allows it (default); off: never (restart required)",
+  )
   agentIsolation?: ConfigurationValues['agentIsolation'];
 
   /** Origin (scheme://host[:port]) allowed to call the API from a browser besides the dashboard itself. */
@@ -75,10 +78,21 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   @OptionalInt({ description: 'Days a done Requirement is kept before it is purged', max: 36_500, min: 0 })
   doneRequirementRetentionDays?: number;
 
-  @OptionalText({ description: 'GitHub API root (restart required): https://api.github.com or https://<host>/api/v3 for GitHub Enterprise', example: 'https://api.github.com', max: 500, min: 8, pattern: /^https?:\/\/[^\s/]+(\/\S*)?$/ })
+  @OptionalText({
+    description: 'GitHub API root (restart required): https://api.github.com or https://<host>/api/v3 for GitHub Enterprise',
+    example: 'https://api.github.com',
+    max: 500,
+    min: 8,
+    pattern: /^https?:\/\/[^\s/]+(\/\S*)?$/,
+  })
   githubApiUrl?: string;
 
-  @OptionalText({ description: 'Secret of the GitHub webhook (POST /api/github/webhook); null turns the webhook off. Write-only: read back as null', max: 1024, min: 8, nullable: true })
+  @OptionalText({
+    description: 'Secret of the GitHub webhook (POST /api/github/webhook); null turns the webhook off. Write-only: read back as null',
+    max: 1024,
+    min: 8,
+    nullable: true,
+  })
   githubWebhookSecret?: string | null;
 
   @OptionalText({ description: 'Interface to listen on (restart required)', example: '127.0.0.1', max: 255, min: 1, pattern: /^[A-Za-z0-9.\-:[\]]+$/ })

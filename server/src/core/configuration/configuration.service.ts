@@ -6,13 +6,7 @@ import { Subject } from 'rxjs';
 import { ConfigurationValues } from '@libs/contracts';
 
 import { invalid } from '../errors/domain-error';
-import {
-  CONFIGURATION_DEFAULTS,
-  CONFIGURATION_KEYS,
-  ConfigurationKey,
-  LIVE_CONFIGURATION_KEYS,
-  checkConfiguration,
-} from './configuration.schema';
+import { CONFIGURATION_DEFAULTS, CONFIGURATION_KEYS, ConfigurationKey, LIVE_CONFIGURATION_KEYS, checkConfiguration } from './configuration.schema';
 
 export interface ConfigurationSnapshot {
   /** The configuration file. */
@@ -45,7 +39,7 @@ export function overridesFromEnv(env: NodeJS.ProcessEnv): Partial<ConfigurationV
     }
     result[key] = typeof CONFIGURATION_DEFAULTS[key] === 'number' && /^-?\d+$/.test(raw) ? Number(raw) : raw;
   }
-  return result as Partial<ConfigurationValues>;
+  return result;
 }
 
 /**
@@ -82,9 +76,7 @@ export class ConfigurationService {
   }
 
   snapshot(): ConfigurationSnapshot {
-    const restartRequiredFields = CONFIGURATION_KEYS.filter(
-      (key) => !LIVE_CONFIGURATION_KEYS.includes(key) && this.persisted[key] !== this.bootPersisted[key],
-    );
+    const restartRequiredFields = CONFIGURATION_KEYS.filter((key) => !LIVE_CONFIGURATION_KEYS.includes(key) && this.persisted[key] !== this.bootPersisted[key]);
     return {
       effective: { ...this.effectiveValues },
       overriddenFields: CONFIGURATION_KEYS.filter((key) => key in this.overrides),
@@ -142,7 +134,6 @@ export class ConfigurationService {
     }
     return { ...CONFIGURATION_DEFAULTS, ...(parsed as Partial<ConfigurationValues>) };
   }
-
 }
 
 function serialize(values: ConfigurationValues): string {

@@ -73,11 +73,23 @@ describe(Database.name, () => {
     fs.rmSync(dir, { force: true, recursive: true });
   });
 
-  const appendEvent = (marker: string) => (tx: UnitOfWork) => events.append(tx, { actor: SYSTEM_ACTOR, payload: { marker }, type: 'manager.reconciled' });
+  const appendEvent = (marker: string) => (tx: UnitOfWork) =>
+    events.append(tx, { actor: SYSTEM_ACTOR, payload: { failedRunIds: [marker], requirementIds: [] }, type: 'manager.reconciled' });
 
   const requirementRow = (id: string): RequirementEntity => ({
-    completedAt: null, createdAt: 'c', createdBy: 'human', description: '', id, model: null, parentRequirementId: null,
-    provider: 'codex', reasoningEffort: null, sourceSessionId: null, status: 'todo', title: 't', updatedAt: 'u',
+    completedAt: null,
+    createdAt: 'c',
+    createdBy: 'human',
+    description: '',
+    id,
+    model: null,
+    parentRequirementId: null,
+    provider: 'codex',
+    reasoningEffort: null,
+    sourceSessionId: null,
+    status: 'todo',
+    title: 't',
+    updatedAt: 'u',
   });
 
   /** Holds the write path until `release()`, so that the units written meanwhile form one batch. */
@@ -97,8 +109,7 @@ describe(Database.name, () => {
     };
   };
 
-  const reply = (tx: UnitOfWork, rows: RequirementRows, body: string) =>
-    messages.append(tx, rows, { author: 'human', body, deliverToRd: true }, HUMAN_ACTOR);
+  const reply = (tx: UnitOfWork, rows: RequirementRows, body: string) => messages.append(tx, rows, { author: 'human', body, deliverToRd: true }, HUMAN_ACTOR);
 
   const storedEvents = async () => reader.getRepository(ManagerEventEntity).find({ order: { id: 'ASC' } });
 
@@ -110,7 +121,7 @@ describe(Database.name, () => {
     const results = Promise.allSettled(
       Array.from({ length: 20 }, (_, i) =>
         sut.write(async (tx) => {
-          runs[i]!++;
+          runs[i]++;
           const event = await appendEvent(`unit ${i}`)(tx);
           if (i % 5 === 3) {
             throw new Error(`unit ${i} fails after writing`);
@@ -124,8 +135,12 @@ describe(Database.name, () => {
     expect(failed).toHaveLength(4);
     expect(runs).toEqual(new Array<number>(20).fill(1));
     const rows = await storedEvents();
-    const markers = rows.map((r) => (JSON.parse(r.payload) as { marker: string }).marker);
-    expect(markers).toEqual(Array.from({ length: 20 }, (_, i) => i).filter((i) => i % 5 !== 3).map((i) => `unit ${i}`));
+    const markers = rows.map((r) => (JSON.parse(r.payload) as { failedRunIds: string[] }).failedRunIds[0]);
+    expect(markers).toEqual(
+      Array.from({ length: 20 }, (_, i) => i)
+        .filter((i) => i % 5 !== 3)
+        .map((i) => `unit ${i}`),
+    );
     // Only committed events are published, in id order, and the ids of the failed units were given back.
     expect(published.map((e) => e.id)).toEqual(rows.map((r) => r.id));
     expect(rows.map((r) => r.id)).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
@@ -142,7 +157,7 @@ describe(Database.name, () => {
     const results = Promise.allSettled(
       Array.from({ length: 100 }, (_, i) =>
         sut.write(async (tx) => {
-          runs[i]!++;
+          runs[i]++;
           const rows = await requirements.loadForWrite(tx, id);
           const { message } = await reply(tx, rows, `reply ${i}`);
           if (i === 40) {
@@ -191,9 +206,9 @@ describe(Database.name, () => {
     const results = Promise.allSettled(
       ['req_a', 'req_taken', 'req_b'].map((id, i) =>
         sut.write(async (tx) => {
-          runs[i]!++;
+          runs[i]++;
           tx.insert(RequirementEntity, requirementRow(id));
-          await events.append(tx, { actor: SYSTEM_ACTOR, payload: { id }, type: 'manager.reconciled' });
+          await events.append(tx, { actor: SYSTEM_ACTOR, payload: { failedRunIds: [id], requirementIds: [] }, type: 'manager.reconciled' });
           await tx.reads(); // the duplicate fails here, in its own unit
         }),
       ),
@@ -202,7 +217,7 @@ describe(Database.name, () => {
     expect((await results).map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(((await results)[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'SQLITE_CONSTRAINT' });
     expect(runs).toEqual([1, 1, 1]);
-    const ids = (await reader.query('SELECT id FROM requirement ORDER BY id')) as Array<{ id: string }>;
+    const ids = await reader.query<Array<{ id: string }>>('SELECT id FROM requirement ORDER BY id');
     expect(ids.map((r) => r.id)).toEqual(['req_a', 'req_b', 'req_taken']);
     expect((await storedEvents()).map((e) => e.id)).toEqual([1, 2]);
   });
@@ -216,9 +231,9 @@ describe(Database.name, () => {
     const results = Promise.allSettled(
       ids.map((id, i) =>
         sut.write(async (tx) => {
-          runs[i]!++;
+          runs[i]++;
           tx.insert(RequirementEntity, requirementRow(id)); // the duplicate fails only when the script runs, at COMMIT
-          await events.append(tx, { actor: SYSTEM_ACTOR, payload: { id }, type: 'manager.reconciled' });
+          await events.append(tx, { actor: SYSTEM_ACTOR, payload: { failedRunIds: [id], requirementIds: [] }, type: 'manager.reconciled' });
         }),
       ),
     );
@@ -226,11 +241,11 @@ describe(Database.name, () => {
     expect((await results).map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
     // The units after the culprit ran on its writes (the write cache): they alone run again.
     expect(runs).toEqual([1, 1, 1, 2, 2]);
-    const stored = (await reader.query('SELECT id FROM requirement ORDER BY id')) as Array<{ id: string }>;
+    const stored = await reader.query<Array<{ id: string }>>('SELECT id FROM requirement ORDER BY id');
     expect(stored.map((r) => r.id)).toEqual(['req_a', 'req_b', 'req_c', 'req_d', 'req_taken']);
     const rows = await storedEvents();
     expect(rows.map((e) => e.id)).toEqual([1, 2, 3, 4]);
-    expect(rows.map((e) => (JSON.parse(e.payload) as { id: string }).id)).toEqual(['req_a', 'req_b', 'req_c', 'req_d']);
+    expect(rows.map((e) => (JSON.parse(e.payload) as { failedRunIds: string[] }).failedRunIds[0])).toEqual(['req_a', 'req_b', 'req_c', 'req_d']);
   });
 
   it('runs a unit again when its read finds that an earlier unit of the batch failed in SQL', async () => {
@@ -239,18 +254,18 @@ describe(Database.name, () => {
     const release = await holdQueue();
     const results = Promise.allSettled([
       sut.write(async (tx) => {
-        runs[0]!++;
+        runs[0]++;
         tx.insert(RequirementEntity, requirementRow('req_a'));
       }),
       sut.write(async (tx) => {
-        runs[1]!++;
+        runs[1]++;
         tx.insert(RequirementEntity, requirementRow('req_taken'));
       }),
       sut.write(async (tx) => {
-        runs[2]!++;
+        runs[2]++;
         tx.insert(RequirementEntity, requirementRow('req_c'));
         const manager = await tx.reads(); // this script holds the duplicate of the unit before
-        return ((await manager.query('SELECT COUNT(*) AS n FROM requirement')) as Array<{ n: number }>)[0]!.n;
+        return (await manager.query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM requirement'))[0].n;
       }),
     ]);
     await release();
@@ -258,7 +273,7 @@ describe(Database.name, () => {
     expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(runs).toEqual([1, 1, 2]);
     expect((settled[2] as PromiseFulfilledResult<number>).value).toBe(3); // req_taken, req_a, req_c
-    const stored = (await reader.query('SELECT id FROM requirement ORDER BY id')) as Array<{ id: string }>;
+    const stored = await reader.query<Array<{ id: string }>>('SELECT id FROM requirement ORDER BY id');
     expect(stored.map((r) => r.id)).toEqual(['req_a', 'req_c', 'req_taken']);
   });
 
@@ -268,18 +283,18 @@ describe(Database.name, () => {
     const release = await holdQueue();
     const results = Promise.allSettled([
       sut.write(async (tx) => {
-        runs[0]!++;
+        runs[0]++;
         tx.insert(RequirementEntity, requirementRow('req_a'));
         await appendEvent('a')(tx);
       }),
       sut.write(async (tx) => {
-        runs[1]!++;
+        runs[1]++;
         tx.execute('ROLLBACK'); // as SQLite itself does on a full disk or an I/O error
         tx.insert(RequirementEntity, requirementRow('req_taken'));
         await tx.reads();
       }),
       sut.write(async (tx) => {
-        runs[2]!++;
+        runs[2]++;
         tx.insert(RequirementEntity, requirementRow('req_c'));
         await appendEvent('c')(tx);
       }),
@@ -287,7 +302,7 @@ describe(Database.name, () => {
     await release();
     expect((await results).map((r) => r.status)).toEqual(['rejected', 'rejected', 'fulfilled']);
     expect(runs).toEqual([1, 1, 1]);
-    const stored = (await reader.query('SELECT id FROM requirement ORDER BY id')) as Array<{ id: string }>;
+    const stored = await reader.query<Array<{ id: string }>>('SELECT id FROM requirement ORDER BY id');
     expect(stored.map((r) => r.id)).toEqual(['req_c', 'req_taken']);
     expect((await storedEvents()).map((e) => e.id)).toEqual([1]);
   });
@@ -360,12 +375,12 @@ describe(Database.name, () => {
         sut.write(async (tx) => {
           tx.insert('requirement', { ...requirementRow(`req_${i}`), description: "it's" });
           const manager = await tx.reads();
-          return (await manager.query('SELECT COUNT(*) AS n FROM requirement')) as Array<{ n: number }>;
+          return await manager.query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM requirement');
         }),
       ),
     );
     await release();
-    expect((await results).map((r) => r[0]!.n)).toEqual([1, 2, 3, 4, 5]);
+    expect((await results).map((r) => r[0].n)).toEqual([1, 2, 3, 4, 5]);
     expect(await reader.query(`SELECT description FROM requirement WHERE id = 'req_0'`)).toEqual([{ description: "it's" }]);
   });
 

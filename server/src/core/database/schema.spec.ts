@@ -17,23 +17,24 @@ interface TableShape {
 async function shapeOf(dataSource: DataSource, tables: string[]): Promise<Record<string, TableShape>> {
   const shapes: Record<string, TableShape> = {};
   for (const table of tables) {
-    const columns = (await dataSource.query(`SELECT name, type, "notnull" AS nn, dflt_value AS dflt, pk FROM pragma_table_info(?)`, [table])) as Array<{
-      name: string;
-      type: string;
-      nn: number;
-      dflt: string | null;
-      pk: number;
-    }>;
-    const indexes = (await dataSource.query(`SELECT name, "unique" AS uq FROM pragma_index_list(?) WHERE origin = 'c'`, [table])) as Array<{ name: string; uq: number }>;
+    const columns = await dataSource.query<Array<{ name: string; type: string; nn: number; dflt: string | null; pk: number }>>(
+      `SELECT name, type, "notnull" AS nn, dflt_value AS dflt, pk FROM pragma_table_info(?)`,
+      [table],
+    );
+    const indexes = await dataSource.query<Array<{ name: string; uq: number }>>(`SELECT name, "unique" AS uq FROM pragma_index_list(?) WHERE origin = 'c'`, [table]);
     const shape: TableShape = { columns: {}, indexes: {} };
     for (const c of columns) {
       // `DEFAULT 0` and `DEFAULT (0)` are one default.
       shape.columns[c.name] = { default: c.dflt?.replace(/^\((.*)\)$/, '$1') ?? null, notNull: c.nn === 1, primaryKey: c.pk > 0, type: c.type.toLowerCase() };
     }
     for (const index of indexes) {
-      const keys = (await dataSource.query(`SELECT name FROM pragma_index_info(?) ORDER BY seqno`, [index.name])) as Array<{ name: string }>;
-      const [row] = (await dataSource.query(`SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?`, [index.name])) as Array<{ sql: string }>;
-      const where = /\bWHERE\s+(.*)$/is.exec(row?.sql ?? '')?.[1]?.replace(/"/g, '').trim() ?? null;
+      const keys = await dataSource.query<Array<{ name: string }>>(`SELECT name FROM pragma_index_info(?) ORDER BY seqno`, [index.name]);
+      const [row] = await dataSource.query<Array<{ sql: string }>>(`SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?`, [index.name]);
+      const where =
+        /\bWHERE\s+(.*)$/is
+          .exec(row?.sql ?? '')?.[1]
+          ?.replace(/"/g, '')
+          .trim() ?? null;
       shape.indexes[index.name] = { columns: keys.map((k) => k.name), unique: index.uq === 1, where };
     }
     shapes[table] = shape;
@@ -75,7 +76,7 @@ describe('schema from the migrations', () => {
 
   it('declares nothing in the entities that the migrations leave out', async () => {
     const names = async (dataSource: DataSource) =>
-      ((await dataSource.query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)) as Array<{ name: string }>).map((r) => r.name);
+      (await dataSource.query<Array<{ name: string }>>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)).map((r) => r.name);
     const fromMigrations = await names(migrated);
     // Tables without an entity are written through the unit of work only (receipts) or are TypeORM's own.
     expect((await names(synchronized)).filter((t) => !fromMigrations.includes(t))).toEqual([]);

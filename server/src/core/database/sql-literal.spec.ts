@@ -12,8 +12,11 @@ function roundTrip(value: unknown): Promise<unknown> {
       }
       db.get('SELECT v FROM t', (error, row: { v: unknown }) => {
         db.close();
-        if (error) reject(error);
-        else resolve(row.v);
+        if (error) {
+          reject(error);
+        } else {
+          resolve(row.v);
+        }
       });
     });
   });
@@ -57,8 +60,11 @@ describe('sql literals', () => {
       const db = new sqlite3.Database(':memory:');
       db.get(sql, (err, row: { v: number }) => {
         db.close();
-        if (err) reject(err);
-        else resolve(row.v);
+        if (err) {
+          reject(err);
+        } else {
+          resolve(row.v);
+        }
       });
     });
     expect(value).toBe(2);

@@ -80,7 +80,7 @@ export class SqliteGroupCommit implements WriteQueue {
 
   /** Reads AUTOINCREMENT's high-water mark: ids are never reused, even after events are purged. */
   async start(): Promise<void> {
-    const [row] = (await this.writer.query(`SELECT seq FROM sqlite_sequence WHERE name = 'manager_event'`)) as Array<{ seq: number }>;
+    const [row] = await this.writer.query<Array<{ seq: number }>>(`SELECT seq FROM sqlite_sequence WHERE name = 'manager_event'`);
     this.lastEventId = Number(row?.seq ?? 0);
   }
 

@@ -1,6 +1,6 @@
 import type { EntityManager, EntityMetadata, ObjectLiteral } from 'typeorm';
 
-import type { ManagerEvent } from '@libs/contracts';
+import type { ManagerEvent, ManagerEventOf, ManagerEventType } from '@libs/contracts';
 
 import { snakeCase } from './snake-naming.strategy';
 import { bindLiterals } from './sql-literal';
@@ -103,9 +103,9 @@ export class SqliteUnitOfWork implements UnitOfWork {
     this.batch.staged.push(sql);
   }
 
-  appendEvent<P extends object>(event: NewManagerEvent<P>): ManagerEvent<P> {
+  appendEvent<T extends ManagerEventType>(event: NewManagerEvent<T>): ManagerEventOf<T> {
     this.check();
-    const appended = { ...event, id: this.eventIds.next() } as ManagerEvent<P>;
+    const appended: ManagerEventOf<T> = { ...event, id: this.eventIds.next() };
     // Written with the batch's other events just before COMMIT (one statement for many).
     this.events.push(appended as ManagerEvent);
     return appended;

@@ -1,6 +1,6 @@
 import type { EntityManager, ObjectLiteral } from 'typeorm';
 
-import type { ManagerEvent } from '@libs/contracts';
+import type { ManagerEventOf, ManagerEventType } from '@libs/contracts';
 
 /** An entity class, for the typed staging calls (the table and columns come from its metadata). */
 export type EntityClass<E extends ObjectLiteral> = new (...args: never[]) => E;
@@ -22,7 +22,7 @@ export interface UnitCache {
 }
 
 /** An event as a unit appends it; the unit of work gives it its id. */
-export type NewManagerEvent<P extends object = Record<string, unknown>> = Omit<ManagerEvent<P>, 'id'>;
+export type NewManagerEvent<T extends ManagerEventType> = Omit<ManagerEventOf<T>, 'id'>;
 
 /**
  * What one unit of work receives (architecture §4, §10): the one way to write. A unit is
@@ -56,7 +56,7 @@ export interface UnitOfWork {
    * Appends a ManagerEvent to this unit's transaction and gives it its id. Ids grow in commit
    * order without gaps: a unit that rolls back gives its ids back.
    */
-  appendEvent<P extends object>(event: NewManagerEvent<P>): ManagerEvent<P>;
+  appendEvent<T extends ManagerEventType>(event: NewManagerEvent<T>): ManagerEventOf<T>;
 
   /** Runs after the commit, once the unit's events were published. */
   afterCommit(hook: () => void): void;

@@ -104,7 +104,7 @@ describe(guardConnections.name, () => {
     expect(guard.counts().open).toBeLessThanOrEqual(FAST.maxConnections);
     // A real client sends its headers at once, so it is not the one evicted.
     expect((await get(port)).status).toBe(200);
-    const first = await drips[0]!.closed;
+    const first = await drips[0].closed;
     expect(first.afterMs).toBeLessThan(FAST.headersTimeoutMs);
   });
 

@@ -39,7 +39,7 @@ class BodyShapeError extends Error {
  */
 function verifyShape(_req: IncomingMessage, _res: unknown, body: Buffer, encoding: string): void {
   if (encoding.toLowerCase() !== 'utf-8' && encoding.toLowerCase() !== 'utf8') {
-    throw new BodyShapeError('unsupported_charset', BODY_ERRORS['charset.unsupported']!.message, 'charset.unsupported');
+    throw new BodyShapeError('unsupported_charset', BODY_ERRORS['charset.unsupported'].message, 'charset.unsupported');
   }
   const problem = checkJsonShape(body);
   if (problem) {
@@ -64,7 +64,7 @@ export function jsonBodyMiddleware(): RequestHandler {
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > LIMITS.jsonBodyBytes && req.is(['application/json', 'application/*+json'])) {
       // Known too large from the header: answer now instead of after body-parser has read it all.
-      res.status(400).json(errorBody(400, 'body_too_large', BODY_ERRORS['entity.too.large']!.message));
+      res.status(400).json(errorBody(400, 'body_too_large', BODY_ERRORS['entity.too.large'].message));
       return;
     }
     parse(req, res, (err?: unknown) => {

@@ -20,10 +20,7 @@ export const JSON_SHAPE_LIMITS = {
 export type JsonShapeLimits = { [K in keyof typeof JSON_SHAPE_LIMITS]: number };
 
 export type JsonShapeProblem =
-  | { code: 'body_too_deep'; message: string }
-  | { code: 'too_many_keys'; message: string }
-  | { code: 'too_many_items'; message: string }
-  | { code: 'invalid_text'; message: string };
+  { code: 'body_too_deep'; message: string } | { code: 'too_many_keys'; message: string } | { code: 'too_many_items'; message: string } | { code: 'invalid_text'; message: string };
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -42,7 +39,7 @@ function escapedUnit(bytes: Uint8Array, at: number): number {
   }
   let unit = 0;
   for (let i = at + 1; i <= at + 4; i++) {
-    const b = bytes[i] as number;
+    const b = bytes[i];
     const digit = b >= 0x30 && b <= 0x39 ? b - 0x30 : b >= 0x61 && b <= 0x66 ? b - 0x57 : b >= 0x41 && b <= 0x46 ? b - 0x37 : -1;
     if (digit < 0) {
       return -1;
@@ -71,7 +68,7 @@ export function checkJsonShape(bytes: Uint8Array, limits: JsonShapeLimits = JSON
   let items = 0;
   let inString = false;
   for (let i = 0; i < bytes.length; i++) {
-    const b = bytes[i] as number;
+    const b = bytes[i];
     if (inString) {
       if (b === QUOTE) {
         inString = false;
@@ -116,7 +113,7 @@ export function checkJsonShape(bytes: Uint8Array, limits: JsonShapeLimits = JSON
         break;
       case COLON:
         if (isObject[isObject.length - 1]) {
-          const inThis = (counts[counts.length - 1] as number) + 1;
+          const inThis = counts[counts.length - 1] + 1;
           counts[counts.length - 1] = inThis;
           keys++;
           if (inThis > limits.keysPerObject) {
@@ -148,7 +145,7 @@ export function checkJsonShape(bytes: Uint8Array, limits: JsonShapeLimits = JSON
  */
 function isEmptyArray(bytes: Uint8Array, open: number): boolean {
   for (let j = open + 1; j < bytes.length; j++) {
-    const c = bytes[j] as number;
+    const c = bytes[j];
     if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) {
       return c === CLOSE_ARRAY;
     }

@@ -74,7 +74,7 @@ export function lingeringCloseMiddleware(limits: { bytes: number; timeoutMs: num
         res.setHeader('Connection', 'close');
       }
       if (args[0] !== undefined && args[0] !== null) {
-        res.write(args[0] as Buffer | string, (args[1] as BufferEncoding | undefined) ?? 'utf8');
+        res.write(args[0], (args[1] as BufferEncoding | undefined) ?? 'utf8');
       }
       void drain(req, limits).then((ended) => {
         if (!ended) {

@@ -12,9 +12,7 @@ interface LockRecord {
 
 export class InstanceLockedError extends Error {
   constructor(readonly holder: LockRecord) {
-    super(
-      `Agent Manager is already running for this workspace (pid ${holder.pid}${holder.url ? `, ${holder.url}` : ', still starting'})`,
-    );
+    super(`Agent Manager is already running for this workspace (pid ${holder.pid}${holder.url ? `, ${holder.url}` : ', still starting'})`);
   }
 }
 

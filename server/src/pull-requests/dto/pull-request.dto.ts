@@ -8,7 +8,7 @@ import { OptionalText, ValidateEnum, ValidateText } from '../../core/validation'
 import type { PullRequestEntity } from '../pull-request.entity';
 
 export class RegisterPullRequestDto {
-  @ValidateText({ description: 'The Requirement the PR belongs to (the run\'s own)', max: 100, min: 1 })
+  @ValidateText({ description: "The Requirement the PR belongs to (the run's own)", max: 100, min: 1 })
   requirementId: string;
 
   @ValidateText({ description: 'owner/name on GitHub', example: 'org/repo', max: 200, min: 3, pattern: /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/ })
@@ -20,7 +20,7 @@ export class RegisterPullRequestDto {
   @Max(2_147_483_647)
   number: number;
 
-  @ValidateText({ description: 'The PR\'s web address', example: 'https://github.com/org/repo/pull/184', max: 2000, min: 8, pattern: /^https?:\/\/\S+$/ })
+  @ValidateText({ description: "The PR's web address", example: 'https://github.com/org/repo/pull/184', max: 2000, min: 8, pattern: /^https?:\/\/\S+$/ })
   url: string;
 
   @ValidateText({ description: 'PR title', max: 1000, min: 1 })

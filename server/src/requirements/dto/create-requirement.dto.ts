@@ -6,7 +6,14 @@ export class CreateRequirementDto {
   @OptionalText({ description: 'What to build (Markdown)', example: 'Report segment merge, encode, and flush durations', max: LIMITS.descriptionLength })
   description?: string;
 
-  @OptionalText({ description: 'Model name passed to the provider CLI; null for its default', example: 'gpt-5.1-codex', max: LIMITS.modelLength, min: 1, nullable: true, pattern: /^[\w.:/@-]+$/ })
+  @OptionalText({
+    description: 'Model name passed to the provider CLI; null for its default',
+    example: 'gpt-5.1-codex',
+    max: LIMITS.modelLength,
+    min: 1,
+    nullable: true,
+    pattern: /^[\w.:/@-]+$/,
+  })
   model?: string | null;
 
   @ValidateEnum(PROVIDERS, 'Which coding agent runs the RD session')

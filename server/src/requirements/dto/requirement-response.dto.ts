@@ -23,14 +23,15 @@ export class AgentSessionResponseDto implements AgentSession {
   @ApiProperty({ example: 'ses_0b7c…' }) id: string;
   @ApiProperty() requirementId: string;
   @ApiProperty({ enum: PROVIDERS }) provider: Provider;
-  @ApiProperty({ description: 'The provider CLI\'s own session/thread id, once known', nullable: true, type: String }) nativeSessionId: string | null;
+  @ApiProperty({ description: "The provider CLI's own session/thread id, once known", nullable: true, type: String }) nativeSessionId: string | null;
   @ApiProperty({ enum: SESSION_STATES }) state: SessionState;
   @ApiProperty({ nullable: true, type: String }) lastError: string | null;
   @ApiProperty({ description: 'Every deliverable message up to this sequence was consumed by a successful run' }) lastConsumedMessageSequence: number;
-  @ApiProperty({ description: 'The sequence of the conversation\'s latest message (0 when empty)' }) lastMessageSequence: number;
+  @ApiProperty({ description: "The sequence of the conversation's latest message (0 when empty)" }) lastMessageSequence: number;
   @ApiProperty({ description: 'Deliverable messages after the consumed boundary' }) pendingMessageCount: number;
   @ApiProperty({
-    description: 'When a stop paused the session (null when not paused). While paused, triggers, timers and queued messages wake nothing; a start (or a person\'s reply) resumes with every pending message',
+    description:
+      "When a stop paused the session (null when not paused). While paused, triggers, timers and queued messages wake nothing; a start (or a person's reply) resumes with every pending message",
     nullable: true,
     type: String,
   })

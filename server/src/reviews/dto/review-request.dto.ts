@@ -1,15 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-import {
-  LIMITS,
-  PROVIDERS,
-  Provider,
-  REASONING_EFFORTS,
-  REVIEW_REQUEST_STATUSES,
-  ReasoningEffort,
-  ReviewRequest,
-  ReviewRequestStatus,
-} from '@libs/contracts';
+import { LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, REVIEW_REQUEST_STATUSES, ReasoningEffort, ReviewRequest, ReviewRequestStatus } from '@libs/contracts';
 
 import { PageInfoDto, PageQueryDto } from '../../core/http/pagination';
 import { OptionalEnum, OptionalText, ValidateEnum } from '../../core/validation';
@@ -20,10 +11,17 @@ export class CreateReviewRequestDto {
   @ValidateEnum(PROVIDERS, 'Which coding agent reviews')
   provider: Provider;
 
-  @OptionalText({ description: 'Model for the reviewer; null for the CLI\'s default', example: 'gpt-5.1-codex', max: LIMITS.modelLength, min: 1, nullable: true, pattern: /^[\w.:/@-]+$/ })
+  @OptionalText({
+    description: "Model for the reviewer; null for the CLI's default",
+    example: 'gpt-5.1-codex',
+    max: LIMITS.modelLength,
+    min: 1,
+    nullable: true,
+    pattern: /^[\w.:/@-]+$/,
+  })
   model?: string | null;
 
-  @OptionalEnum(REASONING_EFFORTS, 'Reasoning effort for the reviewer; null for the CLI\'s default', true)
+  @OptionalEnum(REASONING_EFFORTS, "Reasoning effort for the reviewer; null for the CLI's default", true)
   reasoningEffort?: ReasoningEffort | null;
 
   @OptionalText({ description: 'What the review should focus on', example: 'Concurrency in the flush path', max: LIMITS.reviewPromptLength, nullable: true })
@@ -38,7 +36,7 @@ export class ListReviewRequestsQueryDto extends PageQueryDto {
 export class ReviewRequestResponseDto implements ReviewRequest {
   @ApiProperty({ example: 'rev_…' }) id: string;
   @ApiProperty() pullRequestId: string;
-  @ApiProperty({ description: 'The PR\'s Requirement, which receives the reviewer\'s summary' }) requirementId: string;
+  @ApiProperty({ description: "The PR's Requirement, which receives the reviewer's summary" }) requirementId: string;
   @ApiProperty() runId: string;
   @ApiProperty({ enum: PROVIDERS }) provider: Provider;
   @ApiProperty({ nullable: true, type: String }) model: string | null;
@@ -48,7 +46,7 @@ export class ReviewRequestResponseDto implements ReviewRequest {
   @ApiProperty({ enum: REVIEW_REQUEST_STATUSES }) status: ReviewRequestStatus;
   @ApiProperty({ enum: ['human'] }) requestedBy: 'human';
   @ApiProperty({ nullable: true, type: String }) error: string | null;
-  @ApiProperty({ description: 'The PR\'s head has moved since: the review is of older code' }) stale: boolean;
+  @ApiProperty({ description: "The PR's head has moved since: the review is of older code" }) stale: boolean;
   @ApiProperty() createdAt: string;
   @ApiProperty() updatedAt: string;
   @ApiProperty({ nullable: true, type: String }) finishedAt: string | null;

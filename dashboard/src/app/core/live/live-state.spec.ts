@@ -19,6 +19,7 @@ const requirement = (id: string, updatedAt: string, status: Requirement['status'
     id: `ses_${id}`,
     lastConsumedMessageSequence: 0,
     lastError: null,
+    lastMessageSequence: 0,
     nativeSessionId: null,
     pausedAt: null,
     pendingMessageCount: 0,
@@ -84,7 +85,7 @@ describe(VersionedMap.name, () => {
     expect(sut.get('req_a')?.status).toBe('doing');
   });
 
-  it('keeps an event over a mutation\'s answer of the same millisecond that lands after it', () => {
+  it("keeps an event over a mutation's answer of the same millisecond that lands after it", () => {
     // A start whose agent fails at once: run.failed overtakes the start's 202 (doing/running).
     const sut = new VersionedMap<Requirement>((r) => r.updatedAt);
     sut.upsert(requirement('req_a', '2026-01-01T00:00:01.000Z', 'doing'), 'event');
@@ -173,7 +174,19 @@ describe(LiveState.name, () => {
     sut.apply(event('message.created', 'req_b', { message: message('req_b', 1) }));
     expect(sut.conversations.has('req_b')).toBe(false);
 
-    const trace: Trace = { createdAt: '2026-01-01T00:00:02.000Z', detail: 'ls', id: 'trc_1', kind: 'tool_call', nativeType: null, runId: 'run_1', sequence: 1, status: 'started', title: 'ls', toolCallId: 'c1', toolName: 'shell' };
+    const trace: Trace = {
+      createdAt: '2026-01-01T00:00:02.000Z',
+      detail: 'ls',
+      id: 'trc_1',
+      kind: 'tool_call',
+      nativeType: null,
+      runId: 'run_1',
+      sequence: 1,
+      status: 'started',
+      title: 'ls',
+      toolCallId: 'c1',
+      toolName: 'shell',
+    };
     expect(sut.apply(event('run.trace.appended', 'req_a', { trace })).traces?.has('req_a')).toBe(true);
     expect(sut.trace('req_a').items).toHaveLength(1);
   });

@@ -1,9 +1,10 @@
 // The dashboard's whole client-side model and how each SSE event changes it. Plain TypeScript
-// (no Angular) so the merge rules are unit-tested directly; the Angular store wraps it in signals.
+// (no Angular) so the merge rules are unit-tested directly; the Angular stores (core/stores/) share
+// one instance and each wraps its part in signals.
 import type { ManagerEvent, Message, PullRequest, Requirement, ReviewRequest, Run, Timer, Trace } from '../models';
 import { SequencedLog, VersionedMap, type MergeSource } from './merge';
 
-/** Which parts changed, so the store only republishes those signals. */
+/** Which parts changed, so each store republishes only its signals that did. */
 export interface Changes {
   requirements?: boolean;
   pullRequests?: boolean;
@@ -23,10 +24,10 @@ export interface Changes {
 /** Runs have no update time; a finished run is newer than a running one. */
 const runVersion = (run: Run): number => (run.finishedAt ? 1 : 0);
 
-export const compareMessages = (a: Message, b: Message): number => a.sequence - b.sequence;
+const compareMessages = (a: Message, b: Message): number => a.sequence - b.sequence;
 
 /** Across runs by time; within a run by its own sequence (times can tie within a millisecond). */
-export const compareTraces = (a: Trace, b: Trace): number => {
+const compareTraces = (a: Trace, b: Trace): number => {
   if (a.runId === b.runId) {
     return a.sequence - b.sequence;
   }

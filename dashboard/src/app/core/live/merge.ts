@@ -12,7 +12,7 @@
 // - a removed resource leaves a tombstone, so a late snapshot cannot bring it back.
 
 /** ISO timestamps compare correctly as strings; numbers (sequences) compare as numbers. */
-export type Version = string | number;
+type Version = string | number;
 
 function compare(a: Version, b: Version): number {
   if (typeof a === 'number' && typeof b === 'number') {
@@ -113,10 +113,6 @@ export class SequencedLog<T extends { id: string }> {
 
   get items(): readonly T[] {
     return this.list;
-  }
-
-  has(id: string): boolean {
-    return this.ids.has(id);
   }
 
   /** Adds entries not seen before; returns how many were new. */

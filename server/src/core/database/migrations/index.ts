@@ -6,4 +6,11 @@ import { ReviewsAndGitHub1764806400000 } from './1764806400000-reviews-and-githu
 import { SessionPause1764892800000 } from './1764892800000-session-pause';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
-export const MIGRATIONS = [InitialSchema1764460800000, AgentRuns1764547200000, PullRequests1764633600000, TimersAndTriggers1764720000000, ReviewsAndGitHub1764806400000, SessionPause1764892800000];
+export const MIGRATIONS = [
+  InitialSchema1764460800000,
+  AgentRuns1764547200000,
+  PullRequests1764633600000,
+  TimersAndTriggers1764720000000,
+  ReviewsAndGitHub1764806400000,
+  SessionPause1764892800000,
+];

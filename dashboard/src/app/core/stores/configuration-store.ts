@@ -1,0 +1,30 @@
+import { Injectable, inject, signal } from '@angular/core';
+
+import { Api } from '../api';
+import type { Changes } from '../live/live-state';
+import type { Configuration, ConfigurationPatch } from '../models';
+
+/** The manager's configuration file. Read on demand (the settings dialog), never kept live. */
+@Injectable({ providedIn: 'root' })
+export class ConfigurationStore {
+  private readonly api = inject(Api);
+  private readonly versionSig = signal(0);
+
+  /** Bumped on `manager.configuration.updated`, so an open settings dialog reads again. */
+  readonly version = this.versionSig.asReadonly();
+
+  /** Publishes what an event changed (LiveSync calls this after the merge). */
+  sync(changes: Changes): void {
+    if (changes.configuration) {
+      this.versionSig.update((v) => v + 1);
+    }
+  }
+
+  read(): Promise<Configuration> {
+    return this.api.call(this.api.client.GET('/api/configuration'));
+  }
+
+  update(patch: ConfigurationPatch): Promise<Configuration> {
+    return this.api.call(this.api.client.PATCH('/api/configuration', { body: patch }));
+  }
+}

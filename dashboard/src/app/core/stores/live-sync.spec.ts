@@ -1,0 +1,221 @@
+import { Injector, signal, type ProviderToken } from '@angular/core';
+import { Subject } from 'rxjs';
+
+import { Api } from '../api';
+import { EventStream } from '../event-stream';
+import { LiveState } from '../live/live-state';
+import type { ManagerEvent, Requirement, Run, Timer } from '../models';
+import { ConfigurationStore } from './configuration-store';
+import { ConversationStore } from './conversation-store';
+import { LiveSync } from './live-sync';
+import { PullRequestsStore } from './pull-requests-store';
+import { RequirementsStore } from './requirements-store';
+import { RunsStore } from './runs-store';
+import { TimersStore } from './timers-store';
+import { WORKSPACE } from './workspace';
+
+// How LiveSync hands each event to the store that owns its parts, and how a mutation's answer
+// merges next to events. The merge rules themselves are live-state.spec.ts's.
+
+const T0 = '2026-01-01T00:00:00.000Z';
+const T1 = '2026-01-01T00:00:01.000Z';
+const T2 = '2026-01-01T00:00:02.000Z';
+
+const requirement = (id: string, updatedAt: string, status: Requirement['status'] = 'todo'): Requirement => ({
+  completedAt: null,
+  createdAt: T0,
+  createdBy: 'human',
+  description: '',
+  id,
+  model: null,
+  parentRequirementId: null,
+  provider: 'codex',
+  reasoningEffort: null,
+  session: {
+    createdAt: T0,
+    id: `ses_${id}`,
+    lastConsumedMessageSequence: 0,
+    lastError: null,
+    lastMessageSequence: 0,
+    nativeSessionId: null,
+    pausedAt: null,
+    pendingMessageCount: 0,
+    provider: 'codex',
+    requirementId: id,
+    state: 'idle',
+    updatedAt,
+  },
+  sourceSessionId: null,
+  status,
+  title: id,
+  updatedAt,
+});
+
+const run = (id: string, requirementId: string, finishedAt: string | null): Run => ({
+  cachedInputTokens: null,
+  error: null,
+  exitCode: null,
+  finishedAt,
+  id,
+  inputFromSequence: null,
+  inputToSequence: null,
+  inputTokens: null,
+  model: null,
+  nativeSessionId: null,
+  outputTokens: null,
+  provider: 'codex',
+  reasoningEffort: null,
+  reasoningOutputTokens: null,
+  requirementId,
+  role: 'rd',
+  sessionId: `ses_${requirementId}`,
+  startedAt: T0,
+  status: finishedAt ? 'succeeded' : 'running',
+  taskSummary: null,
+});
+
+const timer = (id: string, requirementId: string): Timer => ({
+  createdAt: T0,
+  description: 'check',
+  id,
+  intervalSeconds: 60,
+  lastFiredAt: null,
+  nextFireAt: T1,
+  requirementId,
+  schedule: 'once',
+  status: 'active',
+  updatedAt: T0,
+});
+
+let nextId = 1;
+const event = (type: string, requirementId: string | null, payload: Record<string, unknown>, createdAt = T1): ManagerEvent => ({
+  createdAt,
+  id: nextId++,
+  payload,
+  requirementId,
+  runId: null,
+  sessionId: null,
+  type,
+});
+
+/** Answers by `METHOD path`; a list nobody set up is empty. Every call is recorded. */
+function fakeApi(answers: Record<string, (options: unknown) => unknown> = {}) {
+  const calls: string[] = [];
+  const respond = (method: string) => (path: string, options: unknown) => {
+    calls.push(`${method} ${path}`);
+    const answer = answers[`${method} ${path}`];
+    return Promise.resolve(answer ? answer(options) : { items: [], nextCursor: null });
+  };
+  const api = {
+    all: async <T>(page: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | null }>, onPage?: (items: T[]) => void) => {
+      const { items } = await page(undefined);
+      onPage?.(items);
+      return items;
+    },
+    call: <T>(request: Promise<T>) => request,
+    client: { DELETE: respond('DELETE'), GET: respond('GET'), PATCH: respond('PATCH'), POST: respond('POST') },
+    pageSize: 200,
+  };
+  return { api, calls };
+}
+
+function setup(answers?: Record<string, (options: unknown) => unknown>) {
+  const { api, calls } = fakeApi(answers);
+  const events = new Subject<ManagerEvent | 'resync'>();
+  const stores: ProviderToken<unknown>[] = [ConfigurationStore, ConversationStore, LiveSync, PullRequestsStore, RequirementsStore, RunsStore, TimersStore];
+  const injector = Injector.create({
+    providers: [
+      { provide: Api, useValue: api },
+      { provide: EventStream, useValue: { events$: events.asObservable(), state: signal('live') } },
+      { provide: WORKSPACE, useFactory: () => new LiveState() },
+      // Built in the injector's context (their fields call inject()), without Angular's JIT compiler.
+      ...stores.map((store) => ({ provide: store, useFactory: () => new (store as new () => unknown)() })),
+    ],
+  });
+  const sut = injector.get(LiveSync);
+  const get = <T>(token: ProviderToken<T>): T => injector.get(token);
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
+  return { calls, emit: (e: ManagerEvent) => events.next(e), get, settle, sut };
+}
+
+describe(LiveSync.name, () => {
+  it('reads the three boards on start', async () => {
+    const { calls, get, settle } = setup({ 'GET /api/requirements': () => ({ items: [requirement('req_a', T0)], nextCursor: null }) });
+    await settle();
+    expect(calls).toEqual(expect.arrayContaining(['GET /api/requirements', 'GET /api/pull-requests', 'GET /api/timers']));
+    expect(get(RequirementsStore).requirements().get('req_a')?.title).toBe('req_a');
+    expect(get(RequirementsStore).loading()).toBe(false);
+  });
+
+  it('hands each part of one event to the store that owns it, and leaves the others alone', async () => {
+    const { emit, get, settle } = setup();
+    await settle();
+    const pullRequestsBefore = get(PullRequestsStore).pullRequests();
+    const finished: Run[] = [];
+    get(RunsStore).finished$.subscribe((r) => finished.push(r));
+
+    emit(event('run.succeeded', 'req_a', { requirement: requirement('req_a', T1, 'waiting_confirmation'), run: run('run_1', 'req_a', T1), timers: [timer('tmr_1', 'req_a')] }));
+
+    expect(get(RequirementsStore).requirements().get('req_a')?.status).toBe('waiting_confirmation');
+    expect(get(RunsStore).runs().get('run_1')?.status).toBe('succeeded');
+    expect(get(TimersStore).timers().has('tmr_1')).toBe(true);
+    expect(finished.map((r) => r.id)).toEqual(['run_1']);
+    expect(get(PullRequestsStore).pullRequests()).toBe(pullRequestsBefore);
+  });
+
+  it('keeps messages only for an opened conversation', async () => {
+    const { emit, get, settle, sut } = setup({ 'GET /api/requirements/{id}': () => requirement('req_a', T0) });
+    await settle();
+    const message = (id: string, requirementId: string, sequence: number) => ({ id, requirementId, sequence });
+    emit(event('message.created', 'req_b', { message: message('msg_b1', 'req_b', 1) }));
+    await sut.openRequirement('req_a');
+    emit(event('message.created', 'req_a', { message: message('msg_a1', 'req_a', 1) }));
+
+    expect(
+      get(ConversationStore)
+        .messages('req_a')()
+        .map((m) => m.id),
+    ).toEqual(['msg_a1']);
+    expect(get(ConversationStore).messages('req_b')()).toEqual([]);
+    expect(get(ConversationStore).opened()).toEqual([{ lastSequence: 1, requirementId: 'req_a' }]);
+  });
+
+  it("lets a mutation's answer lose a same-millisecond tie to the event, but show when newer", async () => {
+    let answer = requirement('req_a', T1, 'todo');
+    const { emit, get, settle } = setup({ 'POST /api/requirements/{id}/start': () => ({ requirement: answer }) });
+    await settle();
+    const requirements = get(RequirementsStore);
+    emit(event('run.failed', 'req_a', { requirement: requirement('req_a', T1, 'waiting_confirmation') }));
+
+    await requirements.start('req_a');
+    expect(requirements.requirements().get('req_a')?.status).toBe('waiting_confirmation');
+
+    answer = requirement('req_a', T2, 'doing');
+    await requirements.start('req_a');
+    expect(requirements.requirements().get('req_a')?.status).toBe('doing');
+  });
+
+  it('removes a purged Requirement and its timers for good, even from a late answer', async () => {
+    const { emit, get, settle } = setup({ 'GET /api/requirements/{id}': () => requirement('req_a', T0) });
+    await settle();
+    emit(event('requirement.created', 'req_a', { requirement: requirement('req_a', T0), timer: timer('tmr_1', 'req_a') }));
+    emit(event('requirements.purged', null, { requirementIds: ['req_a'] }, T2));
+
+    await get(RequirementsStore).read('req_a');
+    expect(get(RequirementsStore).requirements().has('req_a')).toBe(false);
+    expect(get(TimersStore).timers().has('tmr_1')).toBe(false);
+  });
+
+  it('re-reads what a reconciliation reports incomplete, and tells the settings a new configuration', async () => {
+    const { calls, emit, get, settle } = setup({ 'GET /api/requirements/{id}': () => requirement('req_a', T2, 'done') });
+    await settle();
+    const version = get(ConfigurationStore).version();
+    emit(event('manager.reconciled', null, { requirementIds: ['req_a'] }));
+    emit(event('manager.configuration.updated', null, {}));
+    await settle();
+
+    expect(calls.filter((c) => c === 'GET /api/requirements/{id}')).toHaveLength(1);
+    expect(get(RequirementsStore).requirements().get('req_a')?.status).toBe('done');
+    expect(get(ConfigurationStore).version()).toBe(version + 1);
+  });
+});

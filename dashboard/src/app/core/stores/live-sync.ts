@@ -1,0 +1,89 @@
+import { DestroyRef, Injectable, inject } from '@angular/core';
+import { takeUntilDestroyed } from '@angular/core/rxjs-interop';
+
+import { EventStream } from '../event-stream';
+import type { ManagerEvent } from '../models';
+import { ConfigurationStore } from './configuration-store';
+import { ConversationStore } from './conversation-store';
+import { PullRequestsStore } from './pull-requests-store';
+import { RequirementsStore } from './requirements-store';
+import { RunsStore } from './runs-store';
+import { TimersStore } from './timers-store';
+import { WORKSPACE } from './workspace';
+
+/**
+ * Keeps the stores live: JSON snapshots first, then SSE events merged into the one LiveState and
+ * handed to every store, each of which publishes only the part it owns. Created with the app
+ * shell (which shows its connection state), so the snapshots start with the first page.
+ */
+@Injectable({ providedIn: 'root' })
+export class LiveSync {
+  private readonly stream = inject(EventStream);
+  private readonly live = inject(WORKSPACE);
+  private readonly configuration = inject(ConfigurationStore);
+  private readonly conversations = inject(ConversationStore);
+  private readonly pullRequests = inject(PullRequestsStore);
+  private readonly requirements = inject(RequirementsStore);
+  private readonly runs = inject(RunsStore);
+  private readonly timers = inject(TimersStore);
+  /** In this order: a finished run's notification finds its Requirement already published. */
+  private readonly stores = [this.requirements, this.pullRequests, this.timers, this.runs, this.configuration, this.conversations];
+
+  readonly connection = this.stream.state.asReadonly();
+
+  constructor() {
+    // Subscribe first: the stream is cursorless (live only), so anything that happens while the
+    // snapshots are in flight arrives here and the merge keeps it over the older snapshot.
+    this.stream.events$.pipe(takeUntilDestroyed(inject(DestroyRef))).subscribe((event) => {
+      if (event === 'resync') {
+        void this.resync();
+      } else {
+        this.onEvent(event);
+      }
+    });
+    void this.loadSnapshots();
+  }
+
+  /** A Requirement page: reads the conversation, runs, trace and timers once, then lives on SSE. */
+  async openRequirement(id: string): Promise<void> {
+    const fresh = this.conversations.open(id);
+    this.runs.openTrace(id);
+    if (!fresh) {
+      return this.requirements.read(id).catch(() => undefined);
+    }
+    // The conversation's length is guessed from the Requirement (see ConversationStore.read): on
+    // a deep link read it first. From a board it is known, and the message pages go out before
+    // anything else so the browser serves them first.
+    const known = this.requirements.requirements().get(id) !== undefined;
+    if (!known) {
+      await this.requirements.read(id);
+    }
+    await Promise.all([this.conversations.read(id), known ? this.requirements.read(id) : null, this.runs.readRuns(id), this.timers.readTimers(id)]);
+    void this.runs.readTrace(id);
+  }
+
+  /** After a gap without a cursor: re-read the lists, and what is new in opened conversations. */
+  private async resync(): Promise<void> {
+    await this.loadSnapshots();
+    for (const { requirementId: id, lastSequence } of this.conversations.opened()) {
+      void this.conversations.read(id, lastSequence).catch(() => undefined);
+      void this.runs.readRuns(id).catch(() => undefined);
+      void this.runs.readTrace(id).catch(() => undefined);
+    }
+  }
+
+  private loadSnapshots(): Promise<void> {
+    return this.requirements.reload(() => [this.pullRequests.readPullRequests(), this.timers.readTimers()]);
+  }
+
+  private onEvent(event: ManagerEvent): void {
+    const changes = this.live.apply(event);
+    for (const store of this.stores) {
+      store.sync(changes);
+    }
+    // `manager.reconciled`: these payloads were incomplete, read them again.
+    for (const id of changes.repair ?? []) {
+      void this.requirements.read(id).catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,138 @@
+import { Injectable, computed, inject, signal } from '@angular/core';
+
+import { Api } from '../api';
+import type { Changes } from '../live/live-state';
+import type { CreateRequirement, Reply, Requirement } from '../models';
+import { cutoffFor, type CreatedWindow } from './created-window';
+import { WORKSPACE } from './workspace';
+
+/** Requirements in the first page the board asks for. */
+const FIRST_PAGE = 60;
+
+/**
+ * Requirements with their embedded sessions, and the board's created-time window: they are read
+ * newest first and only as far back as the window needs.
+ */
+@Injectable({ providedIn: 'root' })
+export class RequirementsStore {
+  private readonly api = inject(Api);
+  private readonly live = inject(WORKSPACE);
+  private readonly requirementsSig = signal<ReadonlyMap<string, Requirement>>(new Map());
+  private readonly loadingSig = signal(true);
+  private readonly windowSig = signal<CreatedWindow>('7d');
+  /** How far back the pages have been read (the cursor of the next one; null: all read). */
+  private cursor: string | null | undefined;
+  private loadedBack: string | null = new Date().toISOString();
+  private reading: Promise<void> = Promise.resolve();
+
+  readonly requirements = this.requirementsSig.asReadonly();
+  readonly loading = this.loadingSig.asReadonly();
+  readonly window = this.windowSig.asReadonly();
+  /** Every Requirement embeds its session: the Sessions board needs no separate list. */
+  readonly sessions = computed(() => [...this.requirementsSig().values()].map((r) => ({ requirement: r, session: r.session })));
+
+  /** Publishes what an event changed (LiveSync calls this after the merge). */
+  sync(changes: Changes): void {
+    if (changes.requirements) {
+      this.publish();
+    }
+  }
+
+  /**
+   * Reads the board again from the newest page. "Loading" lasts until the first new page shows,
+   * or until this and `alongside` (the other boards' snapshots) have all settled.
+   */
+  async reload(alongside: () => readonly Promise<unknown>[] = () => []): Promise<void> {
+    this.loadingSig.set(true);
+    this.cursor = undefined;
+    this.loadedBack = new Date().toISOString();
+    // The board's read is queued first; each part shows as soon as it arrives, and one failing
+    // (already reported) does not hide the others.
+    await Promise.allSettled([this.readPages(cutoffFor(this.windowSig())), ...alongside()]);
+    this.loadingSig.set(false);
+  }
+
+  /** Widens the created-time window, reading older pages only when needed. */
+  async setWindow(window: CreatedWindow): Promise<void> {
+    this.windowSig.set(window);
+    // One reader at a time: the pages share one cursor.
+    await this.reading;
+    const cutoff = cutoffFor(window);
+    if (this.cursor !== null && (cutoff === null || (this.loadedBack !== null && cutoff < this.loadedBack))) {
+      this.loadingSig.set(true);
+      await this.readPages(cutoff).finally(() => this.loadingSig.set(false));
+    }
+  }
+
+  /** One Requirement read again (quietly: a deep link to a purged one is the page's to say). */
+  async read(id: string): Promise<void> {
+    this.accept(await this.api.call(this.api.client.GET('/api/requirements/{id}', { params: { path: { id } } }), true));
+  }
+
+  async create(body: CreateRequirement): Promise<Requirement> {
+    const created = await this.api.call(this.api.client.POST('/api/requirements', { body }));
+    this.accept(created);
+    return created;
+  }
+
+  async start(id: string, body: Reply = {}): Promise<void> {
+    const result = await this.api.call(this.api.client.POST('/api/requirements/{id}/start', { body, params: { path: { id } } }));
+    this.accept(result.requirement);
+  }
+
+  /** Its effect (the session's state) arrives as events. */
+  async interrupt(id: string, mode: 'stop' | 'steer'): Promise<void> {
+    await this.api.call(this.api.client.POST('/api/requirements/{id}/interrupt', { body: { mode }, params: { path: { id } } }));
+  }
+
+  async confirm(id: string): Promise<void> {
+    this.accept(await this.api.call(this.api.client.POST('/api/requirements/{id}/confirm', { params: { path: { id } } })));
+  }
+
+  /** The purge event that follows removes it (with its tombstone). */
+  async remove(id: string): Promise<void> {
+    await this.api.call(this.api.client.DELETE('/api/requirements/{id}', { params: { path: { id } } }));
+  }
+
+  /**
+   * Applies a Requirement a mutation answered with (here or in another store), as a snapshot: it
+   * shows at once when it is newer than what the page holds, and loses a tie, since its own event
+   * follows on the stream (an answer can land after events that overtook it: a start's after its
+   * run already failed).
+   */
+  accept(requirement: Requirement): void {
+    if (this.live.loadRequirements([requirement], 'snapshot')) {
+      this.publish();
+    }
+  }
+
+  /** Pages newest first until older than `cutoff`; each page shows as soon as it arrives. */
+  private readPages(cutoff: string | null): Promise<void> {
+    const read = this.reading.then(() => this.readPagesNow(cutoff));
+    this.reading = read.catch(() => undefined);
+    return read;
+  }
+
+  private async readPagesNow(cutoff: string | null): Promise<void> {
+    while (this.cursor !== null) {
+      const cursor = this.cursor;
+      // A small first page paints the board sooner (it fills the visible cards); then full pages.
+      const limit = cursor === undefined ? FIRST_PAGE : this.api.pageSize;
+      const page = await this.api.call(this.api.client.GET('/api/requirements', { params: { query: { cursor, limit } } }));
+      this.cursor = page.nextCursor ?? null;
+      const last = page.items[page.items.length - 1];
+      this.loadedBack = this.cursor === null ? null : (last?.createdAt ?? null);
+      if (this.live.loadRequirements(page.items)) {
+        this.publish();
+        this.loadingSig.set(false);
+      }
+      if (cutoff !== null && last && last.createdAt < cutoff) {
+        return;
+      }
+    }
+  }
+
+  private publish(): void {
+    this.requirementsSig.set(this.live.requirements.items);
+  }
+}
