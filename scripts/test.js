@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm test`: typecheck, build what the end-to-end tests run (server, CLI, dashboard), then run
+// `npm test`: typecheck, lint, check formatting, build what the end-to-end tests run (server, CLI, dashboard), then run
 // every jest suite. The last line is always "N passed, N failed".
 'use strict';
 const { spawnSync } = require('node:child_process');
@@ -15,6 +15,8 @@ const steps = [
   // The real Codex and Claude Code CLIs the adapter tests drive (pinned; never runtime deps).
   ...(clisCurrent ? [] : [['install agent CLIs', ['npm', 'ci', '--prefix', clis, '--no-audit', '--no-fund']]]),
   ['typecheck', ['npm', 'run', '--silent', 'typecheck']],
+  ['lint', ['npm', 'run', '--silent', 'lint']],
+  ['format', ['npm', 'run', '--silent', 'format:check']],
   ['build:server', ['npm', 'run', '--silent', 'build:server']],
   ['build:dashboard', ['npm', 'run', '--silent', 'build:dashboard']],
 ];
