@@ -159,7 +159,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
     const rows = await manager
       .createQueryBuilder(MessageAttachmentEntity, 'a')
       .innerJoin(RequirementMessageEntity, 'm', 'm.id = a.message_id')
-      .where('a.requirement_id = :requirementId AND m.deliver_to_rd = 1 AND m.sequence <= :toSequence', { requirementId, toSequence })
+      .where('a.requirement_id = :requirementId AND m.deliver_to_rd = TRUE AND m.sequence <= :toSequence', { requirementId, toSequence })
       .getMany();
     return rows.map((row) => this.filePath(row));
   }

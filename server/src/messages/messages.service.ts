@@ -92,7 +92,7 @@ export class MessagesService {
   /** Deliverable messages after `sequence`: the session's pending count once a run consumed up to it. */
   async countDeliverableAfter(tx: WriteTx, requirementId: string, sequence: number): Promise<number> {
     const manager = await tx.reads();
-    const [row] = await manager.query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM requirement_message WHERE requirement_id = ? AND deliver_to_rd = 1 AND sequence > ?', [
+    const [row] = await manager.query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM requirement_message WHERE requirement_id = ? AND deliver_to_rd = TRUE AND sequence > ?', [
       requirementId,
       sequence,
     ]);

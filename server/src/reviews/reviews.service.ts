@@ -288,7 +288,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     const reads = await tx.reads();
     const reviews = await reads
       .createQueryBuilder(ReviewRequestEntity, 'r')
-      .where('r.pull_request_id = :id AND r.stale = 0 AND r.target_head_sha <> :sha', { id: pullRequest.id, sha: pullRequest.headSha })
+      .where('r.pull_request_id = :id AND r.stale = FALSE AND r.target_head_sha <> :sha', { id: pullRequest.id, sha: pullRequest.headSha })
       .getMany();
     if (reviews.length === 0) {
       return {};

@@ -37,7 +37,7 @@ export class RunInputService {
     const requirement = await manager.findOneByOrFail(RequirementEntity, { id: run.requirementId });
     const rows = await manager
       .createQueryBuilder(RequirementMessageEntity, 'm')
-      .where('m.requirement_id = :id AND m.deliver_to_rd = 1 AND m.sequence BETWEEN :from AND :to', {
+      .where('m.requirement_id = :id AND m.deliver_to_rd = TRUE AND m.sequence BETWEEN :from AND :to', {
         from: run.inputFromSequence,
         id: run.requirementId,
         to: run.inputToSequence,

@@ -152,12 +152,14 @@ export class RunOrchestrator implements BeforeApplicationShutdown, OnApplication
    */
   interrupt(requirementId: string, mode: InterruptMode, actor: EventActor): Promise<InterruptResponseDto> {
     return this.act(requirementId, async () => {
-      const rows = await this.database.write((tx) => this.requirements.loadForWrite(tx, requirementId));
+      // A read, not a write unit: every delivery to this Requirement commits inside its actor,
+      // so the committed pending count is current here.
+      const requirement = await this.requirements.get(requirementId);
       const active = this.active.get(requirementId);
       if (!active || active.interruptMode) {
         throw conflict('no_active_run', `Requirement ${requirementId} has no run to interrupt`);
       }
-      if (mode === 'steer' && rows.session.pendingMessageCount <= active.capturedCount) {
+      if (mode === 'steer' && requirement.session.pendingMessageCount <= active.capturedCount) {
         throw conflict('nothing_to_steer_with', 'the active run already holds the latest input; use mode "stop" to pause it');
       }
       active.interruptMode = mode;
