@@ -39,6 +39,16 @@ module.exports = {
       transformIgnorePatterns,
     },
     {
+      // Services and repositories on a temporary SQLite file, no HTTP: architecture §3 proven directly.
+      displayName: 'integration',
+      moduleNameMapper,
+      rootDir: __dirname,
+      testEnvironment: 'node',
+      testMatch: ['<rootDir>/test/integration/**/*.int-spec.ts'],
+      transform,
+      transformIgnorePatterns,
+    },
+    {
       // Fault injection (kill -9, misbehaving agents, a full disk, GitHub down): `npm run test:faults`; also part of `npm test`.
       displayName: 'faults',
       moduleNameMapper,
