@@ -5,9 +5,9 @@ import { CurrentAgentScope } from '../auth/agent-scope.decorator';
 import type { AgentScope } from '../auth/run-credentials.service';
 
 export class AgentContextResponseDto implements AgentScope {
-  @ApiProperty() runId: string;
-  @ApiProperty() requirementId: string;
-  @ApiProperty() sessionId: string;
+  @ApiProperty() runId!: string;
+  @ApiProperty() requirementId!: string;
+  @ApiProperty() sessionId!: string;
 }
 
 @ApiTags('agent')

@@ -7,28 +7,28 @@ import type { AttachmentKind } from '@libs/contracts';
 @Index('idx_attachment_message', ['messageId'])
 export class MessageAttachmentEntity {
   @PrimaryColumn('varchar')
-  id: string;
+  id!: string;
 
   @Column('varchar')
-  requirementId: string;
+  requirementId!: string;
 
   /** Null until a message takes it; then it belongs to that message for good. */
   @Column('varchar', { nullable: true })
-  messageId: string | null;
+  messageId!: string | null;
 
   /** The sanitized name the uploader gave; shown and offered on download, never used as a path. */
   @Column('varchar')
-  fileName: string;
+  fileName!: string;
 
   @Column('varchar')
-  kind: AttachmentKind;
+  kind!: AttachmentKind;
 
   @Column('varchar')
-  mediaType: string;
+  mediaType!: string;
 
   @Column('integer')
-  byteSize: number;
+  byteSize!: number;
 
   @Column('varchar')
-  createdAt: string;
+  createdAt!: string;
 }

@@ -11,30 +11,30 @@ import type { EventActorKind, ManagerEventType } from '@libs/contracts';
 @Index('idx_event_requirement', ['requirementId', 'id'], { where: 'requirement_id IS NOT NULL' })
 export class ManagerEventEntity {
   @PrimaryGeneratedColumn()
-  id: number;
+  id!: number;
 
   @Column('varchar')
-  type: ManagerEventType;
+  type!: ManagerEventType;
 
   @Column('varchar', { nullable: true })
-  requirementId: string | null;
+  requirementId!: string | null;
 
   @Column('varchar', { nullable: true })
-  sessionId: string | null;
+  sessionId!: string | null;
 
   @Column('varchar', { nullable: true })
-  runId: string | null;
+  runId!: string | null;
 
   @Column('varchar')
-  actorKind: EventActorKind;
+  actorKind!: EventActorKind;
 
   @Column('varchar', { nullable: true })
-  actorId: string | null;
+  actorId!: string | null;
 
   /** The event's payload as JSON text, stored once and sent to clients as is. */
   @Column('text')
-  payload: string;
+  payload!: string;
 
   @Column('varchar')
-  createdAt: string;
+  createdAt!: string;
 }

@@ -14,9 +14,9 @@ import type { Request } from 'express';
 import { GitHubWebhookService, WebhookOutcome } from './github-webhook.service';
 
 export class WebhookResponseDto implements WebhookOutcome {
-  @ApiProperty() accepted: boolean;
-  @ApiProperty({ description: 'X-GitHub-Event' }) event: string;
-  @ApiProperty({ description: 'Tracked PRs the event concerns, looked at again now (0 for a payload over 1 MB: then every tracked PR is)' }) pullRequests: number;
+  @ApiProperty() accepted!: boolean;
+  @ApiProperty({ description: 'X-GitHub-Event' }) event!: string;
+  @ApiProperty({ description: 'Tracked PRs the event concerns, looked at again now (0 for a payload over 1 MB: then every tracked PR is)' }) pullRequests!: number;
 }
 
 @ApiTags('github')

@@ -6,41 +6,41 @@ import type { MessageAuthor } from '@libs/contracts';
 @Index('idx_message_requirement_sequence', ['requirementId', 'sequence'], { unique: true })
 export class RequirementMessageEntity {
   @PrimaryColumn('varchar')
-  id: string;
+  id!: string;
 
   @Column('varchar')
-  requirementId: string;
+  requirementId!: string;
 
   @Column('varchar')
-  sessionId: string;
+  sessionId!: string;
 
   @Column('varchar', { nullable: true })
-  runId: string | null;
+  runId!: string | null;
 
   @Column('varchar', { nullable: true })
-  sourceRequirementId: string | null;
+  sourceRequirementId!: string | null;
 
   @Column('varchar')
-  author: MessageAuthor;
+  author!: MessageAuthor;
 
   @Column('text')
-  body: string;
+  body!: string;
 
   @Column('integer')
-  sequence: number;
+  sequence!: number;
 
   @Column('boolean')
-  deliverToRd: boolean;
+  deliverToRd!: boolean;
 
   @Column('varchar', { nullable: true })
-  source: string | null;
+  source!: string | null;
 
   @Column('varchar', { nullable: true })
-  triggerId: string | null;
+  triggerId!: string | null;
 
   @Column('simple-json', { nullable: true })
-  metadata: Record<string, unknown> | null;
+  metadata!: Record<string, unknown> | null;
 
   @Column('varchar')
-  createdAt: string;
+  createdAt!: string;
 }

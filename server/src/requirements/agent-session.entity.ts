@@ -8,40 +8,40 @@ import type { Provider, SessionState } from '@libs/contracts';
 @Index('idx_agent_session_created', ['createdAt', 'id'])
 export class AgentSessionEntity {
   @PrimaryColumn('varchar')
-  id: string;
+  id!: string;
 
   @Column('varchar')
-  requirementId: string;
+  requirementId!: string;
 
   @Column('varchar')
-  provider: Provider;
+  provider!: Provider;
 
   @Column('varchar', { nullable: true })
-  nativeSessionId: string | null;
+  nativeSessionId!: string | null;
 
   @Column('varchar')
-  state: SessionState;
+  state!: SessionState;
 
   @Column('text', { nullable: true })
-  lastError: string | null;
+  lastError!: string | null;
 
   /** Delivery cursor: every deliverable message up to here has been consumed by a successful run. */
   @Column('integer', { default: 0 })
-  lastConsumedMessageSequence: number;
+  lastConsumedMessageSequence!: number;
 
   /**
    * Deliverable messages after the consumed boundary. Kept in step with every append and
    * cursor move in the same transaction, so listing sessions never counts messages.
    */
   @Column('integer', { default: 0 })
-  pendingMessageCount: number;
+  pendingMessageCount!: number;
 
   /**
    * The last conversation sequence handed out for the Requirement; the next message gets this
    * + 1. Kept here, on the row every append updates anyway, to save a write per message.
    */
   @Column('integer', { default: 0 })
-  lastMessageSequence: number;
+  lastMessageSequence!: number;
 
   /**
    * When a person's (or an explicit action's) stop paused the session, else null. While set,
@@ -49,11 +49,11 @@ export class AgentSessionEntity {
    * message. Stored, so a pause outlives a restart.
    */
   @Column('varchar', { nullable: true })
-  pausedAt: string | null;
+  pausedAt!: string | null;
 
   @Column('varchar')
-  createdAt: string;
+  createdAt!: string;
 
   @Column('varchar')
-  updatedAt: string;
+  updatedAt!: string;
 }

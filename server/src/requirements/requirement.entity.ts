@@ -9,43 +9,43 @@ import type { Provider, ReasoningEffort, RequirementCreator, RequirementStatus }
 @Index('idx_requirement_status', ['status', 'updatedAt'])
 export class RequirementEntity {
   @PrimaryColumn('varchar')
-  id: string;
+  id!: string;
 
   @Column('varchar')
-  title: string;
+  title!: string;
 
   @Column('text')
-  description: string;
+  description!: string;
 
   @Column('varchar')
-  status: RequirementStatus;
+  status!: RequirementStatus;
 
   @Column('varchar')
-  provider: Provider;
+  provider!: Provider;
 
   @Column('varchar', { nullable: true })
-  model: string | null;
+  model!: string | null;
 
   @Column('varchar', { nullable: true })
-  reasoningEffort: ReasoningEffort | null;
+  reasoningEffort!: ReasoningEffort | null;
 
   @Column('varchar')
-  createdBy: RequirementCreator;
+  createdBy!: RequirementCreator;
 
   @Column('varchar', { nullable: true })
-  parentRequirementId: string | null;
+  parentRequirementId!: string | null;
 
   @Column('varchar', { nullable: true })
-  sourceSessionId: string | null;
+  sourceSessionId!: string | null;
 
   @Column('varchar')
-  createdAt: string;
+  createdAt!: string;
 
   @Column('varchar')
-  updatedAt: string;
+  updatedAt!: string;
 
   @Column('varchar', { nullable: true })
-  completedAt: string | null;
+  completedAt!: string | null;
 
   /** Filled by `RequirementsService.loadForWrite` (one query for both rows); not a column. */
   session?: AgentSessionEntity;

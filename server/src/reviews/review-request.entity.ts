@@ -9,22 +9,22 @@ import type { Provider, ReasoningEffort, ReviewRequestStatus } from '@libs/contr
 @Index('idx_review_request_pull_request', ['pullRequestId', 'createdAt'])
 @Index('idx_review_request_created', ['createdAt', 'id'])
 export class ReviewRequestEntity {
-  @PrimaryColumn('varchar') id: string;
-  @Column('varchar') pullRequestId: string;
-  @Column('varchar') requirementId: string;
-  @Column('varchar') runId: string;
-  @Column('varchar') provider: Provider;
-  @Column('varchar', { nullable: true }) model: string | null;
-  @Column('varchar', { nullable: true }) reasoningEffort: ReasoningEffort | null;
-  @Column('text', { nullable: true }) prompt: string | null;
+  @PrimaryColumn('varchar') id!: string;
+  @Column('varchar') pullRequestId!: string;
+  @Column('varchar') requirementId!: string;
+  @Column('varchar') runId!: string;
+  @Column('varchar') provider!: Provider;
+  @Column('varchar', { nullable: true }) model!: string | null;
+  @Column('varchar', { nullable: true }) reasoningEffort!: ReasoningEffort | null;
+  @Column('text', { nullable: true }) prompt!: string | null;
   /** The PR's head when the review was requested: what the reviewer reviews. */
-  @Column('varchar') targetHeadSha: string;
-  @Column('varchar') status: ReviewRequestStatus;
-  @Column('varchar') requestedBy: 'human';
-  @Column('text', { nullable: true }) error: string | null;
+  @Column('varchar') targetHeadSha!: string;
+  @Column('varchar') status!: ReviewRequestStatus;
+  @Column('varchar') requestedBy!: 'human';
+  @Column('text', { nullable: true }) error!: string | null;
   /** Set when the PR's head moves away from targetHeadSha. */
-  @Column('boolean', { default: false }) stale: boolean;
-  @Column('varchar') createdAt: string;
-  @Column('varchar') updatedAt: string;
-  @Column('varchar', { nullable: true }) finishedAt: string | null;
+  @Column('boolean', { default: false }) stale!: boolean;
+  @Column('varchar') createdAt!: string;
+  @Column('varchar') updatedAt!: string;
+  @Column('varchar', { nullable: true }) finishedAt!: string | null;
 }

@@ -9,33 +9,33 @@ import type { Provider, ReasoningEffort, RunRole, RunStatus } from '@libs/contra
 @Index('idx_run_requirement', ['requirementId', 'startedAt'])
 @Index('idx_run_status', ['status'])
 export class AgentRunEntity {
-  @PrimaryColumn('varchar') id: string;
-  @Column('varchar') requirementId: string;
-  @Column('varchar', { nullable: true }) sessionId: string | null;
-  @Column('varchar') role: RunRole;
-  @Column('varchar') provider: Provider;
-  @Column('varchar', { nullable: true }) model: string | null;
-  @Column('varchar', { nullable: true }) reasoningEffort: ReasoningEffort | null;
-  @Column('varchar') status: RunStatus;
-  @Column('text', { nullable: true }) taskSummary: string | null;
-  @Column('varchar', { nullable: true }) nativeSessionId: string | null;
-  @Column('integer', { nullable: true }) exitCode: number | null;
-  @Column('text', { nullable: true }) error: string | null;
+  @PrimaryColumn('varchar') id!: string;
+  @Column('varchar') requirementId!: string;
+  @Column('varchar', { nullable: true }) sessionId!: string | null;
+  @Column('varchar') role!: RunRole;
+  @Column('varchar') provider!: Provider;
+  @Column('varchar', { nullable: true }) model!: string | null;
+  @Column('varchar', { nullable: true }) reasoningEffort!: ReasoningEffort | null;
+  @Column('varchar') status!: RunStatus;
+  @Column('text', { nullable: true }) taskSummary!: string | null;
+  @Column('varchar', { nullable: true }) nativeSessionId!: string | null;
+  @Column('integer', { nullable: true }) exitCode!: number | null;
+  @Column('text', { nullable: true }) error!: string | null;
   /** The captured input boundary (invariant 4): deliverable messages from..to. */
-  @Column('integer', { nullable: true }) inputFromSequence: number | null;
-  @Column('integer', { nullable: true }) inputToSequence: number | null;
-  @Column('integer', { nullable: true }) inputTokens: number | null;
-  @Column('integer', { nullable: true }) cachedInputTokens: number | null;
-  @Column('integer', { nullable: true }) outputTokens: number | null;
-  @Column('integer', { nullable: true }) reasoningOutputTokens: number | null;
+  @Column('integer', { nullable: true }) inputFromSequence!: number | null;
+  @Column('integer', { nullable: true }) inputToSequence!: number | null;
+  @Column('integer', { nullable: true }) inputTokens!: number | null;
+  @Column('integer', { nullable: true }) cachedInputTokens!: number | null;
+  @Column('integer', { nullable: true }) outputTokens!: number | null;
+  @Column('integer', { nullable: true }) reasoningOutputTokens!: number | null;
   /** Trace entries written so far (the next one's sequence is this + 1). */
-  @Column('integer', { default: 0 }) traceCount: number;
+  @Column('integer', { default: 0 }) traceCount!: number;
   /** Identifies the run's processes after a crash: the environment marker, root pid/group and start time. */
-  @Column('varchar', { nullable: true }) processMarker: string | null;
-  @Column('integer', { nullable: true }) processId: number | null;
-  @Column('integer', { nullable: true }) processGroupId: number | null;
-  @Column('varchar', { nullable: true }) processStartTime: string | null;
-  @Column('varchar') startedAt: string;
-  @Column('varchar', { nullable: true }) finishedAt: string | null;
-  @Column('varchar') updatedAt: string;
+  @Column('varchar', { nullable: true }) processMarker!: string | null;
+  @Column('integer', { nullable: true }) processId!: number | null;
+  @Column('integer', { nullable: true }) processGroupId!: number | null;
+  @Column('varchar', { nullable: true }) processStartTime!: string | null;
+  @Column('varchar') startedAt!: string;
+  @Column('varchar', { nullable: true }) finishedAt!: string | null;
+  @Column('varchar') updatedAt!: string;
 }

@@ -13,7 +13,7 @@ const requirementId = (description: string) => ValidateText({ description, examp
 
 export class ProposeRequirementDto extends OmitType(CreateRequirementDto, ['provider'] as const) {
   @sessionId("The proposing RD session (the run's own)")
-  sourceSessionId: string;
+  sourceSessionId!: string;
 
   @OptionalText({ description: "The parent: the proposing session's Requirement (the default)", example: 'req_…', max: 100, min: 1 })
   parentRequirementId?: string;
@@ -29,46 +29,46 @@ export class ProposeRequirementDto extends OmitType(CreateRequirementDto, ['prov
 
 export class AgentRequirementActionDto {
   @requirementId("The acting RD session's Requirement (the parent of the target)")
-  sourceRequirementId: string;
+  sourceRequirementId!: string;
 
   @sessionId('The acting RD session (the one that proposed the target)')
-  sourceSessionId: string;
+  sourceSessionId!: string;
 
   @ValidateEnum(AGENT_REQUIREMENT_ACTIONS, 'start or retry its work, stop its run, delete it (todo only), mark it done (waiting_confirmation only)')
-  action: AgentRequirementAction;
+  action!: AgentRequirementAction;
 }
 
 export class AgentRequirementActionResponseDto {
-  @ApiProperty() accepted: boolean;
-  @ApiProperty() requirementId: string;
-  @ApiProperty({ enum: AGENT_REQUIREMENT_ACTIONS }) action: AgentRequirementAction;
-  @ApiProperty({ type: RequirementResponseDto }) requirement: RequirementResponseDto;
-  @ApiProperty({ description: 'The run started or interrupted, when the action concerns one', nullable: true, type: String }) runId: string | null;
+  @ApiProperty() accepted!: boolean;
+  @ApiProperty() requirementId!: string;
+  @ApiProperty({ enum: AGENT_REQUIREMENT_ACTIONS }) action!: AgentRequirementAction;
+  @ApiProperty({ type: RequirementResponseDto }) requirement!: RequirementResponseDto;
+  @ApiProperty({ description: 'The run started or interrupted, when the action concerns one', nullable: true, type: String }) runId!: string | null;
 }
 
 export class RelatedQueryDto {
   @sessionId("The calling RD session (the run's own)")
-  sourceSessionId: string;
+  sourceSessionId!: string;
 }
 
 export class RelatedRequirementsDto {
-  @ApiProperty({ nullable: true, type: RequirementResponseDto }) parent: RequirementResponseDto | null;
-  @ApiProperty({ type: [RequirementResponseDto] }) children: RequirementResponseDto[];
+  @ApiProperty({ nullable: true, type: RequirementResponseDto }) parent!: RequirementResponseDto | null;
+  @ApiProperty({ type: [RequirementResponseDto] }) children!: RequirementResponseDto[];
 }
 
 export class RelatedMessageDto {
   @sessionId("The sending RD session (the run's own)")
-  sourceSessionId: string;
+  sourceSessionId!: string;
 
   @ValidateText({ description: "What to tell the related Requirement's agent", example: 'Use contract version 2.', max: LIMITS.messageLength, min: 1, pattern: /\S/ })
-  message: string;
+  message!: string;
 }
 
 export class RelatedMessageResponseDto {
-  @ApiProperty() accepted: boolean;
-  @ApiProperty() sourceRequirementId: string;
-  @ApiProperty() targetRequirementId: string;
-  @ApiProperty({ description: "True when the message waits behind the target's active run" }) queued: boolean;
-  @ApiProperty({ type: MessageResponseDto }) message: MessageResponseDto;
-  @ApiProperty({ type: RequirementResponseDto }) requirement: RequirementResponseDto;
+  @ApiProperty() accepted!: boolean;
+  @ApiProperty() sourceRequirementId!: string;
+  @ApiProperty() targetRequirementId!: string;
+  @ApiProperty({ description: "True when the message waits behind the target's active run" }) queued!: boolean;
+  @ApiProperty({ type: MessageResponseDto }) message!: MessageResponseDto;
+  @ApiProperty({ type: RequirementResponseDto }) requirement!: RequirementResponseDto;
 }

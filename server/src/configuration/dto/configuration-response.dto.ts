@@ -18,51 +18,51 @@ import { CONFIGURATION_KEYS } from '../../core/configuration/configuration.schem
 import { OptionalEnum } from '../../core/validation';
 
 export class ConfigurationValuesDto implements ConfigurationValues {
-  @ApiProperty({ enum: AGENT_ISOLATION_MODES }) agentIsolation: AgentIsolationMode;
-  @ApiProperty({ nullable: true, type: String }) allowedOrigin: string | null;
-  @ApiProperty({ enum: AUTHENTICATION_MODES }) authentication: AuthenticationMode;
-  @ApiProperty() cancelledRequirementRetentionDays: number;
-  @ApiProperty() claudeExecutable: string;
-  @ApiProperty() codexExecutable: string;
-  @ApiProperty({ nullable: true, type: String }) databasePath: string | null;
-  @ApiProperty() doneRequirementRetentionDays: number;
-  @ApiProperty() githubApiUrl: string;
-  @ApiProperty({ description: 'Always null: the secret is write-only (see githubWebhookSecretConfigured)', nullable: true, type: String }) githubWebhookSecret: string | null;
-  @ApiProperty() host: string;
-  @ApiProperty({ nullable: true, type: String }) logFilePath: string | null;
-  @ApiProperty({ enum: LOG_LEVELS }) logLevel: LogLevel;
-  @ApiProperty() logMaxFiles: string;
-  @ApiProperty() logMaxSize: string;
-  @ApiProperty() port: number;
-  @ApiProperty() pullRequestReconcileIntervalSeconds: number;
-  @ApiProperty() rdInactivityTimeoutSeconds: number;
+  @ApiProperty({ enum: AGENT_ISOLATION_MODES }) agentIsolation!: AgentIsolationMode;
+  @ApiProperty({ nullable: true, type: String }) allowedOrigin!: string | null;
+  @ApiProperty({ enum: AUTHENTICATION_MODES }) authentication!: AuthenticationMode;
+  @ApiProperty() cancelledRequirementRetentionDays!: number;
+  @ApiProperty() claudeExecutable!: string;
+  @ApiProperty() codexExecutable!: string;
+  @ApiProperty({ nullable: true, type: String }) databasePath!: string | null;
+  @ApiProperty() doneRequirementRetentionDays!: number;
+  @ApiProperty() githubApiUrl!: string;
+  @ApiProperty({ description: 'Always null: the secret is write-only (see githubWebhookSecretConfigured)', nullable: true, type: String }) githubWebhookSecret!: string | null;
+  @ApiProperty() host!: string;
+  @ApiProperty({ nullable: true, type: String }) logFilePath!: string | null;
+  @ApiProperty({ enum: LOG_LEVELS }) logLevel!: LogLevel;
+  @ApiProperty() logMaxFiles!: string;
+  @ApiProperty() logMaxSize!: string;
+  @ApiProperty() port!: number;
+  @ApiProperty() pullRequestReconcileIntervalSeconds!: number;
+  @ApiProperty() rdInactivityTimeoutSeconds!: number;
 }
 
 export class ConfigurationResponseDto implements ManagerConfiguration {
-  @ApiProperty({ description: 'The configuration file' }) path: string;
-  @ApiProperty({ description: 'What the file holds (defaults filled in)', type: ConfigurationValuesDto }) values: ConfigurationValuesDto;
+  @ApiProperty({ description: 'The configuration file' }) path!: string;
+  @ApiProperty({ description: 'What the file holds (defaults filled in)', type: ConfigurationValuesDto }) values!: ConfigurationValuesDto;
   @ApiProperty({ description: 'What this process runs with: values plus launch flags and CODE_FACTORY_* variables', type: ConfigurationValuesDto })
-  effective: ConfigurationValuesDto;
-  @ApiProperty({ description: 'Fields overridden for this process by a flag or variable', enum: CONFIGURATION_KEYS, isArray: true }) overriddenFields: string[];
-  @ApiProperty({ description: 'Whether a webhook secret is set (the secret itself is never returned)' }) githubWebhookSecretConfigured: boolean;
-  @ApiProperty({ description: 'Fields a change applies to at once; every other field needs a restart', enum: CONFIGURATION_KEYS, isArray: true }) liveFields: string[];
-  @ApiProperty() restartRequired: boolean;
-  @ApiProperty({ description: 'Changed fields that take effect after a restart', enum: CONFIGURATION_KEYS, isArray: true }) restartRequiredFields: string[];
+  effective!: ConfigurationValuesDto;
+  @ApiProperty({ description: 'Fields overridden for this process by a flag or variable', enum: CONFIGURATION_KEYS, isArray: true }) overriddenFields!: string[];
+  @ApiProperty({ description: 'Whether a webhook secret is set (the secret itself is never returned)' }) githubWebhookSecretConfigured!: boolean;
+  @ApiProperty({ description: 'Fields a change applies to at once; every other field needs a restart', enum: CONFIGURATION_KEYS, isArray: true }) liveFields!: string[];
+  @ApiProperty() restartRequired!: boolean;
+  @ApiProperty({ description: 'Changed fields that take effect after a restart', enum: CONFIGURATION_KEYS, isArray: true }) restartRequiredFields!: string[];
 }
 
 export class EventLoopDelayDto {
-  @ApiProperty() p50: number;
-  @ApiProperty() p99: number;
-  @ApiProperty() max: number;
+  @ApiProperty() p50!: number;
+  @ApiProperty() p99!: number;
+  @ApiProperty() max!: number;
 }
 
 export class MetricsResponseDto {
-  @ApiProperty() activeRuns: number;
-  @ApiProperty({ description: 'Event-loop delay in ms since start or the last reset', type: EventLoopDelayDto }) eventLoopDelayMs: EventLoopDelayDto;
-  @ApiProperty() heapUsedBytes: number;
-  @ApiProperty() rssBytes: number;
-  @ApiProperty() sseClients: number;
-  @ApiProperty() uptimeSeconds: number;
+  @ApiProperty() activeRuns!: number;
+  @ApiProperty({ description: 'Event-loop delay in ms since start or the last reset', type: EventLoopDelayDto }) eventLoopDelayMs!: EventLoopDelayDto;
+  @ApiProperty() heapUsedBytes!: number;
+  @ApiProperty() rssBytes!: number;
+  @ApiProperty() sseClients!: number;
+  @ApiProperty() uptimeSeconds!: number;
 }
 
 export class MetricsQueryDto {
@@ -71,22 +71,22 @@ export class MetricsQueryDto {
 }
 
 export class AgentIsolationDto implements AgentIsolation {
-  @ApiProperty({ description: "Whether agents run in the sandbox that hides the workspaces' data directories" }) enabled: boolean;
-  @ApiProperty({ description: 'What isolates them, or null', enum: AGENT_ISOLATION_MECHANISMS, nullable: true, type: String }) mechanism: AgentIsolationMechanism | null;
-  @ApiProperty({ description: 'Why agents are not isolated, or null when they are', nullable: true, type: String }) reason: string | null;
+  @ApiProperty({ description: "Whether agents run in the sandbox that hides the workspaces' data directories" }) enabled!: boolean;
+  @ApiProperty({ description: 'What isolates them, or null', enum: AGENT_ISOLATION_MECHANISMS, nullable: true, type: String }) mechanism!: AgentIsolationMechanism | null;
+  @ApiProperty({ description: 'Why agents are not isolated, or null when they are', nullable: true, type: String }) reason!: string | null;
 }
 
 export class HealthResponseDto {
-  @ApiProperty({ description: "Whether agents are isolated from the owner's credentials (see docs/security.md)", type: AgentIsolationDto }) agentIsolation: AgentIsolationDto;
-  @ApiProperty() ok: boolean;
-  @ApiProperty() version: string;
-  @ApiProperty() workspaceRoot: string;
+  @ApiProperty({ description: "Whether agents are isolated from the owner's credentials (see docs/security.md)", type: AgentIsolationDto }) agentIsolation!: AgentIsolationDto;
+  @ApiProperty() ok!: boolean;
+  @ApiProperty() version!: string;
+  @ApiProperty() workspaceRoot!: string;
 }
 
 export class WorkspaceResponseDto {
-  @ApiProperty() root: string;
-  @ApiProperty() dataDirectory: string;
-  @ApiProperty() databasePath: string;
-  @ApiProperty() logFilePath: string;
-  @ApiProperty() attachmentsDirectory: string;
+  @ApiProperty() root!: string;
+  @ApiProperty() dataDirectory!: string;
+  @ApiProperty() databasePath!: string;
+  @ApiProperty() logFilePath!: string;
+  @ApiProperty() attachmentsDirectory!: string;
 }

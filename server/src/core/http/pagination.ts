@@ -91,5 +91,5 @@ export function newestFirst<E extends { createdAt: string; id: string }>(alias: 
 
 export class PageInfoDto {
   @ApiPropertyOptional({ description: 'Cursor for the next page; null at the end', nullable: true, type: String })
-  nextCursor: string | null;
+  nextCursor!: string | null;
 }

@@ -8,33 +8,33 @@ import { RequirementResponseDto } from '../../requirements/dto/requirement-respo
 import type { RequirementMessageEntity } from '../requirement-message.entity';
 
 export class MessageResponseDto implements RequirementMessage {
-  @ApiProperty({ example: 'msg_7d1a…' }) id: string;
-  @ApiProperty() requirementId: string;
-  @ApiProperty() sessionId: string;
-  @ApiProperty({ nullable: true, type: String }) runId: string | null;
-  @ApiProperty({ description: 'The sending Requirement of a related RD agent message', nullable: true, type: String }) sourceRequirementId: string | null;
-  @ApiProperty({ enum: MESSAGE_AUTHORS }) author: MessageAuthor;
-  @ApiProperty() body: string;
-  @ApiProperty({ type: [AttachmentResponseDto] }) attachments: AttachmentResponseDto[];
-  @ApiProperty({ description: 'Gap-free, increasing within the Requirement' }) sequence: number;
-  @ApiProperty({ description: 'Whether the RD agent must consume it' }) deliverToRd: boolean;
-  @ApiProperty() createdAt: string;
-  @ApiProperty({ description: 'Trigger source (github, timer) or null', nullable: true, type: String }) source: string | null;
-  @ApiProperty({ nullable: true, type: String }) triggerId: string | null;
-  @ApiProperty({ additionalProperties: true, nullable: true, type: Object }) metadata: Record<string, unknown> | null;
+  @ApiProperty({ example: 'msg_7d1a…' }) id!: string;
+  @ApiProperty() requirementId!: string;
+  @ApiProperty() sessionId!: string;
+  @ApiProperty({ nullable: true, type: String }) runId!: string | null;
+  @ApiProperty({ description: 'The sending Requirement of a related RD agent message', nullable: true, type: String }) sourceRequirementId!: string | null;
+  @ApiProperty({ enum: MESSAGE_AUTHORS }) author!: MessageAuthor;
+  @ApiProperty() body!: string;
+  @ApiProperty({ type: [AttachmentResponseDto] }) attachments!: AttachmentResponseDto[];
+  @ApiProperty({ description: 'Gap-free, increasing within the Requirement' }) sequence!: number;
+  @ApiProperty({ description: 'Whether the RD agent must consume it' }) deliverToRd!: boolean;
+  @ApiProperty() createdAt!: string;
+  @ApiProperty({ description: 'Trigger source (github, timer) or null', nullable: true, type: String }) source!: string | null;
+  @ApiProperty({ nullable: true, type: String }) triggerId!: string | null;
+  @ApiProperty({ additionalProperties: true, nullable: true, type: Object }) metadata!: Record<string, unknown> | null;
 }
 
 export class MessagePageDto extends PageInfoDto {
-  @ApiProperty({ type: [MessageResponseDto] }) items: MessageResponseDto[];
+  @ApiProperty({ type: [MessageResponseDto] }) items!: MessageResponseDto[];
 }
 
 export class ReplyResponseDto {
-  @ApiProperty() accepted: boolean;
-  @ApiProperty() requirementId: string;
-  @ApiProperty({ enum: ['reply'] }) action: 'reply';
-  @ApiProperty({ description: 'True when the message waits for a later run rather than starting one now' }) queued: boolean;
-  @ApiProperty({ type: MessageResponseDto }) message: MessageResponseDto;
-  @ApiProperty({ type: RequirementResponseDto }) requirement: RequirementResponseDto;
+  @ApiProperty() accepted!: boolean;
+  @ApiProperty() requirementId!: string;
+  @ApiProperty({ enum: ['reply'] }) action!: 'reply';
+  @ApiProperty({ description: 'True when the message waits for a later run rather than starting one now' }) queued!: boolean;
+  @ApiProperty({ type: MessageResponseDto }) message!: MessageResponseDto;
+  @ApiProperty({ type: RequirementResponseDto }) requirement!: RequirementResponseDto;
 }
 
 export function toMessageResponse(entity: RequirementMessageEntity, attachments: AttachmentResponseDto[]): MessageResponseDto {

@@ -9,34 +9,34 @@ import type { PullRequestEntity } from '../pull-request.entity';
 
 export class RegisterPullRequestDto {
   @ValidateText({ description: "The Requirement the PR belongs to (the run's own)", max: 100, min: 1 })
-  requirementId: string;
+  requirementId!: string;
 
   @ValidateText({ description: 'owner/name on GitHub', example: 'org/repo', max: 200, min: 3, pattern: /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/ })
-  repository: string;
+  repository!: string;
 
   @ApiProperty({ description: 'The PR number', example: 184, maximum: 2_147_483_647, minimum: 1 })
   @IsInt()
   @Min(1)
   @Max(2_147_483_647)
-  number: number;
+  number!: number;
 
   @ValidateText({ description: "The PR's web address", example: 'https://github.com/org/repo/pull/184', max: 2000, min: 8, pattern: /^https?:\/\/\S+$/ })
-  url: string;
+  url!: string;
 
   @ValidateText({ description: 'PR title', max: 1000, min: 1 })
-  title: string;
+  title!: string;
 
   @ValidateText({ description: 'Branch the PR merges into', example: 'main', max: 255, min: 1 })
-  baseBranch: string;
+  baseBranch!: string;
 
   @ValidateText({ description: 'Branch the PR merges from', example: 'feature/compaction', max: 255, min: 1 })
-  headBranch: string;
+  headBranch!: string;
 
   @ValidateText({ description: 'Head commit SHA', max: 64, min: 7, pattern: /^[0-9a-fA-F]+$/ })
-  headSha: string;
+  headSha!: string;
 
   @ValidateEnum(PULL_REQUEST_STATUSES, 'Lifecycle status, used only when the PR is first registered')
-  status: PullRequestStatus;
+  status!: PullRequestStatus;
 }
 
 export class ListPullRequestsQueryDto extends PageQueryDto {
@@ -45,22 +45,22 @@ export class ListPullRequestsQueryDto extends PageQueryDto {
 }
 
 export class PullRequestResponseDto implements PullRequest {
-  @ApiProperty({ example: 'pr_…' }) id: string;
-  @ApiProperty() requirementId: string;
-  @ApiProperty() repository: string;
-  @ApiProperty() number: number;
-  @ApiProperty() url: string;
-  @ApiProperty() title: string;
-  @ApiProperty() baseBranch: string;
-  @ApiProperty() headBranch: string;
-  @ApiProperty() headSha: string;
-  @ApiProperty({ enum: PULL_REQUEST_STATUSES }) status: PullRequestStatus;
-  @ApiProperty() createdAt: string;
-  @ApiProperty() updatedAt: string;
+  @ApiProperty({ example: 'pr_…' }) id!: string;
+  @ApiProperty() requirementId!: string;
+  @ApiProperty() repository!: string;
+  @ApiProperty() number!: number;
+  @ApiProperty() url!: string;
+  @ApiProperty() title!: string;
+  @ApiProperty() baseBranch!: string;
+  @ApiProperty() headBranch!: string;
+  @ApiProperty() headSha!: string;
+  @ApiProperty({ enum: PULL_REQUEST_STATUSES }) status!: PullRequestStatus;
+  @ApiProperty() createdAt!: string;
+  @ApiProperty() updatedAt!: string;
 }
 
 export class PullRequestPageDto extends PageInfoDto {
-  @ApiProperty({ type: [PullRequestResponseDto] }) items: PullRequestResponseDto[];
+  @ApiProperty({ type: [PullRequestResponseDto] }) items!: PullRequestResponseDto[];
 }
 
 export function toPullRequestResponse(entity: PullRequestEntity): PullRequestResponseDto {

@@ -17,11 +17,11 @@ export class CreateRequirementDto {
   model?: string | null;
 
   @ValidateEnum(PROVIDERS, 'Which coding agent runs the RD session')
-  provider: Provider;
+  provider!: Provider;
 
   @OptionalEnum(REASONING_EFFORTS, 'Reasoning effort passed to the provider CLI; null for its default', true)
   reasoningEffort?: ReasoningEffort | null;
 
   @ValidateText({ description: 'Short title', example: 'Add tiered timings to the compaction profile', max: LIMITS.titleLength, min: 1, pattern: /\S/ })
-  title: string;
+  title!: string;
 }

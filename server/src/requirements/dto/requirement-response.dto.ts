@@ -20,49 +20,49 @@ import type { AgentSessionEntity } from '../agent-session.entity';
 import type { RequirementEntity } from '../requirement.entity';
 
 export class AgentSessionResponseDto implements AgentSession {
-  @ApiProperty({ example: 'ses_0b7c…' }) id: string;
-  @ApiProperty() requirementId: string;
-  @ApiProperty({ enum: PROVIDERS }) provider: Provider;
-  @ApiProperty({ description: "The provider CLI's own session/thread id, once known", nullable: true, type: String }) nativeSessionId: string | null;
-  @ApiProperty({ enum: SESSION_STATES }) state: SessionState;
-  @ApiProperty({ nullable: true, type: String }) lastError: string | null;
-  @ApiProperty({ description: 'Every deliverable message up to this sequence was consumed by a successful run' }) lastConsumedMessageSequence: number;
-  @ApiProperty({ description: "The sequence of the conversation's latest message (0 when empty)" }) lastMessageSequence: number;
-  @ApiProperty({ description: 'Deliverable messages after the consumed boundary' }) pendingMessageCount: number;
+  @ApiProperty({ example: 'ses_0b7c…' }) id!: string;
+  @ApiProperty() requirementId!: string;
+  @ApiProperty({ enum: PROVIDERS }) provider!: Provider;
+  @ApiProperty({ description: "The provider CLI's own session/thread id, once known", nullable: true, type: String }) nativeSessionId!: string | null;
+  @ApiProperty({ enum: SESSION_STATES }) state!: SessionState;
+  @ApiProperty({ nullable: true, type: String }) lastError!: string | null;
+  @ApiProperty({ description: 'Every deliverable message up to this sequence was consumed by a successful run' }) lastConsumedMessageSequence!: number;
+  @ApiProperty({ description: "The sequence of the conversation's latest message (0 when empty)" }) lastMessageSequence!: number;
+  @ApiProperty({ description: 'Deliverable messages after the consumed boundary' }) pendingMessageCount!: number;
   @ApiProperty({
     description:
       "When a stop paused the session (null when not paused). While paused, triggers, timers and queued messages wake nothing; a start (or a person's reply) resumes with every pending message",
     nullable: true,
     type: String,
   })
-  pausedAt: string | null;
-  @ApiProperty() createdAt: string;
-  @ApiProperty() updatedAt: string;
+  pausedAt!: string | null;
+  @ApiProperty() createdAt!: string;
+  @ApiProperty() updatedAt!: string;
 }
 
 export class RequirementResponseDto implements Requirement {
-  @ApiProperty({ example: 'req_5f0e…' }) id: string;
-  @ApiProperty() title: string;
-  @ApiProperty({ description: 'Markdown' }) description: string;
-  @ApiProperty({ enum: REQUIREMENT_STATUSES }) status: RequirementStatus;
-  @ApiProperty({ enum: PROVIDERS }) provider: Provider;
-  @ApiProperty({ nullable: true, type: String }) model: string | null;
-  @ApiProperty({ enum: REASONING_EFFORTS, nullable: true }) reasoningEffort: ReasoningEffort | null;
-  @ApiProperty({ enum: REQUIREMENT_CREATORS }) createdBy: RequirementCreator;
-  @ApiProperty({ nullable: true, type: String }) parentRequirementId: string | null;
-  @ApiProperty({ nullable: true, type: String }) sourceSessionId: string | null;
-  @ApiProperty() createdAt: string;
-  @ApiProperty() updatedAt: string;
-  @ApiProperty({ nullable: true, type: String }) completedAt: string | null;
-  @ApiProperty({ type: AgentSessionResponseDto }) session: AgentSessionResponseDto;
+  @ApiProperty({ example: 'req_5f0e…' }) id!: string;
+  @ApiProperty() title!: string;
+  @ApiProperty({ description: 'Markdown' }) description!: string;
+  @ApiProperty({ enum: REQUIREMENT_STATUSES }) status!: RequirementStatus;
+  @ApiProperty({ enum: PROVIDERS }) provider!: Provider;
+  @ApiProperty({ nullable: true, type: String }) model!: string | null;
+  @ApiProperty({ enum: REASONING_EFFORTS, nullable: true }) reasoningEffort!: ReasoningEffort | null;
+  @ApiProperty({ enum: REQUIREMENT_CREATORS }) createdBy!: RequirementCreator;
+  @ApiProperty({ nullable: true, type: String }) parentRequirementId!: string | null;
+  @ApiProperty({ nullable: true, type: String }) sourceSessionId!: string | null;
+  @ApiProperty() createdAt!: string;
+  @ApiProperty() updatedAt!: string;
+  @ApiProperty({ nullable: true, type: String }) completedAt!: string | null;
+  @ApiProperty({ type: AgentSessionResponseDto }) session!: AgentSessionResponseDto;
 }
 
 export class RequirementPageDto extends PageInfoDto {
-  @ApiProperty({ type: [RequirementResponseDto] }) items: RequirementResponseDto[];
+  @ApiProperty({ type: [RequirementResponseDto] }) items!: RequirementResponseDto[];
 }
 
 export class AgentSessionPageDto extends PageInfoDto {
-  @ApiProperty({ type: [AgentSessionResponseDto] }) items: AgentSessionResponseDto[];
+  @ApiProperty({ type: [AgentSessionResponseDto] }) items!: AgentSessionResponseDto[];
 }
 
 export function toSessionResponse(session: AgentSessionEntity): AgentSessionResponseDto {

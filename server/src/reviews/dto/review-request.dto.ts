@@ -9,7 +9,7 @@ import type { ReviewRequestEntity } from '../review-request.entity';
 
 export class CreateReviewRequestDto {
   @ValidateEnum(PROVIDERS, 'Which coding agent reviews')
-  provider: Provider;
+  provider!: Provider;
 
   @OptionalText({
     description: "Model for the reviewer; null for the CLI's default",
@@ -34,33 +34,33 @@ export class ListReviewRequestsQueryDto extends PageQueryDto {
 }
 
 export class ReviewRequestResponseDto implements ReviewRequest {
-  @ApiProperty({ example: 'rev_…' }) id: string;
-  @ApiProperty() pullRequestId: string;
-  @ApiProperty({ description: "The PR's Requirement, which receives the reviewer's summary" }) requirementId: string;
-  @ApiProperty() runId: string;
-  @ApiProperty({ enum: PROVIDERS }) provider: Provider;
-  @ApiProperty({ nullable: true, type: String }) model: string | null;
-  @ApiProperty({ enum: REASONING_EFFORTS, nullable: true }) reasoningEffort: ReasoningEffort | null;
-  @ApiProperty({ nullable: true, type: String }) prompt: string | null;
-  @ApiProperty({ description: 'The PR head the review was asked for' }) targetHeadSha: string;
-  @ApiProperty({ enum: REVIEW_REQUEST_STATUSES }) status: ReviewRequestStatus;
-  @ApiProperty({ enum: ['human'] }) requestedBy: 'human';
-  @ApiProperty({ nullable: true, type: String }) error: string | null;
-  @ApiProperty({ description: "The PR's head has moved since: the review is of older code" }) stale: boolean;
-  @ApiProperty() createdAt: string;
-  @ApiProperty() updatedAt: string;
-  @ApiProperty({ nullable: true, type: String }) finishedAt: string | null;
+  @ApiProperty({ example: 'rev_…' }) id!: string;
+  @ApiProperty() pullRequestId!: string;
+  @ApiProperty({ description: "The PR's Requirement, which receives the reviewer's summary" }) requirementId!: string;
+  @ApiProperty() runId!: string;
+  @ApiProperty({ enum: PROVIDERS }) provider!: Provider;
+  @ApiProperty({ nullable: true, type: String }) model!: string | null;
+  @ApiProperty({ enum: REASONING_EFFORTS, nullable: true }) reasoningEffort!: ReasoningEffort | null;
+  @ApiProperty({ nullable: true, type: String }) prompt!: string | null;
+  @ApiProperty({ description: 'The PR head the review was asked for' }) targetHeadSha!: string;
+  @ApiProperty({ enum: REVIEW_REQUEST_STATUSES }) status!: ReviewRequestStatus;
+  @ApiProperty({ enum: ['human'] }) requestedBy!: 'human';
+  @ApiProperty({ nullable: true, type: String }) error!: string | null;
+  @ApiProperty({ description: "The PR's head has moved since: the review is of older code" }) stale!: boolean;
+  @ApiProperty() createdAt!: string;
+  @ApiProperty() updatedAt!: string;
+  @ApiProperty({ nullable: true, type: String }) finishedAt!: string | null;
 }
 
 export class ReviewRequestPageDto extends PageInfoDto {
-  @ApiProperty({ type: [ReviewRequestResponseDto] }) items: ReviewRequestResponseDto[];
+  @ApiProperty({ type: [ReviewRequestResponseDto] }) items!: ReviewRequestResponseDto[];
 }
 
 export class CreateReviewResponseDto {
-  @ApiProperty() accepted: boolean;
-  @ApiProperty() pullRequestId: string;
-  @ApiProperty({ type: ReviewRequestResponseDto }) reviewRequest: ReviewRequestResponseDto;
-  @ApiProperty({ type: AgentRunResponseDto }) run: AgentRunResponseDto;
+  @ApiProperty() accepted!: boolean;
+  @ApiProperty() pullRequestId!: string;
+  @ApiProperty({ type: ReviewRequestResponseDto }) reviewRequest!: ReviewRequestResponseDto;
+  @ApiProperty({ type: AgentRunResponseDto }) run!: AgentRunResponseDto;
 }
 
 export function toReviewRequestResponse(entity: ReviewRequestEntity): ReviewRequestResponseDto {

@@ -9,16 +9,16 @@ import type { AgentTimerEntity } from '../agent-timer.entity';
 
 export class CreateTimerDto {
   @ValidateText({ description: 'What the agent should do when woken', example: 'Check the CI of PR #184', max: LIMITS.timerDescriptionLength, min: 1, pattern: /\S/ })
-  description: string;
+  description!: string;
 
   @ValidateEnum(TIMER_SCHEDULES, '`once` fires after intervalSeconds; `recurring` every intervalSeconds')
-  schedule: TimerSchedule;
+  schedule!: TimerSchedule;
 
   @ApiProperty({ description: 'Seconds until the (next) occurrence', example: 3600, maximum: LIMITS.timerIntervalMaxSeconds, minimum: LIMITS.timerIntervalMinSeconds })
   @IsInt()
   @Min(LIMITS.timerIntervalMinSeconds)
   @Max(LIMITS.timerIntervalMaxSeconds)
-  intervalSeconds: number;
+  intervalSeconds!: number;
 }
 
 export class ListTimersQueryDto extends PageQueryDto {
@@ -30,20 +30,20 @@ export class ListTimersQueryDto extends PageQueryDto {
 }
 
 export class TimerResponseDto implements AgentTimer {
-  @ApiProperty({ example: 'tmr_…' }) id: string;
-  @ApiProperty() requirementId: string;
-  @ApiProperty() description: string;
-  @ApiProperty({ enum: TIMER_SCHEDULES }) schedule: TimerSchedule;
-  @ApiProperty() intervalSeconds: number;
-  @ApiProperty({ enum: TIMER_STATUSES }) status: TimerStatus;
-  @ApiProperty({ description: 'The next occurrence; null once not active', nullable: true, type: String }) nextFireAt: string | null;
-  @ApiProperty({ nullable: true, type: String }) lastFiredAt: string | null;
-  @ApiProperty() createdAt: string;
-  @ApiProperty() updatedAt: string;
+  @ApiProperty({ example: 'tmr_…' }) id!: string;
+  @ApiProperty() requirementId!: string;
+  @ApiProperty() description!: string;
+  @ApiProperty({ enum: TIMER_SCHEDULES }) schedule!: TimerSchedule;
+  @ApiProperty() intervalSeconds!: number;
+  @ApiProperty({ enum: TIMER_STATUSES }) status!: TimerStatus;
+  @ApiProperty({ description: 'The next occurrence; null once not active', nullable: true, type: String }) nextFireAt!: string | null;
+  @ApiProperty({ nullable: true, type: String }) lastFiredAt!: string | null;
+  @ApiProperty() createdAt!: string;
+  @ApiProperty() updatedAt!: string;
 }
 
 export class TimerPageDto extends PageInfoDto {
-  @ApiProperty({ type: [TimerResponseDto] }) items: TimerResponseDto[];
+  @ApiProperty({ type: [TimerResponseDto] }) items!: TimerResponseDto[];
 }
 
 export function toTimerResponse(entity: AgentTimerEntity): TimerResponseDto {
