@@ -129,11 +129,11 @@ export interface ManagerConfiguration {
   path: string;
   values: ConfigurationValues;
   effective: ConfigurationValues;
-  overriddenFields: string[];
+  overriddenFields: (keyof ConfigurationValues)[];
   githubWebhookSecretConfigured: boolean;
-  liveFields: string[];
+  liveFields: (keyof ConfigurationValues)[];
   restartRequired: boolean;
-  restartRequiredFields: string[];
+  restartRequiredFields: (keyof ConfigurationValues)[];
 }
 
 export interface Page<T> {

@@ -1,14 +1,37 @@
 import { Injectable, signal } from '@angular/core';
 import { Observable, share } from 'rxjs';
 
-import { EVENT_TYPES } from '@libs/contracts';
+import { EVENT_TYPES, type ManagerEvent } from '@libs/contracts';
 
 import { EventCursor } from './live/merge';
-import type { ManagerEvent } from './models';
 
 export type ConnectionState = 'connecting' | 'live' | 'offline';
 
 const MAX_BACKOFF_MS = 15_000;
+
+const KNOWN_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES);
+
+/**
+ * The one place untrusted JSON becomes a ManagerEvent: a frame whose type the contracts do not
+ * know (a newer server, a malformed frame) is dropped. Past this check the payload is trusted to
+ * be the one its type names (the server appends through the same contract).
+ */
+export function parseEvent(data: string): ManagerEvent | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null) {
+    return null;
+  }
+  const { id, type, payload } = value as { id?: unknown; type?: unknown; payload?: unknown };
+  if (typeof id !== 'number' || typeof type !== 'string' || !KNOWN_TYPES.has(type) || typeof payload !== 'object' || payload === null) {
+    return null;
+  }
+  return value as ManagerEvent;
+}
 
 /**
  * The SSE stream as an Observable. The browser's own retry resumes with Last-Event-ID (and the
@@ -29,13 +52,8 @@ export class EventStream {
     let opened = false;
 
     const onEvent = (e: MessageEvent<string>): void => {
-      let event: ManagerEvent;
-      try {
-        event = JSON.parse(e.data) as ManagerEvent;
-      } catch {
-        return;
-      }
-      if (this.cursor.accept(event.id)) {
+      const event = parseEvent(e.data);
+      if (event && this.cursor.accept(event.id)) {
         subscriber.next(event);
       }
     };

@@ -26,16 +26,6 @@ export type CreateTimer = Schemas['CreateTimerDto'];
 export type ReviewRequest = Schemas['ReviewRequestResponseDto'];
 export type CreateReviewRequest = Schemas['CreateReviewRequestDto'];
 
-export interface ManagerEvent {
-  id: number;
-  type: string;
-  requirementId: string | null;
-  sessionId: string | null;
-  runId: string | null;
-  payload: Record<string, unknown>;
-  createdAt: string;
-}
-
 export const REQUIREMENT_COLUMNS = ['todo', 'doing', 'waiting_confirmation', 'done'] as const satisfies readonly RequirementStatus[];
 export const PULL_REQUEST_COLUMNS = ['draft', 'open', 'closed', 'merged'] as const satisfies readonly PullRequestStatus[];
 export const SESSION_COLUMNS = ['idle', 'running', 'waiting_human', 'failed', 'completed'] as const satisfies readonly SessionState[];

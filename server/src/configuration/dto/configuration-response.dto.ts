@@ -14,7 +14,7 @@ import {
   ManagerConfiguration,
 } from '@libs/contracts';
 
-import { CONFIGURATION_KEYS } from '../../core/configuration/configuration.schema';
+import { CONFIGURATION_KEYS, type ConfigurationKey } from '../../core/configuration/configuration.schema';
 import { OptionalEnum } from '../../core/validation';
 
 export class ConfigurationValuesDto implements ConfigurationValues {
@@ -43,11 +43,11 @@ export class ConfigurationResponseDto implements ManagerConfiguration {
   @ApiProperty({ description: 'What the file holds (defaults filled in)', type: ConfigurationValuesDto }) values!: ConfigurationValuesDto;
   @ApiProperty({ description: 'What this process runs with: values plus launch flags and CODE_FACTORY_* variables', type: ConfigurationValuesDto })
   effective!: ConfigurationValuesDto;
-  @ApiProperty({ description: 'Fields overridden for this process by a flag or variable', enum: CONFIGURATION_KEYS, isArray: true }) overriddenFields!: string[];
+  @ApiProperty({ description: 'Fields overridden for this process by a flag or variable', enum: CONFIGURATION_KEYS, isArray: true }) overriddenFields!: ConfigurationKey[];
   @ApiProperty({ description: 'Whether a webhook secret is set (the secret itself is never returned)' }) githubWebhookSecretConfigured!: boolean;
-  @ApiProperty({ description: 'Fields a change applies to at once; every other field needs a restart', enum: CONFIGURATION_KEYS, isArray: true }) liveFields!: string[];
+  @ApiProperty({ description: 'Fields a change applies to at once; every other field needs a restart', enum: CONFIGURATION_KEYS, isArray: true }) liveFields!: ConfigurationKey[];
   @ApiProperty() restartRequired!: boolean;
-  @ApiProperty({ description: 'Changed fields that take effect after a restart', enum: CONFIGURATION_KEYS, isArray: true }) restartRequiredFields!: string[];
+  @ApiProperty({ description: 'Changed fields that take effect after a restart', enum: CONFIGURATION_KEYS, isArray: true }) restartRequiredFields!: ConfigurationKey[];
 }
 
 export class EventLoopDelayDto {

@@ -1,4 +1,6 @@
-import type { ManagerEvent, Message, Requirement, Trace } from '../models';
+import type { ManagerEventOf, ManagerEventPayloads, ManagerEventType } from '@libs/contracts';
+
+import type { Message, Requirement, Run, Trace } from '../models';
 import { LiveState } from './live-state';
 import { EventCursor, SequencedLog, VersionedMap } from './merge';
 
@@ -51,8 +53,33 @@ const message = (requirementId: string, sequence: number): Message => ({
   triggerId: null,
 });
 
+const run = (id: string, requirementId: string, finishedAt: string | null): Run => ({
+  cachedInputTokens: null,
+  error: null,
+  exitCode: null,
+  finishedAt,
+  id,
+  inputFromSequence: null,
+  inputToSequence: null,
+  inputTokens: null,
+  model: null,
+  nativeSessionId: null,
+  outputTokens: null,
+  provider: 'codex',
+  reasoningEffort: null,
+  reasoningOutputTokens: null,
+  requirementId,
+  role: 'rd',
+  sessionId: `ses_${requirementId}`,
+  startedAt: '2026-01-01T00:00:00.000Z',
+  status: finishedAt ? 'succeeded' : 'running',
+  taskSummary: null,
+});
+
 let nextId = 1;
-const event = (type: string, requirementId: string | null, payload: Record<string, unknown>, createdAt = '2026-01-01T00:00:09.000Z'): ManagerEvent => ({
+/** An event as the stream hands it on: its payload is the one the contracts give its type. */
+const event = <T extends ManagerEventType>(type: T, requirementId: string | null, payload: ManagerEventPayloads[T], createdAt = '2026-01-01T00:00:09.000Z'): ManagerEventOf<T> => ({
+  actor: { id: null, kind: 'system' },
   createdAt,
   id: nextId++,
   payload,
@@ -170,8 +197,10 @@ describe(LiveState.name, () => {
     sut.trace('req_a');
     const first = sut.apply(event('message.created', 'req_a', { message: message('req_a', 1), requirement: requirement('req_a', '2026-01-01T00:00:01.000Z') }));
     expect(first.conversations?.has('req_a')).toBe(true);
-    expect(sut.apply(event('message.created', 'req_a', { message: message('req_a', 1) })).conversations).toBeUndefined();
-    sut.apply(event('message.created', 'req_b', { message: message('req_b', 1) }));
+    expect(
+      sut.apply(event('message.created', 'req_a', { message: message('req_a', 1), requirement: requirement('req_a', '2026-01-01T00:00:01.000Z') })).conversations,
+    ).toBeUndefined();
+    sut.apply(event('message.created', 'req_b', { message: message('req_b', 1), requirement: requirement('req_b', '2026-01-01T00:00:01.000Z') }));
     expect(sut.conversations.has('req_b')).toBe(false);
 
     const trace: Trace = {
@@ -193,11 +222,11 @@ describe(LiveState.name, () => {
 
   it('reports a finished run so the dashboard can notify', () => {
     const sut = new LiveState();
-    const run = { finishedAt: '2026-01-01T00:00:03.000Z', id: 'run_1', requirementId: 'req_a', status: 'succeeded' };
-    const changes = sut.apply(event('run.succeeded', 'req_a', { run }));
+    const req = requirement('req_a', '2026-01-01T00:00:03.000Z', 'waiting_confirmation');
+    const changes = sut.apply(event('run.succeeded', 'req_a', { requirement: req, run: run('run_1', 'req_a', '2026-01-01T00:00:03.000Z') }));
     expect(changes.finishedRun?.id).toBe('run_1');
     // A late `run.started` (older) does not turn it back into a running run.
-    sut.apply(event('run.started', 'req_a', { run: { ...run, finishedAt: null, status: 'running' } }));
+    sut.apply(event('run.started', 'req_a', { requirement: req, run: run('run_1', 'req_a', null) }));
     expect(sut.runs.get('run_1')?.status).toBe('succeeded');
   });
 });

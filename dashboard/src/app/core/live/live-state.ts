@@ -1,7 +1,9 @@
 // The dashboard's whole client-side model and how each SSE event changes it. Plain TypeScript
 // (no Angular) so the merge rules are unit-tested directly; the Angular stores (core/stores/) share
 // one instance and each wraps its part in signals.
-import type { ManagerEvent, Message, PullRequest, Requirement, ReviewRequest, Run, Timer, Trace } from '../models';
+import type { ManagerEvent } from '@libs/contracts';
+
+import type { Message, PullRequest, Requirement, ReviewRequest, Run, Timer, Trace } from '../models';
 import { SequencedLog, VersionedMap, type MergeSource } from './merge';
 
 /** Which parts changed, so each store republishes only its signals that did. */
@@ -34,20 +36,16 @@ const compareTraces = (a: Trace, b: Trace): number => {
   return a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1;
 };
 
-function record(value: unknown): Record<string, unknown> | null {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+/**
+ * The event's payload is typed, but which Requirement a resource in it belongs to is data: one that
+ * names another Requirement than the event is not used (a runtime check, not a cast).
+ */
+function belongs(event: ManagerEvent, requirementId: string): boolean {
+  return !event.requirementId || requirementId === event.requirementId;
 }
 
-/** A resource in a payload is used only if it looks like one and belongs to the event's Requirement. */
-function owned<T extends { id: string }>(value: unknown, event: ManagerEvent, key: 'id' | 'requirementId' = 'requirementId'): T | null {
-  const item = record(value);
-  if (!item || typeof item['id'] !== 'string') {
-    return null;
-  }
-  if (event.requirementId && typeof item[key] === 'string' && item[key] !== event.requirementId) {
-    return null;
-  }
-  return item as unknown as T;
+function owned<T extends { requirementId: string }>(item: T | null | undefined, event: ManagerEvent): T | null {
+  return item && belongs(event, item.requirementId) ? item : null;
 }
 
 export class LiveState {
@@ -85,34 +83,33 @@ export class LiveState {
 
   apply(event: ManagerEvent): Changes {
     const changes: Changes = {};
-    const p = event.payload ?? {};
-    const requirement = owned<Requirement>(p['requirement'], event, 'id');
-    if (requirement && this.requirements.upsert(requirement, 'event')) {
-      changes.requirements = true;
-    }
-    for (const timer of Array.isArray(p['timers']) ? p['timers'] : []) {
-      const t = owned<Timer>(timer, event);
-      if (t && this.timers.upsert(t, 'event')) {
-        changes.timers = true;
-      }
-    }
     switch (event.type) {
+      case 'requirement.created':
+      case 'requirement.updated':
+        this.applyRequirement(event, event.payload.requirement, changes);
+        break;
+      case 'requirement.completed':
+      case 'requirement.deleted':
+        this.applyRequirement(event, event.payload.requirement, changes);
+        for (const timer of event.payload.timers ?? []) {
+          this.applyTimer(event, timer, changes);
+        }
+        break;
       case 'requirements.purged':
-        for (const id of Array.isArray(p['requirementIds']) ? p['requirementIds'] : []) {
-          if (typeof id === 'string') {
-            changes.requirements = this.requirements.remove(id, event.createdAt) || changes.requirements;
-            this.conversations.delete(id);
-            this.traces.delete(id);
-            for (const timer of this.timers.items.values()) {
-              if (timer.requirementId === id) {
-                changes.timers = this.timers.remove(timer.id, event.createdAt) || changes.timers;
-              }
+        for (const id of event.payload.requirementIds) {
+          changes.requirements = this.requirements.remove(id, event.createdAt) || changes.requirements;
+          this.conversations.delete(id);
+          this.traces.delete(id);
+          for (const timer of this.timers.items.values()) {
+            if (timer.requirementId === id) {
+              changes.timers = this.timers.remove(timer.id, event.createdAt) || changes.timers;
             }
           }
         }
         break;
       case 'message.created': {
-        const message = owned<Message>(p['message'], event);
+        this.applyRequirement(event, event.payload.requirement, changes);
+        const message = owned(event.payload.message, event);
         const log = message ? this.conversations.get(message.requirementId) : undefined;
         if (message && log && log.add([message]) > 0) {
           (changes.conversations ??= new Set()).add(message.requirementId);
@@ -120,47 +117,91 @@ export class LiveState {
         break;
       }
       case 'run.trace.appended': {
-        const trace = owned<Trace>(p['trace'], event);
-        const log = trace && event.requirementId ? this.traces.get(event.requirementId) : undefined;
-        if (trace && log && event.requirementId && log.add([trace]) > 0) {
+        // A trace names its run, not its Requirement: it goes to the event's.
+        const log = event.requirementId ? this.traces.get(event.requirementId) : undefined;
+        if (log && event.requirementId && log.add([event.payload.trace]) > 0) {
           (changes.traces ??= new Set()).add(event.requirementId);
         }
         break;
       }
       case 'pull_request.created':
       case 'pull_request.updated': {
-        const pr = owned<PullRequest>(p['pullRequest'], event);
+        const pr = owned(event.payload.pullRequest, event);
         changes.pullRequests = !!pr && this.pullRequests.upsert(pr, 'event');
+        // A PR head change carries the reviews it made stale.
+        for (const review of event.payload.reviewRequests ?? []) {
+          this.applyReview(event, review, changes);
+        }
         break;
       }
+      case 'run.started':
+        this.applyRequirement(event, event.payload.requirement, changes);
+        this.applyRun(event, event.payload.run, changes);
+        break;
+      case 'run.cancelled':
+      case 'run.failed':
+      case 'run.succeeded':
+      case 'run.timed_out':
+        this.applyRequirement(event, event.payload.requirement, changes);
+        this.applyRun(event, event.payload.run, changes);
+        // A reviewer run's end also carries its review.
+        this.applyReview(event, event.payload.reviewRequest, changes);
+        break;
+      case 'review_request.started':
+        this.applyRequirement(event, event.payload.requirement, changes);
+        this.applyRun(event, event.payload.run, changes);
+        this.applyReview(event, event.payload.reviewRequest, changes);
+        break;
+      case 'timer.cancelled':
+      case 'timer.created':
+      case 'timer.fired':
+        this.applyTimer(event, event.payload.timer, changes);
+        break;
       case 'manager.reconciled':
-        changes.repair = (Array.isArray(p['requirementIds']) ? p['requirementIds'] : []).filter((id): id is string => typeof id === 'string');
+        changes.repair = [...event.payload.requirementIds];
         break;
       case 'manager.configuration.updated':
         changes.configuration = true;
         break;
       default:
-        break;
-    }
-    const timer = owned<Timer>(p['timer'], event);
-    if (timer && this.timers.upsert(timer, 'event')) {
-      changes.timers = true;
-    }
-    const run = owned<Run>(p['run'], event);
-    if (run && this.runs.upsert(run, 'event')) {
-      changes.runs = true;
-      if (run.finishedAt && event.type.startsWith('run.')) {
-        changes.finishedRun = run;
-      }
-    }
-    // A review's own events carry it; a PR head change carries the reviews it made stale.
-    const reviews = [p['reviewRequest'], ...(Array.isArray(p['reviewRequests']) ? p['reviewRequests'] : [])];
-    for (const value of reviews) {
-      const review = owned<ReviewRequest>(value, event);
-      if (review && this.reviewRequests.upsert(review, 'event')) {
-        changes.reviewRequests = true;
-      }
+        // Exhaustive: a type added to the contracts without a case here does not compile.
+        return unhandled(event);
     }
     return changes;
   }
+
+  private applyRequirement(event: ManagerEvent, requirement: Requirement, changes: Changes): void {
+    if (belongs(event, requirement.id) && this.requirements.upsert(requirement, 'event')) {
+      changes.requirements = true;
+    }
+  }
+
+  private applyTimer(event: ManagerEvent, timer: Timer, changes: Changes): void {
+    const t = owned(timer, event);
+    if (t && this.timers.upsert(t, 'event')) {
+      changes.timers = true;
+    }
+  }
+
+  private applyRun(event: ManagerEvent, run: Run, changes: Changes): void {
+    const r = owned(run, event);
+    if (r && this.runs.upsert(r, 'event')) {
+      changes.runs = true;
+      if (r.finishedAt && event.type.startsWith('run.')) {
+        changes.finishedRun = r;
+      }
+    }
+  }
+
+  private applyReview(event: ManagerEvent, review: ReviewRequest | undefined, changes: Changes): void {
+    const r = owned(review, event);
+    if (r && this.reviewRequests.upsert(r, 'event')) {
+      changes.reviewRequests = true;
+    }
+  }
+}
+
+function unhandled(event: never): Changes {
+  void event;
+  return {};
 }

@@ -1,10 +1,12 @@
 import { Injector, signal, type ProviderToken } from '@angular/core';
 import { Subject } from 'rxjs';
 
+import type { ManagerConfiguration, ManagerEvent, ManagerEventOf, ManagerEventPayloads, ManagerEventType } from '@libs/contracts';
+
 import { Api } from '../api';
 import { EventStream } from '../event-stream';
 import { LiveState } from '../live/live-state';
-import type { ManagerEvent, Requirement, Run, Timer } from '../models';
+import type { Message, Requirement, Run, Timer } from '../models';
 import { ConfigurationStore } from './configuration-store';
 import { ConversationStore } from './conversation-store';
 import { LiveSync } from './live-sync';
@@ -87,8 +89,58 @@ const timer = (id: string, requirementId: string): Timer => ({
   updatedAt: T0,
 });
 
+const message = (id: string, requirementId: string, sequence: number): Message => ({
+  attachments: [],
+  author: 'human',
+  body: id,
+  createdAt: T0,
+  deliverToRd: true,
+  id,
+  metadata: null,
+  requirementId,
+  runId: null,
+  sequence,
+  sessionId: `ses_${requirementId}`,
+  source: null,
+  sourceRequirementId: null,
+  triggerId: null,
+});
+
+const values: ManagerConfiguration['values'] = {
+  agentIsolation: 'auto',
+  allowedOrigin: null,
+  authentication: 'token',
+  cancelledRequirementRetentionDays: 7,
+  claudeExecutable: 'claude',
+  codexExecutable: 'codex',
+  databasePath: null,
+  doneRequirementRetentionDays: 30,
+  githubApiUrl: 'https://api.github.com',
+  githubWebhookSecret: null,
+  host: '127.0.0.1',
+  logFilePath: null,
+  logLevel: 'info',
+  logMaxFiles: '5',
+  logMaxSize: '10m',
+  port: 3000,
+  pullRequestReconcileIntervalSeconds: 60,
+  rdInactivityTimeoutSeconds: 600,
+};
+const configuration: ManagerConfiguration = {
+  effective: values,
+  githubWebhookSecretConfigured: false,
+  liveFields: [],
+  overriddenFields: [],
+  path: '/tmp/config.json',
+  restartRequired: false,
+  restartRequiredFields: [],
+  values,
+};
+
 let nextId = 1;
-const event = (type: string, requirementId: string | null, payload: Record<string, unknown>, createdAt = T1): ManagerEvent => ({
+/** An event as the stream hands it on: its payload is the one the contracts give its type. */
+const event = <T extends ManagerEventType>(type: T, requirementId: string | null, payload: ManagerEventPayloads[T], createdAt = T1): ManagerEventOf<T> => ({
+  actor: { id: null, kind: 'system' },
   createdAt,
   id: nextId++,
   payload,
@@ -151,25 +203,30 @@ describe(LiveSync.name, () => {
     const { emit, get, settle } = setup();
     await settle();
     const pullRequestsBefore = get(PullRequestsStore).pullRequests();
+    const timersBefore = get(TimersStore).timers();
     const finished: Run[] = [];
     get(RunsStore).finished$.subscribe((r) => finished.push(r));
 
-    emit(event('run.succeeded', 'req_a', { requirement: requirement('req_a', T1, 'waiting_confirmation'), run: run('run_1', 'req_a', T1), timers: [timer('tmr_1', 'req_a')] }));
+    emit(event('run.succeeded', 'req_a', { requirement: requirement('req_a', T1, 'waiting_confirmation'), run: run('run_1', 'req_a', T1) }));
 
     expect(get(RequirementsStore).requirements().get('req_a')?.status).toBe('waiting_confirmation');
     expect(get(RunsStore).runs().get('run_1')?.status).toBe('succeeded');
-    expect(get(TimersStore).timers().has('tmr_1')).toBe(true);
     expect(finished.map((r) => r.id)).toEqual(['run_1']);
     expect(get(PullRequestsStore).pullRequests()).toBe(pullRequestsBefore);
+    expect(get(TimersStore).timers()).toBe(timersBefore);
+
+    // A Requirement's end carries the timers that ended with it.
+    emit(event('requirement.completed', 'req_a', { requirement: requirement('req_a', T2, 'done'), timers: [timer('tmr_1', 'req_a')] }));
+    expect(get(RequirementsStore).requirements().get('req_a')?.status).toBe('done');
+    expect(get(TimersStore).timers().has('tmr_1')).toBe(true);
   });
 
   it('keeps messages only for an opened conversation', async () => {
     const { emit, get, settle, sut } = setup({ 'GET /api/requirements/{id}': () => requirement('req_a', T0) });
     await settle();
-    const message = (id: string, requirementId: string, sequence: number) => ({ id, requirementId, sequence });
-    emit(event('message.created', 'req_b', { message: message('msg_b1', 'req_b', 1) }));
+    emit(event('message.created', 'req_b', { message: message('msg_b1', 'req_b', 1), requirement: requirement('req_b', T0) }));
     await sut.openRequirement('req_a');
-    emit(event('message.created', 'req_a', { message: message('msg_a1', 'req_a', 1) }));
+    emit(event('message.created', 'req_a', { message: message('msg_a1', 'req_a', 1), requirement: requirement('req_a', T0) }));
 
     expect(
       get(ConversationStore)
@@ -185,7 +242,7 @@ describe(LiveSync.name, () => {
     const { emit, get, settle } = setup({ 'POST /api/requirements/{id}/start': () => ({ requirement: answer }) });
     await settle();
     const requirements = get(RequirementsStore);
-    emit(event('run.failed', 'req_a', { requirement: requirement('req_a', T1, 'waiting_confirmation') }));
+    emit(event('run.failed', 'req_a', { requirement: requirement('req_a', T1, 'waiting_confirmation'), run: { ...run('run_1', 'req_a', T1), status: 'failed' } }));
 
     await requirements.start('req_a');
     expect(requirements.requirements().get('req_a')?.status).toBe('waiting_confirmation');
@@ -198,7 +255,8 @@ describe(LiveSync.name, () => {
   it('removes a purged Requirement and its timers for good, even from a late answer', async () => {
     const { emit, get, settle } = setup({ 'GET /api/requirements/{id}': () => requirement('req_a', T0) });
     await settle();
-    emit(event('requirement.created', 'req_a', { requirement: requirement('req_a', T0), timer: timer('tmr_1', 'req_a') }));
+    emit(event('requirement.created', 'req_a', { requirement: requirement('req_a', T0) }));
+    emit(event('timer.created', 'req_a', { timer: timer('tmr_1', 'req_a') }));
     emit(event('requirements.purged', null, { requirementIds: ['req_a'] }, T2));
 
     await get(RequirementsStore).read('req_a');
@@ -210,8 +268,8 @@ describe(LiveSync.name, () => {
     const { calls, emit, get, settle } = setup({ 'GET /api/requirements/{id}': () => requirement('req_a', T2, 'done') });
     await settle();
     const version = get(ConfigurationStore).version();
-    emit(event('manager.reconciled', null, { requirementIds: ['req_a'] }));
-    emit(event('manager.configuration.updated', null, {}));
+    emit(event('manager.reconciled', null, { failedRunIds: [], requirementIds: ['req_a'] }));
+    emit(event('manager.configuration.updated', null, { configuration }));
     await settle();
 
     expect(calls.filter((c) => c === 'GET /api/requirements/{id}')).toHaveLength(1);

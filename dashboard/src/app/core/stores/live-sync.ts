@@ -1,8 +1,9 @@
 import { DestroyRef, Injectable, inject } from '@angular/core';
 import { takeUntilDestroyed } from '@angular/core/rxjs-interop';
 
+import type { ManagerEvent } from '@libs/contracts';
+
 import { EventStream } from '../event-stream';
-import type { ManagerEvent } from '../models';
 import { ConfigurationStore } from './configuration-store';
 import { ConversationStore } from './conversation-store';
 import { PullRequestsStore } from './pull-requests-store';
