@@ -9,14 +9,16 @@ import { ReplyResponseDto } from '../messages/dto/message-response.dto';
 import { ReplyDto } from '../messages/dto/reply.dto';
 import { InterruptDto, ListRunsQueryDto } from './dto/run-requests.dto';
 import { AgentRunPageDto, InterruptResponseDto, StartResponseDto, TracePageDto } from './dto/run-response.dto';
-import { RunOrchestrator } from './run-orchestrator.service';
+import { ConversationDelivery } from './conversation-delivery.service';
+import { RunLifecycle } from './run-lifecycle.service';
 import { RunsService } from './runs.service';
 
 @ApiTags('runs')
 @Controller()
 export class RunsController {
   constructor(
-    private readonly orchestrator: RunOrchestrator,
+    private readonly conversation: ConversationDelivery,
+    private readonly lifecycle: RunLifecycle,
     private readonly runs: RunsService,
   ) {}
 
@@ -27,7 +29,7 @@ export class RunsController {
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'Done or cancelled, or a run is already active' })
   startRequirement(@Param('id') id: string, @Body() body: ReplyDto, @Actor() actor: EventActor): Promise<StartResponseDto> {
-    return this.orchestrator.start(id, body, actor);
+    return this.lifecycle.start(id, body, actor);
   }
 
   @Post('requirements/:id/reply')
@@ -38,7 +40,7 @@ export class RunsController {
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'The Requirement is cancelled' })
   async replyToRequirement(@Param('id') id: string, @Body() body: ReplyDto, @Actor() actor: EventActor): Promise<ReplyResponseDto> {
-    const result = await this.orchestrator.reply(id, body, actor);
+    const result = await this.conversation.reply(id, body, actor);
     return { accepted: true, action: 'reply', message: result.message, queued: result.queued, requirement: result.requirement, requirementId: id };
   }
 
@@ -49,7 +51,7 @@ export class RunsController {
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'No active run, or nothing newer to steer with' })
   interruptRequirement(@Param('id') id: string, @Body() body: InterruptDto, @Actor() actor: EventActor): Promise<InterruptResponseDto> {
-    return this.orchestrator.interrupt(id, body.mode ?? 'stop', actor);
+    return this.lifecycle.interrupt(id, body.mode ?? 'stop', actor);
   }
 
   @Get('runs')
