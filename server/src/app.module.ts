@@ -6,6 +6,7 @@ import { AttachmentsModule } from './attachments/attachments.module';
 import { AuthModule } from './auth/auth.module';
 import { ConfigurationModule } from './configuration/configuration.module';
 import { CoreModule } from './core/core.module';
+import { ConversationModule } from './messages/conversation.module';
 import type { Runtime } from './core/runtime';
 import { EventsModule } from './events/events.module';
 import { GitHubModule } from './github/github.module';
@@ -26,6 +27,7 @@ export class AppModule {
         AttachmentsModule,
         AuthModule,
         ConfigurationModule,
+        ConversationModule,
         CoreModule.forRoot(runtime),
         EventsModule,
         GitHubModule,

@@ -12,7 +12,8 @@ import { PullRequestsService } from '@server/pull-requests/pull-requests.service
 import type { RequirementResponseDto } from '@server/requirements/dto/requirement-response.dto';
 import { RequirementsService } from '@server/requirements/requirements.service';
 import { AgentRunEntity } from '@server/runs/agent-run.entity';
-import { RunOrchestrator } from '@server/runs/run-orchestrator.service';
+import { ConversationDelivery } from '@server/runs/conversation-delivery.service';
+import { RunLifecycle } from '@server/runs/run-lifecycle.service';
 import { TriggerDeliveryService } from '@server/triggers/trigger-delivery.service';
 
 import { until } from '../support/wait';
@@ -97,7 +98,8 @@ describe('domain invariants, at the service level', () => {
     app = await openServices(workspace, { claudeExecutable: SCRIPTED_AGENT, codexExecutable: SCRIPTED_AGENT });
     process.env.SCRIPTED_AGENT_DELAY_MS = '1500'; // long enough to append during a run
     try {
-      const orchestrator = app.get(RunOrchestrator);
+      const lifecycle = app.get(RunLifecycle);
+      const delivery = app.get(ConversationDelivery);
       const runsOf = (id: string) =>
         app
           .get(Database)
@@ -106,15 +108,15 @@ describe('domain invariants, at the service level', () => {
       const requirement = await create();
       await appendHuman(requirement.id, 'mode:hang');
       // A run that does not succeed consumes nothing (here: stopped while it hangs).
-      const hanging = await orchestrator.start(requirement.id, {}, HUMAN_ACTOR);
+      const hanging = await lifecycle.start(requirement.id, {}, HUMAN_ACTOR);
       expect(hanging.run).toMatchObject({ inputFromSequence: 1, inputToSequence: 1 });
-      await orchestrator.interrupt(requirement.id, 'stop', HUMAN_ACTOR);
+      await lifecycle.interrupt(requirement.id, 'stop', HUMAN_ACTOR);
       await until('the stopped run to end', async () => (await requirements().get(requirement.id)).session.state !== 'running');
       expect((await requirements().get(requirement.id)).session).toMatchObject({ lastConsumedMessageSequence: 0, pendingMessageCount: 1 });
       // The next run takes the interrupted input and the new one; a message during it waits.
-      const second = await orchestrator.start(requirement.id, { message: 'mode:normal' }, HUMAN_ACTOR);
+      const second = await lifecycle.start(requirement.id, { message: 'mode:normal' }, HUMAN_ACTOR);
       expect(second.run).toMatchObject({ inputFromSequence: 1, inputToSequence: 2 });
-      const during = await orchestrator.reply(requirement.id, { message: 'mode:normal, and one more thing' }, HUMAN_ACTOR);
+      const during = await delivery.reply(requirement.id, { message: 'mode:normal, and one more thing' }, HUMAN_ACTOR);
       expect(during.queued).toBe(true);
       // Success consumes exactly its boundary (2), and the same session goes on with 3.
       const all = await until('the continuation to succeed', async () => {

@@ -8,7 +8,8 @@ import { audit } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
 import type { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
 import { RequirementsService } from '../requirements/requirements.service';
-import { RunOrchestrator } from '../runs/run-orchestrator.service';
+import { ConversationDelivery } from '../runs/conversation-delivery.service';
+import { RunLifecycle } from '../runs/run-lifecycle.service';
 import {
   AgentRequirementActionDto,
   AgentRequirementActionResponseDto,
@@ -31,9 +32,10 @@ export class AgentRequirementsService {
   private readonly logger = new Logger(AgentRequirementsService.name);
 
   constructor(
+    private readonly conversation: ConversationDelivery,
     private readonly messages: MessagesService,
-    private readonly orchestrator: RunOrchestrator,
     private readonly requirements: RequirementsService,
+    private readonly runs: RunLifecycle,
   ) {}
 
   async propose(dto: ProposeRequirementDto, caller: AgentCaller, actor: EventActor): Promise<RequirementResponseDto> {
@@ -70,7 +72,7 @@ export class AgentRequirementsService {
     if (!dto.start) {
       return created;
     }
-    return (await this.orchestrator.start(created.id, {}, actor)).requirement;
+    return (await this.runs.start(created.id, {}, actor)).requirement;
   }
 
   async act(targetId: string, dto: AgentRequirementActionDto, caller: AgentCaller, actor: EventActor): Promise<AgentRequirementActionResponseDto> {
@@ -89,11 +91,11 @@ export class AgentRequirementsService {
     });
     switch (dto.action) {
       case 'start': {
-        const started = await this.orchestrator.start(targetId, {}, actor);
+        const started = await this.runs.start(targetId, {}, actor);
         return done(started.requirement, started.run?.id ?? null);
       }
       case 'stop': {
-        const interrupted = await this.orchestrator.interrupt(targetId, 'stop', actor);
+        const interrupted = await this.runs.interrupt(targetId, 'stop', actor);
         return done(await this.requirements.get(targetId), interrupted.runId);
       }
       case 'delete':
@@ -122,7 +124,7 @@ export class AgentRequirementsService {
   async message(sourceId: string, targetId: string, dto: RelatedMessageDto, caller: AgentCaller, actor: EventActor): Promise<RelatedMessageResponseDto> {
     assertInScope(caller, { requirementId: sourceId, sessionId: dto.sourceSessionId });
     const source = await this.sourceOf(sourceId, dto.sourceSessionId);
-    const result = await this.orchestrator.deliver(
+    const result = await this.conversation.deliver(
       targetId,
       async (tx, rows) => {
         const related = rows.requirement.id === source.parentRequirementId || rows.requirement.parentRequirementId === sourceId;

@@ -5,7 +5,7 @@ import { HttpSecurityMiddleware } from './http-security.middleware';
 import { LocalTokenService } from './local-token.service';
 import { RunCredentialsService } from './run-credentials.service';
 
-/** Global: the runs orchestrator issues and revokes run credentials from its own module. */
+/** Global: RunLauncher issues and revokes run credentials from the runs module. */
 @Global()
 @Module({
   exports: [AuthenticationMiddleware, HttpSecurityMiddleware, LocalTokenService, RunCredentialsService],

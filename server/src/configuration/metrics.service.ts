@@ -3,7 +3,7 @@ import { IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 
 import { EventStreamService } from '../events/event-stream.service';
-import { RunOrchestrator } from '../runs/run-orchestrator.service';
+import { RunLifecycle } from '../runs/run-lifecycle.service';
 
 /** Process health figures for benchmarks, soak tests and operators. */
 @Injectable()
@@ -11,7 +11,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   private histogram: IntervalHistogram | undefined;
 
   constructor(
-    private readonly orchestrator: RunOrchestrator,
+    private readonly runs: RunLifecycle,
     private readonly stream: EventStreamService,
   ) {}
 
@@ -28,7 +28,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
     const h = this.histogram as IntervalHistogram;
     const ms = (ns: number) => Math.round(ns / 1e4) / 100;
     const result = {
-      activeRuns: this.orchestrator.activeRunCount,
+      activeRuns: this.runs.activeRunCount,
       eventLoopDelayMs: { max: ms(h.max), p50: ms(h.percentile(50)), p99: ms(h.percentile(99)) },
       heapUsedBytes: process.memoryUsage().heapUsed,
       rssBytes: process.memoryUsage().rss,

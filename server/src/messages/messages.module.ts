@@ -2,11 +2,10 @@ import { Module } from '@nestjs/common';
 
 import { AttachmentsModule } from '../attachments/attachments.module';
 import { RequirementsModule } from '../requirements/requirements.module';
-import { MessagesController } from './messages.controller';
 import { MessagesService } from './messages.service';
 
+/** The conversation store. Its HTTP routes live in ConversationModule, which also needs `runs`. */
 @Module({
-  controllers: [MessagesController],
   exports: [MessagesService],
   imports: [AttachmentsModule, RequirementsModule],
   providers: [MessagesService],

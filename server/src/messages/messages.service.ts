@@ -14,6 +14,7 @@ import { RequirementEntity } from '../requirements/requirement.entity';
 import { RequirementRows, requirementNotFound } from '../requirements/requirements.service';
 import { ListMessagesQueryDto } from './dto/list-messages-query.dto';
 import { MessagePageDto, MessageResponseDto, toMessageResponse } from './dto/message-response.dto';
+import { ReplyDto } from './dto/reply.dto';
 import { RequirementMessageEntity } from './requirement-message.entity';
 
 export interface NewMessage {
@@ -87,6 +88,12 @@ export class MessagesService {
       type: 'message.created',
     });
     return { message, requirement: snapshot };
+  }
+
+  /** A person's message (a reply, or the text of a start): always delivered to the RD session. */
+  async appendHuman(tx: WriteTx, rows: RequirementRows, dto: ReplyDto, actor: EventActor): Promise<MessageResponseDto> {
+    const appended = await this.append(tx, rows, { attachmentIds: dto.attachmentIds ?? [], author: 'human', body: dto.message ?? '', deliverToRd: true }, actor);
+    return appended.message;
   }
 
   /** Deliverable messages after `sequence`: the session's pending count once a run consumed up to it. */

@@ -20,7 +20,7 @@ import { ActiveRun, FinalRunStatus, errorOf, outcomeOf, recordRunEnd, runEndEven
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { toRunResponse } from '../runs/dto/run-response.dto';
 import { RunLauncher } from '../runs/run-launcher.service';
-import { RunOrchestrator } from '../runs/run-orchestrator.service';
+import { ConversationDelivery } from '../runs/conversation-delivery.service';
 import { TraceWriter } from '../runs/trace-writer';
 import { CreateReviewRequestDto, CreateReviewResponseDto, ListReviewRequestsQueryDto, ReviewRequestPageDto, toReviewRequestResponse } from './dto/review-request.dto';
 import { ReviewRequestEntity } from './review-request.entity';
@@ -38,7 +38,7 @@ interface ActiveReview {
  * AI reviews of open PRs, asked for by a person (protocol §2): a short-lived reviewer run
  * through the same adapters and process runner as RD runs (ephemeral, no session, no manager
  * access), one active per PR. Its final summary lands in the PR's Requirement as a `reviewer`
- * message delivered to the RD agent, through the orchestrator's delivery path.
+ * message delivered to the RD agent, through the conversation delivery path (ConversationDelivery).
  */
 @Injectable()
 export class ReviewsService implements BeforeApplicationShutdown, OnApplicationBootstrap, OnModuleInit {
@@ -48,11 +48,11 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
 
   constructor(
     private readonly clock: Clock,
+    private readonly conversation: ConversationDelivery,
     private readonly database: Database,
     private readonly events: EventLog,
     private readonly launcher: RunLauncher,
     private readonly messages: MessagesService,
-    private readonly orchestrator: RunOrchestrator,
     private readonly pullRequests: PullRequestsService,
     private readonly requirements: RequirementsService,
   ) {}
@@ -226,7 +226,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     }
     const error = status === 'succeeded' || status === 'cancelled' ? null : errorOf(active, end, status, 30 * 60);
     try {
-      await this.orchestrator.deliver(
+      await this.conversation.deliver(
         review.requirementId,
         async (tx, rows) => {
           const now = this.clock.nowIso();

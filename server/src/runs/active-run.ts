@@ -1,6 +1,8 @@
 import type { InterruptMode, RunEndEventType, RunStatus } from '@libs/contracts';
 
 import type { WriteTx } from '../core/database/write-tx';
+import { newId } from '../core/ids';
+import type { RequirementRows } from '../requirements/requirements.service';
 
 import type { OutputParser, TokenUsage } from '../agents/agent-adapter';
 import type { ProcessEnd, RunningProcess } from '../agents/process-runner';
@@ -100,4 +102,36 @@ export function recordRunEnd(
   };
   tx.update('agent_run', fields, { id: active.run.id });
   return Object.assign(active.run, fields);
+}
+
+/** The row of an RD run opening now on every deliverable message its session has not consumed. */
+export function newRdRun({ requirement, session }: RequirementRows, now: string): AgentRunEntity {
+  return {
+    cachedInputTokens: null,
+    error: null,
+    exitCode: null,
+    finishedAt: null,
+    id: newId('run'),
+    inputFromSequence: session.lastConsumedMessageSequence + 1,
+    inputTokens: null,
+    inputToSequence: session.lastMessageSequence,
+    model: requirement.model,
+    nativeSessionId: session.nativeSessionId,
+    outputTokens: null,
+    processGroupId: null,
+    processId: null,
+    processMarker: null,
+    processStartTime: null,
+    provider: requirement.provider,
+    reasoningEffort: requirement.reasoningEffort,
+    reasoningOutputTokens: null,
+    requirementId: requirement.id,
+    role: 'rd',
+    sessionId: session.id,
+    startedAt: now,
+    status: 'running',
+    taskSummary: null,
+    traceCount: 0,
+    updatedAt: now,
+  };
 }

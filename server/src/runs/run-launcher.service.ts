@@ -26,7 +26,7 @@ export const REVIEWER_TIMEOUT_MS = 30 * 60 * 1000;
 /**
  * Runs the agent CLI of a run: builds its input and invocation, starts the process with its
  * environment and run credential, and turns its output into traces, the native session id
- * and conversation messages. The orchestrator decides everything else.
+ * and conversation messages. RunLifecycle (or ReviewsService for reviewers) decides everything else.
  */
 @Injectable()
 export class RunLauncher {

@@ -1,22 +1,21 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 
 import type { EventActor } from '@libs/contracts';
 
 import { Actor } from '../core/http/actor.decorator';
 import { PageQueryDto } from '../core/http/pagination';
-import { ReplyResponseDto } from '../messages/dto/message-response.dto';
 import { ReplyDto } from '../messages/dto/reply.dto';
 import { InterruptDto, ListRunsQueryDto } from './dto/run-requests.dto';
 import { AgentRunPageDto, InterruptResponseDto, StartResponseDto, TracePageDto } from './dto/run-response.dto';
-import { RunOrchestrator } from './run-orchestrator.service';
+import { RunLifecycle } from './run-lifecycle.service';
 import { RunsService } from './runs.service';
 
 @ApiTags('runs')
 @Controller()
 export class RunsController {
   constructor(
-    private readonly orchestrator: RunOrchestrator,
+    private readonly lifecycle: RunLifecycle,
     private readonly runs: RunsService,
   ) {}
 
@@ -27,19 +26,7 @@ export class RunsController {
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'Done or cancelled, or a run is already active' })
   startRequirement(@Param('id') id: string, @Body() body: ReplyDto, @Actor() actor: EventActor): Promise<StartResponseDto> {
-    return this.orchestrator.start(id, body, actor);
-  }
-
-  @Post('requirements/:id/reply')
-  @HttpCode(202)
-  @ApiOperation({ summary: 'Append a human message; it starts a run now or waits for the active one (queued)' })
-  @ApiAcceptedResponse({ type: ReplyResponseDto })
-  @ApiBadRequestResponse({ description: 'No text and no attachments, or bad attachment IDs' })
-  @ApiNotFoundResponse()
-  @ApiConflictResponse({ description: 'The Requirement is cancelled' })
-  async replyToRequirement(@Param('id') id: string, @Body() body: ReplyDto, @Actor() actor: EventActor): Promise<ReplyResponseDto> {
-    const result = await this.orchestrator.reply(id, body, actor);
-    return { accepted: true, action: 'reply', message: result.message, queued: result.queued, requirement: result.requirement, requirementId: id };
+    return this.lifecycle.start(id, body, actor);
   }
 
   @Post('requirements/:id/interrupt')
@@ -49,7 +36,7 @@ export class RunsController {
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'No active run, or nothing newer to steer with' })
   interruptRequirement(@Param('id') id: string, @Body() body: InterruptDto, @Actor() actor: EventActor): Promise<InterruptResponseDto> {
-    return this.orchestrator.interrupt(id, body.mode ?? 'stop', actor);
+    return this.lifecycle.interrupt(id, body.mode ?? 'stop', actor);
   }
 
   @Get('runs')

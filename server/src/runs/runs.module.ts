@@ -5,17 +5,19 @@ import { AttachmentsModule } from '../attachments/attachments.module';
 import { MessagesModule } from '../messages/messages.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { AgentEnvironmentService } from './agent-environment.service';
+import { ConversationDelivery } from './conversation-delivery.service';
 import { RunInputService } from './run-input.service';
 import { RunLauncher } from './run-launcher.service';
-import { RunOrchestrator } from './run-orchestrator.service';
+import { RequirementActors } from './requirement-actors.service';
+import { RunLifecycle } from './run-lifecycle.service';
 import { RunsController } from './runs.controller';
 import { RunsService } from './runs.service';
 import { StartupReconciler } from './startup-reconciler.service';
 
 @Module({
   controllers: [RunsController],
-  exports: [AgentEnvironmentService, RunLauncher, RunOrchestrator],
+  exports: [AgentEnvironmentService, ConversationDelivery, RunLauncher, RunLifecycle],
   imports: [AgentsModule, AttachmentsModule, MessagesModule, RequirementsModule],
-  providers: [AgentEnvironmentService, RunInputService, RunLauncher, RunOrchestrator, RunsService, StartupReconciler],
+  providers: [AgentEnvironmentService, ConversationDelivery, RequirementActors, RunInputService, RunLauncher, RunLifecycle, RunsService, StartupReconciler],
 })
 export class RunsModule {}

@@ -8,7 +8,7 @@ import type { WriteTx } from '../core/database/write-tx';
 import type { MessageResponseDto } from '../messages/dto/message-response.dto';
 import { MessagesService } from '../messages/messages.service';
 import type { RequirementRows } from '../requirements/requirements.service';
-import { RunOrchestrator } from '../runs/run-orchestrator.service';
+import { ConversationDelivery } from '../runs/conversation-delivery.service';
 import type { TriggerDelivery } from './agent-trigger';
 
 /** Hooks a trigger can run inside the delivery's write unit. */
@@ -23,7 +23,7 @@ export type DeliveryOutcome = { status: 'delivered' | 'recorded'; message: Messa
 
 /**
  * The one delivery path for trigger occurrences: receipt, message and event in one
- * transaction, then the session is woken through the orchestrator (invariant 10). An
+ * transaction, then the session is woken through ConversationDelivery (invariant 10). An
  * occurrence whose receipt exists was delivered before — perhaps before a restart — and is
  * dropped. A done or cancelled Requirement keeps the message for display without waking.
  */
@@ -33,9 +33,9 @@ export class TriggerDeliveryService {
 
   constructor(
     private readonly clock: Clock,
+    private readonly conversation: ConversationDelivery,
     private readonly database: Database,
     private readonly messages: MessagesService,
-    private readonly orchestrator: RunOrchestrator,
   ) {}
 
   /** Receipt keys of a Requirement starting with `prefix`: lets a trigger skip what it delivered before without a write. */
@@ -71,7 +71,7 @@ export class TriggerDeliveryService {
   async deliver(delivery: TriggerDelivery, hooks: DeliveryHooks = {}): Promise<DeliveryOutcome> {
     const actor = { id: delivery.triggerId, kind: 'trigger' as const };
     let outcome: DeliveryOutcome = { message: null, status: 'skipped' };
-    await this.orchestrator.deliver(
+    await this.conversation.deliver(
       delivery.requirementId,
       async (tx, rows) => {
         outcome = { message: null, status: 'skipped' };
@@ -89,7 +89,7 @@ export class TriggerDeliveryService {
         }
         const active = !TERMINAL_REQUIREMENT_STATUSES.includes(rows.requirement.status);
         const deliverToRd = active && delivery.deliverToRd !== false;
-        if (deliverToRd && this.orchestrator.stopping) {
+        if (deliverToRd && this.conversation.stopping) {
           // It could not wake the agent now, and nothing would later: leave it unreceipted (the
           // timer due, the GitHub change unseen) so the next start delivers it.
           throw new Error('Agent Manager is stopping; the occurrence is delivered at the next start');

@@ -9,3 +9,8 @@ export class ReplyDto {
   @OptionalText({ description: 'Message text; may be omitted when attachments are present', max: LIMITS.messageLength })
   message?: string;
 }
+
+/** Whether a reply carries anything: text that is not blank, or at least one attachment. */
+export function hasReplyContent(dto: ReplyDto): boolean {
+  return (dto.message ?? '').trim() !== '' || (dto.attachmentIds ?? []).length > 0;
+}

@@ -1,0 +1,113 @@
+import { Injectable, Logger } from '@nestjs/common';
+
+import type { EventActor } from '@libs/contracts';
+
+import { Database } from '../core/database/database.service';
+import type { WriteTx } from '../core/database/write-tx';
+import { conflict, invalid } from '../core/errors/domain-error';
+import { audit } from '../events/event-log.service';
+import { MessageResponseDto } from '../messages/dto/message-response.dto';
+import { ReplyDto, hasReplyContent } from '../messages/dto/reply.dto';
+import { MessagesService } from '../messages/messages.service';
+import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import { RequirementRows, RequirementsService } from '../requirements/requirements.service';
+import { RequirementActors } from './requirement-actors.service';
+import { RunLifecycle } from './run-lifecycle.service';
+
+/**
+ * What a delivery wrote. `wake` asks for a run; `resumes` says the delivery may also end a
+ * stop's pause (a person's reply), which nothing else does.
+ */
+export interface Delivered {
+  message: MessageResponseDto;
+  wake: boolean;
+  resumes?: boolean;
+}
+
+/** What a delivered message did: `queued` when it waits for the active run (or no run was woken). */
+export interface DeliveryResult {
+  message: MessageResponseDto;
+  requirement: RequirementResponseDto;
+  queued: boolean;
+}
+
+/**
+ * Conversation delivery: the one way a message reaches an RD session from outside a run, and
+ * the decision whether it wakes the session. Lives in `runs` because waking opens a run; the
+ * messages module only appends (see docs/decisions.md, "Conversation delivery").
+ */
+@Injectable()
+export class ConversationDelivery {
+  private readonly logger = new Logger(ConversationDelivery.name);
+
+  constructor(
+    private readonly actors: RequirementActors,
+    private readonly database: Database,
+    private readonly lifecycle: RunLifecycle,
+    private readonly messages: MessagesService,
+    private readonly requirements: RequirementsService,
+  ) {}
+
+  /** True once a graceful stop began: a delivery can no longer wake a session. */
+  get stopping(): boolean {
+    return this.lifecycle.stopping;
+  }
+
+  /**
+   * POST /requirements/:id/reply: the message always lands in the conversation. With a run
+   * active it waits for the next run (queued); otherwise a run starts now, reopening a done
+   * Requirement in its original session. A reply to a paused session resumes it: a person
+   * writing after a stop is a person acting (docs/decisions.md, "Stop is a pause").
+   */
+  async reply(requirementId: string, dto: ReplyDto, actor: EventActor): Promise<DeliveryResult> {
+    if (!hasReplyContent(dto)) {
+      throw invalid('empty_message', 'a reply needs message text or at least one attachment');
+    }
+    const result = await this.deliver(
+      requirementId,
+      async (tx, rows) => {
+        if (rows.requirement.status === 'cancelled') {
+          throw conflict('requirement_cancelled', `Requirement ${requirementId} is cancelled`);
+        }
+        return { message: await this.messages.appendHuman(tx, rows, dto, actor), resumes: true, wake: true };
+      },
+      actor,
+    );
+    return result as DeliveryResult;
+  }
+
+  /**
+   * The one way a message reaches a session from outside a run: a person's reply, another
+   * Requirement's agent, a trigger. `write` appends the message (and whatever must commit with
+   * it) in the Requirement's actor and write unit, or returns null to write nothing. When it
+   * asks to wake the session, a run starts now unless one is active (then the message waits
+   * for the next run) or the session is paused by a stop and the delivery does not `resume` it
+   * (only a person does: triggers, timers, reviewers and other agents leave it pending); a done
+   * Requirement is reopened in its original session.
+   */
+  deliver(requirementId: string, write: (tx: WriteTx, rows: RequirementRows) => Promise<Delivered | null>, actor: EventActor): Promise<DeliveryResult | null> {
+    return this.actors.act(requirementId, async () => {
+      const result = await this.database.write(async (tx) => {
+        const rows = await this.requirements.loadForWrite(tx, requirementId);
+        const written = await write(tx, rows);
+        if (!written) {
+          return null;
+        }
+        const paused = rows.session.pausedAt !== null && written.resumes !== true;
+        if (!written.wake || paused || rows.session.state === 'running' || this.lifecycle.stopping) {
+          return { message: written.message, requirement: toRequirementResponse(rows.requirement, rows.session), run: null };
+        }
+        const opened = await this.lifecycle.openRun(tx, rows, actor);
+        return { message: written.message, requirement: opened.requirement, run: opened.run };
+      });
+      if (!result) {
+        return null;
+      }
+      if (result.run) {
+        this.lifecycle.launch(result.run);
+      }
+      this.logger.log({ ...audit(actor), msg: 'message delivered', queued: result.run === null, requirementId, sequence: result.message.sequence });
+      return { message: result.message, queued: result.run === null, requirement: result.requirement };
+    });
+  }
+}
