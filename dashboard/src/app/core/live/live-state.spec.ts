@@ -1,93 +1,11 @@
-import type { ManagerEventOf, ManagerEventPayloads, ManagerEventType } from '@libs/contracts';
-
-import type { Message, Requirement, Run, Trace } from '../models';
+import { eventBuilder, message, requirement, run } from '../../../testing/builders';
+import type { Message, Requirement, Trace } from '../models';
 import { LiveState } from './live-state';
 import { EventCursor, SequencedLog, VersionedMap } from './merge';
 
 // The merge rules the dashboard relies on when JSON snapshots and SSE events race each other.
 
-const requirement = (id: string, updatedAt: string, status: Requirement['status'] = 'todo'): Requirement => ({
-  completedAt: null,
-  createdAt: '2026-01-01T00:00:00.000Z',
-  createdBy: 'human',
-  description: '',
-  id,
-  model: null,
-  parentRequirementId: null,
-  provider: 'codex',
-  reasoningEffort: null,
-  session: {
-    createdAt: '2026-01-01T00:00:00.000Z',
-    id: `ses_${id}`,
-    lastConsumedMessageSequence: 0,
-    lastError: null,
-    lastMessageSequence: 0,
-    nativeSessionId: null,
-    pausedAt: null,
-    pendingMessageCount: 0,
-    provider: 'codex',
-    requirementId: id,
-    state: 'idle',
-    updatedAt,
-  },
-  sourceSessionId: null,
-  status,
-  title: id,
-  updatedAt,
-});
-
-const message = (requirementId: string, sequence: number): Message => ({
-  attachments: [],
-  author: 'human',
-  body: `m${sequence}`,
-  createdAt: '2026-01-01T00:00:00.000Z',
-  deliverToRd: true,
-  id: `msg_${requirementId}_${sequence}`,
-  metadata: null,
-  requirementId,
-  runId: null,
-  sequence,
-  sessionId: `ses_${requirementId}`,
-  source: null,
-  sourceRequirementId: null,
-  triggerId: null,
-});
-
-const run = (id: string, requirementId: string, finishedAt: string | null): Run => ({
-  cachedInputTokens: null,
-  error: null,
-  exitCode: null,
-  finishedAt,
-  id,
-  inputFromSequence: null,
-  inputToSequence: null,
-  inputTokens: null,
-  model: null,
-  nativeSessionId: null,
-  outputTokens: null,
-  provider: 'codex',
-  reasoningEffort: null,
-  reasoningOutputTokens: null,
-  requirementId,
-  role: 'rd',
-  sessionId: `ses_${requirementId}`,
-  startedAt: '2026-01-01T00:00:00.000Z',
-  status: finishedAt ? 'succeeded' : 'running',
-  taskSummary: null,
-});
-
-let nextId = 1;
-/** An event as the stream hands it on: its payload is the one the contracts give its type. */
-const event = <T extends ManagerEventType>(type: T, requirementId: string | null, payload: ManagerEventPayloads[T], createdAt = '2026-01-01T00:00:09.000Z'): ManagerEventOf<T> => ({
-  actor: { id: null, kind: 'system' },
-  createdAt,
-  id: nextId++,
-  payload,
-  requirementId,
-  runId: null,
-  sessionId: null,
-  type,
-});
+const event = eventBuilder('2026-01-01T00:00:09.000Z');
 
 describe(VersionedMap.name, () => {
   it('keeps an event that is newer than a snapshot which lands late', () => {

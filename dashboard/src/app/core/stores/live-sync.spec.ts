@@ -1,12 +1,12 @@
 import { Injector, signal, type ProviderToken } from '@angular/core';
 import { Subject } from 'rxjs';
 
-import type { ManagerConfiguration, ManagerEvent, ManagerEventOf, ManagerEventPayloads, ManagerEventType } from '@libs/contracts';
+import type { ManagerConfiguration, ManagerEvent } from '@libs/contracts';
 
 import { Api } from '../api';
 import { EventStream } from '../event-stream';
 import { LiveState } from '../live/live-state';
-import type { Message, Requirement, Run, Timer } from '../models';
+import type { Run } from '../models';
 import { ConfigurationStore } from './configuration-store';
 import { ConversationStore } from './conversation-store';
 import { LiveSync } from './live-sync';
@@ -15,96 +15,10 @@ import { RequirementsStore } from './requirements-store';
 import { RunsStore } from './runs-store';
 import { TimersStore } from './timers-store';
 import { WORKSPACE } from './workspace';
+import { T0, T1, T2, eventBuilder, message, requirement, run, timer } from '../../../testing/builders';
 
 // How LiveSync hands each event to the store that owns its parts, and how a mutation's answer
 // merges next to events. The merge rules themselves are live-state.spec.ts's.
-
-const T0 = '2026-01-01T00:00:00.000Z';
-const T1 = '2026-01-01T00:00:01.000Z';
-const T2 = '2026-01-01T00:00:02.000Z';
-
-const requirement = (id: string, updatedAt: string, status: Requirement['status'] = 'todo'): Requirement => ({
-  completedAt: null,
-  createdAt: T0,
-  createdBy: 'human',
-  description: '',
-  id,
-  model: null,
-  parentRequirementId: null,
-  provider: 'codex',
-  reasoningEffort: null,
-  session: {
-    createdAt: T0,
-    id: `ses_${id}`,
-    lastConsumedMessageSequence: 0,
-    lastError: null,
-    lastMessageSequence: 0,
-    nativeSessionId: null,
-    pausedAt: null,
-    pendingMessageCount: 0,
-    provider: 'codex',
-    requirementId: id,
-    state: 'idle',
-    updatedAt,
-  },
-  sourceSessionId: null,
-  status,
-  title: id,
-  updatedAt,
-});
-
-const run = (id: string, requirementId: string, finishedAt: string | null): Run => ({
-  cachedInputTokens: null,
-  error: null,
-  exitCode: null,
-  finishedAt,
-  id,
-  inputFromSequence: null,
-  inputToSequence: null,
-  inputTokens: null,
-  model: null,
-  nativeSessionId: null,
-  outputTokens: null,
-  provider: 'codex',
-  reasoningEffort: null,
-  reasoningOutputTokens: null,
-  requirementId,
-  role: 'rd',
-  sessionId: `ses_${requirementId}`,
-  startedAt: T0,
-  status: finishedAt ? 'succeeded' : 'running',
-  taskSummary: null,
-});
-
-const timer = (id: string, requirementId: string): Timer => ({
-  createdAt: T0,
-  description: 'check',
-  id,
-  intervalSeconds: 60,
-  lastFiredAt: null,
-  nextFireAt: T1,
-  requirementId,
-  schedule: 'once',
-  status: 'active',
-  updatedAt: T0,
-});
-
-const message = (id: string, requirementId: string, sequence: number): Message => ({
-  attachments: [],
-  author: 'human',
-  body: id,
-  createdAt: T0,
-  deliverToRd: true,
-  id,
-  metadata: null,
-  requirementId,
-  runId: null,
-  sequence,
-  sessionId: `ses_${requirementId}`,
-  source: null,
-  sourceRequirementId: null,
-  triggerId: null,
-});
 
 const values: ManagerConfiguration['values'] = {
   agentIsolation: 'auto',
@@ -137,18 +51,7 @@ const configuration: ManagerConfiguration = {
   values,
 };
 
-let nextId = 1;
-/** An event as the stream hands it on: its payload is the one the contracts give its type. */
-const event = <T extends ManagerEventType>(type: T, requirementId: string | null, payload: ManagerEventPayloads[T], createdAt = T1): ManagerEventOf<T> => ({
-  actor: { id: null, kind: 'system' },
-  createdAt,
-  id: nextId++,
-  payload,
-  requirementId,
-  runId: null,
-  sessionId: null,
-  type,
-});
+const event = eventBuilder(T1);
 
 /** Answers by `METHOD path`; a list nobody set up is empty. Every call is recorded. */
 function fakeApi(answers: Record<string, (options: unknown) => unknown> = {}) {
@@ -224,9 +127,9 @@ describe(LiveSync.name, () => {
   it('keeps messages only for an opened conversation', async () => {
     const { emit, get, settle, sut } = setup({ 'GET /api/requirements/{id}': () => requirement('req_a', T0) });
     await settle();
-    emit(event('message.created', 'req_b', { message: message('msg_b1', 'req_b', 1), requirement: requirement('req_b', T0) }));
+    emit(event('message.created', 'req_b', { message: message('req_b', 1, 'msg_b1'), requirement: requirement('req_b', T0) }));
     await sut.openRequirement('req_a');
-    emit(event('message.created', 'req_a', { message: message('msg_a1', 'req_a', 1), requirement: requirement('req_a', T0) }));
+    emit(event('message.created', 'req_a', { message: message('req_a', 1, 'msg_a1'), requirement: requirement('req_a', T0) }));
 
     expect(
       get(ConversationStore)
