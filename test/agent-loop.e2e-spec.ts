@@ -1,11 +1,9 @@
-import * as fs from 'node:fs';
-import * as path from 'node:path';
-
 import { send } from './support/http';
-import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import type { ManagerProcess } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
+import { useRealAgentWorld } from './support/real-agent-world';
 
 // The agent's side of the control plane for real: the pinned Codex and Claude Code CLIs, told
 // by the model stub to run code-factory-cli from their PATH, exactly as a user's agent would.
@@ -16,26 +14,11 @@ const FIRST_CHILD = `"$(code-factory-cli requirement related | node -e "let s=''
 
 jest.setTimeout(120_000);
 
-describe.each(PROVIDERS)('the agent loop with the real $provider CLI', ({ env, executable, provider }) => {
-  let sandbox: Sandbox;
+describe.each(PROVIDERS)('the agent loop with the real $provider CLI', (cli) => {
+  const { provider } = cli;
   let stub: ModelStub;
   let manager: ManagerProcess;
-
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    stub = await ModelStub.start();
-    const agentEnv = env(stub, fs.mkdtempSync(path.join('/var/tmp', `am-loop-${provider}-`)));
-    manager = await startManager({
-      env: { ...agentEnv, CODE_FACTORY_CLAUDE_EXECUTABLE: executable, CODE_FACTORY_CODEX_EXECUTABLE: executable, GH_TOKEN: '', GITHUB_TOKEN: '' },
-      sandbox,
-    });
-  });
-
-  afterAll(async () => {
-    await manager?.stop();
-    await stub?.close();
-    sandbox?.cleanup();
-  });
+  useRealAgentWorld(cli, 'loop', (world) => ({ manager, stub } = world));
 
   it('proposes and starts a child, registers a PR, sets a timer and messages the child through code-factory-cli', async () => {
     const parent = (await send(manager.origin, 'POST', '/api/requirements', { description: 'Split the work.', provider, title: 'Parent work' })).json;

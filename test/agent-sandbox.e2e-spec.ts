@@ -6,6 +6,7 @@ import { send } from './support/http';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS, codexEnvironment } from './support/model-stub';
 import { until } from './support/wait';
+import { useRealAgentWorld } from './support/real-agent-world';
 
 // Issue 12 §4: an agent must not become the owner. The real Codex and Claude Code CLIs, scripted
 // by the model stub, run a token hunt from their tool shell (test/fixtures/agents/token-hunt.js):
@@ -89,26 +90,12 @@ async function finishedRun(manager: ManagerProcess, requirementId: string, role 
   );
 }
 
-describe.each(REAL_AGENT_CLIS)('an agent of the real $provider CLI, in its sandbox', ({ env, executable, provider }) => {
+describe.each(REAL_AGENT_CLIS)('an agent of the real $provider CLI, in its sandbox', (cli) => {
+  const { provider } = cli;
   let sandbox: Sandbox;
   let stub: ModelStub;
   let manager: ManagerProcess;
-
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    stub = await ModelStub.start();
-    const agentEnv = env(stub, fs.mkdtempSync(path.join('/var/tmp', `am-sandbox-${provider}-`)));
-    manager = await startManager({
-      env: { ...agentEnv, CODE_FACTORY_CLAUDE_EXECUTABLE: executable, CODE_FACTORY_CODEX_EXECUTABLE: executable, GH_TOKEN: '', GITHUB_TOKEN: '' },
-      sandbox,
-    });
-  });
-
-  afterAll(async () => {
-    await manager?.stop();
-    await stub?.close();
-    sandbox?.cleanup();
-  });
+  useRealAgentWorld(cli, 'sandbox', (world) => ({ manager, sandbox, stub } = world));
 
   it('finds no owner token anywhere, yet reads its attachment and runs code-factory-cli; so does its reviewer', async () => {
     expect((await send(manager.origin, 'GET', '/api/health', undefined, {}, { auth: false })).json.agentIsolation).toEqual({

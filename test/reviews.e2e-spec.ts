@@ -1,13 +1,11 @@
-import * as fs from 'node:fs';
-import * as path from 'node:path';
-
 import { send } from './support/http';
-import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import type { ManagerProcess } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
 import type { Json } from './support/http';
+import { useRealAgentWorld } from './support/real-agent-world';
 
 // On-demand AI reviews with the real Codex and Claude Code CLIs as reviewers, driven by the
 // model stub. The PR is registered by a real RD run through code-factory-cli.
@@ -16,26 +14,11 @@ const PROVIDERS = REAL_AGENT_CLIS;
 
 jest.setTimeout(120_000);
 
-describe.each(PROVIDERS)('review requests with the real $provider CLI', ({ env, executable, provider }) => {
-  let sandbox: Sandbox;
+describe.each(PROVIDERS)('review requests with the real $provider CLI', (cli) => {
+  const { provider } = cli;
   let stub: ModelStub;
   let manager: ManagerProcess;
-
-  beforeAll(async () => {
-    sandbox = makeSandbox();
-    stub = await ModelStub.start();
-    const agentEnv = env(stub, fs.mkdtempSync(path.join('/var/tmp', `am-review-${provider}-`)));
-    manager = await startManager({
-      env: { ...agentEnv, CODE_FACTORY_CLAUDE_EXECUTABLE: executable, CODE_FACTORY_CODEX_EXECUTABLE: executable, GH_TOKEN: '', GITHUB_TOKEN: '' },
-      sandbox,
-    });
-  });
-
-  afterAll(async () => {
-    await manager?.stop();
-    await stub?.close();
-    sandbox?.cleanup();
-  });
+  useRealAgentWorld(cli, 'review', (world) => ({ manager, stub } = world));
 
   const get = async (p: string) => (await send(manager.origin, 'GET', p)).json;
   const runsOf = async (id: string) => (await get(`/api/runs?requirementId=${id}`)).items as Array<{ id: string; role: string; status: string }>;
