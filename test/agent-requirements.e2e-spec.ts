@@ -3,12 +3,11 @@ import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { RunningManager, startManager } from '@server/manager';
 
 import { query } from './support/db-snapshot';
-import { registerToken, send } from './support/http';
+import { type Json, registerToken, send } from './support/http';
 import { IDLE_AGENT, Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
-import type { Json } from './support/http';
 
 interface Req {
   id: string;

@@ -1,10 +1,9 @@
 import * as crypto from 'node:crypto';
 
-import { authHeaders, send } from './support/http';
+import { authHeaders, type Json, send } from './support/http';
 import { snapshotStore } from './support/db-snapshot';
 import { expectRefused as refused } from './support/refusals';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
-import type { Json } from './support/http';
 
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), crypto.randomBytes(64)]);
 const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), crypto.randomBytes(64)]);

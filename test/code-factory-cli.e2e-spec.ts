@@ -8,9 +8,8 @@ import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { RunningManager, startManager } from '@server/manager';
 
 import { FakeGitHubServer } from './support/fake-github-server';
-import { registerToken, send } from './support/http';
+import { type Json, registerToken, send } from './support/http';
 import { IDLE_AGENT, ROOT, Sandbox, makeSandbox } from './support/manager-process';
-import type { Json } from './support/http';
 
 const CLI = path.join(ROOT, 'bin', 'code-factory-cli.js');
 

@@ -9,12 +9,11 @@ import { RunningManager, startManager } from '@server/manager';
 
 import { FakeClock } from './support/fake-clock';
 import { FakeGitHubServer } from './support/fake-github-server';
-import { registerToken, send } from './support/http';
+import { type Json, registerToken, send } from './support/http';
 import { IDLE_AGENT, Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
-import type { Json } from './support/http';
 
 const TOKEN = 'ghp_fake_reconciler_token';
 const SECRET = 'webhook-secret-for-tests';

@@ -2,11 +2,10 @@ import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { RunningManager, startManager } from '@server/manager';
 
-import { registerToken, send } from './support/http';
+import { type Json, registerToken, send } from './support/http';
 import { IDLE_AGENT, Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
-import type { Json } from './support/http';
 
 const PR = {
   baseBranch: 'main',

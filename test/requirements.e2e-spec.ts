@@ -2,11 +2,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
-import { send } from './support/http';
+import { type Json, send } from './support/http';
 import { snapshotStore } from './support/db-snapshot';
 import { expectRefused as refused } from './support/refusals';
 import { query } from './support/db-snapshot';
-import type { Json } from './support/http';
 
 const VALID = { description: 'Report segment merge, encode, and flush durations', provider: 'codex', title: 'Add tiered timings' };
 

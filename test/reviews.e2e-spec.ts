@@ -1,10 +1,9 @@
-import { send } from './support/http';
+import { type Json, send } from './support/http';
 import type { ManagerProcess } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
-import type { Json } from './support/http';
 import { useRealAgentWorld } from './support/real-agent-world';
 
 // On-demand AI reviews with the real Codex and Claude Code CLIs as reviewers, driven by the

@@ -1,12 +1,11 @@
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { RunningManager, startManager } from '@server/manager';
 
-import { registerToken, send } from './support/http';
+import { type Json, registerToken, send } from './support/http';
 import { expectRefused as refused } from './support/refusals';
 import { Sandbox, makeSandbox } from './support/manager-process';
 import { connectSse } from './support/sse-client';
 import { LocalTokenService } from '@server/auth/local-token.service';
-import type { Json } from './support/http';
 
 // The runs issue injects run credentials into agent processes; here they are issued directly
 // through the service of a real in-process server that listens on a real port.

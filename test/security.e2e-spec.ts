@@ -1,11 +1,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { send, sendRaw } from './support/http';
+import { type Json, send, sendRaw } from './support/http';
 import { expectRefused as refused } from './support/refusals';
 import { ManagerProcess, Sandbox, makeSandbox, runLauncher, startManager } from './support/manager-process';
 import { connectSse } from './support/sse-client';
-import type { Json } from './support/http';
 
 const NO_AUTH = { auth: false };
 

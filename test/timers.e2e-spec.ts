@@ -5,12 +5,11 @@ import { TimerScheduler } from '@server/timers/timer-scheduler.service';
 import { TriggerDeliveryService } from '@server/triggers/trigger-delivery.service';
 
 import { FakeClock } from './support/fake-clock';
-import { registerToken, send } from './support/http';
+import { type Json, registerToken, send } from './support/http';
 import { IDLE_AGENT, Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { SseConnection, connectSse } from './support/sse-client';
 import { until } from './support/wait';
-import type { Json } from './support/http';
 
 const MINUTE = 60_000;
 
