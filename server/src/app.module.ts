@@ -13,6 +13,7 @@ import { GitHubModule } from './github/github.module';
 import { MessagesModule } from './messages/messages.module';
 import { PullRequestsModule } from './pull-requests/pull-requests.module';
 import { RequirementsModule } from './requirements/requirements.module';
+import { RetentionModule } from './retention/retention.module';
 import { ReviewsModule } from './reviews/reviews.module';
 import { RunsModule } from './runs/runs.module';
 import { TimersModule } from './timers/timers.module';
@@ -34,6 +35,7 @@ export class AppModule {
         MessagesModule,
         PullRequestsModule,
         RequirementsModule,
+        RetentionModule,
         ReviewsModule,
         RunsModule,
         ScheduleModule.forRoot(),

@@ -10,6 +10,7 @@ import { HUMAN_ACTOR, SYSTEM_ACTOR } from '@server/events/event-log.service';
 import { MessagesService } from '@server/messages/messages.service';
 import { PullRequestsService } from '@server/pull-requests/pull-requests.service';
 import type { RequirementResponseDto } from '@server/requirements/dto/requirement-response.dto';
+import { RequirementsRepository } from '@server/requirements/requirements.repository';
 import { RequirementsService } from '@server/requirements/requirements.service';
 import { AgentRunEntity } from '@server/runs/agent-run.entity';
 import { ConversationDelivery } from '@server/runs/conversation-delivery.service';
@@ -249,10 +250,8 @@ describe('domain invariants, at the service level', () => {
          VALUES ('run_orphan', ?, ?, 'rd', 'codex', 'running', 1, 0, 'now', 'now', 0, 999999)`,
         [requirement.id, requirement.session.id],
       );
-      Object.assign(held.requirement, { status: 'doing' });
-      Object.assign(held.session, { state: 'running' });
-      tx.update('requirement', { status: 'doing' }, { id: requirement.id });
-      tx.update('agent_session', { state: 'running' }, { id: requirement.session.id });
+      app.get(RequirementsRepository).changeRequirement(tx, held.requirement, { status: 'doing' });
+      app.get(RequirementsRepository).changeSession(tx, held.session, { state: 'running' });
       await app.get(MessagesService).append(tx, held, { author: 'system', body: 'marker', deliverToRd: false }, SYSTEM_ACTOR);
     });
     await app.close();

@@ -10,13 +10,13 @@ import { type EventActor, LIMITS } from '@libs/contracts';
 import { Clock } from '../core/clock';
 import { audit } from '../events/event-log.service';
 import { Database } from '../core/database/database.service';
-import type { WriteTx } from '../core/database/write-tx';
+import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, insufficientStorage, invalid, notFound } from '../core/errors/domain-error';
 import { isId, newId } from '../core/ids';
 import { RUNTIME, type Runtime } from '../core/runtime';
-import { RequirementMessageEntity } from '../messages/requirement-message.entity';
-import { RequirementEntity } from '../requirements/requirement.entity';
+import { RequirementsRepository } from '../requirements/requirements.repository';
 import { RequirementsService, requirementNotFound } from '../requirements/requirements.service';
+import { AttachmentsRepository } from './attachments.repository';
 import { AttachmentResponseDto, toAttachmentResponse } from './dto/attachment-response.dto';
 import { SIGNATURE_BYTES, classify, storedExtension } from './file-signature';
 import { MessageAttachmentEntity } from './message-attachment.entity';
@@ -42,6 +42,8 @@ export class AttachmentsService implements OnApplicationBootstrap {
   constructor(
     private readonly clock: Clock,
     private readonly database: Database,
+    private readonly repository: AttachmentsRepository,
+    private readonly requirementRows: RequirementsRepository,
     private readonly requirements: RequirementsService,
     @Inject(RUNTIME) private readonly runtime: Runtime,
   ) {}
@@ -72,7 +74,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
       // Read to its end by something else: 'end' would never come again, and the temp file would wait for it forever.
       throw invalid('invalid_body', 'the upload body was already consumed');
     }
-    await this.assertAcceptsUploads(this.database.readManager, requirementId);
+    await this.assertAcceptsUploads(requirementId);
 
     const id = newId('attachment');
     const temp = path.join(this.directory, `${TEMP_PREFIX}${id}`);
@@ -96,7 +98,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
           messageId: null,
           requirementId,
         };
-        tx.insert('message_attachment', { ...row });
+        this.repository.insert(tx, row);
         return row;
       });
       this.logger.log({ ...audit(actor), attachmentId: id, byteSize, kind, msg: 'attachment uploaded', requirementId });
@@ -109,7 +111,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
 
   /** For download: the row and a stream of the bytes. */
   async open(id: string): Promise<{ attachment: AttachmentResponseDto; stream: fs.ReadStream }> {
-    const row = isId('attachment', id) ? await this.database.read(MessageAttachmentEntity).findOneBy({ id }) : null;
+    const row = isId('attachment', id) ? await this.repository.findById(id) : null;
     if (!row) {
       throw notFound('attachment_not_found', `Attachment ${id} not found`);
     }
@@ -125,7 +127,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
    * Gives uploaded attachments to a new message. Each ID must be an upload of this Requirement
    * that no message holds yet, and may appear once.
    */
-  async claim(tx: WriteTx, requirementId: string, ids: string[], messageId: string): Promise<AttachmentResponseDto[]> {
+  async claim(tx: UnitOfWork, requirementId: string, ids: string[], messageId: string): Promise<AttachmentResponseDto[]> {
     if (ids.length === 0) {
       return [];
     }
@@ -135,7 +137,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
     if (new Set(ids).size !== ids.length) {
       throw invalid('duplicate_attachment', 'attachmentIds lists an attachment more than once');
     }
-    const rows = await (await tx.reads()).createQueryBuilder(MessageAttachmentEntity, 'a').where('a.id IN (:...ids)', { ids }).getMany();
+    const rows = await this.repository.findByIdsIn(tx, ids);
     const byId = new Map(rows.map((row) => [row.id, row]));
     for (const id of ids) {
       const row = byId.get(id);
@@ -146,7 +148,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
         throw invalid('attachment_already_used', `attachment ${id} already belongs to a message`);
       }
     }
-    tx.update('message_attachment', { messageId }, { id: ids });
+    this.repository.giveToMessage(tx, ids, messageId);
     return ids.map((id) => toAttachmentResponse({ ...(byId.get(id) as MessageAttachmentEntity), messageId }));
   }
 
@@ -156,22 +158,14 @@ export class AttachmentsService implements OnApplicationBootstrap {
    * Earlier ones count too: a resumed session still has their paths in its conversation.
    */
   async deliveredFiles(manager: EntityManager, requirementId: string, toSequence: number): Promise<string[]> {
-    const rows = await manager
-      .createQueryBuilder(MessageAttachmentEntity, 'a')
-      .innerJoin(RequirementMessageEntity, 'm', 'm.id = a.message_id')
-      .where('a.requirement_id = :requirementId AND m.deliver_to_rd = TRUE AND m.sequence <= :toSequence', { requirementId, toSequence })
-      .getMany();
+    const rows = await this.repository.deliveredUpTo(requirementId, toSequence, manager);
     return rows.map((row) => this.filePath(row));
   }
 
   /** Attachments of many messages in one query, in upload order. */
   async forMessages(manager: EntityManager, messageIds: string[]): Promise<Map<string, AttachmentResponseDto[]>> {
     const result = new Map<string, AttachmentResponseDto[]>();
-    if (messageIds.length === 0) {
-      return result;
-    }
-    const rows = await manager.createQueryBuilder(MessageAttachmentEntity, 'a').where('a.message_id IN (:...ids)', { ids: messageIds }).orderBy('a.created_at', 'ASC').getMany();
-    for (const row of rows) {
+    for (const row of await this.repository.ofMessages(messageIds, manager)) {
       const list = result.get(row.messageId as string) ?? [];
       list.push(toAttachmentResponse(row));
       result.set(row.messageId as string, list);
@@ -179,12 +173,12 @@ export class AttachmentsService implements OnApplicationBootstrap {
     return result;
   }
 
-  private async assertAcceptsUploads(manager: EntityManager, requirementId: string): Promise<void> {
-    const requirement = isId('requirement', requirementId) ? await manager.findOne(RequirementEntity, { select: { id: true, status: true }, where: { id: requirementId } }) : null;
-    if (!requirement) {
+  private async assertAcceptsUploads(requirementId: string): Promise<void> {
+    const status = await this.requirementRows.statusOf(requirementId);
+    if (status === null) {
       throw requirementNotFound(requirementId);
     }
-    if (requirement.status === 'cancelled') {
+    if (status === 'cancelled') {
       throw conflict('requirement_cancelled', `Requirement ${requirementId} is cancelled`);
     }
   }

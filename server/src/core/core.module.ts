@@ -5,12 +5,14 @@ import * as sqlite3 from 'sqlite3';
 import { MessageAttachmentEntity } from '../attachments/message-attachment.entity';
 import { EventBus } from '../events/event-bus';
 import { EventLog } from '../events/event-log.service';
+import { EventsRepository } from '../events/events.repository';
 import { ManagerEventEntity } from '../events/manager-event.entity';
 import { RequirementMessageEntity } from '../messages/requirement-message.entity';
 import { AgentSessionEntity } from '../requirements/agent-session.entity';
 import { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { ReviewRequestEntity } from '../reviews/review-request.entity';
+import { TriggerReceiptEntity } from '../triggers/trigger-receipt.entity';
 import { AgentTimerEntity } from '../timers/agent-timer.entity';
 import { RequirementEntity } from '../requirements/requirement.entity';
 import { Clock } from './clock';
@@ -31,6 +33,7 @@ export const ENTITIES = [
   RequirementEntity,
   RequirementMessageEntity,
   ReviewRequestEntity,
+  TriggerReceiptEntity,
 ];
 
 const BUSY_TIMEOUT_MS = 5000;
@@ -58,7 +61,7 @@ export class CoreModule {
       type: 'sqlite' as const,
     };
     return {
-      exports: [Clock, ConfigurationService, Database, EventBus, EventLog, RUNTIME],
+      exports: [Clock, ConfigurationService, Database, EventBus, EventLog, EventsRepository, RUNTIME],
       global: true,
       imports: [
         // The writer runs migrations before anything else touches the file.
@@ -76,6 +79,7 @@ export class CoreModule {
         Database,
         EventBus,
         EventLog,
+        EventsRepository,
         { provide: RUNTIME, useValue: runtime },
         { provide: ConfigurationService, useValue: runtime.configuration },
       ],

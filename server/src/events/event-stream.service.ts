@@ -3,10 +3,9 @@ import type { Request, Response } from 'express';
 
 import { LIMITS } from '@libs/contracts';
 
-import { Database } from '../core/database/database.service';
 import { EventBus, PublishedEvent, sseFrame } from './event-bus';
 import { toManagerEvent } from './event-log.service';
-import { ManagerEventEntity } from './manager-event.entity';
+import { EventsRepository } from './events.repository';
 
 /** A client whose unsent output passes this is too slow: it is dropped and resumes by cursor. */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
@@ -24,7 +23,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
 
   constructor(
     private readonly bus: EventBus,
-    private readonly database: Database,
+    private readonly events: EventsRepository,
   ) {}
 
   get connectionCount(): number {
@@ -93,13 +92,7 @@ export class EventStreamService implements BeforeApplicationShutdown {
       return;
     }
     try {
-      const rows = await this.database
-        .read(ManagerEventEntity)
-        .createQueryBuilder('e')
-        .where('e.id > :cursor', { cursor })
-        .orderBy('e.id', 'ASC')
-        .limit(LIMITS.eventReplayMax + 1)
-        .getMany();
+      const rows = await this.events.after(cursor, LIMITS.eventReplayMax + 1);
       for (const row of rows.slice(0, LIMITS.eventReplayMax)) {
         send(sseFrame(toManagerEvent(row)), row.id);
       }

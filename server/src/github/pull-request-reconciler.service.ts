@@ -3,8 +3,8 @@ import type { Subscription } from 'rxjs';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
-import type { WriteTx } from '../core/database/write-tx';
-import { PullRequestEntity } from '../pull-requests/pull-request.entity';
+import type { UnitOfWork } from '../core/database/unit-of-work';
+import type { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { GITHUB_CLIENT, GitHubClient } from './github-client';
@@ -150,7 +150,7 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
       }
       return { ...report, skippedReason: 'not_configured' };
     }
-    const tracked = ids ? await this.database.read(PullRequestEntity).findBy(ids.map((id) => ({ id }))) : await this.pullRequests.tracked(CLOSED_RECHECK_MS, CLOSED_PER_TICK);
+    const tracked = ids ? await this.pullRequests.findByIds(ids) : await this.pullRequests.tracked(CLOSED_RECHECK_MS, CLOSED_PER_TICK);
     report.pullRequests = tracked.length;
     if (tracked.length === 0) {
       return { ...report, durationMs: Date.now() - started };
@@ -216,7 +216,7 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
     // 1. Lifecycle and head: the message commits with the row, so the change is told once.
     // Applied only over the row this tick read: a registration in between (a newer head) wins,
     // and the PR is simply looked at again next tick.
-    const unchanged = async (tx: WriteTx) => (await (await tx.reads()).findOneBy(PullRequestEntity, { id: pr.id }))?.updatedAt === pr.updatedAt;
+    const unchanged = async (tx: UnitOfWork) => (await this.pullRequests.findIn(tx, pr.id))?.updatedAt === pr.updatedAt;
     const status = statusDelivery(pr, snapshot);
     if (status) {
       const outcome = await this.delivery.deliver(status, {

@@ -2,12 +2,13 @@ import { Module } from '@nestjs/common';
 
 import { AttachmentsModule } from '../attachments/attachments.module';
 import { RequirementsModule } from '../requirements/requirements.module';
+import { MessagesRepository } from './messages.repository';
 import { MessagesService } from './messages.service';
 
 /** The conversation store. Its HTTP routes live in ConversationModule, which also needs `runs`. */
 @Module({
-  exports: [MessagesService],
+  exports: [MessagesRepository, MessagesService],
   imports: [AttachmentsModule, RequirementsModule],
-  providers: [MessagesService],
+  providers: [MessagesRepository, MessagesService],
 })
 export class MessagesModule {}

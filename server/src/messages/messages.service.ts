@@ -5,16 +5,17 @@ import type { EventActor, MessageAuthor } from '@libs/contracts';
 import { AttachmentsService } from '../attachments/attachments.service';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
-import type { WriteTx } from '../core/database/write-tx';
-import { keysetPage } from '../core/http/pagination';
-import { isId, newId } from '../core/ids';
+import type { UnitOfWork } from '../core/database/unit-of-work';
+import { newId } from '../core/ids';
 import { EventLog } from '../events/event-log.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
-import { RequirementEntity } from '../requirements/requirement.entity';
-import { RequirementRows, requirementNotFound } from '../requirements/requirements.service';
+import type { RequirementRows } from '../requirements/requirements.repository';
+import { RequirementsRepository } from '../requirements/requirements.repository';
+import { requirementNotFound } from '../requirements/requirements.service';
 import { ListMessagesQueryDto } from './dto/list-messages-query.dto';
 import { MessagePageDto, MessageResponseDto, toMessageResponse } from './dto/message-response.dto';
 import { ReplyDto } from './dto/reply.dto';
+import { MessagesRepository } from './messages.repository';
 import { RequirementMessageEntity } from './requirement-message.entity';
 
 export interface NewMessage {
@@ -40,6 +41,8 @@ export class MessagesService {
     private readonly clock: Clock,
     private readonly database: Database,
     private readonly events: EventLog,
+    private readonly repository: MessagesRepository,
+    private readonly requirements: RequirementsRepository,
   ) {}
 
   /**
@@ -48,7 +51,7 @@ export class MessagesService {
    * they are gap-free in commit order.
    */
   async append(
-    tx: WriteTx,
+    tx: UnitOfWork,
     { requirement, session }: RequirementRows,
     input: NewMessage,
     actor: EventActor,
@@ -70,11 +73,12 @@ export class MessagesService {
       sourceRequirementId: input.sourceRequirementId ?? null,
       triggerId: input.triggerId ?? null,
     };
-    session.lastMessageSequence = sequence;
-    session.pendingMessageCount += entity.deliverToRd ? 1 : 0;
-    session.updatedAt = now;
-    tx.update('agent_session', { lastMessageSequence: sequence, pendingMessageCount: session.pendingMessageCount, updatedAt: now }, { id: session.id });
-    tx.insert('requirement_message', { ...entity });
+    this.requirements.changeSession(tx, session, {
+      lastMessageSequence: sequence,
+      pendingMessageCount: session.pendingMessageCount + (entity.deliverToRd ? 1 : 0),
+      updatedAt: now,
+    });
+    this.repository.insert(tx, entity);
     const attachments = await this.attachments.claim(tx, requirement.id, input.attachmentIds ?? [], entity.id);
     const message = toMessageResponse(entity, attachments);
     // Built from the rows this unit holds (the write path is serialized): no re-read needed.
@@ -91,32 +95,22 @@ export class MessagesService {
   }
 
   /** A person's message (a reply, or the text of a start): always delivered to the RD session. */
-  async appendHuman(tx: WriteTx, rows: RequirementRows, dto: ReplyDto, actor: EventActor): Promise<MessageResponseDto> {
+  async appendHuman(tx: UnitOfWork, rows: RequirementRows, dto: ReplyDto, actor: EventActor): Promise<MessageResponseDto> {
     const appended = await this.append(tx, rows, { attachmentIds: dto.attachmentIds ?? [], author: 'human', body: dto.message ?? '', deliverToRd: true }, actor);
     return appended.message;
   }
 
   /** Deliverable messages after `sequence`: the session's pending count once a run consumed up to it. */
-  async countDeliverableAfter(tx: WriteTx, requirementId: string, sequence: number): Promise<number> {
-    const manager = await tx.reads();
-    const [row] = await manager.query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM requirement_message WHERE requirement_id = ? AND deliver_to_rd = TRUE AND sequence > ?', [
-      requirementId,
-      sequence,
-    ]);
-    return Number(row?.n ?? 0);
+  countDeliverableAfter(tx: UnitOfWork, requirementId: string, sequence: number): Promise<number> {
+    return this.repository.countDeliverableAfter(tx, requirementId, sequence);
   }
 
   /** The conversation in ascending sequence, a page at a time. */
   async list(requirementId: string, query: ListMessagesQueryDto): Promise<MessagePageDto> {
-    const exists = isId('requirement', requirementId) ? await this.database.read(RequirementEntity).exists({ where: { id: requirementId } }) : false;
-    if (!exists) {
+    if (!(await this.requirements.exists(requirementId))) {
       throw requirementNotFound(requirementId);
     }
-    const qb = this.database
-      .read(RequirementMessageEntity)
-      .createQueryBuilder('m')
-      .where('m.requirement_id = :requirementId AND m.sequence > :afterSequence', { afterSequence: query.afterSequence ?? 0, requirementId });
-    const { nextCursor, rows } = await keysetPage(qb, [{ column: 'm.sequence', type: 'number', value: (m) => m.sequence }], 'ASC', query);
+    const { nextCursor, rows } = await this.repository.page(requirementId, query.afterSequence ?? 0, query);
     const attachments = await this.attachments.forMessages(
       this.database.readManager,
       rows.map((m) => m.id),

@@ -5,14 +5,14 @@ import type { EventActor, ManagerEventPayloads, PullRequestStatus } from '@libs/
 import { AgentCaller, assertInScope } from '../auth/agent-scope.decorator';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
-import type { WriteTx } from '../core/database/write-tx';
+import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict } from '../core/errors/domain-error';
-import { keysetPage, newestFirst } from '../core/http/pagination';
 import { newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
 import { ListPullRequestsQueryDto, PullRequestPageDto, PullRequestResponseDto, RegisterPullRequestDto, toPullRequestResponse } from './dto/pull-request.dto';
 import { PullRequestEntity } from './pull-request.entity';
+import { PullRequestsRepository } from './pull-requests.repository';
 
 /**
  * Pull requests the RD agents open. Registration is idempotent by lower-cased repository and
@@ -35,7 +35,7 @@ export interface GitHubPullRequestState {
  */
 /** What head-change steps add to the PR's event payload (the reviews the move made stale). */
 export type HeadChangeExtras = Pick<ManagerEventPayloads['pull_request.updated'], 'reviewRequests'>;
-export type HeadChangeStep = (tx: WriteTx, pullRequest: PullRequestEntity) => Promise<HeadChangeExtras>;
+export type HeadChangeStep = (tx: UnitOfWork, pullRequest: PullRequestEntity) => Promise<HeadChangeExtras>;
 
 @Injectable()
 export class PullRequestsService {
@@ -46,6 +46,7 @@ export class PullRequestsService {
     private readonly clock: Clock,
     private readonly database: Database,
     private readonly events: EventLog,
+    private readonly repository: PullRequestsRepository,
     private readonly requirements: RequirementsService,
   ) {}
 
@@ -54,7 +55,7 @@ export class PullRequestsService {
     const result = await this.database.write(async (tx) => {
       const { requirement, session } = await this.requirements.loadForWrite(tx, dto.requirementId);
       const repositoryKey = dto.repository.toLowerCase();
-      const existing = await (await tx.reads()).findOneBy(PullRequestEntity, { number: dto.number, repositoryKey });
+      const existing = await this.repository.findByKeyIn(tx, repositoryKey, dto.number);
       if (existing && existing.requirementId !== requirement.id) {
         throw conflict('pull_request_owned', `${dto.repository}#${dto.number} is registered to Requirement ${existing.requirementId}`);
       }
@@ -63,7 +64,7 @@ export class PullRequestsService {
       let entity: PullRequestEntity;
       if (existing) {
         entity = { ...existing, ...metadata, updatedAt: now };
-        tx.update('pull_request', { ...metadata, updatedAt: now }, { id: existing.id });
+        this.repository.update(tx, existing.id, { ...metadata, updatedAt: now });
       } else {
         entity = {
           ...metadata,
@@ -78,7 +79,7 @@ export class PullRequestsService {
           status: dto.status,
           updatedAt: now,
         };
-        tx.insert('pull_request', { ...entity });
+        this.repository.insert(tx, entity);
       }
       const pullRequest = toPullRequestResponse(entity);
       const related = existing && existing.headSha !== entity.headSha ? await this.headChanged(tx, entity) : {};
@@ -101,36 +102,19 @@ export class PullRequestsService {
    * Least recently observed first.
    */
   async tracked(closedRecheckMs: number, closedLimit: number): Promise<PullRequestEntity[]> {
-    const active = await this.database
-      .read(PullRequestEntity)
-      .createQueryBuilder('p')
-      .where("p.status IN ('draft', 'open')")
-      .orderBy('p.github_observed_at', 'ASC', 'NULLS FIRST')
-      .getMany();
     const before = new Date(this.clock.now().getTime() - closedRecheckMs).toISOString();
-    const closed = await this.database
-      .read(PullRequestEntity)
-      .createQueryBuilder('p')
-      .where("p.status = 'closed' AND (p.github_observed_at IS NULL OR p.github_observed_at < :before)", { before })
-      .orderBy('p.github_observed_at', 'ASC', 'NULLS FIRST')
-      .limit(closedLimit)
-      .getMany();
+    const [active, closed] = await Promise.all([this.repository.active(), this.repository.closedNotObservedSince(before, closedLimit)]);
     return [...active, ...closed];
   }
 
   /** Tracked PRs by GitHub identity (lower-cased owner/name and number), for the webhook. */
-  async findByIdentity(identities: ReadonlyArray<{ repository: string; number: number }>): Promise<PullRequestEntity[]> {
-    if (identities.length === 0) {
-      return [];
-    }
-    const qb = this.database.read(PullRequestEntity).createQueryBuilder('p');
-    identities.forEach(({ number, repository }, i) => qb.orWhere(`(p.repository_key = :r${i} AND p.number = :n${i})`, { [`n${i}`]: number, [`r${i}`]: repository.toLowerCase() }));
-    return qb.getMany();
+  findByIdentity(identities: ReadonlyArray<{ repository: string; number: number }>): Promise<PullRequestEntity[]> {
+    return this.repository.byIdentity(identities.map(({ number, repository }) => ({ number, repositoryKey: repository.toLowerCase() })));
   }
 
   /** Tracked PRs whose head is `sha` in `repository` (a commit status names only the commit). */
   findByHead(repository: string, sha: string): Promise<PullRequestEntity[]> {
-    return this.database.read(PullRequestEntity).findBy({ headSha: sha, repositoryKey: repository.toLowerCase() });
+    return this.repository.byHead(repository.toLowerCase(), sha);
   }
 
   /**
@@ -138,8 +122,8 @@ export class PullRequestsService {
    * status message commits with it): lifecycle, head and metadata. Publishes
    * `pull_request.updated` when anything visible changed. Returns the row as now stored.
    */
-  async applyGitHubState(tx: WriteTx, id: string, state: GitHubPullRequestState, actor: EventActor): Promise<PullRequestEntity | null> {
-    const current = await (await tx.reads()).findOneBy(PullRequestEntity, { id });
+  async applyGitHubState(tx: UnitOfWork, id: string, state: GitHubPullRequestState, actor: EventActor): Promise<PullRequestEntity | null> {
+    const current = await this.repository.findByIdIn(tx, id);
     if (!current) {
       return null; // purged meanwhile
     }
@@ -150,7 +134,7 @@ export class PullRequestsService {
     }
     const now = this.clock.nowIso();
     const updated: PullRequestEntity = { ...current, ...visible, updatedAt: now };
-    tx.update('pull_request', { ...visible, updatedAt: now }, { id });
+    this.repository.update(tx, id, { ...visible, updatedAt: now });
     const related = current.headSha !== updated.headSha ? await this.headChanged(tx, updated) : {};
     await this.events.append(tx, {
       actor,
@@ -161,10 +145,20 @@ export class PullRequestsService {
     return updated;
   }
 
+  /** These PRs (any that exist). */
+  findByIds(ids: readonly string[]): Promise<PullRequestEntity[]> {
+    return this.repository.findByIds(ids);
+  }
+
+  /** A PR as the unit sees it (null when unknown or purged). */
+  findIn(tx: UnitOfWork, id: string): Promise<PullRequestEntity | null> {
+    return this.repository.findByIdIn(tx, id);
+  }
+
   /** Records what the reconciler last saw (after every delivery for it committed). */
   async markObserved(id: string, observation: { fingerprint: string | null; mergeable: string }): Promise<void> {
     await this.database.write(async (tx) =>
-      tx.update('pull_request', { githubFingerprint: observation.fingerprint, githubMergeable: observation.mergeable, githubObservedAt: this.clock.nowIso() }, { id }),
+      this.repository.update(tx, id, { githubFingerprint: observation.fingerprint, githubMergeable: observation.mergeable, githubObservedAt: this.clock.nowIso() }),
     );
   }
 
@@ -174,7 +168,7 @@ export class PullRequestsService {
   }
 
   /** Runs the head-change steps for a PR whose new head is staged in `tx`; returns their payload additions. */
-  async headChanged(tx: WriteTx, pullRequest: PullRequestEntity): Promise<HeadChangeExtras> {
+  async headChanged(tx: UnitOfWork, pullRequest: PullRequestEntity): Promise<HeadChangeExtras> {
     const payload: HeadChangeExtras = {};
     for (const step of this.headChangeSteps) {
       Object.assign(payload, await step(tx, pullRequest));
@@ -183,11 +177,7 @@ export class PullRequestsService {
   }
 
   async list(query: ListPullRequestsQueryDto): Promise<PullRequestPageDto> {
-    const qb = this.database.read(PullRequestEntity).createQueryBuilder('p');
-    if (query.requirementId !== undefined) {
-      qb.andWhere('p.requirement_id = :requirementId', { requirementId: query.requirementId });
-    }
-    const { nextCursor, rows } = await keysetPage(qb, newestFirst('p'), 'DESC', query);
+    const { nextCursor, rows } = await this.repository.page(query);
     return { items: rows.map(toPullRequestResponse), nextCursor };
   }
 }

@@ -2,11 +2,11 @@ import { Module } from '@nestjs/common';
 
 import { RequirementsController, SessionsController } from './requirements.controller';
 import { RequirementsService } from './requirements.service';
-import { RetentionService } from './retention.service';
+import { RequirementsRepository } from './requirements.repository';
 
 @Module({
   controllers: [RequirementsController, SessionsController],
-  exports: [RequirementsService],
-  providers: [RequirementsService, RetentionService],
+  exports: [RequirementsRepository, RequirementsService],
+  providers: [RequirementsRepository, RequirementsService],
 })
 export class RequirementsModule {}

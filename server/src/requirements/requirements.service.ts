@@ -5,27 +5,21 @@ import type { EventActor, ManagerEventPayloads, RequirementCreator } from '@libs
 
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
-import type { WriteTx } from '../core/database/write-tx';
+import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, notFound } from '../core/errors/domain-error';
-import { keysetPage, newestFirst } from '../core/http/pagination';
-import { isId, newId } from '../core/ids';
+import { newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
 import { AgentSessionEntity } from './agent-session.entity';
 import { CreateRequirementDto } from './dto/create-requirement.dto';
 import { ListRequirementsQueryDto } from './dto/list-requirements-query.dto';
 import { AgentSessionPageDto, RequirementPageDto, RequirementResponseDto, toRequirementResponse, toSessionResponse } from './dto/requirement-response.dto';
 import { RequirementEntity } from './requirement.entity';
+import { RequirementRows, RequirementsRepository } from './requirements.repository';
 
 export interface NewRequirement extends CreateRequirementDto {
   createdBy: RequirementCreator;
   parentRequirementId?: string | null;
   sourceSessionId?: string | null;
-}
-
-/** A Requirement row and its session row, as the write path holds them. */
-export interface RequirementRows {
-  requirement: RequirementEntity;
-  session: AgentSessionEntity;
 }
 
 /**
@@ -34,11 +28,9 @@ export interface RequirementRows {
  */
 /** What closing steps add to the terminal event's payload (the timers that ended with it). */
 export type ClosedExtras = Omit<ManagerEventPayloads['requirement.completed'], 'requirement'>;
-export type ClosingStep = (tx: WriteTx, requirementId: string, now: string) => Promise<ClosedExtras>;
+export type ClosingStep = (tx: UnitOfWork, requirementId: string, now: string) => Promise<ClosedExtras>;
 
 const CHILDREN_MAX = 500;
-
-const cacheKey = (id: string) => `requirement:${id}`;
 
 export const requirementNotFound = (id: string) => notFound('requirement_not_found', `Requirement ${id} not found`);
 
@@ -55,6 +47,7 @@ export class RequirementsService {
     private readonly clock: Clock,
     private readonly database: Database,
     private readonly events: EventLog,
+    private readonly repository: RequirementsRepository,
   ) {}
 
   async create(input: NewRequirement, actor: EventActor): Promise<RequirementResponseDto> {
@@ -89,9 +82,7 @@ export class RequirementsService {
         state: 'idle',
         updatedAt: now,
       };
-      tx.insert('requirement', { ...requirement });
-      tx.insert('agent_session', { ...session });
-      tx.cache.set(cacheKey(requirement.id), { requirement, session });
+      this.repository.insert(tx, { requirement, session });
       const snapshot = toRequirementResponse(requirement, session);
       await this.events.append(tx, {
         actor,
@@ -116,34 +107,21 @@ export class RequirementsService {
 
   /** The Requirement, or null when it does not exist (or was purged). */
   async find(id: string): Promise<RequirementResponseDto | null> {
-    return isId('requirement', id) ? this.snapshot(this.database.readManager, id) : null;
+    return this.snapshot(this.database.readManager, id);
   }
 
   /** Direct children, oldest first (bounded: an agent proposes a handful, not thousands). */
   async children(parentId: string): Promise<RequirementResponseDto[]> {
-    const rows = await this.database
-      .read(RequirementEntity)
-      .createQueryBuilder('r')
-      .where('r.parent_requirement_id = :parentId', { parentId })
-      .orderBy('r.created_at', 'ASC')
-      .addOrderBy('r.id', 'ASC')
-      .limit(CHILDREN_MAX)
-      .getMany();
-    return this.snapshots(this.database.readManager, rows);
+    return this.snapshots(this.database.readManager, await this.repository.children(parentId, CHILDREN_MAX));
   }
 
   async list(query: ListRequirementsQueryDto): Promise<RequirementPageDto> {
-    const qb = this.database.read(RequirementEntity).createQueryBuilder('r');
-    if (query.status) {
-      qb.andWhere('r.status = :status', { status: query.status });
-    }
-    const { nextCursor, rows } = await keysetPage(qb, newestFirst('r'), 'DESC', query);
+    const { nextCursor, rows } = await this.repository.page(query);
     return { items: await this.snapshots(this.database.readManager, rows), nextCursor };
   }
 
   async listSessions(query: { limit?: number; cursor?: string }): Promise<AgentSessionPageDto> {
-    const qb = this.database.read(AgentSessionEntity).createQueryBuilder('s');
-    const { nextCursor, rows } = await keysetPage(qb, newestFirst('s'), 'DESC', query);
+    const { nextCursor, rows } = await this.repository.sessionsPage(query);
     return { items: rows.map((s) => toSessionResponse(s)), nextCursor };
   }
 
@@ -154,9 +132,7 @@ export class RequirementsService {
       if (requirement.status !== 'todo') {
         throw conflict('requirement_started', `Requirement ${id} is ${requirement.status}; only a todo Requirement can be deleted`);
       }
-      requirement.status = 'cancelled';
-      requirement.updatedAt = this.clock.nowIso();
-      tx.update('requirement', { status: requirement.status, updatedAt: requirement.updatedAt }, { id });
+      this.repository.changeRequirement(tx, requirement, { status: 'cancelled', updatedAt: this.clock.nowIso() });
       const closed = await this.runClosingSteps(tx, id, requirement.updatedAt);
       await this.events.append(tx, {
         actor,
@@ -177,11 +153,9 @@ export class RequirementsService {
         throw conflict('requirement_not_waiting_confirmation', `Requirement ${id} is ${requirement.status}, not waiting_confirmation`);
       }
       const now = this.clock.nowIso();
-      Object.assign(requirement, { completedAt: now, status: 'done', updatedAt: now });
+      this.repository.changeRequirement(tx, requirement, { completedAt: now, status: 'done', updatedAt: now });
       // A done Requirement is no longer paused: a reply or related message reopening it starts a run.
-      Object.assign(session, { pausedAt: null, state: 'completed', updatedAt: now });
-      tx.update('requirement', { completedAt: now, status: 'done', updatedAt: now }, { id });
-      tx.update('agent_session', { pausedAt: null, state: 'completed', updatedAt: now }, { id: session.id });
+      this.repository.changeSession(tx, session, { pausedAt: null, state: 'completed', updatedAt: now });
       const result = toRequirementResponse(requirement, session);
       const closed = await this.runClosingSteps(tx, id, now);
       await this.events.append(tx, {
@@ -202,7 +176,7 @@ export class RequirementsService {
     this.closingSteps.push(step);
   }
 
-  private async runClosingSteps(tx: WriteTx, id: string, now: string): Promise<ClosedExtras> {
+  private async runClosingSteps(tx: UnitOfWork, id: string, now: string): Promise<ClosedExtras> {
     const payload: ClosedExtras = {};
     for (const step of this.closingSteps) {
       Object.assign(payload, await step(tx, id, now));
@@ -211,37 +185,21 @@ export class RequirementsService {
   }
 
   /**
-   * A Requirement and its session for a write unit, from the write cache or in one query. The
-   * write path is serialized, so what a unit gets here stays true until it commits. Whoever
-   * changes either row changes these objects too (and stages the UPDATE), which keeps the
-   * cache exact; snapshots are built from them without reading again.
+   * A Requirement and its session for a write unit (see RequirementsRepository.loadForWrite):
+   * whoever changes either row does it through the repository's change calls, which keeps the
+   * write cache exact; snapshots are built from these objects without reading again.
    */
-  async loadForWrite(tx: WriteTx, id: string): Promise<RequirementRows> {
-    const cached = tx.cache.get<RequirementRows>(cacheKey(id));
-    if (cached) {
-      return cached;
-    }
-    const manager = isId('requirement', id) ? await tx.reads() : null;
-    const requirement = manager
-      ? await manager
-          .createQueryBuilder(RequirementEntity, 'r')
-          .innerJoinAndMapOne('r.session', AgentSessionEntity, 's', 's.requirement_id = r.id')
-          .where('r.id = :id', { id })
-          .getOne()
-      : null;
-    if (!requirement?.session) {
+  async loadForWrite(tx: UnitOfWork, id: string): Promise<RequirementRows> {
+    const rows = await this.repository.loadForWrite(tx, id);
+    if (!rows) {
       throw requirementNotFound(id);
     }
-    const { session } = requirement;
-    delete requirement.session;
-    const rows = { requirement, session };
-    tx.cache.set(cacheKey(id), rows);
     return rows;
   }
 
   /** The Requirement with its session and pending count, as events and responses carry it. */
   async snapshot(manager: EntityManager, id: string): Promise<RequirementResponseDto | null> {
-    const requirement = await manager.findOneBy(RequirementEntity, { id });
+    const requirement = await this.repository.findById(id, manager);
     if (!requirement) {
       return null;
     }
@@ -254,10 +212,10 @@ export class RequirementsService {
     if (requirements.length === 0) {
       return [];
     }
-    const sessions = await manager
-      .createQueryBuilder(AgentSessionEntity, 's')
-      .where('s.requirement_id IN (:...ids)', { ids: requirements.map((r) => r.id) })
-      .getMany();
+    const sessions = await this.repository.sessionsOf(
+      requirements.map((r) => r.id),
+      manager,
+    );
     const byRequirement = new Map(sessions.map((s) => [s.requirementId, s]));
     return requirements.map((r) => {
       const session = byRequirement.get(r.id);

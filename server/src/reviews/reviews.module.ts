@@ -5,12 +5,13 @@ import { PullRequestsModule } from '../pull-requests/pull-requests.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { RunsModule } from '../runs/runs.module';
 import { ReviewsController } from './reviews.controller';
+import { ReviewsRepository } from './reviews.repository';
 import { ReviewsService } from './reviews.service';
 
 @Module({
   controllers: [ReviewsController],
   exports: [ReviewsService],
   imports: [MessagesModule, PullRequestsModule, RequirementsModule, RunsModule],
-  providers: [ReviewsService],
+  providers: [ReviewsRepository, ReviewsService],
 })
 export class ReviewsModule {}

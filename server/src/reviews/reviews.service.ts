@@ -6,24 +6,25 @@ import type { ProcessEnd } from '../agents/process-runner';
 import { ReviewerInput, buildReviewerInstructions, buildReviewerPrompt } from '../agents/prompt';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
-import type { WriteTx } from '../core/database/write-tx';
+import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, notFound } from '../core/errors/domain-error';
-import { keysetPage, newestFirst } from '../core/http/pagination';
-import { isId, newId } from '../core/ids';
+import { newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
 import { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementsService } from '../requirements/requirements.service';
-import { ActiveRun, FinalRunStatus, errorOf, outcomeOf, recordRunEnd, runEndEventType } from '../runs/active-run';
+import { ActiveRun, FinalRunStatus, errorOf, outcomeOf, runEndEventType, runEndFields } from '../runs/active-run';
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { toRunResponse } from '../runs/dto/run-response.dto';
 import { RunLauncher } from '../runs/run-launcher.service';
+import { RunsRepository } from '../runs/runs.repository';
 import { ConversationDelivery } from '../runs/conversation-delivery.service';
 import { TraceWriter } from '../runs/trace-writer';
 import { CreateReviewRequestDto, CreateReviewResponseDto, ListReviewRequestsQueryDto, ReviewRequestPageDto, toReviewRequestResponse } from './dto/review-request.dto';
 import { ReviewRequestEntity } from './review-request.entity';
+import { ReviewsRepository } from './reviews.repository';
 
 const SHUTDOWN_WAIT_MS = 10_000;
 const LOST = 'Agent Manager stopped while the review was running';
@@ -54,7 +55,9 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     private readonly launcher: RunLauncher,
     private readonly messages: MessagesService,
     private readonly pullRequests: PullRequestsService,
+    private readonly repository: ReviewsRepository,
     private readonly requirements: RequirementsService,
+    private readonly runs: RunsRepository,
   ) {}
 
   onModuleInit(): void {
@@ -66,14 +69,13 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
   async onApplicationBootstrap(): Promise<void> {
     await this.database.write(async (tx) => {
       const now = this.clock.nowIso();
-      tx.execute("UPDATE review_request SET status = 'failed', error = ?, finished_at = ?, updated_at = ? WHERE status = 'running'", [LOST, now, now]);
+      this.repository.update(tx, { error: LOST, finishedAt: now, status: 'failed', updatedAt: now }, { status: 'running' });
     });
   }
 
   async request(pullRequestId: string, dto: CreateReviewRequestDto, actor: EventActor): Promise<CreateReviewResponseDto> {
     const started = await this.database.write(async (tx) => {
-      const reads = await tx.reads();
-      const pullRequest = isId('pullRequest', pullRequestId) ? await reads.findOneBy(PullRequestEntity, { id: pullRequestId }) : null;
+      const pullRequest = await this.pullRequests.findIn(tx, pullRequestId);
       if (!pullRequest) {
         throw notFound('pull_request_not_found', `Pull request ${pullRequestId} not found`);
       }
@@ -83,7 +85,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
       if (this.shuttingDown) {
         throw conflict('shutting_down', 'Agent Manager is stopping');
       }
-      const active = await reads.findOneBy(ReviewRequestEntity, { pullRequestId, status: 'running' });
+      const active = await this.repository.runningForIn(tx, pullRequestId);
       if (active) {
         throw conflict('review_active', `${pullRequest.repository}#${pullRequest.number} already has a review running (${active.id})`);
       }
@@ -135,8 +137,8 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
         targetHeadSha: pullRequest.headSha,
         updatedAt: now,
       };
-      tx.insert('agent_run', { ...run });
-      tx.insert('review_request', { ...review });
+      this.runs.insert(tx, run);
+      this.repository.insert(tx, review);
       await this.events.append(tx, {
         actor,
         payload: { requirement: toRequirementResponse(rows.requirement, rows.session), reviewRequest: toReviewRequestResponse(review), run: toRunResponse(run) },
@@ -152,11 +154,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
   }
 
   async list(query: ListReviewRequestsQueryDto): Promise<ReviewRequestPageDto> {
-    const qb = this.database.read(ReviewRequestEntity).createQueryBuilder('r');
-    if (query.pullRequestId !== undefined) {
-      qb.andWhere('r.pull_request_id = :pullRequestId', { pullRequestId: query.pullRequestId });
-    }
-    const { nextCursor, rows } = await keysetPage(qb, newestFirst('r'), 'DESC', query);
+    const { nextCursor, rows } = await this.repository.page(query);
     return { items: rows.map(toReviewRequestResponse), nextCursor };
   }
 
@@ -194,7 +192,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
       parser: null,
       process: null,
       run,
-      traces: new TraceWriter(run, { id: run.id, kind: 'agent' }, this.clock, this.database, this.events),
+      traces: new TraceWriter(run, { id: run.id, kind: 'agent' }, this.clock, this.database, this.events, this.runs),
       usage: null,
       writes: Promise.resolve(),
     };
@@ -230,11 +228,14 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
         review.requirementId,
         async (tx, rows) => {
           const now = this.clock.nowIso();
-          const run = recordRunEnd(tx, active, { error, exitCode: end.code, now, status, usage: active.usage });
+          const run = this.runs.change(tx, active.run, runEndFields(active, { error, exitCode: end.code, now, status, usage: active.usage }));
           const reviewStatus: ReviewRequestStatus = status === 'timed_out' ? 'failed' : status;
-          const current = await (await tx.reads()).findOneByOrFail(ReviewRequestEntity, { id: review.id });
+          const current = await this.repository.findByIdIn(tx, review.id);
+          if (!current) {
+            throw new Error(`review ${review.id} is gone`); // purged with its Requirement meanwhile: nothing to record
+          }
           const updated: ReviewRequestEntity = { ...current, error, finishedAt: now, status: reviewStatus, updatedAt: now };
-          tx.update('review_request', { error, finishedAt: now, status: reviewStatus, updatedAt: now }, { id: review.id });
+          this.repository.update(tx, { error, finishedAt: now, status: reviewStatus, updatedAt: now }, { id: review.id });
           const reviewRequest = toReviewRequestResponse(updated);
           await this.events.append(tx, {
             actor: { id: run.id, kind: 'agent' },
@@ -275,8 +276,8 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
         .write(async (tx) => {
           const now = this.clock.nowIso();
           const error = `the review's outcome could not be recorded: ${(err as Error).message}`.slice(0, 1000);
-          tx.update('review_request', { error, finishedAt: now, status: 'failed', updatedAt: now }, { id: review.id, status: 'running' });
-          tx.update('agent_run', { error, finishedAt: now, status: 'failed', updatedAt: now }, { id: active.run.id, status: 'running' });
+          this.repository.update(tx, { error, finishedAt: now, status: 'failed', updatedAt: now }, { id: review.id, status: 'running' });
+          this.runs.update(tx, { error, finishedAt: now, status: 'failed', updatedAt: now }, { id: active.run.id, status: 'running' });
         })
         .catch((again: unknown) => this.logger.error(`could not fail review ${review.id}: ${(again as Error).message}`));
     } finally {
@@ -284,17 +285,13 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     }
   }
 
-  private async markStale(tx: WriteTx, pullRequest: PullRequestEntity): Promise<Record<string, unknown>> {
-    const reads = await tx.reads();
-    const reviews = await reads
-      .createQueryBuilder(ReviewRequestEntity, 'r')
-      .where('r.pull_request_id = :id AND r.stale = FALSE AND r.target_head_sha <> :sha', { id: pullRequest.id, sha: pullRequest.headSha })
-      .getMany();
+  private async markStale(tx: UnitOfWork, pullRequest: PullRequestEntity): Promise<Record<string, unknown>> {
+    const reviews = await this.repository.notStaleOtherHeadIn(tx, pullRequest.id, pullRequest.headSha);
     if (reviews.length === 0) {
       return {};
     }
     const now = this.clock.nowIso();
-    tx.update('review_request', { stale: true, updatedAt: now }, { id: reviews.map((r) => r.id) });
+    this.repository.update(tx, { stale: true, updatedAt: now }, { id: reviews.map((r) => r.id) });
     for (const review of reviews) {
       const entry = this.running.get(review.id);
       if (entry) {

@@ -1,8 +1,7 @@
 import type { InterruptMode, RunEndEventType, RunStatus } from '@libs/contracts';
 
-import type { WriteTx } from '../core/database/write-tx';
 import { newId } from '../core/ids';
-import type { RequirementRows } from '../requirements/requirements.service';
+import type { RequirementRows } from '../requirements/requirements.repository';
 
 import type { OutputParser, TokenUsage } from '../agents/agent-adapter';
 import type { ProcessEnd, RunningProcess } from '../agents/process-runner';
@@ -79,16 +78,16 @@ export function errorOf(active: ActiveRun, end: ProcessEnd, status: RunStatus, t
 const SUMMARY_LENGTH = 500;
 
 /**
- * Stages a finished run's row (RD or reviewer): outcome, exit code, usage and summary. Updates
- * `active.run` too, so the events built from it afterwards carry the final state.
+ * What a finished run's row records (RD or reviewer): outcome, exit code, usage and summary.
+ * Staged with `RunsRepository.change` on the active run's row, so the events built from it
+ * afterwards carry the final state.
  */
-export function recordRunEnd(
-  tx: WriteTx,
+export function runEndFields(
   active: ActiveRun,
   outcome: { status: RunStatus; error: string | null; exitCode: number | null; usage: TokenUsage | null; now: string },
-): AgentRunEntity {
+): Partial<AgentRunEntity> {
   const { error, exitCode, now, status, usage } = outcome;
-  const fields = {
+  return {
     cachedInputTokens: usage?.cachedInputTokens ?? null,
     error,
     exitCode,
@@ -100,8 +99,6 @@ export function recordRunEnd(
     taskSummary: active.lastAssistantText ? active.lastAssistantText.slice(0, SUMMARY_LENGTH) : null,
     updatedAt: now,
   };
-  tx.update('agent_run', fields, { id: active.run.id });
-  return Object.assign(active.run, fields);
 }
 
 /** The row of an RD run opening now on every deliverable message its session has not consumed. */

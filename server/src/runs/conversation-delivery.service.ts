@@ -3,14 +3,15 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { EventActor } from '@libs/contracts';
 
 import { Database } from '../core/database/database.service';
-import type { WriteTx } from '../core/database/write-tx';
+import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, invalid } from '../core/errors/domain-error';
 import { audit } from '../events/event-log.service';
 import { MessageResponseDto } from '../messages/dto/message-response.dto';
 import { ReplyDto, hasReplyContent } from '../messages/dto/reply.dto';
 import { MessagesService } from '../messages/messages.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
-import { RequirementRows, RequirementsService } from '../requirements/requirements.service';
+import type { RequirementRows } from '../requirements/requirements.repository';
+import { RequirementsService } from '../requirements/requirements.service';
 import { RequirementActors } from './requirement-actors.service';
 import { RunLifecycle } from './run-lifecycle.service';
 
@@ -85,7 +86,7 @@ export class ConversationDelivery {
    * (only a person does: triggers, timers, reviewers and other agents leave it pending); a done
    * Requirement is reopened in its original session.
    */
-  deliver(requirementId: string, write: (tx: WriteTx, rows: RequirementRows) => Promise<Delivered | null>, actor: EventActor): Promise<DeliveryResult | null> {
+  deliver(requirementId: string, write: (tx: UnitOfWork, rows: RequirementRows) => Promise<Delivered | null>, actor: EventActor): Promise<DeliveryResult | null> {
     return this.actors.act(requirementId, async () => {
       const result = await this.database.write(async (tx) => {
         const rows = await this.requirements.loadForWrite(tx, requirementId);

@@ -4,8 +4,8 @@ import { AttachmentsService } from '../attachments/attachments.service';
 import { RdPromptMessage, buildRdInstructions, buildRdPrompt, imagePaths } from '../agents/prompt';
 import { Database } from '../core/database/database.service';
 import { RUNTIME, Runtime } from '../core/runtime';
-import { RequirementMessageEntity } from '../messages/requirement-message.entity';
-import { RequirementEntity } from '../requirements/requirement.entity';
+import { MessagesRepository } from '../messages/messages.repository';
+import { RequirementsRepository } from '../requirements/requirements.repository';
 import { AgentEnvironmentService } from './agent-environment.service';
 import type { AgentRunEntity } from './agent-run.entity';
 
@@ -24,6 +24,8 @@ export class RunInputService {
     private readonly attachments: AttachmentsService,
     private readonly database: Database,
     private readonly environment: AgentEnvironmentService,
+    private readonly messages: MessagesRepository,
+    private readonly requirements: RequirementsRepository,
     @Inject(RUNTIME) private readonly runtime: Runtime,
   ) {}
 
@@ -34,28 +36,18 @@ export class RunInputService {
   /** Reads the run's input range (committed before the run was launched). */
   async prepare(run: AgentRunEntity): Promise<PreparedInput> {
     const manager = this.database.readManager;
-    const requirement = await manager.findOneByOrFail(RequirementEntity, { id: run.requirementId });
-    const rows = await manager
-      .createQueryBuilder(RequirementMessageEntity, 'm')
-      .where('m.requirement_id = :id AND m.deliver_to_rd = TRUE AND m.sequence BETWEEN :from AND :to', {
-        from: run.inputFromSequence,
-        id: run.requirementId,
-        to: run.inputToSequence,
-      })
-      .orderBy('m.sequence', 'ASC')
-      .getMany();
+    const requirement = await this.requirements.findById(run.requirementId, manager);
+    if (!requirement) {
+      throw new Error(`run ${run.id} has no Requirement`); // runs go with their Requirement (cascade): a bug, not input
+    }
+    const rows = await this.messages.deliverableBetween(run.requirementId, run.inputFromSequence ?? 0, run.inputToSequence ?? 0, manager);
     const attachments = await this.attachments.forMessages(
       manager,
       rows.map((m) => m.id),
     );
     const sources = [...new Set(rows.map((m) => m.sourceRequirementId).filter((id): id is string => id !== null))];
     const titles = new Map<string, string>();
-    for (const source of sources.length > 0
-      ? await manager.findBy(
-          RequirementEntity,
-          sources.map((id) => ({ id })),
-        )
-      : []) {
+    for (const source of await this.requirements.findByIds(sources, manager)) {
       titles.set(source.id, source.title);
     }
     const messages: RdPromptMessage[] = rows.map((m) => ({

@@ -15,10 +15,12 @@ import { Database } from '../core/database/database.service';
 import { EventLog } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import { RequirementsRepository } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
 import type { ActiveRun } from './active-run';
 import { AgentEnvironmentService } from './agent-environment.service';
 import { RunInputService } from './run-input.service';
+import { RunsRepository } from './runs.repository';
 
 /** A reviewer run ends after this long, however chatty (architecture §6). */
 export const REVIEWER_TIMEOUT_MS = 30 * 60 * 1000;
@@ -42,7 +44,9 @@ export class RunLauncher {
     private readonly events: EventLog,
     private readonly input: RunInputService,
     private readonly messages: MessagesService,
+    private readonly requirementRows: RequirementsRepository,
     private readonly requirements: RequirementsService,
+    private readonly runs: RunsRepository,
     private readonly sandbox: AgentSandbox,
   ) {}
 
@@ -126,7 +130,7 @@ export class RunLauncher {
     void proc.finished.then(ended);
     try {
       await this.database.write(async (tx) =>
-        tx.update('agent_run', { processGroupId: proc.pgid, processId: proc.pid, processMarker: run.id, processStartTime: proc.startTime }, { id: run.id }),
+        this.runs.update(tx, { processGroupId: proc.pgid, processId: proc.pid, processMarker: run.id, processStartTime: proc.startTime }, { id: run.id }),
       );
     } catch (err) {
       // Without its marker on record a crash could not find it again: end it now (the run fails).
@@ -186,17 +190,15 @@ export class RunLauncher {
     active.run.nativeSessionId = nativeSessionId;
     if (active.run.role === 'reviewer') {
       return this.database
-        .write(async (tx) => tx.update('agent_run', { nativeSessionId }, { id: active.run.id }))
+        .write(async (tx) => this.runs.update(tx, { nativeSessionId }, { id: active.run.id }))
         .catch((err: unknown) => this.logger.error(`could not record the native session of run ${active.run.id}: ${(err as Error).message}`));
     }
     return this.database
       .write(async (tx) => {
         const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
-        tx.update('agent_run', { nativeSessionId }, { id: active.run.id });
+        this.runs.update(tx, { nativeSessionId }, { id: active.run.id });
         if (rows.session.nativeSessionId !== nativeSessionId) {
-          rows.session.nativeSessionId = nativeSessionId;
-          rows.session.updatedAt = this.clock.nowIso();
-          tx.update('agent_session', { nativeSessionId, updatedAt: rows.session.updatedAt }, { id: rows.session.id });
+          this.requirementRows.changeSession(tx, rows.session, { nativeSessionId, updatedAt: this.clock.nowIso() });
           await this.events.append(tx, {
             actor: { id: active.run.id, kind: 'agent' },
             payload: { requirement: toRequirementResponse(rows.requirement, rows.session) },

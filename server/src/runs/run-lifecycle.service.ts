@@ -6,19 +6,22 @@ import type { ProcessEnd } from '../agents/process-runner';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
-import type { WriteTx } from '../core/database/write-tx';
+import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict } from '../core/errors/domain-error';
 import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
 import { ReplyDto, hasReplyContent } from '../messages/dto/reply.dto';
 import { MessagesService } from '../messages/messages.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
-import { RequirementRows, RequirementsService } from '../requirements/requirements.service';
-import { ActiveRun, FinalRunStatus, errorOf, newRdRun, outcomeOf, recordRunEnd, runEndEventType } from './active-run';
+import type { RequirementRows } from '../requirements/requirements.repository';
+import { RequirementsRepository } from '../requirements/requirements.repository';
+import { RequirementsService } from '../requirements/requirements.service';
+import { ActiveRun, FinalRunStatus, errorOf, newRdRun, outcomeOf, runEndEventType, runEndFields } from './active-run';
 import { AgentRunEntity } from './agent-run.entity';
 import { InterruptResponseDto, StartResponseDto, toRunResponse } from './dto/run-response.dto';
 import { RequirementActors } from './requirement-actors.service';
 import { RunLauncher } from './run-launcher.service';
 import { ownRunUsage } from './run-usage';
+import { RunsRepository } from './runs.repository';
 import { TraceWriter } from './trace-writer';
 
 /** How long a graceful stop waits for interrupted runs to be recorded. */
@@ -44,7 +47,9 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     private readonly events: EventLog,
     private readonly launcher: RunLauncher,
     private readonly messages: MessagesService,
+    private readonly requirementRows: RequirementsRepository,
     private readonly requirements: RequirementsService,
+    private readonly runs: RunsRepository,
   ) {}
 
   /** True once a graceful stop began: no run starts any more. */
@@ -139,16 +144,14 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
    * and the session running. The partial unique index on agent_run backs "one active run per
    * session" should this check ever be wrong. Call `launch` with the run once committed.
    */
-  async openRun(tx: WriteTx, rows: RequirementRows, actor: EventActor): Promise<{ run: AgentRunEntity; requirement: RequirementResponseDto }> {
+  async openRun(tx: UnitOfWork, rows: RequirementRows, actor: EventActor): Promise<{ run: AgentRunEntity; requirement: RequirementResponseDto }> {
     const { requirement, session } = rows;
     const now = this.clock.nowIso();
     const run = newRdRun(rows, now);
-    tx.insert('agent_run', { ...run });
+    this.runs.insert(tx, run);
     // Whatever opens a run was allowed to: a pause ends here.
-    Object.assign(requirement, { completedAt: null, status: 'doing', updatedAt: now });
-    Object.assign(session, { pausedAt: null, state: 'running', updatedAt: now });
-    tx.update('requirement', { completedAt: null, status: 'doing', updatedAt: now }, { id: requirement.id });
-    tx.update('agent_session', { pausedAt: null, state: 'running', updatedAt: now }, { id: session.id });
+    this.requirementRows.changeRequirement(tx, requirement, { completedAt: null, status: 'doing', updatedAt: now });
+    this.requirementRows.changeSession(tx, session, { pausedAt: null, state: 'running', updatedAt: now });
     const snapshot = toRequirementResponse(requirement, session);
     await this.events.append(tx, {
       actor,
@@ -166,7 +169,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       parser: null,
       process: null,
       run,
-      traces: new TraceWriter(run, { id: run.id, kind: 'agent' }, this.clock, this.database, this.events),
+      traces: new TraceWriter(run, { id: run.id, kind: 'agent' }, this.clock, this.database, this.events, this.runs),
       usage: null,
       writes: Promise.resolve(),
     };
@@ -220,13 +223,15 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
   }
 
   /** Records the outcome and returns the next run when the session continues at once. */
-  private async closeRun(tx: WriteTx, active: ActiveRun, status: FinalRunStatus, end: ProcessEnd): Promise<AgentRunEntity | null> {
+  private async closeRun(tx: UnitOfWork, active: ActiveRun, status: FinalRunStatus, end: ProcessEnd): Promise<AgentRunEntity | null> {
     const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
     const { requirement, session } = rows;
     const run = active.run;
     const error = status === 'succeeded' || status === 'cancelled' ? null : errorOf(active, end, status, this.configuration.get('rdInactivityTimeoutSeconds'));
+    const sessionChange: Partial<typeof session> = {};
     if (status === 'failed' || status === 'timed_out') {
-      session.lastError = error;
+      // Before the message: its event's snapshot already says why.
+      this.requirementRows.changeSession(tx, session, { lastError: error });
       await this.messages.append(
         tx,
         rows,
@@ -243,43 +248,30 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     // Requirement at that time, and the run.* event after it must not carry an older version,
     // or a client merging by update time keeps the earlier (still doing/running) snapshot.
     const now = this.clock.nowIso();
-    recordRunEnd(tx, active, { error, exitCode: end.code, now, status, usage: await ownRunUsage(tx, active) });
+    this.runs.change(tx, run, runEndFields(active, { error, exitCode: end.code, now, status, usage: await ownRunUsage(tx, this.runs, active) }));
 
     if (status === 'succeeded') {
       // Invariant 4: success consumes exactly the captured boundary, nothing that came later.
       const consumedTo = Math.max(session.lastConsumedMessageSequence, run.inputToSequence ?? 0);
-      session.lastConsumedMessageSequence = consumedTo;
-      session.pendingMessageCount = await this.messages.countDeliverableAfter(tx, requirement.id, consumedTo);
-      session.lastError = null;
+      sessionChange.lastConsumedMessageSequence = consumedTo;
+      sessionChange.pendingMessageCount = await this.messages.countDeliverableAfter(tx, requirement.id, consumedTo);
+      sessionChange.lastError = null;
     }
-    const newerInput = session.pendingMessageCount > (status === 'succeeded' ? 0 : active.capturedCount);
+    const pending = sessionChange.pendingMessageCount ?? session.pendingMessageCount;
+    const newerInput = pending > (status === 'succeeded' ? 0 : active.capturedCount);
     // A stop is the intentional pause (api-contract "State rules"): queued input stays pending
     // until a person starts the session again, or stop would be steer. Whatever the run's own
     // outcome (it may have finished just before the signal), the person asked it to halt.
     const paused = active.interruptMode === 'stop';
     const continues = !paused && !this.shuttingDown && newerInput && requirement.status === 'doing' && (status === 'succeeded' || status === 'cancelled');
     if (paused) {
-      session.pausedAt = now;
+      sessionChange.pausedAt = now;
     }
-    session.updatedAt = now;
     if (!continues) {
-      session.state = status === 'succeeded' || status === 'cancelled' ? 'waiting_human' : 'failed';
-      requirement.status = 'waiting_confirmation';
-      requirement.updatedAt = now;
-      tx.update('requirement', { status: requirement.status, updatedAt: now }, { id: requirement.id });
+      sessionChange.state = status === 'succeeded' || status === 'cancelled' ? 'waiting_human' : 'failed';
+      this.requirementRows.changeRequirement(tx, requirement, { status: 'waiting_confirmation', updatedAt: now });
     }
-    tx.update(
-      'agent_session',
-      {
-        lastConsumedMessageSequence: session.lastConsumedMessageSequence,
-        lastError: session.lastError,
-        pausedAt: session.pausedAt,
-        pendingMessageCount: session.pendingMessageCount,
-        state: session.state,
-        updatedAt: now,
-      },
-      { id: session.id },
-    );
+    this.requirementRows.changeSession(tx, session, { ...sessionChange, updatedAt: now });
     await this.events.append(tx, {
       actor: { id: run.id, kind: 'agent' },
       payload: { requirement: toRequirementResponse(requirement, session), run: toRunResponse(run) },

@@ -1,29 +1,23 @@
 import type { TokenUsage } from '../agents/agent-adapter';
-import type { WriteTx } from '../core/database/write-tx';
+import type { UnitOfWork } from '../core/database/unit-of-work';
 import type { ActiveRun } from './active-run';
+import type { RunsRepository } from './runs.repository';
 
 /**
  * This run's own token usage. Codex reports a running total for its thread, which a resumed
  * session carries across runs: subtract what the session's earlier runs already recorded.
  */
-export async function ownRunUsage(tx: WriteTx, active: ActiveRun): Promise<TokenUsage | null> {
+export async function ownRunUsage(tx: UnitOfWork, runs: RunsRepository, active: ActiveRun): Promise<TokenUsage | null> {
   const reported = active.usage;
   if (!reported || active.run.provider !== 'codex' || active.run.sessionId === null) {
     return reported;
   }
-  const [earlier] = await (
-    await tx.reads()
-  ).query<Array<{ input: number; cached: number; output: number; reasoning: number }>>(
-    `SELECT COALESCE(SUM(input_tokens), 0) AS input, COALESCE(SUM(cached_input_tokens), 0) AS cached,
-            COALESCE(SUM(output_tokens), 0) AS output, COALESCE(SUM(reasoning_output_tokens), 0) AS reasoning
-       FROM agent_run WHERE session_id = ? AND id <> ? AND provider = 'codex'`,
-    [active.run.sessionId, active.run.id],
-  );
-  const minus = (total: number, before: number | undefined) => Math.max(0, total - Number(before ?? 0));
+  const earlier = await runs.codexUsageOfSessionExcept(tx, active.run.sessionId, active.run.id);
+  const minus = (total: number, before: number) => Math.max(0, total - before);
   return {
-    cachedInputTokens: minus(reported.cachedInputTokens, earlier?.cached),
-    inputTokens: minus(reported.inputTokens, earlier?.input),
-    outputTokens: minus(reported.outputTokens, earlier?.output),
-    reasoningOutputTokens: minus(reported.reasoningOutputTokens, earlier?.reasoning),
+    cachedInputTokens: minus(reported.cachedInputTokens, earlier.cachedInputTokens),
+    inputTokens: minus(reported.inputTokens, earlier.inputTokens),
+    outputTokens: minus(reported.outputTokens, earlier.outputTokens),
+    reasoningOutputTokens: minus(reported.reasoningOutputTokens, earlier.reasoningOutputTokens),
   };
 }

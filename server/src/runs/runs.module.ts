@@ -11,13 +11,14 @@ import { RunLauncher } from './run-launcher.service';
 import { RequirementActors } from './requirement-actors.service';
 import { RunLifecycle } from './run-lifecycle.service';
 import { RunsController } from './runs.controller';
+import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 import { StartupReconciler } from './startup-reconciler.service';
 
 @Module({
   controllers: [RunsController],
-  exports: [AgentEnvironmentService, ConversationDelivery, RunLauncher, RunLifecycle],
+  exports: [AgentEnvironmentService, ConversationDelivery, RunLauncher, RunLifecycle, RunsRepository],
   imports: [AgentsModule, AttachmentsModule, MessagesModule, RequirementsModule],
-  providers: [AgentEnvironmentService, ConversationDelivery, RequirementActors, RunInputService, RunLauncher, RunLifecycle, RunsService, StartupReconciler],
+  providers: [AgentEnvironmentService, ConversationDelivery, RequirementActors, RunInputService, RunLauncher, RunLifecycle, RunsRepository, RunsService, StartupReconciler],
 })
 export class RunsModule {}

@@ -7,8 +7,9 @@ import { processInfo } from '../core/process-table';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import { RequirementsRepository } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
-import { AgentRunEntity } from './agent-run.entity';
+import { RunsRepository } from './runs.repository';
 
 const LOST = 'Agent Manager stopped while this run was active';
 
@@ -27,11 +28,13 @@ export class StartupReconciler implements OnApplicationBootstrap {
     private readonly database: Database,
     private readonly events: EventLog,
     private readonly messages: MessagesService,
+    private readonly requirementRows: RequirementsRepository,
     private readonly requirements: RequirementsService,
+    private readonly runs: RunsRepository,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    const stale = await this.database.read(AgentRunEntity).findBy({ status: 'running' });
+    const stale = await this.runs.withStatus('running');
     if (stale.length === 0) {
       return;
     }
@@ -48,16 +51,14 @@ export class StartupReconciler implements OnApplicationBootstrap {
       const now = this.clock.nowIso();
       const requirementIds: string[] = [];
       for (const run of stale) {
-        tx.update('agent_run', { error: LOST, finishedAt: now, status: 'failed', updatedAt: now }, { id: run.id });
+        this.runs.update(tx, { error: LOST, finishedAt: now, status: 'failed', updatedAt: now }, { id: run.id });
         if (run.role !== 'rd') {
           continue;
         }
         const rows = await this.requirements.loadForWrite(tx, run.requirementId);
-        Object.assign(rows.session, { lastError: LOST, state: 'failed', updatedAt: now });
-        tx.update('agent_session', { lastError: LOST, state: 'failed', updatedAt: now }, { id: rows.session.id });
+        this.requirementRows.changeSession(tx, rows.session, { lastError: LOST, state: 'failed', updatedAt: now });
         if (rows.requirement.status === 'doing') {
-          Object.assign(rows.requirement, { status: 'waiting_confirmation', updatedAt: now });
-          tx.update('requirement', { status: 'waiting_confirmation', updatedAt: now }, { id: rows.requirement.id });
+          this.requirementRows.changeRequirement(tx, rows.requirement, { status: 'waiting_confirmation', updatedAt: now });
         }
         await this.messages.append(
           tx,

@@ -7,6 +7,7 @@ import type { Clock } from '../core/clock';
 import type { Database } from '../core/database/database.service';
 import { newId } from '../core/ids';
 import type { EventLog } from '../events/event-log.service';
+import type { RunsRepository } from './runs.repository';
 
 /** A trace entry's detail is capped (the contract says 64 KiB); the cut is marked. */
 const MAX_DETAIL = 64 * 1024;
@@ -38,6 +39,7 @@ export class TraceWriter {
     private readonly clock: Clock,
     private readonly database: Database,
     private readonly events: EventLog,
+    private readonly runs: RunsRepository,
   ) {
     this.sequence = run.traceCount;
   }
@@ -84,7 +86,7 @@ export class TraceWriter {
                 type: 'run.trace.appended',
               });
             }
-            tx.update('agent_run', { traceCount }, { id: this.run.id });
+            this.runs.update(tx, { traceCount }, { id: this.run.id });
           })
           // A lost trace batch must not take the run down; it is logged, not hidden.
           .catch((err: unknown) => TraceWriter.logger.error({ error: (err as Error).message, msg: 'trace batch lost', runId: this.run.id })),

@@ -5,14 +5,14 @@ import { EventActor, TERMINAL_REQUIREMENT_STATUSES } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
-import type { WriteTx } from '../core/database/write-tx';
+import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, notFound } from '../core/errors/domain-error';
-import { keysetPage, newestFirst } from '../core/http/pagination';
 import { isId, newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { AgentTimerEntity } from './agent-timer.entity';
+import { TimersRepository } from './timers.repository';
 import { CreateTimerDto, ListTimersQueryDto, TimerPageDto, TimerResponseDto, toTimerResponse } from './dto/timer.dto';
 
 export const TIMER_TRIGGER_ID = 'timer';
@@ -37,6 +37,7 @@ export class TimersService implements OnModuleInit {
     private readonly database: Database,
     private readonly delivery: TriggerDeliveryService,
     private readonly events: EventLog,
+    private readonly repository: TimersRepository,
     private readonly requirements: RequirementsService,
   ) {}
 
@@ -64,7 +65,7 @@ export class TimersService implements OnModuleInit {
         status: 'active',
         updatedAt: now.toISOString(),
       };
-      tx.insert('agent_timer', { ...entity });
+      this.repository.insert(tx, entity);
       const response = toTimerResponse(entity);
       await this.events.append(tx, { actor, payload: { timer: response }, requirementId, sessionId: session.id, type: 'timer.created' });
       tx.afterCommit(() => this.changed$.next());
@@ -77,7 +78,7 @@ export class TimersService implements OnModuleInit {
   async cancel(requirementId: string, timerId: string, actor: EventActor): Promise<TimerResponseDto> {
     const timer = await this.database.write(async (tx) => {
       const { session } = await this.requirements.loadForWrite(tx, requirementId);
-      const entity = isId('timer', timerId) ? await (await tx.reads()).findOneBy(AgentTimerEntity, { id: timerId, requirementId }) : null;
+      const entity = isId('timer', timerId) ? await this.repository.findIn(tx, { id: timerId, requirementId }) : null;
       if (!entity) {
         throw timerNotFound(timerId);
       }
@@ -86,7 +87,7 @@ export class TimersService implements OnModuleInit {
       }
       const now = this.clock.nowIso();
       Object.assign(entity, { nextFireAt: null, status: 'cancelled', updatedAt: now });
-      tx.update('agent_timer', { nextFireAt: null, status: 'cancelled', updatedAt: now }, { id: timerId });
+      this.repository.update(tx, { nextFireAt: null, status: 'cancelled', updatedAt: now }, { id: timerId });
       const response = toTimerResponse(entity);
       await this.events.append(tx, { actor, payload: { timer: response }, requirementId, sessionId: session.id, type: 'timer.cancelled' });
       tx.afterCommit(() => this.changed$.next());
@@ -97,14 +98,7 @@ export class TimersService implements OnModuleInit {
   }
 
   async list(query: ListTimersQueryDto): Promise<TimerPageDto> {
-    const qb = this.database.read(AgentTimerEntity).createQueryBuilder('t');
-    if (query.requirementId !== undefined) {
-      qb.andWhere('t.requirement_id = :requirementId', { requirementId: query.requirementId });
-    }
-    if (query.status) {
-      qb.andWhere('t.status = :status', { status: query.status });
-    }
-    const { nextCursor, rows } = await keysetPage(qb, newestFirst('t'), 'DESC', query);
+    const { nextCursor, rows } = await this.repository.page(query);
     return { items: rows.map(toTimerResponse), nextCursor };
   }
 
@@ -116,8 +110,8 @@ export class TimersService implements OnModuleInit {
 
   /** When the earliest active timer is due, or null when none is active. */
   async nextDueAt(): Promise<Date | null> {
-    const [row] = await this.database.readManager.query<Array<{ at: string }>>("SELECT next_fire_at AS at FROM agent_timer WHERE status = 'active' ORDER BY next_fire_at LIMIT 1");
-    return row ? new Date(row.at) : null;
+    const at = await this.repository.nextFireAt();
+    return at === null ? null : new Date(at);
   }
 
   /** Delivers every occurrence due now; resolves with how many were handled and how many failed. */
@@ -125,13 +119,7 @@ export class TimersService implements OnModuleInit {
     let handled = 0;
     let failed = 0;
     for (;;) {
-      const due = await this.database
-        .read(AgentTimerEntity)
-        .createQueryBuilder('t')
-        .where("t.status = 'active' AND t.next_fire_at <= :now", { now: this.clock.nowIso() })
-        .orderBy('t.next_fire_at')
-        .limit(FIRE_BATCH)
-        .getMany();
+      const due = await this.repository.due(this.clock.nowIso(), FIRE_BATCH);
       for (const timer of due) {
         await this.fire(timer).catch((err: unknown) => {
           // A failing Requirement must not stop the others; the occurrence stays due and is retried.
@@ -162,7 +150,7 @@ export class TimersService implements OnModuleInit {
       {
         // Cancelled, ended or already advanced since it was read: nothing to deliver.
         guard: async (tx) => {
-          const current = await (await tx.reads()).findOneBy(AgentTimerEntity, { id: timer.id });
+          const current = await this.repository.findIn(tx, { id: timer.id });
           return current?.status === 'active' && current.nextFireAt === scheduledFor;
         },
         alsoWrite: (tx, rows, message) => this.advance(tx, timer, scheduledFor, rows.session.id, message?.id ?? null),
@@ -175,7 +163,7 @@ export class TimersService implements OnModuleInit {
    * After an occurrence: a one-time timer completes; a recurring one moves to its next
    * occurrence after now, skipping any it missed while the manager was down.
    */
-  private async advance(tx: WriteTx, timer: AgentTimerEntity, scheduledFor: string, sessionId: string, messageId: string | null): Promise<void> {
+  private async advance(tx: UnitOfWork, timer: AgentTimerEntity, scheduledFor: string, sessionId: string, messageId: string | null): Promise<void> {
     const now = this.clock.now();
     const intervalMs = timer.intervalSeconds * 1000;
     const missed = Math.floor((now.getTime() - new Date(scheduledFor).getTime()) / intervalMs);
@@ -187,7 +175,7 @@ export class TimersService implements OnModuleInit {
       status: next ? 'active' : 'completed',
       updatedAt: now.toISOString(),
     };
-    tx.update('agent_timer', { lastFiredAt: updated.lastFiredAt, nextFireAt: next, status: updated.status, updatedAt: updated.updatedAt }, { id: timer.id });
+    this.repository.update(tx, { lastFiredAt: updated.lastFiredAt, nextFireAt: next, status: updated.status, updatedAt: updated.updatedAt }, { id: timer.id });
     await this.events.append(tx, {
       actor: { id: TIMER_TRIGGER_ID, kind: 'trigger' },
       payload: { messageId, scheduledFor, skippedOccurrences: Math.max(0, missed), timer: toTimerResponse(updated) },
@@ -198,12 +186,12 @@ export class TimersService implements OnModuleInit {
   }
 
   /** Ends a closing Requirement's active timers; their snapshots ride on the terminal event. */
-  private async endFor(tx: WriteTx, requirementId: string, now: string): Promise<{ timers?: TimerResponseDto[] }> {
-    const active = await (await tx.reads()).findBy(AgentTimerEntity, { requirementId, status: 'active' });
+  private async endFor(tx: UnitOfWork, requirementId: string, now: string): Promise<{ timers?: TimerResponseDto[] }> {
+    const active = await this.repository.activeOfIn(tx, requirementId);
     if (active.length === 0) {
       return {};
     }
-    tx.update('agent_timer', { nextFireAt: null, status: 'cancelled', updatedAt: now }, { requirementId, status: 'active' });
+    this.repository.update(tx, { nextFireAt: null, status: 'cancelled', updatedAt: now }, { requirementId, status: 'active' });
     tx.afterCommit(() => this.changed$.next());
     return { timers: active.map((t) => toTimerResponse({ ...t, nextFireAt: null, status: 'cancelled', updatedAt: now })) };
   }

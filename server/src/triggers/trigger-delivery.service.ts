@@ -4,19 +4,20 @@ import { TERMINAL_REQUIREMENT_STATUSES } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
-import type { WriteTx } from '../core/database/write-tx';
+import type { UnitOfWork } from '../core/database/unit-of-work';
 import type { MessageResponseDto } from '../messages/dto/message-response.dto';
 import { MessagesService } from '../messages/messages.service';
-import type { RequirementRows } from '../requirements/requirements.service';
+import type { RequirementRows } from '../requirements/requirements.repository';
 import { ConversationDelivery } from '../runs/conversation-delivery.service';
 import type { TriggerDelivery } from './agent-trigger';
+import { TriggerReceiptsRepository } from './trigger-receipts.repository';
 
 /** Hooks a trigger can run inside the delivery's write unit. */
 export interface DeliveryHooks {
   /** Runs first; false abandons the delivery (nothing written), e.g. a timer cancelled meanwhile. */
-  guard?(tx: WriteTx, rows: RequirementRows): Promise<boolean>;
+  guard?(tx: UnitOfWork, rows: RequirementRows): Promise<boolean>;
   /** Runs last, in the same transaction: the trigger's own bookkeeping (even for a duplicate). */
-  alsoWrite?(tx: WriteTx, rows: RequirementRows, message: MessageResponseDto | null): Promise<void>;
+  alsoWrite?(tx: UnitOfWork, rows: RequirementRows, message: MessageResponseDto | null): Promise<void>;
 }
 
 export type DeliveryOutcome = { status: 'delivered' | 'recorded'; message: MessageResponseDto } | { status: 'duplicate' | 'skipped'; message: null };
@@ -36,15 +37,12 @@ export class TriggerDeliveryService {
     private readonly conversation: ConversationDelivery,
     private readonly database: Database,
     private readonly messages: MessagesService,
+    private readonly receipts: TriggerReceiptsRepository,
   ) {}
 
   /** Receipt keys of a Requirement starting with `prefix`: lets a trigger skip what it delivered before without a write. */
-  async seenKeys(requirementId: string, prefix: string): Promise<Set<string>> {
-    const rows = await this.database.readManager.query<Array<{ key: string }>>(
-      'SELECT receipt_key AS key FROM agent_trigger_receipt WHERE requirement_id = ? AND receipt_key >= ? AND receipt_key < ?',
-      [requirementId, prefix, `${prefix}\uffff`],
-    );
-    return new Set(rows.map((r) => r.key));
+  seenKeys(requirementId: string, prefix: string): Promise<Set<string>> {
+    return this.receipts.keysWithPrefix(requirementId, prefix);
   }
 
   /**
@@ -58,12 +56,7 @@ export class TriggerDeliveryService {
     await this.database.write(async (tx) => {
       const now = this.clock.nowIso();
       for (const { receiptKey, triggerId } of occurrences) {
-        tx.execute('INSERT INTO agent_trigger_receipt (trigger_id, receipt_key, requirement_id, message_id, created_at) VALUES (?, ?, ?, NULL, ?) ON CONFLICT DO NOTHING', [
-          triggerId,
-          receiptKey,
-          requirementId,
-          now,
-        ]);
+        this.receipts.insertIfAbsent(tx, { createdAt: now, messageId: null, receiptKey, requirementId, triggerId });
       }
     });
   }
@@ -79,10 +72,7 @@ export class TriggerDeliveryService {
           return null;
         }
         // Reads flush what this batch staged, so a receipt written by an earlier unit of the same batch counts.
-        const [seen] = await (
-          await tx.reads()
-        ).query<unknown[]>('SELECT 1 AS seen FROM agent_trigger_receipt WHERE trigger_id = ? AND receipt_key = ?', [delivery.triggerId, delivery.receiptKey]);
-        if (seen) {
+        if (await this.receipts.existsIn(tx, delivery.triggerId, delivery.receiptKey)) {
           outcome = { message: null, status: 'duplicate' };
           await hooks.alsoWrite?.(tx, rows, null);
           return null;
@@ -100,7 +90,7 @@ export class TriggerDeliveryService {
           { author: delivery.author, body: delivery.body, deliverToRd, metadata: delivery.metadata, source: delivery.source, triggerId: delivery.triggerId },
           actor,
         );
-        tx.insert('agent_trigger_receipt', {
+        this.receipts.insert(tx, {
           createdAt: message.createdAt,
           messageId: message.id,
           receiptKey: delivery.receiptKey,

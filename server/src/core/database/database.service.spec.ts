@@ -15,7 +15,9 @@ import { MessagesService } from '../../messages/messages.service';
 import { RequirementMessageEntity } from '../../messages/requirement-message.entity';
 import { AgentSessionEntity } from '../../requirements/agent-session.entity';
 import { RequirementEntity } from '../../requirements/requirement.entity';
-import { RequirementRows, RequirementsService } from '../../requirements/requirements.service';
+import { RequirementRows, RequirementsRepository } from '../../requirements/requirements.repository';
+import { RequirementsService } from '../../requirements/requirements.service';
+import { MessagesRepository } from '../../messages/messages.repository';
 import { Clock } from '../clock';
 import { ENTITIES } from '../core.module';
 import { Database } from './database.service';
@@ -54,9 +56,10 @@ describe(Database.name, () => {
     await sut.onModuleInit();
     const clock = new Clock();
     events = new EventLog(clock);
-    requirements = new RequirementsService(clock, sut, events);
+    const requirementRows = new RequirementsRepository(sut);
+    requirements = new RequirementsService(clock, sut, events, requirementRows);
     const noAttachments = { claim: () => Promise.resolve([]) } as unknown as AttachmentsService;
-    messages = new MessagesService(noAttachments, clock, sut, events);
+    messages = new MessagesService(noAttachments, clock, sut, events, new MessagesRepository(sut), requirementRows);
     scripts = [];
     const connection = (writer.driver as unknown as { databaseConnection: { exec: (sql: string, cb: (err: Error | null) => void) => void } }).databaseConnection;
     const exec = connection.exec.bind(connection);
@@ -373,7 +376,7 @@ describe(Database.name, () => {
     const results = Promise.all(
       Array.from({ length: 5 }, (_, i) =>
         sut.write(async (tx) => {
-          tx.insert('requirement', { ...requirementRow(`req_${i}`), description: "it's" });
+          tx.insert(RequirementEntity, { ...requirementRow(`req_${i}`), description: "it's" });
           const manager = await tx.reads();
           return await manager.query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM requirement');
         }),

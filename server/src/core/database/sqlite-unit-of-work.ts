@@ -2,9 +2,8 @@ import type { EntityManager, EntityMetadata, ObjectLiteral } from 'typeorm';
 
 import type { ManagerEvent, ManagerEventOf, ManagerEventType } from '@libs/contracts';
 
-import { snakeCase } from './snake-naming.strategy';
 import { bindLiterals } from './sql-literal';
-import type { EntityClass, NewManagerEvent, UnitOfWork } from './unit-of-work';
+import type { EntityClass, NewManagerEvent, UnitOfWork, WhereOf } from './unit-of-work';
 import type { UnitCacheView } from './write-cache';
 
 /**
@@ -66,28 +65,29 @@ export class SqliteUnitOfWork implements UnitOfWork {
     return this.manager;
   }
 
-  insert<E extends ObjectLiteral>(target: EntityClass<E> | string, row: E | Record<string, unknown>): void {
-    const { column, table } = this.names(target);
+  insert<E extends ObjectLiteral>(entity: EntityClass<E>, row: E, options: { onConflict?: 'ignore' } = {}): void {
+    const metadata = this.metadata(entity);
     const keys = Object.keys(row);
     this.execute(
-      `INSERT INTO ${table} (${keys.map(column).join(', ')}) VALUES (${keys.map(() => '?').join(', ')})`,
+      `INSERT INTO ${metadata.tableName} (${keys.map((key) => columnOf(metadata, key)).join(', ')}) VALUES (${keys.map(() => '?').join(', ')})${
+        options.onConflict === 'ignore' ? ' ON CONFLICT DO NOTHING' : ''
+      }`,
       keys.map((key) => (row as Record<string, unknown>)[key]),
     );
   }
 
-  update<E extends ObjectLiteral>(target: EntityClass<E> | string, set: Partial<E> | Record<string, unknown>, where: object): void {
-    const { column, table } = this.names(target);
+  update<E extends ObjectLiteral>(entity: EntityClass<E>, set: Partial<E>, where: WhereOf<E>): void {
+    const metadata = this.metadata(entity);
     const setKeys = Object.keys(set);
     const params: unknown[] = setKeys.map((key) => (set as Record<string, unknown>)[key]);
-    const conditions = Object.entries(where as Record<string, unknown>).map(([key, value]) => {
-      if (Array.isArray(value)) {
-        params.push(...(value as unknown[]));
-        return `${column(key)} IN (${value.map(() => '?').join(', ')})`;
-      }
-      params.push(value);
-      return `${column(key)} = ?`;
-    });
-    this.execute(`UPDATE ${table} SET ${setKeys.map((key) => `${column(key)} = ?`).join(', ')} WHERE ${conditions.join(' AND ')}`, params);
+    const conditions = whereClause(metadata, where, params);
+    this.execute(`UPDATE ${metadata.tableName} SET ${setKeys.map((key) => `${columnOf(metadata, key)} = ?`).join(', ')} WHERE ${conditions}`, params);
+  }
+
+  delete<E extends ObjectLiteral>(entity: EntityClass<E>, where: WhereOf<E>): void {
+    const metadata = this.metadata(entity);
+    const params: unknown[] = [];
+    this.execute(`DELETE FROM ${metadata.tableName} WHERE ${whereClause(metadata, where, params)}`, params);
   }
 
   execute(template: string, params: readonly unknown[] = []): void {
@@ -152,12 +152,8 @@ export class SqliteUnitOfWork implements UnitOfWork {
     }
   }
 
-  private names(target: EntityClass<ObjectLiteral> | string): { table: string; column: (key: string) => string } {
-    if (typeof target === 'string') {
-      return { column: snakeCase, table: target };
-    }
-    const metadata = this.manager.connection.getMetadata(target);
-    return { column: (key) => columnOf(metadata, key), table: metadata.tableName };
+  private metadata(entity: EntityClass<ObjectLiteral>): EntityMetadata {
+    return this.manager.connection.getMetadata(entity);
   }
 }
 
@@ -167,4 +163,27 @@ function columnOf(metadata: EntityMetadata, property: string): string {
     throw new Error(`${metadata.name} has no column for ${property}`);
   }
   return column.databaseName;
+}
+
+/** `a = ? AND b IN (?, ?)`, pushing the values onto `params`; an empty list matches nothing. */
+function whereClause(metadata: EntityMetadata, where: object, params: unknown[]): string {
+  const conditions = Object.entries(where as Record<string, unknown>).map(([key, value]) => {
+    const column = columnOf(metadata, key);
+    if (Array.isArray(value)) {
+      if (value.length === 0) {
+        return 'FALSE';
+      }
+      params.push(...(value as unknown[]));
+      return `${column} IN (${value.map(() => '?').join(', ')})`;
+    }
+    if (value === null) {
+      return `${column} IS NULL`;
+    }
+    params.push(value);
+    return `${column} = ?`;
+  });
+  if (conditions.length === 0) {
+    throw new Error(`a staged statement on ${metadata.tableName} needs a where`);
+  }
+  return conditions.join(' AND ');
 }

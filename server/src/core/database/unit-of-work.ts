@@ -38,17 +38,27 @@ export interface UnitOfWork {
   /** The manager for reads inside the transaction, after every staged write was sent. */
   reads(): Promise<EntityManager>;
 
-  /** Stages an INSERT of `row` (a whole entity, or camelCase keys of a table). */
-  insert<E extends ObjectLiteral>(entity: EntityClass<E>, row: E): void;
-  insert(table: string, row: Record<string, unknown>): void;
+  /*
+   * The staging calls below are for repositories only (architecture §4): a repository owns its
+   * tables, and services change rows through the repository of the feature that owns them. Table
+   * and column names come from the entity's metadata, so a rename is a compile error.
+   */
+
+  /**
+   * Stages an INSERT of `row`. With `onConflict: 'ignore'` a row that would break a unique key
+   * is skipped (`ON CONFLICT DO NOTHING`) instead of failing the unit.
+   */
+  insert<E extends ObjectLiteral>(entity: EntityClass<E>, row: E, options?: { onConflict?: 'ignore' }): void;
 
   /** Stages `UPDATE … SET … WHERE …`; a `where` value that is an array means IN (…). */
   update<E extends ObjectLiteral>(entity: EntityClass<E>, set: Partial<E>, where: WhereOf<E>): void;
-  update(table: string, set: Record<string, unknown>, where: Record<string, unknown>): void;
+
+  /** Stages `DELETE … WHERE …` (same `where` as update); an empty IN list deletes nothing. */
+  delete<E extends ObjectLiteral>(entity: EntityClass<E>, where: WhereOf<E>): void;
 
   /**
    * Stages one statement; `?` placeholders take `params` in order. The SQL must be what both
-   * SQLite and PostgreSQL accept (architecture §4).
+   * SQLite and PostgreSQL accept (architecture §4). For what the calls above cannot say.
    */
   execute(template: string, params?: readonly unknown[]): void;
 

@@ -39,6 +39,18 @@ export function pageSize(limit: number | undefined): number {
   return limit ?? LIMITS.pageSizeDefault;
 }
 
+/** What a list request asks for: a page size and where to continue. */
+export interface PageRequest {
+  limit?: number;
+  cursor?: string;
+}
+
+/** A page of rows, and the cursor of the next page (null on the last). */
+export interface Page<E> {
+  rows: E[];
+  nextCursor: string | null;
+}
+
 /** One column of a list's sort key: its SQL name (with the query's alias) and its value on a row. */
 export interface KeysetColumn<E> {
   column: string;
@@ -55,8 +67,8 @@ export async function keysetPage<E extends ObjectLiteral>(
   qb: SelectQueryBuilder<E>,
   keys: Array<KeysetColumn<E>>,
   direction: 'ASC' | 'DESC',
-  query: { limit?: number; cursor?: string },
-): Promise<{ rows: E[]; nextCursor: string | null }> {
+  query: PageRequest,
+): Promise<Page<E>> {
   const limit = pageSize(query.limit);
   const after = decodeCursor<Array<string | number>>(
     query.cursor,

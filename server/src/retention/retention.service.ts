@@ -4,12 +4,15 @@ import * as path from 'node:path';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { Subscription } from 'rxjs';
 
+import { AttachmentsRepository } from '../attachments/attachments.repository';
 import { storedExtension } from '../attachments/file-signature';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
+import { EventsRepository } from '../events/events.repository';
+import { RequirementsRepository } from '../requirements/requirements.repository';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Requirements purged per transaction, so one purge never holds the write path for long. */
@@ -33,10 +36,13 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   private running: Promise<number> | null = null;
 
   constructor(
+    private readonly attachments: AttachmentsRepository,
     private readonly clock: Clock,
     private readonly configuration: ConfigurationService,
     private readonly database: Database,
+    private readonly eventRows: EventsRepository,
     private readonly events: EventLog,
+    private readonly requirements: RequirementsRepository,
     @Inject(RUNTIME) private readonly runtime: Runtime,
   ) {}
 
@@ -101,29 +107,14 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     const cancelledBefore = new Date(now - cancelled * DAY_MS).toISOString();
     const doneBefore = new Date(now - done * DAY_MS).toISOString();
     return this.database.write(async (tx) => {
-      const manager = await tx.reads();
-      const due = await manager.query<Array<{ id: string }>>(
-        `SELECT r.id AS id FROM requirement r JOIN agent_session s ON s.requirement_id = r.id
-          WHERE s.state <> 'running'
-            AND ((r.status = 'cancelled' AND r.updated_at < ?) OR (r.status = 'done' AND COALESCE(r.completed_at, r.updated_at) < ?))
-          ORDER BY r.updated_at LIMIT ?`,
-        [cancelledBefore, doneBefore, PURGE_BATCH],
-      );
-      if (due.length === 0) {
+      const ids = await this.requirements.dueForPurge(tx, cancelledBefore, doneBefore, PURGE_BATCH);
+      if (ids.length === 0) {
         return 0;
       }
-      const ids = due.map((r) => r.id);
-      const marks = ids.map(() => '?').join(', ');
-      const files = await manager.query<Array<{ id: string; fileName: string; kind: 'image' | 'file'; mediaType: string }>>(
-        `SELECT id, file_name AS fileName, kind, media_type AS mediaType FROM message_attachment WHERE requirement_id IN (${marks})`,
-        ids,
-      );
-      tx.execute(`DELETE FROM manager_event WHERE requirement_id IN (${marks})`, ids);
+      const files = await this.attachments.ofRequirementsIn(tx, ids);
+      this.eventRows.deleteForRequirements(tx, ids);
       // The session, conversation, attachments and runs go with it (ON DELETE CASCADE).
-      tx.execute(`DELETE FROM requirement WHERE id IN (${marks})`, ids);
-      for (const id of ids) {
-        tx.cache.delete(`requirement:${id}`);
-      }
+      this.requirements.delete(tx, ids);
       await this.events.append(tx, { actor: SYSTEM_ACTOR, payload: { requirementIds: ids }, type: 'requirements.purged' });
       tx.afterCommit(() => {
         for (const file of files) {
@@ -163,9 +154,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     void (async () => {
       for (let start = 0; start < candidates.length; start += SWEEP_BATCH) {
         const batch = candidates.slice(start, start + SWEEP_BATCH);
-        const ids = batch.map((c) => c.id);
-        const rows = await this.database.readManager.query<Array<{ id: string }>>(`SELECT id FROM message_attachment WHERE id IN (${ids.map(() => '?').join(', ')})`, ids);
-        const known = new Set(rows.map((r) => r.id));
+        const known = await this.attachments.existingIds(batch.map((c) => c.id));
         batch.filter((c) => !known.has(c.id)).forEach((c) => this.removeFile(c.name));
       }
     })().catch((err: unknown) => this.logger.warn({ error: (err as Error).message, msg: 'attachment sweep failed' }));

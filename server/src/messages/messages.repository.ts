@@ -1,0 +1,43 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+
+import { Database } from '../core/database/database.service';
+import type { UnitOfWork } from '../core/database/unit-of-work';
+import { Page, PageRequest, keysetPage } from '../core/http/pagination';
+import { RequirementMessageEntity } from './requirement-message.entity';
+
+/** The `requirement_message` table: the conversations. Nothing else names it. */
+@Injectable()
+export class MessagesRepository {
+  constructor(private readonly database: Database) {}
+
+  insert(uow: UnitOfWork, message: RequirementMessageEntity): void {
+    uow.insert(RequirementMessageEntity, { ...message });
+  }
+
+  /** Deliverable messages of a Requirement after `sequence`, as the unit sees them. */
+  async countDeliverableAfter(uow: UnitOfWork, requirementId: string, sequence: number): Promise<number> {
+    return (await uow.reads())
+      .createQueryBuilder(RequirementMessageEntity, 'm')
+      .where('m.requirement_id = :requirementId AND m.deliver_to_rd = TRUE AND m.sequence > :sequence', { requirementId, sequence })
+      .getCount();
+  }
+
+  /** A conversation in ascending sequence after `afterSequence`, a page at a time. */
+  page(requirementId: string, afterSequence: number, query: PageRequest): Promise<Page<RequirementMessageEntity>> {
+    const qb = this.database
+      .read(RequirementMessageEntity)
+      .createQueryBuilder('m')
+      .where('m.requirement_id = :requirementId AND m.sequence > :afterSequence', { afterSequence, requirementId });
+    return keysetPage(qb, [{ column: 'm.sequence', type: 'number', value: (m) => m.sequence }], 'ASC', query);
+  }
+
+  /** The deliverable messages of a run's input boundary [from, to], in order. */
+  deliverableBetween(requirementId: string, fromSequence: number, toSequence: number, manager: EntityManager = this.database.readManager): Promise<RequirementMessageEntity[]> {
+    return manager
+      .createQueryBuilder(RequirementMessageEntity, 'm')
+      .where('m.requirement_id = :requirementId AND m.deliver_to_rd = TRUE AND m.sequence BETWEEN :fromSequence AND :toSequence', { fromSequence, requirementId, toSequence })
+      .orderBy('m.sequence', 'ASC')
+      .getMany();
+  }
+}

@@ -1,0 +1,165 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+
+import type { RequirementStatus } from '@libs/contracts';
+
+import { Database } from '../core/database/database.service';
+import type { UnitOfWork } from '../core/database/unit-of-work';
+import { Page, PageRequest, keysetPage, newestFirst } from '../core/http/pagination';
+import { isId } from '../core/ids';
+import { AgentSessionEntity } from './agent-session.entity';
+import { RequirementEntity } from './requirement.entity';
+
+/** A Requirement row and its session row, as the write path holds them. */
+export interface RequirementRows {
+  requirement: RequirementEntity;
+  session: AgentSessionEntity;
+}
+
+const cacheKey = (id: string) => `requirement:${id}`;
+
+/**
+ * The `requirement` and `agent_session` tables: a Requirement and its one RD session are one
+ * aggregate (invariant 1: created together, purged together). Nothing else names these tables.
+ *
+ * Writes keep the write cache exact: the rows a unit got from `loadForWrite` are the objects
+ * `changeRequirement`/`changeSession` change in place while they stage the UPDATE, so snapshots
+ * built from them afterwards need no re-read.
+ */
+@Injectable()
+export class RequirementsRepository {
+  constructor(private readonly database: Database) {}
+
+  /** Stages both rows of a new Requirement (one unit: invariant 1). */
+  insert(uow: UnitOfWork, rows: RequirementRows): void {
+    uow.insert(RequirementEntity, { ...rows.requirement });
+    uow.insert(AgentSessionEntity, { ...rows.session });
+    uow.cache.set(cacheKey(rows.requirement.id), rows);
+  }
+
+  /**
+   * A Requirement and its session for a write unit, from the write cache or in one query; null
+   * when it does not exist. The write path is serialized, so what a unit gets here stays true
+   * until it commits.
+   */
+  async loadForWrite(uow: UnitOfWork, id: string): Promise<RequirementRows | null> {
+    const cached = uow.cache.get<RequirementRows>(cacheKey(id));
+    if (cached) {
+      return cached;
+    }
+    if (!isId('requirement', id)) {
+      return null;
+    }
+    const requirement = await (
+      await uow.reads()
+    )
+      .createQueryBuilder(RequirementEntity, 'r')
+      .innerJoinAndMapOne('r.session', AgentSessionEntity, 's', 's.requirement_id = r.id')
+      .where('r.id = :id', { id })
+      .getOne();
+    if (!requirement?.session) {
+      return null;
+    }
+    const { session } = requirement;
+    delete requirement.session;
+    const rows = { requirement, session };
+    uow.cache.set(cacheKey(id), rows);
+    return rows;
+  }
+
+  /** Changes the Requirement `requirement` (a row from loadForWrite) in place and stages it. */
+  changeRequirement(uow: UnitOfWork, requirement: RequirementEntity, set: Partial<RequirementEntity>): void {
+    Object.assign(requirement, set);
+    uow.update(RequirementEntity, set, { id: requirement.id });
+  }
+
+  /** Changes the session `session` (a row from loadForWrite) in place and stages it. */
+  changeSession(uow: UnitOfWork, session: AgentSessionEntity, set: Partial<AgentSessionEntity>): void {
+    Object.assign(session, set);
+    uow.update(AgentSessionEntity, set, { id: session.id });
+  }
+
+  /** One Requirement row, committed (or as `manager` sees it). */
+  findById(id: string, manager: EntityManager = this.database.readManager): Promise<RequirementEntity | null> {
+    return isId('requirement', id) ? manager.findOneBy(RequirementEntity, { id }) : Promise.resolve(null);
+  }
+
+  async exists(id: string): Promise<boolean> {
+    return isId('requirement', id) && (await this.database.read(RequirementEntity).exists({ where: { id } }));
+  }
+
+  /** Only the status (an upload checks it before it streams a body). */
+  async statusOf(id: string): Promise<RequirementStatus | null> {
+    const row = isId('requirement', id) ? await this.database.read(RequirementEntity).findOne({ select: { id: true, status: true }, where: { id } }) : null;
+    return row?.status ?? null;
+  }
+
+  findByIds(ids: string[], manager: EntityManager = this.database.readManager): Promise<RequirementEntity[]> {
+    return ids.length === 0 ? Promise.resolve([]) : manager.createQueryBuilder(RequirementEntity, 'r').where('r.id IN (:...ids)', { ids }).getMany();
+  }
+
+  /** Direct children, oldest first, at most `limit`. */
+  children(parentId: string, limit: number): Promise<RequirementEntity[]> {
+    return this.database
+      .read(RequirementEntity)
+      .createQueryBuilder('r')
+      .where('r.parent_requirement_id = :parentId', { parentId })
+      .orderBy('r.created_at', 'ASC')
+      .addOrderBy('r.id', 'ASC')
+      .limit(limit)
+      .getMany();
+  }
+
+  /** Newest first, optionally of one status. */
+  page(query: PageRequest & { status?: RequirementStatus }): Promise<Page<RequirementEntity>> {
+    const qb = this.database.read(RequirementEntity).createQueryBuilder('r');
+    if (query.status) {
+      qb.andWhere('r.status = :status', { status: query.status });
+    }
+    return keysetPage(qb, newestFirst('r'), 'DESC', query);
+  }
+
+  sessionsPage(query: PageRequest): Promise<Page<AgentSessionEntity>> {
+    return keysetPage(this.database.read(AgentSessionEntity).createQueryBuilder('s'), newestFirst('s'), 'DESC', query);
+  }
+
+  /** The sessions of many Requirements in one query. */
+  sessionsOf(requirementIds: string[], manager: EntityManager = this.database.readManager): Promise<AgentSessionEntity[]> {
+    return requirementIds.length === 0
+      ? Promise.resolve([])
+      : manager.createQueryBuilder(AgentSessionEntity, 's').where('s.requirement_id IN (:...ids)', { ids: requirementIds }).getMany();
+  }
+
+  /**
+   * Terminal Requirements past their retention whose session is not running, oldest first:
+   * cancelled ones last changed before `cancelledBefore`, done ones completed before `doneBefore`.
+   */
+  async dueForPurge(uow: UnitOfWork, cancelledBefore: string, doneBefore: string, limit: number): Promise<string[]> {
+    const rows = await (
+      await uow.reads()
+    )
+      .createQueryBuilder(RequirementEntity, 'r')
+      .innerJoin(AgentSessionEntity, 's', 's.requirement_id = r.id')
+      .select('r.id', 'id')
+      .where("s.state <> 'running'")
+      .andWhere("((r.status = 'cancelled' AND r.updated_at < :cancelledBefore) OR (r.status = 'done' AND COALESCE(r.completed_at, r.updated_at) < :doneBefore))", {
+        cancelledBefore,
+        doneBefore,
+      })
+      .orderBy('r.updated_at')
+      .limit(limit)
+      .getRawMany<{ id: string }>();
+    return rows.map((row) => row.id);
+  }
+
+  /**
+   * Stages the removal of these Requirements; their session, conversation, attachment rows and
+   * runs go with them (ON DELETE CASCADE). Their events belong to the events repository.
+   */
+  delete(uow: UnitOfWork, ids: string[]): void {
+    uow.delete(RequirementEntity, { id: ids });
+    for (const id of ids) {
+      uow.cache.delete(cacheKey(id));
+    }
+  }
+}
