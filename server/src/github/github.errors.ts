@@ -33,10 +33,6 @@ export class GitHubError extends Error {
   }
 }
 
-export function isGitHubError(error: unknown, code?: GitHubErrorCode): error is GitHubError {
-  return error instanceof GitHubError && (code === undefined || error.code === code);
-}
-
 /** Maps whatever Octokit, fetch or the plugins threw to a GitHubError (messages never include tokens). */
 export function toGitHubError(error: unknown, timeoutMs: number): GitHubError {
   if (error instanceof GitHubError) {
