@@ -16,6 +16,7 @@ import { RequirementsModule } from './requirements/requirements.module';
 import { RetentionModule } from './retention/retention.module';
 import { ReviewsModule } from './reviews/reviews.module';
 import { RunsModule } from './runs/runs.module';
+import { SearchModule } from './search/search.module';
 import { TimersModule } from './timers/timers.module';
 import { TriggersModule } from './triggers/triggers.module';
 
@@ -38,6 +39,7 @@ export class AppModule {
         RetentionModule,
         ReviewsModule,
         RunsModule,
+        SearchModule,
         ScheduleModule.forRoot(),
         TimersModule,
         TriggersModule,

@@ -484,6 +484,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Search titles, descriptions and every conversation message, best match first */
+        get: operations["find"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/sessions": {
         parameters: {
             query?: never;
@@ -1045,6 +1062,28 @@ export interface components {
             /** @description The PR head the review was asked for */
             targetHeadSha: string;
             updatedAt: string;
+        };
+        SearchHitDto: {
+            /** @description The message that matched; null when the Requirement's title or description did */
+            messageId: string | null;
+            requirementId: string;
+            /** @enum {string} */
+            requirementStatus: "todo" | "doing" | "waiting_confirmation" | "done" | "cancelled";
+            requirementTitle: string;
+            /** @description That message's sequence in the conversation (open the conversation there) */
+            sequence: number | null;
+            /** @description The matching text around the match, as parts */
+            snippet: components["schemas"]["SnippetPartDto"][];
+        };
+        SearchPageDto: {
+            items: components["schemas"]["SearchHitDto"][];
+            /** @description Cursor for the next page; null at the end */
+            nextCursor?: string | null;
+        };
+        SnippetPartDto: {
+            /** @description This part matched the query */
+            match: boolean;
+            text: string;
         };
         StartResponseDto: {
             accepted: boolean;
@@ -2243,6 +2282,39 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    find: {
+        parameters: {
+            query: {
+                /** @description Page size (default 50) */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's nextCursor */
+                cursor?: string;
+                /** @description Words to find (all of them; the last may be the start of a word) */
+                q: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchPageDto"];
+                };
+            };
+            /** @description No word to search for, too many words, or a cursor this server did not issue */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };

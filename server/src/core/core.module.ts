@@ -12,6 +12,7 @@ import { AgentSessionEntity } from '../requirements/agent-session.entity';
 import { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { ReviewRequestEntity } from '../reviews/review-request.entity';
+import { SearchDocumentEntity } from '../search/search-document.entity';
 import { TriggerReceiptEntity } from '../triggers/trigger-receipt.entity';
 import { AgentTimerEntity } from '../timers/agent-timer.entity';
 import { RequirementEntity } from '../requirements/requirement.entity';
@@ -33,6 +34,7 @@ export const ENTITIES = [
   RequirementEntity,
   RequirementMessageEntity,
   ReviewRequestEntity,
+  SearchDocumentEntity,
   TriggerReceiptEntity,
 ];
 

@@ -4,15 +4,20 @@ import type { EntityManager } from 'typeorm';
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { Page, PageRequest, keysetPage } from '../core/http/pagination';
+import { SearchRepository } from '../search/search.repository';
 import { RequirementMessageEntity } from './requirement-message.entity';
 
 /** The `requirement_message` table: the conversations. Nothing else names it. */
 @Injectable()
 export class MessagesRepository {
-  constructor(private readonly database: Database) {}
+  constructor(
+    private readonly database: Database,
+    private readonly search: SearchRepository,
+  ) {}
 
   insert(uow: UnitOfWork, message: RequirementMessageEntity): void {
     uow.insert(RequirementMessageEntity, { ...message });
+    this.search.indexMessage(uow, message);
   }
 
   /** Deliverable messages of a Requirement after `sequence`, as the unit sees them. */

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 
+import { SearchModule } from '../search/search.module';
 import { RequirementsController, SessionsController } from './requirements.controller';
 import { RequirementsService } from './requirements.service';
 import { RequirementsRepository } from './requirements.repository';
@@ -7,6 +8,7 @@ import { RequirementsRepository } from './requirements.repository';
 @Module({
   controllers: [RequirementsController, SessionsController],
   exports: [RequirementsRepository, RequirementsService],
+  imports: [SearchModule],
   providers: [RequirementsRepository, RequirementsService],
 })
 export class RequirementsModule {}

@@ -7,6 +7,7 @@ import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { Page, PageRequest, keysetPage, newestFirst } from '../core/http/pagination';
 import { isId } from '../core/ids';
+import { SearchRepository } from '../search/search.repository';
 import { AgentSessionEntity } from './agent-session.entity';
 import { RequirementEntity } from './requirement.entity';
 
@@ -28,12 +29,16 @@ const cacheKey = (id: string) => `requirement:${id}`;
  */
 @Injectable()
 export class RequirementsRepository {
-  constructor(private readonly database: Database) {}
+  constructor(
+    private readonly database: Database,
+    private readonly search: SearchRepository,
+  ) {}
 
   /** Stages both rows of a new Requirement (one unit: invariant 1). */
   insert(uow: UnitOfWork, rows: RequirementRows): void {
     uow.insert(RequirementEntity, { ...rows.requirement });
     uow.insert(AgentSessionEntity, { ...rows.session });
+    this.search.indexRequirement(uow, rows.requirement);
     uow.cache.set(cacheKey(rows.requirement.id), rows);
   }
 
@@ -71,6 +76,9 @@ export class RequirementsRepository {
   changeRequirement(uow: UnitOfWork, requirement: RequirementEntity, set: Partial<RequirementEntity>): void {
     Object.assign(requirement, set);
     uow.update(RequirementEntity, set, { id: requirement.id });
+    if (set.title !== undefined || set.description !== undefined) {
+      this.search.reindexRequirement(uow, requirement);
+    }
   }
 
   /** Changes the session `session` (a row from loadForWrite) in place and stages it. */
@@ -157,6 +165,7 @@ export class RequirementsRepository {
    * runs go with them (ON DELETE CASCADE). Their events belong to the events repository.
    */
   delete(uow: UnitOfWork, ids: string[]): void {
+    this.search.forget(uow, ids);
     uow.delete(RequirementEntity, { id: ids });
     for (const id of ids) {
       uow.cache.delete(cacheKey(id));

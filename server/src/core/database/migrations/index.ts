@@ -4,6 +4,7 @@ import { PullRequests1764633600000 } from './1764633600000-pull-requests';
 import { TimersAndTriggers1764720000000 } from './1764720000000-timers-and-triggers';
 import { ReviewsAndGitHub1764806400000 } from './1764806400000-reviews-and-github';
 import { SessionPause1764892800000 } from './1764892800000-session-pause';
+import { Search1765238400000 } from './1765238400000-search';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   TimersAndTriggers1764720000000,
   ReviewsAndGitHub1764806400000,
   SessionPause1764892800000,
+  Search1765238400000,
 ];

@@ -1,0 +1,124 @@
+import * as path from 'node:path';
+
+import { query } from './support/db-snapshot';
+import { send } from './support/http';
+import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { until } from './support/wait';
+
+interface Hit {
+  requirementId: string;
+  requirementTitle: string;
+  messageId: string | null;
+  sequence: number | null;
+  snippet: Array<{ text: string; match: boolean }>;
+}
+
+/** Search through a real manager process and its SQLite file: the index is written with the rows, in their transactions. */
+describe('search', () => {
+  let sandbox: Sandbox;
+  let manager: ManagerProcess;
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    manager = await startManager({ sandbox });
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    sandbox?.cleanup();
+  });
+
+  const create = async (title: string, description = '') => (await send(manager.origin, 'POST', '/api/requirements', { description, provider: 'codex', title })).json.id as string;
+  const reply = (id: string, message: string) => send(manager.origin, 'POST', `/api/requirements/${id}/reply`, { message });
+  const search = async (q: string, extra = '') => {
+    const response = await send(manager.origin, 'GET', `/api/search?q=${encodeURIComponent(q)}${extra}`);
+    return { items: (response.json?.items ?? []) as Hit[], json: response.json, status: response.status };
+  };
+  const matched = (hit: Hit) => hit.snippet.filter((part) => part.match).map((part) => part.text.toLowerCase());
+
+  it('finds titles, descriptions and messages, all words required, case and accents folded, the last word as a prefix', async () => {
+    const a = await create('Report segment merge durations', 'Measure the compaction profile');
+    const b = await create('Fix the flaky upload test');
+    expect((await reply(b, 'The résumé parser breaks on UTF-16 files')).status).toBeLessThan(300);
+    expect((await reply(b, 'Also check the merge of config files')).status).toBeLessThan(300);
+
+    const title = await search('segment');
+    expect(title.items).toEqual([expect.objectContaining({ messageId: null, requirementId: a, requirementTitle: 'Report segment merge durations', sequence: null })]);
+    expect(matched(title.items[0])).toEqual(['segment']);
+
+    const description = await search('COMPACTION');
+    expect(description.items.map((h) => h.requirementId)).toEqual([a]);
+
+    const message = await search('resume parser');
+    expect(message.items).toHaveLength(1);
+    expect(message.items[0]).toMatchObject({ requirementId: b, requirementTitle: 'Fix the flaky upload test', sequence: 1 });
+    expect(message.items[0].messageId).toMatch(/^msg_/);
+    expect(matched(message.items[0])).toEqual(['résumé', 'parser']);
+
+    // Prefix on the last word only; every word must occur in the same text.
+    expect((await search('pars')).items.map((h) => h.sequence)).toEqual([1]);
+    expect((await search('pars breaks')).items).toEqual([]);
+    // A longer last word is completed to the indexed words it starts, accents and case folded.
+    expect((await search('RÉSUM')).items.map((h) => h.sequence)).toEqual([1]);
+    expect((await search('utf parse')).items.map((h) => h.sequence)).toEqual([1]);
+    expect((await search('parsezzz')).items).toEqual([]);
+    expect((await search('résumé merge')).items).toEqual([]);
+
+    // A title match outranks the same word in a message.
+    const merge = await search('merge');
+    expect(merge.items.map((h) => [h.requirementId, h.sequence])).toEqual([
+      [a, null],
+      [b, 2],
+    ]);
+  });
+
+  it('pages through ranked results without repeats, and refuses what is not a search', async () => {
+    const id = await create('Paging target');
+    for (let i = 0; i < 7; i++) {
+      await reply(id, `needle number ${i}`);
+    }
+    const seen: Hit[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Awaited<ReturnType<typeof search>> = await search('needle', `&limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(page.status).toBe(200);
+      seen.push(...page.items);
+      cursor = page.json.nextCursor as string | null;
+    } while (cursor);
+    expect(seen.map((h) => h.sequence).sort()).toEqual([1, 2, 3, 4, 5, 6, 7]);
+
+    for (const bad of ['', '   ', '"*()', 'a'.repeat(201), Array.from({ length: 13 }, (_, i) => `w${i}`).join(' ')]) {
+      const refused = await send(manager.origin, 'GET', `/api/search?q=${encodeURIComponent(bad)}`);
+      expect(refused.status).toBe(400);
+    }
+    expect((await send(manager.origin, 'GET', '/api/search')).status).toBe(400);
+    expect((await send(manager.origin, 'GET', '/api/search?q=needle&cursor=bogus')).status).toBe(400);
+    // FTS5 syntax is text here: a column filter or an operator finds the words, never an error.
+    expect((await search('title: needle OR NOT')).status).toBe(200);
+    expect((await search('NEAR(needle')).status).toBe(200);
+  });
+
+  it('indexes only what commits, and forgets purged Requirements', async () => {
+    const id = await create('Purge me later');
+    // A reply refused by the server (an attachment it never saw) writes nothing, so indexes nothing.
+    const refused = await send(manager.origin, 'POST', `/api/requirements/${id}/reply`, { attachmentIds: ['att_00000000000000000000000000'], message: 'ghostword here' });
+    expect(refused.status).toBe(400);
+    expect((await search('ghostword')).items).toEqual([]);
+    // It ran on a message (the silent agent, stopped), then was confirmed: done, with a conversation.
+    await send(manager.origin, 'POST', `/api/requirements/${id}/start`, { message: 'vanishing text' });
+    expect((await search('vanishing')).items).toHaveLength(1);
+    await send(manager.origin, 'POST', `/api/requirements/${id}/interrupt`, { mode: 'stop' });
+    await until('the stop', async () => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json.status === 'waiting_confirmation');
+    expect((await send(manager.origin, 'POST', `/api/requirements/${id}/confirm`)).status).toBe(200);
+    await send(manager.origin, 'PATCH', '/api/configuration', { doneRequirementRetentionDays: 0 });
+    await until('the purge', async () => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).status === 404);
+    expect((await search('vanishing')).items).toEqual([]);
+    expect((await search('purge')).items).toEqual([]);
+    const database = path.join(manager.dataDirectory(), 'factory.sqlite');
+    expect(await query(database, 'SELECT COUNT(*) AS n FROM search_document WHERE requirement_id = ?', [id])).toEqual([{ n: 0 }]);
+    // The index holds exactly one row per document left.
+    const [docs] = await query<{ n: number }>(database, 'SELECT COUNT(*) AS n FROM search_document');
+    const [indexed] = await query<{ n: number }>(database, 'SELECT COUNT(*) AS n FROM search_fts');
+    expect(indexed.n).toBe(docs.n);
+  });
+});
