@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 
-import { query } from './support/db-snapshot';
+import { execute, query } from './support/db-snapshot';
 import { send } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { until } from './support/wait';
@@ -25,6 +25,8 @@ describe('search', () => {
 
   afterAll(async () => {
     await manager?.stop();
+    // After everything the suite wrote and purged, FTS5 finds its index exactly in step with its content.
+    await execute(path.join(manager.dataDirectory(), 'factory.sqlite'), "INSERT INTO search_fts (search_fts) VALUES ('integrity-check')");
     sandbox?.cleanup();
   });
 
@@ -116,9 +118,5 @@ describe('search', () => {
     expect((await search('purge')).items).toEqual([]);
     const database = path.join(manager.dataDirectory(), 'factory.sqlite');
     expect(await query(database, 'SELECT COUNT(*) AS n FROM search_document WHERE requirement_id = ?', [id])).toEqual([{ n: 0 }]);
-    // The index holds exactly one row per document left.
-    const [docs] = await query<{ n: number }>(database, 'SELECT COUNT(*) AS n FROM search_document');
-    const [indexed] = await query<{ n: number }>(database, 'SELECT COUNT(*) AS n FROM search_fts');
-    expect(indexed.n).toBe(docs.n);
   });
 });

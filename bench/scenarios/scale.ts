@@ -179,12 +179,9 @@ function seedStatements(shape: Shape, now: number): Array<[string, string]> {
     ],
     [
       'search index',
-      // What the search migration builds from existing rows, and the repositories keep in step.
-      `INSERT INTO search_document (requirement_id, message_id, sequence) SELECT id, NULL, NULL FROM plan ORDER BY i;
-       INSERT INTO search_document (requirement_id, message_id, sequence) SELECT requirement_id, id, sequence FROM requirement_message ORDER BY rowid;
-       INSERT INTO search_fts (rowid, title, body)
-         SELECT d.row_id, CASE WHEN d.message_id IS NULL THEN r.title ELSE '' END, COALESCE(m.body, r.description)
-           FROM search_document d JOIN requirement r ON r.id = d.requirement_id LEFT JOIN requirement_message m ON m.id = d.message_id ORDER BY d.row_id`,
+      // What the search migration builds from existing rows (its triggers fill the FTS5 index), and the repositories keep in step.
+      `INSERT INTO search_document (requirement_id, message_id, sequence, title, body) SELECT id, NULL, NULL, title, description FROM plan ORDER BY i;
+       INSERT INTO search_document (requirement_id, message_id, sequence, title, body) SELECT requirement_id, id, sequence, '', body FROM requirement_message ORDER BY rowid`,
     ],
     ['drop plan', 'DROP TABLE plan; DROP TABLE seq'],
   ];

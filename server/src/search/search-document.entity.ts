@@ -2,8 +2,8 @@ import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 
 /**
  * One searchable text: a Requirement's title and description (`messageId` null) or one message
- * of its conversation. Its `rowId` is the row of the full-text index (`search_fts`) that holds
- * the text, so a match leads back to the Requirement and the message it came from.
+ * of its conversation (`title` empty). On SQLite the FTS5 index `search_fts` is an external-content
+ * index of this table, kept in step by triggers; on PostgreSQL a GIN index over its tsvector.
  */
 @Entity('search_document')
 @Index('idx_search_document_requirement', ['requirementId', 'messageId'])
@@ -12,4 +12,6 @@ export class SearchDocumentEntity {
   @Column('varchar') requirementId!: string;
   @Column('varchar', { nullable: true }) messageId!: string | null;
   @Column('integer', { nullable: true }) sequence!: number | null;
+  @Column('text') title!: string;
+  @Column('text') body!: string;
 }

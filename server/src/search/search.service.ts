@@ -11,10 +11,6 @@ const TERMS_MAX = 12;
 const DEPTH_MAX = 500;
 /** Matches ranked per search, newest first (see SearchRepository.search): bounds its cost. */
 const RANK_WINDOW = 2000;
-/** A last word up to this long is a prefix query on FTS5's prefix index (built for 2, 3 and 4). */
-const PREFIX_INDEXED = 4;
-/** A longer last word stands for the first this many indexed terms it starts. */
-const COMPLETIONS_MAX = 16;
 
 /**
  * `GET /api/search`: every word of the query must occur (in any order, case and accents
@@ -26,7 +22,7 @@ export class SearchService {
   constructor(private readonly repository: SearchRepository) {}
 
   async search(query: SearchQueryDto): Promise<SearchPageDto> {
-    const match = await this.matchFor(query.q);
+    const words = searchWords(query.q);
     const limit = pageSize(query.limit);
     // A ranked list has no stable key to continue after (a new message can outrank the rest), so the cursor is a depth.
     const [skip] = decodeCursor<[number]>(query.cursor, ['number']) ?? [0];
@@ -34,7 +30,7 @@ export class SearchService {
       throw invalid('invalid_cursor', 'cursor is not one this server issued');
     }
     const take = Math.min(limit, DEPTH_MAX - skip);
-    const hits = match === null ? [] : await this.repository.search(match, take + 1, skip, RANK_WINDOW);
+    const hits = await this.repository.search(words, take + 1, skip, RANK_WINDOW);
     const more = hits.length > take && skip + take < DEPTH_MAX;
     const items: SearchHitDto[] = hits.slice(0, take).map((hit) => ({
       messageId: hit.messageId,
@@ -46,29 +42,17 @@ export class SearchService {
     }));
     return { items, nextCursor: more ? encodeCursor([skip + take]) : null };
   }
-
-  /** The FTS5 query, or null when the last word starts no indexed term (nothing can match). */
-  private async matchFor(text: string): Promise<string | null> {
-    const words = searchWords(text);
-    const last = words.pop() as string;
-    const whole = words.map(quoted);
-    if (last.length <= PREFIX_INDEXED) {
-      return [...whole, `${quoted(last)}*`].join(' AND ');
-    }
-    const terms = await this.repository.termsStarting(fold(last), COMPLETIONS_MAX);
-    return terms.length === 0 ? null : [...whole, `(${terms.map(quoted).join(' OR ')})`].join(' AND ');
-  }
 }
 
 /**
- * The words a person typed, for an FTS5 query: each becomes a quoted string (so no FTS5
- * operator or column filter can be injected), all of them required; the last one a prefix.
+ * The words a person typed: letters, digits and word joiners only (so nothing of a query
+ * language can be injected), all of them required; the last one also as a prefix.
  */
 export function searchWords(text: string): string[] {
   const words = text
     .split(/[\s"]+/u)
     .map((word) => word.replace(/[^\p{L}\p{N}_'-]+/gu, ''))
-    .filter((word) => word.length > 0);
+    .filter((word) => /[\p{L}\p{N}]/u.test(word));
   if (words.length === 0) {
     throw invalid('invalid_search', 'the search needs at least one word of letters or digits');
   }
@@ -77,11 +61,6 @@ export function searchWords(text: string): string[] {
   }
   return words;
 }
-
-const quoted = (word: string) => `"${word.replace(/"/g, '""')}"`;
-
-/** What the unicode61 tokenizer (remove_diacritics 2) makes of a word: lower case, no accents. */
-const fold = (word: string) => word.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
 
 /** Splits a snippet at the match marks. */
 export function snippetParts(snippet: string): SnippetPartDto[] {

@@ -84,7 +84,6 @@ describe('schema from the migrations', () => {
       'migrations',
       'search_fts',
       'search_fts_config',
-      'search_fts_content',
       'search_fts_data',
       'search_fts_docsize',
       'search_fts_idx',
