@@ -10,10 +10,11 @@ import { RunsStore } from './core/stores/runs-store';
 import { Theme } from './core/theme';
 import { CreateRequirementDialog } from './dialogs/create-requirement-dialog';
 import { SettingsDialog } from './dialogs/settings-dialog';
+import { SearchBox } from './search/search-box';
 
 @Component({
   selector: 'am-root',
-  imports: [RouterOutlet, RouterLink, RouterLinkActive, CreateRequirementDialog, SettingsDialog],
+  imports: [RouterOutlet, RouterLink, RouterLinkActive, CreateRequirementDialog, SearchBox, SettingsDialog],
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
     <div class="shell">
@@ -26,6 +27,7 @@ import { SettingsDialog } from './dialogs/settings-dialog';
           <a routerLink="/timers" routerLinkActive="active" ariaCurrentWhenActive="page">{{ t('nav.timers') }}</a>
         </nav>
         <span class="spacer"></span>
+        <am-search-box />
         <span class="conn" [class]="'conn ' + sync.connection()" role="status" data-testid="connection">{{ t(keyOf('conn', sync.connection())) }}</span>
         <button type="button" class="primary" (click)="creating.set(true)" data-testid="new-requirement">+ {{ t('action.new') }}</button>
         <label class="inline">

@@ -22,6 +22,7 @@ export type Provider = Requirement['provider'];
 export type ReasoningEffort = NonNullable<Requirement['reasoningEffort']>;
 
 export type Timer = Schemas['TimerResponseDto'];
+export type SearchHit = Schemas['SearchHitDto'];
 export type CreateTimer = Schemas['CreateTimerDto'];
 export type ReviewRequest = Schemas['ReviewRequestResponseDto'];
 export type CreateReviewRequest = Schemas['CreateReviewRequestDto'];

@@ -30,6 +30,7 @@ const STICK_PX = 48;
           [attr.data-sequence]="m.sequence"
           [attr.data-author]="m.author"
           [attr.data-message-id]="m.id"
+          [class.focused]="m.sequence === focused()"
         >
           <header>
             <strong>{{ t(keyOf('author', m.author)) }}</strong>
@@ -78,6 +79,8 @@ const STICK_PX = 48;
 })
 export class Conversation {
   readonly requirement = input.required<Requirement>();
+  /** A message to bring into view and mark (from a search result), once it is loaded. */
+  readonly focusSequence = input<number | null>(null);
   protected readonly i18n = inject(I18n);
   protected readonly t = this.i18n.t;
   protected readonly keyOf = keyOf;
@@ -117,6 +120,9 @@ export class Conversation {
     );
   });
 
+  /** The focused message once it was rendered (so it is scrolled to once, not on every update). */
+  protected readonly focused = signal<number | null>(null);
+  private scrollToFocus = false;
   private atBottom = true;
   private lastSequence = 0;
   /** Set before rendering older messages above, so the reader's view does not jump. */
@@ -140,11 +146,29 @@ export class Conversation {
         this.lastSequence = all[all.length - 1]?.sequence ?? 0;
       });
     });
+    effect(() => {
+      const sequence = this.focusSequence();
+      const all = this.messages();
+      untracked(() => {
+        const index = sequence === null ? -1 : all.findIndex((m) => m.sequence === sequence);
+        if (index < 0 || this.focused() === sequence) {
+          return;
+        }
+        // Render from the focused message on, and stop following the latest.
+        this.count.update((c) => Math.max(c, all.length - index));
+        this.atBottom = false;
+        this.focused.set(sequence);
+        this.scrollToFocus = true;
+      });
+    });
     afterRenderEffect({
       write: () => {
         this.visible();
         const el = this.scroller().nativeElement;
-        if (this.anchor !== null) {
+        if (this.scrollToFocus) {
+          this.scrollToFocus = false;
+          el.querySelector(`[data-sequence="${this.focused()}"]`)?.scrollIntoView({ block: 'center' });
+        } else if (this.anchor !== null) {
           el.scrollTop += el.scrollHeight - this.anchor;
           this.anchor = null;
         } else if (this.atBottom) {

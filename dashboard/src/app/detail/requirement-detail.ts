@@ -28,6 +28,12 @@ type Tab = 'overview' | 'trace';
 export class RequirementDetail {
   /** The route parameter (component input binding). */
   readonly id = input.required<string>();
+  /** `?message=<sequence>`: the message to show (a search result opens the conversation there). */
+  readonly message = input<string | undefined>(undefined);
+  protected readonly focusSequence = computed(() => {
+    const sequence = Number(this.message());
+    return Number.isInteger(sequence) && sequence > 0 ? sequence : null;
+  });
   private readonly router = inject(Router);
   private readonly title = inject(Title);
   private readonly notifier = inject(Notifier);
