@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 
-import { McpCommand } from './commands/factory/mcp.command';
+import { AgentMcpCommand } from './commands/factory/mcp.command';
 import { PrCommand, PrRegisterCommand } from './commands/factory/pr.command';
 import {
   RequirementActionCommand,
@@ -16,7 +16,7 @@ import { PullRequestLookup } from './factory/pull-request-lookup';
 
 /** The agent's side of the control plane: what RD runs call, with the context the manager injects. */
 export const CODE_FACTORY_COMMANDS = [
-  McpCommand,
+  AgentMcpCommand,
   PrCommand,
   PrRegisterCommand,
   RequirementCommand,

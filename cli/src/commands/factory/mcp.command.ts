@@ -9,7 +9,7 @@ const INSTRUCTIONS =
   "Agent Manager's tools for this agent run: register pull requests, propose and act on follow-up Requirements, message related Requirements, and set timers. They act with this run's own credential: the server refuses what is out of its scope, and a refusal comes back as a tool error with the reason.";
 
 @Command({ description: "Serve this run's Agent Manager tools over MCP (stdio); Agent Manager starts it inside each RD run", name: 'mcp' })
-export class McpCommand extends CommandRunner {
+export class AgentMcpCommand extends CommandRunner {
   constructor(private readonly operations: AgentOperations) {
     super();
   }
