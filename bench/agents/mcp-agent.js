@@ -40,7 +40,10 @@ async function main() {
     failures += result.status === 0 ? 0 : 1;
   }
   fs.writeFileSync(process.env.MCP_BENCH_OUT, JSON.stringify({ cli: shell, failures, mcp, startup }));
-  out({ item: { id: 'item_final', text: `Called list_timers ${MCP_CALLS} times over MCP and ${CLI_CALLS} times through the CLI.`, type: 'agent_message' }, type: 'item.completed' });
+  out({
+    item: { id: 'item_final', text: `Called list_timers ${MCP_CALLS} times over MCP and ${CLI_CALLS} times through the CLI.`, type: 'agent_message' },
+    type: 'item.completed',
+  });
   out({ type: 'turn.completed', usage: { cached_input_tokens: 0, input_tokens: 1, output_tokens: 1, reasoning_output_tokens: 0 } });
 }
 
