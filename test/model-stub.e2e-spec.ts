@@ -326,11 +326,11 @@ describe('model stub', () => {
       ]);
       const first = await (await post('/v1/messages', { ...anthropicBody('hi', false), tools })).json();
       expect(first).toMatchObject({ content: [{ input: { a: 1 }, name: 'mcp__code_factory__list_timers', type: 'tool_use' }], stop_reason: 'tool_use' });
-      const second = await (await post('/v1/messages', { ...anthropicBody('hi', false), tools })).json();
+      const second = (await (await post('/v1/messages', { ...anthropicBody('hi', false), tools })).json()) as Json;
       expect(second.content[0].input).toEqual({ offered: 2 });
       const missing = await post('/v1/messages', { ...anthropicBody('hi', false), tools });
       expect(missing.status).toBe(400);
-      expect((await missing.json()).error.message).toContain('the scripted tool cancel_timer was not offered');
+      expect(((await missing.json()) as Json).error.message).toContain('the scripted tool cancel_timer was not offered');
       expect(stub.requests[0].tools).toEqual(['Bash', 'mcp__code_factory__list_timers']);
 
       // Codex: a namespace member is called by its name with the namespace beside it.
