@@ -360,7 +360,7 @@ describe(CodexAdapter.name, () => {
 
   describe('buildInvocation', () => {
     it("adds the run's MCP server for this run only: one -c key each, the credential named, not written, waited for", () => {
-      const toolServer = { args: ['mcp'], command: "/home/u/.code-factory/bin/ab12/code-factory-cli", environment: ['CODE_FACTORY_TOKEN', 'GH_TOKEN'], name: 'code_factory' };
+      const toolServer = { args: ['mcp'], command: '/home/u/.code-factory/bin/ab12/code-factory-cli', environment: ['CODE_FACTORY_TOKEN', 'GH_TOKEN'], name: 'code_factory' };
       const args = sut.buildInvocation(baseContext({ env: { CODE_FACTORY_TOKEN: 'secret', PATH: '/usr/bin' }, toolServer })).args;
       expect(args).toEqual([
         ...BASE_ARGS,

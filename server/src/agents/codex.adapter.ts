@@ -284,16 +284,16 @@ class CodexOutputParser implements OutputParser {
       if (eventType === 'item.updated') {
         return [];
       }
-      return [
-        trace({ detail: JSON.stringify(item.arguments ?? null), kind: 'tool_call', nativeType, status: 'started', title: `MCP ${toolName}`, toolCallId: id, toolName }),
-      ];
+      return [trace({ detail: JSON.stringify(item.arguments ?? null), kind: 'tool_call', nativeType, status: 'started', title: `MCP ${toolName}`, toolCallId: id, toolName })];
     }
     this.commitAttempt();
     const error = isObject(item.error) ? (str(item.error.message) ?? JSON.stringify(item.error)) : str(item.error);
     const failed = item.status === 'failed' || item.status === 'declined' || error !== null;
     const result = isObject(item.result) ? item.result : {};
     const detail = error ?? mcpContentText(result.content);
-    return [trace({ detail, kind: 'tool_result', nativeType, status: failed ? 'failed' : 'completed', title: `${toolName} ${failed ? 'failed' : 'result'}`, toolCallId: id, toolName })];
+    return [
+      trace({ detail, kind: 'tool_result', nativeType, status: failed ? 'failed' : 'completed', title: `${toolName} ${failed ? 'failed' : 'result'}`, toolCallId: id, toolName }),
+    ];
   }
 
   private otherTool(eventType: string, itemType: string, item: Json): NormalizedEvent[] {

@@ -19,7 +19,16 @@ describe('RD prompt', () => {
     });
 
     it('names the MCP tools first', () => {
-      for (const tool of ['register_pull_request', 'propose_requirement', 'requirement_action', 'list_related', 'message_related', 'register_timer', 'list_timers', 'cancel_timer']) {
+      for (const tool of [
+        'register_pull_request',
+        'propose_requirement',
+        'requirement_action',
+        'list_related',
+        'message_related',
+        'register_timer',
+        'list_timers',
+        'cancel_timer',
+      ]) {
         expect(instructions).toContain(`\`${tool}\``);
       }
       expect(instructions.indexOf('register_pull_request')).toBeLessThan(instructions.indexOf('code-factory-cli'));
