@@ -3,6 +3,7 @@ import { ScenarioResult, passes, progress, publishResults, table } from './harne
 import { concurrentRunsScenario } from './scenarios/concurrent-runs';
 import { dashboardScenario } from './scenarios/dashboard';
 import { githubBudgetScenario } from './scenarios/github-budget';
+import { mcpScenario } from './scenarios/mcp';
 import { repliesScenario } from './scenarios/replies';
 import { scaleScenario } from './scenarios/scale';
 import { sseFanoutScenario } from './scenarios/sse-fanout';
@@ -17,6 +18,7 @@ const SELF_CONTAINED: Record<string, () => Promise<ScenarioResult>> = {
   'concurrent-runs': concurrentRunsScenario,
   dashboard: dashboardScenario,
   'github-budget': githubBudgetScenario,
+  mcp: mcpScenario,
   scale: scaleScenario,
   'trace-flood': traceFloodScenario,
 };

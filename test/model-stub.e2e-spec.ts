@@ -314,6 +314,33 @@ describe('model stub', () => {
       stream,
     });
 
+    it('calls an offered tool by name, records the tools offered, and fails loudly on one not offered', async () => {
+      const tools = [
+        { input_schema: { type: 'object' }, name: 'Bash' },
+        { input_schema: { type: 'object' }, name: 'mcp__code_factory__list_timers' },
+      ];
+      stub.script([
+        { arguments: { a: 1 }, tool: 'list_timers' },
+        { arguments: (request) => ({ offered: request.tools.length }), tool: 'mcp__code_factory__list_timers' },
+        { arguments: {}, tool: 'cancel_timer' },
+      ]);
+      const first = await (await post('/v1/messages', { ...anthropicBody('hi', false), tools })).json();
+      expect(first).toMatchObject({ content: [{ input: { a: 1 }, name: 'mcp__code_factory__list_timers', type: 'tool_use' }], stop_reason: 'tool_use' });
+      const second = (await (await post('/v1/messages', { ...anthropicBody('hi', false), tools })).json()) as Json;
+      expect(second.content[0].input).toEqual({ offered: 2 });
+      const missing = await post('/v1/messages', { ...anthropicBody('hi', false), tools });
+      expect(missing.status).toBe(400);
+      expect(((await missing.json()) as Json).error.message).toContain('the scripted tool cancel_timer was not offered');
+      expect(stub.requests[0].tools).toEqual(['Bash', 'mcp__code_factory__list_timers']);
+
+      // Codex: a namespace member is called by its name with the namespace beside it.
+      stub.script([{ arguments: {}, tool: 'list_timers' }]);
+      const namespace = { name: 'mcp__code_factory', tools: [{ name: 'list_timers', type: 'function' }], type: 'namespace' };
+      const sse = await (await post('/v1/responses', { input: 'hi', model: 'fake-model', tools: [{ name: 'exec_command', type: 'function' }, namespace] })).text();
+      expect(sse).toContain('"name":"list_timers","namespace":"mcp__code_factory"');
+      expect(stub.requests.at(-1)!.tools).toEqual(['exec_command', 'mcp__code_factory.list_timers']);
+    });
+
     it('answers "OK" when nothing is scripted, and non-streaming Messages requests with JSON', async () => {
       const res = await post('/v1/messages?beta=true', anthropicBody('hi', false));
       expect(res.status).toBe(200);

@@ -87,6 +87,9 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', (cli) =>
     expect(reviewerRequest.prompt).toContain(`Review GitHub PR ${url}`);
     expect(reviewerRequest.prompt).toContain('Look at the flush path');
     expect(JSON.stringify(reviewerRequest.body)).toContain('Never modify the workspace');
+    // A reviewer has no credential, so no Agent Manager tools; the RD run that registered the PRs had them.
+    expect(reviewerRequest.tools.filter((name) => name.includes('code_factory'))).toEqual([]);
+    expect(stub.requests.find((r) => r.marker === requirement.id)!.tools.some((name) => name.includes('code_factory'))).toBe(true);
 
     const messages = (await get(`/api/requirements/${requirement.id}/messages?limit=200`)).items as Array<{
       author: string;

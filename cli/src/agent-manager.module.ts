@@ -1,10 +1,11 @@
 import { Module } from '@nestjs/common';
 
+import { OwnerMcpCommand } from './commands/mcp.command';
 import { StartCommand } from './commands/start.command';
 import { TokenCommand } from './commands/token.command';
 
 /** Every agent-manager command, registered in one place. */
-export const AGENT_MANAGER_COMMANDS = [StartCommand, TokenCommand];
+export const AGENT_MANAGER_COMMANDS = [OwnerMcpCommand, StartCommand, TokenCommand];
 
 @Module({ providers: AGENT_MANAGER_COMMANDS })
 export class AgentManagerCliModule {}

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 
+import { AgentMcpCommand } from './commands/factory/mcp.command';
 import { PrCommand, PrRegisterCommand } from './commands/factory/pr.command';
 import {
   RequirementActionCommand,
@@ -9,11 +10,13 @@ import {
   RequirementRelatedCommand,
 } from './commands/factory/requirement.command';
 import { TimerCancelCommand, TimerCommand, TimerRegisterCommand, TimerShowCommand } from './commands/factory/timer.command';
+import { AgentOperations } from './factory/agent-operations';
 import { ManagerApi } from './factory/manager-api';
 import { PullRequestLookup } from './factory/pull-request-lookup';
 
 /** The agent's side of the control plane: what RD runs call, with the context the manager injects. */
 export const CODE_FACTORY_COMMANDS = [
+  AgentMcpCommand,
   PrCommand,
   PrRegisterCommand,
   RequirementCommand,
@@ -27,5 +30,5 @@ export const CODE_FACTORY_COMMANDS = [
   TimerCancelCommand,
 ];
 
-@Module({ providers: [...CODE_FACTORY_COMMANDS, ManagerApi, PullRequestLookup] })
+@Module({ providers: [...CODE_FACTORY_COMMANDS, AgentOperations, ManagerApi, PullRequestLookup] })
 export class CodeFactoryCliModule {}

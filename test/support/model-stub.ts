@@ -26,6 +26,12 @@ export type StubTurn =
    */
   | { shell: string; text?: string }
   /**
+   * Call the offered tool named `tool` with `arguments` (Codex: a `function_call`, inside its namespace when
+   * the request offers the tool in one; Claude: a `tool_use` block). The name is looked up in the request's
+   * `tools` first, so a tool that was not offered fails the request loudly instead of confusing the CLI.
+   */
+  | { tool: string; arguments: ToolArguments; text?: string }
+  /**
    * An HTTP error answer. `times` (default 1) answers that many consecutive requests of the same queue with
    * the same error: Claude Code re-sends a request that got a 400 up to 5 times with fewer beta features, so a
    * 400 that should stick needs `times: 6` (or `Infinity`). A 500 with CLAUDE_CODE_MAX_RETRIES=0 is one request.
@@ -41,6 +47,12 @@ export type StubTurn =
   | { hang: true };
 
 export type StubApi = 'openai' | 'anthropic';
+
+/**
+ * A tool call's arguments, or a function of the request that computes them: a suite can pass on what an
+ * earlier tool returned (`request.transcript` ends with the latest `tool_result:` lines).
+ */
+export type ToolArguments = Record<string, unknown> | ((request: StubRequest) => Record<string, unknown>);
 
 export interface StubRequest {
   api: StubApi;
@@ -59,6 +71,11 @@ export interface StubRequest {
   marker: string | null;
   /** The scripted turn this request consumed (as scripted, `delayMs` included), or null: answered "OK". */
   turn: StubTurn | null;
+  /**
+   * The names of the tools the request offered to the model, as the model would call them: Codex functions
+   * (`exec_command`, a namespace's members as `<namespace>.<name>`), Claude tools (`Bash`, `mcp__srv__tool`).
+   */
+  tools: string[];
   /** Whether the client asked for a stream (always true for Codex). */
   stream: boolean;
   method: string;
@@ -205,6 +222,7 @@ export class ModelStub {
       prompt,
       receivedAt: Date.now(),
       stream: api === 'openai' ? body.stream !== false : body.stream === true,
+      tools: api === 'openai' ? openaiToolNames(body) : anthropicToolNames(body),
       transcript: conversation.map((entry) => `${entry.role}: ${entry.text}`).join('\n'),
       turn,
       url: req.url ?? '',
@@ -217,7 +235,8 @@ export class ModelStub {
 
     this.open.add(res);
     res.on('close', () => this.open.delete(res));
-    this.answer(record, turn ?? DEFAULT_TURN, res);
+    // A scripted call of a tool the CLI did not offer fails through the CLI's own error path.
+    this.answer(record, turn === null ? DEFAULT_TURN : resolveTurn(turn, record), res);
   }
 
   private answer(request: StubRequest, turn: StubTurn, res: http.ServerResponse): void {
@@ -431,7 +450,62 @@ function latestPrompt(conversation: Entry[]): string {
 // ----------------------------------------------------------------------------------------------------------
 // OpenAI Responses API (streaming)
 
-type AnswerTurn = Extract<StubTurn, { text: string }> | Extract<StubTurn, { shell: string }>;
+type AnswerTurn = Extract<StubTurn, { text: string }> | Extract<StubTurn, { shell: string }> | Extract<StubTurn, { tool: string }>;
+
+/** Codex's tool names: functions by name, a namespace's members as `<namespace>.<name>`, other kinds by type. */
+function openaiToolNames(body: Json): string[] {
+  const names: string[] = [];
+  for (const tool of Array.isArray(body?.tools) ? body.tools : []) {
+    if (tool?.type === 'namespace' && Array.isArray(tool.tools)) {
+      for (const member of tool.tools) {
+        names.push(`${tool.name}.${member?.name}`);
+      }
+    } else {
+      names.push(typeof tool?.name === 'string' ? tool.name : String(tool?.type));
+    }
+  }
+  return names;
+}
+
+function anthropicToolNames(body: Json): string[] {
+  return (Array.isArray(body?.tools) ? body.tools : []).map((tool: Json) => String(tool?.name ?? tool?.type));
+}
+
+/**
+ * The offered name a scripted `tool` turn calls: the exact name, else the one offered name that ends in
+ * `.<tool>` (a Codex namespace member) or `__<tool>` (a Claude MCP tool), so a suite can say `list_timers`
+ * for both CLIs. Null when none (or several) match.
+ */
+export function resolveToolName(tool: string, offered: readonly string[]): string | null {
+  if (offered.includes(tool)) {
+    return tool;
+  }
+  const matches = offered.filter((name) => name.endsWith(`.${tool}`) || name.endsWith(`__${tool}`));
+  return matches.length === 1 ? matches[0] : null;
+}
+
+/**
+ * A scripted tool turn with its name resolved against what the request offered and its arguments computed;
+ * an error turn if the tool was not offered.
+ */
+function resolveTurn(turn: StubTurn, request: StubRequest): StubTurn {
+  if ('delayMs' in turn) {
+    return { ...turn, then: resolveTurn(turn.then, request) };
+  }
+  if (!('tool' in turn)) {
+    return turn;
+  }
+  const name = resolveToolName(turn.tool, request.tools);
+  if (name === null) {
+    return { error: { message: `model stub: the scripted tool ${turn.tool} was not offered (offered: ${request.tools.join(', ')})`, status: 400 } };
+  }
+  return { ...turn, arguments: typeof turn.arguments === 'function' ? turn.arguments(request) : turn.arguments, tool: name };
+}
+
+/** Arguments of a resolved tool turn (resolveTurn has already called a function). */
+function toolArguments(turn: Extract<StubTurn, { tool: string }>): Record<string, unknown> {
+  return typeof turn.arguments === 'function' ? {} : turn.arguments;
+}
 
 function sse(res: http.ServerResponse, event: string, data: object): void {
   res.write(`event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`);
@@ -500,6 +574,22 @@ function sendOpenAi(res: http.ServerResponse, n: number, turn: AnswerTurn, model
     output.push(item);
   }
 
+  if ('tool' in turn) {
+    const id = `fc_${n}`;
+    const index = output.length;
+    const args = JSON.stringify(toolArguments(turn));
+    // A namespace member (`mcp__<server>.<tool>`) is called by its own name with the namespace beside it.
+    const dot = turn.tool.lastIndexOf('.');
+    const name = dot < 0 ? { name: turn.tool } : { name: turn.tool.slice(dot + 1), namespace: turn.tool.slice(0, dot) };
+    const base = { call_id: `call_${n}`, id, ...name, type: 'function_call' };
+    const item = { ...base, arguments: args, status: 'completed' };
+    send('response.output_item.added', { item: { ...base, arguments: '', status: 'in_progress' }, output_index: index });
+    send('response.function_call_arguments.delta', { delta: args, item_id: id, output_index: index });
+    send('response.function_call_arguments.done', { arguments: args, item_id: id, output_index: index });
+    send('response.output_item.done', { item, output_index: index });
+    output.push(item);
+  }
+
   send('response.completed', {
     response: {
       id: responseId,
@@ -546,7 +636,10 @@ function anthropicBlocks(n: number, turn: AnswerTurn): { blocks: Json[]; stopRea
       type: 'tool_use',
     });
   }
-  return { blocks, stopReason: 'shell' in turn ? 'tool_use' : 'end_turn' };
+  if ('tool' in turn) {
+    blocks.push({ id: `toolu_${n}`, input: toolArguments(turn), name: turn.tool, type: 'tool_use' });
+  }
+  return { blocks, stopReason: 'shell' in turn || 'tool' in turn ? 'tool_use' : 'end_turn' };
 }
 
 const USAGE = { cache_creation_input_tokens: 0, cache_read_input_tokens: 0, input_tokens: 100 };

@@ -7,6 +7,8 @@ import { ModelStub, REAL_AGENT_CLIS } from './model-stub';
 export type RealAgentCli = (typeof REAL_AGENT_CLIS)[number];
 
 export interface RealAgentWorld {
+  /** The variables that log the CLI in to the stub (its HOME, Codex's CODEX_HOME): where its own config lives. */
+  agentEnv: Record<string, string>;
   sandbox: Sandbox;
   stub: ModelStub;
   manager: ManagerProcess;
@@ -29,7 +31,7 @@ export function useRealAgentWorld({ env, executable, provider }: RealAgentCli, l
       sandbox,
     });
     world.manager = manager;
-    ready({ manager, sandbox, stub });
+    ready({ agentEnv, manager, sandbox, stub });
   });
   afterAll(async () => {
     await world.manager?.stop();

@@ -7,7 +7,7 @@ import { AgentContext, readAgentContext } from './agent-context';
 /** A refusal or failure, printed as one line by the CLI runner. */
 export class ManagerApiError extends Error {}
 
-type Outcome<T> = { data?: T; error?: unknown; response: Response };
+export type Outcome<T> = { data?: T; error?: unknown; response: Response };
 
 /**
  * The CLI's way to the manager: the generated typed client with the run's credential, a
@@ -29,19 +29,7 @@ export class ManagerApi {
   /** Performs one call: resolves with the body, or throws a ManagerApiError saying why. */
   async call<T>(what: string, request: (client: ApiClient, signal: AbortSignal) => Promise<Outcome<T>>): Promise<T> {
     const { context, client } = this.connection();
-    let outcome: Outcome<T>;
-    try {
-      outcome = await request(client, AbortSignal.timeout(context.timeoutMs));
-    } catch (err) {
-      throw new ManagerApiError(`${what}: ${describeFailure(err, context)}`);
-    }
-    if (outcome.error !== undefined || !outcome.response.ok) {
-      const body = (outcome.error ?? {}) as { message?: unknown; code?: unknown };
-      const message = Array.isArray(body.message) ? body.message.join('; ') : typeof body.message === 'string' ? body.message : outcome.response.statusText;
-      const code = typeof body.code === 'string' ? ` ${body.code}` : '';
-      throw new ManagerApiError(`${what} refused (${outcome.response.status}${code}): ${message}`);
-    }
-    return outcome.data as T;
+    return callManager(client, context, what, request);
   }
 
   private connection() {
@@ -54,7 +42,32 @@ export class ManagerApi {
   }
 }
 
-function describeFailure(err: unknown, context: AgentContext): string {
+/**
+ * One call through the typed client with a timeout: the body, or a ManagerApiError saying why
+ * (`<what> refused (<status> <code>): <server's message>`, or that the manager cannot be reached).
+ */
+export async function callManager<T>(
+  client: ApiClient,
+  context: Pick<AgentContext, 'apiUrl' | 'timeoutMs'>,
+  what: string,
+  request: (client: ApiClient, signal: AbortSignal) => Promise<Outcome<T>>,
+): Promise<T> {
+  let outcome: Outcome<T>;
+  try {
+    outcome = await request(client, AbortSignal.timeout(context.timeoutMs));
+  } catch (err) {
+    throw new ManagerApiError(`${what}: ${describeFailure(err, context)}`);
+  }
+  if (outcome.error !== undefined || !outcome.response.ok) {
+    const body = (outcome.error ?? {}) as { message?: unknown; code?: unknown };
+    const message = Array.isArray(body.message) ? body.message.join('; ') : typeof body.message === 'string' ? body.message : outcome.response.statusText;
+    const code = typeof body.code === 'string' ? ` ${body.code}` : '';
+    throw new ManagerApiError(`${what} refused (${outcome.response.status}${code}): ${message}`);
+  }
+  return outcome.data as T;
+}
+
+function describeFailure(err: unknown, context: Pick<AgentContext, 'apiUrl' | 'timeoutMs'>): string {
   const error = err as Error & { cause?: { code?: string; message?: string } };
   if (error.name === 'TimeoutError' || error.name === 'AbortError') {
     return `no answer from Agent Manager at ${context.apiUrl} within ${context.timeoutMs / 1000} s`;

@@ -41,6 +41,20 @@ export type NormalizedEvent =
   /** The CLI reported failure. */
   | { type: 'failed'; message: string };
 
+/**
+ * Agent Manager's own MCP server for one run (`code-factory-cli mcp`), configured on the command
+ * line of that run only: the user's own MCP configuration stays untouched and in force.
+ */
+export interface AgentToolServer {
+  /** Its name in the CLI: tools appear as `mcp__<name>__<tool>` (Claude) or in namespace `mcp__<name>` (Codex). */
+  name: string;
+  /** An absolute path, so that a PATH rebuilt by a login shell or profile cannot lose it. */
+  command: string;
+  args: string[];
+  /** Variables of the run's environment it needs (Codex hands MCP servers only the ones named). */
+  environment: string[];
+}
+
 export interface InvocationContext {
   role: 'rd' | 'reviewer';
   /** The workspace root: the process's cwd. */
@@ -63,6 +77,8 @@ export interface InvocationContext {
   env: Record<string, string>;
   /** Whether this process runs as root (Claude then needs IS_SANDBOX=1). */
   runningAsRoot: boolean;
+  /** RD runs: the MCP server with the run's Agent Manager tools; reviewers have none (no credential). */
+  toolServer: AgentToolServer | null;
 }
 
 export interface Invocation {

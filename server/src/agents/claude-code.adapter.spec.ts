@@ -68,6 +68,17 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
   image: (events) => {
     expect(messages(events)).toEqual(['The image is a solid red square.']);
   },
+  'mcp-tool': (events) => {
+    // MCP calls are tool traces like Bash, named <server>.<tool> (not mcp__user__echo); a tool error fails its result.
+    const tools = traces(events).filter((trace) => trace.kind === 'tool_call' || trace.kind === 'tool_result');
+    expect(tools.map(({ detail, kind, status, title, toolCallId, toolName }) => ({ detail, kind, status, title, toolCallId, toolName }))).toEqual([
+      { detail: '{"text":"hi"}', kind: 'tool_call', status: 'started', title: 'MCP user.echo', toolCallId: 'toolu_1', toolName: 'user.echo' },
+      { detail: 'echo: hi', kind: 'tool_result', status: 'completed', title: 'user.echo result', toolCallId: 'toolu_1', toolName: 'user.echo' },
+      { detail: '{"reason":"out of scope"}', kind: 'tool_call', status: 'started', title: 'MCP user.fail', toolCallId: 'toolu_2', toolName: 'user.fail' },
+      { detail: 'refused: out of scope', kind: 'tool_result', status: 'failed', title: 'user.fail failed', toolCallId: 'toolu_2', toolName: 'user.fail' },
+    ]);
+    expect(messages(events)).toEqual(['done']);
+  },
   'image-at-mention': (events) => {
     expect(messages(events)).toEqual(['The image is a solid red square.']);
   },
@@ -191,6 +202,7 @@ function baseContext(overrides: Partial<InvocationContext> = {}): InvocationCont
     reasoningEffort: null,
     role: 'rd',
     runningAsRoot: false,
+    toolServer: null,
     workspace: '/work/repo',
     ...overrides,
   };
@@ -378,6 +390,18 @@ describe(ClaudeCodeAdapter.name, () => {
   });
 
   describe('buildInvocation', () => {
+    it("adds the run's MCP server beside the user's own (no --strict-mcp-config), loaded up front", () => {
+      const toolServer = { args: ['mcp'], command: '/home/u/.code-factory/bin/ab12/code-factory-cli', environment: ['CODE_FACTORY_TOKEN'], name: 'code_factory' };
+      const args = sut.buildInvocation(baseContext({ toolServer })).args;
+      const at = args.indexOf('--mcp-config');
+      expect(JSON.parse(args[at + 1])).toEqual({
+        mcpServers: { code_factory: { alwaysLoad: true, args: ['mcp'], command: '/home/u/.code-factory/bin/ab12/code-factory-cli', type: 'stdio' } },
+      });
+      // The flag takes several values: another option follows it, never the prompt.
+      expect(args[at + 2]).toMatch(/^--/);
+      expect(args).not.toContain('--strict-mcp-config');
+    });
+
     it('starts a new session with the id we chose', () => {
       const context = baseContext();
       const invocation = sut.buildInvocation(context);

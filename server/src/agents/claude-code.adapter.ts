@@ -1,8 +1,18 @@
-import type { AgentAdapter, Invocation, InvocationContext, NormalizedEvent, OutputParser, TokenUsage } from './agent-adapter';
-import { exitMessage, isObject, Json, num, oneLine, parseJsonLine, str, trace, unknown } from './output-helpers';
+import type { AgentAdapter, AgentToolServer, Invocation, InvocationContext, NormalizedEvent, OutputParser, TokenUsage } from './agent-adapter';
+import { exitMessage, isObject, Json, mcpToolName, num, oneLine, parseJsonLine, str, trace, unknown } from './output-helpers';
 
 // Claude Code (`claude --print --output-format stream-json --verbose`). Verified against Claude
 // Code 2.1.332 transcripts in test/fixtures/agent-transcripts/claude/.
+
+/**
+ * The `--mcp-config` JSON for this run's tool server. `alwaysLoad` puts its tools in every request
+ * instead of behind ToolSearch (Claude defers MCP tools by default, and the model would first have
+ * to find them). The server inherits the CLI's environment, run credential included; in the
+ * bypassPermissions mode the runs use, its tools need no separate permission.
+ */
+export function claudeToolServerConfig(server: AgentToolServer): string {
+  return JSON.stringify({ mcpServers: { [server.name]: { alwaysLoad: true, args: server.args, command: server.command, type: 'stdio' } } });
+}
 
 export class ClaudeCodeAdapter implements AgentAdapter {
   readonly provider = 'claude-code' as const;
@@ -24,6 +34,11 @@ export class ClaudeCodeAdapter implements AgentAdapter {
     }
     if (context.reasoningEffort) {
       args.push('--effort', context.reasoningEffort);
+    }
+    if (context.toolServer) {
+      // Added to the user's own servers (no --strict-mcp-config). The flag takes several values:
+      // always followed by another option here, never by the prompt.
+      args.push('--mcp-config', claudeToolServerConfig(context.toolServer));
     }
     args.push('--append-system-prompt', context.instructions);
     // As root, `--dangerously-skip-permissions` is refused unless IS_SANDBOX=1.
@@ -144,7 +159,8 @@ class ClaudeOutputParser implements OutputParser {
           events.push(trace({ detail: str(block.thinking), kind: 'reasoning', nativeType, title: 'Reasoning' }));
           break;
         case 'tool_use': {
-          const name = str(block.name) ?? 'tool';
+          // An MCP tool (`mcp__<server>__<tool>`) is named `<server>.<tool>`, as in Codex's traces.
+          const name = claudeToolName(str(block.name) ?? 'tool');
           const id = str(block.id);
           if (id) {
             this.toolNames.set(id, name);
@@ -246,7 +262,16 @@ function claudeUsage(usage: Json): TokenUsage {
   };
 }
 
+/** `mcp__code_factory__list_timers` → `code_factory.list_timers`; other tools keep their name. */
+export function claudeToolName(name: string): string {
+  const match = /^mcp__(.+?)__(.+)$/.exec(name);
+  return match ? mcpToolName(match[1], match[2]) : name;
+}
+
 function toolTitle(name: string, input: Json): string {
+  if (name.includes('.')) {
+    return `MCP ${name}`;
+  }
   const subject = [input.command, input.file_path, input.notebook_path, input.path, input.pattern, input.url, input.query, input.description].map(str).find((value) => value);
   return subject ? `${name}: ${oneLine(subject)}` : name;
 }

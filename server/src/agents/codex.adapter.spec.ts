@@ -39,6 +39,17 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
   'image-variadic-pitfall': (events) => {
     expect(messages(events)).toEqual(['The image is a solid red square.']);
   },
+  'mcp-tool': (events) => {
+    // MCP calls are tool traces like shell commands, named <server>.<tool>; a tool error fails its result.
+    const tools = traces(events).filter((trace) => trace.kind === 'tool_call' || trace.kind === 'tool_result');
+    expect(tools.map(({ detail, kind, status, title, toolCallId, toolName }) => ({ detail, kind, status, title, toolCallId, toolName }))).toEqual([
+      { detail: '{"text":"hi"}', kind: 'tool_call', status: 'started', title: 'MCP user.echo', toolCallId: 'item_1', toolName: 'user.echo' },
+      { detail: 'echo: hi', kind: 'tool_result', status: 'completed', title: 'user.echo result', toolCallId: 'item_1', toolName: 'user.echo' },
+      { detail: '{"reason":"out of scope"}', kind: 'tool_call', status: 'started', title: 'MCP user.fail', toolCallId: 'item_2', toolName: 'user.fail' },
+      { detail: 'refused: out of scope', kind: 'tool_result', status: 'failed', title: 'user.fail failed', toolCallId: 'item_2', toolName: 'user.fail' },
+    ]);
+    expect(outcomes(events)).toEqual([{ summary: 'done', type: 'completed' }]);
+  },
   'minimal-sse-probe': (events) => {
     expect(messages(events)).toEqual(['Minimal stream: only output_item.done + completed.']);
     expect(usages(events)).toEqual([{ cachedInputTokens: 0, inputTokens: 0, outputTokens: 0, reasoningOutputTokens: 0 }]);
@@ -133,6 +144,7 @@ function baseContext(overrides: Partial<InvocationContext> = {}): InvocationCont
     reasoningEffort: null,
     role: 'rd',
     runningAsRoot: true,
+    toolServer: null,
     workspace: '/work/repo',
     ...overrides,
   };
@@ -308,7 +320,7 @@ describe(CodexAdapter.name, () => {
       ]);
       expect(traces(events).map(({ kind, status, title, toolName }) => ({ kind, status, title, toolName }))).toEqual([
         { kind: 'tool_result', status: 'completed', title: 'Edited src/a.ts', toolName: 'apply_patch' },
-        { kind: 'tool_call', status: 'started', title: 'docs.search', toolName: 'docs.search' },
+        { kind: 'tool_call', status: 'started', title: 'MCP docs.search', toolName: 'docs.search' },
         { kind: 'tool_result', status: 'completed', title: 'Web search: nestjs sse', toolName: 'web_search' },
         { kind: 'lifecycle', status: null, title: 'Plan updated', toolName: null },
       ]);
@@ -347,6 +359,25 @@ describe(CodexAdapter.name, () => {
   });
 
   describe('buildInvocation', () => {
+    it("adds the run's MCP server for this run only: one -c key each, the credential named, not written, waited for", () => {
+      const toolServer = { args: ['mcp'], command: '/home/u/.code-factory/bin/ab12/code-factory-cli', environment: ['CODE_FACTORY_TOKEN', 'GH_TOKEN'], name: 'code_factory' };
+      const args = sut.buildInvocation(baseContext({ env: { CODE_FACTORY_TOKEN: 'secret', PATH: '/usr/bin' }, toolServer })).args;
+      expect(args).toEqual([
+        ...BASE_ARGS,
+        ...INSTRUCTIONS_ARGS,
+        '-c',
+        'mcp_servers.code_factory.command="/home/u/.code-factory/bin/ab12/code-factory-cli"',
+        '-c',
+        'mcp_servers.code_factory.args=["mcp"]',
+        '-c',
+        'mcp_servers.code_factory.env_vars=["CODE_FACTORY_TOKEN", "GH_TOKEN"]',
+        '-c',
+        'mcp_servers.code_factory.required=true',
+        '-',
+      ]);
+      expect(args.join(' ')).not.toContain('secret');
+    });
+
     it('starts a new thread', () => {
       const context = baseContext();
       const invocation = sut.buildInvocation(context);

@@ -1,5 +1,5 @@
-import type { AgentAdapter, Invocation, InvocationContext, NormalizedEvent, OutputParser, TokenUsage } from './agent-adapter';
-import { exitMessage, isObject, Json, num, oneLine, parseJsonLine, str, trace, unknown } from './output-helpers';
+import type { AgentAdapter, AgentToolServer, Invocation, InvocationContext, NormalizedEvent, OutputParser, TokenUsage } from './agent-adapter';
+import { exitMessage, isObject, Json, mcpContentText, mcpToolName, num, oneLine, parseJsonLine, str, trace, unknown } from './output-helpers';
 
 // Codex CLI (`codex exec --json`). Verified against codex-cli 0.171.0 transcripts in
 // test/fixtures/agent-transcripts/codex/.
@@ -49,6 +49,29 @@ export function tomlString(value: string): string {
   return `${out}"`;
 }
 
+/**
+ * `-c` overrides that add one MCP server for this run: each sets one key under
+ * `mcp_servers.<name>`, so the user's own servers in config.toml stay as they are. Codex starts an
+ * MCP server with a minimal environment plus the variables named in `env_vars`: naming them passes
+ * the run credential without writing it into the command line. `required`: `codex exec` does not
+ * wait for a server that is slow to start (ours boots in 1–2 s) and would send the first request
+ * without its tools; a required one is waited for, and one that cannot start fails the run saying so.
+ */
+export function codexToolServerOptions(server: AgentToolServer): string[] {
+  const key = `mcp_servers.${server.name}`;
+  const array = (values: string[]) => `[${values.map(tomlString).join(', ')}]`;
+  return [
+    '-c',
+    `${key}.command=${tomlString(server.command)}`,
+    '-c',
+    `${key}.args=${array(server.args)}`,
+    '-c',
+    `${key}.env_vars=${array(server.environment)}`,
+    '-c',
+    `${key}.required=true`,
+  ];
+}
+
 export class CodexAdapter implements AgentAdapter {
   readonly provider = 'codex' as const;
 
@@ -85,6 +108,9 @@ export class CodexAdapter implements AgentAdapter {
       args.push('-c', `model_reasoning_effort=${tomlString(context.reasoningEffort)}`);
     }
     args.push('-c', `developer_instructions=${tomlString(context.instructions)}`);
+    if (context.toolServer) {
+      args.push(...codexToolServerOptions(context.toolServer));
+    }
     // Options stay before the `resume` subcommand, as in the captured resume run; `-` reads the
     // prompt from stdin without the "Reading prompt from stdin..." notice.
     if (context.nativeSessionId) {
@@ -225,8 +251,9 @@ class CodexOutputParser implements OutputParser {
           }),
         ];
       }
-      case 'file_change':
       case 'mcp_tool_call':
+        return this.mcpTool(eventType, item);
+      case 'file_change':
       case 'web_search':
         return this.otherTool(eventType, itemType, item);
       case 'error': {
@@ -244,15 +271,37 @@ class CodexOutputParser implements OutputParser {
     }
   }
 
+  /**
+   * An MCP tool (`server`, `tool`, `arguments`; when done `result.content` or `error`, `status`
+   * `failed` for a tool error), named `<server>.<tool>` as Claude's are: the call shows the
+   * arguments, the result what the tool answered.
+   */
+  private mcpTool(eventType: string, item: Json): NormalizedEvent[] {
+    const nativeType = `${eventType}/mcp_tool_call`;
+    const id = str(item.id);
+    const toolName = mcpToolName(str(item.server), str(item.tool));
+    if (eventType !== 'item.completed') {
+      if (eventType === 'item.updated') {
+        return [];
+      }
+      return [trace({ detail: JSON.stringify(item.arguments ?? null), kind: 'tool_call', nativeType, status: 'started', title: `MCP ${toolName}`, toolCallId: id, toolName })];
+    }
+    this.commitAttempt();
+    const error = isObject(item.error) ? (str(item.error.message) ?? JSON.stringify(item.error)) : str(item.error);
+    const failed = item.status === 'failed' || item.status === 'declined' || error !== null;
+    const result = isObject(item.result) ? item.result : {};
+    const detail = error ?? mcpContentText(result.content);
+    return [
+      trace({ detail, kind: 'tool_result', nativeType, status: failed ? 'failed' : 'completed', title: `${toolName} ${failed ? 'failed' : 'result'}`, toolCallId: id, toolName }),
+    ];
+  }
+
   private otherTool(eventType: string, itemType: string, item: Json): NormalizedEvent[] {
     const nativeType = `${eventType}/${itemType}`;
     const id = str(item.id);
     let toolName: string = itemType;
     let title: string = itemType;
-    if (itemType === 'mcp_tool_call') {
-      toolName = [str(item.server), str(item.tool)].filter(Boolean).join('.') || 'mcp';
-      title = toolName;
-    } else if (itemType === 'web_search') {
+    if (itemType === 'web_search') {
       toolName = 'web_search';
       title = `Web search: ${oneLine(str(item.query) ?? '')}`;
     } else {

@@ -114,3 +114,16 @@ export function parseJsonLine(text: string, interpret: (value: Json) => Normaliz
     ];
   }
 }
+
+/** `<server>.<tool>`, the trace's name for an MCP tool in both CLIs. */
+export function mcpToolName(server: string | null | undefined, tool: string | null | undefined): string {
+  return [server, tool].filter(Boolean).join('.') || 'mcp';
+}
+
+/** The text blocks of an MCP result's `content`; other blocks by their type (`[image]`). */
+export function mcpContentText(content: unknown): string {
+  if (!Array.isArray(content)) {
+    return content === undefined || content === null ? '' : JSON.stringify(content);
+  }
+  return content.map((block) => (isObject(block) ? (block.type === 'text' ? (str(block.text) ?? '') : `[${str(block.type) ?? 'content'}]`) : '')).join('\n');
+}

@@ -18,11 +18,27 @@ describe('RD prompt', () => {
       expect(instructions).toContain('("Fix "login" bug")');
     });
 
-    it('explains code-factory-cli and where to find it', () => {
+    it('names the MCP tools first', () => {
+      for (const tool of [
+        'register_pull_request',
+        'propose_requirement',
+        'requirement_action',
+        'list_related',
+        'message_related',
+        'register_timer',
+        'list_timers',
+        'cancel_timer',
+      ]) {
+        expect(instructions).toContain(`\`${tool}\``);
+      }
+      expect(instructions.indexOf('register_pull_request')).toBeLessThan(instructions.indexOf('code-factory-cli'));
+    });
+
+    it('explains code-factory-cli as the fallback and where to find it', () => {
       expect(instructions).toContain('`code-factory-cli --help` describes every command');
       expect(instructions).toContain('$CODE_FACTORY_CLI');
       expect(instructions).toContain('/home/u/.code-factory/bin/code-factory-cli');
-      for (const command of ['pr register', 'requirement propose', 'requirement message', 'timer register']) {
+      for (const command of ['pr register', 'requirement propose', 'timer register']) {
         expect(instructions).toContain(`code-factory-cli ${command}`);
       }
     });

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 
+import type { AgentToolServer } from '../agents/agent-adapter';
 import { packageRoot } from '../core/package-info';
 import { RUNTIME, Runtime } from '../core/runtime';
 
@@ -12,6 +13,19 @@ export interface AgentContext {
   sessionId: string;
   token: string;
 }
+
+/** The per-run MCP server's name: its tools reach the model as `mcp__code_factory__<tool>`. */
+export const AGENT_TOOL_SERVER_NAME = 'code_factory';
+
+/** What `environment()` sets for code-factory-cli (and its MCP server). */
+const AGENT_CONTEXT_VARIABLES = [
+  'CODE_FACTORY_API_URL',
+  'CODE_FACTORY_CLI',
+  'CODE_FACTORY_GITHUB_API_URL',
+  'CODE_FACTORY_REQUIREMENT_ID',
+  'CODE_FACTORY_SESSION_ID',
+  'CODE_FACTORY_TOKEN',
+];
 
 /**
  * Variables of the manager's own configuration (its home, its settings), never handed down to
@@ -54,6 +68,19 @@ export class AgentEnvironmentService implements OnModuleInit {
     const tmp = `${this.cliPath}.${process.pid}.tmp`;
     fs.writeFileSync(tmp, script, { mode: 0o755 });
     fs.renameSync(tmp, this.cliPath);
+  }
+
+  /**
+   * The run's MCP server (`code-factory-cli mcp`) by the launcher's absolute path, with the
+   * variables it reads: the run context, and GitHub's token and API for `register_pull_request`.
+   */
+  toolServer(): AgentToolServer {
+    return {
+      args: ['mcp'],
+      command: this.cliPath,
+      environment: [...AGENT_CONTEXT_VARIABLES, 'GH_TOKEN', 'GITHUB_TOKEN'],
+      name: AGENT_TOOL_SERVER_NAME,
+    };
   }
 
   /** Set once the server listens (the URL includes the actual port). */

@@ -95,6 +95,7 @@ export class RunLauncher {
       reasoningEffort: run.reasoningEffort,
       role: run.role,
       runningAsRoot: process.getuid?.() === 0,
+      toolServer: reviewer ? null : this.environment.toolServer(),
       workspace: cwd,
     });
     const sandboxed = this.sandbox.wrap(invocation.command, invocation.args, { cwd, readOnlyFiles: prepared.attachmentFiles });

@@ -3,55 +3,18 @@ import { Command, CommandRunner, Help, Option, SubCommand } from 'nest-commander
 import { PULL_REQUEST_STATUSES, PullRequestStatus } from '@libs/contracts';
 
 import { ENVIRONMENT_HELP } from '../../factory/agent-context';
-import { ManagerApi, printJson } from '../../factory/manager-api';
-import { PullRequestFields, PullRequestLookup, parsePullRequestUrl } from '../../factory/pull-request-lookup';
+import { AgentOperations, RegisterPullRequestInput } from '../../factory/agent-operations';
+import { printJson } from '../../factory/manager-api';
 import { UsageError, parseIntegerOption } from '../../options';
-
-interface RegisterFlags extends Partial<PullRequestFields> {
-  url?: string;
-}
-
-// In the order a person reads them in an error.
-const FLAG_OF: Record<keyof PullRequestFields, string> = {
-  repository: '--repository',
-  number: '--number',
-  url: '--url',
-  title: '--title',
-  baseBranch: '--base-branch',
-  headBranch: '--head-branch',
-  headSha: '--head-sha',
-  status: '--status',
-};
 
 @SubCommand({ description: 'Register a pull request you opened for the current Requirement (again to refresh its title, branches and head SHA)', name: 'register' })
 export class PrRegisterCommand extends CommandRunner {
-  constructor(
-    private readonly api: ManagerApi,
-    private readonly lookup: PullRequestLookup,
-  ) {
+  constructor(private readonly operations: AgentOperations) {
     super();
   }
 
-  async run(_params: string[], flags: RegisterFlags): Promise<void> {
-    const { context } = this.api;
-    let fields: Partial<PullRequestFields> = {};
-    if (flags.url) {
-      const parsed = parsePullRequestUrl(flags.url);
-      // Flags given explicitly win over what GitHub says.
-      fields = { ...parsed, ...(await this.lookup.find(parsed)) };
-    }
-    const defined = Object.fromEntries(Object.entries(flags).filter(([, value]) => value !== undefined)) as Partial<PullRequestFields>;
-    fields = { ...fields, ...defined };
-    const missing = (Object.keys(FLAG_OF) as Array<keyof PullRequestFields>).filter((key) => fields[key] === undefined);
-    if (missing.length > 0) {
-      const hint = flags.url ? ' (GitHub was not asked: no GITHUB_TOKEN, GH_TOKEN or `gh auth token`)' : ' (or pass --url with a GitHub token available)';
-      throw new UsageError(`missing ${missing.map((key) => FLAG_OF[key]).join(', ')}${this.lookup.lastLookupSkipped || !flags.url ? hint : ''}`);
-    }
-    const complete = fields as PullRequestFields;
-    const pullRequest = await this.api.call('pr register', (client, signal) =>
-      client.POST('/api/agent/pull-requests', { body: { ...complete, requirementId: context.requirementId }, signal }),
-    );
-    printJson(pullRequest);
+  async run(_params: string[], flags: RegisterPullRequestInput): Promise<void> {
+    printJson(await this.operations.registerPullRequest(flags, 'flags'));
   }
 
   @Option({ description: "The PR's address, e.g. https://github.com/org/repo/pull/184; fills the other fields from GitHub when a token is available", flags: '--url <url>' })

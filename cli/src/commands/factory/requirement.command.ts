@@ -5,7 +5,8 @@ import { Command, CommandRunner, Help, Option, SubCommand } from 'nest-commander
 import { AGENT_REQUIREMENT_ACTIONS, LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
 import { ENVIRONMENT_HELP } from '../../factory/agent-context';
-import { ManagerApi, printJson } from '../../factory/manager-api';
+import { AgentOperations } from '../../factory/agent-operations';
+import { printJson } from '../../factory/manager-api';
 import { UsageError } from '../../options';
 
 interface ProposeFlags {
@@ -20,7 +21,7 @@ interface ProposeFlags {
 
 @SubCommand({ description: 'Propose a follow-up Requirement as a child of the current one (todo unless --start)', name: 'propose' })
 export class RequirementProposeCommand extends CommandRunner {
-  constructor(private readonly api: ManagerApi) {
+  constructor(private readonly operations: AgentOperations) {
     super();
   }
 
@@ -32,23 +33,9 @@ export class RequirementProposeCommand extends CommandRunner {
       throw new UsageError('give exactly one of --description and --description-file');
     }
     const description = flags.descriptionFile !== undefined ? readDescription(flags.descriptionFile) : (flags.description as string);
-    const { context } = this.api;
-    const requirement = await this.api.call('propose', (client, signal) =>
-      client.POST('/api/agent/requirements', {
-        body: {
-          description,
-          model: flags.model,
-          parentRequirementId: context.requirementId,
-          provider: flags.provider,
-          reasoningEffort: flags.reasoningEffort,
-          sourceSessionId: context.sessionId,
-          start: flags.start === true,
-          title: flags.title as string,
-        },
-        signal,
-      }),
+    printJson(
+      await this.operations.propose({ description, model: flags.model, provider: flags.provider, reasoningEffort: flags.reasoningEffort, start: flags.start, title: flags.title }),
     );
-    printJson(requirement);
   }
 
   @Option({ description: `Short title (at most ${LIMITS.titleLength} characters)`, flags: '--title <title>' })
@@ -107,7 +94,7 @@ interface ActionFlags {
 
 @SubCommand({ description: 'Start, stop, delete (todo only) or mark done (waiting for confirmation) a Requirement you proposed', name: 'action' })
 export class RequirementActionCommand extends CommandRunner {
-  constructor(private readonly api: ManagerApi) {
+  constructor(private readonly operations: AgentOperations) {
     super();
   }
 
@@ -119,16 +106,7 @@ export class RequirementActionCommand extends CommandRunner {
     if (chosen.length !== 1) {
       throw new UsageError('give exactly one of --start, --stop, --delete, --done');
     }
-    const action = chosen[0];
-    const { context } = this.api;
-    const result = await this.api.call(action, (client, signal) =>
-      client.POST('/api/agent/requirements/{id}/action', {
-        body: { action, sourceRequirementId: context.requirementId, sourceSessionId: context.sessionId },
-        params: { path: { id: flags.requirementId as string } },
-        signal,
-      }),
-    );
-    printJson(result);
+    printJson(await this.operations.act(flags.requirementId, chosen[0]));
   }
 
   @Option({ description: 'The child Requirement (req_…) this session proposed', flags: '--requirement-id <id>' })
@@ -168,19 +146,12 @@ ${ENVIRONMENT_HELP}`;
 
 @SubCommand({ description: "Show the current Requirement's direct parent and children: {parent, children}", name: 'related' })
 export class RequirementRelatedCommand extends CommandRunner {
-  constructor(private readonly api: ManagerApi) {
+  constructor(private readonly operations: AgentOperations) {
     super();
   }
 
   async run(): Promise<void> {
-    const { context } = this.api;
-    const related = await this.api.call('related', (client, signal) =>
-      client.GET('/api/agent/requirements/{id}/related', {
-        params: { path: { id: context.requirementId }, query: { sourceSessionId: context.sessionId } },
-        signal,
-      }),
-    );
-    printJson(related);
+    printJson(await this.operations.related());
   }
 
   @Help('after')
@@ -199,7 +170,7 @@ interface MessageFlags {
 
 @SubCommand({ description: 'Send a message to the direct parent or a direct child; it starts that agent or waits behind its run', name: 'message' })
 export class RequirementMessageCommand extends CommandRunner {
-  constructor(private readonly api: ManagerApi) {
+  constructor(private readonly operations: AgentOperations) {
     super();
   }
 
@@ -210,15 +181,7 @@ export class RequirementMessageCommand extends CommandRunner {
     if (!flags.message?.trim()) {
       throw new UsageError('--message is required');
     }
-    const { context } = this.api;
-    const result = await this.api.call('message', (client, signal) =>
-      client.POST('/api/agent/requirements/{id}/related/{targetId}/messages', {
-        body: { message: flags.message as string, sourceSessionId: context.sessionId },
-        params: { path: { id: context.requirementId, targetId: flags.requirementId as string } },
-        signal,
-      }),
-    );
-    printJson(result);
+    printJson(await this.operations.message(flags.requirementId, flags.message));
   }
 
   @Option({ description: 'The parent or child Requirement (req_…) to message', flags: '--requirement-id <id>' })

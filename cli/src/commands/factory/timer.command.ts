@@ -3,7 +3,8 @@ import { Command, CommandRunner, Help, Option, SubCommand } from 'nest-commander
 import { LIMITS } from '@libs/contracts';
 
 import { ENVIRONMENT_HELP } from '../../factory/agent-context';
-import { ManagerApi, printJson } from '../../factory/manager-api';
+import { AgentOperations } from '../../factory/agent-operations';
+import { printJson } from '../../factory/manager-api';
 import { UsageError, parseIntegerOption } from '../../options';
 
 interface RegisterFlags {
@@ -14,7 +15,7 @@ interface RegisterFlags {
 
 @SubCommand({ description: 'Schedule a wake-up for the current Requirement: once after N seconds, or every N seconds with --repeat', name: 'register' })
 export class TimerRegisterCommand extends CommandRunner {
-  constructor(private readonly api: ManagerApi) {
+  constructor(private readonly operations: AgentOperations) {
     super();
   }
 
@@ -25,15 +26,7 @@ export class TimerRegisterCommand extends CommandRunner {
     if (flags.afterSeconds === undefined) {
       throw new UsageError('--after-seconds is required');
     }
-    const { context } = this.api;
-    const timer = await this.api.call('timer register', (client, signal) =>
-      client.POST('/api/requirements/{id}/timers', {
-        body: { description: flags.description as string, intervalSeconds: flags.afterSeconds as number, schedule: flags.repeat ? 'recurring' : 'once' },
-        params: { path: { id: context.requirementId } },
-        signal,
-      }),
-    );
-    printJson(timer);
+    printJson(await this.operations.registerTimer({ afterSeconds: flags.afterSeconds, description: flags.description, repeat: flags.repeat }));
   }
 
   @Option({ description: `What to do when woken (1–${LIMITS.timerDescriptionLength} characters); it is repeated in the "Timer fired." message`, flags: '--description <text>' })
@@ -69,16 +62,12 @@ ${ENVIRONMENT_HELP}`;
 
 @SubCommand({ description: "List the current Requirement's timers (IDs, descriptions, status, next occurrence)", name: 'show' })
 export class TimerShowCommand extends CommandRunner {
-  constructor(private readonly api: ManagerApi) {
+  constructor(private readonly operations: AgentOperations) {
     super();
   }
 
   async run(): Promise<void> {
-    const { context } = this.api;
-    const page = await this.api.call('timer show', (client, signal) =>
-      client.GET('/api/requirements/{id}/timers', { params: { path: { id: context.requirementId }, query: { limit: LIMITS.pageSizeMax } }, signal }),
-    );
-    printJson(page);
+    printJson(await this.operations.listTimers());
   }
 
   @Help('after')
@@ -92,7 +81,7 @@ ${ENVIRONMENT_HELP}`;
 
 @SubCommand({ description: 'Cancel an active timer of the current Requirement', name: 'cancel' })
 export class TimerCancelCommand extends CommandRunner {
-  constructor(private readonly api: ManagerApi) {
+  constructor(private readonly operations: AgentOperations) {
     super();
   }
 
@@ -100,11 +89,7 @@ export class TimerCancelCommand extends CommandRunner {
     if (!flags.id) {
       throw new UsageError('--id is required');
     }
-    const { context } = this.api;
-    const timer = await this.api.call('timer cancel', (client, signal) =>
-      client.DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: context.requirementId, timerId: flags.id as string } }, signal }),
-    );
-    printJson(timer);
+    printJson(await this.operations.cancelTimer(flags.id));
   }
 
   @Option({ description: 'The timer (tmr_…), as `timer show` or `timer register` printed it', flags: '--id <timerId>' })

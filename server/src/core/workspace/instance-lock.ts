@@ -33,6 +33,20 @@ function isAlive(record: LockRecord): boolean {
 }
 
 /**
+ * The manager holding this lock, if one is alive (for clients on the same machine: `agent-manager
+ * mcp` finds its URL here). Null when there is no lock, it is unreadable, or its process is gone.
+ */
+export function runningInstance(lockPath: string): { pid: number; url: string | null } | null {
+  let record: LockRecord;
+  try {
+    record = JSON.parse(fs.readFileSync(lockPath, 'utf8')) as LockRecord;
+  } catch {
+    return null;
+  }
+  return typeof record.pid === 'number' && isAlive(record) ? { pid: record.pid, url: record.url ?? null } : null;
+}
+
+/**
  * One Agent Manager per workspace. The lock file is created exclusively; a lock whose process
  * is gone (kill -9, crash, reboot) is stale and taken over.
  */

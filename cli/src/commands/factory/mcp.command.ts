@@ -1,0 +1,32 @@
+import { Command, CommandRunner, Help } from 'nest-commander';
+
+import { ENVIRONMENT_HELP } from '../../factory/agent-context';
+import { AgentOperations } from '../../factory/agent-operations';
+import { agentTools } from '../../mcp/agent-tools';
+import { createToolServer, serveStdio } from '../../mcp/tool-server';
+
+const INSTRUCTIONS =
+  "Agent Manager's tools for this agent run: register pull requests, propose and act on follow-up Requirements, message related Requirements, and set timers. They act with this run's own credential: the server refuses what is out of its scope, and a refusal comes back as a tool error with the reason.";
+
+@Command({ description: "Serve this run's Agent Manager tools over MCP (stdio); Agent Manager starts it inside each RD run", name: 'mcp' })
+export class AgentMcpCommand extends CommandRunner {
+  constructor(private readonly operations: AgentOperations) {
+    super();
+  }
+
+  async run(): Promise<void> {
+    // Without the run's context no tool could work: say so at start, where the CLI shows it.
+    this.operations.checkContext();
+    await serveStdio(createToolServer('agent-manager', INSTRUCTIONS, agentTools(this.operations)));
+  }
+
+  @Help('after')
+  examples(): string {
+    return `
+A Model Context Protocol server on stdin/stdout with the tools register_pull_request,
+propose_requirement, requirement_action, list_related, message_related, register_timer,
+list_timers and cancel_timer: the same calls as the commands of this program. Agent Manager
+configures it for every RD run of Codex and Claude Code; you do not need to start it yourself.
+${ENVIRONMENT_HELP}`;
+  }
+}

@@ -1,0 +1,39 @@
+import { Command, CommandRunner, Help, Option } from 'nest-commander';
+
+import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/workspace';
+
+import { createToolServer, serveStdio } from '../mcp/tool-server';
+import { UsageError } from '../options';
+import { OwnerApi } from '../owner/owner-api';
+import { ownerTools } from '../owner/owner-tools';
+
+const INSTRUCTIONS =
+  "Agent Manager's tools for its owner: list, read and create Requirements, reply to their agents, start, interrupt and confirm them, list pull requests and request AI reviews, list timers. They act as the owner of one workspace's running Agent Manager; when none runs, every tool says so.";
+
+@Command({ description: "Serve the owner's Agent Manager tools over MCP (stdio) for your own assistant (Claude Code, Codex, Cursor…)", name: 'mcp' })
+export class OwnerMcpCommand extends CommandRunner {
+  async run(_params: string[], flags: { workspace?: string }): Promise<void> {
+    let paths;
+    try {
+      paths = resolveWorkspace(flags.workspace ?? process.cwd(), codeFactoryHome());
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+    await serveStdio(createToolServer('agent-manager', INSTRUCTIONS, ownerTools(new OwnerApi(paths))));
+  }
+
+  @Option({ description: 'Repository whose running Agent Manager to talk to (default: the current directory)', flags: '-w, --workspace <dir>' })
+  parseWorkspace(value: string): string {
+    return value;
+  }
+
+  @Help('after')
+  examples(): string {
+    return `
+A Model Context Protocol server on stdin/stdout. It finds the running Agent Manager of the
+workspace through its lock file and acts with its local token, as you. Set it up once:
+
+  claude mcp add agent-manager -- agent-manager mcp --workspace /path/to/repo
+  codex mcp add agent-manager -- agent-manager mcp --workspace /path/to/repo`;
+  }
+}

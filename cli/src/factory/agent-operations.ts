@@ -1,0 +1,149 @@
+import { Injectable } from '@nestjs/common';
+
+import { AgentRequirementAction, LIMITS, Provider, ReasoningEffort } from '@libs/contracts';
+
+import { UsageError } from '../options';
+import { ManagerApi } from './manager-api';
+import { PullRequestFields, PullRequestLookup, parsePullRequestUrl } from './pull-request-lookup';
+
+export interface ProposeInput {
+  title: string;
+  description: string;
+  provider?: Provider;
+  model?: string;
+  reasoningEffort?: ReasoningEffort;
+  start?: boolean;
+}
+
+export interface RegisterPullRequestInput extends Partial<PullRequestFields> {
+  url?: string;
+}
+
+export interface TimerInput {
+  description: string;
+  afterSeconds: number;
+  repeat?: boolean;
+}
+
+// In the order a person reads them in an error; `flag` for the CLI, the field name for the MCP tool.
+const PULL_REQUEST_FIELDS: Array<[keyof PullRequestFields, string]> = [
+  ['repository', '--repository'],
+  ['number', '--number'],
+  ['url', '--url'],
+  ['title', '--title'],
+  ['baseBranch', '--base-branch'],
+  ['headBranch', '--head-branch'],
+  ['headSha', '--head-sha'],
+  ['status', '--status'],
+];
+
+/**
+ * What an agent run can ask of Agent Manager, each one HTTP call to the agent API with the run's
+ * own context and credential. The `code-factory-cli` commands and the MCP tools of
+ * `code-factory-cli mcp` both go through here, so they do exactly the same thing.
+ */
+@Injectable()
+export class AgentOperations {
+  constructor(
+    private readonly api: ManagerApi,
+    private readonly lookup: PullRequestLookup,
+  ) {}
+
+  /** Fails now if the run's environment is missing or malformed (the one-line error names what). */
+  checkContext(): void {
+    void this.api.context;
+  }
+
+  /** With `url` and a GitHub token the other fields come from GitHub; fields given explicitly win. */
+  async registerPullRequest(input: RegisterPullRequestInput, names: 'flags' | 'fields' = 'fields'): Promise<unknown> {
+    const { context } = this.api;
+    let fields: Partial<PullRequestFields> = {};
+    if (input.url) {
+      const parsed = parsePullRequestUrl(input.url, names === 'flags' ? '--url' : 'url');
+      fields = { ...parsed, ...(await this.lookup.find(parsed)) };
+    }
+    const defined = Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined)) as Partial<PullRequestFields>;
+    fields = { ...fields, ...defined };
+    const missing = PULL_REQUEST_FIELDS.filter(([key]) => fields[key] === undefined).map(([key, flag]) => (names === 'flags' ? flag : key));
+    if (missing.length > 0) {
+      const url = names === 'flags' ? '--url' : 'url';
+      const hint = input.url ? ' (GitHub was not asked: no GITHUB_TOKEN, GH_TOKEN or `gh auth token`)' : ` (or pass ${url} with a GitHub token available)`;
+      throw new UsageError(`missing ${missing.join(', ')}${this.lookup.lastLookupSkipped || !input.url ? hint : ''}`);
+    }
+    const complete = fields as PullRequestFields;
+    return this.api.call('pr register', (client, signal) => client.POST('/api/agent/pull-requests', { body: { ...complete, requirementId: context.requirementId }, signal }));
+  }
+
+  async propose(input: ProposeInput): Promise<unknown> {
+    const { context } = this.api;
+    return this.api.call('propose', (client, signal) =>
+      client.POST('/api/agent/requirements', {
+        body: {
+          description: input.description,
+          model: input.model,
+          parentRequirementId: context.requirementId,
+          provider: input.provider,
+          reasoningEffort: input.reasoningEffort,
+          sourceSessionId: context.sessionId,
+          start: input.start === true,
+          title: input.title,
+        },
+        signal,
+      }),
+    );
+  }
+
+  async act(requirementId: string, action: AgentRequirementAction): Promise<unknown> {
+    const { context } = this.api;
+    return this.api.call(action, (client, signal) =>
+      client.POST('/api/agent/requirements/{id}/action', {
+        body: { action, sourceRequirementId: context.requirementId, sourceSessionId: context.sessionId },
+        params: { path: { id: requirementId } },
+        signal,
+      }),
+    );
+  }
+
+  async related(): Promise<unknown> {
+    const { context } = this.api;
+    return this.api.call('related', (client, signal) =>
+      client.GET('/api/agent/requirements/{id}/related', { params: { path: { id: context.requirementId }, query: { sourceSessionId: context.sessionId } }, signal }),
+    );
+  }
+
+  async message(requirementId: string, message: string): Promise<unknown> {
+    const { context } = this.api;
+    return this.api.call('message', (client, signal) =>
+      client.POST('/api/agent/requirements/{id}/related/{targetId}/messages', {
+        body: { message, sourceSessionId: context.sessionId },
+        params: { path: { id: context.requirementId, targetId: requirementId } },
+        signal,
+      }),
+    );
+  }
+
+  async registerTimer(input: TimerInput): Promise<unknown> {
+    const { context } = this.api;
+    return this.api.call('timer register', (client, signal) =>
+      client.POST('/api/requirements/{id}/timers', {
+        body: { description: input.description, intervalSeconds: input.afterSeconds, schedule: input.repeat ? 'recurring' : 'once' },
+        params: { path: { id: context.requirementId } },
+        signal,
+      }),
+    );
+  }
+
+  async listTimers(): Promise<unknown> {
+    const { context } = this.api;
+    return this.api.call('timer show', (client, signal) =>
+      client.GET('/api/requirements/{id}/timers', { params: { path: { id: context.requirementId }, query: { limit: LIMITS.pageSizeMax } }, signal }),
+    );
+  }
+
+  async cancelTimer(timerId: string): Promise<unknown> {
+    const { context } = this.api;
+    return this.api.call('timer cancel', (client, signal) =>
+      client.DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: context.requirementId, timerId } }, signal }),
+    );
+  }
+}

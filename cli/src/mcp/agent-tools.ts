@@ -1,0 +1,124 @@
+import { z } from 'zod';
+
+import { AGENT_REQUIREMENT_ACTIONS, LIMITS, PROVIDERS, PULL_REQUEST_STATUSES, REASONING_EFFORTS } from '@libs/contracts';
+
+import type { AgentOperations } from '../factory/agent-operations';
+import { ToolDefinition, defineTool } from './tool-server';
+
+// The tools of `code-factory-cli mcp`, one per code-factory-cli command, with the limits and enums
+// of libs/contracts. The schemas catch a malformed call before it leaves the process; the agent
+// API validates again and alone decides scope (the run's credential, its own Requirement).
+
+const id = (what: string) => z.string().trim().min(1).max(100).describe(what);
+const text = (max: number, what: string) => z.string().max(max).regex(/\S/, 'must not be blank').describe(`${what} (at most ${max} characters)`);
+
+export const AGENT_TOOL_NAMES = [
+  'register_pull_request',
+  'propose_requirement',
+  'requirement_action',
+  'list_related',
+  'message_related',
+  'register_timer',
+  'list_timers',
+  'cancel_timer',
+] as const;
+
+export function agentTools(operations: AgentOperations): ToolDefinition[] {
+  const tools = [
+    defineTool({
+      description:
+        "Register a pull request you opened for the current Requirement (call again to refresh its title, branches and head SHA). With a GitHub token available, `url` alone is enough; otherwise give every field. Fields given explicitly win over GitHub's.",
+      input: {
+        baseBranch: z.string().min(1).max(255).optional().describe('Branch it merges into'),
+        headBranch: z.string().min(1).max(255).optional().describe('Branch it merges from'),
+        headSha: z.string().min(1).max(64).optional().describe('Head commit SHA'),
+        number: z.number().int().min(1).max(2_147_483_647).optional().describe('The PR number'),
+        repository: z.string().min(1).max(200).optional().describe('owner/name'),
+        status: z.enum(PULL_REQUEST_STATUSES).optional().describe('Its status now; used only the first time (afterwards GitHub decides)'),
+        title: z.string().min(1).max(1000).optional().describe('PR title'),
+        url: z.string().min(1).max(2000).optional().describe("The PR's address, e.g. https://github.com/org/repo/pull/184"),
+      },
+      name: 'register_pull_request',
+      run: (args) => operations.registerPullRequest(args),
+      title: 'Register a pull request',
+    }),
+    defineTool({
+      description:
+        'Propose a follow-up Requirement as a child of the current one. It stays todo unless `start` is true, and runs like its parent unless it names its own provider.',
+      input: {
+        description: text(LIMITS.descriptionLength, 'What to build, in Markdown'),
+        model: z.string().min(1).max(LIMITS.modelLength).optional().describe("Model for the new Requirement (default: the current one's when provider is not given)"),
+        provider: z.enum(PROVIDERS).optional().describe("Agent for the new Requirement (default: the current one's)"),
+        reasoningEffort: z.enum(REASONING_EFFORTS).optional().describe('Reasoning effort (default as for model)'),
+        start: z.boolean().optional().describe('Start its RD session at once instead of leaving it todo'),
+        title: text(LIMITS.titleLength, 'Short title'),
+      },
+      name: 'propose_requirement',
+      run: (args) => operations.propose(args),
+      title: 'Propose a follow-up Requirement',
+    }),
+    defineTool({
+      description:
+        'Act on a Requirement this session proposed: start (or retry) its RD session, stop its running run, delete it (only while todo), or mark it done (only while waiting for confirmation).',
+      input: {
+        action: z.enum(AGENT_REQUIREMENT_ACTIONS).describe('start, stop, delete or done'),
+        requirementId: id('The child Requirement (req_…) this session proposed'),
+      },
+      name: 'requirement_action',
+      run: ({ action, requirementId }) => operations.act(requirementId, action),
+      title: 'Act on a proposed Requirement',
+    }),
+    defineTool({
+      description: "Show the current Requirement's direct parent and children: {parent, children}.",
+      input: {},
+      name: 'list_related',
+      readOnly: true,
+      run: () => operations.related(),
+      title: 'List related Requirements',
+    }),
+    defineTool({
+      description:
+        "Send a message to the current Requirement's direct parent or one of its direct children. It lands in that conversation as your agent speaking, and starts that agent or waits behind its run.",
+      input: {
+        message: text(LIMITS.messageLength, 'The message text'),
+        requirementId: id('The parent or child Requirement (req_…) to message'),
+      },
+      name: 'message_related',
+      run: ({ message, requirementId }) => operations.message(requirementId, message),
+      title: 'Message a related Requirement',
+    }),
+    defineTool({
+      description:
+        'Schedule a wake-up for the current Requirement: once after `afterSeconds`, or every `afterSeconds` with `repeat`. When it fires, a system message starting "Timer fired." wakes your session. Timers end when the Requirement is done or cancelled.',
+      input: {
+        afterSeconds: z
+          .number()
+          .int()
+          .min(LIMITS.timerIntervalMinSeconds)
+          .max(LIMITS.timerIntervalMaxSeconds)
+          .describe(`Seconds until it fires (${LIMITS.timerIntervalMinSeconds}–${LIMITS.timerIntervalMaxSeconds}); with repeat, the interval`),
+        description: text(LIMITS.timerDescriptionLength, 'What to do when woken; it is repeated in the "Timer fired." message'),
+        repeat: z.boolean().optional().describe('Fire every afterSeconds until cancelled (missed occurrences are skipped, not replayed)'),
+      },
+      name: 'register_timer',
+      run: (args) => operations.registerTimer(args),
+      title: 'Register a timer',
+    }),
+    defineTool({
+      description: "List the current Requirement's timers (IDs, descriptions, status, next occurrence).",
+      input: {},
+      name: 'list_timers',
+      readOnly: true,
+      run: () => operations.listTimers(),
+      title: 'List timers',
+    }),
+    defineTool({
+      description: 'Cancel an active timer of the current Requirement.',
+      input: { timerId: id('The timer (tmr_…), as list_timers or register_timer returned it') },
+      name: 'cancel_timer',
+      run: ({ timerId }) => operations.cancelTimer(timerId),
+      title: 'Cancel a timer',
+    }),
+  ];
+  return tools;
+}

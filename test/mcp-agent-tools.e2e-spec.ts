@@ -1,0 +1,168 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { send } from './support/http';
+import type { ManagerProcess } from './support/manager-process';
+import { ModelStub, REAL_AGENT_CLIS, StubRequest, resolveToolName } from './support/model-stub';
+import { useRealAgentWorld } from './support/real-agent-world';
+import { until } from './support/wait';
+
+// Agent Manager's per-run MCP tools for real: the pinned Codex and Claude Code CLIs, started by
+// the manager with `code-factory-cli mcp` injected for the run (inside the agent sandbox), told by
+// the model stub to call each tool by name. A user's own MCP server, configured in the CLI's own
+// config in the test HOME, must stay offered beside ours.
+
+jest.setTimeout(150_000);
+
+const USER_SERVER = path.join(__dirname, 'fixtures', 'mcp', 'user-server.js');
+const AGENT_TOOLS = ['register_pull_request', 'propose_requirement', 'requirement_action', 'list_related', 'message_related', 'register_timer', 'list_timers', 'cancel_timer'];
+
+/** The text of the latest tool result the CLI sent back to the model. */
+function lastResult(request: StubRequest): string {
+  const at = request.transcript.lastIndexOf('tool_result: ');
+  return at < 0 ? '' : request.transcript.slice(at);
+}
+
+function idIn(request: StubRequest, prefix: string): string {
+  const match = new RegExp(`"id": "(${prefix}_[^"]+)"`).exec(lastResult(request));
+  if (!match) {
+    throw new Error(`no ${prefix} id in the last tool result: ${lastResult(request).slice(0, 500)}`);
+  }
+  return match[1];
+}
+
+/** The user's own server, written where each CLI reads its user configuration. */
+function configureUserServer(provider: string, agentEnv: Record<string, string>): void {
+  if (provider === 'codex') {
+    fs.appendFileSync(
+      path.join(agentEnv.CODEX_HOME, 'config.toml'),
+      `\n[mcp_servers.user]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(USER_SERVER)}]\n`,
+    );
+  } else {
+    // alwaysLoad, as for ours: otherwise Claude offers it through ToolSearch only.
+    const config = { mcpServers: { user: { alwaysLoad: true, args: [USER_SERVER], command: process.execPath, type: 'stdio' } } };
+    fs.writeFileSync(path.join(agentEnv.HOME, '.claude.json'), JSON.stringify(config));
+  }
+}
+
+describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI", (cli) => {
+  const { provider } = cli;
+  let stub: ModelStub;
+  let manager: ManagerProcess;
+  useRealAgentWorld(cli, 'mcp', (world) => {
+    ({ manager, stub } = world);
+    configureUserServer(provider, world.agentEnv);
+  });
+
+  it('offers the tools beside the user’s own, does what each CLI command does, and refuses what is out of scope without writing', async () => {
+    const parent = (await send(manager.origin, 'POST', '/api/requirements', { description: 'Split the work.', provider, title: 'Parent work' })).json;
+    const unrelated = (await send(manager.origin, 'POST', '/api/requirements', { description: 'Someone else’s work.', provider, title: 'Unrelated' })).json;
+    const marker = `MCP-RUN-${provider}`;
+    let childId = '';
+    stub.scriptFor(marker, [
+      { arguments: { text: 'from the user server' }, tool: 'echo' },
+      { arguments: { afterSeconds: 60, description: 'Check the CI of PR 42' }, tool: 'register_timer' },
+      { arguments: {}, tool: 'list_timers' },
+      { arguments: (request) => ({ timerId: idIn(request, 'tmr') }), tool: 'cancel_timer' },
+      { arguments: { description: 'Do the lexer part', title: 'Child work' }, tool: 'propose_requirement' },
+      { arguments: (request) => ({ action: 'start', requirementId: (childId = idIn(request, 'req')) }), tool: 'requirement_action' },
+      { arguments: {}, tool: 'list_related' },
+      { arguments: () => ({ message: 'Use contract version 2.', requirementId: childId }), tool: 'message_related' },
+      {
+        arguments: {
+          baseBranch: 'main',
+          headBranch: 'split-parser',
+          headSha: '0a1b2c3d',
+          number: 42,
+          repository: 'org/repo',
+          status: 'open',
+          title: 'Split the parser',
+          url: 'https://github.com/org/repo/pull/42',
+        },
+        tool: 'register_pull_request',
+      },
+      // Out of scope: an unrelated Requirement can be neither messaged nor acted on.
+      { arguments: { message: 'psst', requirementId: unrelated.id }, tool: 'message_related' },
+      { arguments: { action: 'start', requirementId: unrelated.id }, tool: 'requirement_action' },
+      // Bad input: refused by the schema before any call.
+      { arguments: { afterSeconds: 5, description: 'Too soon' }, tool: 'register_timer' },
+      { text: 'All tools called.' },
+    ]);
+    expect((await send(manager.origin, 'POST', `/api/requirements/${parent.id}/start`, { message: `Go ${marker}` })).status).toBe(202);
+
+    const run = await until(
+      'the parent run to finish',
+      async () => {
+        const [latest] = (await send(manager.origin, 'GET', `/api/runs?requirementId=${parent.id}`)).json.items;
+        return latest?.status !== 'running' && latest;
+      },
+      120_000,
+      200,
+    );
+    const trace = (await send(manager.origin, 'GET', `/api/runs/${run.id}/trace?limit=200`)).json.items as Array<{
+      kind: string;
+      status: string;
+      title: string;
+      toolName: string;
+      detail: string;
+    }>;
+    // (The trace in the failure message says why a run failed.)
+    expect({ run, trace: run.status === 'succeeded' ? [] : trace.map((entry) => `${entry.kind} ${entry.title}: ${entry.detail?.slice(0, 1000)}`) }).toMatchObject({
+      run: { status: 'succeeded', taskSummary: 'All tools called.' },
+      trace: [],
+    });
+
+    // Offered to the model in every request of the run: our eight tools and the user's own.
+    const requests = stub.requests.filter((request) => request.marker === marker);
+    expect(requests).toHaveLength(13);
+    for (const request of requests) {
+      for (const tool of AGENT_TOOLS) {
+        expect(resolveToolName(tool, request.tools)).toMatch(/code_factory[._]{1,2}/);
+      }
+      expect(request.tools).toContain(provider === 'codex' ? 'mcp__user.echo' : 'mcp__user__echo');
+    }
+    // No shell fallback was needed.
+    expect(requests.flatMap((request) => request.transcript.split('\n')).filter((line) => /^tool_call: (exec_command|Bash) /.test(line))).toEqual([]);
+
+    // Traces name each MCP call and its result; the three refusals fail, with the server's or the schema's reason.
+    const results = trace.filter((entry) => entry.kind === 'tool_result');
+    expect(results.map((entry) => `${entry.toolName} ${entry.status}`)).toEqual([
+      'user.echo completed',
+      'code_factory.register_timer completed',
+      'code_factory.list_timers completed',
+      'code_factory.cancel_timer completed',
+      'code_factory.propose_requirement completed',
+      'code_factory.requirement_action completed',
+      'code_factory.list_related completed',
+      'code_factory.message_related completed',
+      'code_factory.register_pull_request completed',
+      'code_factory.message_related failed',
+      'code_factory.requirement_action failed',
+      'code_factory.register_timer failed',
+    ]);
+    expect(results[0].detail).toContain('echo: from the user server');
+    expect(results[9].detail).toMatch(/message refused \(409 not_related\): .+/);
+    expect(results[10].detail).toMatch(/start refused \(\d{3} [a-z_]+\): .+/);
+    expect(results[11].detail).toMatch(/afterSeconds|60/);
+    expect(trace.filter((entry) => entry.kind === 'tool_call').map((entry) => entry.toolName)).toContain('code_factory.list_timers');
+
+    // What each call did, exactly as the matching code-factory-cli command does it.
+    const timers = (await send(manager.origin, 'GET', `/api/requirements/${parent.id}/timers`)).json.items;
+    expect(timers).toEqual([expect.objectContaining({ description: 'Check the CI of PR 42', intervalSeconds: 60, schedule: 'once', status: 'cancelled' })]);
+    const child = (await send(manager.origin, 'GET', `/api/requirements/${childId}`)).json;
+    expect(child).toMatchObject({ createdBy: 'rd_agent', parentRequirementId: parent.id, provider, sourceSessionId: parent.session.id, title: 'Child work' });
+    expect(['doing', 'waiting_confirmation']).toContain(child.status);
+    const related = results[6].detail;
+    expect(related).toContain(childId);
+    const childConversation = (await send(manager.origin, 'GET', `/api/requirements/${childId}/messages`)).json.items;
+    expect(childConversation).toContainEqual(expect.objectContaining({ author: 'rd_agent', body: 'Use contract version 2.', sourceRequirementId: parent.id }));
+    const prs = (await send(manager.origin, 'GET', `/api/pull-requests?requirementId=${parent.id}`)).json.items;
+    expect(prs).toEqual([expect.objectContaining({ headSha: '0a1b2c3d', number: 42, repository: 'org/repo', status: 'open', title: 'Split the parser' })]);
+
+    // The refused calls wrote nothing.
+    const untouched = (await send(manager.origin, 'GET', `/api/requirements/${unrelated.id}`)).json;
+    expect(untouched).toMatchObject({ status: 'todo' });
+    expect((await send(manager.origin, 'GET', `/api/requirements/${unrelated.id}/messages`)).json.items.map((m: { body: string }) => m.body)).not.toContain('psst');
+    expect((await send(manager.origin, 'GET', `/api/runs?requirementId=${unrelated.id}`)).json.items).toEqual([]);
+  });
+});
