@@ -14,6 +14,11 @@ export class WorktreesRepository {
     return this.database.read(RequirementWorktreeEntity).createQueryBuilder('w').where('w.requirement_id = :requirementId', { requirementId }).getOne();
   }
 
+  /** The row as a write unit sees it (it exists: every Requirement has one from its creation or adoption). */
+  async findForWrite(uow: UnitOfWork, requirementId: string): Promise<RequirementWorktreeEntity> {
+    return (await uow.reads()).findOneByOrFail(RequirementWorktreeEntity, { requirementId });
+  }
+
   /** The rows of some Requirements (a page of snapshots, a purge batch), through the given manager. */
   async findMany(manager: EntityManager, requirementIds: readonly string[]): Promise<RequirementWorktreeEntity[]> {
     if (requirementIds.length === 0) {
