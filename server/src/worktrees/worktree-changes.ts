@@ -114,11 +114,12 @@ async function untrackedFile(root: string, relative: string): Promise<ChangedFil
  * through one `git diff` of the working tree against that commit, untracked ones (not ignored)
  * read directly. Bounded in files, bytes and time.
  */
-export async function listChanges(worktree: string, mergeBase: string): Promise<{ files: ChangedFile[]; truncated: boolean }> {
+export async function listChanges(worktree: string, mergeBase: string, links: readonly string[] = []): Promise<{ files: ChangedFile[]; truncated: boolean }> {
   const options = { allowTruncated: true, cwd: worktree, maxBytes: 32 * 1024 * 1024, timeoutMs: CHANGES_TIMEOUT_MS };
   const [tracked, untracked] = await Promise.all([
     git(['diff', '-z', '--raw', '--numstat', '-M', '--no-color', '--no-ext-diff', '--ignore-submodules=dirty', mergeBase, '--'], options),
-    git(['ls-files', '-z', '--others', '--exclude-standard'], options),
+    // Linked paths (node_modules → the checkout's) are the manager's doing, not the agent's work.
+    git(['ls-files', '-z', '--others', '--exclude-standard', ...links.map((link) => `--exclude=/${link}`)], options),
   ]);
   let truncated = tracked.truncated || untracked.truncated;
   // A cut output lacks some counts (and may end in a partial record): the answer says truncated.
@@ -139,6 +140,11 @@ export async function listChanges(worktree: string, mergeBase: string): Promise<
   }
   files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { files, truncated };
+}
+
+/** Pathspecs that leave the linked paths out of a `git status`. */
+export function excludingLinks(links: readonly string[]): string[] {
+  return links.length === 0 ? [] : ['--', '.', ...links.map((link) => `:(exclude,top)${link}`)];
 }
 
 /** A file's unified diff against `mergeBase` (tracked), or against nothing (untracked). */

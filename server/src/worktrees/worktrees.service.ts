@@ -24,7 +24,7 @@ import { runBounded } from './bounded-process';
 import { GitError, git, gitSucceeds } from './git';
 import { KeyedLock } from './keyed-lock';
 import { RequirementWorktreeEntity } from './requirement-worktree.entity';
-import { fileDiff, listChanges } from './worktree-changes';
+import { excludingLinks, fileDiff, listChanges } from './worktree-changes';
 import { runHook } from './worktree-commands';
 import { provideFiles } from './worktree-files';
 import { WorktreesRepository } from './worktrees.repository';
@@ -270,7 +270,7 @@ export class WorktreesService implements OnModuleInit {
   async changes(requirementId: string): Promise<RequirementChanges> {
     const { mergeBase, row } = await this.comparison(requirementId);
     const top = row.path as string;
-    const [headSha, listed] = await Promise.all([this.revParse(top, 'HEAD'), listChanges(top, mergeBase)]);
+    const [headSha, listed] = await Promise.all([this.revParse(top, 'HEAD'), listChanges(top, mergeBase, this.links())]);
     return { baseRef: row.baseRef ?? mergeBase, files: listed.files, headSha: headSha ?? mergeBase, mergeBaseSha: mergeBase, truncated: listed.truncated };
   }
 
@@ -386,6 +386,7 @@ export class WorktreesService implements OnModuleInit {
         branchDeleted = await this.deleteBranchIfMerged(repo.top, row);
       }
     });
+    this.usage = null;
     this.logger.log({ branch: row.branch, branchDeleted, msg: 'worktree removed', patch, reason, requirementId: row.requirementId, worktree: top });
     return { branchDeleted, patch };
   }
@@ -480,6 +481,7 @@ export class WorktreesService implements OnModuleInit {
       ),
     );
     const head = await this.revParse(target, 'HEAD');
+    this.usage = null;
     return this.save(requirementId, { baseSha: branchExisted ? (row.baseSha ?? baseSha) : baseSha, createdAt: this.clock.nowIso(), dirty: false, headSha: head }, true);
   }
 
@@ -597,6 +599,11 @@ export class WorktreesService implements OnModuleInit {
     });
   }
 
+  /** The configured links, as relative paths without a trailing slash. */
+  private links(): string[] {
+    return this.configuration.get('worktreeLinks').map((link) => path.normalize(link).replace(/\/+$/, ''));
+  }
+
   private environment(place: { worktree: string; branch: string; baseRef: string; port: number }): Record<string, string> {
     return {
       AGENT_MANAGER_BASE_REF: place.baseRef,
@@ -627,10 +634,12 @@ export class WorktreesService implements OnModuleInit {
       ['filter.lfs.process', ''],
       ['filter.lfs.required', 'false'],
     ];
-    const env: Record<string, string> = { GIT_CONFIG_COUNT: String(settings.length), GIT_LFS_SKIP_SMUDGE: '1' };
+    // After any settings the manager's own environment already passes this way.
+    const first = Number(process.env.GIT_CONFIG_COUNT ?? '0') || 0;
+    const env: Record<string, string> = { GIT_CONFIG_COUNT: String(first + settings.length), GIT_LFS_SKIP_SMUDGE: '1' };
     settings.forEach(([key, value], i) => {
-      env[`GIT_CONFIG_KEY_${i}`] = key;
-      env[`GIT_CONFIG_VALUE_${i}`] = value;
+      env[`GIT_CONFIG_KEY_${first + i}`] = key;
+      env[`GIT_CONFIG_VALUE_${first + i}`] = value;
     });
     return env;
   }
@@ -647,7 +656,13 @@ export class WorktreesService implements OnModuleInit {
       [behind, ahead] = counts.stdout.trim().split(/\s+/).map(Number) as [number, number];
     }
     // Any output at all is dirty: the first bytes are enough.
-    const status = await git(['status', '--porcelain', '-z', '--untracked-files=normal'], { allowTruncated: true, cwd: top, env, maxBytes: 4096, timeoutMs: QUICK_TIMEOUT_MS });
+    const status = await git(['status', '--porcelain', '-z', '--untracked-files=normal', ...excludingLinks(this.links())], {
+      allowTruncated: true,
+      cwd: top,
+      env,
+      maxBytes: 4096,
+      timeoutMs: QUICK_TIMEOUT_MS,
+    });
     return { ahead, behind, dirty: status.stdout !== '', headSha };
   }
 
