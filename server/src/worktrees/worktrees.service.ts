@@ -223,7 +223,8 @@ export class WorktreesService implements OnModuleInit {
       const root = this.runtime.paths.root;
       const now = this.clock.nowIso();
       if (row.isolation === 'in_place') {
-        await this.save(requirementId, { lastRunAt: now, path: root }, row.path !== root);
+        // No event of its own: the run's end carries the Requirement with it (in place nothing else changes).
+        await this.save(requirementId, { lastRunAt: now, path: root }, false);
         return { cwd: root, env: this.environment({ baseRef: '', branch: repo?.branch ?? '', port: portBase, worktree: root }) };
       }
       if (repo === null) {
