@@ -60,9 +60,16 @@ export function checkoutSnapshot(dir: string): Record<string, string> {
   return snapshot;
 }
 
+/** Fails with the answer when a request the caller relies on is not accepted (usable outside jest: the benchmarks). */
+function accepted(res: { status: number; text: string }, status: number, what: string): void {
+  if (res.status !== status) {
+    throw new Error(`${what} answered ${res.status}, not ${status}: ${res.text.slice(0, 300)}`);
+  }
+}
+
 export async function createRequirement(manager: ManagerProcess, body: Record<string, unknown>): Promise<Json> {
   const res = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', ...body });
-  expect(res.status).toBe(201);
+  accepted(res, 201, 'POST /api/requirements');
   return res.json;
 }
 
@@ -95,13 +102,18 @@ export async function settled(manager: ManagerProcess, requirementId: string, co
 }
 
 export async function startRun(manager: ManagerProcess, requirementId: string, message: string): Promise<void> {
-  const res = await send(manager.origin, 'POST', `/api/requirements/${requirementId}/start`, { message });
-  expect(res.status).toBe(202);
+  accepted(await send(manager.origin, 'POST', `/api/requirements/${requirementId}/start`, { message }), 202, 'start');
 }
 
 export async function reply(manager: ManagerProcess, requirementId: string, message: string): Promise<void> {
-  const res = await send(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message });
-  expect(res.status).toBe(202);
+  accepted(await send(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message }), 202, 'reply');
 }
 
-export const readReport = (file: string): { cwd: string; env: Record<string, string> } => JSON.parse(fs.readFileSync(file, 'utf8')) as { cwd: string; env: Record<string, string> };
+export interface AgentReport {
+  cwd: string;
+  env: Record<string, string>;
+  /** Date.now() when the agent process started. */
+  startedAt: number;
+}
+
+export const readReport = (file: string): AgentReport => JSON.parse(fs.readFileSync(file, 'utf8')) as AgentReport;

@@ -43,6 +43,10 @@ export function parseRawNumstat(output: string): ChangedFile[] {
     const twoPaths = status.startsWith('R') || status.startsWith('C');
     const first = fields[i + 1];
     const second = twoPaths ? fields[i + 2] : null;
+    if (!first || second === '' || second === undefined) {
+      // A record cut short (the output hit its bound): the answer says truncated anyway.
+      break;
+    }
     files.push({
       additions: 0,
       binary: false,

@@ -97,6 +97,8 @@ export class WorktreesService implements OnModuleInit {
   /** Everything done to one Requirement's worktree, one at a time. */
   private readonly requirementLock = new KeyedLock();
   private lfs: Promise<boolean> | null = null;
+  private readonly mergeBases = new Map<string, string>();
+  private readonly lastComparison = new Map<string, { path: string; mergeBase: string }>();
   private usage: { at: number; figure: Promise<{ bytes: number; count: number }> } | null = null;
 
   constructor(
@@ -258,6 +260,9 @@ export class WorktreesService implements OnModuleInit {
         return row;
       }
       try {
+        // No run is active now (the next one waits for this lock): bring the worktree's own index
+        // up to date, so that later reads need not re-hash files git thinks "racily" clean.
+        await git(['update-index', '-q', '--refresh'], { cwd: row.path, env: { GIT_OPTIONAL_LOCKS: '1' }, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS }).catch(() => undefined);
         const state = await this.gitState(row);
         return await this.save(requirementId, { ...state, refreshedAt: this.clock.nowIso() }, true, actor);
       } catch (err) {
@@ -269,10 +274,16 @@ export class WorktreesService implements OnModuleInit {
 
   /** GET /requirements/:id/changes */
   async changes(requirementId: string): Promise<RequirementChanges> {
-    const { mergeBase, row } = await this.comparison(requirementId);
+    // Usually nothing moved since the last read: list against the merge base seen then while
+    // git confirms it (one process less on the way), and list again only if it did move.
+    const last = this.lastComparison.get(requirementId);
+    const early = last ? listChanges(last.path, last.mergeBase, this.links()).catch(() => null) : null;
+    const { head, mergeBase, row } = await this.comparison(requirementId);
     const top = row.path as string;
-    const [headSha, listed] = await Promise.all([this.revParse(top, 'HEAD'), listChanges(top, mergeBase, this.links())]);
-    return { baseRef: row.baseRef ?? mergeBase, files: listed.files, headSha: headSha ?? mergeBase, mergeBaseSha: mergeBase, truncated: listed.truncated };
+    this.lastComparison.set(requirementId, { mergeBase, path: top });
+    const guessed = early !== null && last?.mergeBase === mergeBase && last.path === top ? await early : null;
+    const listed = guessed ?? (await listChanges(top, mergeBase, this.links()));
+    return { baseRef: row.baseRef ?? mergeBase, files: listed.files, headSha: head, mergeBaseSha: mergeBase, truncated: listed.truncated };
   }
 
   /** GET /requirements/:id/changes/diff: a path outside the worktree is refused. */
@@ -668,21 +679,42 @@ export class WorktreesService implements OnModuleInit {
   }
 
   /** The worktree and its merge base with the base ref, or 409 when there is none to compare. */
-  private async comparison(requirementId: string): Promise<{ row: RequirementWorktreeEntity; mergeBase: string }> {
+  private async comparison(requirementId: string): Promise<{ row: RequirementWorktreeEntity; mergeBase: string; head: string }> {
     const row = await this.repository.find(requirementId);
     if (row === null && (await this.requirements.find(requirementId)) === null) {
       throw notFound('requirement_not_found', `Requirement ${requirementId} not found`);
     }
-    if (!row || row.isolation !== 'worktree' || row.path === null || row.removedAt !== null || row.createdAt === null || !(await this.isWorktree(row.path))) {
-      throw conflict('no_worktree', `Requirement ${requirementId} has no worktree (in place, not started yet, or removed)`);
+    const noWorktree = () => conflict('no_worktree', `Requirement ${requirementId} has no worktree (in place, not started yet, or removed)`);
+    if (!row || row.isolation !== 'worktree' || row.path === null || row.removedAt !== null || row.createdAt === null) {
+      throw noWorktree();
     }
-    const base = (row.baseRef !== null ? await this.resolveCommit(row.path, row.baseRef) : null) ?? row.baseSha;
-    const head = await this.revParse(row.path, 'HEAD');
+    // One git call for both ends (a read of the changes is a handful of processes, not a dozen).
+    const ends = await git(['rev-parse', ...(row.baseRef !== null ? [`${row.baseRef}^{commit}`] : []), 'HEAD'], {
+      cwd: row.path,
+      okCodes: [0, 128],
+      timeoutMs: QUICK_TIMEOUT_MS,
+    }).catch(() => null);
+    if (ends === null || !(await fs.stat(path.join(row.path, '.git')).catch(() => null))) {
+      throw noWorktree();
+    }
+    const shas = ends.stdout.trim().split('\n');
+    const head = ends.code === 0 ? (shas[shas.length - 1] ?? null) : await this.revParse(row.path, 'HEAD');
+    // A base ref deleted since: its commit at creation.
+    const base = ends.code === 0 && row.baseRef !== null ? (shas[0] ?? null) : row.baseSha;
     if (base === null || head === null) {
       throw conflict('no_base', `the base of Requirement ${requirementId}'s worktree is gone`);
     }
-    const mergeBase = (await git(['merge-base', base, head], { cwd: row.path, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
-    return { mergeBase: mergeBase === '' ? base : mergeBase, row };
+    const key = `${base}..${head}`;
+    let mergeBase = this.mergeBases.get(key);
+    if (mergeBase === undefined) {
+      mergeBase = (await git(['merge-base', base, head], { cwd: row.path, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim() || base;
+      // Commits never change: the answer holds for good (a few hundred entries at most).
+      if (this.mergeBases.size > 1000) {
+        this.mergeBases.clear();
+      }
+      this.mergeBases.set(key, mergeBase);
+    }
+    return { head, mergeBase, row };
   }
 
   /** A relative path that stays inside the worktree, symlinks resolved; anything else is a 400. */
