@@ -204,13 +204,20 @@ describe('a worktree per Requirement, in a git workspace', () => {
     );
   });
 
-  it('runs in place when asked, per Requirement or by configuration', async () => {
+  it('runs in place when asked, per Requirement or by configuration, and in a monorepo folder when configured', async () => {
     const asked = await createRequirement(manager, { isolation: 'in_place', title: 'In the checkout' });
     expect(asked).toMatchObject({ baseRef: null, isolation: 'in_place' });
     await startRun(manager, asked.id, `report:${report('in-place')}`);
     const { requirement } = await settled(manager, asked.id, 1);
     expect(readReport(report('in-place')).cwd).toBe(fs.realpathSync(sandbox.workspace));
     expect(requirement.worktree).toMatchObject({ branch: null, mode: 'in_place', path: fs.realpathSync(sandbox.workspace) });
+    // A monorepo: the agent works in one folder of its worktree.
+    await patch(manager, { worktreeSubdirectory: 'src' });
+    const inFolder = await createRequirement(manager, { title: 'In a package' });
+    await startRun(manager, inFolder.id, `report:${report('subdirectory')}`);
+    const { requirement: folder } = await settled(manager, inFolder.id, 1);
+    expect(readReport(report('subdirectory')).cwd).toBe(path.join(folder.worktree.path, 'src'));
+    await patch(manager, { worktreeSubdirectory: null });
     await patch(manager, { isolation: 'in_place' });
     expect((await createRequirement(manager, { title: 'Configured in place' })).isolation).toBe('in_place');
     await patch(manager, { isolation: 'worktree' });
@@ -256,14 +263,17 @@ describe('a worktree per Requirement, in a git workspace', () => {
     for (const id of [kept.id, empty.id]) {
       expect((await send(manager.origin, 'POST', `/api/requirements/${id}/confirm`)).status).toBe(200);
     }
-    await patch(manager, { worktreeIdleDays: 0 });
+    // The teardown runs before each removal; its failure does not stop the removal.
+    const teardownLog = report('teardown');
+    await patch(manager, { worktreeIdleDays: 0, worktreeTeardownCommand: `echo "$AGENT_MANAGER_BRANCH" >> ${teardownLog}; exit 1` });
     const removed = async (id: string) =>
       until(`the idle worktree of ${id} to go`, async () => {
         const r = (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json;
         return r.worktree?.removedAt ? r : undefined;
       });
     const [keptRemoved, emptyRemoved] = [await removed(kept.id), await removed(empty.id)];
-    await patch(manager, { worktreeIdleDays: 7 });
+    await patch(manager, { worktreeIdleDays: 7, worktreeTeardownCommand: null });
+    expect(fs.readFileSync(teardownLog, 'utf8').trim().split('\n').sort()).toEqual([keptDone.worktree.branch, emptyDone.worktree.branch].sort());
     expect(fs.existsSync(keptDone.worktree.path)).toBe(false);
     expect(fs.existsSync(emptyDone.worktree.path)).toBe(false);
     expect(keptRemoved.worktree).toMatchObject({ branch: keptDone.worktree.branch, path: null });
