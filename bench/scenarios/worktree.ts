@@ -70,7 +70,9 @@ export async function worktreeScenario(): Promise<ScenarioResult> {
     } catch (err) {
       // Say what the manager said, too: a benchmark that fails must be diagnosable from its output.
       const alive = manager.child.exitCode === null && manager.child.signalCode === null;
-      throw new Error(`${(err as Error).message} (${(err as Error & { cause?: Error }).cause?.message ?? 'no cause'}); manager ${alive ? 'alive' : `exited ${manager.child.exitCode ?? manager.child.signalCode}`}; stderr: ${manager.stderr().slice(-1500)}`);
+      throw new Error(
+        `${(err as Error).message} (${(err as Error & { cause?: Error }).cause?.message ?? 'no cause'}); manager ${alive ? 'alive' : `exited ${manager.child.exitCode ?? manager.child.signalCode}`}; stderr: ${manager.stderr().slice(-1500)}`,
+      );
     } finally {
       await manager.stop();
     }
