@@ -1,5 +1,6 @@
 import { ManagerProcess, makeSandbox, startManager } from '../test/support/manager-process';
 import { ScenarioResult, passes, progress, publishResults, table } from './harness';
+import { changesScenario } from './scenarios/changes';
 import { concurrentRunsScenario } from './scenarios/concurrent-runs';
 import { dashboardScenario } from './scenarios/dashboard';
 import { githubBudgetScenario } from './scenarios/github-budget';
@@ -8,6 +9,7 @@ import { repliesScenario } from './scenarios/replies';
 import { scaleScenario } from './scenarios/scale';
 import { sseFanoutScenario } from './scenarios/sse-fanout';
 import { traceFloodScenario } from './scenarios/trace-flood';
+import { worktreeScenario } from './scenarios/worktree';
 
 /** Scenarios on a default manager; the others start managers of their own (agent settings). */
 const SCENARIOS: Record<string, (manager: ManagerProcess) => Promise<ScenarioResult>> = {
@@ -21,6 +23,8 @@ const SELF_CONTAINED: Record<string, () => Promise<ScenarioResult>> = {
   mcp: mcpScenario,
   scale: scaleScenario,
   'trace-flood': traceFloodScenario,
+  worktree: worktreeScenario,
+  changes: changesScenario,
 };
 
 async function runScenario(name: string): Promise<ScenarioResult> {

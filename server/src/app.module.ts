@@ -19,6 +19,7 @@ import { RunsModule } from './runs/runs.module';
 import { SearchModule } from './search/search.module';
 import { TimersModule } from './timers/timers.module';
 import { TriggersModule } from './triggers/triggers.module';
+import { WorktreesModule } from './worktrees/worktrees.module';
 
 @Module({})
 export class AppModule {
@@ -43,6 +44,7 @@ export class AppModule {
         ScheduleModule.forRoot(),
         TimersModule,
         TriggersModule,
+        WorktreesModule,
       ],
       module: AppModule,
     };

@@ -8,11 +8,13 @@ export const T1 = '2026-01-01T00:00:01.000Z';
 export const T2 = '2026-01-01T00:00:02.000Z';
 
 export const requirement = (id: string, updatedAt: string, status: Requirement['status'] = 'todo'): Requirement => ({
+  baseRef: null,
   completedAt: null,
   createdAt: T0,
   createdBy: 'human',
   description: '',
   id,
+  isolation: 'in_place',
   model: null,
   parentRequirementId: null,
   provider: 'codex',
@@ -35,6 +37,7 @@ export const requirement = (id: string, updatedAt: string, status: Requirement['
   status,
   title: id,
   updatedAt,
+  worktree: null,
 });
 
 export const run = (id: string, requirementId: string, finishedAt: string | null): Run => ({

@@ -296,6 +296,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/requirements/{id}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the Requirement's agent changed: committed, uncommitted and untracked files against the merge base with its base ref */
+        get: operations["getRequirementChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/changes/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One file's unified diff against the merge base (text/plain; cut at 2 MiB, then X-Diff-Truncated: true) */
+        get: operations["getRequirementChangeDiff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/requirements/{id}/confirm": {
         parameters: {
             query?: never;
@@ -427,6 +461,23 @@ export interface paths {
         get: operations["getRequirementTrace"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/worktree/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Read the worktree's git state now (head, ahead/behind, dirty); the Requirement's event carries it */
+        post: operations["refreshRequirementWorktree"];
         delete?: never;
         options?: never;
         head?: never;
@@ -686,20 +737,29 @@ export interface components {
             messageId: string | null;
             requirementId: string;
         };
+        ChangedFileDto: {
+            additions: number;
+            binary: boolean;
+            deletions: number;
+            oldPath: string | null;
+            path: string;
+            /** @enum {string} */
+            status: "added" | "modified" | "deleted" | "renamed";
+        };
         ConfigurationResponseDto: {
             /** @description What this process runs with: values plus launch flags and CODE_FACTORY_* variables */
             effective: components["schemas"]["ConfigurationValuesDto"];
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
             /** @description Fields a change applies to at once; every other field needs a restart */
-            liveFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
+            liveFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
+            overriddenFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds")[];
+            restartRequiredFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
@@ -718,6 +778,8 @@ export interface components {
             /** @description Always null: the secret is write-only (see githubWebhookSecretConfigured) */
             githubWebhookSecret: string | null;
             host: string;
+            /** @enum {string} */
+            isolation: "worktree" | "in_place";
             logFilePath: string | null;
             /** @enum {string} */
             logLevel: "error" | "warn" | "info" | "debug";
@@ -726,13 +788,29 @@ export interface components {
             port: number;
             pullRequestReconcileIntervalSeconds: number;
             rdInactivityTimeoutSeconds: number;
+            worktreeIdleDays: number;
+            worktreeLinks: string[];
+            worktreeRoot: string | null;
+            worktreeSetupCommand: string | null;
+            worktreeSubdirectory: string | null;
+            worktreeTeardownCommand: string | null;
         };
         CreateRequirementDto: {
+            /**
+             * @description The branch, tag or commit the Requirement's branch starts from (worktree isolation only); default: the branch checked out now
+             * @example main
+             */
+            baseRef?: string;
             /**
              * @description What to build (Markdown)
              * @example Report segment merge, encode, and flush durations
              */
             description?: string;
+            /**
+             * @description worktree: its own git worktree and branch (needs a git workspace); in_place: the person's checkout. Default: the configuration's isolation
+             * @enum {string}
+             */
+            isolation?: "worktree" | "in_place";
             /**
              * @description Model name passed to the provider CLI; null for its default
              * @example gpt-5.1-codex
@@ -865,10 +943,20 @@ export interface components {
         };
         ProposeRequirementDto: {
             /**
+             * @description The branch, tag or commit the Requirement's branch starts from (worktree isolation only); default: the branch checked out now
+             * @example main
+             */
+            baseRef?: string;
+            /**
              * @description What to build (Markdown)
              * @example Report segment merge, encode, and flush durations
              */
             description?: string;
+            /**
+             * @description worktree: its own git worktree and branch (needs a git workspace); in_place: the person's checkout. Default: the configuration's isolation
+             * @enum {string}
+             */
+            isolation?: "worktree" | "in_place";
             /**
              * @description Model name passed to the provider CLI; null for its default
              * @example gpt-5.1-codex
@@ -1005,12 +1093,22 @@ export interface components {
             requirement: components["schemas"]["RequirementResponseDto"];
             requirementId: string;
         };
+        RequirementChangesResponseDto: {
+            baseRef: string;
+            files: components["schemas"]["ChangedFileDto"][];
+            headSha: string;
+            mergeBaseSha: string;
+            /** @description True when the list was cut (more than 5,000 files, or a bound on size or time) */
+            truncated: boolean;
+        };
         RequirementPageDto: {
             items: components["schemas"]["RequirementResponseDto"][];
             /** @description Cursor for the next page; null at the end */
             nextCursor?: string | null;
         };
         RequirementResponseDto: {
+            /** @description The ref the Requirement's branch starts from (null in place) */
+            baseRef: string | null;
             completedAt: string | null;
             createdAt: string;
             /** @enum {string} */
@@ -1019,6 +1117,11 @@ export interface components {
             description: string;
             /** @example req_5f0e… */
             id: string;
+            /**
+             * @description worktree: the agent works in its own git worktree and branch; in_place: in the person's checkout
+             * @enum {string}
+             */
+            isolation: "worktree" | "in_place";
             model: string | null;
             parentRequirementId: string | null;
             /** @enum {string} */
@@ -1031,6 +1134,30 @@ export interface components {
             status: "todo" | "doing" | "waiting_confirmation" | "done" | "cancelled";
             title: string;
             updatedAt: string;
+            /** @description Where the work is, once a run prepared it (null before) */
+            worktree: components["schemas"]["RequirementWorktreeResponseDto"] | null;
+        };
+        RequirementWorktreeResponseDto: {
+            /** @description Commits on the branch that the base ref lacks */
+            ahead: number;
+            baseRef: string | null;
+            /** @description The base ref's commit when the worktree was created */
+            baseSha: string | null;
+            /** @description Commits on the base ref that the branch lacks */
+            behind: number;
+            /** @example agent/add-timings-1a2b3c4d */
+            branch: string | null;
+            /** @description Uncommitted or untracked work in the worktree */
+            dirty: boolean;
+            headSha: string | null;
+            /** @enum {string} */
+            mode: "worktree" | "in_place";
+            /** @description The worktree's top directory (the checkout itself in place); null once removed */
+            path: string | null;
+            /** @description When the git figures were last read */
+            refreshedAt: string | null;
+            /** @description When the worktree was removed (its branch may remain); the next run recreates it */
+            removedAt: string | null;
         };
         ReviewRequestPageDto: {
             items: components["schemas"]["ReviewRequestResponseDto"][];
@@ -1164,6 +1291,11 @@ export interface components {
              * @example 127.0.0.1
              */
             host?: string;
+            /**
+             * @description worktree: each Requirement works in its own git worktree and branch (default; in_place where the workspace is not a git repository); in_place: in the checkout itself
+             * @enum {string}
+             */
+            isolation?: "worktree" | "in_place";
             /** @description Log file, or null for logs/agent-manager.log in the data directory */
             logFilePath?: string | null;
             /**
@@ -1187,6 +1319,18 @@ export interface components {
             pullRequestReconcileIntervalSeconds?: number;
             /** @description An RD run that prints nothing for this many seconds is ended as timed out */
             rdInactivityTimeoutSeconds?: number;
+            /** @description Days without a run after which a done Requirement's worktree is removed (its branch stays unless merged) */
+            worktreeIdleDays?: number;
+            /** @description Gitignored paths, relative to the workspace root, symlinked into every worktree instead of copied (e.g. node_modules) */
+            worktreeLinks?: string[];
+            /** @description Directory holding the worktrees, or null for worktrees/ in the Agent Manager home (never inside a data directory) */
+            worktreeRoot?: string | null;
+            /** @description Shell command run once in a new worktree before its first run (time-limited; failure fails the run), or null for .agent-manager/setup */
+            worktreeSetupCommand?: string | null;
+            /** @description Folder of the worktree (relative) that is the agent's working directory, for a monorepo; or null */
+            worktreeSubdirectory?: string | null;
+            /** @description Shell command run in a worktree before it is removed (time-limited, failure ignored), or null for .agent-manager/teardown */
+            worktreeTeardownCommand?: string | null;
         };
         WebhookResponseDto: {
             accepted: boolean;
@@ -1201,6 +1345,12 @@ export interface components {
             databasePath: string;
             logFilePath: string;
             root: string;
+            /** @description How many worktrees exist there */
+            worktreeCount: number;
+            /** @description Where this workspace's Requirement worktrees are (<worktree root>/<workspace hash>) */
+            worktreesDirectory: string;
+            /** @description Bytes on disk used by those worktrees (symlinked files not counted; measured at most once a minute) */
+            worktreesDiskBytes: number;
         };
     };
     responses: never;
@@ -1869,6 +2019,86 @@ export interface operations {
             };
         };
     };
+    getRequirementChanges: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequirementChangesResponseDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The Requirement has no worktree (in place, not started yet, or removed) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getRequirementChangeDiff: {
+        parameters: {
+            query: {
+                /** @description The file, relative to the worktree */
+                path: string;
+                /** @description A renamed file's old path (from the changes list), so the diff shows the rename */
+                oldPath?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The path is outside the worktree */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The Requirement has no worktree */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     confirmRequirement: {
         parameters: {
             query?: never;
@@ -2195,6 +2425,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TracePageDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    refreshRequirementWorktree: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequirementResponseDto"];
                 };
             };
             404: {

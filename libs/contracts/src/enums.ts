@@ -75,3 +75,13 @@ export type AgentRequirementAction = (typeof AGENT_REQUIREMENT_ACTIONS)[number];
 
 export const REVIEW_REQUEST_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
 export type ReviewRequestStatus = (typeof REVIEW_REQUEST_STATUSES)[number];
+
+/**
+ * Where a Requirement's agent works: `worktree`, its own git worktree and branch (the default in
+ * a git workspace), or `in_place`, the person's own checkout (the only choice elsewhere).
+ */
+export const ISOLATION_MODES = ['worktree', 'in_place'] as const;
+export type IsolationMode = (typeof ISOLATION_MODES)[number];
+
+export const CHANGED_FILE_STATUSES = ['added', 'modified', 'deleted', 'renamed'] as const;
+export type ChangedFileStatus = (typeof CHANGED_FILE_STATUSES)[number];

@@ -8,7 +8,9 @@ import type {
   TraceKind,
   TraceStatus,
   AuthenticationMode,
+  ChangedFileStatus,
   EventActorKind,
+  IsolationMode,
   LogLevel,
   MessageAuthor,
   Provider,
@@ -55,6 +57,53 @@ export interface Requirement {
   updatedAt: string;
   completedAt: string | null;
   session: AgentSession;
+  /** Where the agent works: `worktree` (its own git worktree and branch) or `in_place` (the person's checkout). */
+  isolation: IsolationMode;
+  /** The ref the Requirement's branch starts from (null in place or outside git). */
+  baseRef: string | null;
+  /** The worktree and its git state once a run prepared it; null before the first run. */
+  worktree: RequirementWorktree | null;
+}
+
+/** Where a Requirement's work is, refreshed after every run and on demand. */
+export interface RequirementWorktree {
+  mode: IsolationMode;
+  /** The agent's working directory (the worktree, or its subdirectory in a monorepo); null once removed. */
+  path: string | null;
+  branch: string | null;
+  baseRef: string | null;
+  /** The base ref's commit when the worktree was created. */
+  baseSha: string | null;
+  headSha: string | null;
+  /** Commits on the branch that the base ref does not have, and the other way round. */
+  ahead: number;
+  behind: number;
+  /** Uncommitted or untracked work in the worktree. */
+  dirty: boolean;
+  /** When it was removed (idle, purge, cancel); a next run recreates it from its branch. */
+  removedAt: string | null;
+  refreshedAt: string | null;
+}
+
+/** One file of a Requirement's changes against the merge base with its base ref. */
+export interface ChangedFile {
+  path: string;
+  /** The path before a rename; null otherwise. */
+  oldPath: string | null;
+  status: ChangedFileStatus;
+  additions: number;
+  deletions: number;
+  binary: boolean;
+}
+
+/** GET /requirements/:id/changes: committed, uncommitted and untracked work. */
+export interface RequirementChanges {
+  baseRef: string;
+  mergeBaseSha: string;
+  headSha: string;
+  files: ChangedFile[];
+  /** True when the list was cut (too many files, or a bound on time or size). */
+  truncated: boolean;
 }
 
 export interface MessageAttachment {
@@ -122,6 +171,20 @@ export interface ConfigurationValues {
   logFilePath: string | null;
   logMaxSize: string;
   logMaxFiles: string;
+  /** `worktree` (default; `in_place` wherever the workspace is not a git repository with a commit) or `in_place`. */
+  isolation: IsolationMode;
+  /** Where worktrees go (null: `<home>/worktrees`); never inside a data directory. */
+  worktreeRoot: string | null;
+  /** Gitignored paths (relative to the workspace root) symlinked into each worktree instead of copied, e.g. node_modules. */
+  worktreeLinks: string[];
+  /** Run once in a new worktree (`sh -c`), before the agent; null: `.agent-manager/setup` when the worktree has one. */
+  worktreeSetupCommand: string | null;
+  /** Run before a worktree is removed; null: `.agent-manager/teardown` when the worktree has one. */
+  worktreeTeardownCommand: string | null;
+  /** A done Requirement's worktree is removed after this many days without a run. */
+  worktreeIdleDays: number;
+  /** A monorepo folder (relative to the root) that is the agent's working directory inside its worktree. */
+  worktreeSubdirectory: string | null;
 }
 
 /** The configuration as the API and its event show it (secrets replaced by whether they are set). */

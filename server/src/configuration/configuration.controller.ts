@@ -7,6 +7,7 @@ import { AgentSandbox } from '../agents/agent-sandbox';
 import { UpdateConfigurationDto } from '../core/configuration/configuration.schema';
 import { Actor } from '../core/http/actor.decorator';
 import { RUNTIME, Runtime } from '../core/runtime';
+import { WorktreesService } from '../worktrees/worktrees.service';
 import { ConfigurationResponseDto, HealthResponseDto, MetricsQueryDto, MetricsResponseDto, WorkspaceResponseDto } from './dto/configuration-response.dto';
 import { MetricsService } from './metrics.service';
 import { ManagerConfigurationService } from './manager-configuration.service';
@@ -19,6 +20,7 @@ export class ConfigurationController {
     private readonly configuration: ManagerConfigurationService,
     private readonly metrics: MetricsService,
     @Inject(RUNTIME) private readonly runtime: Runtime,
+    private readonly worktrees: WorktreesService,
   ) {}
 
   @Get('health')
@@ -38,14 +40,18 @@ export class ConfigurationController {
   @Get('workspace')
   @ApiOperation({ summary: 'The bound workspace and where its data lives' })
   @ApiOkResponse({ type: WorkspaceResponseDto })
-  getWorkspace(): WorkspaceResponseDto {
+  async getWorkspace(): Promise<WorkspaceResponseDto> {
     const { paths } = this.runtime;
+    const usage = await this.worktrees.diskUsage();
     return {
       attachmentsDirectory: paths.attachmentsDirectory,
       dataDirectory: paths.dataDirectory,
       databasePath: this.runtime.databasePath,
       logFilePath: this.runtime.logFilePath,
       root: paths.root,
+      worktreeCount: usage.count,
+      worktreesDirectory: this.worktrees.directory,
+      worktreesDiskBytes: usage.bytes,
     };
   }
 

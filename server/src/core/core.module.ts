@@ -14,6 +14,7 @@ import { AgentRunEntity } from '../runs/agent-run.entity';
 import { ReviewRequestEntity } from '../reviews/review-request.entity';
 import { SearchDocumentEntity } from '../search/search-document.entity';
 import { TriggerReceiptEntity } from '../triggers/trigger-receipt.entity';
+import { RequirementWorktreeEntity } from '../worktrees/requirement-worktree.entity';
 import { AgentTimerEntity } from '../timers/agent-timer.entity';
 import { RequirementEntity } from '../requirements/requirement.entity';
 import { Clock } from './clock';
@@ -33,6 +34,7 @@ export const ENTITIES = [
   PullRequestEntity,
   RequirementEntity,
   RequirementMessageEntity,
+  RequirementWorktreeEntity,
   ReviewRequestEntity,
   SearchDocumentEntity,
   TriggerReceiptEntity,

@@ -60,6 +60,20 @@ export function OptionalInt(options: { description: string; min: number; max: nu
   );
 }
 
+/** An optional list of strings (a configuration list). */
+export function OptionalTextList(options: { description: string; max: number; maxLength: number; pattern?: RegExp }) {
+  return applyDecorators(
+    ApiPropertyOptional({ description: options.description, isArray: true, type: String }),
+    unlessAbsent(),
+    IsArray(),
+    ArrayMaxSize(options.max),
+    IsString({ each: true }),
+    MinLength(1, { each: true }),
+    MaxLength(options.maxLength, { each: true }),
+    ...(options.pattern ? [Matches(options.pattern, { each: true })] : []),
+  );
+}
+
 /** A list of IDs in a body. */
 export function OptionalIdList(options: { description: string; max: number }) {
   return applyDecorators(

@@ -1,5 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
+import type { RequirementWorktreeEntity } from '../worktrees/requirement-worktree.entity';
 import type { AgentSessionEntity } from './agent-session.entity';
 import type { Provider, ReasoningEffort, RequirementCreator, RequirementStatus } from '@libs/contracts';
 
@@ -49,4 +50,7 @@ export class RequirementEntity {
 
   /** Filled by `RequirementsService.loadForWrite` (one query for both rows); not a column. */
   session?: AgentSessionEntity;
+
+  /** Where it works (its `requirement_worktree` row), loaded beside it for snapshots; not a column. */
+  worktree?: RequirementWorktreeEntity | null;
 }

@@ -8,6 +8,7 @@ import type { UnitOfWork } from '../core/database/unit-of-work';
 import { Page, PageRequest, keysetPage, newestFirst } from '../core/http/pagination';
 import { isId } from '../core/ids';
 import { SearchRepository } from '../search/search.repository';
+import { RequirementWorktreeEntity } from '../worktrees/requirement-worktree.entity';
 import { AgentSessionEntity } from './agent-session.entity';
 import { RequirementEntity } from './requirement.entity';
 
@@ -60,6 +61,7 @@ export class RequirementsRepository {
     )
       .createQueryBuilder(RequirementEntity, 'r')
       .innerJoinAndMapOne('r.session', AgentSessionEntity, 's', 's.requirement_id = r.id')
+      .leftJoinAndMapOne('r.worktree', RequirementWorktreeEntity, 'w', 'w.requirement_id = r.id')
       .where('r.id = :id', { id })
       .getOne();
     if (!requirement?.session) {
@@ -67,6 +69,7 @@ export class RequirementsRepository {
     }
     const { session } = requirement;
     delete requirement.session;
+    requirement.worktree ??= null;
     const rows = { requirement, session };
     uow.cache.set(cacheKey(id), rows);
     return rows;
@@ -136,6 +139,16 @@ export class RequirementsRepository {
     return requirementIds.length === 0
       ? Promise.resolve([])
       : manager.createQueryBuilder(AgentSessionEntity, 's').where('s.requirement_id IN (:...ids)', { ids: requirementIds }).getMany();
+  }
+
+  /**
+   * The worktree rows of many Requirements, for their snapshots (read only: the worktrees
+   * repository alone writes them; `loadForWrite` joins the same row for the same reason).
+   */
+  worktreesOf(requirementIds: string[], manager: EntityManager = this.database.readManager): Promise<RequirementWorktreeEntity[]> {
+    return requirementIds.length === 0
+      ? Promise.resolve([])
+      : manager.createQueryBuilder(RequirementWorktreeEntity, 'w').where('w.requirement_id IN (:...ids)', { ids: requirementIds }).getMany();
   }
 
   /**

@@ -30,6 +30,13 @@ export interface NewRequirement extends CreateRequirementDto {
 export type ClosedExtras = Omit<ManagerEventPayloads['requirement.completed'], 'requirement'>;
 export type ClosingStep = (tx: UnitOfWork, requirementId: string, now: string) => Promise<ClosedExtras>;
 
+/**
+ * Work another module does when a Requirement is created: the async part runs before the write
+ * unit (it may refuse the input with a domain error, and may take a moment, e.g. asking git);
+ * what it returns stages that module's rows in the creating unit and gives what the snapshot shows.
+ */
+export type CreatingStep = (input: NewRequirement) => Promise<(uow: UnitOfWork, requirement: RequirementEntity) => void>;
+
 const CHILDREN_MAX = 500;
 
 export const requirementNotFound = (id: string) => notFound('requirement_not_found', `Requirement ${id} not found`);
@@ -42,6 +49,7 @@ export const requirementNotFound = (id: string) => notFound('requirement_not_fou
 export class RequirementsService {
   private readonly logger = new Logger(RequirementsService.name);
   private readonly closingSteps: ClosingStep[] = [];
+  private readonly creatingSteps: CreatingStep[] = [];
 
   constructor(
     private readonly clock: Clock,
@@ -51,6 +59,7 @@ export class RequirementsService {
   ) {}
 
   async create(input: NewRequirement, actor: EventActor): Promise<RequirementResponseDto> {
+    const staging = await Promise.all(this.creatingSteps.map((step) => step(input)));
     const created = await this.database.write(async (tx) => {
       const now = this.clock.nowIso();
       const requirement: RequirementEntity = {
@@ -83,6 +92,9 @@ export class RequirementsService {
         updatedAt: now,
       };
       this.repository.insert(tx, { requirement, session });
+      for (const stage of staging) {
+        stage(tx, requirement);
+      }
       const snapshot = toRequirementResponse(requirement, session);
       await this.events.append(tx, {
         actor,
@@ -171,6 +183,11 @@ export class RequirementsService {
     return snapshot;
   }
 
+  /** Registers work to do when a Requirement is created (see CreatingStep). */
+  onCreating(step: CreatingStep): void {
+    this.creatingSteps.push(step);
+  }
+
   /** Registers work to do when a Requirement becomes done or cancelled (see ClosingStep). */
   onClosing(step: ClosingStep): void {
     this.closingSteps.push(step);
@@ -212,16 +229,16 @@ export class RequirementsService {
     if (requirements.length === 0) {
       return [];
     }
-    const sessions = await this.repository.sessionsOf(
-      requirements.map((r) => r.id),
-      manager,
-    );
+    const ids = requirements.map((r) => r.id);
+    const [sessions, worktrees] = await Promise.all([this.repository.sessionsOf(ids, manager), this.repository.worktreesOf(ids, manager)]);
     const byRequirement = new Map(sessions.map((s) => [s.requirementId, s]));
+    const worktreeOf = new Map(worktrees.map((w) => [w.requirementId, w]));
     return requirements.map((r) => {
       const session = byRequirement.get(r.id);
       if (!session) {
         throw new Error(`Requirement ${r.id} has no session`); // invariant 1 broken: a bug, not input
       }
+      r.worktree = worktreeOf.get(r.id) ?? null;
       return toRequirementResponse(r, session);
     });
   }

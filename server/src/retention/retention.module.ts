@@ -6,6 +6,7 @@ import { RetentionService } from './retention.service';
 
 /** Purges terminal Requirements past their retention, with everything they own. */
 @Module({
+  exports: [RetentionService],
   imports: [AttachmentsModule, RequirementsModule],
   providers: [RetentionService],
 })

@@ -9,6 +9,7 @@ import { storedExtension } from '../attachments/file-signature';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
+import type { UnitOfWork } from '../core/database/unit-of-work';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { EventsRepository } from '../events/events.repository';
@@ -20,6 +21,12 @@ const PURGE_BATCH = 200;
 const SWEEP_BATCH = 500;
 /** An attachment file younger than this may belong to an upload still in flight. */
 const SWEEP_MIN_AGE_MS = 60 * 60 * 1000;
+
+/**
+ * Work another module does when Requirements are purged, in the purging unit before their rows
+ * go (it reads what it owns and registers what to clean up after the commit: worktrees).
+ */
+export type PurgingStep = (uow: UnitOfWork, requirementIds: string[]) => Promise<void>;
 
 /**
  * Done and cancelled Requirements older than their retention are removed with everything
@@ -34,6 +41,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   private timer: NodeJS.Timeout | undefined;
   private subscription: Subscription | undefined;
   private running: Promise<number> | null = null;
+  private readonly purgingSteps: PurgingStep[] = [];
 
   constructor(
     private readonly attachments: AttachmentsRepository,
@@ -63,6 +71,11 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   onModuleDestroy(): void {
     clearInterval(this.timer);
     this.subscription?.unsubscribe();
+  }
+
+  /** Registers work to do when Requirements are purged (see PurgingStep). */
+  onPurging(step: PurgingStep): void {
+    this.purgingSteps.push(step);
   }
 
   /** Purges what is due; resolves with how many Requirements were removed. */
@@ -112,6 +125,9 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
         return 0;
       }
       const files = await this.attachments.ofRequirementsIn(tx, ids);
+      for (const step of this.purgingSteps) {
+        await step(tx, ids);
+      }
       this.eventRows.deleteForRequirements(tx, ids);
       // The session, conversation, attachments and runs go with it (ON DELETE CASCADE).
       this.requirements.delete(tx, ids);

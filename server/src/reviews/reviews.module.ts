@@ -4,6 +4,7 @@ import { MessagesModule } from '../messages/messages.module';
 import { PullRequestsModule } from '../pull-requests/pull-requests.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { RunsModule } from '../runs/runs.module';
+import { WorktreesModule } from '../worktrees/worktrees.module';
 import { ReviewsController } from './reviews.controller';
 import { ReviewsRepository } from './reviews.repository';
 import { ReviewsService } from './reviews.service';
@@ -11,7 +12,7 @@ import { ReviewsService } from './reviews.service';
 @Module({
   controllers: [ReviewsController],
   exports: [ReviewsService],
-  imports: [MessagesModule, PullRequestsModule, RequirementsModule, RunsModule],
+  imports: [MessagesModule, PullRequestsModule, RequirementsModule, RunsModule, WorktreesModule],
   providers: [ReviewsRepository, ReviewsService],
 })
 export class ReviewsModule {}

@@ -22,6 +22,7 @@ import { RunLauncher } from '../runs/run-launcher.service';
 import { RunsRepository } from '../runs/runs.repository';
 import { ConversationDelivery } from '../runs/conversation-delivery.service';
 import { TraceWriter } from '../runs/trace-writer';
+import { WorktreesService } from '../worktrees/worktrees.service';
 import { CreateReviewRequestDto, CreateReviewResponseDto, ListReviewRequestsQueryDto, ReviewRequestPageDto, toReviewRequestResponse } from './dto/review-request.dto';
 import { ReviewRequestEntity } from './review-request.entity';
 import { ReviewsRepository } from './reviews.repository';
@@ -58,6 +59,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     private readonly repository: ReviewsRepository,
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
+    private readonly worktrees: WorktreesService,
   ) {}
 
   onModuleInit(): void {
@@ -198,8 +200,28 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     };
     this.running.set(review.id, { active, pullRequest, review });
     const stopped = () => this.shuttingDown || active.interruptMode !== null;
-    void this.launcher
-      .start(active, stopped, (end) => void this.finish(review.id, end))
+    // In a temporary detached worktree at the PR's head: never the person's checkout or the RD worktree.
+    void this.worktrees
+      .reviewWorktree(review.id, review.targetHeadSha, pullRequest.number)
+      .catch((err: unknown) => {
+        active.outcome.failure = `the reviewer's worktree could not be made: ${(err as Error).message}`;
+        throw err;
+      })
+      .then((cwd) => {
+        if (cwd !== null) {
+          active.cwd = cwd;
+          active.traces.add({
+            detail: null,
+            kind: 'lifecycle',
+            nativeType: 'worktree',
+            status: 'completed',
+            title: `Review worktree ${cwd} at ${review.targetHeadSha}`,
+            toolCallId: null,
+            toolName: null,
+          });
+        }
+        return this.launcher.start(active, stopped, (end) => void this.finish(review.id, end));
+      })
       .catch((err: unknown) => {
         this.logger.error(`could not launch reviewer run ${run.id}: ${(err as Error).message}`);
         void this.finish(review.id, { code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
@@ -216,6 +238,12 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     this.launcher.handle(active, active.parser?.end({ code: end.code, signal: end.signal, stderr: end.stderr }) ?? []);
     await active.writes;
     await active.traces.flush();
+    if (active.cwd !== undefined) {
+      // Gone before the review is recorded as over (a leftover is swept at the next start).
+      await this.worktrees
+        .removeReviewWorktree(active.cwd)
+        .catch((err: unknown) => this.logger.warn(`could not remove the review worktree ${active.cwd}: ${(err as Error).message}`));
+    }
     let status: FinalRunStatus = outcomeOf(active, end);
     const summary = active.lastAssistantText?.trim() ?? '';
     if (status === 'succeeded' && summary === '') {

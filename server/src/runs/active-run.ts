@@ -26,6 +26,8 @@ export interface ActiveRun {
   lastAssistantText: string | null;
   /** Set up front for reviewer runs; RD runs read their captured messages at launch. */
   input?: PreparedInput;
+  /** A reviewer's working directory (its temporary worktree); RD runs get theirs at launch. */
+  cwd?: string;
 }
 
 export function outcomeOf(active: ActiveRun, end: ProcessEnd): FinalRunStatus {
@@ -65,6 +67,10 @@ export function errorOf(active: ActiveRun, end: ProcessEnd, status: RunStatus, t
     return `no output for ${timeoutSeconds} s`;
   }
   if (end.reason === 'spawn_failed') {
+    // Set when the run failed before its CLI was even tried (its worktree could not be prepared).
+    if (active.outcome.failure) {
+      return active.outcome.failure;
+    }
     return `the agent CLI could not be started: ${end.stderr.split('\n')[0] ?? 'unknown error'}`;
   }
   if (active.outcome.failure) {

@@ -17,6 +17,7 @@ import { MessagesService } from '../messages/messages.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementsRepository } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
+import { WorktreesService } from '../worktrees/worktrees.service';
 import type { ActiveRun } from './active-run';
 import { AgentEnvironmentService } from './agent-environment.service';
 import { RunInputService } from './run-input.service';
@@ -48,6 +49,7 @@ export class RunLauncher {
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
     private readonly sandbox: AgentSandbox,
+    private readonly worktrees: WorktreesService,
   ) {}
 
   /**
@@ -61,6 +63,22 @@ export class RunLauncher {
     const reviewer = run.role === 'reviewer';
     // A reviewer's input is fixed when it is requested; an RD run reads its captured messages.
     const prepared = active.input ?? (await this.input.prepare(run));
+    // Where it works: an RD run in its Requirement's worktree (made now the first time, its setup
+    // run), a reviewer where ReviewsService put it. A worktree that cannot be made fails the run
+    // before anything was consumed.
+    let cwd = active.cwd ?? this.input.workspace;
+    let placeEnv: Record<string, string> = {};
+    if (!reviewer) {
+      try {
+        const place = await this.worktrees.prepareRun(run.requirementId, (trace) => active.traces.add(trace));
+        cwd = place.cwd;
+        placeEnv = place.env;
+      } catch (err) {
+        active.outcome.failure = `the run's worktree could not be prepared: ${(err as Error).message}`;
+        ended({ code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
+        return;
+      }
+    }
     if (stopped()) {
       // Stopped before its process existed: nothing to kill, nothing consumed.
       ended({ code: null, reason: 'interrupted', signal: null, stderr: '' });
@@ -74,8 +92,8 @@ export class RunLauncher {
           sessionId: run.sessionId as string,
           token: this.credentials.issue({ requirementId: run.requirementId, runId: run.id, sessionId: run.sessionId as string }),
         });
+    Object.assign(env, placeEnv);
     const executable = this.configuration.get(run.provider === 'codex' ? 'codexExecutable' : 'claudeExecutable');
-    const cwd = this.input.workspace;
     // Looked up as the child would (its PATH, its cwd) so that a missing CLI says what to do.
     const resolved = findExecutable(executable, env.PATH ?? '', cwd);
     if (resolved === null) {

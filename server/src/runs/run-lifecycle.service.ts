@@ -16,6 +16,7 @@ import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsRepository } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
 import { ActiveRun, FinalRunStatus, errorOf, newRdRun, outcomeOf, runEndEventType, runEndFields } from './active-run';
+import { WorktreesService } from '../worktrees/worktrees.service';
 import { AgentRunEntity } from './agent-run.entity';
 import { InterruptResponseDto, StartResponseDto, toRunResponse } from './dto/run-response.dto';
 import { RequirementActors } from './requirement-actors.service';
@@ -50,6 +51,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     private readonly requirementRows: RequirementsRepository,
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
+    private readonly worktrees: WorktreesService,
   ) {}
 
   /** True once a graceful stop began: no run starts any more. */
@@ -211,6 +213,8 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
           return this.closeRun(tx, active, status, end);
         });
         this.logger.log({ msg: `run ${status}`, paused: active.interruptMode === 'stop', requirementId, runId: active.run.id });
+        // What the run changed (head, ahead, dirty) reaches the card; a continuation waits its turn.
+        void this.worktrees.refresh(requirementId).catch((err: unknown) => this.logger.warn(`could not refresh the worktree of ${requirementId}: ${(err as Error).message}`));
         if (next) {
           this.launch(next);
         }

@@ -4,6 +4,7 @@ import { AgentsModule } from '../agents/agents.module';
 import { AttachmentsModule } from '../attachments/attachments.module';
 import { MessagesModule } from '../messages/messages.module';
 import { RequirementsModule } from '../requirements/requirements.module';
+import { WorktreesModule } from '../worktrees/worktrees.module';
 import { AgentEnvironmentService } from './agent-environment.service';
 import { ConversationDelivery } from './conversation-delivery.service';
 import { RunInputService } from './run-input.service';
@@ -18,7 +19,7 @@ import { StartupReconciler } from './startup-reconciler.service';
 @Module({
   controllers: [RunsController],
   exports: [AgentEnvironmentService, ConversationDelivery, RunLauncher, RunLifecycle, RunsRepository],
-  imports: [AgentsModule, AttachmentsModule, MessagesModule, RequirementsModule],
+  imports: [AgentsModule, AttachmentsModule, MessagesModule, RequirementsModule, WorktreesModule],
   providers: [AgentEnvironmentService, ConversationDelivery, RequirementActors, RunInputService, RunLauncher, RunLifecycle, RunsRepository, RunsService, StartupReconciler],
 })
 export class RunsModule {}

@@ -106,7 +106,7 @@ export class SettingsDialog {
   /** What the server applies at once (from the configuration response); every other field waits for a restart. */
   protected readonly live = computed(() => new Set<string>(this.config()?.liveFields ?? []));
   protected readonly config = signal<Configuration | null>(null);
-  protected readonly draft = signal<Partial<Record<Field, string | number | null>>>({});
+  protected readonly draft = signal<Partial<Record<Field, string | number | string[] | null>>>({});
   protected readonly busy = signal(false);
   protected readonly dirty = computed(() => Object.keys(this.patch()).length > 0);
 

@@ -9,6 +9,8 @@ import {
   AUTHENTICATION_MODES,
   AuthenticationMode,
   ConfigurationValues,
+  ISOLATION_MODES,
+  IsolationMode,
   LOG_LEVELS,
   LogLevel,
   ManagerConfiguration,
@@ -29,6 +31,7 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty() githubApiUrl!: string;
   @ApiProperty({ description: 'Always null: the secret is write-only (see githubWebhookSecretConfigured)', nullable: true, type: String }) githubWebhookSecret!: string | null;
   @ApiProperty() host!: string;
+  @ApiProperty({ enum: ISOLATION_MODES }) isolation!: IsolationMode;
   @ApiProperty({ nullable: true, type: String }) logFilePath!: string | null;
   @ApiProperty({ enum: LOG_LEVELS }) logLevel!: LogLevel;
   @ApiProperty() logMaxFiles!: string;
@@ -36,6 +39,12 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty() port!: number;
   @ApiProperty() pullRequestReconcileIntervalSeconds!: number;
   @ApiProperty() rdInactivityTimeoutSeconds!: number;
+  @ApiProperty() worktreeIdleDays!: number;
+  @ApiProperty({ type: [String] }) worktreeLinks!: string[];
+  @ApiProperty({ nullable: true, type: String }) worktreeRoot!: string | null;
+  @ApiProperty({ nullable: true, type: String }) worktreeSetupCommand!: string | null;
+  @ApiProperty({ nullable: true, type: String }) worktreeSubdirectory!: string | null;
+  @ApiProperty({ nullable: true, type: String }) worktreeTeardownCommand!: string | null;
 }
 
 export class ConfigurationResponseDto implements ManagerConfiguration {
@@ -89,4 +98,7 @@ export class WorkspaceResponseDto {
   @ApiProperty() databasePath!: string;
   @ApiProperty() logFilePath!: string;
   @ApiProperty() attachmentsDirectory!: string;
+  @ApiProperty({ description: "Where this workspace's Requirement worktrees are (<worktree root>/<workspace hash>)" }) worktreesDirectory!: string;
+  @ApiProperty({ description: 'Bytes on disk used by those worktrees (symlinked files not counted; measured at most once a minute)' }) worktreesDiskBytes!: number;
+  @ApiProperty({ description: 'How many worktrees exist there' }) worktreeCount!: number;
 }

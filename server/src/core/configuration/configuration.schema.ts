@@ -1,9 +1,9 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 
-import { AGENT_ISOLATION_MODES, AUTHENTICATION_MODES, ConfigurationValues, LOG_LEVELS } from '@libs/contracts';
+import { AGENT_ISOLATION_MODES, AUTHENTICATION_MODES, ConfigurationValues, ISOLATION_MODES, LOG_LEVELS } from '@libs/contracts';
 
-import { OptionalEnum, OptionalInt, OptionalText } from '../validation';
+import { OptionalEnum, OptionalInt, OptionalText, OptionalTextList } from '../validation';
 
 export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   agentIsolation: 'auto',
@@ -17,6 +17,7 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   githubApiUrl: 'https://api.github.com',
   githubWebhookSecret: null,
   host: '127.0.0.1',
+  isolation: 'worktree',
   logFilePath: null,
   logLevel: 'info',
   logMaxFiles: '14d',
@@ -24,6 +25,12 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   port: 4310,
   pullRequestReconcileIntervalSeconds: 60,
   rdInactivityTimeoutSeconds: 3600,
+  worktreeIdleDays: 7,
+  worktreeLinks: [],
+  worktreeRoot: null,
+  worktreeSetupCommand: null,
+  worktreeSubdirectory: null,
+  worktreeTeardownCommand: null,
 };
 
 export type ConfigurationKey = keyof ConfigurationValues;
@@ -36,14 +43,23 @@ export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
   'codexExecutable',
   'doneRequirementRetentionDays',
   'githubWebhookSecret',
+  'isolation',
   'logLevel',
   'pullRequestReconcileIntervalSeconds',
   'rdInactivityTimeoutSeconds',
+  'worktreeIdleDays',
+  'worktreeLinks',
+  'worktreeRoot',
+  'worktreeSetupCommand',
+  'worktreeSubdirectory',
+  'worktreeTeardownCommand',
 ];
 
 const ORIGIN = /^https?:\/\/[A-Za-z0-9.\-[\]:]+$/;
 const SIZE = /^[1-9]\d{0,9}[kmg]?$/;
 const FILES = /^[1-9]\d{0,5}d?$/;
+/** A relative path inside the workspace: no leading slash, no `..` segment, no NUL. */
+const RELATIVE_PATH = /^(?!\/)(?!.*(^|\/)\.\.(\/|$))[^\0]+$/;
 
 /**
  * Every configuration field, all optional: the PATCH body, and the shape a config file or the
@@ -98,6 +114,12 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   @OptionalText({ description: 'Interface to listen on (restart required)', example: '127.0.0.1', max: 255, min: 1, pattern: /^[A-Za-z0-9.\-:[\]]+$/ })
   host?: string;
 
+  @OptionalEnum(
+    ISOLATION_MODES,
+    'worktree: each Requirement works in its own git worktree and branch (default; in_place where the workspace is not a git repository); in_place: in the checkout itself',
+  )
+  isolation?: ConfigurationValues['isolation'];
+
   @OptionalText({ description: 'Log file, or null for logs/agent-manager.log in the data directory', max: 4096, min: 1, nullable: true })
   logFilePath?: string | null;
 
@@ -118,6 +140,51 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
 
   @OptionalInt({ description: 'An RD run that prints nothing for this many seconds is ended as timed out', max: 604_800, min: 1 })
   rdInactivityTimeoutSeconds?: number;
+
+  @OptionalInt({ description: "Days without a run after which a done Requirement's worktree is removed (its branch stays unless merged)", max: 36_500, min: 0 })
+  worktreeIdleDays?: number;
+
+  @OptionalTextList({
+    description: 'Gitignored paths, relative to the workspace root, symlinked into every worktree instead of copied (e.g. node_modules)',
+    max: 100,
+    maxLength: 1024,
+    pattern: RELATIVE_PATH,
+  })
+  worktreeLinks?: string[];
+
+  @OptionalText({
+    description: 'Directory holding the worktrees, or null for worktrees/ in the Agent Manager home (never inside a data directory)',
+    max: 4096,
+    min: 1,
+    nullable: true,
+    pattern: /^\//,
+  })
+  worktreeRoot?: string | null;
+
+  @OptionalText({
+    description: 'Shell command run once in a new worktree before its first run (time-limited; failure fails the run), or null for .agent-manager/setup',
+    max: 4096,
+    min: 1,
+    nullable: true,
+  })
+  worktreeSetupCommand?: string | null;
+
+  @OptionalText({
+    description: "Folder of the worktree (relative) that is the agent's working directory, for a monorepo; or null",
+    max: 1024,
+    min: 1,
+    nullable: true,
+    pattern: RELATIVE_PATH,
+  })
+  worktreeSubdirectory?: string | null;
+
+  @OptionalText({
+    description: 'Shell command run in a worktree before it is removed (time-limited, failure ignored), or null for .agent-manager/teardown',
+    max: 4096,
+    min: 1,
+    nullable: true,
+  })
+  worktreeTeardownCommand?: string | null;
 }
 
 /** Checks a partial configuration; returns the error messages (empty when valid). */

@@ -37,7 +37,9 @@ export function overridesFromEnv(env: NodeJS.ProcessEnv): Partial<ConfigurationV
     if (raw === undefined || raw === '') {
       continue;
     }
-    result[key] = typeof CONFIGURATION_DEFAULTS[key] === 'number' && /^-?\d+$/.test(raw) ? Number(raw) : raw;
+    const fallback = CONFIGURATION_DEFAULTS[key];
+    // A list is written comma-separated in the environment (CODE_FACTORY_WORKTREE_LINKS=node_modules,.venv).
+    result[key] = Array.isArray(fallback) ? raw.split(',').filter((item) => item !== '') : typeof fallback === 'number' && /^-?\d+$/.test(raw) ? Number(raw) : raw;
   }
   return result;
 }

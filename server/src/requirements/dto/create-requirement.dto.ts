@@ -1,10 +1,25 @@
-import { LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
+import { ISOLATION_MODES, IsolationMode, LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
 import { OptionalEnum, OptionalText, ValidateEnum, ValidateText } from '../../core/validation';
 
+/** A git ref name as a person types it (branch, tag, remote branch, commit): no option-like or odd characters. */
+export const GIT_REF_PATTERN = /^(?!-)(?!.*\.\.)(?!.*@\{)[\w./@+-]+$/;
+
 export class CreateRequirementDto {
+  @OptionalText({
+    description: "The branch, tag or commit the Requirement's branch starts from (worktree isolation only); default: the branch checked out now",
+    example: 'main',
+    max: 255,
+    min: 1,
+    pattern: GIT_REF_PATTERN,
+  })
+  baseRef?: string;
+
   @OptionalText({ description: 'What to build (Markdown)', example: 'Report segment merge, encode, and flush durations', max: LIMITS.descriptionLength })
   description?: string;
+
+  @OptionalEnum(ISOLATION_MODES, "worktree: its own git worktree and branch (needs a git workspace); in_place: the person's checkout. Default: the configuration's isolation")
+  isolation?: IsolationMode;
 
   @OptionalText({
     description: 'Model name passed to the provider CLI; null for its default',

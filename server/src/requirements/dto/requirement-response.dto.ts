@@ -2,6 +2,8 @@ import { ApiProperty } from '@nestjs/swagger';
 
 import {
   AgentSession,
+  ISOLATION_MODES,
+  IsolationMode,
   PROVIDERS,
   Provider,
   REASONING_EFFORTS,
@@ -16,6 +18,7 @@ import {
 } from '@libs/contracts';
 
 import { PageInfoDto } from '../../core/http/pagination';
+import { RequirementWorktreeResponseDto, toWorktreeResponse } from '../../worktrees/dto/worktree.dto';
 import type { AgentSessionEntity } from '../agent-session.entity';
 import type { RequirementEntity } from '../requirement.entity';
 
@@ -55,6 +58,11 @@ export class RequirementResponseDto implements Requirement {
   @ApiProperty() updatedAt!: string;
   @ApiProperty({ nullable: true, type: String }) completedAt!: string | null;
   @ApiProperty({ type: AgentSessionResponseDto }) session!: AgentSessionResponseDto;
+  @ApiProperty({ description: "worktree: the agent works in its own git worktree and branch; in_place: in the person's checkout", enum: ISOLATION_MODES })
+  isolation!: IsolationMode;
+  @ApiProperty({ description: "The ref the Requirement's branch starts from (null in place)", nullable: true, type: String }) baseRef!: string | null;
+  @ApiProperty({ description: 'Where the work is, once a run prepared it (null before)', nullable: true, type: RequirementWorktreeResponseDto })
+  worktree!: RequirementWorktreeResponseDto | null;
 }
 
 export class RequirementPageDto extends PageInfoDto {
@@ -83,12 +91,16 @@ export function toSessionResponse(session: AgentSessionEntity): AgentSessionResp
 }
 
 export function toRequirementResponse(requirement: RequirementEntity, session: AgentSessionEntity): RequirementResponseDto {
+  const place = requirement.worktree ?? null;
   return {
+    baseRef: place?.baseRef ?? null,
     completedAt: requirement.completedAt,
     createdAt: requirement.createdAt,
     createdBy: requirement.createdBy,
     description: requirement.description,
     id: requirement.id,
+    // A Requirement from before worktrees has a row saying in_place (its migration); none at all is the same.
+    isolation: place?.isolation ?? 'in_place',
     model: requirement.model,
     parentRequirementId: requirement.parentRequirementId,
     provider: requirement.provider,
@@ -97,7 +109,12 @@ export function toRequirementResponse(requirement: RequirementEntity, session: A
     sourceSessionId: requirement.sourceSessionId,
     status: requirement.status,
     title: requirement.title,
-    // The card changes when its session does (state, pending count): one version for both.
-    updatedAt: session.updatedAt > requirement.updatedAt ? session.updatedAt : requirement.updatedAt,
+    // The card changes when its session (state, pending count) or its worktree (ahead, dirty) does: one version for all.
+    updatedAt: latest(requirement.updatedAt, session.updatedAt, place?.updatedAt ?? ''),
+    worktree: toWorktreeResponse(place),
   };
+}
+
+function latest(...times: string[]): string {
+  return times.reduce((a, b) => (b > a ? b : a));
 }

@@ -32,6 +32,7 @@ const values: ManagerConfiguration['values'] = {
   githubApiUrl: 'https://api.github.com',
   githubWebhookSecret: null,
   host: '127.0.0.1',
+  isolation: 'worktree',
   logFilePath: null,
   logLevel: 'info',
   logMaxFiles: '5',
@@ -39,6 +40,12 @@ const values: ManagerConfiguration['values'] = {
   port: 3000,
   pullRequestReconcileIntervalSeconds: 60,
   rdInactivityTimeoutSeconds: 600,
+  worktreeIdleDays: 7,
+  worktreeLinks: [],
+  worktreeRoot: null,
+  worktreeSetupCommand: null,
+  worktreeSubdirectory: null,
+  worktreeTeardownCommand: null,
 };
 const configuration: ManagerConfiguration = {
   effective: values,

@@ -1,0 +1,93 @@
+import { spawn } from 'node:child_process';
+
+export interface BoundedOptions {
+  cwd: string;
+  env?: NodeJS.ProcessEnv;
+  /** The process group is killed (SIGKILL) after this long. */
+  timeoutMs: number;
+  /** Stdout kept; past it the process is killed and the result says `truncated`. */
+  maxBytes: number;
+  /** Stderr kept (its tail). */
+  maxErrorBytes?: number;
+  /** Both streams into one bounded buffer (a setup command's output as it printed it). */
+  mergeOutput?: boolean;
+  /** Let the process go on once its output is cut (a chatty setup command); default: kill it. */
+  keepRunningWhenCut?: boolean;
+}
+
+export interface BoundedResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: Buffer;
+  stderr: string;
+  truncated: boolean;
+  timedOut: boolean;
+  /** Set when the program could not be started at all (ENOENT…). */
+  error: string | null;
+}
+
+/**
+ * Runs a program without a shell, in its own process group, with a time limit and bounded
+ * output: whatever a repository holds (a 2 GB diff, a setup command that never ends) costs at
+ * most `maxBytes` of memory and `timeoutMs` of time.
+ */
+export function runBounded(command: string, args: readonly string[], options: BoundedOptions): Promise<BoundedResult> {
+  return new Promise((resolve) => {
+    const maxErrorBytes = options.maxErrorBytes ?? 8192;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let stderr = '';
+    let truncated = false;
+    let timedOut = false;
+    let settled = false;
+    const child = spawn(command, args, { cwd: options.cwd, detached: true, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const killGroup = () => {
+      try {
+        if (child.pid !== undefined) {
+          process.kill(-child.pid, 'SIGKILL');
+        }
+      } catch {
+        // Already gone.
+      }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup();
+    }, options.timeoutMs);
+    const keep = (chunk: Buffer) => {
+      if (truncated) {
+        return;
+      }
+      const room = options.maxBytes - size;
+      if (chunk.length > room) {
+        chunks.push(chunk.subarray(0, room));
+        size = options.maxBytes;
+        truncated = true;
+        if (!options.keepRunningWhenCut) {
+          killGroup();
+        }
+        return;
+      }
+      chunks.push(chunk);
+      size += chunk.length;
+    };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (options.mergeOutput) {
+        keep(chunk);
+      } else {
+        stderr = (stderr + chunk.toString('utf8')).slice(-maxErrorBytes);
+      }
+    });
+    const done = (result: Pick<BoundedResult, 'code' | 'signal' | 'error'>) => {
+      if (settled) {
+        return;
+      }
+      settled = true;
+      clearTimeout(timer);
+      resolve({ ...result, stderr, stdout: Buffer.concat(chunks), timedOut, truncated });
+    };
+    child.on('error', (err) => done({ code: null, error: err.message, signal: null }));
+    child.on('close', (code, signal) => done({ code, error: null, signal }));
+  });
+}

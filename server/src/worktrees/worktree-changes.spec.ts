@@ -1,0 +1,39 @@
+import { excludingLinks, parseRawNumstat } from './worktree-changes';
+
+describe('parseRawNumstat', () => {
+  it('pairs raw records with their counts: modified, added, deleted, renamed and binary', () => {
+    const raw = [
+      ':100644 100644 aaaaaaa bbbbbbb M',
+      'src/app.ts',
+      ':000000 100644 0000000 ccccccc A',
+      'new file.txt',
+      ':100644 000000 ddddddd 0000000 D',
+      'gone.txt',
+      ':100644 100644 eeeeeee eeeeeee R100',
+      'old.txt',
+      'dir/new.txt',
+      ':000000 100644 0000000 fffffff A',
+      'blob.bin',
+    ];
+    const numstat = ['2\t1\tsrc/app.ts', '3\t0\tnew file.txt', '0\t4\tgone.txt', '0\t0\t', 'old.txt', 'dir/new.txt', '-\t-\tblob.bin'];
+    expect(parseRawNumstat([...raw, ...numstat, ''].join('\0'))).toEqual([
+      { additions: 2, binary: false, deletions: 1, oldPath: null, path: 'src/app.ts', status: 'modified' },
+      { additions: 3, binary: false, deletions: 0, oldPath: null, path: 'new file.txt', status: 'added' },
+      { additions: 0, binary: false, deletions: 4, oldPath: null, path: 'gone.txt', status: 'deleted' },
+      { additions: 0, binary: false, deletions: 0, oldPath: 'old.txt', path: 'dir/new.txt', status: 'renamed' },
+      { additions: 0, binary: true, deletions: 0, oldPath: null, path: 'blob.bin', status: 'added' },
+    ]);
+  });
+
+  it('reads an empty diff as no files, and a cut one as its complete records', () => {
+    expect(parseRawNumstat('')).toEqual([]);
+    expect(parseRawNumstat(':100644 100644 a b M\0x.ts\0:100644 100644 a b M\0').map((f) => f.path)).toEqual(['x.ts']);
+  });
+});
+
+describe('excludingLinks', () => {
+  it('leaves linked paths out of a status, from the top of the worktree', () => {
+    expect(excludingLinks([])).toEqual([]);
+    expect(excludingLinks(['node_modules', 'web/.venv'])).toEqual(['--', '.', ':(exclude,top)node_modules', ':(exclude,top)web/.venv']);
+  });
+});

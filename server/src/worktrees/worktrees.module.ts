@@ -1,0 +1,18 @@
+import { Module } from '@nestjs/common';
+
+import { AgentsModule } from '../agents/agents.module';
+import { RequirementsModule } from '../requirements/requirements.module';
+import { RetentionModule } from '../retention/retention.module';
+import { WorktreeSweeper } from './worktree-sweeper.service';
+import { WorktreesController } from './worktrees.controller';
+import { WorktreesRepository } from './worktrees.repository';
+import { WorktreesService } from './worktrees.service';
+
+/** A git worktree and branch per Requirement, the reviewers' temporary worktrees, and their changes. */
+@Module({
+  controllers: [WorktreesController],
+  exports: [WorktreesService],
+  imports: [AgentsModule, RequirementsModule, RetentionModule],
+  providers: [WorktreeSweeper, WorktreesRepository, WorktreesService],
+})
+export class WorktreesModule {}

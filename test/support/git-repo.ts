@@ -1,0 +1,119 @@
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { send } from './http';
+import type { Json } from './http';
+import type { ManagerProcess } from './manager-process';
+import { ROOT } from './manager-process';
+import { until } from './wait';
+
+/** The synthetic agent of the worktree suites (report:<file>, sh:<base64>). */
+export const WORKTREE_AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'worktree-agent.js');
+
+/** git in `cwd`, as a person would run it, except that it never refreshes the index as a side effect. */
+export function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_OPTIONAL_LOCKS: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** A repository on `main` with one commit of `files`, and an identity for commits made in it. */
+export function initRepository(dir: string, files: Record<string, string | Buffer> = { 'README.md': '# repo\n' }): void {
+  fs.mkdirSync(dir, { recursive: true });
+  git(dir, 'init', '-q', '-b', 'main');
+  git(dir, 'config', 'user.email', 'person@example.com');
+  git(dir, 'config', 'user.name', 'Person');
+  git(dir, 'config', 'commit.gpgsign', 'false');
+  writeFiles(dir, files);
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'initial');
+}
+
+export function writeFiles(dir: string, files: Record<string, string | Buffer>): void {
+  for (const [name, content] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), content);
+  }
+}
+
+/** A shell command for the worktree agent, travelling as base64 (no quoting in any prompt). */
+export const sh = (command: string) => `sh:${Buffer.from(command).toString('base64')}`;
+
+/**
+ * Everything a person's checkout is made of, byte for byte: branch, HEAD, the index file,
+ * `git status`, and the bytes of every file that is not tracked-and-clean.
+ */
+export function checkoutSnapshot(dir: string): Record<string, string> {
+  const snapshot: Record<string, string> = {
+    branch: git(dir, 'symbolic-ref', '-q', 'HEAD').trim(),
+    head: git(dir, 'rev-parse', 'HEAD').trim(),
+    index: fs.readFileSync(path.join(dir, '.git', 'index')).toString('base64'),
+    status: git(dir, 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignored'),
+    worktrees: git(dir, 'worktree', 'list', '--porcelain').split('\n\n')[0] ?? '',
+  };
+  for (const entry of snapshot.status.split('\0').filter((e) => e !== '')) {
+    const file = entry.slice(3);
+    const absolute = path.join(dir, file);
+    if (fs.existsSync(absolute) && fs.statSync(absolute).isFile()) {
+      snapshot[`file:${file}`] = fs.readFileSync(absolute).toString('base64');
+    }
+  }
+  return snapshot;
+}
+
+/** Fails with the answer when a request the caller relies on is not accepted (usable outside jest: the benchmarks). */
+function accepted(res: { status: number; text: string }, status: number, what: string): void {
+  if (res.status !== status) {
+    throw new Error(`${what} answered ${res.status}, not ${status}: ${res.text.slice(0, 300)}`);
+  }
+}
+
+export async function createRequirement(manager: ManagerProcess, body: Record<string, unknown>): Promise<Json> {
+  const res = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', ...body });
+  accepted(res, 201, 'POST /api/requirements');
+  return res.json;
+}
+
+export async function runsOf(manager: ManagerProcess, requirementId: string): Promise<Json[]> {
+  return (await send(manager.origin, 'GET', `/api/runs?requirementId=${requirementId}`)).json.items as Json[];
+}
+
+/**
+ * Waits until the Requirement has `count` RD runs, none running, and (in a worktree) until the
+ * refresh after the last one reached it. Resolves with the last run and the Requirement.
+ */
+export async function settled(manager: ManagerProcess, requirementId: string, count: number): Promise<{ run: Json; requirement: Json }> {
+  return until(
+    `${count} finished run(s) of ${requirementId}`,
+    async () => {
+      const runs = (await runsOf(manager, requirementId)).filter((r) => r.role === 'rd');
+      if (runs.length < count || runs.some((r) => r.status === 'running')) {
+        return undefined;
+      }
+      const requirement = (await send(manager.origin, 'GET', `/api/requirements/${requirementId}`)).json;
+      const run = runs[0];
+      const worktree = requirement.worktree;
+      const refreshed =
+        run.status !== 'succeeded' || worktree === null || worktree.mode === 'in_place' || worktree.removedAt !== null || (worktree.refreshedAt ?? '') >= run.finishedAt;
+      return refreshed ? { requirement, run } : undefined;
+    },
+    60_000,
+    100,
+  );
+}
+
+export async function startRun(manager: ManagerProcess, requirementId: string, message: string): Promise<void> {
+  accepted(await send(manager.origin, 'POST', `/api/requirements/${requirementId}/start`, { message }), 202, 'start');
+}
+
+export async function reply(manager: ManagerProcess, requirementId: string, message: string): Promise<void> {
+  accepted(await send(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message }), 202, 'reply');
+}
+
+export interface AgentReport {
+  cwd: string;
+  env: Record<string, string>;
+  /** Date.now() when the agent process started. */
+  startedAt: number;
+}
+
+export const readReport = (file: string): AgentReport => JSON.parse(fs.readFileSync(file, 'utf8')) as AgentReport;

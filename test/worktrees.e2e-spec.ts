@@ -1,0 +1,444 @@
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { checkoutSnapshot, createRequirement, git, initRepository, readReport, reply, runsOf, settled, sh, startRun, WORKTREE_AGENT, writeFiles } from './support/git-repo';
+import { send } from './support/http';
+import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { expectRefused } from './support/refusals';
+import { until } from './support/wait';
+
+// Issue 14: a git worktree and branch per Requirement. A real manager on a real repository,
+// its runs done by the synthetic worktree agent (what the real CLIs do with a tool call, see
+// test/fixtures/agents/worktree-agent.js); the real CLIs are in worktrees-real-cli.e2e-spec.ts.
+
+jest.setTimeout(120_000);
+
+const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT, GH_TOKEN: '', GITHUB_TOKEN: '' };
+
+const patch = async (manager: ManagerProcess, values: Record<string, unknown>) => expect((await send(manager.origin, 'PATCH', '/api/configuration', values)).status).toBe(200);
+
+describe('a worktree per Requirement, in a git workspace', () => {
+  let sandbox: Sandbox;
+  let manager: ManagerProcess;
+  let worktrees: string;
+  const report = (name: string) => path.join(path.dirname(sandbox.home), `${name}.json`);
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    initRepository(sandbox.workspace, {
+      '.gitignore': 'node_modules/\n.env\nlocal/\n*.log\n',
+      '.worktreeinclude': '# what a worktree needs\n.env\nlocal/conf.json\n',
+      'README.md': '# repo\n',
+      'gone.txt': 'to be deleted\n',
+      'old-name.txt': 'renamed\n',
+      'src/app.ts': 'export const a = 1;\n',
+    });
+    // The person's ignored files: some to copy, one to link, some to leave alone.
+    writeFiles(sandbox.workspace, {
+      '.env': 'SECRET=1\n',
+      'debug.log': 'noise\n',
+      'local/conf.json': '{"port":1}\n',
+      'local/other.txt': 'mine\n',
+      'node_modules/pkg/index.js': 'module.exports = 1;\n',
+    });
+    manager = await startManager({ env: AGENTS, sandbox });
+    worktrees = (await send(manager.origin, 'GET', '/api/workspace')).json.worktreesDirectory;
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    sandbox?.cleanup();
+  });
+
+  it('gives each Requirement its own branch, worktree, included and linked files, setup and port block', async () => {
+    await patch(manager, { worktreeLinks: ['node_modules'], worktreeSetupCommand: 'echo "setting up on $AGENT_MANAGER_BRANCH"; echo once >> .setup-count' });
+    const before = checkoutSnapshot(sandbox.workspace);
+    const [a, b] = [await createRequirement(manager, { title: 'Add the flush timings' }), await createRequirement(manager, { title: 'Fix the encoder' })];
+    expect(a).toMatchObject({ baseRef: 'main', isolation: 'worktree', worktree: null });
+    await Promise.all([startRun(manager, a.id, `report:${report('a')}`), startRun(manager, b.id, `report:${report('b')}`)]);
+    const [ra, rb] = [(await settled(manager, a.id, 1)).requirement, (await settled(manager, b.id, 1)).requirement];
+    const [pa, pb] = [readReport(report('a')), readReport(report('b'))];
+    for (const [requirement, place] of [
+      [ra, pa],
+      [rb, pb],
+    ] as const) {
+      expect(requirement.worktree).toMatchObject({ ahead: 0, baseRef: 'main', behind: 0, dirty: true, mode: 'worktree', removedAt: null });
+      expect(requirement.worktree.branch).toMatch(/^agent\/[a-z0-9-]+-[0-9a-f]{8}$/);
+      expect(place.cwd).toBe(requirement.worktree.path);
+      expect(path.dirname(place.cwd)).toBe(worktrees);
+      expect(place.env).toMatchObject({
+        AGENT_MANAGER_BASE_REF: 'main',
+        AGENT_MANAGER_BRANCH: requirement.worktree.branch,
+        AGENT_MANAGER_ROOT: fs.realpathSync(sandbox.workspace),
+        AGENT_MANAGER_WORKTREE: place.cwd,
+      });
+      expect(git(place.cwd, 'symbolic-ref', '--short', 'HEAD').trim()).toBe(requirement.worktree.branch);
+      // Included: copied; linked: a symlink to the person's copy; the rest of the ignored files: not there.
+      expect(fs.readFileSync(path.join(place.cwd, '.env'), 'utf8')).toBe('SECRET=1\n');
+      expect(fs.lstatSync(path.join(place.cwd, '.env')).isSymbolicLink()).toBe(false);
+      expect(fs.readFileSync(path.join(place.cwd, 'local/conf.json'), 'utf8')).toBe('{"port":1}\n');
+      expect(fs.existsSync(path.join(place.cwd, 'local/other.txt'))).toBe(false);
+      expect(fs.existsSync(path.join(place.cwd, 'debug.log'))).toBe(false);
+      expect(fs.readlinkSync(path.join(place.cwd, 'node_modules'))).toBe(path.join(fs.realpathSync(sandbox.workspace), 'node_modules'));
+      expect(fs.readFileSync(path.join(place.cwd, '.setup-count'), 'utf8')).toBe('once\n');
+    }
+    expect(ra.worktree.branch).not.toBe(rb.worktree.branch);
+    expect(pa.cwd).not.toBe(pb.cwd);
+    // Port blocks of 10 that do not overlap.
+    expect(Math.abs(Number(pa.env.AGENT_MANAGER_PORT) - Number(pb.env.AGENT_MANAGER_PORT))).toBeGreaterThanOrEqual(10);
+    // The setup's output is in the run's trace; it runs once per worktree, not per run.
+    const [runA] = await runsOf(manager, a.id);
+    const trace = (await send(manager.origin, 'GET', `/api/runs/${runA.id}/trace`)).json.items as Array<{ title: string; detail: string | null }>;
+    expect(trace.find((t) => t.title.startsWith('Created worktree'))?.detail).toContain('linked: node_modules');
+    expect(trace.find((t) => t.title.startsWith('Worktree setup'))?.detail).toContain(`setting up on ${ra.worktree.branch}`);
+    await reply(manager, a.id, `report:${report('a2')}`);
+    await settled(manager, a.id, 2);
+    expect(readReport(report('a2')).cwd).toBe(pa.cwd);
+    expect(fs.readFileSync(path.join(pa.cwd, '.setup-count'), 'utf8')).toBe('once\n');
+    expect(checkoutSnapshot(sandbox.workspace)).toEqual(before);
+    // The link is not the agent's work: only the setup's file is.
+    expect((await send(manager.origin, 'GET', `/api/requirements/${b.id}/changes`)).json.files.map((f: { path: string }) => f.path)).toEqual(['.setup-count']);
+    const workspace = (await send(manager.origin, 'GET', '/api/workspace')).json;
+    expect(workspace.worktreeCount).toBeGreaterThanOrEqual(2);
+    expect(workspace.worktreesDiskBytes).toBeGreaterThan(0);
+    await patch(manager, { worktreeLinks: [], worktreeSetupCommand: null });
+  });
+
+  it('fails the run with nothing consumed when the setup command fails, and runs it again on the next start', async () => {
+    await patch(manager, { worktreeSetupCommand: 'echo "cannot install" >&2; exit 3' });
+    const requirement = await createRequirement(manager, { title: 'Setup fails' });
+    await startRun(manager, requirement.id, `report:${report('setup-fail')}`);
+    const failed = await settled(manager, requirement.id, 1);
+    expect(failed.run.status).toBe('failed');
+    expect(failed.run.error).toContain('setup command');
+    expect(failed.run.error).toContain('exited with 3');
+    expect(failed.requirement.session).toMatchObject({ lastConsumedMessageSequence: 0, pendingMessageCount: 1, state: 'failed' });
+    expect(fs.existsSync(report('setup-fail'))).toBe(false);
+    const trace = (await send(manager.origin, 'GET', `/api/runs/${failed.run.id}/trace`)).json.items as Array<{ title: string; detail: string | null }>;
+    expect(trace.find((t) => t.title.startsWith('Worktree setup'))?.detail).toContain('cannot install');
+    await patch(manager, { worktreeSetupCommand: null });
+    await startRun(manager, requirement.id, '');
+    const retried = await settled(manager, requirement.id, 2);
+    expect(retried.run.status).toBe('succeeded');
+    expect(readReport(report('setup-fail')).cwd).toBe(retried.requirement.worktree.path);
+    // Everything up to the retry's start is consumed now, the first message included.
+    expect(retried.requirement.session).toMatchObject({ lastError: null, pendingMessageCount: 0, state: 'waiting_human' });
+    expect(retried.requirement.session.lastConsumedMessageSequence).toBeGreaterThanOrEqual(1);
+  });
+
+  it('lists committed, uncommitted and untracked changes and serves each diff, refusing paths outside the worktree', async () => {
+    const requirement = await createRequirement(manager, { title: 'Change files' });
+    const work = [
+      'git rm -q gone.txt',
+      'git mv old-name.txt new-name.txt',
+      "printf 'export const a = 2;\\nexport const b = 3;\\n' > src/app.ts",
+      "printf '\\000\\001\\002binary' > blob.bin",
+      'git add -A && git commit -q -m "agent work"',
+      "printf '# repo\\nmore\\n' > README.md",
+      "printf 'one\\ntwo\\nthree\\n' > notes.txt",
+      'ln -s /etc escape',
+    ].join(' && ');
+    await startRun(manager, requirement.id, sh(work));
+    const { requirement: done } = await settled(manager, requirement.id, 1);
+    expect(done.worktree).toMatchObject({ ahead: 1, behind: 0, dirty: true });
+    const changes = await send(manager.origin, 'GET', `/api/requirements/${requirement.id}/changes`);
+    expect(changes.status).toBe(200);
+    expect(changes.json).toMatchObject({ baseRef: 'main', headSha: done.worktree.headSha, mergeBaseSha: done.worktree.baseSha, truncated: false });
+    const byPath = Object.fromEntries((changes.json.files as Array<{ path: string }>).map((f) => [f.path, f]));
+    expect(byPath['gone.txt']).toEqual({ additions: 0, binary: false, deletions: 1, oldPath: null, path: 'gone.txt', status: 'deleted' });
+    expect(byPath['new-name.txt']).toEqual({ additions: 0, binary: false, deletions: 0, oldPath: 'old-name.txt', path: 'new-name.txt', status: 'renamed' });
+    expect(byPath['src/app.ts']).toEqual({ additions: 2, binary: false, deletions: 1, oldPath: null, path: 'src/app.ts', status: 'modified' });
+    expect(byPath['blob.bin']).toEqual({ additions: 0, binary: true, deletions: 0, oldPath: null, path: 'blob.bin', status: 'added' });
+    expect(byPath['README.md']).toEqual({ additions: 1, binary: false, deletions: 0, oldPath: null, path: 'README.md', status: 'modified' });
+    expect(byPath['notes.txt']).toEqual({ additions: 3, binary: false, deletions: 0, oldPath: null, path: 'notes.txt', status: 'added' });
+    expect(Object.keys(byPath).sort()).toEqual(['README.md', 'blob.bin', 'escape', 'gone.txt', 'new-name.txt', 'notes.txt', 'src/app.ts']);
+
+    const diff = (query: string) => send(manager.origin, 'GET', `/api/requirements/${requirement.id}/changes/diff?${query}`);
+    const modified = await diff('path=src/app.ts');
+    expect(modified.status).toBe(200);
+    expect(modified.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(modified.text).toContain('-export const a = 1;\n+export const a = 2;\n+export const b = 3;');
+    expect((await diff('path=notes.txt')).text).toContain('+one\n+two\n+three');
+    expect((await diff('path=new-name.txt&oldPath=old-name.txt')).text).toContain('rename from old-name.txt');
+    expect((await diff('path=blob.bin')).text).toContain('Binary files');
+    for (const bad of ['../outside.txt', '/etc/passwd', 'escape/passwd', 'src/../../x', '.git/config']) {
+      await expectRefused(manager.dataDirectory(), () => diff(`path=${encodeURIComponent(bad)}`), 400, 'path_outside_worktree');
+    }
+    await expectRefused(manager.dataDirectory(), () => diff('path='), 400);
+    await expectRefused(
+      manager.dataDirectory(),
+      () => send(manager.origin, 'GET', '/api/requirements/req_00000000-0000-4000-8000-000000000000/changes'),
+      404,
+      'requirement_not_found',
+    );
+    const inPlace = await createRequirement(manager, { isolation: 'in_place', title: 'In place' });
+    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'GET', `/api/requirements/${inPlace.id}/changes`), 409, 'no_worktree');
+  });
+
+  it('starts from the base ref asked for, and refuses one git does not know', async () => {
+    git(sandbox.workspace, 'branch', 'develop');
+    const side = path.join(path.dirname(sandbox.home), 'side');
+    git(sandbox.workspace, 'worktree', 'add', '-q', side, 'develop');
+    writeFiles(side, { 'develop.txt': 'only on develop\n' });
+    git(side, 'add', '-A');
+    git(side, 'commit', '-q', '-m', 'develop work');
+    git(sandbox.workspace, 'worktree', 'remove', side);
+    const requirement = await createRequirement(manager, { baseRef: 'develop', title: 'From develop' });
+    expect(requirement).toMatchObject({ baseRef: 'develop', isolation: 'worktree' });
+    await startRun(manager, requirement.id, `report:${report('develop')}`);
+    const { requirement: done } = await settled(manager, requirement.id, 1);
+    const place = readReport(report('develop'));
+    expect(place.env.AGENT_MANAGER_BASE_REF).toBe('develop');
+    expect(fs.readFileSync(path.join(place.cwd, 'develop.txt'), 'utf8')).toBe('only on develop\n');
+    expect(done.worktree.baseSha).toBe(git(sandbox.workspace, 'rev-parse', 'develop').trim());
+    const data = manager.dataDirectory();
+    await expectRefused(data, () => send(manager.origin, 'POST', '/api/requirements', { baseRef: 'no-such-branch', provider: 'codex', title: 'x' }), 400, 'unknown_base_ref');
+    await expectRefused(data, () => send(manager.origin, 'POST', '/api/requirements', { baseRef: '--upload-pack=touch /tmp/x', provider: 'codex', title: 'x' }), 400);
+    await expectRefused(data, () => send(manager.origin, 'POST', '/api/requirements', { isolation: 'container', provider: 'codex', title: 'x' }), 400);
+    await expectRefused(
+      data,
+      () => send(manager.origin, 'POST', '/api/requirements', { baseRef: 'main', isolation: 'in_place', provider: 'codex', title: 'x' }),
+      400,
+      'base_ref_in_place',
+    );
+  });
+
+  it('runs in place when asked, per Requirement or by configuration, and in a monorepo folder when configured', async () => {
+    const asked = await createRequirement(manager, { isolation: 'in_place', title: 'In the checkout' });
+    expect(asked).toMatchObject({ baseRef: null, isolation: 'in_place' });
+    await startRun(manager, asked.id, `report:${report('in-place')}`);
+    const { requirement } = await settled(manager, asked.id, 1);
+    expect(readReport(report('in-place')).cwd).toBe(fs.realpathSync(sandbox.workspace));
+    expect(requirement.worktree).toMatchObject({ branch: null, mode: 'in_place', path: fs.realpathSync(sandbox.workspace) });
+    // A monorepo: the agent works in one folder of its worktree.
+    await patch(manager, { worktreeSubdirectory: 'src' });
+    const inFolder = await createRequirement(manager, { title: 'In a package' });
+    await startRun(manager, inFolder.id, `report:${report('subdirectory')}`);
+    const { requirement: folder } = await settled(manager, inFolder.id, 1);
+    expect(readReport(report('subdirectory')).cwd).toBe(path.join(folder.worktree.path, 'src'));
+    await patch(manager, { worktreeSubdirectory: null });
+    await patch(manager, { isolation: 'in_place' });
+    expect((await createRequirement(manager, { title: 'Configured in place' })).isolation).toBe('in_place');
+    await patch(manager, { isolation: 'worktree' });
+  });
+
+  it('reviews in a temporary detached worktree at the PR head, removed afterwards', async () => {
+    const requirement = await createRequirement(manager, { title: 'Open a PR' });
+    const register =
+      'echo pr > pr.txt && git add pr.txt && git commit -q -m pr && ' +
+      'code-factory-cli pr register --url https://github.com/org/repo/pull/5 --title "PR 5" --base-branch main --head-branch "$AGENT_MANAGER_BRANCH" --head-sha "$(git rev-parse HEAD)" --status open';
+    await startRun(manager, requirement.id, sh(register));
+    const { requirement: done } = await settled(manager, requirement.id, 1);
+    const [pullRequest] = (await send(manager.origin, 'GET', `/api/pull-requests?requirementId=${requirement.id}`)).json.items;
+    expect(pullRequest.headSha).toBe(done.worktree.headSha);
+    const before = checkoutSnapshot(sandbox.workspace);
+    const requested = await send(manager.origin, 'POST', `/api/pull-requests/${pullRequest.id}/review-requests`, {
+      prompt: `${sh('git rev-parse HEAD > "$OUT.head"; git symbolic-ref -q HEAD > "$OUT.ref" || echo detached > "$OUT.ref"'.replace(/\$OUT/g, report('review')))} report:${report('review')}`,
+      provider: 'codex',
+    });
+    expect(requested.status).toBe(202);
+    await until(
+      'the review to finish',
+      async () => (await send(manager.origin, 'GET', `/api/review-requests?pullRequestId=${pullRequest.id}`)).json.items[0].status !== 'running' || undefined,
+    );
+    const place = readReport(report('review'));
+    expect(path.dirname(place.cwd)).toBe(worktrees);
+    expect(place.cwd).not.toBe(done.worktree.path);
+    expect(fs.readFileSync(`${report('review')}.head`, 'utf8').trim()).toBe(pullRequest.headSha);
+    expect(fs.readFileSync(`${report('review')}.ref`, 'utf8').trim()).toBe('detached');
+    expect(fs.existsSync(place.cwd)).toBe(false);
+    expect(git(sandbox.workspace, 'worktree', 'list')).not.toContain(place.cwd);
+    expect(checkoutSnapshot(sandbox.workspace)).toEqual(before);
+    expect(git(done.worktree.path, 'rev-parse', 'HEAD').trim()).toBe(done.worktree.headSha);
+  });
+
+  it('removes idle done worktrees (saving their work), keeps only branches with commits of their own, recreates on reopen, and purges', async () => {
+    const kept = await createRequirement(manager, { title: 'Has commits' });
+    const empty = await createRequirement(manager, { title: 'No commits' });
+    await startRun(manager, kept.id, sh('echo kept > kept.txt && git add kept.txt && git commit -q -m kept && echo unsaved > unsaved.txt'));
+    await startRun(manager, empty.id, 'nothing to do');
+    const keptDone = (await settled(manager, kept.id, 1)).requirement;
+    const emptyDone = (await settled(manager, empty.id, 1)).requirement;
+    for (const id of [kept.id, empty.id]) {
+      expect((await send(manager.origin, 'POST', `/api/requirements/${id}/confirm`)).status).toBe(200);
+    }
+    // The teardown runs before each removal; its failure does not stop the removal.
+    const teardownLog = report('teardown');
+    await patch(manager, { worktreeIdleDays: 0, worktreeTeardownCommand: `echo "$AGENT_MANAGER_BRANCH" >> ${teardownLog}; exit 1` });
+    const removed = async (id: string) =>
+      until(`the idle worktree of ${id} to go`, async () => {
+        const r = (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json;
+        return r.worktree?.removedAt ? r : undefined;
+      });
+    const [keptRemoved, emptyRemoved] = [await removed(kept.id), await removed(empty.id)];
+    await patch(manager, { worktreeIdleDays: 7, worktreeTeardownCommand: null });
+    expect(fs.readFileSync(teardownLog, 'utf8').trim().split('\n').sort()).toEqual([keptDone.worktree.branch, emptyDone.worktree.branch].sort());
+    expect(fs.existsSync(keptDone.worktree.path)).toBe(false);
+    expect(fs.existsSync(emptyDone.worktree.path)).toBe(false);
+    expect(keptRemoved.worktree).toMatchObject({ branch: keptDone.worktree.branch, path: null });
+    expect(emptyRemoved.worktree.branch).toBeNull();
+    const branches = git(sandbox.workspace, 'branch', '--list', 'agent/*');
+    expect(branches).toContain(keptDone.worktree.branch);
+    expect(branches).not.toContain(emptyDone.worktree.branch);
+    // The uncommitted work is in a patch beside the Requirement's records.
+    const patches = path.join(manager.dataDirectory(), 'worktree-patches', kept.id);
+    const [patchFile] = fs.readdirSync(patches);
+    expect(fs.readFileSync(path.join(patches, patchFile), 'utf8')).toContain('+unsaved');
+
+    // Reopened: the worktree comes back from its branch, its commit there.
+    await reply(manager, kept.id, `report:${report('reopened')}`);
+    const reopened = (await settled(manager, kept.id, 2)).requirement;
+    expect(reopened.worktree).toMatchObject({ ahead: 1, branch: keptDone.worktree.branch, removedAt: null });
+    expect(fs.readFileSync(path.join(readReport(report('reopened')).cwd, 'kept.txt'), 'utf8')).toBe('kept\n');
+
+    // Purged by retention: the worktree goes with the records.
+    expect((await send(manager.origin, 'POST', `/api/requirements/${kept.id}/confirm`)).status).toBe(200);
+    await patch(manager, { doneRequirementRetentionDays: 0 });
+    await until('the purge', async () => (await send(manager.origin, 'GET', `/api/requirements/${kept.id}`)).status === 404 || undefined);
+    await until('the purged worktree and its patches to go', async () => (!fs.existsSync(reopened.worktree.path) && !fs.existsSync(patches)) || undefined);
+    expect(git(sandbox.workspace, 'worktree', 'list')).not.toContain(reopened.worktree.path);
+  });
+});
+
+describe('a worktree per Requirement, across a crash and a restart', () => {
+  let sandbox: Sandbox;
+  let manager: ManagerProcess | undefined;
+
+  beforeAll(() => {
+    sandbox = makeSandbox();
+    initRepository(sandbox.workspace);
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    sandbox?.cleanup();
+  });
+
+  it('recovers from a kill -9 during creation, and sweeps worktrees no Requirement owns at start', async () => {
+    const base = path.dirname(sandbox.home);
+    const flag = path.join(base, 'hang');
+    const mark = path.join(base, 'hook-pid');
+    // git runs post-checkout inside `git worktree add`: while the flag exists it hangs there, so
+    // the manager is killed at a known point of the creation, not after some sleep.
+    const hook = path.join(sandbox.workspace, '.git', 'hooks', 'post-checkout');
+    fs.writeFileSync(hook, `#!/bin/sh\nif [ -f '${flag}' ]; then echo $$ > '${mark}'; exec sleep 600; fi\n`, { mode: 0o755 });
+    fs.writeFileSync(flag, '');
+    manager = await startManager({ env: AGENTS, sandbox });
+    const requirement = await createRequirement(manager, { title: 'Crash while creating' });
+    await startRun(manager, requirement.id, `report:${path.join(base, 'crash.json')}`);
+    const pid = Number(await until('git to be creating the worktree', async () => (fs.existsSync(mark) ? fs.readFileSync(mark, 'utf8').trim() || undefined : undefined)));
+    await manager.kill9();
+    process.kill(pid, 'SIGKILL');
+    fs.rmSync(flag);
+    const worktrees = path.join(sandbox.home, 'worktrees');
+    // Left by nobody: a plain directory and a registered worktree no row knows.
+    const key = fs.readdirSync(worktrees)[0];
+    const strayDir = path.join(worktrees, key, 'deadbeef');
+    const strayTree = path.join(worktrees, key, 'cafebabe');
+    fs.mkdirSync(strayDir);
+    fs.writeFileSync(path.join(strayDir, 'file'), 'x');
+    git(sandbox.workspace, 'worktree', 'add', '-q', '--detach', strayTree);
+
+    manager = await startManager({ env: AGENTS, sandbox });
+    await until('the sweep', async () => (!fs.existsSync(strayDir) && !fs.existsSync(strayTree)) || undefined);
+    expect(git(sandbox.workspace, 'worktree', 'list')).not.toContain(strayTree);
+    const lost = await settled(manager, requirement.id, 1);
+    expect(lost.run.status).toBe('failed');
+    await startRun(manager, requirement.id, '');
+    const { requirement: done, run } = await settled(manager, requirement.id, 2);
+    expect(run.status).toBe('succeeded');
+    const place = readReport(path.join(base, 'crash.json'));
+    expect(place.cwd).toBe(done.worktree.path);
+    expect(git(place.cwd, 'symbolic-ref', '--short', 'HEAD').trim()).toBe(done.worktree.branch);
+    const listed = git(sandbox.workspace, 'worktree', 'list', '--porcelain');
+    expect(listed.split(`worktree ${place.cwd}\n`).length).toBe(2);
+    expect(listed).not.toContain('locked');
+    expect(git(sandbox.workspace, 'branch', '--list', 'agent/*').trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('isolation outside a plain git repository', () => {
+  it('runs in place in a workspace that is not a git repository, and refuses a worktree there', async () => {
+    const sandbox = makeSandbox();
+    const manager = await startManager({ env: AGENTS, sandbox });
+    try {
+      const requirement = await createRequirement(manager, { title: 'No git' });
+      expect(requirement).toMatchObject({ baseRef: null, isolation: 'in_place', worktree: null });
+      const file = path.join(path.dirname(sandbox.home), 'nogit.json');
+      await startRun(manager, requirement.id, `report:${file}`);
+      const { requirement: done } = await settled(manager, requirement.id, 1);
+      const place = readReport(file);
+      expect(place.cwd).toBe(fs.realpathSync(sandbox.workspace));
+      expect(place.env).toMatchObject({ AGENT_MANAGER_BASE_REF: '', AGENT_MANAGER_BRANCH: '', AGENT_MANAGER_WORKTREE: place.cwd });
+      expect(Number(place.env.AGENT_MANAGER_PORT)).toBeGreaterThan(1024);
+      expect(done.worktree).toMatchObject({ mode: 'in_place' });
+      await expectRefused(
+        manager.dataDirectory(),
+        () => send(manager.origin, 'POST', '/api/requirements', { isolation: 'worktree', provider: 'codex', title: 'x' }),
+        400,
+        'worktree_unavailable',
+      );
+      await expectRefused(
+        manager.dataDirectory(),
+        () => send(manager.origin, 'POST', '/api/requirements', { baseRef: 'main', provider: 'codex', title: 'x' }),
+        400,
+        'worktree_unavailable',
+      );
+    } finally {
+      await manager.stop();
+      sandbox.cleanup();
+    }
+  });
+
+  it('initialises submodules and checks out LFS pointers when git-lfs is not installed', async () => {
+    const sandbox = makeSandbox();
+    const base = path.dirname(sandbox.home);
+    // A local submodule needs the file protocol, which git refuses by default since 2.38.4.
+    const fileProtocol = { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'protocol.file.allow', GIT_CONFIG_VALUE_0: 'always' };
+    const library = path.join(base, 'library');
+    initRepository(library, { 'lib.txt': 'library code\n' });
+    initRepository(sandbox.workspace, { 'README.md': '# with a submodule and LFS\n' });
+    const withFiles = (...args: string[]) => execFileSync('git', args, { cwd: sandbox.workspace, env: { ...process.env, ...fileProtocol }, stdio: 'ignore' });
+    withFiles('submodule', 'add', '-q', library, 'vendor/library');
+    // An LFS-tracked file, as a repository made with git-lfs has it: a pointer in git, the filter in the config.
+    writeFiles(sandbox.workspace, { '.gitattributes': '*.bin filter=lfs diff=lfs merge=lfs -text\n' });
+    const pointer = 'version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12\n';
+    fs.writeFileSync(path.join(base, 'pointer'), pointer);
+    const blob = git(sandbox.workspace, 'hash-object', '-w', path.join(base, 'pointer')).trim();
+    git(sandbox.workspace, 'update-index', '--add', '--cacheinfo', `100644,${blob},model.bin`);
+    git(sandbox.workspace, 'add', '.gitattributes', '.gitmodules');
+    git(sandbox.workspace, 'commit', '-q', '-m', 'submodule and lfs');
+    for (const [key, value] of [
+      ['filter.lfs.smudge', 'git-lfs smudge -- %f'],
+      ['filter.lfs.process', 'git-lfs filter-process'],
+      ['filter.lfs.clean', 'git-lfs clean -- %f'],
+      ['filter.lfs.required', 'true'],
+    ] as const) {
+      git(sandbox.workspace, 'config', key, value);
+    }
+    // git-lfs is not installed on this machine: a plain `git worktree add` cannot check this out.
+    expect(() => git(sandbox.workspace, 'worktree', 'add', '-q', path.join(base, 'plain'), 'HEAD')).toThrow();
+    git(sandbox.workspace, 'worktree', 'prune');
+    const manager = await startManager({ env: { ...AGENTS, ...fileProtocol }, sandbox });
+    try {
+      const requirement = await createRequirement(manager, { title: 'Submodule and LFS' });
+      const file = path.join(base, 'sub.json');
+      const status = path.join(base, 'status.out');
+      await startRun(manager, requirement.id, `${sh(`git status --porcelain > ${status} 2>&1; echo "exit $?" >> ${status}`)} report:${file}`);
+      const { requirement: done, run } = await settled(manager, requirement.id, 1);
+      expect(run.status).toBe('succeeded');
+      const place = readReport(file);
+      expect(fs.readFileSync(path.join(place.cwd, 'vendor/library/lib.txt'), 'utf8')).toBe('library code\n');
+      expect(fs.readFileSync(path.join(place.cwd, 'model.bin'), 'utf8')).toBe(pointer);
+      // The agent's own git works there too (status would fail on the missing filter otherwise).
+      expect(fs.readFileSync(status, 'utf8')).toBe('exit 0\n');
+      expect(done.worktree).toMatchObject({ mode: 'worktree' });
+      const trace = (await send(manager.origin, 'GET', `/api/runs/${run.id}/trace`)).json.items as Array<{ title: string; detail: string | null }>;
+      expect(trace.find((t) => t.title.startsWith('Created worktree'))?.detail).toContain('git-lfs is not installed');
+    } finally {
+      await manager.stop();
+      sandbox.cleanup();
+    }
+  });
+});
