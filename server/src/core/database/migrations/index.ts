@@ -5,6 +5,7 @@ import { TimersAndTriggers1764720000000 } from './1764720000000-timers-and-trigg
 import { ReviewsAndGitHub1764806400000 } from './1764806400000-reviews-and-github';
 import { SessionPause1764892800000 } from './1764892800000-session-pause';
 import { Search1765238400000 } from './1765238400000-search';
+import { UsageAndForks1765324800000 } from './1765324800000-usage-and-forks';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   ReviewsAndGitHub1764806400000,
   SessionPause1764892800000,
   Search1765238400000,
+  UsageAndForks1765324800000,
 ];
