@@ -12,6 +12,7 @@ export const requirement = (id: string, updatedAt: string, status: Requirement['
   createdAt: T0,
   createdBy: 'human',
   description: '',
+  forkedFromRequirementId: null,
   id,
   model: null,
   parentRequirementId: null,
@@ -39,6 +40,7 @@ export const requirement = (id: string, updatedAt: string, status: Requirement['
 
 export const run = (id: string, requirementId: string, finishedAt: string | null): Run => ({
   cachedInputTokens: null,
+  costUsd: null,
   error: null,
   exitCode: null,
   finishedAt,
