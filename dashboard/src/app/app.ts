@@ -47,10 +47,10 @@ import { SearchBox } from './search/search-box';
           [attr.data-count]="waiting()"
           [attr.aria-label]="t('attention.count', { n: waiting() })"
           [title]="t('attention.count', { n: waiting() })"
-          >⚑ <span class="label">{{ t('nav.attention') }}</span> <span class="badge">{{ waiting() }}</span></a
+          >⚑ <span class="label wide-only">{{ t('nav.attention') }}</span> <span class="badge">{{ waiting() }}</span></a
         >
-        <span class="conn" [class]="'conn ' + sync.connection()" role="status" data-testid="connection"
-          ><span class="label">{{ t(keyOf('conn', sync.connection())) }}</span></span
+        <span class="conn" [class]="'conn ' + sync.connection()" role="status" data-testid="connection" [title]="t(keyOf('conn', sync.connection()))"
+          ><span class="label wide-only">{{ t(keyOf('conn', sync.connection())) }}</span></span
         >
         <button type="button" class="primary" (click)="creating.set(true)" data-testid="new-requirement" [attr.aria-label]="t('action.new')">
           + <span class="label">{{ t('action.new') }}</span>
@@ -69,10 +69,10 @@ import { SearchBox } from './search/search-box';
           [attr.aria-label]="t('action.theme') + ': ' + t(keyOf('theme', theme.choice()))"
           [title]="t('action.theme')"
         >
-          {{ theme.choice() === 'dark' ? '☾' : theme.choice() === 'light' ? '☀' : '◐' }} <span class="label">{{ t(keyOf('theme', theme.choice())) }}</span>
+          {{ theme.choice() === 'dark' ? '☾' : theme.choice() === 'light' ? '☀' : '◐' }} <span class="label wide-only">{{ t(keyOf('theme', theme.choice())) }}</span>
         </button>
         <button type="button" (click)="settings.set(true)" data-testid="settings" [attr.aria-label]="t('action.settings')">
-          ⚙ <span class="label">{{ t('action.settings') }}</span>
+          ⚙ <span class="label wide-only">{{ t('action.settings') }}</span>
         </button>
       </header>
       <main class="page" id="main" tabindex="-1">

@@ -81,7 +81,7 @@ const STICK_PX = 48;
         <span class="pulse" aria-hidden="true"></span>
         <strong>{{ t('activity.working', { d: elapsed(run.startedAt) }) }}</strong>
         @if (latestStep(); as step) {
-          <span class="step" data-testid="activity-step" [attr.data-kind]="step.trace.kind">{{
+          <span class="step" data-testid="activity-step" [class.tool]="step.runningTool" [attr.data-kind]="step.trace.kind">{{
             step.runningTool ? t('activity.tool', { s: step.trace.title, d: elapsed(step.trace.createdAt) }) : t('activity.step', { s: step.trace.title })
           }}</span>
         } @else {

@@ -64,7 +64,15 @@ export class RequirementDetail {
     return parentId ? (this.requirements.requirements().get(parentId) ?? { id: parentId, title: parentId }) : null;
   });
   protected readonly children = computed(() => [...this.requirements.requirements().values()].filter((r) => r.parentRequirementId === this.id() && r.status !== 'cancelled'));
-  protected readonly runs = computed(() => [...this.runsStore.runs().values()].filter((r) => r.requirementId === this.id()).sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1)));
+  /**
+   * Newest first. A continuation opens in the very transaction (often the same millisecond) that
+   * ends the run before it: the one that finished first is the older.
+   */
+  protected readonly runs = computed(() =>
+    [...this.runsStore.runs().values()]
+      .filter((r) => r.requirementId === this.id())
+      .sort((a, b) => (a.startedAt !== b.startedAt ? (a.startedAt < b.startedAt ? 1 : -1) : (a.finishedAt ?? '~') < (b.finishedAt ?? '~') ? 1 : -1)),
+  );
   protected readonly activeRun = computed(() => this.runs().find((r) => r.status === 'running' && r.role === 'rd'));
   protected readonly running = computed(() => this.requirement()?.session.state === 'running');
   /** Steer makes sense only when a message arrived after the run took its input. */

@@ -94,11 +94,16 @@ export class TraceTimeline {
       }
       byRun.set(t.runId, [...(byRun.get(t.runId) ?? []), t]);
     }
-    // Newest run first: by the runs' start when known, else by their first entry.
-    const started = new Map(this.runs().map((r) => [r.id, r.startedAt]));
+    // Newest run first: in the order of the runs (newest first) when known, else by their first entry.
+    const rank = new Map(this.runs().map((r, i) => [r.id, i]));
     const order = [...byRun.keys()].sort((a, b) => {
-      const sa = started.get(a) ?? byRun.get(a)?.[0]?.createdAt ?? '';
-      const sb = started.get(b) ?? byRun.get(b)?.[0]?.createdAt ?? '';
+      const ra = rank.get(a);
+      const rb = rank.get(b);
+      if (ra !== undefined && rb !== undefined) {
+        return ra - rb;
+      }
+      const sa = byRun.get(a)?.[0]?.createdAt ?? '';
+      const sb = byRun.get(b)?.[0]?.createdAt ?? '';
       return sa < sb ? 1 : sa > sb ? -1 : 0;
     });
     const rows: Row[] = [];
