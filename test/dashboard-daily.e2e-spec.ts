@@ -43,6 +43,7 @@ interface El {
   className: string;
 }
 declare const document: { documentElement: El & { dataset: Record<string, string | undefined> }; activeElement: El | null; title: string; querySelector(s: string): El | null };
+declare const localStorage: { setItem(key: string, value: string): void };
 declare function getComputedStyle(element: El): { color: string; backgroundColor: string; outlineStyle: string; display: string };
 
 /** WCAG contrast ratio of two `rgb(…)`/`rgba(…)` colours. */
