@@ -113,6 +113,10 @@ describe('editing, forking and cancelling Requirements (real Claude Code)', () =
       expect(run.costUsd).toEqual(expect.any(Number));
       expect(run.costUsd).toBeGreaterThanOrEqual(0);
     }
+    // Claude Code's total_cost_usd is cumulative over a resumed session: the second run records only its own share.
+    // (The stub answers both runs with the same usage, so both cost the same.)
+    expect(runs[0].costUsd).toBeGreaterThan(0);
+    expect(runs[0].costUsd).toBeCloseTo(runs[1].costUsd!, 9);
     const mine = (await send(origin(), 'GET', `/api/usage?requirementId=${ran.id}`)).json;
     expect(mine).toMatchObject({ costReportedRuns: 2, runs: 2 });
     expect(mine.inputTokens).toBe(runs[0].inputTokens + runs[1].inputTokens);
