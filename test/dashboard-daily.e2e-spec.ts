@@ -326,8 +326,11 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
   it('edits a todo Requirement, forks one, and cancels a started one from the page', async () => {
     const todo = await create('Edit me');
     await open(todo.id);
+    const before = await page.getByTestId('messages').boundingBox();
     await page.getByTestId('edit').click();
     await page.getByTestId('create-title').fill('Edited title');
+    // The open dialog leaves the page behind it as it was.
+    expect(await page.getByTestId('messages').boundingBox()).toEqual(before);
     await page.getByTestId('create-effort').selectOption('high');
     await shot('edit-dialog');
     await page.getByTestId('create-submit').click();
@@ -418,6 +421,7 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
     await page.setViewportSize(PHONE);
     await open(worked);
     const header = await page.locator('.topbar').boundingBox();
+    process.stdout.write(`phone header height: ${header!.height.toFixed(0)} px\n`);
     expect(header!.height).toBeLessThanOrEqual(96);
     const scrolls = () =>
       page.evaluate(() => {
