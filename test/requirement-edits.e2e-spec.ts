@@ -62,6 +62,10 @@ describe('editing, forking and cancelling Requirements (real Claude Code)', () =
       title: 'Final title',
     });
     expect(await get(req.id)).toMatchObject({ provider: 'claude-code', title: 'Final title' });
+    // The search index follows the edit in the same unit: the new words find it, the old ones do not.
+    const found = async (q: string) => ((await send(origin(), 'GET', `/api/search?q=${q}`)).json.items as Array<{ requirementId: string }>).some((i) => i.requirementId === req.id);
+    await expect(found('flush')).resolves.toBe(true);
+    await expect(found('Draft')).resolves.toBe(false);
     // Clearing the model goes back to the provider's default.
     expect((await send(origin(), 'PATCH', `/api/requirements/${req.id}`, { model: null })).json.model).toBeNull();
     expect(await eventTypes(req.id)).toEqual(['requirement.created', 'requirement.updated', 'requirement.updated']);
