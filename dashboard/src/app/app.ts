@@ -4,13 +4,11 @@ import { Router, RouterLink, RouterLinkActive, RouterOutlet } from '@angular/rou
 
 import { attentionOf } from './core/attention';
 import { I18n, type Language, keyOf } from './core/i18n';
-import type { Usage } from './core/models';
 import { Notifier } from './core/notifier';
 import { PageTitle } from './core/page-title';
 import { LiveSync } from './core/stores/live-sync';
 import { RequirementsStore } from './core/stores/requirements-store';
 import { RunsStore } from './core/stores/runs-store';
-import { UsageStore } from './core/stores/usage-store';
 import { Theme } from './core/theme';
 import { CreateRequirementDialog } from './dialogs/create-requirement-dialog';
 import { SettingsDialog } from './dialogs/settings-dialog';
@@ -33,11 +31,6 @@ import { SearchBox } from './search/search-box';
         </nav>
         <span class="spacer"></span>
         <am-search-box />
-        @if (usage.workspace(); as u) {
-          <span class="usage muted" data-testid="usage-workspace" [title]="t('usage.week') + ': ' + usageText(u.week)">{{
-            t('usage.summary', { t: usageText(u.today), w: usageText(u.week) })
-          }}</span>
-        }
         <a
           routerLink="/attention"
           routerLinkActive="active"
@@ -105,7 +98,6 @@ export class App {
   protected readonly keyOf = keyOf;
   protected readonly creating = signal(false);
   protected readonly settings = signal(false);
-  protected readonly usage = inject(UsageStore);
   private readonly requirements = inject(RequirementsStore);
   private readonly router = inject(Router);
   /** Requirements waiting for a person: counted in the header and the tab's title. */
@@ -130,13 +122,6 @@ export class App {
   protected onSkip(event: Event): void {
     event.preventDefault();
     document.getElementById('main')?.focus();
-  }
-
-  protected usageText(u: Usage): string {
-    const locale = this.i18n.locale();
-    const tokens = (u.inputTokens + u.outputTokens).toLocaleString(locale, { maximumFractionDigits: 1, notation: 'compact' });
-    const text = this.t('usage.tokensShort', { n: tokens });
-    return u.costUsd === null ? text : `${text} · $${u.costUsd.toFixed(2)}`;
   }
 
   protected onLanguage(event: Event): void {
