@@ -253,6 +253,26 @@ describe('a worktree per Requirement, in a git workspace', () => {
     expect(git(done.worktree.path, 'rev-parse', 'HEAD').trim()).toBe(done.worktree.headSha);
   });
 
+  it('cancels a started Requirement without losing its work: a patch of it, then the worktree removed', async () => {
+    const cancelled = await createRequirement(manager, { title: 'Abandoned idea' });
+    await startRun(manager, cancelled.id, sh('echo draft > draft.txt && echo more >> README.md'));
+    const ran = (await settled(manager, cancelled.id, 1)).requirement;
+    expect(fs.existsSync(ran.worktree.path)).toBe(true);
+    const answer = await send(manager.origin, 'POST', `/api/requirements/${cancelled.id}/cancel`);
+    expect(answer.status).toBe(200);
+    expect(answer.json.status).toBe('cancelled');
+    // The cancel answers once its hooks ran: the worktree is gone and its work is in a patch.
+    expect(fs.existsSync(ran.worktree.path)).toBe(false);
+    const patches = path.join(manager.dataDirectory(), 'worktree-patches', cancelled.id);
+    const saved = fs
+      .readdirSync(patches)
+      .map((f) => fs.readFileSync(path.join(patches, f), 'utf8'))
+      .join('\n');
+    expect(saved).toContain('+draft');
+    expect(saved).toContain('+more');
+    expect(git(sandbox.workspace, 'worktree', 'list')).not.toContain(ran.worktree.path);
+  });
+
   it('removes idle done worktrees (saving their work), keeps only branches with commits of their own, recreates on reopen, and purges', async () => {
     const kept = await createRequirement(manager, { title: 'Has commits' });
     const empty = await createRequirement(manager, { title: 'No commits' });

@@ -1,8 +1,9 @@
 import { APP_BASE_HREF } from '@angular/common';
 import { ApplicationConfig, provideBrowserGlobalErrorListeners, provideZonelessChangeDetection } from '@angular/core';
-import { PreloadAllModules, provideRouter, withComponentInputBinding, withPreloading } from '@angular/router';
+import { PreloadAllModules, TitleStrategy, provideRouter, withComponentInputBinding, withPreloading } from '@angular/router';
 
 import { routes } from './app.routes';
+import { PageTitle } from './core/page-title';
 
 export const appConfig: ApplicationConfig = {
   // index.html has no <base> element: the server's CSP sets base-uri 'none'. Asset URLs are
@@ -13,5 +14,6 @@ export const appConfig: ApplicationConfig = {
     provideBrowserGlobalErrorListeners(),
     provideZonelessChangeDetection(),
     provideRouter(routes, withComponentInputBinding(), withPreloading(PreloadAllModules)),
+    { provide: TitleStrategy, useExisting: PageTitle },
   ],
 };

@@ -1,9 +1,11 @@
-import { ChangeDetectionStrategy, Component, inject, signal } from '@angular/core';
+import { ChangeDetectionStrategy, Component, computed, effect, inject, signal } from '@angular/core';
 import { takeUntilDestroyed } from '@angular/core/rxjs-interop';
 import { Router, RouterLink, RouterLinkActive, RouterOutlet } from '@angular/router';
 
+import { attentionOf } from './core/attention';
 import { I18n, type Language, keyOf } from './core/i18n';
 import { Notifier } from './core/notifier';
+import { PageTitle } from './core/page-title';
 import { LiveSync } from './core/stores/live-sync';
 import { RequirementsStore } from './core/stores/requirements-store';
 import { RunsStore } from './core/stores/runs-store';
@@ -18,6 +20,7 @@ import { SearchBox } from './search/search-box';
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
     <div class="shell">
+      <a class="skip-link" href="#main" (click)="onSkip($event)" data-testid="skip-link">{{ t('nav.skip') }}</a>
       <header class="topbar">
         <span class="brand">{{ t('app.title') }}</span>
         <nav class="tabs" [attr.aria-label]="t('nav.main')">
@@ -28,8 +31,23 @@ import { SearchBox } from './search/search-box';
         </nav>
         <span class="spacer"></span>
         <am-search-box />
-        <span class="conn" [class]="'conn ' + sync.connection()" role="status" data-testid="connection">{{ t(keyOf('conn', sync.connection())) }}</span>
-        <button type="button" class="primary" (click)="creating.set(true)" data-testid="new-requirement">+ {{ t('action.new') }}</button>
+        <a
+          routerLink="/attention"
+          routerLinkActive="active"
+          class="attention"
+          [class.hot]="waiting() > 0"
+          data-testid="attention"
+          [attr.data-count]="waiting()"
+          [attr.aria-label]="t('attention.count', { n: waiting() })"
+          [title]="t('attention.count', { n: waiting() })"
+          >⚑ <span class="label wide-only">{{ t('nav.attention') }}</span> <span class="badge">{{ waiting() }}</span></a
+        >
+        <span class="conn" [class]="'conn ' + sync.connection()" role="status" data-testid="connection" [title]="t(keyOf('conn', sync.connection()))"
+          ><span class="label wide-only">{{ t(keyOf('conn', sync.connection())) }}</span></span
+        >
+        <button type="button" class="primary" (click)="creating.set(true)" data-testid="new-requirement" [attr.aria-label]="t('action.new')">
+          + <span class="label">{{ t('action.new') }}</span>
+        </button>
         <label class="inline">
           <span class="sr-only">{{ t('action.language') }}</span>
           <select [value]="i18n.language()" (change)="onLanguage($event)" data-testid="language" [attr.aria-label]="t('action.language')">
@@ -44,11 +62,13 @@ import { SearchBox } from './search/search-box';
           [attr.aria-label]="t('action.theme') + ': ' + t(keyOf('theme', theme.choice()))"
           [title]="t('action.theme')"
         >
-          {{ theme.choice() === 'dark' ? '☾' : theme.choice() === 'light' ? '☀' : '◐' }} {{ t(keyOf('theme', theme.choice())) }}
+          {{ theme.choice() === 'dark' ? '☾' : theme.choice() === 'light' ? '☀' : '◐' }} <span class="label wide-only">{{ t(keyOf('theme', theme.choice())) }}</span>
         </button>
-        <button type="button" (click)="settings.set(true)" data-testid="settings">⚙ {{ t('action.settings') }}</button>
+        <button type="button" (click)="settings.set(true)" data-testid="settings" [attr.aria-label]="t('action.settings')">
+          ⚙ <span class="label wide-only">{{ t('action.settings') }}</span>
+        </button>
       </header>
-      <main class="page" id="main">
+      <main class="page" id="main" tabindex="-1">
         <router-outlet />
       </main>
     </div>
@@ -80,8 +100,12 @@ export class App {
   protected readonly settings = signal(false);
   private readonly requirements = inject(RequirementsStore);
   private readonly router = inject(Router);
+  /** Requirements waiting for a person: counted in the header and the tab's title. */
+  protected readonly waiting = computed(() => [...this.requirements.requirements().values()].filter((r) => attentionOf(r) !== null).length);
 
   constructor() {
+    const title = inject(PageTitle);
+    effect(() => title.waiting.set(this.waiting()));
     // A desktop notification when an agent's run finishes; clicking it opens the Requirement.
     inject(RunsStore)
       .finished$.pipe(takeUntilDestroyed())
@@ -92,6 +116,12 @@ export class App {
         const title = this.requirements.requirements().get(run.requirementId)?.title ?? run.requirementId;
         this.notifier.desktop(this.t('notify.finished', { s: this.t(keyOf('run', run.status)) }), title, () => void this.router.navigate(['/requirements', run.requirementId]));
       });
+  }
+
+  /** The skip link moves focus past the header (the router would treat a bare #main as a navigation). */
+  protected onSkip(event: Event): void {
+    event.preventDefault();
+    document.getElementById('main')?.focus();
   }
 
   protected onLanguage(event: Event): void {

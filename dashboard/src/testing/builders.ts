@@ -13,6 +13,7 @@ export const requirement = (id: string, updatedAt: string, status: Requirement['
   createdAt: T0,
   createdBy: 'human',
   description: '',
+  forkedFromRequirementId: null,
   id,
   isolation: 'in_place',
   model: null,
@@ -42,6 +43,7 @@ export const requirement = (id: string, updatedAt: string, status: Requirement['
 
 export const run = (id: string, requirementId: string, finishedAt: string | null): Run => ({
   cachedInputTokens: null,
+  costUsd: null,
   error: null,
   exitCode: null,
   finishedAt,

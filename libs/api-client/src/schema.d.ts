@@ -276,7 +276,8 @@ export interface paths {
         delete: operations["deleteRequirement"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Edit a Requirement: title, description and provider while todo; model and effort for the next run */
+        patch: operations["updateRequirement"];
         trace?: never;
     };
     "/api/requirements/{id}/attachments": {
@@ -290,6 +291,23 @@ export interface paths {
         put?: never;
         /** Upload a file (raw body, at most 20 MB) to attach to a later start or reply */
         post: operations["uploadAttachment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Give up a Requirement: cancelled, its active run stopped, its timers ended */
+        post: operations["cancelRequirement"];
         delete?: never;
         options?: never;
         head?: never;
@@ -341,6 +359,23 @@ export interface paths {
         put?: never;
         /** Accept the work: waiting_confirmation → done */
         post: operations["confirmRequirement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fork a Requirement into a new todo one linked to it (the original's fields unless the body gives others) */
+        post: operations["forkRequirement"];
         delete?: never;
         options?: never;
         head?: never;
@@ -586,6 +621,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Token and cost totals of the runs started since a time (today, this week) and/or of one Requirement */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workspace": {
         parameters: {
             query?: never;
@@ -656,6 +708,8 @@ export interface components {
         };
         AgentRunResponseDto: {
             cachedInputTokens: number | null;
+            /** @description What the provider says the run cost, in US dollars (Claude Code reports it; null when not reported) */
+            costUsd: number | null;
             error: string | null;
             exitCode: number | null;
             finishedAt: string | null;
@@ -881,6 +935,30 @@ export interface components {
             max: number;
             p50: number;
             p99: number;
+        };
+        ForkRequirementDto: {
+            /** @description What to build (Markdown); only while todo */
+            description?: string;
+            /**
+             * @description Model name passed to the provider CLI from the next run on; null for its default
+             * @example gpt-5.1-codex
+             */
+            model?: string | null;
+            /**
+             * @description Which coding agent runs the RD session; only while todo
+             * @enum {string}
+             */
+            provider?: "codex" | "claude-code";
+            /**
+             * @description Reasoning effort from the next run on; null for the default
+             * @enum {string|null}
+             */
+            reasoningEffort?: "low" | "medium" | "high" | "xhigh" | "max" | null;
+            /**
+             * @description Short title; only while todo
+             * @example Add tiered timings to the compaction profile
+             */
+            title?: string;
         };
         HealthResponseDto: {
             /** @description Whether agents are isolated from the owner's credentials (see docs/security.md) */
@@ -1115,6 +1193,8 @@ export interface components {
             createdBy: "human" | "rd_agent";
             /** @description Markdown */
             description: string;
+            /** @description The Requirement this one was forked from (POST /requirements/:id/fork), or null */
+            forkedFromRequirementId: string | null;
             /** @example req_5f0e… */
             id: string;
             /**
@@ -1331,6 +1411,43 @@ export interface components {
             worktreeSubdirectory?: string | null;
             /** @description Shell command run in a worktree before it is removed (time-limited, failure ignored), or null for .agent-manager/teardown */
             worktreeTeardownCommand?: string | null;
+        };
+        UpdateRequirementDto: {
+            /** @description What to build (Markdown); only while todo */
+            description?: string;
+            /**
+             * @description Model name passed to the provider CLI from the next run on; null for its default
+             * @example gpt-5.1-codex
+             */
+            model?: string | null;
+            /**
+             * @description Which coding agent runs the RD session; only while todo
+             * @enum {string}
+             */
+            provider?: "codex" | "claude-code";
+            /**
+             * @description Reasoning effort from the next run on; null for the default
+             * @enum {string|null}
+             */
+            reasoningEffort?: "low" | "medium" | "high" | "xhigh" | "max" | null;
+            /**
+             * @description Short title; only while todo
+             * @example Add tiered timings to the compaction profile
+             */
+            title?: string;
+        };
+        UsageResponseDto: {
+            /** @description The part of the input read from the cache */
+            cachedInputTokens: number;
+            /** @description How many of the runs reported a cost (Codex does not): the cost covers only these */
+            costReportedRuns: number;
+            /** @description US dollars over the runs whose provider reported a cost; null when none did */
+            costUsd: number | null;
+            /** @description Input tokens, cache reads included */
+            inputTokens: number;
+            outputTokens: number;
+            /** @description The runs counted */
+            runs: number;
         };
         WebhookResponseDto: {
             accepted: boolean;
@@ -1985,6 +2102,51 @@ export interface operations {
             };
         };
     };
+    updateRequirement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateRequirementDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequirementResponseDto"];
+                };
+            };
+            /** @description An invalid field, or no field at all */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Title, description or provider after the start, or the Requirement is cancelled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     uploadAttachment: {
         parameters: {
             query?: never;
@@ -2012,6 +2174,40 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    cancelRequirement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequirementResponseDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Done or already cancelled */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2126,6 +2322,37 @@ export interface operations {
             };
             /** @description Not waiting for confirmation */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    forkRequirement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ForkRequirementDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequirementResponseDto"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2627,6 +2854,30 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TimerPageDto"];
+                };
+            };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /** @description Only runs started at or after this time (ISO 8601) */
+                since?: string;
+                /** @description Only the runs of this Requirement (RD and reviewer) */
+                requirementId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageResponseDto"];
                 };
             };
         };

@@ -32,6 +32,7 @@ export interface ManagerEventPayloads {
   'message.created': { message: RequirementMessage; requirement: Requirement };
   'pull_request.created': PullRequestPayload;
   'pull_request.updated': PullRequestPayload;
+  'requirement.cancelled': ClosedPayload;
   'requirement.completed': ClosedPayload;
   'requirement.created': { requirement: Requirement };
   'requirement.deleted': ClosedPayload;
@@ -58,6 +59,7 @@ export const EVENT_TYPES = [
   'message.created',
   'pull_request.created',
   'pull_request.updated',
+  'requirement.cancelled',
   'requirement.completed',
   'requirement.created',
   'requirement.deleted',

@@ -53,6 +53,8 @@ export interface Requirement {
   createdBy: RequirementCreator;
   parentRequirementId: string | null;
   sourceSessionId: string | null;
+  /** The Requirement this one was forked from, or null. */
+  forkedFromRequirementId: string | null;
   createdAt: string;
   updatedAt: string;
   completedAt: string | null;
@@ -227,6 +229,8 @@ export interface AgentRun {
   cachedInputTokens: number | null;
   outputTokens: number | null;
   reasoningOutputTokens: number | null;
+  /** US dollars, when the provider reports it (Claude Code); otherwise null. */
+  costUsd: number | null;
 }
 
 export interface AgentTraceEvent {

@@ -26,6 +26,8 @@ export interface TokenUsage {
   cachedInputTokens: number;
   outputTokens: number;
   reasoningOutputTokens: number;
+  /** What the provider says the run cost in US dollars, when it says (Claude Code's result does). */
+  costUsd?: number | null;
 }
 
 export type NormalizedEvent =

@@ -224,7 +224,7 @@ class ClaudeOutputParser implements OutputParser {
   private result(event: Json): NormalizedEvent[] {
     const events: NormalizedEvent[] = [];
     if (isObject(event.usage)) {
-      events.push({ type: 'usage', usage: claudeUsage(event.usage) });
+      events.push({ type: 'usage', usage: { ...claudeUsage(event.usage), costUsd: typeof event.total_cost_usd === 'number' ? event.total_cost_usd : null } });
     }
     const subtype = str(event.subtype) ?? 'unknown';
     const nativeType = `result/${subtype}`;

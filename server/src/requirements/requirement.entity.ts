@@ -39,6 +39,10 @@ export class RequirementEntity {
   @Column('varchar', { nullable: true })
   sourceSessionId!: string | null;
 
+  /** The Requirement this one was forked from (a person's copy; not a parent: no agent rights follow). */
+  @Column('varchar', { nullable: true })
+  forkedFromRequirementId!: string | null;
+
   @Column('varchar')
   createdAt!: string;
 

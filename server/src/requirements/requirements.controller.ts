@@ -1,5 +1,5 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 
 import type { EventActor } from '@libs/contracts';
 
@@ -8,6 +8,7 @@ import { PageQueryDto } from '../core/http/pagination';
 import { CreateRequirementDto } from './dto/create-requirement.dto';
 import { ListRequirementsQueryDto } from './dto/list-requirements-query.dto';
 import { AgentSessionPageDto, RequirementPageDto, RequirementResponseDto } from './dto/requirement-response.dto';
+import { ForkRequirementDto, UpdateRequirementDto } from './dto/update-requirement.dto';
 import { RequirementsService } from './requirements.service';
 
 @ApiTags('requirements')
@@ -35,6 +36,24 @@ export class RequirementsController {
   @ApiNotFoundResponse()
   getRequirement(@Param('id') id: string): Promise<RequirementResponseDto> {
     return this.requirements.get(id);
+  }
+
+  @Patch(':id')
+  @ApiOperation({ summary: 'Edit a Requirement: title, description and provider while todo; model and effort for the next run' })
+  @ApiOkResponse({ type: RequirementResponseDto })
+  @ApiBadRequestResponse({ description: 'An invalid field, or no field at all' })
+  @ApiNotFoundResponse()
+  @ApiConflictResponse({ description: 'Title, description or provider after the start, or the Requirement is cancelled' })
+  updateRequirement(@Param('id') id: string, @Body() body: UpdateRequirementDto, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
+    return this.requirements.update(id, body, actor);
+  }
+
+  @Post(':id/fork')
+  @ApiOperation({ summary: "Fork a Requirement into a new todo one linked to it (the original's fields unless the body gives others)" })
+  @ApiCreatedResponse({ type: RequirementResponseDto })
+  @ApiNotFoundResponse()
+  forkRequirement(@Param('id') id: string, @Body() body: ForkRequirementDto, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
+    return this.requirements.fork(id, body, actor);
   }
 
   @Delete(':id')

@@ -6,18 +6,20 @@ import type { EventActor, ManagerEventPayloads, RequirementCreator } from '@libs
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
-import { conflict, notFound } from '../core/errors/domain-error';
+import { conflict, invalid, notFound } from '../core/errors/domain-error';
 import { newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
 import { AgentSessionEntity } from './agent-session.entity';
 import { CreateRequirementDto } from './dto/create-requirement.dto';
 import { ListRequirementsQueryDto } from './dto/list-requirements-query.dto';
+import { ForkRequirementDto, UpdateRequirementDto } from './dto/update-requirement.dto';
 import { AgentSessionPageDto, RequirementPageDto, RequirementResponseDto, toRequirementResponse, toSessionResponse } from './dto/requirement-response.dto';
 import { RequirementEntity } from './requirement.entity';
 import { RequirementRows, RequirementsRepository } from './requirements.repository';
 
 export interface NewRequirement extends CreateRequirementDto {
   createdBy: RequirementCreator;
+  forkedFromRequirementId?: string | null;
   parentRequirementId?: string | null;
   sourceSessionId?: string | null;
 }
@@ -67,6 +69,7 @@ export class RequirementsService {
         createdAt: now,
         createdBy: input.createdBy,
         description: input.description ?? '',
+        forkedFromRequirementId: input.forkedFromRequirementId ?? null,
         id: newId('requirement'),
         model: input.model ?? null,
         parentRequirementId: input.parentRequirementId ?? null,
@@ -186,6 +189,76 @@ export class RequirementsService {
   /** Registers work to do when a Requirement is created (see CreatingStep). */
   onCreating(step: CreatingStep): void {
     this.creatingSteps.push(step);
+  }
+
+  /**
+   * PATCH: a person edits a Requirement. Title, description and provider only while it is todo
+   * (its agent has not read them, its session has no native id yet); model and effort apply from
+   * the next run on, until it is cancelled. Nothing changes unless every field may.
+   */
+  async update(id: string, dto: UpdateRequirementDto, actor: EventActor): Promise<RequirementResponseDto> {
+    const fields = Object.fromEntries(Object.entries(dto).filter(([, v]) => v !== undefined)) as UpdateRequirementDto;
+    if (Object.keys(fields).length === 0) {
+      throw invalid('nothing_to_update', 'name at least one of title, description, provider, model, reasoningEffort');
+    }
+    const snapshot = await this.database.write(async (tx) => {
+      const { requirement, session } = await this.loadForWrite(tx, id);
+      if (requirement.status === 'cancelled') {
+        throw conflict('requirement_closed', `Requirement ${id} is cancelled; fork it to work on it again`);
+      }
+      const textual = (['title', 'description', 'provider'] as const).filter((k) => fields[k] !== undefined && fields[k] !== requirement[k]);
+      if (requirement.status !== 'todo' && textual.length > 0) {
+        throw conflict('requirement_started', `Requirement ${id} is ${requirement.status}; ${textual.join(', ')} can change only while todo (fork it instead)`);
+      }
+      const now = this.clock.nowIso();
+      this.repository.changeRequirement(tx, requirement, { ...fields, updatedAt: now });
+      if (fields.provider !== undefined && fields.provider !== session.provider) {
+        this.repository.changeSession(tx, session, { provider: fields.provider, updatedAt: now });
+      }
+      const result = toRequirementResponse(requirement, session);
+      await this.events.append(tx, { actor, payload: { requirement: result }, requirementId: id, sessionId: session.id, type: 'requirement.updated' });
+      return result;
+    });
+    this.logger.log({ ...audit(actor), fields: Object.keys(fields), msg: 'requirement updated', requirementId: id });
+    return snapshot;
+  }
+
+  /** A new todo Requirement with the original's fields (overridden by the body's), linked to it. */
+  async fork(id: string, dto: ForkRequirementDto, actor: EventActor): Promise<RequirementResponseDto> {
+    const original = await this.get(id);
+    return this.create(
+      {
+        createdBy: 'human',
+        description: dto.description ?? original.description,
+        forkedFromRequirementId: original.id,
+        model: dto.model === undefined ? original.model : dto.model,
+        provider: dto.provider ?? original.provider,
+        reasoningEffort: dto.reasoningEffort === undefined ? original.reasoningEffort : dto.reasoningEffort,
+        title: dto.title ?? original.title,
+      },
+      actor,
+    );
+  }
+
+  /**
+   * Cancel a started Requirement (inside a write unit of the Requirement's actor, see
+   * RunLifecycle.cancel): `cancelled`, its session `completed` unless a run is still ending (the
+   * run's end records that), its timers ended, one `requirement.cancelled` event.
+   */
+  async cancelStarted(tx: UnitOfWork, id: string, runActive: boolean, actor: EventActor): Promise<RequirementResponseDto> {
+    const { requirement, session } = await this.loadForWrite(tx, id);
+    if (requirement.status === 'done' || requirement.status === 'cancelled') {
+      throw conflict('requirement_closed', `Requirement ${id} is ${requirement.status}`);
+    }
+    const now = this.clock.nowIso();
+    this.repository.changeRequirement(tx, requirement, { status: 'cancelled', updatedAt: now });
+    if (!runActive) {
+      this.repository.changeSession(tx, session, { pausedAt: null, state: 'completed', updatedAt: now });
+    }
+    const result = toRequirementResponse(requirement, session);
+    const closed = await this.runClosingSteps(tx, id, now);
+    await this.events.append(tx, { actor, payload: { ...closed, requirement: result }, requirementId: id, sessionId: session.id, type: 'requirement.cancelled' });
+    return result;
   }
 
   /** Registers work to do when a Requirement becomes done or cancelled (see ClosingStep). */

@@ -95,6 +95,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
       const now = this.clock.nowIso();
       const run: AgentRunEntity = {
         cachedInputTokens: null,
+        costUsd: null,
         error: null,
         exitCode: null,
         finishedAt: null,

@@ -16,7 +16,8 @@ export interface ActiveRun {
   capturedCount: number;
   process: RunningProcess | null;
   /** Why the run is being ended: a person's (or an action's) stop or steer, or the manager's own shutdown. */
-  interruptMode: InterruptMode | 'shutdown' | null;
+  /** Why the run is being ended: a person's stop or steer, a graceful stop, or its Requirement's cancel. */
+  interruptMode: InterruptMode | 'shutdown' | 'cancel' | null;
   parser: OutputParser | null;
   traces: TraceWriter;
   /** Output-driven writes (session id, assistant messages) in arrival order. */
@@ -95,6 +96,7 @@ export function runEndFields(
   const { error, exitCode, now, status, usage } = outcome;
   return {
     cachedInputTokens: usage?.cachedInputTokens ?? null,
+    costUsd: usage?.costUsd ?? null,
     error,
     exitCode,
     finishedAt: now,
@@ -111,6 +113,7 @@ export function runEndFields(
 export function newRdRun({ requirement, session }: RequirementRows, now: string): AgentRunEntity {
   return {
     cachedInputTokens: null,
+    costUsd: null,
     error: null,
     exitCode: null,
     finishedAt: null,

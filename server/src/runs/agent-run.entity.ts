@@ -8,6 +8,7 @@ import type { Provider, ReasoningEffort, RunRole, RunStatus } from '@libs/contra
 @Index('idx_run_active_session', ['sessionId'], { unique: true, where: `status = 'running'` })
 @Index('idx_run_requirement', ['requirementId', 'startedAt'])
 @Index('idx_run_status', ['status'])
+@Index('idx_run_started_at', ['startedAt'])
 export class AgentRunEntity {
   @PrimaryColumn('varchar') id!: string;
   @Column('varchar') requirementId!: string;
@@ -28,6 +29,8 @@ export class AgentRunEntity {
   @Column('integer', { nullable: true }) cachedInputTokens!: number | null;
   @Column('integer', { nullable: true }) outputTokens!: number | null;
   @Column('integer', { nullable: true }) reasoningOutputTokens!: number | null;
+  /** What the provider says the run cost, in US dollars (Claude Code reports it; Codex does not). */
+  @Column('real', { nullable: true }) costUsd!: number | null;
   /** Trace entries written so far (the next one's sequence is this + 1). */
   @Column('integer', { default: 0 }) traceCount!: number;
   /** Identifies the run's processes after a crash: the environment marker, root pid/group and start time. */

@@ -25,8 +25,20 @@ import { ownRunUsage } from './run-usage';
 import { RunsRepository } from './runs.repository';
 import { TraceWriter } from './trace-writer';
 
-/** How long a graceful stop waits for interrupted runs to be recorded. */
+/**
+ * What a start without a message of its own delivers: a first run (the Requirement itself), a
+ * retry of a failed run (its unconsumed input), or pending messages. A Requirement waiting with
+ * nothing of these has nothing to run on.
+ */
+export function hasInputToStart({ requirement, session }: RequirementRows): boolean {
+  return requirement.status === 'todo' || session.state === 'failed' || session.pendingMessageCount > 0;
+}
+
+/** How long a graceful stop, or a cancel, waits for interrupted runs to be recorded. */
 const SHUTDOWN_WAIT_MS = 10_000;
+
+/** Work done once a cancelled Requirement's run is gone (see RunLifecycle.onCancelled). */
+export type CancelledHook = (requirementId: string) => Promise<void>;
 
 /**
  * The RD run lifecycle (architecture §6): the only place that starts agent processes. Opens a
@@ -38,6 +50,7 @@ const SHUTDOWN_WAIT_MS = 10_000;
 export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShutdown, OnModuleDestroy {
   private readonly logger = new Logger(RunLifecycle.name);
   private readonly active = new Map<string, ActiveRun>();
+  private readonly cancelledHooks: CancelledHook[] = [];
   private shuttingDown = false;
 
   constructor(
@@ -52,7 +65,11 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
     private readonly worktrees: WorktreesService,
-  ) {}
+  ) {
+    // A cancel loses nothing: once its run is gone, the worktree's uncommitted and untracked work
+    // is saved as a patch beside the Requirement's records, then the worktree is removed.
+    this.onCancelled(async (requirementId) => void (await this.worktrees.saveAndRemove(requirementId, 'cancelled')));
+  }
 
   /** True once a graceful stop began: no run starts any more. */
   get stopping(): boolean {
@@ -76,6 +93,10 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         }
         if (rows.session.state === 'running') {
           throw conflict('run_active', `Requirement ${requirementId} already has an active run`);
+        }
+        if (!hasReplyContent(dto) && !hasInputToStart(rows)) {
+          // A run on nothing new answers the last message again (tokens spent for a duplicate).
+          throw conflict('nothing_to_deliver', `Requirement ${requirementId} has no pending input; send a message to continue it, or confirm it`);
         }
         const appended = hasReplyContent(dto) ? await this.messages.appendHuman(tx, rows, dto, actor) : null;
         const opened = await this.openRun(tx, rows, actor);
@@ -110,6 +131,40 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       this.logger.log({ ...audit(actor), mode, msg: 'run interrupted', requirementId, runId: active.run.id });
       return { accepted: true, action: 'interrupt', requirementId, runId: active.run.id };
     });
+  }
+
+  /**
+   * POST /requirements/:id/cancel: a started (or todo) Requirement is given up. In its actor it
+   * becomes `cancelled` with its timers ended (one `requirement.cancelled` event), and its run,
+   * if one is active, is ended like a stop; the answer comes once that run is recorded
+   * `cancelled` (bounded), then the cancel hooks run.
+   */
+  async cancel(requirementId: string, actor: EventActor): Promise<RequirementResponseDto> {
+    const cancelled = await this.actors.act(requirementId, async () => {
+      const active = this.active.get(requirementId);
+      const snapshot = await this.database.write((tx) => this.requirements.cancelStarted(tx, requirementId, active !== undefined, actor));
+      if (active) {
+        active.interruptMode = 'cancel';
+        this.launcher.kill(active);
+      }
+      this.logger.log({ ...audit(actor), msg: 'requirement cancelled', requirementId, runId: active?.run.id ?? null });
+      return snapshot;
+    });
+    const deadline = Date.now() + SHUTDOWN_WAIT_MS;
+    while (this.active.has(requirementId) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // The place for what a cancel leaves behind outside the database (issue 14 saves the
+    // Requirement's worktree as a patch and removes it): after the agent's processes are gone.
+    for (const hook of this.cancelledHooks) {
+      await hook(requirementId).catch((err: unknown) => this.logger.error(`cancel hook for ${requirementId} failed: ${(err as Error).message}`));
+    }
+    return (await this.requirements.find(requirementId)) ?? cancelled;
+  }
+
+  /** Registers work to do after a Requirement was cancelled and its run is gone. */
+  onCancelled(hook: CancelledHook): void {
+    this.cancelledHooks.push(hook);
   }
 
   /** The first hook of a graceful stop: from here on no run starts. */
@@ -271,7 +326,10 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     if (paused) {
       sessionChange.pausedAt = now;
     }
-    if (!continues) {
+    if (requirement.status === 'cancelled') {
+      // Cancelled while this run ended (RunLifecycle.cancel): the session ends with it.
+      Object.assign(sessionChange, { pausedAt: null, state: 'completed' });
+    } else if (!continues) {
       sessionChange.state = status === 'succeeded' || status === 'cancelled' ? 'waiting_human' : 'failed';
       this.requirementRows.changeRequirement(tx, requirement, { status: 'waiting_confirmation', updatedAt: now });
     }

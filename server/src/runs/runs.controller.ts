@@ -6,8 +6,10 @@ import type { EventActor } from '@libs/contracts';
 import { Actor } from '../core/http/actor.decorator';
 import { PageQueryDto } from '../core/http/pagination';
 import { ReplyDto } from '../messages/dto/reply.dto';
+import { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
 import { InterruptDto, ListRunsQueryDto } from './dto/run-requests.dto';
 import { AgentRunPageDto, InterruptResponseDto, StartResponseDto, TracePageDto } from './dto/run-response.dto';
+import { UsageQueryDto, UsageResponseDto } from './dto/usage.dto';
 import { RunLifecycle } from './run-lifecycle.service';
 import { RunsService } from './runs.service';
 
@@ -29,6 +31,16 @@ export class RunsController {
     return this.lifecycle.start(id, body, actor);
   }
 
+  @Post('requirements/:id/cancel')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Give up a Requirement: cancelled, its active run stopped, its timers ended' })
+  @ApiOkResponse({ type: RequirementResponseDto })
+  @ApiNotFoundResponse()
+  @ApiConflictResponse({ description: 'Done or already cancelled' })
+  cancelRequirement(@Param('id') id: string, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
+    return this.lifecycle.cancel(id, actor);
+  }
+
   @Post('requirements/:id/interrupt')
   @HttpCode(202)
   @ApiOperation({ summary: 'Interrupt the active run: stop (pause) or steer (only when newer input waits)' })
@@ -44,6 +56,13 @@ export class RunsController {
   @ApiOkResponse({ type: AgentRunPageDto })
   listRuns(@Query() query: ListRunsQueryDto): Promise<AgentRunPageDto> {
     return this.runs.list(query);
+  }
+
+  @Get('usage')
+  @ApiOperation({ summary: 'Token and cost totals of the runs started since a time (today, this week) and/or of one Requirement' })
+  @ApiOkResponse({ type: UsageResponseDto })
+  getUsage(@Query() query: UsageQueryDto): Promise<UsageResponseDto> {
+    return this.runs.usage(query);
   }
 
   @Get('runs/:id/trace')

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 
-import type { RunStatus } from '@libs/contracts';
+import type { Provider, RunStatus } from '@libs/contracts';
 
 import type { TokenUsage } from '../agents/agent-adapter';
 import { Database } from '../core/database/database.service';
@@ -8,6 +8,7 @@ import type { UnitOfWork, WhereOf } from '../core/database/unit-of-work';
 import { KeysetColumn, Page, PageRequest, keysetPage } from '../core/http/pagination';
 import { isId } from '../core/ids';
 import { AgentRunEntity } from './agent-run.entity';
+import type { UsageResponseDto } from './dto/usage.dto';
 
 /** Runs newest first by start time, the id breaking ties. */
 const RUN_ORDER: Array<KeysetColumn<AgentRunEntity>> = [
@@ -52,8 +53,8 @@ export class RunsRepository {
     return keysetPage(qb, RUN_ORDER, 'DESC', query);
   }
 
-  /** The usage other Codex runs of a session recorded, as the unit sees them. */
-  async codexUsageOfSessionExcept(uow: UnitOfWork, sessionId: string, runId: string): Promise<TokenUsage> {
+  /** The usage other runs of a session by the same provider recorded, as the unit sees them (cost included). */
+  async usageOfSessionExcept(uow: UnitOfWork, sessionId: string, runId: string, provider: Provider): Promise<TokenUsage & { costUsd: number }> {
     const row = await (
       await uow.reads()
     )
@@ -62,13 +63,47 @@ export class RunsRepository {
       .addSelect('COALESCE(SUM(r.cached_input_tokens), 0)', 'cached')
       .addSelect('COALESCE(SUM(r.output_tokens), 0)', 'output')
       .addSelect('COALESCE(SUM(r.reasoning_output_tokens), 0)', 'reasoning')
-      .where("r.session_id = :sessionId AND r.id <> :runId AND r.provider = 'codex'", { runId, sessionId })
-      .getRawOne<{ input: number; cached: number; output: number; reasoning: number }>();
+      .addSelect('COALESCE(SUM(r.cost_usd), 0)', 'cost')
+      .where('r.session_id = :sessionId AND r.id <> :runId AND r.provider = :provider', { provider, runId, sessionId })
+      .getRawOne<{ input: number; cached: number; output: number; reasoning: number; cost: number }>();
     return {
       cachedInputTokens: Number(row?.cached ?? 0),
+      costUsd: Number(row?.cost ?? 0),
       inputTokens: Number(row?.input ?? 0),
       outputTokens: Number(row?.output ?? 0),
       reasoningOutputTokens: Number(row?.reasoning ?? 0),
+    };
+  }
+
+  /**
+   * Token and cost totals over the runs started at or after `since` and/or of one Requirement:
+   * one aggregate over an index range (idx_run_started_at, or idx_run_requirement).
+   */
+  async totals(filter: { since?: string; requirementId?: string }): Promise<UsageResponseDto> {
+    const qb = this.database
+      .read(AgentRunEntity)
+      .createQueryBuilder('r')
+      .select('COUNT(*)', 'runs')
+      .addSelect('COALESCE(SUM(r.input_tokens), 0)', 'inputTokens')
+      .addSelect('COALESCE(SUM(r.cached_input_tokens), 0)', 'cachedInputTokens')
+      .addSelect('COALESCE(SUM(r.output_tokens), 0)', 'outputTokens')
+      .addSelect('SUM(r.cost_usd)', 'costUsd')
+      .addSelect('COUNT(r.cost_usd)', 'costReportedRuns');
+    if (filter.since !== undefined) {
+      qb.andWhere('r.started_at >= :since', { since: filter.since });
+    }
+    if (filter.requirementId !== undefined) {
+      qb.andWhere('r.requirement_id = :requirementId', { requirementId: filter.requirementId });
+    }
+    const row = await qb.getRawOne<Record<keyof UsageResponseDto, number | string | null>>();
+    const n = (v: number | string | null | undefined) => Number(v ?? 0);
+    return {
+      cachedInputTokens: n(row?.cachedInputTokens),
+      costReportedRuns: n(row?.costReportedRuns),
+      costUsd: row?.costUsd === null || row?.costUsd === undefined ? null : Number(row.costUsd),
+      inputTokens: n(row?.inputTokens),
+      outputTokens: n(row?.outputTokens),
+      runs: n(row?.runs),
     };
   }
 }

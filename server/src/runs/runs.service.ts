@@ -7,6 +7,7 @@ import { RequirementsRepository } from '../requirements/requirements.repository'
 import { requirementNotFound } from '../requirements/requirements.service';
 import { AgentRunPageDto, AgentTraceEventResponseDto, TracePageDto, toRunResponse } from './dto/run-response.dto';
 import { ListRunsQueryDto } from './dto/run-requests.dto';
+import { UsageQueryDto, UsageResponseDto } from './dto/usage.dto';
 import { RunsRepository } from './runs.repository';
 
 /** Reads of runs and their traces (the trace is the payload of run.trace.appended events). */
@@ -21,6 +22,11 @@ export class RunsService {
   async list(query: ListRunsQueryDto): Promise<AgentRunPageDto> {
     const { nextCursor, rows } = await this.runs.page(query);
     return { items: rows.map(toRunResponse), nextCursor };
+  }
+
+  /** Token and cost totals of the runs started since a time and/or of one Requirement. */
+  usage(query: UsageQueryDto): Promise<UsageResponseDto> {
+    return this.runs.totals({ requirementId: query.requirementId, since: query.since === undefined ? undefined : new Date(query.since).toISOString() });
   }
 
   async runTrace(runId: string, query: PageRequest): Promise<TracePageDto> {

@@ -2,7 +2,9 @@ import { ChangeDetectionStrategy, Component, Injectable, inject, signal } from '
 
 import { I18n, keyOf } from '../core/i18n';
 import { CREATED_WINDOWS, type CreatedWindow } from '../core/stores/created-window';
+import type { Usage } from '../core/models';
 import { RequirementsStore } from '../core/stores/requirements-store';
+import { UsageStore } from '../core/stores/usage-store';
 
 /** The text filter is shared by every board, so switching boards keeps what was typed. */
 @Injectable({ providedIn: 'root' })
@@ -40,15 +42,28 @@ export class BoardFilterState {
       @if (requirements.loading()) {
         <span class="muted" role="status">{{ t('board.loading') }}</span>
       }
+      <span class="spacer"></span>
+      @if (usage.workspace(); as u) {
+        <!-- The workspace's usage sits with the boards: the header has no room for it at 1280 px. -->
+        <span class="usage muted" data-testid="usage-workspace">{{ t('usage.summary', { t: usageText(u.today), w: usageText(u.week) }) }}</span>
+      }
     </div>
   `,
 })
 export class BoardFilter {
   protected readonly requirements = inject(RequirementsStore);
   protected readonly filter = inject(BoardFilterState);
-  protected readonly t = inject(I18n).t;
+  protected readonly usage = inject(UsageStore);
+  private readonly i18n = inject(I18n);
+  protected readonly t = this.i18n.t;
   protected readonly keyOf = keyOf;
   protected readonly windows = Object.keys(CREATED_WINDOWS) as CreatedWindow[];
+
+  protected usageText(u: Usage): string {
+    const tokens = (u.inputTokens + u.outputTokens).toLocaleString(this.i18n.locale(), { maximumFractionDigits: 1, notation: 'compact' });
+    const text = this.t('usage.tokensShort', { n: tokens });
+    return u.costUsd === null ? text : `${text} · $${u.costUsd.toFixed(2)}`;
+  }
 
   protected onText(event: Event): void {
     this.filter.text.set((event.target as HTMLInputElement).value);

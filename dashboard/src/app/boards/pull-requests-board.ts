@@ -1,4 +1,4 @@
-import { ChangeDetectionStrategy, Component, computed, inject } from '@angular/core';
+import { ChangeDetectionStrategy, Component, computed, effect, inject, untracked } from '@angular/core';
 import { RouterLink } from '@angular/router';
 
 import { I18n, keyOf } from '../core/i18n';
@@ -69,12 +69,22 @@ export class PullRequestsBoard {
     return PULL_REQUEST_COLUMNS.map((status) => ({ items: items.filter((pr) => pr.status === status), status }));
   });
 
+  /** PRs whose reviews were read (once each: later reviews arrive as events). */
+  private readonly reviewsRead = new Set<string>();
+
   constructor() {
-    // Review state is per PR; read it for the most recent PRs that can still be reviewed (later
-    // reviews arrive as events).
-    const reviewable = [...this.store.pullRequests().values()].filter((pr) => pr.status === 'open' || pr.status === 'draft');
-    for (const pr of reviewable.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : -1)).slice(0, 100)) {
-      void this.store.readReviewRequests(pr.id).catch(() => undefined);
-    }
+    // Review state is per PR; read it for the most recent PRs that can still be reviewed. As an
+    // effect: on a reload of this page the PRs arrive after it opened, and their reviews with them.
+    effect(() => {
+      const reviewable = [...this.store.pullRequests().values()].filter((pr) => pr.status === 'open' || pr.status === 'draft');
+      untracked(() => {
+        for (const pr of reviewable.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : -1)).slice(0, 100)) {
+          if (!this.reviewsRead.has(pr.id)) {
+            this.reviewsRead.add(pr.id);
+            void this.store.readReviewRequests(pr.id).catch(() => undefined);
+          }
+        }
+      });
+    });
   }
 }

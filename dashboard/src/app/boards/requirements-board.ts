@@ -1,6 +1,7 @@
 import { ChangeDetectionStrategy, Component, computed, inject, signal } from '@angular/core';
 import { RouterLink } from '@angular/router';
 
+import { firstLine } from '../core/attention';
 import { I18n, keyOf } from '../core/i18n';
 import { REQUIREMENT_COLUMNS, type Requirement } from '../core/models';
 import { inWindow } from '../core/stores/created-window';
@@ -18,9 +19,24 @@ const STEP = 60;
   template: `
     <h1 class="sr-only">{{ t('nav.requirements') }}</h1>
     <am-board-filter />
-    <div class="board" data-testid="requirements-board">
+    <!-- On a phone one column shows at a time: the switcher picks it (with the counts). -->
+    <div class="column-switcher" role="tablist" [attr.aria-label]="t('board.columns')" data-testid="column-switcher">
       @for (col of columns(); track col.status) {
-        <am-board-column [key]="col.status" [label]="t(keyOf('req', col.status))" [count]="col.rows.length">
+        <button
+          type="button"
+          role="tab"
+          [attr.aria-selected]="shownColumn() === col.status"
+          [class.primary]="shownColumn() === col.status"
+          (click)="column.set(col.status)"
+          [attr.data-column]="col.status"
+        >
+          {{ t(keyOf('req', col.status)) }} <span class="badge">{{ col.rows.length }}</span>
+        </button>
+      }
+    </div>
+    <div class="board" data-testid="requirements-board" [attr.data-shown-column]="shownColumn()">
+      @for (col of columns(); track col.status) {
+        <am-board-column [key]="col.status" [label]="t(keyOf('req', col.status))" [count]="col.rows.length" [class.shown]="shownColumn() === col.status">
           <ul>
             @for (row of col.rows.slice(0, shown(col.status)); track row.item.id) {
               <li>
@@ -29,8 +45,18 @@ const STEP = 60;
                   @if (row.depth === 0 && row.item.parentRequirementId) {
                     <div class="meta" data-testid="parent">↳ {{ store.requirements().get(row.item.parentRequirementId)?.title ?? row.item.parentRequirementId }}</div>
                   }
+                  @if (row.item.session.state === 'failed' && row.item.session.lastError) {
+                    <div class="meta failure" data-testid="card-error">{{ short(row.item.session.lastError) }}</div>
+                  }
                   <div class="meta">
-                    <span class="badge" [class.accent]="row.item.session.state === 'running'">{{ t(keyOf('ses', row.item.session.state)) }}</span>
+                    <span
+                      class="badge"
+                      [class.accent]="row.item.session.state === 'running'"
+                      [class.danger]="row.item.session.state === 'failed'"
+                      [attr.data-state]="row.item.session.state"
+                      data-testid="session-badge"
+                      >{{ row.item.session.state === 'failed' ? t('failed.card') : t(keyOf('ses', row.item.session.state)) }}</span
+                    >
                     @if (row.item.session.pausedAt) {
                       <span class="badge warn" data-testid="paused" [title]="t('paused.hint')">{{ t('card.paused') }}</span>
                     }
@@ -63,6 +89,10 @@ export class RequirementsBoard {
   protected readonly keyOf = keyOf;
   private readonly filter = inject(BoardFilterState);
   protected readonly limit = signal<Record<string, number>>({});
+  protected readonly short = (text: string | null) => firstLine(text, 100);
+  /** The phone's column (ignored where every column shows): the first with cards, until one is picked. */
+  protected readonly column = signal<string | null>(null);
+  protected readonly shownColumn = computed(() => this.column() ?? this.columns().find((c) => c.rows.length > 0)?.status ?? 'todo');
 
   private readonly visible = computed(() => {
     const window = this.store.window();

@@ -20,7 +20,7 @@ const TIMER_COLUMNS = ['active', 'completed', 'cancelled'] as const satisfies re
     <am-board-filter />
     <div class="board" data-testid="timers-board">
       @for (col of columns(); track col.status) {
-        <am-board-column [key]="col.status" [label]="t(keyOf('timer', col.status))" [count]="col.items.length">
+        <am-board-column [key]="col.status" [label]="t(keyOf('timerCol', col.status))" [count]="col.items.length">
           <ul>
             @for (timer of col.items; track timer.id) {
               <li class="card" [attr.data-timer-id]="timer.id">

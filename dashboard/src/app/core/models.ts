@@ -12,6 +12,8 @@ export type Configuration = Schemas['ConfigurationResponseDto'];
 export type ConfigurationValues = Schemas['ConfigurationValuesDto'];
 export type ConfigurationPatch = Schemas['UpdateConfigurationDto'];
 export type CreateRequirement = Schemas['CreateRequirementDto'];
+export type UpdateRequirement = Schemas['UpdateRequirementDto'];
+export type Usage = Schemas['UsageResponseDto'];
 /** A message with attachments, as a reply or along with a start. */
 export type Reply = Schemas['ReplyDto'];
 

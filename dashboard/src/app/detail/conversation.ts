@@ -3,7 +3,7 @@ import { RouterLink } from '@angular/router';
 
 import { I18n, keyOf } from '../core/i18n';
 import { isPending, isQueued } from '../core/live/queued';
-import type { Message, Requirement } from '../core/models';
+import type { Message, Requirement, Run, Trace } from '../core/models';
 import { ConversationStore } from '../core/stores/conversation-store';
 import { RunsStore } from '../core/stores/runs-store';
 import { MarkdownRenderer } from './markdown';
@@ -75,12 +75,28 @@ const STICK_PX = 48;
         <button type="button" class="primary small jump" (click)="jumpToLatest()" data-testid="jump-latest">↓ {{ t('action.jumpLatest') }} ({{ unseen() }})</button>
       }
     </div>
+    @if (activeRun(); as run) {
+      <!-- While the agent works: that it does, for how long, and its latest step, live from the trace. -->
+      <div class="activity" role="status" data-testid="activity" [attr.data-run-id]="run.id">
+        <span class="pulse" aria-hidden="true"></span>
+        <strong>{{ t('activity.working', { d: elapsed(run.startedAt) }) }}</strong>
+        @if (latestStep(); as step) {
+          <span class="step" data-testid="activity-step" [class.tool]="step.runningTool" [attr.data-kind]="step.trace.kind">{{
+            step.runningTool ? t('activity.tool', { s: step.trace.title, d: elapsed(step.trace.createdAt) }) : t('activity.step', { s: step.trace.title })
+          }}</span>
+        } @else {
+          <span class="step muted">{{ t('activity.starting') }}</span>
+        }
+      </div>
+    }
   `,
 })
 export class Conversation {
   readonly requirement = input.required<Requirement>();
   /** A message to bring into view and mark (from a search result), once it is loaded. */
   readonly focusSequence = input<number | null>(null);
+  /** The RD run working now, if any (the activity line shows it). */
+  readonly activeRun = input<Run | null>(null);
   protected readonly i18n = inject(I18n);
   protected readonly t = this.i18n.t;
   protected readonly keyOf = keyOf;
@@ -123,12 +139,45 @@ export class Conversation {
   /** The focused message once it was rendered (so it is scrolled to once, not on every update). */
   protected readonly focused = signal<number | null>(null);
   private scrollToFocus = false;
+  /** Ticks once a second while a run is active, for the elapsed times. */
+  private readonly now = signal(Date.now());
+
+  /** The active run's latest trace step; a tool call without its result yet is a tool running. */
+  protected readonly latestStep = computed<{ trace: Trace; runningTool: boolean } | null>(() => {
+    const run = this.activeRun();
+    if (!run) {
+      return null;
+    }
+    const trace = this.runs.trace(this.requirement().id)();
+    let latest: Trace | null = null;
+    const finished = new Set<string>();
+    for (let i = trace.length - 1; i >= 0; i--) {
+      const t = trace[i];
+      if (!t || t.runId !== run.id) {
+        continue;
+      }
+      if (t.kind === 'tool_result' && t.toolCallId) {
+        finished.add(t.toolCallId);
+      }
+      if (!latest && t.kind !== 'tool_result') {
+        latest = t;
+      }
+    }
+    return latest ? { runningTool: latest.kind === 'tool_call' && !!latest.toolCallId && !finished.has(latest.toolCallId), trace: latest } : null;
+  });
+
   private atBottom = true;
   private lastSequence = 0;
   /** Set before rendering older messages above, so the reader's view does not jump. */
   private anchor: number | null = null;
 
   constructor() {
+    effect((onCleanup) => {
+      if (this.activeRun()) {
+        const timer = setInterval(() => this.now.set(Date.now()), 1000);
+        onCleanup(() => clearInterval(timer));
+      }
+    });
     effect(() => {
       const all = this.messages();
       untracked(() => {
@@ -200,6 +249,12 @@ export class Conversation {
     this.count.set(WINDOW);
     const el = this.scroller().nativeElement;
     el.scrollTop = el.scrollHeight;
+  }
+
+  /** m:ss since a time (the run's start, a tool's call). */
+  protected elapsed(fromIso: string): string {
+    const s = Math.max(0, Math.floor((this.now() - Date.parse(fromIso)) / 1000));
+    return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
   }
 
   protected sourceLabel(m: Message): string {

@@ -1,15 +1,18 @@
 import { ChangeDetectionStrategy, Component, computed, effect, inject, input, signal, untracked, viewChild } from '@angular/core';
-import { Title } from '@angular/platform-browser';
 import { Router, RouterLink } from '@angular/router';
 
 import { I18n, keyOf } from '../core/i18n';
+import { attentionOf } from '../core/attention';
 import { isQueued } from '../core/live/queued';
 import type { Requirement } from '../core/models';
+import { PageTitle } from '../core/page-title';
 import { Notifier } from '../core/notifier';
 import { ConversationStore } from '../core/stores/conversation-store';
 import { LiveSync } from '../core/stores/live-sync';
 import { RequirementsStore } from '../core/stores/requirements-store';
 import { RunsStore } from '../core/stores/runs-store';
+import { sumUsage } from '../core/stores/usage-store';
+import { CreateRequirementDialog, type RequirementDialogMode } from '../dialogs/create-requirement-dialog';
 import { Composer } from './composer';
 import { Conversation } from './conversation';
 import { MarkdownRenderer } from './markdown';
@@ -18,10 +21,12 @@ import { TimerList } from './timer-list';
 import { TraceTimeline } from './trace-timeline';
 
 type Tab = 'overview' | 'trace';
+/** On a phone one pane shows at a time. */
+type Pane = 'conversation' | 'details';
 
 @Component({
   selector: 'am-requirement-detail',
-  imports: [RouterLink, Conversation, Composer, TraceTimeline, PullRequestList, TimerList],
+  imports: [RouterLink, Conversation, Composer, CreateRequirementDialog, TraceTimeline, PullRequestList, TimerList],
   changeDetection: ChangeDetectionStrategy.OnPush,
   templateUrl: './requirement-detail.html',
 })
@@ -35,7 +40,7 @@ export class RequirementDetail {
     return Number.isInteger(sequence) && sequence > 0 ? sequence : null;
   });
   private readonly router = inject(Router);
-  private readonly title = inject(Title);
+  private readonly title = inject(PageTitle);
   private readonly notifier = inject(Notifier);
   private readonly sync = inject(LiveSync);
   private readonly conversations = inject(ConversationStore);
@@ -47,6 +52,9 @@ export class RequirementDetail {
   protected readonly keyOf = keyOf;
   protected readonly composer = viewChild(Composer);
   protected readonly tab = signal<Tab>('overview');
+  protected readonly pane = signal<Pane>('conversation');
+  /** The edit or fork dialog, when open. */
+  protected readonly dialog = signal<RequirementDialogMode | null>(null);
   protected readonly busy = signal(false);
   protected readonly missing = signal(false);
 
@@ -56,7 +64,15 @@ export class RequirementDetail {
     return parentId ? (this.requirements.requirements().get(parentId) ?? { id: parentId, title: parentId }) : null;
   });
   protected readonly children = computed(() => [...this.requirements.requirements().values()].filter((r) => r.parentRequirementId === this.id() && r.status !== 'cancelled'));
-  protected readonly runs = computed(() => [...this.runsStore.runs().values()].filter((r) => r.requirementId === this.id()).sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1)));
+  /**
+   * Newest first. A continuation opens in the very transaction (often the same millisecond) that
+   * ends the run before it: the one that finished first is the older.
+   */
+  protected readonly runs = computed(() =>
+    [...this.runsStore.runs().values()]
+      .filter((r) => r.requirementId === this.id())
+      .sort((a, b) => (a.startedAt !== b.startedAt ? (a.startedAt < b.startedAt ? 1 : -1) : (a.finishedAt ?? '~') < (b.finishedAt ?? '~') ? 1 : -1)),
+  );
   protected readonly activeRun = computed(() => this.runs().find((r) => r.status === 'running' && r.role === 'rd'));
   protected readonly running = computed(() => this.requirement()?.session.state === 'running');
   /** Steer makes sense only when a message arrived after the run took its input. */
@@ -75,6 +91,27 @@ export class RequirementDetail {
     const r = this.requirement();
     return !!r && r.status !== 'done' && r.status !== 'cancelled' && !this.running();
   });
+  /**
+   * Start only when it has something to deliver (a first run, a failed run's input, pending
+   * messages): a waiting Requirement with nothing new would answer its last message again. The
+   * composer's Send is then the way on (the server refuses such a start, too).
+   */
+  protected readonly hasInput = computed(() => {
+    const r = this.requirement();
+    return !!r && (r.status === 'todo' || r.session.state === 'failed' || r.session.pendingMessageCount > 0);
+  });
+  protected readonly forkedFrom = computed(() => {
+    const id = this.requirement()?.forkedFromRequirementId;
+    return id ? (this.requirements.requirements().get(id) ?? { id, title: id }) : null;
+  });
+  protected readonly attention = computed(() => {
+    const r = this.requirement();
+    return r ? attentionOf(r) : null;
+  });
+  /** Every run of this Requirement (RD and reviews), summed. */
+  protected readonly usage = computed(() => sumUsage(this.runs()));
+  /** Runs numbered oldest first (the trace names them so). */
+  protected readonly runNumbers = computed(() => new Map([...this.runs()].reverse().map((run, i) => [run.id, i + 1])));
 
   /** Ticks while a run is active, so its duration counts up. */
   protected readonly now = signal(Date.now());
@@ -96,7 +133,7 @@ export class RequirementDetail {
     effect(() => {
       const r = this.requirement();
       if (r) {
-        this.title.setTitle(`${r.title} · Agent Manager`);
+        this.title.set(`${r.title} · Agent Manager`);
       }
     });
   }
@@ -117,6 +154,19 @@ export class RequirementDetail {
     return this.act((id) => this.requirements.interrupt(id, mode));
   }
 
+  protected async onCancel(): Promise<void> {
+    if (!confirm(this.t('action.cancelAsk'))) {
+      return;
+    }
+    await this.act((id) => this.requirements.cancel(id));
+  }
+
+  protected usageText(u: { inputTokens: number; outputTokens: number; costUsd: number | null }): string {
+    const fmt = (n: number) => n.toLocaleString(this.i18n.locale());
+    const tokens = this.t('usage.tokens', { i: fmt(u.inputTokens), o: fmt(u.outputTokens) });
+    return u.costUsd === null ? tokens : `${tokens} · $${u.costUsd.toFixed(4)}`;
+  }
+
   protected onConfirm(): Promise<void> {
     return this.act((id) => this.requirements.confirm(id));
   }
@@ -131,12 +181,13 @@ export class RequirementDetail {
     });
   }
 
-  protected tokens(run: { inputTokens: number | null; outputTokens: number | null }): string | null {
+  protected tokens(run: { inputTokens: number | null; outputTokens: number | null; costUsd: number | null }): string | null {
     if (run.inputTokens === null && run.outputTokens === null) {
       return null;
     }
     const fmt = (n: number | null) => (n ?? 0).toLocaleString(this.i18n.locale());
-    return this.t('detail.tokens', { i: fmt(run.inputTokens), o: fmt(run.outputTokens) });
+    const tokens = this.t('detail.tokens', { i: fmt(run.inputTokens), o: fmt(run.outputTokens) });
+    return run.costUsd === null ? tokens : `${tokens} · $${run.costUsd.toFixed(4)}`;
   }
 
   protected pausedText(r: Requirement): string {

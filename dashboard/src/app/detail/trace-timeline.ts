@@ -1,7 +1,7 @@
-import { ChangeDetectionStrategy, Component, ElementRef, afterRenderEffect, computed, inject, input, signal, viewChild } from '@angular/core';
+import { ChangeDetectionStrategy, Component, computed, inject, input, signal } from '@angular/core';
 
-import { I18n } from '../core/i18n';
-import type { Trace } from '../core/models';
+import { I18n, keyOf } from '../core/i18n';
+import type { Run, Trace } from '../core/models';
 import { RunsStore } from '../core/stores/runs-store';
 
 /** Trace entries rendered at once; a long session grows by this much on request. */
@@ -9,43 +9,48 @@ const WINDOW = 150;
 
 interface Row {
   trace: Trace;
-  /** The first entry of a run gets a separator with the run's ID. */
+  /** The first entry of a run gets a heading with the run's number, start and status. */
   newRun: boolean;
   /** For a tool call: its result's output, shown under the call. */
   output: Trace | null;
 }
 
 /**
- * Every run's trace in one timeline, live. Tool results are folded under their call; only the
- * latest window is in the DOM (with `content-visibility` for what scrolls out of view), so a
- * session with thousands of entries stays responsive.
+ * Every run's trace in one timeline, live: the newest run first, each run's steps in the order
+ * they happened, with their time and, for a tool, how long it took. Tool results are folded
+ * under their call and the assistant's text is shown as it is; only a window of rows is in the
+ * DOM (with `content-visibility` for what scrolls out of view), so thousands of entries stay
+ * responsive.
  */
 @Component({
   selector: 'am-trace-timeline',
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
-    <div class="trace" #scroller (scroll)="onScroll()" data-testid="trace" role="log" [attr.aria-label]="t('detail.trace')" tabindex="0">
-      @if (hidden() > 0) {
-        <button type="button" class="ghost small" (click)="count.set(count() + window * 4)">{{ t('action.earlier') }} ({{ hidden() }})</button>
-      }
+    <div class="trace" data-testid="trace" role="log" [attr.aria-label]="t('detail.trace')" tabindex="0">
       @for (row of visible(); track row.trace.id) {
         @if (row.newRun) {
-          <div class="run-sep">
-            <code>{{ row.trace.runId }}</code>
-          </div>
+          <div class="run-sep" data-testid="trace-run" [attr.data-run-id]="row.trace.runId" [title]="row.trace.runId">{{ runLabel(row.trace.runId) }}</div>
         }
         <div class="trace-item" [class]="'trace-item ' + row.trace.kind" [attr.data-kind]="row.trace.kind">
           <div class="row">
-            <span class="badge">{{ row.trace.kind }}</span>
+            <time class="muted" [attr.datetime]="row.trace.createdAt">{{ clock(row.trace.createdAt) }}</time>
+            <span class="badge">{{ t(keyOf('kind', row.trace.kind)) }}</span>
             @if (row.trace.toolName) {
               <code>{{ row.trace.toolName }}</code>
             }
-            <span style="overflow-wrap: anywhere">{{ row.trace.title }}</span>
+            @if (row.trace.kind !== 'assistant_message') {
+              <span style="overflow-wrap: anywhere">{{ row.trace.title }}</span>
+            }
+            @if (row.output; as out) {
+              <span class="muted" data-testid="tool-duration">{{ t('trace.took', { d: i18n.duration(row.trace.createdAt, out.createdAt) }) }}</span>
+            }
             @if (row.trace.status === 'failed' || row.output?.status === 'failed') {
-              <span class="badge danger">failed</span>
+              <span class="badge danger">{{ t('trace.failed') }}</span>
             }
           </div>
-          @if (row.trace.detail && row.trace.detail !== row.trace.title) {
+          @if (row.trace.kind === 'assistant_message') {
+            <div class="assistant-text" data-testid="assistant-text">{{ row.trace.detail || row.trace.title }}</div>
+          } @else if (row.trace.detail && row.trace.detail !== row.trace.title) {
             <details>
               <summary class="muted">{{ row.trace.kind === 'tool_call' ? row.trace.toolName || 'input' : '…' }}</summary>
               <pre>{{ row.trace.detail }}</pre>
@@ -61,60 +66,76 @@ interface Row {
       } @empty {
         <p class="empty">{{ t('detail.noTrace') }}</p>
       }
+      @if (hidden() > 0) {
+        <button type="button" class="ghost small" (click)="count.set(count() + window * 4)">{{ t('action.earlier') }} ({{ hidden() }})</button>
+      }
     </div>
   `,
 })
 export class TraceTimeline {
   readonly requirementId = input.required<string>();
-  protected readonly t = inject(I18n).t;
+  /** The Requirement's runs, newest first (for the run headings). */
+  readonly runs = input<readonly Run[]>([]);
+  readonly runNumbers = input<ReadonlyMap<string, number>>(new Map());
+  protected readonly i18n = inject(I18n);
+  protected readonly t = this.i18n.t;
+  protected readonly keyOf = keyOf;
   private readonly store = inject(RunsStore);
-  private readonly scroller = viewChild.required<ElementRef<HTMLElement>>('scroller');
   protected readonly window = WINDOW;
   protected readonly count = signal(WINDOW);
-  private atBottom = true;
 
   private readonly rows = computed<Row[]>(() => {
     const all = this.store.trace(this.requirementId())();
     const results = new Map<string, Trace>();
+    const byRun = new Map<string, Trace[]>();
     for (const t of all) {
       if (t.kind === 'tool_result' && t.toolCallId) {
         results.set(`${t.runId}:${t.toolCallId}`, t);
       }
+      byRun.set(t.runId, [...(byRun.get(t.runId) ?? []), t]);
     }
-    const calls = new Set<string>();
+    // Newest run first: in the order of the runs (newest first) when known, else by their first entry.
+    const rank = new Map(this.runs().map((r, i) => [r.id, i]));
+    const order = [...byRun.keys()].sort((a, b) => {
+      const ra = rank.get(a);
+      const rb = rank.get(b);
+      if (ra !== undefined && rb !== undefined) {
+        return ra - rb;
+      }
+      const sa = byRun.get(a)?.[0]?.createdAt ?? '';
+      const sb = byRun.get(b)?.[0]?.createdAt ?? '';
+      return sa < sb ? 1 : sa > sb ? -1 : 0;
+    });
     const rows: Row[] = [];
-    let lastRun: string | null = null;
-    for (const trace of all) {
-      const key = trace.toolCallId ? `${trace.runId}:${trace.toolCallId}` : null;
-      if (trace.kind === 'tool_result' && key && calls.has(key)) {
-        continue; // shown under its call
+    for (const runId of order) {
+      const calls = new Set<string>();
+      let first = true;
+      for (const trace of byRun.get(runId) ?? []) {
+        const key = trace.toolCallId ? `${trace.runId}:${trace.toolCallId}` : null;
+        if (trace.kind === 'tool_result' && key && calls.has(key)) {
+          continue; // shown under its call
+        }
+        if (trace.kind === 'tool_call' && key) {
+          calls.add(key);
+        }
+        rows.push({ newRun: first, output: trace.kind === 'tool_call' && key ? (results.get(key) ?? null) : null, trace });
+        first = false;
       }
-      if (trace.kind === 'tool_call' && key) {
-        calls.add(key);
-      }
-      rows.push({ newRun: trace.runId !== lastRun, output: trace.kind === 'tool_call' && key ? (results.get(key) ?? null) : null, trace });
-      lastRun = trace.runId;
     }
     return rows;
   });
 
-  protected readonly visible = computed(() => this.rows().slice(Math.max(0, this.rows().length - this.count())));
+  protected readonly visible = computed(() => this.rows().slice(0, this.count()));
   protected readonly hidden = computed(() => Math.max(0, this.rows().length - this.count()));
 
-  constructor() {
-    afterRenderEffect({
-      write: () => {
-        this.visible();
-        if (this.atBottom) {
-          const el = this.scroller().nativeElement;
-          el.scrollTop = el.scrollHeight;
-        }
-      },
-    });
+  protected runLabel(runId: string): string {
+    const run = this.runs().find((r) => r.id === runId);
+    const n = this.runNumbers().get(runId);
+    const label = this.t('trace.run', { n: n ?? '?', t: run ? this.i18n.dateTime(run.startedAt) : '' });
+    return run ? `${label} · ${this.t(keyOf('run', run.status))}` : label;
   }
 
-  protected onScroll(): void {
-    const el = this.scroller().nativeElement;
-    this.atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 48;
+  protected clock(iso: string): string {
+    return new Date(iso).toLocaleTimeString(this.i18n.locale(), { hour: '2-digit', minute: '2-digit', second: '2-digit' });
   }
 }

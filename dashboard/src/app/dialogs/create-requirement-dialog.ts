@@ -1,31 +1,57 @@
-import { ChangeDetectionStrategy, Component, inject, output, signal, viewChild } from '@angular/core';
+import { ChangeDetectionStrategy, Component, OnInit, computed, inject, input, output, signal, viewChild } from '@angular/core';
 import { Router } from '@angular/router';
 
+import { LIMITS } from '@libs/contracts';
+
 import { I18n } from '../core/i18n';
-import { PROVIDERS, REASONING_EFFORTS, type Provider, type ReasoningEffort } from '../core/models';
+import { PROVIDERS, REASONING_EFFORTS, type Provider, type ReasoningEffort, type Requirement, type UpdateRequirement } from '../core/models';
 import { RequirementsStore } from '../core/stores/requirements-store';
 import { Modal } from './modal';
+
+/** create: a new Requirement; edit: PATCH this one (text and provider only while todo); fork: a new todo copy of it. */
+export type RequirementDialogMode = 'create' | 'edit' | 'fork';
 
 @Component({
   selector: 'am-create-requirement-dialog',
   imports: [Modal],
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
-    <dialog amModal (amClosed)="closed.emit()" aria-labelledby="create-title" data-testid="create-dialog">
+    <dialog amModal (amClosed)="closed.emit()" (cancel)="onEscape($event)" aria-labelledby="create-title" data-testid="create-dialog" [attr.data-mode]="mode()">
       <form (submit)="onSubmit($event)">
-        <h2 id="create-title">{{ t('create.title') }}</h2>
+        <h2 id="create-title">{{ mode() === 'edit' ? t('edit.title') : mode() === 'fork' ? t('fork.title') : t('create.title') }}</h2>
+        @if (locked()) {
+          <p class="muted" data-testid="edit-started-note">{{ t('edit.startedNote') }}</p>
+        }
         <label>
-          {{ t('create.name') }}
-          <input name="title" required maxlength="200" autofocus [value]="title()" (input)="title.set(value($event))" data-testid="create-title" />
+          <span class="row"
+            >{{ t('create.name') }} <span class="spacer"></span
+            ><span class="muted counter" [class.over]="tooLong()" data-testid="title-counter" aria-live="polite">{{
+              t('create.counter', { max: maxTitle, n: title().length })
+            }}</span></span
+          >
+          <input
+            name="title"
+            required
+            autofocus
+            [value]="title()"
+            (input)="title.set(value($event))"
+            [disabled]="locked()"
+            [attr.aria-invalid]="tooLong()"
+            aria-describedby="title-error"
+            data-testid="create-title"
+          />
+          @if (tooLong()) {
+            <span id="title-error" class="field-error" role="alert" data-testid="title-error">{{ t('create.tooLong', { max: maxTitle, n: title().length }) }}</span>
+          }
         </label>
         <label>
           {{ t('create.description') }}
-          <textarea name="description" rows="6" [value]="description()" (input)="description.set(value($event))" data-testid="create-description"></textarea>
+          <textarea name="description" rows="6" [value]="description()" (input)="description.set(value($event))" [disabled]="locked()" data-testid="create-description"></textarea>
         </label>
         <div class="row">
           <label>
             {{ t('detail.provider') }}
-            <select name="provider" (change)="provider.set($any(value($event)))" data-testid="create-provider">
+            <select name="provider" (change)="provider.set($any(value($event)))" [disabled]="locked()" data-testid="create-provider">
               @for (p of providers; track p) {
                 <option [value]="p" [selected]="p === provider()">{{ p }}</option>
               }
@@ -33,29 +59,36 @@ import { Modal } from './modal';
           </label>
           <label>
             {{ t('detail.model') }}
-            <input name="model" maxlength="100" [placeholder]="t('detail.default')" (input)="model.set(value($event))" />
+            <input name="model" maxlength="100" [placeholder]="t('detail.default')" [value]="model()" (input)="model.set(value($event))" data-testid="create-model" />
           </label>
           <label>
             {{ t('detail.effort') }}
-            <select name="effort" (change)="effort.set($any(value($event)))">
-              <option value="">{{ t('detail.default') }}</option>
+            <select name="effort" (change)="effort.set($any(value($event)))" data-testid="create-effort">
+              <option value="" [selected]="effort() === ''">{{ t('detail.default') }}</option>
               @for (e of efforts; track e) {
-                <option [value]="e">{{ e }}</option>
+                <option [value]="e" [selected]="e === effort()">{{ e }}</option>
               }
             </select>
           </label>
         </div>
-        <label class="inline"><input type="checkbox" (change)="startNow.set($any($event.target).checked)" /> {{ t('create.startNow') }}</label>
+        @if (mode() !== 'edit') {
+          <label class="inline"><input type="checkbox" (change)="startNow.set($any($event.target).checked)" /> {{ t('create.startNow') }}</label>
+        }
         <div class="row">
           <span class="spacer"></span>
           <button type="button" (click)="modal().close()">{{ t('action.cancel') }}</button>
-          <button type="submit" class="primary" [disabled]="busy() || !title().trim()" data-testid="create-submit">{{ t('action.create') }}</button>
+          <button type="submit" class="primary" [disabled]="busy() || !title().trim() || tooLong()" data-testid="create-submit">
+            {{ mode() === 'edit' ? t('action.save') : mode() === 'fork' ? t('action.fork') : t('action.create') }}
+          </button>
         </div>
       </form>
     </dialog>
   `,
 })
-export class CreateRequirementDialog {
+export class CreateRequirementDialog implements OnInit {
+  readonly mode = input<RequirementDialogMode>('create');
+  /** The Requirement edited or forked. */
+  readonly source = input<Requirement | null>(null);
   readonly closed = output<void>();
   private readonly store = inject(RequirementsStore);
   private readonly router = inject(Router);
@@ -63,6 +96,7 @@ export class CreateRequirementDialog {
   protected readonly modal = viewChild.required(Modal);
   protected readonly providers = PROVIDERS;
   protected readonly efforts = REASONING_EFFORTS;
+  protected readonly maxTitle = LIMITS.titleLength;
   protected readonly title = signal('');
   protected readonly description = signal('');
   protected readonly provider = signal<Provider>('codex');
@@ -70,22 +104,59 @@ export class CreateRequirementDialog {
   protected readonly effort = signal<ReasoningEffort | ''>('');
   protected readonly startNow = signal(false);
   protected readonly busy = signal(false);
+  /** Refused with a message rather than cut: the server's limit, counted as the person types. */
+  protected readonly tooLong = computed(() => this.title().length > LIMITS.titleLength);
+  /** Editing a started Requirement: its text and provider are fixed. */
+  protected readonly locked = computed(() => this.mode() === 'edit' && this.source()?.status !== 'todo');
+  private initial = '';
+
+  ngOnInit(): void {
+    const source = this.source();
+    if (source) {
+      this.title.set(source.title);
+      this.description.set(source.description);
+      this.provider.set(source.provider);
+      this.model.set(source.model ?? '');
+      this.effort.set(source.reasoningEffort ?? '');
+    }
+    this.initial = this.snapshot();
+  }
 
   protected value(event: Event): string {
     return (event.target as HTMLInputElement).value;
   }
 
+  /** Escape closes the dialog; with a draft typed it asks first instead of throwing it away. */
+  protected onEscape(event: Event): void {
+    if (this.snapshot() !== this.initial && !confirm(this.t('create.discardAsk'))) {
+      event.preventDefault();
+    }
+  }
+
   protected async onSubmit(event: Event): Promise<void> {
     event.preventDefault();
+    if (this.tooLong()) {
+      return;
+    }
     this.busy.set(true);
     try {
-      const created = await this.store.create({
+      const fields = {
         description: this.description(),
         model: this.model().trim() || null,
         provider: this.provider(),
         reasoningEffort: this.effort() || null,
         title: this.title().trim(),
-      });
+      };
+      const source = this.source();
+      if (this.mode() === 'edit' && source) {
+        const changed = this.changed(source, fields);
+        if (Object.keys(changed).length > 0) {
+          await this.store.update(source.id, changed);
+        }
+        this.modal().close();
+        return;
+      }
+      const created = this.mode() === 'fork' && source ? await this.store.fork(source.id, fields) : await this.store.create(fields);
       if (this.startNow()) {
         await this.store.start(created.id);
       }
@@ -96,5 +167,15 @@ export class CreateRequirementDialog {
     } finally {
       this.busy.set(false);
     }
+  }
+
+  /** Only the fields that changed: a started Requirement refuses a title or provider even unchanged in spirit. */
+  private changed(source: Requirement, fields: Required<UpdateRequirement>): UpdateRequirement {
+    const keys = ['title', 'description', 'provider', 'model', 'reasoningEffort'] as const;
+    return Object.fromEntries(keys.filter((k) => fields[k] !== source[k]).map((k) => [k, fields[k]]));
+  }
+
+  private snapshot(): string {
+    return JSON.stringify([this.title(), this.description(), this.provider(), this.model(), this.effort()]);
   }
 }

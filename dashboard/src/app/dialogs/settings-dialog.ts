@@ -1,6 +1,7 @@
 import { ChangeDetectionStrategy, Component, computed, effect, inject, output, signal, untracked, viewChild } from '@angular/core';
 
-import { I18n } from '../core/i18n';
+import { ApiError } from '../core/api';
+import { I18n, keyOf } from '../core/i18n';
 import type { Configuration, ConfigurationValues } from '../core/models';
 import { Notifier } from '../core/notifier';
 import { ConfigurationStore } from '../core/stores/configuration-store';
@@ -11,13 +12,14 @@ interface FieldSpec {
   key: Field;
   type: 'number' | 'text' | 'nullable' | 'secret' | 'select';
   options?: readonly string[];
+  unit?: 'seconds' | 'days';
 }
 
 const FIELDS: readonly FieldSpec[] = [
-  { key: 'pullRequestReconcileIntervalSeconds', type: 'number' },
-  { key: 'rdInactivityTimeoutSeconds', type: 'number' },
-  { key: 'doneRequirementRetentionDays', type: 'number' },
-  { key: 'cancelledRequirementRetentionDays', type: 'number' },
+  { key: 'pullRequestReconcileIntervalSeconds', type: 'number', unit: 'seconds' },
+  { key: 'rdInactivityTimeoutSeconds', type: 'number', unit: 'seconds' },
+  { key: 'doneRequirementRetentionDays', type: 'number', unit: 'days' },
+  { key: 'cancelledRequirementRetentionDays', type: 'number', unit: 'days' },
   { key: 'logLevel', options: ['error', 'warn', 'info', 'debug'], type: 'select' },
   { key: 'codexExecutable', type: 'text' },
   { key: 'claudeExecutable', type: 'text' },
@@ -49,33 +51,45 @@ const FIELDS: readonly FieldSpec[] = [
           @if (c.restartRequired) {
             <p class="badge warn" role="status" data-testid="restart-pending">{{ t('settings.restartPending', { f: c.restartRequiredFields.join(', ') }) }}</p>
           }
-          <div class="kv" style="align-items: center">
+          <div class="settings-fields">
             @for (f of fields; track f.key) {
-              <label [for]="'cfg-' + f.key" style="display: block">
-                <code>{{ f.key }}</code>
-                @if (!live().has(f.key)) {
-                  <span class="badge warn" style="margin-left: 0.3rem">{{ t('settings.restart') }}</span>
-                }
-              </label>
-              <div>
-                @if (f.type === 'select') {
-                  <select [id]="'cfg-' + f.key" (change)="set(f, $event)">
-                    @for (o of f.options; track o) {
-                      <option [value]="o" [selected]="o === draft()[f.key]">{{ o }}</option>
-                    }
-                  </select>
-                } @else {
-                  <input
-                    [id]="'cfg-' + f.key"
-                    [type]="f.type === 'number' ? 'number' : f.type === 'secret' ? 'password' : 'text'"
-                    autocomplete="off"
-                    [value]="draft()[f.key] ?? ''"
-                    (input)="set(f, $event)"
-                    style="width: 100%"
-                  />
+              <div class="setting" [class.invalid]="errors()[f.key]" [attr.data-field]="f.key">
+                <label [for]="'cfg-' + f.key" class="setting-label">
+                  <span>{{ t(keyOf('cfg', f.key)) }}</span>
+                  @if (!live().has(f.key)) {
+                    <span class="badge warn">{{ t('settings.restart') }}</span>
+                  }
+                </label>
+                <div class="setting-input">
+                  @if (f.type === 'select') {
+                    <select [id]="'cfg-' + f.key" (change)="set(f, $event)" [attr.aria-describedby]="'help-' + f.key">
+                      @for (o of f.options; track o) {
+                        <option [value]="o" [selected]="o === draft()[f.key]">{{ o }}</option>
+                      }
+                    </select>
+                  } @else {
+                    <input
+                      [id]="'cfg-' + f.key"
+                      [type]="f.type === 'number' ? 'number' : f.type === 'secret' ? 'password' : 'text'"
+                      autocomplete="off"
+                      [value]="draft()[f.key] ?? ''"
+                      (input)="set(f, $event)"
+                      [attr.aria-invalid]="!!errors()[f.key]"
+                      [attr.aria-describedby]="'help-' + f.key + (errors()[f.key] ? ' error-' + f.key : '')"
+                    />
+                  }
+                  @if (f.unit) {
+                    <span class="muted unit">{{ t(keyOf('unit', f.unit)) }}</span>
+                  }
+                </div>
+                <div class="muted help" [id]="'help-' + f.key">
+                  {{ t(helpKey(f.key)) }} · <code>{{ f.key }}</code>
+                </div>
+                @if (errors()[f.key]; as error) {
+                  <div class="field-error" [id]="'error-' + f.key" role="alert" data-testid="field-error">{{ error }}</div>
                 }
                 @if (c.overriddenFields.includes(f.key)) {
-                  <div class="muted" style="font-size: 0.8em">{{ t('settings.overridden') }}: {{ c.effective[f.key] }}</div>
+                  <div class="muted help">{{ t('settings.overridden') }}: {{ c.effective[f.key] }}</div>
                 }
               </div>
             }
@@ -87,10 +101,14 @@ const FIELDS: readonly FieldSpec[] = [
           ><input type="checkbox" [checked]="notifier.browserEnabled()" (change)="notifier.setBrowserEnabled($any($event.target).checked)" data-testid="notifications" />
           {{ t('settings.notifications') }}</label
         >
-        <div class="row">
+        <!-- Sticky: Save stays in view however long the list is. -->
+        <div class="row dialog-footer">
+          @if (hasErrors()) {
+            <span class="field-error">{{ t('settings.invalid') }}</span>
+          }
           <span class="spacer"></span>
           <button type="button" (click)="modal().close()">{{ t('action.close') }}</button>
-          <button type="submit" class="primary" [disabled]="!dirty() || busy()">{{ t('action.save') }}</button>
+          <button type="submit" class="primary" [disabled]="!dirty() || busy()" data-testid="settings-save">{{ t('action.save') }}</button>
         </div>
       </form>
     </dialog>
@@ -101,6 +119,10 @@ export class SettingsDialog {
   private readonly store = inject(ConfigurationStore);
   protected readonly notifier = inject(Notifier);
   protected readonly t = inject(I18n).t;
+  protected readonly keyOf = keyOf;
+  /** The server's refusal, per field it names (shown under that field instead of a toast). */
+  protected readonly errors = signal<Partial<Record<Field, string>>>({});
+  protected readonly hasErrors = computed(() => Object.keys(this.errors()).length > 0);
   protected readonly modal = viewChild.required(Modal);
   protected readonly fields = FIELDS;
   /** What the server applies at once (from the configuration response); every other field waits for a restart. */
@@ -122,6 +144,13 @@ export class SettingsDialog {
     const raw = (event.target as HTMLInputElement).value;
     const value = field.type === 'number' ? (raw === '' ? null : Number(raw)) : field.type === 'nullable' || field.type === 'secret' ? raw.trim() || null : raw;
     this.draft.update((d) => ({ ...d, [field.key]: value }));
+    if (this.errors()[field.key]) {
+      this.errors.update(({ [field.key]: _fixed, ...rest }) => rest);
+    }
+  }
+
+  protected helpKey(field: Field): `cfg.${Field}.help` {
+    return `cfg.${field}.help`;
   }
 
   private readonly patch = computed(() => {
@@ -144,11 +173,35 @@ export class SettingsDialog {
     try {
       const next = await this.store.update(this.patch());
       this.accept(next);
+      this.errors.set({});
       this.notifier.info(this.t('settings.saved'));
-    } catch {
-      // shown by the API service
+    } catch (err) {
+      this.showRefusal(err);
     } finally {
       this.busy.set(false);
+    }
+  }
+
+  /** class-validator's messages start with the property: mark each field named; anything else is a toast. */
+  private showRefusal(err: unknown): void {
+    const message = err instanceof ApiError ? err.message : String(err);
+    const marked: Partial<Record<Field, string>> = {};
+    const rest: string[] = [];
+    for (const part of message.split('; ')) {
+      const field = FIELDS.find((f) => part.startsWith(`${f.key} `) || part.includes(`"${f.key}"`) || part.startsWith(`${f.key}:`));
+      if (field) {
+        marked[field.key] = part;
+      } else {
+        rest.push(part);
+      }
+    }
+    this.errors.set(marked);
+    if (rest.length > 0 || Object.keys(marked).length === 0) {
+      this.notifier.error(err instanceof ApiError && err.status ? `${err.status} · ${rest.join('; ') || message}` : message);
+    }
+    const first = Object.keys(marked)[0];
+    if (first) {
+      document.getElementById(`cfg-${first}`)?.focus();
     }
   }
 

@@ -86,6 +86,7 @@ describe(Database.name, () => {
     createdAt: 'c',
     createdBy: 'human',
     description: '',
+    forkedFromRequirementId: null,
     id,
     model: null,
     parentRequirementId: null,

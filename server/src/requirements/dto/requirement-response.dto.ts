@@ -54,6 +54,8 @@ export class RequirementResponseDto implements Requirement {
   @ApiProperty({ enum: REQUIREMENT_CREATORS }) createdBy!: RequirementCreator;
   @ApiProperty({ nullable: true, type: String }) parentRequirementId!: string | null;
   @ApiProperty({ nullable: true, type: String }) sourceSessionId!: string | null;
+  @ApiProperty({ description: 'The Requirement this one was forked from (POST /requirements/:id/fork), or null', nullable: true, type: String })
+  forkedFromRequirementId!: string | null;
   @ApiProperty() createdAt!: string;
   @ApiProperty() updatedAt!: string;
   @ApiProperty({ nullable: true, type: String }) completedAt!: string | null;
@@ -98,6 +100,7 @@ export function toRequirementResponse(requirement: RequirementEntity, session: A
     createdAt: requirement.createdAt,
     createdBy: requirement.createdBy,
     description: requirement.description,
+    forkedFromRequirementId: requirement.forkedFromRequirementId,
     id: requirement.id,
     // A Requirement from before worktrees has a row saying in_place (its migration); none at all is the same.
     isolation: place?.isolation ?? 'in_place',

@@ -43,6 +43,8 @@ export class AgentRunResponseDto implements AgentRun {
   @ApiProperty({ nullable: true, type: Number }) cachedInputTokens!: number | null;
   @ApiProperty({ nullable: true, type: Number }) outputTokens!: number | null;
   @ApiProperty({ nullable: true, type: Number }) reasoningOutputTokens!: number | null;
+  @ApiProperty({ description: 'What the provider says the run cost, in US dollars (Claude Code reports it; null when not reported)', nullable: true, type: Number })
+  costUsd!: number | null;
 }
 
 export class AgentTraceEventResponseDto implements AgentTraceEvent {
@@ -86,6 +88,7 @@ export class InterruptResponseDto {
 export function toRunResponse(run: AgentRunEntity): AgentRunResponseDto {
   return {
     cachedInputTokens: run.cachedInputTokens,
+    costUsd: run.costUsd,
     error: run.error,
     exitCode: run.exitCode,
     finishedAt: run.finishedAt,

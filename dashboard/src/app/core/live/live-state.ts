@@ -88,6 +88,7 @@ export class LiveState {
       case 'requirement.updated':
         this.applyRequirement(event, event.payload.requirement, changes);
         break;
+      case 'requirement.cancelled':
       case 'requirement.completed':
       case 'requirement.deleted':
         this.applyRequirement(event, event.payload.requirement, changes);

@@ -24,7 +24,8 @@ export class ConfigurationStore {
     return this.api.call(this.api.client.GET('/api/configuration'));
   }
 
+  /** Quiet: the settings dialog marks the field a refusal names instead of a toast. */
   update(patch: ConfigurationPatch): Promise<Configuration> {
-    return this.api.call(this.api.client.PATCH('/api/configuration', { body: patch }));
+    return this.api.call(this.api.client.PATCH('/api/configuration', { body: patch }), true);
   }
 }

@@ -14,6 +14,7 @@ import { PullRequestsStore } from './pull-requests-store';
 import { RequirementsStore } from './requirements-store';
 import { RunsStore } from './runs-store';
 import { TimersStore } from './timers-store';
+import { UsageStore } from './usage-store';
 import { WORKSPACE } from './workspace';
 import { T0, T1, T2, eventBuilder, message, requirement, run, timer } from '../../../testing/builders';
 
@@ -84,7 +85,7 @@ function fakeApi(answers: Record<string, (options: unknown) => unknown> = {}) {
 function setup(answers?: Record<string, (options: unknown) => unknown>) {
   const { api, calls } = fakeApi(answers);
   const events = new Subject<ManagerEvent | 'resync'>();
-  const stores: ProviderToken<unknown>[] = [ConfigurationStore, ConversationStore, LiveSync, PullRequestsStore, RequirementsStore, RunsStore, TimersStore];
+  const stores: ProviderToken<unknown>[] = [ConfigurationStore, ConversationStore, LiveSync, PullRequestsStore, RequirementsStore, RunsStore, TimersStore, UsageStore];
   const injector = Injector.create({
     providers: [
       { provide: Api, useValue: api },
@@ -101,10 +102,10 @@ function setup(answers?: Record<string, (options: unknown) => unknown>) {
 }
 
 describe(LiveSync.name, () => {
-  it('reads the three boards on start', async () => {
+  it('reads the three boards and the usage totals on start', async () => {
     const { calls, get, settle } = setup({ 'GET /api/requirements': () => ({ items: [requirement('req_a', T0)], nextCursor: null }) });
     await settle();
-    expect(calls).toEqual(expect.arrayContaining(['GET /api/requirements', 'GET /api/pull-requests', 'GET /api/timers']));
+    expect(calls).toEqual(expect.arrayContaining(['GET /api/requirements', 'GET /api/pull-requests', 'GET /api/timers', 'GET /api/usage']));
     expect(get(RequirementsStore).requirements().get('req_a')?.title).toBe('req_a');
     expect(get(RequirementsStore).loading()).toBe(false);
   });

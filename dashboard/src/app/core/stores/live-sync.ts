@@ -10,6 +10,7 @@ import { PullRequestsStore } from './pull-requests-store';
 import { RequirementsStore } from './requirements-store';
 import { RunsStore } from './runs-store';
 import { TimersStore } from './timers-store';
+import { UsageStore } from './usage-store';
 import { WORKSPACE } from './workspace';
 
 /**
@@ -27,8 +28,9 @@ export class LiveSync {
   private readonly requirements = inject(RequirementsStore);
   private readonly runs = inject(RunsStore);
   private readonly timers = inject(TimersStore);
+  private readonly usage = inject(UsageStore);
   /** In this order: a finished run's notification finds its Requirement already published. */
-  private readonly stores = [this.requirements, this.pullRequests, this.timers, this.runs, this.configuration, this.conversations];
+  private readonly stores = [this.requirements, this.pullRequests, this.timers, this.runs, this.configuration, this.conversations, this.usage];
 
   readonly connection = this.stream.state.asReadonly();
 
@@ -74,7 +76,7 @@ export class LiveSync {
   }
 
   private loadSnapshots(): Promise<void> {
-    return this.requirements.reload(() => [this.pullRequests.readPullRequests(), this.timers.readTimers()]);
+    return this.requirements.reload(() => [this.pullRequests.readPullRequests(), this.timers.readTimers(), this.usage.read()]);
   }
 
   private onEvent(event: ManagerEvent): void {

@@ -2,7 +2,7 @@ import { Injectable, computed, inject, signal } from '@angular/core';
 
 import { Api } from '../api';
 import type { Changes } from '../live/live-state';
-import type { CreateRequirement, Reply, Requirement } from '../models';
+import type { CreateRequirement, Reply, Requirement, UpdateRequirement } from '../models';
 import { cutoffFor, type CreatedWindow } from './created-window';
 import { WORKSPACE } from './workspace';
 
@@ -87,6 +87,25 @@ export class RequirementsStore {
 
   async confirm(id: string): Promise<void> {
     this.accept(await this.api.call(this.api.client.POST('/api/requirements/{id}/confirm', { params: { path: { id } } })));
+  }
+
+  /** A person's edit (title, description and provider only while todo). */
+  async update(id: string, body: UpdateRequirement): Promise<Requirement> {
+    const updated = await this.api.call(this.api.client.PATCH('/api/requirements/{id}', { body, params: { path: { id } } }));
+    this.accept(updated);
+    return updated;
+  }
+
+  /** A new todo Requirement copied from this one (with the given fields changed). */
+  async fork(id: string, body: UpdateRequirement): Promise<Requirement> {
+    const forked = await this.api.call(this.api.client.POST('/api/requirements/{id}/fork', { body, params: { path: { id } } }));
+    this.accept(forked);
+    return forked;
+  }
+
+  /** Gives up a Requirement: answers once its run is stopped. */
+  async cancel(id: string): Promise<void> {
+    this.accept(await this.api.call(this.api.client.POST('/api/requirements/{id}/cancel', { params: { path: { id } } })));
   }
 
   /** The purge event that follows removes it (with its tombstone). */

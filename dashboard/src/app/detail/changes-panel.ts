@@ -1,0 +1,164 @@
+import { ChangeDetectionStrategy, Component, ElementRef, computed, effect, inject, input, signal, untracked, viewChild } from '@angular/core';
+import { DomSanitizer, type SafeHtml } from '@angular/platform-browser';
+import { html as diffHtml } from 'diff2html';
+import DOMPurify from 'dompurify';
+
+import { Api } from '../core/api';
+import { I18n, keyOf } from '../core/i18n';
+import type { ChangedFile, Requirement, RequirementChanges } from '../core/models';
+import { ConversationStore } from '../core/stores/conversation-store';
+
+/** A line picked in a diff, to comment on. */
+interface PickedLine {
+  path: string;
+  line: number;
+  side: 'new' | 'old';
+  code: string;
+}
+
+/**
+ * The Changes tab: what the agent changed in its worktree against the merge base with its base
+ * ref (committed, uncommitted and untracked), a file at a time, rendered by diff2html. Clicking a
+ * line number picks that line; the comment goes to the agent as the person's message, naming the
+ * file and line. The diff is the agent's text: diff2html escapes it, DOMPurify removes anything
+ * active, and only then is it marked safe.
+ */
+@Component({
+  selector: 'am-changes-panel',
+  changeDetection: ChangeDetectionStrategy.OnPush,
+  template: `
+    <section class="changes" data-testid="changes">
+      @if (error()) {
+        <p class="muted" data-testid="changes-unavailable">{{ error() }}</p>
+      } @else if (changes(); as c) {
+        <div class="row changes-head">
+          <span class="muted" data-testid="changes-summary">{{ t('changes.summary', { n: c.files.length, base: c.baseRef, sha: c.mergeBaseSha.slice(0, 8) }) }}</span>
+          @if (c.truncated) {
+            <span class="badge warn">{{ t('changes.truncated') }}</span>
+          }
+          <span class="spacer"></span>
+          <button type="button" class="ghost small" (click)="load()" data-testid="changes-refresh">↻ {{ t('changes.refresh') }}</button>
+        </div>
+        <ul class="changed-files" [attr.aria-label]="t('changes.files')">
+          @for (f of c.files; track f.path) {
+            <li>
+              <button type="button" class="ghost file" [class.active]="f.path === selected()?.path" (click)="open(f)" data-testid="changed-file" [attr.data-path]="f.path">
+                <span class="badge" [attr.data-status]="f.status">{{ t(keyOf('changes', f.status)) }}</span>
+                <span class="path">{{ f.oldPath ? f.oldPath + ' → ' : '' }}{{ f.path }}</span>
+                @if (f.binary) {
+                  <span class="muted">{{ t('changes.binary') }}</span>
+                } @else {
+                  <span class="adds">+{{ f.additions }}</span><span class="dels">−{{ f.deletions }}</span>
+                }
+              </button>
+            </li>
+          } @empty {
+            <li class="muted">{{ t('changes.none') }}</li>
+          }
+        </ul>
+        @if (selected()) {
+          <div class="diff" #diff (click)="pick($event)" [innerHTML]="diff()" data-testid="diff"></div>
+        }
+        @if (picked(); as p) {
+          <form class="line-comment" (submit)="$event.preventDefault(); send(comment.value); comment.value = ''" data-testid="line-comment">
+            <label for="am-line-comment">{{ t('changes.commentOn', { path: p.path, line: p.line }) }}</label>
+            <code class="muted">{{ p.code }}</code>
+            <textarea id="am-line-comment" #comment rows="3" maxlength="20000" data-testid="line-comment-text"></textarea>
+            <div class="row">
+              <span class="spacer"></span>
+              <button type="button" class="ghost" (click)="picked.set(null)">{{ t('action.cancel') }}</button>
+              <button type="submit" class="primary" data-testid="line-comment-send">{{ t('changes.send') }}</button>
+            </div>
+          </form>
+        }
+      } @else {
+        <p class="muted">{{ t('board.loading') }}</p>
+      }
+    </section>
+  `,
+})
+export class ChangesPanel {
+  readonly requirement = input.required<Requirement>();
+  protected readonly t = inject(I18n).t;
+  protected readonly keyOf = keyOf;
+  private readonly api = inject(Api);
+  private readonly conversations = inject(ConversationStore);
+  private readonly sanitizer = inject(DomSanitizer);
+  private readonly diffElement = viewChild<ElementRef<HTMLElement>>('diff');
+
+  protected readonly changes = signal<RequirementChanges | null>(null);
+  protected readonly error = signal<string | null>(null);
+  protected readonly selected = signal<ChangedFile | null>(null);
+  private readonly diffText = signal('');
+  protected readonly picked = signal<PickedLine | null>(null);
+  protected readonly diff = computed<SafeHtml>(() =>
+    this.sanitizer.bypassSecurityTrustHtml(DOMPurify.sanitize(diffHtml(this.diffText(), { drawFileList: false, matching: 'none', outputFormat: 'line-by-line' }))),
+  );
+  /** What the list was read for: the branch head and whether the tree was dirty. */
+  private readVersion = '';
+
+  constructor() {
+    effect(() => {
+      const r = this.requirement();
+      const version = `${r.id}:${r.worktree?.headSha ?? ''}:${r.worktree?.refreshedAt ?? ''}`;
+      untracked(() => {
+        if (version !== this.readVersion) {
+          this.readVersion = version;
+          void this.load();
+        }
+      });
+    });
+  }
+
+  protected async load(): Promise<void> {
+    const id = this.requirement().id;
+    const { data, response } = await this.api.client.GET('/api/requirements/{id}/changes', { params: { path: { id } } });
+    if (!response.ok || !data) {
+      this.changes.set(null);
+      this.error.set(response.status === 409 ? this.t('changes.noWorktree') : this.t('changes.failed', { status: response.status }));
+      return;
+    }
+    this.error.set(null);
+    this.changes.set(data);
+    const still = this.selected() && data.files.find((f) => f.path === this.selected()?.path);
+    if (still) {
+      await this.open(still);
+    }
+  }
+
+  protected async open(file: ChangedFile): Promise<void> {
+    this.selected.set(file);
+    this.picked.set(null);
+    const query = file.oldPath ? { oldPath: file.oldPath, path: file.path } : { path: file.path };
+    const { data } = await this.api.client.GET('/api/requirements/{id}/changes/diff', { params: { path: { id: this.requirement().id }, query }, parseAs: 'text' });
+    this.diffText.set(typeof data === 'string' ? data : '');
+  }
+
+  /** A click on a line number picks that line of the selected file. */
+  protected pick(event: MouseEvent): void {
+    const cell = (event.target as HTMLElement).closest('td.d2h-code-linenumber');
+    const file = this.selected();
+    if (!cell || !file || !this.diffElement()?.nativeElement.contains(cell)) {
+      return;
+    }
+    const newLine = Number(cell.querySelector('.line-num2')?.textContent?.trim());
+    const oldLine = Number(cell.querySelector('.line-num1')?.textContent?.trim());
+    const code = (cell.parentElement?.querySelector('.d2h-code-line-ctn')?.textContent ?? '').trim();
+    if (Number.isInteger(newLine) && newLine > 0) {
+      this.picked.set({ code, line: newLine, path: file.path, side: 'new' });
+    } else if (Number.isInteger(oldLine) && oldLine > 0) {
+      this.picked.set({ code, line: oldLine, path: file.oldPath ?? file.path, side: 'old' });
+    }
+  }
+
+  protected async send(text: string): Promise<void> {
+    const p = this.picked();
+    if (!p || !text.trim()) {
+      return;
+    }
+    const where = p.side === 'old' ? `${p.path}, line ${p.line} before the change` : `${p.path}, line ${p.line}`;
+    const quote = p.code ? `\n\n> ${p.code.replace(/\n/g, ' ')}` : '';
+    await this.conversations.reply(this.requirement().id, { message: `About ${where}:${quote}\n\n${text.trim()}` });
+    this.picked.set(null);
+  }
+}

@@ -1,0 +1,35 @@
+import { LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
+
+import { OptionalEnum, OptionalText } from '../../core/validation';
+
+/**
+ * A person's edit (PATCH). Title, description and provider only while the Requirement is todo
+ * (a started session has its provider, and its agent read the text); model and effort apply to
+ * the next run. Agents have no route to this: their children's text is fixed once proposed.
+ */
+export class UpdateRequirementDto {
+  @OptionalText({ description: 'What to build (Markdown); only while todo', max: LIMITS.descriptionLength })
+  description?: string;
+
+  @OptionalText({
+    description: 'Model name passed to the provider CLI from the next run on; null for its default',
+    example: 'gpt-5.1-codex',
+    max: LIMITS.modelLength,
+    min: 1,
+    nullable: true,
+    pattern: /^[\w.:/@-]+$/,
+  })
+  model?: string | null;
+
+  @OptionalEnum(PROVIDERS, 'Which coding agent runs the RD session; only while todo')
+  provider?: Provider;
+
+  @OptionalEnum(REASONING_EFFORTS, 'Reasoning effort from the next run on; null for the default', true)
+  reasoningEffort?: ReasoningEffort | null;
+
+  @OptionalText({ description: 'Short title; only while todo', example: 'Add tiered timings to the compaction profile', max: LIMITS.titleLength, min: 1, pattern: /\S/ })
+  title?: string;
+}
+
+/** A fork copies the original's fields; any given here replace them in the copy. */
+export class ForkRequirementDto extends UpdateRequirementDto {}
