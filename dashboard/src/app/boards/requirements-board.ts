@@ -67,6 +67,15 @@ const STEP = 60;
                       <span class="badge">{{ t('card.children', { n }) }}</span>
                     }
                     <span>{{ row.item.provider }}</span>
+                    @if (row.item.worktree?.branch; as branch) {
+                      <code class="branch" data-testid="card-branch" [title]="branch">{{ branch }}</code>
+                      @if (row.item.worktree?.ahead) {
+                        <span class="badge" data-testid="card-ahead">{{ t('card.ahead', { n: row.item.worktree?.ahead ?? 0 }) }}</span>
+                      }
+                      @if (row.item.worktree?.dirty) {
+                        <span class="badge warn" data-testid="card-dirty">{{ t('card.dirty') }}</span>
+                      }
+                    }
                     <span class="spacer"></span>
                     <time [attr.datetime]="row.item.createdAt">{{ i18n.dateTime(row.item.createdAt) }}</time>
                   </div>

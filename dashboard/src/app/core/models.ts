@@ -25,6 +25,8 @@ export type ReasoningEffort = NonNullable<Requirement['reasoningEffort']>;
 
 export type Timer = Schemas['TimerResponseDto'];
 export type SearchHit = Schemas['SearchHitDto'];
+export type RequirementChanges = Schemas['RequirementChangesResponseDto'];
+export type ChangedFile = Schemas['ChangedFileDto'];
 export type CreateTimer = Schemas['CreateTimerDto'];
 export type ReviewRequest = Schemas['ReviewRequestResponseDto'];
 export type CreateReviewRequest = Schemas['CreateReviewRequestDto'];

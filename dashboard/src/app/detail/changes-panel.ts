@@ -48,7 +48,8 @@ interface PickedLine {
                 @if (f.binary) {
                   <span class="muted">{{ t('changes.binary') }}</span>
                 } @else {
-                  <span class="adds">+{{ f.additions }}</span><span class="dels">−{{ f.deletions }}</span>
+                  <span class="adds">+{{ f.additions }}</span
+                  ><span class="dels">−{{ f.deletions }}</span>
                 }
               </button>
             </li>
@@ -57,7 +58,8 @@ interface PickedLine {
           }
         </ul>
         @if (selected()) {
-          <div class="diff" #diff (click)="pick($event)" [innerHTML]="diff()" data-testid="diff"></div>
+          <p class="muted small">{{ t('changes.pick') }}</p>
+          <div class="diff" #diffBox (click)="pick($event)" [innerHTML]="diff()" data-testid="diff"></div>
         }
         @if (picked(); as p) {
           <form class="line-comment" (submit)="$event.preventDefault(); send(comment.value); comment.value = ''" data-testid="line-comment">
@@ -84,7 +86,7 @@ export class ChangesPanel {
   private readonly api = inject(Api);
   private readonly conversations = inject(ConversationStore);
   private readonly sanitizer = inject(DomSanitizer);
-  private readonly diffElement = viewChild<ElementRef<HTMLElement>>('diff');
+  private readonly diffElement = viewChild<ElementRef<HTMLElement>>('diffBox');
 
   protected readonly changes = signal<RequirementChanges | null>(null);
   protected readonly error = signal<string | null>(null);

@@ -14,19 +14,20 @@ import { RunsStore } from '../core/stores/runs-store';
 import { sumUsage } from '../core/stores/usage-store';
 import { CreateRequirementDialog, type RequirementDialogMode } from '../dialogs/create-requirement-dialog';
 import { Composer } from './composer';
+import { ChangesPanel } from './changes-panel';
 import { Conversation } from './conversation';
 import { MarkdownRenderer } from './markdown';
 import { PullRequestList } from './pull-request-list';
 import { TimerList } from './timer-list';
 import { TraceTimeline } from './trace-timeline';
 
-type Tab = 'overview' | 'trace';
+type Tab = 'overview' | 'trace' | 'changes';
 /** On a phone one pane shows at a time. */
 type Pane = 'conversation' | 'details';
 
 @Component({
   selector: 'am-requirement-detail',
-  imports: [RouterLink, Conversation, Composer, CreateRequirementDialog, TraceTimeline, PullRequestList, TimerList],
+  imports: [RouterLink, ChangesPanel, Conversation, Composer, CreateRequirementDialog, TraceTimeline, PullRequestList, TimerList],
   changeDetection: ChangeDetectionStrategy.OnPush,
   templateUrl: './requirement-detail.html',
 })
@@ -139,8 +140,9 @@ export class RequirementDetail {
   }
 
   /** Arrow keys move between the two tabs (the WAI-ARIA tabs pattern), focus follows. */
-  protected switchTab(): void {
-    this.tab.set(this.tab() === 'overview' ? 'trace' : 'overview');
+  protected switchTab(step = 1): void {
+    const tabs: Tab[] = this.requirement()?.isolation === 'worktree' ? ['overview', 'trace', 'changes'] : ['overview', 'trace'];
+    this.tab.set(tabs[(tabs.indexOf(this.tab()) + step + tabs.length) % tabs.length] ?? 'overview');
     document.getElementById(`tab-${this.tab()}`)?.focus();
   }
 

@@ -10,7 +10,7 @@ import { Modal } from './modal';
 type Field = keyof ConfigurationValues;
 interface FieldSpec {
   key: Field;
-  type: 'number' | 'text' | 'nullable' | 'secret' | 'select';
+  type: 'number' | 'text' | 'nullable' | 'secret' | 'select' | 'list';
   options?: readonly string[];
   unit?: 'seconds' | 'days';
 }
@@ -27,6 +27,13 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'port', type: 'number' },
   { key: 'authentication', options: ['token', 'none'], type: 'select' },
   { key: 'agentIsolation', options: ['auto', 'off'], type: 'select' },
+  { key: 'isolation', options: ['worktree', 'in_place'], type: 'select' },
+  { key: 'worktreeRoot', type: 'nullable' },
+  { key: 'worktreeLinks', type: 'list' },
+  { key: 'worktreeSetupCommand', type: 'nullable' },
+  { key: 'worktreeTeardownCommand', type: 'nullable' },
+  { key: 'worktreeIdleDays', type: 'number', unit: 'days' },
+  { key: 'worktreeSubdirectory', type: 'nullable' },
   { key: 'githubApiUrl', type: 'text' },
   { key: 'githubWebhookSecret', type: 'secret' },
   { key: 'allowedOrigin', type: 'nullable' },
@@ -72,7 +79,7 @@ const FIELDS: readonly FieldSpec[] = [
                       [id]="'cfg-' + f.key"
                       [type]="f.type === 'number' ? 'number' : f.type === 'secret' ? 'password' : 'text'"
                       autocomplete="off"
-                      [value]="draft()[f.key] ?? ''"
+                      [value]="shown(draft()[f.key])"
                       (input)="set(f, $event)"
                       [attr.aria-invalid]="!!errors()[f.key]"
                       [attr.aria-describedby]="'help-' + f.key + (errors()[f.key] ? ' error-' + f.key : '')"
@@ -142,11 +149,28 @@ export class SettingsDialog {
 
   protected set(field: FieldSpec, event: Event): void {
     const raw = (event.target as HTMLInputElement).value;
-    const value = field.type === 'number' ? (raw === '' ? null : Number(raw)) : field.type === 'nullable' || field.type === 'secret' ? raw.trim() || null : raw;
+    const value =
+      field.type === 'number'
+        ? raw === ''
+          ? null
+          : Number(raw)
+        : field.type === 'list'
+          ? raw
+              .split(',')
+              .map((item) => item.trim())
+              .filter((item) => item.length > 0)
+          : field.type === 'nullable' || field.type === 'secret'
+            ? raw.trim() || null
+            : raw;
     this.draft.update((d) => ({ ...d, [field.key]: value }));
     if (this.errors()[field.key]) {
       this.errors.update(({ [field.key]: _fixed, ...rest }) => rest);
     }
+  }
+
+  /** A list field is edited as comma-separated text. */
+  protected shown(value: string | number | string[] | null | undefined): string | number {
+    return Array.isArray(value) ? value.join(', ') : (value ?? '');
   }
 
   protected helpKey(field: Field): `cfg.${Field}.help` {
@@ -160,7 +184,8 @@ export class SettingsDialog {
       return out;
     }
     for (const [key, value] of Object.entries(this.draft())) {
-      if (value !== values[key as Field]) {
+      const current = values[key as Field];
+      if (Array.isArray(value) && Array.isArray(current) ? value.join('\u0000') !== current.join('\u0000') : value !== current) {
         out[key] = value;
       }
     }

@@ -1,0 +1,94 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import type { Page } from 'playwright-core';
+
+import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
+import { createRequirement, initRepository, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
+import { send } from './support/http';
+import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { until } from './support/wait';
+
+const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
+const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT, GH_TOKEN: '', GITHUB_TOKEN: '' };
+
+jest.setTimeout(120_000);
+
+/**
+ * Issue 14 §8 in Chromium: what an agent changed in its worktree, file by file with its diff, a
+ * comment on a line sent to the agent naming file and line, and the branch on the card.
+ */
+describe('dashboard Changes tab in Chromium', () => {
+  let sandbox: Sandbox;
+  let manager: ManagerProcess;
+  let browser: BrowserSession;
+  let page: Page;
+  let id = '';
+
+  beforeAll(async () => {
+    if (!fs.existsSync(INDEX)) {
+      throw new Error('dist/dashboard is missing: run `npm run build:dashboard` first');
+    }
+    sandbox = makeSandbox();
+    initRepository(sandbox.workspace, { 'README.md': '# repo\nfirst line\n', 'src/old.ts': 'export const x = 1;\n' });
+    manager = await startManager({ env: AGENTS, sandbox });
+    id = (await createRequirement(manager, { title: 'Touch some files' })).id;
+    // Committed, modified, renamed and untracked work: the agent runs these in its worktree.
+    await startRun(manager, id, sh('echo "<b>added</b>" > added.txt && git mv src/old.ts src/new.ts && git commit -q -m move && echo "second line" >> README.md'));
+    await settled(manager, id, 1);
+    browser = await launchBrowser();
+    page = browser.page;
+    await page.goto(`${manager.origin}/?token=${manager.token}`);
+    await page.waitForURL(`${manager.origin}/requirements`);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await manager?.stop();
+    sandbox?.cleanup();
+  });
+
+  it('shows the branch and its state on the card', async () => {
+    const requirement = (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json;
+    const card = page.locator(`a[href="/requirements/${id}"]`);
+    await expect(card.getByTestId('card-branch').textContent()).resolves.toBe(requirement.worktree.branch);
+    await expect(card.getByTestId('card-ahead').textContent()).resolves.toContain('1');
+    await card.getByTestId('card-dirty').waitFor();
+  });
+
+  it('lists the changed files, renders a diff, and sends a comment on a line to the agent', async () => {
+    await page.goto(`${manager.origin}/requirements/${id}`);
+    await page.getByTestId('tab-changes').click();
+    const files = page.getByTestId('changed-file');
+    await files.first().waitFor();
+    const listed = await files.evaluateAll((buttons) => buttons.map((b) => [b.getAttribute('data-path'), b.querySelector('[data-status]')?.getAttribute('data-status')]));
+    expect(listed.sort()).toEqual(
+      [
+        ['README.md', 'modified'],
+        ['added.txt', 'added'],
+        ['src/new.ts', 'renamed'],
+      ].sort(),
+    );
+    await page.locator('[data-testid="changed-file"][data-path="added.txt"]').click();
+    // The file's text is shown as text: the agent's markup makes no element.
+    await page.getByTestId('diff').getByText('<b>added</b>').waitFor();
+    await expect(page.getByTestId('diff').locator('b').count()).resolves.toBe(0);
+
+    await page.locator('[data-testid="changed-file"][data-path="README.md"]').click();
+    const added = page.getByTestId('diff').locator('tr', { hasText: 'second line' }).locator('td.d2h-code-linenumber');
+    await added.waitFor();
+    await screenshot(page, 'changes-diff');
+    await added.click();
+    await page.getByTestId('line-comment').waitFor();
+    await page.getByTestId('line-comment-text').fill('Say why this line is here');
+    await page.getByTestId('line-comment-send').click();
+    await page.getByTestId('line-comment').waitFor({ state: 'detached' });
+
+    const message = await until('the comment in the conversation', async () => {
+      const items = (await send(manager.origin, 'GET', `/api/requirements/${id}/messages`)).json.items as Array<{ author: string; body: string }>;
+      return items.find((m) => m.author === 'human' && m.body.includes('Say why this line is here'));
+    });
+    expect(message.body).toContain('About README.md, line 3:');
+    expect(message.body).toContain('> second line');
+  });
+});
