@@ -25,6 +25,9 @@ import { ownRunUsage } from './run-usage';
 import { RunsRepository } from './runs.repository';
 import { TraceWriter } from './trace-writer';
 
+/** A check another module makes before an explicit start (it throws to refuse it). */
+export type StartGuard = (tx: UnitOfWork, rows: RequirementRows) => Promise<void>;
+
 /** How long a graceful stop waits for interrupted runs to be recorded. */
 const SHUTDOWN_WAIT_MS = 10_000;
 
@@ -38,6 +41,7 @@ const SHUTDOWN_WAIT_MS = 10_000;
 export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShutdown, OnModuleDestroy {
   private readonly logger = new Logger(RunLifecycle.name);
   private readonly active = new Map<string, ActiveRun>();
+  private readonly startGuards: StartGuard[] = [];
   private shuttingDown = false;
 
   constructor(
@@ -77,6 +81,9 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         if (rows.session.state === 'running') {
           throw conflict('run_active', `Requirement ${requirementId} already has an active run`);
         }
+        for (const guard of this.startGuards) {
+          await guard(tx, rows);
+        }
         const appended = hasReplyContent(dto) ? await this.messages.appendHuman(tx, rows, dto, actor) : null;
         const opened = await this.openRun(tx, rows, actor);
         return { message: appended, requirement: opened.requirement, run: opened.run };
@@ -85,6 +92,11 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       this.logger.log({ ...audit(actor), msg: 'run started', requirementId, runId: run.id });
       return { accepted: true, action: 'start', message, requirement, requirementId, run: toRunResponse(run) };
     });
+  }
+
+  /** Registers a check an explicit start must pass (see StartGuard), e.g. unmet dependencies. */
+  guardStart(guard: StartGuard): void {
+    this.startGuards.push(guard);
   }
 
   /**
