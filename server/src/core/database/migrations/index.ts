@@ -6,6 +6,7 @@ import { ReviewsAndGitHub1764806400000 } from './1764806400000-reviews-and-githu
 import { SessionPause1764892800000 } from './1764892800000-session-pause';
 import { Search1765238400000 } from './1765238400000-search';
 import { RequirementWorktrees1765324800000 } from './1765324800000-requirement-worktrees';
+import { RequirementDependencies1765411200000 } from './1765411200000-requirement-dependencies';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   SessionPause1764892800000,
   Search1765238400000,
   RequirementWorktrees1765324800000,
+  RequirementDependencies1765411200000,
 ];
