@@ -85,6 +85,26 @@ export class DependenciesRepository {
       .getMany();
   }
 
+  /**
+   * Before Requirements `ids` are purged (their rows go by ON DELETE CASCADE): drops the cached
+   * rows of every dependent that names one of them, so no snapshot shows a row that is gone.
+   */
+  async forgetPurged(uow: UnitOfWork, ids: string[]): Promise<void> {
+    if (ids.length === 0) {
+      return;
+    }
+    const rows = await (
+      await uow.reads()
+    )
+      .createQueryBuilder(RequirementDependencyEntity, 'd')
+      .select('DISTINCT d.requirement_id', 'id')
+      .where('d.depends_on_requirement_id IN (:...ids)', { ids })
+      .getRawMany<{ id: string }>();
+    for (const id of [...ids, ...rows.map((row) => row.id)]) {
+      uow.cache.delete(cacheKey(id));
+    }
+  }
+
   /** Replaces a dependent's rows with `rows` (all of them its own). */
   async replace(uow: UnitOfWork, dependentId: string, rows: RequirementDependencyEntity[]): Promise<void> {
     const current = await this.ofDependentIn(uow, dependentId);
