@@ -49,7 +49,7 @@ const COMMANDS: Array<[string[], string[]]> = [
   ],
   [
     ['requirement', 'propose'],
-    ['--title', '--description', '--description-file', '--provider', '--model', '--reasoning-effort', '--start'],
+    ['--title', '--description', '--description-file', '--provider', '--model', '--reasoning-effort', '--start', '--depends-on', '--auto-start'],
   ],
   [
     ['requirement', 'action'],
@@ -196,6 +196,26 @@ describe('code-factory-cli', () => {
     } finally {
       await github.close();
     }
+  });
+
+  it('propose --depends-on (repeatable, :merged by default or :done) and --auto-start', async () => {
+    const first = await cli(['requirement', 'propose', '--title', 'API first', '--description', 'the API'], env);
+    const second = await cli(['requirement', 'propose', '--title', 'Docs first', '--description', 'the docs'], env);
+    const waiting = await cli(
+      ['requirement', 'propose', '--title', 'Use both', '--description', 'after both', '--depends-on', first.json.id, '--depends-on', `${second.json.id}:done`, '--auto-start'],
+      env,
+    );
+    expect(waiting).toMatchObject({ code: 0, stderr: '' });
+    expect(waiting.json).toMatchObject({
+      autoStart: true,
+      dependsOn: [
+        { requirementId: first.json.id, state: 'pending', until: 'merged' },
+        { requirementId: second.json.id, state: 'pending', until: 'done' },
+      ],
+    });
+    const bad = await cli(['requirement', 'propose', '--title', 'x', '--description', 'y', '--depends-on', `${first.json.id}:soon`], env);
+    expect(bad).toMatchObject({ code: 1, stdout: '' });
+    expect(bad.stderr).toMatch(/^code-factory-cli: --depends-on takes <requirementId>/);
   });
 
   it("refusals: one line on stderr with the server's reason, exit code 1, nothing on stdout", async () => {

@@ -6,6 +6,7 @@ import { AttachmentsModule } from './attachments/attachments.module';
 import { AuthModule } from './auth/auth.module';
 import { ConfigurationModule } from './configuration/configuration.module';
 import { CoreModule } from './core/core.module';
+import { DependenciesModule } from './dependencies/dependencies.module';
 import { ConversationModule } from './messages/conversation.module';
 import type { Runtime } from './core/runtime';
 import { EventsModule } from './events/events.module';
@@ -32,6 +33,7 @@ export class AppModule {
         ConfigurationModule,
         ConversationModule,
         CoreModule.forRoot(runtime),
+        DependenciesModule,
         EventsModule,
         GitHubModule,
         MessagesModule,

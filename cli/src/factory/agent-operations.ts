@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 
-import { AgentRequirementAction, LIMITS, Provider, ReasoningEffort } from '@libs/contracts';
+import { AgentRequirementAction, DependencyCondition, LIMITS, Provider, ReasoningEffort } from '@libs/contracts';
 
 import { UsageError } from '../options';
 import { ManagerApi } from './manager-api';
@@ -13,6 +13,9 @@ export interface ProposeInput {
   model?: string;
   reasoningEffort?: ReasoningEffort;
   start?: boolean;
+  /** Requirements the new one waits for (issue 18 §2). */
+  dependsOn?: Array<{ requirementId: string; until: DependencyCondition }>;
+  autoStart?: boolean;
 }
 
 export interface RegisterPullRequestInput extends Partial<PullRequestFields> {
@@ -79,6 +82,8 @@ export class AgentOperations {
     return this.api.call('propose', (client, signal) =>
       client.POST('/api/agent/requirements', {
         body: {
+          ...(input.dependsOn && { dependsOn: input.dependsOn }),
+          ...(input.autoStart && { autoStart: true }),
           description: input.description,
           model: input.model,
           parentRequirementId: context.requirementId,

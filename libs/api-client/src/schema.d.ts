@@ -365,6 +365,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/requirements/{id}/dependencies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Replace what a Requirement waits for (no cycles; an unmet dependency refuses its start) */
+        put: operations["setDependencies"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/requirements/{id}/fork": {
         parameters: {
             query?: never;
@@ -850,11 +867,15 @@ export interface components {
             worktreeTeardownCommand: string | null;
         };
         CreateRequirementDto: {
+            /** @description Start on its own once every dependency is met (instead of waiting for a start); false when absent */
+            autoStart?: boolean;
             /**
              * @description The branch, tag or commit the Requirement's branch starts from (worktree isolation only); default: the branch checked out now
              * @example main
              */
             baseRef?: string;
+            /** @description Requirements this one waits for (no cycles) */
+            dependsOn?: components["schemas"]["DependencyInputDto"][];
             /**
              * @description What to build (Markdown)
              * @example Report segment merge, encode, and flush durations
@@ -930,6 +951,18 @@ export interface components {
              * @enum {string}
              */
             schedule: "once" | "recurring";
+        };
+        DependencyInputDto: {
+            /**
+             * @description The Requirement to wait for
+             * @example req_…
+             */
+            requirementId: string;
+            /**
+             * @description Met when that Requirement is confirmed done, or when every pull request of it is merged
+             * @enum {string}
+             */
+            until: "done" | "merged";
         };
         EventLoopDelayDto: {
             max: number;
@@ -1020,11 +1053,15 @@ export interface components {
             uptimeSeconds: number;
         };
         ProposeRequirementDto: {
+            /** @description Start on its own once every dependency is met (instead of waiting for a start); false when absent */
+            autoStart?: boolean;
             /**
              * @description The branch, tag or commit the Requirement's branch starts from (worktree isolation only); default: the branch checked out now
              * @example main
              */
             baseRef?: string;
+            /** @description Requirements this one waits for (no cycles) */
+            dependsOn?: components["schemas"]["DependencyInputDto"][];
             /**
              * @description What to build (Markdown)
              * @example Report segment merge, encode, and flush durations
@@ -1179,18 +1216,36 @@ export interface components {
             /** @description True when the list was cut (more than 5,000 files, or a bound on size or time) */
             truncated: boolean;
         };
+        RequirementDependencyResponseDto: {
+            /** @description How it was met or ended (e.g. "Org/Repo#4 merged as 1a2b…") */
+            reason: string | null;
+            /** @description The Requirement waited for */
+            requirementId: string;
+            resolvedAt: string | null;
+            /**
+             * @description pending until met; cancelled when that Requirement was withdrawn
+             * @enum {string}
+             */
+            state: "pending" | "met" | "cancelled";
+            /** @enum {string} */
+            until: "done" | "merged";
+        };
         RequirementPageDto: {
             items: components["schemas"]["RequirementResponseDto"][];
             /** @description Cursor for the next page; null at the end */
             nextCursor?: string | null;
         };
         RequirementResponseDto: {
+            /** @description Starts on its own once every dependency is met */
+            autoStart?: boolean;
             /** @description The ref the Requirement's branch starts from (null in place) */
             baseRef: string | null;
             completedAt: string | null;
             createdAt: string;
             /** @enum {string} */
             createdBy: "human" | "rd_agent";
+            /** @description Requirements this one waits for, with their state */
+            dependsOn?: components["schemas"]["RequirementDependencyResponseDto"][];
             /** @description Markdown */
             description: string;
             /** @description The Requirement this one was forked from (POST /requirements/:id/fork), or null */
@@ -1286,6 +1341,12 @@ export interface components {
             items: components["schemas"]["SearchHitDto"][];
             /** @description Cursor for the next page; null at the end */
             nextCursor?: string | null;
+        };
+        SetDependenciesDto: {
+            /** @description Start on its own once every dependency is met (instead of waiting for a start); false when absent */
+            autoStart?: boolean;
+            /** @description Requirements this one waits for (no cycles) */
+            dependsOn: components["schemas"]["DependencyInputDto"][];
         };
         SnippetPartDto: {
             /** @description This part matched the query */
@@ -2321,6 +2382,51 @@ export interface operations {
                 content?: never;
             };
             /** @description Not waiting for confirmation */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    setDependencies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetDependenciesDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequirementResponseDto"];
+                };
+            };
+            /** @description A cycle (dependency_cycle), an unknown Requirement (dependency_not_found) or a duplicate */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The Requirement is done or cancelled */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -60,6 +60,14 @@ export type TraceStatus = (typeof TRACE_STATUSES)[number];
 export const INTERRUPT_MODES = ['stop', 'steer'] as const;
 export type InterruptMode = (typeof INTERRUPT_MODES)[number];
 
+/** What a dependency waits for: its Requirement confirmed done, or every PR of it merged. */
+export const DEPENDENCY_CONDITIONS = ['done', 'merged'] as const;
+export type DependencyCondition = (typeof DEPENDENCY_CONDITIONS)[number];
+
+/** A dependency is `pending` until met, or `cancelled` when its Requirement was withdrawn. */
+export const DEPENDENCY_STATES = ['pending', 'met', 'cancelled'] as const;
+export type DependencyState = (typeof DEPENDENCY_STATES)[number];
+
 export const PULL_REQUEST_STATUSES = ['draft', 'open', 'closed', 'merged'] as const;
 export type PullRequestStatus = (typeof PULL_REQUEST_STATUSES)[number];
 

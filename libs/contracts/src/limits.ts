@@ -1,5 +1,7 @@
 /** Limits shared by the server (enforcement), the CLI and the dashboard (early feedback). */
 export const LIMITS = {
+  /** Most Requirements one Requirement may depend on. */
+  dependencies: 20,
   /** Largest JSON request body. */
   jsonBodyBytes: 1024 * 1024,
   /** Largest single attachment. */

@@ -2,6 +2,8 @@ import type {
   AgentIsolationMechanism,
   AgentIsolationMode,
   AttachmentKind,
+  DependencyCondition,
+  DependencyState,
   PullRequestStatus,
   RunRole,
   RunStatus,
@@ -65,6 +67,20 @@ export interface Requirement {
   baseRef: string | null;
   /** The worktree and its git state once a run prepared it; null before the first run. */
   worktree: RequirementWorktree | null;
+  /** Requirements this one waits for (absent where a snapshot did not load them). */
+  dependsOn?: RequirementDependency[];
+  /** Start on its own once every dependency is met (absent where dependsOn is). */
+  autoStart?: boolean;
+}
+
+/** One Requirement another waits for. */
+export interface RequirementDependency {
+  requirementId: string;
+  until: DependencyCondition;
+  state: DependencyState;
+  /** How it was met or ended (`merged as <sha>`, `confirmed done`, `cancelled`), else null. */
+  reason: string | null;
+  resolvedAt: string | null;
 }
 
 /** Where a Requirement's work is, refreshed after every run and on demand. */

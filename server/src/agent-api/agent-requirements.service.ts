@@ -57,7 +57,9 @@ export class AgentRequirementsService {
     const inherits = dto.provider === undefined;
     const created = await this.requirements.create(
       {
+        autoStart: dto.autoStart,
         createdBy: 'rd_agent',
+        dependsOn: dto.dependsOn,
         description: dto.description,
         model: inherits ? (dto.model ?? parent.model) : dto.model,
         parentRequirementId: parentId,

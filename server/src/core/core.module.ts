@@ -3,6 +3,7 @@ import { TypeOrmModule, getDataSourceToken } from '@nestjs/typeorm';
 import * as sqlite3 from 'sqlite3';
 
 import { MessageAttachmentEntity } from '../attachments/message-attachment.entity';
+import { RequirementDependencyEntity } from '../dependencies/requirement-dependency.entity';
 import { EventBus } from '../events/event-bus';
 import { EventLog } from '../events/event-log.service';
 import { EventsRepository } from '../events/events.repository';
@@ -32,6 +33,7 @@ export const ENTITIES = [
   MessageAttachmentEntity,
   ManagerEventEntity,
   PullRequestEntity,
+  RequirementDependencyEntity,
   RequirementEntity,
   RequirementMessageEntity,
   RequirementWorktreeEntity,

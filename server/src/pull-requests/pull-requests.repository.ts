@@ -33,6 +33,16 @@ export class PullRequestsRepository {
     return (await uow.reads()).findOneBy(PullRequestEntity, { number, repositoryKey });
   }
 
+  /** A Requirement's PRs as the unit sees them, oldest first. */
+  async ofRequirementIn(uow: UnitOfWork, requirementId: string): Promise<PullRequestEntity[]> {
+    return (await uow.reads())
+      .createQueryBuilder(PullRequestEntity, 'p')
+      .where('p.requirement_id = :requirementId', { requirementId })
+      .orderBy('p.created_at', 'ASC')
+      .addOrderBy('p.id', 'ASC')
+      .getMany();
+  }
+
   /** Draft and open PRs, least recently observed first. */
   active(): Promise<PullRequestEntity[]> {
     return this.database.read(PullRequestEntity).createQueryBuilder('p').where("p.status IN ('draft', 'open')").orderBy('p.github_observed_at', 'ASC', 'NULLS FIRST').getMany();

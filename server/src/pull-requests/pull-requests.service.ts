@@ -37,10 +37,14 @@ export interface GitHubPullRequestState {
 export type HeadChangeExtras = Pick<ManagerEventPayloads['pull_request.updated'], 'reviewRequests'>;
 export type HeadChangeStep = (tx: UnitOfWork, pullRequest: PullRequestEntity) => Promise<HeadChangeExtras>;
 
+/** Work another module does in the reconciler's unit when GitHub changed a PR's status (a merge meets dependencies). */
+export type StatusChangeStep = (tx: UnitOfWork, pullRequest: PullRequestEntity, previous: PullRequestStatus) => Promise<void>;
+
 @Injectable()
 export class PullRequestsService {
   private readonly logger = new Logger(PullRequestsService.name);
   private readonly headChangeSteps: HeadChangeStep[] = [];
+  private readonly statusChangeSteps: StatusChangeStep[] = [];
 
   constructor(
     private readonly clock: Clock,
@@ -142,6 +146,11 @@ export class PullRequestsService {
       requirementId: current.requirementId,
       type: 'pull_request.updated',
     });
+    if (current.status !== updated.status) {
+      for (const step of this.statusChangeSteps) {
+        await step(tx, updated, current.status);
+      }
+    }
     return updated;
   }
 
@@ -160,6 +169,16 @@ export class PullRequestsService {
     await this.database.write(async (tx) =>
       this.repository.update(tx, id, { githubFingerprint: observation.fingerprint, githubMergeable: observation.mergeable, githubObservedAt: this.clock.nowIso() }),
     );
+  }
+
+  /** Registers work to do when GitHub changes a PR's status (see StatusChangeStep). */
+  onStatusChanged(step: StatusChangeStep): void {
+    this.statusChangeSteps.push(step);
+  }
+
+  /** A Requirement's PRs as the unit sees them. */
+  ofRequirementIn(tx: UnitOfWork, requirementId: string): Promise<PullRequestEntity[]> {
+    return this.repository.ofRequirementIn(tx, requirementId);
   }
 
   /** Registers work to do when a PR's head commit changes (see HeadChangeStep). */

@@ -1,6 +1,7 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 import type { RequirementWorktreeEntity } from '../worktrees/requirement-worktree.entity';
+import type { RequirementDependencyEntity } from '../dependencies/requirement-dependency.entity';
 import type { AgentSessionEntity } from './agent-session.entity';
 import type { Provider, ReasoningEffort, RequirementCreator, RequirementStatus } from '@libs/contracts';
 
@@ -57,4 +58,6 @@ export class RequirementEntity {
 
   /** Where it works (its `requirement_worktree` row), loaded beside it for snapshots; not a column. */
   worktree?: RequirementWorktreeEntity | null;
+  /** Filled by `RequirementsService.loadForWrite` and its snapshots (the dependencies feature's rows); not a column. */
+  dependsOn?: RequirementDependencyEntity[];
 }

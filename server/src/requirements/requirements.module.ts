@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 
+import { DependenciesRepository } from '../dependencies/dependencies.repository';
 import { SearchModule } from '../search/search.module';
 import { RequirementsController, SessionsController } from './requirements.controller';
 import { RequirementsService } from './requirements.service';
@@ -7,8 +8,9 @@ import { RequirementsRepository } from './requirements.repository';
 
 @Module({
   controllers: [RequirementsController, SessionsController],
-  exports: [RequirementsRepository, RequirementsService],
+  // The dependencies feature's repository: every Requirement snapshot carries its rows.
+  exports: [DependenciesRepository, RequirementsRepository, RequirementsService],
   imports: [SearchModule],
-  providers: [RequirementsRepository, RequirementsService],
+  providers: [DependenciesRepository, RequirementsRepository, RequirementsService],
 })
 export class RequirementsModule {}

@@ -8,6 +8,7 @@ import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, invalid, notFound } from '../core/errors/domain-error';
 import { newId } from '../core/ids';
+import { DependenciesRepository } from '../dependencies/dependencies.repository';
 import { EventLog, audit } from '../events/event-log.service';
 import { AgentSessionEntity } from './agent-session.entity';
 import { CreateRequirementDto } from './dto/create-requirement.dto';
@@ -39,6 +40,9 @@ export type ClosingStep = (tx: UnitOfWork, requirementId: string, now: string) =
  */
 export type CreatingStep = (input: NewRequirement) => Promise<(uow: UnitOfWork, requirement: RequirementEntity) => void>;
 
+/** Work another module does inside the creating unit, before the created event (dependencies are checked and staged there). */
+export type CreatingUnitStep = (tx: UnitOfWork, rows: RequirementRows, input: NewRequirement) => Promise<void>;
+
 const CHILDREN_MAX = 500;
 
 export const requirementNotFound = (id: string) => notFound('requirement_not_found', `Requirement ${id} not found`);
@@ -52,10 +56,12 @@ export class RequirementsService {
   private readonly logger = new Logger(RequirementsService.name);
   private readonly closingSteps: ClosingStep[] = [];
   private readonly creatingSteps: CreatingStep[] = [];
+  private readonly creatingUnitSteps: CreatingUnitStep[] = [];
 
   constructor(
     private readonly clock: Clock,
     private readonly database: Database,
+    private readonly dependencyRows: DependenciesRepository,
     private readonly events: EventLog,
     private readonly repository: RequirementsRepository,
   ) {}
@@ -97,6 +103,10 @@ export class RequirementsService {
       this.repository.insert(tx, { requirement, session });
       for (const stage of staging) {
         stage(tx, requirement);
+      }
+      requirement.dependsOn = [];
+      for (const step of this.creatingUnitSteps) {
+        await step(tx, { requirement, session }, input);
       }
       const snapshot = toRequirementResponse(requirement, session);
       await this.events.append(tx, {
@@ -261,6 +271,11 @@ export class RequirementsService {
     return result;
   }
 
+  /** Registers work to do inside the creating unit (see CreatingUnitStep). */
+  onCreatingInUnit(step: CreatingUnitStep): void {
+    this.creatingUnitSteps.push(step);
+  }
+
   /** Registers work to do when a Requirement becomes done or cancelled (see ClosingStep). */
   onClosing(step: ClosingStep): void {
     this.closingSteps.push(step);
@@ -284,6 +299,8 @@ export class RequirementsService {
     if (!rows) {
       throw requirementNotFound(id);
     }
+    // Beside the session: the snapshot carries them (cached between units, kept exact by their repository).
+    rows.requirement.dependsOn = await this.dependencyRows.ofDependentIn(tx, id);
     return rows;
   }
 
@@ -297,13 +314,14 @@ export class RequirementsService {
     return snapshot ?? null;
   }
 
-  /** Snapshots for a page of Requirements in two queries, whatever the page size. */
+  /** Snapshots for a page of Requirements in three queries, whatever the page size. */
   private async snapshots(manager: EntityManager, requirements: RequirementEntity[]): Promise<RequirementResponseDto[]> {
     if (requirements.length === 0) {
       return [];
     }
     const ids = requirements.map((r) => r.id);
     const [sessions, worktrees] = await Promise.all([this.repository.sessionsOf(ids, manager), this.repository.worktreesOf(ids, manager)]);
+    const dependencies = await this.dependencyRows.ofDependents(ids, manager);
     const byRequirement = new Map(sessions.map((s) => [s.requirementId, s]));
     const worktreeOf = new Map(worktrees.map((w) => [w.requirementId, w]));
     return requirements.map((r) => {
@@ -312,7 +330,7 @@ export class RequirementsService {
         throw new Error(`Requirement ${r.id} has no session`); // invariant 1 broken: a bug, not input
       }
       r.worktree = worktreeOf.get(r.id) ?? null;
-      return toRequirementResponse(r, session);
+      return toRequirementResponse({ ...r, dependsOn: dependencies.filter((d) => d.requirementId === r.id) }, session);
     });
   }
 }

@@ -11,6 +11,7 @@ import { ConfigurationService } from '../core/configuration/configuration.servic
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { RUNTIME, Runtime } from '../core/runtime';
+import { DependenciesRepository } from '../dependencies/dependencies.repository';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { EventsRepository } from '../events/events.repository';
 import { RequirementsRepository } from '../requirements/requirements.repository';
@@ -48,6 +49,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     private readonly clock: Clock,
     private readonly configuration: ConfigurationService,
     private readonly database: Database,
+    private readonly dependencies: DependenciesRepository,
     private readonly eventRows: EventsRepository,
     private readonly events: EventLog,
     private readonly requirements: RequirementsRepository,
@@ -129,6 +131,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
         await step(tx, ids);
       }
       this.eventRows.deleteForRequirements(tx, ids);
+      await this.dependencies.forgetPurged(tx, ids);
       // The session, conversation, attachments and runs go with it (ON DELETE CASCADE).
       this.requirements.delete(tx, ids);
       await this.events.append(tx, { actor: SYSTEM_ACTOR, payload: { requirementIds: ids }, type: 'requirements.purged' });

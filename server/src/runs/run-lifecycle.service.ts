@@ -34,6 +34,9 @@ export function hasInputToStart({ requirement, session }: RequirementRows): bool
   return requirement.status === 'todo' || session.state === 'failed' || session.pendingMessageCount > 0;
 }
 
+/** A check another module makes before an explicit start (it throws to refuse it). */
+export type StartGuard = (tx: UnitOfWork, rows: RequirementRows) => Promise<void>;
+
 /** How long a graceful stop, or a cancel, waits for interrupted runs to be recorded. */
 const SHUTDOWN_WAIT_MS = 10_000;
 
@@ -51,6 +54,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
   private readonly logger = new Logger(RunLifecycle.name);
   private readonly active = new Map<string, ActiveRun>();
   private readonly cancelledHooks: CancelledHook[] = [];
+  private readonly startGuards: StartGuard[] = [];
   private shuttingDown = false;
 
   constructor(
@@ -98,6 +102,9 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
           // A run on nothing new answers the last message again (tokens spent for a duplicate).
           throw conflict('nothing_to_deliver', `Requirement ${requirementId} has no pending input; send a message to continue it, or confirm it`);
         }
+        for (const guard of this.startGuards) {
+          await guard(tx, rows);
+        }
         const appended = hasReplyContent(dto) ? await this.messages.appendHuman(tx, rows, dto, actor) : null;
         const opened = await this.openRun(tx, rows, actor);
         return { message: appended, requirement: opened.requirement, run: opened.run };
@@ -106,6 +113,11 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       this.logger.log({ ...audit(actor), msg: 'run started', requirementId, runId: run.id });
       return { accepted: true, action: 'start', message, requirement, requirementId, run: toRunResponse(run) };
     });
+  }
+
+  /** Registers a check an explicit start must pass (see StartGuard), e.g. unmet dependencies. */
+  guardStart(guard: StartGuard): void {
+    this.startGuards.push(guard);
   }
 
   /**

@@ -16,6 +16,11 @@ import { TriggerReceiptsRepository } from './trigger-receipts.repository';
 export interface DeliveryHooks {
   /** Runs first; false abandons the delivery (nothing written), e.g. a timer cancelled meanwhile. */
   guard?(tx: UnitOfWork, rows: RequirementRows): Promise<boolean>;
+  /**
+   * After the guard: false keeps a deliverable message waiting for the next run instead of
+   * waking the session for it (the agent reads it when something else starts it).
+   */
+  wakes?(tx: UnitOfWork, rows: RequirementRows): Promise<boolean>;
   /** Runs last, in the same transaction: the trigger's own bookkeeping (even for a duplicate). */
   alsoWrite?(tx: UnitOfWork, rows: RequirementRows, message: MessageResponseDto | null): Promise<void>;
 }
@@ -79,7 +84,8 @@ export class TriggerDeliveryService {
         }
         const active = !TERMINAL_REQUIREMENT_STATUSES.includes(rows.requirement.status);
         const deliverToRd = active && delivery.deliverToRd !== false;
-        if (deliverToRd && this.conversation.stopping) {
+        const wake = deliverToRd && (hooks.wakes ? await hooks.wakes(tx, rows) : true);
+        if (wake && this.conversation.stopping) {
           // It could not wake the agent now, and nothing would later: leave it unreceipted (the
           // timer due, the GitHub change unseen) so the next start delivers it.
           throw new Error('Agent Manager is stopping; the occurrence is delivered at the next start');
@@ -99,7 +105,7 @@ export class TriggerDeliveryService {
         });
         await hooks.alsoWrite?.(tx, rows, message);
         outcome = { message, status: deliverToRd ? 'delivered' : 'recorded' };
-        return { message, wake: deliverToRd };
+        return { message, wake };
       },
       actor,
     );

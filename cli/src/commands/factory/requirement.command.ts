@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 
 import { Command, CommandRunner, Help, Option, SubCommand } from 'nest-commander';
 
-import { AGENT_REQUIREMENT_ACTIONS, LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
+import { AGENT_REQUIREMENT_ACTIONS, DEPENDENCY_CONDITIONS, DependencyCondition, LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
 import { ENVIRONMENT_HELP } from '../../factory/agent-context';
 import { AgentOperations } from '../../factory/agent-operations';
@@ -17,6 +17,8 @@ interface ProposeFlags {
   model?: string;
   reasoningEffort?: ReasoningEffort;
   start?: boolean;
+  dependsOn?: Array<{ requirementId: string; until: DependencyCondition }>;
+  autoStart?: boolean;
 }
 
 @SubCommand({ description: 'Propose a follow-up Requirement as a child of the current one (todo unless --start)', name: 'propose' })
@@ -34,7 +36,16 @@ export class RequirementProposeCommand extends CommandRunner {
     }
     const description = flags.descriptionFile !== undefined ? readDescription(flags.descriptionFile) : (flags.description as string);
     printJson(
-      await this.operations.propose({ description, model: flags.model, provider: flags.provider, reasoningEffort: flags.reasoningEffort, start: flags.start, title: flags.title }),
+      await this.operations.propose({
+        autoStart: flags.autoStart,
+        dependsOn: flags.dependsOn,
+        description,
+        model: flags.model,
+        provider: flags.provider,
+        reasoningEffort: flags.reasoningEffort,
+        start: flags.start,
+        title: flags.title,
+      }),
     );
   }
 
@@ -73,6 +84,23 @@ export class RequirementProposeCommand extends CommandRunner {
     return true;
   }
 
+  @Option({
+    description: 'Wait for this Requirement: until its pull requests are merged (the default) or it is confirmed done; repeat for several',
+    flags: '--depends-on <requirementId[:merged|done]>',
+  })
+  parseDependsOn(value: string, previous: ProposeFlags['dependsOn'] = []): ProposeFlags['dependsOn'] {
+    const [requirementId = '', until = 'merged'] = value.split(':');
+    if (!requirementId || !(DEPENDENCY_CONDITIONS as readonly string[]).includes(until)) {
+      throw new UsageError(`--depends-on takes <requirementId> or <requirementId>:merged or <requirementId>:done, not "${value}"`);
+    }
+    return [...(previous ?? []), { requirementId, until: until as DependencyCondition }];
+  }
+
+  @Option({ description: 'With --depends-on: start on its own once every dependency is met', flags: '--auto-start' })
+  parseAutoStart(): boolean {
+    return true;
+  }
+
   @Help('after')
   examples(): string {
     return `
@@ -80,6 +108,8 @@ Examples:
   code-factory-cli requirement propose --title "Add a performance benchmark" \\
     --description "Track throughput and peak memory as a separate follow-up"
   code-factory-cli requirement propose --title "Split the parser" --description-file plan.md --start
+  code-factory-cli requirement propose --title "Use the new API" --description "…" \\
+    --depends-on req_… --auto-start
 ${ENVIRONMENT_HELP}`;
   }
 }

@@ -6,6 +6,7 @@ import { I18n, keyOf } from '../core/i18n';
 import { REQUIREMENT_COLUMNS, type Requirement } from '../core/models';
 import { inWindow } from '../core/stores/created-window';
 import { RequirementsStore } from '../core/stores/requirements-store';
+import { blockedBy } from './blocked-by';
 import { BoardColumn } from './board-column';
 import { BoardFilter, BoardFilterState } from './board-filter';
 import { treeOrder } from './tree';
@@ -62,6 +63,9 @@ const STEP = 60;
                     }
                     @if (row.item.session.pendingMessageCount > 0) {
                       <span class="badge warn" data-testid="pending-count">{{ t('card.pending', { n: row.item.session.pendingMessageCount }) }}</span>
+                    }
+                    @if (blockers(row.item); as names) {
+                      <span class="badge warn" data-testid="blocked-by">{{ t('card.blockedBy', { s: names }) }}</span>
                     }
                     @if (childCount().get(row.item.id); as n) {
                       <span class="badge">{{ t('card.children', { n }) }}</span>
@@ -127,6 +131,10 @@ export class RequirementsBoard {
     }
     return REQUIREMENT_COLUMNS.map((status) => ({ rows: treeOrder<Requirement>(byStatus.get(status) ?? []), status }));
   });
+
+  protected blockers(requirement: Requirement): string | null {
+    return blockedBy(requirement, (id) => this.store.requirements().get(id)?.title);
+  }
 
   protected shown(status: string): number {
     return this.limit()[status] ?? STEP;

@@ -8,6 +8,7 @@ import { DataSource } from 'typeorm';
 import type { ManagerEvent } from '@libs/contracts';
 
 import type { AttachmentsService } from '../../attachments/attachments.service';
+import { DependenciesRepository } from '../../dependencies/dependencies.repository';
 import { EventBus } from '../../events/event-bus';
 import { EventLog, HUMAN_ACTOR, SYSTEM_ACTOR } from '../../events/event-log.service';
 import { ManagerEventEntity } from '../../events/manager-event.entity';
@@ -59,7 +60,7 @@ describe(Database.name, () => {
     events = new EventLog(clock);
     const search = new SearchRepository(sut);
     const requirementRows = new RequirementsRepository(sut, search);
-    requirements = new RequirementsService(clock, sut, events, requirementRows);
+    requirements = new RequirementsService(clock, sut, new DependenciesRepository(sut), events, requirementRows);
     const noAttachments = { claim: () => Promise.resolve([]) } as unknown as AttachmentsService;
     messages = new MessagesService(noAttachments, clock, sut, events, new MessagesRepository(sut, search), requirementRows);
     scripts = [];

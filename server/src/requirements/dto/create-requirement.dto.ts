@@ -1,5 +1,6 @@
 import { ISOLATION_MODES, IsolationMode, LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
+import { AutoStartFlag, DependencyInputDto, DependsOnList } from '../../dependencies/dto/dependency.dto';
 import { OptionalEnum, OptionalText, ValidateEnum, ValidateText } from '../../core/validation';
 
 /** A git ref name as a person types it (branch, tag, remote branch, commit): no option-like or odd characters. */
@@ -39,4 +40,10 @@ export class CreateRequirementDto {
 
   @ValidateText({ description: 'Short title', example: 'Add tiered timings to the compaction profile', max: LIMITS.titleLength, min: 1, pattern: /\S/ })
   title!: string;
+
+  @DependsOnList(false)
+  dependsOn?: DependencyInputDto[];
+
+  @AutoStartFlag()
+  autoStart?: boolean;
 }

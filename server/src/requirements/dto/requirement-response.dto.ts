@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 import {
   AgentSession,
@@ -19,6 +19,7 @@ import {
 
 import { PageInfoDto } from '../../core/http/pagination';
 import { RequirementWorktreeResponseDto, toWorktreeResponse } from '../../worktrees/dto/worktree.dto';
+import { RequirementDependencyResponseDto, toDependencyResponse } from '../../dependencies/dto/dependency.dto';
 import type { AgentSessionEntity } from '../agent-session.entity';
 import type { RequirementEntity } from '../requirement.entity';
 
@@ -65,6 +66,9 @@ export class RequirementResponseDto implements Requirement {
   @ApiProperty({ description: "The ref the Requirement's branch starts from (null in place)", nullable: true, type: String }) baseRef!: string | null;
   @ApiProperty({ description: 'Where the work is, once a run prepared it (null before)', nullable: true, type: RequirementWorktreeResponseDto })
   worktree!: RequirementWorktreeResponseDto | null;
+  @ApiPropertyOptional({ description: 'Requirements this one waits for, with their state', type: [RequirementDependencyResponseDto] })
+  dependsOn?: RequirementDependencyResponseDto[];
+  @ApiPropertyOptional({ description: 'Starts on its own once every dependency is met' }) autoStart?: boolean;
 }
 
 export class RequirementPageDto extends PageInfoDto {
@@ -115,6 +119,7 @@ export function toRequirementResponse(requirement: RequirementEntity, session: A
     // The card changes when its session (state, pending count) or its worktree (ahead, dirty) does: one version for all.
     updatedAt: latest(requirement.updatedAt, session.updatedAt, place?.updatedAt ?? ''),
     worktree: toWorktreeResponse(place),
+    ...(requirement.dependsOn && { autoStart: requirement.dependsOn.some((d) => d.autoStart), dependsOn: requirement.dependsOn.map(toDependencyResponse) }),
   };
 }
 

@@ -7,6 +7,7 @@ import { SessionPause1764892800000 } from './1764892800000-session-pause';
 import { Search1765238400000 } from './1765238400000-search';
 import { RequirementWorktrees1765324800000 } from './1765324800000-requirement-worktrees';
 import { UsageAndForks1765411200000 } from './1765411200000-usage-and-forks';
+import { RequirementDependencies1765497600000 } from './1765497600000-requirement-dependencies';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   Search1765238400000,
   RequirementWorktrees1765324800000,
   UsageAndForks1765411200000,
+  RequirementDependencies1765497600000,
 ];
