@@ -163,7 +163,9 @@ export async function probeBubblewrap(probe: BubblewrapProbe): Promise<{ isolati
     return off(`bubblewrap could not be run: ${result.error}`);
   }
   const said = result.stderr.trim().split('\n')[0];
-  return said ? off(`bubblewrap cannot create the sandbox here (${said}); user namespaces may be disabled or restricted`) : off(`bubblewrap started but did not hide ${probe.witness}`);
+  return said
+    ? off(`bubblewrap cannot create the sandbox here (${said}); user namespaces may be disabled or restricted`)
+    : off(`bubblewrap started but did not hide ${probe.witness}`);
 }
 
 function run(command: string, args: string[]): Promise<{ code: number | null; stderr: string; error: string | null }> {

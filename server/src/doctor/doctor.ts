@@ -85,10 +85,10 @@ function effectiveConfiguration(root: string, home: string, env: NodeJS.ProcessE
   return { ...CONFIGURATION_DEFAULTS, ...file, ...overridesFromEnv(env), ...overrides };
 }
 
-function checkNode(): DoctorCheck {
-  const ok = versionAtLeast(process.version, MINIMUM_NODE_VERSION);
+export function checkNode(version = process.version): DoctorCheck {
+  const ok = versionAtLeast(version, MINIMUM_NODE_VERSION);
   return {
-    detail: `Node.js ${process.version}${ok ? '' : `; ${MINIMUM_NODE_VERSION} or later is needed`}`,
+    detail: `Node.js ${version}${ok ? '' : `; ${MINIMUM_NODE_VERSION} or later is needed`}`,
     fix: ok ? null : `install Node.js ${MINIMUM_NODE_VERSION} or later (https://nodejs.org)`,
     id: 'node',
     required: true,
@@ -110,7 +110,13 @@ async function checkGit(root: string, env: NodeJS.ProcessEnv, timeoutMs: number)
   const repo = await exec(git, ['rev-parse', '--show-toplevel'], env, root, timeoutMs);
   const detail = version.stdout.trim();
   if (repo.code !== 0) {
-    return { ...base, detail: `${detail}; ${root} is not inside a git repository`, fix: 'run Agent Manager inside your repository (or `git init` here)', required: false, status: 'warn' };
+    return {
+      ...base,
+      detail: `${detail}; ${root} is not inside a git repository`,
+      fix: 'run Agent Manager inside your repository (or `git init` here)',
+      required: false,
+      status: 'warn',
+    };
   }
   return { ...base, detail: `${detail}; repository ${repo.stdout.trim()}`, fix: null, status: 'ok' };
 }
@@ -161,7 +167,12 @@ async function checkGitHub(apiUrl: string, env: NodeJS.ProcessEnv, timeoutMs: nu
     });
   } catch (err) {
     const cause = (err as Error & { cause?: Error }).cause?.message ?? (err as Error).message;
-    return { ...base, detail: `token from ${found.source}; ${url} could not be reached (${cause})`, fix: 'check the network, or githubApiUrl in the configuration', status: 'warn' };
+    return {
+      ...base,
+      detail: `token from ${found.source}; ${url} could not be reached (${cause})`,
+      fix: 'check the network, or githubApiUrl in the configuration',
+      status: 'warn',
+    };
   }
   if (response.status === 401) {
     return { ...base, detail: `the token from ${found.source} is rejected by ${apiUrl} (401)`, fix: `renew it; ${fixToken}`, status: 'fail' };
@@ -246,7 +257,12 @@ function checkDataDirectory(home: string): DoctorCheck {
     }
     fs.accessSync(existing, fs.constants.W_OK | fs.constants.X_OK);
   } catch {
-    return { ...base, detail: `${home} is not writable (${existing} refuses writes)`, fix: `make ${existing} writable, or set CODE_FACTORY_HOME to a writable directory`, status: 'fail' };
+    return {
+      ...base,
+      detail: `${home} is not writable (${existing} refuses writes)`,
+      fix: `make ${existing} writable, or set CODE_FACTORY_HOME to a writable directory`,
+      status: 'fail',
+    };
   }
   return { ...base, detail: `${home} is writable`, fix: null, status: 'ok' };
 }
