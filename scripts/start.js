@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm start [-- options]`: builds whatever is missing or older than its sources, then runs
+// `npm start [-- options]`: installs the dependencies when missing, builds whatever is missing or older than its sources, then runs
 // `agent-manager start` in this process. npm runs scripts in the package folder, so the directory the user was
 // in (INIT_CWD) is the default workspace.
 'use strict';
@@ -39,6 +39,8 @@ function run(script) {
   }
 }
 
+// A fresh clone: install the locked dependencies first.
+require('./ensure-dependencies')();
 if (outdated(path.join(root, 'dist/cli/src/agent-manager.js'), ['server/src', 'cli/src', 'libs/contracts/src'])) {
   run('build:server');
 }

@@ -11,6 +11,8 @@ const clis = path.join(root, 'test', 'agent-clis');
 // Installed once; again whenever the pinned versions (the lock file) change.
 const installed = path.join(clis, 'node_modules', '.package-lock.json');
 const clisCurrent = fs.existsSync(installed) && fs.statSync(installed).mtimeMs >= fs.statSync(path.join(clis, 'package-lock.json')).mtimeMs;
+// A fresh clone: install the locked dependencies first.
+require('./ensure-dependencies')();
 const steps = [
   // The real Codex and Claude Code CLIs the adapter tests drive (pinned; never runtime deps).
   ...(clisCurrent ? [] : [['install agent CLIs', ['npm', 'ci', '--prefix', clis, '--no-audit', '--no-fund']]]),

@@ -1,6 +1,8 @@
 import type { Type } from '@nestjs/common';
 import { CommandFactory } from 'nest-commander';
 
+import { packageVersion } from '@server/core/package-info';
+
 import { UsageError } from './options';
 
 /**
@@ -28,6 +30,8 @@ export async function runCli(name: string, module: Type<unknown>): Promise<void>
       },
       logger: false,
       serviceErrorHandler: fail,
+      // `--version` answers from the package alone: no manager, no workspace needed.
+      version: packageVersion(),
     });
   } catch (err) {
     fail(err);

@@ -6,6 +6,8 @@
 //                                                        variables: o<i>, n<i>, p<i>)
 //   GET  /repos/:owner/:repo/pulls/:number (+ /api/v3)   one PR, with ETag / If-None-Match → 304
 //   GET  /rate_limit (+ /api/v3)                         the budgets (free, like GitHub's)
+//   GET  /user (+ /api/v3)                               the token's user, its OAuth scopes in
+//                                                        x-oauth-scopes (what `doctor` reads)
 //
 // Tests mutate the state (PRs, comments, reviews, checks) and inject faults (a failing PR, 5xx,
 // secondary and primary rate limits, slow answers, a closed port). Every request is recorded with
@@ -118,6 +120,8 @@ export interface FakeGitHubOptions {
   limit?: number;
   /** Budget points a GraphQL query costs; default 1 per query (GitHub: ≈ 1 per 100 connections requested, min 1). */
   graphqlCost?: (pullRequests: number, query: FakeGraphqlQuery) => number;
+  /** `GET /user`'s x-oauth-scopes header (a classic token's scopes); null: none (a fine-grained token). Default "repo". */
+  scopes?: string | null;
 }
 
 const HOUR = 3_600_000;
@@ -442,6 +446,14 @@ export class FakeGitHubServer {
       );
     }
 
+    if (/^(\/api\/v3)?\/user$/.test(path) && method === 'GET') {
+      const given = /^(?:token|bearer) (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+      if (given === undefined || (this.options.token !== undefined && given !== this.options.token)) {
+        return send(401, { documentation_url: 'https://docs.github.com/rest', message: 'Bad credentials' });
+      }
+      const scopes = this.options.scopes === undefined ? 'repo' : this.options.scopes;
+      return send(200, { id: 1, login: 'octocat' }, scopes === null ? {} : { 'x-oauth-scopes': scopes });
+    }
     if (kind === 'rate_limit' && method === 'GET') {
       const resources = Object.fromEntries((['core', 'graphql'] as const).map((r) => [r, this.describe(r)]));
       return send(200, { rate: resources.core, resources });

@@ -46,8 +46,10 @@ function banner(manager: RunningManager): string {
 }
 
 @Command({
-  description: 'Start Agent Manager on a repository (the current directory by default)',
+  description: 'Start Agent Manager on a repository (the current directory by default); also what `agent-manager` alone runs',
   name: 'start',
+  // An installed package is used as `agent-manager` inside the repository, with no subcommand.
+  options: { isDefault: true },
 })
 export class StartCommand extends CommandRunner {
   async run(_params: string[], flags: StartFlags): Promise<void> {

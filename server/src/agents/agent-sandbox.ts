@@ -115,31 +115,57 @@ export class AgentSandbox implements OnModuleInit {
   }
 
   private async probe(): Promise<AgentIsolation> {
-    const off = (reason: string): AgentIsolation => ({ enabled: false, mechanism: null, reason });
-    if (this.configuration.get('agentIsolation') === 'off') {
-      return off('agentIsolation is "off" in the configuration');
-    }
-    if (process.platform !== 'linux') {
-      return off(`agent isolation uses bubblewrap, which needs Linux (this is ${process.platform})`);
-    }
-    this.bwrap = findExecutable('bwrap', process.env.PATH ?? '', this.runtime.paths.root);
-    if (this.bwrap === null) {
-      return off('bubblewrap (`bwrap`) is not installed; install the bubblewrap package (for example apt-get install bubblewrap)');
-    }
     // The lock file exists from before start: the sandbox must start and must not show it.
-    const witness = this.runtime.paths.lockPath;
-    const options = bubblewrapOptions({ cwd: this.runtime.paths.root, hidden: this.hidden, readOnlyFiles: [] });
-    const result = await run(this.bwrap, [...options, '--', 'test', '!', '-e', witness]);
-    if (result.code === 0) {
-      return { enabled: true, mechanism: 'bubblewrap', reason: null };
-    }
-    this.bwrap = null;
-    if (result.error) {
-      return off(`bubblewrap could not be run: ${result.error}`);
-    }
-    const said = result.stderr.trim().split('\n')[0];
-    return said ? off(`bubblewrap cannot create the sandbox here (${said}); user namespaces may be disabled or restricted`) : off(`bubblewrap started but did not hide ${witness}`);
+    const probe = await probeBubblewrap({
+      cwd: this.runtime.paths.root,
+      hidden: this.hidden,
+      mode: this.configuration.get('agentIsolation'),
+      searchPath: process.env.PATH ?? '',
+      witness: this.runtime.paths.lockPath,
+    });
+    this.bwrap = probe.bwrap;
+    return probe.isolation;
   }
+}
+
+export interface BubblewrapProbe {
+  mode: 'auto' | 'off';
+  searchPath: string;
+  cwd: string;
+  hidden: string[];
+  /** An existing file inside `hidden`: the sandbox must start and must not show it. */
+  witness: string;
+}
+
+/**
+ * Whether agents can be isolated here: bubblewrap found, and a sandbox with the very options
+ * runs use starts and hides `witness`. The manager probes once at start; `doctor` probes the same
+ * way on a temporary tree.
+ */
+export async function probeBubblewrap(probe: BubblewrapProbe): Promise<{ isolation: AgentIsolation; bwrap: string | null }> {
+  const off = (reason: string) => ({ bwrap: null, isolation: { enabled: false, mechanism: null, reason } satisfies AgentIsolation });
+  if (probe.mode === 'off') {
+    return off('agentIsolation is "off" in the configuration');
+  }
+  if (process.platform !== 'linux') {
+    return off(`agent isolation uses bubblewrap, which needs Linux (this is ${process.platform})`);
+  }
+  const bwrap = findExecutable('bwrap', probe.searchPath, probe.cwd);
+  if (bwrap === null) {
+    return off('bubblewrap (`bwrap`) is not installed; install the bubblewrap package (for example apt-get install bubblewrap)');
+  }
+  const options = bubblewrapOptions({ cwd: probe.cwd, hidden: probe.hidden, readOnlyFiles: [] });
+  const result = await run(bwrap, [...options, '--', 'test', '!', '-e', probe.witness]);
+  if (result.code === 0) {
+    return { bwrap, isolation: { enabled: true, mechanism: 'bubblewrap', reason: null } };
+  }
+  if (result.error) {
+    return off(`bubblewrap could not be run: ${result.error}`);
+  }
+  const said = result.stderr.trim().split('\n')[0];
+  return said
+    ? off(`bubblewrap cannot create the sandbox here (${said}); user namespaces may be disabled or restricted`)
+    : off(`bubblewrap started but did not hide ${probe.witness}`);
 }
 
 function run(command: string, args: string[]): Promise<{ code: number | null; stderr: string; error: string | null }> {

@@ -3,14 +3,15 @@ import * as path from 'node:path';
 
 /**
  * The project root (the folder of our package.json), found by walking up from this file, so it
- * works from the TypeScript sources (tests) and from the build in dist/ alike.
+ * works from the TypeScript sources (tests), from the build in dist/ and from an installed
+ * package alike. Recognised by the `agent-manager` bin it declares, not by the package name.
  */
 export function packageRoot(): string {
   let dir = __dirname;
   for (;;) {
     try {
-      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string };
-      if (pkg.name === 'agent-manager') {
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { bin?: Record<string, string> };
+      if (pkg.bin?.['agent-manager'] !== undefined) {
         return dir;
       }
     } catch {

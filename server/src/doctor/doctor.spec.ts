@@ -1,0 +1,25 @@
+import { MINIMUM_NODE_VERSION, checkNode, formatDoctorReport } from './doctor';
+
+describe('doctor: the Node.js check', () => {
+  it.each([
+    ['v20.19.0', 'ok'],
+    ['v20.20.2', 'ok'],
+    ['v22.1.0', 'ok'],
+    ['v20.18.3', 'fail'],
+    ['v18.20.0', 'fail'],
+  ])('%s is %s', (version, status) => {
+    const check = checkNode(version);
+    expect(check).toMatchObject({ required: true, status });
+    expect(check.fix === null).toBe(status === 'ok');
+    if (status === 'fail') {
+      expect(check.fix).toContain(MINIMUM_NODE_VERSION);
+    }
+  });
+
+  it('prints a failed required check with its fix and the count', () => {
+    const text = formatDoctorReport({ checks: [checkNode('v18.0.0')], ok: false });
+    expect(text).toContain('✗ Node.js');
+    expect(text).toContain(`→ install Node.js ${MINIMUM_NODE_VERSION} or later`);
+    expect(text).toContain('1 required check failed.');
+  });
+});

@@ -1,0 +1,324 @@
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import type { ConfigurationValues } from '@libs/contracts';
+
+import { probeBubblewrap } from '../agents/agent-sandbox';
+import { findExecutable } from '../agents/executable';
+import { CONFIGURATION_DEFAULTS } from '../core/configuration/configuration.schema';
+import { overridesFromEnv } from '../core/configuration/configuration.service';
+import { codeFactoryHome, workspaceKey } from '../core/workspace/workspace';
+import { resolveGitHubToken } from '../github/github-token';
+
+/** ok: fine; warn: works, with less (no isolation, no GitHub); fail: what it names does not work. */
+export type DoctorStatus = 'ok' | 'warn' | 'fail';
+
+export interface DoctorCheck {
+  id: 'node' | 'git' | 'codex' | 'claude' | 'github' | 'isolation' | 'port' | 'dataDirectory';
+  title: string;
+  status: DoctorStatus;
+  /** A failure of a required check makes `doctor` exit non-zero. */
+  required: boolean;
+  detail: string;
+  /** How to fix it; null when there is nothing to fix. */
+  fix: string | null;
+}
+
+export interface DoctorReport {
+  /** False when a required check failed. */
+  ok: boolean;
+  checks: DoctorCheck[];
+}
+
+export interface DoctorOptions {
+  workspace: string;
+  env?: NodeJS.ProcessEnv;
+  /** Launch overrides (`--port`, `--host`), as `start` would apply them. */
+  overrides?: Partial<ConfigurationValues>;
+  /** Each external command gets this long. */
+  timeoutMs?: number;
+}
+
+export const MINIMUM_NODE_VERSION = '20.19.0';
+
+interface Exec {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  error: string | null;
+}
+
+function exec(command: string, args: string[], env: NodeJS.ProcessEnv, cwd: string, timeoutMs: number): Promise<Exec> {
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd, encoding: 'utf8', env, maxBuffer: 256 * 1024, timeout: timeoutMs, windowsHide: true }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+      resolve({ code, error: error && code === null ? (error.killed ? `no answer within ${timeoutMs / 1000} s` : error.message) : null, stderr, stdout });
+    });
+  });
+}
+
+function versionAtLeast(version: string, minimum: string): boolean {
+  const a = version.replace(/^v/, '').split('.').map(Number);
+  const b = minimum.split('.').map(Number);
+  for (let i = 0; i < 3; i++) {
+    if ((a[i] ?? 0) !== (b[i] ?? 0)) {
+      return (a[i] ?? 0) > (b[i] ?? 0);
+    }
+  }
+  return true;
+}
+
+/**
+ * The settings `start` would run with in this workspace: defaults, the workspace's config file
+ * when there is one (never created here), the CODE_FACTORY_* environment, the launch flags.
+ */
+function effectiveConfiguration(root: string, home: string, env: NodeJS.ProcessEnv, overrides: Partial<ConfigurationValues>): ConfigurationValues {
+  let file: Partial<ConfigurationValues> = {};
+  try {
+    file = JSON.parse(fs.readFileSync(path.join(home, 'workspaces', workspaceKey(root), 'config.json'), 'utf8')) as Partial<ConfigurationValues>;
+  } catch {
+    // none yet (first start) or unreadable: `start` reports the latter itself
+  }
+  return { ...CONFIGURATION_DEFAULTS, ...file, ...overridesFromEnv(env), ...overrides };
+}
+
+export function checkNode(version = process.version): DoctorCheck {
+  const ok = versionAtLeast(version, MINIMUM_NODE_VERSION);
+  return {
+    detail: `Node.js ${version}${ok ? '' : `; ${MINIMUM_NODE_VERSION} or later is needed`}`,
+    fix: ok ? null : `install Node.js ${MINIMUM_NODE_VERSION} or later (https://nodejs.org)`,
+    id: 'node',
+    required: true,
+    status: ok ? 'ok' : 'fail',
+    title: 'Node.js',
+  };
+}
+
+async function checkGit(root: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<DoctorCheck> {
+  const base = { id: 'git' as const, required: true, title: 'git' };
+  const git = findExecutable('git', env.PATH ?? '', root);
+  if (git === null) {
+    return { ...base, detail: 'git is not on the PATH', fix: 'install git (for example apt-get install git)', status: 'fail' };
+  }
+  const version = await exec(git, ['--version'], env, root, timeoutMs);
+  if (version.code !== 0) {
+    return { ...base, detail: `${git} --version failed: ${(version.error ?? version.stderr).trim()}`, fix: 'reinstall git', status: 'fail' };
+  }
+  const repo = await exec(git, ['rev-parse', '--show-toplevel'], env, root, timeoutMs);
+  const detail = version.stdout.trim();
+  if (repo.code !== 0) {
+    return {
+      ...base,
+      detail: `${detail}; ${root} is not inside a git repository`,
+      fix: 'run Agent Manager inside your repository (or `git init` here)',
+      required: false,
+      status: 'warn',
+    };
+  }
+  return { ...base, detail: `${detail}; repository ${repo.stdout.trim()}`, fix: null, status: 'ok' };
+}
+
+interface AgentCli {
+  id: 'codex' | 'claude';
+  title: string;
+  executable: string;
+  setting: string;
+  install: string;
+  login: string;
+  /** The CLI's own status command: exit 0 when logged in. Neither spends a token. */
+  statusArgs: string[];
+}
+
+async function checkAgentCli(cli: AgentCli, root: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<DoctorCheck & { found: boolean }> {
+  const base = { found: false, id: cli.id, required: false, title: cli.title };
+  const found = findExecutable(cli.executable, env.PATH ?? '', root);
+  if (found === null) {
+    return { ...base, detail: `\`${cli.executable}\` is not on the PATH`, fix: `${cli.install}, or set ${cli.setting} in the configuration`, status: 'warn' };
+  }
+  const version = await exec(found, ['--version'], env, root, timeoutMs);
+  if (version.code !== 0) {
+    return { ...base, detail: `${found} --version failed: ${(version.error ?? version.stderr).trim().split('\n')[0]}`, fix: `reinstall it (${cli.install})`, status: 'fail' };
+  }
+  const status = await exec(found, cli.statusArgs, env, root, timeoutMs);
+  const name = version.stdout.trim().split('\n')[0];
+  if (status.code !== 0) {
+    const why = status.error ? `\`${cli.executable} ${cli.statusArgs.join(' ')}\` gave no answer: ${status.error}` : 'not logged in';
+    return { ...base, detail: `${name} at ${found}; ${why}`, fix: cli.login, found: true, status: 'warn' };
+  }
+  return { ...base, detail: `${name} at ${found}; logged in`, fix: null, found: true, status: 'ok' };
+}
+
+async function checkGitHub(apiUrl: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<DoctorCheck> {
+  const base = { id: 'github' as const, required: false, title: 'GitHub token' };
+  const fixToken = 'set GITHUB_TOKEN (or GH_TOKEN), or log in with `gh auth login`; pull requests are not followed without one';
+  const found = await resolveGitHubToken({ env, timeoutMs });
+  if (found === null) {
+    return { ...base, detail: 'no token in GITHUB_TOKEN, GH_TOKEN or `gh auth token`', fix: fixToken, status: 'warn' };
+  }
+  const url = `${apiUrl.replace(/\/+$/, '')}/user`;
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      headers: { accept: 'application/vnd.github+json', authorization: `Bearer ${found.token}`, 'user-agent': 'agent-manager-doctor' },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (err) {
+    const cause = (err as Error & { cause?: Error }).cause?.message ?? (err as Error).message;
+    return {
+      ...base,
+      detail: `token from ${found.source}; ${url} could not be reached (${cause})`,
+      fix: 'check the network, or githubApiUrl in the configuration',
+      status: 'warn',
+    };
+  }
+  if (response.status === 401) {
+    return { ...base, detail: `the token from ${found.source} is rejected by ${apiUrl} (401)`, fix: `renew it; ${fixToken}`, status: 'fail' };
+  }
+  if (!response.ok) {
+    return { ...base, detail: `token from ${found.source}; GET ${url} answered ${response.status}`, fix: 'check githubApiUrl in the configuration', status: 'warn' };
+  }
+  const login = ((await response.json().catch(() => ({}))) as { login?: string }).login ?? 'unknown user';
+  const header = response.headers.get('x-oauth-scopes');
+  if (header === null) {
+    // Fine-grained tokens and GitHub App tokens carry their permissions per repository instead.
+    return { ...base, detail: `token from ${found.source} (${login}); fine-grained (no OAuth scopes to list)`, fix: null, status: 'ok' };
+  }
+  const scopes = header
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (!scopes.includes('repo') && !scopes.includes('public_repo')) {
+    return {
+      ...base,
+      detail: `token from ${found.source} (${login}); scopes: ${scopes.join(', ') || 'none'}`,
+      fix: 'give the token the `repo` scope (or `public_repo` for public repositories only) to read pull requests',
+      status: 'warn',
+    };
+  }
+  return { ...base, detail: `token from ${found.source} (${login}); scopes: ${scopes.join(', ')}`, fix: null, status: 'ok' };
+}
+
+async function checkIsolation(mode: 'auto' | 'off', root: string, env: NodeJS.ProcessEnv): Promise<DoctorCheck> {
+  const base = { id: 'isolation' as const, required: false, title: 'Agent isolation' };
+  // The same probe the manager runs at start, on a throw-away tree instead of the real data.
+  const tree = fs.mkdtempSync(path.join(os.tmpdir(), 'am-doctor-'));
+  try {
+    const hidden = path.join(tree, 'hidden');
+    fs.mkdirSync(hidden);
+    const witness = path.join(hidden, 'witness');
+    fs.writeFileSync(witness, '');
+    const { isolation } = await probeBubblewrap({ cwd: root, hidden: [hidden], mode, searchPath: env.PATH ?? '', witness });
+    if (isolation.enabled) {
+      return { ...base, detail: `agents run in a ${isolation.mechanism} sandbox that hides every workspace's data`, fix: null, status: 'ok' };
+    }
+    return {
+      ...base,
+      detail: `agents would NOT be isolated: ${isolation.reason}`,
+      fix: mode === 'off' ? 'set agentIsolation to "auto" in the configuration' : 'install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces',
+      status: 'warn',
+    };
+  } finally {
+    fs.rmSync(tree, { force: true, recursive: true });
+  }
+}
+
+function checkPort(host: string, port: number): Promise<DoctorCheck> {
+  const base = { id: 'port' as const, required: true, title: 'Port' };
+  if (port === 0) {
+    return Promise.resolve({ ...base, detail: 'port 0: a free one is picked at start', fix: null, status: 'ok' });
+  }
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      resolve({
+        ...base,
+        detail: `${host}:${port} cannot be listened on (${err.code ?? err.message}${err.code === 'EADDRINUSE' ? ': another process uses it' : ''})`,
+        fix: 'stop what uses it, or start with --port <another> (or set port in the configuration)',
+        status: 'fail',
+      }),
+    );
+    server.listen({ exclusive: true, host, port }, () => server.close(() => resolve({ ...base, detail: `${host}:${port} is free`, fix: null, status: 'ok' })));
+  });
+}
+
+function checkDataDirectory(home: string): DoctorCheck {
+  const base = { id: 'dataDirectory' as const, required: true, title: 'Data directory' };
+  // The nearest existing ancestor is what must be writable; nothing is created here.
+  let existing = home;
+  while (!fs.existsSync(existing) && path.dirname(existing) !== existing) {
+    existing = path.dirname(existing);
+  }
+  try {
+    if (!fs.statSync(existing).isDirectory()) {
+      return { ...base, detail: `${existing} is not a directory`, fix: `remove it, or set CODE_FACTORY_HOME to a writable directory`, status: 'fail' };
+    }
+    fs.accessSync(existing, fs.constants.W_OK | fs.constants.X_OK);
+  } catch {
+    return {
+      ...base,
+      detail: `${home} is not writable (${existing} refuses writes)`,
+      fix: `make ${existing} writable, or set CODE_FACTORY_HOME to a writable directory`,
+      status: 'fail',
+    };
+  }
+  return { ...base, detail: `${home} is writable`, fix: null, status: 'ok' };
+}
+
+/** Everything a first run needs, each with how to fix a miss. Reads and probes only. */
+export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
+  const env = options.env ?? process.env;
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  let root = path.resolve(options.workspace);
+  try {
+    root = fs.realpathSync(root);
+  } catch {
+    // reported by the git check (the directory is not a repository)
+  }
+  const home = codeFactoryHome(env);
+  const configuration = effectiveConfiguration(root, home, env, options.overrides ?? {});
+  const cwd = fs.existsSync(root) ? root : process.cwd();
+  const clis: AgentCli[] = [
+    {
+      executable: configuration.codexExecutable,
+      id: 'codex',
+      install: 'install the Codex CLI (npm i -g @openai/codex)',
+      login: 'run `codex login`',
+      setting: 'codexExecutable',
+      statusArgs: ['login', 'status'],
+      title: 'Codex CLI',
+    },
+    {
+      executable: configuration.claudeExecutable,
+      id: 'claude',
+      install: 'install Claude Code (npm i -g @anthropic-ai/claude-code)',
+      login: 'run `claude` once and log in (or `claude setup-token`)',
+      setting: 'claudeExecutable',
+      statusArgs: ['auth', 'status'],
+      title: 'Claude Code',
+    },
+  ];
+  const [git, codex, claude, github, isolation, port] = await Promise.all([
+    checkGit(cwd, env, timeoutMs),
+    checkAgentCli(clis[0], cwd, env, timeoutMs),
+    checkAgentCli(clis[1], cwd, env, timeoutMs),
+    checkGitHub(configuration.githubApiUrl, env, timeoutMs),
+    checkIsolation(configuration.agentIsolation, cwd, env),
+    checkPort(configuration.host, configuration.port),
+  ]);
+  // One agent CLI is enough; with neither, no Requirement can run.
+  const agents = [codex, claude].map(({ found, ...check }) => (codex.found || claude.found ? check : { ...check, required: true, status: 'fail' as const }));
+  const checks = [checkNode(), git, ...agents, github, isolation, port, checkDataDirectory(home)];
+  return { checks, ok: !checks.some((c) => c.required && c.status === 'fail') };
+}
+
+/** The report for a terminal: one line per check, the fix indented under a miss. */
+export function formatDoctorReport(report: DoctorReport): string {
+  const mark: Record<DoctorStatus, string> = { fail: '✗', ok: '✓', warn: '!' };
+  const lines = report.checks.flatMap((c) => [`${mark[c.status]} ${c.title.padEnd(17)}${c.detail}`, ...(c.fix ? [`  ${' '.repeat(17)}→ ${c.fix}`] : [])]);
+  const failed = report.checks.filter((c) => c.required && c.status === 'fail').length;
+  lines.push('', report.ok ? 'Ready: `agent-manager` starts Agent Manager here.' : `${failed} required check${failed === 1 ? '' : 's'} failed.`);
+  return `${lines.join('\n')}\n`;
+}

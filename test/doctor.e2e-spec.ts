@@ -1,0 +1,285 @@
+// `agent-manager doctor` with each check failing in turn: a PATH of chosen programs only, the real
+// Codex and Claude Code CLIs logged out and logged in (a temporary HOME holding the auth files they
+// read), the fake GitHub answering GET /user with a token's scopes.
+import { execFileSync, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import { FakeGitHubServer } from './support/fake-github-server';
+import { ROOT } from './support/manager-process';
+
+const BIN = path.join(ROOT, 'bin', 'agent-manager.js');
+const CLIS = path.join(ROOT, 'test', 'agent-clis', 'node_modules', '.bin');
+
+interface Check {
+  id: string;
+  status: 'ok' | 'warn' | 'fail';
+  required: boolean;
+  detail: string;
+  fix: string | null;
+}
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  report: { ok: boolean; checks: Check[] } | null;
+  check(id: string): Check;
+}
+
+function which(program: string): string {
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    const candidate = path.join(dir, program);
+    if (dir && fs.existsSync(candidate)) {
+      return fs.realpathSync(candidate);
+    }
+  }
+  throw new Error(`${program} is not installed`);
+}
+
+describe('agent-manager doctor', () => {
+  let base: string;
+  let github: FakeGitHubServer;
+
+  /** A directory holding exactly `programs` (links to the real ones), to be the whole PATH. */
+  function pathOf(programs: Record<string, string>): string {
+    const dir = fs.mkdtempSync(path.join(base, 'bin-'));
+    for (const [name, target] of Object.entries(programs)) {
+      fs.symlinkSync(target, path.join(dir, name));
+    }
+    return dir;
+  }
+
+  let fullPath: string;
+  let home: string;
+  let repo: string;
+
+  function doctor(options: { args?: string[]; env?: NodeJS.ProcessEnv; json?: boolean } = {}): Promise<Result> {
+    const json = options.json ?? true;
+    return new Promise((resolve) => {
+      const child = spawn(process.execPath, [BIN, 'doctor', '--port', '0', ...(json ? ['--json'] : []), ...(options.args ?? [])], {
+        cwd: repo,
+        env: {
+          CODE_FACTORY_GITHUB_API_URL: github.url,
+          CODE_FACTORY_HOME: path.join(home, '.code-factory'),
+          GITHUB_TOKEN: 'good-token',
+          HOME: home,
+          PATH: fullPath,
+          ...options.env,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.on('exit', (code) => {
+        const report = json ? (JSON.parse(stdout) as Result['report']) : null;
+        resolve({
+          check: (id) => {
+            const found = report?.checks.find((c) => c.id === id);
+            if (!found) {
+              throw new Error(`no ${id} check in ${stdout}`);
+            }
+            return found;
+          },
+          code,
+          report,
+          stdout,
+        });
+      });
+    });
+  }
+
+  beforeAll(async () => {
+    base = fs.mkdtempSync(path.join(os.tmpdir(), 'am-doctor-'));
+    github = await FakeGitHubServer.start({ scopes: 'repo, read:org', token: 'good-token' });
+    fullPath = pathOf({
+      bwrap: which('bwrap'),
+      claude: fs.realpathSync(path.join(CLIS, 'claude')),
+      codex: fs.realpathSync(path.join(CLIS, 'codex')),
+      git: which('git'),
+      node: process.execPath,
+      // What the isolation probe runs inside the sandbox.
+      test: which('test'),
+    });
+  });
+  afterAll(async () => {
+    await github.close();
+    fs.rmSync(base, { force: true, recursive: true });
+  });
+
+  beforeEach(() => {
+    home = fs.mkdtempSync(path.join(base, 'home-'));
+    repo = fs.mkdtempSync(path.join(base, 'repo-'));
+    execFileSync('git', ['init', '-q'], { cwd: repo });
+  });
+
+  function logIn(): void {
+    // The files the CLIs themselves read: Codex's auth.json (an API key login) and Claude Code's
+    // stored claude.ai login. Neither status command calls a model.
+    fs.mkdirSync(path.join(home, '.codex'));
+    fs.writeFileSync(path.join(home, '.codex', 'auth.json'), JSON.stringify({ OPENAI_API_KEY: 'sk-test-not-a-real-key' }));
+    fs.mkdirSync(path.join(home, '.claude'));
+    fs.writeFileSync(
+      path.join(home, '.claude', '.credentials.json'),
+      JSON.stringify({
+        claudeAiOauth: {
+          accessToken: 'sk-ant-oat01-test',
+          expiresAt: 4102444800000,
+          refreshToken: 'sk-ant-ort01-test',
+          scopes: ['user:inference', 'user:profile'],
+          subscriptionType: 'pro',
+        },
+      }),
+    );
+  }
+
+  it('passes everything on a ready machine, human-readable by default', async () => {
+    logIn();
+    const json = await doctor();
+    expect(json.code).toBe(0);
+    expect(json.report?.ok).toBe(true);
+    expect(json.report?.checks.map((c) => [c.id, c.status])).toEqual([
+      ['node', 'ok'],
+      ['git', 'ok'],
+      ['codex', 'ok'],
+      ['claude', 'ok'],
+      ['github', 'ok'],
+      ['isolation', 'ok'],
+      ['port', 'ok'],
+      ['dataDirectory', 'ok'],
+    ]);
+    expect(json.check('codex').detail).toMatch(/^codex-cli \d+\.\d+\.\d+ at .*; logged in$/);
+    expect(json.check('claude').detail).toMatch(/^\d+\.\d+\.\d+ \(Claude Code\) at .*; logged in$/);
+    expect(json.check('github').detail).toBe('token from GITHUB_TOKEN (octocat); scopes: repo, read:org');
+    // The token went to the configured GitHub, nowhere else.
+    expect(github.requests.filter((r) => r.path === '/user').map((r) => r.authorization)).toContain('Bearer good-token');
+
+    const human = await doctor({ json: false });
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^✓ Node\.js/m);
+    expect(human.stdout).toMatch(/^✓ Codex CLI\s+codex-cli/m);
+    expect(human.stdout).toContain('Ready: `agent-manager` starts Agent Manager here.');
+    expect(human.stdout).not.toContain('good-token');
+  }, 120_000);
+
+  it('says when the agent CLIs are not logged in, with how to log in (a warning: runs would fail, start does not)', async () => {
+    const result = await doctor();
+    expect(result.code).toBe(0);
+    expect(result.check('codex')).toMatchObject({ fix: 'run `codex login`', required: false, status: 'warn' });
+    expect(result.check('codex').detail).toContain('not logged in');
+    expect(result.check('claude')).toMatchObject({ required: false, status: 'warn' });
+    expect(result.check('claude').fix).toContain('claude');
+  }, 120_000);
+
+  it('warns about one missing agent CLI and fails when neither is installed', async () => {
+    const onlyClaude = await doctor({
+      env: { PATH: pathOf({ bwrap: which('bwrap'), claude: fs.realpathSync(path.join(CLIS, 'claude')), git: which('git'), node: process.execPath }) },
+    });
+    expect(onlyClaude.code).toBe(0);
+    expect(onlyClaude.check('codex')).toMatchObject({ detail: '`codex` is not on the PATH', status: 'warn' });
+    expect(onlyClaude.check('codex').fix).toContain('codexExecutable');
+
+    const neither = await doctor({ env: { PATH: pathOf({ git: which('git'), node: process.execPath }) } });
+    expect(neither.code).toBe(1);
+    expect(neither.report?.ok).toBe(false);
+    expect(neither.check('codex')).toMatchObject({ required: true, status: 'fail' });
+    expect(neither.check('claude')).toMatchObject({ required: true, status: 'fail' });
+    const human = await doctor({ env: { PATH: pathOf({ git: which('git'), node: process.execPath }) }, json: false });
+    expect(human.code).toBe(1);
+    expect(human.stdout).toContain('2 required checks failed.');
+  }, 120_000);
+
+  it('follows codexExecutable / claudeExecutable from the environment as start does', async () => {
+    const result = await doctor({ env: { CODE_FACTORY_CODEX_EXECUTABLE: path.join(base, 'no-such-codex') } });
+    expect(result.check('codex').detail).toContain('no-such-codex');
+    expect(result.check('codex').status).toBe('warn');
+  }, 120_000);
+
+  it('fails without git', async () => {
+    const result = await doctor({ env: { PATH: pathOf({ codex: fs.realpathSync(path.join(CLIS, 'codex')), node: process.execPath }) } });
+    expect(result.code).toBe(1);
+    expect(result.check('git')).toMatchObject({ detail: 'git is not on the PATH', required: true, status: 'fail' });
+    expect(result.check('git').fix).toContain('install git');
+  }, 120_000);
+
+  it('warns outside a git repository', async () => {
+    fs.rmSync(path.join(repo, '.git'), { recursive: true });
+    const result = await doctor();
+    expect(result.check('git').status).toBe('warn');
+    expect(result.check('git').detail).toContain('is not inside a git repository');
+  }, 120_000);
+
+  it('reports the GitHub token: none, rejected, short of scopes, fine-grained, unreachable', async () => {
+    // Without the agent CLIs (slow to start, and beside the point here).
+    const light = (env: NodeJS.ProcessEnv) => doctor({ env: { PATH: pathOf({ git: which('git'), node: process.execPath }), ...env } });
+    const none = await light({ GITHUB_TOKEN: '' });
+    expect(none.check('github')).toMatchObject({ required: false, status: 'warn' });
+    expect(none.check('github').detail).toContain('no token in GITHUB_TOKEN, GH_TOKEN or `gh auth token`');
+
+    const fromGh = await light({ GH_TOKEN: 'good-token', GITHUB_TOKEN: '' });
+    expect(fromGh.check('github')).toMatchObject({ status: 'ok' });
+    expect(fromGh.check('github').detail).toContain('token from GH_TOKEN');
+
+    const rejected = await light({ GITHUB_TOKEN: 'revoked-token' });
+    expect(rejected.check('github')).toMatchObject({ status: 'fail' });
+    expect(rejected.check('github').detail).toContain('is rejected');
+    expect(rejected.stdout).not.toContain('revoked-token');
+
+    const narrow = await FakeGitHubServer.start({ scopes: 'read:user', token: 'good-token' });
+    const fine = await FakeGitHubServer.start({ scopes: null, token: 'good-token' });
+    try {
+      const short = await light({ CODE_FACTORY_GITHUB_API_URL: narrow.url });
+      expect(short.check('github')).toMatchObject({ status: 'warn' });
+      expect(short.check('github').detail).toContain('scopes: read:user');
+      expect(short.check('github').fix).toContain('`repo` scope');
+      const fineGrained = await light({ CODE_FACTORY_GITHUB_API_URL: fine.url });
+      expect(fineGrained.check('github')).toMatchObject({ status: 'ok' });
+      expect(fineGrained.check('github').detail).toContain('fine-grained');
+    } finally {
+      await narrow.close();
+      await fine.close();
+    }
+    const closed = await FakeGitHubServer.start();
+    const url = closed.url;
+    await closed.close();
+    const unreachable = await light({ CODE_FACTORY_GITHUB_API_URL: url });
+    expect(unreachable.check('github')).toMatchObject({ status: 'warn' });
+    expect(unreachable.check('github').detail).toContain('could not be reached');
+  }, 180_000);
+
+  it('warns when agents could not be isolated: bubblewrap missing, or isolation off', async () => {
+    const noBwrap = await doctor({ env: { PATH: pathOf({ codex: fs.realpathSync(path.join(CLIS, 'codex')), git: which('git'), node: process.execPath }) } });
+    expect(noBwrap.code).toBe(0);
+    expect(noBwrap.check('isolation')).toMatchObject({ required: false, status: 'warn' });
+    expect(noBwrap.check('isolation').detail).toContain('bubblewrap (`bwrap`) is not installed');
+    expect(noBwrap.check('isolation').fix).toContain('apt-get install bubblewrap');
+
+    const off = await doctor({ env: { CODE_FACTORY_AGENT_ISOLATION: 'off' } });
+    expect(off.check('isolation').detail).toContain('agentIsolation is "off"');
+  }, 120_000);
+
+  it('fails when the port is taken', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as net.AddressInfo).port;
+    try {
+      const result = await doctor({ args: ['--port', String(port)] });
+      expect(result.code).toBe(1);
+      expect(result.check('port')).toMatchObject({ required: true, status: 'fail' });
+      expect(result.check('port').detail).toContain(`127.0.0.1:${port} cannot be listened on (EADDRINUSE`);
+      expect(result.check('port').fix).toContain('--port');
+    } finally {
+      blocker.close();
+    }
+  }, 120_000);
+
+  it('fails when the data directory cannot be created', async () => {
+    const file = path.join(base, 'a-file');
+    fs.writeFileSync(file, '');
+    const result = await doctor({ env: { CODE_FACTORY_HOME: path.join(file, 'home') } });
+    expect(result.code).toBe(1);
+    expect(result.check('dataDirectory')).toMatchObject({ detail: `${file} is not a directory`, required: true, status: 'fail' });
+    expect(fs.existsSync(path.join(file, 'home'))).toBe(false);
+  }, 120_000);
+});
