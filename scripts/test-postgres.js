@@ -49,7 +49,18 @@ async function main() {
   const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'am-jest-pg-')), 'results.json');
   let jest;
   try {
-    const args = [require.resolve('jest/bin/jest'), '--ci', '--maxWorkers=2', '--json', `--outputFile=${report}`, '--selectProjects', 'e2e', 'faults', '--runTestsByPath', ...SUITES];
+    const args = [
+      require.resolve('jest/bin/jest'),
+      '--ci',
+      '--maxWorkers=2',
+      '--json',
+      `--outputFile=${report}`,
+      '--selectProjects',
+      'e2e',
+      'faults',
+      '--runTestsByPath',
+      ...SUITES,
+    ];
     jest = spawnSync(process.execPath, [...args, ...process.argv.slice(2)], { cwd: root, env: { ...process.env, TEST_DATABASE_URL: url, TZ: 'UTC' }, stdio: 'inherit' });
   } finally {
     if (own) {

@@ -187,11 +187,9 @@ describe('kill -9 under load, then restart', () => {
     expect(delivered?.n).toBe(comments);
     await manager.stop();
     expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
-    const [timers] = await query<{ due: number }>(
-      db(),
-      "SELECT COUNT(*) AS due FROM agent_timer WHERE status = 'active' AND next_fire_at < ?",
-      [new Date(Date.now() - 5000).toISOString()],
-    );
+    const [timers] = await query<{ due: number }>(db(), "SELECT COUNT(*) AS due FROM agent_timer WHERE status = 'active' AND next_fire_at < ?", [
+      new Date(Date.now() - 5000).toISOString(),
+    ]);
     expect(timers?.due).toBe(0);
     process.stdout.write(`fault rounds: ${ROUNDS}, replies acknowledged: ${acknowledged.length}, events seen: ${published.size}, GitHub comments: ${comments}\n`);
   });

@@ -80,7 +80,10 @@ export async function checkInvariants(dataDirectory: string): Promise<string[]> 
     'SELECT m.id FROM requirement_message m LEFT JOIN agent_trigger_receipt t ON t.message_id = m.id WHERE m.trigger_id IS NOT NULL AND t.message_id IS NULL',
   );
   // 7. One active review per PR.
-  await expectNone('two running reviews of a PR', "SELECT pull_request_id, COUNT(*) AS n FROM review_request WHERE status = 'running' GROUP BY pull_request_id HAVING COUNT(*) > 1");
+  await expectNone(
+    'two running reviews of a PR',
+    "SELECT pull_request_id, COUNT(*) AS n FROM review_request WHERE status = 'running' GROUP BY pull_request_id HAVING COUNT(*) > 1",
+  );
   // Timers: active ones have a next occurrence; ended ones none.
   await expectNone('timer state', "SELECT id, status, next_fire_at FROM agent_timer WHERE (status = 'active') <> (next_fire_at IS NOT NULL)");
   return problems;

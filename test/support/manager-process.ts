@@ -36,7 +36,14 @@ export function makeSandbox(): Sandbox {
     cleanup: () => {
       // On PostgreSQL each workspace of this home has a schema: dropped with the home.
       const workspaces = path.join(home, 'workspaces');
-      dropSchemasSync(fs.existsSync(workspaces) ? fs.readdirSync(workspaces).filter((key) => /^[0-9a-f]{16}$/.test(key)).map((key) => `am_${key}`) : []);
+      dropSchemasSync(
+        fs.existsSync(workspaces)
+          ? fs
+              .readdirSync(workspaces)
+              .filter((key) => /^[0-9a-f]{16}$/.test(key))
+              .map((key) => `am_${key}`)
+          : [],
+      );
       fs.rmSync(base, { force: true, recursive: true });
     },
     home,
