@@ -15,6 +15,7 @@ const cluster = require('./postgres-cluster');
 const root = path.resolve(__dirname, '..');
 /** The suites the issue names (requirements, events, runs, timers, reviews, faults, fuzz) and their neighbours on the store. */
 const SUITES = [
+  'server/src/core/database/schema.postgres.spec.ts',
   'test/requirements.e2e-spec.ts',
   'test/events.e2e-spec.ts',
   'test/runs.e2e-spec.ts',
