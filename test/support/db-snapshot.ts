@@ -70,22 +70,31 @@ export function execute(dbPath: string, sql: string, params: unknown[] = []): Pr
 }
 
 /** Row counts, the newest event id and the attachment files: what "nothing written" compares. */
-export async function snapshotStore(dataDirectory: string): Promise<StoreSnapshot> {
+/**
+ * With `exceptTraces`, the trace lines of runs (run.trace.appended events) are left out of the
+ * event counts: a run already going when a refused request is sent appends them at its own pace,
+ * and no request writes one.
+ */
+export async function snapshotStore(dataDirectory: string, { exceptTraces = false } = {}): Promise<StoreSnapshot> {
+  const events = exceptTraces ? "FROM manager_event WHERE type <> 'run.trace.appended'" : 'FROM manager_event';
   const dbPath = path.join(dataDirectory, 'factory.sqlite');
   const rows: Record<string, number> = {};
   const attachmentFiles = fs.readdirSync(path.join(dataDirectory, 'attachments')).sort();
   if (onPostgres()) {
     // One connection and one snapshot: as quick as the SQLite file's reads, so the window for a concurrent write is as small.
-    const r = await pgSnapshot(dbPath, { ...Object.fromEntries(TABLES.map((t) => [t, `SELECT COUNT(*) AS n FROM ${t}`])), max: 'SELECT MAX(id) AS id FROM manager_event' });
+    const r = await pgSnapshot(dbPath, {
+      ...Object.fromEntries(TABLES.map((t) => [t, t === 'manager_event' ? `SELECT COUNT(*) AS n ${events}` : `SELECT COUNT(*) AS n FROM ${t}`])),
+      max: `SELECT MAX(id) AS id ${events}`,
+    });
     for (const table of TABLES) {
       rows[table] = Number(r[table]?.[0]?.n ?? 0);
     }
     return { attachmentFiles, maxEventId: Number(r.max?.[0]?.id ?? 0), rows };
   }
   for (const table of TABLES) {
-    const [row] = await query<{ n: number }>(dbPath, `SELECT COUNT(*) AS n FROM ${table}`);
+    const [row] = await query<{ n: number }>(dbPath, table === 'manager_event' ? `SELECT COUNT(*) AS n ${events}` : `SELECT COUNT(*) AS n FROM ${table}`);
     rows[table] = row?.n ?? 0;
   }
-  const [max] = await query<{ id: number | null }>(dbPath, 'SELECT MAX(id) AS id FROM manager_event');
+  const [max] = await query<{ id: number | null }>(dbPath, `SELECT MAX(id) AS id ${events}`);
   return { attachmentFiles, maxEventId: max?.id ?? 0, rows };
 }

@@ -60,7 +60,7 @@ export async function checkConsistency(dataDirectory: string): Promise<string[]>
     runningRuns: `SELECT a.id, a.session_id, s.state FROM agent_run a LEFT JOIN agent_session s ON s.id = a.session_id WHERE a.status = 'running' AND a.role = 'rd' AND (s.state IS NULL OR s.state <> 'running')`,
     runningPerSession: `SELECT session_id, COUNT(*) AS n FROM agent_run WHERE status = 'running' GROUP BY session_id HAVING COUNT(*) > 1`,
     runningSessionsWithoutRun: `SELECT s.id FROM agent_session s WHERE s.state = 'running' AND NOT EXISTS (SELECT 1 FROM agent_run a WHERE a.session_id = s.id AND a.status = 'running')`,
-    eventIds: pg ? 'SELECT id FROM manager_event ORDER BY ctid' : 'SELECT id FROM manager_event ORDER BY rowid',
+    eventIds: pg ? 'SELECT id FROM manager_event ORDER BY xmin::text::bigint, id' : 'SELECT id FROM manager_event ORDER BY rowid',
     eventsBad: pg
       ? 'SELECT id, payload FROM manager_event' // checked below (PostgreSQL 15 has no pg_input_is_valid)
       : `SELECT id FROM manager_event WHERE typeof(id) <> 'integer' OR json_valid(payload) = 0`,
