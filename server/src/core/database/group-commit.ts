@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
 
 import type { ManagerEvent } from '@libs/contracts';
 
@@ -39,6 +40,7 @@ export abstract class GroupCommit implements WriteQueue {
   protected readonly cache = new WriteCache(WRITE_CACHE_ENTRIES);
 
   constructor(
+    protected readonly writer: DataSource,
     private readonly publish: (event: ManagerEvent) => void,
     protected readonly logger: Logger,
   ) {}

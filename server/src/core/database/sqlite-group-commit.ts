@@ -1,6 +1,3 @@
-import type { Logger } from '@nestjs/common';
-import type { DataSource } from 'typeorm';
-
 import type { ManagerEvent } from '@libs/contracts';
 
 import { EVENT_COLUMNS, GroupCommit, type PendingUnit, eventChunks, eventRow } from './group-commit';
@@ -47,14 +44,6 @@ class RunAgain extends Error {
  * - A failed COMMIT, or a failure that took the transaction with it, rejects every unit run.
  */
 export class SqliteGroupCommit extends GroupCommit {
-  constructor(
-    private readonly writer: DataSource,
-    publish: (event: ManagerEvent) => void,
-    logger: Logger,
-  ) {
-    super(publish, logger);
-  }
-
   /** Reads AUTOINCREMENT's high-water mark: ids are never reused, even after events are purged. */
   async start(): Promise<void> {
     const [row] = await this.writer.query<Array<{ seq: number }>>(`SELECT seq FROM sqlite_sequence WHERE name = 'manager_event'`);

@@ -33,17 +33,12 @@ export class SqliteUnitOfWork extends StagedUnitOfWork {
 
   constructor(
     private readonly batch: SqliteBatch,
-    /** Its position in the batch (1-based), also its savepoint's name. */
-    readonly position: number,
+    position: number,
     manager: EntityManager,
     cache: UnitCacheView,
     eventIds: EventIds,
   ) {
-    super(manager, cache, eventIds);
-  }
-
-  get savepoint(): string {
-    return `u${this.position}`;
+    super(position, manager, cache, eventIds);
   }
 
   async reads(): Promise<EntityManager> {

@@ -30,11 +30,18 @@ export abstract class StagedUnitOfWork implements UnitOfWork {
   private closed = false;
 
   constructor(
+    /** Its position in the batch (1-based), also its savepoint's name. */
+    readonly position: number,
     protected readonly manager: EntityManager,
     readonly cache: UnitCacheView,
     private readonly eventIds: EventIds,
   ) {
     this.firstEventId = eventIds.peek();
+  }
+
+  /** Each unit runs between `SAVEPOINT u<n>` and `RELEASE u<n>` (or `ROLLBACK TO u<n>`). */
+  get savepoint(): string {
+    return `u${this.position}`;
   }
 
   abstract reads(): Promise<EntityManager>;

@@ -1,7 +1,4 @@
-import type { Logger } from '@nestjs/common';
-import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-
-import type { ManagerEvent } from '@libs/contracts';
+import type { EntityManager, QueryRunner } from 'typeorm';
 
 import { EVENT_COLUMNS, GroupCommit, type PendingUnit, eventChunks, eventRow } from '../group-commit';
 import { type EventIds, StagedUnitOfWork } from '../staged-unit-of-work';
@@ -27,17 +24,12 @@ export class PostgresUnitOfWork extends StagedUnitOfWork {
 
   constructor(
     private readonly runner: QueryRunner,
-    /** Its position in the batch (1-based), also its savepoint's name. */
-    readonly position: number,
+    position: number,
     manager: EntityManager,
     cache: UnitCacheView,
     eventIds: EventIds,
   ) {
-    super(manager, cache, eventIds);
-  }
-
-  get savepoint(): string {
-    return `u${this.position}`;
+    super(position, manager, cache, eventIds);
   }
 
   async reads(): Promise<EntityManager> {
@@ -93,14 +85,6 @@ export class PostgresUnitOfWork extends StagedUnitOfWork {
  */
 export class PostgresGroupCommit extends GroupCommit {
   private runner: QueryRunner | undefined;
-
-  constructor(
-    private readonly writer: DataSource,
-    publish: (event: ManagerEvent) => void,
-    logger: Logger,
-  ) {
-    super(publish, logger);
-  }
 
   /**
    * The high-water mark of event ids: the larger of the newest event and the recorded mark
