@@ -78,7 +78,7 @@ async function shapeOf(client: Client, schema: string, tables: string[]): Promis
   });
 
   it('builds every entity table exactly as the entity metadata describes it', async () => {
-    const tables = sources[0]!.entityMetadatas.map((m) => m.tableName).sort();
+    const tables = sources[0].entityMetadatas.map((m) => m.tableName).sort();
     const migrated = await shapeOf(client, migratedSchema, tables);
     const synchronized = await shapeOf(client, synchronizedSchema, tables);
     expect(Object.keys(migrated.requirement?.columns ?? {}).length).toBeGreaterThan(5);
@@ -93,6 +93,6 @@ async function shapeOf(client: Client, schema: string, tables: string[]): Promis
       );
     const fromMigrations = await names(migratedSchema);
     expect((await names(synchronizedSchema)).filter((t) => !fromMigrations.includes(t))).toEqual([]);
-    expect(fromMigrations.filter((t) => !sources[0]!.entityMetadatas.some((m) => m.tableName === t))).toEqual(['migrations']);
+    expect(fromMigrations.filter((t) => !sources[0].entityMetadatas.some((m) => m.tableName === t))).toEqual(['migrations']);
   });
 });
