@@ -3,9 +3,8 @@ import * as path from 'node:path';
 
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { type Json, send } from './support/http';
-import { snapshotStore } from './support/db-snapshot';
 import { expectRefused as refused } from './support/refusals';
-import { query } from './support/db-snapshot';
+import { execute, onPostgres, query, snapshotStore } from './support/db-snapshot';
 
 const VALID = { description: 'Report segment merge, encode, and flush durations', provider: 'codex', title: 'Add tiered timings' };
 
@@ -44,7 +43,7 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     const { data } = await manager.api.GET('/api/workspace');
     expect(data).toMatchObject({
       attachmentsDirectory: path.join(manager.dataDirectory(), 'attachments'),
-      databasePath: path.join(manager.dataDirectory(), 'factory.sqlite'),
+      databasePath: onPostgres() ? expect.stringMatching(/^postgres:\/\/.* \(schema am_[0-9a-f]{16}\)$/) : path.join(manager.dataDirectory(), 'factory.sqlite'),
       root: fs.realpathSync(sandbox.workspace),
     });
     expect(data?.dataDirectory).toBe(manager.dataDirectory());
@@ -262,6 +261,10 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
 
 /** Test setup only: moves a Requirement to a state that later issues' runs would produce. */
 async function setStatus(dataDirectory: string, id: string, status: string): Promise<void> {
+  if (onPostgres()) {
+    await execute(path.join(dataDirectory, 'factory.sqlite'), 'UPDATE requirement SET status = ? WHERE id = ?', [status, id]);
+    return;
+  }
   const sqlite3 = await import('sqlite3');
   await new Promise<void>((resolve, reject) => {
     const db = new sqlite3.Database(path.join(dataDirectory, 'factory.sqlite'));

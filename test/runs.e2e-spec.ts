@@ -3,7 +3,7 @@ import * as path from 'node:path';
 
 import { findRunProcesses } from '@server/agents/process-tree';
 
-import { query } from './support/db-snapshot';
+import { onPostgres, query } from './support/db-snapshot';
 import { send } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
@@ -490,7 +490,9 @@ describe('an agent CLI that cannot be started', () => {
       // A client merges Requirement snapshots by update time: along the stream they must not go back.
       const rows = await query<{ requirement_id: string; type: string; version: string }>(
         path.join(manager.dataDirectory(), 'factory.sqlite'),
-        `SELECT requirement_id, type, json_extract(payload, '$.requirement.updatedAt') AS version FROM manager_event WHERE version IS NOT NULL ORDER BY id`,
+        onPostgres()
+          ? `SELECT * FROM (SELECT id, requirement_id, type, payload::json->'requirement'->>'updatedAt' AS version FROM manager_event) e WHERE version IS NOT NULL ORDER BY id`
+          : `SELECT requirement_id, type, json_extract(payload, '$.requirement.updatedAt') AS version FROM manager_event WHERE version IS NOT NULL ORDER BY id`,
       );
       const last = new Map<string, string>();
       const regressions = rows.filter((r) => {

@@ -6,7 +6,7 @@ import { TriggerDeliveryService } from '@server/triggers/trigger-delivery.servic
 
 import { FakeClock } from './support/fake-clock';
 import { type Json, registerToken, send } from './support/http';
-import { IDLE_AGENT, Sandbox, makeSandbox } from './support/manager-process';
+import { IDLE_AGENT, STORE_ENV, Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { SseConnection, connectSse } from './support/sse-client';
 import { until } from './support/wait';
@@ -34,7 +34,7 @@ describe('Timers', () => {
   const start = async () => {
     manager = await startManager({
       clock,
-      env: { ...process.env, CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_HOME: sandbox.home },
+      env: { ...process.env, ...STORE_ENV, CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_HOME: sandbox.home },
       overrides: { port: 0 },
       workspace: sandbox.workspace,
     });

@@ -20,6 +20,8 @@ import type { Clock } from './core/clock';
 import { FileLogger } from './core/logging/file-logger';
 import { packageVersion } from './core/package-info';
 import type { Runtime } from './core/runtime';
+import { PostgresWorkspaceLock } from './core/database/postgres/postgres-workspace-lock';
+import { describeStore, storeOf } from './core/database/store';
 import { InstanceLock } from './core/workspace/instance-lock';
 import { codeFactoryHome, resolveWorkspace } from './core/workspace/workspace';
 
@@ -79,8 +81,10 @@ export async function startManager(options: StartOptions): Promise<RunningManage
 
   let logger: FileLogger | undefined;
   let app: INestApplication | undefined;
+  let storeLock: PostgresWorkspaceLock | undefined;
   try {
-    const databasePath = resolveIn(paths.dataDirectory, configuration.get('databasePath'), paths.defaultDatabasePath);
+    const store = storeOf(configuration, paths, resolveIn(paths.dataDirectory, configuration.get('databasePath'), paths.defaultDatabasePath));
+    const databasePath = describeStore(store);
     const logFilePath = resolveIn(paths.dataDirectory, configuration.get('logFilePath'), paths.defaultLogFilePath);
     logger = new FileLogger({
       filePath: logFilePath,
@@ -90,7 +94,13 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     });
     const fileLogger = logger;
     configuration.changes$.subscribe((snapshot) => fileLogger.setLevel(snapshot.effective.logLevel));
-    const runtime: Runtime = { clock: options.clock, configuration, databasePath, logFilePath, logger, paths, version: packageVersion() };
+    if (store.kind === 'postgres') {
+      // One writer per workspace across machines: refused here, before anything opens the schema.
+      const lockLogger = logger;
+      storeLock = new PostgresWorkspaceLock(store, (err) => lockLogger.error(`the PostgreSQL workspace lock's session failed: ${err.message}`, 'Manager'));
+      await storeLock.acquire();
+    }
+    const runtime: Runtime = { clock: options.clock, configuration, databasePath, logFilePath, logger, paths, store, version: packageVersion() };
 
     app = await NestFactory.create(AppModule.forRoot(runtime), new ExpressAdapter(createExpressInstance()), { abortOnError: false, bodyParser: false, logger });
     configureHttp(app);
@@ -99,6 +109,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     const address = app.getHttpServer().address() as AddressInfo;
     const url = `http://${urlHost(configuration.get('host'))}:${address.port}`;
     lock.setUrl(url);
+    await storeLock?.setUrl(url);
     app.get(AgentEnvironmentService).setApiUrl(`${url}/api`);
     const tokens = app.get(LocalTokenService);
     logger.log({ msg: 'agent manager started', pid: process.pid, url, workspace: paths.root }, 'Manager');
@@ -113,6 +124,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
         fileLogger.log({ msg: 'agent manager forced to stop' }, 'Manager');
         killDescendantsNow();
         lock.release();
+        void storeLock?.release(); // the process exits next, which ends the session and its lock anyway
       },
       loginUrl: loginUrl(url, tokens.value),
       runtime,
@@ -127,6 +139,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
             await running.close();
           } finally {
             clearInterval(sweep);
+            await storeLock?.release();
             lock.release();
             fileLogger.log({ msg: 'agent manager stopped' }, 'Manager');
             await fileLogger.close();
@@ -136,6 +149,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     };
   } catch (err) {
     await app?.close().catch(() => undefined);
+    await storeLock?.release();
     lock.release();
     logger?.error(err instanceof Error ? err : String(err), 'Manager');
     await logger?.close();

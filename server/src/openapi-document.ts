@@ -29,6 +29,7 @@ export async function generateOpenApiDocument(): Promise<OpenAPIObject> {
       AppModule.forRoot({
         configuration,
         databasePath: paths.defaultDatabasePath,
+        store: { kind: 'sqlite', path: paths.defaultDatabasePath },
         logFilePath: paths.defaultLogFilePath,
         logger,
         paths,

@@ -163,7 +163,7 @@ describe('kill -9 under load, then restart', () => {
       expect({ missing, round }).toEqual({ missing: [], round });
 
       // Time passes while it is down: every active timer comes due (some long overdue).
-      await execute(db(), "UPDATE agent_timer SET next_fire_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?) WHERE status = 'active'", [`-${Math.floor(random() * 600)} seconds`]);
+      await execute(db(), "UPDATE agent_timer SET next_fire_at = ? WHERE status = 'active'", [new Date(Date.now() - Math.floor(random() * 600) * 1000).toISOString()]);
       const maxBefore = Math.max(0, ...stored.keys());
       await start();
       const after = await connectSse(`${manager.origin}/api/events?after=${maxBefore}`);
@@ -187,10 +187,9 @@ describe('kill -9 under load, then restart', () => {
     expect(delivered?.n).toBe(comments);
     await manager.stop();
     expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
-    const [timers] = await query<{ due: number }>(
-      db(),
-      "SELECT COUNT(*) AS due FROM agent_timer WHERE status = 'active' AND next_fire_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-5 seconds')",
-    );
+    const [timers] = await query<{ due: number }>(db(), "SELECT COUNT(*) AS due FROM agent_timer WHERE status = 'active' AND next_fire_at < ?", [
+      new Date(Date.now() - 5000).toISOString(),
+    ]);
     expect(timers?.due).toBe(0);
     process.stdout.write(`fault rounds: ${ROUNDS}, replies acknowledged: ${acknowledged.length}, events seen: ${published.size}, GitHub comments: ${comments}\n`);
   });

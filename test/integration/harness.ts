@@ -52,6 +52,7 @@ export async function openServices(workspace: Workspace, overrides: Partial<Conf
   const runtime: Runtime = {
     configuration,
     databasePath: paths.defaultDatabasePath,
+    store: { kind: 'sqlite', path: paths.defaultDatabasePath },
     logFilePath: paths.defaultLogFilePath,
     logger,
     paths,

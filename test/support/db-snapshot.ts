@@ -3,6 +3,8 @@ import * as path from 'node:path';
 
 import * as sqlite3 from 'sqlite3';
 
+import { pgQuery, pgSnapshot } from './postgres';
+
 const TABLES = ['agent_timer', 'agent_trigger_receipt', 'requirement', 'agent_session', 'requirement_message', 'message_attachment', 'manager_event', 'agent_run', 'pull_request'];
 
 export interface StoreSnapshot {
@@ -11,8 +13,21 @@ export interface StoreSnapshot {
   attachmentFiles: string[];
 }
 
-/** Runs one read query against the manager's SQLite file (a separate, read-only connection). */
+/**
+ * The suites' store: the manager's SQLite file by default, or its workspace schema on the
+ * PostgreSQL server `TEST_DATABASE_URL` names (every manager the suites start then uses it).
+ * `query` and `execute` take a path to the SQLite file either way (its directory names the
+ * workspace, and so the schema) and `?` placeholders; SQL that differs is chosen with `onPostgres()`.
+ */
+export function onPostgres(): boolean {
+  return Boolean(process.env.TEST_DATABASE_URL);
+}
+
+/** Runs one read query against the manager's SQLite file (a separate, read-only connection), or its PostgreSQL schema. */
 export function query<T = Record<string, unknown>>(dbPath: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  if (onPostgres()) {
+    return pgQuery<T>(dbPath, sql, params);
+  }
   return new Promise((resolve, reject) => {
     const db = new sqlite3.Database(dbPath, sqlite3.OPEN_READONLY, (err) => {
       if (err) {
@@ -33,6 +48,9 @@ export function query<T = Record<string, unknown>>(dbPath: string, sql: string, 
 
 /** Runs one write statement against a stopped manager's SQLite file (tests that simulate time passing). */
 export function execute(dbPath: string, sql: string, params: unknown[] = []): Promise<void> {
+  if (onPostgres()) {
+    return pgQuery(dbPath, sql, params).then(() => undefined);
+  }
   return new Promise((resolve, reject) => {
     const db = new sqlite3.Database(dbPath, (err) => {
       if (err) {
@@ -52,14 +70,31 @@ export function execute(dbPath: string, sql: string, params: unknown[] = []): Pr
 }
 
 /** Row counts, the newest event id and the attachment files: what "nothing written" compares. */
-export async function snapshotStore(dataDirectory: string): Promise<StoreSnapshot> {
+/**
+ * With `exceptTraces`, the trace lines of runs (run.trace.appended events) are left out of the
+ * event counts: a run already going when a refused request is sent appends them at its own pace,
+ * and no request writes one.
+ */
+export async function snapshotStore(dataDirectory: string, { exceptTraces = false } = {}): Promise<StoreSnapshot> {
+  const events = exceptTraces ? "FROM manager_event WHERE type <> 'run.trace.appended'" : 'FROM manager_event';
   const dbPath = path.join(dataDirectory, 'factory.sqlite');
   const rows: Record<string, number> = {};
+  const attachmentFiles = fs.readdirSync(path.join(dataDirectory, 'attachments')).sort();
+  if (onPostgres()) {
+    // One connection and one snapshot: as quick as the SQLite file's reads, so the window for a concurrent write is as small.
+    const r = await pgSnapshot(dbPath, {
+      ...Object.fromEntries(TABLES.map((t) => [t, t === 'manager_event' ? `SELECT COUNT(*) AS n ${events}` : `SELECT COUNT(*) AS n FROM ${t}`])),
+      max: `SELECT MAX(id) AS id ${events}`,
+    });
+    for (const table of TABLES) {
+      rows[table] = Number(r[table]?.[0]?.n ?? 0);
+    }
+    return { attachmentFiles, maxEventId: Number(r.max?.[0]?.id ?? 0), rows };
+  }
   for (const table of TABLES) {
-    const [row] = await query<{ n: number }>(dbPath, `SELECT COUNT(*) AS n FROM ${table}`);
+    const [row] = await query<{ n: number }>(dbPath, table === 'manager_event' ? `SELECT COUNT(*) AS n ${events}` : `SELECT COUNT(*) AS n FROM ${table}`);
     rows[table] = row?.n ?? 0;
   }
-  const [max] = await query<{ id: number | null }>(dbPath, 'SELECT MAX(id) AS id FROM manager_event');
-  const attachmentFiles = fs.readdirSync(path.join(dataDirectory, 'attachments')).sort();
+  const [max] = await query<{ id: number | null }>(dbPath, `SELECT MAX(id) AS id ${events}`);
   return { attachmentFiles, maxEventId: max?.id ?? 0, rows };
 }

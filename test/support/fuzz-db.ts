@@ -3,6 +3,9 @@ import * as path from 'node:path';
 
 import * as sqlite3 from 'sqlite3';
 
+import { onPostgres } from './db-snapshot';
+import { pgSnapshot } from './postgres';
+
 /** Runs several read queries in one read transaction (one consistent snapshot of a live database). */
 export function readSnapshot(dbPath: string, queries: Record<string, string>): Promise<Record<string, Array<Record<string, unknown>>>> {
   return new Promise((resolve, reject) => {
@@ -43,25 +46,33 @@ export function readSnapshot(dbPath: string, queries: Record<string, string>): P
 /** The invariants the store must keep whatever the API was sent; returns readable violations. */
 export async function checkConsistency(dataDirectory: string): Promise<string[]> {
   const dbPath = path.join(dataDirectory, 'factory.sqlite');
-  const r = await readSnapshot(dbPath, {
-    integrity: 'PRAGMA integrity_check',
-    foreignKeys: 'PRAGMA foreign_key_check',
-    sessionsPerRequirement: `SELECT r.id, COUNT(s.id) AS n FROM requirement r LEFT JOIN agent_session s ON s.requirement_id = r.id GROUP BY r.id HAVING n <> 1`,
+  // On PostgreSQL the server checks pages and foreign keys itself; ids are integers by type, and
+  // insertion order is the id order the write path assigns (no rowid).
+  const pg = onPostgres();
+  const r = await (pg ? pgSnapshot : readSnapshot)(dbPath, {
+    integrity: pg ? "SELECT 'ok' AS integrity_check" : 'PRAGMA integrity_check',
+    foreignKeys: pg ? 'SELECT 1 WHERE FALSE' : 'PRAGMA foreign_key_check',
+    sessionsPerRequirement: `SELECT r.id, COUNT(s.id) AS n FROM requirement r LEFT JOIN agent_session s ON s.requirement_id = r.id GROUP BY r.id HAVING COUNT(s.id) <> 1`,
     orphanSessions: `SELECT s.id FROM agent_session s LEFT JOIN requirement r ON r.id = s.requirement_id WHERE r.id IS NULL`,
-    sequences: `SELECT r.id, COUNT(m.id) AS n, COALESCE(MIN(m.sequence), 0) AS lo, COALESCE(MAX(m.sequence), 0) AS hi, COUNT(DISTINCT m.sequence) AS distinctSeq, s.last_message_sequence AS last
-                FROM requirement r JOIN agent_session s ON s.requirement_id = r.id LEFT JOIN requirement_message m ON m.requirement_id = r.id GROUP BY r.id`,
+    sequences: `SELECT r.id, COUNT(m.id) AS n, COALESCE(MIN(m.sequence), 0) AS lo, COALESCE(MAX(m.sequence), 0) AS hi, COUNT(DISTINCT m.sequence) AS "distinctSeq", s.last_message_sequence AS last
+                FROM requirement r JOIN agent_session s ON s.requirement_id = r.id LEFT JOIN requirement_message m ON m.requirement_id = r.id GROUP BY r.id, s.last_message_sequence`,
     messageSession: `SELECT m.id FROM requirement_message m JOIN agent_session s ON s.requirement_id = m.requirement_id WHERE m.session_id <> s.id`,
     runningRuns: `SELECT a.id, a.session_id, s.state FROM agent_run a LEFT JOIN agent_session s ON s.id = a.session_id WHERE a.status = 'running' AND a.role = 'rd' AND (s.state IS NULL OR s.state <> 'running')`,
-    runningPerSession: `SELECT session_id, COUNT(*) AS n FROM agent_run WHERE status = 'running' GROUP BY session_id HAVING n > 1`,
+    runningPerSession: `SELECT session_id, COUNT(*) AS n FROM agent_run WHERE status = 'running' GROUP BY session_id HAVING COUNT(*) > 1`,
     runningSessionsWithoutRun: `SELECT s.id FROM agent_session s WHERE s.state = 'running' AND NOT EXISTS (SELECT 1 FROM agent_run a WHERE a.session_id = s.id AND a.status = 'running')`,
-    eventIds: 'SELECT id FROM manager_event ORDER BY rowid',
-    eventsBad: `SELECT id FROM manager_event WHERE typeof(id) <> 'integer' OR json_valid(payload) = 0`,
+    eventIds: pg ? 'SELECT id FROM manager_event ORDER BY xmin::text::bigint, id' : 'SELECT id FROM manager_event ORDER BY rowid',
+    eventsBad: pg
+      ? 'SELECT id, payload FROM manager_event' // checked below (PostgreSQL 15 has no pg_input_is_valid)
+      : `SELECT id FROM manager_event WHERE typeof(id) <> 'integer' OR json_valid(payload) = 0`,
     attachments: 'SELECT id, message_id FROM message_attachment',
     claimedAttachmentsElsewhere: `SELECT a.id FROM message_attachment a JOIN requirement_message m ON m.id = a.message_id WHERE m.requirement_id <> a.requirement_id`,
     consumed: `SELECT id FROM agent_session WHERE last_consumed_message_sequence > last_message_sequence OR last_consumed_message_sequence < 0 OR pending_message_count < 0`,
     counts: `SELECT (SELECT COUNT(*) FROM requirement) AS requirements, (SELECT COUNT(*) FROM requirement_message) AS messages, (SELECT COUNT(*) FROM agent_run) AS runs,
              (SELECT COUNT(*) FROM manager_event) AS events, (SELECT COUNT(*) FROM message_attachment) AS attachments, (SELECT COUNT(*) FROM agent_timer) AS timers`,
   });
+  if (pg) {
+    r.eventsBad = (r.eventsBad ?? []).filter((row) => !isJson(row.payload)).map((row) => ({ id: row.id }));
+  }
   const problems: string[] = [];
   const rows = (key: string) => r[key] ?? [];
   const integrity = rows('integrity').map((row) => Object.values(row)[0]);
@@ -117,4 +128,13 @@ export async function checkConsistency(dataDirectory: string): Promise<string[]>
     console.log(`store after fuzzing: ${JSON.stringify(rows('counts')[0])}, ${files.length} attachment files`);
   }
   return problems;
+}
+
+function isJson(text: unknown): boolean {
+  try {
+    JSON.parse(String(text));
+    return true;
+  } catch {
+    return false;
+  }
 }

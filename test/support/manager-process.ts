@@ -8,6 +8,7 @@ import { ApiClient, createApiClient } from '@libs/api-client';
 import { workspaceKey } from '@server/core/workspace/workspace';
 
 import { registerToken } from './http';
+import { dropSchemasSync } from './postgres';
 
 /** The project root, from the sources (tests) or from dist/ (benchmarks). */
 export const ROOT = ((): string => {
@@ -31,7 +32,23 @@ export function makeSandbox(): Sandbox {
   const home = path.join(base, 'home');
   const workspace = path.join(base, 'repo');
   fs.mkdirSync(workspace, { recursive: true });
-  return { cleanup: () => fs.rmSync(base, { force: true, recursive: true }), home, workspace };
+  return {
+    cleanup: () => {
+      // On PostgreSQL each workspace of this home has a schema: dropped with the home.
+      const workspaces = path.join(home, 'workspaces');
+      dropSchemasSync(
+        fs.existsSync(workspaces)
+          ? fs
+              .readdirSync(workspaces)
+              .filter((key) => /^[0-9a-f]{16}$/.test(key))
+              .map((key) => `am_${key}`)
+          : [],
+      );
+      fs.rmSync(base, { force: true, recursive: true });
+    },
+    home,
+    workspace,
+  };
 }
 
 export interface ManagerProcess {
@@ -68,7 +85,9 @@ function waitForExit(child: ChildProcess): Promise<number | null> {
 /** Runs `agent-manager start` and resolves once the banner shows the URL. */
 /** Unless a suite says otherwise, runs use a silent synthetic agent (see idle-agent.js). */
 export const IDLE_AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'idle-agent.js');
-const DEFAULT_AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT };
+/** With TEST_DATABASE_URL every manager keeps its store on that PostgreSQL server (in its workspace's schema); suites that start one in-process add this to its env. */
+export const STORE_ENV: NodeJS.ProcessEnv = process.env.TEST_DATABASE_URL ? { CODE_FACTORY_DATABASE_URL: process.env.TEST_DATABASE_URL } : {};
+const DEFAULT_AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT, ...STORE_ENV };
 
 export async function startManager({ sandbox, args = [], env = {}, shellPrefix }: StartArgs): Promise<ManagerProcess> {
   const argv = [BIN, 'start', '--workspace', sandbox.workspace, '--port', '0', ...args];

@@ -5,6 +5,7 @@ import { Command, CommandRunner, Option } from 'nest-commander';
 import { ConfigurationValues, LOG_LEVELS, LogLevel } from '@libs/contracts';
 
 import { ConfigurationFileError } from '@server/core/configuration/configuration.service';
+import { PostgresWorkspaceLockedError } from '@server/core/database/postgres/postgres-workspace-lock';
 import { InstanceLockedError } from '@server/core/workspace/instance-lock';
 import { RunningManager, startManager } from '@server/manager';
 
@@ -61,7 +62,11 @@ export class StartCommand extends CommandRunner {
       overrides.port = flags.port;
     }
     if (flags.db !== undefined) {
-      overrides.databasePath = path.resolve(flags.db);
+      if (/^postgres(ql)?:\/\//.test(flags.db)) {
+        overrides.databaseUrl = flags.db;
+      } else {
+        overrides.databasePath = path.resolve(flags.db);
+      }
     }
     if (flags.logLevel !== undefined) {
       overrides.logLevel = flags.logLevel;
@@ -86,12 +91,15 @@ export class StartCommand extends CommandRunner {
       });
     } catch (err) {
       signals.detach();
-      if (err instanceof InstanceLockedError || err instanceof ConfigurationFileError) {
+      if (err instanceof InstanceLockedError || err instanceof PostgresWorkspaceLockedError || err instanceof ConfigurationFileError) {
         throw new UsageError(err.message);
       }
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
         throw new UsageError(`cannot listen: ${(err as Error).message}`);
+      }
+      if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === '28P01' || code === '3D000') {
+        throw new UsageError(`cannot connect to PostgreSQL: ${(err as Error).message}`);
       }
       throw err;
     }
@@ -115,7 +123,7 @@ export class StartCommand extends CommandRunner {
     return parseIntegerOption('--port', value, 0, 65535);
   }
 
-  @Option({ description: 'SQLite database file (default: factory.sqlite in the data directory)', flags: '--db <path>' })
+  @Option({ description: 'SQLite database file (default: factory.sqlite in the data directory), or postgres://… to use PostgreSQL', flags: '--db <path|url>' })
   parseDb(value: string): string {
     return value;
   }

@@ -823,14 +823,14 @@ export interface components {
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
             /** @description Fields a change applies to at once; every other field needs a restart */
-            liveFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            liveFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            overriddenFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            restartRequiredFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
@@ -844,6 +844,12 @@ export interface components {
             claudeExecutable: string;
             codexExecutable: string;
             databasePath: string | null;
+            databasePoolSize: number;
+            databaseStatementTimeoutSeconds: number;
+            /** @enum {string} */
+            databaseTls: "url" | "require" | "verify";
+            /** @description postgres://… without its password, or null (SQLite) */
+            databaseUrl: string | null;
             doneRequirementRetentionDays: number;
             githubApiUrl: string;
             /** @description Always null: the secret is write-only (see githubWebhookSecretConfigured) */
@@ -1418,6 +1424,20 @@ export interface components {
             codexExecutable?: string;
             /** @description SQLite database file, or null for factory.sqlite in the data directory */
             databasePath?: string | null;
+            /** @description PostgreSQL: connections of the read pool at most (restart required) */
+            databasePoolSize?: number;
+            /** @description PostgreSQL: seconds after which a statement is cancelled; 0 for no limit (restart required) */
+            databaseStatementTimeoutSeconds?: number;
+            /**
+             * @description PostgreSQL TLS (restart required): url: as the URL says (sslmode); require: TLS without verifying the certificate; verify: TLS, certificate verified
+             * @enum {string}
+             */
+            databaseTls?: "url" | "require" | "verify";
+            /**
+             * @description postgres://user:password@host:port/database to keep the store on PostgreSQL (one schema per workspace), or null for SQLite (restart required). Read back without its password
+             * @example postgres://agent_manager@db.internal:5432/agent_manager
+             */
+            databaseUrl?: string | null;
             /** @description Days a done Requirement is kept before it is purged */
             doneRequirementRetentionDays?: number;
             /**

@@ -93,3 +93,7 @@ export type IsolationMode = (typeof ISOLATION_MODES)[number];
 
 export const CHANGED_FILE_STATUSES = ['added', 'modified', 'deleted', 'renamed'] as const;
 export type ChangedFileStatus = (typeof CHANGED_FILE_STATUSES)[number];
+
+/** How the PostgreSQL connection uses TLS: as the URL says (sslmode), required, or required and verified. */
+export const DATABASE_TLS_MODES = ['url', 'require', 'verify'] as const;
+export type DatabaseTlsMode = (typeof DATABASE_TLS_MODES)[number];

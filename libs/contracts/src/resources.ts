@@ -23,6 +23,7 @@ import type {
   ReviewRequestStatus,
   TimerSchedule,
   TimerStatus,
+  DatabaseTlsMode,
 } from './enums';
 
 // Resource shapes as the API returns them (JSON). Timestamps are ISO 8601 strings; a value that
@@ -175,6 +176,14 @@ export interface ConfigurationValues {
   port: number;
   allowedOrigin: string | null;
   databasePath: string | null;
+  /** postgres://… to keep the store on PostgreSQL (a schema per workspace); null keeps SQLite. Write-only: read back without its password. */
+  databaseUrl: string | null;
+  /** PostgreSQL: connections the read pool opens at most (the writer has its own). */
+  databasePoolSize: number;
+  /** PostgreSQL: a statement running longer than this is cancelled (0: no limit). */
+  databaseStatementTimeoutSeconds: number;
+  /** PostgreSQL: TLS as the URL says (sslmode), required without verification, or required and verified. */
+  databaseTls: DatabaseTlsMode;
   pullRequestReconcileIntervalSeconds: number;
   cancelledRequirementRetentionDays: number;
   claudeExecutable: string;

@@ -5,6 +5,7 @@ import type { EventActor } from '@libs/contracts';
 import { ConfigurationKey, LIVE_CONFIGURATION_KEYS, UpdateConfigurationDto } from '../core/configuration/configuration.schema';
 import { ConfigurationService, ConfigurationSnapshot } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
+import { redactDatabaseUrl } from '../core/database/store';
 import { EventLog, audit } from '../events/event-log.service';
 
 /** The configuration as the API and events show it: secrets replaced by whether they are set. */
@@ -16,10 +17,10 @@ export interface PublicConfiguration extends ConfigurationSnapshot {
 function redact(snapshot: ConfigurationSnapshot): PublicConfiguration {
   return {
     ...snapshot,
-    effective: { ...snapshot.effective, githubWebhookSecret: null },
+    effective: { ...snapshot.effective, databaseUrl: redactDatabaseUrl(snapshot.effective.databaseUrl), githubWebhookSecret: null },
     githubWebhookSecretConfigured: snapshot.effective.githubWebhookSecret !== null,
     liveFields: [...LIVE_CONFIGURATION_KEYS],
-    values: { ...snapshot.values, githubWebhookSecret: null },
+    values: { ...snapshot.values, databaseUrl: redactDatabaseUrl(snapshot.values.databaseUrl), githubWebhookSecret: null },
   };
 }
 

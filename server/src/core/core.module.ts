@@ -1,6 +1,8 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { TypeOrmModule, getDataSourceToken } from '@nestjs/typeorm';
+import { types as pgTypes } from 'pg';
 import * as sqlite3 from 'sqlite3';
+import type { DataSourceOptions } from 'typeorm';
 
 import { MessageAttachmentEntity } from '../attachments/message-attachment.entity';
 import { RequirementDependencyEntity } from '../dependencies/requirement-dependency.entity';
@@ -24,6 +26,7 @@ import { READER_DATA_SOURCE } from './database/database.constants';
 import { Database } from './database/database.service';
 import { MIGRATIONS } from './database/migrations';
 import { SnakeNamingStrategy } from './database/snake-naming.strategy';
+import { type Store, pgClientConfig } from './database/store';
 import { RUNTIME, Runtime } from './runtime';
 
 export const ENTITIES = [
@@ -51,27 +54,62 @@ const BUSY_TIMEOUT_MS = 5000;
  */
 const QUIET_SQLITE3 = { ...sqlite3, verbose: () => sqlite3 };
 
-/** Cross-cutting providers every feature module uses: runtime facts, clock, database, events. */
-@Global()
-@Module({})
-export class CoreModule {
-  static forRoot(runtime: Runtime): DynamicModule {
-    const common = {
+/** The options both data sources share, for the configured store. */
+export function dataSourceOptions(store: Store): DataSourceOptions {
+  if (store.kind === 'sqlite') {
+    return {
       busyTimeout: BUSY_TIMEOUT_MS,
-      database: runtime.databasePath,
+      database: store.path,
       driver: QUIET_SQLITE3,
       enableWAL: true,
       entities: ENTITIES,
       namingStrategy: new SnakeNamingStrategy(),
       synchronize: false,
-      type: 'sqlite' as const,
+      type: 'sqlite',
     };
+  }
+  usePlainIntegers();
+  const { connectionString, ssl, ...extra } = pgClientConfig(store, 'agent-manager');
+  return {
+    entities: ENTITIES,
+    extra,
+    namingStrategy: new SnakeNamingStrategy(),
+    poolSize: store.poolSize,
+    schema: store.schema,
+    synchronize: false,
+    type: 'postgres',
+    url: connectionString,
+    ...(ssl ? { ssl } : {}),
+  };
+}
+
+/** On PostgreSQL the writer needs one connection (the write path's) and one for the migrations and start-up reads. */
+function writerPool(store: Store): { poolSize?: number } {
+  return store.kind === 'postgres' ? { poolSize: 2 } : {};
+}
+
+/**
+ * COUNT(*) and SUM() are bigint on PostgreSQL, which node-postgres reads as strings; every
+ * number the store holds fits a double, so read them as numbers as SQLite does.
+ */
+export function usePlainIntegers(): void {
+  pgTypes.setTypeParser(INT8_OID, (value) => Number(value));
+}
+
+const INT8_OID = 20;
+
+/** Cross-cutting providers every feature module uses: runtime facts, clock, database, events. */
+@Global()
+@Module({})
+export class CoreModule {
+  static forRoot(runtime: Runtime): DynamicModule {
+    const common = dataSourceOptions(runtime.store);
     return {
       exports: [Clock, ConfigurationService, Database, EventBus, EventLog, EventsRepository, RUNTIME],
       global: true,
       imports: [
         // The writer runs migrations before anything else touches the file.
-        TypeOrmModule.forRoot({ ...common, migrations: MIGRATIONS, migrationsRun: true, migrationsTransactionMode: 'each' }),
+        TypeOrmModule.forRoot({ ...common, ...writerPool(runtime.store), migrations: MIGRATIONS, migrationsRun: true, migrationsTransactionMode: 'each' } as DataSourceOptions),
         // Opened only after the writer (and so the migrations) finished: injecting its token orders them.
         TypeOrmModule.forRootAsync({
           inject: [getDataSourceToken()],

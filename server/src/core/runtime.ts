@@ -1,5 +1,6 @@
 import type { Clock } from './clock';
 import type { ConfigurationService } from './configuration/configuration.service';
+import type { Store } from './database/store';
 import type { FileLogger } from './logging/file-logger';
 import type { WorkspacePaths } from './workspace/workspace';
 
@@ -11,7 +12,9 @@ export interface Runtime {
   paths: WorkspacePaths;
   configuration: ConfigurationService;
   logger: FileLogger;
+  /** What the banner and GET /api/workspace show: the SQLite file, or the PostgreSQL URL (no password) and schema. */
   databasePath: string;
+  store: Store;
   logFilePath: string;
   version: string;
   /** Replaces the system clock (tests that move time). */

@@ -9,6 +9,8 @@ import {
   AUTHENTICATION_MODES,
   AuthenticationMode,
   ConfigurationValues,
+  DATABASE_TLS_MODES,
+  DatabaseTlsMode,
   ISOLATION_MODES,
   IsolationMode,
   LOG_LEVELS,
@@ -27,6 +29,10 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty() claudeExecutable!: string;
   @ApiProperty() codexExecutable!: string;
   @ApiProperty({ nullable: true, type: String }) databasePath!: string | null;
+  @ApiProperty() databasePoolSize!: number;
+  @ApiProperty() databaseStatementTimeoutSeconds!: number;
+  @ApiProperty({ enum: DATABASE_TLS_MODES }) databaseTls!: DatabaseTlsMode;
+  @ApiProperty({ description: 'postgres://… without its password, or null (SQLite)', nullable: true, type: String }) databaseUrl!: string | null;
   @ApiProperty() doneRequirementRetentionDays!: number;
   @ApiProperty() githubApiUrl!: string;
   @ApiProperty({ description: 'Always null: the secret is write-only (see githubWebhookSecretConfigured)', nullable: true, type: String }) githubWebhookSecret!: string | null;

@@ -1,7 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 
-import { AGENT_ISOLATION_MODES, AUTHENTICATION_MODES, ConfigurationValues, ISOLATION_MODES, LOG_LEVELS } from '@libs/contracts';
+import { AGENT_ISOLATION_MODES, AUTHENTICATION_MODES, ConfigurationValues, DATABASE_TLS_MODES, ISOLATION_MODES, LOG_LEVELS } from '@libs/contracts';
 
 import { OptionalEnum, OptionalInt, OptionalText, OptionalTextList } from '../validation';
 
@@ -13,6 +13,10 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   claudeExecutable: 'claude',
   codexExecutable: 'codex',
   databasePath: null,
+  databasePoolSize: 10,
+  databaseStatementTimeoutSeconds: 60,
+  databaseTls: 'url',
+  databaseUrl: null,
   doneRequirementRetentionDays: 365,
   githubApiUrl: 'https://api.github.com',
   githubWebhookSecret: null,
@@ -90,6 +94,29 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
 
   @OptionalText({ description: 'SQLite database file, or null for factory.sqlite in the data directory', max: 4096, min: 1, nullable: true })
   databasePath?: string | null;
+
+  @OptionalInt({ description: 'PostgreSQL: connections of the read pool at most (restart required)', max: 1000, min: 1 })
+  databasePoolSize?: number;
+
+  @OptionalInt({ description: 'PostgreSQL: seconds after which a statement is cancelled; 0 for no limit (restart required)', max: 86_400, min: 0 })
+  databaseStatementTimeoutSeconds?: number;
+
+  @OptionalEnum(
+    DATABASE_TLS_MODES,
+    'PostgreSQL TLS (restart required): url: as the URL says (sslmode); require: TLS without verifying the certificate; verify: TLS, certificate verified',
+  )
+  databaseTls?: ConfigurationValues['databaseTls'];
+
+  @OptionalText({
+    description:
+      'postgres://user:password@host:port/database to keep the store on PostgreSQL (one schema per workspace), or null for SQLite (restart required). Read back without its password',
+    example: 'postgres://agent_manager@db.internal:5432/agent_manager',
+    max: 4096,
+    min: 11,
+    nullable: true,
+    pattern: /^postgres(ql)?:\/\/\S+$/,
+  })
+  databaseUrl?: string | null;
 
   @OptionalInt({ description: 'Days a done Requirement is kept before it is purged', max: 36_500, min: 0 })
   doneRequirementRetentionDays?: number;

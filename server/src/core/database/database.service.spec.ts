@@ -54,7 +54,7 @@ describe(Database.name, () => {
     writer = await new DataSource({ ...options, migrations: MIGRATIONS, migrationsRun: true }).initialize();
     reader = await new DataSource(options).initialize();
     bus = new EventBus();
-    sut = new Database(bus, writer, reader);
+    sut = new Database(bus, writer, reader, { store: { kind: 'sqlite', path: options.database } });
     await sut.onModuleInit();
     const clock = new Clock();
     events = new EventLog(clock);

@@ -1,9 +1,14 @@
-import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager, EntityTarget, ObjectLiteral, Repository } from 'typeorm';
 
+import type { ManagerEvent } from '@libs/contracts';
+
 import { EventBus } from '../../events/event-bus';
+import { RUNTIME, type Runtime } from '../runtime';
 import { READER_DATA_SOURCE } from './database.constants';
+import type { GroupCommit } from './group-commit';
+import { PostgresGroupCommit } from './postgres/postgres-group-commit';
 import { SqliteGroupCommit } from './sqlite-group-commit';
 import type { Unit, WriteQueue } from './unit-of-work';
 
@@ -12,7 +17,8 @@ const CHECKPOINT_INTERVAL_MS = 1000;
 /**
  * The data sources and the one serialized write path (architecture §4, §10). Writes are units of
  * work (`UnitOfWork`) run by a `WriteQueue`; on SQLite that is the group commit of
- * `SqliteGroupCommit`, where each unit is rolled back alone if it fails.
+ * `SqliteGroupCommit` (or `PostgresGroupCommit` when the configuration names a PostgreSQL
+ * server), where each unit is rolled back alone if it fails.
  *
  * Reads go to a second connection on the same file (WAL): they run in parallel with writes,
  * only ever see committed data and never wait in the write queue.
@@ -20,7 +26,8 @@ const CHECKPOINT_INTERVAL_MS = 1000;
 @Injectable()
 export class Database implements BeforeApplicationShutdown, OnApplicationShutdown, OnModuleInit, WriteQueue {
   private readonly logger = new Logger(Database.name);
-  private readonly queue: SqliteGroupCommit;
+  private readonly queue: GroupCommit;
+  private readonly sqlite: boolean;
   private closed = false;
   private checkpointTimer: NodeJS.Timeout | undefined;
   private checkpointing = false;
@@ -29,8 +36,11 @@ export class Database implements BeforeApplicationShutdown, OnApplicationShutdow
     bus: EventBus,
     @InjectDataSource() private readonly writer: DataSource,
     @InjectDataSource(READER_DATA_SOURCE) private readonly reader: DataSource,
+    @Inject(RUNTIME) runtime: Pick<Runtime, 'store'>,
   ) {
-    this.queue = new SqliteGroupCommit(writer, (event) => bus.publish(event), this.logger);
+    this.sqlite = runtime.store.kind === 'sqlite';
+    const publish = (event: ManagerEvent) => bus.publish(event);
+    this.queue = this.sqlite ? new SqliteGroupCommit(writer, publish, this.logger) : new PostgresGroupCommit(writer, publish, this.logger);
   }
 
   /**
@@ -39,6 +49,10 @@ export class Database implements BeforeApplicationShutdown, OnApplicationShutdow
    * would fsync on every commit and cap writes at the disk's flush rate.
    */
   async onModuleInit(): Promise<void> {
+    if (!this.sqlite) {
+      await this.queue.start();
+      return;
+    }
     await this.writer.query('PRAGMA synchronous = NORMAL');
     // Checkpoints copy the WAL into the database and fsync: tens of milliseconds on a slow disk.
     // Run on the writer connection they would stall every queued write behind them, so the
@@ -80,6 +94,10 @@ export class Database implements BeforeApplicationShutdown, OnApplicationShutdow
   async onApplicationShutdown(): Promise<void> {
     await this.queue.idle();
     this.closed = true;
+    if (this.queue instanceof PostgresGroupCommit) {
+      await this.queue.stop();
+      return;
+    }
     clearInterval(this.checkpointTimer);
     await this.checkpoint();
   }

@@ -1,18 +1,9 @@
-import type { Logger } from '@nestjs/common';
-import type { DataSource } from 'typeorm';
-
 import type { ManagerEvent } from '@libs/contracts';
 
+import { EVENT_COLUMNS, GroupCommit, type PendingUnit, eventChunks, eventRow } from './group-commit';
 import { bindLiterals } from './sql-literal';
 import { SqliteBatch, SqliteUnitOfWork } from './sqlite-unit-of-work';
-import type { Unit, WriteQueue } from './unit-of-work';
-import { BatchCache, WriteCache } from './write-cache';
-
-interface PendingUnit {
-  unit: Unit<unknown>;
-  resolve: (value: unknown) => void;
-  reject: (reason: unknown) => void;
-}
+import { BatchCache } from './write-cache';
 
 interface DoneUnit {
   pending: PendingUnit;
@@ -38,14 +29,6 @@ class RunAgain extends Error {
   }
 }
 
-/** Units folded into one transaction at most; bounds how long one commit can hold the lock. */
-const MAX_BATCH = 128;
-/** Rows kept by the write cache (a Requirement and its session are two). */
-const WRITE_CACHE_ENTRIES = 4096;
-/** Rows per multi-row event INSERT (keeps one statement's text in the low megabytes). */
-const EVENTS_PER_INSERT = 500;
-const EVENT_COLUMNS = 'id, type, requirement_id, session_id, run_id, actor_kind, actor_id, payload, created_at';
-
 /**
  * The SQLite implementation of the write queue: serialized group commit (docs/decisions.md,
  * "The write path"). Units that queue up while a commit is in flight share the next
@@ -60,53 +43,14 @@ const EVENT_COLUMNS = 'id, type, requirement_id, session_id, run_id, actor_kind,
  *   writes (the write cache), so they run again in the next batch, they alone.
  * - A failed COMMIT, or a failure that took the transaction with it, rejects every unit run.
  */
-export class SqliteGroupCommit implements WriteQueue {
-  private readonly queue: PendingUnit[] = [];
-  private draining: Promise<void> | null = null;
-  /**
-   * Event ids are handed out here rather than by SQLite, so a batch's events can be inserted in
-   * one statement at commit time. Units run one after another and this process is the only
-   * writer (instance lock), so a unit that rolls back gives back exactly the ids it took.
-   */
-  private lastEventId = 0;
-  private readonly eventIds = { next: () => ++this.lastEventId, peek: () => this.lastEventId };
-  private readonly cache = new WriteCache(WRITE_CACHE_ENTRIES);
-
-  constructor(
-    private readonly writer: DataSource,
-    private readonly publish: (event: ManagerEvent) => void,
-    private readonly logger: Logger,
-  ) {}
-
+export class SqliteGroupCommit extends GroupCommit {
   /** Reads AUTOINCREMENT's high-water mark: ids are never reused, even after events are purged. */
   async start(): Promise<void> {
     const [row] = await this.writer.query<Array<{ seq: number }>>(`SELECT seq FROM sqlite_sequence WHERE name = 'manager_event'`);
     this.lastEventId = Number(row?.seq ?? 0);
   }
 
-  write<T>(unit: Unit<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ reject, resolve: resolve as (value: unknown) => void, unit });
-      this.draining ??= this.drain();
-    });
-  }
-
-  /** Settles once everything queued so far (and queued meanwhile) has run. */
-  async idle(): Promise<void> {
-    await this.draining;
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      while (this.queue.length > 0) {
-        await this.commitBatch(this.queue.splice(0, MAX_BATCH));
-      }
-    } finally {
-      this.draining = null;
-    }
-  }
-
-  private async commitBatch(pending: PendingUnit[]): Promise<void> {
+  protected async commitBatch(pending: PendingUnit[]): Promise<PendingUnit[]> {
     const runner = this.writer.createQueryRunner();
     const connection = (await runner.connect()) as SqliteConnection;
     const exec = (sql: string) => new Promise<void>((resolve, reject) => connection.exec(sql, (err) => (err ? reject(err) : resolve())));
@@ -176,87 +120,70 @@ export class SqliteGroupCommit implements WriteQueue {
       done.length = 0;
     };
 
-    try {
-      let started = 0;
-      for (const unit of pending) {
-        if (state.broken) {
-          break;
-        }
-        started++;
-        const uow = new SqliteUnitOfWork(batch, started, runner.manager, cache.view(started), this.eventIds);
-        state.running = uow;
-        let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
-        try {
-          outcome = { ok: true, value: await unit.unit(uow) };
-        } catch (error) {
-          outcome = { error, ok: false };
-        }
-        uow.close();
-        state.running = undefined;
-        const broken = brokenNow();
-        if (broken?.kind === 'cut') {
-          again.push(unit); // it ran on the culprit's writes
-        } else if (broken?.kind === 'lost') {
-          await lose(broken.error, [unit]);
-          again.push(...pending.slice(started));
-          return;
-        } else if (outcome.ok && uow.failure === undefined) {
-          uow.release();
-          cache.keep(uow.cache);
-          done.push({ pending: unit, uow, value: outcome.value });
-        } else {
-          discard(batch, uow);
-          this.lastEventId = uow.firstEventId;
-          unit.reject(uow.failure ?? (outcome as { error: unknown }).error);
-        }
+    let started = 0;
+    for (const unit of pending) {
+      if (state.broken) {
+        break;
       }
-      again.push(...pending.slice(started));
+      started++;
+      const uow = new SqliteUnitOfWork(batch, started, runner.manager, cache.view(started), this.eventIds);
+      state.running = uow;
+      let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
+      try {
+        outcome = { ok: true, value: await unit.unit(uow) };
+      } catch (error) {
+        outcome = { error, ok: false };
+      }
+      uow.close();
+      state.running = undefined;
       const broken = brokenNow();
       if (broken?.kind === 'cut') {
-        cut(broken);
+        again.push(unit); // it ran on the culprit's writes
+      } else if (broken?.kind === 'lost') {
+        await lose(broken.error, [unit]);
+        again.push(...pending.slice(started));
+        return again;
+      } else if (outcome.ok && uow.failure === undefined) {
+        uow.release();
+        cache.keep(uow.cache);
+        done.push({ pending: unit, uow, value: outcome.value });
+      } else {
+        discard(batch, uow);
+        this.lastEventId = uow.firstEventId;
+        unit.reject(uow.failure ?? (outcome as { error: unknown }).error);
       }
-
-      // COMMIT, with the events of the units that are still in. A failing unit statement found
-      // at this point takes its unit (and those after it) out, and COMMIT is tried again.
-      for (;;) {
-        const events = done.flatMap((d) => d.uow.events);
-        if (!state.began && batch.staged.length === 0 && events.length === 0) {
-          break; // nothing to write
-        }
-        batch.staged.push(...eventInserts(events), 'COMMIT');
-        try {
-          await batch.flush();
-          break;
-        } catch (err) {
-          const broken = brokenNow();
-          if (broken?.kind === 'cut') {
-            cut(broken);
-            continue;
-          }
-          await lose(err);
-          return;
-        }
-      }
-
-      cache.commit();
-      // Published after commit, in id order: units ran in order and ids grow along the batch.
-      for (const { pending: unit, uow, value } of done) {
-        for (const event of uow.events) {
-          this.publish(event);
-        }
-        for (const hook of uow.afterCommitHooks) {
-          try {
-            hook();
-          } catch (err) {
-            this.logger.error(`after-commit hook failed: ${(err as Error).message}`, (err as Error).stack);
-          }
-        }
-        unit.resolve(value);
-      }
-    } finally {
-      // Ahead of anything queued meanwhile: arrival order is kept.
-      this.queue.unshift(...again);
     }
+    again.push(...pending.slice(started));
+    const broken = brokenNow();
+    if (broken?.kind === 'cut') {
+      cut(broken);
+    }
+
+    // COMMIT, with the events of the units that are still in. A failing unit statement found
+    // at this point takes its unit (and those after it) out, and COMMIT is tried again.
+    for (;;) {
+      const events = done.flatMap((d) => d.uow.events);
+      if (!state.began && batch.staged.length === 0 && events.length === 0) {
+        break; // nothing to write
+      }
+      batch.staged.push(...eventInserts(events), 'COMMIT');
+      try {
+        await batch.flush();
+        break;
+      } catch (err) {
+        const broken = brokenNow();
+        if (broken?.kind === 'cut') {
+          cut(broken);
+          continue;
+        }
+        await lose(err);
+        return again;
+      }
+    }
+
+    cache.commit();
+    this.settleCommitted(done);
+    return again;
   }
 }
 
@@ -292,14 +219,7 @@ function discard(batch: SqliteBatch, uow: SqliteUnitOfWork): void {
 
 /** The batch's events, as multi-row INSERTs at the end of its script. */
 function eventInserts(events: ManagerEvent[]): string[] {
-  const statements: string[] = [];
-  for (let start = 0; start < events.length; start += EVENTS_PER_INSERT) {
-    const rows = events
-      .slice(start, start + EVENTS_PER_INSERT)
-      .map((e) =>
-        bindLiterals('(?, ?, ?, ?, ?, ?, ?, ?, ?)', [e.id, e.type, e.requirementId, e.sessionId, e.runId, e.actor.kind, e.actor.id, JSON.stringify(e.payload), e.createdAt]),
-      );
-    statements.push(`INSERT INTO manager_event (${EVENT_COLUMNS}) VALUES ${rows.join(', ')}`);
-  }
-  return statements;
+  return eventChunks(events).map(
+    (chunk) => `INSERT INTO manager_event (${EVENT_COLUMNS}) VALUES ${chunk.map((e) => bindLiterals('(?, ?, ?, ?, ?, ?, ?, ?, ?)', eventRow(e))).join(', ')}`,
+  );
 }

@@ -1,9 +1,14 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
+import { isPostgres } from './dialect';
+
 export class InitialSchema1764460800000 implements MigrationInterface {
   name = 'InitialSchema1764460800000';
 
   async up(q: QueryRunner): Promise<void> {
+    // SQLite's AUTOINCREMENT keeps a high-water mark; on PostgreSQL ids come from the write path
+    // (it keeps the mark in am_writer), SERIAL only matches what the entity declares.
+    const eventId = isPostgres(q) ? 'id SERIAL PRIMARY KEY NOT NULL' : 'id integer PRIMARY KEY AUTOINCREMENT NOT NULL';
     await q.query(`CREATE TABLE requirement (
       id varchar PRIMARY KEY NOT NULL,
       title varchar NOT NULL,
@@ -70,7 +75,7 @@ export class InitialSchema1764460800000 implements MigrationInterface {
     await q.query(`CREATE INDEX idx_attachment_message ON message_attachment (message_id)`);
 
     await q.query(`CREATE TABLE manager_event (
-      id integer PRIMARY KEY AUTOINCREMENT NOT NULL,
+      ${eventId},
       type varchar NOT NULL,
       requirement_id varchar,
       session_id varchar,

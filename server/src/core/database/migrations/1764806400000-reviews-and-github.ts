@@ -1,5 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
+import { isPostgres } from './dialect';
+
 export class ReviewsAndGitHub1764806400000 implements MigrationInterface {
   name = 'ReviewsAndGitHub1764806400000';
 
@@ -17,7 +19,7 @@ export class ReviewsAndGitHub1764806400000 implements MigrationInterface {
       status varchar NOT NULL,
       requested_by varchar NOT NULL,
       error text,
-      stale boolean NOT NULL DEFAULT 0,
+      stale boolean NOT NULL DEFAULT ${isPostgres(q) ? 'FALSE' : '0'},
       created_at varchar NOT NULL,
       updated_at varchar NOT NULL,
       finished_at varchar

@@ -1,0 +1,85 @@
+#!/usr/bin/env node
+// `npm run test:postgres`: the end-to-end, fuzz and fault suites that prove PostgreSQL behaves as
+// SQLite does, against TEST_DATABASE_URL, or against a throwaway cluster started here (and removed
+// afterwards) when it is unset. Needs the built server (npm test or npm run build:server first).
+// Its last line is "N passed, N failed"; with AM_TEST_SUMMARY naming the file `npm test` wrote its
+// counts to, that line sums both runs (what .ci/run prints last).
+'use strict';
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const cluster = require('./postgres-cluster');
+
+const root = path.resolve(__dirname, '..');
+/** The suites the issue names (requirements, events, runs, timers, reviews, faults, fuzz) and their neighbours on the store. */
+const SUITES = [
+  'server/src/core/database/schema.postgres.spec.ts',
+  'test/requirements.e2e-spec.ts',
+  'test/events.e2e-spec.ts',
+  'test/runs.e2e-spec.ts',
+  'test/timers.e2e-spec.ts',
+  'test/reviews.e2e-spec.ts',
+  'test/fuzz.e2e-spec.ts',
+  'test/postgres.e2e-spec.ts',
+  'test/faults/crash-restart.fault-spec.ts',
+];
+
+function counts(report) {
+  try {
+    const r = JSON.parse(fs.readFileSync(report, 'utf8'));
+    return { failed: r.numFailedTests + r.numRuntimeErrorTestSuites, passed: r.numPassedTests, skipped: r.numPendingTests + r.numTodoTests };
+  } catch {
+    return { failed: 1, passed: 0, skipped: 0 }; // jest crashed before writing results
+  }
+}
+
+function line({ passed, failed, skipped }) {
+  return `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
+}
+
+async function main() {
+  let url = process.env.TEST_DATABASE_URL;
+  let own;
+  if (!url) {
+    own = await cluster.start();
+    url = own.url;
+  }
+  process.stdout.write(`> PostgreSQL suites against ${url}\n`);
+  const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'am-jest-pg-')), 'results.json');
+  let jest;
+  try {
+    const args = [
+      require.resolve('jest/bin/jest'),
+      '--ci',
+      '--maxWorkers=2',
+      '--json',
+      `--outputFile=${report}`,
+      '--selectProjects',
+      'e2e',
+      'faults',
+      '--runTestsByPath',
+      ...SUITES,
+    ];
+    jest = spawnSync(process.execPath, [...args, ...process.argv.slice(2)], { cwd: root, env: { ...process.env, TEST_DATABASE_URL: url, TZ: 'UTC' }, stdio: 'inherit' });
+  } finally {
+    if (own) {
+      cluster.stop(own.dir);
+    }
+  }
+  const here = counts(report);
+  let total = here;
+  if (process.env.AM_TEST_SUMMARY && fs.existsSync(process.env.AM_TEST_SUMMARY)) {
+    const before = JSON.parse(fs.readFileSync(process.env.AM_TEST_SUMMARY, 'utf8'));
+    total = { failed: before.failed + here.failed, passed: before.passed + here.passed, skipped: before.skipped + here.skipped };
+    process.stdout.write(`\nPostgreSQL: ${line(here)}\n`);
+  }
+  process.stdout.write(`\n${line(total)}\n`);
+  process.exit(jest.status === 0 && total.failed === 0 ? 0 : 1);
+}
+
+main().catch((err) => {
+  process.stdout.write(`\n${err.message}\n0 passed, 1 failed\n`);
+  process.exit(1);
+});

@@ -1,0 +1,28 @@
+/** The part of node-postgres (`pg`, TypeORM's PostgreSQL driver) this code calls; pg ships no types. */
+declare module 'pg' {
+  import type { TlsOptions } from 'node:tls';
+
+  export interface ClientConfig {
+    connectionString?: string;
+    ssl?: boolean | TlsOptions;
+    statement_timeout?: number;
+    options?: string;
+    application_name?: string;
+    connectionTimeoutMillis?: number;
+  }
+
+  export interface QueryResult<R> {
+    rows: R[];
+    rowCount: number | null;
+  }
+
+  export class Client {
+    constructor(config?: ClientConfig);
+    connect(): Promise<void>;
+    query<R = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<QueryResult<R>>;
+    end(): Promise<void>;
+    on(event: 'error', listener: (err: Error) => void): this;
+  }
+
+  export const types: { setTypeParser(oid: number, parse: (value: string) => unknown): void };
+}

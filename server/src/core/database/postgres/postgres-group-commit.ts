@@ -1,0 +1,216 @@
+import type { EntityManager, QueryRunner } from 'typeorm';
+
+import { EVENT_COLUMNS, GroupCommit, type PendingUnit, eventChunks, eventRow } from '../group-commit';
+import { type EventIds, StagedUnitOfWork } from '../staged-unit-of-work';
+import { BatchCache, type UnitCacheView } from '../write-cache';
+
+/** A statement as a unit staged it: `$n` placeholders and their values. */
+interface Statement {
+  text: string;
+  values: unknown[];
+}
+
+/**
+ * One unit of the PostgreSQL group commit. Its statements are parameterized (the `?` of a
+ * template become `$1…$n`, values are never spliced into the text) and sent when the unit reads
+ * inside the transaction or when its body ends, after `SAVEPOINT u<n>` (sent before its first
+ * statement). A failing statement is known at once, so the unit is rolled back to its
+ * savepoint alone before the next unit runs: no other unit ever runs on its writes.
+ */
+export class PostgresUnitOfWork extends StagedUnitOfWork {
+  /** `SAVEPOINT u<n>` was sent. */
+  opened = false;
+  private staged: Statement[] = [];
+
+  constructor(
+    private readonly runner: QueryRunner,
+    position: number,
+    manager: EntityManager,
+    cache: UnitCacheView,
+    eventIds: EventIds,
+  ) {
+    super(position, manager, cache, eventIds);
+  }
+
+  async reads(): Promise<EntityManager> {
+    this.check();
+    // Opened even by a unit that has not written: a read that fails aborts the transaction,
+    // and only a savepoint lets the batch go on without this unit.
+    await this.open();
+    await this.flush();
+    return this.manager;
+  }
+
+  execute(template: string, params: readonly unknown[] = []): void {
+    this.check();
+    this.staged.push(toStatement(template, params));
+  }
+
+  /** Sends what is staged; a failing statement fails the unit (its savepoint is rolled back by the group commit). */
+  async flush(): Promise<void> {
+    const statements = this.staged;
+    this.staged = [];
+    if (statements.length === 0) {
+      return;
+    }
+    try {
+      await this.open();
+      for (const { text, values } of statements) {
+        await this.runner.query(text, values);
+      }
+    } catch (err) {
+      this.failure ??= err;
+      throw err;
+    }
+  }
+
+  private async open(): Promise<void> {
+    if (!this.opened) {
+      await this.runner.query(`SAVEPOINT ${this.savepoint}`);
+      this.opened = true;
+    }
+  }
+}
+
+/**
+ * The PostgreSQL implementation of the write queue (docs/decisions.md, "The write path on
+ * PostgreSQL"): the same group commit as on SQLite, on one dedicated connection. Units that
+ * queue up while a commit is in flight share the next transaction; each runs inside its own
+ * savepoint, so one that throws (or whose statement fails) is rolled back alone and the
+ * others are neither affected nor run again. The batch's events go in with multi-row INSERTs
+ * just before COMMIT, with the ids' high-water mark (`am_writer.last_event_id`).
+ *
+ * A failed ROLLBACK TO or COMMIT (the connection or the server went away) rejects every unit
+ * of the batch; nothing of it is committed, and the event ids it took are given back.
+ */
+export class PostgresGroupCommit extends GroupCommit {
+  private runner: QueryRunner | undefined;
+
+  /**
+   * The high-water mark of event ids: the larger of the newest event and the recorded mark
+   * (events of purged Requirements are deleted; their ids are never handed out again).
+   */
+  async start(): Promise<void> {
+    this.runner = this.writer.createQueryRunner();
+    await this.runner.connect();
+    const [row] = (await this.runner.query(
+      'SELECT GREATEST((SELECT COALESCE(MAX(id), 0) FROM manager_event), (SELECT COALESCE(MAX(last_event_id), 0) FROM am_writer)) AS id',
+    )) as Array<{ id: number | string }>;
+    this.lastEventId = Number(row?.id ?? 0);
+  }
+
+  /** After the last batch: gives the writer connection back. */
+  async stop(): Promise<void> {
+    await this.runner?.release();
+    this.runner = undefined;
+  }
+
+  protected async commitBatch(pending: PendingUnit[]): Promise<PendingUnit[]> {
+    const runner = this.runner;
+    if (!runner) {
+      const error = new Error('the PostgreSQL write path is not started');
+      pending.forEach((unit) => unit.reject(error));
+      return [];
+    }
+    const cache = new BatchCache(this.cache);
+    const firstEventId = this.lastEventId;
+    const done: Array<{ pending: PendingUnit; uow: PostgresUnitOfWork; value: unknown }> = [];
+    let started = 0;
+    let current: PendingUnit | undefined;
+    try {
+      await runner.query('BEGIN');
+      for (const unit of pending) {
+        started++;
+        current = unit;
+        const uow = new PostgresUnitOfWork(runner, started, runner.manager, cache.view(started), this.eventIds);
+        let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
+        try {
+          const value = await unit.unit(uow);
+          await uow.flush();
+          outcome = { ok: true, value };
+        } catch (error) {
+          outcome = { error, ok: false };
+        }
+        uow.close();
+        if (outcome.ok && uow.failure === undefined) {
+          if (uow.opened) {
+            await runner.query(`RELEASE ${uow.savepoint}`);
+          }
+          cache.keep(uow.cache);
+          done.push({ pending: unit, uow, value: outcome.value });
+        } else {
+          if (uow.opened) {
+            await runner.query(`ROLLBACK TO ${uow.savepoint}`);
+            await runner.query(`RELEASE ${uow.savepoint}`);
+          }
+          this.lastEventId = uow.firstEventId;
+          unit.reject(uow.failure ?? (outcome as { error: unknown }).error);
+        }
+        current = undefined;
+      }
+      const events = done.flatMap((d) => d.uow.events);
+      for (const chunk of eventChunks(events)) {
+        const values = chunk.flatMap(eventRow);
+        const rows = chunk.map(
+          (_, r) =>
+            `(${EVENT_COLUMNS.split(', ')
+              .map((__, c) => `$${r * 9 + c + 1}`)
+              .join(', ')})`,
+        );
+        await runner.query(`INSERT INTO manager_event (${EVENT_COLUMNS}) VALUES ${rows.join(', ')}`, values);
+      }
+      if (events.length > 0) {
+        await runner.query('UPDATE am_writer SET last_event_id = $1 WHERE id = 1', [this.lastEventId]);
+      }
+      await runner.query('COMMIT');
+    } catch (error) {
+      await runner.query('ROLLBACK').catch(() => undefined);
+      this.lastEventId = firstEventId;
+      const rejected = [...done.map((d) => d.pending), ...(current ? [current] : [])];
+      this.logger.error(`write transaction failed, ${rejected.length} unit(s) rejected: ${(error as Error)?.message ?? String(error)}`);
+      for (const unit of rejected) {
+        unit.reject(error);
+      }
+      // The units not run yet run in the next batch (a new transaction, perhaps a new connection).
+      return pending.slice(started);
+    }
+    cache.commit();
+    this.settleCommitted(done);
+    return [];
+  }
+}
+
+/** `?` placeholders to `$n`, and values as node-postgres sends them the way SQLite stores them (sqlLiteral). */
+function toStatement(template: string, params: readonly unknown[]): Statement {
+  let index = 0;
+  const text = template.replace(/\?/g, () => {
+    if (index >= params.length) {
+      throw new Error(`statement has more placeholders than parameters: ${template}`);
+    }
+    return `$${++index}`;
+  });
+  if (index !== params.length) {
+    throw new Error(`statement has fewer placeholders than parameters: ${template}`);
+  }
+  return { text, values: params.map(toParameter) };
+}
+
+function toParameter(value: unknown): unknown {
+  if (value === undefined || value === null) {
+    return null;
+  }
+  if (value instanceof Date) {
+    return value.toISOString();
+  }
+  if (typeof value === 'bigint') {
+    return value.toString();
+  }
+  if (typeof value === 'string') {
+    // PostgreSQL text cannot hold NUL (SQLite can): such a value fails its statement, and so its unit.
+    return value;
+  }
+  if (typeof value === 'object') {
+    return JSON.stringify(value); // arrays too: node-postgres would send them as PostgreSQL arrays
+  }
+  return value;
+}
