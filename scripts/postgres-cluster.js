@@ -72,7 +72,17 @@ function stop(dir) {
   }
 }
 
-module.exports = { start, stop };
+/** Whether a throwaway cluster can be started here (PostgreSQL's server programs are installed). */
+function available() {
+  try {
+    binDir();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+module.exports = { available, start, stop };
 
 if (require.main === module) {
   const [command, dir] = process.argv.slice(2);

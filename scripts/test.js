@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm test`: typecheck, lint, check formatting, build what the end-to-end tests run (server, CLI, dashboard), then run
-// every jest suite. The last line is always "N passed, N failed".
+// every jest suite, then (when PostgreSQL is installed) the PostgreSQL suites (scripts/test-postgres.js).
+// The last line is always "N passed, N failed", summing both.
 'use strict';
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
@@ -51,9 +52,19 @@ try {
 } catch {
   // jest crashed before writing results: counted as one failure
 }
-// For a run that follows (npm run test:postgres in .ci/run) and sums both in its last line.
-if (process.env.AM_TEST_SUMMARY) {
-  fs.writeFileSync(process.env.AM_TEST_SUMMARY, JSON.stringify(summary));
+// A whole run (no jest arguments) goes on with the suites that prove PostgreSQL behaves as SQLite
+// does, when PostgreSQL is installed (.ci/run installs it); its last line sums both runs.
+const cluster = require('./postgres-cluster');
+const wholeRun = process.argv.length <= 2 && process.env.AM_SKIP_POSTGRES !== '1';
+if (wholeRun && !cluster.available()) {
+  process.stdout.write('\n> PostgreSQL is not installed: its suites are skipped (apt-get install postgresql, or AM_SKIP_POSTGRES=1 to skip on purpose)\n');
+}
+const summaryFile = process.env.AM_TEST_SUMMARY ?? path.join(path.dirname(report), 'summary.json');
+fs.writeFileSync(summaryFile, JSON.stringify(summary));
+if (wholeRun && cluster.available()) {
+  process.stdout.write(`\nSQLite and the rest: ${line}\n`);
+  const pg = spawnSync(process.execPath, [path.join(__dirname, 'test-postgres.js')], { cwd: root, env: { ...process.env, AM_TEST_SUMMARY: summaryFile }, stdio: 'inherit' });
+  process.exit(jest.status === 0 && pg.status === 0 ? 0 : 1);
 }
 process.stdout.write(`\n${line}\n`);
 process.exit(jest.status ?? 1);
