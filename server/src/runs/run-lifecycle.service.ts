@@ -98,12 +98,13 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         if (rows.session.state === 'running') {
           throw conflict('run_active', `Requirement ${requirementId} already has an active run`);
         }
+        // Unmet dependencies first: they say why, whatever the input.
+        for (const guard of this.startGuards) {
+          await guard(tx, rows);
+        }
         if (!hasReplyContent(dto) && !hasInputToStart(rows)) {
           // A run on nothing new answers the last message again (tokens spent for a duplicate).
           throw conflict('nothing_to_deliver', `Requirement ${requirementId} has no pending input; send a message to continue it, or confirm it`);
-        }
-        for (const guard of this.startGuards) {
-          await guard(tx, rows);
         }
         const appended = hasReplyContent(dto) ? await this.messages.appendHuman(tx, rows, dto, actor) : null;
         const opened = await this.openRun(tx, rows, actor);
