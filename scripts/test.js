@@ -66,5 +66,9 @@ if (wholeRun && cluster.available()) {
   const pg = spawnSync(process.execPath, [path.join(__dirname, 'test-postgres.js')], { cwd: root, env: { ...process.env, AM_TEST_SUMMARY: summaryFile }, stdio: 'inherit' });
   process.exit(jest.status === 0 && pg.status === 0 ? 0 : 1);
 }
-process.stdout.write(`\n${line}\n`);
+if (summary.skipped > 0) {
+  process.stdout.write(`\n${summary.skipped} skipped\n`);
+}
+// The last line is exactly "N passed, N failed" (what CI reads).
+process.stdout.write(`\n${summary.passed} passed, ${summary.failed} failed\n`);
 process.exit(jest.status ?? 1);
