@@ -53,6 +53,7 @@ describe('dashboard search in Chromium', () => {
   it('finds a message while typing and opens the conversation at it', async () => {
     await box().click();
     await box().pressSequentially('needlew');
+    await page.locator('[data-testid="search-results"][data-query="needlew"]').waitFor();
     await hits().first().waitFor();
     expect(await hits().count()).toBe(1);
     const hit = hits().first();
@@ -79,6 +80,9 @@ describe('dashboard search in Chromium', () => {
     await page.goto(`${manager.origin}/requirements`);
     await box().fill('');
     await box().pressSequentially('routine');
+    // Typing may send a search per pause ('rout', then 'routine'): wait for the last one's answer,
+    // or its arrival would reset the selection after the ArrowDown below.
+    await page.locator('[data-testid="search-results"][data-query="routine"]').waitFor();
     await hits().nth(1).waitFor();
     expect(await hits().count()).toBe(8);
     await expect(hits().first().getAttribute('aria-selected')).resolves.toBe('true');
@@ -96,6 +100,7 @@ describe('dashboard search in Chromium', () => {
     await page.goto(`${manager.origin}/requirements`);
     await box().fill('');
     await box().pressSequentially('compaction');
+    await page.locator('[data-testid="search-results"][data-query="compaction"]').waitFor();
     await hits().first().waitFor();
     const results = await page.getByTestId('search-results').boundingBox();
     expect(results && results.x >= 0 && results.x + results.width <= 390).toBe(true);

@@ -291,7 +291,7 @@ describe('Limits a local process must not be able to break', () => {
     expect(stored.status).toBe(201);
   });
 
-  it('refuses a lone surrogate in any text field (400 invalid_text, nothing stored); what is stored is what is answered', async () => {
+  it('refuses a lone surrogate or a NUL in any text field or query (400 invalid_text, nothing stored); what is stored is what is answered', async () => {
     const raw = (p: string, json: string) => send(manager.origin, 'POST', p, json, { 'Content-Type': 'application/json' });
     await expectRefused(manager.dataDirectory(), () => raw('/api/requirements', '{"provider":"codex","title":"lone \\ud800 high"}'), 400, 'invalid_text');
     await expectRefused(manager.dataDirectory(), () => raw('/api/requirements', '{"provider":"codex","title":"t","description":"lone \\udc00 low"}'), 400, 'invalid_text');
@@ -302,6 +302,12 @@ describe('Limits a local process must not be able to break', () => {
       400,
       'invalid_text',
     );
+    // NUL: PostgreSQL text cannot hold it, so neither store takes it, in a body or a query filter.
+    await expectRefused(manager.dataDirectory(), () => raw('/api/requirements', '{"provider":"codex","title":"nul \\u0000 inside"}'), 400, 'invalid_text');
+    await expectRefused(manager.dataDirectory(), () => raw(`/api/requirements/${requirementId}/reply`, '{"message":"\\u0000"}'), 400, 'invalid_text');
+    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'GET', '/api/review-requests?pullRequestId=a%00b'), 400, 'invalid_text');
+    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'GET', '/api/requirements?q=%00'), 400, 'invalid_text');
+    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'GET', '/api/requirements/%00/changes'), 404, 'not_found');
 
     const created = await raw('/api/requirements', '{"provider":"codex","title":"pair \\ud83d\\ude00 and é","description":"\\u2028 line"}');
     expect(created.status).toBe(201);

@@ -36,8 +36,10 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', (cli) =>
     const draft = prs.find((p) => p.number === 43)!;
 
     const url = 'https://github.com/org/repo/pull/42';
-    // The reviewer takes its time, so the PR can move under it.
-    stub.scriptFor(url, [{ delayMs: 6_000, then: { text: 'Two findings: the flush path races with compaction (src/flush.ts:88); a test is missing.' } }]);
+    // The reviewer answers only after the PR has moved under it (a fixed delay raced a slow RD run).
+    let headMoved!: () => void;
+    const moving = new Promise<void>((resolve) => (headMoved = resolve));
+    stub.scriptFor(url, [{ after: moving, then: { text: 'Two findings: the flush path races with compaction (src/flush.ts:88); a test is missing.' } }]);
     const events = await connectSse(`${manager.origin}/api/events`);
     const requested = await send(manager.origin, 'POST', `/api/pull-requests/${open.id}/review-requests`, { prompt: 'Look at the flush path', provider });
     expect(requested.status).toBe(202);
@@ -70,6 +72,7 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', (cli) =>
       events.events.find((e) => e.event === 'pull_request.updated' && (e.data.payload as { reviewRequests?: unknown[] }).reviewRequests),
     );
     expect(moved.data.payload).toMatchObject({ pullRequest: { headSha: '3333333cccc', id: open.id }, reviewRequests: [{ id: review.id, stale: true, status: 'running' }] });
+    headMoved();
 
     const finished = await until(
       'the review to finish',

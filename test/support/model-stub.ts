@@ -43,6 +43,8 @@ export type StubTurn =
   | { error: { status: number; message: string; code?: string }; times?: number }
   /** Wait before answering (nothing is sent meanwhile: no status line, no headers). */
   | { delayMs: number; then: StubTurn }
+  /** Answer once `after` settles (a test's gate: "not before the PR head has moved"), however long that takes. */
+  | { after: Promise<unknown>; then: StubTurn }
   /** Never answer; the connection stays open until the client goes away or the stub closes. */
   | { hang: true };
 
@@ -244,6 +246,11 @@ export class ModelStub {
       return;
     }
     if ('hang' in turn) {
+      return;
+    }
+    if ('after' in turn) {
+      const go = () => this.answer(request, turn.then, res);
+      void turn.after.then(go, go);
       return;
     }
     if ('delayMs' in turn) {
@@ -489,7 +496,7 @@ export function resolveToolName(tool: string, offered: readonly string[]): strin
  * an error turn if the tool was not offered.
  */
 function resolveTurn(turn: StubTurn, request: StubRequest): StubTurn {
-  if ('delayMs' in turn) {
+  if ('delayMs' in turn || 'after' in turn) {
     return { ...turn, then: resolveTurn(turn.then, request) };
   }
   if (!('tool' in turn)) {

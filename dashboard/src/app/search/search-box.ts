@@ -37,7 +37,7 @@ const RESULTS = 8;
       (focus)="open.set(hits().length > 0 || searched())"
     />
     @if (open()) {
-      <ul class="search-results" id="am-search-results" role="listbox" [attr.aria-label]="t('search.results')" data-testid="search-results">
+      <ul class="search-results" id="am-search-results" role="listbox" [attr.aria-label]="t('search.results')" data-testid="search-results" [attr.data-query]="answered()">
         @for (hit of hits(); track $index) {
           <li
             role="option"
@@ -83,6 +83,8 @@ export class SearchBox {
   protected readonly open = signal(false);
   protected readonly searched = signal(false);
   protected readonly active = signal(-1);
+  /** The query the shown hits answer (typing sends several; only the newest one's answer is shown). */
+  protected readonly answered = signal('');
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** Answers that arrive after a newer query went out are dropped. */
   private asked = 0;
@@ -148,6 +150,7 @@ export class SearchBox {
       const page = await this.api.call(this.api.client.GET('/api/search', { params: { query: { limit: RESULTS, q } } }), true);
       if (ticket === this.asked) {
         this.hits.set(page.items);
+        this.answered.set(q);
         this.active.set(page.items.length > 0 ? 0 : -1);
         this.searched.set(true);
         this.open.set(document.activeElement === this.box().nativeElement);
@@ -156,6 +159,7 @@ export class SearchBox {
       // A refused query (too many words) shows as no results; the box stays usable.
       if (ticket === this.asked) {
         this.hits.set([]);
+        this.answered.set(q);
         this.searched.set(true);
       }
     }

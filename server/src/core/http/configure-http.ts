@@ -12,6 +12,7 @@ import { HttpSecurityMiddleware } from '../../auth/http-security.middleware';
 import { AllExceptionsFilter } from '../errors/all-exceptions.filter';
 import { dashboardDirectory } from '../package-info';
 import { jsonBodyMiddleware } from './json-body.middleware';
+import { urlTextMiddleware } from './url-text.middleware';
 import { lingeringCloseMiddleware } from './lingering-close.middleware';
 import { setUpOpenApi } from './openapi';
 
@@ -39,6 +40,7 @@ export function configureHttp(app: INestApplication): void {
   app.use(lingeringCloseMiddleware());
   app.use(app.get(HttpSecurityMiddleware).handle);
   app.use(app.get(AuthenticationMiddleware).handle);
+  app.use(urlTextMiddleware());
   app.use(jsonBodyMiddleware());
   app.setGlobalPrefix('api');
   app.useGlobalPipes(

@@ -49,7 +49,7 @@ function verifyShape(_req: IncomingMessage, _res: unknown, body: Buffer, encodin
 
 /**
  * JSON bodies of `/api/*` requests: UTF-8, up to 1 MB, within the shape limits (json-shape.ts:
- * depth, keys, array items, no lone surrogates). Parser errors happen before Nest's pipeline,
+ * depth, keys, array items, no lone surrogates or NUL). Parser errors happen before Nest's pipeline,
  * so they are answered here in the same JSON error shape (always 400: the contract counts body
  * problems as invalid input, including sizes, which body-parser would call 413). Other paths
  * take no body, so theirs is never parsed (the lingering close discards it).

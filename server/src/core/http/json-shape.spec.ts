@@ -38,6 +38,14 @@ describe('checkJsonShape', () => {
     expect(check('{"x":"\\\\ud800"}')).toBeNull();
   });
 
+  it('refuses NUL escapes (PostgreSQL text cannot hold them), but not an escaped backslash before u0000', () => {
+    for (const text of ['"\\u0000"', '"a\\u0000b"', '{"\\u0000":1}']) {
+      expect({ text, code: check(`{"x":${text}}`)?.code }).toEqual({ code: 'invalid_text', text });
+    }
+    expect(check('{"x":"\\\\u0000"}')).toBeNull();
+    expect(check({ x: 'a\u0001b' })).toBeNull();
+  });
+
   it('ignores structure inside strings and leaves malformed JSON to the parser', () => {
     expect(check({ s: '{'.repeat(500) + ':'.repeat(5_000) + ','.repeat(20_000) })).toBeNull();
     expect(check('{"a":"\\u12')).toBeNull();

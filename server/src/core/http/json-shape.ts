@@ -57,7 +57,8 @@ const isLow = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff;
  * inside a multi-byte sequence): counts nesting, keys and array items, and finds `\uD800`-style
  * escapes of a lone UTF-16 surrogate. SQLite stores text as UTF-8, where a lone surrogate cannot
  * exist (it would be stored as U+FFFD while the answer echoed the original), so such text is
- * refused rather than silently rewritten. Malformed JSON is left to JSON.parse to report: this
+ * refused rather than silently rewritten; so is a `\u0000` escape (PostgreSQL text cannot hold NUL,
+ * and no field has a use for it). Malformed JSON is left to JSON.parse to report: this
  * pass only has to stop early and never miscount valid input.
  */
 export function checkJsonShape(bytes: Uint8Array, limits: JsonShapeLimits = JSON_SHAPE_LIMITS): JsonShapeProblem | null {
@@ -84,6 +85,8 @@ export function checkJsonShape(bytes: Uint8Array, limits: JsonShapeLimits = JSON
             i += 10;
           } else if (isLow(unit)) {
             return loneSurrogate();
+          } else if (unit === 0) {
+            return nulText();
           } else {
             i += 4;
           }
@@ -151,6 +154,11 @@ function isEmptyArray(bytes: Uint8Array, open: number): boolean {
     }
   }
   return true;
+}
+
+/** PostgreSQL text cannot hold NUL, and no field has a use for it: refused on both stores alike. */
+function nulText(): JsonShapeProblem {
+  return { code: 'invalid_text', message: 'request body text contains NUL (a \\u0000 escape)' };
 }
 
 function loneSurrogate(): JsonShapeProblem {

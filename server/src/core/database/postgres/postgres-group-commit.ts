@@ -206,8 +206,10 @@ function toParameter(value: unknown): unknown {
     return value.toString();
   }
   if (typeof value === 'string') {
-    // PostgreSQL text cannot hold NUL (SQLite can): such a value fails its statement, and so its unit.
-    return value;
+    // PostgreSQL text cannot hold NUL (SQLite can). HTTP refuses it in bodies and queries, so only
+    // text from outside (an agent's output, GitHub) can carry one: stored as U+FFFD rather than
+    // failing the unit that records it.
+    return value.includes('\u0000') ? value.replace(/\u0000/g, '\uFFFD') : value;
   }
   if (typeof value === 'object') {
     return JSON.stringify(value); // arrays too: node-postgres would send them as PostgreSQL arrays
