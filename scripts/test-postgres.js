@@ -23,6 +23,7 @@ const SUITES = [
   'test/reviews.e2e-spec.ts',
   'test/fuzz.e2e-spec.ts',
   'test/postgres.e2e-spec.ts',
+  'test/db-copy.e2e-spec.ts',
   'test/faults/crash-restart.fault-spec.ts',
 ];
 

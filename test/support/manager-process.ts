@@ -139,7 +139,7 @@ export async function startManager({ sandbox, args = [], env = {}, shellPrefix }
 }
 
 /** Runs the launcher to completion (for refusals): exit code and output. */
-export function runLauncher(sandbox: Sandbox, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runLauncher(sandbox: Sandbox, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, ...DEFAULT_AGENTS, ...env },
@@ -149,7 +149,7 @@ export function runLauncher(sandbox: Sandbox, args: string[], env: NodeJS.Proces
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('exit', (code) => {
       clearTimeout(timer);
       resolve({ code, stderr, stdout });

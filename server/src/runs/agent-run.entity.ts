@@ -30,7 +30,7 @@ export class AgentRunEntity {
   @Column('integer', { nullable: true }) outputTokens!: number | null;
   @Column('integer', { nullable: true }) reasoningOutputTokens!: number | null;
   /** What the provider says the run cost, in US dollars (Claude Code reports it; Codex does not). */
-  @Column('real', { nullable: true }) costUsd!: number | null;
+  @Column('double precision', { nullable: true }) costUsd!: number | null;
   /** Trace entries written so far (the next one's sequence is this + 1). */
   @Column('integer', { default: 0 }) traceCount!: number;
   /** Identifies the run's processes after a crash: the environment marker, root pid/group and start time. */

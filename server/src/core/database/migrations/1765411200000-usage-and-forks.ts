@@ -9,8 +9,9 @@ export class UsageAndForks1765411200000 implements MigrationInterface {
   name = 'UsageAndForks1765411200000';
 
   async up(q: QueryRunner): Promise<void> {
-    // Null for every existing row: no cost was recorded and nothing was forked before.
-    await q.query(`ALTER TABLE agent_run ADD COLUMN cost_usd real`);
+    // Null for every existing row: no cost was recorded and nothing was forked before. Double
+    // precision on both stores (PostgreSQL's `real` is 4 bytes; SQLite's is 8).
+    await q.query(`ALTER TABLE agent_run ADD COLUMN cost_usd double precision`);
     await q.query(`CREATE INDEX idx_run_started_at ON agent_run (started_at)`);
     await q.query(`ALTER TABLE requirement ADD COLUMN forked_from_requirement_id varchar`);
   }
