@@ -24,6 +24,7 @@ const SUITES = [
   'test/fuzz.e2e-spec.ts',
   'test/postgres.e2e-spec.ts',
   'test/db-copy.e2e-spec.ts',
+  'test/doctor.e2e-spec.ts',
   'test/faults/crash-restart.fault-spec.ts',
 ];
 

@@ -8,7 +8,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { FakeGitHubServer } from './support/fake-github-server';
-import { ROOT } from './support/manager-process';
+import { send } from './support/http';
+import { ROOT, makeSandbox, startManager } from './support/manager-process';
 
 const BIN = path.join(ROOT, 'bin', 'agent-manager.js');
 const CLIS = path.join(ROOT, 'test', 'agent-clis', 'node_modules', '.bin');
@@ -148,6 +149,7 @@ describe('agent-manager doctor', () => {
       ['isolation', 'ok'],
       ['port', 'ok'],
       ['dataDirectory', 'ok'],
+      ['database', 'ok'],
     ]);
     expect(json.check('codex').detail).toMatch(/^codex-cli \d+\.\d+\.\d+ at .*; logged in$/);
     expect(json.check('claude').detail).toMatch(/^\d+\.\d+\.\d+ \(Claude Code\) at .*; logged in$/);
@@ -281,5 +283,59 @@ describe('agent-manager doctor', () => {
     expect(result.code).toBe(1);
     expect(result.check('dataDirectory')).toMatchObject({ detail: `${file} is not a directory`, required: true, status: 'fail' });
     expect(fs.existsSync(path.join(file, 'home'))).toBe(false);
+  }, 120_000);
+
+  it('checks the store: the SQLite file, a PostgreSQL server that is down or refuses the login, and one that is fine', async () => {
+    const light = (env: NodeJS.ProcessEnv) => doctor({ env: { PATH: pathOf({ git: which('git'), node: process.execPath }), ...env } });
+    const sqlite = await light({});
+    expect(sqlite.check('database')).toMatchObject({ required: true, status: 'ok' });
+    expect(sqlite.check('database').detail).toMatch(/^SQLite, .*factory\.sqlite \(created at first start\)$/);
+
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const down = await light({ CODE_FACTORY_DATABASE_URL: `postgres://am:s3cret@127.0.0.1:${port}/agents` });
+    expect(down.code).toBe(1);
+    expect(down.check('database')).toMatchObject({ required: true, status: 'fail' });
+    expect(down.check('database').detail).toContain(`cannot connect to postgres://am@127.0.0.1:${port}/agents`);
+    expect(down.check('database').fix).toContain('databaseUrl');
+    expect(down.stdout).not.toContain('s3cret');
+
+    if (process.env.TEST_DATABASE_URL) {
+      const url = new URL(process.env.TEST_DATABASE_URL);
+      const fine = await light({ CODE_FACTORY_DATABASE_URL: url.toString() });
+      expect(fine.check('database')).toMatchObject({ status: 'ok' });
+      expect(fine.check('database').detail).toMatch(/^PostgreSQL \d+.* schema am_[0-9a-f]{16} \(created at first start\)$/);
+      url.username = 'nobody_here';
+      const refused = await light({ CODE_FACTORY_DATABASE_URL: url.toString() });
+      expect(refused.check('database')).toMatchObject({ status: 'fail' });
+      expect(refused.check('database').detail).toMatch(/login is refused|nobody_here/);
+    }
+  }, 120_000);
+
+  it("answers the running manager's findings at GET /api/doctor, probing at most once a minute unless asked", async () => {
+    const sandbox = makeSandbox();
+    const manager = await startManager({ sandbox });
+    try {
+      const first = await send(manager.origin, 'GET', '/api/doctor');
+      expect(first.status).toBe(200);
+      const checks = first.json.checks as Check[];
+      expect(checks.map((c) => c.id)).toEqual(['node', 'git', 'codex', 'claude', 'github', 'isolation', 'port', 'dataDirectory', 'database']);
+      // Its own port is in use by itself: reported as served, not probed.
+      expect(checks.find((c) => c.id === 'port')).toMatchObject({ detail: `serving on ${manager.origin}`, status: 'ok' });
+      expect(checks.find((c) => c.id === 'database')?.status).toBe('ok');
+      const again = await send(manager.origin, 'GET', '/api/doctor');
+      expect(again.json.checkedAt).toBe(first.json.checkedAt);
+      // Concurrent refreshes share one probe.
+      const refreshed = await Promise.all([1, 2, 3].map(() => send(manager.origin, 'GET', '/api/doctor?refresh=true')));
+      expect(new Set(refreshed.map((r) => r.json.checkedAt)).size).toBe(1);
+      expect(refreshed[0].json.checkedAt > first.json.checkedAt).toBe(true);
+      expect((await send(manager.origin, 'GET', '/api/doctor?refresh=maybe')).status).toBe(400);
+      expect((await send(manager.origin, 'GET', '/api/doctor', undefined, {}, { auth: false })).status).toBe(401);
+    } finally {
+      await manager.stop();
+      sandbox.cleanup();
+    }
   }, 120_000);
 });

@@ -7,6 +7,7 @@ import { AuthModule } from './auth/auth.module';
 import { ConfigurationModule } from './configuration/configuration.module';
 import { CoreModule } from './core/core.module';
 import { DependenciesModule } from './dependencies/dependencies.module';
+import { DoctorModule } from './doctor/doctor.module';
 import { ConversationModule } from './messages/conversation.module';
 import type { Runtime } from './core/runtime';
 import { EventsModule } from './events/events.module';
@@ -34,6 +35,7 @@ export class AppModule {
         ConversationModule,
         CoreModule.forRoot(runtime),
         DependenciesModule,
+        DoctorModule,
         EventsModule,
         GitHubModule,
         MessagesModule,

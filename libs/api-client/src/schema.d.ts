@@ -141,6 +141,23 @@ export interface paths {
         patch: operations["updateConfiguration"];
         trace?: never;
     };
+    "/api/doctor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What `agent-manager doctor` finds for this manager: the agent CLIs and their logins, GitHub, isolation, the store (the dashboard's setup panel) */
+        get: operations["get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/events": {
         parameters: {
             query?: never;
@@ -969,6 +986,28 @@ export interface components {
              * @enum {string}
              */
             until: "done" | "merged";
+        };
+        DoctorCheckDto: {
+            detail: string;
+            /** @description How to fix it; null when there is nothing to fix */
+            fix: string | null;
+            /** @enum {string} */
+            id: "node" | "git" | "codex" | "claude" | "github" | "isolation" | "port" | "dataDirectory" | "database";
+            /** @description A failure of a required check keeps Agent Manager from working */
+            required: boolean;
+            /**
+             * @description ok: fine; warn: works, with less; fail: what it names does not work
+             * @enum {string}
+             */
+            status: "ok" | "warn" | "fail";
+            title: string;
+        };
+        DoctorReportDto: {
+            /** @description When these findings were made (ISO 8601) */
+            checkedAt: string;
+            checks: components["schemas"]["DoctorCheckDto"][];
+            /** @description False when a required check failed */
+            ok: boolean;
         };
         EventLoopDelayDto: {
             max: number;
@@ -1894,6 +1933,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    get: {
+        parameters: {
+            query?: {
+                /** @description Probe again now instead of answering the findings of the last minute */
+                refresh?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DoctorReportDto"];
+                };
             };
         };
     };

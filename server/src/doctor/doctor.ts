@@ -9,6 +9,7 @@ import type { ConfigurationValues } from '@libs/contracts';
 import { probeBubblewrap } from '../agents/agent-sandbox';
 import { findExecutable } from '../agents/executable';
 import { CONFIGURATION_DEFAULTS } from '../core/configuration/configuration.schema';
+import { type PostgresStore, pgClientConfig, redactDatabaseUrl } from '../core/database/store';
 import { overridesFromEnv } from '../core/configuration/configuration.service';
 import { codeFactoryHome, workspaceKey } from '../core/workspace/workspace';
 import { resolveGitHubToken } from '../github/github-token';
@@ -17,7 +18,7 @@ import { resolveGitHubToken } from '../github/github-token';
 export type DoctorStatus = 'ok' | 'warn' | 'fail';
 
 export interface DoctorCheck {
-  id: 'node' | 'git' | 'codex' | 'claude' | 'github' | 'isolation' | 'port' | 'dataDirectory';
+  id: 'node' | 'git' | 'codex' | 'claude' | 'github' | 'isolation' | 'port' | 'dataDirectory' | 'database';
   title: string;
   status: DoctorStatus;
   /** A failure of a required check makes `doctor` exit non-zero. */
@@ -40,6 +41,11 @@ export interface DoctorOptions {
   overrides?: Partial<ConfigurationValues>;
   /** Each external command gets this long. */
   timeoutMs?: number;
+  /**
+   * The URL of the manager asking (GET /api/doctor): its own port is in use by itself, and its
+   * store is open, so those two are reported as they are instead of probed.
+   */
+  serving?: string;
 }
 
 export const MINIMUM_NODE_VERSION = '20.19.0';
@@ -267,6 +273,67 @@ function checkDataDirectory(home: string): DoctorCheck {
   return { ...base, detail: `${home} is writable`, fix: null, status: 'ok' };
 }
 
+/**
+ * The store `start` would open: the SQLite file (in the data directory, checked above, or where
+ * databasePath says), or the PostgreSQL server: reachable, logged in, and allowed to create the
+ * workspace's schema (or already holding it), with a manager of this workspace on it or not.
+ */
+async function checkDatabase(configuration: ConfigurationValues, root: string, home: string, timeoutMs: number): Promise<DoctorCheck> {
+  const base = { id: 'database' as const, required: true, title: 'Database' };
+  if (!configuration.databaseUrl) {
+    const file = configuration.databasePath
+      ? path.resolve(path.join(home, 'workspaces', workspaceKey(root)), configuration.databasePath)
+      : path.join(home, 'workspaces', workspaceKey(root), 'factory.sqlite');
+    return { ...base, detail: `SQLite, ${file}${fs.existsSync(file) ? '' : ' (created at first start)'}`, fix: null, status: 'ok' };
+  }
+  const shown = redactDatabaseUrl(configuration.databaseUrl) ?? '';
+  const store: PostgresStore = {
+    kind: 'postgres',
+    poolSize: 1,
+    schema: `am_${workspaceKey(root)}`,
+    statementTimeoutMs: timeoutMs,
+    tls: configuration.databaseTls,
+    url: configuration.databaseUrl,
+  };
+  const { Client } = await import('pg');
+  const client = new Client({ ...pgClientConfig(store, 'agent-manager doctor'), connectionTimeoutMillis: timeoutMs });
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ version: string; can_create: boolean; has_schema: boolean; held: boolean }>(
+      `SELECT current_setting('server_version') AS version,
+              has_database_privilege(current_user, current_database(), 'CREATE') AS can_create,
+              EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS has_schema,
+              EXISTS (SELECT 1 FROM pg_locks, hashtextextended($1, 0) AS key
+                      WHERE locktype = 'advisory' AND granted AND objsubid = 1
+                        AND classid = ((key >> 32) & 4294967295)::oid AND objid = (key & 4294967295)::oid) AS held`,
+      [store.schema],
+    );
+    const { version, can_create: canCreate, has_schema: hasSchema, held } = rows[0];
+    const where = `PostgreSQL ${version} at ${shown}, schema ${store.schema}`;
+    if (!hasSchema && !canCreate) {
+      return {
+        ...base,
+        detail: `${where} does not exist and this user may not create it`,
+        fix: `GRANT CREATE ON DATABASE <database> TO <user>, or create the schema ${store.schema} for this user`,
+        status: 'fail',
+      };
+    }
+    const state = hasSchema ? (held ? '; a manager of this workspace is connected to it' : '; holds this workspace') : ' (created at first start)';
+    return { ...base, detail: `${where}${state}`, fix: null, status: 'ok' };
+  } catch (err) {
+    const error = err as NodeJS.ErrnoException;
+    const why = error.code === '28P01' || error.code === '28000' ? 'the login is refused' : error.code === '3D000' ? 'the database does not exist' : error.message;
+    return {
+      ...base,
+      detail: `cannot connect to ${shown}: ${why}`,
+      fix: 'check databaseUrl (user, password, host, port, database), the server, and databaseTls; or remove databaseUrl to use SQLite',
+      status: 'fail',
+    };
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
 /** Everything a first run needs, each with how to fix a miss. Reads and probes only. */
 export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
   const env = options.env ?? process.env;
@@ -300,17 +367,21 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
       title: 'Claude Code',
     },
   ];
-  const [git, codex, claude, github, isolation, port] = await Promise.all([
+  const serving = options.serving;
+  const [git, codex, claude, github, isolation, port, database] = await Promise.all([
     checkGit(cwd, env, timeoutMs),
     checkAgentCli(clis[0], cwd, env, timeoutMs),
     checkAgentCli(clis[1], cwd, env, timeoutMs),
     checkGitHub(configuration.githubApiUrl, env, timeoutMs),
     checkIsolation(configuration.agentIsolation, cwd, env),
-    checkPort(configuration.host, configuration.port),
+    serving
+      ? Promise.resolve<DoctorCheck>({ detail: `serving on ${serving}`, fix: null, id: 'port', required: true, status: 'ok', title: 'Port' })
+      : checkPort(configuration.host, configuration.port),
+    checkDatabase(configuration, root, home, timeoutMs),
   ]);
   // One agent CLI is enough; with neither, no Requirement can run.
   const agents = [codex, claude].map(({ found, ...check }) => (codex.found || claude.found ? check : { ...check, required: true, status: 'fail' as const }));
-  const checks = [checkNode(), git, ...agents, github, isolation, port, checkDataDirectory(home)];
+  const checks = [checkNode(), git, ...agents, github, isolation, port, checkDataDirectory(home), database];
   return { checks, ok: !checks.some((c) => c.required && c.status === 'fail') };
 }
 

@@ -10,15 +10,17 @@ import { blockedBy } from './blocked-by';
 import { BoardColumn } from './board-column';
 import { BoardFilter, BoardFilterState } from './board-filter';
 import { treeOrder } from './tree';
+import { SetupPanel } from '../setup/setup-panel';
 
 const STEP = 60;
 
 @Component({
   selector: 'am-requirements-board',
-  imports: [BoardFilter, BoardColumn, RouterLink],
+  imports: [BoardFilter, BoardColumn, RouterLink, SetupPanel],
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
     <h1 class="sr-only">{{ t('nav.requirements') }}</h1>
+    <am-setup-panel />
     <am-board-filter />
     <!-- On a phone one column shows at a time: the switcher picks it (with the counts). -->
     <div class="column-switcher" role="tablist" [attr.aria-label]="t('board.columns')" data-testid="column-switcher">

@@ -1,0 +1,129 @@
+import { NgTemplateOutlet } from '@angular/common';
+import { ChangeDetectionStrategy, Component, computed, inject, signal } from '@angular/core';
+import type { components } from '@libs/api-client';
+
+import { Api } from '../core/api';
+import { I18n, keyOf } from '../core/i18n';
+import { RequirementsStore } from '../core/stores/requirements-store';
+
+type DoctorReport = components['schemas']['DoctorReportDto'];
+type DoctorCheck = components['schemas']['DoctorCheckDto'];
+
+const DISMISSED_KEY = 'am.setup.dismissed';
+
+/**
+ * `agent-manager doctor`'s findings, on the first start (no Requirement yet) and whenever an
+ * agent CLI is missing or logged out: what each check found and how to fix it. Dismissing it
+ * hides these findings; a different finding later shows it again.
+ */
+@Component({
+  selector: 'am-setup-panel',
+  imports: [NgTemplateOutlet],
+  changeDetection: ChangeDetectionStrategy.OnPush,
+  template: `
+    @if (visible(); as report) {
+      <section class="setup-panel card" data-testid="setup-panel" [attr.aria-label]="t('setup.title')">
+        <header class="setup-head">
+          <h2>{{ firstStart() ? t('setup.welcome') : t('setup.title') }}</h2>
+          <span class="spacer"></span>
+          <button type="button" class="small" (click)="refresh()" [disabled]="checking()" data-testid="setup-recheck">
+            {{ checking() ? t('setup.checking') : t('setup.recheck') }}
+          </button>
+          <button type="button" class="ghost small" (click)="dismiss(report)" data-testid="setup-dismiss" [attr.aria-label]="t('action.close')">✕</button>
+        </header>
+        <p class="muted">{{ report.ok ? t('setup.ready') : t('setup.blocked') }}</p>
+        <ul class="setup-checks">
+          @for (check of report.checks; track check.id) {
+            @if (check.status !== 'ok') {
+              <ng-container *ngTemplateOutlet="row; context: { $implicit: check }" />
+            }
+          }
+        </ul>
+        <details class="setup-passed">
+          <summary>{{ t('setup.passed', { n: passed(report) }) }}</summary>
+          <ul class="setup-checks">
+            @for (check of report.checks; track check.id) {
+              @if (check.status === 'ok') {
+                <ng-container *ngTemplateOutlet="row; context: { $implicit: check }" />
+              }
+            }
+          </ul>
+        </details>
+        <ng-template #row let-check>
+          <li [class]="'setup-check ' + check.status" [attr.data-check]="check.id" [attr.data-status]="check.status">
+            <span class="mark" aria-hidden="true">{{ check.status === 'ok' ? '✓' : check.status === 'warn' ? '!' : '✗' }}</span>
+            <span class="sr-only">{{ statusLabel(check) }}</span>
+            <strong>{{ check.title }}</strong>
+            <span class="detail">{{ check.detail }}</span>
+            @if (check.fix) {
+              <span class="fix">→ {{ check.fix }}</span>
+            }
+          </li>
+        </ng-template>
+        <p class="muted small">{{ t('setup.cli') }} <code>agent-manager doctor</code></p>
+      </section>
+    }
+  `,
+})
+export class SetupPanel {
+  protected readonly t = inject(I18n).t;
+  private readonly api = inject(Api);
+  private readonly requirements = inject(RequirementsStore);
+
+  private readonly report = signal<DoctorReport | null>(null);
+  protected readonly checking = signal(false);
+  private readonly dismissed = signal<string | null>(localStorage.getItem(DISMISSED_KEY));
+
+  /** No Requirement in view once loaded: most likely the first start. */
+  protected readonly firstStart = computed(() => !this.requirements.loading() && this.requirements.requirements().size === 0);
+  protected readonly visible = computed(() => {
+    const report = this.report();
+    if (!report || this.dismissed() === fingerprint(report)) {
+      return null;
+    }
+    const agentMissing = report.checks.some((c) => (c.id === 'codex' || c.id === 'claude') && c.status !== 'ok');
+    return this.firstStart() || agentMissing || !report.ok ? report : null;
+  });
+
+  constructor() {
+    void this.load(false);
+  }
+
+  protected statusLabel(check: DoctorCheck): string {
+    return this.t(keyOf('setup.status', check.status));
+  }
+
+  protected passed(report: DoctorReport): number {
+    return report.checks.filter((c) => c.status === 'ok').length;
+  }
+
+  protected refresh(): void {
+    void this.load(true);
+  }
+
+  protected dismiss(report: DoctorReport): void {
+    const print = fingerprint(report);
+    localStorage.setItem(DISMISSED_KEY, print);
+    this.dismissed.set(print);
+  }
+
+  private async load(refresh: boolean): Promise<void> {
+    this.checking.set(true);
+    try {
+      // Quiet: the panel is a help, not something to raise an error toast about.
+      this.report.set(await this.api.call(this.api.client.GET('/api/doctor', { params: { query: refresh ? { refresh: 'true' } : {} } }), true));
+    } catch {
+      // An older manager without the endpoint, or a transient failure: no panel.
+    } finally {
+      this.checking.set(false);
+    }
+  }
+}
+
+/** What was found short of ok: the same findings stay dismissed, a new one shows the panel again. */
+function fingerprint(report: DoctorReport): string {
+  return report.checks
+    .filter((c: DoctorCheck) => c.status !== 'ok')
+    .map((c) => `${c.id}:${c.status}`)
+    .join(',');
+}
