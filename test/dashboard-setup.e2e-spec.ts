@@ -9,6 +9,9 @@ const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
 
 jest.setTimeout(120_000);
 
+/** Evaluated in the page (a string: the browser's globals are not this file's): resolves two frames later. */
+const TWO_FRAMES = 'new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))';
+
 /**
  * The setup panel on the Requirements board, in Chromium against a real manager: doctor's
  * findings (GET /api/doctor) on a first start and whenever an agent CLI is missing, each with
@@ -68,7 +71,7 @@ describe('dashboard setup panel in Chromium', () => {
     await page.reload();
     expect((await answered).status()).toBe(200);
     // The same findings stay dismissed: two frames after the answer, still no panel.
-    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    await page.evaluate(TWO_FRAMES);
     await expect(panel.count()).resolves.toBe(0);
   });
 
@@ -82,7 +85,7 @@ describe('dashboard setup panel in Chromium', () => {
       await page.waitForURL(`${manager.origin}/requirements`);
       expect((await doctor).status()).toBe(200);
       await page.getByText('Existing work').first().waitFor();
-      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+      await page.evaluate(TWO_FRAMES);
       await expect(page.getByTestId('setup-panel').count()).resolves.toBe(0);
     } finally {
       await page.close();
