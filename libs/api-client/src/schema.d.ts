@@ -993,6 +993,8 @@ export interface components {
             fix: string | null;
             /** @enum {string} */
             id: "node" | "git" | "codex" | "claude" | "github" | "isolation" | "port" | "dataDirectory" | "database";
+            /** @description For an agent CLI (codex, claude): whether it is installed and runs (a logged-out CLI is) */
+            installed?: boolean;
             /** @description A failure of a required check keeps Agent Manager from working */
             required: boolean;
             /**

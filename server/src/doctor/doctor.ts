@@ -26,6 +26,8 @@ export interface DoctorCheck {
   detail: string;
   /** How to fix it; null when there is nothing to fix. */
   fix: string | null;
+  /** For an agent CLI: installed or not (a logged-out CLI is installed). */
+  installed?: boolean;
 }
 
 export interface DoctorReport {
@@ -380,7 +382,10 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
     checkDatabase(configuration, root, home, timeoutMs),
   ]);
   // One agent CLI is enough; with neither, no Requirement can run.
-  const agents = [codex, claude].map(({ found, ...check }) => (codex.found || claude.found ? check : { ...check, required: true, status: 'fail' as const }));
+  const agents = [codex, claude].map(({ found, ...check }) => ({
+    ...(codex.found || claude.found ? check : { ...check, required: true, status: 'fail' as const }),
+    installed: found,
+  }));
   const checks = [checkNode(), git, ...agents, github, isolation, port, checkDataDirectory(home), database];
   return { checks, ok: !checks.some((c) => c.required && c.status === 'fail') };
 }

@@ -12,8 +12,8 @@ type DoctorCheck = components['schemas']['DoctorCheckDto'];
 const DISMISSED_KEY = 'am.setup.dismissed';
 
 /**
- * `agent-manager doctor`'s findings, on the first start (no Requirement yet) and whenever an
- * agent CLI is missing or logged out: what each check found and how to fix it. Dismissing it
+ * `agent-manager doctor`'s findings, on the first start (no Requirement yet), whenever an agent
+ * CLI is missing, and when something required fails: what each check found and how to fix it. Dismissing it
  * hides these findings; a different finding later shows it again.
  */
 @Component({
@@ -81,7 +81,8 @@ export class SetupPanel {
     if (!report || this.dismissed() === fingerprint(report)) {
       return null;
     }
-    const agentMissing = report.checks.some((c) => (c.id === 'codex' || c.id === 'claude') && c.status !== 'ok');
+    // Missing or broken, not merely logged out (the panel then says so too, but is not raised for it).
+    const agentMissing = report.checks.some((c) => (c.id === 'codex' || c.id === 'claude') && c.installed === false);
     return this.firstStart() || agentMissing || !report.ok ? report : null;
   });
 

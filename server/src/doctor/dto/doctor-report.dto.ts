@@ -20,6 +20,7 @@ export class DoctorCheckDto implements DoctorCheck {
   @ApiProperty({ description: 'A failure of a required check keeps Agent Manager from working' }) required!: boolean;
   @ApiProperty() detail!: string;
   @ApiProperty({ description: 'How to fix it; null when there is nothing to fix', nullable: true, type: String }) fix!: string | null;
+  @ApiProperty({ description: 'For an agent CLI (codex, claude): whether it is installed and runs (a logged-out CLI is)', required: false }) installed?: boolean;
 }
 
 export class DoctorReportDto implements DoctorReport {
