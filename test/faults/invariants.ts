@@ -65,11 +65,12 @@ export async function checkInvariants(dataDirectory: string): Promise<string[]> 
   // 10. One message per receipt; no receipt pointing at a missing message.
   await expectNone(
     'trigger occurrences delivered twice',
-    `SELECT trigger_id, timer, at, url, chk, sha, st, COUNT(*) AS n FROM (
-       SELECT trigger_id, ${json('metadata', 'timerId')} AS timer, ${json('metadata', 'scheduledFor')} AS at, ${json('metadata', 'commentUrl')} AS url,
-              ${json('metadata', 'check')} AS chk, ${json('metadata', 'headSha')} AS sha, ${json('metadata', 'status')} AS st
+    `SELECT requirement_id, trigger_id, timer, at, url, chk, sha, st, dep, ev, COUNT(*) AS n FROM (
+       SELECT requirement_id, trigger_id, ${json('metadata', 'timerId')} AS timer, ${json('metadata', 'scheduledFor')} AS at, ${json('metadata', 'commentUrl')} AS url,
+              ${json('metadata', 'check')} AS chk, ${json('metadata', 'headSha')} AS sha, ${json('metadata', 'status')} AS st,
+              ${json('metadata', 'dependencyRequirementId')} AS dep, ${json('metadata', 'event')} AS ev
          FROM requirement_message WHERE trigger_id IS NOT NULL AND trigger_id <> 'github.pull-request.status') m
-      GROUP BY trigger_id, timer, at, url, chk, sha, st HAVING COUNT(*) > 1`,
+      GROUP BY requirement_id, trigger_id, timer, at, url, chk, sha, st, dep, ev HAVING COUNT(*) > 1`,
   );
   await expectNone(
     'receipts of missing messages',
