@@ -69,13 +69,13 @@ export class StatusCommand extends CommandRunner {
       process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       return;
     }
-    if (!view.manager) {
+    if (!view.manager?.url) {
       const headline: Record<string, string> = {
         failed: 'is not running',
         'not-running': 'is not running',
         restarting: `is restarting after a crash${state?.nextStartAt ? ` (next start at ${state.nextStartAt})` : ''}`,
         running: 'is not running',
-        starting: 'is starting',
+        starting: view.manager ? `is starting (pid ${view.manager.pid})` : 'is starting',
         stopped: 'is not running',
         stopping: 'is stopping',
       };
@@ -87,7 +87,7 @@ export class StatusCommand extends CommandRunner {
       [
         unreachable !== null ? `Agent Manager is running for ${paths.root} but does not answer: ${unreachable}` : `Agent Manager ${figures?.version} is running for ${paths.root}`,
         rows([
-          ['URL', view.manager.url ?? '(still starting)'],
+          ['URL', view.manager.url],
           ['PID', `${view.manager.pid}${view.supervisorPid !== null ? ` (supervisor ${view.supervisorPid})` : ` (${reason})`}`],
           ['Uptime', figures ? formatUptime(figures.uptimeSeconds) : '?'],
           ['Active runs', figures ? String(figures.activeRuns) : '?'],

@@ -21,6 +21,7 @@ import type { SupervisorReport } from './supervisor-report';
 const MANAGER_ENTRY = path.join(__dirname, '..', 'agent-manager.js');
 const CRASHES_KEPT = 20;
 const HEALTH_POLL_MS = 100;
+const PIPE_DRAIN_MS = 1_000;
 /** The banner's API line: the manager is listening and says where. */
 const API_LINE = /API\s+(http:\/\/\S+)\/api/;
 
@@ -137,7 +138,12 @@ class Supervisor {
     child.on('error', (err) => {
       this.lastError = err.message;
     });
-    child.on('close', (code, signal) => this.managerExited(child, code, signal));
+    child.on('exit', (code, signal) => {
+      // Its last words (the reason a start failed) may still be in the pipes; but a process it left
+      // behind holding them open (an agent's tool) must not delay the restart.
+      const drained = new Promise((resolve) => child.once('close', resolve));
+      void Promise.race([drained, new Promise((resolve) => setTimeout(resolve, PIPE_DRAIN_MS))]).then(() => this.managerExited(child, code, signal));
+    });
   }
 
   /** The banner says where it listens; it is healthy once /api/health answers there. */
