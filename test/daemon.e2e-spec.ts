@@ -243,6 +243,50 @@ describe('agent-manager daemon mode', () => {
   );
 
   it(
+    'starts the backoff over once a manager has been up 30 s',
+    async () => {
+      expect((await cli('start', '--detach', '--port', '0')).code).toBe(0);
+      let current = state();
+      process.kill(current.managerPid as number, 'SIGKILL');
+      current = await runningManager(current.managerPid);
+      // What is under test is a duration: the manager must stay up past 30 s (by the supervisor's clock).
+      await until('the restarted manager to be up 30 s', async () => Date.now() - Date.parse(current.managerStartedAt as string) > 31_000, 60_000, 500);
+      process.kill(current.managerPid as number, 'SIGKILL');
+      current = await runningManager(current.managerPid);
+      expect(current.crashes.map((c) => c.delayMs)).toEqual([1_000, 1_000]);
+      expect(current.crashes[1].uptimeMs).toBeGreaterThanOrEqual(30_000);
+      expect(current.restarts).toBe(2);
+    },
+    SLOW,
+  );
+
+  it(
+    'stop waits for the graceful end, and says so when it outlasts --timeout',
+    async () => {
+      expect((await cli('start', '--detach', '--port', '0')).code).toBe(0);
+      const daemon = state();
+      const managerPid = daemon.managerPid as number;
+      // A stopped (SIGSTOP) manager cannot end: its SIGTERM stays pending until it is continued.
+      process.kill(managerPid, 'SIGSTOP');
+      try {
+        const stop = await cli('stop', '--timeout', '2');
+        expect(stop.code).toBe(1);
+        expect(stop.stderr).toBe(
+          `agent-manager: Agent Manager is still stopping after 2 s (supervisor pid ${daemon.supervisorPid}, manager pid ${managerPid}); see \`agent-manager logs\`, or wait and run \`agent-manager status\`\n`,
+        );
+        expect(isRunning(managerPid)).toBe(true);
+        expect(state().status).toBe('stopping');
+      } finally {
+        process.kill(managerPid, 'SIGCONT');
+      }
+      await until('the manager and its supervisor to end', async () => !isRunning(managerPid) && !isRunning(daemon.supervisorPid));
+      expect(state()).toMatchObject({ reason: 'stopped on request', status: 'stopped' });
+      expect(fs.existsSync(path.join(dataDirectory, 'manager.lock'))).toBe(false);
+    },
+    SLOW,
+  );
+
+  it(
     'does not restart a manager that failed to start, and says why (port in use, bad configuration)',
     async () => {
       const blocker = net.createServer();

@@ -46,7 +46,7 @@ export function describeStatus(view: DaemonView): { status: DaemonStatus | 'not-
     const orphaned = view.state !== null && view.state.managerPid === view.manager.pid;
     return {
       reason: orphaned
-        ? `its supervisor (pid ${view.state?.supervisorPid}) is gone: a crash will not be restarted (\`agent-manager restart\` supervises it again)`
+        ? `its supervisor (pid ${view.state?.supervisorPid}) is gone: a crash will not be restarted (\`agent-manager restart\` starts it again, supervised)`
         : 'started in the foreground, not supervised',
       status: view.manager.url === null ? 'starting' : 'running',
       supervised: false,
