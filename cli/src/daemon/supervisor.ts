@@ -254,6 +254,12 @@ function main(): void {
     throw err;
   }
   const log = new RotatingLog(daemon.logPath, logMaxBytes(paths, managerArgs));
+  // A bug here must leave a trace where the owner looks; the manager, if up, runs on unsupervised
+  // (as after a kill -9 of this process), and `status` says so.
+  process.on('uncaughtException', (err) => {
+    log.note(`supervisor failed: ${err.stack ?? err.message}`);
+    process.exit(1);
+  });
   new Supervisor(paths, managerArgs, lock, log, daemon.statePath, daemon.logPath).begin();
 }
 
