@@ -135,7 +135,7 @@ describe('the npm package', () => {
     const help = spawnSync(bin, ['--help'], { cwd: base, encoding: 'utf8', env });
     expect(help.status).toBe(0);
     expect(help.stdout).toContain('Usage: agent-manager');
-    for (const command of ['start', 'doctor', 'token']) {
+    for (const command of ['start', 'doctor', 'token', 'status', 'stop', 'restart', 'logs']) {
       expect(help.stdout).toContain(command);
     }
     const factory = spawnSync(path.join(prefix, 'bin', 'code-factory-cli'), ['--help'], { cwd: base, encoding: 'utf8', env });
@@ -185,6 +185,33 @@ describe('the npm package', () => {
     expect(await exited).toBe(0);
     expect(err).toBe('');
   }, 60_000);
+
+  it(
+    'runs in the background from the package: start --detach, status, logs, stop',
+    () => {
+      const repo = path.join(base, 'daemon-repo');
+      fs.mkdirSync(repo);
+      execFileSync('git', ['init', '-q'], { cwd: repo });
+      const bin = path.join(prefix, 'bin', 'agent-manager');
+      const run = (...args: string[]) => spawnSync(bin, args, { cwd: repo, encoding: 'utf8', env, timeout: 120_000 });
+      const started = run('start', '--detach', '--port', '0');
+      try {
+        expect(started.stderr).toBe('');
+        expect(started.status).toBe(0);
+        const url = /URL\s+(http:\/\/\S+)/.exec(started.stdout)?.[1];
+        expect(url).toBeDefined();
+        const status = run('status', '--json');
+        expect(status.status).toBe(0);
+        expect(JSON.parse(status.stdout)).toMatchObject({ activeRuns: 0, running: true, supervised: true, url, version: pkg.version });
+        expect(run('logs').stdout).toContain(`[supervisor] manager healthy`);
+      } finally {
+        const stopped = run('stop');
+        expect(stopped.status).toBe(0);
+      }
+      expect(run('status').status).toBe(3);
+    },
+    3 * MINUTES,
+  );
 
   it('runs doctor from the package, as JSON', () => {
     const doctor = spawnSync(path.join(prefix, 'bin', 'agent-manager'), ['doctor', '--json', '--port', '0'], { cwd: base, encoding: 'utf8', env });

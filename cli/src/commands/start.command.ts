@@ -7,8 +7,11 @@ import { ConfigurationValues, LOG_LEVELS, LogLevel } from '@libs/contracts';
 import { ConfigurationFileError } from '@server/core/configuration/configuration.service';
 import { PostgresWorkspaceLockedError } from '@server/core/database/postgres/postgres-workspace-lock';
 import { InstanceLockedError } from '@server/core/workspace/instance-lock';
+import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/workspace';
 import { RunningManager, startManager } from '@server/manager';
 
+import { startDetached } from '../daemon/daemon-control';
+import { formatDetachedStart } from '../daemon/daemon-format';
 import { UsageError, parseIntegerOption } from '../options';
 import { StopSignals } from './stop-signals';
 
@@ -23,6 +26,32 @@ interface StartFlags {
   allowOrigin?: string;
   prReconcileInterval?: number;
   stopWithParent?: boolean;
+  detach?: boolean;
+}
+
+/** How long `start --detach` waits for the manager to be healthy (a PostgreSQL store may be slow to reach). */
+export const DETACHED_START_TIMEOUT_MS = 120_000;
+
+/**
+ * The flags a detached manager is started with, paths made absolute: the supervisor runs it from
+ * the workspace, and `restart` runs it again from wherever it is called.
+ */
+function managerArgs(flags: StartFlags): string[] {
+  const args: string[] = [];
+  const add = (flag: string, value: string | number | undefined) => {
+    if (value !== undefined) {
+      args.push(flag, String(value));
+    }
+  };
+  add('--host', flags.host);
+  add('--port', flags.port);
+  add('--db', flags.db === undefined || /^postgres(ql)?:\/\//.test(flags.db) ? flags.db : path.resolve(flags.db));
+  add('--config', flags.config === undefined ? undefined : path.resolve(flags.config));
+  add('--log-level', flags.logLevel);
+  add('--log-file', flags.logFile === undefined ? undefined : path.resolve(flags.logFile));
+  add('--allow-origin', flags.allowOrigin);
+  add('--pr-reconcile-interval', flags.prReconcileInterval);
+  return args;
 }
 
 function banner(manager: RunningManager): string {
@@ -54,6 +83,10 @@ function banner(manager: RunningManager): string {
 })
 export class StartCommand extends CommandRunner {
   async run(_params: string[], flags: StartFlags): Promise<void> {
+    if (flags.detach) {
+      await this.runDetached(flags);
+      return;
+    }
     const overrides: Partial<ConfigurationValues> = {};
     if (flags.host !== undefined) {
       overrides.host = flags.host;
@@ -108,6 +141,19 @@ export class StartCommand extends CommandRunner {
     await new Promise<void>(() => undefined);
   }
 
+  private async runDetached(flags: StartFlags): Promise<void> {
+    if (flags.stopWithParent) {
+      throw new UsageError('--stop-with-parent and --detach contradict each other: a detached manager outlives the command that started it');
+    }
+    let paths;
+    try {
+      paths = resolveWorkspace(flags.workspace ?? process.cwd(), codeFactoryHome());
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+    process.stdout.write(formatDetachedStart(await startDetached(paths, managerArgs(flags), DETACHED_START_TIMEOUT_MS)));
+  }
+
   @Option({ description: 'Repository to bind (default: the current directory)', flags: '-w, --workspace <dir>' })
   parseWorkspace(value: string): string {
     return value;
@@ -154,6 +200,14 @@ export class StartCommand extends CommandRunner {
   @Option({ description: 'Seconds between pull request reconciliations (0 disables)', flags: '--pr-reconcile-interval <seconds>' })
   parsePrReconcileInterval(value: string): number {
     return parseIntegerOption('--pr-reconcile-interval', value, 0, 2_147_483);
+  }
+
+  @Option({
+    description: 'Run in the background under a supervisor that restarts it after a crash; returns once it is healthy (see `status`, `stop`, `restart`, `logs`)',
+    flags: '-d, --detach',
+  })
+  parseDetach(): boolean {
+    return true;
   }
 
   @Option({ description: 'Stop (gracefully) when the process that started this one exits; `npm start` uses it', flags: '--stop-with-parent' })

@@ -1,0 +1,380 @@
+// Daemon mode: `agent-manager start --detach` and its supervisor, `status`, `stop`, `restart`,
+// `logs [-f]`, driven through the built CLI with real processes and real signals.
+import { ChildProcess, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+
+import { isRunning } from '@server/core/process-table';
+import { workspaceKey } from '@server/core/workspace/workspace';
+
+import type { DaemonState } from '../cli/src/daemon/daemon-state';
+import { initRepository } from './support/git-repo';
+import { registerToken, send } from './support/http';
+import { ROOT, Sandbox, makeSandbox, runLauncher } from './support/manager-process';
+import { until } from './support/wait';
+
+const BIN = path.join(ROOT, 'bin', 'agent-manager.js');
+/** Enough for a few managers to start one after another on a loaded machine. */
+const SLOW = 180_000;
+
+describe('agent-manager daemon mode', () => {
+  let sandbox: Sandbox;
+  let dataDirectory: string;
+  const followers: ChildProcess[] = [];
+
+  const cli = (...args: string[]) => runLauncher(sandbox, [...args, '--workspace', sandbox.workspace]);
+  const state = (): DaemonState => JSON.parse(fs.readFileSync(path.join(dataDirectory, 'daemon.json'), 'utf8')) as DaemonState;
+  const urlOf = (stdout: string): string => {
+    const match = /URL\s+(http:\/\/\S+)/.exec(stdout);
+    if (!match?.[1]) {
+      throw new Error(`no URL in: ${stdout}`);
+    }
+    return match[1];
+  };
+  const managerLockPid = (): number | null => {
+    try {
+      return (JSON.parse(fs.readFileSync(path.join(dataDirectory, 'manager.lock'), 'utf8')) as { pid: number }).pid;
+    } catch {
+      return null;
+    }
+  };
+  /** Waits for the supervisor to have a healthy manager other than `previousPid`. */
+  const runningManager = (previousPid: number | null): Promise<DaemonState> =>
+    until(
+      'a healthy manager',
+      async () => {
+        const current = state();
+        return current.status === 'running' && current.managerPid !== previousPid ? current : undefined;
+      },
+      60_000,
+    );
+
+  beforeEach(() => {
+    sandbox = makeSandbox();
+    dataDirectory = path.join(sandbox.home, 'workspaces', workspaceKey(fs.realpathSync(sandbox.workspace)));
+  });
+
+  afterEach(async () => {
+    for (const follower of followers.splice(0)) {
+      follower.kill('SIGKILL');
+    }
+    // Whatever a failed test left running: the supervisor first, so that nothing restarts.
+    await cli('stop', '--timeout', '30');
+    for (const file of ['daemon.json', 'manager.lock']) {
+      try {
+        const record = JSON.parse(fs.readFileSync(path.join(dataDirectory, file), 'utf8')) as { pid?: number; supervisorPid?: number; managerPid?: number };
+        for (const pid of [record.pid, record.supervisorPid, record.managerPid]) {
+          if (pid && isRunning(pid)) {
+            process.kill(pid, 'SIGKILL');
+          }
+        }
+      } catch {
+        // No such file.
+      }
+    }
+    sandbox.cleanup();
+  });
+
+  it(
+    'start --detach returns once the manager is healthy; status, logs and stop (which waits for the end) follow it',
+    async () => {
+      initRepository(sandbox.workspace);
+      const started = await cli('start', '--detach', '--port', '0');
+      expect(started.stderr).toBe('');
+      expect(started.code).toBe(0);
+      const url = urlOf(started.stdout);
+      expect(started.stdout).toContain(`running in the background for ${fs.realpathSync(sandbox.workspace)}`);
+      // Healthy already, with no waiting on our side.
+      const health = await fetch(`${url}/api/health`);
+      expect(health.status).toBe(200);
+      const daemon = state();
+      expect(daemon).toMatchObject({ restarts: 0, status: 'running', url });
+      expect(daemon.managerPid).toBe(managerLockPid());
+      expect(daemon.supervisorPid).not.toBe(daemon.managerPid);
+      expect(started.stdout).toContain(`PID         ${daemon.managerPid} (supervisor ${daemon.supervisorPid})`);
+      expect(started.stdout).toContain(`Log         ${path.join(dataDirectory, 'logs', 'daemon.log')}`);
+
+      // An active run is counted: the idle agent keeps its run going until it is ended.
+      const token = fs.readFileSync(path.join(dataDirectory, 'token'), 'utf8').trim();
+      registerToken(url, token);
+      const created = await send(url, 'POST', '/api/requirements', { provider: 'codex', title: 'keep running' });
+      expect((await send(url, 'POST', `/api/requirements/${created.json.id}/start`, { message: 'go' })).status).toBe(202);
+
+      const status = await cli('status');
+      expect(status.code).toBe(0);
+      expect(status.stdout).toContain(`is running for ${fs.realpathSync(sandbox.workspace)}`);
+      expect(status.stdout).toContain(`URL         ${url}`);
+      expect(status.stdout).toContain(`PID         ${daemon.managerPid} (supervisor ${daemon.supervisorPid})`);
+      expect(status.stdout).toMatch(/Uptime\s+(\d+m )?\d+s/);
+      expect(status.stdout).toContain('Active runs 1');
+      const json = await cli('status', '--json');
+      expect(json.code).toBe(0);
+      expect(JSON.parse(json.stdout)).toMatchObject({
+        activeRuns: 1,
+        pid: daemon.managerPid,
+        restarts: 0,
+        running: true,
+        status: 'running',
+        supervised: true,
+        supervisorPid: daemon.supervisorPid,
+        url,
+      });
+
+      const logs = await cli('logs');
+      expect(logs.code).toBe(0);
+      expect(logs.stdout).toContain(`[supervisor] manager healthy (pid ${daemon.managerPid}) at ${url}`);
+      expect(logs.stdout).toContain(`API         ${url}/api`);
+      expect((await cli('logs', '--lines', '1')).stdout.trim().split('\n')).toHaveLength(1);
+
+      const stopped = await cli('stop');
+      expect(stopped.code).toBe(0);
+      expect(stopped.stdout).toContain(`supervisor pid ${daemon.supervisorPid}, manager pid ${daemon.managerPid}`);
+      // Both are gone when stop returns, the graceful way: lock released, run ended, stop recorded.
+      expect(isRunning(daemon.supervisorPid)).toBe(false);
+      expect(isRunning(daemon.managerPid as number)).toBe(false);
+      expect(fs.existsSync(path.join(dataDirectory, 'manager.lock'))).toBe(false);
+      expect(state()).toMatchObject({ managerPid: null, status: 'stopped' });
+      expect((await cli('logs')).stdout).toMatch(/manager \(pid \d+\) ended with exit code 0/);
+
+      const after = await cli('status');
+      expect(after.code).toBe(3);
+      expect(after.stdout).toContain('is not running');
+      expect(JSON.parse((await cli('status', '--json')).stdout)).toMatchObject({ pid: null, running: false });
+      const again = await cli('stop');
+      expect(again.code).toBe(0);
+      expect(again.stdout).toContain('is not running');
+    },
+    SLOW,
+  );
+
+  it('status exits 3, and logs says so, for a workspace that never ran one', async () => {
+    const status = await cli('status');
+    expect(status.code).toBe(3);
+    expect(status.stdout).toContain('Agent Manager is not running for');
+    const logs = await cli('logs');
+    expect(logs.code).toBe(1);
+    expect(logs.stderr).toMatch(/^agent-manager: no log at .*daemon\.log/);
+  });
+
+  it(
+    'restart gives a new manager (and supervisor) with the same arguments',
+    async () => {
+      const started = await cli('start', '--detach', '--port', '0', '--log-level', 'debug');
+      expect(started.code).toBe(0);
+      const first = state();
+      const restarted = await cli('restart');
+      expect(restarted.stderr).toBe('');
+      expect(restarted.code).toBe(0);
+      const second = state();
+      expect(second.managerPid).not.toBe(first.managerPid);
+      expect(second.supervisorPid).not.toBe(first.supervisorPid);
+      expect(isRunning(first.managerPid as number)).toBe(false);
+      expect(isRunning(first.supervisorPid)).toBe(false);
+      expect(second.managerArgs).toEqual(['--port', '0', '--log-level', 'debug']);
+      expect(second.managerPid).toBe(managerLockPid());
+      expect((await fetch(`${urlOf(restarted.stdout)}/api/health`)).status).toBe(200);
+      // restart also starts one that does not run.
+      expect((await cli('stop')).code).toBe(0);
+      const fromNothing = await cli('restart');
+      expect(fromNothing.code).toBe(0);
+      expect(state().managerArgs).toEqual(['--port', '0', '--log-level', 'debug']);
+      expect((await cli('status')).code).toBe(0);
+    },
+    SLOW,
+  );
+
+  it(
+    'restarts a manager killed with -9, waiting 1 s, 2 s, 4 s as the crashes repeat; logs -f follows across rotations',
+    async () => {
+      // A tiny rotation size: each manager's banner fills a file, so following must cross rotations.
+      const env = { CODE_FACTORY_LOG_MAX_SIZE: '1k' };
+      const started = await runLauncher(sandbox, ['start', '--detach', '--port', '0', '--workspace', sandbox.workspace], env);
+      expect(started.code).toBe(0);
+      let current = state();
+
+      let followed = '';
+      const follower = spawn(process.execPath, [BIN, 'logs', '-f', '--lines', '0', '--workspace', sandbox.workspace], {
+        env: { ...process.env, CODE_FACTORY_HOME: sandbox.home },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      followers.push(follower);
+      follower.stdout?.on('data', (chunk: Buffer) => (followed += chunk.toString()));
+      await until('logs -f to print the log', async () => followed.includes(`manager healthy (pid ${current.managerPid})`));
+
+      const healthyAfterCrash: number[] = [];
+      for (let crash = 1; crash <= 3; crash++) {
+        const killed = current.managerPid as number;
+        process.kill(killed, 'SIGKILL');
+        current = await runningManager(killed);
+        healthyAfterCrash.push(Date.parse(current.managerStartedAt as string));
+        expect(current.restarts).toBe(crash);
+        await until(`logs -f to show manager ${current.managerPid}`, async () => followed.includes(`manager healthy (pid ${current.managerPid})`));
+      }
+
+      // The schedule: min(30 s, 1 s·2^(n−1)) for crashes in a row (each manager was up well under 30 s).
+      const crashes = current.crashes;
+      expect(crashes.map((c) => c.delayMs)).toEqual([1_000, 2_000, 4_000]);
+      expect(crashes.map((c) => c.signal)).toEqual(['SIGKILL', 'SIGKILL', 'SIGKILL']);
+      crashes.forEach((crash, i) => {
+        // No manager came back before its delay was over; a loaded machine only adds to it.
+        expect(healthyAfterCrash[i] - Date.parse(crash.at)).toBeGreaterThanOrEqual(crash.delayMs);
+        if (i > 0) {
+          expect(Date.parse(crash.at)).toBeGreaterThan(healthyAfterCrash[i - 1] - 1);
+        }
+      });
+      for (const seconds of [1, 2, 4]) {
+        expect(followed).toContain(`restarting in ${seconds} s (crash ${Math.log2(seconds) + 1} in a row)`);
+      }
+      // The log did rotate (bounded: three old files at most), and -f printed every line all the same.
+      const logs = fs.readdirSync(path.join(dataDirectory, 'logs')).filter((f) => f.startsWith('daemon.log'));
+      expect(logs).toEqual(expect.arrayContaining(['daemon.log', 'daemon.log.1', 'daemon.log.2']));
+      expect(logs.filter((f) => !['daemon.log', 'daemon.log.1', 'daemon.log.2', 'daemon.log.3'].includes(f))).toEqual([]);
+      for (const file of logs) {
+        expect(fs.statSync(path.join(dataDirectory, 'logs', file)).size).toBeLessThanOrEqual(2048);
+      }
+      expect(followed.match(/Agent Manager \d+\.\d+\.\d+\n/g)).toHaveLength(4);
+
+      const status = await cli('status');
+      expect(status.code).toBe(0);
+      expect(status.stdout).toMatch(/Restarts\s+3 \(last crash .*: SIGKILL\)/);
+    },
+    SLOW,
+  );
+
+  it(
+    'starts the backoff over once a manager has been up 30 s',
+    async () => {
+      expect((await cli('start', '--detach', '--port', '0')).code).toBe(0);
+      let current = state();
+      process.kill(current.managerPid as number, 'SIGKILL');
+      current = await runningManager(current.managerPid);
+      // What is under test is a duration: the manager must stay up past 30 s (by the supervisor's clock).
+      await until('the restarted manager to be up 30 s', async () => Date.now() - Date.parse(current.managerStartedAt as string) > 31_000, 60_000, 500);
+      process.kill(current.managerPid as number, 'SIGKILL');
+      current = await runningManager(current.managerPid);
+      expect(current.crashes.map((c) => c.delayMs)).toEqual([1_000, 1_000]);
+      expect(current.crashes[1].uptimeMs).toBeGreaterThanOrEqual(30_000);
+      expect(current.restarts).toBe(2);
+    },
+    SLOW,
+  );
+
+  it(
+    'stop waits for the graceful end, and says so when it outlasts --timeout',
+    async () => {
+      expect((await cli('start', '--detach', '--port', '0')).code).toBe(0);
+      const daemon = state();
+      const managerPid = daemon.managerPid as number;
+      // A stopped (SIGSTOP) manager cannot end: its SIGTERM stays pending until it is continued.
+      process.kill(managerPid, 'SIGSTOP');
+      try {
+        const stop = await cli('stop', '--timeout', '2');
+        expect(stop.code).toBe(1);
+        expect(stop.stderr).toBe(
+          `agent-manager: Agent Manager is still stopping after 2 s (supervisor pid ${daemon.supervisorPid}, manager pid ${managerPid}); see \`agent-manager logs\`, or wait and run \`agent-manager status\`\n`,
+        );
+        expect(isRunning(managerPid)).toBe(true);
+        expect(state().status).toBe('stopping');
+      } finally {
+        process.kill(managerPid, 'SIGCONT');
+      }
+      await until('the manager and its supervisor to end', async () => !isRunning(managerPid) && !isRunning(daemon.supervisorPid));
+      expect(state()).toMatchObject({ reason: 'stopped on request', status: 'stopped' });
+      expect(fs.existsSync(path.join(dataDirectory, 'manager.lock'))).toBe(false);
+    },
+    SLOW,
+  );
+
+  it(
+    'does not restart a manager that failed to start, and says why (port in use, bad configuration)',
+    async () => {
+      const blocker = net.createServer();
+      await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+      const port = (blocker.address() as net.AddressInfo).port;
+      try {
+        const started = await cli('start', '--detach', '--port', String(port));
+        expect(started.code).toBe(1);
+        expect(started.stdout).toBe('');
+        expect(started.stderr).toMatch(/^agent-manager: Agent Manager did not start: the manager failed to start \(exit code 1\): cannot listen: .*EADDRINUSE/);
+        const failed = state();
+        expect(failed).toMatchObject({ managerPid: null, restarts: 0, status: 'failed' });
+        expect(failed.crashes).toEqual([]);
+        await until('the supervisor to exit', async () => !isRunning(failed.supervisorPid));
+        // Still not restarted after it gave up, and status tells why.
+        expect(state()).toMatchObject({ restarts: 0, status: 'failed' });
+        const status = await cli('status');
+        expect(status.code).toBe(3);
+        expect(status.stdout).toContain('is not running');
+        expect(status.stdout).toContain('EADDRINUSE');
+      } finally {
+        blocker.close();
+      }
+
+      const config = path.join(path.dirname(sandbox.workspace), 'broken.json');
+      fs.writeFileSync(config, '{ not json');
+      const broken = await cli('start', '--detach', '--port', '0', '--config', config);
+      expect(broken.code).toBe(1);
+      expect(broken.stderr).toMatch(/^agent-manager: Agent Manager did not start: the manager failed to start \(exit code 1\): .*broken\.json/);
+      expect(state()).toMatchObject({ restarts: 0, status: 'failed' });
+    },
+    SLOW,
+  );
+
+  it(
+    'two concurrent start --detach give one manager, and both print its URL',
+    async () => {
+      const [a, b] = await Promise.all([cli('start', '--detach', '--port', '0'), cli('start', '--detach', '--port', '0')]);
+      expect([a.code, b.code]).toEqual([0, 0]);
+      expect(urlOf(a.stdout)).toBe(urlOf(b.stdout));
+      expect([a.stdout, b.stdout].filter((out) => out.includes('already running in the background'))).toHaveLength(1);
+      const daemon = state();
+      expect(daemon.managerPid).toBe(managerLockPid());
+      expect(a.stdout).toContain(`PID         ${daemon.managerPid} (supervisor ${daemon.supervisorPid})`);
+      expect(b.stdout).toContain(`PID         ${daemon.managerPid} (supervisor ${daemon.supervisorPid})`);
+      // Only one supervisor ever spawned a manager; the other left after finding the first.
+      const log = fs.readFileSync(path.join(dataDirectory, 'logs', 'daemon.log'), 'utf8');
+      expect(log.match(/\[supervisor\] manager starting/g)).toHaveLength(1);
+    },
+    SLOW,
+  );
+
+  it(
+    'a killed supervisor leaves its manager running: status finds it, start refuses, stop ends it',
+    async () => {
+      expect((await cli('start', '--detach', '--port', '0')).code).toBe(0);
+      const daemon = state();
+      process.kill(daemon.supervisorPid, 'SIGKILL');
+      await until('the supervisor to die', async () => !isRunning(daemon.supervisorPid));
+      expect(isRunning(daemon.managerPid as number)).toBe(true);
+
+      const status = await cli('status');
+      expect(status.code).toBe(0);
+      expect(status.stdout).toContain(`PID         ${daemon.managerPid} (its supervisor (pid ${daemon.supervisorPid}) is gone`);
+      expect(JSON.parse((await cli('status', '--json')).stdout)).toMatchObject({ pid: daemon.managerPid, running: true, supervised: false, supervisorPid: null });
+
+      const again = await cli('start', '--detach', '--port', '0');
+      expect(again.code).toBe(1);
+      expect(again.stderr).toContain(`already running for this workspace (pid ${daemon.managerPid}, ${daemon.url}) without a supervisor`);
+
+      const stopped = await cli('stop');
+      expect(stopped.code).toBe(0);
+      expect(stopped.stdout).toContain(`manager pid ${daemon.managerPid}`);
+      expect(isRunning(daemon.managerPid as number)).toBe(false);
+      const after = await cli('status');
+      expect(after.code).toBe(3);
+      expect(after.stdout).toContain(`its supervisor (pid ${daemon.supervisorPid}) was killed`);
+    },
+    SLOW,
+  );
+
+  it('refuses --detach with --stop-with-parent, and a workspace that does not exist', async () => {
+    const both = await cli('start', '--detach', '--stop-with-parent');
+    expect(both.code).toBe(1);
+    expect(both.stderr).toMatch(/^agent-manager: --stop-with-parent and --detach contradict/);
+    const missing = await runLauncher(sandbox, ['status', '--workspace', path.join(sandbox.workspace, 'nope')]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^agent-manager: workspace .* does not exist/);
+    expect(fs.existsSync(path.join(dataDirectory, 'daemon.json'))).toBe(false);
+  });
+});
