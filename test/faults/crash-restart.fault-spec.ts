@@ -5,6 +5,7 @@ import { FakeGitHubServer } from '../support/fake-github-server';
 import { send } from '../support/http';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from '../support/manager-process';
 import { SseConnection, connectSse } from '../support/sse-client';
+import { rng } from '../support/random';
 import { until } from '../support/wait';
 import { checkInvariants } from './invariants';
 
@@ -15,15 +16,6 @@ const REPO = 'org/faults';
 const REQUIREMENTS = 5;
 
 jest.setTimeout(20 * 60_000);
-
-/** A deterministic random sequence (seeded per suite run, printed on failure). */
-function rng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state * 1664525 + 1013904223) >>> 0;
-    return state / 2 ** 32;
-  };
-}
 
 /**
  * Kill -9 at random moments while replies, starts, steers, runs, timers and GitHub

@@ -6,6 +6,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 import { type Json, send } from '../support/http';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from '../support/manager-process';
+import { rng } from '../support/random';
 import { until } from '../support/wait';
 import { checkInvariants } from './invariants';
 
@@ -14,15 +15,6 @@ const ROUNDS = Number(process.env.FAULT_ROUNDS ?? 6);
 const DEPENDENCY_TRIGGER = 'requirement.dependency';
 
 jest.setTimeout(15 * 60_000);
-
-/** A deterministic random sequence (seeded per suite run, printed in the test's name). */
-function rng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state * 1664525 + 1013904223) >>> 0;
-    return state / 2 ** 32;
-  };
-}
 
 /**
  * This wave's mechanisms under kill -9 (issue 20): a dependency's wake-up (the confirm that
