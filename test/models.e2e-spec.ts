@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { type Json, send } from './support/http';
-import { type ManagerProcess, type Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { IDLE_AGENT, type ManagerProcess, type Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS, claudeEnvironment, codexEnvironment } from './support/model-stub';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
@@ -211,5 +211,25 @@ describe('model catalog', () => {
     });
     const created = await send(manager.origin, 'POST', '/api/requirements', { model: 'acme-private-coder', provider: 'codex', title: 'Private model' });
     expect(created.json).toMatchObject({ warnings: [] });
+  });
+
+  it('fails the Codex listing quickly for a program that is not Codex, or none, and serves the last one stale', async () => {
+    const before = part(await catalog(), 'codex').items;
+    const setCodex = async (codexExecutable: string) => expect((await send(manager.origin, 'PATCH', '/api/configuration', { codexExecutable })).status).toBe(200);
+    try {
+      // Reads its stdin and never answers: the handshake timeout, not the whole listing's, ends it.
+      await setCodex(IDLE_AGENT);
+      const silent = part(await refresh(), 'codex');
+      expect(silent.status.error).toMatch(/did not answer initialize within 5 s/);
+      expect(silent.items).toEqual(before);
+
+      await setCodex('/nonexistent/codex');
+      const missing = part(await refresh(), 'codex');
+      expect(missing.status).toMatchObject({ stale: true });
+      expect(missing.status.error).toMatch(/could not start \/nonexistent\/codex app-server/);
+      expect(missing.items).toEqual(before);
+    } finally {
+      await setCodex(CODEX.executable);
+    }
   });
 });

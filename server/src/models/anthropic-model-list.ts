@@ -6,6 +6,8 @@ export interface AnthropicListingOptions {
   /** The environment Claude Code runs with: where it sends requests and with which credential. */
   env: Record<string, string>;
   timeoutMs: number;
+  /** Aborted when the manager shuts down. */
+  signal?: AbortSignal;
 }
 
 const DEFAULT_BASE_URL = 'https://api.anthropic.com';
@@ -39,7 +41,8 @@ export async function listAnthropicModels(options: AnthropicListingOptions): Pro
     }
     let response: Response;
     try {
-      response = await fetch(url, { headers, signal: AbortSignal.timeout(options.timeoutMs) });
+      const timeout = AbortSignal.timeout(options.timeoutMs);
+      response = await fetch(url, { headers, signal: options.signal ? AbortSignal.any([timeout, options.signal]) : timeout });
     } catch (error) {
       throw new Error(`GET ${url.origin}/v1/models failed: ${error instanceof Error ? error.message : String(error)}`);
     }

@@ -10,6 +10,8 @@ export interface CodexListingOptions {
   env: Record<string, string>;
   cwd: string;
   timeoutMs: number;
+  /** Aborted when the manager shuts down: the process (its own group) must not outlive it. */
+  signal?: AbortSignal;
 }
 
 /** The part of `codex app-server`'s `model/list` answer (its v2 `Model`) the catalog reads. */
@@ -19,6 +21,13 @@ interface CodexModel {
   hidden?: unknown;
   supportedReasoningEfforts?: unknown;
 }
+
+/**
+ * How long `initialize` may take: Codex answers it in well under a second (before any network),
+ * so a program that does not (not Codex, or one that waits on stdin) fails the refresh quickly
+ * instead of holding `POST /api/models/refresh` for the whole listing timeout.
+ */
+const HANDSHAKE_TIMEOUT_MS = 5_000;
 
 /** Pages asked for at most: the listing is a few dozen models; this only bounds a looping cursor. */
 const MAX_PAGES = 10;
@@ -85,14 +94,31 @@ export async function listCodexModels(options: CodexListingOptions): Promise<Cat
     return answer;
   };
   let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new Error(`codex app-server did not list its models within ${options.timeoutMs / 1000} s`)), options.timeoutMs);
+    onAbort = () => reject(new Error('the manager is shutting down'));
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.signal?.aborted) {
+      onAbort();
+    }
   });
   // A closed pipe is reported through `exited`, not as an unhandled stream error.
   child.stdin.on('error', () => undefined);
   try {
     const list = async (): Promise<CatalogModel[]> => {
-      await request('initialize', { capabilities: null, clientInfo: { name: 'agent-manager', title: 'Agent Manager', version: '1' } });
+      let handshakeTimer: NodeJS.Timeout | undefined;
+      const handshake = new Promise<never>((_resolve, reject) => {
+        handshakeTimer = setTimeout(
+          () => reject(new Error(`${options.executable} app-server did not answer initialize within ${HANDSHAKE_TIMEOUT_MS / 1000} s (is it the Codex CLI?)`)),
+          HANDSHAKE_TIMEOUT_MS,
+        );
+      });
+      try {
+        await Promise.race([request('initialize', { capabilities: null, clientInfo: { name: 'agent-manager', title: 'Agent Manager', version: '1' } }), handshake]);
+      } finally {
+        clearTimeout(handshakeTimer);
+      }
       child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'initialized' })}\n`);
       const models: CatalogModel[] = [];
       let cursor: string | null = null;
@@ -113,6 +139,9 @@ export async function listCodexModels(options: CodexListingOptions): Promise<Cat
     return await Promise.race([list(), exited, timeout]);
   } finally {
     clearTimeout(timer);
+    if (onAbort) {
+      options.signal?.removeEventListener('abort', onAbort);
+    }
     lines.close();
     child.stdin.end();
     if (child.exitCode === null && child.pid !== undefined) {

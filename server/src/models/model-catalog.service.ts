@@ -45,6 +45,8 @@ export class ModelCatalogService implements OnApplicationBootstrap, OnModuleDest
   private loading: Promise<void> | null = null;
   private refreshing: Promise<ModelCatalog> | null = null;
   private subscription: Subscription | undefined;
+  /** Ends a listing still running at shutdown (its process is in a group of its own). */
+  private readonly shutdown = new AbortController();
 
   constructor(
     private readonly clock: Clock,
@@ -69,6 +71,7 @@ export class ModelCatalogService implements OnApplicationBootstrap, OnModuleDest
 
   onModuleDestroy(): void {
     this.subscription?.unsubscribe();
+    this.shutdown.abort();
   }
 
   /** The catalog, or one provider's part of it. */
@@ -139,8 +142,14 @@ export class ModelCatalogService implements OnApplicationBootstrap, OnModuleDest
     await this.load();
     const env = agentBaseEnvironment();
     const [codex, claude] = await Promise.allSettled([
-      listCodexModels({ cwd: this.runtime.paths.root, env, executable: this.configuration.get('codexExecutable'), timeoutMs: SOURCE_TIMEOUT_MS }),
-      listAnthropicModels({ env, timeoutMs: SOURCE_TIMEOUT_MS }),
+      listCodexModels({
+        cwd: this.runtime.paths.root,
+        env,
+        executable: this.configuration.get('codexExecutable'),
+        signal: this.shutdown.signal,
+        timeoutMs: SOURCE_TIMEOUT_MS,
+      }),
+      listAnthropicModels({ env, signal: this.shutdown.signal, timeoutMs: SOURCE_TIMEOUT_MS }),
     ]);
     const now = this.clock.nowIso();
     const next = new Map(this.rows);
