@@ -137,6 +137,7 @@ describe('dashboard model pickers in Chromium', () => {
     fs.rmSync(path.join(codexHome, 'models_cache.json'), { force: true });
     await refresh();
     await page.getByTestId('model-catalog-stale').waitFor();
+    await expect(page.getByTestId('model-catalog-stale').textContent()).resolves.toBe('List may be out of date');
     await expect(page.getByTestId('model-catalog-stale').getAttribute('title')).resolves.toMatch(/listed no models/);
     // The last good list is still offered.
     expect(await options('create-model')).toContain('Stub Codex New (stub-codex-new)');

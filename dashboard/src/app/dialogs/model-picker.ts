@@ -55,7 +55,7 @@ const CUSTOM = '__custom__';
         />
       }
       @if (stale(); as note) {
-        <span class="muted model-stale" data-testid="model-catalog-stale" [title]="note">{{ t('models.stale') }}</span>
+        <span class="muted model-stale" data-testid="model-catalog-stale" [title]="note.error ?? ''">{{ t(note.error ? 'models.stale' : 'models.notListedYet') }}</span>
       }
     </label>
     <label class="effort-field">
@@ -89,10 +89,10 @@ export class ModelPicker {
     const current = this.effort();
     return current !== '' && !efforts.includes(current) ? [...efforts, current] : efforts;
   });
-  /** Why the list may be out of date (the source's error), when it is. */
+  /** When the list may be out of date: the source's error, or none yet (never listed: the built-in list). */
   protected readonly stale = computed(() => {
     const part = this.catalog.catalog()?.providers.find((p) => p.provider === this.provider());
-    return part?.stale ? (part.error ?? this.t('models.notListedYet')) : null;
+    return part?.stale ? { error: part.error } : null;
   });
 
   constructor() {
