@@ -190,6 +190,14 @@ describe('model catalog', () => {
     expect((await patch({ title: 'Renamed' })).json).toMatchObject({ title: 'Renamed', warnings: [] });
     // A bad model name is still refused as before.
     expect((await patch({ model: 'two words' })).status).toBe(400);
+
+    // A follow-up an agent proposes is flagged the same way (here the owner calls the agent API for the session).
+    const source = { parentRequirementId: unknown.json.id as string, sourceSessionId: unknown.json.session.id as string };
+    const proposed = await send(manager.origin, 'POST', '/api/agent/requirements', { ...source, model: 'gpt-also-unheard-of', title: 'Follow-up' });
+    expect(proposed.status).toBe(201);
+    expect(proposed.json).toMatchObject({ createdBy: 'rd_agent', model: 'gpt-also-unheard-of', provider: 'codex', warnings: ['unknown_model'] });
+    const listed = await send(manager.origin, 'POST', '/api/agent/requirements', { ...source, model: 'stub-codex-fast', title: 'Listed follow-up' });
+    expect(listed.json).toMatchObject({ warnings: [] });
   });
 
   it('offers the configuration extra models at once and announces the change', async () => {

@@ -1752,7 +1752,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RequirementResponseDto"];
+                    "application/json": components["schemas"]["EditedRequirementResponseDto"];
                 };
             };
             /** @description Invalid fields, or a parent other than the run's Requirement */
