@@ -45,6 +45,6 @@ export function claudeAliasModels(): CatalogModel[] {
 }
 
 export function codexBuiltinModels(): CatalogModel[] {
-  // Every release since 0.166 lists low…max for these; `ultra` is not an effort the manager passes.
+  // 0.171.0's bundled catalog lists low…max (and `ultra`, which a Requirement cannot carry) for each.
   return CODEX_BUILTIN_MODELS.map(({ id, label }) => ({ efforts: ['low', 'medium', 'high', 'xhigh', 'max'], id, label, provider: 'codex', source: 'builtin' }));
 }
