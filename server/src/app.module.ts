@@ -13,6 +13,7 @@ import type { Runtime } from './core/runtime';
 import { EventsModule } from './events/events.module';
 import { GitHubModule } from './github/github.module';
 import { MessagesModule } from './messages/messages.module';
+import { ModelsModule } from './models/models.module';
 import { PullRequestsModule } from './pull-requests/pull-requests.module';
 import { RequirementsModule } from './requirements/requirements.module';
 import { RetentionModule } from './retention/retention.module';
@@ -39,6 +40,7 @@ export class AppModule {
         EventsModule,
         GitHubModule,
         MessagesModule,
+        ModelsModule,
         PullRequestsModule,
         RequirementsModule,
         RetentionModule,

@@ -87,7 +87,11 @@ function waitForExit(child: ChildProcess): Promise<number | null> {
 export const IDLE_AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'idle-agent.js');
 /** With TEST_DATABASE_URL every manager keeps its store on that PostgreSQL server (in its workspace's schema); suites that start one in-process add this to its env. */
 export const STORE_ENV: NodeJS.ProcessEnv = process.env.TEST_DATABASE_URL ? { CODE_FACTORY_DATABASE_URL: process.env.TEST_DATABASE_URL } : {};
-const DEFAULT_AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT, ...STORE_ENV };
+/**
+ * The model catalog's automatic refresh is off by default in tests: it would start every suite's
+ * agent CLI (`codex app-server`) and ask its model stub for a list the suite never scripted.
+ */
+const DEFAULT_AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_MODEL_CATALOG_REFRESH_HOURS: '0', ...STORE_ENV };
 
 export async function startManager({ sandbox, args = [], env = {}, shellPrefix }: StartArgs): Promise<ManagerProcess> {
   const argv = [BIN, 'start', '--workspace', sandbox.workspace, '--port', '0', ...args];

@@ -2,7 +2,10 @@
 //
 // One HTTP server on 127.0.0.1 (ephemeral port) that speaks:
 // - the OpenAI Responses API, streaming (`POST /v1/responses`) — Codex with a custom provider;
-// - the Anthropic Messages API, streaming and non-streaming (`POST /v1/messages?beta=true`) — Claude Code.
+// - the Anthropic Messages API, streaming and non-streaming (`POST /v1/messages?beta=true`) — Claude Code;
+// - the model lists (`GET /v1/models`): Codex's models endpoint (`{models: [ModelInfo]}`, asked by
+//   `codex app-server` when its provider has a `model_catalog_url`) and the Anthropic API's
+//   (`{data, has_more, first_id, last_id}`, asked by the manager's model catalog). See `models`.
 //
 // Each model request consumes one scripted turn, in order (`script`), or from the queue whose marker appears
 // in the conversation's latest user prompt (`scriptFor`), so several concurrent agents can share one stub.
@@ -93,11 +96,35 @@ interface Queue {
 
 const DEFAULT_TURN: StubTurn = { text: 'OK' };
 
+/** One model the stub lists; `efforts` only matter to Codex's listing. */
+export interface StubModel {
+  id: string;
+  label: string;
+  efforts?: string[];
+}
+
+/** What `GET /v1/models` answers: the lists, or an error for every model-list request while set. */
+export interface StubModelLists {
+  codex: StubModel[];
+  anthropic: StubModel[];
+  error: { status: number; message: string } | null;
+}
+
+/** A model-list request the stub answered (kept apart from `requests`, which are model turns). */
+export interface StubModelListRequest {
+  api: StubApi;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+}
+
 export class ModelStub {
   readonly url: string;
   readonly requests: StubRequest[] = [];
   /** Requests to paths the stub does not serve (answered 404); should stay empty. */
   readonly unhandled: { method: string; url: string }[] = [];
+  /** What `GET /v1/models` answers; a suite changes it between refreshes. */
+  readonly models: StubModelLists = { anthropic: [], codex: [], error: null };
+  readonly modelListRequests: StubModelListRequest[] = [];
 
   private readonly defaultQueue: Queue = { turns: [] };
   private readonly markerQueues = new Map<string, Queue>();
@@ -199,6 +226,10 @@ export class ModelStub {
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const pathname = (req.url ?? '').split('?')[0];
+    if (req.method === 'GET' && /\/v1\/models\/?$/.test(pathname)) {
+      this.answerModelList(req, res);
+      return;
+    }
     const api: StubApi | null =
       req.method === 'POST' && /\/v1\/responses\/?$/.test(pathname) ? 'openai' : req.method === 'POST' && /\/v1\/messages\/?$/.test(pathname) ? 'anthropic' : null;
     if (!api) {
@@ -239,6 +270,32 @@ export class ModelStub {
     res.on('close', () => this.open.delete(res));
     // A scripted call of a tool the CLI did not offer fails through the CLI's own error path.
     this.answer(record, turn === null ? DEFAULT_TURN : resolveTurn(turn, record), res);
+  }
+
+  /**
+   * Codex asks with `?client_version=` and its provider's key as a Bearer token; the Anthropic API is
+   * asked with `anthropic-version` (and `x-api-key`). Each gets its real response shape.
+   */
+  private answerModelList(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const api: StubApi = req.headers['anthropic-version'] !== undefined ? 'anthropic' : 'openai';
+    this.modelListRequests.push({ api, headers: req.headers, url: req.url ?? '' });
+    const { error } = this.models;
+    if (error) {
+      const body =
+        api === 'anthropic'
+          ? { error: { message: error.message, type: anthropicErrorType(error.status) }, type: 'error' }
+          : { error: { code: null, message: error.message, param: null, type: 'server_error' } };
+      res.writeHead(error.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    if (api === 'anthropic') {
+      const data = this.models.anthropic.map((m, i) => ({ created_at: new Date(Date.UTC(2026, 0, 1 + i)).toISOString(), display_name: m.label, id: m.id, type: 'model' }));
+      res.end(JSON.stringify({ data, first_id: data[0]?.id ?? null, has_more: false, last_id: data[data.length - 1]?.id ?? null }));
+      return;
+    }
+    res.end(JSON.stringify({ models: this.models.codex.map(codexModelInfo) }));
   }
 
   private answer(request: StubRequest, turn: StubTurn, res: http.ServerResponse): void {
@@ -330,7 +387,35 @@ export class ModelStub {
  * config.toml is honoured. Prefer a `dir` outside /tmp: Codex warns on stderr ("Refusing to create helper
  * binaries under temporary dir") when CODEX_HOME is under /tmp (harmless).
  */
-export function codexEnvironment(stub: ModelStub, dir: string): Record<string, string> {
+/**
+ * A model of Codex's models endpoint (its `ModelInfo`): the fields Codex 0.171.0 requires to accept an
+ * entry (found by taking fields away from a bundled entry until it refused it), with the stub's values.
+ */
+function codexModelInfo(model: StubModel, index: number): object {
+  const efforts = model.efforts ?? ['low', 'medium', 'high'];
+  return {
+    default_reasoning_level: efforts[0] ?? 'medium',
+    description: `${model.label} (model stub)`,
+    display_name: model.label,
+    experimental_supported_tools: [],
+    model_messages: { instructions_template: 'You are a coding agent (model stub).' },
+    priority: index + 1,
+    shell_type: 'shell_command',
+    slug: model.id,
+    support_verbosity: false,
+    supported_in_api: true,
+    supported_reasoning_levels: efforts.map((effort) => ({ description: effort, effort })),
+    truncation_policy: { limit: 10_000, mode: 'tokens' },
+    visibility: 'list',
+  };
+}
+
+/**
+ * `modelCatalog`: also point Codex's model list at the stub (`model_catalog_url` of the provider), so
+ * `codex app-server`'s model/list answers what `stub.models.codex` holds. Off by default: every
+ * `codex exec` would otherwise ask for the list too.
+ */
+export function codexEnvironment(stub: ModelStub, dir: string, options: { modelCatalog?: boolean } = {}): Record<string, string> {
   const home = path.join(dir, 'home');
   fs.mkdirSync(home, { recursive: true });
   const config = [
@@ -350,6 +435,7 @@ export function codexEnvironment(stub: ModelStub, dir: string): Record<string, s
     'env_key = "FAKE_KEY"',
     'request_max_retries = 0',
     'stream_max_retries = 0',
+    ...(options.modelCatalog ? [`model_catalog_url = "${stub.url}/v1/models"`] : []),
     '',
   ].join('\n');
   fs.writeFileSync(path.join(dir, 'config.toml'), config);

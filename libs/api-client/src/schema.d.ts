@@ -226,6 +226,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The models and reasoning efforts each provider accepts (the model catalog) */
+        get: operations["listModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/models/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ask every provider for its models again now; a failing source is served stale */
+        post: operations["refreshModels"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/pull-requests": {
         parameters: {
             query?: never;
@@ -825,6 +859,17 @@ export interface components {
             messageId: string | null;
             requirementId: string;
         };
+        CatalogModelDto: {
+            efforts: ("low" | "medium" | "high" | "xhigh" | "max")[];
+            /** @example gpt-6.2-sol */
+            id: string;
+            /** @example GPT-6.2-Sol */
+            label: string;
+            /** @enum {string} */
+            provider: "codex" | "claude-code";
+            /** @enum {string} */
+            source: "codex_app_server" | "anthropic_api" | "claude_code_alias" | "configuration" | "builtin";
+        };
         ChangedFileDto: {
             additions: number;
             binary: boolean;
@@ -840,14 +885,14 @@ export interface components {
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
             /** @description Fields a change applies to at once; every other field needs a restart */
-            liveFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            liveFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            overriddenFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "doneRequirementRetentionDays" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            restartRequiredFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
@@ -868,6 +913,8 @@ export interface components {
             /** @description postgres://… without its password, or null (SQLite) */
             databaseUrl: string | null;
             doneRequirementRetentionDays: number;
+            extraClaudeModels: string[];
+            extraCodexModels: string[];
             githubApiUrl: string;
             /** @description Always null: the secret is write-only (see githubWebhookSecretConfigured) */
             githubWebhookSecret: string | null;
@@ -879,6 +926,7 @@ export interface components {
             logLevel: "error" | "warn" | "info" | "debug";
             logMaxFiles: string;
             logMaxSize: string;
+            modelCatalogRefreshHours: number;
             port: number;
             pullRequestReconcileIntervalSeconds: number;
             rdInactivityTimeoutSeconds: number;
@@ -1011,6 +1059,44 @@ export interface components {
             /** @description False when a required check failed */
             ok: boolean;
         };
+        EditedRequirementResponseDto: {
+            /** @description Starts on its own once every dependency is met */
+            autoStart?: boolean;
+            /** @description The ref the Requirement's branch starts from (null in place) */
+            baseRef: string | null;
+            completedAt: string | null;
+            createdAt: string;
+            /** @enum {string} */
+            createdBy: "human" | "rd_agent";
+            /** @description Requirements this one waits for, with their state */
+            dependsOn?: components["schemas"]["RequirementDependencyResponseDto"][];
+            /** @description Markdown */
+            description: string;
+            /** @description The Requirement this one was forked from (POST /requirements/:id/fork), or null */
+            forkedFromRequirementId: string | null;
+            /** @example req_5f0e… */
+            id: string;
+            /**
+             * @description worktree: the agent works in its own git worktree and branch; in_place: in the person's checkout
+             * @enum {string}
+             */
+            isolation: "worktree" | "in_place";
+            model: string | null;
+            parentRequirementId: string | null;
+            /** @enum {string} */
+            provider: "codex" | "claude-code";
+            /** @enum {string|null} */
+            reasoningEffort: "low" | "medium" | "high" | "xhigh" | "max" | null;
+            session: components["schemas"]["AgentSessionResponseDto"];
+            sourceSessionId: string | null;
+            /** @enum {string} */
+            status: "todo" | "doing" | "waiting_confirmation" | "done" | "cancelled";
+            title: string;
+            updatedAt: string;
+            warnings: ("unknown_model" | "unsupported_reasoning_effort")[];
+            /** @description Where the work is, once a run prepared it (null before) */
+            worktree: components["schemas"]["RequirementWorktreeResponseDto"] | null;
+        };
         EventLoopDelayDto: {
             max: number;
             p50: number;
@@ -1098,6 +1184,20 @@ export interface components {
             rssBytes: number;
             sseClients: number;
             uptimeSeconds: number;
+        };
+        ModelCatalogProviderDto: {
+            attemptedAt: string | null;
+            error: string | null;
+            /** @enum {string} */
+            provider: "codex" | "claude-code";
+            refreshedAt: string | null;
+            stale: boolean;
+        };
+        ModelCatalogResponseDto: {
+            items: components["schemas"]["CatalogModelDto"][];
+            providers: components["schemas"]["ModelCatalogProviderDto"][];
+            refreshedAt: string | null;
+            stale: boolean;
         };
         ProposeRequirementDto: {
             /** @description Start on its own once every dependency is met (instead of waiting for a start); false when absent */
@@ -1481,6 +1581,10 @@ export interface components {
             databaseUrl?: string | null;
             /** @description Days a done Requirement is kept before it is purged */
             doneRequirementRetentionDays?: number;
+            /** @description Claude Code models the model catalog offers besides its aliases and the Anthropic API's listing (applied at once) */
+            extraClaudeModels?: string[];
+            /** @description Codex models the model catalog offers besides Codex's own listing (applied at once) */
+            extraCodexModels?: string[];
             /**
              * @description GitHub API root (restart required): https://api.github.com or https://<host>/api/v3 for GitHub Enterprise
              * @example https://api.github.com
@@ -1515,6 +1619,8 @@ export interface components {
              * @example 20m
              */
             logMaxSize?: string;
+            /** @description Hours between automatic refreshes of the model catalog (also done at start when due); 0: only on demand */
+            modelCatalogRefreshHours?: number;
             /** @description TCP port (restart required); 0 picks a free port */
             port?: number;
             /** @description Seconds between pull request reconciliations; 0 disables polling */
@@ -1687,7 +1793,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RequirementResponseDto"];
+                    "application/json": components["schemas"]["EditedRequirementResponseDto"];
                 };
             };
             /** @description Invalid fields, or a parent other than the run's Requirement */
@@ -2068,6 +2174,54 @@ export interface operations {
             };
         };
     };
+    listModels: {
+        parameters: {
+            query?: {
+                /** @description Only this provider's models */
+                provider?: "codex" | "claude-code";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelCatalogResponseDto"];
+                };
+            };
+            /** @description Unknown provider */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    refreshModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelCatalogResponseDto"];
+                };
+            };
+        };
+    };
     listPullRequests: {
         parameters: {
             query?: {
@@ -2182,7 +2336,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RequirementResponseDto"];
+                    "application/json": components["schemas"]["EditedRequirementResponseDto"];
                 };
             };
         };
@@ -2266,7 +2420,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RequirementResponseDto"];
+                    "application/json": components["schemas"]["EditedRequirementResponseDto"];
                 };
             };
             /** @description An invalid field, or no field at all */

@@ -10,6 +10,18 @@ export type Provider = (typeof PROVIDERS)[number];
 export const REASONING_EFFORTS = ['low', 'medium', 'high', 'xhigh', 'max'] as const;
 export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
 
+/**
+ * Where a model catalog entry comes from: Codex's own listing (`codex app-server`, model/list),
+ * the Anthropic models endpoint Claude Code uses, Claude Code's aliases, the configuration's
+ * extra models, or the built-in list served while a provider has never been listed.
+ */
+export const MODEL_SOURCES = ['codex_app_server', 'anthropic_api', 'claude_code_alias', 'configuration', 'builtin'] as const;
+export type ModelSource = (typeof MODEL_SOURCES)[number];
+
+/** What a Requirement create or edit response flags without refusing it. */
+export const REQUIREMENT_WARNINGS = ['unknown_model', 'unsupported_reasoning_effort'] as const;
+export type RequirementWarning = (typeof REQUIREMENT_WARNINGS)[number];
+
 export const REQUIREMENT_CREATORS = ['human', 'rd_agent'] as const;
 export type RequirementCreator = (typeof REQUIREMENT_CREATORS)[number];
 

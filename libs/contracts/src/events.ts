@@ -1,4 +1,15 @@
-import type { AgentRun, AgentTimer, AgentTraceEvent, EventActor, ManagerConfiguration, PullRequest, Requirement, RequirementMessage, ReviewRequest } from './resources';
+import type {
+  AgentRun,
+  AgentTimer,
+  AgentTraceEvent,
+  EventActor,
+  ManagerConfiguration,
+  ModelCatalog,
+  PullRequest,
+  Requirement,
+  RequirementMessage,
+  ReviewRequest,
+} from './resources';
 
 /** What a run's end event carries: the run and its Requirement as they are now. */
 interface RunPayload {
@@ -30,6 +41,7 @@ export interface ManagerEventPayloads {
   'manager.configuration.updated': { configuration: ManagerConfiguration };
   'manager.reconciled': { failedRunIds: string[]; requirementIds: string[] };
   'message.created': { message: RequirementMessage; requirement: Requirement };
+  'model_catalog.updated': { catalog: ModelCatalog };
   'pull_request.created': PullRequestPayload;
   'pull_request.updated': PullRequestPayload;
   'requirement.cancelled': ClosedPayload;
@@ -57,6 +69,7 @@ export const EVENT_TYPES = [
   'manager.configuration.updated',
   'manager.reconciled',
   'message.created',
+  'model_catalog.updated',
   'pull_request.created',
   'pull_request.updated',
   'requirement.cancelled',

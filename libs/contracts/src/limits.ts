@@ -25,3 +25,10 @@ export const LIMITS = {
   timerIntervalMinSeconds: 60,
   timerIntervalMaxSeconds: 31_536_000,
 } as const;
+
+/**
+ * A model name as the CLIs take it: a full name (`gpt-6.2-sol`, `claude-sonnet-4-5`) or an alias,
+ * Claude Code's with a context suffix included (`sonnet[1m]`). Passed as one argument, never
+ * through a shell.
+ */
+export const MODEL_NAME_PATTERN = /^[\w.:/@[\]-]+$/;

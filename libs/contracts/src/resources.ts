@@ -15,6 +15,7 @@ import type {
   IsolationMode,
   LogLevel,
   MessageAuthor,
+  ModelSource,
   Provider,
   ReasoningEffort,
   RequirementCreator,
@@ -212,6 +213,45 @@ export interface ConfigurationValues {
   worktreeIdleDays: number;
   /** A monorepo folder (relative to the root) that is the agent's working directory inside its worktree. */
   worktreeSubdirectory: string | null;
+  /** Codex models the model catalog offers besides Codex's own listing (e.g. a provider's private models). */
+  extraCodexModels: string[];
+  /** Claude Code models the model catalog offers besides its aliases and the Anthropic listing. */
+  extraClaudeModels: string[];
+  /** Hours between automatic model catalog refreshes; 0 refreshes only on demand. */
+  modelCatalogRefreshHours: number;
+}
+
+/** One model a provider accepts, with the reasoning efforts the manager can pass for it. */
+export interface CatalogModel {
+  provider: Provider;
+  /** The value for a Requirement's `model` (what `--model` gets). */
+  id: string;
+  label: string;
+  efforts: ReasoningEffort[];
+  source: ModelSource;
+}
+
+/** How fresh one provider's part of the catalog is. */
+export interface ModelCatalogProvider {
+  provider: Provider;
+  /** The last successful listing; null while there has been none (the built-in list is served). */
+  refreshedAt: string | null;
+  /** The last attempt, successful or not. */
+  attemptedAt: string | null;
+  /** True when the last attempt failed: the entries are the last good listing, or the built-in list. */
+  stale: boolean;
+  /** Why the last attempt failed; null when it succeeded. */
+  error: string | null;
+}
+
+/** The whole model catalog: what `GET /api/models` answers and `model_catalog.updated` carries. */
+export interface ModelCatalog {
+  items: CatalogModel[];
+  /** The oldest provider's last successful listing; null while one has never been listed. */
+  refreshedAt: string | null;
+  /** True when any provider's part is stale. */
+  stale: boolean;
+  providers: ModelCatalogProvider[];
 }
 
 /** The configuration as the API and its event show it (secrets replaced by whether they are set). */

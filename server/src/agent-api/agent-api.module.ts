@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 
 import { MessagesModule } from '../messages/messages.module';
+import { ModelsModule } from '../models/models.module';
 import { PullRequestsModule } from '../pull-requests/pull-requests.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { RunsModule } from '../runs/runs.module';
@@ -12,7 +13,7 @@ import { AgentRequirementsService } from './agent-requirements.service';
 /** `/api/agent/*`: what agent runs call through `code-factory-cli`, with their run credential. */
 @Module({
   controllers: [AgentContextController, AgentPullRequestsController, AgentRequirementsController],
-  imports: [MessagesModule, PullRequestsModule, RequirementsModule, RunsModule],
+  imports: [MessagesModule, ModelsModule, PullRequestsModule, RequirementsModule, RunsModule],
   providers: [AgentRequirementsService],
 })
 export class AgentApiModule {}

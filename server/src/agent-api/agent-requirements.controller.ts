@@ -16,7 +16,8 @@ import type { EventActor } from '@libs/contracts';
 
 import { AgentCaller, CurrentAgentCaller } from '../auth/agent-scope.decorator';
 import { Actor } from '../core/http/actor.decorator';
-import { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
+import { ModelCatalogService } from '../models/model-catalog.service';
+import { EditedRequirementResponseDto } from '../requirements/dto/edited-requirement-response.dto';
 import { AgentRequirementsService } from './agent-requirements.service';
 import {
   AgentRequirementActionDto,
@@ -33,15 +34,20 @@ const OUTSIDE_SCOPE = "The source Requirement or session is not the run credenti
 @ApiTags('agent')
 @Controller('agent/requirements')
 export class AgentRequirementsController {
-  constructor(private readonly agentRequirements: AgentRequirementsService) {}
+  constructor(
+    private readonly agentRequirements: AgentRequirementsService,
+    private readonly models: ModelCatalogService,
+  ) {}
 
   @Post()
   @ApiOperation({ summary: "Propose a follow-up Requirement, a child of the run's own (todo unless start is true)" })
-  @ApiCreatedResponse({ type: RequirementResponseDto })
+  @ApiCreatedResponse({ type: EditedRequirementResponseDto })
   @ApiBadRequestResponse({ description: "Invalid fields, or a parent other than the run's Requirement" })
   @ApiForbiddenResponse({ description: OUTSIDE_SCOPE })
-  proposeRequirement(@Body() body: ProposeRequirementDto, @CurrentAgentCaller() caller: AgentCaller, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
-    return this.agentRequirements.propose(body, caller, actor);
+  async proposeRequirement(@Body() body: ProposeRequirementDto, @CurrentAgentCaller() caller: AgentCaller, @Actor() actor: EventActor): Promise<EditedRequirementResponseDto> {
+    const requirement = await this.agentRequirements.propose(body, caller, actor);
+    // As for a person's create: a model the catalog does not know is accepted, and the agent is told.
+    return { ...requirement, warnings: await this.models.warningsFor(requirement.provider, requirement.model, requirement.reasoningEffort) };
   }
 
   @Post(':id/action')

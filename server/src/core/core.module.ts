@@ -10,6 +10,7 @@ import { EventBus } from '../events/event-bus';
 import { EventLog } from '../events/event-log.service';
 import { EventsRepository } from '../events/events.repository';
 import { ManagerEventEntity } from '../events/manager-event.entity';
+import { ModelCatalogSourceEntity } from '../models/model-catalog-source.entity';
 import { RequirementMessageEntity } from '../messages/requirement-message.entity';
 import { AgentSessionEntity } from '../requirements/agent-session.entity';
 import { PullRequestEntity } from '../pull-requests/pull-request.entity';
@@ -35,6 +36,7 @@ export const ENTITIES = [
   AgentTimerEntity,
   MessageAttachmentEntity,
   ManagerEventEntity,
+  ModelCatalogSourceEntity,
   PullRequestEntity,
   RequirementDependencyEntity,
   RequirementEntity,

@@ -5,7 +5,9 @@ import type { EventActor } from '@libs/contracts';
 
 import { Actor } from '../core/http/actor.decorator';
 import { PageQueryDto } from '../core/http/pagination';
+import { ModelCatalogService } from '../models/model-catalog.service';
 import { CreateRequirementDto } from './dto/create-requirement.dto';
+import { EditedRequirementResponseDto } from './dto/edited-requirement-response.dto';
 import { ListRequirementsQueryDto } from './dto/list-requirements-query.dto';
 import { AgentSessionPageDto, RequirementPageDto, RequirementResponseDto } from './dto/requirement-response.dto';
 import { ForkRequirementDto, UpdateRequirementDto } from './dto/update-requirement.dto';
@@ -14,7 +16,10 @@ import { RequirementsService } from './requirements.service';
 @ApiTags('requirements')
 @Controller('requirements')
 export class RequirementsController {
-  constructor(private readonly requirements: RequirementsService) {}
+  constructor(
+    private readonly models: ModelCatalogService,
+    private readonly requirements: RequirementsService,
+  ) {}
 
   @Get()
   @ApiOperation({ summary: 'List Requirements, newest first' })
@@ -25,9 +30,9 @@ export class RequirementsController {
 
   @Post()
   @ApiOperation({ summary: 'Create a Requirement (todo) with its idle RD session' })
-  @ApiCreatedResponse({ type: RequirementResponseDto })
-  createRequirement(@Body() body: CreateRequirementDto, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
-    return this.requirements.create({ ...body, createdBy: 'human' }, actor);
+  @ApiCreatedResponse({ type: EditedRequirementResponseDto })
+  async createRequirement(@Body() body: CreateRequirementDto, @Actor() actor: EventActor): Promise<EditedRequirementResponseDto> {
+    return this.withWarnings(await this.requirements.create({ ...body, createdBy: 'human' }, actor), true);
   }
 
   @Get(':id')
@@ -40,12 +45,13 @@ export class RequirementsController {
 
   @Patch(':id')
   @ApiOperation({ summary: 'Edit a Requirement: title, description and provider while todo; model and effort for the next run' })
-  @ApiOkResponse({ type: RequirementResponseDto })
+  @ApiOkResponse({ type: EditedRequirementResponseDto })
   @ApiBadRequestResponse({ description: 'An invalid field, or no field at all' })
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'Title, description or provider after the start, or the Requirement is cancelled' })
-  updateRequirement(@Param('id') id: string, @Body() body: UpdateRequirementDto, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
-    return this.requirements.update(id, body, actor);
+  async updateRequirement(@Param('id') id: string, @Body() body: UpdateRequirementDto, @Actor() actor: EventActor): Promise<EditedRequirementResponseDto> {
+    const edited = body.model !== undefined || body.provider !== undefined || body.reasoningEffort !== undefined;
+    return this.withWarnings(await this.requirements.update(id, body, actor), edited);
   }
 
   @Post(':id/fork')
@@ -74,6 +80,12 @@ export class RequirementsController {
   @ApiConflictResponse({ description: 'Not waiting for confirmation' })
   confirmRequirement(@Param('id') id: string, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
     return this.requirements.confirm(id, actor);
+  }
+
+  /** Flags a model (or effort) the catalog does not know; only when this request set one. */
+  private async withWarnings(requirement: RequirementResponseDto, modelChanged: boolean): Promise<EditedRequirementResponseDto> {
+    const warnings = modelChanged ? await this.models.warningsFor(requirement.provider, requirement.model, requirement.reasoningEffort) : [];
+    return { ...requirement, warnings };
   }
 }
 

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 
 import { DependenciesRepository } from '../dependencies/dependencies.repository';
+import { ModelsModule } from '../models/models.module';
 import { SearchModule } from '../search/search.module';
 import { RequirementsController, SessionsController } from './requirements.controller';
 import { RequirementsService } from './requirements.service';
@@ -10,7 +11,7 @@ import { RequirementsRepository } from './requirements.repository';
   controllers: [RequirementsController, SessionsController],
   // The dependencies feature's repository: every Requirement snapshot carries its rows.
   exports: [DependenciesRepository, RequirementsRepository, RequirementsService],
-  imports: [SearchModule],
+  imports: [ModelsModule, SearchModule],
   providers: [DependenciesRepository, RequirementsRepository, RequirementsService],
 })
 export class RequirementsModule {}

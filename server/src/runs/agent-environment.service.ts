@@ -103,12 +103,20 @@ export class AgentEnvironmentService implements OnModuleInit {
 
   /** The manager's environment without its own settings: what a reviewer (no manager access) gets. */
   reviewerEnvironment(): Record<string, string> {
-    const env: Record<string, string> = {};
-    for (const [key, value] of Object.entries(process.env)) {
-      if (value !== undefined && !PRIVATE_VARIABLES.test(key)) {
-        env[key] = value;
-      }
-    }
-    return env;
+    return agentBaseEnvironment();
   }
+}
+
+/**
+ * The manager's environment without its own settings: what every agent CLI starts from (its
+ * HOME, credentials and provider settings), also when the model catalog asks a CLI for its list.
+ */
+export function agentBaseEnvironment(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !PRIVATE_VARIABLES.test(key)) {
+      env[key] = value;
+    }
+  }
+  return env;
 }

@@ -2,6 +2,10 @@
 import type { Schemas } from '@libs/api-client';
 
 export type Requirement = Schemas['RequirementResponseDto'];
+/** A create or edit answer: the Requirement and what it flags (a model the catalog does not know). */
+export type EditedRequirement = Schemas['EditedRequirementResponseDto'];
+export type ModelCatalog = Schemas['ModelCatalogResponseDto'];
+export type CatalogModel = Schemas['CatalogModelDto'];
 type Session = Schemas['AgentSessionResponseDto'];
 export type Run = Schemas['AgentRunResponseDto'];
 export type Trace = Schemas['AgentTraceEventResponseDto'];

@@ -4,16 +4,18 @@ import { Router } from '@angular/router';
 import { LIMITS } from '@libs/contracts';
 
 import { I18n } from '../core/i18n';
-import { PROVIDERS, REASONING_EFFORTS, type Provider, type ReasoningEffort, type Requirement, type UpdateRequirement } from '../core/models';
+import { Notifier } from '../core/notifier';
+import { PROVIDERS, type EditedRequirement, type Provider, type ReasoningEffort, type Requirement, type UpdateRequirement } from '../core/models';
 import { RequirementsStore } from '../core/stores/requirements-store';
 import { Modal } from './modal';
+import { ModelPicker } from './model-picker';
 
 /** create: a new Requirement; edit: PATCH this one (text and provider only while todo); fork: a new todo copy of it. */
 export type RequirementDialogMode = 'create' | 'edit' | 'fork';
 
 @Component({
   selector: 'am-create-requirement-dialog',
-  imports: [Modal],
+  imports: [Modal, ModelPicker],
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
     <dialog amModal (amClosed)="closed.emit()" (cancel)="onEscape($event)" aria-labelledby="create-title" data-testid="create-dialog" [attr.data-mode]="mode()">
@@ -57,19 +59,7 @@ export type RequirementDialogMode = 'create' | 'edit' | 'fork';
               }
             </select>
           </label>
-          <label>
-            {{ t('detail.model') }}
-            <input name="model" maxlength="100" [placeholder]="t('detail.default')" [value]="model()" (input)="model.set(value($event))" data-testid="create-model" />
-          </label>
-          <label>
-            {{ t('detail.effort') }}
-            <select name="effort" (change)="effort.set($any(value($event)))" data-testid="create-effort">
-              <option value="" [selected]="effort() === ''">{{ t('detail.default') }}</option>
-              @for (e of efforts; track e) {
-                <option [value]="e" [selected]="e === effort()">{{ e }}</option>
-              }
-            </select>
-          </label>
+          <am-model-picker [provider]="provider()" [(modelId)]="model" [(effort)]="effort" />
         </div>
         @if (mode() !== 'edit') {
           <label class="inline"><input type="checkbox" (change)="startNow.set($any($event.target).checked)" /> {{ t('create.startNow') }}</label>
@@ -90,12 +80,12 @@ export class CreateRequirementDialog implements OnInit {
   /** The Requirement edited or forked. */
   readonly source = input<Requirement | null>(null);
   readonly closed = output<void>();
+  private readonly notifier = inject(Notifier);
   private readonly store = inject(RequirementsStore);
   private readonly router = inject(Router);
   protected readonly t = inject(I18n).t;
   protected readonly modal = viewChild.required(Modal);
   protected readonly providers = PROVIDERS;
-  protected readonly efforts = REASONING_EFFORTS;
   protected readonly maxTitle = LIMITS.titleLength;
   protected readonly title = signal('');
   protected readonly description = signal('');
@@ -151,12 +141,19 @@ export class CreateRequirementDialog implements OnInit {
       if (this.mode() === 'edit' && source) {
         const changed = this.changed(source, fields);
         if (Object.keys(changed).length > 0) {
-          await this.store.update(source.id, changed);
+          this.warnAbout(await this.store.update(source.id, changed));
         }
         this.modal().close();
         return;
       }
-      const created = this.mode() === 'fork' && source ? await this.store.fork(source.id, fields) : await this.store.create(fields);
+      let created: Requirement;
+      if (this.mode() === 'fork' && source) {
+        created = await this.store.fork(source.id, fields);
+      } else {
+        const edited = await this.store.create(fields);
+        this.warnAbout(edited);
+        created = edited;
+      }
       if (this.startNow()) {
         await this.store.start(created.id);
       }
@@ -173,6 +170,15 @@ export class CreateRequirementDialog implements OnInit {
   private changed(source: Requirement, fields: Required<UpdateRequirement>): UpdateRequirement {
     const keys = ['title', 'description', 'provider', 'model', 'reasoningEffort'] as const;
     return Object.fromEntries(keys.filter((k) => fields[k] !== source[k]).map((k) => [k, fields[k]]));
+  }
+
+  /** Accepted but flagged: a model the catalog does not list (a typo, or a model it does not know yet). */
+  private warnAbout(edited: EditedRequirement): void {
+    if (edited.warnings.includes('unknown_model')) {
+      this.notifier.info(this.t('models.unknownWarning', { model: edited.model ?? '' }));
+    } else if (edited.warnings.includes('unsupported_reasoning_effort')) {
+      this.notifier.info(this.t('models.effortWarning', { effort: edited.reasoningEffort ?? '', model: edited.model ?? '' }));
+    }
   }
 
   private snapshot(): string {

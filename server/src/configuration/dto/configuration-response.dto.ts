@@ -34,6 +34,8 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty({ enum: DATABASE_TLS_MODES }) databaseTls!: DatabaseTlsMode;
   @ApiProperty({ description: 'postgres://… without its password, or null (SQLite)', nullable: true, type: String }) databaseUrl!: string | null;
   @ApiProperty() doneRequirementRetentionDays!: number;
+  @ApiProperty({ type: [String] }) extraClaudeModels!: string[];
+  @ApiProperty({ type: [String] }) extraCodexModels!: string[];
   @ApiProperty() githubApiUrl!: string;
   @ApiProperty({ description: 'Always null: the secret is write-only (see githubWebhookSecretConfigured)', nullable: true, type: String }) githubWebhookSecret!: string | null;
   @ApiProperty() host!: string;
@@ -42,6 +44,7 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty({ enum: LOG_LEVELS }) logLevel!: LogLevel;
   @ApiProperty() logMaxFiles!: string;
   @ApiProperty() logMaxSize!: string;
+  @ApiProperty() modelCatalogRefreshHours!: number;
   @ApiProperty() port!: number;
   @ApiProperty() pullRequestReconcileIntervalSeconds!: number;
   @ApiProperty() rdInactivityTimeoutSeconds!: number;

@@ -1,7 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 
-import { AGENT_ISOLATION_MODES, AUTHENTICATION_MODES, ConfigurationValues, DATABASE_TLS_MODES, ISOLATION_MODES, LOG_LEVELS } from '@libs/contracts';
+import { AGENT_ISOLATION_MODES, AUTHENTICATION_MODES, ConfigurationValues, DATABASE_TLS_MODES, ISOLATION_MODES, LIMITS, LOG_LEVELS, MODEL_NAME_PATTERN } from '@libs/contracts';
 
 import { OptionalEnum, OptionalInt, OptionalText, OptionalTextList } from '../validation';
 
@@ -18,6 +18,8 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   databaseTls: 'url',
   databaseUrl: null,
   doneRequirementRetentionDays: 365,
+  extraClaudeModels: [],
+  extraCodexModels: [],
   githubApiUrl: 'https://api.github.com',
   githubWebhookSecret: null,
   host: '127.0.0.1',
@@ -26,6 +28,7 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   logLevel: 'info',
   logMaxFiles: '14d',
   logMaxSize: '20m',
+  modelCatalogRefreshHours: 24,
   port: 4310,
   pullRequestReconcileIntervalSeconds: 60,
   rdInactivityTimeoutSeconds: 3600,
@@ -46,9 +49,12 @@ export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
   'claudeExecutable',
   'codexExecutable',
   'doneRequirementRetentionDays',
+  'extraClaudeModels',
+  'extraCodexModels',
   'githubWebhookSecret',
   'isolation',
   'logLevel',
+  'modelCatalogRefreshHours',
   'pullRequestReconcileIntervalSeconds',
   'rdInactivityTimeoutSeconds',
   'worktreeIdleDays',
@@ -121,6 +127,22 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   @OptionalInt({ description: 'Days a done Requirement is kept before it is purged', max: 36_500, min: 0 })
   doneRequirementRetentionDays?: number;
 
+  @OptionalTextList({
+    description: "Claude Code models the model catalog offers besides its aliases and the Anthropic API's listing (applied at once)",
+    max: 100,
+    maxLength: LIMITS.modelLength,
+    pattern: MODEL_NAME_PATTERN,
+  })
+  extraClaudeModels?: string[];
+
+  @OptionalTextList({
+    description: "Codex models the model catalog offers besides Codex's own listing (applied at once)",
+    max: 100,
+    maxLength: LIMITS.modelLength,
+    pattern: MODEL_NAME_PATTERN,
+  })
+  extraCodexModels?: string[];
+
   @OptionalText({
     description: 'GitHub API root (restart required): https://api.github.com or https://<host>/api/v3 for GitHub Enterprise',
     example: 'https://api.github.com',
@@ -158,6 +180,9 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
 
   @OptionalText({ description: 'Size at which the log rotates (bytes, or with k/m/g)', example: '20m', max: 11, min: 1, pattern: SIZE })
   logMaxSize?: string;
+
+  @OptionalInt({ description: 'Hours between automatic refreshes of the model catalog (also done at start when due); 0: only on demand', max: 8760, min: 0 })
+  modelCatalogRefreshHours?: number;
 
   @OptionalInt({ description: 'TCP port (restart required); 0 picks a free port', max: 65_535, min: 0 })
   port?: number;

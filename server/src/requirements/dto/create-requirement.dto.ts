@@ -1,4 +1,4 @@
-import { ISOLATION_MODES, IsolationMode, LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
+import { ISOLATION_MODES, IsolationMode, LIMITS, MODEL_NAME_PATTERN, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
 import { AutoStartFlag, DependencyInputDto, DependsOnList } from '../../dependencies/dto/dependency.dto';
 import { OptionalEnum, OptionalText, ValidateEnum, ValidateText } from '../../core/validation';
@@ -28,7 +28,7 @@ export class CreateRequirementDto {
     max: LIMITS.modelLength,
     min: 1,
     nullable: true,
-    pattern: /^[\w.:/@-]+$/,
+    pattern: MODEL_NAME_PATTERN,
   })
   model?: string | null;
 

@@ -1,4 +1,4 @@
-import { LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
+import { LIMITS, MODEL_NAME_PATTERN, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
 import { OptionalEnum, OptionalText } from '../../core/validation';
 
@@ -17,7 +17,7 @@ export class UpdateRequirementDto {
     max: LIMITS.modelLength,
     min: 1,
     nullable: true,
-    pattern: /^[\w.:/@-]+$/,
+    pattern: MODEL_NAME_PATTERN,
   })
   model?: string | null;
 

@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-import { LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, REVIEW_REQUEST_STATUSES, ReasoningEffort, ReviewRequest, ReviewRequestStatus } from '@libs/contracts';
+import { LIMITS, MODEL_NAME_PATTERN, PROVIDERS, Provider, REASONING_EFFORTS, REVIEW_REQUEST_STATUSES, ReasoningEffort, ReviewRequest, ReviewRequestStatus } from '@libs/contracts';
 
 import { PageInfoDto, PageQueryDto } from '../../core/http/pagination';
 import { OptionalEnum, OptionalText, ValidateEnum } from '../../core/validation';
@@ -17,7 +17,7 @@ export class CreateReviewRequestDto {
     max: LIMITS.modelLength,
     min: 1,
     nullable: true,
-    pattern: /^[\w.:/@-]+$/,
+    pattern: MODEL_NAME_PATTERN,
   })
   model?: string | null;
 

@@ -1,7 +1,7 @@
 // The dashboard's whole client-side model and how each SSE event changes it. Plain TypeScript
 // (no Angular) so the merge rules are unit-tested directly; the Angular stores (core/stores/) share
 // one instance and each wraps its part in signals.
-import type { ManagerEvent } from '@libs/contracts';
+import type { ManagerEvent, ModelCatalog } from '@libs/contracts';
 
 import type { Message, PullRequest, Requirement, ReviewRequest, Run, Timer, Trace } from '../models';
 import { SequencedLog, VersionedMap, type MergeSource } from './merge';
@@ -19,6 +19,8 @@ export interface Changes {
   /** Requirements whose payload was incomplete and should be re-read (`manager.reconciled`). */
   repair?: string[];
   configuration?: boolean;
+  /** The whole model catalog, as `model_catalog.updated` carried it. */
+  modelCatalog?: ModelCatalog;
   /** A run of this requirement just finished (for notifications). */
   finishedRun?: Run;
 }
@@ -163,6 +165,9 @@ export class LiveState {
         break;
       case 'manager.configuration.updated':
         changes.configuration = true;
+        break;
+      case 'model_catalog.updated':
+        changes.modelCatalog = event.payload.catalog;
         break;
       default:
         // Exhaustive: a type added to the contracts without a case here does not compile.

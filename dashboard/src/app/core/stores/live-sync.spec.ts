@@ -1,7 +1,7 @@
 import { Injector, signal, type ProviderToken } from '@angular/core';
 import { Subject } from 'rxjs';
 
-import type { ManagerConfiguration, ManagerEvent } from '@libs/contracts';
+import type { ManagerConfiguration, ManagerEvent, ModelCatalog } from '@libs/contracts';
 
 import { Api } from '../api';
 import { EventStream } from '../event-stream';
@@ -10,6 +10,7 @@ import type { Run } from '../models';
 import { ConfigurationStore } from './configuration-store';
 import { ConversationStore } from './conversation-store';
 import { LiveSync } from './live-sync';
+import { ModelCatalogStore } from './model-catalog-store';
 import { PullRequestsStore } from './pull-requests-store';
 import { RequirementsStore } from './requirements-store';
 import { RunsStore } from './runs-store';
@@ -38,10 +39,13 @@ const values: ManagerConfiguration['values'] = {
   githubWebhookSecret: null,
   host: '127.0.0.1',
   isolation: 'worktree',
+  extraClaudeModels: [],
+  extraCodexModels: [],
   logFilePath: null,
   logLevel: 'info',
   logMaxFiles: '5',
   logMaxSize: '10m',
+  modelCatalogRefreshHours: 24,
   port: 3000,
   pullRequestReconcileIntervalSeconds: 60,
   rdInactivityTimeoutSeconds: 600,
@@ -89,7 +93,17 @@ function fakeApi(answers: Record<string, (options: unknown) => unknown> = {}) {
 function setup(answers?: Record<string, (options: unknown) => unknown>) {
   const { api, calls } = fakeApi(answers);
   const events = new Subject<ManagerEvent | 'resync'>();
-  const stores: ProviderToken<unknown>[] = [ConfigurationStore, ConversationStore, LiveSync, PullRequestsStore, RequirementsStore, RunsStore, TimersStore, UsageStore];
+  const stores: ProviderToken<unknown>[] = [
+    ConfigurationStore,
+    ConversationStore,
+    LiveSync,
+    ModelCatalogStore,
+    PullRequestsStore,
+    RequirementsStore,
+    RunsStore,
+    TimersStore,
+    UsageStore,
+  ];
   const injector = Injector.create({
     providers: [
       { provide: Api, useValue: api },
@@ -190,5 +204,26 @@ describe(LiveSync.name, () => {
     expect(calls.filter((c) => c === 'GET /api/requirements/{id}')).toHaveLength(1);
     expect(get(RequirementsStore).requirements().get('req_a')?.status).toBe('done');
     expect(get(ConfigurationStore).version()).toBe(version + 1);
+  });
+
+  it('keeps the whole model catalog from model_catalog.updated, newer than a read still in flight', async () => {
+    let answer: (catalog: ModelCatalog) => void = () => undefined;
+    const read = new Promise<ModelCatalog>((resolve) => (answer = resolve));
+    const { emit, get, settle } = setup({ 'GET /api/models': () => read });
+    await settle();
+    const store = get(ModelCatalogStore);
+    const loading = store.load();
+    const fresh: ModelCatalog = {
+      items: [{ efforts: ['low'], id: 'stub-fast', label: 'Stub Fast', provider: 'codex', source: 'codex_app_server' }],
+      providers: [{ attemptedAt: T2, error: null, provider: 'codex', refreshedAt: T2, stale: false }],
+      refreshedAt: T2,
+      stale: false,
+    };
+    emit(event('model_catalog.updated', null, { catalog: fresh }));
+    await settle();
+    expect(store.catalog()).toEqual(fresh);
+    answer({ ...fresh, items: [], refreshedAt: T0 });
+    await loading;
+    expect(store.catalog()).toEqual(fresh);
   });
 });

@@ -5,6 +5,7 @@ import type { ManagerEvent } from '@libs/contracts';
 
 import { EventStream } from '../event-stream';
 import { ConfigurationStore } from './configuration-store';
+import { ModelCatalogStore } from './model-catalog-store';
 import { ConversationStore } from './conversation-store';
 import { PullRequestsStore } from './pull-requests-store';
 import { RequirementsStore } from './requirements-store';
@@ -24,13 +25,14 @@ export class LiveSync {
   private readonly live = inject(WORKSPACE);
   private readonly configuration = inject(ConfigurationStore);
   private readonly conversations = inject(ConversationStore);
+  private readonly modelCatalog = inject(ModelCatalogStore);
   private readonly pullRequests = inject(PullRequestsStore);
   private readonly requirements = inject(RequirementsStore);
   private readonly runs = inject(RunsStore);
   private readonly timers = inject(TimersStore);
   private readonly usage = inject(UsageStore);
   /** In this order: a finished run's notification finds its Requirement already published. */
-  private readonly stores = [this.requirements, this.pullRequests, this.timers, this.runs, this.configuration, this.conversations, this.usage];
+  private readonly stores = [this.requirements, this.pullRequests, this.timers, this.runs, this.configuration, this.conversations, this.usage, this.modelCatalog];
 
   readonly connection = this.stream.state.asReadonly();
 

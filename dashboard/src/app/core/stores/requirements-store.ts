@@ -2,7 +2,7 @@ import { Injectable, computed, inject, signal } from '@angular/core';
 
 import { Api } from '../api';
 import type { Changes } from '../live/live-state';
-import type { CreateRequirement, Reply, Requirement, UpdateRequirement } from '../models';
+import type { CreateRequirement, EditedRequirement, Reply, Requirement, UpdateRequirement } from '../models';
 import { cutoffFor, type CreatedWindow } from './created-window';
 import { WORKSPACE } from './workspace';
 
@@ -69,7 +69,7 @@ export class RequirementsStore {
     this.accept(await this.api.call(this.api.client.GET('/api/requirements/{id}', { params: { path: { id } } }), true));
   }
 
-  async create(body: CreateRequirement): Promise<Requirement> {
+  async create(body: CreateRequirement): Promise<EditedRequirement> {
     const created = await this.api.call(this.api.client.POST('/api/requirements', { body }));
     this.accept(created);
     return created;
@@ -90,7 +90,7 @@ export class RequirementsStore {
   }
 
   /** A person's edit (title, description and provider only while todo). */
-  async update(id: string, body: UpdateRequirement): Promise<Requirement> {
+  async update(id: string, body: UpdateRequirement): Promise<EditedRequirement> {
     const updated = await this.api.call(this.api.client.PATCH('/api/requirements/{id}', { body, params: { path: { id } } }));
     this.accept(updated);
     return updated;

@@ -1,0 +1,15 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+import { REQUIREMENT_WARNINGS, type RequirementWarning } from '@libs/contracts';
+
+import { RequirementResponseDto } from './requirement-response.dto';
+
+/** A created or edited Requirement, with what was accepted but looks wrong. */
+export class EditedRequirementResponseDto extends RequirementResponseDto {
+  /**
+   * Accepted but flagged: `unknown_model` when the model catalog (GET /api/models) does not
+   * list the model for the provider; `unsupported_reasoning_effort` when it lists the model
+   * without that effort. Empty when nothing is flagged (or no model is set).
+   */
+  @ApiProperty({ enum: REQUIREMENT_WARNINGS, isArray: true }) warnings!: RequirementWarning[];
+}
