@@ -169,7 +169,7 @@ describe('cross-model review loop with the real CLIs', () => {
     const messages = await messagesOf(requirement.id);
     const summaries = messages.filter((m) => m.author === 'reviewer');
     expect(summaries.map((m) => m.deliverToRd)).toEqual([true, true, true]);
-    expect(summaries[0]!.body).toContain('the flush path races');
+    expect(summaries[0]!.body).toContain('The flush path races');
     const ending = messages.filter((m) => m.author === 'system' && m.body.includes('review loop'));
     expect(ending).toHaveLength(1);
     expect(ending[0]!.body).toContain('ends clean after 3 rounds');
