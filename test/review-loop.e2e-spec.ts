@@ -135,8 +135,13 @@ describe('cross-model review loop with the real CLIs', () => {
     await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/start`, { message: `Open the PR ${requirement.id}` });
 
     const pr = await until('the PR to be registered', () => prOf(requirement.id, 42), 120_000, 200);
-    const clean = await until('the loop to end clean', async () => ((await prOf(requirement.id, 42))?.autoReview.state === 'clean' ? prOf(requirement.id, 42) : undefined), 240_000, 300);
-    expect(clean!.autoReview).toEqual({ headSha: 'aaaa0003', lastOutcome: 'no_findings', maxRounds: 3, provider: 'claude-code', round: 3, state: 'clean' });
+    const clean = await until(
+      'the loop to end clean',
+      async () => ((await prOf(requirement.id, 42))?.autoReview.state === 'clean' ? prOf(requirement.id, 42) : undefined),
+      240_000,
+      300,
+    );
+    expect(clean.autoReview).toEqual({ headSha: 'aaaa0003', lastOutcome: 'no_findings', maxRounds: 3, provider: 'claude-code', round: 3, state: 'clean' });
 
     const reviews = await reviewsOf(pr.id);
     expect(reviews.map((r) => [r.requestedBy, r.provider, r.targetHeadSha, r.status, r.verdict])).toEqual([
@@ -148,7 +153,7 @@ describe('cross-model review loop with the real CLIs', () => {
     const rdRuns = (await runsOf(requirement.id)).filter((r) => r.role === 'rd').reverse();
     for (const [i, review] of reviews.entries()) {
       const started = eventIndex((e) => e.event === 'review_request.started' && (e.data.payload.reviewRequest as Review).id === review.id);
-      const pushedBy = eventIndex((e) => e.event === 'run.succeeded' && e.data.runId === rdRuns[i]!.id);
+      const pushedBy = eventIndex((e) => e.event === 'run.succeeded' && e.data.runId === rdRuns[i].id);
       expect(pushedBy).toBeGreaterThanOrEqual(0);
       expect(started).toBeGreaterThan(pushedBy);
     }
@@ -158,7 +163,7 @@ describe('cross-model review loop with the real CLIs', () => {
     // The reviewer was the other CLI, told its round and how to say "no findings".
     const reviewerRequests = stub.requests.filter((r) => r.marker === url);
     expect(reviewerRequests.length).toBeGreaterThanOrEqual(3);
-    const instructions = JSON.stringify(reviewerRequests[0]!.body);
+    const instructions = JSON.stringify(reviewerRequests[0].body);
     expect(reviewerRequests.every((r) => r.api === 'anthropic')).toBe(true);
     expect(instructions).toContain('REVIEW: NO FINDINGS');
     expect(instructions).toContain('round 1 of at most 3');
@@ -169,12 +174,17 @@ describe('cross-model review loop with the real CLIs', () => {
     const messages = await messagesOf(requirement.id);
     const summaries = messages.filter((m) => m.author === 'reviewer');
     expect(summaries.map((m) => m.deliverToRd)).toEqual([true, true, true]);
-    expect(summaries[0]!.body).toContain('The flush path races');
+    expect(summaries[0].body).toContain('The flush path races');
     const ending = messages.filter((m) => m.author === 'system' && m.body.includes('review loop'));
     expect(ending).toHaveLength(1);
-    expect(ending[0]!.body).toContain('ends clean after 3 rounds');
+    expect(ending[0].body).toContain('ends clean after 3 rounds');
     expect(ending[0]).toMatchObject({ deliverToRd: false, metadata: { autoReview: { round: 3, state: 'clean' }, pullRequestId: pr.id } });
-    await until('RD to take the clean review', async () => stub.requests.some((r) => r.marker === requirement.id && r.transcript.includes('The race is fixed and tested')), 60_000, 200);
+    await until(
+      'RD to take the clean review',
+      async () => stub.requests.some((r) => r.marker === requirement.id && r.transcript.includes('The race is fixed and tested')),
+      60_000,
+      200,
+    );
 
     // The proposal through code-factory-cli carried its own loop (the reviewer: the other one than codex).
     const children = (await get('/api/requirements?limit=200')).items.filter((r: { parentRequirementId: string | null }) => r.parentRequirementId === requirement.id);
@@ -218,9 +228,15 @@ describe('cross-model review loop with the real CLIs', () => {
     // A person's clean review does not touch the loop.
     expect((await prOf(requirement.id, 52))!.autoReview).toEqual({ headSha: 'bbbb0003', lastOutcome: 'findings', maxRounds: 2, provider: 'codex', round: 2, state: 'max_rounds' });
     expect(loopStates(pr.id)).toEqual(['off:0', 'reviewing:1', 'waiting_for_push:1', 'reviewing:2', 'max_rounds:2']);
+    // The head that moved while the first run was running was reviewed only after that run ended.
+    const [firstRun] = (await runsOf(requirement.id)).filter((r) => r.role === 'rd').reverse();
+    const firstRunEnded = eventIndex((e) => e.event === 'run.succeeded' && e.data.runId === firstRun.id);
+    const firstRound = eventIndex((e) => e.event === 'review_request.started' && (e.data.payload.reviewRequest as Review).id === reviews[0].id);
+    expect(firstRunEnded).toBeGreaterThanOrEqual(0);
+    expect(firstRound).toBeGreaterThan(firstRunEnded);
     const ending = (await messagesOf(requirement.id)).filter((m) => m.author === 'system' && m.body.includes('review loop'));
     expect(ending).toHaveLength(1);
-    expect(ending[0]!.body).toContain('round 2 of 2 still reported findings');
+    expect(ending[0].body).toContain('round 2 of 2 still reported findings');
     expect(ending[0]).toMatchObject({ deliverToRd: false, metadata: { autoReview: { round: 2, state: 'max_rounds' }, pullRequestId: pr.id } });
     expect(stub.requests.filter((r) => r.marker === url).every((r) => r.api === 'openai')).toBe(true);
   });
