@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import { type BrowserSession, launchBrowser } from './support/browser';
 import { type Json, send } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
@@ -43,6 +44,9 @@ describe('cross-model review loop with the real CLIs', () => {
   let stub: ModelStub;
   let manager: ManagerProcess;
   let events: SseConnection;
+  /** The Requirements whose loops ended clean (PR #42) and at maxRounds (PR #52), for the dashboard test. */
+  let cleanId = '';
+  let cappedId = '';
 
   beforeAll(async () => {
     sandbox = makeSandbox();
@@ -115,6 +119,7 @@ describe('cross-model review loop with the real CLIs', () => {
   it('reviews each pushed head with the other model after the RD run ends, three rounds, until a review reports no findings', async () => {
     const requirement = (await send(manager.origin, 'POST', '/api/requirements', { autoReview: { maxRounds: 3 }, provider: 'codex', title: 'Looped work' })).json;
     expect(requirement.autoReview).toEqual({ maxRounds: 3, provider: 'claude-code' });
+    cleanId = requirement.id;
     const url = 'https://github.com/org/repo/pull/42';
     stub.scriptFor(requirement.id, [
       // The agent's own proposal asks for a loop through the CLI.
@@ -194,6 +199,7 @@ describe('cross-model review loop with the real CLIs', () => {
   it('stops at maxRounds, reviews only the newest head a run pushed, and reviews nothing more once ended', async () => {
     const requirement = (await send(manager.origin, 'POST', '/api/requirements', { autoReview: { maxRounds: 2 }, provider: 'claude-code', title: 'Capped loop' })).json;
     expect(requirement.autoReview).toEqual({ maxRounds: 2, provider: 'codex' });
+    cappedId = requirement.id;
     const url = 'https://github.com/org/repo/pull/52';
     stub.scriptFor(requirement.id, [
       // Two pushes in one run: one review, of the newest head.
@@ -239,5 +245,54 @@ describe('cross-model review loop with the real CLIs', () => {
     expect(ending[0].body).toContain('round 2 of 2 still reported findings');
     expect(ending[0]).toMatchObject({ deliverToRd: false, metadata: { autoReview: { round: 2, state: 'max_rounds' }, pullRequestId: pr.id } });
     expect(stub.requests.filter((r) => r.marker === url).every((r) => r.api === 'openai')).toBe(true);
+  });
+
+  it('shows the loop on the PR board and the Requirement page after a reload, and sets autoReview in the create and edit dialogs', async () => {
+    expect(cleanId && cappedId).toBeTruthy();
+    let browser: BrowserSession | undefined;
+    try {
+      browser = await launchBrowser();
+      const { page } = browser;
+      await page.goto(`${manager.origin}/?token=${manager.token}`);
+      await page.waitForURL(`${manager.origin}/requirements`);
+      await page.goto(`${manager.origin}/pull-requests`);
+      const card = (name: string) => page.getByTestId('pull-requests-board').locator('li.card', { hasText: name }).getByTestId('auto-review-state');
+      for (const pass of ['first', 'reloaded']) {
+        if (pass === 'reloaded') {
+          await page.reload();
+        }
+        await card('org/repo#42').getByText('clean after 3 rounds').waitFor();
+        await card('org/repo#52').getByText('Auto review stopped at 2/2 rounds').waitFor();
+      }
+      await page.goto(`${manager.origin}/requirements/${cleanId}`);
+      await page.locator('am-pull-request-list').getByTestId('auto-review-state').getByText('clean after 3 rounds').waitFor();
+
+      // Create with a loop: the other provider chosen explicitly, four rounds.
+      await page.goto(`${manager.origin}/requirements`);
+      await page.getByTestId('new-requirement').click();
+      await page.getByTestId('create-title').fill('Loop from the dialog');
+      await page.getByTestId('create-auto-review').check();
+      await page.getByTestId('create-auto-review-provider').selectOption('codex');
+      await page.getByTestId('create-auto-review-rounds').fill('4');
+      await page.getByTestId('create-submit').click();
+      await page.waitForURL(/\/requirements\/req_/);
+      const id = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+      expect((await get(`/api/requirements/${id}`)).autoReview).toEqual({ maxRounds: 4, provider: 'codex' });
+
+      // Edit after a reload: the dialog shows the stored loop; turning it off saves null.
+      await page.reload();
+      await page.getByTestId('edit').click();
+      const dialog = page.getByTestId('create-dialog');
+      await expect(dialog.getByTestId('create-auto-review').isChecked()).resolves.toBe(true);
+      await expect(dialog.getByTestId('create-auto-review-rounds').inputValue()).resolves.toBe('4');
+      await expect(dialog.getByTestId('create-auto-review-provider').inputValue()).resolves.toBe('codex');
+      await dialog.getByTestId('create-auto-review').uncheck();
+      await dialog.getByTestId('create-submit').click();
+      await dialog.waitFor({ state: 'detached' });
+      await until('the loop to be off', async () => (await get(`/api/requirements/${id}`)).autoReview === null || undefined);
+      expect(browser.errors).toEqual([]);
+    } finally {
+      await browser?.close();
+    }
   });
 });
