@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { type BrowserSession, launchBrowser } from './support/browser';
+import { FakeGitHubServer } from './support/fake-github-server';
 import { type Json, send } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
@@ -294,5 +295,104 @@ describe('cross-model review loop with the real CLIs', () => {
     } finally {
       await browser?.close();
     }
+  });
+});
+
+/** Both real CLIs logged in to `stub` (one HOME: each reads its own configuration there). */
+function bothClis(stub: ModelStub, label: string): NodeJS.ProcessEnv {
+  const dir = fs.mkdtempSync(path.join('/var/tmp', `am-${label}-`));
+  const [codex, claude] = REAL_AGENT_CLIS;
+  return { ...codex.env(stub, dir), ...claude.env(stub, dir), CODE_FACTORY_CLAUDE_EXECUTABLE: claude.executable, CODE_FACTORY_CODEX_EXECUTABLE: codex.executable };
+}
+
+describe('review loop and pushes seen on GitHub', () => {
+  const TOKEN = 'ghp_fake_review_loop_token';
+  let sandbox: Sandbox;
+  let stub: ModelStub;
+  let github: FakeGitHubServer;
+  let manager: ManagerProcess;
+  let events: SseConnection;
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    stub = await ModelStub.start();
+    github = await FakeGitHubServer.start({ token: TOKEN });
+    manager = await startManager({
+      env: {
+        ...bothClis(stub, 'review-loop-github'),
+        CODE_FACTORY_GITHUB_API_URL: github.url,
+        CODE_FACTORY_PULL_REQUEST_RECONCILE_INTERVAL_SECONDS: '1',
+        GH_TOKEN: '',
+        GITHUB_TOKEN: TOKEN,
+      },
+      sandbox,
+    });
+    events = await connectSse(`${manager.origin}/api/events`);
+  });
+  afterAll(async () => {
+    events?.close();
+    await manager?.stop();
+    await github?.close();
+    await stub?.close();
+    sandbox?.cleanup();
+  });
+
+  const get = async (p: string) => (await send(manager.origin, 'GET', p)).json;
+  const prOf = async (requirementId: string) => ((await get(`/api/pull-requests?requirementId=${requirementId}`)).items as PullRequest[])[0];
+  const reviewsOf = async (pullRequestId: string) => ((await get(`/api/review-requests?pullRequestId=${pullRequestId}`)).items as Review[]).reverse();
+  const rdIdle = (id: string) =>
+    until(
+      `RD of ${id} to be idle`,
+      async () => ((await get(`/api/runs?requirementId=${id}&limit=200`)).items as Array<{ status: string }>).every((r) => r.status !== 'running') || undefined,
+      120_000,
+      200,
+    );
+
+  it('reviews a head pushed elsewhere, seen by the reconciler, once the RD run its GitHub message woke has ended', async () => {
+    const fake = github.addPullRequest({ baseBranch: 'main', headBranch: 'b62', number: 62, repository: 'org/repo', title: 'PR 62' });
+    const firstHead = fake.headSha; // the fake's PR object moves on with push()
+    const requirement = (await send(manager.origin, 'POST', '/api/requirements', { autoReview: { maxRounds: 3 }, provider: 'claude-code', title: 'Pushed elsewhere' })).json;
+    const url = 'https://github.com/org/repo/pull/62';
+    // The reviewer's marker is its task line: the PR's URL changes to the fake's host once the
+    // reconciler saw it, and the RD agent's GitHub message names that URL too.
+    const reviewer = 'Review GitHub PR';
+    stub.scriptFor(requirement.id, [
+      {
+        shell: `code-factory-cli pr register --url ${url} --title "PR 62" --base-branch main --head-branch b62 --head-sha ${firstHead} --status open`,
+      },
+      { text: 'Opened the PR.' },
+      { text: 'CI will push the fix.' },
+      { text: 'Noted the new head.' },
+      { text: 'Thanks.' },
+    ]);
+    stub.scriptFor(reviewer, [{ text: 'The retry loop never ends (src/retry.ts:12).\nREVIEW: FINDINGS' }, { text: 'Fixed.\nREVIEW: NO FINDINGS' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/start`, { message: `Open the PR ${requirement.id}` });
+
+    await until('the first round to find something', async () => (await prOf(requirement.id))?.autoReview.state === 'waiting_for_push' || undefined, 180_000, 300);
+    const pr = await prOf(requirement.id);
+    expect(pr.autoReview).toMatchObject({ headSha: firstHead, lastOutcome: 'findings', provider: 'codex', round: 1 });
+    // RD took the summary and rested without pushing; the push comes from elsewhere, seen by the reconciler.
+    await until('RD to take the summary', async () => stub.requests.some((r) => r.marker === requirement.id && r.transcript.includes('The retry loop never ends')), 120_000, 200);
+    await rdIdle(requirement.id);
+    const pushed = github.push('org/repo', 62);
+
+    await until('the loop to end clean', async () => (await prOf(requirement.id))?.autoReview.state === 'clean' || undefined, 180_000, 300);
+    expect((await prOf(requirement.id)).autoReview).toEqual({ headSha: pushed, lastOutcome: 'no_findings', maxRounds: 3, provider: 'codex', round: 2, state: 'clean' });
+    const reviews = await reviewsOf(pr.id);
+    expect(reviews.map((r) => [r.requestedBy, r.provider, r.targetHeadSha, r.verdict])).toEqual([
+      ['review_loop', 'codex', firstHead, 'findings'],
+      ['review_loop', 'codex', pushed, 'no_findings'],
+    ]);
+    // The reconciler's "new head commit" message woke RD; the round began once that run had ended.
+    const moved = events.events.findIndex((e) => e.event === 'pull_request.updated' && (e.data.payload.pullRequest as PullRequest).headSha === pushed);
+    const round = events.events.findIndex((e) => e.event === 'review_request.started' && (e.data.payload.reviewRequest as Review).id === reviews[1].id);
+    expect(moved).toBeGreaterThanOrEqual(0);
+    expect(events.events[moved].data.actor).toMatchObject({ id: 'github.reconciler', kind: 'trigger' });
+    const between = events.events
+      .slice(moved, round)
+      .filter((e) => (e.event === 'run.started' || e.event === 'run.succeeded') && e.data.requirementId === requirement.id && e.data.sessionId);
+    expect(between.map((e) => e.event)).toEqual(['run.started', 'run.succeeded']);
+    expect(stub.requests.some((r) => r.marker === requirement.id && r.transcript.includes('has a new head commit'))).toBe(true);
+    await rdIdle(requirement.id);
   });
 });
