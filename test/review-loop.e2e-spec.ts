@@ -396,3 +396,70 @@ describe('review loop and pushes seen on GitHub', () => {
     await rdIdle(requirement.id);
   });
 });
+
+describe('review loop across a crash', () => {
+  let sandbox: Sandbox;
+  let stub: ModelStub;
+  let manager: ManagerProcess;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    stub = await ModelStub.start();
+    env = { ...bothClis(stub, 'review-loop-crash'), GH_TOKEN: '', GITHUB_TOKEN: '' };
+    manager = await startManager({ env, sandbox });
+  });
+  afterAll(async () => {
+    await manager?.stop();
+    await stub?.close();
+    sandbox?.cleanup();
+  });
+
+  const get = async (p: string) => (await send(manager.origin, 'GET', p)).json;
+  const prOf = async (requirementId: string) => ((await get(`/api/pull-requests?requirementId=${requirementId}`)).items as PullRequest[])[0];
+  const reviewsOf = async (pullRequestId: string) =>
+    ((await get(`/api/review-requests?pullRequestId=${pullRequestId}`)).items as Array<Review & { error: string | null }>).reverse();
+  const rdIdle = (id: string) =>
+    until(
+      `RD of ${id} to be idle`,
+      async () => ((await get(`/api/runs?requirementId=${id}&limit=200`)).items as Array<{ status: string }>).every((r) => r.status !== 'running') || undefined,
+      120_000,
+      200,
+    );
+
+  it('gives a round lost to a crash back, and never reviews that head twice after the restart', async () => {
+    const requirement = (await send(manager.origin, 'POST', '/api/requirements', { autoReview: {}, provider: 'codex', title: 'Crashy loop' })).json;
+    stub.scriptFor(requirement.id, [
+      { shell: 'code-factory-cli pr register --url https://github.com/org/repo/pull/72 --title "PR 72" --base-branch main --head-branch b72 --head-sha cccc0001 --status open' },
+      { text: 'Opened the PR.' },
+      { text: 'Carrying on without a push.' },
+    ]);
+    // The first reviewer never answers: the manager dies under it.
+    stub.scriptFor('Review GitHub PR', [{ hang: true }, { text: 'Manual: one thing in src/b.ts:9.\nREVIEW: FINDINGS' }]);
+    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/start`, { message: `Open the PR ${requirement.id}` });
+    await until('the first round to run', async () => (await prOf(requirement.id))?.autoReview.state === 'reviewing' || undefined, 120_000, 200);
+    await until('the reviewer to ask the model', async () => stub.requests.some((r) => r.marker === 'Review GitHub PR') || undefined, 60_000, 100);
+    await manager.kill9();
+    manager = await startManager({ env, sandbox });
+
+    const pr = await prOf(requirement.id);
+    expect(pr.autoReview).toEqual({ headSha: 'cccc0001', lastOutcome: 'failed', maxRounds: 3, provider: 'claude-code', round: 0, state: 'waiting_for_push' });
+    expect((await reviewsOf(pr.id)).map((r) => [r.requestedBy, r.status, r.targetHeadSha, r.error])).toEqual([
+      ['review_loop', 'failed', 'cccc0001', 'Agent Manager stopped while the review was running'],
+    ]);
+
+    // An RD run ends on the same head: the loop does not review it again (its receipt), so a person's review is free to run.
+    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: `Carry on ${requirement.id}` });
+    await until('RD to carry on', async () => stub.requests.some((r) => r.marker === requirement.id && r.transcript.includes('Carry on')) || undefined, 120_000, 200);
+    await rdIdle(requirement.id);
+    const manual = await send(manager.origin, 'POST', `/api/pull-requests/${pr.id}/review-requests`, { provider: 'claude-code' });
+    expect(manual.status).toBe(202);
+    await until('the manual review', async () => (await reviewsOf(pr.id)).at(-1)?.status === 'succeeded' || undefined, 120_000, 300);
+    expect((await reviewsOf(pr.id)).map((r) => [r.requestedBy, r.status, r.targetHeadSha])).toEqual([
+      ['review_loop', 'failed', 'cccc0001'],
+      ['human', 'succeeded', 'cccc0001'],
+    ]);
+    expect((await prOf(requirement.id)).autoReview).toMatchObject({ round: 0, state: 'waiting_for_push' });
+    await rdIdle(requirement.id);
+  });
+});

@@ -96,10 +96,24 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
 
   /** Reviews left running by a stopped manager cannot finish: their runs were failed at start too. */
   async onApplicationBootstrap(): Promise<void> {
-    await this.database.write(async (tx) => {
+    const lost = await this.database.write(async (tx) => {
+      const running = await this.repository.allRunningIn(tx);
       const now = this.clock.nowIso();
       this.repository.update(tx, { error: LOST, finishedAt: now, status: 'failed', updatedAt: now }, { status: 'running' });
+      return running.map((review): ReviewRequestEntity => ({ ...review, error: LOST, finishedAt: now, status: 'failed', updatedAt: now }));
     });
+    // The end steps of each (a review loop's round goes back to waiting for a push), one unit
+    // apiece: a Requirement purged meanwhile fails only its own.
+    for (const review of lost) {
+      await this.database
+        .write(async (tx) => {
+          const pullRequest = await this.pullRequests.findIn(tx, review.pullRequestId);
+          if (pullRequest) {
+            await this.runEndSteps(tx, await this.requirements.loadForWrite(tx, review.requirementId), { pullRequest, review, status: 'failed' });
+          }
+        })
+        .catch((err: unknown) => this.logger.warn(`could not settle the lost review ${review.id}: ${(err as Error).message}`));
+    }
   }
 
   async request(pullRequestId: string, dto: CreateReviewRequestDto, actor: EventActor): Promise<CreateReviewResponseDto> {
