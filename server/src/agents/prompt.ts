@@ -149,7 +149,10 @@ export function parseReviewVerdict(summary: string): ReviewVerdict | null {
     .map((line) => line.trim())
     .filter((line) => line !== '')
     .pop();
-  const bare = (last ?? '').replace(/^[*`_\s]+|[*`_.\s]+$/g, '').replace(/\s+/g, ' ').toUpperCase();
+  const bare = (last ?? '')
+    .replace(/^[*`_\s]+|[*`_.\s]+$/g, '')
+    .replace(/\s+/g, ' ')
+    .toUpperCase();
   if (bare === REVIEW_VERDICT_LINES.no_findings) {
     return 'no_findings';
   }

@@ -141,7 +141,13 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
    * caller's unit: its reviewer run and `review_request.started`. The reviewer launches once the
    * unit committed.
    */
-  async openIn(tx: UnitOfWork, rows: RequirementRows, pullRequest: PullRequestEntity, spec: ReviewSpec, actor: EventActor): Promise<{ review: ReviewRequestEntity; run: AgentRunEntity }> {
+  async openIn(
+    tx: UnitOfWork,
+    rows: RequirementRows,
+    pullRequest: PullRequestEntity,
+    spec: ReviewSpec,
+    actor: EventActor,
+  ): Promise<{ review: ReviewRequestEntity; run: AgentRunEntity }> {
     if (this.shuttingDown) {
       throw conflict('shutting_down', 'Agent Manager is stopping');
     }

@@ -28,7 +28,8 @@ export class AutoReviewSettingsDto implements AutoReviewSettings {
 export function AutoReviewField() {
   return (target: object, property: string) => {
     ApiPropertyOptional({
-      description: "A cross-model review loop: each new head of its open PRs, once the RD run that pushed it ended, is reviewed by `provider`, until a review finds nothing or after `maxRounds`. null: none",
+      description:
+        'A cross-model review loop: each new head of its open PRs, once the RD run that pushed it ended, is reviewed by `provider`, until a review finds nothing or after `maxRounds`. null: none',
       nullable: true,
       type: AutoReviewInputDto,
     })(target, property);

@@ -58,7 +58,11 @@ export class ReviewRequestResponseDto implements ReviewRequest {
   @ApiProperty({ description: 'The PR head the review was asked for' }) targetHeadSha!: string;
   @ApiProperty({ enum: REVIEW_REQUEST_STATUSES }) status!: ReviewRequestStatus;
   @ApiProperty({ description: "human, or review_loop: the Requirement's cross-model review loop", enum: REVIEW_REQUESTERS }) requestedBy!: ReviewRequester;
-  @ApiProperty({ description: "The reviewer's last line: REVIEW: FINDINGS or REVIEW: NO FINDINGS (null without one, or before it finished)", enum: REVIEW_VERDICTS, nullable: true })
+  @ApiProperty({
+    description: "The reviewer's last line: REVIEW: FINDINGS or REVIEW: NO FINDINGS (null without one, or before it finished)",
+    enum: REVIEW_VERDICTS,
+    nullable: true,
+  })
   verdict!: ReviewVerdict | null;
   @ApiProperty({ nullable: true, type: String }) error!: string | null;
   @ApiProperty({ description: "The PR's head has moved since: the review is of older code" }) stale!: boolean;
