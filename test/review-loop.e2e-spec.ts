@@ -461,5 +461,12 @@ describe('review loop across a crash', () => {
     ]);
     expect((await prOf(requirement.id)).autoReview).toMatchObject({ round: 0, state: 'waiting_for_push' });
     await rdIdle(requirement.id);
+
+    // Turned off: at the next RD run's end the PR no longer waits for a push.
+    expect((await send(manager.origin, 'PATCH', `/api/requirements/${requirement.id}`, { autoReview: null })).status).toBe(200);
+    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: `No more loop ${requirement.id}` });
+    await until('the loop to be off', async () => (await prOf(requirement.id)).autoReview.state === 'off' || undefined, 120_000, 200);
+    expect((await prOf(requirement.id)).autoReview).toMatchObject({ headSha: 'cccc0001', round: 0, state: 'off' });
+    await rdIdle(requirement.id);
   });
 });

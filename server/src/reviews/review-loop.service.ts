@@ -65,6 +65,18 @@ export class ReviewLoopService implements OnModuleInit {
       return;
     }
     try {
+      // Every RD run's end and every head change come here: reads first, so the common case
+      // (no loop, or an RD run still running) costs no write unit. The unit decides again.
+      const snapshot = await this.requirements.find(requirementId);
+      if (!snapshot || (snapshot.autoReview !== null && snapshot.session.state === 'running')) {
+        return;
+      }
+      if (snapshot.autoReview === null) {
+        const { items } = await this.pullRequests.list({ limit: 100, requirementId });
+        if (!items.some((pr) => pr.autoReview.state === 'waiting_for_push')) {
+          return;
+        }
+      }
       const started = await this.database.write(async (tx) => {
         const rows = await this.requirements.loadForWrite(tx, requirementId);
         const settings = toAutoReviewSettings(rows.requirement);
