@@ -49,7 +49,19 @@ const COMMANDS: Array<[string[], string[]]> = [
   ],
   [
     ['requirement', 'propose'],
-    ['--title', '--description', '--description-file', '--provider', '--model', '--reasoning-effort', '--start', '--depends-on', '--auto-start'],
+    [
+      '--title',
+      '--description',
+      '--description-file',
+      '--provider',
+      '--model',
+      '--reasoning-effort',
+      '--start',
+      '--depends-on',
+      '--auto-start',
+      '--auto-review',
+      '--auto-review-rounds',
+    ],
   ],
   [
     ['requirement', 'action'],

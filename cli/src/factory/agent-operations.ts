@@ -16,6 +16,8 @@ export interface ProposeInput {
   /** Requirements the new one waits for (issue 18 §2). */
   dependsOn?: Array<{ requirementId: string; until: DependencyCondition }>;
   autoStart?: boolean;
+  /** A cross-model review loop on its PRs (issue 18 §3); both fields have server defaults. */
+  autoReview?: { provider?: Provider; maxRounds?: number };
 }
 
 export interface RegisterPullRequestInput extends Partial<PullRequestFields> {
@@ -84,6 +86,7 @@ export class AgentOperations {
         body: {
           ...(input.dependsOn && { dependsOn: input.dependsOn }),
           ...(input.autoStart && { autoStart: true }),
+          ...(input.autoReview && { autoReview: input.autoReview }),
           description: input.description,
           model: input.model,
           parentRequirementId: context.requirementId,

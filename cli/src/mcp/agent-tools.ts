@@ -46,6 +46,13 @@ export function agentTools(operations: AgentOperations): ToolDefinition[] {
       description:
         'Propose a follow-up Requirement as a child of the current one. It stays todo unless `start` is true, and runs like its parent unless it names its own provider.',
       input: {
+        autoReview: z
+          .object({
+            maxRounds: z.number().int().min(1).max(LIMITS.autoReviewMaxRounds).optional().describe('At most this many review rounds per PR (default 3)'),
+            provider: z.enum(PROVIDERS).optional().describe("The reviewer (default: the other agent than the new Requirement's)"),
+          })
+          .optional()
+          .describe('Have each new head of its open PRs reviewed by the other model, until a review finds nothing or after maxRounds'),
         description: text(LIMITS.descriptionLength, 'What to build, in Markdown'),
         model: z.string().min(1).max(LIMITS.modelLength).optional().describe("Model for the new Requirement (default: the current one's when provider is not given)"),
         provider: z.enum(PROVIDERS).optional().describe("Agent for the new Requirement (default: the current one's)"),

@@ -859,6 +859,20 @@ export interface components {
             messageId: string | null;
             requirementId: string;
         };
+        AutoReviewInputDto: {
+            /** @description At most this many review rounds per PR; default 3 */
+            maxRounds?: number;
+            /**
+             * @description Which coding agent reviews; default: the other one than the Requirement's
+             * @enum {string}
+             */
+            provider?: "codex" | "claude-code";
+        };
+        AutoReviewSettingsDto: {
+            maxRounds: number;
+            /** @enum {string} */
+            provider: "codex" | "claude-code";
+        };
         CatalogModelDto: {
             efforts: ("low" | "medium" | "high" | "xhigh" | "max")[];
             /** @example gpt-6.2-sol */
@@ -938,6 +952,8 @@ export interface components {
             worktreeTeardownCommand: string | null;
         };
         CreateRequirementDto: {
+            /** @description A cross-model review loop: each new head of its open PRs, once the RD run that pushed it ended, is reviewed by `provider`, until a review finds nothing or after `maxRounds`. null: none */
+            autoReview?: components["schemas"]["AutoReviewInputDto"] | null;
             /** @description Start on its own once every dependency is met (instead of waiting for a start); false when absent */
             autoStart?: boolean;
             /**
@@ -1060,6 +1076,8 @@ export interface components {
             ok: boolean;
         };
         EditedRequirementResponseDto: {
+            /** @description The cross-model review loop of its PRs, or null for none */
+            autoReview: components["schemas"]["AutoReviewSettingsDto"] | null;
             /** @description Starts on its own once every dependency is met */
             autoStart?: boolean;
             /** @description The ref the Requirement's branch starts from (null in place) */
@@ -1103,6 +1121,8 @@ export interface components {
             p99: number;
         };
         ForkRequirementDto: {
+            /** @description A cross-model review loop: each new head of its open PRs, once the RD run that pushed it ended, is reviewed by `provider`, until a review finds nothing or after `maxRounds`. null: none */
+            autoReview?: components["schemas"]["AutoReviewInputDto"] | null;
             /** @description What to build (Markdown); only while todo */
             description?: string;
             /**
@@ -1200,6 +1220,8 @@ export interface components {
             stale: boolean;
         };
         ProposeRequirementDto: {
+            /** @description A cross-model review loop: each new head of its open PRs, once the RD run that pushed it ended, is reviewed by `provider`, until a review finds nothing or after `maxRounds`. null: none */
+            autoReview?: components["schemas"]["AutoReviewInputDto"] | null;
             /** @description Start on its own once every dependency is met (instead of waiting for a start); false when absent */
             autoStart?: boolean;
             /**
@@ -1255,12 +1277,33 @@ export interface components {
              */
             title: string;
         };
+        PullRequestAutoReviewDto: {
+            /** @description The head the latest round reviewed */
+            headSha: string | null;
+            /**
+             * @description How the latest round ended (null while the first runs)
+             * @enum {string|null}
+             */
+            lastOutcome: "findings" | "no_findings" | "failed" | null;
+            maxRounds: number | null;
+            /** @enum {string|null} */
+            provider: "codex" | "claude-code" | null;
+            /** @description Rounds counted so far (a failed round is not counted) */
+            round: number;
+            /**
+             * @description off until the loop first reviews the PR; clean and max_rounds end the loop
+             * @enum {string}
+             */
+            state: "off" | "reviewing" | "waiting_for_push" | "clean" | "max_rounds";
+        };
         PullRequestPageDto: {
             items: components["schemas"]["PullRequestResponseDto"][];
             /** @description Cursor for the next page; null at the end */
             nextCursor?: string | null;
         };
         PullRequestResponseDto: {
+            /** @description Its Requirement's cross-model review loop on this PR */
+            autoReview: components["schemas"]["PullRequestAutoReviewDto"];
             baseBranch: string;
             createdAt: string;
             headBranch: string;
@@ -1383,6 +1426,8 @@ export interface components {
             nextCursor?: string | null;
         };
         RequirementResponseDto: {
+            /** @description The cross-model review loop of its PRs, or null for none */
+            autoReview: components["schemas"]["AutoReviewSettingsDto"] | null;
             /** @description Starts on its own once every dependency is met */
             autoStart?: boolean;
             /** @description The ref the Requirement's branch starts from (null in place) */
@@ -1459,8 +1504,11 @@ export interface components {
             pullRequestId: string;
             /** @enum {string|null} */
             reasoningEffort: "low" | "medium" | "high" | "xhigh" | "max" | null;
-            /** @enum {string} */
-            requestedBy: "human";
+            /**
+             * @description human, or review_loop: the Requirement's cross-model review loop
+             * @enum {string}
+             */
+            requestedBy: "human" | "review_loop";
             /** @description The PR's Requirement, which receives the reviewer's summary */
             requirementId: string;
             runId: string;
@@ -1471,6 +1519,11 @@ export interface components {
             /** @description The PR head the review was asked for */
             targetHeadSha: string;
             updatedAt: string;
+            /**
+             * @description The reviewer's last line: REVIEW: FINDINGS or REVIEW: NO FINDINGS (null without one, or before it finished)
+             * @enum {string|null}
+             */
+            verdict: "findings" | "no_findings" | null;
         };
         SearchHitDto: {
             /** @description The message that matched; null when the Requirement's title or description did */
@@ -1641,6 +1694,8 @@ export interface components {
             worktreeTeardownCommand?: string | null;
         };
         UpdateRequirementDto: {
+            /** @description A cross-model review loop: each new head of its open PRs, once the RD run that pushed it ended, is reviewed by `provider`, until a review finds nothing or after `maxRounds`. null: none */
+            autoReview?: components["schemas"]["AutoReviewInputDto"] | null;
             /** @description What to build (Markdown); only while todo */
             description?: string;
             /**

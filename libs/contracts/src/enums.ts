@@ -96,6 +96,27 @@ export type AgentRequirementAction = (typeof AGENT_REQUIREMENT_ACTIONS)[number];
 export const REVIEW_REQUEST_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
 export type ReviewRequestStatus = (typeof REVIEW_REQUEST_STATUSES)[number];
 
+/** Who asked for a review: a person, or a Requirement's cross-model review loop. */
+export const REVIEW_REQUESTERS = ['human', 'review_loop'] as const;
+export type ReviewRequester = (typeof REVIEW_REQUESTERS)[number];
+
+/** What a reviewer's final line said: `REVIEW: FINDINGS` or `REVIEW: NO FINDINGS` (null: no verdict line). */
+export const REVIEW_VERDICTS = ['findings', 'no_findings'] as const;
+export type ReviewVerdict = (typeof REVIEW_VERDICTS)[number];
+
+/**
+ * Where a PR's review loop is: `off` (its Requirement has no autoReview, or the loop has not
+ * reached it yet), `reviewing` (a round runs), `waiting_for_push` (the last round found
+ * something), `clean` (a round found nothing: the loop ended), `max_rounds` (the last allowed
+ * round still found something: the loop ended).
+ */
+export const AUTO_REVIEW_STATES = ['off', 'reviewing', 'waiting_for_push', 'clean', 'max_rounds'] as const;
+export type AutoReviewState = (typeof AUTO_REVIEW_STATES)[number];
+
+/** How a loop round ended; `failed` rounds (the reviewer failed or was cancelled) are not counted. */
+export const AUTO_REVIEW_OUTCOMES = ['findings', 'no_findings', 'failed'] as const;
+export type AutoReviewOutcome = (typeof AUTO_REVIEW_OUTCOMES)[number];
+
 /**
  * Where a Requirement's agent works: `worktree`, its own git worktree and branch (the default in
  * a git workspace), or `in_place`, the person's own checkout (the only choice elsewhere).

@@ -21,6 +21,8 @@ export const LIMITS = {
   eventReplayMax: 200,
   timerDescriptionLength: 500,
   reviewPromptLength: 10_000,
+  /** Rounds a review loop may run per PR (issue 18 §3). */
+  autoReviewMaxRounds: 20,
   /** Timer intervals: one minute to one year, in seconds. */
   timerIntervalMinSeconds: 60,
   timerIntervalMaxSeconds: 31_536_000,

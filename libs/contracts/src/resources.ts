@@ -2,6 +2,8 @@ import type {
   AgentIsolationMechanism,
   AgentIsolationMode,
   AttachmentKind,
+  AutoReviewOutcome,
+  AutoReviewState,
   DependencyCondition,
   DependencyState,
   PullRequestStatus,
@@ -22,6 +24,8 @@ import type {
   RequirementStatus,
   SessionState,
   ReviewRequestStatus,
+  ReviewRequester,
+  ReviewVerdict,
   TimerSchedule,
   TimerStatus,
   DatabaseTlsMode,
@@ -73,6 +77,27 @@ export interface Requirement {
   dependsOn?: RequirementDependency[];
   /** Start on its own once every dependency is met (absent where dependsOn is). */
   autoStart?: boolean;
+  /** The cross-model review loop its open PRs get after each push, or null for none. */
+  autoReview: AutoReviewSettings | null;
+}
+
+/** A Requirement's review loop: who reviews, and at most how many rounds per PR. */
+export interface AutoReviewSettings {
+  provider: Provider;
+  maxRounds: number;
+}
+
+/** A PR's review loop as it stands (all `off`/0/null until the loop first reviews it). */
+export interface PullRequestAutoReview {
+  state: AutoReviewState;
+  /** Rounds counted so far (a failed round is not counted). */
+  round: number;
+  maxRounds: number | null;
+  provider: Provider | null;
+  /** The head the latest round reviewed. */
+  headSha: string | null;
+  /** How the latest round ended, null while the first one runs. */
+  lastOutcome: AutoReviewOutcome | null;
 }
 
 /** One Requirement another waits for. */
@@ -326,6 +351,8 @@ export interface PullRequest {
   headBranch: string;
   headSha: string;
   status: PullRequestStatus;
+  /** Its Requirement's review loop on this PR. */
+  autoReview: PullRequestAutoReview;
   createdAt: string;
   updatedAt: string;
 }
@@ -357,7 +384,9 @@ export interface ReviewRequest {
   prompt: string | null;
   targetHeadSha: string;
   status: ReviewRequestStatus;
-  requestedBy: 'human';
+  requestedBy: ReviewRequester;
+  /** The reviewer's verdict line, once it finished (null without one). */
+  verdict: ReviewVerdict | null;
   error: string | null;
   /** True once the PR's head moved away from targetHeadSha: the review is of older code. */
   stale: boolean;

@@ -57,6 +57,7 @@ export class AgentRequirementsService {
     const inherits = dto.provider === undefined;
     const created = await this.requirements.create(
       {
+        autoReview: dto.autoReview,
         autoStart: dto.autoStart,
         createdBy: 'rd_agent',
         dependsOn: dto.dependsOn,

@@ -1,5 +1,5 @@
 import { tomlString } from './codex.adapter';
-import { buildRdInstructions, buildRdPrompt, imagePaths, RD_GITHUB_REPLY_MARKER, type RdPromptMessage } from './prompt';
+import { buildRdInstructions, buildRdPrompt, buildReviewerInstructions, imagePaths, parseReviewVerdict, RD_GITHUB_REPLY_MARKER, type RdPromptMessage } from './prompt';
 
 function message(overrides: Partial<RdPromptMessage> = {}): RdPromptMessage {
   return { attachments: [], author: 'human', body: 'Please fix the login bug.', sequence: 1, ...overrides };
@@ -162,5 +162,28 @@ describe('RD prompt', () => {
       expect(imagePaths(messages)).toEqual(['/d/a', '/d/c']);
       expect(imagePaths([])).toEqual([]);
     });
+  });
+});
+
+describe('reviewer verdict', () => {
+  const input = { focus: null, headSha: 'abc1234', number: 7, pullRequestUrl: 'https://github.com/o/r/pull/7', repository: 'o/r' };
+
+  it('asks for the verdict line, and says the round when the loop asked', () => {
+    expect(buildReviewerInstructions(input)).toContain('exactly `REVIEW: NO FINDINGS`');
+    expect(buildReviewerInstructions(input)).toContain('asked by a person');
+    expect(buildReviewerInstructions({ ...input, loopRound: { maxRounds: 3, round: 2 } })).toContain('review loop (round 2 of at most 3)');
+  });
+
+  it.each([
+    ['All good.\nREVIEW: NO FINDINGS', 'no_findings'],
+    ['All good.\n\n  **REVIEW: NO FINDINGS**  \n\n', 'no_findings'],
+    ['`review: no findings.`', 'no_findings'],
+    ['One bug.\nREVIEW: FINDINGS', 'findings'],
+    ['REVIEW: NO FINDINGS\nbut then another line', null],
+    ['REVIEW: NO FINDINGS, except one thing', null],
+    ['No verdict at all', null],
+    ['', null],
+  ])('reads %j as %s', (summary, verdict) => {
+    expect(parseReviewVerdict(summary)).toBe(verdict);
   });
 });

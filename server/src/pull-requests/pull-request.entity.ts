@@ -1,6 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
-import type { PullRequestStatus } from '@libs/contracts';
+import type { AutoReviewOutcome, AutoReviewState, Provider, PullRequestStatus } from '@libs/contracts';
 
 /** A pull request an RD agent registered for its Requirement. */
 @Entity('pull_request')
@@ -26,6 +26,14 @@ export class PullRequestEntity {
   /** GitHub's mergeable state when last observed (MERGEABLE, CONFLICTING, UNKNOWN). */
   @Column('varchar', { nullable: true }) githubMergeable!: string | null;
   @Column('varchar', { nullable: true }) githubObservedAt!: string | null;
+  /** Its review loop (issue 18 §3): changed only by the loop; the settings are the Requirement's when the round started. */
+  @Column('varchar', { default: 'off' }) autoReviewState!: AutoReviewState;
+  @Column('integer', { default: 0 }) autoReviewRound!: number;
+  @Column('integer', { nullable: true }) autoReviewMaxRounds!: number | null;
+  @Column('varchar', { nullable: true }) autoReviewProvider!: Provider | null;
+  /** The head the latest round reviewed: a push to another head is what starts the next round. */
+  @Column('varchar', { nullable: true }) autoReviewHeadSha!: string | null;
+  @Column('varchar', { nullable: true }) autoReviewOutcome!: AutoReviewOutcome | null;
   @Column('varchar') createdAt!: string;
   @Column('varchar') updatedAt!: string;
 }

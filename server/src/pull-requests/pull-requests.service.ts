@@ -40,6 +40,11 @@ export type HeadChangeStep = (tx: UnitOfWork, pullRequest: PullRequestEntity) =>
 /** Work another module does in the reconciler's unit when GitHub changed a PR's status (a merge meets dependencies). */
 export type StatusChangeStep = (tx: UnitOfWork, pullRequest: PullRequestEntity, previous: PullRequestStatus) => Promise<void>;
 
+/** The review loop's columns of a PR. */
+export type AutoReviewFields = Partial<
+  Pick<PullRequestEntity, 'autoReviewHeadSha' | 'autoReviewMaxRounds' | 'autoReviewOutcome' | 'autoReviewProvider' | 'autoReviewRound' | 'autoReviewState'>
+>;
+
 @Injectable()
 export class PullRequestsService {
   private readonly logger = new Logger(PullRequestsService.name);
@@ -75,6 +80,12 @@ export class PullRequestsService {
           createdAt: now,
           githubFingerprint: null,
           githubMergeable: null,
+          autoReviewHeadSha: null,
+          autoReviewMaxRounds: null,
+          autoReviewOutcome: null,
+          autoReviewProvider: null,
+          autoReviewRound: 0,
+          autoReviewState: 'off',
           githubObservedAt: null,
           id: newId('pullRequest'),
           number: dto.number,
@@ -151,6 +162,18 @@ export class PullRequestsService {
         await step(tx, updated, current.status);
       }
     }
+    return updated;
+  }
+
+  /**
+   * Records where a PR's review loop is (only the review loop calls this), with its
+   * `pull_request.updated` event, inside the caller's unit. Returns the row as now staged.
+   */
+  async changeAutoReview(tx: UnitOfWork, pullRequest: PullRequestEntity, set: AutoReviewFields, actor: EventActor): Promise<PullRequestEntity> {
+    const now = this.clock.nowIso();
+    const updated: PullRequestEntity = { ...pullRequest, ...set, updatedAt: now };
+    this.repository.update(tx, pullRequest.id, { ...set, updatedAt: now });
+    await this.events.append(tx, { actor, payload: { pullRequest: toPullRequestResponse(updated) }, requirementId: pullRequest.requirementId, type: 'pull_request.updated' });
     return updated;
   }
 

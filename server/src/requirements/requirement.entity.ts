@@ -44,6 +44,14 @@ export class RequirementEntity {
   @Column('varchar', { nullable: true })
   forkedFromRequirementId!: string | null;
 
+  /** The review loop's reviewer (issue 18 §3); null when the Requirement has no loop. */
+  @Column('varchar', { nullable: true })
+  autoReviewProvider!: Provider | null;
+
+  /** At most this many loop rounds per PR; set exactly when autoReviewProvider is. */
+  @Column('integer', { nullable: true })
+  autoReviewMaxRounds!: number | null;
+
   @Column('varchar')
   createdAt!: string;
 

@@ -11,6 +11,7 @@ import { newId } from '../core/ids';
 import { DependenciesRepository } from '../dependencies/dependencies.repository';
 import { EventLog, audit } from '../events/event-log.service';
 import { AgentSessionEntity } from './agent-session.entity';
+import { autoReviewColumns } from './dto/auto-review.dto';
 import { CreateRequirementDto } from './dto/create-requirement.dto';
 import { ListRequirementsQueryDto } from './dto/list-requirements-query.dto';
 import { ForkRequirementDto, UpdateRequirementDto } from './dto/update-requirement.dto';
@@ -71,6 +72,7 @@ export class RequirementsService {
     const created = await this.database.write(async (tx) => {
       const now = this.clock.nowIso();
       const requirement: RequirementEntity = {
+        ...(autoReviewColumns(input.autoReview, input.provider) ?? { autoReviewMaxRounds: null, autoReviewProvider: null }),
         completedAt: null,
         createdAt: now,
         createdBy: input.createdBy,
@@ -209,7 +211,7 @@ export class RequirementsService {
   async update(id: string, dto: UpdateRequirementDto, actor: EventActor): Promise<RequirementResponseDto> {
     const fields = Object.fromEntries(Object.entries(dto).filter(([, v]) => v !== undefined)) as UpdateRequirementDto;
     if (Object.keys(fields).length === 0) {
-      throw invalid('nothing_to_update', 'name at least one of title, description, provider, model, reasoningEffort');
+      throw invalid('nothing_to_update', 'name at least one of title, description, provider, model, reasoningEffort, autoReview');
     }
     const snapshot = await this.database.write(async (tx) => {
       const { requirement, session } = await this.loadForWrite(tx, id);
@@ -221,7 +223,10 @@ export class RequirementsService {
         throw conflict('requirement_started', `Requirement ${id} is ${requirement.status}; ${textual.join(', ')} can change only while todo (fork it instead)`);
       }
       const now = this.clock.nowIso();
-      this.repository.changeRequirement(tx, requirement, { ...fields, updatedAt: now });
+      const { autoReview, ...plain } = fields;
+      // The loop's default reviewer is the other provider than the one that runs (after this edit).
+      const loop = autoReviewColumns(autoReview, plain.provider ?? requirement.provider);
+      this.repository.changeRequirement(tx, requirement, { ...plain, ...loop, updatedAt: now });
       if (fields.provider !== undefined && fields.provider !== session.provider) {
         this.repository.changeSession(tx, session, { provider: fields.provider, updatedAt: now });
       }
@@ -238,6 +243,7 @@ export class RequirementsService {
     const original = await this.get(id);
     return this.create(
       {
+        autoReview: dto.autoReview === undefined ? original.autoReview : dto.autoReview,
         createdBy: 'human',
         description: dto.description ?? original.description,
         forkedFromRequirementId: original.id,

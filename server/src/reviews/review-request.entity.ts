@@ -1,8 +1,8 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
-import type { Provider, ReasoningEffort, ReviewRequestStatus } from '@libs/contracts';
+import type { Provider, ReasoningEffort, ReviewRequestStatus, ReviewRequester, ReviewVerdict } from '@libs/contracts';
 
-/** A person's request for an AI review of an open PR, carried out by one reviewer run. */
+/** A request (a person's, or the review loop's) for an AI review of an open PR, carried out by one reviewer run. */
 @Entity('review_request')
 // One active review per PR (architecture §3.7).
 @Index('idx_review_request_active', ['pullRequestId'], { unique: true, where: `status = 'running'` })
@@ -20,7 +20,9 @@ export class ReviewRequestEntity {
   /** The PR's head when the review was requested: what the reviewer reviews. */
   @Column('varchar') targetHeadSha!: string;
   @Column('varchar') status!: ReviewRequestStatus;
-  @Column('varchar') requestedBy!: 'human';
+  @Column('varchar') requestedBy!: ReviewRequester;
+  /** The reviewer's verdict line once it succeeded; null without one. */
+  @Column('varchar', { nullable: true }) verdict!: ReviewVerdict | null;
   @Column('text', { nullable: true }) error!: string | null;
   /** Set when the PR's head moves away from targetHeadSha. */
   @Column('boolean', { default: false }) stale!: boolean;

@@ -4,7 +4,9 @@ import { MessagesModule } from '../messages/messages.module';
 import { PullRequestsModule } from '../pull-requests/pull-requests.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { RunsModule } from '../runs/runs.module';
+import { TriggersModule } from '../triggers/triggers.module';
 import { WorktreesModule } from '../worktrees/worktrees.module';
+import { ReviewLoopService } from './review-loop.service';
 import { ReviewsController } from './reviews.controller';
 import { ReviewsRepository } from './reviews.repository';
 import { ReviewsService } from './reviews.service';
@@ -12,7 +14,7 @@ import { ReviewsService } from './reviews.service';
 @Module({
   controllers: [ReviewsController],
   exports: [ReviewsService],
-  imports: [MessagesModule, PullRequestsModule, RequirementsModule, RunsModule, WorktreesModule],
-  providers: [ReviewsRepository, ReviewsService],
+  imports: [MessagesModule, PullRequestsModule, RequirementsModule, RunsModule, TriggersModule, WorktreesModule],
+  providers: [ReviewLoopService, ReviewsRepository, ReviewsService],
 })
 export class ReviewsModule {}

@@ -28,6 +28,11 @@ export class ReviewsRepository {
     return (await uow.reads()).findOneBy(ReviewRequestEntity, { pullRequestId, status: 'running' });
   }
 
+  /** Every review still marked running, as the unit sees it (at startup: the ones a stopped manager lost). */
+  async allRunningIn(uow: UnitOfWork): Promise<ReviewRequestEntity[]> {
+    return (await uow.reads()).findBy(ReviewRequestEntity, { status: 'running' });
+  }
+
   /** Reviews of a PR not yet marked stale whose head is not `headSha`. */
   async notStaleOtherHeadIn(uow: UnitOfWork, pullRequestId: string, headSha: string): Promise<ReviewRequestEntity[]> {
     return (await uow.reads())

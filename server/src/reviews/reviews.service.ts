@@ -1,9 +1,9 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 
-import type { EventActor, ReviewRequestStatus } from '@libs/contracts';
+import type { EventActor, Provider, ReasoningEffort, ReviewRequestStatus, ReviewRequester } from '@libs/contracts';
 
 import type { ProcessEnd } from '../agents/process-runner';
-import { ReviewerInput, buildReviewerInstructions, buildReviewerPrompt } from '../agents/prompt';
+import { ReviewerInput, buildReviewerInstructions, buildReviewerPrompt, parseReviewVerdict } from '../agents/prompt';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
@@ -14,6 +14,7 @@ import { MessagesService } from '../messages/messages.service';
 import { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
 import { ActiveRun, FinalRunStatus, errorOf, outcomeOf, runEndEventType, runEndFields } from '../runs/active-run';
 import { AgentRunEntity } from '../runs/agent-run.entity';
@@ -29,6 +30,30 @@ import { ReviewsRepository } from './reviews.repository';
 
 const SHUTDOWN_WAIT_MS = 10_000;
 const LOST = 'Agent Manager stopped while the review was running';
+
+/** What a review is asked for with, and by whom. */
+export interface ReviewSpec {
+  provider: Provider;
+  model?: string | null;
+  reasoningEffort?: ReasoningEffort | null;
+  prompt?: string | null;
+  requestedBy: ReviewRequester;
+  /** The loop's round of how many, for the reviewer's instructions (null for a person's review). */
+  loopRound: { round: number; maxRounds: number } | null;
+}
+
+/** How a review ended, for the steps that run in its end unit. */
+export interface ReviewEnd {
+  review: ReviewRequestEntity;
+  status: ReviewRequestStatus;
+  pullRequest: PullRequestEntity;
+}
+
+/** Work another module does inside a review's end unit, after its reviewer or system message. */
+export type ReviewEndStep = (tx: UnitOfWork, rows: RequirementRows, end: ReviewEnd) => Promise<void>;
+
+/** Work done once a review's end committed. */
+export type ReviewEndedHook = (review: ReviewRequestEntity) => Promise<void>;
 
 interface ActiveReview {
   review: ReviewRequestEntity;
@@ -46,6 +71,8 @@ interface ActiveReview {
 export class ReviewsService implements BeforeApplicationShutdown, OnApplicationBootstrap, OnModuleInit {
   private readonly logger = new Logger(ReviewsService.name);
   private readonly running = new Map<string, ActiveReview>();
+  private readonly endSteps: ReviewEndStep[] = [];
+  private readonly endedHooks: ReviewEndedHook[] = [];
   private shuttingDown = false;
 
   constructor(
@@ -69,10 +96,24 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
 
   /** Reviews left running by a stopped manager cannot finish: their runs were failed at start too. */
   async onApplicationBootstrap(): Promise<void> {
-    await this.database.write(async (tx) => {
+    const lost = await this.database.write(async (tx) => {
+      const running = await this.repository.allRunningIn(tx);
       const now = this.clock.nowIso();
       this.repository.update(tx, { error: LOST, finishedAt: now, status: 'failed', updatedAt: now }, { status: 'running' });
+      return running.map((review): ReviewRequestEntity => ({ ...review, error: LOST, finishedAt: now, status: 'failed', updatedAt: now }));
     });
+    // The end steps of each (a review loop's round goes back to waiting for a push), one unit
+    // apiece: a Requirement purged meanwhile fails only its own.
+    for (const review of lost) {
+      await this.database
+        .write(async (tx) => {
+          const pullRequest = await this.pullRequests.findIn(tx, review.pullRequestId);
+          if (pullRequest) {
+            await this.runEndSteps(tx, await this.requirements.loadForWrite(tx, review.requirementId), { pullRequest, review, status: 'failed' });
+          }
+        })
+        .catch((err: unknown) => this.logger.warn(`could not settle the lost review ${review.id}: ${(err as Error).message}`));
+    }
   }
 
   async request(pullRequestId: string, dto: CreateReviewRequestDto, actor: EventActor): Promise<CreateReviewResponseDto> {
@@ -84,76 +125,111 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
       if (pullRequest.status !== 'open') {
         throw conflict('pull_request_not_open', `${pullRequest.repository}#${pullRequest.number} is ${pullRequest.status}; only an open PR can be reviewed`);
       }
-      if (this.shuttingDown) {
-        throw conflict('shutting_down', 'Agent Manager is stopping');
-      }
       const active = await this.repository.runningForIn(tx, pullRequestId);
       if (active) {
         throw conflict('review_active', `${pullRequest.repository}#${pullRequest.number} already has a review running (${active.id})`);
       }
       const rows = await this.requirements.loadForWrite(tx, pullRequest.requirementId);
-      const now = this.clock.nowIso();
-      const run: AgentRunEntity = {
-        cachedInputTokens: null,
-        costUsd: null,
-        error: null,
-        exitCode: null,
-        finishedAt: null,
-        id: newId('run'),
-        inputFromSequence: null,
-        inputTokens: null,
-        inputToSequence: null,
-        model: dto.model ?? null,
-        nativeSessionId: null,
-        outputTokens: null,
-        processGroupId: null,
-        processId: null,
-        processMarker: null,
-        processStartTime: null,
-        provider: dto.provider,
-        reasoningEffort: dto.reasoningEffort ?? null,
-        reasoningOutputTokens: null,
-        requirementId: pullRequest.requirementId,
-        role: 'reviewer',
-        sessionId: null,
-        startedAt: now,
-        status: 'running',
-        taskSummary: null,
-        traceCount: 0,
-        updatedAt: now,
-      };
-      const review: ReviewRequestEntity = {
-        createdAt: now,
-        error: null,
-        finishedAt: null,
-        id: newId('review'),
-        model: run.model,
-        prompt: dto.prompt?.trim() ? dto.prompt : null,
-        provider: dto.provider,
-        pullRequestId,
-        reasoningEffort: run.reasoningEffort,
-        requestedBy: 'human',
-        requirementId: pullRequest.requirementId,
-        runId: run.id,
-        stale: false,
-        status: 'running',
-        targetHeadSha: pullRequest.headSha,
-        updatedAt: now,
-      };
-      this.runs.insert(tx, run);
-      this.repository.insert(tx, review);
-      await this.events.append(tx, {
-        actor,
-        payload: { requirement: toRequirementResponse(rows.requirement, rows.session), reviewRequest: toReviewRequestResponse(review), run: toRunResponse(run) },
-        requirementId: pullRequest.requirementId,
-        runId: run.id,
-        type: 'review_request.started',
-      });
-      return { pullRequest, review, run };
+      return this.openIn(tx, rows, pullRequest, { ...dto, loopRound: null, requestedBy: 'human' }, actor);
     });
-    this.launch(started.review, started.run, started.pullRequest);
     this.logger.log({ ...audit(actor), msg: 'review requested', pullRequestId, reviewRequestId: started.review.id, runId: started.run.id });
     return { accepted: true, pullRequestId, reviewRequest: toReviewRequestResponse(started.review), run: toRunResponse(started.run) };
+  }
+
+  /**
+   * Opens a review of an open PR with no review running (the caller checked both) inside the
+   * caller's unit: its reviewer run and `review_request.started`. The reviewer launches once the
+   * unit committed.
+   */
+  async openIn(
+    tx: UnitOfWork,
+    rows: RequirementRows,
+    pullRequest: PullRequestEntity,
+    spec: ReviewSpec,
+    actor: EventActor,
+  ): Promise<{ review: ReviewRequestEntity; run: AgentRunEntity }> {
+    if (this.shuttingDown) {
+      throw conflict('shutting_down', 'Agent Manager is stopping');
+    }
+    const now = this.clock.nowIso();
+    const run: AgentRunEntity = {
+      cachedInputTokens: null,
+      costUsd: null,
+      error: null,
+      exitCode: null,
+      finishedAt: null,
+      id: newId('run'),
+      inputFromSequence: null,
+      inputTokens: null,
+      inputToSequence: null,
+      model: spec.model ?? null,
+      nativeSessionId: null,
+      outputTokens: null,
+      processGroupId: null,
+      processId: null,
+      processMarker: null,
+      processStartTime: null,
+      provider: spec.provider,
+      reasoningEffort: spec.reasoningEffort ?? null,
+      reasoningOutputTokens: null,
+      requirementId: pullRequest.requirementId,
+      role: 'reviewer',
+      sessionId: null,
+      startedAt: now,
+      status: 'running',
+      taskSummary: null,
+      traceCount: 0,
+      updatedAt: now,
+    };
+    const review: ReviewRequestEntity = {
+      createdAt: now,
+      error: null,
+      finishedAt: null,
+      id: newId('review'),
+      model: run.model,
+      prompt: spec.prompt?.trim() ? spec.prompt : null,
+      provider: spec.provider,
+      pullRequestId: pullRequest.id,
+      reasoningEffort: run.reasoningEffort,
+      requestedBy: spec.requestedBy,
+      requirementId: pullRequest.requirementId,
+      runId: run.id,
+      stale: false,
+      status: 'running',
+      targetHeadSha: pullRequest.headSha,
+      updatedAt: now,
+      verdict: null,
+    };
+    this.runs.insert(tx, run);
+    this.repository.insert(tx, review);
+    await this.events.append(tx, {
+      actor,
+      payload: { requirement: toRequirementResponse(rows.requirement, rows.session), reviewRequest: toReviewRequestResponse(review), run: toRunResponse(run) },
+      requirementId: pullRequest.requirementId,
+      runId: run.id,
+      type: 'review_request.started',
+    });
+    tx.afterCommit(() => this.launch(review, run, pullRequest, spec.loopRound));
+    return { review, run };
+  }
+
+  /** The review running for a PR, as the unit sees it. */
+  runningForIn(tx: UnitOfWork, pullRequestId: string): Promise<ReviewRequestEntity | null> {
+    return this.repository.runningForIn(tx, pullRequestId);
+  }
+
+  /** Registers work to do inside a review's end unit, after its messages (see ReviewEndStep). */
+  onEnding(step: ReviewEndStep): void {
+    this.endSteps.push(step);
+  }
+
+  /** Registers work to do once a review's end committed (see ReviewEndedHook). */
+  onEnded(hook: ReviewEndedHook): void {
+    this.endedHooks.push(hook);
+  }
+
+  get stopping(): boolean {
+    return this.shuttingDown;
   }
 
   async list(query: ListReviewRequestsQueryDto): Promise<ReviewRequestPageDto> {
@@ -178,10 +254,11 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     return this.running.size;
   }
 
-  private launch(review: ReviewRequestEntity, run: AgentRunEntity, pullRequest: PullRequestEntity): void {
+  private launch(review: ReviewRequestEntity, run: AgentRunEntity, pullRequest: PullRequestEntity, loopRound: ReviewSpec['loopRound']): void {
     const input: ReviewerInput = {
       focus: review.prompt,
       headSha: review.targetHeadSha,
+      loopRound,
       number: pullRequest.number,
       pullRequestUrl: pullRequest.url,
       repository: pullRequest.repository,
@@ -263,8 +340,10 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
           if (!current) {
             throw new Error(`review ${review.id} is gone`); // purged with its Requirement meanwhile: nothing to record
           }
-          const updated: ReviewRequestEntity = { ...current, error, finishedAt: now, status: reviewStatus, updatedAt: now };
-          this.repository.update(tx, { error, finishedAt: now, status: reviewStatus, updatedAt: now }, { id: review.id });
+          // The verdict line the instructions ask for (issue 18 §3): what the review loop stops on.
+          const verdict = status === 'succeeded' ? parseReviewVerdict(summary) : null;
+          const updated: ReviewRequestEntity = { ...current, error, finishedAt: now, status: reviewStatus, updatedAt: now, verdict };
+          this.repository.update(tx, { error, finishedAt: now, status: reviewStatus, updatedAt: now, verdict }, { id: review.id });
           const reviewRequest = toReviewRequestResponse(updated);
           await this.events.append(tx, {
             actor: { id: run.id, kind: 'agent' },
@@ -284,6 +363,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
               { author: 'reviewer', body: `Review of ${subject}:\n\n${summary}`, deliverToRd, metadata, runId: run.id },
               { id: run.id, kind: 'agent' },
             );
+            await this.runEndSteps(tx, rows, { pullRequest, review: updated, status: reviewStatus });
             return { message, wake: deliverToRd };
           }
           const what = status === 'cancelled' ? 'was cancelled' : `failed: ${error}`;
@@ -293,11 +373,16 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
             { author: 'system', body: `The review of ${subject} ${what}`, deliverToRd: false, metadata, runId: run.id },
             { id: run.id, kind: 'agent' },
           );
+          await this.runEndSteps(tx, rows, { pullRequest, review: updated, status: reviewStatus });
           return { message, wake: false };
         },
         { id: active.run.id, kind: 'agent' },
       );
       this.logger.log({ msg: `review ${status}`, pullRequestId: review.pullRequestId, reviewRequestId: review.id, runId: active.run.id });
+      this.running.delete(reviewId); // before the hooks: the PR has no review running any more
+      for (const hook of this.endedHooks) {
+        void hook(review).catch((err: unknown) => this.logger.error(`review end hook for ${review.id} failed: ${(err as Error).message}`));
+      }
     } catch (err) {
       this.logger.error(`could not record the end of review ${review.id}: ${(err as Error).message}`);
       // At least end it, or the PR could not be reviewed again until a restart (one active review per PR).
@@ -311,6 +396,12 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
         .catch((again: unknown) => this.logger.error(`could not fail review ${review.id}: ${(again as Error).message}`));
     } finally {
       this.running.delete(reviewId);
+    }
+  }
+
+  private async runEndSteps(tx: UnitOfWork, rows: RequirementRows, end: ReviewEnd): Promise<void> {
+    for (const step of this.endSteps) {
+      await step(tx, rows, end);
     }
   }
 

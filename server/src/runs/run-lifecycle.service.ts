@@ -43,6 +43,9 @@ const SHUTDOWN_WAIT_MS = 10_000;
 /** Work done once a cancelled Requirement's run is gone (see RunLifecycle.onCancelled). */
 export type CancelledHook = (requirementId: string) => Promise<void>;
 
+/** Work done once an RD run's end committed and the session rests (no run continues it). */
+export type RestingHook = (requirementId: string) => Promise<void>;
+
 /**
  * The RD run lifecycle (architecture §6): the only place that starts agent processes. Opens a
  * run on its captured input (invariant 4), launches it, records its end and continues the
@@ -54,6 +57,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
   private readonly logger = new Logger(RunLifecycle.name);
   private readonly active = new Map<string, ActiveRun>();
   private readonly cancelledHooks: CancelledHook[] = [];
+  private readonly restingHooks: RestingHook[] = [];
   private readonly startGuards: StartGuard[] = [];
   private shuttingDown = false;
 
@@ -180,6 +184,14 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     this.cancelledHooks.push(hook);
   }
 
+  /**
+   * Registers work to do when an RD run ended and no run continues the session (the review
+   * loop's "after the RD run that pushed it ends"). It runs outside the Requirement's actor.
+   */
+  onResting(hook: RestingHook): void {
+    this.restingHooks.push(hook);
+  }
+
   /** The first hook of a graceful stop: from here on no run starts. */
   onModuleDestroy(): void {
     this.shuttingDown = true;
@@ -285,6 +297,10 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         void this.worktrees.refresh(requirementId).catch((err: unknown) => this.logger.warn(`could not refresh the worktree of ${requirementId}: ${(err as Error).message}`));
         if (next) {
           this.launch(next);
+        } else if (!this.shuttingDown) {
+          for (const hook of this.restingHooks) {
+            void hook(requirementId).catch((err: unknown) => this.logger.error(`resting hook for ${requirementId} failed: ${(err as Error).message}`));
+          }
         }
       } catch (err) {
         // Left `running` in the database: the next start's reconciliation settles it.

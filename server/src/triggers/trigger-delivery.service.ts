@@ -66,6 +66,19 @@ export class TriggerDeliveryService {
     });
   }
 
+  /**
+   * Takes an occurrence's receipt inside the caller's unit when it has none yet: true the first
+   * time, false ever after (across restarts), for a trigger whose effect is not a message of
+   * its own (the review loop's one review per PR head).
+   */
+  async claimIn(tx: UnitOfWork, occurrence: { triggerId: string; receiptKey: string; requirementId: string }): Promise<boolean> {
+    if (await this.receipts.existsIn(tx, occurrence.triggerId, occurrence.receiptKey)) {
+      return false;
+    }
+    this.receipts.insert(tx, { ...occurrence, createdAt: this.clock.nowIso(), messageId: null });
+    return true;
+  }
+
   async deliver(delivery: TriggerDelivery, hooks: DeliveryHooks = {}): Promise<DeliveryOutcome> {
     const actor = { id: delivery.triggerId, kind: 'trigger' as const };
     let outcome: DeliveryOutcome = { message: null, status: 'skipped' };

@@ -19,6 +19,8 @@ interface ProposeFlags {
   start?: boolean;
   dependsOn?: Array<{ requirementId: string; until: DependencyCondition }>;
   autoStart?: boolean;
+  autoReview?: Provider | true;
+  autoReviewRounds?: number;
 }
 
 @SubCommand({ description: 'Propose a follow-up Requirement as a child of the current one (todo unless --start)', name: 'propose' })
@@ -35,8 +37,13 @@ export class RequirementProposeCommand extends CommandRunner {
       throw new UsageError('give exactly one of --description and --description-file');
     }
     const description = flags.descriptionFile !== undefined ? readDescription(flags.descriptionFile) : (flags.description as string);
+    const autoReview =
+      flags.autoReview === undefined && flags.autoReviewRounds === undefined
+        ? undefined
+        : { ...(typeof flags.autoReview === 'string' && { provider: flags.autoReview }), ...(flags.autoReviewRounds !== undefined && { maxRounds: flags.autoReviewRounds }) };
     printJson(
       await this.operations.propose({
+        autoReview,
         autoStart: flags.autoStart,
         dependsOn: flags.dependsOn,
         description,
@@ -99,6 +106,29 @@ export class RequirementProposeCommand extends CommandRunner {
   @Option({ description: 'With --depends-on: start on its own once every dependency is met', flags: '--auto-start' })
   parseAutoStart(): boolean {
     return true;
+  }
+
+  @Option({
+    description: 'Have each new head of its open PRs reviewed by another model (this provider; default: the other one) until a review finds nothing',
+    flags: '--auto-review [provider]',
+  })
+  parseAutoReview(value: string | undefined): Provider | true {
+    if (value === undefined) {
+      return true;
+    }
+    if (!(PROVIDERS as readonly string[]).includes(value)) {
+      throw new UsageError(`--auto-review takes ${PROVIDERS.join(' or ')}, not "${value}"`);
+    }
+    return value as Provider;
+  }
+
+  @Option({ description: `With or without --auto-review: at most this many review rounds per PR (1–${LIMITS.autoReviewMaxRounds}, default 3)`, flags: '--auto-review-rounds <n>' })
+  parseAutoReviewRounds(value: string): number {
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || n < 1 || n > LIMITS.autoReviewMaxRounds) {
+      throw new UsageError(`--auto-review-rounds takes a whole number from 1 to ${LIMITS.autoReviewMaxRounds}, not "${value}"`);
+    }
+    return n;
   }
 
   @Help('after')

@@ -3,7 +3,7 @@ import { RouterLink } from '@angular/router';
 
 import { I18n, keyOf } from '../core/i18n';
 import { PULL_REQUEST_COLUMNS } from '../core/models';
-import { isStale, latestReviews } from '../core/reviews';
+import { autoReviewBadge, isStale, latestReviews } from '../core/reviews';
 import { inWindow } from '../core/stores/created-window';
 import { PullRequestsStore } from '../core/stores/pull-requests-store';
 import { RequirementsStore } from '../core/stores/requirements-store';
@@ -28,6 +28,11 @@ import { BoardFilter, BoardFilterState } from './board-filter';
                 </div>
                 <div class="meta">
                   <code>{{ pr.headBranch }} → {{ pr.baseBranch }}</code>
+                  @if (autoReviewBadge(pr); as loop) {
+                    <span class="badge" [class.ok]="loop.ok" [class.warn]="pr.autoReview.state === 'max_rounds'" data-testid="auto-review-state">{{
+                      t(loop.key, loop.params)
+                    }}</span>
+                  }
                   @if (reviews().get(pr.id); as review) {
                     <span class="badge" [class.ok]="review.status === 'succeeded'" [class.danger]="review.status === 'failed'">{{
                       t('card.review', { s: t(keyOf('run', review.status)) })
@@ -55,6 +60,7 @@ export class PullRequestsBoard {
   protected readonly keyOf = keyOf;
   private readonly filter = inject(BoardFilterState);
   protected readonly isStale = isStale;
+  protected readonly autoReviewBadge = autoReviewBadge;
   protected readonly reviews = computed(() => latestReviews(this.store.reviewRequests()));
 
   protected readonly columns = computed(() => {

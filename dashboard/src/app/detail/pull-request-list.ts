@@ -2,7 +2,7 @@ import { ChangeDetectionStrategy, Component, computed, effect, inject, input, si
 
 import { I18n, keyOf } from '../core/i18n';
 import { PROVIDERS, REASONING_EFFORTS, type Provider, type PullRequest, type ReasoningEffort } from '../core/models';
-import { isStale, latestReviews } from '../core/reviews';
+import { autoReviewBadge, isStale, latestReviews } from '../core/reviews';
 import { PullRequestsStore } from '../core/stores/pull-requests-store';
 
 /** A Requirement's PRs, each with its latest review and a "request review" form. */
@@ -26,6 +26,9 @@ import { PullRequestsStore } from '../core/stores/pull-requests-store';
               @if (isStale(review, pr)) {
                 <span class="badge warn">{{ t('card.stale') }}</span>
               }
+            }
+            @if (autoReviewBadge(pr); as loop) {
+              <span class="badge" [class.ok]="loop.ok" [class.warn]="pr.autoReview.state === 'max_rounds'" data-testid="auto-review-state">{{ t(loop.key, loop.params) }}</span>
             }
             <span class="spacer"></span>
             @if (pr.status === 'open') {
@@ -83,6 +86,7 @@ export class PullRequestList {
   protected readonly providers = PROVIDERS;
   protected readonly efforts = REASONING_EFFORTS;
   protected readonly isStale = isStale;
+  protected readonly autoReviewBadge = autoReviewBadge;
   protected readonly formFor = signal<string | null>(null);
   protected readonly provider = signal<Provider>('codex');
   protected readonly model = signal('');

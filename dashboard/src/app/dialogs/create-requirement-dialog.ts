@@ -61,6 +61,35 @@ export type RequirementDialogMode = 'create' | 'edit' | 'fork';
           </label>
           <am-model-picker [provider]="provider()" [(modelId)]="model" [(effort)]="effort" />
         </div>
+        <div class="row" data-testid="auto-review-control">
+          <label class="inline"
+            ><input type="checkbox" [checked]="autoReview()" (change)="autoReview.set($any($event.target).checked)" data-testid="create-auto-review" />
+            {{ t('create.autoReview') }}</label
+          >
+          @if (autoReview()) {
+            <label>
+              {{ t('create.autoReviewer') }}
+              <select name="autoReviewProvider" (change)="autoReviewProvider.set($any(value($event)))" data-testid="create-auto-review-provider">
+                <option value="" [selected]="autoReviewProvider() === ''">{{ t('create.autoReviewOther') }}</option>
+                @for (p of providers; track p) {
+                  <option [value]="p" [selected]="p === autoReviewProvider()">{{ p }}</option>
+                }
+              </select>
+            </label>
+            <label>
+              {{ t('create.autoReviewRounds') }}
+              <input
+                name="autoReviewRounds"
+                type="number"
+                min="1"
+                [max]="maxRounds"
+                [value]="autoReviewRounds()"
+                (input)="autoReviewRounds.set(+value($event))"
+                data-testid="create-auto-review-rounds"
+              />
+            </label>
+          }
+        </div>
         @if (mode() !== 'edit') {
           <label class="inline"><input type="checkbox" (change)="startNow.set($any($event.target).checked)" /> {{ t('create.startNow') }}</label>
         }
@@ -93,6 +122,11 @@ export class CreateRequirementDialog implements OnInit {
   protected readonly model = signal('');
   protected readonly effort = signal<ReasoningEffort | ''>('');
   protected readonly startNow = signal(false);
+  protected readonly maxRounds = LIMITS.autoReviewMaxRounds;
+  /** The cross-model review loop: on or off, its reviewer ('' for the other provider) and round limit. */
+  protected readonly autoReview = signal(false);
+  protected readonly autoReviewProvider = signal<Provider | ''>('');
+  protected readonly autoReviewRounds = signal(3);
   protected readonly busy = signal(false);
   /** Refused with a message rather than cut: the server's limit, counted as the person types. */
   protected readonly tooLong = computed(() => this.title().length > LIMITS.titleLength);
@@ -108,6 +142,11 @@ export class CreateRequirementDialog implements OnInit {
       this.provider.set(source.provider);
       this.model.set(source.model ?? '');
       this.effort.set(source.reasoningEffort ?? '');
+      if (source.autoReview) {
+        this.autoReview.set(true);
+        this.autoReviewProvider.set(source.autoReview.provider);
+        this.autoReviewRounds.set(source.autoReview.maxRounds);
+      }
     }
     this.initial = this.snapshot();
   }
@@ -139,18 +178,23 @@ export class CreateRequirementDialog implements OnInit {
       };
       const source = this.source();
       if (this.mode() === 'edit' && source) {
-        const changed = this.changed(source, fields);
+        const changed: UpdateRequirement = this.changed(source, fields);
+        const autoReview = this.autoReviewBody();
+        if (JSON.stringify(autoReview) !== JSON.stringify(source.autoReview)) {
+          changed.autoReview = autoReview;
+        }
         if (Object.keys(changed).length > 0) {
           this.warnAbout(await this.store.update(source.id, changed));
         }
         this.modal().close();
         return;
       }
+      const withLoop = { ...fields, autoReview: this.autoReviewBody() };
       let created: Requirement;
       if (this.mode() === 'fork' && source) {
-        created = await this.store.fork(source.id, fields);
+        created = await this.store.fork(source.id, withLoop);
       } else {
-        const edited = await this.store.create(fields);
+        const edited = await this.store.create(withLoop);
         this.warnAbout(edited);
         created = edited;
       }
@@ -167,7 +211,7 @@ export class CreateRequirementDialog implements OnInit {
   }
 
   /** Only the fields that changed: a started Requirement refuses a title or provider even unchanged in spirit. */
-  private changed(source: Requirement, fields: Required<UpdateRequirement>): UpdateRequirement {
+  private changed(source: Requirement, fields: Required<Omit<UpdateRequirement, 'autoReview'>>): UpdateRequirement {
     const keys = ['title', 'description', 'provider', 'model', 'reasoningEffort'] as const;
     return Object.fromEntries(keys.filter((k) => fields[k] !== source[k]).map((k) => [k, fields[k]]));
   }
@@ -181,7 +225,17 @@ export class CreateRequirementDialog implements OnInit {
     }
   }
 
+  /** The body's autoReview: null when off; the reviewer left out for "the other one". */
+  private autoReviewBody(): { provider?: Provider; maxRounds: number } | null {
+    if (!this.autoReview()) {
+      return null;
+    }
+    const rounds = Math.min(LIMITS.autoReviewMaxRounds, Math.max(1, Math.round(this.autoReviewRounds()) || 3));
+    const provider = this.autoReviewProvider();
+    return provider ? { maxRounds: rounds, provider } : { maxRounds: rounds };
+  }
+
   private snapshot(): string {
-    return JSON.stringify([this.title(), this.description(), this.provider(), this.model(), this.effort()]);
+    return JSON.stringify([this.title(), this.description(), this.provider(), this.model(), this.effort(), this.autoReviewBody()]);
   }
 }

@@ -87,6 +87,8 @@ describe(Database.name, () => {
     createdAt: 'c',
     createdBy: 'human',
     description: '',
+    autoReviewMaxRounds: null,
+    autoReviewProvider: null,
     forkedFromRequirementId: null,
     id,
     model: null,

@@ -1,7 +1,18 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsInt, Max, Min } from 'class-validator';
 
-import { PULL_REQUEST_STATUSES, PullRequest, PullRequestStatus } from '@libs/contracts';
+import {
+  AUTO_REVIEW_OUTCOMES,
+  AUTO_REVIEW_STATES,
+  AutoReviewOutcome,
+  AutoReviewState,
+  PROVIDERS,
+  PULL_REQUEST_STATUSES,
+  Provider,
+  PullRequest,
+  PullRequestAutoReview,
+  PullRequestStatus,
+} from '@libs/contracts';
 
 import { PageInfoDto, PageQueryDto } from '../../core/http/pagination';
 import { OptionalText, ValidateEnum, ValidateText } from '../../core/validation';
@@ -44,6 +55,15 @@ export class ListPullRequestsQueryDto extends PageQueryDto {
   requirementId?: string;
 }
 
+export class PullRequestAutoReviewDto implements PullRequestAutoReview {
+  @ApiProperty({ description: 'off until the loop first reviews the PR; clean and max_rounds end the loop', enum: AUTO_REVIEW_STATES }) state!: AutoReviewState;
+  @ApiProperty({ description: 'Rounds counted so far (a failed round is not counted)' }) round!: number;
+  @ApiProperty({ nullable: true, type: Number }) maxRounds!: number | null;
+  @ApiProperty({ enum: PROVIDERS, nullable: true }) provider!: Provider | null;
+  @ApiProperty({ description: 'The head the latest round reviewed', nullable: true, type: String }) headSha!: string | null;
+  @ApiProperty({ description: 'How the latest round ended (null while the first runs)', enum: AUTO_REVIEW_OUTCOMES, nullable: true }) lastOutcome!: AutoReviewOutcome | null;
+}
+
 export class PullRequestResponseDto implements PullRequest {
   @ApiProperty({ example: 'pr_…' }) id!: string;
   @ApiProperty() requirementId!: string;
@@ -55,6 +75,7 @@ export class PullRequestResponseDto implements PullRequest {
   @ApiProperty() headBranch!: string;
   @ApiProperty() headSha!: string;
   @ApiProperty({ enum: PULL_REQUEST_STATUSES }) status!: PullRequestStatus;
+  @ApiProperty({ description: "Its Requirement's cross-model review loop on this PR", type: PullRequestAutoReviewDto }) autoReview!: PullRequestAutoReviewDto;
   @ApiProperty() createdAt!: string;
   @ApiProperty() updatedAt!: string;
 }
@@ -65,6 +86,14 @@ export class PullRequestPageDto extends PageInfoDto {
 
 export function toPullRequestResponse(entity: PullRequestEntity): PullRequestResponseDto {
   return {
+    autoReview: {
+      headSha: entity.autoReviewHeadSha,
+      lastOutcome: entity.autoReviewOutcome,
+      maxRounds: entity.autoReviewMaxRounds,
+      provider: entity.autoReviewProvider,
+      round: entity.autoReviewRound,
+      state: entity.autoReviewState,
+    },
     baseBranch: entity.baseBranch,
     createdAt: entity.createdAt,
     headBranch: entity.headBranch,

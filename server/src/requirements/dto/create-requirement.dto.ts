@@ -1,12 +1,16 @@
 import { ISOLATION_MODES, IsolationMode, LIMITS, MODEL_NAME_PATTERN, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
 import { AutoStartFlag, DependencyInputDto, DependsOnList } from '../../dependencies/dto/dependency.dto';
+import { AutoReviewField, AutoReviewInputDto } from './auto-review.dto';
 import { OptionalEnum, OptionalText, ValidateEnum, ValidateText } from '../../core/validation';
 
 /** A git ref name as a person types it (branch, tag, remote branch, commit): no option-like or odd characters. */
 export const GIT_REF_PATTERN = /^(?!-)(?!.*\.\.)(?!.*@\{)[\w./@+-]+$/;
 
 export class CreateRequirementDto {
+  @AutoReviewField()
+  autoReview?: AutoReviewInputDto | null;
+
   @OptionalText({
     description: "The branch, tag or commit the Requirement's branch starts from (worktree isolation only); default: the branch checked out now",
     example: 'main',

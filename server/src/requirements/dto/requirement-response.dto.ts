@@ -21,6 +21,7 @@ import { PageInfoDto } from '../../core/http/pagination';
 import { RequirementWorktreeResponseDto, toWorktreeResponse } from '../../worktrees/dto/worktree.dto';
 import { RequirementDependencyResponseDto, toDependencyResponse } from '../../dependencies/dto/dependency.dto';
 import type { AgentSessionEntity } from '../agent-session.entity';
+import { AutoReviewSettingsDto, toAutoReviewSettings } from './auto-review.dto';
 import type { RequirementEntity } from '../requirement.entity';
 
 export class AgentSessionResponseDto implements AgentSession {
@@ -69,6 +70,8 @@ export class RequirementResponseDto implements Requirement {
   @ApiPropertyOptional({ description: 'Requirements this one waits for, with their state', type: [RequirementDependencyResponseDto] })
   dependsOn?: RequirementDependencyResponseDto[];
   @ApiPropertyOptional({ description: 'Starts on its own once every dependency is met' }) autoStart?: boolean;
+  @ApiProperty({ description: 'The cross-model review loop of its PRs, or null for none', nullable: true, type: AutoReviewSettingsDto })
+  autoReview!: AutoReviewSettingsDto | null;
 }
 
 export class RequirementPageDto extends PageInfoDto {
@@ -99,6 +102,7 @@ export function toSessionResponse(session: AgentSessionEntity): AgentSessionResp
 export function toRequirementResponse(requirement: RequirementEntity, session: AgentSessionEntity): RequirementResponseDto {
   const place = requirement.worktree ?? null;
   return {
+    autoReview: toAutoReviewSettings(requirement),
     baseRef: place?.baseRef ?? null,
     completedAt: requirement.completedAt,
     createdAt: requirement.createdAt,

@@ -1,13 +1,18 @@
 import { LIMITS, MODEL_NAME_PATTERN, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
 import { OptionalEnum, OptionalText } from '../../core/validation';
+import { AutoReviewField, AutoReviewInputDto } from './auto-review.dto';
 
 /**
  * A person's edit (PATCH). Title, description and provider only while the Requirement is todo
  * (a started session has its provider, and its agent read the text); model and effort apply to
  * the next run. Agents have no route to this: their children's text is fixed once proposed.
+ * autoReview applies from the next loop round on, in any state but cancelled.
  */
 export class UpdateRequirementDto {
+  @AutoReviewField()
+  autoReview?: AutoReviewInputDto | null;
+
   @OptionalText({ description: 'What to build (Markdown); only while todo', max: LIMITS.descriptionLength })
   description?: string;
 

@@ -1,6 +1,20 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-import { LIMITS, MODEL_NAME_PATTERN, PROVIDERS, Provider, REASONING_EFFORTS, REVIEW_REQUEST_STATUSES, ReasoningEffort, ReviewRequest, ReviewRequestStatus } from '@libs/contracts';
+import {
+  LIMITS,
+  MODEL_NAME_PATTERN,
+  PROVIDERS,
+  Provider,
+  REASONING_EFFORTS,
+  REVIEW_REQUESTERS,
+  REVIEW_REQUEST_STATUSES,
+  REVIEW_VERDICTS,
+  ReasoningEffort,
+  ReviewRequest,
+  ReviewRequestStatus,
+  ReviewRequester,
+  ReviewVerdict,
+} from '@libs/contracts';
 
 import { PageInfoDto, PageQueryDto } from '../../core/http/pagination';
 import { OptionalEnum, OptionalText, ValidateEnum } from '../../core/validation';
@@ -44,7 +58,13 @@ export class ReviewRequestResponseDto implements ReviewRequest {
   @ApiProperty({ nullable: true, type: String }) prompt!: string | null;
   @ApiProperty({ description: 'The PR head the review was asked for' }) targetHeadSha!: string;
   @ApiProperty({ enum: REVIEW_REQUEST_STATUSES }) status!: ReviewRequestStatus;
-  @ApiProperty({ enum: ['human'] }) requestedBy!: 'human';
+  @ApiProperty({ description: "human, or review_loop: the Requirement's cross-model review loop", enum: REVIEW_REQUESTERS }) requestedBy!: ReviewRequester;
+  @ApiProperty({
+    description: "The reviewer's last line: REVIEW: FINDINGS or REVIEW: NO FINDINGS (null without one, or before it finished)",
+    enum: REVIEW_VERDICTS,
+    nullable: true,
+  })
+  verdict!: ReviewVerdict | null;
   @ApiProperty({ nullable: true, type: String }) error!: string | null;
   @ApiProperty({ description: "The PR's head has moved since: the review is of older code" }) stale!: boolean;
   @ApiProperty() createdAt!: string;
@@ -81,5 +101,6 @@ export function toReviewRequestResponse(entity: ReviewRequestEntity): ReviewRequ
     status: entity.status,
     targetHeadSha: entity.targetHeadSha,
     updatedAt: entity.updatedAt,
+    verdict: entity.verdict ?? null,
   };
 }
