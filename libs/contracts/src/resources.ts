@@ -72,6 +72,29 @@ export interface Requirement {
   dependsOn?: RequirementDependency[];
   /** Start on its own once every dependency is met (absent where dependsOn is). */
   autoStart?: boolean;
+  /** What its RD runs may spend (either limit, or both), or null for no limit. */
+  budget: RequirementBudget | null;
+  /** What its RD runs have spent so far: tokens as reported (input + output), cost where the provider reports it. */
+  usage: RequirementUsage;
+  /**
+   * When a run reached the budget and paused the session (null when not paused by the budget).
+   * No trigger, timer or reply wakes it until a person raises the budget or starts it.
+   */
+  budgetReachedAt: string | null;
+}
+
+/** A Requirement's spending limit; a null limit is no limit of that kind. */
+export interface RequirementBudget {
+  maxTokens: number | null;
+  maxCostUsd: number | null;
+}
+
+/** A Requirement's spending over its RD runs. */
+export interface RequirementUsage {
+  inputTokens: number;
+  outputTokens: number;
+  /** US dollars, summed over the runs whose provider reported a cost (null when none did). */
+  costUsd: number | null;
 }
 
 /** One Requirement another waits for. */
@@ -171,6 +194,10 @@ export interface AgentIsolation {
 
 export interface ConfigurationValues {
   agentIsolation: AgentIsolationMode;
+  /** The token limit a new Requirement gets when its creator names no budget (null: none). */
+  defaultBudgetMaxTokens: number | null;
+  /** The cost limit (US dollars) a new Requirement gets when its creator names no budget (null: none). */
+  defaultBudgetMaxCostUsd: number | null;
   authentication: AuthenticationMode;
   host: string;
   port: number;

@@ -58,6 +58,7 @@ export class AgentRequirementsService {
     const created = await this.requirements.create(
       {
         autoStart: dto.autoStart,
+        budget: dto.budget,
         createdBy: 'rd_agent',
         dependsOn: dto.dependsOn,
         description: dto.description,

@@ -4,6 +4,7 @@ import { Injectable, Logger } from '@nestjs/common';
 
 import type { AgentAdapter, NormalizedEvent } from '../agents/agent-adapter';
 import { AgentSandbox } from '../agents/agent-sandbox';
+import { crosses } from '../budgets/budget-rules';
 import { ClaudeCodeAdapter } from '../agents/claude-code.adapter';
 import { CodexAdapter } from '../agents/codex.adapter';
 import { cliNotFoundMessage, findExecutable } from '../agents/executable';
@@ -192,6 +193,13 @@ export class RunLauncher {
           break;
         case 'usage':
           active.usage = event.usage;
+          // The report that takes the Requirement across its budget stops the run like a person's
+          // stop: what the run did so far stays, its input is not consumed (docs/decisions.md, "Budgets").
+          if (active.budget && active.interruptMode === null && crosses(active.budget, active.run.provider, event.usage)) {
+            active.interruptMode = 'budget';
+            this.logger.log({ msg: 'budget reached: stopping the run', requirementId: active.run.requirementId, runId: active.run.id });
+            this.kill(active);
+          }
           break;
         case 'completed':
           active.outcome.completed = true;

@@ -1,9 +1,9 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 
-import { AGENT_ISOLATION_MODES, AUTHENTICATION_MODES, ConfigurationValues, DATABASE_TLS_MODES, ISOLATION_MODES, LOG_LEVELS } from '@libs/contracts';
+import { AGENT_ISOLATION_MODES, AUTHENTICATION_MODES, ConfigurationValues, DATABASE_TLS_MODES, ISOLATION_MODES, LIMITS, LOG_LEVELS } from '@libs/contracts';
 
-import { OptionalEnum, OptionalInt, OptionalText, OptionalTextList } from '../validation';
+import { OptionalEnum, OptionalInt, OptionalNumber, OptionalText, OptionalTextList } from '../validation';
 
 export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   agentIsolation: 'auto',
@@ -17,6 +17,8 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   databaseStatementTimeoutSeconds: 60,
   databaseTls: 'url',
   databaseUrl: null,
+  defaultBudgetMaxCostUsd: null,
+  defaultBudgetMaxTokens: null,
   doneRequirementRetentionDays: 365,
   githubApiUrl: 'https://api.github.com',
   githubWebhookSecret: null,
@@ -45,6 +47,8 @@ export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
   'cancelledRequirementRetentionDays',
   'claudeExecutable',
   'codexExecutable',
+  'defaultBudgetMaxCostUsd',
+  'defaultBudgetMaxTokens',
   'doneRequirementRetentionDays',
   'githubWebhookSecret',
   'isolation',
@@ -117,6 +121,22 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
     pattern: /^postgres(ql)?:\/\/\S+$/,
   })
   databaseUrl?: string | null;
+
+  @OptionalNumber({
+    description: 'US dollars a new Requirement may spend when its creator names no budget; null for no cost limit (applies to Requirements created from now on)',
+    max: LIMITS.budgetMaxCostUsd,
+    min: 0.01,
+    nullable: true,
+  })
+  defaultBudgetMaxCostUsd?: number | null;
+
+  @OptionalInt({
+    description: 'Tokens a new Requirement may use when its creator names no budget; null for no token limit (applies to Requirements created from now on)',
+    max: LIMITS.budgetMaxTokens,
+    min: 1,
+    nullable: true,
+  })
+  defaultBudgetMaxTokens?: number | null;
 
   @OptionalInt({ description: 'Days a done Requirement is kept before it is purged', max: 36_500, min: 0 })
   doneRequirementRetentionDays?: number;

@@ -20,6 +20,8 @@ import {
 import { PageInfoDto } from '../../core/http/pagination';
 import { RequirementWorktreeResponseDto, toWorktreeResponse } from '../../worktrees/dto/worktree.dto';
 import { RequirementDependencyResponseDto, toDependencyResponse } from '../../dependencies/dto/dependency.dto';
+import { budgetOf, usageOf } from '../../budgets/budget-rules';
+import { RequirementBudgetResponseDto, RequirementUsageResponseDto } from '../../budgets/dto/budget.dto';
 import type { AgentSessionEntity } from '../agent-session.entity';
 import type { RequirementEntity } from '../requirement.entity';
 
@@ -69,6 +71,15 @@ export class RequirementResponseDto implements Requirement {
   @ApiPropertyOptional({ description: 'Requirements this one waits for, with their state', type: [RequirementDependencyResponseDto] })
   dependsOn?: RequirementDependencyResponseDto[];
   @ApiPropertyOptional({ description: 'Starts on its own once every dependency is met' }) autoStart?: boolean;
+  @ApiProperty({ description: 'What its RD runs may spend, or null for no limit', nullable: true, type: RequirementBudgetResponseDto })
+  budget!: RequirementBudgetResponseDto | null;
+  @ApiProperty({ description: 'What its RD runs have spent (summed as each run closes)', type: RequirementUsageResponseDto }) usage!: RequirementUsageResponseDto;
+  @ApiProperty({
+    description: 'When a run reached the budget and paused the session, else null. Nothing but a person raising the budget or starting it wakes it meanwhile',
+    nullable: true,
+    type: String,
+  })
+  budgetReachedAt!: string | null;
 }
 
 export class RequirementPageDto extends PageInfoDto {
@@ -100,6 +111,8 @@ export function toRequirementResponse(requirement: RequirementEntity, session: A
   const place = requirement.worktree ?? null;
   return {
     baseRef: place?.baseRef ?? null,
+    budget: budgetOf(requirement),
+    budgetReachedAt: requirement.budgetReachedAt,
     completedAt: requirement.completedAt,
     createdAt: requirement.createdAt,
     createdBy: requirement.createdBy,
@@ -118,6 +131,7 @@ export function toRequirementResponse(requirement: RequirementEntity, session: A
     title: requirement.title,
     // The card changes when its session (state, pending count) or its worktree (ahead, dirty) does: one version for all.
     updatedAt: latest(requirement.updatedAt, session.updatedAt, place?.updatedAt ?? ''),
+    usage: usageOf(requirement),
     worktree: toWorktreeResponse(place),
     ...(requirement.dependsOn && { autoStart: requirement.dependsOn.some((d) => d.autoStart), dependsOn: requirement.dependsOn.map(toDependencyResponse) }),
   };

@@ -1,5 +1,6 @@
 import { LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
+import { BudgetField, BudgetInputDto } from '../../budgets/dto/budget.dto';
 import { OptionalEnum, OptionalText } from '../../core/validation';
 
 /**
@@ -8,6 +9,11 @@ import { OptionalEnum, OptionalText } from '../../core/validation';
  * the next run. Agents have no route to this: their children's text is fixed once proposed.
  */
 export class UpdateRequirementDto {
+  @BudgetField(
+    'Replaces the budget ({maxTokens, maxCostUsd}; a limit left out is none); null removes it. Raising a reached budget resumes the paused session with its pending input',
+  )
+  budget?: BudgetInputDto | null;
+
   @OptionalText({ description: 'What to build (Markdown); only while todo', max: LIMITS.descriptionLength })
   description?: string;
 
