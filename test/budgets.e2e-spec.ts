@@ -24,7 +24,7 @@ interface Requirement {
   budget: { maxTokens: number | null; maxCostUsd: number | null } | null;
   usage: { inputTokens: number; outputTokens: number; costUsd: number | null };
   budgetReachedAt: string | null;
-  session: { state: string; pausedAt: string | null; pendingMessageCount: number };
+  session: { id: string; state: string; pausedAt: string | null; pendingMessageCount: number };
 }
 interface Run {
   id: string;
@@ -64,6 +64,17 @@ describe('budgets (real Claude Code, usage reported mid-run)', () => {
       await expectRefused(dataDirectory(), () => send(origin(), 'PATCH', `/api/requirements/${created.json.id}`, { budget }), 400);
     }
     expect((await get(created.json.id)).budget).toEqual({ maxCostUsd: null, maxTokens: 10_000 });
+    // A proposal (here with the owner's token, as the MCP tool and the CLI send it) takes one too.
+    const parent = created.json as Requirement;
+    const proposed = await send(origin(), 'POST', '/api/agent/requirements', {
+      budget: { maxCostUsd: 0.5 },
+      description: 'A follow-up',
+      parentRequirementId: parent.id,
+      sourceSessionId: parent.session.id,
+      title: 'Proposed with a budget',
+    });
+    expect(proposed.status).toBe(201);
+    expect(proposed.json).toMatchObject({ budget: { maxCostUsd: 0.5, maxTokens: null }, createdBy: 'rd_agent' });
 
     const configured = await send(origin(), 'PATCH', '/api/configuration', { defaultBudgetMaxCostUsd: 2.5, defaultBudgetMaxTokens: 50_000 });
     expect(configured.status).toBe(200);

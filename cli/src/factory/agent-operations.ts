@@ -16,6 +16,8 @@ export interface ProposeInput {
   /** Requirements the new one waits for (issue 18 §2). */
   dependsOn?: Array<{ requirementId: string; until: DependencyCondition }>;
   autoStart?: boolean;
+  /** What its RD runs may spend (issue 18 §1); absent: the workspace's default budget. */
+  budget?: { maxTokens?: number; maxCostUsd?: number };
 }
 
 export interface RegisterPullRequestInput extends Partial<PullRequestFields> {
@@ -84,6 +86,7 @@ export class AgentOperations {
         body: {
           ...(input.dependsOn && { dependsOn: input.dependsOn }),
           ...(input.autoStart && { autoStart: true }),
+          ...(input.budget && { budget: input.budget }),
           description: input.description,
           model: input.model,
           parentRequirementId: context.requirementId,
