@@ -96,8 +96,8 @@ export function crosses(watch: BudgetWatch, provider: Provider, reported: TokenU
 }
 
 const count = (n: number) => n.toLocaleString('en-US');
-/** Cents for dollars, tenths of a cent below one (a short run costs $0.0008, not $0.00). */
-const dollars = (n: number) => `$${n.toFixed(n < 1 ? 4 : 2)}`;
+/** Cents, and hundredths of a cent below one cent (a short run costs $0.0008, not $0.00). */
+const dollars = (n: number) => `$${n.toFixed(n > 0 && n < 0.01 ? 4 : 2)}`;
 
 /** The system message of a budget pause: what was spent against which limit, and how to go on. */
 export function budgetReachedMessage(budget: RequirementBudget, usage: RequirementUsage, runStopped: boolean): string {

@@ -62,5 +62,5 @@ export class BudgetMeter {
 }
 
 function dollars(n: number): string {
-  return `$${n.toFixed(n > 0 && n < 1 ? 4 : 2)}`;
+  return `$${n.toFixed(n > 0 && n < 0.01 ? 4 : 2)}`;
 }

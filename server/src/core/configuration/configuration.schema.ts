@@ -42,6 +42,9 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
 export type ConfigurationKey = keyof ConfigurationValues;
 export const CONFIGURATION_KEYS = Object.keys(CONFIGURATION_DEFAULTS) as ConfigurationKey[];
 
+/** Numbers whose default is null (none): the environment's text is read as a number for them too. */
+export const NULLABLE_NUMBER_KEYS: readonly ConfigurationKey[] = ['defaultBudgetMaxCostUsd', 'defaultBudgetMaxTokens'];
+
 /** Fields a running manager applies at once; every other field takes effect on restart. */
 export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
   'cancelledRequirementRetentionDays',
