@@ -5,6 +5,7 @@ import type { EventActor } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
+import { conflict } from '../core/errors/domain-error';
 import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
@@ -39,6 +40,12 @@ export class BudgetsService implements OnModuleInit {
 
   onModuleInit(): void {
     this.requirements.onUpdated((id, fields, actor) => (fields.budget === undefined ? Promise.resolve(null) : this.budgetChanged(id, actor)));
+    // "Until a person raises the budget or starts it": the agent that proposed it may not spend past it.
+    this.lifecycle.guardStart(async (_tx, { requirement }, actor) => {
+      if (requirement.budgetReachedAt !== null && actor.kind !== 'human') {
+        throw conflict('budget_reached', `Requirement ${requirement.id} reached its budget; only a person can start it again, or raise its budget`);
+      }
+    });
   }
 
   /** Applies a committed change of budget; returns the newer snapshot when it changed anything. */

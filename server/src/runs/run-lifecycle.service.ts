@@ -35,8 +35,8 @@ export function hasInputToStart({ requirement, session }: RequirementRows): bool
   return requirement.status === 'todo' || session.state === 'failed' || session.pendingMessageCount > 0;
 }
 
-/** A check another module makes before an explicit start (it throws to refuse it). */
-export type StartGuard = (tx: UnitOfWork, rows: RequirementRows) => Promise<void>;
+/** A check another module makes before an explicit start (it throws to refuse it); `actor` is who asks. */
+export type StartGuard = (tx: UnitOfWork, rows: RequirementRows, actor: EventActor) => Promise<void>;
 
 /** How long a graceful stop, or a cancel, waits for interrupted runs to be recorded. */
 const SHUTDOWN_WAIT_MS = 10_000;
@@ -101,7 +101,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         }
         // Unmet dependencies first: they say why, whatever the input.
         for (const guard of this.startGuards) {
-          await guard(tx, rows);
+          await guard(tx, rows, actor);
         }
         if (!hasReplyContent(dto) && !hasInputToStart(rows)) {
           // A run on nothing new answers the last message again (tokens spent for a duplicate).
