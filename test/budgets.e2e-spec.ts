@@ -205,4 +205,36 @@ describe('budgets (real Claude Code, usage reported mid-run)', () => {
     expect(lifted.json).toMatchObject({ budget: null, budgetReachedAt: null, session: { pausedAt: null, state: 'waiting_human' } });
     expect(await runsOf(req.id)).toHaveLength(2);
   });
+  it("refuses the proposing agent's start of a child whose budget is reached: only a person lifts it", async () => {
+    const parent = (await send(origin(), 'POST', '/api/requirements', { provider: 'claude-code', title: 'Parent' })).json as Requirement;
+    const child = (
+      await send(origin(), 'POST', '/api/agent/requirements', {
+        budget: { maxTokens: 1 },
+        description: 'Spends its budget at once',
+        parentRequirementId: parent.id,
+        sourceSessionId: parent.session.id,
+        title: `Child of ${parent.id}`,
+      })
+    ).json as Requirement;
+    world.stub.scriptFor(child.id, [{ text: 'Child answer.' }]);
+    await send(origin(), 'POST', `/api/requirements/${child.id}/start`, { message: `Child work ${child.id}` });
+    await until(
+      'the child paused by its budget',
+      async () => {
+        const r = await get(child.id);
+        return r.budgetReachedAt !== null && r.status === 'waiting_confirmation';
+      },
+      120_000,
+    );
+
+    // The parent's agent asks to start it through code-factory-cli, with its own run credential.
+    world.stub.scriptFor(parent.id, [{ shell: `code-factory-cli requirement action --requirement-id ${child.id} --start; echo "exit=$?"` }, { text: 'Tried.' }]);
+    await send(origin(), 'POST', `/api/requirements/${parent.id}/start`, { message: `Parent work ${parent.id}` });
+    await until('the parent run', async () => ((await runsOf(parent.id))[0]?.status === 'succeeded' ? true : undefined), 120_000);
+    const answered = world.stub.requests.filter((r) => r.marker === parent.id).pop()!;
+    expect(answered.transcript).toContain(`Requirement ${child.id} reached its budget`);
+    expect(answered.transcript).toContain('exit=1');
+    expect(await runsOf(child.id)).toHaveLength(1);
+    expect((await get(child.id)).budgetReachedAt).not.toBeNull();
+  });
 });
