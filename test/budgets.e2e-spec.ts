@@ -67,14 +67,16 @@ describe('budgets (real Claude Code, usage reported mid-run)', () => {
     // A proposal (here with the owner's token, as the MCP tool and the CLI send it) takes one too.
     const parent = created.json as Requirement;
     const proposed = await send(origin(), 'POST', '/api/agent/requirements', {
-      budget: { maxCostUsd: 0.5 },
+      budget: { maxCostUsd: 0.1 },
       description: 'A follow-up',
       parentRequirementId: parent.id,
       sourceSessionId: parent.session.id,
       title: 'Proposed with a budget',
     });
     expect(proposed.status).toBe(201);
-    expect(proposed.json).toMatchObject({ budget: { maxCostUsd: 0.5, maxTokens: null }, createdBy: 'rd_agent' });
+    expect(proposed.json).toMatchObject({ budget: { maxCostUsd: 0.1, maxTokens: null }, createdBy: 'rd_agent' });
+    // Read back as typed on both stores (dollars are double precision, not PostgreSQL's 4-byte real).
+    expect((await get(proposed.json.id)).budget).toEqual({ maxCostUsd: 0.1, maxTokens: null });
 
     const configured = await send(origin(), 'PATCH', '/api/configuration', { defaultBudgetMaxCostUsd: 2.5, defaultBudgetMaxTokens: 50_000 });
     expect(configured.status).toBe(200);

@@ -57,7 +57,7 @@ export class RequirementEntity {
   @Column('integer', { nullable: true })
   budgetMaxTokens!: number | null;
 
-  @Column('real', { nullable: true })
+  @Column('double precision', { nullable: true })
   budgetMaxCostUsd!: number | null;
 
   /** When a run reached the budget and paused the session (its `pausedAt` is set with it), else null. */
@@ -72,7 +72,7 @@ export class RequirementEntity {
   usageOutputTokens!: number;
 
   /** Null until a run's provider reported a cost. */
-  @Column('real', { nullable: true })
+  @Column('double precision', { nullable: true })
   usageCostUsd!: number | null;
 
   /** Filled by `RequirementsService.loadForWrite` (one query for both rows); not a column. */
