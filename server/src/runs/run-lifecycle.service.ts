@@ -336,9 +336,6 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         SYSTEM_ACTOR,
       );
     }
-    // Read after the failure message's own time: its message.created event carries the
-    // Requirement at that time, and the run.* event after it must not carry an older version,
-    // or a client merging by update time keeps the earlier (still doing/running) snapshot.
     const own = await ownRunUsage(tx, this.runs, active);
     // The Requirement's usage grows with the run's own; reaching the budget pauses like a stop.
     const usage = addUsage(usageOf(requirement), own);
@@ -350,10 +347,18 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       await this.messages.append(
         tx,
         rows,
-        { author: 'system', body: budgetReachedMessage(budget ?? { maxCostUsd: null, maxTokens: null }, usage, status !== 'succeeded'), deliverToRd: false, runId: run.id },
+        {
+          author: 'system',
+          body: budgetReachedMessage(budget ?? { maxCostUsd: null, maxTokens: null }, usage, active.interruptMode === 'budget' && status !== 'succeeded'),
+          deliverToRd: false,
+          runId: run.id,
+        },
         SYSTEM_ACTOR,
       );
     }
+    // Read after the failure's and the budget's messages' own time: their message.created events carry the
+    // Requirement at that time, and the run.* event after it must not carry an older version,
+    // or a client merging by update time keeps the earlier (still doing/running) snapshot.
     const now = this.clock.nowIso();
     this.runs.change(tx, run, runEndFields(active, { error, exitCode: end.code, now, status, usage: own }));
 
