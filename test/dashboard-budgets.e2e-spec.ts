@@ -29,6 +29,7 @@ interface Requirement {
   budget: { maxTokens: number | null; maxCostUsd: number | null } | null;
   budgetReachedAt: string | null;
   usage: { inputTokens: number; outputTokens: number };
+  session: { pendingMessageCount: number };
 }
 
 describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
@@ -98,6 +99,9 @@ describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
       120_000,
     );
     const used = reached.usage.inputTokens + reached.usage.outputTokens;
+    // The answer that spent it ended the run: it succeeded and consumed its input (nothing is delivered twice).
+    expect(reached.session.pendingMessageCount).toBe(0);
+    expect((await send(origin(), 'GET', `/api/runs?requirementId=${id}`)).json.items).toEqual([expect.objectContaining({ status: 'succeeded' })]);
 
     const waitingCard = card(id);
     await waitingCard.getByTestId('budget-reached').waitFor();

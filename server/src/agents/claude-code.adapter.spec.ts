@@ -60,11 +60,7 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
   'error-stream-fallback-ok': (events) => {
     // The failed streams leave no trace on stdout; the fallback's answer arrives once.
     expect(messages(events)).toEqual(['Answer from the non-streaming fallback request.']);
-    // The running total from the fallback's message, then the result's figures (with the cost) replacing it.
-    expect(usages(events)).toEqual([
-      { cachedInputTokens: 0, costUsd: null, inputTokens: 100, outputTokens: 20, reasoningOutputTokens: 0 },
-      { cachedInputTokens: 0, costUsd: 0.0008, inputTokens: 400, outputTokens: 23, reasoningOutputTokens: 0 },
-    ]);
+    expect(usages(events)).toEqual([{ cachedInputTokens: 0, costUsd: 0.0008, inputTokens: 400, outputTokens: 23, reasoningOutputTokens: 0 }]);
   },
   'error-stream-maxretries0': (events) => {
     expectApiFailure(events, 'API Error: 529 fake overloaded');
@@ -117,10 +113,8 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
     expectNewSession(events, transcript);
     expect(messages(events)).toEqual(['Hello! This is a plain text answer from the fake model.']);
     // The result's total_cost_usd rides along (cumulative on resume: the run subtracts its session's earlier runs).
-    expect(usages(events)).toEqual([
-      { cachedInputTokens: 0, costUsd: null, inputTokens: 100, outputTokens: 1, reasoningOutputTokens: 0 },
-      { cachedInputTokens: 0, costUsd: 0.0008, inputTokens: 100, outputTokens: 20, reasoningOutputTokens: 0 },
-    ]);
+    // An answer that ends the turn is counted by the result (with the cost), not on its own line.
+    expect(usages(events)).toEqual([{ cachedInputTokens: 0, costUsd: 0.0008, inputTokens: 100, outputTokens: 20, reasoningOutputTokens: 0 }]);
     expect(outcomes(events)).toEqual([{ summary: 'Hello! This is a plain text answer from the fake model.', type: 'completed' }]);
   },
   'plain-text-partial': (events, transcript) => {
@@ -172,10 +166,9 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
       },
     ]);
     expect(messages(events)).toEqual(['I ran the command; out.txt contains "hello".']);
-    // A running total per model response (not per assistant line), then the result's.
+    // A running total after each response that calls a tool (the run goes on), then the result's.
     expect(usages(events)).toEqual([
       { cachedInputTokens: 0, costUsd: null, inputTokens: 100, outputTokens: 1, reasoningOutputTokens: 0 },
-      { cachedInputTokens: 0, costUsd: null, inputTokens: 200, outputTokens: 2, reasoningOutputTokens: 0 },
       { cachedInputTokens: 0, costUsd: 0.0016, inputTokens: 200, outputTokens: 40, reasoningOutputTokens: 0 },
     ]);
   },

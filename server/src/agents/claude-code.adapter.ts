@@ -188,12 +188,16 @@ class ClaudeOutputParser implements OutputParser {
           events.push(unknown(block, nativeType));
       }
     }
-    // The running total as the run goes (what a budget watches); the result's figures replace it
-    // at the end, with the cost, which only the result reports.
+    // The running total as the run goes (what a budget watches), reported when the run goes on
+    // after this response (it calls a tool, or a sub-agent speaks): an answer that ends the turn is
+    // counted by the result that follows, with the cost, which only the result reports.
     const responseId = str(message.id);
     if (responseId && isObject(message.usage) && !apiError) {
       this.responseUsage.set(responseId, claudeUsage(message.usage));
-      events.push({ type: 'usage', usage: { ...sumUsage([...this.responseUsage.values()]), costUsd: null } });
+      const goesOn = fromSubagent || blocks.some((block) => isObject(block) && block.type === 'tool_use');
+      if (goesOn) {
+        events.push({ type: 'usage', usage: { ...sumUsage([...this.responseUsage.values()]), costUsd: null } });
+      }
     }
     return events;
   }
