@@ -13,6 +13,7 @@ import { until } from './support/wait';
 // a timer firing meanwhile wakes nothing, and raising the budget resumes the pending input.
 
 const CLAUDE = REAL_AGENT_CLIS.find((cli) => cli.provider === 'claude-code')!;
+const CODEX = REAL_AGENT_CLIS.find((cli) => cli.provider === 'codex')!;
 /** A tool job that never ends by itself: the run it is in can only end by being stopped. */
 const LONG_JOB = `node -e "setInterval(() => {}, 1000)" am-budget-sleeper`;
 
@@ -238,5 +239,32 @@ describe('budgets (real Claude Code, usage reported mid-run)', () => {
     expect(answered.transcript).toContain('exit=1');
     expect(await runsOf(child.id)).toHaveLength(1);
     expect((await get(child.id)).budgetReachedAt).not.toBeNull();
+  });
+});
+
+describe('budgets (real Codex, usage reported with the turn)', () => {
+  let world: RealAgentWorld;
+  useRealAgentWorld(CODEX, 'budgets', (w) => (world = w));
+
+  it('sees the crossing when the turn completes: the run succeeds (its input consumed) and the Requirement pauses', async () => {
+    const origin = world.manager.origin;
+    const req = (await send(origin, 'POST', '/api/requirements', { budget: { maxTokens: 100 }, provider: 'codex', title: 'Codex on a budget' })).json as Requirement;
+    world.stub.scriptFor(req.id, [{ text: 'Codex answer.' }]);
+    await send(origin, 'POST', `/api/requirements/${req.id}/start`, { message: `Work ${req.id}` });
+    const paused = await until(
+      'the budget pause',
+      async () => {
+        const r = (await send(origin, 'GET', `/api/requirements/${req.id}`)).json as Requirement;
+        return r.budgetReachedAt !== null && r.status === 'waiting_confirmation' ? r : undefined;
+      },
+      120_000,
+    );
+    expect(paused.session).toMatchObject({ pendingMessageCount: 0, state: 'waiting_human' });
+    expect(paused.usage).toEqual({ costUsd: null, inputTokens: 100, outputTokens: 20 });
+    expect((await send(origin, 'GET', `/api/runs?requirementId=${req.id}`)).json.items).toEqual([expect.objectContaining({ status: 'succeeded' })]);
+    const messages = (await send(origin, 'GET', `/api/requirements/${req.id}/messages`)).json.items as Message[];
+    expect(messages.filter((m) => m.author === 'system').map((m) => m.body)).toEqual([
+      'Budget reached: 120 of 100 tokens.\nNothing wakes this Requirement until a person raises its budget or starts it.',
+    ]);
   });
 });
