@@ -61,6 +61,8 @@ const COMMANDS: Array<[string[], string[]]> = [
       '--auto-start',
       '--auto-review',
       '--auto-review-rounds',
+      '--budget-tokens',
+      '--budget-usd',
     ],
   ],
   [
@@ -225,6 +227,14 @@ describe('code-factory-cli', () => {
         { requirementId: second.json.id, state: 'pending', until: 'done' },
       ],
     });
+    // A budget (issue 18 §1): either limit, sent as the API's budget.
+    const budgeted = await cli(['requirement', 'propose', '--title', 'Cheap', '--description', 'y', '--budget-tokens', '20000', '--budget-usd', '1.5'], env);
+    expect(budgeted).toMatchObject({ code: 0, json: { budget: { maxCostUsd: 1.5, maxTokens: 20_000 } } });
+    const tokensOnly = await cli(['requirement', 'propose', '--title', 'Tokens only', '--description', 'y', '--budget-tokens', '500'], env);
+    expect(tokensOnly.json.budget).toEqual({ maxCostUsd: null, maxTokens: 500 });
+    const badBudget = await cli(['requirement', 'propose', '--title', 'x', '--description', 'y', '--budget-usd', 'lots'], env);
+    expect(badBudget).toMatchObject({ code: 1, stdout: '' });
+    expect(badBudget.stderr).toMatch(/^code-factory-cli: --budget-usd takes an amount from 0.01 to 1000000, not "lots"\n$/);
     const bad = await cli(['requirement', 'propose', '--title', 'x', '--description', 'y', '--depends-on', `${first.json.id}:soon`], env);
     expect(bad).toMatchObject({ code: 1, stdout: '' });
     expect(bad.stderr).toMatch(/^code-factory-cli: --depends-on takes <requirementId>/);

@@ -64,7 +64,7 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
       { arguments: { afterSeconds: 60, description: 'Check the CI of PR 42' }, tool: 'register_timer' },
       { arguments: {}, tool: 'list_timers' },
       { arguments: (request) => ({ timerId: idIn(request, 'tmr') }), tool: 'cancel_timer' },
-      { arguments: { autoReview: { maxRounds: 2 }, description: 'Do the lexer part', title: 'Child work' }, tool: 'propose_requirement' },
+      { arguments: { autoReview: { maxRounds: 2 }, budget: { maxTokens: 90_000 }, description: 'Do the lexer part', title: 'Child work' }, tool: 'propose_requirement' },
       { arguments: (request) => ({ action: 'start', requirementId: (childId = idIn(request, 'req')) }), tool: 'requirement_action' },
       { arguments: {}, tool: 'list_related' },
       { arguments: () => ({ message: 'Use contract version 2.', requirementId: childId }), tool: 'message_related' },
@@ -150,7 +150,14 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
     const timers = (await send(manager.origin, 'GET', `/api/requirements/${parent.id}/timers`)).json.items;
     expect(timers).toEqual([expect.objectContaining({ description: 'Check the CI of PR 42', intervalSeconds: 60, schedule: 'once', status: 'cancelled' })]);
     const child = (await send(manager.origin, 'GET', `/api/requirements/${childId}`)).json;
-    expect(child).toMatchObject({ createdBy: 'rd_agent', parentRequirementId: parent.id, provider, sourceSessionId: parent.session.id, title: 'Child work' });
+    expect(child).toMatchObject({
+      budget: { maxCostUsd: null, maxTokens: 90_000 },
+      createdBy: 'rd_agent',
+      parentRequirementId: parent.id,
+      provider,
+      sourceSessionId: parent.session.id,
+      title: 'Child work',
+    });
     // The tool's autoReview reached the child: its reviewer defaults to the other provider.
     expect(child.autoReview).toEqual({ maxRounds: 2, provider: provider === 'codex' ? 'claude-code' : 'codex' });
     expect(['doing', 'waiting_confirmation']).toContain(child.status);

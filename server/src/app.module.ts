@@ -4,6 +4,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { AgentApiModule } from './agent-api/agent-api.module';
 import { AttachmentsModule } from './attachments/attachments.module';
 import { AuthModule } from './auth/auth.module';
+import { BudgetsModule } from './budgets/budgets.module';
 import { ConfigurationModule } from './configuration/configuration.module';
 import { CoreModule } from './core/core.module';
 import { DependenciesModule } from './dependencies/dependencies.module';
@@ -32,6 +33,7 @@ export class AppModule {
         AgentApiModule,
         AttachmentsModule,
         AuthModule,
+        BudgetsModule,
         ConfigurationModule,
         ConversationModule,
         CoreModule.forRoot(runtime),

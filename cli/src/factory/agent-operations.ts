@@ -18,6 +18,8 @@ export interface ProposeInput {
   autoStart?: boolean;
   /** A cross-model review loop on its PRs (issue 18 §3); both fields have server defaults. */
   autoReview?: { provider?: Provider; maxRounds?: number };
+  /** What its RD runs may spend (issue 18 §1); absent: the workspace's default budget. */
+  budget?: { maxTokens?: number; maxCostUsd?: number };
 }
 
 export interface RegisterPullRequestInput extends Partial<PullRequestFields> {
@@ -87,6 +89,7 @@ export class AgentOperations {
           ...(input.dependsOn && { dependsOn: input.dependsOn }),
           ...(input.autoStart && { autoStart: true }),
           ...(input.autoReview && { autoReview: input.autoReview }),
+          ...(input.budget && { budget: input.budget }),
           description: input.description,
           model: input.model,
           parentRequirementId: context.requirementId,

@@ -57,6 +57,13 @@ export function agentTools(operations: AgentOperations): ToolDefinition[] {
         model: z.string().min(1).max(LIMITS.modelLength).optional().describe("Model for the new Requirement (default: the current one's when provider is not given)"),
         provider: z.enum(PROVIDERS).optional().describe("Agent for the new Requirement (default: the current one's)"),
         reasoningEffort: z.enum(REASONING_EFFORTS).optional().describe('Reasoning effort (default as for model)'),
+        budget: z
+          .object({
+            maxCostUsd: z.number().min(0.01).max(LIMITS.budgetMaxCostUsd).optional().describe('US dollars its runs may cost (where the provider reports a cost)'),
+            maxTokens: z.number().int().min(1).max(LIMITS.budgetMaxTokens).optional().describe('Tokens (input + output) its runs may use'),
+          })
+          .optional()
+          .describe("What its runs may spend; a run that reaches it pauses for a person (default: the workspace's default budget)"),
         start: z.boolean().optional().describe('Start its RD session at once instead of leaving it todo'),
         title: text(LIMITS.titleLength, 'Short title'),
       },

@@ -10,6 +10,8 @@ export const T2 = '2026-01-01T00:00:02.000Z';
 export const requirement = (id: string, updatedAt: string, status: Requirement['status'] = 'todo'): Requirement => ({
   autoReview: null,
   baseRef: null,
+  budget: null,
+  budgetReachedAt: null,
   completedAt: null,
   createdAt: T0,
   createdBy: 'human',
@@ -39,6 +41,7 @@ export const requirement = (id: string, updatedAt: string, status: Requirement['
   status,
   title: id,
   updatedAt,
+  usage: { costUsd: null, inputTokens: 0, outputTokens: 0 },
   worktree: null,
 });
 

@@ -873,6 +873,12 @@ export interface components {
             /** @enum {string} */
             provider: "codex" | "claude-code";
         };
+        BudgetInputDto: {
+            /** @description US dollars its RD runs may cost, where the provider reports a cost; null or absent: no cost limit */
+            maxCostUsd?: number | null;
+            /** @description Tokens (input + output, as the provider reports them) its RD runs may use; null or absent: no token limit */
+            maxTokens?: number | null;
+        };
         CatalogModelDto: {
             efforts: ("low" | "medium" | "high" | "xhigh" | "max")[];
             /** @example gpt-6.2-sol */
@@ -899,14 +905,14 @@ export interface components {
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
             /** @description Fields a change applies to at once; every other field needs a restart */
-            liveFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            liveFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            overriddenFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            restartRequiredFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
@@ -926,6 +932,10 @@ export interface components {
             databaseTls: "url" | "require" | "verify";
             /** @description postgres://… without its password, or null (SQLite) */
             databaseUrl: string | null;
+            /** @description Cost limit (US dollars) of a new Requirement created without a budget, or null */
+            defaultBudgetMaxCostUsd: number | null;
+            /** @description Token limit of a new Requirement created without a budget, or null */
+            defaultBudgetMaxTokens: number | null;
             doneRequirementRetentionDays: number;
             extraClaudeModels: string[];
             extraCodexModels: string[];
@@ -961,6 +971,8 @@ export interface components {
              * @example main
              */
             baseRef?: string;
+            /** @description What its RD runs may spend ({maxTokens, maxCostUsd}, either or both); null for none; absent: the configuration's default budget */
+            budget?: components["schemas"]["BudgetInputDto"] | null;
             /** @description Requirements this one waits for (no cycles) */
             dependsOn?: components["schemas"]["DependencyInputDto"][];
             /**
@@ -1082,6 +1094,10 @@ export interface components {
             autoStart?: boolean;
             /** @description The ref the Requirement's branch starts from (null in place) */
             baseRef: string | null;
+            /** @description What its RD runs may spend, or null for no limit */
+            budget: components["schemas"]["RequirementBudgetResponseDto"] | null;
+            /** @description When a run reached the budget and paused the session, else null. Nothing but a person raising the budget or starting it wakes it meanwhile */
+            budgetReachedAt: string | null;
             completedAt: string | null;
             createdAt: string;
             /** @enum {string} */
@@ -1111,6 +1127,8 @@ export interface components {
             status: "todo" | "doing" | "waiting_confirmation" | "done" | "cancelled";
             title: string;
             updatedAt: string;
+            /** @description What its RD runs have spent (summed as each run closes) */
+            usage: components["schemas"]["RequirementUsageResponseDto"];
             warnings: ("unknown_model" | "unsupported_reasoning_effort")[];
             /** @description Where the work is, once a run prepared it (null before) */
             worktree: components["schemas"]["RequirementWorktreeResponseDto"] | null;
@@ -1123,6 +1141,8 @@ export interface components {
         ForkRequirementDto: {
             /** @description A cross-model review loop: each new head of its open PRs, once the RD run that pushed it ended, is reviewed by `provider`, until a review finds nothing or after `maxRounds`. null: none */
             autoReview?: components["schemas"]["AutoReviewInputDto"] | null;
+            /** @description Replaces the budget ({maxTokens, maxCostUsd}; a limit left out is none); null removes it. Raising a reached budget resumes the paused session with its pending input */
+            budget?: components["schemas"]["BudgetInputDto"] | null;
             /** @description What to build (Markdown); only while todo */
             description?: string;
             /**
@@ -1229,6 +1249,8 @@ export interface components {
              * @example main
              */
             baseRef?: string;
+            /** @description What its RD runs may spend ({maxTokens, maxCostUsd}, either or both); null for none; absent: the configuration's default budget */
+            budget?: components["schemas"]["BudgetInputDto"] | null;
             /** @description Requirements this one waits for (no cycles) */
             dependsOn?: components["schemas"]["DependencyInputDto"][];
             /**
@@ -1398,6 +1420,12 @@ export interface components {
             requirement: components["schemas"]["RequirementResponseDto"];
             requirementId: string;
         };
+        RequirementBudgetResponseDto: {
+            /** @description Cost limit in US dollars, or null for none */
+            maxCostUsd: number | null;
+            /** @description Token limit, or null for none */
+            maxTokens: number | null;
+        };
         RequirementChangesResponseDto: {
             baseRef: string;
             files: components["schemas"]["ChangedFileDto"][];
@@ -1432,6 +1460,10 @@ export interface components {
             autoStart?: boolean;
             /** @description The ref the Requirement's branch starts from (null in place) */
             baseRef: string | null;
+            /** @description What its RD runs may spend, or null for no limit */
+            budget: components["schemas"]["RequirementBudgetResponseDto"] | null;
+            /** @description When a run reached the budget and paused the session, else null. Nothing but a person raising the budget or starting it wakes it meanwhile */
+            budgetReachedAt: string | null;
             completedAt: string | null;
             createdAt: string;
             /** @enum {string} */
@@ -1461,8 +1493,18 @@ export interface components {
             status: "todo" | "doing" | "waiting_confirmation" | "done" | "cancelled";
             title: string;
             updatedAt: string;
+            /** @description What its RD runs have spent (summed as each run closes) */
+            usage: components["schemas"]["RequirementUsageResponseDto"];
             /** @description Where the work is, once a run prepared it (null before) */
             worktree: components["schemas"]["RequirementWorktreeResponseDto"] | null;
+        };
+        RequirementUsageResponseDto: {
+            /** @description US dollars, over the runs whose provider reported a cost; null when none did */
+            costUsd: number | null;
+            /** @description Input tokens of its RD runs, as reported (cache reads included) */
+            inputTokens: number;
+            /** @description Output tokens of its RD runs, as reported */
+            outputTokens: number;
         };
         RequirementWorktreeResponseDto: {
             /** @description Commits on the branch that the base ref lacks */
@@ -1632,6 +1674,10 @@ export interface components {
              * @example postgres://agent_manager@db.internal:5432/agent_manager
              */
             databaseUrl?: string | null;
+            /** @description US dollars a new Requirement may spend when its creator names no budget; null for no cost limit (applies to Requirements created from now on) */
+            defaultBudgetMaxCostUsd?: number | null;
+            /** @description Tokens a new Requirement may use when its creator names no budget; null for no token limit (applies to Requirements created from now on) */
+            defaultBudgetMaxTokens?: number | null;
             /** @description Days a done Requirement is kept before it is purged */
             doneRequirementRetentionDays?: number;
             /** @description Claude Code models the model catalog offers besides its aliases and the Anthropic API's listing (applied at once) */
@@ -1696,6 +1742,8 @@ export interface components {
         UpdateRequirementDto: {
             /** @description A cross-model review loop: each new head of its open PRs, once the RD run that pushed it ended, is reviewed by `provider`, until a review finds nothing or after `maxRounds`. null: none */
             autoReview?: components["schemas"]["AutoReviewInputDto"] | null;
+            /** @description Replaces the budget ({maxTokens, maxCostUsd}; a limit left out is none); null removes it. Raising a reached budget resumes the paused session with its pending input */
+            budget?: components["schemas"]["BudgetInputDto"] | null;
             /** @description What to build (Markdown); only while todo */
             description?: string;
             /**

@@ -26,6 +26,9 @@ export const LIMITS = {
   /** Timer intervals: one minute to one year, in seconds. */
   timerIntervalMinSeconds: 60,
   timerIntervalMaxSeconds: 31_536_000,
+  /** Budget bounds: tokens fit the stores' 32-bit integer columns; cost in US dollars. */
+  budgetMaxTokens: 2_000_000_000,
+  budgetMaxCostUsd: 1_000_000,
 } as const;
 
 /**

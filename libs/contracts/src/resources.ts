@@ -79,6 +79,15 @@ export interface Requirement {
   autoStart?: boolean;
   /** The cross-model review loop its open PRs get after each push, or null for none. */
   autoReview: AutoReviewSettings | null;
+  /** What its RD runs may spend (either limit, or both), or null for no limit. */
+  budget: RequirementBudget | null;
+  /** What its RD runs have spent so far: tokens as reported (input + output), cost where the provider reports it. */
+  usage: RequirementUsage;
+  /**
+   * When a run reached the budget and paused the session (null when not paused by the budget).
+   * No trigger, timer or reply wakes it until a person raises the budget or starts it.
+   */
+  budgetReachedAt: string | null;
 }
 
 /** A Requirement's review loop: who reviews, and at most how many rounds per PR. */
@@ -98,6 +107,20 @@ export interface PullRequestAutoReview {
   headSha: string | null;
   /** How the latest round ended, null while the first one runs. */
   lastOutcome: AutoReviewOutcome | null;
+}
+
+/** A Requirement's spending limit; a null limit is no limit of that kind. */
+export interface RequirementBudget {
+  maxTokens: number | null;
+  maxCostUsd: number | null;
+}
+
+/** A Requirement's spending over its RD runs. */
+export interface RequirementUsage {
+  inputTokens: number;
+  outputTokens: number;
+  /** US dollars, summed over the runs whose provider reported a cost (null when none did). */
+  costUsd: number | null;
 }
 
 /** One Requirement another waits for. */
@@ -197,6 +220,10 @@ export interface AgentIsolation {
 
 export interface ConfigurationValues {
   agentIsolation: AgentIsolationMode;
+  /** The token limit a new Requirement gets when its creator names no budget (null: none). */
+  defaultBudgetMaxTokens: number | null;
+  /** The cost limit (US dollars) a new Requirement gets when its creator names no budget (null: none). */
+  defaultBudgetMaxCostUsd: number | null;
   authentication: AuthenticationMode;
   host: string;
   port: number;

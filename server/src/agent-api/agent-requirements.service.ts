@@ -59,6 +59,7 @@ export class AgentRequirementsService {
       {
         autoReview: dto.autoReview,
         autoStart: dto.autoStart,
+        budget: dto.budget,
         createdBy: 'rd_agent',
         dependsOn: dto.dependsOn,
         description: dto.description,

@@ -113,6 +113,7 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
     expectNewSession(events, transcript);
     expect(messages(events)).toEqual(['Hello! This is a plain text answer from the fake model.']);
     // The result's total_cost_usd rides along (cumulative on resume: the run subtracts its session's earlier runs).
+    // An answer that ends the turn is counted by the result (with the cost), not on its own line.
     expect(usages(events)).toEqual([{ cachedInputTokens: 0, costUsd: 0.0008, inputTokens: 100, outputTokens: 20, reasoningOutputTokens: 0 }]);
     expect(outcomes(events)).toEqual([{ summary: 'Hello! This is a plain text answer from the fake model.', type: 'completed' }]);
   },
@@ -165,7 +166,11 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
       },
     ]);
     expect(messages(events)).toEqual(['I ran the command; out.txt contains "hello".']);
-    expect(usages(events)).toEqual([{ cachedInputTokens: 0, costUsd: 0.0016, inputTokens: 200, outputTokens: 40, reasoningOutputTokens: 0 }]);
+    // A running total after each response that calls a tool (the run goes on), then the result's.
+    expect(usages(events)).toEqual([
+      { cachedInputTokens: 0, costUsd: null, inputTokens: 100, outputTokens: 1, reasoningOutputTokens: 0 },
+      { cachedInputTokens: 0, costUsd: 0.0016, inputTokens: 200, outputTokens: 40, reasoningOutputTokens: 0 },
+    ]);
   },
   'sigterm-long-command': (events) => {
     expect(traces(events)).toContainEqual(expect.objectContaining({ detail: 'Exit code 137\nstarted', kind: 'tool_result', status: 'failed', toolName: 'Bash' }));

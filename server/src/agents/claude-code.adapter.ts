@@ -57,6 +57,11 @@ class ClaudeOutputParser implements OutputParser {
   private sessionId: string | null = null;
   /** Tool names by tool_use id, to title the results. */
   private readonly toolNames = new Map<string, string>();
+  /**
+   * Each model response's usage, by message id: Claude Code prints one `assistant` line per content
+   * block, each with its response's usage, so the run's running total sums responses, not lines.
+   */
+  private readonly responseUsage = new Map<string, TokenUsage>();
 
   line(text: string): NormalizedEvent[] {
     return parseJsonLine(text, (value) => this.event(value));
@@ -183,6 +188,17 @@ class ClaudeOutputParser implements OutputParser {
           events.push(unknown(block, nativeType));
       }
     }
+    // The running total as the run goes (what a budget watches), reported when the run goes on
+    // after this response (it calls a tool, or a sub-agent speaks): an answer that ends the turn is
+    // counted by the result that follows, with the cost, which only the result reports.
+    const responseId = str(message.id);
+    if (responseId && isObject(message.usage) && !apiError) {
+      this.responseUsage.set(responseId, claudeUsage(message.usage));
+      const goesOn = fromSubagent || blocks.some((block) => isObject(block) && block.type === 'tool_use');
+      if (goesOn) {
+        events.push({ type: 'usage', usage: { ...sumUsage([...this.responseUsage.values()]), costUsd: null } });
+      }
+    }
     return events;
   }
 
@@ -245,6 +261,11 @@ class ClaudeOutputParser implements OutputParser {
     events.push({ summary: resultText, type: 'completed' });
     return events;
   }
+}
+
+function sumUsage(usages: TokenUsage[]): TokenUsage {
+  const sum = (key: 'cachedInputTokens' | 'inputTokens' | 'outputTokens' | 'reasoningOutputTokens') => usages.reduce((total, u) => total + u[key], 0);
+  return { cachedInputTokens: sum('cachedInputTokens'), inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens'), reasoningOutputTokens: sum('reasoningOutputTokens') };
 }
 
 /**

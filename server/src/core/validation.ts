@@ -1,7 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateIf } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsIn, IsInt, IsNumber, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateIf } from 'class-validator';
 
 // `undefined` (absent) skips validation; `null` is only accepted where a field is nullable,
 // so PATCH {"host": null} is a 400 rather than a silently cleared value.
@@ -50,11 +50,22 @@ export function OptionalEnum(values: readonly string[], description: string, nul
   return applyDecorators(ApiPropertyOptional({ description, enum: [...values], nullable }), nullable ? unlessAbsentOrNull() : unlessAbsent(), IsIn([...values]));
 }
 
-export function OptionalInt(options: { description: string; min: number; max: number }) {
+export function OptionalInt(options: { description: string; min: number; max: number; nullable?: boolean }) {
   return applyDecorators(
-    ApiPropertyOptional({ description: options.description, maximum: options.max, minimum: options.min, type: Number }),
-    unlessAbsent(),
+    ApiPropertyOptional({ description: options.description, maximum: options.max, minimum: options.min, nullable: options.nullable, type: Number }),
+    options.nullable ? unlessAbsentOrNull() : unlessAbsent(),
     IsInt(),
+    Min(options.min),
+    Max(options.max),
+  );
+}
+
+/** An optional finite number (not only whole) within bounds; `nullable` also accepts null. */
+export function OptionalNumber(options: { description: string; min: number; max: number; nullable?: boolean }) {
+  return applyDecorators(
+    ApiPropertyOptional({ description: options.description, maximum: options.max, minimum: options.min, nullable: options.nullable, type: Number }),
+    options.nullable ? unlessAbsentOrNull() : unlessAbsent(),
+    IsNumber({ allowInfinity: false, allowNaN: false }),
     Min(options.min),
     Max(options.max),
   );

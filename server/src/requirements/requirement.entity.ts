@@ -61,6 +61,28 @@ export class RequirementEntity {
   @Column('varchar', { nullable: true })
   completedAt!: string | null;
 
+  /** The budget (issue 18 §1): what its RD runs may spend; null limits are none. */
+  @Column('integer', { nullable: true })
+  budgetMaxTokens!: number | null;
+
+  @Column('double precision', { nullable: true })
+  budgetMaxCostUsd!: number | null;
+
+  /** When a run reached the budget and paused the session (its `pausedAt` is set with it), else null. */
+  @Column('varchar', { nullable: true })
+  budgetReachedAt!: string | null;
+
+  /** Its RD runs' usage, summed as each run closes (so a snapshot never sums runs). */
+  @Column('integer', { default: 0 })
+  usageInputTokens!: number;
+
+  @Column('integer', { default: 0 })
+  usageOutputTokens!: number;
+
+  /** Null until a run's provider reported a cost. */
+  @Column('double precision', { nullable: true })
+  usageCostUsd!: number | null;
+
   /** Filled by `RequirementsService.loadForWrite` (one query for both rows); not a column. */
   session?: AgentSessionEntity;
 

@@ -3,7 +3,9 @@ import type { EntityManager } from 'typeorm';
 
 import type { EventActor, ManagerEventPayloads, RequirementCreator } from '@libs/contracts';
 
+import { budgetColumns } from '../budgets/budget-rules';
 import { Clock } from '../core/clock';
+import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, invalid, notFound } from '../core/errors/domain-error';
@@ -44,6 +46,12 @@ export type CreatingStep = (input: NewRequirement) => Promise<(uow: UnitOfWork, 
 /** Work another module does inside the creating unit, before the created event (dependencies are checked and staged there). */
 export type CreatingUnitStep = (tx: UnitOfWork, rows: RequirementRows, input: NewRequirement) => Promise<void>;
 
+/**
+ * Work another module does once a person's edit committed (a raised budget resumes the session),
+ * in its own units; a snapshot it returns is the edit's answer (the newer state).
+ */
+export type UpdatedStep = (id: string, fields: UpdateRequirementDto, actor: EventActor) => Promise<RequirementResponseDto | null>;
+
 const CHILDREN_MAX = 500;
 
 export const requirementNotFound = (id: string) => notFound('requirement_not_found', `Requirement ${id} not found`);
@@ -58,9 +66,11 @@ export class RequirementsService {
   private readonly closingSteps: ClosingStep[] = [];
   private readonly creatingSteps: CreatingStep[] = [];
   private readonly creatingUnitSteps: CreatingUnitStep[] = [];
+  private readonly updatedSteps: UpdatedStep[] = [];
 
   constructor(
     private readonly clock: Clock,
+    private readonly configuration: ConfigurationService,
     private readonly database: Database,
     private readonly dependencyRows: DependenciesRepository,
     private readonly events: EventLog,
@@ -73,6 +83,8 @@ export class RequirementsService {
       const now = this.clock.nowIso();
       const requirement: RequirementEntity = {
         ...(autoReviewColumns(input.autoReview, input.provider) ?? { autoReviewMaxRounds: null, autoReviewProvider: null }),
+        ...budgetColumns(input.budget, { maxCostUsd: this.configuration.get('defaultBudgetMaxCostUsd'), maxTokens: this.configuration.get('defaultBudgetMaxTokens') }),
+        budgetReachedAt: null,
         completedAt: null,
         createdAt: now,
         createdBy: input.createdBy,
@@ -87,6 +99,9 @@ export class RequirementsService {
         status: 'todo',
         title: input.title,
         updatedAt: now,
+        usageCostUsd: null,
+        usageInputTokens: 0,
+        usageOutputTokens: 0,
       };
       const session: AgentSessionEntity = {
         createdAt: now,
@@ -180,7 +195,8 @@ export class RequirementsService {
         throw conflict('requirement_not_waiting_confirmation', `Requirement ${id} is ${requirement.status}, not waiting_confirmation`);
       }
       const now = this.clock.nowIso();
-      this.repository.changeRequirement(tx, requirement, { completedAt: now, status: 'done', updatedAt: now });
+      // Accepted work is not waiting on its budget any more (a reply reopening it is a person's start).
+      this.repository.changeRequirement(tx, requirement, { budgetReachedAt: null, completedAt: now, status: 'done', updatedAt: now });
       // A done Requirement is no longer paused: a reply or related message reopening it starts a run.
       this.repository.changeSession(tx, session, { pausedAt: null, state: 'completed', updatedAt: now });
       const result = toRequirementResponse(requirement, session);
@@ -211,7 +227,7 @@ export class RequirementsService {
   async update(id: string, dto: UpdateRequirementDto, actor: EventActor): Promise<RequirementResponseDto> {
     const fields = Object.fromEntries(Object.entries(dto).filter(([, v]) => v !== undefined)) as UpdateRequirementDto;
     if (Object.keys(fields).length === 0) {
-      throw invalid('nothing_to_update', 'name at least one of title, description, provider, model, reasoningEffort, autoReview');
+      throw invalid('nothing_to_update', 'name at least one of title, description, provider, model, reasoningEffort, autoReview, budget');
     }
     const snapshot = await this.database.write(async (tx) => {
       const { requirement, session } = await this.loadForWrite(tx, id);
@@ -223,10 +239,12 @@ export class RequirementsService {
         throw conflict('requirement_started', `Requirement ${id} is ${requirement.status}; ${textual.join(', ')} can change only while todo (fork it instead)`);
       }
       const now = this.clock.nowIso();
-      const { autoReview, ...plain } = fields;
+      const { autoReview, budget, ...plain } = fields;
       // The loop's default reviewer is the other provider than the one that runs (after this edit).
       const loop = autoReviewColumns(autoReview, plain.provider ?? requirement.provider);
-      this.repository.changeRequirement(tx, requirement, { ...plain, ...loop, updatedAt: now });
+      // What a new budget means for a paused or running session is the budgets feature's (its updated step).
+      const budgetChange = budget === undefined ? {} : budgetColumns(budget, { maxCostUsd: null, maxTokens: null });
+      this.repository.changeRequirement(tx, requirement, { ...plain, ...loop, ...budgetChange, updatedAt: now });
       if (fields.provider !== undefined && fields.provider !== session.provider) {
         this.repository.changeSession(tx, session, { provider: fields.provider, updatedAt: now });
       }
@@ -235,7 +253,11 @@ export class RequirementsService {
       return result;
     });
     this.logger.log({ ...audit(actor), fields: Object.keys(fields), msg: 'requirement updated', requirementId: id });
-    return snapshot;
+    let latest = snapshot;
+    for (const step of this.updatedSteps) {
+      latest = (await step(id, fields, actor)) ?? latest;
+    }
+    return latest;
   }
 
   /** A new todo Requirement with the original's fields (overridden by the body's), linked to it. */
@@ -244,6 +266,7 @@ export class RequirementsService {
     return this.create(
       {
         autoReview: dto.autoReview === undefined ? original.autoReview : dto.autoReview,
+        budget: dto.budget === undefined ? original.budget : dto.budget,
         createdBy: 'human',
         description: dto.description ?? original.description,
         forkedFromRequirementId: original.id,
@@ -275,6 +298,11 @@ export class RequirementsService {
     const closed = await this.runClosingSteps(tx, id, now);
     await this.events.append(tx, { actor, payload: { ...closed, requirement: result }, requirementId: id, sessionId: session.id, type: 'requirement.cancelled' });
     return result;
+  }
+
+  /** Registers work to do after a person's edit committed (see UpdatedStep). */
+  onUpdated(step: UpdatedStep): void {
+    this.updatedSteps.push(step);
   }
 
   /** Registers work to do inside the creating unit (see CreatingUnitStep). */

@@ -1,5 +1,6 @@
 import type { InterruptMode, RunEndEventType, RunStatus } from '@libs/contracts';
 
+import type { BudgetWatch } from '../budgets/budget-rules';
 import { newId } from '../core/ids';
 import type { RequirementRows } from '../requirements/requirements.repository';
 
@@ -15,9 +16,10 @@ export interface ActiveRun {
   /** Deliverable messages the run took as input (to tell whether newer input arrived). */
   capturedCount: number;
   process: RunningProcess | null;
-  /** Why the run is being ended: a person's (or an action's) stop or steer, or the manager's own shutdown. */
-  /** Why the run is being ended: a person's stop or steer, a graceful stop, or its Requirement's cancel. */
-  interruptMode: InterruptMode | 'shutdown' | 'cancel' | null;
+  /** Why the run is being ended: a person's stop or steer, a graceful stop, its Requirement's cancel, or its budget reached. */
+  interruptMode: InterruptMode | 'shutdown' | 'cancel' | 'budget' | null;
+  /** An RD run's budget, watched as the CLI reports usage (reviewer runs have none). */
+  budget?: BudgetWatch;
   parser: OutputParser | null;
   traces: TraceWriter;
   /** Output-driven writes (session id, assistant messages) in arrival order. */

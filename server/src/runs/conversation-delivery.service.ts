@@ -94,7 +94,9 @@ export class ConversationDelivery {
         if (!written) {
           return null;
         }
-        const paused = rows.session.pausedAt !== null && written.resumes !== true;
+        // A budget pause is lifted only by raising the budget or an explicit start (issue 18 §1):
+        // a person's reply to it waits with the rest of the pending input.
+        const paused = rows.session.pausedAt !== null && (written.resumes !== true || rows.requirement.budgetReachedAt !== null);
         if (!written.wake || paused || rows.session.state === 'running' || this.lifecycle.stopping) {
           return { message: written.message, requirement: toRequirementResponse(rows.requirement, rows.session), run: null };
         }

@@ -1,8 +1,9 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 
-import type { EventActor, InterruptMode } from '@libs/contracts';
+import type { EventActor, InterruptMode, RequirementBudget } from '@libs/contracts';
 
 import type { ProcessEnd } from '../agents/process-runner';
+import { addUsage, budgetOf, budgetReachedMessage, crosses, isReached, usageOf, watchBudget } from '../budgets/budget-rules';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
@@ -34,8 +35,8 @@ export function hasInputToStart({ requirement, session }: RequirementRows): bool
   return requirement.status === 'todo' || session.state === 'failed' || session.pendingMessageCount > 0;
 }
 
-/** A check another module makes before an explicit start (it throws to refuse it). */
-export type StartGuard = (tx: UnitOfWork, rows: RequirementRows) => Promise<void>;
+/** A check another module makes before an explicit start (it throws to refuse it); `actor` is who asks. */
+export type StartGuard = (tx: UnitOfWork, rows: RequirementRows, actor: EventActor) => Promise<void>;
 
 /** How long a graceful stop, or a cancel, waits for interrupted runs to be recorded. */
 const SHUTDOWN_WAIT_MS = 10_000;
@@ -104,7 +105,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         }
         // Unmet dependencies first: they say why, whatever the input.
         for (const guard of this.startGuards) {
-          await guard(tx, rows);
+          await guard(tx, rows, actor);
         }
         if (!hasReplyContent(dto) && !hasInputToStart(rows)) {
           // A run on nothing new answers the last message again (tokens spent for a duplicate).
@@ -118,6 +119,22 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       this.logger.log({ ...audit(actor), msg: 'run started', requirementId, runId: run.id });
       return { accepted: true, action: 'start', message, requirement, requirementId, run: toRunResponse(run) };
     });
+  }
+
+  /**
+   * The budget of a Requirement with a running run changed (a person's edit; call in its actor):
+   * the run watches the new one, and stops now if what it reported already reaches it.
+   */
+  rewatchBudget(requirementId: string, budget: RequirementBudget | null): void {
+    const active = this.active.get(requirementId);
+    if (!active?.budget) {
+      return;
+    }
+    active.budget = { ...active.budget, budget, startedPastBudget: isReached(budget, active.budget.before) };
+    if (active.usage && active.interruptMode === null && crosses(active.budget, active.run.provider, active.usage)) {
+      active.interruptMode = 'budget';
+      this.launcher.kill(active);
+    }
   }
 
   /** Registers a check an explicit start must pass (see StartGuard), e.g. unmet dependencies. */
@@ -231,8 +248,10 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     const now = this.clock.nowIso();
     const run = newRdRun(rows, now);
     this.runs.insert(tx, run);
-    // Whatever opens a run was allowed to: a pause ends here.
-    this.requirementRows.changeRequirement(tx, requirement, { completedAt: null, status: 'doing', updatedAt: now });
+    // Whatever opens a run was allowed to: a pause (a stop's or the budget's) ends here. What the
+    // run watches is read first: a person's start past the budget is not stopped at once.
+    const budget = watchBudget(requirement);
+    this.requirementRows.changeRequirement(tx, requirement, { budgetReachedAt: null, completedAt: null, status: 'doing', updatedAt: now });
     this.requirementRows.changeSession(tx, session, { pausedAt: null, state: 'running', updatedAt: now });
     const snapshot = toRequirementResponse(requirement, session);
     await this.events.append(tx, {
@@ -244,6 +263,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       type: 'run.started',
     });
     const active: ActiveRun = {
+      budget,
       capturedCount: session.pendingMessageCount,
       interruptMode: null,
       lastAssistantText: null,
@@ -292,7 +312,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
           tx.afterCommit(() => this.active.delete(requirementId));
           return this.closeRun(tx, active, status, end);
         });
-        this.logger.log({ msg: `run ${status}`, paused: active.interruptMode === 'stop', requirementId, runId: active.run.id });
+        this.logger.log({ msg: `run ${status}`, paused: active.interruptMode === 'stop' || active.interruptMode === 'budget', requirementId, runId: active.run.id });
         // What the run changed (head, ahead, dirty) reaches the card; a continuation waits its turn.
         void this.worktrees.refresh(requirementId).catch((err: unknown) => this.logger.warn(`could not refresh the worktree of ${requirementId}: ${(err as Error).message}`));
         if (next) {
@@ -332,11 +352,31 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         SYSTEM_ACTOR,
       );
     }
-    // Read after the failure message's own time: its message.created event carries the
+    const own = await ownRunUsage(tx, this.runs, active);
+    // The Requirement's usage grows with the run's own; reaching the budget pauses like a stop.
+    const usage = addUsage(usageOf(requirement), own);
+    const budget = budgetOf(requirement);
+    const overBudget = requirement.status !== 'cancelled' && (active.interruptMode === 'budget' || isReached(budget, usage));
+    this.requirementRows.changeRequirement(tx, requirement, { usageCostUsd: usage.costUsd, usageInputTokens: usage.inputTokens, usageOutputTokens: usage.outputTokens });
+    if (overBudget) {
+      this.requirementRows.changeRequirement(tx, requirement, { budgetReachedAt: this.clock.nowIso() });
+      await this.messages.append(
+        tx,
+        rows,
+        {
+          author: 'system',
+          body: budgetReachedMessage(budget ?? { maxCostUsd: null, maxTokens: null }, usage, active.interruptMode === 'budget' && status !== 'succeeded'),
+          deliverToRd: false,
+          runId: run.id,
+        },
+        SYSTEM_ACTOR,
+      );
+    }
+    // Read after the failure's and the budget's messages' own time: their message.created events carry the
     // Requirement at that time, and the run.* event after it must not carry an older version,
     // or a client merging by update time keeps the earlier (still doing/running) snapshot.
     const now = this.clock.nowIso();
-    this.runs.change(tx, run, runEndFields(active, { error, exitCode: end.code, now, status, usage: await ownRunUsage(tx, this.runs, active) }));
+    this.runs.change(tx, run, runEndFields(active, { error, exitCode: end.code, now, status, usage: own }));
 
     if (status === 'succeeded') {
       // Invariant 4: success consumes exactly the captured boundary, nothing that came later.
@@ -350,7 +390,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     // A stop is the intentional pause (api-contract "State rules"): queued input stays pending
     // until a person starts the session again, or stop would be steer. Whatever the run's own
     // outcome (it may have finished just before the signal), the person asked it to halt.
-    const paused = active.interruptMode === 'stop';
+    const paused = active.interruptMode === 'stop' || overBudget;
     const continues = !paused && !this.shuttingDown && newerInput && requirement.status === 'doing' && (status === 'succeeded' || status === 'cancelled');
     if (paused) {
       sessionChange.pausedAt = now;

@@ -18,7 +18,7 @@ import { StartupReconciler } from './startup-reconciler.service';
 
 @Module({
   controllers: [RunsController],
-  exports: [AgentEnvironmentService, ConversationDelivery, RunLauncher, RunLifecycle, RunsRepository],
+  exports: [AgentEnvironmentService, ConversationDelivery, RequirementActors, RunLauncher, RunLifecycle, RunsRepository],
   imports: [AgentsModule, AttachmentsModule, MessagesModule, RequirementsModule, WorktreesModule],
   providers: [AgentEnvironmentService, ConversationDelivery, RequirementActors, RunInputService, RunLauncher, RunLifecycle, RunsRepository, RunsService, StartupReconciler],
 })

@@ -7,7 +7,7 @@ import { AGENT_REQUIREMENT_ACTIONS, DEPENDENCY_CONDITIONS, DependencyCondition, 
 import { ENVIRONMENT_HELP } from '../../factory/agent-context';
 import { AgentOperations } from '../../factory/agent-operations';
 import { printJson } from '../../factory/manager-api';
-import { UsageError } from '../../options';
+import { UsageError, parseIntegerOption } from '../../options';
 
 interface ProposeFlags {
   title?: string;
@@ -21,6 +21,8 @@ interface ProposeFlags {
   autoStart?: boolean;
   autoReview?: Provider | true;
   autoReviewRounds?: number;
+  budgetTokens?: number;
+  budgetUsd?: number;
 }
 
 @SubCommand({ description: 'Propose a follow-up Requirement as a child of the current one (todo unless --start)', name: 'propose' })
@@ -45,6 +47,7 @@ export class RequirementProposeCommand extends CommandRunner {
       await this.operations.propose({
         autoReview,
         autoStart: flags.autoStart,
+        ...((flags.budgetTokens !== undefined || flags.budgetUsd !== undefined) && { budget: { maxCostUsd: flags.budgetUsd, maxTokens: flags.budgetTokens } }),
         dependsOn: flags.dependsOn,
         description,
         model: flags.model,
@@ -131,6 +134,20 @@ export class RequirementProposeCommand extends CommandRunner {
     return n;
   }
 
+  @Option({ description: "Budget: tokens (input + output) its runs may use; without --budget-* the workspace's default budget applies", flags: '--budget-tokens <n>' })
+  parseBudgetTokens(value: string): number {
+    return parseIntegerOption('--budget-tokens', value, 1, LIMITS.budgetMaxTokens);
+  }
+
+  @Option({ description: 'Budget: US dollars its runs may cost (where the provider reports a cost)', flags: '--budget-usd <amount>' })
+  parseBudgetUsd(value: string): number {
+    const amount = /^\d{1,7}(\.\d{1,4})?$/.test(value) ? Number(value) : NaN;
+    if (!(amount >= 0.01 && amount <= LIMITS.budgetMaxCostUsd)) {
+      throw new UsageError(`--budget-usd takes an amount from 0.01 to ${LIMITS.budgetMaxCostUsd}, not "${value}"`);
+    }
+    return amount;
+  }
+
   @Help('after')
   examples(): string {
     return `
@@ -140,6 +157,7 @@ Examples:
   code-factory-cli requirement propose --title "Split the parser" --description-file plan.md --start
   code-factory-cli requirement propose --title "Use the new API" --description "…" \\
     --depends-on req_… --auto-start
+  code-factory-cli requirement propose --title "Try the cache" --description "…" --budget-tokens 200000
 ${ENVIRONMENT_HELP}`;
   }
 }

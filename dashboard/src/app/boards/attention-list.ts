@@ -2,16 +2,17 @@ import { ChangeDetectionStrategy, Component, computed, inject } from '@angular/c
 import { RouterLink } from '@angular/router';
 
 import { type AttentionReason, attentionOf, firstLine } from '../core/attention';
+import { BudgetMeter } from './budget-meter';
 import { I18n, keyOf } from '../core/i18n';
 import type { Requirement } from '../core/models';
 import { RequirementsStore } from '../core/stores/requirements-store';
 
-const ORDER: readonly AttentionReason[] = ['failed', 'paused', 'confirm'];
+const ORDER: readonly AttentionReason[] = ['failed', 'budget', 'paused', 'confirm'];
 
-/** Every Requirement that waits for a person, in one place: failures first, then pauses, then work to confirm. */
+/** Every Requirement that waits for a person, in one place: failures first, then budgets reached, then pauses, then work to confirm. */
 @Component({
   selector: 'am-attention-list',
-  imports: [RouterLink],
+  imports: [BudgetMeter, RouterLink],
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
     <section class="attention-page" data-testid="attention-list">
@@ -27,6 +28,8 @@ const ORDER: readonly AttentionReason[] = ['failed', 'paused', 'confirm'];
               <div class="meta muted">
                 @if (group.reason === 'failed') {
                   <span class="badge danger">{{ t('failed.card') }}</span> <span>{{ short(r.session.lastError) }}</span>
+                } @else if (group.reason === 'budget') {
+                  <span class="badge danger">{{ t('card.budgetReached') }}</span> <am-budget-meter [requirement]="r" />
                 } @else if (group.reason === 'paused') {
                   <span class="badge warn">{{ t('card.paused') }}</span> <span>{{ t('card.pending', { n: r.session.pendingMessageCount }) }}</span>
                 }

@@ -8,6 +8,7 @@ import { inWindow } from '../core/stores/created-window';
 import { RequirementsStore } from '../core/stores/requirements-store';
 import { blockedBy } from './blocked-by';
 import { BoardColumn } from './board-column';
+import { BudgetMeter } from './budget-meter';
 import { BoardFilter, BoardFilterState } from './board-filter';
 import { treeOrder } from './tree';
 import { SetupPanel } from '../setup/setup-panel';
@@ -16,7 +17,7 @@ const STEP = 60;
 
 @Component({
   selector: 'am-requirements-board',
-  imports: [BoardFilter, BoardColumn, RouterLink, SetupPanel],
+  imports: [BoardFilter, BoardColumn, BudgetMeter, RouterLink, SetupPanel],
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
     <h1 class="sr-only">{{ t('nav.requirements') }}</h1>
@@ -60,9 +61,13 @@ const STEP = 60;
                       data-testid="session-badge"
                       >{{ row.item.session.state === 'failed' ? t('failed.card') : t(keyOf('ses', row.item.session.state)) }}</span
                     >
-                    @if (row.item.session.pausedAt) {
+                    @if (row.item.session.pausedAt && !row.item.budgetReachedAt) {
                       <span class="badge warn" data-testid="paused" [title]="t('paused.hint')">{{ t('card.paused') }}</span>
                     }
+                    @if (row.item.budgetReachedAt) {
+                      <span class="badge danger" data-testid="budget-reached" [title]="t('budget.hint')">{{ t('card.budgetReached') }}</span>
+                    }
+                    <am-budget-meter [requirement]="row.item" />
                     @if (row.item.session.pendingMessageCount > 0) {
                       <span class="badge warn" data-testid="pending-count">{{ t('card.pending', { n: row.item.session.pendingMessageCount }) }}</span>
                     }

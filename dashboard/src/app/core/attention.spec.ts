@@ -12,6 +12,13 @@ describe('attentionOf', () => {
     expect(attentionOf({ ...waiting, session: { ...waiting.session, state: 'waiting_human' } })).toBe('confirm');
   });
 
+  it('counts a Requirement whose budget was reached, with or without pending input (only a person lifts it)', () => {
+    const paused = { ...waiting.session, pausedAt: T0, state: 'waiting_human' as const };
+    expect(attentionOf({ ...waiting, budgetReachedAt: T0, session: { ...paused, pendingMessageCount: 1 } })).toBe('budget');
+    expect(attentionOf({ ...waiting, budgetReachedAt: T0, session: { ...paused, pendingMessageCount: 0 } })).toBe('budget');
+    expect(attentionOf({ ...requirement('req_d', T0, 'doing'), budgetReachedAt: T0 })).toBeNull();
+  });
+
   it('leaves everything else alone', () => {
     for (const status of ['todo', 'doing', 'done', 'cancelled'] as const) {
       expect(attentionOf(requirement('req_x', T0, status))).toBeNull();

@@ -1,15 +1,19 @@
 import type { Requirement } from './models';
 
 /** Why a Requirement waits for a person (the protocol's states, read for the reader). */
-export type AttentionReason = 'failed' | 'paused' | 'confirm';
+export type AttentionReason = 'failed' | 'budget' | 'paused' | 'confirm';
 
 /**
- * Waiting for a person: its run failed, a stop paused it with input pending, or its work waits
- * for confirmation. Null when nobody needs to look at it.
+ * Waiting for a person: its run failed, its budget was reached (only a person raising it or
+ * starting it goes on), a stop paused it with input pending, or its work waits for
+ * confirmation. Null when nobody needs to look at it.
  */
 export function attentionOf(r: Requirement): AttentionReason | null {
   if (r.status !== 'waiting_confirmation') {
     return null;
+  }
+  if (r.budgetReachedAt) {
+    return 'budget';
   }
   if (r.session.state === 'failed') {
     return 'failed';

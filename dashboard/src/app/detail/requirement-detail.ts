@@ -2,6 +2,7 @@ import { ChangeDetectionStrategy, Component, computed, effect, inject, input, si
 import { Router, RouterLink } from '@angular/router';
 
 import { I18n, keyOf } from '../core/i18n';
+import { BudgetMeter } from '../boards/budget-meter';
 import { attentionOf } from '../core/attention';
 import { isQueued } from '../core/live/queued';
 import type { Requirement } from '../core/models';
@@ -27,7 +28,7 @@ type Pane = 'conversation' | 'details';
 
 @Component({
   selector: 'am-requirement-detail',
-  imports: [RouterLink, ChangesPanel, Conversation, Composer, CreateRequirementDialog, TraceTimeline, PullRequestList, TimerList],
+  imports: [RouterLink, BudgetMeter, ChangesPanel, Conversation, Composer, CreateRequirementDialog, TraceTimeline, PullRequestList, TimerList],
   changeDetection: ChangeDetectionStrategy.OnPush,
   templateUrl: './requirement-detail.html',
 })

@@ -90,6 +90,36 @@ export type RequirementDialogMode = 'create' | 'edit' | 'fork';
             </label>
           }
         </div>
+        <div class="row" data-testid="create-budget">
+          <label>
+            {{ t('budget.maxTokens') }}
+            <input
+              name="budgetTokens"
+              type="number"
+              min="1"
+              step="1"
+              inputmode="numeric"
+              [placeholder]="mode() === 'edit' ? t('budget.none') : t('detail.default')"
+              [value]="budgetTokens()"
+              (input)="budgetTokens.set(value($event))"
+              data-testid="create-budget-tokens"
+            />
+          </label>
+          <label>
+            {{ t('budget.maxCostUsd') }}
+            <input
+              name="budgetCost"
+              type="number"
+              min="0.01"
+              step="0.01"
+              inputmode="decimal"
+              [placeholder]="mode() === 'edit' ? t('budget.none') : t('detail.default')"
+              [value]="budgetCost()"
+              (input)="budgetCost.set(value($event))"
+              data-testid="create-budget-cost"
+            />
+          </label>
+        </div>
         @if (mode() !== 'edit') {
           <label class="inline"><input type="checkbox" (change)="startNow.set($any($event.target).checked)" /> {{ t('create.startNow') }}</label>
         }
@@ -121,6 +151,9 @@ export class CreateRequirementDialog implements OnInit {
   protected readonly provider = signal<Provider>('codex');
   protected readonly model = signal('');
   protected readonly effort = signal<ReasoningEffort | ''>('');
+  /** The budget's limits as typed; both empty is the configured default on create, no budget on edit. */
+  protected readonly budgetTokens = signal('');
+  protected readonly budgetCost = signal('');
   protected readonly startNow = signal(false);
   protected readonly maxRounds = LIMITS.autoReviewMaxRounds;
   /** The cross-model review loop: on or off, its reviewer ('' for the other provider) and round limit. */
@@ -147,6 +180,8 @@ export class CreateRequirementDialog implements OnInit {
         this.autoReviewProvider.set(source.autoReview.provider);
         this.autoReviewRounds.set(source.autoReview.maxRounds);
       }
+      this.budgetTokens.set(source.budget?.maxTokens?.toString() ?? '');
+      this.budgetCost.set(source.budget?.maxCostUsd?.toString() ?? '');
     }
     this.initial = this.snapshot();
   }
@@ -170,6 +205,7 @@ export class CreateRequirementDialog implements OnInit {
     this.busy.set(true);
     try {
       const fields = {
+        budget: this.budget(),
         description: this.description(),
         model: this.model().trim() || null,
         provider: this.provider(),
@@ -211,9 +247,27 @@ export class CreateRequirementDialog implements OnInit {
   }
 
   /** Only the fields that changed: a started Requirement refuses a title or provider even unchanged in spirit. */
-  private changed(source: Requirement, fields: Required<Omit<UpdateRequirement, 'autoReview'>>): UpdateRequirement {
+  private changed(source: Requirement, fields: Omit<UpdateRequirement, 'autoReview'>): UpdateRequirement {
     const keys = ['title', 'description', 'provider', 'model', 'reasoningEffort'] as const;
-    return Object.fromEntries(keys.filter((k) => fields[k] !== source[k]).map((k) => [k, fields[k]]));
+    const changed: UpdateRequirement = Object.fromEntries(keys.filter((k) => fields[k] !== source[k]).map((k) => [k, fields[k]]));
+    const budget = fields.budget ?? null;
+    if (budget?.maxTokens !== source.budget?.maxTokens || budget?.maxCostUsd !== source.budget?.maxCostUsd) {
+      changed.budget = budget;
+    }
+    return changed;
+  }
+
+  /**
+   * The budget the form says: both limits empty is no budget when editing, and the workspace's
+   * default (the field left out) when creating or forking. A value the server refuses is its 400.
+   */
+  private budget(): { maxTokens: number | null; maxCostUsd: number | null } | null | undefined {
+    const tokens = this.budgetTokens().trim();
+    const cost = this.budgetCost().trim();
+    if (!tokens && !cost) {
+      return this.mode() === 'edit' ? null : undefined;
+    }
+    return { maxCostUsd: cost ? Number(cost) : null, maxTokens: tokens ? Number(tokens) : null };
   }
 
   /** Accepted but flagged: a model the catalog does not list (a typo, or a model it does not know yet). */
@@ -236,6 +290,6 @@ export class CreateRequirementDialog implements OnInit {
   }
 
   private snapshot(): string {
-    return JSON.stringify([this.title(), this.description(), this.provider(), this.model(), this.effort(), this.autoReviewBody()]);
+    return JSON.stringify([this.title(), this.description(), this.provider(), this.model(), this.effort(), this.autoReviewBody(), this.budgetTokens(), this.budgetCost()]);
   }
 }

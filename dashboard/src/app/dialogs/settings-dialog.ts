@@ -18,6 +18,9 @@ interface FieldSpec {
 const FIELDS: readonly FieldSpec[] = [
   { key: 'pullRequestReconcileIntervalSeconds', type: 'number', unit: 'seconds' },
   { key: 'rdInactivityTimeoutSeconds', type: 'number', unit: 'seconds' },
+  // Empty is null: no default limit.
+  { key: 'defaultBudgetMaxTokens', type: 'number' },
+  { key: 'defaultBudgetMaxCostUsd', type: 'number' },
   { key: 'doneRequirementRetentionDays', type: 'number', unit: 'days' },
   { key: 'cancelledRequirementRetentionDays', type: 'number', unit: 'days' },
   { key: 'logLevel', options: ['error', 'warn', 'info', 'debug'], type: 'select' },

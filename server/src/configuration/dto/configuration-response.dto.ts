@@ -33,6 +33,9 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty() databaseStatementTimeoutSeconds!: number;
   @ApiProperty({ enum: DATABASE_TLS_MODES }) databaseTls!: DatabaseTlsMode;
   @ApiProperty({ description: 'postgres://… without its password, or null (SQLite)', nullable: true, type: String }) databaseUrl!: string | null;
+  @ApiProperty({ description: 'Cost limit (US dollars) of a new Requirement created without a budget, or null', nullable: true, type: Number })
+  defaultBudgetMaxCostUsd!: number | null;
+  @ApiProperty({ description: 'Token limit of a new Requirement created without a budget, or null', nullable: true, type: Number }) defaultBudgetMaxTokens!: number | null;
   @ApiProperty() doneRequirementRetentionDays!: number;
   @ApiProperty({ type: [String] }) extraClaudeModels!: string[];
   @ApiProperty({ type: [String] }) extraCodexModels!: string[];

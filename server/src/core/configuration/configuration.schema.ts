@@ -3,7 +3,7 @@ import { validateSync } from 'class-validator';
 
 import { AGENT_ISOLATION_MODES, AUTHENTICATION_MODES, ConfigurationValues, DATABASE_TLS_MODES, ISOLATION_MODES, LIMITS, LOG_LEVELS, MODEL_NAME_PATTERN } from '@libs/contracts';
 
-import { OptionalEnum, OptionalInt, OptionalText, OptionalTextList } from '../validation';
+import { OptionalEnum, OptionalInt, OptionalNumber, OptionalText, OptionalTextList } from '../validation';
 
 export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   agentIsolation: 'auto',
@@ -17,6 +17,8 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   databaseStatementTimeoutSeconds: 60,
   databaseTls: 'url',
   databaseUrl: null,
+  defaultBudgetMaxCostUsd: null,
+  defaultBudgetMaxTokens: null,
   doneRequirementRetentionDays: 365,
   extraClaudeModels: [],
   extraCodexModels: [],
@@ -43,11 +45,16 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
 export type ConfigurationKey = keyof ConfigurationValues;
 export const CONFIGURATION_KEYS = Object.keys(CONFIGURATION_DEFAULTS) as ConfigurationKey[];
 
+/** Numbers whose default is null (none): the environment's text is read as a number for them too. */
+export const NULLABLE_NUMBER_KEYS: readonly ConfigurationKey[] = ['defaultBudgetMaxCostUsd', 'defaultBudgetMaxTokens'];
+
 /** Fields a running manager applies at once; every other field takes effect on restart. */
 export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
   'cancelledRequirementRetentionDays',
   'claudeExecutable',
   'codexExecutable',
+  'defaultBudgetMaxCostUsd',
+  'defaultBudgetMaxTokens',
   'doneRequirementRetentionDays',
   'extraClaudeModels',
   'extraCodexModels',
@@ -123,6 +130,22 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
     pattern: /^postgres(ql)?:\/\/\S+$/,
   })
   databaseUrl?: string | null;
+
+  @OptionalNumber({
+    description: 'US dollars a new Requirement may spend when its creator names no budget; null for no cost limit (applies to Requirements created from now on)',
+    max: LIMITS.budgetMaxCostUsd,
+    min: 0.01,
+    nullable: true,
+  })
+  defaultBudgetMaxCostUsd?: number | null;
+
+  @OptionalInt({
+    description: 'Tokens a new Requirement may use when its creator names no budget; null for no token limit (applies to Requirements created from now on)',
+    max: LIMITS.budgetMaxTokens,
+    min: 1,
+    nullable: true,
+  })
+  defaultBudgetMaxTokens?: number | null;
 
   @OptionalInt({ description: 'Days a done Requirement is kept before it is purged', max: 36_500, min: 0 })
   doneRequirementRetentionDays?: number;

@@ -6,7 +6,7 @@ import { Subject } from 'rxjs';
 import { ConfigurationValues } from '@libs/contracts';
 
 import { invalid } from '../errors/domain-error';
-import { CONFIGURATION_DEFAULTS, CONFIGURATION_KEYS, ConfigurationKey, LIVE_CONFIGURATION_KEYS, checkConfiguration } from './configuration.schema';
+import { CONFIGURATION_DEFAULTS, CONFIGURATION_KEYS, ConfigurationKey, LIVE_CONFIGURATION_KEYS, NULLABLE_NUMBER_KEYS, checkConfiguration } from './configuration.schema';
 
 export interface ConfigurationSnapshot {
   /** The configuration file. */
@@ -39,7 +39,8 @@ export function overridesFromEnv(env: NodeJS.ProcessEnv): Partial<ConfigurationV
     }
     const fallback = CONFIGURATION_DEFAULTS[key];
     // A list is written comma-separated in the environment (CODE_FACTORY_WORKTREE_LINKS=node_modules,.venv).
-    result[key] = Array.isArray(fallback) ? raw.split(',').filter((item) => item !== '') : typeof fallback === 'number' && /^-?\d+$/.test(raw) ? Number(raw) : raw;
+    const numeric = typeof fallback === 'number' || NULLABLE_NUMBER_KEYS.includes(key);
+    result[key] = Array.isArray(fallback) ? raw.split(',').filter((item) => item !== '') : numeric && /^-?\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw;
   }
   return result;
 }

@@ -21,6 +21,7 @@ import { RequirementsService } from '../../requirements/requirements.service';
 import { MessagesRepository } from '../../messages/messages.repository';
 import { SearchRepository } from '../../search/search.repository';
 import { Clock } from '../clock';
+import type { ConfigurationService } from '../configuration/configuration.service';
 import { ENTITIES } from '../core.module';
 import { Database } from './database.service';
 import { MIGRATIONS } from './migrations';
@@ -60,7 +61,9 @@ describe(Database.name, () => {
     events = new EventLog(clock);
     const search = new SearchRepository(sut);
     const requirementRows = new RequirementsRepository(sut, search);
-    requirements = new RequirementsService(clock, sut, new DependenciesRepository(sut), events, requirementRows);
+    // No default budget: the configuration answers null for it.
+    const configuration = { get: () => null } as unknown as ConfigurationService;
+    requirements = new RequirementsService(clock, configuration, sut, new DependenciesRepository(sut), events, requirementRows);
     const noAttachments = { claim: () => Promise.resolve([]) } as unknown as AttachmentsService;
     messages = new MessagesService(noAttachments, clock, sut, events, new MessagesRepository(sut, search), requirementRows);
     scripts = [];
@@ -83,6 +86,9 @@ describe(Database.name, () => {
     events.append(tx, { actor: SYSTEM_ACTOR, payload: { failedRunIds: [marker], requirementIds: [] }, type: 'manager.reconciled' });
 
   const requirementRow = (id: string): RequirementEntity => ({
+    budgetMaxCostUsd: null,
+    budgetMaxTokens: null,
+    budgetReachedAt: null,
     completedAt: null,
     createdAt: 'c',
     createdBy: 'human',
@@ -99,6 +105,9 @@ describe(Database.name, () => {
     status: 'todo',
     title: 't',
     updatedAt: 'u',
+    usageCostUsd: null,
+    usageInputTokens: 0,
+    usageOutputTokens: 0,
   });
 
   /** Holds the write path until `release()`, so that the units written meanwhile form one batch. */

@@ -1,5 +1,6 @@
 import { ISOLATION_MODES, IsolationMode, LIMITS, MODEL_NAME_PATTERN, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
+import { BudgetField, BudgetInputDto } from '../../budgets/dto/budget.dto';
 import { AutoStartFlag, DependencyInputDto, DependsOnList } from '../../dependencies/dto/dependency.dto';
 import { AutoReviewField, AutoReviewInputDto } from './auto-review.dto';
 import { OptionalEnum, OptionalText, ValidateEnum, ValidateText } from '../../core/validation';
@@ -19,6 +20,9 @@ export class CreateRequirementDto {
     pattern: GIT_REF_PATTERN,
   })
   baseRef?: string;
+
+  @BudgetField("What its RD runs may spend ({maxTokens, maxCostUsd}, either or both); null for none; absent: the configuration's default budget")
+  budget?: BudgetInputDto | null;
 
   @OptionalText({ description: 'What to build (Markdown)', example: 'Report segment merge, encode, and flush durations', max: LIMITS.descriptionLength })
   description?: string;

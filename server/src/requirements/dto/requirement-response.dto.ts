@@ -20,6 +20,8 @@ import {
 import { PageInfoDto } from '../../core/http/pagination';
 import { RequirementWorktreeResponseDto, toWorktreeResponse } from '../../worktrees/dto/worktree.dto';
 import { RequirementDependencyResponseDto, toDependencyResponse } from '../../dependencies/dto/dependency.dto';
+import { budgetOf, usageOf } from '../../budgets/budget-rules';
+import { RequirementBudgetResponseDto, RequirementUsageResponseDto } from '../../budgets/dto/budget.dto';
 import type { AgentSessionEntity } from '../agent-session.entity';
 import { AutoReviewSettingsDto, toAutoReviewSettings } from './auto-review.dto';
 import type { RequirementEntity } from '../requirement.entity';
@@ -72,6 +74,15 @@ export class RequirementResponseDto implements Requirement {
   @ApiPropertyOptional({ description: 'Starts on its own once every dependency is met' }) autoStart?: boolean;
   @ApiProperty({ description: 'The cross-model review loop of its PRs, or null for none', nullable: true, type: AutoReviewSettingsDto })
   autoReview!: AutoReviewSettingsDto | null;
+  @ApiProperty({ description: 'What its RD runs may spend, or null for no limit', nullable: true, type: RequirementBudgetResponseDto })
+  budget!: RequirementBudgetResponseDto | null;
+  @ApiProperty({ description: 'What its RD runs have spent (summed as each run closes)', type: RequirementUsageResponseDto }) usage!: RequirementUsageResponseDto;
+  @ApiProperty({
+    description: 'When a run reached the budget and paused the session, else null. Nothing but a person raising the budget or starting it wakes it meanwhile',
+    nullable: true,
+    type: String,
+  })
+  budgetReachedAt!: string | null;
 }
 
 export class RequirementPageDto extends PageInfoDto {
@@ -104,6 +115,8 @@ export function toRequirementResponse(requirement: RequirementEntity, session: A
   return {
     autoReview: toAutoReviewSettings(requirement),
     baseRef: place?.baseRef ?? null,
+    budget: budgetOf(requirement),
+    budgetReachedAt: requirement.budgetReachedAt,
     completedAt: requirement.completedAt,
     createdAt: requirement.createdAt,
     createdBy: requirement.createdBy,
@@ -122,6 +135,7 @@ export function toRequirementResponse(requirement: RequirementEntity, session: A
     title: requirement.title,
     // The card changes when its session (state, pending count) or its worktree (ahead, dirty) does: one version for all.
     updatedAt: latest(requirement.updatedAt, session.updatedAt, place?.updatedAt ?? ''),
+    usage: usageOf(requirement),
     worktree: toWorktreeResponse(place),
     ...(requirement.dependsOn && { autoStart: requirement.dependsOn.some((d) => d.autoStart), dependsOn: requirement.dependsOn.map(toDependencyResponse) }),
   };

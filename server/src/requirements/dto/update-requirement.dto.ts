@@ -1,5 +1,6 @@
 import { LIMITS, MODEL_NAME_PATTERN, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
+import { BudgetField, BudgetInputDto } from '../../budgets/dto/budget.dto';
 import { OptionalEnum, OptionalText } from '../../core/validation';
 import { AutoReviewField, AutoReviewInputDto } from './auto-review.dto';
 
@@ -12,6 +13,10 @@ import { AutoReviewField, AutoReviewInputDto } from './auto-review.dto';
 export class UpdateRequirementDto {
   @AutoReviewField()
   autoReview?: AutoReviewInputDto | null;
+  @BudgetField(
+    'Replaces the budget ({maxTokens, maxCostUsd}; a limit left out is none); null removes it. Raising a reached budget resumes the paused session with its pending input',
+  )
+  budget?: BudgetInputDto | null;
 
   @OptionalText({ description: 'What to build (Markdown); only while todo', max: LIMITS.descriptionLength })
   description?: string;

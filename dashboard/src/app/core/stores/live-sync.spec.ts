@@ -29,6 +29,8 @@ const values: ManagerConfiguration['values'] = {
   cancelledRequirementRetentionDays: 7,
   claudeExecutable: 'claude',
   codexExecutable: 'codex',
+  defaultBudgetMaxCostUsd: null,
+  defaultBudgetMaxTokens: null,
   databasePath: null,
   databasePoolSize: 10,
   databaseStatementTimeoutSeconds: 60,

@@ -8,6 +8,7 @@ import { Search1765238400000 } from './1765238400000-search';
 import { RequirementWorktrees1765324800000 } from './1765324800000-requirement-worktrees';
 import { UsageAndForks1765411200000 } from './1765411200000-usage-and-forks';
 import { RequirementDependencies1765497600000 } from './1765497600000-requirement-dependencies';
+import { RequirementBudgets1765584000000 } from './1765584000000-requirement-budgets';
 import { ReviewLoop1765670400000 } from './1765670400000-review-loop';
 import { ModelCatalog1765756800000 } from './1765756800000-model-catalog';
 
@@ -23,6 +24,7 @@ export const MIGRATIONS = [
   RequirementWorktrees1765324800000,
   UsageAndForks1765411200000,
   RequirementDependencies1765497600000,
+  RequirementBudgets1765584000000,
   ReviewLoop1765670400000,
   ModelCatalog1765756800000,
 ];

@@ -1,0 +1,270 @@
+import * as path from 'node:path';
+
+import { query } from './support/db-snapshot';
+import { send } from './support/http';
+import { REAL_AGENT_CLIS } from './support/model-stub';
+import { type RealAgentWorld, useRealAgentWorld } from './support/real-agent-world';
+import { expectRefused } from './support/refusals';
+import { until } from './support/wait';
+
+// Issue 18 §1, budgets, end to end with the real Claude Code CLI driven by the model stub: each
+// model response reports its usage in the stream (100 input + 1 output tokens as the stub
+// answers), so a budget is crossed in the middle of a run. The crossing stops the run as a pause,
+// a timer firing meanwhile wakes nothing, and raising the budget resumes the pending input.
+
+const CLAUDE = REAL_AGENT_CLIS.find((cli) => cli.provider === 'claude-code')!;
+const CODEX = REAL_AGENT_CLIS.find((cli) => cli.provider === 'codex')!;
+/** A tool job that never ends by itself: the run it is in can only end by being stopped. */
+const LONG_JOB = `node -e "setInterval(() => {}, 1000)" am-budget-sleeper`;
+
+jest.setTimeout(240_000);
+
+interface Requirement {
+  id: string;
+  status: string;
+  budget: { maxTokens: number | null; maxCostUsd: number | null } | null;
+  usage: { inputTokens: number; outputTokens: number; costUsd: number | null };
+  budgetReachedAt: string | null;
+  session: { id: string; state: string; pausedAt: string | null; pendingMessageCount: number };
+}
+interface Run {
+  id: string;
+  status: string;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  inputFromSequence: number;
+  inputToSequence: number;
+}
+interface Message {
+  author: string;
+  body: string;
+  sequence: number;
+  source?: string | null;
+  deliverToRd: boolean;
+}
+
+describe('budgets (real Claude Code, usage reported mid-run)', () => {
+  let world: RealAgentWorld;
+  useRealAgentWorld(CLAUDE, 'budgets', (w) => (world = w));
+
+  const origin = () => world.manager.origin;
+  const dataDirectory = () => world.manager.dataDirectory();
+  const get = async (id: string): Promise<Requirement> => (await send(origin(), 'GET', `/api/requirements/${id}`)).json;
+  const runsOf = async (id: string): Promise<Run[]> => ((await send(origin(), 'GET', `/api/runs?requirementId=${id}`)).json.items as Run[]).reverse();
+  const messagesOf = async (id: string): Promise<Message[]> => (await send(origin(), 'GET', `/api/requirements/${id}/messages`)).json.items;
+  const eventTypes = async (id: string) =>
+    (await query<{ type: string }>(path.join(dataDirectory(), 'factory.sqlite'), 'SELECT type FROM manager_event WHERE requirement_id = ? ORDER BY id', [id])).map((e) => e.type);
+  const tokens = (r: Requirement) => r.usage.inputTokens + r.usage.outputTokens;
+
+  it('takes a budget on create, refuses bad ones with a 400, and fills in the configured default', async () => {
+    const created = await send(origin(), 'POST', '/api/requirements', { budget: { maxTokens: 10_000 }, provider: 'claude-code', title: 'Budgeted' });
+    expect(created.status).toBe(201);
+    expect(created.json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 10_000 }, budgetReachedAt: null, usage: { costUsd: null, inputTokens: 0, outputTokens: 0 } });
+    for (const budget of [{ maxTokens: 0 }, { maxTokens: 1.5 }, { maxCostUsd: -1 }, { maxTokens: '100' }, { tokens: 5 }, [], 'lots']) {
+      await expectRefused(dataDirectory(), () => send(origin(), 'POST', '/api/requirements', { budget, provider: 'codex', title: 'Bad budget' }), 400);
+      await expectRefused(dataDirectory(), () => send(origin(), 'PATCH', `/api/requirements/${created.json.id}`, { budget }), 400);
+    }
+    expect((await get(created.json.id)).budget).toEqual({ maxCostUsd: null, maxTokens: 10_000 });
+    // A proposal (here with the owner's token, as the MCP tool and the CLI send it) takes one too.
+    const parent = created.json as Requirement;
+    const proposed = await send(origin(), 'POST', '/api/agent/requirements', {
+      budget: { maxCostUsd: 0.1 },
+      description: 'A follow-up',
+      parentRequirementId: parent.id,
+      sourceSessionId: parent.session.id,
+      title: 'Proposed with a budget',
+    });
+    expect(proposed.status).toBe(201);
+    expect(proposed.json).toMatchObject({ budget: { maxCostUsd: 0.1, maxTokens: null }, createdBy: 'rd_agent' });
+    // Read back as typed on both stores (dollars are double precision, not PostgreSQL's 4-byte real).
+    expect((await get(proposed.json.id)).budget).toEqual({ maxCostUsd: 0.1, maxTokens: null });
+
+    const configured = await send(origin(), 'PATCH', '/api/configuration', { defaultBudgetMaxCostUsd: 2.5, defaultBudgetMaxTokens: 50_000 });
+    expect(configured.status).toBe(200);
+    await expectRefused(dataDirectory(), () => send(origin(), 'PATCH', '/api/configuration', { defaultBudgetMaxTokens: -5 }), 400);
+    const defaulted = (await send(origin(), 'POST', '/api/requirements', { provider: 'codex', title: 'Default budget' })).json;
+    expect(defaulted.budget).toEqual({ maxCostUsd: 2.5, maxTokens: 50_000 });
+    // An explicit null is "no budget", whatever the default.
+    expect((await send(origin(), 'POST', '/api/requirements', { budget: null, provider: 'codex', title: 'Unlimited' })).json.budget).toBeNull();
+    await send(origin(), 'PATCH', '/api/configuration', { defaultBudgetMaxCostUsd: null, defaultBudgetMaxTokens: null });
+    expect((await send(origin(), 'POST', '/api/requirements', { provider: 'codex', title: 'No default' })).json.budget).toBeNull();
+  });
+
+  it('pauses a run that crosses its budget, stays paused through a timer firing and a reply, and resumes when the budget is raised', async () => {
+    const req = (await send(origin(), 'POST', '/api/requirements', { budget: { maxTokens: 250 }, provider: 'claude-code', title: 'Spend carefully' })).json as Requirement;
+    // Registered now, it fires about a minute from now: after the pause (the run takes seconds).
+    const timer = await send(origin(), 'POST', `/api/requirements/${req.id}/timers`, { description: 'Check on the work', intervalSeconds: 60, schedule: 'once' });
+    expect(timer.status).toBe(201);
+    // Three model responses of 101 tokens each: the third takes the Requirement to 303 of 250
+    // while its tool job (which never ends) runs; a fourth response would mean it was not stopped.
+    world.stub.scriptFor(req.id, [{ shell: 'echo one' }, { shell: 'echo two' }, { shell: LONG_JOB }, { text: 'Should never be asked for.' }]);
+    expect((await send(origin(), 'POST', `/api/requirements/${req.id}/start`, { message: `Do the work ${req.id}` })).status).toBe(202);
+
+    const paused = await until(
+      'the budget pause',
+      async () => {
+        const r = await get(req.id);
+        return r.budgetReachedAt !== null && r.status === 'waiting_confirmation' ? r : undefined;
+      },
+      120_000,
+    );
+    expect(paused.session).toMatchObject({ pendingMessageCount: 1, state: 'waiting_human' });
+    expect(paused.session.pausedAt).not.toBeNull();
+    expect(tokens(paused)).toBeGreaterThanOrEqual(250);
+    const [stopped] = await runsOf(req.id);
+    // Stopped like a person's stop: cancelled, its input not consumed, its usage recorded.
+    expect(stopped.status).toBe('cancelled');
+    expect((stopped.inputTokens ?? 0) + (stopped.outputTokens ?? 0)).toBe(tokens(paused));
+    expect(world.stub.requests.filter((r) => r.marker === req.id)).toHaveLength(3);
+    const notice = (await messagesOf(req.id)).filter((m) => m.author === 'system' && m.body.startsWith('Budget reached'));
+    expect(notice).toHaveLength(1);
+    expect(notice[0].body).toContain(`Budget reached: ${tokens(paused).toLocaleString('en-US')} of 250 tokens.`);
+    expect(notice[0].deliverToRd).toBe(false);
+    // The events say what was spent: the run's end carries the Requirement with its usage and the pause.
+    const [cancelledEvent] = await query<{ payload: string }>(
+      path.join(dataDirectory(), 'factory.sqlite'),
+      "SELECT payload FROM manager_event WHERE requirement_id = ? AND type = 'run.cancelled'",
+      [req.id],
+    );
+    expect(JSON.parse(cancelledEvent.payload).requirement).toMatchObject({ budget: { maxTokens: 250 }, budgetReachedAt: paused.budgetReachedAt, usage: paused.usage });
+
+    // The timer fires (its message is kept for the next run) and wakes nothing.
+    const fired = await until('the timer firing', async () => (await messagesOf(req.id)).find((m) => m.source === 'timer'), 120_000);
+    expect(fired.deliverToRd).toBe(true);
+    // A person's reply waits too: only raising the budget or a start lifts a budget pause.
+    const reply = await send(origin(), 'POST', `/api/requirements/${req.id}/reply`, { message: `Also this ${req.id}` });
+    expect(reply.json).toMatchObject({ queued: true, requirement: { budgetReachedAt: paused.budgetReachedAt, session: { state: 'waiting_human' } } });
+    expect(await runsOf(req.id)).toHaveLength(1);
+    expect((await eventTypes(req.id)).filter((t) => t === 'run.started')).toHaveLength(1);
+    expect((await get(req.id)).session.pendingMessageCount).toBe(3);
+
+    // Lowering it further changes nothing; raising it resumes with every pending message.
+    expect((await send(origin(), 'PATCH', `/api/requirements/${req.id}`, { budget: { maxTokens: 200 } })).json).toMatchObject({
+      budgetReachedAt: paused.budgetReachedAt,
+      session: { state: 'waiting_human' },
+    });
+    world.stub.scriptFor(req.id, [{ text: 'Resumed and finished.' }]);
+    const raised = await send(origin(), 'PATCH', `/api/requirements/${req.id}`, { budget: { maxTokens: 100_000 } });
+    expect(raised.status).toBe(200);
+    expect(raised.json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 100_000 }, budgetReachedAt: null, session: { pausedAt: null, state: 'running' }, status: 'doing' });
+    const done = await until(
+      'the resumed run',
+      async () => {
+        const runs = await runsOf(req.id);
+        return runs.length === 2 && runs[1].status === 'succeeded' ? runs : undefined;
+      },
+      120_000,
+    );
+    const messages = await messagesOf(req.id);
+    const first = messages.find((m) => m.body === `Do the work ${req.id}`)!;
+    const last = messages.find((m) => m.body === `Also this ${req.id}`)!;
+    // The stopped run's input, the timer's message and the reply: one run took them all.
+    expect(done[1]).toMatchObject({ inputFromSequence: first.sequence, inputToSequence: last.sequence });
+    const after = await until('waiting again', async () => ((await get(req.id)).status === 'waiting_confirmation' ? get(req.id) : undefined));
+    expect(after).toMatchObject({ budgetReachedAt: null, session: { pausedAt: null, pendingMessageCount: 0 } });
+    expect(tokens(after)).toBeGreaterThan(tokens(paused));
+  });
+
+  it('pauses an idle Requirement whose budget is lowered under what it spent; an explicit start runs it once past the budget', async () => {
+    const req = (await send(origin(), 'POST', '/api/requirements', { provider: 'claude-code', title: 'Lowered later' })).json as Requirement;
+    world.stub.scriptFor(req.id, [{ text: 'First answer.' }]);
+    await send(origin(), 'POST', `/api/requirements/${req.id}/start`, { message: `Begin ${req.id}` });
+    const ran = await until(
+      'the first run',
+      async () => {
+        const r = await get(req.id);
+        return r.status === 'waiting_confirmation' ? r : undefined;
+      },
+      120_000,
+    );
+    expect(ran.budgetReachedAt).toBeNull();
+    expect(tokens(ran)).toBeGreaterThan(0);
+
+    const lowered = await send(origin(), 'PATCH', `/api/requirements/${req.id}`, { budget: { maxTokens: 1 } });
+    expect(lowered.json.budgetReachedAt).not.toBeNull();
+    expect(lowered.json.session.pausedAt).not.toBeNull();
+    expect(
+      (await messagesOf(req.id)).filter((m) => m.body.startsWith(`Budget reached: ${tokens(ran).toLocaleString('en-US')} of 1 tokens, $${ran.usage.costUsd!.toFixed(4)}.`)),
+    ).toHaveLength(1);
+
+    // A person's start is theirs: the run is not stopped at its first report, and pauses again when it ends.
+    world.stub.scriptFor(req.id, [{ shell: 'echo past' }, { text: 'Second answer.' }]);
+    expect((await send(origin(), 'POST', `/api/requirements/${req.id}/start`, { message: `Go on ${req.id}` })).status).toBe(202);
+    const runs = await until(
+      'the started run',
+      async () => {
+        const all = await runsOf(req.id);
+        return all.length === 2 && all[1].status !== 'running' ? all : undefined;
+      },
+      120_000,
+    );
+    expect(runs[1].status).toBe('succeeded');
+    const again = await get(req.id);
+    expect(again).toMatchObject({ session: { pendingMessageCount: 0, state: 'waiting_human' }, status: 'waiting_confirmation' });
+    expect(again.budgetReachedAt).not.toBeNull();
+    expect((await messagesOf(req.id)).filter((m) => m.body.startsWith('Budget reached'))).toHaveLength(2);
+    // Removing the budget lifts the pause; with nothing pending no run starts.
+    const lifted = await send(origin(), 'PATCH', `/api/requirements/${req.id}`, { budget: null });
+    expect(lifted.json).toMatchObject({ budget: null, budgetReachedAt: null, session: { pausedAt: null, state: 'waiting_human' } });
+    expect(await runsOf(req.id)).toHaveLength(2);
+  });
+  it("refuses the proposing agent's start of a child whose budget is reached: only a person lifts it", async () => {
+    const parent = (await send(origin(), 'POST', '/api/requirements', { provider: 'claude-code', title: 'Parent' })).json as Requirement;
+    const child = (
+      await send(origin(), 'POST', '/api/agent/requirements', {
+        budget: { maxTokens: 1 },
+        description: 'Spends its budget at once',
+        parentRequirementId: parent.id,
+        sourceSessionId: parent.session.id,
+        title: `Child of ${parent.id}`,
+      })
+    ).json as Requirement;
+    world.stub.scriptFor(child.id, [{ text: 'Child answer.' }]);
+    await send(origin(), 'POST', `/api/requirements/${child.id}/start`, { message: `Child work ${child.id}` });
+    await until(
+      'the child paused by its budget',
+      async () => {
+        const r = await get(child.id);
+        return r.budgetReachedAt !== null && r.status === 'waiting_confirmation';
+      },
+      120_000,
+    );
+
+    // The parent's agent asks to start it through code-factory-cli, with its own run credential.
+    world.stub.scriptFor(parent.id, [{ shell: `code-factory-cli requirement action --requirement-id ${child.id} --start; echo "exit=$?"` }, { text: 'Tried.' }]);
+    await send(origin(), 'POST', `/api/requirements/${parent.id}/start`, { message: `Parent work ${parent.id}` });
+    await until('the parent run', async () => ((await runsOf(parent.id))[0]?.status === 'succeeded' ? true : undefined), 120_000);
+    const answered = world.stub.requests.filter((r) => r.marker === parent.id).pop()!;
+    expect(answered.transcript).toContain(`Requirement ${child.id} reached its budget`);
+    expect(answered.transcript).toContain('exit=1');
+    expect(await runsOf(child.id)).toHaveLength(1);
+    expect((await get(child.id)).budgetReachedAt).not.toBeNull();
+  });
+});
+
+describe('budgets (real Codex, usage reported with the turn)', () => {
+  let world: RealAgentWorld;
+  useRealAgentWorld(CODEX, 'budgets', (w) => (world = w));
+
+  it('sees the crossing when the turn completes: the run succeeds (its input consumed) and the Requirement pauses', async () => {
+    const origin = world.manager.origin;
+    const req = (await send(origin, 'POST', '/api/requirements', { budget: { maxTokens: 100 }, provider: 'codex', title: 'Codex on a budget' })).json as Requirement;
+    world.stub.scriptFor(req.id, [{ text: 'Codex answer.' }]);
+    await send(origin, 'POST', `/api/requirements/${req.id}/start`, { message: `Work ${req.id}` });
+    const paused = await until(
+      'the budget pause',
+      async () => {
+        const r = (await send(origin, 'GET', `/api/requirements/${req.id}`)).json as Requirement;
+        return r.budgetReachedAt !== null && r.status === 'waiting_confirmation' ? r : undefined;
+      },
+      120_000,
+    );
+    expect(paused.session).toMatchObject({ pendingMessageCount: 0, state: 'waiting_human' });
+    expect(paused.usage).toEqual({ costUsd: null, inputTokens: 100, outputTokens: 20 });
+    expect((await send(origin, 'GET', `/api/runs?requirementId=${req.id}`)).json.items).toEqual([expect.objectContaining({ status: 'succeeded' })]);
+    const messages = (await send(origin, 'GET', `/api/requirements/${req.id}/messages`)).json.items as Message[];
+    expect(messages.filter((m) => m.author === 'system').map((m) => m.body)).toEqual([
+      'Budget reached: 120 of 100 tokens.\nNothing wakes this Requirement until a person raises its budget or starts it.',
+    ]);
+  });
+});
