@@ -9,7 +9,8 @@ import type { ConfigurationValues } from '@libs/contracts';
 import { probeBubblewrap } from '../agents/agent-sandbox';
 import { findExecutable } from '../agents/executable';
 import { CONFIGURATION_DEFAULTS } from '../core/configuration/configuration.schema';
-import { type PostgresStore, pgClientConfig, redactDatabaseUrl } from '../core/database/store';
+import { probePostgres } from '../core/database/postgres/postgres-probe';
+import { type PostgresStore, redactDatabaseUrl } from '../core/database/store';
 import { overridesFromEnv } from '../core/configuration/configuration.service';
 import { codeFactoryHome, workspaceKey } from '../core/workspace/workspace';
 import { resolveGitHubToken } from '../github/github-token';
@@ -297,20 +298,8 @@ async function checkDatabase(configuration: ConfigurationValues, root: string, h
     tls: configuration.databaseTls,
     url: configuration.databaseUrl,
   };
-  const { Client } = await import('pg');
-  const client = new Client({ ...pgClientConfig(store, 'agent-manager doctor'), connectionTimeoutMillis: timeoutMs });
   try {
-    await client.connect();
-    const { rows } = await client.query<{ version: string; can_create: boolean; has_schema: boolean; held: boolean }>(
-      `SELECT current_setting('server_version') AS version,
-              has_database_privilege(current_user, current_database(), 'CREATE') AS can_create,
-              EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS has_schema,
-              EXISTS (SELECT 1 FROM pg_locks, hashtextextended($1, 0) AS key
-                      WHERE locktype = 'advisory' AND granted AND objsubid = 1
-                        AND classid = ((key >> 32) & 4294967295)::oid AND objid = (key & 4294967295)::oid) AS held`,
-      [store.schema],
-    );
-    const { version, can_create: canCreate, has_schema: hasSchema, held } = rows[0];
+    const { version, canCreate, hasSchema, held } = await probePostgres(store, timeoutMs);
     const where = `PostgreSQL ${version} at ${shown}, schema ${store.schema}`;
     if (!hasSchema && !canCreate) {
       return {
@@ -331,8 +320,6 @@ async function checkDatabase(configuration: ConfigurationValues, root: string, h
       fix: 'check databaseUrl (user, password, host, port, database), the server, and databaseTls; or remove databaseUrl to use SQLite',
       status: 'fail',
     };
-  } finally {
-    await client.end().catch(() => undefined);
   }
 }
 
