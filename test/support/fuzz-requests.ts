@@ -416,8 +416,13 @@ function validValue(name: string, schema: Schema): fc.Arbitrary<unknown> {
       case 'string':
         return fc.string({ maxLength: Math.min(schema.maxLength ?? 60, 60), minLength: Math.max(schema.minLength ?? 0, 0), unit: 'grapheme' });
       case 'number':
+        // A fractional field (a budget's dollars: minimum 0.01) takes fractions; whole numbers are in range too.
+        return fc.oneof(
+          fc.double({ max: Math.min(schema.maximum ?? 1_000_000, 2 ** 31), min: schema.minimum ?? 0, noDefaultInfinity: true, noNaN: true }),
+          fc.integer({ max: Math.floor(Math.min(schema.maximum ?? 1_000_000, 2 ** 31)), min: Math.ceil(schema.minimum ?? 0) }),
+        );
       case 'integer':
-        return fc.integer({ max: Math.min(schema.maximum ?? 1_000_000, 2 ** 31), min: schema.minimum ?? 0 });
+        return fc.integer({ max: Math.floor(Math.min(schema.maximum ?? 1_000_000, 2 ** 31)), min: Math.ceil(schema.minimum ?? 0) });
       case 'boolean':
         return fc.boolean();
       case 'array':
