@@ -127,8 +127,8 @@ const HEADLINES: Record<string, string[]> = {
     'search common word p99 small',
     'replay 200 events p99 small',
   ],
-  'sse-fanout': ['commit→client p99'],
-  'trace-flood': ['reasoning events persisted / printed', 'run wall time', 'health p99 during flood'],
+  'sse-fanout': ['mutation rate achieved', 'commit→client p99'],
+  'trace-flood': ['reasoning events persisted / printed', 'reasoning events persisted per second of run', 'run wall time', 'health p99 during flood'],
 };
 
 /**

@@ -70,6 +70,10 @@ const SCENARIO_BUDGET_MS = 2 * 60_000;
  * Results merge into bench/results/latest.json and the table in docs/performance.md.
  */
 async function main(): Promise<void> {
+  if (process.env.TEST_DATABASE_URL) {
+    // The test support sends every manager there (STORE_ENV, read at import): SQLite runs included.
+    throw new Error('TEST_DATABASE_URL is set: unset it (the PostgreSQL variants use BENCH_DATABASE_URL, or a throwaway cluster)');
+  }
   // Each PostgreSQL variant right after its SQLite run.
   const order = [...Object.keys(SCENARIOS), ...Object.keys(SELF_CONTAINED)].flatMap((name) => (POSTGRES_VARIANTS.includes(name) ? [name, `${name}${POSTGRES_SUFFIX}`] : [name]));
   const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));

@@ -73,6 +73,8 @@ export async function traceFloodScenario({ postgresUrl }: { postgresUrl?: string
         { name: 'reasoning events persisted / printed', target: { op: '>=', value: 1 }, unit: '', value: round((stored?.n ?? 0) / expected, 4) },
         { name: 'trace events streamed to SSE client', unit: '', value: streamed },
         { name: 'run wall time', unit: 's', value: round(wall, 1) },
+        // What the store kept up with: the agent prints at RATE, so this stays near it while the writes keep pace.
+        { name: 'reasoning events persisted per second of run', unit: '/s', value: round((stored?.n ?? 0) / wall, 0) },
         { name: 'health p99 idle', unit: 'ms', value: round(idleP99) },
         { name: 'health p99 during flood', unit: 'ms', value: round(floodP99) },
         { name: 'health p99 flood / idle', target: { op: '<=', value: 3 }, unit: '', value: round(floodP99 / idleP99) },
