@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
@@ -5,7 +6,8 @@ import * as path from 'node:path';
 import * as sqlite3 from 'sqlite3';
 
 import { send } from '../../test/support/http';
-import { ManagerProcess, Sandbox, makeSandbox, startManager } from '../../test/support/manager-process';
+import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from '../../test/support/manager-process';
+import { pgQuery } from '../../test/support/postgres';
 import { Figure, ScenarioResult, percentile, progress, round } from '../harness';
 import type { Json } from '../../test/support/http';
 
@@ -29,7 +31,15 @@ interface Shape {
 
 /** Issue 16: a search answers within this at the 95th percentile on the large workspace. */
 const SEARCH_P95_MS = 200;
-const LARGE: Shape = { big: 4, bigMessages: 5000, events: 2_000_000, messages: 1_000_000, requirements: 10_000 };
+const FULL_LARGE: Shape = { big: 4, bigMessages: 5000, events: 2_000_000, messages: 1_000_000, requirements: 10_000 };
+/**
+ * On PostgreSQL the large workspace is seeded on SQLite as above and moved with `db copy`, which
+ * at 5M rows would take many minutes: a fifth of the messages and events, the same Requirements
+ * and big conversations (the same deep pages), about 0.85M rows to copy.
+ */
+const POSTGRES_LARGE: Shape = { big: 4, bigMessages: 5000, events: 400_000, messages: 200_000, requirements: 10_000 };
+/** BENCH_SCALE_SHAPE=small (while developing): a large workspace still past every deep page, seeded and copied in seconds. */
+const REDUCED_LARGE: Shape = { big: 4, bigMessages: 5000, events: 80_000, messages: 38_000, requirements: 6000 };
 const SMALL: Shape = { big: 1, bigMessages: 150, events: 2000, messages: 1047, requirements: 300 };
 /** The deep Requirements page starts after this item (large / small workspace). */
 const DEEP_ITEM = { large: 5000, small: 250 };
@@ -59,11 +69,11 @@ const BODY_SQL = (k: string) => `CASE ${k} % 4
 /** The Requirement snapshot every Requirement event carries (toRequirementResponse), as SQL JSON. */
 function snapshotSql(r: string, at: { status: string; state: string; consumed: string; updatedAt: string; completedAt: string }): string {
   return `json_object(
-    'completedAt', ${at.completedAt}, 'createdAt', ${r}.created, 'createdBy', 'human', 'description', ${r}.description,
-    'id', ${r}.id, 'model', NULL, 'parentRequirementId', NULL, 'provider', 'codex', 'reasoningEffort', NULL,
+    'baseRef', NULL, 'completedAt', ${at.completedAt}, 'createdAt', ${r}.created, 'createdBy', 'human', 'description', ${r}.description,
+    'forkedFromRequirementId', NULL, 'id', ${r}.id, 'isolation', 'in_place', 'model', NULL, 'parentRequirementId', NULL, 'provider', 'codex', 'reasoningEffort', NULL,
     'session', json_object('createdAt', ${r}.created, 'id', ${r}.ses, 'lastConsumedMessageSequence', ${at.consumed}, 'lastError', NULL, 'lastMessageSequence', ${at.consumed},
-      'nativeSessionId', NULL, 'pendingMessageCount', 0, 'provider', 'codex', 'requirementId', ${r}.id, 'state', ${at.state}, 'updatedAt', ${at.updatedAt}),
-    'sourceSessionId', NULL, 'status', ${at.status}, 'title', ${r}.title, 'updatedAt', ${at.updatedAt})`;
+      'nativeSessionId', NULL, 'pausedAt', NULL, 'pendingMessageCount', 0, 'provider', 'codex', 'requirementId', ${r}.id, 'state', ${at.state}, 'updatedAt', ${at.updatedAt}),
+    'sourceSessionId', NULL, 'status', ${at.status}, 'title', ${r}.title, 'updatedAt', ${at.updatedAt}, 'worktree', NULL)`;
 }
 
 /**
@@ -199,7 +209,7 @@ function all<T>(db: sqlite3.Database, sql: string): Promise<T[]> {
  * Fills a migrated, stopped workspace's database: without a journal (a failed seed is thrown
  * away), in one transaction, rows in index order; then back to WAL as the manager keeps it.
  */
-async function seed(databasePath: string, shape: Shape, label: string): Promise<void> {
+async function seed(databasePath: string, shape: Shape, label: string, verbose = false): Promise<void> {
   const db = new sqlite3.Database(databasePath);
   try {
     await exec(db, 'PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -1048576; PRAGMA temp_store = MEMORY; PRAGMA locking_mode = EXCLUSIVE');
@@ -207,7 +217,7 @@ async function seed(databasePath: string, shape: Shape, label: string): Promise<
     for (const [name, sql] of seedStatements(shape, Date.now())) {
       const t = Date.now();
       await exec(db, sql);
-      if (shape === LARGE) {
+      if (verbose) {
         progress(`scale: ${label}: ${name} in ${round((Date.now() - t) / 1000, 1)} s`);
       }
     }
@@ -235,9 +245,9 @@ async function migratedSandbox(): Promise<{ sandbox: Sandbox; databasePath: stri
   return { databasePath, sandbox };
 }
 
-async function timedStart(sandbox: Sandbox): Promise<{ manager: ManagerProcess; ms: number }> {
+async function timedStart(sandbox: Sandbox, env: NodeJS.ProcessEnv): Promise<{ manager: ManagerProcess; ms: number }> {
   const t = performance.now();
-  const manager = await startManager({ args: ['--log-level', 'warn'], sandbox });
+  const manager = await startManager({ args: ['--log-level', 'warn'], env, sandbox });
   return { manager, ms: performance.now() - t };
 }
 
@@ -370,31 +380,83 @@ function figures(label: string, pair: Pair): Figure[] {
   return out;
 }
 
-export async function scaleScenario(): Promise<ScenarioResult> {
+/**
+ * `agent-manager db copy --to <url>` of a stopped, seeded workspace (the built CLI, as a user runs
+ * it; the store variable unset, or the CLI would say the workspace runs on PostgreSQL already).
+ */
+function copyToPostgres(sandbox: Sandbox, url: string): Promise<string> {
+  const env: NodeJS.ProcessEnv = { ...process.env, CODE_FACTORY_HOME: sandbox.home };
+  delete env.CODE_FACTORY_DATABASE_URL;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'agent-manager.js'), 'db', 'copy', '--to', url, '--workspace', sandbox.workspace], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20 * 60_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 0) {
+        resolve(out);
+      } else {
+        reject(new Error(`scale: db copy exited with ${code}: ${out.trim().split('\n').slice(-5).join(' / ')}`));
+      }
+    });
+  });
+}
+
+/**
+ * With `postgresUrl`, the PostgreSQL variant: both workspaces seeded on SQLite as always, copied
+ * into their schemas with `db copy`, and every manager started on PostgreSQL.
+ */
+export async function scaleScenario({ postgresUrl }: { postgresUrl?: string } = {}): Promise<ScenarioResult> {
   const started = Date.now();
   const elapsed = () => round((Date.now() - started) / 1000, 0);
+  const reduced = process.env['BENCH_SCALE_SHAPE'] === 'small';
+  const shape = reduced ? REDUCED_LARGE : postgresUrl ? POSTGRES_LARGE : FULL_LARGE;
+  const storeEnv: NodeJS.ProcessEnv = postgresUrl ? { CODE_FACTORY_DATABASE_URL: postgresUrl } : {};
   const [large, small] = await Promise.all([migratedSandbox(), migratedSandbox()]);
   const managers: ManagerProcess[] = [];
   try {
-    progress(`scale: seeding ${LARGE.requirements} Requirements, ${LARGE.messages} messages, ${LARGE.events} events`);
+    progress(`scale: seeding ${shape.requirements} Requirements, ${shape.messages} messages, ${shape.events} events`);
     const seedStart = Date.now();
-    await seed(large.databasePath, LARGE, 'large');
+    await seed(large.databasePath, shape, 'large', !reduced);
     const seedSeconds = (Date.now() - seedStart) / 1000;
     const databaseMb = fs.statSync(large.databasePath).size / 1024 / 1024;
     progress(`scale: seeded in ${round(seedSeconds, 1)} s (${round(databaseMb, 0)} MB); small workspace`);
     await seed(small.databasePath, SMALL, 'small');
+    const storeFigures: Figure[] = [];
+    if (postgresUrl) {
+      progress(`scale: db copy of the large workspace to PostgreSQL; at ${elapsed()} s`);
+      const copyStart = Date.now();
+      const copied = await copyToPostgres(large.sandbox, postgresUrl);
+      const copySeconds = (Date.now() - copyStart) / 1000;
+      progress(`scale: copied in ${round(copySeconds, 1)} s (${/Copied .*/.exec(copied)?.[0] ?? 'no summary'}); small workspace`);
+      await copyToPostgres(small.sandbox, postgresUrl);
+      const [size] = await pgQuery<{ bytes: string }>(
+        large.databasePath,
+        `SELECT SUM(pg_total_relation_size(c.oid))::text AS bytes FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm')`,
+      );
+      storeFigures.push(
+        { name: `large workspace's messages (PostgreSQL shape)`, unit: '', value: shape.messages },
+        { name: 'db copy to PostgreSQL (large workspace)', unit: 's', value: round(copySeconds, 1) },
+        { name: 'schema size (large workspace)', unit: 'MB', value: round(Number(size?.bytes ?? 0) / 1024 / 1024, 0) },
+      );
+    }
 
     // Startup: spawn → banner, alternating (the migrating starts above warmed the OS caches);
     // the last pair started stays up for the reads.
     progress(`scale: startup × ${STARTUP_SAMPLES} each; at ${elapsed()} s`);
     const startup = await interleaved(STARTUP_SAMPLES - 1, async (which) => {
-      const { manager, ms } = await timedStart(which === 'large' ? large.sandbox : small.sandbox);
+      const { manager, ms } = await timedStart(which === 'large' ? large.sandbox : small.sandbox, storeEnv);
       await manager.stop();
       return ms;
     });
-    const lastLarge = await timedStart(large.sandbox);
+    const lastLarge = await timedStart(large.sandbox, storeEnv);
     managers.push(lastLarge.manager);
-    const lastSmall = await timedStart(small.sandbox);
+    const lastSmall = await timedStart(small.sandbox, storeEnv);
     managers.push(lastSmall.manager);
     const last = { large: lastLarge, small: lastSmall };
     const m = { large: lastLarge.manager, small: lastSmall.manager };
@@ -402,7 +464,7 @@ export async function scaleScenario(): Promise<ScenarioResult> {
     startup.small = [...startup.small, last.small.ms].sort((a, b) => a - b);
     progress(`scale: startup (ms) large ${startup.large.map((ms) => Math.round(ms)).join(' ')}, small ${startup.small.map((ms) => Math.round(ms)).join(' ')}; at ${elapsed()} s`);
     const client = { large: new Client(m.large), small: new Client(m.small) };
-    const bigIndex = { large: Math.floor((0.5 * LARGE.requirements) / LARGE.big), small: Math.floor((0.5 * SMALL.requirements) / SMALL.big) };
+    const bigIndex = { large: Math.floor((0.5 * shape.requirements) / shape.big), small: Math.floor((0.5 * SMALL.requirements) / SMALL.big) };
     const conversation = { large: scaleId('req', bigIndex.large), small: scaleId('req', bigIndex.small) };
     const deepCursor = {
       large: await client.large.cursorAfter('/api/requirements', DEEP_ITEM.large),
@@ -418,7 +480,7 @@ export async function scaleScenario(): Promise<ScenarioResult> {
       const first = await client[which].json('/api/requirements');
       const deep = await client[which].json(`/api/requirements?cursor=${encodeURIComponent(deepCursor[which])}`);
       const late = await client[which].json(`/api/requirements/${conversation[which]}/messages?cursor=${encodeURIComponent(lateCursor[which])}`);
-      const expectedDeep = scaleId('req', (which === 'large' ? LARGE : SMALL).requirements - 1 - DEEP_ITEM[which]);
+      const expectedDeep = scaleId('req', (which === 'large' ? shape : SMALL).requirements - 1 - DEEP_ITEM[which]);
       if (
         first.items.length !== 50 ||
         !first.items[0].session ||
@@ -455,6 +517,7 @@ export async function scaleScenario(): Promise<ScenarioResult> {
     const out: Figure[] = [
       { name: 'seed (large workspace)', unit: 's', value: round(seedSeconds, 1) },
       { name: 'database size (large workspace)', unit: 'MB', value: round(databaseMb, 0) },
+      ...storeFigures,
     ];
     for (const [label, paths] of reads) {
       progress(`scale: ${label} × ${HTTP_SAMPLES} each; at ${elapsed()} s`);
@@ -483,13 +546,20 @@ export async function scaleScenario(): Promise<ScenarioResult> {
         // A seeded event carries the same snapshot, key for key, as the API's own response.
         const event = JSON.parse(firstData) as { type: string; payload: { requirement: Record<string, unknown> } };
         const live = await client.large.json(`/api/requirements/${event.payload.requirement['id'] as string}`);
-        const keys = (o: Record<string, unknown>) => Object.keys(o).sort().join(',');
+        // dependsOn and autoStart are optional (a Requirement read alone lists its dependencies; events need not).
+        const keys = (o: Record<string, unknown>) =>
+          Object.keys(o)
+            .filter((k) => k !== 'dependsOn' && k !== 'autoStart')
+            .sort()
+            .join(',');
         if (
           event.type !== 'requirement.created' ||
           keys(event.payload.requirement) !== keys(live) ||
           keys(event.payload.requirement['session'] as Record<string, unknown>) !== keys(live.session)
         ) {
-          throw new Error(`scale: seeded event ${firstData.slice(0, 200)} does not match the API's shape`);
+          throw new Error(
+            `scale: seeded ${event.type} event's snapshot (${keys(event.payload.requirement)}; session ${keys(event.payload.requirement['session'] as Record<string, unknown>)}) does not match the API's (${keys(live)}; session ${keys(live.session)})`,
+          );
         }
         replayChecked = true;
       }
@@ -500,8 +570,8 @@ export async function scaleScenario(): Promise<ScenarioResult> {
 
     // The manager carries on from the seeded event ids.
     const created = await send(m.large.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'after the seed' });
-    const next = await client.large.firstEventAfter(LARGE.events);
-    if (created.status !== 201 || next !== LARGE.events + 1) {
+    const next = await client.large.firstEventAfter(shape.events);
+    if (created.status !== 201 || next !== shape.events + 1) {
       throw new Error(`scale: a new Requirement on the seeded workspace got status ${created.status} and event id ${next}`);
     }
     client.large.close();
@@ -510,7 +580,13 @@ export async function scaleScenario(): Promise<ScenarioResult> {
     return {
       figures: out,
       notes: [
-        `large: ${LARGE.requirements} Requirements (${LARGE.big} with ${LARGE.bigMessages} messages), ${LARGE.messages} messages, ${LARGE.events} events; small: ${SMALL.requirements} Requirements (${SMALL.big} with ${SMALL.bigMessages} messages), ${SMALL.messages} messages, ${SMALL.events} events`,
+        ...(postgresUrl
+          ? [
+              `on PostgreSQL: both workspaces seeded on SQLite (seed and database size are the SQLite file's), moved with agent-manager db copy, managers on CODE_FACTORY_DATABASE_URL`,
+            ]
+          : []),
+        ...(reduced ? ['BENCH_SCALE_SHAPE=small: a reduced large workspace (development run)'] : []),
+        `large: ${shape.requirements} Requirements (${shape.big} with ${shape.bigMessages} messages), ${shape.messages} messages, ${shape.events} events; small: ${SMALL.requirements} Requirements (${SMALL.big} with ${SMALL.bigMessages} messages), ${SMALL.messages} messages, ${SMALL.events} events`,
         `deep page after item ${DEEP_ITEM.large} (small: ${DEEP_ITEM.small}); late conversation page after sequence ${LATE_SEQUENCE.large} (small: ${LATE_SEQUENCE.small}); replay after event ${REPLAY_AFTER.large} (small: ${REPLAY_AFTER.small})`,
         `${HTTP_SAMPLES} samples per read, ${SSE_SAMPLES} replays, ${STARTUP_SAMPLES} starts per workspace, interleaved; wall time ${elapsed()} s`,
       ],

@@ -221,17 +221,23 @@ async function copyTable(from: DataSource, client: Client, table: PgTable): Prom
   const perStatement = Math.max(1, Math.min(READ_PAGE, Math.floor(MAX_PARAMETERS / names.length)));
   const late: unknown[][] = [];
   let count = 0;
-  let after = -Infinity;
-  for (;;) {
-    // By rowid: every table has one, and it is the order the rows were written in.
-    const rows = await from.query<Array<Record<string, unknown>>>(
+  // By rowid: every table has one, and it is the order the rows were written in.
+  const readPage = (after: number) =>
+    from.query<Array<Record<string, unknown>>>(
       `SELECT rowid AS am_copy_rowid, ${names.map((n) => `"${n}"`).join(', ')} FROM "${table.name}" WHERE rowid > ? ORDER BY rowid LIMIT ${READ_PAGE}`,
-      [after === -Infinity ? Number.MIN_SAFE_INTEGER : after],
+      [after],
     );
+  let next = readPage(Number.MIN_SAFE_INTEGER);
+  for (;;) {
+    const rows = await next;
     if (rows.length === 0) {
       break;
     }
-    after = rows[rows.length - 1].am_copy_rowid as number;
+    // The next page is read (SQLite's thread) while this one is written (PostgreSQL's process):
+    // the same pages in the same order, one round trip's wait fewer per page. A read that fails
+    // meanwhile is reported when awaited (the no-op catch only keeps it from being unhandled).
+    next = rows.length < READ_PAGE ? Promise.resolve([]) : readPage(rows[rows.length - 1].am_copy_rowid as number);
+    next.catch(() => undefined);
     for (let start = 0; start < rows.length; start += perStatement) {
       const chunk = rows.slice(start, start + perStatement);
       const values: unknown[] = [];
@@ -276,41 +282,52 @@ async function verify(from: DataSource, client: Client, tables: PgTable[]): Prom
   const MOD = 1n << 64n;
   for (const table of tables) {
     const names = table.columns.map((c) => c.name);
-    let sourceSum = 0n;
-    let sourceCount = 0;
-    let after = Number.MIN_SAFE_INTEGER;
-    for (;;) {
-      const rows = await from.query<Array<Record<string, unknown>>>(
-        `SELECT rowid AS am_copy_rowid, ${names.map((n) => `"${n}"`).join(', ')} FROM "${table.name}" WHERE rowid > ? ORDER BY rowid LIMIT ${READ_PAGE}`,
-        [after],
-      );
-      if (rows.length === 0) {
-        break;
-      }
-      after = rows[rows.length - 1].am_copy_rowid as number;
-      for (const row of rows) {
-        sourceSum = (sourceSum + rowDigest(row, table.columns)) % MOD;
-      }
-      sourceCount += rows.length;
-    }
-    let targetSum = 0n;
-    let targetCount = 0;
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    try {
-      await client.query(`DECLARE am_copy_verify NO SCROLL CURSOR FOR SELECT ${names.join(', ')} FROM ${table.name}`);
+    const readSource = async (): Promise<{ sum: bigint; count: number }> => {
+      let sum = 0n;
+      let count = 0;
+      let after = Number.MIN_SAFE_INTEGER;
       for (;;) {
-        const { rows } = await client.query<Record<string, unknown>>(`FETCH ${READ_PAGE} FROM am_copy_verify`);
+        const rows = await from.query<Array<Record<string, unknown>>>(
+          `SELECT rowid AS am_copy_rowid, ${names.map((n) => `"${n}"`).join(', ')} FROM "${table.name}" WHERE rowid > ? ORDER BY rowid LIMIT ${READ_PAGE}`,
+          [after],
+        );
         if (rows.length === 0) {
-          break;
+          return { count, sum };
         }
+        after = rows[rows.length - 1].am_copy_rowid as number;
         for (const row of rows) {
-          targetSum = (targetSum + rowDigest(row, table.columns)) % MOD;
+          sum = (sum + rowDigest(row, table.columns)) % MOD;
         }
-        targetCount += rows.length;
+        count += rows.length;
       }
-    } finally {
-      await client.query('COMMIT');
+    };
+    const readTarget = async (): Promise<{ sum: bigint; count: number }> => {
+      let sum = 0n;
+      let count = 0;
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      try {
+        await client.query(`DECLARE am_copy_verify NO SCROLL CURSOR FOR SELECT ${names.join(', ')} FROM ${table.name}`);
+        for (;;) {
+          const { rows } = await client.query<Record<string, unknown>>(`FETCH ${READ_PAGE} FROM am_copy_verify`);
+          if (rows.length === 0) {
+            return { count, sum };
+          }
+          for (const row of rows) {
+            sum = (sum + rowDigest(row, table.columns)) % MOD;
+          }
+          count += rows.length;
+        }
+      } finally {
+        await client.query('COMMIT');
+      }
+    };
+    // Both sides read at once (each store waits on its own I/O while the other's rows are hashed).
+    const [source, target] = await Promise.allSettled([readSource(), readTarget()]);
+    if (source.status === 'rejected' || target.status === 'rejected') {
+      throw source.status === 'rejected' ? source.reason : (target as PromiseRejectedResult).reason;
     }
+    const { count: sourceCount, sum: sourceSum } = source.value;
+    const { count: targetCount, sum: targetSum } = target.value;
     if (sourceCount !== targetCount || sourceSum !== targetSum) {
       throw new StoreCopyError(
         `the copy of ${table.name} differs from its source (${sourceCount} rows there, ${targetCount} here${sourceCount === targetCount ? ', different content' : ''}); the target schema keeps the copy for inspection`,
