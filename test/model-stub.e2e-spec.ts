@@ -357,9 +357,10 @@ describe('model stub', () => {
     });
 
     it('answers unknown paths with 404 and records them', async () => {
-      const res = await fetch(`${stub.url}/v1/models`);
+      // (GET /v1/models is answered: the model catalog lists models through it.)
+      const res = await fetch(`${stub.url}/v1/no-such-endpoint`);
       expect(res.status).toBe(404);
-      expect(stub.unhandled).toEqual([{ method: 'GET', url: '/v1/models' }]);
+      expect(stub.unhandled).toEqual([{ method: 'GET', url: '/v1/no-such-endpoint' }]);
       expect(stub.requests).toEqual([]);
     });
 
