@@ -130,6 +130,27 @@ describe(LiveSync.name, () => {
     expect(get(RequirementsStore).loading()).toBe(false);
   });
 
+  it('on a deep link to a Requirement, reads its conversation before the boards', async () => {
+    const globals = globalThis as unknown as { location?: { pathname: string } };
+    globals.location = { pathname: '/requirements/req_a' };
+    try {
+      const { calls, settle, sut } = setup({
+        'GET /api/requirements/{id}': () => requirement('req_a', T0),
+        'GET /api/requirements/{id}/messages': () => ({ items: [], nextCursor: null }),
+      });
+      await settle();
+      // Nothing of the boards yet: they wait for the conversation (or the grace period).
+      expect(calls.filter((c) => c === 'GET /api/requirements' || c === 'GET /api/pull-requests')).toEqual([]);
+      await sut.openRequirement('req_a');
+      await settle();
+      expect(calls).toContain('GET /api/requirements/{id}/messages');
+      expect(calls.indexOf('GET /api/requirements')).toBeGreaterThan(calls.indexOf('GET /api/requirements/{id}/messages'));
+      expect(calls).toEqual(expect.arrayContaining(['GET /api/pull-requests', 'GET /api/timers', 'GET /api/usage']));
+    } finally {
+      delete globals.location;
+    }
+  });
+
   it('hands each part of one event to the store that owns it, and leaves the others alone', async () => {
     const { emit, get, settle } = setup();
     await settle();

@@ -14,6 +14,11 @@ import { TimersStore } from './timers-store';
 import { UsageStore } from './usage-store';
 import { WORKSPACE } from './workspace';
 
+/** A Requirement's own page (`/requirements/<id>`), where a deep link lands. */
+const DEEP_LINK = /^\/requirements\/[^/]+/;
+/** At most this long does a deep link hold the boards' snapshots back. */
+const DEEP_LINK_GRACE_MS = 1500;
+
 /**
  * Keeps the stores live: JSON snapshots first, then SSE events merged into the one LiveState and
  * handed to every store, each of which publishes only the part it owns. Created with the app
@@ -46,7 +51,25 @@ export class LiveSync {
         this.onEvent(event);
       }
     });
-    void this.loadSnapshots();
+    // Opened at a Requirement (a link from a notification or a chat, often on a phone): its
+    // conversation is read first, and the boards' snapshots (hundreds of Requirements) follow
+    // once it is in, or after DEEP_LINK_GRACE_MS, instead of queueing in front of it.
+    if (DEEP_LINK.test(typeof location === 'undefined' ? '/' : location.pathname)) {
+      this.snapshotsWaiting = setTimeout(() => this.snapshotsNow(), DEEP_LINK_GRACE_MS);
+    } else {
+      void this.loadSnapshots();
+    }
+  }
+
+  private snapshotsWaiting: ReturnType<typeof setTimeout> | undefined;
+
+  /** The deferred snapshots of a deep link, once (whichever comes first: the conversation, or the grace). */
+  private snapshotsNow(): void {
+    if (this.snapshotsWaiting !== undefined) {
+      clearTimeout(this.snapshotsWaiting);
+      this.snapshotsWaiting = undefined;
+      void this.loadSnapshots();
+    }
   }
 
   /** A Requirement page: reads the conversation, runs, trace and timers once, then lives on SSE. */
@@ -60,10 +83,14 @@ export class LiveSync {
     // a deep link read it first. From a board it is known, and the message pages go out before
     // anything else so the browser serves them first.
     const known = this.requirements.requirements().get(id) !== undefined;
-    if (!known) {
-      await this.requirements.read(id);
+    try {
+      if (!known) {
+        await this.requirements.read(id);
+      }
+      await Promise.all([this.conversations.read(id), known ? this.requirements.read(id) : null, this.runs.readRuns(id), this.timers.readTimers(id)]);
+    } finally {
+      this.snapshotsNow();
     }
-    await Promise.all([this.conversations.read(id), known ? this.requirements.read(id) : null, this.runs.readRuns(id), this.timers.readTimers(id)]);
     void this.runs.readTrace(id);
   }
 
