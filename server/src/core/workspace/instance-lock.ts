@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 
 import { processInfo, processStartTime } from '../process-table';
@@ -62,22 +63,32 @@ export class InstanceLock {
       startedAt: new Date().toISOString(),
       url: null,
     };
-    for (let attempt = 0; attempt < 3; attempt++) {
-      try {
-        fs.writeFileSync(this.lockPath, JSON.stringify(record), { flag: 'wx', mode: 0o600 });
-        this.held = true;
-        return;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-          throw err;
+    // Written whole to a file of our own, then linked into place: link(2) fails if the lock
+    // exists, and the lock never exists half-written. (`writeFileSync(…, {flag: 'wx'})` creates it
+    // empty first: a second start reading it in that instant took it for a stale lock and
+    // removed it, and both went on holding "the" lock; readers such as `mcp` saw no manager.)
+    const draft = `${this.lockPath}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    fs.writeFileSync(draft, JSON.stringify(record), { mode: 0o600 });
+    try {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        try {
+          fs.linkSync(draft, this.lockPath);
+          this.held = true;
+          return;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+            throw err;
+          }
         }
+        const holder = this.read();
+        if (holder && isAlive(holder)) {
+          throw new InstanceLockedError(holder);
+        }
+        // Stale (its process is gone) or unreadable (corrupt): remove it and race for it again.
+        fs.rmSync(this.lockPath, { force: true });
       }
-      const holder = this.read();
-      if (holder && isAlive(holder)) {
-        throw new InstanceLockedError(holder);
-      }
-      // Stale (or unreadable half-written) lock: remove it and race for it again.
-      fs.rmSync(this.lockPath, { force: true });
+    } finally {
+      fs.rmSync(draft, { force: true });
     }
     throw new Error(`could not take the workspace lock ${this.lockPath}`);
   }
