@@ -69,11 +69,12 @@ const BODY_SQL = (k: string) => `CASE ${k} % 4
 /** The Requirement snapshot every Requirement event carries (toRequirementResponse), as SQL JSON. */
 function snapshotSql(r: string, at: { status: string; state: string; consumed: string; updatedAt: string; completedAt: string }): string {
   return `json_object(
-    'baseRef', NULL, 'completedAt', ${at.completedAt}, 'createdAt', ${r}.created, 'createdBy', 'human', 'description', ${r}.description,
+    'autoReview', NULL, 'baseRef', NULL, 'budget', NULL, 'budgetReachedAt', NULL, 'completedAt', ${at.completedAt}, 'createdAt', ${r}.created, 'createdBy', 'human', 'description', ${r}.description,
     'forkedFromRequirementId', NULL, 'id', ${r}.id, 'isolation', 'in_place', 'model', NULL, 'parentRequirementId', NULL, 'provider', 'codex', 'reasoningEffort', NULL,
     'session', json_object('createdAt', ${r}.created, 'id', ${r}.ses, 'lastConsumedMessageSequence', ${at.consumed}, 'lastError', NULL, 'lastMessageSequence', ${at.consumed},
       'nativeSessionId', NULL, 'pausedAt', NULL, 'pendingMessageCount', 0, 'provider', 'codex', 'requirementId', ${r}.id, 'state', ${at.state}, 'updatedAt', ${at.updatedAt}),
-    'sourceSessionId', NULL, 'status', ${at.status}, 'title', ${r}.title, 'updatedAt', ${at.updatedAt}, 'worktree', NULL)`;
+    'sourceSessionId', NULL, 'status', ${at.status}, 'title', ${r}.title, 'updatedAt', ${at.updatedAt},
+    'usage', json_object('costUsd', NULL, 'inputTokens', 0, 'outputTokens', 0), 'worktree', NULL)`;
 }
 
 /**

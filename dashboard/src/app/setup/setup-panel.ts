@@ -1,5 +1,5 @@
 import { NgTemplateOutlet } from '@angular/common';
-import { ChangeDetectionStrategy, Component, computed, inject, signal } from '@angular/core';
+import { ChangeDetectionStrategy, Component, DestroyRef, computed, inject, signal } from '@angular/core';
 import type { components } from '@libs/api-client';
 
 import { Api } from '../core/api';
@@ -10,6 +10,8 @@ type DoctorReport = components['schemas']['DoctorReportDto'];
 type DoctorCheck = components['schemas']['DoctorCheckDto'];
 
 const DISMISSED_KEY = 'am.setup.dismissed';
+/** How long after the board opens the findings are asked for. */
+const PROBE_DELAY_MS = 1500;
 
 /**
  * `agent-manager doctor`'s findings, on the first start (no Requirement yet), whenever an agent
@@ -87,7 +89,10 @@ export class SetupPanel {
   });
 
   constructor() {
-    void this.load(false);
+    // After the board's own reads: the first probe runs the agent CLIs and git on the server,
+    // seconds of CPU that would otherwise compete with the board's first paint.
+    const timer = setTimeout(() => void this.load(false), PROBE_DELAY_MS);
+    inject(DestroyRef).onDestroy(() => clearTimeout(timer));
   }
 
   protected statusLabel(check: DoctorCheck): string {
