@@ -5,9 +5,11 @@ import * as path from 'node:path';
 import { workspaceKey } from '@server/core/workspace/workspace';
 
 import { query } from '../support/db-snapshot';
+import { initRepository } from '../support/git-repo';
 import { registerToken, send } from '../support/http';
 import { ROOT, Sandbox, makeSandbox, startManager } from '../support/manager-process';
 import { until } from '../support/wait';
+import { checkInvariants } from './invariants';
 
 const TREE_AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'tree-agent.js');
 const BIN = path.join(ROOT, 'bin', 'agent-manager.js');
@@ -45,13 +47,54 @@ function childrenOf(pid: number): number[] {
     .filter((p) => proc(p)?.ppid === pid);
 }
 
+/** Every process below `pid`, depth first. */
+function descendants(pid: number): number[] {
+  return childrenOf(pid).flatMap((child) => [child, ...descendants(child)]);
+}
+
+function cmdline(pid: number): string[] {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+const isBubblewrap = (pid: number) => path.basename(cmdline(pid)[0] ?? '') === 'bwrap';
+
+/** The processes of one run under the `npm start` tree: those with its marker, and the sandbox above them. */
+function runTree(tree: NpmTree, marker: string): number[] {
+  const marked = new Set(withEnv(`AGENT_MANAGER_RUN_MARKER=${marker}`));
+  return descendants(tree.npm.pid!).filter((pid) => marked.has(pid) || (isBubblewrap(pid) && descendants(pid).some((d) => marked.has(d))));
+}
+
+/** What a process of the run is, by its program (bwrap, the agent's script, `sleep 600`), with its depth among its kind. */
+function label(pid: number): string {
+  const name = (p: number) => {
+    const argv = cmdline(p);
+    const script = argv.find((a) => a.endsWith('.js'));
+    return path.basename(argv[0] ?? '?') === 'node' && script
+      ? path.basename(script)
+      : argv
+          .slice(0, 2)
+          .map((a) => path.basename(a))
+          .join(' ');
+  };
+  const own = name(pid);
+  let depth = 1;
+  for (let p = proc(pid)?.ppid ?? 0; p > 1; p = proc(p)?.ppid ?? 0) {
+    depth += name(p) === own ? 1 : 0;
+  }
+  return depth > 1 ? `${own} (${depth})` : own;
+}
+
 /** Every process whose environment carries `entry` (the run marker the manager sets). */
-function withEnv(entry: string): number[] {
+function withEnv(entry: string, match: 'exact' | 'prefix' = 'exact'): number[] {
   const found: number[] = [];
   for (const name of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
     try {
-      const environ = fs.readFileSync(`/proc/${name}/environ`, 'latin1');
-      if (environ.split('\0').includes(entry) && alive(Number(name))) {
+      const environ = fs.readFileSync(`/proc/${name}/environ`, 'latin1').split('\0');
+      if ((match === 'exact' ? environ.includes(entry) : environ.some((e) => e.startsWith(entry))) && alive(Number(name))) {
         found.push(Number(name));
       }
     } catch {
@@ -89,8 +132,11 @@ async function npmStart(sandbox: Sandbox): Promise<NpmTree> {
   return { dataDirectory, manager, npm, origin, output: () => out, sh };
 }
 
+/** The markers of every run started here: what a failed test leaves running is ended after it. */
+const startedMarkers: string[] = [];
+
 /** A running agent with a tool command in another process group; resolves with its run's marker. */
-async function startAgent(origin: string, dataDirectory: string): Promise<{ runId: string; marker: string }> {
+async function startAgent(origin: string, dataDirectory: string): Promise<{ runId: string; marker: string; requirementId: string }> {
   const created = await send(origin, 'POST', '/api/requirements', { provider: 'codex', title: 'keep running' });
   const started = await send(origin, 'POST', `/api/requirements/${created.json.id}/start`, { message: 'go' });
   expect(started.status).toBe(202);
@@ -99,9 +145,10 @@ async function startAgent(origin: string, dataDirectory: string): Promise<{ runI
     const rows = await query<{ process_marker: string | null }>(path.join(dataDirectory, 'factory.sqlite'), 'SELECT process_marker FROM agent_run WHERE id = ?', [runId]);
     return rows[0]?.process_marker ?? undefined;
   });
+  startedMarkers.push(marker);
   // The agent and its detached tool command are both up.
-  await until('the agent and its tool command', async () => withEnv(`AGENT_MANAGER_RUN_MARKER=${marker}`).length >= 2);
-  return { marker, runId };
+  await until('the agent and its tool command', async () => withEnv(`AGENT_MANAGER_RUN_MARKER=${marker}`).some((pid) => cmdline(pid)[0] === 'sleep'));
+  return { marker, requirementId: created.json.id as string, runId };
 }
 
 function logLines(dataDirectory: string): Array<Record<string, unknown>> {
@@ -141,7 +188,7 @@ describe('signals as supervisors and people send them, to an `npm start` tree', 
   });
   afterEach(() => {
     for (const tree of trees.splice(0)) {
-      for (const pid of [tree.manager, tree.sh, tree.npm.pid!]) {
+      for (const pid of [tree.manager, tree.sh, tree.npm.pid!, ...startedMarkers.splice(0).flatMap((m) => withEnv(`AGENT_MANAGER_RUN_MARKER=${m}`))]) {
         try {
           process.kill(pid, 'SIGKILL');
         } catch {
@@ -180,6 +227,62 @@ describe('signals as supervisors and people send them, to an `npm start` tree', 
     const agent = await startAgent(tree.origin, tree.dataDirectory);
     send_(tree);
     await expectGracefulStop(tree, agent);
+  });
+
+  it('SIGTERM to each agent-side process of the tree ends that process alone: the manager serves on and stops gracefully after', async () => {
+    // A git workspace: the runs are in worktrees, as this wave makes them by default.
+    initRepository(sandbox.workspace);
+    const tree = await npmStart(sandbox);
+    trees.push(tree);
+    const manager = new Set([tree.npm.pid!, tree.sh, tree.manager]);
+    // The first process besides the manager is its Codex model listing (`codex app-server`, here
+    // the tree agent, which never answers and starts a tool command of its own).
+    const listing = await until('the model listing', async () => descendants(tree.npm.pid!).find((pid) => cmdline(pid).includes('app-server')), 10_000);
+    process.kill(listing, 'SIGTERM');
+    await until('the listing and what it started to be gone', async () => withEnv('AGENT_MANAGER_RUN_MARKER=model-list-', 'prefix').length === 0 || undefined, 10_000);
+    expect((await send(tree.origin, 'GET', '/api/health')).status).toBe(200);
+    const first = await startAgent(tree.origin, tree.dataDirectory);
+    // Every process under npm besides npm, sh and the manager belongs to the run (the sandbox,
+    // the agent CLI, its tool command): the tree is found from /proc, not assumed.
+    const members = descendants(tree.npm.pid!).filter((pid) => !manager.has(pid));
+    expect(members.length).toBeGreaterThanOrEqual(2);
+    expect(members.filter((pid) => !runTree(tree, first.marker).includes(pid)).map((pid) => cmdline(pid).join(' '))).toEqual([]);
+    const shape = members.map(label).sort();
+    let agent = first;
+    for (const [i, role] of shape.entries()) {
+      if (i > 0) {
+        agent = await startAgent(tree.origin, tree.dataDirectory);
+      }
+      const target = runTree(tree, agent.marker).find((pid) => label(pid) === role);
+      expect({ role, target: target !== undefined }).toEqual({ role, target: true });
+      const agentProcess = runTree(tree, agent.marker).find((pid) => label(pid) === 'tree-agent.js');
+      const managersChild = proc(target!)?.ppid === tree.manager;
+      process.kill(target!, 'SIGTERM');
+      const died = await until(`${role} to exit`, async () => !alive(target!) || undefined, 2_000).catch(() => false);
+      if (!died || (!managersChild && target !== agentProcess)) {
+        // Ignored (a PID namespace's init without a handler), or it ended only the agent's own
+        // tool command, which the agent outlives and decides about, as a real CLI does: the run
+        // goes on (past the time the manager gives an exited CLI's pipes to drain).
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        expect({ agent: alive(agentProcess!), role, status: await runStatus(tree.dataDirectory, agent.runId) }).toEqual({ agent: true, role, status: 'running' });
+      } else {
+        // The agent, or the process the manager started (the sandbox, whose init would keep the
+        // agent's orphans alive), is gone: the run fails, its whole tree with it, nothing consumed.
+        await until(`the run to end after SIGTERM to ${role}`, async () => (await runStatus(tree.dataDirectory, agent.runId)) !== 'running' || undefined, 30_000);
+        expect({ role, status: await runStatus(tree.dataDirectory, agent.runId) }).toEqual({ role, status: 'failed' });
+        await until(`no process of the run left (${role})`, async () => withEnv(`AGENT_MANAGER_RUN_MARKER=${agent.marker}`).length === 0 || undefined, 10_000);
+        const requirement = (await send(tree.origin, 'GET', `/api/requirements/${agent.requirementId}`)).json;
+        expect(requirement.session.lastConsumedMessageSequence).toBe(0);
+      }
+      console.log(`SIGTERM to ${role}: ${died ? 'exited' : 'ignored'}; run ${await runStatus(tree.dataDirectory, agent.runId)}`);
+      expect(alive(tree.manager)).toBe(true);
+      expect((await send(tree.origin, 'GET', '/api/health')).status).toBe(200);
+    }
+    // The last run may still be going (its tool command was the one ended); one more to be sure.
+    const last = (await runStatus(tree.dataDirectory, agent.runId)) === 'running' ? agent : await startAgent(tree.origin, tree.dataDirectory);
+    process.kill(-tree.npm.pid!, 'SIGTERM');
+    await expectGracefulStop(tree, last);
+    expect(await checkInvariants(tree.dataDirectory)).toEqual([]);
   });
 
   it('a second Ctrl+C forces a quick exit that still ends the agents and releases the lock', async () => {

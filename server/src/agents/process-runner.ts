@@ -44,6 +44,8 @@ export interface RunningProcess {
 
 const DEFAULT_MAX_LINE = 1024 * 1024;
 const STDERR_KEEP = 8 * 1024;
+/** How long a CLI that has exited may keep its pipes open (what it left behind) before that is ended. */
+const EXIT_DRAIN_MS = 1000;
 
 /**
  * Runs one agent CLI: no shell, in the workspace, in its own process group, prompt on stdin,
@@ -142,7 +144,15 @@ export function runProcess(spec: ProcessSpec): RunningProcess {
       stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_KEEP);
     });
     child.stdin.on('error', () => undefined); // the CLI may exit before reading all input
+    // 'close' waits for the pipes, and what the CLI left behind may hold them: the sandbox's
+    // init (which lives on while any orphan does) or a tool command that inherited stdout.
+    // Once the CLI itself has exited and its last output had time to drain, end the rest.
+    let drained: NodeJS.Timeout | undefined;
+    child.on('exit', () => {
+      drained = setTimeout(() => void (stopping ?? killRunTree(spec.marker, null)).catch(() => undefined), EXIT_DRAIN_MS);
+    });
     child.on('close', (code, sig) => {
+      clearTimeout(drained);
       clearTimeout(timer);
       clearTimeout(deadline);
       if (pendingBytes > 0) {

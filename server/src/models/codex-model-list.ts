@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import * as readline from 'node:readline';
 
 import type { CatalogModel } from '@libs/contracts';
 
+import { RUN_MARKER_VARIABLE, killRunTree } from '../agents/process-tree';
 import { acceptedEfforts } from './known-models';
 
 export interface CodexListingOptions {
@@ -41,10 +43,13 @@ const MAX_PAGES = 10;
  * generated schema (`codex app-server generate-ts`). No thread is started: no model is called.
  */
 export async function listCodexModels(options: CodexListingOptions): Promise<CatalogModel[]> {
+  // Marked as a run's processes are: whatever the app-server starts in another process group
+  // (an MCP server, a tool) is found by the marker and ended with it.
+  const marker = `model-list-${randomUUID()}`;
   const child = spawn(options.executable, ['app-server'], {
     cwd: options.cwd,
     detached: true,
-    env: options.env,
+    env: { ...options.env, [RUN_MARKER_VARIABLE]: marker },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -144,14 +149,9 @@ export async function listCodexModels(options: CodexListingOptions): Promise<Cat
     }
     lines.close();
     child.stdin.end();
-    if (child.exitCode === null && child.pid !== undefined) {
-      try {
-        // Its own process group: whatever it started goes with it.
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    // Its own process group and everything carrying its marker: nothing it started outlives it.
+    // No grace: it is only listing models.
+    await killRunTree(marker, child.pid ?? null, 0).catch(() => undefined);
   }
 }
 
