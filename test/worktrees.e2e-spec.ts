@@ -321,63 +321,6 @@ describe('a worktree per Requirement, in a git workspace', () => {
   });
 });
 
-describe('a worktree per Requirement, across a crash and a restart', () => {
-  let sandbox: Sandbox;
-  let manager: ManagerProcess | undefined;
-
-  beforeAll(() => {
-    sandbox = makeSandbox();
-    initRepository(sandbox.workspace);
-  });
-
-  afterAll(async () => {
-    await manager?.stop();
-    sandbox?.cleanup();
-  });
-
-  it('recovers from a kill -9 during creation, and sweeps worktrees no Requirement owns at start', async () => {
-    const base = path.dirname(sandbox.home);
-    const flag = path.join(base, 'hang');
-    const mark = path.join(base, 'hook-pid');
-    // git runs post-checkout inside `git worktree add`: while the flag exists it hangs there, so
-    // the manager is killed at a known point of the creation, not after some sleep.
-    const hook = path.join(sandbox.workspace, '.git', 'hooks', 'post-checkout');
-    fs.writeFileSync(hook, `#!/bin/sh\nif [ -f '${flag}' ]; then echo $$ > '${mark}'; exec sleep 600; fi\n`, { mode: 0o755 });
-    fs.writeFileSync(flag, '');
-    manager = await startManager({ env: AGENTS, sandbox });
-    const requirement = await createRequirement(manager, { title: 'Crash while creating' });
-    await startRun(manager, requirement.id, `report:${path.join(base, 'crash.json')}`);
-    const pid = Number(await until('git to be creating the worktree', async () => (fs.existsSync(mark) ? fs.readFileSync(mark, 'utf8').trim() || undefined : undefined)));
-    await manager.kill9();
-    process.kill(pid, 'SIGKILL');
-    fs.rmSync(flag);
-    const worktrees = path.join(sandbox.home, 'worktrees');
-    // Left by nobody: a plain directory and a registered worktree no row knows.
-    const key = fs.readdirSync(worktrees)[0];
-    const strayDir = path.join(worktrees, key, 'deadbeef');
-    const strayTree = path.join(worktrees, key, 'cafebabe');
-    fs.mkdirSync(strayDir);
-    fs.writeFileSync(path.join(strayDir, 'file'), 'x');
-    git(sandbox.workspace, 'worktree', 'add', '-q', '--detach', strayTree);
-
-    manager = await startManager({ env: AGENTS, sandbox });
-    await until('the sweep', async () => (!fs.existsSync(strayDir) && !fs.existsSync(strayTree)) || undefined);
-    expect(git(sandbox.workspace, 'worktree', 'list')).not.toContain(strayTree);
-    const lost = await settled(manager, requirement.id, 1);
-    expect(lost.run.status).toBe('failed');
-    await startRun(manager, requirement.id, '');
-    const { requirement: done, run } = await settled(manager, requirement.id, 2);
-    expect(run.status).toBe('succeeded');
-    const place = readReport(path.join(base, 'crash.json'));
-    expect(place.cwd).toBe(done.worktree.path);
-    expect(git(place.cwd, 'symbolic-ref', '--short', 'HEAD').trim()).toBe(done.worktree.branch);
-    const listed = git(sandbox.workspace, 'worktree', 'list', '--porcelain');
-    expect(listed.split(`worktree ${place.cwd}\n`).length).toBe(2);
-    expect(listed).not.toContain('locked');
-    expect(git(sandbox.workspace, 'branch', '--list', 'agent/*').trim().split('\n')).toHaveLength(1);
-  });
-});
-
 describe('isolation outside a plain git repository', () => {
   it('runs in place in a workspace that is not a git repository, and refuses a worktree there', async () => {
     const sandbox = makeSandbox();

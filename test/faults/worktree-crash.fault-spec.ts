@@ -1,0 +1,137 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { createRequirement, git, initRepository, readReport, settled, startRun, WORKTREE_AGENT } from '../support/git-repo';
+import { send } from '../support/http';
+import { ManagerProcess, Sandbox, makeSandbox, startManager } from '../support/manager-process';
+import { until } from '../support/wait';
+import { checkInvariants } from './invariants';
+
+// Issue 20: kill -9 while a Requirement's worktree is being made, at the two places where the
+// creation waits on something outside the manager (git inside `git worktree add`, and the
+// person's setup command). The manager is killed at a known point of each, never after a sleep:
+// a hook that hangs while a flag file exists writes its PID first. After the restart: the run
+// that was starting failed and consumed nothing, the person's message is there once and is
+// delivered once by the next run, that run gets a whole worktree (set up once more, to the end),
+// and nothing is left that no Requirement owns.
+
+jest.setTimeout(5 * 60_000);
+
+const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT, GH_TOKEN: '', GITHUB_TOKEN: '' };
+
+/** A shell snippet that, while `flag` exists, records its PID in `mark` and hangs. */
+const hangWhile = (flag: string, mark: string) => `if [ -f '${flag}' ]; then echo $$ > '${mark}'; exec sleep 600; fi`;
+
+describe('kill -9 while a worktree is being created, then restart', () => {
+  let sandbox: Sandbox;
+  let manager: ManagerProcess | undefined;
+  let base: string;
+
+  beforeAll(() => {
+    sandbox = makeSandbox();
+    base = path.dirname(sandbox.home);
+    initRepository(sandbox.workspace);
+  });
+
+  afterAll(async () => {
+    await manager?.stop();
+    sandbox?.cleanup();
+  });
+
+  /** Starts a run, waits for the hook to hang, kills the manager (-9) and then the hook. */
+  async function crashDuring(requirementId: string, message: string, flag: string, mark: string): Promise<void> {
+    fs.writeFileSync(flag, '');
+    await startRun(manager!, requirementId, message);
+    const pid = Number(await until('the hook to hang', async () => (fs.existsSync(mark) ? fs.readFileSync(mark, 'utf8').trim() || undefined : undefined)));
+    await manager!.kill9();
+    process.kill(pid, 'SIGKILL');
+    fs.rmSync(flag);
+    fs.rmSync(mark);
+  }
+
+  /** The person's message: once in the conversation, not consumed by the failed run, then by the next. */
+  async function expectDeliveredOnce(requirementId: string, message: string): Promise<void> {
+    const messages = (await send(manager!.origin, 'GET', `/api/requirements/${requirementId}/messages?limit=200`)).json.items as Array<{ body: string; author: string }>;
+    expect(messages.filter((m) => m.body === message)).toHaveLength(1);
+    const runs = (await send(manager!.origin, 'GET', `/api/runs?requirementId=${requirementId}&limit=100`)).json.items as Array<{
+      role: string;
+      status: string;
+      inputFromSequence: number | null;
+      inputToSequence: number | null;
+    }>;
+    const rd = runs.filter((r) => r.role === 'rd');
+    expect(rd.map((r) => r.status).sort()).toEqual(['failed', 'succeeded']);
+    const done = rd.find((r) => r.status === 'succeeded')!;
+    expect(done).toMatchObject({ inputFromSequence: 1 });
+    const requirement = (await send(manager!.origin, 'GET', `/api/requirements/${requirementId}`)).json;
+    expect(requirement.session.lastConsumedMessageSequence).toBe(done.inputToSequence);
+  }
+
+  it('during `git worktree add`: recovers, and sweeps worktrees no Requirement owns at start', async () => {
+    const flag = path.join(base, 'hang-checkout');
+    const mark = path.join(base, 'hook-pid');
+    // git runs post-checkout inside `git worktree add`.
+    const hook = path.join(sandbox.workspace, '.git', 'hooks', 'post-checkout');
+    fs.writeFileSync(hook, `#!/bin/sh\n${hangWhile(flag, mark)}\n`, { mode: 0o755 });
+    manager = await startManager({ env: AGENTS, sandbox });
+    const requirement = await createRequirement(manager, { title: 'Crash while creating' });
+    const message = `report:${path.join(base, 'crash.json')}`;
+    await crashDuring(requirement.id, message, flag, mark);
+    const worktrees = path.join(sandbox.home, 'worktrees');
+    // Left by nobody: a plain directory and a registered worktree no row knows.
+    const key = fs.readdirSync(worktrees)[0];
+    const strayDir = path.join(worktrees, key, 'deadbeef');
+    const strayTree = path.join(worktrees, key, 'cafebabe');
+    fs.mkdirSync(strayDir);
+    fs.writeFileSync(path.join(strayDir, 'file'), 'x');
+    git(sandbox.workspace, 'worktree', 'add', '-q', '--detach', strayTree);
+
+    manager = await startManager({ env: AGENTS, sandbox });
+    await until('the sweep', async () => (!fs.existsSync(strayDir) && !fs.existsSync(strayTree)) || undefined);
+    expect(git(sandbox.workspace, 'worktree', 'list')).not.toContain(strayTree);
+    const lost = await settled(manager, requirement.id, 1);
+    expect(lost.run.status).toBe('failed');
+    await startRun(manager, requirement.id, '');
+    const { requirement: done, run } = await settled(manager, requirement.id, 2);
+    expect(run.status).toBe('succeeded');
+    // The agent acted on the message the crashed start carried: it reached the agent.
+    const place = readReport(path.join(base, 'crash.json'));
+    expect(place.cwd).toBe(done.worktree.path);
+    expect(git(place.cwd, 'symbolic-ref', '--short', 'HEAD').trim()).toBe(done.worktree.branch);
+    const listed = git(sandbox.workspace, 'worktree', 'list', '--porcelain');
+    expect(listed.split(`worktree ${place.cwd}\n`).length).toBe(2);
+    expect(listed).not.toContain('locked');
+    expect(git(sandbox.workspace, 'branch', '--list', 'agent/*').trim().split('\n')).toHaveLength(1);
+    await expectDeliveredOnce(requirement.id, message);
+    expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
+    fs.rmSync(hook);
+  });
+
+  it('during the setup command: the next run sets the worktree up again, to the end, before its agent starts', async () => {
+    const flag = path.join(base, 'hang-setup');
+    const mark = path.join(base, 'setup-pid');
+    const count = path.join(base, 'setups');
+    manager ??= await startManager({ env: AGENTS, sandbox });
+    // Each setup that runs to its end appends a line; the crashed one never gets there.
+    const setup = `${hangWhile(flag, mark)}; echo done >> '${count}'; echo ok > .setup-done`;
+    expect((await send(manager.origin, 'PATCH', '/api/configuration', { worktreeSetupCommand: setup })).status).toBe(200);
+    const requirement = await createRequirement(manager, { title: 'Crash while setting up' });
+    const message = `report:${path.join(base, 'setup.json')}`;
+    await crashDuring(requirement.id, message, flag, mark);
+    expect(fs.existsSync(count)).toBe(false);
+
+    manager = await startManager({ env: AGENTS, sandbox });
+    const lost = await settled(manager, requirement.id, 1);
+    expect(lost.run.status).toBe('failed');
+    await startRun(manager, requirement.id, '');
+    const { requirement: done, run } = await settled(manager, requirement.id, 2);
+    expect(run.status).toBe('succeeded');
+    const place = readReport(path.join(base, 'setup.json'));
+    expect(place.cwd).toBe(done.worktree.path);
+    expect(fs.readFileSync(path.join(place.cwd, '.setup-done'), 'utf8')).toBe('ok\n');
+    expect(fs.readFileSync(count, 'utf8')).toBe('done\n');
+    expect(git(sandbox.workspace, 'worktree', 'list', '--porcelain').split(`worktree ${place.cwd}\n`).length).toBe(2);
+    await expectDeliveredOnce(requirement.id, message);
+    expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
+  });
+});
