@@ -34,7 +34,7 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     const health = await send(manager.origin, 'GET', '/api/health');
     expect(health.status).toBe(200);
     expect(health.json).toEqual({
-      // Whether the machine allows it is test/agent-sandbox.e2e-spec.ts's business.
+      // Whether the machine allows it is test/faults/agent-isolation.fault-spec.ts's business.
       agentIsolation: expect.objectContaining({ enabled: expect.any(Boolean) }),
       ok: true,
       version: expect.any(String),

@@ -2,11 +2,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { send } from './support/http';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
-import { ModelStub, REAL_AGENT_CLIS, codexEnvironment } from './support/model-stub';
-import { until } from './support/wait';
-import { useRealAgentWorld } from './support/real-agent-world';
+import { send } from '../support/http';
+import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from '../support/manager-process';
+import { ModelStub, REAL_AGENT_CLIS, codexEnvironment } from '../support/model-stub';
+import { until } from '../support/wait';
+import { useRealAgentWorld } from '../support/real-agent-world';
 
 // Issue 12 §4: an agent must not become the owner. The real Codex and Claude Code CLIs, scripted
 // by the model stub, run a token hunt from their tool shell (test/fixtures/agents/token-hunt.js):
@@ -25,6 +25,8 @@ interface HuntJob {
   cli: boolean;
   /** Try `umount -l` on the roots first: only inside the sandbox (its own mount namespace). */
   unmount: boolean;
+  /** Start the owner's MCP server (`agent-manager mcp`) and ask it to create a Requirement. */
+  ownerMcp: { bin: string; workspace: string } | null;
   out: string;
 }
 
@@ -35,6 +37,7 @@ interface HuntResult {
   attachment?: string | null;
   cli?: { code: number | null; stdout: string; stderr: string };
   unmountTried?: boolean;
+  ownerMcp?: { code: number | null; signal: string | null; stdout: string; stderr: string };
   crashed?: string;
 }
 
@@ -54,6 +57,7 @@ function huntJob(manager: ManagerProcess, sandbox: Sandbox, name: string, extra:
     attachment: null,
     cli: false,
     out: path.join(outDir, `${name}.json`),
+    ownerMcp: null,
     pids: [manager.child.pid as number],
     roots: [manager.dataDirectory(), sandbox.home, path.join(os.homedir(), '.code-factory')],
     unmount: false,
@@ -107,7 +111,12 @@ describe.each(REAL_AGENT_CLIS)('an agent of the real $provider CLI, in its sandb
 
     const requirement = (await send(manager.origin, 'POST', '/api/requirements', { provider, title: 'Hunt' })).json;
     const attachment = await uploadText(manager, requirement.id, 'notes for the agent\n');
-    const rdJob = huntJob(manager, sandbox, `rd-${provider}`, { attachment: attachment.file, cli: true, unmount: true });
+    const rdJob = huntJob(manager, sandbox, `rd-${provider}`, {
+      attachment: attachment.file,
+      cli: true,
+      ownerMcp: { bin: path.join(ROOT, 'bin', 'agent-manager.js'), workspace: sandbox.workspace },
+      unmount: true,
+    });
     const url = 'https://github.com/org/repo/pull/7';
     stub.scriptFor(requirement.id, [
       { shell: huntCommand(rdJob) },
@@ -136,6 +145,18 @@ describe.each(REAL_AGENT_CLIS)('an agent of the real $provider CLI, in its sandb
     expect(fs.readFileSync(rdJob.out, 'utf8')).not.toContain(manager.token);
     // The manager is not among the processes it can see.
     expect(rd.readable.filter((entry) => entry.includes('agent-manager.js'))).toEqual([]);
+    // The owner's MCP server, started from inside, finds no owner token: no tool answers, and
+    // no Requirement was created.
+    expect(rd.ownerMcp).toBeDefined();
+    const answers = (rd.ownerMcp?.stdout ?? '')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { id?: number; result?: { isError?: boolean } });
+    // It ran and answered, but as for a workspace with no manager: it cannot see the lock or token.
+    expect(answers.filter((a) => a.id === 2)).toEqual([expect.objectContaining({ result: expect.objectContaining({ isError: true }) })]);
+    const titles = ((await send(manager.origin, 'GET', '/api/requirements?limit=200')).json.items as Array<{ title: string }>).map((r) => r.title);
+    expect(titles).not.toContain('taken over by an agent');
+    expect(`${rd.ownerMcp?.stdout}${rd.ownerMcp?.stderr}`).not.toContain(manager.token);
 
     // The reviewer runs in the same sandbox (and has no code-factory-cli or attachments at all).
     const [pr] = (await send(manager.origin, 'GET', `/api/pull-requests?requirementId=${requirement.id}`)).json.items as Array<{ id: string }>;
