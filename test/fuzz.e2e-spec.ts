@@ -5,9 +5,11 @@ import { onPostgres, query } from './support/db-snapshot';
 import { checkConsistency } from './support/fuzz-db';
 import { FuzzRequest, FuzzResponse, sendFuzz } from './support/fuzz-http';
 import { IdPools, generateRequests, harvestIds, loadOperations, resolveRequest } from './support/fuzz-requests';
+import { initRepository } from './support/git-repo';
 import { send } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { SseConnection, connectSse } from './support/sse-client';
+import { until } from './support/wait';
 
 /**
  * Property-based HTTP fuzzing of the real built server: thousands of requests generated from
@@ -100,6 +102,8 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
 
   beforeAll(async () => {
     sandbox = makeSandbox();
+    // A git workspace: started Requirements get worktrees, so changes and diff reach git.
+    initRepository(sandbox.workspace, { 'README.md': '# fuzzed\n', 'src/app.ts': 'export const a = 1;\n' });
     manager = await startManager({ sandbox });
     manager.child.once('exit', (code, signal) => (exited = `exit code ${code}, signal ${signal}`));
     const api = (method: string, p: string, body?: unknown) => send(manager.origin, method, p, body as object);
@@ -131,6 +135,13 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
     const recurring = await api('POST', `/api/requirements/${doing}/timers`, { description: 'recurring', intervalSeconds: 86400, schedule: 'recurring' });
     pools.timer.push(recurring.json.id);
     await api('POST', `/api/requirements/${doing}/reply`, { message: 'queued behind the active run' });
+    // its worktree has a changed file, for the changes and diff endpoints
+    const worktree = await until('the doing worktree, checked out', async () => {
+      const at = (await api('GET', `/api/requirements/${doing}`)).json.worktree?.path as string | undefined;
+      return at !== undefined && fs.existsSync(path.join(at, 'README.md')) ? at : undefined;
+    });
+    fs.writeFileSync(path.join(worktree, 'changed.txt'), 'changed by the agent\n');
+    fs.appendFileSync(path.join(worktree, 'README.md'), 'more\n');
     // stopped: started then interrupted
     const stopped = await create('stopped');
     await api('POST', `/api/requirements/${stopped}/start`, { message: 'start then stop' });
@@ -213,6 +224,33 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
         `corruptions: ${JSON.stringify(Object.fromEntries(Object.entries(byTag).sort(([, a], [, b]) => b - a)))}`,
       ].join('\n'),
     );
+
+    // --- coverage: this wave's endpoints are in the document and were reached, not only refused
+    const WAVE_2 = [
+      'GET /api/search',
+      'GET /api/requirements/{id}/changes',
+      'GET /api/requirements/{id}/changes/diff',
+      'PATCH /api/requirements/{id}',
+      'POST /api/requirements/{id}/fork',
+      'POST /api/requirements/{id}/cancel',
+      'GET /api/models',
+      'POST /api/models/refresh',
+      'PUT /api/requirements/{id}/dependencies',
+      'GET /api/usage',
+      'GET /api/doctor',
+    ];
+    const RARELY_VALID = new Set(['PATCH /api/requirements/{id}', 'PUT /api/requirements/{id}/dependencies', 'GET /api/requirements/{id}/changes/diff']);
+    const coverage = Object.fromEntries(
+      WAVE_2.map((label) => [label, { answered: byEndpoint[label]?.['2xx'] ?? 0, sent: Object.values(byEndpoint[label] ?? {}).reduce((a, b) => a + b, 0) }]),
+    );
+    for (const [label, { answered, sent }] of Object.entries(coverage)) {
+      expect({ label, sent: sent >= PER_OPERATION }).toEqual({ label, sent: true });
+      // Most of these answer 2xx to one request in ten or more; an edit, a dependency list or a
+      // diff of the one changed file is valid too rarely (one in forty) to require it every run.
+      if (PER_OPERATION >= 100 && !RARELY_VALID.has(label)) {
+        expect({ label, reached: answered > 0 }).toEqual({ label, reached: true });
+      }
+    }
 
     // --- per-request properties
     const failures: string[] = [];

@@ -330,6 +330,11 @@ function paramKind(op: Operation, name: string): keyof IdPools | 'pullRequest' {
   return 'requirement';
 }
 
+/** Paths a diff may be asked for: the changed file, unchanged ones, and escapes from the worktree. */
+const WORKTREE_PATHS = ['changed.txt', 'README.md', 'src/app.ts', '../outside', '../../etc/passwd', '/etc/passwd', 'src/../../x', '.git/config', 'src/', '.', ''];
+/** Words the seeded conversations hold, and prefixes of them. */
+const SEARCH_WORDS = ['fuzzing', 'seeded', 'queued', 'message', 'start', 'go', 'todo', 'fuzz*', 'se', '"seeded for"'];
+
 /** One query parameter's value: valid, out of range, the wrong type, repeated, garbage. */
 function queryValue(op: Operation, param: Parameter, clean: boolean): fc.Arbitrary<{ parts: string[]; tag: string }> {
   const schema = param.schema ?? {};
@@ -343,7 +348,12 @@ function queryValue(op: Operation, param: Parameter, clean: boolean): fc.Arbitra
           ? idSegment(paramKind(op, param.name), clean).map((s) => decodeURIComponentSafe(s.value))
           : param.name === 'after'
             ? fc.nat({ max: 50 }).map(String)
-            : fc.string({ maxLength: 20 });
+            : param.name === 'path' || param.name === 'oldPath'
+              ? // A worktree's file (the fuzz workspace changes one), and the ways out of it.
+                fc.oneof(fc.constantFrom(...WORKTREE_PATHS), fc.string({ maxLength: 20 }))
+              : param.name === 'q'
+                ? fc.oneof(fc.constantFrom(...SEARCH_WORDS), fc.string({ maxLength: 20 }))
+                : fc.string({ maxLength: 20 });
   const invalid: fc.Arbitrary<string> = fc.oneof(
     fc.constantFrom('-1', '0', '201', '1.5', '1e400', '9007199254740993', 'NaN', 'Infinity', '0x10', '', ' ', 'abc', 'true', 'null', '[]', '{}', '%'),
     nastyString,
