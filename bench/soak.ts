@@ -1,6 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import { query } from '../test/support/db-snapshot';
+import { initRepository } from '../test/support/git-repo';
 import { send } from '../test/support/http';
 import { ROOT, makeSandbox, startManager } from '../test/support/manager-process';
 import { SseConnection, connectSse } from '../test/support/sse-client';
@@ -10,6 +12,8 @@ import { FLOOD_AGENT } from './scenarios/trace-flood';
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 30);
 const SAMPLE_EVERY_MS = 10_000;
 const REQUIREMENTS = 20;
+/** Every fifth Requirement's runs use the run's MCP server (bench/agents/mcp-agent.js, picked by the title). */
+const MCP_EVERY = 5;
 
 interface Sample {
   atSeconds: number;
@@ -41,14 +45,23 @@ function slope(points: Array<[number, number]>): number {
  */
 async function main(): Promise<void> {
   const sandbox = makeSandbox();
+  // A git workspace: every Requirement's runs happen in its own worktree, as by default.
+  initRepository(sandbox.workspace, { 'README.md': '# soak\n', 'src/index.ts': 'export {};\n' });
   const manager = await startManager({
     args: ['--log-level', 'warn'],
-    env: { CODE_FACTORY_CLAUDE_EXECUTABLE: FLOOD_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: FLOOD_AGENT, FLOOD_RATE: '50', FLOOD_SECONDS: '2' },
+    env: {
+      CLI_CALLS: '0',
+      CODE_FACTORY_CODEX_EXECUTABLE: FLOOD_AGENT,
+      FLOOD_RATE: '50',
+      FLOOD_SECONDS: '2',
+      MCP_CALL_INTERVAL_MS: '100',
+      MCP_CALLS: '20',
+    },
     sandbox,
   });
   const ids: string[] = [];
   for (let i = 0; i < REQUIREMENTS; i++) {
-    ids.push((await send(manager.origin, 'POST', '/api/requirements', { provider: i % 2 ? 'claude-code' : 'codex', title: `soak ${i}` })).json.id);
+    ids.push((await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: `soak ${i}${i % MCP_EVERY === 0 ? ' [mcp]' : ''}` })).json.id);
   }
   const end = Date.now() + MINUTES * 60_000;
   let replies = 0;
@@ -131,6 +144,13 @@ async function main(): Promise<void> {
   steady.forEach((c) => c.close());
   await Promise.allSettled(workers);
   await manager.stop();
+  // How the runs ended: an MCP call that failed fails its run.
+  const database = path.join(manager.dataDirectory(), 'factory.sqlite');
+  const runs = await query<{ kind: string; status: string; n: number }>(
+    database,
+    "SELECT CASE WHEN q.title LIKE '%[mcp]%' THEN 'mcp' ELSE 'flood' END AS kind, r.status, COUNT(*) AS n FROM agent_run r JOIN requirement q ON q.id = r.requirement_id GROUP BY kind, r.status",
+  );
+  const worktrees = (await query<{ n: number }>(database, 'SELECT COUNT(*) AS n FROM requirement_worktree WHERE created_at IS NOT NULL'))[0]?.n ?? 0;
   sandbox.cleanup();
 
   const secondHalf = samples.slice(Math.floor(samples.length / 2));
@@ -144,6 +164,9 @@ async function main(): Promise<void> {
     rssSlopeMbPerHourSecondHalf: rssSlope,
     heapSlopeMbPerHourSecondHalf: heapSlope,
     eventLoopP99Ms: { median: loop[Math.floor(loop.length / 2)], worst: loop[loop.length - 1] },
+    activeRuns: { median: [...samples.map((s) => s.activeRuns)].sort((a, b) => a - b)[Math.floor(samples.length / 2)], min: Math.min(...samples.map((s) => s.activeRuns)) },
+    runs: Object.fromEntries(runs.map((r) => [`${r.kind} ${r.status}`, Number(r.n)])),
+    worktrees,
   };
   const file = path.join(ROOT, 'bench', 'results', 'soak.json');
   fs.mkdirSync(path.dirname(file), { recursive: true });

@@ -14,6 +14,8 @@ const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio
 const out = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
 const MCP_CALLS = Number(process.env.MCP_CALLS ?? 200);
 const CLI_CALLS = Number(process.env.CLI_CALLS ?? 25);
+/** The soak spaces its calls out, as a working agent does between tool calls. */
+const INTERVAL_MS = Number(process.env.MCP_CALL_INTERVAL_MS ?? 0);
 
 async function main() {
   out({ thread_id: `mcp-bench-${process.pid}`, type: 'thread.started' });
@@ -30,6 +32,9 @@ async function main() {
     const result = await client.callTool({ arguments: {}, name: 'list_timers' });
     mcp.push(performance.now() - t);
     failures += result.isError ? 1 : 0;
+    if (INTERVAL_MS > 0) {
+      await new Promise((resolve) => setTimeout(resolve, INTERVAL_MS));
+    }
   }
   await client.close();
   const shell = [];
@@ -39,7 +44,12 @@ async function main() {
     shell.push(performance.now() - t);
     failures += result.status === 0 ? 0 : 1;
   }
-  fs.writeFileSync(process.env.MCP_BENCH_OUT, JSON.stringify({ cli: shell, failures, mcp, startup }));
+  if (process.env.MCP_BENCH_OUT) {
+    fs.writeFileSync(process.env.MCP_BENCH_OUT, JSON.stringify({ cli: shell, failures, mcp, startup }));
+  }
+  if (failures > 0) {
+    throw new Error(`${failures} MCP or CLI calls failed`);
+  }
   out({
     item: { id: 'item_final', text: `Called list_timers ${MCP_CALLS} times over MCP and ${CLI_CALLS} times through the CLI.`, type: 'agent_message' },
     type: 'item.completed',
