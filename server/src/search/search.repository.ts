@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { RequirementStatus } from '@libs/contracts';
 
 import { Database } from '../core/database/database.service';
-import type { UnitOfWork } from '../core/database/unit-of-work';
+import type { CommitInsert, UnitOfWork } from '../core/database/unit-of-work';
 import { RequirementEntity } from '../requirements/requirement.entity';
 import { SearchDocumentEntity } from './search-document.entity';
 
@@ -20,6 +20,23 @@ const fold = (word: string) => word.normalize('NFD').replace(/\p{M}/gu, '').toLo
 /** Marks around a matched term in a snippet (control characters: never typed, never rendered). */
 export const MATCH_START = '\u0002';
 export const MATCH_END = '\u0003';
+
+/**
+ * Messages' documents, written with their batch just before COMMIT (see CommitInsert): a
+ * single-row INSERT per message, each firing the FTS5 triggers inside its unit's savepoint,
+ * doubled what SQLite spent on a reply (docs/performance.md, "replies"). Same transaction as the
+ * message, so a search still sees exactly the committed messages. A Requirement removed by a
+ * later unit of the same batch took its messages with it: its rows are skipped (the foreign key
+ * would fail the whole batch's COMMIT).
+ */
+const MESSAGE_DOCUMENTS: CommitInsert = {
+  key: 'search_document:message',
+  sql: (rows) =>
+    `INSERT INTO search_document (requirement_id, message_id, sequence, title, body)
+       SELECT v.column1, v.column2, CAST(v.column3 AS integer), '', v.column4 FROM (VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?)').join(', ')}) AS v
+        WHERE EXISTS (SELECT 1 FROM requirement r WHERE r.id = v.column1)`,
+  width: 4,
+};
 
 export interface SearchHit {
   rowId: number;
@@ -53,15 +70,9 @@ export class SearchRepository {
     } as SearchDocumentEntity);
   }
 
-  /** Indexes a new message of a conversation. */
+  /** Indexes a new message of a conversation, with its unit's batch (see MESSAGE_DOCUMENTS). */
   indexMessage(uow: UnitOfWork, message: { id: string; requirementId: string; sequence: number; body: string }): void {
-    uow.insert(SearchDocumentEntity, {
-      body: message.body,
-      messageId: message.id,
-      requirementId: message.requirementId,
-      sequence: message.sequence,
-      title: '',
-    } as SearchDocumentEntity);
+    uow.insertAtCommit(MESSAGE_DOCUMENTS, [message.requirementId, message.id, message.sequence, message.body]);
   }
 
   /** A Requirement's title or description changed. */

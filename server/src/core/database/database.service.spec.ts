@@ -206,6 +206,13 @@ describe(Database.name, () => {
     expect(rows.map((e) => e.id)).toEqual(Array.from({ length: 98 }, (_, i) => firstId + 1 + i));
     expect(rows.map((e) => (JSON.parse(e.payload) as { message: { sequence: number } }).message.sequence)).toEqual(sequences);
     expect(published.map((e) => e.id)).toEqual(rows.map((e) => e.id));
+    // The search documents, written with the batch at COMMIT: the committed messages only, in commit order.
+    const documents = await reader.query<Array<{ body: string; sequence: number }>>(
+      'SELECT body, sequence FROM search_document WHERE message_id IS NOT NULL AND requirement_id = ? ORDER BY row_id',
+      [id],
+    );
+    expect(documents.map((d) => d.sequence)).toEqual(sequences);
+    expect(documents.map((d) => d.body)).toEqual(stored.map((m) => m.body));
     // Two round trips for 100 units: units 0–40 (unit 40's read), then the rest with COMMIT.
     expect(scripts).toHaveLength(2);
     // The cache still matches the database: the next reply continues at 99.
@@ -215,6 +222,25 @@ describe(Database.name, () => {
     expect(session).toMatchObject({ lastMessageSequence: 98, pendingMessageCount: 98 });
     const next = await sut.write(async (tx) => (await reply(tx, await requirements.loadForWrite(tx, id), 'next')).message.sequence);
     expect(next).toBe(99);
+  });
+
+  it("skips a message's search document when a later unit of its batch removed the Requirement, and commits the rest", async () => {
+    const kept = await requirements.create({ createdBy: 'human', provider: 'codex', title: 'kept' }, HUMAN_ACTOR);
+    const removed = await requirements.create({ createdBy: 'human', provider: 'codex', title: 'removed' }, HUMAN_ACTOR);
+    const requirementRows = new RequirementsRepository(sut, new SearchRepository(sut));
+    const release = await holdQueue();
+    const results = Promise.allSettled([
+      sut.write(async (tx) => (await reply(tx, await requirements.loadForWrite(tx, removed.id), 'last words')).message.id),
+      sut.write(async (tx) => (await reply(tx, await requirements.loadForWrite(tx, kept.id), 'still here')).message.id),
+      sut.write(async (tx) => requirementRows.delete(tx, [removed.id])),
+    ]);
+    await release();
+    expect((await results).map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+    const documents = await reader.query<Array<{ requirementId: string; body: string }>>(
+      'SELECT requirement_id AS requirementId, body FROM search_document WHERE message_id IS NOT NULL ORDER BY row_id',
+    );
+    expect(documents).toEqual([{ body: 'still here', requirementId: kept.id }]);
+    expect(await reader.query('SELECT id FROM requirement ORDER BY id')).toEqual([{ id: kept.id }]);
   });
 
   it('rolls back a unit whose own statement fails, alone and without running anyone again', async () => {

@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import type { ManagerEvent } from '@libs/contracts';
 
 import type { EventIds, StagedUnitOfWork } from './staged-unit-of-work';
-import type { Unit, WriteQueue } from './unit-of-work';
+import type { CommitInsert, Unit, WriteQueue } from './unit-of-work';
 import { WriteCache } from './write-cache';
 
 export interface PendingUnit {
@@ -104,4 +104,30 @@ export function eventChunks(events: ManagerEvent[]): ManagerEvent[][] {
     chunks.push(events.slice(start, start + EVENTS_PER_INSERT));
   }
   return chunks;
+}
+
+/** Rows per commit-time INSERT (see CommitInsert): as EVENTS_PER_INSERT, bounds a statement's size and parameters. */
+export const COMMIT_ROWS_PER_INSERT = 500;
+
+/**
+ * The committed units' commit-time INSERTs (see CommitInsert): one statement per key and chunk
+ * of COMMIT_ROWS_PER_INSERT rows, keys in the order first used, rows in unit order.
+ */
+export function commitInserts(units: ReadonlyArray<Pick<StagedUnitOfWork, 'commitRows'>>): Array<{ sql: string; values: unknown[] }> {
+  const byKey = new Map<string, { insert: CommitInsert; rows: Array<readonly unknown[]> }>();
+  for (const unit of units) {
+    for (const { insert, values } of unit.commitRows) {
+      const entry = byKey.get(insert.key) ?? { insert, rows: [] };
+      entry.rows.push(values);
+      byKey.set(insert.key, entry);
+    }
+  }
+  const statements: Array<{ sql: string; values: unknown[] }> = [];
+  for (const { insert, rows } of byKey.values()) {
+    for (let start = 0; start < rows.length; start += COMMIT_ROWS_PER_INSERT) {
+      const chunk = rows.slice(start, start + COMMIT_ROWS_PER_INSERT);
+      statements.push({ sql: insert.sql(chunk.length), values: chunk.flat() });
+    }
+  }
+  return statements;
 }

@@ -41,7 +41,7 @@ describe('repository boundary', () => {
         .split('\n')
         .map((line, i) => ({ line, where: `${path.relative(SERVER, file)}:${i + 1}` }))
         .filter(({ line }) =>
-          /createQueryBuilder\(|\.query[<(]|\b(tx|uow)\.(insert|update|delete|execute)\(|\.(findOne|findOneBy|findOneByOrFail|findBy|find|exists|count)\(\w+Entity\b|\.read\(\w+Entity\)/.test(
+          /createQueryBuilder\(|\.query[<(]|\b(tx|uow)\.(insert|insertAtCommit|update|delete|execute)\(|\.(findOne|findOneBy|findOneByOrFail|findBy|find|exists|count)\(\w+Entity\b|\.read\(\w+Entity\)/.test(
             line,
           ),
         )

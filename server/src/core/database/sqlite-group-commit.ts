@@ -1,6 +1,6 @@
 import type { ManagerEvent } from '@libs/contracts';
 
-import { EVENT_COLUMNS, GroupCommit, type PendingUnit, eventChunks, eventRow } from './group-commit';
+import { EVENT_COLUMNS, GroupCommit, type PendingUnit, commitInserts, eventChunks, eventRow } from './group-commit';
 import { bindLiterals } from './sql-literal';
 import { SqliteBatch, SqliteUnitOfWork } from './sqlite-unit-of-work';
 import { BatchCache } from './write-cache';
@@ -159,14 +159,16 @@ export class SqliteGroupCommit extends GroupCommit {
       cut(broken);
     }
 
-    // COMMIT, with the events of the units that are still in. A failing unit statement found
-    // at this point takes its unit (and those after it) out, and COMMIT is tried again.
+    // COMMIT, with the commit-time rows and the events of the units that are still in. A failing
+    // unit statement found at this point takes its unit (and those after it) out, and COMMIT is
+    // tried again.
     for (;;) {
       const events = done.flatMap((d) => d.uow.events);
-      if (!state.began && batch.staged.length === 0 && events.length === 0) {
+      const rows = commitInserts(done.map((d) => d.uow));
+      if (!state.began && batch.staged.length === 0 && events.length === 0 && rows.length === 0) {
         break; // nothing to write
       }
-      batch.staged.push(...eventInserts(events), 'COMMIT');
+      batch.staged.push(...rows.map((r) => bindLiterals(r.sql, r.values)), ...eventInserts(events), 'COMMIT');
       try {
         await batch.flush();
         break;

@@ -2,7 +2,7 @@ import type { EntityManager, EntityMetadata, ObjectLiteral } from 'typeorm';
 
 import type { ManagerEvent, ManagerEventOf, ManagerEventType } from '@libs/contracts';
 
-import type { EntityClass, NewManagerEvent, UnitOfWork, WhereOf } from './unit-of-work';
+import type { CommitInsert, EntityClass, NewManagerEvent, UnitOfWork, WhereOf } from './unit-of-work';
 import type { UnitCacheView } from './write-cache';
 
 /** The event counter a group commit shares with its units (ids in commit order, see decisions.md). */
@@ -20,6 +20,8 @@ export interface EventIds {
 export abstract class StagedUnitOfWork implements UnitOfWork {
   readonly events: ManagerEvent[] = [];
   readonly afterCommitHooks: Array<() => void> = [];
+  /** Rows for the batch's commit-time INSERTs (see CommitInsert), written only if this unit commits. */
+  readonly commitRows: Array<{ insert: CommitInsert; values: readonly unknown[] }> = [];
   /** The event counter before this unit took ids (what a rollback gives back). */
   readonly firstEventId: number;
   /**
@@ -79,6 +81,14 @@ export abstract class StagedUnitOfWork implements UnitOfWork {
     // Written with the batch's other events just before COMMIT (one statement for many).
     this.events.push(appended as ManagerEvent);
     return appended;
+  }
+
+  insertAtCommit(insert: CommitInsert, values: readonly unknown[]): void {
+    this.check();
+    if (values.length !== insert.width) {
+      throw new Error(`${insert.key} takes ${insert.width} values per row, not ${values.length}`);
+    }
+    this.commitRows.push({ insert, values });
   }
 
   afterCommit(hook: () => void): void {

@@ -21,6 +21,22 @@ export interface UnitCache {
   delete(key: string): void;
 }
 
+/**
+ * A multi-row INSERT that the group commit writes once per batch, just before COMMIT, with the
+ * rows every committed unit of the batch gave it (in unit order), in the batch's transaction.
+ * For rows no unit reads back and that are costly to write one statement at a time: SQLite's
+ * FTS5 triggers cost several times more per single-row INSERT inside a unit's savepoint than
+ * per row of one statement (docs/performance.md, "replies").
+ */
+export interface CommitInsert {
+  /** Rows given under the same key share one statement. */
+  readonly key: string;
+  /** Values per row. */
+  readonly width: number;
+  /** The statement for `rows` rows: `?` placeholders taking the rows' values in order. */
+  sql(rows: number): string;
+}
+
 /** An event as a unit appends it; the unit of work gives it its id. */
 export type NewManagerEvent<T extends ManagerEventType> = Omit<ManagerEventOf<T>, 'id'>;
 
@@ -61,6 +77,12 @@ export interface UnitOfWork {
    * SQLite and PostgreSQL accept (architecture §4). For what the calls above cannot say.
    */
   execute(template: string, params?: readonly unknown[]): void;
+
+  /**
+   * Adds a row to `insert`, written with the batch just before COMMIT (see CommitInsert): it
+   * commits or rolls back with this unit, but reads inside the transaction do not see it.
+   */
+  insertAtCommit(insert: CommitInsert, values: readonly unknown[]): void;
 
   /**
    * Appends a ManagerEvent to this unit's transaction and gives it its id. Ids grow in commit

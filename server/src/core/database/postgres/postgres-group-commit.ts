@@ -1,6 +1,6 @@
 import type { EntityManager, QueryRunner } from 'typeorm';
 
-import { EVENT_COLUMNS, GroupCommit, type PendingUnit, eventChunks, eventRow } from '../group-commit';
+import { EVENT_COLUMNS, GroupCommit, type PendingUnit, commitInserts, eventChunks, eventRow } from '../group-commit';
 import { type EventIds, StagedUnitOfWork } from '../staged-unit-of-work';
 import { BatchCache, type UnitCacheView } from '../write-cache';
 
@@ -147,6 +147,10 @@ export class PostgresGroupCommit extends GroupCommit {
           unit.reject(uow.failure ?? (outcome as { error: unknown }).error);
         }
         current = undefined;
+      }
+      for (const { sql, values } of commitInserts(done.map((d) => d.uow))) {
+        const statement = toStatement(sql, values);
+        await runner.query(statement.text, statement.values);
       }
       const events = done.flatMap((d) => d.uow.events);
       for (const chunk of eventChunks(events)) {
