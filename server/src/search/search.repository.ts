@@ -152,7 +152,8 @@ export class SearchRepository {
       .read(SearchDocumentEntity)
       .createQueryBuilder('d')
       .innerJoin(RequirementEntity, 'r', 'r.id = d.requirement_id')
-      .select(['d.row_id AS rowId', 'd.requirement_id AS requirementId', 'd.message_id AS messageId', 'd.sequence AS sequence', 'r.title AS title', 'r.status AS status'])
+      // Quoted: PostgreSQL folds a bare alias to lower case.
+      .select(['d.row_id AS "rowId"', 'd.requirement_id AS "requirementId"', 'd.message_id AS "messageId"', 'd.sequence AS sequence', 'r.title AS title', 'r.status AS status'])
       .where('d.row_id IN (:...rowIds)', { rowIds })
       .getRawMany<{ rowId: number; requirementId: string; messageId: string | null; sequence: number | null; title: string; status: RequirementStatus }>();
     const byRow = new Map(documents.map((d) => [Number(d.rowId), d]));
