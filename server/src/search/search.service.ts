@@ -9,13 +9,18 @@ import { MATCH_END, MATCH_START, SearchRepository } from './search.repository';
 const TERMS_MAX = 12;
 /** How deep a search pages: ranked results past this many are not worth reading. */
 const DEPTH_MAX = 500;
-/** Matches ranked per search, newest first (see SearchRepository.search): bounds its cost. */
-const RANK_WINDOW = 2000;
+/**
+ * Matches ranked per search, newest first (see SearchRepository.search): bounds its cost, which
+ * is per match ranked (each one's text is read and scored). As deep as a search pages: every
+ * result a person can reach is one of these, ranked among them.
+ */
+const RANK_WINDOW = DEPTH_MAX;
 
 /**
  * `GET /api/search`: every word of the query must occur (in any order, case and accents
  * folded); the last word also matches as a prefix, so results appear while typing. Ranked by
- * bm25, a title counting four times the text, among the newest RANK_WINDOW matches.
+ * bm25 (ts_rank on PostgreSQL), a title counting four times the text, among the newest RANK_WINDOW
+ * matches.
  */
 @Injectable()
 export class SearchService {
