@@ -130,6 +130,19 @@ describe(LiveSync.name, () => {
     expect(get(RequirementsStore).loading()).toBe(false);
   });
 
+  it("sends the board's first page alone, and the other snapshots once it is in", async () => {
+    let answerPage: () => void = () => undefined;
+    const firstPage = new Promise<void>((resolve) => (answerPage = resolve));
+    const { calls, get, settle } = setup({ 'GET /api/requirements': () => firstPage.then(() => ({ items: [requirement('req_a', T0)], nextCursor: null })) });
+    await settle();
+    expect(calls).toEqual(['GET /api/requirements']);
+    answerPage();
+    await settle();
+    expect(calls).toEqual(['GET /api/requirements', 'GET /api/pull-requests', 'GET /api/timers', 'GET /api/usage', 'GET /api/usage']);
+    await settle();
+    expect(get(RequirementsStore).loading()).toBe(false);
+  });
+
   it('on a deep link to a Requirement, reads its conversation before the boards', async () => {
     const globals = globalThis as unknown as { location?: { pathname: string } };
     globals.location = { pathname: '/requirements/req_a' };
