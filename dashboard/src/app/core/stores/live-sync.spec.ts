@@ -147,15 +147,21 @@ describe(LiveSync.name, () => {
     const globals = globalThis as unknown as { location?: { pathname: string } };
     globals.location = { pathname: '/requirements/req_a' };
     try {
+      let answerRequirement: () => void = () => undefined;
+      const requirementRead = new Promise<void>((resolve) => (answerRequirement = resolve));
       const { calls, settle, sut } = setup({
-        'GET /api/requirements/{id}': () => requirement('req_a', T0),
+        'GET /api/requirements/{id}': () => requirementRead.then(() => requirement('req_a', T0)),
         'GET /api/requirements/{id}/messages': () => ({ items: [], nextCursor: null }),
       });
       await settle();
-      // Nothing of the boards yet: they wait for the conversation (or the grace period).
-      expect(calls.filter((c) => c === 'GET /api/requirements' || c === 'GET /api/pull-requests')).toEqual([]);
-      await sut.openRequirement('req_a');
+      // Its reads start with the shell, before the detail view (a lazy chunk) asks for them...
+      expect(calls).toEqual(['GET /api/requirements/{id}']);
+      // ...which then joins them rather than reading again.
+      const opened = sut.openRequirement('req_a');
+      answerRequirement();
+      await opened;
       await settle();
+      expect(calls.filter((c) => c === 'GET /api/requirements/{id}')).toHaveLength(1);
       expect(calls).toContain('GET /api/requirements/{id}/messages');
       expect(calls.indexOf('GET /api/requirements')).toBeGreaterThan(calls.indexOf('GET /api/requirements/{id}/messages'));
       expect(calls).toEqual(expect.arrayContaining(['GET /api/pull-requests', 'GET /api/timers', 'GET /api/usage']));
