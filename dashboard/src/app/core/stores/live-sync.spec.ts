@@ -170,6 +170,32 @@ describe(LiveSync.name, () => {
     }
   });
 
+  it("reads a long conversation's newest pages first, and the older ones once those are in", async () => {
+    const long = requirement('req_a', T0);
+    long.session.lastMessageSequence = 1000;
+    const asked: number[] = [];
+    let answerNewest: () => void = () => undefined;
+    const newestIn = new Promise<void>((resolve) => (answerNewest = resolve));
+    const { get, settle, sut } = setup({
+      'GET /api/requirements/{id}': () => long,
+      'GET /api/requirements/{id}/messages': (options) => {
+        const after = (options as { params: { query: { afterSequence: number } } }).params.query.afterSequence;
+        asked.push(after);
+        const items = Array.from({ length: Math.max(0, Math.min(200, 1000 - after)) }, (_, i) => message('req_a', after + i + 1));
+        return (after >= 600 ? newestIn : Promise.resolve()).then(() => ({ items, nextCursor: null }));
+      },
+    });
+    await settle();
+    const opened = sut.openRequirement('req_a');
+    await settle();
+    // Past the end (sent since the snapshot), then the last two pages: nothing older yet.
+    expect(asked).toEqual([1000, 800, 600]);
+    answerNewest();
+    await opened;
+    expect(asked).toEqual([1000, 800, 600, 400, 200, 0]);
+    expect(get(ConversationStore).messages('req_a')()).toHaveLength(1000);
+  });
+
   it('hands each part of one event to the store that owns it, and leaves the others alone', async () => {
     const { emit, get, settle } = setup();
     await settle();
