@@ -49,8 +49,9 @@ export class ConversationStore {
    * The pages of the newest two pages' worth of messages (more than the conversation first shows)
    * go out alone, the rest once they are in: sent together, the 26 pages of a 5,000-message
    * conversation shared the server and the latest one landed with the last of them.
+   * `onNewest`: called once those are in.
    */
-  async read(id: string, from = 0): Promise<void> {
+  async read(id: string, from = 0, onNewest?: () => void): Promise<void> {
     const log = this.live.conversation(id);
     const size = this.api.pageSize;
     const session = this.live.requirements.get(id)?.session;
@@ -69,6 +70,8 @@ export class ConversationStore {
         });
       const ahead = wave === 0 ? starts.filter((start) => start >= from + known - 2 * size).length : starts.length;
       const newest = await Promise.all(starts.slice(0, ahead).map(readPage));
+      onNewest?.();
+      onNewest = undefined;
       const pages = [...newest, ...(await Promise.all(starts.slice(ahead).map(readPage)))];
       if (pages.some((p) => p.items.length < size)) {
         return;

@@ -95,14 +95,26 @@ export class LiveSync {
       return this.requirements.read(id).catch(() => undefined);
     }
     // The conversation's length is guessed from the Requirement (see ConversationStore.read): on
-    // a deep link read it first. From a board it is known, and the message pages go out before
-    // anything else so the browser serves them first.
+    // a deep link read it first. From a board it is known. The newest message pages go out alone,
+    // and the rest of the page (the Requirement again, its runs and timers) once they are in, so
+    // the server answers what the reader sees first before anything else.
     const known = this.requirements.requirements().get(id) !== undefined;
     try {
       if (!known) {
         await this.requirements.read(id);
       }
-      await Promise.all([this.conversations.read(id), known ? this.requirements.read(id) : null, this.runs.readRuns(id), this.timers.readTimers(id)]);
+      let alongside: Promise<unknown> | undefined;
+      const readAlongside = () => {
+        alongside ??= Promise.all([known ? this.requirements.read(id) : null, this.runs.readRuns(id), this.timers.readTimers(id)]);
+      };
+      const conversation = this.conversations.read(id, 0, readAlongside).finally(readAlongside);
+      await Promise.all([
+        conversation,
+        conversation.then(
+          () => alongside,
+          () => alongside,
+        ),
+      ]);
     } finally {
       this.snapshotsNow();
     }
