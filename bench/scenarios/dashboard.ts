@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 
 import * as sqlite3 from 'sqlite3';
+import type { Page } from 'playwright-core';
 
 import { launchBrowser } from '../../test/support/browser';
 import { send } from '../../test/support/http';
@@ -169,10 +170,18 @@ async function seed(databasePath: string): Promise<string[]> {
   return big;
 }
 
-/** The initial JavaScript index.html loads (scripts and module preloads), gzip-compressed as a server would send it. */
+/**
+ * The initial JavaScript, gzip-compressed as a server would send it: what index.html loads
+ * (scripts and module preloads) and everything those import statically, preloaded or not.
+ */
 function initialJsGzipKb(): number {
   const html = fs.readFileSync(path.join(BROWSER_DIST, 'index.html'), 'utf8');
   const files = new Set([...html.matchAll(/(?:src|href)="\/?([^"]+\.js)"/g)].map((m) => m[1]));
+  for (const file of files) {
+    for (const m of fs.readFileSync(path.join(BROWSER_DIST, file), 'utf8').matchAll(/\b(?:from|import)\s*"\.\/([\w.-]+\.js)"/g)) {
+      files.add(m[1]);
+    }
+  }
   let bytes = 0;
   for (const file of files) {
     bytes += zlib.gzipSync(fs.readFileSync(path.join(BROWSER_DIST, file)), { level: 9 }).length;
@@ -211,6 +220,35 @@ const PROBES = `(() => {
     }
   }).observe(document, { childList: true, subtree: true });
 })();`;
+
+/** With BENCH_DEBUG: the page's request waterfall (start → first byte → end, ms after navigation start) and its paints. */
+async function logWaterfall(page: Page, label: string): Promise<void> {
+  if (!process.env['BENCH_DEBUG']) {
+    return;
+  }
+  type Timing = { name: string; entryType: string; startTime: number; responseStart: number; responseEnd: number; redirectEnd?: number; transferSize?: number };
+  const entries = await page.evaluate(() => {
+    const perf = (globalThis as unknown as { performance: { getEntries(): Timing[] } }).performance;
+    return perf
+      .getEntries()
+      .filter((e) => e.entryType === 'navigation' || e.entryType === 'resource' || e.entryType === 'paint')
+      .map((e) => ({
+        entryType: e.entryType,
+        name: e.name,
+        redirectEnd: e.redirectEnd,
+        responseEnd: e.responseEnd ?? 0,
+        responseStart: e.responseStart ?? 0,
+        startTime: e.startTime,
+        transferSize: e.transferSize,
+      }));
+  });
+  const rows = entries.map((e) =>
+    e.entryType === 'paint'
+      ? `${e.name} ${Math.round(e.startTime)}`
+      : `${e.name.replace(/^https?:\/\/[^/]+/, '').slice(0, 80)} ${Math.round(e.startTime)}→${Math.round(e.responseStart)}→${Math.round(e.responseEnd)}${e.redirectEnd ? ` (redirect until ${Math.round(e.redirectEnd)})` : ''} ${e.transferSize ?? ''}B`,
+  );
+  progress(`${label}\n${rows.join('\n')}`);
+}
 
 interface Probe {
   firstCard: number | null;
@@ -258,6 +296,7 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
     await wholeBoard();
     const boardAll = await page.evaluate(() => performance.now());
     const coldFirstCard = (await probe()).firstCard ?? NaN;
+    await logWaterfall(page, `first board (cold): first card at ${Math.round(coldFirstCard)} ms`);
     // Again with a warm HTTP cache (the usual case: the dashboard is a tab people reopen).
     await page.reload();
     await page.locator('a.card').first().waitFor();
@@ -338,6 +377,7 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
         await phone.page.locator(`[data-testid="messages"] [data-sequence="${BIG_MESSAGES}"]`).waitFor({ timeout: 30_000 });
         const { sequences } = await phone.page.evaluate(() => (globalThis as unknown as { __amProbe: Probe }).__amProbe);
         phonePaints.push(sequences[String(BIG_MESSAGES)]);
+        await logWaterfall(phone.page, `phone first paint ${i + 1}: ${Math.round(sequences[String(BIG_MESSAGES)])} ms`);
       } finally {
         await phone.close();
       }

@@ -72,11 +72,15 @@ import { SearchBox } from './search/search-box';
         <router-outlet />
       </main>
     </div>
-    @if (creating()) {
-      <am-create-requirement-dialog (closed)="creating.set(false)" />
-    }
-    @if (settings()) {
-      <am-settings-dialog (closed)="settings.set(false)" />
+    <!-- The dialogs (the model picker, the budget and settings fields) are not part of the first
+    paint: their code loads once the page is idle, or at once when one is opened before that. -->
+    @defer (on idle; when creating() || settings()) {
+      @if (creating()) {
+        <am-create-requirement-dialog (closed)="creating.set(false)" />
+      }
+      @if (settings()) {
+        <am-settings-dialog (closed)="settings.set(false)" />
+      }
     }
     <div class="toasts" aria-live="polite">
       @for (toast of notifier.toasts(); track toast.id) {

@@ -21,7 +21,10 @@ const STEP = 60;
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
     <h1 class="sr-only">{{ t('nav.requirements') }}</h1>
-    <am-setup-panel />
+    <!-- doctor's findings wait for the board's own reads anyway (see SetupPanel): its code does too. -->
+    @defer (on idle) {
+      <am-setup-panel />
+    }
     <am-board-filter />
     <!-- On a phone one column shows at a time: the switcher picks it (with the counts). -->
     <div class="column-switcher" role="tablist" [attr.aria-label]="t('board.columns')" data-testid="column-switcher">

@@ -63,13 +63,33 @@ const COMPRESSIBLE = /\.(js|css|svg|json|txt|map)$/;
 
 /**
  * The built Angular app at `/`; unknown non-API paths get index.html so deep links work.
- * Text assets go out gzipped (compressed once, on first request, and kept: the build is
- * fixed for the life of the process), hashed ones with a year's immutable cache.
+ * Text assets go out gzipped (compressed once and kept: the build is fixed for the life of the
+ * process), hashed ones with a year's immutable cache. The scripts are compressed at start, on
+ * libuv's threads: compressing the 300 KB framework chunk at level 9 on its first request held
+ * the event loop, and with it every other first read of a cold page, for tens of milliseconds.
  */
 function serveDashboard(app: INestApplication): void {
   const root = dashboardDirectory();
   const index = path.join(root, 'index.html');
-  const gzipped = new Map<string, Buffer | null>();
+  const gzipped = new Map<string, Promise<Buffer | null>>();
+  const compress = (file: string): Promise<Buffer | null> => {
+    let body = gzipped.get(file);
+    if (!body) {
+      body = fs.promises
+        .readFile(file)
+        .then((raw) => new Promise<Buffer>((resolve, reject) => zlib.gzip(raw, { level: 9 }, (err, out) => (err ? reject(err) : resolve(out)))))
+        .catch(() => null);
+      gzipped.set(file, body);
+    }
+    return body;
+  };
+  if (fs.existsSync(root)) {
+    for (const name of fs.readdirSync(root)) {
+      if (/\.(js|css)$/.test(name)) {
+        void compress(path.join(root, name));
+      }
+    }
+  }
   app.use((req: Request, res: Response, next: NextFunction) => {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || req.path.startsWith('/api/') || !COMPRESSIBLE.test(req.path) || !/\bgzip\b/.test(req.headers['accept-encoding'] ?? '')) {
       next();
@@ -80,20 +100,22 @@ function serveDashboard(app: INestApplication): void {
       next();
       return;
     }
-    if (!gzipped.has(file)) {
-      gzipped.set(file, fs.existsSync(file) && fs.statSync(file).isFile() ? zlib.gzipSync(fs.readFileSync(file), { level: 9 }) : null);
-    }
-    const body = gzipped.get(file);
-    if (!body) {
+    if (!gzipped.has(file) && !(fs.existsSync(file) && fs.statSync(file).isFile())) {
       next();
       return;
     }
-    res.setHeader('Content-Encoding', 'gzip');
-    res.setHeader('Vary', 'Accept-Encoding');
-    res.setHeader('Cache-Control', HASHED_ASSET.test(file) ? 'public, max-age=31536000, immutable' : 'public, max-age=3600');
-    res.type(path.extname(file));
-    res.setHeader('Content-Length', body.length);
-    res.end(req.method === 'HEAD' ? undefined : body);
+    void compress(file).then((body) => {
+      if (!body) {
+        next();
+        return;
+      }
+      res.setHeader('Content-Encoding', 'gzip');
+      res.setHeader('Vary', 'Accept-Encoding');
+      res.setHeader('Cache-Control', HASHED_ASSET.test(file) ? 'public, max-age=31536000, immutable' : 'public, max-age=3600');
+      res.type(path.extname(file));
+      res.setHeader('Content-Length', body.length);
+      res.end(req.method === 'HEAD' ? undefined : body);
+    });
   });
   app.use(
     express.static(root, {

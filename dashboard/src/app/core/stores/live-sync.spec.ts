@@ -130,25 +130,70 @@ describe(LiveSync.name, () => {
     expect(get(RequirementsStore).loading()).toBe(false);
   });
 
+  it("sends the board's first page alone, and the other snapshots once it is in", async () => {
+    let answerPage: () => void = () => undefined;
+    const firstPage = new Promise<void>((resolve) => (answerPage = resolve));
+    const { calls, get, settle } = setup({ 'GET /api/requirements': () => firstPage.then(() => ({ items: [requirement('req_a', T0)], nextCursor: null })) });
+    await settle();
+    expect(calls).toEqual(['GET /api/requirements']);
+    answerPage();
+    await settle();
+    expect(calls).toEqual(['GET /api/requirements', 'GET /api/pull-requests', 'GET /api/timers', 'GET /api/usage', 'GET /api/usage']);
+    await settle();
+    expect(get(RequirementsStore).loading()).toBe(false);
+  });
+
   it('on a deep link to a Requirement, reads its conversation before the boards', async () => {
     const globals = globalThis as unknown as { location?: { pathname: string } };
     globals.location = { pathname: '/requirements/req_a' };
     try {
+      let answerRequirement: () => void = () => undefined;
+      const requirementRead = new Promise<void>((resolve) => (answerRequirement = resolve));
       const { calls, settle, sut } = setup({
-        'GET /api/requirements/{id}': () => requirement('req_a', T0),
+        'GET /api/requirements/{id}': () => requirementRead.then(() => requirement('req_a', T0)),
         'GET /api/requirements/{id}/messages': () => ({ items: [], nextCursor: null }),
       });
       await settle();
-      // Nothing of the boards yet: they wait for the conversation (or the grace period).
-      expect(calls.filter((c) => c === 'GET /api/requirements' || c === 'GET /api/pull-requests')).toEqual([]);
-      await sut.openRequirement('req_a');
+      // Its reads start with the shell, before the detail view (a lazy chunk) asks for them...
+      expect(calls).toEqual(['GET /api/requirements/{id}']);
+      // ...which then joins them rather than reading again.
+      const opened = sut.openRequirement('req_a');
+      answerRequirement();
+      await opened;
       await settle();
+      expect(calls.filter((c) => c === 'GET /api/requirements/{id}')).toHaveLength(1);
       expect(calls).toContain('GET /api/requirements/{id}/messages');
       expect(calls.indexOf('GET /api/requirements')).toBeGreaterThan(calls.indexOf('GET /api/requirements/{id}/messages'));
       expect(calls).toEqual(expect.arrayContaining(['GET /api/pull-requests', 'GET /api/timers', 'GET /api/usage']));
     } finally {
       delete globals.location;
     }
+  });
+
+  it("reads a long conversation's newest pages first, and the older ones once those are in", async () => {
+    const long = requirement('req_a', T0);
+    long.session.lastMessageSequence = 1000;
+    const asked: number[] = [];
+    let answerNewest: () => void = () => undefined;
+    const newestIn = new Promise<void>((resolve) => (answerNewest = resolve));
+    const { get, settle, sut } = setup({
+      'GET /api/requirements/{id}': () => long,
+      'GET /api/requirements/{id}/messages': (options) => {
+        const after = (options as { params: { query: { afterSequence: number } } }).params.query.afterSequence;
+        asked.push(after);
+        const items = Array.from({ length: Math.max(0, Math.min(200, 1000 - after)) }, (_, i) => message('req_a', after + i + 1));
+        return (after >= 600 ? newestIn : Promise.resolve()).then(() => ({ items, nextCursor: null }));
+      },
+    });
+    await settle();
+    const opened = sut.openRequirement('req_a');
+    await settle();
+    // Past the end (sent since the snapshot), then the last two pages: nothing older yet.
+    expect(asked).toEqual([1000, 800, 600]);
+    answerNewest();
+    await opened;
+    expect(asked).toEqual([1000, 800, 600, 400, 200, 0]);
+    expect(get(ConversationStore).messages('req_a')()).toHaveLength(1000);
   });
 
   it('hands each part of one event to the store that owns it, and leaves the others alone', async () => {

@@ -15,7 +15,7 @@ import { UsageStore } from './usage-store';
 import { WORKSPACE } from './workspace';
 
 /** A Requirement's own page (`/requirements/<id>`), where a deep link lands. */
-const DEEP_LINK = /^\/requirements\/[^/]+/;
+const DEEP_LINK = /^\/requirements\/([^/]+)/;
 /** At most this long does a deep link hold the boards' snapshots back. */
 const DEEP_LINK_GRACE_MS = 1500;
 
@@ -54,14 +54,20 @@ export class LiveSync {
     // Opened at a Requirement (a link from a notification or a chat, often on a phone): its
     // conversation is read first, and the boards' snapshots (hundreds of Requirements) follow
     // once it is in, or after DEEP_LINK_GRACE_MS, instead of queueing in front of it.
-    if (DEEP_LINK.test(typeof location === 'undefined' ? '/' : location.pathname)) {
+    const deepLink = DEEP_LINK.exec(typeof location === 'undefined' ? '/' : location.pathname)?.[1];
+    if (deepLink !== undefined) {
       this.snapshotsWaiting = setTimeout(() => this.snapshotsNow(), DEEP_LINK_GRACE_MS);
+      // Its reads start with the shell, alongside the detail view's code (a lazy chunk the phone
+      // would otherwise download and compile first); the view then joins the reads in flight.
+      void this.openRequirement(decodeSegment(deepLink)).catch(() => undefined);
     } else {
       void this.loadSnapshots();
     }
   }
 
   private snapshotsWaiting: ReturnType<typeof setTimeout> | undefined;
+  /** Requirement pages being opened: a second open while the first reads joins it. */
+  private readonly opening = new Map<string, Promise<void>>();
 
   /** The deferred snapshots of a deep link, once (whichever comes first: the conversation, or the grace). */
   private snapshotsNow(): void {
@@ -73,21 +79,42 @@ export class LiveSync {
   }
 
   /** A Requirement page: reads the conversation, runs, trace and timers once, then lives on SSE. */
-  async openRequirement(id: string): Promise<void> {
+  openRequirement(id: string): Promise<void> {
+    let opened = this.opening.get(id);
+    if (!opened) {
+      opened = this.openNow(id).finally(() => this.opening.delete(id));
+      this.opening.set(id, opened);
+    }
+    return opened;
+  }
+
+  private async openNow(id: string): Promise<void> {
     const fresh = this.conversations.open(id);
     this.runs.openTrace(id);
     if (!fresh) {
       return this.requirements.read(id).catch(() => undefined);
     }
     // The conversation's length is guessed from the Requirement (see ConversationStore.read): on
-    // a deep link read it first. From a board it is known, and the message pages go out before
-    // anything else so the browser serves them first.
+    // a deep link read it first. From a board it is known. The newest message pages go out alone,
+    // and the rest of the page (the Requirement again, its runs and timers) once they are in, so
+    // the server answers what the reader sees first before anything else.
     const known = this.requirements.requirements().get(id) !== undefined;
     try {
       if (!known) {
         await this.requirements.read(id);
       }
-      await Promise.all([this.conversations.read(id), known ? this.requirements.read(id) : null, this.runs.readRuns(id), this.timers.readTimers(id)]);
+      let alongside: Promise<unknown> | undefined;
+      const readAlongside = () => {
+        alongside ??= Promise.all([known ? this.requirements.read(id) : null, this.runs.readRuns(id), this.timers.readTimers(id)]);
+      };
+      const conversation = this.conversations.read(id, 0, readAlongside).finally(readAlongside);
+      await Promise.all([
+        conversation,
+        conversation.then(
+          () => alongside,
+          () => alongside,
+        ),
+      ]);
     } finally {
       this.snapshotsNow();
     }
@@ -117,5 +144,14 @@ export class LiveSync {
     for (const id of changes.repair ?? []) {
       void this.requirements.read(id).catch(() => undefined);
     }
+  }
+}
+
+/** A path segment as the router hands it to the page (`%5F` is `_`); a malformed one as it is. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
   }
 }

@@ -46,9 +46,16 @@ export class RequirementsStore {
     this.loadingSig.set(true);
     this.cursor = undefined;
     this.loadedBack = new Date().toISOString();
-    // The board's read is queued first; each part shows as soon as it arrives, and one failing
-    // (already reported) does not hide the others.
-    await Promise.allSettled([this.readPages(cutoffFor(this.windowSig())), ...alongside()]);
+    // The board's first page goes out alone and `alongside` once it is in (or failed): those
+    // reads are not on the first paint, and in parallel they shared the server with it (a cold
+    // first page took a second behind the usage totals). Each part shows as soon as it arrives,
+    // and one failing (already reported) does not hide the others.
+    let others: readonly Promise<unknown>[] | undefined;
+    const startOthers = () => {
+      others ??= alongside();
+    };
+    await Promise.allSettled([this.readPages(cutoffFor(this.windowSig()), startOthers).finally(startOthers)]);
+    await Promise.allSettled(others ?? []);
     this.loadingSig.set(false);
   }
 
@@ -126,13 +133,13 @@ export class RequirementsStore {
   }
 
   /** Pages newest first until older than `cutoff`; each page shows as soon as it arrives. */
-  private readPages(cutoff: string | null): Promise<void> {
-    const read = this.reading.then(() => this.readPagesNow(cutoff));
+  private readPages(cutoff: string | null, onFirstPage?: () => void): Promise<void> {
+    const read = this.reading.then(() => this.readPagesNow(cutoff, onFirstPage));
     this.reading = read.catch(() => undefined);
     return read;
   }
 
-  private async readPagesNow(cutoff: string | null): Promise<void> {
+  private async readPagesNow(cutoff: string | null, onFirstPage?: () => void): Promise<void> {
     while (this.cursor !== null) {
       const cursor = this.cursor;
       // A small first page paints the board sooner (it fills the visible cards); then full pages.
@@ -145,6 +152,8 @@ export class RequirementsStore {
         this.publish();
         this.loadingSig.set(false);
       }
+      onFirstPage?.();
+      onFirstPage = undefined;
       if (cutoff !== null && last && last.createdAt < cutoff) {
         return;
       }
