@@ -147,12 +147,18 @@ export class WorktreesService implements OnModuleInit {
   async gitWorkspace(): Promise<GitWorkspace | null> {
     const cwd = this.runtime.paths.root;
     try {
-      const top = (await git(['rev-parse', '--show-toplevel'], { cwd, timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
-      const head = (await git(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
+      // Three independent questions, asked at once: every run's start waits for the answers.
+      const [topOut, headOut, branchOut] = await Promise.all([
+        git(['rev-parse', '--show-toplevel'], { cwd, timeoutMs: QUICK_TIMEOUT_MS }),
+        git(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS }),
+        git(['symbolic-ref', '-q', '--short', 'HEAD'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS }),
+      ]);
+      const top = topOut.stdout.trim();
+      const head = headOut.stdout.trim();
       if (top === '' || head === '') {
         return null;
       }
-      const branch = (await git(['symbolic-ref', '-q', '--short', 'HEAD'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
+      const branch = branchOut.stdout.trim();
       return { branch: branch === '' ? null : branch, head, top: await fs.realpath(top) };
     } catch (err) {
       if (err instanceof GitError && err.code === null && !err.timedOut) {
