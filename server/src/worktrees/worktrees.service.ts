@@ -243,18 +243,21 @@ export class WorktreesService implements OnModuleInit {
       const cwd = path.join(top, ready.subdirectory ?? '');
       await fs.mkdir(cwd, { recursive: true });
       const env = this.environment({ baseRef: ready.baseRef ?? '', branch: ready.branch ?? '', port: portBase, worktree: top });
+      const lfsEnv = await this.lfsEnvironment(repo.top);
+      let setupAt: string | null = null;
       if (ready.setupAt === null) {
-        const result = await runHook(this.sandbox, top, cwd, 'setup', this.configuration.get('worktreeSetupCommand'), { ...env, ...(await this.lfsEnvironment(repo.top)) });
+        const result = await runHook(this.sandbox, top, cwd, 'setup', this.configuration.get('worktreeSetupCommand'), { ...env, ...lfsEnv });
         if (result.command !== null) {
           trace(lifecycle(`Worktree setup: ${result.command}${result.ok ? '' : ` ${result.failure}`}`, result.output || null, result.ok ? 'completed' : 'failed'));
         }
         if (!result.ok) {
           throw invalid('worktree_setup_failed', `the worktree setup command (${result.command}) ${result.failure}`);
         }
-        await this.save(requirementId, { setupAt: this.clock.nowIso() }, false);
+        setupAt = this.clock.nowIso();
       }
-      await this.save(requirementId, { lastRunAt: now }, false);
-      return { cwd, env: { ...env, ...(await this.lfsEnvironment(repo.top)) } };
+      // One write for both.
+      await this.save(requirementId, setupAt === null ? { lastRunAt: now } : { lastRunAt: now, setupAt }, false);
+      return { cwd, env: { ...env, ...lfsEnv } };
     });
   }
 
