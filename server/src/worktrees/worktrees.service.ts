@@ -465,6 +465,10 @@ export class WorktreesService implements OnModuleInit {
       // Deleted since (merged, or by hand): a new one from the base.
       branch = null;
     }
+    const baseRef = row.baseRef ?? repo.branch ?? repo.head;
+    // Asked while a branch name is chosen (awaited below; a failure meanwhile is not left unhandled).
+    const baseCommit = this.resolveCommit(repo.top, baseRef);
+    baseCommit.catch(() => undefined);
     const title = (await this.requirements.find(requirementId))?.title ?? 'requirement';
     for (let attempt = 0; branch === null && attempt < 10; attempt += 1) {
       const candidate = branchName(title);
@@ -475,8 +479,7 @@ export class WorktreesService implements OnModuleInit {
     if (branch === null) {
       throw new Error('no free branch name after 10 tries');
     }
-    const baseRef = row.baseRef ?? repo.branch ?? repo.head;
-    const baseSha = (await this.resolveCommit(repo.top, baseRef)) ?? row.baseSha;
+    const baseSha = (await baseCommit) ?? row.baseSha;
     if (baseSha === null) {
       throw invalid('unknown_base_ref', `the base ref ${baseRef} no longer exists in the repository`);
     }
