@@ -489,7 +489,7 @@ export class WorktreesService implements OnModuleInit {
     const started = Date.now();
     const env = await this.lfsEnvironment(repo.top);
     await fs.mkdir(path.dirname(target), { recursive: true });
-    await this.repositoryLock.run(repo.top, () => this.addWorktree(repo.top, target, branch, baseSha, env));
+    await this.repositoryLock.run(repo.top, () => this.addWorktree(repo.top, target, branch, baseSha, branchExisted, env));
     if (await fs.stat(path.join(target, '.gitmodules')).catch(() => null)) {
       await git(['submodule', 'update', '--init', '--recursive'], { cwd: target, env, timeoutMs: CREATE_TIMEOUT_MS });
     }
@@ -504,7 +504,8 @@ export class WorktreesService implements OnModuleInit {
           lfsNote,
       ),
     );
-    const head = await this.revParse(target, 'HEAD');
+    // A branch made now starts at the base; only one that existed needs asking where it is.
+    const head = branchExisted ? await this.revParse(target, 'HEAD') : baseSha;
     this.usage = null;
     return this.save(requirementId, { baseSha: branchExisted ? (row.baseSha ?? baseSha) : baseSha, createdAt: this.clock.nowIso(), dirty: false, headSha: head }, true);
   }
@@ -513,10 +514,15 @@ export class WorktreesService implements OnModuleInit {
    * `git worktree add` after clearing whatever a crashed attempt left (the directory, a locked
    * admin entry); once more after a prune if git still refuses.
    */
-  private async addWorktree(top: string, target: string, branch: string, baseSha: string, env: Record<string, string>): Promise<void> {
+  private async addWorktree(top: string, target: string, branch: string, baseSha: string, branchExisted: boolean, env: Record<string, string>): Promise<void> {
     const attempt = async (force: boolean) => {
-      await this.clear(top, target);
-      const exists = await this.branchExists(top, branch);
+      // The first time, with nothing at the target, there is nothing to clear (two git processes
+      // fewer) and the branch is as the caller just saw it; should a stale admin entry make git
+      // refuse, the retry clears, prunes and asks again.
+      if (force || (await fs.lstat(target).catch(() => null)) !== null) {
+        await this.clear(top, target);
+      }
+      const exists = force ? await this.branchExists(top, branch) : branchExisted;
       const args = ['worktree', 'add', ...(force ? ['-f', '-f'] : []), ...(exists ? [target, branch] : ['-b', branch, target, baseSha])];
       await git(args, { cwd: top, env, timeoutMs: CREATE_TIMEOUT_MS });
     };
