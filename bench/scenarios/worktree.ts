@@ -29,6 +29,10 @@ function generateRepository(dir: string): void {
     fs.writeFileSync(file, randomBytes(FILE_BYTES));
   }
   git(dir, 'add', '-A');
+  // 20,000 loose objects would make this commit start a detached `git gc --auto`, repacking
+  // 200 MB in the background during the first rounds, whichever side they measure.
+  git(dir, 'config', 'gc.auto', '0');
+  git(dir, 'config', 'maintenance.auto', 'false');
   git(dir, 'commit', '-q', '-m', 'generated');
 }
 
@@ -37,8 +41,12 @@ function generateRepository(dir: string): void {
  * beside plain `git worktree add` of the same repository. The manager's time runs from POST
  * /start until the agent process (a synthetic one) is running in its new worktree: the start
  * request, the write path, the port block, `git worktree add`, the submodule/include/link
- * checks and the process launch. The two alternate, so the page cache favours neither, and a
- * round starts only once the previous run's refresh (a `git status` of the whole tree) is over.
+ * checks and the process launch. The two alternate, and which goes first alternates by round, so
+ * the page cache and the write-back of the previous tree favour neither; a measurement starts only
+ * once the previous run's refresh (a `git status` of the whole tree) is over. The plain worktrees
+ * stay until the end, like the manager's: removed at once, their 200 MB could be dropped before
+ * being written, and their removal ran just before the manager's turn, while the manager's trees
+ * were written back to disk during later measurements.
  */
 export async function worktreeScenario(): Promise<ScenarioResult> {
   const sandbox = makeSandbox();
@@ -50,22 +58,31 @@ export async function worktreeScenario(): Promise<ScenarioResult> {
     const ours: number[] = [];
     const plain: number[] = [];
     try {
-      for (let round = 0; round < ROUNDS; round++) {
-        progress(`worktree: round ${round + 1}/${ROUNDS}`);
-        const target = path.join(plainRoot, `plain-${round}`);
+      const plainAdd = async (round: number) => {
         const t0 = performance.now();
-        await gitAsync(sandbox.workspace, 'worktree', 'add', '-q', '-b', `bench/plain-${round}`, target, 'main');
+        await gitAsync(sandbox.workspace, 'worktree', 'add', '-q', '-b', `bench/plain-${round}`, path.join(plainRoot, `plain-${round}`), 'main');
         plain.push(performance.now() - t0);
-        await gitAsync(sandbox.workspace, 'worktree', 'remove', '--force', target);
-
+      };
+      const managerAdd = async (round: number) => {
         const requirement = await createRequirement(manager, { title: `Bench ${round}` });
         const report = path.join(plainRoot, `report-${round}.json`);
         const started = Date.now();
         await startRun(manager, requirement.id, `report:${report}`);
         await until('the agent to start in its worktree', async () => fs.existsSync(report) || undefined, 120_000, 5);
         ours.push(readReport(report).startedAt - started);
-        // The refresh after the run reads all 20,000 files: let it end before the next round.
+        // The refresh after the run reads all 20,000 files: let it end before the next measurement.
         await settled(manager, requirement.id, 1);
+      };
+      for (let round = 0; round < ROUNDS; round++) {
+        progress(`worktree: round ${round + 1}/${ROUNDS}`);
+        // Plain first in even rounds, the manager first in odd ones: neither always follows the other.
+        if (round % 2 === 0) {
+          await plainAdd(round);
+          await managerAdd(round);
+        } else {
+          await managerAdd(round);
+          await plainAdd(round);
+        }
       }
     } catch (err) {
       // Say what the manager said, too: a benchmark that fails must be diagnosable from its output.

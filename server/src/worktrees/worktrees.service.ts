@@ -147,12 +147,18 @@ export class WorktreesService implements OnModuleInit {
   async gitWorkspace(): Promise<GitWorkspace | null> {
     const cwd = this.runtime.paths.root;
     try {
-      const top = (await git(['rev-parse', '--show-toplevel'], { cwd, timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
-      const head = (await git(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
+      // Three independent questions, asked at once: every run's start waits for the answers.
+      const [topOut, headOut, branchOut] = await Promise.all([
+        git(['rev-parse', '--show-toplevel'], { cwd, timeoutMs: QUICK_TIMEOUT_MS }),
+        git(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS }),
+        git(['symbolic-ref', '-q', '--short', 'HEAD'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS }),
+      ]);
+      const top = topOut.stdout.trim();
+      const head = headOut.stdout.trim();
       if (top === '' || head === '') {
         return null;
       }
-      const branch = (await git(['symbolic-ref', '-q', '--short', 'HEAD'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
+      const branch = branchOut.stdout.trim();
       return { branch: branch === '' ? null : branch, head, top: await fs.realpath(top) };
     } catch (err) {
       if (err instanceof GitError && err.code === null && !err.timedOut) {
@@ -237,18 +243,21 @@ export class WorktreesService implements OnModuleInit {
       const cwd = path.join(top, ready.subdirectory ?? '');
       await fs.mkdir(cwd, { recursive: true });
       const env = this.environment({ baseRef: ready.baseRef ?? '', branch: ready.branch ?? '', port: portBase, worktree: top });
+      const lfsEnv = await this.lfsEnvironment(repo.top);
+      let setupAt: string | null = null;
       if (ready.setupAt === null) {
-        const result = await runHook(this.sandbox, top, cwd, 'setup', this.configuration.get('worktreeSetupCommand'), { ...env, ...(await this.lfsEnvironment(repo.top)) });
+        const result = await runHook(this.sandbox, top, cwd, 'setup', this.configuration.get('worktreeSetupCommand'), { ...env, ...lfsEnv });
         if (result.command !== null) {
           trace(lifecycle(`Worktree setup: ${result.command}${result.ok ? '' : ` ${result.failure}`}`, result.output || null, result.ok ? 'completed' : 'failed'));
         }
         if (!result.ok) {
           throw invalid('worktree_setup_failed', `the worktree setup command (${result.command}) ${result.failure}`);
         }
-        await this.save(requirementId, { setupAt: this.clock.nowIso() }, false);
+        setupAt = this.clock.nowIso();
       }
-      await this.save(requirementId, { lastRunAt: now }, false);
-      return { cwd, env: { ...env, ...(await this.lfsEnvironment(repo.top)) } };
+      // One write for both.
+      await this.save(requirementId, setupAt === null ? { lastRunAt: now } : { lastRunAt: now, setupAt }, false);
+      return { cwd, env: { ...env, ...lfsEnv } };
     });
   }
 
@@ -456,6 +465,10 @@ export class WorktreesService implements OnModuleInit {
       // Deleted since (merged, or by hand): a new one from the base.
       branch = null;
     }
+    const baseRef = row.baseRef ?? repo.branch ?? repo.head;
+    // Asked while a branch name is chosen (awaited below; a failure meanwhile is not left unhandled).
+    const baseCommit = this.resolveCommit(repo.top, baseRef);
+    baseCommit.catch(() => undefined);
     const title = (await this.requirements.find(requirementId))?.title ?? 'requirement';
     for (let attempt = 0; branch === null && attempt < 10; attempt += 1) {
       const candidate = branchName(title);
@@ -466,8 +479,7 @@ export class WorktreesService implements OnModuleInit {
     if (branch === null) {
       throw new Error('no free branch name after 10 tries');
     }
-    const baseRef = row.baseRef ?? repo.branch ?? repo.head;
-    const baseSha = (await this.resolveCommit(repo.top, baseRef)) ?? row.baseSha;
+    const baseSha = (await baseCommit) ?? row.baseSha;
     if (baseSha === null) {
       throw invalid('unknown_base_ref', `the base ref ${baseRef} no longer exists in the repository`);
     }
@@ -477,7 +489,7 @@ export class WorktreesService implements OnModuleInit {
     const started = Date.now();
     const env = await this.lfsEnvironment(repo.top);
     await fs.mkdir(path.dirname(target), { recursive: true });
-    await this.repositoryLock.run(repo.top, () => this.addWorktree(repo.top, target, branch, baseSha, env));
+    await this.repositoryLock.run(repo.top, () => this.addWorktree(repo.top, target, branch, baseSha, branchExisted, env));
     if (await fs.stat(path.join(target, '.gitmodules')).catch(() => null)) {
       await git(['submodule', 'update', '--init', '--recursive'], { cwd: target, env, timeoutMs: CREATE_TIMEOUT_MS });
     }
@@ -492,7 +504,8 @@ export class WorktreesService implements OnModuleInit {
           lfsNote,
       ),
     );
-    const head = await this.revParse(target, 'HEAD');
+    // A branch made now starts at the base; only one that existed needs asking where it is.
+    const head = branchExisted ? await this.revParse(target, 'HEAD') : baseSha;
     this.usage = null;
     return this.save(requirementId, { baseSha: branchExisted ? (row.baseSha ?? baseSha) : baseSha, createdAt: this.clock.nowIso(), dirty: false, headSha: head }, true);
   }
@@ -501,10 +514,15 @@ export class WorktreesService implements OnModuleInit {
    * `git worktree add` after clearing whatever a crashed attempt left (the directory, a locked
    * admin entry); once more after a prune if git still refuses.
    */
-  private async addWorktree(top: string, target: string, branch: string, baseSha: string, env: Record<string, string>): Promise<void> {
+  private async addWorktree(top: string, target: string, branch: string, baseSha: string, branchExisted: boolean, env: Record<string, string>): Promise<void> {
     const attempt = async (force: boolean) => {
-      await this.clear(top, target);
-      const exists = await this.branchExists(top, branch);
+      // The first time, with nothing at the target, there is nothing to clear (two git processes
+      // fewer) and the branch is as the caller just saw it; should a stale admin entry make git
+      // refuse, the retry clears, prunes and asks again.
+      if (force || (await fs.lstat(target).catch(() => null)) !== null) {
+        await this.clear(top, target);
+      }
+      const exists = force ? await this.branchExists(top, branch) : branchExisted;
       const args = ['worktree', 'add', ...(force ? ['-f', '-f'] : []), ...(exists ? [target, branch] : ['-b', branch, target, baseSha])];
       await git(args, { cwd: top, env, timeoutMs: CREATE_TIMEOUT_MS });
     };
