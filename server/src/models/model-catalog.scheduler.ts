@@ -28,6 +28,9 @@ export class ModelCatalogScheduler implements OnApplicationBootstrap {
         await this.catalog.refresh(SYSTEM_ACTOR);
       }
     } catch (error) {
+      if (this.catalog.stopping) {
+        return; // ended by the shutdown, not a failure of the sources
+      }
       this.logger.warn({ err: String(error), msg: 'model catalog refresh failed' });
     }
   }

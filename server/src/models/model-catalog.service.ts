@@ -69,9 +69,16 @@ export class ModelCatalogService implements OnApplicationBootstrap, OnModuleDest
     });
   }
 
-  onModuleDestroy(): void {
+  /** Ends a listing in flight and waits for it: nothing of the catalog outlives the close. */
+  async onModuleDestroy(): Promise<void> {
     this.subscription?.unsubscribe();
     this.shutdown.abort();
+    await this.refreshing?.catch(() => undefined);
+  }
+
+  /** The manager is closing: a refresh that fails now failed because of that. */
+  get stopping(): boolean {
+    return this.shutdown.signal.aborted;
   }
 
   /** The catalog, or one provider's part of it. */

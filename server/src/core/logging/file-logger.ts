@@ -33,6 +33,7 @@ const NEST_TO_WINSTON: Record<string, LogLevel> = {
 export class FileLogger implements LoggerService {
   private readonly logger: winston.Logger;
   private readonly transport: DailyRotateFile;
+  private closed = false;
 
   constructor(readonly options: FileLoggerOptions) {
     const parsed = path.parse(options.filePath);
@@ -82,6 +83,7 @@ export class FileLogger implements LoggerService {
 
   /** Flushes and closes the file; resolves once everything written so far is on disk. */
   close(): Promise<void> {
+    this.closed = true;
     return new Promise((resolve) => {
       this.transport.on('finish', () => resolve());
       this.logger.end();
@@ -90,6 +92,14 @@ export class FileLogger implements LoggerService {
   }
 
   private write(nestLevel: string, message: unknown, rest: unknown[]): void {
+    if (this.closed) {
+      // Something finishing after the close (a timer's last callback): writing to the ended
+      // stream would throw out of the logger. One line on stderr keeps it, and nothing breaks.
+      process.stderr.write(
+        `${JSON.stringify({ level: NEST_TO_WINSTON[nestLevel] ?? 'info', message: message instanceof Error ? message.message : message, note: 'logged after the log closed' })}\n`,
+      );
+      return;
+    }
     const level = NEST_TO_WINSTON[nestLevel] ?? 'info';
     // Nest passes the context as the last string argument and, for errors, a stack before it.
     const args = [...rest];
