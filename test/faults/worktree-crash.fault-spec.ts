@@ -1,8 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { createRequirement, git, initRepository, readReport, settled, startRun, WORKTREE_AGENT } from '../support/git-repo';
-import { send } from '../support/http';
+import { AgentReport, createRequirement, git, initRepository, readReport, settled, startRun, WORKTREE_AGENT } from '../support/git-repo';
+import { Json, send } from '../support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from '../support/manager-process';
 import { until } from '../support/wait';
 import { checkInvariants } from './invariants';
@@ -49,6 +49,18 @@ describe('kill -9 while a worktree is being created, then restart', () => {
     fs.rmSync(mark);
   }
 
+  /** After the restart: the crashed run is failed, a new start succeeds; its Requirement and the agent's report. */
+  async function retried(requirementId: string, report: string): Promise<{ done: Json; place: AgentReport }> {
+    const lost = await settled(manager!, requirementId, 1);
+    expect(lost.run.status).toBe('failed');
+    await startRun(manager!, requirementId, '');
+    const { requirement: done, run } = await settled(manager!, requirementId, 2);
+    expect(run.status).toBe('succeeded');
+    const place = readReport(report);
+    expect(place.cwd).toBe(done.worktree.path);
+    return { done, place };
+  }
+
   /** The person's message: once in the conversation, not consumed by the failed run, then by the next. */
   async function expectDeliveredOnce(requirementId: string, message: string): Promise<void> {
     const messages = (await send(manager!.origin, 'GET', `/api/requirements/${requirementId}/messages?limit=200`)).json.items as Array<{ body: string; author: string }>;
@@ -89,14 +101,8 @@ describe('kill -9 while a worktree is being created, then restart', () => {
     manager = await startManager({ env: AGENTS, sandbox });
     await until('the sweep', async () => (!fs.existsSync(strayDir) && !fs.existsSync(strayTree)) || undefined);
     expect(git(sandbox.workspace, 'worktree', 'list')).not.toContain(strayTree);
-    const lost = await settled(manager, requirement.id, 1);
-    expect(lost.run.status).toBe('failed');
-    await startRun(manager, requirement.id, '');
-    const { requirement: done, run } = await settled(manager, requirement.id, 2);
-    expect(run.status).toBe('succeeded');
     // The agent acted on the message the crashed start carried: it reached the agent.
-    const place = readReport(path.join(base, 'crash.json'));
-    expect(place.cwd).toBe(done.worktree.path);
+    const { done, place } = await retried(requirement.id, path.join(base, 'crash.json'));
     expect(git(place.cwd, 'symbolic-ref', '--short', 'HEAD').trim()).toBe(done.worktree.branch);
     const listed = git(sandbox.workspace, 'worktree', 'list', '--porcelain');
     expect(listed.split(`worktree ${place.cwd}\n`).length).toBe(2);
@@ -121,13 +127,7 @@ describe('kill -9 while a worktree is being created, then restart', () => {
     expect(fs.existsSync(count)).toBe(false);
 
     manager = await startManager({ env: AGENTS, sandbox });
-    const lost = await settled(manager, requirement.id, 1);
-    expect(lost.run.status).toBe('failed');
-    await startRun(manager, requirement.id, '');
-    const { requirement: done, run } = await settled(manager, requirement.id, 2);
-    expect(run.status).toBe('succeeded');
-    const place = readReport(path.join(base, 'setup.json'));
-    expect(place.cwd).toBe(done.worktree.path);
+    const { place } = await retried(requirement.id, path.join(base, 'setup.json'));
     expect(fs.readFileSync(path.join(place.cwd, '.setup-done'), 'utf8')).toBe('ok\n');
     expect(fs.readFileSync(count, 'utf8')).toBe('done\n');
     expect(git(sandbox.workspace, 'worktree', 'list', '--porcelain').split(`worktree ${place.cwd}\n`).length).toBe(2);
