@@ -48,7 +48,7 @@ export type AuthenticationMode = (typeof AUTHENTICATION_MODES)[number];
 export const AGENT_ISOLATION_MODES = ['auto', 'off'] as const;
 export type AgentIsolationMode = (typeof AGENT_ISOLATION_MODES)[number];
 
-export const AGENT_ISOLATION_MECHANISMS = ['bubblewrap'] as const;
+export const AGENT_ISOLATION_MECHANISMS = ['bubblewrap', 'seatbelt'] as const;
 export type AgentIsolationMechanism = (typeof AGENT_ISOLATION_MECHANISMS)[number];
 
 export const EVENT_ACTOR_KINDS = ['human', 'agent', 'trigger', 'system'] as const;

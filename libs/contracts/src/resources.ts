@@ -220,6 +220,8 @@ export interface AgentIsolation {
 
 export interface ConfigurationValues {
   agentIsolation: AgentIsolationMode;
+  /** Paths (absolute or `~/…`) agents may write besides their own worktree, git's stores, their CLI's state and toolchain caches. */
+  agentWritablePaths: string[];
   /** The token limit a new Requirement gets when its creator names no budget (null: none). */
   defaultBudgetMaxTokens: number | null;
   /** The cost limit (US dollars) a new Requirement gets when its creator names no budget (null: none). */

@@ -6,7 +6,7 @@ import { ConfigurationService } from '../core/configuration/configuration.servic
 import type { Runtime } from '../core/runtime';
 import { resolveWorkspace } from '../core/workspace/workspace';
 import { isRunning } from '../core/process-table';
-import { AgentSandbox, bubblewrapOptions } from './agent-sandbox';
+import { AgentSandbox, SandboxLayout, SandboxScope, bubblewrapOptions, expandHome, seatbeltProfile } from './agent-sandbox';
 import { findRunProcesses } from './process-tree';
 import { runProcess } from './process-runner';
 
@@ -61,42 +61,144 @@ describe(AgentSandbox.name, () => {
   };
   afterAll(() => made.forEach((dir) => fs.rmSync(dir, { force: true, recursive: true })));
 
-  it('builds the bubblewrap options: whole root, new PID namespace and /proc, hidden trees, own attachments read-only', () => {
+  const layout = (over: Partial<SandboxLayout>): SandboxLayout => ({
+    concealed: [],
+    cwd: '/repo',
+    hidden: [],
+    protectedRoots: [],
+    readOnly: [],
+    readOnlyFiles: [],
+    writable: [],
+    ...over,
+  });
+  const scope = (over: Partial<SandboxScope> = {}): SandboxScope => ({
+    cwd: '/repo',
+    env: {},
+    git: null,
+    provider: null,
+    readOnlyFiles: [],
+    tmp: null,
+    workTree: '/repo',
+    ...over,
+  });
+
+  it('builds the bubblewrap options in layers: read-only root, protected roots, writable, read-only again, emptied trees, own paths bound back', () => {
     const f = make();
     const hidden = path.join(f.runtime.paths.home, 'workspaces');
-    expect(bubblewrapOptions({ cwd: '/repo', hidden: [hidden], readOnlyFiles: [f.attachment, f.attachment, path.join(hidden, 'gone.txt'), '/etc/hostname'] })).toEqual([
-      '--dev-bind',
-      '/',
-      '/',
+    const worktrees = path.join(f.base, 'worktrees');
+    const own = path.join(worktrees, 'k', 'one');
+    fs.mkdirSync(own, { recursive: true });
+    fs.writeFileSync(path.join(own, '.git'), 'gitdir: x');
+    const options = bubblewrapOptions(
+      layout({
+        concealed: [worktrees, path.join(f.base, 'missing')],
+        cwd: own,
+        hidden: [hidden],
+        protectedRoots: [f.runtime.paths.root],
+        readOnly: [path.join(own, '.git'), '/etc/hostname'],
+        readOnlyFiles: [f.attachment, f.attachment, path.join(hidden, 'gone.txt'), '/etc/hostname'],
+        writable: [own, own, path.join(f.base, 'missing')],
+      }),
+    );
+    expect(options).toEqual([
+      '--ro-bind', '/', '/',
+      '--dev-bind', '/dev', '/dev',
       '--unshare-pid',
-      '--proc',
-      '/proc',
-      '--cap-drop',
-      'CAP_SYS_ADMIN',
-      '--cap-drop',
-      'CAP_DAC_READ_SEARCH',
-      '--tmpfs',
-      hidden,
-      // once, existing files inside the hidden tree only
-      '--ro-bind',
-      f.attachment,
-      f.attachment,
-      '--chdir',
-      '/repo',
-    ]);
+      '--proc', '/proc',
+      '--cap-drop', 'CAP_SYS_ADMIN',
+      '--cap-drop', 'CAP_DAC_READ_SEARCH',
+      '--bind', '/tmp', '/tmp',
+      '--bind', '/var/tmp', '/var/tmp',
+      '--ro-bind', f.runtime.paths.root, f.runtime.paths.root,
+      '--bind', own, own,
+      '--ro-bind', path.join(own, '.git'), path.join(own, '.git'),
+      '--ro-bind', '/etc/hostname', '/etc/hostname',
+      '--tmpfs', hidden,
+      '--tmpfs', worktrees,
+      // what of the writable and read-only lies inside an emptied tree, once, existing paths only
+      '--bind', own, own,
+      '--ro-bind', path.join(own, '.git'), path.join(own, '.git'),
+      '--ro-bind', f.attachment, f.attachment,
+      '--chdir', own,
+    ]); // prettier-ignore
   });
 
   it('binds the working directory back when it lies inside a hidden tree', () => {
-    expect(bubblewrapOptions({ cwd: '/h/workspaces/k/wt', hidden: ['/h/workspaces'], readOnlyFiles: [] })).toEqual(
-      expect.arrayContaining(['--tmpfs', '/h/workspaces', '--bind', '/h/workspaces/k/wt', '/h/workspaces/k/wt', '--chdir', '/h/workspaces/k/wt']),
+    const f = make();
+    const hidden = path.join(f.runtime.paths.home, 'workspaces');
+    const cwd = f.runtime.paths.dataDirectory;
+    expect(bubblewrapOptions(layout({ cwd, hidden: [hidden] }))).toEqual(expect.arrayContaining(['--tmpfs', hidden, '--bind', cwd, cwd, '--chdir', cwd]));
+    expect(bubblewrapOptions(layout({ cwd: '/h/workspaces-other', hidden: [hidden] }))).not.toContain(cwd);
+  });
+
+  it('lays out a linked worktree: git stores and its own entry writable, configuration and hooks read-only, other worktrees concealed', () => {
+    const f = make();
+    const sut = new AgentSandbox(f.runtime.configuration, f.runtime);
+    const common = path.join(f.runtime.paths.root, '.git');
+    const gitDir = path.join(common, 'worktrees', 'one');
+    const wt = path.join(f.runtime.paths.home, 'worktrees', 'k', 'one');
+    const result = sut.layout(scope({ cwd: wt, env: { HOME: '/home/u' }, git: { commonDir: common, gitDir }, provider: 'codex', tmp: '/t/run', workTree: wt }));
+    expect(result.writable).toEqual(
+      expect.arrayContaining([wt, '/t/run', path.join(common, 'objects'), path.join(common, 'refs'), path.join(common, 'logs'), gitDir, '/home/u/.codex', '/home/u/.cache']),
     );
-    expect(bubblewrapOptions({ cwd: '/h/workspaces-other', hidden: ['/h/workspaces'], readOnlyFiles: [] })).not.toContain('--bind');
+    expect(result.writable).not.toContain(common);
+    expect(result.writable).not.toContain(f.runtime.paths.root);
+    expect(result.readOnly).toEqual(
+      expect.arrayContaining([
+        path.join(common, 'config'),
+        path.join(common, 'hooks'),
+        path.join(common, 'info'),
+        f.runtime.paths.launcherDirectory,
+        '/home/u/.bashrc',
+        '/home/u/.ssh',
+      ]),
+    );
+    expect(result.protectedRoots).toEqual(expect.arrayContaining([f.runtime.paths.root, '/home/u']));
+    expect(result.concealed).toEqual([path.join(f.runtime.paths.home, 'worktrees'), path.join(f.runtime.paths.home, 'tmp')]);
+    // In place the repository's git directory is the agent's own, its configuration and hooks still not.
+    const inPlace = sut.layout(scope({ cwd: f.runtime.paths.root, env: { HOME: '/home/u' }, git: { commonDir: common, gitDir: common }, workTree: f.runtime.paths.root }));
+    expect(inPlace.writable).toEqual(expect.arrayContaining([f.runtime.paths.root, common]));
+    expect(inPlace.readOnly).toEqual(expect.arrayContaining([path.join(common, 'config'), path.join(common, 'hooks')]));
+  });
+
+  it('adds configured writable paths, ~ expanded', async () => {
+    const f = make();
+    await f.runtime.configuration.update({ agentWritablePaths: ['~/work', '/opt/shared'] });
+    const sut = new AgentSandbox(f.runtime.configuration, f.runtime);
+    const result = sut.layout(scope({ env: { HOME: '/home/u' } }));
+    expect(result.writable).toEqual(expect.arrayContaining(['/home/u/work', '/opt/shared']));
+    expect(expandHome('~', '/home/u')).toBe('/home/u');
+    expect(expandHome('relative', '/home/u')).toBeNull();
+  });
+
+  it('writes the same rules as a Seatbelt profile for macOS', () => {
+    const profile = seatbeltProfile(
+      layout({
+        concealed: ['/h/worktrees'],
+        cwd: '/h/worktrees/k/one',
+        hidden: ['/h/workspaces'],
+        readOnly: ['/r/.git/hooks'],
+        readOnlyFiles: ['/h/workspaces/k/att'],
+        writable: ['/h/worktrees/k/one', '/r/.git/objects'],
+      }),
+    );
+    expect(profile.split('\n')).toEqual([
+      '(version 1)',
+      '(allow default)',
+      '(deny file-write*)',
+      '(allow file-write* (subpath "/tmp") (subpath "/var/tmp") (subpath "/private/tmp") (subpath "/private/var/folders") (subpath "/dev") (subpath "/h/worktrees/k/one") (subpath "/r/.git/objects"))',
+      '(deny file-write* (subpath "/r/.git/hooks"))',
+      '(deny file-read* file-write* (subpath "/h/workspaces") (subpath "/h/worktrees"))',
+      '(allow file-read* file-write* (subpath "/h/worktrees/k/one"))',
+      '(allow file-read* (literal "/h/workspaces/k/att"))',
+      '',
+    ]);
   });
 
   it('with agentIsolation "off" runs commands unchanged and says why', async () => {
     const sut = await started(make('off'));
     expect(sut.status).toEqual({ enabled: false, mechanism: null, reason: 'agentIsolation is "off" in the configuration' });
-    expect(sut.wrap('/usr/bin/codex', ['exec'], { cwd: '/repo', readOnlyFiles: [] })).toEqual({ args: ['exec'], command: '/usr/bin/codex' });
+    expect(sut.wrap('/usr/bin/codex', ['exec'], scope())).toEqual({ args: ['exec'], command: '/usr/bin/codex' });
   });
 
   it('reports a bubblewrap that refuses (no user namespaces) with its own words, and leaves commands alone', async () => {
@@ -110,7 +212,7 @@ describe(AgentSandbox.name, () => {
       mechanism: null,
       reason: 'bubblewrap cannot create the sandbox here (bwrap: No permissions to creating new namespace); user namespaces may be disabled or restricted',
     });
-    expect(sut.wrap('codex', [], { cwd: '/repo', readOnlyFiles: [] })).toEqual({ args: [], command: 'codex' });
+    expect(sut.wrap('codex', [], scope())).toEqual({ args: [], command: 'codex' });
   });
 
   it('reports a bubblewrap that starts but does not hide the data directory', async () => {
@@ -139,7 +241,7 @@ describe(AgentSandbox.name, () => {
       'echo ready',
       'sleep 60 & sleep 60',
     ].join('\n');
-    const wrapped = sut.wrap('/bin/sh', ['-c', script], { cwd: f.runtime.paths.root, readOnlyFiles: [f.attachment] });
+    const wrapped = sut.wrap('/bin/sh', ['-c', script], scope({ cwd: f.runtime.paths.root, readOnlyFiles: [f.attachment], workTree: f.runtime.paths.root }));
     expect(wrapped.command).toBe('/usr/bin/bwrap');
     const lines: string[] = [];
     const marker = `sandbox-test-${process.pid}`;
@@ -163,5 +265,58 @@ describe(AgentSandbox.name, () => {
     expect(pids.length).toBeGreaterThanOrEqual(3); // bwrap, its init, sh, the sleeps
     await expect(run.interrupt()).resolves.toMatchObject({ reason: 'interrupted' });
     expect(pids.filter(isRunning)).toEqual([]);
+  });
+
+  (HAS_BWRAP ? it : it.skip)('keeps a real agent to its own worktree: commits there, writes nothing of the person, another worktree, git hooks or shell rc', async () => {
+    const f = make();
+    const { execFileSync } = await import('node:child_process');
+    const sh = (args: string[], cwd: string) => execFileSync('git', args, { cwd, stdio: 'pipe' }).toString().trim();
+    const repo = f.runtime.paths.root;
+    sh(['init', '-q', '-b', 'main'], repo);
+    sh(['-c', 'user.name=a', '-c', 'user.email=a@example.com', 'commit', '-q', '--allow-empty', '-m', 'one'], repo);
+    const worktrees = path.join(f.runtime.paths.home, 'worktrees', 'k');
+    const mine = path.join(worktrees, 'mine');
+    const theirs = path.join(worktrees, 'theirs');
+    sh(['worktree', 'add', '-q', '-b', 'agent/mine', mine], repo);
+    sh(['worktree', 'add', '-q', '-b', 'agent/theirs', theirs], repo);
+    const home = path.join(f.base, 'userhome');
+    fs.mkdirSync(home);
+    fs.writeFileSync(path.join(home, '.bashrc'), '# mine\n');
+    fs.mkdirSync(f.runtime.paths.launcherDirectory, { recursive: true });
+    fs.writeFileSync(path.join(f.runtime.paths.launcherDirectory, 'code-factory-cli'), '#!/bin/sh\n');
+    const sut = await started(f);
+    const tmp = sut.makeTemporary('run_mine');
+    const otherTmp = sut.makeTemporary('run_other');
+    fs.writeFileSync(path.join(otherTmp, 'secret'), 'x');
+    const tries = {
+      bashrc: path.join(home, '.bashrc'),
+      checkout: path.join(repo, 'planted.txt'),
+      hook: path.join(repo, '.git', 'hooks', 'post-checkout'),
+      homeBin: path.join(home, '.local-bin-git'),
+      launcher: path.join(f.runtime.paths.launcherDirectory, 'code-factory-cli'),
+      repoConfig: path.join(repo, '.git', 'config'),
+      theirs: path.join(theirs, 'planted.txt'),
+    };
+    const script = [
+      ...Object.entries(tries).map(([name, file]) => `(echo planted >> '${file}') 2>/dev/null && echo "wrote ${name}"`),
+      `test -e '${theirs}' && echo "saw theirs"`,
+      `test -e '${path.join(otherTmp, 'secret')}' && echo "saw other tmp"`,
+      `echo mine > "$TMPDIR/scratch" && echo "tmp ok"`,
+      'echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo "committed"',
+      'true',
+    ].join('\n');
+    const env = { HOME: home, PATH: process.env.PATH ?? '', TMPDIR: tmp };
+    const common = path.join(repo, '.git');
+    const wrapped = sut.wrap('/bin/sh', ['-c', script], scope({ cwd: mine, env, git: { commonDir: common, gitDir: path.join(common, 'worktrees', 'mine') }, tmp, workTree: mine }));
+    const out = execFileSync(wrapped.command, wrapped.args, { cwd: mine, env }).toString();
+    expect(out.trim().split('\n').sort()).toEqual(['committed', 'tmp ok']);
+    expect(sh(['log', '-1', '--format=%s', 'agent/mine'], repo)).toBe('work');
+    expect(fs.readFileSync(tries.bashrc, 'utf8')).toBe('# mine\n');
+    expect(fs.existsSync(tries.checkout) || fs.existsSync(tries.hook) || fs.existsSync(tries.theirs)).toBe(false);
+    expect(fs.readFileSync(tries.launcher, 'utf8')).toBe('#!/bin/sh\n');
+    // Without the sandbox the same script writes them all (the test could fail).
+    const bare = execFileSync('/bin/sh', ['-c', script], { cwd: mine, env }).toString();
+    expect(bare).toContain('wrote bashrc');
+    expect(bare).toContain('wrote theirs');
   });
 });

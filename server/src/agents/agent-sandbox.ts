@@ -8,17 +8,51 @@ import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import type { AgentIsolation } from '@libs/contracts';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
+import { packageRoot } from '../core/package-info';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { findExecutable } from './executable';
 
-/** What one agent process may see of the hidden trees. */
+/**
+ * What one agent process may see and write (docs/security.md, "The agent sandbox"). Applied in
+ * this order, so that a later layer always wins over an earlier one: the whole file system
+ * read-only (the shared temporary directories writable), `protectedRoots` read-only again,
+ * `writable`, `readOnly`, then `hidden` and `concealed` emptied, then whatever of `writable` and
+ * `readOnlyFiles` lies inside an emptied tree bound back.
+ */
 export interface SandboxLayout {
-  /** Directories replaced by an empty tmpfs: every workspace's data (tokens, databases, logs…). */
+  /** Replaced by an empty tmpfs: every workspace's data (tokens, databases, logs…). */
   hidden: string[];
-  /** Files inside them bound back read-only: the run's own attachments. */
+  /** Replaced by an empty tmpfs as well: other Requirements' worktrees, other runs' temporary directories. */
+  concealed: string[];
+  /**
+   * Read-only before anything is made writable: the trees that hold what is protected, for the
+   * case that they lie inside a writable one (a workspace or HOME under /tmp).
+   */
+  protectedRoots: string[];
+  /** Writable: the agent's own work tree and temporary directory, git's shared stores, its CLI's state, configured extras. */
+  writable: string[];
+  /** Read-only again inside a writable tree: git's configuration and hooks, the launcher, shell and tool configuration. */
+  readOnly: string[];
+  /** Files inside the hidden trees bound back read-only: the run's own attachments. */
   readOnlyFiles: string[];
-  /** The process's working directory, bound back read-write if it lies inside a hidden one. */
+  /** The process's working directory. */
   cwd: string;
+}
+
+/** What the caller knows about where an agent process works; AgentSandbox adds the rest. */
+export interface SandboxScope {
+  cwd: string;
+  /** The tree the agent works in: its worktree's top, or the person's checkout in place. */
+  workTree: string;
+  /** git's directories for it (absolute), or null outside a repository. */
+  git: { gitDir: string; commonDir: string } | null;
+  /** The run's private temporary directory (its TMPDIR), or null. */
+  tmp: string | null;
+  /** The agent CLI whose own state must stay writable, or null for a shell command (setup). */
+  provider: 'codex' | 'claude-code' | null;
+  /** The environment the process gets (where CODEX_HOME, CLAUDE_CONFIG_DIR and HOME come from). */
+  env: Record<string, string>;
+  readOnlyFiles: string[];
 }
 
 /**
@@ -29,35 +63,114 @@ export interface SandboxLayout {
  */
 const DROPPED_CAPABILITIES = ['CAP_SYS_ADMIN', 'CAP_DAC_READ_SEARCH'];
 
+/** Shared temporary directories tools write to by fixed path: writable, minus what is protected. */
+const SHARED_TEMPORARY = ['/tmp', '/var/tmp'];
+
+/**
+ * A user's shell and tool configuration in HOME: read-only even when a configured writable path
+ * contains it, since the person's own shells and tools run it (a planted `~/.bashrc`, a
+ * `~/.local/bin/git` first on PATH, an `~/.ssh/config` ProxyCommand).
+ */
+export const PROTECTED_HOME_ENTRIES = [
+  '.bashrc',
+  '.bash_profile',
+  '.bash_login',
+  '.bash_logout',
+  '.profile',
+  '.zshrc',
+  '.zshenv',
+  '.zprofile',
+  '.zlogin',
+  '.inputrc',
+  '.gitconfig',
+  '.git-credentials',
+  '.ssh',
+  '.gnupg',
+  '.config/git',
+  '.config/fish',
+  '.config/gh',
+  '.local/bin',
+  '.npmrc',
+  '.netrc',
+  '.aws',
+  '.kube',
+  '.docker',
+];
+
+/**
+ * Caches toolchains write while building and testing: writable by default (an agent must be able
+ * to `npm install` or `cargo build`). They are shared with the person's own tools: see
+ * docs/security.md for what that leaves open; `agentWritablePaths` replaces nothing, it adds.
+ */
+export const DEFAULT_WRITABLE_CACHES = [
+  '.cache',
+  '.npm',
+  '.yarn',
+  '.pnpm-store',
+  '.local/share/pnpm',
+  '.cargo/registry',
+  '.cargo/git',
+  'go/pkg/mod',
+  '.m2/repository',
+  '.gradle/caches',
+];
+
 const PROBE_TIMEOUT_MS = 10_000;
 
 function inside(file: string, dir: string): boolean {
   const relative = path.relative(dir, file);
-  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+  return relative === '' || (!relative.startsWith(`..${path.sep}`) && relative !== '..' && !path.isAbsolute(relative));
+}
+
+function exists(file: string): boolean {
+  return fs.existsSync(file);
 }
 
 /**
- * bubblewrap's options for a layout (what goes before `--` and the command). The whole file
- * system stays as it is (`--dev-bind / /`) except the hidden trees. A new PID namespace with
- * its own /proc is part of the hiding: through the host's /proc an agent could walk into any
- * of the user's processes' mount namespaces (`/proc/<pid>/root/…`) or open files (`fd/`).
- * The manager still sees every process of the run (its namespace is the parent one), so the
- * marker-based tree kill works unchanged.
+ * bubblewrap's options for a layout (what goes before `--` and the command). A new PID namespace
+ * with its own /proc is part of the hiding: through the host's /proc an agent could walk into any
+ * of the user's processes' mount namespaces (`/proc/<pid>/root/…`), open files (`fd/`) or
+ * environments (`environ`: another run's credential). The manager still sees every process of
+ * the run (its namespace is the parent one), so the marker-based tree kill works unchanged.
+ * Paths that do not exist are left out (bwrap would fail on them, or create mount points on the
+ * real file system).
  */
 export function bubblewrapOptions(layout: SandboxLayout): string[] {
-  const args = ['--dev-bind', '/', '/', '--unshare-pid', '--proc', '/proc'];
+  const args = ['--ro-bind', '/', '/', '--dev-bind', '/dev', '/dev', '--unshare-pid', '--proc', '/proc'];
   for (const cap of DROPPED_CAPABILITIES) {
     args.push('--cap-drop', cap);
   }
-  for (const dir of layout.hidden) {
+  for (const dir of SHARED_TEMPORARY.filter(exists)) {
+    args.push('--bind', dir, dir);
+  }
+  for (const dir of unique(layout.protectedRoots).filter(exists)) {
+    args.push('--ro-bind', dir, dir);
+  }
+  for (const dir of unique(layout.writable).filter(exists)) {
+    args.push('--bind', dir, dir);
+  }
+  for (const file of unique(layout.readOnly).filter(exists)) {
+    args.push('--ro-bind', file, file);
+  }
+  const emptied = unique([...layout.hidden, ...layout.concealed]).filter(exists);
+  for (const dir of emptied) {
     args.push('--tmpfs', dir);
   }
-  if (layout.hidden.some((dir) => inside(layout.cwd, dir))) {
-    args.push('--bind', layout.cwd, layout.cwd);
+  const within = (file: string) => emptied.some((dir) => inside(file, dir));
+  for (const dir of unique([...layout.writable, ...(layout.writable.some((w) => inside(layout.cwd, w)) ? [] : [layout.cwd])]).filter(exists)) {
+    if (within(dir)) {
+      args.push('--bind', dir, dir);
+    }
   }
-  for (const file of new Set(layout.readOnlyFiles)) {
-    // Outside the hidden trees a file is visible anyway; a missing one would make bwrap fail.
-    if (layout.hidden.some((dir) => inside(file, dir)) && fs.existsSync(file)) {
+  for (const file of unique(layout.readOnly).filter(exists)) {
+    // Protected files inside a tree just bound back (a worktree's `.git` link).
+    if (within(file)) {
+      args.push('--ro-bind', file, file);
+    }
+  }
+  for (const file of unique(layout.readOnlyFiles).filter(exists)) {
+    // Outside the hidden trees a file is visible anyway.
+    if (layout.hidden.some((dir) => inside(file, dir))) {
       args.push('--ro-bind', file, file);
     }
   }
@@ -66,18 +179,78 @@ export function bubblewrapOptions(layout: SandboxLayout): string[] {
 }
 
 /**
- * Starts agent processes (RD and reviewer, every provider) inside a mount namespace in which
- * the `workspaces/` tree of the Agent Manager home is an empty tmpfs, so that an agent cannot
- * read the owner token (or the database, configuration, logs, other Requirements' attachments)
- * and act as the owner. Probed once at start with the very options runs use; where bubblewrap is
- * missing or refused (no user namespaces) runs go on unisolated and the banner, the log and
+ * The same rules as a macOS Seatbelt profile (`sandbox-exec -p`): writes denied outside the
+ * writable trees, the read-only ones denied again inside them, the hidden and concealed trees
+ * neither readable nor writable, own attachments and the work tree readable again. Later rules
+ * win over earlier ones in Seatbelt as layers do in bubblewrap.
+ */
+export function seatbeltProfile(layout: SandboxLayout): string {
+  const quote = (p: string) => `"${p.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+  const subpaths = (list: string[]) => unique(list).map((p) => `(subpath ${quote(p)})`);
+  const literals = (list: string[]) => unique(list).map((p) => `(literal ${quote(p)})`);
+  const lines = ['(version 1)', '(allow default)', '(deny file-write*)'];
+  const writable = subpaths([...SHARED_TEMPORARY, '/private/tmp', '/private/var/folders', '/dev', ...layout.writable, layout.cwd]);
+  lines.push(`(allow file-write* ${writable.join(' ')})`);
+  if (layout.readOnly.length > 0 || layout.protectedRoots.length > 0) {
+    const rewritable = new Set([...layout.writable, layout.cwd]);
+    const roots = layout.protectedRoots.filter((root) => ![...rewritable].some((w) => inside(w, root)));
+    lines.push(`(deny file-write* ${[...subpaths(roots), ...subpaths(layout.readOnly)].join(' ')})`.replace(/ \)$/, ')'));
+  }
+  const emptied = [...layout.hidden, ...layout.concealed];
+  if (emptied.length > 0) {
+    lines.push(`(deny file-read* file-write* ${subpaths(emptied).join(' ')})`);
+    const back = unique([...layout.writable, layout.cwd]).filter((w) => emptied.some((dir) => inside(w, dir)));
+    if (back.length > 0) {
+      lines.push(`(allow file-read* file-write* ${subpaths(back).join(' ')})`);
+      const again = layout.readOnly.filter((file) => back.some((dir) => inside(file, dir)));
+      if (again.length > 0) {
+        lines.push(`(deny file-write* ${subpaths(again).join(' ')})`);
+      }
+    }
+    const files = layout.readOnlyFiles.filter((file) => layout.hidden.some((dir) => inside(file, dir)));
+    if (files.length > 0) {
+      lines.push(`(allow file-read* ${literals(files).join(' ')})`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function unique(list: string[]): string[] {
+  return [...new Set(list)];
+}
+
+/** `~/x` against HOME; absolute paths as they are; anything else is not a path we bind. */
+export function expandHome(entry: string, home: string): string | null {
+  if (entry === '~') {
+    return home;
+  }
+  if (entry.startsWith('~/')) {
+    return path.join(home, entry.slice(2));
+  }
+  return path.isAbsolute(entry) ? path.normalize(entry) : null;
+}
+
+type Mechanism = NonNullable<AgentIsolation['mechanism']> | null;
+
+/**
+ * Starts agent processes (RD and reviewer, every provider, and the worktree's setup and teardown
+ * commands) in a sandbox in which (docs/security.md):
+ * - the `workspaces/` tree of the Agent Manager home (tokens, databases, configuration, logs,
+ *   other Requirements' attachments), other Requirements' worktrees and other runs' temporary
+ *   directories are empty;
+ * - only the agent's own work tree, its private temporary directory, what git needs to commit
+ *   and fetch, its CLI's state, toolchain caches and `agentWritablePaths` are writable; the
+ *   person's checkout, git's configuration and hooks, the launcher, Agent Manager's installation
+ *   and the user's shell and tool configuration are read-only.
+ * bubblewrap on Linux, Seatbelt (`sandbox-exec`) on macOS. Probed once at start with the very
+ * options runs use; where neither works runs go on unisolated and the banner, the log and
  * `GET /api/health` say so.
  */
 @Injectable()
 export class AgentSandbox implements OnModuleInit {
   private readonly logger = new Logger(AgentSandbox.name);
   private state: AgentIsolation = { enabled: false, mechanism: null, reason: 'not probed yet' };
-  private bwrap: string | null = null;
+  private program: string | null = null;
   /** The trees every agent is kept out of. */
   readonly hidden: string[];
 
@@ -97,38 +270,128 @@ export class AgentSandbox implements OnModuleInit {
     return { ...this.state };
   }
 
+  /** Where runs' private temporary directories live (concealed from every other run). */
+  get temporaryRoot(): string {
+    return path.join(this.runtime.paths.home, 'tmp');
+  }
+
   async onModuleInit(): Promise<void> {
     this.state = await this.probe();
     if (this.state.enabled) {
-      this.logger.log(`agents run in a bubblewrap sandbox that hides ${this.hidden.join(', ')}`);
+      this.logger.log(`agents run in a ${this.state.mechanism} sandbox that hides ${this.hidden.join(', ')} and keeps them to their own worktree`);
     } else {
       this.logger.warn(`agents are not isolated: ${this.state.reason}. An agent can read this workspace's token and act as its owner (see docs/security.md).`);
     }
   }
 
+  /** The layout for one agent process: the rules above, for this scope. */
+  layout(scope: SandboxScope): SandboxLayout {
+    const home = scope.env.HOME ?? os.homedir();
+    const worktreeRoot = this.configuration.get('worktreeRoot') ?? path.join(this.runtime.paths.home, 'worktrees');
+    const writable = [scope.workTree, ...(scope.tmp === null ? [] : [scope.tmp])];
+    const readOnly = [this.runtime.paths.launcherDirectory, packageRoot(), ...PROTECTED_HOME_ENTRIES.map((entry) => path.join(home, entry))];
+    const protectedRoots = [this.runtime.paths.root, this.runtime.paths.home, home];
+    if (scope.git !== null) {
+      const { commonDir, gitDir } = scope.git;
+      protectedRoots.push(commonDir);
+      if (gitDir === commonDir) {
+        // The person's own repository, worked in place: its git directory is the agent's too,
+        // but not what runs code for whoever uses it next.
+        writable.push(commonDir);
+      } else {
+        // A linked worktree: commits and fetches write objects, refs and their logs in the shared
+        // directory, and the worktree's own HEAD, index and logs in its entry.
+        writable.push(...['objects', 'refs', 'logs'].map((dir) => path.join(commonDir, dir)), gitDir);
+        readOnly.push(path.join(gitDir, 'config.worktree'), path.join(scope.workTree, '.git'));
+      }
+      readOnly.push(...['config', 'config.worktree', 'hooks', 'info'].map((entry) => path.join(commonDir, entry)));
+    }
+    writable.push(...this.stateDirectories(scope.provider, scope.env, home));
+    writable.push(...DEFAULT_WRITABLE_CACHES.map((entry) => path.join(home, entry)));
+    for (const entry of this.configuration.get('agentWritablePaths')) {
+      const expanded = expandHome(entry, home);
+      if (expanded !== null) {
+        writable.push(expanded);
+      }
+    }
+    return {
+      concealed: [worktreeRoot, this.temporaryRoot],
+      cwd: scope.cwd,
+      hidden: this.hidden,
+      protectedRoots,
+      readOnly,
+      readOnlyFiles: scope.readOnlyFiles,
+      writable,
+    };
+  }
+
   /** The command line that runs `command args` in the sandbox (unchanged when there is none). */
-  wrap(command: string, args: string[], layout: Omit<SandboxLayout, 'hidden'>): { command: string; args: string[] } {
-    if (!this.state.enabled || this.bwrap === null) {
+  wrap(command: string, args: string[], scope: SandboxScope): { command: string; args: string[] } {
+    if (!this.state.enabled || this.program === null) {
       return { args, command };
     }
-    return { args: [...bubblewrapOptions({ ...layout, hidden: this.hidden }), '--', command, ...args], command: this.bwrap };
+    this.prepare(scope);
+    const layout = this.layout(scope);
+    if (this.state.mechanism === 'seatbelt') {
+      return { args: ['-p', seatbeltProfile(layout), command, ...args], command: this.program };
+    }
+    return { args: [...bubblewrapOptions(layout), '--', command, ...args], command: this.program };
+  }
+
+  /** A private temporary directory for one run (mode 0700), concealed from every other. */
+  makeTemporary(runId: string): string {
+    const dir = path.join(this.temporaryRoot, runId);
+    fs.mkdirSync(dir, { mode: 0o700, recursive: true });
+    return dir;
+  }
+
+  removeTemporary(runId: string): void {
+    fs.rmSync(path.join(this.temporaryRoot, runId), { force: true, recursive: true });
+  }
+
+  /**
+   * What must exist before the mounts: the CLI's state directory (else the CLI could not create
+   * it in a read-only HOME), and git's `hooks/` and `info/` (else an agent could create them in
+   * a git directory it may write, in place).
+   */
+  private prepare(scope: SandboxScope): void {
+    const home = scope.env.HOME ?? os.homedir();
+    for (const dir of this.stateDirectories(scope.provider, scope.env, home).filter((dir) => !dir.endsWith('.json'))) {
+      fs.mkdirSync(dir, { mode: 0o700, recursive: true });
+    }
+    if (scope.git !== null) {
+      for (const entry of ['hooks', 'info']) {
+        fs.mkdirSync(path.join(scope.git.commonDir, entry), { recursive: true });
+      }
+    }
+  }
+
+  /** The agent CLI's own state: sessions, logins, settings it rewrites. */
+  private stateDirectories(provider: SandboxScope['provider'], env: Record<string, string>, home: string): string[] {
+    if (provider === 'codex') {
+      return [env.CODEX_HOME ?? path.join(home, '.codex')];
+    }
+    if (provider === 'claude-code') {
+      return env.CLAUDE_CONFIG_DIR ? [env.CLAUDE_CONFIG_DIR] : [path.join(home, '.claude'), path.join(home, '.claude.json')];
+    }
+    return [];
   }
 
   private async probe(): Promise<AgentIsolation> {
     // The lock file exists from before start: the sandbox must start and must not show it.
-    const probe = await probeBubblewrap({
+    const probe = await probeSandbox({
       cwd: this.runtime.paths.root,
       hidden: this.hidden,
       mode: this.configuration.get('agentIsolation'),
       searchPath: process.env.PATH ?? '',
       witness: this.runtime.paths.lockPath,
     });
-    this.bwrap = probe.bwrap;
+    this.program = probe.program;
     return probe.isolation;
   }
 }
 
-export interface BubblewrapProbe {
+export interface SandboxProbe {
   mode: 'auto' | 'off';
   searchPath: string;
   cwd: string;
@@ -138,34 +401,48 @@ export interface BubblewrapProbe {
 }
 
 /**
- * Whether agents can be isolated here: bubblewrap found, and a sandbox with the very options
- * runs use starts and hides `witness`. The manager probes once at start; `doctor` probes the same
- * way on a temporary tree.
+ * Whether agents can be isolated here: bubblewrap (Linux) or sandbox-exec (macOS) found, and a
+ * sandbox with the options runs use starts and hides `witness`. The manager probes once at start;
+ * `doctor` probes the same way on a temporary tree.
  */
-export async function probeBubblewrap(probe: BubblewrapProbe): Promise<{ isolation: AgentIsolation; bwrap: string | null }> {
-  const off = (reason: string) => ({ bwrap: null, isolation: { enabled: false, mechanism: null, reason } satisfies AgentIsolation });
+export async function probeSandbox(probe: SandboxProbe): Promise<{ isolation: AgentIsolation; program: string | null }> {
+  const off = (reason: string) => ({ isolation: { enabled: false, mechanism: null, reason } satisfies AgentIsolation, program: null });
   if (probe.mode === 'off') {
     return off('agentIsolation is "off" in the configuration');
   }
-  if (process.platform !== 'linux') {
-    return off(`agent isolation uses bubblewrap, which needs Linux (this is ${process.platform})`);
+  const layout: SandboxLayout = { concealed: [], cwd: probe.cwd, hidden: probe.hidden, protectedRoots: [], readOnly: [], readOnlyFiles: [], writable: [probe.cwd] };
+  let mechanism: Mechanism;
+  let program: string | null;
+  let args: string[];
+  if (process.platform === 'linux') {
+    mechanism = 'bubblewrap';
+    program = findExecutable('bwrap', probe.searchPath, probe.cwd);
+    if (program === null) {
+      return off('bubblewrap (`bwrap`) is not installed; install the bubblewrap package (for example apt-get install bubblewrap)');
+    }
+    args = [...bubblewrapOptions(layout), '--', 'test', '!', '-e', probe.witness];
+  } else if (process.platform === 'darwin') {
+    mechanism = 'seatbelt';
+    program = fs.existsSync('/usr/bin/sandbox-exec') ? '/usr/bin/sandbox-exec' : null;
+    if (program === null) {
+      return off('sandbox-exec (Seatbelt) is not available on this Mac');
+    }
+    args = ['-p', seatbeltProfile(layout), '/bin/test', '!', '-r', probe.witness];
+  } else {
+    return off(`agent isolation needs Linux (bubblewrap) or macOS (Seatbelt); this is ${process.platform}`);
   }
-  const bwrap = findExecutable('bwrap', probe.searchPath, probe.cwd);
-  if (bwrap === null) {
-    return off('bubblewrap (`bwrap`) is not installed; install the bubblewrap package (for example apt-get install bubblewrap)');
-  }
-  const options = bubblewrapOptions({ cwd: probe.cwd, hidden: probe.hidden, readOnlyFiles: [] });
-  const result = await run(bwrap, [...options, '--', 'test', '!', '-e', probe.witness]);
+  const result = await run(program, args);
   if (result.code === 0) {
-    return { bwrap, isolation: { enabled: true, mechanism: 'bubblewrap', reason: null } };
+    return { isolation: { enabled: true, mechanism, reason: null }, program };
   }
+  const name = mechanism === 'bubblewrap' ? 'bubblewrap' : 'sandbox-exec';
   if (result.error) {
-    return off(`bubblewrap could not be run: ${result.error}`);
+    return off(`${name} could not be run: ${result.error}`);
   }
   const said = result.stderr.trim().split('\n')[0];
   return said
-    ? off(`bubblewrap cannot create the sandbox here (${said}); user namespaces may be disabled or restricted`)
-    : off(`bubblewrap started but did not hide ${probe.witness}`);
+    ? off(`${name} cannot create the sandbox here (${said})${mechanism === 'bubblewrap' ? '; user namespaces may be disabled or restricted' : ''}`)
+    : off(`${name} started but did not hide ${probe.witness}`);
 }
 
 function run(command: string, args: string[]): Promise<{ code: number | null; stderr: string; error: string | null }> {

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 
 import type { ConfigurationValues } from '@libs/contracts';
 
-import { probeBubblewrap } from '../agents/agent-sandbox';
+import { probeSandbox } from '../agents/agent-sandbox';
 import { findExecutable } from '../agents/executable';
 import { CONFIGURATION_DEFAULTS } from '../core/configuration/configuration.schema';
 import { probePostgres } from '../core/database/postgres/postgres-probe';
@@ -219,14 +219,19 @@ async function checkIsolation(mode: 'auto' | 'off', root: string, env: NodeJS.Pr
     fs.mkdirSync(hidden);
     const witness = path.join(hidden, 'witness');
     fs.writeFileSync(witness, '');
-    const { isolation } = await probeBubblewrap({ cwd: root, hidden: [hidden], mode, searchPath: env.PATH ?? '', witness });
+    const { isolation } = await probeSandbox({ cwd: root, hidden: [hidden], mode, searchPath: env.PATH ?? '', witness });
     if (isolation.enabled) {
       return { ...base, detail: `agents run in a ${isolation.mechanism} sandbox that hides every workspace's data`, fix: null, status: 'ok' };
     }
     return {
       ...base,
       detail: `agents would NOT be isolated: ${isolation.reason}`,
-      fix: mode === 'off' ? 'set agentIsolation to "auto" in the configuration' : 'install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces',
+      fix:
+        mode === 'off'
+          ? 'set agentIsolation to "auto" in the configuration'
+          : process.platform === 'darwin'
+            ? 'sandbox-exec ships with macOS: check that /usr/bin/sandbox-exec exists and runs'
+            : 'install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces',
       status: 'warn',
     };
   } finally {

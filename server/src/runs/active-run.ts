@@ -31,6 +31,8 @@ export interface ActiveRun {
   input?: PreparedInput;
   /** A reviewer's working directory (its temporary worktree); RD runs get theirs at launch. */
   cwd?: string;
+  /** While the worktree (and its setup command) is prepared: aborted by a stop before the CLI exists. */
+  preparing?: AbortController | null;
 }
 
 export function outcomeOf(active: ActiveRun, end: ProcessEnd): FinalRunStatus {
@@ -113,13 +115,14 @@ export function runEndFields(
 
 /** The row of an RD run opening now on every deliverable message its session has not consumed. */
 export function newRdRun({ requirement, session }: RequirementRows, now: string): AgentRunEntity {
+  const id = newId('run');
   return {
     cachedInputTokens: null,
     costUsd: null,
     error: null,
     exitCode: null,
     finishedAt: null,
-    id: newId('run'),
+    id,
     inputFromSequence: session.lastConsumedMessageSequence + 1,
     inputTokens: null,
     inputToSequence: session.lastMessageSequence,
@@ -128,7 +131,9 @@ export function newRdRun({ requirement, session }: RequirementRows, now: string)
     outputTokens: null,
     processGroupId: null,
     processId: null,
-    processMarker: null,
+    // Known from the start: the setup command carries it before the CLI exists, so a crash
+    // during setup leaves processes the startup sweep can still find.
+    processMarker: id,
     processStartTime: null,
     provider: requirement.provider,
     reasoningEffort: requirement.reasoningEffort,

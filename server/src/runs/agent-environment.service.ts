@@ -5,6 +5,7 @@ import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 
 import type { AgentToolServer } from '../agents/agent-adapter';
 import { packageRoot } from '../core/package-info';
+import { scrubbedEnvironment } from '../core/scrubbed-environment';
 import { RUNTIME, Runtime } from '../core/runtime';
 
 export interface AgentContext {
@@ -26,13 +27,6 @@ const AGENT_CONTEXT_VARIABLES = [
   'CODE_FACTORY_SESSION_ID',
   'CODE_FACTORY_TOKEN',
 ];
-
-/**
- * Variables of the manager's own configuration (its home, its settings), never handed down to
- * agents; the few an agent needs are set explicitly below. The owner token is never in the
- * manager's environment to begin with: it lives in the token file, hidden from agents.
- */
-const PRIVATE_VARIABLES = /^CODE_FACTORY_/;
 
 /**
  * What an agent process gets around it: a private `code-factory-cli` launcher first on PATH
@@ -107,16 +101,5 @@ export class AgentEnvironmentService implements OnModuleInit {
   }
 }
 
-/**
- * The manager's environment without its own settings: what every agent CLI starts from (its
- * HOME, credentials and provider settings), also when the model catalog asks a CLI for its list.
- */
-export function agentBaseEnvironment(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !PRIVATE_VARIABLES.test(key)) {
-      env[key] = value;
-    }
-  }
-  return env;
-}
+/** What every agent CLI starts from (also when the model catalog asks a CLI for its list). */
+export const agentBaseEnvironment = scrubbedEnvironment;

@@ -18,7 +18,7 @@ import { MessagesService } from '../messages/messages.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementsRepository } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
-import { WorktreesService } from '../worktrees/worktrees.service';
+import { GitDirectories, WorktreesService } from '../worktrees/worktrees.service';
 import type { ActiveRun } from './active-run';
 import { AgentEnvironmentService } from './agent-environment.service';
 import { RunInputService } from './run-input.service';
@@ -68,18 +68,37 @@ export class RunLauncher {
     // run), a reviewer where ReviewsService put it. A worktree that cannot be made fails the run
     // before anything was consumed.
     let cwd = active.cwd ?? this.input.workspace;
+    let workTree = cwd;
+    let gitDirs: GitDirectories | null = null;
     let placeEnv: Record<string, string> = {};
+    // The run's private temporary directory (its TMPDIR; concealed from every other run), removed when it ends.
+    const tmp = this.sandbox.makeTemporary(run.id);
+    // A stop, steer, cancel or shutdown during the setup command ends it at once (kill()).
+    active.preparing = new AbortController();
     if (!reviewer) {
       try {
-        const place = await this.worktrees.prepareRun(run.requirementId, (trace) => active.traces.add(trace));
+        const place = await this.worktrees.prepareRun(run.requirementId, (trace) => active.traces.add(trace), {
+          marker: run.id,
+          signal: active.preparing.signal,
+          tmp,
+        });
         cwd = place.cwd;
+        workTree = place.workTree;
+        gitDirs = place.git;
         placeEnv = place.env;
       } catch (err) {
+        if (stopped()) {
+          ended({ code: null, reason: 'interrupted', signal: null, stderr: '' });
+          return;
+        }
         active.outcome.failure = `the run's worktree could not be prepared: ${(err as Error).message}`;
         ended({ code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
         return;
       }
+    } else {
+      gitDirs = await this.worktrees.gitDirectories(cwd);
     }
+    active.preparing = null;
     if (stopped()) {
       // Stopped before its process existed: nothing to kill, nothing consumed.
       ended({ code: null, reason: 'interrupted', signal: null, stderr: '' });
@@ -93,7 +112,7 @@ export class RunLauncher {
           sessionId: run.sessionId as string,
           token: this.credentials.issue({ requirementId: run.requirementId, runId: run.id, sessionId: run.sessionId as string }),
         });
-    Object.assign(env, placeEnv);
+    Object.assign(env, placeEnv, { TMPDIR: tmp });
     const executable = this.configuration.get(run.provider === 'codex' ? 'codexExecutable' : 'claudeExecutable');
     // Looked up as the child would (its PATH, its cwd) so that a missing CLI says what to do.
     const resolved = findExecutable(executable, env.PATH ?? '', cwd);
@@ -117,7 +136,15 @@ export class RunLauncher {
       toolServer: reviewer ? null : this.environment.toolServer(),
       workspace: cwd,
     });
-    const sandboxed = this.sandbox.wrap(invocation.command, invocation.args, { cwd, readOnlyFiles: prepared.attachmentFiles });
+    const sandboxed = this.sandbox.wrap(invocation.command, invocation.args, {
+      cwd,
+      env: invocation.env,
+      git: gitDirs,
+      provider: run.provider,
+      readOnlyFiles: prepared.attachmentFiles,
+      tmp,
+      workTree,
+    });
     active.parser = adapter.createParser();
     const proc = runProcess({
       args: sandboxed.args,
@@ -164,13 +191,19 @@ export class RunLauncher {
     }
   }
 
-  /** The run is over: its credential stops working. */
+  /** The run is over: its credential stops working, its temporary directory goes. */
   release(active: ActiveRun): void {
     this.credentials.revoke(active.run.id);
+    try {
+      this.sandbox.removeTemporary(active.run.id);
+    } catch (err) {
+      this.logger.warn(`could not remove the temporary directory of run ${active.run.id}: ${(err as Error).message}`);
+    }
   }
 
-  /** Ends the run's process tree (the run then finishes as interrupted). */
+  /** Ends the run's process tree, or its setup command before there is one (the run then finishes as interrupted). */
   kill(active: ActiveRun): void {
+    active.preparing?.abort();
     void active.process?.interrupt().catch((err: unknown) => this.logger.error(`could not end run ${active.run.id}: ${(err as Error).message}`));
   }
 

@@ -234,6 +234,9 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
 
   /** Last resort at the very end of a stop: no agent process outlives the manager. */
   async onApplicationShutdown(): Promise<void> {
+    for (const active of this.active.values()) {
+      active.preparing?.abort();
+    }
     await Promise.all([...this.active.values()].map((active) => active.process?.interrupt().catch(() => undefined)));
   }
 

@@ -1,3 +1,7 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import { scrubbedEnvironment } from '../core/scrubbed-environment';
 import { runBounded } from './bounded-process';
 
 /** A git command that failed (non-zero exit, time limit, or git missing). */
@@ -36,28 +40,202 @@ const DEFAULT_MAX_BYTES = 16 * 1024 * 1024;
 
 /**
  * Variables that would point git at another repository or index than the one asked for (set
- * when the manager itself was started from a git hook, for instance).
+ * when the manager itself was started from a git hook, for instance), or run a program of their
+ * choosing for a diff.
  */
-const REPOSITORY_VARIABLES = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_COMMON_DIR', 'GIT_PREFIX'];
+const REPOSITORY_VARIABLES = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_COMMON_DIR', 'GIT_PREFIX', 'GIT_EXTERNAL_DIFF'];
 
+/**
+ * The environment of every git process: the agents' scrubbed one (none of the manager's own
+ * settings or secrets), never a terminal to wait on, no pager or editor, and reads that never
+ * take the index lock (`git status` would otherwise refresh it under an agent's `git commit`).
+ */
 export function gitEnvironment(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
+  const env: NodeJS.ProcessEnv = scrubbedEnvironment();
   for (const name of REPOSITORY_VARIABLES) {
     delete env[name];
   }
-  // Never wait for a password on a terminal nobody watches; reads never take the index lock
-  // (`git status` would otherwise refresh it under an agent's running `git commit`).
-  return { ...env, GIT_OPTIONAL_LOCKS: '0', GIT_TERMINAL_PROMPT: '0', ...extra };
+  return {
+    ...env,
+    GIT_EDITOR: ':',
+    GIT_OPTIONAL_LOCKS: '0',
+    GIT_PAGER: 'cat',
+    GIT_SEQUENCE_EDITOR: ':',
+    GIT_TERMINAL_PROMPT: '0',
+    PAGER: 'cat',
+    ...extra,
+  };
+}
+
+/**
+ * Settings that make git run a program, given with command-line precedence (which outranks
+ * every configuration file) so that nothing an agent wrote into a repository's configuration runs
+ * in the manager, where the owner token and the database are in reach: hooks (`core.hooksPath`
+ * to a directory that cannot hold any), the file-system monitor, pagers, editors, credential and
+ * SSH helpers, signing programs and the `ext::` transport. Per-name programs (filters, diff and
+ * merge drivers, upload-pack) are found by `repositoryOverrides`.
+ */
+export const NEUTRAL_SETTINGS: ReadonlyArray<readonly [string, string]> = [
+  ['core.hooksPath', '/dev/null'],
+  ['core.fsmonitor', 'false'],
+  ['core.pager', 'cat'],
+  ['core.editor', ':'],
+  ['sequence.editor', ':'],
+  ['core.askPass', ''],
+  ['core.sshCommand', 'ssh'],
+  ['core.gitProxy', ''],
+  ['core.alternateRefsCommand', ''],
+  ['credential.helper', ''],
+  ['diff.external', ''],
+  ['commit.gpgSign', 'false'],
+  ['tag.gpgSign', 'false'],
+  ['protocol.ext.allow', 'never'],
+];
+
+/** Subcommands that print diffs: an external diff or a textconv driver would run for them. */
+const DIFF_COMMANDS = new Set(['diff', 'diff-files', 'diff-index', 'diff-tree', 'format-patch', 'log', 'show']);
+
+/**
+ * What a key of the repository's own configuration (scope local or worktree, which an agent
+ * could have written) names that git would run, and the value that makes it run nothing.
+ * Filters become no-ops (and optional), a merge driver one that always conflicts, upload-pack
+ * and receive-pack git's own, credential helpers none.
+ */
+export function neutralValue(key: string, value: string): string | null {
+  const parts = key.toLowerCase().split('.');
+  const [section, last] = [parts[0], parts[parts.length - 1]];
+  if (parts.length < 3 && !(section === 'credential' && last === 'helper')) {
+    return null;
+  }
+  switch (`${section}.${last}`) {
+    case 'filter.clean':
+    case 'filter.smudge':
+    case 'filter.process':
+    case 'diff.textconv':
+    case 'diff.command':
+    case 'credential.helper':
+    case 'gpg.program':
+    case 'difftool.cmd':
+    case 'mergetool.cmd':
+      return '';
+    case 'filter.required':
+      return 'false';
+    case 'merge.driver':
+      return 'false';
+    case 'remote.uploadpack':
+      return 'git-upload-pack';
+    case 'remote.receivepack':
+      return 'git-receive-pack';
+    case 'submodule.update':
+      return value.trim().startsWith('!') ? 'checkout' : null;
+    default:
+      return null;
+  }
+}
+
+interface ConfigOverrides {
+  /** Key and value for each program the repository's configuration names. */
+  settings: Array<[string, string]>;
+  /** The files that configuration came from, or may come from, with what they were when read. */
+  files: Array<{ file: string; stamp: string }>;
+}
+
+const overridesByDirectory = new Map<string, ConfigOverrides>();
+const OVERRIDES_KEPT = 256;
+
+function stamp(file: string): string {
+  try {
+    const st = fs.statSync(file);
+    return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+  } catch {
+    return 'missing';
+  }
+}
+
+/**
+ * The settings that neutralise every program the configuration of the repository at `cwd`
+ * names (local and worktree scope: what an agent could have written). Read with git itself
+ * (includes resolved) and kept until one of the files it came from, or the repository's own
+ * `config` and `config.worktree`, changes.
+ */
+async function repositoryOverrides(cwd: string): Promise<Array<[string, string]>> {
+  const known = overridesByDirectory.get(cwd);
+  if (known && known.files.every(({ file, stamp: was }) => stamp(file) === was)) {
+    return known.settings;
+  }
+  const run = (args: string[]) => runBounded('git', ['-c', 'core.fsmonitor=false', ...args], { cwd, env: gitEnvironment(), maxBytes: 4 * 1024 * 1024, timeoutMs: 30_000 });
+  const [listed, dirs] = await Promise.all([
+    run(['config', '--list', '--show-scope', '--show-origin', '--null']),
+    run(['rev-parse', '--path-format=absolute', '--git-dir', '--git-common-dir']),
+  ]);
+  if (listed.code !== 0 || dirs.code !== 0) {
+    // Not a repository (yet): nothing of its own to neutralise, and nothing to keep.
+    return [];
+  }
+  const settings: Array<[string, string]> = [];
+  const files = new Set<string>();
+  const entries = listed.stdout.toString('utf8').split('\0');
+  for (let i = 0; i + 2 < entries.length; i += 3) {
+    const [scope, origin, pair] = [entries[i], entries[i + 1], entries[i + 2]];
+    if (scope !== 'local' && scope !== 'worktree') {
+      continue;
+    }
+    if (origin.startsWith('file:')) {
+      files.add(path.resolve(cwd, origin.slice('file:'.length)));
+    }
+    const newline = pair.indexOf('\n');
+    const key = newline === -1 ? pair : pair.slice(0, newline);
+    const value = newline === -1 ? '' : pair.slice(newline + 1);
+    const neutral = neutralValue(key, value);
+    if (neutral !== null) {
+      settings.push([key, neutral]);
+    }
+  }
+  const [gitDir, commonDir] = dirs.stdout.toString('utf8').trim().split('\n');
+  for (const file of [path.join(commonDir, 'config'), path.join(commonDir, 'config.worktree'), path.join(gitDir, 'config.worktree')]) {
+    files.add(file);
+  }
+  if (overridesByDirectory.size >= OVERRIDES_KEPT) {
+    overridesByDirectory.clear();
+  }
+  overridesByDirectory.set(cwd, { files: [...files].map((file) => ({ file, stamp: stamp(file) })), settings });
+  return settings;
+}
+
+/**
+ * A git command as it is run: the neutral settings and the repository's own programs
+ * neutralised, given as `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n` (command-line
+ * precedence like `-c`, but no parsing of `key=value`, so a subsection holding `=` cannot dodge
+ * it, and inherited by the git processes git starts itself, submodules included); for the
+ * commands that print diffs, no external diff and no textconv.
+ */
+export async function guardedInvocation(args: readonly string[], cwd: string): Promise<{ args: string[]; env: Record<string, string> }> {
+  const own = await repositoryOverrides(cwd);
+  const env: Record<string, string> = {};
+  const settings = [...NEUTRAL_SETTINGS, ...own];
+  settings.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
+  env.GIT_CONFIG_COUNT = String(settings.length);
+  const [command, ...rest] = args;
+  const diffGuards = command !== undefined && DIFF_COMMANDS.has(command) ? ['--no-ext-diff', '--no-textconv'].filter((flag) => !rest.includes(flag)) : [];
+  return { args: command === undefined ? [] : [command, ...diffGuards, ...rest], env };
 }
 
 /**
  * The one way the server runs git (architecture §10): `execFile`-style (no shell, arguments as
- * given), with a time limit and bounded output.
+ * given), with a time limit and bounded output, and with every program a repository's
+ * configuration could make git run neutralised (`guardedArguments`) in the agents' scrubbed
+ * environment (docs/security.md, "Git in the manager"). A spec keeps every other file from
+ * starting git.
  */
 export async function git(args: readonly string[], options: GitOptions): Promise<GitResult> {
-  const result = await runBounded('git', args, {
+  const guarded = await guardedInvocation(args, options.cwd);
+  const result = await runBounded('git', guarded.args, {
     cwd: options.cwd,
-    env: gitEnvironment(options.env),
+    // The caller's variables first: nothing it passes can undo the guards.
+    env: { ...gitEnvironment(options.env), ...guarded.env },
     maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
   });

@@ -2,6 +2,8 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 
 import type { AgentSandbox } from '../agents/agent-sandbox';
+import { RUN_MARKER_VARIABLE, killRunTree } from '../agents/process-tree';
+import { scrubbedEnvironment } from '../core/scrubbed-environment';
 import { runBounded } from './bounded-process';
 
 export const SETUP_TIMEOUT_MS = 10 * 60 * 1000;
@@ -38,36 +40,71 @@ async function hookCommand(worktree: string, hook: WorktreeHook, configured: str
   return null;
 }
 
+/** Where and as what a hook runs. */
+export interface HookContext {
+  /** The worktree's top (what the hook may write) and its working directory inside it. */
+  worktree: string;
+  cwd: string;
+  /** git's directories of the worktree (what a commit in it writes), or null. */
+  git: { gitDir: string; commonDir: string } | null;
+  /** The run's private temporary directory, or null (teardown). */
+  tmp: string | null;
+  /** The run marker (a run's id for setup): every process of the hook carries it, so a stop, the shutdown and the startup sweep find them. */
+  marker: string;
+  /** Aborted by a stop, steer, cancel or shutdown: the hook's processes are ended at once. */
+  signal?: AbortSignal;
+  /** AGENT_MANAGER_* and git LFS variables. */
+  env: Record<string, string>;
+}
+
 /**
- * Runs a worktree's setup or teardown command in the worktree, inside the agents' sandbox (the
- * command comes from the repository, which the agent itself may have edited, so it must not see
- * the owner token either), with a time limit and bounded output.
+ * Runs a worktree's setup or teardown command in the worktree, inside the agents' sandbox and
+ * with their scrubbed environment (the command comes from the repository, which the agent itself
+ * may have edited, so it must reach no more than the agent does), with a time limit and bounded
+ * output. Its processes carry `marker`: when the signal aborts, or the command ends, whatever it
+ * started is ended too (as bubblewrap's PID namespace would).
  */
-export async function runHook(
-  sandbox: AgentSandbox,
-  worktree: string,
-  cwd: string,
-  hook: WorktreeHook,
-  configured: string | null,
-  env: Record<string, string>,
-): Promise<HookResult> {
-  const command = await hookCommand(worktree, hook, configured);
+export async function runHook(sandbox: AgentSandbox, hook: WorktreeHook, configured: string | null, context: HookContext): Promise<HookResult> {
+  const command = await hookCommand(context.worktree, hook, configured);
   if (command === null) {
     return { command: null, failure: null, ok: true, output: '' };
   }
   const timeoutMs = hook === 'setup' ? SETUP_TIMEOUT_MS : TEARDOWN_TIMEOUT_MS;
-  const wrapped = sandbox.wrap('/bin/sh', command.args, { cwd, readOnlyFiles: [] });
-  const result = await runBounded(wrapped.command, wrapped.args, {
-    cwd,
-    env: { ...process.env, ...env },
-    keepRunningWhenCut: true,
-    maxBytes: OUTPUT_MAX_BYTES,
-    mergeOutput: true,
-    timeoutMs,
+  const env: Record<string, string> = { ...scrubbedEnvironment(), ...context.env, [RUN_MARKER_VARIABLE]: context.marker };
+  if (context.tmp !== null) {
+    env.TMPDIR = context.tmp;
+  }
+  if (context.signal?.aborted) {
+    return { command: command.shown, failure: 'was stopped before it started', ok: false, output: '' };
+  }
+  const wrapped = sandbox.wrap('/bin/sh', command.args, {
+    cwd: context.cwd,
+    env,
+    git: context.git,
+    provider: null,
+    readOnlyFiles: [],
+    tmp: context.tmp,
+    workTree: context.worktree,
   });
+  let stopped = false;
+  const stop = () => {
+    stopped = true;
+    void killRunTree(context.marker, null).catch(() => undefined);
+  };
+  context.signal?.addEventListener('abort', stop, { once: true });
+  let result: Awaited<ReturnType<typeof runBounded>>;
+  try {
+    result = await runBounded(wrapped.command, wrapped.args, { cwd: context.cwd, env, keepRunningWhenCut: true, maxBytes: OUTPUT_MAX_BYTES, mergeOutput: true, timeoutMs });
+  } finally {
+    context.signal?.removeEventListener('abort', stop);
+  }
+  // What it left running (a daemon it started, a tool in another process group) ends with it.
+  await killRunTree(context.marker, null).catch(() => undefined);
   const output = result.stdout.toString('utf8') + (result.truncated ? '\n[output cut]' : '');
   let failure: string | null = null;
-  if (result.error !== null) {
+  if (stopped) {
+    failure = 'was stopped';
+  } else if (result.error !== null) {
     failure = `could not be started: ${result.error}`;
   } else if (result.timedOut) {
     failure = `did not finish within ${timeoutMs / 1000} s`;

@@ -3,7 +3,7 @@ import { realpathSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 
 import type { EventActor, RequirementChanges } from '@libs/contracts';
 
@@ -51,6 +51,23 @@ export interface GitWorkspace {
 export interface RunPlace {
   cwd: string;
   env: Record<string, string>;
+  /** The tree the agent may write: its worktree's top, or the checkout in place. */
+  workTree: string;
+  /** git's directories for it, or null outside a repository. */
+  git: GitDirectories | null;
+}
+
+/** A work tree's own git directory and the repository's shared one (the same for a main checkout). */
+export interface GitDirectories {
+  gitDir: string;
+  commonDir: string;
+}
+
+/** The run a worktree is prepared for: its marker, its private temporary directory, and its stop. */
+export interface RunPreparation {
+  marker: string;
+  tmp: string | null;
+  signal: AbortSignal;
 }
 
 type Trace = (trace: NormalizedTrace) => void;
@@ -90,7 +107,7 @@ function isInside(child: string, parent: string): boolean {
  * are serialized per repository, a worktree's own work per Requirement.
  */
 @Injectable()
-export class WorktreesService implements OnModuleInit {
+export class WorktreesService implements OnModuleInit, BeforeApplicationShutdown {
   private readonly logger = new Logger(WorktreesService.name);
   /** `git worktree add/remove/prune` and branch changes of one repository, one at a time. */
   private readonly repositoryLock = new KeyedLock();
@@ -100,6 +117,8 @@ export class WorktreesService implements OnModuleInit {
   private readonly mergeBases = new Map<string, string>();
   private readonly lastComparison = new Map<string, { path: string; mergeBase: string }>();
   private usage: { at: number; figure: Promise<{ bytes: number; count: number }> } | null = null;
+  /** Aborted when the manager stops: ends teardown commands in flight. */
+  private readonly shutdown = new AbortController();
 
   constructor(
     private readonly clock: Clock,
@@ -114,6 +133,11 @@ export class WorktreesService implements OnModuleInit {
 
   onModuleInit(): void {
     this.requirements.onCreating((input) => this.placeFor(input));
+  }
+
+  /** A teardown still running when the manager stops is ended with it (it carries its own marker). */
+  beforeApplicationShutdown(): void {
+    this.shutdown.abort();
   }
 
   /** `<worktree root>/<workspace hash>`: this workspace's worktrees, outside every data directory. */
@@ -223,7 +247,7 @@ export class WorktreesService implements OnModuleInit {
    * first time, or again after a removal) and the AGENT_MANAGER_* variables. Throws when the run
    * cannot start there; the caller fails the run with nothing consumed.
    */
-  prepareRun(requirementId: string, trace: Trace): Promise<RunPlace> {
+  prepareRun(requirementId: string, trace: Trace, run: RunPreparation): Promise<RunPlace> {
     return this.requirementLock.run(requirementId, async () => {
       const row = (await this.repository.find(requirementId)) ?? (await this.adopt(requirementId));
       const repo = await this.gitWorkspace();
@@ -233,7 +257,12 @@ export class WorktreesService implements OnModuleInit {
       if (row.isolation === 'in_place') {
         // No event of its own: the run's end carries the Requirement with it (in place nothing else changes).
         await this.save(requirementId, { lastRunAt: now, path: root }, false);
-        return { cwd: root, env: this.environment({ baseRef: '', branch: repo?.branch ?? '', port: portBase, worktree: root }) };
+        return {
+          cwd: root,
+          env: this.environment({ baseRef: '', branch: repo?.branch ?? '', port: portBase, worktree: root }),
+          git: await this.gitDirectories(root),
+          workTree: root,
+        };
       }
       if (repo === null) {
         throw invalid('worktree_unavailable', `the workspace ${root} is no longer a git repository with a commit; its worktree cannot be made`);
@@ -243,10 +272,18 @@ export class WorktreesService implements OnModuleInit {
       const cwd = path.join(top, ready.subdirectory ?? '');
       await fs.mkdir(cwd, { recursive: true });
       const env = this.environment({ baseRef: ready.baseRef ?? '', branch: ready.branch ?? '', port: portBase, worktree: top });
-      const lfsEnv = await this.lfsEnvironment(repo.top);
+      const [lfsEnv, gitDirs] = await Promise.all([this.lfsEnvironment(repo.top), this.gitDirectories(top)]);
       let setupAt: string | null = null;
       if (ready.setupAt === null) {
-        const result = await runHook(this.sandbox, top, cwd, 'setup', this.configuration.get('worktreeSetupCommand'), { ...env, ...lfsEnv });
+        const result = await runHook(this.sandbox, 'setup', this.configuration.get('worktreeSetupCommand'), {
+          cwd,
+          env: { ...env, ...lfsEnv },
+          git: gitDirs,
+          marker: run.marker,
+          signal: run.signal,
+          tmp: run.tmp,
+          worktree: top,
+        });
         if (result.command !== null) {
           trace(lifecycle(`Worktree setup: ${result.command}${result.ok ? '' : ` ${result.failure}`}`, result.output || null, result.ok ? 'completed' : 'failed'));
         }
@@ -257,8 +294,19 @@ export class WorktreesService implements OnModuleInit {
       }
       // One write for both.
       await this.save(requirementId, setupAt === null ? { lastRunAt: now } : { lastRunAt: now, setupAt }, false);
-      return { cwd, env: { ...env, ...lfsEnv } };
+      return { cwd, env: { ...env, ...lfsEnv }, git: gitDirs, workTree: top };
     });
+  }
+
+  /** git's directories of a work tree (absolute), or null when it is not one. */
+  async gitDirectories(cwd: string): Promise<GitDirectories | null> {
+    try {
+      const out = await git(['rev-parse', '--path-format=absolute', '--git-dir', '--git-common-dir'], { cwd, timeoutMs: QUICK_TIMEOUT_MS });
+      const [gitDir, commonDir] = out.stdout.trim().split('\n');
+      return gitDir && commonDir ? { commonDir: await fs.realpath(commonDir), gitDir: await fs.realpath(gitDir) } : null;
+    } catch {
+      return null;
+    }
   }
 
   /** After a run (and on demand): reads the branch's git state and publishes it with the Requirement. */
@@ -392,7 +440,15 @@ export class WorktreesService implements OnModuleInit {
     let patch: string | null = null;
     if (await this.isWorktree(top)) {
       const env = this.environment({ baseRef: row.baseRef ?? '', branch: row.branch ?? '', port: row.portBase ?? 0, worktree: top });
-      const teardown = await runHook(this.sandbox, top, path.join(top, row.subdirectory ?? ''), 'teardown', this.configuration.get('worktreeTeardownCommand'), env);
+      const teardown = await runHook(this.sandbox, 'teardown', this.configuration.get('worktreeTeardownCommand'), {
+        cwd: path.join(top, row.subdirectory ?? ''),
+        env,
+        git: await this.gitDirectories(top),
+        marker: `teardown-${row.requirementId}-${randomBytes(4).toString('hex')}`,
+        signal: this.shutdown.signal,
+        tmp: null,
+        worktree: top,
+      });
       if (!teardown.ok) {
         this.logger.warn(`the teardown command of ${top} ${teardown.failure}; removing it anyway`);
       }

@@ -23,6 +23,7 @@ import { OptionalEnum } from '../../core/validation';
 
 export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty({ enum: AGENT_ISOLATION_MODES }) agentIsolation!: AgentIsolationMode;
+  @ApiProperty({ description: 'Paths agents may write besides their own worktree (absolute or ~/…)', type: [String] }) agentWritablePaths!: string[];
   @ApiProperty({ nullable: true, type: String }) allowedOrigin!: string | null;
   @ApiProperty({ enum: AUTHENTICATION_MODES }) authentication!: AuthenticationMode;
   @ApiProperty() cancelledRequirementRetentionDays!: number;

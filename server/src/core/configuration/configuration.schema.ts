@@ -7,6 +7,7 @@ import { OptionalEnum, OptionalInt, OptionalNumber, OptionalText, OptionalTextLi
 
 export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   agentIsolation: 'auto',
+  agentWritablePaths: [],
   allowedOrigin: null,
   authentication: 'token',
   cancelledRequirementRetentionDays: 7,
@@ -50,6 +51,7 @@ export const NULLABLE_NUMBER_KEYS: readonly ConfigurationKey[] = ['defaultBudget
 
 /** Fields a running manager applies at once; every other field takes effect on restart. */
 export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
+  'agentWritablePaths',
   'cancelledRequirementRetentionDays',
   'claudeExecutable',
   'codexExecutable',
@@ -76,6 +78,9 @@ const ORIGIN = /^https?:\/\/[A-Za-z0-9.\-[\]:]+$/;
 const SIZE = /^[1-9]\d{0,9}[kmg]?$/;
 const FILES = /^[1-9]\d{0,5}d?$/;
 /** A relative path inside the workspace: no leading slash, no `..` segment, no NUL. */
+/** An absolute path or one in HOME (`~/…`), without a `..` segment or NUL. */
+const WRITABLE_PATH = /^(?:\/|~\/|~$)(?!.*(^|\/)\.\.(\/|$))[^\0]*$/;
+/** A relative path inside the workspace: no leading slash, no `..` segment, no NUL. */
 const RELATIVE_PATH = /^(?!\/)(?!.*(^|\/)\.\.(\/|$))[^\0]+$/;
 
 /**
@@ -88,6 +93,15 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
     "auto: agents run in a sandbox hiding the workspaces' data (bubblewrap) where the machine allows it (default); off: never (restart required)",
   )
   agentIsolation?: ConfigurationValues['agentIsolation'];
+
+  @OptionalTextList({
+    description:
+      "Paths agents may write besides their own worktree, git's stores, their CLI's state and toolchain caches (absolute or ~/…; applied to the next run)",
+    max: 100,
+    maxLength: 4096,
+    pattern: WRITABLE_PATH,
+  })
+  agentWritablePaths?: string[];
 
   /** Origin (scheme://host[:port]) allowed to call the API from a browser besides the dashboard itself. */
   @OptionalText({ description: 'Extra browser origin allowed to call the API (CORS/CSRF), or null', example: 'http://localhost:4200', max: 200, nullable: true, pattern: ORIGIN })
