@@ -152,8 +152,11 @@ describe.each(REAL_AGENT_CLIS)('an agent of the real $provider CLI, in its sandb
       .split('\n')
       .filter(Boolean)
       .map((line) => JSON.parse(line) as { id?: number; result?: { isError?: boolean } });
-    // It ran and answered, but as for a workspace with no manager: it cannot see the lock or token.
-    expect(answers.filter((a) => a.id === 2)).toEqual([expect.objectContaining({ result: expect.objectContaining({ isError: true }) })]);
+    // It answered as for a workspace with no manager (it cannot see the lock or token), or could
+    // not start at all (it cannot create a data directory in a read-only HOME): never a success.
+    const toolAnswers = answers.filter((a) => a.id === 2);
+    expect(toolAnswers.filter((a) => a.result?.isError !== true)).toEqual([]);
+    expect(toolAnswers.length === 1 || rd.ownerMcp?.code !== 0).toBe(true);
     const titles = ((await send(manager.origin, 'GET', '/api/requirements?limit=200')).json.items as Array<{ title: string }>).map((r) => r.title);
     expect(titles).not.toContain('taken over by an agent');
     expect(`${rd.ownerMcp?.stdout}${rd.ownerMcp?.stderr}`).not.toContain(manager.token);

@@ -416,7 +416,9 @@ function codexModelInfo(model: StubModel, index: number): object {
  * `codex exec` would otherwise ask for the list too.
  */
 export function codexEnvironment(stub: ModelStub, dir: string, options: { modelCatalog?: boolean } = {}): Record<string, string> {
-  const home = path.join(dir, 'home');
+  // Beside CODEX_HOME, not in it, as a user's ~/.codex is in HOME: the sandbox makes CODEX_HOME
+  // writable, and a HOME inside it would be writable with it.
+  const home = `${dir}.home`;
   fs.mkdirSync(home, { recursive: true });
   const config = [
     'model = "fake-model"',

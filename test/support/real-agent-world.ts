@@ -19,15 +19,23 @@ export interface RealAgentWorld {
  * temporary home and workspace, and a manager that runs that CLI (logged in to the stub, no
  * GitHub token) for every provider. `ready` receives the world once it is up.
  */
-export function useRealAgentWorld({ env, executable, provider }: RealAgentCli, label: string, ready: (world: RealAgentWorld) => void): void {
+export interface RealAgentWorldOptions {
+  /** Runs on the fresh sandbox before the manager starts (make the workspace a repository…). */
+  prepare?: (sandbox: Sandbox) => void;
+  /** More variables for the manager. */
+  env?: Record<string, string>;
+}
+
+export function useRealAgentWorld({ env, executable, provider }: RealAgentCli, label: string, ready: (world: RealAgentWorld) => void, options: RealAgentWorldOptions = {}): void {
   let world: Partial<RealAgentWorld> = {};
   beforeAll(async () => {
     const sandbox = makeSandbox();
     const stub = await ModelStub.start();
     world = { sandbox, stub };
     const agentEnv = env(stub, fs.mkdtempSync(path.join('/var/tmp', `am-${label}-${provider}-`)));
+    options.prepare?.(sandbox);
     const manager = await startManager({
-      env: { ...agentEnv, CODE_FACTORY_CLAUDE_EXECUTABLE: executable, CODE_FACTORY_CODEX_EXECUTABLE: executable, GH_TOKEN: '', GITHUB_TOKEN: '' },
+      env: { ...agentEnv, CODE_FACTORY_CLAUDE_EXECUTABLE: executable, CODE_FACTORY_CODEX_EXECUTABLE: executable, GH_TOKEN: '', GITHUB_TOKEN: '', ...options.env },
       sandbox,
     });
     world.manager = manager;

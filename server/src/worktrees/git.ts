@@ -209,15 +209,17 @@ async function repositoryOverrides(cwd: string): Promise<Array<[string, string]>
  * it, and inherited by the git processes git starts itself, submodules included); for the
  * commands that print diffs, no external diff and no textconv.
  */
-export async function guardedInvocation(args: readonly string[], cwd: string): Promise<{ args: string[]; env: Record<string, string> }> {
+export async function guardedInvocation(args: readonly string[], cwd: string, base: NodeJS.ProcessEnv = process.env): Promise<{ args: string[]; env: Record<string, string> }> {
   const own = await repositoryOverrides(cwd);
   const env: Record<string, string> = {};
   const settings = [...NEUTRAL_SETTINGS, ...own];
+  // The person's own GIT_CONFIG_COUNT settings stay (numbered first); ours come after, so they win.
+  const first = /^\d{1,4}$/.test(base.GIT_CONFIG_COUNT ?? '') ? Number(base.GIT_CONFIG_COUNT) : 0;
   settings.forEach(([key, value], i) => {
-    env[`GIT_CONFIG_KEY_${i}`] = key;
-    env[`GIT_CONFIG_VALUE_${i}`] = value;
+    env[`GIT_CONFIG_KEY_${first + i}`] = key;
+    env[`GIT_CONFIG_VALUE_${first + i}`] = value;
   });
-  env.GIT_CONFIG_COUNT = String(settings.length);
+  env.GIT_CONFIG_COUNT = String(first + settings.length);
   const [command, ...rest] = args;
   const diffGuards = command !== undefined && DIFF_COMMANDS.has(command) ? ['--no-ext-diff', '--no-textconv'].filter((flag) => !rest.includes(flag)) : [];
   return { args: command === undefined ? [] : [command, ...diffGuards, ...rest], env };
@@ -231,11 +233,12 @@ export async function guardedInvocation(args: readonly string[], cwd: string): P
  * starting git.
  */
 export async function git(args: readonly string[], options: GitOptions): Promise<GitResult> {
-  const guarded = await guardedInvocation(args, options.cwd);
+  const base = gitEnvironment(options.env);
+  const guarded = await guardedInvocation(args, options.cwd, base);
   const result = await runBounded('git', guarded.args, {
     cwd: options.cwd,
     // The caller's variables first: nothing it passes can undo the guards.
-    env: { ...gitEnvironment(options.env), ...guarded.env },
+    env: { ...base, ...guarded.env },
     maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
   });

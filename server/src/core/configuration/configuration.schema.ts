@@ -95,8 +95,7 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   agentIsolation?: ConfigurationValues['agentIsolation'];
 
   @OptionalTextList({
-    description:
-      "Paths agents may write besides their own worktree, git's stores, their CLI's state and toolchain caches (absolute or ~/…; applied to the next run)",
+    description: "Paths agents may write besides their own worktree, git's stores, their CLI's state and toolchain caches (absolute or ~/…; applied to the next run)",
     max: 100,
     maxLength: 4096,
     pattern: WRITABLE_PATH,
