@@ -739,7 +739,7 @@ export interface components {
              * @description What isolates them, or null
              * @enum {string|null}
              */
-            mechanism: "bubblewrap" | null;
+            mechanism: "bubblewrap" | "seatbelt" | null;
             /** @description Why agents are not isolated, or null when they are */
             reason: string | null;
         };
@@ -905,20 +905,22 @@ export interface components {
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
             /** @description Fields a change applies to at once; every other field needs a restart */
-            liveFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            liveFields: ("agentIsolation" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            overriddenFields: ("agentIsolation" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("agentIsolation" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            restartRequiredFields: ("agentIsolation" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
         ConfigurationValuesDto: {
             /** @enum {string} */
             agentIsolation: "auto" | "off";
+            /** @description Paths agents may write besides their own worktree (absolute or ~/…) */
+            agentWritablePaths: string[];
             allowedOrigin: string | null;
             /** @enum {string} */
             authentication: "token" | "none";
@@ -1636,6 +1638,8 @@ export interface components {
              * @enum {string}
              */
             agentIsolation?: "auto" | "off";
+            /** @description Paths agents may write besides their own worktree, git's stores, their CLI's state and toolchain caches (absolute or ~/…; applied to the next run) */
+            agentWritablePaths?: string[];
             /**
              * @description Extra browser origin allowed to call the API (CORS/CSRF), or null
              * @example http://localhost:4200
