@@ -7,6 +7,7 @@ import { dashboardScenario } from './scenarios/dashboard';
 import { githubBudgetScenario } from './scenarios/github-budget';
 import { mcpScenario } from './scenarios/mcp';
 import { repliesScenario } from './scenarios/replies';
+import { sandboxScenario } from './scenarios/sandbox';
 import { scaleScenario } from './scenarios/scale';
 import { sseFanoutScenario } from './scenarios/sse-fanout';
 import { traceFloodScenario } from './scenarios/trace-flood';
@@ -26,6 +27,7 @@ const SELF_CONTAINED: Record<string, (postgresUrl?: string) => Promise<ScenarioR
   'trace-flood': (postgresUrl) => traceFloodScenario({ postgresUrl }),
   worktree: worktreeScenario,
   changes: changesScenario,
+  sandbox: sandboxScenario,
 };
 
 async function runScenario(name: string, postgresUrl?: string): Promise<ScenarioResult> {

@@ -168,9 +168,14 @@ async function repositoryOverrides(cwd: string): Promise<Array<[string, string]>
     run(['config', '--list', '--show-scope', '--show-origin', '--null']),
     run(['rev-parse', '--path-format=absolute', '--git-dir', '--git-common-dir']),
   ]);
-  if (listed.code !== 0 || dirs.code !== 0) {
+  if (dirs.code !== 0) {
     // Not a repository (yet): nothing of its own to neutralise, and nothing to keep.
     return [];
+  }
+  if (listed.code !== 0 || listed.truncated) {
+    // A repository whose configuration cannot be listed is not run blind: git would read it too.
+    const said = (listed.error ?? listed.stderr).trim().split('\n').slice(-2).join(' ').slice(0, 300);
+    throw new GitError(`the repository's configuration could not be read${said ? `: ${said}` : ''}`, listed.code, listed.stderr, listed.timedOut);
   }
   const settings: Array<[string, string]> = [];
   const files = new Set<string>();

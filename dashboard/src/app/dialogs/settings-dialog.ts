@@ -33,6 +33,7 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'port', type: 'number' },
   { key: 'authentication', options: ['token', 'none'], type: 'select' },
   { key: 'agentIsolation', options: ['auto', 'off'], type: 'select' },
+  { key: 'agentWritablePaths', type: 'list' },
   { key: 'isolation', options: ['worktree', 'in_place'], type: 'select' },
   { key: 'worktreeRoot', type: 'nullable' },
   { key: 'worktreeLinks', type: 'list' },

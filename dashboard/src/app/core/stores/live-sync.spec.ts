@@ -24,6 +24,7 @@ import { T0, T1, T2, eventBuilder, message, requirement, run, timer } from '../.
 
 const values: ManagerConfiguration['values'] = {
   agentIsolation: 'auto',
+  agentWritablePaths: [],
   allowedOrigin: null,
   authentication: 'token',
   cancelledRequirementRetentionDays: 7,
