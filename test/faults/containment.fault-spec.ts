@@ -113,6 +113,9 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
 
   it('an agent writes its own worktree only, sees no other run, and the launcher keeps working for the others', async () => {
     fs.writeFileSync(path.join(agentHome, '.bashrc'), '# the person\n');
+    // A logged-in Claude Code keeps ~/.claude.json beside the read-only rest of HOME: it stays
+    // writable (bound on its own) and whole.
+    fs.writeFileSync(path.join(agentHome, '.claude.json'), JSON.stringify({ numStartups: 1 }));
     const victim = await createRequirement(manager, { provider, title: 'Victim' });
     stub.scriptFor(victim.id, [{ shell: 'sleep 12' }, { text: 'Victim done.' }]);
     expect((await send(manager.origin, 'POST', `/api/requirements/${victim.id}/start`, { message: `Work ${victim.id}` })).status).toBe(202);
@@ -156,6 +159,7 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
     expect(fs.readFileSync(path.join(agentHome, '.bashrc'), 'utf8')).toBe('# the person\n');
     expect(fs.existsSync(path.join(agentHome, '.profile'))).toBe(false);
     expect(fs.readFileSync(launcher, 'utf8')).toBe(launcherBefore);
+    expect(() => JSON.parse(fs.readFileSync(path.join(agentHome, '.claude.json'), 'utf8')) as unknown).not.toThrow();
     expect(git(sandbox.workspace, 'status', '--porcelain')).toBe('');
     expect(fs.existsSync(path.join(sandbox.workspace, '.git', 'hooks', 'post-checkout'))).toBe(false);
     expect(git(sandbox.workspace, 'config', '--list', '--local')).not.toContain(evil);
