@@ -16,6 +16,7 @@ const root = path.resolve(__dirname, '..');
 /** The suites the issue names (requirements, events, runs, timers, reviews, faults, fuzz) and their neighbours on the store. */
 const SUITES = [
   'server/src/core/database/schema.postgres.spec.ts',
+  'server/src/budgets/budget-trees-migration.spec.ts',
   'test/requirements.e2e-spec.ts',
   'test/events.e2e-spec.ts',
   'test/runs.e2e-spec.ts',
@@ -26,6 +27,8 @@ const SUITES = [
   'test/db-copy.e2e-spec.ts',
   'test/doctor.e2e-spec.ts',
   'test/faults/crash-restart.fault-spec.ts',
+  // Budgets across a tree (issue 25 §4): tree usage summed up the chain, the descendants a raise resumes.
+  'test/faults/budget-escapes.fault-spec.ts',
 ];
 
 function counts(report) {

@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 
+import { proposeOverHttp } from './support/agent-shell';
 import { query } from './support/db-snapshot';
 import { send } from './support/http';
 import { REAL_AGENT_CLIS } from './support/model-stub';
@@ -21,9 +22,12 @@ jest.setTimeout(240_000);
 
 interface Requirement {
   id: string;
+  title: string;
   status: string;
+  parentRequirementId: string | null;
   budget: { maxTokens: number | null; maxCostUsd: number | null } | null;
   usage: { inputTokens: number; outputTokens: number; costUsd: number | null };
+  treeUsage: { inputTokens: number; outputTokens: number; costUsd: number | null };
   budgetReachedAt: string | null;
   session: { id: string; state: string; pausedAt: string | null; pendingMessageCount: number };
 }
@@ -239,6 +243,142 @@ describe('budgets (real Claude Code, usage reported mid-run)', () => {
     expect(answered.transcript).toContain('exit=1');
     expect(await runsOf(child.id)).toHaveLength(1);
     expect((await get(child.id)).budgetReachedAt).not.toBeNull();
+  });
+});
+
+// Issue 25 §4: a budget covers the whole tree of work an agent spawns. The agent is the real
+// Claude Code CLI; it proposes through raw HTTP with its run credential, code-factory-cli and the
+// MCP tool, and its children's runs report 101 tokens a response as its own do.
+describe('budgets across the tree an agent spawns (real Claude Code)', () => {
+  let world: RealAgentWorld;
+  useRealAgentWorld(CLAUDE, 'budget-tree', (w) => (world = w));
+
+  const origin = () => world.manager.origin;
+  const get = async (id: string): Promise<Requirement> => (await send(origin(), 'GET', `/api/requirements/${id}`)).json;
+  const runsOf = async (id: string): Promise<Run[]> => ((await send(origin(), 'GET', `/api/runs?requirementId=${id}`)).json.items as Run[]).reverse();
+  const messagesOf = async (id: string): Promise<Message[]> => (await send(origin(), 'GET', `/api/requirements/${id}/messages`)).json.items;
+  const childrenOf = async (id: string): Promise<Requirement[]> =>
+    ((await send(origin(), 'GET', '/api/requirements?limit=200')).json.items as Requirement[]).filter((r) => r.parentRequirementId === id);
+  const tokens = (u: Requirement['usage']) => u.inputTokens + u.outputTokens;
+  const settled = (id: string, runs: number) =>
+    until(
+      `${runs} finished run(s) of ${id}`,
+      async () => {
+        const all = await runsOf(id);
+        return all.length === runs && all.every((run) => run.status !== 'running') ? all : undefined;
+      },
+      120_000,
+    );
+
+  it('refuses every proposal of an agent whose tree sits at its budget, over HTTP, code-factory-cli and the MCP tool, writing nothing', async () => {
+    const parent = (await send(origin(), 'POST', '/api/requirements', { budget: { maxTokens: 20 }, provider: 'claude-code', title: 'Capped at 20' })).json as Requirement;
+    // One answer (101 tokens) spends the 20: the Requirement sits at its budget.
+    world.stub.scriptFor(parent.id, [{ text: 'First answer.' }]);
+    await send(origin(), 'POST', `/api/requirements/${parent.id}/start`, { message: `Begin ${parent.id}` });
+    await until('the budget reached', async () => ((await get(parent.id)).budgetReachedAt !== null ? true : undefined), 120_000);
+
+    // A person's start runs it past the budget (theirs to finish); its agent tries to spawn uncapped work.
+    world.stub.scriptFor(parent.id, [
+      { shell: proposeOverHttp({ budget: null, description: 'Uncapped over HTTP', start: true, title: 'Escape over HTTP' }) },
+      { shell: 'code-factory-cli requirement propose --title "Escape by CLI" --description "x" --budget-tokens 2000000000 --start; echo "exit=$?"' },
+      { arguments: { budget: { maxTokens: 2_000_000_000 }, description: 'Uncapped by MCP', start: true, title: 'Escape by MCP' }, tool: 'propose_requirement' },
+      { text: 'Tried all three.' },
+    ]);
+    expect((await send(origin(), 'POST', `/api/requirements/${parent.id}/start`, { message: `Go on ${parent.id}` })).status).toBe(202);
+    const [, second] = await settled(parent.id, 2);
+    expect(second.status).toBe('succeeded');
+    const transcript = world.stub.requests.filter((r) => r.marker === parent.id).pop()!.transcript;
+    expect(transcript).toContain('status=409');
+    expect(transcript).toContain('propose refused (409 budget_reached)');
+    expect(transcript).toContain('exit=1');
+    expect(transcript.match(/budget_reached/g)?.length).toBeGreaterThanOrEqual(3);
+    expect(await childrenOf(parent.id)).toEqual([]);
+    // Its run ended past the budget again: paused, as a person's start past it does.
+    expect((await get(parent.id)).budgetReachedAt).not.toBeNull();
+  });
+
+  it("counts a child's usage against its parent: the child's run that spends the parent's tree is stopped, both pause, nothing below wakes, and raising the parent's budget resumes them", async () => {
+    const parent = (await send(origin(), 'POST', '/api/requirements', { budget: { maxTokens: 600 }, provider: 'claude-code', title: 'Parent at 600' })).json as Requirement;
+    const childMarker = `CHILD-${parent.id}`;
+    // The agent proposes a child over raw HTTP with its run credential: no budget, started at once.
+    world.stub.scriptFor(parent.id, [
+      { shell: proposeOverHttp({ budget: null, description: `Do the part ${childMarker}`, start: true, title: 'Child without a budget' }) },
+      { text: 'Proposed.' },
+    ]);
+    // The child's fourth response takes the parent's tree (240 of its own + 404) past 600, while its
+    // tool job (which never ends) runs; a fifth response would mean it was not stopped.
+    world.stub.scriptFor(childMarker, [{ shell: 'echo one' }, { shell: 'echo two' }, { shell: 'echo three' }, { shell: LONG_JOB }, { text: 'Resumed and finished.' }]);
+    await send(origin(), 'POST', `/api/requirements/${parent.id}/start`, { message: `Split the work ${parent.id}` });
+    await settled(parent.id, 1);
+    const own = tokens((await get(parent.id)).usage);
+    const answer = world.stub.requests.filter((r) => r.marker === parent.id).pop()!.transcript;
+    expect(answer).toContain('status=201');
+    expect(answer).toContain('"warnings":["budget_clamped"]');
+    const [child] = await childrenOf(parent.id);
+    // At most what the parent had left when it proposed (600, less what its run had reported then).
+    expect(child.budget?.maxTokens).toBeGreaterThan(404);
+    expect(child.budget?.maxTokens).toBeLessThanOrEqual(600);
+
+    const [stopped] = await settled(child.id, 1);
+    expect(stopped.status).toBe('cancelled');
+    expect(world.stub.requests.filter((r) => r.marker === childMarker)).toHaveLength(4);
+    const heldChild = await get(child.id);
+    expect(heldChild).toMatchObject({ session: { state: 'waiting_human' }, status: 'waiting_confirmation' });
+    expect(heldChild.budgetReachedAt).not.toBeNull();
+    expect(tokens(heldChild.usage)).toBe(404);
+    // Its own budget is not what stopped it: the parent's tree's is, and the notice names it.
+    const [notice, ...more] = (await messagesOf(child.id)).filter((m) => m.author === 'system').map((m) => m.body);
+    expect(more).toEqual([]);
+    expect(notice).toMatch(new RegExp(`^Budget reached: the tree of "Parent at 600" \\(${parent.id}\\) spent ${own + 404} of 600 tokens(, \\$[\\d.]+)?\\.\n`));
+    expect(notice).toMatch(
+      /The run was stopped; its input was not consumed and waits for the next run. Nothing wakes this Requirement until a person raises that budget or starts it.$/,
+    );
+    // The parent shows its own usage and its tree's, and pauses too (its tree spent its budget).
+    const heldParent = await until('the parent paused', async () => {
+      const r = await get(parent.id);
+      return r.budgetReachedAt !== null ? r : undefined;
+    });
+    expect({ own: tokens(heldParent.usage), tree: tokens(heldParent.treeUsage) }).toEqual({ own, tree: own + 404 });
+    const parentNotices = (await messagesOf(parent.id)).filter((m) => m.author === 'system').map((m) => m.body);
+    expect(parentNotices).toHaveLength(1);
+    expect(parentNotices[0]).toMatch(new RegExp(`^Budget reached: ${own + 404} of 600 tokens(, \\$[\\d.]+)?, 404 of the tokens by the Requirements proposed below it\\.\n`));
+
+    // Nothing below a spent budget wakes: a message to a todo sibling is queued, the sibling held.
+    const sibling = (
+      await send(origin(), 'POST', '/api/agent/requirements', {
+        budget: { maxTokens: 100_000 },
+        description: `A sibling ${parent.id}`,
+        parentRequirementId: parent.id,
+        sourceSessionId: heldParent.session.id,
+        title: 'Sibling',
+      })
+    ).json as Requirement;
+    world.stub.scriptFor(`A sibling ${parent.id}`, [{ text: 'Sibling done.' }]);
+    const told = await send(origin(), 'POST', `/api/agent/requirements/${parent.id}/related/${sibling.id}/messages`, {
+      message: 'Start on it.',
+      sourceSessionId: heldParent.session.id,
+    });
+    expect(told.json).toMatchObject({ queued: true, requirement: { session: { state: 'idle' } } });
+    expect(told.json.requirement.budgetReachedAt).not.toBeNull();
+    expect(await runsOf(sibling.id)).toEqual([]);
+
+    // A person's reply to the child waits too: only a start or a raised budget lifts a budget pause.
+    const reply = await send(origin(), 'POST', `/api/requirements/${child.id}/reply`, { message: `Carry on ${childMarker}` });
+    expect(reply.json).toMatchObject({ queued: true, requirement: { session: { pendingMessageCount: 1 } } });
+    expect(await runsOf(child.id)).toHaveLength(1);
+
+    // A person raises the parent's budget: the child's and the sibling's pending messages run.
+    const raised = await send(origin(), 'PATCH', `/api/requirements/${parent.id}`, { budget: { maxTokens: 100_000 } });
+    expect(raised.json).toMatchObject({ budgetReachedAt: null, session: { pausedAt: null } });
+    const [, resumed] = await settled(child.id, 2);
+    expect(resumed.status).toBe('succeeded');
+    expect((await settled(sibling.id, 1))[0].status).toBe('succeeded');
+    // From here on the child answers to its own budget, the room it was given when proposed.
+    const finished = await get(child.id);
+    expect(finished.session.pendingMessageCount).toBe(0);
+    expect(finished.budgetReachedAt !== null).toBe(tokens(finished.treeUsage) >= finished.budget!.maxTokens!);
+    const after = await get(parent.id);
+    expect(tokens(after.treeUsage)).toBe(tokens(after.usage) + tokens((await get(child.id)).treeUsage) + tokens((await get(sibling.id)).treeUsage));
   });
 });
 

@@ -240,6 +240,41 @@ describe('code-factory-cli', () => {
     expect(bad.stderr).toMatch(/^code-factory-cli: --depends-on takes <requirementId>/);
   });
 
+  it("an agent's proposal gets at most its parent's remaining budget: neither the CLI nor raw HTTP with the run credential clears or raises it", async () => {
+    // Issue 25 §4: a Requirement capped at 20 tokens whose agent proposes a child.
+    const capped = (await send(manager.url, 'POST', '/api/requirements', { budget: { maxTokens: 20 }, provider: 'codex', title: 'Capped parent' })).json;
+    const token = manager.app.get(RunCredentialsService).issue({ requirementId: capped.id, runId: 'run_cli_budget', sessionId: capped.session.id });
+    const cappedEnv = { ...env, CODE_FACTORY_REQUIREMENT_ID: capped.id, CODE_FACTORY_SESSION_ID: capped.session.id, CODE_FACTORY_TOKEN: token };
+    const propose = (...flags: string[]) => cli(['requirement', 'propose', '--title', 'Follow-up', '--description', 'more work', ...flags], cappedEnv);
+
+    const raised = await propose('--budget-tokens', '2000000000', '--budget-usd', '5');
+    expect(raised).toMatchObject({ code: 0, json: { budget: { maxCostUsd: 5, maxTokens: 20 }, parentRequirementId: capped.id, warnings: ['budget_clamped'] } });
+    // Without --budget-* it gets the parent's room (no default is configured), not "no limit".
+    expect((await propose()).json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 20 }, warnings: [] });
+    expect((await propose('--budget-tokens', '5')).json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 5 }, warnings: [] });
+
+    // Raw HTTP with the run's credential: a null budget and an immediate start.
+    const asRun = { Authorization: `Bearer ${token}` };
+    const body = { budget: null, description: 'uncapped?', sourceSessionId: capped.session.id, start: true, title: 'Escape over HTTP' };
+    const escaped = await send(manager.url, 'POST', '/api/agent/requirements', body, asRun);
+    expect(escaped.status).toBe(201);
+    expect(escaped.json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 20 }, status: 'doing', warnings: ['budget_clamped'] });
+    const huge = await send(manager.url, 'POST', '/api/agent/requirements', { ...body, budget: { maxTokens: 2_000_000_000 }, start: false }, asRun);
+    expect(huge.json).toMatchObject({ budget: { maxTokens: 20 }, warnings: ['budget_clamped'] });
+
+    // Where no ancestor has a budget, the configured default caps what an agent gives its child.
+    expect((await send(manager.url, 'PATCH', '/api/configuration', { defaultBudgetMaxTokens: 777 })).status).toBe(200);
+    try {
+      const fromUncapped = await cli(['requirement', 'propose', '--title', 'y', '--description', 'y', '--budget-tokens', '2000000000'], env);
+      expect(fromUncapped.json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 777 }, warnings: ['budget_clamped'] });
+    } finally {
+      await send(manager.url, 'PATCH', '/api/configuration', { defaultBudgetMaxTokens: null });
+    }
+    // A person (the owner's token) still sets any budget, none included.
+    const byPerson = await send(manager.url, 'POST', '/api/agent/requirements', { ...body, budget: null, parentRequirementId: capped.id, start: false });
+    expect(byPerson.json).toMatchObject({ budget: null, warnings: [] });
+  });
+
   it("refusals: one line on stderr with the server's reason, exit code 1, nothing on stdout", async () => {
     const cases: Array<[string[], RegExp]> = [
       [['timer', 'cancel', '--id', 'tmr_00000000-0000-4000-8000-000000000000'], /^code-factory-cli: timer cancel refused \(404 timer_not_found\): Timer tmr_0.* not found\n$/],

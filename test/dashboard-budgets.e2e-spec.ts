@@ -29,7 +29,8 @@ interface Requirement {
   budget: { maxTokens: number | null; maxCostUsd: number | null } | null;
   budgetReachedAt: string | null;
   usage: { inputTokens: number; outputTokens: number };
-  session: { pendingMessageCount: number };
+  treeUsage: { inputTokens: number; outputTokens: number; costUsd: number | null };
+  session: { id: string; pendingMessageCount: number };
 }
 
 describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
@@ -117,5 +118,47 @@ describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
 
     await page.getByTestId('attention').click();
     await page.locator(`[data-testid="attention-list"] li[data-reason="budget"][data-requirement-id="${id}"]`).waitFor();
+  });
+
+  it("shows a parent's own usage and its tree's against its budget, live on the card and in the detail (issue 25 §4)", async () => {
+    const parent = (await send(origin(), 'POST', '/api/requirements', { budget: { maxTokens: 10_000 }, provider: 'claude-code', title: 'Parent with a tree' })).json as Requirement;
+    // A follow-up its agent proposed (here with the owner's token, as the agent API takes it): its usage is the parent's tree's.
+    const child = (
+      await send(origin(), 'POST', '/api/agent/requirements', {
+        description: 'The child part',
+        parentRequirementId: parent.id,
+        sourceSessionId: parent.session.id,
+        title: 'Child part',
+      })
+    ).json as Requirement;
+    await page.goto(`${origin()}/requirements`);
+    const meter = card(parent.id).getByTestId('budget-meter');
+    await meter.getByText('0 / 10k tokens').waitFor();
+    await expect(meter.getByTestId('budget-own').count()).resolves.toBe(0);
+
+    world.stub.scriptFor(child.id, [{ text: 'Child answered.' }]);
+    expect((await send(origin(), 'POST', `/api/requirements/${child.id}/start`, { message: `Go ${child.id}` })).status).toBe(202);
+    const spent = await until(
+      "the parent's tree usage",
+      async () => {
+        const r = await get(parent.id);
+        return r.treeUsage.inputTokens > 0 ? r : undefined;
+      },
+      120_000,
+    );
+    const tree = spent.treeUsage.inputTokens + spent.treeUsage.outputTokens;
+    expect(spent.usage).toEqual({ costUsd: null, inputTokens: 0, outputTokens: 0 });
+    // Live (the child's run end updates the parent's card): what the tree spent against the budget, and its own share.
+    await meter.getByText(`${tree} / 10k tokens`).waitFor();
+    await meter.getByTestId('budget-own').getByText('· own 0').waitFor();
+    await screenshot(page, 'budget-tree-card');
+
+    await page.goto(`${origin()}/requirements/${parent.id}`);
+    await page.getByTestId('detail-budget').getByText(`${tree} / 10k tokens`).waitFor();
+    const treeUsage = page.getByTestId('requirement-tree-usage');
+    await treeUsage.waitFor();
+    await expect(treeUsage.textContent()).resolves.toContain(`${spent.treeUsage.inputTokens} in · ${spent.treeUsage.outputTokens} out`);
+    await expect(page.getByTestId('requirement-usage').textContent()).resolves.toContain('0 in · 0 out');
+    expect(browser.errors).toEqual([]);
   });
 });

@@ -174,4 +174,31 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
     expect((await send(manager.origin, 'GET', `/api/requirements/${unrelated.id}/messages`)).json.items.map((m: { body: string }) => m.body)).not.toContain('psst');
     expect((await send(manager.origin, 'GET', `/api/runs?requirementId=${unrelated.id}`)).json.items).toEqual([]);
   });
+
+  it("lowers the budget the propose tool asks for to what the current Requirement's tree has left (issue 25 §4)", async () => {
+    const capped = (await send(manager.origin, 'POST', '/api/requirements', { budget: { maxTokens: 5000 }, description: 'Capped.', provider, title: 'Capped parent' })).json;
+    const marker = `MCP-BUDGET-${provider}`;
+    stub.scriptFor(marker, [
+      { arguments: { budget: { maxTokens: 2_000_000_000 }, description: 'Spend freely', title: 'Greedy child' }, tool: 'propose_requirement' },
+      { text: 'Proposed.' },
+    ]);
+    await send(manager.origin, 'POST', `/api/requirements/${capped.id}/start`, { message: `Go ${marker}` });
+    await until(
+      'the capped run to finish',
+      async () => ((await send(manager.origin, 'GET', `/api/runs?requirementId=${capped.id}`)).json.items[0]?.status === 'succeeded' ? true : undefined),
+      120_000,
+      200,
+    );
+    const [result] = stub.requests
+      .filter((request) => request.marker === marker)
+      .map(lastResult)
+      .filter((text) => text.includes('Greedy child'));
+    expect(result).toContain('budget_clamped');
+    const [child] = ((await send(manager.origin, 'GET', '/api/requirements?limit=200')).json.items as Array<{ parentRequirementId: string; budget: { maxTokens: number } }>).filter(
+      (r) => r.parentRequirementId === capped.id,
+    );
+    // At most the 5,000, less what the run reported before the call (Claude Code reports as it goes; Codex only at the end).
+    expect(child.budget.maxTokens).toBeGreaterThan(4000);
+    expect(child.budget.maxTokens).toBeLessThanOrEqual(5000);
+  });
 });

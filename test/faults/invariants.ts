@@ -58,6 +58,16 @@ export async function checkInvariants(dataDirectory: string): Promise<string[]> 
             (SELECT COUNT(*) FROM requirement_message m WHERE m.requirement_id = s.requirement_id AND m.deliver_to_rd = TRUE AND m.sequence > s.last_consumed_message_sequence) AS actual
        FROM agent_session s) x WHERE pending <> actual`,
   );
+  // Budgets across the tree (issue 25 §4): a run's usage reaches its Requirement's tree usage and
+  // every ancestor's in one unit, so a tree never counts less than its own runs and its children's
+  // trees (more only once a child was purged, whose spending stays counted).
+  await expectNone(
+    'tree usage below its own and its children',
+    `SELECT * FROM (SELECT r.id, r.tree_usage_input_tokens AS tree_in, r.tree_usage_output_tokens AS tree_out,
+            r.usage_input_tokens + COALESCE((SELECT SUM(c.tree_usage_input_tokens) FROM requirement c WHERE c.parent_requirement_id = r.id), 0) AS counted_in,
+            r.usage_output_tokens + COALESCE((SELECT SUM(c.tree_usage_output_tokens) FROM requirement c WHERE c.parent_requirement_id = r.id), 0) AS counted_out
+       FROM requirement r) x WHERE tree_in < counted_in OR tree_out < counted_out`,
+  );
   // A stop's pause ends only by opening a run: a paused session is never running, nor done.
   await expectNone('a paused session running or completed', "SELECT id, state FROM agent_session WHERE paused_at IS NOT NULL AND state IN ('running', 'completed')");
   // 5. The agent's own output is never deliverable to itself.

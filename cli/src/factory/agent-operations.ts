@@ -18,7 +18,10 @@ export interface ProposeInput {
   autoStart?: boolean;
   /** A cross-model review loop on its PRs (issue 18 §3); both fields have server defaults. */
   autoReview?: { provider?: Provider; maxRounds?: number };
-  /** What its RD runs may spend (issue 18 §1); absent: the workspace's default budget. */
+  /**
+   * What its RD runs may spend (issue 18 §1); the server lowers it to what the current
+   * Requirement's tree has left (issue 25 §4). Absent: that room, or the workspace's default budget.
+   */
   budget?: { maxTokens?: number; maxCostUsd?: number };
 }
 

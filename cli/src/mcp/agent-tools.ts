@@ -63,7 +63,9 @@ export function agentTools(operations: AgentOperations): ToolDefinition[] {
             maxTokens: z.number().int().min(1).max(LIMITS.budgetMaxTokens).optional().describe('Tokens (input + output) its runs may use'),
           })
           .optional()
-          .describe("What its runs may spend; a run that reaches it pauses for a person (default: the workspace's default budget)"),
+          .describe(
+            "What its runs may spend; a run that reaches it pauses for a person. At most what the current Requirement's tree has left under its budget (more is lowered, with warnings: [\"budget_clamped\"]); its usage counts against the current Requirement's budget too (default: that room, or the workspace's default budget)",
+          ),
         start: z.boolean().optional().describe('Start its RD session at once instead of leaving it todo'),
         title: text(LIMITS.titleLength, 'Short title'),
       },

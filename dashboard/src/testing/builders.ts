@@ -40,6 +40,7 @@ export const requirement = (id: string, updatedAt: string, status: Requirement['
   sourceSessionId: null,
   status,
   title: id,
+  treeUsage: { costUsd: null, inputTokens: 0, outputTokens: 0 },
   updatedAt,
   usage: { costUsd: null, inputTokens: 0, outputTokens: 0 },
   worktree: null,

@@ -1098,7 +1098,7 @@ export interface components {
             baseRef: string | null;
             /** @description What its RD runs may spend, or null for no limit */
             budget: components["schemas"]["RequirementBudgetResponseDto"] | null;
-            /** @description When a run reached the budget and paused the session, else null. Nothing but a person raising the budget or starting it wakes it meanwhile */
+            /** @description When a budget paused the session, else null: its own, spent by its tree, or an ancestor's, spent by that ancestor's tree. Nothing but a person raising that budget or starting it wakes it meanwhile */
             budgetReachedAt: string | null;
             completedAt: string | null;
             createdAt: string;
@@ -1128,10 +1128,12 @@ export interface components {
             /** @enum {string} */
             status: "todo" | "doing" | "waiting_confirmation" | "done" | "cancelled";
             title: string;
+            /** @description What its tree has spent: its own usage plus that of every Requirement its agents proposed below it, at any depth (summed as each run closes). Its budget caps this */
+            treeUsage: components["schemas"]["RequirementUsageResponseDto"];
             updatedAt: string;
             /** @description What its RD runs have spent (summed as each run closes) */
             usage: components["schemas"]["RequirementUsageResponseDto"];
-            warnings: ("unknown_model" | "unsupported_reasoning_effort")[];
+            warnings: ("unknown_model" | "unsupported_reasoning_effort" | "budget_clamped")[];
             /** @description Where the work is, once a run prepared it (null before) */
             worktree: components["schemas"]["RequirementWorktreeResponseDto"] | null;
         };
@@ -1251,7 +1253,7 @@ export interface components {
              * @example main
              */
             baseRef?: string;
-            /** @description What its RD runs may spend ({maxTokens, maxCostUsd}, either or both); null for none; absent: the configuration's default budget */
+            /** @description What its RD runs may spend ({maxTokens, maxCostUsd}). From an agent's run, at most what the parent's tree has left under its budget and every ancestor's (or the configuration's default where none limits a kind): more, or null, is lowered to that with warnings: ["budget_clamped"]; absent: the default, within the same bounds. The owner's token sets any budget (null for none) */
             budget?: components["schemas"]["BudgetInputDto"] | null;
             /** @description Requirements this one waits for (no cycles) */
             dependsOn?: components["schemas"]["DependencyInputDto"][];
@@ -1464,7 +1466,7 @@ export interface components {
             baseRef: string | null;
             /** @description What its RD runs may spend, or null for no limit */
             budget: components["schemas"]["RequirementBudgetResponseDto"] | null;
-            /** @description When a run reached the budget and paused the session, else null. Nothing but a person raising the budget or starting it wakes it meanwhile */
+            /** @description When a budget paused the session, else null: its own, spent by its tree, or an ancestor's, spent by that ancestor's tree. Nothing but a person raising that budget or starting it wakes it meanwhile */
             budgetReachedAt: string | null;
             completedAt: string | null;
             createdAt: string;
@@ -1494,6 +1496,8 @@ export interface components {
             /** @enum {string} */
             status: "todo" | "doing" | "waiting_confirmation" | "done" | "cancelled";
             title: string;
+            /** @description What its tree has spent: its own usage plus that of every Requirement its agents proposed below it, at any depth (summed as each run closes). Its budget caps this */
+            treeUsage: components["schemas"]["RequirementUsageResponseDto"];
             updatedAt: string;
             /** @description What its RD runs have spent (summed as each run closes) */
             usage: components["schemas"]["RequirementUsageResponseDto"];
@@ -1912,6 +1916,13 @@ export interface operations {
             };
             /** @description The source Requirement or session is not the run credential's own (the owner's token may name any) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description budget_reached: the parent's tree (or an ancestor's) has spent its budget; or the start is refused in its state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

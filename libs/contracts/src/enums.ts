@@ -18,8 +18,11 @@ export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
 export const MODEL_SOURCES = ['codex_app_server', 'anthropic_api', 'claude_code_alias', 'configuration', 'builtin'] as const;
 export type ModelSource = (typeof MODEL_SOURCES)[number];
 
-/** What a Requirement create or edit response flags without refusing it. */
-export const REQUIREMENT_WARNINGS = ['unknown_model', 'unsupported_reasoning_effort'] as const;
+/**
+ * What a Requirement create or edit response flags without refusing it. `budget_clamped`: an
+ * agent's proposal asked for more budget than its tree has left (or for none), and got less.
+ */
+export const REQUIREMENT_WARNINGS = ['unknown_model', 'unsupported_reasoning_effort', 'budget_clamped'] as const;
 export type RequirementWarning = (typeof REQUIREMENT_WARNINGS)[number];
 
 export const REQUIREMENT_CREATORS = ['human', 'rd_agent'] as const;

@@ -84,8 +84,14 @@ export interface Requirement {
   /** What its RD runs have spent so far: tokens as reported (input + output), cost where the provider reports it. */
   usage: RequirementUsage;
   /**
-   * When a run reached the budget and paused the session (null when not paused by the budget).
-   * No trigger, timer or reply wakes it until a person raises the budget or starts it.
+   * What its tree has spent: its own usage plus that of every Requirement its agents proposed
+   * below it, at any depth (the proposing agent's children, their children…). Its budget caps this.
+   */
+  treeUsage: RequirementUsage;
+  /**
+   * When a budget paused the session (null when not paused by a budget): its own, reached by its
+   * tree, or an ancestor's, reached by that ancestor's tree. No trigger, timer or reply wakes it
+   * until a person raises that budget or starts it.
    */
   budgetReachedAt: string | null;
 }

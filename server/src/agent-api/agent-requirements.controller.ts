@@ -44,10 +44,11 @@ export class AgentRequirementsController {
   @ApiCreatedResponse({ type: EditedRequirementResponseDto })
   @ApiBadRequestResponse({ description: "Invalid fields, or a parent other than the run's Requirement" })
   @ApiForbiddenResponse({ description: OUTSIDE_SCOPE })
+  @ApiConflictResponse({ description: "budget_reached: the parent's tree (or an ancestor's) has spent its budget; or the start is refused in its state" })
   async proposeRequirement(@Body() body: ProposeRequirementDto, @CurrentAgentCaller() caller: AgentCaller, @Actor() actor: EventActor): Promise<EditedRequirementResponseDto> {
-    const requirement = await this.agentRequirements.propose(body, caller, actor);
+    const { requirement, warnings } = await this.agentRequirements.propose(body, caller, actor);
     // As for a person's create: a model the catalog does not know is accepted, and the agent is told.
-    return { ...requirement, warnings: await this.models.warningsFor(requirement.provider, requirement.model, requirement.reasoningEffort) };
+    return { ...requirement, warnings: [...(await this.models.warningsFor(requirement.provider, requirement.model, requirement.reasoningEffort)), ...warnings] };
   }
 
   @Post(':id/action')

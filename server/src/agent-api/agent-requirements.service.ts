@@ -1,8 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 
-import type { EventActor } from '@libs/contracts';
+import type { EventActor, RequirementBudget, RequirementWarning } from '@libs/contracts';
 
 import { AgentCaller, assertInScope } from '../auth/agent-scope.decorator';
+import { budgetOf, childBudget, isReached, plusUsage, roomUnder, treeUsageOf } from '../budgets/budget-rules';
+import type { BudgetInputDto } from '../budgets/dto/budget.dto';
+import { ConfigurationService } from '../core/configuration/configuration.service';
 import { conflict, invalid } from '../core/errors/domain-error';
 import { audit } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
@@ -32,13 +35,18 @@ export class AgentRequirementsService {
   private readonly logger = new Logger(AgentRequirementsService.name);
 
   constructor(
+    private readonly configuration: ConfigurationService,
     private readonly conversation: ConversationDelivery,
     private readonly messages: MessagesService,
     private readonly requirements: RequirementsService,
     private readonly runs: RunLifecycle,
   ) {}
 
-  async propose(dto: ProposeRequirementDto, caller: AgentCaller, actor: EventActor): Promise<RequirementResponseDto> {
+  /**
+   * A child of the proposing session's Requirement. An agent's child gets at most the budget its
+   * parent's tree has left (see budgetForChild); `warnings` says when its request was lowered.
+   */
+  async propose(dto: ProposeRequirementDto, caller: AgentCaller, actor: EventActor): Promise<{ requirement: RequirementResponseDto; warnings: RequirementWarning[] }> {
     assertInScope(caller, { sessionId: dto.sourceSessionId });
     let parentId: string;
     if (caller.kind === 'run') {
@@ -53,13 +61,15 @@ export class AgentRequirementsService {
       await this.sourceOf(parentId, dto.sourceSessionId);
     }
     const parent = await this.requirements.get(parentId);
+    // Checked before anything is written: a refused proposal leaves nothing behind.
+    const { budget, clamped } = caller.kind === 'run' ? await this.budgetForChild(parentId, dto.budget) : { budget: dto.budget, clamped: false };
     // Without a provider of its own, the child runs like its parent (same agent, model, effort).
     const inherits = dto.provider === undefined;
     const created = await this.requirements.create(
       {
         autoReview: dto.autoReview,
         autoStart: dto.autoStart,
-        budget: dto.budget,
+        budget,
         createdBy: 'rd_agent',
         dependsOn: dto.dependsOn,
         description: dto.description,
@@ -72,11 +82,36 @@ export class AgentRequirementsService {
       },
       actor,
     );
-    this.logger.log({ ...audit(actor), msg: 'requirement proposed', parentRequirementId: parentId, requirementId: created.id, start: dto.start === true });
+    this.logger.log({ ...audit(actor), budgetClamped: clamped, msg: 'requirement proposed', parentRequirementId: parentId, requirementId: created.id, start: dto.start === true });
+    const warnings: RequirementWarning[] = clamped ? ['budget_clamped'] : [];
     if (!dto.start) {
-      return created;
+      return { requirement: created, warnings };
     }
-    return (await this.runs.start(created.id, {}, actor)).requirement;
+    return { requirement: (await this.runs.start(created.id, {}, actor)).requirement, warnings };
+  }
+
+  /**
+   * The budget an agent's proposal gets (issue 25 §4): at most the room its parent's tree has left
+   * under every budget up the chain (what the trees committed plus what their runs reported so
+   * far), or the configured default where none limits a kind; asking for more, or for none, is
+   * lowered to that with a warning rather than refused. A parent whose tree has nothing left
+   * proposes nothing (409 `budget_reached`): the child could never run without a person, who can
+   * raise the budget first. The owner's token is a person's, and sets any budget it names.
+   */
+  private async budgetForChild(parentId: string, requested: BudgetInputDto | null | undefined): Promise<{ budget: RequirementBudget | null; clamped: boolean }> {
+    const limits = (await this.requirements.lineage(parentId)).map((r) => ({
+      budget: budgetOf(r),
+      id: r.id,
+      spent: plusUsage(treeUsageOf(r), this.runs.runningSpend(r.id)),
+      title: r.title,
+    }));
+    const spent = limits.find((limit) => isReached(limit.budget, limit.spent));
+    if (spent) {
+      const whose = spent.id === parentId ? `Requirement ${parentId}` : `Requirement ${spent.id} ("${spent.title}"), above ${parentId},`;
+      throw conflict('budget_reached', `${whose} has spent its budget across its tree; nothing is left for a new Requirement until a person raises it`);
+    }
+    const defaults = { maxCostUsd: this.configuration.get('defaultBudgetMaxCostUsd'), maxTokens: this.configuration.get('defaultBudgetMaxTokens') };
+    return childBudget(roomUnder(limits), requested, defaults);
   }
 
   async act(targetId: string, dto: AgentRequirementActionDto, caller: AgentCaller, actor: EventActor): Promise<AgentRequirementActionResponseDto> {

@@ -6,7 +6,9 @@ import type { BudgetInputDto } from './dto/budget.dto';
 
 // The budget rules as pure functions (issue 18 §1): the requirements module stores the columns,
 // the runs module asks these when a run reports usage, opens and closes; BudgetsService applies a
-// person's change of budget. Docs: docs/decisions.md, "Budgets".
+// person's change of budget. A budget caps its Requirement's whole tree (issue 25 §4): its own
+// runs and those of every Requirement its agents proposed below it, so a capped parent cannot
+// spend through its children. Docs: docs/decisions.md, "Budgets".
 
 /** The Requirement's budget, or null when it has no limit at all. */
 export function budgetOf(requirement: RequirementEntity): RequirementBudget | null {
@@ -17,6 +19,87 @@ export function budgetOf(requirement: RequirementEntity): RequirementBudget | nu
 /** What its RD runs have spent, as stored on the Requirement (summed when each run closes). */
 export function usageOf(requirement: RequirementEntity): RequirementUsage {
   return { costUsd: requirement.usageCostUsd, inputTokens: requirement.usageInputTokens, outputTokens: requirement.usageOutputTokens };
+}
+
+/**
+ * What its tree has spent: its own RD runs and those of every Requirement proposed below it, at
+ * any depth (summed on each ancestor as each run closes, so no snapshot walks the tree).
+ */
+export function treeUsageOf(requirement: RequirementEntity): RequirementUsage {
+  return { costUsd: requirement.treeUsageCostUsd, inputTokens: requirement.treeUsageInputTokens, outputTokens: requirement.treeUsageOutputTokens };
+}
+
+/** Two usages added: tokens, and the cost where either reported one. */
+export function plusUsage(a: RequirementUsage, b: RequirementUsage): RequirementUsage {
+  return {
+    costUsd: a.costUsd === null && b.costUsd === null ? null : (a.costUsd ?? 0) + (b.costUsd ?? 0),
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+  };
+}
+
+export const NO_USAGE: RequirementUsage = Object.freeze({ costUsd: null, inputTokens: 0, outputTokens: 0 });
+
+/** True when the Requirement's budget is spent by its tree (its own usage included). */
+export function treeReached(requirement: RequirementEntity): boolean {
+  return isReached(budgetOf(requirement), treeUsageOf(requirement));
+}
+
+/**
+ * The Requirement whose budget keeps `chain[0]` from running: itself when its tree spent its own
+ * budget, else the nearest ancestor whose tree spent its budget; null when none did. `chain` is
+ * the Requirement, then its parent, its parent's parent… (RequirementsService.ancestorsForWrite).
+ */
+export function blockerOf(chain: RequirementEntity[]): RequirementEntity | null {
+  return chain.find(treeReached) ?? null;
+}
+
+/** What a tree may still spend, per limit; null where no limit applies. */
+export interface BudgetRoom {
+  maxTokens: number | null;
+  maxCostUsd: number | null;
+}
+
+/**
+ * The room left under a chain of budgets (a Requirement and its ancestors, each with what its
+ * tree has spent): per limit, the least any of them has left. Dollars are rounded down to a
+ * millionth, so the room never exceeds what is left.
+ */
+export function roomUnder(limits: Array<{ budget: RequirementBudget | null; spent: RequirementUsage }>): BudgetRoom {
+  const room: BudgetRoom = { maxCostUsd: null, maxTokens: null };
+  for (const { budget, spent } of limits) {
+    if (budget?.maxTokens != null) {
+      const left = Math.max(0, budget.maxTokens - tokensOf(spent));
+      room.maxTokens = room.maxTokens === null ? left : Math.min(room.maxTokens, left);
+    }
+    if (budget?.maxCostUsd != null) {
+      const left = Math.max(0, Math.floor((budget.maxCostUsd - (spent.costUsd ?? 0)) * 1e6) / 1e6);
+      room.maxCostUsd = room.maxCostUsd === null ? left : Math.min(room.maxCostUsd, left);
+    }
+  }
+  return room;
+}
+
+/**
+ * The budget of a Requirement an agent proposes (issue 25 §4): at most the room its parent's tree
+ * has left (`room`, see roomUnder), and where no ancestor limits a kind, at most the configured
+ * default, so that no agent can give its child more than it has, or clear the limit. What the
+ * body asks for is taken when it fits; otherwise the cap replaces it and `clamped` says so (an
+ * agent is answered with a warning rather than refused: the child is still worth having). Absent,
+ * the body asks for the default, as a person's create does, and is not flagged.
+ */
+export function childBudget(
+  room: BudgetRoom,
+  requested: BudgetInputDto | null | undefined,
+  defaults: { maxTokens: number | null; maxCostUsd: number | null },
+): { budget: RequirementBudget | null; clamped: boolean } {
+  const asked = budgetColumns(requested, defaults);
+  const cap = (limit: number | null, fallback: number | null) => limit ?? fallback;
+  const fit = (wanted: number | null, most: number | null) => (most === null ? wanted : wanted === null ? most : Math.min(wanted, most));
+  const maxTokens = fit(asked.budgetMaxTokens, cap(room.maxTokens, defaults.maxTokens));
+  const maxCostUsd = fit(asked.budgetMaxCostUsd, cap(room.maxCostUsd, defaults.maxCostUsd));
+  const clamped = requested !== undefined && (maxTokens !== asked.budgetMaxTokens || maxCostUsd !== asked.budgetMaxCostUsd);
+  return { budget: maxTokens === null && maxCostUsd === null ? null : { maxCostUsd, maxTokens }, clamped };
 }
 
 /**
@@ -72,35 +155,51 @@ export function runningUsage(before: RequirementUsage, provider: Provider, repor
   return { costUsd, inputTokens: before.inputTokens + reported.inputTokens, outputTokens: before.outputTokens + reported.outputTokens };
 }
 
-/** What a run watches: the budget when it opened, the spending then, and whether it opened past it. */
-export interface BudgetWatch {
-  budget: RequirementBudget | null;
-  before: RequirementUsage;
-  /**
-   * A person started the Requirement with its budget already spent: that run is theirs to
-   * finish (stopping it at its first report would make the explicit start useless); it pauses
-   * again when it ends.
-   */
-  startedPastBudget: boolean;
-}
-
-export function watchBudget(requirement: RequirementEntity): BudgetWatch {
-  const budget = budgetOf(requirement);
-  const before = usageOf(requirement);
-  return { before, budget, startedPastBudget: isReached(budget, before) };
-}
-
-/** True when this report takes the Requirement across its budget (the run is then stopped). */
-export function crosses(watch: BudgetWatch, provider: Provider, reported: TokenUsage): boolean {
-  return !watch.startedPastBudget && isReached(watch.budget, runningUsage(watch.before, provider, reported));
+/**
+ * What a run has spent beyond what its Requirement had recorded when it opened (`before`), from
+ * what its CLI reported so far (see runningUsage); nothing before its first report.
+ */
+export function runningSpend(before: RequirementUsage, provider: Provider, reported: TokenUsage | null): RequirementUsage {
+  if (!reported) {
+    return NO_USAGE;
+  }
+  const now = runningUsage(before, provider, reported);
+  return {
+    costUsd: reported.costUsd == null || now.costUsd === null ? null : now.costUsd - (before.costUsd ?? 0),
+    inputTokens: now.inputTokens - before.inputTokens,
+    outputTokens: now.outputTokens - before.outputTokens,
+  };
 }
 
 const count = (n: number) => n.toLocaleString('en-US');
 /** Cents, and hundredths of a cent below one cent (a short run costs $0.0008, not $0.00). */
 const dollars = (n: number) => `$${n.toFixed(n > 0 && n < 0.01 ? 4 : 2)}`;
 
-/** The system message of a budget pause: what was spent against which limit, and how to go on. */
-export function budgetReachedMessage(budget: RequirementBudget, usage: RequirementUsage, runStopped: boolean): string {
+/**
+ * The system message of a Requirement's budget pause, `blocker` being the Requirement whose budget
+ * its tree spent: itself (what the tree spent, and how much of it the Requirements below spent)
+ * or an ancestor (named, with what its tree spent).
+ */
+export function budgetNotice(requirement: RequirementEntity, blocker: RequirementEntity, runStopped: boolean): string {
+  const budget = budgetOf(blocker) ?? { maxCostUsd: null, maxTokens: null };
+  if (blocker.id === requirement.id) {
+    return budgetReachedMessage(budget, treeUsageOf(requirement), runStopped, { own: usageOf(requirement) });
+  }
+  return budgetReachedMessage(budget, treeUsageOf(blocker), runStopped, { ancestor: { id: blocker.id, title: blocker.title } });
+}
+
+/**
+ * The system message of a budget pause: what was spent against which limit, and how to go on.
+ * `usage` is what the budget counts (the tree's); `own`, when the Requirement's own usage is less,
+ * says how much of it the Requirements below spent; `ancestor` names the Requirement whose budget
+ * it was, when not this one's.
+ */
+export function budgetReachedMessage(
+  budget: RequirementBudget,
+  usage: RequirementUsage,
+  runStopped: boolean,
+  tree: { own?: RequirementUsage; ancestor?: { id: string; title: string } } = {},
+): string {
   const spent: string[] = [];
   if (budget.maxTokens !== null) {
     spent.push(`${count(tokensOf(usage))} of ${count(budget.maxTokens)} tokens`);
@@ -113,5 +212,11 @@ export function budgetReachedMessage(budget: RequirementBudget, usage: Requireme
     spent.push(dollars(usage.costUsd));
   }
   const stopped = runStopped ? 'The run was stopped; its input was not consumed and waits for the next run. ' : '';
-  return `Budget reached: ${spent.join(', ')}.\n${stopped}Nothing wakes this Requirement until a person raises its budget or starts it.`;
+  if (tree.ancestor) {
+    const { id, title } = tree.ancestor;
+    return `Budget reached: the tree of "${title}" (${id}) spent ${spent.join(', ')}.\n${stopped}Nothing wakes this Requirement until a person raises that budget or starts it.`;
+  }
+  const below = tree.own ? tokensOf(usage) - tokensOf(tree.own) : 0;
+  const byChildren = below > 0 ? `, ${count(below)} of the tokens by the Requirements proposed below it` : '';
+  return `Budget reached: ${spent.join(', ')}${byChildren}.\n${stopped}Nothing wakes this Requirement until a person raises its budget or starts it.`;
 }

@@ -5,23 +5,26 @@ import type { EventActor } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
+import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict } from '../core/errors/domain-error';
 import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
-import { MessagesService } from '../messages/messages.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import type { RequirementEntity } from '../requirements/requirement.entity';
+import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsRepository } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
 import type { AgentRunEntity } from '../runs/agent-run.entity';
 import { RequirementActors } from '../runs/requirement-actors.service';
 import { RunLifecycle } from '../runs/run-lifecycle.service';
-import { budgetOf, budgetReachedMessage, isReached, usageOf } from './budget-rules';
+import { blockerOf, budgetOf } from './budget-rules';
 
 /**
- * What a person's change of budget does beyond storing it (PATCH /requirements/:id, after its
- * commit, in the Requirement's actor): a running run watches the new budget; a budget-paused
- * session whose new budget is not spent is resumed (a run on its pending input, or just unpaused
- * when nothing is pending); a budget lowered under what was already spent pauses an idle session
- * at once, so that no trigger or timer wakes it.
+ * What a change of budget, or of what a tree spent, does beyond storing it, in the Requirement's
+ * actor: running runs watch the new budget; a budget-paused session that no budget keeps asleep
+ * any more is resumed (a run on its pending input, or just unpaused when nothing is pending); an
+ * idle session whose budget (its own, or an ancestor's) is now spent is paused at once, so that no
+ * trigger or timer wakes it. A person's change reaches down the tree: the Requirements below that
+ * the budget paused are resumed the same way (issue 25 §4).
  */
 @Injectable()
 export class BudgetsService implements OnModuleInit {
@@ -33,57 +36,80 @@ export class BudgetsService implements OnModuleInit {
     private readonly database: Database,
     private readonly events: EventLog,
     private readonly lifecycle: RunLifecycle,
-    private readonly messages: MessagesService,
     private readonly requirementRows: RequirementsRepository,
     private readonly requirements: RequirementsService,
   ) {}
 
   onModuleInit(): void {
     this.requirements.onUpdated((id, fields, actor) => (fields.budget === undefined ? Promise.resolve(null) : this.budgetChanged(id, actor)));
-    // "Until a person raises the budget or starts it": the agent that proposed it may not spend past it.
-    this.lifecycle.guardStart(async (_tx, { requirement }, actor) => {
-      if (requirement.budgetReachedAt !== null && actor.kind !== 'human') {
-        throw conflict('budget_reached', `Requirement ${requirement.id} reached its budget; only a person can start it again, or raise its budget`);
+    // A child's run took this ancestor's tree to its budget: an idle ancestor pauses like its own run had.
+    this.lifecycle.onTreeReached((id) => this.reconsider(id, SYSTEM_ACTOR, false));
+    // "Until a person raises the budget or starts it": no agent may start what a budget holds,
+    // its own or an ancestor's (the agent that proposed it could otherwise spend past any budget).
+    this.lifecycle.guardStart(async (tx, rows, actor) => {
+      if (actor.kind === 'human') {
+        return;
+      }
+      const blocker = rows.requirement.budgetReachedAt !== null ? rows.requirement : blockerOf(await this.chainOf(tx, rows));
+      if (blocker?.id === rows.requirement.id) {
+        throw conflict('budget_reached', `Requirement ${blocker.id} reached its budget; only a person can start it again, or raise its budget`);
+      }
+      if (blocker) {
+        throw conflict(
+          'budget_reached',
+          `Requirement ${rows.requirement.id} is below ${blocker.id} ("${blocker.title}"), whose tree reached its budget; only a person can start it, or raise that budget`,
+        );
       }
     });
   }
 
-  /** Applies a committed change of budget; returns the newer snapshot when it changed anything. */
-  budgetChanged(requirementId: string, actor: EventActor): Promise<RequirementResponseDto | null> {
+  /**
+   * Applies a person's committed change of budget to the Requirement and then to the ones below
+   * it that a budget paused; returns the Requirement's newer snapshot when it changed anything.
+   */
+  async budgetChanged(requirementId: string, actor: EventActor): Promise<RequirementResponseDto | null> {
+    const snapshot = await this.reconsider(requirementId, actor, true);
+    // Raising a parent's budget resumes the pending work of its descendants the same way.
+    for (const id of await this.requirements.budgetPausedBelow(requirementId)) {
+      await this.reconsider(id, actor, false).catch((err: unknown) => this.logger.error(`could not apply the budget of ${requirementId} to ${id}: ${(err as Error).message}`));
+    }
+    return snapshot;
+  }
+
+  /**
+   * Resumes or pauses one Requirement as its budgets now stand (see the class comment); with
+   * `rebudgeted`, its own budget changed and the runs of its tree watch the new one.
+   */
+  private reconsider(requirementId: string, actor: EventActor, rebudgeted: boolean): Promise<RequirementResponseDto | null> {
     return this.actors.act(requirementId, async () => {
       const outcome = await this.database.write(async (tx): Promise<{ requirement: RequirementResponseDto; run: AgentRunEntity | null } | null> => {
         const rows = await this.requirements.loadForWrite(tx, requirementId);
         const { requirement, session } = rows;
-        const budget = budgetOf(requirement);
-        const reached = isReached(budget, usageOf(requirement));
-        if (session.state === 'running') {
-          this.lifecycle.rewatchBudget(requirementId, budget);
+        if (rebudgeted) {
+          this.lifecycle.rebudget(requirementId, budgetOf(requirement));
+        }
+        if (session.state === 'running' || TERMINAL_REQUIREMENT_STATUSES.includes(requirement.status)) {
           return null;
         }
-        if (TERMINAL_REQUIREMENT_STATUSES.includes(requirement.status) || requirement.status === 'todo') {
-          return null;
-        }
-        const now = this.clock.nowIso();
-        if (requirement.budgetReachedAt !== null && !reached) {
+        const blocker = blockerOf(await this.chainOf(tx, rows));
+        if (requirement.budgetReachedAt !== null && !blocker) {
           if (session.pendingMessageCount > 0 && !this.lifecycle.stopping) {
             // "Raising it resumes" (issue 18 §1): the run takes every pending message, the
             // stopped run's input and whatever triggers and timers recorded meanwhile.
             return this.lifecycle.openRun(tx, rows, actor);
           }
+          const now = this.clock.nowIso();
           this.requirementRows.changeRequirement(tx, requirement, { budgetReachedAt: null, updatedAt: now });
           this.requirementRows.changeSession(tx, session, { pausedAt: null, updatedAt: now });
-        } else if (requirement.budgetReachedAt === null && reached) {
-          this.requirementRows.changeRequirement(tx, requirement, { budgetReachedAt: now, updatedAt: now });
-          this.requirementRows.changeSession(tx, session, { pausedAt: now, updatedAt: now });
-          const body = budgetReachedMessage(budget ?? { maxCostUsd: null, maxTokens: null }, usageOf(requirement), false);
-          const { requirement: snapshot } = await this.messages.append(tx, rows, { author: 'system', body, deliverToRd: false }, SYSTEM_ACTOR);
+          const snapshot = toRequirementResponse(requirement, session);
+          await this.events.append(tx, { actor, payload: { requirement: snapshot }, requirementId, sessionId: session.id, type: 'requirement.updated' });
           return { requirement: snapshot, run: null };
-        } else {
-          return null;
         }
-        const snapshot = toRequirementResponse(requirement, session);
-        await this.events.append(tx, { actor, payload: { requirement: snapshot }, requirementId, sessionId: session.id, type: 'requirement.updated' });
-        return { requirement: snapshot, run: null };
+        // A todo Requirement has nothing to wake; its start is guarded.
+        if (requirement.budgetReachedAt === null && blocker && requirement.status !== 'todo') {
+          return { requirement: await this.lifecycle.pauseForBudget(tx, rows, blocker), run: null };
+        }
+        return null;
       });
       if (outcome?.run) {
         this.lifecycle.launch(outcome.run);
@@ -91,5 +117,10 @@ export class BudgetsService implements OnModuleInit {
       }
       return outcome?.requirement ?? null;
     });
+  }
+
+  /** The Requirement, then its ancestors: the budgets that hold it. */
+  private async chainOf(tx: UnitOfWork, rows: RequirementRows): Promise<RequirementEntity[]> {
+    return [rows.requirement, ...(await this.requirements.ancestorsForWrite(tx, rows.requirement)).map((a) => a.requirement)];
   }
 }

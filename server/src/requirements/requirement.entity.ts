@@ -83,6 +83,20 @@ export class RequirementEntity {
   @Column('double precision', { nullable: true })
   usageCostUsd!: number | null;
 
+  /**
+   * Its tree's usage (issue 25 §4): its own plus every Requirement proposed below it, at any
+   * depth. A run's close adds its usage to its Requirement and every ancestor in one unit, so no
+   * snapshot walks the tree, and a purged child's spending stays counted. The budget caps this.
+   */
+  @Column('integer', { default: 0 })
+  treeUsageInputTokens!: number;
+
+  @Column('integer', { default: 0 })
+  treeUsageOutputTokens!: number;
+
+  @Column('double precision', { nullable: true })
+  treeUsageCostUsd!: number | null;
+
   /** Filled by `RequirementsService.loadForWrite` (one query for both rows); not a column. */
   session?: AgentSessionEntity;
 

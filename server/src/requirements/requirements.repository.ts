@@ -19,6 +19,8 @@ export interface RequirementRows {
 }
 
 const cacheKey = (id: string) => `requirement:${id}`;
+/** Ids per `IN (…)` list, well under SQLite's bound on a statement's parameters. */
+const IN_LIST_MAX = 500;
 
 /**
  * The `requirement` and `agent_session` tables: a Requirement and its one RD session are one
@@ -119,6 +121,38 @@ export class RequirementsRepository {
       .addOrderBy('r.id', 'ASC')
       .limit(limit)
       .getMany();
+  }
+
+  /**
+   * The Requirements below `id` (its children, theirs…) whose budget paused them, read level by
+   * level: a raised budget resumes them. Bounded in depth; proposals nest a few levels, not thousands.
+   */
+  async budgetPausedBelow(id: string, maxDepth: number): Promise<string[]> {
+    const paused: string[] = [];
+    const seen = new Set([id]);
+    let level = [id];
+    for (let depth = 0; level.length > 0 && depth < maxDepth; depth++) {
+      const next: string[] = [];
+      for (let at = 0; at < level.length; at += IN_LIST_MAX) {
+        const rows = await this.database
+          .read(RequirementEntity)
+          .createQueryBuilder('r')
+          .select(['r.id', 'r.budgetReachedAt'])
+          .where('r.parent_requirement_id IN (:...ids)', { ids: level.slice(at, at + IN_LIST_MAX) })
+          .getMany();
+        for (const row of rows) {
+          if (!seen.has(row.id)) {
+            seen.add(row.id);
+            next.push(row.id);
+            if (row.budgetReachedAt !== null) {
+              paused.push(row.id);
+            }
+          }
+        }
+      }
+      level = next;
+    }
+    return paused;
   }
 
   /** Newest first, optionally of one status. */

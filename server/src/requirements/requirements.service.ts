@@ -53,6 +53,11 @@ export type CreatingUnitStep = (tx: UnitOfWork, rows: RequirementRows, input: Ne
 export type UpdatedStep = (id: string, fields: UpdateRequirementDto, actor: EventActor) => Promise<RequirementResponseDto | null>;
 
 const CHILDREN_MAX = 500;
+/**
+ * How far up (or down) a tree of proposals is followed. Parents are fixed at creation, so there
+ * is no cycle; the bound only keeps a pathological tree from turning one step into thousands.
+ */
+export const TREE_DEPTH_MAX = 100;
 
 export const requirementNotFound = (id: string) => notFound('requirement_not_found', `Requirement ${id} not found`);
 
@@ -99,6 +104,9 @@ export class RequirementsService {
         status: 'todo',
         title: input.title,
         updatedAt: now,
+        treeUsageCostUsd: null,
+        treeUsageInputTokens: 0,
+        treeUsageOutputTokens: 0,
         usageCostUsd: null,
         usageInputTokens: 0,
         usageOutputTokens: 0,
@@ -336,6 +344,48 @@ export class RequirementsService {
     // Beside the session: the snapshot carries them (cached between units, kept exact by their repository).
     rows.requirement.dependsOn = await this.dependencyRows.ofDependentIn(tx, id);
     return rows;
+  }
+
+  /**
+   * The Requirement's ancestors (its parent, its parent's parent…) as the write unit holds them,
+   * nearest first: a run's usage counts against each of their budgets (issue 25 §4). Costs
+   * nothing for a Requirement a person created (no parent).
+   */
+  async ancestorsForWrite(tx: UnitOfWork, requirement: RequirementEntity): Promise<RequirementRows[]> {
+    const ancestors: RequirementRows[] = [];
+    const seen = new Set([requirement.id]);
+    let parentId = requirement.parentRequirementId;
+    while (parentId !== null && !seen.has(parentId) && ancestors.length < TREE_DEPTH_MAX) {
+      const rows = await this.repository.loadForWrite(tx, parentId);
+      if (!rows) {
+        break; // purged: its children were detached (ON DELETE SET NULL), so this is only a race with that unit
+      }
+      rows.requirement.dependsOn = await this.dependencyRows.ofDependentIn(tx, parentId);
+      seen.add(parentId);
+      ancestors.push(rows);
+      parentId = rows.requirement.parentRequirementId;
+    }
+    return ancestors;
+  }
+
+  /** The Requirement and its ancestors, nearest first, as committed (an empty list when it does not exist). */
+  async lineage(id: string): Promise<RequirementEntity[]> {
+    const chain: RequirementEntity[] = [];
+    let next: string | null = id;
+    while (next !== null && chain.length <= TREE_DEPTH_MAX && !chain.some((r) => r.id === next)) {
+      const row = await this.repository.findById(next);
+      if (!row) {
+        break;
+      }
+      chain.push(row);
+      next = row.parentRequirementId;
+    }
+    return chain;
+  }
+
+  /** The Requirements below this one that a budget paused (see RequirementsRepository.budgetPausedBelow). */
+  budgetPausedBelow(id: string): Promise<string[]> {
+    return this.repository.budgetPausedBelow(id, TREE_DEPTH_MAX);
   }
 
   /** The Requirement with its session and pending count, as events and responses carry it. */

@@ -1,6 +1,5 @@
 import type { InterruptMode, RunEndEventType, RunStatus } from '@libs/contracts';
 
-import type { BudgetWatch } from '../budgets/budget-rules';
 import { newId } from '../core/ids';
 import type { RequirementRows } from '../requirements/requirements.repository';
 
@@ -18,8 +17,13 @@ export interface ActiveRun {
   process: RunningProcess | null;
   /** Why the run is being ended: a person's stop or steer, a graceful stop, its Requirement's cancel, or its budget reached. */
   interruptMode: InterruptMode | 'shutdown' | 'cancel' | 'budget' | null;
-  /** An RD run's budget, watched as the CLI reports usage (reviewer runs have none). */
-  budget?: BudgetWatch;
+  /**
+   * An RD run's budget watch, told each time the CLI reports usage (reviewer runs have none):
+   * RunLifecycle checks the budgets of the run's tree (its own and its ancestors') and stops runs.
+   */
+  onUsage?: () => void;
+  /** Set with `interruptMode: 'budget'`: the Requirement whose budget its tree reached (its own, or an ancestor). */
+  budgetStoppedBy?: string;
   parser: OutputParser | null;
   traces: TraceWriter;
   /** Output-driven writes (session id, assistant messages) in arrival order. */

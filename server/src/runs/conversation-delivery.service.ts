@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 
 import type { EventActor } from '@libs/contracts';
 
+import { blockerOf } from '../budgets/budget-rules';
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, invalid } from '../core/errors/domain-error';
@@ -10,6 +11,7 @@ import { MessageResponseDto } from '../messages/dto/message-response.dto';
 import { ReplyDto, hasReplyContent } from '../messages/dto/reply.dto';
 import { MessagesService } from '../messages/messages.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import type { RequirementEntity } from '../requirements/requirement.entity';
 import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RequirementActors } from './requirement-actors.service';
@@ -100,6 +102,14 @@ export class ConversationDelivery {
         if (!written.wake || paused || rows.session.state === 'running' || this.lifecycle.stopping) {
           return { message: written.message, requirement: toRequirementResponse(rows.requirement, rows.session), run: null };
         }
+        const blocker = await this.budgetBlocker(tx, rows, written);
+        if (blocker) {
+          // Paused as its own run would have been, with the notice saying whose budget; a done
+          // Requirement stays done (its message waits for a person to reopen it).
+          const open = rows.requirement.status !== 'done' && rows.requirement.status !== 'cancelled';
+          const requirement = open ? await this.lifecycle.pauseForBudget(tx, rows, blocker) : toRequirementResponse(rows.requirement, rows.session);
+          return { message: written.message, requirement, run: null };
+        }
         const opened = await this.lifecycle.openRun(tx, rows, actor);
         return { message: written.message, requirement: opened.requirement, run: opened.run };
       });
@@ -112,5 +122,18 @@ export class ConversationDelivery {
       this.logger.log({ ...audit(actor), msg: 'message delivered', queued: result.run === null, requirementId, sequence: result.message.sequence });
       return { message: result.message, queued: result.run === null, requirement: result.requirement };
     });
+  }
+
+  /**
+   * The Requirement whose spent budget keeps this wake from running: its own tree's, or an
+   * ancestor's (issue 25 §4) — whatever the wake, since an agent's message to a child it marked
+   * done, or a timer, must not run it past a budget. The one exception is a person's reply to a
+   * done Requirement: that reopening is a person's start, as for its own budget (issue 18 §1).
+   */
+  private async budgetBlocker(tx: UnitOfWork, rows: RequirementRows, written: Delivered): Promise<RequirementEntity | null> {
+    if (written.resumes === true && rows.requirement.status === 'done') {
+      return null;
+    }
+    return blockerOf([rows.requirement, ...(await this.requirements.ancestorsForWrite(tx, rows.requirement)).map((a) => a.requirement)]);
   }
 }

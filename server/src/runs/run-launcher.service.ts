@@ -4,7 +4,6 @@ import { Injectable, Logger } from '@nestjs/common';
 
 import type { AgentAdapter, NormalizedEvent } from '../agents/agent-adapter';
 import { AgentSandbox } from '../agents/agent-sandbox';
-import { crosses } from '../budgets/budget-rules';
 import { ClaudeCodeAdapter } from '../agents/claude-code.adapter';
 import { CodexAdapter } from '../agents/codex.adapter';
 import { cliNotFoundMessage, findExecutable } from '../agents/executable';
@@ -210,16 +209,12 @@ export class RunLauncher {
   /** Applies the parser's events in arrival order. */
   handle(active: ActiveRun, events: NormalizedEvent[]): void {
     this.apply(active, events);
-    // The report that takes the Requirement across its budget stops the run like a person's stop:
+    // The report that takes a budget of the run's tree across stops the run like a person's stop:
     // what the run did so far stays, its input is not consumed. Asked once the line's events are
-    // applied: a report that comes with the CLI's outcome (Codex's turn.completed, Claude Code's
-    // result) ends a run that already finished, which then succeeds and pauses when it closes
-    // (docs/decisions.md, "Budgets").
-    const finished = active.outcome.completed || active.outcome.failure !== null;
-    if (active.budget && active.usage && !finished && active.interruptMode === null && crosses(active.budget, active.run.provider, active.usage)) {
-      active.interruptMode = 'budget';
-      this.logger.log({ msg: 'budget reached: stopping the run', requirementId: active.run.requirementId, runId: active.run.id });
-      this.kill(active);
+    // applied, so the watch sees the CLI's outcome too (a run that already finished is not
+    // stopped: it succeeds and pauses when it closes; docs/decisions.md, "Budgets").
+    if (active.onUsage && events.some((event) => event.type === 'usage')) {
+      active.onUsage();
     }
   }
 

@@ -1,9 +1,11 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 
-import type { EventActor, InterruptMode, RequirementBudget } from '@libs/contracts';
+import type { EventActor, InterruptMode, RequirementBudget, RequirementUsage } from '@libs/contracts';
 
+import type { TokenUsage } from '../agents/agent-adapter';
 import type { ProcessEnd } from '../agents/process-runner';
-import { addUsage, budgetOf, budgetReachedMessage, crosses, isReached, usageOf, watchBudget } from '../budgets/budget-rules';
+import { addUsage, blockerOf, budgetNotice, budgetOf, treeReached, treeUsageOf, usageOf } from '../budgets/budget-rules';
+import { BudgetStop, TreeBudgets } from '../budgets/tree-budgets';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
@@ -13,6 +15,7 @@ import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
 import { ReplyDto, hasReplyContent } from '../messages/dto/reply.dto';
 import { MessagesService } from '../messages/messages.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import type { RequirementEntity } from '../requirements/requirement.entity';
 import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsRepository } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
@@ -48,6 +51,12 @@ export type CancelledHook = (requirementId: string) => Promise<void>;
 export type RestingHook = (requirementId: string) => Promise<void>;
 
 /**
+ * Work done once a run's end committed usage that took an ancestor's tree to its budget (the
+ * ancestor is named): the budgets feature pauses it if it is idle, in its own actor.
+ */
+export type TreeReachedHook = (requirementId: string) => Promise<unknown>;
+
+/**
  * The RD run lifecycle (architecture §6): the only place that starts agent processes. Opens a
  * run on its captured input (invariant 4), launches it, records its end and continues the
  * session while input remains (invariant 6); owns the runs this manager watches, the start and
@@ -60,6 +69,9 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
   private readonly cancelledHooks: CancelledHook[] = [];
   private readonly restingHooks: RestingHook[] = [];
   private readonly startGuards: StartGuard[] = [];
+  private readonly treeReachedHooks: TreeReachedHook[] = [];
+  /** The budgets the active runs count against: each one's own and its ancestors' (issue 25 §4). */
+  private readonly budgets = new TreeBudgets();
   private shuttingDown = false;
 
   constructor(
@@ -122,19 +134,39 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
   }
 
   /**
-   * The budget of a Requirement with a running run changed (a person's edit; call in its actor):
-   * the run watches the new one, and stops now if what it reported already reaches it.
+   * A person changed a Requirement's budget (call in its actor): every run going on in its tree
+   * (its own and its descendants') counts against the new one, and the runs stop now if what they
+   * reported already reaches it.
    */
-  rewatchBudget(requirementId: string, budget: RequirementBudget | null): void {
-    const active = this.active.get(requirementId);
-    if (!active?.budget) {
-      return;
-    }
-    active.budget = { ...active.budget, budget, startedPastBudget: isReached(budget, active.budget.before) };
-    if (active.usage && active.interruptMode === null && crosses(active.budget, active.run.provider, active.usage)) {
-      active.interruptMode = 'budget';
-      this.launcher.kill(active);
-    }
+  rebudget(requirementId: string, budget: RequirementBudget | null): void {
+    this.stopForBudget(this.budgets.rebudget(requirementId, budget));
+  }
+
+  /**
+   * What the runs going on in a Requirement's tree have spent beyond its committed tree usage
+   * (its own run's and its descendants' reports so far): the room a proposal gets counts it.
+   */
+  runningSpend(requirementId: string): RequirementUsage {
+    return this.budgets.running(requirementId);
+  }
+
+  /**
+   * Pauses a Requirement that a budget keeps from running (inside a write unit, in its actor):
+   * `budgetReachedAt` and the session's `pausedAt`, and the system message saying whose budget and
+   * what was spent. `blocker` is the Requirement itself or the ancestor whose tree spent its budget.
+   */
+  async pauseForBudget(tx: UnitOfWork, rows: RequirementRows, blocker: RequirementEntity): Promise<RequirementResponseDto> {
+    const now = this.clock.nowIso();
+    this.requirementRows.changeRequirement(tx, rows.requirement, { budgetReachedAt: now, updatedAt: now });
+    this.requirementRows.changeSession(tx, rows.session, { pausedAt: now, updatedAt: now });
+    const body = budgetNotice(rows.requirement, blocker, false);
+    const { requirement } = await this.messages.append(tx, rows, { author: 'system', body, deliverToRd: false }, SYSTEM_ACTOR);
+    return requirement;
+  }
+
+  /** Registers work to do when a run's usage took an ancestor's tree to its budget (see TreeReachedHook). */
+  onTreeReached(hook: TreeReachedHook): void {
+    this.treeReachedHooks.push(hook);
   }
 
   /** Registers a check an explicit start must pass (see StartGuard), e.g. unmet dependencies. */
@@ -252,8 +284,11 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     const run = newRdRun(rows, now);
     this.runs.insert(tx, run);
     // Whatever opens a run was allowed to: a pause (a stop's or the budget's) ends here. What the
-    // run watches is read first: a person's start past the budget is not stopped at once.
-    const budget = watchBudget(requirement);
+    // run watches is read first: its own budget and every ancestor's, each with its tree's usage
+    // (a person's start past one of them is not stopped by it at once).
+    const ancestors = await this.requirements.ancestorsForWrite(tx, rows.requirement);
+    const chain = [requirement, ...ancestors.map((a) => a.requirement)].map((r) => ({ budget: budgetOf(r), id: r.id, treeUsage: treeUsageOf(r) }));
+    const before = usageOf(requirement);
     this.requirementRows.changeRequirement(tx, requirement, { budgetReachedAt: null, completedAt: null, status: 'doing', updatedAt: now });
     this.requirementRows.changeSession(tx, session, { pausedAt: null, state: 'running', updatedAt: now });
     const snapshot = toRequirementResponse(requirement, session);
@@ -266,7 +301,6 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       type: 'run.started',
     });
     const active: ActiveRun = {
-      budget,
       capturedCount: session.pendingMessageCount,
       interruptMode: null,
       lastAssistantText: null,
@@ -278,7 +312,11 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       usage: null,
       writes: Promise.resolve(),
     };
-    tx.afterCommit(() => this.active.set(requirement.id, active));
+    active.onUsage = () => this.stopForBudget(active.usage ? this.budgets.report(requirement.id, active.usage) : []);
+    tx.afterCommit(() => {
+      this.active.set(requirement.id, active);
+      this.budgets.open(requirement.id, run.provider, before, chain);
+    });
     return { requirement: snapshot, run };
   }
 
@@ -328,6 +366,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       } catch (err) {
         // Left `running` in the database: the next start's reconciliation settles it.
         this.active.delete(requirementId);
+        this.budgets.close(requirementId, null);
         this.logger.error(`could not record the end of run ${active.run.id}: ${(err as Error).message}`);
       }
     });
@@ -356,25 +395,44 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       );
     }
     const own = await ownRunUsage(tx, this.runs, active);
-    // The Requirement's usage grows with the run's own; reaching the budget pauses like a stop.
+    // The Requirement's usage grows with the run's own, and so does its tree's and every
+    // ancestor's (issue 25 §4): a capped parent cannot spend through its children.
     const usage = addUsage(usageOf(requirement), own);
-    const budget = budgetOf(requirement);
-    const overBudget = requirement.status !== 'cancelled' && (active.interruptMode === 'budget' || isReached(budget, usage));
-    this.requirementRows.changeRequirement(tx, requirement, { usageCostUsd: usage.costUsd, usageInputTokens: usage.inputTokens, usageOutputTokens: usage.outputTokens });
-    if (overBudget) {
+    const tree = addUsage(treeUsageOf(requirement), own);
+    this.requirementRows.changeRequirement(tx, requirement, {
+      treeUsageCostUsd: tree.costUsd,
+      treeUsageInputTokens: tree.inputTokens,
+      treeUsageOutputTokens: tree.outputTokens,
+      usageCostUsd: usage.costUsd,
+      usageInputTokens: usage.inputTokens,
+      usageOutputTokens: usage.outputTokens,
+    });
+    const ancestors = await this.chargeAncestors(tx, requirement, run.id, own);
+    // Reaching its own budget or an ancestor's pauses like a stop; a run stopped on a budget its
+    // tree reached with reports not yet committed (a sibling's run still going) pauses on that one.
+    const chain = [requirement, ...ancestors.map((a) => a.requirement)];
+    const blocker = blockerOf(chain) ?? (active.interruptMode === 'budget' ? (chain.find((r) => r.id === active.budgetStoppedBy) ?? requirement) : null);
+    const overBudget = requirement.status !== 'cancelled' && blocker !== null;
+    if (blocker && overBudget) {
       this.requirementRows.changeRequirement(tx, requirement, { budgetReachedAt: this.clock.nowIso() });
       await this.messages.append(
         tx,
         rows,
-        {
-          author: 'system',
-          body: budgetReachedMessage(budget ?? { maxCostUsd: null, maxTokens: null }, usage, active.interruptMode === 'budget' && status !== 'succeeded'),
-          deliverToRd: false,
-          runId: run.id,
-        },
+        { author: 'system', body: budgetNotice(requirement, blocker, active.interruptMode === 'budget' && status !== 'succeeded'), deliverToRd: false, runId: run.id },
         SYSTEM_ACTOR,
       );
     }
+    // Once committed: the usage moves from reported to committed in the watch (which may stop the
+    // other runs of a tree it completed), and an idle ancestor it took to its budget is paused.
+    const reached = ancestors.filter((a) => treeReached(a.requirement) && a.requirement.budgetReachedAt === null).map((a) => a.requirement.id);
+    tx.afterCommit(() => {
+      this.stopForBudget(this.budgets.close(requirement.id, own));
+      for (const ancestorId of reached) {
+        for (const hook of this.treeReachedHooks) {
+          void hook(ancestorId).catch((err: unknown) => this.logger.error(`budget hook for ${ancestorId} failed: ${(err as Error).message}`));
+        }
+      }
+    });
     // Read after the failure's and the budget's messages' own time: their message.created events carry the
     // Requirement at that time, and the run.* event after it must not carry an older version,
     // or a client merging by update time keeps the earlier (still doing/running) snapshot.
@@ -420,5 +478,53 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     // Invariant 6: input remains and the Requirement is active: the same session goes on.
     const opened = await this.openRun(tx, rows, SYSTEM_ACTOR);
     return opened.run;
+  }
+
+  /**
+   * Adds a closed run's own usage to the tree usage of every ancestor of its Requirement, each
+   * with its `requirement.updated` (their cards show it), in the closing unit. Returns the
+   * ancestors, nearest first.
+   */
+  private async chargeAncestors(tx: UnitOfWork, requirement: RequirementEntity, runId: string, own: TokenUsage | null): Promise<RequirementRows[]> {
+    const ancestors = await this.requirements.ancestorsForWrite(tx, requirement);
+    if (!own || (own.inputTokens === 0 && own.outputTokens === 0 && !own.costUsd)) {
+      return ancestors;
+    }
+    const now = this.clock.nowIso();
+    for (const ancestor of ancestors) {
+      const tree = addUsage(treeUsageOf(ancestor.requirement), own);
+      this.requirementRows.changeRequirement(tx, ancestor.requirement, {
+        treeUsageCostUsd: tree.costUsd,
+        treeUsageInputTokens: tree.inputTokens,
+        treeUsageOutputTokens: tree.outputTokens,
+        updatedAt: now,
+      });
+      await this.events.append(tx, {
+        actor: { id: runId, kind: 'agent' },
+        payload: { requirement: toRequirementResponse(ancestor.requirement, ancestor.session) },
+        requirementId: ancestor.requirement.id,
+        sessionId: ancestor.session.id,
+        type: 'requirement.updated',
+      });
+    }
+    return ancestors;
+  }
+
+  /**
+   * Stops the runs the budget watch named, like a person's stop (their input stays pending, they
+   * pause when they close). A run that already finished is left to close: its report came with
+   * its outcome, and it succeeds and pauses as it closes.
+   */
+  private stopForBudget(stops: BudgetStop[]): void {
+    for (const { by, requirementId } of stops) {
+      const active = this.active.get(requirementId);
+      if (!active || active.interruptMode !== null || active.outcome.completed || active.outcome.failure !== null) {
+        continue;
+      }
+      active.interruptMode = 'budget';
+      active.budgetStoppedBy = by;
+      this.logger.log({ by, msg: 'budget reached: stopping the run', requirementId, runId: active.run.id });
+      this.launcher.kill(active);
+    }
   }
 }

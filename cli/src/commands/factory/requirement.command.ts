@@ -134,12 +134,19 @@ export class RequirementProposeCommand extends CommandRunner {
     return n;
   }
 
-  @Option({ description: "Budget: tokens (input + output) its runs may use; without --budget-* the workspace's default budget applies", flags: '--budget-tokens <n>' })
+  @Option({
+    description:
+      'Budget: tokens (input + output) its runs may use, at most what the current Requirement\'s tree has left (more is lowered, with warnings: ["budget_clamped"]); without --budget-* it gets that, or the workspace\'s default budget',
+    flags: '--budget-tokens <n>',
+  })
   parseBudgetTokens(value: string): number {
     return parseIntegerOption('--budget-tokens', value, 1, LIMITS.budgetMaxTokens);
   }
 
-  @Option({ description: 'Budget: US dollars its runs may cost (where the provider reports a cost)', flags: '--budget-usd <amount>' })
+  @Option({
+    description: "Budget: US dollars its runs may cost (where the provider reports a cost), at most what the current Requirement's tree has left",
+    flags: '--budget-usd <amount>',
+  })
   parseBudgetUsd(value: string): number {
     const amount = /^\d{1,7}(\.\d{1,4})?$/.test(value) ? Number(value) : NaN;
     if (!(amount >= 0.01 && amount <= LIMITS.budgetMaxCostUsd)) {

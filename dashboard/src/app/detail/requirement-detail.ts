@@ -164,6 +164,12 @@ export class RequirementDetail {
     await this.act((id) => this.requirements.cancel(id));
   }
 
+  /** True once the Requirements proposed below it spent something: its tree's usage is then worth its own line. */
+  protected treeSpent(r: Requirement): boolean {
+    const tokens = (u: Requirement['usage']) => u.inputTokens + u.outputTokens;
+    return tokens(r.treeUsage) > tokens(r.usage) || (r.treeUsage.costUsd ?? 0) > (r.usage.costUsd ?? 0);
+  }
+
   protected usageText(u: { inputTokens: number; outputTokens: number; costUsd: number | null }): string {
     const fmt = (n: number) => n.toLocaleString(this.i18n.locale());
     const tokens = this.t('usage.tokens', { i: fmt(u.inputTokens), o: fmt(u.outputTokens) });

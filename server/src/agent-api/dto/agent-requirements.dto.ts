@@ -3,6 +3,7 @@ import { IsBoolean, ValidateIf } from 'class-validator';
 
 import { AGENT_REQUIREMENT_ACTIONS, AgentRequirementAction, LIMITS, PROVIDERS, Provider } from '@libs/contracts';
 
+import { BudgetField, BudgetInputDto } from '../../budgets/dto/budget.dto';
 import { OptionalEnum, OptionalText, ValidateEnum, ValidateText } from '../../core/validation';
 import { MessageResponseDto } from '../../messages/dto/message-response.dto';
 import { CreateRequirementDto } from '../../requirements/dto/create-requirement.dto';
@@ -11,7 +12,12 @@ import { RequirementResponseDto } from '../../requirements/dto/requirement-respo
 const sessionId = (description: string) => ValidateText({ description, example: 'ses_…', max: 100, min: 1 });
 const requirementId = (description: string) => ValidateText({ description, example: 'req_…', max: 100, min: 1 });
 
-export class ProposeRequirementDto extends OmitType(CreateRequirementDto, ['provider'] as const) {
+export class ProposeRequirementDto extends OmitType(CreateRequirementDto, ['provider', 'budget'] as const) {
+  @BudgetField(
+    "What its RD runs may spend ({maxTokens, maxCostUsd}). From an agent's run, at most what the parent's tree has left under its budget and every ancestor's (or the configuration's default where none limits a kind): more, or null, is lowered to that with warnings: [\"budget_clamped\"]; absent: the default, within the same bounds. The owner's token sets any budget (null for none)",
+  )
+  budget?: BudgetInputDto | null;
+
   @sessionId("The proposing RD session (the run's own)")
   sourceSessionId!: string;
 

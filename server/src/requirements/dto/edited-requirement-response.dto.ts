@@ -9,7 +9,8 @@ export class EditedRequirementResponseDto extends RequirementResponseDto {
   /**
    * Accepted but flagged: `unknown_model` when the model catalog (GET /api/models) does not
    * list the model for the provider; `unsupported_reasoning_effort` when it lists the model
-   * without that effort. Empty when nothing is flagged (or no model is set).
+   * without that effort; `budget_clamped` (an agent's proposal) when the budget it asked for, or
+   * none, was lowered to what its parent's tree has left. Empty when nothing is flagged.
    */
   @ApiProperty({ enum: REQUIREMENT_WARNINGS, isArray: true }) warnings!: RequirementWarning[];
 }

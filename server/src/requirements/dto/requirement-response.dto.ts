@@ -20,7 +20,7 @@ import {
 import { PageInfoDto } from '../../core/http/pagination';
 import { RequirementWorktreeResponseDto, toWorktreeResponse } from '../../worktrees/dto/worktree.dto';
 import { RequirementDependencyResponseDto, toDependencyResponse } from '../../dependencies/dto/dependency.dto';
-import { budgetOf, usageOf } from '../../budgets/budget-rules';
+import { budgetOf, treeUsageOf, usageOf } from '../../budgets/budget-rules';
 import { RequirementBudgetResponseDto, RequirementUsageResponseDto } from '../../budgets/dto/budget.dto';
 import type { AgentSessionEntity } from '../agent-session.entity';
 import { AutoReviewSettingsDto, toAutoReviewSettings } from './auto-review.dto';
@@ -78,7 +78,14 @@ export class RequirementResponseDto implements Requirement {
   budget!: RequirementBudgetResponseDto | null;
   @ApiProperty({ description: 'What its RD runs have spent (summed as each run closes)', type: RequirementUsageResponseDto }) usage!: RequirementUsageResponseDto;
   @ApiProperty({
-    description: 'When a run reached the budget and paused the session, else null. Nothing but a person raising the budget or starting it wakes it meanwhile',
+    description:
+      'What its tree has spent: its own usage plus that of every Requirement its agents proposed below it, at any depth (summed as each run closes). Its budget caps this',
+    type: RequirementUsageResponseDto,
+  })
+  treeUsage!: RequirementUsageResponseDto;
+  @ApiProperty({
+    description:
+      "When a budget paused the session, else null: its own, spent by its tree, or an ancestor's, spent by that ancestor's tree. Nothing but a person raising that budget or starting it wakes it meanwhile",
     nullable: true,
     type: String,
   })
@@ -135,6 +142,7 @@ export function toRequirementResponse(requirement: RequirementEntity, session: A
     title: requirement.title,
     // The card changes when its session (state, pending count) or its worktree (ahead, dirty) does: one version for all.
     updatedAt: latest(requirement.updatedAt, session.updatedAt, place?.updatedAt ?? ''),
+    treeUsage: treeUsageOf(requirement),
     usage: usageOf(requirement),
     worktree: toWorktreeResponse(place),
     ...(requirement.dependsOn && { autoStart: requirement.dependsOn.some((d) => d.autoStart), dependsOn: requirement.dependsOn.map(toDependencyResponse) }),

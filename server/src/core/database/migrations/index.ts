@@ -11,6 +11,7 @@ import { RequirementDependencies1765497600000 } from './1765497600000-requiremen
 import { RequirementBudgets1765584000000 } from './1765584000000-requirement-budgets';
 import { ReviewLoop1765670400000 } from './1765670400000-review-loop';
 import { ModelCatalog1765756800000 } from './1765756800000-model-catalog';
+import { BudgetTrees1765846800000 } from './1765846800000-budget-trees';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   RequirementBudgets1765584000000,
   ReviewLoop1765670400000,
   ModelCatalog1765756800000,
+  BudgetTrees1765846800000,
 ];
