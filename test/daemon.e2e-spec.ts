@@ -32,6 +32,8 @@ describe('agent-manager daemon mode', () => {
     }
     return match[1];
   };
+  /** Every path under `dir`, relative and sorted ([] when it does not exist). */
+  const tree = (dir: string): string[] => (fs.existsSync(dir) ? (fs.readdirSync(dir, { recursive: true }) as string[]).sort() : []);
   const managerLockPid = (): number | null => {
     try {
       return (JSON.parse(fs.readFileSync(path.join(dataDirectory, 'manager.lock'), 'utf8')) as { pid: number }).pid;
@@ -148,13 +150,37 @@ describe('agent-manager daemon mode', () => {
     SLOW,
   );
 
-  it('status exits 3, and logs says so, for a workspace that never ran one', async () => {
+  it('status exits 3, and logs says so, for a workspace that never ran one; status, stop, token, logs and doctor create nothing', async () => {
+    // The whole home, and the workspace: a command that only reads leaves no trace in either.
+    fs.mkdirSync(sandbox.home, { recursive: true });
+    const before = { home: tree(sandbox.home), workspace: tree(sandbox.workspace) };
     const status = await cli('status');
     expect(status.code).toBe(3);
     expect(status.stdout).toContain('Agent Manager is not running for');
+    expect((await cli('status', '--json')).code).toBe(3);
     const logs = await cli('logs');
     expect(logs.code).toBe(1);
     expect(logs.stderr).toMatch(/^agent-manager: no log at .*daemon\.log/);
+    const stop = await cli('stop');
+    expect(stop.code).toBe(0);
+    expect(stop.stdout).toContain('Agent Manager is not running for');
+    const token = await cli('token');
+    expect(token.code).toBe(1);
+    expect(token.stdout).toBe('');
+    expect(token.stderr).toBe(
+      `agent-manager: no token yet for ${fs.realpathSync(sandbox.workspace)}: Agent Manager has not started for this workspace; start it first (\`agent-manager start\`)\n`,
+    );
+    // doctor with nothing to find quickly: no agent CLI, no GitHub to reach.
+    const doctor = await runLauncher(sandbox, ['doctor', '--json', '--port', '0', '--workspace', sandbox.workspace], {
+      CODE_FACTORY_CLAUDE_EXECUTABLE: 'no-such-claude',
+      CODE_FACTORY_CODEX_EXECUTABLE: 'no-such-codex',
+      CODE_FACTORY_GITHUB_API_URL: 'http://127.0.0.1:9',
+      GH_TOKEN: '',
+      GITHUB_TOKEN: 'none',
+    });
+    expect(doctor.stdout).toContain('"checks"');
+    expect({ home: tree(sandbox.home), workspace: tree(sandbox.workspace) }).toEqual(before);
+    expect(before.home).toEqual([]);
   });
 
   it(
