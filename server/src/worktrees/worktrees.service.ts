@@ -24,7 +24,7 @@ import { runBounded } from './bounded-process';
 import { GitError, git, gitSucceeds } from './git';
 import { KeyedLock } from './keyed-lock';
 import { RequirementWorktreeEntity } from './requirement-worktree.entity';
-import { excludingLinks, fileDiff, listChanges } from './worktree-changes';
+import { excludingLinks, fileDiff, isInside, listChanges, worktreeRelativePath } from './worktree-changes';
 import { runHook } from './worktree-commands';
 import { provideFiles } from './worktree-files';
 import { WorktreesRepository } from './worktrees.repository';
@@ -93,11 +93,6 @@ export function branchName(title: string): string {
       .slice(0, 40)
       .replace(/-+$/, '') || 'requirement';
   return `agent/${slug}-${randomBytes(4).toString('hex')}`;
-}
-
-function isInside(child: string, parent: string): boolean {
-  const relative = path.relative(parent, child);
-  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
 }
 
 /**
@@ -793,9 +788,9 @@ export class WorktreesService implements OnModuleInit, BeforeApplicationShutdown
 
   /** A relative path that stays inside the worktree, symlinks resolved; anything else is a 400. */
   private insideWorktree(top: string, file: string): string {
-    const normalized = path.normalize(file);
     const outside = () => invalid('path_outside_worktree', `${file} is not a path inside the worktree`);
-    if (file.includes('\0') || path.isAbsolute(file) || normalized.startsWith('..') || normalized === '.' || normalized.startsWith('.git/') || normalized === '.git') {
+    const normalized = worktreeRelativePath(file);
+    if (normalized === null) {
       throw outside();
     }
     const absolute = path.join(top, normalized);
