@@ -34,6 +34,19 @@ describe('agent-manager daemon mode', () => {
   };
   /** Every path under `dir`, relative and sorted ([] when it does not exist). */
   const tree = (dir: string): string[] => (fs.existsSync(dir) ? (fs.readdirSync(dir, { recursive: true }) as string[]).sort() : []);
+  /** Runs the CLI on a pseudo-terminal (script(1)), as a person at a terminal would: its exit code and what it printed. */
+  const onTerminal = (args: string[]): Promise<{ code: number | null; output: string }> =>
+    new Promise((resolve) => {
+      const quoted = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+      const child = spawn('script', ['-qec', quoted, '/dev/null'], {
+        env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, CODE_FACTORY_MODEL_CATALOG_REFRESH_HOURS: '0' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.on('exit', (code) => resolve({ code, output: output.replace(/\r\n/g, '\n') }));
+    });
   const managerLockPid = (): number | null => {
     try {
       return (JSON.parse(fs.readFileSync(path.join(dataDirectory, 'manager.lock'), 'utf8')) as { pid: number }).pid;
@@ -182,6 +195,42 @@ describe('agent-manager daemon mode', () => {
     expect({ home: tree(sandbox.home), workspace: tree(sandbox.workspace) }).toEqual(before);
     expect(before.home).toEqual([]);
   });
+
+  it(
+    'keeps the token out of daemon.log and every other log after start --detach; the login link goes to a terminal only',
+    async () => {
+      const started = await cli('start', '--detach', '--port', '0');
+      expect(started.code).toBe(0);
+      const url = urlOf(started.stdout);
+      const token = fs.readFileSync(path.join(dataDirectory, 'token'), 'utf8').trim();
+      expect(token).toMatch(/^[0-9a-f]{64}$/);
+      const logsDirectory = path.join(dataDirectory, 'logs');
+      const logFiles = fs.readdirSync(logsDirectory);
+      expect(logFiles).toEqual(expect.arrayContaining(['daemon.log', 'agent-manager.log']));
+      const daemonLog = fs.readFileSync(path.join(logsDirectory, 'daemon.log'), 'utf8');
+      // The banner is there, its Dashboard line without the link.
+      expect(daemonLog).toContain(`Dashboard   ${url}/ (\`agent-manager token\` prints the login link)`);
+      for (const file of logFiles) {
+        expect({ file, holdsToken: fs.readFileSync(path.join(logsDirectory, file), 'utf8').includes(token) }).toEqual({ file, holdsToken: false });
+      }
+      const logs = await cli('logs', '--lines', '0');
+      expect(logs.stdout).toContain(`API         ${url}/api`);
+      expect(logs.stdout).not.toContain(token);
+      expect(logs.stdout).not.toContain('?token=');
+      // Our output here is a pipe (a log, as far as we know): no link either, but where to get it.
+      expect(started.stdout).not.toContain(token);
+      expect(started.stdout).toContain('`agent-manager token` prints the dashboard login URL');
+
+      // On a terminal (script(1) gives it one), start --detach prints the link itself, from the token file.
+      const again = await onTerminal(['start', '--detach', '--port', '0', '--workspace', sandbox.workspace]);
+      expect(again.code).toBe(0);
+      expect(again.output).toContain('already running in the background');
+      expect(again.output).toContain(`Dashboard   ${url}/?token=${token}`);
+      // Still nothing in the log.
+      expect(fs.readFileSync(path.join(logsDirectory, 'daemon.log'), 'utf8')).not.toContain(token);
+    },
+    SLOW,
+  );
 
   it(
     'restart gives a new manager (and supervisor) with the same arguments',

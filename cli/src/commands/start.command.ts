@@ -11,7 +11,7 @@ import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/worksp
 import { RunningManager, startManager } from '@server/manager';
 
 import { startDetached } from '../daemon/daemon-control';
-import { formatDetachedStart } from '../daemon/daemon-format';
+import { formatDetachedStart, terminalLoginUrl } from '../daemon/daemon-format';
 import { UsageError, parseIntegerOption } from '../options';
 import { StopSignals } from './stop-signals';
 
@@ -54,14 +54,26 @@ function managerArgs(flags: StartFlags): string[] {
   return args;
 }
 
-function banner(manager: RunningManager): string {
+/**
+ * The Dashboard line. The login link carries the token, so it is printed only to a terminal,
+ * where a person reads it: any other destination of this output is a log (the supervisor's
+ * daemon.log, a service's journal, `| tee`), and logs never hold the token.
+ */
+function dashboardLine(manager: RunningManager, terminal: boolean): string {
+  if (!manager.authenticationEnabled) {
+    return `${manager.url}/`;
+  }
+  return terminal ? manager.loginUrl : `${manager.url}/ (\`agent-manager token\` prints the login link)`;
+}
+
+function banner(manager: RunningManager, terminal: boolean): string {
   const { runtime, url } = manager;
   const rows: Array<[string, string]> = [
     ['Workspace', runtime.paths.root],
     ['Config file', runtime.configuration.filePath],
     ['Database', runtime.databasePath],
     ['Log file', runtime.logFilePath],
-    ['Dashboard', manager.authenticationEnabled ? manager.loginUrl : `${url}/`],
+    ['Dashboard', dashboardLine(manager, terminal)],
     ['API', `${url}/api`],
   ];
   const isolation = manager.agentIsolation;
@@ -136,7 +148,7 @@ export class StartCommand extends CommandRunner {
       }
       throw err;
     }
-    process.stdout.write(banner(manager));
+    process.stdout.write(banner(manager, process.stdout.isTTY === true));
     signals.attach(manager);
     await new Promise<void>(() => undefined);
   }
@@ -151,7 +163,9 @@ export class StartCommand extends CommandRunner {
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
-    process.stdout.write(formatDetachedStart(await startDetached(paths, managerArgs(flags), DETACHED_START_TIMEOUT_MS)));
+    const started = await startDetached(paths, managerArgs(flags), DETACHED_START_TIMEOUT_MS);
+    // The login link for the person who asked: the manager's own banner went to daemon.log without it.
+    process.stdout.write(formatDetachedStart(started, terminalLoginUrl(paths, started.state.url)));
   }
 
   @Option({ description: 'Repository to bind (default: the current directory)', flags: '-w, --workspace <dir>' })
