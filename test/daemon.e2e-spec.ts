@@ -1,22 +1,25 @@
 // Daemon mode: `agent-manager start --detach` and its supervisor, `status`, `stop`, `restart`,
 // `logs [-f]`, driven through the built CLI with real processes and real signals.
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 
-import { isRunning } from '@server/core/process-table';
+import { allPids, environHas, isRunning } from '@server/core/process-table';
 import { workspaceKey } from '@server/core/workspace/workspace';
 
 import type { DaemonState } from '../cli/src/daemon/daemon-state';
 import { initRepository } from './support/git-repo';
 import { registerToken, send } from './support/http';
-import { ROOT, Sandbox, makeSandbox, runLauncher } from './support/manager-process';
+import { ROOT, Sandbox, makeSandbox, runLauncher, startManager } from './support/manager-process';
 import { until } from './support/wait';
 
 const BIN = path.join(ROOT, 'bin', 'agent-manager.js');
 /** Enough for a few managers to start one after another on a loaded machine. */
 const SLOW = 180_000;
+/** Whether a throwaway PostgreSQL cluster can be started here (its server programs are installed). */
+const POSTGRES_AVAILABLE =
+  spawnSync(process.execPath, ['-e', `process.exit(require(${JSON.stringify(path.join(ROOT, 'scripts', 'postgres-cluster.js'))}).available() ? 0 : 1)`]).status === 0;
 
 describe('agent-manager daemon mode', () => {
   let sandbox: Sandbox;
@@ -442,6 +445,129 @@ describe('agent-manager daemon mode', () => {
     },
     SLOW,
   );
+
+  describe('the database password is on no command line', () => {
+    const PASSWORD = 'S3cret-pw-on-argv';
+    /** The pids whose command line holds the password, of every process on the machine. */
+    const exposing = (): number[] =>
+      allPids().filter((pid) => {
+        try {
+          return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(PASSWORD);
+        } catch {
+          return false;
+        }
+      });
+    const secretsFile = () => path.join(dataDirectory, 'daemon-secrets.json');
+    const expectKeptPrivately = (url: string) => {
+      // Not in daemon.json (whose arguments restart reuses), but in a file of its own, 0600.
+      expect(fs.readFileSync(path.join(dataDirectory, 'daemon.json'), 'utf8')).not.toContain(PASSWORD);
+      expect(fs.statSync(secretsFile()).mode & 0o777).toBe(0o600);
+      expect(JSON.parse(fs.readFileSync(secretsFile(), 'utf8'))).toEqual({ env: { CODE_FACTORY_DATABASE_URL: url } });
+      for (const file of fs.readdirSync(path.join(dataDirectory, 'logs'))) {
+        expect({ file, holdsPassword: fs.readFileSync(path.join(dataDirectory, 'logs', file), 'utf8').includes(PASSWORD) }).toEqual({ file, holdsPassword: false });
+      }
+    };
+
+    it(
+      'while the manager connects to a server that never answers: supervisor and manager get it in their environment',
+      async () => {
+        // A PostgreSQL server that accepts and never speaks: the manager waits on it (10 s), long enough to look.
+        const silent = net.createServer(() => undefined);
+        await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+        const url = `postgres://am:${PASSWORD}@127.0.0.1:${(silent.address() as net.AddressInfo).port}/postgres`;
+        try {
+          const starting = cli('start', '--detach', '--port', '0', '--db', url);
+          const pids = await until('the supervisor to start its manager', async () => {
+            try {
+              const current = state();
+              return current.managerPid !== null && isRunning(current.managerPid) ? { manager: current.managerPid, supervisor: current.supervisorPid } : undefined;
+            } catch {
+              return undefined;
+            }
+          });
+          expect(exposing()).toEqual([]);
+          for (const pid of [pids.supervisor, pids.manager]) {
+            expect(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain(PASSWORD);
+          }
+          // Where it is instead: the manager's environment, which only its owner can read.
+          expect(environHas(pids.manager, `CODE_FACTORY_DATABASE_URL=${url}`)).toBe(true);
+          expectKeptPrivately(url);
+          const failed = await starting;
+          expect(failed.code).toBe(1);
+          expect(failed.stderr).toContain('Agent Manager did not start');
+          expect(failed.stderr).not.toContain(PASSWORD);
+          // Said once, on the terminal of the person who typed it.
+          expect(failed.stderr).toMatch(/^agent-manager: warning: the password in --db is on the command line/);
+        } finally {
+          silent.close();
+        }
+      },
+      SLOW,
+    );
+
+    (POSTGRES_AVAILABLE ? it : it.skip)(
+      'with a real PostgreSQL: start --detach, restart, and a foreground start with --db; --db-file reads it from a 0600 file',
+      async () => {
+        const [clusterUrl, clusterDir] = execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'postgres-cluster.js'), 'start'], { encoding: 'utf8' })
+          .trim()
+          .split(' ');
+        try {
+          // The cluster trusts loopback, so any password logs in: the point is where it is seen.
+          const url = clusterUrl.replace('postgres://am@', `postgres://am:${PASSWORD}@`);
+          const started = await cli('start', '--detach', '--port', '0', '--db', url);
+          expect(started.code).toBe(0);
+          const first = state();
+          expect(first.managerArgs).toEqual(['--port', '0']);
+          expect(exposing()).toEqual([]);
+          expectKeptPrivately(url);
+          // The manager runs on PostgreSQL: its banner (in the log) says so, without the password.
+          expect((await cli('logs')).stdout).toContain(`Database    ${clusterUrl}`);
+
+          const restarted = await cli('restart');
+          expect(restarted.code).toBe(0);
+          const second = state();
+          expect(second.managerPid).not.toBe(first.managerPid);
+          expect(second.managerArgs).toEqual(['--port', '0']);
+          expect(environHas(second.managerPid as number, `CODE_FACTORY_DATABASE_URL=${url}`)).toBe(true);
+          expect(exposing()).toEqual([]);
+          expectKeptPrivately(url);
+          expect((await cli('stop')).code).toBe(0);
+
+          // The person's own foreground command: its command line is rewritten without the password.
+          const foreground = await startManager({ args: ['--db', url], sandbox });
+          try {
+            expect(foreground.stdout()).toContain(`Database    ${clusterUrl}`);
+            expect(foreground.stderr()).toMatch(/^agent-manager: warning: the password in --db is on the command line/);
+            const cmdline = fs.readFileSync(`/proc/${foreground.child.pid}/cmdline`, 'utf8');
+            expect(cmdline).toContain(`--db ${clusterUrl}`);
+            expect(exposing()).toEqual([]);
+          } finally {
+            await foreground.stop();
+          }
+
+          // --db-file: refused while others can read it, then the URL stays in the file.
+          const file = path.join(path.dirname(sandbox.home), 'db-url');
+          fs.writeFileSync(file, `${url}\n`, { mode: 0o644 });
+          fs.chmodSync(file, 0o644);
+          const loose = await cli('start', '--detach', '--port', '0', '--db-file', file);
+          expect(loose.code).toBe(1);
+          expect(loose.stderr).toBe(`agent-manager: --db-file ${file} can be read by other users (mode 0644): \`chmod 600 ${file}\` first\n`);
+          fs.chmodSync(file, 0o600);
+          const fromFile = await cli('start', '--detach', '--port', '0', '--db-file', file);
+          expect(fromFile.stderr).toBe('');
+          expect(fromFile.code).toBe(0);
+          expect(state().managerArgs).toEqual(['--port', '0', '--db-file', file]);
+          expect(fs.existsSync(secretsFile())).toBe(false);
+          expect(exposing()).toEqual([]);
+          expect((await cli('logs', '--lines', '20')).stdout).toContain(`Database    ${clusterUrl}`);
+          expect((await cli('stop')).code).toBe(0);
+        } finally {
+          execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'postgres-cluster.js'), 'stop', clusterDir]);
+        }
+      },
+      SLOW,
+    );
+  });
 
   it('refuses --detach with --stop-with-parent, and a workspace that does not exist', async () => {
     const both = await cli('start', '--detach', '--stop-with-parent');
