@@ -170,22 +170,28 @@ describe('agent-manager daemon mode', () => {
     // The whole home, and the workspace: a command that only reads leaves no trace in either.
     fs.mkdirSync(sandbox.home, { recursive: true });
     const before = { home: tree(sandbox.home), workspace: tree(sandbox.workspace) };
+    expect(before.home).toEqual([]);
+    const unchanged = (after: string) => expect({ after, home: tree(sandbox.home), workspace: tree(sandbox.workspace) }).toEqual({ after, ...before });
     const status = await cli('status');
     expect(status.code).toBe(3);
     expect(status.stdout).toContain('Agent Manager is not running for');
     expect((await cli('status', '--json')).code).toBe(3);
+    unchanged('status');
     const logs = await cli('logs');
     expect(logs.code).toBe(1);
     expect(logs.stderr).toMatch(/^agent-manager: no log at .*daemon\.log/);
+    unchanged('logs');
     const stop = await cli('stop');
     expect(stop.code).toBe(0);
     expect(stop.stdout).toContain('Agent Manager is not running for');
+    unchanged('stop');
     const token = await cli('token');
-    expect(token.code).toBe(1);
-    expect(token.stdout).toBe('');
     expect(token.stderr).toBe(
       `agent-manager: no token yet for ${fs.realpathSync(sandbox.workspace)}: Agent Manager has not started for this workspace; start it first (\`agent-manager start\`)\n`,
     );
+    expect(token.code).toBe(1);
+    expect(token.stdout).toBe('');
+    unchanged('token');
     // doctor with nothing to find quickly: no agent CLI, no GitHub to reach.
     const doctor = await runLauncher(sandbox, ['doctor', '--json', '--port', '0', '--workspace', sandbox.workspace], {
       CODE_FACTORY_CLAUDE_EXECUTABLE: 'no-such-claude',
@@ -195,8 +201,7 @@ describe('agent-manager daemon mode', () => {
       GITHUB_TOKEN: 'none',
     });
     expect(doctor.stdout).toContain('"checks"');
-    expect({ home: tree(sandbox.home), workspace: tree(sandbox.workspace) }).toEqual(before);
-    expect(before.home).toEqual([]);
+    unchanged('doctor');
   });
 
   it(
