@@ -1,22 +1,25 @@
 // Daemon mode: `agent-manager start --detach` and its supervisor, `status`, `stop`, `restart`,
 // `logs [-f]`, driven through the built CLI with real processes and real signals.
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 
-import { isRunning } from '@server/core/process-table';
+import { allPids, environHas, isRunning } from '@server/core/process-table';
 import { workspaceKey } from '@server/core/workspace/workspace';
 
 import type { DaemonState } from '../cli/src/daemon/daemon-state';
 import { initRepository } from './support/git-repo';
 import { registerToken, send } from './support/http';
-import { ROOT, Sandbox, makeSandbox, runLauncher } from './support/manager-process';
+import { ROOT, Sandbox, makeSandbox, runLauncher, startManager } from './support/manager-process';
 import { until } from './support/wait';
 
 const BIN = path.join(ROOT, 'bin', 'agent-manager.js');
 /** Enough for a few managers to start one after another on a loaded machine. */
 const SLOW = 180_000;
+/** Whether a throwaway PostgreSQL cluster can be started here (its server programs are installed). */
+const POSTGRES_AVAILABLE =
+  spawnSync(process.execPath, ['-e', `process.exit(require(${JSON.stringify(path.join(ROOT, 'scripts', 'postgres-cluster.js'))}).available() ? 0 : 1)`]).status === 0;
 
 describe('agent-manager daemon mode', () => {
   let sandbox: Sandbox;
@@ -32,6 +35,21 @@ describe('agent-manager daemon mode', () => {
     }
     return match[1];
   };
+  /** Every path under `dir`, relative and sorted ([] when it does not exist). */
+  const tree = (dir: string): string[] => (fs.existsSync(dir) ? (fs.readdirSync(dir, { recursive: true }) as string[]).sort() : []);
+  /** Runs the CLI on a pseudo-terminal (script(1)), as a person at a terminal would: its exit code and what it printed. */
+  const onTerminal = (args: string[]): Promise<{ code: number | null; output: string }> =>
+    new Promise((resolve) => {
+      const quoted = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+      const child = spawn('script', ['-qec', quoted, '/dev/null'], {
+        env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, CODE_FACTORY_MODEL_CATALOG_REFRESH_HOURS: '0' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.on('exit', (code) => resolve({ code, output: output.replace(/\r\n/g, '\n') }));
+    });
   const managerLockPid = (): number | null => {
     try {
       return (JSON.parse(fs.readFileSync(path.join(dataDirectory, 'manager.lock'), 'utf8')) as { pid: number }).pid;
@@ -148,14 +166,79 @@ describe('agent-manager daemon mode', () => {
     SLOW,
   );
 
-  it('status exits 3, and logs says so, for a workspace that never ran one', async () => {
+  it('status exits 3, and logs says so, for a workspace that never ran one; status, stop, token, logs and doctor create nothing', async () => {
+    // The whole home, and the workspace: a command that only reads leaves no trace in either.
+    fs.mkdirSync(sandbox.home, { recursive: true });
+    const before = { home: tree(sandbox.home), workspace: tree(sandbox.workspace) };
+    expect(before.home).toEqual([]);
+    const unchanged = (after: string) => expect({ after, home: tree(sandbox.home), workspace: tree(sandbox.workspace) }).toEqual({ after, ...before });
     const status = await cli('status');
     expect(status.code).toBe(3);
     expect(status.stdout).toContain('Agent Manager is not running for');
+    expect((await cli('status', '--json')).code).toBe(3);
+    unchanged('status');
     const logs = await cli('logs');
     expect(logs.code).toBe(1);
     expect(logs.stderr).toMatch(/^agent-manager: no log at .*daemon\.log/);
+    unchanged('logs');
+    const stop = await cli('stop');
+    expect(stop.code).toBe(0);
+    expect(stop.stdout).toContain('Agent Manager is not running for');
+    unchanged('stop');
+    const token = await cli('token');
+    expect(token.stderr).toBe(
+      `agent-manager: no token yet for ${fs.realpathSync(sandbox.workspace)}: Agent Manager has not started for this workspace; start it first (\`agent-manager start\`)\n`,
+    );
+    expect(token.code).toBe(1);
+    expect(token.stdout).toBe('');
+    unchanged('token');
+    // doctor with nothing to find quickly: no agent CLI, no GitHub to reach.
+    const doctor = await runLauncher(sandbox, ['doctor', '--json', '--port', '0', '--workspace', sandbox.workspace], {
+      CODE_FACTORY_CLAUDE_EXECUTABLE: 'no-such-claude',
+      CODE_FACTORY_CODEX_EXECUTABLE: 'no-such-codex',
+      CODE_FACTORY_GITHUB_API_URL: 'http://127.0.0.1:9',
+      GH_TOKEN: '',
+      GITHUB_TOKEN: 'none',
+    });
+    expect(doctor.stdout).toContain('"checks"');
+    unchanged('doctor');
   });
+
+  it(
+    'keeps the token out of daemon.log and every other log after start --detach; the login link goes to a terminal only',
+    async () => {
+      const started = await cli('start', '--detach', '--port', '0');
+      expect(started.code).toBe(0);
+      const url = urlOf(started.stdout);
+      const token = fs.readFileSync(path.join(dataDirectory, 'token'), 'utf8').trim();
+      expect(token).toMatch(/^[0-9a-f]{64}$/);
+      const logsDirectory = path.join(dataDirectory, 'logs');
+      const logFiles = fs.readdirSync(logsDirectory);
+      expect(logFiles).toEqual(expect.arrayContaining(['daemon.log', 'agent-manager.log']));
+      const daemonLog = fs.readFileSync(path.join(logsDirectory, 'daemon.log'), 'utf8');
+      // The banner is there, its Dashboard line without the link.
+      expect(daemonLog).toContain(`Dashboard   ${url}/ (\`agent-manager token\` prints the login link)`);
+      for (const file of logFiles) {
+        expect({ file, holdsToken: fs.readFileSync(path.join(logsDirectory, file), 'utf8').includes(token) }).toEqual({ file, holdsToken: false });
+      }
+      const logs = await cli('logs', '--lines', '0');
+      expect(logs.stdout).toContain(`API         ${url}/api`);
+      expect(logs.stdout).not.toContain(token);
+      expect(logs.stdout).not.toContain('?token=');
+      // Our output here is a pipe (a log, as far as we know): no link either, but where to get it.
+      expect(started.stdout).not.toContain(token);
+      expect(started.stdout).toContain('`agent-manager token` prints the dashboard login URL');
+
+      // On a terminal (script(1) gives it one), start --detach prints the link itself, from the token file.
+      const again = await onTerminal(['start', '--detach', '--port', '0', '--workspace', sandbox.workspace]);
+      expect(again.code).toBe(0);
+      expect(again.output).toContain('already running in the background');
+      expect(again.output).toContain(`Dashboard   ${url}/?token=${token}`);
+      // Still nothing in the log.
+      expect(fs.readFileSync(path.join(logsDirectory, 'daemon.log'), 'utf8')).not.toContain(token);
+    },
+    SLOW,
+  );
 
   it(
     'restart gives a new manager (and supervisor) with the same arguments',
@@ -367,6 +450,129 @@ describe('agent-manager daemon mode', () => {
     },
     SLOW,
   );
+
+  describe('the database password is on no command line', () => {
+    const PASSWORD = 'S3cret-pw-on-argv';
+    /** The pids whose command line holds the password, of every process on the machine. */
+    const exposing = (): number[] =>
+      allPids().filter((pid) => {
+        try {
+          return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(PASSWORD);
+        } catch {
+          return false;
+        }
+      });
+    const secretsFile = () => path.join(dataDirectory, 'daemon-secrets.json');
+    const expectKeptPrivately = (url: string) => {
+      // Not in daemon.json (whose arguments restart reuses), but in a file of its own, 0600.
+      expect(fs.readFileSync(path.join(dataDirectory, 'daemon.json'), 'utf8')).not.toContain(PASSWORD);
+      expect(fs.statSync(secretsFile()).mode & 0o777).toBe(0o600);
+      expect(JSON.parse(fs.readFileSync(secretsFile(), 'utf8'))).toEqual({ env: { CODE_FACTORY_DATABASE_URL: url } });
+      for (const file of fs.readdirSync(path.join(dataDirectory, 'logs'))) {
+        expect({ file, holdsPassword: fs.readFileSync(path.join(dataDirectory, 'logs', file), 'utf8').includes(PASSWORD) }).toEqual({ file, holdsPassword: false });
+      }
+    };
+
+    it(
+      'while the manager connects to a server that never answers: supervisor and manager get it in their environment',
+      async () => {
+        // A PostgreSQL server that accepts and never speaks: the manager waits on it (10 s), long enough to look.
+        const silent = net.createServer(() => undefined);
+        await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+        const url = `postgres://am:${PASSWORD}@127.0.0.1:${(silent.address() as net.AddressInfo).port}/postgres`;
+        try {
+          const starting = cli('start', '--detach', '--port', '0', '--db', url);
+          const pids = await until('the supervisor to start its manager', async () => {
+            try {
+              const current = state();
+              return current.managerPid !== null && isRunning(current.managerPid) ? { manager: current.managerPid, supervisor: current.supervisorPid } : undefined;
+            } catch {
+              return undefined;
+            }
+          });
+          expect(exposing()).toEqual([]);
+          for (const pid of [pids.supervisor, pids.manager]) {
+            expect(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain(PASSWORD);
+          }
+          // Where it is instead: the manager's environment, which only its owner can read.
+          expect(environHas(pids.manager, `CODE_FACTORY_DATABASE_URL=${url}`)).toBe(true);
+          expectKeptPrivately(url);
+          const failed = await starting;
+          expect(failed.code).toBe(1);
+          expect(failed.stderr).toContain('Agent Manager did not start');
+          expect(failed.stderr).not.toContain(PASSWORD);
+          // Said once, on the terminal of the person who typed it.
+          expect(failed.stderr).toMatch(/^agent-manager: warning: the password in --db is on the command line/);
+        } finally {
+          silent.close();
+        }
+      },
+      SLOW,
+    );
+
+    (POSTGRES_AVAILABLE ? it : it.skip)(
+      'with a real PostgreSQL: start --detach, restart, and a foreground start with --db; --db-file reads it from a 0600 file',
+      async () => {
+        const [clusterUrl, clusterDir] = execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'postgres-cluster.js'), 'start'], { encoding: 'utf8' })
+          .trim()
+          .split(' ');
+        try {
+          // The cluster trusts loopback, so any password logs in: the point is where it is seen.
+          const url = clusterUrl.replace('postgres://am@', `postgres://am:${PASSWORD}@`);
+          const started = await cli('start', '--detach', '--port', '0', '--db', url);
+          expect(started.code).toBe(0);
+          const first = state();
+          expect(first.managerArgs).toEqual(['--port', '0']);
+          expect(exposing()).toEqual([]);
+          expectKeptPrivately(url);
+          // The manager runs on PostgreSQL: its banner (in the log) says so, without the password.
+          expect((await cli('logs')).stdout).toContain(`Database    ${clusterUrl}`);
+
+          const restarted = await cli('restart');
+          expect(restarted.code).toBe(0);
+          const second = state();
+          expect(second.managerPid).not.toBe(first.managerPid);
+          expect(second.managerArgs).toEqual(['--port', '0']);
+          expect(environHas(second.managerPid as number, `CODE_FACTORY_DATABASE_URL=${url}`)).toBe(true);
+          expect(exposing()).toEqual([]);
+          expectKeptPrivately(url);
+          expect((await cli('stop')).code).toBe(0);
+
+          // The person's own foreground command: its command line is rewritten without the password.
+          const foreground = await startManager({ args: ['--db', url], sandbox });
+          try {
+            expect(foreground.stdout()).toContain(`Database    ${clusterUrl}`);
+            expect(foreground.stderr()).toMatch(/^agent-manager: warning: the password in --db is on the command line/);
+            const cmdline = fs.readFileSync(`/proc/${foreground.child.pid}/cmdline`, 'utf8');
+            expect(cmdline).toContain(`--db ${clusterUrl}`);
+            expect(exposing()).toEqual([]);
+          } finally {
+            await foreground.stop();
+          }
+
+          // --db-file: refused while others can read it, then the URL stays in the file.
+          const file = path.join(path.dirname(sandbox.home), 'db-url');
+          fs.writeFileSync(file, `${url}\n`, { mode: 0o644 });
+          fs.chmodSync(file, 0o644);
+          const loose = await cli('start', '--detach', '--port', '0', '--db-file', file);
+          expect(loose.code).toBe(1);
+          expect(loose.stderr).toBe(`agent-manager: --db-file ${file} can be read by other users (mode 0644): \`chmod 600 ${file}\` first\n`);
+          fs.chmodSync(file, 0o600);
+          const fromFile = await cli('start', '--detach', '--port', '0', '--db-file', file);
+          expect(fromFile.stderr).toBe('');
+          expect(fromFile.code).toBe(0);
+          expect(state().managerArgs).toEqual(['--port', '0', '--db-file', file]);
+          expect(fs.existsSync(secretsFile())).toBe(false);
+          expect(exposing()).toEqual([]);
+          expect((await cli('logs', '--lines', '20')).stdout).toContain(`Database    ${clusterUrl}`);
+          expect((await cli('stop')).code).toBe(0);
+        } finally {
+          execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'postgres-cluster.js'), 'stop', clusterDir]);
+        }
+      },
+      SLOW,
+    );
+  });
 
   it('refuses --detach with --stop-with-parent, and a workspace that does not exist', async () => {
     const both = await cli('start', '--detach', '--stop-with-parent');

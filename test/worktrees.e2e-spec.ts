@@ -176,6 +176,28 @@ describe('a worktree per Requirement, in a git workspace', () => {
     await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'GET', `/api/requirements/${inPlace.id}/changes`), 409, 'no_worktree');
   });
 
+  it('diffs files whose names start with two dots (`..foo`, `a/..b`); a real `..` segment, an absolute path and a symlink out stay refused', async () => {
+    const requirement = await createRequirement(manager, { title: 'Dotted names' });
+    await startRun(manager, requirement.id, sh("printf 'dots\\n' > ..foo && mkdir -p a ..dir && printf 'b\\n' > a/..b && printf 'c\\n' > ..dir/c.txt && ln -s /etc out"));
+    await settled(manager, requirement.id, 1);
+    const changes = await send(manager.origin, 'GET', `/api/requirements/${requirement.id}/changes`);
+    expect((changes.json.files as Array<{ path: string }>).map((f) => f.path).sort()).toEqual(['..dir/c.txt', '..foo', 'a/..b', 'out']);
+    const diff = (file: string) => send(manager.origin, 'GET', `/api/requirements/${requirement.id}/changes/diff?path=${encodeURIComponent(file)}`);
+    for (const [file, line] of [
+      ['..foo', '+dots'],
+      ['a/..b', '+b'],
+      ['..dir/c.txt', '+c'],
+    ]) {
+      const answer = await diff(file);
+      expect({ file, status: answer.status }).toEqual({ file, status: 200 });
+      expect(answer.text).toContain(`+++ b/${file}`);
+      expect(answer.text).toContain(`${line}\n`);
+    }
+    for (const bad of ['../x', '../..foo', 'a/../../x', '/etc/passwd', 'out/passwd', '..dir/../../x']) {
+      await expectRefused(manager.dataDirectory(), () => diff(bad), 400, 'path_outside_worktree');
+    }
+  });
+
   it('starts from the base ref asked for, and refuses one git does not know', async () => {
     git(sandbox.workspace, 'branch', 'develop');
     const side = path.join(path.dirname(sandbox.home), 'side');

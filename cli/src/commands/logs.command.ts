@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 
 import { Command, CommandRunner, Option } from 'nest-commander';
 
-import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/workspace';
+import { codeFactoryHome, locateWorkspace } from '@server/core/workspace/workspace';
 
 import { daemonLogPath } from '../daemon/daemon-control';
 import { followLog, tailLog } from '../daemon/daemon-log';
@@ -21,7 +21,7 @@ export class LogsCommand extends CommandRunner {
   async run(_params: string[], flags: LogsFlags): Promise<void> {
     let paths;
     try {
-      paths = resolveWorkspace(flags.workspace ?? process.cwd(), codeFactoryHome());
+      paths = locateWorkspace(flags.workspace ?? process.cwd(), codeFactoryHome());
     } catch (err) {
       throw new UsageError((err as Error).message);
     }

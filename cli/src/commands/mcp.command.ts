@@ -1,6 +1,6 @@
 import { Command, CommandRunner, Help, Option } from 'nest-commander';
 
-import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/workspace';
+import { codeFactoryHome, locateWorkspace } from '@server/core/workspace/workspace';
 
 import { createToolServer, serveStdio } from '../mcp/tool-server';
 import { UsageError } from '../options';
@@ -15,7 +15,7 @@ export class OwnerMcpCommand extends CommandRunner {
   async run(_params: string[], flags: { workspace?: string }): Promise<void> {
     let paths;
     try {
-      paths = resolveWorkspace(flags.workspace ?? process.cwd(), codeFactoryHome());
+      paths = locateWorkspace(flags.workspace ?? process.cwd(), codeFactoryHome());
     } catch (err) {
       throw new UsageError((err as Error).message);
     }

@@ -2,8 +2,8 @@ import { Command, CommandRunner, Option } from 'nest-commander';
 
 import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/workspace';
 
-import { inspectDaemon, startDetached, stopDaemon } from '../daemon/daemon-control';
-import { formatDetachedStart } from '../daemon/daemon-format';
+import { inspectDaemon, lastLaunch, startDetached, stopDaemon } from '../daemon/daemon-control';
+import { formatDetachedStart, terminalLoginUrl } from '../daemon/daemon-format';
 import { UsageError, parseIntegerOption } from '../options';
 import { DETACHED_START_TIMEOUT_MS } from './start.command';
 import { DEFAULT_STOP_TIMEOUT_SECONDS } from './stop.command';
@@ -26,9 +26,10 @@ export class RestartCommand extends CommandRunner {
       throw new UsageError((err as Error).message);
     }
     // Read before the stop: the state file names the arguments the manager was started with.
-    const managerArgs = inspectDaemon(paths).state?.managerArgs ?? [];
+    const launch = lastLaunch(paths, inspectDaemon(paths).state);
     await stopDaemon(paths, (flags.timeout ?? DEFAULT_STOP_TIMEOUT_SECONDS) * 1000);
-    process.stdout.write(formatDetachedStart(await startDetached(paths, managerArgs, DETACHED_START_TIMEOUT_MS)));
+    const started = await startDetached(paths, launch, DETACHED_START_TIMEOUT_MS);
+    process.stdout.write(formatDetachedStart(started, terminalLoginUrl(paths, started.state.url)));
   }
 
   @Option({ description: 'Repository whose Agent Manager to restart (default: the current directory)', flags: '-w, --workspace <dir>' })

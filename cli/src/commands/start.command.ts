@@ -11,8 +11,10 @@ import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/worksp
 import { RunningManager, startManager } from '@server/manager';
 
 import { startDetached } from '../daemon/daemon-control';
-import { formatDetachedStart } from '../daemon/daemon-format';
+import { formatDetachedStart, terminalLoginUrl } from '../daemon/daemon-format';
+import { separateSecrets } from '../daemon/manager-launch';
 import { UsageError, parseIntegerOption } from '../options';
+import { readDatabaseUrlFile, warnAboutPasswordArgument } from '../secret-arguments';
 import { StopSignals } from './stop-signals';
 
 interface StartFlags {
@@ -20,6 +22,7 @@ interface StartFlags {
   host?: string;
   port?: number;
   db?: string;
+  dbFile?: string;
   config?: string;
   logLevel?: LogLevel;
   logFile?: string;
@@ -46,6 +49,8 @@ function managerArgs(flags: StartFlags): string[] {
   add('--host', flags.host);
   add('--port', flags.port);
   add('--db', flags.db === undefined || /^postgres(ql)?:\/\//.test(flags.db) ? flags.db : path.resolve(flags.db));
+  // The file's name, not its content: the manager reads it at each start (restart included).
+  add('--db-file', flags.dbFile === undefined ? undefined : path.resolve(flags.dbFile));
   add('--config', flags.config === undefined ? undefined : path.resolve(flags.config));
   add('--log-level', flags.logLevel);
   add('--log-file', flags.logFile === undefined ? undefined : path.resolve(flags.logFile));
@@ -54,14 +59,26 @@ function managerArgs(flags: StartFlags): string[] {
   return args;
 }
 
-function banner(manager: RunningManager): string {
+/**
+ * The Dashboard line. The login link carries the token, so it is printed only to a terminal,
+ * where a person reads it: any other destination of this output is a log (the supervisor's
+ * daemon.log, a service's journal, `| tee`), and logs never hold the token.
+ */
+function dashboardLine(manager: RunningManager, terminal: boolean): string {
+  if (!manager.authenticationEnabled) {
+    return `${manager.url}/`;
+  }
+  return terminal ? manager.loginUrl : `${manager.url}/ (\`agent-manager token\` prints the login link)`;
+}
+
+function banner(manager: RunningManager, terminal: boolean): string {
   const { runtime, url } = manager;
   const rows: Array<[string, string]> = [
     ['Workspace', runtime.paths.root],
     ['Config file', runtime.configuration.filePath],
     ['Database', runtime.databasePath],
     ['Log file', runtime.logFilePath],
-    ['Dashboard', manager.authenticationEnabled ? manager.loginUrl : `${url}/`],
+    ['Dashboard', dashboardLine(manager, terminal)],
     ['API', `${url}/api`],
   ];
   const isolation = manager.agentIsolation;
@@ -83,6 +100,12 @@ function banner(manager: RunningManager): string {
 })
 export class StartCommand extends CommandRunner {
   async run(_params: string[], flags: StartFlags): Promise<void> {
+    if (flags.db !== undefined && flags.dbFile !== undefined) {
+      throw new UsageError('--db and --db-file both name the database: give one');
+    }
+    if (flags.db !== undefined) {
+      warnAboutPasswordArgument('--db', flags.db, 'pass the URL in CODE_FACTORY_DATABASE_URL or in a file (--db-file, mode 0600) instead');
+    }
     if (flags.detach) {
       await this.runDetached(flags);
       return;
@@ -100,6 +123,9 @@ export class StartCommand extends CommandRunner {
       } else {
         overrides.databasePath = path.resolve(flags.db);
       }
+    }
+    if (flags.dbFile !== undefined) {
+      overrides.databaseUrl = readDatabaseUrlFile(flags.dbFile);
     }
     if (flags.logLevel !== undefined) {
       overrides.logLevel = flags.logLevel;
@@ -136,7 +162,7 @@ export class StartCommand extends CommandRunner {
       }
       throw err;
     }
-    process.stdout.write(banner(manager));
+    process.stdout.write(banner(manager, process.stdout.isTTY === true));
     signals.attach(manager);
     await new Promise<void>(() => undefined);
   }
@@ -151,7 +177,13 @@ export class StartCommand extends CommandRunner {
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
-    process.stdout.write(formatDetachedStart(await startDetached(paths, managerArgs(flags), DETACHED_START_TIMEOUT_MS)));
+    if (flags.dbFile !== undefined) {
+      // Refused here, where the person sees why, rather than in the background.
+      readDatabaseUrlFile(flags.dbFile);
+    }
+    const started = await startDetached(paths, separateSecrets(managerArgs(flags)), DETACHED_START_TIMEOUT_MS);
+    // The login link for the person who asked: the manager's own banner went to daemon.log without it.
+    process.stdout.write(formatDetachedStart(started, terminalLoginUrl(paths, started.state.url)));
   }
 
   @Option({ description: 'Repository to bind (default: the current directory)', flags: '-w, --workspace <dir>' })
@@ -169,8 +201,21 @@ export class StartCommand extends CommandRunner {
     return parseIntegerOption('--port', value, 0, 65535);
   }
 
-  @Option({ description: 'SQLite database file (default: factory.sqlite in the data directory), or postgres://… to use PostgreSQL', flags: '--db <path|url>' })
+  @Option({
+    description:
+      'SQLite database file (default: factory.sqlite in the data directory), or postgres://… to use PostgreSQL (a password here is visible to other local users: prefer --db-file or CODE_FACTORY_DATABASE_URL)',
+    flags: '--db <path|url>',
+  })
   parseDb(value: string): string {
+    return value;
+  }
+
+  @Option({
+    description:
+      'A file holding the postgres://… URL (with its password), readable by you alone (mode 0600); keeps the password off the command line, as CODE_FACTORY_DATABASE_URL does',
+    flags: '--db-file <path>',
+  })
+  parseDbFile(value: string): string {
     return value;
   }
 

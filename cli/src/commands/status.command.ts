@@ -1,6 +1,6 @@
 import { Command, CommandRunner, Option } from 'nest-commander';
 
-import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/workspace';
+import { codeFactoryHome, locateWorkspace } from '@server/core/workspace/workspace';
 
 import { describeStatus, inspectDaemon } from '../daemon/daemon-control';
 import { formatUptime, rows } from '../daemon/daemon-format';
@@ -26,7 +26,7 @@ export class StatusCommand extends CommandRunner {
   async run(_params: string[], flags: StatusFlags): Promise<void> {
     let paths;
     try {
-      paths = resolveWorkspace(flags.workspace ?? process.cwd(), codeFactoryHome());
+      paths = locateWorkspace(flags.workspace ?? process.cwd(), codeFactoryHome());
     } catch (err) {
       throw new UsageError((err as Error).message);
     }

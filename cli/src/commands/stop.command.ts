@@ -1,6 +1,6 @@
 import { Command, CommandRunner, Option } from 'nest-commander';
 
-import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/workspace';
+import { codeFactoryHome, locateWorkspace } from '@server/core/workspace/workspace';
 
 import { stopDaemon } from '../daemon/daemon-control';
 import { UsageError, parseIntegerOption } from '../options';
@@ -17,7 +17,7 @@ export class StopCommand extends CommandRunner {
   async run(_params: string[], flags: StopFlags): Promise<void> {
     let paths;
     try {
-      paths = resolveWorkspace(flags.workspace ?? process.cwd(), codeFactoryHome());
+      paths = locateWorkspace(flags.workspace ?? process.cwd(), codeFactoryHome());
     } catch (err) {
       throw new UsageError((err as Error).message);
     }

@@ -3,9 +3,10 @@ import * as path from 'node:path';
 
 import { Command, CommandRunner, Option } from 'nest-commander';
 
-import { loadOrCreateToken, loginUrl } from '@server/auth/local-token';
-import { ConfigurationService, overridesFromEnv } from '@server/core/configuration/configuration.service';
-import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/workspace';
+import { loginUrl, readToken } from '@server/auth/local-token';
+import { CONFIGURATION_DEFAULTS } from '@server/core/configuration/configuration.schema';
+import { overridesFromEnv, readConfigurationFile } from '@server/core/configuration/configuration.service';
+import { codeFactoryHome, locateWorkspace } from '@server/core/workspace/workspace';
 
 import { UsageError } from '../options';
 
@@ -32,16 +33,27 @@ export class TokenCommand extends CommandRunner {
   async run(_params: string[], flags: TokenFlags): Promise<void> {
     let paths;
     try {
-      paths = resolveWorkspace(flags.workspace ?? process.cwd(), codeFactoryHome());
+      paths = locateWorkspace(flags.workspace ?? process.cwd(), codeFactoryHome());
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
-    const token = loadOrCreateToken(paths.tokenPath);
+    // Only read: the token is the first start's to create (asking must not leave a data
+    // directory behind for a workspace that never ran).
+    const token = readToken(paths.tokenPath);
+    if (token === null) {
+      throw new UsageError(`no token yet for ${paths.root}: Agent Manager has not started for this workspace; start it first (\`agent-manager start\`)`);
+    }
     let origin = runningUrl(paths.lockPath);
     if (!origin) {
-      const configuration = new ConfigurationService(flags.config ? path.resolve(flags.config) : paths.defaultConfigPath, overridesFromEnv(process.env));
-      const host = configuration.get('host');
-      origin = `http://${host.includes(':') ? `[${host}]` : host}:${configuration.get('port')}`;
+      let file;
+      try {
+        file = readConfigurationFile(flags.config ? path.resolve(flags.config) : paths.defaultConfigPath);
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+      const configuration = { ...CONFIGURATION_DEFAULTS, ...file, ...overridesFromEnv(process.env) };
+      const host = configuration.host;
+      origin = `http://${host.includes(':') ? `[${host}]` : host}:${configuration.port}`;
     }
     process.stdout.write(`${token}\n`);
     process.stdout.write(`Login URL: ${loginUrl(origin, token)}\n`);

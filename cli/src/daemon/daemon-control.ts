@@ -8,6 +8,7 @@ import type { WorkspacePaths } from '@server/core/workspace/workspace';
 
 import { UsageError } from '../options';
 import { DaemonState, DaemonStatus, daemonPaths, readDaemonState } from './daemon-state';
+import { ManagerLaunch, SUPERVISOR_ENV_VARIABLE, readLaunchSecrets, separateSecrets } from './manager-launch';
 import type { SupervisorReport } from './supervisor-report';
 
 const SUPERVISOR_ENTRY = path.join(__dirname, 'supervisor.js');
@@ -107,7 +108,7 @@ async function awaitOtherSupervisor(paths: WorkspacePaths, supervisorPid: number
  * lock, make two concurrent starts give one manager: the second learns who has it and waits for
  * that one.
  */
-export async function startDetached(paths: WorkspacePaths, managerArgs: string[], timeoutMs: number): Promise<DetachedStart> {
+export async function startDetached(paths: WorkspacePaths, launch: ManagerLaunch, timeoutMs: number): Promise<DetachedStart> {
   const view = inspectDaemon(paths);
   if (view.supervisorPid !== null) {
     return awaitOtherSupervisor(paths, view.supervisorPid, timeoutMs);
@@ -117,10 +118,13 @@ export async function startDetached(paths: WorkspacePaths, managerArgs: string[]
       `Agent Manager is already running for this workspace (pid ${view.manager.pid}${view.manager.url ? `, ${view.manager.url}` : ''}) without a supervisor; \`agent-manager restart\` runs it detached and supervised`,
     );
   }
-  const child = spawn(process.execPath, [SUPERVISOR_ENTRY, paths.root, ...managerArgs], {
+  // The secrets reach the supervisor (and through it the manager) in the environment, never on a
+  // command line: see manager-launch.ts.
+  const env = Object.keys(launch.env).length > 0 ? { ...process.env, [SUPERVISOR_ENV_VARIABLE]: JSON.stringify(launch.env) } : process.env;
+  const child = spawn(process.execPath, [SUPERVISOR_ENTRY, paths.root, ...launch.args], {
     cwd: paths.root,
     detached: true,
-    env: process.env,
+    env,
     stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
   });
   const outcome = await new Promise<SupervisorReport | { kind: 'exited'; code: number | null } | { kind: 'timeout' }>((resolve) => {
@@ -154,6 +158,15 @@ export async function startDetached(paths: WorkspacePaths, managerArgs: string[]
         `Agent Manager is not healthy after ${timeoutMs / 1000} s; it goes on starting in the background (supervisor pid ${child.pid}): see \`agent-manager status\` and \`agent-manager logs\``,
       );
   }
+}
+
+/**
+ * What the last detached manager was started with, for `restart`: its arguments from the state
+ * file, its secrets from their own file (or, recorded by an older version, from the arguments).
+ */
+export function lastLaunch(paths: WorkspacePaths, state: DaemonState | null): ManagerLaunch {
+  const recorded = separateSecrets(state?.managerArgs ?? []);
+  return { args: recorded.args, env: { ...recorded.env, ...readLaunchSecrets(daemonPaths(paths).secretsPath) } };
 }
 
 export interface StopOutcome {

@@ -47,12 +47,17 @@ export interface DaemonState {
   /** When the next start after a crash is due (while `restarting`). */
   nextStartAt: string | null;
   logPath: string;
-  /** The `agent-manager start` arguments the manager runs with; `restart` reuses them. */
+  /**
+   * The `agent-manager start` arguments the manager runs with; `restart` reuses them. Never a
+   * secret: those are in `DaemonPaths.secretsPath` (see manager-launch.ts).
+   */
   managerArgs: string[];
 }
 
 export interface DaemonPaths {
   statePath: string;
+  /** The secrets the manager is started with (mode 0600), kept for `restart`. */
+  secretsPath: string;
   supervisorLockPath: string;
   logPath: string;
 }
@@ -60,6 +65,7 @@ export interface DaemonPaths {
 export function daemonPaths(paths: Pick<WorkspacePaths, 'dataDirectory' | 'logsDirectory'>): DaemonPaths {
   return {
     logPath: path.join(paths.logsDirectory, 'daemon.log'),
+    secretsPath: path.join(paths.dataDirectory, 'daemon-secrets.json'),
     statePath: path.join(paths.dataDirectory, 'daemon.json'),
     supervisorLockPath: path.join(paths.dataDirectory, 'supervisor.lock'),
   };

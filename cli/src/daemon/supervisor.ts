@@ -16,6 +16,7 @@ import { WorkspacePaths, codeFactoryHome, resolveWorkspace } from '@server/core/
 import { nextCrashCount, restartDelayMs } from './backoff';
 import { RotatingLog, parseLogSize } from './daemon-log';
 import { DaemonState, daemonPaths, writeDaemonState } from './daemon-state';
+import { takeSupervisorEnv, writeLaunchSecrets } from './manager-launch';
 import type { SupervisorReport } from './supervisor-report';
 
 const MANAGER_ENTRY = path.join(__dirname, '..', 'agent-manager.js');
@@ -68,6 +69,8 @@ class Supervisor {
   constructor(
     private readonly paths: WorkspacePaths,
     private readonly managerArgs: string[],
+    /** The secrets the manager gets in its environment (never on its command line). */
+    private readonly managerEnv: Record<string, string>,
     private readonly lock: InstanceLock,
     private readonly log: RotatingLog,
     private readonly statePath: string,
@@ -111,7 +114,7 @@ class Supervisor {
     this.lastError = '';
     const child = spawn(process.execPath, [MANAGER_ENTRY, 'start', '--workspace', this.paths.root, ...this.managerArgs], {
       cwd: this.paths.root,
-      env: process.env,
+      env: { ...process.env, ...this.managerEnv },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;
@@ -240,6 +243,7 @@ class Supervisor {
 
 function main(): void {
   const [workspace, ...managerArgs] = process.argv.slice(2);
+  const managerEnv = takeSupervisorEnv(process.env);
   const paths = resolveWorkspace(workspace ?? process.cwd(), codeFactoryHome());
   const daemon = daemonPaths(paths);
   // One supervisor per workspace: of two concurrent `start --detach`, the second finds the first.
@@ -253,6 +257,8 @@ function main(): void {
     }
     throw err;
   }
+  // Ours now: what `restart` will start the manager with again.
+  writeLaunchSecrets(daemon.secretsPath, managerEnv);
   const log = new RotatingLog(daemon.logPath, logMaxBytes(paths, managerArgs));
   // A bug here must leave a trace where the owner looks; the manager, if up, runs on unsupervised
   // (as after a kill -9 of this process), and `status` says so.
@@ -260,7 +266,7 @@ function main(): void {
     log.note(`supervisor failed: ${err.stack ?? err.message}`);
     process.exit(1);
   });
-  new Supervisor(paths, managerArgs, lock, log, daemon.statePath, daemon.logPath).begin();
+  new Supervisor(paths, managerArgs, managerEnv, lock, log, daemon.statePath, daemon.logPath).begin();
 }
 
 // Nobody reads this process's stdio (it is /dev/null): a failure is reported to the parent, if

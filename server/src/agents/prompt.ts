@@ -6,19 +6,68 @@ import type { AttachmentKind, MessageAuthor, Provider, ReviewVerdict } from '@li
 /** The marker every RD reply on a GitHub review thread carries, so the reconciler can skip it. */
 export const RD_GITHUB_REPLY_MARKER = '<!-- agent-manager:rd -->';
 
+/**
+ * Where an RD run works, as its instructions describe it: the worktree Agent Manager made for
+ * the Requirement, or in place (no worktree) and why. The agent must work where it is put: told
+ * to make a branch or worktree of its own, a model that obeys works outside the one it was given.
+ */
+export type RdWorkPlace =
+  | {
+      mode: 'worktree';
+      /** The worktree's top directory. */
+      worktree: string;
+      /** The agent's working directory: the worktree, or its `worktreeSubdirectory`. */
+      cwd: string;
+      branch: string;
+      /** The ref the branch was made from (null when that was a detached HEAD: `baseSha` then). */
+      baseRef: string | null;
+      baseSha: string | null;
+      /** The person's checkout, which the agent must leave alone. */
+      checkout: string;
+    }
+  | {
+      mode: 'in_place';
+      cwd: string;
+      /** `not_git`: the workspace is no git repository with a commit; `chosen`: isolation `in_place`. */
+      reason: 'not_git' | 'chosen';
+      /** The branch checked out there, when it is a repository. */
+      branch: string | null;
+    };
+
 export interface RdInstructionsInput {
   requirementId: string;
   requirementTitle: string;
   /** Absolute path of the `code-factory-cli` launcher (also in $CODE_FACTORY_CLI). */
   cliPath: string;
+  place: RdWorkPlace;
 }
 
-export function buildRdInstructions({ cliPath, requirementId, requirementTitle }: RdInstructionsInput): string {
+/** The instruction that says where to work (the first rule: it comes before any code changes). */
+export function workPlaceInstruction(place: RdWorkPlace): string {
+  if (place.mode === 'worktree') {
+    const base = place.baseRef !== null ? `\`${place.baseRef}\`` : `commit ${place.baseSha ?? 'unknown'}`;
+    const inside = place.cwd !== place.worktree ? ` (your working directory, \`${place.cwd}\`, is a folder of it)` : '';
+    return [
+      `- Agent Manager made a git worktree for this Requirement: \`${place.worktree}\`${inside}, on branch \`${place.branch}\`, created from ${base}.`,
+      `  Make your changes and commits there, on \`${place.branch}\`, and push that branch for pull requests. Do not create another branch or worktree, and leave the person's own checkout (\`${place.checkout}\`) alone.`,
+    ].join('\n');
+  }
+  if (place.reason === 'not_git') {
+    return `- This Requirement runs in place (\`in_place\`, no worktree): \`${place.cwd}\` is not a git repository with a commit, so you work directly in that directory, your working directory.`;
+  }
+  const on = place.branch !== null ? `, currently on branch \`${place.branch}\`` : '';
+  return [
+    `- This Requirement runs in place (\`in_place\`, no worktree): you work directly in the checkout \`${place.cwd}\`${on}, which other work may share.`,
+    '  Before changing code, switch to a branch specific to this Requirement (create it, or reuse the one you made before); do not commit onto a branch that belongs to other work.',
+  ].join('\n');
+}
+
+export function buildRdInstructions({ cliPath, place, requirementId, requirementTitle }: RdInstructionsInput): string {
   return [
     `You are the RD agent of Agent Manager Requirement ${requirementId} ("${oneLine(requirementTitle)}").`,
     "Each run delivers the new messages of the Requirement's conversation; your answer is posted back to that conversation.",
     '',
-    '- Before changing code, create or reuse a branch or git worktree specific to this Requirement; do not work on a branch that belongs to other work.',
+    workPlaceInstruction(place),
     '- Your `code_factory` tools (MCP) connect you to Agent Manager. Use them to:',
     '  - register every pull request you open or update (`register_pull_request`);',
     '  - propose follow-up work as a separate Requirement (`propose_requirement`), and start, stop, delete or mark done the ones you proposed (`requirement_action`);',

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 
 import { AttachmentsService } from '../attachments/attachments.service';
-import { RdPromptMessage, buildRdInstructions, buildRdPrompt, imagePaths } from '../agents/prompt';
+import { RdPromptMessage, RdWorkPlace, buildRdInstructions, buildRdPrompt, imagePaths } from '../agents/prompt';
 import { Database } from '../core/database/database.service';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { MessagesRepository } from '../messages/messages.repository';
@@ -33,8 +33,11 @@ export class RunInputService {
     return this.runtime.paths.root;
   }
 
-  /** Reads the run's input range (committed before the run was launched). */
-  async prepare(run: AgentRunEntity): Promise<PreparedInput> {
+  /**
+   * Reads the run's input range (committed before the run was launched). `place` is where the
+   * run works (its worktree, made by then), which the instructions name.
+   */
+  async prepare(run: AgentRunEntity, place: RdWorkPlace): Promise<PreparedInput> {
     const manager = this.database.readManager;
     const requirement = await this.requirements.findById(run.requirementId, manager);
     if (!requirement) {
@@ -70,7 +73,7 @@ export class RunInputService {
     return {
       attachmentFiles: await this.attachments.deliveredFiles(manager, run.requirementId, run.inputToSequence ?? 0),
       images: run.provider === 'codex' ? imagePaths(messages) : [],
-      instructions: buildRdInstructions({ cliPath: this.environment.cliPath, requirementId: requirement.id, requirementTitle: requirement.title }),
+      instructions: buildRdInstructions({ cliPath: this.environment.cliPath, place, requirementId: requirement.id, requirementTitle: requirement.title }),
       prompt: `${parts.join('\n\n')}\n`,
     };
   }

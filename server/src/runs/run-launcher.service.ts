@@ -4,6 +4,7 @@ import { Injectable, Logger } from '@nestjs/common';
 
 import type { AgentAdapter, NormalizedEvent } from '../agents/agent-adapter';
 import { AgentSandbox } from '../agents/agent-sandbox';
+import type { RdWorkPlace } from '../agents/prompt';
 import { ClaudeCodeAdapter } from '../agents/claude-code.adapter';
 import { CodexAdapter } from '../agents/codex.adapter';
 import { cliNotFoundMessage, findExecutable } from '../agents/executable';
@@ -61,8 +62,6 @@ export class RunLauncher {
     const { run } = active;
     const adapter = this.adapters[run.provider];
     const reviewer = run.role === 'reviewer';
-    // A reviewer's input is fixed when it is requested; an RD run reads its captured messages.
-    const prepared = active.input ?? (await this.input.prepare(run));
     // Where it works: an RD run in its Requirement's worktree (made now the first time, its setup
     // run), a reviewer where ReviewsService put it. A worktree that cannot be made fails the run
     // before anything was consumed.
@@ -74,17 +73,20 @@ export class RunLauncher {
     const tmp = this.sandbox.makeTemporary(run.id);
     // A stop, steer, cancel or shutdown during the setup command ends it at once (kill()).
     active.preparing = new AbortController();
+    // What an RD run's instructions say of its place (a reviewer's input, fixed already, never reads it).
+    let place: RdWorkPlace = { branch: null, cwd, mode: 'in_place', reason: 'chosen' };
     if (!reviewer) {
       try {
-        const place = await this.worktrees.prepareRun(run.requirementId, (trace) => active.traces.add(trace), {
+        const where = await this.worktrees.prepareRun(run.requirementId, (trace) => active.traces.add(trace), {
           marker: run.id,
           signal: active.preparing.signal,
           tmp,
         });
-        cwd = place.cwd;
-        workTree = place.workTree;
-        gitDirs = place.git;
-        placeEnv = place.env;
+        cwd = where.cwd;
+        workTree = where.workTree;
+        gitDirs = where.git;
+        placeEnv = where.env;
+        place = where.place;
       } catch (err) {
         if (stopped()) {
           ended({ code: null, reason: 'interrupted', signal: null, stderr: '' });
@@ -98,6 +100,9 @@ export class RunLauncher {
       gitDirs = await this.worktrees.gitDirectories(cwd);
     }
     active.preparing = null;
+    // A reviewer's input is fixed when it is requested; an RD run reads its captured messages,
+    // its instructions naming the place just prepared.
+    const prepared = active.input ?? (await this.input.prepare(run, place));
     if (stopped()) {
       // Stopped before its process existed: nothing to kill, nothing consumed.
       ended({ code: null, reason: 'interrupted', signal: null, stderr: '' });

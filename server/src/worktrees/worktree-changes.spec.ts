@@ -1,4 +1,4 @@
-import { excludingLinks, parseRawNumstat } from './worktree-changes';
+import { excludingLinks, isInside, parseRawNumstat, worktreeRelativePath } from './worktree-changes';
 
 describe('parseRawNumstat', () => {
   it('pairs raw records with their counts: modified, added, deleted, renamed and binary', () => {
@@ -35,5 +35,32 @@ describe('excludingLinks', () => {
   it('leaves linked paths out of a status, from the top of the worktree', () => {
     expect(excludingLinks([])).toEqual([]);
     expect(excludingLinks(['node_modules', 'web/.venv'])).toEqual(['--', '.', ':(exclude,top)node_modules', ':(exclude,top)web/.venv']);
+  });
+});
+
+describe('worktreeRelativePath', () => {
+  it('takes names that start with two dots: they are not a `..` segment', () => {
+    for (const name of ['..foo', 'a/..b', '..foo/bar', '...', 'a/...', '.hidden', '.gitignore', '.github/workflows/ci.yml']) {
+      expect(worktreeRelativePath(name)).toBe(name);
+    }
+    expect(worktreeRelativePath('./..foo')).toBe('..foo');
+    expect(worktreeRelativePath('src/../x.ts')).toBe('x.ts');
+  });
+
+  it('refuses what climbs out, absolute paths, NULs, the worktree itself and its .git', () => {
+    for (const bad of ['..', '../x', '../..foo', 'src/../../x', 'a/b/../../../x', '/etc/passwd', '', '.', './', 'a/..', 'x\0y', '.git', '.git/config', 'a/../.git/HEAD']) {
+      expect({ bad, path: worktreeRelativePath(bad) }).toEqual({ bad, path: null });
+    }
+  });
+});
+
+describe('isInside', () => {
+  it('tells a child named `..x` from a path that climbs out', () => {
+    expect(isInside('/w/top', '/w/top')).toBe(true);
+    expect(isInside('/w/top/..foo', '/w/top')).toBe(true);
+    expect(isInside('/w/top/a/..b', '/w/top')).toBe(true);
+    expect(isInside('/w/top..x', '/w/top')).toBe(false);
+    expect(isInside('/w/other', '/w/top')).toBe(false);
+    expect(isInside('/w', '/w/top')).toBe(false);
   });
 });

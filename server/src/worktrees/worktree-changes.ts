@@ -151,6 +151,35 @@ export function excludingLinks(links: readonly string[]): string[] {
   return links.length === 0 ? [] : ['--', '.', ...links.map((link) => `:(exclude,top)${link}`)];
 }
 
+/**
+ * True when `child` is `parent` or below it (both absolute). `path.relative` climbs out with a
+ * `..` segment; a name that merely starts with two dots (`..foo`) is a child like any other.
+ */
+export function isInside(child: string, parent: string): boolean {
+  const relative = path.relative(parent, child);
+  return !climbsOut(relative) && !path.isAbsolute(relative);
+}
+
+function climbsOut(relative: string): boolean {
+  return relative === '..' || relative.startsWith(`..${path.sep}`);
+}
+
+/**
+ * A path the changes API was given, normalized, when it names something inside the worktree;
+ * null when it does not: empty, absolute, with a NUL, climbing out through a `..` segment, the
+ * worktree itself, or its `.git`. Only the text is judged: symlinks are the caller's to resolve.
+ */
+export function worktreeRelativePath(file: string): string | null {
+  if (file === '' || file.includes('\0') || path.isAbsolute(file)) {
+    return null;
+  }
+  const normalized = path.normalize(file);
+  if (normalized === '.' || normalized === `.${path.sep}` || climbsOut(normalized) || normalized === '.git' || normalized.startsWith(`.git${path.sep}`)) {
+    return null;
+  }
+  return normalized;
+}
+
 /** A file's unified diff against `mergeBase` (tracked), or against nothing (untracked). */
 export async function fileDiff(worktree: string, mergeBase: string, file: string, oldPath: string | null): Promise<{ diff: string; truncated: boolean }> {
   const options = { allowTruncated: true, cwd: worktree, maxBytes: DIFF_MAX_BYTES, timeoutMs: CHANGES_TIMEOUT_MS };

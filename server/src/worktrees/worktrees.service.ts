@@ -8,6 +8,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } f
 import type { EventActor, RequirementChanges } from '@libs/contracts';
 
 import type { NormalizedTrace } from '../agents/agent-adapter';
+import type { RdWorkPlace } from '../agents/prompt';
 import { AgentSandbox } from '../agents/agent-sandbox';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
@@ -24,7 +25,7 @@ import { runBounded } from './bounded-process';
 import { GitError, git, gitSucceeds } from './git';
 import { KeyedLock } from './keyed-lock';
 import { RequirementWorktreeEntity } from './requirement-worktree.entity';
-import { excludingLinks, fileDiff, listChanges } from './worktree-changes';
+import { excludingLinks, fileDiff, isInside, listChanges, worktreeRelativePath } from './worktree-changes';
 import { runHook } from './worktree-commands';
 import { provideFiles } from './worktree-files';
 import { WorktreesRepository } from './worktrees.repository';
@@ -47,7 +48,7 @@ export interface GitWorkspace {
   head: string;
 }
 
-/** Where an RD run works and what its environment says about it. */
+/** Where an RD run works, what its environment says about it, and what its instructions do. */
 export interface RunPlace {
   cwd: string;
   env: Record<string, string>;
@@ -55,6 +56,7 @@ export interface RunPlace {
   workTree: string;
   /** git's directories for it, or null outside a repository. */
   git: GitDirectories | null;
+  place: RdWorkPlace;
 }
 
 /** A work tree's own git directory and the repository's shared one (the same for a main checkout). */
@@ -93,11 +95,6 @@ export function branchName(title: string): string {
       .slice(0, 40)
       .replace(/-+$/, '') || 'requirement';
   return `agent/${slug}-${randomBytes(4).toString('hex')}`;
-}
-
-function isInside(child: string, parent: string): boolean {
-  const relative = path.relative(parent, child);
-  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
 }
 
 /**
@@ -261,6 +258,7 @@ export class WorktreesService implements OnModuleInit, BeforeApplicationShutdown
           cwd: root,
           env: this.environment({ baseRef: '', branch: repo?.branch ?? '', port: portBase, worktree: root }),
           git: await this.gitDirectories(root),
+          place: { branch: repo?.branch ?? null, cwd: root, mode: 'in_place', reason: repo === null ? 'not_git' : 'chosen' },
           workTree: root,
         };
       }
@@ -294,7 +292,13 @@ export class WorktreesService implements OnModuleInit, BeforeApplicationShutdown
       }
       // One write for both.
       await this.save(requirementId, setupAt === null ? { lastRunAt: now } : { lastRunAt: now, setupAt }, false);
-      return { cwd, env: { ...env, ...lfsEnv }, git: gitDirs, workTree: top };
+      return {
+        cwd,
+        env: { ...env, ...lfsEnv },
+        git: gitDirs,
+        place: { baseRef: ready.baseRef, baseSha: ready.baseSha, branch: ready.branch ?? '', checkout: root, cwd, mode: 'worktree', worktree: top },
+        workTree: top,
+      };
     });
   }
 
@@ -793,9 +797,9 @@ export class WorktreesService implements OnModuleInit, BeforeApplicationShutdown
 
   /** A relative path that stays inside the worktree, symlinks resolved; anything else is a 400. */
   private insideWorktree(top: string, file: string): string {
-    const normalized = path.normalize(file);
     const outside = () => invalid('path_outside_worktree', `${file} is not a path inside the worktree`);
-    if (file.includes('\0') || path.isAbsolute(file) || normalized.startsWith('..') || normalized === '.' || normalized.startsWith('.git/') || normalized === '.git') {
+    const normalized = worktreeRelativePath(file);
+    if (normalized === null) {
       throw outside();
     }
     const absolute = path.join(top, normalized);

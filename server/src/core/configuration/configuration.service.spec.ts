@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { CONFIGURATION_DEFAULTS } from './configuration.schema';
-import { ConfigurationFileError, ConfigurationService, envName, overridesFromEnv } from './configuration.service';
+import { ConfigurationFileError, ConfigurationService, envName, overridesFromEnv, readConfigurationFile } from './configuration.service';
 
 describe(ConfigurationService.name, () => {
   let dir: string;
@@ -20,6 +20,15 @@ describe(ConfigurationService.name, () => {
     expect(JSON.parse(fs.readFileSync(file, 'utf8'))).toEqual(CONFIGURATION_DEFAULTS);
     expect(sut.snapshot().values).toEqual(CONFIGURATION_DEFAULTS);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  it('reads a file without creating one (for commands that only read)', () => {
+    expect(readConfigurationFile(file)).toBeNull();
+    expect(fs.existsSync(file)).toBe(false);
+    fs.writeFileSync(file, JSON.stringify({ port: 5000 }));
+    expect(readConfigurationFile(file)).toEqual({ ...CONFIGURATION_DEFAULTS, port: 5000 });
+    fs.writeFileSync(file, JSON.stringify({ port: -1 }));
+    expect(() => readConfigurationFile(file)).toThrow(ConfigurationFileError);
   });
 
   it('names env variables after the fields and parses numbers', () => {

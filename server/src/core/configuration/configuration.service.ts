@@ -113,30 +113,42 @@ export class ConfigurationService {
   }
 
   private load(): ConfigurationValues {
-    let text: string;
-    try {
-      text = fs.readFileSync(this.filePath, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-        throw new ConfigurationFileError(`cannot read ${this.filePath}: ${(err as Error).message}`);
-      }
-      // First start: write the defaults so the user can see and edit every field.
-      fs.mkdirSync(path.dirname(this.filePath), { recursive: true });
-      writeAtomically(this.filePath, serialize(CONFIGURATION_DEFAULTS));
-      return { ...CONFIGURATION_DEFAULTS };
+    const values = readConfigurationFile(this.filePath);
+    if (values !== null) {
+      return values;
     }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch (err) {
-      throw new ConfigurationFileError(`${this.filePath} is not valid JSON: ${(err as Error).message}`);
-    }
-    const errors = checkConfiguration(parsed);
-    if (errors.length > 0) {
-      throw new ConfigurationFileError(`${this.filePath}: ${errors.join('; ')}`);
-    }
-    return { ...CONFIGURATION_DEFAULTS, ...(parsed as Partial<ConfigurationValues>) };
+    // First start: write the defaults so the user can see and edit every field.
+    fs.mkdirSync(path.dirname(this.filePath), { recursive: true });
+    writeAtomically(this.filePath, serialize(CONFIGURATION_DEFAULTS));
+    return { ...CONFIGURATION_DEFAULTS };
   }
+}
+
+/**
+ * What a configuration file says, defaults filled in; null when there is no file. Creates
+ * nothing, for commands that only read (`agent-manager token` before any start).
+ */
+export function readConfigurationFile(filePath: string): ConfigurationValues | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(filePath, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      return null;
+    }
+    throw new ConfigurationFileError(`cannot read ${filePath}: ${(err as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigurationFileError(`${filePath} is not valid JSON: ${(err as Error).message}`);
+  }
+  const errors = checkConfiguration(parsed);
+  if (errors.length > 0) {
+    throw new ConfigurationFileError(`${filePath}: ${errors.join('; ')}`);
+  }
+  return { ...CONFIGURATION_DEFAULTS, ...(parsed as Partial<ConfigurationValues>) };
 }
 
 function serialize(values: ConfigurationValues): string {

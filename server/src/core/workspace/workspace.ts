@@ -36,10 +36,12 @@ export function workspaceKey(root: string): string {
 }
 
 /**
- * Binds a workspace: resolves symlinks so that one repository has one data directory however
- * it is reached, and creates the directory tree (private to the user: it holds the token).
+ * Where a workspace keeps its state, without creating anything: resolves symlinks so that one
+ * repository has one data directory however it is reached. Commands that only read (`status`,
+ * `stop`, `token`, `logs`, `mcp`) use this, so asking about a workspace that never ran leaves no
+ * trace of it in the home.
  */
-export function resolveWorkspace(workspace: string, home = codeFactoryHome()): WorkspacePaths {
+export function locateWorkspace(workspace: string, home = codeFactoryHome()): WorkspacePaths {
   let root: string;
   try {
     root = fs.realpathSync(path.resolve(workspace));
@@ -51,7 +53,7 @@ export function resolveWorkspace(workspace: string, home = codeFactoryHome()): W
   }
   const key = workspaceKey(root);
   const dataDirectory = path.join(home, 'workspaces', key);
-  const paths: WorkspacePaths = {
+  return {
     attachmentsDirectory: path.join(dataDirectory, 'attachments'),
     dataDirectory,
     defaultConfigPath: path.join(dataDirectory, 'config.json'),
@@ -64,6 +66,14 @@ export function resolveWorkspace(workspace: string, home = codeFactoryHome()): W
     root,
     tokenPath: path.join(dataDirectory, 'token'),
   };
+}
+
+/**
+ * Binds a workspace to run it: locates it and creates the directory tree (private to the user:
+ * it holds the token).
+ */
+export function resolveWorkspace(workspace: string, home = codeFactoryHome()): WorkspacePaths {
+  const paths = locateWorkspace(workspace, home);
   for (const dir of [paths.dataDirectory, paths.attachmentsDirectory, paths.logsDirectory]) {
     fs.mkdirSync(dir, { mode: 0o700, recursive: true });
   }
