@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { AgentReport, createRequirement, git, initRepository, readReport, settled, startRun, WORKTREE_AGENT } from '../support/git-repo';
+import { AgentReport, createRequirement, git, initRepository, readReport, settled, startRun, WORKTREE_AGENT, writeFiles } from '../support/git-repo';
 import { Json, send } from '../support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from '../support/manager-process';
 import { until } from '../support/wait';
@@ -10,7 +10,7 @@ import { checkInvariants } from './invariants';
 // Issue 20: kill -9 while a Requirement's worktree is being made, at the two places where the
 // creation waits on something outside the manager (git inside `git worktree add`, and the
 // person's setup command). The manager is killed at a known point of each, never after a sleep:
-// a hook that hangs while a flag file exists writes its PID first. After the restart: the run
+// a filter or setup that hangs while a flag file exists writes its PID first. After the restart: the run
 // that was starting failed and consumed nothing, the person's message is there once and is
 // delivered once by the next run, that run gets a whole worktree (set up once more, to the end),
 // and nothing is left that no Requirement owns.
@@ -38,11 +38,11 @@ describe('kill -9 while a worktree is being created, then restart', () => {
     sandbox?.cleanup();
   });
 
-  /** Starts a run, waits for the hook to hang, kills the manager (-9) and then the hook. */
+  /** Starts a run, waits for the filter or setup to hang, kills the manager (-9) and then it. */
   async function crashDuring(requirementId: string, message: string, flag: string, mark: string): Promise<void> {
     fs.writeFileSync(flag, '');
     await startRun(manager!, requirementId, message);
-    const pid = Number(await until('the hook to hang', async () => (fs.existsSync(mark) ? fs.readFileSync(mark, 'utf8').trim() || undefined : undefined)));
+    const pid = Number(await until('the filter or setup to hang', async () => (fs.existsSync(mark) ? fs.readFileSync(mark, 'utf8').trim() || undefined : undefined)));
     await manager!.kill9();
     process.kill(pid, 'SIGKILL');
     fs.rmSync(flag);
@@ -82,10 +82,16 @@ describe('kill -9 while a worktree is being created, then restart', () => {
   it('during `git worktree add`: recovers, and sweeps worktrees no Requirement owns at start', async () => {
     const flag = path.join(base, 'hang-checkout');
     const mark = path.join(base, 'hook-pid');
-    // git runs post-checkout inside `git worktree add`.
-    const hook = path.join(sandbox.workspace, '.git', 'hooks', 'post-checkout');
-    fs.writeFileSync(hook, `#!/bin/sh\n${hangWhile(flag, mark)}\n`, { mode: 0o755 });
-    manager = await startManager({ env: AGENTS, sandbox });
+    // git runs a smudge filter inside `git worktree add`: one from the person's own configuration
+    // (here the manager's environment), since the manager neutralises the repository's own
+    // filters and hooks (issue 25).
+    const filter = path.join(base, 'hang-filter.sh');
+    fs.writeFileSync(filter, `#!/bin/sh\n${hangWhile(flag, mark)}\nexec cat\n`, { mode: 0o755 });
+    writeFiles(sandbox.workspace, { '.gitattributes': 'hang.txt filter=hang\n', 'hang.txt': 'checked out through the filter\n' });
+    git(sandbox.workspace, 'add', '.gitattributes', 'hang.txt');
+    git(sandbox.workspace, 'commit', '-q', '-m', 'a file checked out through a filter');
+    const filterEnv = { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'filter.hang.smudge', GIT_CONFIG_VALUE_0: filter };
+    manager = await startManager({ env: { ...AGENTS, ...filterEnv }, sandbox });
     const requirement = await createRequirement(manager, { title: 'Crash while creating' });
     const message = `report:${path.join(base, 'crash.json')}`;
     await crashDuring(requirement.id, message, flag, mark);
@@ -98,7 +104,7 @@ describe('kill -9 while a worktree is being created, then restart', () => {
     fs.writeFileSync(path.join(strayDir, 'file'), 'x');
     git(sandbox.workspace, 'worktree', 'add', '-q', '--detach', strayTree);
 
-    manager = await startManager({ env: AGENTS, sandbox });
+    manager = await startManager({ env: { ...AGENTS, ...filterEnv }, sandbox });
     await until('the sweep', async () => (!fs.existsSync(strayDir) && !fs.existsSync(strayTree)) || undefined);
     expect(git(sandbox.workspace, 'worktree', 'list')).not.toContain(strayTree);
     // The agent acted on the message the crashed start carried: it reached the agent.
@@ -110,7 +116,6 @@ describe('kill -9 while a worktree is being created, then restart', () => {
     expect(git(sandbox.workspace, 'branch', '--list', 'agent/*').trim().split('\n')).toHaveLength(1);
     await expectDeliveredOnce(requirement.id, message);
     expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
-    fs.rmSync(hook);
   });
 
   it('during the setup command: the next run sets the worktree up again, to the end, before its agent starts', async () => {
