@@ -93,11 +93,17 @@ export class Composer {
     inject(DestroyRef).onDestroy(() => this.pending().forEach((p) => p.preview && URL.revokeObjectURL(p.preview)));
   }
 
-  /** What Start sends along: the draft, then cleared. */
-  takeDraft(): Reply {
-    const draft = this.draft();
+  /**
+   * What Start sends along. The draft stays until the caller says the start was accepted
+   * (`clearDraft`): a refused start (a 409 for an unmet dependency, say) must not lose what the
+   * person typed.
+   */
+  peekDraft(): Reply {
+    return this.draft();
+  }
+
+  clearDraft(): void {
     this.clear();
-    return draft;
   }
 
   protected onKey(event: KeyboardEvent): void {
