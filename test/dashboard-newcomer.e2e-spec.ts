@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 
 import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot } from './support/browser';
-import { createRequirement, initRepository, WORKTREE_AGENT } from './support/git-repo';
+import { createRequirement, initRepository, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
 import { send } from './support/http';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 
@@ -16,8 +16,34 @@ import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './supp
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
 const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT, GH_TOKEN: '', GITHUB_TOKEN: '' };
 const DESKTOP = { height: 800, width: 1280 };
+const PHONE = { height: 844, width: 390 };
 
 jest.setTimeout(180_000);
+
+// The page's globals used in `page.evaluate` callbacks, typed just enough (the test compiles without the DOM library).
+interface El {
+  parentElement: El | null;
+}
+declare const document: { documentElement: { dataset: Record<string, string | undefined> } };
+declare const localStorage: { setItem(key: string, value: string): void };
+declare function getComputedStyle(element: El): { color: string; backgroundColor: string; filter: string };
+
+type Rgba = [number, number, number, number];
+const parse = (c: string): Rgba => {
+  const [r = 0, g = 0, b = 0, a = 1] = (c.match(/[\d.]+/g) ?? []).map(Number);
+  return [r, g, b, a];
+};
+/** `top` painted over the opaque `bottom`. */
+const over = (top: Rgba, bottom: Rgba): Rgba => [0, 1, 2].map((i) => top[i] * top[3] + bottom[i] * (1 - top[3])).concat(1) as Rgba;
+const luminance = ([r, g, b]: Rgba) => {
+  const lin = (v: number) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
+  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+};
+/** WCAG contrast ratio of two opaque colours. */
+const contrast = (a: Rgba, b: Rgba) => {
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
+};
 
 describe('dashboard for a new user (issue 26) in Chromium', () => {
   let sandbox: Sandbox;
@@ -32,6 +58,12 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     await detail()
       .and(page.locator(`[data-requirement-id="${id}"]`))
       .waitFor();
+  };
+  const theme = async (choice: 'light' | 'dark') => {
+    await page.evaluate((c) => localStorage.setItem('am.theme', c), choice);
+    await page.reload();
+    await detail().waitFor();
+    await expect(page.evaluate(() => document.documentElement.dataset['theme'])).resolves.toBe(choice);
   };
   const errorToast = () => page.locator('.toast.error');
 
@@ -100,5 +132,73 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     await page.getByTestId('start').click();
     await page.getByTestId('messages').getByText(typed).waitFor();
     await expect(composer.inputValue()).resolves.toBe('');
+  });
+
+  it('draws the diff readable in light and dark: added, removed and context text at 4.5:1 or more (item 2)', async () => {
+    const changed = await createRequirement(manager, { title: 'Touch the readme' });
+    await startRun(manager, changed.id, sh(`sed -i 's/old line/new line/' README.md && echo "added line" >> README.md`));
+    await settled(manager, changed.id, 1);
+    await open(changed.id);
+    const measure = async () => {
+      await page.getByTestId('tab-changes').click();
+      await page.locator('[data-testid="changed-file"][data-path="README.md"]').click();
+      const diff = page.getByTestId('diff');
+      await diff.locator('tr', { hasText: 'added line' }).waitFor();
+      const ratios: Record<string, number> = {};
+      for (const [kind, cell] of [
+        ['added', 'td.d2h-ins:not(.d2h-code-linenumber)'],
+        ['removed', 'td.d2h-del:not(.d2h-code-linenumber)'],
+        ['context', 'td.d2h-cntx:not(.d2h-code-linenumber)'],
+      ] as const) {
+        const { colors, filters } = await diff
+          .locator(cell)
+          .first()
+          .locator('.d2h-code-line-ctn')
+          .evaluate((el) => {
+            // Every background from the text up to the root: translucent ones are painted over those behind.
+            const chain: string[] = [];
+            const filters: string[] = [];
+            for (let e: El | null = el; e; e = e.parentElement) {
+              chain.push(getComputedStyle(e).backgroundColor);
+              filters.push(getComputedStyle(e).filter);
+            }
+            return { colors: { chain, text: getComputedStyle(el).color }, filters };
+          });
+        // Computed colours say nothing about a CSS filter over them: what is measured must be what shows.
+        expect(filters.filter((f) => f !== 'none')).toEqual([]);
+        const background = colors.chain.reduceRight<Rgba>((behind, c) => over(parse(c), behind), [255, 255, 255, 1]);
+        ratios[kind] = contrast(over(parse(colors.text), background), background);
+        ratios[`${kind}Background`] = luminance(background);
+      }
+      return ratios;
+    };
+    await theme('light');
+    const light = await measure();
+    await shot('diff-light');
+    await theme('dark');
+    const dark = await measure();
+    await shot('diff-dark');
+
+    // A comment on a line whose sending fails keeps its form and text (the composer rule of item 3).
+    await page.route('**/api/requirements/*/reply', (route) => route.fulfill({ json: { code: 'unavailable', message: 'Try again', statusCode: 503 }, status: 503 }));
+    await page.getByTestId('diff').locator('tr', { hasText: 'added line' }).locator('td.d2h-code-linenumber').click();
+    await page.getByTestId('line-comment-text').fill('Why this line?');
+    await page.getByTestId('line-comment-send').click();
+    await errorToast().getByText('503 · Try again').waitFor();
+    await expect(page.getByTestId('line-comment-text').inputValue()).resolves.toBe('Why this line?');
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+    await page.setViewportSize(PHONE);
+    await page.getByTestId('pane-details').click();
+    await page.getByTestId('diff').locator('tr', { hasText: 'added line' }).scrollIntoViewIfNeeded();
+    await shot('diff-dark-390');
+    process.stdout.write(`diff contrast: light ${JSON.stringify(light)}, dark ${JSON.stringify(dark)}\n`);
+    for (const ratios of [light, dark]) {
+      expect(ratios['added']).toBeGreaterThanOrEqual(4.5);
+      expect(ratios['removed']).toBeGreaterThanOrEqual(4.5);
+      expect(ratios['context']).toBeGreaterThanOrEqual(4.5);
+    }
+    // Dark means a dark background behind the diff, not a light diff on a dark page.
+    expect(dark['contextBackground']).toBeLessThan(0.1);
+    await theme('light');
   });
 });
