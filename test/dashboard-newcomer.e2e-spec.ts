@@ -201,4 +201,37 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     expect(dark['contextBackground']).toBeLessThan(0.1);
     await theme('light');
   });
+
+  it('shows a failed first run as failed, with Retry as the way on and no "Confirm done" offered (item 10)', async () => {
+    const failing = await createRequirement(manager, { title: 'Fails at once' });
+    await open(failing.id);
+    // The worktree agent runs the command and fails with it: a real failed run, as the server records it.
+    await page.getByTestId('composer-text').fill(sh('exit 3'));
+    await page.getByTestId('start').click();
+    await page.getByTestId('failure-banner').waitFor({ timeout: 60_000 });
+    const requirement = (await send(manager.origin, 'GET', `/api/requirements/${failing.id}`)).json;
+    expect(requirement.session.state).toBe('failed');
+    const status = page.getByTestId('detail-status');
+    for (const choice of ['light', 'dark'] as const) {
+      await theme(choice);
+      await expect(status.textContent()).resolves.toBe('Run failed');
+      await expect(status.getAttribute('class')).resolves.toContain('danger');
+      await page.getByTestId('start').getByText('Retry').waitFor();
+      await expect(page.getByTestId('start').getAttribute('class')).resolves.toContain('primary');
+      // Confirming stays possible, but it is named for what it is after a failure and not suggested.
+      const confirm = page.getByTestId('confirm');
+      await expect(confirm.textContent()).resolves.not.toContain('Confirm done');
+      expect((await confirm.getAttribute('class')) ?? '').not.toContain('primary');
+      await shot(`failed-detail-${choice}`);
+    }
+    await page.setViewportSize(PHONE);
+    await shot('failed-detail-dark-390');
+    await page.setViewportSize(DESKTOP);
+    await theme('light');
+
+    await page.getByRole('link', { name: /Back to boards/ }).click();
+    const card = page.locator(`a.card[data-requirement-id="${failing.id}"]`);
+    await card.getByTestId('session-badge').and(page.locator('.danger')).getByText('Run failed').waitFor();
+    await shot('failed-card');
+  });
 });

@@ -209,6 +209,9 @@ export class RequirementDetail {
   }
 
   protected statusClass(r: Requirement): string {
+    if (attentionOf(r) === 'failed') {
+      return 'danger';
+    }
     return r.status === 'done' ? 'ok' : r.status === 'waiting_confirmation' ? 'warn' : r.status === 'doing' ? 'accent' : '';
   }
 
