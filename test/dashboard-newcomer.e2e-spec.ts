@@ -234,4 +234,43 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     await card.getByTestId('session-badge').and(page.locator('.danger')).getByText('Run failed').waitFor();
     await shot('failed-card');
   });
+
+  it('shows a cancelled Requirement as cancelled only, says why its composer is closed, and finds it on the board on request (item 9)', async () => {
+    const withdrawn = await createRequirement(manager, { title: 'Withdrawn after a run' });
+    await startRun(manager, withdrawn.id, sh('true'));
+    await settled(manager, withdrawn.id, 1);
+    expect((await send(manager.origin, 'POST', `/api/requirements/${withdrawn.id}/cancel`)).status).toBe(200);
+    await open(withdrawn.id);
+    for (const choice of ['light', 'dark'] as const) {
+      await theme(choice);
+      await page.getByTestId('detail-status').and(page.locator('[data-status="cancelled"]')).getByText('Cancelled').waitFor();
+      await expect(page.locator('.detail-head').getByText('Completed').count()).resolves.toBe(0);
+      await expect(page.getByTestId('composer-text').isDisabled()).resolves.toBe(true);
+      await page
+        .getByTestId('composer-closed')
+        .getByText(/cancelled: nothing more goes to its agent/)
+        .waitFor();
+      await expect(page.getByTestId('composer-text').getAttribute('aria-describedby')).resolves.toBe('composer-closed');
+      await shot(`cancelled-detail-${choice}`);
+    }
+    await page.setViewportSize(PHONE);
+    await expect(page.getByTestId('composer-closed').isVisible()).resolves.toBe(true);
+    await shot('cancelled-detail-dark-390');
+    await page.setViewportSize(DESKTOP);
+    await theme('light');
+
+    await page.getByRole('link', { name: /Back to boards/ }).click();
+    const board = page.getByTestId('requirements-board');
+    const card = board.locator(`a.card[data-requirement-id="${withdrawn.id}"]`);
+    await board.locator('[data-column="todo"]').waitFor();
+    await expect(card.count()).resolves.toBe(0);
+    await page.getByTestId('show-cancelled').check();
+    await board.locator('[data-column="cancelled"]').locator(`a.card[data-requirement-id="${withdrawn.id}"]`).waitFor();
+    await expect(card.getByText('Completed').count()).resolves.toBe(0);
+    await shot('cancelled-column');
+    await page.setViewportSize(PHONE);
+    await page.getByTestId('column-switcher').locator('[data-column="cancelled"]').click();
+    await card.waitFor();
+    await shot('cancelled-column-390');
+  });
 });

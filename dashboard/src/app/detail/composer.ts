@@ -28,7 +28,9 @@ interface Pending {
         <span class="sr-only">{{ t('composer.label') }}</span>
         <textarea
           rows="3"
-          [placeholder]="t('composer.placeholder')"
+          [disabled]="closed()"
+          [attr.aria-describedby]="closed() ? 'composer-closed' : null"
+          [placeholder]="closed() ? '' : t('composer.placeholder')"
           [value]="text()"
           (input)="text.set($any($event.target).value)"
           (keydown)="onKey($event)"
@@ -53,16 +55,22 @@ interface Pending {
           }
         </div>
       }
+      @if (closed()) {
+        <!-- Why nothing can be written here, rather than a Send that is disabled without a word. -->
+        <p class="muted hint" id="composer-closed" data-testid="composer-closed">{{ t('composer.cancelled') }}</p>
+      }
       <div class="row">
-        <label class="button" style="flex-direction: row">
+        <label class="button" style="flex-direction: row" [class.disabled]="closed()">
           {{ t('action.attach') }}
-          <input type="file" multiple class="sr-only" (change)="onPick($event)" data-testid="composer-file" />
+          <input type="file" multiple class="sr-only" [disabled]="closed()" (change)="onPick($event)" data-testid="composer-file" />
         </label>
         @if (queuedNote()) {
           <span class="badge warn" role="status" data-testid="queued-note">{{ t('composer.queued') }}</span>
         }
         <span class="spacer"></span>
-        <button type="submit" class="primary" [disabled]="!canSend()" data-testid="composer-send">{{ t('action.send') }}</button>
+        <button type="submit" class="primary" [disabled]="!canSend()" [title]="closed() ? t('composer.cancelled') : ''" data-testid="composer-send">
+          {{ t('action.send') }}
+        </button>
       </div>
     </form>
   `,
@@ -79,14 +87,12 @@ export class Composer {
   /** Shown after a reply that waits for the current run. */
   protected readonly queuedNote = computed(() => this.lastQueued() && this.requirement().session.state === 'running');
   private readonly lastQueued = signal(false);
+  /** A cancelled Requirement takes no more messages (the server refuses them). */
+  protected readonly closed = computed(() => this.requirement().status === 'cancelled');
   private keys = 0;
 
   protected readonly canSend = computed(
-    () =>
-      !this.busy() &&
-      this.requirement().status !== 'cancelled' &&
-      this.pending().every((p) => p.attachment || p.failed) &&
-      (this.text().trim().length > 0 || this.pending().some((p) => p.attachment)),
+    () => !this.busy() && !this.closed() && this.pending().every((p) => p.attachment || p.failed) && (this.text().trim().length > 0 || this.pending().some((p) => p.attachment)),
   );
 
   constructor() {
