@@ -7,6 +7,7 @@ import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot } from './sup
 import { createRequirement, initRepository, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
 import { send } from './support/http';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { until } from './support/wait';
 
 // Issue 26 ("daily use, tried as a new user would") in Debian's Chromium against the real built
 // server, with the synthetic worktree agent: each item is walked through the page as a person
@@ -272,5 +273,28 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     await page.getByTestId('column-switcher').locator('[data-column="cancelled"]').click();
     await card.waitFor();
     await shot('cancelled-column-390');
+  });
+
+  it('drops the "Queued" note once the next run took the queued message (item 7)', async () => {
+    const busy = await createRequirement(manager, { title: 'Two runs in a row' });
+    await open(busy.id);
+    const runs = async () => (await send(manager.origin, 'GET', `/api/runs?requirementId=${busy.id}`)).json.items as Array<{ status: string; inputToSequence: number }>;
+    await page.getByTestId('composer-text').fill(sh('sleep 3'));
+    await page.getByTestId('start').click();
+    await page.getByTestId('session-state').and(page.locator('[data-state="running"]')).waitFor();
+    // A reply during the run waits for it: the note says so.
+    await page.getByTestId('composer-text').fill(sh('sleep 8'));
+    await page.getByTestId('composer-send').click();
+    const note = page.getByTestId('queued-note');
+    await note.waitFor();
+    await shot('queued-note');
+    // The first run ends and the next one takes the reply; while that one still works, the note is gone.
+    await until('the second run at work', async () => {
+      const all = await runs();
+      return all.length === 2 && all.some((r) => r.status === 'running') ? all : undefined;
+    });
+    await note.waitFor({ state: 'detached', timeout: 5_000 });
+    await expect(page.getByTestId('session-state').getAttribute('data-state')).resolves.toBe('running');
+    await shot('queued-note-gone');
   });
 });

@@ -1,7 +1,8 @@
 import { ChangeDetectionStrategy, Component, DestroyRef, computed, inject, input, signal } from '@angular/core';
 
 import { I18n } from '../core/i18n';
-import { MAX_ATTACHMENTS, type Attachment, type Reply, type Requirement } from '../core/models';
+import { isQueued } from '../core/live/queued';
+import { MAX_ATTACHMENTS, type Attachment, type Message, type Reply, type Requirement, type Run } from '../core/models';
 import { Notifier } from '../core/notifier';
 import { ConversationStore } from '../core/stores/conversation-store';
 
@@ -77,6 +78,8 @@ interface Pending {
 })
 export class Composer {
   readonly requirement = input.required<Requirement>();
+  /** The RD run at work, if any: what it took as input is no longer queued. */
+  readonly activeRun = input<Run | null>(null);
   private readonly store = inject(ConversationStore);
   private readonly notifier = inject(Notifier);
   protected readonly t = inject(I18n).t;
@@ -84,9 +87,15 @@ export class Composer {
   protected readonly pending = signal<Pending[]>([]);
   protected readonly dragging = signal(false);
   protected readonly busy = signal(false);
-  /** Shown after a reply that waits for the current run. */
-  protected readonly queuedNote = computed(() => this.lastQueued() && this.requirement().session.state === 'running');
-  private readonly lastQueued = signal(false);
+  /**
+   * Shown after a reply that waits for the current run, and only while it waits: once a run took
+   * it (the next run, or a steer) the note would say something no longer true.
+   */
+  protected readonly queuedNote = computed(() => {
+    const message = this.lastQueued();
+    return !!message && isQueued(message, this.requirement(), this.activeRun() ?? undefined);
+  });
+  private readonly lastQueued = signal<Message | null>(null);
   /** A cancelled Requirement takes no more messages (the server refuses them). */
   protected readonly closed = computed(() => this.requirement().status === 'cancelled');
   private keys = 0;
@@ -165,8 +174,8 @@ export class Composer {
     const body = this.draft();
     this.busy.set(true);
     try {
-      const { queued } = await this.store.reply(id, body);
-      this.lastQueued.set(queued);
+      const { message, queued } = await this.store.reply(id, body);
+      this.lastQueued.set(queued ? message : null);
       this.clear();
     } catch {
       // shown by the API service; the draft stays for another try
