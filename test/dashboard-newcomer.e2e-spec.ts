@@ -297,4 +297,30 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     await expect(page.getByTestId('session-state').getAttribute('data-state')).resolves.toBe('running');
     await shot('queued-note-gone');
   });
+
+  it("writes English dates in the browser's own locale: en-US and en-GB (item 12)", async () => {
+    const dated = await createRequirement(manager, { title: 'Dated' });
+    const created = new Date(dated.createdAt as string);
+    const [month, day] = [created.getMonth() + 1, created.getDate()];
+    const pad = (n: number) => String(n).padStart(2, '0');
+    for (const [locale, pattern, start] of [
+      ['en-US', /^\d{1,2}\/\d{1,2}\/\d{2}, \d{1,2}:\d{2}\s[AP]M$/, `${month}/${day}/`],
+      ['en-GB', /^\d{2}\/\d{2}\/\d{4}, \d{2}:\d{2}$/, `${pad(day)}/${pad(month)}/`],
+    ] as const) {
+      const other = await launchBrowser({ locale, viewport: DESKTOP });
+      try {
+        await other.page.goto(`${manager.origin}/?token=${manager.token}`);
+        await other.page.waitForURL(`${manager.origin}/requirements`);
+        const time = other.page.locator(`a.card[data-requirement-id="${dated.id}"] time`);
+        await time.waitFor();
+        const text = (await time.textContent()) ?? '';
+        process.stdout.write(`${locale}: ${text}\n`);
+        expect(text).toMatch(pattern);
+        expect(text.startsWith(start)).toBe(true);
+        await screenshot(other.page, path.join('..', 'dashboard-newcomer', `dates-${locale}`));
+      } finally {
+        await other.close();
+      }
+    }
+  });
 });
