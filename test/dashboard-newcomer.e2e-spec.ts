@@ -323,4 +323,45 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
       }
     }
   });
+
+  it('says "1 file", labels "Needs you" at desktop widths and the status dot, and says on Pull requests that no GitHub token is set (item 20)', async () => {
+    const one = await createRequirement(manager, { title: 'One file' });
+    await startRun(manager, one.id, sh('echo one > one.txt'));
+    await settled(manager, one.id, 1);
+    await open(one.id);
+    await page.getByTestId('tab-changes').click();
+    await page
+      .getByTestId('changes-summary')
+      .getByText(/^1 file changed against main/)
+      .waitFor();
+
+    const attention = page.getByTestId('attention');
+    for (const width of [1280, 1440]) {
+      await page.setViewportSize({ height: 800, width });
+      await expect(attention.getByText('Needs you').isVisible()).resolves.toBe(true);
+      // Still one header row.
+      expect((await page.locator('.topbar').boundingBox())!.height).toBeLessThanOrEqual(56);
+    }
+    // The dot says what it is, to a screen reader and as a tooltip.
+    const dot = page.getByRole('status', { name: 'Connection to the server: Live' });
+    await expect(dot.getAttribute('title')).resolves.toBe('Connection to the server: Live');
+
+    await page.goto(`${manager.origin}/pull-requests`);
+    const notice = page.getByTestId('github-setup');
+    await notice.getByText(/GitHub is not set up: pull requests are not followed/).waitFor();
+    await notice.getByText(/no token/).waitFor();
+    await notice
+      .getByText(/GITHUB_TOKEN/)
+      .first()
+      .waitFor();
+    for (const choice of ['light', 'dark'] as const) {
+      await page.evaluate((c) => localStorage.setItem('am.theme', c), choice);
+      await page.reload();
+      await notice.waitFor();
+      await shot(`cosmetic-1440-${choice}`);
+    }
+    await page.setViewportSize(PHONE);
+    await shot('cosmetic-pull-requests-390');
+    await page.evaluate(() => localStorage.setItem('am.theme', 'light'));
+  });
 });

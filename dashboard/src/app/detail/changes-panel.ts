@@ -34,7 +34,11 @@ interface PickedLine {
         <p class="muted" data-testid="changes-unavailable">{{ error() }}</p>
       } @else if (changes(); as c) {
         <div class="row changes-head">
-          <span class="muted" data-testid="changes-summary">{{ t('changes.summary', { n: c.files.length, base: c.baseRef, sha: c.mergeBaseSha.slice(0, 8) }) }}</span>
+          <span class="muted" data-testid="changes-summary">{{
+            c.files.length === 1
+              ? t('changes.summaryOne', { base: c.baseRef, sha: c.mergeBaseSha.slice(0, 8) })
+              : t('changes.summary', { n: c.files.length, base: c.baseRef, sha: c.mergeBaseSha.slice(0, 8) })
+          }}</span>
           @if (c.truncated) {
             <span class="badge warn">{{ t('changes.truncated') }}</span>
           }
