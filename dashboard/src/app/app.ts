@@ -40,9 +40,15 @@ import { SearchBox } from './search/search-box';
           [attr.data-count]="waiting()"
           [attr.aria-label]="t('attention.count', { n: waiting() })"
           [title]="t('attention.count', { n: waiting() })"
-          >⚑ <span class="label wide-only">{{ t('nav.attention') }}</span> <span class="badge">{{ waiting() }}</span></a
+          >⚑ <span class="label desk-only">{{ t('nav.attention') }}</span> <span class="badge">{{ waiting() }}</span></a
         >
-        <span class="conn" [class]="'conn ' + sync.connection()" role="status" data-testid="connection" [title]="t(keyOf('conn', sync.connection()))"
+        <span
+          class="conn"
+          [class]="'conn ' + sync.connection()"
+          role="status"
+          data-testid="connection"
+          [attr.aria-label]="t('conn.label', { s: t(keyOf('conn', sync.connection())) })"
+          [title]="t('conn.label', { s: t(keyOf('conn', sync.connection())) })"
           ><span class="label wide-only">{{ t(keyOf('conn', sync.connection())) }}</span></span
         >
         <button type="button" class="primary" (click)="creating.set(true)" data-testid="new-requirement" [attr.aria-label]="t('action.new')">

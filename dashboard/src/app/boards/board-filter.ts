@@ -39,6 +39,8 @@ export class BoardFilterState {
           }
         </select>
       </label>
+      <!-- A board's own switches (the Requirements board's "Show cancelled"). -->
+      <ng-content />
       @if (requirements.loading()) {
         <span class="muted" role="status">{{ t('board.loading') }}</span>
       }

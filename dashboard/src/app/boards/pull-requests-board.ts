@@ -1,6 +1,8 @@
-import { ChangeDetectionStrategy, Component, computed, effect, inject, untracked } from '@angular/core';
+import { ChangeDetectionStrategy, Component, computed, effect, inject, signal, untracked } from '@angular/core';
 import { RouterLink } from '@angular/router';
+import type { components } from '@libs/api-client';
 
+import { Api } from '../core/api';
 import { I18n, keyOf } from '../core/i18n';
 import { PULL_REQUEST_COLUMNS } from '../core/models';
 import { autoReviewBadge, isStale, latestReviews } from '../core/reviews';
@@ -17,6 +19,17 @@ import { BoardFilter, BoardFilterState } from './board-filter';
   template: `
     <h1 class="sr-only">{{ t('nav.pullRequests') }}</h1>
     <am-board-filter />
+    @if (github(); as check) {
+      <!-- Without a token nothing here changes by itself: say so where the person looks for it. -->
+      <section class="panel setup-panel" role="status" data-testid="github-setup" [attr.data-status]="check.status">
+        <strong>{{ t('pr.github') }}</strong>
+        <p>{{ check.detail }}</p>
+        @if (check.fix) {
+          <p>→ {{ check.fix }}</p>
+        }
+        <p class="muted small">{{ t('pr.githubRestart') }} <code>agent-manager doctor</code></p>
+      </section>
+    }
     <div class="board" data-testid="pull-requests-board">
       @for (col of columns(); track col.status) {
         <am-board-column [key]="col.status" [label]="t(keyOf('pr', col.status))" [count]="col.items.length">
@@ -62,6 +75,9 @@ export class PullRequestsBoard {
   protected readonly isStale = isStale;
   protected readonly autoReviewBadge = autoReviewBadge;
   protected readonly reviews = computed(() => latestReviews(this.store.reviewRequests()));
+  private readonly api = inject(Api);
+  /** doctor's GitHub check, when it is not fine (no token, a rejected one): the server already knows. */
+  protected readonly github = signal<components['schemas']['DoctorCheckDto'] | null>(null);
 
   protected readonly columns = computed(() => {
     const window = this.requirements.window();
@@ -79,6 +95,11 @@ export class PullRequestsBoard {
   private readonly reviewsRead = new Set<string>();
 
   constructor() {
+    // Quiet: a manager without /api/doctor just shows no notice.
+    this.api
+      .call(this.api.client.GET('/api/doctor', { params: { query: {} } }), true)
+      .then((report) => this.github.set(report.checks.find((c) => c.id === 'github' && c.status !== 'ok') ?? null))
+      .catch(() => undefined);
     // Review state is per PR; read it for the most recent PRs that can still be reviewed. As an
     // effect: on a reload of this page the PRs arrive after it opened, and their reviews with them.
     effect(() => {

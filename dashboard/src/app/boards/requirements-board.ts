@@ -3,7 +3,7 @@ import { RouterLink } from '@angular/router';
 
 import { firstLine } from '../core/attention';
 import { I18n, keyOf } from '../core/i18n';
-import { REQUIREMENT_COLUMNS, type Requirement } from '../core/models';
+import { REQUIREMENT_COLUMNS, type Requirement, type RequirementStatus } from '../core/models';
 import { inWindow } from '../core/stores/created-window';
 import { RequirementsStore } from '../core/stores/requirements-store';
 import { blockedBy } from './blocked-by';
@@ -25,7 +25,13 @@ const STEP = 60;
     @defer (on idle) {
       <am-setup-panel />
     }
-    <am-board-filter />
+    <am-board-filter>
+      <!-- Cancelled Requirements are off the board by default (they need nothing), but never out of reach. -->
+      <label class="inline">
+        <input type="checkbox" [checked]="showCancelled()" (change)="showCancelled.set($any($event.target).checked)" data-testid="show-cancelled" />
+        {{ t('board.showCancelled') }}
+      </label>
+    </am-board-filter>
     <!-- On a phone one column shows at a time: the switcher picks it (with the counts). -->
     <div class="column-switcher" role="tablist" [attr.aria-label]="t('board.columns')" data-testid="column-switcher">
       @for (col of columns(); track col.status) {
@@ -56,14 +62,17 @@ const STEP = 60;
                     <div class="meta failure" data-testid="card-error">{{ short(row.item.session.lastError) }}</div>
                   }
                   <div class="meta">
-                    <span
-                      class="badge"
-                      [class.accent]="row.item.session.state === 'running'"
-                      [class.danger]="row.item.session.state === 'failed'"
-                      [attr.data-state]="row.item.session.state"
-                      data-testid="session-badge"
-                      >{{ row.item.session.state === 'failed' ? t('failed.card') : t(keyOf('ses', row.item.session.state)) }}</span
-                    >
+                    <!-- A cancelled one's session ended with it ("Completed" beside "Cancelled" contradicts). -->
+                    @if (row.item.status !== 'cancelled') {
+                      <span
+                        class="badge"
+                        [class.accent]="row.item.session.state === 'running'"
+                        [class.danger]="row.item.session.state === 'failed'"
+                        [attr.data-state]="row.item.session.state"
+                        data-testid="session-badge"
+                        >{{ row.item.session.state === 'failed' ? t('failed.card') : t(keyOf('ses', row.item.session.state)) }}</span
+                      >
+                    }
                     @if (row.item.session.pausedAt && !row.item.budgetReachedAt) {
                       <span class="badge warn" data-testid="paused" [title]="t('paused.hint')">{{ t('card.paused') }}</span>
                     }
@@ -115,12 +124,18 @@ export class RequirementsBoard {
   protected readonly short = (text: string | null) => firstLine(text, 100);
   /** The phone's column (ignored where every column shows): the first with cards, until one is picked. */
   protected readonly column = signal<string | null>(null);
+  protected readonly showCancelled = signal(false);
   protected readonly shownColumn = computed(() => this.column() ?? this.columns().find((c) => c.rows.length > 0)?.status ?? 'todo');
 
   private readonly visible = computed(() => {
     const window = this.store.window();
     return [...this.store.requirements().values()]
-      .filter((r) => r.status !== 'cancelled' && inWindow(r.createdAt, window) && this.filter.matches([r.title, r.id, r.description.slice(0, 500), r.provider, r.model]))
+      .filter(
+        (r) =>
+          (r.status !== 'cancelled' || this.showCancelled()) &&
+          inWindow(r.createdAt, window) &&
+          this.filter.matches([r.title, r.id, r.description.slice(0, 500), r.provider, r.model]),
+      )
       .sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
   });
 
@@ -135,11 +150,12 @@ export class RequirementsBoard {
   });
 
   protected readonly columns = computed(() => {
-    const byStatus = new Map<string, Requirement[]>(REQUIREMENT_COLUMNS.map((s) => [s, []]));
+    const statuses: readonly RequirementStatus[] = this.showCancelled() ? [...REQUIREMENT_COLUMNS, 'cancelled'] : REQUIREMENT_COLUMNS;
+    const byStatus = new Map<string, Requirement[]>(statuses.map((s) => [s, []]));
     for (const r of this.visible()) {
       byStatus.get(r.status)?.push(r);
     }
-    return REQUIREMENT_COLUMNS.map((status) => ({ rows: treeOrder<Requirement>(byStatus.get(status) ?? []), status }));
+    return statuses.map((status) => ({ rows: treeOrder<Requirement>(byStatus.get(status) ?? []), status }));
   });
 
   protected blockers(requirement: Requirement): string | null {

@@ -38,11 +38,27 @@ function initialLanguage(): Language {
   return navigator.languages.some((l) => l.toLowerCase().startsWith('zh')) ? 'zh-CN' : 'en';
 }
 
+/**
+ * The locale English dates and numbers follow: the browser's own English (en-US writes 12/2/26,
+ * en-GB 02/12/2026), else the browser's language; a fixed en-GB made every American read
+ * day and month the wrong way round.
+ */
+function englishLocale(): string {
+  const preferred = navigator.languages.find((l) => l.toLowerCase().startsWith('en')) ?? navigator.language;
+  try {
+    return Intl.DateTimeFormat.supportedLocalesOf([preferred]).length ? preferred : 'en';
+  } catch {
+    // A malformed language tag (a RangeError): plain English.
+    return 'en';
+  }
+}
+
 @Injectable({ providedIn: 'root' })
 export class I18n {
   readonly language = signal<Language>(initialLanguage());
   private readonly dictionary = computed(() => DICTIONARIES[this.language()]);
-  readonly locale = computed(() => (this.language() === 'zh-CN' ? 'zh-CN' : 'en-GB'));
+  private readonly english = englishLocale();
+  readonly locale = computed(() => (this.language() === 'zh-CN' ? 'zh-CN' : this.english));
 
   constructor() {
     document.documentElement.lang = this.language();

@@ -1,4 +1,4 @@
-import { Injectable, signal } from '@angular/core';
+import { Injectable, computed, signal } from '@angular/core';
 
 export type ThemeChoice = 'system' | 'light' | 'dark';
 const KEY = 'am.theme';
@@ -10,9 +10,23 @@ const KEY = 'am.theme';
 @Injectable({ providedIn: 'root' })
 export class Theme {
   readonly choice = signal<ThemeChoice>(this.saved());
+  private readonly systemDark = signal(false);
+  /**
+   * The scheme on screen: what was chosen, or what the system prefers. For what draws its own
+   * colours (diff2html's light and dark schemes) and cannot follow the CSS variables.
+   */
+  readonly effective = computed<'light' | 'dark'>(() => {
+    const choice = this.choice();
+    return choice === 'system' ? (this.systemDark() ? 'dark' : 'light') : choice;
+  });
 
   constructor() {
     this.applyChoice(this.choice());
+    const media = typeof matchMedia === 'function' ? matchMedia('(prefers-color-scheme: dark)') : null;
+    if (media) {
+      this.systemDark.set(media.matches);
+      media.addEventListener('change', (event) => this.systemDark.set(event.matches));
+    }
   }
 
   /** Cycles system → light → dark, so one button is enough. */

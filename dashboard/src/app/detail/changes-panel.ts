@@ -1,10 +1,12 @@
 import { ChangeDetectionStrategy, Component, ElementRef, computed, effect, inject, input, signal, untracked, viewChild } from '@angular/core';
 import { DomSanitizer, type SafeHtml } from '@angular/platform-browser';
 import { html as diffHtml } from 'diff2html';
+import type { ColorSchemeType } from 'diff2html/lib/types';
 import DOMPurify from 'dompurify';
 
 import { Api } from '../core/api';
 import { I18n, keyOf } from '../core/i18n';
+import { Theme } from '../core/theme';
 import type { ChangedFile, Requirement, RequirementChanges } from '../core/models';
 import { ConversationStore } from '../core/stores/conversation-store';
 
@@ -32,7 +34,11 @@ interface PickedLine {
         <p class="muted" data-testid="changes-unavailable">{{ error() }}</p>
       } @else if (changes(); as c) {
         <div class="row changes-head">
-          <span class="muted" data-testid="changes-summary">{{ t('changes.summary', { n: c.files.length, base: c.baseRef, sha: c.mergeBaseSha.slice(0, 8) }) }}</span>
+          <span class="muted" data-testid="changes-summary">{{
+            c.files.length === 1
+              ? t('changes.summaryOne', { base: c.baseRef, sha: c.mergeBaseSha.slice(0, 8) })
+              : t('changes.summary', { n: c.files.length, base: c.baseRef, sha: c.mergeBaseSha.slice(0, 8) })
+          }}</span>
           @if (c.truncated) {
             <span class="badge warn">{{ t('changes.truncated') }}</span>
           }
@@ -62,7 +68,7 @@ interface PickedLine {
           <div class="diff" #diffBox (click)="pick($event)" [innerHTML]="diff()" data-testid="diff"></div>
         }
         @if (picked(); as p) {
-          <form class="line-comment" (submit)="$event.preventDefault(); send(comment.value); comment.value = ''" data-testid="line-comment">
+          <form class="line-comment" (submit)="$event.preventDefault(); send(comment.value)" data-testid="line-comment">
             <label for="am-line-comment">{{ t('changes.commentOn', { path: p.path, line: p.line }) }}</label>
             <code class="muted">{{ p.code }}</code>
             <textarea id="am-line-comment" #comment rows="3" maxlength="20000" data-testid="line-comment-text"></textarea>
@@ -86,6 +92,7 @@ export class ChangesPanel {
   private readonly api = inject(Api);
   private readonly conversations = inject(ConversationStore);
   private readonly sanitizer = inject(DomSanitizer);
+  private readonly theme = inject(Theme);
   private readonly diffElement = viewChild<ElementRef<HTMLElement>>('diffBox');
 
   protected readonly changes = signal<RequirementChanges | null>(null);
@@ -93,8 +100,22 @@ export class ChangesPanel {
   protected readonly selected = signal<ChangedFile | null>(null);
   private readonly diffText = signal('');
   protected readonly picked = signal<PickedLine | null>(null);
+  /**
+   * diff2html's own colour scheme for the theme on screen (its dark scheme was designed for
+   * contrast; inverting the light one with a CSS filter left dark-grey text on dark green).
+   */
   protected readonly diff = computed<SafeHtml>(() =>
-    this.sanitizer.bypassSecurityTrustHtml(DOMPurify.sanitize(diffHtml(this.diffText(), { drawFileList: false, matching: 'none', outputFormat: 'line-by-line' }))),
+    this.sanitizer.bypassSecurityTrustHtml(
+      DOMPurify.sanitize(
+        diffHtml(this.diffText(), {
+          // The enum's values, named as strings: its module is CommonJS, and only its type is wanted.
+          colorScheme: this.theme.effective() as ColorSchemeType,
+          drawFileList: false,
+          matching: 'none',
+          outputFormat: 'line-by-line',
+        }),
+      ),
+    ),
   );
   /** What the list was read for: the branch head and whether the tree was dirty. */
   private readVersion = '';
@@ -160,7 +181,13 @@ export class ChangesPanel {
     }
     const where = p.side === 'old' ? `${p.path}, line ${p.line} before the change` : `${p.path}, line ${p.line}`;
     const quote = p.code ? `\n\n> ${p.code.replace(/\n/g, ' ')}` : '';
-    await this.conversations.reply(this.requirement().id, { message: `About ${where}:${quote}\n\n${text.trim()}` });
+    try {
+      await this.conversations.reply(this.requirement().id, { message: `About ${where}:${quote}\n\n${text.trim()}` });
+    } catch {
+      // Shown by the API service; the form and its text stay for another try.
+      return;
+    }
+    // Closing the form drops its text: only after the server took the comment.
     this.picked.set(null);
   }
 }

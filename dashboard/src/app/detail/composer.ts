@@ -1,7 +1,8 @@
 import { ChangeDetectionStrategy, Component, DestroyRef, computed, inject, input, signal } from '@angular/core';
 
 import { I18n } from '../core/i18n';
-import { MAX_ATTACHMENTS, type Attachment, type Reply, type Requirement } from '../core/models';
+import { isQueued } from '../core/live/queued';
+import { MAX_ATTACHMENTS, type Attachment, type Message, type Reply, type Requirement, type Run } from '../core/models';
 import { Notifier } from '../core/notifier';
 import { ConversationStore } from '../core/stores/conversation-store';
 
@@ -28,7 +29,9 @@ interface Pending {
         <span class="sr-only">{{ t('composer.label') }}</span>
         <textarea
           rows="3"
-          [placeholder]="t('composer.placeholder')"
+          [disabled]="closed()"
+          [attr.aria-describedby]="closed() ? 'composer-closed' : null"
+          [placeholder]="closed() ? '' : t('composer.placeholder')"
           [value]="text()"
           (input)="text.set($any($event.target).value)"
           (keydown)="onKey($event)"
@@ -53,22 +56,30 @@ interface Pending {
           }
         </div>
       }
+      @if (closed()) {
+        <!-- Why nothing can be written here, rather than a Send that is disabled without a word. -->
+        <p class="muted hint" id="composer-closed" data-testid="composer-closed">{{ t('composer.cancelled') }}</p>
+      }
       <div class="row">
-        <label class="button" style="flex-direction: row">
+        <label class="button" style="flex-direction: row" [class.disabled]="closed()">
           {{ t('action.attach') }}
-          <input type="file" multiple class="sr-only" (change)="onPick($event)" data-testid="composer-file" />
+          <input type="file" multiple class="sr-only" [disabled]="closed()" (change)="onPick($event)" data-testid="composer-file" />
         </label>
         @if (queuedNote()) {
           <span class="badge warn" role="status" data-testid="queued-note">{{ t('composer.queued') }}</span>
         }
         <span class="spacer"></span>
-        <button type="submit" class="primary" [disabled]="!canSend()" data-testid="composer-send">{{ t('action.send') }}</button>
+        <button type="submit" class="primary" [disabled]="!canSend()" [title]="closed() ? t('composer.cancelled') : ''" data-testid="composer-send">
+          {{ t('action.send') }}
+        </button>
       </div>
     </form>
   `,
 })
 export class Composer {
   readonly requirement = input.required<Requirement>();
+  /** The RD run at work, if any: what it took as input is no longer queued. */
+  readonly activeRun = input<Run | null>(null);
   private readonly store = inject(ConversationStore);
   private readonly notifier = inject(Notifier);
   protected readonly t = inject(I18n).t;
@@ -76,28 +87,38 @@ export class Composer {
   protected readonly pending = signal<Pending[]>([]);
   protected readonly dragging = signal(false);
   protected readonly busy = signal(false);
-  /** Shown after a reply that waits for the current run. */
-  protected readonly queuedNote = computed(() => this.lastQueued() && this.requirement().session.state === 'running');
-  private readonly lastQueued = signal(false);
+  /**
+   * Shown after a reply that waits for the current run, and only while it waits: once a run took
+   * it (the next run, or a steer) the note would say something no longer true.
+   */
+  protected readonly queuedNote = computed(() => {
+    const message = this.lastQueued();
+    return !!message && isQueued(message, this.requirement(), this.activeRun() ?? undefined);
+  });
+  private readonly lastQueued = signal<Message | null>(null);
+  /** A cancelled Requirement takes no more messages (the server refuses them). */
+  protected readonly closed = computed(() => this.requirement().status === 'cancelled');
   private keys = 0;
 
   protected readonly canSend = computed(
-    () =>
-      !this.busy() &&
-      this.requirement().status !== 'cancelled' &&
-      this.pending().every((p) => p.attachment || p.failed) &&
-      (this.text().trim().length > 0 || this.pending().some((p) => p.attachment)),
+    () => !this.busy() && !this.closed() && this.pending().every((p) => p.attachment || p.failed) && (this.text().trim().length > 0 || this.pending().some((p) => p.attachment)),
   );
 
   constructor() {
     inject(DestroyRef).onDestroy(() => this.pending().forEach((p) => p.preview && URL.revokeObjectURL(p.preview)));
   }
 
-  /** What Start sends along: the draft, then cleared. */
-  takeDraft(): Reply {
-    const draft = this.draft();
+  /**
+   * What Start sends along. The draft stays until the caller says the start was accepted
+   * (`clearDraft`): a refused start (a 409 for an unmet dependency, say) must not lose what the
+   * person typed.
+   */
+  peekDraft(): Reply {
+    return this.draft();
+  }
+
+  clearDraft(): void {
     this.clear();
-    return draft;
   }
 
   protected onKey(event: KeyboardEvent): void {
@@ -153,8 +174,8 @@ export class Composer {
     const body = this.draft();
     this.busy.set(true);
     try {
-      const { queued } = await this.store.reply(id, body);
-      this.lastQueued.set(queued);
+      const { message, queued } = await this.store.reply(id, body);
+      this.lastQueued.set(queued ? message : null);
       this.clear();
     } catch {
       // shown by the API service; the draft stays for another try

@@ -149,12 +149,16 @@ export class RequirementDetail {
 
   protected async onStart(): Promise<void> {
     this.notifier.askPermission();
-    const draft = this.composer()?.takeDraft() ?? {};
-    await this.act((id) => this.requirements.start(id, draft));
+    const composer = this.composer();
+    const draft = composer?.peekDraft() ?? {};
+    // Cleared only once the server took the draft: a refused start keeps it for another try.
+    if (await this.act((id) => this.requirements.start(id, draft))) {
+      composer?.clearDraft();
+    }
   }
 
-  protected onInterrupt(mode: 'stop' | 'steer'): Promise<void> {
-    return this.act((id) => this.requirements.interrupt(id, mode));
+  protected async onInterrupt(mode: 'stop' | 'steer'): Promise<void> {
+    await this.act((id) => this.requirements.interrupt(id, mode));
   }
 
   protected async onCancel(): Promise<void> {
@@ -176,8 +180,8 @@ export class RequirementDetail {
     return u.costUsd === null ? tokens : `${tokens} · $${u.costUsd.toFixed(4)}`;
   }
 
-  protected onConfirm(): Promise<void> {
-    return this.act((id) => this.requirements.confirm(id));
+  protected async onConfirm(): Promise<void> {
+    await this.act((id) => this.requirements.confirm(id));
   }
 
   protected async onDelete(): Promise<void> {
@@ -205,15 +209,20 @@ export class RequirementDetail {
   }
 
   protected statusClass(r: Requirement): string {
+    if (attentionOf(r) === 'failed') {
+      return 'danger';
+    }
     return r.status === 'done' ? 'ok' : r.status === 'waiting_confirmation' ? 'warn' : r.status === 'doing' ? 'accent' : '';
   }
 
-  private async act(action: (id: string) => Promise<unknown>): Promise<void> {
+  /** True when the action succeeded (a failure is shown by the API service). */
+  private async act(action: (id: string) => Promise<unknown>): Promise<boolean> {
     this.busy.set(true);
     try {
       await action(this.id());
+      return true;
     } catch {
-      // shown by the API service
+      return false;
     } finally {
       this.busy.set(false);
     }

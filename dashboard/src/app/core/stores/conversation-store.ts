@@ -83,10 +83,10 @@ export class ConversationStore {
    * Sends a message (it queues while a run works). The message itself arrives as an event; the
    * Requirement it answers with merges as a snapshot. `queued`: it waits for the current run.
    */
-  async reply(requirementId: string, body: Reply): Promise<{ queued: boolean }> {
+  async reply(requirementId: string, body: Reply): Promise<{ queued: boolean; message: Message }> {
     const result = await this.api.call(this.api.client.POST('/api/requirements/{id}/reply', { body, params: { path: { id: requirementId } } }));
     this.requirements.accept(result.requirement);
-    return { queued: result.queued };
+    return { message: result.message, queued: result.queued };
   }
 
   /** Uploads one file for the next message. */
