@@ -48,6 +48,14 @@ describe('the npm package', () => {
       HOME: home,
       LANG: 'C.UTF-8',
       PATH: [path.join(prefix, 'bin'), path.dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'].join(':'),
+      // How this machine reaches the registry (its CA bundle, a proxy) is the machine's, not the
+      // project's setup: without it npm's fetch of a package's metadata fails the TLS handshake and
+      // retries for many minutes.
+      ...Object.fromEntries(
+        ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy']
+          .filter((name) => process.env[name] !== undefined)
+          .map((name) => [name, process.env[name] as string]),
+      ),
     };
     // The npm cache `npm ci` filled (passed explicitly: HOME is empty) keeps the install fast and
     // offline where it can be. Install scripts are off: the one that matters, sqlite3's, compiles
@@ -57,7 +65,8 @@ describe('the npm package', () => {
     const install = spawnSync(
       'npm',
       ['install', '--global', '--prefix', prefix, '--cache', cache, '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel', 'error', tarball],
-      { encoding: 'utf8', env: { ...env, npm_config_update_notifier: 'false' } },
+      // Bounded: a registry that does not answer fails the suite in minutes, not the whole CI run.
+      { encoding: 'utf8', env: { ...env, npm_config_update_notifier: 'false' }, killSignal: 'SIGKILL', timeout: 4 * MINUTES },
     );
     if (install.status !== 0) {
       throw new Error(`npm install failed: ${install.stderr}`);
