@@ -101,6 +101,44 @@ describe('agent-manager start', () => {
     }
   });
 
+  it('says which process holds a port in use, and how to pick another', async () => {
+    const blocker = spawn(process.execPath, ['-e', "require('net').createServer().listen(0, '127.0.0.1', function () { console.log(this.address().port) })"], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    try {
+      const port = await new Promise<number>((resolve) => blocker.stdout.once('data', (c: Buffer) => resolve(Number(c.toString().trim()))));
+      const result = await runLauncher(sandbox, ['start', '--workspace', sandbox.workspace, '--port', String(port)]);
+      expect(result.code).toBe(1);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      expect(result.stderr).toContain(`127.0.0.1:${port} is in use by pid ${blocker.pid} (${process.execPath} -e`);
+      expect(result.stderr).toContain('--port <another>');
+      expect(result.stderr).not.toContain('listen EADDRINUSE');
+    } finally {
+      blocker.kill();
+    }
+  });
+
+  it('says when the port is held by another Agent Manager, with its workspace and dashboard', async () => {
+    const first = await startManager({ sandbox });
+    try {
+      const port = new URL(first.origin).port;
+      const other = path.join(path.dirname(sandbox.workspace), 'other-repo');
+      fs.mkdirSync(other);
+      const second = await runLauncher(sandbox, ['start', '--workspace', other, '--port', port]);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toContain(
+        `is in use by another Agent Manager (pid ${first.child.pid}, workspace ${fs.realpathSync(sandbox.workspace)}); its dashboard is ${first.origin}/`,
+      );
+      expect(second.stderr).toContain('--port <another>');
+      // doctor says the same about the port.
+      const doctor = await runLauncher(sandbox, ['doctor', '--json', '--workspace', other, '--port', port]);
+      const check = (JSON.parse(doctor.stdout) as { checks: Array<{ id: string; detail: string }> }).checks.find((c) => c.id === 'port');
+      expect(check?.detail).toContain(`another Agent Manager (pid ${first.child.pid}`);
+    } finally {
+      await first.stop();
+    }
+  });
+
   it('takes over the stale lock of a killed instance and loses nothing it committed', async () => {
     const first = await startManager({ sandbox });
     const created = await send(first.origin, 'POST', '/api/requirements', { provider: 'claude-code', title: 'crash' });

@@ -76,7 +76,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     ...overridesFromEnv(env),
     ...options.overrides,
   });
-  const lock = new InstanceLock(paths.lockPath);
+  const lock = new InstanceLock(paths.lockPath, paths.root);
   lock.acquire();
 
   let logger: FileLogger | undefined;

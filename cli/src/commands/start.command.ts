@@ -5,6 +5,7 @@ import { Command, CommandRunner, Option } from 'nest-commander';
 import { ConfigurationValues, LOG_LEVELS, LogLevel } from '@libs/contracts';
 
 import { ConfigurationFileError } from '@server/core/configuration/configuration.service';
+import { describePortInUse } from '@server/core/port-holder';
 import { PostgresWorkspaceLockedError } from '@server/core/database/postgres/postgres-workspace-lock';
 import { InstanceLockedError } from '@server/core/workspace/instance-lock';
 import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/workspace';
@@ -154,7 +155,12 @@ export class StartCommand extends CommandRunner {
         throw new UsageError(err.message);
       }
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      if (code === 'EADDRINUSE') {
+        // Node's bare "listen EADDRINUSE: address already in use" leaves a person guessing: say who holds it.
+        const { address, port } = err as NodeJS.ErrnoException & { address?: string; port?: number };
+        throw new UsageError(`cannot listen: ${describePortInUse(address ?? flags.host ?? '127.0.0.1', port ?? flags.port ?? 4310, codeFactoryHome())}`);
+      }
+      if (code === 'EACCES' || code === 'EADDRNOTAVAIL') {
         throw new UsageError(`cannot listen: ${(err as Error).message}`);
       }
       if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === '28P01' || code === '3D000') {

@@ -11,6 +11,7 @@ import { findExecutable } from '../agents/executable';
 import { CONFIGURATION_DEFAULTS } from '../core/configuration/configuration.schema';
 import { probePostgres } from '../core/database/postgres/postgres-probe';
 import { type PostgresStore, redactDatabaseUrl } from '../core/database/store';
+import { describePortInUse } from '../core/port-holder';
 import { overridesFromEnv } from '../core/configuration/configuration.service';
 import { codeFactoryHome, workspaceKey } from '../core/workspace/workspace';
 import { resolveGitHubToken } from '../github/github-token';
@@ -239,7 +240,7 @@ async function checkIsolation(mode: 'auto' | 'off', root: string, env: NodeJS.Pr
   }
 }
 
-function checkPort(host: string, port: number): Promise<DoctorCheck> {
+function checkPort(host: string, port: number, home: string): Promise<DoctorCheck> {
   const base = { id: 'port' as const, required: true, title: 'Port' };
   if (port === 0) {
     return Promise.resolve({ ...base, detail: 'port 0: a free one is picked at start', fix: null, status: 'ok' });
@@ -249,7 +250,8 @@ function checkPort(host: string, port: number): Promise<DoctorCheck> {
     server.once('error', (err: NodeJS.ErrnoException) =>
       resolve({
         ...base,
-        detail: `${host}:${port} cannot be listened on (${err.code ?? err.message}${err.code === 'EADDRINUSE' ? ': another process uses it' : ''})`,
+        // Who holds it (another Agent Manager, or which process) is what a person needs to act.
+        detail: `${host}:${port} cannot be listened on (${err.code ?? err.message}${err.code === 'EADDRINUSE' ? `: ${describePortInUse(host, port, home)}` : ''})`,
         fix: 'stop what uses it, or start with --port <another> (or set port in the configuration)',
         status: 'fail',
       }),
@@ -370,7 +372,7 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
     checkIsolation(configuration.agentIsolation, cwd, env),
     serving
       ? Promise.resolve<DoctorCheck>({ detail: `serving on ${serving}`, fix: null, id: 'port', required: true, status: 'ok', title: 'Port' })
-      : checkPort(configuration.host, configuration.port),
+      : checkPort(configuration.host, configuration.port, home),
     checkDatabase(configuration, root, home, timeoutMs),
   ]);
   // One agent CLI is enough; with neither, no Requirement can run.
