@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { FakeGitHubServer } from './support/fake-github-server';
+import { initRepository } from './support/git-repo';
 import { send } from './support/http';
 import { ROOT, makeSandbox, startManager } from './support/manager-process';
 
@@ -112,7 +113,8 @@ describe('agent-manager doctor', () => {
   beforeEach(() => {
     home = fs.mkdtempSync(path.join(base, 'home-'));
     repo = fs.mkdtempSync(path.join(base, 'repo-'));
-    execFileSync('git', ['init', '-q'], { cwd: repo });
+    // A ready repository has a commit: `git init` alone is a warning of its own (agents in place).
+    initRepository(repo);
   });
 
   function logIn(): void {
@@ -210,6 +212,18 @@ describe('agent-manager doctor', () => {
     const result = await doctor();
     expect(result.check('git').status).toBe('warn');
     expect(result.check('git').detail).toContain('is not inside a git repository');
+  }, 120_000);
+
+  it('warns, with the fix, when the repository has no commit (agents would work in the checkout)', async () => {
+    fs.rmSync(path.join(repo, '.git'), { recursive: true });
+    execFileSync('git', ['init', '-q'], { cwd: repo });
+    const result = await doctor();
+    expect(result.code).toBe(0);
+    expect(result.check('git')).toMatchObject({ required: false, status: 'warn' });
+    expect(result.check('git').detail).toContain('has no commit yet: agents would work in place, directly in your checkout');
+    expect(result.check('git').fix).toContain('make a first commit');
+    const human = await doctor({ json: false });
+    expect(human.stdout).toMatch(/^! git\s+git version/m);
   }, 120_000);
 
   it('reports the GitHub token: none, rejected, short of scopes, fine-grained, unreachable', async () => {

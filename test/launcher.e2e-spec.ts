@@ -1,10 +1,11 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { workspaceKey } from '@server/core/workspace/workspace';
 
 import { query, snapshotStore } from './support/db-snapshot';
+import { initRepository } from './support/git-repo';
 import { send } from './support/http';
 import { ROOT, Sandbox, makeSandbox, runLauncher, startManager } from './support/manager-process';
 import { connectSse } from './support/sse-client';
@@ -44,6 +45,54 @@ describe('agent-manager start', () => {
       expect(await manager.stop()).toBe(0);
     }
     expect(fs.existsSync(path.join(manager.dataDirectory(), 'manager.lock'))).toBe(false);
+  });
+
+  it('warns in the banner and the log when agents will work in place: no git repository, or one without a commit', async () => {
+    const root = fs.realpathSync(sandbox.workspace);
+    const logText = (manager: { dataDirectory(): string }) => {
+      const logs = path.join(manager.dataDirectory(), 'logs');
+      return fs
+        .readdirSync(logs)
+        .filter((f) => f.endsWith('.log'))
+        .map((f) => fs.readFileSync(path.join(logs, f), 'utf8'))
+        .join('');
+    };
+
+    // A plain folder: the agents work in it directly.
+    const plain = await startManager({ sandbox });
+    try {
+      expect(plain.stdout()).toContain(`WARNING: ${root} is not a git repository: agents will work in place, directly in this folder`);
+      expect(plain.stdout()).toContain('git init && git add -A && git commit -m "Initial commit"');
+      const created = await send(plain.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'plain' });
+      expect(created.json).toMatchObject({ isolation: 'in_place', warnings: [] });
+    } finally {
+      await plain.stop();
+    }
+    expect(logText(plain)).toMatch(/"level":"warn".*is not a git repository: agents will work in place/);
+
+    // `git init` only: it looks like a repository, but the agents would work in the checkout.
+    execFileSync('git', ['init', '-q'], { cwd: sandbox.workspace });
+    const noCommit = await startManager({ sandbox });
+    try {
+      expect(noCommit.stdout()).toContain(`WARNING: ${root} is a git repository without any commit: agents will work in place, directly in your checkout`);
+      expect(noCommit.stdout()).toContain('make a first commit: git add -A && git commit -m "Initial commit"');
+      const created = await send(noCommit.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'no commit' });
+      expect(created.status).toBe(201);
+      expect(created.json).toMatchObject({ isolation: 'in_place', warnings: ['no_commit_in_place'] });
+    } finally {
+      await noCommit.stop();
+    }
+
+    // With a commit: no warning, and Requirements get worktrees.
+    initRepository(sandbox.workspace);
+    const ready = await startManager({ sandbox });
+    try {
+      expect(ready.stdout()).not.toContain('agents will work in place');
+      const created = await send(ready.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'ready' });
+      expect(created.json).toMatchObject({ isolation: 'worktree', warnings: [] });
+    } finally {
+      await ready.stop();
+    }
   });
 
   it('writes structured JSON log lines, never message bodies', async () => {

@@ -9,7 +9,7 @@ import { describePortInUse } from '@server/core/port-holder';
 import { PostgresWorkspaceLockedError } from '@server/core/database/postgres/postgres-workspace-lock';
 import { InstanceLockedError } from '@server/core/workspace/instance-lock';
 import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/workspace';
-import { RunningManager, startManager } from '@server/manager';
+import { RunningManager, startManager, workspaceGitFix, workspaceGitWarning } from '@server/manager';
 
 import { startDetached } from '../daemon/daemon-control';
 import { formatDetachedStart, terminalLoginUrl } from '../daemon/daemon-format';
@@ -87,6 +87,13 @@ function banner(manager: RunningManager, terminal: boolean): string {
   const warning = manager.authenticationEnabled
     ? []
     : ['  WARNING: authentication is disabled (authentication: "none"). Anyone who can reach this', '  port can run commands on this machine through the agents.'];
+  if (manager.workspaceGit !== 'repository') {
+    warning.push(
+      `  WARNING: ${workspaceGitWarning(manager.workspaceGit, runtime.paths.root)}.`,
+      `  To give each Requirement its own worktree and branch: ${workspaceGitFix(manager.workspaceGit)}`,
+      '  (Requirements created after that get one; no restart needed.)',
+    );
+  }
   if (!isolation.enabled) {
     warning.push(`  WARNING: agents are not isolated: ${isolation.reason}.`, "  An agent can read this workspace's token and act as you (see docs/security.md).");
   }

@@ -122,8 +122,20 @@ async function checkGit(root: string, env: NodeJS.ProcessEnv, timeoutMs: number)
   if (repo.code !== 0) {
     return {
       ...base,
-      detail: `${detail}; ${root} is not inside a git repository`,
-      fix: 'run Agent Manager inside your repository (or `git init` here)',
+      detail: `${detail}; ${root} is not inside a git repository: agents would work in place, directly in this folder`,
+      fix: 'run Agent Manager inside your repository, or make this one: git init && git add -A && git commit -m "Initial commit"',
+      required: false,
+      status: 'warn',
+    };
+  }
+  // `git init` alone is a repository without worktrees (they need a commit to branch from): agents
+  // would work in the person's checkout, which must not pass for "git ✓".
+  const head = await exec(git, ['rev-parse', '--verify', '-q', 'HEAD^{commit}'], env, root, timeoutMs);
+  if (head.code !== 0) {
+    return {
+      ...base,
+      detail: `${detail}; repository ${repo.stdout.trim()} has no commit yet: agents would work in place, directly in your checkout, not in worktrees of their own`,
+      fix: 'make a first commit: git add -A && git commit -m "Initial commit"',
       required: false,
       status: 'warn',
     };
