@@ -1,8 +1,10 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { workspaceKey } from '@server/core/workspace/workspace';
+import { MINIMUM_NODE_VERSION } from '@server/doctor/doctor';
 
 import { query, snapshotStore } from './support/db-snapshot';
 import { initRepository } from './support/git-repo';
@@ -279,6 +281,44 @@ describe('agent-manager start', () => {
     expect(result.stderr).toContain('surprise');
   });
 
+  it('`npm start` rebuilds what is outdated and prints one banner: no build warnings, nothing else', async () => {
+    initRepository(sandbox.workspace);
+    // The dashboard older than its sources: npm start builds it again, as after a pull.
+    const index = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
+    fs.utimesSync(index, 0, 0);
+    const child = spawn('npm', ['start', '--silent', '--', '--workspace', sandbox.workspace, '--port', '0'], {
+      cwd: ROOT,
+      detached: true,
+      env: { ...process.env, CODE_FACTORY_HOME: sandbox.home },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no banner: ${out}\n${err}`)), 540_000);
+        child.stdout.on('data', () => {
+          if (/Press Ctrl\+C to stop\./.test(out)) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        child.once('exit', (code) => reject(new Error(`npm start exited with ${code}: ${out}\n${err}`)));
+      });
+      expect(fs.statSync(index).mtimeMs).toBeGreaterThan(0);
+      // One line saying why it waits, and the banner: no bundler warning, no npm notice.
+      expect(err).toBe('Building (build:dashboard)…\n');
+      expect(out.match(/^Agent Manager \d/gm)).toHaveLength(1);
+      expect(out).not.toMatch(/WARNING|warn/i);
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      process.kill(-child.pid!, 'SIGTERM');
+      await exited;
+    }
+  }, 600_000);
+
   it('starts through `npm start -- --workspace DIR --port P` and binds the given workspace', async () => {
     const child = spawn('npm', ['start', '--silent', '--', '--workspace', sandbox.workspace, '--port', '0'], {
       cwd: ROOT,
@@ -310,4 +350,44 @@ describe('agent-manager start', () => {
       await exited;
     }
   });
+});
+
+describe('the declared Node.js engines', () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
+
+  it('are what doctor checks and the README says', () => {
+    expect(pkg.engines.node).toBe(`>=${MINIMUM_NODE_VERSION}`);
+    expect(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')).toContain(`Needs Node.js ${MINIMUM_NODE_VERSION.replace(/\.0$/, '')}+`);
+  });
+
+  it('hold for every locked package, so `npm ci` installs on the declared minimum and on this Node without EBADENGINE', () => {
+    // Read from the lock `npm ci` installs: a package whose engines exclude the declared minimum
+    // (content-type 3, through Octokit, wants Node 22) makes the declaration untrue.
+    const semver = require('semver') as { satisfies(version: string, range: string): boolean };
+    const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; engines?: unknown }> };
+    const excluded = Object.entries(lock.packages).flatMap(([where, entry]) => {
+      const range = entry.engines && typeof entry.engines === 'object' && !Array.isArray(entry.engines) ? (entry.engines as { node?: string }).node : undefined;
+      return range === undefined || (semver.satisfies(MINIMUM_NODE_VERSION, range) && semver.satisfies(process.version, range)) ? [] : [`${where}@${entry.version}: node ${range}`];
+    });
+    expect(excluded).toEqual([]);
+
+    // And npm itself agrees, refusing (engine-strict) what it would otherwise warn about.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'am-engines-'));
+    try {
+      fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(dir, 'package.json'));
+      fs.copyFileSync(path.join(ROOT, 'package-lock.json'), path.join(dir, 'package-lock.json'));
+      const npm = spawnSync('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', '--engine-strict'], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: { ...process.env, npm_config_update_notifier: 'false' },
+        timeout: 120_000,
+      });
+      expect(`${npm.stdout}${npm.stderr}`).not.toContain('EBADENGINE');
+      expect(npm.status).toBe(0);
+      // The lock was already complete: nothing to change.
+      expect(fs.readFileSync(path.join(dir, 'package-lock.json'), 'utf8')).toBe(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
+    } finally {
+      fs.rmSync(dir, { force: true, recursive: true });
+    }
+  }, 180_000);
 });
