@@ -319,6 +319,58 @@ describe('agent-manager start', () => {
     }
   }, 600_000);
 
+  it('`npm start` on a fresh clone installs, builds and starts by itself', async () => {
+    initRepository(sandbox.workspace);
+    const base = path.dirname(sandbox.workspace);
+    const clone = path.join(base, 'clone');
+    execFileSync('git', ['clone', '-q', ROOT, clone]);
+    expect(fs.existsSync(path.join(clone, 'node_modules'))).toBe(false);
+    expect(fs.existsSync(path.join(clone, 'dist'))).toBe(false);
+    // An `npm` that stands in for `npm ci` alone (it links this checkout's installed tree instead of
+    // downloading it again, and records the call); everything else is the real npm.
+    const bin = path.join(base, 'bin');
+    fs.mkdirSync(bin);
+    const realNpm = execFileSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).trim();
+    const calls = path.join(base, 'npm-ci-calls');
+    fs.writeFileSync(
+      path.join(bin, 'npm'),
+      `#!/bin/sh\nif [ "$1" = ci ]; then echo "$*" >> '${calls}'; ln -s '${fs.realpathSync(path.join(ROOT, 'node_modules'))}' node_modules; exit 0; fi\nexec '${realNpm}' "$@"\n`,
+      { mode: 0o755 },
+    );
+    const child = spawn('npm', ['start', '--silent', '--', '--workspace', sandbox.workspace, '--port', '0'], {
+      cwd: clone,
+      detached: true,
+      env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, PATH: `${bin}:${process.env.PATH ?? ''}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    try {
+      const origin = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no banner: ${out}\n${err}`)), 540_000);
+        child.stdout.on('data', () => {
+          const match = /API\s+(http:\/\/\S+)\/api/.exec(out);
+          if (match?.[1]) {
+            clearTimeout(timer);
+            resolve(match[1]);
+          }
+        });
+        child.once('exit', (code) => reject(new Error(`npm start exited with ${code}: ${out}\n${err}`)));
+      });
+      expect(fs.readFileSync(calls, 'utf8')).toBe('ci --no-audit --no-fund\n');
+      expect(err).toBe('Installing dependencies (npm ci)…\nBuilding (build:server)…\nBuilding (build:dashboard)…\n');
+      expect(out.match(/^Agent Manager \d/gm)).toHaveLength(1);
+      expect((await send(origin, 'GET', '/api/health')).json.workspaceRoot).toBe(fs.realpathSync(sandbox.workspace));
+      expect(await (await fetch(`${origin}/`)).text()).toContain('<am-root');
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      process.kill(-child.pid!, 'SIGTERM');
+      await exited;
+    }
+  }, 600_000);
+
   it('starts through `npm start -- --workspace DIR --port P` and binds the given workspace', async () => {
     const child = spawn('npm', ['start', '--silent', '--', '--workspace', sandbox.workspace, '--port', '0'], {
       cwd: ROOT,
@@ -348,6 +400,25 @@ describe('agent-manager start', () => {
       const exited = new Promise((r) => child.once('exit', r));
       process.kill(-child.pid!, 'SIGTERM');
       await exited;
+    }
+  });
+});
+
+describe('the README', () => {
+  it('leads with what works today, a clone and `npm start`, then the tarball; the registry is marked as not published yet', () => {
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
+    const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
+    expect(blocks[0]).toMatch(/^git clone .+\ncd agent-manager\nnpm start -- --workspace \/path\/to\/your\/repo/);
+    // The tarball `npm pack` writes, installed by its exact name.
+    expect(blocks[1]).toContain(`npm pack `);
+    expect(blocks[1]).toContain(`npm i -g ./${pkg.name}-${pkg.version}.tgz`);
+    // The registry command appears only in prose saying it is not published yet.
+    const paragraphs = readme.split(/\n\n+/).filter((p) => p.includes(`npm i -g ${pkg.name}`));
+    expect(paragraphs.length).toBeGreaterThan(0);
+    for (const paragraph of paragraphs) {
+      expect(paragraph).toMatch(/not yet|not on the npm registry/);
+      expect(paragraph.startsWith('```')).toBe(false);
     }
   });
 });
