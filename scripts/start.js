@@ -32,9 +32,18 @@ function outdated(output, sources) {
 
 function run(script) {
   process.stderr.write(`Building (${script})…\n`);
-  const result = spawnSync('npm', ['run', '--silent', script], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  // The build's own output (progress, warnings such as a bundler's notes) stays off the console
+  // unless it fails: `npm start` promises one banner. Kept in memory, it is shown whole on failure.
+  const result = spawnSync('npm', ['run', '--silent', script], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, NG_CLI_ANALYTICS: 'false' },
+    maxBuffer: 64 * 1024 * 1024,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   if (result.status !== 0) {
-    process.stderr.write(`agent-manager: npm run ${script} failed\n`);
+    process.stderr.write(`${result.stdout ?? ''}${result.stderr ?? ''}`);
+    process.stderr.write(`agent-manager: npm run ${script} failed${result.error ? `: ${result.error.message}` : ''}\n`);
     process.exit(result.status ?? 1);
   }
 }

@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { FakeGitHubServer } from './support/fake-github-server';
+import { initRepository } from './support/git-repo';
 import { send } from './support/http';
 import { ROOT, makeSandbox, startManager } from './support/manager-process';
 
@@ -112,7 +113,8 @@ describe('agent-manager doctor', () => {
   beforeEach(() => {
     home = fs.mkdtempSync(path.join(base, 'home-'));
     repo = fs.mkdtempSync(path.join(base, 'repo-'));
-    execFileSync('git', ['init', '-q'], { cwd: repo });
+    // A ready repository has a commit: `git init` alone is a warning of its own (agents in place).
+    initRepository(repo);
   });
 
   function logIn(): void {
@@ -179,7 +181,11 @@ describe('agent-manager doctor', () => {
       env: { PATH: pathOf({ bwrap: which('bwrap'), claude: fs.realpathSync(path.join(CLIS, 'claude')), git: which('git'), node: process.execPath }) },
     });
     expect(onlyClaude.code).toBe(0);
-    expect(onlyClaude.check('codex')).toMatchObject({ detail: '`codex` is not on the PATH', status: 'warn' });
+    expect(onlyClaude.check('codex')).toMatchObject({
+      detail: '`codex` is not on the PATH; not needed while Claude Code is there (one agent CLI is enough)',
+      required: false,
+      status: 'warn',
+    });
     expect(onlyClaude.check('codex').fix).toContain('codexExecutable');
 
     const neither = await doctor({ env: { PATH: pathOf({ git: which('git'), node: process.execPath }) } });
@@ -192,10 +198,45 @@ describe('agent-manager doctor', () => {
     expect(human.stdout).toContain('2 required checks failed.');
   }, 120_000);
 
-  it('follows codexExecutable / claudeExecutable from the environment as start does', async () => {
-    const result = await doctor({ env: { CODE_FACTORY_CODEX_EXECUTABLE: path.join(base, 'no-such-codex') } });
-    expect(result.check('codex').detail).toContain('no-such-codex');
-    expect(result.check('codex').status).toBe('warn');
+  it('follows codexExecutable / claudeExecutable from the environment as start does, and says what is wrong with a configured path', async () => {
+    logIn();
+    const missing = path.join(base, 'no-such-codex');
+    const result = await doctor({ env: { CODE_FACTORY_CODEX_EXECUTABLE: missing } });
+    // Not "not on the PATH" (a path is not looked up there), and not a mere warning: its runs fail.
+    expect(result.check('codex')).toMatchObject({ detail: `${missing} (codexExecutable) does not exist: runs with Codex CLI fail`, required: false, status: 'fail' });
+    expect(result.check('codex').fix).toContain('set codexExecutable');
+    // Claude Code is there: the manager can run, so doctor passes, but does not claim all is well.
+    expect(result.code).toBe(0);
+    const notExecutable = path.join(base, 'codex-not-executable');
+    fs.writeFileSync(notExecutable, '#!/bin/sh\n', { mode: 0o644 });
+    const plain = await doctor({ env: { CODE_FACTORY_CODEX_EXECUTABLE: notExecutable } });
+    expect(plain.check('codex').detail).toBe(`${notExecutable} (codexExecutable) is not an executable file: runs with Codex CLI fail`);
+  }, 120_000);
+
+  it("takes Codex's API-key model provider (env_key in config.toml), like Claude Code's API key, for a login", async () => {
+    // No login at all, but a Codex model provider of its own with its key in the environment.
+    fs.mkdirSync(path.join(home, '.codex'));
+    fs.writeFileSync(
+      path.join(home, '.codex', 'config.toml'),
+      [
+        'model = "gpt-5"',
+        'model_provider = "azure"',
+        '',
+        '[model_providers.azure]',
+        'name = "Azure"',
+        'base_url = "https://example.invalid/openai"',
+        "env_key = 'AZURE_OPENAI_API_KEY'",
+        '',
+      ].join('\n'),
+    );
+    const keyed = await doctor({ env: { ANTHROPIC_API_KEY: 'sk-ant-test', AZURE_OPENAI_API_KEY: 'test-key' } });
+    expect(keyed.check('codex')).toMatchObject({ fix: null, status: 'ok' });
+    expect(keyed.check('codex').detail).toContain('not logged in, but runs use model provider "azure"');
+    expect(keyed.check('codex').detail).toContain('with its API key in AZURE_OPENAI_API_KEY');
+    expect(keyed.check('claude')).toMatchObject({ fix: null, status: 'ok' });
+    // The provider's variable unset: not logged in after all.
+    const unkeyed = await doctor();
+    expect(unkeyed.check('codex')).toMatchObject({ fix: 'run `codex login`', status: 'warn' });
   }, 120_000);
 
   it('fails without git', async () => {
@@ -210,6 +251,18 @@ describe('agent-manager doctor', () => {
     const result = await doctor();
     expect(result.check('git').status).toBe('warn');
     expect(result.check('git').detail).toContain('is not inside a git repository');
+  }, 120_000);
+
+  it('warns, with the fix, when the repository has no commit (agents would work in the checkout)', async () => {
+    fs.rmSync(path.join(repo, '.git'), { recursive: true });
+    execFileSync('git', ['init', '-q'], { cwd: repo });
+    const result = await doctor();
+    expect(result.code).toBe(0);
+    expect(result.check('git')).toMatchObject({ required: false, status: 'warn' });
+    expect(result.check('git').detail).toContain('has no commit yet: agents would work in place, directly in your checkout');
+    expect(result.check('git').fix).toContain('make a first commit');
+    const human = await doctor({ json: false });
+    expect(human.stdout).toMatch(/^! git\s+git version/m);
   }, 120_000);
 
   it('reports the GitHub token: none, rejected, short of scopes, fine-grained, unreachable', async () => {

@@ -1,10 +1,13 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { workspaceKey } from '@server/core/workspace/workspace';
+import { MINIMUM_NODE_VERSION } from '@server/doctor/doctor';
 
 import { query, snapshotStore } from './support/db-snapshot';
+import { initRepository } from './support/git-repo';
 import { send } from './support/http';
 import { ROOT, Sandbox, makeSandbox, runLauncher, startManager } from './support/manager-process';
 import { connectSse } from './support/sse-client';
@@ -44,6 +47,54 @@ describe('agent-manager start', () => {
       expect(await manager.stop()).toBe(0);
     }
     expect(fs.existsSync(path.join(manager.dataDirectory(), 'manager.lock'))).toBe(false);
+  });
+
+  it('warns in the banner and the log when agents will work in place: no git repository, or one without a commit', async () => {
+    const root = fs.realpathSync(sandbox.workspace);
+    const logText = (manager: { dataDirectory(): string }) => {
+      const logs = path.join(manager.dataDirectory(), 'logs');
+      return fs
+        .readdirSync(logs)
+        .filter((f) => f.endsWith('.log'))
+        .map((f) => fs.readFileSync(path.join(logs, f), 'utf8'))
+        .join('');
+    };
+
+    // A plain folder: the agents work in it directly.
+    const plain = await startManager({ sandbox });
+    try {
+      expect(plain.stdout()).toContain(`WARNING: ${root} is not a git repository: agents will work in place, directly in this folder`);
+      expect(plain.stdout()).toContain('git init && git add -A && git commit -m "Initial commit"');
+      const created = await send(plain.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'plain' });
+      expect(created.json).toMatchObject({ isolation: 'in_place', warnings: [] });
+    } finally {
+      await plain.stop();
+    }
+    expect(logText(plain)).toMatch(/"level":"warn".*is not a git repository: agents will work in place/);
+
+    // `git init` only: it looks like a repository, but the agents would work in the checkout.
+    execFileSync('git', ['init', '-q'], { cwd: sandbox.workspace });
+    const noCommit = await startManager({ sandbox });
+    try {
+      expect(noCommit.stdout()).toContain(`WARNING: ${root} is a git repository without any commit: agents will work in place, directly in your checkout`);
+      expect(noCommit.stdout()).toContain('make a first commit: git add -A && git commit -m "Initial commit"');
+      const created = await send(noCommit.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'no commit' });
+      expect(created.status).toBe(201);
+      expect(created.json).toMatchObject({ isolation: 'in_place', warnings: ['no_commit_in_place'] });
+    } finally {
+      await noCommit.stop();
+    }
+
+    // With a commit: no warning, and Requirements get worktrees.
+    initRepository(sandbox.workspace);
+    const ready = await startManager({ sandbox });
+    try {
+      expect(ready.stdout()).not.toContain('agents will work in place');
+      const created = await send(ready.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'ready' });
+      expect(created.json).toMatchObject({ isolation: 'worktree', warnings: [] });
+    } finally {
+      await ready.stop();
+    }
   });
 
   it('writes structured JSON log lines, never message bodies', async () => {
@@ -96,6 +147,44 @@ describe('agent-manager start', () => {
       expect(second.stderr).toContain(first.origin);
       expect(second.stderr.trim().split('\n')).toHaveLength(1);
       expect((await send(first.origin, 'GET', '/api/health')).status).toBe(200);
+    } finally {
+      await first.stop();
+    }
+  });
+
+  it('says which process holds a port in use, and how to pick another', async () => {
+    const blocker = spawn(process.execPath, ['-e', "require('net').createServer().listen(0, '127.0.0.1', function () { console.log(this.address().port) })"], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    try {
+      const port = await new Promise<number>((resolve) => blocker.stdout.once('data', (c: Buffer) => resolve(Number(c.toString().trim()))));
+      const result = await runLauncher(sandbox, ['start', '--workspace', sandbox.workspace, '--port', String(port)]);
+      expect(result.code).toBe(1);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      expect(result.stderr).toContain(`127.0.0.1:${port} is in use by pid ${blocker.pid} (${process.execPath} -e`);
+      expect(result.stderr).toContain('--port <another>');
+      expect(result.stderr).not.toContain('listen EADDRINUSE');
+    } finally {
+      blocker.kill();
+    }
+  });
+
+  it('says when the port is held by another Agent Manager, with its workspace and dashboard', async () => {
+    const first = await startManager({ sandbox });
+    try {
+      const port = new URL(first.origin).port;
+      const other = path.join(path.dirname(sandbox.workspace), 'other-repo');
+      fs.mkdirSync(other);
+      const second = await runLauncher(sandbox, ['start', '--workspace', other, '--port', port]);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toContain(
+        `is in use by another Agent Manager (pid ${first.child.pid}, workspace ${fs.realpathSync(sandbox.workspace)}); its dashboard is ${first.origin}/`,
+      );
+      expect(second.stderr).toContain('--port <another>');
+      // doctor says the same about the port.
+      const doctor = await runLauncher(sandbox, ['doctor', '--json', '--workspace', other, '--port', port]);
+      const check = (JSON.parse(doctor.stdout) as { checks: Array<{ id: string; detail: string }> }).checks.find((c) => c.id === 'port');
+      expect(check?.detail).toContain(`another Agent Manager (pid ${first.child.pid}`);
     } finally {
       await first.stop();
     }
@@ -192,6 +281,96 @@ describe('agent-manager start', () => {
     expect(result.stderr).toContain('surprise');
   });
 
+  it('`npm start` rebuilds what is outdated and prints one banner: no build warnings, nothing else', async () => {
+    initRepository(sandbox.workspace);
+    // The dashboard older than its sources: npm start builds it again, as after a pull.
+    const index = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
+    fs.utimesSync(index, 0, 0);
+    const child = spawn('npm', ['start', '--silent', '--', '--workspace', sandbox.workspace, '--port', '0'], {
+      cwd: ROOT,
+      detached: true,
+      env: { ...process.env, CODE_FACTORY_HOME: sandbox.home },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no banner: ${out}\n${err}`)), 540_000);
+        child.stdout.on('data', () => {
+          if (/Press Ctrl\+C to stop\./.test(out)) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        child.once('exit', (code) => reject(new Error(`npm start exited with ${code}: ${out}\n${err}`)));
+      });
+      expect(fs.statSync(index).mtimeMs).toBeGreaterThan(0);
+      // One line saying why it waits, and the banner: no bundler warning, no npm notice.
+      expect(err).toBe('Building (build:dashboard)…\n');
+      expect(out.match(/^Agent Manager \d/gm)).toHaveLength(1);
+      expect(out).not.toMatch(/WARNING|warn/i);
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      process.kill(-child.pid!, 'SIGTERM');
+      await exited;
+    }
+  }, 600_000);
+
+  it('`npm start` on a fresh clone installs, builds and starts by itself', async () => {
+    initRepository(sandbox.workspace);
+    const base = path.dirname(sandbox.workspace);
+    const clone = path.join(base, 'clone');
+    execFileSync('git', ['clone', '-q', ROOT, clone]);
+    expect(fs.existsSync(path.join(clone, 'node_modules'))).toBe(false);
+    expect(fs.existsSync(path.join(clone, 'dist'))).toBe(false);
+    // An `npm` that stands in for `npm ci` alone (it links this checkout's installed tree instead of
+    // downloading it again, and records the call); everything else is the real npm.
+    const bin = path.join(base, 'bin');
+    fs.mkdirSync(bin);
+    const realNpm = execFileSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).trim();
+    const calls = path.join(base, 'npm-ci-calls');
+    fs.writeFileSync(
+      path.join(bin, 'npm'),
+      `#!/bin/sh\nif [ "$1" = ci ]; then echo "$*" >> '${calls}'; ln -s '${fs.realpathSync(path.join(ROOT, 'node_modules'))}' node_modules; exit 0; fi\nexec '${realNpm}' "$@"\n`,
+      { mode: 0o755 },
+    );
+    const child = spawn('npm', ['start', '--silent', '--', '--workspace', sandbox.workspace, '--port', '0'], {
+      cwd: clone,
+      detached: true,
+      env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, PATH: `${bin}:${process.env.PATH ?? ''}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    try {
+      const origin = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no banner: ${out}\n${err}`)), 540_000);
+        child.stdout.on('data', () => {
+          const match = /API\s+(http:\/\/\S+)\/api/.exec(out);
+          if (match?.[1]) {
+            clearTimeout(timer);
+            resolve(match[1]);
+          }
+        });
+        child.once('exit', (code) => reject(new Error(`npm start exited with ${code}: ${out}\n${err}`)));
+      });
+      expect(fs.readFileSync(calls, 'utf8')).toBe('ci --no-audit --no-fund\n');
+      expect(err).toBe('Installing dependencies (npm ci)…\nBuilding (build:server)…\nBuilding (build:dashboard)…\n');
+      expect(out.match(/^Agent Manager \d/gm)).toHaveLength(1);
+      expect((await send(origin, 'GET', '/api/health')).json.workspaceRoot).toBe(fs.realpathSync(sandbox.workspace));
+      expect(await (await fetch(`${origin}/`)).text()).toContain('<am-root');
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      process.kill(-child.pid!, 'SIGTERM');
+      await exited;
+    }
+  }, 600_000);
+
   it('starts through `npm start -- --workspace DIR --port P` and binds the given workspace', async () => {
     const child = spawn('npm', ['start', '--silent', '--', '--workspace', sandbox.workspace, '--port', '0'], {
       cwd: ROOT,
@@ -223,4 +402,63 @@ describe('agent-manager start', () => {
       await exited;
     }
   });
+});
+
+describe('the README', () => {
+  it('leads with what works today, a clone and `npm start`, then the tarball; the registry is marked as not published yet', () => {
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
+    const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
+    expect(blocks[0]).toMatch(/^git clone .+\ncd agent-manager\nnpm start -- --workspace \/path\/to\/your\/repo/);
+    // The tarball `npm pack` writes, installed by its exact name.
+    expect(blocks[1]).toContain(`npm pack `);
+    expect(blocks[1]).toContain(`npm i -g ./${pkg.name}-${pkg.version}.tgz`);
+    // The registry command appears only in prose saying it is not published yet.
+    const paragraphs = readme.split(/\n\n+/).filter((p) => p.includes(`npm i -g ${pkg.name}`));
+    expect(paragraphs.length).toBeGreaterThan(0);
+    for (const paragraph of paragraphs) {
+      expect(paragraph).toMatch(/not yet|not on the npm registry/);
+      expect(paragraph.startsWith('```')).toBe(false);
+    }
+  });
+});
+
+describe('the declared Node.js engines', () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
+
+  it('are what doctor checks and the README says', () => {
+    expect(pkg.engines.node).toBe(`>=${MINIMUM_NODE_VERSION}`);
+    expect(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')).toContain(`Needs Node.js ${MINIMUM_NODE_VERSION.replace(/\.0$/, '')}+`);
+  });
+
+  it('hold for every locked package, so `npm ci` installs on the declared minimum and on this Node without EBADENGINE', () => {
+    // Read from the lock `npm ci` installs: a package whose engines exclude the declared minimum
+    // (content-type 3, through Octokit, wants Node 22) makes the declaration untrue.
+    const semver = require('semver') as { satisfies(version: string, range: string): boolean };
+    const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; engines?: unknown }> };
+    const excluded = Object.entries(lock.packages).flatMap(([where, entry]) => {
+      const range = entry.engines && typeof entry.engines === 'object' && !Array.isArray(entry.engines) ? (entry.engines as { node?: string }).node : undefined;
+      return range === undefined || (semver.satisfies(MINIMUM_NODE_VERSION, range) && semver.satisfies(process.version, range)) ? [] : [`${where}@${entry.version}: node ${range}`];
+    });
+    expect(excluded).toEqual([]);
+
+    // And npm itself agrees, refusing (engine-strict) what it would otherwise warn about.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'am-engines-'));
+    try {
+      fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(dir, 'package.json'));
+      fs.copyFileSync(path.join(ROOT, 'package-lock.json'), path.join(dir, 'package-lock.json'));
+      const npm = spawnSync('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', '--engine-strict'], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: { ...process.env, npm_config_update_notifier: 'false' },
+        timeout: 120_000,
+      });
+      expect(`${npm.stdout}${npm.stderr}`).not.toContain('EBADENGINE');
+      expect(npm.status).toBe(0);
+      // The lock was already complete: nothing to change.
+      expect(fs.readFileSync(path.join(dir, 'package-lock.json'), 'utf8')).toBe(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
+    } finally {
+      fs.rmSync(dir, { force: true, recursive: true });
+    }
+  }, 180_000);
 });

@@ -23,6 +23,7 @@ import type { Runtime } from './core/runtime';
 import { PostgresWorkspaceLock } from './core/database/postgres/postgres-workspace-lock';
 import { describeStore, storeOf } from './core/database/store';
 import { InstanceLock } from './core/workspace/instance-lock';
+import { workspaceGitState } from './worktrees/git';
 import { codeFactoryHome, resolveWorkspace } from './core/workspace/workspace';
 
 export interface StartOptions {
@@ -44,6 +45,11 @@ export interface RunningManager {
   authenticationEnabled: boolean;
   /** Whether agents run in the sandbox that hides the workspaces' data (the banner warns if not). */
   agentIsolation: AgentIsolation;
+  /**
+   * What the workspace is to git at start: anything but `repository` means agents work in place,
+   * directly in the person's folder, which the banner and the log say loudly.
+   */
+  workspaceGit: 'repository' | 'no_commit' | 'not_git';
   runtime: Runtime;
   app: INestApplication;
   /** Graceful stop: ends agent runs, closes SSE streams, finishes queued writes, releases the lock. */
@@ -68,6 +74,18 @@ function resolveIn(base: string, value: string | null, fallback: string): string
   return value ? path.resolve(base, value) : fallback;
 }
 
+/** Why agents will not get worktrees here: one line for the banner and the log. */
+export function workspaceGitWarning(state: 'no_commit' | 'not_git', root: string): string {
+  return state === 'not_git'
+    ? `${root} is not a git repository: agents will work in place, directly in this folder (no worktree, no branch of their own)`
+    : `${root} is a git repository without any commit: agents will work in place, directly in your checkout (no worktree, no branch of their own), until it has one`;
+}
+
+/** How to give Requirements their own worktrees; those created afterwards get them, without a restart. */
+export function workspaceGitFix(state: 'no_commit' | 'not_git'): string {
+  return state === 'not_git' ? 'git init && git add -A && git commit -m "Initial commit"' : 'make a first commit: git add -A && git commit -m "Initial commit"';
+}
+
 /** Binds the workspace, takes its lock, opens the database and starts listening. */
 export async function startManager(options: StartOptions): Promise<RunningManager> {
   const env = options.env ?? process.env;
@@ -76,7 +94,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     ...overridesFromEnv(env),
     ...options.overrides,
   });
-  const lock = new InstanceLock(paths.lockPath);
+  const lock = new InstanceLock(paths.lockPath, paths.root);
   lock.acquire();
 
   let logger: FileLogger | undefined;
@@ -113,6 +131,10 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     app.get(AgentEnvironmentService).setApiUrl(`${url}/api`);
     const tokens = app.get(LocalTokenService);
     logger.log({ msg: 'agent manager started', pid: process.pid, url, workspace: paths.root }, 'Manager');
+    const workspaceGit = await workspaceGitState(paths.root);
+    if (workspaceGit !== 'repository') {
+      logger.warn({ fix: workspaceGitFix(workspaceGit), msg: workspaceGitWarning(workspaceGit, paths.root), workspaceGit }, 'Manager');
+    }
 
     const running = app;
     let stopping: Promise<void> | undefined;
@@ -120,6 +142,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
       agentIsolation: app.get(AgentSandbox).status,
       app: running,
       authenticationEnabled: tokens.enabled,
+      workspaceGit,
       forceStop: () => {
         fileLogger.log({ msg: 'agent manager forced to stop' }, 'Manager');
         killDescendantsNow();

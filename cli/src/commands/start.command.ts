@@ -5,10 +5,11 @@ import { Command, CommandRunner, Option } from 'nest-commander';
 import { ConfigurationValues, LOG_LEVELS, LogLevel } from '@libs/contracts';
 
 import { ConfigurationFileError } from '@server/core/configuration/configuration.service';
+import { describePortInUse } from '@server/core/port-holder';
 import { PostgresWorkspaceLockedError } from '@server/core/database/postgres/postgres-workspace-lock';
 import { InstanceLockedError } from '@server/core/workspace/instance-lock';
 import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/workspace';
-import { RunningManager, startManager } from '@server/manager';
+import { RunningManager, startManager, workspaceGitFix, workspaceGitWarning } from '@server/manager';
 
 import { startDetached } from '../daemon/daemon-control';
 import { formatDetachedStart, terminalLoginUrl } from '../daemon/daemon-format';
@@ -86,6 +87,13 @@ function banner(manager: RunningManager, terminal: boolean): string {
   const warning = manager.authenticationEnabled
     ? []
     : ['  WARNING: authentication is disabled (authentication: "none"). Anyone who can reach this', '  port can run commands on this machine through the agents.'];
+  if (manager.workspaceGit !== 'repository') {
+    warning.push(
+      `  WARNING: ${workspaceGitWarning(manager.workspaceGit, runtime.paths.root)}.`,
+      `  To give each Requirement its own worktree and branch: ${workspaceGitFix(manager.workspaceGit)}`,
+      '  (Requirements created after that get one; no restart needed.)',
+    );
+  }
   if (!isolation.enabled) {
     warning.push(`  WARNING: agents are not isolated: ${isolation.reason}.`, "  An agent can read this workspace's token and act as you (see docs/security.md).");
   }
@@ -154,7 +162,12 @@ export class StartCommand extends CommandRunner {
         throw new UsageError(err.message);
       }
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      if (code === 'EADDRINUSE') {
+        // Node's bare "listen EADDRINUSE: address already in use" leaves a person guessing: say who holds it.
+        const { address, port } = err as NodeJS.ErrnoException & { address?: string; port?: number };
+        throw new UsageError(`cannot listen: ${describePortInUse(address ?? flags.host ?? '127.0.0.1', port ?? flags.port ?? 4310, codeFactoryHome())}`);
+      }
+      if (code === 'EACCES' || code === 'EADDRNOTAVAIL') {
         throw new UsageError(`cannot listen: ${(err as Error).message}`);
       }
       if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === '28P01' || code === '3D000') {

@@ -4,6 +4,7 @@ import { Router, RouterLink, RouterLinkActive, RouterOutlet } from '@angular/rou
 
 import { attentionOf } from './core/attention';
 import { I18n, type Language, keyOf } from './core/i18n';
+import { LoginState } from './core/login-state';
 import { Notifier } from './core/notifier';
 import { PageTitle } from './core/page-title';
 import { LiveSync } from './core/stores/live-sync';
@@ -12,14 +13,19 @@ import { RunsStore } from './core/stores/runs-store';
 import { Theme } from './core/theme';
 import { CreateRequirementDialog } from './dialogs/create-requirement-dialog';
 import { SettingsDialog } from './dialogs/settings-dialog';
+import { LoggedOutPage } from './login/logged-out-page';
 import { SearchBox } from './search/search-box';
 
 @Component({
   selector: 'am-root',
-  imports: [RouterOutlet, RouterLink, RouterLinkActive, CreateRequirementDialog, SearchBox, SettingsDialog],
+  imports: [RouterOutlet, RouterLink, RouterLinkActive, CreateRequirementDialog, LoggedOutPage, SearchBox, SettingsDialog],
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
-    <div class="shell">
+    <!-- Logged out, the page says how to log in; the shell stays below it, inert, so nothing of it is reachable. -->
+    @if (login.loggedOut()) {
+      <am-logged-out-page />
+    }
+    <div class="shell" [inert]="login.loggedOut()">
       <a class="skip-link" href="#main" (click)="onSkip($event)" data-testid="skip-link">{{ t('nav.skip') }}</a>
       <header class="topbar">
         <span class="brand">{{ t('app.title') }}</span>
@@ -104,6 +110,7 @@ export class App {
   protected readonly i18n = inject(I18n);
   protected readonly theme = inject(Theme);
   protected readonly notifier = inject(Notifier);
+  protected readonly login = inject(LoginState);
   protected readonly t = this.i18n.t;
   protected readonly keyOf = keyOf;
   protected readonly creating = signal(false);

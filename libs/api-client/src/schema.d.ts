@@ -1133,7 +1133,7 @@ export interface components {
             updatedAt: string;
             /** @description What its RD runs have spent (summed as each run closes) */
             usage: components["schemas"]["RequirementUsageResponseDto"];
-            warnings: ("unknown_model" | "unsupported_reasoning_effort" | "budget_clamped")[];
+            warnings: ("unknown_model" | "unsupported_reasoning_effort" | "budget_clamped" | "no_commit_in_place")[];
             /** @description Where the work is, once a run prepared it (null before) */
             worktree: components["schemas"]["RequirementWorktreeResponseDto"] | null;
         };

@@ -22,7 +22,7 @@ export type ModelSource = (typeof MODEL_SOURCES)[number];
  * What a Requirement create or edit response flags without refusing it. `budget_clamped`: an
  * agent's proposal asked for more budget than its tree has left (or for none), and got less.
  */
-export const REQUIREMENT_WARNINGS = ['unknown_model', 'unsupported_reasoning_effort', 'budget_clamped'] as const;
+export const REQUIREMENT_WARNINGS = ['unknown_model', 'unsupported_reasoning_effort', 'budget_clamped', 'no_commit_in_place'] as const;
 export type RequirementWarning = (typeof REQUIREMENT_WARNINGS)[number];
 
 export const REQUIREMENT_CREATORS = ['human', 'rd_agent'] as const;

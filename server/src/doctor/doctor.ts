@@ -11,6 +11,7 @@ import { findExecutable } from '../agents/executable';
 import { CONFIGURATION_DEFAULTS } from '../core/configuration/configuration.schema';
 import { probePostgres } from '../core/database/postgres/postgres-probe';
 import { type PostgresStore, redactDatabaseUrl } from '../core/database/store';
+import { describePortInUse } from '../core/port-holder';
 import { overridesFromEnv } from '../core/configuration/configuration.service';
 import { codeFactoryHome, workspaceKey } from '../core/workspace/workspace';
 import { resolveGitHubToken } from '../github/github-token';
@@ -121,8 +122,20 @@ async function checkGit(root: string, env: NodeJS.ProcessEnv, timeoutMs: number)
   if (repo.code !== 0) {
     return {
       ...base,
-      detail: `${detail}; ${root} is not inside a git repository`,
-      fix: 'run Agent Manager inside your repository (or `git init` here)',
+      detail: `${detail}; ${root} is not inside a git repository: agents would work in place, directly in this folder`,
+      fix: 'run Agent Manager inside your repository, or make this one: git init && git add -A && git commit -m "Initial commit"',
+      required: false,
+      status: 'warn',
+    };
+  }
+  // `git init` alone is a repository without worktrees (they need a commit to branch from): agents
+  // would work in the person's checkout, which must not pass for "git ✓".
+  const head = await exec(git, ['rev-parse', '--verify', '-q', 'HEAD^{commit}'], env, root, timeoutMs);
+  if (head.code !== 0) {
+    return {
+      ...base,
+      detail: `${detail}; repository ${repo.stdout.trim()} has no commit yet: agents would work in place, directly in your checkout, not in worktrees of their own`,
+      fix: 'make a first commit: git add -A && git commit -m "Initial commit"',
       required: false,
       status: 'warn',
     };
@@ -135,16 +148,85 @@ interface AgentCli {
   title: string;
   executable: string;
   setting: string;
+  /** The name on the PATH it has by default (`codex`, `claude`). */
+  defaultName: string;
   install: string;
   login: string;
   /** The CLI's own status command: exit 0 when logged in. Neither spends a token. */
   statusArgs: string[];
+  /**
+   * Credentials the CLI's runs use without its login (an API key in the environment, a model
+   * provider of its own configuration): what they are, or null. The status command knows only
+   * the login, and called such a setup "not logged in" while its runs succeeded. (Claude Code's
+   * own status already counts ANTHROPIC_API_KEY.)
+   */
+  credentialsBesidesLogin?: (env: NodeJS.ProcessEnv) => string | null;
+}
+
+/**
+ * Codex's model provider from its config.toml (`$CODEX_HOME/config.toml`, by default
+ * `~/.codex/config.toml`) when that is not OpenAI's own: a provider with `env_key` whose variable
+ * is set, or one that needs no key (a local server). Only the top-level `model_provider` and its
+ * `[model_providers.<id>]` table are read, with a minimal TOML reading of `key = "value"` lines.
+ */
+export function codexCredentialsBesidesLogin(env: NodeJS.ProcessEnv): string | null {
+  if (env.CODEX_API_KEY) {
+    return 'an API key in CODEX_API_KEY';
+  }
+  const home = env.CODEX_HOME || path.join(env.HOME || os.homedir(), '.codex');
+  const file = path.join(home, 'config.toml');
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+  const tables = new Map<string, Map<string, string>>();
+  let table = '';
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    const header = /^\[([^\]]+)\]$/.exec(line);
+    if (header) {
+      table = header[1].replace(/\s/g, '').replace(/"/g, '');
+      continue;
+    }
+    const pair = /^([A-Za-z0-9_-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')/.exec(line);
+    if (pair) {
+      const values = tables.get(table) ?? new Map<string, string>();
+      values.set(pair[1], pair[2] ?? pair[3]);
+      tables.set(table, values);
+    }
+  }
+  const provider = tables.get('')?.get('model_provider');
+  if (!provider || provider === 'openai') {
+    return null;
+  }
+  const settings = tables.get(`model_providers.${provider}`);
+  if (!settings) {
+    return null;
+  }
+  const envKey = settings.get('env_key');
+  if (envKey === undefined) {
+    return `model provider "${provider}" of ${file}, which needs no OpenAI login`;
+  }
+  return env[envKey] ? `model provider "${provider}" of ${file}, with its API key in ${envKey}` : null;
 }
 
 async function checkAgentCli(cli: AgentCli, root: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<DoctorCheck & { found: boolean }> {
   const base = { found: false, id: cli.id, required: false, title: cli.title };
+  // A configured path (not a bare name) is not looked up on the PATH: say what is wrong with it.
+  const configuredPath = cli.executable.includes('/');
   const found = findExecutable(cli.executable, env.PATH ?? '', root);
   if (found === null) {
+    if (configuredPath) {
+      const exists = fs.existsSync(path.resolve(root, cli.executable));
+      return {
+        ...base,
+        detail: `${cli.executable} (${cli.setting}) ${exists ? 'is not an executable file' : 'does not exist'}: runs with ${cli.title} fail`,
+        fix: `set ${cli.setting} to the CLI's real path, or to \`${cli.defaultName}\` to use the one on the PATH (${cli.install})`,
+        status: 'fail',
+      };
+    }
     return { ...base, detail: `\`${cli.executable}\` is not on the PATH`, fix: `${cli.install}, or set ${cli.setting} in the configuration`, status: 'warn' };
   }
   const version = await exec(found, ['--version'], env, root, timeoutMs);
@@ -154,6 +236,10 @@ async function checkAgentCli(cli: AgentCli, root: string, env: NodeJS.ProcessEnv
   const status = await exec(found, cli.statusArgs, env, root, timeoutMs);
   const name = version.stdout.trim().split('\n')[0];
   if (status.code !== 0) {
+    const besides = cli.credentialsBesidesLogin?.(env) ?? null;
+    if (besides !== null) {
+      return { ...base, detail: `${name} at ${found}; not logged in, but runs use ${besides}`, fix: null, found: true, status: 'ok' };
+    }
     const why = status.error ? `\`${cli.executable} ${cli.statusArgs.join(' ')}\` gave no answer: ${status.error}` : 'not logged in';
     return { ...base, detail: `${name} at ${found}; ${why}`, fix: cli.login, found: true, status: 'warn' };
   }
@@ -239,7 +325,7 @@ async function checkIsolation(mode: 'auto' | 'off', root: string, env: NodeJS.Pr
   }
 }
 
-function checkPort(host: string, port: number): Promise<DoctorCheck> {
+function checkPort(host: string, port: number, home: string): Promise<DoctorCheck> {
   const base = { id: 'port' as const, required: true, title: 'Port' };
   if (port === 0) {
     return Promise.resolve({ ...base, detail: 'port 0: a free one is picked at start', fix: null, status: 'ok' });
@@ -249,7 +335,8 @@ function checkPort(host: string, port: number): Promise<DoctorCheck> {
     server.once('error', (err: NodeJS.ErrnoException) =>
       resolve({
         ...base,
-        detail: `${host}:${port} cannot be listened on (${err.code ?? err.message}${err.code === 'EADDRINUSE' ? ': another process uses it' : ''})`,
+        // Who holds it (another Agent Manager, or which process) is what a person needs to act.
+        detail: `${host}:${port} cannot be listened on (${err.code ?? err.message}${err.code === 'EADDRINUSE' ? `: ${describePortInUse(host, port, home)}` : ''})`,
         fix: 'stop what uses it, or start with --port <another> (or set port in the configuration)',
         status: 'fail',
       }),
@@ -343,6 +430,8 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
   const cwd = fs.existsSync(root) ? root : process.cwd();
   const clis: AgentCli[] = [
     {
+      credentialsBesidesLogin: codexCredentialsBesidesLogin,
+      defaultName: 'codex',
       executable: configuration.codexExecutable,
       id: 'codex',
       install: 'install the Codex CLI (npm i -g @openai/codex)',
@@ -352,6 +441,7 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
       title: 'Codex CLI',
     },
     {
+      defaultName: 'claude',
       executable: configuration.claudeExecutable,
       id: 'claude',
       install: 'install Claude Code (npm i -g @anthropic-ai/claude-code)',
@@ -370,14 +460,19 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
     checkIsolation(configuration.agentIsolation, cwd, env),
     serving
       ? Promise.resolve<DoctorCheck>({ detail: `serving on ${serving}`, fix: null, id: 'port', required: true, status: 'ok', title: 'Port' })
-      : checkPort(configuration.host, configuration.port),
+      : checkPort(configuration.host, configuration.port, home),
     checkDatabase(configuration, root, home, timeoutMs),
   ]);
-  // One agent CLI is enough; with neither, no Requirement can run.
-  const agents = [codex, claude].map(({ found, ...check }) => ({
-    ...(codex.found || claude.found ? check : { ...check, required: true, status: 'fail' as const }),
-    installed: found,
-  }));
+  // One agent CLI is enough; with neither, no Requirement can run. A missing one beside a present
+  // one says so, so that nobody installs both thinking both are needed.
+  const agents = [codex, claude].map(({ found, ...check }) => {
+    const other = check.id === 'codex' ? claude : codex;
+    if (!codex.found && !claude.found) {
+      return { ...check, detail: `${check.detail}; neither Codex nor Claude Code is usable (one is enough)`, installed: found, required: true, status: 'fail' as const };
+    }
+    const onlyOther = !found && check.status === 'warn' && other.found;
+    return { ...check, detail: onlyOther ? `${check.detail}; not needed while ${other.title} is there (one agent CLI is enough)` : check.detail, installed: found };
+  });
   const checks = [checkNode(), git, ...agents, github, isolation, port, checkDataDirectory(home), database];
   return { checks, ok: !checks.some((c) => c.required && c.status === 'fail') };
 }

@@ -1,10 +1,12 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 
 import type { EventActor } from '@libs/contracts';
 
 import { Actor } from '../core/http/actor.decorator';
 import { PageQueryDto } from '../core/http/pagination';
+import { RUNTIME, Runtime } from '../core/runtime';
+import { workspaceGitState } from '../worktrees/git';
 import { ModelCatalogService } from '../models/model-catalog.service';
 import { CreateRequirementDto } from './dto/create-requirement.dto';
 import { EditedRequirementResponseDto } from './dto/edited-requirement-response.dto';
@@ -19,6 +21,7 @@ export class RequirementsController {
   constructor(
     private readonly models: ModelCatalogService,
     private readonly requirements: RequirementsService,
+    @Inject(RUNTIME) private readonly runtime: Runtime,
   ) {}
 
   @Get()
@@ -32,7 +35,13 @@ export class RequirementsController {
   @ApiOperation({ summary: 'Create a Requirement (todo) with its idle RD session' })
   @ApiCreatedResponse({ type: EditedRequirementResponseDto })
   async createRequirement(@Body() body: CreateRequirementDto, @Actor() actor: EventActor): Promise<EditedRequirementResponseDto> {
-    return this.withWarnings(await this.requirements.create({ ...body, createdBy: 'human' }, actor), true);
+    const created = await this.withWarnings(await this.requirements.create({ ...body, createdBy: 'human' }, actor), true);
+    // `git init` without a commit looks like a repository but gives no worktree: say that this
+    // agent will work in the person's checkout rather than let it happen silently.
+    if (created.isolation === 'in_place' && (await workspaceGitState(this.runtime.paths.root)) === 'no_commit') {
+      created.warnings.push('no_commit_in_place');
+    }
+    return created;
   }
 
   @Get(':id')

@@ -277,3 +277,24 @@ export async function gitSucceeds(args: readonly string[], options: GitOptions):
     throw err;
   }
 }
+
+/**
+ * What the workspace is to git, for the warnings of the banner, the log and a create's answer:
+ * `repository` (with a commit: Requirements get worktrees), `no_commit` (`git init` only: agents
+ * work in place, in the person's checkout, until a first commit) or `not_git`. git missing or
+ * failing counts as `not_git`, as `WorktreesService.gitWorkspace` treats it.
+ */
+export async function workspaceGitState(cwd: string, timeoutMs = 30_000): Promise<'repository' | 'no_commit' | 'not_git'> {
+  try {
+    const [top, head] = await Promise.all([
+      git(['rev-parse', '--show-toplevel'], { cwd, okCodes: [0, 128], timeoutMs }),
+      git(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { cwd, okCodes: [0, 1, 128], timeoutMs }),
+    ]);
+    if (top.code !== 0 || top.stdout.trim() === '') {
+      return 'not_git';
+    }
+    return head.code === 0 && head.stdout.trim() !== '' ? 'repository' : 'no_commit';
+  } catch {
+    return 'not_git';
+  }
+}

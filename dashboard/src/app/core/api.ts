@@ -1,6 +1,7 @@
 import { Injectable, inject } from '@angular/core';
 import { createApiClient } from '@libs/api-client';
 
+import { LoginState } from './login-state';
 import { Notifier } from './notifier';
 
 /** A failed call: the server's `{statusCode, code, message}` when it sent one. */
@@ -29,6 +30,7 @@ const PAGE = 200;
 export class Api {
   readonly client = createApiClient(location.origin);
   private readonly notifier = inject(Notifier);
+  private readonly login = inject(LoginState);
 
   /**
    * Unwraps an openapi-fetch result: the data, or an ApiError (also shown to the person unless
@@ -67,6 +69,11 @@ export class Api {
   readonly pageSize = PAGE;
 
   private fail(error: ApiError, quiet: boolean): ApiError {
+    if (error.status === 401) {
+      // No login cookie: the logged-out page says how to log in; a toast per call would not.
+      this.login.markLoggedOut();
+      return error;
+    }
     if (!quiet) {
       this.notifier.error(error.status ? `${error.status} · ${error.message}` : error.message);
     }

@@ -14,8 +14,8 @@ const DISMISSED_KEY = 'am.setup.dismissed';
 const PROBE_DELAY_MS = 1500;
 
 /**
- * `agent-manager doctor`'s findings, on the first start (no Requirement yet), whenever an agent
- * CLI is missing, and when something required fails: what each check found and how to fix it. Dismissing it
+ * `agent-manager doctor`'s findings, on the first start (no Requirement yet), and whenever
+ * something is broken or required fails: what each check found and how to fix it. Dismissing it
  * hides these findings; a different finding later shows it again.
  */
 @Component({
@@ -33,7 +33,7 @@ const PROBE_DELAY_MS = 1500;
           </button>
           <button type="button" class="ghost small" (click)="dismiss(report)" data-testid="setup-dismiss" [attr.aria-label]="t('action.close')">✕</button>
         </header>
-        <p class="muted">{{ report.ok ? t('setup.ready') : t('setup.blocked') }}</p>
+        <p class="muted" data-testid="setup-summary">{{ t(summaryKey(report)) }} {{ t('setup.oneAgent') }}</p>
         <ul class="setup-checks">
           @for (check of report.checks; track check.id) {
             @if (check.status !== 'ok') {
@@ -83,9 +83,11 @@ export class SetupPanel {
     if (!report || this.dismissed() === fingerprint(report)) {
       return null;
     }
-    // Missing or broken, not merely logged out (the panel then says so too, but is not raised for it).
-    const agentMissing = report.checks.some((c) => (c.id === 'codex' || c.id === 'claude') && c.installed === false);
-    return this.firstStart() || agentMissing || !report.ok ? report : null;
+    // Something broken (a configured CLI path that does not work, a rejected token) or required
+    // missing; not one agent CLI missing beside the other (one is enough), nor merely logged out
+    // (the panel then says so too, but is not raised for it).
+    const broken = report.checks.some((c) => c.status === 'fail');
+    return this.firstStart() || broken || !report.ok ? report : null;
   });
 
   constructor() {
@@ -97,6 +99,14 @@ export class SetupPanel {
 
   protected statusLabel(check: DoctorCheck): string {
     return this.t(keyOf('setup.status', check.status));
+  }
+
+  /** "Everything is here" only when it is: a working manager with a broken item says that instead. */
+  protected summaryKey(report: DoctorReport): 'setup.ready' | 'setup.usable' | 'setup.blocked' {
+    if (!report.ok) {
+      return 'setup.blocked';
+    }
+    return report.checks.every((c) => c.status === 'ok') ? 'setup.ready' : 'setup.usable';
   }
 
   protected passed(report: DoctorReport): number {

@@ -9,6 +9,8 @@ interface LockRecord {
   startTime: string | null;
   url: string | null;
   startedAt: string;
+  /** The workspace it serves, so a start refused a port can say which manager holds it. */
+  workspace?: string | null;
 }
 
 export class InstanceLockedError extends Error {
@@ -37,14 +39,14 @@ function isAlive(record: LockRecord): boolean {
  * The manager holding this lock, if one is alive (for clients on the same machine: `agent-manager
  * mcp` finds its URL here). Null when there is no lock, it is unreadable, or its process is gone.
  */
-export function runningInstance(lockPath: string): { pid: number; url: string | null } | null {
+export function runningInstance(lockPath: string): { pid: number; url: string | null; workspace: string | null } | null {
   let record: LockRecord;
   try {
     record = JSON.parse(fs.readFileSync(lockPath, 'utf8')) as LockRecord;
   } catch {
     return null;
   }
-  return typeof record.pid === 'number' && isAlive(record) ? { pid: record.pid, url: record.url ?? null } : null;
+  return typeof record.pid === 'number' && isAlive(record) ? { pid: record.pid, url: record.url ?? null, workspace: record.workspace ?? null } : null;
 }
 
 /**
@@ -54,7 +56,10 @@ export function runningInstance(lockPath: string): { pid: number; url: string | 
 export class InstanceLock {
   private held = false;
 
-  constructor(private readonly lockPath: string) {}
+  constructor(
+    private readonly lockPath: string,
+    private readonly workspace: string | null = null,
+  ) {}
 
   acquire(): void {
     const record: LockRecord = {
@@ -62,6 +67,7 @@ export class InstanceLock {
       startTime: processStartTime(process.pid),
       startedAt: new Date().toISOString(),
       url: null,
+      workspace: this.workspace,
     };
     // Written whole to a file of our own, then linked into place: link(2) fails if the lock
     // exists, and the lock never exists half-written. (`writeFileSync(…, {flag: 'wx'})` creates it
