@@ -379,7 +379,12 @@ describe('agent-manager daemon mode', () => {
         const started = await cli('start', '--detach', '--port', String(port));
         expect(started.code).toBe(1);
         expect(started.stdout).toBe('');
-        expect(started.stderr).toMatch(/^agent-manager: Agent Manager did not start: the manager failed to start \(exit code 1\): cannot listen: .*EADDRINUSE/);
+        // Which process holds the port (this test's own), and what to do about it.
+        expect(started.stderr).toMatch(
+          new RegExp(
+            `^agent-manager: Agent Manager did not start: the manager failed to start \\(exit code 1\\): cannot listen: 127\\.0\\.0\\.1:${port} is in use by pid ${process.pid} .*--port`,
+          ),
+        );
         const failed = state();
         expect(failed).toMatchObject({ managerPid: null, restarts: 0, status: 'failed' });
         expect(failed.crashes).toEqual([]);
@@ -389,7 +394,7 @@ describe('agent-manager daemon mode', () => {
         const status = await cli('status');
         expect(status.code).toBe(3);
         expect(status.stdout).toContain('is not running');
-        expect(status.stdout).toContain('EADDRINUSE');
+        expect(status.stdout).toContain(`127.0.0.1:${port} is in use`);
       } finally {
         blocker.close();
       }
