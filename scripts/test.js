@@ -8,15 +8,18 @@ const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
 const fs = require('node:fs');
-const clis = path.join(root, 'test', 'agent-clis');
-// Installed once; again whenever the pinned versions (the lock file) change.
-const installed = path.join(clis, 'node_modules', '.package-lock.json');
-const clisCurrent = fs.existsSync(installed) && fs.statSync(installed).mtimeMs >= fs.statSync(path.join(clis, 'package-lock.json')).mtimeMs;
+// Test-only packages with their own lock files, each installed once and again whenever its lock
+// file changes: the real Codex and Claude Code CLIs the adapter tests drive, and the Node.js builds
+// the supported-versions suite starts the manager with (pinned; never runtime dependencies).
+const testPackages = ['agent-clis', 'node-runtimes'].map((name) => path.join(root, 'test', name));
+const current = (dir) => {
+  const installed = path.join(dir, 'node_modules', '.package-lock.json');
+  return fs.existsSync(installed) && fs.statSync(installed).mtimeMs >= fs.statSync(path.join(dir, 'package-lock.json')).mtimeMs;
+};
 // A fresh clone: install the locked dependencies first.
 require('./ensure-dependencies')();
 const steps = [
-  // The real Codex and Claude Code CLIs the adapter tests drive (pinned; never runtime deps).
-  ...(clisCurrent ? [] : [['install agent CLIs', ['npm', 'ci', '--prefix', clis, '--no-audit', '--no-fund']]]),
+  ...testPackages.filter((dir) => !current(dir)).map((dir) => [`install ${path.basename(dir)}`, ['npm', 'ci', '--prefix', dir, '--no-audit', '--no-fund']]),
   ['typecheck', ['npm', 'run', '--silent', 'typecheck']],
   ['lint', ['npm', 'run', '--silent', 'lint']],
   ['format', ['npm', 'run', '--silent', 'format:check']],

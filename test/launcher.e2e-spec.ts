@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { workspaceKey } from '@server/core/workspace/workspace';
-import { MINIMUM_NODE_VERSION } from '@server/doctor/doctor';
+import { NODE_ENGINES } from '@server/doctor/doctor';
 
 import { query, snapshotStore } from './support/db-snapshot';
 import { initRepository } from './support/git-repo';
@@ -427,8 +427,8 @@ describe('the declared Node.js engines', () => {
   const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
 
   it('are what doctor checks and the README says', () => {
-    expect(pkg.engines.node).toBe(`>=${MINIMUM_NODE_VERSION}`);
-    expect(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')).toContain(`Needs Node.js ${MINIMUM_NODE_VERSION.replace(/\.0$/, '')}+`);
+    expect(pkg.engines.node).toBe(NODE_ENGINES);
+    expect(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')).toContain(`Node.js \`${NODE_ENGINES}\``);
   });
 
   it('hold for every locked package, so `npm ci` installs on the declared minimum and on this Node without EBADENGINE', () => {
@@ -438,7 +438,9 @@ describe('the declared Node.js engines', () => {
     const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; engines?: unknown }> };
     const excluded = Object.entries(lock.packages).flatMap(([where, entry]) => {
       const range = entry.engines && typeof entry.engines === 'object' && !Array.isArray(entry.engines) ? (entry.engines as { node?: string }).node : undefined;
-      return range === undefined || (semver.satisfies(MINIMUM_NODE_VERSION, range) && semver.satisfies(process.version, range)) ? [] : [`${where}@${entry.version}: node ${range}`];
+      return range === undefined || (['20.19.1', '22.13.0', '24.0.0'].every((v) => semver.satisfies(v, range)) && semver.satisfies(process.version, range))
+        ? []
+        : [`${where}@${entry.version}: node ${range}`];
     });
     expect(excluded).toEqual([]);
 

@@ -73,6 +73,8 @@ export interface StartArgs {
   env?: NodeJS.ProcessEnv;
   /** Shell commands run before the manager replaces the shell (process limits: `ulimit -f …`). */
   shellPrefix?: string;
+  /** The Node.js executable that runs the manager (default: the one running the tests). */
+  node?: string;
 }
 
 function waitForExit(child: ChildProcess): Promise<number | null> {
@@ -93,9 +95,9 @@ export const STORE_ENV: NodeJS.ProcessEnv = process.env.TEST_DATABASE_URL ? { CO
  */
 const DEFAULT_AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_MODEL_CATALOG_REFRESH_HOURS: '0', ...STORE_ENV };
 
-export async function startManager({ sandbox, args = [], env = {}, shellPrefix }: StartArgs): Promise<ManagerProcess> {
+export async function startManager({ sandbox, args = [], env = {}, shellPrefix, node = process.execPath }: StartArgs): Promise<ManagerProcess> {
   const argv = [BIN, 'start', '--workspace', sandbox.workspace, '--port', '0', ...args];
-  const [command, commandArgs] = shellPrefix ? ['/bin/sh', ['-c', `${shellPrefix}; exec "$0" "$@"`, process.execPath, ...argv]] : [process.execPath, argv];
+  const [command, commandArgs] = shellPrefix ? ['/bin/sh', ['-c', `${shellPrefix}; exec "$0" "$@"`, node, ...argv]] : [node, argv];
   const child = spawn(command, commandArgs, {
     env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, ...DEFAULT_AGENTS, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

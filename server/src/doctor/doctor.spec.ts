@@ -2,10 +2,15 @@ import { MINIMUM_NODE_VERSION, checkNode, formatDoctorReport } from './doctor';
 
 describe('doctor: the Node.js check', () => {
   it.each([
-    ['v20.19.0', 'ok'],
+    ['v20.19.1', 'ok'],
     ['v20.20.2', 'ok'],
-    ['v22.1.0', 'ok'],
+    ['v22.13.0', 'ok'],
+    ['v24.0.0', 'ok'],
+    ['v26.12.1', 'ok'],
+    ['v20.19.0', 'fail'],
     ['v20.18.3', 'fail'],
+    ['v21.7.3', 'fail'],
+    ['v22.12.0', 'fail'],
     ['v18.20.0', 'fail'],
   ])('%s is %s', (version, status) => {
     const check = checkNode(version);
@@ -19,7 +24,7 @@ describe('doctor: the Node.js check', () => {
   it('prints a failed required check with its fix and the count', () => {
     const text = formatDoctorReport({ checks: [checkNode('v18.0.0')], ok: false });
     expect(text).toContain('✗ Node.js');
-    expect(text).toContain(`→ install Node.js ${MINIMUM_NODE_VERSION} or later`);
+    expect(text).toContain(`→ install a maintained Node.js LTS, 24 or 26 (or ${MINIMUM_NODE_VERSION}+`);
     expect(text).toContain('1 required check failed.');
   });
 });

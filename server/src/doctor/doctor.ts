@@ -52,7 +52,15 @@ export interface DoctorOptions {
   serving?: string;
 }
 
-export const MINIMUM_NODE_VERSION = '20.19.0';
+/**
+ * package.json's `engines`: the oldest release of each line that runs the manager quietly. 20.19.0
+ * and 22.12.0 run it too but print an ExperimentalWarning on every start (CommonJS `require()` of
+ * Octokit's ES modules), which later releases of both lines dropped; 21 and 23 are odd lines,
+ * never LTS. test/node-versions.e2e-spec.ts starts the manager on each line's minimum.
+ */
+export const NODE_ENGINES = '^20.19.1 || >=22.13.0';
+export const MINIMUM_NODE_VERSION = '20.19.1';
+const MINIMUM_NODE_22 = '22.13.0';
 
 interface Exec {
   code: number | null;
@@ -95,11 +103,20 @@ function effectiveConfiguration(root: string, home: string, env: NodeJS.ProcessE
   return { ...CONFIGURATION_DEFAULTS, ...file, ...overridesFromEnv(env), ...overrides };
 }
 
+/** Whether `version` satisfies NODE_ENGINES. */
+export function supportedNode(version: string): boolean {
+  const major = Number(version.replace(/^v/, '').split('.')[0]);
+  if (major === 20) {
+    return versionAtLeast(version, MINIMUM_NODE_VERSION);
+  }
+  return major >= 22 && versionAtLeast(version, MINIMUM_NODE_22);
+}
+
 export function checkNode(version = process.version): DoctorCheck {
-  const ok = versionAtLeast(version, MINIMUM_NODE_VERSION);
+  const ok = supportedNode(version);
   return {
-    detail: `Node.js ${version}${ok ? '' : `; ${MINIMUM_NODE_VERSION} or later is needed`}`,
-    fix: ok ? null : `install Node.js ${MINIMUM_NODE_VERSION} or later (https://nodejs.org)`,
+    detail: `Node.js ${version}${ok ? '' : `; ${MINIMUM_NODE_VERSION}+ or ${MINIMUM_NODE_22}+ is needed`}`,
+    fix: ok ? null : `install a maintained Node.js LTS, 24 or 26 (or ${MINIMUM_NODE_VERSION}+ / ${MINIMUM_NODE_22}+) from https://nodejs.org`,
     id: 'node',
     required: true,
     status: ok ? 'ok' : 'fail',
