@@ -14,7 +14,7 @@ import { loginUrl } from './auth/local-token';
 import { LocalTokenService } from './auth/local-token.service';
 import { AgentEnvironmentService } from './runs/agent-environment.service';
 import { ConfigurationService, overridesFromEnv } from './core/configuration/configuration.service';
-import { configureHttp, createExpressInstance } from './core/http/configure-http';
+import { configureHttp, createExpressInstance } from './configure-http';
 import { guardConnections } from './core/http/connection-guard';
 import type { Clock } from './core/clock';
 import { FileLogger } from './core/logging/file-logger';

@@ -8,7 +8,7 @@ import type { OpenAPIObject } from '@nestjs/swagger';
 
 import { AppModule } from './app.module';
 import { ConfigurationService } from './core/configuration/configuration.service';
-import { configureHttp, createExpressInstance } from './core/http/configure-http';
+import { configureHttp, createExpressInstance } from './configure-http';
 import { buildOpenApiDocument } from './core/http/openapi';
 import { FileLogger } from './core/logging/file-logger';
 import { packageVersion } from './core/package-info';

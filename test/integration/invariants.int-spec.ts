@@ -5,7 +5,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import type { ManagerEvent } from '@libs/contracts';
 
 import { Database } from '@server/core/database/database.service';
-import { EventBus } from '@server/events/event-bus';
+import { EventBus } from '@server/core/event-bus';
 import { HUMAN_ACTOR, SYSTEM_ACTOR } from '@server/events/event-log.service';
 import { MessagesService } from '@server/messages/messages.service';
 import { PullRequestsService } from '@server/pull-requests/pull-requests.service';

@@ -6,7 +6,7 @@ import type { DataSourceOptions } from 'typeorm';
 
 import { MessageAttachmentEntity } from '../attachments/message-attachment.entity';
 import { RequirementDependencyEntity } from '../dependencies/requirement-dependency.entity';
-import { EventBus } from '../events/event-bus';
+import { EventBus } from './event-bus';
 import { EventLog } from '../events/event-log.service';
 import { EventsRepository } from '../events/events.repository';
 import { ManagerEventEntity } from '../events/manager-event.entity';

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 
 import { LIMITS } from '@libs/contracts';
 
-import { EventBus, PublishedEvent, sseFrame } from './event-bus';
+import { EventBus, PublishedEvent, sseFrame } from '../core/event-bus';
 import { toManagerEvent } from './event-log.service';
 import { EventsRepository } from './events.repository';
 

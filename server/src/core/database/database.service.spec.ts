@@ -9,7 +9,7 @@ import type { ManagerEvent } from '@libs/contracts';
 
 import type { AttachmentsService } from '../../attachments/attachments.service';
 import { DependenciesRepository } from '../../dependencies/dependencies.repository';
-import { EventBus } from '../../events/event-bus';
+import { EventBus } from '../event-bus';
 import { EventLog, HUMAN_ACTOR, SYSTEM_ACTOR } from '../../events/event-log.service';
 import { ManagerEventEntity } from '../../events/manager-event.entity';
 import { MessagesService } from '../../messages/messages.service';

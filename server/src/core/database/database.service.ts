@@ -4,7 +4,7 @@ import type { DataSource, EntityManager, EntityTarget, ObjectLiteral, Repository
 
 import type { ManagerEvent } from '@libs/contracts';
 
-import { EventBus } from '../../events/event-bus';
+import { EventBus } from '../event-bus';
 import { RUNTIME, type Runtime } from '../runtime';
 import { READER_DATA_SOURCE } from './database.constants';
 import type { GroupCommit } from './group-commit';

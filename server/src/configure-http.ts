@@ -7,14 +7,14 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import express from 'express';
 
-import { AuthenticationMiddleware } from '../../auth/authentication.middleware';
-import { HttpSecurityMiddleware } from '../../auth/http-security.middleware';
-import { AllExceptionsFilter } from '../errors/all-exceptions.filter';
-import { dashboardDirectory } from '../package-info';
-import { jsonBodyMiddleware } from './json-body.middleware';
-import { urlTextMiddleware } from './url-text.middleware';
-import { lingeringCloseMiddleware } from './lingering-close.middleware';
-import { setUpOpenApi } from './openapi';
+import { AuthenticationMiddleware } from './auth/authentication.middleware';
+import { HttpSecurityMiddleware } from './auth/http-security.middleware';
+import { AllExceptionsFilter } from './core/errors/all-exceptions.filter';
+import { dashboardDirectory } from './core/package-info';
+import { jsonBodyMiddleware } from './core/http/json-body.middleware';
+import { urlTextMiddleware } from './core/http/url-text.middleware';
+import { lingeringCloseMiddleware } from './core/http/lingering-close.middleware';
+import { setUpOpenApi } from './core/http/openapi';
 
 /**
  * The Express instance Nest runs on. Routing is case-sensitive and strict (a trailing slash is

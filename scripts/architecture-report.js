@@ -1,0 +1,148 @@
+#!/usr/bin/env node
+// `node scripts/architecture-report.js [--json]`: the figures issue 27 tracks, read off the tree as
+// it is, so a maintainer can see whether the code is getting easier or harder to follow:
+// - feature import cycles: strongly connected groups of server/src feature folders (core, events
+//   and the other shared folders count as features too; a folder importing itself does not count);
+// - services that inject another feature's repository (constructor parameters typed `…Repository`);
+// - the largest source files of the server and the dashboard;
+// - raw `send(` calls in the end-to-end suites (untyped answers) against the typed client's calls.
+'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..');
+const serverRoot = path.join(root, 'server', 'src');
+
+function walk(dir, keep) {
+  const out = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (entry.name !== 'node_modules') out.push(...walk(full, keep));
+    } else if (keep(full)) {
+      out.push(full);
+    }
+  }
+  return out;
+}
+
+const isSource = (f) => f.endsWith('.ts') && !f.endsWith('.spec.ts') && !f.endsWith('.d.ts');
+const serverFiles = walk(serverRoot, isSource);
+const featureOf = (file) => {
+  const rel = path.relative(serverRoot, file).split(path.sep);
+  return rel.length > 1 ? rel[0] : null;
+};
+
+// Import edges between feature folders. core/core.module.ts is the composition root that lists
+// every feature's entities for TypeORM: its imports are wiring, not a dependency of core.
+const COMPOSITION_ROOTS = new Set([path.join(serverRoot, 'core', 'core.module.ts')]);
+const IMPORT = /(?:import|export)\s[^'";]*?from\s+'([^']+)'|import\(\s*'([^']+)'\s*\)/g;
+const edges = new Map();
+for (const file of serverFiles) {
+  const from = featureOf(file);
+  if (!from || COMPOSITION_ROOTS.has(file)) continue;
+  const text = fs.readFileSync(file, 'utf8');
+  for (const match of text.matchAll(IMPORT)) {
+    const spec = match[1] ?? match[2];
+    let target = null;
+    if (spec.startsWith('@server/')) target = path.join(serverRoot, spec.slice('@server/'.length));
+    else if (spec.startsWith('.')) target = path.resolve(path.dirname(file), spec);
+    if (!target || !target.startsWith(serverRoot)) continue;
+    const to = featureOf(target + '.ts') ?? featureOf(path.join(target, 'index.ts'));
+    if (to && to !== from) {
+      if (!edges.has(from)) edges.set(from, new Set());
+      edges.get(from).add(to);
+    }
+  }
+}
+
+// Tarjan's strongly connected components: every group of two or more features is one cycle.
+function components(graph) {
+  let index = 0;
+  const stack = [];
+  const meta = new Map();
+  const groups = [];
+  const nodes = new Set([...graph.keys(), ...[...graph.values()].flatMap((s) => [...s])]);
+  const visit = (v) => {
+    meta.set(v, { index, low: index, on: true });
+    index++;
+    stack.push(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!meta.has(w)) {
+        visit(w);
+        meta.get(v).low = Math.min(meta.get(v).low, meta.get(w).low);
+      } else if (meta.get(w).on) {
+        meta.get(v).low = Math.min(meta.get(v).low, meta.get(w).index);
+      }
+    }
+    if (meta.get(v).low === meta.get(v).index) {
+      const group = [];
+      let w;
+      do {
+        w = stack.pop();
+        meta.get(w).on = false;
+        group.push(w);
+      } while (w !== v);
+      if (group.length > 1) groups.push(group.sort());
+    }
+  };
+  for (const v of [...nodes].sort()) if (!meta.has(v)) visit(v);
+  return groups;
+}
+const cycles = components(edges);
+const mutualPairs = [];
+for (const [a, targets] of edges) for (const b of targets) if (a < b && edges.get(b)?.has(a)) mutualPairs.push(`${a}↔${b}`);
+
+// Repository classes and who injects them.
+const repositoryFeature = new Map();
+for (const file of serverFiles) {
+  for (const match of fs.readFileSync(file, 'utf8').matchAll(/export class (\w+Repository)\b/g)) {
+    repositoryFeature.set(match[1], featureOf(file));
+  }
+}
+const foreignInjections = [];
+for (const file of serverFiles) {
+  const text = fs.readFileSync(file, 'utf8');
+  const ctor = /constructor\s*\(([\s\S]*?)\)\s*\{/.exec(text);
+  if (!ctor) continue;
+  for (const match of ctor[1].matchAll(/:\s*(\w+Repository)\b/g)) {
+    const owner = repositoryFeature.get(match[1]);
+    if (owner && owner !== featureOf(file)) foreignInjections.push({ file: path.relative(root, file), repository: match[1] });
+  }
+}
+
+const lines = (f) => fs.readFileSync(f, 'utf8').split('\n').length;
+const dashboardFiles = walk(path.join(root, 'dashboard', 'src'), (f) => isSource(f));
+const largest = (files, n) =>
+  files
+    .map((f) => ({ file: path.relative(root, f), lines: lines(f) }))
+    .sort((a, b) => b.lines - a.lines)
+    .slice(0, n);
+
+const testFiles = walk(path.join(root, 'test'), (f) => f.endsWith('.ts') && !f.includes(`${path.sep}agent-clis${path.sep}`) && !f.includes(`${path.sep}node-runtimes${path.sep}`));
+let rawSend = 0;
+let typedClient = 0;
+for (const f of testFiles) {
+  const text = fs.readFileSync(f, 'utf8');
+  rawSend += (text.match(/\bsend\(/g) ?? []).length;
+  typedClient += (text.match(/\.api\.(GET|POST|PUT|PATCH|DELETE)\(/g) ?? []).length;
+}
+
+const report = {
+  featureCycles: cycles,
+  mutualPairs,
+  foreignRepositoryInjections: foreignInjections,
+  largestServerFiles: largest(serverFiles, 5),
+  largestDashboardFiles: largest(dashboardFiles, 3),
+  tests: { rawSendCalls: rawSend, typedClientCalls: typedClient },
+};
+if (process.argv.includes('--json')) {
+  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+} else {
+  process.stdout.write(`Feature import cycles: ${cycles.length}${cycles.map((g) => `\n  ${g.length} features: ${g.join(', ')}`).join('')}\n`);
+  process.stdout.write(`Mutual imports: ${mutualPairs.length} (${mutualPairs.join(', ')})\n`);
+  process.stdout.write(`Services injecting another feature's repository: ${new Set(foreignInjections.map((i) => i.file)).size} files, ${foreignInjections.length} injections\n`);
+  process.stdout.write(`Largest server files: ${report.largestServerFiles.map((f) => `${f.file} (${f.lines})`).join(', ')}\n`);
+  process.stdout.write(`Largest dashboard files: ${report.largestDashboardFiles.map((f) => `${f.file} (${f.lines})`).join(', ')}\n`);
+  process.stdout.write(`Tests: ${rawSend} raw send() calls, ${typedClient} typed client calls\n`);
+}
