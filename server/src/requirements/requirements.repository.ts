@@ -11,6 +11,7 @@ import { SearchRepository } from '../search/search.repository';
 import { RequirementWorktreeEntity } from '../worktrees/requirement-worktree.entity';
 import { AgentSessionEntity } from './agent-session.entity';
 import { RequirementEntity } from './requirement.entity';
+import { assertRequirementTransition, assertSessionTransition } from './requirement-state';
 
 /** A Requirement row and its session row, as the write path holds them. */
 export interface RequirementRows {
@@ -79,6 +80,9 @@ export class RequirementsRepository {
 
   /** Changes the Requirement `requirement` (a row from loadForWrite) in place and stages it. */
   changeRequirement(uow: UnitOfWork, requirement: RequirementEntity, set: Partial<RequirementEntity>): void {
+    if (set.status !== undefined) {
+      assertRequirementTransition(requirement.id, requirement.status, set.status);
+    }
     Object.assign(requirement, set);
     uow.update(RequirementEntity, set, { id: requirement.id });
     if (set.title !== undefined || set.description !== undefined) {
@@ -88,6 +92,9 @@ export class RequirementsRepository {
 
   /** Changes the session `session` (a row from loadForWrite) in place and stages it. */
   changeSession(uow: UnitOfWork, session: AgentSessionEntity, set: Partial<AgentSessionEntity>): void {
+    if (set.state !== undefined) {
+      assertSessionTransition(session.id, session.state, set.state);
+    }
     Object.assign(session, set);
     uow.update(AgentSessionEntity, set, { id: session.id });
   }
