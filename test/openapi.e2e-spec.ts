@@ -44,7 +44,7 @@ describe('OpenAPI document and generated client', () => {
     // Public routes say so; every other one documents the 401 its authentication answers.
     expect(res.json.paths['/api/health'].get.security).toEqual([]);
     expect(res.json.paths['/api/requirements'].post.responses['401'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ErrorBody' });
-    expect(res.json.servers).toEqual([expect.objectContaining({ url: 'http://127.0.0.1:4310' })]);
+    expect(res.json.servers).toEqual([expect.objectContaining({ url: '/' }), expect.objectContaining({ url: 'http://127.0.0.1:4310' })]);
   });
 
   it('serves an explorer page at /api/docs', async () => {

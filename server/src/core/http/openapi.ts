@@ -33,7 +33,9 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setDescription('Local control plane for agent-driven software delivery. All paths are under /api.')
     .setVersion(packageVersion())
     .setLicense('MIT', 'https://opensource.org/license/mit')
-    // The server listens on loopback only; the port is the configuration's `port`.
+    // First the origin the document came from (the explorer's "Try it out" then calls the server
+    // that served it, whatever its port or loopback name), then the default loopback address.
+    .addServer('/', 'The server that serves this document')
     .addServer(`http://127.0.0.1:${CONFIGURATION_DEFAULTS.port}`, 'The local server on its default port (`port` in the configuration changes it)')
     .addBearerAuth({ description: 'The local token (`agent-manager token`) or a run credential', scheme: 'bearer', type: 'http' }, 'bearer')
     .addSecurityRequirements('bearer')
