@@ -33,6 +33,20 @@ describe('OpenAPI document and generated client', () => {
     expect(res.json).toEqual(JSON.parse(fs.readFileSync(COMMITTED_DOCUMENT, 'utf8')));
   });
 
+  // Issue 26 item 19: a standard linter's recommended rules (servers, a 4xx answer on every
+  // operation, a license…) pass with no error and no warning, so generated clients and explorers
+  // see every answer the API really gives.
+  it("passes Redocly's recommended lint rules without an error or a warning", async () => {
+    const res = await send(manager.origin, 'GET', '/api/openapi.json');
+    expect(res.status).toBe(200);
+    const output = execFileSync(process.execPath, [path.join(ROOT, 'test/support/lint-openapi.mjs')], { cwd: ROOT, encoding: 'utf8', input: JSON.stringify(res.json) });
+    expect(JSON.parse(output)).toEqual([]);
+    // Public routes say so; every other one documents the 401 its authentication answers.
+    expect(res.json.paths['/api/health'].get.security).toEqual([]);
+    expect(res.json.paths['/api/requirements'].post.responses['401'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ErrorBody' });
+    expect(res.json.servers).toEqual([expect.objectContaining({ url: '/' }), expect.objectContaining({ url: 'http://127.0.0.1:4310' })]);
+  });
+
   it('serves an explorer page at /api/docs', async () => {
     const res = await fetch(`${manager.origin}/api/docs`, { headers: authHeaders(manager.origin, {}) });
     expect(res.status).toBe(200);

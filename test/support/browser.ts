@@ -63,8 +63,8 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ fullPage: false, path: path.join(ARTIFACTS, `${name}.png`) });
 }
 
-/** A real 24×24 PNG (the server checks signatures; the browser must be able to decode it). */
-export function png(): Buffer {
+/** A real PNG, 24×24 unless told (the server checks signatures; the browser must be able to decode it). */
+export function png(width = 24, height = width): Buffer {
   const crcTable = Array.from({ length: 256 }, (_, n) => {
     let c = n;
     for (let k = 0; k < 8; k++) {
@@ -87,13 +87,12 @@ export function png(): Buffer {
     out.writeUInt32BE(crc(body), 8 + data.length);
     return out;
   };
-  const size = 24;
   const header = Buffer.alloc(13);
-  header.writeUInt32BE(size, 0);
-  header.writeUInt32BE(size, 4);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
   header[8] = 8; // bit depth
   header[9] = 2; // RGB
-  const rows = Buffer.concat(Array.from({ length: size }, () => Buffer.concat([Buffer.from([0]), Buffer.alloc(size * 3, 0x3b)])));
+  const rows = Buffer.concat(Array.from({ length: height }, () => Buffer.concat([Buffer.from([0]), Buffer.alloc(width * 3, 0x3b)])));
   return Buffer.concat([
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
     chunk('IHDR', header),

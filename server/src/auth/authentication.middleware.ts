@@ -7,9 +7,9 @@ import { sessionCookieName } from './local-token';
 import { LocalTokenService } from './local-token.service';
 import { AgentScope, RunCredentialsService } from './run-credentials.service';
 
-/** Routes anyone may call without credentials. */
+/** Routes anyone may call without credentials (the OpenAPI document marks them so too). */
 // The GitHub webhook proves itself with its signature (checked by its service, off by default).
-const PUBLIC_ROUTES = new Set(['GET /api/health', 'HEAD /api/health', 'POST /api/github/webhook']);
+export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['GET /api/health', 'HEAD /api/health', 'POST /api/github/webhook']);
 /** Where run-scoped credentials are accepted; the timers route must name the run's Requirement. */
 const AGENT_PREFIX = '/api/agent/';
 const TIMER_ROUTE = /^\/api\/requirements\/([^/]+)\/timers(?:\/[^/]+)?$/;

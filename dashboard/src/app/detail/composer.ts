@@ -6,6 +6,9 @@ import { MAX_ATTACHMENTS, type Attachment, type Message, type Reply, type Requir
 import { Notifier } from '../core/notifier';
 import { ConversationStore } from '../core/stores/conversation-store';
 
+/** The phone layout's width (styles.css) or a touch screen as the only pointer. */
+const COMPACT_QUERY = '(max-width: 640px), (pointer: coarse) and (hover: none)';
+
 interface Pending {
   key: number;
   file: File;
@@ -31,7 +34,7 @@ interface Pending {
           rows="3"
           [disabled]="closed()"
           [attr.aria-describedby]="closed() ? 'composer-closed' : null"
-          [placeholder]="closed() ? '' : t('composer.placeholder')"
+          [placeholder]="closed() ? '' : t(compact() ? 'composer.placeholderTouch' : 'composer.placeholder')"
           [value]="text()"
           (input)="text.set($any($event.target).value)"
           (keydown)="onKey($event)"
@@ -99,13 +102,26 @@ export class Composer {
   /** A cancelled Requirement takes no more messages (the server refuses them). */
   protected readonly closed = computed(() => this.requirement().status === 'cancelled');
   private keys = 0;
+  /**
+   * A phone (narrow, or a touch screen without a fine pointer) has no Ctrl+Enter and nothing to
+   * drop files from: its placeholder does not offer them. Follows the window as it changes.
+   */
+  protected readonly compact = signal(false);
 
   protected readonly canSend = computed(
     () => !this.busy() && !this.closed() && this.pending().every((p) => p.attachment || p.failed) && (this.text().trim().length > 0 || this.pending().some((p) => p.attachment)),
   );
 
   constructor() {
-    inject(DestroyRef).onDestroy(() => this.pending().forEach((p) => p.preview && URL.revokeObjectURL(p.preview)));
+    const destroyRef = inject(DestroyRef);
+    destroyRef.onDestroy(() => this.pending().forEach((p) => p.preview && URL.revokeObjectURL(p.preview)));
+    const query = typeof matchMedia === 'function' ? matchMedia(COMPACT_QUERY) : null;
+    if (query) {
+      const update = () => this.compact.set(query.matches);
+      update();
+      query.addEventListener('change', update);
+      destroyRef.onDestroy(() => query.removeEventListener('change', update));
+    }
   }
 
   /**

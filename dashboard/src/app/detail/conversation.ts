@@ -1,4 +1,18 @@
-import { ChangeDetectionStrategy, Component, ElementRef, afterRenderEffect, computed, effect, inject, input, signal, untracked, viewChild } from '@angular/core';
+import {
+  ChangeDetectionStrategy,
+  Component,
+  DestroyRef,
+  ElementRef,
+  afterNextRender,
+  afterRenderEffect,
+  computed,
+  effect,
+  inject,
+  input,
+  signal,
+  untracked,
+  viewChild,
+} from '@angular/core';
 import { RouterLink } from '@angular/router';
 
 import { I18n, keyOf } from '../core/i18n';
@@ -210,10 +224,31 @@ export class Conversation {
         this.scrollToFocus = true;
       });
     });
+    // Following the latest is not only about new messages: the conversation's box shrinks when the
+    // "agent is working" bar or the composer's chips appear, and a message grows when its image
+    // decodes or a badge changes. Any of these left the latest message cut off at the bottom (or
+    // behind the bar) without a scroll event to notice it; while the reader is at the bottom,
+    // every such resize puts them back there.
+    const destroyRef = inject(DestroyRef);
+    afterNextRender(() => {
+      if (typeof ResizeObserver !== 'function') {
+        return;
+      }
+      const el = this.scroller().nativeElement;
+      this.resizes = new ResizeObserver(() => this.stickToBottom());
+      this.observeSizes(el);
+      const onLoad = () => this.stickToBottom();
+      el.addEventListener('load', onLoad, true);
+      destroyRef.onDestroy(() => {
+        this.resizes?.disconnect();
+        el.removeEventListener('load', onLoad, true);
+      });
+    });
     afterRenderEffect({
       write: () => {
         this.visible();
         const el = this.scroller().nativeElement;
+        this.observeSizes(el);
         if (this.scrollToFocus) {
           this.scrollToFocus = false;
           el.querySelector(`[data-sequence="${this.focused()}"]`)?.scrollIntoView({ block: 'center' });
@@ -225,6 +260,27 @@ export class Conversation {
         }
       },
     });
+  }
+
+  private resizes: ResizeObserver | null = null;
+
+  /** Watches the scroller's own box and each rendered message (re-done after every render). */
+  private observeSizes(el: HTMLElement): void {
+    if (!this.resizes) {
+      return;
+    }
+    this.resizes.disconnect();
+    this.resizes.observe(el);
+    for (const child of Array.from(el.children)) {
+      this.resizes.observe(child);
+    }
+  }
+
+  private stickToBottom(): void {
+    if (this.atBottom && !this.scrollToFocus && this.anchor === null) {
+      const el = this.scroller().nativeElement;
+      el.scrollTop = el.scrollHeight;
+    }
   }
 
   protected onScroll(): void {

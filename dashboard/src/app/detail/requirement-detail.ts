@@ -1,4 +1,4 @@
-import { ChangeDetectionStrategy, Component, computed, effect, inject, input, signal, untracked, viewChild } from '@angular/core';
+import { ChangeDetectionStrategy, Component, ElementRef, computed, effect, inject, input, signal, untracked, viewChild } from '@angular/core';
 import { Router, RouterLink } from '@angular/router';
 
 import { I18n, keyOf } from '../core/i18n';
@@ -31,6 +31,7 @@ type Pane = 'conversation' | 'details';
   imports: [RouterLink, BudgetMeter, ChangesPanel, Conversation, Composer, CreateRequirementDialog, TraceTimeline, PullRequestList, TimerList],
   changeDetection: ChangeDetectionStrategy.OnPush,
   templateUrl: './requirement-detail.html',
+  host: { '(document:pointerdown)': 'onDocumentPointer($event)' },
 })
 export class RequirementDetail {
   /** The route parameter (component input binding). */
@@ -59,6 +60,9 @@ export class RequirementDetail {
   protected readonly dialog = signal<RequirementDialogMode | null>(null);
   protected readonly busy = signal(false);
   protected readonly missing = signal(false);
+  /** The ⋯ menu of occasional actions (a phone's; on a wide screen they are all in the row). */
+  protected readonly menuOpen = signal(false);
+  private readonly moreToggle = viewChild<ElementRef<HTMLButtonElement>>('moreToggle');
 
   protected readonly requirement = computed(() => this.requirements.requirements().get(this.id()) ?? null);
   protected readonly parent = computed(() => {
@@ -138,6 +142,32 @@ export class RequirementDetail {
         this.title.set(`${r.title} · Agent Manager`);
       }
     });
+  }
+
+  /** A choice in the menu closes it; Escape also gives focus back to ⋯. */
+  protected closeMenu(refocus: boolean): void {
+    if (!this.menuOpen()) {
+      return;
+    }
+    this.menuOpen.set(false);
+    if (refocus) {
+      this.moreToggle()?.nativeElement.focus();
+    }
+  }
+
+  /** Focus leaving the menu (a tap elsewhere, Tab past it) closes it. */
+  protected onMenuFocusOut(event: FocusEvent): void {
+    const container = event.currentTarget as HTMLElement;
+    if (!container.contains(event.relatedTarget as Node | null)) {
+      this.menuOpen.set(false);
+    }
+  }
+
+  /** A tap outside the menu closes it (Safari does not focus buttons, so focusout alone misses it). */
+  protected onDocumentPointer(event: Event): void {
+    if (this.menuOpen() && !(event.target as Element | null)?.closest?.('.more')) {
+      this.menuOpen.set(false);
+    }
   }
 
   /** Arrow keys move between the two tabs (the WAI-ARIA tabs pattern), focus follows. */
