@@ -243,6 +243,30 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
     }
     await page().setViewportSize(DESKTOP);
   });
+
+  it('Fork with "start right away" refused: no second fork on a resubmit, the reason shown', async () => {
+    await page().setViewportSize(DESKTOP);
+    await h.goto(`/requirements/${docs.id}`, 'light');
+    // Any refused start (here a 409 the route answers) must leave the created fork alone.
+    await page().route('**/api/requirements/*/start', (route) =>
+      route.fulfill({ body: JSON.stringify({ code: 'budget_reached', message: 'refused for the test', statusCode: 409 }), contentType: 'application/json', status: 409 }),
+    );
+    try {
+      await page().getByTestId('fork').click();
+      await page().getByTestId('create-title').fill('Forked docs');
+      await page().getByLabel('Start right away').check();
+      await page().getByTestId('create-submit').click();
+      await page().getByTestId('create-start-error').filter({ hasText: 'It did not start: refused for the test' }).waitFor();
+      await expect(page().getByTestId('create-submit').count()).resolves.toBe(0);
+      await h.shot('fork-start-refused-light-1280');
+    } finally {
+      await page().unroute('**/api/requirements/*/start');
+    }
+    const forks = (await h.api<{ items: Requirement[] }>('/api/requirements')).items.filter((r) => r.title === 'Forked docs');
+    expect(forks).toHaveLength(1);
+    await page().getByTestId('open-created').click();
+    await page().waitForURL(`${h.ctx.manager.origin}/requirements/${forks[0]?.id}`);
+  });
 });
 
 describe('a repository without any commit in the dashboard (issue 26 §5)', () => {
