@@ -115,6 +115,7 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
       await page().getByTestId('depends-on-search').fill('paym');
       await page().getByTestId('depends-on-result').filter({ hasText: 'Write the payments docs' }).waitFor();
       await expect(page().getByTestId('depends-on-result').count()).resolves.toBe(2);
+      await h.shot(`create-results-${theme}-${viewport.width}`);
       await page().getByTestId('depends-on-result').filter({ hasText: 'Ship the payments API' }).click();
       await pick('docs', 'Write the payments docs');
       await pick('cleanup', 'Unrelated cleanup');

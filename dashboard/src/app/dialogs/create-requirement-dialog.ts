@@ -39,6 +39,9 @@ interface Created {
       color: var(--am-warn);
       overflow-wrap: anywhere;
     }
+    .base-ref-fixed {
+      margin: 0;
+    }
     .create-result {
       display: flex;
       flex-direction: column;
@@ -134,7 +137,7 @@ interface Created {
               <p class="create-warning" data-testid="create-no-commit-note">{{ t('create.noCommitWarning') }}</p>
             }
           } @else if (source()?.baseRef; as ref) {
-            <p class="muted" data-testid="base-ref-fixed">{{ t('create.baseRefFixed', { s: ref }) }}</p>
+            <p class="muted base-ref-fixed" data-testid="base-ref-fixed">{{ t('create.baseRefFixed', { s: ref }) }}</p>
           }
           <div class="row">
             <label>
