@@ -154,13 +154,14 @@ describe('Requirement dependencies', () => {
     expect(badCondition.status).toBe(400);
   });
 
-  it('refuses to start while a dependency is unmet (409 dependency_unmet, with the reason)', async () => {
+  it('refuses to start while a dependency is unmet (409 dependency_unmet, naming the blocking titles)', async () => {
     const dependency = await create('unmet dependency');
     const dependent = await create('blocked dependent', { dependsOn: [{ requirementId: dependency.id, until: 'done' }] });
     const refused = await startRequirement(dependent.id);
     expect(refused.status).toBe(409);
     expect(refused.json.code).toBe('dependency_unmet');
-    expect(refused.json.message).toContain(`${dependency.id} (until done)`);
+    // Named by title, so a person reads what it waits for (issue 26 §6); the id stays for scripts.
+    expect(refused.json.message).toBe(`"blocked dependent" is blocked by "unmet dependency" (until done, ${dependency.id})`);
     expect(await runs(dependent.id)).toEqual([]);
     expect((await get(dependent.id)).status).toBe('todo');
   });

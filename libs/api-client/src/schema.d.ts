@@ -723,6 +723,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workspace/first-commit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make the repository's first commit, empty (nothing staged or in the working files changes), so later Requirements get their own worktree */
+        post: operations["makeFirstCommit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workspace/git": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the workspace is to git now: with a commit, without one (agents then work in place), or no repository */
+        get: operations["getWorkspaceGit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1805,6 +1839,15 @@ export interface components {
             event: string;
             /** @description Tracked PRs the event concerns, looked at again now (0 for a payload over 1 MB: then every tracked PR is) */
             pullRequests: number;
+        };
+        WorkspaceGitResponseDto: {
+            /** @description The commit just made (first-commit only) */
+            commit: string | null;
+            /**
+             * @description repository: has a commit (Requirements get worktrees); no_commit: `git init` only (agents work in place, in the checkout); not_git
+             * @enum {string}
+             */
+            state: "repository" | "no_commit" | "not_git";
         };
         WorkspaceResponseDto: {
             attachmentsDirectory: string;
@@ -4360,6 +4403,51 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    makeFirstCommit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceGitResponseDto"];
+                };
+            };
+            /** @description Not a repository (workspace_not_git), it already has a commit (workspace_has_commit), files are staged (staged_changes), or git has no identity to commit as (git_identity_missing) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getWorkspaceGit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceGitResponseDto"];
                 };
             };
         };

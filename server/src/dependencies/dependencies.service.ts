@@ -24,7 +24,11 @@ export const DEPENDENCY_TRIGGER = 'requirement.dependency';
 const CYCLE_WALK_MAX = 10_000;
 const CATCH_UP_BATCH = 200;
 
-const describeUnmet = (rows: RequirementDependencyEntity[]) => rows.map((d) => `${d.dependsOnRequirementId} (until ${d.until})`).join(', ');
+/** `"Title" (until done, req_…)` for each: a person reads the title, a script still finds the id. */
+const describeUnmet = (rows: { dependency: RequirementDependencyEntity; title: string | null }[]) =>
+  rows
+    .map(({ dependency: d, title }) => (title === null ? `${d.dependsOnRequirementId} (until ${d.until})` : `"${title}" (until ${d.until}, ${d.dependsOnRequirementId})`))
+    .join(', ');
 
 /**
  * Requirements that wait for others (issue 18 §2). A dependency is met in the transaction that
@@ -57,10 +61,14 @@ export class DependenciesService implements OnApplicationBootstrap, OnModuleInit
       return {};
     });
     this.pullRequests.onStatusChanged((tx, pullRequest) => this.statusChanged(tx, pullRequest));
-    this.lifecycle.guardStart(async (_tx, rows) => {
+    this.lifecycle.guardStart(async (tx, rows) => {
       const unmet = (rows.requirement.dependsOn ?? []).filter((d) => d.state === 'pending');
       if (unmet.length > 0) {
-        throw conflict('dependency_unmet', `Requirement ${rows.requirement.id} waits for ${describeUnmet(unmet)}`);
+        const named = [];
+        for (const dependency of unmet) {
+          named.push({ dependency, title: (await this.requirementRows.loadForWrite(tx, dependency.dependsOnRequirementId))?.requirement.title ?? null });
+        }
+        throw conflict('dependency_unmet', `"${rows.requirement.title}" is blocked by ${describeUnmet(named)}`);
       }
     });
   }

@@ -3,6 +3,7 @@ import { Module } from '@nestjs/common';
 import { AgentsModule } from '../agents/agents.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { RetentionModule } from '../retention/retention.module';
+import { WorkspaceController } from './workspace.controller';
 import { WorktreeSweeper } from './worktree-sweeper.service';
 import { WorktreesController } from './worktrees.controller';
 import { WorktreesRepository } from './worktrees.repository';
@@ -10,7 +11,7 @@ import { WorktreesService } from './worktrees.service';
 
 /** A git worktree and branch per Requirement, the reviewers' temporary worktrees, and their changes. */
 @Module({
-  controllers: [WorktreesController],
+  controllers: [WorkspaceController, WorktreesController],
   exports: [WorktreesService],
   imports: [AgentsModule, RequirementsModule, RetentionModule],
   providers: [WorktreeSweeper, WorktreesRepository, WorktreesService],

@@ -17,12 +17,13 @@ import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, invalid, notFound } from '../core/errors/domain-error';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { workspaceKey } from '../core/workspace/workspace';
-import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
+import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import type { RequirementEntity } from '../requirements/requirement.entity';
 import { NewRequirement, RequirementsService } from '../requirements/requirements.service';
 import { runBounded } from './bounded-process';
-import { GitError, git, gitSucceeds } from './git';
+import type { WorkspaceGitResponseDto, WorkspaceGitState } from './dto/workspace.dto';
+import { GitError, git, gitSucceeds, workspaceGitState } from './git';
 import { KeyedLock } from './keyed-lock';
 import { RequirementWorktreeEntity } from './requirement-worktree.entity';
 import { excludingLinks, fileDiff, isInside, listChanges, worktreeRelativePath } from './worktree-changes';
@@ -187,6 +188,54 @@ export class WorktreesService implements OnModuleInit, BeforeApplicationShutdown
       }
       return null;
     }
+  }
+
+  /** What the workspace is to git now (the dashboard's in-place badge and its first-commit offer). */
+  workspaceState(): Promise<WorkspaceGitState> {
+    return workspaceGitState(this.runtime.paths.root, QUICK_TIMEOUT_MS);
+  }
+
+  /**
+   * `git init` without a commit gives no worktree (nothing to branch from): agents work in the
+   * person's checkout. This makes that first commit, empty, without touching the index or the
+   * working files: an empty tree, a commit of it, and HEAD's branch written only while it still
+   * does not exist (update-ref with an empty old value), so a commit the person made meanwhile
+   * wins. Staged files are refused: they are the person's own first commit to make.
+   */
+  async makeFirstCommit(actor: EventActor): Promise<WorkspaceGitResponseDto> {
+    const root = this.runtime.paths.root;
+    const state = await this.workspaceState();
+    if (state === 'not_git') {
+      throw conflict('workspace_not_git', `${root} is not a git repository: run git init there first`);
+    }
+    if (state === 'repository') {
+      throw conflict('workspace_has_commit', `the repository at ${root} already has a commit: new Requirements get their own worktree`);
+    }
+    const top = realpathSync((await git(['rev-parse', '--show-toplevel'], { cwd: root, timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim());
+    return this.repositoryLock.run(top, async () => {
+      const staged = await git(['ls-files', '--cached', '-z'], { allowTruncated: true, cwd: top, maxBytes: 4096, timeoutMs: QUICK_TIMEOUT_MS });
+      if (staged.stdout !== '') {
+        throw conflict(
+          'staged_changes',
+          `files are staged in ${top} (git add): commit them yourself (git commit -m "Initial commit") or unstage them (git rm -r -q --cached .); Agent Manager makes only an empty first commit`,
+        );
+      }
+      const tree = (await git(['hash-object', '-w', '-t', 'tree', '/dev/null'], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
+      let commit: string;
+      try {
+        commit = (await git(['commit-tree', tree, '-m', 'Initial commit'], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
+      } catch (err) {
+        if (err instanceof GitError && /who you are|empty ident|user\.(email|name)/i.test(err.stderr)) {
+          throw conflict('git_identity_missing', 'git does not know who you are: set git config --global user.name "Your Name" and user.email "you@example.com", then try again');
+        }
+        throw err;
+      }
+      if (!(await gitSucceeds(['update-ref', '-m', 'agent-manager: first commit', 'HEAD', commit, ''], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS }))) {
+        throw conflict('workspace_has_commit', `the repository at ${top} got a commit meanwhile: new Requirements get their own worktree`);
+      }
+      this.logger.log({ ...audit(actor), commit, msg: 'first commit made', repository: top });
+      return { commit, state: 'repository' as const };
+    });
   }
 
   /**

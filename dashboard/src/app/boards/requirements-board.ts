@@ -6,6 +6,7 @@ import { I18n, keyOf } from '../core/i18n';
 import { REQUIREMENT_COLUMNS, type Requirement, type RequirementStatus } from '../core/models';
 import { inWindow } from '../core/stores/created-window';
 import { RequirementsStore } from '../core/stores/requirements-store';
+import { WorkspaceGit } from '../core/stores/workspace-git';
 import { blockedBy } from './blocked-by';
 import { BoardColumn } from './board-column';
 import { BudgetMeter } from './budget-meter';
@@ -83,6 +84,9 @@ const STEP = 60;
                     @if (row.item.session.pendingMessageCount > 0) {
                       <span class="badge warn" data-testid="pending-count">{{ t('card.pending', { n: row.item.session.pendingMessageCount }) }}</span>
                     }
+                    @if (row.item.isolation === 'in_place' && workspaceGit.state() === 'no_commit') {
+                      <span class="badge warn" data-testid="card-in-place" [title]="t('card.inPlaceHint')">{{ t('card.inPlace') }}</span>
+                    }
                     @if (blockers(row.item); as names) {
                       <span class="badge warn" data-testid="blocked-by">{{ t('card.blockedBy', { s: names }) }}</span>
                     }
@@ -116,6 +120,8 @@ const STEP = 60;
 })
 export class RequirementsBoard {
   protected readonly store = inject(RequirementsStore);
+  /** Without a commit, in-place cards say that they work in the person's checkout. */
+  protected readonly workspaceGit = inject(WorkspaceGit);
   protected readonly i18n = inject(I18n);
   protected readonly t = this.i18n.t;
   protected readonly keyOf = keyOf;
@@ -125,6 +131,10 @@ export class RequirementsBoard {
   /** The phone's column (ignored where every column shows): the first with cards, until one is picked. */
   protected readonly column = signal<string | null>(null);
   protected readonly showCancelled = signal(false);
+
+  constructor() {
+    void this.workspaceGit.ensure();
+  }
   protected readonly shownColumn = computed(() => this.column() ?? this.columns().find((c) => c.rows.length > 0)?.status ?? 'todo');
 
   private readonly visible = computed(() => {

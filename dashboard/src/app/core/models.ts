@@ -17,6 +17,7 @@ export type ConfigurationValues = Schemas['ConfigurationValuesDto'];
 export type ConfigurationPatch = Schemas['UpdateConfigurationDto'];
 export type CreateRequirement = Schemas['CreateRequirementDto'];
 export type UpdateRequirement = Schemas['UpdateRequirementDto'];
+export type SetDependencies = Schemas['SetDependenciesDto'];
 export type Usage = Schemas['UsageResponseDto'];
 /** A message with attachments, as a reply or along with a start. */
 export type Reply = Schemas['ReplyDto'];

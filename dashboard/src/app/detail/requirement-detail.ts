@@ -93,6 +93,12 @@ export class RequirementDetail {
         .some((m) => isQueued(m, requirement, active))
     );
   });
+  /** The dependencies still pending, titled (read when the board has not loaded them): Start waits for them. */
+  protected readonly blockers = computed(() =>
+    (this.requirement()?.dependsOn ?? [])
+      .filter((d) => d.state === 'pending')
+      .map((d) => ({ id: d.requirementId, title: this.requirements.requirements().get(d.requirementId)?.title ?? null, until: d.until })),
+  );
   protected readonly canStart = computed(() => {
     const r = this.requirement();
     return !!r && r.status !== 'done' && r.status !== 'cancelled' && !this.running();
@@ -119,6 +125,8 @@ export class RequirementDetail {
   /** Runs numbered oldest first (the trace names them so). */
   protected readonly runNumbers = computed(() => new Map([...this.runs()].reverse().map((run, i) => [run.id, i + 1])));
 
+  private readonly readBlockers = new Set<string>();
+
   /** Ticks while a run is active, so its duration counts up. */
   protected readonly now = signal(Date.now());
 
@@ -135,6 +143,15 @@ export class RequirementDetail {
         this.missing.set(false);
         this.sync.openRequirement(id).catch(() => this.missing.set(!this.requirements.requirements().get(id)));
       });
+    });
+    effect(() => {
+      // A blocker outside the board's window: read it once, so its title shows instead of its id.
+      for (const blocker of this.blockers()) {
+        if (blocker.title === null && !this.readBlockers.has(blocker.id)) {
+          this.readBlockers.add(blocker.id);
+          void this.requirements.read(blocker.id).catch(() => undefined);
+        }
+      }
     });
     effect(() => {
       const r = this.requirement();

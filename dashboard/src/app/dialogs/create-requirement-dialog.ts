@@ -3,134 +3,224 @@ import { Router } from '@angular/router';
 
 import { LIMITS } from '@libs/contracts';
 
+import { ApiError } from '../core/api';
 import { I18n } from '../core/i18n';
 import { Notifier } from '../core/notifier';
 import { PROVIDERS, type EditedRequirement, type Provider, type ReasoningEffort, type Requirement, type UpdateRequirement } from '../core/models';
 import { RequirementsStore } from '../core/stores/requirements-store';
+import { WorkspaceGit } from '../core/stores/workspace-git';
+import { DependsOnPicker, type ChosenDependency } from './depends-on-picker';
 import { Modal } from './modal';
 import { ModelPicker } from './model-picker';
 
 /** create: a new Requirement; edit: PATCH this one (text and provider only while todo); fork: a new todo copy of it. */
 export type RequirementDialogMode = 'create' | 'edit' | 'fork';
 
+/** A Requirement this dialog created, when what followed needs saying before it closes. */
+interface Created {
+  id: string;
+  title: string;
+  /** "Start right away" was refused (a dependency unmet, a budget…): the server's reason. */
+  startError: string | null;
+  /** It runs in place because the repository has no commit (the create answer's warning). */
+  noCommit: boolean;
+}
+
 @Component({
   selector: 'am-create-requirement-dialog',
-  imports: [Modal, ModelPicker],
+  imports: [DependsOnPicker, Modal, ModelPicker],
   changeDetection: ChangeDetectionStrategy.OnPush,
+  styles: `
+    .create-warning {
+      margin: 0;
+      padding: 0.4rem 0.6rem;
+      border: 1px solid var(--am-warn);
+      border-radius: 6px;
+      color: var(--am-warn);
+      overflow-wrap: anywhere;
+    }
+    .base-ref-fixed {
+      margin: 0;
+    }
+    .create-result {
+      display: flex;
+      flex-direction: column;
+      gap: 0.65rem;
+    }
+    .create-result h2 {
+      overflow-wrap: anywhere;
+    }
+  `,
   template: `
     <dialog amModal (amClosed)="closed.emit()" (cancel)="onEscape($event)" aria-labelledby="create-title" data-testid="create-dialog" [attr.data-mode]="mode()">
-      <form (submit)="onSubmit($event)">
-        <h2 id="create-title">{{ mode() === 'edit' ? t('edit.title') : mode() === 'fork' ? t('fork.title') : t('create.title') }}</h2>
-        @if (locked()) {
-          <p class="muted" data-testid="edit-started-note">{{ t('edit.startedNote') }}</p>
-        }
-        <label>
-          <span class="row"
-            >{{ t('create.name') }} <span class="spacer"></span
-            ><span class="muted counter" [class.over]="tooLong()" data-testid="title-counter" aria-live="polite">{{
-              t('create.counter', { max: maxTitle, n: title().length })
-            }}</span></span
-          >
-          <input
-            name="title"
-            required
-            autofocus
-            [value]="title()"
-            (input)="title.set(value($event))"
-            [disabled]="locked()"
-            [attr.aria-invalid]="tooLong()"
-            aria-describedby="title-error"
-            data-testid="create-title"
-          />
-          @if (tooLong()) {
-            <span id="title-error" class="field-error" role="alert" data-testid="title-error">{{ t('create.tooLong', { max: maxTitle, n: title().length }) }}</span>
+      @if (created(); as c) {
+        <!-- Created: the form is gone, so nothing can create it a second time. -->
+        <div class="create-result" data-testid="create-result" [attr.data-requirement-id]="c.id">
+          <h2 id="create-title">{{ t('create.created', { s: c.title }) }}</h2>
+          @if (c.startError) {
+            <p class="field-error" role="alert" data-testid="create-start-error">{{ t('create.startFailed', { e: c.startError }) }}</p>
           }
-        </label>
-        <label>
-          {{ t('create.description') }}
-          <textarea name="description" rows="6" [value]="description()" (input)="description.set(value($event))" [disabled]="locked()" data-testid="create-description"></textarea>
-        </label>
-        <div class="row">
-          <label>
-            {{ t('detail.provider') }}
-            <select name="provider" (change)="provider.set($any(value($event)))" [disabled]="locked()" data-testid="create-provider">
-              @for (p of providers; track p) {
-                <option [value]="p" [selected]="p === provider()">{{ p }}</option>
-              }
-            </select>
-          </label>
-          <am-model-picker [provider]="provider()" [(modelId)]="model" [(effort)]="effort" />
+          @if (c.noCommit) {
+            <p class="create-warning" role="status" data-testid="create-no-commit">{{ t('create.noCommitWarning') }}</p>
+            @if (workspaceGit.state() === 'repository') {
+              <p class="muted" role="status" data-testid="first-commit-done">{{ t('workspace.firstCommitDone') }}</p>
+            } @else {
+              <p class="row">
+                <button type="button" (click)="onFirstCommit()" [disabled]="busy()" [title]="t('workspace.firstCommitHint')" data-testid="first-commit">
+                  {{ t('workspace.firstCommit') }}
+                </button>
+              </p>
+            }
+          }
+          <div class="row">
+            <span class="spacer"></span>
+            <button type="button" class="primary" (click)="openCreated(c.id)" data-testid="open-created">{{ t('create.open') }}</button>
+          </div>
         </div>
-        <div class="row" data-testid="auto-review-control">
-          <label class="inline"
-            ><input type="checkbox" [checked]="autoReview()" (change)="autoReview.set($any($event.target).checked)" data-testid="create-auto-review" />
-            {{ t('create.autoReview') }}</label
-          >
-          @if (autoReview()) {
+      } @else {
+        <form (submit)="onSubmit($event)">
+          <h2 id="create-title">{{ mode() === 'edit' ? t('edit.title') : mode() === 'fork' ? t('fork.title') : t('create.title') }}</h2>
+          @if (locked()) {
+            <p class="muted" data-testid="edit-started-note">{{ t('edit.startedNote') }}</p>
+          }
+          <label>
+            <span class="row"
+              >{{ t('create.name') }} <span class="spacer"></span
+              ><span class="muted counter" [class.over]="tooLong()" data-testid="title-counter" aria-live="polite">{{
+                t('create.counter', { max: maxTitle, n: title().length })
+              }}</span></span
+            >
+            <input
+              name="title"
+              required
+              autofocus
+              [value]="title()"
+              (input)="title.set(value($event))"
+              [disabled]="locked()"
+              [attr.aria-invalid]="tooLong()"
+              aria-describedby="title-error"
+              data-testid="create-title"
+            />
+            @if (tooLong()) {
+              <span id="title-error" class="field-error" role="alert" data-testid="title-error">{{ t('create.tooLong', { max: maxTitle, n: title().length }) }}</span>
+            }
+          </label>
+          <label>
+            {{ t('create.description') }}
+            <textarea
+              name="description"
+              rows="6"
+              [value]="description()"
+              (input)="description.set(value($event))"
+              [disabled]="locked()"
+              data-testid="create-description"
+            ></textarea>
+          </label>
+          @if (mode() !== 'fork') {
+            <am-depends-on-picker [selfId]="mode() === 'edit' ? (source()?.id ?? null) : null" [(chosen)]="dependsOn" />
+          }
+          @if (mode() === 'create') {
             <label>
-              {{ t('create.autoReviewer') }}
-              <select name="autoReviewProvider" (change)="autoReviewProvider.set($any(value($event)))" data-testid="create-auto-review-provider">
-                <option value="" [selected]="autoReviewProvider() === ''">{{ t('create.autoReviewOther') }}</option>
+              {{ t('create.baseRef') }}
+              <input
+                name="baseRef"
+                maxlength="255"
+                autocomplete="off"
+                spellcheck="false"
+                [placeholder]="t('create.baseRefHint')"
+                [value]="baseRef()"
+                (input)="baseRef.set(value($event))"
+                data-testid="create-base-ref"
+              />
+            </label>
+            @if (workspaceGit.state() === 'no_commit') {
+              <p class="create-warning" data-testid="create-no-commit-note">{{ t('create.noCommitWarning') }}</p>
+            }
+          } @else if (source()?.baseRef; as ref) {
+            <p class="muted base-ref-fixed" data-testid="base-ref-fixed">{{ t('create.baseRefFixed', { s: ref }) }}</p>
+          }
+          <div class="row">
+            <label>
+              {{ t('detail.provider') }}
+              <select name="provider" (change)="provider.set($any(value($event)))" [disabled]="locked()" data-testid="create-provider">
                 @for (p of providers; track p) {
-                  <option [value]="p" [selected]="p === autoReviewProvider()">{{ p }}</option>
+                  <option [value]="p" [selected]="p === provider()">{{ p }}</option>
                 }
               </select>
             </label>
+            <am-model-picker [provider]="provider()" [(modelId)]="model" [(effort)]="effort" />
+          </div>
+          <div class="row" data-testid="auto-review-control">
+            <label class="inline"
+              ><input type="checkbox" [checked]="autoReview()" (change)="autoReview.set($any($event.target).checked)" data-testid="create-auto-review" />
+              {{ t('create.autoReview') }}</label
+            >
+            @if (autoReview()) {
+              <label>
+                {{ t('create.autoReviewer') }}
+                <select name="autoReviewProvider" (change)="autoReviewProvider.set($any(value($event)))" data-testid="create-auto-review-provider">
+                  <option value="" [selected]="autoReviewProvider() === ''">{{ t('create.autoReviewOther') }}</option>
+                  @for (p of providers; track p) {
+                    <option [value]="p" [selected]="p === autoReviewProvider()">{{ p }}</option>
+                  }
+                </select>
+              </label>
+              <label>
+                {{ t('create.autoReviewRounds') }}
+                <input
+                  name="autoReviewRounds"
+                  type="number"
+                  min="1"
+                  [max]="maxRounds"
+                  [value]="autoReviewRounds()"
+                  (input)="autoReviewRounds.set(+value($event))"
+                  data-testid="create-auto-review-rounds"
+                />
+              </label>
+            }
+          </div>
+          <div class="row" data-testid="create-budget">
             <label>
-              {{ t('create.autoReviewRounds') }}
+              {{ t('budget.maxTokens') }}
               <input
-                name="autoReviewRounds"
+                name="budgetTokens"
                 type="number"
                 min="1"
-                [max]="maxRounds"
-                [value]="autoReviewRounds()"
-                (input)="autoReviewRounds.set(+value($event))"
-                data-testid="create-auto-review-rounds"
+                step="1"
+                inputmode="numeric"
+                [placeholder]="mode() === 'edit' ? t('budget.none') : t('detail.default')"
+                [value]="budgetTokens()"
+                (input)="budgetTokens.set(value($event))"
+                data-testid="create-budget-tokens"
               />
             </label>
+            <label>
+              {{ t('budget.maxCostUsd') }}
+              <input
+                name="budgetCost"
+                type="number"
+                min="0.01"
+                step="0.01"
+                inputmode="decimal"
+                [placeholder]="mode() === 'edit' ? t('budget.none') : t('detail.default')"
+                [value]="budgetCost()"
+                (input)="budgetCost.set(value($event))"
+                data-testid="create-budget-cost"
+              />
+            </label>
+          </div>
+          @if (mode() !== 'edit') {
+            <label class="inline"><input type="checkbox" (change)="startNow.set($any($event.target).checked)" /> {{ t('create.startNow') }}</label>
           }
-        </div>
-        <div class="row" data-testid="create-budget">
-          <label>
-            {{ t('budget.maxTokens') }}
-            <input
-              name="budgetTokens"
-              type="number"
-              min="1"
-              step="1"
-              inputmode="numeric"
-              [placeholder]="mode() === 'edit' ? t('budget.none') : t('detail.default')"
-              [value]="budgetTokens()"
-              (input)="budgetTokens.set(value($event))"
-              data-testid="create-budget-tokens"
-            />
-          </label>
-          <label>
-            {{ t('budget.maxCostUsd') }}
-            <input
-              name="budgetCost"
-              type="number"
-              min="0.01"
-              step="0.01"
-              inputmode="decimal"
-              [placeholder]="mode() === 'edit' ? t('budget.none') : t('detail.default')"
-              [value]="budgetCost()"
-              (input)="budgetCost.set(value($event))"
-              data-testid="create-budget-cost"
-            />
-          </label>
-        </div>
-        @if (mode() !== 'edit') {
-          <label class="inline"><input type="checkbox" (change)="startNow.set($any($event.target).checked)" /> {{ t('create.startNow') }}</label>
-        }
-        <div class="row">
-          <span class="spacer"></span>
-          <button type="button" (click)="modal().close()">{{ t('action.cancel') }}</button>
-          <button type="submit" class="primary" [disabled]="busy() || !title().trim() || tooLong()" data-testid="create-submit">
-            {{ mode() === 'edit' ? t('action.save') : mode() === 'fork' ? t('action.fork') : t('action.create') }}
-          </button>
-        </div>
-      </form>
+          <div class="row">
+            <span class="spacer"></span>
+            <button type="button" (click)="modal().close()">{{ t('action.cancel') }}</button>
+            <button type="submit" class="primary" [disabled]="busy() || !title().trim() || tooLong()" data-testid="create-submit">
+              {{ mode() === 'edit' ? t('action.save') : mode() === 'fork' ? t('action.fork') : t('action.create') }}
+            </button>
+          </div>
+        </form>
+      }
     </dialog>
   `,
 })
@@ -161,6 +251,11 @@ export class CreateRequirementDialog implements OnInit {
   protected readonly autoReviewProvider = signal<Provider | ''>('');
   protected readonly autoReviewRounds = signal(3);
   protected readonly busy = signal(false);
+  /** What it waits for: on create in the body, on edit through PUT …/dependencies when changed. */
+  protected readonly dependsOn = signal<ChosenDependency[]>([]);
+  protected readonly baseRef = signal('');
+  protected readonly created = signal<Created | null>(null);
+  protected readonly workspaceGit = inject(WorkspaceGit);
   /** Refused with a message rather than cut: the server's limit, counted as the person types. */
   protected readonly tooLong = computed(() => this.title().length > LIMITS.titleLength);
   /** Editing a started Requirement: its text and provider are fixed. */
@@ -182,6 +277,13 @@ export class CreateRequirementDialog implements OnInit {
       }
       this.budgetTokens.set(source.budget?.maxTokens?.toString() ?? '');
       this.budgetCost.set(source.budget?.maxCostUsd?.toString() ?? '');
+      if (this.mode() === 'edit') {
+        this.dependsOn.set(this.dependenciesOf(source));
+        this.readTitles();
+      }
+    }
+    if (this.mode() === 'create') {
+      void this.workspaceGit.ensure();
     }
     this.initial = this.snapshot();
   }
@@ -192,7 +294,7 @@ export class CreateRequirementDialog implements OnInit {
 
   /** Escape closes the dialog; with a draft typed it asks first instead of throwing it away. */
   protected onEscape(event: Event): void {
-    if (this.snapshot() !== this.initial && !confirm(this.t('create.discardAsk'))) {
+    if (!this.created() && this.snapshot() !== this.initial && !confirm(this.t('create.discardAsk'))) {
       event.preventDefault();
     }
   }
@@ -222,28 +324,90 @@ export class CreateRequirementDialog implements OnInit {
         if (Object.keys(changed).length > 0) {
           this.warnAbout(await this.store.update(source.id, changed));
         }
+        const dependsOn = this.dependsOnBody();
+        if (JSON.stringify(dependsOn) !== JSON.stringify(this.dependsOnBody(this.dependenciesOf(source)))) {
+          // autoStart is the Requirement's own choice: a new list keeps it.
+          await this.store.setDependencies(source.id, { autoStart: source.autoStart ?? false, dependsOn });
+        }
         this.modal().close();
         return;
       }
       const withLoop = { ...fields, autoReview: this.autoReviewBody() };
       let created: Requirement;
+      let noCommit = false;
       if (this.mode() === 'fork' && source) {
         created = await this.store.fork(source.id, withLoop);
       } else {
-        const edited = await this.store.create(withLoop);
+        const dependsOn = this.dependsOnBody();
+        const baseRef = this.baseRef().trim();
+        const edited = await this.store.create({ ...withLoop, ...(dependsOn.length > 0 && { dependsOn }), ...(baseRef && { baseRef }) });
         this.warnAbout(edited);
+        noCommit = edited.warnings.includes('no_commit_in_place');
         created = edited;
       }
+      // Created: from here on this dialog never creates again, whatever the start answers.
+      let startError: string | null = null;
       if (this.startNow()) {
-        await this.store.start(created.id);
+        try {
+          await this.store.start(created.id);
+        } catch (err) {
+          startError = err instanceof ApiError ? err.message : String(err);
+        }
       }
-      this.modal().close();
-      void this.router.navigate(['/requirements', created.id]);
+      if (startError !== null || noCommit) {
+        this.created.set({ id: created.id, noCommit, startError, title: created.title });
+        return;
+      }
+      this.openCreated(created.id);
     } catch {
       // The API service already told the person what went wrong.
     } finally {
       this.busy.set(false);
     }
+  }
+
+  protected openCreated(id: string): void {
+    this.modal().close();
+    void this.router.navigate(['/requirements', id]);
+  }
+
+  protected async onFirstCommit(): Promise<void> {
+    this.busy.set(true);
+    try {
+      await this.workspaceGit.makeFirstCommit();
+    } catch {
+      // The API service showed the refusal (files staged, no git identity…).
+    } finally {
+      this.busy.set(false);
+    }
+  }
+
+  /** A Requirement's dependencies as the picker holds them, titled from the board (or the id, until read). */
+  private dependenciesOf(source: Requirement): ChosenDependency[] {
+    return (source.dependsOn ?? []).map((d) => ({
+      requirementId: d.requirementId,
+      title: this.store.requirements().get(d.requirementId)?.title ?? d.requirementId,
+      until: d.until,
+    }));
+  }
+
+  /** Dependencies the board has not loaded show their id until read; then their title. */
+  private readTitles(): void {
+    for (const { requirementId: id } of this.dependsOn().filter((d) => d.title === d.requirementId)) {
+      void this.store
+        .read(id)
+        .then(() => {
+          const title = this.store.requirements().get(id)?.title;
+          if (title) {
+            this.dependsOn.update((list) => list.map((d) => (d.requirementId === id ? { ...d, title } : d)));
+          }
+        })
+        .catch(() => undefined);
+    }
+  }
+
+  private dependsOnBody(list = this.dependsOn()): { requirementId: string; until: 'done' | 'merged' }[] {
+    return list.map((d) => ({ requirementId: d.requirementId, until: d.until }));
   }
 
   /** Only the fields that changed: a started Requirement refuses a title or provider even unchanged in spirit. */
@@ -290,6 +454,17 @@ export class CreateRequirementDialog implements OnInit {
   }
 
   private snapshot(): string {
-    return JSON.stringify([this.title(), this.description(), this.provider(), this.model(), this.effort(), this.autoReviewBody(), this.budgetTokens(), this.budgetCost()]);
+    return JSON.stringify([
+      this.title(),
+      this.description(),
+      this.provider(),
+      this.model(),
+      this.effort(),
+      this.autoReviewBody(),
+      this.budgetTokens(),
+      this.budgetCost(),
+      this.dependsOnBody(),
+      this.baseRef(),
+    ]);
   }
 }

@@ -2,7 +2,7 @@ import { Injectable, computed, inject, signal } from '@angular/core';
 
 import { Api } from '../api';
 import type { Changes } from '../live/live-state';
-import type { CreateRequirement, EditedRequirement, Reply, Requirement, UpdateRequirement } from '../models';
+import type { CreateRequirement, EditedRequirement, Reply, Requirement, SetDependencies, UpdateRequirement } from '../models';
 import { cutoffFor, type CreatedWindow } from './created-window';
 import { WORKSPACE } from './workspace';
 
@@ -108,6 +108,11 @@ export class RequirementsStore {
     const forked = await this.api.call(this.api.client.POST('/api/requirements/{id}/fork', { body, params: { path: { id } } }));
     this.accept(forked);
     return forked;
+  }
+
+  /** Replaces what it waits for (PUT …/dependencies). */
+  async setDependencies(id: string, body: SetDependencies): Promise<void> {
+    this.accept(await this.api.call(this.api.client.PUT('/api/requirements/{id}/dependencies', { body, params: { path: { id } } })));
   }
 
   /** Gives up a Requirement: answers once its run is stopped. */
