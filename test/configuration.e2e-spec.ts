@@ -5,6 +5,7 @@ import { snapshotStore } from './support/db-snapshot';
 import { send } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { connectSse } from './support/sse-client';
+import { until } from './support/wait';
 
 describe('GET/PATCH /api/configuration', () => {
   let sandbox: Sandbox;
@@ -67,12 +68,11 @@ describe('GET/PATCH /api/configuration', () => {
 
     // The log level is live: info lines stop at `error` and resume at `info`.
     const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'quiet' });
-    await new Promise((r) => setTimeout(r, 300));
-    expect(logText()).not.toContain(created.json.id);
     await send(manager.origin, 'PATCH', '/api/configuration', { logLevel: 'info' });
     const loud = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'loud' });
-    await new Promise((r) => setTimeout(r, 300));
-    expect(logText()).toContain(loud.json.id);
+    // The log file is written in order: once the later line is there, the earlier one would be too.
+    await until('the info line of the second create', async () => logText().includes(loud.json.id));
+    expect(logText()).not.toContain(created.json.id);
   });
 
   it('persists restart-only fields and lists them until a restart', async () => {

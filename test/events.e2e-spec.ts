@@ -100,8 +100,10 @@ describe('ManagerEvents over SSE', () => {
     await reply('two');
     const client = await connect(`?after=${start + 1}`, { 'Last-Event-ID': String(start) });
     await client.waitFor(1);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(ids(client)).toEqual([start + 2]);
+    // A live event after the replay: anything replayed from the smaller cursor would precede it.
+    await reply('three');
+    await client.waitFor(2);
+    expect(ids(client)).toEqual([start + 2, start + 3]);
   });
 
   it.each(['after=-1', 'after=abc', 'after=1.5'])('refuses a bad cursor (%s) with 400', async (q) => {

@@ -257,8 +257,8 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     // Both the interrupted message (1) and the queued reply (2) wait; nothing was consumed.
     expect(paused).toMatchObject({ session: { lastConsumedMessageSequence: 0, pendingMessageCount: 2, state: 'waiting_human' }, status: 'waiting_confirmation' });
     expect(paused.session.pausedAt).toEqual(expect.any(String));
-    // Stop is not steer: the queued reply does not start a run (a negative, so it takes a wait).
-    await new Promise((r) => setTimeout(r, 3000));
+    // Stop is not steer: the queued reply does not start a run. The run's end decided that in its
+    // own unit (state above); the count is checked again after the child's whole run below.
     expect(await runs(req.id)).toHaveLength(1);
 
     // The child's real agent messages the paused parent: recorded as pending, still no run.
@@ -406,8 +406,8 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     stub.scriptFor(req.id, [{ text: 'Evented.' }]);
     const stream = await connectSse(`${manager.origin}/api/events`);
     await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `events ${req.id}` });
-    await settled(req.id);
-    await new Promise((r) => setTimeout(r, 300));
+    const [run] = await settled(req.id);
+    await stream.waitUntil((e) => e.event === 'run.succeeded' && (e.data.payload.run as { id: string }).id === run.id, 'the run.succeeded event');
     stream.close();
     const mine = stream.events.filter((e) => e.data.requirementId === req.id).map((e) => e.event);
     expect(mine[0]).toBe('message.created');

@@ -20,6 +20,12 @@ export interface SseConnection {
   ended: Promise<void>;
   /** Resolves once `count` events have arrived (or rejects after `timeoutMs`). */
   waitFor(count: number, timeoutMs?: number): Promise<SseEvent[]>;
+  /**
+   * Resolves with the first event (already received or still to come) that `matches`. Events
+   * arrive in commit order, so once a later event is here an earlier one that did not come never
+   * will: a "nothing else happened" check waits on a marker event, not on a fixed sleep.
+   */
+  waitUntil(matches: (event: SseEvent) => boolean, what: string, timeoutMs?: number): Promise<SseEvent>;
   close(): void;
 }
 
@@ -78,6 +84,20 @@ export function connectSse(url: string, headers: Record<string, string> = {}, { 
               if (events.length >= count) {
                 clearTimeout(timer);
                 done(events);
+              } else {
+                waiters.push(check);
+              }
+            };
+            check();
+          }),
+        waitUntil: (matches, what, timeoutMs = 15_000) =>
+          new Promise((done, fail) => {
+            const timer = setTimeout(() => fail(new Error(`timed out waiting for ${what}; have ${events.length} events`)), timeoutMs);
+            const check = () => {
+              const found = events.find(matches);
+              if (found) {
+                clearTimeout(timer);
+                done(found);
               } else {
                 waiters.push(check);
               }
