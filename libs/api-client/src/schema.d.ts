@@ -1197,10 +1197,19 @@ export interface components {
             nextCursor?: string | null;
         };
         MessageResponseDto: {
+            /** @description The values `code`'s text names (titles, ids, numbers) */
+            args: {
+                [key: string]: unknown;
+            } | null;
             attachments: components["schemas"]["AttachmentResponseDto"][];
             /** @enum {string} */
             author: "human" | "rd_agent" | "reviewer" | "system";
             body: string;
+            /**
+             * @description What a message Agent Manager wrote itself says, for a client that writes it in the reader's language; null on people's and agents' messages (and on older ones). Unknown codes: show `body`.
+             * @enum {string|null}
+             */
+            code: "run.failed" | "run.timed_out" | "run.manager_stopped" | "budget.reached" | "budget.reached_ancestor" | "dependency.met" | "dependency.cancelled" | "timer.fired" | "github.pr_status" | "github.pr_head" | "github.ci_failed" | "github.conflict" | "review.failed" | "review.cancelled" | "review_loop.clean" | "review_loop.max_rounds" | null;
             createdAt: string;
             /** @description Whether the RD agent must consume it */
             deliverToRd: boolean;
