@@ -1066,6 +1066,15 @@ export interface components {
             until: "done" | "merged";
         };
         DoctorCheckDto: {
+            /** @description The values the finding's text names (paths, versions, the tool's own error text) */
+            args: {
+                [key: string]: (string | number | boolean) | null;
+            };
+            /**
+             * @description What was found, as a stable code (e.g. `git.no_commit`, `cli.not_logged_in`) for a client that writes `detail` and `fix` in the reader's language; unknown codes: show `detail` and `fix`
+             * @example git.no_commit
+             */
+            code: string;
             detail: string;
             /** @description How to fix it; null when there is nothing to fix */
             fix: string | null;
@@ -1199,7 +1208,7 @@ export interface components {
         MessageResponseDto: {
             /** @description The values `code`'s text names (titles, ids, numbers) */
             args: {
-                [key: string]: unknown;
+                [key: string]: (string | number | boolean) | null;
             } | null;
             attachments: components["schemas"]["AttachmentResponseDto"][];
             /** @enum {string} */
