@@ -30,7 +30,13 @@ export class MessageResponseDto implements RequirementMessage {
     type: String,
   })
   code!: SystemMessageCode | null;
-  @ApiProperty({ additionalProperties: true, description: "The values `code`'s text names (titles, ids, numbers)", nullable: true, type: Object }) args!: SystemMessageArgs | null;
+  @ApiProperty({
+    additionalProperties: { nullable: true, oneOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] },
+    description: "The values `code`'s text names (titles, ids, numbers)",
+    nullable: true,
+    type: Object,
+  })
+  args!: SystemMessageArgs | null;
 }
 
 export class MessagePageDto extends PageInfoDto {
