@@ -183,3 +183,56 @@ describe('system messages in the reader’s language, and a manager stop during 
     await expect(page.locator('[data-code="dependency.met"]').textContent()).resolves.toContain('Dependency met: "Ship the schema" was confirmed done.');
   });
 });
+
+describe('doctor findings in the reader’s language (issue 26 §13)', () => {
+  let sandbox: Sandbox;
+  let manager: ManagerProcess;
+  let browser: BrowserSession | undefined;
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    manager = await startManager({ env: { CODE_FACTORY_CODEX_EXECUTABLE: '/nonexistent/bin/codex' }, sandbox });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await manager?.stop();
+    sandbox?.cleanup();
+  });
+
+  it('answers each finding with a code and arguments, and the setup panel writes them in zh-CN (light, dark, phone)', async () => {
+    const report = (await send(manager.origin, 'GET', '/api/doctor')).json as Json;
+    const byId = Object.fromEntries((report.checks as Json[]).map((c) => [c.id, c]));
+    expect(byId.codex).toMatchObject({ args: { path: '/nonexistent/bin/codex', setting: 'codexExecutable' }, code: 'cli.path_missing', status: 'fail' });
+    expect(byId.port).toMatchObject({ args: { url: manager.origin }, code: 'port.serving' });
+    for (const check of report.checks as Json[]) {
+      expect(check.code).toMatch(/^[a-z]+\.[a-z_]+$/);
+    }
+
+    for (const [theme, viewport] of [
+      ['light', DESKTOP],
+      ['dark', DESKTOP],
+      ['dark', PHONE],
+    ] as const) {
+      await browser?.close();
+      browser = await launchBrowser({ colorScheme: theme, locale: 'zh-CN', viewport });
+      const { page } = browser;
+      await page.goto(`${manager.origin}/?token=${manager.token}`);
+      await page.waitForURL(`${manager.origin}/requirements`);
+      await page.evaluate((t) => {
+        localStorage.setItem('am.language', 'zh-CN');
+        localStorage.setItem('am.theme', t);
+      }, theme);
+      await page.reload();
+      const codex = page.getByTestId('setup-panel').locator('[data-check="codex"]');
+      await codex.waitFor();
+      await expect(codex.getByTestId('setup-detail').textContent()).resolves.toBe('/nonexistent/bin/codex（codexExecutable）不存在：使用它的运行会失败');
+      await expect(codex.getByTestId('setup-fix').textContent()).resolves.toContain('把 codexExecutable 设为该 CLI 的真实路径');
+      const panel = (await page.getByTestId('setup-panel').textContent()) ?? '';
+      expect(panel).not.toContain('does not exist');
+      await page.getByTestId('setup-panel').locator('details.setup-passed summary').click();
+      await expect(page.locator('[data-check="port"] [data-testid="setup-detail"]').textContent()).resolves.toBe(`正在 ${manager.origin} 上服务`);
+      await screenshot(page, path.join('..', 'dashboard-system-messages', `doctor-zh-CN-${theme}-${viewport.width}`));
+    }
+  });
+});
