@@ -259,7 +259,8 @@ describe('GitHub reconciler', () => {
     await manager.stop();
     await start();
     await reconcile();
-    expect((await conversation()).length).toBe(before);
+    // Nothing from GitHub twice: the one new message is the manager's own, that its stop cut the run short (issue 26 §8).
+    expect((await conversation()).slice(before).map((m) => m.code)).toEqual(['run.manager_stopped']);
     // The restart ended the old run (and its credential): the agent works on in a new one.
     runToken = manager.app.get(RunCredentialsService).issue({ requirementId: requirement.id, runId: 'run_after_restart', sessionId: requirement.session.id });
 
