@@ -22,6 +22,7 @@ const REPO = 'Org/Repo';
 interface Message {
   author: string;
   body: string;
+  code: string | null;
   deliverToRd: boolean;
   source: string | null;
   triggerId: string | null;
@@ -259,7 +260,8 @@ describe('GitHub reconciler', () => {
     await manager.stop();
     await start();
     await reconcile();
-    expect((await conversation()).length).toBe(before);
+    // Nothing from GitHub twice: the one new message is the manager's own, that its stop cut the run short (issue 26 §8).
+    expect((await conversation()).slice(before).map((m) => m.code)).toEqual(['run.manager_stopped']);
     // The restart ended the old run (and its credential): the agent works on in a new one.
     runToken = manager.app.get(RunCredentialsService).issue({ requirementId: requirement.id, runId: 'run_after_restart', sessionId: requirement.session.id });
 

@@ -85,9 +85,11 @@ export const timer = (id: string, requirementId: string): Timer => ({
 
 /** Message `sequence` of a Requirement; its id is derived unless given. */
 export const message = (requirementId: string, sequence: number, id = `msg_${requirementId}_${sequence}`): Message => ({
+  args: null,
   attachments: [],
   author: 'human',
   body: `m${sequence}`,
+  code: null,
   createdAt: T0,
   deliverToRd: true,
   id,

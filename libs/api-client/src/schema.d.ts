@@ -1100,6 +1100,15 @@ export interface components {
             until: "done" | "merged";
         };
         DoctorCheckDto: {
+            /** @description The values the finding's text names (paths, versions, the tool's own error text) */
+            args: {
+                [key: string]: (string | number | boolean) | null;
+            };
+            /**
+             * @description What was found, as a stable code (e.g. `git.no_commit`, `cli.not_logged_in`) for a client that writes `detail` and `fix` in the reader's language; unknown codes: show `detail` and `fix`
+             * @example git.no_commit
+             */
+            code: string;
             detail: string;
             /** @description How to fix it; null when there is nothing to fix */
             fix: string | null;
@@ -1242,10 +1251,19 @@ export interface components {
             nextCursor?: string | null;
         };
         MessageResponseDto: {
+            /** @description The values `code`'s text names (titles, ids, numbers) */
+            args: {
+                [key: string]: (string | number | boolean) | null;
+            } | null;
             attachments: components["schemas"]["AttachmentResponseDto"][];
             /** @enum {string} */
             author: "human" | "rd_agent" | "reviewer" | "system";
             body: string;
+            /**
+             * @description What a message Agent Manager wrote itself says, for a client that writes it in the reader's language; null on people's and agents' messages (and on older ones). Unknown codes: show `body`.
+             * @enum {string|null}
+             */
+            code: "run.failed" | "run.timed_out" | "run.manager_stopped" | "budget.reached" | "budget.reached_ancestor" | "dependency.met" | "dependency.cancelled" | "timer.fired" | "github.pr_status" | "github.pr_head" | "github.ci_failed" | "github.conflict" | "review.failed" | "review.cancelled" | "review_loop.clean" | "review_loop.max_rounds" | null;
             createdAt: string;
             /** @description Whether the RD agent must consume it */
             deliverToRd: boolean;

@@ -34,6 +34,32 @@ export type SessionState = (typeof SESSION_STATES)[number];
 export const MESSAGE_AUTHORS = ['human', 'rd_agent', 'reviewer', 'system'] as const;
 export type MessageAuthor = (typeof MESSAGE_AUTHORS)[number];
 
+/**
+ * What a message Agent Manager itself wrote says, as a stable code with its arguments, so the
+ * dashboard writes it in the reader's language; the English `body` stays for agents and older clients.
+ */
+export const SYSTEM_MESSAGE_CODES = [
+  'run.failed',
+  'run.timed_out',
+  'run.manager_stopped',
+  'budget.reached',
+  'budget.reached_ancestor',
+  'dependency.met',
+  'dependency.cancelled',
+  'timer.fired',
+  'github.pr_status',
+  'github.pr_head',
+  'github.ci_failed',
+  'github.conflict',
+  'review.failed',
+  'review.cancelled',
+  'review_loop.clean',
+  'review_loop.max_rounds',
+] as const;
+export type SystemMessageCode = (typeof SYSTEM_MESSAGE_CODES)[number];
+/** A system message's arguments: plain values only (titles, ids, numbers), never sentences. */
+export type SystemMessageArgs = Record<string, string | number | boolean | null>;
+
 export const ATTACHMENT_KINDS = ['image', 'file'] as const;
 export type AttachmentKind = (typeof ATTACHMENT_KINDS)[number];
 

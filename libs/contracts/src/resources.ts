@@ -17,6 +17,8 @@ import type {
   IsolationMode,
   LogLevel,
   MessageAuthor,
+  SystemMessageArgs,
+  SystemMessageCode,
   ModelSource,
   Provider,
   ReasoningEffort,
@@ -207,6 +209,9 @@ export interface RequirementMessage {
   source: string | null;
   triggerId: string | null;
   metadata: Record<string, unknown> | null;
+  /** Set on what Agent Manager wrote itself: what `body` says, for a reader in another language. */
+  code: SystemMessageCode | null;
+  args: SystemMessageArgs | null;
 }
 
 export interface EventActor {

@@ -1,4 +1,4 @@
-import type { Provider, RequirementBudget, RequirementUsage } from '@libs/contracts';
+import type { Provider, RequirementBudget, RequirementUsage, SystemMessageArgs, SystemMessageCode } from '@libs/contracts';
 
 import type { TokenUsage } from '../agents/agent-adapter';
 import type { RequirementEntity } from '../requirements/requirement.entity';
@@ -186,6 +186,20 @@ export function budgetNotice(requirement: RequirementEntity, blocker: Requiremen
     return budgetReachedMessage(budget, treeUsageOf(requirement), runStopped, { own: usageOf(requirement) });
   }
   return budgetReachedMessage(budget, treeUsageOf(blocker), runStopped, { ancestor: { id: blocker.id, title: blocker.title } });
+}
+
+/**
+ * What `budgetNotice` says as a code and its arguments (issue 26 §13): the same numbers, for the
+ * dashboard to write in the reader's language.
+ */
+export function budgetNoticeCode(requirement: RequirementEntity, blocker: RequirementEntity, runStopped: boolean): { code: SystemMessageCode; args: SystemMessageArgs } {
+  const budget = budgetOf(blocker) ?? { maxCostUsd: null, maxTokens: null };
+  const usage = treeUsageOf(blocker);
+  const args: SystemMessageArgs = { costUsd: usage.costUsd, maxCostUsd: budget.maxCostUsd, maxTokens: budget.maxTokens, runStopped, tokens: tokensOf(usage) };
+  if (blocker.id === requirement.id) {
+    return { args: { ...args, below: tokensOf(usage) - tokensOf(usageOf(requirement)) }, code: 'budget.reached' };
+  }
+  return { args: { ...args, requirementId: blocker.id, title: blocker.title }, code: 'budget.reached_ancestor' };
 }
 
 /**

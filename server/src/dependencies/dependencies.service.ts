@@ -222,12 +222,17 @@ export class DependenciesService implements OnApplicationBootstrap, OnModuleInit
       const dependency = await this.requirements.find(dependencyId);
       const name = dependency ? `"${dependency.title}" (${dependencyId})` : dependencyId;
       const met = row.state === 'met';
+      const title = dependency?.title ?? null;
+      // "confirmed done…" or the merged pull requests: the dashboard says the first in the reader's words.
+      const merged = !row.reason || row.reason.startsWith('confirmed done') ? null : row.reason.replace(/ merged as /g, ' @ ');
       await this.delivery.deliver(
         {
+          args: met ? { merged, requirementId: dependencyId, title } : { requirementId: dependencyId, title },
           author: 'system',
           body: met
             ? `Dependency met: ${name} ${row.reason}.`
             : `Dependency cancelled: ${name} was withdrawn and will not be done. This Requirement was not started for it; decide with the person how to go on.`,
+          code: met ? 'dependency.met' : 'dependency.cancelled',
           metadata: { dependencyRequirementId: dependencyId, event: row.state, reason: row.reason, until: row.until },
           receiptKey: `${dependentId}:${dependencyId}:${row.state}`,
           requirementId: dependentId,

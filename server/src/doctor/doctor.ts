@@ -30,7 +30,16 @@ export interface DoctorCheck {
   fix: string | null;
   /** For an agent CLI: installed or not (a logged-out CLI is installed). */
   installed?: boolean;
+  /**
+   * What was found, as a stable code (`git.no_commit`) with the values `detail` and `fix` name
+   * (paths, versions, the CLI's own error text): the dashboard writes them in the reader's
+   * language (issue 26 §13); `detail` and `fix` stay English for the terminal and older clients.
+   */
+  code: string;
+  args: DoctorArgs;
 }
+
+export type DoctorArgs = Record<string, string | number | boolean | null>;
 
 export interface DoctorReport {
   /** False when a required check failed. */
@@ -117,6 +126,8 @@ export function checkNode(version = process.version): DoctorCheck {
   return {
     detail: `Node.js ${version}${ok ? '' : `; ${MINIMUM_NODE_VERSION}+ or ${MINIMUM_NODE_22}+ is needed`}`,
     fix: ok ? null : `install a maintained Node.js LTS, 24 or 26 (or ${MINIMUM_NODE_VERSION}+ / ${MINIMUM_NODE_22}+) from https://nodejs.org`,
+    args: { minimum: MINIMUM_NODE_VERSION, minimum22: MINIMUM_NODE_22, version },
+    code: ok ? 'node.ok' : 'node.too_old',
     id: 'node',
     required: true,
     status: ok ? 'ok' : 'fail',
@@ -128,17 +139,20 @@ async function checkGit(root: string, env: NodeJS.ProcessEnv, timeoutMs: number)
   const base = { id: 'git' as const, required: true, title: 'git' };
   const git = findExecutable('git', env.PATH ?? '', root);
   if (git === null) {
-    return { ...base, detail: 'git is not on the PATH', fix: 'install git (for example apt-get install git)', status: 'fail' };
+    return { ...base, args: {}, code: 'git.missing', detail: 'git is not on the PATH', fix: 'install git (for example apt-get install git)', status: 'fail' };
   }
   const version = await exec(git, ['--version'], env, root, timeoutMs);
   if (version.code !== 0) {
-    return { ...base, detail: `${git} --version failed: ${(version.error ?? version.stderr).trim()}`, fix: 'reinstall git', status: 'fail' };
+    const error = (version.error ?? version.stderr).trim();
+    return { ...base, args: { error, path: git }, code: 'git.version_failed', detail: `${git} --version failed: ${error}`, fix: 'reinstall git', status: 'fail' };
   }
   const repo = await exec(git, ['rev-parse', '--show-toplevel'], env, root, timeoutMs);
   const detail = version.stdout.trim();
   if (repo.code !== 0) {
     return {
       ...base,
+      args: { folder: root, version: detail },
+      code: 'git.not_a_repository',
       detail: `${detail}; ${root} is not inside a git repository: agents would work in place, directly in this folder`,
       fix: 'run Agent Manager inside your repository, or make this one: git init && git add -A && git commit -m "Initial commit"',
       required: false,
@@ -151,13 +165,15 @@ async function checkGit(root: string, env: NodeJS.ProcessEnv, timeoutMs: number)
   if (head.code !== 0) {
     return {
       ...base,
+      args: { repository: repo.stdout.trim(), version: detail },
+      code: 'git.no_commit',
       detail: `${detail}; repository ${repo.stdout.trim()} has no commit yet: agents would work in place, directly in your checkout, not in worktrees of their own`,
       fix: 'make a first commit: git add -A && git commit -m "Initial commit"',
       required: false,
       status: 'warn',
     };
   }
-  return { ...base, detail: `${detail}; repository ${repo.stdout.trim()}`, fix: null, status: 'ok' };
+  return { ...base, args: { repository: repo.stdout.trim(), version: detail }, code: 'git.ok', detail: `${detail}; repository ${repo.stdout.trim()}`, fix: null, status: 'ok' };
 }
 
 interface AgentCli {
@@ -169,6 +185,9 @@ interface AgentCli {
   defaultName: string;
   install: string;
   login: string;
+  /** The commands alone, for the dashboard's own sentence around them. */
+  installCommand: string;
+  loginCommand: string;
   /** The CLI's own status command: exit 0 when logged in. Neither spends a token. */
   statusArgs: string[];
   /**
@@ -231,6 +250,14 @@ export function codexCredentialsBesidesLogin(env: NodeJS.ProcessEnv): string | n
 
 async function checkAgentCli(cli: AgentCli, root: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<DoctorCheck & { found: boolean }> {
   const base = { found: false, id: cli.id, required: false, title: cli.title };
+  // What every finding's text names: the setting, the commands to install and log in (kept verbatim).
+  const cliArgs = {
+    defaultName: cli.defaultName,
+    install: cli.installCommand,
+    login: cli.loginCommand,
+    setting: cli.setting,
+    statusCommand: `${cli.executable} ${cli.statusArgs.join(' ')}`,
+  };
   // A configured path (not a bare name) is not looked up on the PATH: say what is wrong with it.
   const configuredPath = cli.executable.includes('/');
   const found = findExecutable(cli.executable, env.PATH ?? '', root);
@@ -239,28 +266,61 @@ async function checkAgentCli(cli: AgentCli, root: string, env: NodeJS.ProcessEnv
       const exists = fs.existsSync(path.resolve(root, cli.executable));
       return {
         ...base,
+        args: { ...cliArgs, path: cli.executable },
+        code: exists ? 'cli.not_executable' : 'cli.path_missing',
         detail: `${cli.executable} (${cli.setting}) ${exists ? 'is not an executable file' : 'does not exist'}: runs with ${cli.title} fail`,
         fix: `set ${cli.setting} to the CLI's real path, or to \`${cli.defaultName}\` to use the one on the PATH (${cli.install})`,
         status: 'fail',
       };
     }
-    return { ...base, detail: `\`${cli.executable}\` is not on the PATH`, fix: `${cli.install}, or set ${cli.setting} in the configuration`, status: 'warn' };
+    return {
+      ...base,
+      args: { ...cliArgs, name: cli.executable },
+      code: 'cli.not_on_path',
+      detail: `\`${cli.executable}\` is not on the PATH`,
+      fix: `${cli.install}, or set ${cli.setting} in the configuration`,
+      status: 'warn',
+    };
   }
   const version = await exec(found, ['--version'], env, root, timeoutMs);
   if (version.code !== 0) {
-    return { ...base, detail: `${found} --version failed: ${(version.error ?? version.stderr).trim().split('\n')[0]}`, fix: `reinstall it (${cli.install})`, status: 'fail' };
+    const error = (version.error ?? version.stderr).trim().split('\n')[0];
+    return {
+      ...base,
+      args: { ...cliArgs, error, path: found },
+      code: 'cli.version_failed',
+      detail: `${found} --version failed: ${error}`,
+      fix: `reinstall it (${cli.install})`,
+      status: 'fail',
+    };
   }
   const status = await exec(found, cli.statusArgs, env, root, timeoutMs);
   const name = version.stdout.trim().split('\n')[0];
   if (status.code !== 0) {
     const besides = cli.credentialsBesidesLogin?.(env) ?? null;
     if (besides !== null) {
-      return { ...base, detail: `${name} at ${found}; not logged in, but runs use ${besides}`, fix: null, found: true, status: 'ok' };
+      return {
+        ...base,
+        args: { ...cliArgs, credentials: besides, path: found, version: name },
+        code: 'cli.other_credentials',
+        detail: `${name} at ${found}; not logged in, but runs use ${besides}`,
+        fix: null,
+        found: true,
+        status: 'ok',
+      };
     }
     const why = status.error ? `\`${cli.executable} ${cli.statusArgs.join(' ')}\` gave no answer: ${status.error}` : 'not logged in';
-    return { ...base, detail: `${name} at ${found}; ${why}`, fix: cli.login, found: true, status: 'warn' };
+    return {
+      ...base,
+      args: { ...cliArgs, error: status.error, path: found, version: name },
+      code: status.error ? 'cli.no_status_answer' : 'cli.not_logged_in',
+      detail: `${name} at ${found}; ${why}`,
+      fix: cli.login,
+      found: true,
+      status: 'warn',
+    };
   }
-  return { ...base, detail: `${name} at ${found}; logged in`, fix: null, found: true, status: 'ok' };
+  return { ...base, args: { ...cliArgs, path: found, version: name }, code: 'cli.logged_in', detail: `${name} at ${found}; logged in`, fix: null, found: true, status: 'ok' };
 }
 
 async function checkGitHub(apiUrl: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<DoctorCheck> {
@@ -268,7 +328,7 @@ async function checkGitHub(apiUrl: string, env: NodeJS.ProcessEnv, timeoutMs: nu
   const fixToken = 'set GITHUB_TOKEN (or GH_TOKEN), or log in with `gh auth login`; pull requests are not followed without one';
   const found = await resolveGitHubToken({ env, timeoutMs });
   if (found === null) {
-    return { ...base, detail: 'no token in GITHUB_TOKEN, GH_TOKEN or `gh auth token`', fix: fixToken, status: 'warn' };
+    return { ...base, args: {}, code: 'github.no_token', detail: 'no token in GITHUB_TOKEN, GH_TOKEN or `gh auth token`', fix: fixToken, status: 'warn' };
   }
   const url = `${apiUrl.replace(/\/+$/, '')}/user`;
   let response: Response;
@@ -281,22 +341,45 @@ async function checkGitHub(apiUrl: string, env: NodeJS.ProcessEnv, timeoutMs: nu
     const cause = (err as Error & { cause?: Error }).cause?.message ?? (err as Error).message;
     return {
       ...base,
+      args: { error: cause, source: found.source, url },
+      code: 'github.unreachable',
       detail: `token from ${found.source}; ${url} could not be reached (${cause})`,
       fix: 'check the network, or githubApiUrl in the configuration',
       status: 'warn',
     };
   }
   if (response.status === 401) {
-    return { ...base, detail: `the token from ${found.source} is rejected by ${apiUrl} (401)`, fix: `renew it; ${fixToken}`, status: 'fail' };
+    return {
+      ...base,
+      args: { source: found.source, url: apiUrl },
+      code: 'github.rejected',
+      detail: `the token from ${found.source} is rejected by ${apiUrl} (401)`,
+      fix: `renew it; ${fixToken}`,
+      status: 'fail',
+    };
   }
   if (!response.ok) {
-    return { ...base, detail: `token from ${found.source}; GET ${url} answered ${response.status}`, fix: 'check githubApiUrl in the configuration', status: 'warn' };
+    return {
+      ...base,
+      args: { source: found.source, status: response.status, url },
+      code: 'github.bad_answer',
+      detail: `token from ${found.source}; GET ${url} answered ${response.status}`,
+      fix: 'check githubApiUrl in the configuration',
+      status: 'warn',
+    };
   }
   const login = ((await response.json().catch(() => ({}))) as { login?: string }).login ?? 'unknown user';
   const header = response.headers.get('x-oauth-scopes');
   if (header === null) {
     // Fine-grained tokens and GitHub App tokens carry their permissions per repository instead.
-    return { ...base, detail: `token from ${found.source} (${login}); fine-grained (no OAuth scopes to list)`, fix: null, status: 'ok' };
+    return {
+      ...base,
+      args: { login, source: found.source },
+      code: 'github.fine_grained',
+      detail: `token from ${found.source} (${login}); fine-grained (no OAuth scopes to list)`,
+      fix: null,
+      status: 'ok',
+    };
   }
   const scopes = header
     .split(',')
@@ -305,12 +388,21 @@ async function checkGitHub(apiUrl: string, env: NodeJS.ProcessEnv, timeoutMs: nu
   if (!scopes.includes('repo') && !scopes.includes('public_repo')) {
     return {
       ...base,
+      args: { login, scopes: scopes.join(', '), source: found.source },
+      code: 'github.missing_scope',
       detail: `token from ${found.source} (${login}); scopes: ${scopes.join(', ') || 'none'}`,
       fix: 'give the token the `repo` scope (or `public_repo` for public repositories only) to read pull requests',
       status: 'warn',
     };
   }
-  return { ...base, detail: `token from ${found.source} (${login}); scopes: ${scopes.join(', ')}`, fix: null, status: 'ok' };
+  return {
+    ...base,
+    args: { login, scopes: scopes.join(', '), source: found.source },
+    code: 'github.ok',
+    detail: `token from ${found.source} (${login}); scopes: ${scopes.join(', ')}`,
+    fix: null,
+    status: 'ok',
+  };
 }
 
 async function checkIsolation(mode: 'auto' | 'off', root: string, env: NodeJS.ProcessEnv): Promise<DoctorCheck> {
@@ -324,10 +416,19 @@ async function checkIsolation(mode: 'auto' | 'off', root: string, env: NodeJS.Pr
     fs.writeFileSync(witness, '');
     const { isolation } = await probeSandbox({ cwd: root, hidden: [hidden], mode, searchPath: env.PATH ?? '', witness });
     if (isolation.enabled) {
-      return { ...base, detail: `agents run in a ${isolation.mechanism} sandbox that hides every workspace's data`, fix: null, status: 'ok' };
+      return {
+        ...base,
+        args: { mechanism: isolation.mechanism },
+        code: 'isolation.ok',
+        detail: `agents run in a ${isolation.mechanism} sandbox that hides every workspace's data`,
+        fix: null,
+        status: 'ok',
+      };
     }
     return {
       ...base,
+      args: { reason: isolation.reason },
+      code: mode === 'off' ? 'isolation.off' : process.platform === 'darwin' ? 'isolation.unavailable_macos' : 'isolation.unavailable',
       detail: `agents would NOT be isolated: ${isolation.reason}`,
       fix:
         mode === 'off'
@@ -345,20 +446,24 @@ async function checkIsolation(mode: 'auto' | 'off', root: string, env: NodeJS.Pr
 function checkPort(host: string, port: number, home: string): Promise<DoctorCheck> {
   const base = { id: 'port' as const, required: true, title: 'Port' };
   if (port === 0) {
-    return Promise.resolve({ ...base, detail: 'port 0: a free one is picked at start', fix: null, status: 'ok' });
+    return Promise.resolve({ ...base, args: {}, code: 'port.any', detail: 'port 0: a free one is picked at start', fix: null, status: 'ok' });
   }
   return new Promise((resolve) => {
     const server = net.createServer();
     server.once('error', (err: NodeJS.ErrnoException) =>
       resolve({
         ...base,
+        args: { address: `${host}:${port}`, error: err.code ?? err.message, holder: err.code === 'EADDRINUSE' ? describePortInUse(host, port, home) : null },
+        code: 'port.unavailable',
         // Who holds it (another Agent Manager, or which process) is what a person needs to act.
         detail: `${host}:${port} cannot be listened on (${err.code ?? err.message}${err.code === 'EADDRINUSE' ? `: ${describePortInUse(host, port, home)}` : ''})`,
         fix: 'stop what uses it, or start with --port <another> (or set port in the configuration)',
         status: 'fail',
       }),
     );
-    server.listen({ exclusive: true, host, port }, () => server.close(() => resolve({ ...base, detail: `${host}:${port} is free`, fix: null, status: 'ok' })));
+    server.listen({ exclusive: true, host, port }, () =>
+      server.close(() => resolve({ ...base, args: { address: `${host}:${port}` }, code: 'port.free', detail: `${host}:${port} is free`, fix: null, status: 'ok' })),
+    );
   });
 }
 
@@ -371,18 +476,27 @@ function checkDataDirectory(home: string): DoctorCheck {
   }
   try {
     if (!fs.statSync(existing).isDirectory()) {
-      return { ...base, detail: `${existing} is not a directory`, fix: `remove it, or set CODE_FACTORY_HOME to a writable directory`, status: 'fail' };
+      return {
+        ...base,
+        args: { path: existing },
+        code: 'data.not_directory',
+        detail: `${existing} is not a directory`,
+        fix: `remove it, or set CODE_FACTORY_HOME to a writable directory`,
+        status: 'fail',
+      };
     }
     fs.accessSync(existing, fs.constants.W_OK | fs.constants.X_OK);
   } catch {
     return {
       ...base,
+      args: { existing, path: home },
+      code: 'data.not_writable',
       detail: `${home} is not writable (${existing} refuses writes)`,
       fix: `make ${existing} writable, or set CODE_FACTORY_HOME to a writable directory`,
       status: 'fail',
     };
   }
-  return { ...base, detail: `${home} is writable`, fix: null, status: 'ok' };
+  return { ...base, args: { path: home }, code: 'data.ok', detail: `${home} is writable`, fix: null, status: 'ok' };
 }
 
 /**
@@ -396,7 +510,15 @@ async function checkDatabase(configuration: ConfigurationValues, root: string, h
     const file = configuration.databasePath
       ? path.resolve(path.join(home, 'workspaces', workspaceKey(root)), configuration.databasePath)
       : path.join(home, 'workspaces', workspaceKey(root), 'factory.sqlite');
-    return { ...base, detail: `SQLite, ${file}${fs.existsSync(file) ? '' : ' (created at first start)'}`, fix: null, status: 'ok' };
+    const exists = fs.existsSync(file);
+    return {
+      ...base,
+      args: { path: file },
+      code: exists ? 'database.sqlite' : 'database.sqlite_new',
+      detail: `SQLite, ${file}${exists ? '' : ' (created at first start)'}`,
+      fix: null,
+      status: 'ok',
+    };
   }
   const shown = redactDatabaseUrl(configuration.databaseUrl) ?? '';
   const store: PostgresStore = {
@@ -413,18 +535,23 @@ async function checkDatabase(configuration: ConfigurationValues, root: string, h
     if (!hasSchema && !canCreate) {
       return {
         ...base,
+        args: { schema: store.schema, url: shown, version },
+        code: 'database.pg_cannot_create',
         detail: `${where} does not exist and this user may not create it`,
         fix: `GRANT CREATE ON DATABASE <database> TO <user>, or create the schema ${store.schema} for this user`,
         status: 'fail',
       };
     }
     const state = hasSchema ? (held ? '; a manager of this workspace is connected to it' : '; holds this workspace') : ' (created at first start)';
-    return { ...base, detail: `${where}${state}`, fix: null, status: 'ok' };
+    const code = hasSchema ? (held ? 'database.pg_in_use' : 'database.pg_ok') : 'database.pg_new';
+    return { ...base, args: { schema: store.schema, url: shown, version }, code, detail: `${where}${state}`, fix: null, status: 'ok' };
   } catch (err) {
     const error = err as NodeJS.ErrnoException;
     const why = error.code === '28P01' || error.code === '28000' ? 'the login is refused' : error.code === '3D000' ? 'the database does not exist' : error.message;
     return {
       ...base,
+      args: { error: why, url: shown },
+      code: 'database.pg_unreachable',
       detail: `cannot connect to ${shown}: ${why}`,
       fix: 'check databaseUrl (user, password, host, port, database), the server, and databaseTls; or remove databaseUrl to use SQLite',
       status: 'fail',
@@ -452,7 +579,9 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
       executable: configuration.codexExecutable,
       id: 'codex',
       install: 'install the Codex CLI (npm i -g @openai/codex)',
+      installCommand: 'npm i -g @openai/codex',
       login: 'run `codex login`',
+      loginCommand: 'codex login',
       setting: 'codexExecutable',
       statusArgs: ['login', 'status'],
       title: 'Codex CLI',
@@ -462,7 +591,9 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
       executable: configuration.claudeExecutable,
       id: 'claude',
       install: 'install Claude Code (npm i -g @anthropic-ai/claude-code)',
+      installCommand: 'npm i -g @anthropic-ai/claude-code',
       login: 'run `claude` once and log in (or `claude setup-token`)',
+      loginCommand: 'claude setup-token',
       setting: 'claudeExecutable',
       statusArgs: ['auth', 'status'],
       title: 'Claude Code',
@@ -476,7 +607,16 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
     checkGitHub(configuration.githubApiUrl, env, timeoutMs),
     checkIsolation(configuration.agentIsolation, cwd, env),
     serving
-      ? Promise.resolve<DoctorCheck>({ detail: `serving on ${serving}`, fix: null, id: 'port', required: true, status: 'ok', title: 'Port' })
+      ? Promise.resolve<DoctorCheck>({
+          args: { url: serving },
+          code: 'port.serving',
+          detail: `serving on ${serving}`,
+          fix: null,
+          id: 'port',
+          required: true,
+          status: 'ok',
+          title: 'Port',
+        })
       : checkPort(configuration.host, configuration.port, home),
     checkDatabase(configuration, root, home, timeoutMs),
   ]);
@@ -485,10 +625,22 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
   const agents = [codex, claude].map(({ found, ...check }) => {
     const other = check.id === 'codex' ? claude : codex;
     if (!codex.found && !claude.found) {
-      return { ...check, detail: `${check.detail}; neither Codex nor Claude Code is usable (one is enough)`, installed: found, required: true, status: 'fail' as const };
+      return {
+        ...check,
+        args: { ...check.args, noAgent: true },
+        detail: `${check.detail}; neither Codex nor Claude Code is usable (one is enough)`,
+        installed: found,
+        required: true,
+        status: 'fail' as const,
+      };
     }
     const onlyOther = !found && check.status === 'warn' && other.found;
-    return { ...check, detail: onlyOther ? `${check.detail}; not needed while ${other.title} is there (one agent CLI is enough)` : check.detail, installed: found };
+    return {
+      ...check,
+      args: onlyOther ? { ...check.args, otherCli: other.title } : check.args,
+      detail: onlyOther ? `${check.detail}; not needed while ${other.title} is there (one agent CLI is enough)` : check.detail,
+      installed: found,
+    };
   });
   const checks = [checkNode(), git, ...agents, github, isolation, port, checkDataDirectory(home), database];
   return { checks, ok: !checks.some((c) => c.required && c.status === 'fail') };

@@ -53,8 +53,18 @@ export function statusDelivery(pr: PullRequestEntity, snapshot: PullRequestSnaps
   }
   lines.push('Agent Manager has already recorded this state; you do not need to register the pull request again.');
   return {
+    args: {
+      headSha: short(snapshot.headSha),
+      previousHeadSha: short(pr.headSha),
+      previousStatus: pr.status,
+      pullRequest: ref(pr),
+      status: snapshot.status,
+      title: snapshot.title,
+      url: snapshot.url,
+    },
     author: 'system',
     body: lines.join(' '),
+    code: statusChanged ? 'github.pr_status' : 'github.pr_head',
     kind: 'status',
     metadata: { ...base(pr), headSha: snapshot.headSha, previousHeadSha: pr.headSha, previousStatus: pr.status, status: snapshot.status },
     receiptKey: `${pr.id}:status:${snapshot.status}:${snapshot.headSha}:${snapshot.updatedAt}`,
@@ -113,8 +123,10 @@ export function ciFailureDeliveries(pr: PullRequestEntity, snapshot: PullRequest
   const deliveries: GitHubDelivery[] = [];
   const push = (key: string, name: string, outcome: string, url: string | null, extra: Record<string, unknown>) =>
     deliveries.push({
+      args: { check: name, headSha: short(snapshot.headSha), outcome: extra.conclusion ? String(extra.conclusion) : String(extra.state), pullRequest: ref(pr), url },
       author: 'system',
       body: `GitHub CI: "${name}" ${outcome} on ${ref(pr)} at head ${short(snapshot.headSha)}${url ? ` (${url})` : ''}. Look at the failure, fix it, and push.`,
+      code: 'github.ci_failed',
       kind: 'ci',
       metadata: { ...base(pr), ...extra, check: name, headSha: snapshot.headSha, outcome, detailsUrl: url },
       receiptKey: `${pr.id}:ci:${key}`,
@@ -143,7 +155,9 @@ export function conflictDelivery(pr: PullRequestEntity, snapshot: PullRequestSna
     return null;
   }
   return {
+    args: { baseBranch: snapshot.baseBranch, headBranch: snapshot.headBranch, headSha: short(snapshot.headSha), pullRequest: ref(pr) },
     author: 'system',
+    code: 'github.conflict',
     body: `GitHub: ${ref(pr)} now has merge conflicts with ${snapshot.baseBranch} at head ${short(snapshot.headSha)}. Merge or rebase ${snapshot.baseBranch} into ${snapshot.headBranch}, resolve them, and push.`,
     kind: 'conflict',
     metadata: { ...base(pr), baseBranch: snapshot.baseBranch, headBranch: snapshot.headBranch, headSha: snapshot.headSha },

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 
-import type { EventActor, MessageAuthor } from '@libs/contracts';
+import type { EventActor, MessageAuthor, SystemMessageArgs, SystemMessageCode } from '@libs/contracts';
 
 import { AttachmentsService } from '../attachments/attachments.service';
 import { Clock } from '../core/clock';
@@ -28,6 +28,9 @@ export interface NewMessage {
   source?: string | null;
   triggerId?: string | null;
   metadata?: Record<string, unknown> | null;
+  /** On Agent Manager's own messages: what `body` says, as a code and its arguments (issue 26 §13). */
+  code?: SystemMessageCode | null;
+  args?: SystemMessageArgs | null;
 }
 
 /**
@@ -59,8 +62,10 @@ export class MessagesService {
     const now = this.clock.nowIso();
     const sequence = session.lastMessageSequence + 1;
     const entity: RequirementMessageEntity = {
+      args: input.code ? (input.args ?? {}) : null,
       author: input.author,
       body: input.body,
+      code: input.code ?? null,
       createdAt: now,
       deliverToRd: input.deliverToRd,
       id: newId('message'),

@@ -1,6 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
-import type { MessageAuthor } from '@libs/contracts';
+import type { MessageAuthor, SystemMessageArgs, SystemMessageCode } from '@libs/contracts';
 
 @Entity('requirement_message')
 @Index('idx_message_requirement_sequence', ['requirementId', 'sequence'], { unique: true })
@@ -40,6 +40,13 @@ export class RequirementMessageEntity {
 
   @Column('simple-json', { nullable: true })
   metadata!: Record<string, unknown> | null;
+
+  /** What Agent Manager's own message says, for readers in another language (issue 26 §13). */
+  @Column('varchar', { nullable: true })
+  code!: SystemMessageCode | null;
+
+  @Column('simple-json', { nullable: true })
+  args!: SystemMessageArgs | null;
 
   @Column('varchar')
   createdAt!: string;

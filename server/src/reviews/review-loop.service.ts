@@ -169,7 +169,9 @@ export class ReviewLoopService implements OnModuleInit {
     await this.pullRequests.changeAutoReview(tx, pr, set, LOOP_ACTOR);
     if (ending) {
       const metadata = { autoReview: { round: pr.autoReviewRound, state: set.autoReviewState }, pullRequestId: pr.id, reviewRequestId: review.id };
-      await this.messages.append(tx, rows, { author: 'system', body: ending, deliverToRd: false, metadata }, LOOP_ACTOR);
+      const args = { headSha: review.targetHeadSha.slice(0, 12), maxRounds, pullRequest: name, round: pr.autoReviewRound };
+      const code = set.autoReviewState === 'clean' ? 'review_loop.clean' : 'review_loop.max_rounds';
+      await this.messages.append(tx, rows, { args, author: 'system', body: ending, code, deliverToRd: false, metadata }, LOOP_ACTOR);
     }
   }
 }

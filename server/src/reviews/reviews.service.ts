@@ -370,7 +370,15 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
           const { message } = await this.messages.append(
             tx,
             rows,
-            { author: 'system', body: `The review of ${subject} ${what}`, deliverToRd: false, metadata, runId: run.id },
+            {
+              args: { error, headSha: review.targetHeadSha.slice(0, 12), pullRequest: `${pullRequest.repository}#${pullRequest.number}`, stale: reviewRequest.stale },
+              author: 'system',
+              body: `The review of ${subject} ${what}`,
+              code: status === 'cancelled' ? 'review.cancelled' : 'review.failed',
+              deliverToRd: false,
+              metadata,
+              runId: run.id,
+            },
             { id: run.id, kind: 'agent' },
           );
           await this.runEndSteps(tx, rows, { pullRequest, review: updated, status: reviewStatus });

@@ -4,7 +4,7 @@ import type { EventActor, InterruptMode, RequirementBudget, RequirementUsage } f
 
 import type { TokenUsage } from '../agents/agent-adapter';
 import type { ProcessEnd } from '../agents/process-runner';
-import { addUsage, blockerOf, budgetNotice, budgetOf, treeReached, treeUsageOf, usageOf } from '../budgets/budget-rules';
+import { addUsage, blockerOf, budgetNotice, budgetNoticeCode, budgetOf, treeReached, treeUsageOf, usageOf } from '../budgets/budget-rules';
 import { BudgetStop, TreeBudgets } from '../budgets/tree-budgets';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
@@ -23,6 +23,7 @@ import { ActiveRun, FinalRunStatus, errorOf, newRdRun, outcomeOf, runEndEventTyp
 import { WorktreesService } from '../worktrees/worktrees.service';
 import { AgentRunEntity } from './agent-run.entity';
 import { InterruptResponseDto, StartResponseDto, toRunResponse } from './dto/run-response.dto';
+import { managerStoppedMessage } from './manager-stopped';
 import { RequirementActors } from './requirement-actors.service';
 import { RunLauncher } from './run-launcher.service';
 import { ownRunUsage } from './run-usage';
@@ -160,7 +161,12 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     this.requirementRows.changeRequirement(tx, rows.requirement, { budgetReachedAt: now, updatedAt: now });
     this.requirementRows.changeSession(tx, rows.session, { pausedAt: now, updatedAt: now });
     const body = budgetNotice(rows.requirement, blocker, false);
-    const { requirement } = await this.messages.append(tx, rows, { author: 'system', body, deliverToRd: false }, SYSTEM_ACTOR);
+    const { requirement } = await this.messages.append(
+      tx,
+      rows,
+      { ...budgetNoticeCode(rows.requirement, blocker, false), author: 'system', body, deliverToRd: false },
+      SYSTEM_ACTOR,
+    );
     return requirement;
   }
 
@@ -386,13 +392,20 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         tx,
         rows,
         {
+          args: status === 'timed_out' ? { error, seconds: this.configuration.get('rdInactivityTimeoutSeconds') } : { error },
           author: 'system',
           body: `The run ${status === 'timed_out' ? 'timed out' : 'failed'}: ${error}\nNothing was consumed: starting again delivers the same input.`,
+          code: status === 'timed_out' ? 'run.timed_out' : 'run.failed',
           deliverToRd: false,
           runId: run.id,
         },
         SYSTEM_ACTOR,
       );
+    }
+    if (status === 'cancelled' && active.interruptMode === 'shutdown' && requirement.status !== 'cancelled') {
+      // A manager stop cuts the run short: say so in the conversation (issue 26 §8), or the person
+      // sees a run that ended without a word and does not know the input waits for the next start.
+      await this.messages.append(tx, rows, managerStoppedMessage(run.id), SYSTEM_ACTOR);
     }
     const own = await ownRunUsage(tx, this.runs, active);
     // The Requirement's usage grows with the run's own, and so does its tree's and every
@@ -414,11 +427,18 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     const blocker = blockerOf(chain) ?? (active.interruptMode === 'budget' ? (chain.find((r) => r.id === active.budgetStoppedBy) ?? requirement) : null);
     const overBudget = requirement.status !== 'cancelled' && blocker !== null;
     if (blocker && overBudget) {
+      const runStopped = active.interruptMode === 'budget' && status !== 'succeeded';
       this.requirementRows.changeRequirement(tx, requirement, { budgetReachedAt: this.clock.nowIso() });
       await this.messages.append(
         tx,
         rows,
-        { author: 'system', body: budgetNotice(requirement, blocker, active.interruptMode === 'budget' && status !== 'succeeded'), deliverToRd: false, runId: run.id },
+        {
+          ...budgetNoticeCode(requirement, blocker, runStopped),
+          author: 'system',
+          body: budgetNotice(requirement, blocker, runStopped),
+          deliverToRd: false,
+          runId: run.id,
+        },
         SYSTEM_ACTOR,
       );
     }

@@ -9,6 +9,7 @@ import { MessagesService } from '../messages/messages.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementsRepository } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
+import { managerStoppedMessage } from './manager-stopped';
 import { RunsRepository } from './runs.repository';
 
 const LOST = 'Agent Manager stopped while this run was active';
@@ -60,12 +61,7 @@ export class StartupReconciler implements OnApplicationBootstrap {
         if (rows.requirement.status === 'doing') {
           this.requirementRows.changeRequirement(tx, rows.requirement, { status: 'waiting_confirmation', updatedAt: now });
         }
-        await this.messages.append(
-          tx,
-          rows,
-          { author: 'system', body: `${LOST}; the run was marked failed. Nothing was consumed: starting again delivers the same input.`, deliverToRd: false, runId: run.id },
-          SYSTEM_ACTOR,
-        );
+        await this.messages.append(tx, rows, managerStoppedMessage(run.id), SYSTEM_ACTOR);
         requirementIds.push(rows.requirement.id);
         await this.events.append(tx, {
           actor: SYSTEM_ACTOR,

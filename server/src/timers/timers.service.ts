@@ -139,8 +139,10 @@ export class TimersService implements OnModuleInit {
     const cancelHint = timer.schedule === 'recurring' ? `\nIt repeats every ${timer.intervalSeconds} s; to stop it run: code-factory-cli timer cancel --id ${timer.id}` : '';
     await this.delivery.deliver(
       {
+        args: { description: timer.description, intervalSeconds: timer.intervalSeconds, schedule: timer.schedule, timerId: timer.id },
         author: 'system',
         body: `Timer fired.\nTimer: ${timer.id} (${timer.schedule})\nDescription: ${timer.description}${cancelHint}`,
+        code: 'timer.fired',
         metadata: { description: timer.description, schedule: timer.schedule, scheduledFor, timerId: timer.id },
         receiptKey: `${timer.id}@${scheduledFor}`,
         requirementId: timer.requirementId,

@@ -1,4 +1,4 @@
-import type { MessageAuthor } from '@libs/contracts';
+import type { MessageAuthor, SystemMessageArgs, SystemMessageCode } from '@libs/contracts';
 
 /**
  * The extension boundary for whatever wakes an agent from outside (architecture §7). A trigger
@@ -17,6 +17,9 @@ export interface TriggerDelivery {
   source: string;
   /** Stored on the message and carried by its `message.created` event. */
   metadata: Record<string, unknown>;
+  /** On the manager's own (system) text: what `body` says as a code and its arguments (issue 26 §13). */
+  code?: SystemMessageCode;
+  args?: SystemMessageArgs;
   /**
    * False records the message without delivering it to the agent (for example the agent's
    * own comments coming back from GitHub). Terminal Requirements never get deliveries.

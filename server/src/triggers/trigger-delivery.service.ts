@@ -106,7 +106,16 @@ export class TriggerDeliveryService {
         const { message } = await this.messages.append(
           tx,
           rows,
-          { author: delivery.author, body: delivery.body, deliverToRd, metadata: delivery.metadata, source: delivery.source, triggerId: delivery.triggerId },
+          {
+            args: delivery.args ?? null,
+            author: delivery.author,
+            body: delivery.body,
+            code: delivery.code ?? null,
+            deliverToRd,
+            metadata: delivery.metadata,
+            source: delivery.source,
+            triggerId: delivery.triggerId,
+          },
           actor,
         );
         this.receipts.insert(tx, {

@@ -21,6 +21,7 @@ import type { Message, Requirement, Run, Trace } from '../core/models';
 import { ConversationStore } from '../core/stores/conversation-store';
 import { RunsStore } from '../core/stores/runs-store';
 import { MarkdownRenderer } from './markdown';
+import { sourceText, systemText } from './system-text';
 
 /** Messages rendered at first (more than a tall window shows); more are added as the reader scrolls up. */
 const WINDOW = 30;
@@ -63,7 +64,10 @@ const STICK_PX = 48;
             <span class="spacer"></span>
             <time [attr.datetime]="m.createdAt">{{ i18n.dateTime(m.createdAt) }}</time>
           </header>
-          @if (m.body) {
+          @if (systemText(m); as text) {
+            <!-- Agent Manager's own words, in the reader's language (the English body is for agents). -->
+            <div class="markdown" data-testid="system-text" [attr.data-code]="m.code" [innerHTML]="markdown.render(text)"></div>
+          } @else if (m.body) {
             <div class="markdown" [innerHTML]="markdown.render(m.body, m.id)"></div>
           }
           @if (m.attachments.length) {
@@ -314,7 +318,12 @@ export class Conversation {
   }
 
   protected sourceLabel(m: Message): string {
-    return m.triggerId && m.triggerId !== m.source ? `${m.source} · ${m.triggerId.replace(/^github\.pull-request\./, '')}` : (m.source ?? '');
+    return sourceText(m, this.i18n);
+  }
+
+  /** Read in the template, so it follows the language signal. */
+  protected systemText(m: Message): string | null {
+    return systemText(m, this.i18n);
   }
 
   protected size(bytes: number): string {

@@ -5,6 +5,7 @@ import type { components } from '@libs/api-client';
 import { Api } from '../core/api';
 import { I18n, keyOf } from '../core/i18n';
 import { RequirementsStore } from '../core/stores/requirements-store';
+import { doctorText } from './doctor-text';
 
 type DoctorReport = components['schemas']['DoctorReportDto'];
 type DoctorCheck = components['schemas']['DoctorCheckDto'];
@@ -55,10 +56,11 @@ const PROBE_DELAY_MS = 1500;
           <li [class]="'setup-check ' + check.status" [attr.data-check]="check.id" [attr.data-status]="check.status">
             <span class="mark" aria-hidden="true">{{ check.status === 'ok' ? '✓' : check.status === 'warn' ? '!' : '✗' }}</span>
             <span class="sr-only">{{ statusLabel(check) }}</span>
-            <strong>{{ check.title }}</strong>
-            <span class="detail">{{ check.detail }}</span>
-            @if (check.fix) {
-              <span class="fix">→ {{ check.fix }}</span>
+            @let text = say(check);
+            <strong>{{ text.title }}</strong>
+            <span class="detail" data-testid="setup-detail">{{ text.detail }}</span>
+            @if (text.fix) {
+              <span class="fix" data-testid="setup-fix">→ {{ text.fix }}</span>
             }
           </li>
         </ng-template>
@@ -68,7 +70,8 @@ const PROBE_DELAY_MS = 1500;
   `,
 })
 export class SetupPanel {
-  protected readonly t = inject(I18n).t;
+  private readonly i18n = inject(I18n);
+  protected readonly t = this.i18n.t;
   private readonly api = inject(Api);
   private readonly requirements = inject(RequirementsStore);
 
@@ -95,6 +98,11 @@ export class SetupPanel {
     // seconds of CPU that would otherwise compete with the board's first paint.
     const timer = setTimeout(() => void this.load(false), PROBE_DELAY_MS);
     inject(DestroyRef).onDestroy(() => clearTimeout(timer));
+  }
+
+  /** The finding in the reader's language; read in the template, so it follows the language signal. */
+  protected say(check: DoctorCheck): { title: string; detail: string; fix: string | null } {
+    return doctorText(check, this.i18n);
   }
 
   protected statusLabel(check: DoctorCheck): string {

@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsOptional } from 'class-validator';
 
-import type { DoctorCheck, DoctorReport, DoctorStatus } from '../doctor';
+import type { DoctorArgs, DoctorCheck, DoctorReport, DoctorStatus } from '../doctor';
 
 const CHECK_IDS: Array<DoctorCheck['id']> = ['node', 'git', 'codex', 'claude', 'github', 'isolation', 'port', 'dataDirectory', 'database'];
 const STATUSES: DoctorStatus[] = ['ok', 'warn', 'fail'];
@@ -21,6 +21,18 @@ export class DoctorCheckDto implements DoctorCheck {
   @ApiProperty() detail!: string;
   @ApiProperty({ description: 'How to fix it; null when there is nothing to fix', nullable: true, type: String }) fix!: string | null;
   @ApiProperty({ description: 'For an agent CLI (codex, claude): whether it is installed and runs (a logged-out CLI is)', required: false }) installed?: boolean;
+  @ApiProperty({
+    description:
+      "What was found, as a stable code (e.g. `git.no_commit`, `cli.not_logged_in`) for a client that writes `detail` and `fix` in the reader's language; unknown codes: show `detail` and `fix`",
+    example: 'git.no_commit',
+  })
+  code!: string;
+  @ApiProperty({
+    additionalProperties: { nullable: true, oneOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] },
+    description: "The values the finding's text names (paths, versions, the tool's own error text)",
+    type: Object,
+  })
+  args!: DoctorArgs;
 }
 
 export class DoctorReportDto implements DoctorReport {

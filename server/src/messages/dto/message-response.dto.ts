@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-import { MESSAGE_AUTHORS, MessageAuthor, RequirementMessage } from '@libs/contracts';
+import { MESSAGE_AUTHORS, MessageAuthor, RequirementMessage, SYSTEM_MESSAGE_CODES, SystemMessageArgs, SystemMessageCode } from '@libs/contracts';
 
 import { AttachmentResponseDto } from '../../attachments/dto/attachment-response.dto';
 import { PageInfoDto } from '../../core/http/pagination';
@@ -22,6 +22,21 @@ export class MessageResponseDto implements RequirementMessage {
   @ApiProperty({ description: 'Trigger source (github, timer) or null', nullable: true, type: String }) source!: string | null;
   @ApiProperty({ nullable: true, type: String }) triggerId!: string | null;
   @ApiProperty({ additionalProperties: true, nullable: true, type: Object }) metadata!: Record<string, unknown> | null;
+  @ApiProperty({
+    description:
+      "What a message Agent Manager wrote itself says, for a client that writes it in the reader's language; null on people's and agents' messages (and on older ones). Unknown codes: show `body`.",
+    enum: SYSTEM_MESSAGE_CODES,
+    nullable: true,
+    type: String,
+  })
+  code!: SystemMessageCode | null;
+  @ApiProperty({
+    additionalProperties: { nullable: true, oneOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] },
+    description: "The values `code`'s text names (titles, ids, numbers)",
+    nullable: true,
+    type: Object,
+  })
+  args!: SystemMessageArgs | null;
 }
 
 export class MessagePageDto extends PageInfoDto {
@@ -39,9 +54,11 @@ export class ReplyResponseDto {
 
 export function toMessageResponse(entity: RequirementMessageEntity, attachments: AttachmentResponseDto[]): MessageResponseDto {
   return {
+    args: entity.args ?? null,
     attachments,
     author: entity.author,
     body: entity.body,
+    code: entity.code ?? null,
     createdAt: entity.createdAt,
     deliverToRd: entity.deliverToRd,
     id: entity.id,

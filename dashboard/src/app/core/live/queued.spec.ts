@@ -1,8 +1,12 @@
 import type { Message, Requirement, Run } from '../models';
 import { isPending, isQueued } from './queued';
 
-const requirement = (state: Requirement['session']['state'], lastConsumedMessageSequence: number, pausedAt: string | null = null) =>
-  ({ session: { lastConsumedMessageSequence, pausedAt, state } }) as Requirement;
+const requirement = (
+  state: Requirement['session']['state'],
+  lastConsumedMessageSequence: number,
+  pausedAt: string | null = null,
+  status: Requirement['status'] = 'waiting_confirmation',
+) => ({ session: { lastConsumedMessageSequence, pausedAt, state }, status }) as Requirement;
 const message = (sequence: number, deliverToRd = true) => ({ deliverToRd, sequence }) as Message;
 const run = (inputToSequence: number) => ({ inputToSequence }) as Run;
 
@@ -28,8 +32,14 @@ describe(isPending.name, () => {
     expect(isPending(message(5, false), paused)).toBe(false);
   });
 
-  it('marks nothing when the session is not paused', () => {
-    expect(isPending(message(5), requirement('waiting_human', 1))).toBe(false);
-    expect(isPending(message(5), requirement('failed', 1))).toBe(false);
+  it('marks what a failed run or a manager stop left unconsumed (issue 26 §8): no run took it', () => {
+    expect(isPending(message(5), requirement('failed', 1))).toBe(true);
+    expect(isPending(message(5), requirement('waiting_human', 1))).toBe(true);
+    expect(isPending(message(1), requirement('failed', 1))).toBe(false);
+  });
+
+  it('marks nothing while a run works (that is queued) or once the Requirement is cancelled', () => {
+    expect(isPending(message(5), requirement('running', 1))).toBe(false);
+    expect(isPending(message(5), requirement('completed', 1, null, 'cancelled'))).toBe(false);
   });
 });

@@ -13,9 +13,13 @@ export function isQueued(message: Message, requirement: Requirement, activeRun: 
 }
 
 /**
- * A message a stop left waiting: the session is paused and nothing consumed it yet (the
- * interrupted input as well as what was queued or arrived since). The next start delivers it.
+ * A message left waiting while no run works: a stop's pause, a failed run, or a run a manager stop
+ * cut short (issue 26 §8) consumed none of it, so the next start delivers it. While a run works,
+ * what it has not taken is "queued" instead; a cancelled Requirement delivers nothing any more.
  */
 export function isPending(message: Message, requirement: Requirement): boolean {
-  return requirement.session.pausedAt !== null && message.deliverToRd && message.sequence > requirement.session.lastConsumedMessageSequence;
+  if (!message.deliverToRd || requirement.status === 'cancelled' || requirement.session.state === 'running') {
+    return false;
+  }
+  return message.sequence > requirement.session.lastConsumedMessageSequence;
 }

@@ -12,6 +12,7 @@ import { RequirementBudgets1765584000000 } from './1765584000000-requirement-bud
 import { ReviewLoop1765670400000 } from './1765670400000-review-loop';
 import { ModelCatalog1765756800000 } from './1765756800000-model-catalog';
 import { BudgetTrees1765846800000 } from './1765846800000-budget-trees';
+import { MessageCodes1765933200000 } from './1765933200000-message-codes';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   ReviewLoop1765670400000,
   ModelCatalog1765756800000,
   BudgetTrees1765846800000,
+  MessageCodes1765933200000,
 ];

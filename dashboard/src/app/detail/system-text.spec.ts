@@ -1,0 +1,40 @@
+import type { I18n } from '../core/i18n';
+import { en, zh } from '../core/i18n-messages';
+import { sourceText, systemText } from './system-text';
+
+/** The parts of I18n the texts use, over one dictionary (the real one needs a browser). */
+function i18nIn(language: 'en' | 'zh-CN'): I18n {
+  const dictionary: Record<string, string> = language === 'en' ? en : zh;
+  const t = (key: string, params: Record<string, string | number> = {}) =>
+    Object.entries(params).reduce((text, [name, value]) => text.replace(`{${name}}`, String(value)), dictionary[key] ?? key);
+  return { interval: (s: number) => `${s} s`, language: () => language, locale: () => language, t } as unknown as I18n;
+}
+
+describe(systemText.name, () => {
+  it("writes the manager's own messages in the reader's language, from their code and arguments", () => {
+    const budget = { args: { below: 0, costUsd: null, maxCostUsd: null, maxTokens: 1000, runStopped: true, tokens: 1200 }, code: 'budget.reached' } as const;
+    expect(systemText(budget, i18nIn('zh-CN'))).toBe(
+      '已达到预算：1,200 / 1,000 Token。\n运行已停止；其输入未被消费，等待下一次运行。在有人提高其预算或开始它之前，不会再唤醒此需求。',
+    );
+    expect(systemText(budget, i18nIn('en'))).toMatch(/^Budget reached: 1,200 of 1,000 tokens\.\nThe run was stopped/);
+    expect(systemText({ args: { merged: null, requirementId: 'req_1', title: 'Schema' }, code: 'dependency.met' }, i18nIn('zh-CN'))).toBe('依赖已满足：「Schema」已确认完成。');
+    expect(systemText({ args: {}, code: 'run.manager_stopped' }, i18nIn('zh-CN'))).toContain('Agent Manager 在本次运行期间停止了；其输入仍待处理');
+    expect(systemText({ args: { check: 'lint', headSha: 'abc', outcome: 'TIMED_OUT', pullRequest: 'o/r#4' }, code: 'github.ci_failed' }, i18nIn('zh-CN'))).toBe(
+      'GitHub CI：o/r#4 在头提交 abc 上的「lint」超时。',
+    );
+  });
+
+  it('leaves people’s messages, old messages and codes it does not know to their body', () => {
+    expect(systemText({ args: null, code: null }, i18nIn('zh-CN'))).toBeNull();
+    expect(systemText({ args: {}, code: 'some.future_code' as never }, i18nIn('zh-CN'))).toBeNull();
+  });
+});
+
+describe(sourceText.name, () => {
+  it('names where a message came from in words, never the internal trigger id', () => {
+    expect(sourceText({ source: 'dependency', triggerId: 'requirement.dependency' }, i18nIn('zh-CN'))).toBe('依赖');
+    expect(sourceText({ source: 'dependency', triggerId: 'requirement.dependency' }, i18nIn('en'))).toBe('a dependency');
+    expect(sourceText({ source: 'github', triggerId: 'github.pull-request.ci-failure' }, i18nIn('en'))).toBe('GitHub · CI');
+    expect(sourceText({ source: 'elsewhere', triggerId: 'elsewhere.hook' }, i18nIn('en'))).toBe('elsewhere');
+  });
+});

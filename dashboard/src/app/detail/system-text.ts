@@ -1,0 +1,129 @@
+import type { I18n } from '../core/i18n';
+import type { MessageKey } from '../core/i18n-messages';
+import type { Message } from '../core/models';
+
+type Args = Record<string, string | number | boolean | null | undefined>;
+type Loose = (key: MessageKey, params?: Record<string, string | number>) => string;
+
+const CODES = new Set([
+  'run.failed',
+  'run.timed_out',
+  'run.manager_stopped',
+  'budget.reached',
+  'budget.reached_ancestor',
+  'dependency.met',
+  'dependency.cancelled',
+  'timer.fired',
+  'github.pr_status',
+  'github.pr_head',
+  'github.ci_failed',
+  'github.conflict',
+  'review.failed',
+  'review.cancelled',
+  'review_loop.clean',
+  'review_loop.max_rounds',
+]);
+
+const str = (v: Args[string]): string => (v === null || v === undefined ? '' : String(v));
+/** Cents, and hundredths of a cent below one cent (as the server writes them). */
+const dollars = (n: number): string => `$${n.toFixed(n > 0 && n < 0.01 ? 4 : 2)}`;
+
+/**
+ * What a message Agent Manager wrote says, in the reader's language (issue 26 §13): its code and
+ * arguments through the catalogue. Null for people's and agents' messages, for messages older than
+ * codes, and for a code this build does not know (a newer server): those show their English body.
+ */
+export function systemText(m: Pick<Message, 'code' | 'args'>, i18n: I18n): string | null {
+  const code = m.code;
+  if (!code || !CODES.has(code)) {
+    return null;
+  }
+  const t = i18n.t as unknown as Loose;
+  const a = (m.args ?? {}) as Args;
+  const n = (v: Args[string]) => (typeof v === 'number' ? v.toLocaleString(i18n.locale()) : str(v));
+  const named = str(a['title']) || str(a['requirementId']);
+  switch (code) {
+    case 'run.failed':
+      return t('sys.run.failed', { error: str(a['error']) });
+    case 'run.timed_out':
+      return t('sys.run.timed_out', { seconds: n(a['seconds']) });
+    case 'budget.reached':
+    case 'budget.reached_ancestor': {
+      const spent = [
+        a['maxTokens'] === null || a['maxTokens'] === undefined
+          ? t('sys.budget.tokens', { n: n(a['tokens']) })
+          : t('sys.budget.tokensOf', { max: n(a['maxTokens']), n: n(a['tokens']) }),
+      ];
+      const cost = typeof a['costUsd'] === 'number' ? dollars(a['costUsd']) : null;
+      if (typeof a['maxCostUsd'] === 'number') {
+        spent.push(t('sys.budget.costOf', { cost: cost ?? t('sys.budget.noCost'), max: dollars(a['maxCostUsd']) }));
+      } else if (cost) {
+        spent.push(cost);
+      }
+      const stopped = a['runStopped'] ? t('sys.budget.stopped') : '';
+      const joined = spent.join(i18n.language() === 'zh-CN' ? '，' : ', ');
+      if (code === 'budget.reached_ancestor') {
+        return t('sys.budget.reached_ancestor', { spent: joined, stopped, title: named });
+      }
+      const below = typeof a['below'] === 'number' && a['below'] > 0 ? t('sys.budget.below', { n: n(a['below']) }) : '';
+      return t('sys.budget.reached', { below, spent: joined, stopped });
+    }
+    case 'dependency.met':
+      return a['merged'] ? t('sys.dependency.merged', { merged: str(a['merged']), title: named }) : t('sys.dependency.met', { title: named });
+    case 'dependency.cancelled':
+      return t('sys.dependency.cancelled', { title: named });
+    case 'timer.fired':
+      return a['schedule'] === 'recurring' && typeof a['intervalSeconds'] === 'number'
+        ? t('sys.timer.firedRecurring', { description: str(a['description']), interval: i18n.interval(a['intervalSeconds']) })
+        : t('sys.timer.fired', { description: str(a['description']) });
+    case 'github.pr_status':
+      return t('sys.github.pr_status', { pr: str(a['pullRequest']), previous: prStatus(t, a['previousStatus']), status: prStatus(t, a['status']), title: str(a['title']) });
+    case 'github.pr_head':
+      return t('sys.github.pr_head', { head: str(a['headSha']), pr: str(a['pullRequest']), previous: str(a['previousHeadSha']), title: str(a['title']) });
+    case 'github.ci_failed': {
+      const outcome = str(a['outcome']);
+      const word = t(`sys.ci.${outcome}` as MessageKey);
+      return t('sys.github.ci_failed', {
+        check: str(a['check']),
+        head: str(a['headSha']),
+        outcome: word.startsWith('sys.') ? outcome.toLowerCase() : word,
+        pr: str(a['pullRequest']),
+      });
+    }
+    case 'github.conflict':
+      return t('sys.github.conflict', { base: str(a['baseBranch']), head: str(a['headSha']), pr: str(a['pullRequest']) });
+    case 'review.failed':
+      return t('sys.review.failed', { error: str(a['error']), head: str(a['headSha']), pr: str(a['pullRequest']) });
+    case 'review.cancelled':
+      return t('sys.review.cancelled', { head: str(a['headSha']), pr: str(a['pullRequest']) });
+    case 'review_loop.clean':
+      return t('sys.review_loop.clean', { head: str(a['headSha']), pr: str(a['pullRequest']), round: n(a['round']) });
+    case 'review_loop.max_rounds':
+      return t('sys.review_loop.max_rounds', { max: n(a['maxRounds']), pr: str(a['pullRequest']), round: n(a['round']) });
+    default:
+      return t(`sys.${code}` as MessageKey);
+  }
+}
+
+function prStatus(t: Loose, status: Args[string]): string {
+  const s = str(status);
+  const word = t(`pr.${s}` as MessageKey);
+  return word.startsWith('pr.') ? s : word;
+}
+
+/**
+ * Where a trigger's message came from, as a person reads it: "a timer", "GitHub · CI", never the
+ * internal trigger id ("requirement.dependency"). An unknown one shows its source only.
+ */
+export function sourceText(m: Pick<Message, 'source' | 'triggerId'>, i18n: I18n): string {
+  const t = i18n.t as unknown as Loose;
+  for (const id of [m.triggerId, m.source]) {
+    if (id) {
+      const label = t(`source.${id}` as MessageKey);
+      if (!label.startsWith('source.')) {
+        return label;
+      }
+    }
+  }
+  return m.source ?? '';
+}
