@@ -1102,7 +1102,7 @@ export interface components {
         DoctorCheckDto: {
             /** @description The values the finding's text names (paths, versions, the tool's own error text) */
             args: {
-                [key: string]: (string | number | boolean) | null;
+                [key: string]: (string | null) | number | boolean;
             };
             /**
              * @description What was found, as a stable code (e.g. `git.no_commit`, `cli.not_logged_in`) for a client that writes `detail` and `fix` in the reader's language; unknown codes: show `detail` and `fix`
@@ -1253,7 +1253,7 @@ export interface components {
         MessageResponseDto: {
             /** @description The values `code`'s text names (titles, ids, numbers) */
             args: {
-                [key: string]: (string | number | boolean) | null;
+                [key: string]: (string | null) | number | boolean;
             } | null;
             attachments: components["schemas"]["AttachmentResponseDto"][];
             /** @enum {string} */

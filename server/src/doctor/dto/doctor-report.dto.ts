@@ -28,7 +28,7 @@ export class DoctorCheckDto implements DoctorCheck {
   })
   code!: string;
   @ApiProperty({
-    additionalProperties: { nullable: true, oneOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] },
+    additionalProperties: { oneOf: [{ nullable: true, type: 'string' }, { type: 'number' }, { type: 'boolean' }] },
     description: "The values the finding's text names (paths, versions, the tool's own error text)",
     type: Object,
   })

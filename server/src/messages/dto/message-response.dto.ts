@@ -31,7 +31,7 @@ export class MessageResponseDto implements RequirementMessage {
   })
   code!: SystemMessageCode | null;
   @ApiProperty({
-    additionalProperties: { nullable: true, oneOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] },
+    additionalProperties: { oneOf: [{ nullable: true, type: 'string' }, { type: 'number' }, { type: 'boolean' }] },
     description: "The values `code`'s text names (titles, ids, numbers)",
     nullable: true,
     type: Object,
