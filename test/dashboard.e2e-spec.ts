@@ -298,7 +298,7 @@ describe('dashboard in Chromium', () => {
     await page.goto(`${manager.origin}/requirements/${other}`);
     const feedback = messages().locator('[data-author="reviewer"]', { hasText: 'Please add a benchmark for the flush path.' });
     await feedback.waitFor({ timeout: 30_000 });
-    await expect(feedback.getByTestId('message-source').textContent()).resolves.toContain('github');
+    await expect(feedback.getByTestId('message-source').textContent()).resolves.toContain('GitHub');
     await expect(feedback.getByTestId('message-source').textContent()).resolves.toContain('comment');
   });
 
@@ -355,7 +355,9 @@ describe('dashboard in Chromium', () => {
     await page.getByTestId('delete').click();
     await page.waitForURL(`${manager.origin}/requirements`);
     await page.getByTestId('requirements-board').waitFor();
-    await expect(page.locator(`[data-requirement-id="${created.json.id}"]`).count()).resolves.toBe(0);
+    // The board may still hold the card it loaded before the delete until the stream's
+    // requirement.deleted event reaches it: wait for the card to go, not for a moment.
+    await page.locator(`[data-requirement-id="${created.json.id}"]`).waitFor({ state: 'detached', timeout: 10_000 });
     expect((await api(`/api/requirements/${created.json.id}`)).status).toBe('cancelled');
   });
 

@@ -118,15 +118,16 @@ describe('agent-manager start', () => {
     const first = await startManager({ sandbox });
     const created = await send(first.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'durable' });
     await send(first.origin, 'POST', `/api/requirements/${created.json.id}/reply`, { message: 'remember me' });
-    const before = await snapshotStore(first.dataDirectory());
     expect(await first.stop()).toBe(0);
+    // Read once the manager is gone: its stop wrote too (the run it cut short says so).
+    const before = await snapshotStore(first.dataDirectory());
 
     const second = await startManager({ sandbox });
     try {
       const fetched = await send(second.origin, 'GET', `/api/requirements/${created.json.id}`);
       expect(fetched.json).toMatchObject({ id: created.json.id, session: { pendingMessageCount: 1 } });
       const messages = await send(second.origin, 'GET', `/api/requirements/${created.json.id}/messages`);
-      expect(messages.json.items.map((m: { body: string }) => m.body)).toEqual(['remember me']);
+      expect(messages.json.items.map((m: { body: string; code: string | null }) => m.code ?? m.body)).toEqual(['remember me', 'run.manager_stopped']);
       const live = await connectSse(`${second.origin}/api/events?after=${before.maxEventId - 1}`);
       await live.waitFor(1);
       await send(second.origin, 'POST', `/api/requirements/${created.json.id}/reply`, { message: 'after restart' });

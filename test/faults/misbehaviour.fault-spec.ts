@@ -112,10 +112,10 @@ describe('misbehaving agent CLIs', () => {
     expect(messages.map((m: { body: string }) => m.body)).toContain('Survived the garbage.');
   });
 
-  it('a 50 MB line is cut, recorded as such, and neither stalls the API nor bloats the manager', async () => {
+  it('a 400 MB line is cut, recorded as such, and neither stalls the API nor bloats the manager', async () => {
     const req = await create('big line');
     const before = (await send(manager.origin, 'GET', '/api/metrics')).json.rssBytes as number;
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'mode:bigline' });
+    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'mode:bigline mb:400' });
     const latencies: number[] = [];
     while ((await runs(req.id))[0]?.status === 'running') {
       latencies.push(await healthMs(manager.origin));
@@ -123,11 +123,14 @@ describe('misbehaving agent CLIs', () => {
     const run = await finished(req.id);
     expect(run).toMatchObject({ status: 'succeeded' });
     const cut = (await trace(run.id)).find((t) => t.nativeType === 'oversized-line');
-    expect(cut?.title).toMatch(/An output line of 5\d{7} bytes was cut/);
+    expect(cut?.title).toMatch(/An output line of 4\d{8} bytes was cut/);
     expect(Math.max(...latencies)).toBeLessThan(1_000);
     const after = (await send(manager.origin, 'GET', '/api/metrics')).json.rssBytes as number;
-    // The line is streamed, not held: far less growth than its 50 MB.
-    expect(after - before).toBeLessThan(40 * 1024 * 1024);
+    // The line is streamed, not held: the growth stays under 40 % of the line's 400 MB. (Freed pipe
+    // chunks are returned only when V8 next collects, which Node 24 does later than 20: a 50 MB
+    // line showed 55 MB of transient growth there, so the line is large enough to tell a bounded stream from a held line.)
+    console.log(`RSS growth while a 400 MB line streamed through: ${Math.round((after - before) / 1024 / 1024)} MB`);
+    expect(after - before).toBeLessThan(160 * 1024 * 1024);
     expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
   });
 });
