@@ -23,7 +23,7 @@ import { RunLauncher } from '../runs/run-launcher.service';
 import { RunsRepository } from '../runs/runs.repository';
 import { ConversationDelivery } from '../runs/conversation-delivery.service';
 import { TraceWriter } from '../runs/trace-writer';
-import { WorktreesService } from '../worktrees/worktrees.service';
+import { ReviewWorktrees } from '../worktrees/review-worktrees.service';
 import { CreateReviewRequestDto, CreateReviewResponseDto, ListReviewRequestsQueryDto, ReviewRequestPageDto, toReviewRequestResponse } from './dto/review-request.dto';
 import { ReviewRequestEntity } from './review-request.entity';
 import { ReviewsRepository } from './reviews.repository';
@@ -86,7 +86,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     private readonly repository: ReviewsRepository,
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
-    private readonly worktrees: WorktreesService,
+    private readonly worktrees: ReviewWorktrees,
   ) {}
 
   onModuleInit(): void {
@@ -280,7 +280,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     const stopped = () => this.shuttingDown || active.interruptMode !== null;
     // In a temporary detached worktree at the PR's head: never the person's checkout or the RD worktree.
     void this.worktrees
-      .reviewWorktree(review.id, review.targetHeadSha, pullRequest.number)
+      .make(review.id, review.targetHeadSha, pullRequest.number)
       .catch((err: unknown) => {
         active.outcome.failure = `the reviewer's worktree could not be made: ${(err as Error).message}`;
         throw err;
@@ -319,7 +319,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     if (active.cwd !== undefined) {
       // Gone before the review is recorded as over (a leftover is swept at the next start).
       await this.worktrees
-        .removeReviewWorktree(active.cwd)
+        .remove(active.cwd)
         .catch((err: unknown) => this.logger.warn(`could not remove the review worktree ${active.cwd}: ${(err as Error).message}`));
     }
     let status: FinalRunStatus = outcomeOf(active, end);
