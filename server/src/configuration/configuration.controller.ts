@@ -7,7 +7,7 @@ import { AgentSandbox } from '../agents/agent-sandbox';
 import { UpdateConfigurationDto } from '../core/configuration/configuration.schema';
 import { Actor } from '../core/http/actor.decorator';
 import { RUNTIME, Runtime } from '../core/runtime';
-import { WorktreesService } from '../worktrees/worktrees.service';
+import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import { ConfigurationResponseDto, HealthResponseDto, MetricsQueryDto, MetricsResponseDto, WorkspaceResponseDto } from './dto/configuration-response.dto';
 import { MetricsService } from './metrics.service';
 import { ManagerConfigurationService } from './manager-configuration.service';
@@ -20,7 +20,7 @@ export class ConfigurationController {
     private readonly configuration: ManagerConfigurationService,
     private readonly metrics: MetricsService,
     @Inject(RUNTIME) private readonly runtime: Runtime,
-    private readonly worktrees: WorktreesService,
+    private readonly workspace: WorkspaceGit,
   ) {}
 
   @Get('health')
@@ -42,7 +42,7 @@ export class ConfigurationController {
   @ApiOkResponse({ type: WorkspaceResponseDto })
   async getWorkspace(): Promise<WorkspaceResponseDto> {
     const { paths } = this.runtime;
-    const usage = await this.worktrees.diskUsage();
+    const usage = await this.workspace.diskUsage();
     return {
       attachmentsDirectory: paths.attachmentsDirectory,
       dataDirectory: paths.dataDirectory,
@@ -50,7 +50,7 @@ export class ConfigurationController {
       logFilePath: this.runtime.logFilePath,
       root: paths.root,
       worktreeCount: usage.count,
-      worktreesDirectory: this.worktrees.directory,
+      worktreesDirectory: this.workspace.directory,
       worktreesDiskBytes: usage.bytes,
     };
   }

@@ -16,19 +16,20 @@ import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
-import { ActiveRun, FinalRunStatus, errorOf, outcomeOf, runEndEventType, runEndFields } from '../runs/active-run';
+import { ActiveRun, FinalRunStatus, errorOf, newActiveRun, outcomeOf, runEndEventType, runEndFields } from '../runs/active-run';
+import { ActiveRuns } from '../runs/active-runs';
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { toRunResponse } from '../runs/dto/run-response.dto';
 import { RunLauncher } from '../runs/run-launcher.service';
 import { RunsRepository } from '../runs/runs.repository';
 import { ConversationDelivery } from '../runs/conversation-delivery.service';
+import { Hooks } from '../runs/hooks';
 import { TraceWriter } from '../runs/trace-writer';
-import { WorktreesService } from '../worktrees/worktrees.service';
+import { ReviewWorktrees } from '../worktrees/review-worktrees.service';
 import { CreateReviewRequestDto, CreateReviewResponseDto, ListReviewRequestsQueryDto, ReviewRequestPageDto, toReviewRequestResponse } from './dto/review-request.dto';
 import { ReviewRequestEntity } from './review-request.entity';
 import { ReviewsRepository } from './reviews.repository';
 
-const SHUTDOWN_WAIT_MS = 10_000;
 const LOST = 'Agent Manager stopped while the review was running';
 
 /** What a review is asked for with, and by whom. */
@@ -70,10 +71,10 @@ interface ActiveReview {
 @Injectable()
 export class ReviewsService implements BeforeApplicationShutdown, OnApplicationBootstrap, OnModuleInit {
   private readonly logger = new Logger(ReviewsService.name);
-  private readonly running = new Map<string, ActiveReview>();
-  private readonly endSteps: ReviewEndStep[] = [];
-  private readonly endedHooks: ReviewEndedHook[] = [];
-  private shuttingDown = false;
+  /** The reviewers this manager watches, by review. */
+  private readonly running: ActiveRuns<ActiveReview>;
+  private readonly endSteps = new Hooks<Parameters<ReviewEndStep>>();
+  private readonly endedHooks = new Hooks<Parameters<ReviewEndedHook>>((err, review) => this.logger.error(`review end hook for ${review.id} failed: ${err.message}`));
 
   constructor(
     private readonly clock: Clock,
@@ -86,8 +87,13 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     private readonly repository: ReviewsRepository,
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
-    private readonly worktrees: WorktreesService,
-  ) {}
+    private readonly worktrees: ReviewWorktrees,
+  ) {
+    this.running = new ActiveRuns<ActiveReview>(
+      (active) => this.launcher.kill(active),
+      (entry) => entry.active,
+    );
+  }
 
   onModuleInit(): void {
     // A review of a head the PR has moved away from is stale; marked in the PR update's transaction.
@@ -148,7 +154,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     spec: ReviewSpec,
     actor: EventActor,
   ): Promise<{ review: ReviewRequestEntity; run: AgentRunEntity }> {
-    if (this.shuttingDown) {
+    if (this.running.stopping) {
       throw conflict('shutting_down', 'Agent Manager is stopping');
     }
     const now = this.clock.nowIso();
@@ -220,16 +226,16 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
 
   /** Registers work to do inside a review's end unit, after its messages (see ReviewEndStep). */
   onEnding(step: ReviewEndStep): void {
-    this.endSteps.push(step);
+    this.endSteps.add(step);
   }
 
   /** Registers work to do once a review's end committed (see ReviewEndedHook). */
   onEnded(hook: ReviewEndedHook): void {
-    this.endedHooks.push(hook);
+    this.endedHooks.add(hook);
   }
 
   get stopping(): boolean {
-    return this.shuttingDown;
+    return this.running.stopping;
   }
 
   async list(query: ListReviewRequestsQueryDto): Promise<ReviewRequestPageDto> {
@@ -238,16 +244,8 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
   }
 
   /** Graceful stop: end every reviewer and record the reviews as cancelled (bounded wait). */
-  async beforeApplicationShutdown(): Promise<void> {
-    this.shuttingDown = true;
-    for (const { active } of this.running.values()) {
-      active.interruptMode ??= 'shutdown';
-      this.launcher.kill(active);
-    }
-    const deadline = Date.now() + SHUTDOWN_WAIT_MS;
-    while (this.running.size > 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  beforeApplicationShutdown(): Promise<void> {
+    return this.running.stopAll();
   }
 
   get activeReviewCount(): number {
@@ -263,24 +261,16 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
       pullRequestUrl: pullRequest.url,
       repository: pullRequest.repository,
     };
-    const active: ActiveRun = {
+    const traces = new TraceWriter(run, { id: run.id, kind: 'agent' }, this.clock, this.database, this.events, this.runs);
+    const active: ActiveRun = newActiveRun(run, traces, {
       capturedCount: 0,
       input: { attachmentFiles: [], images: [], instructions: buildReviewerInstructions(input), prompt: buildReviewerPrompt(input) },
-      interruptMode: null,
-      lastAssistantText: null,
-      outcome: { completed: false, failure: null },
-      parser: null,
-      process: null,
-      run,
-      traces: new TraceWriter(run, { id: run.id, kind: 'agent' }, this.clock, this.database, this.events, this.runs),
-      usage: null,
-      writes: Promise.resolve(),
-    };
+    });
     this.running.set(review.id, { active, pullRequest, review });
-    const stopped = () => this.shuttingDown || active.interruptMode !== null;
+    const stopped = this.running.stopped(active);
     // In a temporary detached worktree at the PR's head: never the person's checkout or the RD worktree.
     void this.worktrees
-      .reviewWorktree(review.id, review.targetHeadSha, pullRequest.number)
+      .make(review.id, review.targetHeadSha, pullRequest.number)
       .catch((err: unknown) => {
         active.outcome.failure = `the reviewer's worktree could not be made: ${(err as Error).message}`;
         throw err;
@@ -318,9 +308,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     await active.traces.flush();
     if (active.cwd !== undefined) {
       // Gone before the review is recorded as over (a leftover is swept at the next start).
-      await this.worktrees
-        .removeReviewWorktree(active.cwd)
-        .catch((err: unknown) => this.logger.warn(`could not remove the review worktree ${active.cwd}: ${(err as Error).message}`));
+      await this.worktrees.remove(active.cwd).catch((err: unknown) => this.logger.warn(`could not remove the review worktree ${active.cwd}: ${(err as Error).message}`));
     }
     let status: FinalRunStatus = outcomeOf(active, end);
     const summary = active.lastAssistantText?.trim() ?? '';
@@ -388,9 +376,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
       );
       this.logger.log({ msg: `review ${status}`, pullRequestId: review.pullRequestId, reviewRequestId: review.id, runId: active.run.id });
       this.running.delete(reviewId); // before the hooks: the PR has no review running any more
-      for (const hook of this.endedHooks) {
-        void hook(review).catch((err: unknown) => this.logger.error(`review end hook for ${review.id} failed: ${(err as Error).message}`));
-      }
+      this.endedHooks.notify(review);
     } catch (err) {
       this.logger.error(`could not record the end of review ${review.id}: ${(err as Error).message}`);
       // At least end it, or the PR could not be reviewed again until a restart (one active review per PR).
@@ -407,10 +393,8 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     }
   }
 
-  private async runEndSteps(tx: UnitOfWork, rows: RequirementRows, end: ReviewEnd): Promise<void> {
-    for (const step of this.endSteps) {
-      await step(tx, rows, end);
-    }
+  private runEndSteps(tx: UnitOfWork, rows: RequirementRows, end: ReviewEnd): Promise<void> {
+    return this.endSteps.runInOrder(tx, rows, end);
   }
 
   private async markStale(tx: UnitOfWork, pullRequest: PullRequestEntity): Promise<Record<string, unknown>> {

@@ -39,6 +39,25 @@ export interface ActiveRun {
   preparing?: AbortController | null;
 }
 
+/**
+ * A run about to be watched, nothing heard from its CLI yet. `capturedCount` is how many
+ * deliverable messages it took (an RD run's input); a reviewer's `input` is fixed up front.
+ */
+export function newActiveRun(run: AgentRunEntity, traces: TraceWriter, fields: Pick<ActiveRun, 'capturedCount'> & Pick<Partial<ActiveRun>, 'input'>): ActiveRun {
+  return {
+    ...fields,
+    interruptMode: null,
+    lastAssistantText: null,
+    outcome: { completed: false, failure: null },
+    parser: null,
+    process: null,
+    run,
+    traces,
+    usage: null,
+    writes: Promise.resolve(),
+  };
+}
+
 export function outcomeOf(active: ActiveRun, end: ProcessEnd): FinalRunStatus {
   switch (end.reason) {
     case 'interrupted':

@@ -18,7 +18,8 @@ import { MessagesService } from '../messages/messages.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementsRepository } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
-import { GitDirectories, WorktreesService } from '../worktrees/worktrees.service';
+import { GitDirectories, WorkspaceGit } from '../worktrees/workspace-git.service';
+import { WorktreesService } from '../worktrees/worktrees.service';
 import type { ActiveRun } from './active-run';
 import { AgentEnvironmentService } from './agent-environment.service';
 import { RunInputService } from './run-input.service';
@@ -50,6 +51,7 @@ export class RunLauncher {
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
     private readonly sandbox: AgentSandbox,
+    private readonly workspace: WorkspaceGit,
     private readonly worktrees: WorktreesService,
   ) {}
 
@@ -97,7 +99,7 @@ export class RunLauncher {
         return;
       }
     } else {
-      gitDirs = await this.worktrees.gitDirectories(cwd);
+      gitDirs = await this.workspace.gitDirectories(cwd);
     }
     active.preparing = null;
     // A reviewer's input is fixed when it is requested; an RD run reads its captured messages,

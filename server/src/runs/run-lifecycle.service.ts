@@ -19,10 +19,12 @@ import type { RequirementEntity } from '../requirements/requirement.entity';
 import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsRepository } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
-import { ActiveRun, FinalRunStatus, errorOf, newRdRun, outcomeOf, runEndEventType, runEndFields } from './active-run';
+import { ActiveRun, FinalRunStatus, errorOf, newActiveRun, newRdRun, outcomeOf, runEndEventType, runEndFields } from './active-run';
+import { ActiveRuns } from './active-runs';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import { AgentRunEntity } from './agent-run.entity';
 import { InterruptResponseDto, StartResponseDto, toRunResponse } from './dto/run-response.dto';
+import { Hooks } from './hooks';
 import { managerStoppedMessage } from './manager-stopped';
 import { RequirementActors } from './requirement-actors.service';
 import { RunLauncher } from './run-launcher.service';
@@ -41,9 +43,6 @@ export function hasInputToStart({ requirement, session }: RequirementRows): bool
 
 /** A check another module makes before an explicit start (it throws to refuse it); `actor` is who asks. */
 export type StartGuard = (tx: UnitOfWork, rows: RequirementRows, actor: EventActor) => Promise<void>;
-
-/** How long a graceful stop, or a cancel, waits for interrupted runs to be recorded. */
-const SHUTDOWN_WAIT_MS = 10_000;
 
 /** Work done once a cancelled Requirement's run is gone (see RunLifecycle.onCancelled). */
 export type CancelledHook = (requirementId: string) => Promise<void>;
@@ -66,14 +65,14 @@ export type TreeReachedHook = (requirementId: string) => Promise<unknown>;
 @Injectable()
 export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShutdown, OnModuleDestroy {
   private readonly logger = new Logger(RunLifecycle.name);
-  private readonly active = new Map<string, ActiveRun>();
-  private readonly cancelledHooks: CancelledHook[] = [];
-  private readonly restingHooks: RestingHook[] = [];
-  private readonly startGuards: StartGuard[] = [];
-  private readonly treeReachedHooks: TreeReachedHook[] = [];
+  /** The RD runs this manager watches, by Requirement. */
+  private readonly active: ActiveRuns<ActiveRun>;
+  private readonly cancelledHooks = new Hooks<Parameters<CancelledHook>>((err, requirementId) => this.logger.error(`cancel hook for ${requirementId} failed: ${err.message}`));
+  private readonly restingHooks = new Hooks<Parameters<RestingHook>>((err, requirementId) => this.logger.error(`resting hook for ${requirementId} failed: ${err.message}`));
+  private readonly startGuards = new Hooks<Parameters<StartGuard>>();
+  private readonly treeReachedHooks = new Hooks<Parameters<TreeReachedHook>>((err, ancestorId) => this.logger.error(`budget hook for ${ancestorId} failed: ${err.message}`));
   /** The budgets the active runs count against: each one's own and its ancestors' (issue 25 §4). */
   private readonly budgets = new TreeBudgets();
-  private shuttingDown = false;
 
   constructor(
     private readonly actors: RequirementActors,
@@ -88,6 +87,10 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     private readonly runs: RunsRepository,
     private readonly worktrees: WorktreesService,
   ) {
+    this.active = new ActiveRuns<ActiveRun>(
+      (active) => this.launcher.kill(active),
+      (active) => active,
+    );
     // A cancel loses nothing: once its run is gone, the worktree's uncommitted and untracked work
     // is saved as a patch beside the Requirement's records, then the worktree is removed.
     this.onCancelled(async (requirementId) => void (await this.worktrees.saveAndRemove(requirementId, 'cancelled')));
@@ -95,7 +98,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
 
   /** True once a graceful stop began: no run starts any more. */
   get stopping(): boolean {
-    return this.shuttingDown;
+    return this.active.stopping;
   }
 
   get activeRunCount(): number {
@@ -117,9 +120,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
           throw conflict('run_active', `Requirement ${requirementId} already has an active run`);
         }
         // Unmet dependencies first: they say why, whatever the input.
-        for (const guard of this.startGuards) {
-          await guard(tx, rows, actor);
-        }
+        await this.startGuards.runInOrder(tx, rows, actor);
         if (!hasReplyContent(dto) && !hasInputToStart(rows)) {
           // A run on nothing new answers the last message again (tokens spent for a duplicate).
           throw conflict('nothing_to_deliver', `Requirement ${requirementId} has no pending input; send a message to continue it, or confirm it`);
@@ -172,12 +173,12 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
 
   /** Registers work to do when a run's usage took an ancestor's tree to its budget (see TreeReachedHook). */
   onTreeReached(hook: TreeReachedHook): void {
-    this.treeReachedHooks.push(hook);
+    this.treeReachedHooks.add(hook);
   }
 
   /** Registers a check an explicit start must pass (see StartGuard), e.g. unmet dependencies. */
   guardStart(guard: StartGuard): void {
-    this.startGuards.push(guard);
+    this.startGuards.add(guard);
   }
 
   /**
@@ -222,21 +223,16 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       this.logger.log({ ...audit(actor), msg: 'requirement cancelled', requirementId, runId: active?.run.id ?? null });
       return snapshot;
     });
-    const deadline = Date.now() + SHUTDOWN_WAIT_MS;
-    while (this.active.has(requirementId) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await this.active.gone(requirementId);
     // The place for what a cancel leaves behind outside the database (issue 14 saves the
     // Requirement's worktree as a patch and removes it): after the agent's processes are gone.
-    for (const hook of this.cancelledHooks) {
-      await hook(requirementId).catch((err: unknown) => this.logger.error(`cancel hook for ${requirementId} failed: ${(err as Error).message}`));
-    }
+    await this.cancelledHooks.settle(requirementId);
     return (await this.requirements.find(requirementId)) ?? cancelled;
   }
 
   /** Registers work to do after a Requirement was cancelled and its run is gone. */
   onCancelled(hook: CancelledHook): void {
-    this.cancelledHooks.push(hook);
+    this.cancelledHooks.add(hook);
   }
 
   /**
@@ -244,12 +240,12 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
    * loop's "after the RD run that pushed it ends"). It runs outside the Requirement's actor.
    */
   onResting(hook: RestingHook): void {
-    this.restingHooks.push(hook);
+    this.restingHooks.add(hook);
   }
 
   /** The first hook of a graceful stop: from here on no run starts. */
   onModuleDestroy(): void {
-    this.shuttingDown = true;
+    this.active.beginStop();
   }
 
   /**
@@ -257,25 +253,14 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
    * cancelled. A restart is nobody's pause: these sessions are not paused, so the next reply or
    * trigger after the start continues them (a person's stop already in flight stays a pause).
    */
-  async beforeApplicationShutdown(): Promise<void> {
-    this.shuttingDown = true;
-    for (const active of [...this.active.values()]) {
-      active.interruptMode ??= 'shutdown';
-      this.launcher.kill(active);
-    }
-    // Finishing runs record their outcome through the actors: wait for them (bounded).
-    const deadline = Date.now() + SHUTDOWN_WAIT_MS;
-    while (this.active.size > 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  beforeApplicationShutdown(): Promise<void> {
+    // Finishing runs record their outcome through the actors: the stop waits for them (bounded).
+    return this.active.stopAll();
   }
 
   /** Last resort at the very end of a stop: no agent process outlives the manager. */
-  async onApplicationShutdown(): Promise<void> {
-    for (const active of this.active.values()) {
-      active.preparing?.abort();
-    }
-    await Promise.all([...this.active.values()].map((active) => active.process?.interrupt().catch(() => undefined)));
+  onApplicationShutdown(): Promise<void> {
+    return this.active.interruptAll();
   }
 
   /**
@@ -306,18 +291,8 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       sessionId: session.id,
       type: 'run.started',
     });
-    const active: ActiveRun = {
-      capturedCount: session.pendingMessageCount,
-      interruptMode: null,
-      lastAssistantText: null,
-      outcome: { completed: false, failure: null },
-      parser: null,
-      process: null,
-      run,
-      traces: new TraceWriter(run, { id: run.id, kind: 'agent' }, this.clock, this.database, this.events, this.runs),
-      usage: null,
-      writes: Promise.resolve(),
-    };
+    const traces = new TraceWriter(run, { id: run.id, kind: 'agent' }, this.clock, this.database, this.events, this.runs);
+    const active = newActiveRun(run, traces, { capturedCount: session.pendingMessageCount });
     active.onUsage = () => this.stopForBudget(active.usage ? this.budgets.report(requirement.id, active.usage) : []);
     tx.afterCommit(() => {
       this.active.set(requirement.id, active);
@@ -332,9 +307,8 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     if (!active) {
       return;
     }
-    const stopped = () => this.shuttingDown || active.interruptMode !== null;
     void this.launcher
-      .start(active, stopped, (end) => void this.finish(run.requirementId, end))
+      .start(active, this.active.stopped(active), (end) => void this.finish(run.requirementId, end))
       .catch((err: unknown) => {
         this.logger.error(`could not launch run ${run.id}: ${(err as Error).message}`, (err as Error).stack);
         void this.finish(run.requirementId, { code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
@@ -364,10 +338,8 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         void this.worktrees.refresh(requirementId).catch((err: unknown) => this.logger.warn(`could not refresh the worktree of ${requirementId}: ${(err as Error).message}`));
         if (next) {
           this.launch(next);
-        } else if (!this.shuttingDown) {
-          for (const hook of this.restingHooks) {
-            void hook(requirementId).catch((err: unknown) => this.logger.error(`resting hook for ${requirementId} failed: ${(err as Error).message}`));
-          }
+        } else if (!this.stopping) {
+          this.restingHooks.notify(requirementId);
         }
       } catch (err) {
         // Left `running` in the database: the next start's reconciliation settles it.
@@ -448,9 +420,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     tx.afterCommit(() => {
       this.stopForBudget(this.budgets.close(requirement.id, own));
       for (const ancestorId of reached) {
-        for (const hook of this.treeReachedHooks) {
-          void hook(ancestorId).catch((err: unknown) => this.logger.error(`budget hook for ${ancestorId} failed: ${(err as Error).message}`));
-        }
+        this.treeReachedHooks.notify(ancestorId);
       }
     });
     // Read after the failure's and the budget's messages' own time: their message.created events carry the
@@ -472,7 +442,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     // until a person starts the session again, or stop would be steer. Whatever the run's own
     // outcome (it may have finished just before the signal), the person asked it to halt.
     const paused = active.interruptMode === 'stop' || overBudget;
-    const continues = !paused && !this.shuttingDown && newerInput && requirement.status === 'doing' && (status === 'succeeded' || status === 'cancelled');
+    const continues = !paused && !this.stopping && newerInput && requirement.status === 'doing' && (status === 'succeeded' || status === 'cancelled');
     if (paused) {
       sessionChange.pausedAt = now;
     }

@@ -282,7 +282,7 @@ export async function gitSucceeds(args: readonly string[], options: GitOptions):
  * What the workspace is to git, for the warnings of the banner, the log and a create's answer:
  * `repository` (with a commit: Requirements get worktrees), `no_commit` (`git init` only: agents
  * work in place, in the person's checkout, until a first commit) or `not_git`. git missing or
- * failing counts as `not_git`, as `WorktreesService.gitWorkspace` treats it.
+ * failing counts as `not_git`, as `WorkspaceGit.gitWorkspace` treats it.
  */
 export async function workspaceGitState(cwd: string, timeoutMs = 30_000): Promise<'repository' | 'no_commit' | 'not_git'> {
   try {

@@ -5,18 +5,18 @@ import type { EventActor } from '@libs/contracts';
 
 import { Actor } from '../core/http/actor.decorator';
 import { WorkspaceGitResponseDto } from './dto/workspace.dto';
-import { WorktreesService } from './worktrees.service';
+import { WorkspaceGit } from './workspace-git.service';
 
 @ApiTags('manager')
 @Controller('workspace')
 export class WorkspaceController {
-  constructor(private readonly worktrees: WorktreesService) {}
+  constructor(private readonly workspace: WorkspaceGit) {}
 
   @Get('git')
   @ApiOperation({ summary: 'What the workspace is to git now: with a commit, without one (agents then work in place), or no repository' })
   @ApiOkResponse({ type: WorkspaceGitResponseDto })
   async getWorkspaceGit(): Promise<WorkspaceGitResponseDto> {
-    return { commit: null, state: await this.worktrees.workspaceState() };
+    return { commit: null, state: await this.workspace.workspaceState() };
   }
 
   @Post('first-commit')
@@ -28,6 +28,6 @@ export class WorkspaceController {
       'Not a repository (workspace_not_git), it already has a commit (workspace_has_commit), files are staged (staged_changes), or git has no identity to commit as (git_identity_missing)',
   })
   makeFirstCommit(@Actor() actor: EventActor): Promise<WorkspaceGitResponseDto> {
-    return this.worktrees.makeFirstCommit(actor);
+    return this.workspace.makeFirstCommit(actor);
   }
 }

@@ -8,6 +8,7 @@ import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RetentionService } from '../retention/retention.service';
+import { WorkspaceGit } from './workspace-git.service';
 import { WorktreesRepository } from './worktrees.repository';
 import { WorktreesService } from './worktrees.service';
 
@@ -34,6 +35,7 @@ export class WorktreeSweeper implements OnApplicationBootstrap, OnModuleDestroy,
     private readonly repository: WorktreesRepository,
     private readonly requirements: RequirementsService,
     private readonly retention: RetentionService,
+    private readonly workspace: WorkspaceGit,
     private readonly worktrees: WorktreesService,
   ) {}
 
@@ -69,18 +71,18 @@ export class WorktreeSweeper implements OnApplicationBootstrap, OnModuleDestroy,
 
   /** Directories under this workspace's worktree folder that no Requirement owns; resolves with how many went. */
   async sweepOrphans(): Promise<number> {
-    const directory = this.worktrees.directory;
+    const directory = this.workspace.directory;
     const entries = await fs.readdir(directory).catch(() => [] as string[]);
     if (entries.length === 0) {
       return 0;
     }
     const live = new Set(await this.repository.livePaths());
-    const top = (await this.worktrees.gitWorkspace())?.top ?? null;
+    const top = (await this.workspace.gitWorkspace())?.top ?? null;
     let removed = 0;
     for (const entry of entries) {
       const target = path.join(directory, entry);
       if (!live.has(target)) {
-        await this.worktrees.clear(top, target);
+        await this.workspace.clear(top, target);
         removed += 1;
       }
     }

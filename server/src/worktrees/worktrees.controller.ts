@@ -8,12 +8,14 @@ import { Actor } from '../core/http/actor.decorator';
 import { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
 import { RequirementsService } from '../requirements/requirements.service';
 import { ChangesDiffQueryDto, RequirementChangesResponseDto } from './dto/worktree.dto';
+import { WorktreeChanges } from './worktree-changes.service';
 import { WorktreesService } from './worktrees.service';
 
 @ApiTags('requirements')
 @Controller('requirements')
 export class WorktreesController {
   constructor(
+    private readonly changes: WorktreeChanges,
     private readonly requirements: RequirementsService,
     private readonly worktrees: WorktreesService,
   ) {}
@@ -24,7 +26,7 @@ export class WorktreesController {
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'The Requirement has no worktree (in place, not started yet, or removed)' })
   getRequirementChanges(@Param('id') id: string): Promise<RequirementChangesResponseDto> {
-    return this.worktrees.changes(id);
+    return this.changes.changes(id);
   }
 
   @Get(':id/changes/diff')
@@ -35,7 +37,7 @@ export class WorktreesController {
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'The Requirement has no worktree' })
   async getRequirementChangeDiff(@Param('id') id: string, @Query() query: ChangesDiffQueryDto, @Res({ passthrough: true }) res: Response): Promise<string> {
-    const { diff, truncated } = await this.worktrees.diff(id, query.path, query.oldPath ?? null);
+    const { diff, truncated } = await this.changes.diff(id, query.path, query.oldPath ?? null);
     res.type('text/plain; charset=utf-8').setHeader('X-Diff-Truncated', String(truncated));
     res.setHeader('X-Content-Type-Options', 'nosniff');
     return diff;

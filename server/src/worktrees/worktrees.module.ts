@@ -3,7 +3,11 @@ import { Module } from '@nestjs/common';
 import { AgentsModule } from '../agents/agents.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { RetentionModule } from '../retention/retention.module';
+import { ReviewWorktrees } from './review-worktrees.service';
+import { WorkspaceGit } from './workspace-git.service';
 import { WorkspaceController } from './workspace.controller';
+import { WorktreeChanges } from './worktree-changes.service';
+import { WorktreeRecords } from './worktree-records.service';
 import { WorktreeSweeper } from './worktree-sweeper.service';
 import { WorktreesController } from './worktrees.controller';
 import { WorktreesRepository } from './worktrees.repository';
@@ -12,8 +16,8 @@ import { WorktreesService } from './worktrees.service';
 /** A git worktree and branch per Requirement, the reviewers' temporary worktrees, and their changes. */
 @Module({
   controllers: [WorkspaceController, WorktreesController],
-  exports: [WorktreesService],
+  exports: [ReviewWorktrees, WorkspaceGit, WorktreesService],
   imports: [AgentsModule, RequirementsModule, RetentionModule],
-  providers: [WorktreeSweeper, WorktreesRepository, WorktreesService],
+  providers: [ReviewWorktrees, WorkspaceGit, WorktreeChanges, WorktreeRecords, WorktreeSweeper, WorktreesRepository, WorktreesService],
 })
 export class WorktreesModule {}

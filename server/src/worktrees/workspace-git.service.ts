@@ -1,0 +1,254 @@
+import { realpathSync } from 'node:fs';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+
+import { Inject, Injectable, Logger } from '@nestjs/common';
+
+import type { EventActor } from '@libs/contracts';
+
+import { ConfigurationService } from '../core/configuration/configuration.service';
+import { conflict } from '../core/errors/domain-error';
+import { RUNTIME, Runtime } from '../core/runtime';
+import { workspaceKey } from '../core/workspace/workspace';
+import { audit } from '../events/event-log.service';
+import { runBounded } from './bounded-process';
+import type { WorkspaceGitResponseDto, WorkspaceGitState } from './dto/workspace.dto';
+import { GitError, git, gitSucceeds, workspaceGitState } from './git';
+import { KeyedLock } from './keyed-lock';
+
+/** `git worktree add` of a large repository, submodules included. */
+export const CREATE_TIMEOUT_MS = 10 * 60 * 1000;
+/** Any other git question: a few files or refs. */
+export const QUICK_TIMEOUT_MS = 30_000;
+const DISK_USAGE_TTL_MS = 60_000;
+
+/** The git facts of the bound workspace, or null when it is not a repository with a commit. */
+export interface GitWorkspace {
+  /** The repository's top directory (the workspace itself, or a folder above it). */
+  top: string;
+  /** The branch checked out there, or null when detached. */
+  branch: string | null;
+  head: string;
+}
+
+/** A work tree's own git directory and the repository's shared one (the same for a main checkout). */
+export interface GitDirectories {
+  gitDir: string;
+  commonDir: string;
+}
+
+/**
+ * The bound workspace as git sees it, and what every worktree of it shares: its git facts and
+ * first commit, the folder the worktrees live in and the disk they use, the lock that serializes
+ * changes to the repository's worktree list, and the small git questions (a commit, a branch, a
+ * work tree's directories, the LFS settings) the worktree lifecycle, the changes and the
+ * reviewers' worktrees all ask.
+ */
+@Injectable()
+export class WorkspaceGit {
+  private readonly logger = new Logger(WorkspaceGit.name);
+  /** `git worktree add/remove/prune` and branch changes of one repository, one at a time. */
+  private readonly repositoryLock = new KeyedLock();
+  private lfs: Promise<boolean> | null = null;
+  private usage: { at: number; figure: Promise<{ bytes: number; count: number }> } | null = null;
+
+  constructor(
+    private readonly configuration: ConfigurationService,
+    @Inject(RUNTIME) private readonly runtime: Runtime,
+  ) {}
+
+  /** `<worktree root>/<workspace hash>`: this workspace's worktrees, outside every data directory. */
+  get directory(): string {
+    const root = this.configuration.get('worktreeRoot') ?? path.join(this.runtime.paths.home, 'worktrees');
+    return path.join(root, workspaceKey(this.runtime.paths.root));
+  }
+
+  /**
+   * Disk used by this workspace's worktrees (`du`, symlinks not followed), measured at most once
+   * a minute: a tree of 200 MB per Requirement takes a while to walk.
+   */
+  diskUsage(): Promise<{ bytes: number; count: number }> {
+    if (this.usage === null || Date.now() - this.usage.at > DISK_USAGE_TTL_MS) {
+      this.usage = { at: Date.now(), figure: this.measureDisk() };
+    }
+    return this.usage.figure;
+  }
+
+  /** A worktree was made or removed: the next figure is measured afresh. */
+  forgetDiskUsage(): void {
+    this.usage = null;
+  }
+
+  private async measureDisk(): Promise<{ bytes: number; count: number }> {
+    const entries = await fs.readdir(this.directory).catch(() => [] as string[]);
+    if (entries.length === 0) {
+      return { bytes: 0, count: 0 };
+    }
+    const result = await runBounded('du', ['-sk', this.directory], { cwd: this.directory, maxBytes: 4096, timeoutMs: QUICK_TIMEOUT_MS });
+    const kib = Number(/^(\d+)/.exec(result.stdout.toString('utf8'))?.[1] ?? '0');
+    return { bytes: kib * 1024, count: entries.length };
+  }
+
+  /** The workspace's git facts, asked fresh (a person may `git init` or switch branches any time). */
+  async gitWorkspace(): Promise<GitWorkspace | null> {
+    const cwd = this.runtime.paths.root;
+    try {
+      // Three independent questions, asked at once: every run's start waits for the answers.
+      const [topOut, headOut, branchOut] = await Promise.all([
+        git(['rev-parse', '--show-toplevel'], { cwd, timeoutMs: QUICK_TIMEOUT_MS }),
+        git(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS }),
+        git(['symbolic-ref', '-q', '--short', 'HEAD'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS }),
+      ]);
+      const top = topOut.stdout.trim();
+      const head = headOut.stdout.trim();
+      if (top === '' || head === '') {
+        return null;
+      }
+      const branch = branchOut.stdout.trim();
+      return { branch: branch === '' ? null : branch, head, top: await fs.realpath(top) };
+    } catch (err) {
+      if (err instanceof GitError && err.code === null && !err.timedOut) {
+        this.logger.warn(`git is not available: ${err.message}`);
+      }
+      return null;
+    }
+  }
+
+  /** What the workspace is to git now (the dashboard's in-place badge and its first-commit offer). */
+  workspaceState(): Promise<WorkspaceGitState> {
+    return workspaceGitState(this.runtime.paths.root, QUICK_TIMEOUT_MS);
+  }
+
+  /**
+   * `git init` without a commit gives no worktree (nothing to branch from): agents work in the
+   * person's checkout. This makes that first commit, empty, without touching the index or the
+   * working files: an empty tree, a commit of it, and HEAD's branch written only while it still
+   * does not exist (update-ref with an empty old value), so a commit the person made meanwhile
+   * wins. Staged files are refused: they are the person's own first commit to make.
+   */
+  async makeFirstCommit(actor: EventActor): Promise<WorkspaceGitResponseDto> {
+    const root = this.runtime.paths.root;
+    const state = await this.workspaceState();
+    if (state === 'not_git') {
+      throw conflict('workspace_not_git', `${root} is not a git repository: run git init there first`);
+    }
+    if (state === 'repository') {
+      throw conflict('workspace_has_commit', `the repository at ${root} already has a commit: new Requirements get their own worktree`);
+    }
+    const top = realpathSync((await git(['rev-parse', '--show-toplevel'], { cwd: root, timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim());
+    return this.inRepository(top, async () => {
+      const staged = await git(['ls-files', '--cached', '-z'], { allowTruncated: true, cwd: top, maxBytes: 4096, timeoutMs: QUICK_TIMEOUT_MS });
+      if (staged.stdout !== '') {
+        throw conflict(
+          'staged_changes',
+          `files are staged in ${top} (git add): commit them yourself (git commit -m "Initial commit") or unstage them (git rm -r -q --cached .); Agent Manager makes only an empty first commit`,
+        );
+      }
+      const tree = (await git(['hash-object', '-w', '-t', 'tree', '/dev/null'], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
+      let commit: string;
+      try {
+        commit = (await git(['commit-tree', tree, '-m', 'Initial commit'], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
+      } catch (err) {
+        if (err instanceof GitError && /who you are|empty ident|user\.(email|name)/i.test(err.stderr)) {
+          throw conflict('git_identity_missing', 'git does not know who you are: set git config --global user.name "Your Name" and user.email "you@example.com", then try again');
+        }
+        throw err;
+      }
+      if (!(await gitSucceeds(['update-ref', '-m', 'agent-manager: first commit', 'HEAD', commit, ''], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS }))) {
+        throw conflict('workspace_has_commit', `the repository at ${top} got a commit meanwhile: new Requirements get their own worktree`);
+      }
+      this.logger.log({ ...audit(actor), commit, msg: 'first commit made', repository: top });
+      return { commit, state: 'repository' as const };
+    });
+  }
+
+  /**
+   * Runs `body` while no other change to the repository at `top` (its worktree list, its
+   * branches, its first commit) does: git's own ref and admin-directory locks would make
+   * concurrent ones fail at random.
+   */
+  inRepository<T>(top: string, body: () => Promise<T>): Promise<T> {
+    return this.repositoryLock.run(top, body);
+  }
+
+  /** Removes a directory that may or may not be a registered worktree, and prunes what it leaves. The caller holds the repository. */
+  async clear(top: string | null, target: string): Promise<void> {
+    if (top !== null) {
+      await gitSucceeds(['worktree', 'remove', '--force', '--force', target], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS }).catch(() => false);
+    }
+    await fs.rm(target, { force: true, recursive: true });
+    if (top !== null) {
+      await gitSucceeds(['worktree', 'prune'], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS }).catch(() => false);
+    }
+  }
+
+  /** git's directories of a work tree (absolute), or null when it is not one. */
+  async gitDirectories(cwd: string): Promise<GitDirectories | null> {
+    try {
+      const out = await git(['rev-parse', '--path-format=absolute', '--git-dir', '--git-common-dir'], { cwd, timeoutMs: QUICK_TIMEOUT_MS });
+      const [gitDir, commonDir] = out.stdout.trim().split('\n');
+      return gitDir && commonDir ? { commonDir: await fs.realpath(commonDir), gitDir: await fs.realpath(gitDir) } : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Whether `target` is the top of a work tree git knows. */
+  async isWorktree(target: string): Promise<boolean> {
+    try {
+      const top = (await git(['rev-parse', '--show-toplevel'], { cwd: target, timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
+      return (await fs.realpath(top)) === (await fs.realpath(target));
+    } catch {
+      return false;
+    }
+  }
+
+  branchExists(top: string, branch: string): Promise<boolean> {
+    return gitSucceeds(['show-ref', '--verify', '--quiet', `refs/heads/${branch}`], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS });
+  }
+
+  /** The commit a ref names, or null when git knows none (an option-looking ref is never asked). */
+  async resolveCommit(cwd: string, ref: string): Promise<string | null> {
+    if (ref.startsWith('-')) {
+      return null;
+    }
+    const out = await git(['rev-parse', '--verify', '-q', `${ref}^{commit}`], { cwd, okCodes: [0, 1, 128], timeoutMs: QUICK_TIMEOUT_MS });
+    const sha = out.stdout.trim();
+    return out.code === 0 && sha !== '' ? sha : null;
+  }
+
+  /** The configured links, as relative paths without a trailing slash. */
+  links(): string[] {
+    return this.configuration.get('worktreeLinks').map((link) => path.normalize(link).replace(/\/+$/, ''));
+  }
+
+  /**
+   * Without git-lfs, a repository whose attributes name the LFS filter cannot be checked out at
+   * all (its smudge filter is a missing program): check out the pointer files instead, and give
+   * the agent's git the same settings so that its `git status` works too.
+   */
+  async lfsEnvironment(top: string): Promise<Record<string, string>> {
+    const attributes = await fs.readFile(path.join(top, '.gitattributes'), 'utf8').catch(() => '');
+    if (!/filter=lfs/.test(attributes)) {
+      return {};
+    }
+    this.lfs ??= gitSucceeds(['lfs', 'version'], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS }).catch(() => false);
+    if (await this.lfs) {
+      return {};
+    }
+    const settings: Array<[string, string]> = [
+      ['filter.lfs.smudge', ''],
+      ['filter.lfs.clean', ''],
+      ['filter.lfs.process', ''],
+      ['filter.lfs.required', 'false'],
+    ];
+    // After any settings the manager's own environment already passes this way.
+    const first = Number(process.env.GIT_CONFIG_COUNT ?? '0') || 0;
+    const env: Record<string, string> = { GIT_CONFIG_COUNT: String(first + settings.length), GIT_LFS_SKIP_SMUDGE: '1' };
+    settings.forEach(([key, value], i) => {
+      env[`GIT_CONFIG_KEY_${first + i}`] = key;
+      env[`GIT_CONFIG_VALUE_${first + i}`] = value;
+    });
+    return env;
+  }
+}

@@ -1,0 +1,198 @@
+import * as path from 'node:path';
+
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+
+import type { EventActor } from '@libs/contracts';
+
+import { Clock } from '../core/clock';
+import { ConfigurationService } from '../core/configuration/configuration.service';
+import { Database } from '../core/database/database.service';
+import type { UnitOfWork } from '../core/database/unit-of-work';
+import { conflict, invalid, notFound } from '../core/errors/domain-error';
+import { RUNTIME, Runtime } from '../core/runtime';
+import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
+import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import type { RequirementEntity } from '../requirements/requirement.entity';
+import { NewRequirement, RequirementsService } from '../requirements/requirements.service';
+import { RequirementWorktreeEntity } from './requirement-worktree.entity';
+import { isInside } from './worktree-changes';
+import { GitWorkspace, WorkspaceGit } from './workspace-git.service';
+import { WorktreesRepository } from './worktrees.repository';
+
+/** Ports handed out in blocks of 10 (AGENT_MANAGER_PORT is the first), one block per Requirement. */
+export const PORT_FIRST = 42_000;
+export const PORT_BLOCK = 10;
+const PORT_BLOCKS = 2_000;
+
+/** A row for a Requirement that has no worktree yet: in place until its first run says otherwise. */
+function emptyRow(requirementId: string, updatedAt: string, isolation: RequirementWorktreeEntity['isolation'], baseRef: string | null): RequirementWorktreeEntity {
+  return {
+    ahead: 0,
+    baseRef,
+    baseSha: null,
+    behind: 0,
+    branch: null,
+    createdAt: null,
+    dirty: false,
+    headSha: null,
+    isolation,
+    lastRunAt: null,
+    path: null,
+    portBase: null,
+    refreshedAt: null,
+    removedAt: null,
+    requirementId,
+    setupAt: null,
+    subdirectory: null,
+    updatedAt,
+  };
+}
+
+/**
+ * Where a Requirement works and what its `requirement_worktree` row says: its isolation (chosen
+ * in its creating unit), the row of one created before the table, its worktree's folder and
+ * subfolder, its block of ports and the AGENT_MANAGER_* environment, and every later change to
+ * the row, published with the Requirement's snapshot when the card shows it.
+ */
+@Injectable()
+export class WorktreeRecords implements OnModuleInit {
+  constructor(
+    private readonly clock: Clock,
+    private readonly configuration: ConfigurationService,
+    private readonly database: Database,
+    private readonly events: EventLog,
+    private readonly repository: WorktreesRepository,
+    private readonly requirements: RequirementsService,
+    @Inject(RUNTIME) private readonly runtime: Runtime,
+    private readonly workspace: WorkspaceGit,
+  ) {}
+
+  onModuleInit(): void {
+    this.requirements.onCreating((input) => this.placeFor(input));
+  }
+
+  /**
+   * On create: where the Requirement will work. An explicit `worktree` outside a git
+   * repository, or a base ref git does not know, is a 400 before anything is written.
+   */
+  async placeFor(input: NewRequirement): Promise<(uow: UnitOfWork, requirement: RequirementEntity) => void> {
+    const repo = await this.workspace.gitWorkspace();
+    const asked = input.isolation ?? (input.baseRef !== undefined ? 'worktree' : this.configuration.get('isolation'));
+    if (repo === null && (input.isolation === 'worktree' || input.baseRef !== undefined)) {
+      throw invalid(
+        'worktree_unavailable',
+        `the workspace ${this.runtime.paths.root} is not a git repository with a commit, so it cannot have worktrees; use isolation "in_place"`,
+      );
+    }
+    if (asked === 'in_place' && input.baseRef !== undefined) {
+      throw invalid('base_ref_in_place', 'baseRef needs isolation "worktree": in place the agent works on whatever the checkout has');
+    }
+    const isolation = repo === null ? 'in_place' : asked;
+    let baseRef: string | null = null;
+    if (isolation === 'worktree' && repo !== null) {
+      baseRef = input.baseRef ?? repo.branch ?? repo.head;
+      if (input.baseRef !== undefined && (await this.workspace.resolveCommit(repo.top, input.baseRef)) === null) {
+        throw invalid('unknown_base_ref', `git knows no branch, tag or commit named ${input.baseRef}`);
+      }
+    }
+    return (tx, requirement) => {
+      const row = emptyRow(requirement.id, requirement.createdAt, isolation, baseRef);
+      this.repository.insert(tx, row);
+      requirement.worktree = row;
+    };
+  }
+
+  /** The Requirement's row; one created before this table had rows for everything gets one, in place. */
+  async findOrAdopt(requirementId: string): Promise<RequirementWorktreeEntity> {
+    return (await this.repository.find(requirementId)) ?? (await this.adopt(requirementId));
+  }
+
+  /** A Requirement created before this table had rows for everything: it keeps working in place. */
+  private async adopt(requirementId: string): Promise<RequirementWorktreeEntity> {
+    if ((await this.requirements.find(requirementId)) === null) {
+      throw notFound('requirement_not_found', `Requirement ${requirementId} not found`);
+    }
+    const row = emptyRow(requirementId, this.clock.nowIso(), 'in_place', null);
+    await this.database.write(async (uow) => this.repository.insert(uow, row));
+    return row;
+  }
+
+  /** The lowest free block of 10 ports; the unique index is the backstop. */
+  reservePorts(requirementId: string): Promise<number> {
+    return this.database.write(async (uow) => {
+      const used = new Set(await this.repository.usedPortBases(uow));
+      for (let block = 0; block < PORT_BLOCKS; block += 1) {
+        const base = PORT_FIRST + block * PORT_BLOCK;
+        if (!used.has(base)) {
+          this.repository.update(uow, requirementId, { portBase: base });
+          return base;
+        }
+      }
+      throw conflict('ports_exhausted', `all ${PORT_BLOCKS} port blocks are reserved by live Requirements`);
+    });
+  }
+
+  /** What a run (or a teardown) learns of its place through the environment. */
+  environment(place: { worktree: string; branch: string; baseRef: string; port: number }): Record<string, string> {
+    return {
+      AGENT_MANAGER_BASE_REF: place.baseRef,
+      AGENT_MANAGER_BRANCH: place.branch,
+      AGENT_MANAGER_PORT: String(place.port),
+      AGENT_MANAGER_ROOT: this.runtime.paths.root,
+      AGENT_MANAGER_WORKTREE: place.worktree,
+    };
+  }
+
+  /**
+   * Updates the row and, when `publish`, the Requirement's snapshot with a `requirement.updated`
+   * event (the card shows branch, ahead and dirty). Returns the row as written.
+   */
+  save(requirementId: string, set: Partial<RequirementWorktreeEntity>, publish: boolean, actor: EventActor = SYSTEM_ACTOR): Promise<RequirementWorktreeEntity> {
+    return this.database.write(async (uow) => {
+      const rows = await this.requirements.loadForWrite(uow, requirementId);
+      // From the table, not the cached snapshot: other writes (a port block) change the row alone.
+      const current = await this.repository.findForWrite(uow, requirementId);
+      const updatedAt = this.clock.nowIso();
+      const next: RequirementWorktreeEntity = { ...current, ...set, updatedAt };
+      this.repository.update(uow, requirementId, { ...set, updatedAt });
+      rows.requirement.worktree = next;
+      if (publish) {
+        await this.events.append(uow, {
+          actor,
+          payload: { requirement: toRequirementResponse(rows.requirement, rows.session) },
+          requirementId,
+          sessionId: rows.session.id,
+          type: 'requirement.updated',
+        });
+      }
+      return next;
+    });
+  }
+
+  /** Where in its worktree the agent works: the configured folder, or the workspace's own place below the repository's top. */
+  subdirectory(repo: GitWorkspace): string | null {
+    const configured = this.configuration.get('worktreeSubdirectory');
+    if (configured !== null) {
+      return path.normalize(configured);
+    }
+    // A workspace bound below the repository's top: the agent works in the same folder of its worktree.
+    const relative = path.relative(repo.top, this.runtime.paths.root);
+    return relative === '' ? null : relative;
+  }
+
+  /** A free folder for a new worktree under the workspace's worktree folder, named after the Requirement. */
+  async choosePath(requirementId: string): Promise<string> {
+    const short = requirementId.replace(/^req_/, '').replace(/-/g, '').slice(0, 8);
+    for (let n = 1; ; n += 1) {
+      const candidate = path.join(this.workspace.directory, n === 1 ? short : `${short}-${n}`);
+      if (!(await this.repository.pathTaken(candidate, requirementId))) {
+        return candidate;
+      }
+    }
+  }
+
+  /** Agents cannot see the data directories: a worktree there would be invisible to its own agent. */
+  insideDataDirectory(target: string): boolean {
+    return isInside(target, path.join(this.runtime.paths.home, 'workspaces')) || isInside(target, this.runtime.paths.dataDirectory);
+  }
+}
