@@ -6,10 +6,8 @@ import { errorBody } from '../core/errors/error-body';
 import { sessionCookieName } from './local-token';
 import { LocalTokenService } from './local-token.service';
 import { AgentScope, RunCredentialsService } from './run-credentials.service';
+import { PUBLIC_ROUTES } from '../core/http/public-routes';
 
-/** Routes anyone may call without credentials (the OpenAPI document marks them so too). */
-// The GitHub webhook proves itself with its signature (checked by its service, off by default).
-export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['GET /api/health', 'HEAD /api/health', 'POST /api/github/webhook']);
 /** Where run-scoped credentials are accepted; the timers route must name the run's Requirement. */
 const AGENT_PREFIX = '/api/agent/';
 const TIMER_ROUTE = /^\/api\/requirements\/([^/]+)\/timers(?:\/[^/]+)?$/;

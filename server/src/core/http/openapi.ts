@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 
-import { PUBLIC_ROUTES } from '../../auth/authentication.middleware';
+import { PUBLIC_ROUTES } from './public-routes';
 import { CONFIGURATION_DEFAULTS } from '../configuration/configuration.schema';
 import { packageVersion } from '../package-info';
 
