@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
@@ -34,8 +33,8 @@ export class AttachmentsRepository {
    * that joins the conversation: which messages were delivered is the messages' fact, which
    * file each holds is ours.
    */
-  deliveredUpTo(requirementId: string, toSequence: number, manager: EntityManager = this.database.readManager): Promise<MessageAttachmentEntity[]> {
-    return manager
+  deliveredUpTo(requirementId: string, toSequence: number): Promise<MessageAttachmentEntity[]> {
+    return this.database.readManager
       .createQueryBuilder(MessageAttachmentEntity, 'a')
       .innerJoin(RequirementMessageEntity, 'm', 'm.id = a.message_id')
       .where('a.requirement_id = :requirementId AND m.deliver_to_rd = TRUE AND m.sequence <= :toSequence', { requirementId, toSequence })
@@ -43,10 +42,10 @@ export class AttachmentsRepository {
   }
 
   /** The attachments of many messages in one query, in upload order. */
-  ofMessages(messageIds: string[], manager: EntityManager = this.database.readManager): Promise<MessageAttachmentEntity[]> {
+  ofMessages(messageIds: string[]): Promise<MessageAttachmentEntity[]> {
     return messageIds.length === 0
       ? Promise.resolve([])
-      : manager.createQueryBuilder(MessageAttachmentEntity, 'a').where('a.message_id IN (:...ids)', { ids: messageIds }).orderBy('a.created_at', 'ASC').getMany();
+      : this.database.readManager.createQueryBuilder(MessageAttachmentEntity, 'a').where('a.message_id IN (:...ids)', { ids: messageIds }).orderBy('a.created_at', 'ASC').getMany();
   }
 
   /** Every attachment of these Requirements, as the unit sees them (what a purge must remove from disk). */

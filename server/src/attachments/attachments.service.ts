@@ -3,7 +3,6 @@ import * as path from 'node:path';
 import type { Readable } from 'node:stream';
 
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 
 import { type EventActor, LIMITS } from '@libs/contracts';
 
@@ -14,7 +13,6 @@ import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, insufficientStorage, invalid, notFound } from '../core/errors/domain-error';
 import { isId, newId } from '../core/ids';
 import { RUNTIME, type Runtime } from '../core/runtime';
-import { RequirementsRepository } from '../requirements/requirements.repository';
 import { RequirementsService, requirementNotFound } from '../requirements/requirements.service';
 import { AttachmentsRepository } from './attachments.repository';
 import { AttachmentResponseDto, toAttachmentResponse } from './dto/attachment-response.dto';
@@ -43,7 +41,6 @@ export class AttachmentsService implements OnApplicationBootstrap {
     private readonly clock: Clock,
     private readonly database: Database,
     private readonly repository: AttachmentsRepository,
-    private readonly requirementRows: RequirementsRepository,
     private readonly requirements: RequirementsService,
     @Inject(RUNTIME) private readonly runtime: Runtime,
   ) {}
@@ -157,15 +154,15 @@ export class AttachmentsService implements OnApplicationBootstrap {
    * message `toSequence`: what its agent may open (its sandbox shows these and no other).
    * Earlier ones count too: a resumed session still has their paths in its conversation.
    */
-  async deliveredFiles(manager: EntityManager, requirementId: string, toSequence: number): Promise<string[]> {
-    const rows = await this.repository.deliveredUpTo(requirementId, toSequence, manager);
+  async deliveredFiles(requirementId: string, toSequence: number): Promise<string[]> {
+    const rows = await this.repository.deliveredUpTo(requirementId, toSequence);
     return rows.map((row) => this.filePath(row));
   }
 
   /** Attachments of many messages in one query, in upload order. */
-  async forMessages(manager: EntityManager, messageIds: string[]): Promise<Map<string, AttachmentResponseDto[]>> {
+  async forMessages(messageIds: string[]): Promise<Map<string, AttachmentResponseDto[]>> {
     const result = new Map<string, AttachmentResponseDto[]>();
-    for (const row of await this.repository.ofMessages(messageIds, manager)) {
+    for (const row of await this.repository.ofMessages(messageIds)) {
       const list = result.get(row.messageId as string) ?? [];
       list.push(toAttachmentResponse(row));
       result.set(row.messageId as string, list);
@@ -174,7 +171,7 @@ export class AttachmentsService implements OnApplicationBootstrap {
   }
 
   private async assertAcceptsUploads(requirementId: string): Promise<void> {
-    const status = await this.requirementRows.statusOf(requirementId);
+    const status = await this.requirements.statusOf(requirementId);
     if (status === null) {
       throw requirementNotFound(requirementId);
     }

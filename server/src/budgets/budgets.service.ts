@@ -11,7 +11,7 @@ import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import type { RequirementEntity } from '../requirements/requirement.entity';
 import type { RequirementRows } from '../requirements/requirements.repository';
-import { RequirementsRepository } from '../requirements/requirements.repository';
+import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
 import { RequirementsService } from '../requirements/requirements.service';
 import type { AgentRunEntity } from '../runs/agent-run.entity';
 import { RequirementActors } from '../runs/requirement-actors.service';
@@ -36,7 +36,7 @@ export class BudgetsService implements OnModuleInit {
     private readonly database: Database,
     private readonly events: EventLog,
     private readonly lifecycle: RunLifecycle,
-    private readonly requirementRows: RequirementsRepository,
+    private readonly requirementLifecycle: RequirementLifecycle,
     private readonly requirements: RequirementsService,
   ) {}
 
@@ -99,8 +99,7 @@ export class BudgetsService implements OnModuleInit {
             return this.lifecycle.openRun(tx, rows, actor);
           }
           const now = this.clock.nowIso();
-          this.requirementRows.changeRequirement(tx, requirement, { budgetReachedAt: null, updatedAt: now });
-          this.requirementRows.changeSession(tx, session, { pausedAt: null, updatedAt: now });
+          this.requirementLifecycle.resumeFromBudget(tx, rows, now);
           const snapshot = toRequirementResponse(requirement, session);
           await this.events.append(tx, { actor, payload: { requirement: snapshot }, requirementId, sessionId: session.id, type: 'requirement.updated' });
           return { requirement: snapshot, run: null };

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
@@ -35,11 +34,11 @@ export class DependenciesRepository {
     return rows;
   }
 
-  /** The rows of many dependents in one query (committed, or as `manager` sees them). */
-  ofDependents(dependentIds: string[], manager: EntityManager = this.database.readManager): Promise<RequirementDependencyEntity[]> {
+  /** The rows of many dependents in one query, committed. */
+  ofDependents(dependentIds: string[]): Promise<RequirementDependencyEntity[]> {
     return dependentIds.length === 0
       ? Promise.resolve([])
-      : manager
+      : this.database.readManager
           .createQueryBuilder(RequirementDependencyEntity, 'd')
           .where('d.requirement_id IN (:...ids)', { ids: dependentIds })
           .orderBy('d.created_at', 'ASC')

@@ -10,7 +10,8 @@ import { EventLog, audit } from '../events/event-log.service';
 import type { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
-import { RequirementRows, RequirementsRepository } from '../requirements/requirements.repository';
+import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
+import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RunLifecycle } from '../runs/run-lifecycle.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
@@ -50,7 +51,7 @@ export class DependenciesService implements OnApplicationBootstrap, OnModuleInit
     private readonly lifecycle: RunLifecycle,
     private readonly pullRequests: PullRequestsService,
     private readonly repository: DependenciesRepository,
-    private readonly requirementRows: RequirementsRepository,
+    private readonly requirementLifecycle: RequirementLifecycle,
     private readonly requirements: RequirementsService,
   ) {}
 
@@ -66,7 +67,7 @@ export class DependenciesService implements OnApplicationBootstrap, OnModuleInit
       if (unmet.length > 0) {
         const named = [];
         for (const dependency of unmet) {
-          named.push({ dependency, title: (await this.requirementRows.loadForWrite(tx, dependency.dependsOnRequirementId))?.requirement.title ?? null });
+          named.push({ dependency, title: (await this.requirements.findForWrite(tx, dependency.dependsOnRequirementId))?.requirement.title ?? null });
         }
         throw conflict('dependency_unmet', `"${rows.requirement.title}" is blocked by ${describeUnmet(named)}`);
       }
@@ -87,7 +88,7 @@ export class DependenciesService implements OnApplicationBootstrap, OnModuleInit
       }
       await this.stage(tx, rows, dto.dependsOn, dto.autoStart === true);
       const now = this.clock.nowIso();
-      this.requirementRows.changeRequirement(tx, rows.requirement, { updatedAt: now });
+      this.requirementLifecycle.touch(tx, rows.requirement, now);
       const result = toRequirementResponse(rows.requirement, rows.session);
       await this.events.append(tx, { actor, payload: { requirement: result }, requirementId: id, sessionId: rows.session.id, type: 'requirement.updated' });
       return result;
@@ -109,7 +110,7 @@ export class DependenciesService implements OnApplicationBootstrap, OnModuleInit
       if (input.requirementId === id) {
         throw invalid('dependency_cycle', `Requirement ${id} cannot depend on itself`);
       }
-      const target = await this.requirementRows.loadForWrite(tx, input.requirementId);
+      const target = await this.requirements.findForWrite(tx, input.requirementId);
       if (!target) {
         throw invalid('dependency_not_found', `dependsOn names Requirement ${input.requirementId}, which does not exist`);
       }

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
@@ -38,8 +37,8 @@ export class MessagesRepository {
   }
 
   /** The deliverable messages of a run's input boundary [from, to], in order. */
-  deliverableBetween(requirementId: string, fromSequence: number, toSequence: number, manager: EntityManager = this.database.readManager): Promise<RequirementMessageEntity[]> {
-    return manager
+  deliverableBetween(requirementId: string, fromSequence: number, toSequence: number): Promise<RequirementMessageEntity[]> {
+    return this.database.readManager
       .createQueryBuilder(RequirementMessageEntity, 'm')
       .where('m.requirement_id = :requirementId AND m.deliver_to_rd = TRUE AND m.sequence BETWEEN :fromSequence AND :toSequence', { fromSequence, requirementId, toSequence })
       .orderBy('m.sequence', 'ASC')

@@ -4,14 +4,13 @@ import type { EventActor, MessageAuthor, SystemMessageArgs, SystemMessageCode } 
 
 import { AttachmentsService } from '../attachments/attachments.service';
 import { Clock } from '../core/clock';
-import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { newId } from '../core/ids';
 import { EventLog } from '../events/event-log.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import type { RequirementRows } from '../requirements/requirements.repository';
-import { RequirementsRepository } from '../requirements/requirements.repository';
-import { requirementNotFound } from '../requirements/requirements.service';
+import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
+import { RequirementsService, requirementNotFound } from '../requirements/requirements.service';
 import { ListMessagesQueryDto } from './dto/list-messages-query.dto';
 import { MessagePageDto, MessageResponseDto, toMessageResponse } from './dto/message-response.dto';
 import { ReplyDto } from './dto/reply.dto';
@@ -42,10 +41,10 @@ export class MessagesService {
   constructor(
     private readonly attachments: AttachmentsService,
     private readonly clock: Clock,
-    private readonly database: Database,
     private readonly events: EventLog,
     private readonly repository: MessagesRepository,
-    private readonly requirements: RequirementsRepository,
+    private readonly requirementLifecycle: RequirementLifecycle,
+    private readonly requirements: RequirementsService,
   ) {}
 
   /**
@@ -60,7 +59,8 @@ export class MessagesService {
     actor: EventActor,
   ): Promise<{ message: MessageResponseDto; requirement: RequirementResponseDto }> {
     const now = this.clock.nowIso();
-    const sequence = session.lastMessageSequence + 1;
+    // The session's counter gives the sequence: gap-free in commit order (the write path is serialized).
+    const sequence = this.requirementLifecycle.recordMessage(tx, session, input.deliverToRd, now);
     const entity: RequirementMessageEntity = {
       args: input.code ? (input.args ?? {}) : null,
       author: input.author,
@@ -78,11 +78,6 @@ export class MessagesService {
       sourceRequirementId: input.sourceRequirementId ?? null,
       triggerId: input.triggerId ?? null,
     };
-    this.requirements.changeSession(tx, session, {
-      lastMessageSequence: sequence,
-      pendingMessageCount: session.pendingMessageCount + (entity.deliverToRd ? 1 : 0),
-      updatedAt: now,
-    });
     this.repository.insert(tx, entity);
     const attachments = await this.attachments.claim(tx, requirement.id, input.attachmentIds ?? [], entity.id);
     const message = toMessageResponse(entity, attachments);
@@ -110,16 +105,18 @@ export class MessagesService {
     return this.repository.countDeliverableAfter(tx, requirementId, sequence);
   }
 
+  /** The deliverable messages of a run's input boundary [from, to], committed, in order (what its prompt shows). */
+  deliverableBetween(requirementId: string, fromSequence: number, toSequence: number): Promise<RequirementMessageEntity[]> {
+    return this.repository.deliverableBetween(requirementId, fromSequence, toSequence);
+  }
+
   /** The conversation in ascending sequence, a page at a time. */
   async list(requirementId: string, query: ListMessagesQueryDto): Promise<MessagePageDto> {
     if (!(await this.requirements.exists(requirementId))) {
       throw requirementNotFound(requirementId);
     }
     const { nextCursor, rows } = await this.repository.page(requirementId, query.afterSequence ?? 0, query);
-    const attachments = await this.attachments.forMessages(
-      this.database.readManager,
-      rows.map((m) => m.id),
-    );
+    const attachments = await this.attachments.forMessages(rows.map((m) => m.id));
     return { items: rows.map((m) => toMessageResponse(m, attachments.get(m.id) ?? [])), nextCursor };
   }
 }

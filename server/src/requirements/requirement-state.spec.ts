@@ -9,6 +9,7 @@ import {
   requirementTransitionAllowed,
   sessionTransitionAllowed,
 } from './requirement-state';
+import { RequirementLifecycle } from './requirement-lifecycle';
 
 // The designed machine, written out pair by pair: the table in requirement-state.ts must say
 // exactly this. Changing a transition means changing both, on purpose.
@@ -66,5 +67,19 @@ describe('the Requirement state machine', () => {
       }
     }
     expect(REQUIREMENT_TRANSITIONS.cancelled).toEqual({});
+  });
+
+  it('names, for every transition, the RequirementLifecycle intents that make it (and they exist)', () => {
+    const intents = Object.getOwnPropertyNames(RequirementLifecycle.prototype);
+    for (const table of [REQUIREMENT_TRANSITIONS, SESSION_TRANSITIONS] as Array<Record<string, Record<string, string>>>) {
+      for (const reason of Object.values(table).flatMap((reasons) => Object.values(reasons))) {
+        const named = /\(RequirementLifecycle\.(\w+)((?:, \.\w+)*)\)$/.exec(reason);
+        expect(named).not.toBeNull();
+        const names = [named?.[1], ...(named?.[2].split(', .').filter(Boolean) ?? [])];
+        for (const name of names) {
+          expect(intents).toContain(name);
+        }
+      }
+    }
   });
 });

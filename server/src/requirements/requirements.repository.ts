@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
 
 import type { RequirementStatus } from '@libs/contracts';
 
@@ -29,7 +28,8 @@ const IN_LIST_MAX = 500;
  *
  * Writes keep the write cache exact: the rows a unit got from `loadForWrite` are the objects
  * `changeRequirement`/`changeSession` change in place while they stage the UPDATE, so snapshots
- * built from them afterwards need no re-read.
+ * built from them afterwards need no re-read. RequirementLifecycle is the one caller of the
+ * writes (the feature's own module alone provides this repository).
  */
 @Injectable()
 export class RequirementsRepository {
@@ -99,9 +99,9 @@ export class RequirementsRepository {
     uow.update(AgentSessionEntity, set, { id: session.id });
   }
 
-  /** One Requirement row, committed (or as `manager` sees it). */
-  findById(id: string, manager: EntityManager = this.database.readManager): Promise<RequirementEntity | null> {
-    return isId('requirement', id) ? manager.findOneBy(RequirementEntity, { id }) : Promise.resolve(null);
+  /** One Requirement row, committed. */
+  findById(id: string): Promise<RequirementEntity | null> {
+    return isId('requirement', id) ? this.database.readManager.findOneBy(RequirementEntity, { id }) : Promise.resolve(null);
   }
 
   async exists(id: string): Promise<boolean> {
@@ -114,8 +114,8 @@ export class RequirementsRepository {
     return row?.status ?? null;
   }
 
-  findByIds(ids: string[], manager: EntityManager = this.database.readManager): Promise<RequirementEntity[]> {
-    return ids.length === 0 ? Promise.resolve([]) : manager.createQueryBuilder(RequirementEntity, 'r').where('r.id IN (:...ids)', { ids }).getMany();
+  findByIds(ids: string[]): Promise<RequirementEntity[]> {
+    return ids.length === 0 ? Promise.resolve([]) : this.database.readManager.createQueryBuilder(RequirementEntity, 'r').where('r.id IN (:...ids)', { ids }).getMany();
   }
 
   /** Direct children, oldest first, at most `limit`. */
@@ -176,20 +176,20 @@ export class RequirementsRepository {
   }
 
   /** The sessions of many Requirements in one query. */
-  sessionsOf(requirementIds: string[], manager: EntityManager = this.database.readManager): Promise<AgentSessionEntity[]> {
+  sessionsOf(requirementIds: string[]): Promise<AgentSessionEntity[]> {
     return requirementIds.length === 0
       ? Promise.resolve([])
-      : manager.createQueryBuilder(AgentSessionEntity, 's').where('s.requirement_id IN (:...ids)', { ids: requirementIds }).getMany();
+      : this.database.readManager.createQueryBuilder(AgentSessionEntity, 's').where('s.requirement_id IN (:...ids)', { ids: requirementIds }).getMany();
   }
 
   /**
    * The worktree rows of many Requirements, for their snapshots (read only: the worktrees
    * repository alone writes them; `loadForWrite` joins the same row for the same reason).
    */
-  worktreesOf(requirementIds: string[], manager: EntityManager = this.database.readManager): Promise<RequirementWorktreeEntity[]> {
+  worktreesOf(requirementIds: string[]): Promise<RequirementWorktreeEntity[]> {
     return requirementIds.length === 0
       ? Promise.resolve([])
-      : manager.createQueryBuilder(RequirementWorktreeEntity, 'w').where('w.requirement_id IN (:...ids)', { ids: requirementIds }).getMany();
+      : this.database.readManager.createQueryBuilder(RequirementWorktreeEntity, 'w').where('w.requirement_id IN (:...ids)', { ids: requirementIds }).getMany();
   }
 
   /**

@@ -1,7 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
-
-import type { EventActor, ManagerEventPayloads, RequirementCreator } from '@libs/contracts';
+import type { EventActor, ManagerEventPayloads, RequirementCreator, RequirementStatus } from '@libs/contracts';
 
 import { budgetColumns } from '../budgets/budget-rules';
 import { Clock } from '../core/clock';
@@ -19,6 +17,7 @@ import { ListRequirementsQueryDto } from './dto/list-requirements-query.dto';
 import { ForkRequirementDto, UpdateRequirementDto } from './dto/update-requirement.dto';
 import { AgentSessionPageDto, RequirementPageDto, RequirementResponseDto, toRequirementResponse, toSessionResponse } from './dto/requirement-response.dto';
 import { RequirementEntity } from './requirement.entity';
+import { RequirementLifecycle } from './requirement-lifecycle';
 import { RequirementRows, RequirementsRepository } from './requirements.repository';
 
 export interface NewRequirement extends CreateRequirementDto {
@@ -79,6 +78,7 @@ export class RequirementsService {
     private readonly database: Database,
     private readonly dependencyRows: DependenciesRepository,
     private readonly events: EventLog,
+    private readonly lifecycle: RequirementLifecycle,
     private readonly repository: RequirementsRepository,
   ) {}
 
@@ -125,7 +125,7 @@ export class RequirementsService {
         state: 'idle',
         updatedAt: now,
       };
-      this.repository.insert(tx, { requirement, session });
+      this.lifecycle.create(tx, { requirement, session });
       for (const stage of staging) {
         stage(tx, requirement);
       }
@@ -157,17 +157,17 @@ export class RequirementsService {
 
   /** The Requirement, or null when it does not exist (or was purged). */
   async find(id: string): Promise<RequirementResponseDto | null> {
-    return this.snapshot(this.database.readManager, id);
+    return this.snapshot(id);
   }
 
   /** Direct children, oldest first (bounded: an agent proposes a handful, not thousands). */
   async children(parentId: string): Promise<RequirementResponseDto[]> {
-    return this.snapshots(this.database.readManager, await this.repository.children(parentId, CHILDREN_MAX));
+    return this.snapshots(await this.repository.children(parentId, CHILDREN_MAX));
   }
 
   async list(query: ListRequirementsQueryDto): Promise<RequirementPageDto> {
     const { nextCursor, rows } = await this.repository.page(query);
-    return { items: await this.snapshots(this.database.readManager, rows), nextCursor };
+    return { items: await this.snapshots(rows), nextCursor };
   }
 
   async listSessions(query: { limit?: number; cursor?: string }): Promise<AgentSessionPageDto> {
@@ -182,7 +182,7 @@ export class RequirementsService {
       if (requirement.status !== 'todo') {
         throw conflict('requirement_started', `Requirement ${id} is ${requirement.status}; only a todo Requirement can be deleted`);
       }
-      this.repository.changeRequirement(tx, requirement, { status: 'cancelled', updatedAt: this.clock.nowIso() });
+      this.lifecycle.withdraw(tx, requirement, this.clock.nowIso());
       const closed = await this.runClosingSteps(tx, id, requirement.updatedAt);
       await this.events.append(tx, {
         actor,
@@ -203,10 +203,7 @@ export class RequirementsService {
         throw conflict('requirement_not_waiting_confirmation', `Requirement ${id} is ${requirement.status}, not waiting_confirmation`);
       }
       const now = this.clock.nowIso();
-      // Accepted work is not waiting on its budget any more (a reply reopening it is a person's start).
-      this.repository.changeRequirement(tx, requirement, { budgetReachedAt: null, completedAt: now, status: 'done', updatedAt: now });
-      // A done Requirement is no longer paused: a reply or related message reopening it starts a run.
-      this.repository.changeSession(tx, session, { pausedAt: null, state: 'completed', updatedAt: now });
+      this.lifecycle.confirm(tx, { requirement, session }, now);
       const result = toRequirementResponse(requirement, session);
       const closed = await this.runClosingSteps(tx, id, now);
       await this.events.append(tx, {
@@ -252,10 +249,7 @@ export class RequirementsService {
       const loop = autoReviewColumns(autoReview, plain.provider ?? requirement.provider);
       // What a new budget means for a paused or running session is the budgets feature's (its updated step).
       const budgetChange = budget === undefined ? {} : budgetColumns(budget, { maxCostUsd: null, maxTokens: null });
-      this.repository.changeRequirement(tx, requirement, { ...plain, ...loop, ...budgetChange, updatedAt: now });
-      if (fields.provider !== undefined && fields.provider !== session.provider) {
-        this.repository.changeSession(tx, session, { provider: fields.provider, updatedAt: now });
-      }
+      this.lifecycle.edit(tx, { requirement, session }, { ...plain, ...loop, ...budgetChange }, now);
       const result = toRequirementResponse(requirement, session);
       await this.events.append(tx, { actor, payload: { requirement: result }, requirementId: id, sessionId: session.id, type: 'requirement.updated' });
       return result;
@@ -298,10 +292,7 @@ export class RequirementsService {
       throw conflict('requirement_closed', `Requirement ${id} is ${requirement.status}`);
     }
     const now = this.clock.nowIso();
-    this.repository.changeRequirement(tx, requirement, { status: 'cancelled', updatedAt: now });
-    if (!runActive) {
-      this.repository.changeSession(tx, session, { pausedAt: null, state: 'completed', updatedAt: now });
-    }
+    this.lifecycle.cancel(tx, { requirement, session }, runActive, now);
     const result = toRequirementResponse(requirement, session);
     const closed = await this.runClosingSteps(tx, id, now);
     await this.events.append(tx, { actor, payload: { ...closed, requirement: result }, requirementId: id, sessionId: session.id, type: 'requirement.cancelled' });
@@ -333,8 +324,9 @@ export class RequirementsService {
 
   /**
    * A Requirement and its session for a write unit (see RequirementsRepository.loadForWrite):
-   * whoever changes either row does it through the repository's change calls, which keeps the
-   * write cache exact; snapshots are built from these objects without reading again.
+   * whoever changes either row does it through an intent of RequirementLifecycle, which changes
+   * these objects in place and keeps the write cache exact; snapshots are built from them without
+   * reading again.
    */
   async loadForWrite(tx: UnitOfWork, id: string): Promise<RequirementRows> {
     const rows = await this.repository.loadForWrite(tx, id);
@@ -388,24 +380,57 @@ export class RequirementsService {
     return this.repository.budgetPausedBelow(id, TREE_DEPTH_MAX);
   }
 
+  /**
+   * A Requirement and its session for a write unit, or null when it does not exist, as the
+   * repository holds them (its dependencies not read: for a look at another Requirement, e.g. a
+   * dependency's target, not for a change of its own).
+   */
+  findForWrite(tx: UnitOfWork, id: string): Promise<RequirementRows | null> {
+    return this.repository.loadForWrite(tx, id);
+  }
+
+  exists(id: string): Promise<boolean> {
+    return this.repository.exists(id);
+  }
+
+  /** Only the status, or null when it does not exist (an upload checks it before it streams a body). */
+  statusOf(id: string): Promise<RequirementStatus | null> {
+    return this.repository.statusOf(id);
+  }
+
+  /** The Requirement row alone, committed (a run's prompt reads its title and description). */
+  findRow(id: string): Promise<RequirementEntity | null> {
+    return this.repository.findById(id);
+  }
+
+  /** The titles of these Requirements, by id (the ones that do not exist are left out). */
+  async titlesOf(ids: string[]): Promise<Map<string, string>> {
+    return new Map((await this.repository.findByIds(ids)).map((row) => [row.id, row.title]));
+  }
+
+  /** Terminal Requirements past their retention (see RequirementsRepository.dueForPurge), for RetentionService. */
+  dueForPurge(tx: UnitOfWork, cancelledBefore: string, doneBefore: string, limit: number): Promise<string[]> {
+    return this.repository.dueForPurge(tx, cancelledBefore, doneBefore, limit);
+  }
+
   /** The Requirement with its session and pending count, as events and responses carry it. */
-  async snapshot(manager: EntityManager, id: string): Promise<RequirementResponseDto | null> {
-    const requirement = await this.repository.findById(id, manager);
+  async snapshot(id: string): Promise<RequirementResponseDto | null> {
+    const requirement = await this.repository.findById(id);
     if (!requirement) {
       return null;
     }
-    const [snapshot] = await this.snapshots(manager, [requirement]);
+    const [snapshot] = await this.snapshots([requirement]);
     return snapshot ?? null;
   }
 
   /** Snapshots for a page of Requirements in three queries, whatever the page size. */
-  private async snapshots(manager: EntityManager, requirements: RequirementEntity[]): Promise<RequirementResponseDto[]> {
+  private async snapshots(requirements: RequirementEntity[]): Promise<RequirementResponseDto[]> {
     if (requirements.length === 0) {
       return [];
     }
     const ids = requirements.map((r) => r.id);
-    const [sessions, worktrees] = await Promise.all([this.repository.sessionsOf(ids, manager), this.repository.worktreesOf(ids, manager)]);
-    const dependencies = await this.dependencyRows.ofDependents(ids, manager);
+    const [sessions, worktrees] = await Promise.all([this.repository.sessionsOf(ids), this.repository.worktreesOf(ids)]);
+    const dependencies = await this.dependencyRows.ofDependents(ids);
     const byRequirement = new Map(sessions.map((s) => [s.requirementId, s]));
     const worktreeOf = new Map(worktrees.map((w) => [w.requirementId, w]));
     return requirements.map((r) => {

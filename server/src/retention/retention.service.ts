@@ -14,7 +14,8 @@ import { RUNTIME, Runtime } from '../core/runtime';
 import { DependenciesRepository } from '../dependencies/dependencies.repository';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { EventsRepository } from '../events/events.repository';
-import { RequirementsRepository } from '../requirements/requirements.repository';
+import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
+import { RequirementsService } from '../requirements/requirements.service';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Requirements purged per transaction, so one purge never holds the write path for long. */
@@ -52,7 +53,8 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     private readonly dependencies: DependenciesRepository,
     private readonly eventRows: EventsRepository,
     private readonly events: EventLog,
-    private readonly requirements: RequirementsRepository,
+    private readonly requirementLifecycle: RequirementLifecycle,
+    private readonly requirements: RequirementsService,
     @Inject(RUNTIME) private readonly runtime: Runtime,
   ) {}
 
@@ -133,7 +135,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
       this.eventRows.deleteForRequirements(tx, ids);
       await this.dependencies.forgetPurged(tx, ids);
       // The session, conversation, attachments and runs go with it (ON DELETE CASCADE).
-      this.requirements.delete(tx, ids);
+      this.requirementLifecycle.purge(tx, ids);
       await this.events.append(tx, { actor: SYSTEM_ACTOR, payload: { requirementIds: ids }, type: 'requirements.purged' });
       tx.afterCommit(() => {
         for (const file of files) {

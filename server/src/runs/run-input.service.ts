@@ -2,10 +2,9 @@ import { Inject, Injectable } from '@nestjs/common';
 
 import { AttachmentsService } from '../attachments/attachments.service';
 import { RdPromptMessage, RdWorkPlace, buildRdInstructions, buildRdPrompt, imagePaths } from '../agents/prompt';
-import { Database } from '../core/database/database.service';
 import { RUNTIME, Runtime } from '../core/runtime';
-import { MessagesRepository } from '../messages/messages.repository';
-import { RequirementsRepository } from '../requirements/requirements.repository';
+import { MessagesService } from '../messages/messages.service';
+import { RequirementsService } from '../requirements/requirements.service';
 import { AgentEnvironmentService } from './agent-environment.service';
 import type { AgentRunEntity } from './agent-run.entity';
 
@@ -22,10 +21,9 @@ export interface PreparedInput {
 export class RunInputService {
   constructor(
     private readonly attachments: AttachmentsService,
-    private readonly database: Database,
     private readonly environment: AgentEnvironmentService,
-    private readonly messages: MessagesRepository,
-    private readonly requirements: RequirementsRepository,
+    private readonly messages: MessagesService,
+    private readonly requirements: RequirementsService,
     @Inject(RUNTIME) private readonly runtime: Runtime,
   ) {}
 
@@ -38,21 +36,14 @@ export class RunInputService {
    * run works (its worktree, made by then), which the instructions name.
    */
   async prepare(run: AgentRunEntity, place: RdWorkPlace): Promise<PreparedInput> {
-    const manager = this.database.readManager;
-    const requirement = await this.requirements.findById(run.requirementId, manager);
+    const requirement = await this.requirements.findRow(run.requirementId);
     if (!requirement) {
       throw new Error(`run ${run.id} has no Requirement`); // runs go with their Requirement (cascade): a bug, not input
     }
-    const rows = await this.messages.deliverableBetween(run.requirementId, run.inputFromSequence ?? 0, run.inputToSequence ?? 0, manager);
-    const attachments = await this.attachments.forMessages(
-      manager,
-      rows.map((m) => m.id),
-    );
+    const rows = await this.messages.deliverableBetween(run.requirementId, run.inputFromSequence ?? 0, run.inputToSequence ?? 0);
+    const attachments = await this.attachments.forMessages(rows.map((m) => m.id));
     const sources = [...new Set(rows.map((m) => m.sourceRequirementId).filter((id): id is string => id !== null))];
-    const titles = new Map<string, string>();
-    for (const source of await this.requirements.findByIds(sources, manager)) {
-      titles.set(source.id, source.title);
-    }
+    const titles = await this.requirements.titlesOf(sources);
     const messages: RdPromptMessage[] = rows.map((m) => ({
       attachments: (attachments.get(m.id) ?? []).map((a) => ({ fileName: a.fileName, kind: a.kind, path: this.attachments.filePath(a) })),
       author: m.author,
@@ -71,7 +62,7 @@ export class RunInputService {
       parts.push('Continue the work on this Requirement.');
     }
     return {
-      attachmentFiles: await this.attachments.deliveredFiles(manager, run.requirementId, run.inputToSequence ?? 0),
+      attachmentFiles: await this.attachments.deliveredFiles(run.requirementId, run.inputToSequence ?? 0),
       images: run.provider === 'codex' ? imagePaths(messages) : [],
       instructions: buildRdInstructions({ cliPath: this.environment.cliPath, place, requirementId: requirement.id, requirementTitle: requirement.title }),
       prompt: `${parts.join('\n\n')}\n`,

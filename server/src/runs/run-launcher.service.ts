@@ -16,7 +16,7 @@ import { Database } from '../core/database/database.service';
 import { EventLog } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
-import { RequirementsRepository } from '../requirements/requirements.repository';
+import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
 import { RequirementsService } from '../requirements/requirements.service';
 import { GitDirectories, WorkspaceGit } from '../worktrees/workspace-git.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
@@ -47,7 +47,7 @@ export class RunLauncher {
     private readonly events: EventLog,
     private readonly input: RunInputService,
     private readonly messages: MessagesService,
-    private readonly requirementRows: RequirementsRepository,
+    private readonly requirementLifecycle: RequirementLifecycle,
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
     private readonly sandbox: AgentSandbox,
@@ -268,7 +268,7 @@ export class RunLauncher {
         const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
         this.runs.update(tx, { nativeSessionId }, { id: active.run.id });
         if (rows.session.nativeSessionId !== nativeSessionId) {
-          this.requirementRows.changeSession(tx, rows.session, { nativeSessionId, updatedAt: this.clock.nowIso() });
+          this.requirementLifecycle.recordNativeSession(tx, rows.session, nativeSessionId, this.clock.nowIso());
           await this.events.append(tx, {
             actor: { id: active.run.id, kind: 'agent' },
             payload: { requirement: toRequirementResponse(rows.requirement, rows.session) },

@@ -16,8 +16,8 @@ import { ReplyDto, hasReplyContent } from '../messages/dto/reply.dto';
 import { MessagesService } from '../messages/messages.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import type { RequirementEntity } from '../requirements/requirement.entity';
+import { RequirementLifecycle, type RunEnd } from '../requirements/requirement-lifecycle';
 import type { RequirementRows } from '../requirements/requirements.repository';
-import { RequirementsRepository } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
 import { ActiveRun, FinalRunStatus, errorOf, newActiveRun, newRdRun, outcomeOf, runEndEventType, runEndFields } from './active-run';
 import { ActiveRuns } from './active-runs';
@@ -82,7 +82,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     private readonly events: EventLog,
     private readonly launcher: RunLauncher,
     private readonly messages: MessagesService,
-    private readonly requirementRows: RequirementsRepository,
+    private readonly requirementLifecycle: RequirementLifecycle,
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
     private readonly worktrees: WorktreesService,
@@ -159,8 +159,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
    */
   async pauseForBudget(tx: UnitOfWork, rows: RequirementRows, blocker: RequirementEntity): Promise<RequirementResponseDto> {
     const now = this.clock.nowIso();
-    this.requirementRows.changeRequirement(tx, rows.requirement, { budgetReachedAt: now, updatedAt: now });
-    this.requirementRows.changeSession(tx, rows.session, { pausedAt: now, updatedAt: now });
+    this.requirementLifecycle.pauseOnBudget(tx, rows, now);
     const body = budgetNotice(rows.requirement, blocker, false);
     const { requirement } = await this.messages.append(
       tx,
@@ -280,8 +279,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     const ancestors = await this.requirements.ancestorsForWrite(tx, rows.requirement);
     const chain = [requirement, ...ancestors.map((a) => a.requirement)].map((r) => ({ budget: budgetOf(r), id: r.id, treeUsage: treeUsageOf(r) }));
     const before = usageOf(requirement);
-    this.requirementRows.changeRequirement(tx, requirement, { budgetReachedAt: null, completedAt: null, status: 'doing', updatedAt: now });
-    this.requirementRows.changeSession(tx, session, { pausedAt: null, state: 'running', updatedAt: now });
+    this.requirementLifecycle.markRunning(tx, rows, now);
     const snapshot = toRequirementResponse(requirement, session);
     await this.events.append(tx, {
       actor,
@@ -356,10 +354,9 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     const { requirement, session } = rows;
     const run = active.run;
     const error = status === 'succeeded' || status === 'cancelled' ? null : errorOf(active, end, status, this.configuration.get('rdInactivityTimeoutSeconds'));
-    const sessionChange: Partial<typeof session> = {};
     if (status === 'failed' || status === 'timed_out') {
       // Before the message: its event's snapshot already says why.
-      this.requirementRows.changeSession(tx, session, { lastError: error });
+      this.requirementLifecycle.recordRunError(tx, session, error);
       await this.messages.append(
         tx,
         rows,
@@ -384,14 +381,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     // ancestor's (issue 25 §4): a capped parent cannot spend through its children.
     const usage = addUsage(usageOf(requirement), own);
     const tree = addUsage(treeUsageOf(requirement), own);
-    this.requirementRows.changeRequirement(tx, requirement, {
-      treeUsageCostUsd: tree.costUsd,
-      treeUsageInputTokens: tree.inputTokens,
-      treeUsageOutputTokens: tree.outputTokens,
-      usageCostUsd: usage.costUsd,
-      usageInputTokens: usage.inputTokens,
-      usageOutputTokens: usage.outputTokens,
-    });
+    this.requirementLifecycle.recordUsage(tx, requirement, usage, tree);
     const ancestors = await this.chargeAncestors(tx, requirement, run.id, own);
     // Reaching its own budget or an ancestor's pauses like a stop; a run stopped on a budget its
     // tree reached with reports not yet committed (a sibling's run still going) pauses on that one.
@@ -400,7 +390,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     const overBudget = requirement.status !== 'cancelled' && blocker !== null;
     if (blocker && overBudget) {
       const runStopped = active.interruptMode === 'budget' && status !== 'succeeded';
-      this.requirementRows.changeRequirement(tx, requirement, { budgetReachedAt: this.clock.nowIso() });
+      this.requirementLifecycle.markBudgetReached(tx, requirement, this.clock.nowIso());
       await this.messages.append(
         tx,
         rows,
@@ -429,31 +419,27 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     const now = this.clock.nowIso();
     this.runs.change(tx, run, runEndFields(active, { error, exitCode: end.code, now, status, usage: own }));
 
+    let consumed: RunEnd['consumed'] = null;
     if (status === 'succeeded') {
       // Invariant 4: success consumes exactly the captured boundary, nothing that came later.
-      const consumedTo = Math.max(session.lastConsumedMessageSequence, run.inputToSequence ?? 0);
-      sessionChange.lastConsumedMessageSequence = consumedTo;
-      sessionChange.pendingMessageCount = await this.messages.countDeliverableAfter(tx, requirement.id, consumedTo);
-      sessionChange.lastError = null;
+      const toSequence = Math.max(session.lastConsumedMessageSequence, run.inputToSequence ?? 0);
+      consumed = { pending: await this.messages.countDeliverableAfter(tx, requirement.id, toSequence), toSequence };
     }
-    const pending = sessionChange.pendingMessageCount ?? session.pendingMessageCount;
+    const pending = consumed?.pending ?? session.pendingMessageCount;
     const newerInput = pending > (status === 'succeeded' ? 0 : active.capturedCount);
     // A stop is the intentional pause (api-contract "State rules"): queued input stays pending
     // until a person starts the session again, or stop would be steer. Whatever the run's own
     // outcome (it may have finished just before the signal), the person asked it to halt.
     const paused = active.interruptMode === 'stop' || overBudget;
     const continues = !paused && !this.stopping && newerInput && requirement.status === 'doing' && (status === 'succeeded' || status === 'cancelled');
-    if (paused) {
-      sessionChange.pausedAt = now;
-    }
+    let next: RunEnd['next'] = 'continues';
     if (requirement.status === 'cancelled') {
       // Cancelled while this run ended (RunLifecycle.cancel): the session ends with it.
-      Object.assign(sessionChange, { pausedAt: null, state: 'completed' });
+      next = 'completed';
     } else if (!continues) {
-      sessionChange.state = status === 'succeeded' || status === 'cancelled' ? 'waiting_human' : 'failed';
-      this.requirementRows.changeRequirement(tx, requirement, { status: 'waiting_confirmation', updatedAt: now });
+      next = status === 'succeeded' || status === 'cancelled' ? 'waiting_human' : 'failed';
     }
-    this.requirementRows.changeSession(tx, session, { ...sessionChange, updatedAt: now });
+    this.requirementLifecycle.recordRunEnd(tx, rows, { consumed, next, paused }, now);
     await this.events.append(tx, {
       actor: { id: run.id, kind: 'agent' },
       payload: { requirement: toRequirementResponse(requirement, session), run: toRunResponse(run) },
@@ -483,12 +469,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     const now = this.clock.nowIso();
     for (const ancestor of ancestors) {
       const tree = addUsage(treeUsageOf(ancestor.requirement), own);
-      this.requirementRows.changeRequirement(tx, ancestor.requirement, {
-        treeUsageCostUsd: tree.costUsd,
-        treeUsageInputTokens: tree.inputTokens,
-        treeUsageOutputTokens: tree.outputTokens,
-        updatedAt: now,
-      });
+      this.requirementLifecycle.recordTreeUsage(tx, ancestor.requirement, tree, now);
       await this.events.append(tx, {
         actor: { id: runId, kind: 'agent' },
         payload: { requirement: toRequirementResponse(ancestor.requirement, ancestor.session) },

@@ -3,8 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { notFound } from '../core/errors/domain-error';
 import type { PageRequest } from '../core/http/pagination';
 import { EventsRepository } from '../events/events.repository';
-import { RequirementsRepository } from '../requirements/requirements.repository';
-import { requirementNotFound } from '../requirements/requirements.service';
+import { RequirementsService, requirementNotFound } from '../requirements/requirements.service';
 import { AgentRunPageDto, AgentTraceEventResponseDto, TracePageDto, toRunResponse } from './dto/run-response.dto';
 import { ListRunsQueryDto } from './dto/run-requests.dto';
 import { UsageQueryDto, UsageResponseDto } from './dto/usage.dto';
@@ -15,7 +14,7 @@ import { RunsRepository } from './runs.repository';
 export class RunsService {
   constructor(
     private readonly events: EventsRepository,
-    private readonly requirements: RequirementsRepository,
+    private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
   ) {}
 

@@ -7,7 +7,7 @@ import { processInfo } from '../core/process-table';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
-import { RequirementsRepository } from '../requirements/requirements.repository';
+import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
 import { RequirementsService } from '../requirements/requirements.service';
 import { managerStoppedMessage } from './manager-stopped';
 import { RunsRepository } from './runs.repository';
@@ -29,7 +29,7 @@ export class StartupReconciler implements OnApplicationBootstrap {
     private readonly database: Database,
     private readonly events: EventLog,
     private readonly messages: MessagesService,
-    private readonly requirementRows: RequirementsRepository,
+    private readonly requirementLifecycle: RequirementLifecycle,
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
   ) {}
@@ -57,10 +57,7 @@ export class StartupReconciler implements OnApplicationBootstrap {
           continue;
         }
         const rows = await this.requirements.loadForWrite(tx, run.requirementId);
-        this.requirementRows.changeSession(tx, rows.session, { lastError: LOST, state: 'failed', updatedAt: now });
-        if (rows.requirement.status === 'doing') {
-          this.requirementRows.changeRequirement(tx, rows.requirement, { status: 'waiting_confirmation', updatedAt: now });
-        }
+        this.requirementLifecycle.recordRunLost(tx, rows, LOST, now);
         await this.messages.append(tx, rows, managerStoppedMessage(run.id), SYSTEM_ACTOR);
         requirementIds.push(rows.requirement.id);
         await this.events.append(tx, {

@@ -16,6 +16,7 @@ import { MessagesService } from '../../messages/messages.service';
 import { RequirementMessageEntity } from '../../messages/requirement-message.entity';
 import { AgentSessionEntity } from '../../requirements/agent-session.entity';
 import { RequirementEntity } from '../../requirements/requirement.entity';
+import { RequirementLifecycle } from '../../requirements/requirement-lifecycle';
 import { RequirementRows, RequirementsRepository } from '../../requirements/requirements.repository';
 import { RequirementsService } from '../../requirements/requirements.service';
 import { MessagesRepository } from '../../messages/messages.repository';
@@ -63,9 +64,10 @@ describe(Database.name, () => {
     const requirementRows = new RequirementsRepository(sut, search);
     // No default budget: the configuration answers null for it.
     const configuration = { get: () => null } as unknown as ConfigurationService;
-    requirements = new RequirementsService(clock, configuration, sut, new DependenciesRepository(sut), events, requirementRows);
+    const lifecycle = new RequirementLifecycle(requirementRows);
+    requirements = new RequirementsService(clock, configuration, sut, new DependenciesRepository(sut), events, lifecycle, requirementRows);
     const noAttachments = { claim: () => Promise.resolve([]) } as unknown as AttachmentsService;
-    messages = new MessagesService(noAttachments, clock, sut, events, new MessagesRepository(sut, search), requirementRows);
+    messages = new MessagesService(noAttachments, clock, events, new MessagesRepository(sut, search), lifecycle, requirements);
     scripts = [];
     const connection = (writer.driver as unknown as { databaseConnection: { exec: (sql: string, cb: (err: Error | null) => void) => void } }).databaseConnection;
     const exec = connection.exec.bind(connection);

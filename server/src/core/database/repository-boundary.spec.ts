@@ -61,4 +61,29 @@ describe('repository boundary', () => {
     );
     expect(offences).toEqual([]);
   });
+
+  /** Every `file:line` of `among` whose line matches `pattern`. */
+  const linesMatching = (among: string[], pattern: RegExp) =>
+    among.flatMap((file) =>
+      fs
+        .readFileSync(file, 'utf8')
+        .split('\n')
+        .flatMap((line, i) => (pattern.test(line) ? [`${path.relative(SERVER, file)}:${i + 1}: ${line.trim()}`] : [])),
+    );
+
+  it('leaves entity managers and the read manager to repositories and core/database', () => {
+    // A service reads through a repository's methods; how they reach the database is theirs.
+    expect(linesMatching(files, /\bEntityManager\b|\breadManager\b/)).toEqual([]);
+  });
+
+  it('lets only RequirementLifecycle write the Requirement aggregate (issue 27 §1)', () => {
+    // Other features ask by intent (RequirementLifecycle) and read through RequirementsService:
+    // the Requirement's repository is not theirs to inject, and its change calls are made in one file.
+    const requirementsFolder = path.join(SERVER, 'requirements') + path.sep;
+    const outside = files.filter((file) => !file.startsWith(requirementsFolder));
+    expect(linesMatching(outside, /\bRequirementsRepository\b/)).toEqual([]);
+    const writers = files.filter((file) => file !== path.join(SERVER, 'requirements', 'requirement-lifecycle.ts'));
+    expect(linesMatching(writers, /\.(changeRequirement|changeSession)\(|\brepository\.(insert|delete)\(/).filter((hit) => hit.startsWith('requirements/'))).toEqual([]);
+    expect(linesMatching(outside, /\.(changeRequirement|changeSession)\(/)).toEqual([]);
+  });
 });
