@@ -11,6 +11,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
+// Piped into `head`: a closed stdout is the reader saying it has enough.
+process.stdout.on('error', (err) => process.exit(err.code === 'EPIPE' ? 0 : 1));
 const serverRoot = path.join(root, 'server', 'src');
 
 function walk(dir, keep) {
