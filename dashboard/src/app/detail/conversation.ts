@@ -185,6 +185,7 @@ export class Conversation {
   });
 
   private atBottom = true;
+  private lastScrollTop = 0;
   private lastSequence = 0;
   /** Set before rendering older messages above, so the reader's view does not jump. */
   private anchor: number | null = null;
@@ -289,7 +290,15 @@ export class Conversation {
 
   protected onScroll(): void {
     const el = this.scroller().nativeElement;
-    this.atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < STICK_PX;
+    if (el.scrollHeight - el.scrollTop - el.clientHeight < STICK_PX) {
+      this.atBottom = true;
+    } else if (el.scrollTop < this.lastScrollTop) {
+      // Only the reader moving up stops the following. A scroll event can also arrive after the
+      // content grew below (an image decoded, the working bar appeared) and before the resize
+      // observer put the view back at the bottom: the reader did not move, so keep following.
+      this.atBottom = false;
+    }
+    this.lastScrollTop = el.scrollTop;
     if (this.atBottom && this.unseen() > 0) {
       this.unseen.set(0);
     }
