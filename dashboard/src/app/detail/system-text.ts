@@ -1,3 +1,5 @@
+import { SYSTEM_MESSAGE_CODES } from '@libs/contracts';
+
 import type { I18n } from '../core/i18n';
 import type { MessageKey } from '../core/i18n-messages';
 import type { Message } from '../core/models';
@@ -5,24 +7,8 @@ import type { Message } from '../core/models';
 type Args = Record<string, string | number | boolean | null | undefined>;
 type Loose = (key: MessageKey, params?: Record<string, string | number>) => string;
 
-const CODES = new Set([
-  'run.failed',
-  'run.timed_out',
-  'run.manager_stopped',
-  'budget.reached',
-  'budget.reached_ancestor',
-  'dependency.met',
-  'dependency.cancelled',
-  'timer.fired',
-  'github.pr_status',
-  'github.pr_head',
-  'github.ci_failed',
-  'github.conflict',
-  'review.failed',
-  'review.cancelled',
-  'review_loop.clean',
-  'review_loop.max_rounds',
-]);
+// The codes this build renders: the shared list (a newer server's unknown code shows its body).
+const CODES: ReadonlySet<string> = new Set(SYSTEM_MESSAGE_CODES);
 
 const str = (v: Args[string]): string => (v === null || v === undefined ? '' : String(v));
 /** Cents, and hundredths of a cent below one cent (as the server writes them). */
