@@ -166,7 +166,8 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
       await h.goto(`/requirements/${dependent.id}`, theme);
       const blocked = page().getByTestId('detail-blocked-by');
       // Titles, also when the board has not loaded those Requirements (a deep link): read for it.
-      await blocked.filter({ hasText: 'Write the payments docs' }).waitFor();
+      // Each title arrives on its own (the board's page or a read of that one): wait for both.
+      await blocked.filter({ hasText: 'Write the payments docs' }).filter({ hasText: 'Ship the payments API' }).waitFor();
       const text = await blocked.innerText();
       expect(text).toMatch(/^Blocked by .* · Start waits until these are met\.$/);
       expect(text).toContain('Ship the payments API (until done)');
@@ -196,6 +197,7 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
   });
 
   it('the edit dialog shows what it waits for by title and changes it', async () => {
+    await page().setViewportSize(DESKTOP);
     await h.goto(`/requirements/${dependent.id}`, 'dark');
     await page().getByTestId('edit').click();
     await page().getByTestId('depends-on-item').filter({ hasText: 'Write the payments docs' }).waitFor();
