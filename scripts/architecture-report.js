@@ -121,6 +121,33 @@ const largest = (files, n) =>
     .sort((a, b) => b.lines - a.lines)
     .slice(0, n);
 
+// The domain event map (server/src/core/domain-events.ts): each event with the file that declares
+// it, the files that emit it and the handlers (Class.method) that react, read off the source, so
+// "who reacts when a PR merges?" has one answer to search for.
+const domainEvents = new Map();
+const eventOf = (name) => {
+  if (!domainEvents.has(name)) domainEvents.set(name, { declaredIn: null, delivery: null, emitters: new Set(), handlers: [] });
+  return domainEvents.get(name);
+};
+for (const file of serverFiles) {
+  const text = fs.readFileSync(file, 'utf8');
+  const rel = path.relative(root, file);
+  if (/declare module '[^']*core\/domain-events'/.test(text)) {
+    for (const match of text.matchAll(/'([\w.]+)':\s*\{\s*args:[^\n]*delivery:\s*'(\w+)'/g)) {
+      Object.assign(eventOf(match[1]), { declaredIn: rel, delivery: match[2] });
+    }
+  }
+  for (const match of text.matchAll(/domainEvents\.(?:emit|settle|notify)\(\s*'([\w.]+)'/g)) eventOf(match[1]).emitters.add(rel);
+  const className = /export class (\w+)/.exec(text)?.[1] ?? path.basename(file);
+  for (const match of text.matchAll(/@OnDomainEvent\('([\w.]+)'[^)]*\)\s*(?:@OnDomainEvent\([^)]*\)\s*)*(?:async\s+)?(\w+)\(/g)) {
+    eventOf(match[1]).handlers.push(`${className}.${match[2]}`);
+  }
+  // A method handling several events: the decorators stacked above one method.
+  for (const match of text.matchAll(/((?:@OnDomainEvent\('[\w.]+'[^)]*\)\s*){2,})(?:async\s+)?(\w+)\(/g)) {
+    for (const inner of [...match[1].matchAll(/@OnDomainEvent\('([\w.]+)'/g)].slice(1)) eventOf(inner[1]).handlers.push(`${className}.${match[2]}`);
+  }
+}
+
 const testFiles = walk(path.join(root, 'test'), (f) => f.endsWith('.ts') && !f.includes(`${path.sep}agent-clis${path.sep}`) && !f.includes(`${path.sep}node-runtimes${path.sep}`));
 let rawSend = 0;
 let typedClient = 0;
@@ -137,6 +164,7 @@ const report = {
   largestServerFiles: largest(serverFiles, 5),
   largestDashboardFiles: largest(dashboardFiles, 3),
   tests: { rawSendCalls: rawSend, typedClientCalls: typedClient },
+  domainEvents: Object.fromEntries([...domainEvents].sort(([a], [b]) => a.localeCompare(b)).map(([name, e]) => [name, { ...e, emitters: [...e.emitters] }])),
 };
 if (process.argv.includes('--json')) {
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
@@ -147,4 +175,10 @@ if (process.argv.includes('--json')) {
   process.stdout.write(`Largest server files: ${report.largestServerFiles.map((f) => `${f.file} (${f.lines})`).join(', ')}\n`);
   process.stdout.write(`Largest dashboard files: ${report.largestDashboardFiles.map((f) => `${f.file} (${f.lines})`).join(', ')}\n`);
   process.stdout.write(`Tests: ${rawSend} raw send() calls, ${typedClient} typed client calls\n`);
+  process.stdout.write(`Domain events: ${domainEvents.size}\n`);
+  for (const [name, e] of Object.entries(report.domainEvents)) {
+    process.stdout.write(
+      `  ${name} (${e.delivery ?? 'undeclared'}; ${e.declaredIn ?? '?'})\n    emitted by ${e.emitters.join(', ') || 'nobody'}\n    handled by ${e.handlers.join(', ') || 'nobody'}\n`,
+    );
+  }
 }

@@ -9,7 +9,7 @@ import { ConfigurationModule } from './configuration/configuration.module';
 import { CoreModule } from './core/core.module';
 import { DependenciesModule } from './dependencies/dependencies.module';
 import { DoctorModule } from './doctor/doctor.module';
-import { ConversationModule } from './messages/conversation.module';
+import { ConversationModule } from './conversation/conversation.module';
 import type { Runtime } from './core/runtime';
 import { EventsModule } from './events/events.module';
 import { GitHubModule } from './github/github.module';

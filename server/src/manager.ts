@@ -12,7 +12,7 @@ import { killDescendantsNow } from './agents/process-tree';
 import { AppModule } from './app.module';
 import { loginUrl } from './auth/local-token';
 import { LocalTokenService } from './auth/local-token.service';
-import { AgentEnvironmentService } from './runs/agent-environment.service';
+import { AgentEnvironmentService } from './agents/agent-environment.service';
 import { ConfigurationService, overridesFromEnv } from './core/configuration/configuration.service';
 import { configureHttp, createExpressInstance } from './configure-http';
 import { guardConnections } from './core/http/connection-guard';

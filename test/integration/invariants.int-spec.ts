@@ -13,7 +13,7 @@ import type { RequirementResponseDto } from '@server/requirements/dto/requiremen
 import { RequirementsRepository } from '@server/requirements/requirements.repository';
 import { RequirementsService } from '@server/requirements/requirements.service';
 import { AgentRunEntity } from '@server/runs/agent-run.entity';
-import { ConversationDelivery } from '@server/runs/conversation-delivery.service';
+import { ConversationDelivery } from '@server/conversation/conversation-delivery.service';
 import { RunLifecycle } from '@server/runs/run-lifecycle.service';
 import { TriggerDeliveryService } from '@server/triggers/trigger-delivery.service';
 

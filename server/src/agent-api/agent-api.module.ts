@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 
+import { ConversationModule } from '../conversation/conversation.module';
 import { MessagesModule } from '../messages/messages.module';
 import { ModelsModule } from '../models/models.module';
 import { PullRequestsModule } from '../pull-requests/pull-requests.module';
@@ -13,7 +14,7 @@ import { AgentRequirementsService } from './agent-requirements.service';
 /** `/api/agent/*`: what agent runs call through `code-factory-cli`, with their run credential. */
 @Module({
   controllers: [AgentContextController, AgentPullRequestsController, AgentRequirementsController],
-  imports: [MessagesModule, ModelsModule, PullRequestsModule, RequirementsModule, RunsModule],
+  imports: [ConversationModule, MessagesModule, ModelsModule, PullRequestsModule, RequirementsModule, RunsModule],
   providers: [AgentRequirementsService],
 })
 export class AgentApiModule {}

@@ -3,15 +3,15 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { EventActor, RequirementBudget, RequirementWarning } from '@libs/contracts';
 
 import { AgentCaller, assertInScope } from '../auth/agent-scope.decorator';
-import { budgetOf, childBudget, isReached, plusUsage, roomUnder, treeUsageOf } from '../budgets/budget-rules';
-import type { BudgetInputDto } from '../budgets/dto/budget.dto';
+import { budgetOf, childBudget, isReached, plusUsage, roomUnder, treeUsageOf } from '../requirements/budget-rules';
+import type { BudgetInputDto } from '../requirements/dto/budget.dto';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { conflict, invalid } from '../core/errors/domain-error';
 import { audit } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
 import type { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
 import { RequirementsService } from '../requirements/requirements.service';
-import { ConversationDelivery } from '../runs/conversation-delivery.service';
+import { ConversationDelivery } from '../conversation/conversation-delivery.service';
 import { RunLifecycle } from '../runs/run-lifecycle.service';
 import {
   AgentRequirementActionDto,

@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
-import { RequirementMessageEntity } from '../messages/requirement-message.entity';
 import { MessageAttachmentEntity } from './message-attachment.entity';
 
 /** The `message_attachment` table: uploads, and the message each was given to. Nothing else names it. */
@@ -31,12 +30,13 @@ export class AttachmentsRepository {
   /**
    * A Requirement's attachments held by deliverable messages up to `toSequence`. The one read
    * that joins the conversation: which messages were delivered is the messages' fact, which
-   * file each holds is ours.
+   * file each holds is ours. Joined by table name: attachments sit below the messages feature,
+   * which claims them.
    */
   deliveredUpTo(requirementId: string, toSequence: number): Promise<MessageAttachmentEntity[]> {
     return this.database.readManager
       .createQueryBuilder(MessageAttachmentEntity, 'a')
-      .innerJoin(RequirementMessageEntity, 'm', 'm.id = a.message_id')
+      .innerJoin('requirement_message', 'm', 'm.id = a.message_id')
       .where('a.requirement_id = :requirementId AND m.deliver_to_rd = TRUE AND m.sequence <= :toSequence', { requirementId, toSequence })
       .getMany();
   }

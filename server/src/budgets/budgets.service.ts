@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 
 import { TERMINAL_REQUIREMENT_STATUSES } from '@libs/contracts';
 import type { EventActor } from '@libs/contracts';
@@ -6,6 +6,7 @@ import type { EventActor } from '@libs/contracts';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
+import { OnDomainEvent } from '../core/domain-events';
 import { conflict } from '../core/errors/domain-error';
 import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
@@ -13,10 +14,11 @@ import type { RequirementEntity } from '../requirements/requirement.entity';
 import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
 import { RequirementsService } from '../requirements/requirements.service';
+import type { UpdateRequirementDto } from '../requirements/dto/update-requirement.dto';
 import type { AgentRunEntity } from '../runs/agent-run.entity';
 import { RequirementActors } from '../runs/requirement-actors.service';
 import { RunLifecycle } from '../runs/run-lifecycle.service';
-import { blockerOf, budgetOf } from './budget-rules';
+import { blockerOf, budgetOf } from '../requirements/budget-rules';
 
 /**
  * What a change of budget, or of what a tree spent, does beyond storing it, in the Requirement's
@@ -27,7 +29,7 @@ import { blockerOf, budgetOf } from './budget-rules';
  * the budget paused are resumed the same way (issue 25 §4).
  */
 @Injectable()
-export class BudgetsService implements OnModuleInit {
+export class BudgetsService {
   private readonly logger = new Logger(BudgetsService.name);
 
   constructor(
@@ -40,27 +42,37 @@ export class BudgetsService implements OnModuleInit {
     private readonly requirements: RequirementsService,
   ) {}
 
-  onModuleInit(): void {
-    this.requirements.onUpdated((id, fields, actor) => (fields.budget === undefined ? Promise.resolve(null) : this.budgetChanged(id, actor)));
-    // A child's run took this ancestor's tree to its budget: an idle ancestor pauses like its own run had.
-    this.lifecycle.onTreeReached((id) => this.reconsider(id, SYSTEM_ACTOR, false));
-    // "Until a person raises the budget or starts it": no agent may start what a budget holds,
-    // its own or an ancestor's (the agent that proposed it could otherwise spend past any budget).
-    this.lifecycle.guardStart(async (tx, rows, actor) => {
-      if (actor.kind === 'human') {
-        return;
-      }
-      const blocker = rows.requirement.budgetReachedAt !== null ? rows.requirement : blockerOf(await this.chainOf(tx, rows));
-      if (blocker?.id === rows.requirement.id) {
-        throw conflict('budget_reached', `Requirement ${blocker.id} reached its budget; only a person can start it again, or raise its budget`);
-      }
-      if (blocker) {
-        throw conflict(
-          'budget_reached',
-          `Requirement ${rows.requirement.id} is below ${blocker.id} ("${blocker.title}"), whose tree reached its budget; only a person can start it, or raise that budget`,
-        );
-      }
-    });
+  /** A person's edit that names a budget applies it (see budgetChanged). */
+  @OnDomainEvent('requirement.edited')
+  edited(id: string, fields: UpdateRequirementDto, actor: EventActor): Promise<RequirementResponseDto | null> {
+    return fields.budget === undefined ? Promise.resolve(null) : this.budgetChanged(id, actor);
+  }
+
+  /** A child's run took this ancestor's tree to its budget: an idle ancestor pauses like its own run had. */
+  @OnDomainEvent('budget.treeReached')
+  async treeReached(id: string): Promise<void> {
+    await this.reconsider(id, SYSTEM_ACTOR, false);
+  }
+
+  /**
+   * "Until a person raises the budget or starts it": no agent may start what a budget holds,
+   * its own or an ancestor's (the agent that proposed it could otherwise spend past any budget).
+   */
+  @OnDomainEvent('requirement.starting')
+  async guardStart(tx: UnitOfWork, rows: RequirementRows, actor: EventActor): Promise<void> {
+    if (actor.kind === 'human') {
+      return;
+    }
+    const blocker = rows.requirement.budgetReachedAt !== null ? rows.requirement : blockerOf(await this.chainOf(tx, rows));
+    if (blocker?.id === rows.requirement.id) {
+      throw conflict('budget_reached', `Requirement ${blocker.id} reached its budget; only a person can start it again, or raise its budget`);
+    }
+    if (blocker) {
+      throw conflict(
+        'budget_reached',
+        `Requirement ${rows.requirement.id} is below ${blocker.id} ("${blocker.title}"), whose tree reached its budget; only a person can start it, or raise that budget`,
+      );
+    }
   }
 
   /**

@@ -1,4 +1,5 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { TypeOrmModule, getDataSourceToken } from '@nestjs/typeorm';
 import { types as pgTypes } from 'pg';
 import * as sqlite3 from 'sqlite3';
@@ -25,6 +26,7 @@ import { Clock } from './clock';
 import { ConfigurationService } from './configuration/configuration.service';
 import { READER_DATA_SOURCE } from './database/database.constants';
 import { Database } from './database/database.service';
+import { DomainEvents } from './domain-events';
 import { MIGRATIONS } from './database/migrations';
 import { SnakeNamingStrategy } from './database/snake-naming.strategy';
 import { type Store, pgClientConfig } from './database/store';
@@ -107,9 +109,10 @@ export class CoreModule {
   static forRoot(runtime: Runtime): DynamicModule {
     const common = dataSourceOptions(runtime.store);
     return {
-      exports: [Clock, ConfigurationService, Database, EventBus, EventLog, EventsRepository, RUNTIME],
+      exports: [Clock, ConfigurationService, Database, DomainEvents, EventBus, EventLog, EventsRepository, RUNTIME],
       global: true,
       imports: [
+        DiscoveryModule,
         // The writer runs migrations before anything else touches the file.
         TypeOrmModule.forRoot({ ...common, ...writerPool(runtime.store), migrations: MIGRATIONS, migrationsRun: true, migrationsTransactionMode: 'each' } as DataSourceOptions),
         // Opened only after the writer (and so the migrations) finished: injecting its token orders them.
@@ -123,6 +126,7 @@ export class CoreModule {
       providers: [
         { provide: Clock, useValue: runtime.clock ?? new Clock() },
         Database,
+        DomainEvents,
         EventBus,
         EventLog,
         EventsRepository,

@@ -1,19 +1,20 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 
 import type { DependencyCondition, DependencyState, EventActor } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
+import { OnDomainEvent } from '../core/domain-events';
 import { conflict, invalid } from '../core/errors/domain-error';
 import { EventLog, audit } from '../events/event-log.service';
 import type { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import type { ClosedExtras } from '../requirements/requirement.events';
 import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
 import type { RequirementRows } from '../requirements/requirements.repository';
-import { RequirementsService } from '../requirements/requirements.service';
-import { RunLifecycle } from '../runs/run-lifecycle.service';
+import { type NewRequirement, RequirementsService } from '../requirements/requirements.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { DependenciesRepository } from './dependencies.repository';
 import type { DependencyInputDto, SetDependenciesDto } from './dto/dependency.dto';
@@ -40,7 +41,7 @@ const describeUnmet = (rows: { dependency: RequirementDependencyEntity; title: s
  * met and it has run before (or asked for `autoStart`); a cancelled dependency only tells it.
  */
 @Injectable()
-export class DependenciesService implements OnApplicationBootstrap, OnModuleInit {
+export class DependenciesService implements OnApplicationBootstrap {
   private readonly logger = new Logger(DependenciesService.name);
 
   constructor(
@@ -48,30 +49,35 @@ export class DependenciesService implements OnApplicationBootstrap, OnModuleInit
     private readonly database: Database,
     private readonly delivery: TriggerDeliveryService,
     private readonly events: EventLog,
-    private readonly lifecycle: RunLifecycle,
     private readonly pullRequests: PullRequestsService,
     private readonly repository: DependenciesRepository,
     private readonly requirementLifecycle: RequirementLifecycle,
     private readonly requirements: RequirementsService,
   ) {}
 
-  onModuleInit(): void {
-    this.requirements.onCreatingInUnit((tx, rows, input) => this.stage(tx, rows, input.dependsOn ?? [], input.autoStart === true));
-    this.requirements.onClosing(async (tx, id, now) => {
-      await this.closed(tx, id, now);
-      return {};
-    });
-    this.pullRequests.onStatusChanged((tx, pullRequest) => this.statusChanged(tx, pullRequest));
-    this.lifecycle.guardStart(async (tx, rows) => {
-      const unmet = (rows.requirement.dependsOn ?? []).filter((d) => d.state === 'pending');
-      if (unmet.length > 0) {
-        const named = [];
-        for (const dependency of unmet) {
-          named.push({ dependency, title: (await this.requirements.findForWrite(tx, dependency.dependsOnRequirementId))?.requirement.title ?? null });
-        }
-        throw conflict('dependency_unmet', `"${rows.requirement.title}" is blocked by ${describeUnmet(named)}`);
+  /** A new Requirement's dependencies are checked and staged in its creating unit. */
+  @OnDomainEvent('requirement.created')
+  async created(tx: UnitOfWork, rows: RequirementRows, input: NewRequirement): Promise<void> {
+    await this.stage(tx, rows, input.dependsOn ?? [], input.autoStart === true);
+  }
+
+  /** An explicit start waits until every dependency is met (a 409 names the blockers by title). */
+  @OnDomainEvent('requirement.starting')
+  async guardStart(tx: UnitOfWork, rows: RequirementRows): Promise<void> {
+    const unmet = (rows.requirement.dependsOn ?? []).filter((d) => d.state === 'pending');
+    if (unmet.length > 0) {
+      const named = [];
+      for (const dependency of unmet) {
+        named.push({ dependency, title: (await this.requirements.findForWrite(tx, dependency.dependsOnRequirementId))?.requirement.title ?? null });
       }
-    });
+      throw conflict('dependency_unmet', `"${rows.requirement.title}" is blocked by ${describeUnmet(named)}`);
+    }
+  }
+
+  /** Purged Requirements leave no cached dependency behind (theirs, or their dependents' on them). */
+  @OnDomainEvent('requirements.purging')
+  purging(tx: UnitOfWork, ids: string[]): Promise<void> {
+    return this.repository.forgetPurged(tx, ids);
   }
 
   /** Tells the dependents a crash (or a stop) left untold; in the background, after the runs' own startup pass. */
@@ -165,23 +171,26 @@ export class DependenciesService implements OnApplicationBootstrap, OnModuleInit
   }
 
   /** A Requirement became done or cancelled (in its closing unit). */
-  private async closed(tx: UnitOfWork, id: string, now: string): Promise<void> {
+  @OnDomainEvent('requirement.closing')
+  async closed(tx: UnitOfWork, id: string, now: string): Promise<ClosedExtras> {
     const { requirement } = await this.requirements.loadForWrite(tx, id);
     if (requirement.status === 'cancelled') {
       await this.resolve(tx, id, ['done', 'merged'], 'cancelled', 'cancelled', now);
-      return;
+      return {};
     }
     if (requirement.status !== 'done') {
-      return;
+      return {};
     }
     await this.resolve(tx, id, ['done'], 'met', 'confirmed done', now);
     if ((await this.pullRequests.ofRequirementIn(tx, id)).length === 0) {
       await this.resolve(tx, id, ['merged'], 'met', 'confirmed done (no pull requests)', now);
     }
+    return {};
   }
 
   /** The reconciler applied a PR's new status (in its unit): the last merge meets `merged` dependencies. */
-  private async statusChanged(tx: UnitOfWork, pullRequest: PullRequestEntity): Promise<void> {
+  @OnDomainEvent('pullRequest.statusChanged')
+  async statusChanged(tx: UnitOfWork, pullRequest: PullRequestEntity): Promise<void> {
     if (pullRequest.status !== 'merged') {
       return;
     }

@@ -18,7 +18,7 @@ import { ConfigurationService } from '../core/configuration/configuration.servic
 import { Database } from '../core/database/database.service';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
-import { agentBaseEnvironment } from '../runs/agent-environment.service';
+import { agentBaseEnvironment } from '../agents/agent-environment.service';
 import { listAnthropicModels } from './anthropic-model-list';
 import { listCodexModels } from './codex-model-list';
 import { CLAUDE_CODE_EFFORTS, claudeAliasModels, codexBuiltinModels } from './known-models';

@@ -1,10 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 
-import type { EventActor, ManagerEventPayloads, PullRequestStatus } from '@libs/contracts';
+import type { EventActor, PullRequestStatus } from '@libs/contracts';
 
 import { AgentCaller, assertInScope } from '../auth/agent-scope.decorator';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
+import { DomainEvents } from '../core/domain-events';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict } from '../core/errors/domain-error';
 import { newId } from '../core/ids';
@@ -12,6 +13,7 @@ import { EventLog, audit } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
 import { ListPullRequestsQueryDto, PullRequestPageDto, PullRequestResponseDto, RegisterPullRequestDto, toPullRequestResponse } from './dto/pull-request.dto';
 import { PullRequestEntity } from './pull-request.entity';
+import type { HeadChangeExtras } from './pull-request.events';
 import { PullRequestsRepository } from './pull-requests.repository';
 
 /**
@@ -29,17 +31,6 @@ export interface GitHubPullRequestState {
   headSha: string;
 }
 
-/**
- * Work another module does in the same transaction when a PR's head commit changes (reviews
- * of the old head become stale). What it returns is added to the `pull_request.updated` payload.
- */
-/** What head-change steps add to the PR's event payload (the reviews the move made stale). */
-export type HeadChangeExtras = Pick<ManagerEventPayloads['pull_request.updated'], 'reviewRequests'>;
-export type HeadChangeStep = (tx: UnitOfWork, pullRequest: PullRequestEntity) => Promise<HeadChangeExtras>;
-
-/** Work another module does in the reconciler's unit when GitHub changed a PR's status (a merge meets dependencies). */
-export type StatusChangeStep = (tx: UnitOfWork, pullRequest: PullRequestEntity, previous: PullRequestStatus) => Promise<void>;
-
 /** The review loop's columns of a PR. */
 export type AutoReviewFields = Partial<
   Pick<PullRequestEntity, 'autoReviewHeadSha' | 'autoReviewMaxRounds' | 'autoReviewOutcome' | 'autoReviewProvider' | 'autoReviewRound' | 'autoReviewState'>
@@ -48,12 +39,11 @@ export type AutoReviewFields = Partial<
 @Injectable()
 export class PullRequestsService {
   private readonly logger = new Logger(PullRequestsService.name);
-  private readonly headChangeSteps: HeadChangeStep[] = [];
-  private readonly statusChangeSteps: StatusChangeStep[] = [];
 
   constructor(
     private readonly clock: Clock,
     private readonly database: Database,
+    private readonly domainEvents: DomainEvents,
     private readonly events: EventLog,
     private readonly repository: PullRequestsRepository,
     private readonly requirements: RequirementsService,
@@ -158,9 +148,7 @@ export class PullRequestsService {
       type: 'pull_request.updated',
     });
     if (current.status !== updated.status) {
-      for (const step of this.statusChangeSteps) {
-        await step(tx, updated, current.status);
-      }
+      await this.domainEvents.emit('pullRequest.statusChanged', tx, updated, current.status);
     }
     return updated;
   }
@@ -194,28 +182,14 @@ export class PullRequestsService {
     );
   }
 
-  /** Registers work to do when GitHub changes a PR's status (see StatusChangeStep). */
-  onStatusChanged(step: StatusChangeStep): void {
-    this.statusChangeSteps.push(step);
-  }
-
   /** A Requirement's PRs as the unit sees them. */
   ofRequirementIn(tx: UnitOfWork, requirementId: string): Promise<PullRequestEntity[]> {
     return this.repository.ofRequirementIn(tx, requirementId);
   }
 
-  /** Registers work to do when a PR's head commit changes (see HeadChangeStep). */
-  onHeadChanged(step: HeadChangeStep): void {
-    this.headChangeSteps.push(step);
-  }
-
-  /** Runs the head-change steps for a PR whose new head is staged in `tx`; returns their payload additions. */
+  /** Tells the handlers of a PR whose new head is staged in `tx`; returns their payload additions. */
   async headChanged(tx: UnitOfWork, pullRequest: PullRequestEntity): Promise<HeadChangeExtras> {
-    const payload: HeadChangeExtras = {};
-    for (const step of this.headChangeSteps) {
-      Object.assign(payload, await step(tx, pullRequest));
-    }
-    return payload;
+    return Object.assign({}, ...(await this.domainEvents.emit('pullRequest.headChanged', tx, pullRequest))) as HeadChangeExtras;
   }
 
   async list(query: ListPullRequestsQueryDto): Promise<PullRequestPageDto> {

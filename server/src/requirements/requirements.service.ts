@@ -1,10 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { EventActor, ManagerEventPayloads, RequirementCreator, RequirementStatus } from '@libs/contracts';
+import type { EventActor, RequirementCreator, RequirementStatus } from '@libs/contracts';
 
-import { budgetColumns } from '../budgets/budget-rules';
+import { budgetColumns } from './budget-rules';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
+import { DomainEvents } from '../core/domain-events';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, invalid, notFound } from '../core/errors/domain-error';
 import { newId } from '../core/ids';
@@ -17,6 +18,7 @@ import { ListRequirementsQueryDto } from './dto/list-requirements-query.dto';
 import { ForkRequirementDto, UpdateRequirementDto } from './dto/update-requirement.dto';
 import { AgentSessionPageDto, RequirementPageDto, RequirementResponseDto, toRequirementResponse, toSessionResponse } from './dto/requirement-response.dto';
 import { RequirementEntity } from './requirement.entity';
+import type { ClosedExtras } from './requirement.events';
 import { RequirementLifecycle } from './requirement-lifecycle';
 import { RequirementRows, RequirementsRepository } from './requirements.repository';
 
@@ -26,30 +28,6 @@ export interface NewRequirement extends CreateRequirementDto {
   parentRequirementId?: string | null;
   sourceSessionId?: string | null;
 }
-
-/**
- * Work another module does, in the same transaction, when a Requirement becomes done or
- * cancelled (timers end). What it returns is added to the terminal event's payload.
- */
-/** What closing steps add to the terminal event's payload (the timers that ended with it). */
-export type ClosedExtras = Omit<ManagerEventPayloads['requirement.completed'], 'requirement'>;
-export type ClosingStep = (tx: UnitOfWork, requirementId: string, now: string) => Promise<ClosedExtras>;
-
-/**
- * Work another module does when a Requirement is created: the async part runs before the write
- * unit (it may refuse the input with a domain error, and may take a moment, e.g. asking git);
- * what it returns stages that module's rows in the creating unit and gives what the snapshot shows.
- */
-export type CreatingStep = (input: NewRequirement) => Promise<(uow: UnitOfWork, requirement: RequirementEntity) => void>;
-
-/** Work another module does inside the creating unit, before the created event (dependencies are checked and staged there). */
-export type CreatingUnitStep = (tx: UnitOfWork, rows: RequirementRows, input: NewRequirement) => Promise<void>;
-
-/**
- * Work another module does once a person's edit committed (a raised budget resumes the session),
- * in its own units; a snapshot it returns is the edit's answer (the newer state).
- */
-export type UpdatedStep = (id: string, fields: UpdateRequirementDto, actor: EventActor) => Promise<RequirementResponseDto | null>;
 
 const CHILDREN_MAX = 500;
 /**
@@ -67,23 +45,20 @@ export const requirementNotFound = (id: string) => notFound('requirement_not_fou
 @Injectable()
 export class RequirementsService {
   private readonly logger = new Logger(RequirementsService.name);
-  private readonly closingSteps: ClosingStep[] = [];
-  private readonly creatingSteps: CreatingStep[] = [];
-  private readonly creatingUnitSteps: CreatingUnitStep[] = [];
-  private readonly updatedSteps: UpdatedStep[] = [];
 
   constructor(
     private readonly clock: Clock,
     private readonly configuration: ConfigurationService,
     private readonly database: Database,
     private readonly dependencyRows: DependenciesRepository,
+    private readonly domainEvents: DomainEvents,
     private readonly events: EventLog,
     private readonly lifecycle: RequirementLifecycle,
     private readonly repository: RequirementsRepository,
   ) {}
 
   async create(input: NewRequirement, actor: EventActor): Promise<RequirementResponseDto> {
-    const staging = await Promise.all(this.creatingSteps.map((step) => step(input)));
+    const staging = await this.domainEvents.emit('requirement.creating', input);
     const created = await this.database.write(async (tx) => {
       const now = this.clock.nowIso();
       const requirement: RequirementEntity = {
@@ -130,9 +105,7 @@ export class RequirementsService {
         stage(tx, requirement);
       }
       requirement.dependsOn = [];
-      for (const step of this.creatingUnitSteps) {
-        await step(tx, { requirement, session }, input);
-      }
+      await this.domainEvents.emit('requirement.created', tx, { requirement, session }, input);
       const snapshot = toRequirementResponse(requirement, session);
       await this.events.append(tx, {
         actor,
@@ -219,11 +192,6 @@ export class RequirementsService {
     return snapshot;
   }
 
-  /** Registers work to do when a Requirement is created (see CreatingStep). */
-  onCreating(step: CreatingStep): void {
-    this.creatingSteps.push(step);
-  }
-
   /**
    * PATCH: a person edits a Requirement. Title, description and provider only while it is todo
    * (its agent has not read them, its session has no native id yet); model and effort apply from
@@ -256,8 +224,8 @@ export class RequirementsService {
     });
     this.logger.log({ ...audit(actor), fields: Object.keys(fields), msg: 'requirement updated', requirementId: id });
     let latest = snapshot;
-    for (const step of this.updatedSteps) {
-      latest = (await step(id, fields, actor)) ?? latest;
+    for (const newer of await this.domainEvents.emit('requirement.edited', id, fields, actor)) {
+      latest = newer ?? latest;
     }
     return latest;
   }
@@ -299,27 +267,9 @@ export class RequirementsService {
     return result;
   }
 
-  /** Registers work to do after a person's edit committed (see UpdatedStep). */
-  onUpdated(step: UpdatedStep): void {
-    this.updatedSteps.push(step);
-  }
-
-  /** Registers work to do inside the creating unit (see CreatingUnitStep). */
-  onCreatingInUnit(step: CreatingUnitStep): void {
-    this.creatingUnitSteps.push(step);
-  }
-
-  /** Registers work to do when a Requirement becomes done or cancelled (see ClosingStep). */
-  onClosing(step: ClosingStep): void {
-    this.closingSteps.push(step);
-  }
-
+  /** Tells the closing handlers (inside the closing unit); returns their payload additions. */
   private async runClosingSteps(tx: UnitOfWork, id: string, now: string): Promise<ClosedExtras> {
-    const payload: ClosedExtras = {};
-    for (const step of this.closingSteps) {
-      Object.assign(payload, await step(tx, id, now));
-    }
-    return payload;
+    return Object.assign({}, ...(await this.domainEvents.emit('requirement.closing', tx, id, now))) as ClosedExtras;
   }
 
   /**

@@ -9,9 +9,8 @@ import { storedExtension } from '../attachments/file-signature';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
-import type { UnitOfWork } from '../core/database/unit-of-work';
+import { DomainEvents } from '../core/domain-events';
 import { RUNTIME, Runtime } from '../core/runtime';
-import { DependenciesRepository } from '../dependencies/dependencies.repository';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { EventsRepository } from '../events/events.repository';
 import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
@@ -23,12 +22,6 @@ const PURGE_BATCH = 200;
 const SWEEP_BATCH = 500;
 /** An attachment file younger than this may belong to an upload still in flight. */
 const SWEEP_MIN_AGE_MS = 60 * 60 * 1000;
-
-/**
- * Work another module does when Requirements are purged, in the purging unit before their rows
- * go (it reads what it owns and registers what to clean up after the commit: worktrees).
- */
-export type PurgingStep = (uow: UnitOfWork, requirementIds: string[]) => Promise<void>;
 
 /**
  * Done and cancelled Requirements older than their retention are removed with everything
@@ -43,14 +36,13 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   private timer: NodeJS.Timeout | undefined;
   private subscription: Subscription | undefined;
   private running: Promise<number> | null = null;
-  private readonly purgingSteps: PurgingStep[] = [];
 
   constructor(
     private readonly attachments: AttachmentsRepository,
     private readonly clock: Clock,
     private readonly configuration: ConfigurationService,
     private readonly database: Database,
-    private readonly dependencies: DependenciesRepository,
+    private readonly domainEvents: DomainEvents,
     private readonly eventRows: EventsRepository,
     private readonly events: EventLog,
     private readonly requirementLifecycle: RequirementLifecycle,
@@ -75,11 +67,6 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   onModuleDestroy(): void {
     clearInterval(this.timer);
     this.subscription?.unsubscribe();
-  }
-
-  /** Registers work to do when Requirements are purged (see PurgingStep). */
-  onPurging(step: PurgingStep): void {
-    this.purgingSteps.push(step);
   }
 
   /** Purges what is due; resolves with how many Requirements were removed. */
@@ -129,11 +116,8 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
         return 0;
       }
       const files = await this.attachments.ofRequirementsIn(tx, ids);
-      for (const step of this.purgingSteps) {
-        await step(tx, ids);
-      }
+      await this.domainEvents.emit('requirements.purging', tx, ids);
       this.eventRows.deleteForRequirements(tx, ids);
-      await this.dependencies.forgetPurged(tx, ids);
       // The session, conversation, attachments and runs go with it (ON DELETE CASCADE).
       this.requirementLifecycle.purge(tx, ids);
       await this.events.append(tx, { actor: SYSTEM_ACTOR, payload: { requirementIds: ids }, type: 'requirements.purged' });

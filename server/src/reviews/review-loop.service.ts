@@ -1,18 +1,21 @@
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 
 import type { AutoReviewOutcome, AutoReviewState, EventActor } from '@libs/contracts';
 
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
+import { OnDomainEvent } from '../core/domain-events';
 import { MessagesService } from '../messages/messages.service';
 import type { PullRequestEntity } from '../pull-requests/pull-request.entity';
+import type { HeadChangeExtras } from '../pull-requests/pull-request.events';
 import { AutoReviewFields, PullRequestsService } from '../pull-requests/pull-requests.service';
 import { toAutoReviewSettings } from '../requirements/dto/auto-review.dto';
 import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RunLifecycle } from '../runs/run-lifecycle.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
-import type { ReviewEnd } from './reviews.service';
+import type { ReviewEnd } from './review.events';
+import type { ReviewRequestEntity } from './review-request.entity';
 import { ReviewsService } from './reviews.service';
 
 /** The loop's receipts: one review per (PR, head), across restarts (invariant 10). */
@@ -29,7 +32,7 @@ const LOOP_ACTOR: EventActor = { id: TRIGGER_ID, kind: 'trigger' };
  * review's does (ReviewsService), which is what brings the next push.
  */
 @Injectable()
-export class ReviewLoopService implements OnModuleInit {
+export class ReviewLoopService {
   private readonly logger = new Logger(ReviewLoopService.name);
 
   constructor(
@@ -42,17 +45,20 @@ export class ReviewLoopService implements OnModuleInit {
     private readonly triggers: TriggerDeliveryService,
   ) {}
 
-  onModuleInit(): void {
-    // A head seen while an RD run is running waits for the run's end (the resting hook); one
-    // the reconciler sees at rest (a push from elsewhere) is reviewed at once.
-    this.pullRequests.onHeadChanged(async (tx, pullRequest) => {
-      tx.afterCommit(() => void this.consider(pullRequest.requirementId));
-      return {};
-    });
-    this.lifecycle.onResting((requirementId) => this.consider(requirementId));
-    this.reviews.onEnding((tx, rows, end) => this.roundEnded(tx, rows, end));
-    // A review that held the PR (a person's, or a round that moved on) may leave a newer head to review.
-    this.reviews.onEnded((review) => this.consider(review.requirementId));
+  /**
+   * A head seen while an RD run is running waits for the run's end (`session.resting`); one the
+   * reconciler sees at rest (a push from elsewhere) is reviewed at once, once the unit committed.
+   */
+  @OnDomainEvent('pullRequest.headChanged')
+  async headChanged(tx: UnitOfWork, pullRequest: PullRequestEntity): Promise<HeadChangeExtras> {
+    tx.afterCommit(() => void this.consider(pullRequest.requirementId));
+    return {};
+  }
+
+  /** A review that held the PR (a person's, or a round that moved on) may leave a newer head to review. */
+  @OnDomainEvent('review.ended')
+  reviewEnded(review: ReviewRequestEntity): Promise<void> {
+    return this.consider(review.requirementId);
   }
 
   /**
@@ -60,6 +66,7 @@ export class ReviewLoopService implements OnModuleInit {
    * when the Requirement has a loop, is not done or cancelled, and no RD run of it is running.
    * Safe to call at any time and any number of times: each (PR, head) gets one review at most.
    */
+  @OnDomainEvent('session.resting')
   async consider(requirementId: string): Promise<void> {
     if (this.lifecycle.stopping || this.reviews.stopping) {
       return;
@@ -138,7 +145,8 @@ export class ReviewLoopService implements OnModuleInit {
   }
 
   /** In a loop review's end unit: where the PR's loop is now, and the system message when it ends. */
-  private async roundEnded(tx: UnitOfWork, rows: RequirementRows, { review, status }: ReviewEnd): Promise<void> {
+  @OnDomainEvent('review.ending')
+  async roundEnded(tx: UnitOfWork, rows: RequirementRows, { review, status }: ReviewEnd): Promise<void> {
     if (review.requestedBy !== 'review_loop') {
       return;
     }

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 
+import { ConversationModule } from '../conversation/conversation.module';
 import { MessagesModule } from '../messages/messages.module';
 import { PullRequestsModule } from '../pull-requests/pull-requests.module';
 import { RequirementsModule } from '../requirements/requirements.module';
@@ -14,7 +15,7 @@ import { ReviewsService } from './reviews.service';
 @Module({
   controllers: [ReviewsController],
   exports: [ReviewsService],
-  imports: [MessagesModule, PullRequestsModule, RequirementsModule, RunsModule, TriggersModule, WorktreesModule],
+  imports: [ConversationModule, MessagesModule, PullRequestsModule, RequirementsModule, RunsModule, TriggersModule, WorktreesModule],
   providers: [ReviewLoopService, ReviewsRepository, ReviewsService],
 })
 export class ReviewsModule {}

@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 
 import type { EventActor, Provider, ReasoningEffort, ReviewRequestStatus, ReviewRequester } from '@libs/contracts';
 
@@ -6,12 +6,14 @@ import type { ProcessEnd } from '../agents/process-runner';
 import { ReviewerInput, buildReviewerInstructions, buildReviewerPrompt, parseReviewVerdict } from '../agents/prompt';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
+import { DomainEvents, OnDomainEvent } from '../core/domain-events';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, notFound } from '../core/errors/domain-error';
 import { newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
 import { PullRequestEntity } from '../pull-requests/pull-request.entity';
+import type { HeadChangeExtras } from '../pull-requests/pull-request.events';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import type { RequirementRows } from '../requirements/requirements.repository';
@@ -22,11 +24,11 @@ import { AgentRunEntity } from '../runs/agent-run.entity';
 import { toRunResponse } from '../runs/dto/run-response.dto';
 import { RunLauncher } from '../runs/run-launcher.service';
 import { RunsRepository } from '../runs/runs.repository';
-import { ConversationDelivery } from '../runs/conversation-delivery.service';
-import { Hooks } from '../runs/hooks';
+import { ConversationDelivery } from '../conversation/conversation-delivery.service';
 import { TraceWriter } from '../runs/trace-writer';
 import { ReviewWorktrees } from '../worktrees/review-worktrees.service';
 import { CreateReviewRequestDto, CreateReviewResponseDto, ListReviewRequestsQueryDto, ReviewRequestPageDto, toReviewRequestResponse } from './dto/review-request.dto';
+import type { ReviewEnd } from './review.events';
 import { ReviewRequestEntity } from './review-request.entity';
 import { ReviewsRepository } from './reviews.repository';
 
@@ -43,19 +45,6 @@ export interface ReviewSpec {
   loopRound: { round: number; maxRounds: number } | null;
 }
 
-/** How a review ended, for the steps that run in its end unit. */
-export interface ReviewEnd {
-  review: ReviewRequestEntity;
-  status: ReviewRequestStatus;
-  pullRequest: PullRequestEntity;
-}
-
-/** Work another module does inside a review's end unit, after its reviewer or system message. */
-export type ReviewEndStep = (tx: UnitOfWork, rows: RequirementRows, end: ReviewEnd) => Promise<void>;
-
-/** Work done once a review's end committed. */
-export type ReviewEndedHook = (review: ReviewRequestEntity) => Promise<void>;
-
 interface ActiveReview {
   review: ReviewRequestEntity;
   active: ActiveRun;
@@ -69,17 +58,16 @@ interface ActiveReview {
  * message delivered to the RD agent, through the conversation delivery path (ConversationDelivery).
  */
 @Injectable()
-export class ReviewsService implements BeforeApplicationShutdown, OnApplicationBootstrap, OnModuleInit {
+export class ReviewsService implements BeforeApplicationShutdown, OnApplicationBootstrap {
   private readonly logger = new Logger(ReviewsService.name);
   /** The reviewers this manager watches, by review. */
   private readonly running: ActiveRuns<ActiveReview>;
-  private readonly endSteps = new Hooks<Parameters<ReviewEndStep>>();
-  private readonly endedHooks = new Hooks<Parameters<ReviewEndedHook>>((err, review) => this.logger.error(`review end hook for ${review.id} failed: ${err.message}`));
 
   constructor(
     private readonly clock: Clock,
     private readonly conversation: ConversationDelivery,
     private readonly database: Database,
+    private readonly domainEvents: DomainEvents,
     private readonly events: EventLog,
     private readonly launcher: RunLauncher,
     private readonly messages: MessagesService,
@@ -93,11 +81,6 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
       (active) => this.launcher.kill(active),
       (entry) => entry.active,
     );
-  }
-
-  onModuleInit(): void {
-    // A review of a head the PR has moved away from is stale; marked in the PR update's transaction.
-    this.pullRequests.onHeadChanged((tx, pullRequest) => this.markStale(tx, pullRequest));
   }
 
   /** Reviews left running by a stopped manager cannot finish: their runs were failed at start too. */
@@ -222,16 +205,6 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
   /** The review running for a PR, as the unit sees it. */
   runningForIn(tx: UnitOfWork, pullRequestId: string): Promise<ReviewRequestEntity | null> {
     return this.repository.runningForIn(tx, pullRequestId);
-  }
-
-  /** Registers work to do inside a review's end unit, after its messages (see ReviewEndStep). */
-  onEnding(step: ReviewEndStep): void {
-    this.endSteps.add(step);
-  }
-
-  /** Registers work to do once a review's end committed (see ReviewEndedHook). */
-  onEnded(hook: ReviewEndedHook): void {
-    this.endedHooks.add(hook);
   }
 
   get stopping(): boolean {
@@ -376,7 +349,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
       );
       this.logger.log({ msg: `review ${status}`, pullRequestId: review.pullRequestId, reviewRequestId: review.id, runId: active.run.id });
       this.running.delete(reviewId); // before the hooks: the PR has no review running any more
-      this.endedHooks.notify(review);
+      this.domainEvents.notify('review.ended', review);
     } catch (err) {
       this.logger.error(`could not record the end of review ${review.id}: ${(err as Error).message}`);
       // At least end it, or the PR could not be reviewed again until a restart (one active review per PR).
@@ -394,10 +367,12 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
   }
 
   private runEndSteps(tx: UnitOfWork, rows: RequirementRows, end: ReviewEnd): Promise<void> {
-    return this.endSteps.runInOrder(tx, rows, end);
+    return this.domainEvents.emit('review.ending', tx, rows, end).then(() => undefined);
   }
 
-  private async markStale(tx: UnitOfWork, pullRequest: PullRequestEntity): Promise<Record<string, unknown>> {
+  /** A review of a head the PR has moved away from is stale; marked in the PR update's unit. */
+  @OnDomainEvent('pullRequest.headChanged')
+  async markStale(tx: UnitOfWork, pullRequest: PullRequestEntity): Promise<HeadChangeExtras> {
     const reviews = await this.repository.notStaleOtherHeadIn(tx, pullRequest.id, pullRequest.headSha);
     if (reviews.length === 0) {
       return {};

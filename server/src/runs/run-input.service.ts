@@ -5,7 +5,7 @@ import { RdPromptMessage, RdWorkPlace, buildRdInstructions, buildRdPrompt, image
 import { RUNTIME, Runtime } from '../core/runtime';
 import { MessagesService } from '../messages/messages.service';
 import { RequirementsService } from '../requirements/requirements.service';
-import { AgentEnvironmentService } from './agent-environment.service';
+import { AgentEnvironmentService } from '../agents/agent-environment.service';
 import type { AgentRunEntity } from './agent-run.entity';
 
 export interface PreparedInput {

@@ -21,7 +21,7 @@ import { RequirementsService } from '../requirements/requirements.service';
 import { GitDirectories, WorkspaceGit } from '../worktrees/workspace-git.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import type { ActiveRun } from './active-run';
-import { AgentEnvironmentService } from './agent-environment.service';
+import { AgentEnvironmentService } from '../agents/agent-environment.service';
 import { RunInputService } from './run-input.service';
 import { RunsRepository } from './runs.repository';
 

@@ -4,11 +4,12 @@ import type { EventActor, InterruptMode, RequirementBudget, RequirementUsage } f
 
 import type { TokenUsage } from '../agents/agent-adapter';
 import type { ProcessEnd } from '../agents/process-runner';
-import { addUsage, blockerOf, budgetNotice, budgetNoticeCode, budgetOf, treeReached, treeUsageOf, usageOf } from '../budgets/budget-rules';
-import { BudgetStop, TreeBudgets } from '../budgets/tree-budgets';
+import { addUsage, blockerOf, budgetNotice, budgetNoticeCode, budgetOf, treeReached, treeUsageOf, usageOf } from '../requirements/budget-rules';
+import { BudgetStop, TreeBudgets } from './tree-budgets';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
+import { DomainEvents } from '../core/domain-events';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict } from '../core/errors/domain-error';
 import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
@@ -24,7 +25,6 @@ import { ActiveRuns } from './active-runs';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import { AgentRunEntity } from './agent-run.entity';
 import { InterruptResponseDto, StartResponseDto, toRunResponse } from './dto/run-response.dto';
-import { Hooks } from './hooks';
 import { managerStoppedMessage } from './manager-stopped';
 import { RequirementActors } from './requirement-actors.service';
 import { RunLauncher } from './run-launcher.service';
@@ -41,21 +41,6 @@ export function hasInputToStart({ requirement, session }: RequirementRows): bool
   return requirement.status === 'todo' || session.state === 'failed' || session.pendingMessageCount > 0;
 }
 
-/** A check another module makes before an explicit start (it throws to refuse it); `actor` is who asks. */
-export type StartGuard = (tx: UnitOfWork, rows: RequirementRows, actor: EventActor) => Promise<void>;
-
-/** Work done once a cancelled Requirement's run is gone (see RunLifecycle.onCancelled). */
-export type CancelledHook = (requirementId: string) => Promise<void>;
-
-/** Work done once an RD run's end committed and the session rests (no run continues it). */
-export type RestingHook = (requirementId: string) => Promise<void>;
-
-/**
- * Work done once a run's end committed usage that took an ancestor's tree to its budget (the
- * ancestor is named): the budgets feature pauses it if it is idle, in its own actor.
- */
-export type TreeReachedHook = (requirementId: string) => Promise<unknown>;
-
 /**
  * The RD run lifecycle (architecture §6): the only place that starts agent processes. Opens a
  * run on its captured input (invariant 4), launches it, records its end and continues the
@@ -67,10 +52,6 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
   private readonly logger = new Logger(RunLifecycle.name);
   /** The RD runs this manager watches, by Requirement. */
   private readonly active: ActiveRuns<ActiveRun>;
-  private readonly cancelledHooks = new Hooks<Parameters<CancelledHook>>((err, requirementId) => this.logger.error(`cancel hook for ${requirementId} failed: ${err.message}`));
-  private readonly restingHooks = new Hooks<Parameters<RestingHook>>((err, requirementId) => this.logger.error(`resting hook for ${requirementId} failed: ${err.message}`));
-  private readonly startGuards = new Hooks<Parameters<StartGuard>>();
-  private readonly treeReachedHooks = new Hooks<Parameters<TreeReachedHook>>((err, ancestorId) => this.logger.error(`budget hook for ${ancestorId} failed: ${err.message}`));
   /** The budgets the active runs count against: each one's own and its ancestors' (issue 25 §4). */
   private readonly budgets = new TreeBudgets();
 
@@ -79,6 +60,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     private readonly clock: Clock,
     private readonly configuration: ConfigurationService,
     private readonly database: Database,
+    private readonly domainEvents: DomainEvents,
     private readonly events: EventLog,
     private readonly launcher: RunLauncher,
     private readonly messages: MessagesService,
@@ -91,9 +73,6 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       (active) => this.launcher.kill(active),
       (active) => active,
     );
-    // A cancel loses nothing: once its run is gone, the worktree's uncommitted and untracked work
-    // is saved as a patch beside the Requirement's records, then the worktree is removed.
-    this.onCancelled(async (requirementId) => void (await this.worktrees.saveAndRemove(requirementId, 'cancelled')));
   }
 
   /** True once a graceful stop began: no run starts any more. */
@@ -120,7 +99,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
           throw conflict('run_active', `Requirement ${requirementId} already has an active run`);
         }
         // Unmet dependencies first: they say why, whatever the input.
-        await this.startGuards.runInOrder(tx, rows, actor);
+        await this.domainEvents.emit('requirement.starting', tx, rows, actor);
         if (!hasReplyContent(dto) && !hasInputToStart(rows)) {
           // A run on nothing new answers the last message again (tokens spent for a duplicate).
           throw conflict('nothing_to_deliver', `Requirement ${requirementId} has no pending input; send a message to continue it, or confirm it`);
@@ -170,16 +149,6 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     return requirement;
   }
 
-  /** Registers work to do when a run's usage took an ancestor's tree to its budget (see TreeReachedHook). */
-  onTreeReached(hook: TreeReachedHook): void {
-    this.treeReachedHooks.add(hook);
-  }
-
-  /** Registers a check an explicit start must pass (see StartGuard), e.g. unmet dependencies. */
-  guardStart(guard: StartGuard): void {
-    this.startGuards.add(guard);
-  }
-
   /**
    * POST /requirements/:id/interrupt. `stop` pauses on purpose: the session waits for a person
    * even with newer input queued (see closeRun). `steer` only when newer input waits (the run
@@ -223,23 +192,10 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       return snapshot;
     });
     await this.active.gone(requirementId);
-    // The place for what a cancel leaves behind outside the database (issue 14 saves the
-    // Requirement's worktree as a patch and removes it): after the agent's processes are gone.
-    await this.cancelledHooks.settle(requirementId);
+    // The place for what a cancel leaves behind outside the database (the worktrees feature saves
+    // the Requirement's worktree as a patch and removes it): after the agent's processes are gone.
+    await this.domainEvents.settle('requirement.cancelSettled', requirementId);
     return (await this.requirements.find(requirementId)) ?? cancelled;
-  }
-
-  /** Registers work to do after a Requirement was cancelled and its run is gone. */
-  onCancelled(hook: CancelledHook): void {
-    this.cancelledHooks.add(hook);
-  }
-
-  /**
-   * Registers work to do when an RD run ended and no run continues the session (the review
-   * loop's "after the RD run that pushed it ends"). It runs outside the Requirement's actor.
-   */
-  onResting(hook: RestingHook): void {
-    this.restingHooks.add(hook);
   }
 
   /** The first hook of a graceful stop: from here on no run starts. */
@@ -337,7 +293,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         if (next) {
           this.launch(next);
         } else if (!this.stopping) {
-          this.restingHooks.notify(requirementId);
+          this.domainEvents.notify('session.resting', requirementId);
         }
       } catch (err) {
         // Left `running` in the database: the next start's reconciliation settles it.
@@ -410,7 +366,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     tx.afterCommit(() => {
       this.stopForBudget(this.budgets.close(requirement.id, own));
       for (const ancestorId of reached) {
-        this.treeReachedHooks.notify(ancestorId);
+        this.domainEvents.notify('budget.treeReached', ancestorId);
       }
     });
     // Read after the failure's and the budget's messages' own time: their message.created events carry the

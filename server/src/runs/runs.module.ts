@@ -5,8 +5,6 @@ import { AttachmentsModule } from '../attachments/attachments.module';
 import { MessagesModule } from '../messages/messages.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { WorktreesModule } from '../worktrees/worktrees.module';
-import { AgentEnvironmentService } from './agent-environment.service';
-import { ConversationDelivery } from './conversation-delivery.service';
 import { RunInputService } from './run-input.service';
 import { RunLauncher } from './run-launcher.service';
 import { RequirementActors } from './requirement-actors.service';
@@ -18,8 +16,8 @@ import { StartupReconciler } from './startup-reconciler.service';
 
 @Module({
   controllers: [RunsController],
-  exports: [AgentEnvironmentService, ConversationDelivery, RequirementActors, RunLauncher, RunLifecycle, RunsRepository],
+  exports: [RequirementActors, RunLauncher, RunLifecycle, RunsRepository],
   imports: [AgentsModule, AttachmentsModule, MessagesModule, RequirementsModule, WorktreesModule],
-  providers: [AgentEnvironmentService, ConversationDelivery, RequirementActors, RunInputService, RunLauncher, RunLifecycle, RunsRepository, RunsService, StartupReconciler],
+  providers: [RequirementActors, RunInputService, RunLauncher, RunLifecycle, RunsRepository, RunsService, StartupReconciler],
 })
 export class RunsModule {}

@@ -4,8 +4,14 @@ import type { RequirementStatus } from '@libs/contracts';
 
 import { Database } from '../core/database/database.service';
 import type { CommitInsert, UnitOfWork } from '../core/database/unit-of-work';
-import { RequirementEntity } from '../requirements/requirement.entity';
 import { SearchDocumentEntity } from './search-document.entity';
+
+/** What the index keeps of a Requirement (its own text). */
+export interface IndexedRequirement {
+  id: string;
+  title: string;
+  description: string;
+}
 
 /** A last word up to this long is a prefix query on FTS5's prefix index (built for 2, 3 and 4). */
 const PREFIX_INDEXED = 4;
@@ -183,7 +189,7 @@ export class SearchRepository {
   constructor(private readonly database: Database) {}
 
   /** Indexes a new Requirement's title and description. */
-  indexRequirement(uow: UnitOfWork, requirement: Pick<RequirementEntity, 'id' | 'title' | 'description'>): void {
+  indexRequirement(uow: UnitOfWork, requirement: IndexedRequirement): void {
     uow.insert(SearchDocumentEntity, {
       body: requirement.description,
       messageId: null,
@@ -199,7 +205,7 @@ export class SearchRepository {
   }
 
   /** A Requirement's title or description changed. */
-  reindexRequirement(uow: UnitOfWork, requirement: Pick<RequirementEntity, 'id' | 'title' | 'description'>): void {
+  reindexRequirement(uow: UnitOfWork, requirement: IndexedRequirement): void {
     uow.update(SearchDocumentEntity, { body: requirement.description, title: requirement.title }, { messageId: null, requirementId: requirement.id });
   }
 
@@ -367,7 +373,8 @@ export class SearchRepository {
     const documents = await this.database
       .read(SearchDocumentEntity)
       .createQueryBuilder('d')
-      .innerJoin(RequirementEntity, 'r', 'r.id = d.requirement_id')
+      // By table name: the index sits below the Requirement feature, which writes through it.
+      .innerJoin('requirement', 'r', 'r.id = d.requirement_id')
       // Quoted: PostgreSQL folds a bare alias to lower case.
       .select(['d.row_id AS "rowId"', 'd.requirement_id AS "requirementId"', 'd.message_id AS "messageId"', 'd.sequence AS sequence', 'r.title AS title', 'r.status AS status'])
       .where('d.row_id IN (:...rowIds)', { rowIds })

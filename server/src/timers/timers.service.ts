@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { Subject } from 'rxjs';
 
 import { EventActor, TERMINAL_REQUIREMENT_STATUSES } from '@libs/contracts';
@@ -6,6 +6,7 @@ import { EventActor, TERMINAL_REQUIREMENT_STATUSES } from '@libs/contracts';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
+import { OnDomainEvent } from '../core/domain-events';
 import { conflict, notFound } from '../core/errors/domain-error';
 import { isId, newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
@@ -27,7 +28,7 @@ const timerNotFound = (id: string) => notFound('timer_not_found', `Timer ${id} n
  * occurrence is delivered once even if the manager dies between delivery and re-arming.
  */
 @Injectable()
-export class TimersService implements OnModuleInit {
+export class TimersService {
   private readonly logger = new Logger(TimersService.name);
   /** Emits after any change that can move the earliest due time (the scheduler re-arms). */
   readonly changed$ = new Subject<void>();
@@ -40,11 +41,6 @@ export class TimersService implements OnModuleInit {
     private readonly repository: TimersRepository,
     private readonly requirements: RequirementsService,
   ) {}
-
-  onModuleInit(): void {
-    // Timers end with their Requirement, in the same transaction as the transition.
-    this.requirements.onClosing((tx, requirementId, now) => this.endFor(tx, requirementId, now));
-  }
 
   async create(requirementId: string, dto: CreateTimerDto, actor: EventActor): Promise<TimerResponseDto> {
     const timer = await this.database.write(async (tx) => {
@@ -187,8 +183,9 @@ export class TimersService implements OnModuleInit {
     });
   }
 
-  /** Ends a closing Requirement's active timers; their snapshots ride on the terminal event. */
-  private async endFor(tx: UnitOfWork, requirementId: string, now: string): Promise<{ timers?: TimerResponseDto[] }> {
+  /** Ends a closing Requirement's active timers (in its closing unit); their snapshots ride on the terminal event. */
+  @OnDomainEvent('requirement.closing')
+  async endFor(tx: UnitOfWork, requirementId: string, now: string): Promise<{ timers?: TimerResponseDto[] }> {
     const active = await this.repository.activeOfIn(tx, requirementId);
     if (active.length === 0) {
       return {};

@@ -8,7 +8,7 @@ import type { UnitOfWork } from '../core/database/unit-of-work';
 import type { MessageResponseDto } from '../messages/dto/message-response.dto';
 import { MessagesService } from '../messages/messages.service';
 import type { RequirementRows } from '../requirements/requirements.repository';
-import { ConversationDelivery } from '../runs/conversation-delivery.service';
+import { ConversationDelivery } from '../conversation/conversation-delivery.service';
 import type { TriggerDelivery } from './agent-trigger';
 import { TriggerReceiptsRepository } from './trigger-receipts.repository';
 

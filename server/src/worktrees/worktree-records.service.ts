@@ -1,18 +1,18 @@
 import * as path from 'node:path';
 
-import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 
 import type { EventActor } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
-import type { UnitOfWork } from '../core/database/unit-of-work';
+import { OnDomainEvent } from '../core/domain-events';
 import { conflict, invalid, notFound } from '../core/errors/domain-error';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
-import type { RequirementEntity } from '../requirements/requirement.entity';
+import type { CreatingStager } from '../requirements/requirement.events';
 import { NewRequirement, RequirementsService } from '../requirements/requirements.service';
 import { RequirementWorktreeEntity } from './requirement-worktree.entity';
 import { isInside } from './worktree-changes';
@@ -55,7 +55,7 @@ function emptyRow(requirementId: string, updatedAt: string, isolation: Requireme
  * the row, published with the Requirement's snapshot when the card shows it.
  */
 @Injectable()
-export class WorktreeRecords implements OnModuleInit {
+export class WorktreeRecords {
   constructor(
     private readonly clock: Clock,
     private readonly configuration: ConfigurationService,
@@ -67,15 +67,12 @@ export class WorktreeRecords implements OnModuleInit {
     private readonly workspace: WorkspaceGit,
   ) {}
 
-  onModuleInit(): void {
-    this.requirements.onCreating((input) => this.placeFor(input));
-  }
-
   /**
    * On create: where the Requirement will work. An explicit `worktree` outside a git
    * repository, or a base ref git does not know, is a 400 before anything is written.
    */
-  async placeFor(input: NewRequirement): Promise<(uow: UnitOfWork, requirement: RequirementEntity) => void> {
+  @OnDomainEvent('requirement.creating')
+  async placeFor(input: NewRequirement): Promise<CreatingStager> {
     const repo = await this.workspace.gitWorkspace();
     const asked = input.isolation ?? (input.baseRef !== undefined ? 'worktree' : this.configuration.get('isolation'));
     if (repo === null && (input.isolation === 'worktree' || input.baseRef !== undefined)) {

@@ -1,13 +1,14 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 
-import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { Subscription } from 'rxjs';
 
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
+import type { UnitOfWork } from '../core/database/unit-of-work';
+import { OnDomainEvent } from '../core/domain-events';
 import { RequirementsService } from '../requirements/requirements.service';
-import { RetentionService } from '../retention/retention.service';
 import { WorkspaceGit } from './workspace-git.service';
 import { WorktreesRepository } from './worktrees.repository';
 import { WorktreesService } from './worktrees.service';
@@ -23,7 +24,7 @@ const IDLE_BATCH = 100;
  * for that long go (their work saved as a patch first). Never one with an active run.
  */
 @Injectable()
-export class WorktreeSweeper implements OnApplicationBootstrap, OnModuleDestroy, OnModuleInit {
+export class WorktreeSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(WorktreeSweeper.name);
   private timer: NodeJS.Timeout | undefined;
   private subscription: Subscription | undefined;
@@ -34,17 +35,15 @@ export class WorktreeSweeper implements OnApplicationBootstrap, OnModuleDestroy,
     private readonly configuration: ConfigurationService,
     private readonly repository: WorktreesRepository,
     private readonly requirements: RequirementsService,
-    private readonly retention: RetentionService,
     private readonly workspace: WorkspaceGit,
     private readonly worktrees: WorktreesService,
   ) {}
 
   /** A purge takes the worktrees of the purged Requirements with it (after its commit). */
-  onModuleInit(): void {
-    this.retention.onPurging(async (tx, ids) => {
-      const rows = await this.repository.findMany(await tx.reads(), ids);
-      tx.afterCommit(() => void this.worktrees.removePurged(rows));
-    });
+  @OnDomainEvent('requirements.purging')
+  async purging(tx: UnitOfWork, ids: string[]): Promise<void> {
+    const rows = await this.repository.findMany(await tx.reads(), ids);
+    tx.afterCommit(() => void this.worktrees.removePurged(rows));
   }
 
   onApplicationBootstrap(): void {

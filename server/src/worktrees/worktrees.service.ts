@@ -11,6 +11,7 @@ import type { RdWorkPlace } from '../agents/prompt';
 import { AgentSandbox } from '../agents/agent-sandbox';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
+import { OnDomainEvent } from '../core/domain-events';
 import { conflict, invalid } from '../core/errors/domain-error';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { SYSTEM_ACTOR } from '../events/event-log.service';
@@ -182,6 +183,15 @@ export class WorktreesService implements BeforeApplicationShutdown {
         return row;
       }
     });
+  }
+
+  /**
+   * A cancel loses nothing: once its run is gone, the worktree's uncommitted and untracked work is
+   * saved as a patch beside the Requirement's records, then the worktree is removed.
+   */
+  @OnDomainEvent('requirement.cancelSettled')
+  async cancelSettled(requirementId: string): Promise<void> {
+    await this.saveAndRemove(requirementId, 'cancelled');
   }
 
   /**

@@ -3,7 +3,7 @@ import { IsBoolean, ValidateIf } from 'class-validator';
 
 import { AGENT_REQUIREMENT_ACTIONS, AgentRequirementAction, LIMITS, PROVIDERS, Provider } from '@libs/contracts';
 
-import { BudgetField, BudgetInputDto } from '../../budgets/dto/budget.dto';
+import { BudgetField, BudgetInputDto } from '../../requirements/dto/budget.dto';
 import { OptionalEnum, OptionalText, ValidateEnum, ValidateText } from '../../core/validation';
 import { MessageResponseDto } from '../../messages/dto/message-response.dto';
 import { CreateRequirementDto } from '../../requirements/dto/create-requirement.dto';

@@ -3,12 +3,14 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { Logger } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 
 import type { ManagerEvent } from '@libs/contracts';
 
 import type { AttachmentsService } from '../../attachments/attachments.service';
 import { DependenciesRepository } from '../../dependencies/dependencies.repository';
+import { DomainEvents } from '../domain-events';
 import { EventBus } from '../event-bus';
 import { EventLog, HUMAN_ACTOR, SYSTEM_ACTOR } from '../../events/event-log.service';
 import { ManagerEventEntity } from '../../events/manager-event.entity';
@@ -40,6 +42,7 @@ describe(Database.name, () => {
   let sut: Database;
   let events: EventLog;
   let requirements: RequirementsService;
+  let domainEvents: DomainEvents;
   let messages: MessagesService;
   /** Scripts sent to SQLite by the write path (each one round trip). */
   let scripts: string[];
@@ -65,7 +68,10 @@ describe(Database.name, () => {
     // No default budget: the configuration answers null for it.
     const configuration = { get: () => null } as unknown as ConfigurationService;
     const lifecycle = new RequirementLifecycle(requirementRows);
-    requirements = new RequirementsService(clock, configuration, sut, new DependenciesRepository(sut), events, lifecycle, requirementRows);
+    // No handlers: the aggregate's own rules only (a test may add one).
+    domainEvents = new DomainEvents({ getProviders: () => [] } as unknown as DiscoveryService, new MetadataScanner());
+    domainEvents.onModuleInit();
+    requirements = new RequirementsService(clock, configuration, sut, new DependenciesRepository(sut), domainEvents, events, lifecycle, requirementRows);
     const noAttachments = { claim: () => Promise.resolve([]) } as unknown as AttachmentsService;
     messages = new MessagesService(noAttachments, clock, events, new MessagesRepository(sut, search), lifecycle, requirements);
     scripts = [];
@@ -452,6 +458,21 @@ describe(Database.name, () => {
     });
     held.v = 99; // after commit: must not reach the cache
     expect(await sut.write(async (tx) => tx.cache.get('k'))).toEqual({ v: 4 });
+  });
+
+  it('rolls the emitting unit back when a domain-event handler inside it throws: no row, no event, no cache entry', async () => {
+    await requirements.create({ createdBy: 'human', provider: 'codex', title: 'before' }, HUMAN_ACTOR);
+    const eventsBefore = await reader.query('SELECT COUNT(*) AS n FROM manager_event');
+    const staged: string[] = [];
+    domainEvents.on('requirement.created', async (_tx, rows) => void staged.push(rows.requirement.id));
+    domainEvents.on('requirement.created', () => Promise.reject(new Error('handler refused')));
+    await expect(requirements.create({ createdBy: 'human', provider: 'codex', title: 'refused' }, HUMAN_ACTOR)).rejects.toThrow('handler refused');
+    // The first handler ran (its rows were staged in the unit), and nothing of that unit stayed.
+    expect(staged).toHaveLength(1);
+    expect(await reader.query(`SELECT title FROM requirement ORDER BY title`)).toEqual([{ title: 'before' }]);
+    expect(await reader.query(`SELECT COUNT(*) AS n FROM agent_session WHERE requirement_id = '${staged[0]}'`)).toEqual([{ n: 0 }]);
+    expect(await reader.query('SELECT COUNT(*) AS n FROM manager_event')).toEqual(eventsBefore);
+    expect(await sut.write(async (tx) => (await requirements.findForWrite(tx, staged[0])) ?? null)).toBeNull();
   });
 
   it('refuses to stage through a unit that has ended', async () => {

@@ -20,8 +20,8 @@ import {
 import { PageInfoDto } from '../../core/http/pagination';
 import { RequirementWorktreeResponseDto, toWorktreeResponse } from '../../worktrees/dto/worktree.dto';
 import { RequirementDependencyResponseDto, toDependencyResponse } from '../../dependencies/dto/dependency.dto';
-import { budgetOf, treeUsageOf, usageOf } from '../../budgets/budget-rules';
-import { RequirementBudgetResponseDto, RequirementUsageResponseDto } from '../../budgets/dto/budget.dto';
+import { budgetOf, treeUsageOf, usageOf } from '../budget-rules';
+import { RequirementBudgetResponseDto, RequirementUsageResponseDto } from './budget.dto';
 import type { AgentSessionEntity } from '../agent-session.entity';
 import { AutoReviewSettingsDto, toAutoReviewSettings } from './auto-review.dto';
 import type { RequirementEntity } from '../requirement.entity';

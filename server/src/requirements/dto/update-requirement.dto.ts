@@ -1,6 +1,6 @@
 import { LIMITS, MODEL_NAME_PATTERN, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
-import { BudgetField, BudgetInputDto } from '../../budgets/dto/budget.dto';
+import { BudgetField, BudgetInputDto } from './budget.dto';
 import { OptionalEnum, OptionalText } from '../../core/validation';
 import { AutoReviewField, AutoReviewInputDto } from './auto-review.dto';
 

@@ -1,7 +1,7 @@
 import type { Provider, RequirementBudget, RequirementUsage, SystemMessageArgs, SystemMessageCode } from '@libs/contracts';
 
 import type { TokenUsage } from '../agents/agent-adapter';
-import type { RequirementEntity } from '../requirements/requirement.entity';
+import type { RequirementEntity } from './requirement.entity';
 import type { BudgetInputDto } from './dto/budget.dto';
 
 // The budget rules as pure functions (issue 18 §1): the requirements module stores the columns,

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 
 import type { EventActor } from '@libs/contracts';
 
-import { blockerOf } from '../budgets/budget-rules';
+import { blockerOf } from '../requirements/budget-rules';
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, invalid } from '../core/errors/domain-error';
@@ -14,8 +14,8 @@ import { RequirementResponseDto, toRequirementResponse } from '../requirements/d
 import type { RequirementEntity } from '../requirements/requirement.entity';
 import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
-import { RequirementActors } from './requirement-actors.service';
-import { RunLifecycle } from './run-lifecycle.service';
+import { RequirementActors } from '../runs/requirement-actors.service';
+import { RunLifecycle } from '../runs/run-lifecycle.service';
 
 /**
  * What a delivery wrote. `wake` asks for a run; `resumes` says the delivery may also end a

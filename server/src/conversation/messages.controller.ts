@@ -4,11 +4,11 @@ import { ApiAcceptedResponse, ApiBadRequestResponse, ApiConflictResponse, ApiNot
 import type { EventActor } from '@libs/contracts';
 
 import { Actor } from '../core/http/actor.decorator';
-import { ConversationDelivery } from '../runs/conversation-delivery.service';
-import { ListMessagesQueryDto } from './dto/list-messages-query.dto';
-import { MessagePageDto, ReplyResponseDto } from './dto/message-response.dto';
-import { ReplyDto } from './dto/reply.dto';
-import { MessagesService } from './messages.service';
+import { ConversationDelivery } from './conversation-delivery.service';
+import { ListMessagesQueryDto } from '../messages/dto/list-messages-query.dto';
+import { MessagePageDto, ReplyResponseDto } from '../messages/dto/message-response.dto';
+import { ReplyDto } from '../messages/dto/reply.dto';
+import { MessagesService } from '../messages/messages.service';
 
 @ApiTags('messages')
 @Controller('requirements/:id')

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 
-import type { AgentToolServer } from '../agents/agent-adapter';
+import type { AgentToolServer } from './agent-adapter';
 import { packageRoot } from '../core/package-info';
 import { scrubbedEnvironment } from '../core/scrubbed-environment';
 import { RUNTIME, Runtime } from '../core/runtime';

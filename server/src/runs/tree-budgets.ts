@@ -1,7 +1,7 @@
 import type { Provider, RequirementBudget, RequirementUsage } from '@libs/contracts';
 
 import type { TokenUsage } from '../agents/agent-adapter';
-import { NO_USAGE, addUsage, isReached, plusUsage, runningSpend } from './budget-rules';
+import { NO_USAGE, addUsage, isReached, plusUsage, runningSpend } from '../requirements/budget-rules';
 
 /** One Requirement of a run's chain (the run's own first, then its ancestors), as the unit that opened the run read it. */
 export interface ChainLink {

@@ -1,7 +1,7 @@
 import type { RequirementUsage } from '@libs/contracts';
 
 import { addUsage, blockerOf, budgetColumns, budgetNotice, budgetReachedMessage, childBudget, isReached, roomUnder, runningSpend, runningUsage } from './budget-rules';
-import type { RequirementEntity } from '../requirements/requirement.entity';
+import type { RequirementEntity } from './requirement.entity';
 
 const usage = (inputTokens: number, outputTokens: number, costUsd: number | null = null): RequirementUsage => ({ costUsd, inputTokens, outputTokens });
 const report = (inputTokens: number, outputTokens: number, costUsd: number | null = null) => ({

@@ -1,0 +1,136 @@
+import { Injectable, Logger, Module } from '@nestjs/common';
+import { DiscoveryModule, DiscoveryService, MetadataScanner, NestFactory } from '@nestjs/core';
+import type { INestApplicationContext } from '@nestjs/common';
+
+import { DomainEvents, OnDomainEvent } from './domain-events';
+
+// Events of this spec only (the application's are declared beside their emitters).
+declare module './domain-events' {
+  interface DomainEventMap {
+    'spec.inOrder': { args: [id: string]; returns: string; delivery: 'inOrder' };
+    'spec.settle': { args: [id: string]; returns: void; delivery: 'settle' };
+    'spec.notify': { args: [id: string]; returns: void; delivery: 'notify' };
+  }
+}
+
+const log: string[] = [];
+let gate: Promise<void> = Promise.resolve();
+
+@Injectable()
+class First {
+  @OnDomainEvent('spec.inOrder')
+  async a(id: string): Promise<string> {
+    log.push(`first.a ${id}`);
+    return 'a';
+  }
+
+  @OnDomainEvent('spec.inOrder', { order: -1 })
+  async early(id: string): Promise<string> {
+    log.push(`first.early ${id}`);
+    return 'early';
+  }
+
+  @OnDomainEvent('spec.settle')
+  async fails(): Promise<void> {
+    throw new Error('boom');
+  }
+
+  @OnDomainEvent('spec.notify')
+  async slow(id: string): Promise<void> {
+    await gate;
+    log.push(`first.slow ${id}`);
+  }
+}
+
+@Injectable()
+class Second {
+  refuse = false;
+
+  @OnDomainEvent('spec.inOrder')
+  async b(id: string): Promise<string> {
+    if (this.refuse) {
+      throw new Error('refused');
+    }
+    log.push(`second.b ${id}`);
+    return 'b';
+  }
+
+  @OnDomainEvent('spec.inOrder', { order: 1 })
+  async late(id: string): Promise<string> {
+    log.push(`second.late ${id}`);
+    return 'late';
+  }
+
+  @OnDomainEvent('spec.settle')
+  @OnDomainEvent('spec.notify')
+  async either(id: string): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    log.push(`second.either ${id}`);
+  }
+}
+
+@Module({ imports: [DiscoveryModule], providers: [DomainEvents, First, Second] })
+class SpecModule {}
+
+describe(DomainEvents.name, () => {
+  let app: INestApplicationContext;
+  let sut: DomainEvents;
+  const errors: string[] = [];
+
+  beforeAll(async () => {
+    app = await NestFactory.createApplicationContext(SpecModule, { logger: false });
+    sut = app.get(DomainEvents);
+    jest.spyOn(Logger.prototype, 'error').mockImplementation((message: unknown) => void errors.push(String(message)));
+  });
+
+  afterAll(async () => {
+    await app.close();
+    jest.restoreAllMocks();
+  });
+
+  beforeEach(() => {
+    log.length = 0;
+    errors.length = 0;
+    app.get(Second).refuse = false;
+  });
+
+  it('finds every decorated method on the providers at init, in `order`, then module registration order', () => {
+    expect(sut.handlersOf('spec.inOrder')).toEqual(['First.early', 'First.a', 'Second.b', 'Second.late']);
+    // One method may handle several events.
+    expect(sut.handlersOf('spec.notify')).toEqual(['First.slow', 'Second.either']);
+  });
+
+  it('inOrder: awaits each handler in turn and answers their results in order', async () => {
+    await expect(sut.emit('spec.inOrder', 'x')).resolves.toEqual(['early', 'a', 'b', 'late']);
+    expect(log).toEqual(['first.early x', 'first.a x', 'second.b x', 'second.late x']);
+  });
+
+  it('inOrder: the first failure stops the rest and reaches the emitter', async () => {
+    app.get(Second).refuse = true;
+    await expect(sut.emit('spec.inOrder', 'y')).rejects.toThrow('refused');
+    expect(log).toEqual(['first.early y', 'first.a y']);
+  });
+
+  it('settle: a failure is logged with the handler and event, and the next handler still runs (awaited)', async () => {
+    await sut.settle('spec.settle', 'z');
+    expect(log).toEqual(['second.either z']);
+    expect(errors).toEqual(['First.fails failed on spec.settle: boom']);
+  });
+
+  it('notify: starts every handler and returns before they finish', async () => {
+    let release: () => void = () => undefined;
+    gate = new Promise<void>((resolve) => (release = resolve));
+    sut.notify('spec.notify', 'w');
+    expect(log).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(log).toEqual(['second.either w']);
+    release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(log).toEqual(['second.either w', 'first.slow w']);
+  });
+
+  it('refuses an emit before the handlers are registered (it would skip every reaction silently)', async () => {
+    const early = new DomainEvents({ getProviders: () => [] } as unknown as DiscoveryService, new MetadataScanner());
+    await expect(early.emit('spec.inOrder', 'v')).rejects.toThrow('spec.inOrder emitted before the handlers were registered');
+  });
+});
