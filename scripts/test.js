@@ -23,6 +23,7 @@ const steps = [
   ['typecheck', ['npm', 'run', '--silent', 'typecheck']],
   ['lint', ['npm', 'run', '--silent', 'lint']],
   ['format', ['npm', 'run', '--silent', 'format:check']],
+  ['architecture', ['npm', 'run', '--silent', 'architecture', '--', '--check']],
   ['build:server', ['npm', 'run', '--silent', 'build:server']],
   ['build:dashboard', ['npm', 'run', '--silent', 'build:dashboard']],
 ];
