@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { Database } from '@server/core/database/database.service';
-import { DependenciesRepository } from '@server/dependencies/dependencies.repository';
+import { DependenciesRepository } from '@server/requirements/dependencies.repository';
 import { PullRequestReconciler } from '@server/github/pull-request-reconciler.service';
 import { RunningManager, startManager } from '@server/manager';
 

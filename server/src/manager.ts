@@ -23,7 +23,7 @@ import type { Runtime } from './core/runtime';
 import { PostgresWorkspaceLock } from './core/database/postgres/postgres-workspace-lock';
 import { describeStore, storeOf } from './core/database/store';
 import { InstanceLock } from './core/workspace/instance-lock';
-import { workspaceGitState } from './worktrees/git';
+import { workspaceGitState } from './core/git/git';
 import { codeFactoryHome, resolveWorkspace } from './core/workspace/workspace';
 
 export interface StartOptions {

@@ -6,7 +6,7 @@ import * as sqlite3 from 'sqlite3';
 import type { DataSourceOptions } from 'typeorm';
 
 import { MessageAttachmentEntity } from '../attachments/message-attachment.entity';
-import { RequirementDependencyEntity } from '../dependencies/requirement-dependency.entity';
+import { RequirementDependencyEntity } from '../requirements/requirement-dependency.entity';
 import { EventBus } from './event-bus';
 import { EventLog } from '../events/event-log.service';
 import { EventsRepository } from '../events/events.repository';
@@ -19,7 +19,7 @@ import { AgentRunEntity } from '../runs/agent-run.entity';
 import { ReviewRequestEntity } from '../reviews/review-request.entity';
 import { SearchDocumentEntity } from '../search/search-document.entity';
 import { TriggerReceiptEntity } from '../triggers/trigger-receipt.entity';
-import { RequirementWorktreeEntity } from '../worktrees/requirement-worktree.entity';
+import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
 import { AgentTimerEntity } from '../timers/agent-timer.entity';
 import { RequirementEntity } from '../requirements/requirement.entity';
 import { Clock } from './clock';

@@ -6,7 +6,7 @@ import type { EventActor } from '@libs/contracts';
 import { Actor } from '../core/http/actor.decorator';
 import { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
 import { DependenciesService } from './dependencies.service';
-import { SetDependenciesDto } from './dto/dependency.dto';
+import { SetDependenciesDto } from '../requirements/dto/dependency.dto';
 
 @ApiTags('requirements')
 @Controller('requirements')

@@ -16,9 +16,8 @@ import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
 import type { RequirementRows } from '../requirements/requirements.repository';
 import { type NewRequirement, RequirementsService } from '../requirements/requirements.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
-import { DependenciesRepository } from './dependencies.repository';
-import type { DependencyInputDto, SetDependenciesDto } from './dto/dependency.dto';
-import type { RequirementDependencyEntity } from './requirement-dependency.entity';
+import type { DependencyInputDto, SetDependenciesDto } from '../requirements/dto/dependency.dto';
+import type { RequirementDependencyEntity } from '../requirements/requirement-dependency.entity';
 
 /** The trigger whose deliveries tell a dependent what happened to what it waits for. */
 export const DEPENDENCY_TRIGGER = 'requirement.dependency';
@@ -50,7 +49,6 @@ export class DependenciesService implements OnApplicationBootstrap {
     private readonly delivery: TriggerDeliveryService,
     private readonly events: EventLog,
     private readonly pullRequests: PullRequestsService,
-    private readonly repository: DependenciesRepository,
     private readonly requirementLifecycle: RequirementLifecycle,
     private readonly requirements: RequirementsService,
   ) {}
@@ -72,12 +70,6 @@ export class DependenciesService implements OnApplicationBootstrap {
       }
       throw conflict('dependency_unmet', `"${rows.requirement.title}" is blocked by ${describeUnmet(named)}`);
     }
-  }
-
-  /** Purged Requirements leave no cached dependency behind (theirs, or their dependents' on them). */
-  @OnDomainEvent('requirements.purging')
-  purging(tx: UnitOfWork, ids: string[]): Promise<void> {
-    return this.repository.forgetPurged(tx, ids);
   }
 
   /** Tells the dependents a crash (or a stop) left untold; in the background, after the runs' own startup pass. */
@@ -135,8 +127,7 @@ export class DependenciesService implements OnApplicationBootstrap {
       });
     }
     await this.refuseCycle(tx, id, targets);
-    await this.repository.replace(tx, id, staged);
-    rows.requirement.dependsOn = staged;
+    await this.requirementLifecycle.replaceDependencies(tx, rows, staged);
   }
 
   /** A cycle exists when the Requirement is reachable from what it would depend on. */
@@ -150,7 +141,7 @@ export class DependenciesService implements OnApplicationBootstrap {
       if (visited.size > CYCLE_WALK_MAX) {
         throw invalid('dependency_cycle', 'the dependency graph is too deep to check for cycles');
       }
-      frontier = (await this.repository.targetsOfIn(tx, frontier)).filter((next) => !visited.has(next));
+      frontier = (await this.requirements.dependencyTargetsIn(tx, frontier)).filter((next) => !visited.has(next));
       frontier.forEach((next) => visited.add(next));
     }
   }
@@ -203,10 +194,10 @@ export class DependenciesService implements OnApplicationBootstrap {
   /** Resolves the pending dependencies on `dependencyId` with one of `conditions`; tells each dependent after the commit. */
   private async resolve(tx: UnitOfWork, dependencyId: string, conditions: DependencyCondition[], state: DependencyState, reason: string, now: string): Promise<void> {
     const told: string[] = [];
-    for (const dependentId of await this.repository.dependentsOfIn(tx, dependencyId, 'pending')) {
-      const row = (await this.repository.ofDependentIn(tx, dependentId)).find((d) => d.dependsOnRequirementId === dependencyId);
+    for (const dependentId of await this.requirements.waitingOnIn(tx, dependencyId)) {
+      const row = (await this.requirements.dependenciesOfIn(tx, dependentId)).find((d) => d.dependsOnRequirementId === dependencyId);
       if (row?.state === 'pending' && conditions.includes(row.until)) {
-        await this.repository.change(tx, dependentId, dependencyId, { reason, resolvedAt: now, state });
+        await this.requirementLifecycle.changeDependency(tx, dependentId, dependencyId, { reason, resolvedAt: now, state });
         told.push(dependentId);
       }
     }
@@ -217,7 +208,7 @@ export class DependenciesService implements OnApplicationBootstrap {
 
   /** Delivers what remains untold (at a start: a crash or a stop came between the two commits). */
   private async catchUp(): Promise<void> {
-    for (const row of await this.repository.unnotified(CATCH_UP_BATCH)) {
+    for (const row of await this.requirements.untoldDependencies(CATCH_UP_BATCH)) {
       await this.notify(row.requirementId, row.dependsOnRequirementId);
     }
   }
@@ -225,7 +216,7 @@ export class DependenciesService implements OnApplicationBootstrap {
   /** Tells a dependent that `dependencyId` was met or cancelled, once (the receipt), waking it when that was the last. */
   private async notify(dependentId: string, dependencyId: string): Promise<void> {
     try {
-      const [row] = (await this.repository.ofDependents([dependentId])).filter((d) => d.dependsOnRequirementId === dependencyId);
+      const [row] = (await this.requirements.dependenciesOf(dependentId)).filter((d) => d.dependsOnRequirementId === dependencyId);
       if (!row || row.state === 'pending') {
         return;
       }
@@ -250,7 +241,7 @@ export class DependenciesService implements OnApplicationBootstrap {
           triggerId: DEPENDENCY_TRIGGER,
         },
         {
-          alsoWrite: async (tx) => void (await this.repository.change(tx, dependentId, dependencyId, { notifiedAt: this.clock.nowIso() })),
+          alsoWrite: async (tx) => void (await this.requirementLifecycle.changeDependency(tx, dependentId, dependencyId, { notifiedAt: this.clock.nowIso() })),
           wakes: async (_tx, rows) => {
             const all = rows.requirement.dependsOn ?? [];
             const everyMet = met && all.every((d) => d.state === 'met');

@@ -1,5 +1,6 @@
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import type { AgentSessionEntity } from './agent-session.entity';
+import type { DependenciesRepository } from './dependencies.repository';
 import { RequirementLifecycle } from './requirement-lifecycle';
 import { assertRequirementTransition, assertSessionTransition } from './requirement-state';
 import type { RequirementEntity } from './requirement.entity';
@@ -33,7 +34,7 @@ function recordingRepository() {
     delete: (_tx: UnitOfWork, ids: string[]) => staged.push(['delete', { ids }]),
     insert: (_tx: UnitOfWork, rows: RequirementRows) => staged.push(['insert', { id: rows.requirement.id }]),
   };
-  return { staged, sut: new RequirementLifecycle(repository as unknown as RequirementsRepository) };
+  return { staged, sut: new RequirementLifecycle(repository as unknown as RequirementsRepository, {} as DependenciesRepository) };
 }
 
 function rows(status: RequirementEntity['status'], state: AgentSessionEntity['state'], session: Partial<AgentSessionEntity> = {}): RequirementRows {

@@ -3,7 +3,9 @@ import { Injectable } from '@nestjs/common';
 import type { RequirementUsage } from '@libs/contracts';
 
 import type { UnitOfWork } from '../core/database/unit-of-work';
+import { DependenciesRepository } from './dependencies.repository';
 import type { AgentSessionEntity } from './agent-session.entity';
+import type { RequirementDependencyEntity } from './requirement-dependency.entity';
 import type { RequirementEntity } from './requirement.entity';
 import { RequirementRows, RequirementsRepository } from './requirements.repository';
 
@@ -36,7 +38,10 @@ export interface RunEnd {
  */
 @Injectable()
 export class RequirementLifecycle {
-  constructor(private readonly repository: RequirementsRepository) {}
+  constructor(
+    private readonly repository: RequirementsRepository,
+    private readonly dependencies: DependenciesRepository,
+  ) {}
 
   /** Stages both rows of a new Requirement (invariant 1: created together). */
   create(tx: UnitOfWork, rows: RequirementRows): void {
@@ -193,7 +198,23 @@ export class RequirementLifecycle {
    * Stages the removal of these Requirements past their retention (RetentionService); their
    * session, conversation, attachment rows and runs go with them (ON DELETE CASCADE).
    */
-  purge(tx: UnitOfWork, ids: string[]): void {
+  async purge(tx: UnitOfWork, ids: string[]): Promise<void> {
+    // No cached dependency row may outlive them (theirs, or their dependents' on them).
+    await this.dependencies.forgetPurged(tx, ids);
     this.repository.delete(tx, ids);
+  }
+
+  /**
+   * What a Requirement waits for (its `requirement_dependency` rows, part of the aggregate: every
+   * snapshot shows them), replaced as a whole; the dependencies feature decides what they are.
+   */
+  async replaceDependencies(tx: UnitOfWork, { requirement }: RequirementRows, staged: RequirementDependencyEntity[]): Promise<void> {
+    await this.dependencies.replace(tx, requirement.id, staged);
+    requirement.dependsOn = staged;
+  }
+
+  /** One dependency of `dependentId` met, cancelled or told (the dependencies feature's rules say which). */
+  changeDependency(tx: UnitOfWork, dependentId: string, dependencyId: string, set: Partial<RequirementDependencyEntity>): Promise<RequirementDependencyEntity | null> {
+    return this.dependencies.change(tx, dependentId, dependencyId, set);
   }
 }

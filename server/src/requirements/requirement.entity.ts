@@ -1,7 +1,7 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
-import type { RequirementWorktreeEntity } from '../worktrees/requirement-worktree.entity';
-import type { RequirementDependencyEntity } from '../dependencies/requirement-dependency.entity';
+import type { RequirementWorktreeEntity } from './requirement-worktree.entity';
+import type { RequirementDependencyEntity } from './requirement-dependency.entity';
 import type { AgentSessionEntity } from './agent-session.entity';
 import type { Provider, ReasoningEffort, RequirementCreator, RequirementStatus } from '@libs/contracts';
 

@@ -6,7 +6,7 @@ import type { EventActor } from '@libs/contracts';
 import { Actor } from '../core/http/actor.decorator';
 import { PageQueryDto } from '../core/http/pagination';
 import { RUNTIME, Runtime } from '../core/runtime';
-import { workspaceGitState } from '../worktrees/git';
+import { workspaceGitState } from '../core/git/git';
 import { ModelCatalogService } from '../models/model-catalog.service';
 import { CreateRequirementDto } from './dto/create-requirement.dto';
 import { EditedRequirementResponseDto } from './dto/edited-requirement-response.dto';

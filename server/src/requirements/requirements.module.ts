@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 
-import { DependenciesRepository } from '../dependencies/dependencies.repository';
+import { DependenciesRepository } from './dependencies.repository';
 import { ModelsModule } from '../models/models.module';
 import { SearchModule } from '../search/search.module';
 import { RequirementLifecycle } from './requirement-lifecycle';
@@ -10,10 +10,9 @@ import { RequirementsRepository } from './requirements.repository';
 
 @Module({
   controllers: [RequirementsController, SessionsController],
-  // The dependencies feature's repository: every Requirement snapshot carries its rows. The
-  // Requirement's own repository stays inside: other features read through RequirementsService
-  // and change the aggregate through RequirementLifecycle's intents.
-  exports: [DependenciesRepository, RequirementLifecycle, RequirementsService],
+  // The repositories stay inside: other features read through RequirementsService and change the
+  // aggregate (its rows, its session, what it waits for) through RequirementLifecycle's intents.
+  exports: [RequirementLifecycle, RequirementsService],
   imports: [ModelsModule, SearchModule],
   providers: [DependenciesRepository, RequirementLifecycle, RequirementsRepository, RequirementsService],
 })

@@ -7,7 +7,7 @@ import type { UnitOfWork } from '../core/database/unit-of-work';
 import { Page, PageRequest, keysetPage, newestFirst } from '../core/http/pagination';
 import { isId } from '../core/ids';
 import { SearchRepository } from '../search/search.repository';
-import { RequirementWorktreeEntity } from '../worktrees/requirement-worktree.entity';
+import { RequirementWorktreeEntity } from './requirement-worktree.entity';
 import { AgentSessionEntity } from './agent-session.entity';
 import { RequirementEntity } from './requirement.entity';
 import { assertRequirementTransition, assertSessionTransition } from './requirement-state';

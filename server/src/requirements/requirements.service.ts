@@ -9,7 +9,7 @@ import { DomainEvents } from '../core/domain-events';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, invalid, notFound } from '../core/errors/domain-error';
 import { newId } from '../core/ids';
-import { DependenciesRepository } from '../dependencies/dependencies.repository';
+import { DependenciesRepository } from './dependencies.repository';
 import { EventLog, audit } from '../events/event-log.service';
 import { AgentSessionEntity } from './agent-session.entity';
 import { autoReviewColumns } from './dto/auto-review.dto';
@@ -17,6 +17,7 @@ import { CreateRequirementDto } from './dto/create-requirement.dto';
 import { ListRequirementsQueryDto } from './dto/list-requirements-query.dto';
 import { ForkRequirementDto, UpdateRequirementDto } from './dto/update-requirement.dto';
 import { AgentSessionPageDto, RequirementPageDto, RequirementResponseDto, toRequirementResponse, toSessionResponse } from './dto/requirement-response.dto';
+import type { RequirementDependencyEntity } from './requirement-dependency.entity';
 import { RequirementEntity } from './requirement.entity';
 import type { ClosedExtras } from './requirement.events';
 import { RequirementLifecycle } from './requirement-lifecycle';
@@ -335,6 +336,31 @@ export class RequirementsService {
    * repository holds them (its dependencies not read: for a look at another Requirement, e.g. a
    * dependency's target, not for a change of its own).
    */
+  /** What a Requirement waits for, as the unit sees it (oldest first). */
+  dependenciesOfIn(tx: UnitOfWork, dependentId: string): Promise<RequirementDependencyEntity[]> {
+    return this.dependencyRows.ofDependentIn(tx, dependentId);
+  }
+
+  /** What a Requirement waits for, committed. */
+  dependenciesOf(dependentId: string): Promise<RequirementDependencyEntity[]> {
+    return this.dependencyRows.ofDependents([dependentId]);
+  }
+
+  /** Who still waits (pending) for `dependencyId`, as the unit sees it. */
+  waitingOnIn(tx: UnitOfWork, dependencyId: string): Promise<string[]> {
+    return this.dependencyRows.dependentsOfIn(tx, dependencyId, 'pending');
+  }
+
+  /** What the Requirements `ids` wait for, one step along the edges (the cycle check walks it). */
+  dependencyTargetsIn(tx: UnitOfWork, ids: string[]): Promise<string[]> {
+    return this.dependencyRows.targetsOfIn(tx, ids);
+  }
+
+  /** Resolved dependencies whose dependent was not told yet (a crash between the two), oldest first. */
+  untoldDependencies(limit: number): Promise<RequirementDependencyEntity[]> {
+    return this.dependencyRows.unnotified(limit);
+  }
+
   findForWrite(tx: UnitOfWork, id: string): Promise<RequirementRows | null> {
     return this.repository.loadForWrite(tx, id);
   }

@@ -119,7 +119,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
       await this.domainEvents.emit('requirements.purging', tx, ids);
       this.eventRows.deleteForRequirements(tx, ids);
       // The session, conversation, attachments and runs go with it (ON DELETE CASCADE).
-      this.requirementLifecycle.purge(tx, ids);
+      await this.requirementLifecycle.purge(tx, ids);
       await this.events.append(tx, { actor: SYSTEM_ACTOR, payload: { requirementIds: ids }, type: 'requirements.purged' });
       tx.afterCommit(() => {
         for (const file of files) {

@@ -5,7 +5,7 @@ import { Injectable } from '@nestjs/common';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { invalid } from '../core/errors/domain-error';
-import { git, gitSucceeds } from './git';
+import { git, gitSucceeds } from '../core/git/git';
 import { CREATE_TIMEOUT_MS, WorkspaceGit } from './workspace-git.service';
 
 /**

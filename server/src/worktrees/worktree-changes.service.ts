@@ -8,8 +8,8 @@ import type { RequirementChanges } from '@libs/contracts';
 
 import { conflict, invalid, notFound } from '../core/errors/domain-error';
 import { RequirementsService } from '../requirements/requirements.service';
-import { git } from './git';
-import { RequirementWorktreeEntity } from './requirement-worktree.entity';
+import { git } from '../core/git/git';
+import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
 import { excludingLinks, fileDiff, isInside, listChanges, worktreeRelativePath } from './worktree-changes';
 import { QUICK_TIMEOUT_MS, WorkspaceGit } from './workspace-git.service';
 import { WorktreesRepository } from './worktrees.repository';

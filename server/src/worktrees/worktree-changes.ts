@@ -3,7 +3,7 @@ import * as path from 'node:path';
 
 import type { ChangedFile, ChangedFileStatus } from '@libs/contracts';
 
-import { git } from './git';
+import { git } from '../core/git/git';
 
 /** At most this many files are listed; the answer then says `truncated`. */
 export const CHANGES_MAX_FILES = 5000;

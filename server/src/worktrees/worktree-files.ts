@@ -3,7 +3,7 @@ import * as path from 'node:path';
 
 import ignore from 'ignore';
 
-import { git } from './git';
+import { git } from '../core/git/git';
 
 /** The file at the workspace root listing gitignored files a worktree needs (Conductor's format). */
 export const WORKTREE_INCLUDE_FILE = '.worktreeinclude';

@@ -14,7 +14,7 @@ import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import type { CreatingStager } from '../requirements/requirement.events';
 import { NewRequirement, RequirementsService } from '../requirements/requirements.service';
-import { RequirementWorktreeEntity } from './requirement-worktree.entity';
+import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
 import { isInside } from './worktree-changes';
 import { GitWorkspace, WorkspaceGit } from './workspace-git.service';
 import { WorktreesRepository } from './worktrees.repository';

@@ -2,7 +2,6 @@ import { Module } from '@nestjs/common';
 
 import { AgentsModule } from '../agents/agents.module';
 import { RequirementsModule } from '../requirements/requirements.module';
-import { RetentionModule } from '../retention/retention.module';
 import { ReviewWorktrees } from './review-worktrees.service';
 import { WorkspaceGit } from './workspace-git.service';
 import { WorkspaceController } from './workspace.controller';
@@ -17,7 +16,7 @@ import { WorktreesService } from './worktrees.service';
 @Module({
   controllers: [WorkspaceController, WorktreesController],
   exports: [ReviewWorktrees, WorkspaceGit, WorktreesService],
-  imports: [AgentsModule, RequirementsModule, RetentionModule],
+  imports: [AgentsModule, RequirementsModule],
   providers: [ReviewWorktrees, WorkspaceGit, WorktreeChanges, WorktreeRecords, WorktreeSweeper, WorktreesRepository, WorktreesService],
 })
 export class WorktreesModule {}

@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
-import { RequirementWorktreeEntity } from './requirement-worktree.entity';
+import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
 
 /** The only place that reads and writes `requirement_worktree`. */
 @Injectable()

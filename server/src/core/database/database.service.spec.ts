@@ -9,7 +9,7 @@ import { DataSource } from 'typeorm';
 import type { ManagerEvent } from '@libs/contracts';
 
 import type { AttachmentsService } from '../../attachments/attachments.service';
-import { DependenciesRepository } from '../../dependencies/dependencies.repository';
+import { DependenciesRepository } from '../../requirements/dependencies.repository';
 import { DomainEvents } from '../domain-events';
 import { EventBus } from '../event-bus';
 import { EventLog, HUMAN_ACTOR, SYSTEM_ACTOR } from '../../events/event-log.service';
@@ -67,11 +67,12 @@ describe(Database.name, () => {
     const requirementRows = new RequirementsRepository(sut, search);
     // No default budget: the configuration answers null for it.
     const configuration = { get: () => null } as unknown as ConfigurationService;
-    const lifecycle = new RequirementLifecycle(requirementRows);
+    const dependencyRows = new DependenciesRepository(sut);
+    const lifecycle = new RequirementLifecycle(requirementRows, dependencyRows);
     // No handlers: the aggregate's own rules only (a test may add one).
     domainEvents = new DomainEvents({ getProviders: () => [] } as unknown as DiscoveryService, new MetadataScanner());
     domainEvents.onModuleInit();
-    requirements = new RequirementsService(clock, configuration, sut, new DependenciesRepository(sut), domainEvents, events, lifecycle, requirementRows);
+    requirements = new RequirementsService(clock, configuration, sut, dependencyRows, domainEvents, events, lifecycle, requirementRows);
     const noAttachments = { claim: () => Promise.resolve([]) } as unknown as AttachmentsService;
     messages = new MessagesService(noAttachments, clock, events, new MessagesRepository(sut, search), lifecycle, requirements);
     scripts = [];

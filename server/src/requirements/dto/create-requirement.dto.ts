@@ -1,7 +1,7 @@
 import { ISOLATION_MODES, IsolationMode, LIMITS, MODEL_NAME_PATTERN, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
 import { BudgetField, BudgetInputDto } from './budget.dto';
-import { AutoStartFlag, DependencyInputDto, DependsOnList } from '../../dependencies/dto/dependency.dto';
+import { AutoStartFlag, DependencyInputDto, DependsOnList } from './dependency.dto';
 import { AutoReviewField, AutoReviewInputDto } from './auto-review.dto';
 import { OptionalEnum, OptionalText, ValidateEnum, ValidateText } from '../../core/validation';
 

@@ -18,8 +18,8 @@ import {
 } from '@libs/contracts';
 
 import { PageInfoDto } from '../../core/http/pagination';
-import { RequirementWorktreeResponseDto, toWorktreeResponse } from '../../worktrees/dto/worktree.dto';
-import { RequirementDependencyResponseDto, toDependencyResponse } from '../../dependencies/dto/dependency.dto';
+import { RequirementWorktreeResponseDto, toWorktreeResponse } from './worktree-place.dto';
+import { RequirementDependencyResponseDto, toDependencyResponse } from './dependency.dto';
 import { budgetOf, treeUsageOf, usageOf } from '../budget-rules';
 import { RequirementBudgetResponseDto, RequirementUsageResponseDto } from './budget.dto';
 import type { AgentSessionEntity } from '../agent-session.entity';

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { scrubbedEnvironment } from '../core/scrubbed-environment';
+import { scrubbedEnvironment } from '../scrubbed-environment';
 import { runBounded } from './bounded-process';
 
 /** A git command that failed (non-zero exit, time limit, or git missing). */

@@ -1,0 +1,44 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+import { ISOLATION_MODES, IsolationMode, RequirementWorktree } from '@libs/contracts';
+
+import type { RequirementWorktreeEntity } from '../requirement-worktree.entity';
+
+/**
+ * Where a Requirement works, as its snapshot shows it. The row is the worktrees feature's to
+ * write; its shape lives with the aggregate that shows it in every snapshot.
+ */
+export class RequirementWorktreeResponseDto implements RequirementWorktree {
+  @ApiProperty({ enum: ISOLATION_MODES }) mode!: IsolationMode;
+  @ApiProperty({ description: "The worktree's top directory (the checkout itself in place); null once removed", nullable: true, type: String }) path!: string | null;
+  @ApiProperty({ example: 'agent/add-timings-1a2b3c4d', nullable: true, type: String }) branch!: string | null;
+  @ApiProperty({ nullable: true, type: String }) baseRef!: string | null;
+  @ApiProperty({ description: "The base ref's commit when the worktree was created", nullable: true, type: String }) baseSha!: string | null;
+  @ApiProperty({ nullable: true, type: String }) headSha!: string | null;
+  @ApiProperty({ description: 'Commits on the branch that the base ref lacks' }) ahead!: number;
+  @ApiProperty({ description: 'Commits on the base ref that the branch lacks' }) behind!: number;
+  @ApiProperty({ description: 'Uncommitted or untracked work in the worktree' }) dirty!: boolean;
+  @ApiProperty({ description: 'When the worktree was removed (its branch may remain); the next run recreates it', nullable: true, type: String }) removedAt!: string | null;
+  @ApiProperty({ description: 'When the git figures were last read', nullable: true, type: String }) refreshedAt!: string | null;
+}
+
+/** Null until a run prepared where the Requirement works. */
+export function toWorktreeResponse(row: RequirementWorktreeEntity | null | undefined): RequirementWorktreeResponseDto | null {
+  if (!row || (row.path === null && row.removedAt === null)) {
+    return null;
+  }
+  return {
+    ahead: row.ahead,
+    baseRef: row.baseRef,
+    baseSha: row.baseSha,
+    behind: row.behind,
+    branch: row.branch,
+    // SQLite hands booleans back as 0/1.
+    dirty: Boolean(row.dirty),
+    headSha: row.headSha,
+    mode: row.isolation,
+    path: row.removedAt === null ? row.path : null,
+    refreshedAt: row.refreshedAt,
+    removedAt: row.removedAt,
+  };
+}
