@@ -1,3 +1,6 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
 import { Injectable, Logger, Module } from '@nestjs/common';
 import { DiscoveryModule, DiscoveryService, MetadataScanner, NestFactory } from '@nestjs/core';
 import type { INestApplicationContext } from '@nestjs/common';
@@ -132,5 +135,41 @@ describe(DomainEvents.name, () => {
   it('refuses an emit before the handlers are registered (it would skip every reaction silently)', async () => {
     const early = new DomainEvents({ getProviders: () => [] } as unknown as DiscoveryService, new MetadataScanner());
     await expect(early.emit('spec.inOrder', 'v')).rejects.toThrow('spec.inOrder emitted before the handlers were registered');
+  });
+});
+
+describe('the domain event map in the source', () => {
+  const SERVER = path.resolve(__dirname, '..');
+  const sources = (dir: string): string[] =>
+    fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+      const full = path.join(dir, entry.name);
+      return entry.isDirectory() ? sources(full) : entry.name.endsWith('.ts') && !entry.name.endsWith('.spec.ts') ? [full] : [];
+    });
+
+  it("makes every emitter import the file that declares its events, so any program that compiles the emitter (the bench's) knows them", () => {
+    const files = sources(SERVER);
+    const declaredIn = new Map<string, string>();
+    for (const file of files.filter((f) => f.endsWith('.events.ts'))) {
+      for (const match of fs.readFileSync(file, 'utf8').matchAll(/'([\w.]+)':\s*\{\s*args:/g)) {
+        declaredIn.set(match[1], file);
+      }
+    }
+    expect(declaredIn.size).toBeGreaterThanOrEqual(13);
+    const missing: string[] = [];
+    for (const file of files) {
+      const text = fs.readFileSync(file, 'utf8');
+      for (const match of text.matchAll(/domainEvents\.(?:emit|settle|notify)\(\s*'([\w.]+)'/g)) {
+        const declaration = declaredIn.get(match[1]);
+        if (!declaration) {
+          missing.push(`${path.relative(SERVER, file)} emits ${match[1]}, which no *.events.ts declares`);
+          continue;
+        }
+        const spec = `./${path.relative(path.dirname(file), declaration).replace(/\.ts$/, '')}`.replace(/^\.\/\.\./, '..');
+        if (!text.includes(`'${spec}'`)) {
+          missing.push(`${path.relative(SERVER, file)} emits ${match[1]} without importing ${spec}`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
   });
 });

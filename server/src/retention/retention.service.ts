@@ -15,6 +15,8 @@ import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { EventsRepository } from '../events/events.repository';
 import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
 import { RequirementsService } from '../requirements/requirements.service';
+// The event this service emits (its declaration must be in every program that compiles it).
+import './retention.events';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Requirements purged per transaction, so one purge never holds the write path for long. */

@@ -27,6 +27,8 @@ import { AgentRunEntity } from './agent-run.entity';
 import { InterruptResponseDto, StartResponseDto, toRunResponse } from './dto/run-response.dto';
 import { managerStoppedMessage } from './manager-stopped';
 import { RequirementActors } from './requirement-actors.service';
+// The events this lifecycle emits (their declarations must be in every program that compiles it).
+import './run.events';
 import { RunLauncher } from './run-launcher.service';
 import { ownRunUsage } from './run-usage';
 import { RunsRepository } from './runs.repository';
