@@ -73,7 +73,7 @@ function snapshotSql(r: string, at: { status: string; state: string; consumed: s
     'forkedFromRequirementId', NULL, 'id', ${r}.id, 'isolation', 'in_place', 'model', NULL, 'parentRequirementId', NULL, 'provider', 'codex', 'reasoningEffort', NULL,
     'session', json_object('createdAt', ${r}.created, 'id', ${r}.ses, 'lastConsumedMessageSequence', ${at.consumed}, 'lastError', NULL, 'lastMessageSequence', ${at.consumed},
       'nativeSessionId', NULL, 'pausedAt', NULL, 'pendingMessageCount', 0, 'provider', 'codex', 'requirementId', ${r}.id, 'state', ${at.state}, 'updatedAt', ${at.updatedAt}),
-    'sourceSessionId', NULL, 'status', ${at.status}, 'title', ${r}.title, 'updatedAt', ${at.updatedAt},
+    'sourceSessionId', NULL, 'status', ${at.status}, 'title', ${r}.title, 'treeUsage', json_object('costUsd', NULL, 'inputTokens', 0, 'outputTokens', 0), 'updatedAt', ${at.updatedAt},
     'usage', json_object('costUsd', NULL, 'inputTokens', 0, 'outputTokens', 0), 'worktree', NULL)`;
 }
 
