@@ -36,6 +36,24 @@ describe(ActiveRuns.name, () => {
     expect(sut.size).toBe(0);
   });
 
+  it('beginStop tags every watched run, and any set afterwards, a shutdown (a run still preparing ends because of the stop)', () => {
+    const sut = new ActiveRuns<{ active: ActiveRun }>(
+      () => undefined,
+      (entry) => entry.active,
+    );
+    const preparing = fakeRun();
+    const interrupted = fakeRun();
+    interrupted.interruptMode = 'steer';
+    sut.set('preparing', { active: preparing });
+    sut.set('interrupted', { active: interrupted });
+    sut.beginStop();
+    expect(sut.stopped(preparing)()).toBe(true);
+    expect([preparing.interruptMode, interrupted.interruptMode]).toEqual(['shutdown', 'steer']);
+    const late = fakeRun();
+    sut.set('late', { active: late });
+    expect(late.interruptMode).toBe('shutdown');
+  });
+
   it('gone waits for one key only, and gives up after the bounded wait', async () => {
     const sut = new ActiveRuns<ActiveRun>(
       () => undefined,

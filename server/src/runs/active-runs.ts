@@ -39,6 +39,10 @@ export class ActiveRuns<T> {
 
   set(key: string, entry: T): void {
     this.entries.set(key, entry);
+    if (this.halted) {
+      // Opened while the stop began: it ends because of the stop, and must say so.
+      this.runOf(entry).interruptMode ??= 'shutdown';
+    }
   }
 
   delete(key: string): void {
@@ -50,9 +54,17 @@ export class ActiveRuns<T> {
     return () => this.halted || active.interruptMode !== null;
   }
 
-  /** The first step of a graceful stop: from here on no run starts. */
+  /**
+   * The first step of a graceful stop: from here on no run starts, and every watched run is one
+   * the stop ends. Tagged now, not when `stopAll` kills them: a run still preparing sees the stop
+   * at once (`stopped`) and ends `cancelled`, and without the tag its end would not say that the
+   * manager stopped it (nor leave its session unpaused as a stop's must).
+   */
   beginStop(): void {
     this.halted = true;
+    for (const entry of this.entries.values()) {
+      this.runOf(entry).interruptMode ??= 'shutdown';
+    }
   }
 
   /** A graceful stop: ends every watched run and waits (bounded) until their ends are recorded. */
