@@ -29,7 +29,8 @@ describeStores('Dependencies', (kind) => {
   const runs = () => app.get(RunLifecycle);
   const create = (title: string, extra: Partial<Parameters<RequirementsService['create']>[0]> = {}): Promise<RequirementResponseDto> =>
     requirements().create({ createdBy: 'human', provider: 'codex', title, ...extra }, HUMAN_ACTOR);
-  const waitsFor = (id: string, ...targets: string[]) => dependencies().set(id, { dependsOn: targets.map((requirementId) => ({ requirementId, until: 'done' as const })) }, HUMAN_ACTOR);
+  const waitsFor = (id: string, ...targets: string[]) =>
+    dependencies().set(id, { dependsOn: targets.map((requirementId) => ({ requirementId, until: 'done' as const })) }, HUMAN_ACTOR);
   const stored = (id: string) => rows(workspace, 'SELECT depends_on_requirement_id AS target, state FROM requirement_dependency WHERE requirement_id = ? ORDER BY target', [id]);
   /** Started, stopped, then confirmed by a person: done. */
   const confirmDone = async (id: string) => {
@@ -38,7 +39,8 @@ describeStores('Dependencies', (kind) => {
     await until('the stop', async () => (await requirements().get(id)).status === 'waiting_confirmation');
     return requirements().confirm(id, HUMAN_ACTOR);
   };
-  const systemMessages = (id: string) => rows<{ code: string; body: string }>(workspace, "SELECT code, body FROM requirement_message WHERE requirement_id = ? AND author = 'system' ORDER BY sequence", [id]);
+  const systemMessages = (id: string) =>
+    rows<{ code: string; body: string }>(workspace, "SELECT code, body FROM requirement_message WHERE requirement_id = ? AND author = 'system' ORDER BY sequence", [id]);
 
   beforeAll(async () => {
     workspace = makeWorkspace(kind);
@@ -124,7 +126,17 @@ describeStores('Dependencies', (kind) => {
     });
     const pullRequests = app.get(PullRequestsService);
     const pr = await pullRequests.register(
-      { baseBranch: 'main', headBranch: 'f', headSha: 'abc1234', number: 7, repository: 'Org/Repo', requirementId: target.id, status: 'open', title: 'PR', url: 'https://github.com/Org/Repo/pull/7' },
+      {
+        baseBranch: 'main',
+        headBranch: 'f',
+        headSha: 'abc1234',
+        number: 7,
+        repository: 'Org/Repo',
+        requirementId: target.id,
+        status: 'open',
+        title: 'PR',
+        url: 'https://github.com/Org/Repo/pull/7',
+      },
       { kind: 'owner' },
       HUMAN_ACTOR,
     );
@@ -158,9 +170,7 @@ describeStores('Dependencies', (kind) => {
       { told: kind === 'postgres' ? true : 1 },
     ]);
     // Only a person's message: no system message about the dependency.
-    await app.get(Database).write(async (tx) =>
-      app.get(MessagesService).appendHuman(tx, await requirements().loadForWrite(tx, dependent.id), { message: 'hello' }, HUMAN_ACTOR),
-    );
+    await app.get(Database).write(async (tx) => app.get(MessagesService).appendHuman(tx, await requirements().loadForWrite(tx, dependent.id), { message: 'hello' }, HUMAN_ACTOR));
     expect(await systemMessages(dependent.id)).toEqual([]);
   });
 });
