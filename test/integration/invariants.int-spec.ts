@@ -18,19 +18,30 @@ import { RunLifecycle } from '@server/runs/run-lifecycle.service';
 import { TriggerDeliveryService } from '@server/triggers/trigger-delivery.service';
 
 import { until } from '../support/wait';
-import { Workspace, makeWorkspace, openServices, rows } from './harness';
+import { Workspace, describeStores, makeWorkspace, openServices, rows } from './harness';
 
 const SCRIPTED_AGENT = path.join(__dirname, '..', 'fixtures', 'agents', 'scripted-agent.js');
 
 jest.setTimeout(60_000);
 
+/** A unique index refusing a row: SQLite and PostgreSQL word it differently. */
+const UNIQUE_VIOLATION = /UNIQUE constraint failed|duplicate key value violates unique constraint/;
+
 /**
  * Architecture §3, proven on the services and the write path directly (no HTTP): each test
  * states the invariant it checks. The end-to-end suites prove the same through the API.
  */
-describe('domain invariants, at the service level', () => {
+describeStores('domain invariants, at the service level', (kind) => {
   let workspace: Workspace;
   let app: INestApplicationContext;
+  /** A text field of a JSON payload column, in the store's own SQL. */
+  const jsonField = (column: string, ...keys: string[]) =>
+    kind === 'postgres'
+      ? `(${column}::json${keys
+          .slice(0, -1)
+          .map((k) => `->'${k}'`)
+          .join('')}->>'${keys[keys.length - 1]}')`
+      : `json_extract(${column}, '$.${keys.join('.')}')`;
 
   const requirements = () => app.get(RequirementsService);
   const create = (title = 'invariant'): Promise<RequirementResponseDto> => requirements().create({ createdBy: 'human', provider: 'codex', title }, HUMAN_ACTOR);
@@ -41,7 +52,7 @@ describe('domain invariants, at the service level', () => {
     });
 
   beforeEach(async () => {
-    workspace = makeWorkspace();
+    workspace = makeWorkspace(kind);
     app = await openServices(workspace);
   });
   afterEach(async () => {
@@ -72,7 +83,7 @@ describe('domain invariants, at the service level', () => {
         await tx.reads(); // sends the statement: the unique index answers now
       });
     await expect(run('run_first')).resolves.toBeUndefined();
-    await expect(run('run_second')).rejects.toThrow(/UNIQUE/);
+    await expect(run('run_second')).rejects.toThrow(UNIQUE_VIOLATION);
     expect(await app.get(Database).read(AgentRunEntity).countBy({ sessionId: requirement.session.id })).toBe(1);
   });
 
@@ -83,7 +94,7 @@ describe('domain invariants, at the service level', () => {
       const stored = await rows<{ sequence: number; event: number }>(
         workspace,
         `SELECT m.sequence AS sequence, e.id AS event FROM requirement_message m
-           JOIN manager_event e ON e.type = 'message.created' AND json_extract(e.payload, '$.message.id') = m.id
+           JOIN manager_event e ON e.type = 'message.created' AND ${jsonField('e.payload', 'message', 'id')} = m.id
           WHERE m.requirement_id = ? ORDER BY m.sequence`,
         [requirement.id],
       );
@@ -132,10 +143,10 @@ describe('domain invariants, at the service level', () => {
       ]);
       const consumedAfterSecond = await rows<{ consumed: number }>(
         workspace,
-        "SELECT json_extract(payload, '$.requirement.session.lastConsumedMessageSequence') AS consumed FROM manager_event WHERE type = 'run.succeeded' AND run_id = ?",
+        `SELECT ${jsonField('payload', 'requirement', 'session', 'lastConsumedMessageSequence')} AS consumed FROM manager_event WHERE type = 'run.succeeded' AND run_id = ?`,
         [all[1].id],
       );
-      expect(consumedAfterSecond).toEqual([{ consumed: 2 }]);
+      expect(consumedAfterSecond.map((c) => Number(c.consumed))).toEqual([2]);
       expect(await requirements().get(requirement.id)).toMatchObject({
         session: { lastConsumedMessageSequence: 4, pendingMessageCount: 0, state: 'waiting_human' },
         status: 'waiting_confirmation',
@@ -153,10 +164,10 @@ describe('domain invariants, at the service level', () => {
     });
     await appendHuman(requirement.id, 'from a person');
     expect((await requirements().get(requirement.id)).session.pendingMessageCount).toBe(1);
-    const stored = await rows<{ author: string; deliver: number }>(workspace, 'SELECT author, deliver_to_rd AS deliver FROM requirement_message ORDER BY sequence');
-    expect(stored).toEqual([
-      { author: 'rd_agent', deliver: 0 },
-      { author: 'human', deliver: 1 },
+    const stored = await rows<{ author: string; deliver: unknown }>(workspace, 'SELECT author, deliver_to_rd AS deliver FROM requirement_message ORDER BY sequence');
+    expect(stored.map((m) => ({ ...m, deliver: Boolean(m.deliver) }))).toEqual([
+      { author: 'rd_agent', deliver: false },
+      { author: 'human', deliver: true },
     ]);
   });
 
@@ -186,7 +197,7 @@ describe('domain invariants, at the service level', () => {
         await tx.reads();
       });
     await expect(review('rev_first')).resolves.toBeUndefined();
-    await expect(review('rev_second')).rejects.toThrow(/UNIQUE/);
+    await expect(review('rev_second')).rejects.toThrow(UNIQUE_VIOLATION);
     // A reviewer never becomes a session: the Requirement still has exactly its one RD session.
     expect(await rows(workspace, 'SELECT id FROM agent_session WHERE requirement_id = ?', [requirement.id])).toHaveLength(1);
   });
@@ -198,9 +209,7 @@ describe('domain invariants, at the service level', () => {
     app.get(EventBus).events$.subscribe(({ event }) => {
       published.push(event);
       // At the moment of publishing, a reader on its own connection already sees the event row.
-      void database.readManager
-        .query<Array<{ n: number }>>('SELECT COUNT(*) AS n FROM manager_event WHERE id = ?', [event.id])
-        .then(([row]) => committedAtPublish.push(row?.n === 1));
+      void rows<{ n: number }>(workspace, 'SELECT COUNT(*) AS n FROM manager_event WHERE id = ?', [event.id]).then(([row]) => committedAtPublish.push(Number(row?.n) === 1));
     });
     const requirement = await create();
     await Promise.all(Array.from({ length: 30 }, (_, i) => appendHuman(requirement.id, `m${i}`)));
