@@ -5,7 +5,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { HUMAN_ACTOR } from '@server/events/event-log.service';
 import type { RequirementResponseDto } from '@server/requirements/dto/requirement-response.dto';
 import { RequirementsService } from '@server/requirements/requirements.service';
-import { ConversationDelivery } from '@server/runs/conversation-delivery.service';
+import { ConversationDelivery } from '@server/conversation/conversation-delivery.service';
 import { RunLifecycle } from '@server/runs/run-lifecycle.service';
 import { TriggerDeliveryService } from '@server/triggers/trigger-delivery.service';
 
@@ -34,10 +34,12 @@ describeStores('Budgets', (kind) => {
       'SELECT status, input_from_sequence AS "from", input_to_sequence AS "to" FROM agent_run WHERE requirement_id = ? ORDER BY started_at',
       [id],
     );
+  // Both rows must say the run ended: a snapshot reads the Requirement and then its session, so
+  // one taken while the run's end commits can pair the old Requirement with the new session.
   const resting = (id: string) =>
     until('the session to rest', async () => {
       const now = await requirements().get(id);
-      return now.session.state !== 'running' && now;
+      return now.session.state !== 'running' && now.status !== 'doing' && now;
     });
   const lastSystemMessage = async (id: string) =>
     (

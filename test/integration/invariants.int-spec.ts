@@ -209,7 +209,9 @@ describeStores('domain invariants, at the service level', (kind) => {
     app.get(EventBus).events$.subscribe(({ event }) => {
       published.push(event);
       // At the moment of publishing, a reader on its own connection already sees the event row.
-      void rows<{ n: number }>(workspace, 'SELECT COUNT(*) AS n FROM manager_event WHERE id = ?', [event.id]).then(([row]) => committedAtPublish.push(Number(row?.n) === 1));
+      void database.readManager
+        .query<Array<{ n: number | string }>>(`SELECT COUNT(*) AS n FROM manager_event WHERE id = ${kind === 'postgres' ? '$1' : '?'}`, [event.id])
+        .then(([row]) => committedAtPublish.push(Number(row?.n) === 1));
     });
     const requirement = await create();
     await Promise.all(Array.from({ length: 30 }, (_, i) => appendHuman(requirement.id, `m${i}`)));

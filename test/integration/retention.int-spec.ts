@@ -8,7 +8,7 @@ import { HUMAN_ACTOR } from '@server/events/event-log.service';
 import type { RequirementResponseDto } from '@server/requirements/dto/requirement-response.dto';
 import { RequirementsService } from '@server/requirements/requirements.service';
 import { RetentionService } from '@server/retention/retention.service';
-import { ConversationDelivery } from '@server/runs/conversation-delivery.service';
+import { ConversationDelivery } from '@server/conversation/conversation-delivery.service';
 import { RunLifecycle } from '@server/runs/run-lifecycle.service';
 
 import { FakeClock } from '../support/fake-clock';
