@@ -36,10 +36,13 @@ export function storeAvailable(kind: StoreKind): boolean {
   return kind === 'sqlite' || Boolean(process.env.TEST_DATABASE_URL);
 }
 
-/** One describe block per store (`title (sqlite)`, `title (postgres)`), the unavailable ones skipped. */
-export function describeStores(title: string, body: (kind: StoreKind) => void): void {
+/**
+ * One describe block per store (`title (sqlite)`, `title (postgres)`), the unavailable ones
+ * skipped, and so are the stores not in `only` (a spec not yet reliable on one of them says why).
+ */
+export function describeStores(title: string, body: (kind: StoreKind) => void, only: readonly StoreKind[] = STORES): void {
   for (const kind of STORES) {
-    (storeAvailable(kind) ? describe : describe.skip)(`${title} (${kind})`, () => body(kind));
+    (storeAvailable(kind) && only.includes(kind) ? describe : describe.skip)(`${title} (${kind})`, () => body(kind));
   }
 }
 
