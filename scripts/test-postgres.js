@@ -13,7 +13,7 @@ const path = require('node:path');
 const cluster = require('./postgres-cluster');
 
 const root = path.resolve(__dirname, '..');
-/** The suites the issue names (requirements, events, runs, timers, reviews, faults, fuzz) and their neighbours on the store. */
+/** The suites the issue names (requirements, events, runs, timers, reviews, faults, fuzz), their neighbours on the store, and the integration tier. */
 const SUITES = [
   'server/src/core/database/schema.postgres.spec.ts',
   'server/src/budgets/budget-trees-migration.spec.ts',
@@ -29,6 +29,15 @@ const SUITES = [
   'test/faults/crash-restart.fault-spec.ts',
   // Budgets across a tree (issue 25 §4): tree usage summed up the chain, the descendants a raise resumes.
   'test/faults/budget-escapes.fault-spec.ts',
+  // The integration tier (issue 27 §5): each service's rules on the store directly; every spec
+  // runs a describe block per store, and the PostgreSQL ones run only here (TEST_DATABASE_URL).
+  'test/integration/budgets.int-spec.ts',
+  'test/integration/dependencies.int-spec.ts',
+  'test/integration/messages.int-spec.ts',
+  'test/integration/pull-requests.int-spec.ts',
+  'test/integration/requirements.int-spec.ts',
+  'test/integration/retention.int-spec.ts',
+  'test/integration/timers.int-spec.ts',
 ];
 
 function counts(report) {
@@ -64,6 +73,7 @@ async function main() {
       '--selectProjects',
       'e2e',
       'faults',
+      'integration',
       '--runTestsByPath',
       ...SUITES,
     ];

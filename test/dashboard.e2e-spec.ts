@@ -9,6 +9,7 @@ import { FakeGitHubServer } from './support/fake-github-server';
 import { send } from './support/http';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, codexEnvironment } from './support/model-stub';
+import { connectSse } from './support/sse-client';
 
 // The dashboard in Debian's Chromium against the real built server, driving the real Codex CLI
 // (pinned in test/agent-clis) whose model is the scripted stub. Everything a person does goes
@@ -188,6 +189,7 @@ describe('dashboard in Chromium', () => {
     await page.getByTestId('composer-text').fill(`Queued behind the stop ${id}`);
     await page.getByTestId('composer-send').click();
     await messages().locator('article', { hasText: 'Queued behind the stop' }).getByTestId('queued-badge').waitFor();
+    const stream = await connectSse(`${manager.origin}/api/events`);
     await page.getByTestId('stop').click();
     await requirementStatus().and(page.locator('[data-status="waiting_confirmation"]')).waitFor({ timeout: 30_000 });
     await page.getByTestId('session-state').and(page.locator('[data-state="waiting_human"]')).waitFor();
@@ -205,8 +207,19 @@ describe('dashboard in Chromium', () => {
     await messages().locator('article', { hasText: 'Queued behind the stop' }).getByTestId('pending-badge').waitFor();
     await expect(messages().getByTestId('queued-badge').count()).resolves.toBe(0);
     await screenshot(page, 'detail-paused');
-    // Stop is not steer: nothing starts the queued reply.
-    await new Promise((r) => setTimeout(r, 2000));
+    // Stop is not steer: nothing starts the queued reply. A continuation would be opened in the
+    // unit that ends the run (its event says the session rests); whatever the run's end set off
+    // after it commits before a marker written on the Requirement after that, so once the
+    // marker's event is here a run.started for it would have come first.
+    try {
+      const ended = await stream.waitUntil((e) => e.event === 'run.cancelled' && e.data.requirementId === id, 'the stopped run to end');
+      expect(ended.data.payload.requirement).toMatchObject({ session: { state: 'waiting_human' } });
+      expect((await send(manager.origin, 'PUT', `/api/requirements/${id}/dependencies`, { dependsOn: [] })).status).toBe(200);
+      const marker = await stream.waitUntil((e) => e.id > ended.id && e.event === 'requirement.updated' && e.data.requirementId === id, 'the marker on the stopped Requirement');
+      expect(stream.events.filter((e) => e.id > ended.id && e.id < marker.id && e.event === 'run.started' && e.data.requirementId === id)).toEqual([]);
+    } finally {
+      stream.close();
+    }
     const stopped = (await api(`/api/runs?requirementId=${id}`)).items as Array<{ status: string }>;
     expect(stopped.map((r) => r.status)).toEqual(['cancelled', 'succeeded', 'cancelled', 'succeeded']);
     expect((await api(`/api/requirements/${id}`)).session.pausedAt).toEqual(expect.any(String));

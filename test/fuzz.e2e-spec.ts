@@ -310,8 +310,20 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
     }
 
     // --- the store
-    await new Promise((r) => setTimeout(r, 500));
-    const storeProblems = await checkConsistency(manager.dataDirectory());
+    // Files follow their rows: an aborted upload removes its temporary file once the server sees
+    // its socket close, a purge its files after its commit. Those two settle; wait for them (for
+    // at most 10 s) and no longer. The rows are checked as they are: committed state is always
+    // consistent, so a problem there is reported at once.
+    const SETTLING = /^(temporary upload files left behind|attachment files without a row): /;
+    const storeProblems = await until(
+      'the attachment files to follow their rows',
+      async () => {
+        const problems = await checkConsistency(manager.dataDirectory());
+        return problems.some((p) => !SETTLING.test(p)) || problems.length === 0 ? problems : undefined;
+      },
+      10_000,
+      100,
+    ).catch(() => checkConsistency(manager.dataDirectory()));
 
     console.log(`client-side refusals (invalid header bytes, not sent): ${clientRefused}; SSE monitor saw ${seen.length} events; log errors: ${logErrors.length}`);
     if (process.env.FUZZ_REPORT) {

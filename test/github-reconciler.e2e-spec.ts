@@ -307,10 +307,14 @@ describe('GitHub reconciler', () => {
 
     github.addComment(REPO, 9, { author: 'dave', body: 'via webhook' });
     const refused = (signature: string) => expectRefused(manager.runtime.paths.dataDirectory, () => webhook('issue_comment', payload, signature), 401, 'invalid_signature');
+    const asked = github.requests.length;
     await refused('sha256=' + '0'.repeat(64));
     await refused('sha1=abc');
     await refused(signWebhookBody('another-secret', JSON.stringify(payload)));
-    await new Promise((r) => setTimeout(r, 200));
+    // A delivery would have started a reconcile of #9 while its request was handled: once the
+    // reconciler is idle, nothing was asked of GitHub and nothing was delivered.
+    await manager.app.get(PullRequestReconciler).settled();
+    expect(github.requests.slice(asked)).toEqual([]);
     expect((await github_()).filter((m) => m.metadata?.number === 9)).toEqual([]);
 
     const accepted = await webhook('issue_comment', payload);

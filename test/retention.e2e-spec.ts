@@ -5,6 +5,7 @@ import { query } from './support/db-snapshot';
 import { send } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { connectSse } from './support/sse-client';
+import { until } from './support/wait';
 
 // Runs use the silent synthetic agent: a run stays active until it is stopped.
 describe('retention of done and cancelled Requirements', () => {
@@ -25,22 +26,13 @@ describe('retention of done and cancelled Requirements', () => {
   const count = async (table: string, id: string) =>
     (await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), `SELECT COUNT(*) AS n FROM ${table} WHERE requirement_id = ?`, [id]))[0].n;
   const attachmentFiles = () => fs.readdirSync(path.join(manager.dataDirectory(), 'attachments'));
-  const until = async (check: () => Promise<boolean>) => {
-    for (let i = 0; i < 100; i++) {
-      if (await check()) {
-        return;
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error('condition not met');
-  };
   /** A Requirement that ran (and was stopped), was confirmed, and holds an attachment. */
   const doneRequirement = async (title: string) => {
     const id = await create(title);
     const att = (await send(manager.origin, 'POST', `/api/requirements/${id}/attachments`, 'bytes', { 'X-File-Name': 'notes.txt' })).json.id as string;
     await send(manager.origin, 'POST', `/api/requirements/${id}/start`, { attachmentIds: [att], message: 'work' });
     await send(manager.origin, 'POST', `/api/requirements/${id}/interrupt`, { mode: 'stop' });
-    await until(async () => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json.status === 'waiting_confirmation');
+    await until('the stopped run to end', async () => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json.status === 'waiting_confirmation');
     expect((await send(manager.origin, 'POST', `/api/requirements/${id}/confirm`)).status).toBe(200);
     return { att, id };
   };
@@ -58,13 +50,13 @@ describe('retention of done and cancelled Requirements', () => {
 
     // Retention 0 days: everything terminal is due, at once, because the setting changed.
     await send(manager.origin, 'PATCH', '/api/configuration', { cancelledRequirementRetentionDays: 0, doneRequirementRetentionDays: 0 });
-    await until(async () => (await send(manager.origin, 'GET', `/api/requirements/${done.id}`)).status === 404);
+    await until('the done Requirement to be purged', async () => (await send(manager.origin, 'GET', `/api/requirements/${done.id}`)).status === 404);
 
     expect((await send(manager.origin, 'GET', `/api/requirements/${cancelled}`)).status).toBe(404);
     for (const table of ['agent_session', 'requirement_message', 'message_attachment', 'agent_run', 'manager_event']) {
       expect(await count(table, done.id)).toBe(0);
     }
-    await until(async () => !attachmentFiles().some((f) => f.startsWith(done.att)));
+    await until('its attachment file to go', async () => !attachmentFiles().some((f) => f.startsWith(done.att)));
     // Untouched: a todo Requirement and one that was reopened (its run is active).
     expect((await send(manager.origin, 'GET', `/api/requirements/${active}`)).status).toBe(200);
     expect((await send(manager.origin, 'GET', `/api/requirements/${reopened.id}`)).json.status).toBe('doing');
@@ -79,8 +71,17 @@ describe('retention of done and cancelled Requirements', () => {
     await send(manager.origin, 'PATCH', '/api/configuration', { cancelledRequirementRetentionDays: 7, doneRequirementRetentionDays: 365 });
     const cancelled = await create('recent');
     await send(manager.origin, 'DELETE', `/api/requirements/${cancelled}`);
-    await send(manager.origin, 'PATCH', '/api/configuration', { doneRequirementRetentionDays: 30 });
-    await new Promise((r) => setTimeout(r, 300));
+    const done = await doneRequirement('due now');
+    const events = await connectSse(`${manager.origin}/api/events`);
+    try {
+      // One pass, on the setting's change, looks at both: the done one is due, the cancelled one
+      // (7 days) is not. The purge's event proves the pass ran; it names only what was due.
+      await send(manager.origin, 'PATCH', '/api/configuration', { doneRequirementRetentionDays: 0 });
+      const purged = await events.waitUntil((e) => e.event === 'requirements.purged', 'the purge of the done Requirement');
+      expect(purged.data.payload.requirementIds).toEqual([done.id]);
+    } finally {
+      events.close();
+    }
     expect((await send(manager.origin, 'GET', `/api/requirements/${cancelled}`)).json.status).toBe('cancelled');
   });
 });

@@ -73,29 +73,19 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     }>;
   const requirement = async (id: string) => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json;
   /** Waits until `count` runs exist and none is running. */
-  const settled = async (id: string, count = 1, timeoutMs = 60_000): Promise<Run[]> => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const list = await runs(id);
-      if (list.length >= count && list.every((r) => r.status !== 'running')) {
-        return list.reverse(); // oldest first
-      }
-      if (Date.now() > deadline) {
-        throw new Error(`runs did not settle: ${JSON.stringify(list)}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
-  const runningRun = async (id: string): Promise<Run> => {
-    for (let i = 0; i < 300; i++) {
-      const run = (await runs(id)).find((r) => r.status === 'running');
-      if (run) {
-        return run;
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error('no running run');
-  };
+  const settled = async (id: string, count = 1, timeoutMs = 60_000): Promise<Run[]> =>
+    (
+      await until(
+        `${count} settled runs`,
+        async () => {
+          const list = await runs(id);
+          return list.length >= count && list.every((r) => r.status !== 'running') && list;
+        },
+        timeoutMs,
+        100,
+      )
+    ).reverse(); // oldest first
+  const runningRun = (id: string): Promise<Run> => until('a running run', async () => (await runs(id)).find((r) => r.status === 'running'), 15_000);
 
   it('starts, answers into the conversation, waits for confirmation, and resumes the same native session on reply', async () => {
     const req = await create('first conversation');
@@ -279,7 +269,17 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
       session: { pausedAt: paused.session.pausedAt, pendingMessageCount: 3, state: 'waiting_human' },
       status: 'waiting_confirmation',
     });
-    await new Promise((r) => setTimeout(r, 1000));
+    // The start's own work (reconciliation, catch-ups) ran before the server listened; a marker
+    // written on this Requirement after it commits after anything that work started. Once the
+    // marker's event is here, a run started by the restart would have come before it.
+    const stream = await connectSse(`${manager.origin}/api/events`);
+    try {
+      expect((await send(manager.origin, 'PUT', `/api/requirements/${req.id}/dependencies`, { dependsOn: [] })).status).toBe(200);
+      const marker = await stream.waitUntil((e) => e.event === 'requirement.updated' && e.data.requirementId === req.id, 'the marker on the paused Requirement');
+      expect(stream.events.filter((e) => e.id <= marker.id && e.event === 'run.started').map((e) => e.data.requirementId)).not.toContain(req.id);
+    } finally {
+      stream.close();
+    }
     expect(await runs(req.id)).toHaveLength(1);
 
     // A person's start ends the pause: one run takes the interrupted, queued and related input.
@@ -433,15 +433,10 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
   }
 
   async function untilToolRunning(runId: string): Promise<void> {
-    for (let i = 0; i < 300; i++) {
-      const trace = (await send(manager.origin, 'GET', `/api/runs/${runId}/trace?limit=200`)).json.items as Array<{ kind: string }>;
-      if (trace.some((t) => t.kind === 'tool_call') && sleepers().length > 0) {
-        return;
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const trace = (await send(manager.origin, 'GET', `/api/runs/${runId}/trace?limit=200`)).json;
-    throw new Error(`the tool never started: ${JSON.stringify(trace).slice(0, 1500)} sleepers=${sleepers().join(',')}`);
+    const traceOf = async () => (await send(manager.origin, 'GET', `/api/runs/${runId}/trace?limit=200`)).json.items as Array<{ kind: string }>;
+    await until('the tool command to run', async () => (await traceOf()).some((t) => t.kind === 'tool_call') && sleepers().length > 0, 15_000).catch(async (err: Error) => {
+      throw new Error(`${err.message}: ${JSON.stringify(await traceOf()).slice(0, 1500)} sleepers=${sleepers().join(',')}`);
+    });
   }
 });
 

@@ -46,10 +46,13 @@ describe('Timers', () => {
   const timersOf = async (requirementId: string): Promise<Timer[]> => (await send(manager.url, 'GET', `/api/requirements/${requirementId}/timers`)).json.items;
   const timerFired = async (requirementId: string) =>
     (await send(manager.url, 'GET', `/api/requirements/${requirementId}/messages`)).json.items.filter((m: { source: string }) => m.source === 'timer');
-  /** Moves time and waits until the scheduler has handled whatever became due. */
+  /**
+   * Moves time and waits until the scheduler has handled whatever became due: the jump wakes it
+   * synchronously (FakeClock calls its listeners in `advance`), so the pass is already in flight
+   * when `settled` is called, and `settled` also waits for a pass folded in behind it.
+   */
   const advance = async (ms: number) => {
     clock.advance(ms);
-    await new Promise((r) => setTimeout(r, 20));
     await manager.app.get(TimerScheduler).settled();
   };
   const refused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) =>

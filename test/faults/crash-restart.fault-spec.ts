@@ -159,9 +159,12 @@ describe('kill -9 under load, then restart', () => {
       const maxBefore = Math.max(0, ...stored.keys());
       await start();
       const after = await connectSse(`${manager.origin}/api/events?after=${maxBefore}`);
-      await new Promise((r) => setTimeout(r, 100));
-      // Event ids continue past everything stored before: never reused.
-      expect(after.events.every((e) => e.id > maxBefore)).toBe(true);
+      // Event ids continue past everything stored before, never reused: a marker written now
+      // and every event before it (the restart's own: reconciliation, overdue timers) say so.
+      const marker = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: `marker ${round}` })).json.id as string;
+      const created = await after.waitUntil((e) => e.event === 'requirement.created' && e.data.requirementId === marker, 'the marker after the restart');
+      expect({ reused: after.events.filter((e) => e.id <= maxBefore).map((e) => e.id), round }).toEqual({ reused: [], round });
+      expect(created.id).toBeGreaterThan(maxBefore);
       after.close();
     }
 

@@ -262,7 +262,9 @@ describe('signals as supervisors and people send them, to an `npm start` tree', 
       if (!died || (!managersChild && target !== agentProcess)) {
         // Ignored (a PID namespace's init without a handler), or it ended only the agent's own
         // tool command, which the agent outlives and decides about, as a real CLI does: the run
-        // goes on (past the time the manager gives an exited CLI's pipes to drain).
+        // goes on. The pause is the behaviour under test: twice the grace the manager gives an
+        // exited CLI's pipes to drain (EXIT_DRAIN_MS, 1 s, in agents/process-runner.ts), after
+        // which it would have ended the run's tree had it taken the signal for the CLI's exit.
         await new Promise((resolve) => setTimeout(resolve, 2_000));
         expect({ agent: alive(agentProcess!), role, status: await runStatus(tree.dataDirectory, agent.runId) }).toEqual({ agent: true, role, status: 'running' });
       } else {
@@ -320,8 +322,10 @@ describe('agent-manager start under signals', () => {
     const agent = await startAgent(manager.origin, manager.dataDirectory());
     const exited = new Promise<number | null>((resolve) => manager.child.once('exit', resolve));
     manager.child.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 50));
-    manager.child.kill('SIGTERM');
+    // The second signal lands once the graceful stop is under way (its first log line says so)
+    // and before it is over (the process is still there to take it).
+    await until('the graceful stop to begin', async () => logLines(manager.dataDirectory()).some((l) => l.message === 'agent manager stopping'), 10_000, 10);
+    expect(manager.child.kill('SIGTERM')).toBe(true);
     expect(await exited).toBe(0);
     expect(withEnv(`AGENT_MANAGER_RUN_MARKER=${agent.marker}`)).toEqual([]);
     expect(await runStatus(manager.dataDirectory(), agent.runId)).toBe('cancelled');
