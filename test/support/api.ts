@@ -157,3 +157,14 @@ export async function refusal<Data>(answer: Answer<Data> | Promise<Answer<Data>>
   }
   return a.error as ErrorBody;
 }
+
+/**
+ * Uploads an attachment through the typed route. The document types an octet-stream body as a
+ * string (openapi-typescript's mapping of `format: binary`); bytes are what goes on the wire.
+ */
+export function upload(api: TypedApi, requirementId: string, fileName: string, content: string | Buffer): Promise<Answer<Schemas['AttachmentResponseDto'] | undefined>> {
+  return api.POST('/api/requirements/{id}/attachments', {
+    body: content as string,
+    params: { header: { 'X-File-Name': fileName }, path: { id: requirementId } },
+  });
+}
