@@ -57,7 +57,7 @@ describe('kill -9 while a worktree is being created, then restart', () => {
     const { requirement: done, run } = await settled(manager!, requirementId, 2);
     expect(run.status).toBe('succeeded');
     const place = readReport(report);
-    expect(place.cwd).toBe(done.worktree.path);
+    expect(place.cwd).toBe(done.worktree!.path);
     return { done, place };
   }
 
