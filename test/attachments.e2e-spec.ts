@@ -1,5 +1,6 @@
 import * as crypto from 'node:crypto';
 
+import { ok } from './support/api';
 import { authHeaders, type Json, send } from './support/http';
 import { snapshotStore } from './support/db-snapshot';
 import { expectRefused as refused } from './support/refusals';
@@ -22,7 +23,7 @@ describe('Attachments', () => {
       ...(fileName === undefined ? {} : { 'X-File-Name': fileName }),
       ...headers,
     });
-  const newRequirement = async () => (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'attachments' })).json.id as string;
+  const newRequirement = async () => (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'attachments' } }))).id;
   const expectRefused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) => refused(manager.dataDirectory(), request, status, code);
 
   beforeAll(async () => {
@@ -112,7 +113,7 @@ describe('Attachments', () => {
   it('refuses uploads to unknown or cancelled Requirements', async () => {
     await expectRefused(() => upload(TEXT, 'a.txt', {}, 'req_00000000-0000-0000-0000-000000000000'), 404);
     const cancelled = await newRequirement();
-    await send(manager.origin, 'DELETE', `/api/requirements/${cancelled}`);
+    await manager.api.DELETE('/api/requirements/{id}', { params: { path: { id: cancelled } } });
     await expectRefused(() => upload(TEXT, 'a.txt', {}, cancelled), 409);
   });
 
@@ -126,7 +127,11 @@ describe('Attachments', () => {
     await expectRefused(() => send(manager.origin, 'POST', url, { attachmentIds: uploads }), 400);
     await expectRefused(() => send(manager.origin, 'POST', url, { attachmentIds: [uploads[0], uploads[0]] }), 400, 'duplicate_attachment');
     const other = await newRequirement();
-    await expectRefused(() => send(manager.origin, 'POST', `/api/requirements/${other}/reply`, { attachmentIds: [uploads[0]] }), 400, 'unknown_attachment');
+    await expectRefused(
+      () => manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: other } }, body: { attachmentIds: [uploads[0]] } }),
+      400,
+      'unknown_attachment',
+    );
 
     const ok = await send(manager.origin, 'POST', url, { attachmentIds: uploads.slice(0, 6) });
     expect(ok.status).toBe(202);
@@ -157,7 +162,7 @@ describe('Attachments', () => {
     expect(fileRes.headers.get('x-content-type-options')).toBe('nosniff');
     expect(fileRes.headers.get('content-security-policy')).toContain("default-src 'none'");
 
-    expect((await send(manager.origin, 'GET', '/api/attachments/att_00000000-0000-0000-0000-000000000000')).status).toBe(404);
+    expect((await manager.api.GET('/api/attachments/{id}', { params: { path: { id: 'att_00000000-0000-0000-0000-000000000000' } } })).status).toBe(404);
     expect((await send(manager.origin, 'GET', '/api/attachments/..%2F..%2Fconfig.json')).status).toBe(404);
   });
 });
