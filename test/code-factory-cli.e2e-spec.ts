@@ -8,6 +8,7 @@ import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { RunningManager, startManager } from '@server/manager';
 
 import { FakeGitHubServer } from './support/fake-github-server';
+import { apiClient, ok } from './support/api';
 import { type Json, registerToken, send } from './support/http';
 import { IDLE_AGENT, ROOT, Sandbox, makeSandbox } from './support/manager-process';
 
@@ -85,6 +86,8 @@ const COMMANDS: Array<[string[], string[]]> = [
 describe('code-factory-cli', () => {
   let sandbox: Sandbox;
   let manager: RunningManager;
+  /** The typed client with the workspace token. */
+  const api = () => apiClient(manager.url);
   let parent: { id: string; session: { id: string } };
   let env: Record<string, string>;
 
@@ -96,7 +99,7 @@ describe('code-factory-cli', () => {
       workspace: sandbox.workspace,
     });
     registerToken(manager.url, manager.app.get(LocalTokenService).value);
-    parent = (await send(manager.url, 'POST', '/api/requirements', { provider: 'codex', title: 'parent' })).json;
+    parent = await ok(api().POST('/api/requirements', { body: { provider: 'codex', title: 'parent' } }));
     const token = manager.app.get(RunCredentialsService).issue({ requirementId: parent.id, runId: 'run_cli_test', sessionId: parent.session.id });
     env = {
       CODE_FACTORY_API_URL: `${manager.url}/api`,
@@ -183,7 +186,7 @@ describe('code-factory-cli', () => {
     );
     expect(pr.code).toBe(0);
     expect(pr.json).toMatchObject({ number: 7, repository: 'org/repo', requirementId: parent.id, status: 'draft', url: 'https://github.com/org/repo/pull/7' });
-    expect((await send(manager.url, 'GET', `/api/pull-requests?requirementId=${parent.id}`)).json.items).toHaveLength(1);
+    expect((await ok(api().GET('/api/pull-requests', { params: { query: { requirementId: parent.id } } }))).items).toHaveLength(1);
   });
 
   it('pr register --url fills every field from GitHub when a token is available (explicit flags win)', async () => {
@@ -242,7 +245,7 @@ describe('code-factory-cli', () => {
 
   it("an agent's proposal gets at most its parent's remaining budget: neither the CLI nor raw HTTP with the run credential clears or raises it", async () => {
     // Issue 25 §4: a Requirement capped at 20 tokens whose agent proposes a child.
-    const capped = (await send(manager.url, 'POST', '/api/requirements', { budget: { maxTokens: 20 }, provider: 'codex', title: 'Capped parent' })).json;
+    const capped = await ok(api().POST('/api/requirements', { body: { budget: { maxTokens: 20 }, provider: 'codex', title: 'Capped parent' } }));
     const token = manager.app.get(RunCredentialsService).issue({ requirementId: capped.id, runId: 'run_cli_budget', sessionId: capped.session.id });
     const cappedEnv = { ...env, CODE_FACTORY_REQUIREMENT_ID: capped.id, CODE_FACTORY_SESSION_ID: capped.session.id, CODE_FACTORY_TOKEN: token };
     const propose = (...flags: string[]) => cli(['requirement', 'propose', '--title', 'Follow-up', '--description', 'more work', ...flags], cappedEnv);
@@ -263,16 +266,16 @@ describe('code-factory-cli', () => {
     expect(huge.json).toMatchObject({ budget: { maxTokens: 20 }, warnings: ['budget_clamped'] });
 
     // Where no ancestor has a budget, the configured default caps what an agent gives its child.
-    expect((await send(manager.url, 'PATCH', '/api/configuration', { defaultBudgetMaxTokens: 777 })).status).toBe(200);
+    expect((await api().PATCH('/api/configuration', { body: { defaultBudgetMaxTokens: 777 } })).status).toBe(200);
     try {
       const fromUncapped = await cli(['requirement', 'propose', '--title', 'y', '--description', 'y', '--budget-tokens', '2000000000'], env);
       expect(fromUncapped.json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 777 }, warnings: ['budget_clamped'] });
     } finally {
-      await send(manager.url, 'PATCH', '/api/configuration', { defaultBudgetMaxTokens: null });
+      await api().PATCH('/api/configuration', { body: { defaultBudgetMaxTokens: null } });
     }
     // A person (the owner's token) still sets any budget, none included.
-    const byPerson = await send(manager.url, 'POST', '/api/agent/requirements', { ...body, budget: null, parentRequirementId: capped.id, start: false });
-    expect(byPerson.json).toMatchObject({ budget: null, warnings: [] });
+    const byPerson = await api().POST('/api/agent/requirements', { body: { ...body, budget: null, parentRequirementId: capped.id, start: false } });
+    expect(byPerson.data).toMatchObject({ budget: null, warnings: [] });
   });
 
   it("refusals: one line on stderr with the server's reason, exit code 1, nothing on stdout", async () => {
