@@ -111,10 +111,13 @@ export function apiClient(origin: string, { auth = true, headers = {} }: ApiOpti
       // Bytes go as bytes (openapi-fetch would label them JSON).
       const bytes = typeof init.body === 'string' || init.body instanceof Uint8Array;
       const sent = bytes ? { ...init, headers: { 'Content-Type': 'application/octet-stream', ...(init.headers as Record<string, string> | undefined) } } : init;
-      const { data, error, response } = await (client[method] as Untyped)(path, sent);
+      // Read as text and parse JSON only when the answer says it is JSON: a text/plain answer (a
+      // diff) is then its text, as the document types it, instead of a parse error.
+      const asText = init.parseAs === undefined;
+      const { data, error, response } = await (client[method] as Untyped)(path, asText ? { ...sent, parseAs: 'text' } : sent);
       const url = new URL(response.url || `${origin}${path}`);
       return {
-        data: response.ok ? data : undefined,
+        data: response.ok ? (asText ? parseJson(data, response) : data) : undefined,
         error: response.ok ? undefined : (error as ErrorBody | undefined),
         headers: response.headers,
         request: `${method} ${url.pathname}${url.search}`,
@@ -130,6 +133,13 @@ export function apiClient(origin: string, { auth = true, headers = {} }: ApiOpti
     POST: call('POST') as TypedMethod<'post'>,
     PUT: call('PUT') as TypedMethod<'put'>,
   };
+}
+
+function parseJson(text: unknown, response: Response): unknown {
+  if (typeof text !== 'string' || text === '' || !/\bjson\b/.test(response.headers.get('content-type') ?? '')) {
+    return text;
+  }
+  return JSON.parse(text) as unknown;
 }
 
 function authHeadersFor(own: Record<string, string>, token: string): Record<string, string> {
