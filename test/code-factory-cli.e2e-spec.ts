@@ -3,13 +3,14 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 
+import type { Schemas } from '@libs/api-client';
 import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { RunningManager, startManager } from '@server/manager';
 
 import { FakeGitHubServer } from './support/fake-github-server';
 import { apiClient, ok } from './support/api';
-import { type Json, registerToken, send } from './support/http';
+import { type Json, registerToken } from './support/http';
 import { IDLE_AGENT, ROOT, Sandbox, makeSandbox } from './support/manager-process';
 
 const CLI = path.join(ROOT, 'bin', 'code-factory-cli.js');
@@ -256,14 +257,14 @@ describe('code-factory-cli', () => {
     expect((await propose()).json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 20 }, warnings: [] });
     expect((await propose('--budget-tokens', '5')).json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 5 }, warnings: [] });
 
-    // Raw HTTP with the run's credential: a null budget and an immediate start.
-    const asRun = { Authorization: `Bearer ${token}` };
-    const body = { budget: null, description: 'uncapped?', sourceSessionId: capped.session.id, start: true, title: 'Escape over HTTP' };
-    const escaped = await send(manager.url, 'POST', '/api/agent/requirements', body, asRun);
+    // HTTP with the run's credential: a null budget and an immediate start.
+    const asRun = apiClient(manager.url, { auth: token });
+    const body: Schemas['ProposeRequirementDto'] = { budget: null, description: 'uncapped?', sourceSessionId: capped.session.id, start: true, title: 'Escape over HTTP' };
+    const escaped = await asRun.POST('/api/agent/requirements', { body });
     expect(escaped.status).toBe(201);
-    expect(escaped.json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 20 }, status: 'doing', warnings: ['budget_clamped'] });
-    const huge = await send(manager.url, 'POST', '/api/agent/requirements', { ...body, budget: { maxTokens: 2_000_000_000 }, start: false }, asRun);
-    expect(huge.json).toMatchObject({ budget: { maxTokens: 20 }, warnings: ['budget_clamped'] });
+    expect(escaped.data).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 20 }, status: 'doing', warnings: ['budget_clamped'] });
+    const huge = await asRun.POST('/api/agent/requirements', { body: { ...body, budget: { maxTokens: 2_000_000_000 }, start: false } });
+    expect(huge.data).toMatchObject({ budget: { maxTokens: 20 }, warnings: ['budget_clamped'] });
 
     // Where no ancestor has a budget, the configured default caps what an agent gives its child.
     expect((await api().PATCH('/api/configuration', { body: { defaultBudgetMaxTokens: 777 } })).status).toBe(200);
