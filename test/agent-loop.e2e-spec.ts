@@ -1,4 +1,4 @@
-import { send } from './support/http';
+import { ok } from './support/api';
 import type { ManagerProcess } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { connectSse } from './support/sse-client';
@@ -21,7 +21,7 @@ describe.each(PROVIDERS)('the agent loop with the real $provider CLI', (cli) => 
   useRealAgentWorld(cli, 'loop', (world) => ({ manager, stub } = world));
 
   it('proposes and starts a child, registers a PR, sets a timer and messages the child through code-factory-cli', async () => {
-    const parent = (await send(manager.origin, 'POST', '/api/requirements', { description: 'Split the work.', provider, title: 'Parent work' })).json;
+    const parent = await ok(manager.api.POST('/api/requirements', { body: { description: 'Split the work.', provider, title: 'Parent work' } }));
     stub.scriptFor(parent.id, [
       { shell: 'code-factory-cli requirement propose --title "Child work" --description "Do the lexer part" --start' },
       {
@@ -33,12 +33,12 @@ describe.each(PROVIDERS)('the agent loop with the real $provider CLI', (cli) => 
       { text: 'Child proposed, PR registered, timer set, child told.' },
     ]);
     const events = await connectSse(`${manager.origin}/api/events`);
-    expect((await send(manager.origin, 'POST', `/api/requirements/${parent.id}/start`, { message: `Go ${parent.id}` })).status).toBe(202);
+    expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: parent.id } }, body: { message: `Go ${parent.id}` } })).status).toBe(202);
 
     const run = await until(
       'the parent run to finish',
       async () => {
-        const [latest] = (await send(manager.origin, 'GET', `/api/runs?requirementId=${parent.id}`)).json.items;
+        const [latest] = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: parent.id } } }))).items;
         return latest?.status !== 'running' && latest;
       },
       90_000,
@@ -47,24 +47,24 @@ describe.each(PROVIDERS)('the agent loop with the real $provider CLI', (cli) => 
     expect(run).toMatchObject({ status: 'succeeded', taskSummary: 'Child proposed, PR registered, timer set, child told.' });
 
     // Every tool call succeeded: each printed the server's JSON.
-    const trace = (await send(manager.origin, 'GET', `/api/runs/${run.id}/trace?limit=200`)).json.items as Array<{ kind: string; status: string; detail: string | null }>;
+    const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id }, query: { limit: 200 } } }))).items;
     const results = trace.filter((t) => t.kind === 'tool_result');
     expect(results).toHaveLength(4);
     for (const result of results) {
       expect(result.detail ?? '').not.toContain('code-factory-cli:');
     }
 
-    const [child] = (await send(manager.origin, 'GET', '/api/requirements')).json.items.filter((r: { parentRequirementId: string }) => r.parentRequirementId === parent.id);
+    const [child] = (await ok(manager.api.GET('/api/requirements'))).items.filter((r) => r.parentRequirementId === parent.id);
     expect(child).toMatchObject({ createdBy: 'rd_agent', provider, sourceSessionId: parent.session.id, title: 'Child work' });
     expect(['doing', 'waiting_confirmation']).toContain(child.status);
 
-    const prs = (await send(manager.origin, 'GET', `/api/pull-requests?requirementId=${parent.id}`)).json.items;
+    const prs = (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: parent.id } } }))).items;
     expect(prs).toEqual([expect.objectContaining({ headSha: '0a1b2c3d', number: 42, repository: 'org/repo', status: 'open' })]);
 
-    const timers = (await send(manager.origin, 'GET', `/api/requirements/${parent.id}/timers`)).json.items;
+    const timers = (await ok(manager.api.GET('/api/requirements/{id}/timers', { params: { path: { id: parent.id } } }))).items;
     expect(timers).toEqual([expect.objectContaining({ description: 'Check the CI of PR 42', intervalSeconds: 60, schedule: 'once', status: 'active' })]);
 
-    const childConversation = (await send(manager.origin, 'GET', `/api/requirements/${child.id}/messages`)).json.items;
+    const childConversation = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: child.id } } }))).items;
     expect(childConversation).toContainEqual(expect.objectContaining({ author: 'rd_agent', body: 'Use contract version 2.', deliverToRd: true, sourceRequirementId: parent.id }));
 
     // Published as they happened, each by the parent's run.

@@ -1,6 +1,9 @@
 import * as crypto from 'node:crypto';
 
-import { authHeaders, type Json, send } from './support/http';
+import type { Schemas } from '@libs/api-client';
+
+import { ok } from './support/api';
+import { authHeaders, sendUntyped } from './support/http';
 import { snapshotStore } from './support/db-snapshot';
 import { expectRefused as refused } from './support/refusals';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
@@ -17,13 +20,14 @@ describe('Attachments', () => {
   let requirementId: string;
 
   const upload = (body: Buffer | string, fileName: string | undefined, headers: Record<string, string> = {}, id = requirementId) =>
-    send(manager.origin, 'POST', `/api/requirements/${id}/attachments`, body, {
+    // Content types, file names and bodies as sent on the wire, bad ones included: untyped on purpose.
+    sendUntyped(manager.origin, 'POST', `/api/requirements/${id}/attachments`, body, {
       'Content-Type': 'application/octet-stream',
       ...(fileName === undefined ? {} : { 'X-File-Name': fileName }),
       ...headers,
     });
-  const newRequirement = async () => (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'attachments' })).json.id as string;
-  const expectRefused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) => refused(manager.dataDirectory(), request, status, code);
+  const newRequirement = async () => (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'attachments' } }))).id;
+  const expectRefused = (request: Parameters<typeof refused>[1], status: number, code?: string) => refused(manager.dataDirectory(), request, status, code);
 
   beforeAll(async () => {
     sandbox = makeSandbox();
@@ -112,7 +116,7 @@ describe('Attachments', () => {
   it('refuses uploads to unknown or cancelled Requirements', async () => {
     await expectRefused(() => upload(TEXT, 'a.txt', {}, 'req_00000000-0000-0000-0000-000000000000'), 404);
     const cancelled = await newRequirement();
-    await send(manager.origin, 'DELETE', `/api/requirements/${cancelled}`);
+    await manager.api.DELETE('/api/requirements/{id}', { params: { path: { id: cancelled } } });
     await expectRefused(() => upload(TEXT, 'a.txt', {}, cancelled), 409);
   });
 
@@ -122,18 +126,23 @@ describe('Attachments', () => {
     for (let i = 0; i < 7; i++) {
       uploads.push((await upload(i % 2 ? PNG : TEXT, `file-${i}.bin`, {}, id)).json.id as string);
     }
-    const url = `/api/requirements/${id}/reply`;
-    await expectRefused(() => send(manager.origin, 'POST', url, { attachmentIds: uploads }), 400);
-    await expectRefused(() => send(manager.origin, 'POST', url, { attachmentIds: [uploads[0], uploads[0]] }), 400, 'duplicate_attachment');
+    const reply = (body: Schemas['ReplyDto']) => manager.api.POST('/api/requirements/{id}/reply', { body, params: { path: { id } } });
+    await expectRefused(() => reply({ attachmentIds: uploads }), 400);
+    await expectRefused(() => reply({ attachmentIds: [uploads[0], uploads[0]] }), 400, 'duplicate_attachment');
     const other = await newRequirement();
-    await expectRefused(() => send(manager.origin, 'POST', `/api/requirements/${other}/reply`, { attachmentIds: [uploads[0]] }), 400, 'unknown_attachment');
+    await expectRefused(
+      () => manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: other } }, body: { attachmentIds: [uploads[0]] } }),
+      400,
+      'unknown_attachment',
+    );
 
-    const ok = await send(manager.origin, 'POST', url, { attachmentIds: uploads.slice(0, 6) });
-    expect(ok.status).toBe(202);
-    expect(ok.json.message.body).toBe('');
-    expect(ok.json.message.attachments.map((a: { id: string }) => a.id)).toEqual(uploads.slice(0, 6));
-    expect(ok.json.message.attachments.every((a: { messageId: string }) => a.messageId === ok.json.message.id)).toBe(true);
-    await expectRefused(() => send(manager.origin, 'POST', url, { attachmentIds: [uploads[0]], message: 'again' }), 400, 'attachment_already_used');
+    const accepted = await reply({ attachmentIds: uploads.slice(0, 6) });
+    expect(accepted.status).toBe(202);
+    const { message } = accepted.data!;
+    expect(message.body).toBe('');
+    expect(message.attachments.map((a) => a.id)).toEqual(uploads.slice(0, 6));
+    expect(message.attachments.every((a) => a.messageId === message.id)).toBe(true);
+    await expectRefused(() => reply({ attachmentIds: [uploads[0]], message: 'again' }), 400, 'attachment_already_used');
 
     const listed = await manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id } } });
     expect(listed.data!.items[0].attachments.map((a) => a.id)).toEqual(uploads.slice(0, 6));
@@ -157,7 +166,8 @@ describe('Attachments', () => {
     expect(fileRes.headers.get('x-content-type-options')).toBe('nosniff');
     expect(fileRes.headers.get('content-security-policy')).toContain("default-src 'none'");
 
-    expect((await send(manager.origin, 'GET', '/api/attachments/att_00000000-0000-0000-0000-000000000000')).status).toBe(404);
-    expect((await send(manager.origin, 'GET', '/api/attachments/..%2F..%2Fconfig.json')).status).toBe(404);
+    expect((await manager.api.GET('/api/attachments/{id}', { params: { path: { id: 'att_00000000-0000-0000-0000-000000000000' } } })).status).toBe(404);
+    // Encoded by hand: untyped on purpose.
+    expect((await sendUntyped(manager.origin, 'GET', '/api/attachments/..%2F..%2Fconfig.json')).status).toBe(404);
   });
 });

@@ -1,8 +1,11 @@
 import * as path from 'node:path';
 
+import type { Schemas } from '@libs/api-client';
+
 import { proposeOverHttp } from './support/agent-shell';
+import { ok } from './support/api';
 import { query } from './support/db-snapshot';
-import { send } from './support/http';
+import { sendUntyped } from './support/http';
 import { REAL_AGENT_CLIS } from './support/model-stub';
 import { type RealAgentWorld, useRealAgentWorld } from './support/real-agent-world';
 import { expectRefused } from './support/refusals';
@@ -20,89 +23,72 @@ const LONG_JOB = `node -e "setInterval(() => {}, 1000)" am-budget-sleeper`;
 
 jest.setTimeout(240_000);
 
-interface Requirement {
-  id: string;
-  title: string;
-  status: string;
-  parentRequirementId: string | null;
-  budget: { maxTokens: number | null; maxCostUsd: number | null } | null;
-  usage: { inputTokens: number; outputTokens: number; costUsd: number | null };
-  treeUsage: { inputTokens: number; outputTokens: number; costUsd: number | null };
-  budgetReachedAt: string | null;
-  session: { id: string; state: string; pausedAt: string | null; pendingMessageCount: number };
-}
-interface Run {
-  id: string;
-  status: string;
-  inputTokens: number | null;
-  outputTokens: number | null;
-  inputFromSequence: number;
-  inputToSequence: number;
-}
-interface Message {
-  author: string;
-  body: string;
-  sequence: number;
-  source?: string | null;
-  deliverToRd: boolean;
-}
+// The API's own types: a test that assumed another shape fails to compile.
+type Requirement = Schemas['RequirementResponseDto'];
+type Run = Schemas['AgentRunResponseDto'];
+type Message = Schemas['MessageResponseDto'];
 
 describe('budgets (real Claude Code, usage reported mid-run)', () => {
   let world: RealAgentWorld;
   useRealAgentWorld(CLAUDE, 'budgets', (w) => (world = w));
 
-  const origin = () => world.manager.origin;
   const dataDirectory = () => world.manager.dataDirectory();
-  const get = async (id: string): Promise<Requirement> => (await send(origin(), 'GET', `/api/requirements/${id}`)).json;
-  const runsOf = async (id: string): Promise<Run[]> => ((await send(origin(), 'GET', `/api/runs?requirementId=${id}`)).json.items as Run[]).reverse();
-  const messagesOf = async (id: string): Promise<Message[]> => (await send(origin(), 'GET', `/api/requirements/${id}/messages`)).json.items;
+  const get = async (id: string): Promise<Requirement> => await ok(world.manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
+  const runsOf = async (id: string): Promise<Run[]> => (await ok(world.manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items.reverse();
+  const messagesOf = async (id: string): Promise<Message[]> => (await ok(world.manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id } } }))).items;
   const eventTypes = async (id: string) =>
     (await query<{ type: string }>(path.join(dataDirectory(), 'factory.sqlite'), 'SELECT type FROM manager_event WHERE requirement_id = ? ORDER BY id', [id])).map((e) => e.type);
   const tokens = (r: Requirement) => r.usage.inputTokens + r.usage.outputTokens;
 
   it('takes a budget on create, refuses bad ones with a 400, and fills in the configured default', async () => {
-    const created = await send(origin(), 'POST', '/api/requirements', { budget: { maxTokens: 10_000 }, provider: 'claude-code', title: 'Budgeted' });
+    const created = await world.manager.api.POST('/api/requirements', { body: { budget: { maxTokens: 10_000 }, provider: 'claude-code', title: 'Budgeted' } });
     expect(created.status).toBe(201);
-    expect(created.json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 10_000 }, budgetReachedAt: null, usage: { costUsd: null, inputTokens: 0, outputTokens: 0 } });
+    expect(created.data).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 10_000 }, budgetReachedAt: null, usage: { costUsd: null, inputTokens: 0, outputTokens: 0 } });
     for (const budget of [{ maxTokens: 0 }, { maxTokens: 1.5 }, { maxCostUsd: -1 }, { maxTokens: '100' }, { tokens: 5 }, [], 'lots']) {
-      await expectRefused(dataDirectory(), () => send(origin(), 'POST', '/api/requirements', { budget, provider: 'codex', title: 'Bad budget' }), 400);
-      await expectRefused(dataDirectory(), () => send(origin(), 'PATCH', `/api/requirements/${created.json.id}`, { budget }), 400);
+      // Malformed budgets on purpose: the typed client would not let them be written.
+      await expectRefused(dataDirectory(), () => sendUntyped(world.manager.origin, 'POST', '/api/requirements', { budget, provider: 'codex', title: 'Bad budget' }), 400);
+      await expectRefused(dataDirectory(), () => sendUntyped(world.manager.origin, 'PATCH', `/api/requirements/${created.data!.id}`, { budget }), 400);
     }
-    expect((await get(created.json.id)).budget).toEqual({ maxCostUsd: null, maxTokens: 10_000 });
+    expect((await get(created.data!.id)).budget).toEqual({ maxCostUsd: null, maxTokens: 10_000 });
     // A proposal (here with the owner's token, as the MCP tool and the CLI send it) takes one too.
-    const parent = created.json as Requirement;
-    const proposed = await send(origin(), 'POST', '/api/agent/requirements', {
-      budget: { maxCostUsd: 0.1 },
-      description: 'A follow-up',
-      parentRequirementId: parent.id,
-      sourceSessionId: parent.session.id,
-      title: 'Proposed with a budget',
+    const parent = created.data!;
+    const proposed = await world.manager.api.POST('/api/agent/requirements', {
+      body: {
+        budget: { maxCostUsd: 0.1 },
+        description: 'A follow-up',
+        parentRequirementId: parent.id,
+        sourceSessionId: parent.session.id,
+        title: 'Proposed with a budget',
+      },
     });
     expect(proposed.status).toBe(201);
-    expect(proposed.json).toMatchObject({ budget: { maxCostUsd: 0.1, maxTokens: null }, createdBy: 'rd_agent' });
+    expect(proposed.data).toMatchObject({ budget: { maxCostUsd: 0.1, maxTokens: null }, createdBy: 'rd_agent' });
     // Read back as typed on both stores (dollars are double precision, not PostgreSQL's 4-byte real).
-    expect((await get(proposed.json.id)).budget).toEqual({ maxCostUsd: 0.1, maxTokens: null });
+    expect((await get(proposed.data!.id)).budget).toEqual({ maxCostUsd: 0.1, maxTokens: null });
 
-    const configured = await send(origin(), 'PATCH', '/api/configuration', { defaultBudgetMaxCostUsd: 2.5, defaultBudgetMaxTokens: 50_000 });
+    const configured = await world.manager.api.PATCH('/api/configuration', { body: { defaultBudgetMaxCostUsd: 2.5, defaultBudgetMaxTokens: 50_000 } });
     expect(configured.status).toBe(200);
-    await expectRefused(dataDirectory(), () => send(origin(), 'PATCH', '/api/configuration', { defaultBudgetMaxTokens: -5 }), 400);
-    const defaulted = (await send(origin(), 'POST', '/api/requirements', { provider: 'codex', title: 'Default budget' })).json;
+    await expectRefused(dataDirectory(), () => world.manager.api.PATCH('/api/configuration', { body: { defaultBudgetMaxTokens: -5 } }), 400);
+    const defaulted = await ok(world.manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Default budget' } }));
     expect(defaulted.budget).toEqual({ maxCostUsd: 2.5, maxTokens: 50_000 });
     // An explicit null is "no budget", whatever the default.
-    expect((await send(origin(), 'POST', '/api/requirements', { budget: null, provider: 'codex', title: 'Unlimited' })).json.budget).toBeNull();
-    await send(origin(), 'PATCH', '/api/configuration', { defaultBudgetMaxCostUsd: null, defaultBudgetMaxTokens: null });
-    expect((await send(origin(), 'POST', '/api/requirements', { provider: 'codex', title: 'No default' })).json.budget).toBeNull();
+    expect((await ok(world.manager.api.POST('/api/requirements', { body: { budget: null, provider: 'codex', title: 'Unlimited' } }))).budget).toBeNull();
+    await world.manager.api.PATCH('/api/configuration', { body: { defaultBudgetMaxCostUsd: null, defaultBudgetMaxTokens: null } });
+    expect((await ok(world.manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'No default' } }))).budget).toBeNull();
   });
 
   it('pauses a run that crosses its budget, stays paused through a timer firing and a reply, and resumes when the budget is raised', async () => {
-    const req = (await send(origin(), 'POST', '/api/requirements', { budget: { maxTokens: 250 }, provider: 'claude-code', title: 'Spend carefully' })).json as Requirement;
+    const req = await ok(world.manager.api.POST('/api/requirements', { body: { budget: { maxTokens: 250 }, provider: 'claude-code', title: 'Spend carefully' } }));
     // Registered now, it fires about a minute from now: after the pause (the run takes seconds).
-    const timer = await send(origin(), 'POST', `/api/requirements/${req.id}/timers`, { description: 'Check on the work', intervalSeconds: 60, schedule: 'once' });
+    const timer = await world.manager.api.POST('/api/requirements/{id}/timers', {
+      params: { path: { id: req.id } },
+      body: { description: 'Check on the work', intervalSeconds: 60, schedule: 'once' },
+    });
     expect(timer.status).toBe(201);
     // Three model responses of 101 tokens each: the third takes the Requirement to 303 of 250
     // while its tool job (which never ends) runs; a fourth response would mean it was not stopped.
     world.stub.scriptFor(req.id, [{ shell: 'echo one' }, { shell: 'echo two' }, { shell: LONG_JOB }, { text: 'Should never be asked for.' }]);
-    expect((await send(origin(), 'POST', `/api/requirements/${req.id}/start`, { message: `Do the work ${req.id}` })).status).toBe(202);
+    expect((await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `Do the work ${req.id}` } })).status).toBe(202);
 
     const paused = await until(
       'the budget pause',
@@ -136,21 +122,21 @@ describe('budgets (real Claude Code, usage reported mid-run)', () => {
     const fired = await until('the timer firing', async () => (await messagesOf(req.id)).find((m) => m.source === 'timer'), 120_000);
     expect(fired.deliverToRd).toBe(true);
     // A person's reply waits too: only raising the budget or a start lifts a budget pause.
-    const reply = await send(origin(), 'POST', `/api/requirements/${req.id}/reply`, { message: `Also this ${req.id}` });
-    expect(reply.json).toMatchObject({ queued: true, requirement: { budgetReachedAt: paused.budgetReachedAt, session: { state: 'waiting_human' } } });
+    const reply = await world.manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: req.id } }, body: { message: `Also this ${req.id}` } });
+    expect(reply.data).toMatchObject({ queued: true, requirement: { budgetReachedAt: paused.budgetReachedAt, session: { state: 'waiting_human' } } });
     expect(await runsOf(req.id)).toHaveLength(1);
     expect((await eventTypes(req.id)).filter((t) => t === 'run.started')).toHaveLength(1);
     expect((await get(req.id)).session.pendingMessageCount).toBe(3);
 
     // Lowering it further changes nothing; raising it resumes with every pending message.
-    expect((await send(origin(), 'PATCH', `/api/requirements/${req.id}`, { budget: { maxTokens: 200 } })).json).toMatchObject({
+    expect(await ok(world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: req.id } }, body: { budget: { maxTokens: 200 } } }))).toMatchObject({
       budgetReachedAt: paused.budgetReachedAt,
       session: { state: 'waiting_human' },
     });
     world.stub.scriptFor(req.id, [{ text: 'Resumed and finished.' }]);
-    const raised = await send(origin(), 'PATCH', `/api/requirements/${req.id}`, { budget: { maxTokens: 100_000 } });
+    const raised = await world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: req.id } }, body: { budget: { maxTokens: 100_000 } } });
     expect(raised.status).toBe(200);
-    expect(raised.json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 100_000 }, budgetReachedAt: null, session: { pausedAt: null, state: 'running' }, status: 'doing' });
+    expect(raised.data).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 100_000 }, budgetReachedAt: null, session: { pausedAt: null, state: 'running' }, status: 'doing' });
     const done = await until(
       'the resumed run',
       async () => {
@@ -170,9 +156,9 @@ describe('budgets (real Claude Code, usage reported mid-run)', () => {
   });
 
   it('pauses an idle Requirement whose budget is lowered under what it spent; an explicit start runs it once past the budget', async () => {
-    const req = (await send(origin(), 'POST', '/api/requirements', { provider: 'claude-code', title: 'Lowered later' })).json as Requirement;
+    const req = await ok(world.manager.api.POST('/api/requirements', { body: { provider: 'claude-code', title: 'Lowered later' } }));
     world.stub.scriptFor(req.id, [{ text: 'First answer.' }]);
-    await send(origin(), 'POST', `/api/requirements/${req.id}/start`, { message: `Begin ${req.id}` });
+    await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `Begin ${req.id}` } });
     const ran = await until(
       'the first run',
       async () => {
@@ -184,16 +170,16 @@ describe('budgets (real Claude Code, usage reported mid-run)', () => {
     expect(ran.budgetReachedAt).toBeNull();
     expect(tokens(ran)).toBeGreaterThan(0);
 
-    const lowered = await send(origin(), 'PATCH', `/api/requirements/${req.id}`, { budget: { maxTokens: 1 } });
-    expect(lowered.json.budgetReachedAt).not.toBeNull();
-    expect(lowered.json.session.pausedAt).not.toBeNull();
+    const lowered = await world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: req.id } }, body: { budget: { maxTokens: 1 } } });
+    expect(lowered.data!.budgetReachedAt).not.toBeNull();
+    expect(lowered.data!.session.pausedAt).not.toBeNull();
     expect(
       (await messagesOf(req.id)).filter((m) => m.body.startsWith(`Budget reached: ${tokens(ran).toLocaleString('en-US')} of 1 tokens, $${ran.usage.costUsd!.toFixed(4)}.`)),
     ).toHaveLength(1);
 
     // A person's start is theirs: the run is not stopped at its first report, and pauses again when it ends.
     world.stub.scriptFor(req.id, [{ shell: 'echo past' }, { text: 'Second answer.' }]);
-    expect((await send(origin(), 'POST', `/api/requirements/${req.id}/start`, { message: `Go on ${req.id}` })).status).toBe(202);
+    expect((await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `Go on ${req.id}` } })).status).toBe(202);
     const runs = await until(
       'the started run',
       async () => {
@@ -208,23 +194,25 @@ describe('budgets (real Claude Code, usage reported mid-run)', () => {
     expect(again.budgetReachedAt).not.toBeNull();
     expect((await messagesOf(req.id)).filter((m) => m.body.startsWith('Budget reached'))).toHaveLength(2);
     // Removing the budget lifts the pause; with nothing pending no run starts.
-    const lifted = await send(origin(), 'PATCH', `/api/requirements/${req.id}`, { budget: null });
-    expect(lifted.json).toMatchObject({ budget: null, budgetReachedAt: null, session: { pausedAt: null, state: 'waiting_human' } });
+    const lifted = await world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: req.id } }, body: { budget: null } });
+    expect(lifted.data).toMatchObject({ budget: null, budgetReachedAt: null, session: { pausedAt: null, state: 'waiting_human' } });
     expect(await runsOf(req.id)).toHaveLength(2);
   });
   it("refuses the proposing agent's start of a child whose budget is reached: only a person lifts it", async () => {
-    const parent = (await send(origin(), 'POST', '/api/requirements', { provider: 'claude-code', title: 'Parent' })).json as Requirement;
-    const child = (
-      await send(origin(), 'POST', '/api/agent/requirements', {
-        budget: { maxTokens: 1 },
-        description: 'Spends its budget at once',
-        parentRequirementId: parent.id,
-        sourceSessionId: parent.session.id,
-        title: `Child of ${parent.id}`,
-      })
-    ).json as Requirement;
+    const parent = await ok(world.manager.api.POST('/api/requirements', { body: { provider: 'claude-code', title: 'Parent' } }));
+    const child = await ok(
+      world.manager.api.POST('/api/agent/requirements', {
+        body: {
+          budget: { maxTokens: 1 },
+          description: 'Spends its budget at once',
+          parentRequirementId: parent.id,
+          sourceSessionId: parent.session.id,
+          title: `Child of ${parent.id}`,
+        },
+      }),
+    );
     world.stub.scriptFor(child.id, [{ text: 'Child answer.' }]);
-    await send(origin(), 'POST', `/api/requirements/${child.id}/start`, { message: `Child work ${child.id}` });
+    await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: child.id } }, body: { message: `Child work ${child.id}` } });
     await until(
       'the child paused by its budget',
       async () => {
@@ -236,7 +224,7 @@ describe('budgets (real Claude Code, usage reported mid-run)', () => {
 
     // The parent's agent asks to start it through code-factory-cli, with its own run credential.
     world.stub.scriptFor(parent.id, [{ shell: `code-factory-cli requirement action --requirement-id ${child.id} --start; echo "exit=$?"` }, { text: 'Tried.' }]);
-    await send(origin(), 'POST', `/api/requirements/${parent.id}/start`, { message: `Parent work ${parent.id}` });
+    await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: parent.id } }, body: { message: `Parent work ${parent.id}` } });
     await until('the parent run', async () => ((await runsOf(parent.id))[0]?.status === 'succeeded' ? true : undefined), 120_000);
     const answered = world.stub.requests.filter((r) => r.marker === parent.id).pop()!;
     expect(answered.transcript).toContain(`Requirement ${child.id} reached its budget`);
@@ -253,12 +241,11 @@ describe('budgets across the tree an agent spawns (real Claude Code)', () => {
   let world: RealAgentWorld;
   useRealAgentWorld(CLAUDE, 'budget-tree', (w) => (world = w));
 
-  const origin = () => world.manager.origin;
-  const get = async (id: string): Promise<Requirement> => (await send(origin(), 'GET', `/api/requirements/${id}`)).json;
-  const runsOf = async (id: string): Promise<Run[]> => ((await send(origin(), 'GET', `/api/runs?requirementId=${id}`)).json.items as Run[]).reverse();
-  const messagesOf = async (id: string): Promise<Message[]> => (await send(origin(), 'GET', `/api/requirements/${id}/messages`)).json.items;
+  const get = async (id: string): Promise<Requirement> => await ok(world.manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
+  const runsOf = async (id: string): Promise<Run[]> => (await ok(world.manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items.reverse();
+  const messagesOf = async (id: string): Promise<Message[]> => (await ok(world.manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id } } }))).items;
   const childrenOf = async (id: string): Promise<Requirement[]> =>
-    ((await send(origin(), 'GET', '/api/requirements?limit=200')).json.items as Requirement[]).filter((r) => r.parentRequirementId === id);
+    (await ok(world.manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.filter((r) => r.parentRequirementId === id);
   const tokens = (u: Requirement['usage']) => u.inputTokens + u.outputTokens;
   const settled = (id: string, runs: number) =>
     until(
@@ -271,10 +258,10 @@ describe('budgets across the tree an agent spawns (real Claude Code)', () => {
     );
 
   it('refuses every proposal of an agent whose tree sits at its budget, over HTTP, code-factory-cli and the MCP tool, writing nothing', async () => {
-    const parent = (await send(origin(), 'POST', '/api/requirements', { budget: { maxTokens: 20 }, provider: 'claude-code', title: 'Capped at 20' })).json as Requirement;
+    const parent = await ok(world.manager.api.POST('/api/requirements', { body: { budget: { maxTokens: 20 }, provider: 'claude-code', title: 'Capped at 20' } }));
     // One answer (101 tokens) spends the 20: the Requirement sits at its budget.
     world.stub.scriptFor(parent.id, [{ text: 'First answer.' }]);
-    await send(origin(), 'POST', `/api/requirements/${parent.id}/start`, { message: `Begin ${parent.id}` });
+    await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: parent.id } }, body: { message: `Begin ${parent.id}` } });
     await until('the budget reached', async () => ((await get(parent.id)).budgetReachedAt !== null ? true : undefined), 120_000);
 
     // A person's start runs it past the budget (theirs to finish); its agent tries to spawn uncapped work.
@@ -284,7 +271,7 @@ describe('budgets across the tree an agent spawns (real Claude Code)', () => {
       { arguments: { budget: { maxTokens: 2_000_000_000 }, description: 'Uncapped by MCP', start: true, title: 'Escape by MCP' }, tool: 'propose_requirement' },
       { text: 'Tried all three.' },
     ]);
-    expect((await send(origin(), 'POST', `/api/requirements/${parent.id}/start`, { message: `Go on ${parent.id}` })).status).toBe(202);
+    expect((await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: parent.id } }, body: { message: `Go on ${parent.id}` } })).status).toBe(202);
     const [, second] = await settled(parent.id, 2);
     expect(second.status).toBe('succeeded');
     const transcript = world.stub.requests.filter((r) => r.marker === parent.id).pop()!.transcript;
@@ -298,7 +285,7 @@ describe('budgets across the tree an agent spawns (real Claude Code)', () => {
   });
 
   it("counts a child's usage against its parent: the child's run that spends the parent's tree is stopped, both pause, nothing below wakes, and raising the parent's budget resumes them", async () => {
-    const parent = (await send(origin(), 'POST', '/api/requirements', { budget: { maxTokens: 600 }, provider: 'claude-code', title: 'Parent at 600' })).json as Requirement;
+    const parent = await ok(world.manager.api.POST('/api/requirements', { body: { budget: { maxTokens: 600 }, provider: 'claude-code', title: 'Parent at 600' } }));
     const childMarker = `CHILD-${parent.id}`;
     // The agent proposes a child over raw HTTP with its run credential: no budget, started at once.
     world.stub.scriptFor(parent.id, [
@@ -308,7 +295,7 @@ describe('budgets across the tree an agent spawns (real Claude Code)', () => {
     // The child's fourth response takes the parent's tree (240 of its own + 404) past 600, while its
     // tool job (which never ends) runs; a fifth response would mean it was not stopped.
     world.stub.scriptFor(childMarker, [{ shell: 'echo one' }, { shell: 'echo two' }, { shell: 'echo three' }, { shell: LONG_JOB }, { text: 'Resumed and finished.' }]);
-    await send(origin(), 'POST', `/api/requirements/${parent.id}/start`, { message: `Split the work ${parent.id}` });
+    await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: parent.id } }, body: { message: `Split the work ${parent.id}` } });
     await settled(parent.id, 1);
     const own = tokens((await get(parent.id)).usage);
     const answer = world.stub.requests.filter((r) => r.marker === parent.id).pop()!.transcript;
@@ -344,32 +331,37 @@ describe('budgets across the tree an agent spawns (real Claude Code)', () => {
     expect(parentNotices[0]).toMatch(new RegExp(`^Budget reached: ${own + 404} of 600 tokens(, \\$[\\d.]+)?, 404 of the tokens by the Requirements proposed below it\\.\n`));
 
     // Nothing below a spent budget wakes: a message to a todo sibling is queued, the sibling held.
-    const sibling = (
-      await send(origin(), 'POST', '/api/agent/requirements', {
-        budget: { maxTokens: 100_000 },
-        description: `A sibling ${parent.id}`,
-        parentRequirementId: parent.id,
-        sourceSessionId: heldParent.session.id,
-        title: 'Sibling',
-      })
-    ).json as Requirement;
+    const sibling = await ok(
+      world.manager.api.POST('/api/agent/requirements', {
+        body: {
+          budget: { maxTokens: 100_000 },
+          description: `A sibling ${parent.id}`,
+          parentRequirementId: parent.id,
+          sourceSessionId: heldParent.session.id,
+          title: 'Sibling',
+        },
+      }),
+    );
     world.stub.scriptFor(`A sibling ${parent.id}`, [{ text: 'Sibling done.' }]);
-    const told = await send(origin(), 'POST', `/api/agent/requirements/${parent.id}/related/${sibling.id}/messages`, {
-      message: 'Start on it.',
-      sourceSessionId: heldParent.session.id,
+    const told = await world.manager.api.POST('/api/agent/requirements/{id}/related/{targetId}/messages', {
+      params: { path: { id: parent.id, targetId: sibling.id } },
+      body: {
+        message: 'Start on it.',
+        sourceSessionId: heldParent.session.id,
+      },
     });
-    expect(told.json).toMatchObject({ queued: true, requirement: { session: { state: 'idle' } } });
-    expect(told.json.requirement.budgetReachedAt).not.toBeNull();
+    expect(told.data).toMatchObject({ queued: true, requirement: { session: { state: 'idle' } } });
+    expect(told.data!.requirement.budgetReachedAt).not.toBeNull();
     expect(await runsOf(sibling.id)).toEqual([]);
 
     // A person's reply to the child waits too: only a start or a raised budget lifts a budget pause.
-    const reply = await send(origin(), 'POST', `/api/requirements/${child.id}/reply`, { message: `Carry on ${childMarker}` });
-    expect(reply.json).toMatchObject({ queued: true, requirement: { session: { pendingMessageCount: 1 } } });
+    const reply = await world.manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: child.id } }, body: { message: `Carry on ${childMarker}` } });
+    expect(reply.data).toMatchObject({ queued: true, requirement: { session: { pendingMessageCount: 1 } } });
     expect(await runsOf(child.id)).toHaveLength(1);
 
     // A person raises the parent's budget: the child's and the sibling's pending messages run.
-    const raised = await send(origin(), 'PATCH', `/api/requirements/${parent.id}`, { budget: { maxTokens: 100_000 } });
-    expect(raised.json).toMatchObject({ budgetReachedAt: null, session: { pausedAt: null } });
+    const raised = await world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: parent.id } }, body: { budget: { maxTokens: 100_000 } } });
+    expect(raised.data).toMatchObject({ budgetReachedAt: null, session: { pausedAt: null } });
     const [, resumed] = await settled(child.id, 2);
     expect(resumed.status).toBe('succeeded');
     expect((await settled(sibling.id, 1))[0].status).toBe('succeeded');
@@ -387,22 +379,21 @@ describe('budgets (real Codex, usage reported with the turn)', () => {
   useRealAgentWorld(CODEX, 'budgets', (w) => (world = w));
 
   it('sees the crossing when the turn completes: the run succeeds (its input consumed) and the Requirement pauses', async () => {
-    const origin = world.manager.origin;
-    const req = (await send(origin, 'POST', '/api/requirements', { budget: { maxTokens: 100 }, provider: 'codex', title: 'Codex on a budget' })).json as Requirement;
+    const req = await ok(world.manager.api.POST('/api/requirements', { body: { budget: { maxTokens: 100 }, provider: 'codex', title: 'Codex on a budget' } }));
     world.stub.scriptFor(req.id, [{ text: 'Codex answer.' }]);
-    await send(origin, 'POST', `/api/requirements/${req.id}/start`, { message: `Work ${req.id}` });
+    await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `Work ${req.id}` } });
     const paused = await until(
       'the budget pause',
       async () => {
-        const r = (await send(origin, 'GET', `/api/requirements/${req.id}`)).json as Requirement;
+        const r = await ok(world.manager.api.GET('/api/requirements/{id}', { params: { path: { id: req.id } } }));
         return r.budgetReachedAt !== null && r.status === 'waiting_confirmation' ? r : undefined;
       },
       120_000,
     );
     expect(paused.session).toMatchObject({ pendingMessageCount: 0, state: 'waiting_human' });
     expect(paused.usage).toEqual({ costUsd: null, inputTokens: 100, outputTokens: 20 });
-    expect((await send(origin, 'GET', `/api/runs?requirementId=${req.id}`)).json.items).toEqual([expect.objectContaining({ status: 'succeeded' })]);
-    const messages = (await send(origin, 'GET', `/api/requirements/${req.id}/messages`)).json.items as Message[];
+    expect((await ok(world.manager.api.GET('/api/runs', { params: { query: { requirementId: req.id } } }))).items).toEqual([expect.objectContaining({ status: 'succeeded' })]);
+    const messages = (await ok(world.manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: req.id } } }))).items;
     expect(messages.filter((m) => m.author === 'system').map((m) => m.body)).toEqual([
       'Budget reached: 120 of 100 tokens.\nNothing wakes this Requirement until a person raises its budget or starts it.',
     ]);

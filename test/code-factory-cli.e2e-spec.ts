@@ -3,12 +3,14 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 
+import type { Schemas } from '@libs/api-client';
 import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { RunningManager, startManager } from '@server/manager';
 
 import { FakeGitHubServer } from './support/fake-github-server';
-import { type Json, registerToken, send } from './support/http';
+import { apiClient, ok } from './support/api';
+import { type Json, registerToken } from './support/http';
 import { IDLE_AGENT, ROOT, Sandbox, makeSandbox } from './support/manager-process';
 
 const CLI = path.join(ROOT, 'bin', 'code-factory-cli.js');
@@ -85,6 +87,8 @@ const COMMANDS: Array<[string[], string[]]> = [
 describe('code-factory-cli', () => {
   let sandbox: Sandbox;
   let manager: RunningManager;
+  /** The typed client with the workspace token. */
+  const api = () => apiClient(manager.url);
   let parent: { id: string; session: { id: string } };
   let env: Record<string, string>;
 
@@ -96,7 +100,7 @@ describe('code-factory-cli', () => {
       workspace: sandbox.workspace,
     });
     registerToken(manager.url, manager.app.get(LocalTokenService).value);
-    parent = (await send(manager.url, 'POST', '/api/requirements', { provider: 'codex', title: 'parent' })).json;
+    parent = await ok(api().POST('/api/requirements', { body: { provider: 'codex', title: 'parent' } }));
     const token = manager.app.get(RunCredentialsService).issue({ requirementId: parent.id, runId: 'run_cli_test', sessionId: parent.session.id });
     env = {
       CODE_FACTORY_API_URL: `${manager.url}/api`,
@@ -183,7 +187,7 @@ describe('code-factory-cli', () => {
     );
     expect(pr.code).toBe(0);
     expect(pr.json).toMatchObject({ number: 7, repository: 'org/repo', requirementId: parent.id, status: 'draft', url: 'https://github.com/org/repo/pull/7' });
-    expect((await send(manager.url, 'GET', `/api/pull-requests?requirementId=${parent.id}`)).json.items).toHaveLength(1);
+    expect((await ok(api().GET('/api/pull-requests', { params: { query: { requirementId: parent.id } } }))).items).toHaveLength(1);
   });
 
   it('pr register --url fills every field from GitHub when a token is available (explicit flags win)', async () => {
@@ -242,7 +246,7 @@ describe('code-factory-cli', () => {
 
   it("an agent's proposal gets at most its parent's remaining budget: neither the CLI nor raw HTTP with the run credential clears or raises it", async () => {
     // Issue 25 §4: a Requirement capped at 20 tokens whose agent proposes a child.
-    const capped = (await send(manager.url, 'POST', '/api/requirements', { budget: { maxTokens: 20 }, provider: 'codex', title: 'Capped parent' })).json;
+    const capped = await ok(api().POST('/api/requirements', { body: { budget: { maxTokens: 20 }, provider: 'codex', title: 'Capped parent' } }));
     const token = manager.app.get(RunCredentialsService).issue({ requirementId: capped.id, runId: 'run_cli_budget', sessionId: capped.session.id });
     const cappedEnv = { ...env, CODE_FACTORY_REQUIREMENT_ID: capped.id, CODE_FACTORY_SESSION_ID: capped.session.id, CODE_FACTORY_TOKEN: token };
     const propose = (...flags: string[]) => cli(['requirement', 'propose', '--title', 'Follow-up', '--description', 'more work', ...flags], cappedEnv);
@@ -253,26 +257,26 @@ describe('code-factory-cli', () => {
     expect((await propose()).json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 20 }, warnings: [] });
     expect((await propose('--budget-tokens', '5')).json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 5 }, warnings: [] });
 
-    // Raw HTTP with the run's credential: a null budget and an immediate start.
-    const asRun = { Authorization: `Bearer ${token}` };
-    const body = { budget: null, description: 'uncapped?', sourceSessionId: capped.session.id, start: true, title: 'Escape over HTTP' };
-    const escaped = await send(manager.url, 'POST', '/api/agent/requirements', body, asRun);
+    // HTTP with the run's credential: a null budget and an immediate start.
+    const asRun = apiClient(manager.url, { auth: token });
+    const body: Schemas['ProposeRequirementDto'] = { budget: null, description: 'uncapped?', sourceSessionId: capped.session.id, start: true, title: 'Escape over HTTP' };
+    const escaped = await asRun.POST('/api/agent/requirements', { body });
     expect(escaped.status).toBe(201);
-    expect(escaped.json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 20 }, status: 'doing', warnings: ['budget_clamped'] });
-    const huge = await send(manager.url, 'POST', '/api/agent/requirements', { ...body, budget: { maxTokens: 2_000_000_000 }, start: false }, asRun);
-    expect(huge.json).toMatchObject({ budget: { maxTokens: 20 }, warnings: ['budget_clamped'] });
+    expect(escaped.data).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 20 }, status: 'doing', warnings: ['budget_clamped'] });
+    const huge = await asRun.POST('/api/agent/requirements', { body: { ...body, budget: { maxTokens: 2_000_000_000 }, start: false } });
+    expect(huge.data).toMatchObject({ budget: { maxTokens: 20 }, warnings: ['budget_clamped'] });
 
     // Where no ancestor has a budget, the configured default caps what an agent gives its child.
-    expect((await send(manager.url, 'PATCH', '/api/configuration', { defaultBudgetMaxTokens: 777 })).status).toBe(200);
+    expect((await api().PATCH('/api/configuration', { body: { defaultBudgetMaxTokens: 777 } })).status).toBe(200);
     try {
       const fromUncapped = await cli(['requirement', 'propose', '--title', 'y', '--description', 'y', '--budget-tokens', '2000000000'], env);
       expect(fromUncapped.json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 777 }, warnings: ['budget_clamped'] });
     } finally {
-      await send(manager.url, 'PATCH', '/api/configuration', { defaultBudgetMaxTokens: null });
+      await api().PATCH('/api/configuration', { body: { defaultBudgetMaxTokens: null } });
     }
     // A person (the owner's token) still sets any budget, none included.
-    const byPerson = await send(manager.url, 'POST', '/api/agent/requirements', { ...body, budget: null, parentRequirementId: capped.id, start: false });
-    expect(byPerson.json).toMatchObject({ budget: null, warnings: [] });
+    const byPerson = await api().POST('/api/agent/requirements', { body: { ...body, budget: null, parentRequirementId: capped.id, start: false } });
+    expect(byPerson.data).toMatchObject({ budget: null, warnings: [] });
   });
 
   it("refusals: one line on stderr with the server's reason, exit code 1, nothing on stdout", async () => {

@@ -1,8 +1,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import { sendUntyped } from './support/http';
 import { snapshotStore } from './support/db-snapshot';
-import { send } from './support/http';
+import { ok } from './support/api';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
@@ -57,33 +58,33 @@ describe('GET/PATCH /api/configuration', () => {
 
   it('applies live fields at once and announces the change as an event', async () => {
     const events = await connectSse(`${manager.origin}/api/events`);
-    const res = await send(manager.origin, 'PATCH', '/api/configuration', { doneRequirementRetentionDays: 30, logLevel: 'error', pullRequestReconcileIntervalSeconds: 0 });
+    const res = await manager.api.PATCH('/api/configuration', { body: { doneRequirementRetentionDays: 30, logLevel: 'error', pullRequestReconcileIntervalSeconds: 0 } });
     expect(res.status).toBe(200);
-    expect(res.json).toMatchObject({ restartRequired: false, values: { doneRequirementRetentionDays: 30, logLevel: 'error', pullRequestReconcileIntervalSeconds: 0 } });
-    expect(res.json.effective).toMatchObject({ logLevel: 'error', pullRequestReconcileIntervalSeconds: 0 });
+    expect(res.data).toMatchObject({ restartRequired: false, values: { doneRequirementRetentionDays: 30, logLevel: 'error', pullRequestReconcileIntervalSeconds: 0 } });
+    expect(res.data!.effective).toMatchObject({ logLevel: 'error', pullRequestReconcileIntervalSeconds: 0 });
     expect(readFile()).toMatchObject({ doneRequirementRetentionDays: 30, logLevel: 'error' });
     const [event] = await events.waitFor(1);
     expect(event.data).toMatchObject({ payload: { configuration: { values: { logLevel: 'error' } } }, type: 'manager.configuration.updated' });
     events.close();
 
     // The log level is live: info lines stop at `error` and resume at `info`.
-    const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'quiet' });
-    await send(manager.origin, 'PATCH', '/api/configuration', { logLevel: 'info' });
-    const loud = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'loud' });
+    const created = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'quiet' } });
+    await manager.api.PATCH('/api/configuration', { body: { logLevel: 'info' } });
+    const loud = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'loud' } });
     // The log file is written in order: once the later line is there, the earlier one would be too.
-    await until('the info line of the second create', async () => logText().includes(loud.json.id));
-    expect(logText()).not.toContain(created.json.id);
+    await until('the info line of the second create', async () => logText().includes(loud.data!.id));
+    expect(logText()).not.toContain(created.data!.id);
   });
 
   it('persists restart-only fields and lists them until a restart', async () => {
-    const res = await send(manager.origin, 'PATCH', '/api/configuration', { allowedOrigin: 'http://localhost:4200', port: 4999 });
+    const res = await manager.api.PATCH('/api/configuration', { body: { allowedOrigin: 'http://localhost:4200', port: 4999 } });
     expect(res.status).toBe(200);
-    expect(res.json.restartRequired).toBe(true);
-    expect(res.json.restartRequiredFields.sort()).toEqual(['allowedOrigin', 'port']);
-    expect(res.json.effective).toMatchObject({ allowedOrigin: null, port: 0 });
+    expect(res.data!.restartRequired).toBe(true);
+    expect(res.data!.restartRequiredFields.sort()).toEqual(['allowedOrigin', 'port']);
+    expect(res.data!.effective).toMatchObject({ allowedOrigin: null, port: 0 });
     expect(readFile()).toMatchObject({ allowedOrigin: 'http://localhost:4200', port: 4999 });
-    const back = await send(manager.origin, 'PATCH', '/api/configuration', { allowedOrigin: null, port: 4310 });
-    expect(back.json.restartRequiredFields).toEqual([]);
+    const back = await manager.api.PATCH('/api/configuration', { body: { allowedOrigin: null, port: 4310 } });
+    expect(back.data!.restartRequiredFields).toEqual([]);
   });
 
   it.each([
@@ -100,16 +101,17 @@ describe('GET/PATCH /api/configuration', () => {
   ])('refuses %s with 400 and changes nothing', async (_name, body) => {
     const fileBefore = fs.readFileSync(configPath, 'utf8');
     const storeBefore = await snapshotStore(manager.dataDirectory());
-    const res = await send(manager.origin, 'PATCH', '/api/configuration', body);
+    // Invalid values on purpose: untyped.
+    const res = await sendUntyped(manager.origin, 'PATCH', '/api/configuration', body);
     expect(res.status).toBe(400);
     expect(fs.readFileSync(configPath, 'utf8')).toBe(fileBefore);
     expect(await snapshotStore(manager.dataDirectory())).toEqual(storeBefore);
   });
 
   it('keeps the file whole under concurrent updates', async () => {
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => send(manager.origin, 'PATCH', '/api/configuration', { cancelledRequirementRetentionDays: i + 1 })));
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => manager.api.PATCH('/api/configuration', { body: { cancelledRequirementRetentionDays: i + 1 } })));
     expect(results.every((r) => r.status === 200)).toBe(true);
-    const final = (await send(manager.origin, 'GET', '/api/configuration')).json.values.cancelledRequirementRetentionDays;
+    const final = (await ok(manager.api.GET('/api/configuration'))).values.cancelledRequirementRetentionDays;
     expect(readFile().cancelledRequirementRetentionDays).toBe(final);
     expect(fs.readdirSync(manager.dataDirectory()).filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });

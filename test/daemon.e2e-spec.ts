@@ -9,8 +9,9 @@ import { allPids, environHas, isRunning } from '@server/core/process-table';
 import { workspaceKey } from '@server/core/workspace/workspace';
 
 import type { DaemonState } from '../cli/src/daemon/daemon-state';
+import { apiClient, ok } from './support/api';
 import { initRepository } from './support/git-repo';
-import { registerToken, send } from './support/http';
+import { registerToken } from './support/http';
 import { ROOT, Sandbox, makeSandbox, runLauncher, startManager } from './support/manager-process';
 import { until } from './support/wait';
 
@@ -116,8 +117,8 @@ describe('agent-manager daemon mode', () => {
       // An active run is counted: the idle agent keeps its run going until it is ended.
       const token = fs.readFileSync(path.join(dataDirectory, 'token'), 'utf8').trim();
       registerToken(url, token);
-      const created = await send(url, 'POST', '/api/requirements', { provider: 'codex', title: 'keep running' });
-      expect((await send(url, 'POST', `/api/requirements/${created.json.id}/start`, { message: 'go' })).status).toBe(202);
+      const created = await ok(apiClient(url).POST('/api/requirements', { body: { provider: 'codex', title: 'keep running' } }));
+      expect((await apiClient(url).POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: created.id } } })).status).toBe(202);
 
       const status = await cli('status');
       expect(status.code).toBe(0);

@@ -3,8 +3,10 @@ import * as path from 'node:path';
 
 import type { Page } from 'playwright-core';
 
+import type { Schemas } from '@libs/api-client';
+
+import { ok } from './support/api';
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
-import { send } from './support/http';
 import { ROOT } from './support/manager-process';
 import { REAL_AGENT_CLIS } from './support/model-stub';
 import { type RealAgentWorld, useRealAgentWorld } from './support/real-agent-world';
@@ -23,15 +25,7 @@ jest.setTimeout(180_000);
 // The page's global used in `evaluate` callbacks, typed just enough (the test compiles without the DOM library).
 declare function getComputedStyle(element: unknown): { color: string };
 
-interface Requirement {
-  id: string;
-  status: string;
-  budget: { maxTokens: number | null; maxCostUsd: number | null } | null;
-  budgetReachedAt: string | null;
-  usage: { inputTokens: number; outputTokens: number };
-  treeUsage: { inputTokens: number; outputTokens: number; costUsd: number | null };
-  session: { id: string; pendingMessageCount: number };
-}
+type Requirement = Schemas['RequirementResponseDto'];
 
 describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
   let world: RealAgentWorld;
@@ -40,7 +34,7 @@ describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
   useRealAgentWorld(CLAUDE, 'dash-budgets', (w) => (world = w));
 
   const origin = () => world.manager.origin;
-  const get = async (id: string): Promise<Requirement> => (await send(origin(), 'GET', `/api/requirements/${id}`)).json;
+  const get = async (id: string): Promise<Requirement> => await ok(world.manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
   const card = (id: string) => page.locator(`a.card[data-requirement-id="${id}"]`);
   const attentionCount = async () => Number(await page.getByTestId('attention').getAttribute('data-count'));
 
@@ -90,7 +84,7 @@ describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
 
     // One answer of 120 tokens spends the 50: the run ends past the budget and pauses the Requirement.
     world.stub.scriptFor(id, [{ text: 'Answered once.' }]);
-    expect((await send(origin(), 'POST', `/api/requirements/${id}/start`, { message: `Go ${id}` })).status).toBe(202);
+    expect((await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id } }, body: { message: `Go ${id}` } })).status).toBe(202);
     const reached = await until(
       'the budget reached',
       async () => {
@@ -102,7 +96,7 @@ describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
     const used = reached.usage.inputTokens + reached.usage.outputTokens;
     // The answer that spent it ended the run: it succeeded and consumed its input (nothing is delivered twice).
     expect(reached.session.pendingMessageCount).toBe(0);
-    expect((await send(origin(), 'GET', `/api/runs?requirementId=${id}`)).json.items).toEqual([expect.objectContaining({ status: 'succeeded' })]);
+    expect((await ok(world.manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items).toEqual([expect.objectContaining({ status: 'succeeded' })]);
 
     const waitingCard = card(id);
     await waitingCard.getByTestId('budget-reached').waitFor();
@@ -121,23 +115,25 @@ describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
   });
 
   it("shows a parent's own usage and its tree's against its budget, live on the card and in the detail (issue 25 §4)", async () => {
-    const parent = (await send(origin(), 'POST', '/api/requirements', { budget: { maxTokens: 10_000 }, provider: 'claude-code', title: 'Parent with a tree' })).json as Requirement;
+    const parent = await ok(world.manager.api.POST('/api/requirements', { body: { budget: { maxTokens: 10_000 }, provider: 'claude-code', title: 'Parent with a tree' } }));
     // A follow-up its agent proposed (here with the owner's token, as the agent API takes it): its usage is the parent's tree's.
-    const child = (
-      await send(origin(), 'POST', '/api/agent/requirements', {
-        description: 'The child part',
-        parentRequirementId: parent.id,
-        sourceSessionId: parent.session.id,
-        title: 'Child part',
-      })
-    ).json as Requirement;
+    const child = await ok(
+      world.manager.api.POST('/api/agent/requirements', {
+        body: {
+          description: 'The child part',
+          parentRequirementId: parent.id,
+          sourceSessionId: parent.session.id,
+          title: 'Child part',
+        },
+      }),
+    );
     await page.goto(`${origin()}/requirements`);
     const meter = card(parent.id).getByTestId('budget-meter');
     await meter.getByText('0 / 10k tokens').waitFor();
     await expect(meter.getByTestId('budget-own').count()).resolves.toBe(0);
 
     world.stub.scriptFor(child.id, [{ text: 'Child answered.' }]);
-    expect((await send(origin(), 'POST', `/api/requirements/${child.id}/start`, { message: `Go ${child.id}` })).status).toBe(202);
+    expect((await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: child.id } }, body: { message: `Go ${child.id}` } })).status).toBe(202);
     const spent = await until(
       "the parent's tree usage",
       async () => {

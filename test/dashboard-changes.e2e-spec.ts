@@ -5,7 +5,7 @@ import type { Page } from 'playwright-core';
 
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { createRequirement, initRepository, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
-import { send } from './support/http';
+import { ok } from './support/api';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { until } from './support/wait';
 
@@ -49,9 +49,9 @@ describe('dashboard Changes tab in Chromium', () => {
   });
 
   it('shows the branch and its state on the card', async () => {
-    const requirement = (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json;
+    const requirement = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
     const card = page.locator(`a[href="/requirements/${id}"]`);
-    await expect(card.getByTestId('card-branch').textContent()).resolves.toBe(requirement.worktree.branch);
+    await expect(card.getByTestId('card-branch').textContent()).resolves.toBe(requirement.worktree!.branch);
     await expect(card.getByTestId('card-ahead').textContent()).resolves.toContain('1');
     await card.getByTestId('card-dirty').waitFor();
   });
@@ -85,7 +85,7 @@ describe('dashboard Changes tab in Chromium', () => {
     await page.getByTestId('line-comment').waitFor({ state: 'detached' });
 
     const message = await until('the comment in the conversation', async () => {
-      const items = (await send(manager.origin, 'GET', `/api/requirements/${id}/messages`)).json.items as Array<{ author: string; body: string }>;
+      const items = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id } } }))).items;
       return items.find((m) => m.author === 'human' && m.body.includes('Say why this line is here'));
     });
     expect(message.body).toContain('About README.md, line 3:');

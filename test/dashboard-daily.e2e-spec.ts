@@ -5,7 +5,7 @@ import type { Locator, Page } from 'playwright-core';
 
 import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { FakeGitHubServer } from './support/fake-github-server';
-import { send } from './support/http';
+import { ok } from './support/api';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, codexEnvironment } from './support/model-stub';
 import { until } from './support/wait';
@@ -68,7 +68,6 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
   let page: Page;
 
   const shot = (name: string) => screenshot(page, path.join('..', 'dashboard-daily', name));
-  const api = async (p: string) => (await send(manager.origin, 'GET', p)).json;
   const detail = () => page.getByTestId('requirement-detail');
   const messages = () => page.getByTestId('messages');
   const status = () => page.getByTestId('detail-status');
@@ -84,7 +83,7 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
       .waitFor();
   };
   const create = async (title: string, description = 'Report the durations.') =>
-    (await send(manager.origin, 'POST', '/api/requirements', { description, provider: 'codex', title })).json as { id: string };
+    await ok(manager.api.POST('/api/requirements', { body: { description, provider: 'codex', title } }));
 
   beforeAll(async () => {
     if (!fs.existsSync(INDEX)) {
@@ -265,7 +264,7 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
 
   it('shows usage per Requirement and for the workspace today and this week', async () => {
     await page.getByTestId('tab-overview').click();
-    const runs = (await api(`/api/runs?requirementId=${worked}`)).items as Array<{ inputTokens: number | null; outputTokens: number | null }>;
+    const runs = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: worked } } }))).items;
     const input = runs.reduce((n, r) => n + (r.inputTokens ?? 0), 0);
     expect(input).toBeGreaterThan(0);
     await page
@@ -296,7 +295,7 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
   let failed = '';
 
   it('makes a failed run unmistakable on the card, the page and the attention list, with Retry', async () => {
-    expect((await send(manager.origin, 'PATCH', '/api/configuration', { codexExecutable: 'codex-missing' })).status).toBe(200);
+    expect((await manager.api.PATCH('/api/configuration', { body: { codexExecutable: 'codex-missing' } })).status).toBe(200);
     try {
       failed = (await create('Fails to start')).id;
       await open(failed);
@@ -326,7 +325,7 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
       await page.getByTestId('attention').and(page.locator('[data-count="2"]')).click();
       await page.getByTestId('attention-list').locator(`li[data-requirement-id="${failed}"][data-reason="failed"]`).waitFor();
     } finally {
-      await send(manager.origin, 'PATCH', '/api/configuration', { codexExecutable: CODEX });
+      await manager.api.PATCH('/api/configuration', { body: { codexExecutable: CODEX } });
     }
   });
 
@@ -342,7 +341,7 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
     await shot('edit-dialog');
     await page.getByTestId('create-submit').click();
     await page.getByTestId('detail-title').getByText('Edited title').waitFor();
-    expect(await api(`/api/requirements/${todo.id}`)).toMatchObject({ reasoningEffort: 'high', title: 'Edited title' });
+    expect(await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: todo.id } } }))).toMatchObject({ reasoningEffort: 'high', title: 'Edited title' });
 
     // A started one: only the model and effort can change.
     await open(worked);
@@ -362,7 +361,7 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
     page.once('dialog', (d) => void d.accept());
     await page.getByTestId('cancel-requirement').click();
     await status().and(page.locator('[data-status="cancelled"]')).waitFor();
-    expect((await api(`/api/requirements/${failed}`)).status).toBe('cancelled');
+    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: failed } } }))).status).toBe('cancelled');
   });
 
   it('names the settings with units and help (also in Chinese), keeps Save in view and marks an invalid field', async () => {
@@ -378,7 +377,7 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
     await field.getByTestId('field-error').waitFor();
     await expect(dialog.locator('#cfg-pullRequestReconcileIntervalSeconds').getAttribute('aria-invalid')).resolves.toBe('true');
     await expect(page.locator('.toast.error').count()).resolves.toBe(0);
-    expect((await api('/api/configuration')).values.pullRequestReconcileIntervalSeconds).toBe(60);
+    expect((await ok(manager.api.GET('/api/configuration'))).values.pullRequestReconcileIntervalSeconds).toBe(60);
     await shot('settings-invalid');
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'detached' });
@@ -392,7 +391,10 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
   });
 
   it('titles the Timers board columns', async () => {
-    await send(manager.origin, 'POST', `/api/requirements/${worked}/timers`, { description: 'Check the nightly benchmark', intervalSeconds: 3600, schedule: 'once' });
+    await manager.api.POST('/api/requirements/{id}/timers', {
+      params: { path: { id: worked } },
+      body: { description: 'Check the nightly benchmark', intervalSeconds: 3600, schedule: 'once' },
+    });
     await page.getByRole('link', { exact: true, name: 'Timers' }).click();
     const titles = await page.getByTestId('timers-board').locator('h2').allTextContents();
     expect(titles).toEqual(['Active', 'Completed', 'Cancelled']);
@@ -402,23 +404,29 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
   it("shows a review's outcome on the Pull requests board after a reload", async () => {
     github.addPullRequest({ headBranch: 'timings', headSha: '2222222bbbb', number: 7, repository: 'org/repo', title: 'Flush timings' });
     const url = 'https://github.com/org/repo/pull/7';
-    const registered = await send(manager.origin, 'POST', '/api/agent/pull-requests', {
-      baseBranch: 'main',
-      headBranch: 'timings',
-      headSha: '2222222bbbb',
-      number: 7,
-      repository: 'org/repo',
-      requirementId: worked,
-      status: 'open',
-      title: 'Flush timings',
-      url,
+    const registered = await manager.api.POST('/api/agent/pull-requests', {
+      body: {
+        baseBranch: 'main',
+        headBranch: 'timings',
+        headSha: '2222222bbbb',
+        number: 7,
+        repository: 'org/repo',
+        requirementId: worked,
+        status: 'open',
+        title: 'Flush timings',
+        url,
+      },
     });
     expect(registered.status).toBe(200);
     const finding = { text: 'Looks right.' };
     stub.scriptFor(url, [finding, finding, finding]);
-    const review = await send(manager.origin, 'POST', `/api/pull-requests/${registered.json.id}/review-requests`, { provider: 'codex' });
+    const review = await manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: registered.data!.id } }, body: { provider: 'codex' } });
     expect(review.status).toBe(202);
-    await until('the review to succeed', async () => (await api(`/api/review-requests?pullRequestId=${registered.json.id}`)).items[0]?.status === 'succeeded', 90_000);
+    await until(
+      'the review to succeed',
+      async () => (await ok(manager.api.GET('/api/review-requests', { params: { query: { pullRequestId: registered.data!.id } } }))).items[0]?.status === 'succeeded',
+      90_000,
+    );
     await page.goto(`${manager.origin}/pull-requests`);
     await page.getByTestId('pull-requests-board').locator('[data-column="open"] li', { hasText: 'org/repo#7' }).getByText('review succeeded').waitFor();
     await shot('board-pull-requests-reloaded');

@@ -3,9 +3,11 @@ import * as path from 'node:path';
 
 import type { Page } from 'playwright-core';
 
+import type { Schemas } from '@libs/api-client';
+
+import { ok } from './support/api';
 import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { git, initRepository } from './support/git-repo';
-import { send } from './support/http';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 
 // Issue 26 §6 (dependencies and base ref in the dialogs, "blocked by" on the detail page), the
@@ -23,18 +25,7 @@ jest.setTimeout(180_000);
 declare const document: { documentElement: { dataset: Record<string, string | undefined>; scrollWidth: number; clientWidth: number } };
 declare const localStorage: { setItem(key: string, value: string): void };
 
-interface Dependency {
-  requirementId: string;
-  until: string;
-  state: string;
-}
-interface Requirement {
-  id: string;
-  title: string;
-  isolation: string;
-  baseRef: string | null;
-  dependsOn?: Dependency[];
-}
+type Requirement = Schemas['RequirementResponseDto'];
 
 function harness(prefix: string) {
   const ctx = {} as { sandbox: Sandbox; manager: ManagerProcess; browser: BrowserSession; page: Page };
@@ -42,8 +33,7 @@ function harness(prefix: string) {
   return {
     ctx,
     shot: (name: string) => screenshot(page(), path.join('..', 'dashboard-dependencies', `${prefix}-${name}`)),
-    api: async <T>(p: string) => (await send(ctx.manager.origin, 'GET', p)).json as T,
-    create: async (title: string, extra: object = {}) => (await send(ctx.manager.origin, 'POST', '/api/requirements', { provider: 'codex', title, ...extra })).json as Requirement,
+    create: async (title: string, extra: object = {}) => await ok(ctx.manager.api.POST('/api/requirements', { body: { provider: 'codex', title, ...extra } })),
     /** Sets the theme (stored, as the settings do) and loads `url` in it. */
     goto: async (url: string, theme: 'light' | 'dark' = 'light') => {
       await page().goto(`${ctx.manager.origin}${url}`);
@@ -141,7 +131,7 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
       await page().waitForURL(/\/requirements\/req_/);
     }
     await page().setViewportSize(DESKTOP);
-    const all = (await h.api<{ items: Requirement[] }>('/api/requirements')).items.filter((r) => r.title === 'Use the payments API');
+    const all = (await ok(h.ctx.manager.api.GET('/api/requirements'))).items.filter((r) => r.title === 'Use the payments API');
     expect(all).toHaveLength(1);
     dependent = all[0];
     expect(dependent.baseRef).toBe('release');
@@ -189,11 +179,11 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
   });
 
   it('the 409 of a blocked start names the blocking titles', async () => {
-    const refused = await send(h.ctx.manager.origin, 'POST', `/api/requirements/${dependent.id}/start`, {});
+    const refused = await h.ctx.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: dependent.id } }, body: {} });
     expect(refused.status).toBe(409);
-    expect(refused.json).toMatchObject({ code: 'dependency_unmet' });
-    expect((refused.json as { message: string }).message).toContain('"Use the payments API" is blocked by "Ship the payments API" (until done');
-    expect((refused.json as { message: string }).message).toContain('"Write the payments docs" (until merged');
+    expect(refused.error).toMatchObject({ code: 'dependency_unmet' });
+    expect(refused.error!.message).toContain('"Use the payments API" is blocked by "Ship the payments API" (until done');
+    expect(refused.error!.message).toContain('"Write the payments docs" (until merged');
   });
 
   it('the edit dialog shows what it waits for by title and changes it', async () => {
@@ -211,7 +201,7 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
     await page().getByTestId('depends-on-item').filter({ hasText: 'Ship the payments API' }).getByTestId('depends-on-until').selectOption('merged');
     await page().getByTestId('create-submit').click();
     await page().getByTestId('create-dialog').waitFor({ state: 'detached' });
-    const after = await h.api<Requirement>(`/api/requirements/${dependent.id}`);
+    const after = await ok(h.ctx.manager.api.GET('/api/requirements/{id}', { params: { path: { id: dependent.id } } }));
     expect(after.dependsOn?.map((d) => [d.requirementId, d.until])).toEqual([[api.id, 'merged']]);
     await expect(page().getByTestId('detail-blocked-by').innerText()).resolves.toContain('Ship the payments API (until merged)');
   });
@@ -241,7 +231,7 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
       await page().getByTestId('open-created').click();
       await page().waitForURL(`${h.ctx.manager.origin}/requirements/${id}`);
       await page().getByTestId('detail-blocked-by').waitFor();
-      const same = (await h.api<{ items: Requirement[] }>('/api/requirements')).items.filter((r) => r.title === title);
+      const same = (await ok(h.ctx.manager.api.GET('/api/requirements'))).items.filter((r) => r.title === title);
       expect(same).toHaveLength(1);
     }
     await page().setViewportSize(DESKTOP);
@@ -265,7 +255,7 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
     } finally {
       await page().unroute('**/api/requirements/*/start');
     }
-    const forks = (await h.api<{ items: Requirement[] }>('/api/requirements')).items.filter((r) => r.title === 'Forked docs');
+    const forks = (await ok(h.ctx.manager.api.GET('/api/requirements'))).items.filter((r) => r.title === 'Forked docs');
     expect(forks).toHaveLength(1);
     await page().getByTestId('open-created').click();
     await page().waitForURL(`${h.ctx.manager.origin}/requirements/${forks[0]?.id}`);

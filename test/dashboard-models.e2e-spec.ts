@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
-import { send } from './support/http';
+import { ok } from './support/api';
 import { type ManagerProcess, ROOT, type Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS, claudeEnvironment, codexEnvironment } from './support/model-stub';
 
@@ -27,8 +27,7 @@ describe('dashboard model pickers in Chromium', () => {
   let browser: BrowserSession;
   let page: Page;
 
-  const api = async (p: string) => (await send(manager.origin, 'GET', p)).json;
-  const refresh = async () => expect((await send(manager.origin, 'POST', '/api/models/refresh')).status).toBe(200);
+  const refresh = async () => expect((await manager.api.POST('/api/models/refresh')).status).toBe(200);
   const options = (testId: string) => page.getByTestId(testId).locator('option').allTextContents();
   const shot = (name: string) => screenshot(page, `models-${name}`);
 
@@ -94,11 +93,16 @@ describe('dashboard model pickers in Chromium', () => {
     await shot('unknown-model-toast');
     await page.waitForURL(/\/requirements\/req_/);
     const id = page.url().split('/').pop()!;
-    expect(await api(`/api/requirements/${id}`)).toMatchObject({ model: 'my-own-model', provider: 'claude-code', reasoningEffort: 'xhigh', title: 'Deep model' });
+    expect(await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).toMatchObject({
+      model: 'my-own-model',
+      provider: 'claude-code',
+      reasoningEffort: 'xhigh',
+      title: 'Deep model',
+    });
   });
 
   it('edits the model and effort with the pickers, showing a model the catalog does not list as custom', async () => {
-    const listed = (await send(manager.origin, 'POST', '/api/requirements', { model: 'stub-codex-fast', provider: 'codex', reasoningEffort: 'low', title: 'Listed model' })).json;
+    const listed = await ok(manager.api.POST('/api/requirements', { body: { model: 'stub-codex-fast', provider: 'codex', reasoningEffort: 'low', title: 'Listed model' } }));
     await page.goto(`${manager.origin}/requirements/${listed.id}`);
     await page.getByTestId('edit').click();
     await page.getByTestId('create-model').locator('option[value="stub-codex-fast"]').waitFor({ state: 'attached' });
@@ -112,9 +116,9 @@ describe('dashboard model pickers in Chromium', () => {
     await shot('edit');
     await page.getByTestId('create-submit').click();
     await page.getByTestId('create-dialog').waitFor({ state: 'detached' });
-    expect(await api(`/api/requirements/${listed.id}`)).toMatchObject({ model: 'stub-codex-deep', reasoningEffort: 'max' });
+    expect(await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: listed.id } } }))).toMatchObject({ model: 'stub-codex-deep', reasoningEffort: 'max' });
 
-    const legacy = (await send(manager.origin, 'POST', '/api/requirements', { model: 'legacy-model', provider: 'codex', title: 'Legacy model' })).json;
+    const legacy = await ok(manager.api.POST('/api/requirements', { body: { model: 'legacy-model', provider: 'codex', title: 'Legacy model' } }));
     await page.goto(`${manager.origin}/requirements/${legacy.id}`);
     await page.getByTestId('edit').click();
     await expect(page.getByTestId('create-model-custom').inputValue()).resolves.toBe('legacy-model');

@@ -5,7 +5,7 @@ import type { Page } from 'playwright-core';
 
 import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { createRequirement, initRepository, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
-import { send } from './support/http';
+import { ok } from './support/api';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { until } from './support/wait';
 
@@ -104,7 +104,7 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     // Blocked, Start is disabled with the reason (issue 26 §6); a start refused all the same (the
     // dependency set again in the moment before the click: the route answers the server's 409).
     await expect(page.getByTestId('start').isDisabled()).resolves.toBe(true);
-    expect((await send(manager.origin, 'PUT', `/api/requirements/${blocked.id}/dependencies`, { dependsOn: [] })).status).toBe(200);
+    expect((await manager.api.PUT('/api/requirements/{id}/dependencies', { params: { path: { id: blocked.id } }, body: { dependsOn: [] } })).status).toBe(200);
     await page.route('**/api/requirements/*/start', (route) =>
       route.fulfill({
         json: { code: 'dependency_unmet', message: `"Use the API" is blocked by "Ship the API first" (until done, ${dependency.id})`, statusCode: 409 },
@@ -219,7 +219,7 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     await page.getByTestId('composer-text').fill(sh('exit 3'));
     await page.getByTestId('start').click();
     await page.getByTestId('failure-banner').waitFor({ timeout: 60_000 });
-    const requirement = (await send(manager.origin, 'GET', `/api/requirements/${failing.id}`)).json;
+    const requirement = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: failing.id } } }));
     expect(requirement.session.state).toBe('failed');
     const status = page.getByTestId('detail-status');
     for (const choice of ['light', 'dark'] as const) {
@@ -249,7 +249,7 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     const withdrawn = await createRequirement(manager, { title: 'Withdrawn after a run' });
     await startRun(manager, withdrawn.id, sh('true'));
     await settled(manager, withdrawn.id, 1);
-    expect((await send(manager.origin, 'POST', `/api/requirements/${withdrawn.id}/cancel`)).status).toBe(200);
+    expect((await manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id: withdrawn.id } } })).status).toBe(200);
     await open(withdrawn.id);
     for (const choice of ['light', 'dark'] as const) {
       await theme(choice);
@@ -287,7 +287,7 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
   it('drops the "Queued" note once the next run took the queued message (item 7)', async () => {
     const busy = await createRequirement(manager, { title: 'Two runs in a row' });
     await open(busy.id);
-    const runs = async () => (await send(manager.origin, 'GET', `/api/runs?requirementId=${busy.id}`)).json.items as Array<{ status: string; inputToSequence: number }>;
+    const runs = async () => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: busy.id } } }))).items;
     await page.getByTestId('composer-text').fill(sh('sleep 3'));
     await page.getByTestId('start').click();
     await page.getByTestId('session-state').and(page.locator('[data-state="running"]')).waitFor();
@@ -309,7 +309,7 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
 
   it("writes English dates in the browser's own locale: en-US and en-GB (item 12)", async () => {
     const dated = await createRequirement(manager, { title: 'Dated' });
-    const created = new Date(dated.createdAt as string);
+    const created = new Date(dated.createdAt);
     const [month, day] = [created.getMonth() + 1, created.getDate()];
     const pad = (n: number) => String(n).padStart(2, '0');
     for (const [locale, pattern, start] of [

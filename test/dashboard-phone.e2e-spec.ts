@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 
 import { ARTIFACTS, type BrowserSession, launchBrowser, png, screenshot } from './support/browser';
-import { send } from './support/http';
+import { ok } from './support/api';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, codexEnvironment } from './support/model-stub';
 import { until } from './support/wait';
@@ -49,10 +49,9 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
       .and(page.locator(`[data-requirement-id="${id}"]`))
       .waitFor();
   };
-  const create = async (title: string) =>
-    (await send(manager.origin, 'POST', '/api/requirements', { description: 'See the conversation.', provider: 'codex', title })).json as { id: string };
+  const create = async (title: string) => await ok(manager.api.POST('/api/requirements', { body: { description: 'See the conversation.', provider: 'codex', title } }));
   const reply = async (id: string, message: string) => {
-    const res = await send(manager.origin, 'POST', `/api/requirements/${id}/reply`, { message });
+    const res = await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id } }, body: { message } });
     expect(res.status).toBe(202);
   };
   /** How far the conversation is from its bottom, in px (0: the latest message shows). */
@@ -247,7 +246,7 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
   });
 
   it("keeps a failed run's longer actions (Retry, Confirm anyway) in one row on a phone, in Chinese too", async () => {
-    expect((await send(manager.origin, 'PATCH', '/api/configuration', { codexExecutable: 'codex-missing' })).status).toBe(200);
+    expect((await manager.api.PATCH('/api/configuration', { body: { codexExecutable: 'codex-missing' } })).status).toBe(200);
     try {
       const id = (await create(LONG_TITLE)).id;
       await open(id);
@@ -270,7 +269,7 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
       await page.getByTestId('language').selectOption('en');
       await setTheme('light');
     } finally {
-      await send(manager.origin, 'PATCH', '/api/configuration', { codexExecutable: CODEX });
+      await manager.api.PATCH('/api/configuration', { body: { codexExecutable: CODEX } });
     }
   });
 

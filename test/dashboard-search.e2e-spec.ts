@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
-import { send } from './support/http';
+import { ok } from './support/api';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
@@ -29,11 +29,12 @@ describe('dashboard search in Chromium', () => {
     }
     sandbox = makeSandbox();
     manager = await startManager({ sandbox });
-    id = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'Long conversation about compaction' })).json.id as string;
+    id = (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Long conversation about compaction' } }))).id;
     // 80 messages (the silent agent's run stays active, so they queue); the one to find is the 5th.
     for (let k = 1; k <= 80; k++) {
       const body = k === 5 ? 'The needlework <img src=x onerror="window.pwned=1"> happens here' : `Routine update number ${k}`;
-      expect((await send(manager.origin, 'POST', `/api/requirements/${id}/${k === 1 ? 'start' : 'reply'}`, { message: body })).status).toBeLessThan(300);
+      const path = k === 1 ? '/api/requirements/{id}/start' : '/api/requirements/{id}/reply';
+      expect((await manager.api.POST(path, { body: { message: body }, params: { path: { id } } })).status).toBeLessThan(300);
     }
     browser = await launchBrowser();
     page = browser.page;

@@ -2,7 +2,6 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
-import { send } from './support/http';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
@@ -85,7 +84,7 @@ describe('dashboard setup panel in Chromium', () => {
   for (const colorScheme of ['light', 'dark'] as const) {
     it(`shows a broken CLI path on a phone (${colorScheme}, 390 px), and is not raised for one CLI missing beside the other`, async () => {
       const broken = await open({ CODE_FACTORY_CODEX_EXECUTABLE: '/nonexistent/bin/codex' });
-      expect((await send(broken.origin, 'POST', '/api/requirements', { provider: 'claude-code', title: 'Existing work' })).status).toBe(201);
+      expect((await broken.api.POST('/api/requirements', { body: { provider: 'claude-code', title: 'Existing work' } })).status).toBe(201);
       const phone = await launchBrowser({ colorScheme, viewport: { height: 844, width: 390 } });
       try {
         await phone.page.goto(`${broken.origin}/?token=${broken.token}`);
@@ -102,7 +101,7 @@ describe('dashboard setup panel in Chromium', () => {
 
       // Codex simply not installed (the default name, not on the PATH) while Claude Code works: no panel.
       const onlyClaude = await open({ CODE_FACTORY_CODEX_EXECUTABLE: 'codex-not-installed-here' });
-      expect((await send(onlyClaude.origin, 'POST', '/api/requirements', { provider: 'claude-code', title: 'Existing work' })).status).toBe(201);
+      expect((await onlyClaude.api.POST('/api/requirements', { body: { provider: 'claude-code', title: 'Existing work' } })).status).toBe(201);
       const page = await browser.context.newPage();
       try {
         const doctor = page.waitForResponse((r) => r.url().startsWith(`${onlyClaude.origin}/api/doctor`));
@@ -121,7 +120,7 @@ describe('dashboard setup panel in Chromium', () => {
 
   it('is not shown once work exists and both agent CLIs are there', async () => {
     const manager = await open();
-    expect((await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'Existing work' })).status).toBe(201);
+    expect((await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Existing work' } })).status).toBe(201);
     const page = await browser.context.newPage();
     try {
       const doctor = page.waitForResponse((r) => r.url().startsWith(`${manager.origin}/api/doctor`));

@@ -5,7 +5,7 @@ import type { Page } from 'playwright-core';
 
 import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { createRequirement, initRepository, reply, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
-import { send } from './support/http';
+import { ok } from './support/api';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { until } from './support/wait';
 
@@ -34,7 +34,7 @@ describe('system messages in the reader’s language, and a manager stop during 
   let page: Page;
 
   const shot = (name: string) => screenshot(page, path.join('..', 'dashboard-system-messages', name));
-  const messages = async (id: string): Promise<Json[]> => (await send(manager.origin, 'GET', `/api/requirements/${id}/messages?limit=200`)).json.items as Json[];
+  const messages = async (id: string): Promise<Json[]> => (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))).items;
   const open = async (id: string) => {
     await page.goto(`${manager.origin}/requirements/${id}`);
     await page
@@ -60,7 +60,7 @@ describe('system messages in the reader’s language, and a manager stop during 
   };
   const running = (id: string) =>
     until(`a running run of ${id}`, async () => {
-      const runs = (await send(manager.origin, 'GET', `/api/runs?requirementId=${id}`)).json.items as Json[];
+      const runs = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items;
       return runs.find((r) => r.status === 'running');
     });
 
@@ -104,7 +104,7 @@ describe('system messages in the reader’s language, and a manager stop during 
           deliverToRd: false,
         }),
       ]);
-      const detail = (await send(manager.origin, 'GET', `/api/requirements/${req.id}`)).json as Json;
+      const detail = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: req.id } } }));
       expect(detail.session.lastConsumedMessageSequence).toBe(0);
     }
     expect((await messages(crashed.id)).find((m) => m.author === 'system')?.runId).toBe(crashedRun.id);
@@ -154,7 +154,7 @@ describe('system messages in the reader’s language, and a manager stop during 
     const second = await createRequirement(manager, { dependsOn: [{ requirementId: first.id, until: 'done' }], title: 'Use the schema' });
     await startRun(manager, first.id, 'Go');
     await settled(manager, first.id, 1);
-    expect((await send(manager.origin, 'POST', `/api/requirements/${first.id}/confirm`, {})).status).toBe(200);
+    expect((await manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: first.id } } })).status).toBe(200);
     const met = await until('the dependency message', async () => (await messages(second.id)).find((m) => m.code === 'dependency.met'));
     expect(met).toMatchObject({ args: { merged: null, requirementId: first.id, title: 'Ship the schema' }, source: 'dependency', triggerId: 'requirement.dependency' });
 
@@ -201,7 +201,7 @@ describe('doctor findings in the reader’s language (issue 26 §13)', () => {
   });
 
   it('answers each finding with a code and arguments, and the setup panel writes them in zh-CN (light, dark, phone)', async () => {
-    const report = (await send(manager.origin, 'GET', '/api/doctor')).json as Json;
+    const report = await ok(manager.api.GET('/api/doctor'));
     const byId = Object.fromEntries((report.checks as Json[]).map((c) => [c.id, c]));
     expect(byId.codex).toMatchObject({ args: { path: '/nonexistent/bin/codex', setting: 'codexExecutable' }, code: 'cli.path_missing', status: 'fail' });
     expect(byId.port).toMatchObject({ args: { url: manager.origin }, code: 'port.serving' });

@@ -6,7 +6,7 @@ import type { Page } from 'playwright-core';
 import { type BrowserSession, launchBrowser, png, screenshot } from './support/browser';
 import { query } from './support/db-snapshot';
 import { FakeGitHubServer } from './support/fake-github-server';
-import { send } from './support/http';
+import { ok } from './support/api';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, codexEnvironment } from './support/model-stub';
 import { connectSse } from './support/sse-client';
@@ -88,7 +88,6 @@ describe('dashboard in Chromium', () => {
     sandbox?.cleanup();
   });
 
-  const api = async (p: string) => (await send(manager.origin, 'GET', p)).json;
   const detail = () => page.getByTestId('requirement-detail');
   const messages = () => page.getByTestId('messages');
   const requirementStatus = () => page.getByTestId('detail-status');
@@ -119,7 +118,7 @@ describe('dashboard in Chromium', () => {
     await expect(page.getByTestId('description').locator('script, img, [onerror]').count()).resolves.toBe(0);
     await expect(page.getByTestId('description').textContent()).resolves.toContain('<img src=x onerror="window.pwned=2">');
     await expect(page.evaluate(() => (globalThis as unknown as { pwned?: number }).pwned)).resolves.toBeUndefined();
-    expect((await api(`/api/requirements/${id}`)).title).toBe('Add tiered timings');
+    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).title).toBe('Add tiered timings');
   });
 
   it('starts it and shows the agent answer and its tool trace live', async () => {
@@ -149,11 +148,11 @@ describe('dashboard in Chromium', () => {
     await page.getByTestId('add-timer').click();
     const timer = page.locator('am-timer-list li', { hasText: 'Check the nightly benchmark' });
     await timer.getByTestId('cancel-timer').waitFor();
-    const [stored] = (await api(`/api/requirements/${id}/timers`)).items as Array<{ id: string; intervalSeconds: number; status: string }>;
+    const [stored] = (await ok(manager.api.GET('/api/requirements/{id}/timers', { params: { path: { id } } }))).items;
     expect(stored).toMatchObject({ intervalSeconds: 5400, status: 'active' });
     await timer.getByTestId('cancel-timer').click();
     await timer.getByText('cancelled').waitFor();
-    expect((await api(`/api/requirements/${id}/timers`)).items[0].status).toBe('cancelled');
+    expect((await ok(manager.api.GET('/api/requirements/{id}/timers', { params: { path: { id } } }))).items[0].status).toBe('cancelled');
   });
 
   it('queues a reply while the agent runs, steers with it, and confirms', async () => {
@@ -176,7 +175,7 @@ describe('dashboard in Chromium', () => {
     await messages().getByText('Steered: flush timings added.').waitFor({ timeout: 90_000 });
     await queued.waitFor({ state: 'detached' });
     await requirementStatus().and(page.locator('[data-status="waiting_confirmation"]')).waitFor();
-    const runs = (await api(`/api/runs?requirementId=${id}`)).items as Array<{ status: string }>;
+    const runs = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items;
     expect(runs.map((r) => r.status)).toEqual(['succeeded', 'cancelled', 'succeeded']);
   });
 
@@ -214,15 +213,15 @@ describe('dashboard in Chromium', () => {
     try {
       const ended = await stream.waitUntil((e) => e.event === 'run.cancelled' && e.data.requirementId === id, 'the stopped run to end');
       expect(ended.data.payload.requirement).toMatchObject({ session: { state: 'waiting_human' } });
-      expect((await send(manager.origin, 'PUT', `/api/requirements/${id}/dependencies`, { dependsOn: [] })).status).toBe(200);
+      await ok(manager.api.PUT('/api/requirements/{id}/dependencies', { body: { dependsOn: [] }, params: { path: { id } } }));
       const marker = await stream.waitUntil((e) => e.id > ended.id && e.event === 'requirement.updated' && e.data.requirementId === id, 'the marker on the stopped Requirement');
       expect(stream.events.filter((e) => e.id > ended.id && e.id < marker.id && e.event === 'run.started' && e.data.requirementId === id)).toEqual([]);
     } finally {
       stream.close();
     }
-    const stopped = (await api(`/api/runs?requirementId=${id}`)).items as Array<{ status: string }>;
+    const stopped = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items;
     expect(stopped.map((r) => r.status)).toEqual(['cancelled', 'succeeded', 'cancelled', 'succeeded']);
-    expect((await api(`/api/requirements/${id}`)).session.pausedAt).toEqual(expect.any(String));
+    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).session.pausedAt).toEqual(expect.any(String));
 
     // The board's card shows the pause beside the pending count.
     await page.getByRole('link', { name: /Back to boards/ }).click();
@@ -239,8 +238,8 @@ describe('dashboard in Chromium', () => {
     await paused.waitFor({ state: 'detached' });
     await pending.first().waitFor({ state: 'detached' });
     await requirementStatus().and(page.locator('[data-status="waiting_confirmation"]')).waitFor();
-    const conversation = (await api(`/api/requirements/${id}/messages?limit=200`)).items as Array<{ body: string; sequence: number }>;
-    const [latest] = (await api(`/api/runs?requirementId=${id}`)).items as Array<{ inputFromSequence: number; inputToSequence: number; status: string }>;
+    const conversation = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))).items;
+    const [latest] = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items;
     const sequenceOf = (text: string) => conversation.find((m) => m.body.includes(text))!.sequence;
     expect(latest).toMatchObject({ status: 'succeeded' });
     expect(latest.inputFromSequence).toBeLessThanOrEqual(sequenceOf('One more long job'));
@@ -263,13 +262,13 @@ describe('dashboard in Chromium', () => {
     await requirementStatus().and(page.locator('[data-status="waiting_confirmation"]')).waitFor();
     await page.getByTestId('confirm').click();
     await requirementStatus().and(page.locator('[data-status="done"]')).waitFor();
-    expect((await api(`/api/requirements/${id}`)).status).toBe('done');
+    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).status).toBe('done');
     await screenshot(page, 'detail');
   });
 
   it('shows the PR the agent registers (from the fake GitHub), requests a review of it, and labels GitHub feedback', async () => {
-    const created = await send(manager.origin, 'POST', '/api/requirements', { description: 'Open a PR', provider: 'codex', title: 'Reviewed work' });
-    const other = created.json.id as string;
+    const created = await manager.api.POST('/api/requirements', { body: { description: 'Open a PR', provider: 'codex', title: 'Reviewed work' } });
+    const other = created.data!.id;
     const url = 'https://github.com/org/repo/pull/42';
     github.addPullRequest({ headBranch: 'timings', headSha: '1111111aaaa', number: 42, repository: 'org/repo', title: 'Flush timings' });
     // Only the URL: every other field comes from GitHub.
@@ -286,7 +285,7 @@ describe('dashboard in Chromium', () => {
     // The follow-up the agent proposed is listed as a child.
     await detail().getByRole('link', { exact: true, name: 'Write the flush test' }).waitFor();
     // The reviewer is told the PR's address as GitHub gave it: that is the stub's marker.
-    const registered = (await api(`/api/pull-requests?requirementId=${other}`)).items[0];
+    const registered = (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: other } } }))).items[0];
     // Several copies: under load Codex may re-send a request, and the summary is its last answer.
     const finding = { text: 'One finding: the flush path races with compaction.' };
     stub.scriptFor(registered.url, [finding, finding, finding]);
@@ -297,7 +296,13 @@ describe('dashboard in Chromium', () => {
     // The reviewer's summary lands as a reviewer message (its exact text is the stub's business,
     // proven in reviews.e2e-spec; under CI load Codex sometimes re-asks and gets the default).
     await messages().locator('[data-author="reviewer"]', { hasText: 'Review of org/repo#42' }).waitFor({ timeout: 30_000 });
-    const [review] = (await api(`/api/review-requests?pullRequestId=${(await api(`/api/pull-requests?requirementId=${other}`)).items[0].id}`)).items;
+    const [review] = (
+      await ok(
+        manager.api.GET('/api/review-requests', {
+          params: { query: { pullRequestId: (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: other } } }))).items[0].id } },
+        }),
+      )
+    ).items;
     expect(review).toMatchObject({ prompt: 'Look at the flush path', provider: 'codex', status: 'succeeded' });
     await screenshot(page, 'detail-review');
 
@@ -316,13 +321,13 @@ describe('dashboard in Chromium', () => {
   });
 
   it('keeps the reader where they are in a long conversation and offers a jump to the latest', async () => {
-    const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'Long conversation' });
-    const long = created.json.id as string;
+    const created = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Long conversation' } });
+    const long = created.data!.id;
     stub.scriptFor(long, [{ shell: LONG_JOB }]);
-    await send(manager.origin, 'POST', `/api/requirements/${long}/start`, { message: `Keep busy ${long}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: long } }, body: { message: `Keep busy ${long}` } });
     // Replies while the run works queue up: a conversation longer than the rendered window.
     for (let i = 1; i <= 45; i++) {
-      await send(manager.origin, 'POST', `/api/requirements/${long}/reply`, { message: `Note ${i}` });
+      await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: long } }, body: { message: `Note ${i}` } });
     }
     // The board's card counts what the agent has not consumed yet (the start message and the replies).
     await page.goto(`${manager.origin}/requirements`);
@@ -348,7 +353,7 @@ describe('dashboard in Chromium', () => {
       (el as unknown as { scrollTop: number }).scrollTop = 200;
     });
     const position = await scrollTop();
-    await send(manager.origin, 'POST', `/api/requirements/${long}/reply`, { message: 'Note 46' });
+    await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: long } }, body: { message: 'Note 46' } });
     await list.getByText('Note 46', { exact: true }).waitFor({ state: 'attached' });
     const jump = page.getByTestId('jump-latest');
     await jump.getByText('(1)').waitFor();
@@ -361,8 +366,8 @@ describe('dashboard in Chromium', () => {
   });
 
   it('deletes a Requirement that has not started, after asking', async () => {
-    const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'Throwaway' });
-    await page.goto(`${manager.origin}/requirements/${created.json.id}`);
+    const created = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Throwaway' } });
+    await page.goto(`${manager.origin}/requirements/${created.data!.id}`);
     await detail().waitFor();
     page.once('dialog', (dialog) => void dialog.accept());
     await page.getByTestId('delete').click();
@@ -370,16 +375,16 @@ describe('dashboard in Chromium', () => {
     await page.getByTestId('requirements-board').waitFor();
     // The board may still hold the card it loaded before the delete until the stream's
     // requirement.deleted event reaches it: wait for the card to go, not for a moment.
-    await page.locator(`[data-requirement-id="${created.json.id}"]`).waitFor({ state: 'detached', timeout: 10_000 });
-    expect((await api(`/api/requirements/${created.json.id}`)).status).toBe('cancelled');
+    await page.locator(`[data-requirement-id="${created.data!.id}"]`).waitFor({ state: 'detached', timeout: 10_000 });
+    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: created.data!.id } } }))).status).toBe('cancelled');
   });
 
   it('shows what to do when Start finds the agent CLI missing', async () => {
-    const patch = (codexExecutable: string) => send(manager.origin, 'PATCH', '/api/configuration', { codexExecutable });
+    const patch = (codexExecutable: string) => manager.api.PATCH('/api/configuration', { body: { codexExecutable } });
     expect((await patch('codex-missing')).status).toBe(200);
     try {
-      const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'No CLI' });
-      await page.goto(`${manager.origin}/requirements/${created.json.id}`);
+      const created = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'No CLI' } });
+      await page.goto(`${manager.origin}/requirements/${created.data!.id}`);
       await detail().waitFor();
       await page.getByTestId('composer-text').fill('Go');
       await page.getByTestId('start').click();
@@ -397,7 +402,7 @@ describe('dashboard in Chromium', () => {
     await dialog.locator('#cfg-pullRequestReconcileIntervalSeconds').fill('120');
     await dialog.getByRole('button', { name: 'Save' }).click();
     await page.getByText('Settings saved').waitFor();
-    expect((await api('/api/configuration')).values.pullRequestReconcileIntervalSeconds).toBe(120);
+    expect((await ok(manager.api.GET('/api/configuration'))).values.pullRequestReconcileIntervalSeconds).toBe(120);
     await expect(dialog.getByTestId('restart-pending').count()).resolves.toBe(0);
     await dialog.locator('#cfg-logMaxSize').fill('30m');
     await dialog.getByRole('button', { name: 'Save' }).click();
@@ -413,8 +418,8 @@ describe('dashboard in Chromium', () => {
     const board = page.getByTestId('requirements-board');
     await board.locator(`[data-requirement-id="${id}"]`).waitFor();
     await expect(board.locator('[data-column="done"]').locator(`[data-requirement-id="${id}"]`).count()).resolves.toBe(1);
-    const created = await send(manager.origin, 'POST', '/api/requirements', { description: 'From the API', provider: 'codex', title: 'Live arrival' });
-    await board.locator('[data-column="todo"]').locator(`[data-requirement-id="${created.json.id}"]`).waitFor();
+    const created = await manager.api.POST('/api/requirements', { body: { description: 'From the API', provider: 'codex', title: 'Live arrival' } });
+    await board.locator('[data-column="todo"]').locator(`[data-requirement-id="${created.data!.id}"]`).waitFor();
     // The agent's follow-up shows whose child it is.
     await board.locator('[data-column="todo"] a.card', { hasText: 'Write the flush test' }).getByTestId('parent').getByText('Reviewed work').waitFor();
     await page.getByTestId('filter-text').fill('live arr');
@@ -456,8 +461,8 @@ describe('dashboard in Chromium', () => {
     await page.goto(`${manager.origin}/requirements`);
     await page.getByTestId('connection').and(page.locator('.live')).waitFor();
     // One live event, so the page has a cursor to resume from.
-    const seen = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'Seen live' });
-    await board.locator(`[data-requirement-id="${seen.json.id}"]`).waitFor();
+    const seen = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Seen live' } });
+    await board.locator(`[data-requirement-id="${seen.data!.id}"]`).waitFor();
     const before = browser.errors.length;
     const streams: Array<Promise<{ url: string; lastEventId: string | undefined }>> = [];
     page.on('request', (request) => {
@@ -475,9 +480,9 @@ describe('dashboard in Chromium', () => {
     manager = await startManager({ args: ['--port', port], env: { CODE_FACTORY_CODEX_EXECUTABLE: CODEX, GH_TOKEN: '', GITHUB_TOKEN: '' }, sandbox });
     // Written before the page reconnects (it waits at least the server's 2 s retry), so it can
     // only arrive through the replay after the page's last event.
-    const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'Written while away' });
+    const created = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Written while away' } });
     await page.getByTestId('connection').and(page.locator('.live')).waitFor({ timeout: 30_000 });
-    await board.locator(`[data-requirement-id="${created.json.id}"]`).waitFor();
+    await board.locator(`[data-requirement-id="${created.data!.id}"]`).waitFor();
     const requests = await Promise.all(streams);
     const resumed = requests.find((s) => s.lastEventId !== undefined || s.url.includes('after='));
     expect(resumed).toBeDefined();
@@ -533,8 +538,8 @@ describe('dashboard after a failed start', () => {
     await page.getByTestId('connection').and(page.locator('.live')).waitFor();
     const stuck: string[] = [];
     for (let i = 1; i <= TRIES; i++) {
-      const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: `Fails at once ${i}` });
-      const id = created.json.id as string;
+      const created = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: `Fails at once ${i}` } });
+      const id = created.data!.id;
       // Through the board (the page keeps its event stream), as a person would.
       await page.locator(`a.card[data-requirement-id="${id}"]`).click();
       await page
@@ -556,7 +561,7 @@ describe('dashboard after a failed start', () => {
           [id],
         );
         stuck.push(
-          `try ${i}: header "${header.replace(/\s+/g, ' ')}", API ${(await send(manager.origin, 'GET', `/api/requirements/${id}`)).json.session.state}, events ${JSON.stringify(events)}`,
+          `try ${i}: header "${header.replace(/\s+/g, ' ')}", API ${(await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).session.state}, events ${JSON.stringify(events)}`,
         );
       }
       await page.getByRole('link', { name: /Back to boards/ }).click();

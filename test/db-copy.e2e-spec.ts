@@ -1,8 +1,9 @@
 import * as path from 'node:path';
 
+import { ok } from './support/api';
 import { onPostgres } from './support/db-snapshot';
 import { checkConsistency } from './support/fuzz-db';
-import { send } from './support/http';
+import { sendUntyped } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, runLauncher, startManager } from './support/manager-process';
 import { pgQuery } from './support/postgres';
 
@@ -37,13 +38,22 @@ const MESSAGES_EACH = 10;
   it('moves a workspace of 10,000 Requirements and 100,000 messages, consistent, answering as before', async () => {
     // Rows of most kinds through the API: a fork, a dependency, a timer, an attachment.
     manager = await startManager({ env: ON_SQLITE, sandbox });
-    const make = async (title: string) => (await send(manager!.origin, 'POST', '/api/requirements', { description: `About ${title}`, provider: 'codex', title })).json.id as string;
+    const make = async (title: string) => (await ok(manager!.api.POST('/api/requirements', { body: { description: `About ${title}`, provider: 'codex', title } }))).id;
     const first = await make('First, with an attachment and a timer');
     const second = await make('Second, depending on the first');
-    expect((await send(manager.origin, 'PUT', `/api/requirements/${second}/dependencies`, { dependsOn: [{ requirementId: first, until: 'done' }] })).status).toBe(200);
-    expect((await send(manager.origin, 'POST', `/api/requirements/${first}/fork`, {})).status).toBe(201);
-    expect((await send(manager.origin, 'POST', `/api/requirements/${first}/timers`, { description: 'look again', intervalSeconds: 3600, schedule: 'once' })).status).toBe(201);
-    const upload = await send(manager.origin, 'POST', `/api/requirements/${first}/attachments`, 'notes with é', { 'Content-Type': 'text/plain', 'X-File-Name': 'notes.txt' });
+    expect(
+      (await manager.api.PUT('/api/requirements/{id}/dependencies', { params: { path: { id: second } }, body: { dependsOn: [{ requirementId: first, until: 'done' }] } })).status,
+    ).toBe(200);
+    expect((await manager.api.POST('/api/requirements/{id}/fork', { params: { path: { id: first } }, body: {} })).status).toBe(201);
+    expect(
+      (await manager.api.POST('/api/requirements/{id}/timers', { params: { path: { id: first } }, body: { description: 'look again', intervalSeconds: 3600, schedule: 'once' } }))
+        .status,
+    ).toBe(201);
+    // Its content type as sent on the wire: untyped on purpose.
+    const upload = await sendUntyped(manager.origin, 'POST', `/api/requirements/${first}/attachments`, 'notes with é', {
+      'Content-Type': 'text/plain',
+      'X-File-Name': 'notes.txt',
+    });
     expect(upload.status).toBe(201);
     await manager.stop();
     manager = undefined;
@@ -65,7 +75,8 @@ const MESSAGES_EACH = 10;
       '/api/requirements/req_seed-00011/messages?limit=200',
       '/api/timers?limit=50',
     ];
-    const before = await Promise.all(reads.map(async (p) => (await send(manager!.origin, 'GET', p)).json));
+    // Many routes' answers compared whole before and after the move, as opaque JSON: untyped on purpose.
+    const before = await Promise.all(reads.map(async (p) => (await sendUntyped(manager!.origin, 'GET', p)).json));
 
     // Refused while the workspace's manager runs: the source must not change under the copy.
     const whileRunning = await runLauncher(sandbox, ['db', 'copy', '--to', url, '--workspace', sandbox.workspace]);
@@ -103,14 +114,14 @@ const MESSAGES_EACH = 10;
 
     // The manager on PostgreSQL answers what the SQLite one did, and its event ids go on after the copied ones.
     manager = await startManager({ env: { CODE_FACTORY_DATABASE_URL: url }, sandbox });
-    const after = await Promise.all(reads.map(async (p) => (await send(manager!.origin, 'GET', p)).json));
+    const after = await Promise.all(reads.map(async (p) => (await sendUntyped(manager!.origin, 'GET', p)).json));
     expect(after).toEqual(before);
-    const attachment = await send(manager.origin, 'GET', `/api/attachments/${upload.json.id}`);
+    const attachment = await manager.api.GET('/api/attachments/{id}', { params: { path: { id: upload.json.id } }, parseAs: 'text' });
     expect(attachment.status).toBe(200);
-    const made = await send(manager.origin, 'POST', '/api/requirements', { description: 'd', provider: 'codex', title: 'after the move' });
+    const made = await manager.api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title: 'after the move' } });
     expect(made.status).toBe(201);
     const [{ id: createdEvent }] = await pgQuery<{ id: number }>(dataDirectory, `SELECT id FROM manager_event WHERE type = 'requirement.created' AND requirement_id = ?`, [
-      made.json.id,
+      made.data!.id,
     ]);
     expect(createdEvent).toBeGreaterThan(lastEventBefore);
   });

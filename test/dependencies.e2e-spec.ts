@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import type { Schemas } from '@libs/api-client';
 import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { Database } from '@server/core/database/database.service';
@@ -8,8 +9,9 @@ import { DependenciesRepository } from '@server/requirements/dependencies.reposi
 import { PullRequestReconciler } from '@server/github/pull-request-reconciler.service';
 import { RunningManager, startManager } from '@server/manager';
 
+import { apiClient, ok } from './support/api';
 import { FakeGitHubServer } from './support/fake-github-server';
-import { type Json, registerToken, send } from './support/http';
+import { type Json, registerToken, sendUntyped } from './support/http';
 import { ROOT, Sandbox, makeSandbox } from './support/manager-process';
 import { until } from './support/wait';
 
@@ -37,6 +39,8 @@ describe('Requirement dependencies', () => {
   let sandbox: Sandbox;
   let github: FakeGitHubServer;
   let manager: RunningManager;
+  /** The typed client with the workspace token. */
+  const api = () => apiClient(manager.url);
   const savedToken = process.env.GITHUB_TOKEN;
 
   const start = async () => {
@@ -57,17 +61,14 @@ describe('Requirement dependencies', () => {
     await start();
   };
   const reconcile = () => manager.app.get(PullRequestReconciler).reconcile();
-  const create = async (title: string, extra: object = {}) => {
-    const res = await send(manager.url, 'POST', '/api/requirements', { provider: 'codex', title, ...extra });
-    expect(res.status).toBe(201);
-    return res.json as { id: string; session: { id: string }; dependsOn: Json[]; autoStart: boolean };
-  };
-  const get = async (id: string) => (await send(manager.url, 'GET', `/api/requirements/${id}`)).json;
-  const startRequirement = (id: string) => send(manager.url, 'POST', `/api/requirements/${id}/start`, {});
-  const setDependencies = (id: string, body: object) => send(manager.url, 'PUT', `/api/requirements/${id}/dependencies`, body);
-  const runs = async (id: string): Promise<Json[]> => (await send(manager.url, 'GET', `/api/runs?requirementId=${id}&limit=100`)).json.items;
+  const create = (title: string, extra: Partial<Schemas['CreateRequirementDto']> = {}) =>
+    ok(api().POST('/api/requirements', { body: { provider: 'codex', title, ...extra } }), 201);
+  const get = async (id: string) => await ok(api().GET('/api/requirements/{id}', { params: { path: { id } } }));
+  const startRequirement = (id: string) => api().POST('/api/requirements/{id}/start', { params: { path: { id } }, body: {} });
+  const setDependencies = (id: string, body: Schemas['SetDependenciesDto']) => api().PUT('/api/requirements/{id}/dependencies', { params: { path: { id } }, body });
+  const runs = async (id: string) => (await ok(api().GET('/api/runs', { params: { query: { requirementId: id, limit: 100 } } }))).items;
   const told = async (id: string): Promise<Message[]> =>
-    ((await send(manager.url, 'GET', `/api/requirements/${id}/messages?limit=200`)).json.items as Message[]).filter((m) => m.triggerId === DEPENDENCY_TRIGGER);
+    (await ok(api().GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))).items.filter((m) => m.triggerId === DEPENDENCY_TRIGGER);
   const settled = (id: string, runCount: number) =>
     until(`${id} waiting after ${runCount} run(s)`, async () => {
       const [requirement, all] = await Promise.all([get(id), runs(id)]);
@@ -84,11 +85,8 @@ describe('Requirement dependencies', () => {
   const registerPullRequest = async (owner: { id: string; session: { id: string } }, number: number) => {
     const pr = github.pullRequest(REPO, number);
     const token = manager.app.get(RunCredentialsService).issue({ requirementId: owner.id, runId: `run_pr_${number}`, sessionId: owner.session.id });
-    const res = await send(
-      manager.url,
-      'POST',
-      '/api/agent/pull-requests',
-      {
+    const res = await apiClient(manager.url, { auth: token }).POST('/api/agent/pull-requests', {
+      body: {
         baseBranch: pr.baseBranch,
         headBranch: pr.headBranch,
         headSha: pr.headSha,
@@ -99,8 +97,7 @@ describe('Requirement dependencies', () => {
         title: pr.title,
         url: `https://github.com/${REPO}/pull/${number}`,
       },
-      { Authorization: `Bearer ${token}` },
-    );
+    });
     expect(res.status).toBe(200);
     return pr;
   };
@@ -130,27 +127,30 @@ describe('Requirement dependencies', () => {
       [a.id, [{ requirementId: c.id, until: 'merged' }]],
       [a.id, [{ requirementId: a.id, until: 'done' }]],
     ] as const) {
-      const refused = await setDependencies(id, { dependsOn });
+      const refused = await setDependencies(id, { dependsOn: [...dependsOn] });
       expect(refused.status).toBe(400);
-      expect(refused.json.code).toBe('dependency_cycle');
+      expect(refused.error?.code).toBe('dependency_cycle');
     }
     expect((await get(a.id)).dependsOn).toEqual([]);
 
-    const unknown = await send(manager.url, 'POST', '/api/requirements', {
-      dependsOn: [{ requirementId: 'req_00000000000000000000000000', until: 'done' }],
-      provider: 'codex',
-      title: 'x',
+    const unknown = await api().POST('/api/requirements', {
+      body: {
+        dependsOn: [{ requirementId: 'req_00000000000000000000000000', until: 'done' }],
+        provider: 'codex',
+        title: 'x',
+      },
     });
     expect(unknown.status).toBe(400);
-    expect(unknown.json.code).toBe('dependency_not_found');
+    expect(unknown.error?.code).toBe('dependency_not_found');
     const twice = await setDependencies(c.id, {
       dependsOn: [
         { requirementId: a.id, until: 'done' },
         { requirementId: a.id, until: 'merged' },
       ],
     });
-    expect(twice.json.code).toBe('dependency_duplicate');
-    const badCondition = await send(manager.url, 'POST', '/api/requirements', { dependsOn: [{ requirementId: a.id, until: 'soon' }], provider: 'codex', title: 'x' });
+    expect(twice.error?.code).toBe('dependency_duplicate');
+    // An unknown condition: untyped on purpose.
+    const badCondition = await sendUntyped(manager.url, 'POST', '/api/requirements', { dependsOn: [{ requirementId: a.id, until: 'soon' }], provider: 'codex', title: 'x' });
     expect(badCondition.status).toBe(400);
   });
 
@@ -159,9 +159,9 @@ describe('Requirement dependencies', () => {
     const dependent = await create('blocked dependent', { dependsOn: [{ requirementId: dependency.id, until: 'done' }] });
     const refused = await startRequirement(dependent.id);
     expect(refused.status).toBe(409);
-    expect(refused.json.code).toBe('dependency_unmet');
+    expect(refused.error?.code).toBe('dependency_unmet');
     // Named by title, so a person reads what it waits for (issue 26 §6); the id stays for scripts.
-    expect(refused.json.message).toBe(`"blocked dependent" is blocked by "unmet dependency" (until done, ${dependency.id})`);
+    expect(refused.error?.message).toBe(`"blocked dependent" is blocked by "unmet dependency" (until done, ${dependency.id})`);
     expect(await runs(dependent.id)).toEqual([]);
     expect((await get(dependent.id)).status).toBe('todo');
   });
@@ -171,7 +171,7 @@ describe('Requirement dependencies', () => {
     const dependent = await ranOnce('uses the API');
     const set = await setDependencies(dependent.id, { dependsOn: [{ requirementId: dependency.id, until: 'merged' }] });
     expect(set.status).toBe(200);
-    expect((await startRequirement(dependent.id)).json.code).toBe('dependency_unmet');
+    expect((await startRequirement(dependent.id)).error?.code).toBe('dependency_unmet');
 
     github.addPullRequest({ number: 1, repository: REPO });
     github.addPullRequest({ number: 2, repository: REPO });
@@ -182,7 +182,7 @@ describe('Requirement dependencies', () => {
     await reconcile();
     // One of two merged: still waiting.
     expect(await told(dependent.id)).toEqual([]);
-    expect((await get(dependent.id)).dependsOn[0]).toMatchObject({ state: 'pending' });
+    expect((await get(dependent.id)).dependsOn![0]).toMatchObject({ state: 'pending' });
 
     // The last merge happens while the manager is down; the next start's reconcile sees it.
     await manager.stop();
@@ -216,7 +216,7 @@ describe('Requirement dependencies', () => {
     const auto = await create('auto after schema', { autoStart: true, dependsOn: [{ requirementId: dependency.id, until: 'done' }] });
     const manual = await create('manual after schema', { dependsOn: [{ requirementId: dependency.id, until: 'done' }] });
     expect(auto.autoStart).toBe(true);
-    expect((await send(manager.url, 'POST', `/api/requirements/${dependency.id}/confirm`)).status).toBe(200);
+    expect((await api().POST('/api/requirements/{id}/confirm', { params: { path: { id: dependency.id } } })).status).toBe(200);
 
     await settled(auto.id, 1);
     const [autoMessage] = await told(auto.id);
@@ -236,11 +236,12 @@ describe('Requirement dependencies', () => {
   it('an agent proposes children that depend on each other; the second starts itself when the first is done', async () => {
     const parent = await ranOnce('plans the work');
     const token = manager.app.get(RunCredentialsService).issue({ requirementId: parent.id, runId: 'run_planner', sessionId: parent.session.id });
-    const propose = (body: object) => send(manager.url, 'POST', '/api/agent/requirements', { sourceSessionId: parent.session.id, ...body }, { Authorization: `Bearer ${token}` });
-    const first = (await propose({ title: 'step one' })).json;
+    const propose = (body: Omit<Schemas['ProposeRequirementDto'], 'sourceSessionId'>) =>
+      apiClient(manager.url, { auth: token }).POST('/api/agent/requirements', { body: { sourceSessionId: parent.session.id, ...body } });
+    const first = await ok(propose({ title: 'step one' }));
     const second = await propose({ autoStart: true, dependsOn: [{ requirementId: first.id, until: 'done' }], title: 'step two' });
     expect(second.status).toBe(201);
-    expect(second.json).toMatchObject({
+    expect(second.data).toMatchObject({
       autoStart: true,
       createdBy: 'rd_agent',
       dependsOn: [{ requirementId: first.id, state: 'pending', until: 'done' }],
@@ -249,20 +250,20 @@ describe('Requirement dependencies', () => {
     // Proposed with start: true while unmet: the child exists (todo), its start refused like a person's.
     const eager = await propose({ dependsOn: [{ requirementId: first.id, until: 'done' }], start: true, title: 'too eager' });
     expect(eager.status).toBe(409);
-    expect(eager.json.code).toBe('dependency_unmet');
+    expect(eager.error?.code).toBe('dependency_unmet');
 
     expect((await startRequirement(first.id)).status).toBe(202);
     await settled(first.id, 1);
-    expect((await send(manager.url, 'POST', `/api/requirements/${first.id}/confirm`)).status).toBe(200);
-    await settled(second.json.id, 1);
-    expect(await told(second.json.id)).toHaveLength(1);
+    expect((await api().POST('/api/requirements/{id}/confirm', { params: { path: { id: first.id } } })).status).toBe(200);
+    await settled(second.data!.id, 1);
+    expect(await told(second.data!.id)).toHaveLength(1);
   });
 
   it('a cancelled dependency tells the dependent without waking it', async () => {
     const dependency = await create('withdrawn later');
     const dependent = await ranOnce('waits for the withdrawn one');
     await setDependencies(dependent.id, { dependsOn: [{ requirementId: dependency.id, until: 'done' }] });
-    expect((await send(manager.url, 'DELETE', `/api/requirements/${dependency.id}`)).status).toBe(204);
+    expect((await api().DELETE('/api/requirements/{id}', { params: { path: { id: dependency.id } } })).status).toBe(204);
     const [message] = await until('the cancellation message', async () => {
       const messages = await told(dependent.id);
       return messages.length > 0 && messages;

@@ -7,9 +7,10 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
+import { apiClient } from './support/api';
 import { FakeGitHubServer } from './support/fake-github-server';
 import { initRepository } from './support/git-repo';
-import { send } from './support/http';
+import { sendUntyped } from './support/http';
 import { ROOT, makeSandbox, startManager } from './support/manager-process';
 
 const BIN = path.join(ROOT, 'bin', 'agent-manager.js');
@@ -371,21 +372,22 @@ describe('agent-manager doctor', () => {
     const sandbox = makeSandbox();
     const manager = await startManager({ sandbox });
     try {
-      const first = await send(manager.origin, 'GET', '/api/doctor');
+      const first = await manager.api.GET('/api/doctor');
       expect(first.status).toBe(200);
-      const checks = first.json.checks as Check[];
+      const checks = first.data!.checks as Check[];
       expect(checks.map((c) => c.id)).toEqual(['node', 'git', 'codex', 'claude', 'github', 'isolation', 'port', 'dataDirectory', 'database']);
       // Its own port is in use by itself: reported as served, not probed.
       expect(checks.find((c) => c.id === 'port')).toMatchObject({ detail: `serving on ${manager.origin}`, status: 'ok' });
       expect(checks.find((c) => c.id === 'database')?.status).toBe('ok');
-      const again = await send(manager.origin, 'GET', '/api/doctor');
-      expect(again.json.checkedAt).toBe(first.json.checkedAt);
+      const again = await manager.api.GET('/api/doctor');
+      expect(again.data!.checkedAt).toBe(first.data!.checkedAt);
       // Concurrent refreshes share one probe.
-      const refreshed = await Promise.all([1, 2, 3].map(() => send(manager.origin, 'GET', '/api/doctor?refresh=true')));
-      expect(new Set(refreshed.map((r) => r.json.checkedAt)).size).toBe(1);
-      expect(refreshed[0].json.checkedAt > first.json.checkedAt).toBe(true);
-      expect((await send(manager.origin, 'GET', '/api/doctor?refresh=maybe')).status).toBe(400);
-      expect((await send(manager.origin, 'GET', '/api/doctor', undefined, {}, { auth: false })).status).toBe(401);
+      const refreshed = await Promise.all([1, 2, 3].map(() => manager.api.GET('/api/doctor', { params: { query: { refresh: 'true' } } })));
+      expect(new Set(refreshed.map((r) => r.data!.checkedAt)).size).toBe(1);
+      expect(refreshed[0].data!.checkedAt > first.data!.checkedAt).toBe(true);
+      // A refresh value the API does not take: untyped on purpose.
+      expect((await sendUntyped(manager.origin, 'GET', '/api/doctor?refresh=maybe')).status).toBe(400);
+      expect((await apiClient(manager.origin, { auth: false }).GET('/api/doctor')).status).toBe(401);
     } finally {
       await manager.stop();
       sandbox.cleanup();

@@ -1,5 +1,6 @@
 import { snapshotStore } from './support/db-snapshot';
-import { send } from './support/http';
+import { ok } from './support/api';
+import { sendUntyped } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { SseConnection, connectSse } from './support/sse-client';
 
@@ -14,7 +15,7 @@ describe('ManagerEvents over SSE', () => {
     open.push(connection);
     return connection;
   };
-  const reply = (message: string) => send(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message });
+  const reply = (message: string) => manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirementId } }, body: { message } });
   const lastEventId = async () => (await snapshotStore(manager.dataDirectory())).maxEventId;
   const ids = (connection: SseConnection) => connection.events.map((e) => e.id);
   const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
@@ -22,8 +23,8 @@ describe('ManagerEvents over SSE', () => {
   beforeAll(async () => {
     sandbox = makeSandbox();
     manager = await startManager({ sandbox });
-    const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'events' });
-    requirementId = created.json.id;
+    const created = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'events' } });
+    requirementId = created.data!.id;
   });
 
   afterEach(() => open.splice(0).forEach((c) => c.close()));
@@ -35,7 +36,8 @@ describe('ManagerEvents over SSE', () => {
 
   it("answers HEAD with the stream's headers at once instead of holding it open", async () => {
     const started = Date.now();
-    const res = await send(manager.origin, 'HEAD', '/api/events', undefined, { 'Last-Event-ID': '42' });
+    // HEAD, Last-Event-ID headers and hand-written queries: untyped on purpose (here and below).
+    const res = await sendUntyped(manager.origin, 'HEAD', '/api/events', undefined, { 'Last-Event-ID': '42' });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(Date.now() - started).toBeLessThan(2_000);
@@ -50,10 +52,10 @@ describe('ManagerEvents over SSE', () => {
     expect(event).toMatchObject({ event: 'message.created', id: event.data.id });
     expect(event.data).toMatchObject({
       actor: { id: null, kind: 'human' },
-      payload: { message: { body: 'hello', id: res.json.message.id }, requirement: { id: requirementId } },
+      payload: { message: { body: 'hello', id: res.data!.message.id }, requirement: { id: requirementId } },
       requirementId,
       runId: null,
-      sessionId: res.json.requirement.session.id,
+      sessionId: res.data!.requirement.session.id,
       type: 'message.created',
     });
     expect(typeof event.data.createdAt).toBe('string');
@@ -107,13 +109,13 @@ describe('ManagerEvents over SSE', () => {
   });
 
   it.each(['after=-1', 'after=abc', 'after=1.5'])('refuses a bad cursor (%s) with 400', async (q) => {
-    const res = await send(manager.origin, 'GET', `/api/events?${q}`);
+    const res = await sendUntyped(manager.origin, 'GET', `/api/events?${q}`);
     expect(res.status).toBe(400);
     expect(res.json.code).toBe('invalid_cursor');
   });
 
   it('refuses a bad Last-Event-ID with 400', async () => {
-    const res = await send(manager.origin, 'GET', '/api/events', undefined, { 'Last-Event-ID': 'x' });
+    const res = await sendUntyped(manager.origin, 'GET', '/api/events', undefined, { 'Last-Event-ID': 'x' });
     expect(res.status).toBe(400);
   });
 });
@@ -124,7 +126,7 @@ describe('a slow SSE client', () => {
     const sandbox = makeSandbox();
     const manager = await startManager({ sandbox });
     try {
-      const id = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'slow' })).json.id;
+      const id = (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'slow' } }))).id;
       const { port } = new URL(manager.origin);
       const socket = net.connect(Number(port), '127.0.0.1');
       await new Promise((r) => socket.once('connect', r));
@@ -134,7 +136,7 @@ describe('a slow SSE client', () => {
       socket.on('error', () => undefined);
       const body = 'x'.repeat(20_000);
       for (let round = 0; round < 20; round++) {
-        await Promise.all(Array.from({ length: 25 }, () => send(manager.origin, 'POST', `/api/requirements/${id}/reply`, { message: body })));
+        await Promise.all(Array.from({ length: 25 }, () => manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id } }, body: { message: body } })));
       }
       // About 20 MB of frames went to a reader that took none: it must have been cut off.
       socket.resume();
@@ -144,7 +146,7 @@ describe('a slow SSE client', () => {
       expect(received).toBeLessThan(20 * 1024 * 1024);
       // The server stays healthy, and other clients still get events.
       const fresh = await connectSse(`${manager.origin}/api/events`);
-      await send(manager.origin, 'POST', `/api/requirements/${id}/reply`, { message: 'still here' });
+      await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id } }, body: { message: 'still here' } });
       await fresh.waitFor(1);
       fresh.close();
     } finally {

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { git } from './support/git-repo';
-import { send } from './support/http';
+import { ok } from './support/api';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 
 // Issue 26 §5: `git init` alone leaves agents in the person's checkout. The manager offers the fix
@@ -15,8 +15,9 @@ jest.setTimeout(60_000);
 describe('the first commit of an empty repository (issue 26 §5)', () => {
   let sandbox: Sandbox;
   let manager: ManagerProcess;
-  const post = (p: string, body?: object) => send(manager.origin, 'POST', p, body);
-  const state = async () => ((await send(manager.origin, 'GET', '/api/workspace/git')).json as { state: string }).state;
+  const create = (title: string) => manager.api.POST('/api/requirements', { body: { provider: 'codex', title } });
+  const firstCommit = () => manager.api.POST('/api/workspace/first-commit');
+  const state = async () => (await ok(manager.api.GET('/api/workspace/git'))).state;
   const initEmpty = () => {
     git(sandbox.workspace, 'init', '-q', '-b', 'main');
     git(sandbox.workspace, 'config', 'user.email', 'person@example.com');
@@ -38,13 +39,13 @@ describe('the first commit of an empty repository (issue 26 §5)', () => {
     initEmpty();
     fs.writeFileSync(path.join(sandbox.workspace, 'notes.txt'), 'mine, untracked\n');
     expect(await state()).toBe('no_commit');
-    const before = await post('/api/requirements', { provider: 'codex', title: 'before the commit' });
-    expect(before.json).toMatchObject({ isolation: 'in_place', warnings: ['no_commit_in_place'] });
+    const before = await create('before the commit');
+    expect(before.data).toMatchObject({ isolation: 'in_place', warnings: ['no_commit_in_place'] });
 
-    const made = await post('/api/workspace/first-commit');
+    const made = await firstCommit();
     expect(made.status).toBe(200);
-    const { commit } = made.json as { commit: string };
-    expect(made.json).toMatchObject({ state: 'repository' });
+    const { commit } = made.data!;
+    expect(made.data).toMatchObject({ state: 'repository' });
     expect(git(sandbox.workspace, 'rev-parse', 'HEAD').trim()).toBe(commit);
     expect(git(sandbox.workspace, 'symbolic-ref', '--short', 'HEAD').trim()).toBe('main');
     // Empty: no file in the commit, the person's file untouched and still untracked, nothing staged.
@@ -53,29 +54,29 @@ describe('the first commit of an empty repository (issue 26 §5)', () => {
     expect(fs.readFileSync(path.join(sandbox.workspace, 'notes.txt'), 'utf8')).toBe('mine, untracked\n');
     expect(await state()).toBe('repository');
 
-    const after = await post('/api/requirements', { provider: 'codex', title: 'after the commit' });
+    const after = await create('after the commit');
     expect(after.status).toBe(201);
-    expect(after.json).toMatchObject({ isolation: 'worktree', warnings: [] });
+    expect(after.data).toMatchObject({ isolation: 'worktree', warnings: [] });
 
     // Only while there is no commit: a second one is refused, and nothing is added.
-    const again = await post('/api/workspace/first-commit');
+    const again = await firstCommit();
     expect(again.status).toBe(409);
-    expect(again.json).toMatchObject({ code: 'workspace_has_commit' });
+    expect(again.error).toMatchObject({ code: 'workspace_has_commit' });
     expect(commits()).toBe('1');
   });
 
   it('refuses with 409 when files are staged (never commits them), and outside a repository', async () => {
-    const outside = await post('/api/workspace/first-commit');
+    const outside = await firstCommit();
     expect(outside.status).toBe(409);
-    expect(outside.json).toMatchObject({ code: 'workspace_not_git' });
+    expect(outside.error).toMatchObject({ code: 'workspace_not_git' });
 
     initEmpty();
     fs.writeFileSync(path.join(sandbox.workspace, 'staged.txt'), 'staged by the person\n');
     git(sandbox.workspace, 'add', 'staged.txt');
-    const refused = await post('/api/workspace/first-commit');
+    const refused = await firstCommit();
     expect(refused.status).toBe(409);
-    expect(refused.json).toMatchObject({ code: 'staged_changes' });
-    expect((refused.json as { message: string }).message).toContain('git commit');
+    expect(refused.error).toMatchObject({ code: 'staged_changes' });
+    expect(refused.error!.message).toContain('git commit');
     expect(git(sandbox.workspace, 'rev-list', '--all')).toBe('');
     expect(git(sandbox.workspace, 'status', '--porcelain')).toBe('A  staged.txt\n');
     expect(await state()).toBe('no_commit');

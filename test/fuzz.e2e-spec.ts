@@ -1,12 +1,13 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import { apiClient } from './support/api';
 import { onPostgres, query } from './support/db-snapshot';
 import { checkConsistency } from './support/fuzz-db';
 import { FuzzRequest, FuzzResponse, sendFuzz } from './support/fuzz-http';
 import { IdPools, generateRequests, harvestIds, loadOperations, resolveRequest } from './support/fuzz-requests';
 import { initRepository } from './support/git-repo';
-import { send } from './support/http';
+import { sendUntyped } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { SseConnection, connectSse } from './support/sse-client';
 import { until } from './support/wait';
@@ -106,7 +107,8 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
     initRepository(sandbox.workspace, { 'README.md': '# fuzzed\n', 'src/app.ts': 'export const a = 1;\n' });
     manager = await startManager({ sandbox });
     manager.child.once('exit', (code, signal) => (exited = `exit code ${code}, signal ${signal}`));
-    const api = (method: string, p: string, body?: unknown) => send(manager.origin, method, p, body as object);
+    // Generated requests, valid or not: untyped on purpose.
+    const api = (method: string, p: string, body?: unknown) => sendUntyped(manager.origin, method, p, body as object);
     const create = async (title: string, provider = 'codex') => {
       const res = await api('POST', '/api/requirements', { description: `seeded for fuzzing: ${title}`, provider, title });
       expect(res.status).toBe(201);
@@ -114,7 +116,7 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
       return res.json.id as string;
     };
     const upload = async (id: string, name: string, bytes: Buffer) => {
-      const res = await send(manager.origin, 'POST', `/api/requirements/${id}/attachments`, bytes, { 'X-File-Name': encodeURIComponent(name) });
+      const res = await sendUntyped(manager.origin, 'POST', `/api/requirements/${id}/attachments`, bytes, { 'X-File-Name': encodeURIComponent(name) });
       expect(res.status).toBe(201);
       pools.attachment.push(res.json.id);
       return res.json.id as string;
@@ -280,7 +282,7 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
     // --- the process
     const logErrors = readLogErrors(manager.dataDirectory());
     const stderr = manager.stderr();
-    const health = await send(manager.origin, 'GET', '/api/health', undefined, {}, { auth: false });
+    const health = await apiClient(manager.origin, { auth: false }).GET('/api/health');
     const processProblems: string[] = [];
     if (exited !== null) {
       processProblems.push(`the server exited: ${exited}`);

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import type { Schemas } from '@libs/api-client';
 import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { signWebhookBody } from '@server/github/webhook-signature';
@@ -9,7 +10,8 @@ import { RunningManager, startManager } from '@server/manager';
 
 import { FakeClock } from './support/fake-clock';
 import { FakeGitHubServer } from './support/fake-github-server';
-import { type Json, registerToken, send } from './support/http';
+import { apiClient, ok } from './support/api';
+import { type Json, registerToken, sendUntyped } from './support/http';
 import { IDLE_AGENT, Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
@@ -38,6 +40,8 @@ describe('GitHub reconciler', () => {
   let sandbox: Sandbox;
   let github: FakeGitHubServer;
   let manager: RunningManager;
+  /** The typed client with the workspace token. */
+  const api = () => apiClient(manager.url);
   let clock: FakeClock;
   let requirement: { id: string; session: { id: string } };
   let runToken: string;
@@ -59,41 +63,36 @@ describe('GitHub reconciler', () => {
     registerToken(manager.url, manager.app.get(LocalTokenService).value);
   };
   const reconcile = () => manager.app.get(PullRequestReconciler).reconcile();
-  const conversation = async (id = requirement.id): Promise<Message[]> => (await send(manager.url, 'GET', `/api/requirements/${id}/messages?limit=200`)).json.items;
+  const conversation = async (id = requirement.id): Promise<Message[]> =>
+    (await ok(api().GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))).items;
   const github_ = async (id = requirement.id) => (await conversation(id)).filter((m) => m.source === 'github');
   /** Registers `number` as the agent would, matching what the fake says. */
-  const register = async (number: number, overrides: object = {}, owner = requirement, token = runToken) => {
+  const register = async (number: number, overrides: Partial<Schemas['RegisterPullRequestDto']> = {}, owner = requirement, token = runToken) => {
     const pr = github.pullRequest(REPO, number);
-    const res = await send(
-      manager.url,
-      'POST',
-      '/api/agent/pull-requests',
-      {
-        baseBranch: pr.baseBranch,
-        headBranch: pr.headBranch,
-        headSha: pr.headSha,
-        number,
-        repository: REPO,
-        requirementId: owner.id,
-        status: pr.isDraft ? 'draft' : 'open',
-        title: pr.title,
-        url: `https://github.com/${REPO}/pull/${number}`,
-        ...overrides,
-      },
-      { Authorization: `Bearer ${token}` },
-    );
-    expect(res.status).toBe(200);
-    return res.json as { id: string; status: string; headSha: string };
+    const body: Schemas['RegisterPullRequestDto'] = {
+      baseBranch: pr.baseBranch,
+      headBranch: pr.headBranch,
+      headSha: pr.headSha,
+      number,
+      repository: REPO,
+      requirementId: owner.id,
+      status: pr.isDraft ? 'draft' : 'open',
+      title: pr.title,
+      url: `https://github.com/${REPO}/pull/${number}`,
+      ...overrides,
+    };
+    return ok(apiClient(manager.url, { auth: token }).POST('/api/agent/pull-requests', { body }), 200);
   };
   const newRequirement = async (title: string) => {
-    const created = (await send(manager.url, 'POST', '/api/requirements', { provider: 'codex', title })).json;
-    await send(manager.url, 'POST', `/api/requirements/${created.id}/start`, {});
+    const created = await ok(api().POST('/api/requirements', { body: { provider: 'codex', title } }));
+    await api().POST('/api/requirements/{id}/start', { params: { path: { id: created.id } }, body: {} });
     const token = manager.app.get(RunCredentialsService).issue({ requirementId: created.id, runId: `run_${title.replace(/\W/g, '_')}`, sessionId: created.session.id });
     return { requirement: created, token };
   };
   const webhook = (event: string, payload: object | string, signature?: string) => {
     const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
-    return send(
+    // A delivery is signed over its exact bytes: untyped on purpose.
+    return sendUntyped(
       manager.url,
       'POST',
       '/api/github/webhook',
@@ -167,7 +166,7 @@ describe('GitHub reconciler', () => {
     messages = await github_();
     expect(messages.map((m) => m.metadata?.status)).toEqual(['draft', 'open', 'open', 'merged']);
     expect(messages[2].body).toContain(`new head commit ${sha.slice(0, 12)}`);
-    const stored = (await send(manager.url, 'GET', `/api/pull-requests?requirementId=${requirement.id}`)).json.items.find((p: { id: string }) => p.id === pr.id);
+    const stored = (await ok(api().GET('/api/pull-requests', { params: { query: { requirementId: requirement.id } } }))).items.find((p: { id: string }) => p.id === pr.id);
     expect(stored).toMatchObject({ headSha: sha, status: 'merged' });
     const updates = events.events.filter((e) => e.event === 'pull_request.updated' && (e.data.payload as Json).pullRequest.id === pr.id);
     expect(updates.map((e) => (e.data.payload as Json).pullRequest.status)).toEqual(['draft', 'open', 'open', 'merged']);
@@ -269,14 +268,14 @@ describe('GitHub reconciler', () => {
     github.addPullRequest({ number: 7, repository: REPO });
     await register(7, {}, finished, token);
     await reconcile();
-    await send(manager.url, 'POST', `/api/requirements/${finished.id}/interrupt`, { mode: 'stop' });
-    await until('waiting', async () => (await send(manager.url, 'GET', `/api/requirements/${finished.id}`)).json.status === 'waiting_confirmation' || undefined);
-    await send(manager.url, 'POST', `/api/requirements/${finished.id}/confirm`);
+    await api().POST('/api/requirements/{id}/interrupt', { params: { path: { id: finished.id } }, body: { mode: 'stop' } });
+    await until('waiting', async () => (await ok(api().GET('/api/requirements/{id}', { params: { path: { id: finished.id } } }))).status === 'waiting_confirmation' || undefined);
+    await api().POST('/api/requirements/{id}/confirm', { params: { path: { id: finished.id } } });
     github.addComment(REPO, 7, { author: 'alice', body: 'late feedback' });
     await reconcile();
     const [late] = await github_(finished.id);
     expect(late).toMatchObject({ deliverToRd: false, metadata: { author: 'alice' } });
-    expect((await send(manager.url, 'GET', `/api/requirements/${finished.id}`)).json).toMatchObject({ session: { state: 'completed' }, status: 'done' });
+    expect(await ok(api().GET('/api/requirements/{id}', { params: { path: { id: finished.id } } }))).toMatchObject({ session: { state: 'completed' }, status: 'done' });
   });
 
   it('notices a closed PR being reopened (closed PRs are re-checked hourly)', async () => {
@@ -301,9 +300,9 @@ describe('GitHub reconciler', () => {
     const payload = { action: 'created', comment: { body: 'via webhook' }, issue: { number: 9, pull_request: {} }, repository: { full_name: REPO } };
     expect((await webhook('issue_comment', payload)).status).toBe(404);
 
-    const patched = await send(manager.url, 'PATCH', '/api/configuration', { githubWebhookSecret: SECRET });
-    expect(patched.json).toMatchObject({ githubWebhookSecretConfigured: true, values: { githubWebhookSecret: null } });
-    expect((await send(manager.url, 'GET', '/api/configuration')).json.effective.githubWebhookSecret).toBeNull();
+    const patched = await api().PATCH('/api/configuration', { body: { githubWebhookSecret: SECRET } });
+    expect(patched.data).toMatchObject({ githubWebhookSecretConfigured: true, values: { githubWebhookSecret: null } });
+    expect((await ok(api().GET('/api/configuration'))).effective.githubWebhookSecret).toBeNull();
 
     github.addComment(REPO, 9, { author: 'dave', body: 'via webhook' });
     const refused = (signature: string) => expectRefused(manager.runtime.paths.dataDirectory, () => webhook('issue_comment', payload, signature), 401, 'invalid_signature');
@@ -342,8 +341,8 @@ describe('GitHub reconciler', () => {
     expect(a).toBe(b);
     await a;
     github.addComment(REPO, 10, { author: 'erin', body: 'polled' });
-    await send(manager.url, 'PATCH', '/api/configuration', { pullRequestReconcileIntervalSeconds: 1 });
+    await api().PATCH('/api/configuration', { body: { pullRequestReconcileIntervalSeconds: 1 } });
     await until('the poll to deliver', async () => (await github_()).some((m) => m.metadata?.number === 10) || undefined, 15_000, 100);
-    await send(manager.url, 'PATCH', '/api/configuration', { pullRequestReconcileIntervalSeconds: 0 });
+    await api().PATCH('/api/configuration', { body: { pullRequestReconcileIntervalSeconds: 0 } });
   });
 });

@@ -8,7 +8,7 @@ import { NODE_ENGINES } from '@server/doctor/doctor';
 
 import { query, snapshotStore } from './support/db-snapshot';
 import { initRepository } from './support/git-repo';
-import { send } from './support/http';
+import { apiClient, ok } from './support/api';
 import { ROOT, Sandbox, makeSandbox, runLauncher, startManager } from './support/manager-process';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
@@ -65,8 +65,8 @@ describe('agent-manager start', () => {
     try {
       expect(plain.stdout()).toContain(`WARNING: ${root} is not a git repository: agents will work in place, directly in this folder`);
       expect(plain.stdout()).toContain('git init && git add -A && git commit -m "Initial commit"');
-      const created = await send(plain.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'plain' });
-      expect(created.json).toMatchObject({ isolation: 'in_place', warnings: [] });
+      const created = await plain.api.POST('/api/requirements', { body: { provider: 'codex', title: 'plain' } });
+      expect(created.data).toMatchObject({ isolation: 'in_place', warnings: [] });
     } finally {
       await plain.stop();
     }
@@ -78,9 +78,9 @@ describe('agent-manager start', () => {
     try {
       expect(noCommit.stdout()).toContain(`WARNING: ${root} is a git repository without any commit: agents will work in place, directly in your checkout`);
       expect(noCommit.stdout()).toContain('make a first commit: git add -A && git commit -m "Initial commit"');
-      const created = await send(noCommit.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'no commit' });
+      const created = await noCommit.api.POST('/api/requirements', { body: { provider: 'codex', title: 'no commit' } });
       expect(created.status).toBe(201);
-      expect(created.json).toMatchObject({ isolation: 'in_place', warnings: ['no_commit_in_place'] });
+      expect(created.data).toMatchObject({ isolation: 'in_place', warnings: ['no_commit_in_place'] });
     } finally {
       await noCommit.stop();
     }
@@ -90,8 +90,8 @@ describe('agent-manager start', () => {
     const ready = await startManager({ sandbox });
     try {
       expect(ready.stdout()).not.toContain('agents will work in place');
-      const created = await send(ready.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'ready' });
-      expect(created.json).toMatchObject({ isolation: 'worktree', warnings: [] });
+      const created = await ready.api.POST('/api/requirements', { body: { provider: 'codex', title: 'ready' } });
+      expect(created.data).toMatchObject({ isolation: 'worktree', warnings: [] });
     } finally {
       await ready.stop();
     }
@@ -99,8 +99,8 @@ describe('agent-manager start', () => {
 
   it('writes structured JSON log lines, never message bodies', async () => {
     const manager = await startManager({ sandbox, args: ['--log-level', 'debug'] });
-    const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'log me' });
-    await send(manager.origin, 'POST', `/api/requirements/${created.json.id}/reply`, { message: 'SECRET-BODY-TEXT' });
+    const created = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'log me' } });
+    await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: created.data!.id } }, body: { message: 'SECRET-BODY-TEXT' } });
     await manager.stop();
     const logs = path.join(manager.dataDirectory(), 'logs');
     const files = fs.readdirSync(logs).filter((f) => f.endsWith('.log'));
@@ -109,28 +109,28 @@ describe('agent-manager start', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(lines.some((l) => l.message === 'message delivered' && l.requirementId === created.json.id && l.actor === 'human')).toBe(true);
+    expect(lines.some((l) => l.message === 'message delivered' && l.requirementId === created.data!.id && l.actor === 'human')).toBe(true);
     expect(lines.every((l) => typeof l.timestamp === 'string' && typeof l.level === 'string')).toBe(true);
     expect(text).not.toContain('SECRET-BODY-TEXT');
   });
 
   it('keeps everything across a restart and continues event ids', async () => {
     const first = await startManager({ sandbox });
-    const created = await send(first.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'durable' });
-    await send(first.origin, 'POST', `/api/requirements/${created.json.id}/reply`, { message: 'remember me' });
+    const created = await first.api.POST('/api/requirements', { body: { provider: 'codex', title: 'durable' } });
+    await first.api.POST('/api/requirements/{id}/reply', { params: { path: { id: created.data!.id } }, body: { message: 'remember me' } });
     expect(await first.stop()).toBe(0);
     // Read once the manager is gone: its stop wrote too (the run it cut short says so).
     const before = await snapshotStore(first.dataDirectory());
 
     const second = await startManager({ sandbox });
     try {
-      const fetched = await send(second.origin, 'GET', `/api/requirements/${created.json.id}`);
-      expect(fetched.json).toMatchObject({ id: created.json.id, session: { pendingMessageCount: 1 } });
-      const messages = await send(second.origin, 'GET', `/api/requirements/${created.json.id}/messages`);
-      expect(messages.json.items.map((m: { body: string; code: string | null }) => m.code ?? m.body)).toEqual(['remember me', 'run.manager_stopped']);
+      const fetched = await second.api.GET('/api/requirements/{id}', { params: { path: { id: created.data!.id } } });
+      expect(fetched.data).toMatchObject({ id: created.data!.id, session: { pendingMessageCount: 1 } });
+      const messages = await second.api.GET('/api/requirements/{id}/messages', { params: { path: { id: created.data!.id } } });
+      expect(messages.data!.items.map((m: { body: string; code: string | null }) => m.code ?? m.body)).toEqual(['remember me', 'run.manager_stopped']);
       const live = await connectSse(`${second.origin}/api/events?after=${before.maxEventId - 1}`);
       await live.waitFor(1);
-      await send(second.origin, 'POST', `/api/requirements/${created.json.id}/reply`, { message: 'after restart' });
+      await second.api.POST('/api/requirements/{id}/reply', { params: { path: { id: created.data!.id } }, body: { message: 'after restart' } });
       await live.waitFor(2);
       expect(live.events.map((e) => e.id).slice(0, 2)).toEqual([before.maxEventId, before.maxEventId + 1]);
       live.close();
@@ -147,7 +147,7 @@ describe('agent-manager start', () => {
       expect(second.stderr).toContain(`pid ${first.child.pid}`);
       expect(second.stderr).toContain(first.origin);
       expect(second.stderr.trim().split('\n')).toHaveLength(1);
-      expect((await send(first.origin, 'GET', '/api/health')).status).toBe(200);
+      expect((await first.api.GET('/api/health')).status).toBe(200);
     } finally {
       await first.stop();
     }
@@ -193,12 +193,12 @@ describe('agent-manager start', () => {
 
   it('takes over the stale lock of a killed instance and loses nothing it committed', async () => {
     const first = await startManager({ sandbox });
-    const created = await send(first.origin, 'POST', '/api/requirements', { provider: 'claude-code', title: 'crash' });
+    const created = await first.api.POST('/api/requirements', { body: { provider: 'claude-code', title: 'crash' } });
     await first.kill9();
     expect(fs.existsSync(path.join(first.dataDirectory(), 'manager.lock'))).toBe(true);
     const second = await startManager({ sandbox });
     try {
-      expect((await send(second.origin, 'GET', `/api/requirements/${created.json.id}`)).status).toBe(200);
+      expect((await second.api.GET('/api/requirements/{id}', { params: { path: { id: created.data!.id } } })).status).toBe(200);
     } finally {
       await second.stop();
     }
@@ -207,11 +207,11 @@ describe('agent-manager start', () => {
   it('stops cleanly on SIGTERM and SIGINT, ending SSE streams and finishing accepted writes', async () => {
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       const manager = await startManager({ sandbox });
-      const created = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: signal });
+      const created = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: signal } });
       const stream = await connectSse(`${manager.origin}/api/events`);
       let answered = 0;
       const writes = Array.from({ length: 30 }, (_, i) =>
-        send(manager.origin, 'POST', `/api/requirements/${created.json.id}/reply`, { message: `m${i}` }).then(
+        manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: created.data!.id } }, body: { message: `m${i}` } }).then(
           (r) => {
             answered += r.status === 202 ? 1 : 0;
             return r;
@@ -228,7 +228,7 @@ describe('agent-manager start', () => {
       const accepted = (await Promise.all(writes)).filter((r) => r?.status === 202).length;
       expect(accepted).toBeGreaterThan(0);
       const rows = await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM requirement_message WHERE requirement_id = ?', [
-        created.json.id,
+        created.data!.id,
       ]);
       // Every reply that was answered 202 is on disk (more may have committed unanswered).
       expect(rows[0].n).toBeGreaterThanOrEqual(accepted);
@@ -244,13 +244,13 @@ describe('agent-manager start', () => {
       sandbox,
     });
     try {
-      const config = (await send(manager.origin, 'GET', '/api/configuration')).json;
+      const config = await ok(manager.api.GET('/api/configuration'));
       expect(config.effective).toMatchObject({ databasePath: db, logLevel: 'warn', pullRequestReconcileIntervalSeconds: 5 });
       expect(config.values).toMatchObject({ databasePath: null, logLevel: 'info', pullRequestReconcileIntervalSeconds: 60 });
       expect(config.overriddenFields).toEqual(expect.arrayContaining(['databasePath', 'logLevel', 'port', 'pullRequestReconcileIntervalSeconds']));
       expect(config.overriddenFields).not.toContain('host');
       expect(fs.existsSync(db)).toBe(true);
-      expect((await send(manager.origin, 'GET', '/api/workspace')).json.databasePath).toBe(db);
+      expect((await ok(manager.api.GET('/api/workspace'))).databasePath).toBe(db);
       const file = JSON.parse(fs.readFileSync(config.path, 'utf8'));
       expect(file).toMatchObject({ databasePath: null, logLevel: 'info', port: 4310 });
     } finally {
@@ -363,7 +363,7 @@ describe('agent-manager start', () => {
       expect(fs.readFileSync(calls, 'utf8')).toBe('ci --no-audit --no-fund\n');
       expect(err).toBe('Installing dependencies (npm ci)…\nBuilding (build:server)…\nBuilding (build:dashboard)…\n');
       expect(out.match(/^Agent Manager \d/gm)).toHaveLength(1);
-      expect((await send(origin, 'GET', '/api/health')).json.workspaceRoot).toBe(fs.realpathSync(sandbox.workspace));
+      expect((await ok(apiClient(origin).GET('/api/health'))).workspaceRoot).toBe(fs.realpathSync(sandbox.workspace));
       expect(await (await fetch(`${origin}/`)).text()).toContain('<am-root');
     } finally {
       const exited = new Promise((r) => child.once('exit', r));
@@ -392,8 +392,8 @@ describe('agent-manager start', () => {
           }
         });
       });
-      const health = await send(origin, 'GET', '/api/health');
-      expect(health.json.workspaceRoot).toBe(fs.realpathSync(sandbox.workspace));
+      const health = await apiClient(origin).GET('/api/health');
+      expect(health.data!.workspaceRoot).toBe(fs.realpathSync(sandbox.workspace));
       const dashboard = await fetch(`${origin}/some/deep/link`);
       expect(dashboard.status).toBe(200);
       expect(await dashboard.text()).toContain('<am-root');

@@ -5,7 +5,8 @@ import * as path from 'node:path';
 
 import { signWebhookBody } from '@server/github/webhook-signature';
 
-import { send } from './support/http';
+import { apiClient, ok } from './support/api';
+import { sendUntyped } from './support/http';
 import { openFds, residentMb, sampleMax } from './support/proc';
 import { expectRefused } from './support/refusals';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
@@ -94,14 +95,14 @@ describe('Limits a local process must not be able to break', () => {
   let manager: ManagerProcess;
   let pid: number;
   let requirementId: string;
-  const health = () => send(manager.origin, 'GET', '/api/health', undefined, {}, NO_AUTH);
-  const listRequirements = () => send(manager.origin, 'GET', '/api/requirements?limit=5');
+  const health = () => apiClient(manager.origin, { auth: false }).GET('/api/health');
+  const listRequirements = () => manager.api.GET('/api/requirements', { params: { query: { limit: 5 } } });
 
   beforeAll(async () => {
     sandbox = makeSandbox();
     manager = await startManager({ sandbox });
     pid = manager.child.pid as number;
-    requirementId = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'limits' })).json.id;
+    requirementId = (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'limits' } }))).id;
   });
 
   afterAll(async () => {
@@ -197,10 +198,11 @@ describe('Limits a local process must not be able to break', () => {
 
   it('webhook: 60 concurrent 24 MB bodies with a bad signature are refused, and the memory they may hold is bounded and given back', async () => {
     const secret = 'limits-webhook-secret';
-    expect((await send(manager.origin, 'PATCH', '/api/configuration', { githubWebhookSecret: secret })).status).toBe(200);
+    expect((await manager.api.PATCH('/api/configuration', { body: { githubWebhookSecret: secret } })).status).toBe(200);
     const ping = JSON.stringify({ zen: 'Design for failure.' });
+    // A webhook delivery is signed over its exact bytes: sent untyped on purpose.
     const signed = { 'Content-Type': 'application/json', 'X-GitHub-Event': 'ping', 'X-Hub-Signature-256': signWebhookBody(secret, ping) };
-    expect((await send(manager.origin, 'POST', '/api/github/webhook', ping, signed, NO_AUTH)).status).toBe(202);
+    expect((await sendUntyped(manager.origin, 'POST', '/api/github/webhook', ping, signed, NO_AUTH)).status).toBe(202);
 
     // No signature header at all: refused before a byte of the body is read.
     const unsigned = await request(
@@ -252,9 +254,9 @@ describe('Limits a local process must not be able to break', () => {
     expect(afterSecond - before).toBeLessThan(100);
     expect(afterSecond - afterFirst).toBeLessThan(25);
     // And it still takes real deliveries, a large one too (then every tracked PR is looked at).
-    expect((await send(manager.origin, 'POST', '/api/github/webhook', ping, signed, NO_AUTH)).status).toBe(202);
+    expect((await sendUntyped(manager.origin, 'POST', '/api/github/webhook', ping, signed, NO_AUTH)).status).toBe(202);
     const large = JSON.stringify({ comment: { body: 'x'.repeat(2 * MB) }, issue: { number: 1, pull_request: {} }, repository: { full_name: 'o/r' } });
-    const delivered = await send(
+    const delivered = await sendUntyped(
       manager.origin,
       'POST',
       '/api/github/webhook',
@@ -263,7 +265,7 @@ describe('Limits a local process must not be able to break', () => {
       NO_AUTH,
     );
     expect({ json: delivered.json, status: delivered.status }).toEqual({ json: { accepted: true, event: 'issue_comment', pullRequests: 0 }, status: 202 });
-    expect((await send(manager.origin, 'PATCH', '/api/configuration', { githubWebhookSecret: null })).status).toBe(200);
+    expect((await manager.api.PATCH('/api/configuration', { body: { githubWebhookSecret: null } })).status).toBe(200);
   }, 120_000);
 
   it('answers a miscased or trailing-slash upload route (404) without leaking a file descriptor or a temp file', async () => {
@@ -293,7 +295,8 @@ describe('Limits a local process must not be able to break', () => {
   });
 
   it('refuses a lone surrogate or a NUL in any text field or query (400 invalid_text, nothing stored); what is stored is what is answered', async () => {
-    const raw = (p: string, json: string) => send(manager.origin, 'POST', p, json, { 'Content-Type': 'application/json' });
+    // Hand-written JSON and queries with NULs and lone surrogates: untyped on purpose.
+    const raw = (p: string, json: string) => sendUntyped(manager.origin, 'POST', p, json, { 'Content-Type': 'application/json' });
     await expectRefused(manager.dataDirectory(), () => raw('/api/requirements', '{"provider":"codex","title":"lone \\ud800 high"}'), 400, 'invalid_text');
     await expectRefused(manager.dataDirectory(), () => raw('/api/requirements', '{"provider":"codex","title":"t","description":"lone \\udc00 low"}'), 400, 'invalid_text');
     await expectRefused(manager.dataDirectory(), () => raw(`/api/requirements/${requirementId}/reply`, '{"message":"\\ud83d"}'), 400, 'invalid_text');
@@ -306,15 +309,15 @@ describe('Limits a local process must not be able to break', () => {
     // NUL: PostgreSQL text cannot hold it, so neither store takes it, in a body or a query filter.
     await expectRefused(manager.dataDirectory(), () => raw('/api/requirements', '{"provider":"codex","title":"nul \\u0000 inside"}'), 400, 'invalid_text');
     await expectRefused(manager.dataDirectory(), () => raw(`/api/requirements/${requirementId}/reply`, '{"message":"\\u0000"}'), 400, 'invalid_text');
-    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'GET', '/api/review-requests?pullRequestId=a%00b'), 400, 'invalid_text');
-    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'GET', '/api/requirements?q=%00'), 400, 'invalid_text');
-    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'GET', '/api/requirements/%00/changes'), 404, 'not_found');
+    await expectRefused(manager.dataDirectory(), () => sendUntyped(manager.origin, 'GET', '/api/review-requests?pullRequestId=a%00b'), 400, 'invalid_text');
+    await expectRefused(manager.dataDirectory(), () => sendUntyped(manager.origin, 'GET', '/api/requirements?q=%00'), 400, 'invalid_text');
+    await expectRefused(manager.dataDirectory(), () => sendUntyped(manager.origin, 'GET', '/api/requirements/%00/changes'), 404, 'not_found');
 
     const created = await raw('/api/requirements', '{"provider":"codex","title":"pair \\ud83d\\ude00 and é","description":"\\u2028 line"}');
     expect(created.status).toBe(201);
     expect(created.json.title).toBe('pair 😀 and é');
-    const stored = await send(manager.origin, 'GET', `/api/requirements/${created.json.id}`);
-    expect({ description: stored.json.description, title: stored.json.title }).toEqual({ description: created.json.description, title: created.json.title });
+    const stored = await manager.api.GET('/api/requirements/{id}', { params: { path: { id: created.json.id } } });
+    expect({ description: stored.data!.description, title: stored.data!.title }).toEqual({ description: created.json.description, title: created.json.title });
   });
 
   it('trades every login link for the cookie and strips the token: repeated, on deep links, with other parameters', async () => {
@@ -327,12 +330,13 @@ describe('Limits a local process must not be able to break', () => {
       [`/requirements/${requirementId}?tab=messages&token=${t}&token=${t}`, `/requirements/${requirementId}?tab=messages`],
       [`//evil.example/x?token=${t}`, '/evil.example/x'],
     ]) {
-      const res = await send(manager.origin, 'GET', link, undefined, {}, NO_AUTH);
+      // Dashboard links, not API routes: untyped.
+      const res = await sendUntyped(manager.origin, 'GET', link, undefined, {}, NO_AUTH);
       expect({ link, location: res.headers.get('location'), status: res.status }).toEqual({ link, location, status: 303 });
       expect(res.headers.get('set-cookie')).toMatch(new RegExp(`^am_session_${port}=[0-9a-f]{64}; Path=/; HttpOnly; SameSite=Strict$`));
       expect(res.headers.get('cache-control')).toBe('no-store');
     }
-    const bad = await send(manager.origin, 'GET', `/requirements/${requirementId}?token=nope&token=nope2`, undefined, {}, NO_AUTH);
+    const bad = await sendUntyped(manager.origin, 'GET', `/requirements/${requirementId}?token=nope&token=nope2`, undefined, {}, NO_AUTH);
     expect(bad.status).toBe(401);
     expect(bad.headers.get('set-cookie')).toBeNull();
   });

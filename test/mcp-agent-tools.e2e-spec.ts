@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { send } from './support/http';
+import { ok } from './support/api';
 import type { ManagerProcess } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS, StubRequest, resolveToolName } from './support/model-stub';
 import { useRealAgentWorld } from './support/real-agent-world';
@@ -55,8 +55,8 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
   });
 
   it('offers the tools beside the user’s own, does what each CLI command does, and refuses what is out of scope without writing', async () => {
-    const parent = (await send(manager.origin, 'POST', '/api/requirements', { description: 'Split the work.', provider, title: 'Parent work' })).json;
-    const unrelated = (await send(manager.origin, 'POST', '/api/requirements', { description: 'Someone else’s work.', provider, title: 'Unrelated' })).json;
+    const parent = await ok(manager.api.POST('/api/requirements', { body: { description: 'Split the work.', provider, title: 'Parent work' } }));
+    const unrelated = await ok(manager.api.POST('/api/requirements', { body: { description: 'Someone else’s work.', provider, title: 'Unrelated' } }));
     const marker = `MCP-RUN-${provider}`;
     let childId = '';
     stub.scriptFor(marker, [
@@ -88,24 +88,18 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
       { arguments: { afterSeconds: 5, description: 'Too soon' }, tool: 'register_timer' },
       { text: 'All tools called.' },
     ]);
-    expect((await send(manager.origin, 'POST', `/api/requirements/${parent.id}/start`, { message: `Go ${marker}` })).status).toBe(202);
+    expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: parent.id } }, body: { message: `Go ${marker}` } })).status).toBe(202);
 
     const run = await until(
       'the parent run to finish',
       async () => {
-        const [latest] = (await send(manager.origin, 'GET', `/api/runs?requirementId=${parent.id}`)).json.items;
+        const [latest] = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: parent.id } } }))).items;
         return latest?.status !== 'running' && latest;
       },
       120_000,
       200,
     );
-    const trace = (await send(manager.origin, 'GET', `/api/runs/${run.id}/trace?limit=200`)).json.items as Array<{
-      kind: string;
-      status: string;
-      title: string;
-      toolName: string;
-      detail: string;
-    }>;
+    const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id }, query: { limit: 200 } } }))).items;
     // (The trace in the failure message says why a run failed.)
     expect({ run, trace: run.status === 'succeeded' ? [] : trace.map((entry) => `${entry.kind} ${entry.title}: ${entry.detail?.slice(0, 1000)}`) }).toMatchObject({
       run: { status: 'succeeded', taskSummary: 'All tools called.' },
@@ -147,9 +141,9 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
     expect(trace.filter((entry) => entry.kind === 'tool_call').map((entry) => entry.toolName)).toContain('code_factory.list_timers');
 
     // What each call did, exactly as the matching code-factory-cli command does it.
-    const timers = (await send(manager.origin, 'GET', `/api/requirements/${parent.id}/timers`)).json.items;
+    const timers = (await ok(manager.api.GET('/api/requirements/{id}/timers', { params: { path: { id: parent.id } } }))).items;
     expect(timers).toEqual([expect.objectContaining({ description: 'Check the CI of PR 42', intervalSeconds: 60, schedule: 'once', status: 'cancelled' })]);
-    const child = (await send(manager.origin, 'GET', `/api/requirements/${childId}`)).json;
+    const child = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: childId } } }));
     expect(child).toMatchObject({
       budget: { maxCostUsd: null, maxTokens: 90_000 },
       createdBy: 'rd_agent',
@@ -163,29 +157,31 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
     expect(['doing', 'waiting_confirmation']).toContain(child.status);
     const related = results[6].detail;
     expect(related).toContain(childId);
-    const childConversation = (await send(manager.origin, 'GET', `/api/requirements/${childId}/messages`)).json.items;
+    const childConversation = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: childId } } }))).items;
     expect(childConversation).toContainEqual(expect.objectContaining({ author: 'rd_agent', body: 'Use contract version 2.', sourceRequirementId: parent.id }));
-    const prs = (await send(manager.origin, 'GET', `/api/pull-requests?requirementId=${parent.id}`)).json.items;
+    const prs = (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: parent.id } } }))).items;
     expect(prs).toEqual([expect.objectContaining({ headSha: '0a1b2c3d', number: 42, repository: 'org/repo', status: 'open', title: 'Split the parser' })]);
 
     // The refused calls wrote nothing.
-    const untouched = (await send(manager.origin, 'GET', `/api/requirements/${unrelated.id}`)).json;
+    const untouched = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: unrelated.id } } }));
     expect(untouched).toMatchObject({ status: 'todo' });
-    expect((await send(manager.origin, 'GET', `/api/requirements/${unrelated.id}/messages`)).json.items.map((m: { body: string }) => m.body)).not.toContain('psst');
-    expect((await send(manager.origin, 'GET', `/api/runs?requirementId=${unrelated.id}`)).json.items).toEqual([]);
+    expect((await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: unrelated.id } } }))).items.map((m: { body: string }) => m.body)).not.toContain(
+      'psst',
+    );
+    expect((await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: unrelated.id } } }))).items).toEqual([]);
   });
 
   it("lowers the budget the propose tool asks for to what the current Requirement's tree has left (issue 25 §4)", async () => {
-    const capped = (await send(manager.origin, 'POST', '/api/requirements', { budget: { maxTokens: 5000 }, description: 'Capped.', provider, title: 'Capped parent' })).json;
+    const capped = await ok(manager.api.POST('/api/requirements', { body: { budget: { maxTokens: 5000 }, description: 'Capped.', provider, title: 'Capped parent' } }));
     const marker = `MCP-BUDGET-${provider}`;
     stub.scriptFor(marker, [
       { arguments: { budget: { maxTokens: 2_000_000_000 }, description: 'Spend freely', title: 'Greedy child' }, tool: 'propose_requirement' },
       { text: 'Proposed.' },
     ]);
-    await send(manager.origin, 'POST', `/api/requirements/${capped.id}/start`, { message: `Go ${marker}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: capped.id } }, body: { message: `Go ${marker}` } });
     await until(
       'the capped run to finish',
-      async () => ((await send(manager.origin, 'GET', `/api/runs?requirementId=${capped.id}`)).json.items[0]?.status === 'succeeded' ? true : undefined),
+      async () => ((await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: capped.id } } }))).items[0]?.status === 'succeeded' ? true : undefined),
       120_000,
       200,
     );
@@ -194,11 +190,9 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
       .map(lastResult)
       .filter((text) => text.includes('Greedy child'));
     expect(result).toContain('budget_clamped');
-    const [child] = ((await send(manager.origin, 'GET', '/api/requirements?limit=200')).json.items as Array<{ parentRequirementId: string; budget: { maxTokens: number } }>).filter(
-      (r) => r.parentRequirementId === capped.id,
-    );
+    const [child] = (await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.filter((r) => r.parentRequirementId === capped.id);
     // At most the 5,000, less what the run reported before the call (Claude Code reports as it goes; Codex only at the end).
-    expect(child.budget.maxTokens).toBeGreaterThan(4000);
-    expect(child.budget.maxTokens).toBeLessThanOrEqual(5000);
+    expect(child.budget!.maxTokens).toBeGreaterThan(4000);
+    expect(child.budget!.maxTokens).toBeLessThanOrEqual(5000);
   });
 });

@@ -5,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
-import { send } from './support/http';
+import { ok } from './support/api';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { until } from './support/wait';
 
@@ -75,7 +75,7 @@ describe('agent-manager mcp (the owner’s tools)', () => {
   it('creates, lists, reads, starts, replies to, confirms and interrupts Requirements as the owner', async () => {
     const created = await call(client, 'create_requirement', { description: 'Register one PR.', provider: 'codex', title: 'Owner via MCP' });
     expect(created).toMatchObject({ createdBy: 'human', provider: 'codex', status: 'todo', title: 'Owner via MCP' });
-    expect((await send(manager.origin, 'GET', `/api/requirements/${created.id}`)).json).toMatchObject({ id: created.id, title: 'Owner via MCP' });
+    expect(await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: created.id } } }))).toMatchObject({ id: created.id, title: 'Owner via MCP' });
 
     const listed = await call(client, 'list_requirements', { limit: 10, status: 'todo' });
     expect(listed.items.map((r: { id: string }) => r.id)).toContain(created.id);
@@ -83,7 +83,7 @@ describe('agent-manager mcp (the owner’s tools)', () => {
     expect(await call(client, 'start', { message: 'mode:pr pr#7 repo:org/owner-mcp', requirementId: created.id })).toMatchObject({ accepted: true });
     await until(
       'the run to register the PR and wait for confirmation',
-      async () => (await send(manager.origin, 'GET', `/api/requirements/${created.id}`)).json.status === 'waiting_confirmation',
+      async () => (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: created.id } } }))).status === 'waiting_confirmation',
       30_000,
       100,
     );
@@ -104,11 +104,16 @@ describe('agent-manager mcp (the owner’s tools)', () => {
 
     // A reply reopens it in the same session; interrupt stops the run it started.
     expect(await call(client, 'reply', { message: 'mode:hang', requirementId: created.id })).toMatchObject({ accepted: true });
-    await until('the reopened run', async () => (await send(manager.origin, 'GET', `/api/runs?requirementId=${created.id}`)).json.items[0]?.status === 'running', 30_000, 100);
+    await until(
+      'the reopened run',
+      async () => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: created.id } } }))).items[0]?.status === 'running',
+      30_000,
+      100,
+    );
     expect(await call(client, 'interrupt', { mode: 'stop', requirementId: created.id })).toMatchObject({ accepted: true });
     await until(
       'the run to be cancelled',
-      async () => (await send(manager.origin, 'GET', `/api/runs?requirementId=${created.id}`)).json.items[0]?.status === 'cancelled',
+      async () => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: created.id } } }))).items[0]?.status === 'cancelled',
       30_000,
       100,
     );
@@ -117,14 +122,14 @@ describe('agent-manager mcp (the owner’s tools)', () => {
   });
 
   it('refuses bad input and illegal changes with the reason, writing nothing', async () => {
-    const before = (await send(manager.origin, 'GET', '/api/requirements?limit=200')).json.items.length;
+    const before = (await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.length;
     expect(await refusal(client, 'create_requirement', { provider: 'gpt', title: 'Bad provider' })).toMatch(/provider/);
     expect(await refusal(client, 'create_requirement', { provider: 'codex', title: 'x'.repeat(201) })).toMatch(/title/);
-    expect((await send(manager.origin, 'GET', '/api/requirements?limit=200')).json.items.length).toBe(before);
+    expect((await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.length).toBe(before);
     const todo = await call(client, 'create_requirement', { provider: 'codex', title: 'Still todo' });
     expect(await refusal(client, 'confirm', { requirementId: todo.id })).toMatch(/^confirm refused \(409 [a-z_]+\): /);
     expect(await refusal(client, 'get_requirement', { requirementId: 'req_missing' })).toMatch(/^get requirement refused \(404 [a-z_]+\): /);
-    expect((await send(manager.origin, 'GET', `/api/requirements/${todo.id}`)).json.status).toBe('todo');
+    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: todo.id } } }))).status).toBe('todo');
   });
 
   it('says clearly when no manager runs for the workspace', async () => {

@@ -1,7 +1,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { type Json, send } from './support/http';
+import type { Schemas } from '@libs/api-client';
+
+import { ok } from './support/api';
+import { sendUntyped } from './support/http';
 import { IDLE_AGENT, type ManagerProcess, type Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS, claudeEnvironment, codexEnvironment } from './support/model-stub';
 import { connectSse } from './support/sse-client';
@@ -17,12 +20,8 @@ jest.setTimeout(120_000);
 
 const [CODEX, CLAUDE] = REAL_AGENT_CLIS;
 
-interface Catalog {
-  items: Array<{ provider: string; id: string; label: string; efforts: string[]; source: string }>;
-  providers: Array<{ provider: string; refreshedAt: string | null; attemptedAt: string | null; stale: boolean; error: string | null }>;
-  refreshedAt: string | null;
-  stale: boolean;
-}
+type Catalog = Schemas['ModelCatalogResponseDto'];
+type Provider = Schemas['CreateRequirementDto']['provider'];
 
 describe('model catalog', () => {
   let sandbox: Sandbox;
@@ -36,19 +35,15 @@ describe('model catalog', () => {
       env: { ...agentEnv, CODE_FACTORY_CLAUDE_EXECUTABLE: CLAUDE.executable, CODE_FACTORY_CODEX_EXECUTABLE: CODEX.executable, GH_TOKEN: '', GITHUB_TOKEN: '', ...env },
       sandbox,
     });
-  const catalog = async (query = ''): Promise<Catalog> => {
-    const res = await send(manager.origin, 'GET', `/api/models${query}`);
-    expect(res.status).toBe(200);
-    return res.json as Catalog;
-  };
+  const catalog = (provider?: Provider): Promise<Catalog> => ok(manager.api.GET('/api/models', { params: { query: { provider } } }), 200);
   const part = (c: Catalog, provider: string) => ({
     items: c.items.filter((i) => i.provider === provider),
     status: c.providers.find((p) => p.provider === provider)!,
   });
   const refresh = async (): Promise<Catalog> => {
-    const res = await send(manager.origin, 'POST', '/api/models/refresh');
+    const res = await manager.api.POST('/api/models/refresh');
     expect(res.status).toBe(200);
-    return res.json as Catalog;
+    return res.data as Catalog;
   };
 
   beforeAll(async () => {
@@ -135,10 +130,11 @@ describe('model catalog', () => {
     expect(event.data.actor).toMatchObject({ kind: 'human' });
 
     expect(await catalog()).toEqual(refreshed);
-    const codexOnly = await catalog('?provider=codex');
+    const codexOnly = await catalog('codex');
     expect(codexOnly.items.map((i) => i.id)).toEqual(['stub-codex-fast', 'stub-codex-deep']);
     expect(codexOnly.providers.map((p) => p.provider)).toEqual(['codex']);
-    const bad = await send(manager.origin, 'GET', '/api/models?provider=gemini');
+    // An unknown provider: untyped on purpose.
+    const bad = await sendUntyped(manager.origin, 'GET', '/api/models?provider=gemini');
     expect(bad.status).toBe(400);
     expect(bad.json).toMatchObject({ statusCode: 400 });
   });
@@ -167,42 +163,42 @@ describe('model catalog', () => {
   });
 
   it('accepts a model the catalog does not know on create and edit, and flags it', async () => {
-    const create = (body: Json) => send(manager.origin, 'POST', '/api/requirements', { title: 'Catalogued', ...body });
+    const create = (body: Omit<Schemas['CreateRequirementDto'], 'title'>) => manager.api.POST('/api/requirements', { body: { title: 'Catalogued', ...body } });
     const known = await create({ model: 'stub-codex-fast', provider: 'codex', reasoningEffort: 'medium' });
     expect(known.status).toBe(201);
-    expect(known.json).toMatchObject({ model: 'stub-codex-fast', warnings: [] });
+    expect(known.data).toMatchObject({ model: 'stub-codex-fast', warnings: [] });
 
     const unknown = await create({ model: 'gpt-unheard-of', provider: 'codex' });
     expect(unknown.status).toBe(201);
-    expect(unknown.json).toMatchObject({ model: 'gpt-unheard-of', status: 'todo', warnings: ['unknown_model'] });
-    expect((await send(manager.origin, 'GET', `/api/requirements/${unknown.json.id}`)).json).toMatchObject({ model: 'gpt-unheard-of' });
+    expect(unknown.data).toMatchObject({ model: 'gpt-unheard-of', status: 'todo', warnings: ['unknown_model'] });
+    expect(await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: unknown.data!.id } } }))).toMatchObject({ model: 'gpt-unheard-of' });
 
     // An alias with Claude Code's context suffix is a model name like any other.
-    expect((await create({ model: 'sonnet[1m]', provider: 'claude-code', reasoningEffort: 'max' })).json).toMatchObject({ model: 'sonnet[1m]', warnings: [] });
-    expect((await create({ provider: 'claude-code' })).json).toMatchObject({ model: null, warnings: [] });
+    expect((await create({ model: 'sonnet[1m]', provider: 'claude-code', reasoningEffort: 'max' })).data).toMatchObject({ model: 'sonnet[1m]', warnings: [] });
+    expect((await create({ provider: 'claude-code' })).data).toMatchObject({ model: null, warnings: [] });
 
-    const id = known.json.id as string;
-    const patch = (body: Json) => send(manager.origin, 'PATCH', `/api/requirements/${id}`, body);
-    expect((await patch({ model: 'stub-codex-deep', reasoningEffort: 'low' })).json).toMatchObject({ warnings: ['unsupported_reasoning_effort'] });
-    expect((await patch({ model: 'claude-stub-opus-9', provider: 'claude-code' })).json).toMatchObject({ provider: 'claude-code', warnings: [] });
-    expect((await patch({ model: 'stub-codex-deep' })).json).toMatchObject({ model: 'stub-codex-deep', warnings: ['unknown_model'] });
+    const id = known.data!.id;
+    const patch = (body: Schemas['UpdateRequirementDto']) => manager.api.PATCH('/api/requirements/{id}', { params: { path: { id } }, body });
+    expect((await patch({ model: 'stub-codex-deep', reasoningEffort: 'low' })).data).toMatchObject({ warnings: ['unsupported_reasoning_effort'] });
+    expect((await patch({ model: 'claude-stub-opus-9', provider: 'claude-code' })).data).toMatchObject({ provider: 'claude-code', warnings: [] });
+    expect((await patch({ model: 'stub-codex-deep' })).data).toMatchObject({ model: 'stub-codex-deep', warnings: ['unknown_model'] });
     // An edit that does not touch the model says nothing about it.
-    expect((await patch({ title: 'Renamed' })).json).toMatchObject({ title: 'Renamed', warnings: [] });
+    expect((await patch({ title: 'Renamed' })).data).toMatchObject({ title: 'Renamed', warnings: [] });
     // A bad model name is still refused as before.
     expect((await patch({ model: 'two words' })).status).toBe(400);
 
     // A follow-up an agent proposes is flagged the same way (here the owner calls the agent API for the session).
-    const source = { parentRequirementId: unknown.json.id as string, sourceSessionId: unknown.json.session.id as string };
-    const proposed = await send(manager.origin, 'POST', '/api/agent/requirements', { ...source, model: 'gpt-also-unheard-of', title: 'Follow-up' });
+    const source = { parentRequirementId: unknown.data!.id, sourceSessionId: unknown.data!.session.id };
+    const proposed = await manager.api.POST('/api/agent/requirements', { body: { ...source, model: 'gpt-also-unheard-of', title: 'Follow-up' } });
     expect(proposed.status).toBe(201);
-    expect(proposed.json).toMatchObject({ createdBy: 'rd_agent', model: 'gpt-also-unheard-of', provider: 'codex', warnings: ['unknown_model'] });
-    const listed = await send(manager.origin, 'POST', '/api/agent/requirements', { ...source, model: 'stub-codex-fast', title: 'Listed follow-up' });
-    expect(listed.json).toMatchObject({ warnings: [] });
+    expect(proposed.data).toMatchObject({ createdBy: 'rd_agent', model: 'gpt-also-unheard-of', provider: 'codex', warnings: ['unknown_model'] });
+    const listed = await manager.api.POST('/api/agent/requirements', { body: { ...source, model: 'stub-codex-fast', title: 'Listed follow-up' } });
+    expect(listed.data).toMatchObject({ warnings: [] });
   });
 
   it('offers the configuration extra models at once and announces the change', async () => {
     const events = await connectSse(`${manager.origin}/api/events`);
-    const res = await send(manager.origin, 'PATCH', '/api/configuration', { extraCodexModels: ['acme-private-coder'] });
+    const res = await manager.api.PATCH('/api/configuration', { body: { extraCodexModels: ['acme-private-coder'] } });
     expect(res.status).toBe(200);
     // Two events: the configuration's and the catalog's (in either order).
     const got = await events.waitFor(2);
@@ -217,13 +213,13 @@ describe('model catalog', () => {
       provider: 'codex',
       source: 'configuration',
     });
-    const created = await send(manager.origin, 'POST', '/api/requirements', { model: 'acme-private-coder', provider: 'codex', title: 'Private model' });
-    expect(created.json).toMatchObject({ warnings: [] });
+    const created = await manager.api.POST('/api/requirements', { body: { model: 'acme-private-coder', provider: 'codex', title: 'Private model' } });
+    expect(created.data).toMatchObject({ warnings: [] });
   });
 
   it('fails the Codex listing quickly for a program that is not Codex, or none, and serves the last one stale', async () => {
     const before = part(await catalog(), 'codex').items;
-    const setCodex = async (codexExecutable: string) => expect((await send(manager.origin, 'PATCH', '/api/configuration', { codexExecutable })).status).toBe(200);
+    const setCodex = async (codexExecutable: string) => expect((await manager.api.PATCH('/api/configuration', { body: { codexExecutable } })).status).toBe(200);
     try {
       // Reads its stdin and never answers: the handshake timeout, not the whole listing's, ends it.
       await setCodex(IDLE_AGENT);

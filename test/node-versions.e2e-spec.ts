@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { NODE_ENGINES } from '@server/doctor/doctor';
 
 import { initRepository } from './support/git-repo';
-import { send } from './support/http';
+import { ok } from './support/api';
 import { ROOT, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS, claudeEnvironment } from './support/model-stub';
 import { NODE_LINES, NodeLine, nodeRuntime } from './support/node-runtimes';
@@ -49,28 +49,28 @@ describe('supported Node.js lines', () => {
     try {
       // Nothing on stderr: no engine, deprecation or experimental-feature warning on this line.
       expect(manager.stderr()).toBe('');
-      const doctor = (await send(manager.origin, 'GET', '/api/doctor')).json.checks as Array<{ id: string; status: string; detail: string }>;
+      const doctor = (await ok(manager.api.GET('/api/doctor'))).checks;
       expect(doctor.find((c) => c.id === 'node')).toMatchObject({ status: 'ok', detail: expect.stringMatching(new RegExp(`^Node\\.js v${line}\\.`)) });
       const board = await fetch(`${manager.origin}/`);
       expect(board.status).toBe(200);
       expect(await board.text()).toContain('<am-root>');
 
       const events = await connectSse(`${manager.origin}/api/events`);
-      const created = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'claude-code', title: `On Node.js ${line}` })).json;
+      const created = await ok(manager.api.POST('/api/requirements', { body: { provider: 'claude-code', title: `On Node.js ${line}` } }));
       expect(created).toMatchObject({ isolation: 'worktree' });
       stub.scriptFor(created.id, [{ shell: 'code-factory-cli requirement related' }, { text: `Ran on Node.js ${line}.` }]);
-      expect((await send(manager.origin, 'POST', `/api/requirements/${created.id}/start`, { message: `Go ${created.id}` })).status).toBe(202);
+      expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: created.id } }, body: { message: `Go ${created.id}` } })).status).toBe(202);
       const run = await until(
         'the run to end',
         async () => {
-          const [latest] = (await send(manager.origin, 'GET', `/api/runs?requirementId=${created.id}`)).json.items;
+          const [latest] = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: created.id } } }))).items;
           return latest && latest.status !== 'running' && latest;
         },
         120_000,
         250,
       );
       expect(run).toMatchObject({ status: 'succeeded', taskSummary: `Ran on Node.js ${line}.` });
-      const trace = (await send(manager.origin, 'GET', `/api/runs/${run.id}/trace?limit=50`)).json.items as Array<{ kind: string; detail: string | null }>;
+      const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id }, query: { limit: 50 } } }))).items;
       const [result] = trace.filter((t) => t.kind === 'tool_result');
       expect(JSON.parse(result?.detail ?? 'null')).toEqual({ children: [], parent: null });
       await until(

@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { onPostgres, query } from './support/db-snapshot';
-import { send } from './support/http';
+import { ok } from './support/api';
 import { ManagerProcess, Sandbox, makeSandbox, runLauncher, startManager } from './support/manager-process';
 import { pgQuery } from './support/postgres';
 
@@ -32,7 +32,7 @@ import { pgQuery } from './support/postgres';
 
   it("keeps a workspace in its own schema and refuses a second manager naming the holder's host and URL", async () => {
     manager = await startManager({ sandbox });
-    const created = await send(manager.origin, 'POST', '/api/requirements', { description: 'd', provider: 'codex', title: 'kept in its schema' });
+    const created = await manager.api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title: 'kept in its schema' } });
     expect(created.status).toBe(201);
     const db = path.join(manager.dataDirectory(), 'factory.sqlite');
     expect(fs.existsSync(db)).toBe(false);
@@ -53,17 +53,17 @@ import { pgQuery } from './support/postgres';
     manager = await startManager({ sandbox });
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
-      ids.push((await send(manager.origin, 'POST', '/api/requirements', { description: 'd', provider: 'codex', title: `r${i}` })).json.id as string);
+      ids.push((await ok(manager.api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title: `r${i}` } }))).id);
     }
     const db = path.join(manager.dataDirectory(), 'factory.sqlite');
     const [{ top }] = await query<{ top: number }>(db, 'SELECT MAX(id) AS top FROM manager_event');
     await manager.kill9();
     manager = await startManager({ sandbox: { ...sandbox, home: otherHome } });
     // Same workspace, same schema: what the first one acknowledged is there.
-    const listed = await send(manager.origin, 'GET', '/api/requirements?limit=100');
-    expect((listed.json.items as Array<{ id: string }>).map((r) => r.id).sort()).toEqual([...ids].sort());
+    const listed = await manager.api.GET('/api/requirements', { params: { query: { limit: 100 } } });
+    expect((listed.data!.items as Array<{ id: string }>).map((r) => r.id).sort()).toEqual([...ids].sort());
     // Event ids go on from the high-water mark: no id is handed out twice.
-    await send(manager.origin, 'POST', '/api/requirements', { description: 'd', provider: 'codex', title: 'after' });
+    await manager.api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title: 'after' } });
     const rows = await pgQuery<{ id: number }>(db, 'SELECT id FROM manager_event WHERE id > ? ORDER BY id', [top]);
     expect(rows[0]?.id).toBe(top + 1);
     await manager.stop();

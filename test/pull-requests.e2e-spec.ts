@@ -1,13 +1,15 @@
+import type { Schemas } from '@libs/api-client';
 import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { RunningManager, startManager } from '@server/manager';
 
-import { type Json, registerToken, send } from './support/http';
+import { apiClient, ok } from './support/api';
+import { registerToken, sendUntyped } from './support/http';
 import { IDLE_AGENT, Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
 
-const PR = {
+const PR: Omit<Schemas['RegisterPullRequestDto'], 'requirementId'> = {
   baseBranch: 'main',
   headBranch: 'feature/compaction',
   headSha: 'abc1234def',
@@ -22,16 +24,17 @@ const PR = {
 describe('POST /api/agent/pull-requests', () => {
   let sandbox: Sandbox;
   let manager: RunningManager;
+  /** The typed client with the workspace token. */
+  const api = () => apiClient(manager.url);
+  const asRun = (token: string) => apiClient(manager.url, { auth: token });
   let credentials: RunCredentialsService;
   let own: { id: string; session: { id: string } };
   let other: { id: string; session: { id: string } };
   let ownToken: string;
   let otherToken: string;
 
-  const as = (token: string) => ({ Authorization: `Bearer ${token}` });
-  const register = (body: object, token = ownToken) => send(manager.url, 'POST', '/api/agent/pull-requests', body, as(token));
-  const refused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) =>
-    expectRefused(manager.runtime.paths.dataDirectory, request, status, code);
+  const register = (body: Schemas['RegisterPullRequestDto'], token = ownToken) => asRun(token).POST('/api/agent/pull-requests', { body });
+  const refused = (request: Parameters<typeof expectRefused>[1], status: number, code?: string) => expectRefused(manager.runtime.paths.dataDirectory, request, status, code);
 
   beforeAll(async () => {
     sandbox = makeSandbox();
@@ -42,8 +45,8 @@ describe('POST /api/agent/pull-requests', () => {
     });
     registerToken(manager.url, manager.app.get(LocalTokenService).value);
     credentials = manager.app.get(RunCredentialsService);
-    own = (await send(manager.url, 'POST', '/api/requirements', { provider: 'codex', title: 'own' })).json;
-    other = (await send(manager.url, 'POST', '/api/requirements', { provider: 'codex', title: 'other' })).json;
+    own = await ok(api().POST('/api/requirements', { body: { provider: 'codex', title: 'own' } }));
+    other = await ok(api().POST('/api/requirements', { body: { provider: 'codex', title: 'other' } }));
     ownToken = credentials.issue({ requirementId: own.id, runId: 'run_own', sessionId: own.session.id });
     otherToken = credentials.issue({ requirementId: other.id, runId: 'run_other', sessionId: other.session.id });
   });
@@ -57,15 +60,15 @@ describe('POST /api/agent/pull-requests', () => {
     const events = await connectSse(`${manager.url}/api/events`);
     const first = await register({ ...PR, requirementId: own.id });
     expect(first.status).toBe(200);
-    expect(first.json).toMatchObject({ ...PR, requirementId: own.id, status: 'open' });
-    expect(first.json.id).toMatch(/^pr_/);
+    expect(first.data).toMatchObject({ ...PR, requirementId: own.id, status: 'open' });
+    expect(first.data!.id).toMatch(/^pr_/);
 
     const again = await register({ ...PR, headSha: 'fedcba9876', repository: 'org/repo', requirementId: own.id, status: 'merged', title: 'Improve compaction (v2)' });
-    expect(again.json).toMatchObject({ headSha: 'fedcba9876', id: first.json.id, status: 'open', title: 'Improve compaction (v2)' });
+    expect(again.data).toMatchObject({ headSha: 'fedcba9876', id: first.data!.id, status: 'open', title: 'Improve compaction (v2)' });
 
-    const listed = await send(manager.url, 'GET', `/api/pull-requests?requirementId=${own.id}`);
-    expect(listed.json.items).toHaveLength(1);
-    expect(listed.json.items[0]).toMatchObject({ id: first.json.id, status: 'open' });
+    const listed = await api().GET('/api/pull-requests', { params: { query: { requirementId: own.id } } });
+    expect(listed.data!.items).toHaveLength(1);
+    expect(listed.data!.items[0]).toMatchObject({ id: first.data!.id, status: 'open' });
 
     const received = await events.waitFor(2);
     expect(received.map((e) => [e.event, e.data.actor])).toEqual([
@@ -85,13 +88,13 @@ describe('POST /api/agent/pull-requests', () => {
   it("lets the owner's token register a PR for the Requirement it names, audited as a person", async () => {
     const events = await connectSse(`${manager.url}/api/events`);
     // An integration script that opened the PR itself: no run, the local token.
-    const registered = await send(manager.url, 'POST', '/api/agent/pull-requests', { ...PR, number: 190, requirementId: other.id });
+    const registered = await api().POST('/api/agent/pull-requests', { body: { ...PR, number: 190, requirementId: other.id } });
     expect(registered.status).toBe(200);
-    expect(registered.json).toMatchObject({ number: 190, requirementId: other.id, status: 'open' });
+    expect(registered.data).toMatchObject({ number: 190, requirementId: other.id, status: 'open' });
     const [created] = await events.waitFor(1);
     expect(created).toMatchObject({ data: { actor: { id: null, kind: 'human' } }, event: 'pull_request.created' });
     events.close();
-    await refused(() => send(manager.url, 'POST', '/api/agent/pull-requests', { ...PR, number: 191, requirementId: 'req_00000000-0000-4000-8000-000000000000' }), 404);
+    await refused(() => api().POST('/api/agent/pull-requests', { body: { ...PR, number: 191, requirementId: 'req_00000000-0000-4000-8000-000000000000' } }), 404);
     // A run credential keeps its scope.
     await refused(() => register({ ...PR, number: 192, requirementId: other.id }), 403, 'outside_run_scope');
   });
@@ -106,6 +109,7 @@ describe('POST /api/agent/pull-requests', () => {
     ['a non-http url', { ...PR, url: 'javascript:alert(1)' }],
     ['an extra field', { ...PR, mergeable: true }],
   ])('refuses %s with 400, writing nothing', async (_name, body) => {
-    await refused(() => register({ ...body, requirementId: own.id }), 400);
+    // Invalid bodies on purpose: untyped, with the run credential.
+    await refused(() => sendUntyped(manager.url, 'POST', '/api/agent/pull-requests', { ...body, requirementId: own.id }, { Authorization: `Bearer ${ownToken}` }), 400);
   });
 });

@@ -1,7 +1,10 @@
 import * as path from 'node:path';
 
+import type { Schemas } from '@libs/api-client';
+
+import { ok } from './support/api';
 import { query } from './support/db-snapshot';
-import { send } from './support/http';
+import { sendUntyped } from './support/http';
 import { REAL_AGENT_CLIS } from './support/model-stub';
 import { type RealAgentWorld, useRealAgentWorld } from './support/real-agent-world';
 import { expectRefused } from './support/refusals';
@@ -16,27 +19,16 @@ const CLAUDE = REAL_AGENT_CLIS.find((cli) => cli.provider === 'claude-code')!;
 
 jest.setTimeout(120_000);
 
-interface Requirement {
-  id: string;
-  title: string;
-  description: string;
-  status: string;
-  provider: string;
-  model: string | null;
-  reasoningEffort: string | null;
-  forkedFromRequirementId: string | null;
-  session: { id: string; state: string; provider: string; pendingMessageCount: number };
-}
+type Requirement = Schemas['RequirementResponseDto'];
 
 describe('editing, forking and cancelling Requirements (real Claude Code)', () => {
   let world: RealAgentWorld;
   useRealAgentWorld(CLAUDE, 'edits', (w) => (world = w));
 
-  const origin = () => world.manager.origin;
   const dataDirectory = () => world.manager.dataDirectory();
-  const get = async (id: string): Promise<Requirement> => (await send(origin(), 'GET', `/api/requirements/${id}`)).json;
+  const get = async (id: string): Promise<Requirement> => await ok(world.manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
   const create = async (title: string): Promise<Requirement> =>
-    (await send(origin(), 'POST', '/api/requirements', { description: 'Report the durations.', provider: 'codex', title })).json;
+    await ok(world.manager.api.POST('/api/requirements', { body: { description: 'Report the durations.', provider: 'codex', title } }));
   /** The event types written for a Requirement, in order (from the store: the SSE stream's source). */
   const eventTypes = async (id: string) =>
     (await query<{ type: string }>(path.join(dataDirectory(), 'factory.sqlite'), 'SELECT type FROM manager_event WHERE requirement_id = ? ORDER BY id', [id])).map((e) => e.type);
@@ -44,15 +36,18 @@ describe('editing, forking and cancelling Requirements (real Claude Code)', () =
 
   it('PATCH edits a todo Requirement (provider included, its session follows) with a requirement.updated event', async () => {
     const req = await create('Draft title');
-    const res = await send(origin(), 'PATCH', `/api/requirements/${req.id}`, {
-      description: 'Now with **flush** timings.',
-      model: 'claude-sonnet-4-5',
-      provider: 'claude-code',
-      reasoningEffort: 'high',
-      title: 'Final title',
+    const res = await world.manager.api.PATCH('/api/requirements/{id}', {
+      params: { path: { id: req.id } },
+      body: {
+        description: 'Now with **flush** timings.',
+        model: 'claude-sonnet-4-5',
+        provider: 'claude-code',
+        reasoningEffort: 'high',
+        title: 'Final title',
+      },
     });
     expect(res.status).toBe(200);
-    expect(res.json).toMatchObject({
+    expect(res.data).toMatchObject({
       description: 'Now with **flush** timings.',
       model: 'claude-sonnet-4-5',
       provider: 'claude-code',
@@ -63,22 +58,27 @@ describe('editing, forking and cancelling Requirements (real Claude Code)', () =
     });
     expect(await get(req.id)).toMatchObject({ provider: 'claude-code', title: 'Final title' });
     // The search index follows the edit in the same unit: the new words find it, the old ones do not.
-    const found = async (q: string) => ((await send(origin(), 'GET', `/api/search?q=${q}`)).json.items as Array<{ requirementId: string }>).some((i) => i.requirementId === req.id);
+    const found = async (q: string) => (await ok(world.manager.api.GET('/api/search', { params: { query: { q } } }))).items.some((i) => i.requirementId === req.id);
     await expect(found('flush')).resolves.toBe(true);
     await expect(found('Draft')).resolves.toBe(false);
     // Clearing the model goes back to the provider's default.
-    expect((await send(origin(), 'PATCH', `/api/requirements/${req.id}`, { model: null })).json.model).toBeNull();
+    expect((await ok(world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: req.id } }, body: { model: null } }))).model).toBeNull();
     expect(await eventTypes(req.id)).toEqual(['requirement.created', 'requirement.updated', 'requirement.updated']);
   });
 
   it('refuses bad edits with a clear 4xx and writes nothing', async () => {
     const req = await create('Refusals');
-    await expectRefused(dataDirectory(), () => send(origin(), 'PATCH', `/api/requirements/${req.id}`, {}), 400, 'nothing_to_update');
-    await expectRefused(dataDirectory(), () => send(origin(), 'PATCH', `/api/requirements/${req.id}`, { title: 'x'.repeat(201) }), 400);
-    await expectRefused(dataDirectory(), () => send(origin(), 'PATCH', `/api/requirements/${req.id}`, { title: '   ' }), 400);
-    await expectRefused(dataDirectory(), () => send(origin(), 'PATCH', `/api/requirements/${req.id}`, { provider: 'gpt' }), 400);
-    await expectRefused(dataDirectory(), () => send(origin(), 'PATCH', `/api/requirements/${req.id}`, { status: 'done' }), 400);
-    await expectRefused(dataDirectory(), () => send(origin(), 'PATCH', '/api/requirements/req_00000000-0000-0000-0000-000000000000', { title: 'y' }), 404);
+    await expectRefused(dataDirectory(), () => world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: req.id } }, body: {} }), 400, 'nothing_to_update');
+    await expectRefused(dataDirectory(), () => world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: req.id } }, body: { title: 'x'.repeat(201) } }), 400);
+    await expectRefused(dataDirectory(), () => world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: req.id } }, body: { title: '   ' } }), 400);
+    // An unknown provider and a field the API does not take: untyped on purpose.
+    await expectRefused(dataDirectory(), () => sendUntyped(world.manager.origin, 'PATCH', `/api/requirements/${req.id}`, { provider: 'gpt' }), 400);
+    await expectRefused(dataDirectory(), () => sendUntyped(world.manager.origin, 'PATCH', `/api/requirements/${req.id}`, { status: 'done' }), 400);
+    await expectRefused(
+      dataDirectory(),
+      () => world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } }, body: { title: 'y' } }),
+      404,
+    );
     expect((await get(req.id)).title).toBe('Refusals');
   });
 
@@ -86,31 +86,41 @@ describe('editing, forking and cancelling Requirements (real Claude Code)', () =
 
   it('runs, then refuses a Start with nothing new (no duplicate answer), and a title edit after the start', async () => {
     const req = await create('Ran once');
-    await send(origin(), 'PATCH', `/api/requirements/${req.id}`, { provider: 'claude-code' });
+    await world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: req.id } }, body: { provider: 'claude-code' } });
     world.stub.scriptFor(req.id, [{ text: 'Done once.' }]);
-    expect((await send(origin(), 'POST', `/api/requirements/${req.id}/start`, { message: `Go ${req.id}` })).status).toBe(202);
+    expect((await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `Go ${req.id}` } })).status).toBe(202);
     ran = await waiting(req.id);
     expect(ran.session.pendingMessageCount).toBe(0);
 
-    await expectRefused(dataDirectory(), () => send(origin(), 'POST', `/api/requirements/${req.id}/start`, {}), 409, 'nothing_to_deliver');
-    await expectRefused(dataDirectory(), () => send(origin(), 'PATCH', `/api/requirements/${req.id}`, { title: 'Renamed' }), 409, 'requirement_started');
-    await expectRefused(dataDirectory(), () => send(origin(), 'PATCH', `/api/requirements/${req.id}`, { provider: 'codex' }), 409, 'requirement_started');
+    await expectRefused(dataDirectory(), () => world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: {} }), 409, 'nothing_to_deliver');
+    await expectRefused(
+      dataDirectory(),
+      () => world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: req.id } }, body: { title: 'Renamed' } }),
+      409,
+      'requirement_started',
+    );
+    await expectRefused(
+      dataDirectory(),
+      () => world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: req.id } }, body: { provider: 'codex' } }),
+      409,
+      'requirement_started',
+    );
     // Model and effort apply to the next run; the same title is not a change.
-    const edited = await send(origin(), 'PATCH', `/api/requirements/${req.id}`, { reasoningEffort: 'low', title: 'Ran once' });
+    const edited = await world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: req.id } }, body: { reasoningEffort: 'low', title: 'Ran once' } });
     expect(edited.status).toBe(200);
-    expect(edited.json).toMatchObject({ reasoningEffort: 'low', status: 'waiting_confirmation', title: 'Ran once' });
+    expect(edited.data).toMatchObject({ reasoningEffort: 'low', status: 'waiting_confirmation', title: 'Ran once' });
     // A Start with a message of its own is fine.
     world.stub.scriptFor(req.id, [{ text: 'Done twice.' }]);
-    expect((await send(origin(), 'POST', `/api/requirements/${req.id}/start`, { message: `Again ${req.id}` })).status).toBe(202);
+    expect((await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `Again ${req.id}` } })).status).toBe(202);
     await until('second run', async () => {
-      const runs = (await send(origin(), 'GET', `/api/runs?requirementId=${req.id}`)).json.items as Array<{ status: string }>;
+      const runs = (await ok(world.manager.api.GET('/api/runs', { params: { query: { requirementId: req.id } } }))).items;
       return runs.length === 2 && runs.every((r) => r.status === 'succeeded');
     });
     await waiting(req.id);
   });
 
   it('reports usage per run, per Requirement and for the workspace since a time, with the cost Claude Code reports', async () => {
-    const runs = (await send(origin(), 'GET', `/api/runs?requirementId=${ran.id}`)).json.items as Array<{ inputTokens: number; outputTokens: number; costUsd: number | null }>;
+    const runs = (await ok(world.manager.api.GET('/api/runs', { params: { query: { requirementId: ran.id } } }))).items;
     expect(runs).toHaveLength(2);
     for (const run of runs) {
       expect(run.inputTokens).toBeGreaterThan(0);
@@ -121,26 +131,26 @@ describe('editing, forking and cancelling Requirements (real Claude Code)', () =
     // (The stub answers both runs with the same usage, so both cost the same.)
     expect(runs[0].costUsd).toBeGreaterThan(0);
     expect(runs[0].costUsd).toBeCloseTo(runs[1].costUsd!, 9);
-    const mine = (await send(origin(), 'GET', `/api/usage?requirementId=${ran.id}`)).json;
+    const mine = await ok(world.manager.api.GET('/api/usage', { params: { query: { requirementId: ran.id } } }));
     expect(mine).toMatchObject({ costReportedRuns: 2, runs: 2 });
-    expect(mine.inputTokens).toBe(runs[0].inputTokens + runs[1].inputTokens);
-    expect(mine.outputTokens).toBe(runs[0].outputTokens + runs[1].outputTokens);
+    expect(mine.inputTokens).toBe(runs[0].inputTokens! + runs[1].inputTokens!);
+    expect(mine.outputTokens).toBe(runs[0].outputTokens! + runs[1].outputTokens!);
     expect(mine.costUsd).toBeCloseTo(runs[0].costUsd! + runs[1].costUsd!, 9);
     const midnight = new Date();
     midnight.setUTCHours(0, 0, 0, 0);
-    const today = (await send(origin(), 'GET', `/api/usage?since=${encodeURIComponent(midnight.toISOString())}`)).json;
+    const today = await ok(world.manager.api.GET('/api/usage', { params: { query: { since: midnight.toISOString() } } }));
     expect(today.runs).toBeGreaterThanOrEqual(2);
     expect(today.inputTokens).toBeGreaterThanOrEqual(mine.inputTokens);
-    const future = (await send(origin(), 'GET', `/api/usage?since=${encodeURIComponent(new Date(Date.now() + 3_600_000).toISOString())}`)).json;
+    const future = await ok(world.manager.api.GET('/api/usage', { params: { query: { since: new Date(Date.now() + 3_600_000).toISOString() } } }));
     expect(future).toEqual({ cachedInputTokens: 0, costReportedRuns: 0, costUsd: null, inputTokens: 0, outputTokens: 0, runs: 0 });
-    const bad = await send(origin(), 'GET', '/api/usage?since=yesterday');
+    const bad = await world.manager.api.GET('/api/usage', { params: { query: { since: 'yesterday' } } });
     expect(bad.status).toBe(400);
   });
 
   it('forks any Requirement into a new todo one linked to it', async () => {
-    const fork = await send(origin(), 'POST', `/api/requirements/${ran.id}/fork`, {});
+    const fork = await world.manager.api.POST('/api/requirements/{id}/fork', { params: { path: { id: ran.id } }, body: {} });
     expect(fork.status).toBe(201);
-    expect(fork.json).toMatchObject({
+    expect(fork.data).toMatchObject({
       createdBy: 'human',
       description: ran.description,
       forkedFromRequirementId: ran.id,
@@ -151,51 +161,67 @@ describe('editing, forking and cancelling Requirements (real Claude Code)', () =
       status: 'todo',
       title: 'Ran once',
     });
-    expect(fork.json.id).not.toBe(ran.id);
-    const renamed = await send(origin(), 'POST', `/api/requirements/${ran.id}/fork`, { provider: 'codex', title: 'Ran once, with Codex' });
-    expect(renamed.json).toMatchObject({ forkedFromRequirementId: ran.id, provider: 'codex', title: 'Ran once, with Codex' });
-    await expectRefused(dataDirectory(), () => send(origin(), 'POST', `/api/requirements/${ran.id}/fork`, { title: '' }), 400);
-    await expectRefused(dataDirectory(), () => send(origin(), 'POST', '/api/requirements/req_00000000-0000-0000-0000-000000000000/fork', {}), 404);
+    expect(fork.data!.id).not.toBe(ran.id);
+    const renamed = await world.manager.api.POST('/api/requirements/{id}/fork', { params: { path: { id: ran.id } }, body: { provider: 'codex', title: 'Ran once, with Codex' } });
+    expect(renamed.data).toMatchObject({ forkedFromRequirementId: ran.id, provider: 'codex', title: 'Ran once, with Codex' });
+    await expectRefused(dataDirectory(), () => world.manager.api.POST('/api/requirements/{id}/fork', { params: { path: { id: ran.id } }, body: { title: '' } }), 400);
+    await expectRefused(
+      dataDirectory(),
+      () => world.manager.api.POST('/api/requirements/{id}/fork', { params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } }, body: {} }),
+      404,
+    );
   });
 
   it('cancels a started Requirement: its run stopped, its timers ended, a requirement.cancelled event; then refuses', async () => {
     const req = await create('Cancel me');
-    await send(origin(), 'PATCH', `/api/requirements/${req.id}`, { provider: 'claude-code' });
+    await world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: req.id } }, body: { provider: 'claude-code' } });
     world.stub.scriptFor(req.id, [{ shell: LONG_JOB }]);
-    await send(origin(), 'POST', `/api/requirements/${req.id}/start`, { message: `Work ${req.id}` });
-    const timer = await send(origin(), 'POST', `/api/requirements/${req.id}/timers`, { description: 'Check later', intervalSeconds: 3600, schedule: 'once' });
+    await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `Work ${req.id}` } });
+    const timer = await world.manager.api.POST('/api/requirements/{id}/timers', {
+      params: { path: { id: req.id } },
+      body: { description: 'Check later', intervalSeconds: 3600, schedule: 'once' },
+    });
     expect(timer.status).toBe(201);
     await until(
       'the tool job running',
       async () => {
-        const trace = (await send(origin(), 'GET', `/api/requirements/${req.id}/trace`)).json.items as Array<{ kind: string; title: string }>;
+        const trace = (await ok(world.manager.api.GET('/api/requirements/{id}/trace', { params: { path: { id: req.id } } }))).items;
         return trace.some((t) => t.kind === 'tool_call' && t.title.includes('am-edits-sleeper'));
       },
       90_000,
     );
 
-    const cancelled = await send(origin(), 'POST', `/api/requirements/${req.id}/cancel`);
+    const cancelled = await world.manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id: req.id } } });
     expect(cancelled.status).toBe(200);
     // The answer comes once the run is recorded: stopped, not left running.
-    expect(cancelled.json).toMatchObject({ session: { state: 'completed' }, status: 'cancelled' });
-    const [run] = (await send(origin(), 'GET', `/api/runs?requirementId=${req.id}`)).json.items;
+    expect(cancelled.data).toMatchObject({ session: { state: 'completed' }, status: 'cancelled' });
+    const [run] = (await ok(world.manager.api.GET('/api/runs', { params: { query: { requirementId: req.id } } }))).items;
     expect(run).toMatchObject({ status: 'cancelled' });
-    expect((await send(origin(), 'GET', `/api/requirements/${req.id}/timers`)).json.items[0]).toMatchObject({ status: 'cancelled' });
+    expect((await ok(world.manager.api.GET('/api/requirements/{id}/timers', { params: { path: { id: req.id } } }))).items[0]).toMatchObject({ status: 'cancelled' });
 
-    await expectRefused(dataDirectory(), () => send(origin(), 'POST', `/api/requirements/${req.id}/cancel`), 409, 'requirement_closed');
-    await expectRefused(dataDirectory(), () => send(origin(), 'POST', `/api/requirements/${req.id}/start`, {}), 409, 'requirement_closed');
-    await expectRefused(dataDirectory(), () => send(origin(), 'PATCH', `/api/requirements/${req.id}`, { model: 'x' }), 409, 'requirement_closed');
-    await expectRefused(dataDirectory(), () => send(origin(), 'POST', '/api/requirements/req_00000000-0000-0000-0000-000000000000/cancel'), 404);
+    await expectRefused(dataDirectory(), () => world.manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id: req.id } } }), 409, 'requirement_closed');
+    await expectRefused(dataDirectory(), () => world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: {} }), 409, 'requirement_closed');
+    await expectRefused(
+      dataDirectory(),
+      () => world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: req.id } }, body: { model: 'x' } }),
+      409,
+      'requirement_closed',
+    );
+    await expectRefused(
+      dataDirectory(),
+      () => world.manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } } }),
+      404,
+    );
     // A done one is not cancelled either.
-    await send(origin(), 'POST', `/api/requirements/${ran.id}/confirm`);
-    await expectRefused(dataDirectory(), () => send(origin(), 'POST', `/api/requirements/${ran.id}/cancel`), 409, 'requirement_closed');
+    await world.manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: ran.id } } });
+    await expectRefused(dataDirectory(), () => world.manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id: ran.id } } }), 409, 'requirement_closed');
     expect(await eventTypes(req.id)).toContain('requirement.cancelled');
   });
 
   it('cancels a todo one too (nothing to stop), with its event', async () => {
     const req = await create('Never started');
-    const res = await send(origin(), 'POST', `/api/requirements/${req.id}/cancel`);
-    expect(res.json).toMatchObject({ session: { state: 'completed' }, status: 'cancelled' });
+    const res = await world.manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id: req.id } } });
+    expect(res.data).toMatchObject({ session: { state: 'completed' }, status: 'cancelled' });
     expect(await eventTypes(req.id)).toEqual(['requirement.created', 'requirement.cancelled']);
   });
 });

@@ -1,12 +1,15 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
-import { type Json, send } from './support/http';
-import { expectRefused as refused } from './support/refusals';
-import { execute, onPostgres, query, snapshotStore } from './support/db-snapshot';
+import type { Schemas } from '@libs/api-client';
 
-const VALID = { description: 'Report segment merge, encode, and flush durations', provider: 'codex', title: 'Add tiered timings' };
+import { ok } from './support/api';
+import { execute, onPostgres, query, snapshotStore } from './support/db-snapshot';
+import { sendUntyped } from './support/http';
+import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { expectRefused as refused } from './support/refusals';
+
+const VALID: Schemas['CreateRequirementDto'] = { description: 'Report segment merge, encode, and flush durations', provider: 'codex', title: 'Add tiered timings' };
 
 describe('Requirements, sessions and the conversation over HTTP', () => {
   let sandbox: Sandbox;
@@ -22,18 +25,14 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     sandbox?.cleanup();
   });
 
-  const create = async (overrides: Record<string, unknown> = {}) => {
-    const res = await send(manager.origin, 'POST', '/api/requirements', { ...VALID, ...overrides });
-    expect(res.status).toBe(201);
-    return res.json;
-  };
+  const create = (overrides: Partial<Schemas['CreateRequirementDto']> = {}) => ok(manager.api.POST('/api/requirements', { body: { ...VALID, ...overrides } }), 201);
 
-  const expectRefused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) => refused(manager.dataDirectory(), request, status, code);
+  const expectRefused = (request: Parameters<typeof refused>[1], status: number, code?: string) => refused(manager.dataDirectory(), request, status, code);
 
   it('answers health and workspace without any state', async () => {
-    const health = await send(manager.origin, 'GET', '/api/health');
+    const health = await manager.api.GET('/api/health');
     expect(health.status).toBe(200);
-    expect(health.json).toEqual({
+    expect(health.data).toEqual({
       // Whether the machine allows it is test/faults/agent-isolation.fault-spec.ts's business.
       agentIsolation: expect.objectContaining({ enabled: expect.any(Boolean) }),
       ok: true,
@@ -87,13 +86,15 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
   it('decodes URL-encoded IDs and answers 404 for unknown or malformed ones', async () => {
     const requirement = await create();
     const encoded = requirement.id.replace('_', '%5F').replace(/-/g, '%2D');
-    const res = await send(manager.origin, 'GET', `/api/requirements/${encoded}`);
+    // Encoded by hand (the typed client would encode it again): untyped on purpose.
+    const res = await sendUntyped(manager.origin, 'GET', `/api/requirements/${encoded}`);
     expect(res.status).toBe(200);
     expect(res.json.id).toBe(requirement.id);
-    await expectRefused(() => send(manager.origin, 'GET', '/api/requirements/req_00000000-0000-0000-0000-000000000000'), 404, 'requirement_not_found');
-    await expectRefused(() => send(manager.origin, 'GET', '/api/requirements/%27%20OR%201%3D1'), 404);
-    await expectRefused(() => send(manager.origin, 'GET', '/api/requirements/..%2F..%2Fetc'), 404);
-    await expectRefused(() => send(manager.origin, 'GET', '/api/no-such-route'), 404);
+    await expectRefused(() => manager.api.GET('/api/requirements/{id}', { params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } } }), 404, 'requirement_not_found');
+    // Hand-encoded IDs and an undocumented route: untyped on purpose.
+    await expectRefused(() => sendUntyped(manager.origin, 'GET', '/api/requirements/%27%20OR%201%3D1'), 404);
+    await expectRefused(() => sendUntyped(manager.origin, 'GET', '/api/requirements/..%2F..%2Fetc'), 404);
+    await expectRefused(() => sendUntyped(manager.origin, 'GET', '/api/no-such-route'), 404);
   });
 
   it.each([
@@ -111,7 +112,8 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     ['a non-string description', { ...VALID, description: { nested: true } }],
     ['a unicode-only oversize description', { ...VALID, description: '漢'.repeat(100_001) }],
   ])('refuses a create with %s (400, nothing written)', async (_name, body) => {
-    await expectRefused(() => send(manager.origin, 'POST', '/api/requirements', body), 400);
+    // Invalid bodies on purpose: untyped.
+    await expectRefused(() => sendUntyped(manager.origin, 'POST', '/api/requirements', body), 400);
   });
 
   it.each([
@@ -121,12 +123,12 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     ['JSON null', 'null', 'invalid_json'],
     ['an empty body', '', undefined],
   ])('refuses %s as a body', async (_name, raw, code) => {
-    await expectRefused(() => send(manager.origin, 'POST', '/api/requirements', raw, { 'Content-Type': 'application/json' }), 400, code);
+    await expectRefused(() => sendUntyped(manager.origin, 'POST', '/api/requirements', raw, { 'Content-Type': 'application/json' }), 400, code);
   });
 
   it('refuses a JSON body over 1 MB with 400 and writes nothing', async () => {
     const body = JSON.stringify({ ...VALID, description: 'x'.repeat(1024 * 1024 + 10) });
-    await expectRefused(() => send(manager.origin, 'POST', '/api/requirements', body, { 'Content-Type': 'application/json' }), 400, 'body_too_large');
+    await expectRefused(() => sendUntyped(manager.origin, 'POST', '/api/requirements', body, { 'Content-Type': 'application/json' }), 400, 'body_too_large');
   });
 
   it('pages through Requirements newest first with limit and cursor', async () => {
@@ -149,30 +151,30 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     const todo = await manager.api.GET('/api/requirements', { params: { query: { limit: 200, status: 'todo' } } });
     expect(todo.data!.items.every((r) => r.status === 'todo')).toBe(true);
     for (const bad of ['limit=0', 'limit=201', 'limit=abc', 'limit=1.5', 'cursor=nonsense', 'status=finished', 'extra=1']) {
-      await expectRefused(() => send(manager.origin, 'GET', `/api/requirements?${bad}`), 400);
+      await expectRefused(() => sendUntyped(manager.origin, 'GET', `/api/requirements?${bad}`), 400);
     }
   });
 
   it('withdraws only a todo Requirement (204), then refuses with 409', async () => {
     const requirement = await create();
-    const res = await send(manager.origin, 'DELETE', `/api/requirements/${requirement.id}`);
+    const res = await manager.api.DELETE('/api/requirements/{id}', { params: { path: { id: requirement.id } } });
     expect(res.status).toBe(204);
     const after = await manager.api.GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } });
     expect(after.data?.status).toBe('cancelled');
-    await expectRefused(() => send(manager.origin, 'DELETE', `/api/requirements/${requirement.id}`), 409, 'requirement_started');
-    await expectRefused(() => send(manager.origin, 'DELETE', '/api/requirements/req_00000000-0000-0000-0000-000000000000'), 404);
+    await expectRefused(() => manager.api.DELETE('/api/requirements/{id}', { params: { path: { id: requirement.id } } }), 409, 'requirement_started');
+    await expectRefused(() => manager.api.DELETE('/api/requirements/{id}', { params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } } }), 404);
   });
 
   it('confirms only a Requirement waiting for confirmation', async () => {
     const requirement = await create();
-    await expectRefused(() => send(manager.origin, 'POST', `/api/requirements/${requirement.id}/confirm`), 409, 'requirement_not_waiting_confirmation');
-    await expectRefused(() => send(manager.origin, 'POST', '/api/requirements/req_00000000-0000-0000-0000-000000000000/confirm'), 404);
+    await expectRefused(() => manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: requirement.id } } }), 409, 'requirement_not_waiting_confirmation');
+    await expectRefused(() => manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } } }), 404);
 
     // Only a finished run leads to waiting_confirmation (runs arrive later): put it there
     // directly, while no manager runs (the running one is the database's only writer).
     const own = makeSandbox();
     let other = await startManager({ sandbox: own });
-    const waiting = (await send(other.origin, 'POST', '/api/requirements', VALID)).json;
+    const waiting = await ok(other.api.POST('/api/requirements', { body: VALID }));
     await other.stop();
     await setStatus(other.dataDirectory(), waiting.id, 'waiting_confirmation');
     other = await startManager({ sandbox: own });
@@ -181,7 +183,7 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
       expect(confirmed.response.status).toBe(200);
       expect(confirmed.data).toMatchObject({ id: waiting.id, session: { state: 'completed' }, status: 'done' });
       expect(confirmed.data?.completedAt).not.toBeNull();
-      expect((await send(other.origin, 'POST', `/api/requirements/${waiting.id}/confirm`)).status).toBe(409);
+      expect((await other.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: waiting.id } } })).status).toBe(409);
     } finally {
       await other.stop();
       own.cleanup();
@@ -205,8 +207,8 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
       requirementId: requirement.id,
     });
     // While it runs, later replies wait for the next run.
-    expect((await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: 'second' })).json.queued).toBe(true);
-    expect((await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: 'third' })).json.queued).toBe(true);
+    expect((await ok(manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: 'second' } }))).queued).toBe(true);
+    expect((await ok(manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: 'third' } }))).queued).toBe(true);
     const page1 = await manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id }, query: { limit: 2 } } });
     expect(page1.data!.items.map((m) => m.sequence)).toEqual([1, 2]);
     const page2 = await manager.api.GET('/api/requirements/{id}/messages', {
@@ -223,25 +225,32 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
   it('refuses bad replies with 4xx and writes nothing', async () => {
     const requirement = await create();
     const url = `/api/requirements/${requirement.id}/reply`;
-    await expectRefused(() => send(manager.origin, 'POST', url, {}), 400, 'empty_message');
-    await expectRefused(() => send(manager.origin, 'POST', url, { message: '   ' }), 400, 'empty_message');
-    await expectRefused(() => send(manager.origin, 'POST', url, { message: 7 }), 400);
-    await expectRefused(() => send(manager.origin, 'POST', url, { message: 'x', attachmentIds: 'att_1' }), 400);
-    await expectRefused(() => send(manager.origin, 'POST', url, { message: 'x', attachmentIds: ['att_unknown'] }), 400, 'unknown_attachment');
-    await expectRefused(() => send(manager.origin, 'POST', url, { message: 'x', attachmentIds: Array(7).fill('att_x') }), 400);
-    await expectRefused(() => send(manager.origin, 'POST', url, { message: 'x'.repeat(100_001) }), 400);
-    await expectRefused(() => send(manager.origin, 'POST', url, { message: 'x', mode: 'steer' }), 400);
-    await expectRefused(() => send(manager.origin, 'POST', '/api/requirements/req_00000000-0000-0000-0000-000000000000/reply', { message: 'x' }), 404);
-    await send(manager.origin, 'DELETE', `/api/requirements/${requirement.id}`);
-    await expectRefused(() => send(manager.origin, 'POST', url, { message: 'too late' }), 409, 'requirement_cancelled');
-    await expectRefused(() => send(manager.origin, 'GET', '/api/requirements/req_00000000-0000-0000-0000-000000000000/messages'), 404);
+    const reply = (body: Schemas['ReplyDto']) => manager.api.POST('/api/requirements/{id}/reply', { body, params: { path: { id: requirement.id } } });
+    await expectRefused(() => reply({}), 400, 'empty_message');
+    await expectRefused(() => reply({ message: '   ' }), 400, 'empty_message');
+    // Wrong types and an unknown field: untyped on purpose.
+    await expectRefused(() => sendUntyped(manager.origin, 'POST', url, { message: 7 }), 400);
+    await expectRefused(() => sendUntyped(manager.origin, 'POST', url, { message: 'x', attachmentIds: 'att_1' }), 400);
+    await expectRefused(() => reply({ attachmentIds: ['att_unknown'], message: 'x' }), 400, 'unknown_attachment');
+    await expectRefused(() => reply({ attachmentIds: Array<string>(7).fill('att_x'), message: 'x' }), 400);
+    await expectRefused(() => reply({ message: 'x'.repeat(100_001) }), 400);
+    await expectRefused(() => sendUntyped(manager.origin, 'POST', url, { message: 'x', mode: 'steer' }), 400);
+    await expectRefused(
+      () => manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } }, body: { message: 'x' } }),
+      404,
+    );
+    await manager.api.DELETE('/api/requirements/{id}', { params: { path: { id: requirement.id } } });
+    await expectRefused(() => reply({ message: 'too late' }), 409, 'requirement_cancelled');
+    await expectRefused(() => manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } } }), 404);
   });
 
   it('gives 100 concurrent replies the sequences 1..100 with no gap and no error', async () => {
     const requirement = await create();
-    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: `reply ${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: `reply ${i}` } })),
+    );
     expect(results.map((r) => r.status)).toEqual(Array(100).fill(202));
-    const sequences = results.map((r) => r.json.message.sequence as number).sort((a, b) => a - b);
+    const sequences = results.map((r) => r.data!.message.sequence).sort((a, b) => a - b);
     expect(sequences).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
     const page = await manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id }, query: { limit: 200 } } });
     expect(page.data!.items.map((m) => m.sequence)).toEqual(sequences);
@@ -252,9 +261,9 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
 
   it('loses no row under concurrent creates', async () => {
     const before = await snapshotStore(manager.dataDirectory());
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => send(manager.origin, 'POST', '/api/requirements', { ...VALID, title: `concurrent ${i}` })));
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => manager.api.POST('/api/requirements', { body: { ...VALID, title: `concurrent ${i}` } })));
     expect(results.map((r) => r.status)).toEqual(Array(50).fill(201));
-    expect(new Set(results.map((r) => r.json.id)).size).toBe(50);
+    expect(new Set(results.map((r) => r.data!.id)).size).toBe(50);
     const after = await snapshotStore(manager.dataDirectory());
     expect(after.rows.requirement - before.rows.requirement).toBe(50);
     expect(after.rows.agent_session - before.rows.agent_session).toBe(50);

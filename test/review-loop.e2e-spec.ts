@@ -1,9 +1,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import type { Schemas } from '@libs/api-client';
+
+import { ok } from './support/api';
 import { type BrowserSession, launchBrowser } from './support/browser';
 import { FakeGitHubServer } from './support/fake-github-server';
-import { type Json, send } from './support/http';
+import { sendUntyped } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { expectRefused } from './support/refusals';
@@ -18,27 +21,8 @@ import { until } from './support/wait';
 
 jest.setTimeout(300_000);
 
-interface PullRequest {
-  id: string;
-  number: number;
-  headSha: string;
-  autoReview: { state: string; round: number; maxRounds: number | null; provider: string | null; headSha: string | null; lastOutcome: string | null };
-}
-interface Review {
-  id: string;
-  requestedBy: string;
-  provider: string;
-  targetHeadSha: string;
-  status: string;
-  verdict: string | null;
-  runId: string;
-}
-interface Message {
-  author: string;
-  body: string;
-  deliverToRd: boolean;
-  metadata: Record<string, Json> | null;
-}
+type PullRequest = Schemas['PullRequestResponseDto'];
+type Review = Schemas['ReviewRequestResponseDto'];
 
 describe('cross-model review loop with the real CLIs', () => {
   let sandbox: Sandbox;
@@ -69,13 +53,12 @@ describe('cross-model review loop with the real CLIs', () => {
     sandbox?.cleanup();
   });
 
-  const get = async (p: string) => (await send(manager.origin, 'GET', p)).json;
-  const runsOf = async (id: string) => (await get(`/api/runs?requirementId=${id}&limit=200`)).items as Array<{ id: string; role: string; status: string }>;
+  const runsOf = async (id: string) => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id, limit: 200 } } }))).items;
   const rdIdle = (id: string) => until(`RD of ${id} to be idle`, async () => (await runsOf(id)).every((r) => r.status !== 'running') || undefined, 120_000, 200);
   const prOf = async (requirementId: string, number: number) =>
-    ((await get(`/api/pull-requests?requirementId=${requirementId}`)).items as PullRequest[]).find((p) => p.number === number);
-  const reviewsOf = async (pullRequestId: string) => ((await get(`/api/review-requests?pullRequestId=${pullRequestId}`)).items as Review[]).reverse();
-  const messagesOf = async (id: string) => (await get(`/api/requirements/${id}/messages?limit=200`)).items as Message[];
+    (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId } } }))).items.find((p) => p.number === number);
+  const reviewsOf = async (pullRequestId: string) => (await ok(manager.api.GET('/api/review-requests', { params: { query: { pullRequestId } } }))).items.reverse();
+  const messagesOf = async (id: string) => (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))).items;
   const register = (number: number, sha: string) =>
     `code-factory-cli pr register --url https://github.com/org/repo/pull/${number} --title "PR ${number}" --base-branch main --head-branch b${number} --head-sha ${sha} --status open`;
   /** The loop states the PR's events carried, in order, without repeats. */
@@ -90,14 +73,15 @@ describe('cross-model review loop with the real CLIs', () => {
   const eventIndex = (predicate: (e: SseConnection['events'][number]) => boolean) => events.events.findIndex(predicate);
 
   it('takes autoReview on create and edit, defaults the reviewer to the other provider, and refuses bad values', async () => {
-    const created = await send(manager.origin, 'POST', '/api/requirements', { autoReview: {}, provider: 'codex', title: 'Defaults' });
+    const created = await manager.api.POST('/api/requirements', { body: { autoReview: {}, provider: 'codex', title: 'Defaults' } });
     expect(created.status).toBe(201);
-    expect(created.json.autoReview).toEqual({ maxRounds: 3, provider: 'claude-code' });
-    const plain = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'claude-code', title: 'No loop' })).json;
+    expect(created.data!.autoReview).toEqual({ maxRounds: 3, provider: 'claude-code' });
+    const plain = await ok(manager.api.POST('/api/requirements', { body: { provider: 'claude-code', title: 'No loop' } }));
     expect(plain.autoReview).toBeNull();
 
     const dataDir = manager.dataDirectory();
-    const refused = (body: object) => expectRefused(dataDir, () => send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'Bad', ...body }), 400);
+    // Malformed autoReview values on purpose: untyped.
+    const refused = (body: object) => expectRefused(dataDir, () => sendUntyped(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'Bad', ...body }), 400);
     await refused({ autoReview: { maxRounds: 0 } });
     await refused({ autoReview: { maxRounds: 21 } });
     await refused({ autoReview: { maxRounds: 1.5 } });
@@ -106,19 +90,19 @@ describe('cross-model review loop with the real CLIs', () => {
     await refused({ autoReview: 'yes' });
     await refused({ autoReview: [] });
 
-    const edited = await send(manager.origin, 'PATCH', `/api/requirements/${plain.id}`, { autoReview: { maxRounds: 5 } });
+    const edited = await manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: plain.id } }, body: { autoReview: { maxRounds: 5 } } });
     expect(edited.status).toBe(200);
-    expect(edited.json.autoReview).toEqual({ maxRounds: 5, provider: 'codex' });
-    const again = await send(manager.origin, 'PATCH', `/api/requirements/${plain.id}`, { autoReview: { provider: 'claude-code' } });
-    expect(again.json.autoReview).toEqual({ maxRounds: 3, provider: 'claude-code' });
-    await expectRefused(dataDir, () => send(manager.origin, 'PATCH', `/api/requirements/${plain.id}`, { autoReview: { maxRounds: -1 } }), 400);
-    const off = await send(manager.origin, 'PATCH', `/api/requirements/${plain.id}`, { autoReview: null });
-    expect(off.json.autoReview).toBeNull();
-    expect((await get(`/api/requirements/${plain.id}`)).autoReview).toBeNull();
+    expect(edited.data!.autoReview).toEqual({ maxRounds: 5, provider: 'codex' });
+    const again = await manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: plain.id } }, body: { autoReview: { provider: 'claude-code' } } });
+    expect(again.data!.autoReview).toEqual({ maxRounds: 3, provider: 'claude-code' });
+    await expectRefused(dataDir, () => manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: plain.id } }, body: { autoReview: { maxRounds: -1 } } }), 400);
+    const off = await manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: plain.id } }, body: { autoReview: null } });
+    expect(off.data!.autoReview).toBeNull();
+    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: plain.id } } }))).autoReview).toBeNull();
   });
 
   it('reviews each pushed head with the other model after the RD run ends, three rounds, until a review reports no findings', async () => {
-    const requirement = (await send(manager.origin, 'POST', '/api/requirements', { autoReview: { maxRounds: 3 }, provider: 'codex', title: 'Looped work' })).json;
+    const requirement = await ok(manager.api.POST('/api/requirements', { body: { autoReview: { maxRounds: 3 }, provider: 'codex', title: 'Looped work' } }));
     expect(requirement.autoReview).toEqual({ maxRounds: 3, provider: 'claude-code' });
     cleanId = requirement.id;
     const url = 'https://github.com/org/repo/pull/42';
@@ -138,7 +122,7 @@ describe('cross-model review loop with the real CLIs', () => {
       { text: 'A test for the race is missing (test/flush.spec.ts).\nREVIEW: FINDINGS' },
       { text: 'The race is fixed and tested.\n\n**REVIEW: NO FINDINGS**' },
     ]);
-    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/start`, { message: `Open the PR ${requirement.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: `Open the PR ${requirement.id}` } });
 
     const pr = await until('the PR to be registered', () => prOf(requirement.id, 42), 120_000, 200);
     const clean = await until(
@@ -193,12 +177,14 @@ describe('cross-model review loop with the real CLIs', () => {
     );
 
     // The proposal through code-factory-cli carried its own loop (the reviewer: the other one than codex).
-    const children = (await get('/api/requirements?limit=200')).items.filter((r: { parentRequirementId: string | null }) => r.parentRequirementId === requirement.id);
+    const children = (await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.filter(
+      (r: { parentRequirementId: string | null }) => r.parentRequirementId === requirement.id,
+    );
     expect(children.map((c: { autoReview: unknown }) => c.autoReview)).toEqual([{ maxRounds: 2, provider: 'claude-code' }]);
   });
 
   it('stops at maxRounds, reviews only the newest head a run pushed, and reviews nothing more once ended', async () => {
-    const requirement = (await send(manager.origin, 'POST', '/api/requirements', { autoReview: { maxRounds: 2 }, provider: 'claude-code', title: 'Capped loop' })).json;
+    const requirement = await ok(manager.api.POST('/api/requirements', { body: { autoReview: { maxRounds: 2 }, provider: 'claude-code', title: 'Capped loop' } }));
     expect(requirement.autoReview).toEqual({ maxRounds: 2, provider: 'codex' });
     cappedId = requirement.id;
     const url = 'https://github.com/org/repo/pull/52';
@@ -213,7 +199,7 @@ describe('cross-model review loop with the real CLIs', () => {
       { text: 'Pushed after the loop ended.' },
     ]);
     stub.scriptFor(url, [{ text: 'Error handling is missing in src/a.ts:3.\nREVIEW: FINDINGS' }, { text: 'Still missing in src/a.ts:3.\nREVIEW: FINDINGS' }]);
-    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/start`, { message: `Open the PR ${requirement.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: `Open the PR ${requirement.id}` } });
 
     const pr = await until('the PR to be registered', () => prOf(requirement.id, 52), 120_000, 200);
     await until('the loop to reach its limit', async () => (await prOf(requirement.id, 52))?.autoReview.state === 'max_rounds' || undefined, 240_000, 300);
@@ -221,9 +207,9 @@ describe('cross-model review loop with the real CLIs', () => {
     await until('the push after the end', async () => (await prOf(requirement.id, 52))?.headSha === 'bbbb0004' || undefined, 120_000, 200);
     await rdIdle(requirement.id);
     stub.scriptFor(url, [{ text: 'Manual look: fine.\nREVIEW: NO FINDINGS' }]);
-    const manual = await send(manager.origin, 'POST', `/api/pull-requests/${pr.id}/review-requests`, { provider: 'codex' });
+    const manual = await manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: pr.id } }, body: { provider: 'codex' } });
     expect(manual.status).toBe(202);
-    expect(manual.json.reviewRequest).toMatchObject({ requestedBy: 'human', targetHeadSha: 'bbbb0004' });
+    expect(manual.data!.reviewRequest).toMatchObject({ requestedBy: 'human', targetHeadSha: 'bbbb0004' });
     await until('the manual review', async () => (await reviewsOf(pr.id)).at(-1)?.status === 'succeeded' || undefined, 120_000, 300);
 
     const reviews = await reviewsOf(pr.id);
@@ -278,7 +264,7 @@ describe('cross-model review loop with the real CLIs', () => {
       await page.getByTestId('create-submit').click();
       await page.waitForURL(/\/requirements\/req_/);
       const id = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
-      expect((await get(`/api/requirements/${id}`)).autoReview).toEqual({ maxRounds: 4, provider: 'codex' });
+      expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).autoReview).toEqual({ maxRounds: 4, provider: 'codex' });
 
       // Edit after a reload: the dialog shows the stored loop; turning it off saves null.
       await page.reload();
@@ -290,7 +276,7 @@ describe('cross-model review loop with the real CLIs', () => {
       await dialog.getByTestId('create-auto-review').uncheck();
       await dialog.getByTestId('create-submit').click();
       await dialog.waitFor({ state: 'detached' });
-      await until('the loop to be off', async () => (await get(`/api/requirements/${id}`)).autoReview === null || undefined);
+      await until('the loop to be off', async () => (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).autoReview === null || undefined);
       expect(browser.errors).toEqual([]);
     } finally {
       await browser?.close();
@@ -337,13 +323,12 @@ describe('review loop and pushes seen on GitHub', () => {
     sandbox?.cleanup();
   });
 
-  const get = async (p: string) => (await send(manager.origin, 'GET', p)).json;
-  const prOf = async (requirementId: string) => ((await get(`/api/pull-requests?requirementId=${requirementId}`)).items as PullRequest[])[0];
-  const reviewsOf = async (pullRequestId: string) => ((await get(`/api/review-requests?pullRequestId=${pullRequestId}`)).items as Review[]).reverse();
+  const prOf = async (requirementId: string) => (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId } } }))).items[0];
+  const reviewsOf = async (pullRequestId: string) => (await ok(manager.api.GET('/api/review-requests', { params: { query: { pullRequestId } } }))).items.reverse();
   const rdIdle = (id: string) =>
     until(
       `RD of ${id} to be idle`,
-      async () => ((await get(`/api/runs?requirementId=${id}&limit=200`)).items as Array<{ status: string }>).every((r) => r.status !== 'running') || undefined,
+      async () => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id, limit: 200 } } }))).items.every((r) => r.status !== 'running') || undefined,
       120_000,
       200,
     );
@@ -351,7 +336,7 @@ describe('review loop and pushes seen on GitHub', () => {
   it('reviews a head pushed elsewhere, seen by the reconciler, once the RD run its GitHub message woke has ended', async () => {
     const fake = github.addPullRequest({ baseBranch: 'main', headBranch: 'b62', number: 62, repository: 'org/repo', title: 'PR 62' });
     const firstHead = fake.headSha; // the fake's PR object moves on with push()
-    const requirement = (await send(manager.origin, 'POST', '/api/requirements', { autoReview: { maxRounds: 3 }, provider: 'claude-code', title: 'Pushed elsewhere' })).json;
+    const requirement = await ok(manager.api.POST('/api/requirements', { body: { autoReview: { maxRounds: 3 }, provider: 'claude-code', title: 'Pushed elsewhere' } }));
     const url = 'https://github.com/org/repo/pull/62';
     // The reviewer's marker is its task line: the PR's URL changes to the fake's host once the
     // reconciler saw it, and the RD agent's GitHub message names that URL too.
@@ -366,7 +351,7 @@ describe('review loop and pushes seen on GitHub', () => {
       { text: 'Thanks.' },
     ]);
     stub.scriptFor(reviewer, [{ text: 'The retry loop never ends (src/retry.ts:12).\nREVIEW: FINDINGS' }, { text: 'Fixed.\nREVIEW: NO FINDINGS' }]);
-    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/start`, { message: `Open the PR ${requirement.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: `Open the PR ${requirement.id}` } });
 
     await until('the first round to find something', async () => (await prOf(requirement.id))?.autoReview.state === 'waiting_for_push' || undefined, 180_000, 300);
     const pr = await prOf(requirement.id);
@@ -415,20 +400,18 @@ describe('review loop across a crash', () => {
     sandbox?.cleanup();
   });
 
-  const get = async (p: string) => (await send(manager.origin, 'GET', p)).json;
-  const prOf = async (requirementId: string) => ((await get(`/api/pull-requests?requirementId=${requirementId}`)).items as PullRequest[])[0];
-  const reviewsOf = async (pullRequestId: string) =>
-    ((await get(`/api/review-requests?pullRequestId=${pullRequestId}`)).items as Array<Review & { error: string | null }>).reverse();
+  const prOf = async (requirementId: string) => (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId } } }))).items[0];
+  const reviewsOf = async (pullRequestId: string) => (await ok(manager.api.GET('/api/review-requests', { params: { query: { pullRequestId } } }))).items.reverse();
   const rdIdle = (id: string) =>
     until(
       `RD of ${id} to be idle`,
-      async () => ((await get(`/api/runs?requirementId=${id}&limit=200`)).items as Array<{ status: string }>).every((r) => r.status !== 'running') || undefined,
+      async () => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id, limit: 200 } } }))).items.every((r) => r.status !== 'running') || undefined,
       120_000,
       200,
     );
 
   it('gives a round lost to a crash back, and never reviews that head twice after the restart', async () => {
-    const requirement = (await send(manager.origin, 'POST', '/api/requirements', { autoReview: {}, provider: 'codex', title: 'Crashy loop' })).json;
+    const requirement = await ok(manager.api.POST('/api/requirements', { body: { autoReview: {}, provider: 'codex', title: 'Crashy loop' } }));
     stub.scriptFor(requirement.id, [
       { shell: 'code-factory-cli pr register --url https://github.com/org/repo/pull/72 --title "PR 72" --base-branch main --head-branch b72 --head-sha cccc0001 --status open' },
       { text: 'Opened the PR.' },
@@ -436,7 +419,7 @@ describe('review loop across a crash', () => {
     ]);
     // The first reviewer never answers: the manager dies under it.
     stub.scriptFor('Review GitHub PR', [{ hang: true }, { text: 'Manual: one thing in src/b.ts:9.\nREVIEW: FINDINGS' }]);
-    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/start`, { message: `Open the PR ${requirement.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: `Open the PR ${requirement.id}` } });
     await until('the first round to run', async () => (await prOf(requirement.id))?.autoReview.state === 'reviewing' || undefined, 120_000, 200);
     await until('the reviewer to ask the model', async () => stub.requests.some((r) => r.marker === 'Review GitHub PR') || undefined, 60_000, 100);
     await manager.kill9();
@@ -449,10 +432,10 @@ describe('review loop across a crash', () => {
     ]);
 
     // An RD run ends on the same head: the loop does not review it again (its receipt), so a person's review is free to run.
-    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: `Carry on ${requirement.id}` });
+    await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: `Carry on ${requirement.id}` } });
     await until('RD to carry on', async () => stub.requests.some((r) => r.marker === requirement.id && r.transcript.includes('Carry on')) || undefined, 120_000, 200);
     await rdIdle(requirement.id);
-    const manual = await send(manager.origin, 'POST', `/api/pull-requests/${pr.id}/review-requests`, { provider: 'claude-code' });
+    const manual = await manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: pr.id } }, body: { provider: 'claude-code' } });
     expect(manual.status).toBe(202);
     await until('the manual review', async () => (await reviewsOf(pr.id)).at(-1)?.status === 'succeeded' || undefined, 120_000, 300);
     expect((await reviewsOf(pr.id)).map((r) => [r.requestedBy, r.status, r.targetHeadSha])).toEqual([
@@ -463,8 +446,8 @@ describe('review loop across a crash', () => {
     await rdIdle(requirement.id);
 
     // Turned off: at the next RD run's end the PR no longer waits for a push.
-    expect((await send(manager.origin, 'PATCH', `/api/requirements/${requirement.id}`, { autoReview: null })).status).toBe(200);
-    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: `No more loop ${requirement.id}` });
+    expect((await manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: requirement.id } }, body: { autoReview: null } })).status).toBe(200);
+    await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: `No more loop ${requirement.id}` } });
     await until('the loop to be off', async () => (await prOf(requirement.id)).autoReview.state === 'off' || undefined, 120_000, 200);
     expect((await prOf(requirement.id)).autoReview).toMatchObject({ headSha: 'cccc0001', round: 0, state: 'off' });
     await rdIdle(requirement.id);

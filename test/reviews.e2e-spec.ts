@@ -1,4 +1,5 @@
-import { type Json, send } from './support/http';
+import { ok } from './support/api';
+import { type Json, sendUntyped } from './support/http';
 import type { ManagerProcess } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { expectRefused } from './support/refusals';
@@ -19,19 +20,18 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', (cli) =>
   let manager: ManagerProcess;
   useRealAgentWorld(cli, 'review', (world) => ({ manager, stub } = world));
 
-  const get = async (p: string) => (await send(manager.origin, 'GET', p)).json;
-  const runsOf = async (id: string) => (await get(`/api/runs?requirementId=${id}`)).items as Array<{ id: string; role: string; status: string }>;
+  const runsOf = async (id: string) => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items;
   const rdIdle = (id: string) => until(`RD of ${id} to be idle`, async () => (await runsOf(id)).every((r) => r.status !== 'running') || undefined, 90_000, 200);
   const register = (number: number, sha: string, status = 'open') =>
     `code-factory-cli pr register --url https://github.com/org/repo/pull/${number} --title "PR ${number}" --base-branch main --head-branch b${number} --head-sha ${sha} --status ${status}`;
   const refused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) => expectRefused(manager.dataDirectory(), request, status, code);
 
   it('reviews an open PR once at a time, marks it stale when the head moves, and wakes RD with the summary', async () => {
-    const requirement = (await send(manager.origin, 'POST', '/api/requirements', { provider, title: 'Reviewed work' })).json;
+    const requirement = await ok(manager.api.POST('/api/requirements', { body: { provider, title: 'Reviewed work' } }));
     stub.scriptFor(requirement.id, [{ shell: register(42, '1111111aaaa') }, { shell: register(43, '2222222bbbb', 'draft') }, { text: 'PRs registered.' }]);
-    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/start`, { message: `Open the PRs ${requirement.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: `Open the PRs ${requirement.id}` } });
     await rdIdle(requirement.id);
-    const prs = (await get(`/api/pull-requests?requirementId=${requirement.id}`)).items as Array<{ id: string; number: number }>;
+    const prs = (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: requirement.id } } }))).items;
     const open = prs.find((p) => p.number === 42)!;
     const draft = prs.find((p) => p.number === 43)!;
 
@@ -41,9 +41,12 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', (cli) =>
     const moving = new Promise<void>((resolve) => (headMoved = resolve));
     stub.scriptFor(url, [{ after: moving, then: { text: 'Two findings: the flush path races with compaction (src/flush.ts:88); a test is missing.' } }]);
     const events = await connectSse(`${manager.origin}/api/events`);
-    const requested = await send(manager.origin, 'POST', `/api/pull-requests/${open.id}/review-requests`, { prompt: 'Look at the flush path', provider });
+    const requested = await manager.api.POST('/api/pull-requests/{id}/review-requests', {
+      params: { path: { id: open.id } },
+      body: { prompt: 'Look at the flush path', provider },
+    });
     expect(requested.status).toBe(202);
-    expect(requested.json).toMatchObject({
+    expect(requested.data).toMatchObject({
       accepted: true,
       pullRequestId: open.id,
       reviewRequest: {
@@ -57,17 +60,22 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', (cli) =>
       },
       run: { inputFromSequence: null, role: 'reviewer', sessionId: null, status: 'running' },
     });
-    const review = requested.json.reviewRequest;
+    const review = requested.data!.reviewRequest;
 
-    await refused(() => send(manager.origin, 'POST', `/api/pull-requests/${open.id}/review-requests`, { provider }), 409, 'review_active');
-    await refused(() => send(manager.origin, 'POST', `/api/pull-requests/${draft.id}/review-requests`, { provider }), 409, 'pull_request_not_open');
-    await refused(() => send(manager.origin, 'POST', '/api/pull-requests/pr_00000000-0000-4000-8000-000000000000/review-requests', { provider }), 404, 'pull_request_not_found');
-    await refused(() => send(manager.origin, 'POST', `/api/pull-requests/${open.id}/review-requests`, { provider: 'gemini' }), 400);
-    await refused(() => send(manager.origin, 'POST', `/api/pull-requests/${open.id}/review-requests`, { prompt: 'x'.repeat(10_001), provider }), 400);
+    await refused(() => manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: open.id } }, body: { provider } }), 409, 'review_active');
+    await refused(() => manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: draft.id } }, body: { provider } }), 409, 'pull_request_not_open');
+    await refused(
+      () => manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: 'pr_00000000-0000-4000-8000-000000000000' } }, body: { provider } }),
+      404,
+      'pull_request_not_found',
+    );
+    // An unknown provider: untyped on purpose.
+    await refused(() => sendUntyped(manager.origin, 'POST', `/api/pull-requests/${open.id}/review-requests`, { provider: 'gemini' }), 400);
+    await refused(() => manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: open.id } }, body: { prompt: 'x'.repeat(10_001), provider } }), 400);
 
     // The RD agent pushes a new head while the review runs: the review becomes stale.
     stub.scriptFor(`Push again ${requirement.id}`, [{ shell: register(42, '3333333cccc') }, { text: 'Pushed.' }]);
-    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/reply`, { message: `Push again ${requirement.id}` });
+    await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: `Push again ${requirement.id}` } });
     const moved = await until('the stale review event', async () =>
       events.events.find((e) => e.event === 'pull_request.updated' && (e.data.payload as { reviewRequests?: unknown[] }).reviewRequests),
     );
@@ -77,7 +85,7 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', (cli) =>
     const finished = await until(
       'the review to finish',
       async () => {
-        const [latest] = (await get(`/api/review-requests?pullRequestId=${open.id}`)).items;
+        const [latest] = (await ok(manager.api.GET('/api/review-requests', { params: { query: { pullRequestId: open.id } } }))).items;
         return latest.status !== 'running' && latest;
       },
       90_000,
@@ -94,12 +102,7 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', (cli) =>
     expect(reviewerRequest.tools.filter((name) => name.includes('code_factory'))).toEqual([]);
     expect(stub.requests.find((r) => r.marker === requirement.id)!.tools.some((name) => name.includes('code_factory'))).toBe(true);
 
-    const messages = (await get(`/api/requirements/${requirement.id}/messages?limit=200`)).items as Array<{
-      author: string;
-      body: string;
-      deliverToRd: boolean;
-      metadata: unknown;
-    }>;
+    const messages = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id }, query: { limit: 200 } } }))).items;
     const summary = messages.find((m) => m.author === 'reviewer')!;
     expect(summary).toMatchObject({ deliverToRd: true, metadata: { pullRequestId: open.id, reviewRequestId: review.id, stale: true } });
     expect(summary.body).toContain('the flush path races with compaction');
@@ -115,8 +118,13 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', (cli) =>
     // Not stale any more for a new request: it targets the new head.
     await rdIdle(requirement.id);
     stub.scriptFor(url, [{ text: 'Looks good now.' }]);
-    const again = await send(manager.origin, 'POST', `/api/pull-requests/${open.id}/review-requests`, { provider });
-    expect(again.json.reviewRequest).toMatchObject({ stale: false, targetHeadSha: '3333333cccc' });
-    await until('second review', async () => (await get(`/api/review-requests?pullRequestId=${open.id}`)).items[0].status === 'succeeded' || undefined, 90_000, 200);
+    const again = await manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: open.id } }, body: { provider } });
+    expect(again.data!.reviewRequest).toMatchObject({ stale: false, targetHeadSha: '3333333cccc' });
+    await until(
+      'second review',
+      async () => (await ok(manager.api.GET('/api/review-requests', { params: { query: { pullRequestId: open.id } } }))).items[0].status === 'succeeded' || undefined,
+      90_000,
+      200,
+    );
   });
 });

@@ -1,10 +1,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import type { Schemas } from '@libs/api-client';
 import { findRunProcesses } from '@server/agents/process-tree';
 
+import { ok, upload } from './support/api';
 import { onPostgres, query } from './support/db-snapshot';
-import { send } from './support/http';
+import { sendUntyped } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { expectRefused } from './support/refusals';
@@ -21,15 +23,7 @@ const PROVIDERS = REAL_AGENT_CLIS;
 
 jest.setTimeout(90_000);
 
-interface Run {
-  id: string;
-  inputTokens?: number | null;
-  status: string;
-  inputFromSequence: number;
-  inputToSequence: number;
-  nativeSessionId: string | null;
-  error: string | null;
-}
+type Run = Schemas['AgentRunResponseDto'];
 
 describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executable, provider }) => {
   let sandbox: Sandbox;
@@ -57,21 +51,10 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     sandbox?.cleanup();
   });
 
-  const create = async (title = 'Add tiered timings') =>
-    (await send(manager.origin, 'POST', '/api/requirements', { description: 'Report the durations.', provider, title })).json as {
-      id: string;
-      session: { id: string };
-    };
-  const runs = async (id: string): Promise<Run[]> => (await send(manager.origin, 'GET', `/api/runs?requirementId=${id}&limit=200`)).json.items;
-  const messages = async (id: string) =>
-    (await send(manager.origin, 'GET', `/api/requirements/${id}/messages?limit=200`)).json.items as Array<{
-      author: string;
-      body: string;
-      deliverToRd: boolean;
-      runId: string | null;
-      sequence: number;
-    }>;
-  const requirement = async (id: string) => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json;
+  const create = (title = 'Add tiered timings') => ok(manager.api.POST('/api/requirements', { body: { description: 'Report the durations.', provider, title } }));
+  const runs = async (id: string): Promise<Run[]> => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id, limit: 200 } } }))).items;
+  const messages = async (id: string) => (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))).items;
+  const requirement = (id: string) => ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
   /** Waits until `count` runs exist and none is running. */
   const settled = async (id: string, count = 1, timeoutMs = 60_000): Promise<Run[]> =>
     (
@@ -90,9 +73,9 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
   it('starts, answers into the conversation, waits for confirmation, and resumes the same native session on reply', async () => {
     const req = await create('first conversation');
     stub.scriptFor(req.id, [{ text: 'Timings are in place.' }, { text: 'Flush timings added too.' }]);
-    const started = await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `Go ahead ${req.id}` });
+    const started = await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `Go ahead ${req.id}` } });
     expect(started.status).toBe(202);
-    expect(started.json).toMatchObject({ action: 'start', requirement: { status: 'doing', session: { state: 'running' } }, run: { status: 'running' } });
+    expect(started.data).toMatchObject({ action: 'start', requirement: { status: 'doing', session: { state: 'running' } }, run: { status: 'running' } });
 
     const [first] = await settled(req.id);
     expect(first).toMatchObject({ inputFromSequence: 1, inputToSequence: 1, status: 'succeeded' });
@@ -106,8 +89,8 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     ]);
     expect(conversation[1].runId).toBe(first.id);
 
-    const reply = await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'Now the flush path.' });
-    expect(reply.json).toMatchObject({ queued: false, requirement: { status: 'doing' } });
+    const reply = await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: req.id } }, body: { message: 'Now the flush path.' } });
+    expect(reply.data).toMatchObject({ queued: false, requirement: { status: 'doing' } });
     const [, second] = await settled(req.id, 2);
     // Sequence 2 is the agent's own answer (not deliverable); the reply is 3.
     expect(second).toMatchObject({ inputFromSequence: 2, inputToSequence: 3, nativeSessionId: after.session.nativeSessionId, status: 'succeeded' });
@@ -117,10 +100,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect((await requirement(req.id)).session.nativeSessionId).toBe(after.session.nativeSessionId);
     // Usage is per run, although Codex reports a running total for a resumed thread (the stub
     // charges 100 input / 20 output tokens per request, one request per run here).
-    const usage = ((await send(manager.origin, 'GET', `/api/runs?requirementId=${req.id}`)).json.items as Array<{ inputTokens: number; outputTokens: number }>).map((r) => [
-      r.inputTokens,
-      r.outputTokens,
-    ]);
+    const usage = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: req.id } } }))).items.map((r) => [r.inputTokens, r.outputTokens]);
     expect(usage).toEqual([
       [100, 20],
       [100, 20],
@@ -130,26 +110,26 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
   it('shows a real shell command and its output in the trace', async () => {
     const req = await create('shell');
     stub.scriptFor(req.id, [{ shell: 'echo from-the-tool > tool-output.txt && cat tool-output.txt' }, { text: 'Ran it.' }]);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `run it ${req.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `run it ${req.id}` } });
     const [run] = await settled(req.id);
     expect(run.status).toBe('succeeded');
     expect(fs.readFileSync(path.join(sandbox.workspace, 'tool-output.txt'), 'utf8')).toBe('from-the-tool\n');
-    const trace = (await send(manager.origin, 'GET', `/api/runs/${run.id}/trace?limit=200`)).json.items as Array<{ kind: string; detail: string | null; sequence: number }>;
+    const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id }, query: { limit: 200 } } }))).items;
     const call = trace.find((t) => t.kind === 'tool_call');
     const result = trace.find((t) => t.kind === 'tool_result');
     expect(call?.detail ?? '').toContain('echo from-the-tool');
     expect(result?.detail ?? '').toContain('from-the-tool');
     expect(trace.map((t) => t.sequence)).toEqual(trace.map((_, i) => i + 1));
-    const all = (await send(manager.origin, 'GET', `/api/requirements/${req.id}/trace?limit=200`)).json.items;
+    const all = (await ok(manager.api.GET('/api/requirements/{id}/trace', { params: { path: { id: req.id }, query: { limit: 200 } } }))).items;
     expect(all).toHaveLength(trace.length);
   });
 
   it("runs code-factory-cli by its bare name inside the agent's own tool shell", async () => {
     const req = await create('cli on path');
     stub.scriptFor(req.id, [{ shell: 'code-factory-cli --help' }, { text: 'Read the help.' }]);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `check the cli ${req.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `check the cli ${req.id}` } });
     const [run] = await settled(req.id);
-    const trace = (await send(manager.origin, 'GET', `/api/runs/${run.id}/trace?limit=200`)).json.items as Array<{ kind: string; detail: string | null }>;
+    const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id }, query: { limit: 200 } } }))).items;
     const result = trace.find((t) => t.kind === 'tool_result');
     expect(result?.detail ?? '').toMatch(/Usage: code-factory-cli/);
   });
@@ -157,10 +137,10 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
   it('hands image and file attachments to the agent (Codex: native images; Claude: paths)', async () => {
     const req = await create('attachments');
     const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
-    const image = (await send(manager.origin, 'POST', `/api/requirements/${req.id}/attachments`, png, { 'X-File-Name': 'screen.png' })).json;
-    const notes = (await send(manager.origin, 'POST', `/api/requirements/${req.id}/attachments`, 'the notes', { 'X-File-Name': 'notes.md' })).json;
+    const image = await ok(upload(manager.api, req.id, 'screen.png', png));
+    const notes = await ok(upload(manager.api, req.id, 'notes.md', 'the notes'));
     stub.scriptFor(req.id, [{ text: 'Looked at both.' }]);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { attachmentIds: [image.id, notes.id], message: `see attached ${req.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { attachmentIds: [image.id, notes.id], message: `see attached ${req.id}` } });
     const [run] = await settled(req.id);
     expect(run.status).toBe('succeeded');
     const request = stub.requests.filter((r) => r.marker === req.id).pop()!;
@@ -177,11 +157,11 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
   it('queues replies during a run and delivers them together, in order, to the next run', async () => {
     const req = await create('queue');
     stub.scriptFor(req.id, [{ delayMs: 2500, then: { text: 'First part done.' } }, { text: 'Both follow-ups done.' }]);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `start ${req.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `start ${req.id}` } });
     await runningRun(req.id);
-    const a = await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'follow-up A' });
-    const b = await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'follow-up B' });
-    expect([a.json.queued, b.json.queued]).toEqual([true, true]);
+    const a = await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: req.id } }, body: { message: 'follow-up A' } });
+    const b = await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: req.id } }, body: { message: 'follow-up B' } });
+    expect([a.data!.queued, b.data!.queued]).toEqual([true, true]);
     const [first, second] = await settled(req.id, 2);
     expect(first).toMatchObject({ inputFromSequence: 1, inputToSequence: 1, status: 'succeeded' });
     // The rd_agent answer (sequence 4) is not deliverable: the next run takes 2..4 and consumes to 4.
@@ -196,17 +176,22 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
   it('steers only with newer input, continues at once, stops on request and leaves no process behind', async () => {
     const req = await create('steer');
     stub.scriptFor(req.id, [{ shell: LONG_JOB }]);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `long job ${req.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `long job ${req.id}` } });
     const first = await runningRun(req.id);
     await untilToolRunning(first.id);
-    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, { mode: 'steer' }), 409, 'nothing_to_steer_with');
-    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, { mode: 'sideways' }), 400);
+    await expectRefused(
+      manager.dataDirectory(),
+      () => manager.api.POST('/api/requirements/{id}/interrupt', { params: { path: { id: req.id } }, body: { mode: 'steer' } }),
+      409,
+      'nothing_to_steer_with',
+    );
+    await expectRefused(manager.dataDirectory(), () => sendUntyped(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, { mode: 'sideways' }), 400);
 
     stub.scriptFor(req.id, [{ text: 'Steered.' }]);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'change of plan' });
-    const steer = await send(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, { mode: 'steer' });
+    await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: req.id } }, body: { message: 'change of plan' } });
+    const steer = await manager.api.POST('/api/requirements/{id}/interrupt', { params: { path: { id: req.id } }, body: { mode: 'steer' } });
     expect(steer.status).toBe(202);
-    expect(steer.json.runId).toBe(first.id);
+    expect(steer.data!.runId).toBe(first.id);
     const [cancelled, continued] = await settled(req.id, 2);
     expect(cancelled).toMatchObject({ id: first.id, status: 'cancelled' });
     expect(continued).toMatchObject({ inputFromSequence: 1, status: 'succeeded' });
@@ -214,11 +199,11 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect(sleepers()).toEqual([]);
 
     stub.scriptFor(req.id, [{ shell: LONG_JOB }]);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: `another long job ${req.id}` });
+    await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: req.id } }, body: { message: `another long job ${req.id}` } });
     const third = await runningRun(req.id);
     await untilToolRunning(third.id);
     expect(sleepers().length).toBeGreaterThan(0);
-    expect((await send(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, { mode: 'stop' })).status).toBe(202);
+    expect((await manager.api.POST('/api/requirements/{id}/interrupt', { params: { path: { id: req.id } }, body: { mode: 'stop' } })).status).toBe(202);
     const all = await settled(req.id, 3);
     expect(all[2]).toMatchObject({ id: third.id, status: 'cancelled' });
     const stopped = await requirement(req.id);
@@ -226,20 +211,20 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect(stopped.session.pausedAt).toEqual(expect.any(String));
     expect(findRunProcesses(third.id, null)).toEqual([]);
     expect(sleepers()).toEqual([]);
-    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, {}), 409, 'no_active_run');
+    await expectRefused(manager.dataDirectory(), () => manager.api.POST('/api/requirements/{id}/interrupt', { params: { path: { id: req.id } }, body: {} }), 409, 'no_active_run');
   });
 
   it('stop is a pause: queued input and related messages stay pending, across a restart, until a start delivers them all', async () => {
     const req = await create('pause');
     // The first run proposes a child (so a related agent can message it later), then works on.
     stub.scriptFor(req.id, [{ shell: `code-factory-cli requirement propose --title "Pause child" --description "Report to the parent"` }, { shell: LONG_JOB }]);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `long job ${req.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `long job ${req.id}` } });
     const first = await runningRun(req.id);
     await untilToolRunning(first.id);
-    const queued = await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'queued behind the run' });
-    expect(queued.json).toMatchObject({ queued: true });
+    const queued = await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: req.id } }, body: { message: 'queued behind the run' } });
+    expect(queued.data).toMatchObject({ queued: true });
 
-    expect((await send(manager.origin, 'POST', `/api/requirements/${req.id}/interrupt`, { mode: 'stop' })).status).toBe(202);
+    expect((await manager.api.POST('/api/requirements/{id}/interrupt', { params: { path: { id: req.id } }, body: { mode: 'stop' } })).status).toBe(202);
     const [cancelled] = await settled(req.id);
     expect(cancelled).toMatchObject({ id: first.id, status: 'cancelled' });
     expect(findRunProcesses(first.id, null)).toEqual([]);
@@ -252,9 +237,9 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect(await runs(req.id)).toHaveLength(1);
 
     // The child's real agent messages the paused parent: recorded as pending, still no run.
-    const [child] = (await send(manager.origin, 'GET', '/api/requirements?limit=200')).json.items.filter((r: { parentRequirementId: string }) => r.parentRequirementId === req.id);
+    const [child] = (await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.filter((r) => r.parentRequirementId === req.id);
     stub.scriptFor(child.id, [{ shell: `code-factory-cli requirement message --requirement-id ${req.id} --message "the child reports in"` }, { text: 'Told the parent.' }]);
-    await send(manager.origin, 'POST', `/api/requirements/${child.id}/start`, { message: `report ${child.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: child.id } }, body: { message: `report ${child.id}` } });
     const [childRun] = await settled(child.id);
     expect(childRun).toMatchObject({ status: 'succeeded' });
     const related = (await messages(req.id)).find((m) => m.author === 'rd_agent');
@@ -274,7 +259,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     // marker's event is here, a run started by the restart would have come before it.
     const stream = await connectSse(`${manager.origin}/api/events`);
     try {
-      expect((await send(manager.origin, 'PUT', `/api/requirements/${req.id}/dependencies`, { dependsOn: [] })).status).toBe(200);
+      await ok(manager.api.PUT('/api/requirements/{id}/dependencies', { body: { dependsOn: [] }, params: { path: { id: req.id } } }));
       const marker = await stream.waitUntil((e) => e.event === 'requirement.updated' && e.data.requirementId === req.id, 'the marker on the paused Requirement');
       expect(stream.events.filter((e) => e.id <= marker.id && e.event === 'run.started').map((e) => e.data.requirementId)).not.toContain(req.id);
     } finally {
@@ -284,8 +269,8 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
 
     // A person's start ends the pause: one run takes the interrupted, queued and related input.
     stub.scriptFor(req.id, [{ text: 'Resumed with everything.' }]);
-    const resumed = await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, {});
-    expect(resumed.json).toMatchObject({ requirement: { session: { pausedAt: null, state: 'running' }, status: 'doing' }, run: { inputFromSequence: 1, inputToSequence: 3 } });
+    const resumed = await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: {} });
+    expect(resumed.data).toMatchObject({ requirement: { session: { pausedAt: null, state: 'running' }, status: 'doing' }, run: { inputFromSequence: 1, inputToSequence: 3 } });
     const [, second] = await settled(req.id, 2);
     expect(second).toMatchObject({ inputFromSequence: 1, inputToSequence: 3, status: 'succeeded' });
     const prompt = stub.requests.filter((r) => r.marker === req.id).pop()!.transcript;
@@ -299,7 +284,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
   it('fails a run on a model error without consuming anything, and a retry delivers the same input', async () => {
     const req = await create('error');
     stub.scriptFor(req.id, [{ error: { message: 'the model is on fire', status: 500 } }]);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `fragile ${req.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `fragile ${req.id}` } });
     const [failed] = await settled(req.id);
     expect(failed).toMatchObject({ status: 'failed' });
     expect(failed.error).toEqual(expect.any(String));
@@ -310,7 +295,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect(conversation[1].body).toContain('failed');
 
     stub.scriptFor(req.id, [{ text: 'Recovered.' }]);
-    const retry = await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, {});
+    const retry = await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: {} });
     expect(retry.status).toBe(202);
     const [, second] = await settled(req.id, 2);
     expect(second).toMatchObject({ inputFromSequence: 1, inputToSequence: 2, status: 'succeeded' });
@@ -321,40 +306,44 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
   it('refuses a second start while a run is active, and starts on done or cancelled Requirements', async () => {
     const req = await create('double start');
     stub.scriptFor(req.id, [{ delayMs: 1500, then: { text: 'ok' } }]);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `once ${req.id}` });
-    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, {}), 409, 'run_active');
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `once ${req.id}` } });
+    await expectRefused(manager.dataDirectory(), () => manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: {} }), 409, 'run_active');
     await settled(req.id);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/confirm`);
-    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, {}), 409, 'requirement_closed');
-    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'POST', '/api/requirements/req_00000000-0000-0000-0000-000000000000/start', {}), 404);
+    await manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: req.id } } });
+    await expectRefused(manager.dataDirectory(), () => manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: {} }), 409, 'requirement_closed');
+    await expectRefused(
+      manager.dataDirectory(),
+      () => manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } }, body: {} }),
+      404,
+    );
   });
 
   it('reopens a done Requirement in its original session when someone replies', async () => {
     const req = await create('reopen');
     stub.scriptFor(req.id, [{ text: 'Done.' }, { text: 'Reopened and fixed.' }]);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `job ${req.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `job ${req.id}` } });
     await settled(req.id);
     const native = (await requirement(req.id)).session.nativeSessionId;
-    const confirmed = await send(manager.origin, 'POST', `/api/requirements/${req.id}/confirm`);
-    expect(confirmed.json).toMatchObject({ session: { state: 'completed' }, status: 'done' });
-    const reply = await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'one more thing' });
-    expect(reply.json).toMatchObject({ queued: false, requirement: { completedAt: null, status: 'doing' } });
+    const confirmed = await manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: req.id } } });
+    expect(confirmed.data).toMatchObject({ session: { state: 'completed' }, status: 'done' });
+    const reply = await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: req.id } }, body: { message: 'one more thing' } });
+    expect(reply.data).toMatchObject({ queued: false, requirement: { completedAt: null, status: 'doing' } });
     const [, second] = await settled(req.id, 2);
     expect(second).toMatchObject({ nativeSessionId: native, status: 'succeeded' });
   });
 
   it('times a silent run out after the inactivity window', async () => {
-    await send(manager.origin, 'PATCH', '/api/configuration', { rdInactivityTimeoutSeconds: 2 });
+    await manager.api.PATCH('/api/configuration', { body: { rdInactivityTimeoutSeconds: 2 } });
     try {
       const req = await create('silent');
       stub.scriptFor(req.id, [{ hang: true }]);
-      await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `hang ${req.id}` });
+      await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `hang ${req.id}` } });
       const [run] = await settled(req.id);
       expect(run).toMatchObject({ error: 'no output for 2 s', status: 'timed_out' });
       expect(await requirement(req.id)).toMatchObject({ session: { lastConsumedMessageSequence: 0, state: 'failed' }, status: 'waiting_confirmation' });
       expect(findRunProcesses(run.id, null)).toEqual([]);
     } finally {
-      await send(manager.origin, 'PATCH', '/api/configuration', { rdInactivityTimeoutSeconds: 3600 });
+      await manager.api.PATCH('/api/configuration', { body: { rdInactivityTimeoutSeconds: 3600 } });
     }
   });
 
@@ -363,7 +352,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     for (const req of reqs) {
       stub.scriptFor(req.id, [{ text: `answer for ${req.id}` }]);
     }
-    await Promise.all(reqs.map((req) => send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `go ${req.id}` })));
+    await Promise.all(reqs.map((req) => manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `go ${req.id}` } })));
     for (const req of reqs) {
       const [run] = await settled(req.id, 1, 120_000);
       expect(run.status).toBe('succeeded');
@@ -374,10 +363,10 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
   it('reconciles a run cut off by kill -9 of the manager: failed, nothing lost, no agent left', async () => {
     const req = await create('crash');
     stub.scriptFor(req.id, [{ shell: LONG_JOB }]);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `crash me ${req.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `crash me ${req.id}` } });
     const run = await runningRun(req.id);
     await untilToolRunning(run.id);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'queued before the crash' });
+    await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: req.id } }, body: { message: 'queued before the crash' } });
     await manager.kill9();
     expect(findRunProcesses(run.id, null).length).toBeGreaterThan(0); // the orphaned agent goes on…
 
@@ -394,7 +383,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     expect(JSON.parse(events[events.length - 1].payload)).toMatchObject({ failedRunIds: [run.id] });
 
     stub.scriptFor(req.id, [{ text: 'Picked up after the crash.' }]);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, {});
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: {} });
     const [, retried] = await settled(req.id, 2);
     expect(retried).toMatchObject({ inputFromSequence: 1, status: 'succeeded' });
     const prompt = stub.requests.filter((r) => r.marker === req.id).pop()!.transcript;
@@ -405,7 +394,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     const req = await create('events');
     stub.scriptFor(req.id, [{ text: 'Evented.' }]);
     const stream = await connectSse(`${manager.origin}/api/events`);
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: `events ${req.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: `events ${req.id}` } });
     const [run] = await settled(req.id);
     await stream.waitUntil((e) => e.event === 'run.succeeded' && (e.data.payload.run as { id: string }).id === run.id, 'the run.succeeded event');
     stream.close();
@@ -433,7 +422,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
   }
 
   async function untilToolRunning(runId: string): Promise<void> {
-    const traceOf = async () => (await send(manager.origin, 'GET', `/api/runs/${runId}/trace?limit=200`)).json.items as Array<{ kind: string }>;
+    const traceOf = async () => (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: runId }, query: { limit: 200 } } }))).items;
     await until('the tool command to run', async () => (await traceOf()).some((t) => t.kind === 'tool_call') && sleepers().length > 0, 15_000).catch(async (err: Error) => {
       throw new Error(`${err.message}: ${JSON.stringify(await traceOf()).slice(0, 1500)} sleepers=${sleepers().join(',')}`);
     });
@@ -443,7 +432,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
 describe('an agent CLI that cannot be started', () => {
   const failedRun = (manager: ManagerProcess, id: string) =>
     until('the run to fail', async () => {
-      const run = (await send(manager.origin, 'GET', `/api/runs?requirementId=${id}`)).json.items[0] as Run | undefined;
+      const run = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items[0];
       return run?.status === 'failed' && run;
     });
 
@@ -451,13 +440,13 @@ describe('an agent CLI that cannot be started', () => {
     const sandbox = makeSandbox();
     const manager = await startManager({ env: { CODE_FACTORY_CODEX_EXECUTABLE: '/nonexistent/codex' }, sandbox });
     try {
-      const req = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'missing cli' })).json;
-      await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'hello' });
+      const req = await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'missing cli' } }));
+      await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: 'hello' } });
       const run = await failedRun(manager, req.id);
       expect(run.error).toBe(
         'the agent CLI could not be started: Codex CLI (`/nonexistent/codex`) was not found (or is not executable). Install it (npm i -g @openai/codex) or set codexExecutable in the configuration.',
       );
-      expect((await send(manager.origin, 'GET', `/api/requirements/${req.id}`)).json).toMatchObject({
+      expect(await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: req.id } } }))).toMatchObject({
         session: { lastConsumedMessageSequence: 0, lastError: run.error, pendingMessageCount: 1, state: 'failed' },
         status: 'waiting_confirmation',
       });
@@ -475,12 +464,12 @@ describe('an agent CLI that cannot be started', () => {
     try {
       const ids: string[] = [];
       for (let i = 0; i < 20; i++) {
-        const req = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: `fails ${i}` })).json;
-        await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'hello' });
+        const req = await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: `fails ${i}` } }));
+        await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: 'hello' } });
         ids.push(req.id);
       }
       for (const id of ids) {
-        await until('the run to fail', async () => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json.session.state === 'failed' || undefined);
+        await until('the run to fail', async () => (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).session.state === 'failed' || undefined);
       }
       // A client merges Requirement snapshots by update time: along the stream they must not go back.
       const rows = await query<{ requirement_id: string; type: string; version: string }>(
@@ -514,13 +503,13 @@ describe('an agent CLI that cannot be started', () => {
         'claude-code': 'Claude Code (`claude`) was not found on PATH. Install it (npm i -g @anthropic-ai/claude-code) or set claudeExecutable in the configuration.',
         codex: 'Codex CLI (`codex`) was not found on PATH. Install it (npm i -g @openai/codex) or set codexExecutable in the configuration.',
       };
-      for (const [provider, sentence] of Object.entries(expected)) {
-        const req = (await send(manager.origin, 'POST', '/api/requirements', { provider, title: `no ${provider}` })).json;
-        expect((await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'hello' })).status).toBe(202);
+      for (const [provider, sentence] of Object.entries(expected) as Array<[keyof typeof expected, string]>) {
+        const req = await ok(manager.api.POST('/api/requirements', { body: { provider, title: `no ${provider}` } }));
+        expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: 'hello' } })).status).toBe(202);
         const run = await failedRun(manager, req.id);
         expect(run.error).toBe(`the agent CLI could not be started: ${sentence}`);
-        expect((await send(manager.origin, 'GET', `/api/requirements/${req.id}`)).json.session.lastError).toBe(run.error);
-        const messages = (await send(manager.origin, 'GET', `/api/requirements/${req.id}/messages`)).json.items as Array<{ author: string; body: string }>;
+        expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: req.id } } }))).session.lastError).toBe(run.error);
+        const messages = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: req.id } } }))).items;
         expect(messages.find((m) => m.author === 'system')?.body).toContain(sentence);
       }
     } finally {

@@ -1,17 +1,14 @@
 import * as path from 'node:path';
 
+import type { Schemas } from '@libs/api-client';
+
 import { execute, query } from './support/db-snapshot';
-import { send } from './support/http';
+import { ok } from './support/api';
+import { sendUntyped } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { until } from './support/wait';
 
-interface Hit {
-  requirementId: string;
-  requirementTitle: string;
-  messageId: string | null;
-  sequence: number | null;
-  snippet: Array<{ text: string; match: boolean }>;
-}
+type Hit = Schemas['SearchHitDto'];
 
 /** Search through a real manager process and its SQLite file: the index is written with the rows, in their transactions. */
 describe('search', () => {
@@ -30,11 +27,11 @@ describe('search', () => {
     sandbox?.cleanup();
   });
 
-  const create = async (title: string, description = '') => (await send(manager.origin, 'POST', '/api/requirements', { description, provider: 'codex', title })).json.id as string;
-  const reply = (id: string, message: string) => send(manager.origin, 'POST', `/api/requirements/${id}/reply`, { message });
-  const search = async (q: string, extra = '') => {
-    const response = await send(manager.origin, 'GET', `/api/search?q=${encodeURIComponent(q)}${extra}`);
-    return { items: (response.json?.items ?? []) as Hit[], json: response.json, status: response.status };
+  const create = async (title: string, description = '') => (await ok(manager.api.POST('/api/requirements', { body: { description, provider: 'codex', title } }))).id;
+  const reply = (id: string, message: string) => manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id } }, body: { message } });
+  const search = async (q: string, page: { cursor?: string; limit?: number } = {}) => {
+    const response = await manager.api.GET('/api/search', { params: { query: { q, ...page } } });
+    return { items: response.data?.items ?? [], nextCursor: response.data?.nextCursor ?? null, status: response.status };
   };
   const matched = (hit: Hit) => hit.snippet.filter((part) => part.match).map((part) => part.text.toLowerCase());
 
@@ -82,19 +79,20 @@ describe('search', () => {
     const seen: Hit[] = [];
     let cursor: string | null = null;
     do {
-      const page: Awaited<ReturnType<typeof search>> = await search('needle', `&limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+      const page: Awaited<ReturnType<typeof search>> = await search('needle', { cursor: cursor ?? undefined, limit: 3 });
       expect(page.status).toBe(200);
       seen.push(...page.items);
-      cursor = page.json.nextCursor as string | null;
+      cursor = page.nextCursor;
     } while (cursor);
     expect(seen.map((h) => h.sequence).sort()).toEqual([1, 2, 3, 4, 5, 6, 7]);
 
     for (const bad of ['', '   ', '"*()', 'a'.repeat(201), Array.from({ length: 13 }, (_, i) => `w${i}`).join(' ')]) {
-      const refused = await send(manager.origin, 'GET', `/api/search?q=${encodeURIComponent(bad)}`);
+      const refused = await manager.api.GET('/api/search', { params: { query: { q: bad } } });
       expect(refused.status).toBe(400);
     }
-    expect((await send(manager.origin, 'GET', '/api/search')).status).toBe(400);
-    expect((await send(manager.origin, 'GET', '/api/search?q=needle&cursor=bogus')).status).toBe(400);
+    // Without the required q: untyped on purpose.
+    expect((await sendUntyped(manager.origin, 'GET', '/api/search')).status).toBe(400);
+    expect((await manager.api.GET('/api/search', { params: { query: { q: 'needle', cursor: 'bogus' } } })).status).toBe(400);
     // FTS5 syntax is text here: a column filter or an operator finds the words, never an error.
     expect((await search('title: needle OR NOT')).status).toBe(200);
     expect((await search('NEAR(needle')).status).toBe(200);
@@ -103,17 +101,20 @@ describe('search', () => {
   it('indexes only what commits, and forgets purged Requirements', async () => {
     const id = await create('Purge me later');
     // A reply refused by the server (an attachment it never saw) writes nothing, so indexes nothing.
-    const refused = await send(manager.origin, 'POST', `/api/requirements/${id}/reply`, { attachmentIds: ['att_00000000000000000000000000'], message: 'ghostword here' });
+    const refused = await manager.api.POST('/api/requirements/{id}/reply', {
+      params: { path: { id } },
+      body: { attachmentIds: ['att_00000000000000000000000000'], message: 'ghostword here' },
+    });
     expect(refused.status).toBe(400);
     expect((await search('ghostword')).items).toEqual([]);
     // It ran on a message (the silent agent, stopped), then was confirmed: done, with a conversation.
-    await send(manager.origin, 'POST', `/api/requirements/${id}/start`, { message: 'vanishing text' });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id } }, body: { message: 'vanishing text' } });
     expect((await search('vanishing')).items).toHaveLength(1);
-    await send(manager.origin, 'POST', `/api/requirements/${id}/interrupt`, { mode: 'stop' });
-    await until('the stop', async () => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json.status === 'waiting_confirmation');
-    expect((await send(manager.origin, 'POST', `/api/requirements/${id}/confirm`)).status).toBe(200);
-    await send(manager.origin, 'PATCH', '/api/configuration', { doneRequirementRetentionDays: 0 });
-    await until('the purge', async () => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).status === 404);
+    await manager.api.POST('/api/requirements/{id}/interrupt', { params: { path: { id } }, body: { mode: 'stop' } });
+    await until('the stop', async () => (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).status === 'waiting_confirmation');
+    expect((await manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id } } })).status).toBe(200);
+    await manager.api.PATCH('/api/configuration', { body: { doneRequirementRetentionDays: 0 } });
+    await until('the purge', async () => (await manager.api.GET('/api/requirements/{id}', { params: { path: { id } } })).status === 404);
     expect((await search('vanishing')).items).toEqual([]);
     expect((await search('purge')).items).toEqual([]);
     const database = path.join(manager.dataDirectory(), 'factory.sqlite');

@@ -1,3 +1,4 @@
+import type { Schemas } from '@libs/api-client';
 import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { RunningManager, startManager } from '@server/manager';
@@ -5,7 +6,8 @@ import { TimerScheduler } from '@server/timers/timer-scheduler.service';
 import { TriggerDeliveryService } from '@server/triggers/trigger-delivery.service';
 
 import { FakeClock } from './support/fake-clock';
-import { type Json, registerToken, send } from './support/http';
+import { apiClient, ok } from './support/api';
+import { registerToken, sendUntyped } from './support/http';
 import { IDLE_AGENT, STORE_ENV, Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { SseConnection, connectSse } from './support/sse-client';
@@ -13,13 +15,7 @@ import { until } from './support/wait';
 
 const MINUTE = 60_000;
 
-interface Timer {
-  id: string;
-  status: string;
-  nextFireAt: string | null;
-  lastFiredAt: string | null;
-  [key: string]: unknown;
-}
+type Timer = Schemas['TimerResponseDto'];
 
 /**
  * Timers on a real in-process server whose clock the test moves: the scheduler arms a real
@@ -29,6 +25,8 @@ interface Timer {
 describe('Timers', () => {
   let sandbox: Sandbox;
   let manager: RunningManager;
+  /** The typed client with the workspace token. */
+  const api = () => apiClient(manager.url);
   let clock: FakeClock;
 
   const start = async () => {
@@ -40,12 +38,17 @@ describe('Timers', () => {
     });
     registerToken(manager.url, manager.app.get(LocalTokenService).value);
   };
-  const create = async (title = 'Watch the CI') => (await send(manager.url, 'POST', '/api/requirements', { provider: 'codex', title })).json;
-  const register = (requirementId: string, body: object, headers: Record<string, string> = {}) =>
-    send(manager.url, 'POST', `/api/requirements/${requirementId}/timers`, { description: 'Check the CI of PR #184', intervalSeconds: 60, schedule: 'once', ...body }, headers);
-  const timersOf = async (requirementId: string): Promise<Timer[]> => (await send(manager.url, 'GET', `/api/requirements/${requirementId}/timers`)).json.items;
+  const create = async (title = 'Watch the CI') => await ok(api().POST('/api/requirements', { body: { provider: 'codex', title } }));
+  const TIMER: Schemas['CreateTimerDto'] = { description: 'Check the CI of PR #184', intervalSeconds: 60, schedule: 'once' };
+  /** With the workspace token, or with `token` (a run credential). */
+  const register = (requirementId: string, body: Partial<Schemas['CreateTimerDto']>, token?: string) =>
+    apiClient(manager.url, token === undefined ? {} : { auth: token }).POST('/api/requirements/{id}/timers', {
+      body: { ...TIMER, ...body },
+      params: { path: { id: requirementId } },
+    });
+  const timersOf = async (requirementId: string): Promise<Timer[]> => (await ok(api().GET('/api/requirements/{id}/timers', { params: { path: { id: requirementId } } }))).items;
   const timerFired = async (requirementId: string) =>
-    (await send(manager.url, 'GET', `/api/requirements/${requirementId}/messages`)).json.items.filter((m: { source: string }) => m.source === 'timer');
+    (await ok(api().GET('/api/requirements/{id}/messages', { params: { path: { id: requirementId } } }))).items.filter((m) => m.source === 'timer');
   /**
    * Moves time and waits until the scheduler has handled whatever became due: the jump wakes it
    * synchronously (FakeClock calls its listeners in `advance`), so the pass is already in flight
@@ -55,8 +58,7 @@ describe('Timers', () => {
     clock.advance(ms);
     await manager.app.get(TimerScheduler).settled();
   };
-  const refused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) =>
-    expectRefused(manager.runtime.paths.dataDirectory, request, status, code);
+  const refused = (request: Parameters<typeof expectRefused>[1], status: number, code?: string) => expectRefused(manager.runtime.paths.dataDirectory, request, status, code);
 
   beforeEach(async () => {
     sandbox = makeSandbox();
@@ -74,9 +76,9 @@ describe('Timers', () => {
     const events: SseConnection = await connectSse(`${manager.url}/api/events`);
     const created = await register(requirement.id, { description: 'Check the CI of PR #184' });
     expect(created.status).toBe(201);
-    const timer: Timer = created.json;
+    const timer: Timer = created.data!;
     expect(timer).toMatchObject({ intervalSeconds: 60, lastFiredAt: null, requirementId: requirement.id, schedule: 'once', status: 'active' });
-    expect(Date.parse(timer.nextFireAt as string) - Date.parse(timer.createdAt as string)).toBe(MINUTE);
+    expect(Date.parse(timer.nextFireAt as string) - Date.parse(timer.createdAt)).toBe(MINUTE);
 
     await advance(30_000);
     expect(await timerFired(requirement.id)).toEqual([]);
@@ -102,7 +104,7 @@ describe('Timers', () => {
     expect((await events.waitFor(4)).map((e) => e.event)).toEqual(['timer.created', 'message.created', 'timer.fired', 'run.started']);
     events.close();
     // The woken session runs with the timer message as its input.
-    const runs = (await send(manager.url, 'GET', `/api/runs?requirementId=${requirement.id}`)).json.items;
+    const runs = (await ok(api().GET('/api/runs', { params: { query: { requirementId: requirement.id } } }))).items;
     expect(runs).toEqual([expect.objectContaining({ inputFromSequence: fired.sequence, inputToSequence: fired.sequence, status: 'running' })]);
 
     await advance(10 * MINUTE);
@@ -111,7 +113,7 @@ describe('Timers', () => {
 
   it('fires a recurring timer every interval, and after a gap once (missed occurrences skipped)', async () => {
     const requirement = await create();
-    const timer: Timer = (await register(requirement.id, { schedule: 'recurring' })).json;
+    const timer: Timer = await ok(register(requirement.id, { schedule: 'recurring' }));
     const firstAt = Date.parse(timer.nextFireAt as string);
     await advance(61_000);
     expect(await timerFired(requirement.id)).toHaveLength(1);
@@ -135,25 +137,29 @@ describe('Timers', () => {
 
   it('cancels: no more occurrences; a second cancel is 409; unknown timers 404', async () => {
     const requirement = await create();
-    const timer: Timer = (await register(requirement.id, { schedule: 'recurring' })).json;
+    const timer: Timer = await ok(register(requirement.id, { schedule: 'recurring' }));
     const events = await connectSse(`${manager.url}/api/events?after=0`);
-    const cancelled = await send(manager.url, 'DELETE', `/api/requirements/${requirement.id}/timers/${timer.id}`);
+    const cancelled = await api().DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: requirement.id, timerId: timer.id } } });
     expect(cancelled.status).toBe(200);
-    expect(cancelled.json).toMatchObject({ id: timer.id, nextFireAt: null, status: 'cancelled' });
+    expect(cancelled.data).toMatchObject({ id: timer.id, nextFireAt: null, status: 'cancelled' });
     expect((await events.waitFor(3)).map((e) => e.event)).toEqual(['requirement.created', 'timer.created', 'timer.cancelled']);
     events.close();
     await advance(5 * MINUTE);
     expect(await timerFired(requirement.id)).toEqual([]);
-    await refused(() => send(manager.url, 'DELETE', `/api/requirements/${requirement.id}/timers/${timer.id}`), 409, 'timer_not_active');
-    await refused(() => send(manager.url, 'DELETE', `/api/requirements/${requirement.id}/timers/tmr_00000000-0000-4000-8000-000000000000`), 404, 'timer_not_found');
+    await refused(() => api().DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: requirement.id, timerId: timer.id } } }), 409, 'timer_not_active');
+    await refused(
+      () => api().DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: requirement.id, timerId: 'tmr_00000000-0000-4000-8000-000000000000' } } }),
+      404,
+      'timer_not_found',
+    );
     const other = await create('other');
-    await refused(() => send(manager.url, 'DELETE', `/api/requirements/${other.id}/timers/${timer.id}`), 404, 'timer_not_found');
+    await refused(() => api().DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: other.id, timerId: timer.id } } }), 404, 'timer_not_found');
   });
 
   it('survives restarts: what came due while down is delivered once, nothing is delivered twice', async () => {
     const requirement = await create();
-    const timer: Timer = (await register(requirement.id, { schedule: 'recurring' })).json;
-    const once: Timer = (await register(requirement.id, { description: 'one-time', intervalSeconds: 120 })).json;
+    const timer: Timer = await ok(register(requirement.id, { schedule: 'recurring' }));
+    const once: Timer = await ok(register(requirement.id, { description: 'one-time', intervalSeconds: 120 }));
     await advance(61_000);
     expect(await timerFired(requirement.id)).toHaveLength(1);
 
@@ -170,23 +176,22 @@ describe('Timers', () => {
     await until('due timers after restart', async () => (await timerFired(requirement.id)).length === 3 || undefined);
     await manager.app.get(TimerScheduler).settled();
     const fired = await timerFired(requirement.id);
-    expect(fired.map((m: { metadata: { timerId: string } }) => m.metadata.timerId).sort()).toEqual([timer.id, timer.id, once.id].sort());
+    expect(fired.map((m) => m.metadata!.timerId).sort()).toEqual([timer.id, timer.id, once.id].sort());
     const byId = new Map((await timersOf(requirement.id)).map((t) => [t.id, t]));
     expect(byId.get(once.id)).toMatchObject({ status: 'completed' });
     expect(Date.parse(byId.get(timer.id)!.nextFireAt as string)).toBeGreaterThan(clock.now().getTime());
-    const timerEvents = (await send(manager.url, 'GET', `/api/requirements/${requirement.id}/timers`)).json.items;
+    const timerEvents = (await ok(api().GET('/api/requirements/{id}/timers', { params: { path: { id: requirement.id } } }))).items;
     expect(timerEvents).toHaveLength(2);
   });
 
   it("a stopped (paused) session records due timers and trigger messages without waking; a start delivers them, a person's reply resumes", async () => {
     const requirement = await create('paused');
-    const runsOf = async () =>
-      (await send(manager.url, 'GET', `/api/runs?requirementId=${requirement.id}`)).json.items as Array<{ status: string; inputFromSequence: number; inputToSequence: number }>;
-    const get = async () => (await send(manager.url, 'GET', `/api/requirements/${requirement.id}`)).json;
-    await send(manager.url, 'POST', `/api/requirements/${requirement.id}/start`, { message: 'work on it' });
-    expect((await send(manager.url, 'POST', `/api/requirements/${requirement.id}/reply`, { message: 'queued behind the run' })).json.queued).toBe(true);
+    const runsOf = async () => (await ok(api().GET('/api/runs', { params: { query: { requirementId: requirement.id } } }))).items;
+    const get = async () => await ok(api().GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }));
+    await api().POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: 'work on it' } });
+    expect((await ok(api().POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: 'queued behind the run' } }))).queued).toBe(true);
     await register(requirement.id, { description: 'Look again later' });
-    await send(manager.url, 'POST', `/api/requirements/${requirement.id}/interrupt`, { mode: 'stop' });
+    await api().POST('/api/requirements/{id}/interrupt', { params: { path: { id: requirement.id } }, body: { mode: 'stop' } });
     const paused = await until('paused', async () => ((await get()).session.pausedAt ? get() : undefined));
     expect(paused).toMatchObject({ session: { pendingMessageCount: 2, state: 'waiting_human' }, status: 'waiting_confirmation' });
 
@@ -210,28 +215,28 @@ describe('Timers', () => {
     await manager.stop();
     await start();
     expect((await get()).session).toMatchObject({ pausedAt: paused.session.pausedAt, state: 'waiting_human' });
-    const started = await send(manager.url, 'POST', `/api/requirements/${requirement.id}/start`, {});
-    expect(started.json).toMatchObject({ requirement: { session: { pausedAt: null, state: 'running' } }, run: { inputFromSequence: 1, inputToSequence: 4 } });
+    const started = await api().POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: {} });
+    expect(started.data).toMatchObject({ requirement: { session: { pausedAt: null, state: 'running' } }, run: { inputFromSequence: 1, inputToSequence: 4 } });
 
     // Paused again; this time a person replies, which is a person acting: a run starts with it.
-    await send(manager.url, 'POST', `/api/requirements/${requirement.id}/reply`, { message: 'queued again' });
-    await send(manager.url, 'POST', `/api/requirements/${requirement.id}/interrupt`, { mode: 'stop' });
+    await api().POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: 'queued again' } });
+    await api().POST('/api/requirements/{id}/interrupt', { params: { path: { id: requirement.id } }, body: { mode: 'stop' } });
     await until('paused again', async () => ((await get()).session.pausedAt ? true : undefined));
-    const reply = await send(manager.url, 'POST', `/api/requirements/${requirement.id}/reply`, { message: 'carry on' });
-    expect(reply.json).toMatchObject({ queued: false, requirement: { session: { pausedAt: null, state: 'running' }, status: 'doing' } });
+    const reply = await api().POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: 'carry on' } });
+    expect(reply.data).toMatchObject({ queued: false, requirement: { session: { pausedAt: null, state: 'running' }, status: 'doing' } });
     const [latest] = await runsOf();
     expect(latest).toMatchObject({ inputFromSequence: 1, inputToSequence: 6, status: 'running' });
   });
 
   it('a manager shutdown ends runs without pausing them: after the restart a due timer wakes the session', async () => {
     const requirement = await create('restarted');
-    await send(manager.url, 'POST', `/api/requirements/${requirement.id}/start`, { message: 'work on it' });
+    await api().POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: 'work on it' } });
     await register(requirement.id, {});
     await manager.stop();
     await start();
-    const get = async () => (await send(manager.url, 'GET', `/api/requirements/${requirement.id}`)).json;
+    const get = async () => await ok(api().GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }));
     expect((await get()).session).toMatchObject({ pausedAt: null, state: 'waiting_human' });
-    const runsOf = async () => (await send(manager.url, 'GET', `/api/runs?requirementId=${requirement.id}`)).json.items;
+    const runsOf = async () => (await ok(api().GET('/api/runs', { params: { query: { requirementId: requirement.id } } }))).items;
     expect(await runsOf()).toEqual([expect.objectContaining({ status: 'cancelled' })]);
     await advance(61_000);
     // 1: the start, 2: the manager's "stopped during this run" (issue 26 §8, not for the agent), 3: the timer.
@@ -240,20 +245,23 @@ describe('Timers', () => {
 
   it("ends a Requirement's timers when it is confirmed or deleted, and refuses new ones (409)", async () => {
     const confirmed = await create('to confirm');
-    const recurring: Timer = (await register(confirmed.id, { schedule: 'recurring' })).json;
-    await send(manager.url, 'POST', `/api/requirements/${confirmed.id}/start`, {});
-    await send(manager.url, 'POST', `/api/requirements/${confirmed.id}/interrupt`, { mode: 'stop' });
-    await until('waiting_confirmation', async () => (await send(manager.url, 'GET', `/api/requirements/${confirmed.id}`)).json.status === 'waiting_confirmation' || undefined);
+    const recurring: Timer = await ok(register(confirmed.id, { schedule: 'recurring' }));
+    await api().POST('/api/requirements/{id}/start', { params: { path: { id: confirmed.id } }, body: {} });
+    await api().POST('/api/requirements/{id}/interrupt', { params: { path: { id: confirmed.id } }, body: { mode: 'stop' } });
+    await until(
+      'waiting_confirmation',
+      async () => (await ok(api().GET('/api/requirements/{id}', { params: { path: { id: confirmed.id } } }))).status === 'waiting_confirmation' || undefined,
+    );
     const events = await connectSse(`${manager.url}/api/events`);
-    expect((await send(manager.url, 'POST', `/api/requirements/${confirmed.id}/confirm`)).status).toBe(200);
+    expect((await api().POST('/api/requirements/{id}/confirm', { params: { path: { id: confirmed.id } } })).status).toBe(200);
     const [completed] = await events.waitFor(1);
     expect(completed).toMatchObject({ event: 'requirement.completed', data: { payload: { timers: [{ id: recurring.id, nextFireAt: null, status: 'cancelled' }] } } });
     events.close();
     expect(await timersOf(confirmed.id)).toEqual([expect.objectContaining({ id: recurring.id, status: 'cancelled' })]);
 
     const deleted = await create('to delete');
-    const once: Timer = (await register(deleted.id, {})).json;
-    expect((await send(manager.url, 'DELETE', `/api/requirements/${deleted.id}`)).status).toBe(204);
+    const once: Timer = await ok(register(deleted.id, {}));
+    expect((await api().DELETE('/api/requirements/{id}', { params: { path: { id: deleted.id } } })).status).toBe(204);
     expect(await timersOf(deleted.id)).toEqual([expect.objectContaining({ id: once.id, status: 'cancelled' })]);
 
     await advance(5 * MINUTE);
@@ -277,27 +285,28 @@ describe('Timers', () => {
       { description: 'x'.repeat(501) },
       { unexpected: true },
     ]) {
-      await refused(() => register(requirement.id, body), 400);
+      // Invalid timers on purpose: untyped.
+      await refused(() => sendUntyped(manager.url, 'POST', `/api/requirements/${requirement.id}/timers`, { ...TIMER, ...body }), 400);
     }
     await refused(() => register('req_00000000-0000-4000-8000-000000000000', {}), 404, 'requirement_not_found');
-    await refused(() => send(manager.url, 'GET', '/api/requirements/req_00000000-0000-4000-8000-000000000000/timers'), 404);
+    await refused(() => api().GET('/api/requirements/{id}/timers', { params: { path: { id: 'req_00000000-0000-4000-8000-000000000000' } } }), 404);
     expect((await register(requirement.id, { description: 'x'.repeat(500), intervalSeconds: 31_536_000 })).status).toBe(201);
 
     const credentials = manager.app.get(RunCredentialsService);
     const token = credentials.issue({ requirementId: requirement.id, runId: 'run_timer_test', sessionId: requirement.session.id });
-    const own = await register(requirement.id, {}, { Authorization: `Bearer ${token}` });
+    const own = await register(requirement.id, {}, token);
     expect(own.status).toBe(201);
-    expect((await send(manager.url, 'GET', `/api/requirements/${requirement.id}/timers`, undefined, { Authorization: `Bearer ${token}` })).status).toBe(200);
-    await refused(() => register(other.id, {}, { Authorization: `Bearer ${token}` }), 403);
-    await refused(() => send(manager.url, 'GET', '/api/timers', undefined, { Authorization: `Bearer ${token}` }), 403);
+    expect((await apiClient(manager.url, { auth: token }).GET('/api/requirements/{id}/timers', { params: { path: { id: requirement.id } } })).status).toBe(200);
+    await refused(() => register(other.id, {}, token), 403);
+    await refused(() => apiClient(manager.url, { auth: token }).GET('/api/timers'), 403);
 
-    const all = await send(manager.url, 'GET', '/api/timers?status=active&limit=1');
+    const all = await api().GET('/api/timers', { params: { query: { status: 'active', limit: 1 } } });
     expect(all.status).toBe(200);
-    expect(all.json.items).toHaveLength(1);
-    expect(all.json.nextCursor).not.toBeNull();
-    const rest = await send(manager.url, 'GET', `/api/timers?status=active&cursor=${encodeURIComponent(all.json.nextCursor)}`);
-    expect(rest.json.items.map((t: Timer) => t.id)).not.toContain(all.json.items[0].id);
-    expect(rest.json.items).toHaveLength(1);
+    expect(all.data!.items).toHaveLength(1);
+    expect(all.data!.nextCursor).not.toBeNull();
+    const rest = await api().GET('/api/timers', { params: { query: { status: 'active', cursor: all.data!.nextCursor ?? undefined } } });
+    expect(rest.data!.items.map((t) => t.id)).not.toContain(all.data!.items[0].id);
+    expect(rest.data!.items).toHaveLength(1);
   });
 
   it('trigger framework: one delivery per receipt key, even when concurrent; recorded without waking once done', async () => {
@@ -314,17 +323,20 @@ describe('Timers', () => {
     });
     const outcomes = await Promise.all([delivery.deliver(occurrence('first')), delivery.deliver(occurrence('again')), delivery.deliver(occurrence('and again'))]);
     expect(outcomes.map((o) => o.status).sort()).toEqual(['delivered', 'duplicate', 'duplicate']);
-    const messages = (await send(manager.url, 'GET', `/api/requirements/${requirement.id}/messages`)).json.items;
+    const messages = (await ok(api().GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id } } }))).items;
     expect(messages).toEqual([expect.objectContaining({ author: 'reviewer', deliverToRd: true, source: 'github', triggerId: 'github.pull-request.comment' })]);
-    expect((await send(manager.url, 'GET', `/api/requirements/${requirement.id}`)).json).toMatchObject({ session: { state: 'running' }, status: 'doing' });
+    expect(await ok(api().GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }))).toMatchObject({ session: { state: 'running' }, status: 'doing' });
 
     // Done: kept for display, not delivered, the session stays completed.
-    await send(manager.url, 'POST', `/api/requirements/${requirement.id}/interrupt`, { mode: 'stop' });
-    await until('waiting_confirmation', async () => (await send(manager.url, 'GET', `/api/requirements/${requirement.id}`)).json.status === 'waiting_confirmation' || undefined);
-    const confirmed = (await send(manager.url, 'POST', `/api/requirements/${requirement.id}/confirm`)).json;
+    await api().POST('/api/requirements/{id}/interrupt', { params: { path: { id: requirement.id } }, body: { mode: 'stop' } });
+    await until(
+      'waiting_confirmation',
+      async () => (await ok(api().GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }))).status === 'waiting_confirmation' || undefined,
+    );
+    const confirmed = await ok(api().POST('/api/requirements/{id}/confirm', { params: { path: { id: requirement.id } } }));
     const late = await delivery.deliver(occurrence('after done', 'pr_1:comment:43'));
     expect(late).toMatchObject({ message: { deliverToRd: false }, status: 'recorded' });
-    expect((await send(manager.url, 'GET', `/api/requirements/${requirement.id}`)).json).toMatchObject({
+    expect(await ok(api().GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }))).toMatchObject({
       session: { pendingMessageCount: confirmed.session.pendingMessageCount, state: 'completed' },
       status: 'done',
     });

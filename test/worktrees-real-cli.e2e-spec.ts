@@ -60,28 +60,28 @@ describe.each(REAL_AGENT_CLIS)('two Requirements at once with the real $provider
     await Promise.all(requirements.map((r) => startRun(manager, r.id, `Write shared.txt and commit (${r.id})`)));
     const done = await Promise.all(requirements.map((r) => settled(manager, r.id, 1)));
 
-    const branches = done.map(({ requirement }) => requirement.worktree.branch as string);
+    const branches = done.map(({ requirement }) => requirement.worktree!.branch as string);
     expect(new Set(branches).size).toBe(2);
     done.forEach(({ requirement, run }, i) => {
       const name = names[i];
       const other = names[1 - i];
       expect(run.status).toBe('succeeded');
       expect(requirement.worktree).toMatchObject({ ahead: 1, baseRef: 'person/work', behind: 0, dirty: false, mode: 'worktree' });
-      expect(path.dirname(requirement.worktree.path)).toContain(path.join(sandbox.home, 'worktrees'));
+      expect(path.dirname(requirement.worktree!.path!)).toContain(path.join(sandbox.home, 'worktrees'));
       const branch = branches[i];
       expect(git(sandbox.workspace, 'show', `${branch}:shared.txt`)).toBe(`${name}\n`);
       expect(git(sandbox.workspace, 'log', '--format=%s', branch).trim().split('\n')).toEqual([`${name}: shared`, 'initial']);
       expect(git(sandbox.workspace, 'log', '--format=%s', branch)).not.toContain(`${other}: shared`);
-      expect(git(requirement.worktree.path, 'symbolic-ref', '--short', 'HEAD').trim()).toBe(branch);
-      expect(git(requirement.worktree.path, 'rev-parse', 'HEAD').trim()).toBe(requirement.worktree.headSha);
+      expect(git(requirement.worktree!.path!, 'symbolic-ref', '--short', 'HEAD').trim()).toBe(branch);
+      expect(git(requirement.worktree!.path!, 'rev-parse', 'HEAD').trim()).toBe(requirement.worktree!.headSha);
     });
     // What each agent was told: its worktree, branch and base, and to make no other.
     done.forEach(({ requirement }) => {
       const sent = sentFor(requirement.id);
       expect(sent).toContain(
-        `Agent Manager made a git worktree for this Requirement: \`${requirement.worktree.path}\`, on branch \`${requirement.worktree.branch}\`, created from \`person/work\`.`,
+        `Agent Manager made a git worktree for this Requirement: \`${requirement.worktree!.path}\`, on branch \`${requirement.worktree!.branch}\`, created from \`person/work\`.`,
       );
-      expect(sent).toContain(`Make your changes and commits there, on \`${requirement.worktree.branch}\``);
+      expect(sent).toContain(`Make your changes and commits there, on \`${requirement.worktree!.branch}\``);
       expect(sent).toContain('Do not create another branch or worktree');
       expect(sent).not.toContain('create or reuse a branch or git worktree');
     });

@@ -2,8 +2,9 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import { ok } from './support/api';
 import { checkoutSnapshot, createRequirement, git, initRepository, readReport, reply, runsOf, settled, sh, startRun, WORKTREE_AGENT, writeFiles } from './support/git-repo';
-import { send } from './support/http';
+import { sendUntyped } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { until } from './support/wait';
@@ -16,7 +17,7 @@ jest.setTimeout(120_000);
 
 const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT, GH_TOKEN: '', GITHUB_TOKEN: '' };
 
-const patch = async (manager: ManagerProcess, values: Record<string, unknown>) => expect((await send(manager.origin, 'PATCH', '/api/configuration', values)).status).toBe(200);
+const patch = async (manager: ManagerProcess, values: Record<string, unknown>) => expect((await manager.api.PATCH('/api/configuration', { body: values })).status).toBe(200);
 
 describe('a worktree per Requirement, in a git workspace', () => {
   let sandbox: Sandbox;
@@ -43,7 +44,7 @@ describe('a worktree per Requirement, in a git workspace', () => {
       'node_modules/pkg/index.js': 'module.exports = 1;\n',
     });
     manager = await startManager({ env: AGENTS, sandbox });
-    worktrees = (await send(manager.origin, 'GET', '/api/workspace')).json.worktreesDirectory;
+    worktrees = (await ok(manager.api.GET('/api/workspace'))).worktreesDirectory;
   });
 
   afterAll(async () => {
@@ -64,16 +65,16 @@ describe('a worktree per Requirement, in a git workspace', () => {
       [rb, pb],
     ] as const) {
       expect(requirement.worktree).toMatchObject({ ahead: 0, baseRef: 'main', behind: 0, dirty: true, mode: 'worktree', removedAt: null });
-      expect(requirement.worktree.branch).toMatch(/^agent\/[a-z0-9-]+-[0-9a-f]{8}$/);
-      expect(place.cwd).toBe(requirement.worktree.path);
+      expect(requirement.worktree!.branch).toMatch(/^agent\/[a-z0-9-]+-[0-9a-f]{8}$/);
+      expect(place.cwd).toBe(requirement.worktree!.path);
       expect(path.dirname(place.cwd)).toBe(worktrees);
       expect(place.env).toMatchObject({
         AGENT_MANAGER_BASE_REF: 'main',
-        AGENT_MANAGER_BRANCH: requirement.worktree.branch,
+        AGENT_MANAGER_BRANCH: requirement.worktree!.branch,
         AGENT_MANAGER_ROOT: fs.realpathSync(sandbox.workspace),
         AGENT_MANAGER_WORKTREE: place.cwd,
       });
-      expect(git(place.cwd, 'symbolic-ref', '--short', 'HEAD').trim()).toBe(requirement.worktree.branch);
+      expect(git(place.cwd, 'symbolic-ref', '--short', 'HEAD').trim()).toBe(requirement.worktree!.branch);
       // Included: copied; linked: a symlink to the person's copy; the rest of the ignored files: not there.
       expect(fs.readFileSync(path.join(place.cwd, '.env'), 'utf8')).toBe('SECRET=1\n');
       expect(fs.lstatSync(path.join(place.cwd, '.env')).isSymbolicLink()).toBe(false);
@@ -83,23 +84,23 @@ describe('a worktree per Requirement, in a git workspace', () => {
       expect(fs.readlinkSync(path.join(place.cwd, 'node_modules'))).toBe(path.join(fs.realpathSync(sandbox.workspace), 'node_modules'));
       expect(fs.readFileSync(path.join(place.cwd, '.setup-count'), 'utf8')).toBe('once\n');
     }
-    expect(ra.worktree.branch).not.toBe(rb.worktree.branch);
+    expect(ra.worktree!.branch).not.toBe(rb.worktree!.branch);
     expect(pa.cwd).not.toBe(pb.cwd);
     // Port blocks of 10 that do not overlap.
     expect(Math.abs(Number(pa.env.AGENT_MANAGER_PORT) - Number(pb.env.AGENT_MANAGER_PORT))).toBeGreaterThanOrEqual(10);
     // The setup's output is in the run's trace; it runs once per worktree, not per run.
     const [runA] = await runsOf(manager, a.id);
-    const trace = (await send(manager.origin, 'GET', `/api/runs/${runA.id}/trace`)).json.items as Array<{ title: string; detail: string | null }>;
+    const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: runA.id } } }))).items;
     expect(trace.find((t) => t.title.startsWith('Created worktree'))?.detail).toContain('linked: node_modules');
-    expect(trace.find((t) => t.title.startsWith('Worktree setup'))?.detail).toContain(`setting up on ${ra.worktree.branch}`);
+    expect(trace.find((t) => t.title.startsWith('Worktree setup'))?.detail).toContain(`setting up on ${ra.worktree!.branch}`);
     await reply(manager, a.id, `report:${report('a2')}`);
     await settled(manager, a.id, 2);
     expect(readReport(report('a2')).cwd).toBe(pa.cwd);
     expect(fs.readFileSync(path.join(pa.cwd, '.setup-count'), 'utf8')).toBe('once\n');
     expect(checkoutSnapshot(sandbox.workspace)).toEqual(before);
     // The link is not the agent's work: only the setup's file is.
-    expect((await send(manager.origin, 'GET', `/api/requirements/${b.id}/changes`)).json.files.map((f: { path: string }) => f.path)).toEqual(['.setup-count']);
-    const workspace = (await send(manager.origin, 'GET', '/api/workspace')).json;
+    expect((await ok(manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: b.id } } }))).files.map((f: { path: string }) => f.path)).toEqual(['.setup-count']);
+    const workspace = await ok(manager.api.GET('/api/workspace'));
     expect(workspace.worktreeCount).toBeGreaterThanOrEqual(2);
     expect(workspace.worktreesDiskBytes).toBeGreaterThan(0);
     await patch(manager, { worktreeLinks: [], worktreeSetupCommand: null });
@@ -115,13 +116,13 @@ describe('a worktree per Requirement, in a git workspace', () => {
     expect(failed.run.error).toContain('exited with 3');
     expect(failed.requirement.session).toMatchObject({ lastConsumedMessageSequence: 0, pendingMessageCount: 1, state: 'failed' });
     expect(fs.existsSync(report('setup-fail'))).toBe(false);
-    const trace = (await send(manager.origin, 'GET', `/api/runs/${failed.run.id}/trace`)).json.items as Array<{ title: string; detail: string | null }>;
+    const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: failed.run.id } } }))).items;
     expect(trace.find((t) => t.title.startsWith('Worktree setup'))?.detail).toContain('cannot install');
     await patch(manager, { worktreeSetupCommand: null });
     await startRun(manager, requirement.id, '');
     const retried = await settled(manager, requirement.id, 2);
     expect(retried.run.status).toBe('succeeded');
-    expect(readReport(report('setup-fail')).cwd).toBe(retried.requirement.worktree.path);
+    expect(readReport(report('setup-fail')).cwd).toBe(retried.requirement.worktree!.path);
     // Everything up to the retry's start is consumed now, the first message included.
     expect(retried.requirement.session).toMatchObject({ lastError: null, pendingMessageCount: 0, state: 'waiting_human' });
     expect(retried.requirement.session.lastConsumedMessageSequence).toBeGreaterThanOrEqual(1);
@@ -142,10 +143,10 @@ describe('a worktree per Requirement, in a git workspace', () => {
     await startRun(manager, requirement.id, sh(work));
     const { requirement: done } = await settled(manager, requirement.id, 1);
     expect(done.worktree).toMatchObject({ ahead: 1, behind: 0, dirty: true });
-    const changes = await send(manager.origin, 'GET', `/api/requirements/${requirement.id}/changes`);
+    const changes = await manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: requirement.id } } });
     expect(changes.status).toBe(200);
-    expect(changes.json).toMatchObject({ baseRef: 'main', headSha: done.worktree.headSha, mergeBaseSha: done.worktree.baseSha, truncated: false });
-    const byPath = Object.fromEntries((changes.json.files as Array<{ path: string }>).map((f) => [f.path, f]));
+    expect(changes.data).toMatchObject({ baseRef: 'main', headSha: done.worktree!.headSha, mergeBaseSha: done.worktree!.baseSha, truncated: false });
+    const byPath = Object.fromEntries((changes.data!.files as Array<{ path: string }>).map((f) => [f.path, f]));
     expect(byPath['gone.txt']).toEqual({ additions: 0, binary: false, deletions: 1, oldPath: null, path: 'gone.txt', status: 'deleted' });
     expect(byPath['new-name.txt']).toEqual({ additions: 0, binary: false, deletions: 0, oldPath: 'old-name.txt', path: 'new-name.txt', status: 'renamed' });
     expect(byPath['src/app.ts']).toEqual({ additions: 2, binary: false, deletions: 1, oldPath: null, path: 'src/app.ts', status: 'modified' });
@@ -154,35 +155,36 @@ describe('a worktree per Requirement, in a git workspace', () => {
     expect(byPath['notes.txt']).toEqual({ additions: 3, binary: false, deletions: 0, oldPath: null, path: 'notes.txt', status: 'added' });
     expect(Object.keys(byPath).sort()).toEqual(['README.md', 'blob.bin', 'escape', 'gone.txt', 'new-name.txt', 'notes.txt', 'src/app.ts']);
 
-    const diff = (query: string) => send(manager.origin, 'GET', `/api/requirements/${requirement.id}/changes/diff?${query}`);
-    const modified = await diff('path=src/app.ts');
+    const diff = (file: string, oldPath?: string) =>
+      manager.api.GET('/api/requirements/{id}/changes/diff', { params: { path: { id: requirement.id }, query: { oldPath, path: file } }, parseAs: 'text' });
+    const modified = await diff('src/app.ts');
     expect(modified.status).toBe(200);
     expect(modified.headers.get('content-type')).toMatch(/^text\/plain/);
-    expect(modified.text).toContain('-export const a = 1;\n+export const a = 2;\n+export const b = 3;');
-    expect((await diff('path=notes.txt')).text).toContain('+one\n+two\n+three');
-    expect((await diff('path=new-name.txt&oldPath=old-name.txt')).text).toContain('rename from old-name.txt');
-    expect((await diff('path=blob.bin')).text).toContain('Binary files');
+    expect(modified.data).toContain('-export const a = 1;\n+export const a = 2;\n+export const b = 3;');
+    expect((await diff('notes.txt')).data).toContain('+one\n+two\n+three');
+    expect((await diff('new-name.txt', 'old-name.txt')).data).toContain('rename from old-name.txt');
+    expect((await diff('blob.bin')).data).toContain('Binary files');
     for (const bad of ['../outside.txt', '/etc/passwd', 'escape/passwd', 'src/../../x', '.git/config']) {
-      await expectRefused(manager.dataDirectory(), () => diff(`path=${encodeURIComponent(bad)}`), 400, 'path_outside_worktree');
+      await expectRefused(manager.dataDirectory(), () => diff(bad), 400, 'path_outside_worktree');
     }
-    await expectRefused(manager.dataDirectory(), () => diff('path='), 400);
+    await expectRefused(manager.dataDirectory(), () => diff(''), 400);
     await expectRefused(
       manager.dataDirectory(),
-      () => send(manager.origin, 'GET', '/api/requirements/req_00000000-0000-4000-8000-000000000000/changes'),
+      () => manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: 'req_00000000-0000-4000-8000-000000000000' } } }),
       404,
       'requirement_not_found',
     );
     const inPlace = await createRequirement(manager, { isolation: 'in_place', title: 'In place' });
-    await expectRefused(manager.dataDirectory(), () => send(manager.origin, 'GET', `/api/requirements/${inPlace.id}/changes`), 409, 'no_worktree');
+    await expectRefused(manager.dataDirectory(), () => manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: inPlace.id } } }), 409, 'no_worktree');
   });
 
   it('diffs files whose names start with two dots (`..foo`, `a/..b`); a real `..` segment, an absolute path and a symlink out stay refused', async () => {
     const requirement = await createRequirement(manager, { title: 'Dotted names' });
     await startRun(manager, requirement.id, sh("printf 'dots\\n' > ..foo && mkdir -p a ..dir && printf 'b\\n' > a/..b && printf 'c\\n' > ..dir/c.txt && ln -s /etc out"));
     await settled(manager, requirement.id, 1);
-    const changes = await send(manager.origin, 'GET', `/api/requirements/${requirement.id}/changes`);
-    expect((changes.json.files as Array<{ path: string }>).map((f) => f.path).sort()).toEqual(['..dir/c.txt', '..foo', 'a/..b', 'out']);
-    const diff = (file: string) => send(manager.origin, 'GET', `/api/requirements/${requirement.id}/changes/diff?path=${encodeURIComponent(file)}`);
+    const changes = await manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: requirement.id } } });
+    expect((changes.data!.files as Array<{ path: string }>).map((f) => f.path).sort()).toEqual(['..dir/c.txt', '..foo', 'a/..b', 'out']);
+    const diff = (file: string) => manager.api.GET('/api/requirements/{id}/changes/diff', { params: { path: { id: requirement.id }, query: { path: file } }, parseAs: 'text' });
     for (const [file, line] of [
       ['..foo', '+dots'],
       ['a/..b', '+b'],
@@ -190,8 +192,8 @@ describe('a worktree per Requirement, in a git workspace', () => {
     ]) {
       const answer = await diff(file);
       expect({ file, status: answer.status }).toEqual({ file, status: 200 });
-      expect(answer.text).toContain(`+++ b/${file}`);
-      expect(answer.text).toContain(`${line}\n`);
+      expect(answer.data).toContain(`+++ b/${file}`);
+      expect(answer.data).toContain(`${line}\n`);
     }
     for (const bad of ['../x', '../..foo', 'a/../../x', '/etc/passwd', 'out/passwd', '..dir/../../x']) {
       await expectRefused(manager.dataDirectory(), () => diff(bad), 400, 'path_outside_worktree');
@@ -213,14 +215,15 @@ describe('a worktree per Requirement, in a git workspace', () => {
     const place = readReport(report('develop'));
     expect(place.env.AGENT_MANAGER_BASE_REF).toBe('develop');
     expect(fs.readFileSync(path.join(place.cwd, 'develop.txt'), 'utf8')).toBe('only on develop\n');
-    expect(done.worktree.baseSha).toBe(git(sandbox.workspace, 'rev-parse', 'develop').trim());
+    expect(done.worktree!.baseSha).toBe(git(sandbox.workspace, 'rev-parse', 'develop').trim());
     const data = manager.dataDirectory();
-    await expectRefused(data, () => send(manager.origin, 'POST', '/api/requirements', { baseRef: 'no-such-branch', provider: 'codex', title: 'x' }), 400, 'unknown_base_ref');
-    await expectRefused(data, () => send(manager.origin, 'POST', '/api/requirements', { baseRef: '--upload-pack=touch /tmp/x', provider: 'codex', title: 'x' }), 400);
-    await expectRefused(data, () => send(manager.origin, 'POST', '/api/requirements', { isolation: 'container', provider: 'codex', title: 'x' }), 400);
+    await expectRefused(data, () => manager.api.POST('/api/requirements', { body: { baseRef: 'no-such-branch', provider: 'codex', title: 'x' } }), 400, 'unknown_base_ref');
+    await expectRefused(data, () => manager.api.POST('/api/requirements', { body: { baseRef: '--upload-pack=touch /tmp/x', provider: 'codex', title: 'x' } }), 400);
+    // An isolation the API does not know: untyped on purpose.
+    await expectRefused(data, () => sendUntyped(manager.origin, 'POST', '/api/requirements', { isolation: 'container', provider: 'codex', title: 'x' }), 400);
     await expectRefused(
       data,
-      () => send(manager.origin, 'POST', '/api/requirements', { baseRef: 'main', isolation: 'in_place', provider: 'codex', title: 'x' }),
+      () => manager.api.POST('/api/requirements', { body: { baseRef: 'main', isolation: 'in_place', provider: 'codex', title: 'x' } }),
       400,
       'base_ref_in_place',
     );
@@ -238,7 +241,7 @@ describe('a worktree per Requirement, in a git workspace', () => {
     const inFolder = await createRequirement(manager, { title: 'In a package' });
     await startRun(manager, inFolder.id, `report:${report('subdirectory')}`);
     const { requirement: folder } = await settled(manager, inFolder.id, 1);
-    expect(readReport(report('subdirectory')).cwd).toBe(path.join(folder.worktree.path, 'src'));
+    expect(readReport(report('subdirectory')).cwd).toBe(path.join(folder.worktree!.path!, 'src'));
     await patch(manager, { worktreeSubdirectory: null });
     await patch(manager, { isolation: 'in_place' });
     expect((await createRequirement(manager, { title: 'Configured in place' })).isolation).toBe('in_place');
@@ -252,39 +255,42 @@ describe('a worktree per Requirement, in a git workspace', () => {
       'code-factory-cli pr register --url https://github.com/org/repo/pull/5 --title "PR 5" --base-branch main --head-branch "$AGENT_MANAGER_BRANCH" --head-sha "$(git rev-parse HEAD)" --status open';
     await startRun(manager, requirement.id, sh(register));
     const { requirement: done } = await settled(manager, requirement.id, 1);
-    const [pullRequest] = (await send(manager.origin, 'GET', `/api/pull-requests?requirementId=${requirement.id}`)).json.items;
-    expect(pullRequest.headSha).toBe(done.worktree.headSha);
+    const [pullRequest] = (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: requirement.id } } }))).items;
+    expect(pullRequest.headSha).toBe(done.worktree!.headSha);
     const before = checkoutSnapshot(sandbox.workspace);
-    const requested = await send(manager.origin, 'POST', `/api/pull-requests/${pullRequest.id}/review-requests`, {
-      prompt: `${sh('git rev-parse HEAD > "$OUT.head"; git symbolic-ref -q HEAD > "$OUT.ref" || echo detached > "$OUT.ref"'.replace(/\$OUT/g, report('review')))} report:${report('review')}`,
-      provider: 'codex',
+    const requested = await manager.api.POST('/api/pull-requests/{id}/review-requests', {
+      params: { path: { id: pullRequest.id } },
+      body: {
+        prompt: `${sh('git rev-parse HEAD > "$OUT.head"; git symbolic-ref -q HEAD > "$OUT.ref" || echo detached > "$OUT.ref"'.replace(/\$OUT/g, report('review')))} report:${report('review')}`,
+        provider: 'codex',
+      },
     });
     expect(requested.status).toBe(202);
     await until(
       'the review to finish',
-      async () => (await send(manager.origin, 'GET', `/api/review-requests?pullRequestId=${pullRequest.id}`)).json.items[0].status !== 'running' || undefined,
+      async () => (await ok(manager.api.GET('/api/review-requests', { params: { query: { pullRequestId: pullRequest.id } } }))).items[0].status !== 'running' || undefined,
     );
     const place = readReport(report('review'));
     expect(path.dirname(place.cwd)).toBe(worktrees);
-    expect(place.cwd).not.toBe(done.worktree.path);
+    expect(place.cwd).not.toBe(done.worktree!.path);
     expect(fs.readFileSync(`${report('review')}.head`, 'utf8').trim()).toBe(pullRequest.headSha);
     expect(fs.readFileSync(`${report('review')}.ref`, 'utf8').trim()).toBe('detached');
     expect(fs.existsSync(place.cwd)).toBe(false);
     expect(git(sandbox.workspace, 'worktree', 'list')).not.toContain(place.cwd);
     expect(checkoutSnapshot(sandbox.workspace)).toEqual(before);
-    expect(git(done.worktree.path, 'rev-parse', 'HEAD').trim()).toBe(done.worktree.headSha);
+    expect(git(done.worktree!.path!, 'rev-parse', 'HEAD').trim()).toBe(done.worktree!.headSha);
   });
 
   it('cancels a started Requirement without losing its work: a patch of it, then the worktree removed', async () => {
     const cancelled = await createRequirement(manager, { title: 'Abandoned idea' });
     await startRun(manager, cancelled.id, sh('echo draft > draft.txt && echo more >> README.md'));
     const ran = (await settled(manager, cancelled.id, 1)).requirement;
-    expect(fs.existsSync(ran.worktree.path)).toBe(true);
-    const answer = await send(manager.origin, 'POST', `/api/requirements/${cancelled.id}/cancel`);
+    expect(fs.existsSync(ran.worktree!.path!)).toBe(true);
+    const answer = await manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id: cancelled.id } } });
     expect(answer.status).toBe(200);
-    expect(answer.json.status).toBe('cancelled');
+    expect(answer.data!.status).toBe('cancelled');
     // The cancel answers once its hooks ran: the worktree is gone and its work is in a patch.
-    expect(fs.existsSync(ran.worktree.path)).toBe(false);
+    expect(fs.existsSync(ran.worktree!.path!)).toBe(false);
     const patches = path.join(manager.dataDirectory(), 'worktree-patches', cancelled.id);
     const saved = fs
       .readdirSync(patches)
@@ -292,7 +298,7 @@ describe('a worktree per Requirement, in a git workspace', () => {
       .join('\n');
     expect(saved).toContain('+draft');
     expect(saved).toContain('+more');
-    expect(git(sandbox.workspace, 'worktree', 'list')).not.toContain(ran.worktree.path);
+    expect(git(sandbox.workspace, 'worktree', 'list')).not.toContain(ran.worktree!.path);
   });
 
   it('removes idle done worktrees (saving their work), keeps only branches with commits of their own, recreates on reopen, and purges', async () => {
@@ -303,26 +309,26 @@ describe('a worktree per Requirement, in a git workspace', () => {
     const keptDone = (await settled(manager, kept.id, 1)).requirement;
     const emptyDone = (await settled(manager, empty.id, 1)).requirement;
     for (const id of [kept.id, empty.id]) {
-      expect((await send(manager.origin, 'POST', `/api/requirements/${id}/confirm`)).status).toBe(200);
+      expect((await manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id } } })).status).toBe(200);
     }
     // The teardown runs before each removal; its failure does not stop the removal.
     const teardownLog = report('teardown');
     await patch(manager, { worktreeIdleDays: 0, worktreeTeardownCommand: `echo "$AGENT_MANAGER_BRANCH" >> ${teardownLog}; exit 1` });
     const removed = async (id: string) =>
       until(`the idle worktree of ${id} to go`, async () => {
-        const r = (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json;
+        const r = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
         return r.worktree?.removedAt ? r : undefined;
       });
     const [keptRemoved, emptyRemoved] = [await removed(kept.id), await removed(empty.id)];
     await patch(manager, { worktreeIdleDays: 7, worktreeTeardownCommand: null });
-    expect(fs.readFileSync(teardownLog, 'utf8').trim().split('\n').sort()).toEqual([keptDone.worktree.branch, emptyDone.worktree.branch].sort());
-    expect(fs.existsSync(keptDone.worktree.path)).toBe(false);
-    expect(fs.existsSync(emptyDone.worktree.path)).toBe(false);
-    expect(keptRemoved.worktree).toMatchObject({ branch: keptDone.worktree.branch, path: null });
-    expect(emptyRemoved.worktree.branch).toBeNull();
+    expect(fs.readFileSync(teardownLog, 'utf8').trim().split('\n').sort()).toEqual([keptDone.worktree!.branch, emptyDone.worktree!.branch].sort());
+    expect(fs.existsSync(keptDone.worktree!.path!)).toBe(false);
+    expect(fs.existsSync(emptyDone.worktree!.path!)).toBe(false);
+    expect(keptRemoved.worktree).toMatchObject({ branch: keptDone.worktree!.branch, path: null });
+    expect(emptyRemoved.worktree!.branch).toBeNull();
     const branches = git(sandbox.workspace, 'branch', '--list', 'agent/*');
-    expect(branches).toContain(keptDone.worktree.branch);
-    expect(branches).not.toContain(emptyDone.worktree.branch);
+    expect(branches).toContain(keptDone.worktree!.branch);
+    expect(branches).not.toContain(emptyDone.worktree!.branch);
     // The uncommitted work is in a patch beside the Requirement's records.
     const patches = path.join(manager.dataDirectory(), 'worktree-patches', kept.id);
     const [patchFile] = fs.readdirSync(patches);
@@ -331,15 +337,15 @@ describe('a worktree per Requirement, in a git workspace', () => {
     // Reopened: the worktree comes back from its branch, its commit there.
     await reply(manager, kept.id, `report:${report('reopened')}`);
     const reopened = (await settled(manager, kept.id, 2)).requirement;
-    expect(reopened.worktree).toMatchObject({ ahead: 1, branch: keptDone.worktree.branch, removedAt: null });
+    expect(reopened.worktree).toMatchObject({ ahead: 1, branch: keptDone.worktree!.branch, removedAt: null });
     expect(fs.readFileSync(path.join(readReport(report('reopened')).cwd, 'kept.txt'), 'utf8')).toBe('kept\n');
 
     // Purged by retention: the worktree goes with the records.
-    expect((await send(manager.origin, 'POST', `/api/requirements/${kept.id}/confirm`)).status).toBe(200);
+    expect((await manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: kept.id } } })).status).toBe(200);
     await patch(manager, { doneRequirementRetentionDays: 0 });
-    await until('the purge', async () => (await send(manager.origin, 'GET', `/api/requirements/${kept.id}`)).status === 404 || undefined);
-    await until('the purged worktree and its patches to go', async () => (!fs.existsSync(reopened.worktree.path) && !fs.existsSync(patches)) || undefined);
-    expect(git(sandbox.workspace, 'worktree', 'list')).not.toContain(reopened.worktree.path);
+    await until('the purge', async () => (await manager.api.GET('/api/requirements/{id}', { params: { path: { id: kept.id } } })).status === 404 || undefined);
+    await until('the purged worktree and its patches to go', async () => (!fs.existsSync(reopened.worktree!.path!) && !fs.existsSync(patches)) || undefined);
+    expect(git(sandbox.workspace, 'worktree', 'list')).not.toContain(reopened.worktree!.path);
   });
 });
 
@@ -360,13 +366,13 @@ describe('isolation outside a plain git repository', () => {
       expect(done.worktree).toMatchObject({ mode: 'in_place' });
       await expectRefused(
         manager.dataDirectory(),
-        () => send(manager.origin, 'POST', '/api/requirements', { isolation: 'worktree', provider: 'codex', title: 'x' }),
+        () => manager.api.POST('/api/requirements', { body: { isolation: 'worktree', provider: 'codex', title: 'x' } }),
         400,
         'worktree_unavailable',
       );
       await expectRefused(
         manager.dataDirectory(),
-        () => send(manager.origin, 'POST', '/api/requirements', { baseRef: 'main', provider: 'codex', title: 'x' }),
+        () => manager.api.POST('/api/requirements', { body: { baseRef: 'main', provider: 'codex', title: 'x' } }),
         400,
         'worktree_unavailable',
       );
@@ -419,7 +425,7 @@ describe('isolation outside a plain git repository', () => {
       // The agent's own git works there too (status would fail on the missing filter otherwise).
       expect(fs.readFileSync(status, 'utf8')).toBe('exit 0\n');
       expect(done.worktree).toMatchObject({ mode: 'worktree' });
-      const trace = (await send(manager.origin, 'GET', `/api/runs/${run.id}/trace`)).json.items as Array<{ title: string; detail: string | null }>;
+      const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id } } }))).items;
       expect(trace.find((t) => t.title.startsWith('Created worktree'))?.detail).toContain('git-lfs is not installed');
     } finally {
       await manager.stop();

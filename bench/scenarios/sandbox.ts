@@ -40,7 +40,7 @@ async function firstRun(side: Side, round: number, reports: string): Promise<voi
   if (run.status !== 'succeeded') {
     throw new Error(`a run with the sandbox ${side.label} ended ${run.status}: ${run.error}`);
   }
-  side.wall.push(Date.parse(run.finishedAt) - started);
+  side.wall.push(Date.parse(run.finishedAt!) - started);
 }
 
 /** Ten Requirements started at once: each run's wall time (start request to finished). */
@@ -49,11 +49,11 @@ async function concurrent(side: Side, round: number): Promise<void> {
   const started = Date.now();
   await Promise.all(requirements.map((r) => send(side.manager.origin, 'POST', `/api/requirements/${r.id}/start`, { message: 'go' })));
   for (const r of requirements) {
-    const { run } = await settled(side.manager, r.id as string, 1);
+    const { run } = await settled(side.manager, r.id, 1);
     if (run.status !== 'succeeded') {
       throw new Error(`a concurrent run with the sandbox ${side.label} ended ${run.status}: ${run.error}`);
     }
-    side.concurrentWall.push(Date.parse(run.finishedAt) - started);
+    side.concurrentWall.push(Date.parse(run.finishedAt!) - started);
   }
 }
 

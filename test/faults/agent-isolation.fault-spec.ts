@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { send } from '../support/http';
+import { apiClient, ok, upload } from '../support/api';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from '../support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS, codexEnvironment } from '../support/model-stub';
 import { until } from '../support/wait';
@@ -66,26 +66,18 @@ function huntJob(manager: ManagerProcess, sandbox: Sandbox, name: string, extra:
 }
 
 async function uploadText(manager: ManagerProcess, requirementId: string, text: string): Promise<{ id: string; file: string }> {
-  const res = await send(manager.origin, 'POST', `/api/requirements/${requirementId}/attachments`, text, {
-    'Content-Type': 'application/octet-stream',
-    'X-File-Name': 'notes.txt',
-  });
+  const res = await upload(manager.api, requirementId, 'notes.txt', text);
   expect(res.status).toBe(201);
   const dir = path.join(manager.dataDirectory(), 'attachments');
-  const stored = fs.readdirSync(dir).find((name) => name.startsWith(res.json.id as string));
-  return { file: path.join(dir, stored as string), id: res.json.id as string };
+  const stored = fs.readdirSync(dir).find((name) => name.startsWith(res.data!.id));
+  return { file: path.join(dir, stored as string), id: res.data!.id };
 }
 
 async function finishedRun(manager: ManagerProcess, requirementId: string, role = 'rd'): Promise<{ id: string; status: string; error: string | null }> {
   return until(
     `the ${role} run of ${requirementId} to finish`,
     async () => {
-      const runs = (await send(manager.origin, 'GET', `/api/runs?requirementId=${requirementId}`)).json.items as Array<{
-        id: string;
-        role: string;
-        status: string;
-        error: string | null;
-      }>;
+      const runs = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId } } }))).items;
       const run = runs.find((r) => r.role === role);
       return run && run.status !== 'running' && run;
     },
@@ -102,14 +94,14 @@ describe.each(REAL_AGENT_CLIS)('an agent of the real $provider CLI, in its sandb
   useRealAgentWorld(cli, 'sandbox', (world) => ({ manager, sandbox, stub } = world));
 
   it('finds no owner token anywhere, yet reads its attachment and runs code-factory-cli; so does its reviewer', async () => {
-    expect((await send(manager.origin, 'GET', '/api/health', undefined, {}, { auth: false })).json.agentIsolation).toEqual({
+    expect((await ok(apiClient(manager.origin, { auth: false }).GET('/api/health'))).agentIsolation).toEqual({
       enabled: true,
       mechanism: 'bubblewrap',
       reason: null,
     });
     expect(manager.stdout()).toContain('Agents      isolated (bubblewrap)');
 
-    const requirement = (await send(manager.origin, 'POST', '/api/requirements', { provider, title: 'Hunt' })).json;
+    const requirement = await ok(manager.api.POST('/api/requirements', { body: { provider, title: 'Hunt' } }));
     const attachment = await uploadText(manager, requirement.id, 'notes for the agent\n');
     const rdJob = huntJob(manager, sandbox, `rd-${provider}`, {
       attachment: attachment.file,
@@ -123,7 +115,10 @@ describe.each(REAL_AGENT_CLIS)('an agent of the real $provider CLI, in its sandb
       { shell: `code-factory-cli pr register --url ${url} --title "PR 7" --base-branch main --head-branch b7 --head-sha 7777777aaaa --status open` },
       { text: 'Hunt over.' },
     ]);
-    const started = await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/start`, { attachmentIds: [attachment.id], message: `Hunt ${requirement.id}` });
+    const started = await manager.api.POST('/api/requirements/{id}/start', {
+      params: { path: { id: requirement.id } },
+      body: { attachmentIds: [attachment.id], message: `Hunt ${requirement.id}` },
+    });
     expect(started.status).toBe(202);
     const run = await finishedRun(manager, requirement.id);
     expect(run).toMatchObject({ error: null, status: 'succeeded' });
@@ -157,15 +152,15 @@ describe.each(REAL_AGENT_CLIS)('an agent of the real $provider CLI, in its sandb
     const toolAnswers = answers.filter((a) => a.id === 2);
     expect(toolAnswers.filter((a) => a.result?.isError !== true)).toEqual([]);
     expect(toolAnswers.length === 1 || rd.ownerMcp?.code !== 0).toBe(true);
-    const titles = ((await send(manager.origin, 'GET', '/api/requirements?limit=200')).json.items as Array<{ title: string }>).map((r) => r.title);
+    const titles = (await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.map((r) => r.title);
     expect(titles).not.toContain('taken over by an agent');
     expect(`${rd.ownerMcp?.stdout}${rd.ownerMcp?.stderr}`).not.toContain(manager.token);
 
     // The reviewer runs in the same sandbox (and has no code-factory-cli or attachments at all).
-    const [pr] = (await send(manager.origin, 'GET', `/api/pull-requests?requirementId=${requirement.id}`)).json.items as Array<{ id: string }>;
+    const [pr] = (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: requirement.id } } }))).items;
     const reviewerJob = huntJob(manager, sandbox, `reviewer-${provider}`, { unmount: true });
     stub.scriptFor(url, [{ shell: huntCommand(reviewerJob) }, { text: 'Review: nothing to report.' }]);
-    const requested = await send(manager.origin, 'POST', `/api/pull-requests/${pr.id}/review-requests`, { provider });
+    const requested = await manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: pr.id } }, body: { provider } });
     expect(requested.status).toBe(202);
     const review = await finishedRun(manager, requirement.id, 'reviewer');
     expect(review).toMatchObject({ status: 'succeeded' });
@@ -211,15 +206,15 @@ describe('when bubblewrap is refused (no user namespaces)', () => {
   it('says once, in the banner, the log and /api/health, that agents are not isolated, and runs go on as before', async () => {
     const reason =
       'bubblewrap cannot create the sandbox here (bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.); user namespaces may be disabled or restricted';
-    expect((await send(manager.origin, 'GET', '/api/health', undefined, {}, { auth: false })).json.agentIsolation).toEqual({ enabled: false, mechanism: null, reason });
+    expect((await ok(apiClient(manager.origin, { auth: false }).GET('/api/health'))).agentIsolation).toEqual({ enabled: false, mechanism: null, reason });
     expect(manager.stdout().match(/WARNING: agents are not isolated/g)).toHaveLength(1);
     expect(manager.stdout()).toContain(reason);
     expect(manager.stdout()).toContain('Agents      NOT isolated');
 
-    const requirement = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'Unprotected' })).json;
+    const requirement = await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Unprotected' } }));
     const job = huntJob(manager, sandbox, 'unisolated', { cli: true });
     stub.scriptFor(requirement.id, [{ shell: huntCommand(job) }, { text: 'Done.' }]);
-    await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/start`, { message: `Go ${requirement.id}` });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: `Go ${requirement.id}` } });
     expect(await finishedRun(manager, requirement.id)).toMatchObject({ status: 'succeeded' });
     const hunt = readHunt(job.out);
     expect(hunt.cli?.code).toBe(0);

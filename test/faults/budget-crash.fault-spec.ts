@@ -1,11 +1,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { type Json, send } from '../support/http';
+import { type Json } from '../support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from '../support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from '../support/model-stub';
 import { rng } from '../support/random';
 import { until } from '../support/wait';
+import { ok } from '../support/api';
 import { checkInvariants } from './invariants';
 
 const CLAUDE = REAL_AGENT_CLIS.find((cli) => cli.provider === 'claude-code')!;
@@ -37,11 +38,10 @@ describe('kill -9 during a budget pause, then restart', () => {
       sandbox,
     });
   };
-  const api = (method: string, p: string, body?: object) => send(manager.origin, method, p, body);
-  const get = async (id: string) => (await api('GET', `/api/requirements/${id}`)).json;
-  const runs = async (id: string): Promise<Json[]> => (await api('GET', `/api/runs?requirementId=${id}&limit=100`)).json.items;
+  const get = async (id: string) => await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
+  const runs = async (id: string): Promise<Json[]> => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id, limit: 100 } } }))).items;
   const notices = async (id: string) =>
-    ((await api('GET', `/api/requirements/${id}/messages?limit=200`)).json.items as Array<{ author: string; body: string }>).filter(
+    (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))).items.filter(
       (m) => m.author === 'system' && m.body.startsWith('Budget reached'),
     );
   const idle = (id: string) => until(`${id} with no run active`, async () => (await runs(id)).every((r) => r.status !== 'running') || undefined, 120_000, 200);
@@ -62,10 +62,10 @@ describe('kill -9 during a budget pause, then restart', () => {
   it(`loses and repeats nothing across ${ROUNDS} crashes around the pause (seed ${seed})`, async () => {
     const landed = { afterPause: 0, beforePause: 0 };
     for (let round = 0; round < ROUNDS; round++) {
-      const id = (await api('POST', '/api/requirements', { budget: { maxTokens: 250 }, provider: 'claude-code', title: `budget crash ${round}` })).json.id as string;
+      const id = (await ok(manager.api.POST('/api/requirements', { body: { budget: { maxTokens: 250 }, provider: 'claude-code', title: `budget crash ${round}` } }))).id;
       const marker = `Budgeted work ${id}`;
       stub.scriptFor(id, [{ shell: 'echo one' }, { shell: 'echo two' }, { shell: LONG_JOB }, { text: 'Carried on after the budget was raised.' }, { text: 'Done.' }]);
-      expect((await api('POST', `/api/requirements/${id}/start`, { message: marker })).status).toBe(202);
+      expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id } }, body: { message: marker } })).status).toBe(202);
       // The third response crosses the budget; the crash lands from as it is asked for to after the pause.
       await until(`round ${round}: the third request`, async () => (stub.requests.filter((r) => r.marker === id).length >= 3 ? true : undefined), 120_000, 5);
       // Every other round early (the pause not yet written, mostly) and late (written, mostly).
@@ -85,9 +85,9 @@ describe('kill -9 during a budget pause, then restart', () => {
         expect(after.budgetReachedAt).toBe(before.budgetReachedAt);
       }
       // Raising the budget lifts a recorded pause; a person's start carries on either way.
-      expect((await api('PATCH', `/api/requirements/${id}`, { budget: { maxTokens: 1_000_000 } })).status).toBe(200);
+      expect((await manager.api.PATCH('/api/requirements/{id}', { params: { path: { id } }, body: { budget: { maxTokens: 1_000_000 } } })).status).toBe(200);
       if ((await get(id)).status !== 'waiting_confirmation' || (await runs(id)).every((r) => r.status !== 'running')) {
-        const started = await api('POST', `/api/requirements/${id}/start`, {});
+        const started = await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id } }, body: {} });
         expect([202, 409]).toContain(started.status);
       }
       await idle(id);

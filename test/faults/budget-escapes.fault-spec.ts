@@ -1,8 +1,9 @@
 import { agentApiCall, proposeOverHttp } from '../support/agent-shell';
-import { type Json, send } from '../support/http';
+import { type Json } from '../support/http';
 import { REAL_AGENT_CLIS } from '../support/model-stub';
 import { type RealAgentWorld, useRealAgentWorld } from '../support/real-agent-world';
 import { until } from '../support/wait';
+import { ok } from '../support/api';
 import { checkInvariants } from './invariants';
 
 const CLAUDE = REAL_AGENT_CLIS.find((cli) => cli.provider === 'claude-code')!;
@@ -23,10 +24,10 @@ describe('an agent trying to escape its budget', () => {
   let world: RealAgentWorld;
   useRealAgentWorld(CLAUDE, 'budget-escapes', (w) => (world = w));
 
-  const api = (method: string, p: string, body?: object) => send(world.manager.origin, method, p, body);
-  const get = async (id: string): Promise<Json> => (await api('GET', `/api/requirements/${id}`)).json;
-  const runsOf = async (id: string): Promise<Json[]> => (await api('GET', `/api/runs?requirementId=${id}&limit=100`)).json.items;
-  const childrenOf = async (id: string): Promise<Json[]> => ((await api('GET', '/api/requirements?limit=200')).json.items as Json[]).filter((r) => r.parentRequirementId === id);
+  const get = async (id: string): Promise<Json> => await ok(world.manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
+  const runsOf = async (id: string): Promise<Json[]> => (await ok(world.manager.api.GET('/api/runs', { params: { query: { requirementId: id, limit: 100 } } }))).items;
+  const childrenOf = async (id: string): Promise<Json[]> =>
+    (await ok(world.manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.filter((r) => r.parentRequirementId === id);
   const finished = (id: string, count: number) =>
     until(
       `${count} finished run(s) of ${id}`,
@@ -40,7 +41,7 @@ describe('an agent trying to escape its budget', () => {
   const lastTranscript = (marker: string) => world.stub.requests.filter((r) => r.marker === marker).pop()!.transcript;
 
   it('gets nowhere by any route, and a person raising the budget lets the held work go on', async () => {
-    const parent = (await api('POST', '/api/requirements', { budget: { maxTokens: 1500 }, provider: 'claude-code', title: 'Attacker' })).json;
+    const parent = await ok(world.manager.api.POST('/api/requirements', { body: { budget: { maxTokens: 1500 }, provider: 'claude-code', title: 'Attacker' } }));
     const tag = parent.id;
 
     // 1. Proposals asking for no budget, or for far more than there is.
@@ -53,7 +54,7 @@ describe('an agent trying to escape its budget', () => {
     ]);
     world.stub.scriptFor(`${tag}-A`, [{ text: 'A done.' }]);
     world.stub.scriptFor(`${tag}-E`, [{ text: 'E done.' }, { text: 'E must not run again.' }]);
-    await api('POST', `/api/requirements/${parent.id}/start`, { message: `Spawn work ${tag}` });
+    await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: parent.id } }, body: { message: `Spawn work ${tag}` } });
     await finished(parent.id, 1);
     const proposals = lastTranscript(tag);
     expect(proposals.match(/budget_clamped/g)).toHaveLength(3);
@@ -75,7 +76,7 @@ describe('an agent trying to escape its budget', () => {
       { shell: `code-factory-cli requirement message --requirement-id ${e.id} --message "Reopen ${tag}-E"; echo "exit=$?"` },
       { text: 'Reopened?' },
     ]);
-    await api('POST', `/api/requirements/${parent.id}/start`, { message: `Reopen E ${tag}` });
+    await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: parent.id } }, body: { message: `Reopen E ${tag}` } });
     await finished(parent.id, 2);
     expect(lastTranscript(tag)).toContain('"queued": true');
     expect(await runsOf(e.id)).toHaveLength(1);
@@ -83,8 +84,8 @@ describe('an agent trying to escape its budget', () => {
 
     // 3. A person lowers the budget under what the tree spent, then starts the parent (its run is
     //    theirs to finish); its agent tries to start children, propose more, and wake one.
-    const lowered = await api('PATCH', `/api/requirements/${parent.id}`, { budget: { maxTokens: 100 } });
-    expect(lowered.json.budgetReachedAt).not.toBeNull();
+    const lowered = await world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: parent.id } }, body: { budget: { maxTokens: 100 } } });
+    expect(lowered.data!.budgetReachedAt).not.toBeNull();
     const b = children.get('B');
     const c = children.get('C');
     world.stub.scriptFor(`${tag}-B`, [{ text: 'B ran once the budget was raised.' }]);
@@ -96,7 +97,7 @@ describe('an agent trying to escape its budget', () => {
       { arguments: { message: `Get going ${tag}-B`, requirementId: b.id }, tool: 'message_related' },
       { text: 'Tried.' },
     ]);
-    await api('POST', `/api/requirements/${parent.id}/start`, { message: `Push on ${tag}` });
+    await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: parent.id } }, body: { message: `Push on ${tag}` } });
     await finished(parent.id, 3);
     const attempts = lastTranscript(tag);
     expect(attempts.match(/budget_reached/g)?.length).toBeGreaterThanOrEqual(4);
@@ -109,7 +110,7 @@ describe('an agent trying to escape its budget', () => {
     expect(heldB.session.pendingMessageCount).toBe(1);
 
     // 4. A person raises the budget: the held message runs; nothing else moves.
-    expect((await api('PATCH', `/api/requirements/${parent.id}`, { budget: { maxTokens: 1_000_000 } })).status).toBe(200);
+    expect((await world.manager.api.PATCH('/api/requirements/{id}', { params: { path: { id: parent.id } }, body: { budget: { maxTokens: 1_000_000 } } })).status).toBe(200);
     expect((await finished(b.id, 1))[0].status).toBe('succeeded');
     expect(await runsOf(c.id)).toEqual([]);
     expect(await runsOf(e.id)).toHaveLength(1);

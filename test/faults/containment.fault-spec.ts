@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { send } from '../support/http';
+import { ok } from '../support/api';
 import { createRequirement, git, initRepository, runsOf, settled } from '../support/git-repo';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from '../support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from '../support/model-stub';
@@ -118,12 +118,12 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
     fs.writeFileSync(path.join(agentHome, '.claude.json'), JSON.stringify({ numStartups: 1 }));
     const victim = await createRequirement(manager, { provider, title: 'Victim' });
     stub.scriptFor(victim.id, [{ shell: 'sleep 12' }, { text: 'Victim done.' }]);
-    expect((await send(manager.origin, 'POST', `/api/requirements/${victim.id}/start`, { message: `Work ${victim.id}` })).status).toBe(202);
+    expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: victim.id } }, body: { message: `Work ${victim.id}` } })).status).toBe(202);
     // The victim's CLI is running (it asked the model) while the attacker looks around.
     await until('the victim to ask the model', async () => stub.requests.some((r) => r.marker === victim.id), 60_000);
     const victimRun = (await runsOf(manager, victim.id))[0];
-    const victimRequirement = (await send(manager.origin, 'GET', `/api/requirements/${victim.id}`)).json;
-    const victimTree = victimRequirement.worktree.path as string;
+    const victimRequirement = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: victim.id } } }));
+    const victimTree = victimRequirement.worktree!.path!;
     const launcher = path.join(sandbox.home, 'bin', path.basename(manager.dataDirectory()), 'code-factory-cli');
     const launcherBefore = fs.readFileSync(launcher, 'utf8');
     const { evil } = writeEvil(base(), sandbox.home);
@@ -134,7 +134,7 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
       commit: true,
       evil,
       out,
-      visible: { otherTmp: path.join(sandbox.home, 'tmp', victimRun.id as string), otherWorktree: victimTree },
+      visible: { otherTmp: path.join(sandbox.home, 'tmp', victimRun.id), otherWorktree: victimTree },
       writes: {
         bashrc: path.join(agentHome, '.bashrc'),
         checkout: path.join(sandbox.workspace, 'README.md'),
@@ -144,7 +144,7 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
       },
     };
     stub.scriptFor(attacker.id, [{ shell: attackCommand(job) }, { text: 'Attack over.' }]);
-    expect((await send(manager.origin, 'POST', `/api/requirements/${attacker.id}/start`, { message: `Attack ${attacker.id}` })).status).toBe(202);
+    expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: attacker.id } }, body: { message: `Attack ${attacker.id}` } })).status).toBe(202);
     const { run } = await settled(manager, attacker.id, 1);
     expect(run.status).toBe('succeeded');
     const result = JSON.parse(fs.readFileSync(out, 'utf8')) as AttackResult;
@@ -167,7 +167,7 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
     // The victim finishes, and its next run (a new MCP server through the launcher) works too.
     expect((await settled(manager, victim.id, 1)).run.status).toBe('succeeded');
     stub.scriptFor(victim.id, [{ text: 'Second run done.' }]);
-    expect((await send(manager.origin, 'POST', `/api/requirements/${victim.id}/reply`, { message: `Again ${victim.id}` })).status).toBe(202);
+    expect((await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: victim.id } }, body: { message: `Again ${victim.id}` } })).status).toBe(202);
     expect((await settled(manager, victim.id, 2)).run.status).toBe('succeeded');
 
     // The setup commands ran sandboxed, with the agents' environment: no manager secret, no data directory.
@@ -206,19 +206,21 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
       const requirement = await createRequirement(manager, { provider, title: 'After the plant' });
       const out = path.join(base(), `plant-${provider}.json`);
       stub.scriptFor(requirement.id, [{ shell: attackCommand({ commit: true, out }) }, { text: 'Committed.' }]);
-      expect((await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/start`, { message: `Commit ${requirement.id}` })).status).toBe(202);
+      expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: `Commit ${requirement.id}` } })).status).toBe(
+        202,
+      );
       expect((await settled(manager, requirement.id, 1)).run.status).toBe('succeeded');
       // The person opens the agent's diff: .gitattributes says `diff=evil` (textconv).
-      const changes = await send(manager.origin, 'GET', `/api/requirements/${requirement.id}/changes`);
+      const changes = await manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: requirement.id } } });
       expect(changes.status).toBe(200);
-      expect((changes.json.files as Array<{ path: string }>).map((f) => f.path)).toEqual(expect.arrayContaining(['agent-work.txt']));
-      const diff = await send(manager.origin, 'GET', `/api/requirements/${requirement.id}/changes/diff?path=agent-work.txt`);
+      expect((changes.data!.files as Array<{ path: string }>).map((f) => f.path)).toEqual(expect.arrayContaining(['agent-work.txt']));
+      const diff = await manager.api.GET('/api/requirements/{id}/changes/diff', { params: { path: { id: requirement.id }, query: { path: 'agent-work.txt' } } });
       expect(diff.status).toBe(200);
       // Uncommitted work saved as a patch on cancel (add: clean filter; diff).
-      const worktree = (await send(manager.origin, 'GET', `/api/requirements/${requirement.id}`)).json.worktree.path as string;
+      const worktree = (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }))).worktree!.path!;
       fs.writeFileSync(path.join(worktree, 'pending.txt'), 'pending\n');
       fs.writeFileSync(path.join(worktree, '.gitattributes'), '* filter=evil diff=evil\n');
-      expect((await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/cancel`, {})).status).toBeLessThan(300);
+      expect((await manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id: requirement.id } } })).status).toBeLessThan(300);
       await until('the worktree to be removed', async () => !fs.existsSync(worktree), 60_000);
       // What ran, ran in the agent's own sandbox (its own git commit): no data directory, no
       // manager setting. Nothing ran where the manager's own git runs.
@@ -254,16 +256,16 @@ describe('the setup command: stoppable, and ended by stop, cancel, shutdown and 
 
   async function inSetup(title: string): Promise<{ id: string; runId: string }> {
     const requirement = await createRequirement(manager, { title });
-    expect((await send(manager.origin, 'POST', `/api/requirements/${requirement.id}/start`, { message: 'go' })).status).toBe(202);
-    const run = await until('the run to open', async () => (await runsOf(manager, requirement.id as string))[0]);
-    await until('the setup command to run', async () => processesOf(run.id as string).length >= 2, 30_000);
-    return { id: requirement.id as string, runId: run.id as string };
+    expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: 'go' } })).status).toBe(202);
+    const run = await until('the run to open', async () => (await runsOf(manager, requirement.id))[0]);
+    await until('the setup command to run', async () => processesOf(run.id).length >= 2, 30_000);
+    return { id: requirement.id, runId: run.id };
   }
 
   it('a stop answers at once, ends the setup command and leaves the run cancelled', async () => {
     const { id, runId } = await inSetup('Stopped in setup');
     const asked = Date.now();
-    const res = await send(manager.origin, 'POST', `/api/requirements/${id}/interrupt`, { mode: 'stop' });
+    const res = await manager.api.POST('/api/requirements/{id}/interrupt', { params: { path: { id } }, body: { mode: 'stop' } });
     expect(res.status).toBe(202);
     expect(Date.now() - asked).toBeLessThan(5_000);
     const run = await until('the run to end', async () => (await runsOf(manager, id)).find((r) => r.status !== 'running'), 15_000);
@@ -274,12 +276,12 @@ describe('the setup command: stoppable, and ended by stop, cancel, shutdown and 
   it('a cancel ends the setup command, answers promptly and leaves nothing running', async () => {
     const { id, runId } = await inSetup('Cancelled in setup');
     const asked = Date.now();
-    const res = await send(manager.origin, 'POST', `/api/requirements/${id}/cancel`, {});
+    const res = await manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id } } });
     expect(res.status).toBeLessThan(300);
     expect(Date.now() - asked).toBeLessThan(15_000);
     const run = await until('the run to end', async () => (await runsOf(manager, id)).find((r) => r.status !== 'running'), 15_000);
     expect(run.status).toBe('cancelled');
-    expect((await send(manager.origin, 'GET', `/api/requirements/${id}`)).json.status).toBe('cancelled');
+    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).status).toBe('cancelled');
     expect(processesOf(runId)).toEqual([]);
   });
 

@@ -2,11 +2,11 @@ import * as path from 'node:path';
 
 import { execute, query } from '../support/db-snapshot';
 import { FakeGitHubServer } from '../support/fake-github-server';
-import { send } from '../support/http';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from '../support/manager-process';
 import { SseConnection, connectSse } from '../support/sse-client';
 import { rng } from '../support/random';
 import { until } from '../support/wait';
+import { ok } from '../support/api';
 import { checkInvariants } from './invariants';
 
 const AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'scripted-agent.js');
@@ -60,15 +60,18 @@ describe('kill -9 under load, then restart', () => {
     github = await FakeGitHubServer.start({ token: TOKEN });
     await start();
     for (let i = 0; i < REQUIREMENTS; i++) {
-      const created = (await send(manager.origin, 'POST', '/api/requirements', { provider: i % 2 ? 'claude-code' : 'codex', title: `fault ${i}` })).json;
+      const created = await ok(manager.api.POST('/api/requirements', { body: { provider: i % 2 ? 'claude-code' : 'codex', title: `fault ${i}` } }));
       requirements.push(created.id);
     }
     // Three Requirements open a PR each, through their agent and code-factory-cli.
     for (let i = 0; i < 3; i++) {
       const pr = github.addPullRequest({ number: 100 + i, repository: REPO });
-      await send(manager.origin, 'POST', `/api/requirements/${requirements[i]}/start`, { message: `mode:pr pr#${100 + i} repo:${REPO} sha:${pr.headSha}` });
+      await manager.api.POST('/api/requirements/{id}/start', {
+        params: { path: { id: requirements[i] } },
+        body: { message: `mode:pr pr#${100 + i} repo:${REPO} sha:${pr.headSha}` },
+      });
     }
-    await until('the PRs to be registered', async () => (await send(manager.origin, 'GET', '/api/pull-requests')).json.items.length === 3 || undefined, 30_000, 100);
+    await until('the PRs to be registered', async () => (await ok(manager.api.GET('/api/pull-requests'))).items.length === 3 || undefined, 30_000, 100);
     // Their first observation is the baseline: comments from now on are news.
     await until(
       "the PRs' baseline",
@@ -103,19 +106,22 @@ describe('kill -9 under load, then restart', () => {
               try {
                 if (roll < 0.7) {
                   const body = `round ${round} client ${client} reply ${i}${random() < 0.1 ? ' mode:hang' : ''}`;
-                  const res = await send(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message: body });
+                  const res = await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirementId } }, body: { message: body } });
                   if (res.status === 202) {
                     acknowledged.push({ body, requirementId });
                   }
                 } else if (roll < 0.8) {
-                  await send(manager.origin, 'POST', `/api/requirements/${requirementId}/start`, {});
+                  await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: requirementId } }, body: {} });
                 } else if (roll < 0.9) {
-                  await send(manager.origin, 'POST', `/api/requirements/${requirementId}/interrupt`, { mode: random() < 0.5 ? 'steer' : 'stop' });
+                  await manager.api.POST('/api/requirements/{id}/interrupt', { params: { path: { id: requirementId } }, body: { mode: random() < 0.5 ? 'steer' : 'stop' } });
                 } else {
-                  await send(manager.origin, 'POST', `/api/requirements/${requirementId}/timers`, {
-                    description: `round ${round}`,
-                    intervalSeconds: 60,
-                    schedule: random() < 0.5 ? 'once' : 'recurring',
+                  await manager.api.POST('/api/requirements/{id}/timers', {
+                    params: { path: { id: requirementId } },
+                    body: {
+                      description: `round ${round}`,
+                      intervalSeconds: 60,
+                      schedule: random() < 0.5 ? 'once' : 'recurring',
+                    },
                   });
                 }
               } catch {
@@ -161,7 +167,7 @@ describe('kill -9 under load, then restart', () => {
       const after = await connectSse(`${manager.origin}/api/events?after=${maxBefore}`);
       // Event ids continue past everything stored before, never reused: a marker written now
       // and every event before it (the restart's own: reconciliation, overdue timers) say so.
-      const marker = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: `marker ${round}` })).json.id as string;
+      const marker = (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: `marker ${round}` } }))).id;
       const created = await after.waitUntil((e) => e.event === 'requirement.created' && e.data.requirementId === marker, 'the marker after the restart');
       expect({ reused: after.events.filter((e) => e.id <= maxBefore).map((e) => e.id), round }).toEqual({ reused: [], round });
       expect(created.id).toBeGreaterThan(maxBefore);

@@ -1,11 +1,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import type { Schemas } from '@libs/api-client';
 import { findRunProcesses } from '@server/agents/process-tree';
 
+import { apiClient, ok, upload } from '../support/api';
 import { query } from '../support/db-snapshot';
 import { FakeGitHubServer } from '../support/fake-github-server';
-import { send } from '../support/http';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from '../support/manager-process';
 import { until } from '../support/wait';
 import { checkInvariants } from './invariants';
@@ -15,18 +16,12 @@ const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: AGENT, CODE_FACTORY_CODEX_EXECU
 
 jest.setTimeout(180_000);
 
-interface Run {
-  id: string;
-  status: string;
-  error: string | null;
-  inputFromSequence: number;
-  inputToSequence: number;
-}
+type Run = Schemas['AgentRunResponseDto'];
 
 /** Times one health request: the API must stay responsive whatever an agent or GitHub does. */
 async function healthMs(origin: string): Promise<number> {
   const started = performance.now();
-  const res = await send(origin, 'GET', '/api/health');
+  const res = await apiClient(origin).GET('/api/health');
   expect(res.status).toBe(200);
   return performance.now() - started;
 }
@@ -58,8 +53,8 @@ describe('misbehaving agent CLIs', () => {
     sandbox?.cleanup();
   });
 
-  const create = async (title: string) => (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title })).json as { id: string };
-  const runs = async (id: string): Promise<Run[]> => (await send(manager.origin, 'GET', `/api/runs?requirementId=${id}`)).json.items;
+  const create = async (title: string) => await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title } }));
+  const runs = async (id: string): Promise<Run[]> => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items;
   const finished = (id: string, count = 1) =>
     until(
       `run ${count} of ${id} to end`,
@@ -70,13 +65,12 @@ describe('misbehaving agent CLIs', () => {
       60_000,
       100,
     );
-  const trace = async (runId: string) =>
-    (await send(manager.origin, 'GET', `/api/runs/${runId}/trace?limit=200`)).json.items as Array<{ kind: string; title: string; nativeType: string | null }>;
-  const requirement = async (id: string) => (await send(manager.origin, 'GET', `/api/requirements/${id}`)).json;
+  const trace = async (runId: string) => (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: runId }, query: { limit: 200 } } }))).items;
+  const requirement = async (id: string) => await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
 
   it('a CLI killed from outside fails its run; nothing is consumed and Start retries the same input', async () => {
     const req = await create('killed');
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'mode:hang' });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: 'mode:hang' } });
     const [running] = await until('the run', async () => ((await runs(req.id))[0]?.status === 'running' ? runs(req.id) : undefined));
     const pids = await until('its process', async () => {
       const found = findRunProcesses(running.id, null);
@@ -96,18 +90,18 @@ describe('misbehaving agent CLIs', () => {
     expect(failed).toMatchObject({ status: 'failed' });
     expect(failed.error).toMatch(/SIGKILL/);
     expect(await requirement(req.id)).toMatchObject({ session: { lastConsumedMessageSequence: 0, state: 'failed' }, status: 'waiting_confirmation' });
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: 'try again, mode:normal' });
+    await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: req.id } }, body: { message: 'try again, mode:normal' } });
     const retried = await finished(req.id, 2);
     expect(retried).toMatchObject({ inputFromSequence: 1, status: 'succeeded' });
   });
 
   it('a CLI that crashes by itself, or hangs silently, ends failed or timed out with its whole tree gone', async () => {
     const crashed = await create('crashes');
-    await send(manager.origin, 'POST', `/api/requirements/${crashed.id}/start`, { message: 'mode:selfkill' });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: crashed.id } }, body: { message: 'mode:selfkill' } });
     expect(await finished(crashed.id)).toMatchObject({ status: 'failed' });
 
     const hung = await create('hangs');
-    await send(manager.origin, 'POST', `/api/requirements/${hung.id}/start`, { message: 'mode:hang' });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: hung.id } }, body: { message: 'mode:hang' } });
     const timedOut = await finished(hung.id);
     expect(timedOut).toMatchObject({ error: 'no output for 2 s', status: 'timed_out' });
     expect(findRunProcesses(timedOut.id, null)).toEqual([]);
@@ -116,19 +110,19 @@ describe('misbehaving agent CLIs', () => {
 
   it('garbage on stdout becomes error traces; the run still succeeds', async () => {
     const req = await create('garbage');
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'mode:garbage' });
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: 'mode:garbage' } });
     const run = await finished(req.id);
     expect(run).toMatchObject({ status: 'succeeded' });
     const errors = (await trace(run.id)).filter((t) => t.kind === 'error');
     expect(errors.length).toBeGreaterThanOrEqual(2);
-    const messages = (await send(manager.origin, 'GET', `/api/requirements/${req.id}/messages`)).json.items;
+    const messages = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: req.id } } }))).items;
     expect(messages.map((m: { body: string }) => m.body)).toContain('Survived the garbage.');
   });
 
   it('a 400 MB line is cut, recorded as such, and neither stalls the API nor bloats the manager', async () => {
     const req = await create('big line');
-    const before = (await send(manager.origin, 'GET', '/api/metrics')).json.rssBytes as number;
-    await send(manager.origin, 'POST', `/api/requirements/${req.id}/start`, { message: 'mode:bigline mb:400' });
+    const before = (await ok(manager.api.GET('/api/metrics'))).rssBytes;
+    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: 'mode:bigline mb:400' } });
     const latencies: number[] = [];
     while ((await runs(req.id))[0]?.status === 'running') {
       latencies.push(await healthMs(manager.origin));
@@ -138,7 +132,7 @@ describe('misbehaving agent CLIs', () => {
     const cut = (await trace(run.id)).find((t) => t.nativeType === 'oversized-line');
     expect(cut?.title).toMatch(/An output line of 4\d{8} bytes was cut/);
     expect(Math.max(...latencies)).toBeLessThan(1_000);
-    const after = (await send(manager.origin, 'GET', '/api/metrics')).json.rssBytes as number;
+    const after = (await ok(manager.api.GET('/api/metrics'))).rssBytes;
     // The line is streamed, not held: the growth stays under 40 % of the line's 400 MB. (Freed pipe
     // chunks are returned only when V8 next collects, which Node 24 does later than 20: a 50 MB
     // line showed 55 MB of transient growth there, so the line is large enough to tell a bounded stream from a held line.)
@@ -165,20 +159,17 @@ describe('a full disk during an attachment upload', () => {
   });
 
   it('answers 507 and leaves no row and no file behind; smaller uploads still work', async () => {
-    const req = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'uploads' })).json;
+    const req = await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'uploads' } }));
     const attachments = path.join(manager.dataDirectory(), 'attachments');
     const big = Buffer.alloc(12 * 1024 * 1024, 7);
-    const refused = await send(manager.origin, 'POST', `/api/requirements/${req.id}/attachments`, big, { 'Content-Type': 'application/octet-stream', 'X-File-Name': 'big.bin' });
+    const refused = await upload(manager.api, req.id, 'big.bin', big);
     expect(refused.status).toBe(507);
-    expect(refused.json).toMatchObject({ code: 'storage_full', statusCode: 507 });
+    expect(refused.error).toMatchObject({ code: 'storage_full', statusCode: 507 });
     expect(fs.readdirSync(attachments)).toEqual([]);
     const [row] = await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM message_attachment');
     expect(row?.n).toBe(0);
 
-    const small = await send(manager.origin, 'POST', `/api/requirements/${req.id}/attachments`, Buffer.from('hello'), {
-      'Content-Type': 'application/octet-stream',
-      'X-File-Name': 'note.txt',
-    });
+    const small = await upload(manager.api, req.id, 'note.txt', Buffer.from('hello'));
     expect(small.status).toBe(201);
     expect(fs.readdirSync(attachments)).toHaveLength(1);
     expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
@@ -199,11 +190,11 @@ describe('GitHub down, slow and rate limiting', () => {
       env: { ...AGENTS, CODE_FACTORY_GITHUB_API_URL: github.url, CODE_FACTORY_PULL_REQUEST_RECONCILE_INTERVAL_SECONDS: '1', GITHUB_TOKEN: TOKEN },
       sandbox,
     });
-    const req = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'github faults' })).json;
+    const req = await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'github faults' } }));
     for (const number of [1, 2]) {
       const pr = github.addPullRequest({ number, repository: 'org/down' });
-      await send(manager.origin, 'POST', `/api/requirements/${req.id}/reply`, { message: `mode:pr pr#${number} repo:org/down sha:${pr.headSha}` });
-      await until('registered', async () => (await send(manager.origin, 'GET', '/api/pull-requests')).json.items.length >= number || undefined, 30_000);
+      await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: req.id } }, body: { message: `mode:pr pr#${number} repo:org/down sha:${pr.headSha}` } });
+      await until('registered', async () => (await ok(manager.api.GET('/api/pull-requests'))).items.length >= number || undefined, 30_000);
     }
     await until(
       'observed',
@@ -231,8 +222,8 @@ describe('GitHub down, slow and rate limiting', () => {
       'the comment despite the slowness',
       async () => {
         latencies.push(await healthMs(manager.origin));
-        const pr = (await send(manager.origin, 'GET', '/api/pull-requests')).json.items[0];
-        const messages = (await send(manager.origin, 'GET', `/api/requirements/${pr.requirementId}/messages?limit=200`)).json.items;
+        const pr = (await ok(manager.api.GET('/api/pull-requests'))).items[0];
+        const messages = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: pr.requirementId }, query: { limit: 200 } } }))).items;
         return messages.some((m: { body: string }) => m.body.includes('while slow')) || undefined;
       },
       30_000,
@@ -252,7 +243,7 @@ describe('GitHub down, slow and rate limiting', () => {
     const ticks = failedTicks(manager.dataDirectory());
     await until('three more reconciler ticks', async () => failedTicks(manager.dataDirectory()) >= ticks + 3 || undefined, 30_000, 100);
     expect(github.counts().graphql).toBeLessThanOrEqual(1);
-    expect((await send(manager.origin, 'GET', '/api/health')).status).toBe(200);
+    expect((await manager.api.GET('/api/health')).status).toBe(200);
   });
 
   it('GitHub unreachable: ticks fail quietly, the manager keeps serving, and nothing is written', async () => {

@@ -6,9 +6,10 @@ import { workspaceKey } from '@server/core/workspace/workspace';
 
 import { query } from '../support/db-snapshot';
 import { initRepository } from '../support/git-repo';
-import { registerToken, send } from '../support/http';
+import { registerToken } from '../support/http';
 import { ROOT, Sandbox, makeSandbox, startManager } from '../support/manager-process';
 import { until } from '../support/wait';
+import { apiClient, ok } from '../support/api';
 import { checkInvariants } from './invariants';
 
 const TREE_AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'tree-agent.js');
@@ -137,10 +138,11 @@ const startedMarkers: string[] = [];
 
 /** A running agent with a tool command in another process group; resolves with its run's marker. */
 async function startAgent(origin: string, dataDirectory: string): Promise<{ runId: string; marker: string; requirementId: string }> {
-  const created = await send(origin, 'POST', '/api/requirements', { provider: 'codex', title: 'keep running' });
-  const started = await send(origin, 'POST', `/api/requirements/${created.json.id}/start`, { message: 'go' });
+  const api = apiClient(origin);
+  const created = await ok(api.POST('/api/requirements', { body: { provider: 'codex', title: 'keep running' } }));
+  const started = await api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: created.id } } });
   expect(started.status).toBe(202);
-  const runId = started.json.run.id as string;
+  const runId = started.data!.run!.id;
   const marker = await until("the run's process on record", async () => {
     const rows = await query<{ process_marker: string | null }>(path.join(dataDirectory, 'factory.sqlite'), 'SELECT process_marker FROM agent_run WHERE id = ?', [runId]);
     return rows[0]?.process_marker ?? undefined;
@@ -148,7 +150,7 @@ async function startAgent(origin: string, dataDirectory: string): Promise<{ runI
   startedMarkers.push(marker);
   // The agent and its detached tool command are both up.
   await until('the agent and its tool command', async () => withEnv(`AGENT_MANAGER_RUN_MARKER=${marker}`).some((pid) => cmdline(pid)[0] === 'sleep'));
-  return { marker, requirementId: created.json.id as string, runId };
+  return { marker, requirementId: created.id, runId };
 }
 
 function logLines(dataDirectory: string): Array<Record<string, unknown>> {
@@ -240,7 +242,7 @@ describe('signals as supervisors and people send them, to an `npm start` tree', 
     const listing = await until('the model listing', async () => descendants(tree.npm.pid!).find((pid) => cmdline(pid).includes('app-server')), 10_000);
     process.kill(listing, 'SIGTERM');
     await until('the listing and what it started to be gone', async () => withEnv('AGENT_MANAGER_RUN_MARKER=model-list-', 'prefix').length === 0 || undefined, 10_000);
-    expect((await send(tree.origin, 'GET', '/api/health')).status).toBe(200);
+    expect((await apiClient(tree.origin).GET('/api/health')).status).toBe(200);
     const first = await startAgent(tree.origin, tree.dataDirectory);
     // Every process under npm besides npm, sh and the manager belongs to the run (the sandbox,
     // the agent CLI, its tool command): the tree is found from /proc, not assumed.
@@ -273,12 +275,12 @@ describe('signals as supervisors and people send them, to an `npm start` tree', 
         await until(`the run to end after SIGTERM to ${role}`, async () => (await runStatus(tree.dataDirectory, agent.runId)) !== 'running' || undefined, 30_000);
         expect({ role, status: await runStatus(tree.dataDirectory, agent.runId) }).toEqual({ role, status: 'failed' });
         await until(`no process of the run left (${role})`, async () => withEnv(`AGENT_MANAGER_RUN_MARKER=${agent.marker}`).length === 0 || undefined, 10_000);
-        const requirement = (await send(tree.origin, 'GET', `/api/requirements/${agent.requirementId}`)).json;
+        const requirement = await ok(apiClient(tree.origin).GET('/api/requirements/{id}', { params: { path: { id: agent.requirementId } } }));
         expect(requirement.session.lastConsumedMessageSequence).toBe(0);
       }
       console.log(`SIGTERM to ${role}: ${died ? 'exited' : 'ignored'}; run ${await runStatus(tree.dataDirectory, agent.runId)}`);
       expect(alive(tree.manager)).toBe(true);
-      expect((await send(tree.origin, 'GET', '/api/health')).status).toBe(200);
+      expect((await apiClient(tree.origin).GET('/api/health')).status).toBe(200);
     }
     // The last run may still be going (its tool command was the one ended); one more to be sure.
     const last = (await runStatus(tree.dataDirectory, agent.runId)) === 'running' ? agent : await startAgent(tree.origin, tree.dataDirectory);
@@ -361,7 +363,7 @@ describe('agent-manager start under signals', () => {
       expect(() => process.kill(pid, 0)).not.toThrow();
       const next = await startManager({ sandbox });
       try {
-        expect((await send(next.origin, 'GET', '/api/health')).status).toBe(200);
+        expect((await next.api.GET('/api/health')).status).toBe(200);
       } finally {
         expect(await next.stop()).toBe(0);
       }

@@ -4,10 +4,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
-import { type Json, send } from '../support/http';
+import { type Json } from '../support/http';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from '../support/manager-process';
 import { rng } from '../support/random';
 import { until } from '../support/wait';
+import { ok } from '../support/api';
 import { checkInvariants } from './invariants';
 
 const AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'scripted-agent.js');
@@ -36,11 +37,10 @@ describe('kill -9 during this wave’s work, then restart', () => {
       sandbox,
     });
   };
-  const api = (method: string, p: string, body?: object) => send(manager.origin, method, p, body);
-  const get = async (id: string) => (await api('GET', `/api/requirements/${id}`)).json;
-  const runs = async (id: string): Promise<Json[]> => (await api('GET', `/api/runs?requirementId=${id}&limit=100`)).json.items;
+  const get = async (id: string) => await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
+  const runs = async (id: string): Promise<Json[]> => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id, limit: 100 } } }))).items;
   const told = async (id: string) =>
-    ((await api('GET', `/api/requirements/${id}/messages?limit=200`)).json.items as Array<{ triggerId: string | null }>).filter((m) => m.triggerId === DEPENDENCY_TRIGGER);
+    (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))).items.filter((m) => m.triggerId === DEPENDENCY_TRIGGER);
   const settled = (id: string, status: string) =>
     until(`${id} ${status} with no run active`, async () => {
       const [requirement, all] = await Promise.all([get(id), runs(id)]);
@@ -65,16 +65,19 @@ describe('kill -9 during this wave’s work, then restart', () => {
   it(`tells a dependent exactly once when a crash lands in its dependency's confirm (${ROUNDS} rounds, seed ${seed})`, async () => {
     const outcomes = { acknowledged: 0, lost: 0, toldBeforeCrash: 0 };
     for (let round = 0; round < ROUNDS; round++) {
-      const dependency = (await api('POST', '/api/requirements', { provider: 'codex', title: `dependency ${round}` })).json.id as string;
-      const dependent = (await api('POST', '/api/requirements', { provider: 'codex', title: `dependent ${round}` })).json.id as string;
-      expect((await api('POST', `/api/requirements/${dependency}/start`, { message: 'work' })).status).toBe(202);
-      expect((await api('POST', `/api/requirements/${dependent}/start`, { message: 'work' })).status).toBe(202);
+      const dependency = (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: `dependency ${round}` } }))).id;
+      const dependent = (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: `dependent ${round}` } }))).id;
+      expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: dependency } }, body: { message: 'work' } })).status).toBe(202);
+      expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: dependent } }, body: { message: 'work' } })).status).toBe(202);
       await settled(dependency, 'waiting_confirmation');
       await settled(dependent, 'waiting_confirmation');
-      expect((await api('PUT', `/api/requirements/${dependent}/dependencies`, { dependsOn: [{ requirementId: dependency, until: 'done' }] })).status).toBe(200);
+      expect(
+        (await manager.api.PUT('/api/requirements/{id}/dependencies', { params: { path: { id: dependent } }, body: { dependsOn: [{ requirementId: dependency, until: 'done' }] } }))
+          .status,
+      ).toBe(200);
 
       // The confirm, and the crash at a random point around it (before, during or after the wake-up).
-      const confirm = api('POST', `/api/requirements/${dependency}/confirm`, {}).catch(() => ({ status: 0 }));
+      const confirm = manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: dependency } } }).catch(() => ({ status: 0 }));
       await crashAfter(Math.floor(random() * 120));
       const acknowledged = (await confirm).status < 300 && (await confirm).status > 0;
       await start();
@@ -83,7 +86,7 @@ describe('kill -9 during this wave’s work, then restart', () => {
       outcomes.toldBeforeCrash += (await told(dependent)).length;
       if ((await get(dependency)).status !== 'done') {
         expect(acknowledged).toBe(false); // an acknowledged confirm is never lost
-        expect((await api('POST', `/api/requirements/${dependency}/confirm`, {})).status).toBeLessThan(300);
+        expect((await manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: dependency } } })).status).toBeLessThan(300);
       }
       // Told once (the trigger's receipt), whether the crash came before or after it was delivered.
       await until(`round ${round}: the dependent told`, async () => ((await told(dependent)).length > 0 ? true : undefined));
@@ -131,9 +134,9 @@ describe('kill -9 during this wave’s work, then restart', () => {
         await expectInvariants(`MCP round ${round}`);
         // Every creation the tool acknowledged is in the store, once.
         for (const { id } of created) {
-          expect((await api('GET', `/api/requirements/${id}`)).status).toBe(200);
+          expect((await manager.api.GET('/api/requirements/{id}', { params: { path: { id } } })).status).toBe(200);
         }
-        const listed = ((await api('GET', '/api/requirements?limit=200')).json.items as Array<{ title: string }>).filter((r) => r.title.startsWith(`${title} #`));
+        const listed = (await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.filter((r) => r.title.startsWith(`${title} #`));
         expect(new Set(listed.map((r) => r.title)).size).toBe(listed.length);
         expect(listed.length).toBeGreaterThanOrEqual(created.length);
         // The same MCP server, against the restarted manager (a new port: found again through the lock).

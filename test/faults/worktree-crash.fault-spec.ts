@@ -2,9 +2,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { AgentReport, createRequirement, git, initRepository, readReport, settled, startRun, WORKTREE_AGENT, writeFiles } from '../support/git-repo';
-import { Json, send } from '../support/http';
+import { Json } from '../support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from '../support/manager-process';
 import { until } from '../support/wait';
+import { ok } from '../support/api';
 import { checkInvariants } from './invariants';
 
 // Issue 20: kill -9 while a Requirement's worktree is being made, at the two places where the
@@ -57,25 +58,20 @@ describe('kill -9 while a worktree is being created, then restart', () => {
     const { requirement: done, run } = await settled(manager!, requirementId, 2);
     expect(run.status).toBe('succeeded');
     const place = readReport(report);
-    expect(place.cwd).toBe(done.worktree.path);
+    expect(place.cwd).toBe(done.worktree!.path);
     return { done, place };
   }
 
   /** The person's message: once in the conversation, not consumed by the failed run, then by the next. */
   async function expectDeliveredOnce(requirementId: string, message: string): Promise<void> {
-    const messages = (await send(manager!.origin, 'GET', `/api/requirements/${requirementId}/messages?limit=200`)).json.items as Array<{ body: string; author: string }>;
+    const messages = (await ok(manager!.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirementId }, query: { limit: 200 } } }))).items;
     expect(messages.filter((m) => m.body === message)).toHaveLength(1);
-    const runs = (await send(manager!.origin, 'GET', `/api/runs?requirementId=${requirementId}&limit=100`)).json.items as Array<{
-      role: string;
-      status: string;
-      inputFromSequence: number | null;
-      inputToSequence: number | null;
-    }>;
+    const runs = (await ok(manager!.api.GET('/api/runs', { params: { query: { requirementId, limit: 100 } } }))).items;
     const rd = runs.filter((r) => r.role === 'rd');
     expect(rd.map((r) => r.status).sort()).toEqual(['failed', 'succeeded']);
     const done = rd.find((r) => r.status === 'succeeded')!;
     expect(done).toMatchObject({ inputFromSequence: 1 });
-    const requirement = (await send(manager!.origin, 'GET', `/api/requirements/${requirementId}`)).json;
+    const requirement = await ok(manager!.api.GET('/api/requirements/{id}', { params: { path: { id: requirementId } } }));
     expect(requirement.session.lastConsumedMessageSequence).toBe(done.inputToSequence);
   }
 
@@ -125,7 +121,7 @@ describe('kill -9 while a worktree is being created, then restart', () => {
     manager ??= await startManager({ env: AGENTS, sandbox });
     // Each setup that runs to its end appends a line; the crashed one never gets there.
     const setup = `${hangWhile(flag, mark)}; echo done >> '${count}'; echo ok > .setup-done`;
-    expect((await send(manager.origin, 'PATCH', '/api/configuration', { worktreeSetupCommand: setup })).status).toBe(200);
+    expect((await manager.api.PATCH('/api/configuration', { body: { worktreeSetupCommand: setup } })).status).toBe(200);
     const requirement = await createRequirement(manager, { title: 'Crash while setting up' });
     const message = `report:${path.join(base, 'setup.json')}`;
     await crashDuring(requirement.id, message, flag, mark);

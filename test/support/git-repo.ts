@@ -2,8 +2,9 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { send } from './http';
-import type { Json } from './http';
+import type { Schemas } from '@libs/api-client';
+
+import { ok } from './api';
 import type { ManagerProcess } from './manager-process';
 import { ROOT } from './manager-process';
 import { until } from './wait';
@@ -60,28 +61,24 @@ export function checkoutSnapshot(dir: string): Record<string, string> {
   return snapshot;
 }
 
-/** Fails with the answer when a request the caller relies on is not accepted (usable outside jest: the benchmarks). */
-function accepted(res: { status: number; text: string }, status: number, what: string): void {
-  if (res.status !== status) {
-    throw new Error(`${what} answered ${res.status}, not ${status}: ${res.text.slice(0, 300)}`);
-  }
+type Requirement = Schemas['RequirementResponseDto'];
+type Run = Schemas['AgentRunResponseDto'];
+
+// `ok` fails with the answer when a request the caller relies on is not accepted (usable outside
+// jest: the benchmarks).
+export function createRequirement(manager: ManagerProcess, body: Partial<Schemas['CreateRequirementDto']> & { title: string }): Promise<Requirement> {
+  return ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', ...body } }), 201);
 }
 
-export async function createRequirement(manager: ManagerProcess, body: Record<string, unknown>): Promise<Json> {
-  const res = await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', ...body });
-  accepted(res, 201, 'POST /api/requirements');
-  return res.json;
-}
-
-export async function runsOf(manager: ManagerProcess, requirementId: string): Promise<Json[]> {
-  return (await send(manager.origin, 'GET', `/api/runs?requirementId=${requirementId}`)).json.items as Json[];
+export async function runsOf(manager: ManagerProcess, requirementId: string): Promise<Run[]> {
+  return (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId } } }))).items;
 }
 
 /**
  * Waits until the Requirement has `count` RD runs, none running, and (in a worktree) until the
  * refresh after the last one reached it. Resolves with the last run and the Requirement.
  */
-export async function settled(manager: ManagerProcess, requirementId: string, count: number): Promise<{ run: Json; requirement: Json }> {
+export async function settled(manager: ManagerProcess, requirementId: string, count: number): Promise<{ run: Run; requirement: Requirement }> {
   return until(
     `${count} finished run(s) of ${requirementId}`,
     async () => {
@@ -89,11 +86,11 @@ export async function settled(manager: ManagerProcess, requirementId: string, co
       if (runs.length < count || runs.some((r) => r.status === 'running')) {
         return undefined;
       }
-      const requirement = (await send(manager.origin, 'GET', `/api/requirements/${requirementId}`)).json;
+      const requirement = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: requirementId } } }));
       const run = runs[0];
       const worktree = requirement.worktree;
       const refreshed =
-        run.status !== 'succeeded' || worktree === null || worktree.mode === 'in_place' || worktree.removedAt !== null || (worktree.refreshedAt ?? '') >= run.finishedAt;
+        run.status !== 'succeeded' || worktree === null || worktree.mode === 'in_place' || worktree.removedAt !== null || (worktree.refreshedAt ?? '') >= run.finishedAt!;
       return refreshed ? { requirement, run } : undefined;
     },
     60_000,
@@ -102,11 +99,11 @@ export async function settled(manager: ManagerProcess, requirementId: string, co
 }
 
 export async function startRun(manager: ManagerProcess, requirementId: string, message: string): Promise<void> {
-  accepted(await send(manager.origin, 'POST', `/api/requirements/${requirementId}/start`, { message }), 202, 'start');
+  await ok(manager.api.POST('/api/requirements/{id}/start', { body: { message }, params: { path: { id: requirementId } } }), 202);
 }
 
 export async function reply(manager: ManagerProcess, requirementId: string, message: string): Promise<void> {
-  accepted(await send(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message }), 202, 'reply');
+  await ok(manager.api.POST('/api/requirements/{id}/reply', { body: { message }, params: { path: { id: requirementId } } }), 202);
 }
 
 export interface AgentReport {

@@ -3,10 +3,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { ApiClient, createApiClient } from '@libs/api-client';
-
 import { workspaceKey } from '@server/core/workspace/workspace';
 
+import { TypedApi, apiClient } from './api';
 import { registerToken } from './http';
 import { dropSchemasSync } from './postgres';
 
@@ -57,7 +56,8 @@ export interface ManagerProcess {
   token: string;
   /** `http://127.0.0.1:<port>` */
   origin: string;
-  api: ApiClient;
+  /** The typed client (`./api`), authenticated with `token`. */
+  api: TypedApi;
   stdout(): string;
   stderr(): string;
   /** SIGTERM and wait for a clean exit; resolves with the exit code. */
@@ -126,7 +126,7 @@ export async function startManager({ sandbox, args = [], env = {}, shellPrefix, 
   const token = fs.readFileSync(path.join(dataDirectory, 'token'), 'utf8').trim();
   registerToken(origin, token);
   return {
-    api: createApiClient(origin, { token }),
+    api: apiClient(origin, { auth: token }),
     child,
     dataDirectory: () => dataDirectory,
     kill9: async () => {

@@ -1,3 +1,4 @@
+import type { Answer } from './api';
 import { snapshotStore } from './db-snapshot';
 import type { Json } from './http';
 
@@ -6,15 +7,22 @@ import type { Json } from './http';
  * when given) and that the store is unchanged: same row counts, same newest event id, same
  * attachment files. Returns the error body.
  */
-export async function expectRefused(dataDirectory: string, request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string): Promise<Json> {
+export async function expectRefused(
+  dataDirectory: string,
+  request: () => Promise<{ status: number; json?: Json } | Answer<unknown>>,
+  status: number,
+  code?: string,
+): Promise<Json> {
   const before = await snapshotStore(dataDirectory, { exceptTraces: true });
   const res = await request();
+  // A typed answer carries the error body in `error`; `send` in `json`.
+  const body: Json = 'error' in res ? res.error : res.json;
   expect(res.status).toBe(status);
-  expect(res.json).toMatchObject({ statusCode: status });
-  expect(typeof res.json.message).toBe('string');
+  expect(body).toMatchObject({ statusCode: status });
+  expect(typeof body.message).toBe('string');
   if (code) {
-    expect(res.json.code).toBe(code);
+    expect(body.code).toBe(code);
   }
   expect(await snapshotStore(dataDirectory, { exceptTraces: true })).toEqual(before);
-  return res.json;
+  return body;
 }

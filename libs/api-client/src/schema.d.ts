@@ -1359,7 +1359,7 @@ export interface components {
              * @description Start its RD session at once instead of leaving it todo
              * @default false
              */
-            start: boolean;
+            start?: boolean;
             /**
              * @description Short title
              * @example Add tiered timings to the compaction profile
