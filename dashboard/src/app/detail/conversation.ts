@@ -262,6 +262,7 @@ export class Conversation {
           this.anchor = null;
         } else if (this.atBottom) {
           el.scrollTop = el.scrollHeight;
+          this.lastScrollTop = el.scrollTop;
         }
       },
     });
@@ -285,6 +286,7 @@ export class Conversation {
     if (this.atBottom && !this.scrollToFocus && this.anchor === null) {
       const el = this.scroller().nativeElement;
       el.scrollTop = el.scrollHeight;
+      this.lastScrollTop = el.scrollTop;
     }
   }
 
@@ -318,6 +320,7 @@ export class Conversation {
     this.count.set(WINDOW);
     const el = this.scroller().nativeElement;
     el.scrollTop = el.scrollHeight;
+    this.lastScrollTop = el.scrollTop;
   }
 
   /** m:ss since a time (the run's start, a tool's call). */
