@@ -13,6 +13,7 @@ import { ConversationModule } from './conversation/conversation.module';
 import type { Runtime } from './core/runtime';
 import { EventsModule } from './events/events.module';
 import { GitHubModule } from './github/github.module';
+import { LandingModule } from './landing/landing.module';
 import { MessagesModule } from './messages/messages.module';
 import { ModelsModule } from './models/models.module';
 import { PullRequestsModule } from './pull-requests/pull-requests.module';
@@ -41,6 +42,7 @@ export class AppModule {
         DoctorModule,
         EventsModule,
         GitHubModule,
+        LandingModule,
         MessagesModule,
         ModelsModule,
         PullRequestsModule,

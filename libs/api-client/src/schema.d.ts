@@ -141,6 +141,23 @@ export interface paths {
         patch: operations["updateConfiguration"];
         trace?: never;
     };
+    "/api/conflicts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The conflict radar: which live Requirements merge cleanly onto their base, and which conflict with each other, file by file */
+        get: operations["getConflicts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/doctor": {
         parameters: {
             query?: never;
@@ -204,6 +221,42 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/landing-queue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The merge queue, in landing order */
+        get: operations["getLandingQueue"];
+        /** Reorder the merge queue: every queued Requirement, each once */
+        put: operations["reorderLandingQueue"];
+        /** Queue a Requirement to land after the ones already queued */
+        post: operations["queueLanding"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/landing-queue/{requirementId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Take a Requirement out of the merge queue */
+        delete: operations["unqueueLanding"];
         options?: never;
         head?: never;
         patch?: never;
@@ -461,6 +514,23 @@ export interface paths {
         put?: never;
         /** Interrupt the active run: stop (pause) or steer (only when newer input waits) */
         post: operations["interruptRequirement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/land": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Land a Requirement's branch: merge, squash or rebase onto its base locally (moving a clean checkout of the base with it), or push it and open a pull request */
+        post: operations["landRequirement"];
         delete?: never;
         options?: never;
         head?: never;
@@ -997,6 +1067,18 @@ export interface components {
             worktreeSubdirectory: string | null;
             worktreeTeardownCommand: string | null;
         };
+        ConflictPairDto: {
+            a: string;
+            b: string;
+            paths: string[];
+        };
+        ConflictRadarResponseDto: {
+            checkedAt: string | null;
+            /** @description Pairs of live Requirements whose work conflicts, and where */
+            pairs: components["schemas"]["ConflictPairDto"][];
+            /** @description Every live Requirement with work to land */
+            requirements: components["schemas"]["RadarRequirementDto"][];
+        };
         CreateRequirementDto: {
             /** @description A cross-model review loop: each new head of its open PRs, once the RD run that pushed it ended, is reviewed by `provider`, until a review finds nothing or after `maxRounds`. null: none */
             autoReview?: components["schemas"]["AutoReviewInputDto"] | null;
@@ -1160,6 +1242,8 @@ export interface components {
              * @enum {string}
              */
             isolation: "worktree" | "in_place";
+            /** @description Where its work stands against its base and the other live Requirements (the conflict radar), and its land */
+            landing: components["schemas"]["RequirementLandingResponseDto"];
             model: string | null;
             parentRequirementId: string | null;
             /** @enum {string} */
@@ -1245,6 +1329,43 @@ export interface components {
             requirementId: string;
             runId: string;
         };
+        LandRequirementDto: {
+            /** @description Commit the worktree's uncommitted work on its branch first, instead of refusing with worktree_dirty (local methods) */
+            commitPending?: boolean;
+            /** @description Confirm the Requirement done once landed when it waits for confirmation (local methods; true when absent) */
+            markDone?: boolean;
+            /**
+             * @description merge: a merge commit on the base; squash: one commit with the title and a summary; rebase: its commits replayed on the base; pull_request: push the branch and open a PR on GitHub
+             * @enum {string}
+             */
+            method: "merge" | "squash" | "rebase" | "pull_request";
+        };
+        LandResponseDto: {
+            /** @description The base's new commit that holds the work (null for pull_request) */
+            commit: string | null;
+            /** @enum {string} */
+            method: "merge" | "squash" | "rebase" | "pull_request";
+            /** @description The pull request opened and registered (pull_request only) */
+            pullRequest: components["schemas"]["PullRequestResponseDto"] | null;
+            requirement: components["schemas"]["RequirementResponseDto"];
+        };
+        LandingQueueItemDto: {
+            addedAt: string;
+            conflictPaths: string[];
+            /** @enum {string} */
+            method: "merge" | "squash" | "rebase" | "pull_request";
+            /** @description 1 lands next */
+            position: number;
+            /** @description Why it is paused */
+            reason: string | null;
+            requirementId: string;
+            /** @enum {string} */
+            state: "queued" | "landing" | "paused";
+            title: string;
+        };
+        LandingQueueResponseDto: {
+            items: components["schemas"]["LandingQueueItemDto"][];
+        };
         MessagePageDto: {
             items: components["schemas"]["MessageResponseDto"][];
             /** @description Cursor for the next page; null at the end */
@@ -1263,7 +1384,7 @@ export interface components {
              * @description What a message Agent Manager wrote itself says, for a client that writes it in the reader's language; null on people's and agents' messages (and on older ones). Unknown codes: show `body`.
              * @enum {string|null}
              */
-            code: "run.failed" | "run.timed_out" | "run.manager_stopped" | "budget.reached" | "budget.reached_ancestor" | "dependency.met" | "dependency.cancelled" | "timer.fired" | "github.pr_status" | "github.pr_head" | "github.ci_failed" | "github.conflict" | "review.failed" | "review.cancelled" | "review_loop.clean" | "review_loop.max_rounds" | null;
+            code: "run.failed" | "run.timed_out" | "run.manager_stopped" | "budget.reached" | "budget.reached_ancestor" | "dependency.met" | "dependency.cancelled" | "timer.fired" | "github.pr_status" | "github.pr_head" | "github.ci_failed" | "github.conflict" | "review.failed" | "review.cancelled" | "review_loop.clean" | "review_loop.max_rounds" | "landing.conflict" | "landing.rebase_requested" | null;
             createdAt: string;
             /** @description Whether the RD agent must consume it */
             deliverToRd: boolean;
@@ -1408,6 +1529,29 @@ export interface components {
             updatedAt: string;
             url: string;
         };
+        QueueLandingDto: {
+            /**
+             * @description How the queue lands it (local methods only)
+             * @enum {string}
+             */
+            method: "merge" | "squash" | "rebase";
+            /**
+             * @description The Requirement to land
+             * @example req_…
+             */
+            requirementId: string;
+        };
+        RadarRequirementDto: {
+            baseSha: string | null;
+            behindBy: number | null;
+            checkedAt: string | null;
+            conflictPaths: string[];
+            conflictsWith: components["schemas"]["RequirementConflictResponseDto"][];
+            headSha: string | null;
+            mergesCleanly: boolean | null;
+            requirementId: string;
+            title: string;
+        };
         RegisterPullRequestDto: {
             /**
              * @description Branch the PR merges into
@@ -1471,6 +1615,10 @@ export interface components {
             children: components["schemas"]["RequirementResponseDto"][];
             parent: components["schemas"]["RequirementResponseDto"] | null;
         };
+        ReorderLandingQueueDto: {
+            /** @description Every queued Requirement, each once, in the order to land them */
+            requirementIds: string[];
+        };
         ReplyDto: {
             /** @description Uploaded attachment IDs (at most 6) */
             attachmentIds?: string[];
@@ -1501,6 +1649,11 @@ export interface components {
             /** @description True when the list was cut (more than 5,000 files, or a bound on size or time) */
             truncated: boolean;
         };
+        RequirementConflictResponseDto: {
+            paths: string[];
+            requirementId: string;
+            title: string;
+        };
         RequirementDependencyResponseDto: {
             /** @description How it was met or ended (e.g. "Org/Repo#4 merged as 1a2b…") */
             reason: string | null;
@@ -1514,6 +1667,27 @@ export interface components {
             state: "pending" | "met" | "cancelled";
             /** @enum {string} */
             until: "done" | "merged";
+        };
+        RequirementLandingResponseDto: {
+            /** @description The base commit the answer is for */
+            baseSha: string | null;
+            /** @description Commits on the base its branch lacks */
+            behindBy: number | null;
+            checkedAt: string | null;
+            /** @description Files that conflict with the base */
+            conflictPaths: string[];
+            /** @description Other live Requirements it conflicts with, as if both landed on the base now */
+            conflictsWith: components["schemas"]["RequirementConflictResponseDto"][];
+            /** @description The work commit the answer is for (a snapshot commit when the worktree had uncommitted changes) */
+            headSha: string | null;
+            /** @description When it landed locally (merge, squash or rebase) */
+            landedAt: string | null;
+            /** @description The base's commit that holds the landed work */
+            landedCommit: string | null;
+            /** @enum {string|null} */
+            landedMethod: "merge" | "squash" | "rebase" | "pull_request" | null;
+            /** @description Its work (commits, and uncommitted changes in its worktree) merges onto the base's current commit without a conflict; null when not checked */
+            mergesCleanly: boolean | null;
         };
         RequirementPageDto: {
             items: components["schemas"]["RequirementResponseDto"][];
@@ -1548,6 +1722,8 @@ export interface components {
              * @enum {string}
              */
             isolation: "worktree" | "in_place";
+            /** @description Where its work stands against its base and the other live Requirements (the conflict radar), and its land */
+            landing: components["schemas"]["RequirementLandingResponseDto"];
             model: string | null;
             parentRequirementId: string | null;
             /** @enum {string} */
@@ -2370,6 +2546,43 @@ export interface operations {
             };
         };
     };
+    getConflicts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictRadarResponseDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     get: {
         parameters: {
             query?: {
@@ -2547,6 +2760,202 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+        };
+    };
+    getLandingQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LandingQueueResponseDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    reorderLandingQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReorderLandingQueueDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LandingQueueResponseDto"];
+                };
+            };
+            /** @description queue_order_mismatch */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    queueLanding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueueLandingDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LandingQueueResponseDto"];
+                };
+            };
+            /** @description Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description already_queued, requirement_cancelled, not_landable */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    unqueueLanding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                requirementId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LandingQueueResponseDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not_queued */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
@@ -3529,6 +3938,71 @@ export interface operations {
                 content?: never;
             };
             /** @description No active run, or nothing newer to steer with */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    landRequirement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LandRequirementDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LandResponseDto"];
+                };
+            };
+            /** @description Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description land_conflict (details: the files), worktree_dirty, base_checked_out_dirty, run_active, nothing_to_land, not_landable, base_not_branch, base_moved; for pull_request: github_remote_missing, github_token_missing */
             409: {
                 headers: {
                     [name: string]: unknown;

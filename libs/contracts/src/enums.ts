@@ -55,6 +55,8 @@ export const SYSTEM_MESSAGE_CODES = [
   'review.cancelled',
   'review_loop.clean',
   'review_loop.max_rounds',
+  'landing.conflict',
+  'landing.rebase_requested',
 ] as const;
 export type SystemMessageCode = (typeof SYSTEM_MESSAGE_CODES)[number];
 /** A system message's arguments: plain values only (titles, ids, numbers), never sentences. */
@@ -159,3 +161,18 @@ export type ChangedFileStatus = (typeof CHANGED_FILE_STATUSES)[number];
 /** How the PostgreSQL connection uses TLS: as the URL says (sslmode), required, or required and verified. */
 export const DATABASE_TLS_MODES = ['url', 'require', 'verify'] as const;
 export type DatabaseTlsMode = (typeof DATABASE_TLS_MODES)[number];
+
+/**
+ * How a Requirement's branch lands (issue 28): `merge` (a merge commit on the base), `squash` (one
+ * commit), `rebase` (its commits replayed on the base), all local; `pull_request` pushes it and
+ * opens a PR on GitHub.
+ */
+export const LAND_METHODS = ['merge', 'squash', 'rebase', 'pull_request'] as const;
+export type LandMethod = (typeof LAND_METHODS)[number];
+/** The local ones: the base branch moves in the repository. */
+export const LOCAL_LAND_METHODS = ['merge', 'squash', 'rebase'] as const;
+export type LocalLandMethod = (typeof LOCAL_LAND_METHODS)[number];
+
+/** `queued` waits its turn, `landing` is being landed now, `paused` waits for its agent to rebase (or a person). */
+export const LANDING_QUEUE_STATES = ['queued', 'landing', 'paused'] as const;
+export type LandingQueueState = (typeof LANDING_QUEUE_STATES)[number];

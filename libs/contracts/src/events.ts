@@ -2,6 +2,8 @@ import type {
   AgentRun,
   AgentTimer,
   AgentTraceEvent,
+  ConflictRadar,
+  LandingQueue,
   EventActor,
   ManagerConfiguration,
   ModelCatalog,
@@ -40,6 +42,8 @@ interface PullRequestPayload {
 export interface ManagerEventPayloads {
   'manager.configuration.updated': { configuration: ManagerConfiguration };
   'manager.reconciled': { failedRunIds: string[]; requirementIds: string[] };
+  'landing.conflicts.updated': { radar: ConflictRadar };
+  'landing.queue.updated': { queue: LandingQueue };
   'message.created': { message: RequirementMessage; requirement: Requirement };
   'model_catalog.updated': { catalog: ModelCatalog };
   'pull_request.created': PullRequestPayload;
@@ -66,6 +70,8 @@ export type ManagerEventType = keyof ManagerEventPayloads;
 
 /** The event types in a fixed order (the OpenAPI enum, the dashboard's listeners). */
 export const EVENT_TYPES = [
+  'landing.conflicts.updated',
+  'landing.queue.updated',
   'manager.configuration.updated',
   'manager.reconciled',
   'message.created',

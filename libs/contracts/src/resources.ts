@@ -31,6 +31,8 @@ import type {
   TimerSchedule,
   TimerStatus,
   DatabaseTlsMode,
+  LandMethod,
+  LandingQueueState,
 } from './enums';
 
 // Resource shapes as the API returns them (JSON). Timestamps are ISO 8601 strings; a value that
@@ -96,6 +98,8 @@ export interface Requirement {
    * until a person raises that budget or starts it.
    */
   budgetReachedAt: string | null;
+  /** Where its work stands against its base and the other live Requirements (the conflict radar), and whether it landed. */
+  landing: RequirementLanding;
 }
 
 /** A Requirement's review loop: who reviews, and at most how many rounds per PR. */
@@ -433,4 +437,70 @@ export interface ReviewRequest {
   createdAt: string;
   updatedAt: string;
   finishedAt: string | null;
+}
+
+/** Another live Requirement whose work conflicts with this one's, and the files where. */
+export interface RequirementConflict {
+  requirementId: string;
+  title: string;
+  paths: string[];
+}
+
+/**
+ * A Requirement's landing state (issue 28): the radar's last answer for its work (committed, plus
+ * uncommitted changes in its worktree) against its base, and its land once it happened.
+ */
+export interface RequirementLanding {
+  /** Its work merges onto the base's current commit without a conflict; null when not checked (nothing to land, or in place). */
+  mergesCleanly: boolean | null;
+  /** Files that conflict with the base (empty when clean). */
+  conflictPaths: string[];
+  /** Other live Requirements it conflicts with, file by file, as if both landed on the base now. */
+  conflictsWith: RequirementConflict[];
+  /** Commits on the base that its branch does not have (null when not checked). */
+  behindBy: number | null;
+  /** The base and work commits the answer is for, and when it was found. */
+  baseSha: string | null;
+  headSha: string | null;
+  checkedAt: string | null;
+  /** When and how it landed locally, and the base's commit that holds it (null until then). */
+  landedAt: string | null;
+  landedMethod: LandMethod | null;
+  landedCommit: string | null;
+}
+
+/** Two live Requirements whose work conflicts, and the files where (a < b). */
+export interface ConflictPair {
+  a: string;
+  b: string;
+  paths: string[];
+}
+
+/** The conflict radar across every live Requirement with work (GET /api/conflicts). */
+export interface ConflictRadar {
+  pairs: ConflictPair[];
+  requirements: Array<
+    { requirementId: string; title: string } & Pick<RequirementLanding, 'mergesCleanly' | 'conflictPaths' | 'conflictsWith' | 'behindBy' | 'baseSha' | 'headSha' | 'checkedAt'>
+  >;
+  /** When the last full or incremental pass finished (null before the first). */
+  checkedAt: string | null;
+}
+
+/** A Requirement waiting in the merge queue. */
+export interface LandingQueueItem {
+  requirementId: string;
+  title: string;
+  method: LandMethod;
+  /** 1 is landed next. */
+  position: number;
+  state: LandingQueueState;
+  /** Why it is paused (a conflict with the base, a refusal), or null. */
+  reason: string | null;
+  /** The files that conflicted when it paused. */
+  conflictPaths: string[];
+  addedAt: string;
+}
+
+export interface LandingQueue {
+  items: LandingQueueItem[];
 }

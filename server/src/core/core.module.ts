@@ -20,6 +20,8 @@ import { ReviewRequestEntity } from '../reviews/review-request.entity';
 import { SearchDocumentEntity } from '../search/search-document.entity';
 import { TriggerReceiptEntity } from '../triggers/trigger-receipt.entity';
 import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
+import { RequirementLandingEntity } from '../requirements/requirement-landing.entity';
+import { LandingQueueEntity } from '../landing/landing-queue.entity';
 import { AgentTimerEntity } from '../timers/agent-timer.entity';
 import { RequirementEntity } from '../requirements/requirement.entity';
 import { Clock } from './clock';
@@ -36,12 +38,14 @@ export const ENTITIES = [
   AgentRunEntity,
   AgentSessionEntity,
   AgentTimerEntity,
+  LandingQueueEntity,
   MessageAttachmentEntity,
   ManagerEventEntity,
   ModelCatalogSourceEntity,
   PullRequestEntity,
   RequirementDependencyEntity,
   RequirementEntity,
+  RequirementLandingEntity,
   RequirementMessageEntity,
   RequirementWorktreeEntity,
   ReviewRequestEntity,

@@ -12,6 +12,7 @@ import type { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import type { ClosedExtras } from '../requirements/requirement.events';
+import '../landing/landing.events';
 import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
 import type { RequirementRows } from '../requirements/requirements.repository';
 import { type NewRequirement, RequirementsService } from '../requirements/requirements.service';
@@ -158,6 +159,10 @@ export class DependenciesService implements OnApplicationBootstrap {
     if (merged) {
       return { reason: merged, state: 'met' };
     }
+    const landing = (await this.requirements.findForWrite(tx, targetId))?.requirement.landing;
+    if (landing?.landedAt && landing.landedCommit) {
+      return { reason: landedReason(landing.landedCommit), state: 'met' };
+    }
     return status === 'done' && (await this.pullRequests.ofRequirementIn(tx, targetId)).length === 0 ? { reason: 'confirmed done (no pull requests)', state: 'met' } : null;
   }
 
@@ -189,6 +194,12 @@ export class DependenciesService implements OnApplicationBootstrap {
     if (reason) {
       await this.resolve(tx, pullRequest.requirementId, ['merged'], 'met', reason, this.clock.nowIso());
     }
+  }
+
+  /** Its branch landed locally (in the land's unit): met as a merged PR meets it. */
+  @OnDomainEvent('requirement.landed')
+  async landed(tx: UnitOfWork, rows: RequirementRows, landed: { commit: string }): Promise<void> {
+    await this.resolve(tx, rows.requirement.id, ['merged'], 'met', landedReason(landed.commit), this.clock.nowIso());
   }
 
   /** Resolves the pending dependencies on `dependencyId` with one of `conditions`; tells each dependent after the commit. */
@@ -255,6 +266,11 @@ export class DependenciesService implements OnApplicationBootstrap {
       this.logger.warn({ dependencyId, error: (err as Error).message, msg: 'dependency not told yet', requirementId: dependentId });
     }
   }
+}
+
+/** "landed as <sha>": what a local land meets a `merged` dependency with. */
+function landedReason(commit: string): string {
+  return `landed as ${commit.slice(0, 12)}`;
 }
 
 /** "Org/Repo#4 merged as <sha>" for each PR when every one is merged, else null. */

@@ -44,4 +44,15 @@ export class MessagesRepository {
       .orderBy('m.sequence', 'ASC')
       .getMany();
   }
+
+  /** The latest message of one author in a conversation, or null (what a squashed commit's summary quotes). */
+  latestOf(requirementId: string, author: RequirementMessageEntity['author']): Promise<RequirementMessageEntity | null> {
+    return this.database
+      .read(RequirementMessageEntity)
+      .createQueryBuilder('m')
+      .where('m.requirement_id = :requirementId AND m.author = :author', { author, requirementId })
+      .orderBy('m.sequence', 'DESC')
+      .limit(1)
+      .getOne();
+  }
 }

@@ -110,6 +110,11 @@ export class MessagesService {
     return this.repository.deliverableBetween(requirementId, fromSequence, toSequence);
   }
 
+  /** The latest message of one author in a conversation, or null. */
+  latestOf(requirementId: string, author: MessageResponseDto['author']): Promise<RequirementMessageEntity | null> {
+    return this.repository.latestOf(requirementId, author);
+  }
+
   /** The conversation in ascending sequence, a page at a time. */
   async list(requirementId: string, query: ListMessagesQueryDto): Promise<MessagePageDto> {
     if (!(await this.requirements.exists(requirementId))) {

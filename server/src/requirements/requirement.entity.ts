@@ -1,5 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
+import type { RequirementLandingEntity } from './requirement-landing.entity';
 import type { RequirementWorktreeEntity } from './requirement-worktree.entity';
 import type { RequirementDependencyEntity } from './requirement-dependency.entity';
 import type { AgentSessionEntity } from './agent-session.entity';
@@ -102,6 +103,8 @@ export class RequirementEntity {
 
   /** Where it works (its `requirement_worktree` row), loaded beside it for snapshots; not a column. */
   worktree?: RequirementWorktreeEntity | null;
+  /** Its landing and radar state (its `requirement_landing` row), loaded beside it for snapshots; not a column. */
+  landing?: RequirementLandingEntity | null;
   /** Filled by `RequirementsService.loadForWrite` and its snapshots (the dependencies feature's rows); not a column. */
   dependsOn?: RequirementDependencyEntity[];
 }

@@ -7,6 +7,7 @@ import type { UnitOfWork } from '../core/database/unit-of-work';
 import { Page, PageRequest, keysetPage, newestFirst } from '../core/http/pagination';
 import { isId } from '../core/ids';
 import { SearchRepository } from '../search/search.repository';
+import { RequirementLandingEntity } from './requirement-landing.entity';
 import { RequirementWorktreeEntity } from './requirement-worktree.entity';
 import { AgentSessionEntity } from './agent-session.entity';
 import { RequirementEntity } from './requirement.entity';
@@ -65,6 +66,7 @@ export class RequirementsRepository {
       .createQueryBuilder(RequirementEntity, 'r')
       .innerJoinAndMapOne('r.session', AgentSessionEntity, 's', 's.requirement_id = r.id')
       .leftJoinAndMapOne('r.worktree', RequirementWorktreeEntity, 'w', 'w.requirement_id = r.id')
+      .leftJoinAndMapOne('r.landing', RequirementLandingEntity, 'l', 'l.requirement_id = r.id')
       .where('r.id = :id', { id })
       .getOne();
     if (!requirement?.session) {
@@ -73,6 +75,7 @@ export class RequirementsRepository {
     const { session } = requirement;
     delete requirement.session;
     requirement.worktree ??= null;
+    requirement.landing ??= null;
     const rows = { requirement, session };
     uow.cache.set(cacheKey(id), rows);
     return rows;
@@ -190,6 +193,13 @@ export class RequirementsRepository {
     return requirementIds.length === 0
       ? Promise.resolve([])
       : this.database.readManager.createQueryBuilder(RequirementWorktreeEntity, 'w').where('w.requirement_id IN (:...ids)', { ids: requirementIds }).getMany();
+  }
+
+  /** The landing rows of many Requirements, for their snapshots (read only: the landing feature alone writes them). */
+  landingsOf(requirementIds: string[]): Promise<RequirementLandingEntity[]> {
+    return requirementIds.length === 0
+      ? Promise.resolve([])
+      : this.database.readManager.createQueryBuilder(RequirementLandingEntity, 'l').where('l.requirement_id IN (:...ids)', { ids: requirementIds }).getMany();
   }
 
   /**

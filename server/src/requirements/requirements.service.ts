@@ -171,26 +171,29 @@ export class RequirementsService {
 
   /** A person accepts the work: waiting_confirmation → done, the session completes. */
   async confirm(id: string, actor: EventActor): Promise<RequirementResponseDto> {
-    const snapshot = await this.database.write(async (tx) => {
-      const { requirement, session } = await this.loadForWrite(tx, id);
-      if (requirement.status !== 'waiting_confirmation') {
-        throw conflict('requirement_not_waiting_confirmation', `Requirement ${id} is ${requirement.status}, not waiting_confirmation`);
-      }
-      const now = this.clock.nowIso();
-      this.lifecycle.confirm(tx, { requirement, session }, now);
-      const result = toRequirementResponse(requirement, session);
-      const closed = await this.runClosingSteps(tx, id, now);
-      await this.events.append(tx, {
-        actor,
-        payload: { ...closed, requirement: result },
-        requirementId: id,
-        sessionId: session.id,
-        type: 'requirement.completed',
-      });
-      return result;
-    });
+    const snapshot = await this.database.write((tx) => this.confirmIn(tx, id, actor));
     this.logger.log({ ...audit(actor), msg: 'requirement confirmed', requirementId: id });
     return snapshot;
+  }
+
+  /** `confirm` inside the caller's unit (a local land confirms the work it landed, in the land's unit). */
+  async confirmIn(tx: UnitOfWork, id: string, actor: EventActor): Promise<RequirementResponseDto> {
+    const { requirement, session } = await this.loadForWrite(tx, id);
+    if (requirement.status !== 'waiting_confirmation') {
+      throw conflict('requirement_not_waiting_confirmation', `Requirement ${id} is ${requirement.status}, not waiting_confirmation`);
+    }
+    const now = this.clock.nowIso();
+    this.lifecycle.confirm(tx, { requirement, session }, now);
+    const result = toRequirementResponse(requirement, session);
+    const closed = await this.runClosingSteps(tx, id, now);
+    await this.events.append(tx, {
+      actor,
+      payload: { ...closed, requirement: result },
+      requirementId: id,
+      sessionId: session.id,
+      type: 'requirement.completed',
+    });
+    return result;
   }
 
   /**
@@ -399,22 +402,24 @@ export class RequirementsService {
     return snapshot ?? null;
   }
 
-  /** Snapshots for a page of Requirements in three queries, whatever the page size. */
+  /** Snapshots for a page of Requirements in five queries, whatever the page size. */
   private async snapshots(requirements: RequirementEntity[]): Promise<RequirementResponseDto[]> {
     if (requirements.length === 0) {
       return [];
     }
     const ids = requirements.map((r) => r.id);
-    const [sessions, worktrees] = await Promise.all([this.repository.sessionsOf(ids), this.repository.worktreesOf(ids)]);
+    const [sessions, worktrees, landings] = await Promise.all([this.repository.sessionsOf(ids), this.repository.worktreesOf(ids), this.repository.landingsOf(ids)]);
     const dependencies = await this.dependencyRows.ofDependents(ids);
     const byRequirement = new Map(sessions.map((s) => [s.requirementId, s]));
     const worktreeOf = new Map(worktrees.map((w) => [w.requirementId, w]));
+    const landingOf = new Map(landings.map((l) => [l.requirementId, l]));
     return requirements.map((r) => {
       const session = byRequirement.get(r.id);
       if (!session) {
         throw new Error(`Requirement ${r.id} has no session`); // invariant 1 broken: a bug, not input
       }
       r.worktree = worktreeOf.get(r.id) ?? null;
+      r.landing = landingOf.get(r.id) ?? null;
       return toRequirementResponse({ ...r, dependsOn: dependencies.filter((d) => d.requirementId === r.id) }, session);
     });
   }

@@ -11,7 +11,7 @@ import type { RdWorkPlace } from '../agents/prompt';
 import { AgentSandbox } from '../agents/agent-sandbox';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
-import { OnDomainEvent } from '../core/domain-events';
+import { DomainEvents, OnDomainEvent } from '../core/domain-events';
 import { conflict, invalid } from '../core/errors/domain-error';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { SYSTEM_ACTOR } from '../events/event-log.service';
@@ -25,6 +25,7 @@ import { provideFiles } from './worktree-files';
 import { WorktreeRecords } from './worktree-records.service';
 import { CREATE_TIMEOUT_MS, GitDirectories, GitWorkspace, QUICK_TIMEOUT_MS, WorkspaceGit } from './workspace-git.service';
 import { WorktreesRepository } from './worktrees.repository';
+import './worktree.events';
 
 /** Where an RD run works, what its environment says about it, and what its instructions do. */
 export interface RunPlace {
@@ -89,6 +90,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
     private readonly changes: WorktreeChanges,
     private readonly clock: Clock,
     private readonly configuration: ConfigurationService,
+    private readonly domainEvents: DomainEvents,
     private readonly records: WorktreeRecords,
     private readonly repository: WorktreesRepository,
     private readonly requirements: RequirementsService,
@@ -165,6 +167,14 @@ export class WorktreesService implements BeforeApplicationShutdown {
     });
   }
 
+  /**
+   * Runs `body` while nothing else is done to the Requirement's worktree (no run is prepared, no
+   * refresh or removal runs): a land reads and moves its branch inside.
+   */
+  whileHeld<T>(requirementId: string, body: () => Promise<T>): Promise<T> {
+    return this.requirementLock.run(requirementId, body);
+  }
+
   /** After a run (and on demand): reads the branch's git state and publishes it with the Requirement. */
   refresh(requirementId: string, actor: EventActor = SYSTEM_ACTOR): Promise<RequirementWorktreeEntity | null> {
     return this.requirementLock.run(requirementId, async () => {
@@ -177,7 +187,9 @@ export class WorktreesService implements BeforeApplicationShutdown {
         // up to date, so that later reads need not re-hash files git thinks "racily" clean.
         await git(['update-index', '-q', '--refresh'], { cwd: row.path, env: { GIT_OPTIONAL_LOCKS: '1' }, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS }).catch(() => undefined);
         const state = await this.changes.branchState(row);
-        return await this.records.save(requirementId, { ...state, refreshedAt: this.clock.nowIso() }, true, actor);
+        const saved = await this.records.save(requirementId, { ...state, refreshedAt: this.clock.nowIso() }, true, actor);
+        this.domainEvents.notify('worktree.refreshed', saved);
+        return saved;
       } catch (err) {
         this.logger.warn(`could not read the git state of ${row.path}: ${(err as Error).message}`);
         return row;

@@ -71,7 +71,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
   private describe(exception: unknown) {
     if (exception instanceof DomainError) {
       const status = statusOf(exception.kind);
-      return { status, body: errorBody(status, exception.code, exception.message) };
+      return { status, body: errorBody(status, exception.code, exception.message, exception.details) };
     }
     if (exception instanceof HttpException) {
       const status = exception.getStatus();

@@ -9,6 +9,8 @@ export class DomainError extends Error {
     /** Stable machine-readable code, e.g. `requirement_not_found`. */
     readonly code: string,
     message: string,
+    /** What the refusal is about, one item each (the files of a conflict), for a program to read. */
+    readonly details?: string[],
   ) {
     super(message);
     this.name = 'DomainError';
@@ -17,7 +19,7 @@ export class DomainError extends Error {
 
 export const invalid = (code: string, message: string) => new DomainError('invalid', code, message);
 export const notFound = (code: string, message: string) => new DomainError('not_found', code, message);
-export const conflict = (code: string, message: string) => new DomainError('conflict', code, message);
+export const conflict = (code: string, message: string, details?: string[]) => new DomainError('conflict', code, message, details);
 export const forbidden = (code: string, message: string) => new DomainError('forbidden', code, message);
 export const unauthorized = (code: string, message: string) => new DomainError('unauthorized', code, message);
 export const insufficientStorage = (code: string, message: string) => new DomainError('insufficient_storage', code, message);

@@ -24,6 +24,7 @@ import { budgetOf, treeUsageOf, usageOf } from '../budget-rules';
 import { RequirementBudgetResponseDto, RequirementUsageResponseDto } from './budget.dto';
 import type { AgentSessionEntity } from '../agent-session.entity';
 import { AutoReviewSettingsDto, toAutoReviewSettings } from './auto-review.dto';
+import { RequirementLandingResponseDto, toLandingResponse } from './landing.dto';
 import type { RequirementEntity } from '../requirement.entity';
 
 export class AgentSessionResponseDto implements AgentSession {
@@ -90,6 +91,8 @@ export class RequirementResponseDto implements Requirement {
     type: String,
   })
   budgetReachedAt!: string | null;
+  @ApiProperty({ description: 'Where its work stands against its base and the other live Requirements (the conflict radar), and its land', type: RequirementLandingResponseDto })
+  landing!: RequirementLandingResponseDto;
 }
 
 export class RequirementPageDto extends PageInfoDto {
@@ -132,6 +135,7 @@ export function toRequirementResponse(requirement: RequirementEntity, session: A
     id: requirement.id,
     // A Requirement from before worktrees has a row saying in_place (its migration); none at all is the same.
     isolation: place?.isolation ?? 'in_place',
+    landing: toLandingResponse(requirement.landing),
     model: requirement.model,
     parentRequirementId: requirement.parentRequirementId,
     provider: requirement.provider,
@@ -140,8 +144,8 @@ export function toRequirementResponse(requirement: RequirementEntity, session: A
     sourceSessionId: requirement.sourceSessionId,
     status: requirement.status,
     title: requirement.title,
-    // The card changes when its session (state, pending count) or its worktree (ahead, dirty) does: one version for all.
-    updatedAt: latest(requirement.updatedAt, session.updatedAt, place?.updatedAt ?? ''),
+    // The card changes when its session (state, pending count), its worktree (ahead, dirty) or its landing does: one version for all.
+    updatedAt: latest(requirement.updatedAt, session.updatedAt, place?.updatedAt ?? '', requirement.landing?.updatedAt ?? ''),
     treeUsage: treeUsageOf(requirement),
     usage: usageOf(requirement),
     worktree: toWorktreeResponse(place),

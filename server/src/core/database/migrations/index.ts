@@ -13,6 +13,7 @@ import { ReviewLoop1765670400000 } from './1765670400000-review-loop';
 import { ModelCatalog1765756800000 } from './1765756800000-model-catalog';
 import { BudgetTrees1765846800000 } from './1765846800000-budget-trees';
 import { MessageCodes1765933200000 } from './1765933200000-message-codes';
+import { Landing1766019600000 } from './1766019600000-landing';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   ModelCatalog1765756800000,
   BudgetTrees1765846800000,
   MessageCodes1765933200000,
+  Landing1766019600000,
 ];

@@ -1,0 +1,435 @@
+import * as path from 'node:path';
+
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+
+import type { ConflictPair, ConflictRadar as Radar, RequirementConflict } from '@libs/contracts';
+
+import { Clock } from '../core/clock';
+import { Database } from '../core/database/database.service';
+import { DomainEvents, OnDomainEvent } from '../core/domain-events';
+import { git } from '../core/git/git';
+import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
+import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import type { RequirementLandingEntity } from '../requirements/requirement-landing.entity';
+import { RequirementsService } from '../requirements/requirements.service';
+import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
+import { WorkspaceGit } from '../worktrees/workspace-git.service';
+import '../worktrees/worktree.events';
+import { changedPaths, commitTree, countBetween, isAncestor, mergeTrees, snapshotCommit } from './landing-git';
+import { RadarCandidate, LandingRepository } from './landing.repository';
+import './landing-radar.events';
+
+/** The trigger whose messages tell an agent that a move of its base made its work conflict. */
+export const BASE_CONFLICT_TRIGGER = 'landing.base-conflict';
+/** How often the radar looks for moves nobody announced (a person's commit on the base, a branch moved by hand). */
+const POLL_MS = 5_000;
+/** git processes at once: the machine's cores are the agents' first. */
+const CONCURRENCY = 2;
+/** Answers kept per cache before it is emptied (each is a few hundred bytes). */
+const CACHE_MAX = 20_000;
+
+/** The radar's answer for one piece of work on one base commit (pure: the commits decide it). */
+interface WorkAnswer {
+  /** Nothing to land: the base already has all of it. */
+  landed: boolean;
+  clean: boolean;
+  conflictPaths: string[];
+  behindBy: number;
+  /** What pairs are merged with: the work as it would land (clean), else the work itself. */
+  pairCommit: string;
+  /** The files its landing changes, and every folder above them (a file against a folder conflicts too). */
+  files: Set<string>;
+  folders: Set<string>;
+}
+
+interface Looked {
+  candidate: RadarCandidate;
+  base: string;
+  work: string;
+  answer: WorkAnswer;
+}
+
+function foldersOf(files: Iterable<string>): Set<string> {
+  const folders = new Set<string>();
+  for (const file of files) {
+    for (let dir = path.posix.dirname(file); dir !== '.' && dir !== '/' && !folders.has(dir); dir = path.posix.dirname(dir)) {
+      folders.add(dir);
+    }
+  }
+  return folders;
+}
+
+/** Whether two changes touch a common file, or a file where the other has a folder: only then can their merge conflict. */
+function mayConflict(a: WorkAnswer, b: WorkAnswer): boolean {
+  const [small, large] = a.files.size <= b.files.size ? [a, b] : [b, a];
+  for (const file of small.files) {
+    if (large.files.has(file) || large.folders.has(file)) {
+      return true;
+    }
+  }
+  for (const file of large.files) {
+    if (small.folders.has(file)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+async function inPool<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const item = items[next];
+        next += 1;
+        await work(item);
+      }
+    }),
+  );
+}
+
+const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+const sameConflicts = (a: readonly RequirementConflict[], b: readonly RequirementConflict[]) =>
+  a.length === b.length && a.every((x, i) => x.requirementId === b[i].requirementId && x.title === b[i].title && sameList(x.paths, b[i].paths));
+
+/**
+ * The conflict radar (issue 28 §2): for every live Requirement with work of its own — commits on
+ * its branch, and uncommitted changes in its worktree — whether that work merges cleanly onto its
+ * base's current commit, how far behind it is, and which other Requirements' work it conflicts
+ * with, file by file. Computed on git objects only (`merge-tree`), never in a checkout.
+ *
+ * Incremental by construction: an answer is a pure function of commits, so each is cached under
+ * the commits it was computed from, and a pass recomputes only those whose inputs moved (a run
+ * changes one Requirement's work: its base answer and its pairs; a land moves the base: every
+ * base answer, and the pairs that may conflict). A pair is merged only when the two changes touch
+ * a common file or folder; everything else cannot conflict. Passes never overlap: one asked for
+ * while another runs is folded into one more pass after it.
+ */
+@Injectable()
+export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(ConflictRadar.name);
+  private readonly answers = new Map<string, WorkAnswer>();
+  private readonly pairs = new Map<string, string[]>();
+  /** A dirty worktree's snapshot commit, by Requirement, under the refresh it was taken after. */
+  private readonly snapshots = new Map<string, { stamp: string; commit: string | null }>();
+  private current: Radar = { checkedAt: null, pairs: [], requirements: [] };
+  private running: Promise<void> | null = null;
+  private again = false;
+  private lastSignature = '';
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly database: Database,
+    private readonly domainEvents: DomainEvents,
+    private readonly events: EventLog,
+    private readonly repository: LandingRepository,
+    private readonly requirements: RequirementsService,
+    private readonly triggers: TriggerDeliveryService,
+    private readonly workspace: WorkspaceGit,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    void this.refresh();
+    this.timer = setInterval(() => void this.poll(), POLL_MS);
+    this.timer.unref();
+  }
+
+  onApplicationShutdown(): void {
+    this.stopped = true;
+    if (this.timer) {
+      clearInterval(this.timer);
+    }
+  }
+
+  /** The last answer, after the pass running now (or a first one) finished. */
+  async radar(): Promise<Radar> {
+    if (this.current.checkedAt === null || this.running) {
+      await this.refresh();
+    }
+    return this.current;
+  }
+
+  @OnDomainEvent('worktree.refreshed')
+  async worktreeRefreshed(): Promise<void> {
+    await this.refresh();
+  }
+
+  /** Looks again; resolves once a pass that started after this call has finished. */
+  refresh(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running.then(() => this.running ?? undefined);
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.pass().catch((err: unknown) => this.logger.warn(`the conflict radar could not look: ${(err as Error).message}`));
+        } while (this.again && !this.stopped);
+      } finally {
+        this.running = null;
+      }
+    })();
+    return this.running;
+  }
+
+  /** Cheap check for moves nobody announced: the candidates and every ref they name, in two reads. */
+  private async poll(): Promise<void> {
+    if (this.running || this.stopped) {
+      return;
+    }
+    try {
+      const repo = await this.workspace.gitWorkspace();
+      if (repo === null) {
+        return;
+      }
+      const candidates = await this.repository.candidates();
+      const refs = await this.refs(repo.top);
+      const signature = JSON.stringify(
+        candidates.map((c) => [c.requirementId, c.status, refs.get(`refs/heads/${c.branch}`), c.baseRef && refs.get(`refs/heads/${c.baseRef}`), c.refreshedAt]),
+      );
+      if (signature !== this.lastSignature) {
+        await this.refresh();
+      }
+    } catch (err) {
+      this.logger.debug(`radar poll: ${(err as Error).message}`);
+    }
+  }
+
+  private async refs(top: string): Promise<Map<string, string>> {
+    const out = await git(['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/'], { cwd: top, maxBytes: 64 * 1024 * 1024, timeoutMs: 30_000 });
+    const refs = new Map<string, string>();
+    for (const line of out.stdout.split('\n')) {
+      const space = line.indexOf(' ');
+      if (space > 0) {
+        refs.set(line.slice(space + 1), line.slice(0, space));
+      }
+    }
+    return refs;
+  }
+
+  private async pass(): Promise<void> {
+    const repo = await this.workspace.gitWorkspace();
+    if (repo === null) {
+      return;
+    }
+    const top = repo.top;
+    const candidates = await this.repository.candidates();
+    const refs = await this.refs(top);
+    this.lastSignature = JSON.stringify(
+      candidates.map((c) => [c.requirementId, c.status, refs.get(`refs/heads/${c.branch}`), c.baseRef && refs.get(`refs/heads/${c.baseRef}`), c.refreshedAt]),
+    );
+    if (this.answers.size > CACHE_MAX) {
+      this.answers.clear();
+    }
+    if (this.pairs.size > CACHE_MAX) {
+      this.pairs.clear();
+    }
+    const looked: Looked[] = [];
+    const unchecked: RadarCandidate[] = [];
+    const baseOf = new Map<string, string | null>();
+    await inPool(candidates, CONCURRENCY, async (candidate) => {
+      const head = refs.get(`refs/heads/${candidate.branch}`);
+      const baseRef = candidate.baseRef;
+      let base: string | null = baseRef === null ? null : (refs.get(`refs/heads/${baseRef}`) ?? null);
+      if (base === null && baseRef !== null) {
+        if (!baseOf.has(baseRef)) {
+          baseOf.set(baseRef, await this.workspace.resolveCommit(top, baseRef));
+        }
+        base = baseOf.get(baseRef) ?? null;
+      }
+      if (head === undefined || base === null) {
+        unchecked.push(candidate);
+        return;
+      }
+      const work = await this.workOf(candidate, head);
+      const key = `${base}:${work}`;
+      let answer = this.answers.get(key);
+      if (!answer) {
+        answer = await this.answer(top, base, work);
+        this.answers.set(key, answer);
+      }
+      if (answer.landed) {
+        unchecked.push(candidate);
+        return;
+      }
+      looked.push({ answer, base, candidate, work });
+    });
+    // Pairs, in a fixed order (the candidates' creation order) so that `a` < `b` reads the same every time.
+    const order = new Map(candidates.map((c, i) => [c.requirementId, i]));
+    looked.sort((x, y) => (order.get(x.candidate.requirementId) ?? 0) - (order.get(y.candidate.requirementId) ?? 0));
+    const toMerge: Array<[Looked, Looked]> = [];
+    for (let i = 0; i < looked.length; i += 1) {
+      for (let j = i + 1; j < looked.length; j += 1) {
+        if (mayConflict(looked[i].answer, looked[j].answer)) {
+          toMerge.push([looked[i], looked[j]]);
+        }
+      }
+    }
+    const found: ConflictPair[] = [];
+    await inPool(toMerge, CONCURRENCY, async ([x, y]) => {
+      const key = `${x.answer.pairCommit}:${y.answer.pairCommit}`;
+      let paths = this.pairs.get(key);
+      if (paths === undefined) {
+        try {
+          const merged = await mergeTrees(top, x.answer.pairCommit, y.answer.pairCommit);
+          paths = merged.clean ? [] : merged.paths;
+        } catch (err) {
+          this.logger.debug(`radar: ${x.candidate.requirementId} × ${y.candidate.requirementId}: ${(err as Error).message}`);
+          paths = [];
+        }
+        this.pairs.set(key, paths);
+      }
+      if (paths.length > 0) {
+        found.push({ a: x.candidate.requirementId, b: y.candidate.requirementId, paths });
+      }
+    });
+    found.sort((p, q) => (order.get(p.a) ?? 0) - (order.get(q.a) ?? 0) || (order.get(p.b) ?? 0) - (order.get(q.b) ?? 0));
+    await this.publish(looked, unchecked, found);
+  }
+
+  /** The Requirement's work: its branch's head, or a snapshot commit of its worktree when the last refresh found it dirty. */
+  private async workOf(candidate: RadarCandidate, head: string): Promise<string> {
+    if (!candidate.dirty || candidate.worktreePath === null) {
+      this.snapshots.delete(candidate.requirementId);
+      return head;
+    }
+    const stamp = `${head}:${candidate.refreshedAt}`;
+    const known = this.snapshots.get(candidate.requirementId);
+    if (known?.stamp === stamp) {
+      return known.commit ?? head;
+    }
+    let commit: string | null = null;
+    try {
+      const dirs = await this.workspace.gitDirectories(candidate.worktreePath);
+      commit = dirs === null ? null : await snapshotCommit(candidate.worktreePath, dirs.gitDir, head);
+    } catch (err) {
+      this.logger.debug(`radar: could not snapshot ${candidate.worktreePath}: ${(err as Error).message}`);
+    }
+    this.snapshots.set(candidate.requirementId, { commit, stamp });
+    return commit ?? head;
+  }
+
+  private async answer(top: string, base: string, work: string): Promise<WorkAnswer> {
+    if (await isAncestor(top, work, base)) {
+      return { behindBy: 0, clean: true, conflictPaths: [], files: new Set(), folders: new Set(), landed: true, pairCommit: work };
+    }
+    const [behindBy, merged] = await Promise.all([countBetween(top, work, base), mergeTrees(top, base, work)]);
+    let pairCommit = work;
+    let files: string[];
+    if (merged.clean) {
+      // The work as it would land: pairs then compare changes against the same base commit.
+      pairCommit = await commitTree(top, merged.tree, [base], 'agent-manager: radar');
+      files = await changedPaths(top, base, pairCommit);
+    } else {
+      const mergeBase = (await git(['merge-base', base, work], { cwd: top, okCodes: [0, 1], timeoutMs: 30_000 })).stdout.trim();
+      files = mergeBase === '' ? [] : await changedPaths(top, mergeBase, work);
+    }
+    return { behindBy, clean: merged.clean, conflictPaths: merged.clean ? [] : merged.paths, files: new Set(files), folders: foldersOf(files), landed: false, pairCommit };
+  }
+
+  /**
+   * Writes what changed (each Requirement's row and its `requirement.updated`, then one
+   * `landing.conflicts.updated`), and tells an agent whose work a base move made conflict.
+   */
+  private async publish(looked: Looked[], unchecked: RadarCandidate[], found: ConflictPair[]): Promise<void> {
+    const now = this.clock.nowIso();
+    const titles = new Map([...looked.map((l) => l.candidate), ...unchecked].map((c) => [c.requirementId, c.title]));
+    const withOf = (id: string): RequirementConflict[] =>
+      found
+        .filter((p) => p.a === id || p.b === id)
+        .map((p) => {
+          const other = p.a === id ? p.b : p.a;
+          return { paths: p.paths, requirementId: other, title: titles.get(other) ?? other };
+        });
+    const next = [
+      ...looked.map((l) => ({
+        behindBy: l.answer.behindBy,
+        candidate: l.candidate,
+        conflictPaths: l.answer.conflictPaths,
+        conflictsWith: withOf(l.candidate.requirementId),
+        baseSha: l.base,
+        headSha: l.work,
+        mergesCleanly: l.answer.clean,
+      })),
+      ...unchecked.map((c) => ({ baseSha: null, behindBy: null, candidate: c, conflictPaths: [], conflictsWith: [], headSha: null, mergesCleanly: null })),
+    ];
+    const changed = next.filter(({ candidate: { landing: was }, ...now }) => !was || !same(was, now));
+    const newlyConflicting = changed.filter(
+      (n) => n.mergesCleanly === false && n.candidate.landing?.mergesCleanly !== false && n.candidate.landing?.headSha === n.headSha && n.candidate.landing?.baseSha !== n.baseSha,
+    );
+    this.current = {
+      checkedAt: now,
+      pairs: found,
+      requirements: next
+        .filter((n) => n.mergesCleanly !== null)
+        .map(({ candidate, ...rest }) => ({ ...rest, checkedAt: now, requirementId: candidate.requirementId, title: candidate.title })),
+    };
+    if (changed.length > 0) {
+      await this.database.write(async (tx) => {
+        for (const { candidate, ...set } of changed) {
+          const rows = await this.requirements.loadForWrite(tx, candidate.requirementId).catch(() => null);
+          if (rows === null) {
+            continue; // purged meanwhile
+          }
+          rows.requirement.landing = await this.repository.save(tx, candidate.requirementId, { ...set, checkedAt: now }, now);
+          await this.events.append(tx, {
+            actor: SYSTEM_ACTOR,
+            payload: { requirement: toRequirementResponse(rows.requirement, rows.session) },
+            requirementId: candidate.requirementId,
+            sessionId: rows.session.id,
+            type: 'requirement.updated',
+          });
+        }
+        await this.events.append(tx, { actor: SYSTEM_ACTOR, payload: { radar: this.current }, requirementId: null, sessionId: null, type: 'landing.conflicts.updated' });
+      });
+    }
+    this.domainEvents.notify('landing.radarChecked', this.current);
+    for (const n of newlyConflicting) {
+      await this.tellBaseConflict(n.candidate, n.baseSha as string, n.headSha as string, n.conflictPaths).catch((err: unknown) =>
+        this.logger.warn(`could not tell ${n.candidate.requirementId} about its conflict: ${(err as Error).message}`),
+      );
+    }
+  }
+
+  /**
+   * One system message per (base, work): the base moved and the agent's work no longer merges.
+   * A Requirement in the merge queue is told by the queue instead, when its turn comes.
+   */
+  private async tellBaseConflict(candidate: RadarCandidate, base: string, work: string, paths: string[]): Promise<void> {
+    if (candidate.status === 'done' || (await this.repository.isQueued(candidate.requirementId))) {
+      return;
+    }
+    const shown = paths.slice(0, 20).join(', ') + (paths.length > 20 ? ` and ${paths.length - 20} more` : '');
+    await this.triggers.deliver({
+      args: { base: base.slice(0, 12), baseRef: candidate.baseRef ?? '', count: paths.length, paths: shown },
+      author: 'system',
+      body:
+        `Agent Manager: ${candidate.baseRef ?? 'the base'} moved to ${base.slice(0, 12)} and your work no longer merges onto it cleanly. ` +
+        `Conflicting files: ${shown}. Rebase your branch onto ${candidate.baseRef ?? base.slice(0, 12)} (or merge it in), resolve the conflicts and commit.`,
+      code: 'landing.conflict',
+      metadata: { base, paths, work },
+      receiptKey: `${base}:${work}`,
+      requirementId: candidate.requirementId,
+      source: 'landing',
+      triggerId: BASE_CONFLICT_TRIGGER,
+    });
+  }
+}
+
+function same(
+  was: RequirementLandingEntity,
+  now: Pick<RequirementLandingEntity, 'mergesCleanly' | 'conflictPaths' | 'conflictsWith' | 'behindBy' | 'baseSha' | 'headSha'>,
+): boolean {
+  const wasClean = was.mergesCleanly === null ? null : Boolean(was.mergesCleanly);
+  return (
+    wasClean === now.mergesCleanly &&
+    was.behindBy === now.behindBy &&
+    was.baseSha === now.baseSha &&
+    was.headSha === now.headSha &&
+    sameList(was.conflictPaths, now.conflictPaths) &&
+    sameConflicts(was.conflictsWith, now.conflictsWith)
+  );
+}

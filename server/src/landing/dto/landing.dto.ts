@@ -1,0 +1,106 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsString, MaxLength, ValidateIf } from 'class-validator';
+
+import {
+  ConflictPair,
+  ConflictRadar,
+  LAND_METHODS,
+  LANDING_QUEUE_STATES,
+  LOCAL_LAND_METHODS,
+  LandMethod,
+  LandingQueue,
+  LandingQueueItem,
+  LandingQueueState,
+  LocalLandMethod,
+} from '@libs/contracts';
+
+import { ValidateEnum, ValidateText } from '../../core/validation';
+import { PullRequestResponseDto } from '../../pull-requests/dto/pull-request.dto';
+import { RequirementConflictResponseDto } from '../../requirements/dto/landing.dto';
+import { RequirementResponseDto } from '../../requirements/dto/requirement-response.dto';
+
+/** The most Requirements the merge queue holds (a request's cost stays bounded). */
+export const LANDING_QUEUE_MAX = 200;
+
+export class LandRequirementDto {
+  @ValidateEnum(
+    LAND_METHODS,
+    'merge: a merge commit on the base; squash: one commit with the title and a summary; rebase: its commits replayed on the base; pull_request: push the branch and open a PR on GitHub',
+  )
+  method!: LandMethod;
+
+  @ApiPropertyOptional({ description: "Commit the worktree's uncommitted work on its branch first, instead of refusing with worktree_dirty (local methods)" })
+  @ValidateIf((_o, v) => v !== undefined)
+  @IsBoolean()
+  commitPending?: boolean;
+
+  @ApiPropertyOptional({ description: 'Confirm the Requirement done once landed when it waits for confirmation (local methods; true when absent)' })
+  @ValidateIf((_o, v) => v !== undefined)
+  @IsBoolean()
+  markDone?: boolean;
+}
+
+export class LandResponseDto {
+  @ApiProperty({ type: RequirementResponseDto }) requirement!: RequirementResponseDto;
+  @ApiProperty({ enum: LAND_METHODS }) method!: LandMethod;
+  @ApiProperty({ description: "The base's new commit that holds the work (null for pull_request)", nullable: true, type: String }) commit!: string | null;
+  @ApiProperty({ description: 'The pull request opened and registered (pull_request only)', nullable: true, type: PullRequestResponseDto })
+  pullRequest!: PullRequestResponseDto | null;
+}
+
+export class ConflictPairDto implements ConflictPair {
+  @ApiProperty() a!: string;
+  @ApiProperty() b!: string;
+  @ApiProperty({ type: [String] }) paths!: string[];
+}
+
+export class RadarRequirementDto {
+  @ApiProperty() requirementId!: string;
+  @ApiProperty() title!: string;
+  @ApiProperty({ nullable: true, type: Boolean }) mergesCleanly!: boolean | null;
+  @ApiProperty({ type: [String] }) conflictPaths!: string[];
+  @ApiProperty({ type: [RequirementConflictResponseDto] }) conflictsWith!: RequirementConflictResponseDto[];
+  @ApiProperty({ nullable: true, type: Number }) behindBy!: number | null;
+  @ApiProperty({ nullable: true, type: String }) baseSha!: string | null;
+  @ApiProperty({ nullable: true, type: String }) headSha!: string | null;
+  @ApiProperty({ nullable: true, type: String }) checkedAt!: string | null;
+}
+
+export class ConflictRadarResponseDto implements ConflictRadar {
+  @ApiProperty({ description: 'Pairs of live Requirements whose work conflicts, and where', type: [ConflictPairDto] }) pairs!: ConflictPairDto[];
+  @ApiProperty({ description: 'Every live Requirement with work to land', type: [RadarRequirementDto] }) requirements!: RadarRequirementDto[];
+  @ApiProperty({ nullable: true, type: String }) checkedAt!: string | null;
+}
+
+export class LandingQueueItemDto implements LandingQueueItem {
+  @ApiProperty() requirementId!: string;
+  @ApiProperty() title!: string;
+  @ApiProperty({ enum: LAND_METHODS }) method!: LandMethod;
+  @ApiProperty({ description: '1 lands next' }) position!: number;
+  @ApiProperty({ enum: LANDING_QUEUE_STATES }) state!: LandingQueueState;
+  @ApiProperty({ description: 'Why it is paused', nullable: true, type: String }) reason!: string | null;
+  @ApiProperty({ type: [String] }) conflictPaths!: string[];
+  @ApiProperty() addedAt!: string;
+}
+
+export class LandingQueueResponseDto implements LandingQueue {
+  @ApiProperty({ type: [LandingQueueItemDto] }) items!: LandingQueueItemDto[];
+}
+
+export class QueueLandingDto {
+  @ValidateText({ description: 'The Requirement to land', example: 'req_…', max: 100, min: 1 })
+  requirementId!: string;
+
+  @ValidateEnum(LOCAL_LAND_METHODS, 'How the queue lands it (local methods only)')
+  method!: LocalLandMethod;
+}
+
+export class ReorderLandingQueueDto {
+  @ApiProperty({ description: 'Every queued Requirement, each once, in the order to land them', isArray: true, maxItems: LANDING_QUEUE_MAX, type: String })
+  @IsArray()
+  @ArrayMinSize(0)
+  @ArrayMaxSize(LANDING_QUEUE_MAX)
+  @IsString({ each: true })
+  @MaxLength(100, { each: true })
+  requirementIds!: string[];
+}

@@ -1,0 +1,299 @@
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+
+import type { EventActor, LandingQueue, LandingQueueItem, LocalLandMethod } from '@libs/contracts';
+
+import { Clock } from '../core/clock';
+import { Database } from '../core/database/database.service';
+import type { UnitOfWork } from '../core/database/unit-of-work';
+import { OnDomainEvent } from '../core/domain-events';
+import { DomainError, conflict, invalid, notFound } from '../core/errors/domain-error';
+import { EventLog, audit } from '../events/event-log.service';
+import { RequirementsService } from '../requirements/requirements.service';
+import '../runs/run.events';
+import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
+import { WorkspaceGit } from '../worktrees/workspace-git.service';
+import { ConflictRadar } from './conflict-radar.service';
+import type { LandingQueueEntity } from './landing-queue.entity';
+import './landing-radar.events';
+import { LandingRepository } from './landing.repository';
+import { LandingService } from './landing.service';
+
+/** The trigger whose message asks a queued Requirement's agent to rebase. */
+export const REBASE_REQUEST_TRIGGER = 'landing.rebase-request';
+/** Who lands what the queue lands. */
+const QUEUE_ACTOR: EventActor = { id: 'landing-queue', kind: 'system' };
+/** Refusals that take a Requirement out of the queue: there is nothing (more) to land. */
+const DROPPED = new Set(['nothing_to_land', 'requirement_cancelled', 'not_landable', 'requirement_not_found']);
+
+const toItem = (row: LandingQueueEntity, title: string): LandingQueueItem => ({
+  addedAt: row.addedAt,
+  conflictPaths: row.conflictPaths,
+  method: row.method,
+  position: row.position,
+  reason: row.reason,
+  requirementId: row.requirementId,
+  state: row.state,
+  title,
+});
+
+/**
+ * The merge queue (issue 28 §3): Requirements a person queued are landed one at a time, in order.
+ * When the first one no longer merges onto its base, the queue pauses on it and its agent is
+ * asked once (per base and work) to rebase; once its run ends and the radar says its work is
+ * clean again, the queue goes on. One pass at a time: anything that may let it go on (a queue
+ * change, a run's end, a radar pass) asks for another.
+ */
+@Injectable()
+export class LandingQueueService implements OnApplicationBootstrap {
+  private readonly logger = new Logger(LandingQueueService.name);
+  private running: Promise<void> | null = null;
+  private again = false;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly database: Database,
+    private readonly events: EventLog,
+    private readonly landing: LandingService,
+    private readonly radar: ConflictRadar,
+    private readonly repository: LandingRepository,
+    private readonly requirements: RequirementsService,
+    private readonly triggers: TriggerDeliveryService,
+    private readonly workspace: WorkspaceGit,
+  ) {}
+
+  /** A land a kill interrupted is queued again (the land itself settles what it left). */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.change(QUEUE_ACTOR, async (tx, rows) => {
+      if (!rows.some((r) => r.state === 'landing')) {
+        return null;
+      }
+      return rows.map((row) => {
+        if (row.state !== 'landing') {
+          return row;
+        }
+        const set = { state: 'queued' as const, updatedAt: this.clock.nowIso() };
+        this.repository.updateQueued(tx, row.requirementId, set);
+        return { ...row, ...set };
+      });
+    });
+    void this.kick();
+  }
+
+  async list(): Promise<LandingQueue> {
+    const rows = await this.repository.queue();
+    return { items: rows.map((r) => toItem(r, r.title)) };
+  }
+
+  async add(requirementId: string, method: LocalLandMethod, actor: EventActor): Promise<LandingQueue> {
+    const requirement = await this.requirements.get(requirementId);
+    if (requirement.status === 'cancelled') {
+      throw conflict('requirement_cancelled', `"${requirement.title}" is cancelled: its work is not landed`);
+    }
+    if (requirement.isolation !== 'worktree') {
+      throw conflict('not_landable', `"${requirement.title}" works in place, in your checkout: there is no branch to land`);
+    }
+    const queue = await this.change(actor, async (tx, rows) => {
+      if (rows.some((r) => r.requirementId === requirementId)) {
+        throw conflict('already_queued', `"${requirement.title}" is already in the merge queue`);
+      }
+      const now = this.clock.nowIso();
+      const row: LandingQueueEntity = { addedAt: now, conflictPaths: [], method, position: rows.length + 1, reason: null, requirementId, state: 'queued', updatedAt: now };
+      this.repository.insertQueued(tx, row);
+      return [...rows, row];
+    });
+    this.logger.log({ ...audit(actor), method, msg: 'queued to land', requirementId });
+    void this.kick();
+    return queue;
+  }
+
+  /** The whole queue in its new order: the same Requirements, each once. */
+  async reorder(requirementIds: string[], actor: EventActor): Promise<LandingQueue> {
+    const queue = await this.change(actor, async (tx, rows) => {
+      const queued = new Set(rows.map((r) => r.requirementId));
+      if (requirementIds.length !== rows.length || new Set(requirementIds).size !== requirementIds.length || !requirementIds.every((id) => queued.has(id))) {
+        throw invalid('queue_order_mismatch', 'requirementIds must name every queued Requirement exactly once (GET /api/landing-queue lists them)');
+      }
+      const now = this.clock.nowIso();
+      return requirementIds.map((id, i) => {
+        const row = rows.find((r) => r.requirementId === id) as LandingQueueEntity;
+        if (row.position === i + 1) {
+          return row;
+        }
+        this.repository.updateQueued(tx, id, { position: i + 1, updatedAt: now });
+        return { ...row, position: i + 1, updatedAt: now };
+      });
+    });
+    this.logger.log({ ...audit(actor), msg: 'merge queue reordered', order: requirementIds });
+    void this.kick();
+    return queue;
+  }
+
+  async remove(requirementId: string, actor: EventActor): Promise<LandingQueue> {
+    const queue = await this.change(actor, async (tx, rows) => {
+      if (!rows.some((r) => r.requirementId === requirementId)) {
+        throw notFound('not_queued', `Requirement ${requirementId} is not in the merge queue`);
+      }
+      return this.drop(tx, rows, requirementId);
+    });
+    this.logger.log({ ...audit(actor), msg: 'removed from the merge queue', requirementId });
+    void this.kick();
+    return queue;
+  }
+
+  @OnDomainEvent('session.resting')
+  async runEnded(): Promise<void> {
+    await this.kick();
+  }
+
+  @OnDomainEvent('landing.radarChecked')
+  async radarChecked(): Promise<void> {
+    await this.kick();
+  }
+
+  /** Asks for a pass; one runs at a time, and one asked for meanwhile runs after it. Resolves when none is left to run. */
+  kick(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.pass().catch((err: unknown) => this.logger.warn(`the merge queue could not go on: ${(err as Error).message}`));
+        } while (this.again);
+      } finally {
+        this.running = null;
+      }
+    })();
+    return this.running;
+  }
+
+  /** Settles for tests and shutdown: resolves when no pass runs. */
+  async idle(): Promise<void> {
+    while (this.running) {
+      await this.running;
+    }
+  }
+
+  private async pass(): Promise<void> {
+    for (;;) {
+      const [head] = await this.repository.queue();
+      if (!head) {
+        return;
+      }
+      if (head.state === 'paused' && !(await this.mayResume(head.requirementId))) {
+        return;
+      }
+      await this.setState(head.requirementId, { conflictPaths: [], reason: null, state: 'landing' });
+      try {
+        await this.landing.land(head.requirementId, { markDone: true, method: head.method as LocalLandMethod }, QUEUE_ACTOR);
+        await this.change(QUEUE_ACTOR, async (tx, rows) => this.drop(tx, rows, head.requirementId));
+        continue;
+      } catch (err) {
+        const code = err instanceof DomainError ? err.code : null;
+        if (code !== null && DROPPED.has(code)) {
+          await this.change(QUEUE_ACTOR, async (tx, rows) => this.drop(tx, rows, head.requirementId));
+          continue;
+        }
+        if (code === 'run_active') {
+          await this.setState(head.requirementId, { state: 'queued' });
+          return; // its run's end asks again
+        }
+        const paths = code === 'land_conflict' ? ((err as DomainError).details ?? []) : [];
+        await this.setState(head.requirementId, { conflictPaths: paths, reason: (err as Error).message, state: 'paused' });
+        if (code === 'land_conflict') {
+          await this.askToRebase(head.requirementId, paths).catch((e: unknown) => this.logger.warn(`could not ask ${head.requirementId} to rebase: ${(e as Error).message}`));
+        }
+        return;
+      }
+    }
+  }
+
+  /** A paused Requirement goes on once no run is active and the radar finds its work clean on the base. */
+  private async mayResume(requirementId: string): Promise<boolean> {
+    const requirement = await this.requirements.find(requirementId);
+    if (requirement === null || requirement.status === 'cancelled') {
+      return true; // the land drops it
+    }
+    if (requirement.session.state === 'running') {
+      return false;
+    }
+    await this.radar.refresh();
+    const now = await this.requirements.find(requirementId);
+    return now?.landing.mergesCleanly === true;
+  }
+
+  /** One message per (base, work): the queue is waiting for the agent's rebase. */
+  private async askToRebase(requirementId: string, paths: string[]): Promise<void> {
+    const requirement = await this.requirements.get(requirementId);
+    const repo = await this.workspace.gitWorkspace();
+    const baseRef = requirement.baseRef ?? '';
+    const branch = requirement.worktree?.branch ?? '';
+    const [base, head] =
+      repo === null ? [null, null] : await Promise.all([this.workspace.resolveCommit(repo.top, baseRef), this.workspace.resolveCommit(repo.top, `refs/heads/${branch}`)]);
+    const shown = paths.slice(0, 20).join(', ') + (paths.length > 20 ? ` and ${paths.length - 20} more` : '');
+    await this.triggers.deliver({
+      args: { base: (base ?? '').slice(0, 12), baseRef, count: paths.length, paths: shown },
+      author: 'system',
+      body:
+        `Agent Manager: your branch is next in the merge queue, but it conflicts with ${baseRef} at ${(base ?? '').slice(0, 12)} in ${shown}. ` +
+        `Rebase ${branch} onto ${baseRef}, resolve the conflicts and commit; the queue lands it once your work merges cleanly.`,
+      code: 'landing.rebase_requested',
+      metadata: { base, head, paths },
+      receiptKey: `${base}:${head}`,
+      requirementId,
+      source: 'landing',
+      triggerId: REBASE_REQUEST_TRIGGER,
+    });
+  }
+
+  private async setState(requirementId: string, set: Partial<LandingQueueEntity>): Promise<void> {
+    await this.change(QUEUE_ACTOR, async (tx, rows) => {
+      if (!rows.some((r) => r.requirementId === requirementId)) {
+        return null;
+      }
+      const change = { ...set, updatedAt: this.clock.nowIso() };
+      this.repository.updateQueued(tx, requirementId, change);
+      return rows.map((r) => (r.requirementId === requirementId ? { ...r, ...change } : r));
+    });
+  }
+
+  /** Removes one and closes the gap in the positions; returns the rows after. */
+  private drop(tx: UnitOfWork, rows: LandingQueueEntity[], requirementId: string): LandingQueueEntity[] | null {
+    if (!rows.some((r) => r.requirementId === requirementId)) {
+      return null;
+    }
+    this.repository.deleteQueued(tx, requirementId);
+    const now = this.clock.nowIso();
+    return rows
+      .filter((r) => r.requirementId !== requirementId)
+      .map((r, i) => {
+        if (r.position === i + 1) {
+          return r;
+        }
+        this.repository.updateQueued(tx, r.requirementId, { position: i + 1, updatedAt: now });
+        return { ...r, position: i + 1, updatedAt: now };
+      });
+  }
+
+  /**
+   * One change to the queue in one unit: `body` stages its writes and returns the rows as they
+   * will be (null: nothing changed), published with `landing.queue.updated`; returns the queue after.
+   */
+  private async change(actor: EventActor, body: (tx: UnitOfWork, rows: LandingQueueEntity[]) => Promise<LandingQueueEntity[] | null>): Promise<LandingQueue> {
+    return this.database.write(async (tx) => {
+      const before = await this.repository.queueForWrite(tx);
+      const changed = await body(tx, before);
+      const items: LandingQueueItem[] = [];
+      for (const row of changed ?? before) {
+        items.push(toItem(row, (await this.requirements.findForWrite(tx, row.requirementId))?.requirement.title ?? row.requirementId));
+      }
+      const queue = { items };
+      if (changed !== null) {
+        await this.events.append(tx, { actor, payload: { queue }, requirementId: null, sessionId: null, type: 'landing.queue.updated' });
+      }
+      return queue;
+    });
+  }
+}

@@ -1,0 +1,332 @@
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+
+import type { EventActor, LocalLandMethod } from '@libs/contracts';
+
+import { Clock } from '../core/clock';
+import { Database } from '../core/database/database.service';
+import { DomainEvents } from '../core/domain-events';
+import { DomainError, conflict } from '../core/errors/domain-error';
+import { git } from '../core/git/git';
+import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
+import { MessagesService } from '../messages/messages.service';
+import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
+import type { RequirementLandingEntity } from '../requirements/requirement-landing.entity';
+import { RequirementsService } from '../requirements/requirements.service';
+import { WorkspaceGit } from '../worktrees/workspace-git.service';
+import { WorktreesService } from '../worktrees/worktrees.service';
+import { ConflictRadar } from './conflict-radar.service';
+import {
+  commitFacts,
+  commitIdentity,
+  commitTree,
+  commitsSince,
+  compareAndSwap,
+  fastForwardCheckout,
+  isAncestor,
+  mergeTrees,
+  pickOnto,
+  resolve,
+  treeOf,
+  uncommittedFiles,
+  worktreeBranches,
+} from './landing-git';
+import './landing.events';
+import { LandingRepository } from './landing.repository';
+
+export interface LocalLand {
+  method: LocalLandMethod;
+  /** Commit the worktree's uncommitted work on its branch first, instead of refusing. */
+  commitPending?: boolean;
+  /** Confirm the Requirement done once landed (when it waits for confirmation). Default true. */
+  markDone?: boolean;
+}
+
+export interface LocalLandOutcome {
+  requirement: RequirementResponseDto;
+  commit: string;
+}
+
+/** Attempts when the base moves between reading it and moving it (someone else landed, a person committed). */
+const ATTEMPTS = 3;
+/** Files named in a refusal's message (all of them are in `details`). */
+const NAMED = 10;
+const SUMMARY_MAX = 4000;
+
+const listed = (files: string[]) => files.slice(0, NAMED).join(', ') + (files.length > NAMED ? ` and ${files.length - NAMED} more` : '');
+
+/**
+ * Lands a Requirement's branch on its base, locally (issue 28 §1): a merge commit, one squashed
+ * commit, or its commits replayed — each computed on git objects (`merge-tree`, `commit-tree`)
+ * while the Requirement's worktree and the repository are held, then the base moved by
+ * compare-and-swap, or, where the base is checked out, by a fast-forward of that (clean) checkout.
+ * Nothing uncommitted is ever touched, and a refusal leaves every branch and checkout as it was.
+ *
+ * Exactly once across kills: the commit about to land is recorded before the base moves, and
+ * whoever finds such a record (a retry, the next start) asks git whether the base holds it — then
+ * the land is recorded — or forgets it.
+ */
+@Injectable()
+export class LandingService implements OnApplicationBootstrap {
+  private readonly logger = new Logger(LandingService.name);
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly database: Database,
+    private readonly domainEvents: DomainEvents,
+    private readonly events: EventLog,
+    private readonly messages: MessagesService,
+    private readonly radar: ConflictRadar,
+    private readonly repository: LandingRepository,
+    private readonly requirements: RequirementsService,
+    private readonly workspace: WorkspaceGit,
+    private readonly worktrees: WorktreesService,
+  ) {}
+
+  /** Lands a kill left in flight: recorded when the base holds it, else forgotten. */
+  async onApplicationBootstrap(): Promise<void> {
+    for (const row of await this.repository.pending()) {
+      await this.worktrees
+        .whileHeld(row.requirementId, () => this.settle(row, SYSTEM_ACTOR))
+        .catch((err: unknown) => this.logger.warn(`could not settle the land in flight of ${row.requirementId}: ${(err as Error).message}`));
+    }
+  }
+
+  async land(id: string, options: LocalLand, actor: EventActor): Promise<LocalLandOutcome> {
+    const before = await this.requirements.get(id);
+    this.refuseUnlandable(before);
+    const repo = await this.workspace.gitWorkspace();
+    if (repo === null) {
+      throw conflict('workspace_not_git', `the workspace is no longer a git repository with a commit: there is no base to land ${before.title} on`);
+    }
+    const baseRef = before.baseRef as string;
+    if (!(await this.workspace.branchExists(repo.top, baseRef))) {
+      throw conflict('base_not_branch', `the base ref ${baseRef} is not a local branch: open a pull request instead (method "pull_request")`);
+    }
+    const started = Date.now();
+    const outcome = await this.worktrees.whileHeld(id, () => this.workspace.inRepository(repo.top, () => this.landHeld(id, repo.top, baseRef, options, actor)));
+    this.logger.log({ ...audit(actor), commit: outcome.commit, method: options.method, ms: Date.now() - started, msg: 'requirement landed', requirementId: id });
+    void this.worktrees.refresh(id).catch(() => undefined);
+    void this.radar.refresh();
+    return outcome;
+  }
+
+  /** Refusals that need no git: what cannot have a branch to land, or is being worked on. */
+  private refuseUnlandable(requirement: RequirementResponseDto): void {
+    if (requirement.status === 'cancelled') {
+      throw conflict('requirement_cancelled', `"${requirement.title}" is cancelled: its work is not landed`);
+    }
+    if (requirement.isolation !== 'worktree' || requirement.baseRef === null) {
+      throw conflict('not_landable', `"${requirement.title}" works in place, in your checkout: its changes are already there, commit them yourself`);
+    }
+    if (requirement.worktree?.branch == null) {
+      throw conflict('nothing_to_land', `"${requirement.title}" has no branch yet: its first run makes one`);
+    }
+    if (requirement.session.state === 'running') {
+      throw conflict('run_active', `"${requirement.title}" has a run in progress: stop it or wait for it to end, then land`);
+    }
+  }
+
+  private async landHeld(id: string, top: string, baseRef: string, options: LocalLand, actor: EventActor): Promise<LocalLandOutcome> {
+    const requirement = await this.requirements.get(id);
+    this.refuseUnlandable(requirement);
+    const landing = await this.landingOf(id);
+    if (landing?.pendingCommit) {
+      const settled = await this.settle(landing, actor, options.markDone !== false);
+      if (settled !== null) {
+        return settled;
+      }
+    }
+    const branch = requirement.worktree?.branch as string;
+    const worktree = requirement.worktree?.path ?? null;
+    if (worktree !== null) {
+      const uncommitted = await uncommittedFiles(worktree, true);
+      if (uncommitted.length > 0) {
+        if (!options.commitPending) {
+          throw conflict(
+            'worktree_dirty',
+            `"${requirement.title}" has uncommitted work in its worktree (${listed(uncommitted)}): ask its agent to commit it, or land with commitPending to commit it first`,
+            uncommitted,
+          );
+        }
+        await git(['add', '-A', '--', '.'], { cwd: worktree, timeoutMs: 5 * 60_000 });
+        await git(['commit', '-q', '--no-verify', '-m', `Uncommitted work of "${requirement.title}"\n\nCommitted by Agent Manager before landing (Requirement ${id}).`], {
+          cwd: worktree,
+          env: await commitIdentity(worktree),
+          timeoutMs: 5 * 60_000,
+        });
+      }
+    }
+    for (let attempt = 1; ; attempt += 1) {
+      const head = await resolve(top, `refs/heads/${branch}`);
+      const base = await resolve(top, `refs/heads/${baseRef}`);
+      if (head === null) {
+        throw conflict('nothing_to_land', `the branch ${branch} of "${requirement.title}" no longer exists`);
+      }
+      if (base === null) {
+        throw conflict('base_not_branch', `the base branch ${baseRef} no longer exists`);
+      }
+      if (await isAncestor(top, head, base)) {
+        throw conflict('nothing_to_land', `${baseRef} already has everything on ${branch}`);
+      }
+      const landed = await this.compose(top, options.method, base, head, branch, requirement);
+      const holder = (await worktreeBranches(top)).find((t) => t.branch === `refs/heads/${baseRef}`);
+      if (holder) {
+        const dirty = await uncommittedFiles(holder.path, false);
+        if (dirty.length > 0) {
+          throw conflict(
+            'base_checked_out_dirty',
+            `${baseRef} is checked out in ${holder.path} with uncommitted changes (${listed(dirty)}): commit or stash them there, then land again`,
+            dirty,
+          );
+        }
+      }
+      // Journal first: a kill from here on is settled by asking git whether the base holds it.
+      await this.database.write(async (tx) => {
+        await this.repository.save(tx, id, { pendingBaseRef: baseRef, pendingCommit: landed, pendingMethod: options.method }, this.clock.nowIso());
+      });
+      let moved: boolean;
+      let refusal: string | null = null;
+      if (holder) {
+        refusal = await fastForwardCheckout(holder.path, landed);
+        moved = refusal === null;
+      } else {
+        moved = await compareAndSwap(top, `refs/heads/${baseRef}`, landed, base, `agent-manager: land ${id} (${options.method})`);
+      }
+      if (!moved) {
+        await this.forgetPending(id);
+        const baseNow = await resolve(top, `refs/heads/${baseRef}`);
+        if (baseNow !== base && attempt < ATTEMPTS) {
+          continue; // the base moved meanwhile: compose again on its new commit
+        }
+        if (refusal !== null) {
+          throw conflict('base_checked_out_dirty', `${baseRef} is checked out in ${holder?.path}, and git would not move it: ${refusal}`);
+        }
+        throw conflict('base_moved', `${baseRef} kept moving while "${requirement.title}" was being landed: land again`);
+      }
+      if (options.method !== 'merge') {
+        await this.followBranch(top, worktree, branch, head, landed);
+      }
+      return this.record(id, landed, options.method, actor, options.markDone !== false);
+    }
+  }
+
+  /** The commit that lands `head` on `base` by `method`; a conflict refuses with its files. */
+  private async compose(top: string, method: LocalLandMethod, base: string, head: string, branch: string, requirement: RequirementResponseDto): Promise<string> {
+    const refuse = (paths: string[]) =>
+      conflict(
+        'land_conflict',
+        `"${requirement.title}" conflicts with ${requirement.baseRef} in ${listed(paths)}: ask its agent to rebase onto ${requirement.baseRef} and resolve them`,
+        paths,
+      );
+    if (method === 'rebase') {
+      let onto = base;
+      for (const commit of await commitsSince(top, base, head)) {
+        const facts = await commitFacts(top, commit);
+        if (facts.parents.length > 1) {
+          continue; // a merge: its sides' commits are replayed one by one, as git rebase does
+        }
+        if (facts.parents[0] === onto) {
+          onto = commit; // already on top: kept as it is
+          continue;
+        }
+        const picked = await pickOnto(top, onto, commit, facts.parents[0]);
+        if (!picked.clean) {
+          throw refuse(picked.paths);
+        }
+        if (picked.tree === (await treeOf(top, onto))) {
+          continue; // the base already has this change
+        }
+        onto = await commitTree(top, picked.tree, [onto], facts.message, facts.env);
+      }
+      if (onto === base) {
+        throw conflict('nothing_to_land', `${requirement.baseRef} already has every change on ${branch}`);
+      }
+      return onto;
+    }
+    const merged = await mergeTrees(top, base, head);
+    if (!merged.clean) {
+      throw refuse(merged.paths);
+    }
+    if (method === 'merge') {
+      return commitTree(top, merged.tree, [base, head], `Merge branch '${branch}': ${requirement.title}\n\nLanded by Agent Manager (Requirement ${requirement.id}).`);
+    }
+    if (merged.tree === (await treeOf(top, base))) {
+      throw conflict('nothing_to_land', `${requirement.baseRef} already has every change on ${branch}`);
+    }
+    const summary = await this.summary(requirement.id);
+    return commitTree(top, merged.tree, [base], `${requirement.title}\n\n${summary ? `${summary}\n\n` : ''}Requirement: ${requirement.id}`);
+  }
+
+  /** What the agent said last: the squashed commit's body. */
+  private async summary(requirementId: string): Promise<string> {
+    const last = await this.messages.latestOf(requirementId, 'rd_agent');
+    const text = (last?.body ?? '').trim();
+    return text.length > SUMMARY_MAX ? `${text.slice(0, SUMMARY_MAX)}…` : text;
+  }
+
+  /**
+   * After a squash or a rebase the branch points at what landed, so that it reads as merged (the
+   * worktree rules delete merged branches) and later work continues from the landed base. In its
+   * worktree (clean: checked above) with `reset --keep`, which refuses rather than lose anything.
+   */
+  private async followBranch(top: string, worktree: string | null, branch: string, head: string, landed: string): Promise<void> {
+    try {
+      if (worktree !== null && (await this.workspace.isWorktree(worktree))) {
+        await git(['reset', '-q', '--keep', landed], { cwd: worktree, timeoutMs: 5 * 60_000 });
+      } else {
+        await compareAndSwap(top, `refs/heads/${branch}`, landed, head, 'agent-manager: follow the land');
+      }
+    } catch (err) {
+      this.logger.warn(`the branch ${branch} stays where it was after its land: ${(err as Error).message}`);
+    }
+  }
+
+  /** Records the land, meets what waits for the merge, and confirms the Requirement done when asked. */
+  private async record(id: string, commit: string, method: LocalLandMethod, actor: EventActor, markDone: boolean): Promise<LocalLandOutcome> {
+    const requirement = await this.database.write(async (tx) => {
+      const now = this.clock.nowIso();
+      const rows = await this.requirements.loadForWrite(tx, id);
+      rows.requirement.landing = await this.repository.save(
+        tx,
+        id,
+        { landedAt: now, landedCommit: commit, landedMethod: method, pendingBaseRef: null, pendingCommit: null, pendingMethod: null },
+        now,
+      );
+      await this.domainEvents.emit('requirement.landed', tx, rows, { commit, method });
+      if (markDone && rows.requirement.status === 'waiting_confirmation') {
+        return this.requirements.confirmIn(tx, id, actor);
+      }
+      const snapshot = toRequirementResponse(rows.requirement, rows.session);
+      await this.events.append(tx, { actor, payload: { requirement: snapshot }, requirementId: id, sessionId: rows.session.id, type: 'requirement.updated' });
+      return snapshot;
+    });
+    return { commit, requirement };
+  }
+
+  /** A land found in flight: recorded when its base holds the commit (returns the outcome), else forgotten (null). */
+  private async settle(row: RequirementLandingEntity, actor: EventActor, markDone = true): Promise<LocalLandOutcome | null> {
+    const repo = await this.workspace.gitWorkspace();
+    const commit = row.pendingCommit as string;
+    const base = repo === null || row.pendingBaseRef === null ? null : await resolve(repo.top, `refs/heads/${row.pendingBaseRef}`);
+    if (repo !== null && base !== null && (await isAncestor(repo.top, commit, base).catch(() => false))) {
+      this.logger.log({ commit, msg: 'a land interrupted after the base moved is recorded', requirementId: row.requirementId });
+      return this.record(row.requirementId, commit, row.pendingMethod as LocalLandMethod, actor, markDone);
+    }
+    await this.forgetPending(row.requirementId);
+    return null;
+  }
+
+  private async forgetPending(id: string): Promise<void> {
+    await this.database.write(async (tx) => {
+      await this.repository.save(tx, id, { pendingBaseRef: null, pendingCommit: null, pendingMethod: null }, this.clock.nowIso());
+    });
+  }
+
+  private landingOf(id: string): Promise<RequirementLandingEntity | null> {
+    return this.repository.find(id);
+  }
+}
+
+export function isRefusal(err: unknown, code: string): boolean {
+  return err instanceof DomainError && err.code === code;
+}
