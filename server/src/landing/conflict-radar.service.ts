@@ -145,7 +145,9 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
 
   /** The last answer, after the pass running now (or a first one) finished. */
   async radar(): Promise<Radar> {
-    if (this.current.checkedAt === null || this.running) {
+    if (this.running) {
+      await this.running;
+    } else if (this.current.checkedAt === null) {
       await this.refresh();
     }
     return this.current;

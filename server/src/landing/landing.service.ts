@@ -105,9 +105,10 @@ export class LandingService implements OnApplicationBootstrap {
     const started = Date.now();
     const outcome = await this.worktrees.whileHeld(id, () => this.workspace.inRepository(repo.top, () => this.landHeld(id, repo.top, baseRef, options, actor)));
     this.logger.log({ ...audit(actor), commit: outcome.commit, method: options.method, ms: Date.now() - started, msg: 'requirement landed', requirementId: id });
-    void this.worktrees.refresh(id).catch(() => undefined);
+    // The branch and the base moved: the answer carries the worktree's new figures, and the radar looks again.
+    await this.worktrees.refresh(id).catch((err: unknown) => this.logger.warn(`could not refresh the worktree of ${id}: ${(err as Error).message}`));
     void this.radar.refresh();
-    return outcome;
+    return { ...outcome, requirement: await this.requirements.get(id) };
   }
 
   /** Refusals that need no git: what cannot have a branch to land, or is being worked on. */
