@@ -26,6 +26,8 @@ const SUITES = [
   'test/postgres.e2e-spec.ts',
   'test/db-copy.e2e-spec.ts',
   'test/doctor.e2e-spec.ts',
+  // Landing (issue 28): the radar's rows, the land's journal and the merge queue on the second store.
+  'test/landing.e2e-spec.ts',
   'test/faults/crash-restart.fault-spec.ts',
   // Budgets across a tree (issue 25 §4): tree usage summed up the chain, the descendants a raise resumes.
   'test/faults/budget-escapes.fault-spec.ts',
@@ -53,6 +55,10 @@ function line({ passed, failed, skipped }) {
   return `${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
 }
 
+// Suites named on the command line (paths from SUITES) run alone; other arguments go to jest.
+const chosen = process.argv.slice(2).filter((arg) => SUITES.includes(arg));
+const rest = process.argv.slice(2).filter((arg) => !SUITES.includes(arg));
+
 async function main() {
   let url = process.env.TEST_DATABASE_URL;
   let own;
@@ -75,9 +81,9 @@ async function main() {
       'faults',
       'integration',
       '--runTestsByPath',
-      ...SUITES,
+      ...(chosen.length > 0 ? chosen : SUITES),
     ];
-    jest = spawnSync(process.execPath, [...args, ...process.argv.slice(2)], { cwd: root, env: { ...process.env, TEST_DATABASE_URL: url, TZ: 'UTC' }, stdio: 'inherit' });
+    jest = spawnSync(process.execPath, [...args, ...rest], { cwd: root, env: { ...process.env, TEST_DATABASE_URL: url, TZ: 'UTC' }, stdio: 'inherit' });
   } finally {
     if (own) {
       cluster.stop(own.dir);

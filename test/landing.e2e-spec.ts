@@ -189,6 +189,22 @@ describe('landing a Requirement locally', () => {
     await expectRefused(manager.dataDirectory(), () => land(manager, 'req_missing', 'merge'), 404);
   });
 
+  it("refuses while the agent's run is committing, then lands its commit once the run ended", async () => {
+    const requirement = await worked('Racing', commit({ 'race/one.txt': '1\n' }, 'one'));
+    const flag = path.join(path.dirname(sandbox.home), 'race-go');
+    // The next run waits for the flag, then commits: the land comes in while it works.
+    await reply(manager, requirement.id, sh(`while [ ! -f '${flag}' ]; do sleep 0.05; done; ${commit({ 'race/two.txt': '2\n' }, 'two')}`));
+    await until('the run to be working', async () => ((await get(manager, requirement.id)).session.state === 'running' ? true : undefined));
+    const before = refs(repo);
+    await refusal(land(manager, requirement.id, 'squash'), 409, 'run_active');
+    expect(refs(repo)).toBe(before);
+    fs.writeFileSync(flag, '');
+    await settled(manager, requirement.id, 2);
+    const landed = await ok(land(manager, requirement.id, 'squash'));
+    expect(git(repo, 'show', `${landed.commit}:race/two.txt`)).toBe('2\n');
+    expect(git(repo, 'show', `${landed.commit}:race/one.txt`)).toBe('1\n');
+  });
+
   it('wakes a dependent waiting for the merge, once', async () => {
     const target = await worked('Lands first', commit({ 'dep/x.txt': 'x\n' }, 'x'));
     const dependent = await createRequirement(manager, { autoStart: true, dependsOn: [{ requirementId: target.id, until: 'merged' }], title: 'Waits for the land' });

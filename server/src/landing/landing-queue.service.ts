@@ -12,7 +12,6 @@ import { RequirementsService } from '../requirements/requirements.service';
 import '../runs/run.events';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
-import { ConflictRadar } from './conflict-radar.service';
 import type { LandingQueueEntity } from './landing-queue.entity';
 import './landing-radar.events';
 import { LandingRepository } from './landing.repository';
@@ -54,7 +53,6 @@ export class LandingQueueService implements OnApplicationBootstrap {
     private readonly database: Database,
     private readonly events: EventLog,
     private readonly landing: LandingService,
-    private readonly radar: ConflictRadar,
     private readonly repository: LandingRepository,
     private readonly requirements: RequirementsService,
     private readonly triggers: TriggerDeliveryService,
@@ -210,18 +208,15 @@ export class LandingQueueService implements OnApplicationBootstrap {
     }
   }
 
-  /** A paused Requirement goes on once no run is active and the radar finds its work clean on the base. */
+  /** A paused Requirement goes on once no run is active and the radar found its work clean on the base. */
   private async mayResume(requirementId: string): Promise<boolean> {
     const requirement = await this.requirements.find(requirementId);
     if (requirement === null || requirement.status === 'cancelled') {
       return true; // the land drops it
     }
-    if (requirement.session.state === 'running') {
-      return false;
-    }
-    await this.radar.refresh();
-    const now = await this.requirements.find(requirementId);
-    return now?.landing.mergesCleanly === true;
+    // The radar's last answer: after a run it looks again and its pass asks the queue once more
+    // (forcing a pass here would make every pass ask for another).
+    return requirement.session.state !== 'running' && requirement.landing.mergesCleanly === true;
   }
 
   /** One message per (base, work): the queue is waiting for the agent's rebase. */

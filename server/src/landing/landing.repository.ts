@@ -63,7 +63,8 @@ export class LandingRepository {
         baseSha: w.baseSha,
         branch: w.branch as string,
         dirty: Boolean(w.dirty),
-        landing: r.landing ?? null,
+        // SQLite hands booleans back as 0/1.
+        landing: r.landing ? { ...r.landing, mergesCleanly: r.landing.mergesCleanly === null ? null : Boolean(r.landing.mergesCleanly) } : null,
         refreshedAt: w.refreshedAt,
         requirementId: r.id,
         status: r.status,

@@ -273,6 +273,11 @@ export class LandingService implements OnApplicationBootstrap {
   private async followBranch(top: string, worktree: string | null, branch: string, head: string, landed: string): Promise<void> {
     try {
       if (worktree !== null && (await this.workspace.isWorktree(worktree))) {
+        // Only the branch as it was landed: a commit made there since stays where it is.
+        if ((await resolve(worktree, 'HEAD')) !== head) {
+          this.logger.warn(`the branch ${branch} moved while it was being landed; it stays where it is`);
+          return;
+        }
         await git(['reset', '-q', '--keep', landed], { cwd: worktree, timeoutMs: 5 * 60_000 });
       } else {
         await compareAndSwap(top, `refs/heads/${branch}`, landed, head, 'agent-manager: follow the land');
