@@ -183,11 +183,14 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
       return;
     }
     try {
+      const candidates = await this.repository.candidates();
+      if (candidates.length === 0 && this.current.requirements.length === 0 && this.current.pairs.length === 0) {
+        return; // nothing to look at, and nothing shown: no git at all
+      }
       const repo = await this.workspace.gitWorkspace();
       if (repo === null) {
         return;
       }
-      const candidates = await this.repository.candidates();
       const refs = await this.refs(repo.top);
       const signature = JSON.stringify(
         candidates.map((c) => [c.requirementId, c.status, refs.get(`refs/heads/${c.branch}`), c.baseRef && refs.get(`refs/heads/${c.baseRef}`), c.refreshedAt]),
