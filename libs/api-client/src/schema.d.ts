@@ -1330,7 +1330,7 @@ export interface components {
             runId: string;
         };
         LandRequirementDto: {
-            /** @description Commit the worktree's uncommitted work on its branch first, instead of refusing with worktree_dirty (local methods) */
+            /** @description Commit the worktree's uncommitted work on its branch first, instead of refusing with worktree_dirty (every method) */
             commitPending?: boolean;
             /** @description Confirm the Requirement done once landed when it waits for confirmation (local methods; true when absent) */
             markDone?: boolean;
@@ -4002,7 +4002,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description land_conflict (details: the files), worktree_dirty, base_checked_out_dirty, run_active, nothing_to_land, not_landable, base_not_branch, base_moved; for pull_request: github_remote_missing, github_token_missing */
+            /** @description land_conflict (details: the files), worktree_dirty, base_checked_out_dirty, run_active, nothing_to_land, not_landable, base_not_branch, base_moved; for pull_request: github_remote_missing, github_token_missing, push_failed, pull_request_failed */
             409: {
                 headers: {
                     [name: string]: unknown;
