@@ -3,6 +3,10 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+
 import type { Schemas } from '@libs/api-client';
 import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
@@ -11,6 +15,7 @@ import { RunningManager, startManager } from '@server/manager';
 import { FakeGitHubServer } from './support/fake-github-server';
 import { apiClient, ok } from './support/api';
 import { type Json, registerToken } from './support/http';
+import { WORKTREE_AGENT, createRequirement, git, initRepository, settled, sh, startRun } from './support/git-repo';
 import { IDLE_AGENT, ROOT, Sandbox, makeSandbox } from './support/manager-process';
 
 const CLI = path.join(ROOT, 'bin', 'code-factory-cli.js');
@@ -72,6 +77,7 @@ const COMMANDS: Array<[string[], string[]]> = [
     ['--requirement-id', '--start', '--stop', '--delete', '--done'],
   ],
   [['requirement', 'related'], []],
+  [['requirement', 'landing'], []],
   [
     ['requirement', 'message'],
     ['--requirement-id', '--message'],
@@ -340,5 +346,163 @@ describe('code-factory-cli', () => {
     expect(hung.stderr).toBe(`code-factory-cli: timer show: no answer from Agent Manager at ${silentUrl} within 1 s\n`);
     sockets.forEach((s) => s.destroy());
     silent.close();
+  });
+});
+
+/**
+ * Issue 28 §5: an agent sees the conflict radar for its own Requirement, through the command and
+ * through the MCP tool of `code-factory-cli mcp` (both real child processes), on a real
+ * repository where three Requirements' runs (the synthetic worktree agent) committed: A and B
+ * change the same line, C another file, and then the person changed that line on main too.
+ */
+describe('code-factory-cli requirement landing and the requirement_landing tool', () => {
+  let sandbox: Sandbox;
+  let manager: RunningManager;
+  const api = () => apiClient(manager.url);
+  const withApi = () => ({ api: api() });
+  let a: Schemas['RequirementResponseDto'];
+  let b: Schemas['RequirementResponseDto'];
+  let c: Schemas['RequirementResponseDto'];
+  let ownerToken: string;
+  /** The run environment of Requirement `of`, with a run credential (or `token`) of its own. */
+  const runEnv = (of: Schemas['RequirementResponseDto'], token?: string | null): Record<string, string> => {
+    const credential =
+      token === undefined ? manager.app.get(RunCredentialsService).issue({ requirementId: of.id, runId: `run_landing_${of.id}`, sessionId: of.session.id }) : token;
+    return {
+      CODE_FACTORY_API_URL: `${manager.url}/api`,
+      CODE_FACTORY_REQUIREMENT_ID: of.id,
+      CODE_FACTORY_SESSION_ID: of.session.id,
+      ...(credential === null ? {} : { CODE_FACTORY_TOKEN: credential }),
+      GH_TOKEN: '',
+      GITHUB_TOKEN: '',
+    };
+  };
+  const worked = async (title: string, command: string) => {
+    const requirement = await createRequirement(withApi(), { title });
+    await startRun(withApi(), requirement.id, sh(command));
+    const done = await settled(withApi(), requirement.id, 1);
+    expect(done.run.status).toBe('succeeded');
+    return done.requirement;
+  };
+  const mcp = async (env: Record<string, string>) => {
+    const transport = new StdioClientTransport({ args: [CLI, 'mcp'], command: process.execPath, env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'pipe' });
+    const client = new Client({ name: 'landing-e2e', version: '1.0.0' });
+    await client.connect(transport);
+    return client;
+  };
+  const callTool = async (client: Client) => {
+    const result = (await client.callTool({ arguments: {}, name: 'requirement_landing' })) as CallToolResult;
+    return { isError: result.isError === true, text: result.content.map((block) => (block.type === 'text' ? block.text : '')).join('') };
+  };
+
+  beforeAll(async () => {
+    sandbox = makeSandbox();
+    initRepository(sandbox.workspace, { 'a.txt': 'one\ntwo\nthree\n' });
+    manager = await startManager({
+      env: {
+        ...process.env,
+        CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
+        CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,
+        CODE_FACTORY_HOME: sandbox.home,
+        GH_TOKEN: '',
+        GITHUB_TOKEN: '',
+      },
+      overrides: { port: 0 },
+      workspace: sandbox.workspace,
+    });
+    ownerToken = manager.app.get(LocalTokenService).value;
+    registerToken(manager.url, ownerToken);
+    a = await worked('Say A', "printf 'one\\nA\\nthree\\n' > a.txt && git commit -qam 'A says A'");
+    b = await worked('Say B', "printf 'one\\nB\\nthree\\n' > a.txt && git commit -qam 'B says B'");
+    c = await worked('Add C', "echo c > c.txt && git add c.txt && git commit -qm 'C adds c.txt'");
+    // The person moves main under all three, on the line A and B change.
+    fs.writeFileSync(path.join(sandbox.workspace, 'a.txt'), 'one\nmain\nthree\n');
+    git(sandbox.workspace, 'commit', '-qam', 'main says main');
+  }, 120_000);
+
+  afterAll(async () => {
+    await manager?.stop();
+    sandbox?.cleanup();
+  });
+
+  it('answers for its own Requirement: the conflict with the base and with B, file by file, and says to rebase', async () => {
+    const res = await cli(['requirement', 'landing'], runEnv(a));
+    expect(res).toMatchObject({ code: 0, stderr: '' });
+    expect(res.json).toMatchObject({
+      baseRef: 'main',
+      branch: a.worktree!.branch,
+      isolation: 'worktree',
+      landing: {
+        baseSha: git(sandbox.workspace, 'rev-parse', 'main').trim(),
+        behindBy: 1,
+        conflictPaths: ['a.txt'],
+        conflictsWith: [{ paths: ['a.txt'], requirementId: b.id, title: 'Say B' }],
+        landedAt: null,
+        mergesCleanly: false,
+      },
+      requirementId: a.id,
+      title: 'Say A',
+    });
+    expect(res.json.summary).toContain(`${a.worktree!.branch} conflicts with main in a.txt`);
+    expect(res.json.summary).toContain('`git rebase main`');
+    expect(res.json.summary).toContain(`"Say B" (${b.id}) in a.txt`);
+
+    // C changed another file: clean, one commit behind, conflicting with nobody.
+    const clean = await cli(['requirement', 'landing'], runEnv(c));
+    expect(clean.json).toMatchObject({ landing: { behindBy: 1, conflictPaths: [], conflictsWith: [], mergesCleanly: true }, requirementId: c.id });
+    expect(clean.json.summary).toBe(`${c.worktree!.branch} merges cleanly onto main. main has 1 commit your branch lacks.`);
+  });
+
+  it('the MCP tool answers the same, read-only, for its own Requirement only', async () => {
+    const client = await mcp(runEnv(a));
+    try {
+      const tools = (await client.listTools()).tools;
+      const tool = tools.find((t) => t.name === 'requirement_landing');
+      expect(tool).toMatchObject({ annotations: { readOnlyHint: true } });
+      expect(tool!.description).toMatch(/rebase onto the base/);
+      const answer = await callTool(client);
+      expect(answer.isError).toBe(false);
+      const parsed = JSON.parse(answer.text);
+      const viaCli = (await cli(['requirement', 'landing'], runEnv(a))).json;
+      expect(parsed).toEqual({ ...viaCli, landing: { ...viaCli.landing, checkedAt: parsed.landing.checkedAt } });
+    } finally {
+      await client.close();
+    }
+    // A's credential naming B's Requirement: refused by the server, over MCP and in the CLI.
+    const borrowed = { ...runEnv(b, null), CODE_FACTORY_TOKEN: runEnv(a).CODE_FACTORY_TOKEN };
+    const other = await mcp(borrowed);
+    try {
+      const refused = await callTool(other);
+      expect(refused).toEqual({ isError: true, text: expect.stringMatching(/^landing refused \(403 outside_run_scope\): this run acts for Requirement /) });
+    } finally {
+      await other.close();
+    }
+    const viaCli = await cli(['requirement', 'landing'], borrowed);
+    expect(viaCli).toMatchObject({ code: 1, stdout: '' });
+    expect(viaCli.stderr).toMatch(/^code-factory-cli: landing refused \(403 outside_run_scope\)/);
+  });
+
+  it('is refused without a run credential: the owner token, none, a revoked one', async () => {
+    for (const [token, expected] of [
+      [ownerToken, /^landing refused \(403 agent_credential_required\): /],
+      [null, /^landing refused \(401 /],
+      ['amr_revoked', /^landing refused \(401 /],
+    ] as const) {
+      const client = await mcp(runEnv(a, token));
+      try {
+        const answer = await callTool(client);
+        expect(answer).toEqual({ isError: true, text: expect.stringMatching(expected) });
+      } finally {
+        await client.close();
+      }
+      const res = await cli(['requirement', 'landing'], runEnv(a, token));
+      expect(res).toMatchObject({ code: 1, stdout: '' });
+      expect(res.stderr.replace(/^code-factory-cli: /, '')).toMatch(expected);
+    }
+    // Over HTTP, the owner's token too: the owner reads the whole radar at GET /api/conflicts instead.
+    const asOwner = await api().GET('/api/agent/requirements/{id}/landing', { params: { path: { id: a.id } } });
+    expect(asOwner.status).toBe(403);
+    const { pairs } = await ok(api().GET('/api/conflicts'));
+    expect(pairs.map((pair) => ({ paths: pair.paths, requirements: [pair.a, pair.b].sort() }))).toEqual([{ paths: ['a.txt'], requirements: [a.id, b.id].sort() }]);
   });
 });

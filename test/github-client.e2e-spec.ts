@@ -480,6 +480,46 @@ describe(OctokitGitHubClient.name, () => {
     expect(fake.requests.map((r) => r.path)).toEqual(['/api/graphql', '/api/v3/repos/acme/widgets/pulls/1']);
     expect(fake.unhandled).toEqual([]);
   });
+
+  it('opens a pull request, and answers the open one when GitHub says it already exists (422)', async () => {
+    const sut = client();
+    const input = { base: 'main', body: 'What it does.\n\nRequirement req_1', head: 'agent/feature-1', title: 'Add the feature' };
+
+    const first = await sut.createPullRequest('Acme', 'Widgets', input);
+    const again = await sut.createPullRequest('Acme', 'Widgets', { ...input, title: 'Add the feature, again' });
+
+    expect(first).toMatchObject({
+      created: true,
+      pullRequest: { baseBranch: 'main', headBranch: 'agent/feature-1', number: 1, repository: REPO, status: 'open', title: 'Add the feature' },
+    });
+    expect(again).toEqual({ created: false, pullRequest: first.pullRequest });
+    expect(fake.pullRequest(REPO, 1)).toMatchObject({ body: 'What it does.\n\nRequirement req_1', headSha: first.pullRequest.headSha });
+    expect(fake.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
+      'POST /repos/Acme/Widgets/pulls 201',
+      'POST /repos/Acme/Widgets/pulls 422',
+      'GET /repos/Acme/Widgets/pulls 200',
+    ]);
+    expect(fake.requests.every((r) => r.authorization === `token ${TOKEN}`)).toBe(true);
+    // Another base is another pull request; a head GitHub does not have is refused with its reason.
+    expect((await sut.createPullRequest('Acme', 'Widgets', { ...input, base: 'release' })).pullRequest.number).toBe(2);
+    fake.removePullRequest(REPO, 1);
+    fake.addPullRequest({ baseBranch: 'main', headBranch: 'agent/feature-1', number: 1, repository: REPO, state: 'CLOSED' });
+    expect((await sut.createPullRequest('Acme', 'Widgets', input)).pullRequest.number).toBe(3);
+    const unpushed = await FakeGitHubServer.start({ branchHead: () => null, token: TOKEN });
+    try {
+      const refused = await rejection(client({ baseUrl: unpushed.url }).createPullRequest('Acme', 'Widgets', input));
+      expect(refused).toMatchObject({ code: 'failed', details: { status: 422 } });
+      expect(refused.message).toContain('Validation Failed');
+      expect(unpushed.requests.map((r) => `${r.method} ${r.status}`)).toEqual(['POST 422']);
+    } finally {
+      await unpushed.close();
+    }
+  });
+
+  it('gives git the token only as an Authorization header line, and nothing without a token', () => {
+    expect(client().gitAuthorization()).toBe(`Authorization: Basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`);
+    expect(client({ token: null }).gitAuthorization()).toBeNull();
+  });
 });
 
 describe(resolveGitHubToken.name, () => {

@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { ok } from './support/api';
+import { createRequirement, git, initRepository, reply, settled, startRun } from './support/git-repo';
 import type { ManagerProcess } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS, StubRequest, resolveToolName } from './support/model-stub';
 import { useRealAgentWorld } from './support/real-agent-world';
@@ -15,7 +16,17 @@ import { until } from './support/wait';
 jest.setTimeout(150_000);
 
 const USER_SERVER = path.join(__dirname, 'fixtures', 'mcp', 'user-server.js');
-const AGENT_TOOLS = ['register_pull_request', 'propose_requirement', 'requirement_action', 'list_related', 'message_related', 'register_timer', 'list_timers', 'cancel_timer'];
+const AGENT_TOOLS = [
+  'register_pull_request',
+  'propose_requirement',
+  'requirement_action',
+  'list_related',
+  'message_related',
+  'requirement_landing',
+  'register_timer',
+  'list_timers',
+  'cancel_timer',
+];
 
 /** The text of the latest tool result the CLI sent back to the model. */
 function lastResult(request: StubRequest): string {
@@ -106,7 +117,7 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
       trace: [],
     });
 
-    // Offered to the model in every request of the run: our eight tools and the user's own.
+    // Offered to the model in every request of the run: our nine tools and the user's own.
     const requests = stub.requests.filter((request) => request.marker === marker);
     expect(requests).toHaveLength(13);
     for (const request of requests) {
@@ -194,5 +205,55 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
     // At most the 5,000, less what the run reported before the call (Claude Code reports as it goes; Codex only at the end).
     expect(child.budget!.maxTokens).toBeGreaterThan(4000);
     expect(child.budget!.maxTokens).toBeLessThanOrEqual(5000);
+  });
+});
+
+// Issue 28 §5: in a repository, where Requirements get worktrees, the agent asks the conflict
+// radar about its own branch and is told to rebase when the base moved under it on the same line.
+describe.each(REAL_AGENT_CLIS)('the requirement_landing tool with the real $provider CLI', (cli) => {
+  const { provider } = cli;
+  let stub: ModelStub;
+  let manager: ManagerProcess;
+  let sandbox: { workspace: string };
+  useRealAgentWorld(
+    cli,
+    'landing',
+    (world) => {
+      ({ manager, sandbox, stub } = world);
+    },
+    { prepare: (fresh) => initRepository(fresh.workspace, { 'a.txt': 'one\ntwo\nthree\n' }) },
+  );
+
+  it('answers with the conflicting files and the advice to rebase', async () => {
+    const requirement = await createRequirement(manager, { description: 'Change line two.', provider, title: 'Line two' });
+    const first = `LANDING-FIRST-${provider}`;
+    stub.scriptFor(first, [{ text: 'Ready.' }]);
+    await startRun(manager, requirement.id, `Go ${first}`);
+    const { requirement: ready } = await settled(manager, requirement.id, 1);
+    const worktree = ready.worktree!.path!;
+    // Its branch changes line two; then the person changes the same line on main.
+    fs.writeFileSync(path.join(worktree, 'a.txt'), 'one\nmine\nthree\n');
+    git(worktree, 'commit', '-qam', 'Line two, mine');
+    fs.writeFileSync(path.join(sandbox.workspace, 'a.txt'), 'one\ntheirs\nthree\n');
+    git(sandbox.workspace, 'commit', '-qam', 'Line two, theirs');
+
+    const second = `LANDING-CHECK-${provider}`;
+    stub.scriptFor(second, [{ arguments: {}, tool: 'requirement_landing' }, { text: 'Checked.' }]);
+    await reply(manager, requirement.id, `Check ${second}`);
+    const { run } = await settled(manager, requirement.id, 2);
+    const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id }, query: { limit: 200 } } }))).items;
+    expect({ status: run.status, trace: run.status === 'succeeded' ? [] : trace.map((entry) => `${entry.kind} ${entry.title}: ${entry.detail?.slice(0, 1000)}`) }).toEqual({
+      status: 'succeeded',
+      trace: [],
+    });
+    const results = trace.filter((entry) => entry.kind === 'tool_result');
+    expect(results.map((entry) => `${entry.toolName} ${entry.status}`)).toEqual(['code_factory.requirement_landing completed']);
+    // What the model was given back: its own Requirement, the file, the advice.
+    const [request] = stub.requests.filter((r) => r.marker === second && r.transcript.includes('tool_result: '));
+    const answer = lastResult(request);
+    expect(answer).toContain(`"requirementId": "${requirement.id}"`);
+    expect(answer).toContain('"mergesCleanly": false');
+    expect(answer).toMatch(/"conflictPaths": \[\s*"a\.txt"\s*\]/);
+    expect(answer).toContain('git rebase main');
   });
 });

@@ -5,6 +5,7 @@ import { PrCommand, PrRegisterCommand } from './commands/factory/pr.command';
 import {
   RequirementActionCommand,
   RequirementCommand,
+  RequirementLandingCommand,
   RequirementMessageCommand,
   RequirementProposeCommand,
   RequirementRelatedCommand,
@@ -24,6 +25,7 @@ export const CODE_FACTORY_COMMANDS = [
   RequirementActionCommand,
   RequirementRelatedCommand,
   RequirementMessageCommand,
+  RequirementLandingCommand,
   TimerCommand,
   TimerRegisterCommand,
   TimerShowCommand,

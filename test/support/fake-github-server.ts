@@ -5,6 +5,9 @@
 //                                                        or summary (answers the aliases in its
 //                                                        variables: o<i>, n<i>, p<i>)
 //   GET  /repos/:owner/:repo/pulls/:number (+ /api/v3)   one PR, with ETag / If-None-Match → 304
+//   POST /repos/:owner/:repo/pulls (+ /api/v3)           opens a PR (422 when one is open for that
+//                                                        head and base, or the head is unknown)
+//   GET  /repos/:owner/:repo/pulls?head=&base=&state=    the PRs that match, newest first
 //   GET  /rate_limit (+ /api/v3)                         the budgets (free, like GitHub's)
 //   GET  /user (+ /api/v3)                               the token's user, its OAuth scopes in
 //                                                        x-oauth-scopes (what `doctor` reads)
@@ -65,6 +68,8 @@ export interface FakePullRequest {
   repo: string;
   number: number;
   title: string;
+  /** The description (Markdown), as opened. */
+  body: string;
   state: FakeState;
   isDraft: boolean;
   headSha: string;
@@ -122,6 +127,11 @@ export interface FakeGitHubOptions {
   graphqlCost?: (pullRequests: number, query: FakeGraphqlQuery) => number;
   /** `GET /user`'s x-oauth-scopes header (a classic token's scopes); null: none (a fine-grained token). Default "repo". */
   scopes?: string | null;
+  /**
+   * The commit a branch of a repository points at, for opening a PR (GitHub reads its own copy of
+   * the pushed branch): null when the branch does not exist there (422). Default: a made-up SHA.
+   */
+  branchHead?: (repository: string, branch: string) => string | null;
 }
 
 const HOUR = 3_600_000;
@@ -200,6 +210,7 @@ export class FakeGitHubServer {
     const { repository: _repository, ...rest } = init;
     const pr: FakePullRequest = {
       baseBranch: 'main',
+      body: '',
       checkRuns: [],
       comments: [],
       failure: null,
@@ -461,6 +472,71 @@ export class FakeGitHubServer {
     if (kind === 'graphql') {
       return this.answerGraphql(Buffer.concat(chunks).toString('utf8'), record, send);
     }
+    const pulls = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/pulls$/.exec(path);
+    if (pulls && (method === 'POST' || method === 'GET')) {
+      if (!this.charge('core', 1, record)) {
+        return send(403, { message: 'API rate limit exceeded for user ID 1.' }, this.rateHeaders('core'));
+      }
+      const repository = `${pulls[1]}/${pulls[2]}`;
+      if (method === 'GET') {
+        const query = new URL(req.url ?? '/', 'http://fake').searchParams;
+        const head = query.get('head');
+        const base = query.get('base');
+        const state = query.get('state') ?? 'open';
+        const matching = [...this.pulls.values()]
+          .filter((pr) => `${pr.owner}/${pr.repo}`.toLowerCase() === repository.toLowerCase())
+          .filter((pr) => head === null || `${pr.owner}:${pr.headBranch}`.toLowerCase() === head.toLowerCase())
+          .filter((pr) => base === null || pr.baseBranch === base)
+          .filter((pr) => state === 'all' || (state === 'open' ? pr.state === 'OPEN' : pr.state !== 'OPEN'))
+          .sort((a, b) => b.number - a.number);
+        record.pullRequests = matching.length;
+        return send(
+          200,
+          matching.map((pr) => this.restPullRequest(pr)),
+          this.rateHeaders('core'),
+        );
+      }
+      let input: { title?: unknown; body?: unknown; head?: unknown; base?: unknown; draft?: unknown };
+      try {
+        input = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        return send(400, { message: 'Problems parsing JSON' });
+      }
+      const invalid = (message: string) =>
+        send(422, {
+          documentation_url: 'https://docs.github.com/rest/pulls/pulls#create-a-pull-request',
+          errors: [{ code: 'custom', message, resource: 'PullRequest' }],
+          message: 'Validation Failed',
+        });
+      if (typeof input.title !== 'string' || typeof input.head !== 'string' || typeof input.base !== 'string') {
+        return invalid('title, head and base are required');
+      }
+      const headBranch = input.head.includes(':') ? input.head.slice(input.head.indexOf(':') + 1) : input.head;
+      const open = [...this.pulls.values()].find(
+        (pr) => `${pr.owner}/${pr.repo}`.toLowerCase() === repository.toLowerCase() && pr.headBranch === headBranch && pr.baseBranch === input.base && pr.state === 'OPEN',
+      );
+      if (open) {
+        return invalid(`A pull request already exists for ${pulls[1]}:${headBranch}.`);
+      }
+      const headSha = this.options.branchHead ? this.options.branchHead(repository, headBranch) : sha(`${repository}:${headBranch}`);
+      if (headSha === null) {
+        return send(422, { errors: [{ code: 'invalid', field: 'head', resource: 'PullRequest' }], message: 'Validation Failed' });
+      }
+      const number = 1 + Math.max(0, ...[...this.pulls.values()].filter((pr) => `${pr.owner}/${pr.repo}`.toLowerCase() === repository.toLowerCase()).map((pr) => pr.number));
+      const pr = this.addPullRequest({
+        baseBranch: input.base,
+        body: typeof input.body === 'string' ? input.body : '',
+        headBranch,
+        headSha,
+        isDraft: input.draft === true,
+        mergeable: 'UNKNOWN',
+        number,
+        repository,
+        title: input.title,
+      });
+      record.pullRequests = 1;
+      return send(201, this.restPullRequest(pr), this.rateHeaders('core'));
+    }
     const pull = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/.exec(path);
     if (pull && method === 'GET') {
       record.pullRequests = 1;
@@ -606,6 +682,7 @@ export class FakeGitHubServer {
     const repo = { full_name: `${pr.owner}/${pr.repo}`, name: pr.repo, owner: { login: pr.owner } };
     return {
       base: { ref: pr.baseBranch, repo },
+      body: pr.body,
       draft: pr.isDraft,
       head: { ref: pr.headBranch, repo, sha: pr.headSha },
       html_url: prUrl(pr),

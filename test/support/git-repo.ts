@@ -62,15 +62,17 @@ export function checkoutSnapshot(dir: string): Record<string, string> {
 }
 
 type Requirement = Schemas['RequirementResponseDto'];
+/** A manager as these helpers use it: a child process (ManagerProcess), or one in the test's process with its client. */
+type WithApi = Pick<ManagerProcess, 'api'>;
 type Run = Schemas['AgentRunResponseDto'];
 
 // `ok` fails with the answer when a request the caller relies on is not accepted (usable outside
 // jest: the benchmarks).
-export function createRequirement(manager: ManagerProcess, body: Partial<Schemas['CreateRequirementDto']> & { title: string }): Promise<Requirement> {
+export function createRequirement(manager: WithApi, body: Partial<Schemas['CreateRequirementDto']> & { title: string }): Promise<Requirement> {
   return ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', ...body } }), 201);
 }
 
-export async function runsOf(manager: ManagerProcess, requirementId: string): Promise<Run[]> {
+export async function runsOf(manager: WithApi, requirementId: string): Promise<Run[]> {
   return (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId } } }))).items;
 }
 
@@ -78,7 +80,7 @@ export async function runsOf(manager: ManagerProcess, requirementId: string): Pr
  * Waits until the Requirement has `count` RD runs, none running, and (in a worktree) until the
  * refresh after the last one reached it. Resolves with the last run and the Requirement.
  */
-export async function settled(manager: ManagerProcess, requirementId: string, count: number): Promise<{ run: Run; requirement: Requirement }> {
+export async function settled(manager: WithApi, requirementId: string, count: number): Promise<{ run: Run; requirement: Requirement }> {
   return until(
     `${count} finished run(s) of ${requirementId}`,
     async () => {
@@ -98,11 +100,11 @@ export async function settled(manager: ManagerProcess, requirementId: string, co
   );
 }
 
-export async function startRun(manager: ManagerProcess, requirementId: string, message: string): Promise<void> {
+export async function startRun(manager: WithApi, requirementId: string, message: string): Promise<void> {
   await ok(manager.api.POST('/api/requirements/{id}/start', { body: { message }, params: { path: { id: requirementId } } }), 202);
 }
 
-export async function reply(manager: ManagerProcess, requirementId: string, message: string): Promise<void> {
+export async function reply(manager: WithApi, requirementId: string, message: string): Promise<void> {
   await ok(manager.api.POST('/api/requirements/{id}/reply', { body: { message }, params: { path: { id: requirementId } } }), 202);
 }
 

@@ -125,6 +125,12 @@ export class AgentOperations {
     );
   }
 
+  /** The conflict radar for the run's own Requirement: merges cleanly, conflicts, how far behind, and what to do. */
+  async landing(): Promise<unknown> {
+    const { context } = this.api;
+    return this.api.call('landing', (client, signal) => client.GET('/api/agent/requirements/{id}/landing', { params: { path: { id: context.requirementId } }, signal }));
+  }
+
   async message(requirementId: string, message: string): Promise<unknown> {
     const { context } = this.api;
     return this.api.call('message', (client, signal) =>

@@ -18,6 +18,7 @@ export const AGENT_TOOL_NAMES = [
   'requirement_action',
   'list_related',
   'message_related',
+  'requirement_landing',
   'register_timer',
   'list_timers',
   'cancel_timer',
@@ -102,6 +103,15 @@ export function agentTools(operations: AgentOperations): ToolDefinition[] {
       name: 'message_related',
       run: ({ message, requirementId }) => operations.message(requirementId, message),
       title: 'Message a related Requirement',
+    }),
+    defineTool({
+      description:
+        "Show the conflict radar for the current Requirement: whether its branch still merges cleanly onto its base (mergesCleanly, conflictPaths), how many base commits it lacks (behindBy), which other live Requirements' work conflicts with it and in which files (conflictsWith), and whether it has landed. When it conflicts with the base, rebase onto the base in your worktree and resolve those files now, before a person or the merge queue asks; `summary` says what to do.",
+      input: {},
+      name: 'requirement_landing',
+      readOnly: true,
+      run: () => operations.landing(),
+      title: 'Show the conflict radar for this Requirement',
     }),
     defineTool({
       description:

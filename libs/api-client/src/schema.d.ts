@@ -72,6 +72,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agent/requirements/{id}/landing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The conflict radar for the run's own Requirement: whether its work merges cleanly onto its base, the conflicting files, the other live Requirements it conflicts with, how far behind it is, and what to do */
+        get: operations["requirementLanding"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agent/requirements/{id}/related": {
         parameters: {
             query?: never;
@@ -847,6 +864,24 @@ export interface components {
             /** @description Why agents are not isolated, or null when they are */
             reason: string | null;
         };
+        AgentLandingResponseDto: {
+            /** @description The branch it lands on */
+            baseRef: string | null;
+            /** @description Its own branch (null before its first run made one) */
+            branch: string | null;
+            /**
+             * @description worktree: it has a branch of its own to land; in_place: its changes are in the checkout, nothing to land
+             * @enum {string}
+             */
+            isolation: "worktree" | "in_place";
+            /** @description The conflict radar's last answer for its work, and its land once it happened */
+            landing: components["schemas"]["RequirementLandingResponseDto"];
+            /** @description The run's own Requirement */
+            requirementId: string;
+            /** @description The answer in one paragraph, with what to do (rebase onto the base when it conflicts) */
+            summary: string;
+            title: string;
+        };
         AgentRequirementActionDto: {
             /**
              * @description start or retry its work, stop its run, delete it (todo only), mark it done (waiting_confirmation only)
@@ -1330,7 +1365,7 @@ export interface components {
             runId: string;
         };
         LandRequirementDto: {
-            /** @description Commit the worktree's uncommitted work on its branch first, instead of refusing with worktree_dirty (local methods) */
+            /** @description Commit the worktree's uncommitted work on its branch first, instead of refusing with worktree_dirty (every method) */
             commitPending?: boolean;
             /** @description Confirm the Requirement done once landed when it waits for confirmation (local methods; true when absent) */
             markDone?: boolean;
@@ -2284,6 +2319,51 @@ export interface operations {
             };
             /** @description Not a child proposed by this session, or the action is illegal in its state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    requirementLanding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentLandingResponseDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description agent_credential_required: not called with a run credential; outside_run_scope: not the run's own Requirement */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4002,7 +4082,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description land_conflict (details: the files), worktree_dirty, base_checked_out_dirty, run_active, nothing_to_land, not_landable, base_not_branch, base_moved; for pull_request: github_remote_missing, github_token_missing */
+            /** @description land_conflict (details: the files), worktree_dirty, base_checked_out_dirty, run_active, nothing_to_land, not_landable, base_not_branch, base_moved; for pull_request: github_remote_missing, github_token_missing, push_failed, pull_request_failed */
             409: {
                 headers: {
                     [name: string]: unknown;

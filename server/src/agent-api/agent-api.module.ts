@@ -1,12 +1,14 @@
 import { Module } from '@nestjs/common';
 
 import { ConversationModule } from '../conversation/conversation.module';
+import { LandingModule } from '../landing/landing.module';
 import { MessagesModule } from '../messages/messages.module';
 import { ModelsModule } from '../models/models.module';
 import { PullRequestsModule } from '../pull-requests/pull-requests.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { RunsModule } from '../runs/runs.module';
 import { AgentContextController } from './agent-context.controller';
+import { AgentLandingService } from './agent-landing.service';
 import { AgentPullRequestsController } from './agent-pull-requests.controller';
 import { AgentRequirementsController } from './agent-requirements.controller';
 import { AgentRequirementsService } from './agent-requirements.service';
@@ -14,7 +16,7 @@ import { AgentRequirementsService } from './agent-requirements.service';
 /** `/api/agent/*`: what agent runs call through `code-factory-cli`, with their run credential. */
 @Module({
   controllers: [AgentContextController, AgentPullRequestsController, AgentRequirementsController],
-  imports: [ConversationModule, MessagesModule, ModelsModule, PullRequestsModule, RequirementsModule, RunsModule],
-  providers: [AgentRequirementsService],
+  imports: [ConversationModule, LandingModule, MessagesModule, ModelsModule, PullRequestsModule, RequirementsModule, RunsModule],
+  providers: [AgentLandingService, AgentRequirementsService],
 })
 export class AgentApiModule {}

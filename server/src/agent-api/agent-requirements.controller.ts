@@ -14,12 +14,15 @@ import type { Response } from 'express';
 
 import type { EventActor } from '@libs/contracts';
 
-import { AgentCaller, CurrentAgentCaller } from '../auth/agent-scope.decorator';
+import { AgentCaller, CurrentAgentCaller, CurrentAgentScope } from '../auth/agent-scope.decorator';
+import type { AgentScope } from '../auth/run-credentials.service';
 import { Actor } from '../core/http/actor.decorator';
 import { ModelCatalogService } from '../models/model-catalog.service';
 import { EditedRequirementResponseDto } from '../requirements/dto/edited-requirement-response.dto';
+import { AgentLandingService } from './agent-landing.service';
 import { AgentRequirementsService } from './agent-requirements.service';
 import {
+  AgentLandingResponseDto,
   AgentRequirementActionDto,
   AgentRequirementActionResponseDto,
   ProposeRequirementDto,
@@ -36,6 +39,7 @@ const OUTSIDE_SCOPE = "The source Requirement or session is not the run credenti
 export class AgentRequirementsController {
   constructor(
     private readonly agentRequirements: AgentRequirementsService,
+    private readonly landing: AgentLandingService,
     private readonly models: ModelCatalogService,
   ) {}
 
@@ -79,6 +83,18 @@ export class AgentRequirementsController {
   @ApiNotFoundResponse()
   relatedRequirements(@Param('id') id: string, @Query() query: RelatedQueryDto, @CurrentAgentCaller() caller: AgentCaller): Promise<RelatedRequirementsDto> {
     return this.agentRequirements.related(id, query.sourceSessionId, caller);
+  }
+
+  @Get(':id/landing')
+  @ApiOperation({
+    summary:
+      "The conflict radar for the run's own Requirement: whether its work merges cleanly onto its base, the conflicting files, the other live Requirements it conflicts with, how far behind it is, and what to do",
+  })
+  @ApiOkResponse({ type: AgentLandingResponseDto })
+  @ApiForbiddenResponse({ description: "agent_credential_required: not called with a run credential; outside_run_scope: not the run's own Requirement" })
+  @ApiNotFoundResponse()
+  requirementLanding(@Param('id') id: string, @CurrentAgentScope() scope: AgentScope): Promise<AgentLandingResponseDto> {
+    return this.landing.landing(id, scope);
   }
 
   @Post(':id/related/:targetId/messages')

@@ -46,6 +46,7 @@ describe('RD prompt', () => {
         'requirement_action',
         'list_related',
         'message_related',
+        'requirement_landing',
         'register_timer',
         'list_timers',
         'cancel_timer',

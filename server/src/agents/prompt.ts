@@ -72,6 +72,7 @@ export function buildRdInstructions({ cliPath, place, requirementId, requirement
     '  - register every pull request you open or update (`register_pull_request`);',
     '  - propose follow-up work as a separate Requirement (`propose_requirement`), and start, stop, delete or mark done the ones you proposed (`requirement_action`);',
     '  - message the agents of directly related Requirements (`list_related`, `message_related`);',
+    '  - see whether your branch still merges cleanly onto its base and which other work it conflicts with (`requirement_landing`), and rebase before you are asked;',
     '  - set timers that wake you later, list and cancel them (`register_timer`, `list_timers`, `cancel_timer`).',
     `- Without those tools, run the same commands of \`code-factory-cli\` (if that name is not found, by the absolute path in $CODE_FACTORY_CLI: ${cliPath}); \`code-factory-cli --help\` describes every command: \`code-factory-cli pr register --url <PR URL>\`, \`code-factory-cli requirement propose\` | \`action\` | \`related\` | \`message\`, \`code-factory-cli timer register\` | \`show\` | \`cancel\`.`,
     "- Do not restate pull-request state (open, merged, closed, CI results) in your messages to keep it in sync: Agent Manager's reconciler already records it from GitHub.",

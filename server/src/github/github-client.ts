@@ -19,7 +19,7 @@ import { GitHubError, rootCause, toGitHubError } from './github.errors';
 import { GitHubToken, resolveGitHubToken } from './github-token';
 import { PullRequestFetchError, PullRequestRef, PullRequestResult, PullRequestSummary, RateLimitBudget, RateLimitStatus, RestPullRequestFields } from './github.types';
 import { BatchOptions, fetchInBatches } from './pull-request-batches';
-import { BatchQuery, GraphQlError, buildPullRequestsQuery, parsePullRequestsResponse, toRestFields } from './pull-request-query';
+import { BatchQuery, GraphQlError, RestPullRequest, buildPullRequestsQuery, parsePullRequestsResponse, toRestFields } from './pull-request-query';
 import { buildPullRequestSummariesQuery, parsePullRequestSummariesResponse } from './pull-request-summary';
 
 export const GITHUB_API_URL = 'https://api.github.com';
@@ -50,6 +50,26 @@ export interface GitHubClient {
   rateLimit(): RateLimitStatus;
   /** Asks GitHub (`GET /rate_limit`, which costs nothing) and returns the fresh budgets. Throws GitHubError. */
   refreshRateLimit(): Promise<RateLimitStatus>;
+  /**
+   * Opens a pull request of `head` (a branch of the same repository) into `base`. When GitHub
+   * answers that one is already open for that head (422), returns that one with `created: false`.
+   * Throws GitHubError (a 422 for any other reason: `failed`, with GitHub's message).
+   */
+  createPullRequest(owner: string, repo: string, input: CreatePullRequestInput): Promise<{ pullRequest: RestPullRequestFields; created: boolean }>;
+  /**
+   * The header line (`Authorization: Basic …`, GitHub's `x-access-token` form) with which git
+   * pushes over HTTPS with this token, for a push's `http.<url>.extraHeader`; null without a token.
+   * The token itself never leaves the client otherwise.
+   */
+  gitAuthorization(): string | null;
+}
+
+export interface CreatePullRequestInput {
+  title: string;
+  body: string;
+  /** The branch to merge, in the same repository. */
+  head: string;
+  base: string;
 }
 
 export interface GitHubClientOptions {
@@ -123,6 +143,7 @@ export class OctokitGitHubClient implements GitHubClient {
   private readonly etags = new Map<string, { etag: string; fields: RestPullRequestFields }>();
   readonly configured: boolean;
   readonly baseUrl: string;
+  private readonly token: string | null;
   /** Where the token came from, when built by createGitHubClient. */
   tokenSource: GitHubToken['source'] | null = null;
 
@@ -130,6 +151,7 @@ export class OctokitGitHubClient implements GitHubClient {
     const { baseUrl, token, ...tunables } = options;
     this.settings = { ...DEFAULTS, ...definedOnly(tunables) };
     this.configured = !!token;
+    this.token = token || null;
     this.baseUrl = (baseUrl ?? GITHUB_API_URL).replace(/\/+$/, '');
     // GitHub Enterprise Server serves REST under /api/v3 and GraphQL at /api/graphql.
     this.graphqlBaseUrl = this.baseUrl.replace(/\/api\/v3$/, '/api');
@@ -198,6 +220,34 @@ export class OctokitGitHubClient implements GitHubClient {
       }
     }
     return fields;
+  }
+
+  async createPullRequest(owner: string, repo: string, input: CreatePullRequestInput): Promise<{ pullRequest: RestPullRequestFields; created: boolean }> {
+    this.assertConfigured();
+    try {
+      const response = await this.send('core', () =>
+        this.octokit.request('POST /repos/{owner}/{repo}/pulls', { base: input.base, body: input.body, head: input.head, owner, repo, title: input.title }),
+      );
+      return { created: true, pullRequest: toRestFields(response!.data) };
+    } catch (err) {
+      // GitHub keeps one open PR per head and base: a second open (a retry, a person's click after
+      // the agent opened it) gets 422 "A pull request already exists for owner:branch".
+      if (!(err instanceof GitHubError && err.details.status === 422 && /pull request already exists/i.test(err.message))) {
+        throw err;
+      }
+      const open = await this.send('core', () =>
+        this.octokit.request('GET /repos/{owner}/{repo}/pulls', { base: input.base, head: `${owner}:${input.head}`, owner, per_page: 1, repo, state: 'open' }),
+      );
+      const [existing] = open!.data as unknown[];
+      if (existing === undefined) {
+        throw err;
+      }
+      return { created: false, pullRequest: toRestFields(existing as RestPullRequest) };
+    }
+  }
+
+  gitAuthorization(): string | null {
+    return this.token === null ? null : `Authorization: Basic ${Buffer.from(`x-access-token:${this.token}`).toString('base64')}`;
   }
 
   rateLimit(): RateLimitStatus {

@@ -1,16 +1,194 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 
 import type { EventActor } from '@libs/contracts';
 
+import { ConfigurationService } from '../core/configuration/configuration.service';
 import { conflict } from '../core/errors/domain-error';
+import { GitError, configEnvironment, git } from '../core/git/git';
+import { audit } from '../events/event-log.service';
+import { GITHUB_CLIENT, GitHubClient } from '../github/github-client';
+import { GitHubError } from '../github/github.errors';
+import { MessagesService } from '../messages/messages.service';
 import type { PullRequestResponseDto } from '../pull-requests/dto/pull-request.dto';
+import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import type { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
+import { RequirementsService } from '../requirements/requirements.service';
+import { WorkspaceGit } from '../worktrees/workspace-git.service';
+import { WorktreesService } from '../worktrees/worktrees.service';
+import { GitHubRemote, findGitHubRemote } from './github-remote';
+import { isAncestor, resolve } from './landing-git';
+import { agentSummary, commitPendingWork, refuseUnlandable } from './landing-work';
 
-/** Lands a Requirement as a pull request: pushes its branch to the workspace's GitHub remote and opens the PR. */
+export interface PullRequestLand {
+  /** Commit the worktree's uncommitted work on its branch first, instead of refusing. */
+  commitPending?: boolean;
+}
+
+export interface PullRequestLandOutcome {
+  requirement: RequirementResponseDto;
+  pullRequest: PullRequestResponseDto;
+}
+
+/** A push of one branch: a large first push of a big repository takes a while. */
+const PUSH_TIMEOUT_MS = 10 * 60_000;
+/** GitHub refuses PR bodies above 65,536 characters. */
+const BODY_MAX = 60_000;
+
+/**
+ * Lands a Requirement as a pull request (issue 28 §1): pushes its branch to the workspace's GitHub
+ * remote and opens the PR there, then registers it on the Requirement exactly as an agent's
+ * `pr register` does (PullRequestsService), so the reconciler follows it from then on.
+ *
+ * The push goes through the guarded `git()` (no credential helper, hook or askpass of the
+ * repository runs); over HTTPS the GitHub client's token travels as an `http.<host>.extraHeader`
+ * in the push's environment, scoped to the GitHub host, never on a command line. Over SSH the
+ * person's own keys push. Everything that can be refused without writing is checked first.
+ */
 @Injectable()
 export class LandingPullRequests {
-  async open(id: string, actor: EventActor): Promise<{ requirement: RequirementResponseDto; pullRequest: PullRequestResponseDto }> {
-    void actor;
-    throw conflict('github_remote_missing', `Requirement ${id}: opening a pull request is being built`);
+  private readonly logger = new Logger(LandingPullRequests.name);
+
+  constructor(
+    private readonly configuration: ConfigurationService,
+    @Inject(GITHUB_CLIENT) private readonly github: GitHubClient,
+    private readonly messages: MessagesService,
+    private readonly pullRequests: PullRequestsService,
+    private readonly requirements: RequirementsService,
+    private readonly workspace: WorkspaceGit,
+    private readonly worktrees: WorktreesService,
+  ) {}
+
+  async open(id: string, options: PullRequestLand, actor: EventActor): Promise<PullRequestLandOutcome> {
+    refuseUnlandable(await this.requirements.get(id));
+    const repo = await this.workspace.gitWorkspace();
+    if (repo === null) {
+      throw conflict('workspace_not_git', 'the workspace is no longer a git repository with a commit: there is no branch to push');
+    }
+    const remote = await findGitHubRemote(repo.top, this.gitHubHosts());
+    if (remote === null) {
+      throw conflict(
+        'github_remote_missing',
+        `the repository has no remote on GitHub to push to: add one, e.g. \`git remote add origin https://github.com/OWNER/REPO.git\` in ${repo.top}, then open the pull request again`,
+      );
+    }
+    const authorization = this.github.gitAuthorization();
+    if (!this.github.configured || authorization === null) {
+      throw conflict(
+        'github_token_missing',
+        'Agent Manager has no GitHub token to open the pull request with: set GITHUB_TOKEN or GH_TOKEN for it, or log in with `gh auth login`, then restart it',
+      );
+    }
+    const started = Date.now();
+    const outcome = await this.worktrees.whileHeld(id, () => this.openHeld(id, repo.top, remote, authorization, options, actor));
+    this.logger.log({
+      ...audit(actor),
+      ms: Date.now() - started,
+      msg: 'pull request opened',
+      number: outcome.pullRequest.number,
+      pullRequestId: outcome.pullRequest.id,
+      repository: outcome.pullRequest.repository,
+      requirementId: id,
+    });
+    void this.worktrees.refresh(id).catch(() => undefined);
+    return outcome;
+  }
+
+  private async openHeld(id: string, top: string, remote: GitHubRemote, authorization: string, options: PullRequestLand, actor: EventActor): Promise<PullRequestLandOutcome> {
+    const requirement = await this.requirements.get(id);
+    refuseUnlandable(requirement);
+    const branch = requirement.worktree?.branch as string;
+    const baseRef = requirement.baseRef as string;
+    if (await commitPendingWork(requirement, options.commitPending)) {
+      // The commit moved the branch: the radar's answer for it is stale.
+      void this.worktrees.refresh(id).catch(() => undefined);
+    }
+    const head = await resolve(top, `refs/heads/${branch}`);
+    if (head === null) {
+      throw conflict('nothing_to_land', `the branch ${branch} of "${requirement.title}" no longer exists`);
+    }
+    // The base as the repository knows it: its local branch, else what was fetched of the remote's.
+    const base = (await resolve(top, `refs/heads/${baseRef}`)) ?? (await resolve(top, `refs/remotes/${remote.name}/${baseRef}`)) ?? (await resolve(top, baseRef));
+    if (base !== null && (await isAncestor(top, head, base))) {
+      throw conflict('nothing_to_land', `${baseRef} already has everything on ${branch}: there is nothing to open a pull request for`);
+    }
+    await this.push(top, remote, branch, authorization);
+    const body = await this.body(requirement);
+    let opened: Awaited<ReturnType<GitHubClient['createPullRequest']>>;
+    try {
+      opened = await this.github.createPullRequest(remote.owner, remote.repo, { base: baseRef, body, head: branch, title: requirement.title });
+    } catch (err) {
+      if (err instanceof GitHubError) {
+        throw conflict(
+          'pull_request_failed',
+          `${branch} was pushed to ${remote.owner}/${remote.repo}, but GitHub did not open the pull request: ${err.message}. Open it again once that is fixed (the push is kept)`,
+        );
+      }
+      throw err;
+    }
+    const pr = opened.pullRequest;
+    const pullRequest = await this.pullRequests.register(
+      {
+        baseBranch: pr.baseBranch,
+        headBranch: pr.headBranch,
+        headSha: pr.headSha,
+        number: pr.number,
+        repository: pr.repository || `${remote.owner}/${remote.repo}`,
+        requirementId: id,
+        status: pr.status,
+        title: pr.title,
+        url: pr.url,
+      },
+      { kind: 'owner' },
+      actor,
+    );
+    return { pullRequest, requirement: await this.requirements.get(id) };
+  }
+
+  /**
+   * `git push <remote> refs/heads/<branch>:refs/heads/<branch>`, never forced: a branch that
+   * moved on GitHub (someone pushed to it) or was rewritten here is refused with git's reason.
+   */
+  private async push(top: string, remote: GitHubRemote, branch: string, authorization: string): Promise<void> {
+    const env: Record<string, string> =
+      remote.scheme === 'ssh'
+        ? // No terminal to ask at: an unknown host key or a passphrase fails the push instead of hanging it.
+          process.env.GIT_SSH_COMMAND
+          ? {}
+          : { GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' }
+        : configEnvironment([[`http.${remote.scheme}://${remote.host}/.extraHeader`, authorization]]);
+    try {
+      await git(['push', '--no-verify', remote.name, `refs/heads/${branch}:refs/heads/${branch}`], { cwd: top, env, timeoutMs: PUSH_TIMEOUT_MS });
+    } catch (err) {
+      if (err instanceof GitError) {
+        const said = [...new Set(err.stderr.split('\n').map((line) => line.trim()))]
+          .filter((line) => line !== '' && !/^(To |Done$|hint:)/.test(line))
+          .slice(-4)
+          .join(' ');
+        throw conflict('push_failed', `git could not push ${branch} to ${remote.name} (${remote.url}): ${said || err.message}`);
+      }
+      throw err;
+    }
+  }
+
+  /** The Requirement's description, what its agent said last, and which Requirement it is. */
+  private async body(requirement: RequirementResponseDto): Promise<string> {
+    const summary = await agentSummary(this.messages, requirement.id);
+    const text = [requirement.description.trim(), summary === '' ? '' : `## Summary\n\n${summary}`].filter((part) => part !== '').join('\n\n');
+    const footer = `Requirement ${requirement.id}, opened by Agent Manager.`;
+    return `${text.length > BODY_MAX ? `${text.slice(0, BODY_MAX)}…` : text}${text === '' ? '' : '\n\n---\n'}${footer}`;
+  }
+
+  /** Where a GitHub repository may live: github.com, and the configured API's host (GitHub Enterprise, tests). */
+  private gitHubHosts(): string[] {
+    const hosts = ['github.com'];
+    try {
+      const api = new URL(this.configuration.get('githubApiUrl')).hostname.toLowerCase();
+      if (api !== 'api.github.com' && !hosts.includes(api)) {
+        hosts.push(api);
+      }
+    } catch {
+      // An unparsable githubApiUrl: only github.com (doctor names the setting).
+    }
+    return hosts;
   }
 }

@@ -30,11 +30,11 @@ export class LandingController {
   @ApiNotFoundResponse()
   @ApiConflictResponse({
     description:
-      'land_conflict (details: the files), worktree_dirty, base_checked_out_dirty, run_active, nothing_to_land, not_landable, base_not_branch, base_moved; for pull_request: github_remote_missing, github_token_missing',
+      'land_conflict (details: the files), worktree_dirty, base_checked_out_dirty, run_active, nothing_to_land, not_landable, base_not_branch, base_moved; for pull_request: github_remote_missing, github_token_missing, push_failed, pull_request_failed',
   })
   async landRequirement(@Param('id') id: string, @Body() body: LandRequirementDto, @Actor() actor: EventActor): Promise<LandResponseDto> {
     if (body.method === 'pull_request') {
-      const opened = await this.pullRequests.open(id, actor);
+      const opened = await this.pullRequests.open(id, { commitPending: body.commitPending }, actor);
       return { commit: null, method: body.method, pullRequest: opened.pullRequest, requirement: opened.requirement };
     }
     const landed = await this.landing.land(id, { commitPending: body.commitPending, markDone: body.markDone, method: body.method }, actor);

@@ -15,9 +15,9 @@ import { RequirementsService } from '../requirements/requirements.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import { ConflictRadar } from './conflict-radar.service';
+import { agentSummary, commitPendingWork, listed, refuseUnlandable } from './landing-work';
 import {
   commitFacts,
-  commitIdentity,
   commitTree,
   commitsSince,
   compareAndSwap,
@@ -48,11 +48,6 @@ export interface LocalLandOutcome {
 
 /** Attempts when the base moves between reading it and moving it (someone else landed, a person committed). */
 const ATTEMPTS = 3;
-/** Files named in a refusal's message (all of them are in `details`). */
-const NAMED = 10;
-const SUMMARY_MAX = 4000;
-
-const listed = (files: string[]) => files.slice(0, NAMED).join(', ') + (files.length > NAMED ? ` and ${files.length - NAMED} more` : '');
 
 /**
  * Lands a Requirement's branch on its base, locally (issue 28 §1): a merge commit, one squashed
@@ -93,7 +88,7 @@ export class LandingService implements OnApplicationBootstrap {
 
   async land(id: string, options: LocalLand, actor: EventActor): Promise<LocalLandOutcome> {
     const before = await this.requirements.get(id);
-    this.refuseUnlandable(before);
+    refuseUnlandable(before);
     const repo = await this.workspace.gitWorkspace();
     if (repo === null) {
       throw conflict('workspace_not_git', `the workspace is no longer a git repository with a commit: there is no base to land ${before.title} on`);
@@ -111,25 +106,9 @@ export class LandingService implements OnApplicationBootstrap {
     return { ...outcome, requirement: await this.requirements.get(id) };
   }
 
-  /** Refusals that need no git: what cannot have a branch to land, or is being worked on. */
-  private refuseUnlandable(requirement: RequirementResponseDto): void {
-    if (requirement.status === 'cancelled') {
-      throw conflict('requirement_cancelled', `"${requirement.title}" is cancelled: its work is not landed`);
-    }
-    if (requirement.isolation !== 'worktree' || requirement.baseRef === null) {
-      throw conflict('not_landable', `"${requirement.title}" works in place, in your checkout: its changes are already there, commit them yourself`);
-    }
-    if (requirement.worktree?.branch == null) {
-      throw conflict('nothing_to_land', `"${requirement.title}" has no branch yet: its first run makes one`);
-    }
-    if (requirement.session.state === 'running') {
-      throw conflict('run_active', `"${requirement.title}" has a run in progress: stop it or wait for it to end, then land`);
-    }
-  }
-
   private async landHeld(id: string, top: string, baseRef: string, options: LocalLand, actor: EventActor): Promise<LocalLandOutcome> {
     const requirement = await this.requirements.get(id);
-    this.refuseUnlandable(requirement);
+    refuseUnlandable(requirement);
     const landing = await this.landingOf(id);
     if (landing?.pendingCommit) {
       const settled = await this.settle(landing, actor, options.markDone !== false);
@@ -139,24 +118,7 @@ export class LandingService implements OnApplicationBootstrap {
     }
     const branch = requirement.worktree?.branch as string;
     const worktree = requirement.worktree?.path ?? null;
-    if (worktree !== null) {
-      const uncommitted = await uncommittedFiles(worktree, true);
-      if (uncommitted.length > 0) {
-        if (!options.commitPending) {
-          throw conflict(
-            'worktree_dirty',
-            `"${requirement.title}" has uncommitted work in its worktree (${listed(uncommitted)}): ask its agent to commit it, or land with commitPending to commit it first`,
-            uncommitted,
-          );
-        }
-        await git(['add', '-A', '--', '.'], { cwd: worktree, timeoutMs: 5 * 60_000 });
-        await git(['commit', '-q', '--no-verify', '-m', `Uncommitted work of "${requirement.title}"\n\nCommitted by Agent Manager before landing (Requirement ${id}).`], {
-          cwd: worktree,
-          env: await commitIdentity(worktree),
-          timeoutMs: 5 * 60_000,
-        });
-      }
-    }
+    await commitPendingWork(requirement, options.commitPending);
     for (let attempt = 1; ; attempt += 1) {
       const head = await resolve(top, `refs/heads/${branch}`);
       const base = await resolve(top, `refs/heads/${baseRef}`);
@@ -254,15 +216,8 @@ export class LandingService implements OnApplicationBootstrap {
     if (merged.tree === (await treeOf(top, base))) {
       throw conflict('nothing_to_land', `${requirement.baseRef} already has every change on ${branch}`);
     }
-    const summary = await this.summary(requirement.id);
+    const summary = await agentSummary(this.messages, requirement.id);
     return commitTree(top, merged.tree, [base], `${requirement.title}\n\n${summary ? `${summary}\n\n` : ''}Requirement: ${requirement.id}`);
-  }
-
-  /** What the agent said last: the squashed commit's body. */
-  private async summary(requirementId: string): Promise<string> {
-    const last = await this.messages.latestOf(requirementId, 'rd_agent');
-    const text = (last?.body ?? '').trim();
-    return text.length > SUMMARY_MAX ? `${text.slice(0, SUMMARY_MAX)}…` : text;
   }
 
   /**

@@ -6,7 +6,7 @@ import { agentTools } from '../../mcp/agent-tools';
 import { createToolServer, serveStdio } from '../../mcp/tool-server';
 
 const INSTRUCTIONS =
-  "Agent Manager's tools for this agent run: register pull requests, propose and act on follow-up Requirements, message related Requirements, and set timers. They act with this run's own credential: the server refuses what is out of its scope, and a refusal comes back as a tool error with the reason.";
+  "Agent Manager's tools for this agent run: register pull requests, propose and act on follow-up Requirements, message related Requirements, see whether your branch conflicts with its base or other work, and set timers. They act with this run's own credential: the server refuses what is out of its scope, and a refusal comes back as a tool error with the reason.";
 
 @Command({ description: "Serve this run's Agent Manager tools over MCP (stdio); Agent Manager starts it inside each RD run", name: 'mcp' })
 export class AgentMcpCommand extends CommandRunner {
@@ -24,8 +24,8 @@ export class AgentMcpCommand extends CommandRunner {
   examples(): string {
     return `
 A Model Context Protocol server on stdin/stdout with the tools register_pull_request,
-propose_requirement, requirement_action, list_related, message_related, register_timer,
-list_timers and cancel_timer: the same calls as the commands of this program. Agent Manager
+propose_requirement, requirement_action, list_related, message_related, requirement_landing,
+register_timer, list_timers and cancel_timer: the same calls as the commands of this program. Agent Manager
 configures it for every RD run of Codex and Claude Code; you do not need to start it yourself.
 ${ENVIRONMENT_HELP}`;
   }

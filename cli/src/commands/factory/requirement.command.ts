@@ -248,6 +248,34 @@ ${ENVIRONMENT_HELP}`;
   }
 }
 
+@SubCommand({
+  description:
+    'Show the conflict radar for the current Requirement: whether its branch merges cleanly onto its base, the conflicting files, the other live Requirements it conflicts with, and what to do',
+  name: 'landing',
+})
+export class RequirementLandingCommand extends CommandRunner {
+  constructor(private readonly operations: AgentOperations) {
+    super();
+  }
+
+  async run(): Promise<void> {
+    printJson(await this.operations.landing());
+  }
+
+  @Help('after')
+  examples(): string {
+    return `
+Example:
+  code-factory-cli requirement landing
+
+The answer: {requirementId, title, isolation, baseRef, branch, landing: {mergesCleanly,
+conflictPaths, conflictsWith: [{requirementId, title, paths}], behindBy, baseSha, headSha,
+checkedAt, landedAt, landedMethod, landedCommit}, summary}. When mergesCleanly is false, rebase
+onto baseRef in your worktree and resolve conflictPaths before anyone asks you to.
+${ENVIRONMENT_HELP}`;
+  }
+}
+
 interface MessageFlags {
   requirementId?: string;
   message?: string;
@@ -289,13 +317,13 @@ ${ENVIRONMENT_HELP}`;
 }
 
 @Command({
-  description: 'Follow-up Requirements: propose, act on the ones you proposed, see and message related ones',
+  description: "Follow-up Requirements: propose, act on the ones you proposed, see and message related ones; the current one's conflict radar",
   name: 'requirement',
-  subCommands: [RequirementProposeCommand, RequirementActionCommand, RequirementRelatedCommand, RequirementMessageCommand],
+  subCommands: [RequirementProposeCommand, RequirementActionCommand, RequirementRelatedCommand, RequirementMessageCommand, RequirementLandingCommand],
 })
 export class RequirementCommand extends CommandRunner {
   async run(): Promise<void> {
-    throw new UsageError('choose one: requirement propose | action | related | message (see --help)');
+    throw new UsageError('choose one: requirement propose | action | related | message | landing (see --help)');
   }
 }
 

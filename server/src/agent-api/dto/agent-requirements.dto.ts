@@ -1,12 +1,13 @@
 import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { IsBoolean, ValidateIf } from 'class-validator';
 
-import { AGENT_REQUIREMENT_ACTIONS, AgentRequirementAction, LIMITS, PROVIDERS, Provider } from '@libs/contracts';
+import { AGENT_REQUIREMENT_ACTIONS, AgentRequirementAction, ISOLATION_MODES, IsolationMode, LIMITS, PROVIDERS, Provider } from '@libs/contracts';
 
 import { BudgetField, BudgetInputDto } from '../../requirements/dto/budget.dto';
 import { OptionalEnum, OptionalText, ValidateEnum, ValidateText } from '../../core/validation';
 import { MessageResponseDto } from '../../messages/dto/message-response.dto';
 import { CreateRequirementDto } from '../../requirements/dto/create-requirement.dto';
+import { RequirementLandingResponseDto } from '../../requirements/dto/landing.dto';
 import { RequirementResponseDto } from '../../requirements/dto/requirement-response.dto';
 
 const sessionId = (description: string) => ValidateText({ description, example: 'ses_…', max: 100, min: 1 });
@@ -77,4 +78,16 @@ export class RelatedMessageResponseDto {
   @ApiProperty({ description: "True when the message waits behind the target's active run" }) queued!: boolean;
   @ApiProperty({ type: MessageResponseDto }) message!: MessageResponseDto;
   @ApiProperty({ type: RequirementResponseDto }) requirement!: RequirementResponseDto;
+}
+
+export class AgentLandingResponseDto {
+  @ApiProperty({ description: "The run's own Requirement" }) requirementId!: string;
+  @ApiProperty() title!: string;
+  @ApiProperty({ enum: ISOLATION_MODES, description: 'worktree: it has a branch of its own to land; in_place: its changes are in the checkout, nothing to land' })
+  isolation!: IsolationMode;
+  @ApiProperty({ description: 'The branch it lands on', nullable: true, type: String }) baseRef!: string | null;
+  @ApiProperty({ description: 'Its own branch (null before its first run made one)', nullable: true, type: String }) branch!: string | null;
+  @ApiProperty({ description: "The conflict radar's last answer for its work, and its land once it happened", type: RequirementLandingResponseDto })
+  landing!: RequirementLandingResponseDto;
+  @ApiProperty({ description: 'The answer in one paragraph, with what to do (rebase onto the base when it conflicts)' }) summary!: string;
 }

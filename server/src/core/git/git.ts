@@ -231,6 +231,23 @@ export async function guardedInvocation(args: readonly string[], cwd: string, ba
 }
 
 /**
+ * Settings for one git command, for `GitOptions.env`: what `-c key=value` would say, given in the
+ * environment (`GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`, numbered after the person's own) instead, so
+ * that a secret value — a push's Authorization header — never shows in any process's command
+ * line (`/proc/<pid>/cmdline` is readable by everyone; a process's environment only by its user).
+ * `guardedInvocation` numbers the neutral settings after these, so none of them can undo a guard.
+ */
+export function configEnvironment(settings: ReadonlyArray<readonly [string, string]>, inherited: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const first = /^\d{1,4}$/.test(inherited.GIT_CONFIG_COUNT ?? '') ? Number(inherited.GIT_CONFIG_COUNT) : 0;
+  const env: Record<string, string> = { GIT_CONFIG_COUNT: String(first + settings.length) };
+  settings.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${first + i}`] = key;
+    env[`GIT_CONFIG_VALUE_${first + i}`] = value;
+  });
+  return env;
+}
+
+/**
  * The one way the server runs git (architecture §10): `execFile`-style (no shell, arguments as
  * given), with a time limit and bounded output, and with every program a repository's
  * configuration could make git run neutralised (`guardedArguments`) in the agents' scrubbed

@@ -29,7 +29,7 @@ export class LandRequirementDto {
   )
   method!: LandMethod;
 
-  @ApiPropertyOptional({ description: "Commit the worktree's uncommitted work on its branch first, instead of refusing with worktree_dirty (local methods)" })
+  @ApiPropertyOptional({ description: "Commit the worktree's uncommitted work on its branch first, instead of refusing with worktree_dirty (every method)" })
   @ValidateIf((_o, v) => v !== undefined)
   @IsBoolean()
   commitPending?: boolean;
