@@ -101,6 +101,10 @@ type DropIndex = number | null;
       .queue-buttons {
         margin-left: auto;
       }
+      /* A finger's size: on a phone the arrows are the only way to reorder. */
+      .queue-buttons button {
+        padding: 0.3rem 0.65rem;
+      }
       .queue-reason {
         margin-left: 0;
       }

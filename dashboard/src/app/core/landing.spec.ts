@@ -59,15 +59,17 @@ describe(radarChips.name, () => {
   });
 
   it('says how far behind a clean one is, nothing for a clean one up to date or one not checked', () => {
-    expect(chips(withWork({ behindBy: 2 }))).toEqual([['behind', 'behind by 2', 'main has 2 commits this branch lacks']]);
+    expect(chips(withWork({ behindBy: 2 }))).toEqual([['behind', 'behind by 2', 'Commits on main that this branch lacks: 2']]);
     expect(chips(withWork())).toEqual([]);
     expect(chips(withWork({ behindBy: null, mergesCleanly: null }))).toEqual([]);
   });
 
-  it('says only that it landed, once it did', () => {
+  it('says only that it landed, once it did and while nothing new is there to land', () => {
     const r = withWork({ conflictPaths: ['x'], landedAt: T1, landedCommit: 'abcdef0123456789', landedMethod: 'squash', mergesCleanly: null });
     expect(chips(r)).toEqual([['landed', 'landed', `Landed (Squash) as abcdef0 at ${T1}`]]);
     expect(landed(r, t, () => 'noon')).toBe('Landed (Squash) as abcdef0 at noon');
+    // New work after the land: the radar speaks again.
+    expect(chips({ ...r, landing: { ...r.landing, conflictPaths: ['x'], mergesCleanly: false } }).map((c) => c[0])).toEqual(['base']);
   });
 });
 

@@ -26,7 +26,8 @@ export interface RadarChip {
 export function radarChips(r: Requirement, t: Translate, titleOf: (id: string) => string | undefined): RadarChip[] {
   const landing = r.landing;
   const chips: RadarChip[] = [];
-  if (landing.landedAt !== null) {
+  // Landed, and nothing new since (new work after a land is radar-checked again like any other).
+  if (landing.landedAt !== null && landing.mergesCleanly === null) {
     chips.push({ kind: 'landed', text: t('radar.landed'), title: landed(r, t) });
     return chips;
   }
