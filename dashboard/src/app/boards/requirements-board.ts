@@ -3,14 +3,17 @@ import { RouterLink } from '@angular/router';
 
 import { firstLine } from '../core/attention';
 import { I18n, keyOf } from '../core/i18n';
+import { radarChips, type RadarChip } from '../core/landing';
 import { REQUIREMENT_COLUMNS, type Requirement, type RequirementStatus } from '../core/models';
 import { inWindow } from '../core/stores/created-window';
+import { LandingStore } from '../core/stores/landing-store';
 import { RequirementsStore } from '../core/stores/requirements-store';
 import { WorkspaceGit } from '../core/stores/workspace-git';
 import { blockedBy } from './blocked-by';
 import { BoardColumn } from './board-column';
 import { BudgetMeter } from './budget-meter';
 import { BoardFilter, BoardFilterState } from './board-filter';
+import { LandingQueuePanel } from './landing-queue';
 import { treeOrder } from './tree';
 import { SetupPanel } from '../setup/setup-panel';
 
@@ -18,7 +21,7 @@ const STEP = 60;
 
 @Component({
   selector: 'am-requirements-board',
-  imports: [BoardFilter, BoardColumn, BudgetMeter, RouterLink, SetupPanel],
+  imports: [BoardFilter, BoardColumn, BudgetMeter, LandingQueuePanel, RouterLink, SetupPanel],
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
     <h1 class="sr-only">{{ t('nav.requirements') }}</h1>
@@ -48,6 +51,10 @@ const STEP = 60;
         </button>
       }
     </div>
+    <!-- The merge queue's code loads with its first item: most boards never have one. -->
+    @defer (when landing.queue().length > 0) {
+      <am-landing-queue />
+    }
     <div class="board" data-testid="requirements-board" [attr.data-shown-column]="shownColumn()">
       @for (col of columns(); track col.status) {
         <am-board-column [key]="col.status" [label]="t(keyOf('req', col.status))" [count]="col.rows.length" [class.shown]="shownColumn() === col.status">
@@ -103,6 +110,9 @@ const STEP = 60;
                         <span class="badge warn" data-testid="card-dirty">{{ t('card.dirty') }}</span>
                       }
                     }
+                    @for (chip of radar(row.item); track chip.kind) {
+                      <span class="badge radar" [class]="'badge radar ' + chip.kind" [attr.data-testid]="'card-radar-' + chip.kind" [title]="chip.title">{{ chip.text }}</span>
+                    }
                     <span class="spacer"></span>
                     <time [attr.datetime]="row.item.createdAt">{{ i18n.dateTime(row.item.createdAt) }}</time>
                   </div>
@@ -126,6 +136,7 @@ export class RequirementsBoard {
   protected readonly t = this.i18n.t;
   protected readonly keyOf = keyOf;
   private readonly filter = inject(BoardFilterState);
+  protected readonly landing = inject(LandingStore);
   protected readonly limit = signal<Record<string, number>>({});
   protected readonly short = (text: string | null) => firstLine(text, 100);
   /** The phone's column (ignored where every column shows): the first with cards, until one is picked. */
@@ -167,6 +178,11 @@ export class RequirementsBoard {
     }
     return statuses.map((status) => ({ rows: treeOrder<Requirement>(byStatus.get(status) ?? []), status }));
   });
+
+  /** The conflict radar's answer for a card (live: each pass's `requirement.updated` carries it). */
+  protected radar(requirement: Requirement): RadarChip[] {
+    return radarChips(requirement, this.t, (id) => this.store.requirements().get(id)?.title);
+  }
 
   protected blockers(requirement: Requirement): string | null {
     return blockedBy(requirement, (id) => this.store.requirements().get(id)?.title);

@@ -4,12 +4,14 @@ import { createApiClient } from '@libs/api-client';
 import { LoginState } from './login-state';
 import { Notifier } from './notifier';
 
-/** A failed call: the server's `{statusCode, code, message}` when it sent one. */
+/** A failed call: the server's `{statusCode, code, message, details}` when it sent one. */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
     readonly code: string | null,
     message: string,
+    /** What the refusal is about, when it names things (a land's conflicting files). */
+    readonly details: readonly string[] = [],
   ) {
     super(message);
   }
@@ -18,6 +20,7 @@ export class ApiError extends Error {
 interface ErrorBody {
   code?: string;
   message?: string | string[];
+  details?: unknown;
 }
 
 const PAGE = 200;
@@ -46,7 +49,8 @@ export class Api {
     if (!result.response.ok) {
       const body = (result.error ?? {}) as ErrorBody;
       const message = Array.isArray(body.message) ? body.message.join('; ') : (body.message ?? result.response.statusText);
-      throw this.fail(new ApiError(result.response.status, body.code ?? null, message), quiet);
+      const details = Array.isArray(body.details) ? body.details.map(String) : [];
+      throw this.fail(new ApiError(result.response.status, body.code ?? null, message, details), quiet);
     }
     return result.data as T;
   }

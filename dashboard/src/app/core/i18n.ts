@@ -70,7 +70,7 @@ export class I18n {
     let text: string = this.dictionary()[messageKey] ?? messageKey;
     if (params) {
       for (const [name, value] of Object.entries(params)) {
-        text = text.replace(`{${name}}`, String(value));
+        text = text.replaceAll(`{${name}}`, String(value));
       }
     }
     return text;

@@ -7,8 +7,16 @@ import DOMPurify from 'dompurify';
 import { Api } from '../core/api';
 import { I18n, keyOf } from '../core/i18n';
 import { Theme } from '../core/theme';
+import { fileList } from '../core/landing';
 import type { ChangedFile, Requirement, RequirementChanges } from '../core/models';
 import { ConversationStore } from '../core/stores/conversation-store';
+import { RequirementsStore } from '../core/stores/requirements-store';
+
+/** Where a file conflicts, by the conflict radar: with the base, and with which other Requirements. */
+interface FileConflict {
+  base: boolean;
+  with: Array<{ requirementId: string; title: string }>;
+}
 
 /** A line picked in a diff, to comment on. */
 interface PickedLine {
@@ -45,12 +53,28 @@ interface PickedLine {
           <span class="spacer"></span>
           <button type="button" class="ghost small" (click)="load()" data-testid="changes-refresh">↻ {{ t('changes.refresh') }}</button>
         </div>
+        @if (conflicts().size > 0) {
+          <p class="muted small" data-testid="changes-conflicts">{{ t('changes.conflicts', { base: c.baseRef }) }}</p>
+        }
+        @if (conflictsElsewhere(); as elsewhere) {
+          <p class="muted small" data-testid="changes-conflicts-elsewhere">{{ t('changes.conflictsElsewhere', { files: elsewhere }) }}</p>
+        }
         <ul class="changed-files" [attr.aria-label]="t('changes.files')">
           @for (f of c.files; track f.path) {
             <li>
               <button type="button" class="ghost file" [class.active]="f.path === selected()?.path" (click)="open(f)" data-testid="changed-file" [attr.data-path]="f.path">
                 <span class="badge" [attr.data-status]="f.status">{{ t(keyOf('changes', f.status)) }}</span>
                 <span class="path">{{ f.oldPath ? f.oldPath + ' → ' : '' }}{{ f.path }}</span>
+                @if (conflictOf(f); as conflict) {
+                  @if (conflict.base) {
+                    <span class="badge warn" data-testid="file-conflict-base">{{ t('changes.conflictBase') }}</span>
+                  }
+                  @for (other of conflict.with; track other.requirementId) {
+                    <span class="badge warn" data-testid="file-conflict-with" [attr.data-requirement-id]="other.requirementId">{{
+                      t('changes.conflictWith', { title: other.title })
+                    }}</span>
+                  }
+                }
                 @if (f.binary) {
                   <span class="muted">{{ t('changes.binary') }}</span>
                 } @else {
@@ -91,6 +115,7 @@ export class ChangesPanel {
   protected readonly keyOf = keyOf;
   private readonly api = inject(Api);
   private readonly conversations = inject(ConversationStore);
+  private readonly requirements = inject(RequirementsStore);
   private readonly sanitizer = inject(DomSanitizer);
   private readonly theme = inject(Theme);
   private readonly diffElement = viewChild<ElementRef<HTMLElement>>('diffBox');
@@ -117,6 +142,36 @@ export class ChangesPanel {
       ),
     ),
   );
+  /** The radar's conflicts by path (live: each radar pass updates the Requirement). */
+  protected readonly conflicts = computed(() => {
+    const landing = this.requirement().landing;
+    const byPath = new Map<string, FileConflict>();
+    const at = (path: string) => {
+      let conflict = byPath.get(path);
+      if (!conflict) {
+        conflict = { base: false, with: [] };
+        byPath.set(path, conflict);
+      }
+      return conflict;
+    };
+    for (const path of landing.conflictPaths) {
+      at(path).base = true;
+    }
+    for (const other of landing.conflictsWith) {
+      const title = this.requirements.requirements().get(other.requirementId)?.title ?? other.title;
+      for (const path of other.paths) {
+        at(path).with.push({ requirementId: other.requirementId, title });
+      }
+    }
+    return byPath;
+  });
+  /** Conflicting paths the list does not show (a file against a folder, a rename's other side). */
+  protected readonly conflictsElsewhere = computed(() => {
+    const listed = new Set((this.changes()?.files ?? []).flatMap((f) => (f.oldPath ? [f.path, f.oldPath] : [f.path])));
+    const rest = [...this.conflicts().keys()].filter((path) => !listed.has(path));
+    return this.changes() && rest.length > 0 ? fileList(rest) : null;
+  });
+
   /** What the list was read for: the branch head and whether the tree was dirty. */
   private readVersion = '';
 
@@ -147,6 +202,16 @@ export class ChangesPanel {
     if (still) {
       await this.open(still);
     }
+  }
+
+  protected conflictOf(file: ChangedFile): FileConflict | null {
+    const conflicts = this.conflicts();
+    const mine = conflicts.get(file.path);
+    const old = file.oldPath ? conflicts.get(file.oldPath) : undefined;
+    if (!old) {
+      return mine ?? null;
+    }
+    return { base: !!mine?.base || old.base, with: [...(mine?.with ?? []), ...old.with.filter((o) => !mine?.with.some((m) => m.requirementId === o.requirementId))] };
   }
 
   protected async open(file: ChangedFile): Promise<void> {

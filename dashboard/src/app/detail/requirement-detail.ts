@@ -4,6 +4,7 @@ import { Router, RouterLink } from '@angular/router';
 import { I18n, keyOf } from '../core/i18n';
 import { BudgetMeter } from '../boards/budget-meter';
 import { attentionOf } from '../core/attention';
+import { landed } from '../core/landing';
 import { isQueued } from '../core/live/queued';
 import type { Requirement } from '../core/models';
 import { PageTitle } from '../core/page-title';
@@ -17,6 +18,7 @@ import { CreateRequirementDialog, type RequirementDialogMode } from '../dialogs/
 import { Composer } from './composer';
 import { ChangesPanel } from './changes-panel';
 import { Conversation } from './conversation';
+import { LandPanel } from './land-panel';
 import { MarkdownRenderer } from './markdown';
 import { PullRequestList } from './pull-request-list';
 import { TimerList } from './timer-list';
@@ -28,7 +30,7 @@ type Pane = 'conversation' | 'details';
 
 @Component({
   selector: 'am-requirement-detail',
-  imports: [RouterLink, BudgetMeter, ChangesPanel, Conversation, Composer, CreateRequirementDialog, TraceTimeline, PullRequestList, TimerList],
+  imports: [RouterLink, BudgetMeter, ChangesPanel, Conversation, Composer, CreateRequirementDialog, LandPanel, TraceTimeline, PullRequestList, TimerList],
   changeDetection: ChangeDetectionStrategy.OnPush,
   templateUrl: './requirement-detail.html',
   host: { '(document:pointerdown)': 'onDocumentPointer($event)' },
@@ -63,6 +65,9 @@ export class RequirementDetail {
   /** The ⋯ menu of occasional actions (a phone's; on a wide screen they are all in the row). */
   protected readonly menuOpen = signal(false);
   private readonly moreToggle = viewChild<ElementRef<HTMLButtonElement>>('moreToggle');
+  /** The land menu (issue 28), open under the header. */
+  protected readonly landOpen = signal(false);
+  private readonly landToggle = viewChild<ElementRef<HTMLButtonElement>>('landToggle');
 
   protected readonly requirement = computed(() => this.requirements.requirements().get(this.id()) ?? null);
   protected readonly parent = computed(() => {
@@ -170,6 +175,17 @@ export class RequirementDetail {
     if (refocus) {
       this.moreToggle()?.nativeElement.focus();
     }
+  }
+
+  /** The land menu closed (Escape, ✕, a land done): focus goes back to what opened it, or to ⋯ on a phone where that is hidden. */
+  protected closeLand(): void {
+    this.landOpen.set(false);
+    const toggle = this.landToggle()?.nativeElement;
+    (toggle && toggle.offsetParent !== null ? toggle : this.moreToggle()?.nativeElement)?.focus();
+  }
+
+  protected landedText(r: Requirement): string {
+    return landed(r, this.t, (iso) => this.i18n.dateTime(iso));
   }
 
   /** Focus leaving the menu (a tap elsewhere, Tab past it) closes it. */

@@ -24,6 +24,18 @@ describe(systemText.name, () => {
     );
   });
 
+  it("names the base, its commit and the conflicting files of a land's messages", () => {
+    const args = { base: '0123456789ab', baseRef: 'main', count: 2, paths: 'a.txt, b/c.txt' };
+    expect(systemText({ args, code: 'landing.conflict' }, i18nIn('en'))).toBe(
+      'main moved to 0123456789ab, and this work no longer merges onto it cleanly. Conflicting files (2): a.txt, b/c.txt. Its agent is asked to rebase and resolve them.',
+    );
+    expect(systemText({ args, code: 'landing.rebase_requested' }, i18nIn('zh-CN'))).toBe(
+      '合并队列：这项工作下一个合入，但它与 main 在 0123456789ab 处冲突。冲突文件（2）：a.txt, b/c.txt。已请其智能体变基；一旦能干净合入，队列就会合入它。',
+    );
+    expect(sourceText({ source: 'landing', triggerId: 'landing.rebase-request' }, i18nIn('en'))).toBe('Merge queue');
+    expect(sourceText({ source: 'landing', triggerId: 'landing.base-conflict' }, i18nIn('zh-CN'))).toBe('合入 · 基线已移动');
+  });
+
   it('leaves people’s messages, old messages and codes it does not know to their body', () => {
     expect(systemText({ args: null, code: null }, i18nIn('zh-CN'))).toBeNull();
     expect(systemText({ args: {}, code: 'some.future_code' as never }, i18nIn('zh-CN'))).toBeNull();

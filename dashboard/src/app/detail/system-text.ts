@@ -78,6 +78,14 @@ export function systemText(m: Pick<Message, 'code' | 'args'>, i18n: I18n): strin
     }
     case 'github.conflict':
       return t('sys.github.conflict', { base: str(a['baseBranch']), head: str(a['headSha']), pr: str(a['pullRequest']) });
+    case 'landing.conflict':
+    case 'landing.rebase_requested':
+      return t(code === 'landing.conflict' ? 'sys.landing.conflict' : 'sys.landing.rebase_requested', {
+        base: str(a['base']),
+        baseRef: str(a['baseRef']),
+        count: n(a['count']),
+        paths: str(a['paths']),
+      });
     case 'review.failed':
       return t('sys.review.failed', { error: str(a['error']), head: str(a['headSha']), pr: str(a['pullRequest']) });
     case 'review.cancelled':

@@ -1,7 +1,7 @@
 // The dashboard's whole client-side model and how each SSE event changes it. Plain TypeScript
 // (no Angular) so the merge rules are unit-tested directly; the Angular stores (core/stores/) share
 // one instance and each wraps its part in signals.
-import type { ManagerEvent, ModelCatalog } from '@libs/contracts';
+import type { LandingQueue, ManagerEvent, ModelCatalog } from '@libs/contracts';
 
 import type { Message, PullRequest, Requirement, ReviewRequest, Run, Timer, Trace } from '../models';
 import { SequencedLog, VersionedMap, type MergeSource } from './merge';
@@ -21,6 +21,8 @@ export interface Changes {
   configuration?: boolean;
   /** The whole model catalog, as `model_catalog.updated` carried it. */
   modelCatalog?: ModelCatalog;
+  /** The whole merge queue, as `landing.queue.updated` carried it. */
+  landingQueue?: LandingQueue;
   /** A run of this requirement just finished (for notifications). */
   finishedRun?: Run;
 }
@@ -168,6 +170,13 @@ export class LiveState {
         break;
       case 'model_catalog.updated':
         changes.modelCatalog = event.payload.catalog;
+        break;
+      case 'landing.queue.updated':
+        changes.landingQueue = event.payload.queue;
+        break;
+      case 'landing.conflicts.updated':
+        // Nothing to merge: every Requirement whose radar answer changed has its own
+        // `requirement.updated` (with `landing`) ahead of this summary on the stream.
         break;
       default:
         // Exhaustive: a type added to the contracts without a case here does not compile.

@@ -9,6 +9,7 @@ import { LiveState } from '../live/live-state';
 import type { Run } from '../models';
 import { ConfigurationStore } from './configuration-store';
 import { ConversationStore } from './conversation-store';
+import { LandingStore } from './landing-store';
 import { LiveSync } from './live-sync';
 import { ModelCatalogStore } from './model-catalog-store';
 import { PullRequestsStore } from './pull-requests-store';
@@ -87,7 +88,7 @@ function fakeApi(answers: Record<string, (options: unknown) => unknown> = {}) {
       return items;
     },
     call: <T>(request: Promise<T>) => request,
-    client: { DELETE: respond('DELETE'), GET: respond('GET'), PATCH: respond('PATCH'), POST: respond('POST') },
+    client: { DELETE: respond('DELETE'), GET: respond('GET'), PATCH: respond('PATCH'), POST: respond('POST'), PUT: respond('PUT') },
     pageSize: 200,
   };
   return { api, calls };
@@ -99,6 +100,7 @@ function setup(answers?: Record<string, (options: unknown) => unknown>) {
   const stores: ProviderToken<unknown>[] = [
     ConfigurationStore,
     ConversationStore,
+    LandingStore,
     LiveSync,
     ModelCatalogStore,
     PullRequestsStore,
@@ -139,7 +141,7 @@ describe(LiveSync.name, () => {
     expect(calls).toEqual(['GET /api/requirements']);
     answerPage();
     await settle();
-    expect(calls).toEqual(['GET /api/requirements', 'GET /api/pull-requests', 'GET /api/timers', 'GET /api/usage', 'GET /api/usage']);
+    expect(calls).toEqual(['GET /api/requirements', 'GET /api/pull-requests', 'GET /api/timers', 'GET /api/usage', 'GET /api/usage', 'GET /api/landing-queue']);
     await settle();
     expect(get(RequirementsStore).loading()).toBe(false);
   });
@@ -294,5 +296,43 @@ describe(LiveSync.name, () => {
     answer({ ...fresh, items: [], refreshedAt: T0 });
     await loading;
     expect(store.catalog()).toEqual(fresh);
+  });
+
+  it('keeps the merge queue from landing.queue.updated over a read or an answer asked for before it', async () => {
+    const item = (requirementId: string, position: number, state: 'queued' | 'landing' | 'paused' = 'queued') => ({
+      addedAt: T0,
+      conflictPaths: [],
+      method: 'squash' as const,
+      position,
+      reason: null,
+      requirementId,
+      state,
+      title: requirementId,
+    });
+    let answer: (items: ReturnType<typeof item>[]) => void = () => undefined;
+    const { emit, get, settle } = setup({
+      'GET /api/landing-queue': () => ({ items: [item('req_a', 1)] }),
+      'PUT /api/landing-queue': () => new Promise((resolve) => (answer = (items) => resolve({ items }))),
+    });
+    await settle();
+    const store = get(LandingStore);
+    expect(store.queue().map((i) => i.requirementId)).toEqual(['req_a']);
+
+    emit(event('landing.queue.updated', null, { queue: { items: [item('req_a', 1, 'paused'), item('req_b', 2)] } }));
+    expect(store.queue().map((i) => [i.requirementId, i.state])).toEqual([
+      ['req_a', 'paused'],
+      ['req_b', 'queued'],
+    ]);
+
+    // A reorder shows at once; its answer, overtaken by an event, does not undo that event.
+    const reordered = store.reorder(['req_b', 'req_a']);
+    expect(store.queue().map((i) => [i.requirementId, i.position])).toEqual([
+      ['req_b', 1],
+      ['req_a', 2],
+    ]);
+    emit(event('landing.queue.updated', null, { queue: { items: [item('req_b', 1, 'landing'), item('req_a', 2, 'paused')] } }));
+    answer([item('req_b', 1), item('req_a', 2, 'paused')]);
+    await reordered;
+    expect(store.queue().map((i) => i.state)).toEqual(['landing', 'paused']);
   });
 });

@@ -7,6 +7,7 @@ import { EventStream } from '../event-stream';
 import { ConfigurationStore } from './configuration-store';
 import { ModelCatalogStore } from './model-catalog-store';
 import { ConversationStore } from './conversation-store';
+import { LandingStore } from './landing-store';
 import { PullRequestsStore } from './pull-requests-store';
 import { RequirementsStore } from './requirements-store';
 import { RunsStore } from './runs-store';
@@ -30,6 +31,7 @@ export class LiveSync {
   private readonly live = inject(WORKSPACE);
   private readonly configuration = inject(ConfigurationStore);
   private readonly conversations = inject(ConversationStore);
+  private readonly landing = inject(LandingStore);
   private readonly modelCatalog = inject(ModelCatalogStore);
   private readonly pullRequests = inject(PullRequestsStore);
   private readonly requirements = inject(RequirementsStore);
@@ -37,7 +39,7 @@ export class LiveSync {
   private readonly timers = inject(TimersStore);
   private readonly usage = inject(UsageStore);
   /** In this order: a finished run's notification finds its Requirement already published. */
-  private readonly stores = [this.requirements, this.pullRequests, this.timers, this.runs, this.configuration, this.conversations, this.usage, this.modelCatalog];
+  private readonly stores = [this.requirements, this.pullRequests, this.timers, this.runs, this.configuration, this.conversations, this.usage, this.modelCatalog, this.landing];
 
   readonly connection = this.stream.state.asReadonly();
 
@@ -132,7 +134,7 @@ export class LiveSync {
   }
 
   private loadSnapshots(): Promise<void> {
-    return this.requirements.reload(() => [this.pullRequests.readPullRequests(), this.timers.readTimers(), this.usage.read()]);
+    return this.requirements.reload(() => [this.pullRequests.readPullRequests(), this.timers.readTimers(), this.usage.read(), this.landing.readQueue()]);
   }
 
   private onEvent(event: ManagerEvent): void {
