@@ -14,6 +14,7 @@ import type { RequirementLandingEntity } from '../requirements/requirement-landi
 import { RequirementsService } from '../requirements/requirements.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
+import '../runs/run.events';
 import '../worktrees/worktree.events';
 import { aheadBehind, branchesContaining, changedPaths, commitTree, fastForwardCommits, mergeTrees, snapshotCommit } from './landing-git';
 import { RadarCandidate, LandingRepository } from './landing.repository';
@@ -167,6 +168,16 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
 
   @OnDomainEvent('worktree.refreshed')
   async worktreeRefreshed(): Promise<void> {
+    await this.refresh();
+  }
+
+  /**
+   * A run ended: its commits are on its branch already, so the radar looks at once instead of
+   * after the worktree's refresh (a `git status` of the whole tree, half a second at 20,000
+   * files); that refresh's `worktree.refreshed` brings in what the run left uncommitted.
+   */
+  @OnDomainEvent('session.resting')
+  async runEnded(): Promise<void> {
     await this.refresh();
   }
 
