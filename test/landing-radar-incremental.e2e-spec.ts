@@ -1,13 +1,17 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
 import type { Schemas } from '@libs/api-client';
 
 import { ok } from './support/api';
-import { WORKTREE_AGENT, createRequirement, git, initRepository, settled, sh, startRun } from './support/git-repo';
+import { WORKTREE_AGENT, checkoutSnapshot, createRequirement, git, initRepository, settled, sh, startRun } from './support/git-repo';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { until } from './support/wait';
 
 // Issue 28: the conflict radar after a land computes again only the work whose files the land
 // touched, and carries the other answers over the base's move. What it carries must be what a
-// cold pass (a restarted manager, nothing in memory) computes from scratch.
+// cold pass (a restarted manager, nothing in memory) computes from scratch. And a land refuses a
+// conflict before a dirty checkout of the base, leaving that checkout as it was.
 
 jest.setTimeout(120_000);
 
@@ -29,6 +33,7 @@ function comparable(radar: Radar): unknown {
 describe('the conflict radar across lands', () => {
   let sandbox: Sandbox;
   let manager: ManagerProcess;
+  const ids: Record<'p' | 'q' | 'r' | 's' | 't', string> = { p: '', q: '', r: '', s: '', t: '' };
 
   beforeAll(() => {
     sandbox = makeSandbox();
@@ -54,6 +59,7 @@ describe('the conflict radar across lands', () => {
     const r = await create('R', `sed -i '1s/.*/by r/' b.txt`);
     const s = await create('S', `sed -i '5s/.*/by s/' a.txt`);
     const t = await create('T', `sed -i '1s/.*/by t/' c/d.txt`);
+    Object.assign(ids, { p, q, r, s, t });
     for (const id of [p, q, r, s, t]) {
       expect((await settled(manager, id, 1)).run.status).toBe('succeeded');
     }
@@ -99,5 +105,22 @@ describe('the conflict radar across lands', () => {
     expect(git(sandbox.workspace, 'rev-parse', 'main').trim()).toBe(squashed.commit);
 
     await coldAgrees(afterR);
+  });
+
+  it('refuses a conflict before a dirty checkout of the base, and the dirty checkout untouched', async () => {
+    // Where the first test left them: q conflicts with main, t merges cleanly. q's agent was told
+    // about its conflict: its run must be over before a land is asked for.
+    await until('q to rest', async () => (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: ids.q } } }))).session.state !== 'running');
+    fs.appendFileSync(path.join(sandbox.workspace, 'b.txt'), 'not committed\n');
+    const before = checkoutSnapshot(sandbox.workspace);
+    const land = (id: string) => manager.api.POST('/api/requirements/{id}/land', { body: { method: 'merge' }, params: { path: { id } } });
+    const conflicting = await land(ids.q);
+    expect([conflicting.status, conflicting.error?.code]).toEqual([409, 'land_conflict']);
+    const dirty = await land(ids.t);
+    expect([dirty.status, dirty.error?.code]).toEqual([409, 'base_checked_out_dirty']);
+    expect(dirty.error?.message).toContain('b.txt');
+    expect(checkoutSnapshot(sandbox.workspace)).toEqual(before);
+    git(sandbox.workspace, 'checkout', '--', 'b.txt');
+    expect((await land(ids.t)).status).toBe(200);
   });
 });
