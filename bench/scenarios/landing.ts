@@ -283,6 +283,11 @@ export async function landingScenario(): Promise<ScenarioResult> {
       }
     }
     const live = new Set(ids.map((_, i) => i));
+    // The person commits on main meanwhile (a file nobody else touches): every branch is behind its
+    // base, so each answer is a real merge — work still on the base's commit would need none.
+    fs.appendFileSync(path.join(top, fileName(FILES - 1)), 'the person was here\n');
+    git(top, 'commit', '-q', '-am', 'a commit of the person on main');
+    base = await readHeads();
 
     // 1. The full radar, cold: a restarted manager knows no answer; its first GET waits for the whole pass.
     const cold: number[] = [];
@@ -408,9 +413,12 @@ export async function landingScenario(): Promise<ScenarioResult> {
     }
     const incremental = radarOf(lastEvent);
     progress('landing: a cold pass to compare with the incremental answers');
+    const finalOffset = logSize(m1);
     await stop();
     manager = await start();
+    const freshAt = performance.now();
     const fresh = await ok(manager.api.GET('/api/conflicts'));
+    const freshMs = performance.now() - freshAt;
     check(fresh, ids, live, base, heads);
     const comparable = (radar: Radar) =>
       JSON.stringify({
@@ -422,6 +430,11 @@ export async function landingScenario(): Promise<ScenarioResult> {
     if (comparable(fresh) !== comparable(incremental)) {
       throw new Error(`the incremental radar differs from a cold pass: ${comparable(incremental).slice(0, 600)} vs ${comparable(fresh).slice(0, 600)}`);
     }
+    const m2 = manager;
+    const freshPass = await until('the cold pass in the log', async () => loggedPasses(m2, finalOffset)[0], 5_000).catch(() => null);
+    notes.push(
+      `after the lands, ${live.size} Requirements further behind: cold GET ${Math.round(freshMs)} ms from the banner${freshPass ? `, pass as logged ${freshPass.ms} ms` : ''}; same answers as the incremental radar`,
+    );
     const personal = git(top, 'status', '--porcelain', '--untracked-files=no');
     if (personal !== '' || git(top, 'rev-parse', 'HEAD').trim() !== base) {
       throw new Error(`the person's checkout of main did not follow the lands cleanly: HEAD ${git(top, 'rev-parse', 'HEAD').trim()}, status ${personal}`);
