@@ -5,6 +5,7 @@ import { changesScenario } from './scenarios/changes';
 import { concurrentRunsScenario } from './scenarios/concurrent-runs';
 import { dashboardScenario } from './scenarios/dashboard';
 import { githubBudgetScenario } from './scenarios/github-budget';
+import { landingScenario } from './scenarios/landing';
 import { mcpScenario } from './scenarios/mcp';
 import { repliesScenario } from './scenarios/replies';
 import { sandboxScenario } from './scenarios/sandbox';
@@ -28,6 +29,7 @@ const SELF_CONTAINED: Record<string, (postgresUrl?: string) => Promise<ScenarioR
   worktree: worktreeScenario,
   changes: changesScenario,
   sandbox: sandboxScenario,
+  landing: landingScenario,
 };
 
 async function runScenario(name: string, postgresUrl?: string): Promise<ScenarioResult> {

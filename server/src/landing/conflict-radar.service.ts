@@ -14,8 +14,9 @@ import type { RequirementLandingEntity } from '../requirements/requirement-landi
 import { RequirementsService } from '../requirements/requirements.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
+import '../runs/run.events';
 import '../worktrees/worktree.events';
-import { changedPaths, commitTree, countBetween, isAncestor, mergeTrees, snapshotCommit } from './landing-git';
+import { aheadBehind, branchesContaining, changedPaths, commitTree, fastForwardCommits, mergeTrees, snapshotCommit } from './landing-git';
 import { RadarCandidate, LandingRepository } from './landing.repository';
 import './landing-radar.events';
 
@@ -27,6 +28,8 @@ const POLL_MS = 5_000;
 const CONCURRENCY = 2;
 /** Answers kept per cache before it is emptied (each is a few hundred bytes). */
 const CACHE_MAX = 20_000;
+/** A base move of more commits than this is not worth carrying answers across: they are computed afresh. */
+const MOVE_MAX = 1_000;
 
 /** The radar's answer for one piece of work on one base commit (pure: the commits decide it). */
 interface WorkAnswer {
@@ -40,6 +43,15 @@ interface WorkAnswer {
   /** The files its landing changes, and every folder above them (a file against a folder conflicts too). */
   files: Set<string>;
   folders: Set<string>;
+}
+
+/** How the base moved between two passes (a fast-forward): its new commits, and the files they changed. */
+interface BaseMove {
+  commits: number;
+  files: Set<string>;
+  folders: Set<string>;
+  /** Branch heads whose history already holds one of the new commits. */
+  containing: Set<string>;
 }
 
 interface Looked {
@@ -60,7 +72,7 @@ function foldersOf(files: Iterable<string>): Set<string> {
 }
 
 /** Whether two changes touch a common file, or a file where the other has a folder: only then can their merge conflict. */
-function mayConflict(a: WorkAnswer, b: WorkAnswer): boolean {
+function mayConflict(a: Pick<WorkAnswer, 'files' | 'folders'>, b: Pick<WorkAnswer, 'files' | 'folders'>): boolean {
   const [small, large] = a.files.size <= b.files.size ? [a, b] : [b, a];
   for (const file of small.files) {
     if (large.files.has(file) || large.folders.has(file)) {
@@ -100,16 +112,19 @@ const sameConflicts = (a: readonly RequirementConflict[], b: readonly Requiremen
  *
  * Incremental by construction: an answer is a pure function of commits, so each is cached under
  * the commits it was computed from, and a pass recomputes only those whose inputs moved (a run
- * changes one Requirement's work: its base answer and its pairs; a land moves the base: every
- * base answer, and the pairs that may conflict). A pair is merged only when the two changes touch
- * a common file or folder; everything else cannot conflict. Passes never overlap: one asked for
- * while another runs is folded into one more pass after it.
+ * changes one Requirement's work: its base answer and its pairs; a land moves the base forward:
+ * the answers of the work whose files it touched, and their pairs — the others are carried over).
+ * Work on the base's current commit needs no merge at all. A pair is merged only when the two
+ * changes touch a common file or folder; everything else cannot conflict. Passes never overlap:
+ * one asked for while another runs is folded into one more pass after it.
  */
 @Injectable()
 export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(ConflictRadar.name);
   private readonly answers = new Map<string, WorkAnswer>();
   private readonly pairs = new Map<string, string[]>();
+  /** Each Requirement's last answer and what it was for: a base move carries it over when it cannot change it. */
+  private readonly previous = new Map<string, { base: string; work: string; answer: WorkAnswer }>();
   /** A dirty worktree's snapshot commit, by Requirement, under the refresh it was taken after. */
   private readonly snapshots = new Map<string, { stamp: string; commit: string | null }>();
   private current: Radar = { checkedAt: null, pairs: [], requirements: [] };
@@ -155,6 +170,16 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
 
   @OnDomainEvent('worktree.refreshed')
   async worktreeRefreshed(): Promise<void> {
+    await this.refresh();
+  }
+
+  /**
+   * A run ended: its commits are on its branch already, so the radar looks at once instead of
+   * after the worktree's refresh (a `git status` of the whole tree, half a second at 20,000
+   * files); that refresh's `worktree.refreshed` brings in what the run left uncommitted.
+   */
+  @OnDomainEvent('session.resting')
+  async runEnded(): Promise<void> {
     await this.refresh();
   }
 
@@ -216,6 +241,7 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private async pass(): Promise<void> {
+    const started = performance.now();
     const repo = await this.workspace.gitWorkspace();
     if (repo === null) {
       return;
@@ -234,7 +260,18 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
     }
     const looked: Looked[] = [];
     const unchecked: RadarCandidate[] = [];
+    let answered = 0;
+    let carried = 0;
+    let merged = 0;
     const baseOf = new Map<string, string | null>();
+    const moves = new Map<string, Promise<BaseMove | null>>();
+    const live = new Set(candidates.map((c) => c.requirementId));
+    for (const id of this.previous.keys()) {
+      if (!live.has(id)) {
+        this.previous.delete(id);
+      }
+    }
+    const gitStarted = performance.now();
     await inPool(candidates, CONCURRENCY, async (candidate) => {
       const head = refs.get(`refs/heads/${candidate.branch}`);
       const baseRef = candidate.baseRef;
@@ -253,9 +290,13 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
       const key = `${base}:${work}`;
       let answer = this.answers.get(key);
       if (!answer) {
-        answer = await this.answer(top, base, work);
+        answered += 1;
+        const kept = await this.carried(top, candidate.requirementId, head, base, work, moves);
+        carried += kept === null ? 0 : 1;
+        answer = kept ?? (await this.answer(top, base, work));
         this.answers.set(key, answer);
       }
+      this.previous.set(candidate.requirementId, { answer, base, work });
       if (answer.landed) {
         unchecked.push(candidate);
         return;
@@ -278,9 +319,10 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
       const key = `${x.answer.pairCommit}:${y.answer.pairCommit}`;
       let paths = this.pairs.get(key);
       if (paths === undefined) {
+        merged += 1;
         try {
-          const merged = await mergeTrees(top, x.answer.pairCommit, y.answer.pairCommit);
-          paths = merged.clean ? [] : merged.paths;
+          const merge = await mergeTrees(top, x.answer.pairCommit, y.answer.pairCommit);
+          paths = merge.clean ? [] : merge.paths;
         } catch (err) {
           this.logger.debug(`radar: ${x.candidate.requirementId} × ${y.candidate.requirementId}: ${(err as Error).message}`);
           paths = [];
@@ -292,7 +334,22 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
       }
     });
     found.sort((p, q) => (order.get(p.a) ?? 0) - (order.get(q.a) ?? 0) || (order.get(p.b) ?? 0) - (order.get(q.b) ?? 0));
+    const published = performance.now();
     await this.publish(looked, unchecked, found);
+    // What a pass cost, and how much of it was new work (the `landing` benchmark reads it).
+    this.logger.debug({
+      answered,
+      candidates: candidates.length,
+      carried,
+      merged,
+      ms: Math.round(performance.now() - started),
+      // Reading the candidates and refs, computing (git), and writing the answers (database, events).
+      readMs: Math.round(gitStarted - started),
+      gitMs: Math.round(published - gitStarted),
+      publishMs: Math.round(performance.now() - published),
+      msg: 'conflict radar pass',
+      pairs: toMerge.length,
+    });
   }
 
   /** The Requirement's work: its branch's head, or a snapshot commit of its worktree when the last refresh found it dirty. */
@@ -317,11 +374,57 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
     return commit ?? head;
   }
 
-  private async answer(top: string, base: string, work: string): Promise<WorkAnswer> {
-    if (await isAncestor(top, work, base)) {
-      return { behindBy: 0, clean: true, conflictPaths: [], files: new Set(), folders: new Set(), landed: true, pairCommit: work };
+  /**
+   * The answer on `base` of work that has not moved since its last answer, on an older base, when
+   * the base only moved forward by commits that change none of the work's files (nor a file where
+   * it has a folder) and that the work's history does not hold: then the merge has the same
+   * outcome and the same files, the work is only further behind, and its pairs stay as they were
+   * (what they are merged with still compares the work against a base it forked from). A land
+   * moves the base for everyone: this is what keeps the pass after it from merging every
+   * Requirement again. Null when it has to be computed.
+   */
+  private async carried(top: string, requirementId: string, head: string, base: string, work: string, moves: Map<string, Promise<BaseMove | null>>): Promise<WorkAnswer | null> {
+    const before = this.previous.get(requirementId);
+    if (!before || before.work !== work || before.base === base || before.answer.landed) {
+      return null;
     }
-    const [behindBy, merged] = await Promise.all([countBetween(top, work, base), mergeTrees(top, base, work)]);
+    const key = `${before.base}:${base}`;
+    let move = moves.get(key);
+    if (!move) {
+      move = this.baseMove(top, before.base, base).catch((err: unknown) => {
+        this.logger.debug(`radar: the base's move ${key} is computed afresh: ${(err as Error).message}`);
+        return null;
+      });
+      moves.set(key, move);
+    }
+    const moved = await move;
+    if (moved === null || moved.containing.has(head) || mayConflict(before.answer, moved)) {
+      return null;
+    }
+    return { ...before.answer, behindBy: before.answer.behindBy + moved.commits };
+  }
+
+  /** How the base moved from `from` to `to`, when that is a fast-forward of a reasonable size; else null. */
+  private async baseMove(top: string, from: string, to: string): Promise<BaseMove | null> {
+    const commits = await fastForwardCommits(top, from, to);
+    if (commits === null || commits.length === 0 || commits.length > MOVE_MAX) {
+      return null;
+    }
+    const [files, containing] = await Promise.all([changedPaths(top, from, to), branchesContaining(top, commits)]);
+    return { commits: commits.length, containing, files: new Set(files), folders: foldersOf(files) };
+  }
+
+  private async answer(top: string, base: string, work: string): Promise<WorkAnswer> {
+    const { ahead, behind: behindBy } = await aheadBehind(top, base, work);
+    if (ahead === 0) {
+      return { behindBy, clean: true, conflictPaths: [], files: new Set(), folders: new Set(), landed: true, pairCommit: work };
+    }
+    if (behindBy === 0) {
+      // The work is on the base's current commit: it would land as it is, nothing to merge.
+      const files = await changedPaths(top, base, work);
+      return { behindBy, clean: true, conflictPaths: [], files: new Set(files), folders: foldersOf(files), landed: false, pairCommit: work };
+    }
+    const merged = await mergeTrees(top, base, work);
     let pairCommit = work;
     let files: string[];
     if (merged.clean) {
