@@ -90,6 +90,8 @@ describe('the conflict radar across lands', () => {
     expect(row(afterP, r)).toMatchObject({ behindBy: 2, conflictPaths: [], mergesCleanly: true });
     expect(row(afterP, s)).toMatchObject({ behindBy: 2, conflictPaths: [], mergesCleanly: true });
     expect(row(afterP, t)).toMatchObject({ behindBy: 2, conflictPaths: [], mergesCleanly: true });
+    // q's conflict is with the base (p's line 1), not with s (line 5): no pair says otherwise.
+    expect(afterP.pairs).toEqual([]);
     await coldAgrees(afterP);
 
     // A squash of r (one commit) touches nobody else's files: q's conflict, s and t are carried.

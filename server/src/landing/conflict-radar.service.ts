@@ -87,6 +87,11 @@ function mayConflict(a: Pick<WorkAnswer, 'files' | 'folders'>, b: Pick<WorkAnswe
   return false;
 }
 
+/** Whether a change touches `file`, or a folder of that name. */
+function touches(answer: WorkAnswer, file: string): boolean {
+  return answer.files.has(file) || answer.folders.has(file);
+}
+
 async function inPool<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(
@@ -316,18 +321,27 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
     }
     const found: ConflictPair[] = [];
     await inPool(toMerge, CONCURRENCY, async ([x, y]) => {
-      const key = `${x.answer.pairCommit}:${y.answer.pairCommit}`;
+      // Both clean: the two works as they would land on the base, so only their own changes meet.
+      // Otherwise the works as they are (the other's landed commit would carry the base's changes
+      // into the pair), leaving out what already conflicts with a base: that is its own answer.
+      const asLanded = x.answer.clean && y.answer.clean;
+      const [left, right] = asLanded ? [x.answer.pairCommit, y.answer.pairCommit] : [x.work, y.work];
+      const key = `${left}:${right}`;
       let paths = this.pairs.get(key);
       if (paths === undefined) {
         merged += 1;
         try {
-          const merge = await mergeTrees(top, x.answer.pairCommit, y.answer.pairCommit);
+          const merge = await mergeTrees(top, left, right);
           paths = merge.clean ? [] : merge.paths;
         } catch (err) {
           this.logger.debug(`radar: ${x.candidate.requirementId} × ${y.candidate.requirementId}: ${(err as Error).message}`);
           paths = [];
         }
         this.pairs.set(key, paths);
+      }
+      if (!asLanded) {
+        const withBase = new Set([...x.answer.conflictPaths, ...y.answer.conflictPaths]);
+        paths = paths.filter((p) => !withBase.has(p) && touches(x.answer, p) && touches(y.answer, p));
       }
       if (paths.length > 0) {
         found.push({ a: x.candidate.requirementId, b: y.candidate.requirementId, paths });
