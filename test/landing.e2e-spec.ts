@@ -37,6 +37,15 @@ async function land(manager: ManagerProcess, id: string, method: Method, extra: 
 
 const get = (manager: ManagerProcess, id: string) => ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
 
+/** A new Requirement whose first run ran `command` (its commits), once that run ended. */
+async function runOnce(manager: ManagerProcess, title: string, command: string): Promise<Requirement> {
+  const requirement = await createRequirement(manager, { title });
+  await startRun(manager, requirement.id, sh(command));
+  const { requirement: after, run } = await settled(manager, requirement.id, 1);
+  expect(run.status).toBe('succeeded');
+  return after;
+}
+
 /** Every ref of the repository and what each names: a refused land changes none. */
 const refs = (repo: string) => git(repo, 'for-each-ref', '--format=%(refname) %(objectname)');
 
@@ -47,10 +56,7 @@ describe('landing a Requirement locally', () => {
 
   /** A Requirement whose first run made `commands` (each one a commit, or any shell). */
   async function worked(title: string, ...commands: string[]): Promise<Requirement> {
-    const requirement = await createRequirement(manager, { title });
-    await startRun(manager, requirement.id, sh(commands.join(' && ')));
-    const { run } = await settled(manager, requirement.id, 1);
-    expect(run.status).toBe('succeeded');
+    const requirement = await runOnce(manager, title, commands.join(' && '));
     // The radar looks after the run's refresh: wait for its answer (a refusal then changes nothing at all).
     await ok(manager.api.GET('/api/conflicts'));
     return until(`the radar's answer for ${title}`, async () => {
@@ -242,11 +248,7 @@ describe('the conflict radar', () => {
     sandbox?.cleanup();
   });
 
-  async function worked(title: string, command: string): Promise<Requirement> {
-    const requirement = await createRequirement(manager, { title });
-    await startRun(manager, requirement.id, sh(command));
-    return (await settled(manager, requirement.id, 1)).requirement;
-  }
+  const worked = (title: string, command: string) => runOnce(manager, title, command);
 
   it('finds conflicts on added, deleted, renamed and modified files, and three mutually conflicting branches, without touching a checkout', async () => {
     const events = await connectSse(`${manager.origin}/api/events`);
@@ -337,11 +339,7 @@ describe('the merge queue', () => {
     sandbox?.cleanup();
   });
 
-  async function worked(title: string, command: string): Promise<Requirement> {
-    const requirement = await createRequirement(manager, { title });
-    await startRun(manager, requirement.id, sh(command));
-    return (await settled(manager, requirement.id, 1)).requirement;
-  }
+  const worked = (title: string, command: string) => runOnce(manager, title, command);
 
   const queue = () => ok(manager.api.GET('/api/landing-queue'));
   const enqueue = (requirementId: string) => manager.api.POST('/api/landing-queue', { body: { method: 'merge', requirementId } });
