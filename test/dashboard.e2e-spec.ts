@@ -10,6 +10,7 @@ import { ok } from './support/api';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, codexEnvironment } from './support/model-stub';
 import { connectSse } from './support/sse-client';
+import { until } from './support/wait';
 
 // The dashboard in Debian's Chromium against the real built server, driving the real Codex CLI
 // (pinned in test/agent-clis) whose model is the scripted stub. Everything a person does goes
@@ -550,6 +551,13 @@ describe('dashboard after a failed start', () => {
       await page.getByTestId('start').click();
       expect((await answered).status()).toBe(202);
       const failed = page.locator('[data-testid="detail-status"][data-status="waiting_confirmation"] ~ [data-testid="session-state"][data-state="failed"]');
+      // The run's failure is committed first (how long the CLI takes to fail depends on the
+      // machine's load); from then on the page has 5 s to show it.
+      await until(
+        `the run of try ${i} to fail`,
+        async () => (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).session.state === 'failed' || undefined,
+        60_000,
+      );
       try {
         await failed.waitFor({ timeout: 5_000 });
       } catch {
