@@ -323,7 +323,7 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
     await inPool(toMerge, CONCURRENCY, async ([x, y]) => {
       // Both clean: the two works as they would land on the base, so only their own changes meet.
       // Otherwise the works as they are (the other's landed commit would carry the base's changes
-      // into the pair), leaving out what already conflicts with a base: that is its own answer.
+      // into the pair), keeping only the files both changed (a base's change on one side is not the other's).
       const asLanded = x.answer.clean && y.answer.clean;
       const [left, right] = asLanded ? [x.answer.pairCommit, y.answer.pairCommit] : [x.work, y.work];
       const key = `${left}:${right}`;
@@ -340,8 +340,7 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
         this.pairs.set(key, paths);
       }
       if (!asLanded) {
-        const withBase = new Set([...x.answer.conflictPaths, ...y.answer.conflictPaths]);
-        paths = paths.filter((p) => !withBase.has(p) && touches(x.answer, p) && touches(y.answer, p));
+        paths = paths.filter((p) => touches(x.answer, p) && touches(y.answer, p));
       }
       if (paths.length > 0) {
         found.push({ a: x.candidate.requirementId, b: y.candidate.requirementId, paths });
