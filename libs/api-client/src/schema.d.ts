@@ -2984,7 +2984,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description already_queued, requirement_cancelled, not_landable */
+            /** @description already_queued, queue_full, requirement_cancelled, not_landable */
             409: {
                 headers: {
                     [name: string]: unknown;

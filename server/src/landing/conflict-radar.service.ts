@@ -18,6 +18,7 @@ import '../runs/run.events';
 import '../worktrees/worktree.events';
 import { aheadBehind, branchesContaining, changedPaths, commitTree, fastForwardCommits, mergeTrees, snapshotCommit } from './landing-git';
 import { RadarCandidate, LandingRepository } from './landing.repository';
+import { listed } from './landing-work';
 import './landing-radar.events';
 
 /** The trigger whose messages tell an agent that a move of its base made its work conflict. */
@@ -523,7 +524,7 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
     if (candidate.status === 'done' || (await this.repository.isQueued(candidate.requirementId))) {
       return;
     }
-    const shown = paths.slice(0, 20).join(', ') + (paths.length > 20 ? ` and ${paths.length - 20} more` : '');
+    const shown = listed(paths);
     await this.triggers.deliver({
       args: { base: base.slice(0, 12), baseRef: candidate.baseRef ?? '', count: paths.length, paths: shown },
       author: 'system',

@@ -14,7 +14,9 @@ import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import type { LandingQueueEntity } from './landing-queue.entity';
 import './landing-radar.events';
+import { LANDING_QUEUE_MAX } from './dto/landing.dto';
 import { LandingRepository } from './landing.repository';
+import { listed } from './landing-work';
 import { LandingService } from './landing.service';
 
 /** The trigger whose message asks a queued Requirement's agent to rebase. */
@@ -93,6 +95,9 @@ export class LandingQueueService implements OnApplicationBootstrap {
     const queue = await this.change(actor, async (tx, rows) => {
       if (rows.some((r) => r.requirementId === requirementId)) {
         throw conflict('already_queued', `"${requirement.title}" is already in the merge queue`);
+      }
+      if (rows.length >= LANDING_QUEUE_MAX) {
+        throw conflict('queue_full', `the merge queue holds ${LANDING_QUEUE_MAX} Requirements already: let some land or remove them first`);
       }
       const now = this.clock.nowIso();
       const row: LandingQueueEntity = { addedAt: now, conflictPaths: [], method, position: rows.length + 1, reason: null, requirementId, state: 'queued', updatedAt: now };
@@ -227,7 +232,7 @@ export class LandingQueueService implements OnApplicationBootstrap {
     const branch = requirement.worktree?.branch ?? '';
     const [base, head] =
       repo === null ? [null, null] : await Promise.all([this.workspace.resolveCommit(repo.top, baseRef), this.workspace.resolveCommit(repo.top, `refs/heads/${branch}`)]);
-    const shown = paths.slice(0, 20).join(', ') + (paths.length > 20 ? ` and ${paths.length - 20} more` : '');
+    const shown = listed(paths);
     await this.triggers.deliver({
       args: { base: (base ?? '').slice(0, 12), baseRef, count: paths.length, paths: shown },
       author: 'system',

@@ -60,7 +60,7 @@ export class LandingController {
   @ApiCreatedResponse({ type: LandingQueueResponseDto })
   @ApiBadRequestResponse()
   @ApiNotFoundResponse()
-  @ApiConflictResponse({ description: 'already_queued, requirement_cancelled, not_landable' })
+  @ApiConflictResponse({ description: 'already_queued, queue_full, requirement_cancelled, not_landable' })
   queueLanding(@Body() body: QueueLandingDto, @Actor() actor: EventActor): Promise<LandingQueueResponseDto> {
     return this.queue.add(body.requirementId, body.method, actor);
   }
