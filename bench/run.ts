@@ -4,6 +4,7 @@ import { POSTGRES_SUFFIX, POSTGRES_VARIANTS, postgresScenarioName, postgresServe
 import { changesScenario } from './scenarios/changes';
 import { concurrentRunsScenario } from './scenarios/concurrent-runs';
 import { dashboardScenario } from './scenarios/dashboard';
+import { fleetScenario } from './scenarios/fleet';
 import { githubBudgetScenario } from './scenarios/github-budget';
 import { landingScenario } from './scenarios/landing';
 import { mcpScenario } from './scenarios/mcp';
@@ -30,6 +31,7 @@ const SELF_CONTAINED: Record<string, (postgresUrl?: string) => Promise<ScenarioR
   changes: changesScenario,
   sandbox: sandboxScenario,
   landing: landingScenario,
+  fleet: fleetScenario,
 };
 
 async function runScenario(name: string, postgresUrl?: string): Promise<ScenarioResult> {
