@@ -19,6 +19,8 @@ const SUITES = [
   'server/src/budgets/budget-trees-migration.spec.ts',
   'test/requirements.e2e-spec.ts',
   'test/events.e2e-spec.ts',
+  // Attachments (issue 29): their bytes in the shared database, served and delivered from there.
+  'test/attachments.e2e-spec.ts',
   'test/runs.e2e-spec.ts',
   'test/timers.e2e-spec.ts',
   'test/reviews.e2e-spec.ts',

@@ -1,12 +1,16 @@
 import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as path from 'node:path';
 
 import type { Schemas } from '@libs/api-client';
 
 import { ok } from './support/api';
 import { authHeaders, sendUntyped } from './support/http';
-import { snapshotStore } from './support/db-snapshot';
+import { execute, query, snapshotStore } from './support/db-snapshot';
 import { expectRefused as refused } from './support/refusals';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { until } from './support/wait';
 
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), crypto.randomBytes(64)]);
 const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), crypto.randomBytes(64)]);
@@ -169,5 +173,91 @@ describe('Attachments', () => {
     expect((await manager.api.GET('/api/attachments/{id}', { params: { path: { id: 'att_00000000-0000-0000-0000-000000000000' } } })).status).toBe(404);
     // Encoded by hand: untyped on purpose.
     expect((await sendUntyped(manager.origin, 'GET', '/api/attachments/..%2F..%2Fconfig.json')).status).toBe(404);
+  });
+
+  const attachmentsDirectory = () => path.join(manager.dataDirectory(), 'attachments');
+  const dbPath = () => path.join(manager.dataDirectory(), 'factory.sqlite');
+  const download = async (id: string) => {
+    const res = await fetch(`${manager.origin}/api/attachments/${id}`, { headers: authHeaders(manager.origin, {}) });
+    return { bytes: Buffer.from(await res.arrayBuffer()), res };
+  };
+  /** The attachment's bytes as the database holds them, chunks in order. */
+  const storedBytes = async (id: string) =>
+    Buffer.concat(
+      (await query<{ bytes: Buffer }>(dbPath(), 'SELECT bytes FROM attachment_chunk WHERE attachment_id = ? ORDER BY chunk_index', [id])).map((r) => Buffer.from(r.bytes)),
+    );
+  const removeLocalCopies = () => {
+    for (const name of fs.readdirSync(attachmentsDirectory())) {
+      fs.rmSync(path.join(attachmentsDirectory(), name), { force: true });
+    }
+  };
+
+  it('keeps the bytes in the database: with every local file gone, a download still serves them, chunk by chunk', async () => {
+    // Three chunks (1 MiB each, the last shorter): the download streams them in order.
+    const bytes = crypto.randomBytes(2 * 1024 * 1024 + 12345);
+    const big = (await upload(bytes, 'trace.bin')).json;
+    const image = (await upload(PNG, 'shot.png')).json;
+    const [{ n }] = await query<{ n: number | string }>(dbPath(), 'SELECT COUNT(*) AS n FROM attachment_chunk WHERE attachment_id = ?', [big.id]);
+    expect(Number(n)).toBe(3);
+    expect((await storedBytes(big.id)).equals(bytes)).toBe(true); // .equals: toEqual on megabytes takes seconds
+    expect(await storedBytes(image.id)).toEqual(PNG);
+
+    removeLocalCopies();
+    const fromBig = await download(big.id);
+    expect(fromBig.res.status).toBe(200);
+    expect(fromBig.res.headers.get('content-length')).toBe(String(bytes.length));
+    expect(fromBig.bytes.equals(bytes)).toBe(true);
+    const fromImage = await download(image.id);
+    expect(fromImage.res.headers.get('content-type')).toBe('image/png');
+    expect(fromImage.res.headers.get('content-disposition')).toMatch(/^inline; filename="shot.png"/);
+    expect(fromImage.bytes).toEqual(PNG);
+    expect(fs.readdirSync(attachmentsDirectory())).toEqual([]);
+  });
+
+  it('leaves neither row nor bytes nor file of an upload cut off midway', async () => {
+    const before = await snapshotStore(manager.dataDirectory());
+    const url = new URL(`${manager.origin}/api/requirements/${requirementId}/attachments`);
+    await new Promise<void>((resolve) => {
+      const req = http.request({
+        headers: authHeaders(manager.origin, { 'Content-Length': String(3 * 1024 * 1024), 'Content-Type': 'application/octet-stream', 'X-File-Name': 'cut.bin' }),
+        hostname: url.hostname,
+        method: 'POST',
+        path: url.pathname,
+        port: url.port,
+      });
+      req.on('error', () => resolve());
+      req.on('close', () => resolve());
+      // Half the declared body reaches the server, then the connection drops.
+      req.write(Buffer.alloc(1536 * 1024, 3), () => setTimeout(() => req.destroy(), 300));
+    });
+    await until('the cut upload to be cleaned up', async () => fs.readdirSync(attachmentsDirectory()).every((name) => !name.startsWith('.upload-')));
+    expect(await snapshotStore(manager.dataDirectory())).toEqual(before);
+  });
+
+  it('reads the file of an attachment from before the bytes were in the database in at start, once, and keeps it as the local copy', async () => {
+    const bytes = crypto.randomBytes(1024 * 1024 + 7);
+    const old = (await upload(bytes, 'old-notes.txt')).json;
+    const lost = (await upload(TEXT, 'lost.txt')).json;
+    await manager.stop();
+    // As a manager before issue 29 left them: rows, and the bytes only as files named by ID.
+    await execute(dbPath(), 'DELETE FROM attachment_chunk WHERE attachment_id IN (?, ?)', [old.id, lost.id]);
+    removeLocalCopies();
+    fs.writeFileSync(path.join(attachmentsDirectory(), `${old.id}.txt`), bytes);
+
+    manager = await startManager({ sandbox });
+    expect((await storedBytes(old.id)).equals(bytes)).toBe(true);
+    expect(fs.readFileSync(path.join(attachmentsDirectory(), `${old.id}.txt`)).equals(bytes)).toBe(true);
+    // The one without a file stays as it was (another manager of a shared database may hold it).
+    expect(await storedBytes(lost.id)).toEqual(Buffer.alloc(0));
+    expect((await download(lost.id)).res.status).toBe(404);
+
+    // Started again: nothing read in twice, nothing changed.
+    const chunks = await query(dbPath(), 'SELECT attachment_id, chunk_index FROM attachment_chunk ORDER BY attachment_id, chunk_index');
+    await manager.stop();
+    manager = await startManager({ sandbox });
+    expect(await query(dbPath(), 'SELECT attachment_id, chunk_index FROM attachment_chunk ORDER BY attachment_id, chunk_index')).toEqual(chunks);
+
+    removeLocalCopies();
+    expect((await download(old.id)).bytes.equals(bytes)).toBe(true);
   });
 });

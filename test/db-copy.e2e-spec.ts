@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { ok } from './support/api';
@@ -116,8 +117,11 @@ const MESSAGES_EACH = 10;
     manager = await startManager({ env: { CODE_FACTORY_DATABASE_URL: url }, sandbox });
     const after = await Promise.all(reads.map(async (p) => (await sendUntyped(manager!.origin, 'GET', p)).json));
     expect(after).toEqual(before);
+    // Served from the copied bytes, not from the local copy the upload left.
+    fs.rmSync(path.join(dataDirectory, 'attachments', `${upload.json.id}.txt`));
     const attachment = await manager.api.GET('/api/attachments/{id}', { params: { path: { id: upload.json.id } }, parseAs: 'text' });
     expect(attachment.status).toBe(200);
+    expect(attachment.data).toBe('notes with é');
     const made = await manager.api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title: 'after the move' } });
     expect(made.status).toBe(201);
     const [{ id: createdEvent }] = await pgQuery<{ id: number }>(dataDirectory, `SELECT id FROM manager_event WHERE type = 'requirement.created' AND requirement_id = ?`, [

@@ -26,6 +26,15 @@ describe('retention of done and cancelled Requirements', () => {
   const count = async (table: string, id: string) =>
     (await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), `SELECT COUNT(*) AS n FROM ${table} WHERE requirement_id = ?`, [id]))[0].n;
   const attachmentFiles = () => fs.readdirSync(path.join(manager.dataDirectory(), 'attachments'));
+  /** Chunks of an attachment's bytes in the database. */
+  const storedChunks = async (attachmentId: string) =>
+    Number(
+      (
+        await query<{ n: number | string }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM attachment_chunk WHERE attachment_id = ?', [
+          attachmentId,
+        ])
+      )[0].n,
+    );
   /** A Requirement that ran (and was stopped), was confirmed, and holds an attachment. */
   const doneRequirement = async (title: string) => {
     const id = await create(title);
@@ -45,6 +54,7 @@ describe('retention of done and cancelled Requirements', () => {
     const reopened = await doneRequirement('reopened');
     await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: reopened.id } }, body: { message: 'one more thing' } }); // running again
     expect(attachmentFiles().some((f) => f.startsWith(done.att))).toBe(true);
+    expect(await storedChunks(done.att)).toBe(1);
     expect(await count('agent_run', done.id)).toBe(1);
     const events = await connectSse(`${manager.origin}/api/events`);
 
@@ -56,11 +66,13 @@ describe('retention of done and cancelled Requirements', () => {
     for (const table of ['agent_session', 'requirement_message', 'message_attachment', 'agent_run', 'manager_event']) {
       expect(await count(table, done.id)).toBe(0);
     }
+    expect(await storedChunks(done.att)).toBe(0); // its bytes went with its row, in the same transaction
     await until('its attachment file to go', async () => !attachmentFiles().some((f) => f.startsWith(done.att)));
     // Untouched: a todo Requirement and one that was reopened (its run is active).
     expect((await manager.api.GET('/api/requirements/{id}', { params: { path: { id: active } } })).status).toBe(200);
     expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: reopened.id } } }))).status).toBe('doing');
     expect(attachmentFiles().some((f) => f.startsWith(reopened.att))).toBe(true);
+    expect(await storedChunks(reopened.att)).toBe(1);
 
     const purged = (await events.waitFor(2)).find((e) => e.event === 'requirements.purged');
     expect(purged?.data.payload.requirementIds).toEqual(expect.arrayContaining([cancelled, done.id]));

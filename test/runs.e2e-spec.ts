@@ -139,13 +139,18 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
     const image = await ok(upload(manager.api, req.id, 'screen.png', png));
     const notes = await ok(upload(manager.api, req.id, 'notes.md', 'the notes'));
+    const attachments = path.join(manager.dataDirectory(), 'attachments');
+    // The bytes are in the database; the run's copies are written from there (as on a manager of a
+    // shared database that did not take the upload): one copy gone, the other cut short.
+    fs.rmSync(path.join(attachments, `${image.id}.png`));
+    fs.writeFileSync(path.join(attachments, `${notes.id}.md`), 'the');
     stub.scriptFor(req.id, [{ text: 'Looked at both.' }]);
     await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { attachmentIds: [image.id, notes.id], message: `see attached ${req.id}` } });
     const [run] = await settled(req.id);
     expect(run.status).toBe('succeeded');
     const request = stub.requests.filter((r) => r.marker === req.id).pop()!;
-    const attachments = path.join(manager.dataDirectory(), 'attachments');
     expect(fs.readFileSync(path.join(attachments, `${image.id}.png`))).toEqual(png);
+    expect(fs.readFileSync(path.join(attachments, `${notes.id}.md`), 'utf8')).toBe('the notes');
     expect(request.transcript).toContain(path.join(attachments, `${notes.id}.md`));
     if (provider === 'codex') {
       expect(JSON.stringify(request.body)).toContain('"input_image"');

@@ -83,6 +83,8 @@ describeStores('Retention', (kind) => {
     expect(fs.existsSync(file)).toBe(true);
     const before = await owned(done.id);
     expect(before).toMatchObject({ agent_run: 1, agent_session: 1, message_attachment: 1, requirement: 1 });
+    const chunks = async () => Number((await rows<{ n: number | string }>(workspace, 'SELECT COUNT(*) AS n FROM attachment_chunk WHERE attachment_id = ?', [attachment.id]))[0].n);
+    expect(await chunks()).toBe(1);
 
     expect(await app.get(RetentionService).purge()).toBe(0);
     clock.advance(8 * DAY * 1000);
@@ -97,6 +99,7 @@ describeStores('Retention', (kind) => {
     expect(await app.get(RetentionService).purge()).toBe(1);
     expect(await purged()).toEqual([[withdrawn.id], [done.id]]);
     expect(await owned(done.id)).toEqual({ agent_run: 0, agent_session: 0, manager_event: 0, message_attachment: 0, requirement: 0, requirement_message: 0 });
+    expect(await chunks()).toBe(0); // the bytes went with the row
     expect(fs.existsSync(file)).toBe(false);
     // What pointed at it lets go: the child stays without a parent, the dependent without the dependency.
     expect(await requirements().get(child.id)).toMatchObject({ parentRequirementId: null, status: 'todo' });

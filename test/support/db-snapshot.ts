@@ -5,7 +5,18 @@ import * as sqlite3 from 'sqlite3';
 
 import { pgQuery, pgSnapshot } from './postgres';
 
-const TABLES = ['agent_timer', 'agent_trigger_receipt', 'requirement', 'agent_session', 'requirement_message', 'message_attachment', 'manager_event', 'agent_run', 'pull_request'];
+const TABLES = [
+  'agent_timer',
+  'agent_trigger_receipt',
+  'requirement',
+  'agent_session',
+  'requirement_message',
+  'message_attachment',
+  'attachment_chunk',
+  'manager_event',
+  'agent_run',
+  'pull_request',
+];
 
 export interface StoreSnapshot {
   rows: Record<string, number>;

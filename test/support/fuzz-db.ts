@@ -65,6 +65,10 @@ export async function checkConsistency(dataDirectory: string): Promise<string[]>
       ? 'SELECT id, payload FROM manager_event' // checked below (PostgreSQL 15 has no pg_input_is_valid)
       : `SELECT id FROM manager_event WHERE typeof(id) <> 'integer' OR json_valid(payload) = 0`,
     attachments: 'SELECT id, message_id FROM message_attachment',
+    // Every attachment's bytes are in the database, whole (the local files are copies).
+    attachmentsWithoutBytes: `SELECT a.id FROM message_attachment a
+             LEFT JOIN (SELECT attachment_id, SUM(LENGTH(bytes)) AS size FROM attachment_chunk GROUP BY attachment_id) c ON c.attachment_id = a.id
+             WHERE c.attachment_id IS NULL OR c.size <> a.byte_size`,
     claimedAttachmentsElsewhere: `SELECT a.id FROM message_attachment a JOIN requirement_message m ON m.id = a.message_id WHERE m.requirement_id <> a.requirement_id`,
     consumed: `SELECT id FROM agent_session WHERE last_consumed_message_sequence > last_message_sequence OR last_consumed_message_sequence < 0 OR pending_message_count < 0`,
     counts: `SELECT (SELECT COUNT(*) FROM requirement) AS requirements, (SELECT COUNT(*) FROM requirement_message) AS messages, (SELECT COUNT(*) FROM agent_run) AS runs,
@@ -116,11 +120,9 @@ export async function checkConsistency(dataDirectory: string): Promise<string[]>
   }
   const fileIds = new Set(files.filter((f) => !f.startsWith('.')).map((f) => f.split('.')[0]));
   const rowIds = new Set(rows('attachments').map((row) => String(row.id)));
-  const missingFiles = [...rowIds].filter((id) => !fileIds.has(id));
+  // A row needs no file (its bytes are in the database), but a file needs its row: a local copy of a removed attachment is swept.
   const strayFiles = [...fileIds].filter((id) => !rowIds.has(id));
-  if (missingFiles.length > 0) {
-    problems.push(`attachment rows without a file: ${missingFiles.slice(0, 10).join(', ')}`);
-  }
+  list('attachmentsWithoutBytes', 'attachment rows without their whole bytes in the database');
   if (strayFiles.length > 0) {
     problems.push(`attachment files without a row: ${strayFiles.slice(0, 10).join(', ')}`);
   }

@@ -4,10 +4,55 @@ import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { MessageAttachmentEntity } from './message-attachment.entity';
 
-/** The `message_attachment` table: uploads, and the message each was given to. Nothing else names it. */
+/**
+ * An attachment's bytes are stored in chunks of this size (the last one shorter), so that a
+ * download holds one chunk in memory at a time, not the whole file.
+ */
+export const ATTACHMENT_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * The `message_attachment` table (uploads, and the message each was given to) and
+ * `attachment_chunk` (their bytes, in order; no entity: its column is a blob on SQLite and
+ * bytea on PostgreSQL, which no one TypeORM type names). Nothing else names either.
+ */
 @Injectable()
 export class AttachmentsRepository {
   constructor(private readonly database: Database) {}
+
+  /**
+   * Stages an attachment's bytes, chunk by chunk, in the unit that inserts its row (or, with
+   * `onConflict: 'ignore'`, into a row that has none yet: the import of a file from before the
+   * bytes were in the database, which a second import must leave as the first wrote it).
+   */
+  insertContent(uow: UnitOfWork, attachmentId: string, chunks: readonly Buffer[], options: { onConflict?: 'ignore' } = {}): void {
+    chunks.forEach((bytes, index) =>
+      uow.execute(`INSERT INTO attachment_chunk (attachment_id, chunk_index, bytes) VALUES (?, ?, ?)${options.onConflict === 'ignore' ? ' ON CONFLICT DO NOTHING' : ''}`, [
+        attachmentId,
+        index,
+        bytes,
+      ]),
+    );
+  }
+
+  /** One chunk of an attachment's bytes (committed), or null if there is none at that index. */
+  async chunk(attachmentId: string, index: number): Promise<Buffer | null> {
+    const row = await this.database.readManager
+      .createQueryBuilder()
+      .select('c.bytes', 'bytes')
+      .from('attachment_chunk', 'c')
+      .where('c.attachment_id = :attachmentId AND c.chunk_index = :index', { attachmentId, index })
+      .getRawOne<{ bytes: Buffer }>();
+    return row ? row.bytes : null;
+  }
+
+  /** Attachments whose bytes are not in the database: uploaded before they were, by the files they had then. */
+  withoutContent(): Promise<MessageAttachmentEntity[]> {
+    return this.database.readManager
+      .createQueryBuilder(MessageAttachmentEntity, 'a')
+      .where('NOT EXISTS (SELECT 1 FROM attachment_chunk c WHERE c.attachment_id = a.id)')
+      .orderBy('a.created_at', 'ASC')
+      .getMany();
+  }
 
   insert(uow: UnitOfWork, row: MessageAttachmentEntity): void {
     uow.insert(MessageAttachmentEntity, { ...row });

@@ -22,15 +22,15 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** Requirements purged per transaction, so one purge never holds the write path for long. */
 const PURGE_BATCH = 200;
 const SWEEP_BATCH = 500;
-/** An attachment file younger than this may belong to an upload still in flight. */
+/** An attachment file younger than this may belong to an upload still in flight (renamed just after its commit). */
 const SWEEP_MIN_AGE_MS = 60 * 60 * 1000;
 
 /**
  * Done and cancelled Requirements older than their retention are removed with everything
- * they own (session, conversation, attachments, runs, their events) in one transaction per
- * batch; their attachment files go after the commit. Runs at start, daily, and whenever a
+ * they own (session, conversation, attachments and their bytes, runs, their events) in one
+ * transaction per batch; the local copies of their attachments go after the commit. Runs at start, daily, and whenever a
  * retention setting changes. A Requirement with a running run is never terminal, so never
- * purged. Attachment files that could not be removed are swept on the next purge.
+ * purged. Local copies that could not be removed are swept on the next purge.
  */
 @Injectable()
 export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy {
@@ -118,6 +118,7 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
         return 0;
       }
       const files = await this.attachments.ofRequirementsIn(tx, ids);
+      // Their bytes go with their rows (attachment_chunk: ON DELETE CASCADE).
       await this.domainEvents.emit('requirements.purging', tx, ids);
       this.eventRows.deleteForRequirements(tx, ids);
       // The session, conversation, attachments and runs go with it (ON DELETE CASCADE).
@@ -141,8 +142,8 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   }
 
   /**
-   * Files whose attachment row is gone (a failed removal, a crash after commit). Recent files
-   * are left alone: an upload moves its file into place just before it inserts its row.
+   * Local copies whose attachment row is gone (a failed removal, a crash after commit). Recent
+   * files are left alone: a copy may be renamed into place just after its row was read.
    */
   private sweepOrphanFiles(): void {
     const dir = this.runtime.paths.attachmentsDirectory;

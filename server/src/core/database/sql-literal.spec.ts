@@ -38,6 +38,7 @@ describe('sql literals', () => {
     [BigInt(-5), -5],
     [null, null],
     [{ nested: ["it's"] }, '{"nested":["it\'s"]}'],
+    [Buffer.from([0, 0x27, 0xff, 0x3f]), Buffer.from([0, 0x27, 0xff, 0x3f])],
   ])('stores %j exactly', async (value, stored) => {
     await expect(roundTrip(value)).resolves.toEqual(stored);
   });

@@ -31,6 +31,10 @@ export function sqlLiteral(value: unknown): string {
   if (value instanceof Date) {
     return sqlLiteral(value.toISOString());
   }
+  if (Buffer.isBuffer(value)) {
+    // Bytes (an attachment's content) as a blob literal; on PostgreSQL they are bound as bytea.
+    return `X'${value.toString('hex')}'`;
+  }
   return sqlLiteral(JSON.stringify(value));
 }
 

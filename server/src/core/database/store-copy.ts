@@ -29,6 +29,13 @@ const NOT_COPIED = new Set(['migrations', 'am_writer']);
 /** node-postgres takes at most 65,535 parameters per statement; stay well below. */
 const MAX_PARAMETERS = 30_000;
 const READ_PAGE = 2_000;
+/** Rows per page of a table with bytes (attachment_chunk: up to a megabyte a row). */
+const BYTES_PAGE = 8;
+
+/** Rows read (and written) at a time: few of a table whose rows carry bytes, so a page stays small in memory. */
+function pageOf(table: PgTable): number {
+  return table.columns.some((c) => c.type === 'bytea') ? BYTES_PAGE : READ_PAGE;
+}
 
 interface PgColumn {
   name: string;
@@ -218,13 +225,14 @@ function toTarget(value: unknown, type: string): unknown {
 
 async function copyTable(from: DataSource, client: Client, table: PgTable): Promise<number> {
   const names = table.columns.map((c) => c.name);
-  const perStatement = Math.max(1, Math.min(READ_PAGE, Math.floor(MAX_PARAMETERS / names.length)));
+  const page = pageOf(table);
+  const perStatement = Math.max(1, Math.min(page, Math.floor(MAX_PARAMETERS / names.length)));
   const late: unknown[][] = [];
   let count = 0;
   // By rowid: every table has one, and it is the order the rows were written in.
   const readPage = (after: number) =>
     from.query<Array<Record<string, unknown>>>(
-      `SELECT rowid AS am_copy_rowid, ${names.map((n) => `"${n}"`).join(', ')} FROM "${table.name}" WHERE rowid > ? ORDER BY rowid LIMIT ${READ_PAGE}`,
+      `SELECT rowid AS am_copy_rowid, ${names.map((n) => `"${n}"`).join(', ')} FROM "${table.name}" WHERE rowid > ? ORDER BY rowid LIMIT ${page}`,
       [after],
     );
   let next = readPage(Number.MIN_SAFE_INTEGER);
@@ -236,7 +244,7 @@ async function copyTable(from: DataSource, client: Client, table: PgTable): Prom
     // The next page is read (SQLite's thread) while this one is written (PostgreSQL's process):
     // the same pages in the same order, one round trip's wait fewer per page. A read that fails
     // meanwhile is reported when awaited (the no-op catch only keeps it from being unhandled).
-    next = rows.length < READ_PAGE ? Promise.resolve([]) : readPage(rows[rows.length - 1].am_copy_rowid as number);
+    next = rows.length < page ? Promise.resolve([]) : readPage(rows[rows.length - 1].am_copy_rowid as number);
     next.catch(() => undefined);
     for (let start = 0; start < rows.length; start += perStatement) {
       const chunk = rows.slice(start, start + perStatement);
@@ -269,6 +277,9 @@ async function copyTable(from: DataSource, client: Client, table: PgTable): Prom
 function rowDigest(row: Record<string, unknown>, columns: PgColumn[]): bigint {
   const normal = columns.map((c) => {
     const value = toTarget(row[c.name], c.type);
+    if (Buffer.isBuffer(value)) {
+      return createHash('sha256').update(value).digest('hex'); // bytes: the same from SQLite's blob and PostgreSQL's bytea
+    }
     return typeof value === 'bigint' ? Number(value) : value;
   });
   return BigInt(`0x${createHash('sha256').update(JSON.stringify(normal)).digest('hex').slice(0, 16)}`);
@@ -282,13 +293,14 @@ async function verify(from: DataSource, client: Client, tables: PgTable[]): Prom
   const MOD = 1n << 64n;
   for (const table of tables) {
     const names = table.columns.map((c) => c.name);
+    const page = pageOf(table);
     const readSource = async (): Promise<{ sum: bigint; count: number }> => {
       let sum = 0n;
       let count = 0;
       let after = Number.MIN_SAFE_INTEGER;
       for (;;) {
         const rows = await from.query<Array<Record<string, unknown>>>(
-          `SELECT rowid AS am_copy_rowid, ${names.map((n) => `"${n}"`).join(', ')} FROM "${table.name}" WHERE rowid > ? ORDER BY rowid LIMIT ${READ_PAGE}`,
+          `SELECT rowid AS am_copy_rowid, ${names.map((n) => `"${n}"`).join(', ')} FROM "${table.name}" WHERE rowid > ? ORDER BY rowid LIMIT ${page}`,
           [after],
         );
         if (rows.length === 0) {
@@ -308,7 +320,7 @@ async function verify(from: DataSource, client: Client, tables: PgTable[]): Prom
       try {
         await client.query(`DECLARE am_copy_verify NO SCROLL CURSOR FOR SELECT ${names.join(', ')} FROM ${table.name}`);
         for (;;) {
-          const { rows } = await client.query<Record<string, unknown>>(`FETCH ${READ_PAGE} FROM am_copy_verify`);
+          const { rows } = await client.query<Record<string, unknown>>(`FETCH ${page} FROM am_copy_verify`);
           if (rows.length === 0) {
             return { count, sum };
           }

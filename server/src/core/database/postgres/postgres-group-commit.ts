@@ -215,6 +215,9 @@ function toParameter(value: unknown): unknown {
     // failing the unit that records it.
     return value.includes('\u0000') ? value.replace(/\u0000/g, '\uFFFD') : value;
   }
+  if (Buffer.isBuffer(value)) {
+    return value; // bytes (an attachment's content): node-postgres sends them as bytea
+  }
   if (typeof value === 'object') {
     return JSON.stringify(value); // arrays too: node-postgres would send them as PostgreSQL arrays
   }
