@@ -29,6 +29,9 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'extraCodexModels', type: 'list' },
   { key: 'extraClaudeModels', type: 'list' },
   { key: 'modelCatalogRefreshHours', type: 'number' },
+  // Empty is null: git's global user.name/user.email, else the OS account.
+  { key: 'personName', type: 'nullable' },
+  { key: 'personEmail', type: 'nullable' },
   { key: 'host', type: 'text' },
   { key: 'port', type: 'number' },
   { key: 'authentication', options: ['token', 'none'], type: 'select' },

@@ -14,6 +14,7 @@ import { ModelCatalog1765756800000 } from './1765756800000-model-catalog';
 import { BudgetTrees1765846800000 } from './1765846800000-budget-trees';
 import { MessageCodes1765933200000 } from './1765933200000-message-codes';
 import { Landing1766019600000 } from './1766019600000-landing';
+import { PeopleAsActors1766106600000 } from './1766106600000-people-as-actors';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   BudgetTrees1765846800000,
   MessageCodes1765933200000,
   Landing1766019600000,
+  PeopleAsActors1766106600000,
 ];
