@@ -18,7 +18,7 @@ jest.setTimeout(120_000);
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/; // eslint-disable-line no-control-regex
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 
 /** A HOME of its own: git's global configuration is `<home>/.gitconfig` and nothing else. */
 function personHome(base: string, identity: { name?: string; email?: string }): NodeJS.ProcessEnv {
@@ -49,7 +49,7 @@ describe('people as actors (issue 29)', () => {
     sandbox?.cleanup();
   });
 
-  const person = async (): Promise<Json> => (await ok(manager!.api.GET('/api/workspace'))).person as Json;
+  const person = async (): Promise<Json> => (await ok(manager!.api.GET('/api/workspace'))).person;
 
   /** A person's reply, and its message.created event as the store gives it back (replayed from id 0). */
   async function replyAndItsEvent(body: string): Promise<{ message: Json; event: SseEvent }> {

@@ -11,7 +11,6 @@ import { git } from './git/git';
  * C0 and C1 controls, and the bidirectional overrides and isolates that make text read
  * differently than it is stored: none of them belongs in a name shown on a board.
  */
-// eslint-disable-next-line no-control-regex
 const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g;
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 

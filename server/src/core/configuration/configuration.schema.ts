@@ -85,7 +85,6 @@ const WRITABLE_PATH = /^(?:\/|~\/|~$)(?!.*(^|\/)\.\.(\/|$))[^\0]*$/;
 /** A relative path inside the workspace: no leading slash, no `..` segment, no NUL. */
 const RELATIVE_PATH = /^(?!\/)(?!.*(^|\/)\.\.(\/|$))[^\0]+$/;
 /** A person's name: printable text (no control characters), not blank. */
-// eslint-disable-next-line no-control-regex
 const PERSON_NAME = /^(?!\s*$)[^\u0000-\u001f\u007f-\u009f]+$/;
 /** An email: one @, no spaces or control characters. */
 const PERSON_EMAIL = /^[^\s@]+@[^\s@]+$/;
