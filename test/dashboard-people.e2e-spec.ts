@@ -14,7 +14,7 @@ const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
 
 jest.setTimeout(120_000);
 
-describe('dashboard: a person’s message shows their name (issue 29)', () => {
+describe('dashboard: a person’s message shows their name, and settings say who you are (issue 29)', () => {
   let sandbox: Sandbox;
   let manager: ManagerProcess;
   let browser: BrowserSession | undefined;
@@ -50,5 +50,13 @@ describe('dashboard: a person’s message shows their name (issue 29)', () => {
     await expect(author.getAttribute('data-author-id')).resolves.toBe(you.id);
     await screenshot(page, path.join('..', 'dashboard-people', 'reply-author'));
     expect(fs.existsSync(path.join(ARTIFACTS, '..', 'dashboard-people'))).toBe(true);
+
+    // Settings say who this manager's events and messages name, and where that name came from.
+    await page.getByTestId('settings').click();
+    const line = page.getByTestId('settings-dialog').getByTestId('settings-you');
+    await line.waitFor();
+    await expect(line.textContent()).resolves.toContain('You act as Grace Hopper <grace@example.com> · set in personName');
+    await expect(line.getAttribute('data-person-id')).resolves.toBe(you.id);
+    await screenshot(page, path.join('..', 'dashboard-people', 'settings-you'));
   });
 });
