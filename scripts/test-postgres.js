@@ -30,6 +30,8 @@ const SUITES = [
   'test/doctor.e2e-spec.ts',
   // Landing (issue 28): the radar's rows, the land's journal and the merge queue on the second store.
   'test/landing.e2e-spec.ts',
+  // People as actors (issue 29): the person's name and email on events and messages, on the second store.
+  'test/people.e2e-spec.ts',
   'test/faults/crash-restart.fault-spec.ts',
   // Budgets across a tree (issue 25 §4): tree usage summed up the chain, the descendants a raise resumes.
   'test/faults/budget-escapes.fault-spec.ts',

@@ -51,7 +51,8 @@ describe('ManagerEvents over SSE', () => {
     // The reply also starts a run (run.started follows); the message comes first.
     expect(event).toMatchObject({ event: 'message.created', id: event.data.id });
     expect(event.data).toMatchObject({
-      actor: { id: null, kind: 'human' },
+      // The person the manager acts for (issue 29): named on every event their requests cause.
+      actor: { id: expect.stringMatching(/^person_[0-9a-f]{24}$/) as string, kind: 'human', name: expect.any(String) as string },
       payload: { message: { body: 'hello', id: res.data!.message.id }, requirement: { id: requirementId } },
       requirementId,
       runId: null,

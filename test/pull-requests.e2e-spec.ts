@@ -92,7 +92,7 @@ describe('POST /api/agent/pull-requests', () => {
     expect(registered.status).toBe(200);
     expect(registered.data).toMatchObject({ number: 190, requirementId: other.id, status: 'open' });
     const [created] = await events.waitFor(1);
-    expect(created).toMatchObject({ data: { actor: { id: null, kind: 'human' } }, event: 'pull_request.created' });
+    expect(created).toMatchObject({ data: { actor: { id: expect.stringMatching(/^person_/) as string, kind: 'human' } }, event: 'pull_request.created' });
     events.close();
     await refused(() => api().POST('/api/agent/pull-requests', { body: { ...PR, number: 191, requirementId: 'req_00000000-0000-4000-8000-000000000000' } }), 404);
     // A run credential keeps its scope.

@@ -24,6 +24,7 @@ import { PostgresWorkspaceLock } from './core/database/postgres/postgres-workspa
 import { describeStore, storeOf } from './core/database/store';
 import { InstanceLock } from './core/workspace/instance-lock';
 import { workspaceGitState } from './core/git/git';
+import { resolvePerson } from './core/person';
 import { codeFactoryHome, resolveWorkspace } from './core/workspace/workspace';
 
 export interface StartOptions {
@@ -118,7 +119,9 @@ export async function startManager(options: StartOptions): Promise<RunningManage
       storeLock = new PostgresWorkspaceLock(store, (err) => lockLogger.error(`the PostgreSQL workspace lock's session failed: ${err.message}`, 'Manager'));
       await storeLock.acquire();
     }
-    const runtime: Runtime = { clock: options.clock, configuration, databasePath, logFilePath, logger, paths, store, version: packageVersion() };
+    const person = await resolvePerson(configuration, paths.root, env);
+    logger.log({ msg: 'acting for', person: person.name, personId: person.id, source: person.source }, 'Manager');
+    const runtime: Runtime = { clock: options.clock, configuration, databasePath, logFilePath, logger, paths, person, store, version: packageVersion() };
 
     app = await NestFactory.create(AppModule.forRoot(runtime), new ExpressAdapter(createExpressInstance()), { abortOnError: false, bodyParser: false, logger });
     configureHttp(app);

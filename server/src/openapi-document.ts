@@ -33,6 +33,8 @@ export async function generateOpenApiDocument(): Promise<OpenAPIObject> {
         logFilePath: paths.defaultLogFilePath,
         logger,
         paths,
+        // Only the document's shapes are read: no person is asked about.
+        person: { email: null, id: 'person_openapi', name: 'openapi', source: 'configuration' },
         version: packageVersion(),
       }),
       new ExpressAdapter(createExpressInstance()),

@@ -113,6 +113,7 @@ export async function openServices(workspace: Workspace, overrides: Partial<Conf
     logFilePath: paths.defaultLogFilePath,
     logger,
     paths,
+    person: { email: 'integration@example.com', id: 'person_integration', name: 'Integration Test', source: 'configuration' },
     version: 'test',
   };
   let context: INestApplicationContext;

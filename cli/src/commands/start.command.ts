@@ -29,6 +29,8 @@ interface StartFlags {
   logFile?: string;
   allowOrigin?: string;
   prReconcileInterval?: number;
+  personName?: string;
+  personEmail?: string;
   stopWithParent?: boolean;
   detach?: boolean;
 }
@@ -57,6 +59,8 @@ function managerArgs(flags: StartFlags): string[] {
   add('--log-file', flags.logFile === undefined ? undefined : path.resolve(flags.logFile));
   add('--allow-origin', flags.allowOrigin);
   add('--pr-reconcile-interval', flags.prReconcileInterval);
+  add('--person-name', flags.personName);
+  add('--person-email', flags.personEmail);
   return args;
 }
 
@@ -146,6 +150,12 @@ export class StartCommand extends CommandRunner {
     }
     if (flags.prReconcileInterval !== undefined) {
       overrides.pullRequestReconcileIntervalSeconds = flags.prReconcileInterval;
+    }
+    if (flags.personName !== undefined) {
+      overrides.personName = flags.personName;
+    }
+    if (flags.personEmail !== undefined) {
+      overrides.personEmail = flags.personEmail;
     }
 
     const signals = new StopSignals({ stopWithParent: flags.stopWithParent === true });
@@ -258,6 +268,16 @@ export class StartCommand extends CommandRunner {
   @Option({ description: 'Seconds between pull request reconciliations (0 disables)', flags: '--pr-reconcile-interval <seconds>' })
   parsePrReconcileInterval(value: string): number {
     return parseIntegerOption('--pr-reconcile-interval', value, 0, 2_147_483);
+  }
+
+  @Option({ description: "Your name on this manager's events and messages (default: git's global user.name, else your OS account)", flags: '--person-name <name>' })
+  parsePersonName(value: string): string {
+    return value;
+  }
+
+  @Option({ description: "Your email on this manager's events (default: git's global user.email)", flags: '--person-email <email>' })
+  parsePersonEmail(value: string): string {
+    return value;
   }
 
   @Option({

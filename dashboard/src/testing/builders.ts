@@ -100,6 +100,8 @@ export const message = (requirementId: string, sequence: number, id = `msg_${req
   args: null,
   attachments: [],
   author: 'human',
+  authorId: null,
+  authorName: null,
   body: `m${sequence}`,
   code: null,
   createdAt: T0,

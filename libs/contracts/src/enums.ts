@@ -85,6 +85,9 @@ export type AgentIsolationMechanism = (typeof AGENT_ISOLATION_MECHANISMS)[number
 export const EVENT_ACTOR_KINDS = ['human', 'agent', 'trigger', 'system'] as const;
 export type EventActorKind = (typeof EVENT_ACTOR_KINDS)[number];
 
+export const PERSON_SOURCES = ['configuration', 'git', 'os'] as const;
+export type PersonSource = (typeof PERSON_SOURCES)[number];
+
 /** Requirement statuses after which no agent work happens any more. */
 export const TERMINAL_REQUIREMENT_STATUSES: readonly RequirementStatus[] = ['done', 'cancelled'];
 

@@ -29,6 +29,9 @@ export const LIMITS = {
   /** Budget bounds: tokens fit the stores' 32-bit integer columns; cost in US dollars. */
   budgetMaxTokens: 2_000_000_000,
   budgetMaxCostUsd: 1_000_000,
+  /** A person's name and email, as configured or read from git (longer values are cut). */
+  personNameLength: 100,
+  personEmailLength: 254,
 } as const;
 
 /**

@@ -14,6 +14,7 @@ import type {
   AuthenticationMode,
   ChangedFileStatus,
   EventActorKind,
+  PersonSource,
   IsolationMode,
   LogLevel,
   MessageAuthor,
@@ -204,6 +205,9 @@ export interface RequirementMessage {
   runId: string | null;
   sourceRequirementId: string | null;
   author: MessageAuthor;
+  /** On a person's message: the person's stable id and name (null on others' and on older messages). */
+  authorId: string | null;
+  authorName: string | null;
   body: string;
   attachments: MessageAttachment[];
   sequence: number;
@@ -220,8 +224,25 @@ export interface RequirementMessage {
 
 export interface EventActor {
   kind: EventActorKind;
-  /** Run ID for an agent, trigger ID for a trigger, otherwise null. */
+  /**
+   * Run ID for an agent, trigger ID for a trigger, the person's stable id for a person (`person_…`,
+   * the same on every manager they run); null for the system, and on events written before people were named.
+   */
   id: string | null;
+  /** A person's name (absent on other actors and on older events). */
+  name?: string | null;
+  /** A person's email, when known. */
+  email?: string | null;
+}
+
+/** Who "you" are to this manager: the person every request with the owner's credentials acts as. */
+export interface Person {
+  /** Stable across managers: derived from the email (or, without one, the name). */
+  id: string;
+  name: string;
+  email: string | null;
+  /** Where the name came from: the configuration (personName), git's global/system `user.name`, or the OS account. */
+  source: PersonSource;
 }
 
 /** Whether this manager's agents run in the sandbox that hides the workspaces' data. */
@@ -288,6 +309,10 @@ export interface ConfigurationValues {
   extraClaudeModels: string[];
   /** Hours between automatic model catalog refreshes; 0 refreshes only on demand. */
   modelCatalogRefreshHours: number;
+  /** The name this manager's person acts under (null: git's `user.name`, else the OS account). */
+  personName: string | null;
+  /** That person's email (null: git's `user.email`, or none). */
+  personEmail: string | null;
 }
 
 /** One model a provider accepts, with the reasoning efforts the manager can pass for it. */

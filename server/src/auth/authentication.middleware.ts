@@ -1,5 +1,7 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { NextFunction, Response } from 'express';
+
+import type { EventActor } from '@libs/contracts';
 
 import type { ActorRequest } from '../core/http/actor.decorator';
 import { errorBody } from '../core/errors/error-body';
@@ -7,6 +9,8 @@ import { sessionCookieName } from './local-token';
 import { LocalTokenService } from './local-token.service';
 import { AgentScope, RunCredentialsService } from './run-credentials.service';
 import { PUBLIC_ROUTES } from '../core/http/public-routes';
+import { personActor } from '../core/person';
+import { RUNTIME, Runtime } from '../core/runtime';
 
 /** Where run-scoped credentials are accepted; the timers route must name the run's Requirement. */
 const AGENT_PREFIX = '/api/agent/';
@@ -48,11 +52,16 @@ function decodePath(path: string): string {
 @Injectable()
 export class AuthenticationMiddleware {
   private readonly logger = new Logger('Authentication');
+  /** The person the owner's credentials stand for: named on every event their requests cause. */
+  private readonly owner: EventActor;
 
   constructor(
     private readonly runCredentials: RunCredentialsService,
     private readonly tokens: LocalTokenService,
-  ) {}
+    @Inject(RUNTIME) runtime: Runtime,
+  ) {
+    this.owner = personActor(runtime.person);
+  }
 
   readonly handle = (req: AuthenticatedRequest, res: Response, next: NextFunction): void => {
     if (/^\/api(\/|$)/i.test(req.path) && !/^\/api(\/|$)/.test(req.path)) {
@@ -90,7 +99,7 @@ export class AuthenticationMiddleware {
       return;
     }
     if (!this.tokens.enabled) {
-      req.actor = { id: null, kind: 'human' };
+      req.actor = this.owner;
       next();
       return;
     }
@@ -130,7 +139,7 @@ export class AuthenticationMiddleware {
 
   /** The owner: everywhere, the agent API included (acting for the Requirement a request names). */
   private asHuman(req: AuthenticatedRequest, _res: Response, next: NextFunction): void {
-    req.actor = { id: null, kind: 'human' };
+    req.actor = this.owner;
     next();
   }
 

@@ -48,6 +48,7 @@ export class ConfigurationController {
       dataDirectory: paths.dataDirectory,
       databasePath: this.runtime.databasePath,
       logFilePath: this.runtime.logFilePath,
+      person: this.runtime.person,
       root: paths.root,
       worktreeCount: usage.count,
       worktreesDirectory: this.workspace.directory,

@@ -1,3 +1,5 @@
+import type { Person } from '@libs/contracts';
+
 import type { Clock } from './clock';
 import type { ConfigurationService } from './configuration/configuration.service';
 import type { Store } from './database/store';
@@ -17,6 +19,8 @@ export interface Runtime {
   store: Store;
   logFilePath: string;
   version: string;
+  /** Who every request with the owner's credentials acts as, resolved once at start. */
+  person: Person;
   /** Replaces the system clock (tests that move time). */
   clock?: Clock;
 }

@@ -43,7 +43,7 @@ export function toManagerEvent(row: ManagerEventEntity): ManagerEvent {
   // The row was written from a typed event of its type (append above), so its payload is that
   // type's: the one place a payload's type is asserted rather than checked, at the store's edge.
   return {
-    actor: { id: row.actorId, kind: row.actorKind },
+    actor: actorOf(row),
     createdAt: row.createdAt,
     id: row.id,
     payload: JSON.parse(row.payload) as ManagerEventPayloads[typeof row.type],
@@ -54,7 +54,17 @@ export function toManagerEvent(row: ManagerEventEntity): ManagerEvent {
   } as ManagerEvent;
 }
 
-/** Who did it, for log lines (the audit trail): kind and run/trigger ID, never a secret. */
-export function audit(actor: EventActor): { actor: string; actorId: string | null } {
-  return { actor: actor.kind, actorId: actor.id };
+/** A stored event's actor: a person's name and email only where the event recorded them. */
+function actorOf(row: ManagerEventEntity): EventActor {
+  const actor: EventActor = { id: row.actorId, kind: row.actorKind };
+  if (row.actorName !== null && row.actorName !== undefined) {
+    actor.name = row.actorName;
+    actor.email = row.actorEmail ?? null;
+  }
+  return actor;
+}
+
+/** Who did it, for log lines (the audit trail): kind, run/trigger/person ID and a person's name, never a secret. */
+export function audit(actor: EventActor): { actor: string; actorId: string | null; actorName?: string } {
+  return actor.name ? { actor: actor.kind, actorId: actor.id, actorName: actor.name } : { actor: actor.kind, actorId: actor.id };
 }

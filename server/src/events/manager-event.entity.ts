@@ -31,6 +31,13 @@ export class ManagerEventEntity {
   @Column('varchar', { nullable: true })
   actorId!: string | null;
 
+  /** A person's name and email as they were when the event was written (null on other actors and older events). */
+  @Column('varchar', { nullable: true })
+  actorName!: string | null;
+
+  @Column('varchar', { nullable: true })
+  actorEmail!: string | null;
+
   /** The event's payload as JSON text, stored once and sent to clients as is. */
   @Column('text')
   payload!: string;

@@ -61,9 +61,13 @@ export class MessagesService {
     const now = this.clock.nowIso();
     // The session's counter gives the sequence: gap-free in commit order (the write path is serialized).
     const sequence = this.requirementLifecycle.recordMessage(tx, session, input.deliverToRd, now);
+    // A person's message names the person who wrote it (the request's actor), for everyone on the board.
+    const person = input.author === 'human' && actor.kind === 'human' && actor.name ? actor : null;
     const entity: RequirementMessageEntity = {
       args: input.code ? (input.args ?? {}) : null,
       author: input.author,
+      authorId: person?.id ?? null,
+      authorName: person?.name ?? null,
       body: input.body,
       code: input.code ?? null,
       createdAt: now,

@@ -23,6 +23,13 @@ export class RequirementMessageEntity {
   @Column('varchar')
   author!: MessageAuthor;
 
+  /** On a person's message: who wrote it (their stable id and name then); null otherwise and on older rows. */
+  @Column('varchar', { nullable: true })
+  authorId!: string | null;
+
+  @Column('varchar', { nullable: true })
+  authorName!: string | null;
+
   @Column('text')
   body!: string;
 

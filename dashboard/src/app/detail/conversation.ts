@@ -48,7 +48,8 @@ const STICK_PX = 48;
           [class.focused]="m.sequence === focused()"
         >
           <header>
-            <strong>{{ t(keyOf('author', m.author)) }}</strong>
+            <!-- On a board several people use, a person's message says who wrote it (older messages: "You"). -->
+            <strong data-testid="message-author" [attr.data-author-id]="m.authorId">{{ m.authorName ?? t(keyOf('author', m.author)) }}</strong>
             @if (m.source) {
               <span class="badge" data-testid="message-source">{{ t('msg.source', { s: sourceLabel(m) }) }}</span>
             }

@@ -1,6 +1,8 @@
 import { ChangeDetectionStrategy, Component, computed, effect, inject, output, signal, untracked, viewChild } from '@angular/core';
 
-import { ApiError } from '../core/api';
+import type { Person } from '@libs/contracts';
+
+import { Api, ApiError } from '../core/api';
 import { I18n, keyOf } from '../core/i18n';
 import type { Configuration, ConfigurationValues } from '../core/models';
 import { Notifier } from '../core/notifier';
@@ -29,6 +31,9 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'extraCodexModels', type: 'list' },
   { key: 'extraClaudeModels', type: 'list' },
   { key: 'modelCatalogRefreshHours', type: 'number' },
+  // Empty is null: git's global user.name/user.email, else the OS account.
+  { key: 'personName', type: 'nullable' },
+  { key: 'personEmail', type: 'nullable' },
   { key: 'host', type: 'text' },
   { key: 'port', type: 'number' },
   { key: 'authentication', options: ['token', 'none'], type: 'select' },
@@ -66,6 +71,12 @@ const FIELDS: readonly FieldSpec[] = [
           <p class="muted">
             {{ t('settings.file') }}: <code>{{ c.path }}</code>
           </p>
+          @if (you(); as p) {
+            <!-- Who this manager's events and messages name (team mode): a person checks it is them. -->
+            <p class="muted" data-testid="settings-you" [attr.data-person-id]="p.id">
+              {{ t('settings.you', { n: p.email ? p.name + ' <' + p.email + '>' : p.name }) }} · {{ t(keyOf('personSource', p.source)) }}
+            </p>
+          }
           @if (c.restartRequired) {
             <p class="badge warn" role="status" data-testid="restart-pending">{{ t('settings.restartPending', { f: c.restartRequiredFields.join(', ') }) }}</p>
           }
@@ -135,6 +146,9 @@ const FIELDS: readonly FieldSpec[] = [
 export class SettingsDialog {
   readonly closed = output<void>();
   private readonly store = inject(ConfigurationStore);
+  private readonly api = inject(Api);
+  /** Who requests from this dashboard act as (`GET /api/workspace`'s person), fixed for the manager's life. */
+  protected readonly you = signal<Person | null>(null);
   protected readonly notifier = inject(Notifier);
   protected readonly t = inject(I18n).t;
   protected readonly keyOf = keyOf;
@@ -244,8 +258,11 @@ export class SettingsDialog {
   private async load(): Promise<void> {
     try {
       this.accept(await this.store.read());
+      if (this.you() === null) {
+        this.you.set((await this.api.call(this.api.client.GET('/api/workspace'), true)).person);
+      }
     } catch {
-      // shown by the API service
+      // shown by the API service (the person line is left out quietly)
     }
   }
 

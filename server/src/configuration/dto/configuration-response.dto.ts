@@ -16,6 +16,9 @@ import {
   LOG_LEVELS,
   LogLevel,
   ManagerConfiguration,
+  PERSON_SOURCES,
+  Person,
+  PersonSource,
 } from '@libs/contracts';
 
 import { CONFIGURATION_KEYS, type ConfigurationKey } from '../../core/configuration/configuration.schema';
@@ -49,6 +52,8 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty() logMaxFiles!: string;
   @ApiProperty() logMaxSize!: string;
   @ApiProperty() modelCatalogRefreshHours!: number;
+  @ApiProperty({ description: "The configured person's email, or null (git's user.email, or none)", nullable: true, type: String }) personEmail!: string | null;
+  @ApiProperty({ description: "The configured person's name, or null (git's user.name, else the OS account)", nullable: true, type: String }) personName!: string | null;
   @ApiProperty() port!: number;
   @ApiProperty() pullRequestReconcileIntervalSeconds!: number;
   @ApiProperty() rdInactivityTimeoutSeconds!: number;
@@ -105,7 +110,17 @@ export class HealthResponseDto {
   @ApiProperty() workspaceRoot!: string;
 }
 
+export class PersonDto implements Person {
+  @ApiProperty({ description: 'Stable across managers: derived from the email, or the name without one', example: 'person_3f2a…' }) id!: string;
+  @ApiProperty({ example: 'Ada Lovelace' }) name!: string;
+  @ApiProperty({ nullable: true, type: String }) email!: string | null;
+  @ApiProperty({ description: "Where the name came from: personName in the configuration, git's global user.name, or the OS account", enum: PERSON_SOURCES })
+  source!: PersonSource;
+}
+
 export class WorkspaceResponseDto {
+  @ApiProperty({ description: 'Who "you" are: the person requests with the owner\'s credentials act as, named on their events and messages', type: PersonDto })
+  person!: PersonDto;
   @ApiProperty() root!: string;
   @ApiProperty() dataDirectory!: string;
   @ApiProperty() databasePath!: string;

@@ -32,6 +32,8 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   logMaxFiles: '14d',
   logMaxSize: '20m',
   modelCatalogRefreshHours: 24,
+  personEmail: null,
+  personName: null,
   port: 4310,
   pullRequestReconcileIntervalSeconds: 60,
   rdInactivityTimeoutSeconds: 3600,
@@ -82,6 +84,10 @@ const FILES = /^[1-9]\d{0,5}d?$/;
 const WRITABLE_PATH = /^(?:\/|~\/|~$)(?!.*(^|\/)\.\.(\/|$))[^\0]*$/;
 /** A relative path inside the workspace: no leading slash, no `..` segment, no NUL. */
 const RELATIVE_PATH = /^(?!\/)(?!.*(^|\/)\.\.(\/|$))[^\0]+$/;
+/** A person's name: printable text (no control characters), not blank. */
+const PERSON_NAME = /^(?!\s*$)[^\u0000-\u001f\u007f-\u009f]+$/;
+/** An email: one @, no spaces or control characters. */
+const PERSON_EMAIL = /^[^\s@]+@[^\s@]+$/;
 
 /**
  * Every configuration field, all optional: the PATCH body, and the shape a config file or the
@@ -219,6 +225,26 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
 
   @OptionalInt({ description: 'Hours between automatic refreshes of the model catalog (also done at start when due); 0: only on demand', max: 8760, min: 0 })
   modelCatalogRefreshHours?: number;
+
+  @OptionalText({
+    description: "The email of the person this manager acts for (restart required); null: git's global user.email, or none",
+    example: 'ada@example.com',
+    max: LIMITS.personEmailLength,
+    min: 3,
+    nullable: true,
+    pattern: PERSON_EMAIL,
+  })
+  personEmail?: string | null;
+
+  @OptionalText({
+    description: "The name events and messages show for the person this manager acts for (restart required); null: git's global user.name, else the OS account",
+    example: 'Ada Lovelace',
+    max: LIMITS.personNameLength,
+    min: 1,
+    nullable: true,
+    pattern: PERSON_NAME,
+  })
+  personName?: string | null;
 
   @OptionalInt({ description: 'TCP port (restart required); 0 picks a free port', max: 65_535, min: 0 })
   port?: number;

@@ -19,7 +19,7 @@ export const MAX_BATCH = 128;
 const WRITE_CACHE_ENTRIES = 4096;
 /** Rows per multi-row event INSERT (keeps one statement's text in the low megabytes, and under PostgreSQL's 65,535 parameters). */
 export const EVENTS_PER_INSERT = 500;
-export const EVENT_COLUMNS = 'id, type, requirement_id, session_id, run_id, actor_kind, actor_id, payload, created_at';
+export const EVENT_COLUMNS = 'id, type, requirement_id, session_id, run_id, actor_kind, actor_id, actor_name, actor_email, payload, created_at';
 
 /**
  * What the SQLite and PostgreSQL group commits share (docs/decisions.md, "The write path"):
@@ -94,7 +94,7 @@ export abstract class GroupCommit implements WriteQueue {
 
 /** One event as the row values of `EVENT_COLUMNS`, in that order. */
 export function eventRow(e: ManagerEvent): unknown[] {
-  return [e.id, e.type, e.requirementId, e.sessionId, e.runId, e.actor.kind, e.actor.id, JSON.stringify(e.payload), e.createdAt];
+  return [e.id, e.type, e.requirementId, e.sessionId, e.runId, e.actor.kind, e.actor.id, e.actor.name ?? null, e.actor.email ?? null, JSON.stringify(e.payload), e.createdAt];
 }
 
 /** The batch's events in chunks of EVENTS_PER_INSERT, for multi-row INSERTs. */

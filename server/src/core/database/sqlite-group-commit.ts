@@ -222,6 +222,6 @@ function discard(batch: SqliteBatch, uow: SqliteUnitOfWork): void {
 /** The batch's events, as multi-row INSERTs at the end of its script. */
 function eventInserts(events: ManagerEvent[]): string[] {
   return eventChunks(events).map(
-    (chunk) => `INSERT INTO manager_event (${EVENT_COLUMNS}) VALUES ${chunk.map((e) => bindLiterals('(?, ?, ?, ?, ?, ?, ?, ?, ?)', eventRow(e))).join(', ')}`,
+    (chunk) => `INSERT INTO manager_event (${EVENT_COLUMNS}) VALUES ${chunk.map((e) => bindLiterals('(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)', eventRow(e))).join(', ')}`,
   );
 }

@@ -14,6 +14,8 @@ export class MessageResponseDto implements RequirementMessage {
   @ApiProperty({ nullable: true, type: String }) runId!: string | null;
   @ApiProperty({ description: 'The sending Requirement of a related RD agent message', nullable: true, type: String }) sourceRequirementId!: string | null;
   @ApiProperty({ enum: MESSAGE_AUTHORS }) author!: MessageAuthor;
+  @ApiProperty({ description: "On a person's message: the person's stable id (null on others' and older messages)", nullable: true, type: String }) authorId!: string | null;
+  @ApiProperty({ description: "On a person's message: the person's name when they wrote it", nullable: true, type: String }) authorName!: string | null;
   @ApiProperty() body!: string;
   @ApiProperty({ type: [AttachmentResponseDto] }) attachments!: AttachmentResponseDto[];
   @ApiProperty({ description: 'Gap-free, increasing within the Requirement' }) sequence!: number;
@@ -57,6 +59,8 @@ export function toMessageResponse(entity: RequirementMessageEntity, attachments:
     args: entity.args ?? null,
     attachments,
     author: entity.author,
+    authorId: entity.authorId ?? null,
+    authorName: entity.authorName ?? null,
     body: entity.body,
     code: entity.code ?? null,
     createdAt: entity.createdAt,

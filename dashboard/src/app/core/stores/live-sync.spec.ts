@@ -50,6 +50,8 @@ const values: ManagerConfiguration['values'] = {
   logMaxFiles: '5',
   logMaxSize: '10m',
   modelCatalogRefreshHours: 24,
+  personEmail: null,
+  personName: null,
   port: 3000,
   pullRequestReconcileIntervalSeconds: 60,
   rdInactivityTimeoutSeconds: 600,

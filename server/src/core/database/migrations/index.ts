@@ -15,6 +15,7 @@ import { BudgetTrees1765846800000 } from './1765846800000-budget-trees';
 import { MessageCodes1765933200000 } from './1765933200000-message-codes';
 import { Landing1766019600000 } from './1766019600000-landing';
 import { AttachmentContent1766106000000 } from './1766106000000-attachment-content';
+import { PeopleAsActors1766106600000 } from './1766106600000-people-as-actors';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -35,4 +36,5 @@ export const MIGRATIONS = [
   MessageCodes1765933200000,
   Landing1766019600000,
   AttachmentContent1766106000000,
+  PeopleAsActors1766106600000,
 ];

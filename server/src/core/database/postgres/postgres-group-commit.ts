@@ -155,12 +155,8 @@ export class PostgresGroupCommit extends GroupCommit {
       const events = done.flatMap((d) => d.uow.events);
       for (const chunk of eventChunks(events)) {
         const values = chunk.flatMap(eventRow);
-        const rows = chunk.map(
-          (_, r) =>
-            `(${EVENT_COLUMNS.split(', ')
-              .map((__, c) => `$${r * 9 + c + 1}`)
-              .join(', ')})`,
-        );
+        const columns = EVENT_COLUMNS.split(', ');
+        const rows = chunk.map((_, r) => `(${columns.map((__, c) => `$${r * columns.length + c + 1}`).join(', ')})`);
         await runner.query(`INSERT INTO manager_event (${EVENT_COLUMNS}) VALUES ${rows.join(', ')}`, values);
       }
       if (events.length > 0) {
