@@ -80,7 +80,9 @@ async function main() {
       '--maxWorkers=2',
       '--json',
       `--outputFile=${report}`,
+      // unit too: the schema and migration specs in SUITES are unit specs that take the URL.
       '--selectProjects',
+      'unit',
       'e2e',
       'faults',
       'integration',
