@@ -117,17 +117,17 @@ function serveDashboard(app: INestApplication): void {
       res.end(req.method === 'HEAD' ? undefined : body);
     });
   });
-  app.use(
-    express.static(root, {
-      index: false,
-      maxAge: '1h',
-      setHeaders: (res, file) => {
-        if (HASHED_ASSET.test(file)) {
-          res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
-        }
-      },
-    }),
-  );
+  const assets = express.static(root, {
+    index: false,
+    maxAge: '1h',
+    setHeaders: (res, file) => {
+      if (HASHED_ASSET.test(file)) {
+        res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
+      }
+    },
+  });
+  // An API request never names a dashboard file: it skips the static lookup (a stat() per GET).
+  app.use((req: Request, res: Response, next: NextFunction) => (req.path.startsWith('/api/') ? next() : assets(req, res, next)));
   app.use((req: Request, res: Response, next: NextFunction) => {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || req.path === '/api' || req.path.startsWith('/api/')) {
       next();
