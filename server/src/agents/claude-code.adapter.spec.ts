@@ -396,13 +396,16 @@ describe(ClaudeCodeAdapter.name, () => {
   });
 
   describe('buildInvocation', () => {
-    it("adds the run's MCP server beside the user's own (no --strict-mcp-config), loaded up front", () => {
-      const toolServer = { args: ['mcp'], command: '/home/u/.code-factory/bin/ab12/code-factory-cli', environment: ['CODE_FACTORY_TOKEN'], name: 'code_factory' };
-      const args = sut.buildInvocation(baseContext({ toolServer })).args;
+    it("adds the manager's MCP endpoint beside the user's own servers (no --strict-mcp-config), loaded up front, the credential named, not written", () => {
+      const toolServer = { name: 'code_factory', tokenVariable: 'CODE_FACTORY_TOKEN', url: 'http://127.0.0.1:4310/api/agent/mcp' };
+      const args = sut.buildInvocation(baseContext({ env: { CODE_FACTORY_TOKEN: 'amr_secret', PATH: '/usr/bin' }, toolServer })).args;
       const at = args.indexOf('--mcp-config');
       expect(JSON.parse(args[at + 1])).toEqual({
-        mcpServers: { code_factory: { alwaysLoad: true, args: ['mcp'], command: '/home/u/.code-factory/bin/ab12/code-factory-cli', type: 'stdio' } },
+        mcpServers: {
+          code_factory: { alwaysLoad: true, headers: { Authorization: 'Bearer ${CODE_FACTORY_TOKEN}' }, type: 'http', url: 'http://127.0.0.1:4310/api/agent/mcp' },
+        },
       });
+      expect(args.join(' ')).not.toContain('amr_secret');
       // The flag takes several values: another option follows it, never the prompt.
       expect(args[at + 2]).toMatch(/^--/);
       expect(args).not.toContain('--strict-mcp-config');

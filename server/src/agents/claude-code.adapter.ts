@@ -5,13 +5,16 @@ import { exitMessage, isObject, Json, mcpToolName, num, oneLine, parseJsonLine, 
 // Code 2.1.332 transcripts in test/fixtures/agent-transcripts/claude/.
 
 /**
- * The `--mcp-config` JSON for this run's tool server. `alwaysLoad` puts its tools in every request
- * instead of behind ToolSearch (Claude defers MCP tools by default, and the model would first have
- * to find them). The server inherits the CLI's environment, run credential included; in the
- * bypassPermissions mode the runs use, its tools need no separate permission.
+ * The `--mcp-config` JSON for this run's tool server: the manager's Streamable HTTP endpoint, with
+ * the run credential as `${CODE_FACTORY_TOKEN}`, which Claude Code expands from its own environment
+ * when it connects, so the token itself is never on the command line. `alwaysLoad` puts its tools
+ * in every request instead of behind ToolSearch (Claude defers MCP tools by default, and the model
+ * would first have to find them); in the bypassPermissions mode the runs use, they need no
+ * separate permission.
  */
 export function claudeToolServerConfig(server: AgentToolServer): string {
-  return JSON.stringify({ mcpServers: { [server.name]: { alwaysLoad: true, args: server.args, command: server.command, type: 'stdio' } } });
+  const config = { alwaysLoad: true, headers: { Authorization: `Bearer \${${server.tokenVariable}}` }, type: 'http', url: server.url };
+  return JSON.stringify({ mcpServers: { [server.name]: config } });
 }
 
 export class ClaudeCodeAdapter implements AgentAdapter {

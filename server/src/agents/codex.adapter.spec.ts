@@ -359,18 +359,16 @@ describe(CodexAdapter.name, () => {
   });
 
   describe('buildInvocation', () => {
-    it("adds the run's MCP server for this run only: one -c key each, the credential named, not written, waited for", () => {
-      const toolServer = { args: ['mcp'], command: '/home/u/.code-factory/bin/ab12/code-factory-cli', environment: ['CODE_FACTORY_TOKEN', 'GH_TOKEN'], name: 'code_factory' };
+    it("adds the manager's MCP endpoint for this run only: one -c key each, the credential named, not written, waited for", () => {
+      const toolServer = { name: 'code_factory', tokenVariable: 'CODE_FACTORY_TOKEN', url: 'http://127.0.0.1:4310/api/agent/mcp' };
       const args = sut.buildInvocation(baseContext({ env: { CODE_FACTORY_TOKEN: 'secret', PATH: '/usr/bin' }, toolServer })).args;
       expect(args).toEqual([
         ...BASE_ARGS,
         ...INSTRUCTIONS_ARGS,
         '-c',
-        'mcp_servers.code_factory.command="/home/u/.code-factory/bin/ab12/code-factory-cli"',
+        'mcp_servers.code_factory.url="http://127.0.0.1:4310/api/agent/mcp"',
         '-c',
-        'mcp_servers.code_factory.args=["mcp"]',
-        '-c',
-        'mcp_servers.code_factory.env_vars=["CODE_FACTORY_TOKEN", "GH_TOKEN"]',
+        'mcp_servers.code_factory.bearer_token_env_var="CODE_FACTORY_TOKEN"',
         '-c',
         'mcp_servers.code_factory.required=true',
         '-',

@@ -51,25 +51,15 @@ export function tomlString(value: string): string {
 
 /**
  * `-c` overrides that add one MCP server for this run: each sets one key under
- * `mcp_servers.<name>`, so the user's own servers in config.toml stay as they are. Codex starts an
- * MCP server with a minimal environment plus the variables named in `env_vars`: naming them passes
- * the run credential without writing it into the command line. `required`: `codex exec` does not
- * wait for a server that is slow to start (ours boots in 1–2 s) and would send the first request
- * without its tools; a required one is waited for, and one that cannot start fails the run saying so.
+ * `mcp_servers.<name>`, so the user's own servers in config.toml stay as they are. The server is
+ * the manager's Streamable HTTP endpoint; `bearer_token_env_var` names the variable Codex reads the
+ * run credential from, so the token is never written into the command line. `required`: `codex
+ * exec` would otherwise send the first request without the tools of a server it could not reach;
+ * a required one that cannot be initialised fails the run saying so.
  */
 export function codexToolServerOptions(server: AgentToolServer): string[] {
   const key = `mcp_servers.${server.name}`;
-  const array = (values: string[]) => `[${values.map(tomlString).join(', ')}]`;
-  return [
-    '-c',
-    `${key}.command=${tomlString(server.command)}`,
-    '-c',
-    `${key}.args=${array(server.args)}`,
-    '-c',
-    `${key}.env_vars=${array(server.environment)}`,
-    '-c',
-    `${key}.required=true`,
-  ];
+  return ['-c', `${key}.url=${tomlString(server.url)}`, '-c', `${key}.bearer_token_env_var=${tomlString(server.tokenVariable)}`, '-c', `${key}.required=true`];
 }
 
 export class CodexAdapter implements AgentAdapter {
