@@ -43,6 +43,9 @@ export type NormalizedEvent =
   /** The CLI reported failure. */
   | { type: 'failed'; message: string };
 
+/** The run's MCP server's name in the CLI: its tools reach the model as `mcp__code_factory__<tool>`. */
+export const AGENT_TOOL_SERVER_NAME = 'code_factory';
+
 /**
  * Agent Manager's MCP tools for one run, served by the manager over Streamable HTTP and configured
  * on the command line of that run only: the user's own MCP configuration stays untouched and in force.

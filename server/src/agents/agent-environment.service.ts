@@ -3,7 +3,7 @@ import * as path from 'node:path';
 
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 
-import type { AgentToolServer } from './agent-adapter';
+import { AGENT_TOOL_SERVER_NAME, AgentToolServer } from './agent-adapter';
 import { packageRoot } from '../core/package-info';
 import { scrubbedEnvironment } from '../core/scrubbed-environment';
 import { RUNTIME, Runtime } from '../core/runtime';
@@ -14,9 +14,6 @@ export interface AgentContext {
   sessionId: string;
   token: string;
 }
-
-/** The run's MCP server's name in the CLI: its tools reach the model as `mcp__code_factory__<tool>`. */
-export const AGENT_TOOL_SERVER_NAME = 'code_factory';
 
 /**
  * What an agent process gets around it: a private `code-factory-cli` launcher first on PATH

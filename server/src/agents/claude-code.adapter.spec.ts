@@ -300,6 +300,32 @@ describe(ClaudeCodeAdapter.name, () => {
       expect(usages(parseLines([{ ...success, usage }]))).toEqual([{ cachedInputTokens: 50, costUsd: null, inputTokens: 100, outputTokens: 9, reasoningOutputTokens: 4 }]);
     });
 
+    it("fails the run when Agent Manager's MCP server did not connect (Claude has no `required`), whatever the answer", () => {
+      const message = "Agent Manager's MCP server code_factory did not connect (failed): the run had none of its tools";
+      for (const status of ['failed', 'needs-auth']) {
+        const failedInit = {
+          ...init,
+          mcp_servers: [
+            { name: 'user', status: 'connected' },
+            { name: 'code_factory', status },
+          ],
+        };
+        expect(outcomes(parseLines([failedInit, success]))).toEqual([
+          { message: message.replace('(failed)', `(${status})`), type: 'failed' },
+          { summary: 'ok', type: 'completed' },
+        ]);
+      }
+      // Another server failing, or ours connected: not the run's failure.
+      const fine = {
+        ...init,
+        mcp_servers: [
+          { name: 'user', status: 'failed' },
+          { name: 'code_factory', status: 'connected' },
+        ],
+      };
+      expect(outcomes(parseLines([fine, success]))).toEqual([{ summary: 'ok', type: 'completed' }]);
+    });
+
     it.each([
       [{ code: null, signal: 'SIGKILL', stderr: '' }, 'claude was killed by SIGKILL'],
       [{ code: 1, signal: null, stderr: 'Error: Session ID x is already in use.\n' }, 'claude exited with code 1: Error: Session ID x is already in use.'],

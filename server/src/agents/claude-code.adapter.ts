@@ -1,4 +1,4 @@
-import type { AgentAdapter, AgentToolServer, Invocation, InvocationContext, NormalizedEvent, OutputParser, TokenUsage } from './agent-adapter';
+import { AGENT_TOOL_SERVER_NAME, AgentAdapter, AgentToolServer, Invocation, InvocationContext, NormalizedEvent, OutputParser, TokenUsage } from './agent-adapter';
 import { exitMessage, isObject, Json, mcpToolName, num, oneLine, parseJsonLine, str, trace, unknown } from './output-helpers';
 
 // Claude Code (`claude --print --output-format stream-json --verbose`). Verified against Claude
@@ -118,6 +118,7 @@ class ClaudeOutputParser implements OutputParser {
           .filter(([, value]) => value)
           .map(([name, value]) => `${name}: ${value}`);
         events.push(trace({ detail: facts.join('\n'), kind: 'lifecycle', nativeType, title: 'Session started' }));
+        events.push(...this.toolServerFailure(event));
         return events;
       }
       case 'api_retry': {
@@ -133,6 +134,22 @@ class ClaudeOutputParser implements OutputParser {
       default:
         return [unknown(event, nativeType)];
     }
+  }
+
+  /**
+   * Claude Code has no `required` servers: one it cannot connect to is listed as failed in `init`
+   * and the run goes on without its tools. For ours that is the run's failure, said plainly (the
+   * model's answer still arrives, and is kept), as Codex's `required` does it.
+   */
+  private toolServerFailure(event: Json): NormalizedEvent[] {
+    const servers = Array.isArray(event.mcp_servers) ? event.mcp_servers : [];
+    const ours = servers.find((server) => isObject(server) && server.name === AGENT_TOOL_SERVER_NAME);
+    const status = isObject(ours) ? str(ours.status) : null;
+    if (status !== 'failed' && status !== 'needs-auth') {
+      return [];
+    }
+    const message = `Agent Manager's MCP server ${AGENT_TOOL_SERVER_NAME} did not connect (${status}): the run had none of its tools`;
+    return [trace({ detail: JSON.stringify(ours), kind: 'error', nativeType: 'system/init', status: 'failed', title: message }), { message, type: 'failed' }];
   }
 
   private assistant(event: Json): NormalizedEvent[] {

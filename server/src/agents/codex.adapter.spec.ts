@@ -338,6 +338,28 @@ describe(CodexAdapter.name, () => {
       expect(sut.createParser().end(exit)).toEqual([{ message, type: 'failed' }]);
     });
 
+    it("says plainly that Agent Manager's MCP server could not be initialised (Codex 0.171.0's stderr, as captured)", () => {
+      const transport =
+        'Transport [codex_rmcp_client::tool_list_changes::ToolListChanges<codex_rmcp_client::event_notification_transport::EventNotificationTransport<rmcp::transport::worker::WorkerTransport<rmcp::transport::streamable_http_client::StreamableHttpClientWorker<codex_rmcp_client::http_client_adapter::StreamableHttpClientAdapter>>>>]';
+      const stderr = [
+        `Error: thread/start: thread/start failed: error creating thread: Fatal error: Failed to initialize session: required MCP servers failed to initialize: code_factory: handshaking with MCP server failed: Send message error ${transport} error: Client error: HTTP request failed: http/request failed: error sending request for url (http://127.0.0.1:1/api/agent/mcp), when send initialize request (code -32603)`,
+        '',
+        'Stack backtrace:',
+        '   0: <unknown>',
+      ].join('\n');
+      expect(sut.createParser().end({ code: 1, signal: null, stderr })).toEqual([
+        {
+          message:
+            "Agent Manager's MCP server code_factory could not be initialised, so codex did not start: handshaking with MCP server failed: Send message error transport error: Client error: HTTP request failed: http/request failed: error sending request for url (http://127.0.0.1:1/api/agent/mcp), when send initialize request (code -32603)",
+          type: 'failed',
+        },
+      ]);
+      // A user's own required server failing keeps Codex's own words.
+      expect(sut.createParser().end({ code: 1, signal: null, stderr: stderr.replace('code_factory:', 'user:') })).toEqual([
+        { message: expect.stringMatching(/^codex exited with code 1: /), type: 'failed' },
+      ]);
+    });
+
     it('keeps the stderr summary short', () => {
       const [event] = sut.createParser().end({ code: 1, signal: null, stderr: 'e'.repeat(10_000) });
       expect(event.type === 'failed' && event.message.length).toBeLessThan(1100);
