@@ -7,7 +7,7 @@ import { createToolServer } from '@server/agent-tools/tool-definition';
 
 import { serveStdio } from '../../mcp/tool-server';
 
-@Command({ description: "Serve this run's Agent Manager tools over MCP (stdio); Agent Manager starts it inside each RD run", name: 'mcp' })
+@Command({ description: "Serve this run's Agent Manager tools over MCP (stdio), for an MCP client you configure yourself inside a run", name: 'mcp' })
 export class AgentMcpCommand extends CommandRunner {
   constructor(private readonly operations: AgentOperations) {
     super();
@@ -24,8 +24,9 @@ export class AgentMcpCommand extends CommandRunner {
     return `
 A Model Context Protocol server on stdin/stdout with the tools register_pull_request,
 propose_requirement, requirement_action, list_related, message_related, requirement_landing,
-register_timer, list_timers and cancel_timer: the same calls as the commands of this program. Agent Manager
-configures it for every RD run of Codex and Claude Code; you do not need to start it yourself.
+register_timer, list_timers and cancel_timer: the same calls as the commands of this program. Codex and
+Claude Code runs already have these tools: Agent Manager serves them itself (\$CODE_FACTORY_API_URL/agent/mcp,
+MCP over HTTP with the run credential as Bearer). Use this for another MCP client inside a run.
 ${ENVIRONMENT_HELP}`;
   }
 }
