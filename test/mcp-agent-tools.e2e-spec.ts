@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { ok } from './support/api';
+import { descendantCommandLines } from './support/proc';
 import { createRequirement, git, initRepository, reply, settled, startRun } from './support/git-repo';
 import type { ManagerProcess } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS, StubRequest, resolveToolName } from './support/model-stub';
@@ -9,8 +10,9 @@ import { useRealAgentWorld } from './support/real-agent-world';
 import { until } from './support/wait';
 
 // Agent Manager's per-run MCP tools for real: the pinned Codex and Claude Code CLIs, started by
-// the manager with `code-factory-cli mcp` injected for the run (inside the agent sandbox), told by
-// the model stub to call each tool by name. A user's own MCP server, configured in the CLI's own
+// the manager (inside the agent sandbox) with the manager's own endpoint `/api/agent/mcp`
+// configured for the run, told by the model stub to call each tool by name. No MCP server process
+// is started for the run. A user's own MCP server, configured in the CLI's own
 // config in the test HOME, must stay offered beside ours.
 
 jest.setTimeout(150_000);
@@ -73,7 +75,8 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
     stub.scriptFor(marker, [
       { arguments: { text: 'from the user server' }, tool: 'echo' },
       { arguments: { afterSeconds: 60, description: 'Check the CI of PR 42' }, tool: 'register_timer' },
-      { arguments: {}, tool: 'list_timers' },
+      // Held, so the process walk below sees the run alive with its tools connected.
+      { delayMs: 1500, then: { arguments: {}, tool: 'list_timers' } },
       { arguments: (request) => ({ timerId: idIn(request, 'tmr') }), tool: 'cancel_timer' },
       { arguments: { autoReview: { maxRounds: 2 }, budget: { maxTokens: 90_000 }, description: 'Do the lexer part', title: 'Child work' }, tool: 'propose_requirement' },
       { arguments: (request) => ({ action: 'start', requirementId: (childId = idIn(request, 'req')) }), tool: 'requirement_action' },
@@ -101,6 +104,9 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
     ]);
     expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: parent.id } }, body: { message: `Go ${marker}` } })).status).toBe(202);
 
+    // Every process under the manager while the run lives: the CLI, and no `code-factory-cli mcp`.
+    const seen = new Set<string>();
+    const walk = setInterval(() => descendantCommandLines(manager.child.pid!).forEach((argv) => seen.add(argv.join(' '))), 100);
     const run = await until(
       'the parent run to finish',
       async () => {
@@ -109,7 +115,11 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
       },
       120_000,
       200,
-    );
+    ).finally(() => clearInterval(walk));
+    expect([...seen].filter((argv) => argv.includes(provider === 'codex' ? 'exec --json' : '--output-format stream-json'))).not.toEqual([]);
+    // (The walk does see MCP servers the CLI starts: the user's own stdio one.)
+    expect([...seen].filter((argv) => argv.includes('user-server.js'))).not.toEqual([]);
+    expect([...seen].filter((argv) => /code-factory-cli\S*\s+mcp\b/.test(argv))).toEqual([]);
     const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id }, query: { limit: 200 } } }))).items;
     // (The trace in the failure message says why a run failed.)
     expect({ run, trace: run.status === 'succeeded' ? [] : trace.map((entry) => `${entry.kind} ${entry.title}: ${entry.detail?.slice(0, 1000)}`) }).toMatchObject({

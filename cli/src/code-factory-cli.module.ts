@@ -11,9 +11,9 @@ import {
   RequirementRelatedCommand,
 } from './commands/factory/requirement.command';
 import { TimerCancelCommand, TimerCommand, TimerRegisterCommand, TimerShowCommand } from './commands/factory/timer.command';
-import { AgentOperations } from './factory/agent-operations';
-import { ManagerApi } from './factory/manager-api';
-import { PullRequestLookup } from './factory/pull-request-lookup';
+import { AgentOperations } from '@server/agent-tools/agent-operations';
+import { ManagerApi } from '@server/agent-tools/manager-api';
+import { PullRequestLookup } from '@server/agent-tools/pull-request-lookup';
 
 /** The agent's side of the control plane: what RD runs call, with the context the manager injects. */
 export const CODE_FACTORY_COMMANDS = [

@@ -1,5 +1,6 @@
-/** A problem with how the program was called or where: printed as one line, exit code 1. */
-export class UsageError extends Error {}
+import { UsageError } from '@server/agent-tools/usage-error';
+
+export { UsageError };
 
 export function parseIntegerOption(flag: string, value: string, min: number, max: number): number {
   if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {

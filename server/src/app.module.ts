@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 
 import { AgentApiModule } from './agent-api/agent-api.module';
+import { AgentToolsModule } from './agent-tools/agent-tools.module';
 import { AttachmentsModule } from './attachments/attachments.module';
 import { AuthModule } from './auth/auth.module';
 import { BudgetsModule } from './budgets/budgets.module';
@@ -32,6 +33,7 @@ export class AppModule {
     return {
       imports: [
         AgentApiModule,
+        AgentToolsModule,
         AttachmentsModule,
         AuthModule,
         BudgetsModule,

@@ -2,7 +2,9 @@ import { Command, CommandRunner, Help, Option } from 'nest-commander';
 
 import { codeFactoryHome, locateWorkspace } from '@server/core/workspace/workspace';
 
-import { createToolServer, serveStdio } from '../mcp/tool-server';
+import { createToolServer } from '@server/agent-tools/tool-definition';
+
+import { serveStdio } from '../mcp/tool-server';
 import { UsageError } from '../options';
 import { OwnerApi } from '../owner/owner-api';
 import { ownerTools } from '../owner/owner-tools';

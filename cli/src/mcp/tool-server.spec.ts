@@ -1,11 +1,11 @@
 import { z } from 'zod';
 
-import { ManagerApiError } from '../factory/manager-api';
+import { ManagerApiError } from '@server/agent-tools/manager-api';
 import { ownerTools, OWNER_TOOL_NAMES } from '../owner/owner-tools';
 import type { OwnerApi } from '../owner/owner-api';
-import { AGENT_TOOL_NAMES, agentTools } from './agent-tools';
-import type { AgentOperations } from '../factory/agent-operations';
-import { callTool, defineTool } from './tool-server';
+import { AGENT_TOOL_NAMES, agentTools } from '@server/agent-tools/agent-tools';
+import type { AgentOperations } from '@server/agent-tools/agent-operations';
+import { callTool, defineTool } from '@server/agent-tools/tool-definition';
 
 describe('MCP tool servers', () => {
   const echo = defineTool({ description: 'd', input: { n: z.number() }, name: 'echo', run: async ({ n }) => ({ twice: n * 2 }), title: 't' });

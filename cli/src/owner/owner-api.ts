@@ -5,7 +5,7 @@ import { readToken } from '@server/auth/local-token';
 import { runningInstance } from '@server/core/workspace/instance-lock';
 import type { WorkspacePaths } from '@server/core/workspace/workspace';
 
-import { ManagerApiError, Outcome, callManager } from '../factory/manager-api';
+import { ManagerApiError, Outcome, callManager } from '@server/agent-tools/manager-api';
 
 const TIMEOUT_MS = 30_000;
 

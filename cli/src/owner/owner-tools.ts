@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import { INTERRUPT_MODES, LIMITS, PROVIDERS, REASONING_EFFORTS, REQUIREMENT_STATUSES, TIMER_STATUSES } from '@libs/contracts';
 
-import { ToolDefinition, defineTool } from '../mcp/tool-server';
+import { ToolDefinition, defineTool } from '@server/agent-tools/tool-definition';
 import type { OwnerApi } from './owner-api';
 
 // The tools of `agent-manager mcp`: what the owner does in the dashboard, for their own assistant,

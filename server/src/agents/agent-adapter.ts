@@ -43,18 +43,20 @@ export type NormalizedEvent =
   /** The CLI reported failure. */
   | { type: 'failed'; message: string };
 
+/** The run's MCP server's name in the CLI: its tools reach the model as `mcp__code_factory__<tool>`. */
+export const AGENT_TOOL_SERVER_NAME = 'code_factory';
+
 /**
- * Agent Manager's own MCP server for one run (`code-factory-cli mcp`), configured on the command
- * line of that run only: the user's own MCP configuration stays untouched and in force.
+ * Agent Manager's MCP tools for one run, served by the manager over Streamable HTTP and configured
+ * on the command line of that run only: the user's own MCP configuration stays untouched and in force.
  */
 export interface AgentToolServer {
   /** Its name in the CLI: tools appear as `mcp__<name>__<tool>` (Claude) or in namespace `mcp__<name>` (Codex). */
   name: string;
-  /** An absolute path, so that a PATH rebuilt by a login shell or profile cannot lose it. */
-  command: string;
-  args: string[];
-  /** Variables of the run's environment it needs (Codex hands MCP servers only the ones named). */
-  environment: string[];
+  /** The endpoint (`http://127.0.0.1:<port>/api/agent/mcp`). */
+  url: string;
+  /** The variable of the run's environment holding the credential to send as Bearer: named, never written out. */
+  tokenVariable: string;
 }
 
 export interface InvocationContext {

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 
-import type { AgentToolServer } from './agent-adapter';
+import { AGENT_TOOL_SERVER_NAME, AgentToolServer } from './agent-adapter';
 import { packageRoot } from '../core/package-info';
 import { scrubbedEnvironment } from '../core/scrubbed-environment';
 import { RUNTIME, Runtime } from '../core/runtime';
@@ -15,26 +15,13 @@ export interface AgentContext {
   token: string;
 }
 
-/** The per-run MCP server's name: its tools reach the model as `mcp__code_factory__<tool>`. */
-export const AGENT_TOOL_SERVER_NAME = 'code_factory';
-
-/** What `environment()` sets for code-factory-cli (and its MCP server). */
-const AGENT_CONTEXT_VARIABLES = [
-  'CODE_FACTORY_API_URL',
-  'CODE_FACTORY_CLI',
-  'CODE_FACTORY_GITHUB_API_URL',
-  'CODE_FACTORY_REQUIREMENT_ID',
-  'CODE_FACTORY_SESSION_ID',
-  'CODE_FACTORY_TOKEN',
-];
-
 /**
  * What an agent process gets around it: a private `code-factory-cli` launcher first on PATH
  * and its context (API URL, Requirement, session, run credential) in the environment.
  */
 @Injectable()
 export class AgentEnvironmentService implements OnModuleInit {
-  private apiUrl = '';
+  private apiUrlValue = '';
 
   constructor(@Inject(RUNTIME) private readonly runtime: Runtime) {}
 
@@ -65,27 +52,28 @@ export class AgentEnvironmentService implements OnModuleInit {
   }
 
   /**
-   * The run's MCP server (`code-factory-cli mcp`) by the launcher's absolute path, with the
-   * variables it reads: the run context, and GitHub's token and API for `register_pull_request`.
+   * The run's MCP tools, served by the manager itself (`/api/agent/mcp`, Streamable HTTP): the CLI
+   * connects with the run credential it reads from `CODE_FACTORY_TOKEN`, so no MCP server process
+   * is started per run and the token never appears on a command line.
    */
   toolServer(): AgentToolServer {
-    return {
-      args: ['mcp'],
-      command: this.cliPath,
-      environment: [...AGENT_CONTEXT_VARIABLES, 'GH_TOKEN', 'GITHUB_TOKEN'],
-      name: AGENT_TOOL_SERVER_NAME,
-    };
+    return { name: AGENT_TOOL_SERVER_NAME, tokenVariable: 'CODE_FACTORY_TOKEN', url: `${this.apiUrl}/agent/mcp` };
+  }
+
+  /** The manager's API base as agents reach it (`http://127.0.0.1:<port>/api`). */
+  get apiUrl(): string {
+    return this.apiUrlValue;
   }
 
   /** Set once the server listens (the URL includes the actual port). */
   setApiUrl(url: string): void {
-    this.apiUrl = url;
+    this.apiUrlValue = url;
   }
 
   environment(context: Omit<AgentContext, 'apiUrl'>): Record<string, string> {
     const env = this.reviewerEnvironment();
     env.PATH = [this.binDirectory, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(path.delimiter);
-    env.CODE_FACTORY_API_URL = this.apiUrl;
+    env.CODE_FACTORY_API_URL = this.apiUrlValue;
     env.CODE_FACTORY_CLI = this.cliPath;
     // `pr register --url` asks the same GitHub as the reconciler (GitHub Enterprise, or a test's fake).
     env.CODE_FACTORY_GITHUB_API_URL = this.runtime.configuration.get('githubApiUrl');

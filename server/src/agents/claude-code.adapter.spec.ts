@@ -300,6 +300,32 @@ describe(ClaudeCodeAdapter.name, () => {
       expect(usages(parseLines([{ ...success, usage }]))).toEqual([{ cachedInputTokens: 50, costUsd: null, inputTokens: 100, outputTokens: 9, reasoningOutputTokens: 4 }]);
     });
 
+    it("fails the run when Agent Manager's MCP server did not connect (Claude has no `required`), whatever the answer", () => {
+      const message = "Agent Manager's MCP server code_factory did not connect (failed): the run had none of its tools";
+      for (const status of ['failed', 'needs-auth']) {
+        const failedInit = {
+          ...init,
+          mcp_servers: [
+            { name: 'user', status: 'connected' },
+            { name: 'code_factory', status },
+          ],
+        };
+        expect(outcomes(parseLines([failedInit, success]))).toEqual([
+          { message: message.replace('(failed)', `(${status})`), type: 'failed' },
+          { summary: 'ok', type: 'completed' },
+        ]);
+      }
+      // Another server failing, or ours connected: not the run's failure.
+      const fine = {
+        ...init,
+        mcp_servers: [
+          { name: 'user', status: 'failed' },
+          { name: 'code_factory', status: 'connected' },
+        ],
+      };
+      expect(outcomes(parseLines([fine, success]))).toEqual([{ summary: 'ok', type: 'completed' }]);
+    });
+
     it.each([
       [{ code: null, signal: 'SIGKILL', stderr: '' }, 'claude was killed by SIGKILL'],
       [{ code: 1, signal: null, stderr: 'Error: Session ID x is already in use.\n' }, 'claude exited with code 1: Error: Session ID x is already in use.'],
@@ -396,13 +422,16 @@ describe(ClaudeCodeAdapter.name, () => {
   });
 
   describe('buildInvocation', () => {
-    it("adds the run's MCP server beside the user's own (no --strict-mcp-config), loaded up front", () => {
-      const toolServer = { args: ['mcp'], command: '/home/u/.code-factory/bin/ab12/code-factory-cli', environment: ['CODE_FACTORY_TOKEN'], name: 'code_factory' };
-      const args = sut.buildInvocation(baseContext({ toolServer })).args;
+    it("adds the manager's MCP endpoint beside the user's own servers (no --strict-mcp-config), loaded up front, the credential named, not written", () => {
+      const toolServer = { name: 'code_factory', tokenVariable: 'CODE_FACTORY_TOKEN', url: 'http://127.0.0.1:4310/api/agent/mcp' };
+      const args = sut.buildInvocation(baseContext({ env: { CODE_FACTORY_TOKEN: 'amr_secret', PATH: '/usr/bin' }, toolServer })).args;
       const at = args.indexOf('--mcp-config');
       expect(JSON.parse(args[at + 1])).toEqual({
-        mcpServers: { code_factory: { alwaysLoad: true, args: ['mcp'], command: '/home/u/.code-factory/bin/ab12/code-factory-cli', type: 'stdio' } },
+        mcpServers: {
+          code_factory: { alwaysLoad: true, headers: { Authorization: 'Bearer ${CODE_FACTORY_TOKEN}' }, type: 'http', url: 'http://127.0.0.1:4310/api/agent/mcp' },
+        },
       });
+      expect(args.join(' ')).not.toContain('amr_secret');
       // The flag takes several values: another option follows it, never the prompt.
       expect(args[at + 2]).toMatch(/^--/);
       expect(args).not.toContain('--strict-mcp-config');

@@ -1,17 +1,20 @@
-import type { AgentAdapter, AgentToolServer, Invocation, InvocationContext, NormalizedEvent, OutputParser, TokenUsage } from './agent-adapter';
+import { AGENT_TOOL_SERVER_NAME, AgentAdapter, AgentToolServer, Invocation, InvocationContext, NormalizedEvent, OutputParser, TokenUsage } from './agent-adapter';
 import { exitMessage, isObject, Json, mcpToolName, num, oneLine, parseJsonLine, str, trace, unknown } from './output-helpers';
 
 // Claude Code (`claude --print --output-format stream-json --verbose`). Verified against Claude
 // Code 2.1.332 transcripts in test/fixtures/agent-transcripts/claude/.
 
 /**
- * The `--mcp-config` JSON for this run's tool server. `alwaysLoad` puts its tools in every request
- * instead of behind ToolSearch (Claude defers MCP tools by default, and the model would first have
- * to find them). The server inherits the CLI's environment, run credential included; in the
- * bypassPermissions mode the runs use, its tools need no separate permission.
+ * The `--mcp-config` JSON for this run's tool server: the manager's Streamable HTTP endpoint, with
+ * the run credential as `${CODE_FACTORY_TOKEN}`, which Claude Code expands from its own environment
+ * when it connects, so the token itself is never on the command line. `alwaysLoad` puts its tools
+ * in every request instead of behind ToolSearch (Claude defers MCP tools by default, and the model
+ * would first have to find them); in the bypassPermissions mode the runs use, they need no
+ * separate permission.
  */
 export function claudeToolServerConfig(server: AgentToolServer): string {
-  return JSON.stringify({ mcpServers: { [server.name]: { alwaysLoad: true, args: server.args, command: server.command, type: 'stdio' } } });
+  const config = { alwaysLoad: true, headers: { Authorization: `Bearer \${${server.tokenVariable}}` }, type: 'http', url: server.url };
+  return JSON.stringify({ mcpServers: { [server.name]: config } });
 }
 
 export class ClaudeCodeAdapter implements AgentAdapter {
@@ -115,6 +118,7 @@ class ClaudeOutputParser implements OutputParser {
           .filter(([, value]) => value)
           .map(([name, value]) => `${name}: ${value}`);
         events.push(trace({ detail: facts.join('\n'), kind: 'lifecycle', nativeType, title: 'Session started' }));
+        events.push(...this.toolServerFailure(event));
         return events;
       }
       case 'api_retry': {
@@ -130,6 +134,22 @@ class ClaudeOutputParser implements OutputParser {
       default:
         return [unknown(event, nativeType)];
     }
+  }
+
+  /**
+   * Claude Code has no `required` servers: one it cannot connect to is listed as failed in `init`
+   * and the run goes on without its tools. For ours that is the run's failure, said plainly (the
+   * model's answer still arrives, and is kept), as Codex's `required` does it.
+   */
+  private toolServerFailure(event: Json): NormalizedEvent[] {
+    const servers = Array.isArray(event.mcp_servers) ? event.mcp_servers : [];
+    const ours = servers.find((server) => isObject(server) && server.name === AGENT_TOOL_SERVER_NAME);
+    const status = isObject(ours) ? str(ours.status) : null;
+    if (status !== 'failed' && status !== 'needs-auth') {
+      return [];
+    }
+    const message = `Agent Manager's MCP server ${AGENT_TOOL_SERVER_NAME} did not connect (${status}): the run had none of its tools`;
+    return [trace({ detail: JSON.stringify(ours), kind: 'error', nativeType: 'system/init', status: 'failed', title: message }), { message, type: 'failed' }];
   }
 
   private assistant(event: Json): NormalizedEvent[] {

@@ -338,6 +338,28 @@ describe(CodexAdapter.name, () => {
       expect(sut.createParser().end(exit)).toEqual([{ message, type: 'failed' }]);
     });
 
+    it("says plainly that Agent Manager's MCP server could not be initialised (Codex 0.171.0's stderr, as captured)", () => {
+      const transport =
+        'Transport [codex_rmcp_client::tool_list_changes::ToolListChanges<codex_rmcp_client::event_notification_transport::EventNotificationTransport<rmcp::transport::worker::WorkerTransport<rmcp::transport::streamable_http_client::StreamableHttpClientWorker<codex_rmcp_client::http_client_adapter::StreamableHttpClientAdapter>>>>]';
+      const stderr = [
+        `Error: thread/start: thread/start failed: error creating thread: Fatal error: Failed to initialize session: required MCP servers failed to initialize: code_factory: handshaking with MCP server failed: Send message error ${transport} error: Client error: HTTP request failed: http/request failed: error sending request for url (http://127.0.0.1:1/api/agent/mcp), when send initialize request (code -32603)`,
+        '',
+        'Stack backtrace:',
+        '   0: <unknown>',
+      ].join('\n');
+      expect(sut.createParser().end({ code: 1, signal: null, stderr })).toEqual([
+        {
+          message:
+            "Agent Manager's MCP server code_factory could not be initialised, so codex did not start: handshaking with MCP server failed: Send message error transport error: Client error: HTTP request failed: http/request failed: error sending request for url (http://127.0.0.1:1/api/agent/mcp), when send initialize request (code -32603)",
+          type: 'failed',
+        },
+      ]);
+      // A user's own required server failing keeps Codex's own words.
+      expect(sut.createParser().end({ code: 1, signal: null, stderr: stderr.replace('code_factory:', 'user:') })).toEqual([
+        { message: expect.stringMatching(/^codex exited with code 1: /), type: 'failed' },
+      ]);
+    });
+
     it('keeps the stderr summary short', () => {
       const [event] = sut.createParser().end({ code: 1, signal: null, stderr: 'e'.repeat(10_000) });
       expect(event.type === 'failed' && event.message.length).toBeLessThan(1100);
@@ -359,18 +381,16 @@ describe(CodexAdapter.name, () => {
   });
 
   describe('buildInvocation', () => {
-    it("adds the run's MCP server for this run only: one -c key each, the credential named, not written, waited for", () => {
-      const toolServer = { args: ['mcp'], command: '/home/u/.code-factory/bin/ab12/code-factory-cli', environment: ['CODE_FACTORY_TOKEN', 'GH_TOKEN'], name: 'code_factory' };
+    it("adds the manager's MCP endpoint for this run only: one -c key each, the credential named, not written, waited for", () => {
+      const toolServer = { name: 'code_factory', tokenVariable: 'CODE_FACTORY_TOKEN', url: 'http://127.0.0.1:4310/api/agent/mcp' };
       const args = sut.buildInvocation(baseContext({ env: { CODE_FACTORY_TOKEN: 'secret', PATH: '/usr/bin' }, toolServer })).args;
       expect(args).toEqual([
         ...BASE_ARGS,
         ...INSTRUCTIONS_ARGS,
         '-c',
-        'mcp_servers.code_factory.command="/home/u/.code-factory/bin/ab12/code-factory-cli"',
+        'mcp_servers.code_factory.url="http://127.0.0.1:4310/api/agent/mcp"',
         '-c',
-        'mcp_servers.code_factory.args=["mcp"]',
-        '-c',
-        'mcp_servers.code_factory.env_vars=["CODE_FACTORY_TOKEN", "GH_TOKEN"]',
+        'mcp_servers.code_factory.bearer_token_env_var="CODE_FACTORY_TOKEN"',
         '-c',
         'mcp_servers.code_factory.required=true',
         '-',

@@ -1,5 +1,5 @@
-import type { AgentAdapter, AgentToolServer, Invocation, InvocationContext, NormalizedEvent, OutputParser, TokenUsage } from './agent-adapter';
-import { exitMessage, isObject, Json, mcpContentText, mcpToolName, num, oneLine, parseJsonLine, str, trace, unknown } from './output-helpers';
+import { AGENT_TOOL_SERVER_NAME, AgentAdapter, AgentToolServer, Invocation, InvocationContext, NormalizedEvent, OutputParser, TokenUsage } from './agent-adapter';
+import { cap, exitMessage, isObject, Json, mcpContentText, mcpToolName, num, oneLine, parseJsonLine, str, trace, unknown } from './output-helpers';
 
 // Codex CLI (`codex exec --json`). Verified against codex-cli 0.171.0 transcripts in
 // test/fixtures/agent-transcripts/codex/.
@@ -51,25 +51,35 @@ export function tomlString(value: string): string {
 
 /**
  * `-c` overrides that add one MCP server for this run: each sets one key under
- * `mcp_servers.<name>`, so the user's own servers in config.toml stay as they are. Codex starts an
- * MCP server with a minimal environment plus the variables named in `env_vars`: naming them passes
- * the run credential without writing it into the command line. `required`: `codex exec` does not
- * wait for a server that is slow to start (ours boots in 1–2 s) and would send the first request
- * without its tools; a required one is waited for, and one that cannot start fails the run saying so.
+ * `mcp_servers.<name>`, so the user's own servers in config.toml stay as they are. The server is
+ * the manager's Streamable HTTP endpoint; `bearer_token_env_var` names the variable Codex reads the
+ * run credential from, so the token is never written into the command line. `required`: `codex
+ * exec` would otherwise send the first request without the tools of a server it could not reach;
+ * a required one that cannot be initialised fails the run saying so.
  */
 export function codexToolServerOptions(server: AgentToolServer): string[] {
   const key = `mcp_servers.${server.name}`;
-  const array = (values: string[]) => `[${values.map(tomlString).join(', ')}]`;
-  return [
-    '-c',
-    `${key}.command=${tomlString(server.command)}`,
-    '-c',
-    `${key}.args=${array(server.args)}`,
-    '-c',
-    `${key}.env_vars=${array(server.environment)}`,
-    '-c',
-    `${key}.required=true`,
-  ];
+  return ['-c', `${key}.url=${tomlString(server.url)}`, '-c', `${key}.bearer_token_env_var=${tomlString(server.tokenVariable)}`, '-c', `${key}.required=true`];
+}
+
+/**
+ * Codex's refusal to start without a required MCP server, when that server is ours, as one readable
+ * line: its stderr ends in a stack backtrace and spells out Rust transport types, and the reason
+ * (the address it could not reach, the HTTP status) sits in the middle of it.
+ */
+function toolServerFailure(stderr: string): string | null {
+  const match = /required MCP servers failed to initiali[sz]e: ([^:\s]+):([^\n]*)/.exec(stderr);
+  if (match?.[1] !== AGENT_TOOL_SERVER_NAME) {
+    return null;
+  }
+  const reason = cap(
+    match[2]
+      .replace(/ Transport \[[^\]]*\]/g, ' transport')
+      .replace(/\s+/g, ' ')
+      .trim(),
+    500,
+  );
+  return `Agent Manager's MCP server ${AGENT_TOOL_SERVER_NAME} could not be initialised, so codex did not start: ${reason}`;
 }
 
 export class CodexAdapter implements AgentAdapter {
@@ -141,7 +151,7 @@ class CodexOutputParser implements OutputParser {
     if (this.outcomeReported && (!this.succeeded || exit.code === null || exit.code === 0)) {
       return [];
     }
-    return [{ message: exitMessage('codex', exit, this.succeeded), type: 'failed' }];
+    return [{ message: toolServerFailure(exit.stderr) ?? exitMessage('codex', exit, this.succeeded), type: 'failed' }];
   }
 
   private event(event: Json): NormalizedEvent[] {

@@ -1,14 +1,13 @@
 import { Command, CommandRunner, Help } from 'nest-commander';
 
-import { ENVIRONMENT_HELP } from '../../factory/agent-context';
-import { AgentOperations } from '../../factory/agent-operations';
-import { agentTools } from '../../mcp/agent-tools';
-import { createToolServer, serveStdio } from '../../mcp/tool-server';
+import { ENVIRONMENT_HELP } from '@server/agent-tools/agent-context';
+import { AgentOperations } from '@server/agent-tools/agent-operations';
+import { AGENT_TOOLS_INSTRUCTIONS, agentTools } from '@server/agent-tools/agent-tools';
+import { createToolServer } from '@server/agent-tools/tool-definition';
 
-const INSTRUCTIONS =
-  "Agent Manager's tools for this agent run: register pull requests, propose and act on follow-up Requirements, message related Requirements, see whether your branch conflicts with its base or other work, and set timers. They act with this run's own credential: the server refuses what is out of its scope, and a refusal comes back as a tool error with the reason.";
+import { serveStdio } from '../../mcp/tool-server';
 
-@Command({ description: "Serve this run's Agent Manager tools over MCP (stdio); Agent Manager starts it inside each RD run", name: 'mcp' })
+@Command({ description: "Serve this run's Agent Manager tools over MCP (stdio), for an MCP client you configure yourself inside a run", name: 'mcp' })
 export class AgentMcpCommand extends CommandRunner {
   constructor(private readonly operations: AgentOperations) {
     super();
@@ -17,7 +16,7 @@ export class AgentMcpCommand extends CommandRunner {
   async run(): Promise<void> {
     // Without the run's context no tool could work: say so at start, where the CLI shows it.
     this.operations.checkContext();
-    await serveStdio(createToolServer('agent-manager', INSTRUCTIONS, agentTools(this.operations)));
+    await serveStdio(createToolServer('agent-manager', AGENT_TOOLS_INSTRUCTIONS, agentTools(this.operations)));
   }
 
   @Help('after')
@@ -25,8 +24,9 @@ export class AgentMcpCommand extends CommandRunner {
     return `
 A Model Context Protocol server on stdin/stdout with the tools register_pull_request,
 propose_requirement, requirement_action, list_related, message_related, requirement_landing,
-register_timer, list_timers and cancel_timer: the same calls as the commands of this program. Agent Manager
-configures it for every RD run of Codex and Claude Code; you do not need to start it yourself.
+register_timer, list_timers and cancel_timer: the same calls as the commands of this program. Codex and
+Claude Code runs already have these tools: Agent Manager serves them itself (\$CODE_FACTORY_API_URL/agent/mcp,
+MCP over HTTP with the run credential as Bearer). Use this for another MCP client inside a run.
 ${ENVIRONMENT_HELP}`;
   }
 }

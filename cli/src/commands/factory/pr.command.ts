@@ -2,9 +2,9 @@ import { Command, CommandRunner, Help, Option, SubCommand } from 'nest-commander
 
 import { PULL_REQUEST_STATUSES, PullRequestStatus } from '@libs/contracts';
 
-import { ENVIRONMENT_HELP } from '../../factory/agent-context';
-import { AgentOperations, RegisterPullRequestInput } from '../../factory/agent-operations';
-import { printJson } from '../../factory/manager-api';
+import { ENVIRONMENT_HELP } from '@server/agent-tools/agent-context';
+import { AgentOperations, RegisterPullRequestInput } from '@server/agent-tools/agent-operations';
+import { printJson } from '@server/agent-tools/manager-api';
 import { UsageError, parseIntegerOption } from '../../options';
 
 @SubCommand({ description: 'Register a pull request you opened for the current Requirement (again to refresh its title, branches and head SHA)', name: 'register' })

@@ -4,9 +4,9 @@ import { Command, CommandRunner, Help, Option, SubCommand } from 'nest-commander
 
 import { AGENT_REQUIREMENT_ACTIONS, DEPENDENCY_CONDITIONS, DependencyCondition, LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
 
-import { ENVIRONMENT_HELP } from '../../factory/agent-context';
-import { AgentOperations } from '../../factory/agent-operations';
-import { printJson } from '../../factory/manager-api';
+import { ENVIRONMENT_HELP } from '@server/agent-tools/agent-context';
+import { AgentOperations } from '@server/agent-tools/agent-operations';
+import { printJson } from '@server/agent-tools/manager-api';
 import { UsageError, parseIntegerOption } from '../../options';
 
 interface ProposeFlags {

@@ -2,15 +2,20 @@ import { z } from 'zod';
 
 import { AGENT_REQUIREMENT_ACTIONS, LIMITS, PROVIDERS, PULL_REQUEST_STATUSES, REASONING_EFFORTS } from '@libs/contracts';
 
-import type { AgentOperations } from '../factory/agent-operations';
-import { ToolDefinition, defineTool } from './tool-server';
+import type { AgentOperations } from './agent-operations';
+import { ToolDefinition, defineTool } from './tool-definition';
 
-// The tools of `code-factory-cli mcp`, one per code-factory-cli command, with the limits and enums
+// The run's MCP tools (served by the manager at `/api/agent/mcp`, and on stdio by
+// `code-factory-cli mcp`), one per code-factory-cli command, with the limits and enums
 // of libs/contracts. The schemas catch a malformed call before it leaves the process; the agent
 // API validates again and alone decides scope (the run's credential, its own Requirement).
 
 const id = (what: string) => z.string().trim().min(1).max(100).describe(what);
 const text = (max: number, what: string) => z.string().max(max).regex(/\S/, 'must not be blank').describe(`${what} (at most ${max} characters)`);
+
+/** What the MCP server tells the model its tools are for. */
+export const AGENT_TOOLS_INSTRUCTIONS =
+  "Agent Manager's tools for this agent run: register pull requests, propose and act on follow-up Requirements, message related Requirements, see whether your branch conflicts with its base or other work, and set timers. They act with this run's own credential: the server refuses what is out of its scope, and a refusal comes back as a tool error with the reason.";
 
 export const AGENT_TOOL_NAMES = [
   'register_pull_request',

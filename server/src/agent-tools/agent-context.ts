@@ -1,4 +1,4 @@
-import { UsageError } from '../options';
+import { UsageError } from './usage-error';
 
 /** What Agent Manager puts in a run's environment for `code-factory-cli`. */
 export interface AgentContext {

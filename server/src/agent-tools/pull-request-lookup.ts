@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 
 import type { PullRequestStatus } from '@libs/contracts';
-import { GITHUB_API_URL, createGitHubClient } from '@server/github/github-client';
+import { GITHUB_API_URL, createGitHubClient } from '../github/github-client';
 
-import { UsageError } from '../options';
+import { UsageError } from './usage-error';
 
 /** The fields `POST /api/agent/pull-requests` takes (besides the Requirement). */
 export interface PullRequestFields {
@@ -39,9 +39,12 @@ export class PullRequestLookup {
   /** True when the last lookup was skipped for want of a token. */
   lastLookupSkipped = false;
 
+  /** GitHub's API root; unset, `CODE_FACTORY_GITHUB_API_URL` or api.github.com (the manager sets its own). */
+  apiUrl: string | null = null;
+
   async find(ref: Pick<PullRequestFields, 'repository' | 'number'>): Promise<Partial<PullRequestFields>> {
     this.lastLookupSkipped = false;
-    const client = await createGitHubClient({ baseUrl: process.env.CODE_FACTORY_GITHUB_API_URL?.trim() || GITHUB_API_URL, retries: 1, timeoutMs: 15_000 });
+    const client = await createGitHubClient({ baseUrl: this.apiUrl ?? (process.env.CODE_FACTORY_GITHUB_API_URL?.trim() || GITHUB_API_URL), retries: 1, timeoutMs: 15_000 });
     if (!client.configured) {
       this.lastLookupSkipped = true;
       return {};

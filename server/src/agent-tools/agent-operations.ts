@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 
 import { AgentRequirementAction, DependencyCondition, LIMITS, Provider, ReasoningEffort } from '@libs/contracts';
 
-import { UsageError } from '../options';
+import { UsageError } from './usage-error';
 import { ManagerApi } from './manager-api';
 import { PullRequestFields, PullRequestLookup, parsePullRequestUrl } from './pull-request-lookup';
 

@@ -17,6 +17,17 @@ export type Outcome<T> = { data?: T; error?: unknown; response: Response };
 export class ManagerApi {
   private cached: { context: AgentContext; client: ApiClient } | null = null;
 
+  /**
+   * One bound to a given run context instead of the environment's: the manager's own MCP endpoint
+   * calls its agent API over loopback with the credential the request presented, so a tool goes
+   * through exactly the authentication and scope checks of the command it mirrors.
+   */
+  static forContext(context: AgentContext): ManagerApi {
+    const api = new ManagerApi();
+    api.cached = { client: clientFor(context), context };
+    return api;
+  }
+
   /** The run's context (throws the missing-variable error on first use). */
   get context(): AgentContext {
     return this.connection().context;
@@ -35,11 +46,14 @@ export class ManagerApi {
   private connection() {
     if (!this.cached) {
       const context = readAgentContext();
-      const origin = context.apiUrl.replace(/\/api$/, '');
-      this.cached = { client: createApiClient(origin, { token: context.token ?? undefined }), context };
+      this.cached = { client: clientFor(context), context };
     }
     return this.cached;
   }
+}
+
+function clientFor(context: AgentContext): ApiClient {
+  return createApiClient(context.apiUrl.replace(/\/api$/, ''), { token: context.token ?? undefined });
 }
 
 /**
