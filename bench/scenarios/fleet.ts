@@ -85,6 +85,8 @@ interface SizeResult {
   firstRequestMs: number[];
   allDoneMs: number;
   managerRssMb: number;
+  /** The manager's event-loop delay p99 from the starts until every run ended. */
+  eventLoopP99Ms: number;
   /** Per running agent, at a moment every agent of the size was alive. */
   cliRssMb: number;
   addedRssMb: number;
@@ -110,6 +112,7 @@ async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: C
   const pid = manager.child.pid!;
   let managerRss = residentMb(pid);
   const rssTimer = setInterval(() => (managerRss = Math.max(managerRss, residentMb(pid))), 200);
+  await manager.api.GET('/api/metrics', { params: { query: { reset: 'true' } } });
   const requestsBefore = stub.requests.length;
   const startedAt = new Map<string, number>();
   const started = Date.now();
@@ -142,6 +145,7 @@ async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: C
     }
     if (runs.every((r) => r && r.status !== 'running')) {
       clearInterval(rssTimer);
+      const metrics = (await manager.api.GET('/api/metrics')).data;
       const failed = runs.filter((r) => r?.status !== 'succeeded');
       for (const run of failed) {
         progress(`fleet: ${label} size ${size}: run ${run?.id} ended ${run?.status}: ${run?.error ?? ''}`);
@@ -168,6 +172,7 @@ async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: C
         sandboxProcesses: (added.length - beyondSandbox.length) / agents,
         addedRssMb: sum(added) / agents,
         allDoneMs: Date.now() - started,
+        eventLoopP99Ms: metrics?.eventLoopDelayMs.p99 ?? NaN,
         cliRssMb: sum(all.filter((p) => roleOf(p) === 'cli')) / agents,
         failed: failed.length,
         firstRequestMs: [...firstRequest.values()].sort((a, b) => a - b),
@@ -228,6 +233,12 @@ async function fleetFor(cli: Cli): Promise<{ figures: Figure[]; notes: string[] 
         { name: `${tag}: first request p50 / one alone`, unit: '', value: round(p50 / alone) },
         { name: `${tag}: all done`, unit: 'ms', value: round(r.allDoneMs, 0) },
         { name: `${tag}: manager RSS (peak)`, unit: 'MB', value: round(r.managerRssMb, 0) },
+        {
+          name: `${tag}: manager event-loop delay p99`,
+          ...(r.size >= 20 && !('loaded' in r) ? { target: { op: '<=' as const, value: 20 } } : {}),
+          unit: 'ms',
+          value: r.eventLoopP99Ms,
+        },
         { name: `${tag}: CLI RSS per agent`, unit: 'MB', value: round(r.cliRssMb, 1) },
         { name: `${tag}: RSS the manager adds per agent`, target: { op: '<=', value: 30 }, unit: 'MB', value: round(r.addedRssMb, 1) },
         { name: `${tag}: processes the manager adds per agent beyond the sandbox's`, target: { op: '<=', value: 1 }, unit: '', value: round(r.addedProcesses, 2) },
