@@ -11,6 +11,13 @@ import { createRequirement, git, initRepository, runsOf, settled, sh, startRun, 
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { until } from './support/wait';
 
+/** Waits for an element's text to become `expected` (a render after a click lands a frame later, later still under load). */
+async function untilText(locator: Locator, expected: string): Promise<void> {
+  await until(`the text "${expected}"`, async () => (await locator.innerText()) === expected || undefined, 10_000).catch(async () => {
+    expect(await locator.innerText()).toBe(expected);
+  });
+}
+
 // Issue 28 §4 (and the dashboard side of §2 and §3) in Debian's Chromium against the real built
 // server, a real git repository and the synthetic worktree agent (a message `sh:<base64>` runs in
 // its worktree): the conflict radar on the cards and in the Changes tab, the land menu (a squash
@@ -195,7 +202,8 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     await expect(panel.getByTestId('land-mark-done').isChecked()).resolves.toBe(true);
     await panel.getByTestId('land-method-merge').check();
     await panel.getByTestId('land-method-squash').check();
-    await expect(panel.getByTestId('land-submit').innerText()).resolves.toBe('Squash into main');
+    // The label follows the chosen method on the page's next render, not within check() itself.
+    await untilText(panel.getByTestId('land-submit'), 'Squash into main');
     await shot('land-menu-light-1280');
     await panel.getByTestId('land-submit').click();
 
@@ -295,7 +303,7 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     await openLand(ids.bravo);
     const panel = page.getByTestId('land-panel');
     await panel.getByTestId('land-method-pull_request').check();
-    await expect(panel.getByTestId('land-submit').innerText()).resolves.toBe('Open pull request');
+    await untilText(panel.getByTestId('land-submit'), 'Open pull request');
     // The queue lands locally: it says so rather than queue a pull request.
     await expect(panel.getByTestId('land-enqueue').isDisabled()).resolves.toBe(true);
     await panel.getByTestId('land-queue-blocked').waitFor();
