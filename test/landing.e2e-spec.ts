@@ -6,6 +6,7 @@ import type { Schemas } from '@libs/api-client';
 import { ok, refusal } from './support/api';
 import { checkoutSnapshot, createRequirement, git, initRepository, reply, settled, sh, startRun, WORKTREE_AGENT, writeFiles } from './support/git-repo';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { snapshotStore } from './support/db-snapshot';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
@@ -188,8 +189,21 @@ describe('landing a Requirement locally', () => {
 
   it('refuses what cannot be landed: a run in progress, in place, no branch yet, a bad method', async () => {
     const inPlace = await createRequirement(manager, { isolation: 'in_place', title: 'In place' });
-    await expectRefused(manager.dataDirectory(), () => land(manager, inPlace.id, 'merge'), 409, 'not_landable');
     const fresh = await createRequirement(manager, { title: 'Not started' });
+    // The earlier tests' lands end in radar passes that write after their requests answered
+    // (on PostgreSQL one landed inside a refusal's window): the checks start once nothing moves.
+    await ok(manager.api.GET('/api/conflicts'));
+    let last = '';
+    await until('the store to be quiet', async () => {
+      const now = JSON.stringify(await snapshotStore(manager.dataDirectory(), { exceptTraces: true }));
+      if (now === last) {
+        return true;
+      }
+      last = now;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      return false;
+    });
+    await expectRefused(manager.dataDirectory(), () => land(manager, inPlace.id, 'merge'), 409, 'not_landable');
     await expectRefused(manager.dataDirectory(), () => land(manager, fresh.id, 'merge'), 409, 'nothing_to_land');
     await expectRefused(manager.dataDirectory(), () => land(manager, fresh.id, 'octopus' as Method), 400);
     await expectRefused(manager.dataDirectory(), () => land(manager, 'req_missing', 'merge'), 404);
