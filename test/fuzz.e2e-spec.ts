@@ -241,14 +241,22 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
       'GET /api/usage',
       'GET /api/doctor',
     ];
-    const RARELY_VALID = new Set(['PATCH /api/requirements/{id}', 'PUT /api/requirements/{id}/dependencies', 'GET /api/requirements/{id}/changes/diff']);
+    const RARELY_VALID = new Set([
+      'PATCH /api/requirements/{id}',
+      'PUT /api/requirements/{id}/dependencies',
+      'GET /api/requirements/{id}/changes',
+      'GET /api/requirements/{id}/changes/diff',
+    ]);
     const coverage = Object.fromEntries(
       WAVE_2.map((label) => [label, { answered: byEndpoint[label]?.['2xx'] ?? 0, sent: Object.values(byEndpoint[label] ?? {}).reduce((a, b) => a + b, 0) }]),
     );
     for (const [label, { answered, sent }] of Object.entries(coverage)) {
       expect({ label, sent: sent >= PER_OPERATION }).toEqual({ label, sent: true });
       // Most of these answer 2xx to one request in ten or more; an edit, a dependency list or a
-      // diff of the one changed file is valid too rarely (one in forty) to require it every run.
+      // diff of the one changed file is valid too rarely (one in forty) to require it every run,
+      // and so are changes: only a started Requirement has a worktree, and the fuzz's own cancels,
+      // deletes and lands remove the seeded ones (2xx to 4 of 160 in one run, 16 in the next, none
+      // in a CI run on PostgreSQL). test/worktrees.e2e-spec.ts proves both answers.
       if (PER_OPERATION >= 100 && !RARELY_VALID.has(label)) {
         expect({ label, reached: answered > 0 }).toEqual({ label, reached: true });
       }
