@@ -1,4 +1,4 @@
-import { ChangeDetectionStrategy, Component, ElementRef, Injector, afterNextRender, inject, signal } from '@angular/core';
+import { ChangeDetectionStrategy, Component, ElementRef, Injector, afterNextRender, effect, inject, signal } from '@angular/core';
 import { RouterLink } from '@angular/router';
 
 import { I18n, keyOf } from '../core/i18n';
@@ -20,6 +20,7 @@ type DropIndex = number | null;
   selector: 'am-landing-queue',
   imports: [RouterLink],
   changeDetection: ChangeDetectionStrategy.OnPush,
+  host: { '(document:pointerdown)': 'onPointerDown($event)' },
   styles: `
     :host {
       display: block;
@@ -119,7 +120,7 @@ type DropIndex = number | null;
           </h2>
           <span class="muted queue-hint">{{ t('queue.hint') }}</span>
         </div>
-        <ol class="queue-items" (dragleave)="onDragLeave($event)">
+        <ol class="queue-items" (dragleave)="onDragLeave($event)" (focusout)="onFocusOut($event)">
           @for (item of store.queue(); track item.requirementId; let i = $index, first = $first, last = $last) {
             <li
               class="queue-item"
@@ -208,6 +209,21 @@ export class LandingQueuePanel {
   protected readonly busy = signal(false);
   /** Said to a screen reader after a move (the list's order changed under its focus). */
   protected readonly announcement = signal('');
+  /**
+   * The arrow a keyboard move left the focus on. Another order arriving on the stream (an older
+   * move's event, a move made elsewhere) moves the rows, and a browser drops the focus of a moved
+   * element; it is put back until the person takes the focus somewhere else.
+   */
+  private kept: { id: string; preferred: 'queue-up' | 'queue-down' } | null = null;
+
+  constructor() {
+    effect(() => {
+      this.store.queue();
+      if (this.kept !== null) {
+        afterNextRender(() => this.restoreFocus(), { injector: this.injector });
+      }
+    });
+  }
 
   /** The board's title when it has the Requirement (renamed since it was queued), else the queue's. */
   protected titleOf(item: LandingQueueItem): string {
@@ -301,9 +317,31 @@ export class LandingQueuePanel {
       this.announcement.set(this.t('queue.moved', { n: ids.indexOf(movedId) + 1, title: this.titleOf(item), total: ids.length }));
     }
     if (focus !== null) {
+      this.kept = { id: movedId, preferred: focus };
       afterNextRender(() => this.refocus(movedId, focus), { injector: this.injector });
     }
     await reordered.catch(() => undefined); // shown by the API service; the queue is read again
+  }
+
+  /** Focus moved on to something else (not just dropped by a moved row): stop keeping it. */
+  protected onFocusOut(event: FocusEvent): void {
+    if (event.relatedTarget !== null) {
+      this.kept = null;
+    }
+  }
+
+  /** A click elsewhere on the page (which may focus nothing) is the person moving on too. */
+  protected onPointerDown(event: PointerEvent): void {
+    if (!this.host.nativeElement.contains(event.target as Node | null)) {
+      this.kept = null;
+    }
+  }
+
+  private restoreFocus(): void {
+    const active = document.activeElement;
+    if (this.kept !== null && (active === null || active === document.body)) {
+      this.refocus(this.kept.id, this.kept.preferred);
+    }
   }
 
   private refocus(id: string, preferred: 'queue-up' | 'queue-down'): void {
