@@ -253,7 +253,10 @@ describe('Limits a local process must not be able to break', () => {
     // Node.js 24 holds more than 20 did (122 MB peak, 107 MB after, seen): the bounds say "no 800 MB".
     expect(Math.max(first.peak, second.peak) - before).toBeLessThan(160);
     expect(afterSecond - before).toBeLessThan(130);
-    expect(afterSecond - afterFirst).toBeLessThan(25);
+    // What a second round may add is allocator slack (RSS, not the heap: freed pages come back
+    // when the allocator decides; 26 MB was seen on a loaded CI machine). A leak of even the one
+    // MB held per delivery would add 60 MB a round, so 45 still tells a leak from slack.
+    expect(afterSecond - afterFirst).toBeLessThan(45);
     // And it still takes real deliveries, a large one too (then every tracked PR is looked at).
     expect((await sendUntyped(manager.origin, 'POST', '/api/github/webhook', ping, signed, NO_AUTH)).status).toBe(202);
     const large = JSON.stringify({ comment: { body: 'x'.repeat(2 * MB) }, issue: { number: 1, pull_request: {} }, repository: { full_name: 'o/r' } });
