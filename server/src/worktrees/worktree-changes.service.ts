@@ -6,13 +6,17 @@ import { Injectable } from '@nestjs/common';
 
 import type { RequirementChanges } from '@libs/contracts';
 
-import { conflict, invalid, notFound } from '../core/errors/domain-error';
+import { DomainError, conflict, invalid, notFound } from '../core/errors/domain-error';
 import { RequirementsService } from '../requirements/requirements.service';
 import { git } from '../core/git/git';
 import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
 import { excludingLinks, fileDiff, isInside, listChanges, worktreeRelativePath } from './worktree-changes';
 import { QUICK_TIMEOUT_MS, WorkspaceGit } from './workspace-git.service';
 import { WorktreesRepository } from './worktrees.repository';
+
+function noWorktree(requirementId: string): DomainError {
+  return conflict('no_worktree', `Requirement ${requirementId} has no worktree (in place, not started yet, or removed)`);
+}
 
 /**
  * What a Requirement's agent changed in its worktree: the branch's state against its base (head,
@@ -42,7 +46,7 @@ export class WorktreeChanges {
     const top = row.path as string;
     this.lastComparison.set(requirementId, { mergeBase, path: top });
     const guessed = early !== null && last?.mergeBase === mergeBase && last.path === top ? await early : null;
-    const listed = guessed ?? (await listChanges(top, mergeBase, links));
+    const listed = guessed ?? (await this.stillThere(requirementId, top, () => listChanges(top, mergeBase, links)));
     return { baseRef: row.baseRef ?? mergeBase, files: listed.files, headSha: head, mergeBaseSha: mergeBase, truncated: listed.truncated };
   }
 
@@ -51,7 +55,23 @@ export class WorktreeChanges {
     const { mergeBase, row } = await this.comparison(requirementId);
     const top = row.path as string;
     const checked = [file, ...(oldPath === null ? [] : [oldPath])].map((p) => this.insideWorktree(top, p));
-    return fileDiff(top, mergeBase, checked[0], checked[1] ?? null);
+    return this.stillThere(requirementId, top, () => fileDiff(top, mergeBase, checked[0], checked[1] ?? null));
+  }
+
+  /**
+   * A read of a worktree that a cancel, a delete or a land removes meanwhile fails in git (a
+   * spawn in a folder that is gone is ENOENT): that is the same 409 as a read that came later,
+   * not a server error. Any other failure stays what it is.
+   */
+  private async stillThere<T>(requirementId: string, top: string, read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (err) {
+      if (!(await fs.stat(path.join(top, '.git')).catch(() => null))) {
+        throw noWorktree(requirementId);
+      }
+      throw err;
+    }
   }
 
   /** The branch's state against its base, for the card: head, commits ahead and behind, uncommitted work. */
@@ -83,9 +103,8 @@ export class WorktreeChanges {
     if (row === null && (await this.requirements.find(requirementId)) === null) {
       throw notFound('requirement_not_found', `Requirement ${requirementId} not found`);
     }
-    const noWorktree = () => conflict('no_worktree', `Requirement ${requirementId} has no worktree (in place, not started yet, or removed)`);
     if (!row || row.isolation !== 'worktree' || row.path === null || row.removedAt !== null || row.createdAt === null) {
-      throw noWorktree();
+      throw noWorktree(requirementId);
     }
     // One git call for both ends (a read of the changes is a handful of processes, not a dozen).
     const ends = await git(['rev-parse', ...(row.baseRef !== null ? [`${row.baseRef}^{commit}`] : []), 'HEAD'], {
@@ -94,7 +113,7 @@ export class WorktreeChanges {
       timeoutMs: QUICK_TIMEOUT_MS,
     }).catch(() => null);
     if (ends === null || !(await fs.stat(path.join(row.path, '.git')).catch(() => null))) {
-      throw noWorktree();
+      throw noWorktree(requirementId);
     }
     const shas = ends.stdout.trim().split('\n');
     const head = ends.code === 0 ? (shas[shas.length - 1] ?? null) : await this.workspace.resolveCommit(row.path, 'HEAD');
