@@ -138,39 +138,99 @@ interface ConfigOverrides {
   settings: Array<[string, string]>;
   /** The files that configuration came from, or may come from, with what they were when read. */
   files: Array<{ file: string; stamp: string }>;
+  /** No file changed while it was read: `settings` may be answered from here while the stamps hold. */
+  trusted: boolean;
 }
 
 const overridesByDirectory = new Map<string, ConfigOverrides>();
+const overridesReading = new Map<string, Promise<Array<[string, string]>>>();
 const OVERRIDES_KEPT = 256;
 
+/**
+ * What a file is now, cheaply: a replaced file or folder, a rewritten file, a symlink pointed
+ * elsewhere or at a changed file all give another stamp. A folder is its identity only (its
+ * times move with every lock file git writes in it).
+ */
 function stamp(file: string): string {
+  const part = (st: fs.Stats) => (st.isDirectory() ? `d${st.dev}:${st.ino}` : `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`);
   try {
-    const st = fs.statSync(file);
-    return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+    const own = fs.lstatSync(file);
+    if (!own.isSymbolicLink()) {
+      return part(own);
+    }
+    try {
+      return `${part(own)}>${part(fs.statSync(file))}`;
+    } catch {
+      return `${part(own)}>missing`;
+    }
   } catch {
     return 'missing';
   }
 }
 
 /**
+ * The `.git` that git would find from `cwd` (in it or in any folder above): one appearing,
+ * going, or a worktree's `.git` file pointed at another repository changes which configuration
+ * applies, so these are part of every answer's stamps (an answer of "not a repository" too).
+ */
+function discoveryFiles(cwd: string): string[] {
+  const files: string[] = [];
+  for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
+    files.push(path.join(dir, '.git'));
+    if (path.dirname(dir) === dir) {
+      return files;
+    }
+  }
+}
+
+/**
  * The settings that neutralise every program the configuration of the repository at `cwd`
  * names (local and worktree scope: what an agent could have written). Read with git itself
- * (includes resolved) and kept until one of the files it came from, or the repository's own
- * `config` and `config.worktree`, changes.
+ * (includes resolved) and kept until one of the files it came from, the repository's own
+ * `config`, `config.worktree`, `commondir` and `HEAD` (`includeIf "onbranch:…"`), or a `.git` git
+ * would discover, changes. Every run's
+ * start asks for several directories at once, so callers for one directory share one read.
  */
-async function repositoryOverrides(cwd: string): Promise<Array<[string, string]>> {
+function repositoryOverrides(cwd: string): Promise<Array<[string, string]>> {
   const known = overridesByDirectory.get(cwd);
-  if (known && known.files.every(({ file, stamp: was }) => stamp(file) === was)) {
-    return known.settings;
+  if (known?.trusted && known.files.every(({ file, stamp: was }) => stamp(file) === was)) {
+    return Promise.resolve(known.settings);
   }
+  let reading = overridesReading.get(cwd);
+  if (!reading) {
+    reading = readOverrides(cwd, known).finally(() => overridesReading.delete(cwd));
+    overridesReading.set(cwd, reading);
+  }
+  return reading;
+}
+
+async function readOverrides(cwd: string, previous: ConfigOverrides | undefined): Promise<Array<[string, string]>> {
+  // Stamped before the read as well as after: an answer is kept as trusted only when nothing it
+  // depends on changed while git read it (else an agent writing its config during the read
+  // could leave the old, clean answer cached under the new file's stamp). The files a read
+  // discovers (includes, the repository's own) are stamped before the next read.
+  const candidates = new Set([...discoveryFiles(cwd), ...(previous?.files.map((f) => f.file) ?? [])]);
+  const before = new Map([...candidates].map((file) => [file, stamp(file)]));
   const run = (args: string[]) => runBounded('git', ['-c', 'core.fsmonitor=false', ...args], { cwd, env: gitEnvironment(), maxBytes: 4 * 1024 * 1024, timeoutMs: 30_000 });
   const [listed, dirs] = await Promise.all([
     run(['config', '--list', '--show-scope', '--show-origin', '--null']),
     run(['rev-parse', '--path-format=absolute', '--git-dir', '--git-common-dir']),
   ]);
-  if (dirs.code !== 0) {
-    // Not a repository (yet): nothing of its own to neutralise, and nothing to keep.
+  const keep = (settings: Array<[string, string]>, files: Iterable<string>): Array<[string, string]> => {
+    const stamped = [...new Set(files)].map((file) => ({ file, stamp: stamp(file) }));
+    if (overridesByDirectory.size >= OVERRIDES_KEPT) {
+      overridesByDirectory.clear();
+    }
+    overridesByDirectory.set(cwd, { files: stamped, settings, trusted: stamped.every(({ file, stamp: now }) => before.get(file) === now) });
+    return settings;
+  };
+  if (dirs.error !== null) {
+    // git could not be started here (no such folder): nothing to answer for later.
     return [];
+  }
+  if (dirs.code !== 0) {
+    // Not a repository (yet): nothing of its own to neutralise, until a `.git` appears.
+    return keep([], discoveryFiles(cwd));
   }
   if (listed.code !== 0 || listed.truncated) {
     // A repository whose configuration cannot be listed is not run blind: git would read it too.
@@ -178,33 +238,41 @@ async function repositoryOverrides(cwd: string): Promise<Array<[string, string]>
     throw new GitError(`the repository's configuration could not be read${said ? `: ${said}` : ''}`, listed.code, listed.stderr, listed.timedOut);
   }
   const settings: Array<[string, string]> = [];
-  const files = new Set<string>();
+  const files = new Set<string>(discoveryFiles(cwd));
   const entries = listed.stdout.toString('utf8').split('\0');
   for (let i = 0; i + 2 < entries.length; i += 3) {
     const [scope, origin, pair] = [entries[i], entries[i + 1], entries[i + 2]];
     if (scope !== 'local' && scope !== 'worktree') {
       continue;
     }
-    if (origin.startsWith('file:')) {
-      files.add(path.resolve(cwd, origin.slice('file:'.length)));
+    const from = origin.startsWith('file:') ? path.resolve(cwd, origin.slice('file:'.length)) : null;
+    if (from !== null) {
+      files.add(from);
     }
     const newline = pair.indexOf('\n');
     const key = newline === -1 ? pair : pair.slice(0, newline);
     const value = newline === -1 ? '' : pair.slice(newline + 1);
+    // An include git skipped (its file missing, its condition false) is watched too: the file
+    // appearing later changes the configuration without touching any file read so far.
+    if (from !== null && value !== '' && (key === 'include.path' || /^includeif\..*\.path$/.test(key))) {
+      files.add(value.startsWith('~/') ? path.join(process.env.HOME ?? '/', value.slice(2)) : path.resolve(path.dirname(from), value));
+    }
     const neutral = neutralValue(key, value);
     if (neutral !== null) {
       settings.push([key, neutral]);
     }
   }
   const [gitDir, commonDir] = dirs.stdout.toString('utf8').trim().split('\n');
-  for (const file of [path.join(commonDir, 'config'), path.join(commonDir, 'config.worktree'), path.join(gitDir, 'config.worktree')]) {
+  for (const file of [
+    path.join(commonDir, 'config'),
+    path.join(commonDir, 'config.worktree'),
+    path.join(gitDir, 'config.worktree'),
+    path.join(gitDir, 'commondir'),
+    path.join(gitDir, 'HEAD'),
+  ]) {
     files.add(file);
   }
-  if (overridesByDirectory.size >= OVERRIDES_KEPT) {
-    overridesByDirectory.clear();
-  }
-  overridesByDirectory.set(cwd, { files: [...files].map((file) => ({ file, stamp: stamp(file) })), settings });
-  return settings;
+  return keep(settings, files);
 }
 
 /**
