@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { constants as fsConstants, realpathSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 
@@ -93,25 +93,39 @@ export class WorkspaceGit {
   async gitWorkspace(): Promise<GitWorkspace | null> {
     const cwd = this.runtime.paths.root;
     try {
-      // Three independent questions, asked at once: every run's start waits for the answers.
-      const [topOut, headOut, branchOut] = await Promise.all([
-        git(['rev-parse', '--show-toplevel'], { cwd, timeoutMs: QUICK_TIMEOUT_MS }),
-        git(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS }),
-        git(['symbolic-ref', '-q', '--short', 'HEAD'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS }),
-      ]);
-      const top = topOut.stdout.trim();
-      const head = headOut.stdout.trim();
-      if (top === '' || head === '') {
+      // One git for the three facts (every run's start waits for them, and a process started
+      // from the manager costs its event loop a fork): the top, the git directory whose HEAD
+      // names the branch, and HEAD's commit (exit 1, nothing printed, before the first commit).
+      const out = await git(['rev-parse', '--show-toplevel', '--absolute-git-dir', '--verify', '-q', 'HEAD^{commit}'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS });
+      const [top = '', gitDir = '', head = ''] = out.stdout.trim().split('\n');
+      if (out.code !== 0 || top === '' || gitDir === '' || head === '') {
         return null;
       }
-      const branch = branchOut.stdout.trim();
-      return { branch: branch === '' ? null : branch, head, top: await fs.realpath(top) };
+      return { branch: await this.checkedOutBranch(cwd, gitDir), head, top: await fs.realpath(top) };
     } catch (err) {
       if (err instanceof GitError && err.code === null && !err.timedOut) {
         this.logger.warn(`git is not available: ${err.message}`);
       }
       return null;
     }
+  }
+
+  /**
+   * The branch HEAD names, read from the HEAD file (`ref: refs/heads/<name>`; a commit when
+   * detached). Only its first bytes are read: the shared git directory is agent-writable. A
+   * HEAD that is neither (the reftable backend's placeholder, anything odd) is asked of git.
+   */
+  private async checkedOutBranch(cwd: string, gitDir: string): Promise<string | null> {
+    const text = await readStart(path.join(gitDir, 'HEAD'), 512);
+    if (/^[0-9a-f]{40,64}\n?$/.test(text)) {
+      return null;
+    }
+    const named = /^ref: refs\/heads\/([^\n]+)\n?$/.exec(text)?.[1];
+    if (named !== undefined && named !== '.invalid') {
+      return named;
+    }
+    const out = await git(['symbolic-ref', '-q', '--short', 'HEAD'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS });
+    return out.stdout.trim() || null;
   }
 
   /** What the workspace is to git now (the dashboard's in-place badge and its first-commit offer). */
@@ -250,5 +264,28 @@ export class WorkspaceGit {
       env[`GIT_CONFIG_VALUE_${first + i}`] = value;
     });
     return env;
+  }
+}
+
+/**
+ * The first `max` bytes of a regular file as text; '' for anything else. Opened without following
+ * a symlink and without blocking (a FIFO an agent put there would hold a plain open forever).
+ */
+async function readStart(file: string, max: number): Promise<string> {
+  const handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK).catch(() => null);
+  if (!handle) {
+    return '';
+  }
+  try {
+    if (!(await handle.stat()).isFile()) {
+      return '';
+    }
+    const buffer = Buffer.alloc(max);
+    const { bytesRead } = await handle.read(buffer, 0, max, 0);
+    return buffer.subarray(0, bytesRead).toString('utf8');
+  } catch {
+    return '';
+  } finally {
+    await handle.close();
   }
 }

@@ -1,0 +1,47 @@
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import type { ConfigurationService } from '../core/configuration/configuration.service';
+import type { Runtime } from '../core/runtime';
+import { WorkspaceGit } from './workspace-git.service';
+
+describe('WorkspaceGit.gitWorkspace (real git)', () => {
+  const sh = (args: string[], cwd: string) =>
+    execFileSync('git', args, { cwd, env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' }, stdio: 'pipe' })
+      .toString()
+      .trim();
+  const at = (root: string) => new WorkspaceGit({} as ConfigurationService, { paths: { root } } as unknown as Runtime);
+  let dir: string;
+  beforeEach(() => {
+    dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'am-workspace-git-')));
+  });
+  afterEach(() => fs.rmSync(dir, { force: true, recursive: true }));
+
+  it('names the top, the branch and the commit, from a folder inside the repository too', async () => {
+    sh(['init', '-q', '-b', 'feature/x'], dir);
+    sh(['-c', 'user.name=a', '-c', 'user.email=a@example.com', 'commit', '-q', '--allow-empty', '-m', 'one'], dir);
+    fs.mkdirSync(path.join(dir, 'sub'));
+    const head = sh(['rev-parse', 'HEAD'], dir);
+    expect(await at(dir).gitWorkspace()).toEqual({ branch: 'feature/x', head, top: dir });
+    expect(await at(path.join(dir, 'sub')).gitWorkspace()).toEqual({ branch: 'feature/x', head, top: dir });
+  });
+
+  it('says detached as no branch, and a linked worktree names its own branch', async () => {
+    sh(['init', '-q', '-b', 'main'], dir);
+    sh(['-c', 'user.name=a', '-c', 'user.email=a@example.com', 'commit', '-q', '--allow-empty', '-m', 'one'], dir);
+    const head = sh(['rev-parse', 'HEAD'], dir);
+    const linked = path.join(dir, 'linked');
+    sh(['worktree', 'add', '-q', '-b', 'side', linked], dir);
+    expect(await at(linked).gitWorkspace()).toEqual({ branch: 'side', head, top: linked });
+    sh(['checkout', '-q', '--detach'], dir);
+    expect(await at(dir).gitWorkspace()).toEqual({ branch: null, head, top: dir });
+  });
+
+  it('is null before the first commit and outside a repository', async () => {
+    expect(await at(dir).gitWorkspace()).toBeNull();
+    sh(['init', '-q', '-b', 'main'], dir);
+    expect(await at(dir).gitWorkspace()).toBeNull();
+  });
+});
