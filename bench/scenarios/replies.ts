@@ -45,7 +45,13 @@ export async function repliesScenario(manager: ManagerProcess): Promise<Scenario
     figures: [
       { name: 'health throughput', unit: 'req/s', value: round(health.requests.average, 0) },
       { name: 'reply throughput', unit: 'req/s', value: round(replies.requests.average, 0) },
-      { name: 'reply / health throughput', target: { op: '>=', value: 0.4 }, unit: '', value: round(replies.requests.average / health.requests.average, 3) },
+      // Issue 30's targets: 0.45 on SQLite, 0.3 on PostgreSQL (its writes cross a socket).
+      {
+        name: 'reply / health throughput',
+        target: { op: '>=', value: process.env.TEST_DATABASE_URL ? 0.3 : 0.45 },
+        unit: '',
+        value: round(replies.requests.average / health.requests.average, 3),
+      },
       { name: 'reply latency p50', unit: 'ms', value: replies.latency.p50 },
       { name: 'reply latency p99', unit: 'ms', value: replies.latency.p99 },
       { name: 'reply errors', target: { op: '<=', value: 0 }, unit: '', value: errors },
