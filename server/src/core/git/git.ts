@@ -143,7 +143,8 @@ interface ConfigOverrides {
 }
 
 const overridesByDirectory = new Map<string, ConfigOverrides>();
-const overridesReading = new Map<string, Promise<Array<[string, string]>>>();
+/** A read in flight, and the stamps it started from. */
+const overridesReading = new Map<string, { settings: Promise<Array<[string, string]>>; before: Map<string, string> | null }>();
 const OVERRIDES_KEPT = 256;
 
 /**
@@ -196,21 +197,29 @@ function repositoryOverrides(cwd: string): Promise<Array<[string, string]>> {
   if (known?.trusted && known.files.every(({ file, stamp: was }) => stamp(file) === was)) {
     return Promise.resolve(known.settings);
   }
-  let reading = overridesReading.get(cwd);
-  if (!reading) {
-    reading = readOverrides(cwd, known).finally(() => overridesReading.delete(cwd));
-    overridesReading.set(cwd, reading);
+  // A read in flight answers for this caller too only if nothing it depends on changed since it
+  // started (else the caller's command could run on what was there before an agent's write).
+  // A first read does not know the repository's files yet: its callers each read.
+  const reading = overridesReading.get(cwd);
+  if (reading?.before && [...reading.before].every(([file, was]) => stamp(file) === was)) {
+    return reading.settings;
   }
-  return reading;
-}
-
-async function readOverrides(cwd: string, previous: ConfigOverrides | undefined): Promise<Array<[string, string]>> {
   // Stamped before the read as well as after: an answer is kept as trusted only when nothing it
   // depends on changed while git read it (else an agent writing its config during the read
   // could leave the old, clean answer cached under the new file's stamp). The files a read
   // discovers (includes, the repository's own) are stamped before the next read.
-  const candidates = new Set([...discoveryFiles(cwd), ...(previous?.files.map((f) => f.file) ?? [])]);
+  const candidates = new Set([...discoveryFiles(cwd), ...(known?.files.map((f) => f.file) ?? [])]);
   const before = new Map([...candidates].map((file) => [file, stamp(file)]));
+  const settings = readOverrides(cwd, before).finally(() => {
+    if (overridesReading.get(cwd)?.settings === settings) {
+      overridesReading.delete(cwd);
+    }
+  });
+  overridesReading.set(cwd, { before: known ? before : null, settings });
+  return settings;
+}
+
+async function readOverrides(cwd: string, before: ReadonlyMap<string, string>): Promise<Array<[string, string]>> {
   const run = (args: string[]) => runBounded('git', ['-c', 'core.fsmonitor=false', ...args], { cwd, env: gitEnvironment(), maxBytes: 4 * 1024 * 1024, timeoutMs: 30_000 });
   const [listed, dirs] = await Promise.all([
     run(['config', '--list', '--show-scope', '--show-origin', '--null']),
