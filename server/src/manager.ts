@@ -20,7 +20,9 @@ import type { Clock } from './core/clock';
 import { FileLogger } from './core/logging/file-logger';
 import { packageVersion } from './core/package-info';
 import type { Runtime } from './core/runtime';
+import { PostgresBoard } from './core/database/postgres/postgres-board';
 import { PostgresWorkspaceLock } from './core/database/postgres/postgres-workspace-lock';
+import { resolveBoardName } from './core/board/board-name';
 import { describeStore, storeOf } from './core/database/store';
 import { InstanceLock } from './core/workspace/instance-lock';
 import { workspaceGitState } from './core/git/git';
@@ -101,8 +103,11 @@ export async function startManager(options: StartOptions): Promise<RunningManage
   let logger: FileLogger | undefined;
   let app: INestApplication | undefined;
   let storeLock: PostgresWorkspaceLock | undefined;
+  let board: PostgresBoard | undefined;
   try {
-    const store = storeOf(configuration, paths, resolveIn(paths.dataDirectory, configuration.get('databasePath'), paths.defaultDatabasePath));
+    const boardSetting = configuration.get('board');
+    const boardName = boardSetting === null || !configuration.get('databaseUrl') ? null : (await resolveBoardName(boardSetting, paths.root, paths.dataDirectory)).name;
+    const store = storeOf(configuration, paths, resolveIn(paths.dataDirectory, configuration.get('databasePath'), paths.defaultDatabasePath), boardName);
     const databasePath = describeStore(store);
     const logFilePath = resolveIn(paths.dataDirectory, configuration.get('logFilePath'), paths.defaultLogFilePath);
     logger = new FileLogger({
@@ -113,15 +118,20 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     });
     const fileLogger = logger;
     configuration.changes$.subscribe((snapshot) => fileLogger.setLevel(snapshot.effective.logLevel));
-    if (store.kind === 'postgres') {
+    const person = await resolvePerson(configuration, paths.root, env);
+    logger.log({ msg: 'acting for', person: person.name, personId: person.id, source: person.source }, 'Manager');
+    const lockLogger = logger;
+    if (store.kind === 'postgres' && store.board) {
+      // Team mode: one of the board's runners; the start lock serialises runners' schema setup and migrations.
+      board = new PostgresBoard({ ...store, board: store.board }, person, (err) => lockLogger.error(`the board's PostgreSQL session failed: ${err.message}`, 'Manager'));
+      await board.join();
+      logger.log({ board: store.board.name, msg: 'joined the board', runnerId: store.board.runnerId, schema: store.schema }, 'Manager');
+    } else if (store.kind === 'postgres') {
       // One writer per workspace across machines: refused here, before anything opens the schema.
-      const lockLogger = logger;
       storeLock = new PostgresWorkspaceLock(store, (err) => lockLogger.error(`the PostgreSQL workspace lock's session failed: ${err.message}`, 'Manager'));
       await storeLock.acquire();
     }
-    const person = await resolvePerson(configuration, paths.root, env);
-    logger.log({ msg: 'acting for', person: person.name, personId: person.id, source: person.source }, 'Manager');
-    const runtime: Runtime = { clock: options.clock, configuration, databasePath, logFilePath, logger, paths, person, store, version: packageVersion() };
+    const runtime: Runtime = { board, clock: options.clock, configuration, databasePath, logFilePath, logger, paths, person, store, version: packageVersion() };
 
     app = await NestFactory.create(AppModule.forRoot(runtime), new ExpressAdapter(createExpressInstance()), { abortOnError: false, bodyParser: false, logger });
     configureHttp(app);
@@ -131,6 +141,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     const url = `http://${urlHost(configuration.get('host'))}:${address.port}`;
     lock.setUrl(url);
     await storeLock?.setUrl(url);
+    await board?.opened(url);
     app.get(AgentEnvironmentService).setApiUrl(`${url}/api`);
     const tokens = app.get(LocalTokenService);
     logger.log({ msg: 'agent manager started', pid: process.pid, url, workspace: paths.root }, 'Manager');
@@ -151,6 +162,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
         killDescendantsNow();
         lock.release();
         void storeLock?.release(); // the process exits next, which ends the session and its lock anyway
+        void board?.leave();
       },
       loginUrl: loginUrl(url, tokens.value),
       runtime,
@@ -166,6 +178,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
           } finally {
             clearInterval(sweep);
             await storeLock?.release();
+            await board?.leave();
             lock.release();
             fileLogger.log({ msg: 'agent manager stopped' }, 'Manager');
             await fileLogger.close();
@@ -176,6 +189,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
   } catch (err) {
     await app?.close().catch(() => undefined);
     await storeLock?.release();
+    await board?.leave();
     lock.release();
     logger?.error(err instanceof Error ? err : String(err), 'Manager');
     await logger?.close();

@@ -42,6 +42,7 @@ export class DbCopyCommand extends CommandRunner {
     const databasePath = configuration.get('databasePath');
     const source = { kind: 'sqlite' as const, path: databasePath ? path.resolve(paths.dataDirectory, databasePath) : paths.defaultDatabasePath };
     const target: PostgresStore = {
+      board: null,
       kind: 'postgres',
       poolSize: 1,
       schema: schemaFor(paths),

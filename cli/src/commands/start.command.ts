@@ -31,6 +31,8 @@ interface StartFlags {
   prReconcileInterval?: number;
   personName?: string;
   personEmail?: string;
+  /** `true` when `--board` came without a name (commander does not call the parser then): the origin's board. */
+  board?: string | true;
   stopWithParent?: boolean;
   detach?: boolean;
 }
@@ -61,6 +63,7 @@ function managerArgs(flags: StartFlags): string[] {
   add('--pr-reconcile-interval', flags.prReconcileInterval);
   add('--person-name', flags.personName);
   add('--person-email', flags.personEmail);
+  add('--board', flags.board === true ? 'origin' : flags.board);
   return args;
 }
 
@@ -156,6 +159,9 @@ export class StartCommand extends CommandRunner {
     }
     if (flags.personEmail !== undefined) {
       overrides.personEmail = flags.personEmail;
+    }
+    if (flags.board !== undefined) {
+      overrides.board = flags.board === true ? 'origin' : flags.board;
     }
 
     const signals = new StopSignals({ stopWithParent: flags.stopWithParent === true });
@@ -277,6 +283,15 @@ export class StartCommand extends CommandRunner {
 
   @Option({ description: "Your email on this manager's events (default: git's global user.email)", flags: '--person-email <email>' })
   parsePersonEmail(value: string): string {
+    return value;
+  }
+
+  @Option({
+    description:
+      "Team mode (needs --db postgres://…): join this board as one of its runners; without a name, the board of the repository's origin URL, which every clone of it meets on",
+    flags: '--board [name]',
+  })
+  parseBoard(value: string): string {
     return value;
   }
 

@@ -101,6 +101,18 @@ export interface Requirement {
   budgetReachedAt: string | null;
   /** Where its work stands against its base and the other live Requirements (the conflict radar), and whether it landed. */
   landing: RequirementLanding;
+  /** Team mode: the runner it runs on (set by its first run), or null (not on a board, or never run). */
+  runner: RequirementRunner | null;
+}
+
+/** A board's runner as a Requirement shows it: whose manager, on which machine, and whether it is up. */
+export interface RequirementRunner {
+  id: string;
+  host: string;
+  /** The runner's person's name. */
+  person: string;
+  /** Its heartbeat is younger than one lease period; false: "runner offline" (its runs are not failed). */
+  online: boolean;
 }
 
 /** A Requirement's review loop: who reviews, and at most how many rounds per PR. */
@@ -267,6 +279,11 @@ export interface ConfigurationValues {
   port: number;
   allowedOrigin: string | null;
   databasePath: string | null;
+  /**
+   * Team mode (PostgreSQL only): the board this manager joins as one of its runners, `origin` for
+   * the board named after the repository's origin URL, or null (this workspace's own schema).
+   */
+  board: string | null;
   /** postgres://… to keep the store on PostgreSQL (a schema per workspace); null keeps SQLite. Write-only: read back without its password. */
   databaseUrl: string | null;
   /** PostgreSQL: connections the read pool opens at most (the writer has its own). */

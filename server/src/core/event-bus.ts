@@ -13,16 +13,60 @@ export function sseFrame(event: ManagerEvent): string {
   return `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
-/** In-process fan-out of committed ManagerEvents, in id order. Only the write path publishes. */
+/**
+ * In-process fan-out of committed ManagerEvents, in id order. Only the write path publishes, and
+ * on a board (team mode) the board's event feed too: other runners commit events this process
+ * never sees, so the bus is then sequenced — it publishes an event of this runner's only when it
+ * follows the last one published, and otherwise asks the feed to read the gap (and that event)
+ * from the events table, which publishes them in order (BoardEventFeed).
+ */
 @Injectable()
 export class EventBus {
   private readonly subject = new Subject<PublishedEvent>();
+  private readonly gapSubject = new Subject<void>();
+  /** Board mode: the id of the last event published; null when this process is the only writer. */
+  private last: number | null = null;
 
   get events$(): Observable<PublishedEvent> {
     return this.subject.asObservable();
   }
 
+  /** Board mode: a local event did not follow the last one published (another runner's came between). */
+  get gaps$(): Observable<void> {
+    return this.gapSubject.asObservable();
+  }
+
+  /** The id of the last event published (board mode), or null. */
+  get lastPublished(): number | null {
+    return this.last;
+  }
+
+  /** Board mode, from its start: events up to `after` are history (replayed from the table, never published). */
+  sequence(after: number): void {
+    this.last = after;
+  }
+
+  /** A committed event of this process's write path. */
   publish(event: ManagerEvent): void {
+    if (this.last !== null) {
+      if (event.id <= this.last) {
+        return;
+      }
+      if (event.id !== this.last + 1) {
+        this.gapSubject.next();
+        return;
+      }
+      this.last = event.id;
+    }
+    this.subject.next({ event, frame: sseFrame(event) });
+  }
+
+  /** Board mode: an event read from the events table (any runner's), in id order; ids the table no longer has (purged) may be skipped. */
+  publishFromBoard(event: ManagerEvent): void {
+    if (this.last === null || event.id <= this.last) {
+      return;
+    }
+    this.last = event.id;
     this.subject.next({ event, frame: sseFrame(event) });
   }
 

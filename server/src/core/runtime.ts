@@ -2,6 +2,7 @@ import type { Person } from '@libs/contracts';
 
 import type { Clock } from './clock';
 import type { ConfigurationService } from './configuration/configuration.service';
+import type { PostgresBoard } from './database/postgres/postgres-board';
 import type { Store } from './database/store';
 import type { FileLogger } from './logging/file-logger';
 import type { WorkspacePaths } from './workspace/workspace';
@@ -21,6 +22,8 @@ export interface Runtime {
   version: string;
   /** Who every request with the owner's credentials acts as, resolved once at start. */
   person: Person;
+  /** Team mode: this manager's membership of its board (runner id, heartbeat, leadership); absent otherwise. */
+  board?: PostgresBoard;
   /** Replaces the system clock (tests that move time). */
   clock?: Clock;
 }

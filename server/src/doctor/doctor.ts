@@ -522,6 +522,7 @@ async function checkDatabase(configuration: ConfigurationValues, root: string, h
   }
   const shown = redactDatabaseUrl(configuration.databaseUrl) ?? '';
   const store: PostgresStore = {
+    board: null,
     kind: 'postgres',
     poolSize: 1,
     schema: `am_${workspaceKey(root)}`,

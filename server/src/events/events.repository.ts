@@ -22,6 +22,12 @@ export class EventsRepository {
     return this.database.read(ManagerEventEntity).createQueryBuilder('e').where('e.id > :cursor', { cursor }).orderBy('e.id', 'ASC').limit(limit).getMany();
   }
 
+  /** The newest committed event's id (0 when none). */
+  async lastId(): Promise<number> {
+    const row = await this.database.read(ManagerEventEntity).createQueryBuilder('e').select('MAX(e.id)', 'id').getRawOne<{ id: number | string | null }>();
+    return Number(row?.id ?? 0);
+  }
+
   /** Events of one type for a run or a Requirement, ascending by id (which orders them across runs too). */
   pageOf(type: ManagerEventType, scope: { runId: string } | { requirementId: string }, query: PageRequest): Promise<Page<ManagerEventEntity>> {
     const qb = this.database.read(ManagerEventEntity).createQueryBuilder('e').where('e.type = :type', { type });

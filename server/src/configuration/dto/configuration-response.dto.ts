@@ -29,6 +29,8 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty({ description: 'Paths agents may write besides their own worktree (absolute or ~/…)', type: [String] }) agentWritablePaths!: string[];
   @ApiProperty({ nullable: true, type: String }) allowedOrigin!: string | null;
   @ApiProperty({ enum: AUTHENTICATION_MODES }) authentication!: AuthenticationMode;
+  @ApiProperty({ description: "Team mode: the board this manager joins ('origin': named after the repository's origin URL), or null", nullable: true, type: String }) board!:
+    string | null;
   @ApiProperty() cancelledRequirementRetentionDays!: number;
   @ApiProperty() claudeExecutable!: string;
   @ApiProperty() codexExecutable!: string;

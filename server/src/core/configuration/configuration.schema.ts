@@ -10,6 +10,7 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   agentWritablePaths: [],
   allowedOrigin: null,
   authentication: 'token',
+  board: null,
   cancelledRequirementRetentionDays: 7,
   claudeExecutable: 'claude',
   codexExecutable: 'codex',
@@ -85,6 +86,8 @@ const WRITABLE_PATH = /^(?:\/|~\/|~$)(?!.*(^|\/)\.\.(\/|$))[^\0]*$/;
 /** A relative path inside the workspace: no leading slash, no `..` segment, no NUL. */
 const RELATIVE_PATH = /^(?!\/)(?!.*(^|\/)\.\.(\/|$))[^\0]+$/;
 /** A person's name: printable text (no control characters), not blank. */
+/** A board's name: what a person types or an origin URL normalised (host/owner/repo), no spaces or controls. */
+const BOARD_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@+~-]*$/;
 const PERSON_NAME = /^(?!\s*$)[^\u0000-\u001f\u007f-\u009f]+$/;
 /** An email: one @, no spaces or control characters. */
 const PERSON_EMAIL = /^[^\s@]+@[^\s@]+$/;
@@ -114,6 +117,17 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
 
   @OptionalEnum(AUTHENTICATION_MODES, 'token: every API call needs the local token (default); none: no authentication at all (restart required)')
   authentication?: ConfigurationValues['authentication'];
+
+  @OptionalText({
+    description:
+      "Team mode (PostgreSQL only, restart required): the board this manager joins as a runner; 'origin' names it after the repository's origin URL (so clones of one repository meet); null: this workspace's own schema",
+    example: 'origin',
+    max: 200,
+    min: 1,
+    nullable: true,
+    pattern: BOARD_NAME,
+  })
+  board?: string | null;
 
   @OptionalInt({ description: 'Days a cancelled Requirement is kept before it is purged', max: 36_500, min: 0 })
   cancelledRequirementRetentionDays?: number;

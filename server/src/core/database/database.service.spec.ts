@@ -105,6 +105,7 @@ describe(Database.name, () => {
     autoReviewMaxRounds: null,
     autoReviewProvider: null,
     forkedFromRequirementId: null,
+    runnerId: null,
     id,
     model: null,
     parentRequirementId: null,

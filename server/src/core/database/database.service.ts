@@ -8,6 +8,7 @@ import { EventBus } from '../event-bus';
 import { RUNTIME, type Runtime } from '../runtime';
 import { READER_DATA_SOURCE } from './database.constants';
 import type { GroupCommit } from './group-commit';
+import { boardChannel } from './postgres/postgres-board';
 import { PostgresGroupCommit } from './postgres/postgres-group-commit';
 import { SqliteGroupCommit } from './sqlite-group-commit';
 import type { Unit, WriteQueue } from './unit-of-work';
@@ -40,7 +41,11 @@ export class Database implements BeforeApplicationShutdown, OnApplicationShutdow
   ) {
     this.sqlite = runtime.store.kind === 'sqlite';
     const publish = (event: ManagerEvent) => bus.publish(event);
-    this.queue = this.sqlite ? new SqliteGroupCommit(writer, publish, this.logger) : new PostgresGroupCommit(writer, publish, this.logger);
+    const store = runtime.store;
+    this.queue =
+      store.kind === 'sqlite'
+        ? new SqliteGroupCommit(writer, publish, this.logger)
+        : new PostgresGroupCommit(writer, publish, this.logger, store.board ? { channel: boardChannel(store.schema), schema: store.schema } : null);
   }
 
   /**

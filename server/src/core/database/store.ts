@@ -1,3 +1,6 @@
+import * as path from 'node:path';
+
+import { boardSchema, runnerIdOf } from '../board/board-name';
 import type { ConfigurationService } from '../configuration/configuration.service';
 import type { WorkspacePaths } from '../workspace/workspace';
 
@@ -13,8 +16,10 @@ export interface PostgresStore {
   kind: 'postgres';
   /** The URL as configured (with its password: never shown, see redactDatabaseUrl). */
   url: string;
-  /** `am_<workspace key>`: one schema per workspace, so one server holds many workspaces. */
+  /** `am_<workspace key>`: one schema per workspace, so one server holds many workspaces; `am_board_<hash>` for a board. */
   schema: string;
+  /** Team mode: the board this manager is a runner of (its schema is the board's), or null. */
+  board: { name: string; runnerId: string } | null;
   /** Read pool size (the writer and the lock each hold one more connection). */
   poolSize: number;
   /** 0: no limit. */
@@ -31,16 +36,24 @@ export function schemaFor(paths: Pick<WorkspacePaths, 'dataDirectory'>): string 
   return `am_${key}`;
 }
 
-/** The store the configuration names: PostgreSQL when `databaseUrl` is set, else the SQLite file. */
-export function storeOf(configuration: ConfigurationService, paths: WorkspacePaths, sqlitePath: string): Store {
+/**
+ * The store the configuration names: PostgreSQL when `databaseUrl` is set, else the SQLite file.
+ * `boardName` (resolved from the `board` setting, see resolveBoardName) puts it in the board's schema.
+ */
+export function storeOf(configuration: ConfigurationService, paths: WorkspacePaths, sqlitePath: string, boardName: string | null = null): Store {
   const url = configuration.get('databaseUrl');
   if (!url) {
+    if (configuration.get('board') !== null) {
+      throw new Error('a board lives on PostgreSQL: --board needs --db postgres://… (or databaseUrl, CODE_FACTORY_DATABASE_URL)');
+    }
     return { kind: 'sqlite', path: sqlitePath };
   }
+  const board = boardName === null ? null : { name: boardName, runnerId: runnerIdOf(path.basename(paths.dataDirectory)) };
   return {
+    board,
     kind: 'postgres',
     poolSize: configuration.get('databasePoolSize'),
-    schema: schemaFor(paths),
+    schema: boardName === null ? schemaFor(paths) : boardSchema(boardName),
     statementTimeoutMs: configuration.get('databaseStatementTimeoutSeconds') * 1000,
     tls: configuration.get('databaseTls'),
     url,
@@ -68,7 +81,10 @@ export function redactDatabaseUrl(url: string | null): string | null {
 
 /** What the banner and GET /api/workspace show as the database. */
 export function describeStore(store: Store): string {
-  return store.kind === 'sqlite' ? store.path : `${redactDatabaseUrl(store.url) ?? ''} (schema ${store.schema})`;
+  if (store.kind === 'sqlite') {
+    return store.path;
+  }
+  return `${redactDatabaseUrl(store.url) ?? ''} (${store.board ? `board ${store.board.name}, ` : ''}schema ${store.schema})`;
 }
 
 /** node-postgres connection options for a store: TLS, statement timeout, and the workspace schema first on the search path. */

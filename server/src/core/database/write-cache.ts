@@ -7,7 +7,8 @@ type Overlay = Map<string, unknown>;
 /**
  * Committed rows the write path reads again and again (a Requirement and its session on every
  * message), kept in memory between transactions. Exact because this process is the one writer
- * of its database (the instance lock) and because it only ever holds committed data: units work
+ * of its database (the instance lock; on a board, the batch lock and its generation check, which
+ * clear it whenever another runner committed) and because it only ever holds committed data: units work
  * on copies (UnitCacheView) and their changes are written back after COMMIT (`commit`). A unit
  * or a batch that rolls back therefore leaves nothing to clear.
  */
@@ -45,6 +46,11 @@ export class WriteCache {
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Forgets every row: on a board, another runner committed since this one last did (see PostgresGroupCommit). */
+  clear(): void {
+    this.entries.clear();
   }
 }
 

@@ -16,6 +16,7 @@ import { MessageCodes1765933200000 } from './1765933200000-message-codes';
 import { Landing1766019600000 } from './1766019600000-landing';
 import { AttachmentContent1766106000000 } from './1766106000000-attachment-content';
 import { PeopleAsActors1766106600000 } from './1766106600000-people-as-actors';
+import { RequirementRunner1766193000000 } from './1766193000000-requirement-runner';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -37,4 +38,5 @@ export const MIGRATIONS = [
   Landing1766019600000,
   AttachmentContent1766106000000,
   PeopleAsActors1766106600000,
+  RequirementRunner1766193000000,
 ];

@@ -22,6 +22,8 @@ declare module 'pg' {
     query<R = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<QueryResult<R>>;
     end(): Promise<void>;
     on(event: 'error', listener: (err: Error) => void): this;
+    /** A NOTIFY on a channel this session LISTENs to. */
+    on(event: 'notification', listener: (message: { channel: string; payload?: string; processId: number }) => void): this;
   }
 
   export const types: { setTypeParser(oid: number, parse: (value: string) => unknown): void };

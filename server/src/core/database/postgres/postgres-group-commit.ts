@@ -85,6 +85,18 @@ export class PostgresUnitOfWork extends StagedUnitOfWork {
  */
 export class PostgresGroupCommit extends GroupCommit {
   private runner: QueryRunner | undefined;
+  /** Board mode: the `am_writer.generation` this runner's last batch committed (-1: none yet, so the first batch loads). */
+  private generation = -1;
+
+  constructor(
+    writer: ConstructorParameters<typeof GroupCommit>[0],
+    publish: ConstructorParameters<typeof GroupCommit>[1],
+    logger: ConstructorParameters<typeof GroupCommit>[2],
+    /** Team mode: the board's schema (the batch lock's key) and the channel its commits NOTIFY; null for a workspace of its own. */
+    private readonly board: { schema: string; channel: string } | null = null,
+  ) {
+    super(writer, publish, logger);
+  }
 
   /**
    * The high-water mark of event ids: the larger of the newest event and the recorded mark
@@ -112,13 +124,19 @@ export class PostgresGroupCommit extends GroupCommit {
       pending.forEach((unit) => unit.reject(error));
       return [];
     }
-    const cache = new BatchCache(this.cache);
-    const firstEventId = this.lastEventId;
+    let firstEventId = this.lastEventId;
     const done: Array<{ pending: PendingUnit; uow: PostgresUnitOfWork; value: unknown }> = [];
     let started = 0;
     let current: PendingUnit | undefined;
+    let cache: BatchCache | undefined;
+    let generation = this.generation;
     try {
       await runner.query('BEGIN');
+      if (this.board) {
+        generation = await this.lockBoard(runner);
+        firstEventId = this.lastEventId;
+      }
+      cache = new BatchCache(this.cache);
       for (const unit of pending) {
         started++;
         current = unit;
@@ -159,10 +177,20 @@ export class PostgresGroupCommit extends GroupCommit {
         const rows = chunk.map((_, r) => `(${columns.map((__, c) => `$${r * columns.length + c + 1}`).join(', ')})`);
         await runner.query(`INSERT INTO manager_event (${EVENT_COLUMNS}) VALUES ${rows.join(', ')}`, values);
       }
-      if (events.length > 0) {
+      if (this.board) {
+        const [row] = (await runner.query('UPDATE am_writer SET last_event_id = $1, generation = generation + 1 WHERE id = 1 RETURNING generation', [this.lastEventId])) as Array<{
+          generation: number | string;
+        }>;
+        generation = Number(row?.generation);
+        if (events.length > 0) {
+          // Delivered to the other runners' LISTEN only if this commits, after it does.
+          await runner.query('SELECT pg_notify($1, $2)', [this.board.channel, String(this.lastEventId)]);
+        }
+      } else if (events.length > 0) {
         await runner.query('UPDATE am_writer SET last_event_id = $1 WHERE id = 1', [this.lastEventId]);
       }
       await runner.query('COMMIT');
+      this.generation = generation;
     } catch (error) {
       await runner.query('ROLLBACK').catch(() => undefined);
       this.lastEventId = firstEventId;
@@ -171,12 +199,38 @@ export class PostgresGroupCommit extends GroupCommit {
       for (const unit of rejected) {
         unit.reject(error);
       }
+      if (started === 0) {
+        // Nothing ran: BEGIN (or the board's lock) failed, so the connection or the server is
+        // gone. Running them again at once would only fail again, in a loop that never yields.
+        for (const unit of pending) {
+          unit.reject(error);
+        }
+        return [];
+      }
       // The units not run yet run in the next batch (a new transaction, perhaps a new connection).
       return pending.slice(started);
     }
     cache.commit();
     this.settleCommitted(done);
     return [];
+  }
+
+  /**
+   * Board mode: makes this batch the board's one writer until it ends (a transaction-level
+   * advisory lock, so batches of all runners commit one after another, in lock order), and
+   * catches up with what other runners committed since this one last did: the write cache is
+   * forgotten and the event counter taken from the board's. Event ids stay gap-free and in
+   * commit order across the board, which the SSE replay rules rely on.
+   */
+  private async lockBoard(runner: QueryRunner): Promise<number> {
+    await runner.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 3))', [this.board!.schema]);
+    const [row] = (await runner.query('SELECT generation, last_event_id FROM am_writer WHERE id = 1')) as Array<{ generation: number | string; last_event_id: number | string }>;
+    const generation = Number(row?.generation ?? 0);
+    if (generation !== this.generation) {
+      this.cache.clear();
+      this.lastEventId = Math.max(this.lastEventId, Number(row?.last_event_id ?? 0));
+    }
+    return generation;
   }
 }
 
