@@ -99,7 +99,8 @@ export class ConversationDelivery {
         // A budget pause is lifted only by raising the budget or an explicit start (issue 18 §1):
         // a person's reply to it waits with the rest of the pending input.
         const paused = rows.session.pausedAt !== null && (written.resumes !== true || rows.requirement.budgetReachedAt !== null);
-        if (!written.wake || paused || rows.session.state === 'running' || this.lifecycle.stopping) {
+        // On a board, a Requirement another runner runs keeps the message for that runner's next run.
+        if (!written.wake || paused || rows.session.state === 'running' || this.lifecycle.stopping || this.lifecycle.runsElsewhere(rows.requirement.runnerId)) {
           return { message: written.message, requirement: toRequirementResponse(rows.requirement, rows.session), run: null };
         }
         const blocker = await this.budgetBlocker(tx, rows, written);

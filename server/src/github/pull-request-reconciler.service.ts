@@ -1,4 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+
+import { leadsJobs } from '../core/database/postgres/postgres-board';
+import { RUNTIME, type Runtime } from '../core/runtime';
 import type { Subscription } from 'rxjs';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
@@ -58,6 +61,7 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
     @Inject(GITHUB_CLIENT) private readonly github: GitHubClient,
     private readonly pullRequests: PullRequestsService,
     private readonly delivery: TriggerDeliveryService,
+    @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
   ) {
     this.lastInterval = this.configuration.get('pullRequestReconcileIntervalSeconds');
   }
@@ -132,7 +136,9 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
       return;
     }
     this.timer = setTimeout(() => {
-      void this.reconcile().finally(() => {
+      // On a board only the leader polls GitHub (a webhook's or a person's reconcile runs wherever it arrives).
+      const tick = leadsJobs(this.runtime) ? this.reconcile() : Promise.resolve();
+      void tick.finally(() => {
         const interval = this.configuration.get('pullRequestReconcileIntervalSeconds');
         this.schedule(interval === 0 ? null : interval * 1000);
       });

@@ -1,6 +1,8 @@
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 
+import { leadsJobs } from '../core/database/postgres/postgres-board';
+import { RUNTIME, type Runtime } from '../core/runtime';
 import { SYSTEM_ACTOR } from '../events/event-log.service';
 import { ModelCatalogService } from './model-catalog.service';
 
@@ -15,14 +17,22 @@ const HOUR_MS = 60 * 60 * 1000;
 export class ModelCatalogScheduler implements OnApplicationBootstrap {
   private readonly logger = new Logger(ModelCatalogScheduler.name);
 
-  constructor(private readonly catalog: ModelCatalogService) {}
+  constructor(
+    private readonly catalog: ModelCatalogService,
+    @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
+  ) {}
 
   onApplicationBootstrap(): void {
+    // On a board, the leader refreshes (the catalog is the board's).
+    this.runtime.board?.onLeadership(() => void this.refreshWhenDue());
     void this.refreshWhenDue();
   }
 
   @Interval(HOUR_MS)
   async refreshWhenDue(): Promise<void> {
+    if (!leadsJobs(this.runtime)) {
+      return;
+    }
     try {
       if (await this.catalog.refreshIsDue()) {
         await this.catalog.refresh(SYSTEM_ACTOR);

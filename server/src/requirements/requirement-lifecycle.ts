@@ -90,8 +90,10 @@ export class RequirementLifecycle {
    * A run opens: → doing, the session → running. Whatever opens a run was allowed to, so a pause
    * (a stop's or a budget's) ends here, and a reopened done Requirement is no longer completed.
    */
-  markRunning(tx: UnitOfWork, { requirement, session }: RequirementRows, now: string): void {
-    this.repository.changeRequirement(tx, requirement, { budgetReachedAt: null, completedAt: null, status: 'doing', updatedAt: now });
+  markRunning(tx: UnitOfWork, { requirement, session }: RequirementRows, now: string, runnerId: string | null = null): void {
+    // On a board, the first run's runner is the one it runs on from then on (docs/team-mode.md).
+    const runner = runnerId !== null && requirement.runnerId === null ? { runnerId } : {};
+    this.repository.changeRequirement(tx, requirement, { budgetReachedAt: null, completedAt: null, status: 'doing', updatedAt: now, ...runner });
     this.repository.changeSession(tx, session, { pausedAt: null, state: 'running', updatedAt: now });
   }
 

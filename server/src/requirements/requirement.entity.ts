@@ -45,6 +45,10 @@ export class RequirementEntity {
   @Column('varchar', { nullable: true })
   forkedFromRequirementId!: string | null;
 
+  /** Team mode: the runner it runs on (its first run's; see docs/team-mode.md), null off a board or before its first run. */
+  @Column('varchar', { nullable: true })
+  runnerId!: string | null;
+
   /** The review loop's reviewer (issue 18 §3); null when the Requirement has no loop. */
   @Column('varchar', { nullable: true })
   autoReviewProvider!: Provider | null;

@@ -111,6 +111,11 @@ export class RequirementsRepository {
     return isId('requirement', id) && (await this.database.read(RequirementEntity).exists({ where: { id } }));
   }
 
+  /** Team mode: the ids of the Requirements a runner runs. */
+  async idsRunBy(runnerId: string): Promise<string[]> {
+    return (await this.database.read(RequirementEntity).find({ select: { id: true }, where: { runnerId } })).map((row) => row.id);
+  }
+
   /** Only the status (an upload checks it before it streams a body). */
   async statusOf(id: string): Promise<RequirementStatus | null> {
     const row = isId('requirement', id) ? await this.database.read(RequirementEntity).findOne({ select: { id: true, status: true }, where: { id } }) : null;

@@ -71,6 +71,7 @@ export class RequirementsService {
         createdBy: input.createdBy,
         description: input.description ?? '',
         forkedFromRequirementId: input.forkedFromRequirementId ?? null,
+        runnerId: null,
         id: newId('requirement'),
         model: input.model ?? null,
         parentRequirementId: input.parentRequirementId ?? null,
@@ -380,6 +381,11 @@ export class RequirementsService {
   /** The Requirement row alone, committed (a run's prompt reads its title and description). */
   findRow(id: string): Promise<RequirementEntity | null> {
     return this.repository.findById(id);
+  }
+
+  /** Team mode: the Requirements a runner of the board runs (their first run was its). */
+  async runBy(runnerId: string): Promise<Set<string>> {
+    return new Set(await this.repository.idsRunBy(runnerId));
   }
 
   /** The titles of these Requirements, by id (the ones that do not exist are left out). */

@@ -10,6 +10,7 @@ import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
 import { DomainEvents } from '../core/domain-events';
+import { leadsJobs } from '../core/database/postgres/postgres-board';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { EventsRepository } from '../events/events.repository';
@@ -53,8 +54,12 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    await this.purge();
-    this.timer = setInterval(() => void this.purge(), DAY_MS);
+    // On a board, the leader purges (at start, when it takes over, daily).
+    this.runtime.board?.onLeadership(() => void this.purge());
+    if (leadsJobs(this.runtime)) {
+      await this.purge();
+    }
+    this.timer = setInterval(() => void (leadsJobs(this.runtime) && this.purge()), DAY_MS);
     this.timer.unref();
     let last = this.retention();
     this.subscription = this.configuration.changes$.subscribe(() => {

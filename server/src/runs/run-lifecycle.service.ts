@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 
 import type { EventActor, InterruptMode, RequirementBudget, RequirementUsage } from '@libs/contracts';
 
@@ -6,12 +6,14 @@ import type { TokenUsage } from '../agents/agent-adapter';
 import type { ProcessEnd } from '../agents/process-runner';
 import { addUsage, blockerOf, budgetNotice, budgetNoticeCode, budgetOf, treeReached, treeUsageOf, usageOf } from '../requirements/budget-rules';
 import { BudgetStop, TreeBudgets } from './tree-budgets';
+import { runnerView } from '../core/board/runner-directory';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
 import { DomainEvents } from '../core/domain-events';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict } from '../core/errors/domain-error';
+import { RUNTIME, type Runtime } from '../core/runtime';
 import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
 import { ReplyDto, hasReplyContent } from '../messages/dto/reply.dto';
 import { MessagesService } from '../messages/messages.service';
@@ -70,6 +72,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
     private readonly worktrees: WorktreesService,
+    @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
   ) {
     this.active = new ActiveRuns<ActiveRun>(
       (active) => this.launcher.kill(active),
@@ -94,6 +97,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     return this.actors.act(requirementId, async () => {
       const { message, requirement, run } = await this.database.write(async (tx) => {
         const rows = await this.requirements.loadForWrite(tx, requirementId);
+        this.refuseIfElsewhere(requirementId, rows.requirement.runnerId);
         if (rows.requirement.status === 'done' || rows.requirement.status === 'cancelled') {
           throw conflict('requirement_closed', `Requirement ${requirementId} is ${rows.requirement.status}; reply to a done Requirement to reopen it`);
         }
@@ -162,6 +166,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       // A read, not a write unit: every delivery to this Requirement commits inside its actor,
       // so the committed pending count is current here.
       const requirement = await this.requirements.get(requirementId);
+      this.refuseIfElsewhere(requirementId, requirement.runner?.id ?? null);
       const active = this.active.get(requirementId);
       if (!active || active.interruptMode) {
         throw conflict('no_active_run', `Requirement ${requirementId} has no run to interrupt`);
@@ -184,6 +189,9 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
    */
   async cancel(requirementId: string, actor: EventActor): Promise<RequirementResponseDto> {
     const cancelled = await this.actors.act(requirementId, async () => {
+      if (this.runtime.board) {
+        this.refuseIfElsewhere(requirementId, (await this.requirements.get(requirementId)).runner?.id ?? null);
+      }
       const active = this.active.get(requirementId);
       const snapshot = await this.database.write((tx) => this.requirements.cancelStarted(tx, requirementId, active !== undefined, actor));
       if (active) {
@@ -228,6 +236,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
    */
   async openRun(tx: UnitOfWork, rows: RequirementRows, actor: EventActor): Promise<{ run: AgentRunEntity; requirement: RequirementResponseDto }> {
     const { requirement, session } = rows;
+    this.refuseIfElsewhere(requirement.id, requirement.runnerId);
     const now = this.clock.nowIso();
     const run = newRdRun(rows, now);
     this.runs.insert(tx, run);
@@ -237,7 +246,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     const ancestors = await this.requirements.ancestorsForWrite(tx, rows.requirement);
     const chain = [requirement, ...ancestors.map((a) => a.requirement)].map((r) => ({ budget: budgetOf(r), id: r.id, treeUsage: treeUsageOf(r) }));
     const before = usageOf(requirement);
-    this.requirementLifecycle.markRunning(tx, rows, now);
+    this.requirementLifecycle.markRunning(tx, rows, now, this.runtime.board?.runnerId ?? null);
     const snapshot = toRequirementResponse(requirement, session);
     await this.events.append(tx, {
       actor,
@@ -255,6 +264,26 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       this.budgets.open(requirement.id, run.provider, before, chain);
     });
     return { requirement: snapshot, run };
+  }
+
+  /**
+   * Team mode: whether another runner of the board runs this Requirement (its first run's
+   * runner). Its worktree, session and processes live there, so nothing here may open, stop or
+   * cancel its runs; input sent here waits in the conversation for that runner.
+   */
+  runsElsewhere(runnerId: string | null): boolean {
+    const own = this.runtime.board?.runnerId;
+    return own !== undefined && runnerId !== null && runnerId !== own;
+  }
+
+  private refuseIfElsewhere(requirementId: string, runnerId: string | null): void {
+    if (this.runsElsewhere(runnerId)) {
+      const runner = runnerView(runnerId);
+      throw conflict(
+        'runs_on_other_runner',
+        `Requirement ${requirementId} runs on ${runner?.person ?? 'another person'}'s runner (${runner?.host ?? 'unknown host'}${runner?.online === false ? ', offline' : ''}): its runs are started, stopped and cancelled there`,
+      );
+    }
   }
 
   /** Starts the CLI for an opened run. Failures to start become a failed run, never a throw. */

@@ -1,14 +1,16 @@
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 
 import { killRunTree } from '../agents/process-tree';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import { processInfo } from '../core/process-table';
+import { RUNTIME, type Runtime } from '../core/runtime';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
 import { RequirementsService } from '../requirements/requirements.service';
+import type { AgentRunEntity } from './agent-run.entity';
 import { managerStoppedMessage } from './manager-stopped';
 import { RunsRepository } from './runs.repository';
 
@@ -32,10 +34,24 @@ export class StartupReconciler implements OnApplicationBootstrap {
     private readonly requirementLifecycle: RequirementLifecycle,
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
+    @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
   ) {}
 
+  /**
+   * On a board, only this runner's: another runner's runs are alive on its machine, and one that
+   * went away reconciles its own when it comes back (docs/team-mode.md, "Who runs what").
+   */
+  private async ownRuns(runs: AgentRunEntity[]): Promise<AgentRunEntity[]> {
+    const board = this.runtime.board;
+    if (!board || runs.length === 0) {
+      return runs;
+    }
+    const own = await this.requirements.runBy(board.runnerId);
+    return runs.filter((run) => own.has(run.requirementId));
+  }
+
   async onApplicationBootstrap(): Promise<void> {
-    const stale = await this.runs.withStatus('running');
+    const stale = await this.ownRuns(await this.runs.withStatus('running'));
     if (stale.length === 0) {
       return;
     }

@@ -1,8 +1,10 @@
-import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { Subscription } from 'rxjs';
 
 import { Clock } from '../core/clock';
+import { leadsJobs } from '../core/database/postgres/postgres-board';
+import { RUNTIME, type Runtime } from '../core/runtime';
 import { TimersService } from './timers.service';
 
 const TIMEOUT_NAME = 'agent-timers';
@@ -14,6 +16,8 @@ const MAX_SLEEP_MS = 60_000;
 /** After a failed delivery, wait before retrying so a broken Requirement cannot spin the loop. */
 const RETRY_AFTER_FAILURE_MS = 5_000;
 const SHUTDOWN_WAIT_MS = 5_000;
+/** On a board, a runner that does not lead checks this often whether it does (it is also woken when it takes over). */
+const FOLLOWER_CHECK_MS = 5_000;
 
 /**
  * Arms one timeout, through @nestjs/schedule's registry, for the earliest active timer; fires
@@ -33,9 +37,11 @@ export class TimerScheduler implements BeforeApplicationShutdown, OnApplicationB
     private readonly clock: Clock,
     private readonly registry: SchedulerRegistry,
     private readonly timers: TimersService,
+    @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
   ) {}
 
   onApplicationBootstrap(): void {
+    this.runtime.board?.onLeadership(() => this.wake());
     this.subscription = this.timers.changed$.subscribe(() => this.wake());
     this.unsubscribeClock = this.clock.onAdjusted(() => this.wake());
     this.wake();
@@ -85,6 +91,11 @@ export class TimerScheduler implements BeforeApplicationShutdown, OnApplicationB
   }
 
   private async run(): Promise<void> {
+    if (!leadsJobs(this.runtime)) {
+      // Another runner of the board fires timers; this one looks again in case it takes over.
+      this.arm(FOLLOWER_CHECK_MS);
+      return;
+    }
     const { failed } = await this.timers.fireDue();
     const next = await this.timers.nextDueAt();
     if (!next) {

@@ -12,11 +12,13 @@ import {
   ReasoningEffort,
   Requirement,
   RequirementCreator,
+  RequirementRunner,
   RequirementStatus,
   SESSION_STATES,
   SessionState,
 } from '@libs/contracts';
 
+import { runnerView } from '../../core/board/runner-directory';
 import { PageInfoDto } from '../../core/http/pagination';
 import { RequirementWorktreeResponseDto, toWorktreeResponse } from './worktree-place.dto';
 import { RequirementDependencyResponseDto, toDependencyResponse } from './dependency.dto';
@@ -93,6 +95,19 @@ export class RequirementResponseDto implements Requirement {
   budgetReachedAt!: string | null;
   @ApiProperty({ description: 'Where its work stands against its base and the other live Requirements (the conflict radar), and its land', type: RequirementLandingResponseDto })
   landing!: RequirementLandingResponseDto;
+  @ApiProperty({
+    description: 'Team mode: the runner it runs on (set by its first run), or null (not on a board, or never run)',
+    nullable: true,
+    type: () => RequirementRunnerResponseDto,
+  })
+  runner!: RequirementRunnerResponseDto | null;
+}
+
+export class RequirementRunnerResponseDto implements RequirementRunner {
+  @ApiProperty({ example: 'rnr_3f2a…' }) id!: string;
+  @ApiProperty({ description: 'The machine it runs on' }) host!: string;
+  @ApiProperty({ description: "The runner's person's name" }) person!: string;
+  @ApiProperty({ description: 'Its heartbeat is younger than one lease period; false: runner offline (its runs are not failed)' }) online!: boolean;
 }
 
 export class RequirementPageDto extends PageInfoDto {
@@ -140,6 +155,7 @@ export function toRequirementResponse(requirement: RequirementEntity, session: A
     parentRequirementId: requirement.parentRequirementId,
     provider: requirement.provider,
     reasoningEffort: requirement.reasoningEffort,
+    runner: runnerView(requirement.runnerId),
     session: toSessionResponse(session),
     sourceSessionId: requirement.sourceSessionId,
     status: requirement.status,
