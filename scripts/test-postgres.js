@@ -32,6 +32,8 @@ const SUITES = [
   'test/landing.e2e-spec.ts',
   // People as actors (issue 29): the person's name and email on events and messages, on the second store.
   'test/people.e2e-spec.ts',
+  // Team mode (issue 29): two runners on one board, events in one order on both.
+  'test/team-board.e2e-spec.ts',
   'test/faults/crash-restart.fault-spec.ts',
   // Budgets across a tree (issue 25 §4): tree usage summed up the chain, the descendants a raise resumes.
   'test/faults/budget-escapes.fault-spec.ts',

@@ -35,6 +35,7 @@ export const requirement = (id: string, updatedAt: string, status: Requirement['
   parentRequirementId: null,
   provider: 'codex',
   reasoningEffort: null,
+  runner: null,
   session: {
     createdAt: T0,
     id: `ses_${id}`,

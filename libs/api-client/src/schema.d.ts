@@ -1044,14 +1044,14 @@ export interface components {
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
             /** @description Fields a change applies to at once; every other field needs a restart */
-            liveFields: ("agentIsolation" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            liveFields: ("agentIsolation" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("agentIsolation" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            overriddenFields: ("agentIsolation" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("agentIsolation" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            restartRequiredFields: ("agentIsolation" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
@@ -1063,6 +1063,8 @@ export interface components {
             allowedOrigin: string | null;
             /** @enum {string} */
             authentication: "token" | "none";
+            /** @description Team mode: the board this manager joins ('origin': named after the repository's origin URL), or null */
+            board: string | null;
             cancelledRequirementRetentionDays: number;
             claudeExecutable: string;
             codexExecutable: string;
@@ -1289,6 +1291,8 @@ export interface components {
             provider: "codex" | "claude-code";
             /** @enum {string|null} */
             reasoningEffort: "low" | "medium" | "high" | "xhigh" | "max" | null;
+            /** @description Team mode: the runner it runs on (set by its first run), or null (not on a board, or never run) */
+            runner: components["schemas"]["RequirementRunnerResponseDto"] | null;
             session: components["schemas"]["AgentSessionResponseDto"];
             sourceSessionId: string | null;
             /** @enum {string} */
@@ -1788,6 +1792,8 @@ export interface components {
             provider: "codex" | "claude-code";
             /** @enum {string|null} */
             reasoningEffort: "low" | "medium" | "high" | "xhigh" | "max" | null;
+            /** @description Team mode: the runner it runs on (set by its first run), or null (not on a board, or never run) */
+            runner: components["schemas"]["RequirementRunnerResponseDto"] | null;
             session: components["schemas"]["AgentSessionResponseDto"];
             sourceSessionId: string | null;
             /** @enum {string} */
@@ -1800,6 +1806,16 @@ export interface components {
             usage: components["schemas"]["RequirementUsageResponseDto"];
             /** @description Where the work is, once a run prepared it (null before) */
             worktree: components["schemas"]["RequirementWorktreeResponseDto"] | null;
+        };
+        RequirementRunnerResponseDto: {
+            /** @description The machine it runs on */
+            host: string;
+            /** @example rnr_3f2a… */
+            id: string;
+            /** @description Its heartbeat is younger than one lease period; false: runner offline (its runs are not failed) */
+            online: boolean;
+            /** @description The runner's person's name */
+            person: string;
         };
         RequirementUsageResponseDto: {
             /** @description US dollars, over the runs whose provider reported a cost; null when none did */
@@ -1951,6 +1967,11 @@ export interface components {
              * @enum {string}
              */
             authentication?: "token" | "none";
+            /**
+             * @description Team mode (PostgreSQL only, restart required): the board this manager joins as a runner; 'origin' names it after the repository's origin URL (so clones of one repository meet); null: this workspace's own schema
+             * @example origin
+             */
+            board?: string | null;
             /** @description Days a cancelled Requirement is kept before it is purged */
             cancelledRequirementRetentionDays?: number;
             /**

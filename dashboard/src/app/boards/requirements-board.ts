@@ -101,6 +101,15 @@ const STEP = 60;
                       <span class="badge">{{ t('card.children', { n }) }}</span>
                     }
                     <span>{{ row.item.provider }}</span>
+                    @if (row.item.runner; as runner) {
+                      <span
+                        class="badge"
+                        [class.warn]="!runner.online"
+                        data-testid="card-runner"
+                        [title]="t(runner.online ? 'card.runnerHint' : 'card.runnerOfflineHint', { person: runner.person, host: runner.host })"
+                        >{{ runner.online ? t('card.runner', { person: runner.person }) : t('card.runnerOffline', { person: runner.person }) }}</span
+                      >
+                    }
                     @if (row.item.worktree?.branch; as branch) {
                       <code class="branch" data-testid="card-branch" [title]="branch">{{ branch }}</code>
                       @if (row.item.worktree?.ahead) {

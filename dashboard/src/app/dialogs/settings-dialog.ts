@@ -54,6 +54,7 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'databasePoolSize', type: 'number' },
   { key: 'databaseStatementTimeoutSeconds', type: 'number', unit: 'seconds' },
   { key: 'databaseTls', options: ['url', 'require', 'verify'], type: 'select' },
+  { key: 'board', type: 'nullable' },
   { key: 'logFilePath', type: 'nullable' },
   { key: 'logMaxSize', type: 'text' },
   { key: 'logMaxFiles', type: 'text' },

@@ -28,6 +28,7 @@ const values: ManagerConfiguration['values'] = {
   agentWritablePaths: [],
   allowedOrigin: null,
   authentication: 'token',
+  board: null,
   cancelledRequirementRetentionDays: 7,
   claudeExecutable: 'claude',
   codexExecutable: 'codex',

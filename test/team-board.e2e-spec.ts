@@ -1,0 +1,181 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import { Client } from 'pg';
+
+import { boardNameFromOrigin, boardSchema } from '@server/core/board/board-name';
+
+import { onPostgres } from './support/db-snapshot';
+import { ok } from './support/api';
+import { git } from './support/git-repo';
+import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { dropSchemasSync } from './support/postgres';
+import { SseConnection, connectSse } from './support/sse-client';
+import { until } from './support/wait';
+
+/**
+ * Team mode (issue 29 §1, §3): two people's managers, each with its own home and its own clone of
+ * one bare origin, join the board that origin names (`--board` without a name) on one PostgreSQL
+ * server. Runs with TEST_DATABASE_URL (`npm run test:postgres`).
+ */
+(onPostgres() ? describe : describe.skip)('team mode: two runners on one board', () => {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'am-e2e-board-'));
+  const origin = path.join(base, 'origin.git');
+  const schema = boardSchema(boardNameFromOrigin(origin));
+  let sandboxA: Sandbox;
+  let sandboxB: Sandbox;
+  let a: ManagerProcess;
+  let b: ManagerProcess;
+  const open: SseConnection[] = [];
+
+  const clone = (sandbox: Sandbox) => {
+    fs.rmSync(sandbox.workspace, { force: true, recursive: true });
+    git(base, 'clone', '-q', origin, sandbox.workspace);
+  };
+  const startRunner = (sandbox: Sandbox, person: string) => startManager({ args: ['--board', '--person-name', person], sandbox });
+  const sse = async (manager: ManagerProcess, headers: Record<string, string> = {}) => {
+    const connection = await connectSse(`${manager.origin}/api/events`, headers);
+    open.push(connection);
+    return connection;
+  };
+  const boardQuery = async <T>(sql: string, params: unknown[] = []): Promise<T[]> => {
+    const client = new Client({ connectionString: process.env.TEST_DATABASE_URL, options: `-c search_path=${schema}` });
+    await client.connect();
+    try {
+      return (await client.query<T>(sql, params)).rows;
+    } finally {
+      await client.end();
+    }
+  };
+  const create = (manager: ManagerProcess, title: string) => ok(manager.api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title } }), 201);
+  const get = (manager: ManagerProcess, id: string) => ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
+
+  beforeAll(async () => {
+    const seed = path.join(base, 'seed');
+    fs.mkdirSync(seed);
+    git(seed, 'init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(seed, 'README.md'), '# shared\n');
+    git(seed, 'add', '-A');
+    git(seed, '-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-q', '-m', 'first');
+    git(base, 'clone', '-q', '--bare', seed, origin);
+    sandboxA = makeSandbox();
+    sandboxB = makeSandbox();
+    clone(sandboxA);
+    clone(sandboxB);
+    // Started at once: the board's start lock lets one create the schema and migrate, then the other.
+    [a, b] = await Promise.all([startRunner(sandboxA, 'Ada'), startRunner(sandboxB, 'Bob')]);
+  });
+
+  afterEach(() => open.splice(0).forEach((c) => c.close()));
+
+  afterAll(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+    sandboxA?.cleanup();
+    sandboxB?.cleanup();
+    dropSchemasSync([schema]);
+    fs.rmSync(base, { force: true, recursive: true });
+  });
+
+  it('meets on the board its origin names, in one schema, each runner registered with its person and host', async () => {
+    expect(a.stdout()).toContain(`board ${boardNameFromOrigin(origin)}`);
+    const runners = await boardQuery<{ person_name: string; host: string; url: string; stopped_at: unknown }>(
+      'SELECT person_name, host, url, stopped_at FROM am_runner ORDER BY person_name',
+    );
+    expect(runners).toEqual([
+      { host: os.hostname(), person_name: 'Ada', stopped_at: null, url: a.origin },
+      { host: os.hostname(), person_name: 'Bob', stopped_at: null, url: b.origin },
+    ]);
+    // Neither clone's own workspace schema was used.
+    expect(
+      await boardQuery<{ n: number }>(`SELECT COUNT(*)::int AS n FROM information_schema.schemata WHERE schema_name = $1`, [`am_${path.basename(a.dataDirectory())}`]),
+    ).toEqual([{ n: 0 }]);
+  });
+
+  it("shows a Requirement created on A live on B's SSE and API, under the same event id", async () => {
+    const [onA, onB] = await Promise.all([sse(a), sse(b)]);
+    const created = await create(a, 'made on A');
+    const [fromA, fromB] = await Promise.all(
+      [onA, onB].map((c) => c.waitUntil((e) => e.event === 'requirement.created' && (e.data.payload.requirement as { id: string }).id === created.id, 'created on A')),
+    );
+    expect(fromB.id).toBe(fromA.id);
+    expect(fromB.data).toEqual(fromA.data);
+    // Ada's name on the event, on both runners.
+    expect(fromB.data.actor).toMatchObject({ kind: 'human', name: 'Ada' });
+    expect((await get(b, created.id)).title).toBe('made on A');
+  });
+
+  it('keeps one gap-free order of event ids while both runners write at once, and every stream sees all of it', async () => {
+    const [onA, onB] = await Promise.all([sse(a), sse(b)]);
+    const [{ top: before }] = await boardQuery<{ top: number }>('SELECT COALESCE(MAX(id), 0)::int AS top FROM manager_event');
+    const made = await Promise.all(Array.from({ length: 24 }, (_, i) => create(i % 2 === 0 ? a : b, `concurrent ${i}`)));
+    const ids = await boardQuery<{ id: number; requirement_id: string }>('SELECT id::int AS id, requirement_id FROM manager_event WHERE id > $1 ORDER BY id', [before]);
+    // One id each, consecutive: the batches of both runners committed one after another.
+    expect(ids.map((r) => r.id)).toEqual(Array.from({ length: ids.length }, (_, i) => before + 1 + i));
+    expect(new Set(ids.map((r) => r.requirement_id))).toEqual(new Set(made.map((r) => r.id)));
+    const top = ids[ids.length - 1].id;
+    for (const stream of [onA, onB]) {
+      await stream.waitUntil((e) => e.id === top, `event ${top}`);
+      expect(stream.events.map((e) => e.id).filter((id) => id > before && id <= top)).toEqual(ids.map((r) => r.id));
+    }
+  });
+
+  it("replays A's events on B by id after a reconnect, exactly as A's own stream has them", async () => {
+    const onA = await sse(a);
+    const first = await create(a, 'replayed 1');
+    const firstEvent = await onA.waitUntil((e) => e.event === 'requirement.created' && (e.data.payload.requirement as { id: string }).id === first.id, 'first');
+    await create(a, 'replayed 2');
+    await create(b, 'replayed 3');
+    const last = await create(a, 'replayed 4');
+    const lastEvent = await onA.waitUntil((e) => e.event === 'requirement.created' && (e.data.payload.requirement as { id: string }).id === last.id, 'last');
+    const replay = await sse(b, { 'Last-Event-ID': String(firstEvent.id) });
+    await replay.waitUntil((e) => e.id === lastEvent.id, 'the replay reaches the last');
+    const expected = onA.events.filter((e) => e.id > firstEvent.id && e.id <= lastEvent.id).map((e) => [e.id, e.data]);
+    expect(replay.events.filter((e) => e.id <= lastEvent.id).map((e) => [e.id, e.data])).toEqual(expected);
+  });
+
+  it('runs a Requirement on the runner that started it: B sees it run there, refuses to start or stop it, and queues a reply for A', async () => {
+    const requirement = await create(a, 'runs on A');
+    expect(requirement.runner).toBeNull();
+    await ok(a.api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: requirement.id } } }), 202);
+    const onA = await get(a, requirement.id);
+    expect(onA.session.state).toBe('running');
+    expect(onA.runner).toMatchObject({ host: os.hostname(), online: true, person: 'Ada' });
+    // B learns of A's runner at its next heartbeat (a third of a lease period at most).
+    const onB = await until('B shows A as its runner', async () => {
+      const seen = await get(b, requirement.id);
+      return seen.runner?.online ? seen : undefined;
+    });
+    expect(onB.runner).toEqual(onA.runner);
+
+    const start = await b.api.POST('/api/requirements/{id}/start', { body: { message: 'from B' }, params: { path: { id: requirement.id } } });
+    expect(start.status).toBe(409);
+    expect(start.error?.code).toBe('runs_on_other_runner');
+    expect(start.error?.message).toContain("Ada's runner");
+    const stop = await b.api.POST('/api/requirements/{id}/interrupt', { body: { mode: 'stop' }, params: { path: { id: requirement.id } } });
+    expect(stop.status).toBe(409);
+    expect(stop.error?.code).toBe('runs_on_other_runner');
+
+    const replied = await ok(b.api.POST('/api/requirements/{id}/reply', { body: { message: 'a word from Bob' }, params: { path: { id: requirement.id } } }), 202);
+    expect(replied.queued).toBe(true);
+    const messages = await ok(a.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id }, query: { limit: 50 } } }));
+    const fromBob = messages.items.find((m) => m.body === 'a word from Bob');
+    expect(fromBob).toMatchObject({ author: 'human', authorName: 'Bob' });
+    // Still A's one run: nothing of it was started on B.
+    const runs = await boardQuery<{ n: number }>('SELECT COUNT(*)::int AS n FROM agent_run WHERE requirement_id = $1', [requirement.id]);
+    expect(runs).toEqual([{ n: 1 }]);
+  });
+
+  it("leaves A's running run alone when B restarts (B reconciles only its own), and shows a stopped runner offline at once", async () => {
+    const requirement = await create(a, 'still running on A');
+    await ok(a.api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: requirement.id } } }), 202);
+    expect(await b.stop()).toBe(0);
+    const [bob] = await boardQuery<{ stopped_at: unknown }>("SELECT stopped_at FROM am_runner WHERE person_name = 'Bob'");
+    expect(bob?.stopped_at).not.toBeNull();
+    b = await startRunner(sandboxB, 'Bob');
+    const seen = await get(b, requirement.id);
+    expect(seen.session.state).toBe('running');
+    const runs = await ok(a.api.GET('/api/runs', { params: { query: { limit: 10, requirementId: requirement.id } } }));
+    expect(runs.items.map((r) => r.status)).toEqual(['running']);
+  });
+});
