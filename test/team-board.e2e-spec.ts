@@ -134,7 +134,7 @@ import { until } from './support/wait';
     expect(replay.events.filter((e) => e.id <= lastEvent.id).map((e) => [e.id, e.data])).toEqual(expected);
   });
 
-  it('runs a Requirement on the runner that started it: B sees it run there, refuses to start or stop it, and queues a reply for A', async () => {
+  it('runs a Requirement on the runner that started it; a stop and a reply sent to B reach it there', async () => {
     const requirement = await create(a, 'runs on A');
     expect(requirement.runner).toBeNull();
     await ok(a.api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: requirement.id } } }), 202);
@@ -147,23 +147,42 @@ import { until } from './support/wait';
       return seen.runner?.online ? seen : undefined;
     });
     expect(onB.runner).toEqual(onA.runner);
+    const runsOf = async () => (await ok(a.api.GET('/api/runs', { params: { query: { limit: 10, requirementId: requirement.id } } }))).items;
+    const [first] = await runsOf();
 
+    // Starting it again or cancelling it from B: refused, naming whose runner it is.
     const start = await b.api.POST('/api/requirements/{id}/start', { body: { message: 'from B' }, params: { path: { id: requirement.id } } });
     expect(start.status).toBe(409);
     expect(start.error?.code).toBe('runs_on_other_runner');
     expect(start.error?.message).toContain("Ada's runner");
-    const stop = await b.api.POST('/api/requirements/{id}/interrupt', { body: { mode: 'stop' }, params: { path: { id: requirement.id } } });
-    expect(stop.status).toBe(409);
-    expect(stop.error?.code).toBe('runs_on_other_runner');
+    const cancel = await b.api.POST('/api/requirements/{id}/cancel', { params: { path: { id: requirement.id } } });
+    expect(cancel.status).toBe(409);
+    expect(cancel.error?.code).toBe('runs_on_other_runner');
 
+    // A stop sent to B is carried to A, which ends its run; B's stream shows the end.
+    const onBStream = await sse(b);
+    const stop = await ok(b.api.POST('/api/requirements/{id}/interrupt', { body: { mode: 'stop' }, params: { path: { id: requirement.id } } }), 202);
+    expect(stop).toMatchObject({ accepted: true, runId: first.id });
+    await onBStream.waitUntil((e) => e.event === 'run.cancelled' && e.data.runId === first.id, "A's run ended by B's stop");
+    const requested = onBStream.events.find((e) => e.event === 'run.interrupt_requested');
+    expect(requested?.data.actor).toMatchObject({ name: 'Bob' });
+    expect((await get(a, requirement.id)).session.pausedAt).not.toBeNull();
+
+    // Bob's reply, sent to B, lands in the conversation and wakes the session on A (a person's reply resumes a stop).
     const replied = await ok(b.api.POST('/api/requirements/{id}/reply', { body: { message: 'a word from Bob' }, params: { path: { id: requirement.id } } }), 202);
     expect(replied.queued).toBe(true);
+    const second = await until('a second run, on A', async () => {
+      const runs = await runsOf();
+      return runs.length === 2 && runs[0].status === 'running' ? runs[0] : undefined;
+    });
+    expect(second.id).not.toBe(first.id);
+    const afterReply = await get(a, requirement.id);
+    expect(afterReply.session.state).toBe('running');
+    expect(afterReply.runner?.id).toBe(onA.runner?.id);
     const messages = await ok(a.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id }, query: { limit: 50 } } }));
-    const fromBob = messages.items.find((m) => m.body === 'a word from Bob');
-    expect(fromBob).toMatchObject({ author: 'human', authorName: 'Bob' });
-    // Still A's one run: nothing of it was started on B.
-    const runs = await boardQuery<{ n: number }>('SELECT COUNT(*)::int AS n FROM agent_run WHERE requirement_id = $1', [requirement.id]);
-    expect(runs).toEqual([{ n: 1 }]);
+    expect(messages.items.find((m) => m.body === 'a word from Bob')).toMatchObject({ author: 'human', authorName: 'Bob' });
+    // Exactly those two runs, both A's: nothing of it ever started on B.
+    expect(await boardQuery<{ n: number }>('SELECT COUNT(*)::int AS n FROM agent_run WHERE requirement_id = $1', [requirement.id])).toEqual([{ n: 2 }]);
   });
 
   it("leaves A's running run alone when B restarts (B reconciles only its own), and shows a stopped runner offline at once", async () => {

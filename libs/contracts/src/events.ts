@@ -12,6 +12,7 @@ import type {
   RequirementMessage,
   ReviewRequest,
 } from './resources';
+import type { InterruptMode } from './enums';
 
 /** What a run's end event carries: the run and its Requirement as they are now. */
 interface RunPayload {
@@ -57,6 +58,8 @@ export interface ManagerEventPayloads {
   'review_request.started': { requirement: Requirement; reviewRequest: ReviewRequest; run: AgentRun };
   'run.cancelled': RunPayload;
   'run.failed': RunPayload;
+  /** Team mode: a person on another runner asked to stop or steer this run; the runner that runs it carries it out. */
+  'run.interrupt_requested': { mode: InterruptMode; runId: string; runnerId: string };
   'run.started': { requirement: Requirement; run: AgentRun };
   'run.succeeded': RunPayload;
   'run.timed_out': RunPayload;
@@ -87,6 +90,7 @@ export const EVENT_TYPES = [
   'review_request.started',
   'run.cancelled',
   'run.failed',
+  'run.interrupt_requested',
   'run.started',
   'run.succeeded',
   'run.timed_out',

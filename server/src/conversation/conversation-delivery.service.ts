@@ -1,6 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 
-import type { EventActor } from '@libs/contracts';
+import type { EventActor, ManagerEvent } from '@libs/contracts';
+
+import { OnDomainEvent } from '../core/domain-events';
+import '../events/board.events';
 
 import { blockerOf } from '../requirements/budget-rules';
 import { Database } from '../core/database/database.service';
@@ -123,6 +126,30 @@ export class ConversationDelivery {
       this.logger.log({ ...audit(actor), msg: 'message delivered', queued: result.run === null, requirementId, sequence: result.message.sequence });
       return { message: result.message, queued: result.run === null, requirement: result.requirement };
     });
+  }
+
+  /**
+   * Team mode: a message another runner wrote to a Requirement this runner runs (a person's reply
+   * there, a timer the leader fired, a trigger) wakes it here as it would have there. The same
+   * delivery rules decide (running, paused, budget); the message is already in the conversation.
+   * Idempotent: this runner's own messages come back through the feed too, and find the session
+   * running or their input consumed.
+   */
+  @OnDomainEvent('board.eventPublished')
+  async onBoardEvent(event: ManagerEvent): Promise<void> {
+    const own = this.lifecycle.ownRunnerId;
+    if (event.type !== 'message.created' || own === null || event.requirementId === null || !event.payload.message.deliverToRd) {
+      return;
+    }
+    const message = event.payload.message;
+    await this.deliver(
+      event.requirementId,
+      async (_tx, rows) => {
+        const input = rows.requirement.runnerId === own && rows.session.lastConsumedMessageSequence < message.sequence && rows.requirement.status !== 'cancelled';
+        return Promise.resolve(input ? { message, resumes: message.author === 'human', wake: true } : null);
+      },
+      event.actor,
+    ).catch((err: unknown) => this.logger.warn({ error: (err as Error).message, msg: "could not deliver another runner's message", requirementId: event.requirementId }));
   }
 
   /**

@@ -61,13 +61,17 @@ export class EventBus {
     this.subject.next({ event, frame: sseFrame(event) });
   }
 
-  /** Board mode: an event read from the events table (any runner's), in id order; ids the table no longer has (purged) may be skipped. */
-  publishFromBoard(event: ManagerEvent): void {
+  /**
+   * Board mode: an event read from the events table (any runner's), in id order; ids the table no
+   * longer has (purged) may be skipped. False when it was published already.
+   */
+  publishFromBoard(event: ManagerEvent): boolean {
     if (this.last === null || event.id <= this.last) {
-      return;
+      return false;
     }
     this.last = event.id;
     this.subject.next({ event, frame: sseFrame(event) });
+    return true;
   }
 
   complete(): void {

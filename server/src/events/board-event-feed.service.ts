@@ -2,7 +2,9 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 
 import { BoardListener } from '../core/database/postgres/board-listener';
 import type { PostgresStore } from '../core/database/store';
+import { DomainEvents } from '../core/domain-events';
 import { EventBus } from '../core/event-bus';
+import './board.events';
 import { RUNTIME, type Runtime } from '../core/runtime';
 import { toManagerEvent } from './event-log.service';
 import { EventsRepository } from './events.repository';
@@ -35,6 +37,7 @@ export class BoardEventFeed implements OnModuleInit, OnApplicationShutdown {
 
   constructor(
     private readonly bus: EventBus,
+    private readonly domainEvents: DomainEvents,
     private readonly events: EventsRepository,
     @Inject(RUNTIME) runtime: Pick<Runtime, 'store'>,
   ) {
@@ -94,7 +97,10 @@ export class BoardEventFeed implements OnModuleInit, OnApplicationShutdown {
       const after = this.bus.lastPublished ?? 0;
       const rows = await this.events.after(after, READ_BATCH);
       for (const row of rows) {
-        this.bus.publishFromBoard(toManagerEvent(row));
+        const event = toManagerEvent(row);
+        if (this.bus.publishFromBoard(event)) {
+          this.domainEvents.notify('board.eventPublished', event);
+        }
       }
       if (rows.length < READ_BATCH) {
         return;

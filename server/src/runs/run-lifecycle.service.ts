@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 
-import type { EventActor, InterruptMode, RequirementBudget, RequirementUsage } from '@libs/contracts';
+import type { EventActor, InterruptMode, ManagerEvent, RequirementBudget, RequirementUsage } from '@libs/contracts';
 
 import type { TokenUsage } from '../agents/agent-adapter';
 import type { ProcessEnd } from '../agents/process-runner';
@@ -10,11 +10,12 @@ import { runnerView } from '../core/board/runner-directory';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
-import { DomainEvents } from '../core/domain-events';
+import { DomainEvents, OnDomainEvent } from '../core/domain-events';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict } from '../core/errors/domain-error';
 import { RUNTIME, type Runtime } from '../core/runtime';
 import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
+import '../events/board.events';
 import { ReplyDto, hasReplyContent } from '../messages/dto/reply.dto';
 import { MessagesService } from '../messages/messages.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
@@ -166,7 +167,9 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       // A read, not a write unit: every delivery to this Requirement commits inside its actor,
       // so the committed pending count is current here.
       const requirement = await this.requirements.get(requirementId);
-      this.refuseIfElsewhere(requirementId, requirement.runner?.id ?? null);
+      if (this.runsElsewhere(requirement.runner?.id ?? null)) {
+        return this.carryInterrupt(requirement, mode, actor);
+      }
       const active = this.active.get(requirementId);
       if (!active || active.interruptMode) {
         throw conflict('no_active_run', `Requirement ${requirementId} has no run to interrupt`);
@@ -274,6 +277,51 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
   runsElsewhere(runnerId: string | null): boolean {
     const own = this.runtime.board?.runnerId;
     return own !== undefined && runnerId !== null && runnerId !== own;
+  }
+
+  /** This runner's id on a board, else null. */
+  get ownRunnerId(): string | null {
+    return this.runtime.board?.runnerId ?? null;
+  }
+
+  /**
+   * Team mode: a stop or steer asked here for a run another runner runs. It is written to the
+   * board as `run.interrupt_requested` (durable, in the board's one order), and the runner that
+   * runs it carries it out when its feed publishes it (onBoardEvent); the run's end reaches every
+   * runner as its events do.
+   */
+  private async carryInterrupt(requirement: RequirementResponseDto, mode: InterruptMode, actor: EventActor): Promise<InterruptResponseDto> {
+    const run = (await this.runs.withStatus('running')).find((r) => r.requirementId === requirement.id && r.role === 'rd');
+    if (requirement.session.state !== 'running' || !run) {
+      throw conflict('no_active_run', `Requirement ${requirement.id} has no run to interrupt`);
+    }
+    const runnerId = requirement.runner!.id;
+    await this.database.write((tx) =>
+      this.events.append(tx, {
+        actor,
+        payload: { mode, runId: run.id, runnerId },
+        requirementId: requirement.id,
+        runId: run.id,
+        sessionId: requirement.session.id,
+        type: 'run.interrupt_requested',
+      }),
+    );
+    this.logger.log({ ...audit(actor), mode, msg: 'run interrupt carried to its runner', requirementId: requirement.id, runId: run.id, runnerId });
+    return { accepted: true, action: 'interrupt', requirementId: requirement.id, runId: run.id };
+  }
+
+  /** Team mode: a stop or steer another runner wrote for a run of this one's. */
+  @OnDomainEvent('board.eventPublished')
+  async onBoardEvent(event: ManagerEvent): Promise<void> {
+    if (event.type !== 'run.interrupt_requested' || event.payload.runnerId !== this.ownRunnerId || event.requirementId === null) {
+      return;
+    }
+    if (this.active.get(event.requirementId)?.run.id !== event.payload.runId) {
+      return; // that run is over already (or never ran here)
+    }
+    await this.interrupt(event.requirementId, event.payload.mode, event.actor).catch((err: unknown) =>
+      this.logger.warn({ error: (err as Error).message, msg: 'a carried interrupt was not applied', requirementId: event.requirementId }),
+    );
   }
 
   private refuseIfElsewhere(requirementId: string, runnerId: string | null): void {

@@ -174,6 +174,9 @@ export class LiveState {
       case 'landing.queue.updated':
         changes.landingQueue = event.payload.queue;
         break;
+      case 'run.interrupt_requested':
+        // Team mode: the run's own end event (from the runner that runs it) changes what is shown.
+        break;
       case 'landing.conflicts.updated':
         // Nothing to merge: every Requirement whose radar answer changed has its own
         // `requirement.updated` (with `landing`) ahead of this summary on the stream.
