@@ -197,4 +197,100 @@ import { until } from './support/wait';
     const runs = await ok(a.api.GET('/api/runs', { params: { query: { limit: 10, requirementId: requirement.id } } }));
     expect(runs.items.map((r) => r.status)).toEqual(['running']);
   });
+
+  it('starts a Requirement raced from both runners once: one run, on the runner that won', async () => {
+    const requirement = await create(a, 'raced');
+    const start = (manager: ManagerProcess, message: string) => manager.api.POST('/api/requirements/{id}/start', { body: { message }, params: { path: { id: requirement.id } } });
+    const [fromA, fromB] = await Promise.all([start(a, 'from A'), start(b, 'from B')]);
+    // Exactly one is accepted; the other finds it running (here, or on the winner's runner).
+    expect([fromA.status, fromB.status].sort()).toEqual([202, 409]);
+    const loser = fromA.status === 409 ? fromA : fromB;
+    expect(['runs_on_other_runner', 'run_active']).toContain(loser.error?.code);
+    const winner = fromA.status === 202 ? 'Ada' : 'Bob';
+    expect((await get(a, requirement.id)).runner?.person).toBe(winner);
+    expect(await boardQuery<{ n: number }>('SELECT COUNT(*)::int AS n FROM agent_run WHERE requirement_id = $1', [requirement.id])).toEqual([{ n: 1 }]);
+  });
+
+  /** The runner that leads the board now, as the runners' table says (the online one that took the lock last). */
+  const leader = async (): Promise<{ leader: ManagerProcess; follower: ManagerProcess; leaderSandbox: Sandbox; person: string }> => {
+    const [row] = await boardQuery<{ person_name: string }>(
+      `SELECT person_name FROM am_runner WHERE stopped_at IS NULL AND heartbeat_at > now() - interval '15 seconds' AND leader_since IS NOT NULL
+       ORDER BY leader_since DESC LIMIT 1`,
+    );
+    expect(row).toBeDefined();
+    return row.person_name === 'Ada' ? { follower: b, leader: a, leaderSandbox: sandboxA, person: 'Ada' } : { follower: a, leader: b, leaderSandbox: sandboxB, person: 'Bob' };
+  };
+
+  it('fires a timer made on the runner that does not lead once, from the leader, into the conversation of the runner that runs it', async () => {
+    const { follower } = await leader();
+    const requirement = await create(follower, 'timed');
+    await ok(follower.api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: requirement.id } } }), 202);
+    const timer = await ok(
+      follower.api.POST('/api/requirements/{id}/timers', { body: { description: 'look again', intervalSeconds: 60, schedule: 'once' }, params: { path: { id: requirement.id } } }),
+      201,
+    );
+    // Due now, as a minute later would make it; the leader is woken by the next timer made on the follower.
+    await boardQuery('UPDATE agent_timer SET next_fire_at = $2 WHERE id = $1', [timer.id, new Date(Date.now() - 1000).toISOString()]);
+    const other = await ok(
+      follower.api.POST('/api/requirements/{id}/timers', { body: { description: 'later', intervalSeconds: 3600, schedule: 'once' }, params: { path: { id: requirement.id } } }),
+      201,
+    );
+    const fired = () => boardQuery<{ id: number }>("SELECT id::int AS id FROM manager_event WHERE type = 'timer.fired' AND requirement_id = $1", [requirement.id]);
+    await until('the timer fired', async () => (await fired()).length > 0);
+    // A follower's periodic check (5 s) and the leader's next pass come and go: still once.
+    await new Promise((r) => setTimeout(r, 6_000));
+    expect(await fired()).toHaveLength(1);
+    const timers = await ok(follower.api.GET('/api/requirements/{id}/timers', { params: { path: { id: requirement.id } } }));
+    expect(timers.items.find((t) => t.id === timer.id)?.status).toBe('completed');
+    expect(timers.items.find((t) => t.id === other.id)?.status).toBe('active');
+    const messages = await ok(follower.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id }, query: { limit: 50 } } }));
+    expect(messages.items.filter((m) => m.body.startsWith('Timer fired.'))).toHaveLength(1);
+    // Its run, still going on the follower, is the only one: the leader queued the message, it did not run it.
+    expect(await boardQuery<{ n: number }>('SELECT COUNT(*)::int AS n FROM agent_run WHERE requirement_id = $1', [requirement.id])).toEqual([{ n: 1 }]);
+  });
+
+  it('kill -9 of the leader during a run: the other runner shows it offline within a lease, leads within two, claims nothing; the restart reconciles', async () => {
+    const { follower, leader: doomed, leaderSandbox, person } = await leader();
+    const requirement = await create(doomed, 'running when its runner dies');
+    await ok(doomed.api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: requirement.id } } }), 202);
+    await until('the follower sees its runner', async () => (await get(follower, requirement.id)).runner?.online === true);
+    const killedAt = Date.now();
+    await doomed.kill9();
+    const offline = await until(
+      'the runner shown offline',
+      async () => {
+        const seen = await get(follower, requirement.id);
+        return seen.runner?.online === false ? seen : undefined;
+      },
+      25_000,
+    );
+    const offlineAfter = Date.now() - killedAt;
+    // One lease period (15 s) plus the follower's heartbeat that reads it (5 s).
+    expect(offlineAfter).toBeLessThan(20_000 + 2_000);
+    // Not failed: its run is on a machine the board cannot see.
+    expect(offline.session.state).toBe('running');
+    expect(offline.runner?.person).toBe(person);
+    await until('the follower leads', async () => (await leader()).leader === follower, 30_000);
+    expect(Date.now() - killedAt).toBeLessThan(2 * 15_000);
+    // The follower neither reconciled nor restarted it.
+    const runs = () => boardQuery<{ status: string }>('SELECT status FROM agent_run WHERE requirement_id = $1', [requirement.id]);
+    expect(await runs()).toEqual([{ status: 'running' }]);
+    const reply = await follower.api.POST('/api/requirements/{id}/start', { body: { message: 'take it' }, params: { path: { id: requirement.id } } });
+    expect(reply.status).toBe(409);
+    expect(reply.error?.message).toContain('offline');
+
+    // Back: it reconciles its own orphan, as a single manager does after a crash.
+    const back = await startRunner(leaderSandbox, person);
+    if (doomed === a) {
+      a = back;
+    } else {
+      b = back;
+    }
+    expect(await runs()).toEqual([{ status: 'failed' }]);
+    const seen = await until('the follower sees it back', async () => {
+      const r = await get(follower, requirement.id);
+      return r.runner?.online && r.session.state === 'failed' ? r : undefined;
+    });
+    expect(seen.status).toBe('waiting_confirmation');
+  });
 });

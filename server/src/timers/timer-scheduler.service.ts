@@ -2,7 +2,10 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBoo
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { Subscription } from 'rxjs';
 
+import type { ManagerEvent } from '@libs/contracts';
+
 import { Clock } from '../core/clock';
+import { OnDomainEvent } from '../core/domain-events';
 import { leadsJobs } from '../core/database/postgres/postgres-board';
 import { RUNTIME, type Runtime } from '../core/runtime';
 import { TimersService } from './timers.service';
@@ -45,6 +48,19 @@ export class TimerScheduler implements BeforeApplicationShutdown, OnApplicationB
     this.subscription = this.timers.changed$.subscribe(() => this.wake());
     this.unsubscribeClock = this.clock.onAdjusted(() => this.wake());
     this.wake();
+  }
+
+  /**
+   * Team mode: a timer another runner created or cancelled. The leader fires every runner's
+   * timers, but `changed$` only tells it of its own; without this it would sleep past one made
+   * elsewhere (or never wake, with no timer of its own armed).
+   */
+  @OnDomainEvent('board.eventPublished')
+  onBoardEvent(event: ManagerEvent): Promise<void> {
+    if (event.type === 'timer.created' || event.type === 'timer.cancelled') {
+      this.wake();
+    }
+    return Promise.resolve();
   }
 
   onModuleDestroy(): void {

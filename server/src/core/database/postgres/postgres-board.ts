@@ -23,6 +23,8 @@ export interface BoardRunner {
   startedAt: string;
   /** Its heartbeat is younger than one lease period (and it did not stop). */
   online: boolean;
+  /** It runs the once-per-board jobs: the online runner that took the leadership last. */
+  leader: boolean;
 }
 
 /**
@@ -110,11 +112,13 @@ export class PostgresBoard {
           stopped_at timestamptz
         )`,
       );
+      // Since when this runner leads the board (null: it does not, or has not since it started).
+      await client.query(`ALTER TABLE ${schema}.am_runner ADD COLUMN IF NOT EXISTS leader_since timestamptz`);
       await client.query(
         `INSERT INTO ${schema}.am_runner (id, host, person_name, person_email, pid, url, started_at, heartbeat_at, stopped_at)
          VALUES ($1, $2, $3, $4, $5, NULL, now(), now(), NULL)
          ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, person_name = EXCLUDED.person_name, person_email = EXCLUDED.person_email,
-           pid = EXCLUDED.pid, url = NULL, started_at = now(), heartbeat_at = now(), stopped_at = NULL`,
+           pid = EXCLUDED.pid, url = NULL, started_at = now(), heartbeat_at = now(), stopped_at = NULL, leader_since = NULL`,
         [this.runnerId, os.hostname(), this.person.name, this.person.email, process.pid],
       );
     } catch (err) {
@@ -153,15 +157,22 @@ export class PostgresBoard {
       url: string | null;
       started_at: Date;
       online: boolean;
+      leader: boolean;
     }>(
-      `SELECT id, host, person_name, person_email, pid, url, started_at,
-         (stopped_at IS NULL AND heartbeat_at > now() - make_interval(secs => $1)) AS online
-       FROM ${this.store.schema}.am_runner ORDER BY online DESC, started_at`,
+      // A leader killed without leaving keeps its leader_since; it is offline, and whoever took
+      // the lock after it has a later one.
+      `WITH r AS (
+         SELECT *, (stopped_at IS NULL AND heartbeat_at > now() - make_interval(secs => $1)) AS online FROM ${this.store.schema}.am_runner
+       )
+       SELECT id, host, person_name, person_email, pid, url, started_at, online,
+         (online AND leader_since IS NOT NULL AND leader_since = (SELECT max(leader_since) FROM r WHERE online)) AS leader
+       FROM r ORDER BY online DESC, started_at`,
       [BOARD_LEASE_MS / 1000],
     );
     return rows.map((r) => ({
       host: r.host,
       id: r.id,
+      leader: r.leader,
       online: r.online,
       personEmail: r.person_email,
       personName: r.person_name,
@@ -180,7 +191,7 @@ export class PostgresBoard {
     this.client = undefined;
     this.leader = false;
     if (client) {
-      await client.query(`UPDATE ${this.store.schema}.am_runner SET stopped_at = now(), url = NULL WHERE id = $1`, [this.runnerId]).catch(() => undefined);
+      await client.query(`UPDATE ${this.store.schema}.am_runner SET stopped_at = now(), url = NULL, leader_since = NULL WHERE id = $1`, [this.runnerId]).catch(() => undefined);
       await client.end().catch(() => undefined);
     }
   }
@@ -199,6 +210,7 @@ export class PostgresBoard {
           const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 2)) AS locked', [this.lockKey]);
           this.leader = rows[0]?.locked === true;
           if (this.leader) {
+            await client.query(`UPDATE ${this.store.schema}.am_runner SET leader_since = now() WHERE id = $1`, [this.runnerId]);
             for (const listener of this.leadershipListeners) {
               listener();
             }
