@@ -34,6 +34,8 @@ const SUITES = [
   'test/people.e2e-spec.ts',
   // Team mode (issue 29): two runners on one board, events in one order on both.
   'test/team-board.e2e-spec.ts',
+  // Team mode (issue 29 §5): moving a Requirement from a dead runner to another, with the real Codex CLI.
+  'test/team-move.e2e-spec.ts',
   'test/faults/crash-restart.fault-spec.ts',
   // Budgets across a tree (issue 25 §4): tree usage summed up the chain, the descendants a raise resumes.
   'test/faults/budget-escapes.fault-spec.ts',

@@ -23,6 +23,7 @@ import { RetentionModule } from './retention/retention.module';
 import { ReviewsModule } from './reviews/reviews.module';
 import { RunsModule } from './runs/runs.module';
 import { SearchModule } from './search/search.module';
+import { TeamModule } from './team/team.module';
 import { TimersModule } from './timers/timers.module';
 import { TriggersModule } from './triggers/triggers.module';
 import { WorktreesModule } from './worktrees/worktrees.module';
@@ -54,6 +55,7 @@ export class AppModule {
         RunsModule,
         SearchModule,
         ScheduleModule.forRoot(),
+        TeamModule,
         TimersModule,
         TriggersModule,
         WorktreesModule,

@@ -571,6 +571,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/requirements/{id}/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Team mode: move a Requirement to this runner. Its branch is fetched from the shared remote, its worktree made here at the next run, and its session goes on here as a new CLI session given the conversation so far (at once when input waits, e.g. the run its old runner lost) */
+        post: operations["moveRequirement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/requirements/{id}/reply": {
         parameters: {
             query?: never;
@@ -1431,7 +1448,7 @@ export interface components {
              * @description What a message Agent Manager wrote itself says, for a client that writes it in the reader's language; null on people's and agents' messages (and on older ones). Unknown codes: show `body`.
              * @enum {string|null}
              */
-            code: "run.failed" | "run.timed_out" | "run.manager_stopped" | "budget.reached" | "budget.reached_ancestor" | "dependency.met" | "dependency.cancelled" | "timer.fired" | "github.pr_status" | "github.pr_head" | "github.ci_failed" | "github.conflict" | "review.failed" | "review.cancelled" | "review_loop.clean" | "review_loop.max_rounds" | "landing.conflict" | "landing.rebase_requested" | null;
+            code: "run.failed" | "run.timed_out" | "run.manager_stopped" | "budget.reached" | "budget.reached_ancestor" | "dependency.met" | "dependency.cancelled" | "timer.fired" | "github.pr_status" | "github.pr_head" | "github.ci_failed" | "github.conflict" | "review.failed" | "review.cancelled" | "review_loop.clean" | "review_loop.max_rounds" | "landing.conflict" | "landing.rebase_requested" | "requirement.moved" | null;
             createdAt: string;
             /** @description Whether the RD agent must consume it */
             deliverToRd: boolean;
@@ -1473,6 +1490,22 @@ export interface components {
             providers: components["schemas"]["ModelCatalogProviderDto"][];
             refreshedAt: string | null;
             stale: boolean;
+        };
+        MoveResponseDto: {
+            branch: components["schemas"]["MovedBranchDto"];
+            /** @description The run the old runner left running (now failed), if any */
+            orphanedRunId: string | null;
+            requirement: components["schemas"]["RequirementResponseDto"];
+            /** @description The run started here to go on with the pending input, if any */
+            run: components["schemas"]["AgentRunResponseDto"] | null;
+        };
+        MovedBranchDto: {
+            /** @description The Requirement's branch; null when it runs in place (no worktree) */
+            branch: string | null;
+            /** @description The commit fetched; null when the remote had none (the branch starts again from its base here) */
+            fetched: string | null;
+            /** @description Why nothing was fetched, when nothing was */
+            reason: string | null;
         };
         PersonDto: {
             email: string | null;
@@ -4201,6 +4234,58 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    moveRequirement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MoveResponseDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description not_on_board, not_started (it runs on whoever starts it), already_here, requirement_closed, run_active (its runner is online and running it: stop it first), moved_meanwhile */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

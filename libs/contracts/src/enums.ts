@@ -57,6 +57,7 @@ export const SYSTEM_MESSAGE_CODES = [
   'review_loop.max_rounds',
   'landing.conflict',
   'landing.rebase_requested',
+  'requirement.moved',
 ] as const;
 export type SystemMessageCode = (typeof SYSTEM_MESSAGE_CODES)[number];
 /** A system message's arguments: plain values only (titles, ids, numbers), never sentences. */

@@ -53,6 +53,11 @@ export interface ManagerEventPayloads {
   'requirement.completed': ClosedPayload;
   'requirement.created': { requirement: Requirement };
   'requirement.deleted': ClosedPayload;
+  /**
+   * Team mode: a person moved the Requirement to their runner. `orphanedRunId` is the run its old
+   * runner left `running` when it went away (now failed); that runner ends it if it is still alive.
+   */
+  'requirement.moved': { requirement: Requirement; fromRunnerId: string; toRunnerId: string; orphanedRunId: string | null };
   'requirement.updated': { requirement: Requirement };
   'requirements.purged': { requirementIds: string[] };
   'review_request.started': { requirement: Requirement; reviewRequest: ReviewRequest; run: AgentRun };
@@ -85,6 +90,7 @@ export const EVENT_TYPES = [
   'requirement.completed',
   'requirement.created',
   'requirement.deleted',
+  'requirement.moved',
   'requirement.updated',
   'requirements.purged',
   'review_request.started',

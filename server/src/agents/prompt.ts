@@ -111,6 +111,45 @@ export function buildRdPrompt({ messages, provider }: RdPromptInput): string {
   return messages.map((message) => formatMessage(message, provider)).join('\n\n');
 }
 
+/** What a new session is told of the conversation before its input, at most: the latest messages, each cut. */
+export const CONVERSATION_SO_FAR_LIMITS = { messages: 60, messageChars: 4_000, totalChars: 48_000 } as const;
+
+/**
+ * The conversation before a new native session's input (team mode's move: the CLI's own session
+ * stayed on the machine the Requirement ran on). Every author's messages, the agent's own
+ * earlier answers included, the latest first kept when the limits cut; attachments are named,
+ * not attached (the current input carries its own).
+ */
+export function buildConversationSoFar(messages: readonly RdPromptMessage[]): string {
+  const { messageChars, totalChars } = CONVERSATION_SO_FAR_LIMITS;
+  const kept: string[] = [];
+  let size = 0;
+  for (const message of [...messages].reverse()) {
+    const body = message.body.trim();
+    const cut = body.length > messageChars ? `${body.slice(0, messageChars)}\n[… cut: ${body.length - messageChars} more characters]` : body;
+    const label = message.author === 'rd_agent' && !message.sourceRequirement ? 'you (an earlier session of this Requirement)' : authorLabel(message);
+    const files = message.attachments.map((a) => `- (attachment) ${oneLine(a.fileName)}`);
+    const text = [`### Message ${message.sequence} from ${label}`, '', neutralizeHeaders(cut), ...(files.length > 0 ? ['', ...files] : [])].join('\n');
+    if (size + text.length > totalChars) {
+      break;
+    }
+    kept.unshift(text);
+    size += text.length;
+  }
+  const left = messages.length - kept.length;
+  return [
+    '## The conversation so far',
+    '',
+    'This session is new: the earlier one could not be carried here. What was said before your input, in order' +
+      (left > 0 ? ` (the ${left} oldest messages are left out)` : '') +
+      '. The work so far is in your working directory: read its git log before going on.',
+    '',
+    kept.join('\n\n'),
+    '',
+    '## Your input',
+  ].join('\n');
+}
+
 /** Absolute paths of the image attachments, in message order (Codex passes them with --image). */
 export function imagePaths(messages: readonly Pick<RdPromptMessage, 'attachments'>[]): string[] {
   const paths: string[] = [];

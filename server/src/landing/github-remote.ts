@@ -85,3 +85,17 @@ export async function findGitHubRemote(top: string, hosts: readonly string[]): P
   remotes.sort((a, b) => (a.name === 'origin' ? -1 : b.name === 'origin' ? 1 : a.name.localeCompare(b.name)));
   return remotes[0] ?? null;
 }
+
+/** Where a GitHub repository may live: github.com, and the configured API's host (GitHub Enterprise, tests). */
+export function gitHubHosts(githubApiUrl: string): string[] {
+  const hosts = ['github.com'];
+  try {
+    const api = new URL(githubApiUrl).hostname.toLowerCase();
+    if (api !== 'api.github.com' && !hosts.includes(api)) {
+      hosts.push(api);
+    }
+  } catch {
+    // An unparsable githubApiUrl: only github.com (doctor names the setting).
+  }
+  return hosts;
+}

@@ -15,7 +15,7 @@ import type { RequirementResponseDto } from '../requirements/dto/requirement-res
 import { RequirementsService } from '../requirements/requirements.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
-import { GitHubRemote, findGitHubRemote } from './github-remote';
+import { GitHubRemote, findGitHubRemote, gitHubHosts } from './github-remote';
 import { isAncestor, resolve } from './landing-git';
 import { agentSummary, commitPendingWork, refuseUnlandable } from './landing-work';
 
@@ -64,7 +64,7 @@ export class LandingPullRequests {
     if (repo === null) {
       throw conflict('workspace_not_git', 'the workspace is no longer a git repository with a commit: there is no branch to push');
     }
-    const remote = await findGitHubRemote(repo.top, this.gitHubHosts());
+    const remote = await findGitHubRemote(repo.top, gitHubHosts(this.configuration.get('githubApiUrl')));
     if (remote === null) {
       throw conflict(
         'github_remote_missing',
@@ -176,19 +176,5 @@ export class LandingPullRequests {
     const text = [requirement.description.trim(), summary === '' ? '' : `## Summary\n\n${summary}`].filter((part) => part !== '').join('\n\n');
     const footer = `Requirement ${requirement.id}, opened by Agent Manager.`;
     return `${text.length > BODY_MAX ? `${text.slice(0, BODY_MAX)}…` : text}${text === '' ? '' : '\n\n---\n'}${footer}`;
-  }
-
-  /** Where a GitHub repository may live: github.com, and the configured API's host (GitHub Enterprise, tests). */
-  private gitHubHosts(): string[] {
-    const hosts = ['github.com'];
-    try {
-      const api = new URL(this.configuration.get('githubApiUrl')).hostname.toLowerCase();
-      if (api !== 'api.github.com' && !hosts.includes(api)) {
-        hosts.push(api);
-      }
-    } catch {
-      // An unparsable githubApiUrl: only github.com (doctor names the setting).
-    }
-    return hosts;
   }
 }

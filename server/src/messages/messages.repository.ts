@@ -45,6 +45,17 @@ export class MessagesRepository {
       .getMany();
   }
 
+  /** The latest `limit` messages of a conversation before `beforeSequence`, in ascending order (what a new session is told happened). */
+  async latestBefore(requirementId: string, beforeSequence: number, limit: number): Promise<RequirementMessageEntity[]> {
+    const rows = await this.database.readManager
+      .createQueryBuilder(RequirementMessageEntity, 'm')
+      .where('m.requirement_id = :requirementId AND m.sequence < :beforeSequence', { beforeSequence, requirementId })
+      .orderBy('m.sequence', 'DESC')
+      .limit(limit)
+      .getMany();
+    return rows.reverse();
+  }
+
   /** The latest message of one author in a conversation, or null (what a squashed commit's summary quotes). */
   latestOf(requirementId: string, author: RequirementMessageEntity['author']): Promise<RequirementMessageEntity | null> {
     return this.database

@@ -114,6 +114,11 @@ export class MessagesService {
     return this.repository.deliverableBetween(requirementId, fromSequence, toSequence);
   }
 
+  /** The latest `limit` messages before `beforeSequence`, ascending (a new session's "conversation so far"). */
+  latestBefore(requirementId: string, beforeSequence: number, limit: number): Promise<RequirementMessageEntity[]> {
+    return this.repository.latestBefore(requirementId, beforeSequence, limit);
+  }
+
   /** The latest message of one author in a conversation, or null. */
   latestOf(requirementId: string, author: MessageResponseDto['author']): Promise<RequirementMessageEntity | null> {
     return this.repository.latestOf(requirementId, author);

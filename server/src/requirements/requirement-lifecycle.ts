@@ -164,6 +164,15 @@ export class RequirementLifecycle {
     }
   }
 
+  /**
+   * Team mode's move: the Requirement runs on `runnerId` from now on. The CLI's own session stays
+   * in the old runner's home, so the next run starts a new one (told the conversation so far).
+   */
+  moveToRunner(tx: UnitOfWork, { requirement, session }: RequirementRows, runnerId: string, now: string): void {
+    this.repository.changeRequirement(tx, requirement, { runnerId, updatedAt: now });
+    this.repository.changeSession(tx, session, { nativeSessionId: null, updatedAt: now });
+  }
+
   /** The agent CLI named its own session id: the next run resumes it. */
   recordNativeSession(tx: UnitOfWork, session: AgentSessionEntity, nativeSessionId: string, now: string): void {
     this.repository.changeSession(tx, session, { nativeSessionId, updatedAt: now });

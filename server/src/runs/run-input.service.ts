@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 
 import { AttachmentsService } from '../attachments/attachments.service';
-import { RdPromptMessage, RdWorkPlace, buildRdInstructions, buildRdPrompt, imagePaths } from '../agents/prompt';
+import { CONVERSATION_SO_FAR_LIMITS, RdPromptMessage, RdWorkPlace, buildConversationSoFar, buildRdInstructions, buildRdPrompt, imagePaths } from '../agents/prompt';
+import type { RequirementMessageEntity } from '../messages/requirement-message.entity';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { MessagesService } from '../messages/messages.service';
 import { RequirementsService } from '../requirements/requirements.service';
@@ -40,25 +41,28 @@ export class RunInputService {
     if (!requirement) {
       throw new Error(`run ${run.id} has no Requirement`); // runs go with their Requirement (cascade): a bug, not input
     }
-    const rows = await this.messages.deliverableBetween(run.requirementId, run.inputFromSequence ?? 0, run.inputToSequence ?? 0);
-    const attachments = await this.attachments.forMessages(rows.map((m) => m.id));
-    const sources = [...new Set(rows.map((m) => m.sourceRequirementId).filter((id): id is string => id !== null))];
-    const titles = await this.requirements.titlesOf(sources);
-    const messages: RdPromptMessage[] = rows.map((m) => ({
-      attachments: (attachments.get(m.id) ?? []).map((a) => ({ fileName: a.fileName, kind: a.kind, path: this.attachments.filePath(a) })),
-      author: m.author,
-      body: m.body,
-      sequence: m.sequence,
-      sourceRequirement: m.sourceRequirementId ? { id: m.sourceRequirementId, title: titles.get(m.sourceRequirementId) ?? m.sourceRequirementId } : null,
-    }));
+    const from = run.inputFromSequence ?? 0;
+    const rows = await this.messages.deliverableBetween(run.requirementId, from, run.inputToSequence ?? 0);
+    // A new session after earlier ones consumed input (moved to another runner, whose machine
+    // lacks the CLI's own session) is told what was said besides its input: everything before
+    // it, and what was not for the agent among it (the earlier session's own answers).
+    const input = new Set(rows.map((m) => m.id));
+    const earlier =
+      run.nativeSessionId === null && from > 1
+        ? (await this.messages.latestBefore(run.requirementId, (run.inputToSequence ?? 0) + 1, CONVERSATION_SO_FAR_LIMITS.messages)).filter((m) => !input.has(m.id))
+        : [];
+    const [messages, history] = await this.promptMessages([rows, earlier]);
     const parts: string[] = [];
     if (run.nativeSessionId === null) {
       // A new session has not seen the Requirement yet.
       parts.push(`# Requirement ${requirement.id}: ${requirement.title}\n\n${requirement.description.trim() || '(no description)'}`);
+      if (history.length > 0) {
+        parts.push(buildConversationSoFar(history));
+      }
     }
     if (messages.length > 0) {
       parts.push(buildRdPrompt({ messages, provider: run.provider }));
-    } else if (run.nativeSessionId !== null) {
+    } else if (run.nativeSessionId !== null || history.length > 0) {
       parts.push('Continue the work on this Requirement.');
     }
     return {
@@ -67,5 +71,22 @@ export class RunInputService {
       instructions: buildRdInstructions({ cliPath: this.environment.cliPath, place, requirementId: requirement.id, requirementTitle: requirement.title }),
       prompt: `${parts.join('\n\n')}\n`,
     };
+  }
+
+  /** Messages as the prompt shows them: their attachments' local paths and related Requirements' titles. */
+  private async promptMessages(lists: RequirementMessageEntity[][]): Promise<RdPromptMessage[][]> {
+    const all = lists.flat();
+    const attachments = await this.attachments.forMessages(all.map((m) => m.id));
+    const sources = [...new Set(all.map((m) => m.sourceRequirementId).filter((id): id is string => id !== null))];
+    const titles = await this.requirements.titlesOf(sources);
+    return lists.map((rows) =>
+      rows.map((m) => ({
+        attachments: (attachments.get(m.id) ?? []).map((a) => ({ fileName: a.fileName, kind: a.kind, path: this.attachments.filePath(a) })),
+        author: m.author,
+        body: m.body,
+        sequence: m.sequence,
+        sourceRequirement: m.sourceRequirementId ? { id: m.sourceRequirementId, title: titles.get(m.sourceRequirementId) ?? m.sourceRequirementId } : null,
+      })),
+    );
   }
 }

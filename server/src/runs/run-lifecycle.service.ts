@@ -37,6 +37,9 @@ import { ownRunUsage } from './run-usage';
 import { RunsRepository } from './runs.repository';
 import { TraceWriter } from './trace-writer';
 
+/** A run that went on after its Requirement moved to another runner (team mode). */
+const MOVED_AWAY = 'its Requirement was moved to another runner while this run went on; the run was ended here';
+
 /**
  * What a start without a message of its own delivers: a first run (the Requirement itself), a
  * retry of a failed run (its unconsumed input), or pending messages. A Requirement waiting with
@@ -285,6 +288,38 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
   }
 
   /**
+   * Team mode's move, inside its unit (the caller holds the Requirement's actor and has just made
+   * this runner its runner): the run its old runner left `running` fails (nothing consumed: its
+   * input stays pending), and the session goes on here at once when input waits and nothing holds
+   * it (a stop's or a budget's pause, a closed Requirement). Returns the orphan's id and the run to
+   * `launch` once committed.
+   */
+  async takeOverMoved(tx: UnitOfWork, rows: RequirementRows, actor: EventActor, orphanError: string): Promise<{ orphanedRunId: string | null; run: AgentRunEntity | null }> {
+    const { requirement, session } = rows;
+    const now = this.clock.nowIso();
+    let orphanedRunId: string | null = null;
+    if (session.state === 'running') {
+      const orphan = (await this.runs.withStatus('running')).find((r) => r.requirementId === requirement.id && r.role === 'rd');
+      this.requirementLifecycle.recordRunLost(tx, rows, orphanError, now);
+      if (orphan) {
+        const failed = this.runs.change(tx, orphan, { error: orphanError, finishedAt: now, status: 'failed', updatedAt: now });
+        orphanedRunId = orphan.id;
+        await this.events.append(tx, {
+          actor,
+          payload: { requirement: toRequirementResponse(requirement, session), run: toRunResponse(failed) },
+          requirementId: requirement.id,
+          runId: orphan.id,
+          sessionId: session.id,
+          type: 'run.failed',
+        });
+      }
+    }
+    const open = requirement.status !== 'done' && requirement.status !== 'cancelled' && session.pausedAt === null && requirement.budgetReachedAt === null;
+    const run = open && session.pendingMessageCount > 0 && !this.stopping ? (await this.openRun(tx, rows, actor)).run : null;
+    return { orphanedRunId, run };
+  }
+
+  /**
    * Team mode: a stop or steer asked here for a run another runner runs. It is written to the
    * board as `run.interrupt_requested` (durable, in the board's one order), and the runner that
    * runs it carries it out when its feed publishes it (onBoardEvent); the run's end reaches every
@@ -313,6 +348,17 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
   /** Team mode: a stop or steer another runner wrote for a run of this one's. */
   @OnDomainEvent('board.eventPublished')
   async onBoardEvent(event: ManagerEvent): Promise<void> {
+    if (event.type === 'requirement.moved' && event.payload.fromRunnerId === this.ownRunnerId && event.requirementId !== null) {
+      // Moved away while a run of ours went on (this runner was cut off from the board and came
+      // back): that run ends; its end records nothing on the session, which is the other runner's.
+      const active = this.active.get(event.requirementId);
+      if (active && !active.interruptMode) {
+        active.interruptMode = 'cancel';
+        this.launcher.kill(active);
+        this.logger.warn({ msg: 'run ended: its Requirement was moved to another runner', requirementId: event.requirementId, runId: active.run.id });
+      }
+      return;
+    }
     if (event.type !== 'run.interrupt_requested' || event.payload.runnerId !== this.ownRunnerId || event.requirementId === null) {
       return;
     }
@@ -388,6 +434,13 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
     const { requirement, session } = rows;
     const run = active.run;
+    if (this.runsElsewhere(requirement.runnerId)) {
+      // Team mode: moved to another runner while this run went on here. The run ends; the
+      // session, its input and its budget are that runner's now, so nothing else is recorded.
+      this.runs.change(tx, run, runEndFields(active, { error: MOVED_AWAY, exitCode: end.code, now: this.clock.nowIso(), status: 'failed', usage: null }));
+      tx.afterCommit(() => this.budgets.close(requirement.id, null));
+      return null;
+    }
     const error = status === 'succeeded' || status === 'cancelled' ? null : errorOf(active, end, status, this.configuration.get('rdInactivityTimeoutSeconds'));
     if (status === 'failed' || status === 'timed_out') {
       // Before the message: its event's snapshot already says why.

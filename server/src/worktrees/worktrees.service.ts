@@ -16,7 +16,9 @@ import { conflict, invalid } from '../core/errors/domain-error';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { SYSTEM_ACTOR } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
-import { git, gitSucceeds } from '../core/git/git';
+import { GitError, git, gitSucceeds } from '../core/git/git';
+import type { UnitOfWork } from '../core/database/unit-of-work';
+import type { RequirementRows } from '../requirements/requirements.repository';
 import { KeyedLock } from './keyed-lock';
 import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
 import { WorktreeChanges } from './worktree-changes.service';
@@ -46,6 +48,22 @@ export interface RunPreparation {
 }
 
 type Trace = (trace: NormalizedTrace) => void;
+
+/** A remote to push to or fetch from, and the environment its access needs (a token's header, ssh in batch mode). */
+export interface RemoteAccess {
+  name: string;
+  env: Record<string, string>;
+}
+
+/** What a move fetched of the Requirement's branch (see fetchForMove). */
+export interface MovedBranch {
+  branch: string | null;
+  fetched: string | null;
+  reason: string | null;
+}
+
+/** A push or fetch of one branch over the network. */
+const REMOTE_TIMEOUT_MS = 5 * 60_000;
 
 const lifecycle = (title: string, detail: string | null, status: NormalizedTrace['status'] = 'completed'): NormalizedTrace => ({
   detail,
@@ -229,6 +247,82 @@ export class WorktreesService implements BeforeApplicationShutdown {
       );
       return outcome;
     });
+  }
+
+  /**
+   * Team mode: the Requirement's branch to the board's shared remote after a run (never forced:
+   * a branch rewritten here, or moved on the remote, is refused with git's reason). What a move
+   * to another runner starts from. Returns the commit pushed, or null when there is no branch.
+   */
+  pushBranch(requirementId: string, remote: RemoteAccess): Promise<string | null> {
+    return this.requirementLock.run(requirementId, async () => {
+      const row = await this.repository.find(requirementId);
+      if (!row || row.isolation !== 'worktree' || row.branch === null || row.createdAt === null || row.removedAt !== null) {
+        return null;
+      }
+      const repo = await this.workspace.gitWorkspace();
+      const head = repo === null ? null : await this.workspace.resolveCommit(repo.top, `refs/heads/${row.branch}`);
+      if (repo === null || head === null) {
+        return null;
+      }
+      await git(['push', '--no-verify', '--quiet', remote.name, `refs/heads/${row.branch}:refs/heads/${row.branch}`], {
+        cwd: repo.top,
+        env: remote.env,
+        timeoutMs: REMOTE_TIMEOUT_MS,
+      });
+      return head;
+    });
+  }
+
+  /**
+   * Team mode's move, before its unit: the branch its old runner last pushed, fetched from the
+   * shared remote into this clone's branch of the same name. `fetched` is its commit, or null with
+   * `reason` when the remote has none (nothing pushed yet) or git could not fetch it: the next run's
+   * worktree then starts the branch again from its base here.
+   */
+  fetchForMove(requirementId: string, remote: RemoteAccess): Promise<MovedBranch> {
+    return this.requirementLock.run(requirementId, async () => {
+      const row = await this.repository.find(requirementId);
+      if (!row || row.isolation !== 'worktree' || row.branch === null) {
+        return { branch: null, fetched: null, reason: null };
+      }
+      const repo = await this.workspace.gitWorkspace();
+      if (repo === null) {
+        return { branch: row.branch, fetched: null, reason: 'this workspace is not a git repository with a commit' };
+      }
+      const ref = `refs/heads/${row.branch}`;
+      try {
+        // Forced into the local branch: the remote's is the Requirement's latest (it ran elsewhere since).
+        await git(['fetch', '--no-tags', '--no-write-fetch-head', '--quiet', remote.name, `+${ref}:${ref}`], { cwd: repo.top, env: remote.env, timeoutMs: REMOTE_TIMEOUT_MS });
+      } catch (err) {
+        const said = err instanceof GitError ? err.stderr.trim().split('\n').slice(-2).join(' ') : '';
+        return { branch: row.branch, fetched: null, reason: `git could not fetch ${row.branch} from ${remote.name}: ${said || (err as Error).message}` };
+      }
+      return { branch: row.branch, fetched: await this.workspace.resolveCommit(repo.top, ref), reason: null };
+    });
+  }
+
+  /**
+   * Team mode's move, in its unit: the worktree row forgets the old runner's folder (its path is
+   * on another machine), so this runner's next run makes one here, on the fetched branch.
+   */
+  async stageMoved(tx: UnitOfWork, rows: RequirementRows, moved: MovedBranch): Promise<void> {
+    const current = await this.repository.findForWrite(tx, rows.requirement.id);
+    if (current.isolation !== 'worktree') {
+      return;
+    }
+    const set: Partial<RequirementWorktreeEntity> = {
+      createdAt: null,
+      dirty: false,
+      headSha: moved.fetched ?? current.headSha,
+      path: null,
+      refreshedAt: null,
+      removedAt: null,
+      setupAt: null,
+      updatedAt: this.clock.nowIso(),
+    };
+    this.repository.update(tx, rows.requirement.id, set);
+    rows.requirement.worktree = { ...current, ...set };
   }
 
   /** After a purge committed (the rows are gone with their Requirements): the worktrees go too. */

@@ -570,6 +570,13 @@ export const en = {
   'source.landing': 'landing',
   'source.landing.base-conflict': 'Landing · base moved',
   'source.landing.rebase-request': 'Merge queue',
+  'sys.requirement.moved':
+    'Moved from {from} to {to}.{lost}{branch} The agent’s CLI session stays on the old machine, so this continues as a new session given the conversation so far.',
+  'sys.requirement.moved.runner': '{person}’s runner ({host})',
+  'sys.requirement.moved.gone': 'a runner no longer on the board',
+  'sys.requirement.moved.lost': ' The run {run} was lost with its runner; nothing it was given was consumed, so it is delivered again here.',
+  'sys.requirement.moved.fetched': ' Its branch {branch} continues from {commit}, as last pushed to origin; work the old runner did not push stays on that machine.',
+  'sys.requirement.moved.notFetched': ' Its branch {branch} could not be fetched ({reason}): the next run starts it again from its base here.',
 } as const;
 
 export type MessageKey = keyof typeof en;
@@ -1141,4 +1148,10 @@ export const zh: Record<MessageKey, string> = {
   'source.landing': '合入',
   'source.landing.base-conflict': '合入 · 基线已移动',
   'source.landing.rebase-request': '合并队列',
+  'sys.requirement.moved': '已从{from}移到{to}。{lost}{branch}智能体的 CLI 会话留在原来的机器上，因此这里以新会话继续，并附上到目前为止的对话。',
+  'sys.requirement.moved.runner': '{person} 的运行器（{host}）',
+  'sys.requirement.moved.gone': '一个已不在看板上的运行器',
+  'sys.requirement.moved.lost': '运行 {run} 随其运行器丢失；它收到的输入未被消费，会在这里重新送达。',
+  'sys.requirement.moved.fetched': '其分支 {branch} 从 {commit} 继续（即最后推送到 origin 的版本）；原运行器未推送的工作留在那台机器上。',
+  'sys.requirement.moved.notFetched': '其分支 {branch} 无法获取（{reason}）：下一次运行会在这里从其基线重新开始。',
 };

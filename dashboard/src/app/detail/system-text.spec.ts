@@ -36,6 +36,29 @@ describe(systemText.name, () => {
     expect(sourceText({ source: 'landing', triggerId: 'landing.base-conflict' }, i18nIn('zh-CN'))).toBe('合入 · 基线已移动');
   });
 
+  it("says where a moved Requirement came from and went, its lost run and its branch (team mode's move)", () => {
+    const args = {
+      branch: 'agent/x-1',
+      commit: '0123456789ab',
+      fromHost: 'ada-laptop',
+      fromPerson: 'Ada',
+      orphanedRunId: 'run_1',
+      reason: null,
+      toHost: 'bob-pc',
+      toPerson: 'Bob',
+    };
+    expect(systemText({ args, code: 'requirement.moved' }, i18nIn('en'))).toBe(
+      'Moved from Ada’s runner (ada-laptop) to Bob’s runner (bob-pc). The run run_1 was lost with its runner; nothing it was given was consumed, so it is delivered again here. ' +
+        'Its branch agent/x-1 continues from 0123456789ab, as last pushed to origin; work the old runner did not push stays on that machine. ' +
+        'The agent’s CLI session stays on the old machine, so this continues as a new session given the conversation so far.',
+    );
+    const unfetched = { ...args, commit: null, fromHost: null, fromPerson: null, orphanedRunId: null, reason: 'no origin' };
+    const zh = systemText({ args: unfetched, code: 'requirement.moved' }, i18nIn('zh-CN'));
+    expect(zh).toContain('已从一个已不在看板上的运行器移到Bob 的运行器（bob-pc）');
+    expect(zh).toContain('其分支 agent/x-1 无法获取（no origin）');
+    expect(zh).not.toContain('运行 run_1');
+  });
+
   it('leaves people’s messages, old messages and codes it does not know to their body', () => {
     expect(systemText({ args: null, code: null }, i18nIn('zh-CN'))).toBeNull();
     expect(systemText({ args: {}, code: 'some.future_code' as never }, i18nIn('zh-CN'))).toBeNull();

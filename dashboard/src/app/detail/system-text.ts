@@ -94,6 +94,17 @@ export function systemText(m: Pick<Message, 'code' | 'args'>, i18n: I18n): strin
       return t('sys.review_loop.clean', { head: str(a['headSha']), pr: str(a['pullRequest']), round: n(a['round']) });
     case 'review_loop.max_rounds':
       return t('sys.review_loop.max_rounds', { max: n(a['maxRounds']), pr: str(a['pullRequest']), round: n(a['round']) });
+    case 'requirement.moved': {
+      const runner = (person: Args[string], host: Args[string]) =>
+        person ? t('sys.requirement.moved.runner', { host: str(host), person: str(person) }) : t('sys.requirement.moved.gone');
+      const lost = a['orphanedRunId'] ? t('sys.requirement.moved.lost', { run: str(a['orphanedRunId']) }) : '';
+      const branch = !a['branch']
+        ? ''
+        : a['commit']
+          ? t('sys.requirement.moved.fetched', { branch: str(a['branch']), commit: str(a['commit']) })
+          : t('sys.requirement.moved.notFetched', { branch: str(a['branch']), reason: str(a['reason']) });
+      return t('sys.requirement.moved', { branch, from: runner(a['fromPerson'], a['fromHost']), lost, to: runner(a['toPerson'], a['toHost']) });
+    }
     default:
       return t(`sys.${code}` as MessageKey);
   }

@@ -89,6 +89,7 @@ export class LiveState {
     const changes: Changes = {};
     switch (event.type) {
       case 'requirement.created':
+      case 'requirement.moved':
       case 'requirement.updated':
         this.applyRequirement(event, event.payload.requirement, changes);
         break;

@@ -1,0 +1,92 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+
+import { ConfigurationService } from '../core/configuration/configuration.service';
+import { OnDomainEvent } from '../core/domain-events';
+import { configEnvironment, git } from '../core/git/git';
+import { RUNTIME, type Runtime } from '../core/runtime';
+import { GITHUB_CLIENT, type GitHubClient } from '../github/github-client';
+import { gitHubHosts, parseRemoteUrl } from '../landing/github-remote';
+import { RequirementsService } from '../requirements/requirements.service';
+import '../runs/run.events';
+import { WorkspaceGit } from '../worktrees/workspace-git.service';
+import { type RemoteAccess, WorktreesService } from '../worktrees/worktrees.service';
+
+/** The remote every clone of a board shares: the one the board is named after by default. */
+const SHARED_REMOTE = 'origin';
+
+/**
+ * Team mode: a Requirement's branch travels between runners through the repository's `origin`
+ * (docs/team-mode.md, "Move"). After each run that leaves the session resting, the runner that
+ * runs it pushes the branch (never forced); a move fetches it from there.
+ *
+ * The push and the fetch go through the guarded `git()` like a land's: no hook, credential
+ * helper or askpass of the agent-writable repository runs. Over HTTPS to GitHub the client's
+ * token travels as an `http.<host>.extraHeader` in git's environment, scoped to that host; over
+ * SSH the person's own keys, in batch mode; any other remote gets no credentials from us.
+ */
+@Injectable()
+export class BranchSharing {
+  private readonly logger = new Logger(BranchSharing.name);
+
+  constructor(
+    private readonly configuration: ConfigurationService,
+    @Inject(GITHUB_CLIENT) private readonly github: GitHubClient,
+    private readonly requirements: RequirementsService,
+    @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
+    private readonly workspace: WorkspaceGit,
+    private readonly worktrees: WorktreesService,
+  ) {}
+
+  /** The shared remote and what reaching it needs, or null when the repository has none. */
+  async remote(): Promise<RemoteAccess | null> {
+    const repo = await this.workspace.gitWorkspace();
+    if (repo === null) {
+      return null;
+    }
+    const out = await git(['config', '--get', `remote.${SHARED_REMOTE}.url`], { cwd: repo.top, maxBytes: 4096, okCodes: [0, 1], timeoutMs: 10_000 });
+    const url = out.code === 0 ? out.stdout.trim() : '';
+    if (url === '') {
+      return null;
+    }
+    const parsed = parseRemoteUrl(url);
+    let env: Record<string, string> = {};
+    if (parsed?.scheme === 'ssh') {
+      // No terminal to ask at: an unknown host key or a passphrase fails instead of hanging.
+      env = process.env.GIT_SSH_COMMAND ? {} : { GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' };
+    } else if (parsed && gitHubHosts(this.configuration.get('githubApiUrl')).includes(parsed.host.replace(/:\d+$/, ''))) {
+      const authorization = this.github.gitAuthorization();
+      env = authorization === null ? {} : configEnvironment([[`http.${parsed.scheme}://${parsed.host}/.extraHeader`, authorization]]);
+    }
+    return { env, name: SHARED_REMOTE };
+  }
+
+  /** After a run, on a board: the branch of a Requirement this runner runs goes to the shared remote. */
+  @OnDomainEvent('session.resting')
+  async shareAfterRun(requirementId: string): Promise<void> {
+    const board = this.runtime.board;
+    if (!board) {
+      return;
+    }
+    try {
+      const requirement = await this.requirements.find(requirementId);
+      if (!requirement || requirement.runner?.id !== board.runnerId || requirement.worktree?.mode !== 'worktree') {
+        return;
+      }
+      const remote = await this.remote();
+      if (remote === null) {
+        this.logger.warn({ msg: "the repository has no origin remote: the Requirement's branch is not shared with the board", requirementId });
+        return;
+      }
+      const pushed = await this.worktrees.pushBranch(requirementId, remote);
+      if (pushed !== null) {
+        this.logger.log({ commit: pushed, msg: 'branch shared with the board', requirementId });
+      }
+    } catch (err) {
+      this.logger.warn({
+        error: (err as Error).message,
+        msg: "could not push the Requirement's branch to origin; a move to another runner starts from what was pushed last",
+        requirementId,
+      });
+    }
+  }
+}
