@@ -34,6 +34,8 @@ const SUITES = [
   'test/people.e2e-spec.ts',
   // Team mode (issue 29): two runners on one board, events in one order on both.
   'test/team-board.e2e-spec.ts',
+  // Team mode (issue 29): the reconciler on the leader only, moving on kill -9; an attachment uploaded on one runner delivered to a run on another.
+  'test/team-jobs.e2e-spec.ts',
   'test/faults/crash-restart.fault-spec.ts',
   // Budgets across a tree (issue 25 §4): tree usage summed up the chain, the descendants a raise resumes.
   'test/faults/budget-escapes.fault-spec.ts',
