@@ -36,6 +36,8 @@ const SUITES = [
   'test/team-board.e2e-spec.ts',
   // Team mode (issue 29 §5): moving a Requirement from a dead runner to another, with the real Codex CLI.
   'test/team-move.e2e-spec.ts',
+  // Team mode (issue 29): the reconciler on the leader only, moving on kill -9; an attachment uploaded on one runner delivered to a run on another.
+  'test/team-jobs.e2e-spec.ts',
   'test/faults/crash-restart.fault-spec.ts',
   // Budgets across a tree (issue 25 §4): tree usage summed up the chain, the descendants a raise resumes.
   'test/faults/budget-escapes.fault-spec.ts',
