@@ -6,6 +6,7 @@ import { Client } from 'pg';
 
 import { boardNameFromOrigin, boardSchema } from '@server/core/board/board-name';
 
+import { launchBrowser, screenshot } from './support/browser';
 import { onPostgres } from './support/db-snapshot';
 import { ok } from './support/api';
 import { git } from './support/git-repo';
@@ -292,5 +293,51 @@ import { until } from './support/wait';
       return r.runner?.online && r.session.state === 'failed' ? r : undefined;
     });
     expect(seen.status).toBe('waiting_confirmation');
+  });
+
+  it("shows a stopped runner's Requirement as 'runner offline' on B's board, and B's dashboard moves it to Bob's runner, where it goes on", async () => {
+    const requirement = await create(a, 'moved in the dashboard');
+    await ok(a.api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: requirement.id } } }), 202);
+    await until('B sees it on Ada', async () => (await get(b, requirement.id)).runner?.online === true);
+    // Ada's manager stops (its run is cut short: the input stays pending) and says so on the board.
+    expect(await a.stop()).toBe(0);
+    const browser = await launchBrowser({ locale: 'en' });
+    try {
+      const { page } = browser;
+      await page.goto(`${b.origin}/?token=${b.token}`);
+      await page.waitForURL(`${b.origin}/requirements`);
+      const badge = page.locator(`a.card[data-requirement-id="${requirement.id}"]`).getByTestId('card-runner');
+      // A runner's liveness reaches a page with the Requirement's next event or a reload (no event
+      // says a runner went away: each runner learns it from the board's table at its heartbeat).
+      await until('the card says runner offline', async () => {
+        if ((await badge.textContent({ timeout: 5_000 }).catch(() => ''))?.includes('runner offline (Ada)')) {
+          return true;
+        }
+        await page.reload();
+        return undefined;
+      });
+      await screenshot(page, path.join('..', 'team-board', 'runner-offline-card'));
+
+      // On a wide screen the occasional actions sit in the row (the ⋯ menu is a phone's).
+      await page.goto(`${b.origin}/requirements/${requirement.id}`);
+      page.once('dialog', (dialog) => void dialog.accept());
+      await page.getByTestId('move-here').click();
+      const moved = await until('it runs on Bob', async () => {
+        const seen = await get(b, requirement.id);
+        return seen.runner?.person === 'Bob' && seen.session.state === 'running' ? seen : undefined;
+      });
+      expect(moved.runner).toMatchObject({ online: true, person: 'Bob' });
+      // The conversation says where it came from and that its branch was never pushed (A stopped mid-run).
+      const notice = page.locator('article.message').filter({ hasText: 'Moved from Ada’s runner' });
+      await notice.waitFor();
+      await expect(notice.textContent()).resolves.toContain('could not be fetched');
+      await screenshot(page, path.join('..', 'team-board', 'moved-notice'));
+      // No Move offered once it runs here.
+      await expect(page.getByTestId('move-here').count()).resolves.toBe(0);
+    } finally {
+      await browser.close();
+    }
+    const runs = await ok(b.api.GET('/api/runs', { params: { query: { limit: 10, requirementId: requirement.id } } }));
+    expect(runs.items.map((r) => r.status)).toEqual(['running', 'cancelled']);
   });
 });

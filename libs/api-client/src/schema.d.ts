@@ -2173,6 +2173,8 @@ export interface components {
             /** @description Who "you" are: the person requests with the owner's credentials act as, named on their events and messages */
             person: components["schemas"]["PersonDto"];
             root: string;
+            /** @description Team mode: this manager's runner on its board (a Requirement whose runner differs runs elsewhere), or null off a board */
+            runnerId: string | null;
             /** @description How many worktrees exist there */
             worktreeCount: number;
             /** @description Where this workspace's Requirement worktrees are (<worktree root>/<workspace hash>) */

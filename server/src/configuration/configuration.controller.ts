@@ -50,6 +50,7 @@ export class ConfigurationController {
       logFilePath: this.runtime.logFilePath,
       person: this.runtime.person,
       root: paths.root,
+      runnerId: this.runtime.board?.runnerId ?? null,
       worktreeCount: usage.count,
       worktreesDirectory: this.workspace.directory,
       worktreesDiskBytes: usage.bytes,

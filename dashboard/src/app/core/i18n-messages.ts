@@ -375,6 +375,12 @@ export const en = {
   'action.fork': 'Fork',
   'action.cancelRequirement': 'Cancel requirement',
   'action.cancelAsk': 'Cancel this requirement? Its run is stopped and its timers end. This cannot be undone (fork it to start again).',
+  'action.moveHere': 'Move to my runner',
+  'action.moveHint': 'Run it on your machine from now on: its branch is fetched from origin and its agent goes on here as a new session given the conversation so far',
+  'action.moveAsk':
+    "Move this requirement from {person}'s runner to yours? Its branch is fetched from origin as last pushed; its agent goes on here as a new session given the conversation so far.",
+  'action.moveAskOffline':
+    "{person}'s runner is offline. Move this requirement to yours? A run it was doing is given up (its input is delivered again here); its branch is fetched from origin as last pushed.",
   'edit.title': 'Edit requirement',
   'edit.startedNote': 'Started: only the model and effort can change (they apply to the next run). Fork it to change the rest.',
   'fork.title': 'Fork requirement',
@@ -954,6 +960,10 @@ export const zh: Record<MessageKey, string> = {
   'action.fork': '复制为新需求',
   'action.cancelRequirement': '取消需求',
   'action.cancelAsk': '取消此需求？其运行将被停止，定时器结束。此操作不可撤销（可复制为新需求重新开始）。',
+  'action.moveHere': '移到我的运行器',
+  'action.moveHint': '从现在起在你的机器上运行：从 origin 获取其分支，其智能体在这里以新会话继续，并附上到目前为止的对话',
+  'action.moveAsk': '把此需求从 {person} 的运行器移到你的运行器？将从 origin 获取其最后推送的分支；其智能体在这里以新会话继续，并附上到目前为止的对话。',
+  'action.moveAskOffline': '{person} 的运行器已离线。把此需求移到你的运行器？它正在进行的运行将被放弃（其输入会在这里重新送达）；将从 origin 获取其最后推送的分支。',
   'edit.title': '编辑需求',
   'edit.startedNote': '已开始：只能修改模型和推理强度（下次运行生效）。如需修改其他内容，请复制为新需求。',
   'fork.title': '复制需求',

@@ -69,6 +69,9 @@ export class RequirementDetail {
   protected readonly landOpen = signal(false);
   private readonly landToggle = viewChild<ElementRef<HTMLButtonElement>>('landToggle');
 
+  /** Team mode: this manager's runner (undefined until asked, null off a board); a Requirement on another one can be moved here. */
+  protected readonly ownRunner = signal<string | null | undefined>(undefined);
+
   protected readonly requirement = computed(() => this.requirements.requirements().get(this.id()) ?? null);
   protected readonly parent = computed(() => {
     const parentId = this.requirement()?.parentRequirementId;
@@ -164,6 +167,26 @@ export class RequirementDetail {
         this.title.set(`${r.title} · Agent Manager`);
       }
     });
+    effect(() => {
+      // Only a Requirement that runs on a board asks which runner this is.
+      if (this.requirement()?.runner && this.ownRunner() === undefined) {
+        void this.requirements.ownRunnerId().then((id) => this.ownRunner.set(id));
+      }
+    });
+  }
+
+  /** Team mode: runs on another person's runner, so it can be moved to this one. */
+  protected runsElsewhere(r: Requirement): boolean {
+    const own = this.ownRunner();
+    return r.runner !== null && own !== undefined && own !== null && r.runner.id !== own;
+  }
+
+  protected async onMove(): Promise<void> {
+    const r = this.requirement();
+    if (!r?.runner || !confirm(this.t(r.runner.online ? 'action.moveAsk' : 'action.moveAskOffline', { person: r.runner.person }))) {
+      return;
+    }
+    await this.act((id) => this.requirements.move(id));
   }
 
   /** A choice in the menu closes it; Escape also gives focus back to ⋯. */

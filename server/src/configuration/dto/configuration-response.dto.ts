@@ -131,4 +131,10 @@ export class WorkspaceResponseDto {
   @ApiProperty({ description: "Where this workspace's Requirement worktrees are (<worktree root>/<workspace hash>)" }) worktreesDirectory!: string;
   @ApiProperty({ description: 'Bytes on disk used by those worktrees (symlinked files not counted; measured at most once a minute)' }) worktreesDiskBytes!: number;
   @ApiProperty({ description: 'How many worktrees exist there' }) worktreeCount!: number;
+  @ApiProperty({
+    description: "Team mode: this manager's runner on its board (a Requirement whose runner differs runs elsewhere), or null off a board",
+    nullable: true,
+    type: String,
+  })
+  runnerId!: string | null;
 }

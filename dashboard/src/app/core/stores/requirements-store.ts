@@ -20,6 +20,8 @@ export class RequirementsStore {
   private readonly requirementsSig = signal<ReadonlyMap<string, Requirement>>(new Map());
   private readonly loadingSig = signal(true);
   private readonly windowSig = signal<CreatedWindow>('7d');
+  /** This manager's runner on its board, as GET /api/workspace said (see ownRunnerId). */
+  private runnerId: Promise<string | null> | undefined;
   /** How far back the pages have been read (the cursor of the next one; null: all read). */
   private cursor: string | null | undefined;
   private loadedBack: string | null = new Date().toISOString();
@@ -118,6 +120,23 @@ export class RequirementsStore {
   /** Gives up a Requirement: answers once its run is stopped. */
   async cancel(id: string): Promise<void> {
     this.accept(await this.api.call(this.api.client.POST('/api/requirements/{id}/cancel', { params: { path: { id } } })));
+  }
+
+  /** Team mode: to this manager's runner (the server fetches its branch and goes on here). */
+  async move(id: string): Promise<void> {
+    this.accept((await this.api.call(this.api.client.POST('/api/requirements/{id}/move', { params: { path: { id } } }))).requirement);
+  }
+
+  /** This manager's runner on its board, or null off a board (asked once). */
+  ownRunnerId(): Promise<string | null> {
+    this.runnerId ??= this.api.call(this.api.client.GET('/api/workspace'), true).then(
+      (workspace) => workspace.runnerId,
+      () => {
+        this.runnerId = undefined; // asked again next time
+        return null;
+      },
+    );
+    return this.runnerId;
   }
 
   /** The purge event that follows removes it (with its tombstone). */
