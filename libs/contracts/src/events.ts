@@ -2,6 +2,7 @@ import type {
   AgentRun,
   AgentTimer,
   AgentTraceEvent,
+  BoardRunnerStatus,
   ConflictRadar,
   LandingQueue,
   EventActor,
@@ -41,6 +42,11 @@ interface PullRequestPayload {
  * through it (no cast on a payload).
  */
 export interface ManagerEventPayloads {
+  /**
+   * Team mode: a runner came, went offline or came back, or the leadership moved. Written by the
+   * leader only, when what it sees changes: every page learns of "runner offline" without a reload.
+   */
+  'board.runners_changed': { runners: BoardRunnerStatus[] };
   'manager.configuration.updated': { configuration: ManagerConfiguration };
   'manager.reconciled': { failedRunIds: string[]; requirementIds: string[] };
   'landing.conflicts.updated': { radar: ConflictRadar };
@@ -78,6 +84,7 @@ export type ManagerEventType = keyof ManagerEventPayloads;
 
 /** The event types in a fixed order (the OpenAPI enum, the dashboard's listeners). */
 export const EVENT_TYPES = [
+  'board.runners_changed',
   'landing.conflicts.updated',
   'landing.queue.updated',
   'manager.configuration.updated',

@@ -115,6 +115,12 @@ export interface RequirementRunner {
   online: boolean;
 }
 
+/** A runner of the board as its leader last saw it (`board.runners_changed`). */
+export interface BoardRunnerStatus extends RequirementRunner {
+  /** It runs the board's once-per-board jobs now. */
+  leader: boolean;
+}
+
 /** A Requirement's review loop: who reviews, and at most how many rounds per PR. */
 export interface AutoReviewSettings {
   provider: Provider;

@@ -101,7 +101,7 @@ const STEP = 60;
                       <span class="badge">{{ t('card.children', { n }) }}</span>
                     }
                     <span>{{ row.item.provider }}</span>
-                    @if (row.item.runner; as runner) {
+                    @if (store.runnerOf(row.item); as runner) {
                       <span
                         class="badge"
                         [class.warn]="!runner.online"

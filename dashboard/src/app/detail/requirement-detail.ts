@@ -183,7 +183,8 @@ export class RequirementDetail {
 
   protected async onMove(): Promise<void> {
     const r = this.requirement();
-    if (!r?.runner || !confirm(this.t(r.runner.online ? 'action.moveAsk' : 'action.moveAskOffline', { person: r.runner.person }))) {
+    const runner = r ? this.requirements.runnerOf(r) : null;
+    if (!runner || !confirm(this.t(runner.online ? 'action.moveAsk' : 'action.moveAskOffline', { person: runner.person }))) {
       return;
     }
     await this.act((id) => this.requirements.move(id));

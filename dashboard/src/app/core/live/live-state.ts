@@ -1,7 +1,7 @@
 // The dashboard's whole client-side model and how each SSE event changes it. Plain TypeScript
 // (no Angular) so the merge rules are unit-tested directly; the Angular stores (core/stores/) share
 // one instance and each wraps its part in signals.
-import type { LandingQueue, ManagerEvent, ModelCatalog } from '@libs/contracts';
+import type { BoardRunnerStatus, LandingQueue, ManagerEvent, ModelCatalog } from '@libs/contracts';
 
 import type { Message, PullRequest, Requirement, ReviewRequest, Run, Timer, Trace } from '../models';
 import { SequencedLog, VersionedMap, type MergeSource } from './merge';
@@ -23,6 +23,8 @@ export interface Changes {
   modelCatalog?: ModelCatalog;
   /** The whole merge queue, as `landing.queue.updated` carried it. */
   landingQueue?: LandingQueue;
+  /** Team mode: every runner of the board, as `board.runners_changed` carried them. */
+  runners?: BoardRunnerStatus[];
   /** A run of this requirement just finished (for notifications). */
   finishedRun?: Run;
 }
@@ -174,6 +176,9 @@ export class LiveState {
         break;
       case 'landing.queue.updated':
         changes.landingQueue = event.payload.queue;
+        break;
+      case 'board.runners_changed':
+        changes.runners = event.payload.runners;
         break;
       case 'run.interrupt_requested':
         // Team mode: the run's own end event (from the runner that runs it) changes what is shown.

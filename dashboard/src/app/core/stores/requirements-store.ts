@@ -1,5 +1,7 @@
 import { Injectable, computed, inject, signal } from '@angular/core';
 
+import type { BoardRunnerStatus, RequirementRunner } from '@libs/contracts';
+
 import { Api } from '../api';
 import type { Changes } from '../live/live-state';
 import type { CreateRequirement, EditedRequirement, Reply, Requirement, SetDependencies, UpdateRequirement } from '../models';
@@ -20,6 +22,7 @@ export class RequirementsStore {
   private readonly requirementsSig = signal<ReadonlyMap<string, Requirement>>(new Map());
   private readonly loadingSig = signal(true);
   private readonly windowSig = signal<CreatedWindow>('7d');
+  private readonly runnersSig = signal<ReadonlyMap<string, BoardRunnerStatus>>(new Map());
   /** This manager's runner on its board, as GET /api/workspace said (see ownRunnerId). */
   private runnerId: Promise<string | null> | undefined;
   /** How far back the pages have been read (the cursor of the next one; null: all read). */
@@ -38,6 +41,17 @@ export class RequirementsStore {
     if (changes.requirements) {
       this.publish();
     }
+    if (changes.runners) {
+      this.runnersSig.set(new Map(changes.runners.map((r) => [r.id, r])));
+    }
+  }
+
+  /**
+   * Team mode: a Requirement's runner as the board last said (`board.runners_changed`): a runner
+   * going offline changes no Requirement, so its snapshot's `online` may be older than this.
+   */
+  runnerOf(r: Requirement): RequirementRunner | null {
+    return r.runner === null ? null : (this.runnersSig().get(r.runner.id) ?? r.runner);
   }
 
   /**

@@ -48,6 +48,7 @@ export class PostgresBoard {
   private beating: Promise<void> | null = null;
   private readonly lockKey: string;
   private readonly leadershipListeners: Array<() => void> = [];
+  private readonly runnersListeners: Array<(runners: readonly BoardRunner[]) => void> = [];
 
   constructor(
     private readonly store: PostgresStore & { board: NonNullable<PostgresStore['board']> },
@@ -73,6 +74,11 @@ export class PostgresBoard {
   /** Called each time this runner becomes the leader (the once-per-board jobs catch up then). */
   onLeadership(listener: () => void): void {
     this.leadershipListeners.push(listener);
+  }
+
+  /** Called at every heartbeat with the board's runners as read then (after this beat's attempt at leadership). */
+  onRunners(listener: (runners: readonly BoardRunner[]) => void): void {
+    this.runnersListeners.push(listener);
   }
 
   /** Waits for the start lock, creates what the board needs, registers this runner. The lock is kept until `opened`. */
@@ -205,7 +211,6 @@ export class PostgresBoard {
       }
       try {
         await client.query(`UPDATE ${this.store.schema}.am_runner SET heartbeat_at = now(), stopped_at = NULL WHERE id = $1`, [this.runnerId]);
-        recordRunners(await this.runners());
         if (!this.leader) {
           const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 2)) AS locked', [this.lockKey]);
           this.leader = rows[0]?.locked === true;
@@ -215,6 +220,11 @@ export class PostgresBoard {
               listener();
             }
           }
+        }
+        const runners = await this.runners();
+        recordRunners(runners);
+        for (const listener of this.runnersListeners) {
+          listener(runners);
         }
       } catch (err) {
         // The session may be gone, and with it the leadership: nobody here leads until it is back.
