@@ -141,6 +141,11 @@ export class ConversationDelivery {
     if (event.type !== 'message.created' || own === null || event.requirementId === null || !event.payload.message.deliverToRd) {
       return;
     }
+    // Most messages are for Requirements other runners run: the event's snapshot says so without
+    // a write unit (the unit checks again, the snapshot may be older than a move).
+    if (event.payload.requirement.runner?.id !== own) {
+      return;
+    }
     const message = event.payload.message;
     await this.deliver(
       event.requirementId,

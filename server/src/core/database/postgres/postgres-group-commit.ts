@@ -20,6 +20,8 @@ interface Statement {
 export class PostgresUnitOfWork extends StagedUnitOfWork {
   /** `SAVEPOINT u<n>` was sent. */
   opened = false;
+  /** It staged a statement (every write is one; commit-time inserts are `commitRows`). */
+  wrote = false;
   private staged: Statement[] = [];
 
   constructor(
@@ -43,6 +45,7 @@ export class PostgresUnitOfWork extends StagedUnitOfWork {
 
   execute(template: string, params: readonly unknown[] = []): void {
     this.check();
+    this.wrote = true;
     this.staged.push(toStatement(template, params));
   }
 
@@ -177,7 +180,11 @@ export class PostgresGroupCommit extends GroupCommit {
         const rows = chunk.map((_, r) => `(${columns.map((__, c) => `$${r * columns.length + c + 1}`).join(', ')})`);
         await runner.query(`INSERT INTO manager_event (${EVENT_COLUMNS}) VALUES ${rows.join(', ')}`, values);
       }
-      if (this.board) {
+      // A board's batch that changed nothing (a unit that only read and decided there was
+      // nothing to do: another runner's message for a Requirement run elsewhere) leaves the
+      // generation as it is, so no runner throws its write cache away for it.
+      const wrote = events.length > 0 || done.some((d) => d.uow.wrote || d.uow.commitRows.length > 0);
+      if (this.board && wrote) {
         // TypeORM answers an UPDATE with [rows, affected count], RETURNING or not.
         const [[row]] = (await runner.query('UPDATE am_writer SET last_event_id = $1, generation = generation + 1 WHERE id = 1 RETURNING generation', [this.lastEventId])) as [
           Array<{ generation: number | string }>,
@@ -188,7 +195,7 @@ export class PostgresGroupCommit extends GroupCommit {
           // Delivered to the other runners' LISTEN only if this commits, after it does.
           await runner.query('SELECT pg_notify($1, $2)', [this.board.channel, String(this.lastEventId)]);
         }
-      } else if (events.length > 0) {
+      } else if (!this.board && events.length > 0) {
         await runner.query('UPDATE am_writer SET last_event_id = $1 WHERE id = 1', [this.lastEventId]);
       }
       await runner.query('COMMIT');
