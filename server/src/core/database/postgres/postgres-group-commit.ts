@@ -178,9 +178,11 @@ export class PostgresGroupCommit extends GroupCommit {
         await runner.query(`INSERT INTO manager_event (${EVENT_COLUMNS}) VALUES ${rows.join(', ')}`, values);
       }
       if (this.board) {
-        const [row] = (await runner.query('UPDATE am_writer SET last_event_id = $1, generation = generation + 1 WHERE id = 1 RETURNING generation', [this.lastEventId])) as Array<{
-          generation: number | string;
-        }>;
+        // TypeORM answers an UPDATE with [rows, affected count], RETURNING or not.
+        const [[row]] = (await runner.query('UPDATE am_writer SET last_event_id = $1, generation = generation + 1 WHERE id = 1 RETURNING generation', [this.lastEventId])) as [
+          Array<{ generation: number | string }>,
+          number,
+        ];
         generation = Number(row?.generation);
         if (events.length > 0) {
           // Delivered to the other runners' LISTEN only if this commits, after it does.
