@@ -13,6 +13,11 @@ import { Figure, ScenarioResult, progress, round } from './harness';
 export const POSTGRES_SUFFIX = '@postgres';
 /** The scenarios that have a PostgreSQL variant. */
 export const POSTGRES_VARIANTS = ['replies', 'sse-fanout', 'trace-flood', 'scale'];
+/**
+ * The scenarios that exist on PostgreSQL only (team mode's board needs it): run on the same
+ * server as the variants, under their own name, with no SQLite run and no ratios.
+ */
+export const POSTGRES_ONLY = ['team'];
 
 /** The result name of a variant, shown beside the SQLite one in the table. */
 export function postgresScenarioName(scenario: string): string {

@@ -1,6 +1,6 @@
 import { ManagerProcess, makeSandbox, startManager } from '../test/support/manager-process';
 import { ScenarioResult, passes, progress, publishResults, table } from './harness';
-import { POSTGRES_SUFFIX, POSTGRES_VARIANTS, postgresScenarioName, postgresServer, stopPostgresServer, withPostgres, withRatios, withoutPostgres } from './postgres';
+import { POSTGRES_ONLY, POSTGRES_SUFFIX, POSTGRES_VARIANTS, postgresScenarioName, postgresServer, stopPostgresServer, withPostgres, withRatios, withoutPostgres } from './postgres';
 import { changesScenario } from './scenarios/changes';
 import { concurrentRunsScenario } from './scenarios/concurrent-runs';
 import { dashboardScenario } from './scenarios/dashboard';
@@ -12,6 +12,7 @@ import { repliesScenario } from './scenarios/replies';
 import { sandboxScenario } from './scenarios/sandbox';
 import { scaleScenario } from './scenarios/scale';
 import { sseFanoutScenario } from './scenarios/sse-fanout';
+import { teamScenario } from './scenarios/team';
 import { traceFloodScenario } from './scenarios/trace-flood';
 import { worktreeScenario } from './scenarios/worktree';
 
@@ -32,6 +33,7 @@ const SELF_CONTAINED: Record<string, (postgresUrl?: string) => Promise<ScenarioR
   sandbox: sandboxScenario,
   landing: landingScenario,
   fleet: fleetScenario,
+  team: (postgresUrl) => teamScenario(postgresUrl),
 };
 
 async function runScenario(name: string, postgresUrl?: string): Promise<ScenarioResult> {
@@ -54,8 +56,13 @@ async function runScenario(name: string, postgresUrl?: string): Promise<Scenario
  * named `replies (PostgreSQL)` and carrying PostgreSQL/SQLite ratios from this run's `replies`.
  * Scale seeds and copies its SQLite stores itself (db copy), so it is given the URL rather than
  * the store variable; the other managers take CODE_FACTORY_DATABASE_URL from the environment.
+ * A PostgreSQL-only scenario (`team`) runs on that server under its own name, or is skipped.
  */
 async function runOnStore(name: string, done: Map<string, ScenarioResult>): Promise<ScenarioResult | null> {
+  if (POSTGRES_ONLY.includes(name)) {
+    const server = await postgresServer();
+    return server ? withPostgres(server.url, () => runScenario(name, server.url)) : null;
+  }
   if (!name.endsWith(POSTGRES_SUFFIX)) {
     return withoutPostgres(() => runScenario(name));
   }

@@ -7,7 +7,7 @@ import { ScenarioResult, progress, round } from '../harness';
 const DURATION_S = 8;
 const CONNECTIONS = 32;
 
-function run(options: autocannon.Options): Promise<autocannon.Result> {
+export function run(options: autocannon.Options): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
     autocannon(options, (err, result) => (err ? reject(err) : resolve(result)));
   });
