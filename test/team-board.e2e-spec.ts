@@ -9,7 +9,7 @@ import { boardNameFromOrigin, boardSchema } from '@server/core/board/board-name'
 import { launchBrowser, screenshot } from './support/browser';
 import { onPostgres } from './support/db-snapshot';
 import { ok } from './support/api';
-import { git } from './support/git-repo';
+import { git, makeBareOrigin } from './support/git-repo';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { dropSchemasSync } from './support/postgres';
 import { SseConnection, connectSse } from './support/sse-client';
@@ -53,13 +53,7 @@ import { until } from './support/wait';
   const get = (manager: ManagerProcess, id: string) => ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
 
   beforeAll(async () => {
-    const seed = path.join(base, 'seed');
-    fs.mkdirSync(seed);
-    git(seed, 'init', '-q', '-b', 'main');
-    fs.writeFileSync(path.join(seed, 'README.md'), '# shared\n');
-    git(seed, 'add', '-A');
-    git(seed, '-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-q', '-m', 'first');
-    git(base, 'clone', '-q', '--bare', seed, origin);
+    makeBareOrigin(base);
     sandboxA = makeSandbox();
     sandboxB = makeSandbox();
     clone(sandboxA);

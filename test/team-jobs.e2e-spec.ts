@@ -11,7 +11,7 @@ import { boardNameFromOrigin, boardSchema } from '@server/core/board/board-name'
 import { onPostgres } from './support/db-snapshot';
 import { ok, upload } from './support/api';
 import { FakeGitHubServer } from './support/fake-github-server';
-import { git } from './support/git-repo';
+import { git, makeBareOrigin } from './support/git-repo';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { AGENT_CLI_BIN, ModelStub, codexEnvironment } from './support/model-stub';
 import { dropSchemasSync } from './support/postgres';
@@ -88,13 +88,7 @@ const LEASE_MS = 15_000;
     );
 
   beforeAll(async () => {
-    const seed = path.join(base, 'seed');
-    fs.mkdirSync(seed);
-    git(seed, 'init', '-q', '-b', 'main');
-    fs.writeFileSync(path.join(seed, 'README.md'), '# shared\n');
-    git(seed, 'add', '-A');
-    git(seed, '-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-q', '-m', 'first');
-    git(base, 'clone', '-q', '--bare', seed, origin);
+    makeBareOrigin(base);
     // No token required: any is answered, and each request keeps the one it came with.
     github = await FakeGitHubServer.start();
     stub = await ModelStub.start();

@@ -6,7 +6,7 @@ import { boardNameFromOrigin, boardSchema } from '@server/core/board/board-name'
 
 import { ok } from './support/api';
 import { onPostgres } from './support/db-snapshot';
-import { git, settled } from './support/git-repo';
+import { git, makeBareOrigin, settled } from './support/git-repo';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { dropSchemasSync } from './support/postgres';
@@ -59,13 +59,7 @@ const codex = REAL_AGENT_CLIS.find((cli) => cli.provider === 'codex')!;
 
   beforeAll(async () => {
     stub = await ModelStub.start();
-    const seed = path.join(base, 'seed');
-    fs.mkdirSync(seed);
-    git(seed, 'init', '-q', '-b', 'main');
-    fs.writeFileSync(path.join(seed, 'README.md'), '# shared\n');
-    git(seed, 'add', '-A');
-    git(seed, '-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-q', '-m', 'initial');
-    git(base, 'clone', '-q', '--bare', seed, origin);
+    makeBareOrigin(base);
     sandboxA = makeSandbox();
     sandboxB = makeSandbox();
     for (const [sandbox, person] of [
@@ -112,7 +106,8 @@ const codex = REAL_AGENT_CLIS.find((cli) => cli.provider === 'codex')!;
     expect(active.error?.code).toBe('run_active');
     expect(active.error?.message).toContain("Ada's runner");
     // Nothing changed: it still runs on A, its one run going on.
-    expect((await get(b, running.id)).runner?.person).toBe('Ada');
+    // (B reads the runners again when asked for one it has not seen: A may have joined after B's last heartbeat.)
+    await until('B names Ada', async () => ((await get(b, running.id)).runner?.person === 'Ada' ? true : undefined), 5_000);
     expect((await runsOf(a, running.id)).map((r) => r.status)).toEqual(['running']);
     // Stopped from B (carried to A), it can move.
     await ok(b.api.POST('/api/requirements/{id}/interrupt', { body: { mode: 'stop' }, params: { path: { id: running.id } } }), 202);

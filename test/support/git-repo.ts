@@ -116,3 +116,19 @@ export interface AgentReport {
 }
 
 export const readReport = (file: string): AgentReport => JSON.parse(fs.readFileSync(file, 'utf8')) as AgentReport;
+
+/**
+ * Team mode's shared remote: a bare repository `<base>/origin.git` with one commit ("initial",
+ * README.md on main), as the board's clones meet on it. Returns its path.
+ */
+export function makeBareOrigin(base: string): string {
+  const seed = path.join(base, 'seed');
+  const origin = path.join(base, 'origin.git');
+  fs.mkdirSync(seed);
+  git(seed, 'init', '-q', '-b', 'main');
+  fs.writeFileSync(path.join(seed, 'README.md'), '# shared\n');
+  git(seed, 'add', '-A');
+  git(seed, '-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-q', '-m', 'initial');
+  git(base, 'clone', '-q', '--bare', seed, origin);
+  return origin;
+}

@@ -1,4 +1,4 @@
-import { git } from '../core/git/git';
+import { configEnvironment, git } from '../core/git/git';
 
 /** A git remote that names a repository on GitHub (github.com or a GitHub Enterprise host). */
 export interface GitHubRemote {
@@ -98,4 +98,17 @@ export function gitHubHosts(githubApiUrl: string): string[] {
     // An unparsable githubApiUrl: only github.com (doctor names the setting).
   }
   return hosts;
+}
+
+/**
+ * What git's environment needs to push to or fetch from a remote the manager reaches for a person:
+ * over SSH their own keys in batch mode (no terminal to ask at: an unknown host key or a passphrase
+ * fails instead of hanging); over HTTP(S) a token, when there is one, as an `http.<url>.extraHeader`
+ * scoped to that host (never on a command line); nothing else.
+ */
+export function remoteEnvironment(remote: Pick<GitHubRemote, 'scheme' | 'host'>, authorization: string | null): Record<string, string> {
+  if (remote.scheme === 'ssh') {
+    return process.env.GIT_SSH_COMMAND ? {} : { GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' };
+  }
+  return authorization === null ? {} : configEnvironment([[`http.${remote.scheme}://${remote.host}/.extraHeader`, authorization]]);
 }

@@ -4,7 +4,7 @@ import type { EventActor } from '@libs/contracts';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { conflict } from '../core/errors/domain-error';
-import { GitError, configEnvironment, git } from '../core/git/git';
+import { GitError, git } from '../core/git/git';
 import { audit } from '../events/event-log.service';
 import { GITHUB_CLIENT, GitHubClient } from '../github/github-client';
 import { GitHubError } from '../github/github.errors';
@@ -15,7 +15,7 @@ import type { RequirementResponseDto } from '../requirements/dto/requirement-res
 import { RequirementsService } from '../requirements/requirements.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
-import { GitHubRemote, findGitHubRemote, gitHubHosts } from './github-remote';
+import { GitHubRemote, findGitHubRemote, gitHubHosts, remoteEnvironment } from './github-remote';
 import { isAncestor, resolve } from './landing-git';
 import { agentSummary, commitPendingWork, refuseUnlandable } from './landing-work';
 
@@ -149,13 +149,7 @@ export class LandingPullRequests {
    * moved on GitHub (someone pushed to it) or was rewritten here is refused with git's reason.
    */
   private async push(top: string, remote: GitHubRemote, branch: string, authorization: string): Promise<void> {
-    const env: Record<string, string> =
-      remote.scheme === 'ssh'
-        ? // No terminal to ask at: an unknown host key or a passphrase fails the push instead of hanging it.
-          process.env.GIT_SSH_COMMAND
-          ? {}
-          : { GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' }
-        : configEnvironment([[`http.${remote.scheme}://${remote.host}/.extraHeader`, authorization]]);
+    const env = remoteEnvironment(remote, authorization);
     try {
       await git(['push', '--no-verify', remote.name, `refs/heads/${branch}:refs/heads/${branch}`], { cwd: top, env, timeoutMs: PUSH_TIMEOUT_MS });
     } catch (err) {

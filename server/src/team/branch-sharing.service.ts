@@ -2,10 +2,10 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { OnDomainEvent } from '../core/domain-events';
-import { configEnvironment, git } from '../core/git/git';
+import { git } from '../core/git/git';
 import { RUNTIME, type Runtime } from '../core/runtime';
 import { GITHUB_CLIENT, type GitHubClient } from '../github/github-client';
-import { gitHubHosts, parseRemoteUrl } from '../landing/github-remote';
+import { gitHubHosts, parseRemoteUrl, remoteEnvironment } from '../landing/github-remote';
 import { RequirementsService } from '../requirements/requirements.service';
 import '../runs/run.events';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
@@ -49,14 +49,9 @@ export class BranchSharing {
       return null;
     }
     const parsed = parseRemoteUrl(url);
-    let env: Record<string, string> = {};
-    if (parsed?.scheme === 'ssh') {
-      // No terminal to ask at: an unknown host key or a passphrase fails instead of hanging.
-      env = process.env.GIT_SSH_COMMAND ? {} : { GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' };
-    } else if (parsed && gitHubHosts(this.configuration.get('githubApiUrl')).includes(parsed.host.replace(/:\d+$/, ''))) {
-      const authorization = this.github.gitAuthorization();
-      env = authorization === null ? {} : configEnvironment([[`http.${parsed.scheme}://${parsed.host}/.extraHeader`, authorization]]);
-    }
+    // The token only for a GitHub host; any other HTTP remote gets none from us.
+    const github = parsed !== null && gitHubHosts(this.configuration.get('githubApiUrl')).includes(parsed.host.replace(/:\d+$/, ''));
+    const env = parsed === null ? {} : remoteEnvironment(parsed, github ? this.github.gitAuthorization() : null);
     return { env, name: SHARED_REMOTE };
   }
 

@@ -18,10 +18,24 @@ export function recordRunners(list: readonly BoardRunner[]): void {
   }
 }
 
-/** A Requirement's runner as shown; one this process has not heard of yet shows as offline. */
+let onMiss: (() => void) | null = null;
+
+/** What to do when a runner is asked for that this process has not heard of (read the board again). */
+export function whenRunnerUnknown(listener: (() => void) | null): void {
+  onMiss = listener;
+}
+
+/**
+ * A Requirement's runner as shown; one this process has not heard of yet (it joined since the
+ * last heartbeat) shows as offline and unknown, and the board is read again at once.
+ */
 export function runnerView(id: string | null | undefined): RequirementRunner | null {
   if (!id) {
     return null;
   }
-  return runners.get(id) ?? { host: 'unknown', id, online: false, person: 'unknown' };
+  const known = runners.get(id);
+  if (!known) {
+    onMiss?.();
+  }
+  return known ?? { host: 'unknown', id, online: false, person: 'unknown' };
 }

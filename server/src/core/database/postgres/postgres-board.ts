@@ -4,7 +4,7 @@ import { Client } from 'pg';
 
 import type { Person } from '@libs/contracts';
 
-import { recordRunners } from '../../board/runner-directory';
+import { recordRunners, whenRunnerUnknown } from '../../board/runner-directory';
 import { type PostgresStore, pgClientConfig } from '../store';
 
 /** A runner whose heartbeat is older than this is offline (docs/team-mode.md, "Who runs what"). */
@@ -46,6 +46,8 @@ export class PostgresBoard {
   private timer: NodeJS.Timeout | undefined;
   private leader = false;
   private beating: Promise<void> | null = null;
+  /** When the runners were last read outside a heartbeat (see readRunnersSoon). */
+  private lastExtraRead = 0;
   private readonly lockKey: string;
   private readonly leadershipListeners: Array<() => void> = [];
   private readonly runnersListeners: Array<(runners: readonly BoardRunner[]) => void> = [];
@@ -146,6 +148,22 @@ export class PostgresBoard {
     await this.beat();
     this.timer = setInterval(() => void this.beat(), BOARD_LEASE_MS / BEATS_PER_LEASE);
     this.timer.unref();
+    whenRunnerUnknown(() => this.readRunnersSoon());
+  }
+
+  /**
+   * A runner that joined since the last heartbeat was asked for: the runners are read again
+   * (at most once a second), so its Requirements name it at once rather than at the next beat.
+   */
+  private readRunnersSoon(): void {
+    const now = Date.now();
+    if (this.client === undefined || now - this.lastExtraRead < 1000) {
+      return;
+    }
+    this.lastExtraRead = now;
+    void this.runners()
+      .then(recordRunners)
+      .catch(() => undefined);
   }
 
   /** Every runner of the board, online first, then by start. */
@@ -196,6 +214,7 @@ export class PostgresBoard {
     const client = this.client;
     this.client = undefined;
     this.leader = false;
+    whenRunnerUnknown(null);
     if (client) {
       await client.query(`UPDATE ${this.store.schema}.am_runner SET stopped_at = now(), url = NULL, leader_since = NULL WHERE id = $1`, [this.runnerId]).catch(() => undefined);
       await client.end().catch(() => undefined);
