@@ -90,6 +90,10 @@ export class RequirementMoves {
         if (rows.requirement.runnerId !== fromId) {
           throw conflict('moved_meanwhile', `Requirement ${requirementId} was moved or started elsewhere meanwhile; look again before moving it`);
         }
+        if (from?.online && rows.session.state === 'running') {
+          // Its runner, online, started a run while the branch was fetched.
+          throw conflict('run_active', `Requirement ${requirementId} is running on ${runnerLabel(from)}: stop it first (its stop reaches that runner), then move it`);
+        }
         const now = this.clock.nowIso();
         const lost = `its runner, ${runnerLabel(from)}, went away during this run; the Requirement was moved to ${runnerLabel(here)}`;
         this.requirementLifecycle.moveToRunner(tx, rows, board.runnerId, now);

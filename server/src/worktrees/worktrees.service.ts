@@ -254,24 +254,23 @@ export class WorktreesService implements BeforeApplicationShutdown {
    * a branch rewritten here, or moved on the remote, is refused with git's reason). What a move
    * to another runner starts from. Returns the commit pushed, or null when there is no branch.
    */
-  pushBranch(requirementId: string, remote: RemoteAccess): Promise<string | null> {
-    return this.requirementLock.run(requirementId, async () => {
+  async pushBranch(requirementId: string, remote: RemoteAccess): Promise<string | null> {
+    // The commit is read while nothing else touches the worktree; the push itself (the network,
+    // up to minutes) holds nothing, so the next run of this Requirement does not wait for it.
+    const target = await this.requirementLock.run(requirementId, async () => {
       const row = await this.repository.find(requirementId);
       if (!row || row.isolation !== 'worktree' || row.branch === null || row.createdAt === null || row.removedAt !== null) {
         return null;
       }
       const repo = await this.workspace.gitWorkspace();
       const head = repo === null ? null : await this.workspace.resolveCommit(repo.top, `refs/heads/${row.branch}`);
-      if (repo === null || head === null) {
-        return null;
-      }
-      await git(['push', '--no-verify', '--quiet', remote.name, `refs/heads/${row.branch}:refs/heads/${row.branch}`], {
-        cwd: repo.top,
-        env: remote.env,
-        timeoutMs: REMOTE_TIMEOUT_MS,
-      });
-      return head;
+      return repo === null || head === null ? null : { branch: row.branch, head, top: repo.top };
     });
+    if (target === null) {
+      return null;
+    }
+    await git(['push', '--no-verify', '--quiet', remote.name, `${target.head}:refs/heads/${target.branch}`], { cwd: target.top, env: remote.env, timeoutMs: REMOTE_TIMEOUT_MS });
+    return target.head;
   }
 
   /**
