@@ -16,7 +16,19 @@ import { until } from './support/wait';
 jest.setTimeout(60_000);
 
 const AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'scripted-agent.js');
-const OWNER_TOOLS = ['confirm', 'create_requirement', 'get_requirement', 'interrupt', 'list_pull_requests', 'list_requirements', 'list_timers', 'reply', 'request_review', 'start'];
+const OWNER_TOOLS = [
+  'confirm',
+  'create_requirement',
+  'get_requirement',
+  'interrupt',
+  'list_pull_requests',
+  'list_requirements',
+  'list_timers',
+  'move',
+  'reply',
+  'request_review',
+  'start',
+];
 
 async function connect(sandbox: Sandbox, workspace = sandbox.workspace): Promise<Client> {
   const transport = new StdioClientTransport({
@@ -129,6 +141,8 @@ describe('agent-manager mcp (the owner’s tools)', () => {
     const todo = await call(client, 'create_requirement', { provider: 'codex', title: 'Still todo' });
     expect(await refusal(client, 'confirm', { requirementId: todo.id })).toMatch(/^confirm refused \(409 [a-z_]+\): /);
     expect(await refusal(client, 'get_requirement', { requirementId: 'req_missing' })).toMatch(/^get requirement refused \(404 [a-z_]+\): /);
+    // Off a board there is no other runner to move from (team mode: docs/team-mode.md).
+    expect(await refusal(client, 'move', { requirementId: todo.id })).toMatch(/^move refused \(409 not_on_board\): .*--board/);
     expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: todo.id } } }))).status).toBe('todo');
   });
 

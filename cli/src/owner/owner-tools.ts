@@ -21,6 +21,7 @@ export const OWNER_TOOL_NAMES = [
   'reply',
   'start',
   'interrupt',
+  'move',
   'confirm',
   'list_pull_requests',
   'request_review',
@@ -102,6 +103,14 @@ export function ownerTools(api: OwnerApi): ToolDefinition[] {
           client.POST('/api/requirements/{id}/interrupt', { body: { mode: mode ?? 'stop' }, params: { path: { id: requirementId } }, signal }),
         ),
       title: 'Interrupt a Requirement',
+    }),
+    defineTool({
+      description:
+        "Team mode: move a Requirement from another person's runner to this one (its runner is offline, or not running it). Its branch is fetched from origin and its agent goes on here as a new session given the conversation so far.",
+      input: { requirementId: id('The Requirement (req_…)') },
+      name: 'move',
+      run: ({ requirementId }) => api.call('move', (client, signal) => client.POST('/api/requirements/{id}/move', { params: { path: { id: requirementId } }, signal })),
+      title: 'Move a Requirement to this runner',
     }),
     defineTool({
       description: 'Accept a Requirement that waits for confirmation as done.',
