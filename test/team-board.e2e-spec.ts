@@ -2,8 +2,6 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { Client } from 'pg';
-
 import { boardNameFromOrigin, boardSchema } from '@server/core/board/board-name';
 
 import { launchBrowser, screenshot } from './support/browser';
@@ -11,7 +9,7 @@ import { onPostgres } from './support/db-snapshot';
 import { ok } from './support/api';
 import { git, makeBareOrigin } from './support/git-repo';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
-import { dropSchemasSync } from './support/postgres';
+import { dropSchemasSync, schemaQuery } from './support/postgres';
 import { SseConnection, connectSse } from './support/sse-client';
 import { until } from './support/wait';
 
@@ -40,15 +38,7 @@ import { until } from './support/wait';
     open.push(connection);
     return connection;
   };
-  const boardQuery = async <T>(sql: string, params: unknown[] = []): Promise<T[]> => {
-    const client = new Client({ connectionString: process.env.TEST_DATABASE_URL, options: `-c search_path=${schema}` });
-    await client.connect();
-    try {
-      return (await client.query<T>(sql, params)).rows;
-    } finally {
-      await client.end();
-    }
-  };
+  const boardQuery = <T>(sql: string, params: unknown[] = []): Promise<T[]> => schemaQuery<T>(schema, sql, params);
   const create = (manager: ManagerProcess, title: string) => ok(manager.api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title } }), 201);
   const get = (manager: ManagerProcess, id: string) => ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
 

@@ -3,8 +3,6 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { Client } from 'pg';
-
 import { storedExtension } from '@server/attachments/file-signature';
 import { boardNameFromOrigin, boardSchema } from '@server/core/board/board-name';
 
@@ -14,7 +12,7 @@ import { FakeGitHubServer } from './support/fake-github-server';
 import { git, makeBareOrigin } from './support/git-repo';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { AGENT_CLI_BIN, ModelStub, codexEnvironment } from './support/model-stub';
-import { dropSchemasSync } from './support/postgres';
+import { dropSchemasSync, schemaQuery } from './support/postgres';
 import { until } from './support/wait';
 
 const CODEX = path.join(AGENT_CLI_BIN, 'codex');
@@ -63,15 +61,7 @@ const LEASE_MS = 15_000;
       sandbox,
     });
   };
-  const boardQuery = async <T>(sql: string, params: unknown[] = []): Promise<T[]> => {
-    const client = new Client({ connectionString: process.env.TEST_DATABASE_URL, options: `-c search_path=${schema}` });
-    await client.connect();
-    try {
-      return (await client.query<T>(sql, params)).rows;
-    } finally {
-      await client.end();
-    }
-  };
+  const boardQuery = <T>(sql: string, params: unknown[] = []): Promise<T[]> => schemaQuery<T>(schema, sql, params);
   const create = (person: Person, title: string) => ok(runner(person).api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title } }), 201);
   const runsOf = async (person: Person, requirementId: string) =>
     (await ok(runner(person).api.GET('/api/runs', { params: { query: { limit: 50, requirementId } } }))).items.reverse(); // oldest first

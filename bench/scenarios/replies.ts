@@ -17,6 +17,21 @@ export function run(options: autocannon.Options): Promise<autocannon.Result> {
  * Sustained POST /reply throughput and latency beside GET /api/health throughput measured in
  * the same run: the ratio says what the write path costs over the bare HTTP stack.
  */
+/** `POST /reply` to each of `requirements` in turn, over `connections` for `duration` seconds (the replies load; team spreads it over runners). */
+export function replyLoad(manager: ManagerProcess, requirements: string[], connections: number, duration: number): Promise<autocannon.Result> {
+  return run({
+    connections,
+    duration,
+    requests: requirements.map((id, i) => ({
+      body: JSON.stringify({ message: `benchmark reply ${i}: please keep going with the compaction timings` }),
+      headers: { authorization: `Bearer ${manager.token}`, 'content-type': 'application/json' },
+      method: 'POST' as const,
+      path: `/api/requirements/${id}/reply`,
+    })),
+    url: manager.origin,
+  });
+}
+
 export async function repliesScenario(manager: ManagerProcess): Promise<ScenarioResult> {
   const requirements: string[] = [];
   for (let i = 0; i < 16; i++) {
@@ -29,17 +44,7 @@ export async function repliesScenario(manager: ManagerProcess): Promise<Scenario
   const health = await run({ connections: CONNECTIONS, duration: DURATION_S, url: `${manager.origin}/api/health` });
 
   progress(`replies: POST /reply for ${DURATION_S}s with ${CONNECTIONS} connections`);
-  const replies = await run({
-    connections: CONNECTIONS,
-    duration: DURATION_S,
-    requests: requirements.map((id, i) => ({
-      body: JSON.stringify({ message: `benchmark reply ${i}: please keep going with the compaction timings` }),
-      headers: { authorization: `Bearer ${manager.token}`, 'content-type': 'application/json' },
-      method: 'POST' as const,
-      path: `/api/requirements/${id}/reply`,
-    })),
-    url: manager.origin,
-  });
+  const replies = await replyLoad(manager, requirements, CONNECTIONS, DURATION_S);
   const errors = replies.non2xx + replies.errors;
   return {
     figures: [

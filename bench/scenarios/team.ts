@@ -16,7 +16,7 @@ import { dropSchemasSync } from '../../test/support/postgres';
 import { SseConnection, connectSse } from '../../test/support/sse-client';
 import { until } from '../../test/support/wait';
 import { Figure, ScenarioResult, percentile, progress, round } from '../harness';
-import { run as load } from './replies';
+import { replyLoad as replies } from './replies';
 
 /** Replies committed on A and timed at C's client, paced. */
 const LATENCY_EVENTS = 400;
@@ -224,21 +224,6 @@ async function replyThroughput(runners: Runner[], requirements: string[]): Promi
   progress(`team: the same load split ${splitConnections().join('/')} over three runners`);
   const three = toLoad(await Promise.all(runners.map((r, i) => replies(r.manager, requirements, splitConnections()[i], DURATION_S))));
   return { one, three };
-}
-
-/** The `replies` scenario's request: a reply to each Requirement in turn. */
-function replies(manager: ManagerProcess, requirements: string[], connections: number, duration: number): Promise<autocannon.Result> {
-  return load({
-    connections,
-    duration,
-    requests: requirements.map((id, i) => ({
-      body: JSON.stringify({ message: `benchmark reply ${i}: please keep going with the compaction timings` }),
-      headers: { authorization: `Bearer ${manager.token}`, 'content-type': 'application/json' },
-      method: 'POST' as const,
-      path: `/api/requirements/${id}/reply`,
-    })),
-    url: manager.origin,
-  });
 }
 
 /** Loads run at once, together: their throughputs add up; the worst p99 stands for them. */

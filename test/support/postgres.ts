@@ -15,6 +15,17 @@ export function schemaOf(pathInDataDirectory: string): string {
   return `am_${key}`;
 }
 
+/** One statement on a named schema (`$n` placeholders): a team-mode board's, for instance. */
+export async function schemaQuery<T>(schema: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  const client = new Client({ connectionString: process.env.TEST_DATABASE_URL, options: `-c search_path=${schema}` });
+  await client.connect();
+  try {
+    return (await client.query<T>(sql, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
 /** One statement on a workspace's schema (`?` placeholders, as the SQLite helpers take). */
 export async function pgQuery<T>(pathInDataDirectory: string, sql: string, params: unknown[] = []): Promise<T[]> {
   const client = new Client({ connectionString: process.env.TEST_DATABASE_URL, options: `-c search_path=${schemaOf(pathInDataDirectory)}` });
