@@ -14,24 +14,39 @@ export function run(options: autocannon.Options): Promise<autocannon.Result> {
 }
 
 /**
- * Sustained POST /reply throughput and latency beside GET /api/health throughput measured in
- * the same run: the ratio says what the write path costs over the bare HTTP stack.
+ * `POST /reply` over `connections` for `duration` seconds, to `requirements` in turn across all
+ * connections (the replies load; team spreads it over runners). One counter for every
+ * connection: with the same list per connection, autocannon's connections move through it in
+ * step, so most of them would reply to the same Requirement at once and wait in its actor for
+ * each other's commits — measuring one Requirement's serial order, not the write path.
  */
-/** `POST /reply` to each of `requirements` in turn, over `connections` for `duration` seconds (the replies load; team spreads it over runners). */
 export function replyLoad(manager: ManagerProcess, requirements: string[], connections: number, duration: number): Promise<autocannon.Result> {
+  let next = 0;
   return run({
     connections,
     duration,
-    requests: requirements.map((id, i) => ({
-      body: JSON.stringify({ message: `benchmark reply ${i}: please keep going with the compaction timings` }),
-      headers: { authorization: `Bearer ${manager.token}`, 'content-type': 'application/json' },
-      method: 'POST' as const,
-      path: `/api/requirements/${id}/reply`,
-    })),
+    requests: [
+      {
+        headers: { authorization: `Bearer ${manager.token}`, 'content-type': 'application/json' },
+        method: 'POST' as const,
+        setupRequest: (request) => {
+          const i = next++ % requirements.length;
+          return {
+            ...request,
+            body: JSON.stringify({ message: `benchmark reply ${i}: please keep going with the compaction timings` }),
+            path: `/api/requirements/${requirements[i]}/reply`,
+          };
+        },
+      },
+    ],
     url: manager.origin,
   });
 }
 
+/**
+ * Sustained POST /reply throughput and latency beside GET /api/health throughput measured in
+ * the same run: the ratio says what the write path costs over the bare HTTP stack.
+ */
 export async function repliesScenario(manager: ManagerProcess): Promise<ScenarioResult> {
   const requirements: string[] = [];
   for (let i = 0; i < 16; i++) {

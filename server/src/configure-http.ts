@@ -15,6 +15,7 @@ import { jsonBodyMiddleware } from './core/http/json-body.middleware';
 import { urlTextMiddleware } from './core/http/url-text.middleware';
 import { lingeringCloseMiddleware } from './core/http/lingering-close.middleware';
 import { setUpOpenApi } from './core/http/openapi';
+import { cacheValidationMetadata } from './core/http/validation-metadata-cache';
 
 /**
  * The Express instance Nest runs on. Routing is case-sensitive and strict (a trailing slash is
@@ -43,6 +44,7 @@ export function configureHttp(app: INestApplication): void {
   app.use(urlTextMiddleware());
   app.use(jsonBodyMiddleware());
   app.setGlobalPrefix('api');
+  cacheValidationMetadata();
   app.useGlobalPipes(
     new ValidationPipe({
       forbidNonWhitelisted: true,
