@@ -12,7 +12,7 @@ type Cli = (typeof REAL_AGENT_CLIS)[number];
 
 /** Sizes started at once; `FLEET_SIZES=1,5` for a quick look. */
 const SIZES = (process.env.FLEET_SIZES ?? '1,5,10,20').split(',').map(Number);
-/** What the model stub waits before each answer: long enough that every agent of a size is alive at once. */
+/** What the model stub waits before each answer (a first answer also waits for every agent of the size to ask). */
 const MODEL_DELAY_MS = Number(process.env.FLEET_MODEL_DELAY_MS ?? 4000);
 /** Busy processes beside the fleet in the loaded pass (the issue's "two busy processes"). */
 const HOGS = 2;
@@ -98,9 +98,15 @@ interface SizeResult {
 
 async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: Cli['provider'], size: number, label: string): Promise<SizeResult> {
   const markers = Array.from({ length: size }, (_, i) => `fleet-${label}-${size}-${i}-${Math.random().toString(36).slice(2, 8)}`);
+  // Every first answer waits until the size's last agent has asked (or a run ended without
+  // asking): only then is every agent alive at once for the /proc sample, whatever the spread of
+  // the CLIs' starts (at 20 on a slow day it is longer than an answer's delay). The all-done time
+  // is the last agent's either way.
+  let releaseFirstAnswers: () => void = () => undefined;
+  const everyAgentAsked = new Promise<void>((resolve) => (releaseFirstAnswers = resolve));
   for (const marker of markers) {
     stub.scriptFor(marker, [
-      { delayMs: MODEL_DELAY_MS, then: { arguments: {}, text: 'Looking at the timers.', tool: 'list_timers' } },
+      { after: everyAgentAsked, then: { delayMs: MODEL_DELAY_MS, then: { arguments: {}, text: 'Looking at the timers.', tool: 'list_timers' } } },
       { delayMs: MODEL_DELAY_MS, then: { text: `Done: ${marker}.` } },
     ]);
   }
@@ -140,8 +146,9 @@ async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: C
       }
     }
     const runs = await Promise.all(ids.map(async (id) => (await manager.api.GET('/api/runs', { params: { query: { requirementId: id } } })).data?.items[0]));
-    if (sample === null && firstRequest.size === size) {
-      sample = runs.every((r) => r?.status === 'running') ? runProcesses(pid) : [];
+    if (sample === null && (firstRequest.size === size || runs.some((r) => r && r.status !== 'running'))) {
+      sample = firstRequest.size === size && runs.every((r) => r?.status === 'running') ? runProcesses(pid) : [];
+      releaseFirstAnswers();
     }
     if (runs.every((r) => r && r.status !== 'running')) {
       clearInterval(rssTimer);
@@ -182,6 +189,7 @@ async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: C
     }
     if (Date.now() > deadline) {
       clearInterval(rssTimer);
+      releaseFirstAnswers();
       throw new Error(`fleet ${label} size ${size}: runs still running after 10 minutes`);
     }
     await new Promise((r) => setTimeout(r, 250));

@@ -70,7 +70,9 @@ const BODY_SQL = (k: string) => `CASE ${k} % 4
 function snapshotSql(r: string, at: { status: string; state: string; consumed: string; updatedAt: string; completedAt: string }): string {
   return `json_object(
     'autoReview', NULL, 'baseRef', NULL, 'budget', NULL, 'budgetReachedAt', NULL, 'completedAt', ${at.completedAt}, 'createdAt', ${r}.created, 'createdBy', 'human', 'description', ${r}.description,
-    'forkedFromRequirementId', NULL, 'id', ${r}.id, 'isolation', 'in_place', 'model', NULL, 'parentRequirementId', NULL, 'provider', 'codex', 'reasoningEffort', NULL,
+    'forkedFromRequirementId', NULL, 'id', ${r}.id, 'isolation', 'in_place',
+    'landing', json_object('baseSha', NULL, 'behindBy', NULL, 'checkedAt', NULL, 'conflictPaths', json('[]'), 'conflictsWith', json('[]'), 'headSha', NULL, 'landedAt', NULL,
+      'landedCommit', NULL, 'landedMethod', NULL, 'mergesCleanly', NULL), 'model', NULL, 'parentRequirementId', NULL, 'provider', 'codex', 'reasoningEffort', NULL, 'runner', NULL,
     'session', json_object('createdAt', ${r}.created, 'id', ${r}.ses, 'lastConsumedMessageSequence', ${at.consumed}, 'lastError', NULL, 'lastMessageSequence', ${at.consumed},
       'nativeSessionId', NULL, 'pausedAt', NULL, 'pendingMessageCount', 0, 'provider', 'codex', 'requirementId', ${r}.id, 'state', ${at.state}, 'updatedAt', ${at.updatedAt}),
     'sourceSessionId', NULL, 'status', ${at.status}, 'title', ${r}.title, 'treeUsage', json_object('costUsd', NULL, 'inputTokens', 0, 'outputTokens', 0), 'updatedAt', ${at.updatedAt},

@@ -141,8 +141,12 @@ export class ModelStub {
 
   static async start(): Promise<ModelStub> {
     const server = http.createServer();
-    // Keep-alive sockets and hanging responses must not keep the test process alive.
-    server.keepAliveTimeout = 1_000;
+    // An idle keep-alive connection stays open as long as the providers' API front ends keep
+    // theirs (about a minute), not 1 s: a CLI reuses its connection, and one that the server closes
+    // just as the CLI sends on it is reset (Claude Code: "Connection dropped (ECONNRESET)", a run
+    // of `fleet` failed so beside two busy processes) — a race the real API almost never offers.
+    // close() ends them all, so they do not keep a test process alive.
+    server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());
