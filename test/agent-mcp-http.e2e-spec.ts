@@ -100,14 +100,14 @@ describe('the run tools served by the manager over MCP (Streamable HTTP)', () =>
       expect(JSON.parse(text(timer))).toMatchObject({ description: 'Check CI', requirementId: own.id });
 
       // Another Requirement: neither messaged nor started, and nothing written.
-      const before = await snapshotStore(manager.runtime.paths.dataDirectory, { exceptTraces: true });
+      const before = await snapshotStore(manager.runtime.paths.dataDirectory, { exceptBackground: true });
       const message = await client.callTool({ arguments: { message: 'psst', requirementId: other.id }, name: 'message_related' });
       expect(message).toMatchObject({ isError: true });
       expect(text(message)).toMatch(/^message refused \(409 not_related\)/);
       const start = await client.callTool({ arguments: { action: 'start', requirementId: other.id }, name: 'requirement_action' });
       expect(start).toMatchObject({ isError: true });
       expect(text(start)).toMatch(/^start refused \(4\d\d [a-z_]+\)/);
-      expect(await snapshotStore(manager.runtime.paths.dataDirectory, { exceptTraces: true })).toEqual(before);
+      expect(await snapshotStore(manager.runtime.paths.dataDirectory, { exceptBackground: true })).toEqual(before);
 
       const related = JSON.parse(text(await client.callTool({ arguments: {}, name: 'list_related' }))) as { parent: unknown; children: unknown[] };
       expect(related).toEqual({ children: [], parent: null });
@@ -149,7 +149,7 @@ describe('the run tools served by the manager over MCP (Streamable HTTP)', () =>
   it('answers malformed or oversized requests with a 4xx and writes nothing', async () => {
     const { token } = issue();
     const auth = { ...JSON_HEADERS, Authorization: `Bearer ${token}` };
-    const before = await snapshotStore(manager.runtime.paths.dataDirectory, { exceptTraces: true });
+    const before = await snapshotStore(manager.runtime.paths.dataDirectory, { exceptBackground: true });
     const cases: Array<[string, Record<string, string>, number]> = [
       ['{"jsonrpc": "2.0", "id": 1, "method": ', auth, 400], // not JSON
       ['[]', auth, 400], // a batch
@@ -178,7 +178,7 @@ describe('the run tools served by the manager over MCP (Streamable HTTP)', () =>
     // No server-sent stream and no session to end: 405 for GET and DELETE.
     expect((await post('', { Accept: 'text/event-stream', Authorization: `Bearer ${token}` }, 'GET')).status).toBe(405);
     expect((await post('', { Authorization: `Bearer ${token}` }, 'DELETE')).status).toBe(405);
-    expect(await snapshotStore(manager.runtime.paths.dataDirectory, { exceptTraces: true })).toEqual(before);
+    expect(await snapshotStore(manager.runtime.paths.dataDirectory, { exceptBackground: true })).toEqual(before);
   });
 });
 

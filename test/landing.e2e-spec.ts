@@ -195,7 +195,7 @@ describe('landing a Requirement locally', () => {
     await ok(manager.api.GET('/api/conflicts'));
     let last = '';
     await until('the store to be quiet', async () => {
-      const now = JSON.stringify(await snapshotStore(manager.dataDirectory(), { exceptTraces: true }));
+      const now = JSON.stringify(await snapshotStore(manager.dataDirectory(), { exceptBackground: true }));
       if (now === last) {
         return true;
       }

@@ -13,7 +13,7 @@ export async function expectRefused(
   status: number,
   code?: string,
 ): Promise<Json> {
-  const before = await snapshotStore(dataDirectory, { exceptTraces: true });
+  const before = await snapshotStore(dataDirectory, { exceptBackground: true });
   const res = await request();
   // A typed answer carries the error body in `error`; `send` in `json`.
   const body: Json = 'error' in res ? res.error : res.json;
@@ -23,6 +23,6 @@ export async function expectRefused(
   if (code) {
     expect(body.code).toBe(code);
   }
-  expect(await snapshotStore(dataDirectory, { exceptTraces: true })).toEqual(before);
+  expect(await snapshotStore(dataDirectory, { exceptBackground: true })).toEqual(before);
   return body;
 }
