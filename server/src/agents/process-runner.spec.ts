@@ -1,3 +1,5 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { isRunning } from '../core/process-table';
@@ -99,5 +101,22 @@ describe('runProcess', () => {
     const end = await run.finished;
     expect(end.reason).toBe('spawn_failed');
     expect(end.stderr).toContain('ENOENT');
+  });
+
+  it('runs the agent, and everything it starts, below the manager’s CPU priority', async () => {
+    // What a tool command of the run sees: its niceness (field 19 of stat) and its session's scheduling group.
+    const { lines, run } = start('-', {
+      args: ['-c', 'cut -d" " -f19 /proc/self/stat; cat /proc/self/autogroup 2>/dev/null || echo none'],
+      command: '/bin/sh',
+    });
+    expect(await run.finished).toMatchObject({ code: 0, reason: 'exited' });
+    const [niceness, group] = lines.map((l) => l.line);
+    expect(Number(niceness)).toBe(Math.min(19, os.getPriority() + 10));
+    if (fs.existsSync('/proc/self/autogroup')) {
+      expect(group).toMatch(/ nice 10$/); // this kernel schedules sessions as groups: the run's group is lowered too
+      expect(fs.readFileSync('/proc/self/autogroup', 'utf8')).not.toMatch(/ nice 10$/);
+    } else {
+      expect(group).toBe('none');
+    }
   });
 });

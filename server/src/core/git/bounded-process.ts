@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 
+import { spawner } from './spawner';
+
 export interface BoundedOptions {
   cwd: string;
   env?: NodeJS.ProcessEnv;
@@ -30,8 +32,17 @@ export interface BoundedResult {
  * Runs a program without a shell, in its own process group, with a time limit and bounded
  * output: whatever a repository holds (a 2 GB diff, a setup command that never ends) costs at
  * most `maxBytes` of memory and `timeoutMs` of time.
+ *
+ * The program is started by the spawner process when there is one (see spawner.ts): a
+ * `spawn` holds its caller's thread until the child has exec'd, which on a busy machine is
+ * tens of milliseconds each, and the manager's event loop must not pay that per git command.
  */
 export function runBounded(command: string, args: readonly string[], options: BoundedOptions): Promise<BoundedResult> {
+  return spawner.run(command, args, options) ?? runBoundedHere(command, args, options);
+}
+
+/** `runBounded` in this process; `onSpawn` learns the process group as soon as it exists. */
+export function runBoundedHere(command: string, args: readonly string[], options: BoundedOptions, onSpawn?: (pid: number) => void): Promise<BoundedResult> {
   return new Promise((resolve) => {
     const maxErrorBytes = options.maxErrorBytes ?? 8192;
     const chunks: Buffer[] = [];
@@ -41,6 +52,9 @@ export function runBounded(command: string, args: readonly string[], options: Bo
     let timedOut = false;
     let settled = false;
     const child = spawn(command, args, { cwd: options.cwd, detached: true, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (child.pid !== undefined) {
+      onSpawn?.(child.pid);
+    }
     const killGroup = () => {
       try {
         if (child.pid !== undefined) {
