@@ -87,6 +87,8 @@ interface SizeResult {
   managerRssMb: number;
   /** The manager's event-loop delay p99 from the starts until every run ended. */
   eventLoopP99Ms: number;
+  /** The same figure for an idle Node.js process beside it (see `bystander`): the machine's floor. */
+  bystanderP99Ms: number;
   /** Per running agent, at a moment every agent of the size was alive. */
   cliRssMb: number;
   addedRssMb: number;
@@ -118,6 +120,7 @@ async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: C
   const pid = manager.child.pid!;
   let managerRss = residentMb(pid);
   const rssTimer = setInterval(() => (managerRss = Math.max(managerRss, residentMb(pid))), 200);
+  const idle = await bystander();
   await manager.api.GET('/api/metrics', { params: { query: { reset: 'true' } } });
   const requestsBefore = stub.requests.length;
   const startedAt = new Map<string, number>();
@@ -153,6 +156,7 @@ async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: C
     if (runs.every((r) => r && r.status !== 'running')) {
       clearInterval(rssTimer);
       const metrics = (await manager.api.GET('/api/metrics')).data;
+      const bystanderP99Ms = await idle.p99();
       const failed = runs.filter((r) => r?.status !== 'succeeded');
       for (const run of failed) {
         progress(`fleet: ${label} size ${size}: run ${run?.id} ended ${run?.status}: ${run?.error ?? ''}`);
@@ -179,6 +183,7 @@ async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: C
         sandboxProcesses: (added.length - beyondSandbox.length) / agents,
         addedRssMb: sum(added) / agents,
         allDoneMs: Date.now() - started,
+        bystanderP99Ms,
         eventLoopP99Ms: metrics?.eventLoopDelayMs.p99 ?? NaN,
         cliRssMb: sum(all.filter((p) => roleOf(p) === 'cli')) / agents,
         failed: failed.length,
@@ -189,11 +194,35 @@ async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: C
     }
     if (Date.now() > deadline) {
       clearInterval(rssTimer);
+      void idle.p99();
       releaseFirstAnswers();
       throw new Error(`fleet ${label} size ${size}: runs still running after 10 minutes`);
     }
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/**
+ * An idle Node.js process started beside the manager (same scheduling group, same niceness),
+ * timing its own event loop as the manager's metrics do (10 ms resolution). Its p99 is what the
+ * machine alone allows while the agents start: the manager cannot do better than a process that
+ * does nothing.
+ */
+async function bystander(): Promise<{ p99(): Promise<number> }> {
+  const script = `const h = require('node:perf_hooks').monitorEventLoopDelay({ resolution: 10 }); h.enable();
+    process.stdin.on('end', () => { process.stdout.write(String(h.percentile(99) / 1e6)); process.exit(0); }); process.stdin.resume(); console.error('ready');`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'pipe'] });
+  await new Promise((resolve) => child.stderr.once('data', resolve));
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const ended = new Promise((resolve) => child.on('close', resolve));
+  return {
+    p99: async () => {
+      child.stdin.end();
+      await ended;
+      return Math.round(Number(out) * 100) / 100;
+    },
+  };
 }
 
 function startHogs(): ChildProcess[] {
@@ -247,6 +276,7 @@ async function fleetFor(cli: Cli): Promise<{ figures: Figure[]; notes: string[] 
           unit: 'ms',
           value: r.eventLoopP99Ms,
         },
+        { name: `${tag}: an idle process's event-loop delay p99 (the machine's floor)`, unit: 'ms', value: r.bystanderP99Ms },
         { name: `${tag}: CLI RSS per agent`, unit: 'MB', value: round(r.cliRssMb, 1) },
         { name: `${tag}: RSS the manager adds per agent`, target: { op: '<=', value: 30 }, unit: 'MB', value: round(r.addedRssMb, 1) },
         { name: `${tag}: processes the manager adds per agent beyond the sandbox's`, target: { op: '<=', value: 1 }, unit: '', value: round(r.addedProcesses, 2) },
