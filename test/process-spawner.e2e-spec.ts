@@ -2,8 +2,9 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import type * as BoundedProcess from '../server/src/core/git/bounded-process';
-import type * as Spawner from '../server/src/core/git/spawner';
+import type * as BoundedProcess from '../server/src/core/process/bounded-process';
+import type * as ProcessRunner from '../server/src/agents/process-runner';
+import type * as Spawner from '../server/src/core/process/spawner';
 import { ROOT } from './support/manager-process';
 
 /**
@@ -12,9 +13,11 @@ import { ROOT } from './support/manager-process';
  * proven here: programs really are the spawner's children, results are what `runBounded` gave
  * before, and a spawner that dies, or a manager that dies, leaves nothing running unwatched.
  */
-const BUILT = path.join(ROOT, 'dist', 'server', 'src', 'core', 'git');
+const BUILT = path.join(ROOT, 'dist', 'server', 'src', 'core', 'process');
 const { runBounded } = require(path.join(BUILT, 'bounded-process.js')) as typeof BoundedProcess;
 const { spawner } = require(path.join(BUILT, 'spawner.js')) as typeof Spawner;
+const { runProcess } = require(path.join(ROOT, 'dist', 'server', 'src', 'agents', 'process-runner.js')) as typeof ProcessRunner;
+const TREE = path.join(ROOT, 'test', 'fixtures', 'processes', 'tree.js');
 
 const alive = (pid: number) => {
   try {
@@ -119,5 +122,76 @@ describe('the process spawner', () => {
     } finally {
       owner.kill('SIGKILL');
     }
+  });
+
+  describe('an agent CLI (a streaming program: its pipes are handed to the manager)', () => {
+    const agent = async (mode: string, stdin = '', command = process.execPath) => {
+      const lines: string[] = [];
+      const run = await runProcess({
+        args: [TREE, mode],
+        command,
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '' },
+        inactivityTimeoutMs: 30_000,
+        marker: `spawner-${mode}-${Math.random().toString(16).slice(2)}`,
+        onLine: (line) => lines.push(line),
+        stdin,
+      });
+      return { lines, run };
+    };
+
+    it('runs as the spawner’s child, reads its input, and reports its output, stderr and exit', async () => {
+      const echo = await agent('stdin', 'line one\nline two\n');
+      expect(parentOf(echo.run.pid as number)).toBe(spawner.pid);
+      expect(await echo.run.finished).toMatchObject({ code: 0, reason: 'exited' });
+      expect(echo.lines).toEqual([JSON.stringify({ stdin: 'line one\nline two\n' })]);
+      const noisy = await agent('stderr');
+      const end = await noisy.run.finished;
+      expect(end).toMatchObject({ code: 3, reason: 'exited', signal: null });
+      expect(end.stderr.endsWith('THE END')).toBe(true);
+      const missing = await agent('stdin', '', '/definitely/not/a/cli');
+      expect(await missing.run.finished).toMatchObject({ reason: 'spawn_failed', stderr: expect.stringContaining('ENOENT') });
+    });
+
+    it('loses nothing of a program that writes at once and exits before its pipes reached the manager (50 at once)', async () => {
+      const runs = await Promise.all(
+        Array.from({ length: 50 }, async (_, i) => {
+          const lines: string[] = [];
+          const run = await runProcess({
+            args: ['-c', `echo out ${i}; echo err ${i} >&2; exit 3`],
+            command: '/bin/sh',
+            cwd: ROOT,
+            env: { PATH: process.env.PATH ?? '' },
+            inactivityTimeoutMs: 30_000,
+            marker: `spawner-fast-${i}-${Math.random().toString(16).slice(2)}`,
+            onLine: (line) => lines.push(line),
+            stdin: '',
+          });
+          return { end: await run.finished, i, lines };
+        }),
+      );
+      expect(runs.map(({ end, i, lines }) => ({ code: end.code, i, lines, stderr: end.stderr }))).toEqual(
+        runs.map(({ i }) => ({ code: 3, i, lines: [`out ${i}`], stderr: `err ${i}\n` })),
+      );
+    });
+
+    it('ends the whole tree on interrupt', async () => {
+      const { lines, run } = await agent('tree');
+      await until('the tree to start', () => lines.length > 0);
+      const tree = JSON.parse(lines[0]) as Record<string, number>;
+      expect(await run.interrupt()).toMatchObject({ reason: 'interrupted' });
+      expect(Object.values(tree).filter(alive)).toEqual([]);
+    });
+
+    it('goes on when the spawner dies under it, and its end is still reported once it is gone', async () => {
+      const { lines, run } = await agent('chatty');
+      await until('its first output', () => lines.length > 0);
+      process.kill(spawner.pid as number, 'SIGKILL');
+      const seen = lines.length;
+      await until('more output after the spawner died', () => lines.length > seen + 2);
+      const end = await run.finished;
+      expect(end).toMatchObject({ code: null, reason: 'exited', stderr: expect.stringContaining('its exit status was lost with the process spawner') });
+      expect(alive(run.pid as number)).toBe(false);
+    });
   });
 });

@@ -244,12 +244,23 @@ describe('signals as supervisors and people send them, to an `npm start` tree', 
     await until('the listing and what it started to be gone', async () => withEnv('AGENT_MANAGER_RUN_MARKER=model-list-', 'prefix').length === 0 || undefined, 10_000);
     expect((await apiClient(tree.origin).GET('/api/health')).status).toBe(200);
     const first = await startAgent(tree.origin, tree.dataDirectory);
-    // Every process under npm besides npm, sh and the manager belongs to the run (the sandbox,
-    // the agent CLI, its tool command): the tree is found from /proc, not assumed.
+    // The manager starts its programs from its spawner process (core/process/spawner.ts), its
+    // child: a signal to the spawner is one to the manager's own side, which it ignores (it
+    // leaves only with the manager), and the runs it started go on.
+    const spawnerPid = descendants(tree.npm.pid!).find((pid) => proc(pid)?.ppid === tree.manager && cmdline(pid).some((a) => a.endsWith('spawner-process.js')));
+    expect(spawnerPid).toBeDefined();
+    manager.add(spawnerPid!);
+    process.kill(spawnerPid!, 'SIGTERM');
+    process.kill(spawnerPid!, 'SIGINT');
+    process.kill(spawnerPid!, 'SIGHUP');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect({ spawner: alive(spawnerPid!), run: await runStatus(tree.dataDirectory, first.runId) }).toEqual({ run: 'running', spawner: true });
+    // Every process under npm besides npm, sh, the manager and its spawner belongs to the run (the
+    // sandbox, the agent CLI, its tool command): the tree is found from /proc, not assumed.
     // The manager's own short-lived git (the conflict radar's poll, the worktree refresh) is not
     // the run's: it is left out, as is a process already gone (an empty cmdline: it exited between
     // the listing and the read).
-    const ownGit = (pid: number) => proc(pid)?.ppid === tree.manager && path.basename(cmdline(pid)[0] ?? '') === 'git';
+    const ownGit = (pid: number) => proc(pid)?.ppid === spawnerPid && path.basename(cmdline(pid)[0] ?? '') === 'git';
     const members = descendants(tree.npm.pid!).filter((pid) => !manager.has(pid) && cmdline(pid).length > 0 && !ownGit(pid));
     expect(members.length).toBeGreaterThanOrEqual(2);
     expect(members.filter((pid) => !runTree(tree, first.marker).includes(pid)).map((pid) => cmdline(pid).join(' '))).toEqual([]);
@@ -262,7 +273,7 @@ describe('signals as supervisors and people send them, to an `npm start` tree', 
       const target = runTree(tree, agent.marker).find((pid) => label(pid) === role);
       expect({ role, target: target !== undefined }).toEqual({ role, target: true });
       const agentProcess = runTree(tree, agent.marker).find((pid) => label(pid) === 'tree-agent.js');
-      const managersChild = proc(target!)?.ppid === tree.manager;
+      const managersChild = proc(target!)?.ppid === spawnerPid; // what the manager started, through its spawner
       process.kill(target!, 'SIGTERM');
       const died = await until(`${role} to exit`, async () => !alive(target!) || undefined, 2_000).catch(() => false);
       if (!died || (!managersChild && target !== agentProcess)) {

@@ -245,7 +245,7 @@ describe(AgentSandbox.name, () => {
     expect(wrapped.command).toBe('/usr/bin/bwrap');
     const lines: string[] = [];
     const marker = `sandbox-test-${process.pid}`;
-    const run = runProcess({
+    const run = await runProcess({
       ...wrapped,
       cwd: f.runtime.paths.root,
       env: { PATH: process.env.PATH ?? '' },

@@ -7,9 +7,9 @@ import { ProcessSpec, runProcess } from './process-runner';
 
 const SCRIPT = path.resolve(__dirname, '../../../test/fixtures/processes/tree.js');
 
-function start(mode: string, overrides: Partial<ProcessSpec> = {}) {
+async function start(mode: string, overrides: Partial<ProcessSpec> = {}) {
   const lines: Array<{ line: string; truncatedFrom?: number }> = [];
-  const run = runProcess({
+  const run = await runProcess({
     args: [SCRIPT, mode],
     command: process.execPath,
     cwd: process.cwd(),
@@ -35,7 +35,7 @@ async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
 
 describe('runProcess', () => {
   it('reads partial, garbage and over-long lines without losing the ones after them', async () => {
-    const { lines, run } = start('lines', { maxLineBytes: 1024 });
+    const { lines, run } = await start('lines', { maxLineBytes: 1024 });
     const end = await run.finished;
     expect(end).toMatchObject({ code: 0, reason: 'exited' });
     expect(lines.map((l) => l.line.slice(0, 12))).toEqual(['{"a":1}', 'not json at ', '{"big":"xxxx', '{"after":tru', '{"no-newline']);
@@ -45,11 +45,11 @@ describe('runProcess', () => {
   });
 
   it('sends the prompt on stdin and keeps only the tail of stderr', async () => {
-    const echo = start('stdin', { stdin: 'line one\nline "two"\n' });
+    const echo = await start('stdin', { stdin: 'line one\nline "two"\n' });
     await echo.run.finished;
     expect(JSON.parse(echo.lines[0].line)).toEqual({ stdin: 'line one\nline "two"\n' });
 
-    const noisy = start('stderr');
+    const noisy = await start('stderr');
     const end = await noisy.run.finished;
     expect(end.code).toBe(3);
     expect(end.stderr.length).toBeLessThanOrEqual(8 * 1024);
@@ -57,17 +57,17 @@ describe('runProcess', () => {
   });
 
   it('ends a run that goes quiet for the inactivity window, and lets a chatty one finish', async () => {
-    const quiet = start('quiet', { inactivityTimeoutMs: 300 });
+    const quiet = await start('quiet', { inactivityTimeoutMs: 300 });
     const end = await quiet.run.finished;
     expect(end.reason).toBe('timed_out');
     expect(isRunning(quiet.run.pid!)).toBe(false);
 
-    const chatty = start('chatty', { inactivityTimeoutMs: 400 }); // prints every 100 ms for 1 s
+    const chatty = await start('chatty', { inactivityTimeoutMs: 400 }); // prints every 100 ms for 1 s
     expect((await chatty.run.finished).reason).toBe('exited');
   });
 
   it('ends the whole tree on interrupt: children in other sessions, grandchildren, scrubbed environments', async () => {
-    const { lines, run } = start('tree');
+    const { lines, run } = await start('tree');
     await until(() => lines.length > 0);
     const pids = JSON.parse(lines[0].line) as Record<string, number>;
     for (const pid of Object.values(pids)) {
@@ -81,14 +81,14 @@ describe('runProcess', () => {
   });
 
   it('ends what an exited CLI left behind (Codex leaves tool children running)', async () => {
-    const { lines, run } = start('orphan');
+    const { lines, run } = await start('orphan');
     await run.finished;
     const { orphan } = JSON.parse(lines[0].line) as { orphan: number };
     expect(isRunning(orphan)).toBe(false);
   });
 
   it('reports a CLI that cannot be started', async () => {
-    const run = runProcess({
+    const run = await runProcess({
       args: [],
       command: '/definitely/not/a/cli',
       cwd: process.cwd(),
@@ -105,7 +105,7 @@ describe('runProcess', () => {
 
   it('runs the agent, and everything it starts, below the manager’s CPU priority', async () => {
     // What a tool command of the run sees: its niceness (field 19 of stat) and its session's scheduling group.
-    const { lines, run } = start('-', {
+    const { lines, run } = await start('-', {
       args: ['-c', 'cut -d" " -f19 /proc/self/stat; cat /proc/self/autogroup 2>/dev/null || echo none'],
       command: '/bin/sh',
     });

@@ -1,6 +1,7 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import type { Readable } from 'node:stream';
 
+import { spawner } from '../core/process/spawner';
 import { processInfo } from '../core/process-table';
 import { findExecutable } from './executable';
 import { RUN_MARKER_VARIABLE, killRunTree } from './process-tree';
@@ -63,17 +64,13 @@ const EXIT_DRAIN_MS = 1000;
  * stdout read as lines (robust to partial, huge and garbage lines), stderr kept as a bounded
  * tail. The run ends only when the CLI and every process it started are gone.
  */
-export function runProcess(spec: ProcessSpec): RunningProcess {
+export async function runProcess(spec: ProcessSpec): Promise<RunningProcess> {
   const maxLine = spec.maxLineBytes ?? DEFAULT_MAX_LINE;
   // A program that is not there is left to fail as itself (spawn_failed, ENOENT), not as `nice`'s exit 127.
   const [command, args] =
     NICE && findExecutable(spec.command, spec.env.PATH ?? '', spec.cwd) ? [NICE, ['-n', String(AGENT_NICENESS), spec.command, ...spec.args]] : [spec.command, spec.args];
-  const child = spawn(command, args, {
-    cwd: spec.cwd,
-    detached: true,
-    env: { ...spec.env, [RUN_MARKER_VARIABLE]: spec.marker },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  // Started by the spawner process: a spawn here would hold the event loop until the CLI exec'd.
+  const child = await spawner.start(command, args, { cwd: spec.cwd, env: { ...spec.env, [RUN_MARKER_VARIABLE]: spec.marker } });
   const pid = child.pid ?? null;
   if (pid !== null) {
     lowerSessionPriority(pid);
@@ -151,40 +148,37 @@ export function runProcess(spec: ProcessSpec): RunningProcess {
   };
 
   const finished = new Promise<ProcessEnd>((resolve) => {
-    let spawnError: Error | null = null;
-    child.on('error', (err) => {
-      spawnError = err;
-    });
     child.stdout.on('data', onStdout);
     child.stderr.on('data', (chunk: Buffer) => {
       armTimer();
       stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_KEEP);
     });
     child.stdin.on('error', () => undefined); // the CLI may exit before reading all input
-    // 'close' waits for the pipes, and what the CLI left behind may hold them: the sandbox's
+    // The end waits for the pipes too, and what the CLI left behind may hold them: the sandbox's
     // init (which lives on while any orphan does) or a tool command that inherited stdout.
     // Once the CLI itself has exited and its last output had time to drain, end the rest.
     let drained: NodeJS.Timeout | undefined;
-    child.on('exit', () => {
+    void child.exited.then(() => {
       drained = setTimeout(() => void (stopping ?? killRunTree(spec.marker, null)).catch(() => undefined), EXIT_DRAIN_MS);
     });
-    child.on('close', (code, sig) => {
+    void Promise.all([child.exited, closed(child.stdout), closed(child.stderr)]).then(([exit]) => {
       clearTimeout(drained);
       clearTimeout(timer);
       clearTimeout(deadline);
       if (pendingBytes > 0) {
         emit(Buffer.concat(pending), droppingFrom || undefined);
       }
+      const spawnFailed = exit.error !== null && pid === null;
       // A finished CLI may leave tool processes behind (Codex does): end them too.
       const cleanup = stopping ?? killRunTree(spec.marker, null);
       void cleanup
         .catch(() => undefined)
         .then(() =>
           resolve({
-            code,
-            reason: spawnError ? 'spawn_failed' : (stopReason ?? 'exited'),
-            signal: sig,
-            stderr: spawnError ? `${spawnError.message}\n${stderr}` : stderr,
+            code: exit.code,
+            reason: spawnFailed ? 'spawn_failed' : (stopReason ?? 'exited'),
+            signal: exit.signal,
+            stderr: exit.error !== null ? `${exit.error}\n${stderr}` : stderr,
           }),
         );
     });
@@ -212,4 +206,9 @@ function lowerSessionPriority(pid: number): void {
   } catch {
     // no autogroup in this kernel, or the run has already ended
   }
+}
+
+/** Resolves when the stream has closed (at once when it already has). */
+function closed(stream: Readable): Promise<void> {
+  return stream.closed || stream.destroyed ? Promise.resolve() : new Promise((resolve) => stream.once('close', () => resolve()));
 }

@@ -152,7 +152,7 @@ export class RunLauncher {
       workTree,
     });
     active.parser = adapter.createParser();
-    const proc = runProcess({
+    const proc = await runProcess({
       args: sandboxed.args,
       command: sandboxed.command,
       cwd,

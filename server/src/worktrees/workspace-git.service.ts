@@ -11,7 +11,7 @@ import { conflict } from '../core/errors/domain-error';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { workspaceKey } from '../core/workspace/workspace';
 import { audit } from '../events/event-log.service';
-import { runBounded } from '../core/git/bounded-process';
+import { runBounded } from '../core/process/bounded-process';
 import type { WorkspaceGitResponseDto, WorkspaceGitState } from './dto/workspace.dto';
 import { GitError, git, gitSucceeds, workspaceGitState } from '../core/git/git';
 import { KeyedLock } from './keyed-lock';

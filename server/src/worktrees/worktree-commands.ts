@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { AgentSandbox } from '../agents/agent-sandbox';
 import { RUN_MARKER_VARIABLE, killRunTree } from '../agents/process-tree';
 import { scrubbedEnvironment } from '../core/scrubbed-environment';
-import { runBounded } from '../core/git/bounded-process';
+import { runBounded } from '../core/process/bounded-process';
 
 export const SETUP_TIMEOUT_MS = 10 * 60 * 1000;
 export const TEARDOWN_TIMEOUT_MS = 60 * 1000;

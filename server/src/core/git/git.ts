@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { scrubbedEnvironment } from '../scrubbed-environment';
-import { runBounded } from './bounded-process';
+import { runBounded } from '../process/bounded-process';
 
 /** A git command that failed (non-zero exit, time limit, or git missing). */
 export class GitError extends Error {
