@@ -57,11 +57,26 @@ function runProcesses(root: number): Proc[] {
     children.set(p.ppid, [...(children.get(p.ppid) ?? []), p]);
   }
   const subtree = (p: Proc): Proc[] => [p, ...(children.get(p.pid) ?? []).flatMap(subtree)];
-  return (children.get(root) ?? []).flatMap((top) => {
+  // The manager starts its programs from its spawner process: the runs are its children.
+  const tops = (children.get(root) ?? []).flatMap((p) => (isSpawner(p) ? (children.get(p.pid) ?? []) : [p]));
+  return tops.flatMap((top) => {
     const members = subtree(top);
     const marker = members.find((m) => m.marker !== null)?.marker ?? null;
     return marker === null ? [] : members.map((m) => ({ ...m, marker }));
   });
+}
+
+const isSpawner = (p: Proc) => p.argv.some((a) => a.endsWith('spawner-process.js'));
+
+/** The manager's spawner process (one per manager, not per agent), or null before it started. */
+function spawnerOf(root: number): number | null {
+  for (const name of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    const p = readProc(Number(name));
+    if (p && p.ppid === root && isSpawner(p)) {
+      return p.pid;
+    }
+  }
+  return null;
 }
 
 /** What a process of a run is: the CLI itself, or something the manager adds for it. */
@@ -85,6 +100,8 @@ interface SizeResult {
   firstRequestMs: number[];
   allDoneMs: number;
   managerRssMb: number;
+  /** The manager's spawner process, peak: one per manager, whatever the number of agents. */
+  spawnerRssMb: number;
   /** The manager's event-loop delay p99 from the starts until every run ended. */
   eventLoopP99Ms: number;
   /** The same figure for an idle Node.js process beside it (see `bystander`): the machine's floor. */
@@ -119,7 +136,12 @@ async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: C
   }
   const pid = manager.child.pid!;
   let managerRss = residentMb(pid);
-  const rssTimer = setInterval(() => (managerRss = Math.max(managerRss, residentMb(pid))), 200);
+  let spawnerRss = 0;
+  const spawnerPid = spawnerOf(pid);
+  const rssTimer = setInterval(() => {
+    managerRss = Math.max(managerRss, residentMb(pid));
+    spawnerRss = spawnerPid === null ? NaN : Math.max(spawnerRss, residentMb(spawnerPid));
+  }, 200);
   const idle = await bystander();
   await manager.api.GET('/api/metrics', { params: { query: { reset: 'true' } } });
   const requestsBefore = stub.requests.length;
@@ -189,6 +211,7 @@ async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: C
         failed: failed.length,
         firstRequestMs: [...firstRequest.values()].sort((a, b) => a - b),
         managerRssMb: managerRss,
+        spawnerRssMb: spawnerRss,
         size,
       };
     }
@@ -270,6 +293,7 @@ async function fleetFor(cli: Cli): Promise<{ figures: Figure[]; notes: string[] 
         { name: `${tag}: first request p50 / one alone`, unit: '', value: round(p50 / alone) },
         { name: `${tag}: all done`, unit: 'ms', value: round(r.allDoneMs, 0) },
         { name: `${tag}: manager RSS (peak)`, unit: 'MB', value: round(r.managerRssMb, 0) },
+        { name: `${tag}: the manager's spawner process RSS (peak; one per manager)`, unit: 'MB', value: round(r.spawnerRssMb, 0) },
         {
           name: `${tag}: manager event-loop delay p99`,
           ...(r.size >= 20 && !('loaded' in r) ? { target: { op: '<=' as const, value: 20 } } : {}),
