@@ -62,12 +62,15 @@ interface PendingStreaming {
   exit(result: StreamingExit): void;
   /** Its pipes reached the caller: from here on it is the caller's to read. */
   delivered: boolean;
+  guard: NodeJS.Timeout;
 }
 
 /** The compiled entry; absent when the sources run unbuilt (unit tests), and then nothing is delegated. */
 const ENTRY = path.join(__dirname, 'spawner-process.js');
 /** A spawner that does not answer a bounded call within the call's own limit plus this is taken as stuck. */
 const GRACE_MS = 5_000;
+/** A streaming program whose pipes have not reached the manager by then is given up (and killed). */
+const START_TIMEOUT_MS = 60_000;
 /** How often a streaming program whose spawner died is looked for, until it is gone. */
 const ORPHAN_POLL_MS = 500;
 
@@ -121,6 +124,7 @@ class Spawner {
       this.pending.set(id, {
         delivered: false,
         exit,
+        guard: setTimeout(() => this.fail(id, 'the process spawner did not start it in time'), START_TIMEOUT_MS),
         kind: 'streaming',
         pid: null,
         pipes: {},
@@ -195,6 +199,7 @@ class Spawner {
       entry.pipes[reply.stream] = handle;
       const { stdin, stdout, stderr } = entry.pipes;
       if (stdin && stdout && stderr && entry.pid !== null) {
+        clearTimeout(entry.guard);
         entry.delivered = true;
         entry.started({ pid: entry.pid, stderr, stdin, stdout });
       }
@@ -214,7 +219,15 @@ class Spawner {
       this.settle(id, lost(error, false));
     } else if (entry) {
       this.pending.delete(id);
+      clearTimeout(entry.guard);
       if (!entry.delivered) {
+        // Whatever of it exists must not run on unread.
+        if (entry.pid !== null) {
+          killGroup(entry.pid);
+        }
+        for (const pipe of Object.values(entry.pipes)) {
+          pipe?.destroy();
+        }
         entry.started(notStarted());
         entry.exit({ code: null, error, signal: null });
       }
@@ -233,14 +246,7 @@ class Spawner {
       return;
     }
     if (!entry.delivered || entry.pid === null) {
-      // Its pipes never reached us: nothing can read it, so it must not go on.
-      if (entry.pid !== null) {
-        killGroup(entry.pid);
-      }
-      for (const pipe of Object.values(entry.pipes)) {
-        pipe?.destroy();
-      }
-      this.fail(id, 'the process spawner exited while starting it');
+      this.fail(id, 'the process spawner exited while starting it'); // nothing can read it: it is ended
       return;
     }
     // It runs on, its pipes are ours: its end is when it is gone, with its status lost.
