@@ -81,25 +81,34 @@ describe('the process spawner', () => {
     expect(missing.error).toContain('ENOENT');
   });
 
-  it('answers the calls of a spawner that was killed as killed, ends their programs, and starts a new one', async () => {
-    const marker = `am-spawner-${process.pid}`;
-    const call = runBounded('/bin/bash', ['-c', `exec -a ${marker} sleep 60`], quick);
-    let sleeper = 0;
-    await until('the program to start', () => {
-      sleeper = processNamed(marker);
-      return sleeper > 0;
+  it('when the spawner is killed, lets its programs finish (or end at their time limit), answers their calls as lost, and starts a new one', async () => {
+    const finishing = `am-finishing-${process.pid}`;
+    const hanging = `am-hanging-${process.pid}`;
+    // One that finishes on its own a little later (a git moving a checkout must not be killed
+    // half way), one that would run past its time limit (killed then, as the spawner would have).
+    const finishes = runBounded('/bin/bash', ['-c', `exec -a ${finishing} sleep 2`], quick);
+    const hangs = runBounded('/bin/bash', ['-c', `exec -a ${hanging} sleep 60`], { ...quick, timeoutMs: 4_000 });
+    let first = 0;
+    let second = 0;
+    await until('both programs to start', () => {
+      first = processNamed(finishing);
+      second = processNamed(hanging);
+      return first > 0 && second > 0;
     });
     const killed = spawner.pid as number;
     process.kill(killed, 'SIGKILL');
-    const result = await call;
-    expect(result).toMatchObject({ code: null, error: 'the process spawner exited', signal: 'SIGKILL' });
-    await until('the orphaned program to be ended', () => !alive(sleeper));
+    await new Promise((r) => setTimeout(r, 500));
+    expect({ first: alive(first), second: alive(second) }).toEqual({ first: true, second: true });
+    expect(await finishes).toMatchObject({ code: null, error: 'the process spawner exited', signal: null });
+    expect(alive(first)).toBe(false);
+    expect(await hangs).toMatchObject({ code: null, error: 'the process spawner exited', signal: 'SIGKILL' });
+    await until('the program past its time limit to be ended', () => !alive(second));
     const next = await runBounded('/bin/echo', ['again'], quick);
     expect(next.stdout.toString()).toBe('again\n');
     expect(spawner.pid).not.toBe(killed);
   });
 
-  it('leaves with the process that started it, and takes the programs it runs along', async () => {
+  it('leaves with the process that started it; what it runs goes on, as it did when the manager started it itself', async () => {
     const marker = `am-orphan-${process.pid}`;
     const script = `
       const { runBounded } = require(${JSON.stringify(path.join(BUILT, 'bounded-process.js'))});
@@ -108,9 +117,9 @@ describe('the process spawner', () => {
       setTimeout(() => console.log(spawner.pid), 200);
       setInterval(() => undefined, 1000);`;
     const owner = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let sleeper = 0;
     try {
       const spawnerPid = await new Promise<number>((resolve) => owner.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))));
-      let sleeper = 0;
       await until('the program to start', () => {
         sleeper = processNamed(marker);
         return sleeper > 0;
@@ -118,9 +127,12 @@ describe('the process spawner', () => {
       expect(alive(spawnerPid)).toBe(true);
       owner.kill('SIGKILL');
       await until('the spawner to leave with its owner', () => !alive(spawnerPid));
-      await until('its program to be ended with it', () => !alive(sleeper));
+      expect(alive(sleeper)).toBe(true);
     } finally {
       owner.kill('SIGKILL');
+      if (sleeper > 0) {
+        process.kill(sleeper, 'SIGKILL');
+      }
     }
   });
 

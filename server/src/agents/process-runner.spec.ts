@@ -106,7 +106,11 @@ describe('runProcess', () => {
   it('runs the agent, and everything it starts, below the manager’s CPU priority', async () => {
     // What a tool command of the run sees: its niceness (field 19 of stat) and its session's scheduling group.
     const { lines, run } = await start('-', {
-      args: ['-c', 'cut -d" " -f19 /proc/self/stat; cat /proc/self/autogroup 2>/dev/null || echo none'],
+      // The session's group is lowered just after the exec: a command this quick waits for it (at most 5 s).
+      args: [
+        '-c',
+        'cut -d" " -f19 /proc/self/stat; for i in $(seq 50); do grep -qs " nice 10$" /proc/self/autogroup && break; sleep 0.1; done; cat /proc/self/autogroup 2>/dev/null || echo none',
+      ],
       command: '/bin/sh',
     });
     expect(await run.finished).toMatchObject({ code: 0, reason: 'exited' });

@@ -2,16 +2,14 @@
  * The spawner process (see spawner.ts): starts each program the manager asks for and answers
  * with its process group, then either its bounded result or, for a streaming program, its three
  * pipes (handed over, so the manager reads and writes them itself) and its exit. When the
- * manager's IPC channel closes it leaves, and takes the bounded programs along; streaming ones
- * (agents) are the manager's to find again by their run's marker.
+ * manager's IPC channel closes it leaves; what it started runs on, as it would have had the
+ * manager started it.
  */
 import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
 
 import { runBoundedHere } from './bounded-process';
 import type { SpawnerReply, SpawnerRequest } from './spawner';
-
-const bounded = new Set<number>();
 
 const reply = (message: SpawnerReply, handle?: Socket) => {
   if (process.connected) {
@@ -21,17 +19,7 @@ const reply = (message: SpawnerReply, handle?: Socket) => {
 
 process.on('message', (request: SpawnerRequest) => {
   if (request.kind === 'bounded') {
-    let pid: number | null = null;
-    void runBoundedHere(request.command, request.args, request.options, (started) => {
-      pid = started;
-      bounded.add(started);
-      reply({ id: request.id, pid: started });
-    }).then((result) => {
-      if (pid !== null) {
-        bounded.delete(pid);
-      }
-      reply({ id: request.id, result });
-    });
+    void runBoundedHere(request.command, request.args, request.options, (pid) => reply({ id: request.id, pid })).then((result) => reply({ id: request.id, result }));
     return;
   }
   const child = spawn(request.command, request.args, { cwd: request.options.cwd, detached: true, env: request.options.env, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -63,13 +51,7 @@ for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
   process.on(signal, () => undefined);
 }
 
-process.on('disconnect', () => {
-  for (const pid of bounded) {
-    try {
-      process.kill(-pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  process.exit(0);
-});
+// Without the manager there is no one to answer: leave at once. What runs goes on as an orphan,
+// as it did when the manager started it itself: a git moving a checkout must not be killed half
+// way (it would leave the index locked), and an agent is found again by its run's marker.
+process.on('disconnect', () => process.exit(0));

@@ -52,6 +52,8 @@ interface PendingBounded {
   resolve(result: BoundedResult): void;
   pid: number | null;
   guard: NodeJS.Timeout;
+  /** When its time limit runs out (the spawner's own timer goes with the spawner). */
+  deadline: number;
 }
 
 interface PendingStreaming {
@@ -83,12 +85,11 @@ const ORPHAN_POLL_MS = 500;
  * every thread of it. The helper is small and in its own process group (a terminal's Ctrl+C
  * is for the manager, which then ends it); it leaves when the manager's IPC channel closes.
  *
- * A bounded call's program goes with it (the manager is not there to read its answer). A
- * streaming program (an agent) stays: its pipes were handed to the manager, and an agent that
- * outlives a manager crash is found by its run's marker at the next start, as before. If the
- * helper dies, its bounded calls are answered as killed (their process groups are killed here),
- * a streaming program's exit is reported once it is gone (its status lost), and the next call
- * starts a new helper.
+ * What it started runs on if the manager goes, as it did when the manager started it itself (a
+ * git moving a checkout must not stop half way; an agent is found again by its run's marker).
+ * If the helper dies, a bounded call ends when its program does (or at its time limit, killed
+ * as before) and is answered as lost, a streaming program's exit is reported once it is gone
+ * (its status lost), and the next call starts a new helper.
  */
 class Spawner {
   private child: ChildProcess | null = null;
@@ -105,7 +106,7 @@ class Spawner {
     const id = this.nextId++;
     return new Promise((resolve) => {
       const guard = setTimeout(() => this.settle(id, lost('the process spawner did not answer in time', true)), options.timeoutMs + GRACE_MS);
-      this.pending.set(id, { guard, kind: 'bounded', pid: null, resolve });
+      this.pending.set(id, { deadline: Date.now() + options.timeoutMs, guard, kind: 'bounded', pid: null, resolve });
       // A plain copy: process.env is an exotic object the structured clone refuses.
       this.ask(child, { args: [...args], command, id, kind: 'bounded', options: { ...options, env: { ...(options.env ?? process.env) } } });
     });
@@ -239,7 +240,21 @@ class Spawner {
   private orphan(id: number): void {
     const entry = this.pending.get(id);
     if (entry?.kind === 'bounded') {
-      this.settle(id, lost('the process spawner exited', true));
+      // Not killed early: a git moving a checkout must not stop half way (the index would stay
+      // locked). Its answer is lost; the call ends when it does, or at its time limit as before.
+      const pid = entry.pid;
+      clearTimeout(entry.guard);
+      const poll = setInterval(() => {
+        const info = pid === null ? null : processInfo(pid);
+        const gone = !info || info.state === 'Z';
+        if (gone || Date.now() > entry.deadline) {
+          clearInterval(poll);
+          if (gone) {
+            entry.pid = null; // nothing left to kill (its number may be another's by now)
+          }
+          this.settle(id, lost('the process spawner exited', !gone));
+        }
+      }, ORPHAN_POLL_MS);
       return;
     }
     if (!entry) {
@@ -269,7 +284,7 @@ class Spawner {
     this.pending.delete(id);
     clearTimeout(entry.guard);
     if (result.error !== null && entry.pid !== null) {
-      killGroup(entry.pid); // started, but its answer is lost: it must not go on unwatched
+      killGroup(entry.pid); // started, its answer lost, its time up (or already gone): it must not go on unwatched
     }
     this.unrefWhenIdle();
     entry.resolve(result);
