@@ -52,7 +52,9 @@ async function gitIdentity(key: 'user.name' | 'user.email', cwd: string): Promis
   for (const scope of ['--global', '--system']) {
     try {
       const result = await git(['config', scope, '--includes', '--get', key], { allowTruncated: true, cwd, maxBytes: 4096, okCodes: [0, 1], timeoutMs: 10_000 });
-      if (result.code === 0 && result.stdout.trim() !== '') {
+      // A value past maxBytes is cut and git killed, whether or not it had already exited 0: its
+      // first bytes are the value's start (bounded further below), as good as a whole one.
+      if ((result.code === 0 || result.truncated) && result.stdout.trim() !== '') {
         return result.stdout;
       }
     } catch {
