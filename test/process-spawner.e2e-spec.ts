@@ -6,6 +6,7 @@ import type * as BoundedProcess from '../server/src/core/process/bounded-process
 import type * as ProcessRunner from '../server/src/agents/process-runner';
 import type * as Spawner from '../server/src/core/process/spawner';
 import { ROOT } from './support/manager-process';
+import { until } from './support/wait';
 
 /**
  * The manager starts git (and every short-lived program) from its spawner process, not from its
@@ -41,15 +42,8 @@ const processNamed = (name: string) => {
 };
 const parentOf = (pid: number) => Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
 
-async function until(what: string, check: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) {
-      throw new Error(`timed out waiting for ${what}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** The project's `until`, for a synchronous check. */
+const waitFor = (what: string, check: () => boolean) => until(what, async () => check() || undefined, 10_000);
 
 const quick = { cwd: ROOT, maxBytes: 1024, timeoutMs: 10_000 };
 
@@ -90,7 +84,7 @@ describe('the process spawner', () => {
     const hangs = runBounded('/bin/bash', ['-c', `exec -a ${hanging} sleep 60`], { ...quick, timeoutMs: 4_000 });
     let first = 0;
     let second = 0;
-    await until('both programs to start', () => {
+    await waitFor('both programs to start', () => {
       first = processNamed(finishing);
       second = processNamed(hanging);
       return first > 0 && second > 0;
@@ -102,7 +96,7 @@ describe('the process spawner', () => {
     expect(await finishes).toMatchObject({ code: null, error: 'the process spawner exited', signal: null });
     expect(alive(first)).toBe(false);
     expect(await hangs).toMatchObject({ code: null, error: 'the process spawner exited', signal: 'SIGKILL' });
-    await until('the program past its time limit to be ended', () => !alive(second));
+    await waitFor('the program past its time limit to be ended', () => !alive(second));
     const next = await runBounded('/bin/echo', ['again'], quick);
     expect(next.stdout.toString()).toBe('again\n');
     expect(spawner.pid).not.toBe(killed);
@@ -120,13 +114,13 @@ describe('the process spawner', () => {
     let sleeper = 0;
     try {
       const spawnerPid = await new Promise<number>((resolve) => owner.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))));
-      await until('the program to start', () => {
+      await waitFor('the program to start', () => {
         sleeper = processNamed(marker);
         return sleeper > 0;
       });
       expect(alive(spawnerPid)).toBe(true);
       owner.kill('SIGKILL');
-      await until('the spawner to leave with its owner', () => !alive(spawnerPid));
+      await waitFor('the spawner to leave with its owner', () => !alive(spawnerPid));
       expect(alive(sleeper)).toBe(true);
     } finally {
       owner.kill('SIGKILL');
@@ -189,7 +183,7 @@ describe('the process spawner', () => {
 
     it('ends the whole tree on interrupt', async () => {
       const { lines, run } = await agent('tree');
-      await until('the tree to start', () => lines.length > 0);
+      await waitFor('the tree to start', () => lines.length > 0);
       const tree = JSON.parse(lines[0]) as Record<string, number>;
       expect(await run.interrupt()).toMatchObject({ reason: 'interrupted' });
       expect(Object.values(tree).filter(alive)).toEqual([]);
@@ -197,10 +191,10 @@ describe('the process spawner', () => {
 
     it('goes on when the spawner dies under it, and its end is still reported once it is gone', async () => {
       const { lines, run } = await agent('chatty');
-      await until('its first output', () => lines.length > 0);
+      await waitFor('its first output', () => lines.length > 0);
       process.kill(spawner.pid as number, 'SIGKILL');
       const seen = lines.length;
-      await until('more output after the spawner died', () => lines.length > seen + 2);
+      await waitFor('more output after the spawner died', () => lines.length > seen + 2);
       const end = await run.finished;
       expect(end).toMatchObject({ code: null, reason: 'exited', stderr: expect.stringContaining('its exit status was lost with the process spawner') });
       expect(alive(run.pid as number)).toBe(false);
