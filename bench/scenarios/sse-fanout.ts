@@ -2,7 +2,7 @@ import * as http from 'node:http';
 
 import { send } from '../../test/support/http';
 import type { ManagerProcess } from '../../test/support/manager-process';
-import { SseConnection, connectSse } from '../../test/support/sse-client';
+import { SseConnection, SseEvent, connectSse } from '../../test/support/sse-client';
 import { ScenarioResult, percentile, progress, round } from '../harness';
 
 const CLIENTS = Number(process.env.BENCH_SSE_CLIENTS ?? 50);
@@ -19,12 +19,26 @@ export async function sseFanoutScenario(manager: ManagerProcess): Promise<Scenar
   // it, so the measured stream is exactly one message.created per reply.
   await send(manager.origin, 'POST', `/api/requirements/${requirement}/reply`, { message: 'warm-up' });
   await new Promise((r) => setTimeout(r, 200));
+  // Each client keeps only what is measured (the event's id and its latency), taken on arrival:
+  // keeping every frame made the load generator's own garbage collection the reported tail.
   const clients: SseConnection[] = [];
+  const seen: Array<{ ids: number[]; latencies: number[] }> = [];
+  let measuring = false;
   for (let i = 0; i < CLIENTS; i++) {
-    clients.push(await connectSse(`${manager.origin}/api/events`, {}, { parse: false }));
+    const tally = { ids: [] as number[], latencies: [] as number[] };
+    seen.push(tally);
+    const onEvent = (event: SseEvent) => {
+      if (measuring && event.event === 'message.created') {
+        const createdAt = /"createdAt":"([^"]+)"/.exec(event.raw)?.[1] ?? '';
+        tally.ids.push(event.id);
+        tally.latencies.push(event.receivedAtMs - Date.parse(createdAt));
+      }
+    };
+    clients.push(await connectSse(`${manager.origin}/api/events`, {}, { keep: false, onEvent, parse: false }));
   }
   const latencies: number[] = [];
-  const startIndex = clients.map((c) => c.events.length);
+  const startIndex = clients.map((c) => c.received);
+  measuring = true;
   progress(`sse-fanout: ${CLIENTS} clients, ${RATE_PER_S} replies/s for ${DURATION_S}s`);
   const total = RATE_PER_S * DURATION_S;
   const started = Date.now();
@@ -56,15 +70,11 @@ export async function sseFanoutScenario(manager: ManagerProcess): Promise<Scenar
   await Promise.all(clients.map((c, i) => c.waitFor(startIndex[i] + total, 30_000)));
   let complete = 0;
   for (const [i, client] of clients.entries()) {
-    const received = client.events.slice(startIndex[i]).filter((e) => e.event === 'message.created');
-    const ids = received.map((e) => e.id);
+    const { ids } = seen[i];
     if (new Set(ids).size === total && ids.every((id, k) => k === 0 || id > ids[k - 1])) {
       complete++;
     }
-    for (const event of received) {
-      const createdAt = /"createdAt":"([^"]+)"/.exec(event.raw)?.[1] ?? '';
-      latencies.push(event.receivedAtMs - Date.parse(createdAt));
-    }
+    latencies.push(...seen[i].latencies);
     client.close();
   }
   latencies.sort((a, b) => a - b);
