@@ -5,6 +5,7 @@ import * as path from 'node:path';
 
 import type { ConfigurationService } from '../core/configuration/configuration.service';
 import type { Runtime } from '../core/runtime';
+import { workspaceGitState } from '../core/git/git';
 import { WorkspaceGit } from './workspace-git.service';
 
 describe('WorkspaceGit.gitWorkspace (real git)', () => {
@@ -43,5 +44,25 @@ describe('WorkspaceGit.gitWorkspace (real git)', () => {
     expect(await at(dir).gitWorkspace()).toBeNull();
     sh(['init', '-q', '-b', 'main'], dir);
     expect(await at(dir).gitWorkspace()).toBeNull();
+  });
+
+  it('gives the git directories with the facts, before the first commit too, and none outside a repository', async () => {
+    expect(await at(dir).workspaceFacts()).toEqual({ git: null, repo: null });
+    expect(await workspaceGitState(dir)).toBe('not_git');
+    sh(['init', '-q', '-b', 'main'], dir);
+    const own = { commonDir: path.join(dir, '.git'), gitDir: path.join(dir, '.git') };
+    expect(await at(dir).workspaceFacts()).toEqual({ git: own, repo: null });
+    expect(await workspaceGitState(dir)).toBe('no_commit');
+    sh(['-c', 'user.name=a', '-c', 'user.email=a@example.com', 'commit', '-q', '--allow-empty', '-m', 'one'], dir);
+    const head = sh(['rev-parse', 'HEAD'], dir);
+    expect(await at(dir).workspaceFacts()).toEqual({ git: own, repo: { branch: 'main', head, top: dir } });
+    expect(await workspaceGitState(dir)).toBe('repository');
+    const linked = path.join(dir, 'linked');
+    sh(['worktree', 'add', '-q', '-b', 'side', linked], dir);
+    expect(await at(linked).workspaceFacts()).toEqual({
+      git: { commonDir: path.join(dir, '.git'), gitDir: path.join(dir, '.git', 'worktrees', 'linked') },
+      repo: { branch: 'side', head, top: linked },
+    });
+    expect(await workspaceGitState(path.join(dir, '.git'))).toBe('not_git');
   });
 });

@@ -91,22 +91,39 @@ export class WorkspaceGit {
 
   /** The workspace's git facts, asked fresh (a person may `git init` or switch branches any time). */
   async gitWorkspace(): Promise<GitWorkspace | null> {
+    return (await this.workspaceFacts()).repo;
+  }
+
+  /**
+   * The workspace's git facts and its git directories, from one git: every run's start waits for
+   * them, and twenty runs starting at once queued over a hundred gits through the one spawner
+   * (the top, the git directory whose HEAD names the branch, the shared git directory, and HEAD's
+   * commit: exit 1, nothing printed for it, before the first commit; the directories are there
+   * then, the repository facts are not).
+   */
+  async workspaceFacts(): Promise<{ repo: GitWorkspace | null; git: GitDirectories | null }> {
     const cwd = this.runtime.paths.root;
     try {
-      // One git for the three facts (every run's start waits for them, and a process started
-      // from the manager costs its event loop a fork): the top, the git directory whose HEAD
-      // names the branch, and HEAD's commit (exit 1, nothing printed, before the first commit).
-      const out = await git(['rev-parse', '--show-toplevel', '--absolute-git-dir', '--verify', '-q', 'HEAD^{commit}'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS });
-      const [top = '', gitDir = '', head = ''] = out.stdout.trim().split('\n');
-      if (out.code !== 0 || top === '' || gitDir === '' || head === '') {
-        return null;
+      const out = await git(['rev-parse', '--path-format=absolute', '--show-toplevel', '--git-dir', '--git-common-dir', '--verify', '-q', 'HEAD^{commit}'], {
+        cwd,
+        okCodes: [0, 1],
+        timeoutMs: QUICK_TIMEOUT_MS,
+      });
+      const lines = out.stdout.trim().split('\n');
+      const [top = '', gitDir = '', commonDir = '', head = ''] = lines;
+      if (lines.length !== (out.code === 0 ? 4 : 3) || top === '' || gitDir === '' || commonDir === '') {
+        return { git: null, repo: null };
       }
-      return { branch: await this.checkedOutBranch(cwd, gitDir), head, top: await fs.realpath(top) };
+      const directories = { commonDir: await fs.realpath(commonDir), gitDir: await fs.realpath(gitDir) };
+      if (out.code !== 0 || head === '') {
+        return { git: directories, repo: null };
+      }
+      return { git: directories, repo: { branch: await this.checkedOutBranch(cwd, gitDir), head, top: await fs.realpath(top) } };
     } catch (err) {
       if (err instanceof GitError && err.code === null && !err.timedOut) {
         this.logger.warn(`git is not available: ${err.message}`);
       }
-      return null;
+      return { git: null, repo: null };
     }
   }
 

@@ -130,7 +130,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
   prepareRun(requirementId: string, trace: Trace, run: RunPreparation): Promise<RunPlace> {
     return this.requirementLock.run(requirementId, async () => {
       const row = await this.records.findOrAdopt(requirementId);
-      const repo = await this.workspace.gitWorkspace();
+      const { git: rootGit, repo } = await this.workspace.workspaceFacts();
       const portBase = row.portBase ?? (await this.records.reservePorts(requirementId));
       const root = this.runtime.paths.root;
       const now = this.clock.nowIso();
@@ -140,7 +140,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
         return {
           cwd: root,
           env: this.records.environment({ baseRef: '', branch: repo?.branch ?? '', port: portBase, worktree: root }),
-          git: await this.workspace.gitDirectories(root),
+          git: rootGit,
           place: { branch: repo?.branch ?? null, cwd: root, mode: 'in_place', reason: repo === null ? 'not_git' : 'chosen' },
           workTree: root,
         };

@@ -380,14 +380,14 @@ export async function gitSucceeds(args: readonly string[], options: GitOptions):
  */
 export async function workspaceGitState(cwd: string, timeoutMs = 30_000): Promise<'repository' | 'no_commit' | 'not_git'> {
   try {
-    const [top, head] = await Promise.all([
-      git(['rev-parse', '--show-toplevel'], { cwd, okCodes: [0, 128], timeoutMs }),
-      git(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { cwd, okCodes: [0, 1, 128], timeoutMs }),
-    ]);
-    if (top.code !== 0 || top.stdout.trim() === '') {
-      return 'not_git';
+    // One git (a Requirement's creation asks this): the top, then HEAD's commit, which prints
+    // nothing and exits 1 before the first commit; outside a work tree git exits 128.
+    const out = await git(['rev-parse', '--show-toplevel', '--verify', '-q', 'HEAD^{commit}'], { cwd, okCodes: [0, 1, 128], timeoutMs });
+    const lines = out.stdout.trim().split('\n');
+    if (out.code === 0 && lines.length === 2 && lines[0] !== '' && lines[1] !== '') {
+      return 'repository';
     }
-    return head.code === 0 && head.stdout.trim() !== '' ? 'repository' : 'no_commit';
+    return out.code === 1 && lines.length === 1 && lines[0] !== '' ? 'no_commit' : 'not_git';
   } catch {
     return 'not_git';
   }
