@@ -25,6 +25,9 @@ const NEST_TO_WINSTON: Record<string, LogLevel> = {
   warn: 'warn',
 };
 
+/** How long `close` waits for the file to finish before the process goes on without it. */
+const CLOSE_BOUND_MS = 10_000;
+
 /**
  * Structured JSON lines in a file rotated by size and by day (winston-daily-rotate-file).
  * The terminal gets nothing from here: the launcher prints one banner and that is all.
@@ -81,13 +84,17 @@ export class FileLogger implements LoggerService {
     this.write('fatal', message, rest);
   }
 
-  /** Flushes and closes the file; resolves once everything written so far is on disk. */
+  /**
+   * Flushes and closes the file; resolves once everything written so far is on disk. The bound is
+   * a last resort for a file that never finishes: on a busy disk opening the day's file took
+   * over a second once (a CI run), and a close that gave up then left the open to fail later.
+   */
   close(): Promise<void> {
     this.closed = true;
     return new Promise((resolve) => {
-      this.transport.on('finish', () => resolve());
+      this.transport.once('finish', () => resolve());
       this.logger.end();
-      setTimeout(resolve, 1000).unref();
+      setTimeout(resolve, CLOSE_BOUND_MS).unref();
     });
   }
 
