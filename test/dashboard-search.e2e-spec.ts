@@ -6,6 +6,7 @@ import type { Page } from 'playwright-core';
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { ok } from './support/api';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { until } from './support/wait';
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
 
@@ -86,9 +87,13 @@ describe('dashboard search in Chromium', () => {
     await page.locator('[data-testid="search-results"][data-query="routine"]').waitFor();
     await hits().nth(1).waitFor();
     expect(await hits().count()).toBe(8);
-    await expect(hits().first().getAttribute('aria-selected')).resolves.toBe('true');
+    // The selection is drawn by the next change detection, not within the key press: wait for it
+    // (read at once, a loaded CI machine once saw the second hit still unselected).
+    const selected = (index: number) => until(`hit ${index} selected`, async () => (await hits().nth(index).getAttribute('aria-selected')) === 'true', 10_000);
+    await selected(0);
     await box().press('ArrowDown');
-    await expect(hits().nth(1).getAttribute('aria-selected')).resolves.toBe('true');
+    await selected(1);
+    await expect(hits().first().getAttribute('aria-selected')).resolves.toBe('false');
     await box().press('Escape');
     await page.getByTestId('search-results').waitFor({ state: 'detached' });
     await box().fill('');
