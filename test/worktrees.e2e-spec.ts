@@ -164,9 +164,15 @@ describe('a worktree per Requirement, in a git workspace', () => {
     expect((await diff('notes.txt')).data).toContain('+one\n+two\n+three');
     expect((await diff('new-name.txt', 'old-name.txt')).data).toContain('rename from old-name.txt');
     expect((await diff('blob.bin')).data).toContain('Binary files');
-    for (const bad of ['../outside.txt', '/etc/passwd', 'escape/passwd', 'src/../../x', '.git/config']) {
+    for (const bad of ['../outside.txt', '/etc/passwd', 'src/../../x', '.git/config']) {
       await expectRefused(manager.dataDirectory(), () => diff(bad), 400, 'path_outside_worktree');
     }
+    // Diffs are read from the commits imported into the person's repository, never from the
+    // agent's files: a path through the agent's symlink names nothing there (issue 44).
+    const through = await diff('escape/passwd');
+    expect(through.status).toBe(200);
+    expect(through.data ?? '').toBe('');
+    expect((await diff('escape')).data).toContain('+/etc');
     await expectRefused(manager.dataDirectory(), () => diff(''), 400);
     await expectRefused(
       manager.dataDirectory(),
@@ -178,12 +184,18 @@ describe('a worktree per Requirement, in a git workspace', () => {
     await expectRefused(manager.dataDirectory(), () => manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: inPlace.id } } }), 409, 'no_worktree');
   });
 
-  it('diffs files whose names start with two dots (`..foo`, `a/..b`); a real `..` segment, an absolute path and a symlink out stay refused', async () => {
+  it('diffs files whose names start with two dots (`..foo`, `a/..b`) or hold pathspec magic (a literal path); a real `..` segment and an absolute path stay refused', async () => {
     const requirement = await createRequirement(manager, { title: 'Dotted names' });
-    await startRun(manager, requirement.id, sh("printf 'dots\\n' > ..foo && mkdir -p a ..dir && printf 'b\\n' > a/..b && printf 'c\\n' > ..dir/c.txt && ln -s /etc out"));
+    await startRun(
+      manager,
+      requirement.id,
+      sh(
+        "printf 'dots\\n' > ..foo && mkdir -p a ..dir && printf 'b\\n' > a/..b && printf 'c\\n' > ..dir/c.txt && ln -s /etc out && printf 'star\\n' > 'st*r.md' && printf 'other\\n' > stXr.md",
+      ),
+    );
     await settled(manager, requirement.id, 1);
     const changes = await manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: requirement.id } } });
-    expect((changes.data!.files as Array<{ path: string }>).map((f) => f.path).sort()).toEqual(['..dir/c.txt', '..foo', 'a/..b', 'out']);
+    expect((changes.data!.files as Array<{ path: string }>).map((f) => f.path).sort()).toEqual(['..dir/c.txt', '..foo', 'a/..b', 'out', 'st*r.md', 'stXr.md']);
     const diff = (file: string) => manager.api.GET('/api/requirements/{id}/changes/diff', { params: { path: { id: requirement.id }, query: { path: file } }, parseAs: 'text' });
     for (const [file, line] of [
       ['..foo', '+dots'],
@@ -195,9 +207,15 @@ describe('a worktree per Requirement, in a git workspace', () => {
       expect(answer.data).toContain(`+++ b/${file}`);
       expect(answer.data).toContain(`${line}\n`);
     }
-    for (const bad of ['../x', '../..foo', 'a/../../x', '/etc/passwd', 'out/passwd', '..dir/../../x']) {
+    for (const bad of ['../x', '../..foo', 'a/../../x', '/etc/passwd', '..dir/../../x']) {
       await expectRefused(manager.dataDirectory(), () => diff(bad), 400, 'path_outside_worktree');
     }
+    // A name is a name (`:(literal)`): `st*r.md` is that file, not a pattern that takes `stXr.md` too.
+    const starred = (await diff('st*r.md')).data ?? '';
+    expect(starred).toContain('+star');
+    expect(starred).not.toContain('stXr.md');
+    // Through the agent's symlink there is nothing: the diff is read from commits, never from its files.
+    expect((await diff('out/passwd')).data ?? '').toBe('');
   });
 
   it('starts from the base ref asked for, and refuses one git does not know', async () => {

@@ -1392,6 +1392,11 @@ export interface components {
         LandRequirementDto: {
             /** @description Commit the worktree's uncommitted work on its branch first, instead of refusing with worktree_dirty (every method) */
             commitPending?: boolean;
+            /**
+             * @description The work you were shown (the Changes tab's headSha: the branch's head, with its uncommitted work on top when there was any): the land takes exactly that, or is refused with head_moved when the work changed since. Absent: the work as it is now
+             * @example 3f1c…(40 hex)
+             */
+            expectedHead?: string;
             /** @description Confirm the Requirement done once landed when it waits for confirmation (local methods; true when absent) */
             markDone?: boolean;
             /**
@@ -1412,6 +1417,8 @@ export interface components {
         LandingQueueItemDto: {
             addedAt: string;
             conflictPaths: string[];
+            /** @description The work you were shown when queueing it: only that lands (null: the work as it is at its turn) */
+            expectedHead: string | null;
             /** @enum {string} */
             method: "merge" | "squash" | "rebase" | "pull_request";
             /** @description 1 lands next */
@@ -1625,6 +1632,8 @@ export interface components {
             url: string;
         };
         QueueLandingDto: {
+            /** @description The work you were shown (the Changes tab's headSha): the queue lands exactly that, and pauses it (head_moved) when its work changes before its turn (its agent rebased it, say); look again and queue it again. Absent: the queue lands the work as it is at its turn */
+            expectedHead?: string;
             /**
              * @description How the queue lands it (local methods only)
              * @enum {string}
@@ -1739,10 +1748,13 @@ export interface components {
         RequirementChangesResponseDto: {
             baseRef: string;
             files: components["schemas"]["ChangedFileDto"][];
+            /** @description The branch's head, as imported into your repository */
             headSha: string;
             mergeBaseSha: string;
             /** @description True when the list was cut (more than 5,000 files, or a bound on size or time) */
             truncated: boolean;
+            /** @description What the files are listed from: the branch's head with the uncommitted and untracked work on top, as one commit (headSha when there is none). Send it as a land's expectedHead */
+            workSha: string;
         };
         RequirementConflictResponseDto: {
             paths: string[];
@@ -1871,6 +1883,13 @@ export interface components {
             /** @description Uncommitted or untracked work in the worktree */
             dirty: boolean;
             headSha: string | null;
+            /** @description Why the last import of the agent's work was refused, or null */
+            importError: string | null;
+            /**
+             * @description How the working copy is made: a repository of the agent's own (own_repository), or a linked worktree of yours made before that existed (until its next run)
+             * @enum {string|null}
+             */
+            layout: "own_repository" | "linked_worktree" | null;
             /** @enum {string} */
             mode: "worktree" | "in_place";
             /** @description The worktree's top directory (the checkout itself in place); null once removed */
@@ -1879,6 +1898,8 @@ export interface components {
             refreshedAt: string | null;
             /** @description When the worktree was removed (its branch may remain); the next run recreates it */
             removedAt: string | null;
+            /** @description The agent's work as last imported into your repository: the branch's head with its uncommitted files on top, as one commit (headSha when clean) */
+            workSha: string | null;
         };
         ReviewRequestPageDto: {
             items: components["schemas"]["ReviewRequestResponseDto"][];
@@ -3075,7 +3096,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description already_queued, queue_full, requirement_cancelled, not_landable */
+            /** @description already_queued, queue_full, requirement_cancelled, not_landable, head_moved */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4173,7 +4194,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description land_conflict (details: the files), worktree_dirty, base_checked_out_dirty, run_active, nothing_to_land, not_landable, base_not_branch, base_moved; for pull_request: github_remote_missing, github_token_missing, push_failed, pull_request_failed */
+            /** @description land_conflict (details: the files), worktree_dirty, head_moved (the work changed since expectedHead), import_refused (the agent's repository could not be imported), base_checked_out_dirty, run_active, nothing_to_land, not_landable, base_not_branch, base_moved; for pull_request: github_remote_missing, github_token_missing, push_failed, pull_request_failed */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -159,6 +159,15 @@ export type AutoReviewOutcome = (typeof AUTO_REVIEW_OUTCOMES)[number];
 export const ISOLATION_MODES = ['worktree', 'in_place'] as const;
 export type IsolationMode = (typeof ISOLATION_MODES)[number];
 
+/**
+ * How a `worktree` Requirement's working copy is made (issue 44): `own_repository`, a repository
+ * of the agent's own that borrows the workspace's objects read-only (every new one), or
+ * `linked_worktree`, a `git worktree` of the person's repository (made before issue 44; turned
+ * into an own repository at its next run).
+ */
+export const WORKTREE_LAYOUTS = ['own_repository', 'linked_worktree'] as const;
+export type WorktreeLayout = (typeof WORKTREE_LAYOUTS)[number];
+
 export const CHANGED_FILE_STATUSES = ['added', 'modified', 'deleted', 'renamed'] as const;
 export type ChangedFileStatus = (typeof CHANGED_FILE_STATUSES)[number];
 

@@ -16,6 +16,7 @@ import type {
   EventActorKind,
   PersonSource,
   IsolationMode,
+  WorktreeLayout,
   LogLevel,
   MessageAuthor,
   SystemMessageArgs,
@@ -179,6 +180,16 @@ export interface RequirementWorktree {
   behind: number;
   /** Uncommitted or untracked work in the worktree. */
   dirty: boolean;
+  /** How the working copy is made (null until it is). */
+  layout: WorktreeLayout | null;
+  /**
+   * The agent's work as last imported into the person's repository: the branch's head with the
+   * uncommitted and untracked files on top, as one commit (headSha itself when clean). What
+   * Changes shows and what a land with `commitPending` lands.
+   */
+  workSha: string | null;
+  /** Why the last import of the agent's work was refused (a FIFO in its objects, a corrupt object…), or null. */
+  importError: string | null;
   /** When it was removed (idle, purge, cancel); a next run recreates it from its branch. */
   removedAt: string | null;
   refreshedAt: string | null;
@@ -199,7 +210,13 @@ export interface ChangedFile {
 export interface RequirementChanges {
   baseRef: string;
   mergeBaseSha: string;
+  /** The branch's head, as imported into the person's repository. */
   headSha: string;
+  /**
+   * What the files are listed from: the branch's head with the uncommitted and untracked work on
+   * top, as one commit (headSha when there is none). Send it as a land's `expectedHead`.
+   */
+  workSha: string;
   files: ChangedFile[];
   /** True when the list was cut (too many files, or a bound on time or size). */
   truncated: boolean;
@@ -546,6 +563,8 @@ export interface LandingQueueItem {
   reason: string | null;
   /** The files that conflicted when it paused. */
   conflictPaths: string[];
+  /** The work the person was shown when queueing it: only that lands (null: the work as it is at its turn). */
+  expectedHead: string | null;
   addedAt: string;
 }
 

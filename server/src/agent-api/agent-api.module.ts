@@ -7,6 +7,7 @@ import { ModelsModule } from '../models/models.module';
 import { PullRequestsModule } from '../pull-requests/pull-requests.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { RunsModule } from '../runs/runs.module';
+import { WorktreesModule } from '../worktrees/worktrees.module';
 import { AgentContextController } from './agent-context.controller';
 import { AgentLandingService } from './agent-landing.service';
 import { AgentPullRequestsController } from './agent-pull-requests.controller';
@@ -16,7 +17,7 @@ import { AgentRequirementsService } from './agent-requirements.service';
 /** `/api/agent/*`: what agent runs call through `code-factory-cli`, with their run credential. */
 @Module({
   controllers: [AgentContextController, AgentPullRequestsController, AgentRequirementsController],
-  imports: [ConversationModule, LandingModule, MessagesModule, ModelsModule, PullRequestsModule, RequirementsModule, RunsModule],
+  imports: [ConversationModule, LandingModule, MessagesModule, ModelsModule, PullRequestsModule, RequirementsModule, RunsModule, WorktreesModule],
   providers: [AgentLandingService, AgentRequirementsService],
 })
 export class AgentApiModule {}

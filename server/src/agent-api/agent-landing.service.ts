@@ -5,6 +5,7 @@ import { forbidden } from '../core/errors/domain-error';
 import { ConflictRadar } from '../landing/conflict-radar.service';
 import type { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
 import { RequirementsService } from '../requirements/requirements.service';
+import { WorktreesService } from '../worktrees/worktrees.service';
 import { AgentLandingResponseDto } from './dto/agent-requirements.dto';
 
 /** Files named in the summary (all of them are in `landing`). */
@@ -21,14 +22,17 @@ export class AgentLandingService {
   constructor(
     private readonly radar: ConflictRadar,
     private readonly requirements: RequirementsService,
+    private readonly worktrees: WorktreesService,
   ) {}
 
   async landing(requirementId: string, scope: AgentScope): Promise<AgentLandingResponseDto> {
     if (requirementId !== scope.requirementId) {
       throw forbidden('outside_run_scope', `this run acts for Requirement ${scope.requirementId}, not ${requirementId}`);
     }
-    // A pass that starts now sees the commits the agent just made (the radar also looks on its own
-    // every few seconds; passes never overlap, so asking often costs at most one more pass).
+    // What the agent just committed is imported first (its repository is its own: the radar reads
+    // the person's), then a pass that starts now sees it (passes never overlap, so asking often
+    // costs at most one more pass). An import its repository refuses leaves the last one.
+    await this.worktrees.importWork(requirementId).catch(() => undefined);
     await this.radar.refresh();
     const requirement = await this.requirements.get(requirementId);
     return {

@@ -9,6 +9,7 @@ import { isRunning } from '../core/process-table';
 import { AgentSandbox, SandboxLayout, SandboxScope, bubblewrapOptions, expandHome, seatbeltProfile } from './agent-sandbox';
 import { findRunProcesses } from './process-tree';
 import { runProcess } from './process-runner';
+import { createAgentRepository } from '../worktrees/agent-repository';
 
 const HAS_BWRAP = process.platform === 'linux' && fs.existsSync('/usr/bin/bwrap');
 
@@ -131,34 +132,35 @@ describe(AgentSandbox.name, () => {
     expect(bubblewrapOptions(layout({ cwd: '/h/workspaces-other', hidden: [hidden] }))).not.toContain(cwd);
   });
 
-  it('lays out a linked worktree: git stores and its own entry writable, configuration and hooks read-only, other worktrees concealed', () => {
+  it("lays out an agent's own repository: its work tree writable (its .git inside), the person's git directory read-only, other worktrees concealed", () => {
     const f = make();
     const sut = new AgentSandbox(f.runtime.configuration, f.runtime);
     const common = path.join(f.runtime.paths.root, '.git');
-    const gitDir = path.join(common, 'worktrees', 'one');
     const wt = path.join(f.runtime.paths.home, 'worktrees', 'k', 'one');
-    const result = sut.layout(scope({ cwd: wt, env: { HOME: '/home/u' }, git: { commonDir: common, gitDir }, provider: 'codex', tmp: '/t/run', workTree: wt }));
-    expect(result.writable).toEqual(
-      expect.arrayContaining([wt, '/t/run', path.join(common, 'objects'), path.join(common, 'refs'), path.join(common, 'logs'), gitDir, '/home/u/.codex', '/home/u/.cache']),
-    );
+    const result = sut.layout(scope({ cwd: wt, env: { HOME: '/home/u' }, git: { kind: 'own', personCommonDir: common }, provider: 'codex', tmp: '/t/run', workTree: wt }));
+    expect(result.writable).toEqual(expect.arrayContaining([wt, '/t/run', '/home/u/.codex', '/home/u/.cache']));
+    // Nothing of the person's repository: not its objects, refs or logs, not the repository itself.
+    for (const shared of ['objects', 'refs', 'logs'].map((d) => path.join(common, d))) {
+      expect(result.writable).not.toContain(shared);
+    }
     expect(result.writable).not.toContain(common);
     expect(result.writable).not.toContain(f.runtime.paths.root);
-    expect(result.readOnly).toEqual(
-      expect.arrayContaining([
-        path.join(common, 'config'),
-        path.join(common, 'hooks'),
-        path.join(common, 'info'),
-        f.runtime.paths.launcherDirectory,
-        '/home/u/.bashrc',
-        '/home/u/.ssh',
-      ]),
-    );
-    expect(result.protectedRoots).toEqual(expect.arrayContaining([f.runtime.paths.root, '/home/u']));
+    expect(result.protectedRoots).toEqual(expect.arrayContaining([f.runtime.paths.root, '/home/u', common]));
+    expect(result.readOnly).toEqual(expect.arrayContaining([f.runtime.paths.launcherDirectory, '/home/u/.bashrc', '/home/u/.ssh']));
     expect(result.concealed).toEqual([path.join(f.runtime.paths.home, 'worktrees'), path.join(f.runtime.paths.home, 'tmp')]);
-    // In place the repository's git directory is the agent's own, its configuration and hooks still not.
-    const inPlace = sut.layout(scope({ cwd: f.runtime.paths.root, env: { HOME: '/home/u' }, git: { commonDir: common, gitDir: common }, workTree: f.runtime.paths.root }));
+    // In place the repository's git directory is the agent's too; its configuration, hooks, HEAD,
+    // commondir, worktrees and submodules' settings still not.
+    fs.mkdirSync(path.join(common, 'modules', 'lib', 'hooks'), { recursive: true });
+    fs.writeFileSync(path.join(common, 'modules', 'lib', 'HEAD'), 'ref: refs/heads/main\n');
+    const inPlace = sut.layout(
+      scope({ cwd: f.runtime.paths.root, env: { HOME: '/home/u' }, git: { commonDir: common, gitDir: common, kind: 'shared' }, workTree: f.runtime.paths.root }),
+    );
     expect(inPlace.writable).toEqual(expect.arrayContaining([f.runtime.paths.root, common]));
-    expect(inPlace.readOnly).toEqual(expect.arrayContaining([path.join(common, 'config'), path.join(common, 'hooks')]));
+    expect(inPlace.readOnly).toEqual(
+      expect.arrayContaining(
+        ['config', 'hooks', 'info', 'worktrees', 'commondir', 'HEAD', 'modules/lib/config', 'modules/lib/hooks', 'modules/lib/info'].map((entry) => path.join(common, entry)),
+      ),
+    );
   });
 
   it('adds configured writable paths, ~ expanded', async () => {
@@ -267,7 +269,7 @@ describe(AgentSandbox.name, () => {
     expect(pids.filter(isRunning)).toEqual([]);
   });
 
-  (HAS_BWRAP ? it : it.skip)('keeps a real agent to its own worktree: commits there, writes nothing of the person, another worktree, git hooks or shell rc', async () => {
+  (HAS_BWRAP ? it : it.skip)("keeps a real agent to its own repository: commits there, writes nothing of the person's repository, another worktree or shell rc", async () => {
     const f = make();
     const { execFileSync } = await import('node:child_process');
     const sh = (args: string[], cwd: string) => execFileSync('git', args, { cwd, stdio: 'pipe' }).toString().trim();
@@ -277,8 +279,13 @@ describe(AgentSandbox.name, () => {
     const worktrees = path.join(f.runtime.paths.home, 'worktrees', 'k');
     const mine = path.join(worktrees, 'mine');
     const theirs = path.join(worktrees, 'theirs');
-    sh(['worktree', 'add', '-q', '-b', 'agent/mine', mine], repo);
-    sh(['worktree', 'add', '-q', '-b', 'agent/theirs', theirs], repo);
+    const one = sh(['rev-parse', 'HEAD'], repo);
+    for (const [target, branch] of [
+      [mine, 'agent/mine'],
+      [theirs, 'agent/theirs'],
+    ]) {
+      await createAgentRepository({ base: null, branch, env: {}, personCommonDir: path.join(repo, '.git'), personTop: repo, snapshotIndex: null, start: one, target });
+    }
     const home = path.join(f.base, 'userhome');
     fs.mkdirSync(home);
     fs.writeFileSync(path.join(home, '.bashrc'), '# mine\n');
@@ -294,6 +301,9 @@ describe(AgentSandbox.name, () => {
       hook: path.join(repo, '.git', 'hooks', 'post-checkout'),
       homeBin: path.join(home, '.local-bin-git'),
       launcher: path.join(f.runtime.paths.launcherDirectory, 'code-factory-cli'),
+      personObjects: path.join(repo, '.git', 'objects', 'info', 'alternates'),
+      personPackedRefs: path.join(repo, '.git', 'packed-refs'),
+      personRef: path.join(repo, '.git', 'refs', 'heads', 'main'),
       repoConfig: path.join(repo, '.git', 'config'),
       theirs: path.join(theirs, 'planted.txt'),
     };
@@ -307,10 +317,12 @@ describe(AgentSandbox.name, () => {
     ].join('\n');
     const env = { HOME: home, PATH: process.env.PATH ?? '', TMPDIR: tmp };
     const common = path.join(repo, '.git');
-    const wrapped = sut.wrap('/bin/sh', ['-c', script], scope({ cwd: mine, env, git: { commonDir: common, gitDir: path.join(common, 'worktrees', 'mine') }, tmp, workTree: mine }));
+    const wrapped = sut.wrap('/bin/sh', ['-c', script], scope({ cwd: mine, env, git: { kind: 'own', personCommonDir: common }, tmp, workTree: mine }));
     const out = execFileSync(wrapped.command, wrapped.args, { cwd: mine, env }).toString();
     expect(out.trim().split('\n').sort()).toEqual(['committed', 'tmp ok']);
-    expect(sh(['log', '-1', '--format=%s', 'agent/mine'], repo)).toBe('work');
+    expect(sh(['log', '-1', '--format=%s', 'agent/mine'], mine)).toBe('work');
+    // The person's repository has nothing of it: the commit is the agent's until the manager imports it.
+    expect(() => sh(['cat-file', '-e', sh(['rev-parse', 'agent/mine'], mine)], repo)).toThrow();
     expect(fs.readFileSync(tries.bashrc, 'utf8')).toBe('# mine\n');
     expect(fs.existsSync(tries.checkout) || fs.existsSync(tries.hook) || fs.existsSync(tries.theirs)).toBe(false);
     expect(fs.readFileSync(tries.launcher, 'utf8')).toBe('#!/bin/sh\n');

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 
 import type { AgentIsolation } from '@libs/contracts';
 
@@ -39,13 +39,23 @@ export interface SandboxLayout {
   cwd: string;
 }
 
+/**
+ * What of git an agent process works with (issue 44): `own`, a repository of its own inside its
+ * work tree (the person's repository, whose objects it borrows, read-only); `shared`, the
+ * person's own repository in place (the person's explicit choice), which it then writes.
+ */
+export type SandboxGit = { kind: 'own'; personCommonDir: string } | { kind: 'shared'; gitDir: string; commonDir: string };
+
+/** What a `commondir` placeholder holds in place: this same directory (git reads it as no link at all). */
+export const COMMONDIR_PLACEHOLDER = '.\n';
+
 /** What the caller knows about where an agent process works; AgentSandbox adds the rest. */
 export interface SandboxScope {
   cwd: string;
   /** The tree the agent works in: its worktree's top, or the person's checkout in place. */
   workTree: string;
-  /** git's directories for it (absolute), or null outside a repository. */
-  git: { gitDir: string; commonDir: string } | null;
+  /** git's place for it, or null outside a repository. */
+  git: SandboxGit | null;
   /** The run's private temporary directory (its TMPDIR), or null. */
   tmp: string | null;
   /** The agent CLI whose own state must stay writable, or null for a shell command (setup). */
@@ -215,6 +225,51 @@ export function seatbeltProfile(layout: SandboxLayout): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** Removes a `commondir` placeholder (a regular file naming its own directory), and nothing else. */
+function removePlaceholder(file: string): void {
+  try {
+    const stat = fs.lstatSync(file);
+    if (stat.isFile() && stat.size === COMMONDIR_PLACEHOLDER.length && fs.readFileSync(file, 'utf8') === COMMONDIR_PLACEHOLDER) {
+      fs.rmSync(file);
+    }
+  } catch {
+    // Not there: nothing to remove.
+  }
+}
+
+/**
+ * The configuration, hooks and info of every submodule's repository under `modules/` (nested
+ * ones too): read-only in place, like the repository's own. Bounded: a few hundred folders.
+ */
+function submoduleSettings(modules: string): string[] {
+  const found: string[] = [];
+  const walk = (dir: string, depth: number) => {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries.slice(0, 500)) {
+      if (!entry.isDirectory()) {
+        continue;
+      }
+      const child = path.join(dir, entry.name);
+      if (fs.existsSync(path.join(child, 'HEAD'))) {
+        found.push(...['config', 'hooks', 'info'].map((name) => path.join(child, name)));
+        if (depth < 4) {
+          walk(path.join(child, 'modules'), depth + 1);
+        }
+      } else if (depth < 4) {
+        // A submodule named with slashes (`libs/a`) lives in nested folders.
+        walk(child, depth + 1);
+      }
+    }
+  };
+  walk(modules, 0);
+  return found;
+}
+
 function unique(list: string[]): string[] {
   return [...new Set(list)];
 }
@@ -247,12 +302,14 @@ type Mechanism = NonNullable<AgentIsolation['mechanism']> | null;
  * `GET /api/health` say so.
  */
 @Injectable()
-export class AgentSandbox implements OnModuleInit {
+export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(AgentSandbox.name);
   private state: AgentIsolation = { enabled: false, mechanism: null, reason: 'not probed yet' };
   private program: string | null = null;
   /** The trees every agent is kept out of. */
   readonly hidden: string[];
+  /** `commondir` placeholders made for runs in place (removed when this manager stops). */
+  private readonly placeholders = new Set<string>();
 
   constructor(
     private readonly configuration: ConfigurationService,
@@ -275,7 +332,16 @@ export class AgentSandbox implements OnModuleInit {
     return path.join(this.runtime.paths.home, 'tmp');
   }
 
+  /** The `commondir` placeholders of runs in place go with the manager (no run is left to need them). */
+  onApplicationShutdown(): void {
+    for (const file of this.placeholders) {
+      removePlaceholder(file);
+    }
+  }
+
   async onModuleInit(): Promise<void> {
+    // One a killed manager left behind (the workspace's own git directory is the only place for it).
+    removePlaceholder(path.join(this.runtime.paths.root, '.git', 'commondir'));
     this.state = await this.probe();
     if (this.state.enabled) {
       this.logger.log(`agents run in a ${this.state.mechanism} sandbox that hides ${this.hidden.join(', ')} and keeps them to their own worktree`);
@@ -291,20 +357,28 @@ export class AgentSandbox implements OnModuleInit {
     const writable = [scope.workTree, ...(scope.tmp === null ? [] : [scope.tmp])];
     const readOnly = [this.runtime.paths.launcherDirectory, packageRoot(), ...PROTECTED_HOME_ENTRIES.map((entry) => path.join(home, entry))];
     const protectedRoots = [this.runtime.paths.root, this.runtime.paths.home, home];
-    if (scope.git !== null) {
+    if (scope.git?.kind === 'own') {
+      // Its own repository lies inside its work tree; the person's, whose objects it reads, stays read-only.
+      protectedRoots.push(scope.git.personCommonDir);
+    } else if (scope.git?.kind === 'shared') {
       const { commonDir, gitDir } = scope.git;
       protectedRoots.push(commonDir);
       if (gitDir === commonDir) {
         // The person's own repository, worked in place: its git directory is the agent's too,
-        // but not what runs code for whoever uses it next.
+        // but not what runs code for whoever uses it next, nor what would send git elsewhere.
         writable.push(commonDir);
       } else {
-        // A linked worktree: commits and fetches write objects, refs and their logs in the shared
-        // directory, and the worktree's own HEAD, index and logs in its entry.
+        // The person's checkout is itself a linked worktree: commits write objects, refs and their
+        // logs in the shared directory, and HEAD, index and logs in the checkout's entry.
         writable.push(...['objects', 'refs', 'logs'].map((dir) => path.join(commonDir, dir)), gitDir);
-        readOnly.push(path.join(gitDir, 'config.worktree'), path.join(scope.workTree, '.git'));
+        readOnly.push(path.join(gitDir, 'config.worktree'), path.join(gitDir, 'gitdir'), path.join(scope.workTree, '.git'));
       }
-      readOnly.push(...['config', 'config.worktree', 'hooks', 'info'].map((entry) => path.join(commonDir, entry)));
+      readOnly.push(
+        ...['config', 'config.worktree', 'hooks', 'info', 'worktrees'].map((entry) => path.join(commonDir, entry)),
+        path.join(gitDir, 'commondir'),
+        path.join(gitDir, 'HEAD'),
+        ...submoduleSettings(path.join(commonDir, 'modules')),
+      );
     }
     writable.push(...this.stateDirectories(scope.provider, scope.env, home));
     writable.push(...DEFAULT_WRITABLE_CACHES.map((entry) => path.join(home, entry)));
@@ -359,9 +433,17 @@ export class AgentSandbox implements OnModuleInit {
     for (const dir of this.stateDirectories(scope.provider, scope.env, home).filter((dir) => !dir.endsWith('.json'))) {
       fs.mkdirSync(dir, { mode: 0o700, recursive: true });
     }
-    if (scope.git !== null) {
-      for (const entry of ['hooks', 'info']) {
+    if (scope.git?.kind === 'shared') {
+      for (const entry of ['hooks', 'info', 'worktrees']) {
         fs.mkdirSync(path.join(scope.git.commonDir, entry), { recursive: true });
+      }
+      // A `commondir` would send the person's next git to whatever repository it names (with an
+      // fsmonitor of the agent's choosing): one that names this directory itself is read-only
+      // instead, for as long as this manager runs (`removePlaceholders` at start and stop).
+      const commondir = path.join(scope.git.gitDir, 'commondir');
+      if (scope.git.gitDir === scope.git.commonDir && !fs.existsSync(commondir)) {
+        fs.writeFileSync(commondir, COMMONDIR_PLACEHOLDER, { flag: 'wx' });
+        this.placeholders.add(commondir);
       }
     }
   }

@@ -16,7 +16,7 @@ import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import '../runs/run.events';
 import '../worktrees/worktree.events';
-import { aheadBehind, branchesContaining, changedPaths, commitTree, fastForwardCommits, mergeTrees, snapshotCommit } from './landing-git';
+import { aheadBehind, branchesContaining, changedPaths, commitTree, fastForwardCommits, mergeTrees } from './landing-git';
 import { RadarCandidate, LandingRepository } from './landing.repository';
 import { listed } from './landing-work';
 import './landing-radar.events';
@@ -131,8 +131,6 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
   private readonly pairs = new Map<string, string[]>();
   /** Each Requirement's last answer and what it was for: a base move carries it over when it cannot change it. */
   private readonly previous = new Map<string, { base: string; work: string; answer: WorkAnswer }>();
-  /** A dirty worktree's snapshot commit, by Requirement, under the refresh it was taken after. */
-  private readonly snapshots = new Map<string, { stamp: string; commit: string | null }>();
   private current: Radar = { checkedAt: null, pairs: [], requirements: [] };
   private running: Promise<void> | null = null;
   private again = false;
@@ -176,16 +174,6 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
 
   @OnDomainEvent('worktree.refreshed')
   async worktreeRefreshed(): Promise<void> {
-    await this.refresh();
-  }
-
-  /**
-   * A run ended: its commits are on its branch already, so the radar looks at once instead of
-   * after the worktree's refresh (a `git status` of the whole tree, half a second at 20,000
-   * files); that refresh's `worktree.refreshed` brings in what the run left uncommitted.
-   */
-  @OnDomainEvent('session.resting')
-  async runEnded(): Promise<void> {
     await this.refresh();
   }
 
@@ -292,7 +280,7 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
         unchecked.push(candidate);
         return;
       }
-      const work = await this.workOf(candidate, head);
+      const work = this.workOf(candidate, head);
       const key = `${base}:${work}`;
       let answer = this.answers.get(key);
       if (!answer) {
@@ -366,26 +354,12 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
     });
   }
 
-  /** The Requirement's work: its branch's head, or a snapshot commit of its worktree when the last refresh found it dirty. */
-  private async workOf(candidate: RadarCandidate, head: string): Promise<string> {
-    if (!candidate.dirty || candidate.worktreePath === null) {
-      this.snapshots.delete(candidate.requirementId);
-      return head;
-    }
-    const stamp = `${head}:${candidate.refreshedAt}`;
-    const known = this.snapshots.get(candidate.requirementId);
-    if (known?.stamp === stamp) {
-      return known.commit ?? head;
-    }
-    let commit: string | null = null;
-    try {
-      const dirs = await this.workspace.gitDirectories(candidate.worktreePath);
-      commit = dirs === null ? null : await snapshotCommit(candidate.worktreePath, dirs.gitDir, head);
-    } catch (err) {
-      this.logger.debug(`radar: could not snapshot ${candidate.worktreePath}: ${(err as Error).message}`);
-    }
-    this.snapshots.set(candidate.requirementId, { commit, stamp });
-    return commit ?? head;
+  /**
+   * The Requirement's work: its branch's head, or, when its last import found uncommitted work,
+   * the snapshot commit that import made of it (on that same head) in the person's repository.
+   */
+  private workOf(candidate: RadarCandidate, head: string): string {
+    return candidate.dirty && candidate.workSha !== null && candidate.headSha === head ? candidate.workSha : head;
   }
 
   /**

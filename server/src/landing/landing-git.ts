@@ -1,4 +1,3 @@
-import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
@@ -217,27 +216,5 @@ export async function fastForwardCheckout(cwd: string, to: string): Promise<stri
       return err.stderr.trim().split('\n').slice(0, 6).join('\n') || err.message;
     }
     throw err;
-  }
-}
-
-/**
- * A commit of everything a worktree holds now, tracked changes and untracked files alike, on top
- * of its HEAD, without touching its index: a copy of the index takes the changes (only changed
- * files are hashed: the copy keeps the index's stat data). Null when there is nothing uncommitted.
- */
-export async function snapshotCommit(worktree: string, gitDir: string, head: string): Promise<string | null> {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'am-snapshot-'));
-  try {
-    const index = path.join(dir, 'index');
-    await fs.copyFile(path.join(gitDir, 'index'), index).catch(() => undefined);
-    const env = { GIT_INDEX_FILE: index };
-    await git(['add', '-A', '--', '.'], { cwd: worktree, env, timeoutMs: HEAVY_MS });
-    const tree = (await git(['write-tree'], { cwd: worktree, env, timeoutMs: HEAVY_MS })).stdout.trim();
-    if (tree === (await treeOf(worktree, head))) {
-      return null;
-    }
-    return await commitTree(worktree, tree, [head], 'agent-manager: uncommitted work');
-  } finally {
-    await fs.rm(dir, { force: true, recursive: true });
   }
 }

@@ -17,11 +17,13 @@ import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import { GitHubRemote, findGitHubRemote, gitHubHosts, remoteEnvironment } from './github-remote';
 import { isAncestor, resolve } from './landing-git';
-import { agentSummary, commitPendingWork, refuseUnlandable } from './landing-work';
+import { agentSummary, headMoved, refuseUnlandable, takeWork } from './landing-work';
 
 export interface PullRequestLand {
   /** Commit the worktree's uncommitted work on its branch first, instead of refusing. */
   commitPending?: boolean;
+  /** The work the person was shown: pushed only if it is still that (see LocalLand). */
+  expectedHead?: string;
 }
 
 export interface PullRequestLandOutcome {
@@ -98,13 +100,10 @@ export class LandingPullRequests {
     refuseUnlandable(requirement);
     const branch = requirement.worktree?.branch as string;
     const baseRef = requirement.baseRef as string;
-    if (await commitPendingWork(requirement, options.commitPending)) {
-      // The commit moved the branch: the radar's answer for it is stale.
-      void this.worktrees.refresh(id).catch(() => undefined);
-    }
+    const taken = await takeWork(this.worktrees, requirement, options);
     const head = await resolve(top, `refs/heads/${branch}`);
-    if (head === null) {
-      throw conflict('nothing_to_land', `the branch ${branch} of "${requirement.title}" no longer exists`);
+    if (head !== taken) {
+      throw headMoved(requirement, taken, head);
     }
     // The base as the repository knows it: its local branch, else what was fetched of the remote's.
     const base = (await resolve(top, `refs/heads/${baseRef}`)) ?? (await resolve(top, `refs/remotes/${remote.name}/${baseRef}`)) ?? (await resolve(top, baseRef));

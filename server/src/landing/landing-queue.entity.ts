@@ -12,6 +12,8 @@ export class LandingQueueEntity {
   @Column('varchar') state!: LandingQueueState;
   @Column('text', { nullable: true }) reason!: string | null;
   @Column('simple-json') conflictPaths!: string[];
+  /** The work the person was shown when queueing it (issue 44 §3): the queue lands only that. */
+  @Column('varchar', { nullable: true }) expectedHead!: string | null;
   @Column('varchar') addedAt!: string;
   @Column('varchar') updatedAt!: string;
 }

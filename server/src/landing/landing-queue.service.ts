@@ -12,11 +12,12 @@ import { RequirementsService } from '../requirements/requirements.service';
 import '../runs/run.events';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
+import { WorktreesService } from '../worktrees/worktrees.service';
 import type { LandingQueueEntity } from './landing-queue.entity';
 import './landing-radar.events';
 import { LANDING_QUEUE_MAX } from './dto/landing.dto';
 import { LandingRepository } from './landing.repository';
-import { listed } from './landing-work';
+import { headMoved, listed } from './landing-work';
 import { LandingService } from './landing.service';
 
 /** The trigger whose message asks a queued Requirement's agent to rebase. */
@@ -29,6 +30,7 @@ const DROPPED = new Set(['nothing_to_land', 'requirement_cancelled', 'not_landab
 const toItem = (row: LandingQueueEntity, title: string): LandingQueueItem => ({
   addedAt: row.addedAt,
   conflictPaths: row.conflictPaths,
+  expectedHead: row.expectedHead ?? null,
   method: row.method,
   position: row.position,
   reason: row.reason,
@@ -59,6 +61,7 @@ export class LandingQueueService implements OnApplicationBootstrap {
     private readonly requirements: RequirementsService,
     private readonly triggers: TriggerDeliveryService,
     private readonly workspace: WorkspaceGit,
+    private readonly worktrees: WorktreesService,
   ) {}
 
   /** A land a kill interrupted is queued again (the land itself settles what it left). */
@@ -84,13 +87,20 @@ export class LandingQueueService implements OnApplicationBootstrap {
     return { items: rows.map((r) => toItem(r, r.title)) };
   }
 
-  async add(requirementId: string, method: LocalLandMethod, actor: EventActor): Promise<LandingQueue> {
+  async add(requirementId: string, method: LocalLandMethod, actor: EventActor, expectedHead: string | null = null): Promise<LandingQueue> {
     const requirement = await this.requirements.get(requirementId);
     if (requirement.status === 'cancelled') {
       throw conflict('requirement_cancelled', `"${requirement.title}" is cancelled: its work is not landed`);
     }
     if (requirement.isolation !== 'worktree') {
       throw conflict('not_landable', `"${requirement.title}" works in place, in your checkout: there is no branch to land`);
+    }
+    if (expectedHead !== null) {
+      // What the person was shown must be the work now, or the queue would land something else later.
+      const now = await this.worktrees.importWork(requirementId);
+      if ((now.work ?? now.head) !== expectedHead) {
+        throw headMoved(requirement, expectedHead, now.work ?? now.head);
+      }
     }
     const queue = await this.change(actor, async (tx, rows) => {
       if (rows.some((r) => r.requirementId === requirementId)) {
@@ -100,7 +110,17 @@ export class LandingQueueService implements OnApplicationBootstrap {
         throw conflict('queue_full', `the merge queue holds ${LANDING_QUEUE_MAX} Requirements already: let some land or remove them first`);
       }
       const now = this.clock.nowIso();
-      const row: LandingQueueEntity = { addedAt: now, conflictPaths: [], method, position: rows.length + 1, reason: null, requirementId, state: 'queued', updatedAt: now };
+      const row: LandingQueueEntity = {
+        addedAt: now,
+        conflictPaths: [],
+        expectedHead,
+        method,
+        position: rows.length + 1,
+        reason: null,
+        requirementId,
+        state: 'queued',
+        updatedAt: now,
+      };
       this.repository.insertQueued(tx, row);
       return [...rows, row];
     });
@@ -185,12 +205,12 @@ export class LandingQueueService implements OnApplicationBootstrap {
       if (!head) {
         return;
       }
-      if (head.state === 'paused' && !(await this.mayResume(head.requirementId))) {
+      if (head.state === 'paused' && !(await this.mayResume(head))) {
         return;
       }
       await this.setState(head.requirementId, { conflictPaths: [], reason: null, state: 'landing' });
       try {
-        await this.landing.land(head.requirementId, { markDone: true, method: head.method as LocalLandMethod }, QUEUE_ACTOR);
+        await this.landing.land(head.requirementId, { expectedHead: head.expectedHead ?? undefined, markDone: true, method: head.method as LocalLandMethod }, QUEUE_ACTOR);
         await this.change(QUEUE_ACTOR, async (tx, rows) => this.drop(tx, rows, head.requirementId));
         continue;
       } catch (err) {
@@ -213,11 +233,18 @@ export class LandingQueueService implements OnApplicationBootstrap {
     }
   }
 
-  /** A paused Requirement goes on once no run is active and the radar found its work clean on the base. */
-  private async mayResume(requirementId: string): Promise<boolean> {
-    const requirement = await this.requirements.find(requirementId);
+  /**
+   * A paused Requirement goes on once no run is active and the radar found its work clean on the
+   * base — and, queued with the work the person was shown, only while its work is still that
+   * (else it waits for the person to look again and queue it again).
+   */
+  private async mayResume(item: LandingQueueEntity): Promise<boolean> {
+    const requirement = await this.requirements.find(item.requirementId);
     if (requirement === null || requirement.status === 'cancelled') {
       return true; // the land drops it
+    }
+    if (item.expectedHead !== null && (requirement.worktree?.workSha ?? requirement.worktree?.headSha) !== item.expectedHead) {
+      return false;
     }
     // The radar's last answer: after a run it looks again and its pass asks the queue once more
     // (forcing a pass here would make every pass ask for another).

@@ -1,8 +1,8 @@
-import { conflict } from '../core/errors/domain-error';
-import { git } from '../core/git/git';
+import { DomainError, conflict } from '../core/errors/domain-error';
 import type { MessagesService } from '../messages/messages.service';
 import type { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
-import { commitIdentity, uncommittedFiles } from './landing-git';
+import type { WorktreesService } from '../worktrees/worktrees.service';
+import { changedPaths } from './landing-git';
 
 // What every land method shares, local or pull request: the same refusals in the same words, the
 // same commit of pending work, the same summary of the conversation.
@@ -28,34 +28,48 @@ export function refuseUnlandable(requirement: RequirementResponseDto): void {
   }
 }
 
+/** What a land with `expectedHead` refuses when the work is no longer what the person was shown. */
+export function headMoved(requirement: RequirementResponseDto, shown: string, now: string | null): DomainError {
+  return conflict(
+    'head_moved',
+    `"${requirement.title}" changed since you looked at it (you were shown ${shown.slice(0, 12)}, its work is now ${now === null ? 'gone' : now.slice(0, 12)}): look at its changes again, then land`,
+    now === null ? [] : [now],
+  );
+}
+
 /**
- * Uncommitted work in the Requirement's worktree (untracked files included): refused with
- * `worktree_dirty`, naming the files, or — with `commitPending` — committed on its branch first.
- * The caller holds the worktree (no run can start meanwhile). Returns whether it committed.
+ * What a land or a pull request takes (issue 44 §3; the caller holds the Requirement, no run is
+ * active): the agent's work imported now into the person's repository. Refused with head_moved
+ * when it is not the work the person was shown (`expectedHead`), with import_refused when the
+ * agent's repository could not be imported, with worktree_dirty (naming the files) when work is
+ * left uncommitted and `commitPending` is not asked — with it, the snapshot of that work, which
+ * is what Changes showed, becomes the branch's commit first. Returns the branch's head to land.
  */
-export async function commitPendingWork(requirement: RequirementResponseDto, commitPending: boolean | undefined): Promise<boolean> {
-  const worktree = requirement.worktree?.path ?? null;
-  if (worktree === null) {
-    return false;
+export async function takeWork(worktrees: WorktreesService, requirement: RequirementResponseDto, options: { commitPending?: boolean; expectedHead?: string }): Promise<string> {
+  const imported = await worktrees.importWork(requirement.id);
+  if (imported.error !== null) {
+    throw conflict('import_refused', `the work of "${requirement.title}" could not be imported from its agent's repository: ${imported.error}`);
   }
-  const uncommitted = await uncommittedFiles(worktree, true);
-  if (uncommitted.length === 0) {
-    return false;
+  if (imported.head === null) {
+    throw conflict('nothing_to_land', `the branch ${requirement.worktree?.branch ?? ''} of "${requirement.title}" no longer exists`);
   }
-  if (!commitPending) {
+  const shown = imported.work ?? imported.head;
+  if (options.expectedHead !== undefined && options.expectedHead !== shown) {
+    throw headMoved(requirement, options.expectedHead, shown);
+  }
+  if (!imported.dirty || imported.work === null) {
+    return imported.head;
+  }
+  if (!options.commitPending) {
+    const top = (await worktrees.personTop()) as string;
+    const uncommitted = await changedPaths(top, imported.head, imported.work);
     throw conflict(
       'worktree_dirty',
       `"${requirement.title}" has uncommitted work in its worktree (${listed(uncommitted)}): ask its agent to commit it, or land with commitPending to commit it first`,
       uncommitted,
     );
   }
-  await git(['add', '-A', '--', '.'], { cwd: worktree, timeoutMs: 5 * 60_000 });
-  await git(['commit', '-q', '--no-verify', '-m', `Uncommitted work of "${requirement.title}"\n\nCommitted by Agent Manager before landing (Requirement ${requirement.id}).`], {
-    cwd: worktree,
-    env: await commitIdentity(worktree),
-    timeoutMs: 5 * 60_000,
-  });
-  return true;
+  return worktrees.commitPending(requirement.id, imported);
 }
 
 /** The longest summary taken from the conversation (a squashed commit's body, a PR's). */

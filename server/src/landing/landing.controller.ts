@@ -30,14 +30,14 @@ export class LandingController {
   @ApiNotFoundResponse()
   @ApiConflictResponse({
     description:
-      'land_conflict (details: the files), worktree_dirty, base_checked_out_dirty, run_active, nothing_to_land, not_landable, base_not_branch, base_moved; for pull_request: github_remote_missing, github_token_missing, push_failed, pull_request_failed',
+      "land_conflict (details: the files), worktree_dirty, head_moved (the work changed since expectedHead), import_refused (the agent's repository could not be imported), base_checked_out_dirty, run_active, nothing_to_land, not_landable, base_not_branch, base_moved; for pull_request: github_remote_missing, github_token_missing, push_failed, pull_request_failed",
   })
   async landRequirement(@Param('id') id: string, @Body() body: LandRequirementDto, @Actor() actor: EventActor): Promise<LandResponseDto> {
     if (body.method === 'pull_request') {
-      const opened = await this.pullRequests.open(id, { commitPending: body.commitPending }, actor);
+      const opened = await this.pullRequests.open(id, { commitPending: body.commitPending, expectedHead: body.expectedHead }, actor);
       return { commit: null, method: body.method, pullRequest: opened.pullRequest, requirement: opened.requirement };
     }
-    const landed = await this.landing.land(id, { commitPending: body.commitPending, markDone: body.markDone, method: body.method }, actor);
+    const landed = await this.landing.land(id, { commitPending: body.commitPending, expectedHead: body.expectedHead, markDone: body.markDone, method: body.method }, actor);
     return { commit: landed.commit, method: body.method, pullRequest: null, requirement: landed.requirement };
   }
 
@@ -60,9 +60,9 @@ export class LandingController {
   @ApiCreatedResponse({ type: LandingQueueResponseDto })
   @ApiBadRequestResponse()
   @ApiNotFoundResponse()
-  @ApiConflictResponse({ description: 'already_queued, queue_full, requirement_cancelled, not_landable' })
+  @ApiConflictResponse({ description: 'already_queued, queue_full, requirement_cancelled, not_landable, head_moved' })
   queueLanding(@Body() body: QueueLandingDto, @Actor() actor: EventActor): Promise<LandingQueueResponseDto> {
-    return this.queue.add(body.requirementId, body.method, actor);
+    return this.queue.add(body.requirementId, body.method, actor, body.expectedHead ?? null);
   }
 
   @Put('landing-queue')

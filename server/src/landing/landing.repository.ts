@@ -17,7 +17,9 @@ export interface RadarCandidate {
   branch: string;
   baseRef: string | null;
   baseSha: string | null;
-  worktreePath: string | null;
+  /** What the last import of its work brought: the branch's head, and that head with its uncommitted files (when dirty). */
+  headSha: string | null;
+  workSha: string | null;
   dirty: boolean;
   refreshedAt: string | null;
   landing: RequirementLandingEntity | null;
@@ -63,13 +65,14 @@ export class LandingRepository {
         baseSha: w.baseSha,
         branch: w.branch as string,
         dirty: Boolean(w.dirty),
+        headSha: w.headSha,
         // SQLite hands booleans back as 0/1.
         landing: r.landing ? { ...r.landing, mergesCleanly: r.landing.mergesCleanly === null ? null : Boolean(r.landing.mergesCleanly) } : null,
         refreshedAt: w.refreshedAt,
         requirementId: r.id,
         status: r.status,
         title: r.title,
-        worktreePath: w.removedAt === null ? w.path : null,
+        workSha: w.workSha,
       };
     });
   }

@@ -6,7 +6,6 @@ import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import { DomainEvents } from '../core/domain-events';
 import { DomainError, conflict } from '../core/errors/domain-error';
-import { git } from '../core/git/git';
 import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
@@ -15,7 +14,7 @@ import { RequirementsService } from '../requirements/requirements.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import { ConflictRadar } from './conflict-radar.service';
-import { agentSummary, commitPendingWork, listed, refuseUnlandable } from './landing-work';
+import { agentSummary, headMoved, listed, refuseUnlandable, takeWork } from './landing-work';
 import {
   commitFacts,
   commitTree,
@@ -35,6 +34,12 @@ import { LandingRepository } from './landing.repository';
 
 export interface LocalLand {
   method: LocalLandMethod;
+  /**
+   * The work the person was shown (Changes' headSha: the branch with its uncommitted files when
+   * there were any): a land takes exactly that or is refused with head_moved. Absent: the work as
+   * it is now.
+   */
+  expectedHead?: string;
   /** Commit the worktree's uncommitted work on its branch first, instead of refusing. */
   commitPending?: boolean;
   /** Confirm the Requirement done once landed (when it waits for confirmation). Default true. */
@@ -117,14 +122,13 @@ export class LandingService implements OnApplicationBootstrap {
       }
     }
     const branch = requirement.worktree?.branch as string;
-    const worktree = requirement.worktree?.path ?? null;
-    await commitPendingWork(requirement, options.commitPending);
+    const taken = await takeWork(this.worktrees, requirement, options);
     for (let attempt = 1; ; attempt += 1) {
       const head = await resolve(top, `refs/heads/${branch}`);
-      const base = await resolve(top, `refs/heads/${baseRef}`);
-      if (head === null) {
-        throw conflict('nothing_to_land', `the branch ${branch} of "${requirement.title}" no longer exists`);
+      if (head !== taken) {
+        throw headMoved(requirement, taken, head);
       }
+      const base = await resolve(top, `refs/heads/${baseRef}`);
       if (base === null) {
         throw conflict('base_not_branch', `the base branch ${baseRef} no longer exists`);
       }
@@ -167,7 +171,9 @@ export class LandingService implements OnApplicationBootstrap {
         throw conflict('base_moved', `${baseRef} kept moving while "${requirement.title}" was being landed: land again`);
       }
       if (options.method !== 'merge') {
-        await this.followBranch(top, worktree, branch, head, landed);
+        await this.worktrees
+          .followLand(id, head, landed)
+          .catch((err: unknown) => this.logger.warn(`the branch ${branch} stays where it was after its land: ${(err as Error).message}`));
       }
       return this.record(id, landed, options.method, actor, options.markDone !== false);
     }
@@ -218,28 +224,6 @@ export class LandingService implements OnApplicationBootstrap {
     }
     const summary = await agentSummary(this.messages, requirement.id);
     return commitTree(top, merged.tree, [base], `${requirement.title}\n\n${summary ? `${summary}\n\n` : ''}Requirement: ${requirement.id}`);
-  }
-
-  /**
-   * After a squash or a rebase the branch points at what landed, so that it reads as merged (the
-   * worktree rules delete merged branches) and later work continues from the landed base. In its
-   * worktree (clean: checked above) with `reset --keep`, which refuses rather than lose anything.
-   */
-  private async followBranch(top: string, worktree: string | null, branch: string, head: string, landed: string): Promise<void> {
-    try {
-      if (worktree !== null && (await this.workspace.isWorktree(worktree))) {
-        // Only the branch as it was landed: a commit made there since stays where it is.
-        if ((await resolve(worktree, 'HEAD')) !== head) {
-          this.logger.warn(`the branch ${branch} moved while it was being landed; it stays where it is`);
-          return;
-        }
-        await git(['reset', '-q', '--keep', landed], { cwd: worktree, timeoutMs: 5 * 60_000 });
-      } else {
-        await compareAndSwap(top, `refs/heads/${branch}`, landed, head, 'agent-manager: follow the land');
-      }
-    } catch (err) {
-      this.logger.warn(`the branch ${branch} stays where it was after its land: ${(err as Error).message}`);
-    }
   }
 
   /** Records the land, meets what waits for the merge, and confirms the Requirement done when asked. */

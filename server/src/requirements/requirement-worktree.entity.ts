@@ -1,6 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
-import type { IsolationMode } from '@libs/contracts';
+import type { IsolationMode, WorktreeLayout } from '@libs/contracts';
 
 /**
  * Where one Requirement's agent works (issue 14): written when the Requirement is created (its
@@ -22,7 +22,14 @@ export class RequirementWorktreeEntity {
   /** The agent's folder inside the worktree (a monorepo's package), fixed at creation: a resumed session keeps its cwd. */
   @Column('varchar', { nullable: true }) subdirectory!: string | null;
   @Column('varchar', { nullable: true }) baseSha!: string | null;
+  /** The Requirement's branch as last imported into the person's repository (or read there, for a linked worktree). */
   @Column('varchar', { nullable: true }) headSha!: string | null;
+  /** How the working copy is made: set when it is (null before, and in place). */
+  @Column('varchar', { nullable: true }) layout!: WorktreeLayout | null;
+  /** The last import's snapshot: headSha with the uncommitted and untracked files on top (headSha when clean). */
+  @Column('varchar', { nullable: true }) workSha!: string | null;
+  /** Why the last import was refused, or null when it was taken. */
+  @Column('varchar', { nullable: true }) importError!: string | null;
   @Column('integer') ahead!: number;
   @Column('integer') behind!: number;
   @Column('boolean') dirty!: boolean;

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 
 import type { AgentAdapter, NormalizedEvent } from '../agents/agent-adapter';
-import { AgentSandbox } from '../agents/agent-sandbox';
+import { AgentSandbox, SandboxGit } from '../agents/agent-sandbox';
 import type { RdWorkPlace } from '../agents/prompt';
 import { ClaudeCodeAdapter } from '../agents/claude-code.adapter';
 import { CodexAdapter } from '../agents/codex.adapter';
@@ -18,7 +18,7 @@ import { MessagesService } from '../messages/messages.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
 import { RequirementsService } from '../requirements/requirements.service';
-import { GitDirectories, WorkspaceGit } from '../worktrees/workspace-git.service';
+import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import type { ActiveRun } from './active-run';
 import { AgentEnvironmentService } from '../agents/agent-environment.service';
@@ -69,7 +69,7 @@ export class RunLauncher {
     // before anything was consumed.
     let cwd = active.cwd ?? this.input.workspace;
     let workTree = cwd;
-    let gitDirs: GitDirectories | null = null;
+    let gitDirs: SandboxGit | null = null;
     let placeEnv: Record<string, string> = {};
     // The run's private temporary directory (its TMPDIR; concealed from every other run), removed when it ends.
     const tmp = this.sandbox.makeTemporary(run.id);
@@ -99,7 +99,7 @@ export class RunLauncher {
         return;
       }
     } else {
-      gitDirs = await this.workspace.gitDirectories(cwd);
+      gitDirs = await this.workspace.sandboxGitFor(cwd);
     }
     active.preparing = null;
     // A reviewer's input is fixed when it is requested; an RD run reads its captured messages,

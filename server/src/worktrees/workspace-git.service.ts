@@ -7,11 +7,12 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { EventActor } from '@libs/contracts';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
-import { conflict } from '../core/errors/domain-error';
+import { DomainError, conflict, unavailable } from '../core/errors/domain-error';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { workspaceKey } from '../core/workspace/workspace';
 import { audit } from '../events/event-log.service';
 import { runBounded } from '../core/process/bounded-process';
+import type { SandboxGit } from '../agents/agent-sandbox';
 import type { WorkspaceGitResponseDto, WorkspaceGitState } from './dto/workspace.dto';
 import { GitError, git, gitSucceeds, workspaceGitState } from '../core/git/git';
 import { KeyedLock } from './keyed-lock';
@@ -50,6 +51,7 @@ export class WorkspaceGit {
   /** `git worktree add/remove/prune` and branch changes of one repository, one at a time. */
   private readonly repositoryLock = new KeyedLock();
   private lfs: Promise<boolean> | null = null;
+  private seen: Promise<boolean> | null = null;
   private usage: { at: number; figure: Promise<{ bytes: number; count: number }> } | null = null;
 
   constructor(
@@ -89,9 +91,110 @@ export class WorkspaceGit {
     return { bytes: kib * 1024, count: entries.length };
   }
 
-  /** The workspace's git facts, asked fresh (a person may `git init` or switch branches any time). */
+  /** The workspace's git facts, asked fresh (a person may `git init` or switch branches any time); null when git cannot say. */
   async gitWorkspace(): Promise<GitWorkspace | null> {
     return (await this.workspaceFacts()).repo;
+  }
+
+  /** The workspace's git facts, or nothing known where git failed (for what only reports). */
+  async workspaceFacts(): Promise<{ repo: GitWorkspace | null; git: GitDirectories | null }> {
+    const facts = await this.askFacts();
+    return 'failure' in facts ? { git: null, repo: null } : facts;
+  }
+
+  /**
+   * The facts a worktree needs, or 503 `workspace_git_unavailable` (issue 44 §4): a git that
+   * fails or times out is an error, never an answer, and a workspace once seen as a repository
+   * with a commit that now seems none is not taken at its word (its HEAD's branch deleted, a
+   * FIFO in its objects): nothing is made in place because of it.
+   */
+  async repositoryFacts(): Promise<{ repo: GitWorkspace; git: GitDirectories }> {
+    const facts = await this.askFacts();
+    if ('failure' in facts) {
+      throw this.unavailable(facts.failure);
+    }
+    if (facts.repo === null || facts.git === null) {
+      throw this.unavailable(facts.git === null ? 'it is no longer a git repository' : 'its HEAD names no commit (its branch was deleted or is broken)');
+    }
+    return { git: facts.git, repo: facts.repo };
+  }
+
+  /**
+   * In place: the facts, or 503 when git fails on a workspace seen as a repository (the sandbox
+   * must know the git directory it protects); where it never was one, nothing (as without git).
+   */
+  async inPlaceFacts(): Promise<{ repo: GitWorkspace | null; git: GitDirectories | null }> {
+    const facts = await this.askFacts();
+    if ('failure' in facts) {
+      if (await this.seenAsRepository()) {
+        throw this.unavailable(facts.failure);
+      }
+      return { git: null, repo: null };
+    }
+    return facts;
+  }
+
+  /**
+   * What a reviewer's sandbox must know of git where it works: the person's repository when that
+   * is the workspace itself (in place), else the reviewer's own repository borrowing its objects.
+   */
+  async sandboxGitFor(cwd: string): Promise<SandboxGit | null> {
+    const facts = await this.workspaceFacts();
+    if (facts.git === null) {
+      return null;
+    }
+    const [real, root] = await Promise.all([fs.realpath(cwd).catch(() => cwd), fs.realpath(this.runtime.paths.root).catch(() => this.runtime.paths.root)]);
+    return real === root ? { ...facts.git, kind: 'shared' } : { kind: 'own', personCommonDir: facts.git.commonDir };
+  }
+
+  /**
+   * What a new Requirement's place is decided from: the repository, or null where the workspace is
+   * not one with a commit (nor ever was: git not even installed counts) — but 503 when git fails
+   * on a workspace seen as a repository, or when it was one and now seems not.
+   */
+  async placeFacts(): Promise<GitWorkspace | null> {
+    const facts = await this.askFacts();
+    if ('failure' in facts) {
+      if (await this.seenAsRepository()) {
+        throw this.unavailable(facts.failure);
+      }
+      return null;
+    }
+    if (facts.repo === null && (await this.seenAsRepository())) {
+      throw this.unavailable(facts.git === null ? 'it is no longer a git repository' : 'its HEAD names no commit (its branch was deleted or is broken)');
+    }
+    return facts.repo;
+  }
+
+  private unavailable(why: string): DomainError {
+    return unavailable(
+      'workspace_git_unavailable',
+      `git cannot be trusted on the workspace ${this.runtime.paths.root} now: ${why}. Nothing was made in place instead; fix the repository and try again` +
+        ' (or, to work in the checkout itself on purpose, create the Requirement with isolation "in_place")',
+    );
+  }
+
+  /** Whether this workspace was ever seen as a repository with a commit (recorded in its data directory). */
+  private async seenAsRepository(): Promise<boolean> {
+    this.seen ??= fs
+      .stat(this.seenMarker())
+      .then(() => true)
+      .catch(() => false);
+    return this.seen;
+  }
+
+  private seenMarker(): string {
+    return path.join(this.runtime.paths.dataDirectory, 'workspace-repository');
+  }
+
+  private async recordSeen(top: string): Promise<void> {
+    if (await this.seenAsRepository()) {
+      return;
+    }
+    this.seen = Promise.resolve(true);
+    await fs
+      .writeFile(this.seenMarker(), `${top}\n`, { mode: 0o600 })
+      .catch((err: unknown) => this.logger.warn(`could not record that the workspace is a repository: ${(err as Error).message}`));
   }
 
   /**
@@ -99,32 +202,39 @@ export class WorkspaceGit {
    * them, and twenty runs starting at once queued over a hundred gits through the one spawner
    * (the top, the git directory whose HEAD names the branch, the shared git directory, and HEAD's
    * commit: exit 1, nothing printed for it, before the first commit; the directories are there
-   * then, the repository facts are not).
+   * then, the repository facts are not). Outside a repository git says so (exit 128); any other
+   * failure is one, with its reason.
    */
-  async workspaceFacts(): Promise<{ repo: GitWorkspace | null; git: GitDirectories | null }> {
+  private async askFacts(): Promise<{ repo: GitWorkspace | null; git: GitDirectories | null } | { failure: string }> {
     const cwd = this.runtime.paths.root;
+    let out;
     try {
-      const out = await git(['rev-parse', '--path-format=absolute', '--show-toplevel', '--git-dir', '--git-common-dir', '--verify', '-q', 'HEAD^{commit}'], {
+      out = await git(['rev-parse', '--path-format=absolute', '--show-toplevel', '--git-dir', '--git-common-dir', '--verify', '-q', 'HEAD^{commit}'], {
         cwd,
         okCodes: [0, 1],
         timeoutMs: QUICK_TIMEOUT_MS,
       });
-      const lines = out.stdout.trim().split('\n');
-      const [top = '', gitDir = '', commonDir = '', head = ''] = lines;
-      if (lines.length !== (out.code === 0 ? 4 : 3) || top === '' || gitDir === '' || commonDir === '') {
+    } catch (err) {
+      if (err instanceof GitError && err.code === 128 && /not a git repository/i.test(err.stderr)) {
         return { git: null, repo: null };
       }
-      const directories = { commonDir: await fs.realpath(commonDir), gitDir: await fs.realpath(gitDir) };
-      if (out.code !== 0 || head === '') {
-        return { git: directories, repo: null };
-      }
-      return { git: directories, repo: { branch: await this.checkedOutBranch(cwd, gitDir), head, top: await fs.realpath(top) } };
-    } catch (err) {
       if (err instanceof GitError && err.code === null && !err.timedOut) {
         this.logger.warn(`git is not available: ${err.message}`);
       }
-      return { git: null, repo: null };
+      return { failure: (err as Error).message };
     }
+    const lines = out.stdout.trim().split('\n');
+    const [top = '', gitDir = '', commonDir = '', head = ''] = lines;
+    if (lines.length !== (out.code === 0 ? 4 : 3) || top === '' || gitDir === '' || commonDir === '') {
+      return out.code === 0 ? { failure: `git rev-parse gave an answer that is not one (${lines.length} lines)` } : { git: null, repo: null };
+    }
+    const directories = { commonDir: await fs.realpath(commonDir), gitDir: await fs.realpath(gitDir) };
+    if (out.code !== 0 || head === '') {
+      return { git: directories, repo: null };
+    }
+    const repo = { branch: await this.checkedOutBranch(cwd, gitDir), head, top: await fs.realpath(top) };
+    await this.recordSeen(repo.top);
+    return { git: directories, repo };
   }
 
   /**

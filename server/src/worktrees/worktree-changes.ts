@@ -1,4 +1,3 @@
-import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 
 import type { ChangedFile, ChangedFileStatus } from '@libs/contracts';
@@ -11,9 +10,6 @@ export const CHANGES_MAX_FILES = 5000;
 export const CHANGES_TIMEOUT_MS = 10_000;
 /** A file's diff is cut after this many bytes. */
 export const DIFF_MAX_BYTES = 2 * 1024 * 1024;
-/** Untracked files larger than this are listed without a line count. */
-const UNTRACKED_COUNT_MAX_BYTES = 1024 * 1024;
-const BINARY_SNIFF_BYTES = 8000;
 
 function statusOf(letter: string): ChangedFileStatus {
   switch (letter[0]) {
@@ -76,74 +72,23 @@ export function parseRawNumstat(output: string): ChangedFile[] {
   return files;
 }
 
-/** Line count and binary flag of an untracked file, read with a bound. */
-async function untrackedFile(root: string, relative: string): Promise<ChangedFile> {
-  const file: ChangedFile = { additions: 0, binary: false, deletions: 0, oldPath: null, path: relative, status: 'added' };
-  try {
-    const absolute = path.join(root, relative);
-    const stat = await fs.lstat(absolute);
-    if (!stat.isFile()) {
-      // A symlink is one line (its target), as git shows it once added.
-      file.additions = stat.isSymbolicLink() ? 1 : 0;
-      return file;
-    }
-    if (stat.size > UNTRACKED_COUNT_MAX_BYTES) {
-      const handle = await fs.open(absolute, 'r');
-      try {
-        const head = Buffer.alloc(BINARY_SNIFF_BYTES);
-        const { bytesRead } = await handle.read(head, 0, BINARY_SNIFF_BYTES, 0);
-        file.binary = head.subarray(0, bytesRead).includes(0);
-      } finally {
-        await handle.close();
-      }
-      return file;
-    }
-    const bytes = await fs.readFile(absolute);
-    file.binary = bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0);
-    if (!file.binary && bytes.length > 0) {
-      let lines = 0;
-      for (let at = bytes.indexOf(10); at !== -1; at = bytes.indexOf(10, at + 1)) {
-        lines += 1;
-      }
-      file.additions = bytes[bytes.length - 1] === 10 ? lines : lines + 1;
-    }
-  } catch {
-    // Gone meanwhile: listed as added with nothing counted.
-  }
-  return file;
-}
-
 /**
- * Committed, uncommitted and untracked work of a worktree against `mergeBase`: tracked files
- * through one `git diff` of the working tree against that commit, untracked ones (not ignored)
- * read directly. Bounded in files, bytes and time.
+ * What changed between two commits of the person's repository — the merge base and the agent's
+ * imported work (its branch with its uncommitted files on top) — through one `git diff` of the
+ * two trees. Bounded in files, bytes and time.
  */
-export async function listChanges(worktree: string, mergeBase: string, links: readonly string[] = []): Promise<{ files: ChangedFile[]; truncated: boolean }> {
-  const options = { allowTruncated: true, cwd: worktree, maxBytes: 32 * 1024 * 1024, timeoutMs: CHANGES_TIMEOUT_MS };
-  const [tracked, untracked] = await Promise.all([
-    git(['diff', '-z', '--raw', '--numstat', '-M', '--no-color', '--no-ext-diff', '--ignore-submodules=dirty', mergeBase, '--'], options),
-    // Linked paths (node_modules → the checkout's) are the manager's doing, not the agent's work.
-    git(['ls-files', '-z', '--others', '--exclude-standard', ...links.map((link) => `--exclude=/${link}`)], options),
-  ]);
-  let truncated = tracked.truncated || untracked.truncated;
+export async function listChanges(top: string, mergeBase: string, work: string): Promise<{ files: ChangedFile[]; truncated: boolean }> {
+  const out = await git(['diff', '-z', '--raw', '--numstat', '-M', '--no-color', '--no-ext-diff', mergeBase, work, '--'], {
+    allowTruncated: true,
+    cwd: top,
+    maxBytes: 32 * 1024 * 1024,
+    timeoutMs: CHANGES_TIMEOUT_MS,
+  });
   // A cut output lacks some counts (and may end in a partial record): the answer says truncated.
-  const trackedFiles = parseRawNumstat(tracked.stdout);
-  const files = trackedFiles.slice(0, CHANGES_MAX_FILES);
-  const untrackedPaths = untracked.stdout.split('\0').filter((p) => p !== '');
-  if (untracked.truncated) {
-    untrackedPaths.pop();
-  }
-  const room = CHANGES_MAX_FILES - files.length;
-  if (trackedFiles.length > CHANGES_MAX_FILES || untrackedPaths.length > room) {
-    truncated = true;
-  }
-  const taken = untrackedPaths.slice(0, Math.max(0, room));
-  // Read a few at a time: thousands of open files at once would hit the descriptor limit.
-  for (let start = 0; start < taken.length; start += 64) {
-    files.push(...(await Promise.all(taken.slice(start, start + 64).map((p) => untrackedFile(worktree, p)))));
-  }
+  const listed = parseRawNumstat(out.stdout);
+  const files = listed.slice(0, CHANGES_MAX_FILES);
   files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  return { files, truncated };
+  return { files, truncated: out.truncated || listed.length > CHANGES_MAX_FILES };
 }
 
 /** Pathspecs that leave the linked paths out of a `git status`. */
@@ -180,19 +125,17 @@ export function worktreeRelativePath(file: string): string | null {
   return normalized;
 }
 
-/** A file's unified diff against `mergeBase` (tracked), or against nothing (untracked). */
-export async function fileDiff(worktree: string, mergeBase: string, file: string, oldPath: string | null): Promise<{ diff: string; truncated: boolean }> {
-  const options = { allowTruncated: true, cwd: worktree, maxBytes: DIFF_MAX_BYTES, timeoutMs: CHANGES_TIMEOUT_MS };
+/**
+ * A file's unified diff between the merge base and the agent's work, in the person's repository.
+ * The path is literal (`:(literal)`), never a pattern: `*` or `:(glob)` in a name is that name.
+ */
+export async function fileDiff(top: string, mergeBase: string, work: string, file: string, oldPath: string | null): Promise<{ diff: string; truncated: boolean }> {
   const paths = oldPath && oldPath !== file ? [oldPath, file] : [file];
-  const tracked = await git(['diff', '-M', '--no-color', '--no-ext-diff', mergeBase, '--', ...paths], options);
-  if (tracked.stdout !== '') {
-    return { diff: tracked.stdout, truncated: tracked.truncated };
-  }
-  const ignored = await git(['ls-files', '-z', '--others', '--exclude-standard', '--', file], options);
-  if (ignored.stdout === '') {
-    return { diff: '', truncated: false };
-  }
-  // Untracked: the whole file as added (exit 1 means "they differ").
-  const untracked = await git(['diff', '--no-index', '--no-color', '--no-ext-diff', '--', '/dev/null', file], { ...options, okCodes: [0, 1] });
-  return { diff: untracked.stdout, truncated: untracked.truncated };
+  const out = await git(['diff', '-M', '--no-color', '--no-ext-diff', mergeBase, work, '--', ...paths.map((p) => `:(literal)${p}`)], {
+    allowTruncated: true,
+    cwd: top,
+    maxBytes: DIFF_MAX_BYTES,
+    timeoutMs: CHANGES_TIMEOUT_MS,
+  });
+  return { diff: out.stdout, truncated: out.truncated };
 }

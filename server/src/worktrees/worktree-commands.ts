@@ -1,7 +1,7 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 
-import type { AgentSandbox } from '../agents/agent-sandbox';
+import type { AgentSandbox, SandboxGit } from '../agents/agent-sandbox';
 import { RUN_MARKER_VARIABLE, killRunTree } from '../agents/process-tree';
 import { scrubbedEnvironment } from '../core/scrubbed-environment';
 import { runBounded } from '../core/process/bounded-process';
@@ -45,8 +45,8 @@ export interface HookContext {
   /** The worktree's top (what the hook may write) and its working directory inside it. */
   worktree: string;
   cwd: string;
-  /** git's directories of the worktree (what a commit in it writes), or null. */
-  git: { gitDir: string; commonDir: string } | null;
+  /** What of git the sandbox must know (the agent's own repository, or the person's in place), or null. */
+  git: SandboxGit | null;
   /** The run's private temporary directory, or null (teardown). */
   tmp: string | null;
   /** The run marker (a run's id for setup): every process of the hook carries it, so a stop, the shutdown and the startup sweep find them. */

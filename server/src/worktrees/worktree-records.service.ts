@@ -35,8 +35,10 @@ function emptyRow(requirementId: string, updatedAt: string, isolation: Requireme
     createdAt: null,
     dirty: false,
     headSha: null,
+    importError: null,
     isolation,
     lastRunAt: null,
+    layout: null,
     path: null,
     portBase: null,
     refreshedAt: null,
@@ -45,6 +47,7 @@ function emptyRow(requirementId: string, updatedAt: string, isolation: Requireme
     setupAt: null,
     subdirectory: null,
     updatedAt,
+    workSha: null,
   };
 }
 
@@ -73,18 +76,7 @@ export class WorktreeRecords {
    */
   @OnDomainEvent('requirement.creating')
   async placeFor(input: NewRequirement): Promise<CreatingStager> {
-    const repo = await this.workspace.gitWorkspace();
-    const asked = input.isolation ?? (input.baseRef !== undefined ? 'worktree' : this.configuration.get('isolation'));
-    if (repo === null && (input.isolation === 'worktree' || input.baseRef !== undefined)) {
-      throw invalid(
-        'worktree_unavailable',
-        `the workspace ${this.runtime.paths.root} is not a git repository with a commit, so it cannot have worktrees; use isolation "in_place"`,
-      );
-    }
-    if (asked === 'in_place' && input.baseRef !== undefined) {
-      throw invalid('base_ref_in_place', 'baseRef needs isolation "worktree": in place the agent works on whatever the checkout has');
-    }
-    const isolation = repo === null ? 'in_place' : asked;
+    const { isolation, repo } = await this.isolationFor(input);
     let baseRef: string | null = null;
     if (isolation === 'worktree' && repo !== null) {
       baseRef = input.baseRef ?? repo.branch ?? repo.head;
@@ -97,6 +89,44 @@ export class WorktreeRecords {
       this.repository.insert(tx, row);
       requirement.worktree = row;
     };
+  }
+
+  /**
+   * Where a new Requirement works (issue 44 §4). In place only by the person's choice — on the
+   * request, or by configuration — or where the workspace has never been a repository with a
+   * commit; a git that fails, or a repository that seems gone, is a 503, never "in place". An
+   * agent never gets a place it does not have: not in place when it asks, and not in place below
+   * a Requirement of its own that is contained in a worktree.
+   */
+  private async isolationFor(input: NewRequirement): Promise<{ isolation: 'worktree' | 'in_place'; repo: GitWorkspace | null }> {
+    const fromAgent = input.createdBy !== 'human';
+    const refuseAgent = (why: string) =>
+      conflict('in_place_not_for_agents', `an agent cannot propose work that runs in place, in the person's checkout (${why}); only a person chooses that`);
+    if (fromAgent && input.isolation === 'in_place') {
+      throw refuseAgent('isolation "in_place" was asked for');
+    }
+    if (input.isolation === 'in_place' && input.baseRef !== undefined) {
+      throw invalid('base_ref_in_place', 'baseRef needs isolation "worktree": in place the agent works on whatever the checkout has');
+    }
+    if (input.isolation === 'in_place') {
+      return { isolation: 'in_place', repo: null };
+    }
+    const repo = await this.workspace.placeFacts();
+    if (repo === null && (input.isolation === 'worktree' || input.baseRef !== undefined)) {
+      throw invalid(
+        'worktree_unavailable',
+        `the workspace ${this.runtime.paths.root} is not a git repository with a commit, so it cannot have worktrees; use isolation "in_place"`,
+      );
+    }
+    const asked = input.isolation ?? (input.baseRef !== undefined ? 'worktree' : this.configuration.get('isolation'));
+    const isolation = repo === null ? 'in_place' : asked;
+    if (fromAgent && isolation === 'in_place' && input.parentRequirementId) {
+      const parent = await this.repository.find(input.parentRequirementId);
+      if (parent?.isolation !== 'in_place') {
+        throw refuseAgent(repo === null ? 'the workspace is not a git repository with a commit now' : 'the configuration runs new Requirements in place');
+      }
+    }
+    return { isolation, repo };
   }
 
   /** The Requirement's row; one created before this table had rows for everything gets one, in place. */

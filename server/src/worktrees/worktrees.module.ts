@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 
 import { AgentsModule } from '../agents/agents.module';
+import { AgentWork } from './agent-work.service';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { ReviewWorktrees } from './review-worktrees.service';
 import { WorkspaceGit } from './workspace-git.service';
@@ -17,6 +18,6 @@ import { WorktreesService } from './worktrees.service';
   controllers: [WorkspaceController, WorktreesController],
   exports: [ReviewWorktrees, WorkspaceGit, WorktreesService],
   imports: [AgentsModule, RequirementsModule],
-  providers: [ReviewWorktrees, WorkspaceGit, WorktreeChanges, WorktreeRecords, WorktreeSweeper, WorktreesRepository, WorktreesService],
+  providers: [AgentWork, ReviewWorktrees, WorkspaceGit, WorktreeChanges, WorktreeRecords, WorktreeSweeper, WorktreesRepository, WorktreesService],
 })
 export class WorktreesModule {}

@@ -17,11 +17,14 @@ import { RUNTIME, Runtime } from '../core/runtime';
 import { SYSTEM_ACTOR } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
 import { GitError, git, gitSucceeds } from '../core/git/git';
+import type { SandboxGit } from '../agents/agent-sandbox';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import type { RequirementRows } from '../requirements/requirements.repository';
+import { createAgentRepository, followInAgentRepository, refreshBase } from './agent-repository';
+import { AgentWork, ImportedWork } from './agent-work.service';
 import { KeyedLock } from './keyed-lock';
+import { convertLinkedWorktree, linkedEntry } from './linked-worktree-conversion';
 import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
-import { WorktreeChanges } from './worktree-changes.service';
 import { runHook } from './worktree-commands';
 import { provideFiles } from './worktree-files';
 import { WorktreeRecords } from './worktree-records.service';
@@ -35,8 +38,8 @@ export interface RunPlace {
   env: Record<string, string>;
   /** The tree the agent may write: its worktree's top, or the checkout in place. */
   workTree: string;
-  /** git's directories for it, or null outside a repository. */
-  git: GitDirectories | null;
+  /** What of git the sandbox must know: the agent's own repository, or the person's in place; null outside a repository. */
+  git: SandboxGit | null;
   place: RdWorkPlace;
 }
 
@@ -105,7 +108,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
   private readonly shutdown = new AbortController();
 
   constructor(
-    private readonly changes: WorktreeChanges,
+    private readonly agentWork: AgentWork,
     private readonly clock: Clock,
     private readonly configuration: ConfigurationService,
     private readonly domainEvents: DomainEvents,
@@ -130,36 +133,39 @@ export class WorktreesService implements BeforeApplicationShutdown {
   prepareRun(requirementId: string, trace: Trace, run: RunPreparation): Promise<RunPlace> {
     return this.requirementLock.run(requirementId, async () => {
       const row = await this.records.findOrAdopt(requirementId);
-      const { git: rootGit, repo } = await this.workspace.workspaceFacts();
       const portBase = row.portBase ?? (await this.records.reservePorts(requirementId));
       const root = this.runtime.paths.root;
       const now = this.clock.nowIso();
       if (row.isolation === 'in_place') {
+        const { git: rootGit, repo } = await this.workspace.inPlaceFacts();
         // No event of its own: the run's end carries the Requirement with it (in place nothing else changes).
         await this.records.save(requirementId, { lastRunAt: now, path: root }, false);
         return {
           cwd: root,
           env: this.records.environment({ baseRef: '', branch: repo?.branch ?? '', port: portBase, worktree: root }),
-          git: rootGit,
+          git: rootGit === null ? null : { commonDir: rootGit.commonDir, gitDir: rootGit.gitDir, kind: 'shared' },
           place: { branch: repo?.branch ?? null, cwd: root, mode: 'in_place', reason: repo === null ? 'not_git' : 'chosen' },
           workTree: root,
         };
       }
-      if (repo === null) {
-        throw invalid('worktree_unavailable', `the workspace ${root} is no longer a git repository with a commit; its worktree cannot be made`);
-      }
-      const ready = await this.ensureWorktree(repo, { ...row, portBase }, trace);
+      // Never in place instead: a git that fails, or a repository that seems gone, is a 503 (issue 44 §4).
+      const facts = await this.workspace.repositoryFacts();
+      const ready = await this.ensureWorktree(facts, { ...row, portBase }, trace);
       const top = ready.path as string;
+      await this.refreshAgentBase(facts, ready, trace);
       const cwd = path.join(top, ready.subdirectory ?? '');
       await fs.mkdir(cwd, { recursive: true });
-      const env = this.records.environment({ baseRef: ready.baseRef ?? '', branch: ready.branch ?? '', port: portBase, worktree: top });
-      const [lfsEnv, gitDirs] = await Promise.all([this.workspace.lfsEnvironment(repo.top), this.workspace.gitDirectories(top)]);
+      const env = {
+        ...this.records.environment({ baseRef: ready.baseRef ?? '', branch: ready.branch ?? '', port: portBase, worktree: top }),
+        ...(await this.workspace.lfsEnvironment(facts.repo.top)),
+      };
+      const git: SandboxGit = { kind: 'own', personCommonDir: facts.git.commonDir };
       let setupAt: string | null = null;
       if (ready.setupAt === null) {
         const result = await runHook(this.sandbox, 'setup', this.configuration.get('worktreeSetupCommand'), {
           cwd,
-          env: { ...env, ...lfsEnv },
-          git: gitDirs,
+          env,
+          git,
           marker: run.marker,
           signal: run.signal,
           tmp: run.tmp,
@@ -177,12 +183,30 @@ export class WorktreesService implements BeforeApplicationShutdown {
       await this.records.save(requirementId, setupAt === null ? { lastRunAt: now } : { lastRunAt: now, setupAt }, false);
       return {
         cwd,
-        env: { ...env, ...lfsEnv },
-        git: gitDirs,
+        env,
+        git,
         place: { baseRef: ready.baseRef, baseSha: ready.baseSha, branch: ready.branch ?? '', checkout: root, cwd, mode: 'worktree', worktree: top },
         workTree: top,
       };
     });
+  }
+
+  /**
+   * Before a run: the agent's copy of its base branch at the base's commit in the person's
+   * repository (what "rebase onto the base" means). Only where the base is a local branch; an
+   * agent repository that fails the inspection fails the run (it would not be imported either).
+   */
+  private async refreshAgentBase(facts: { repo: GitWorkspace; git: GitDirectories }, row: RequirementWorktreeEntity, trace: Trace): Promise<void> {
+    if (row.baseRef === null || row.baseRef === row.branch) {
+      return;
+    }
+    const sha = await this.workspace.resolveCommit(facts.repo.top, `refs/heads/${row.baseRef}`);
+    if (sha !== null && row.layout === 'own_repository') {
+      await refreshBase(row.path as string, facts.git.commonDir, { ref: row.baseRef, sha }).catch((err: unknown) => {
+        // Its own repository, its own problem: the run goes on (and may repair it); its work is not imported meanwhile.
+        trace(lifecycle(`The base ${row.baseRef} could not be brought up to date in the agent's repository`, (err as Error).message, 'failed'));
+      });
+    }
   }
 
   /**
@@ -193,7 +217,10 @@ export class WorktreesService implements BeforeApplicationShutdown {
     return this.requirementLock.run(requirementId, body);
   }
 
-  /** After a run (and on demand): reads the branch's git state and publishes it with the Requirement. */
+  /**
+   * After a run (and on demand): the agent's work imported into the person's repository (its
+   * branch, its uncommitted files as a snapshot commit) and published with the Requirement.
+   */
   refresh(requirementId: string, actor: EventActor = SYSTEM_ACTOR): Promise<RequirementWorktreeEntity | null> {
     return this.requirementLock.run(requirementId, async () => {
       const row = await this.repository.find(requirementId);
@@ -201,18 +228,84 @@ export class WorktreesService implements BeforeApplicationShutdown {
         return row;
       }
       try {
-        // No run is active now (the next one waits for this lock): bring the worktree's own index
-        // up to date, so that later reads need not re-hash files git thinks "racily" clean.
-        await git(['update-index', '-q', '--refresh'], { cwd: row.path, env: { GIT_OPTIONAL_LOCKS: '1' }, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS }).catch(() => undefined);
-        const state = await this.changes.branchState(row);
-        const saved = await this.records.save(requirementId, { ...state, refreshedAt: this.clock.nowIso() }, true, actor);
-        this.domainEvents.notify('worktree.refreshed', saved);
-        return saved;
+        const imported = await this.agentWork.bring(requirementId, true, actor, true);
+        this.domainEvents.notify('worktree.refreshed', imported.row);
+        return imported.row;
       } catch (err) {
-        this.logger.warn(`could not read the git state of ${row.path}: ${(err as Error).message}`);
+        this.logger.warn(`could not import the work of ${requirementId} from ${row.path}: ${(err as Error).message}`);
         return row;
       }
     });
+  }
+
+  /** The person's repository's top, or null when the workspace is none now. */
+  async personTop(): Promise<string | null> {
+    return (await this.workspace.gitWorkspace())?.top ?? null;
+  }
+
+  /**
+   * The agent's work imported now (what a land, a pull request, a queued land or the agent's own
+   * radar question take; a land holds the Requirement, no run active).
+   */
+  importWork(requirementId: string): Promise<ImportedWork> {
+    return this.agentWork.bring(requirementId);
+  }
+
+  /**
+   * A land's `commitPending`: the snapshot of the uncommitted work becomes the branch's commit in
+   * the person's repository (moved only from the head just imported), and the agent's branch takes
+   * the same commit with its files as they are, so that nothing it has is lost or imported back
+   * over it. The caller holds the Requirement.
+   */
+  async commitPending(requirementId: string, imported: ImportedWork): Promise<string> {
+    const { head, work, row } = imported;
+    if (head === null || work === null || !imported.dirty) {
+      return head as string;
+    }
+    const { git: dirs, repo } = await this.workspace.repositoryFacts();
+    if (row.layout === 'own_repository' && row.path !== null && row.removedAt === null) {
+      await followInAgentRepository(row.path, dirs.commonDir, { absorb: work, head, to: null });
+    } else if (row.path !== null && row.removedAt === null) {
+      // A linked worktree (before its first run since issue 44): its index takes the snapshot too.
+      await git(['reset', '-q', '--mixed', work], { cwd: row.path, timeoutMs: QUICK_TIMEOUT_MS * 10 });
+    }
+    if (!(await gitSucceeds(['update-ref', '-m', 'agent-manager: commit pending work', `refs/heads/${row.branch}`, work, head], { cwd: repo.top, timeoutMs: QUICK_TIMEOUT_MS }))) {
+      throw conflict('head_moved', `the branch ${row.branch} moved while its pending work was being committed: look at its changes again, then land`);
+    }
+    await this.records.save(requirementId, { dirty: false, headSha: work, workSha: work }, true);
+    return work;
+  }
+
+  /**
+   * After a squash or rebase land: the branch points at what landed, so that it reads as merged
+   * and later work continues from the landed base — in the agent's repository first (`reset
+   * --keep`, refusing rather than losing anything, and only if it still has the head that
+   * landed), then in the person's (compare-and-swap). The caller holds the Requirement.
+   */
+  async followLand(requirementId: string, head: string, landed: string): Promise<void> {
+    const row = await this.repository.find(requirementId);
+    if (!row || row.branch === null) {
+      return;
+    }
+    const { git: dirs, repo } = await this.workspace.repositoryFacts();
+    const present = row.path !== null && row.removedAt === null && (await fs.stat(row.path).catch(() => null)) !== null;
+    if (present && row.layout === 'own_repository') {
+      if (!(await followInAgentRepository(row.path as string, dirs.commonDir, { absorb: null, head, to: landed }))) {
+        this.logger.warn(`the branch ${row.branch} moved in the agent's repository while it was being landed; it stays where it is`);
+        return;
+      }
+    } else if (present && (await linkedEntry(row.path as string, dirs.commonDir)) !== null) {
+      if ((await this.workspace.resolveCommit(row.path as string, 'HEAD')) !== head) {
+        this.logger.warn(`the branch ${row.branch} moved while it was being landed; it stays where it is`);
+        return;
+      }
+      await git(['reset', '-q', '--keep', landed], { cwd: row.path as string, timeoutMs: 5 * 60_000 });
+      await this.agentWork.bring(requirementId);
+      return;
+    }
+    if (await gitSucceeds(['update-ref', '-m', 'agent-manager: follow the land', `refs/heads/${row.branch}`, landed, head], { cwd: repo.top, timeoutMs: QUICK_TIMEOUT_MS })) {
+      await this.records.save(requirementId, { headSha: landed, workSha: landed }, false);
+    }
   }
 
   /**
@@ -262,8 +355,9 @@ export class WorktreesService implements BeforeApplicationShutdown {
       if (!row || row.isolation !== 'worktree' || row.branch === null || row.createdAt === null || row.removedAt !== null) {
         return null;
       }
+      // What the agent committed is imported first: the push reads the person's repository only.
+      const { head } = await this.agentWork.bring(requirementId);
       const repo = await this.workspace.gitWorkspace();
-      const head = repo === null ? null : await this.workspace.resolveCommit(repo.top, `refs/heads/${row.branch}`);
       return repo === null || head === null ? null : { branch: row.branch, head, top: repo.top };
     });
     if (target === null) {
@@ -314,11 +408,14 @@ export class WorktreesService implements BeforeApplicationShutdown {
       createdAt: null,
       dirty: false,
       headSha: moved.fetched ?? current.headSha,
+      importError: null,
+      layout: null,
       path: null,
       refreshedAt: null,
       removedAt: null,
       setupAt: null,
       updatedAt: this.clock.nowIso(),
+      workSha: moved.fetched ?? current.headSha,
     };
     this.repository.update(tx, rows.requirement.id, set);
     rows.requirement.worktree = { ...current, ...set };
@@ -344,14 +441,14 @@ export class WorktreesService implements BeforeApplicationShutdown {
   /** Teardown, patch of uncommitted work, removal, and the branch rule. The caller holds the Requirement's lock. */
   private async removeWorktree(row: RequirementWorktreeEntity, reason: string, savePatch = true): Promise<{ patch: string | null; branchDeleted: boolean }> {
     const top = row.path as string;
-    const repo = await this.workspace.gitWorkspace();
+    const facts = await this.workspace.workspaceFacts();
     let patch: string | null = null;
-    if (await this.workspace.isWorktree(top)) {
+    if ((await fs.lstat(path.join(top, '.git')).catch(() => null)) !== null) {
       const env = this.records.environment({ baseRef: row.baseRef ?? '', branch: row.branch ?? '', port: row.portBase ?? 0, worktree: top });
       const teardown = await runHook(this.sandbox, 'teardown', this.configuration.get('worktreeTeardownCommand'), {
         cwd: path.join(top, row.subdirectory ?? ''),
         env,
-        git: await this.workspace.gitDirectories(top),
+        git: facts.git === null ? null : { kind: 'own', personCommonDir: facts.git.commonDir },
         marker: `teardown-${row.requirementId}-${randomBytes(4).toString('hex')}`,
         signal: this.shutdown.signal,
         tmp: null,
@@ -360,17 +457,23 @@ export class WorktreesService implements BeforeApplicationShutdown {
       if (!teardown.ok) {
         this.logger.warn(`the teardown command of ${top} ${teardown.failure}; removing it anyway`);
       }
-      if (savePatch) {
-        patch = await this.savePatch(row, top);
+      if (savePatch && facts.repo !== null) {
+        patch = await this.savePatch(row).catch((err: unknown) => {
+          this.logger.warn(`could not save the uncommitted work of ${top}: ${(err as Error).message}`);
+          return null;
+        });
       }
     }
     let branchDeleted = false;
-    await this.workspace.inRepository(repo?.top ?? top, async () => {
-      await this.workspace.clear(repo?.top ?? null, top);
-      if (repo !== null && row.branch !== null) {
-        branchDeleted = await this.deleteBranchIfMerged(repo.top, row);
+    const linked = facts.git !== null && (await linkedEntry(top, facts.git.commonDir)) !== null;
+    await this.workspace.inRepository(facts.repo?.top ?? top, async () => {
+      // A linked worktree leaves an entry in the person's repository; an own repository is only its folder.
+      await this.workspace.clear(linked ? (facts.repo?.top ?? null) : null, top);
+      if (facts.repo !== null && row.branch !== null) {
+        branchDeleted = await this.deleteBranchIfMerged(facts.repo.top, row);
       }
     });
+    await this.agentWork.forget(row.requirementId);
     this.workspace.forgetDiskUsage();
     this.logger.log({ branch: row.branch, branchDeleted, msg: 'worktree removed', patch, reason, requirementId: row.requirementId, worktree: top });
     return { branchDeleted, patch };
@@ -389,30 +492,47 @@ export class WorktreesService implements BeforeApplicationShutdown {
     return gitSucceeds(['branch', '-D', '--', branch], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS });
   }
 
-  /** Uncommitted and untracked work as one binary patch against HEAD (through a private index), or null when clean. */
-  private async savePatch(row: RequirementWorktreeEntity, top: string): Promise<string | null> {
+  /**
+   * Everything the agent committed and left uncommitted, imported first: its uncommitted and
+   * untracked work as one binary patch on the branch's head, or null when clean. An import the
+   * agent's repository refused still saves the files, against the last head taken.
+   */
+  private async savePatch(row: RequirementWorktreeEntity): Promise<string | null> {
+    const imported = await this.agentWork.bring(row.requirementId, false);
+    const { head, work } = imported.error === null ? imported : await this.agentWork.snapshotOnRecorded(row.requirementId);
+    if (head === null || work === null || head === work) {
+      return null;
+    }
+    const repo = await this.workspace.gitWorkspace();
+    const diff = await git(['diff', '--binary', '--no-color', '--no-ext-diff', head, work], {
+      cwd: repo?.top ?? this.runtime.paths.root,
+      maxBytes: 512 * 1024 * 1024,
+      timeoutMs: CREATE_TIMEOUT_MS,
+    });
+    if (diff.stdout === '') {
+      return null;
+    }
     const dir = this.patchDirectory(row.requirementId);
     await fs.mkdir(dir, { mode: 0o700, recursive: true });
-    const index = path.join(dir, `.index-${process.pid}`);
-    try {
-      const env = { GIT_INDEX_FILE: index };
-      await git(['read-tree', 'HEAD'], { cwd: top, env, timeoutMs: CREATE_TIMEOUT_MS });
-      await git(['add', '-A', '--', '.'], { cwd: top, env, timeoutMs: CREATE_TIMEOUT_MS });
-      const diff = await git(['diff', '--cached', '--binary', '--no-color', '--no-ext-diff', 'HEAD'], { cwd: top, env, maxBytes: 512 * 1024 * 1024, timeoutMs: CREATE_TIMEOUT_MS });
-      if (diff.stdout === '') {
-        return null;
-      }
-      const file = path.join(dir, `${this.clock.nowIso().replace(/[:.]/g, '-')}.patch`);
-      await fs.writeFile(file, diff.stdout, { mode: 0o600 });
-      return file;
-    } finally {
-      await fs.rm(index, { force: true });
-    }
+    const file = path.join(dir, `${this.clock.nowIso().replace(/[:.]/g, '-')}.patch`);
+    await fs.writeFile(file, diff.stdout, { mode: 0o600 });
+    return file;
   }
 
-  private async ensureWorktree(repo: GitWorkspace, row: RequirementWorktreeEntity, trace: Trace): Promise<RequirementWorktreeEntity> {
-    if (row.path !== null && row.createdAt !== null && row.removedAt === null && (await this.workspace.isWorktree(row.path))) {
-      return row;
+  /**
+   * The Requirement's working copy, made the first time (an own repository, issue 44), made again
+   * after a removal, or turned from a linked worktree of before into an own repository.
+   */
+  private async ensureWorktree(facts: { repo: GitWorkspace; git: GitDirectories }, row: RequirementWorktreeEntity, trace: Trace): Promise<RequirementWorktreeEntity> {
+    const { repo } = facts;
+    if (row.path !== null && row.createdAt !== null && row.removedAt === null) {
+      const dotGit = await fs.lstat(path.join(row.path, '.git')).catch(() => null);
+      if (dotGit?.isDirectory() && row.layout === 'own_repository') {
+        return row;
+      }
+      if (row.branch !== null && (dotGit?.isFile() || dotGit === null) && (await this.convert(facts, row, trace))) {
+        return this.records.save(row.requirementId, { layout: 'own_repository' }, true);
+      }
     }
     const requirementId = row.requirementId;
     const reopening = row.removedAt !== null || row.createdAt !== null;
@@ -424,8 +544,8 @@ export class WorktreesService implements BeforeApplicationShutdown {
       );
     }
     let branch = row.branch;
-    const branchExisted = branch !== null && (await this.workspace.branchExists(repo.top, branch));
-    if (branch !== null && !branchExisted && row.createdAt !== null) {
+    const branchHead = branch === null ? null : await this.workspace.resolveCommit(repo.top, `refs/heads/${branch}`);
+    if (branch !== null && branchHead === null && row.createdAt !== null) {
       // Deleted since (merged, or by hand): a new one from the base.
       branch = null;
     }
@@ -449,11 +569,34 @@ export class WorktreesService implements BeforeApplicationShutdown {
     }
     const subdirectory = row.subdirectory ?? this.records.subdirectory(repo);
     // Recorded before git runs: a crash from here on leaves a row that says what to clear.
-    await this.records.save(requirementId, { baseRef, branch, createdAt: null, path: target, removedAt: null, setupAt: null, subdirectory }, false);
+    await this.records.save(requirementId, { baseRef, branch, createdAt: null, layout: 'own_repository', path: target, removedAt: null, setupAt: null, subdirectory }, false);
     const started = Date.now();
     const env = await this.workspace.lfsEnvironment(repo.top);
+    const start = branchHead ?? baseSha;
     await fs.mkdir(path.dirname(target), { recursive: true });
-    await this.workspace.inRepository(repo.top, () => this.addWorktree(repo.top, target, branch, baseSha, branchExisted, env));
+    await fs.rm(target, { force: true, recursive: true });
+    await this.agentWork.forget(requirementId);
+    // The person's repository has the branch from the start (the person sees it, names stay unique);
+    // only the manager moves it from now on, importing what the agent commits.
+    await this.workspace.inRepository(repo.top, async () => {
+      if (branchHead === null) {
+        await git(['update-ref', '-m', "agent-manager: the Requirement's branch", `refs/heads/${branch}`, baseSha, ''], { cwd: repo.top, timeoutMs: QUICK_TIMEOUT_MS });
+      }
+    });
+    const baseBranch =
+      baseRef !== branch && (await this.workspace.branchExists(repo.top, baseRef))
+        ? { ref: baseRef, sha: (await this.workspace.resolveCommit(repo.top, `refs/heads/${baseRef}`)) ?? baseSha }
+        : null;
+    await createAgentRepository({
+      base: baseBranch,
+      branch,
+      env,
+      personCommonDir: facts.git.commonDir,
+      personTop: repo.top,
+      snapshotIndex: this.agentWork.snapshotIndex(requirementId),
+      start,
+      target,
+    });
     if (await fs.stat(path.join(target, '.gitmodules')).catch(() => null)) {
       await git(['submodule', 'update', '--init', '--recursive'], { cwd: target, env, timeoutMs: CREATE_TIMEOUT_MS });
     }
@@ -461,40 +604,44 @@ export class WorktreesService implements BeforeApplicationShutdown {
     const lfsNote = env.GIT_LFS_SKIP_SMUDGE ? '\ngit-lfs is not installed: LFS files are left as pointer files.' : '';
     trace(
       lifecycle(
-        `${reopening ? 'Recreated' : 'Created'} worktree ${target} on ${branch}`,
+        `${reopening ? 'Recreated' : 'Created'} worktree ${target} on ${branch} (a repository of the agent's own)`,
         `base ${baseRef} (${baseSha.slice(0, 12)}), ${Date.now() - started} ms` +
           (files.linked.length > 0 ? `\nlinked: ${files.linked.join(', ')}` : '') +
           (files.copied.length > 0 ? `\ncopied: ${files.copied.join(', ')}` : '') +
           lfsNote,
       ),
     );
-    // A branch made now starts at the base; only one that existed needs asking where it is.
-    const head = branchExisted ? await this.workspace.resolveCommit(target, 'HEAD') : baseSha;
     this.workspace.forgetDiskUsage();
-    return this.records.save(requirementId, { baseSha: branchExisted ? (row.baseSha ?? baseSha) : baseSha, createdAt: this.clock.nowIso(), dirty: false, headSha: head }, true);
+    return this.records.save(
+      requirementId,
+      { baseSha: branchHead !== null ? (row.baseSha ?? baseSha) : baseSha, createdAt: this.clock.nowIso(), dirty: false, headSha: start, importError: null, workSha: start },
+      true,
+    );
   }
 
-  /**
-   * `git worktree add` after clearing whatever a crashed attempt left (the directory, a locked
-   * admin entry); once more after a prune if git still refuses.
-   */
-  private async addWorktree(top: string, target: string, branch: string, baseSha: string, branchExisted: boolean, env: Record<string, string>): Promise<void> {
-    const attempt = async (force: boolean) => {
-      // The first time, with nothing at the target, there is nothing to clear (two git processes
-      // fewer) and the branch is as the caller just saw it; should a stale admin entry make git
-      // refuse, the retry clears, prunes and asks again.
-      if (force || (await fs.lstat(target).catch(() => null)) !== null) {
-        await this.workspace.clear(top, target);
-      }
-      const exists = force ? await this.workspace.branchExists(top, branch) : branchExisted;
-      const args = ['worktree', 'add', ...(force ? ['-f', '-f'] : []), ...(exists ? [target, branch] : ['-b', branch, target, baseSha])];
-      await git(args, { cwd: top, env, timeoutMs: CREATE_TIMEOUT_MS });
-    };
-    try {
-      await attempt(false);
-    } catch (err) {
-      this.logger.warn(`git worktree add ${target} failed (${(err as Error).message}); pruning and trying again`);
-      await attempt(true);
+  /** A linked worktree of before issue 44 becomes an own repository in place (linked-worktree-conversion.ts). */
+  private async convert(facts: { repo: GitWorkspace; git: GitDirectories }, row: RequirementWorktreeEntity, trace: Trace): Promise<boolean> {
+    const branch = row.branch as string;
+    const head = await this.workspace.resolveCommit(facts.repo.top, `refs/heads/${branch}`);
+    if (head === null) {
+      return false;
     }
+    const baseSha = row.baseRef === null || row.baseRef === branch ? null : await this.workspace.resolveCommit(facts.repo.top, `refs/heads/${row.baseRef}`);
+    const converted = await this.workspace.inRepository(facts.repo.top, () =>
+      convertLinkedWorktree({
+        base: baseSha === null ? null : { ref: row.baseRef as string, sha: baseSha },
+        branch,
+        head,
+        personCommonDir: facts.git.commonDir,
+        personTop: facts.repo.top,
+        snapshotIndex: this.agentWork.snapshotIndex(row.requirementId),
+        target: row.path as string,
+      }),
+    );
+    if (converted) {
+      await this.agentWork.forgetFetched(row.requirementId);
+      trace(lifecycle(`The worktree ${row.path} is now a repository of the agent's own`, `on ${branch} (${head.slice(0, 12)}); your repository's objects are borrowed read-only`));
+    }
+    return converted;
   }
 }

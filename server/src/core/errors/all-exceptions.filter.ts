@@ -20,6 +20,8 @@ function statusOf(kind: DomainErrorKind): number {
       return HttpStatus.INSUFFICIENT_STORAGE;
     case 'too_many_requests':
       return HttpStatus.TOO_MANY_REQUESTS;
+    case 'unavailable':
+      return HttpStatus.SERVICE_UNAVAILABLE;
     default:
       return assertUnreachable(kind);
   }
@@ -39,6 +41,7 @@ const HTTP_CODES: Record<number, string> = {
   413: 'body_too_large',
   415: 'unsupported_media_type',
   429: 'too_many_requests',
+  503: 'unavailable',
 };
 
 /**

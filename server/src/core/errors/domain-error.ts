@@ -1,7 +1,7 @@
 // Services throw these; they carry no HTTP knowledge, so the CLI and schedulers can reuse the
 // services. The one exception filter maps `kind` to a status code.
 
-export type DomainErrorKind = 'invalid' | 'not_found' | 'conflict' | 'forbidden' | 'unauthorized' | 'insufficient_storage' | 'too_many_requests';
+export type DomainErrorKind = 'invalid' | 'not_found' | 'conflict' | 'forbidden' | 'unauthorized' | 'insufficient_storage' | 'too_many_requests' | 'unavailable';
 
 export class DomainError extends Error {
   constructor(
@@ -25,3 +25,5 @@ export const unauthorized = (code: string, message: string) => new DomainError('
 export const insufficientStorage = (code: string, message: string) => new DomainError('insufficient_storage', code, message);
 /** A bounded resource is in use (concurrent unauthenticated bodies): try again shortly. */
 export const tooManyRequests = (code: string, message: string) => new DomainError('too_many_requests', code, message);
+/** Something the answer depends on cannot be asked now (git failing on the workspace): never guessed, try again. */
+export const unavailable = (code: string, message: string) => new DomainError('unavailable', code, message);

@@ -47,8 +47,10 @@ const REPOSITORY_VARIABLES = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT
 
 /**
  * The environment of every git process: the agents' scrubbed one (none of the manager's own
- * settings or secrets), never a terminal to wait on, no pager or editor, and reads that never
- * take the index lock (`git status` would otherwise refresh it under an agent's `git commit`).
+ * settings or secrets), never a terminal to wait on, no pager or editor, reads that never take
+ * the index lock (`git status` would otherwise refresh it under an agent's `git commit`), and no
+ * replace refs or grafts: an object is what its name says, whatever a repository redirects it to
+ * (issue 44: an agent's `git replace` showed one content in review and landed another).
  */
 export function gitEnvironment(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = scrubbedEnvironment();
@@ -58,6 +60,8 @@ export function gitEnvironment(extra: Record<string, string> = {}): NodeJS.Proce
   return {
     ...env,
     GIT_EDITOR: ':',
+    GIT_GRAFT_FILE: '/dev/null',
+    GIT_NO_REPLACE_OBJECTS: '1',
     GIT_OPTIONAL_LOCKS: '0',
     GIT_PAGER: 'cat',
     GIT_SEQUENCE_EDITOR: ':',
@@ -90,6 +94,8 @@ export const NEUTRAL_SETTINGS: ReadonlyArray<readonly [string, string]> = [
   ['commit.gpgSign', 'false'],
   ['tag.gpgSign', 'false'],
   ['protocol.ext.allow', 'never'],
+  // GIT_GRAFT_FILE is /dev/null (gitEnvironment): no hint about grafts on every command.
+  ['advice.graftFileDeprecated', 'false'],
 ];
 
 /** Subcommands that print diffs: an external diff or a textconv driver would run for them. */

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsString, MaxLength, ValidateIf } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsString, Matches, MaxLength, ValidateIf } from 'class-validator';
 
 import {
   ConflictPair,
@@ -33,6 +33,16 @@ export class LandRequirementDto {
   @ValidateIf((_o, v) => v !== undefined)
   @IsBoolean()
   commitPending?: boolean;
+
+  @ApiPropertyOptional({
+    description:
+      "The work you were shown (the Changes tab's headSha: the branch's head, with its uncommitted work on top when there was any): the land takes exactly that, or is refused with head_moved when the work changed since. Absent: the work as it is now",
+    example: '3f1c…(40 hex)',
+  })
+  @ValidateIf((_o, v) => v !== undefined)
+  @IsString()
+  @Matches(/^([0-9a-f]{40}|[0-9a-f]{64})$/, { message: 'expectedHead must be a full commit id (40 or 64 lowercase hex digits)' })
+  expectedHead?: string;
 
   @ApiPropertyOptional({ description: 'Confirm the Requirement done once landed when it waits for confirmation (local methods; true when absent)' })
   @ValidateIf((_o, v) => v !== undefined)
@@ -80,6 +90,8 @@ export class LandingQueueItemDto implements LandingQueueItem {
   @ApiProperty({ enum: LANDING_QUEUE_STATES }) state!: LandingQueueState;
   @ApiProperty({ description: 'Why it is paused', nullable: true, type: String }) reason!: string | null;
   @ApiProperty({ type: [String] }) conflictPaths!: string[];
+  @ApiProperty({ description: 'The work you were shown when queueing it: only that lands (null: the work as it is at its turn)', nullable: true, type: String })
+  expectedHead!: string | null;
   @ApiProperty() addedAt!: string;
 }
 
@@ -93,6 +105,15 @@ export class QueueLandingDto {
 
   @ValidateEnum(LOCAL_LAND_METHODS, 'How the queue lands it (local methods only)')
   method!: LocalLandMethod;
+
+  @ApiPropertyOptional({
+    description:
+      "The work you were shown (the Changes tab's headSha): the queue lands exactly that, and pauses it (head_moved) when its work changes before its turn (its agent rebased it, say); look again and queue it again. Absent: the queue lands the work as it is at its turn",
+  })
+  @ValidateIf((_o, v) => v !== undefined)
+  @IsString()
+  @Matches(/^([0-9a-f]{40}|[0-9a-f]{64})$/, { message: 'expectedHead must be a full commit id (40 or 64 lowercase hex digits)' })
+  expectedHead?: string;
 }
 
 export class ReorderLandingQueueDto {

@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-import { ISOLATION_MODES, IsolationMode, RequirementWorktree } from '@libs/contracts';
+import { ISOLATION_MODES, IsolationMode, RequirementWorktree, WORKTREE_LAYOUTS, WorktreeLayout } from '@libs/contracts';
 
 import type { RequirementWorktreeEntity } from '../requirement-worktree.entity';
 
@@ -18,6 +18,20 @@ export class RequirementWorktreeResponseDto implements RequirementWorktree {
   @ApiProperty({ description: 'Commits on the branch that the base ref lacks' }) ahead!: number;
   @ApiProperty({ description: 'Commits on the base ref that the branch lacks' }) behind!: number;
   @ApiProperty({ description: 'Uncommitted or untracked work in the worktree' }) dirty!: boolean;
+  @ApiProperty({
+    description: "How the working copy is made: a repository of the agent's own (own_repository), or a linked worktree of yours made before that existed (until its next run)",
+    enum: WORKTREE_LAYOUTS,
+    nullable: true,
+    type: String,
+  })
+  layout!: WorktreeLayout | null;
+  @ApiProperty({
+    description: "The agent's work as last imported into your repository: the branch's head with its uncommitted files on top, as one commit (headSha when clean)",
+    nullable: true,
+    type: String,
+  })
+  workSha!: string | null;
+  @ApiProperty({ description: "Why the last import of the agent's work was refused, or null", nullable: true, type: String }) importError!: string | null;
   @ApiProperty({ description: 'When the worktree was removed (its branch may remain); the next run recreates it', nullable: true, type: String }) removedAt!: string | null;
   @ApiProperty({ description: 'When the git figures were last read', nullable: true, type: String }) refreshedAt!: string | null;
 }
@@ -36,9 +50,12 @@ export function toWorktreeResponse(row: RequirementWorktreeEntity | null | undef
     // SQLite hands booleans back as 0/1.
     dirty: Boolean(row.dirty),
     headSha: row.headSha,
+    importError: row.importError ?? null,
+    layout: row.layout ?? null,
     mode: row.isolation,
     path: row.removedAt === null ? row.path : null,
     refreshedAt: row.refreshedAt,
     removedAt: row.removedAt,
+    workSha: row.workSha ?? null,
   };
 }

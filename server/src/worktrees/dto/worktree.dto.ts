@@ -16,7 +16,12 @@ export class ChangedFileDto implements ChangedFile {
 export class RequirementChangesResponseDto implements RequirementChanges {
   @ApiProperty() baseRef!: string;
   @ApiProperty() mergeBaseSha!: string;
-  @ApiProperty() headSha!: string;
+  @ApiProperty({ description: "The branch's head, as imported into your repository" }) headSha!: string;
+  @ApiProperty({
+    description:
+      "What the files are listed from: the branch's head with the uncommitted and untracked work on top, as one commit (headSha when there is none). Send it as a land's expectedHead",
+  })
+  workSha!: string;
   @ApiProperty({ type: [ChangedFileDto] }) files!: ChangedFileDto[];
   @ApiProperty({ description: 'True when the list was cut (more than 5,000 files, or a bound on size or time)' }) truncated!: boolean;
 }

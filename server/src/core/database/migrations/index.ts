@@ -17,6 +17,7 @@ import { Landing1766019600000 } from './1766019600000-landing';
 import { AttachmentContent1766106000000 } from './1766106000000-attachment-content';
 import { PeopleAsActors1766106600000 } from './1766106600000-people-as-actors';
 import { RequirementRunner1766193000000 } from './1766193000000-requirement-runner';
+import { AgentRepositories1766279400000 } from './1766279400000-agent-repositories';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   AttachmentContent1766106000000,
   PeopleAsActors1766106600000,
   RequirementRunner1766193000000,
+  AgentRepositories1766279400000,
 ];
