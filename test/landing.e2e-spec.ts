@@ -211,7 +211,7 @@ describe('landing a Requirement locally', () => {
 
   it("refuses while the agent's run is committing, then lands its commit once the run ended", async () => {
     const requirement = await worked('Racing', commit({ 'race/one.txt': '1\n' }, 'one'));
-    const flag = path.join(path.dirname(sandbox.home), 'race-go');
+    const flag = path.join(sandbox.shared, 'race-go');
     // The next run waits for the flag, then commits: the land comes in while it works.
     await reply(manager, requirement.id, sh(`while [ ! -f '${flag}' ]; do sleep 0.05; done; ${commit({ 'race/two.txt': '2\n' }, 'two')}`));
     await until('the run to be working', async () => ((await get(manager, requirement.id)).session.state === 'running' ? true : undefined));

@@ -23,7 +23,7 @@ describe('a worktree per Requirement, in a git workspace', () => {
   let sandbox: Sandbox;
   let manager: ManagerProcess;
   let worktrees: string;
-  const report = (name: string) => path.join(path.dirname(sandbox.home), `${name}.json`);
+  const report = (name: string) => path.join(sandbox.shared, `${name}.json`);
 
   beforeAll(async () => {
     sandbox = makeSandbox();
@@ -374,7 +374,7 @@ describe('isolation outside a plain git repository', () => {
     try {
       const requirement = await createRequirement(manager, { title: 'No git' });
       expect(requirement).toMatchObject({ baseRef: null, isolation: 'in_place', worktree: null });
-      const file = path.join(path.dirname(sandbox.home), 'nogit.json');
+      const file = path.join(sandbox.shared, 'nogit.json');
       await startRun(manager, requirement.id, `report:${file}`);
       const { requirement: done } = await settled(manager, requirement.id, 1);
       const place = readReport(file);
@@ -432,8 +432,8 @@ describe('isolation outside a plain git repository', () => {
     const manager = await startManager({ env: { ...AGENTS, ...fileProtocol }, sandbox });
     try {
       const requirement = await createRequirement(manager, { title: 'Submodule and LFS' });
-      const file = path.join(base, 'sub.json');
-      const status = path.join(base, 'status.out');
+      const file = path.join(sandbox.shared, 'sub.json');
+      const status = path.join(sandbox.shared, 'status.out');
       await startRun(manager, requirement.id, `${sh(`git status --porcelain > ${status} 2>&1; echo "exit $?" >> ${status}`)} report:${file}`);
       const { requirement: done, run } = await settled(manager, requirement.id, 1);
       expect(run.status).toBe('succeeded');

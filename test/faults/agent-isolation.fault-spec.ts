@@ -50,7 +50,7 @@ const readHunt = (file: string): HuntResult => JSON.parse(fs.readFileSync(file, 
 const seenUnder = (hunt: HuntResult, tree: string) => [...new Set(hunt.filesSeen.map((f) => f.replace(/^\/proc\/\d+\/root/, '')).filter((f) => f.startsWith(`${tree}/`)))];
 
 function huntJob(manager: ManagerProcess, sandbox: Sandbox, name: string, extra: Partial<HuntJob> = {}): HuntJob {
-  const outDir = path.join(path.dirname(sandbox.home), 'hunt');
+  const outDir = path.join(sandbox.shared, 'hunt');
   fs.mkdirSync(outDir, { recursive: true });
   return {
     api: `${manager.origin}/api`,

@@ -82,7 +82,7 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
   let stub: ModelStub;
   let manager: ManagerProcess;
   let agentHome: string;
-  const base = () => path.dirname(sandbox.home);
+  const base = () => sandbox.shared;
   useRealAgentWorld(
     cli,
     'contain',
@@ -93,7 +93,7 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
     {
       env: { CODE_FACTORY_GITHUB_WEBHOOK_SECRET: SECRET },
       prepare: (sb) => {
-        const outDir = path.join(path.dirname(sb.home), 'setup-out');
+        const outDir = path.join(sb.shared, 'setup-out');
         fs.mkdirSync(outDir);
         prepareRepository(
           sb,

@@ -26,7 +26,7 @@ describe('kill -9 during a land, then restart', () => {
   beforeAll(() => {
     sandbox = makeSandbox();
     repo = sandbox.workspace;
-    base = path.dirname(sandbox.home);
+    base = sandbox.shared;
     initRepository(repo, { 'README.md': '# repo\n' });
   });
 

@@ -30,7 +30,7 @@ describe('kill -9 while a worktree is being created, then restart', () => {
 
   beforeAll(() => {
     sandbox = makeSandbox();
-    base = path.dirname(sandbox.home);
+    base = sandbox.shared;
     initRepository(sandbox.workspace);
   });
 

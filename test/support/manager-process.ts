@@ -23,6 +23,12 @@ const BIN = path.join(ROOT, 'bin', 'agent-manager.js');
 export interface Sandbox {
   home: string;
   workspace: string;
+  /**
+   * Where the test and its agents exchange files (reports, flags, scripts): the one folder outside
+   * their own work the agents may write (agentWritablePaths). Every run has a /tmp of its own, so
+   * nothing an agent writes under the test's temporary folder reaches the test otherwise.
+   */
+  shared: string;
   cleanup(): void;
 }
 
@@ -30,7 +36,9 @@ export function makeSandbox(): Sandbox {
   const base = fs.mkdtempSync(path.join(os.tmpdir(), 'am-e2e-'));
   const home = path.join(base, 'home');
   const workspace = path.join(base, 'repo');
+  const shared = path.join(base, 'shared');
   fs.mkdirSync(workspace, { recursive: true });
+  fs.mkdirSync(shared);
   return {
     cleanup: () => {
       // On PostgreSQL each workspace of this home has a schema: dropped with the home.
@@ -46,6 +54,7 @@ export function makeSandbox(): Sandbox {
       fs.rmSync(base, { force: true, recursive: true });
     },
     home,
+    shared,
     workspace,
   };
 }
@@ -99,7 +108,7 @@ export async function startManager({ sandbox, args = [], env = {}, shellPrefix, 
   const argv = [BIN, 'start', '--workspace', sandbox.workspace, '--port', '0', ...args];
   const [command, commandArgs] = shellPrefix ? ['/bin/sh', ['-c', `${shellPrefix}; exec "$0" "$@"`, node, ...argv]] : [node, argv];
   const child = spawn(command, commandArgs, {
-    env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, ...DEFAULT_AGENTS, ...env },
+    env: { ...process.env, CODE_FACTORY_AGENT_WRITABLE_PATHS: sandbox.shared, CODE_FACTORY_HOME: sandbox.home, ...DEFAULT_AGENTS, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -148,7 +157,7 @@ export async function startManager({ sandbox, args = [], env = {}, shellPrefix, 
 export function runLauncher(sandbox: Sandbox, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, CODE_FACTORY_HOME: sandbox.home, ...DEFAULT_AGENTS, ...env },
+      env: { ...process.env, CODE_FACTORY_AGENT_WRITABLE_PATHS: sandbox.shared, CODE_FACTORY_HOME: sandbox.home, ...DEFAULT_AGENTS, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -291,7 +291,13 @@ export interface AgentIsolation {
 
 export interface ConfigurationValues {
   agentIsolation: AgentIsolationMode;
-  /** Paths (absolute or `~/…`) agents may write besides their own worktree, git's stores, their CLI's state and toolchain caches. */
+  /** Processes one agent run may have at once (its setup included); a run that tries more fails. */
+  agentProcessLimit: number;
+  /** MB of one run's private /dev/shm. */
+  agentShmSizeMb: number;
+  /** MB of one run's temporary space (its own /tmp, /var/tmp and $TMPDIR); a run that fills it fails. */
+  agentTmpSizeMb: number;
+  /** Paths (absolute or `~/…`) agents may write besides their own worktree and repository, their CLI's state and toolchain caches. */
   agentWritablePaths: string[];
   /** The token limit a new Requirement gets when its creator names no budget (null: none). */
   defaultBudgetMaxTokens: number | null;

@@ -61,6 +61,18 @@ export class AgentRequirementsService {
       await this.sourceOf(parentId, dto.sourceSessionId);
     }
     const parent = await this.requirements.get(parentId);
+    if (caller.kind === 'run' && dto.dependsOn !== undefined && dto.dependsOn.length > 0) {
+      // Only its own tree: a title or an id's existence outside it is none of the agent's business,
+      // so one it cannot see is refused exactly like one that does not exist.
+      const visible = await this.requirements.treeIds(parentId);
+      const unseen = dto.dependsOn.find((d) => !visible.has(d.requirementId));
+      if (unseen) {
+        throw invalid(
+          'dependency_not_found',
+          `dependsOn names Requirement ${unseen.requirementId}, which does not exist in this agent's tree (its Requirement, those above it and those proposed below it)`,
+        );
+      }
+    }
     // Checked before anything is written: a refused proposal leaves nothing behind.
     const { budget, clamped } = caller.kind === 'run' ? await this.budgetForChild(parentId, dto.budget) : { budget: dto.budget, clamped: false };
     // Without a provider of its own, the child runs like its parent (same agent, model, effort).
@@ -69,10 +81,13 @@ export class AgentRequirementsService {
       {
         autoReview: dto.autoReview,
         autoStart: dto.autoStart,
+        baseRef: dto.baseRef,
         budget,
         createdBy: 'rd_agent',
         dependsOn: dto.dependsOn,
         description: dto.description,
+        // Passed on to be judged where every Requirement's place is (an agent never gets "in place").
+        isolation: dto.isolation,
         model: inherits ? (dto.model ?? parent.model) : dto.model,
         parentRequirementId: parentId,
         provider: dto.provider ?? parent.session.provider,

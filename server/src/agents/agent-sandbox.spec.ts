@@ -10,6 +10,7 @@ import { AgentSandbox, SandboxLayout, SandboxScope, bubblewrapOptions, expandHom
 import { findRunProcesses } from './process-tree';
 import { runProcess } from './process-runner';
 import { createAgentRepository } from '../worktrees/agent-repository';
+import { RunLimits, temporaryFull } from './run-limits';
 
 const HAS_BWRAP = process.platform === 'linux' && fs.existsSync('/usr/bin/bwrap');
 
@@ -68,6 +69,7 @@ describe(AgentSandbox.name, () => {
     hidden: [],
     protectedRoots: [],
     readOnly: [],
+    temporary: null,
     readOnlyFiles: [],
     writable: [],
     ...over,
@@ -331,4 +333,62 @@ describe(AgentSandbox.name, () => {
     expect(bare).toContain('wrote bashrc');
     expect(bare).toContain('wrote theirs');
   });
+
+  (HAS_BWRAP ? it : it.skip)(
+    'gives a run its own sized /tmp, $TMPDIR and /dev/shm, caps its processes, and says which limit it hit (issue 44 §5)',
+    async () => {
+      const f = make();
+      await f.runtime.configuration.update({ agentProcessLimit: 40, agentShmSizeMb: 16, agentTmpSizeMb: 32 });
+      const sut = await started(f);
+      const limits = new RunLimits(f.runtime.configuration, f.runtime);
+      limits.onModuleInit();
+      try {
+        const tmp = sut.makeTemporary('run_limits');
+        const caps = limits.open('run_limits');
+        const outside = `am-limits-${process.pid}`;
+        const script = [
+          // Private: what it writes to /tmp is not the machine's, and $TMPDIR is that same /tmp.
+          `echo x > /tmp/${outside} && echo x > /dev/shm/${outside}`,
+          'test "$(readlink -f "$TMPDIR")" = /tmp && echo tmpdir-is-tmp',
+          `df -k /tmp | tail -1 | awk '{print "tmp-kb=" $2}'`,
+          `df -k /dev/shm | tail -1 | awk '{print "shm-kb=" $2}'`,
+          // 3 GB into $TMPDIR stops at its size.
+          'dd if=/dev/zero of="$TMPDIR/big" bs=1M count=3072 2>/dev/null; echo "dd=$?"',
+          // A fork of 1,000 sleeps: refused past the cap.
+          '(i=0; while [ $i -lt 1000 ]; do sleep 30 & i=$((i+1)); done) 2>/dev/null; echo forked',
+          'sleep 30',
+        ].join('\n');
+        const env = { PATH: process.env.PATH ?? '', TMPDIR: tmp };
+        const wrapped = sut.wrap('/bin/sh', ['-c', script], scope({ caps, cwd: f.runtime.paths.root, env, tmp, workTree: f.runtime.paths.root }));
+        const lines: string[] = [];
+        const marker = `limits-test-${process.pid}`;
+        const run = await runProcess({ ...wrapped, cwd: f.runtime.paths.root, env, inactivityTimeoutMs: 60_000, marker, onLine: (l) => lines.push(l), stdin: '' });
+        let reasons: string[] = [];
+        const watch = limits.watch(caps, run.pid ?? -1, (reason) => (reasons = [...reasons, reason]));
+        const deadline = Date.now() + 30_000;
+        while (!lines.includes('forked') && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        expect(lines).toEqual(expect.arrayContaining(['tmpdir-is-tmp', 'tmp-kb=32768', 'shm-kb=16384', 'forked']));
+        expect(lines.find((l) => l.startsWith('dd='))).not.toBe('dd=0');
+        expect(fs.existsSync(`/tmp/${outside}`) || fs.existsSync(`/dev/shm/${outside}`)).toBe(false);
+        // The watch names a limit the run hit (the process cap where this machine has one, else the full /tmp).
+        expect(watch.check()).toBe(true);
+        expect(reasons[0]).toMatch(limits.mechanism.kind === 'cgroup' ? /more than 40 processes at once \(agentProcessLimit\)/ : /filled its temporary space .*32 MB/);
+        if (limits.mechanism.kind === 'cgroup') {
+          expect(limits.processLimitHit(caps)).toMatch(/more than 40 processes/);
+          expect(temporaryFull(run.pid ?? -1, caps)).toMatch(/filled its temporary space \(\/tmp, \/var\/tmp and \$TMPDIR: 32 MB, agentTmpSizeMb\)/);
+        }
+        watch.stop();
+        await run.interrupt();
+        limits.close(caps);
+        if (caps.cgroupProcs !== null) {
+          expect(fs.existsSync(path.dirname(caps.cgroupProcs))).toBe(false);
+        }
+      } finally {
+        limits.onApplicationShutdown();
+      }
+    },
+    60_000,
+  );
 });

@@ -11,6 +11,7 @@ import { ConfigurationService } from '../core/configuration/configuration.servic
 import { packageRoot } from '../core/package-info';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { findExecutable } from './executable';
+import type { RunCaps } from './run-limits';
 
 /**
  * What one agent process may see and write (docs/security.md, "The agent sandbox"). Applied in
@@ -37,6 +38,12 @@ export interface SandboxLayout {
   readOnlyFiles: string[];
   /** The process's working directory. */
   cwd: string;
+  /**
+   * The run's own temporary space (issue 44 §5): `/tmp` and `/var/tmp` a tmpfs of this size each,
+   * `/dev/shm` one of `shmBytes`, and `tmpLink` (its $TMPDIR) a link to its `/tmp`; null: the
+   * shared `/tmp` and `/var/tmp` as they are (no run: a doctor's probe).
+   */
+  temporary: { tmpBytes: number; shmBytes: number; tmpLink: string | null } | null;
 }
 
 /**
@@ -58,6 +65,8 @@ export interface SandboxScope {
   git: SandboxGit | null;
   /** The run's private temporary directory (its TMPDIR), or null. */
   tmp: string | null;
+  /** The run's limits (run-limits.ts), or null for none (a teardown after its run). */
+  caps?: RunCaps | null;
   /** The agent CLI whose own state must stay writable, or null for a shell command (setup). */
   provider: 'codex' | 'claude-code' | null;
   /** The environment the process gets (where CODEX_HOME, CLAUDE_CONFIG_DIR and HOME come from). */
@@ -146,12 +155,18 @@ function exists(file: string): boolean {
  * real file system).
  */
 export function bubblewrapOptions(layout: SandboxLayout): string[] {
-  const args = ['--ro-bind', '/', '/', '--dev-bind', '/dev', '/dev', '--unshare-pid', '--proc', '/proc'];
+  const args = ['--ro-bind', '/', '/', '--dev-bind', '/dev', '/dev'];
+  const temporary = layout.temporary;
+  if (temporary !== null && exists('/dev/shm')) {
+    args.push('--size', String(temporary.shmBytes), '--tmpfs', '/dev/shm');
+  }
+  args.push('--unshare-pid', '--proc', '/proc');
   for (const cap of DROPPED_CAPABILITIES) {
     args.push('--cap-drop', cap);
   }
   for (const dir of SHARED_TEMPORARY.filter(exists)) {
-    args.push('--bind', dir, dir);
+    // The run's own, sized and gone with it; or the shared ones (what the paths below bind into).
+    args.push(...(temporary !== null ? ['--size', String(temporary.tmpBytes), '--tmpfs', dir] : ['--bind', dir, dir]));
   }
   for (const dir of unique(layout.protectedRoots).filter(exists)) {
     args.push('--ro-bind', dir, dir);
@@ -183,6 +198,10 @@ export function bubblewrapOptions(layout: SandboxLayout): string[] {
     if (layout.hidden.some((dir) => inside(file, dir))) {
       args.push('--ro-bind', file, file);
     }
+  }
+  if (temporary?.tmpLink) {
+    // $TMPDIR is the run's own /tmp: one size for both.
+    args.push('--symlink', '/tmp', temporary.tmpLink);
   }
   args.push('--chdir', layout.cwd);
   return args;
@@ -354,7 +373,9 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
   layout(scope: SandboxScope): SandboxLayout {
     const home = scope.env.HOME ?? os.homedir();
     const worktreeRoot = this.configuration.get('worktreeRoot') ?? path.join(this.runtime.paths.home, 'worktrees');
-    const writable = [scope.workTree, ...(scope.tmp === null ? [] : [scope.tmp])];
+    const sized = scope.caps != null && this.state.mechanism === 'bubblewrap';
+    // With its own sized /tmp, the run's $TMPDIR is a link to it (bound nowhere); else its directory.
+    const writable = [scope.workTree, ...(scope.tmp === null || sized ? [] : [scope.tmp])];
     const readOnly = [this.runtime.paths.launcherDirectory, packageRoot(), ...PROTECTED_HOME_ENTRIES.map((entry) => path.join(home, entry))];
     const protectedRoots = [this.runtime.paths.root, this.runtime.paths.home, home];
     if (scope.git?.kind === 'own') {
@@ -395,12 +416,23 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
       protectedRoots,
       readOnly,
       readOnlyFiles: scope.readOnlyFiles,
+      temporary: sized && scope.caps ? { shmBytes: scope.caps.values.shmBytes, tmpBytes: scope.caps.values.tmpBytes, tmpLink: scope.tmp } : null,
       writable,
     };
   }
 
-  /** The command line that runs `command args` in the sandbox (unchanged when there is none). */
+  /**
+   * The command line that runs `command args` in the sandbox (unchanged when there is none), in
+   * the run's pids cgroup when it has one: its first process joins it before it execs anything
+   * (and fails the run if it cannot), so nothing of the run escapes the count.
+   */
   wrap(command: string, args: string[], scope: SandboxScope): { command: string; args: string[] } {
+    const wrapped = this.sandboxed(command, args, scope);
+    const procs = scope.caps?.cgroupProcs ?? null;
+    return procs === null ? wrapped : { args: ['-c', 'echo $$ > "$0" && exec "$@"', procs, wrapped.command, ...wrapped.args], command: '/bin/sh' };
+  }
+
+  private sandboxed(command: string, args: string[], scope: SandboxScope): { command: string; args: string[] } {
     if (!this.state.enabled || this.program === null) {
       return { args, command };
     }
@@ -409,7 +441,9 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
     if (this.state.mechanism === 'seatbelt') {
       return { args: ['-p', seatbeltProfile(layout), command, ...args], command: this.program };
     }
-    return { args: [...bubblewrapOptions(layout), '--', command, ...args], command: this.program };
+    // RLIMIT_NPROC counts per user namespace: inside the sandbox it caps this run alone.
+    const inner = scope.caps?.prlimit ? [scope.caps.prlimit, `--nproc=${scope.caps.values.processes}`, '--', command, ...args] : [command, ...args];
+    return { args: [...bubblewrapOptions(layout), '--', ...inner], command: this.program };
   }
 
   /** A private temporary directory for one run (mode 0700), concealed from every other. */
@@ -492,7 +526,16 @@ export async function probeSandbox(probe: SandboxProbe): Promise<{ isolation: Ag
   if (probe.mode === 'off') {
     return off('agentIsolation is "off" in the configuration');
   }
-  const layout: SandboxLayout = { concealed: [], cwd: probe.cwd, hidden: probe.hidden, protectedRoots: [], readOnly: [], readOnlyFiles: [], writable: [probe.cwd] };
+  const layout: SandboxLayout = {
+    concealed: [],
+    cwd: probe.cwd,
+    hidden: probe.hidden,
+    protectedRoots: [],
+    readOnly: [],
+    readOnlyFiles: [],
+    temporary: null,
+    writable: [probe.cwd],
+  };
   let mechanism: Mechanism;
   let program: string | null;
   let args: string[];

@@ -112,7 +112,7 @@ describe('RD prompt', () => {
       const chosen = workPlaceInstruction({ branch: 'main', cwd: '/home/u/repo', mode: 'in_place', reason: 'chosen' });
       expect(chosen).toContain('runs in place (`in_place`, no worktree)');
       expect(chosen).toContain('the checkout `/home/u/repo`, currently on branch `main`');
-      expect(chosen).toContain('switch to a branch specific to this Requirement');
+      expect(chosen).toContain('you cannot switch branches or detach HEAD');
       expect(workPlaceInstruction({ branch: null, cwd: '/home/u/repo', mode: 'in_place', reason: 'chosen' })).not.toContain('currently on branch');
     });
   });

@@ -48,7 +48,7 @@ export function workPlaceInstruction(place: RdWorkPlace): string {
     const base = place.baseRef !== null ? `\`${place.baseRef}\`` : `commit ${place.baseSha ?? 'unknown'}`;
     const inside = place.cwd !== place.worktree ? ` (your working directory, \`${place.cwd}\`, is a folder of it)` : '';
     return [
-      `- Agent Manager made a git worktree for this Requirement: \`${place.worktree}\`${inside}, on branch \`${place.branch}\`, created from ${base}.`,
+      `- Agent Manager made a git worktree for this Requirement: \`${place.worktree}\`${inside}, on branch \`${place.branch}\`, created from ${base} (own repository).`,
       `  Make your changes and commits there, on \`${place.branch}\`, and push that branch for pull requests. Do not create another branch or worktree, and leave the person's own checkout (\`${place.checkout}\`) alone.`,
     ].join('\n');
   }
@@ -58,7 +58,7 @@ export function workPlaceInstruction(place: RdWorkPlace): string {
   const on = place.branch !== null ? `, currently on branch \`${place.branch}\`` : '';
   return [
     `- This Requirement runs in place (\`in_place\`, no worktree): you work directly in the checkout \`${place.cwd}\`${on}, which other work may share.`,
-    '  Before changing code, switch to a branch specific to this Requirement (create it, or reuse the one you made before); do not commit onto a branch that belongs to other work.',
+    "  Work on the branch that is checked out: in place you cannot switch branches or detach HEAD (the repository's HEAD, configuration and hooks are the person's, read-only), so commit only what belongs to this Requirement.",
   ].join('\n');
 }
 

@@ -20,7 +20,7 @@ import { resolveGitHubToken } from '../github/github-token';
 export type DoctorStatus = 'ok' | 'warn' | 'fail';
 
 export interface DoctorCheck {
-  id: 'node' | 'git' | 'codex' | 'claude' | 'github' | 'isolation' | 'port' | 'dataDirectory' | 'database';
+  id: 'node' | 'git' | 'codex' | 'claude' | 'github' | 'isolation' | 'worktrees' | 'port' | 'dataDirectory' | 'database';
   title: string;
   status: DoctorStatus;
   /** A failure of a required check makes `doctor` exit non-zero. */
@@ -443,6 +443,57 @@ async function checkIsolation(mode: 'auto' | 'off', root: string, env: NodeJS.Pr
   }
 }
 
+/** Working copies named in a finding; the count says how many more. */
+const WORKTREES_NAMED = 20;
+
+/**
+ * The working copies of this workspace's Requirements (issue 44): each a repository of its
+ * agent's own, or a linked worktree of the person's repository made before that existed (its
+ * agent could write the person's objects and refs), which becomes one at its next run. Read off
+ * the disk: a folder whose `.git` is a directory, or a file.
+ */
+export function checkWorktrees(root: string, home: string, worktreeRoot: string | null): DoctorCheck {
+  const base = { id: 'worktrees' as const, required: false, title: 'Working copies' };
+  const directory = path.join(worktreeRoot ?? path.join(home, 'worktrees'), workspaceKey(root));
+  let entries: string[] = [];
+  try {
+    entries = fs.readdirSync(directory).sort();
+  } catch {
+    // none yet
+  }
+  const own: string[] = [];
+  const linked: string[] = [];
+  for (const entry of entries) {
+    const dotGit = fs.lstatSync(path.join(directory, entry, '.git'), { throwIfNoEntry: false });
+    if (dotGit?.isDirectory()) {
+      own.push(entry);
+    } else if (dotGit?.isFile()) {
+      linked.push(entry);
+    }
+  }
+  const named = (list: string[]) => list.slice(0, WORKTREES_NAMED).join(', ') + (list.length > WORKTREES_NAMED ? ` and ${list.length - WORKTREES_NAMED} more` : '');
+  const layouts = [...own.map((e) => `${e}: own repository`), ...linked.map((e) => `${e}: linked worktree`)].slice(0, WORKTREES_NAMED).join('; ');
+  const args = { directory, layouts, linked: linked.length, linkedNames: named(linked), own: own.length };
+  if (linked.length === 0) {
+    return {
+      ...base,
+      args,
+      code: 'worktrees.ok',
+      detail: `${own.length} working cop${own.length === 1 ? 'y' : 'ies'} in ${directory}, each a repository of its agent's own${own.length > 0 ? ` (${named(own)})` : ''}`,
+      fix: null,
+      status: 'ok',
+    };
+  }
+  return {
+    ...base,
+    args,
+    code: 'worktrees.linked',
+    detail: `${linked.length} of the ${own.length + linked.length} working copies in ${directory} are linked worktrees of your repository, made before each agent got a repository of its own: ${named(linked)} (${layouts})`,
+    fix: 'each becomes a repository of its own at its next run: start or reply to those Requirements, or cancel the ones you no longer need',
+    status: 'warn',
+  };
+}
+
 function checkPort(host: string, port: number, home: string): Promise<DoctorCheck> {
   const base = { id: 'port' as const, required: true, title: 'Port' };
   if (port === 0) {
@@ -643,7 +694,7 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
       installed: found,
     };
   });
-  const checks = [checkNode(), git, ...agents, github, isolation, port, checkDataDirectory(home), database];
+  const checks = [checkNode(), git, ...agents, github, isolation, checkWorktrees(root, home, configuration.worktreeRoot), port, checkDataDirectory(home), database];
   return { checks, ok: !checks.some((c) => c.required && c.status === 'fail') };
 }
 

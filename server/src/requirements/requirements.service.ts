@@ -330,6 +330,28 @@ export class RequirementsService {
     return chain;
   }
 
+  /**
+   * What an agent of this Requirement may name (issue 44 §6): the Requirement, those above it,
+   * and those proposed below it at any depth — its own tree. Bounded: a few thousand at most.
+   */
+  async treeIds(id: string): Promise<Set<string>> {
+    const ids = new Set((await this.lineage(id)).map((r) => r.id));
+    let frontier = [id];
+    for (let depth = 0; frontier.length > 0 && depth < TREE_DEPTH_MAX && ids.size < CHILDREN_MAX * 4; depth += 1) {
+      const next: string[] = [];
+      for (const parent of frontier) {
+        for (const child of await this.repository.children(parent, CHILDREN_MAX)) {
+          if (!ids.has(child.id)) {
+            ids.add(child.id);
+            next.push(child.id);
+          }
+        }
+      }
+      frontier = next;
+    }
+    return ids;
+  }
+
   /** The Requirements below this one that a budget paused (see RequirementsRepository.budgetPausedBelow). */
   budgetPausedBelow(id: string): Promise<string[]> {
     return this.repository.budgetPausedBelow(id, TREE_DEPTH_MAX);

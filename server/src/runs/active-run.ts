@@ -5,6 +5,7 @@ import type { RequirementRows } from '../requirements/requirements.repository';
 
 import type { OutputParser, TokenUsage } from '../agents/agent-adapter';
 import type { ProcessEnd, RunningProcess } from '../agents/process-runner';
+import type { RunCaps } from '../agents/run-limits';
 import type { AgentRunEntity } from './agent-run.entity';
 import type { PreparedInput } from './run-input.service';
 import type { TraceWriter } from './trace-writer';
@@ -37,6 +38,9 @@ export interface ActiveRun {
   cwd?: string;
   /** While the worktree (and its setup command) is prepared: aborted by a stop before the CLI exists. */
   preparing?: AbortController | null;
+  /** The run's limits (its pids cgroup, its sizes) and their watch, from its start to its end. */
+  caps?: RunCaps;
+  limitWatch?: { check: () => boolean; stop: () => void };
 }
 
 /**
@@ -61,7 +65,8 @@ export function newActiveRun(run: AgentRunEntity, traces: TraceWriter, fields: P
 export function outcomeOf(active: ActiveRun, end: ProcessEnd): FinalRunStatus {
   switch (end.reason) {
     case 'interrupted':
-      return 'cancelled';
+      // Ended by the manager for a failure of its own (a limit hit): failed, with that reason.
+      return active.outcome.failure ? 'failed' : 'cancelled';
     case 'timed_out':
       return 'timed_out';
     case 'spawn_failed':

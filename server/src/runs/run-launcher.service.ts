@@ -4,6 +4,7 @@ import { Injectable, Logger } from '@nestjs/common';
 
 import type { AgentAdapter, NormalizedEvent } from '../agents/agent-adapter';
 import { AgentSandbox, SandboxGit } from '../agents/agent-sandbox';
+import { RunLimits } from '../agents/run-limits';
 import type { RdWorkPlace } from '../agents/prompt';
 import { ClaudeCodeAdapter } from '../agents/claude-code.adapter';
 import { CodexAdapter } from '../agents/codex.adapter';
@@ -50,6 +51,7 @@ export class RunLauncher {
     private readonly requirementLifecycle: RequirementLifecycle,
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
+    private readonly limits: RunLimits,
     private readonly sandbox: AgentSandbox,
     private readonly workspace: WorkspaceGit,
     private readonly worktrees: WorktreesService,
@@ -73,6 +75,8 @@ export class RunLauncher {
     let placeEnv: Record<string, string> = {};
     // The run's private temporary directory (its TMPDIR; concealed from every other run), removed when it ends.
     const tmp = this.sandbox.makeTemporary(run.id);
+    // Its limits (processes, temporary space), its setup command included (issue 44 §5).
+    active.caps = this.limits.open(run.id);
     // A stop, steer, cancel or shutdown during the setup command ends it at once (kill()).
     active.preparing = new AbortController();
     // What an RD run's instructions say of its place (a reviewer's input, fixed already, never reads it).
@@ -80,6 +84,7 @@ export class RunLauncher {
     if (!reviewer) {
       try {
         const where = await this.worktrees.prepareRun(run.requirementId, (trace) => active.traces.add(trace), {
+          caps: active.caps,
           marker: run.id,
           signal: active.preparing.signal,
           tmp,
@@ -143,6 +148,7 @@ export class RunLauncher {
       workspace: cwd,
     });
     const sandboxed = this.sandbox.wrap(invocation.command, invocation.args, {
+      caps: active.caps,
       cwd,
       env: invocation.env,
       git: gitDirs,
@@ -179,6 +185,12 @@ export class RunLauncher {
     });
     active.process = proc;
     active.run.processMarker = run.id;
+    // A limit hit fails the run with the reason, and ends it (no other run is harmed).
+    active.limitWatch = this.limits.watch(active.caps, proc.pid ?? -1, (reason) => {
+      active.outcome.failure = `the run hit a limit: ${reason}`;
+      active.traces.add({ detail: reason, kind: 'error', nativeType: 'limit', status: 'failed', title: 'A limit of the run was hit', toolCallId: null, toolName: null });
+      this.kill(active);
+    });
     // Watched from here on, whatever happens next: its end always reaches the caller.
     void proc.finished.then(ended);
     try {
@@ -197,9 +209,14 @@ export class RunLauncher {
     }
   }
 
-  /** The run is over: its credential stops working, its temporary directory goes. */
+  /** The run is over: its credential stops working, its limits are read a last time and go, its temporary directory goes. */
   release(active: ActiveRun): void {
     this.credentials.revoke(active.run.id);
+    active.limitWatch?.check();
+    active.limitWatch?.stop();
+    if (active.caps) {
+      this.limits.close(active.caps);
+    }
     try {
       this.sandbox.removeTemporary(active.run.id);
     } catch (err) {

@@ -2,6 +2,7 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 
 import type { AgentSandbox, SandboxGit } from '../agents/agent-sandbox';
+import type { RunCaps } from '../agents/run-limits';
 import { RUN_MARKER_VARIABLE, killRunTree } from '../agents/process-tree';
 import { scrubbedEnvironment } from '../core/scrubbed-environment';
 import { runBounded } from '../core/process/bounded-process';
@@ -49,6 +50,8 @@ export interface HookContext {
   git: SandboxGit | null;
   /** The run's private temporary directory, or null (teardown). */
   tmp: string | null;
+  /** The run's limits (a setup counts as its run), or null (teardown). */
+  caps: RunCaps | null;
   /** The run marker (a run's id for setup): every process of the hook carries it, so a stop, the shutdown and the startup sweep find them. */
   marker: string;
   /** Aborted by a stop, steer, cancel or shutdown: the hook's processes are ended at once. */
@@ -78,6 +81,7 @@ export async function runHook(sandbox: AgentSandbox, hook: WorktreeHook, configu
     return { command: command.shown, failure: 'was stopped before it started', ok: false, output: '' };
   }
   const wrapped = sandbox.wrap('/bin/sh', command.args, {
+    caps: context.caps,
     cwd: context.cwd,
     env,
     git: context.git,

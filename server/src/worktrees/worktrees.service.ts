@@ -18,6 +18,7 @@ import { SYSTEM_ACTOR } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
 import { GitError, git, gitSucceeds } from '../core/git/git';
 import type { SandboxGit } from '../agents/agent-sandbox';
+import type { RunCaps } from '../agents/run-limits';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import type { RequirementRows } from '../requirements/requirements.repository';
 import { createAgentRepository, followInAgentRepository, refreshBase } from './agent-repository';
@@ -48,6 +49,8 @@ export interface RunPreparation {
   marker: string;
   tmp: string | null;
   signal: AbortSignal;
+  /** The run's limits: its setup command counts as the run. */
+  caps: RunCaps | null;
 }
 
 type Trace = (trace: NormalizedTrace) => void;
@@ -163,6 +166,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
       let setupAt: string | null = null;
       if (ready.setupAt === null) {
         const result = await runHook(this.sandbox, 'setup', this.configuration.get('worktreeSetupCommand'), {
+          caps: run.caps,
           cwd,
           env,
           git,
@@ -449,6 +453,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
         cwd: path.join(top, row.subdirectory ?? ''),
         env,
         git: facts.git === null ? null : { kind: 'own', personCommonDir: facts.git.commonDir },
+        caps: null,
         marker: `teardown-${row.requirementId}-${randomBytes(4).toString('hex')}`,
         signal: this.shutdown.signal,
         tmp: null,

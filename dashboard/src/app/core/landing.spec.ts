@@ -22,10 +22,13 @@ function withWork(landing: Partial<Requirement['landing']> = {}, extra: Partial<
       branch: 'agent/b',
       dirty: false,
       headSha: 'h'.repeat(40),
+      importError: null,
+      layout: 'own_repository',
       mode: 'worktree',
       path: '/tmp/wt',
       refreshedAt: T1,
       removedAt: null,
+      workSha: 'h'.repeat(40),
     },
     ...extra,
   };

@@ -94,6 +94,8 @@ export const REFUSAL_CODES = [
   'not_landable',
   'base_not_branch',
   'base_moved',
+  'head_moved',
+  'import_refused',
   'github_remote_missing',
   'github_token_missing',
   'already_queued',

@@ -260,6 +260,11 @@ export class LandPanel {
   protected readonly markDone = signal(true);
   protected readonly busy = signal(false);
   protected readonly refusal = signal<Refusal | null>(null);
+  /**
+   * The work this menu was opened on (issue 44): a land or a queueing takes exactly that, and is
+   * refused (head_moved) when the agent's work changed since — the person looks again first.
+   */
+  private shown: string | undefined;
 
   protected readonly landing = computed(() => this.requirement().landing);
   protected readonly base = computed(() => this.requirement().baseRef ?? this.requirement().worktree?.baseRef ?? 'HEAD');
@@ -280,6 +285,10 @@ export class LandPanel {
   protected readonly doText = computed(() => this.loose(`land.do.${this.method()}`, { base: this.base() }));
 
   constructor() {
+    afterNextRender(() => {
+      const worktree = this.requirement().worktree;
+      this.shown = worktree?.workSha ?? worktree?.headSha ?? undefined;
+    });
     // Opened from the actions: focus goes to the chosen way, where the choice is made.
     afterNextRender(() => this.host.nativeElement.querySelector<HTMLInputElement>('input[name="land-method"]:checked')?.focus());
   }
@@ -294,7 +303,7 @@ export class LandPanel {
     await this.attempt(async () => {
       const result = await this.store.land(
         this.requirement().id,
-        local ? { commitPending: this.offerCommit() && this.commitPending(), markDone: this.markDone(), method } : { method },
+        local ? { commitPending: this.offerCommit() && this.commitPending(), expectedHead: this.shown, markDone: this.markDone(), method } : { expectedHead: this.shown, method },
       );
       if (result.pullRequest) {
         this.notifier.info(this.t('land.prOpened', { pr: `${result.pullRequest.repository}#${result.pullRequest.number}` }));
@@ -308,7 +317,7 @@ export class LandPanel {
     if (method === 'pull_request') {
       return;
     }
-    await this.attempt(() => this.store.enqueue(this.requirement().id, method));
+    await this.attempt(() => this.store.enqueue(this.requirement().id, method, this.shown));
   }
 
   protected async dequeue(): Promise<void> {

@@ -14,7 +14,7 @@ interface FieldSpec {
   key: Field;
   type: 'number' | 'text' | 'nullable' | 'secret' | 'select' | 'list';
   options?: readonly string[];
-  unit?: 'seconds' | 'days';
+  unit?: 'seconds' | 'days' | 'mb';
 }
 
 const FIELDS: readonly FieldSpec[] = [
@@ -39,6 +39,9 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'authentication', options: ['token', 'none'], type: 'select' },
   { key: 'agentIsolation', options: ['auto', 'off'], type: 'select' },
   { key: 'agentWritablePaths', type: 'list' },
+  { key: 'agentProcessLimit', type: 'number' },
+  { key: 'agentTmpSizeMb', type: 'number', unit: 'mb' },
+  { key: 'agentShmSizeMb', type: 'number', unit: 'mb' },
   { key: 'isolation', options: ['worktree', 'in_place'], type: 'select' },
   { key: 'worktreeRoot', type: 'nullable' },
   { key: 'worktreeLinks', type: 'list' },

@@ -7,6 +7,9 @@ import { OptionalEnum, OptionalInt, OptionalNumber, OptionalText, OptionalTextLi
 
 export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   agentIsolation: 'auto',
+  agentProcessLimit: 512,
+  agentShmSizeMb: 256,
+  agentTmpSizeMb: 2048,
   agentWritablePaths: [],
   allowedOrigin: null,
   authentication: 'token',
@@ -54,6 +57,9 @@ export const NULLABLE_NUMBER_KEYS: readonly ConfigurationKey[] = ['defaultBudget
 
 /** Fields a running manager applies at once; every other field takes effect on restart. */
 export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
+  'agentProcessLimit',
+  'agentShmSizeMb',
+  'agentTmpSizeMb',
   'agentWritablePaths',
   'cancelledRequirementRetentionDays',
   'claudeExecutable',
@@ -103,8 +109,25 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   )
   agentIsolation?: ConfigurationValues['agentIsolation'];
 
+  @OptionalInt({
+    description: 'Processes one agent run may have at once, its setup included: a run that tries more fails with the reason (applied to the next run)',
+    max: 1_000_000,
+    min: 16,
+  })
+  agentProcessLimit?: number;
+
+  @OptionalInt({ description: "MB of one run's private /dev/shm (applied to the next run)", max: 1_048_576, min: 1 })
+  agentShmSizeMb?: number;
+
+  @OptionalInt({
+    description: "MB of one run's temporary space (its own /tmp, /var/tmp and $TMPDIR, gone with it): a run that fills it fails with the reason (applied to the next run)",
+    max: 1_048_576,
+    min: 16,
+  })
+  agentTmpSizeMb?: number;
+
   @OptionalTextList({
-    description: "Paths agents may write besides their own worktree, git's stores, their CLI's state and toolchain caches (absolute or ~/…; applied to the next run)",
+    description: "Paths agents may write besides their own worktree and repository, their CLI's state and toolchain caches (absolute or ~/…; applied to the next run)",
     max: 100,
     maxLength: 4096,
     pattern: WRITABLE_PATH,

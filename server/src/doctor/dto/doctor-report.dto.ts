@@ -3,7 +3,7 @@ import { IsIn, IsOptional } from 'class-validator';
 
 import type { DoctorArgs, DoctorCheck, DoctorReport, DoctorStatus } from '../doctor';
 
-const CHECK_IDS: Array<DoctorCheck['id']> = ['node', 'git', 'codex', 'claude', 'github', 'isolation', 'port', 'dataDirectory', 'database'];
+const CHECK_IDS: Array<DoctorCheck['id']> = ['node', 'git', 'codex', 'claude', 'github', 'isolation', 'worktrees', 'port', 'dataDirectory', 'database'];
 const STATUSES: DoctorStatus[] = ['ok', 'warn', 'fail'];
 
 export class DoctorQueryDto {

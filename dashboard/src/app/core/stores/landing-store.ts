@@ -47,8 +47,8 @@ export class LandingStore {
   }
 
   /** Quiet, as land: the menu shows the refusal. */
-  async enqueue(requirementId: string, method: QueueMethod): Promise<void> {
-    await this.answer(() => this.api.client.POST('/api/landing-queue', { body: { method, requirementId } }), true);
+  async enqueue(requirementId: string, method: QueueMethod, expectedHead?: string): Promise<void> {
+    await this.answer(() => this.api.client.POST('/api/landing-queue', { body: { expectedHead, method, requirementId } }), true);
   }
 
   async dequeue(requirementId: string): Promise<void> {

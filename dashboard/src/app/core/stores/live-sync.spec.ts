@@ -25,6 +25,9 @@ import { T0, T1, T2, eventBuilder, message, requirement, run, timer } from '../.
 
 const values: ManagerConfiguration['values'] = {
   agentIsolation: 'auto',
+  agentProcessLimit: 512,
+  agentShmSizeMb: 256,
+  agentTmpSizeMb: 2048,
   agentWritablePaths: [],
   allowedOrigin: null,
   authentication: 'token',
@@ -305,6 +308,7 @@ describe(LiveSync.name, () => {
     const item = (requirementId: string, position: number, state: 'queued' | 'landing' | 'paused' = 'queued') => ({
       addedAt: T0,
       conflictPaths: [],
+      expectedHead: null,
       method: 'squash' as const,
       position,
       reason: null,
