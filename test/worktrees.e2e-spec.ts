@@ -4,6 +4,7 @@ import * as path from 'node:path';
 
 import { ok } from './support/api';
 import { checkoutSnapshot, createRequirement, git, initRepository, readReport, reply, runsOf, settled, sh, startRun, WORKTREE_AGENT, writeFiles } from './support/git-repo';
+import { execute } from './support/db-snapshot';
 import { sendUntyped } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { expectRefused } from './support/refusals';
@@ -445,6 +446,57 @@ describe('isolation outside a plain git repository', () => {
       expect(done.worktree).toMatchObject({ mode: 'worktree' });
       const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id } } }))).items;
       expect(trace.find((t) => t.title.startsWith('Created worktree'))?.detail).toContain('git-lfs is not installed');
+    } finally {
+      await manager.stop();
+      sandbox.cleanup();
+    }
+  });
+});
+
+describe('a linked worktree made before each agent had a repository of its own (issue 44 §7)', () => {
+  it('keeps working, doctor names its layout, and its next run makes it an own repository with every file, staged change and commit kept', async () => {
+    const sandbox = makeSandbox();
+    initRepository(sandbox.workspace, { 'README.md': '# repo\n', 'src/a.txt': 'a\n' });
+    let manager = await startManager({ env: AGENTS, sandbox });
+    try {
+      const requirement = await createRequirement(manager, { title: 'From before' });
+      await startRun(manager, requirement.id, sh('echo one > one.txt && git add one.txt && git commit -q -m one'));
+      const { requirement: first } = await settled(manager, requirement.id, 1);
+      const { branch, path: tree } = first.worktree as { branch: string; path: string };
+      await manager.stop();
+      // What an older version left: a `git worktree` of the person's repository on the branch, with
+      // work in progress (staged, unstaged, untracked), and the row saying so.
+      fs.rmSync(tree, { force: true, recursive: true });
+      git(sandbox.workspace, 'worktree', 'prune');
+      git(sandbox.workspace, 'worktree', 'add', '-q', tree, branch);
+      writeFiles(tree, { 'src/a.txt': 'changed\n', 'staged.txt': 'staged\n', 'untracked.txt': 'untracked\n' });
+      git(tree, 'add', 'staged.txt');
+      const status = git(tree, 'status', '--porcelain');
+      await execute(path.join(manager.dataDirectory(), 'factory.sqlite'), `UPDATE requirement_worktree SET layout = 'linked_worktree' WHERE requirement_id = ?`, [requirement.id]);
+      manager = await startManager({ env: AGENTS, sandbox });
+      const doctor = await ok(manager.api.GET('/api/doctor', { params: { query: { refresh: 'true' } } }));
+      const layouts = doctor.checks.find((c) => c.id === 'worktrees')!;
+      expect(layouts).toMatchObject({ code: 'worktrees.linked', status: 'warn' });
+      expect(layouts.detail).toContain(`${path.basename(tree)}: linked worktree`);
+      // It keeps working: its changes are read as they are.
+      const before = await ok(manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: requirement.id } } }));
+      expect(before.files.map((f) => f.path).sort()).toEqual(['one.txt', 'src/a.txt', 'staged.txt', 'untracked.txt']);
+      // Its next run turns it into an own repository, in place.
+      await reply(manager, requirement.id, sh('echo two > two.txt && git add two.txt && git commit -q -m two'));
+      const { requirement: after, run } = await settled(manager, requirement.id, 2);
+      expect(run.status).toBe('succeeded');
+      expect(after.worktree).toMatchObject({ layout: 'own_repository', path: tree });
+      expect(fs.statSync(path.join(tree, '.git')).isDirectory()).toBe(true);
+      expect(git(sandbox.workspace, 'worktree', 'list', '--porcelain')).not.toContain(tree);
+      // Everything kept: the staged change was committed by the run's `git commit` (as before), the rest is there.
+      expect(git(tree, 'log', '--format=%s', '-3').trim().split('\n')).toEqual(['two', 'one', 'initial']);
+      expect(git(tree, 'show', '--name-only', '--format=', 'HEAD').trim().split('\n').sort()).toEqual(['staged.txt', 'two.txt']);
+      expect(git(tree, 'status', '--porcelain')).toBe(status.replace(/^A  staged.txt\n/m, ''));
+      expect(git(sandbox.workspace, 'rev-parse', branch).trim()).toBe(after.worktree!.headSha);
+      const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id } } }))).items;
+      expect(trace.some((t) => t.title.includes('is now a repository of the agent'))).toBe(true);
+      const fixed = (await ok(manager.api.GET('/api/doctor', { params: { query: { refresh: 'true' } } }))).checks.find((c) => c.id === 'worktrees')!;
+      expect(fixed).toMatchObject({ code: 'worktrees.ok', status: 'ok' });
     } finally {
       await manager.stop();
       sandbox.cleanup();

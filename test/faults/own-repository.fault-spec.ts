@@ -45,11 +45,13 @@ function repositoryState(workspace: string): Record<string, string> {
     }
   };
   walk(path.join(gitDir, 'logs'));
+  // The Requirements' branches are the manager's to write (it imports into them): everything else is the person's.
+  const own = (name: string) => !name.includes('refs/heads/agent/');
   return {
     commondir: String(fs.existsSync(path.join(gitDir, 'commondir'))),
     config: fs.readFileSync(path.join(gitDir, 'config'), 'utf8'),
-    logs: JSON.stringify(logs),
-    refs: git(workspace, 'for-each-ref', '--format=%(objectname) %(refname)'),
+    logs: JSON.stringify(Object.fromEntries(Object.entries(logs).filter(([name]) => own(name)))),
+    refs: git(workspace, 'for-each-ref', '--format=%(objectname) %(refname)').split('\n').filter(own).join('\n'),
     stash: git(workspace, 'stash', 'list'),
   };
 }
@@ -156,14 +158,14 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
     const corrupt = await run('Corrupt', [
       {
         shell:
-          "printf 'echo reviewed2\\n' > two.sh && git add two.sh && git -c user.name=A -c user.email=a@example.com commit -qm two && " +
+          "printf 'echo reviewed2\\n' > two.sh && git add two.sh && git -c user.name=A -c user.email=a@example.com commit -qm corrupted-commit && " +
           'blob=$(git rev-parse HEAD:two.sh) && f=.git/objects/$(echo $blob | cut -c1-2)/$(echo $blob | cut -c3-) && ' +
           "evil=$(printf 'echo evil2\\n' | git hash-object -w --stdin) && chmod u+w $f && cp .git/objects/$(echo $evil | cut -c1-2)/$(echo $evil | cut -c3-) $f && echo done",
       },
       { text: 'Done.' },
     ]);
     expect(corrupt.requirement.worktree!.importError).toMatch(/git refused the agent's branch/);
-    expect(git(sandbox.workspace, 'log', '--all', '--format=%s')).not.toContain('two');
+    expect(git(sandbox.workspace, 'log', '--all', '--format=%s')).not.toContain('corrupted-commit');
     await expectRefused(
       manager.dataDirectory(),
       () => manager.api.POST('/api/requirements/{id}/land', { body: { method: 'merge' }, params: { path: { id: corrupt.requirement.id } } }),
@@ -172,7 +174,10 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
     );
 
     // A FIFO where git would read (its alternates): refused before any git opens it.
-    const fifo = await run('Fifo', [{ shell: 'rm -f .git/objects/info/alternates && mkfifo .git/objects/info/alternates && echo planted' }, { text: 'Planted.' }]);
+    const fifo = await run('Fifo', [
+      { shell: 'mv .git/objects/info/alternates .git/objects/info/was-alternates && mkfifo .git/objects/info/alternates && echo planted' },
+      { text: 'Planted.' },
+    ]);
     expect(fifo.requirement.worktree!.importError).toMatch(/a FIFO at \.git\/objects\/info\/alternates/);
     // The person's git, and another agent's run, are unaffected.
     expect(() => git(sandbox.workspace, 'status', '--porcelain')).not.toThrow();
@@ -213,6 +218,27 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
     );
     const landed = await ok(manager.api.POST('/api/requirements/{id}/land', { body: { expectedHead: recorded, method: 'squash' }, params: { path: { id } } }));
     expect(git(sandbox.workspace, 'show', `${landed.commit}:mine.txt`)).toBe('mine\n');
+  });
+  it('fails only the run that hits a limit — a fork of 1,000 sleeps, 3 GB into $TMPDIR — with the reason, while another runs on', async () => {
+    expect((await manager.api.PATCH('/api/configuration', { body: { agentProcessLimit: 200, agentTmpSizeMb: 64 } })).status).toBe(200);
+    try {
+      const bystander = await createRequirement(manager, { provider, title: 'Bystander' });
+      stub.scriptFor(bystander.id, [{ shell: 'sleep 6 && echo still-here > calm.txt' }, { text: 'Calm.' }]);
+      expect((await manager.api.POST('/api/requirements/{id}/start', { body: { message: `Work ${bystander.id}` }, params: { path: { id: bystander.id } } })).status).toBe(202);
+      const forker = await run('Fork bomb', [{ shell: '(i=0; while [ $i -lt 1000 ]; do sleep 60 & i=$((i+1)); done) 2>/dev/null; sleep 30' }, { text: 'Forked.' }]);
+      expect(forker.run.status).toBe('failed');
+      expect(forker.run.error).toMatch(/the run hit a limit: it (tried to run more than 200 processes at once \(agentProcessLimit\)|filled its temporary space)/);
+      const filler = await run('Disk filler', [{ shell: 'dd if=/dev/zero of="$TMPDIR/big" bs=1M count=3072; sleep 30' }, { text: 'Filled.' }]);
+      expect(filler.run.status).toBe('failed');
+      expect(filler.run.error).toMatch(/the run hit a limit: it filled its temporary space \(\/tmp, \/var\/tmp and \$TMPDIR: 64 MB, agentTmpSizeMb\)/);
+      // Its temporary space was its own: nothing of it is left on the machine.
+      expect(fs.existsSync(path.join(sandbox.home, 'tmp', filler.run.id))).toBe(false);
+      const calm = await settled(manager, bystander.id, 1);
+      expect(calm.run.status).toBe('succeeded');
+      expect(fs.readFileSync(path.join(calm.requirement.worktree!.path!, 'calm.txt'), 'utf8')).toBe('still-here\n');
+    } finally {
+      expect((await manager.api.PATCH('/api/configuration', { body: { agentProcessLimit: 2048, agentTmpSizeMb: 2048 } })).status).toBe(200);
+    }
   });
 });
 

@@ -291,7 +291,7 @@ export interface AgentIsolation {
 
 export interface ConfigurationValues {
   agentIsolation: AgentIsolationMode;
-  /** Processes one agent run may have at once (its setup included); a run that tries more fails. */
+  /** Processes (threads included) one agent run may have at once (its setup included); a run that tries more fails. */
   agentProcessLimit: number;
   /** MB of one run's private /dev/shm. */
   agentShmSizeMb: number;

@@ -29,7 +29,11 @@ export interface ActiveRun {
   traces: TraceWriter;
   /** Output-driven writes (session id, assistant messages) in arrival order. */
   writes: Promise<unknown>;
-  outcome: { completed: boolean; failure: string | null };
+  /**
+   * `failure`: why it failed, as the CLI or the manager said; `imposed`: a failure the manager
+   * ended it for (a limit hit), which what the CLI then says of its own end does not replace.
+   */
+  outcome: { completed: boolean; failure: string | null; imposed?: string | null };
   usage: TokenUsage | null;
   lastAssistantText: string | null;
   /** Set up front for reviewer runs; RD runs read their captured messages at launch. */
@@ -65,14 +69,14 @@ export function newActiveRun(run: AgentRunEntity, traces: TraceWriter, fields: P
 export function outcomeOf(active: ActiveRun, end: ProcessEnd): FinalRunStatus {
   switch (end.reason) {
     case 'interrupted':
-      // Ended by the manager for a failure of its own (a limit hit): failed, with that reason.
-      return active.outcome.failure ? 'failed' : 'cancelled';
+      // Ended by the manager for a failure it imposed (a limit hit): failed, with that reason.
+      return active.outcome.imposed ? 'failed' : 'cancelled';
     case 'timed_out':
       return 'timed_out';
     case 'spawn_failed':
       return 'failed';
     case 'exited':
-      return active.outcome.completed && !active.outcome.failure && end.code === 0 ? 'succeeded' : 'failed';
+      return active.outcome.completed && !active.outcome.failure && !active.outcome.imposed && end.code === 0 ? 'succeeded' : 'failed';
     default:
       return 'failed';
   }
@@ -96,6 +100,9 @@ export function runEndEventType(status: FinalRunStatus): RunEndEventType {
 }
 
 export function errorOf(active: ActiveRun, end: ProcessEnd, status: RunStatus, timeoutSeconds: number): string {
+  if (active.outcome.imposed) {
+    return active.outcome.imposed;
+  }
   if (status === 'timed_out') {
     return `no output for ${timeoutSeconds} s`;
   }

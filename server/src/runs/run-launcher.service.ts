@@ -187,7 +187,7 @@ export class RunLauncher {
     active.run.processMarker = run.id;
     // A limit hit fails the run with the reason, and ends it (no other run is harmed).
     active.limitWatch = this.limits.watch(active.caps, proc.pid ?? -1, (reason) => {
-      active.outcome.failure = `the run hit a limit: ${reason}`;
+      active.outcome.imposed = `the run hit a limit: ${reason}`;
       active.traces.add({ detail: reason, kind: 'error', nativeType: 'limit', status: 'failed', title: 'A limit of the run was hit', toolCallId: null, toolName: null });
       this.kill(active);
     });

@@ -188,15 +188,20 @@ export async function followInAgentRepository(top: string, personCommonDir: stri
   return true;
 }
 
+/** What a special file is, in words. */
+function special(entry: { isSymbolicLink(): boolean; isFIFO(): boolean; isSocket(): boolean }): 'a symlink' | 'a FIFO' | 'a socket' | 'a device or special file' {
+  return entry.isSymbolicLink() ? 'a symlink' : entry.isFIFO() ? 'a FIFO' : entry.isSocket() ? 'a socket' : 'a device or special file';
+}
+
 /** Regular files git reads at the top of a repository; anything else there is refused. */
 const TOP_FILES = ['HEAD', 'config', 'packed-refs', 'shallow', 'objects/info/alternates', 'objects/info/http-alternates', 'objects/info/packs', 'info/grafts'];
 /** What would make git read another repository's files as this one's. */
 const FORBIDDEN = ['commondir', 'gitdir'];
 
-async function kindOf(file: string): Promise<'missing' | 'file' | 'directory' | 'other'> {
+async function kindOf(file: string): Promise<'missing' | 'file' | 'directory' | 'a symlink' | 'a FIFO' | 'a socket' | 'a device or special file'> {
   try {
     const stat = await fs.lstat(file);
-    return stat.isFile() ? 'file' : stat.isDirectory() ? 'directory' : 'other';
+    return stat.isFile() ? 'file' : stat.isDirectory() ? 'directory' : special(stat);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') {
       return 'missing';
@@ -227,8 +232,9 @@ async function readSmall(file: string, max: number): Promise<string> {
 export async function inspectAgentRepository(top: string, personCommonDir: string): Promise<void> {
   const gitDir = path.join(top, '.git');
   const refuse = (what: string) => new AgentRepositoryRefused(`the agent's repository has ${what}; its work is not imported until that is gone`);
-  if ((await kindOf(gitDir)) !== 'directory') {
-    throw new AgentRepositoryRefused(`${gitDir} is not the agent's repository (not a directory)`);
+  const dotGit = await kindOf(gitDir);
+  if (dotGit !== 'directory') {
+    throw new AgentRepositoryRefused(`${gitDir} is not the agent's repository (${dotGit === 'file' ? 'a file' : dotGit === 'missing' ? 'missing' : dotGit})`);
   }
   for (const name of FORBIDDEN) {
     if ((await kindOf(path.join(gitDir, name))) !== 'missing') {
@@ -238,7 +244,7 @@ export async function inspectAgentRepository(top: string, personCommonDir: strin
   for (const name of TOP_FILES) {
     const kind = await kindOf(path.join(gitDir, name));
     if (kind !== 'missing' && kind !== 'file') {
-      throw refuse(`.git/${name} that is not a regular file`);
+      throw refuse(kind === 'directory' ? `a folder at .git/${name}` : `${kind} at .git/${name}`);
     }
   }
   const alternates = path.join(gitDir, 'objects', 'info', 'alternates');
@@ -263,15 +269,14 @@ export async function inspectAgentRepository(top: string, personCommonDir: strin
       if (entry.isDirectory()) {
         await walk(path.join(dir, entry.name), `${shown}/${entry.name}`);
       } else if (!entry.isFile()) {
-        const kind = entry.isSymbolicLink() ? 'a symlink' : entry.isFIFO() ? 'a FIFO' : entry.isSocket() ? 'a socket' : 'a device or special file';
-        throw refuse(`${kind} at .git/${shown}/${entry.name}`);
+        throw refuse(`${special(entry)} at .git/${shown}/${entry.name}`);
       }
     }
   };
   for (const name of ['refs', 'objects']) {
     const kind = await kindOf(path.join(gitDir, name));
-    if (kind === 'other') {
-      throw refuse(`.git/${name} that is not a folder`);
+    if (kind !== 'missing' && kind !== 'directory') {
+      throw refuse(`${kind === 'file' ? 'a file' : kind} at .git/${name}, not a folder`);
     }
     await walk(path.join(gitDir, name), name);
   }

@@ -12,7 +12,7 @@ import { RUNTIME, Runtime } from '../core/runtime';
 import { SYSTEM_ACTOR } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
-import { AgentRepositoryRefused, Snapshot, importBranch, snapshotMessage, snapshotWork } from './agent-repository';
+import { AgentRepositoryRefused, Snapshot, importBranch, inspectAgentRepository, snapshotMessage, snapshotWork } from './agent-repository';
 import { KeyedLock } from './keyed-lock';
 import { QUICK_TIMEOUT_MS, WorkspaceGit } from './workspace-git.service';
 import { WorktreeRecords } from './worktree-records.service';
@@ -166,6 +166,9 @@ export class AgentWork {
     const branch = row.branch as string;
     const gitDir = path.join(row.path as string, '.git');
     const stamp = (await Promise.all([path.join(gitDir, 'refs', 'heads', branch), path.join(gitDir, 'packed-refs')].map(statStamp))).join('|');
+    // Inspected every time (a few hundred entries at most): a FIFO planted since is refused and said
+    // even when there is nothing new to fetch.
+    await inspectAgentRepository(row.path as string, commonDir);
     const last = this.fetched.get(requirementId);
     if (last !== undefined && last.stamp === stamp && last.head === row.headSha && (await this.workspace.resolveCommit(top, `refs/heads/${branch}`)) === last.head) {
       return last.head;

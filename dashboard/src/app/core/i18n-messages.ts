@@ -463,7 +463,7 @@ export const en = {
   'cfg.agentIsolation': 'Agent sandbox',
   'cfg.agentIsolation.help': 'auto: agents write only their own worktree and cannot read the data directories (bubblewrap, Seatbelt); off: no sandbox',
   'cfg.agentProcessLimit': 'Processes per run',
-  'cfg.agentProcessLimit.help': 'Processes one agent run may have at once, its setup included: a run that tries more fails, saying so',
+  'cfg.agentProcessLimit.help': 'Processes (threads included) one agent run may have at once, its setup included: a run that tries more fails, saying so',
   'cfg.agentTmpSizeMb': 'Temporary space per run',
   'cfg.agentTmpSizeMb.help': "A run's own /tmp, /var/tmp and $TMPDIR, gone with it: a run that fills it fails, saying so",
   'cfg.agentShmSizeMb': 'Shared memory per run',

@@ -26,7 +26,7 @@ import { OptionalEnum } from '../../core/validation';
 
 export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty({ enum: AGENT_ISOLATION_MODES }) agentIsolation!: AgentIsolationMode;
-  @ApiProperty({ description: 'Processes one agent run may have at once (its setup included)' }) agentProcessLimit!: number;
+  @ApiProperty({ description: 'Processes (threads included) one agent run may have at once (its setup included)' }) agentProcessLimit!: number;
   @ApiProperty({ description: "MB of one run's private /dev/shm" }) agentShmSizeMb!: number;
   @ApiProperty({ description: "MB of one run's temporary space (its own /tmp, /var/tmp and $TMPDIR)" }) agentTmpSizeMb!: number;
   @ApiProperty({ description: 'Paths agents may write besides their own worktree (absolute or ~/…)', type: [String] }) agentWritablePaths!: string[];

@@ -7,7 +7,7 @@ import { OptionalEnum, OptionalInt, OptionalNumber, OptionalText, OptionalTextLi
 
 export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   agentIsolation: 'auto',
-  agentProcessLimit: 512,
+  agentProcessLimit: 2048,
   agentShmSizeMb: 256,
   agentTmpSizeMb: 2048,
   agentWritablePaths: [],
@@ -110,7 +110,7 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   agentIsolation?: ConfigurationValues['agentIsolation'];
 
   @OptionalInt({
-    description: 'Processes one agent run may have at once, its setup included: a run that tries more fails with the reason (applied to the next run)',
+    description: 'Processes (threads included, as the kernel counts them) one agent run may have at once, its setup included: a run that tries more fails with the reason (applied to the next run)',
     max: 1_000_000,
     min: 16,
   })

@@ -25,7 +25,7 @@ import { T0, T1, T2, eventBuilder, message, requirement, run, timer } from '../.
 
 const values: ManagerConfiguration['values'] = {
   agentIsolation: 'auto',
-  agentProcessLimit: 512,
+  agentProcessLimit: 2048,
   agentShmSizeMb: 256,
   agentTmpSizeMb: 2048,
   agentWritablePaths: [],
