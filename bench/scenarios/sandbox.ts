@@ -1,5 +1,4 @@
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { send } from '../../test/support/http';
@@ -22,6 +21,8 @@ function repository(dir: string): void {
 
 interface Side {
   label: 'on' | 'off';
+  /** Where its agents write their reports (each run has a /tmp of its own). */
+  reports: string;
   manager: ManagerProcess;
   toAgent: number[];
   wall: number[];
@@ -29,9 +30,9 @@ interface Side {
 }
 
 /** POST /start of a new Requirement until its (synthetic) agent runs in its new worktree, and until the run succeeded. */
-async function firstRun(side: Side, round: number, reports: string): Promise<void> {
+async function firstRun(side: Side, round: number): Promise<void> {
   const requirement = await createRequirement(side.manager, { title: `Sandbox ${side.label} ${round}` });
-  const report = path.join(reports, `${side.label}-${round}.json`);
+  const report = path.join(side.reports, `${side.label}-${round}.json`);
   const started = Date.now();
   await startRun(side.manager, requirement.id, `report:${report}`);
   await until('the agent to start', async () => fs.existsSync(report) || undefined, 60_000, 5);
@@ -64,7 +65,6 @@ async function concurrent(side: Side, round: number): Promise<void> {
  * worktree, the run's wall time, and the wall time of each of ten runs started at once.
  */
 export async function sandboxScenario(): Promise<ScenarioResult> {
-  const reports = fs.mkdtempSync(path.join(os.tmpdir(), 'am-bench-sandbox-'));
   const boxes = [makeSandbox(), makeSandbox()];
   const sides: Side[] = [];
   try {
@@ -72,10 +72,11 @@ export async function sandboxScenario(): Promise<ScenarioResult> {
       repository(box.workspace);
     }
     const env = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT };
-    sides.push({ concurrentWall: [], label: 'on', manager: await startManager({ args: ['--log-level', 'warn'], env, sandbox: boxes[0] }), toAgent: [], wall: [] });
+    sides.push({ concurrentWall: [], label: 'on', manager: await startManager({ args: ['--log-level', 'warn'], env, sandbox: boxes[0] }), reports: boxes[0].shared, toAgent: [], wall: [] });
     sides.push({
       concurrentWall: [],
       label: 'off',
+      reports: boxes[1].shared,
       manager: await startManager({ args: ['--log-level', 'warn'], env: { ...env, CODE_FACTORY_AGENT_ISOLATION: 'off' }, sandbox: boxes[1] }),
       toAgent: [],
       wall: [],
@@ -88,7 +89,7 @@ export async function sandboxScenario(): Promise<ScenarioResult> {
       progress(`sandbox: round ${r + 1}/${ROUNDS}`);
       const order = r % 2 === 0 ? sides : [...sides].reverse();
       for (const side of order) {
-        await firstRun(side, r, reports);
+        await firstRun(side, r);
       }
     }
     for (let r = 0; r < 2; r++) {
@@ -101,7 +102,6 @@ export async function sandboxScenario(): Promise<ScenarioResult> {
   } finally {
     await Promise.all(sides.map((side) => side.manager.stop()));
     boxes.forEach((box) => box.cleanup());
-    fs.rmSync(reports, { force: true, recursive: true });
   }
   const p = (list: number[], at: number) =>
     percentile(
