@@ -72,7 +72,14 @@ export async function sandboxScenario(): Promise<ScenarioResult> {
       repository(box.workspace);
     }
     const env = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT };
-    sides.push({ concurrentWall: [], label: 'on', manager: await startManager({ args: ['--log-level', 'warn'], env, sandbox: boxes[0] }), reports: boxes[0].shared, toAgent: [], wall: [] });
+    sides.push({
+      concurrentWall: [],
+      label: 'on',
+      manager: await startManager({ args: ['--log-level', 'warn'], env, sandbox: boxes[0] }),
+      reports: boxes[0].shared,
+      toAgent: [],
+      wall: [],
+    });
     sides.push({
       concurrentWall: [],
       label: 'off',

@@ -153,6 +153,29 @@ function cgroupRoot(): { root: string | null; why: string } {
   return { root: null, why: why.length > 0 ? why.join('; ') : 'no pids cgroup found' };
 }
 
+/**
+ * How runs' processes are capped on this machine: a pids cgroup root of this manager's (kept for
+ * its runs, or, for `doctor`, which runs without a manager, removed again at once), else
+ * RLIMIT_NPROC through `prlimit`, else nothing, with why.
+ */
+export function probeProcessCap(searchPath: string, cwd: string, keep = false): ProcessCapMechanism {
+  if (process.platform !== 'linux') {
+    return { kind: 'none', reason: `process limits need Linux; this is ${process.platform}` };
+  }
+  const { root, why } = cgroupRoot();
+  if (root !== null) {
+    if (!keep) {
+      removeCgroupTree(root);
+    }
+    return { kind: 'cgroup', root };
+  }
+  if (process.getuid?.() === 0) {
+    return { kind: 'none', reason: `no pids cgroup could be made (${why}), and an rlimit does not bind root` };
+  }
+  const prlimit = findExecutable('prlimit', searchPath, cwd);
+  return prlimit === null ? { kind: 'none', reason: `no pids cgroup could be made (${why}), and prlimit (util-linux) is not installed` } : { kind: 'rlimit', prlimit };
+}
+
 @Injectable()
 export class RunLimits implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RunLimits.name);
@@ -168,7 +191,7 @@ export class RunLimits implements OnModuleInit, OnApplicationShutdown {
   }
 
   onModuleInit(): void {
-    this.state = this.probe();
+    this.state = probeProcessCap(process.env.PATH ?? '', this.runtime.paths.root, true);
     this.logger.log(
       this.state.kind === 'none'
         ? `agent runs' processes are not capped: ${this.state.reason}`
@@ -255,21 +278,6 @@ export class RunLimits implements OnModuleInit, OnApplicationShutdown {
     if (caps.cgroupProcs !== null) {
       removeCgroupTree(path.dirname(caps.cgroupProcs));
     }
-  }
-
-  private probe(): ProcessCapMechanism {
-    if (process.platform !== 'linux') {
-      return { kind: 'none', reason: `process limits need Linux; this is ${process.platform}` };
-    }
-    const { root, why } = cgroupRoot();
-    if (root !== null) {
-      return { kind: 'cgroup', root };
-    }
-    if (process.getuid?.() === 0) {
-      return { kind: 'none', reason: `no pids cgroup could be made (${why}), and an rlimit does not bind root` };
-    }
-    const prlimit = findExecutable('prlimit', process.env.PATH ?? '', this.runtime.paths.root);
-    return prlimit === null ? { kind: 'none', reason: `no pids cgroup could be made (${why}), and prlimit (util-linux) is not installed` } : { kind: 'rlimit', prlimit };
   }
 }
 

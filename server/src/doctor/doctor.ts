@@ -8,6 +8,7 @@ import type { ConfigurationValues } from '@libs/contracts';
 
 import { probeSandbox } from '../agents/agent-sandbox';
 import { findExecutable } from '../agents/executable';
+import { probeProcessCap } from '../agents/run-limits';
 import { CONFIGURATION_DEFAULTS } from '../core/configuration/configuration.schema';
 import { probePostgres } from '../core/database/postgres/postgres-probe';
 import { type PostgresStore, redactDatabaseUrl } from '../core/database/store';
@@ -405,7 +406,23 @@ async function checkGitHub(apiUrl: string, env: NodeJS.ProcessEnv, timeoutMs: nu
   };
 }
 
-async function checkIsolation(mode: 'auto' | 'off', root: string, env: NodeJS.ProcessEnv): Promise<DoctorCheck> {
+/** The per-run limits as they would apply here (issue 44 §5), in words and as values. */
+function describeLimits(configuration: ConfigurationValues, sandboxed: boolean, env: NodeJS.ProcessEnv, root: string): { text: string; args: DoctorArgs } {
+  const cap = probeProcessCap(env.PATH ?? '', root);
+  const processes =
+    cap.kind === 'cgroup'
+      ? `${configuration.agentProcessLimit} processes per run (a pids cgroup each)`
+      : cap.kind === 'rlimit'
+        ? `${configuration.agentProcessLimit} processes per run (RLIMIT_NPROC in its sandbox)`
+        : `processes not capped: ${cap.reason}`;
+  const space = sandboxed ? `; /tmp, /var/tmp and $TMPDIR ${configuration.agentTmpSizeMb} MB and /dev/shm ${configuration.agentShmSizeMb} MB of each run's own` : '';
+  return {
+    args: { processCap: cap.kind, processLimit: configuration.agentProcessLimit, shmMb: configuration.agentShmSizeMb, tmpMb: configuration.agentTmpSizeMb },
+    text: `limits: ${processes}${space}`,
+  };
+}
+
+async function checkIsolation(mode: 'auto' | 'off', root: string, env: NodeJS.ProcessEnv, configuration: ConfigurationValues): Promise<DoctorCheck> {
   const base = { id: 'isolation' as const, required: false, title: 'Agent isolation' };
   // The same probe the manager runs at start, on a throw-away tree instead of the real data.
   const tree = fs.mkdtempSync(path.join(os.tmpdir(), 'am-doctor-'));
@@ -415,19 +432,20 @@ async function checkIsolation(mode: 'auto' | 'off', root: string, env: NodeJS.Pr
     const witness = path.join(hidden, 'witness');
     fs.writeFileSync(witness, '');
     const { isolation } = await probeSandbox({ cwd: root, hidden: [hidden], mode, searchPath: env.PATH ?? '', witness });
+    const limits = describeLimits(configuration, isolation.mechanism === 'bubblewrap', env, root);
     if (isolation.enabled) {
       return {
         ...base,
-        args: { mechanism: isolation.mechanism },
+        args: { mechanism: isolation.mechanism, ...limits.args },
         code: 'isolation.ok',
-        detail: `agents run in a ${isolation.mechanism} sandbox that hides every workspace's data`,
+        detail: `agents run in a ${isolation.mechanism} sandbox that hides every workspace's data; ${limits.text}`,
         fix: null,
         status: 'ok',
       };
     }
     return {
       ...base,
-      args: { reason: isolation.reason },
+      args: { reason: isolation.reason, ...limits.args },
       code: mode === 'off' ? 'isolation.off' : process.platform === 'darwin' ? 'isolation.unavailable_macos' : 'isolation.unavailable',
       detail: `agents would NOT be isolated: ${isolation.reason}`,
       fix:
@@ -657,7 +675,7 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
     checkAgentCli(clis[0], cwd, env, timeoutMs),
     checkAgentCli(clis[1], cwd, env, timeoutMs),
     checkGitHub(configuration.githubApiUrl, env, timeoutMs),
-    checkIsolation(configuration.agentIsolation, cwd, env),
+    checkIsolation(configuration.agentIsolation, cwd, env, configuration),
     serving
       ? Promise.resolve<DoctorCheck>({
           args: { url: serving },

@@ -110,7 +110,8 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   agentIsolation?: ConfigurationValues['agentIsolation'];
 
   @OptionalInt({
-    description: 'Processes (threads included, as the kernel counts them) one agent run may have at once, its setup included: a run that tries more fails with the reason (applied to the next run)',
+    description:
+      'Processes (threads included, as the kernel counts them) one agent run may have at once, its setup included: a run that tries more fails with the reason (applied to the next run)',
     max: 1_000_000,
     min: 16,
   })
