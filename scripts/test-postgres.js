@@ -11,6 +11,7 @@ const os = require('node:os');
 const path = require('node:path');
 
 const cluster = require('./postgres-cluster');
+const timings = require('./test-timings');
 
 const root = path.resolve(__dirname, '..');
 /** The suites the issue names (requirements, events, runs, timers, reviews, faults, fuzz), their neighbours on the store, and the integration tier. */
@@ -95,7 +96,10 @@ async function main() {
       '--runTestsByPath',
       ...(chosen.length > 0 ? chosen : SUITES),
     ];
+    const began = Date.now();
     jest = spawnSync(process.execPath, [...args, ...rest], { cwd: root, env: { ...process.env, TEST_DATABASE_URL: url, TZ: 'UTC' }, stdio: 'inherit' });
+    timings.step('jest (PostgreSQL)', Date.now() - began);
+    timings.suites(report, 'postgres');
   } finally {
     if (own) {
       cluster.stop(own.dir);

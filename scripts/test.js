@@ -18,6 +18,11 @@ const current = (dir) => {
 };
 // A fresh clone: install the locked dependencies first.
 require('./ensure-dependencies')();
+const timings = require('./test-timings');
+const wholeRunAsked = process.argv.length <= 2;
+if (wholeRunAsked) {
+  timings.reset();
+}
 const steps = [
   ...testPackages.filter((dir) => !current(dir)).map((dir) => [`install ${path.basename(dir)}`, ['npm', 'ci', '--prefix', dir, '--no-audit', '--no-fund']]),
   ['typecheck', ['npm', 'run', '--silent', 'typecheck']],
@@ -29,7 +34,9 @@ const steps = [
 ];
 for (const [name, [cmd, ...args]] of steps) {
   process.stdout.write(`> ${name}\n`);
+  const began = Date.now();
   const result = spawnSync(cmd, args, { cwd: root, env: { ...process.env, NG_CLI_ANALYTICS: 'false' }, stdio: 'inherit' });
+  timings.step(name, Date.now() - began);
   if (result.status !== 0) {
     if (process.env.AM_TEST_SUMMARY) {
       fs.writeFileSync(process.env.AM_TEST_SUMMARY, JSON.stringify({ failed: 1, passed: 0, skipped: 0 }));
@@ -40,11 +47,14 @@ for (const [name, [cmd, ...args]] of steps) {
 }
 const os = require('node:os');
 const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'am-jest-')), 'results.json');
+const jestBegan = Date.now();
 const jest = spawnSync(process.execPath, [require.resolve('jest/bin/jest'), '--ci', '--maxWorkers=2', '--json', `--outputFile=${report}`, ...process.argv.slice(2)], {
   cwd: root,
   env: { ...process.env, TZ: 'UTC' },
   stdio: 'inherit',
 });
+timings.step('jest (SQLite and the rest)', Date.now() - jestBegan);
+timings.suites(report, 'sqlite');
 let line = '0 passed, 1 failed';
 let summary = { failed: 1, passed: 0, skipped: 0 };
 try {

@@ -317,7 +317,7 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
   it('disables the land with the reason while a run is at work', async () => {
     await openLand(ids.charlie);
     // A run that holds on until told (a file appears): long enough to look at the menu.
-    const gate = path.join(path.dirname(sandbox.workspace), 'charlie-gate');
+    const gate = path.join(sandbox.shared, 'charlie-gate');
     const before = (await rdRuns(ids.charlie)).length;
     await ok(manager.api.POST('/api/requirements/{id}/reply', { body: { message: sh(`while [ ! -f ${gate} ]; do sleep 0.1; done`) }, params: { path: { id: ids.charlie } } }), 202);
     const panel = page.getByTestId('land-panel');

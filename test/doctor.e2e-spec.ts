@@ -150,6 +150,7 @@ describe('agent-manager doctor', () => {
       ['claude', 'ok'],
       ['github', 'ok'],
       ['isolation', 'ok'],
+      ['worktrees', 'ok'],
       ['port', 'ok'],
       ['dataDirectory', 'ok'],
       ['database', 'ok'],
@@ -375,7 +376,7 @@ describe('agent-manager doctor', () => {
       const first = await manager.api.GET('/api/doctor');
       expect(first.status).toBe(200);
       const checks = first.data!.checks as Check[];
-      expect(checks.map((c) => c.id)).toEqual(['node', 'git', 'codex', 'claude', 'github', 'isolation', 'port', 'dataDirectory', 'database']);
+      expect(checks.map((c) => c.id)).toEqual(['node', 'git', 'codex', 'claude', 'github', 'isolation', 'worktrees', 'port', 'dataDirectory', 'database']);
       // Its own port is in use by itself: reported as served, not probed.
       expect(checks.find((c) => c.id === 'port')).toMatchObject({ detail: `serving on ${manager.origin}`, status: 'ok' });
       expect(checks.find((c) => c.id === 'database')?.status).toBe('ok');

@@ -225,7 +225,7 @@ describe('the npm package', () => {
   it('runs doctor from the package, as JSON', () => {
     const doctor = spawnSync(path.join(prefix, 'bin', 'agent-manager'), ['doctor', '--json', '--port', '0'], { cwd: base, encoding: 'utf8', env });
     const report = JSON.parse(doctor.stdout) as { ok: boolean; checks: Array<{ id: string; status: string }> };
-    expect(report.checks.map((c) => c.id)).toEqual(['node', 'git', 'codex', 'claude', 'github', 'isolation', 'port', 'dataDirectory', 'database']);
+    expect(report.checks.map((c) => c.id)).toEqual(['node', 'git', 'codex', 'claude', 'github', 'isolation', 'worktrees', 'port', 'dataDirectory', 'database']);
     // No agent CLI on this clean PATH: that is the required miss.
     expect(report.ok).toBe(false);
     expect(doctor.status).toBe(1);

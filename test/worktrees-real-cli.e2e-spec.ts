@@ -79,7 +79,7 @@ describe.each(REAL_AGENT_CLIS)('two Requirements at once with the real $provider
     done.forEach(({ requirement }) => {
       const sent = sentFor(requirement.id);
       expect(sent).toContain(
-        `Agent Manager made a git worktree for this Requirement: \`${requirement.worktree!.path}\`, on branch \`${requirement.worktree!.branch}\`, created from \`person/work\`.`,
+        `Agent Manager made a git worktree for this Requirement: \`${requirement.worktree!.path}\`, on branch \`${requirement.worktree!.branch}\`, created from \`person/work\` (own repository).`,
       );
       expect(sent).toContain(`Make your changes and commits there, on \`${requirement.worktree!.branch}\``);
       expect(sent).toContain('Do not create another branch or worktree');

@@ -126,7 +126,7 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
     const victimTree = victimRequirement.worktree!.path!;
     const launcher = path.join(sandbox.home, 'bin', path.basename(manager.dataDirectory()), 'code-factory-cli');
     const launcherBefore = fs.readFileSync(launcher, 'utf8');
-    const { evil } = writeEvil(base(), sandbox.home);
+    const { evil, witness } = writeEvil(base(), sandbox.home);
 
     const attacker = await createRequirement(manager, { provider, title: 'Attacker' });
     const out = path.join(base(), `attack-${provider}.json`);
@@ -151,10 +151,25 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
     expect(result.crashed).toBeUndefined();
     // Its own work: committed on its branch.
     expect(result.committed).toBe(true);
-    // Nothing of anybody else: every write refused, the other run invisible, nothing planted.
+    // Nothing of anybody else: every write refused, the other run invisible.
     expect(Object.entries(result.wrote).filter(([, outcome]) => outcome === true)).toEqual([]);
     expect(result.seen).toEqual({ otherTmp: false, otherWorktree: false });
-    expect(Object.entries(result.planted).filter(([, outcome]) => outcome === true)).toEqual([]);
+    // Its repository is its own (issue 44): what it plants there stays there, and nothing of it runs
+    // when the manager imports its work and shows its changes.
+    const attacked = (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: attacker.id } } }))).worktree!;
+    expect(result.commonDir).toBe(path.join(attacked.path!, '.git'));
+    expect(Object.values(result.planted)).toEqual([true, true, true, true]);
+    expect((await ok(manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: attacker.id } } }))).files.map((f) => f.path).sort()).toEqual([
+      '.gitattributes',
+      'agent-work.txt',
+    ]);
+    expect(
+      (await manager.api.GET('/api/requirements/{id}/changes/diff', { params: { path: { id: attacker.id }, query: { path: 'agent-work.txt' } }, parseAs: 'text' })).data,
+    ).toContain('+work');
+    // What it planted ran only for its own git, in its sandbox: nothing of the data directories in
+    // sight, no secret of the manager's held (`<argument>|<entries seen>|<secrets held>` per run).
+    const ran = fs.existsSync(witness) ? fs.readFileSync(witness, 'utf8').trim().split('\n') : [];
+    expect(ran.filter((line) => !line.endsWith('|0|0'))).toEqual([]);
     expect(result.credentialsSeen).toEqual([]);
     expect(fs.readFileSync(path.join(agentHome, '.bashrc'), 'utf8')).toBe('# the person\n');
     expect(fs.existsSync(path.join(agentHome, '.profile'))).toBe(false);

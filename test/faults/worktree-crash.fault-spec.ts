@@ -75,10 +75,10 @@ describe('kill -9 while a worktree is being created, then restart', () => {
     expect(requirement.session.lastConsumedMessageSequence).toBe(done.inputToSequence);
   }
 
-  it('during `git worktree add`: recovers, and sweeps worktrees no Requirement owns at start', async () => {
+  it("during the making of the agent's repository (its checkout): recovers, and sweeps worktrees no Requirement owns at start", async () => {
     const flag = path.join(base, 'hang-checkout');
     const mark = path.join(base, 'hook-pid');
-    // git runs a smudge filter inside `git worktree add`: one from the person's own configuration
+    // git runs a smudge filter inside the checkout: one from the person's own configuration
     // (here the manager's environment), since the manager neutralises the repository's own
     // filters and hooks (issue 25).
     const filter = path.join(base, 'hang-filter.sh');
@@ -106,9 +106,13 @@ describe('kill -9 while a worktree is being created, then restart', () => {
     // The agent acted on the message the crashed start carried: it reached the agent.
     const { done, place } = await retried(requirement.id, path.join(base, 'crash.json'));
     expect(git(place.cwd, 'symbolic-ref', '--short', 'HEAD').trim()).toBe(done.worktree.branch);
+    // A repository of the agent's own (issue 44), made whole after the crash: nothing of it in the
+    // person's worktree list, nothing left locked.
+    expect(fs.statSync(path.join(place.cwd, '.git')).isDirectory()).toBe(true);
     const listed = git(sandbox.workspace, 'worktree', 'list', '--porcelain');
-    expect(listed.split(`worktree ${place.cwd}\n`).length).toBe(2);
+    expect(listed).not.toContain(place.cwd);
     expect(listed).not.toContain('locked');
+    expect(git(place.cwd, 'status', '--porcelain')).toBe('');
     expect(git(sandbox.workspace, 'branch', '--list', 'agent/*').trim().split('\n')).toHaveLength(1);
     await expectDeliveredOnce(requirement.id, message);
     expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
@@ -131,7 +135,7 @@ describe('kill -9 while a worktree is being created, then restart', () => {
     const { place } = await retried(requirement.id, path.join(base, 'setup.json'));
     expect(fs.readFileSync(path.join(place.cwd, '.setup-done'), 'utf8')).toBe('ok\n');
     expect(fs.readFileSync(count, 'utf8')).toBe('done\n');
-    expect(git(sandbox.workspace, 'worktree', 'list', '--porcelain').split(`worktree ${place.cwd}\n`).length).toBe(2);
+    expect(fs.statSync(path.join(place.cwd, '.git')).isDirectory()).toBe(true);
     await expectDeliveredOnce(requirement.id, message);
     expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
   });

@@ -81,7 +81,7 @@ export async function runsOf(manager: WithApi, requirementId: string): Promise<R
  * refresh after the last one reached it. Resolves with the last run and the Requirement.
  */
 export async function settled(manager: WithApi, requirementId: string, count: number): Promise<{ run: Run; requirement: Requirement }> {
-  return until(
+  const done = await until(
     `${count} finished run(s) of ${requirementId}`,
     async () => {
       const runs = (await runsOf(manager, requirementId)).filter((r) => r.role === 'rd');
@@ -98,6 +98,13 @@ export async function settled(manager: WithApi, requirementId: string, count: nu
     60_000,
     100,
   );
+  if (done.requirement.worktree?.mode !== 'worktree') {
+    return done;
+  }
+  // The refresh's import starts a radar pass, whose answer may change the Requirement again: a
+  // read of the radar waits for the pass in flight, so nothing lands after this returns.
+  await ok(manager.api.GET('/api/conflicts'));
+  return { requirement: await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: requirementId } } })), run: done.run };
 }
 
 export async function startRun(manager: WithApi, requirementId: string, message: string): Promise<void> {
