@@ -80,7 +80,10 @@ export function parseHostRules(entries: readonly string[]): { rules: HostRule[];
 
 /** Lower-case, brackets and a trailing dot gone: how a connection's host is compared. */
 export function normalizeHost(host: string): string {
-  return host.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+  return host
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
 }
 
 /** Whether `rule` covers a connection to `host:port`. */
