@@ -1,8 +1,7 @@
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { send } from '../../test/support/http';
-import { WORKTREE_AGENT, createRequirement, initRepository, readReport, settled, startRun } from '../../test/support/git-repo';
+import { WORKTREE_AGENT, createRequirement, initRepository, wholeReport, settled, startRun } from '../../test/support/git-repo';
 import { ManagerProcess, makeSandbox, startManager } from '../../test/support/manager-process';
 import { until } from '../../test/support/wait';
 import { ScenarioResult, percentile, progress, round } from '../harness';
@@ -35,8 +34,9 @@ async function firstRun(side: Side, round: number): Promise<void> {
   const report = path.join(side.reports, `${side.label}-${round}.json`);
   const started = Date.now();
   await startRun(side.manager, requirement.id, `report:${report}`);
-  await until('the agent to start', async () => fs.existsSync(report) || undefined, 60_000, 5);
-  side.toAgent.push(readReport(report).startedAt - started);
+  // Whole, not only there: the agent may still be writing it.
+  const place = await until('the agent to start', async () => wholeReport(report), 60_000, 5);
+  side.toAgent.push(place.startedAt - started);
   const { run } = await settled(side.manager, requirement.id, 1);
   if (run.status !== 'succeeded') {
     throw new Error(`a run with the sandbox ${side.label} ended ${run.status}: ${run.error}`);

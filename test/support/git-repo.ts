@@ -124,6 +124,15 @@ export interface AgentReport {
 
 export const readReport = (file: string): AgentReport => JSON.parse(fs.readFileSync(file, 'utf8')) as AgentReport;
 
+/** The agent's report once it is there and whole (a poll may find it half written), else undefined. */
+export function wholeReport(file: string): AgentReport | undefined {
+  try {
+    return readReport(file);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Team mode's shared remote: a bare repository `<base>/origin.git` with one commit ("initial",
  * README.md on main), as the board's clones meet on it. Returns its path.

@@ -68,7 +68,26 @@ function descendants(rootPid: number): number[] {
  * sandbox's mount namespace (its /tmp is that namespace's tmpfs). Null when not, or when no such
  * process is there to ask.
  */
-export function temporaryFull(rootPid: number, caps: RunCaps): string | null {
+export function temporaryFull(rootPid: number, caps: RunCaps, seen: { pid: number | null } = { pid: null }): string | null {
+  const full = (pid: number): string | null | undefined => {
+    try {
+      const stat = fs.statfsSync(`/proc/${pid}/root/tmp`);
+      // Full, give or take a few blocks git or a shell may still find.
+      return stat.bavail * stat.bsize < Math.min(1 * MB, caps.values.tmpBytes / 100)
+        ? `it filled its temporary space (/tmp, /var/tmp and $TMPDIR: ${Math.round(caps.values.tmpBytes / MB)} MB, agentTmpSizeMb)`
+        : null;
+    } catch {
+      return undefined; // gone meanwhile
+    }
+  };
+  // The sandbox's first process lives as long as the sandbox: once found, it is asked directly.
+  if (seen.pid !== null) {
+    const answer = full(seen.pid);
+    if (answer !== undefined) {
+      return answer;
+    }
+    seen.pid = null;
+  }
   let own: string;
   try {
     own = fs.readlinkSync('/proc/self/ns/mnt');
@@ -80,13 +99,13 @@ export function temporaryFull(rootPid: number, caps: RunCaps): string | null {
       if (fs.readlinkSync(`/proc/${pid}/ns/mnt`) === own) {
         continue;
       }
-      const stat = fs.statfsSync(`/proc/${pid}/root/tmp`);
-      // Full, give or take a few blocks git or a shell may still find.
-      return stat.bavail * stat.bsize < Math.min(1 * MB, caps.values.tmpBytes / 100)
-        ? `it filled its temporary space (/tmp, /var/tmp and $TMPDIR: ${Math.round(caps.values.tmpBytes / MB)} MB, agentTmpSizeMb)`
-        : null;
     } catch {
-      // gone meanwhile: the next one
+      continue;
+    }
+    const answer = full(pid);
+    if (answer !== undefined) {
+      seen.pid = pid;
+      return answer;
     }
   }
   return null;
@@ -250,11 +269,12 @@ export class RunLimits implements OnModuleInit, OnApplicationShutdown {
    */
   watch(caps: RunCaps, rootPid: number, hit: (reason: string) => void): { check: () => boolean; stop: () => void } {
     let done = false;
+    const seen = { pid: null as number | null };
     const check = (): boolean => {
       if (done) {
         return true;
       }
-      const reason = this.processLimitHit(caps) ?? temporaryFull(rootPid, caps);
+      const reason = this.processLimitHit(caps) ?? temporaryFull(rootPid, caps, seen);
       if (reason !== null) {
         done = true;
         clearInterval(timer);

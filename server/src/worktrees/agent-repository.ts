@@ -38,6 +38,9 @@ const IMPORT_SETTINGS: ReadonlyArray<readonly [string, string]> = [
   ['fetch.fsckObjects', 'true'],
   ['protocol.file.allow', 'always'],
   ['fetch.writeCommitGraph', 'false'],
+  // Which branches were forced is nothing the manager reports; finding out costs a walk per ref.
+  ['fetch.showForcedUpdates', 'false'],
+  ['advice.fetchShowForcedUpdates', 'false'],
 ];
 
 function settingsEnvironment(settings: ReadonlyArray<readonly [string, string]>): Record<string, string> {
@@ -121,21 +124,29 @@ export function alternatesFor(personCommonDir: string): string {
 export async function initAgentRepository(spec: Omit<NewAgentRepository, 'env' | 'snapshotIndex'>): Promise<void> {
   const gitDir = path.join(spec.target, '.git');
   await fs.mkdir(spec.target, { recursive: true });
-  await git(['init', '-q', '--template=', spec.target], { cwd: path.dirname(spec.target), timeoutMs: QUICK_MS });
+  // The person's settings are read while git makes the repository: two gits at once, not in turn.
+  const [, settings] = await Promise.all([
+    git(['init', '-q', '--template=', spec.target], { cwd: path.dirname(spec.target), timeoutMs: QUICK_MS }),
+    inheritedSettings(spec.personTop),
+  ]);
+  // A repository made a moment ago, that nothing else knows yet: its refs are written as files (the
+  // names are the person's branches' own, valid refnames), without one git each.
+  const refs: Array<[string, string]> = [
+    ...(spec.branch === null ? [] : [[spec.branch, spec.start] as [string, string]]),
+    ...(spec.base !== null && spec.base.ref !== spec.branch ? [[spec.base.ref, spec.base.sha] as [string, string]] : []),
+  ];
   await Promise.all([
     fs.mkdir(path.join(gitDir, 'hooks'), { recursive: true }),
     fs
       .mkdir(path.join(gitDir, 'objects', 'info'), { recursive: true })
       .then(() => fs.writeFile(path.join(gitDir, 'objects', 'info', 'alternates'), alternatesFor(spec.personCommonDir))),
-    inheritedSettings(spec.personTop).then((text) => (text === '' ? undefined : fs.appendFile(path.join(gitDir, 'config'), text))),
+    settings === '' ? undefined : fs.appendFile(path.join(gitDir, 'config'), settings),
+    ...refs.map(async ([name, sha]) => {
+      const file = path.join(gitDir, 'refs', 'heads', ...name.split('/'));
+      await fs.mkdir(path.dirname(file), { recursive: true });
+      await fs.writeFile(file, `${sha}\n`);
+    }),
   ]);
-  const refs: Array<[string, string]> = [
-    ...(spec.branch === null ? [] : [[`refs/heads/${spec.branch}`, spec.start] as [string, string]]),
-    ...(spec.base !== null && spec.base.ref !== spec.branch ? [[`refs/heads/${spec.base.ref}`, spec.base.sha] as [string, string]] : []),
-  ];
-  for (const [ref, sha] of refs) {
-    await git(['update-ref', '-m', 'agent-manager: made for the agent', ref, sha], { cwd: spec.target, timeoutMs: QUICK_MS });
-  }
   await fs.writeFile(path.join(gitDir, 'HEAD'), spec.branch === null ? `${spec.start}\n` : `ref: refs/heads/${spec.branch}\n`);
 }
 
@@ -318,6 +329,24 @@ export interface Snapshot {
   dirty: boolean;
 }
 
+function snapshotOptions(spec: Pick<SnapshotSpec, 'index' | 'personCommonDir' | 'personTop' | 'top'>) {
+  return { cwd: spec.personTop, env: { GIT_DIR: spec.personCommonDir, GIT_INDEX_FILE: spec.index, GIT_OPTIONAL_LOCKS: '1', GIT_WORK_TREE: spec.top }, timeoutMs: SNAPSHOT_MS };
+}
+
+async function addEverything(spec: Pick<SnapshotSpec, 'links'>, options: ReturnType<typeof snapshotOptions>): Promise<void> {
+  await git(['add', '-A', '--', ':/', ...spec.links.map((link) => `:(exclude,top,literal)${link}`)], options);
+}
+
+/**
+ * The files into the manager's index as they are now, before the head they will be snapshotted on
+ * is known: what a snapshot costs (hashing what changed) done while the import's fetch runs. The
+ * snapshot's own `add` then finds every entry current.
+ */
+export async function prepareSnapshot(spec: Pick<SnapshotSpec, 'index' | 'links' | 'personCommonDir' | 'personTop' | 'top'>): Promise<void> {
+  await fs.mkdir(path.dirname(spec.index), { mode: 0o700, recursive: true });
+  await addEverything(spec, snapshotOptions(spec));
+}
+
 /** Who snapshot commits are by, and when: fixed, so that the same files on the same head give the same commit. */
 const SNAPSHOT_AUTHOR = {
   GIT_AUTHOR_EMAIL: 'agent-manager@localhost',
@@ -355,15 +384,14 @@ export interface SnapshotSpec {
  * keeps their stat data between snapshots. Same files, same head: same commit.
  */
 export async function snapshotWork(spec: SnapshotSpec): Promise<Snapshot> {
-  const env = { GIT_DIR: spec.personCommonDir, GIT_INDEX_FILE: spec.index, GIT_OPTIONAL_LOCKS: '1', GIT_WORK_TREE: spec.top };
-  const options = { cwd: spec.personTop, env, timeoutMs: SNAPSHOT_MS };
+  const options = snapshotOptions(spec);
   await fs.mkdir(path.dirname(spec.index), { mode: 0o700, recursive: true });
   if (!spec.indexOnHead) {
     // A one-tree merge keeps the stat data of every entry whose content is unchanged (`-i`: the
     // index alone, whatever the files are now: `add` looks at those next).
     await git(['read-tree', '-m', '-i', spec.head], options);
   }
-  await git(['add', '-A', '--', ':/', ...spec.links.map((link) => `:(exclude,top,literal)${link}`)], options);
+  await addEverything(spec, options);
   const [tree, facts] = await Promise.all([
     git(['write-tree'], options),
     git(['log', '-1', '--no-show-signature', '--format=%T %ct', spec.head], { ...options, env: { GIT_DIR: spec.personCommonDir } }),

@@ -12,7 +12,7 @@ import { RUNTIME, Runtime } from '../core/runtime';
 import { SYSTEM_ACTOR } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
-import { AgentRepositoryRefused, Snapshot, importBranch, inspectAgentRepository, snapshotMessage, snapshotWork } from './agent-repository';
+import { AgentRepositoryRefused, Snapshot, importBranch, inspectAgentRepository, prepareSnapshot, snapshotMessage, snapshotWork } from './agent-repository';
 import { KeyedLock } from './keyed-lock';
 import { QUICK_TIMEOUT_MS, WorkspaceGit } from './workspace-git.service';
 import { WorktreeRecords } from './worktree-records.service';
@@ -92,6 +92,16 @@ export class AgentWork {
     });
   }
 
+  /** See prepareSnapshot; a failure here is the snapshot's to report (it runs the same `add`). */
+  private async prepare(requirementId: string, row: RequirementWorktreeEntity, top: string, commonDir: string): Promise<void> {
+    if (!(await fs.stat(this.snapshotIndex(requirementId)).catch(() => null))) {
+      return; // no index yet: the snapshot reads the head into one first
+    }
+    await prepareSnapshot({ index: this.snapshotIndex(requirementId), links: this.workspace.links(), personCommonDir: commonDir, personTop: top, top: row.path as string }).catch(
+      () => undefined,
+    );
+  }
+
   private async snapshot(requirementId: string, row: RequirementWorktreeEntity, head: string, top: string, commonDir: string): Promise<Snapshot> {
     const title = (await this.requirements.find(requirementId))?.title ?? requirementId;
     const snapshot = await snapshotWork({
@@ -128,7 +138,10 @@ export class AgentWork {
       let dirty = Boolean(row.dirty);
       let error: string | null = null;
       try {
+        // The files' hashing (what a snapshot costs) runs while the branch is fetched.
+        const prepared = this.prepare(requirementId, row, top, commonDir);
         head = row.layout === 'own_repository' ? await this.fetchBranch(requirementId, row, top, commonDir) : await this.workspace.resolveCommit(top, `refs/heads/${row.branch}`);
+        await prepared;
         if (head === null) {
           throw new AgentRepositoryRefused(`the branch ${row.branch} no longer exists in the agent's repository; the last import (${(row.headSha ?? 'none').slice(0, 12)}) stands`);
         }

@@ -5,6 +5,7 @@ import type { RequirementChanges } from '@libs/contracts';
 import { DomainError, conflict, invalid, notFound } from '../core/errors/domain-error';
 import { git } from '../core/git/git';
 import { RequirementsService } from '../requirements/requirements.service';
+import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
 import { AgentWork } from './agent-work.service';
 import { fileDiff, listChanges, worktreeRelativePath } from './worktree-changes';
 import { QUICK_TIMEOUT_MS, WorkspaceGit } from './workspace-git.service';
@@ -51,6 +52,20 @@ export class WorktreeChanges {
     return fileDiff(top, mergeBase, work, checked[0], checked[1] ?? null);
   }
 
+  /**
+   * The agent's work as the person's repository has it: imported now while a run is at work (or
+   * when no import followed its last run), else what the import after its last run brought — a
+   * resting working copy changes only by its next run (or a refresh, after a person's own edit).
+   */
+  private async current(requirementId: string, row: RequirementWorktreeEntity): Promise<{ head: string | null; work: string | null }> {
+    const resting = (await this.requirements.find(requirementId))?.session.state !== 'running';
+    const imported = row.refreshedAt !== null && row.refreshedAt >= (row.lastRunAt ?? '') && row.importError === null;
+    if (resting && imported && row.headSha !== null) {
+      return { head: row.headSha, work: row.workSha ?? row.headSha };
+    }
+    return this.agentWork.bring(requirementId);
+  }
+
   /** The imported work and its merge base with the base ref, or 409 when there is nothing to compare. */
   private async comparison(requirementId: string): Promise<{ top: string; baseRef: string | null; head: string; mergeBase: string; work: string }> {
     const row = await this.repository.find(requirementId);
@@ -60,7 +75,7 @@ export class WorktreeChanges {
     if (!row || row.isolation !== 'worktree' || row.path === null || row.removedAt !== null || row.createdAt === null) {
       throw noWorktree(requirementId);
     }
-    const imported = await this.agentWork.bring(requirementId);
+    const imported = await this.current(requirementId, row);
     const { repo } = await this.workspace.repositoryFacts();
     // A base ref deleted since: its commit at creation.
     const base = (row.baseRef !== null ? await this.workspace.resolveCommit(repo.top, row.baseRef) : null) ?? row.baseSha;

@@ -582,18 +582,17 @@ export class WorktreesService implements BeforeApplicationShutdown {
     await fs.rm(target, { force: true, recursive: true });
     await this.agentWork.forget(requirementId);
     // The person's repository has the branch from the start (the person sees it, names stay unique);
-    // only the manager moves it from now on, importing what the agent commits.
-    await this.workspace.inRepository(repo.top, async () => {
+    // only the manager moves it from now on, importing what the agent commits. Made while the
+    // agent's repository is.
+    const personBranch = this.workspace.inRepository(repo.top, async () => {
       if (branchHead === null) {
         await git(['update-ref', '-m', "agent-manager: the Requirement's branch", `refs/heads/${branch}`, baseSha, ''], { cwd: repo.top, timeoutMs: QUICK_TIMEOUT_MS });
       }
     });
-    const baseBranch =
-      baseRef !== branch && (await this.workspace.branchExists(repo.top, baseRef))
-        ? { ref: baseRef, sha: (await this.workspace.resolveCommit(repo.top, `refs/heads/${baseRef}`)) ?? baseSha }
-        : null;
+    personBranch.catch(() => undefined);
+    const baseBranchSha = baseRef === branch ? null : await this.workspace.resolveCommit(repo.top, `refs/heads/${baseRef}`);
     await createAgentRepository({
-      base: baseBranch,
+      base: baseBranchSha === null ? null : { ref: baseRef, sha: baseBranchSha },
       branch,
       env,
       personCommonDir: facts.git.commonDir,
@@ -602,6 +601,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
       start,
       target,
     });
+    await personBranch;
     if (await fs.stat(path.join(target, '.gitmodules')).catch(() => null)) {
       await git(['submodule', 'update', '--init', '--recursive'], { cwd: target, env, timeoutMs: CREATE_TIMEOUT_MS });
     }
