@@ -1075,7 +1075,7 @@ export interface components {
         ConfigurationValuesDto: {
             /** @enum {string} */
             agentIsolation: "auto" | "off";
-            /** @description Processes one agent run may have at once (its setup included) */
+            /** @description Processes (threads included) one agent run may have at once (its setup included) */
             agentProcessLimit: number;
             /** @description MB of one run's private /dev/shm */
             agentShmSizeMb: number;
@@ -2015,7 +2015,7 @@ export interface components {
              * @enum {string}
              */
             agentIsolation?: "auto" | "off";
-            /** @description Processes one agent run may have at once, its setup included: a run that tries more fails with the reason (applied to the next run) */
+            /** @description Processes (threads included, as the kernel counts them) one agent run may have at once, its setup included: a run that tries more fails with the reason (applied to the next run) */
             agentProcessLimit?: number;
             /** @description MB of one run's private /dev/shm (applied to the next run) */
             agentShmSizeMb?: number;

@@ -59,7 +59,8 @@ export class WorktreeChanges {
    */
   private async current(requirementId: string, row: RequirementWorktreeEntity): Promise<{ head: string | null; work: string | null }> {
     const resting = (await this.requirements.find(requirementId))?.session.state !== 'running';
-    const imported = row.refreshedAt !== null && row.refreshedAt >= (row.lastRunAt ?? '') && row.importError === null;
+    // Only an import of an own repository counts: a linked worktree of before has never been snapshotted.
+    const imported = row.layout === 'own_repository' && row.workSha !== null && row.refreshedAt !== null && row.refreshedAt >= (row.lastRunAt ?? '') && row.importError === null;
     if (resting && imported && row.headSha !== null) {
       return { head: row.headSha, work: row.workSha ?? row.headSha };
     }
