@@ -43,13 +43,18 @@ function suites(resultsFile, run) {
     return;
   }
   const rows = results.testResults
-    .map((r) => ({
-      failed: r.numFailingTests ?? 0,
-      run,
-      seconds: Math.round(((r.perfStats?.end ?? 0) - (r.perfStats?.start ?? 0)) / 100) / 10,
-      suite: path.relative(root, r.name),
-      tests: (r.numPassingTests ?? 0) + (r.numFailingTests ?? 0),
-    }))
+    // jest's --json form of a suite: startTime/endTime in ms and one assertionResult per test.
+    .map((r) => {
+      const tests = r.assertionResults ?? [];
+      const failed = tests.filter((t) => t.status === 'failed').length;
+      return {
+        failed,
+        run,
+        seconds: Math.round(((r.endTime ?? 0) - (r.startTime ?? 0)) / 100) / 10,
+        suite: path.relative(root, r.name),
+        tests: tests.filter((t) => t.status === 'passed').length + failed,
+      };
+    })
     .sort((a, b) => b.seconds - a.seconds);
   const timings = load();
   timings.suites.push(...rows);

@@ -160,7 +160,10 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
         shell:
           "printf 'echo reviewed2\\n' > two.sh && git add two.sh && git -c user.name=A -c user.email=a@example.com commit -qm corrupted-commit && " +
           'blob=$(git rev-parse HEAD:two.sh) && f=.git/objects/$(echo $blob | cut -c1-2)/$(echo $blob | cut -c3-) && ' +
-          "evil=$(printf 'echo evil2\\n' | git hash-object -w --stdin) && chmod u+w $f && cp .git/objects/$(echo $evil | cut -c1-2)/$(echo $evil | cut -c3-) $f && echo done",
+          "evil=$(printf 'echo evil2\\n' | git hash-object -w --stdin) && chmod u+w $f && cp .git/objects/$(echo $evil | cut -c1-2)/$(echo $evil | cut -c3-) $f && " +
+          // The working file changes too, so the snapshot of the working copy (which hashes its files into the
+          // person's store while the branch is fetched) never supplies the true content under the blob's name.
+          "printf 'echo later\\n' > two.sh && echo done",
       },
       { text: 'Done.' },
     ]);
