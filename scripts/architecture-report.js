@@ -183,13 +183,20 @@ const report = {
 // `--check` (part of `npm test`): fails on any import cycle between features (a mutual import is
 // the smallest), so the layering in docs/architecture.md stays true.
 if (process.argv.includes('--check')) {
+  let failed = false;
   if (cycles.length > 0) {
     process.stderr.write(
-      `${cycles.map((g) => `feature import cycle: ${g.join(', ')}`).join('\n')}\nFeatures must import one way (see docs/architecture.md, Layers): move the shared piece down or react through a domain event.\n`,
+      `${cycles.map((g) => `feature import cycle: ${g.join(', ')}`).join('\n')}\nFeatures must import one way (see docs/architecture.md#layers): move the shared piece down or react through a domain event.\n`,
     );
-    process.exit(1);
+    failed = true;
   }
-  process.stdout.write('No feature import cycle\n');
+  const unresolved = require('./doc-references').check();
+  if (unresolved.length > 0) {
+    process.stderr.write(`${unresolved.join('\n')}\n${unresolved.length} document reference(s) do not resolve\n`);
+    failed = true;
+  }
+  if (failed) process.exit(1);
+  process.stdout.write('No feature import cycle; every document reference resolves\n');
 } else if (process.argv.includes('--json')) {
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
 } else {

@@ -31,7 +31,17 @@ import { pgQuery } from './support/postgres';
   afterAll(() => fs.rmSync(otherHome, { force: true, recursive: true }));
 
   it("keeps a workspace in its own schema and refuses a second manager naming the holder's host and URL", async () => {
+    // doctor reads the store start would open: a schema still to create, then one a manager holds.
+    const database = async (): Promise<{ code: string; detail: string; status: string }> => {
+      const doctor = await runLauncher(sandbox, ['doctor', '--json', '--port', '0', '--workspace', sandbox.workspace]);
+      return (JSON.parse(doctor.stdout) as { checks: { id: string; code: string; detail: string; status: string }[] }).checks.find((c) => c.id === 'database')!;
+    };
+    expect(await database()).toMatchObject({ code: 'database.pg_new', status: 'ok' });
     manager = await startManager({ sandbox });
+    const held = await database();
+    expect(held).toMatchObject({ code: 'database.pg_in_use', status: 'ok' });
+    expect(held.detail).toMatch(/^PostgreSQL \d+.* schema am_[0-9a-f]{16}; a manager of this workspace is connected to it$/);
+    expect(held.detail).not.toMatch(/password/);
     const created = await manager.api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title: 'kept in its schema' } });
     expect(created.status).toBe(201);
     const db = path.join(manager.dataDirectory(), 'factory.sqlite');

@@ -19,7 +19,7 @@ jest.setTimeout(20 * 60_000);
 
 /**
  * Kill -9 at random moments while replies, starts, steers, runs, timers and GitHub
- * reconciliation are all in flight, restart, and check architecture §3 after every round:
+ * reconciliation are all in flight, restart, and check the invariants (docs/architecture.md#invariants) after every round:
  * nothing acknowledged is lost, nothing is delivered twice, no cursor passes what succeeded
  * runs took, no run stays `running` across a restart, event ids are never reused.
  */

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { onPostgres, query } from '../support/db-snapshot';
 
 /**
- * Architecture §3, checked on a manager's SQLite file (read-only; safe after kill -9, when the
+ * The invariants of docs/architecture.md#invariants, checked on a manager's SQLite file (read-only; safe after kill -9, when the
  * WAL holds the latest commits), or its PostgreSQL schema. Returns the violations, empty when
  * every invariant holds. The SQL is what both accept, but for the JSON functions and SQLite's checks.
  */

@@ -22,7 +22,7 @@ jest.setTimeout(15 * 60_000);
  * meets it, the trigger that tells the dependent) and an owner's MCP tool call in flight. After
  * each crash and restart: what was acknowledged is kept, the dependent is told exactly once,
  * the MCP server (which outlives the manager) answers an error instead of hanging and works
- * again against the restarted manager, and architecture §3's invariants hold.
+ * again against the restarted manager, and the invariants of docs/architecture.md#invariants hold.
  */
 describe('kill -9 during this wave’s work, then restart', () => {
   const seed = Number(process.env.FAULT_SEED ?? Date.now() % 1_000_000);

@@ -28,7 +28,7 @@ jest.setTimeout(60_000);
 const UNIQUE_VIOLATION = /UNIQUE constraint failed|duplicate key value violates unique constraint/;
 
 /**
- * Architecture §3, proven on the services and the write path directly (no HTTP): each test
+ * The invariants of docs/architecture.md#invariants, proven on the services and the write path directly (no HTTP): each test
  * states the invariant it checks. The end-to-end suites prove the same through the API.
  */
 describeStores(

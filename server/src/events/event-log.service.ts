@@ -18,7 +18,7 @@ export interface NewEvent<T extends ManagerEventType> {
 export const SYSTEM_ACTOR: EventActor = { id: null, kind: 'system' };
 export const HUMAN_ACTOR: EventActor = { id: null, kind: 'human' };
 
-/** Appends ManagerEvents inside the caller's write transaction (architecture §3.9). */
+/** Appends ManagerEvents inside the caller's write transaction (invariant 9). */
 @Injectable()
 export class EventLog {
   constructor(private readonly clock: Clock) {}

@@ -12,7 +12,7 @@ const MAX_BUFFERED_BYTES = 1024 * 1024;
 const HEARTBEAT_MS = 15_000;
 
 /**
- * Serves `GET /api/events` (architecture §5). Subscribes to the bus *before* reading the replay
+ * Serves `GET /api/events` (docs/architecture.md#the-event-stream). Subscribes to the bus *before* reading the replay
  * so that nothing committed in between is missed, and drops live events whose id is not larger
  * than the last one sent, so the seam has no gap and no duplicate.
  */

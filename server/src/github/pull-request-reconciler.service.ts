@@ -35,7 +35,7 @@ export interface ReconcileReport {
 }
 
 /**
- * Brings GitHub into the conversation (protocol §5, architecture §7). Each tick reads a cheap
+ * Brings GitHub into the conversation (protocol §5, docs/architecture.md#triggers-and-forges). Each tick reads a cheap
  * summary of every tracked PR (one GraphQL request per 100 PRs), fetches the full snapshot only
  * of PRs that are new or changed, and turns what changed into trigger deliveries: status, new
  * comments and reviews, CI failures, conflicts. The first observation of a PR is its baseline:

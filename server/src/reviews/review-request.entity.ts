@@ -4,7 +4,7 @@ import type { Provider, ReasoningEffort, ReviewRequestStatus, ReviewRequester, R
 
 /** A request (a person's, or the review loop's) for an AI review of an open PR, carried out by one reviewer run. */
 @Entity('review_request')
-// One active review per PR (architecture §3.7).
+// One active review per PR (invariant 7).
 @Index('idx_review_request_active', ['pullRequestId'], { unique: true, where: `status = 'running'` })
 @Index('idx_review_request_pull_request', ['pullRequestId', 'createdAt'])
 @Index('idx_review_request_created', ['createdAt', 'id'])

@@ -4,7 +4,7 @@ import type { Provider, ReasoningEffort, RunRole, RunStatus } from '@libs/contra
 
 /** One execution of an agent CLI: an RD turn of a session, or a reviewer run. */
 @Entity('agent_run')
-// One running run per session, enforced by the database (architecture §3.2).
+// One running run per session, enforced by the database (invariant 2).
 @Index('idx_run_active_session', ['sessionId'], { unique: true, where: `status = 'running'` })
 @Index('idx_run_requirement', ['requirementId', 'startedAt'])
 @Index('idx_run_status', ['status'])

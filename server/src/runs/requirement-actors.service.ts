@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 
 /**
- * One logical actor per Requirement (architecture §6): start, reply, delivery, interrupt and
+ * One logical actor per Requirement (docs/architecture.md#runs-and-agents): start, reply, delivery, interrupt and
  * finish for a Requirement run one after another, so they never race; different Requirements
  * run concurrently. A decision that fails does not block the ones queued after it.
  */

@@ -26,7 +26,7 @@ import { AgentEnvironmentService } from '../agents/agent-environment.service';
 import { RunInputService } from './run-input.service';
 import { RunsRepository } from './runs.repository';
 
-/** A reviewer run ends after this long, however chatty (architecture §6). */
+/** A reviewer run ends after this long, however chatty (docs/architecture.md#runs-and-agents). */
 export const REVIEWER_TIMEOUT_MS = 30 * 60 * 1000;
 
 /**

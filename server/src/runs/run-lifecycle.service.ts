@@ -50,7 +50,7 @@ export function hasInputToStart({ requirement, session }: RequirementRows): bool
 }
 
 /**
- * The RD run lifecycle (architecture §6): the only place that starts agent processes. Opens a
+ * The RD run lifecycle (docs/architecture.md#runs-and-agents): the only place that starts agent processes. Opens a
  * run on its captured input (invariant 4), launches it, records its end and continues the
  * session while input remains (invariant 6); owns the runs this manager watches, the start and
  * interrupt rules and the graceful stop. Every decision runs in the Requirement's actor.

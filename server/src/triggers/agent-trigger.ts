@@ -1,7 +1,7 @@
 import type { MessageAuthor, SystemMessageArgs, SystemMessageCode } from '@libs/contracts';
 
 /**
- * The extension boundary for whatever wakes an agent from outside (architecture §7). A trigger
+ * The extension boundary for whatever wakes an agent from outside (docs/architecture.md#triggers-and-forges). A trigger
  * owns its source — a schedule, a poll, a webhook — and hands each occurrence to
  * `TriggerDeliveryService.deliver` as one of these.
  */

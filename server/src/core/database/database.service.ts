@@ -16,7 +16,7 @@ import type { Unit, WriteQueue } from './unit-of-work';
 const CHECKPOINT_INTERVAL_MS = 1000;
 
 /**
- * The data sources and the one serialized write path (architecture §4, §10). Writes are units of
+ * The data sources and the one serialized write path (docs/architecture.md#the-store). Writes are units of
  * work (`UnitOfWork`) run by a `WriteQueue`; on SQLite that is the group commit of
  * `SqliteGroupCommit` (or `PostgresGroupCommit` when the configuration names a PostgreSQL
  * server), where each unit is rolled back alone if it fails.

@@ -19,7 +19,7 @@ function serviceFiles(dir: string): string[] {
 }
 
 /**
- * Architecture §4: only a repository names its tables and columns; a service changes another
+ * docs/architecture.md#the-store: only a repository names its tables and columns; a service changes another
  * feature's rows through that feature's repository or service. What this checks is the code,
  * not a convention: a query, a staged statement or a table name in a service fails it.
  */

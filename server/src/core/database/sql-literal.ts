@@ -4,7 +4,7 @@
  * thread pool, so a batch's writes are sent as one script of literal statements. Values are
  * encoded here and nowhere else; statement templates only ever come from our own code.
  *
- * Every literal is one that PostgreSQL reads the same way (architecture §4): `TRUE`/`FALSE`,
+ * Every literal is one that PostgreSQL reads the same way (docs/architecture.md#the-store): `TRUE`/`FALSE`,
  * standard-quoted strings, and negative numbers in parentheses, so that no template can turn
  * one into a comment (`1 -?` with -1 must not read `1 --1`).
  */

@@ -41,7 +41,7 @@ export interface CommitInsert {
 export type NewManagerEvent<T extends ManagerEventType> = Omit<ManagerEventOf<T>, 'id'>;
 
 /**
- * What one unit of work receives (architecture §4, §10): the one way to write. A unit is
+ * What one unit of work receives (docs/architecture.md#the-store): the one way to write. A unit is
  * all-or-nothing: if it throws, none of what it staged, appended or registered takes effect,
  * and the other units that share its transaction are not affected.
  *
@@ -55,7 +55,7 @@ export interface UnitOfWork {
   reads(): Promise<EntityManager>;
 
   /*
-   * The staging calls below are for repositories only (architecture §4): a repository owns its
+   * The staging calls below are for repositories only (docs/architecture.md#the-store): a repository owns its
    * tables, and services change rows through the repository of the feature that owns them. Table
    * and column names come from the entity's metadata, so a rename is a compile error.
    */
@@ -74,7 +74,7 @@ export interface UnitOfWork {
 
   /**
    * Stages one statement; `?` placeholders take `params` in order. The SQL must be what both
-   * SQLite and PostgreSQL accept (architecture §4). For what the calls above cannot say.
+   * SQLite and PostgreSQL accept (docs/architecture.md#the-store). For what the calls above cannot say.
    */
   execute(template: string, params?: readonly unknown[]): void;
 

@@ -331,7 +331,7 @@ export function configEnvironment(settings: ReadonlyArray<readonly [string, stri
 }
 
 /**
- * The one way the server runs git (architecture §10): `execFile`-style (no shell, arguments as
+ * The one way the server runs git (docs/architecture.md#layers): `execFile`-style (no shell, arguments as
  * given), with a time limit and bounded output, and with every program a repository's
  * configuration could make git run neutralised (`guardedArguments`) in the agents' scrubbed
  * environment (docs/security.md, "Git in the manager"). A spec keeps every other file from

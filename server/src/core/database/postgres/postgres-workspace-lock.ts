@@ -26,7 +26,7 @@ export class PostgresWorkspaceLockedError extends Error {
 }
 
 /**
- * The single-writer rule across machines (architecture §3): the local lock file only sees this
+ * The single-writer rule across machines (docs/architecture.md#the-store): the local lock file only sees this
  * machine, so on PostgreSQL a manager also holds a session-level advisory lock keyed by its
  * workspace schema, on a connection of its own, for as long as it runs. The lock ends with the
  * session, so a killed manager (or a lost machine, once the server notices the dead connection)
