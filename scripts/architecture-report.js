@@ -173,6 +173,7 @@ for (const f of testFiles) {
 
 const report = {
   featureCycles: cycles,
+  fileCycles: require('./file-cycles').cycles(),
   mutualPairs,
   foreignRepositoryInjections: foreignInjections,
   largestServerFiles: largest(serverFiles, 5),
@@ -190,18 +191,27 @@ if (process.argv.includes('--check')) {
     );
     failed = true;
   }
+  const fileCycles = require('./file-cycles').cycles();
+  if (fileCycles.length > 0) {
+    process.stderr.write(
+      `${fileCycles.map((g) => `file import cycle: ${g.join(' ↔ ')}`).join('\n')}\nMove what both need (a type, a constant) into a file of its own that neither imports back.\n`,
+    );
+    failed = true;
+  }
   const unresolved = require('./doc-references').check();
   if (unresolved.length > 0) {
     process.stderr.write(`${unresolved.join('\n')}\n${unresolved.length} document reference(s) do not resolve\n`);
     failed = true;
   }
   if (failed) process.exit(1);
-  process.stdout.write('No feature import cycle; every document reference resolves\n');
+  process.stdout.write('No feature or file import cycle; every document reference resolves\n');
 } else if (process.argv.includes('--json')) {
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
 } else {
   process.stdout.write(`Feature import cycles: ${cycles.length}${cycles.map((g) => `\n  ${g.length} features: ${g.join(', ')}`).join('')}\n`);
   process.stdout.write(`Mutual imports: ${mutualPairs.length} (${mutualPairs.join(', ')})\n`);
+  process.stdout.write(`Feature→feature imports (folder pairs): ${[...edges.values()].reduce((n, to) => n + to.size, 0)}\n`);
+  process.stdout.write(`File import cycles: ${report.fileCycles.length}${report.fileCycles.map((g) => `\n  ${g.join(' ↔ ')}`).join('')}\n`);
   process.stdout.write(`Services injecting another feature's repository: ${new Set(foreignInjections.map((i) => i.file)).size} files, ${foreignInjections.length} injections\n`);
   process.stdout.write(`Largest server files: ${report.largestServerFiles.map((f) => `${f.file} (${f.lines})`).join(', ')}\n`);
   process.stdout.write(`Largest dashboard files: ${report.largestDashboardFiles.map((f) => `${f.file} (${f.lines})`).join(', ')}\n`);

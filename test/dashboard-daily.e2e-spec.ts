@@ -3,7 +3,7 @@ import * as path from 'node:path';
 
 import type { Locator, Page } from 'playwright-core';
 
-import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot } from './support/browser';
+import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot, settledBox } from './support/browser';
 import { FakeGitHubServer } from './support/fake-github-server';
 import { ok } from './support/api';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
@@ -189,7 +189,7 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
       .getByText(/Running .*am-daily-sleeper.* · \d+:\d\d/)
       .waitFor({ timeout: 90_000 });
     // The header keeps to one row at 1280 px (the usage and Needs-you additions included).
-    expect((await page.locator('.topbar').boundingBox())!.height).toBeLessThanOrEqual(56);
+    expect((await settledBox(page.locator('.topbar'))).height).toBeLessThanOrEqual(56);
     await shot('activity-1280');
     await page.setViewportSize(PHONE);
     await expect(inViewport(activity, PHONE)).resolves.toBe(true);
@@ -465,7 +465,7 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
     const card = board.locator(`[data-requirement-id="${worked}"]`);
     await card.waitFor();
     // The picked column's first card is in the upper half of the screen, not after every TODO card.
-    expect((await card.boundingBox())!.y).toBeLessThan(PHONE.height / 2);
+    expect((await settledBox(card)).y).toBeLessThan(PHONE.height / 2);
     await shot('phone-board');
     await page.setViewportSize(DESKTOP);
   });

@@ -6,7 +6,7 @@ import type { Locator, Page } from 'playwright-core';
 import type { Schemas } from '@libs/api-client';
 
 import { ok } from './support/api';
-import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot } from './support/browser';
+import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot, settledBox } from './support/browser';
 import { createRequirement, git, initRepository, runsOf, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { until } from './support/wait';
@@ -74,12 +74,10 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
   };
   /** The element is on screen and inside the viewport's width (nothing of it cut off or scrolled sideways). */
   const fits = async (locator: Locator) => {
-    await locator.waitFor();
-    const box = await locator.boundingBox();
+    const box = await settledBox(locator);
     const width = page.viewportSize()?.width ?? 0;
-    expect(box).not.toBeNull();
-    expect(box!.x).toBeGreaterThanOrEqual(0);
-    expect(box!.x + box!.width).toBeLessThanOrEqual(width + 0.5);
+    expect(box.x).toBeGreaterThanOrEqual(0);
+    expect(box.x + box.width).toBeLessThanOrEqual(width + 0.5);
     expect(await overflow()).toBeLessThanOrEqual(0);
   };
   /** The detail page of `id`, with its land menu open (behind ⋯ on a phone). */
@@ -164,9 +162,9 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
       await expect(card(ids.alpha).getByTestId('card-radar-pairs').innerText()).resolves.toBe('conflicts with 2 Requirements');
       await expect(card(ids.delta).locator('[data-testid^="card-radar-"]').count()).resolves.toBe(0);
       // The chip wraps inside its card rather than run past it.
-      const chip = await bravo.boundingBox();
-      const box = await card(ids.bravo).boundingBox();
-      expect(chip!.x + chip!.width).toBeLessThanOrEqual(box!.x + box!.width + 0.5);
+      const chip = await settledBox(bravo);
+      const box = await settledBox(card(ids.bravo));
+      expect(chip.x + chip.width).toBeLessThanOrEqual(box.x + box.width + 0.5);
       await fits(card(ids.bravo));
       await shot(`board-radar-${theme}-${viewport.width}`);
     }

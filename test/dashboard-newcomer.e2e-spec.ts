@@ -3,7 +3,7 @@ import * as path from 'node:path';
 
 import type { Page } from 'playwright-core';
 
-import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot } from './support/browser';
+import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot, settledBox } from './support/browser';
 import { createRequirement, initRepository, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
 import { ok } from './support/api';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
@@ -349,7 +349,7 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
       await page.setViewportSize({ height: 800, width });
       await expect(attention.getByText('Needs you').isVisible()).resolves.toBe(true);
       // Still one header row.
-      expect((await page.locator('.topbar').boundingBox())!.height).toBeLessThanOrEqual(56);
+      expect((await settledBox(page.locator('.topbar'))).height).toBeLessThanOrEqual(56);
     }
     // The dot says what it is, to a screen reader and as a tooltip.
     const dot = page.getByRole('status', { name: 'Connection to the server: Live' });

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 
 import type { Locator, Page } from 'playwright-core';
 
-import { ARTIFACTS, type BrowserSession, launchBrowser, png, screenshot } from './support/browser';
+import { ARTIFACTS, type BrowserSession, launchBrowser, png, screenshot, settledBox } from './support/browser';
 import { ok } from './support/api';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { ModelStub, codexEnvironment } from './support/model-stub';
@@ -63,8 +63,8 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
   const scrollTop = () => page.evaluate(() => document.querySelector('[data-testid="messages"]')!.scrollTop);
   /** Whether a box lies fully inside another (1 px of rounding allowed). */
   const inside = async (inner: Locator, outer: Locator) => {
-    const a = (await inner.boundingBox())!;
-    const b = (await outer.boundingBox())!;
+    const a = await settledBox(inner);
+    const b = await settledBox(outer);
     return a.y >= b.y - 1 && a.y + a.height <= b.y + b.height + 1 && a.x >= b.x - 1 && a.x + a.width <= b.x + b.width + 1;
   };
   const setTheme = async (theme: 'light' | 'dark') => {
@@ -110,13 +110,13 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
       await shot(`phone-todo-${theme}`);
     }
     await setTheme('light');
-    const title = (await page.getByTestId('detail-title').boundingBox())!;
-    const status = (await page.getByTestId('detail-status').boundingBox())!;
+    const title = await settledBox(page.getByTestId('detail-title'));
+    const status = await settledBox(page.getByTestId('detail-status'));
     // One row: the (truncated) title is one line high and the status sits beside it.
     expect(title.height).toBeLessThanOrEqual(28);
     expect(Math.abs(title.y + title.height / 2 - (status.y + status.height / 2))).toBeLessThanOrEqual(4);
     expect(await actionRows()).toBe(1);
-    const top = (await messages().boundingBox())!.y;
+    const top = (await settledBox(messages())).y;
     process.stdout.write(`phone conversation top: ${top.toFixed(0)} px of ${PHONE.height}\n`);
     expect(top).toBeLessThanOrEqual(PHONE.height * 0.25);
     // What left the row is one tap away, and works from there.
@@ -222,8 +222,8 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
     await until(
       'the attachment message fully visible above the activity bar',
       async () => {
-        const box = (await sent.boundingBox())!;
-        const bar = (await activity.boundingBox())!;
+        const box = await settledBox(sent);
+        const bar = await settledBox(activity);
         return box.y + box.height <= bar.y + 1 && (await inside(sent, messages()));
       },
       5000,
@@ -237,7 +237,7 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
     await page.setViewportSize(PHONE);
     await page.getByTestId('steer').waitFor();
     expect(await actionRows()).toBe(1);
-    expect((await messages().boundingBox())!.y).toBeLessThanOrEqual(PHONE.height * 0.25);
+    expect((await settledBox(messages())).y).toBeLessThanOrEqual(PHONE.height * 0.25);
     for (const theme of ['light', 'dark'] as const) {
       await setTheme(theme);
       await shot(`phone-running-${theme}`);
@@ -260,7 +260,7 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
       for (const locale of ['en', 'zh-CN'] as const) {
         await page.getByTestId('language').selectOption(locale);
         expect(await actionRows()).toBe(1);
-        const row = (await page.locator('.detail-head .actions').boundingBox())!;
+        const row = await settledBox(page.locator('.detail-head .actions'));
         expect(row.x + row.width).toBeLessThanOrEqual(PHONE.width);
         await expect(inside(page.getByTestId('more-actions'), page.locator('.detail-head .actions'))).resolves.toBe(true);
         for (const theme of ['light', 'dark'] as const) {

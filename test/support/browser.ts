@@ -3,9 +3,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
 
 import { ROOT } from './manager-process';
+import { until } from './wait';
 
 // Debian's Chromium driven by playwright-core (no downloaded browser). The flags keep it from
 // phoning home or needing a GPU or a sandbox the CI container does not have.
@@ -99,4 +100,26 @@ export function png(width = 24, height = width): Buffer {
     chunk('IDAT', zlib.deflateSync(rows)),
     chunk('IEND', Buffer.alloc(0)),
   ]);
+}
+
+type Box = NonNullable<Awaited<ReturnType<Locator['boundingBox']>>>;
+
+/**
+ * The element's box once it is on screen and its layout has settled (the same box twice, 50 ms
+ * apart). A live update may re-render a card between a `waitFor` and a `boundingBox` (which is
+ * null while it is not visible); a layout assertion must wait for the condition, not race it.
+ */
+export async function settledBox(locator: Locator, timeoutMs = 15_000): Promise<Box> {
+  let last: Box | null = null;
+  return until(
+    'a settled box on screen',
+    async () => {
+      const box = await locator.boundingBox();
+      const same = box && last && box.x === last.x && box.y === last.y && box.width === last.width && box.height === last.height;
+      last = box;
+      return same ? box : undefined;
+    },
+    timeoutMs,
+    50,
+  );
 }

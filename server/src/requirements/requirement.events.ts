@@ -5,7 +5,7 @@ import type { RequirementResponseDto } from './dto/requirement-response.dto';
 import type { UpdateRequirementDto } from './dto/update-requirement.dto';
 import type { RequirementEntity } from './requirement.entity';
 import type { RequirementRows } from './requirements.repository';
-import type { NewRequirement } from './requirements.service';
+import type { NewRequirement } from './new-requirement';
 
 /** What closing handlers add to the terminal event's payload (the timers that ended with it). */
 export type ClosedExtras = Omit<ManagerEventPayloads['requirement.completed'], 'requirement'>;

@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { EventActor, RequirementCreator, RequirementStatus } from '@libs/contracts';
+import type { EventActor, RequirementStatus } from '@libs/contracts';
 
 import { budgetColumns } from './budget-rules';
 import { Clock } from '../core/clock';
@@ -13,22 +13,15 @@ import { DependenciesRepository } from './dependencies.repository';
 import { EventLog, audit } from '../events/event-log.service';
 import { AgentSessionEntity } from './agent-session.entity';
 import { autoReviewColumns } from './dto/auto-review.dto';
-import { CreateRequirementDto } from './dto/create-requirement.dto';
 import { ListRequirementsQueryDto } from './dto/list-requirements-query.dto';
 import { ForkRequirementDto, UpdateRequirementDto } from './dto/update-requirement.dto';
 import { AgentSessionPageDto, RequirementPageDto, RequirementResponseDto, toRequirementResponse, toSessionResponse } from './dto/requirement-response.dto';
 import type { RequirementDependencyEntity } from './requirement-dependency.entity';
 import { RequirementEntity } from './requirement.entity';
+import type { NewRequirement } from './new-requirement';
 import type { ClosedExtras } from './requirement.events';
 import { RequirementLifecycle } from './requirement-lifecycle';
 import { RequirementRows, RequirementsRepository } from './requirements.repository';
-
-export interface NewRequirement extends CreateRequirementDto {
-  createdBy: RequirementCreator;
-  forkedFromRequirementId?: string | null;
-  parentRequirementId?: string | null;
-  sourceSessionId?: string | null;
-}
 
 const CHILDREN_MAX = 500;
 /**

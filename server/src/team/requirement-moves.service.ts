@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 
 import type { EventActor } from '@libs/contracts';
 
-import type { BoardRunner } from '../core/database/postgres/postgres-board';
+import type { BoardRunner } from '../core/board/runner-directory';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import { conflict } from '../core/errors/domain-error';

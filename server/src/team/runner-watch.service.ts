@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/comm
 
 import type { BoardRunnerStatus } from '@libs/contracts';
 
-import type { BoardRunner } from '../core/database/postgres/postgres-board';
+import type { BoardRunner } from '../core/board/runner-directory';
 import { Database } from '../core/database/database.service';
 import { RUNTIME, type Runtime } from '../core/runtime';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';

@@ -1,6 +1,19 @@
 import type { RequirementRunner } from '@libs/contracts';
 
-import type { BoardRunner } from '../database/postgres/postgres-board';
+/** One runner of a board, as `am_runner` records it. */
+export interface BoardRunner {
+  id: string;
+  host: string;
+  personName: string;
+  personEmail: string | null;
+  pid: number;
+  url: string | null;
+  startedAt: string;
+  /** Its heartbeat is younger than one lease period (and it did not stop). */
+  online: boolean;
+  /** It runs the once-per-board jobs: the online runner that took the leadership last. */
+  leader: boolean;
+}
 
 /**
  * The board's runners as this process last read them (each heartbeat refreshes it, see

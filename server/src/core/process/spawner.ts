@@ -5,7 +5,7 @@ import path from 'node:path';
 import { PassThrough, Readable, Writable } from 'node:stream';
 
 import { processInfo } from '../process-table';
-import type { BoundedOptions, BoundedResult } from './bounded-process';
+import type { BoundedOptions, BoundedResult } from './bounded-options';
 
 /** How a streaming program ended; `error` when it could not be started, or its exit status was lost. */
 export interface StreamingExit {

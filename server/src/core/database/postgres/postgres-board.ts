@@ -4,28 +4,13 @@ import { Client } from 'pg';
 
 import type { Person } from '@libs/contracts';
 
-import { recordRunners, whenRunnerUnknown } from '../../board/runner-directory';
+import { type BoardRunner, recordRunners, whenRunnerUnknown } from '../../board/runner-directory';
 import { type PostgresStore, pgClientConfig } from '../store';
 
 /** A runner whose heartbeat is older than this is offline (docs/team-mode.md, "Who runs what"). */
 export const BOARD_LEASE_MS = 15_000;
 /** Heartbeats (and leadership attempts) per lease period. */
 const BEATS_PER_LEASE = 3;
-
-/** One runner of a board, as `am_runner` records it. */
-export interface BoardRunner {
-  id: string;
-  host: string;
-  personName: string;
-  personEmail: string | null;
-  pid: number;
-  url: string | null;
-  startedAt: string;
-  /** Its heartbeat is younger than one lease period (and it did not stop). */
-  online: boolean;
-  /** It runs the once-per-board jobs: the online runner that took the leadership last. */
-  leader: boolean;
-}
 
 /**
  * Team mode's membership of one board on PostgreSQL (docs/team-mode.md): instead of the
