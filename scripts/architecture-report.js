@@ -181,6 +181,50 @@ const report = {
   tests: { rawSendCalls: rawSend, untypedOnPurposeCalls: untypedOnPurpose, typedClientCalls: typedClient },
   domainEvents: Object.fromEntries([...domainEvents].sort(([a], [b]) => a.localeCompare(b)).map(([name, e]) => [name, { ...e, emitters: [...e.emitters] }])),
 };
+// The blocks of docs/architecture.md written from the source (`--write`; `--check` compares).
+const ARCHITECTURE_DOC = path.join(root, 'docs', 'architecture.md');
+const code = (text) => `\`${text}\``;
+const generated = {
+  events: [
+    '| Event | Delivery | Declared in | Emitted by | Handled by |',
+    '| --- | --- | --- | --- | --- |',
+    ...Object.entries(report.domainEvents)
+      .map(([name, e]) =>
+        [
+          code(name),
+          e.delivery ?? 'undeclared',
+          e.declaredIn ? code(path.relative('server/src', e.declaredIn)) : '?',
+          e.emitters.map((f) => code(path.relative('server/src', f))).join(', ') || 'nobody',
+          e.handlers.map(code).join(', ') || 'nobody',
+        ].join(' | '),
+      )
+      .map((row) => `| ${row} |`),
+  ].join('\n'),
+  figures: [
+    '| Figure | Now |',
+    '| --- | --- |',
+    `| Feature import cycles / file import cycles | ${report.featureCycles.length} / ${report.fileCycles.length} (\`npm test\` fails on one) |`,
+    `| Feature→feature imports (folder pairs) | ${[...edges.values()].reduce((n, to) => n + to.size, 0)} |`,
+    `| Services injecting another feature's repository | ${new Set(foreignInjections.map((i) => i.file)).size} files, ${foreignInjections.length} injections |`,
+    `| Largest server files | ${report.largestServerFiles.map((f) => `${code(path.relative('server/src', f.file))} ${f.lines}`).join(', ')} |`,
+    `| Largest dashboard files | ${report.largestDashboardFiles.map((f) => `${code(path.relative('dashboard/src', f.file))} ${f.lines}`).join(', ')} |`,
+    `| Domain events | ${domainEvents.size} |`,
+    `| Test calls: raw \`send()\` / untyped on purpose / typed client | ${rawSend} / ${untypedOnPurpose} / ${typedClient} |`,
+  ].join('\n'),
+};
+function withGenerated(text) {
+  let out = text;
+  for (const [name, body] of Object.entries(generated)) {
+    out = out.replace(new RegExp(`(<!-- generated:${name}\\b[^>]*-->\\n)[\\s\\S]*?(<!-- /generated:${name} -->)`), (_m, open, close) => `${open}${body}\n${close}`);
+  }
+  return out;
+}
+if (process.argv.includes('--write')) {
+  fs.writeFileSync(ARCHITECTURE_DOC, withGenerated(fs.readFileSync(ARCHITECTURE_DOC, 'utf8')));
+  process.stdout.write('docs/architecture.md: the events table and the figures written from the source\n');
+  process.exit(0);
+}
+
 // `--check` (part of `npm test`): fails on any import cycle between features (a mutual import is
 // the smallest), so the layering in docs/architecture.md stays true.
 if (process.argv.includes('--check')) {
@@ -189,6 +233,11 @@ if (process.argv.includes('--check')) {
     process.stderr.write(
       `${cycles.map((g) => `feature import cycle: ${g.join(', ')}`).join('\n')}\nFeatures must import one way (see docs/architecture.md#layers): move the shared piece down or react through a domain event.\n`,
     );
+    failed = true;
+  }
+  const doc = fs.readFileSync(ARCHITECTURE_DOC, 'utf8');
+  if (withGenerated(doc) !== doc) {
+    process.stderr.write('docs/architecture.md no longer matches the code (its events table or figures): run `npm run architecture -- --write`\n');
     failed = true;
   }
   const fileCycles = require('./file-cycles').cycles();
