@@ -15,16 +15,31 @@ const rules = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'test/agent-clis/**', 'libs/api-client/src/schema.d.ts', '**/*.js', '**/*.mjs'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'test/agent-clis/**',
+      'libs/api-client/src/schema.d.ts',
+      '**/*.js',
+      '**/*.mjs',
+    ],
+  },
   {
     files: ['server/**/*.ts', 'cli/**/*.ts', 'libs/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
-    languageOptions: { parser: tseslint.parser, parserOptions: { project: './tsconfig.eslint.json', tsconfigRootDir: import.meta.dirname } },
+    languageOptions: {
+      parser: tseslint.parser,
+      parserOptions: { project: './tsconfig.eslint.json', tsconfigRootDir: import.meta.dirname },
+    },
     plugins: { '@typescript-eslint': tseslint.plugin },
     rules,
   },
   {
     files: ['dashboard/**/*.ts'],
-    languageOptions: { parser: tseslint.parser, parserOptions: { project: './dashboard/tsconfig.eslint.json', tsconfigRootDir: import.meta.dirname } },
+    languageOptions: {
+      parser: tseslint.parser,
+      parserOptions: { project: './dashboard/tsconfig.eslint.json', tsconfigRootDir: import.meta.dirname },
+    },
     plugins: { '@typescript-eslint': tseslint.plugin },
     rules,
   },

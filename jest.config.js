@@ -9,7 +9,10 @@
 const ESM_PACKAGES = ['@angular', '@octokit', 'before-after-hook', 'content-type', 'universal-user-agent'];
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.spec.json' }],
-  [`/node_modules/(${ESM_PACKAGES.join('|')})/.+\\.m?js$`]: ['ts-jest', { tsconfig: { allowJs: true, isolatedModules: true, module: 'commonjs', target: 'ES2022' } }],
+  [`/node_modules/(${ESM_PACKAGES.join('|')})/.+\\.m?js$`]: [
+    'ts-jest',
+    { tsconfig: { allowJs: true, isolatedModules: true, module: 'commonjs', target: 'ES2022' } },
+  ],
 };
 const transformIgnorePatterns = [`/node_modules/(?!(${ESM_PACKAGES.join('|')})/)`];
 const moduleNameMapper = {
@@ -25,7 +28,11 @@ module.exports = {
       moduleNameMapper,
       rootDir: __dirname,
       testEnvironment: 'node',
-      testMatch: ['<rootDir>/server/src/**/*.spec.ts', '<rootDir>/cli/src/**/*.spec.ts', '<rootDir>/dashboard/src/**/*.spec.ts'],
+      testMatch: [
+        '<rootDir>/server/src/**/*.spec.ts',
+        '<rootDir>/cli/src/**/*.spec.ts',
+        '<rootDir>/dashboard/src/**/*.spec.ts',
+      ],
       transform,
       transformIgnorePatterns,
     },

@@ -98,7 +98,9 @@ export function table(results: ScenarioResult[]): string {
     for (const figure of result.figures) {
       const ok = passes(figure);
       const target = figure.target ? `${figure.target.op} ${figure.target.value} ${figure.unit}` : '';
-      rows.push(`| ${result.scenario} | ${figure.name} | ${figure.value} ${figure.unit} | ${target} | ${ok === null ? '' : ok ? 'pass' : 'FAIL'} |`);
+      rows.push(
+        `| ${result.scenario} | ${figure.name} | ${figure.value} ${figure.unit} | ${target} | ${ok === null ? '' : ok ? 'pass' : 'FAIL'} |`,
+      );
     }
   }
   return rows.join('\n');

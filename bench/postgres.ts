@@ -50,7 +50,9 @@ export async function postgresServer(): Promise<Cluster | null> {
   }
   const script = require(path.join(ROOT, 'scripts', 'postgres-cluster.js')) as ClusterScript;
   if (!script.available()) {
-    progress('PostgreSQL: not installed here (no initdb/pg_ctl) and no BENCH_DATABASE_URL: the PostgreSQL variants are skipped');
+    progress(
+      'PostgreSQL: not installed here (no initdb/pg_ctl) and no BENCH_DATABASE_URL: the PostgreSQL variants are skipped',
+    );
     cluster = null;
     return cluster;
   }
@@ -133,16 +135,28 @@ const HEADLINES: Record<string, string[]> = {
     'replay 200 events p99 small',
   ],
   'sse-fanout': ['mutation rate achieved', 'commit→client p99'],
-  'trace-flood': ['reasoning events persisted / printed', 'reasoning events persisted per second of run', 'run wall time', 'health p99 during flood'],
+  'trace-flood': [
+    'reasoning events persisted / printed',
+    'reasoning events persisted per second of run',
+    'run wall time',
+    'health p99 during flood',
+  ],
 };
 
 /**
  * PostgreSQL/SQLite ratios of the headline figures (informational: no target), appended to the
  * variant's result, from the SQLite result of the same run; a note says when there is none.
  */
-export function withRatios(scenario: string, postgres: ScenarioResult, sqlite: ScenarioResult | undefined): ScenarioResult {
+export function withRatios(
+  scenario: string,
+  postgres: ScenarioResult,
+  sqlite: ScenarioResult | undefined,
+): ScenarioResult {
   if (!sqlite || sqlite.figures.some((f) => f.name === 'scenario completed')) {
-    return { ...postgres, notes: [...(postgres.notes ?? []), `no PostgreSQL/SQLite ratios: ${scenario} did not run on SQLite in this run`] };
+    return {
+      ...postgres,
+      notes: [...(postgres.notes ?? []), `no PostgreSQL/SQLite ratios: ${scenario} did not run on SQLite in this run`],
+    };
   }
   const ratios: Figure[] = [];
   for (const name of HEADLINES[scenario] ?? []) {

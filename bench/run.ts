@@ -1,6 +1,16 @@
 import { ManagerProcess, makeSandbox, startManager } from '../test/support/manager-process';
 import { ScenarioResult, passes, progress, publishResults, table } from './harness';
-import { POSTGRES_ONLY, POSTGRES_SUFFIX, POSTGRES_VARIANTS, postgresScenarioName, postgresServer, stopPostgresServer, withPostgres, withRatios, withoutPostgres } from './postgres';
+import {
+  POSTGRES_ONLY,
+  POSTGRES_SUFFIX,
+  POSTGRES_VARIANTS,
+  postgresScenarioName,
+  postgresServer,
+  stopPostgresServer,
+  withPostgres,
+  withRatios,
+  withoutPostgres,
+} from './postgres';
 import { changesScenario } from './scenarios/changes';
 import { concurrentRunsScenario } from './scenarios/concurrent-runs';
 import { dashboardScenario } from './scenarios/dashboard';
@@ -85,17 +95,22 @@ const SCENARIO_BUDGET_MS = 2 * 60_000;
 async function main(): Promise<void> {
   if (process.env.TEST_DATABASE_URL) {
     // The test support sends every manager there (STORE_ENV, read at import): SQLite runs included.
-    throw new Error('TEST_DATABASE_URL is set: unset it (the PostgreSQL variants use BENCH_DATABASE_URL, or a throwaway cluster)');
+    throw new Error(
+      'TEST_DATABASE_URL is set: unset it (the PostgreSQL variants use BENCH_DATABASE_URL, or a throwaway cluster)',
+    );
   }
   // Each PostgreSQL variant right after its SQLite run.
-  const order = [...Object.keys(SCENARIOS), ...Object.keys(SELF_CONTAINED)].flatMap((name) => (POSTGRES_VARIANTS.includes(name) ? [name, `${name}${POSTGRES_SUFFIX}`] : [name]));
+  const order = [...Object.keys(SCENARIOS), ...Object.keys(SELF_CONTAINED)].flatMap((name) =>
+    POSTGRES_VARIANTS.includes(name) ? [name, `${name}${POSTGRES_SUFFIX}`] : [name],
+  );
   const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
   const names = wanted.length > 0 ? wanted : order;
   const unknown = names.filter((name) => !order.includes(name));
   if (unknown.length > 0) {
     throw new Error(`unknown scenario ${unknown.join(', ')}; known: ${order.join(', ')}`);
   }
-  const resultName = (name: string) => (name.endsWith(POSTGRES_SUFFIX) ? postgresScenarioName(name.slice(0, -POSTGRES_SUFFIX.length)) : name);
+  const resultName = (name: string) =>
+    name.endsWith(POSTGRES_SUFFIX) ? postgresScenarioName(name.slice(0, -POSTGRES_SUFFIX.length)) : name;
   const results: ScenarioResult[] = [];
   const done = new Map<string, ScenarioResult>();
   for (const [index, name] of names.entries()) {
@@ -112,10 +127,16 @@ async function main(): Promise<void> {
     } catch (err) {
       // One broken scenario must not cost the others their figures: it is recorded as failed.
       progress(`(${index + 1}/${names.length}) ${name}: FAILED: ${(err as Error).message}`);
-      results.push({ figures: [{ name: 'scenario completed', target: { op: '>=', value: 1 }, unit: '', value: 0 }], notes: [(err as Error).message], scenario: resultName(name) });
+      results.push({
+        figures: [{ name: 'scenario completed', target: { op: '>=', value: 1 }, unit: '', value: 0 }],
+        notes: [(err as Error).message],
+        scenario: resultName(name),
+      });
     }
     const seconds = Math.round((Date.now() - started) / 1000);
-    progress(`(${index + 1}/${names.length}) ${name}: done in ${seconds} s${seconds * 1000 > SCENARIO_BUDGET_MS ? ' (over its 2-minute budget)' : ''}`);
+    progress(
+      `(${index + 1}/${names.length}) ${name}: done in ${seconds} s${seconds * 1000 > SCENARIO_BUDGET_MS ? ' (over its 2-minute budget)' : ''}`,
+    );
   }
   stopPostgresServer();
   process.stdout.write(`${table(results)}\n`);

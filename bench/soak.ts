@@ -61,7 +61,14 @@ async function main(): Promise<void> {
   });
   const ids: string[] = [];
   for (let i = 0; i < REQUIREMENTS; i++) {
-    ids.push((await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: `soak ${i}${i % MCP_EVERY === 0 ? ' [mcp]' : ''}` })).json.id);
+    ids.push(
+      (
+        await send(manager.origin, 'POST', '/api/requirements', {
+          provider: 'codex',
+          title: `soak ${i}${i % MCP_EVERY === 0 ? ' [mcp]' : ''}`,
+        })
+      ).json.id,
+    );
   }
   const end = Date.now() + MINUTES * 60_000;
   let replies = 0;
@@ -73,7 +80,9 @@ async function main(): Promise<void> {
       (async () => {
         for (let i = 0; live; i++) {
           const id = ids[(w * 7 + i) % ids.length];
-          const res = await send(manager.origin, 'POST', `/api/requirements/${id}/reply`, { message: `soak reply ${w}-${i} ${'x'.repeat(i % 500)}` });
+          const res = await send(manager.origin, 'POST', `/api/requirements/${id}/reply`, {
+            message: `soak reply ${w}-${i} ${'x'.repeat(i % 500)}`,
+          });
           replies += res.status === 202 ? 1 : 0;
           await new Promise((r) => setTimeout(r, 200));
         }
@@ -96,7 +105,13 @@ async function main(): Promise<void> {
     (async () => {
       for (let i = 0; live; i++) {
         const id = ids[i % ids.length];
-        const timer = (await send(manager.origin, 'POST', `/api/requirements/${id}/timers`, { description: `soak ${i}`, intervalSeconds: 3600, schedule: 'recurring' })).json;
+        const timer = (
+          await send(manager.origin, 'POST', `/api/requirements/${id}/timers`, {
+            description: `soak ${i}`,
+            intervalSeconds: 3600,
+            schedule: 'recurring',
+          })
+        ).json;
         await new Promise((r) => setTimeout(r, 1_000));
         await send(manager.origin, 'DELETE', `/api/requirements/${id}/timers/${timer.id}`);
       }
@@ -137,7 +152,9 @@ async function main(): Promise<void> {
       sseClients: metrics.sseClients,
     };
     samples.push(sample);
-    progress(`soak ${sample.atSeconds}s: rss ${sample.rssMb} MB, heap ${sample.heapMb} MB, loop p99 ${sample.loopP99Ms} ms, runs ${sample.activeRuns}, replies ${replies}`);
+    progress(
+      `soak ${sample.atSeconds}s: rss ${sample.rssMb} MB, heap ${sample.heapMb} MB, loop p99 ${sample.loopP99Ms} ms, runs ${sample.activeRuns}, replies ${replies}`,
+    );
   }
   live = false;
   clearInterval(drain);
@@ -150,7 +167,13 @@ async function main(): Promise<void> {
     database,
     "SELECT CASE WHEN q.title LIKE '%[mcp]%' THEN 'mcp' ELSE 'flood' END AS kind, r.status, COUNT(*) AS n FROM agent_run r JOIN requirement q ON q.id = r.requirement_id GROUP BY kind, r.status",
   );
-  const worktrees = (await query<{ n: number }>(database, 'SELECT COUNT(*) AS n FROM requirement_worktree WHERE created_at IS NOT NULL'))[0]?.n ?? 0;
+  const worktrees =
+    (
+      await query<{ n: number }>(
+        database,
+        'SELECT COUNT(*) AS n FROM requirement_worktree WHERE created_at IS NOT NULL',
+      )
+    )[0]?.n ?? 0;
   sandbox.cleanup();
 
   const secondHalf = samples.slice(Math.floor(samples.length / 2));
@@ -160,11 +183,18 @@ async function main(): Promise<void> {
   const summary = {
     minutes: MINUTES,
     replies,
-    rssMb: { first: samples[0]?.rssMb, last: samples[samples.length - 1]?.rssMb, max: Math.max(...samples.map((s) => s.rssMb)) },
+    rssMb: {
+      first: samples[0]?.rssMb,
+      last: samples[samples.length - 1]?.rssMb,
+      max: Math.max(...samples.map((s) => s.rssMb)),
+    },
     rssSlopeMbPerHourSecondHalf: rssSlope,
     heapSlopeMbPerHourSecondHalf: heapSlope,
     eventLoopP99Ms: { median: loop[Math.floor(loop.length / 2)], worst: loop[loop.length - 1] },
-    activeRuns: { median: [...samples.map((s) => s.activeRuns)].sort((a, b) => a - b)[Math.floor(samples.length / 2)], min: Math.min(...samples.map((s) => s.activeRuns)) },
+    activeRuns: {
+      median: [...samples.map((s) => s.activeRuns)].sort((a, b) => a - b)[Math.floor(samples.length / 2)],
+      min: Math.min(...samples.map((s) => s.activeRuns)),
+    },
     runs: Object.fromEntries(runs.map((r) => [`${r.kind} ${r.status}`, Number(r.n)])),
     worktrees,
   };

@@ -4,7 +4,9 @@ const path = require('node:path');
 const fs = require('node:fs');
 const entry = path.join(__dirname, '..', 'dist', 'cli', 'src', 'code-factory-cli.js');
 if (!fs.existsSync(entry)) {
-  process.stderr.write('code-factory-cli: not built yet; run `npm run build` (or `npm start`) in ' + path.dirname(__dirname) + '\n');
+  process.stderr.write(
+    'code-factory-cli: not built yet; run `npm run build` (or `npm start`) in ' + path.dirname(__dirname) + '\n',
+  );
   process.exit(1);
 }
 require(entry);

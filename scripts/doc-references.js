@@ -56,8 +56,12 @@ function files(dir, keep) {
 /** The problems found: one line each, naming the file and line. */
 function check() {
   const code = (name) => /\.(ts|js|mjs|html)$/.test(name) && !name.endsWith('.d.ts');
-  const sources = ['server', 'cli', 'dashboard/src', 'libs', 'test', 'scripts', 'bench'].flatMap((d) => files(path.join(root, d), code));
-  const markdown = [...files(docs, (n) => n.endsWith('.md')), path.join(root, 'README.md')].filter((f) => path.basename(f) !== 'protocol.md');
+  const sources = ['server', 'cli', 'dashboard/src', 'libs', 'test', 'scripts', 'bench'].flatMap((d) =>
+    files(path.join(root, d), code),
+  );
+  const markdown = [...files(docs, (n) => n.endsWith('.md')), path.join(root, 'README.md')].filter(
+    (f) => path.basename(f) !== 'protocol.md',
+  );
   const invariants = invariantCount();
   const protocol = protocolSections();
   const anchors = new Map();
@@ -73,7 +77,8 @@ function check() {
     const lines = fs.readFileSync(file, 'utf8').split('\n');
     lines.forEach((line, i) => {
       const where = `${path.relative(root, file)}:${i + 1}`;
-      for (const m of line.matchAll(/\b[Aa]rchitecture §\s*\d/g)) problems.push(`${where}: "${m[0]}…" cites a section number; name it (docs/architecture.md#<heading>)`);
+      for (const m of line.matchAll(/\b[Aa]rchitecture §\s*\d/g))
+        problems.push(`${where}: "${m[0]}…" cites a section number; name it (docs/architecture.md#<heading>)`);
       for (const m of line.matchAll(/\bdocs\/([\w.-]+\.md)(?:#([\w-]+))?/g)) {
         if (!anchorOk(m[1], m[2])) problems.push(`${where}: ${m[0]} does not resolve`);
       }
@@ -84,7 +89,8 @@ function check() {
       }
       for (const m of line.matchAll(/\b[Ii]nvariants? (\d+)/g)) {
         const n = Number(m[1]);
-        if (n < 1 || n > invariants) problems.push(`${where}: ${m[0]} is not one of the ${invariants} invariants of docs/architecture.md`);
+        if (n < 1 || n > invariants)
+          problems.push(`${where}: ${m[0]} is not one of the ${invariants} invariants of docs/architecture.md`);
       }
       for (const m of line.matchAll(/\bprotocol §(\d+)/g)) {
         if (!protocol.has(m[1])) problems.push(`${where}: ${m[0]} is not a section of docs/protocol.md`);

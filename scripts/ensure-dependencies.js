@@ -15,7 +15,12 @@ module.exports = function ensureDependencies() {
   }
   process.stderr.write('Installing dependencies (npm ci)…\n');
   // npm's notes (deprecations, funding) stay off the console unless the install fails.
-  const result = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'pipe'] });
+  const result = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], {
+    cwd: root,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   if (result.status !== 0) {
     process.stderr.write(`${result.stdout ?? ''}${result.stderr ?? ''}`);
     process.stderr.write('agent-manager: npm ci failed\n');

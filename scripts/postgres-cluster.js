@@ -20,7 +20,9 @@ function binDir() {
         .map((v) => `/usr/lib/postgresql/${v}/bin`)
     : [];
   const onPath = (process.env.PATH ?? '').split(path.delimiter);
-  const dir = [...onPath, ...debian].find((d) => d && fs.existsSync(path.join(d, 'initdb')) && fs.existsSync(path.join(d, 'pg_ctl')));
+  const dir = [...onPath, ...debian].find(
+    (d) => d && fs.existsSync(path.join(d, 'initdb')) && fs.existsSync(path.join(d, 'pg_ctl')),
+  );
   if (!dir) {
     throw new Error('PostgreSQL is not installed (no initdb/pg_ctl on PATH or in /usr/lib/postgresql/*/bin)');
   }
@@ -59,7 +61,18 @@ async function start() {
   run(path.join(bin, 'initdb'), ['-D', data, '-U', 'am', '-A', 'trust', '-E', 'UTF8', '--no-locale', '--no-sync']);
   const port = await freePort();
   const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=64MB`;
-  run(path.join(bin, 'pg_ctl'), ['-D', data, '-l', path.join(dir, 'server.log'), '-o', settings, '-w', '-t', '60', 'start']);
+  run(path.join(bin, 'pg_ctl'), [
+    '-D',
+    data,
+    '-l',
+    path.join(dir, 'server.log'),
+    '-o',
+    settings,
+    '-w',
+    '-t',
+    '60',
+    'start',
+  ]);
   fs.writeFileSync(path.join(dir, 'url'), `postgres://am@127.0.0.1:${port}/postgres`);
   return { dir, url: `postgres://am@127.0.0.1:${port}/postgres` };
 }

@@ -48,7 +48,11 @@ const SUITES = [
 function counts(report) {
   try {
     const r = JSON.parse(fs.readFileSync(report, 'utf8'));
-    return { failed: r.numFailedTests + r.numRuntimeErrorTestSuites, passed: r.numPassedTests, skipped: r.numPendingTests + r.numTodoTests };
+    return {
+      failed: r.numFailedTests + r.numRuntimeErrorTestSuites,
+      passed: r.numPassedTests,
+      skipped: r.numPendingTests + r.numTodoTests,
+    };
   } catch {
     return { failed: 1, passed: 0, skipped: 0 }; // jest crashed before writing results
   }
@@ -89,7 +93,11 @@ async function main() {
       ...(chosen.length > 0 ? chosen : SUITES),
     ];
     const began = Date.now();
-    jest = spawnSync(process.execPath, [...args, ...rest], { cwd: root, env: { ...process.env, TEST_DATABASE_URL: url, TZ: 'UTC' }, stdio: 'inherit' });
+    jest = spawnSync(process.execPath, [...args, ...rest], {
+      cwd: root,
+      env: { ...process.env, TEST_DATABASE_URL: url, TZ: 'UTC' },
+      stdio: 'inherit',
+    });
     timings.step('jest (PostgreSQL)', Date.now() - began);
     timings.suites(report, 'postgres');
   } finally {
@@ -101,7 +109,11 @@ async function main() {
   let total = here;
   if (process.env.AM_TEST_SUMMARY && fs.existsSync(process.env.AM_TEST_SUMMARY)) {
     const before = JSON.parse(fs.readFileSync(process.env.AM_TEST_SUMMARY, 'utf8'));
-    total = { failed: before.failed + here.failed, passed: before.passed + here.passed, skipped: before.skipped + here.skipped };
+    total = {
+      failed: before.failed + here.failed,
+      passed: before.passed + here.passed,
+      skipped: before.skipped + here.skipped,
+    };
     process.stdout.write(`\nPostgreSQL: ${line(here)}\n`);
   }
   if (total.skipped > 0) {

@@ -64,7 +64,9 @@ function suites(resultsFile, run) {
     `\nThe ${Math.min(SHOWN, rows.length)} slowest of ${rows.length} suites (${run}; ${Math.round(total)} s of suite time in all; test-artifacts/timings.json has them all):\n`,
   );
   for (const row of rows.slice(0, SHOWN)) {
-    process.stdout.write(`  ${String(row.seconds).padStart(6)} s  ${row.suite} (${row.tests} tests${row.failed ? `, ${row.failed} failed` : ''})\n`);
+    process.stdout.write(
+      `  ${String(row.seconds).padStart(6)} s  ${row.suite} (${row.tests} tests${row.failed ? `, ${row.failed} failed` : ''})\n`,
+    );
   }
 }
 

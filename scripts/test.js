@@ -14,7 +14,10 @@ const fs = require('node:fs');
 const testPackages = ['agent-clis', 'node-runtimes'].map((name) => path.join(root, 'test', name));
 const current = (dir) => {
   const installed = path.join(dir, 'node_modules', '.package-lock.json');
-  return fs.existsSync(installed) && fs.statSync(installed).mtimeMs >= fs.statSync(path.join(dir, 'package-lock.json')).mtimeMs;
+  return (
+    fs.existsSync(installed) &&
+    fs.statSync(installed).mtimeMs >= fs.statSync(path.join(dir, 'package-lock.json')).mtimeMs
+  );
 };
 // A fresh clone: install the locked dependencies first.
 require('./ensure-dependencies')();
@@ -24,7 +27,9 @@ if (wholeRunAsked) {
   timings.reset();
 }
 const steps = [
-  ...testPackages.filter((dir) => !current(dir)).map((dir) => [`install ${path.basename(dir)}`, ['npm', 'ci', '--prefix', dir, '--no-audit', '--no-fund']]),
+  ...testPackages
+    .filter((dir) => !current(dir))
+    .map((dir) => [`install ${path.basename(dir)}`, ['npm', 'ci', '--prefix', dir, '--no-audit', '--no-fund']]),
   ['typecheck', ['npm', 'run', '--silent', 'typecheck']],
   ['lint', ['npm', 'run', '--silent', 'lint']],
   ['format', ['npm', 'run', '--silent', 'format:check']],
@@ -35,7 +40,11 @@ const steps = [
 for (const [name, [cmd, ...args]] of steps) {
   process.stdout.write(`> ${name}\n`);
   const began = Date.now();
-  const result = spawnSync(cmd, args, { cwd: root, env: { ...process.env, NG_CLI_ANALYTICS: 'false' }, stdio: 'inherit' });
+  const result = spawnSync(cmd, args, {
+    cwd: root,
+    env: { ...process.env, NG_CLI_ANALYTICS: 'false' },
+    stdio: 'inherit',
+  });
   timings.step(name, Date.now() - began);
   if (result.status !== 0) {
     if (process.env.AM_TEST_SUMMARY) {
@@ -48,11 +57,22 @@ for (const [name, [cmd, ...args]] of steps) {
 const os = require('node:os');
 const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'am-jest-')), 'results.json');
 const jestBegan = Date.now();
-const jest = spawnSync(process.execPath, [require.resolve('jest/bin/jest'), '--ci', '--maxWorkers=2', '--json', `--outputFile=${report}`, ...process.argv.slice(2)], {
-  cwd: root,
-  env: { ...process.env, TZ: 'UTC' },
-  stdio: 'inherit',
-});
+const jest = spawnSync(
+  process.execPath,
+  [
+    require.resolve('jest/bin/jest'),
+    '--ci',
+    '--maxWorkers=2',
+    '--json',
+    `--outputFile=${report}`,
+    ...process.argv.slice(2),
+  ],
+  {
+    cwd: root,
+    env: { ...process.env, TZ: 'UTC' },
+    stdio: 'inherit',
+  },
+);
 timings.step('jest (SQLite and the rest)', Date.now() - jestBegan);
 timings.suites(report, 'sqlite');
 let line = '0 passed, 1 failed';
@@ -71,13 +91,19 @@ try {
 const cluster = require('./postgres-cluster');
 const wholeRun = process.argv.length <= 2 && process.env.AM_SKIP_POSTGRES !== '1';
 if (wholeRun && !cluster.available()) {
-  process.stdout.write('\n> PostgreSQL is not installed: its suites are skipped (apt-get install postgresql, or AM_SKIP_POSTGRES=1 to skip on purpose)\n');
+  process.stdout.write(
+    '\n> PostgreSQL is not installed: its suites are skipped (apt-get install postgresql, or AM_SKIP_POSTGRES=1 to skip on purpose)\n',
+  );
 }
 const summaryFile = process.env.AM_TEST_SUMMARY ?? path.join(path.dirname(report), 'summary.json');
 fs.writeFileSync(summaryFile, JSON.stringify(summary));
 if (wholeRun && cluster.available()) {
   process.stdout.write(`\nSQLite and the rest: ${line}\n`);
-  const pg = spawnSync(process.execPath, [path.join(__dirname, 'test-postgres.js')], { cwd: root, env: { ...process.env, AM_TEST_SUMMARY: summaryFile }, stdio: 'inherit' });
+  const pg = spawnSync(process.execPath, [path.join(__dirname, 'test-postgres.js')], {
+    cwd: root,
+    env: { ...process.env, AM_TEST_SUMMARY: summaryFile },
+    stdio: 'inherit',
+  });
   process.exit(jest.status === 0 && pg.status === 0 ? 0 : 1);
 }
 if (summary.skipped > 0) {

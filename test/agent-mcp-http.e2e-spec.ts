@@ -29,7 +29,12 @@ import { expectRefused } from './support/refusals';
 jest.setTimeout(60_000);
 
 const JSON_HEADERS = { Accept: 'application/json, text/event-stream', 'Content-Type': 'application/json' };
-const INITIALIZE = { id: 1, jsonrpc: '2.0', method: 'initialize', params: { capabilities: {}, clientInfo: { name: 'test', version: '1' }, protocolVersion: '2025-06-18' } };
+const INITIALIZE = {
+  id: 1,
+  jsonrpc: '2.0',
+  method: 'initialize',
+  params: { capabilities: {}, clientInfo: { name: 'test', version: '1' }, protocolVersion: '2025-06-18' },
+};
 
 describe('the run tools served by the manager over MCP (Streamable HTTP)', () => {
   let sandbox: Sandbox;
@@ -40,10 +45,17 @@ describe('the run tools served by the manager over MCP (Streamable HTTP)', () =>
   let other: { id: string; session: { id: string } };
   const endpoint = () => `${manager.url}/api/agent/mcp`;
   const owner = () => apiClient(manager.url);
-  const issue = (runId = `run_${Math.random().toString(16).slice(2)}`) => ({ runId, token: credentials.issue({ requirementId: own.id, runId, sessionId: own.session.id }) });
+  const issue = (runId = `run_${Math.random().toString(16).slice(2)}`) => ({
+    runId,
+    token: credentials.issue({ requirementId: own.id, runId, sessionId: own.session.id }),
+  });
 
   /** One raw request to the endpoint: the status and the parsed answer (or the text when it is not JSON). */
-  async function post(body: string, headers: Record<string, string>, method = 'POST'): Promise<{ status: number; json: Record<string, unknown> }> {
+  async function post(
+    body: string,
+    headers: Record<string, string>,
+    method = 'POST',
+  ): Promise<{ status: number; json: Record<string, unknown> }> {
     const res = await fetch(endpoint(), { body: method === 'POST' ? body : undefined, headers, method });
     const text = await res.text();
     let json: Record<string, unknown>;
@@ -57,7 +69,11 @@ describe('the run tools served by the manager over MCP (Streamable HTTP)', () =>
 
   async function connect(token: string): Promise<Client> {
     const client = new Client({ name: 'e2e', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(endpoint()), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(endpoint()), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
     return client;
   }
 
@@ -65,7 +81,11 @@ describe('the run tools served by the manager over MCP (Streamable HTTP)', () =>
 
   beforeAll(async () => {
     sandbox = makeSandbox();
-    manager = await startManager({ env: { ...process.env, CODE_FACTORY_HOME: sandbox.home }, overrides: { port: 0 }, workspace: sandbox.workspace });
+    manager = await startManager({
+      env: { ...process.env, CODE_FACTORY_HOME: sandbox.home },
+      overrides: { port: 0 },
+      workspace: sandbox.workspace,
+    });
     ownerToken = manager.app.get(LocalTokenService).value;
     registerToken(manager.url, ownerToken);
     credentials = manager.app.get(RunCredentialsService);
@@ -95,28 +115,46 @@ describe('the run tools served by the manager over MCP (Streamable HTTP)', () =>
           'requirement_landing',
         ].sort(),
       );
-      const timer = await client.callTool({ arguments: { afterSeconds: 60, description: 'Check CI' }, name: 'register_timer' });
+      const timer = await client.callTool({
+        arguments: { afterSeconds: 60, description: 'Check CI' },
+        name: 'register_timer',
+      });
       expect(timer.isError).toBeFalsy();
       expect(JSON.parse(text(timer))).toMatchObject({ description: 'Check CI', requirementId: own.id });
 
       // Another Requirement: neither messaged nor started, and nothing written.
       const before = await snapshotStore(manager.runtime.paths.dataDirectory, { exceptBackground: true });
-      const message = await client.callTool({ arguments: { message: 'psst', requirementId: other.id }, name: 'message_related' });
+      const message = await client.callTool({
+        arguments: { message: 'psst', requirementId: other.id },
+        name: 'message_related',
+      });
       expect(message).toMatchObject({ isError: true });
       expect(text(message)).toMatch(/^message refused \(409 not_related\)/);
-      const start = await client.callTool({ arguments: { action: 'start', requirementId: other.id }, name: 'requirement_action' });
+      const start = await client.callTool({
+        arguments: { action: 'start', requirementId: other.id },
+        name: 'requirement_action',
+      });
       expect(start).toMatchObject({ isError: true });
       expect(text(start)).toMatch(/^start refused \(4\d\d [a-z_]+\)/);
       expect(await snapshotStore(manager.runtime.paths.dataDirectory, { exceptBackground: true })).toEqual(before);
 
-      const related = JSON.parse(text(await client.callTool({ arguments: {}, name: 'list_related' }))) as { parent: unknown; children: unknown[] };
+      const related = JSON.parse(text(await client.callTool({ arguments: {}, name: 'list_related' }))) as {
+        parent: unknown;
+        children: unknown[];
+      };
       expect(related).toEqual({ children: [], parent: null });
     } finally {
       await client.close();
     }
-    expect((await ok(owner().GET('/api/requirements/{id}/timers', { params: { path: { id: own.id } } }))).items).toEqual([expect.objectContaining({ description: 'Check CI' })]);
-    expect((await ok(owner().GET('/api/requirements/{id}/timers', { params: { path: { id: other.id } } }))).items).toEqual([]);
-    expect((await ok(owner().GET('/api/requirements/{id}', { params: { path: { id: other.id } } }))).status).toBe('todo');
+    expect(
+      (await ok(owner().GET('/api/requirements/{id}/timers', { params: { path: { id: own.id } } }))).items,
+    ).toEqual([expect.objectContaining({ description: 'Check CI' })]);
+    expect(
+      (await ok(owner().GET('/api/requirements/{id}/timers', { params: { path: { id: other.id } } }))).items,
+    ).toEqual([]);
+    expect((await ok(owner().GET('/api/requirements/{id}', { params: { path: { id: other.id } } }))).status).toBe(
+      'todo',
+    );
   });
 
   it('refuses a missing, malformed, unknown or ended credential (401) and the owner’s token (403), before reading the body', async () => {
@@ -124,14 +162,34 @@ describe('the run tools served by the manager over MCP (Streamable HTTP)', () =>
     const body = JSON.stringify(INITIALIZE);
     const refusedWith = (headers: Record<string, string>) => async () => post(body, { ...JSON_HEADERS, ...headers });
     await expectRefused(dataDirectory, refusedWith({}), 401, 'unauthorized');
-    await expectRefused(dataDirectory, refusedWith({ Authorization: 'Bearer ${CODE_FACTORY_TOKEN}' }), 401, 'malformed_authorization');
-    await expectRefused(dataDirectory, refusedWith({ Authorization: `Bearer amr_${'0'.repeat(64)}` }), 401, 'run_credential_invalid');
+    await expectRefused(
+      dataDirectory,
+      refusedWith({ Authorization: 'Bearer ${CODE_FACTORY_TOKEN}' }),
+      401,
+      'malformed_authorization',
+    );
+    await expectRefused(
+      dataDirectory,
+      refusedWith({ Authorization: `Bearer amr_${'0'.repeat(64)}` }),
+      401,
+      'run_credential_invalid',
+    );
     const { runId, token } = issue();
     expect((await post(body, { ...JSON_HEADERS, Authorization: `Bearer ${token}` })).status).toBe(200);
     credentials.revoke(runId);
-    await expectRefused(dataDirectory, refusedWith({ Authorization: `Bearer ${token}` }), 401, 'run_credential_invalid');
+    await expectRefused(
+      dataDirectory,
+      refusedWith({ Authorization: `Bearer ${token}` }),
+      401,
+      'run_credential_invalid',
+    );
     // The owner may call the agent API for any Requirement, but the tools act for a run's own.
-    await expectRefused(dataDirectory, refusedWith({ Authorization: `Bearer ${ownerToken}` }), 403, 'agent_credential_required');
+    await expectRefused(
+      dataDirectory,
+      refusedWith({ Authorization: `Bearer ${ownerToken}` }),
+      403,
+      'agent_credential_required',
+    );
   });
 
   it('stops a connected client’s tools when its run ends', async () => {
@@ -158,7 +216,11 @@ describe('the run tools served by the manager over MCP (Streamable HTTP)', () =>
       ['null', auth, 400],
       ['{"hello": "world"}', auth, 400], // not JSON-RPC
       ['{"jsonrpc": "2.0", "id": {"deep": [1]}, "method": "tools/list"}', auth, 400],
-      [JSON.stringify({ ...INITIALIZE, params: { nested: JSON.parse('['.repeat(200) + ']'.repeat(200)) as unknown } }), auth, 400], // deeper than the shape limits
+      [
+        JSON.stringify({ ...INITIALIZE, params: { nested: JSON.parse('['.repeat(200) + ']'.repeat(200)) as unknown } }),
+        auth,
+        400,
+      ], // deeper than the shape limits
       [JSON.stringify({ ...INITIALIZE, params: { blob: 'x'.repeat(1_100_000) } }), auth, 400], // over the body limit
       [JSON.stringify(INITIALIZE), { ...auth, 'Content-Type': 'text/plain' }, 415],
       [JSON.stringify(INITIALIZE), { ...auth, Accept: 'text/html' }, 406],
@@ -171,7 +233,9 @@ describe('the run tools served by the manager over MCP (Streamable HTTP)', () =>
     const client = await connect(token);
     try {
       await expect(client.callTool({ arguments: {}, name: 'drop_database' })).resolves.toMatchObject({ isError: true });
-      await expect(client.callTool({ arguments: { afterSeconds: 'soon', description: 5 }, name: 'register_timer' })).resolves.toMatchObject({ isError: true });
+      await expect(
+        client.callTool({ arguments: { afterSeconds: 'soon', description: 5 }, name: 'register_timer' }),
+      ).resolves.toMatchObject({ isError: true });
     } finally {
       await client.close();
     }
@@ -194,7 +258,11 @@ describe.each(REAL_AGENT_CLIS)('a run whose MCP endpoint cannot be reached, with
       fs.mkdirSync(path.join(dir, 'cli'));
       const adapter: AgentAdapter = cli.provider === 'codex' ? new CodexAdapter() : new ClaudeCodeAdapter();
       const invocation = adapter.buildInvocation({
-        env: { ...(process.env as Record<string, string>), ...cli.env(stub, path.join(dir, 'cli')), CODE_FACTORY_TOKEN: `amr_${'1'.repeat(64)}` },
+        env: {
+          ...(process.env as Record<string, string>),
+          ...cli.env(stub, path.join(dir, 'cli')),
+          CODE_FACTORY_TOKEN: `amr_${'1'.repeat(64)}`,
+        },
         executable: cli.executable,
         images: [],
         instructions: 'Answer briefly.',
@@ -206,7 +274,11 @@ describe.each(REAL_AGENT_CLIS)('a run whose MCP endpoint cannot be reached, with
         role: 'rd',
         runningAsRoot: process.getuid?.() === 0,
         // Port 1: nothing listens there.
-        toolServer: { name: 'code_factory', tokenVariable: 'CODE_FACTORY_TOKEN', url: 'http://127.0.0.1:1/api/agent/mcp' },
+        toolServer: {
+          name: 'code_factory',
+          tokenVariable: 'CODE_FACTORY_TOKEN',
+          url: 'http://127.0.0.1:1/api/agent/mcp',
+        },
         workspace: dir,
       });
       const parser = adapter.createParser();
@@ -222,9 +294,13 @@ describe.each(REAL_AGENT_CLIS)('a run whose MCP endpoint cannot be reached, with
         lines.filter((line) => line.trim()).forEach((line) => events.push(...parser.line(line)));
       });
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-      const [code, signal] = await new Promise<[number | null, string | null]>((resolve) => child.on('close', (c, s) => resolve([c, s])));
+      const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
+        child.on('close', (c, s) => resolve([c, s])),
+      );
       events.push(...parser.end({ code, signal, stderr: stderr.slice(-4000) }));
-      const failures = events.filter((event): event is Extract<NormalizedEvent, { type: 'failed' }> => event.type === 'failed');
+      const failures = events.filter(
+        (event): event is Extract<NormalizedEvent, { type: 'failed' }> => event.type === 'failed',
+      );
       expect(failures.map((event) => event.message).join('\n')).toMatch(
         cli.provider === 'codex'
           ? /^Agent Manager's MCP server code_factory could not be initialised, so codex did not start: .*127\.0\.0\.1:1/

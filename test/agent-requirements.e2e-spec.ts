@@ -25,32 +25,56 @@ describe('Agent API: follow-up Requirements and related messages', () => {
   let runs = 0;
 
   const as = (token: string) => ({ Authorization: `Bearer ${token}` });
-  const tokenFor = (r: Req) => credentials.issue({ requirementId: r.id, runId: `run_test_${++runs}`, sessionId: r.session.id });
+  const tokenFor = (r: Req) =>
+    credentials.issue({ requirementId: r.id, runId: `run_test_${++runs}`, sessionId: r.session.id });
   /** The typed client with the workspace token, and with a run credential. */
   const api = () => apiClient(manager.url);
   const asRun = (token: string) => apiClient(manager.url, { auth: token });
   const get = (id: string): Promise<Req> => ok(api().GET('/api/requirements/{id}', { params: { path: { id } } }));
-  const create = (title: string, provider: Req['provider'] = 'codex', extra: Partial<Schemas['CreateRequirementDto']> = {}): Promise<Req> =>
-    ok(api().POST('/api/requirements', { body: { provider, title, ...extra } }));
+  const create = (
+    title: string,
+    provider: Req['provider'] = 'codex',
+    extra: Partial<Schemas['CreateRequirementDto']> = {},
+  ): Promise<Req> => ok(api().POST('/api/requirements', { body: { provider, title, ...extra } }));
   const propose = (source: Req, token: string, body: Partial<Schemas['ProposeRequirementDto']> = {}) =>
-    asRun(token).POST('/api/agent/requirements', { body: { description: 'follow-up work', sourceSessionId: source.session.id, title: 'Follow-up', ...body } });
-  const act = (target: string, source: Req, token: string, action: Schemas['AgentRequirementActionDto']['action'], body: Partial<Schemas['AgentRequirementActionDto']> = {}) =>
+    asRun(token).POST('/api/agent/requirements', {
+      body: { description: 'follow-up work', sourceSessionId: source.session.id, title: 'Follow-up', ...body },
+    });
+  const act = (
+    target: string,
+    source: Req,
+    token: string,
+    action: Schemas['AgentRequirementActionDto']['action'],
+    body: Partial<Schemas['AgentRequirementActionDto']> = {},
+  ) =>
     asRun(token).POST('/api/agent/requirements/{id}/action', {
       body: { action, sourceRequirementId: source.id, sourceSessionId: source.session.id, ...body },
       params: { path: { id: target } },
     });
   const related = (source: Req, token: string, sessionId: string = source.session.id) =>
-    asRun(token).GET('/api/agent/requirements/{id}/related', { params: { path: { id: source.id }, query: { sourceSessionId: sessionId } } });
-  const message = (source: Req, target: string, token: string, text = 'Use contract version 2.', body: Partial<Schemas['RelatedMessageDto']> = {}) =>
+    asRun(token).GET('/api/agent/requirements/{id}/related', {
+      params: { path: { id: source.id }, query: { sourceSessionId: sessionId } },
+    });
+  const message = (
+    source: Req,
+    target: string,
+    token: string,
+    text = 'Use contract version 2.',
+    body: Partial<Schemas['RelatedMessageDto']> = {},
+  ) =>
     asRun(token).POST('/api/agent/requirements/{id}/related/{targetId}/messages', {
       body: { message: text, sourceSessionId: source.session.id, ...body },
       params: { path: { id: source.id, targetId: target } },
     });
   /** For bodies the API does not take (an unknown provider or action, a wrong type): untyped on purpose. */
-  const sendAs = (token: string, method: string, path: string, body?: object) => sendUntyped(manager.url, method, path, body, as(token));
-  const refused = (request: Parameters<typeof expectRefused>[1], status: number, code?: string) => expectRefused(manager.runtime.paths.dataDirectory, request, status, code);
-  const conversation = async (id: string) => (await ok(api().GET('/api/requirements/{id}/messages', { params: { path: { id } } }))).items;
-  const settledAs = (id: string, status: string) => until(`${id} to be ${status}`, async () => ((await get(id)).status === status ? get(id) : undefined));
+  const sendAs = (token: string, method: string, path: string, body?: object) =>
+    sendUntyped(manager.url, method, path, body, as(token));
+  const refused = (request: Parameters<typeof expectRefused>[1], status: number, code?: string) =>
+    expectRefused(manager.runtime.paths.dataDirectory, request, status, code);
+  const conversation = async (id: string) =>
+    (await ok(api().GET('/api/requirements/{id}/messages', { params: { path: { id } } }))).items;
+  const settledAs = (id: string, status: string) =>
+    until(`${id} to be ${status}`, async () => ((await get(id)).status === status ? get(id) : undefined));
 
   /** A parent with its own run credential, and a child it proposed (todo). */
   const family = async (title = 'parent') => {
@@ -63,7 +87,12 @@ describe('Agent API: follow-up Requirements and related messages', () => {
   beforeAll(async () => {
     sandbox = makeSandbox();
     manager = await startManager({
-      env: { ...process.env, CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_HOME: sandbox.home },
+      env: {
+        ...process.env,
+        CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT,
+        CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT,
+        CODE_FACTORY_HOME: sandbox.home,
+      },
       overrides: { port: 0 },
       workspace: sandbox.workspace,
     });
@@ -81,7 +110,10 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       const parent = await create('parent', 'claude-code', { model: 'sonnet', reasoningEffort: 'high' });
       const token = tokenFor(parent);
       const events = await connectSse(`${manager.url}/api/events`);
-      const res = await propose(parent, token, { description: 'Track throughput and peak memory', title: 'Add a performance benchmark' });
+      const res = await propose(parent, token, {
+        description: 'Track throughput and peak memory',
+        title: 'Add a performance benchmark',
+      });
       expect(res.status).toBe(201);
       expect(res.data).toMatchObject({
         createdBy: 'rd_agent',
@@ -96,7 +128,10 @@ describe('Agent API: follow-up Requirements and related messages', () => {
         title: 'Add a performance benchmark',
       });
       const [created] = await events.waitFor(1);
-      expect(created).toMatchObject({ data: { actor: { kind: 'agent' }, requirementId: res.data!.id, type: 'requirement.created' }, event: 'requirement.created' });
+      expect(created).toMatchObject({
+        data: { actor: { kind: 'agent' }, requirementId: res.data!.id, type: 'requirement.created' },
+        event: 'requirement.created',
+      });
       events.close();
     });
 
@@ -104,7 +139,12 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       const parent = await create('parent', 'claude-code', { model: 'sonnet' });
       const res = await propose(parent, tokenFor(parent), { provider: 'codex', start: true });
       expect(res.status).toBe(201);
-      expect(res.data).toMatchObject({ model: null, provider: 'codex', session: { state: 'running' }, status: 'doing' });
+      expect(res.data).toMatchObject({
+        model: null,
+        provider: 'codex',
+        session: { state: 'running' },
+        status: 'doing',
+      });
       const listed = await api().GET('/api/runs', { params: { query: { requirementId: res.data!.id } } });
       expect(listed.data!.items).toEqual([expect.objectContaining({ role: 'rd', status: 'running' })]);
     });
@@ -115,21 +155,69 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       await refused(() => propose(parent, token, { parentRequirementId: stranger.id }), 400, 'parent_mismatch');
       await refused(() => propose(parent, token, { sourceSessionId: stranger.session.id }), 403, 'outside_run_scope');
       await refused(() => propose(parent, tokenFor(stranger)), 403, 'outside_run_scope');
-      await refused(() => api().POST('/api/agent/requirements', { body: { description: 'd', sourceSessionId: parent.session.id, title: 'x' } }), 400, 'parent_required');
+      await refused(
+        () =>
+          api().POST('/api/agent/requirements', {
+            body: { description: 'd', sourceSessionId: parent.session.id, title: 'x' },
+          }),
+        400,
+        'parent_required',
+      );
       await refused(() => propose(parent, token, { title: '' }), 400);
       await refused(() => propose(parent, token, { title: 'x'.repeat(201) }), 400);
-      await refused(() => sendAs(token, 'POST', '/api/agent/requirements', { sourceSessionId: parent.session.id, title: 'Follow-up', provider: 'gpt' }), 400);
-      await refused(() => sendAs(token, 'POST', '/api/agent/requirements', { sourceSessionId: parent.session.id, title: 'Follow-up', start: 'yes' }), 400);
-      await refused(() => sendAs(token, 'POST', '/api/agent/requirements', { sourceSessionId: parent.session.id, title: 'Follow-up', createdBy: 'human' }), 400);
-      await refused(() => sendUntyped(manager.url, 'POST', '/api/agent/requirements', '{"title":', { ...as(token), 'Content-Type': 'application/json' }), 400);
+      await refused(
+        () =>
+          sendAs(token, 'POST', '/api/agent/requirements', {
+            sourceSessionId: parent.session.id,
+            title: 'Follow-up',
+            provider: 'gpt',
+          }),
+        400,
+      );
+      await refused(
+        () =>
+          sendAs(token, 'POST', '/api/agent/requirements', {
+            sourceSessionId: parent.session.id,
+            title: 'Follow-up',
+            start: 'yes',
+          }),
+        400,
+      );
+      await refused(
+        () =>
+          sendAs(token, 'POST', '/api/agent/requirements', {
+            sourceSessionId: parent.session.id,
+            title: 'Follow-up',
+            createdBy: 'human',
+          }),
+        400,
+      );
+      await refused(
+        () =>
+          sendUntyped(manager.url, 'POST', '/api/agent/requirements', '{"title":', {
+            ...as(token),
+            'Content-Type': 'application/json',
+          }),
+        400,
+      );
     });
 
     it("lets the owner's token act for the Requirement it names, audited as a person, under the same relationship rules", async () => {
       const parent = await create('owner-driven parent');
       const stranger = await create('owner-driven stranger');
-      const owner = { description: 'scripted follow-up', parentRequirementId: parent.id, sourceSessionId: parent.session.id, title: 'Scripted' };
+      const owner = {
+        description: 'scripted follow-up',
+        parentRequirementId: parent.id,
+        sourceSessionId: parent.session.id,
+        title: 'Scripted',
+      };
       const child: Req = await ok(api().POST('/api/agent/requirements', { body: owner }));
-      expect(child).toMatchObject({ createdBy: 'rd_agent', parentRequirementId: parent.id, sourceSessionId: parent.session.id, status: 'todo' });
+      expect(child).toMatchObject({
+        createdBy: 'rd_agent',
+        parentRequirementId: parent.id,
+        sourceSessionId: parent.session.id,
+        status: 'todo',
+      });
       const [proposed] = await query<{ actor_kind: string }>(
         manager.runtime.databasePath,
         "SELECT actor_kind FROM manager_event WHERE type = 'requirement.created' AND requirement_id = ?",
@@ -137,7 +225,11 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       );
       expect(proposed).toEqual({ actor_kind: 'human' });
       // The named session must be the named Requirement's, and the rules still hold.
-      await refused(() => api().POST('/api/agent/requirements', { body: { ...owner, sourceSessionId: stranger.session.id } }), 400, 'session_mismatch');
+      await refused(
+        () => api().POST('/api/agent/requirements', { body: { ...owner, sourceSessionId: stranger.session.id } }),
+        400,
+        'session_mismatch',
+      );
       const ownerAct = (target: string, source: Req, action: Schemas['AgentRequirementActionDto']['action']) =>
         api().POST('/api/agent/requirements/{id}/action', {
           params: { path: { id: target } },
@@ -145,10 +237,15 @@ describe('Agent API: follow-up Requirements and related messages', () => {
         });
       await refused(() => ownerAct(child.id, stranger, 'delete'), 409, 'not_proposed_by_source');
       expect((await ownerAct(child.id, parent, 'delete')).status).toBe(200);
-      const familyOf = await api().GET('/api/agent/requirements/{id}/related', { params: { path: { id: parent.id }, query: { sourceSessionId: parent.session.id } } });
+      const familyOf = await api().GET('/api/agent/requirements/{id}/related', {
+        params: { path: { id: parent.id }, query: { sourceSessionId: parent.session.id } },
+      });
       expect(familyOf.data!.children.map((c: Req) => c.id)).toEqual([child.id]);
       await refused(
-        () => api().GET('/api/agent/requirements/{id}/related', { params: { path: { id: parent.id }, query: { sourceSessionId: stranger.session.id } } }),
+        () =>
+          api().GET('/api/agent/requirements/{id}/related', {
+            params: { path: { id: parent.id }, query: { sourceSessionId: stranger.session.id } },
+          }),
         400,
         'session_mismatch',
       );
@@ -176,7 +273,12 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       const { child, parent, token } = await family();
       const started = await act(child.id, parent, token, 'start');
       expect(started.status).toBe(202);
-      expect(started.data).toMatchObject({ accepted: true, action: 'start', requirement: { id: child.id, status: 'doing' }, requirementId: child.id });
+      expect(started.data).toMatchObject({
+        accepted: true,
+        action: 'start',
+        requirement: { id: child.id, status: 'doing' },
+        requirementId: child.id,
+      });
       expect(started.data!.runId).toMatch(/^run_/);
       await refused(() => act(child.id, parent, token, 'start'), 409, 'run_active');
       await refused(() => act(child.id, parent, token, 'done'), 409, 'requirement_not_waiting_confirmation');
@@ -199,19 +301,36 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       await act(child.id, parent, token, 'start');
       expect(await ok(message(parent, child.id, token, 'queued behind the run'))).toMatchObject({ queued: true });
       await act(child.id, parent, token, 'stop');
-      const paused = await until('the child paused', async () => ((await get(child.id)).session.pausedAt ? get(child.id) : undefined));
-      expect(paused).toMatchObject({ session: { pendingMessageCount: 1, state: 'waiting_human' }, status: 'waiting_confirmation' });
+      const paused = await until('the child paused', async () =>
+        (await get(child.id)).session.pausedAt ? get(child.id) : undefined,
+      );
+      expect(paused).toMatchObject({
+        session: { pendingMessageCount: 1, state: 'waiting_human' },
+        status: 'waiting_confirmation',
+      });
 
       // Another agent's message is not a person starting it: recorded, queued, no run.
       const later = await message(parent, child.id, token, 'and one more thing');
-      expect(later.data).toMatchObject({ queued: true, requirement: { session: { pausedAt: paused.session.pausedAt, pendingMessageCount: 2, state: 'waiting_human' } } });
-      const runsOf = async () => (await ok(api().GET('/api/runs', { params: { query: { requirementId: child.id } } }))).items;
+      expect(later.data).toMatchObject({
+        queued: true,
+        requirement: { session: { pausedAt: paused.session.pausedAt, pendingMessageCount: 2, state: 'waiting_human' } },
+      });
+      const runsOf = async () =>
+        (await ok(api().GET('/api/runs', { params: { query: { requirementId: child.id } } }))).items;
       expect(await runsOf()).toHaveLength(1);
 
       const started = await act(child.id, parent, token, 'start');
-      expect(started.data!.requirement).toMatchObject({ session: { pausedAt: null, state: 'running' }, status: 'doing' });
+      expect(started.data!.requirement).toMatchObject({
+        session: { pausedAt: null, state: 'running' },
+        status: 'doing',
+      });
       const [latest] = await runsOf();
-      expect(latest).toMatchObject({ id: started.data!.runId, inputFromSequence: 1, inputToSequence: 2, status: 'running' });
+      expect(latest).toMatchObject({
+        id: started.data!.runId,
+        inputFromSequence: 1,
+        inputToSequence: 2,
+        status: 'running',
+      });
     });
 
     it('deletes a todo child (200, cancelled)', async () => {
@@ -235,13 +354,33 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       await refused(() => act(human.id, parent, token, 'delete'), 409, 'not_proposed_by_source');
       // The credential must be the source's own.
       await refused(() => act(child.id, parent, other.token, 'start'), 403, 'outside_run_scope');
-      await refused(() => act(child.id, parent, token, 'start', { sourceSessionId: other.parent.session.id }), 403, 'outside_run_scope');
-      await refused(() => act('req_00000000-0000-4000-8000-000000000000', parent, token, 'start'), 404, 'requirement_not_found');
       await refused(
-        () => sendAs(token, 'POST', `/api/agent/requirements/${child.id}/action`, { action: 'archive', sourceRequirementId: parent.id, sourceSessionId: parent.session.id }),
+        () => act(child.id, parent, token, 'start', { sourceSessionId: other.parent.session.id }),
+        403,
+        'outside_run_scope',
+      );
+      await refused(
+        () => act('req_00000000-0000-4000-8000-000000000000', parent, token, 'start'),
+        404,
+        'requirement_not_found',
+      );
+      await refused(
+        () =>
+          sendAs(token, 'POST', `/api/agent/requirements/${child.id}/action`, {
+            action: 'archive',
+            sourceRequirementId: parent.id,
+            sourceSessionId: parent.session.id,
+          }),
         400,
       );
-      await refused(() => sendAs(token, 'POST', `/api/agent/requirements/${child.id}/action`, { action: 'start', sourceSessionId: parent.session.id }), 400);
+      await refused(
+        () =>
+          sendAs(token, 'POST', `/api/agent/requirements/${child.id}/action`, {
+            action: 'start',
+            sourceSessionId: parent.session.id,
+          }),
+        400,
+      );
       expect((await get(child.id)).status).toBe('todo');
     });
   });
@@ -282,7 +421,13 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       expect(res.status).toBe(202);
       expect(res.data).toMatchObject({
         accepted: true,
-        message: { author: 'rd_agent', body: 'Use contract version 2.', deliverToRd: true, requirementId: child.id, sourceRequirementId: parent.id },
+        message: {
+          author: 'rd_agent',
+          body: 'Use contract version 2.',
+          deliverToRd: true,
+          requirementId: child.id,
+          sourceRequirementId: parent.id,
+        },
         queued: false,
         requirement: { id: child.id, session: { state: 'running' }, status: 'doing' },
         sourceRequirementId: parent.id,
@@ -303,10 +448,17 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       await api().POST('/api/requirements/{id}/start', { params: { path: { id: parent.id } }, body: {} });
       const res = await message(child, parent.id, tokenFor(child), 'Blocked on the schema change');
       expect(res.status).toBe(202);
-      expect(res.data).toMatchObject({ queued: true, requirement: { session: { pendingMessageCount: 1, state: 'running' } } });
-      expect((await conversation(parent.id)).map((m: { author: string; body: string }) => [m.author, m.body])).toEqual([['rd_agent', 'Blocked on the schema change']]);
+      expect(res.data).toMatchObject({
+        queued: true,
+        requirement: { session: { pendingMessageCount: 1, state: 'running' } },
+      });
+      expect((await conversation(parent.id)).map((m: { author: string; body: string }) => [m.author, m.body])).toEqual([
+        ['rd_agent', 'Blocked on the schema change'],
+      ]);
       // The parent's own run is untouched: the message waits for the next one.
-      expect((await ok(api().GET('/api/runs', { params: { query: { requirementId: parent.id } } }))).items).toHaveLength(1);
+      expect(
+        (await ok(api().GET('/api/runs', { params: { query: { requirementId: parent.id } } }))).items,
+      ).toHaveLength(1);
       expect((await ok(related(parent, token))).children[0]).toMatchObject({ id: child.id, status: 'todo' });
     });
 
@@ -318,7 +470,11 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       await act(child.id, parent, token, 'done');
       const res = await message(parent, child.id, token, 'One more thing');
       expect(res.status).toBe(202);
-      expect(res.data!.requirement).toMatchObject({ completedAt: null, session: { id: child.session.id, state: 'running' }, status: 'doing' });
+      expect(res.data!.requirement).toMatchObject({
+        completedAt: null,
+        session: { id: child.session.id, state: 'running' },
+        status: 'doing',
+      });
     });
 
     it('refuses an unrelated target (sibling, grandchild, stranger, itself), a cancelled one, a foreign credential and bad bodies', async () => {
@@ -334,13 +490,26 @@ describe('Agent API: follow-up Requirements and related messages', () => {
       await refused(() => message(parent, stranger.id, token), 409, 'not_related');
       await refused(() => message(parent, parent.id, token), 409, 'not_related');
       await refused(() => message(parent, cancelled.id, token), 409, 'requirement_cancelled');
-      await refused(() => message(parent, 'req_00000000-0000-4000-8000-000000000000', token), 404, 'requirement_not_found');
+      await refused(
+        () => message(parent, 'req_00000000-0000-4000-8000-000000000000', token),
+        404,
+        'requirement_not_found',
+      );
       await refused(() => message(parent, child.id, childToken), 403, 'outside_run_scope');
-      await refused(() => message(parent, child.id, token, 'x', { sourceSessionId: child.session.id }), 403, 'outside_run_scope');
+      await refused(
+        () => message(parent, child.id, token, 'x', { sourceSessionId: child.session.id }),
+        403,
+        'outside_run_scope',
+      );
       await refused(() => message(parent, child.id, token, '   '), 400);
       await refused(() => message(parent, child.id, token, 'x'.repeat(100_001)), 400);
       await refused(
-        () => sendAs(token, 'POST', `/api/agent/requirements/${parent.id}/related/${child.id}/messages`, { author: 'human', message: 'x', sourceSessionId: parent.session.id }),
+        () =>
+          sendAs(token, 'POST', `/api/agent/requirements/${parent.id}/related/${child.id}/messages`, {
+            author: 'human',
+            message: 'x',
+            sourceSessionId: parent.session.id,
+          }),
         400,
       );
     });
@@ -349,7 +518,9 @@ describe('Agent API: follow-up Requirements and related messages', () => {
   it('keeps every proposal consistent under concurrent calls', async () => {
     const parent = await create('busy parent');
     const token = tokenFor(parent);
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => propose(parent, token, { start: i % 2 === 0, title: `child ${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => propose(parent, token, { start: i % 2 === 0, title: `child ${i}` })),
+    );
     expect(results.map((r) => r.status)).toEqual(Array(20).fill(201));
     const dbPath = `${manager.runtime.paths.dataDirectory}/factory.sqlite`;
     const [row] = await query<{ n: number; running: number }>(

@@ -15,7 +15,12 @@ import { until } from './support/wait';
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), crypto.randomBytes(64)]);
 const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), crypto.randomBytes(64)]);
 const GIF = Buffer.concat([Buffer.from('GIF89a'), crypto.randomBytes(64)]);
-const WEBP = Buffer.concat([Buffer.from('RIFF'), Buffer.from([0x10, 0, 0, 0]), Buffer.from('WEBPVP8 '), crypto.randomBytes(64)]);
+const WEBP = Buffer.concat([
+  Buffer.from('RIFF'),
+  Buffer.from([0x10, 0, 0, 0]),
+  Buffer.from('WEBPVP8 '),
+  crypto.randomBytes(64),
+]);
 const TEXT = Buffer.from('plain notes\n');
 
 describe('Attachments', () => {
@@ -23,15 +28,22 @@ describe('Attachments', () => {
   let manager: ManagerProcess;
   let requirementId: string;
 
-  const upload = (body: Buffer | string, fileName: string | undefined, headers: Record<string, string> = {}, id = requirementId) =>
+  const upload = (
+    body: Buffer | string,
+    fileName: string | undefined,
+    headers: Record<string, string> = {},
+    id = requirementId,
+  ) =>
     // Content types, file names and bodies as sent on the wire, bad ones included: untyped on purpose.
     sendUntyped(manager.origin, 'POST', `/api/requirements/${id}/attachments`, body, {
       'Content-Type': 'application/octet-stream',
       ...(fileName === undefined ? {} : { 'X-File-Name': fileName }),
       ...headers,
     });
-  const newRequirement = async () => (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'attachments' } }))).id;
-  const expectRefused = (request: Parameters<typeof refused>[1], status: number, code?: string) => refused(manager.dataDirectory(), request, status, code);
+  const newRequirement = async () =>
+    (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'attachments' } }))).id;
+  const expectRefused = (request: Parameters<typeof refused>[1], status: number, code?: string) =>
+    refused(manager.dataDirectory(), request, status, code);
 
   beforeAll(async () => {
     sandbox = makeSandbox();
@@ -52,7 +64,14 @@ describe('Attachments', () => {
   ])('recognises a %s by its signature whatever its name says', async (_name, bytes, kind, mediaType) => {
     const res = await upload(bytes, encodeURIComponent('screen shot.txt'), { 'Content-Type': 'text/plain' });
     expect(res.status).toBe(201);
-    expect(res.json).toMatchObject({ byteSize: bytes.length, fileName: 'screen shot.txt', kind, mediaType, messageId: null, requirementId });
+    expect(res.json).toMatchObject({
+      byteSize: bytes.length,
+      fileName: 'screen shot.txt',
+      kind,
+      mediaType,
+      messageId: null,
+      requirementId,
+    });
     expect(res.json.id).toMatch(/^att_/);
   });
 
@@ -130,12 +149,17 @@ describe('Attachments', () => {
     for (let i = 0; i < 7; i++) {
       uploads.push((await upload(i % 2 ? PNG : TEXT, `file-${i}.bin`, {}, id)).json.id as string);
     }
-    const reply = (body: Schemas['ReplyDto']) => manager.api.POST('/api/requirements/{id}/reply', { body, params: { path: { id } } });
+    const reply = (body: Schemas['ReplyDto']) =>
+      manager.api.POST('/api/requirements/{id}/reply', { body, params: { path: { id } } });
     await expectRefused(() => reply({ attachmentIds: uploads }), 400);
     await expectRefused(() => reply({ attachmentIds: [uploads[0], uploads[0]] }), 400, 'duplicate_attachment');
     const other = await newRequirement();
     await expectRefused(
-      () => manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: other } }, body: { attachmentIds: [uploads[0]] } }),
+      () =>
+        manager.api.POST('/api/requirements/{id}/reply', {
+          params: { path: { id: other } },
+          body: { attachmentIds: [uploads[0]] },
+        }),
       400,
       'unknown_attachment',
     );
@@ -156,7 +180,9 @@ describe('Attachments', () => {
     const image = (await upload(PNG, 'shot.png')).json;
     const file = (await upload(TEXT, encodeURIComponent('notes "v1".html'), { 'Content-Type': 'text/html' })).json;
 
-    const imageRes = await fetch(`${manager.origin}/api/attachments/${image.id}`, { headers: authHeaders(manager.origin, {}) });
+    const imageRes = await fetch(`${manager.origin}/api/attachments/${image.id}`, {
+      headers: authHeaders(manager.origin, {}),
+    });
     expect(imageRes.status).toBe(200);
     expect(Buffer.from(await imageRes.arrayBuffer())).toEqual(PNG);
     expect(imageRes.headers.get('content-type')).toBe('image/png');
@@ -164,13 +190,23 @@ describe('Attachments', () => {
     expect(imageRes.headers.get('x-content-type-options')).toBe('nosniff');
     expect(imageRes.headers.get('content-security-policy')).toContain('sandbox');
 
-    const fileRes = await fetch(`${manager.origin}/api/attachments/${file.id}`, { headers: authHeaders(manager.origin, {}) });
+    const fileRes = await fetch(`${manager.origin}/api/attachments/${file.id}`, {
+      headers: authHeaders(manager.origin, {}),
+    });
     expect(await fileRes.text()).toBe(TEXT.toString());
-    expect(fileRes.headers.get('content-disposition')).toBe(`attachment; filename="notes _v1_.html"; filename*=UTF-8''${encodeURIComponent('notes "v1".html')}`);
+    expect(fileRes.headers.get('content-disposition')).toBe(
+      `attachment; filename="notes _v1_.html"; filename*=UTF-8''${encodeURIComponent('notes "v1".html')}`,
+    );
     expect(fileRes.headers.get('x-content-type-options')).toBe('nosniff');
     expect(fileRes.headers.get('content-security-policy')).toContain("default-src 'none'");
 
-    expect((await manager.api.GET('/api/attachments/{id}', { params: { path: { id: 'att_00000000-0000-0000-0000-000000000000' } } })).status).toBe(404);
+    expect(
+      (
+        await manager.api.GET('/api/attachments/{id}', {
+          params: { path: { id: 'att_00000000-0000-0000-0000-000000000000' } },
+        })
+      ).status,
+    ).toBe(404);
     // Encoded by hand: untyped on purpose.
     expect((await sendUntyped(manager.origin, 'GET', '/api/attachments/..%2F..%2Fconfig.json')).status).toBe(404);
   });
@@ -184,7 +220,13 @@ describe('Attachments', () => {
   /** The attachment's bytes as the database holds them, chunks in order. */
   const storedBytes = async (id: string) =>
     Buffer.concat(
-      (await query<{ bytes: Buffer }>(dbPath(), 'SELECT bytes FROM attachment_chunk WHERE attachment_id = ? ORDER BY chunk_index', [id])).map((r) => Buffer.from(r.bytes)),
+      (
+        await query<{ bytes: Buffer }>(
+          dbPath(),
+          'SELECT bytes FROM attachment_chunk WHERE attachment_id = ? ORDER BY chunk_index',
+          [id],
+        )
+      ).map((r) => Buffer.from(r.bytes)),
     );
   const removeLocalCopies = () => {
     for (const name of fs.readdirSync(attachmentsDirectory())) {
@@ -197,7 +239,11 @@ describe('Attachments', () => {
     const bytes = crypto.randomBytes(2 * 1024 * 1024 + 12345);
     const big = (await upload(bytes, 'trace.bin')).json;
     const image = (await upload(PNG, 'shot.png')).json;
-    const [{ n }] = await query<{ n: number | string }>(dbPath(), 'SELECT COUNT(*) AS n FROM attachment_chunk WHERE attachment_id = ?', [big.id]);
+    const [{ n }] = await query<{ n: number | string }>(
+      dbPath(),
+      'SELECT COUNT(*) AS n FROM attachment_chunk WHERE attachment_id = ?',
+      [big.id],
+    );
     expect(Number(n)).toBe(3);
     expect((await storedBytes(big.id)).equals(bytes)).toBe(true); // .equals: toEqual on megabytes takes seconds
     expect(await storedBytes(image.id)).toEqual(PNG);
@@ -219,7 +265,11 @@ describe('Attachments', () => {
     const url = new URL(`${manager.origin}/api/requirements/${requirementId}/attachments`);
     await new Promise<void>((resolve) => {
       const req = http.request({
-        headers: authHeaders(manager.origin, { 'Content-Length': String(3 * 1024 * 1024), 'Content-Type': 'application/octet-stream', 'X-File-Name': 'cut.bin' }),
+        headers: authHeaders(manager.origin, {
+          'Content-Length': String(3 * 1024 * 1024),
+          'Content-Type': 'application/octet-stream',
+          'X-File-Name': 'cut.bin',
+        }),
         hostname: url.hostname,
         method: 'POST',
         path: url.pathname,
@@ -230,7 +280,9 @@ describe('Attachments', () => {
       // Half the declared body reaches the server, then the connection drops.
       req.write(Buffer.alloc(1536 * 1024, 3), () => setTimeout(() => req.destroy(), 300));
     });
-    await until('the cut upload to be cleaned up', async () => fs.readdirSync(attachmentsDirectory()).every((name) => !name.startsWith('.upload-')));
+    await until('the cut upload to be cleaned up', async () =>
+      fs.readdirSync(attachmentsDirectory()).every((name) => !name.startsWith('.upload-')),
+    );
     expect(await snapshotStore(manager.dataDirectory())).toEqual(before);
   });
 
@@ -252,10 +304,18 @@ describe('Attachments', () => {
     expect((await download(lost.id)).res.status).toBe(404);
 
     // Started again: nothing read in twice, nothing changed.
-    const chunks = await query(dbPath(), 'SELECT attachment_id, chunk_index FROM attachment_chunk ORDER BY attachment_id, chunk_index');
+    const chunks = await query(
+      dbPath(),
+      'SELECT attachment_id, chunk_index FROM attachment_chunk ORDER BY attachment_id, chunk_index',
+    );
     await manager.stop();
     manager = await startManager({ sandbox });
-    expect(await query(dbPath(), 'SELECT attachment_id, chunk_index FROM attachment_chunk ORDER BY attachment_id, chunk_index')).toEqual(chunks);
+    expect(
+      await query(
+        dbPath(),
+        'SELECT attachment_id, chunk_index FROM attachment_chunk ORDER BY attachment_id, chunk_index',
+      ),
+    ).toEqual(chunks);
 
     removeLocalCopies();
     expect((await download(old.id)).bytes.equals(bytes)).toBe(true);

@@ -30,7 +30,10 @@ interface CliResult {
 /** Runs the built CLI as an agent would: a child process with only the given environment. */
 function cli(args: string[], env: Record<string, string>, stdin?: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -101,13 +104,20 @@ describe('code-factory-cli', () => {
   beforeAll(async () => {
     sandbox = makeSandbox();
     manager = await startManager({
-      env: { ...process.env, CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_HOME: sandbox.home },
+      env: {
+        ...process.env,
+        CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT,
+        CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT,
+        CODE_FACTORY_HOME: sandbox.home,
+      },
       overrides: { port: 0 },
       workspace: sandbox.workspace,
     });
     registerToken(manager.url, manager.app.get(LocalTokenService).value);
     parent = await ok(api().POST('/api/requirements', { body: { provider: 'codex', title: 'parent' } }));
-    const token = manager.app.get(RunCredentialsService).issue({ requirementId: parent.id, runId: 'run_cli_test', sessionId: parent.session.id });
+    const token = manager.app
+      .get(RunCredentialsService)
+      .issue({ requirementId: parent.id, runId: 'run_cli_test', sessionId: parent.session.id });
     env = {
       CODE_FACTORY_API_URL: `${manager.url}/api`,
       CODE_FACTORY_REQUIREMENT_ID: parent.id,
@@ -138,7 +148,10 @@ describe('code-factory-cli', () => {
   it('the whole loop: propose, related, message, act, timers and PR registration, with JSON on stdout', async () => {
     const descriptionFile = path.join(sandbox.workspace, 'plan.md');
     fs.writeFileSync(descriptionFile, '# Plan\n\nSplit the parser into a lexer and a parser.\n');
-    const proposed = await cli(['requirement', 'propose', '--title', 'Split the parser', '--description-file', descriptionFile], env);
+    const proposed = await cli(
+      ['requirement', 'propose', '--title', 'Split the parser', '--description-file', descriptionFile],
+      env,
+    );
     expect(proposed).toMatchObject({ code: 0, stderr: '' });
     expect(proposed.json).toMatchObject({
       createdBy: 'rd_agent',
@@ -152,7 +165,10 @@ describe('code-factory-cli', () => {
     expect(related.code).toBe(0);
     expect(related.json).toMatchObject({ children: [{ id: child.id }], parent: null });
 
-    const messaged = await cli(['requirement', 'message', '--requirement-id', child.id, '--message', 'Use contract version 2.'], env);
+    const messaged = await cli(
+      ['requirement', 'message', '--requirement-id', child.id, '--message', 'Use contract version 2.'],
+      env,
+    );
     expect(messaged.code).toBe(0);
     expect(messaged.json).toMatchObject({
       message: { author: 'rd_agent', body: 'Use contract version 2.', sourceRequirementId: parent.id },
@@ -164,9 +180,17 @@ describe('code-factory-cli', () => {
     expect(stopped.code).toBe(0);
     expect(stopped.json).toMatchObject({ accepted: true, action: 'stop' });
 
-    const registered = await cli(['timer', 'register', '--description', 'Check compiler status', '--after-seconds', '900', '--repeat'], env);
+    const registered = await cli(
+      ['timer', 'register', '--description', 'Check compiler status', '--after-seconds', '900', '--repeat'],
+      env,
+    );
     expect(registered.code).toBe(0);
-    expect(registered.json).toMatchObject({ description: 'Check compiler status', intervalSeconds: 900, schedule: 'recurring', status: 'active' });
+    expect(registered.json).toMatchObject({
+      description: 'Check compiler status',
+      intervalSeconds: 900,
+      schedule: 'recurring',
+      status: 'active',
+    });
     const shown = await cli(['timer', 'show'], env);
     expect(shown.json.items).toEqual([expect.objectContaining({ id: registered.json.id, status: 'active' })]);
     const cancelled = await cli(['timer', 'cancel', '--id', registered.json.id], env);
@@ -192,14 +216,29 @@ describe('code-factory-cli', () => {
       env,
     );
     expect(pr.code).toBe(0);
-    expect(pr.json).toMatchObject({ number: 7, repository: 'org/repo', requirementId: parent.id, status: 'draft', url: 'https://github.com/org/repo/pull/7' });
-    expect((await ok(api().GET('/api/pull-requests', { params: { query: { requirementId: parent.id } } }))).items).toHaveLength(1);
+    expect(pr.json).toMatchObject({
+      number: 7,
+      repository: 'org/repo',
+      requirementId: parent.id,
+      status: 'draft',
+      url: 'https://github.com/org/repo/pull/7',
+    });
+    expect(
+      (await ok(api().GET('/api/pull-requests', { params: { query: { requirementId: parent.id } } }))).items,
+    ).toHaveLength(1);
   });
 
   it('pr register --url fills every field from GitHub when a token is available (explicit flags win)', async () => {
     const github = await FakeGitHubServer.start({ token: 'ghp_cli_test' });
     try {
-      const pr = github.addPullRequest({ baseBranch: 'develop', headBranch: 'feature/lexer', isDraft: true, number: 77, repository: 'Org/Lexer', title: 'Split the lexer' });
+      const pr = github.addPullRequest({
+        baseBranch: 'develop',
+        headBranch: 'feature/lexer',
+        isDraft: true,
+        number: 77,
+        repository: 'Org/Lexer',
+        title: 'Split the lexer',
+      });
       const withGitHub = { ...env, CODE_FACTORY_GITHUB_API_URL: github.url, GITHUB_TOKEN: 'ghp_cli_test' };
       const res = await cli(['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/77'], withGitHub);
       expect(res).toMatchObject({ code: 0, stderr: '' });
@@ -212,7 +251,10 @@ describe('code-factory-cli', () => {
         status: 'draft',
         title: 'Split the lexer',
       });
-      const titled = await cli(['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/77', '--title', 'Split the lexer (v2)'], withGitHub);
+      const titled = await cli(
+        ['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/77', '--title', 'Split the lexer (v2)'],
+        withGitHub,
+      );
       expect(titled.json).toMatchObject({ status: 'draft', title: 'Split the lexer (v2)' });
       const missing = await cli(['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/78'], withGitHub);
       expect(missing).toMatchObject({ code: 1, stdout: '' });
@@ -226,7 +268,19 @@ describe('code-factory-cli', () => {
     const first = await cli(['requirement', 'propose', '--title', 'API first', '--description', 'the API'], env);
     const second = await cli(['requirement', 'propose', '--title', 'Docs first', '--description', 'the docs'], env);
     const waiting = await cli(
-      ['requirement', 'propose', '--title', 'Use both', '--description', 'after both', '--depends-on', first.json.id, '--depends-on', `${second.json.id}:done`, '--auto-start'],
+      [
+        'requirement',
+        'propose',
+        '--title',
+        'Use both',
+        '--description',
+        'after both',
+        '--depends-on',
+        first.json.id,
+        '--depends-on',
+        `${second.json.id}:done`,
+        '--auto-start',
+      ],
       env,
     );
     expect(waiting).toMatchObject({ code: 0, stderr: '' });
@@ -238,64 +292,142 @@ describe('code-factory-cli', () => {
       ],
     });
     // A budget (issue 18 §1): either limit, sent as the API's budget.
-    const budgeted = await cli(['requirement', 'propose', '--title', 'Cheap', '--description', 'y', '--budget-tokens', '20000', '--budget-usd', '1.5'], env);
+    const budgeted = await cli(
+      [
+        'requirement',
+        'propose',
+        '--title',
+        'Cheap',
+        '--description',
+        'y',
+        '--budget-tokens',
+        '20000',
+        '--budget-usd',
+        '1.5',
+      ],
+      env,
+    );
     expect(budgeted).toMatchObject({ code: 0, json: { budget: { maxCostUsd: 1.5, maxTokens: 20_000 } } });
-    const tokensOnly = await cli(['requirement', 'propose', '--title', 'Tokens only', '--description', 'y', '--budget-tokens', '500'], env);
+    const tokensOnly = await cli(
+      ['requirement', 'propose', '--title', 'Tokens only', '--description', 'y', '--budget-tokens', '500'],
+      env,
+    );
     expect(tokensOnly.json.budget).toEqual({ maxCostUsd: null, maxTokens: 500 });
-    const badBudget = await cli(['requirement', 'propose', '--title', 'x', '--description', 'y', '--budget-usd', 'lots'], env);
+    const badBudget = await cli(
+      ['requirement', 'propose', '--title', 'x', '--description', 'y', '--budget-usd', 'lots'],
+      env,
+    );
     expect(badBudget).toMatchObject({ code: 1, stdout: '' });
-    expect(badBudget.stderr).toMatch(/^code-factory-cli: --budget-usd takes an amount from 0.01 to 1000000, not "lots"\n$/);
-    const bad = await cli(['requirement', 'propose', '--title', 'x', '--description', 'y', '--depends-on', `${first.json.id}:soon`], env);
+    expect(badBudget.stderr).toMatch(
+      /^code-factory-cli: --budget-usd takes an amount from 0.01 to 1000000, not "lots"\n$/,
+    );
+    const bad = await cli(
+      ['requirement', 'propose', '--title', 'x', '--description', 'y', '--depends-on', `${first.json.id}:soon`],
+      env,
+    );
     expect(bad).toMatchObject({ code: 1, stdout: '' });
     expect(bad.stderr).toMatch(/^code-factory-cli: --depends-on takes <requirementId>/);
   });
 
   it("an agent's proposal gets at most its parent's remaining budget: neither the CLI nor raw HTTP with the run credential clears or raises it", async () => {
     // Issue 25 §4: a Requirement capped at 20 tokens whose agent proposes a child.
-    const capped = await ok(api().POST('/api/requirements', { body: { budget: { maxTokens: 20 }, provider: 'codex', title: 'Capped parent' } }));
-    const token = manager.app.get(RunCredentialsService).issue({ requirementId: capped.id, runId: 'run_cli_budget', sessionId: capped.session.id });
-    const cappedEnv = { ...env, CODE_FACTORY_REQUIREMENT_ID: capped.id, CODE_FACTORY_SESSION_ID: capped.session.id, CODE_FACTORY_TOKEN: token };
-    const propose = (...flags: string[]) => cli(['requirement', 'propose', '--title', 'Follow-up', '--description', 'more work', ...flags], cappedEnv);
+    const capped = await ok(
+      api().POST('/api/requirements', {
+        body: { budget: { maxTokens: 20 }, provider: 'codex', title: 'Capped parent' },
+      }),
+    );
+    const token = manager.app
+      .get(RunCredentialsService)
+      .issue({ requirementId: capped.id, runId: 'run_cli_budget', sessionId: capped.session.id });
+    const cappedEnv = {
+      ...env,
+      CODE_FACTORY_REQUIREMENT_ID: capped.id,
+      CODE_FACTORY_SESSION_ID: capped.session.id,
+      CODE_FACTORY_TOKEN: token,
+    };
+    const propose = (...flags: string[]) =>
+      cli(['requirement', 'propose', '--title', 'Follow-up', '--description', 'more work', ...flags], cappedEnv);
 
     const raised = await propose('--budget-tokens', '2000000000', '--budget-usd', '5');
-    expect(raised).toMatchObject({ code: 0, json: { budget: { maxCostUsd: 5, maxTokens: 20 }, parentRequirementId: capped.id, warnings: ['budget_clamped'] } });
+    expect(raised).toMatchObject({
+      code: 0,
+      json: { budget: { maxCostUsd: 5, maxTokens: 20 }, parentRequirementId: capped.id, warnings: ['budget_clamped'] },
+    });
     // Without --budget-* it gets the parent's room (no default is configured), not "no limit".
     expect((await propose()).json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 20 }, warnings: [] });
-    expect((await propose('--budget-tokens', '5')).json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 5 }, warnings: [] });
+    expect((await propose('--budget-tokens', '5')).json).toMatchObject({
+      budget: { maxCostUsd: null, maxTokens: 5 },
+      warnings: [],
+    });
 
     // HTTP with the run's credential: a null budget and an immediate start.
     const asRun = apiClient(manager.url, { auth: token });
-    const body: Schemas['ProposeRequirementDto'] = { budget: null, description: 'uncapped?', sourceSessionId: capped.session.id, start: true, title: 'Escape over HTTP' };
+    const body: Schemas['ProposeRequirementDto'] = {
+      budget: null,
+      description: 'uncapped?',
+      sourceSessionId: capped.session.id,
+      start: true,
+      title: 'Escape over HTTP',
+    };
     const escaped = await asRun.POST('/api/agent/requirements', { body });
     expect(escaped.status).toBe(201);
-    expect(escaped.data).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 20 }, status: 'doing', warnings: ['budget_clamped'] });
-    const huge = await asRun.POST('/api/agent/requirements', { body: { ...body, budget: { maxTokens: 2_000_000_000 }, start: false } });
+    expect(escaped.data).toMatchObject({
+      budget: { maxCostUsd: null, maxTokens: 20 },
+      status: 'doing',
+      warnings: ['budget_clamped'],
+    });
+    const huge = await asRun.POST('/api/agent/requirements', {
+      body: { ...body, budget: { maxTokens: 2_000_000_000 }, start: false },
+    });
     expect(huge.data).toMatchObject({ budget: { maxTokens: 20 }, warnings: ['budget_clamped'] });
 
     // Where no ancestor has a budget, the configured default caps what an agent gives its child.
     expect((await api().PATCH('/api/configuration', { body: { defaultBudgetMaxTokens: 777 } })).status).toBe(200);
     try {
-      const fromUncapped = await cli(['requirement', 'propose', '--title', 'y', '--description', 'y', '--budget-tokens', '2000000000'], env);
-      expect(fromUncapped.json).toMatchObject({ budget: { maxCostUsd: null, maxTokens: 777 }, warnings: ['budget_clamped'] });
+      const fromUncapped = await cli(
+        ['requirement', 'propose', '--title', 'y', '--description', 'y', '--budget-tokens', '2000000000'],
+        env,
+      );
+      expect(fromUncapped.json).toMatchObject({
+        budget: { maxCostUsd: null, maxTokens: 777 },
+        warnings: ['budget_clamped'],
+      });
     } finally {
       await api().PATCH('/api/configuration', { body: { defaultBudgetMaxTokens: null } });
     }
     // A person (the owner's token) still sets any budget, none included.
-    const byPerson = await api().POST('/api/agent/requirements', { body: { ...body, budget: null, parentRequirementId: capped.id, start: false } });
+    const byPerson = await api().POST('/api/agent/requirements', {
+      body: { ...body, budget: null, parentRequirementId: capped.id, start: false },
+    });
     expect(byPerson.data).toMatchObject({ budget: null, warnings: [] });
   });
 
   it("refusals: one line on stderr with the server's reason, exit code 1, nothing on stdout", async () => {
     const cases: Array<[string[], RegExp]> = [
-      [['timer', 'cancel', '--id', 'tmr_00000000-0000-4000-8000-000000000000'], /^code-factory-cli: timer cancel refused \(404 timer_not_found\): Timer tmr_0.* not found\n$/],
-      [['timer', 'register', '--description', 'x', '--after-seconds', '30'], /^code-factory-cli: --after-seconds must be a whole number from 60 to 31536000\n$/],
-      [['requirement', 'action', '--requirement-id', parent.id, '--start'], /^code-factory-cli: start refused \(409 not_proposed_by_source\): /],
-      [['requirement', 'action', '--requirement-id', parent.id, '--start', '--done'], /^code-factory-cli: give exactly one of --start, --stop, --delete, --done\n$/],
+      [
+        ['timer', 'cancel', '--id', 'tmr_00000000-0000-4000-8000-000000000000'],
+        /^code-factory-cli: timer cancel refused \(404 timer_not_found\): Timer tmr_0.* not found\n$/,
+      ],
+      [
+        ['timer', 'register', '--description', 'x', '--after-seconds', '30'],
+        /^code-factory-cli: --after-seconds must be a whole number from 60 to 31536000\n$/,
+      ],
+      [
+        ['requirement', 'action', '--requirement-id', parent.id, '--start'],
+        /^code-factory-cli: start refused \(409 not_proposed_by_source\): /,
+      ],
+      [
+        ['requirement', 'action', '--requirement-id', parent.id, '--start', '--done'],
+        /^code-factory-cli: give exactly one of --start, --stop, --delete, --done\n$/,
+      ],
       [
         ['requirement', 'message', '--requirement-id', 'req_00000000-0000-4000-8000-000000000000', '--message', 'hi'],
         /^code-factory-cli: message refused \(404 requirement_not_found\)/,
       ],
-      [['requirement', 'propose', '--title', 'x'], /^code-factory-cli: give exactly one of --description and --description-file\n$/],
+      [
+        ['requirement', 'propose', '--title', 'x'],
+        /^code-factory-cli: give exactly one of --description and --description-file\n$/,
+      ],
       [
         ['requirement', 'propose', '--title', 'x', '--description-file', '/nonexistent/plan.md'],
         /^code-factory-cli: cannot read --description-file \/nonexistent\/plan.md: ENOENT\n$/,
@@ -304,12 +436,20 @@ describe('code-factory-cli', () => {
         ['pr', 'register', '--url', 'https://github.com/org/repo/pull/8'],
         /^code-factory-cli: missing --title, --base-branch, --head-branch, --head-sha, --status \(GitHub was not asked/,
       ],
-      [['pr', 'register', '--url', 'https://example.com/nope'], /^code-factory-cli: --url must be a pull request address/],
+      [
+        ['pr', 'register', '--url', 'https://example.com/nope'],
+        /^code-factory-cli: --url must be a pull request address/,
+      ],
       [['requirement'], /^code-factory-cli: choose one: requirement propose/],
     ];
     for (const [args, expected] of cases) {
       const res = await cli(args, env);
-      expect({ args, code: res.code, stderr: res.stderr, stdout: res.stdout }).toEqual({ args, code: 1, stderr: expect.stringMatching(expected), stdout: '' });
+      expect({ args, code: res.code, stderr: res.stderr, stdout: res.stdout }).toEqual({
+        args,
+        code: 1,
+        stderr: expect.stringMatching(expected),
+        stdout: '',
+      });
       expect(res.stderr.trim().split('\n')).toHaveLength(1);
     }
     const badToken = await cli(['timer', 'show'], { ...env, CODE_FACTORY_TOKEN: 'amr_revoked' });
@@ -324,7 +464,9 @@ describe('code-factory-cli', () => {
       'code-factory-cli: CODE_FACTORY_REQUIREMENT_ID, CODE_FACTORY_SESSION_ID are not set: run this inside an Agent Manager agent run, which sets them\n',
     );
     const badUrl = await cli(['timer', 'show'], { ...env, CODE_FACTORY_API_URL: 'localhost:4310' });
-    expect(badUrl.stderr).toMatch(/^code-factory-cli: CODE_FACTORY_API_URL must be the manager's API URL ending in \/api/);
+    expect(badUrl.stderr).toMatch(
+      /^code-factory-cli: CODE_FACTORY_API_URL must be the manager's API URL ending in \/api/,
+    );
 
     const closed = net.createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
@@ -332,7 +474,9 @@ describe('code-factory-cli', () => {
     await new Promise((r) => closed.close(r));
     const down = await cli(['timer', 'show'], { ...env, CODE_FACTORY_API_URL: `http://127.0.0.1:${port}/api` });
     expect(down).toMatchObject({ code: 1, stdout: '' });
-    expect(down.stderr).toBe(`code-factory-cli: timer show: cannot reach Agent Manager at http://127.0.0.1:${port}/api (ECONNREFUSED); is it still running?\n`);
+    expect(down.stderr).toBe(
+      `code-factory-cli: timer show: cannot reach Agent Manager at http://127.0.0.1:${port}/api (ECONNREFUSED); is it still running?\n`,
+    );
 
     // Accepts connections and never answers.
     const sockets: net.Socket[] = [];
@@ -340,7 +484,11 @@ describe('code-factory-cli', () => {
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const silentUrl = `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}/api`;
     const started = Date.now();
-    const hung = await cli(['timer', 'show'], { ...env, CODE_FACTORY_API_URL: silentUrl, CODE_FACTORY_TIMEOUT_SECONDS: '1' });
+    const hung = await cli(['timer', 'show'], {
+      ...env,
+      CODE_FACTORY_API_URL: silentUrl,
+      CODE_FACTORY_TIMEOUT_SECONDS: '1',
+    });
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(hung).toMatchObject({ code: 1, stdout: '' });
     expect(hung.stderr).toBe(`code-factory-cli: timer show: no answer from Agent Manager at ${silentUrl} within 1 s\n`);
@@ -367,7 +515,11 @@ describe('code-factory-cli requirement landing and the requirement_landing tool'
   /** The run environment of Requirement `of`, with a run credential (or `token`) of its own. */
   const runEnv = (of: Schemas['RequirementResponseDto'], token?: string | null): Record<string, string> => {
     const credential =
-      token === undefined ? manager.app.get(RunCredentialsService).issue({ requirementId: of.id, runId: `run_landing_${of.id}`, sessionId: of.session.id }) : token;
+      token === undefined
+        ? manager.app
+            .get(RunCredentialsService)
+            .issue({ requirementId: of.id, runId: `run_landing_${of.id}`, sessionId: of.session.id })
+        : token;
     return {
       CODE_FACTORY_API_URL: `${manager.url}/api`,
       CODE_FACTORY_REQUIREMENT_ID: of.id,
@@ -385,14 +537,22 @@ describe('code-factory-cli requirement landing and the requirement_landing tool'
     return done.requirement;
   };
   const mcp = async (env: Record<string, string>) => {
-    const transport = new StdioClientTransport({ args: [CLI, 'mcp'], command: process.execPath, env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'pipe' });
+    const transport = new StdioClientTransport({
+      args: [CLI, 'mcp'],
+      command: process.execPath,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stderr: 'pipe',
+    });
     const client = new Client({ name: 'landing-e2e', version: '1.0.0' });
     await client.connect(transport);
     return client;
   };
   const callTool = async (client: Client) => {
     const result = (await client.callTool({ arguments: {}, name: 'requirement_landing' })) as CallToolResult;
-    return { isError: result.isError === true, text: result.content.map((block) => (block.type === 'text' ? block.text : '')).join('') };
+    return {
+      isError: result.isError === true,
+      text: result.content.map((block) => (block.type === 'text' ? block.text : '')).join(''),
+    };
   };
 
   beforeAll(async () => {
@@ -449,8 +609,13 @@ describe('code-factory-cli requirement landing and the requirement_landing tool'
 
     // C changed another file: clean, one commit behind, conflicting with nobody.
     const clean = await cli(['requirement', 'landing'], runEnv(c));
-    expect(clean.json).toMatchObject({ landing: { behindBy: 1, conflictPaths: [], conflictsWith: [], mergesCleanly: true }, requirementId: c.id });
-    expect(clean.json.summary).toBe(`${c.worktree!.branch} merges cleanly onto main. main has 1 commit your branch lacks.`);
+    expect(clean.json).toMatchObject({
+      landing: { behindBy: 1, conflictPaths: [], conflictsWith: [], mergesCleanly: true },
+      requirementId: c.id,
+    });
+    expect(clean.json.summary).toBe(
+      `${c.worktree!.branch} merges cleanly onto main. main has 1 commit your branch lacks.`,
+    );
   });
 
   it('the MCP tool answers the same, read-only, for its own Requirement only', async () => {
@@ -473,7 +638,10 @@ describe('code-factory-cli requirement landing and the requirement_landing tool'
     const other = await mcp(borrowed);
     try {
       const refused = await callTool(other);
-      expect(refused).toEqual({ isError: true, text: expect.stringMatching(/^landing refused \(403 outside_run_scope\): this run acts for Requirement /) });
+      expect(refused).toEqual({
+        isError: true,
+        text: expect.stringMatching(/^landing refused \(403 outside_run_scope\): this run acts for Requirement /),
+      });
     } finally {
       await other.close();
     }
@@ -503,6 +671,8 @@ describe('code-factory-cli requirement landing and the requirement_landing tool'
     const asOwner = await api().GET('/api/agent/requirements/{id}/landing', { params: { path: { id: a.id } } });
     expect(asOwner.status).toBe(403);
     const { pairs } = await ok(api().GET('/api/conflicts'));
-    expect(pairs.map((pair) => ({ paths: pair.paths, requirements: [pair.a, pair.b].sort() }))).toEqual([{ paths: ['a.txt'], requirements: [a.id, b.id].sort() }]);
+    expect(pairs.map((pair) => ({ paths: pair.paths, requirements: [pair.a, pair.b].sort() }))).toEqual([
+      { paths: ['a.txt'], requirements: [a.id, b.id].sort() },
+    ]);
   });
 });

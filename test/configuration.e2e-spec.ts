@@ -58,13 +58,21 @@ describe('GET/PATCH /api/configuration', () => {
 
   it('applies live fields at once and announces the change as an event', async () => {
     const events = await connectSse(`${manager.origin}/api/events`);
-    const res = await manager.api.PATCH('/api/configuration', { body: { doneRequirementRetentionDays: 30, logLevel: 'error', pullRequestReconcileIntervalSeconds: 0 } });
+    const res = await manager.api.PATCH('/api/configuration', {
+      body: { doneRequirementRetentionDays: 30, logLevel: 'error', pullRequestReconcileIntervalSeconds: 0 },
+    });
     expect(res.status).toBe(200);
-    expect(res.data).toMatchObject({ restartRequired: false, values: { doneRequirementRetentionDays: 30, logLevel: 'error', pullRequestReconcileIntervalSeconds: 0 } });
+    expect(res.data).toMatchObject({
+      restartRequired: false,
+      values: { doneRequirementRetentionDays: 30, logLevel: 'error', pullRequestReconcileIntervalSeconds: 0 },
+    });
     expect(res.data!.effective).toMatchObject({ logLevel: 'error', pullRequestReconcileIntervalSeconds: 0 });
     expect(readFile()).toMatchObject({ doneRequirementRetentionDays: 30, logLevel: 'error' });
     const [event] = await events.waitFor(1);
-    expect(event.data).toMatchObject({ payload: { configuration: { values: { logLevel: 'error' } } }, type: 'manager.configuration.updated' });
+    expect(event.data).toMatchObject({
+      payload: { configuration: { values: { logLevel: 'error' } } },
+      type: 'manager.configuration.updated',
+    });
     events.close();
 
     // The log level is live: info lines stop at `error` and resume at `info`.
@@ -77,7 +85,9 @@ describe('GET/PATCH /api/configuration', () => {
   });
 
   it('persists restart-only fields and lists them until a restart', async () => {
-    const res = await manager.api.PATCH('/api/configuration', { body: { allowedOrigin: 'http://localhost:4200', port: 4999 } });
+    const res = await manager.api.PATCH('/api/configuration', {
+      body: { allowedOrigin: 'http://localhost:4200', port: 4999 },
+    });
     expect(res.status).toBe(200);
     expect(res.data!.restartRequired).toBe(true);
     expect(res.data!.restartRequiredFields.sort()).toEqual(['allowedOrigin', 'port']);
@@ -109,7 +119,11 @@ describe('GET/PATCH /api/configuration', () => {
   });
 
   it('keeps the file whole under concurrent updates', async () => {
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => manager.api.PATCH('/api/configuration', { body: { cancelledRequirementRetentionDays: i + 1 } })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        manager.api.PATCH('/api/configuration', { body: { cancelledRequirementRetentionDays: i + 1 } }),
+      ),
+    );
     expect(results.every((r) => r.status === 200)).toBe(true);
     const final = (await ok(manager.api.GET('/api/configuration'))).values.cancelledRequirementRetentionDays;
     expect(readFile().cancelledRequirementRetentionDays).toBe(final);

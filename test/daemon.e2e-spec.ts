@@ -20,7 +20,10 @@ const BIN = path.join(ROOT, 'bin', 'agent-manager.js');
 const SLOW = 180_000;
 /** Whether a throwaway PostgreSQL cluster can be started here (its server programs are installed). */
 const POSTGRES_AVAILABLE =
-  spawnSync(process.execPath, ['-e', `process.exit(require(${JSON.stringify(path.join(ROOT, 'scripts', 'postgres-cluster.js'))}).available() ? 0 : 1)`]).status === 0;
+  spawnSync(process.execPath, [
+    '-e',
+    `process.exit(require(${JSON.stringify(path.join(ROOT, 'scripts', 'postgres-cluster.js'))}).available() ? 0 : 1)`,
+  ]).status === 0;
 
 describe('agent-manager daemon mode', () => {
   let sandbox: Sandbox;
@@ -28,7 +31,8 @@ describe('agent-manager daemon mode', () => {
   const followers: ChildProcess[] = [];
 
   const cli = (...args: string[]) => runLauncher(sandbox, [...args, '--workspace', sandbox.workspace]);
-  const state = (): DaemonState => JSON.parse(fs.readFileSync(path.join(dataDirectory, 'daemon.json'), 'utf8')) as DaemonState;
+  const state = (): DaemonState =>
+    JSON.parse(fs.readFileSync(path.join(dataDirectory, 'daemon.json'), 'utf8')) as DaemonState;
   const urlOf = (stdout: string): string => {
     const match = /URL\s+(http:\/\/\S+)/.exec(stdout);
     if (!match?.[1]) {
@@ -37,7 +41,8 @@ describe('agent-manager daemon mode', () => {
     return match[1];
   };
   /** Every path under `dir`, relative and sorted ([] when it does not exist). */
-  const tree = (dir: string): string[] => (fs.existsSync(dir) ? (fs.readdirSync(dir, { recursive: true }) as string[]).sort() : []);
+  const tree = (dir: string): string[] =>
+    fs.existsSync(dir) ? (fs.readdirSync(dir, { recursive: true }) as string[]).sort() : [];
   /** Runs the CLI on a pseudo-terminal (script(1)), as a person at a terminal would: its exit code and what it printed. */
   const onTerminal = (args: string[]): Promise<{ code: number | null; output: string }> =>
     new Promise((resolve) => {
@@ -82,7 +87,11 @@ describe('agent-manager daemon mode', () => {
     await cli('stop', '--timeout', '30');
     for (const file of ['daemon.json', 'manager.lock']) {
       try {
-        const record = JSON.parse(fs.readFileSync(path.join(dataDirectory, file), 'utf8')) as { pid?: number; supervisorPid?: number; managerPid?: number };
+        const record = JSON.parse(fs.readFileSync(path.join(dataDirectory, file), 'utf8')) as {
+          pid?: number;
+          supervisorPid?: number;
+          managerPid?: number;
+        };
         for (const pid of [record.pid, record.supervisorPid, record.managerPid]) {
           if (pid && isRunning(pid)) {
             process.kill(pid, 'SIGKILL');
@@ -117,8 +126,17 @@ describe('agent-manager daemon mode', () => {
       // An active run is counted: the idle agent keeps its run going until it is ended.
       const token = fs.readFileSync(path.join(dataDirectory, 'token'), 'utf8').trim();
       registerToken(url, token);
-      const created = await ok(apiClient(url).POST('/api/requirements', { body: { provider: 'codex', title: 'keep running' } }));
-      expect((await apiClient(url).POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: created.id } } })).status).toBe(202);
+      const created = await ok(
+        apiClient(url).POST('/api/requirements', { body: { provider: 'codex', title: 'keep running' } }),
+      );
+      expect(
+        (
+          await apiClient(url).POST('/api/requirements/{id}/start', {
+            body: { message: 'go' },
+            params: { path: { id: created.id } },
+          })
+        ).status,
+      ).toBe(202);
 
       const status = await cli('status');
       expect(status.code).toBe(0);
@@ -172,7 +190,8 @@ describe('agent-manager daemon mode', () => {
     fs.mkdirSync(sandbox.home, { recursive: true });
     const before = { home: tree(sandbox.home), workspace: tree(sandbox.workspace) };
     expect(before.home).toEqual([]);
-    const unchanged = (after: string) => expect({ after, home: tree(sandbox.home), workspace: tree(sandbox.workspace) }).toEqual({ after, ...before });
+    const unchanged = (after: string) =>
+      expect({ after, home: tree(sandbox.home), workspace: tree(sandbox.workspace) }).toEqual({ after, ...before });
     const status = await cli('status');
     expect(status.code).toBe(3);
     expect(status.stdout).toContain('Agent Manager is not running for');
@@ -220,7 +239,10 @@ describe('agent-manager daemon mode', () => {
       // The banner is there, its Dashboard line without the link.
       expect(daemonLog).toContain(`Dashboard   ${url}/ (\`agent-manager token\` prints the login link)`);
       for (const file of logFiles) {
-        expect({ file, holdsToken: fs.readFileSync(path.join(logsDirectory, file), 'utf8').includes(token) }).toEqual({ file, holdsToken: false });
+        expect({ file, holdsToken: fs.readFileSync(path.join(logsDirectory, file), 'utf8').includes(token) }).toEqual({
+          file,
+          holdsToken: false,
+        });
       }
       const logs = await cli('logs', '--lines', '0');
       expect(logs.stdout).toContain(`API         ${url}/api`);
@@ -273,7 +295,11 @@ describe('agent-manager daemon mode', () => {
     async () => {
       // A tiny rotation size: each manager's banner fills a file, so following must cross rotations.
       const env = { CODE_FACTORY_LOG_MAX_SIZE: '1k' };
-      const started = await runLauncher(sandbox, ['start', '--detach', '--port', '0', '--workspace', sandbox.workspace], env);
+      const started = await runLauncher(
+        sandbox,
+        ['start', '--detach', '--port', '0', '--workspace', sandbox.workspace],
+        env,
+      );
       expect(started.code).toBe(0);
       let current = state();
 
@@ -284,7 +310,9 @@ describe('agent-manager daemon mode', () => {
       });
       followers.push(follower);
       follower.stdout?.on('data', (chunk: Buffer) => (followed += chunk.toString()));
-      await until('logs -f to print the log', async () => followed.includes(`manager healthy (pid ${current.managerPid})`));
+      await until('logs -f to print the log', async () =>
+        followed.includes(`manager healthy (pid ${current.managerPid})`),
+      );
 
       const healthyAfterCrash: number[] = [];
       for (let crash = 1; crash <= 3; crash++) {
@@ -293,7 +321,9 @@ describe('agent-manager daemon mode', () => {
         current = await runningManager(killed);
         healthyAfterCrash.push(Date.parse(current.managerStartedAt as string));
         expect(current.restarts).toBe(crash);
-        await until(`logs -f to show manager ${current.managerPid}`, async () => followed.includes(`manager healthy (pid ${current.managerPid})`));
+        await until(`logs -f to show manager ${current.managerPid}`, async () =>
+          followed.includes(`manager healthy (pid ${current.managerPid})`),
+        );
       }
 
       // The schedule: min(30 s, 1 s·2^(n−1)) for crashes in a row (each manager was up well under 30 s).
@@ -318,7 +348,9 @@ describe('agent-manager daemon mode', () => {
       // The log did rotate (bounded: three old files at most), and -f printed every line all the same.
       const logs = fs.readdirSync(path.join(dataDirectory, 'logs')).filter((f) => f.startsWith('daemon.log'));
       expect(logs).toEqual(expect.arrayContaining(['daemon.log', 'daemon.log.1', 'daemon.log.2']));
-      expect(logs.filter((f) => !['daemon.log', 'daemon.log.1', 'daemon.log.2', 'daemon.log.3'].includes(f))).toEqual([]);
+      expect(logs.filter((f) => !['daemon.log', 'daemon.log.1', 'daemon.log.2', 'daemon.log.3'].includes(f))).toEqual(
+        [],
+      );
       for (const file of logs) {
         expect(fs.statSync(path.join(dataDirectory, 'logs', file)).size).toBeLessThanOrEqual(2048);
       }
@@ -350,7 +382,10 @@ describe('agent-manager daemon mode', () => {
       } finally {
         process.kill(managerPid, 'SIGCONT');
       }
-      await until('the manager and its supervisor to end', async () => !isRunning(managerPid) && !isRunning(daemon.supervisorPid));
+      await until(
+        'the manager and its supervisor to end',
+        async () => !isRunning(managerPid) && !isRunning(daemon.supervisorPid),
+      );
       expect(state()).toMatchObject({ reason: 'stopped on request', status: 'stopped' });
       expect(fs.existsSync(path.join(dataDirectory, 'manager.lock'))).toBe(false);
     },
@@ -391,7 +426,9 @@ describe('agent-manager daemon mode', () => {
       fs.writeFileSync(config, '{ not json');
       const broken = await cli('start', '--detach', '--port', '0', '--config', config);
       expect(broken.code).toBe(1);
-      expect(broken.stderr).toMatch(/^agent-manager: Agent Manager did not start: the manager failed to start \(exit code 1\): .*broken\.json/);
+      expect(broken.stderr).toMatch(
+        /^agent-manager: Agent Manager did not start: the manager failed to start \(exit code 1\): .*broken\.json/,
+      );
       expect(state()).toMatchObject({ restarts: 0, status: 'failed' });
     },
     SLOW,
@@ -400,7 +437,10 @@ describe('agent-manager daemon mode', () => {
   it(
     'two concurrent start --detach give one manager, and both print its URL',
     async () => {
-      const [a, b] = await Promise.all([cli('start', '--detach', '--port', '0'), cli('start', '--detach', '--port', '0')]);
+      const [a, b] = await Promise.all([
+        cli('start', '--detach', '--port', '0'),
+        cli('start', '--detach', '--port', '0'),
+      ]);
       expect([a.code, b.code]).toEqual([0, 0]);
       expect(urlOf(a.stdout)).toBe(urlOf(b.stdout));
       expect([a.stdout, b.stdout].filter((out) => out.includes('already running in the background'))).toHaveLength(1);
@@ -426,12 +466,21 @@ describe('agent-manager daemon mode', () => {
 
       const status = await cli('status');
       expect(status.code).toBe(0);
-      expect(status.stdout).toContain(`PID         ${daemon.managerPid} (its supervisor (pid ${daemon.supervisorPid}) is gone`);
-      expect(JSON.parse((await cli('status', '--json')).stdout)).toMatchObject({ pid: daemon.managerPid, running: true, supervised: false, supervisorPid: null });
+      expect(status.stdout).toContain(
+        `PID         ${daemon.managerPid} (its supervisor (pid ${daemon.supervisorPid}) is gone`,
+      );
+      expect(JSON.parse((await cli('status', '--json')).stdout)).toMatchObject({
+        pid: daemon.managerPid,
+        running: true,
+        supervised: false,
+        supervisorPid: null,
+      });
 
       const again = await cli('start', '--detach', '--port', '0');
       expect(again.code).toBe(1);
-      expect(again.stderr).toContain(`already running for this workspace (pid ${daemon.managerPid}, ${daemon.url}) without a supervisor`);
+      expect(again.stderr).toContain(
+        `already running for this workspace (pid ${daemon.managerPid}, ${daemon.url}) without a supervisor`,
+      );
 
       const stopped = await cli('stop');
       expect(stopped.code).toBe(0);
@@ -462,7 +511,10 @@ describe('agent-manager daemon mode', () => {
       expect(fs.statSync(secretsFile()).mode & 0o777).toBe(0o600);
       expect(JSON.parse(fs.readFileSync(secretsFile(), 'utf8'))).toEqual({ env: { CODE_FACTORY_DATABASE_URL: url } });
       for (const file of fs.readdirSync(path.join(dataDirectory, 'logs'))) {
-        expect({ file, holdsPassword: fs.readFileSync(path.join(dataDirectory, 'logs', file), 'utf8').includes(PASSWORD) }).toEqual({ file, holdsPassword: false });
+        expect({
+          file,
+          holdsPassword: fs.readFileSync(path.join(dataDirectory, 'logs', file), 'utf8').includes(PASSWORD),
+        }).toEqual({ file, holdsPassword: false });
       }
     };
 
@@ -478,7 +530,9 @@ describe('agent-manager daemon mode', () => {
           const pids = await until('the supervisor to start its manager', async () => {
             try {
               const current = state();
-              return current.managerPid !== null && isRunning(current.managerPid) ? { manager: current.managerPid, supervisor: current.supervisorPid } : undefined;
+              return current.managerPid !== null && isRunning(current.managerPid)
+                ? { manager: current.managerPid, supervisor: current.supervisorPid }
+                : undefined;
             } catch {
               return undefined;
             }
@@ -506,7 +560,11 @@ describe('agent-manager daemon mode', () => {
     (POSTGRES_AVAILABLE ? it : it.skip)(
       'with a real PostgreSQL: start --detach, restart, and a foreground start with --db; --db-file reads it from a 0600 file',
       async () => {
-        const [clusterUrl, clusterDir] = execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'postgres-cluster.js'), 'start'], { encoding: 'utf8' })
+        const [clusterUrl, clusterDir] = execFileSync(
+          process.execPath,
+          [path.join(ROOT, 'scripts', 'postgres-cluster.js'), 'start'],
+          { encoding: 'utf8' },
+        )
           .trim()
           .split(' ');
         try {
@@ -549,7 +607,9 @@ describe('agent-manager daemon mode', () => {
           fs.chmodSync(file, 0o644);
           const loose = await cli('start', '--detach', '--port', '0', '--db-file', file);
           expect(loose.code).toBe(1);
-          expect(loose.stderr).toBe(`agent-manager: --db-file ${file} can be read by other users (mode 0644): \`chmod 600 ${file}\` first\n`);
+          expect(loose.stderr).toBe(
+            `agent-manager: --db-file ${file} can be read by other users (mode 0644): \`chmod 600 ${file}\` first\n`,
+          );
           fs.chmodSync(file, 0o600);
           const fromFile = await cli('start', '--detach', '--port', '0', '--db-file', file);
           expect(fromFile.stderr).toBe('');

@@ -5,13 +5,18 @@ import * as zlib from 'node:zlib';
 
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 
-function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+function get(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {
     http
       .get(url, { headers }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ body: Buffer.concat(chunks), headers: res.headers, status: res.statusCode ?? 0 }));
+        res.on('end', () =>
+          resolve({ body: Buffer.concat(chunks), headers: res.headers, status: res.statusCode ?? 0 }),
+        );
       })
       .on('error', reject);
   });
@@ -43,7 +48,11 @@ describe('dashboard assets', () => {
 
     const zipped = await get(`${manager.origin}/${main}`, { 'Accept-Encoding': 'gzip, deflate, br' });
     expect(zipped.status).toBe(200);
-    expect(zipped.headers).toMatchObject({ 'cache-control': 'public, max-age=31536000, immutable', 'content-encoding': 'gzip', vary: 'Accept-Encoding' });
+    expect(zipped.headers).toMatchObject({
+      'cache-control': 'public, max-age=31536000, immutable',
+      'content-encoding': 'gzip',
+      vary: 'Accept-Encoding',
+    });
     expect(zipped.headers['content-type']).toMatch(/javascript/);
     expect(zlib.gunzipSync(zipped.body).equals(raw)).toBe(true);
     expect(zipped.body.length).toBeLessThan(raw.length / 2);

@@ -34,7 +34,8 @@ describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
   useRealAgentWorld(CLAUDE, 'dash-budgets', (w) => (world = w));
 
   const origin = () => world.manager.origin;
-  const get = async (id: string): Promise<Requirement> => await ok(world.manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
+  const get = async (id: string): Promise<Requirement> =>
+    await ok(world.manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
   const card = (id: string) => page.locator(`a.card[data-requirement-id="${id}"]`);
   const attentionCount = async () => Number(await page.getByTestId('attention').getAttribute('data-count'));
 
@@ -84,7 +85,14 @@ describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
 
     // One answer of 120 tokens spends the 50: the run ends past the budget and pauses the Requirement.
     world.stub.scriptFor(id, [{ text: 'Answered once.' }]);
-    expect((await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id } }, body: { message: `Go ${id}` } })).status).toBe(202);
+    expect(
+      (
+        await world.manager.api.POST('/api/requirements/{id}/start', {
+          params: { path: { id } },
+          body: { message: `Go ${id}` },
+        })
+      ).status,
+    ).toBe(202);
     const reached = await until(
       'the budget reached',
       async () => {
@@ -96,26 +104,40 @@ describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
     const used = reached.usage.inputTokens + reached.usage.outputTokens;
     // The answer that spent it ended the run: it succeeded and consumed its input (nothing is delivered twice).
     expect(reached.session.pendingMessageCount).toBe(0);
-    expect((await ok(world.manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items).toEqual([expect.objectContaining({ status: 'succeeded' })]);
+    expect((await ok(world.manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items).toEqual([
+      expect.objectContaining({ status: 'succeeded' }),
+    ]);
 
     const waitingCard = card(id);
     await waitingCard.getByTestId('budget-reached').waitFor();
-    await waitingCard.locator('[data-testid="budget-meter"][data-reached="true"]').getByText(`${used} / 50 tokens`).waitFor();
+    await waitingCard
+      .locator('[data-testid="budget-meter"][data-reached="true"]')
+      .getByText(`${used} / 50 tokens`)
+      .waitFor();
     // In the danger colour: the same as the danger badge beside it (an unreached meter has the card's text colour).
-    const colourOf = (testId: string) => waitingCard.getByTestId(testId).evaluate((element) => getComputedStyle(element).color);
+    const colourOf = (testId: string) =>
+      waitingCard.getByTestId(testId).evaluate((element) => getComputedStyle(element).color);
     await expect(colourOf('budget-meter')).resolves.toBe(await colourOf('budget-reached'));
-    await expect(colourOf('budget-meter')).resolves.not.toBe(await waitingCard.locator('.title').evaluate((element) => getComputedStyle(element).color));
+    await expect(colourOf('budget-meter')).resolves.not.toBe(
+      await waitingCard.locator('.title').evaluate((element) => getComputedStyle(element).color),
+    );
     // The stop's "Paused" badge gives way to the budget's.
     await expect(waitingCard.getByTestId('paused').count()).resolves.toBe(0);
     await until('the attention count', async () => (await attentionCount()) === before + 1);
     await screenshot(page, 'budget-reached-card');
 
     await page.getByTestId('attention').click();
-    await page.locator(`[data-testid="attention-list"] li[data-reason="budget"][data-requirement-id="${id}"]`).waitFor();
+    await page
+      .locator(`[data-testid="attention-list"] li[data-reason="budget"][data-requirement-id="${id}"]`)
+      .waitFor();
   });
 
   it("shows a parent's own usage and its tree's against its budget, live on the card and in the detail (issue 25 §4)", async () => {
-    const parent = await ok(world.manager.api.POST('/api/requirements', { body: { budget: { maxTokens: 10_000 }, provider: 'claude-code', title: 'Parent with a tree' } }));
+    const parent = await ok(
+      world.manager.api.POST('/api/requirements', {
+        body: { budget: { maxTokens: 10_000 }, provider: 'claude-code', title: 'Parent with a tree' },
+      }),
+    );
     // A follow-up its agent proposed (here with the owner's token, as the agent API takes it): its usage is the parent's tree's.
     const child = await ok(
       world.manager.api.POST('/api/agent/requirements', {
@@ -133,7 +155,14 @@ describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
     await expect(meter.getByTestId('budget-own').count()).resolves.toBe(0);
 
     world.stub.scriptFor(child.id, [{ text: 'Child answered.' }]);
-    expect((await world.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: child.id } }, body: { message: `Go ${child.id}` } })).status).toBe(202);
+    expect(
+      (
+        await world.manager.api.POST('/api/requirements/{id}/start', {
+          params: { path: { id: child.id } },
+          body: { message: `Go ${child.id}` },
+        })
+      ).status,
+    ).toBe(202);
     const spent = await until(
       "the parent's tree usage",
       async () => {
@@ -153,7 +182,9 @@ describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
     await page.getByTestId('detail-budget').getByText(`${tree} / 10k tokens`).waitFor();
     const treeUsage = page.getByTestId('requirement-tree-usage');
     await treeUsage.waitFor();
-    await expect(treeUsage.textContent()).resolves.toContain(`${spent.treeUsage.inputTokens} in · ${spent.treeUsage.outputTokens} out`);
+    await expect(treeUsage.textContent()).resolves.toContain(
+      `${spent.treeUsage.inputTokens} in · ${spent.treeUsage.outputTokens} out`,
+    );
     await expect(page.getByTestId('requirement-usage').textContent()).resolves.toContain('0 in · 0 out');
     expect(browser.errors).toEqual([]);
   });

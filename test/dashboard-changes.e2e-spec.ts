@@ -10,7 +10,12 @@ import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './supp
 import { until } from './support/wait';
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
-const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT, GH_TOKEN: '', GITHUB_TOKEN: '' };
+const AGENTS = {
+  CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
+  CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,
+  GH_TOKEN: '',
+  GITHUB_TOKEN: '',
+};
 
 jest.setTimeout(120_000);
 
@@ -34,7 +39,13 @@ describe('dashboard Changes tab in Chromium', () => {
     manager = await startManager({ env: AGENTS, sandbox });
     id = (await createRequirement(manager, { title: 'Touch some files' })).id;
     // Committed, modified, renamed and untracked work: the agent runs these in its worktree.
-    await startRun(manager, id, sh('echo "<b>added</b>" > added.txt && git mv src/old.ts src/new.ts && git commit -q -m move && echo "second line" >> README.md'));
+    await startRun(
+      manager,
+      id,
+      sh(
+        'echo "<b>added</b>" > added.txt && git mv src/old.ts src/new.ts && git commit -q -m move && echo "second line" >> README.md',
+      ),
+    );
     await settled(manager, id, 1);
     browser = await launchBrowser();
     page = browser.page;
@@ -61,7 +72,9 @@ describe('dashboard Changes tab in Chromium', () => {
     await page.getByTestId('tab-changes').click();
     const files = page.getByTestId('changed-file');
     await files.first().waitFor();
-    const listed = await files.evaluateAll((buttons) => buttons.map((b) => [b.getAttribute('data-path'), b.querySelector('[data-status]')?.getAttribute('data-status')]));
+    const listed = await files.evaluateAll((buttons) =>
+      buttons.map((b) => [b.getAttribute('data-path'), b.querySelector('[data-status]')?.getAttribute('data-status')]),
+    );
     expect(listed.sort()).toEqual(
       [
         ['README.md', 'modified'],

@@ -42,9 +42,19 @@ interface El {
   parentElement: El | null;
   className: string;
 }
-declare const document: { documentElement: El & { dataset: Record<string, string | undefined> }; activeElement: El | null; title: string; querySelector(s: string): El | null };
+declare const document: {
+  documentElement: El & { dataset: Record<string, string | undefined> };
+  activeElement: El | null;
+  title: string;
+  querySelector(s: string): El | null;
+};
 declare const localStorage: { setItem(key: string, value: string): void };
-declare function getComputedStyle(element: El): { color: string; backgroundColor: string; outlineStyle: string; display: string };
+declare function getComputedStyle(element: El): {
+  color: string;
+  backgroundColor: string;
+  outlineStyle: string;
+  display: string;
+};
 
 /** WCAG contrast ratio of two `rgb(…)`/`rgba(…)` colours. */
 function contrast(a: string, b: string): number {
@@ -73,9 +83,16 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
   const status = () => page.getByTestId('detail-status');
   const inViewport = async (locator: Locator, viewport: { width: number; height: number }) => {
     const box = await locator.boundingBox();
-    return !!box && box.x >= 0 && box.y >= 0 && box.x + box.width <= viewport.width + 0.5 && box.y + box.height <= viewport.height + 0.5;
+    return (
+      !!box &&
+      box.x >= 0 &&
+      box.y >= 0 &&
+      box.x + box.width <= viewport.width + 0.5 &&
+      box.y + box.height <= viewport.height + 0.5
+    );
   };
-  const horizontalOverflow = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  const horizontalOverflow = () =>
+    page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   const open = async (id: string) => {
     await page.goto(`${manager.origin}/requirements/${id}`);
     await detail()
@@ -176,7 +193,11 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
 
   it('shows that the agent works and its latest step live, then the answer; the trace is readable', async () => {
     worked = (await create('Add tiered timings')).id;
-    stub.scriptFor(worked, [{ shell: 'echo daily-tool-output' }, { shell: LONG_JOB }, { text: 'Timings are in place.' }]);
+    stub.scriptFor(worked, [
+      { shell: 'echo daily-tool-output' },
+      { shell: LONG_JOB },
+      { text: 'Timings are in place.' },
+    ]);
     await open(worked);
     await page.getByTestId('composer-text').fill(`Go ahead ${worked}`);
     await page.getByTestId('start').click();
@@ -295,14 +316,18 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
   let failed = '';
 
   it('makes a failed run unmistakable on the card, the page and the attention list, with Retry', async () => {
-    expect((await manager.api.PATCH('/api/configuration', { body: { codexExecutable: 'codex-missing' } })).status).toBe(200);
+    expect((await manager.api.PATCH('/api/configuration', { body: { codexExecutable: 'codex-missing' } })).status).toBe(
+      200,
+    );
     try {
       failed = (await create('Fails to start')).id;
       await open(failed);
       await page.getByTestId('composer-text').fill('Go');
       await page.getByTestId('start').click();
       const banner = page.getByTestId('failure-banner');
-      await banner.getByText(/^The last run failed: .*Codex CLI \(`codex-missing`\) was not found/).waitFor({ timeout: 30_000 });
+      await banner
+        .getByText(/^The last run failed: .*Codex CLI \(`codex-missing`\) was not found/)
+        .waitFor({ timeout: 30_000 });
       await banner.getByText('1 message was not consumed; Retry delivers it again.').waitFor();
       await page.getByTestId('start').getByText('Retry').waitFor();
       await expect(page.getByTestId('start').getAttribute('class')).resolves.toContain('primary');
@@ -323,7 +348,10 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
         .waitFor();
       await shot('failed-card');
       await page.getByTestId('attention').and(page.locator('[data-count="2"]')).click();
-      await page.getByTestId('attention-list').locator(`li[data-requirement-id="${failed}"][data-reason="failed"]`).waitFor();
+      await page
+        .getByTestId('attention-list')
+        .locator(`li[data-requirement-id="${failed}"][data-reason="failed"]`)
+        .waitFor();
     } finally {
       await manager.api.PATCH('/api/configuration', { body: { codexExecutable: CODEX } });
     }
@@ -341,7 +369,10 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
     await shot('edit-dialog');
     await page.getByTestId('create-submit').click();
     await page.getByTestId('detail-title').getByText('Edited title').waitFor();
-    expect(await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: todo.id } } }))).toMatchObject({ reasoningEffort: 'high', title: 'Edited title' });
+    expect(await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: todo.id } } }))).toMatchObject({
+      reasoningEffort: 'high',
+      title: 'Edited title',
+    });
 
     // A started one: only the model and effort can change.
     await open(worked);
@@ -361,7 +392,9 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
     page.once('dialog', (d) => void d.accept());
     await page.getByTestId('cancel-requirement').click();
     await status().and(page.locator('[data-status="cancelled"]')).waitFor();
-    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: failed } } }))).status).toBe('cancelled');
+    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: failed } } }))).status).toBe(
+      'cancelled',
+    );
   });
 
   it('names the settings with units and help (also in Chinese), keeps Save in view and marks an invalid field', async () => {
@@ -375,7 +408,9 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
     await dialog.locator('#cfg-pullRequestReconcileIntervalSeconds').fill('-5');
     await page.getByTestId('settings-save').click();
     await field.getByTestId('field-error').waitFor();
-    await expect(dialog.locator('#cfg-pullRequestReconcileIntervalSeconds').getAttribute('aria-invalid')).resolves.toBe('true');
+    await expect(dialog.locator('#cfg-pullRequestReconcileIntervalSeconds').getAttribute('aria-invalid')).resolves.toBe(
+      'true',
+    );
     await expect(page.locator('.toast.error').count()).resolves.toBe(0);
     expect((await ok(manager.api.GET('/api/configuration'))).values.pullRequestReconcileIntervalSeconds).toBe(60);
     await shot('settings-invalid');
@@ -402,7 +437,13 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
   });
 
   it("shows a review's outcome on the Pull requests board after a reload", async () => {
-    github.addPullRequest({ headBranch: 'timings', headSha: '2222222bbbb', number: 7, repository: 'org/repo', title: 'Flush timings' });
+    github.addPullRequest({
+      headBranch: 'timings',
+      headSha: '2222222bbbb',
+      number: 7,
+      repository: 'org/repo',
+      title: 'Flush timings',
+    });
     const url = 'https://github.com/org/repo/pull/7';
     const registered = await manager.api.POST('/api/agent/pull-requests', {
       body: {
@@ -420,15 +461,27 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
     expect(registered.status).toBe(200);
     const finding = { text: 'Looks right.' };
     stub.scriptFor(url, [finding, finding, finding]);
-    const review = await manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: registered.data!.id } }, body: { provider: 'codex' } });
+    const review = await manager.api.POST('/api/pull-requests/{id}/review-requests', {
+      params: { path: { id: registered.data!.id } },
+      body: { provider: 'codex' },
+    });
     expect(review.status).toBe(202);
     await until(
       'the review to succeed',
-      async () => (await ok(manager.api.GET('/api/review-requests', { params: { query: { pullRequestId: registered.data!.id } } }))).items[0]?.status === 'succeeded',
+      async () =>
+        (
+          await ok(
+            manager.api.GET('/api/review-requests', { params: { query: { pullRequestId: registered.data!.id } } }),
+          )
+        ).items[0]?.status === 'succeeded',
       90_000,
     );
     await page.goto(`${manager.origin}/pull-requests`);
-    await page.getByTestId('pull-requests-board').locator('[data-column="open"] li', { hasText: 'org/repo#7' }).getByText('review succeeded').waitFor();
+    await page
+      .getByTestId('pull-requests-board')
+      .locator('[data-column="open"] li', { hasText: 'org/repo#7' })
+      .getByText('review succeeded')
+      .waitFor();
     await shot('board-pull-requests-reloaded');
   });
 
@@ -442,7 +495,10 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
     const scrolls = () =>
       page.evaluate(() => {
         const pageEl = document.querySelector('.page')!;
-        return { document: document.documentElement.scrollHeight - document.documentElement.clientHeight, page: pageEl.scrollHeight - pageEl.clientHeight };
+        return {
+          document: document.documentElement.scrollHeight - document.documentElement.clientHeight,
+          page: pageEl.scrollHeight - pageEl.clientHeight,
+        };
       });
     expect(await scrolls()).toEqual({ document: 0, page: 0 });
     expect(await horizontalOverflow()).toBeLessThanOrEqual(0);
@@ -474,8 +530,12 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
     await open(worked);
     await page.getByTestId('composer-text').focus();
     await page.keyboard.press('Tab');
-    await expect(page.evaluate(() => (document.activeElement as unknown as { type?: string } | null)?.type)).resolves.toBe('file');
-    const outline = await page.getByTestId('composer-file').evaluate((el) => getComputedStyle((el as unknown as El).parentElement!).outlineStyle);
+    await expect(
+      page.evaluate(() => (document.activeElement as unknown as { type?: string } | null)?.type),
+    ).resolves.toBe('file');
+    const outline = await page
+      .getByTestId('composer-file')
+      .evaluate((el) => getComputedStyle((el as unknown as El).parentElement!).outlineStyle);
     expect(outline).toBe('solid');
     await shot('attach-focus');
   });

@@ -22,7 +22,9 @@ const PHONE = { height: 844, width: 390 };
 
 jest.setTimeout(180_000);
 
-declare const document: { documentElement: { dataset: Record<string, string | undefined>; scrollWidth: number; clientWidth: number } };
+declare const document: {
+  documentElement: { dataset: Record<string, string | undefined>; scrollWidth: number; clientWidth: number };
+};
 declare const localStorage: { setItem(key: string, value: string): void };
 
 type Requirement = Schemas['RequirementResponseDto'];
@@ -33,7 +35,8 @@ function harness(prefix: string) {
   return {
     ctx,
     shot: (name: string) => screenshot(page(), path.join('..', 'dashboard-dependencies', `${prefix}-${name}`)),
-    create: async (title: string, extra: object = {}) => await ok(ctx.manager.api.POST('/api/requirements', { body: { provider: 'codex', title, ...extra } })),
+    create: async (title: string, extra: object = {}) =>
+      await ok(ctx.manager.api.POST('/api/requirements', { body: { provider: 'codex', title, ...extra } })),
     /** Sets the theme (stored, as the settings do) and loads `url` in it. */
     goto: async (url: string, theme: 'light' | 'dark' = 'light') => {
       await page().goto(`${ctx.manager.origin}${url}`);
@@ -113,9 +116,20 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
       await page().getByTestId('depends-on-search').fill('ship');
       await page().getByTestId('depends-on-none').waitFor();
       await page().getByTestId('depends-on-search').fill('');
-      await page().getByTestId('depends-on-item').filter({ hasText: 'Write the payments docs' }).getByTestId('depends-on-until').selectOption('merged');
-      await page().getByTestId('depends-on-item').filter({ hasText: 'Unrelated cleanup' }).getByTestId('depends-on-remove').click();
-      await page().getByTestId('depends-on-item').filter({ hasText: 'Unrelated cleanup' }).waitFor({ state: 'detached' });
+      await page()
+        .getByTestId('depends-on-item')
+        .filter({ hasText: 'Write the payments docs' })
+        .getByTestId('depends-on-until')
+        .selectOption('merged');
+      await page()
+        .getByTestId('depends-on-item')
+        .filter({ hasText: 'Unrelated cleanup' })
+        .getByTestId('depends-on-remove')
+        .click();
+      await page()
+        .getByTestId('depends-on-item')
+        .filter({ hasText: 'Unrelated cleanup' })
+        .waitFor({ state: 'detached' });
       await expect(page().getByTestId('depends-on-item').count()).resolves.toBe(2);
       await page().getByTestId('create-base-ref').fill('release');
       expect(await h.overflow()).toBeLessThanOrEqual(0);
@@ -131,7 +145,9 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
       await page().waitForURL(/\/requirements\/req_/);
     }
     await page().setViewportSize(DESKTOP);
-    const all = (await ok(h.ctx.manager.api.GET('/api/requirements'))).items.filter((r) => r.title === 'Use the payments API');
+    const all = (await ok(h.ctx.manager.api.GET('/api/requirements'))).items.filter(
+      (r) => r.title === 'Use the payments API',
+    );
     expect(all).toHaveLength(1);
     dependent = all[0];
     expect(dependent.baseRef).toBe('release');
@@ -157,7 +173,10 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
       const blocked = page().getByTestId('detail-blocked-by');
       // Titles, also when the board has not loaded those Requirements (a deep link): read for it.
       // Each title arrives on its own (the board's page or a read of that one): wait for both.
-      await blocked.filter({ hasText: 'Write the payments docs' }).filter({ hasText: 'Ship the payments API' }).waitFor();
+      await blocked
+        .filter({ hasText: 'Write the payments docs' })
+        .filter({ hasText: 'Ship the payments API' })
+        .waitFor();
       const text = await blocked.innerText();
       expect(text).toMatch(/^Blocked by .* · Start waits until these are met\.$/);
       expect(text).toContain('Ship the payments API (until done)');
@@ -179,10 +198,15 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
   });
 
   it('the 409 of a blocked start names the blocking titles', async () => {
-    const refused = await h.ctx.manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: dependent.id } }, body: {} });
+    const refused = await h.ctx.manager.api.POST('/api/requirements/{id}/start', {
+      params: { path: { id: dependent.id } },
+      body: {},
+    });
     expect(refused.status).toBe(409);
     expect(refused.error).toMatchObject({ code: 'dependency_unmet' });
-    expect(refused.error!.message).toContain('"Use the payments API" is blocked by "Ship the payments API" (until done');
+    expect(refused.error!.message).toContain(
+      '"Use the payments API" is blocked by "Ship the payments API" (until done',
+    );
     expect(refused.error!.message).toContain('"Write the payments docs" (until merged');
   });
 
@@ -196,14 +220,27 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
     expect((await page().getByTestId('depends-on-item').allInnerTexts()).join(' ')).not.toContain('req_');
     await expect(page().getByTestId('base-ref-fixed').innerText()).resolves.toContain('release');
     await h.shot('edit-dialog-dark-1280');
-    await page().getByTestId('depends-on-item').filter({ hasText: 'Write the payments docs' }).getByTestId('depends-on-remove').click();
-    await page().getByTestId('depends-on-item').filter({ hasText: 'Write the payments docs' }).waitFor({ state: 'detached' });
-    await page().getByTestId('depends-on-item').filter({ hasText: 'Ship the payments API' }).getByTestId('depends-on-until').selectOption('merged');
+    await page()
+      .getByTestId('depends-on-item')
+      .filter({ hasText: 'Write the payments docs' })
+      .getByTestId('depends-on-remove')
+      .click();
+    await page()
+      .getByTestId('depends-on-item')
+      .filter({ hasText: 'Write the payments docs' })
+      .waitFor({ state: 'detached' });
+    await page()
+      .getByTestId('depends-on-item')
+      .filter({ hasText: 'Ship the payments API' })
+      .getByTestId('depends-on-until')
+      .selectOption('merged');
     await page().getByTestId('create-submit').click();
     await page().getByTestId('create-dialog').waitFor({ state: 'detached' });
     const after = await ok(h.ctx.manager.api.GET('/api/requirements/{id}', { params: { path: { id: dependent.id } } }));
     expect(after.dependsOn?.map((d) => [d.requirementId, d.until])).toEqual([[api.id, 'merged']]);
-    await expect(page().getByTestId('detail-blocked-by').innerText()).resolves.toContain('Ship the payments API (until merged)');
+    await expect(page().getByTestId('detail-blocked-by').innerText()).resolves.toContain(
+      'Ship the payments API (until merged)',
+    );
   });
 
   it('"start right away" refused after the create: the dialog says so and cannot create a duplicate', async () => {
@@ -222,7 +259,9 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
       await page().getByTestId('create-submit').click();
       const result = page().getByTestId('create-result');
       await result.waitFor();
-      await expect(page().getByTestId('create-start-error').innerText()).resolves.toContain(`It did not start: "${title}" is blocked by "Ship the payments API"`);
+      await expect(page().getByTestId('create-start-error').innerText()).resolves.toContain(
+        `It did not start: "${title}" is blocked by "Ship the payments API"`,
+      );
       // The form is gone: nothing left to submit a second time.
       await expect(page().getByTestId('create-submit').count()).resolves.toBe(0);
       expect(await h.overflow()).toBeLessThanOrEqual(0);
@@ -242,14 +281,21 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
     await h.goto(`/requirements/${docs.id}`, 'light');
     // Any refused start (here a 409 the route answers) must leave the created fork alone.
     await page().route('**/api/requirements/*/start', (route) =>
-      route.fulfill({ body: JSON.stringify({ code: 'budget_reached', message: 'refused for the test', statusCode: 409 }), contentType: 'application/json', status: 409 }),
+      route.fulfill({
+        body: JSON.stringify({ code: 'budget_reached', message: 'refused for the test', statusCode: 409 }),
+        contentType: 'application/json',
+        status: 409,
+      }),
     );
     try {
       await page().getByTestId('fork').click();
       await page().getByTestId('create-title').fill('Forked docs');
       await page().getByLabel('Start right away').check();
       await page().getByTestId('create-submit').click();
-      await page().getByTestId('create-start-error').filter({ hasText: 'It did not start: refused for the test' }).waitFor();
+      await page()
+        .getByTestId('create-start-error')
+        .filter({ hasText: 'It did not start: refused for the test' })
+        .waitFor();
       await expect(page().getByTestId('create-submit').count()).resolves.toBe(0);
       await h.shot('fork-start-refused-light-1280');
     } finally {
@@ -301,7 +347,9 @@ describe('a repository without any commit in the dashboard (issue 26 §5)', () =
     await page().getByTestId('create-title').fill('Another one in place');
     await page().getByTestId('create-submit').click();
     await page().getByTestId('create-result').waitFor();
-    await expect(page().getByTestId('create-no-commit').innerText()).resolves.toContain('runs in place: directly in your checkout');
+    await expect(page().getByTestId('create-no-commit').innerText()).resolves.toContain(
+      'runs in place: directly in your checkout',
+    );
     await h.shot('created-warning-dark-1280');
     await page().getByTestId('first-commit').click();
     await page().getByTestId('first-commit-done').waitFor();
@@ -314,7 +362,9 @@ describe('a repository without any commit in the dashboard (issue 26 §5)', () =
 
     await page().getByTestId('open-created').click();
     await page().waitForURL(/\/requirements\/req_/);
-    await expect(page().getByTestId('requirement-detail').getByTestId('detail-title').innerText()).resolves.toBe('Another one in place');
+    await expect(page().getByTestId('requirement-detail').getByTestId('detail-title').innerText()).resolves.toBe(
+      'Another one in place',
+    );
   });
 
   it('a refused first commit (files staged) says why and commits nothing', async () => {

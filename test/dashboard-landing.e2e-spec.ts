@@ -7,13 +7,26 @@ import type { Schemas } from '@libs/api-client';
 
 import { ok } from './support/api';
 import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot, settledBox } from './support/browser';
-import { createRequirement, git, initRepository, runsOf, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
+import {
+  createRequirement,
+  git,
+  initRepository,
+  runsOf,
+  settled,
+  sh,
+  startRun,
+  WORKTREE_AGENT,
+} from './support/git-repo';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { until } from './support/wait';
 
 /** Waits for an element's text to become `expected` (a render after a click lands a frame later, later still under load). */
 async function untilText(locator: Locator, expected: string): Promise<void> {
-  await until(`the text "${expected}"`, async () => (await locator.innerText()) === expected || undefined, 10_000).catch(async () => {
+  await until(
+    `the text "${expected}"`,
+    async () => (await locator.innerText()) === expected || undefined,
+    10_000,
+  ).catch(async () => {
     expect(await locator.innerText()).toBe(expected);
   });
 }
@@ -26,7 +39,12 @@ async function untilText(locator: Locator, expected: string): Promise<void> {
 // Screenshots land in test-artifacts/dashboard-landing/.
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
-const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT, GH_TOKEN: '', GITHUB_TOKEN: '' };
+const AGENTS = {
+  CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
+  CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,
+  GH_TOKEN: '',
+  GITHUB_TOKEN: '',
+};
 const DESKTOP = { height: 800, width: 1280 };
 const PHONE = { height: 844, width: 390 };
 const VIEWS = [
@@ -40,7 +58,10 @@ jest.setTimeout(300_000);
 
 declare const document: {
   documentElement: { dataset: Record<string, string | undefined>; scrollWidth: number; clientWidth: number };
-  activeElement: { closest(selector: string): { getAttribute(name: string): string | null } | null; getAttribute(name: string): string | null } | null;
+  activeElement: {
+    closest(selector: string): { getAttribute(name: string): string | null } | null;
+    getAttribute(name: string): string | null;
+  } | null;
 };
 declare const localStorage: { setItem(key: string, value: string): void };
 
@@ -59,13 +80,19 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
   const ids = { alpha: '', bravo: '', charlie: '', delta: '' };
 
   const shot = (name: string) => screenshot(page, path.join('..', 'dashboard-landing', name));
-  const get = (id: string): Promise<Requirement> => ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
+  const get = (id: string): Promise<Requirement> =>
+    ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
   const queueOrder = async () => (await ok(manager.api.GET('/api/landing-queue'))).items.map((i) => i.requirementId);
-  const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  const overflow = () =>
+    page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   const card = (id: string) => page.locator(`a.card[data-requirement-id="${id}"]`);
 
   /** Sets the theme (stored, as the settings do) and the viewport, and loads `url` in them. */
-  const goto = async (url: string, theme: 'light' | 'dark' = 'light', viewport: { width: number; height: number } = DESKTOP) => {
+  const goto = async (
+    url: string,
+    theme: 'light' | 'dark' = 'light',
+    viewport: { width: number; height: number } = DESKTOP,
+  ) => {
     await page.setViewportSize(viewport);
     await page.goto(`${manager.origin}${url}`);
     await page.evaluate((c) => localStorage.setItem('am.theme', c), theme);
@@ -100,7 +127,9 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
       `${runs} finished runs of ${id}`,
       async () => {
         const all = await rdRuns(id);
-        return all.length >= runs && all.every((r) => r.status !== 'running') && (await get(id)).session.state !== 'running';
+        return (
+          all.length >= runs && all.every((r) => r.status !== 'running') && (await get(id)).session.state !== 'running'
+        );
       },
       60_000,
       100,
@@ -112,13 +141,24 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     }
     fs.rmSync(path.join(ARTIFACTS, '..', 'dashboard-landing'), { force: true, recursive: true });
     sandbox = makeSandbox();
-    initRepository(sandbox.workspace, { 'config.txt': 'debug = false\n', 'notes.txt': 'notes\n', 'README.md': '# repo\n', 'shared.txt': 'line 1\nline 2\n' });
+    initRepository(sandbox.workspace, {
+      'config.txt': 'debug = false\n',
+      'notes.txt': 'notes\n',
+      'README.md': '# repo\n',
+      'shared.txt': 'line 1\nline 2\n',
+    });
     manager = await startManager({ env: AGENTS, sandbox });
     // Alpha conflicts with Bravo in two files and with Charlie in one; Bravo and Charlie touch
     // different files; Delta's work stays uncommitted in its worktree.
     const work = {
-      alpha: [ALPHA, "printf 'alpha\\n' > shared.txt && printf 'alpha notes\\n' > notes.txt && printf 'debug = alpha\\n' > config.txt && git commit -qam alpha"],
-      bravo: [BRAVO, "printf 'bravo\\n' > shared.txt && printf 'bravo notes\\n' > notes.txt && printf 'b\\n' > bravo-only.txt && git add -A && git commit -qm bravo"],
+      alpha: [
+        ALPHA,
+        "printf 'alpha\\n' > shared.txt && printf 'alpha notes\\n' > notes.txt && printf 'debug = alpha\\n' > config.txt && git commit -qam alpha",
+      ],
+      bravo: [
+        BRAVO,
+        "printf 'bravo\\n' > shared.txt && printf 'bravo notes\\n' > notes.txt && printf 'b\\n' > bravo-only.txt && git add -A && git commit -qm bravo",
+      ],
       charlie: [CHARLIE, "printf 'debug = charlie\\n' > config.txt && git commit -qam charlie"],
       delta: [DELTA, "printf 'delta\\n' > delta.txt"],
     } as const;
@@ -132,9 +172,17 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     await until(
       'the radar to find the three pairs',
       async () => {
-        const [alpha, bravo, charlie, delta] = await Promise.all([get(ids.alpha), get(ids.bravo), get(ids.charlie), get(ids.delta)]);
+        const [alpha, bravo, charlie, delta] = await Promise.all([
+          get(ids.alpha),
+          get(ids.bravo),
+          get(ids.charlie),
+          get(ids.delta),
+        ]);
         return (
-          alpha.landing.conflictsWith.length === 2 && bravo.landing.conflictsWith.length === 1 && charlie.landing.conflictsWith.length === 1 && delta.landing.mergesCleanly === true
+          alpha.landing.conflictsWith.length === 2 &&
+          bravo.landing.conflictsWith.length === 1 &&
+          charlie.landing.conflictsWith.length === 1 &&
+          delta.landing.mergesCleanly === true
         );
       },
       30_000,
@@ -158,8 +206,12 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
       const bravo = card(ids.bravo).getByTestId('card-radar-pair');
       await expect(bravo.innerText()).resolves.toBe(`conflicts with ${ALPHA} (2 files)`);
       await expect(bravo.getAttribute('title')).resolves.toBe('notes.txt, shared.txt');
-      await expect(card(ids.charlie).getByTestId('card-radar-pair').innerText()).resolves.toBe(`conflicts with ${ALPHA} (1 file)`);
-      await expect(card(ids.alpha).getByTestId('card-radar-pairs').innerText()).resolves.toBe('conflicts with 2 Requirements');
+      await expect(card(ids.charlie).getByTestId('card-radar-pair').innerText()).resolves.toBe(
+        `conflicts with ${ALPHA} (1 file)`,
+      );
+      await expect(card(ids.alpha).getByTestId('card-radar-pairs').innerText()).resolves.toBe(
+        'conflicts with 2 Requirements',
+      );
       await expect(card(ids.delta).locator('[data-testid^="card-radar-"]').count()).resolves.toBe(0);
       // The chip wraps inside its card rather than run past it.
       const chip = await settledBox(bravo);
@@ -192,11 +244,15 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     // Where it stands: clean on main, in conflict with the other two.
     await expect(panel.getByTestId('land-radar').getAttribute('data-state')).resolves.toBe('clean');
     await expect(panel.getByTestId('land-radar-with').count()).resolves.toBe(2);
-    await expect(panel.getByTestId('land-what-merge').innerText()).resolves.toBe('A merge commit on main; your checkout of main moves with it when clean.');
+    await expect(panel.getByTestId('land-what-merge').innerText()).resolves.toBe(
+      'A merge commit on main; your checkout of main moves with it when clean.',
+    );
     await expect(panel.getByTestId('land-what-squash').innerText()).resolves.toContain('One commit on main');
     await expect(panel.getByTestId('land-what-rebase').innerText()).resolves.toContain('replayed on main');
     const branch = (await get(ids.alpha)).worktree!.branch!;
-    await expect(panel.getByTestId('land-what-pull_request').innerText()).resolves.toContain(`Pushes ${branch} to GitHub`);
+    await expect(panel.getByTestId('land-what-pull_request').innerText()).resolves.toContain(
+      `Pushes ${branch} to GitHub`,
+    );
     await expect(panel.getByTestId('land-mark-done').isChecked()).resolves.toBe(true);
     await panel.getByTestId('land-method-merge').check();
     await panel.getByTestId('land-method-squash').check();
@@ -211,7 +267,10 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     const after = git(sandbox.workspace, 'rev-parse', 'main').trim();
     expect(await landed.innerText()).toMatch(new RegExp(`^Landed \\(Squash\\) as ${after.slice(0, 7)} at .+`));
     // One commit on the old main, with Alpha's title; the person's clean checkout of main moved with it.
-    expect(git(sandbox.workspace, 'rev-list', '--parents', '-n', '1', 'main').trim().split(' ')).toEqual([after, before]);
+    expect(git(sandbox.workspace, 'rev-list', '--parents', '-n', '1', 'main').trim().split(' ')).toEqual([
+      after,
+      before,
+    ]);
     expect(git(sandbox.workspace, 'log', '-1', '--format=%s', 'main').trim()).toBe(ALPHA);
     expect(fs.readFileSync(path.join(sandbox.workspace, 'shared.txt'), 'utf8')).toBe('alpha\n');
     const alpha = await get(ids.alpha);
@@ -223,7 +282,9 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     await goto('/requirements');
     await until(
       'the radar after the land',
-      async () => (await get(ids.bravo)).landing.mergesCleanly === false && (await get(ids.charlie)).landing.mergesCleanly === false,
+      async () =>
+        (await get(ids.bravo)).landing.mergesCleanly === false &&
+        (await get(ids.charlie)).landing.mergesCleanly === false,
       30_000,
       100,
     );
@@ -231,9 +292,13 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
       await goto('/requirements', theme, viewport);
       for (const id of [ids.bravo, ids.charlie]) {
         await expect(card(id).getByTestId('card-radar-base').innerText()).resolves.toBe('conflicts with base');
-        await expect(card(id).locator('[data-testid="card-radar-pair"], [data-testid="card-radar-pairs"]').count()).resolves.toBe(0);
+        await expect(
+          card(id).locator('[data-testid="card-radar-pair"], [data-testid="card-radar-pairs"]').count(),
+        ).resolves.toBe(0);
       }
-      await expect(card(ids.bravo).getByTestId('card-radar-base').getAttribute('title')).resolves.toBe('Conflicts with main in notes.txt, shared.txt');
+      await expect(card(ids.bravo).getByTestId('card-radar-base').getAttribute('title')).resolves.toBe(
+        'Conflicts with main in notes.txt, shared.txt',
+      );
       await expect(card(ids.delta).getByTestId('card-radar-behind').innerText()).resolves.toBe('behind by 1');
       if (viewport === DESKTOP) {
         // (On a phone the Done column is not the one shown.)
@@ -254,7 +319,13 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
   it("shows the agent's conflict message in the reader's language", async () => {
     // The base move told Bravo's agent (and woke it): let that run end before anything lands.
     await until('the conflict message to Bravo', async () => {
-      const items = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: ids.bravo }, query: { limit: 200 } } }))).items;
+      const items = (
+        await ok(
+          manager.api.GET('/api/requirements/{id}/messages', {
+            params: { path: { id: ids.bravo }, query: { limit: 200 } },
+          }),
+        )
+      ).items;
       return items.some((m) => m.code === 'landing.conflict');
     });
     await resting(ids.bravo, 2);
@@ -262,9 +333,13 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     const main = git(sandbox.workspace, 'rev-parse', 'main').trim().slice(0, 12);
     await goto(`/requirements/${ids.bravo}`);
     const text = page.locator('[data-testid="system-text"][data-code="landing.conflict"]');
-    await expect(text.innerText()).resolves.toContain(`main moved to ${main}, and this work no longer merges onto it cleanly. Conflicting files (2): notes.txt, shared.txt.`);
+    await expect(text.innerText()).resolves.toContain(
+      `main moved to ${main}, and this work no longer merges onto it cleanly. Conflicting files (2): notes.txt, shared.txt.`,
+    );
     await page.getByTestId('language').selectOption('zh-CN');
-    await expect(text.innerText()).resolves.toContain(`main 已移动到 ${main}，这项工作不再能干净地合入。冲突文件（2）：notes.txt, shared.txt。`);
+    await expect(text.innerText()).resolves.toContain(
+      `main 已移动到 ${main}，这项工作不再能干净地合入。冲突文件（2）：notes.txt, shared.txt。`,
+    );
     await page.getByTestId('language').selectOption('en');
   });
 
@@ -283,8 +358,12 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
       const refusal = panel.getByTestId('land-refusal');
       await refusal.waitFor();
       await expect(refusal.getAttribute('data-code')).resolves.toBe('land_conflict');
-      await expect(refusal.locator('strong').innerText()).resolves.toBe('It conflicts with main: ask its agent to rebase and resolve these files.');
-      await expect(refusal.getByTestId('land-refusal-message').innerText()).resolves.toContain(`409 · "${BRAVO}" conflicts with main in notes.txt, shared.txt`);
+      await expect(refusal.locator('strong').innerText()).resolves.toBe(
+        'It conflicts with main: ask its agent to rebase and resolve these files.',
+      );
+      await expect(refusal.getByTestId('land-refusal-message').innerText()).resolves.toContain(
+        `409 · "${BRAVO}" conflicts with main in notes.txt, shared.txt`,
+      );
       await expect(refusal.getByTestId('land-refusal-files').innerText()).resolves.toBe('notes.txt\nshared.txt');
       // Nothing the person chose is lost.
       await expect(panel.getByTestId('land-method-merge').isChecked()).resolves.toBe(true);
@@ -317,7 +396,13 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     // A run that holds on until told (a file appears): long enough to look at the menu.
     const gate = path.join(sandbox.shared, 'charlie-gate');
     const before = (await rdRuns(ids.charlie)).length;
-    await ok(manager.api.POST('/api/requirements/{id}/reply', { body: { message: sh(`while [ ! -f ${gate} ]; do sleep 0.1; done`) }, params: { path: { id: ids.charlie } } }), 202);
+    await ok(
+      manager.api.POST('/api/requirements/{id}/reply', {
+        body: { message: sh(`while [ ! -f ${gate} ]; do sleep 0.1; done`) },
+        params: { path: { id: ids.charlie } },
+      }),
+      202,
+    );
     const panel = page.getByTestId('land-panel');
     // Live: the menu learns of the run from its event, without a reload.
     await panel.locator('[data-testid="land-blocked"][data-block="running"]').waitFor();
@@ -362,7 +447,9 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     await openLand(ids.charlie);
     await page.getByTestId('land-method-rebase').check();
     await page.getByTestId('land-enqueue').click();
-    await expect(page.getByTestId('land-queued').innerText()).resolves.toMatch(/^In the merge queue: 2 of 2 \(queued\)$/);
+    await expect(page.getByTestId('land-queued').innerText()).resolves.toMatch(
+      /^In the merge queue: 2 of 2 \(queued\)$/,
+    );
     expect(await queueOrder()).toEqual([ids.bravo, ids.charlie]);
 
     for (const [theme, viewport] of VIEWS) {
@@ -371,7 +458,10 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
       await queue.waitFor();
       const items = queue.getByTestId('queue-item');
       await items.nth(1).waitFor();
-      await expect(items.evaluateAll((li) => li.map((e) => e.getAttribute('data-requirement-id')))).resolves.toEqual([ids.bravo, ids.charlie]);
+      await expect(items.evaluateAll((li) => li.map((e) => e.getAttribute('data-requirement-id')))).resolves.toEqual([
+        ids.bravo,
+        ids.charlie,
+      ]);
       const bravo = items.nth(0);
       await expect(bravo.getAttribute('data-state')).resolves.toBe('paused');
       await expect(bravo.getByTestId('queue-reason').innerText()).resolves.toContain(`"${BRAVO}" conflicts with main`);
@@ -392,7 +482,10 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     // Charlie dropped on Bravo's upper half: it goes first.
     await items.nth(1).dragTo(items.nth(0), { sourcePosition: { x: 8, y: 10 }, targetPosition: { x: 8, y: 3 } });
     await until('the dragged order on screen', async () => (await order()).join() === [ids.charlie, ids.bravo].join());
-    await until('the server to take the new order', async () => (await queueOrder()).join() === [ids.charlie, ids.bravo].join());
+    await until(
+      'the server to take the new order',
+      async () => (await queueOrder()).join() === [ids.charlie, ids.bravo].join(),
+    );
     await shot('queue-dragged-light-1280');
 
     // Bravo back up, from the keyboard: the focus stays on Bravo (its down arrow, now that it is first).
@@ -400,30 +493,56 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     await expect(up.getAttribute('aria-label')).resolves.toBe(`Move up: ${BRAVO}`);
     await up.focus();
     await page.keyboard.press('Enter');
-    await until('the order of the arrows on screen', async () => (await order()).join() === [ids.bravo, ids.charlie].join());
-    await until('the server to take the order of the arrows', async () => (await queueOrder()).join() === [ids.bravo, ids.charlie].join());
+    await until(
+      'the order of the arrows on screen',
+      async () => (await order()).join() === [ids.bravo, ids.charlie].join(),
+    );
+    await until(
+      'the server to take the order of the arrows',
+      async () => (await queueOrder()).join() === [ids.bravo, ids.charlie].join(),
+    );
     // The drag's own event can still be on its way and move the rows once more (a moved row loses
     // the focus in a browser); the panel puts the focus back after that render, so it is read until then.
     const focused = () =>
-      page.evaluate(() => [document.activeElement?.getAttribute('data-testid'), document.activeElement?.closest('[data-requirement-id]')?.getAttribute('data-requirement-id')]);
-    await until("the focus on Bravo's down arrow", async () => (await focused()).join() === ['queue-down', ids.bravo].join());
+      page.evaluate(() => [
+        document.activeElement?.getAttribute('data-testid'),
+        document.activeElement?.closest('[data-requirement-id]')?.getAttribute('data-requirement-id'),
+      ]);
+    await until(
+      "the focus on Bravo's down arrow",
+      async () => (await focused()).join() === ['queue-down', ids.bravo].join(),
+    );
     await expect(page.getByTestId('queue-announcement').innerText()).resolves.toBe(`${BRAVO} is now 1 of 2`);
     // Orders arriving from elsewhere move the rows under the focus: it stays on Bravo's arrows.
     await ok(manager.api.PUT('/api/landing-queue', { body: { requirementIds: [ids.charlie, ids.bravo] } }));
-    await until('the order from elsewhere on screen', async () => (await order()).join() === [ids.charlie, ids.bravo].join());
+    await until(
+      'the order from elsewhere on screen',
+      async () => (await order()).join() === [ids.charlie, ids.bravo].join(),
+    );
     await ok(manager.api.PUT('/api/landing-queue', { body: { requirementIds: [ids.bravo, ids.charlie] } }));
-    await until('the order from elsewhere, undone, on screen', async () => (await order()).join() === [ids.bravo, ids.charlie].join());
-    await until("the focus back on Bravo's down arrow", async () => (await focused()).join() === ['queue-down', ids.bravo].join());
+    await until(
+      'the order from elsewhere, undone, on screen',
+      async () => (await order()).join() === [ids.bravo, ids.charlie].join(),
+    );
+    await until(
+      "the focus back on Bravo's down arrow",
+      async () => (await focused()).join() === ['queue-down', ids.bravo].join(),
+    );
     // …and down again with the arrow it has focus on.
     await page.keyboard.press('Enter');
     await until('the order on screen', async () => (await order()).join() === [ids.charlie, ids.bravo].join());
     await until('the server to take it', async () => (await queueOrder()).join() === [ids.charlie, ids.bravo].join());
 
-    await page.locator(`[data-testid="queue-item"][data-requirement-id="${ids.charlie}"]`).getByTestId('queue-remove').click();
+    await page
+      .locator(`[data-testid="queue-item"][data-requirement-id="${ids.charlie}"]`)
+      .getByTestId('queue-remove')
+      .click();
     await until('Charlie out of the queue on screen', async () => (await order()).join() === ids.bravo);
     expect(await queueOrder()).toEqual([ids.bravo]);
     // Live: a change made elsewhere (here through the API) shows without a reload.
-    await ok(manager.api.DELETE('/api/landing-queue/{requirementId}', { params: { path: { requirementId: ids.bravo } } }));
+    await ok(
+      manager.api.DELETE('/api/landing-queue/{requirementId}', { params: { path: { requirementId: ids.bravo } } }),
+    );
     await page.getByTestId('landing-queue').waitFor({ state: 'detached' });
   });
 });

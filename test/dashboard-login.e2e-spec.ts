@@ -34,7 +34,9 @@ describe('dashboard without the login cookie, in Chromium', () => {
 
   /** Opens a bookmarked board without the cookie; resolves once the board's reads were all refused. */
   async function openBookmark(page: Page): Promise<void> {
-    const refused = page.waitForResponse((r) => r.url().startsWith(`${manager.origin}/api/requirements`) && r.status() === 401);
+    const refused = page.waitForResponse(
+      (r) => r.url().startsWith(`${manager.origin}/api/requirements`) && r.status() === 401,
+    );
     await page.goto(`${manager.origin}/requirements`);
     await refused;
     await page.getByTestId('logged-out').waitFor();
@@ -60,7 +62,9 @@ describe('dashboard without the login cookie, in Chromium', () => {
         expect(text).toContain('agent-manager start --detach');
         await expect(page.locator('.toast').count()).resolves.toBe(0);
         // The page fits the phone's width: nothing scrolls sideways but the command blocks.
-        const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+        const overflow = await page.evaluate(
+          'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+        );
         expect(overflow).toBe(0);
         // The boards below it are out of reach (inert) while logged out.
         await expect(page.locator('.shell').getAttribute('inert')).resolves.not.toBeNull();

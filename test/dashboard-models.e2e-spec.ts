@@ -38,14 +38,23 @@ describe('dashboard model pickers in Chromium', () => {
     sandbox = makeSandbox();
     stub = await ModelStub.start();
     codexHome = fs.mkdtempSync(path.join('/var/tmp', 'am-dashboard-models-'));
-    const agentEnv = { ...codexEnvironment(stub, codexHome, { modelCatalog: true }), ...claudeEnvironment(stub, codexHome) };
+    const agentEnv = {
+      ...codexEnvironment(stub, codexHome, { modelCatalog: true }),
+      ...claudeEnvironment(stub, codexHome),
+    };
     stub.models.codex = [
       { efforts: ['low', 'medium'], id: 'stub-codex-fast', label: 'Stub Codex Fast' },
       { efforts: ['high', 'xhigh', 'max'], id: 'stub-codex-deep', label: 'Stub Codex Deep' },
     ];
     stub.models.anthropic = [{ id: 'claude-stub-sonnet-9', label: 'Claude Stub Sonnet 9' }];
     manager = await startManager({
-      env: { ...agentEnv, CODE_FACTORY_CLAUDE_EXECUTABLE: CLAUDE.executable, CODE_FACTORY_CODEX_EXECUTABLE: CODEX.executable, GH_TOKEN: '', GITHUB_TOKEN: '' },
+      env: {
+        ...agentEnv,
+        CODE_FACTORY_CLAUDE_EXECUTABLE: CLAUDE.executable,
+        CODE_FACTORY_CODEX_EXECUTABLE: CODEX.executable,
+        GH_TOKEN: '',
+        GITHUB_TOKEN: '',
+      },
       sandbox,
     });
     await refresh();
@@ -66,7 +75,12 @@ describe('dashboard model pickers in Chromium', () => {
     await page.getByTestId('new-requirement').click();
     await page.getByTestId('create-dialog').waitFor();
     await page.getByTestId('create-model').locator('option[value="stub-codex-fast"]').waitFor({ state: 'attached' });
-    expect(await options('create-model')).toEqual(['default', 'Stub Codex Fast (stub-codex-fast)', 'Stub Codex Deep (stub-codex-deep)', 'Custom…']);
+    expect(await options('create-model')).toEqual([
+      'default',
+      'Stub Codex Fast (stub-codex-fast)',
+      'Stub Codex Deep (stub-codex-deep)',
+      'Custom…',
+    ]);
     // The default model: every effort.
     expect(await options('create-effort')).toEqual(['default', 'low', 'medium', 'high', 'xhigh', 'max']);
     await page.getByTestId('create-model').selectOption('stub-codex-deep');
@@ -78,7 +92,14 @@ describe('dashboard model pickers in Chromium', () => {
 
     await page.getByTestId('create-provider').selectOption('claude-code');
     const claude = await options('create-model');
-    expect(claude).toEqual(expect.arrayContaining(['Sonnet (latest) (sonnet)', 'Sonnet, 1M context (sonnet[1m])', 'Claude Stub Sonnet 9 (claude-stub-sonnet-9)', 'Custom…']));
+    expect(claude).toEqual(
+      expect.arrayContaining([
+        'Sonnet (latest) (sonnet)',
+        'Sonnet, 1M context (sonnet[1m])',
+        'Claude Stub Sonnet 9 (claude-stub-sonnet-9)',
+        'Custom…',
+      ]),
+    );
     expect(claude.some((label) => label.includes('stub-codex'))).toBe(false);
     // The Codex model is not Claude's: it stays, as a custom name, rather than being silently dropped.
     await expect(page.getByTestId('create-model-custom').inputValue()).resolves.toBe('stub-codex-deep');
@@ -102,7 +123,11 @@ describe('dashboard model pickers in Chromium', () => {
   });
 
   it('edits the model and effort with the pickers, showing a model the catalog does not list as custom', async () => {
-    const listed = await ok(manager.api.POST('/api/requirements', { body: { model: 'stub-codex-fast', provider: 'codex', reasoningEffort: 'low', title: 'Listed model' } }));
+    const listed = await ok(
+      manager.api.POST('/api/requirements', {
+        body: { model: 'stub-codex-fast', provider: 'codex', reasoningEffort: 'low', title: 'Listed model' },
+      }),
+    );
     await page.goto(`${manager.origin}/requirements/${listed.id}`);
     await page.getByTestId('edit').click();
     await page.getByTestId('create-model').locator('option[value="stub-codex-fast"]').waitFor({ state: 'attached' });
@@ -116,9 +141,16 @@ describe('dashboard model pickers in Chromium', () => {
     await shot('edit');
     await page.getByTestId('create-submit').click();
     await page.getByTestId('create-dialog').waitFor({ state: 'detached' });
-    expect(await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: listed.id } } }))).toMatchObject({ model: 'stub-codex-deep', reasoningEffort: 'max' });
+    expect(await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: listed.id } } }))).toMatchObject({
+      model: 'stub-codex-deep',
+      reasoningEffort: 'max',
+    });
 
-    const legacy = await ok(manager.api.POST('/api/requirements', { body: { model: 'legacy-model', provider: 'codex', title: 'Legacy model' } }));
+    const legacy = await ok(
+      manager.api.POST('/api/requirements', {
+        body: { model: 'legacy-model', provider: 'codex', title: 'Legacy model' },
+      }),
+    );
     await page.goto(`${manager.origin}/requirements/${legacy.id}`);
     await page.getByTestId('edit').click();
     await expect(page.getByTestId('create-model-custom').inputValue()).resolves.toBe('legacy-model');

@@ -15,7 +15,12 @@ import { until } from './support/wait';
 // test-artifacts/dashboard-newcomer/ (looked at by a person; the assertions measure what they show).
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
-const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT, GH_TOKEN: '', GITHUB_TOKEN: '' };
+const AGENTS = {
+  CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
+  CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,
+  GH_TOKEN: '',
+  GITHUB_TOKEN: '',
+};
 const DESKTOP = { height: 800, width: 1280 };
 const PHONE = { height: 844, width: 390 };
 
@@ -35,7 +40,8 @@ const parse = (c: string): Rgba => {
   return [r, g, b, a];
 };
 /** `top` painted over the opaque `bottom`. */
-const over = (top: Rgba, bottom: Rgba): Rgba => [0, 1, 2].map((i) => top[i] * top[3] + bottom[i] * (1 - top[3])).concat(1) as Rgba;
+const over = (top: Rgba, bottom: Rgba): Rgba =>
+  [0, 1, 2].map((i) => top[i] * top[3] + bottom[i] * (1 - top[3])).concat(1) as Rgba;
 const luminance = ([r, g, b]: Rgba) => {
   const lin = (v: number) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
   return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
@@ -96,7 +102,10 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
 
   it('keeps what the person typed when a start, a reply or an edit is refused (item 3)', async () => {
     const dependency = await createRequirement(manager, { title: 'Ship the API first' });
-    const blocked = await createRequirement(manager, { dependsOn: [{ requirementId: dependency.id, until: 'done' }], title: 'Use the API' });
+    const blocked = await createRequirement(manager, {
+      dependsOn: [{ requirementId: dependency.id, until: 'done' }],
+      title: 'Use the API',
+    });
     await open(blocked.id);
     const composer = page.getByTestId('composer-text');
     const typed = 'Use the new endpoint, and keep the old one for a release.';
@@ -104,10 +113,21 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     // Blocked, Start is disabled with the reason (issue 26 §6); a start refused all the same (the
     // dependency set again in the moment before the click: the route answers the server's 409).
     await expect(page.getByTestId('start').isDisabled()).resolves.toBe(true);
-    expect((await manager.api.PUT('/api/requirements/{id}/dependencies', { params: { path: { id: blocked.id } }, body: { dependsOn: [] } })).status).toBe(200);
+    expect(
+      (
+        await manager.api.PUT('/api/requirements/{id}/dependencies', {
+          params: { path: { id: blocked.id } },
+          body: { dependsOn: [] },
+        })
+      ).status,
+    ).toBe(200);
     await page.route('**/api/requirements/*/start', (route) =>
       route.fulfill({
-        json: { code: 'dependency_unmet', message: `"Use the API" is blocked by "Ship the API first" (until done, ${dependency.id})`, statusCode: 409 },
+        json: {
+          code: 'dependency_unmet',
+          message: `"Use the API" is blocked by "Ship the API first" (until done, ${dependency.id})`,
+          statusCode: 409,
+        },
         status: 409,
       }),
     );
@@ -119,14 +139,18 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     await shot('refused-start-keeps-draft');
 
     // A reply that fails (the server answers 503 here) keeps the draft, too.
-    await page.route('**/api/requirements/*/reply', (route) => route.fulfill({ json: { code: 'unavailable', message: 'Try again', statusCode: 503 }, status: 503 }));
+    await page.route('**/api/requirements/*/reply', (route) =>
+      route.fulfill({ json: { code: 'unavailable', message: 'Try again', statusCode: 503 }, status: 503 }),
+    );
     await page.getByTestId('composer-send').click();
     await errorToast().getByText('503 · Try again').waitFor();
     await expect(composer.inputValue()).resolves.toBe(typed);
 
     // A refused edit leaves the dialog open with the new title in it.
     await page.route('**/api/requirements/*', (route) =>
-      route.request().method() === 'PATCH' ? route.fulfill({ json: { code: 'conflict', message: 'Edited elsewhere', statusCode: 409 }, status: 409 }) : route.fallback(),
+      route.request().method() === 'PATCH'
+        ? route.fulfill({ json: { code: 'conflict', message: 'Edited elsewhere', statusCode: 409 }, status: 409 })
+        : route.fallback(),
     );
     await page.getByTestId('edit').click();
     await page.getByTestId('create-title').fill('Use the API, edited');
@@ -146,7 +170,11 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
 
   it('draws the diff readable in light and dark: added, removed and context text at 4.5:1 or more (item 2)', async () => {
     const changed = await createRequirement(manager, { title: 'Touch the readme' });
-    await startRun(manager, changed.id, sh(`sed -i 's/old line/new line/' README.md && echo "added line" >> README.md`));
+    await startRun(
+      manager,
+      changed.id,
+      sh(`sed -i 's/old line/new line/' README.md && echo "added line" >> README.md`),
+    );
     await settled(manager, changed.id, 1);
     await open(changed.id);
     const measure = async () => {
@@ -190,7 +218,9 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     await shot('diff-dark');
 
     // A comment on a line whose sending fails keeps its form and text (the composer rule of item 3).
-    await page.route('**/api/requirements/*/reply', (route) => route.fulfill({ json: { code: 'unavailable', message: 'Try again', statusCode: 503 }, status: 503 }));
+    await page.route('**/api/requirements/*/reply', (route) =>
+      route.fulfill({ json: { code: 'unavailable', message: 'Try again', statusCode: 503 }, status: 503 }),
+    );
     await page.getByTestId('diff').locator('tr', { hasText: 'added line' }).locator('td.d2h-code-linenumber').click();
     await page.getByTestId('line-comment-text').fill('Why this line?');
     await page.getByTestId('line-comment-send').click();
@@ -249,11 +279,17 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     const withdrawn = await createRequirement(manager, { title: 'Withdrawn after a run' });
     await startRun(manager, withdrawn.id, sh('true'));
     await settled(manager, withdrawn.id, 1);
-    expect((await manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id: withdrawn.id } } })).status).toBe(200);
+    expect(
+      (await manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id: withdrawn.id } } })).status,
+    ).toBe(200);
     await open(withdrawn.id);
     for (const choice of ['light', 'dark'] as const) {
       await theme(choice);
-      await page.getByTestId('detail-status').and(page.locator('[data-status="cancelled"]')).getByText('Cancelled').waitFor();
+      await page
+        .getByTestId('detail-status')
+        .and(page.locator('[data-status="cancelled"]'))
+        .getByText('Cancelled')
+        .waitFor();
       await expect(page.locator('.detail-head').getByText('Completed').count()).resolves.toBe(0);
       await expect(page.getByTestId('composer-text').isDisabled()).resolves.toBe(true);
       await page
@@ -287,7 +323,8 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
   it('drops the "Queued" note once the next run took the queued message (item 7)', async () => {
     const busy = await createRequirement(manager, { title: 'Two runs in a row' });
     await open(busy.id);
-    const runs = async () => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: busy.id } } }))).items;
+    const runs = async () =>
+      (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: busy.id } } }))).items;
     await page.getByTestId('composer-text').fill(sh('sleep 3'));
     await page.getByTestId('start').click();
     await page.getByTestId('session-state').and(page.locator('[data-state="running"]')).waitFor();

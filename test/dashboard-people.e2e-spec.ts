@@ -24,7 +24,10 @@ describe('dashboard: a person’s message shows their name, and settings say who
       throw new Error('dist/dashboard is missing: run `npm run build:dashboard` first');
     }
     sandbox = makeSandbox();
-    manager = await startManager({ env: { CODE_FACTORY_PERSON_EMAIL: 'grace@example.com', CODE_FACTORY_PERSON_NAME: 'Grace Hopper' }, sandbox });
+    manager = await startManager({
+      env: { CODE_FACTORY_PERSON_EMAIL: 'grace@example.com', CODE_FACTORY_PERSON_NAME: 'Grace Hopper' },
+      sandbox,
+    });
   });
 
   afterAll(async () => {
@@ -55,7 +58,9 @@ describe('dashboard: a person’s message shows their name, and settings say who
     await page.getByTestId('settings').click();
     const line = page.getByTestId('settings-dialog').getByTestId('settings-you');
     await line.waitFor();
-    await expect(line.textContent()).resolves.toContain('You act as Grace Hopper <grace@example.com> · set in personName');
+    await expect(line.textContent()).resolves.toContain(
+      'You act as Grace Hopper <grace@example.com> · set in personName',
+    );
     await expect(line.getAttribute('data-person-id')).resolves.toBe(you.id);
     await screenshot(page, path.join('..', 'dashboard-people', 'settings-you'));
   });

@@ -21,7 +21,8 @@ const LONG_JOB = `node -e "setInterval(() => {}, 1000)" am-phone-sleeper`;
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
 const DESKTOP = { height: 800, width: 1280 };
 const PHONE = { height: 844, width: 390 };
-const LONG_TITLE = 'Make the nightly export resumable after a network failure and report what was skipped in the summary e-mail';
+const LONG_TITLE =
+  'Make the nightly export resumable after a network failure and report what was skipped in the summary e-mail';
 
 jest.setTimeout(240_000);
 
@@ -49,7 +50,12 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
       .and(page.locator(`[data-requirement-id="${id}"]`))
       .waitFor();
   };
-  const create = async (title: string) => await ok(manager.api.POST('/api/requirements', { body: { description: 'See the conversation.', provider: 'codex', title } }));
+  const create = async (title: string) =>
+    await ok(
+      manager.api.POST('/api/requirements', {
+        body: { description: 'See the conversation.', provider: 'codex', title },
+      }),
+    );
   const reply = async (id: string, message: string) => {
     const res = await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id } }, body: { message } });
     expect(res.status).toBe(202);
@@ -65,7 +71,9 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
   const inside = async (inner: Locator, outer: Locator) => {
     const a = await settledBox(inner);
     const b = await settledBox(outer);
-    return a.y >= b.y - 1 && a.y + a.height <= b.y + b.height + 1 && a.x >= b.x - 1 && a.x + a.width <= b.x + b.width + 1;
+    return (
+      a.y >= b.y - 1 && a.y + a.height <= b.y + b.height + 1 && a.x >= b.x - 1 && a.x + a.width <= b.x + b.width + 1
+    );
   };
   const setTheme = async (theme: 'light' | 'dark') => {
     await page.emulateMedia({ colorScheme: theme });
@@ -74,7 +82,14 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
   const actionRows = () =>
     page
       .locator('.detail-head .actions > button:visible, .detail-head .actions > .more > button:visible')
-      .evaluateAll((buttons) => new Set(buttons.map((b) => Math.round((b as unknown as { getBoundingClientRect(): { top: number } }).getBoundingClientRect().top))).size);
+      .evaluateAll(
+        (buttons) =>
+          new Set(
+            buttons.map((b) =>
+              Math.round((b as unknown as { getBoundingClientRect(): { top: number } }).getBoundingClientRect().top),
+            ),
+          ).size,
+      );
 
   beforeAll(async () => {
     if (!fs.existsSync(INDEX)) {
@@ -84,7 +99,10 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
     sandbox = makeSandbox();
     stub = await ModelStub.start();
     const agentEnv = codexEnvironment(stub, fs.mkdtempSync(path.join('/var/tmp', 'am-phone-codex-')));
-    manager = await startManager({ env: { ...agentEnv, CODE_FACTORY_CODEX_EXECUTABLE: CODEX, GH_TOKEN: '', GITHUB_TOKEN: '' }, sandbox });
+    manager = await startManager({
+      env: { ...agentEnv, CODE_FACTORY_CODEX_EXECUTABLE: CODEX, GH_TOKEN: '', GITHUB_TOKEN: '' },
+      sandbox,
+    });
     browser = await launchBrowser({ viewport: PHONE });
     page = browser.page;
     await page.goto(`${manager.origin}/?token=${manager.token}`);
@@ -151,7 +169,10 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
     await until('the conversation opened at its latest message', async () => (await fromBottom()) <= 2);
 
     // Each reply started a run (the stub answers "OK"); the next one is scripted, so wait for a quiet page.
-    await page.getByTestId('detail-status').and(page.locator('[data-status="waiting_confirmation"]')).waitFor({ timeout: 60_000 });
+    await page
+      .getByTestId('detail-status')
+      .and(page.locator('[data-status="waiting_confirmation"]'))
+      .waitFor({ timeout: 60_000 });
     await page.getByTestId('activity').waitFor({ state: 'detached', timeout: 60_000 });
     await until('the conversation at its latest message', async () => (await fromBottom()) <= 2);
 
@@ -161,11 +182,17 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
     const fresh = messages().locator('article', { hasText: 'Fresh news from the stream 1' });
     await fresh.waitFor();
     await page.getByTestId('activity').waitFor({ timeout: 60_000 });
-    await until('the conversation following the new message above the activity bar', async () => (await fromBottom()) <= 2 && (await inside(fresh, messages())));
+    await until(
+      'the conversation following the new message above the activity bar',
+      async () => (await fromBottom()) <= 2 && (await inside(fresh, messages())),
+    );
     const answer = messages().locator('article', { hasText: 'The agent answers from the stream.' });
     await answer.waitFor({ timeout: 60_000 });
     await page.getByTestId('activity').waitFor({ state: 'detached', timeout: 60_000 });
-    await until('the conversation following the answer', async () => (await fromBottom()) <= 2 && (await inside(answer, messages())));
+    await until(
+      'the conversation following the answer',
+      async () => (await fromBottom()) <= 2 && (await inside(answer, messages())),
+    );
     await shot('phone-follow-light');
 
     // Scrolled up to read: a new message does not pull the view away, it is offered instead.
@@ -185,7 +212,9 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
     await setTheme('light');
     await jump.click();
     await until('jumped to the latest', async () => (await fromBottom()) <= 2);
-    await expect(inside(messages().locator('article', { hasText: 'Fresh news from the stream 2' }), messages())).resolves.toBe(true);
+    await expect(
+      inside(messages().locator('article', { hasText: 'Fresh news from the stream 2' }), messages()),
+    ).resolves.toBe(true);
     await jump.waitFor({ state: 'detached' });
   });
 
@@ -206,7 +235,9 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
     }
     await messages().getByText('Context 6').waitFor();
 
-    await page.getByTestId('composer-file').setInputFiles({ buffer: png(480, 360), mimeType: 'image/png', name: 'screen.png' });
+    await page
+      .getByTestId('composer-file')
+      .setInputFiles({ buffer: png(480, 360), mimeType: 'image/png', name: 'screen.png' });
     await page.locator('[data-testid="pending-attachment"]').waitFor();
     await page.locator('[data-testid="composer-send"]:not([disabled])').waitFor();
     await page.getByTestId('composer-text').fill('This is what it looks like now.');
@@ -248,7 +279,9 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
   });
 
   it("keeps a failed run's longer actions (Retry, Confirm anyway) in one row on a phone, in Chinese too", async () => {
-    expect((await manager.api.PATCH('/api/configuration', { body: { codexExecutable: 'codex-missing' } })).status).toBe(200);
+    expect((await manager.api.PATCH('/api/configuration', { body: { codexExecutable: 'codex-missing' } })).status).toBe(
+      200,
+    );
     try {
       const id = (await create(LONG_TITLE)).id;
       await open(id);
@@ -262,7 +295,9 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
         expect(await actionRows()).toBe(1);
         const row = await settledBox(page.locator('.detail-head .actions'));
         expect(row.x + row.width).toBeLessThanOrEqual(PHONE.width);
-        await expect(inside(page.getByTestId('more-actions'), page.locator('.detail-head .actions'))).resolves.toBe(true);
+        await expect(inside(page.getByTestId('more-actions'), page.locator('.detail-head .actions'))).resolves.toBe(
+          true,
+        );
         for (const theme of ['light', 'dark'] as const) {
           await setTheme(theme);
           await shot(`phone-failed-${locale}-${theme}`);

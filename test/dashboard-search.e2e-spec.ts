@@ -30,12 +30,21 @@ describe('dashboard search in Chromium', () => {
     }
     sandbox = makeSandbox();
     manager = await startManager({ sandbox });
-    id = (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Long conversation about compaction' } }))).id;
+    id = (
+      await ok(
+        manager.api.POST('/api/requirements', {
+          body: { provider: 'codex', title: 'Long conversation about compaction' },
+        }),
+      )
+    ).id;
     // 80 messages (the silent agent's run stays active, so they queue); the one to find is the 5th.
     for (let k = 1; k <= 80; k++) {
-      const body = k === 5 ? 'The needlework <img src=x onerror="window.pwned=1"> happens here' : `Routine update number ${k}`;
+      const body =
+        k === 5 ? 'The needlework <img src=x onerror="window.pwned=1"> happens here' : `Routine update number ${k}`;
       const path = k === 1 ? '/api/requirements/{id}/start' : '/api/requirements/{id}/reply';
-      expect((await manager.api.POST(path, { body: { message: body }, params: { path: { id } } })).status).toBeLessThan(300);
+      expect((await manager.api.POST(path, { body: { message: body }, params: { path: { id } } })).status).toBeLessThan(
+        300,
+      );
     }
     browser = await launchBrowser();
     page = browser.page;
@@ -73,7 +82,9 @@ describe('dashboard search in Chromium', () => {
     await expect(target.getAttribute('class')).resolves.toContain('focused');
     // Scrolled to it: the 5th of 80 messages is inside the message list's visible area.
     const [list, message] = await Promise.all([page.getByTestId('messages').boundingBox(), target.boundingBox()]);
-    expect(message && list && message.y >= list.y && message.y + Math.min(message.height, 40) <= list.y + list.height).toBe(true);
+    expect(
+      message && list && message.y >= list.y && message.y + Math.min(message.height, 40) <= list.y + list.height,
+    ).toBe(true);
     await expect(page.evaluate(() => (globalThis as unknown as { pwned?: number }).pwned)).resolves.toBeUndefined();
     await screenshot(page, 'search-opened-message');
   });
@@ -89,7 +100,12 @@ describe('dashboard search in Chromium', () => {
     expect(await hits().count()).toBe(8);
     // The selection is drawn by the next change detection, not within the key press: wait for it
     // (read at once, a loaded CI machine once saw the second hit still unselected).
-    const selected = (index: number) => until(`hit ${index} selected`, async () => (await hits().nth(index).getAttribute('aria-selected')) === 'true', 10_000);
+    const selected = (index: number) =>
+      until(
+        `hit ${index} selected`,
+        async () => (await hits().nth(index).getAttribute('aria-selected')) === 'true',
+        10_000,
+      );
     await selected(0);
     await box().press('ArrowDown');
     await selected(1);

@@ -84,7 +84,10 @@ describe('dashboard setup panel in Chromium', () => {
   for (const colorScheme of ['light', 'dark'] as const) {
     it(`shows a broken CLI path on a phone (${colorScheme}, 390 px), and is not raised for one CLI missing beside the other`, async () => {
       const broken = await open({ CODE_FACTORY_CODEX_EXECUTABLE: '/nonexistent/bin/codex' });
-      expect((await broken.api.POST('/api/requirements', { body: { provider: 'claude-code', title: 'Existing work' } })).status).toBe(201);
+      expect(
+        (await broken.api.POST('/api/requirements', { body: { provider: 'claude-code', title: 'Existing work' } }))
+          .status,
+      ).toBe(201);
       const phone = await launchBrowser({ colorScheme, viewport: { height: 844, width: 390 } });
       try {
         await phone.page.goto(`${broken.origin}/?token=${broken.token}`);
@@ -92,7 +95,9 @@ describe('dashboard setup panel in Chromium', () => {
         // Work exists, yet a broken configured path raises the panel.
         await panel.waitFor();
         await expect(panel.locator('[data-check="codex"]').getAttribute('data-status')).resolves.toBe('fail');
-        const overflow = await phone.page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+        const overflow = await phone.page.evaluate(
+          'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+        );
         expect(overflow).toBe(0);
         await screenshot(phone.page, `setup-panel-broken-path-${colorScheme}-390`);
       } finally {
@@ -101,12 +106,17 @@ describe('dashboard setup panel in Chromium', () => {
 
       // Codex simply not installed (the default name, not on the PATH) while Claude Code works: no panel.
       const onlyClaude = await open({ CODE_FACTORY_CODEX_EXECUTABLE: 'codex-not-installed-here' });
-      expect((await onlyClaude.api.POST('/api/requirements', { body: { provider: 'claude-code', title: 'Existing work' } })).status).toBe(201);
+      expect(
+        (await onlyClaude.api.POST('/api/requirements', { body: { provider: 'claude-code', title: 'Existing work' } }))
+          .status,
+      ).toBe(201);
       const page = await browser.context.newPage();
       try {
         const doctor = page.waitForResponse((r) => r.url().startsWith(`${onlyClaude.origin}/api/doctor`));
         await page.goto(`${onlyClaude.origin}/?token=${onlyClaude.token}`);
-        const report = (await (await doctor).json()) as { checks: Array<{ id: string; status: string; detail: string }> };
+        const report = (await (await doctor).json()) as {
+          checks: Array<{ id: string; status: string; detail: string }>;
+        };
         expect(report.checks.find((c) => c.id === 'codex')).toMatchObject({ status: 'warn' });
         expect(report.checks.find((c) => c.id === 'codex')?.detail).toContain('one agent CLI is enough');
         await page.getByText('Existing work').first().waitFor();
@@ -120,7 +130,9 @@ describe('dashboard setup panel in Chromium', () => {
 
   it('is not shown once work exists and both agent CLIs are there', async () => {
     const manager = await open();
-    expect((await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Existing work' } })).status).toBe(201);
+    expect(
+      (await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Existing work' } })).status,
+    ).toBe(201);
     const page = await browser.context.newPage();
     try {
       const doctor = page.waitForResponse((r) => r.url().startsWith(`${manager.origin}/api/doctor`));

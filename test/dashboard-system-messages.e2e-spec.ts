@@ -16,7 +16,12 @@ import { until } from './support/wait';
 // did not deliver is marked pending. Screenshots land in test-artifacts/dashboard-system-messages/.
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
-const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT, GH_TOKEN: '', GITHUB_TOKEN: '' };
+const AGENTS = {
+  CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
+  CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,
+  GH_TOKEN: '',
+  GITHUB_TOKEN: '',
+};
 const DESKTOP = { height: 800, width: 1280 };
 const PHONE = { height: 844, width: 390 };
 
@@ -34,7 +39,9 @@ describe('system messages in the reader’s language, and a manager stop during 
   let page: Page;
 
   const shot = (name: string) => screenshot(page, path.join('..', 'dashboard-system-messages', name));
-  const messages = async (id: string): Promise<Json[]> => (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))).items;
+  const messages = async (id: string): Promise<Json[]> =>
+    (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } })))
+      .items;
   const open = async (id: string) => {
     await page.goto(`${manager.origin}/requirements/${id}`);
     await page
@@ -145,18 +152,31 @@ describe('system messages in the reader’s language, and a manager stop during 
     const capped = await createRequirement(manager, { budget: { maxCostUsd: null, maxTokens: 5 }, title: 'Capped' });
     await startRun(manager, capped.id, 'Go');
     await settled(manager, capped.id, 1);
-    const budget = await until('the budget message', async () => (await messages(capped.id)).find((m) => m.code === 'budget.reached'));
+    const budget = await until('the budget message', async () =>
+      (await messages(capped.id)).find((m) => m.code === 'budget.reached'),
+    );
     expect(budget).toMatchObject({ args: { below: 0, maxTokens: 5, runStopped: false, tokens: 12 }, author: 'system' });
     expect(budget.body).toMatch(/^Budget reached: 12 of 5 tokens\./);
 
     // A dependency met: its message comes from the dependency trigger.
     const first = await createRequirement(manager, { title: 'Ship the schema' });
-    const second = await createRequirement(manager, { dependsOn: [{ requirementId: first.id, until: 'done' }], title: 'Use the schema' });
+    const second = await createRequirement(manager, {
+      dependsOn: [{ requirementId: first.id, until: 'done' }],
+      title: 'Use the schema',
+    });
     await startRun(manager, first.id, 'Go');
     await settled(manager, first.id, 1);
-    expect((await manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: first.id } } })).status).toBe(200);
-    const met = await until('the dependency message', async () => (await messages(second.id)).find((m) => m.code === 'dependency.met'));
-    expect(met).toMatchObject({ args: { merged: null, requirementId: first.id, title: 'Ship the schema' }, source: 'dependency', triggerId: 'requirement.dependency' });
+    expect(
+      (await manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: first.id } } })).status,
+    ).toBe(200);
+    const met = await until('the dependency message', async () =>
+      (await messages(second.id)).find((m) => m.code === 'dependency.met'),
+    );
+    expect(met).toMatchObject({
+      args: { merged: null, requirementId: first.id, title: 'Ship the schema' },
+      source: 'dependency',
+      triggerId: 'requirement.dependency',
+    });
 
     for (const theme of ['light', 'dark'] as const) {
       await browse('zh-CN', theme);
@@ -169,7 +189,9 @@ describe('system messages in the reader’s language, and a manager stop during 
       expect(body).not.toContain('Budget reached');
 
       await open(second.id);
-      await expect(page.locator('[data-code="dependency.met"]').textContent()).resolves.toContain('依赖已满足：「Ship the schema」已确认完成。');
+      await expect(page.locator('[data-code="dependency.met"]').textContent()).resolves.toContain(
+        '依赖已满足：「Ship the schema」已确认完成。',
+      );
       await expect(page.getByTestId('message-source').textContent()).resolves.toBe('来自 依赖');
       await shot(`dependency-zh-CN-${theme}`);
     }
@@ -180,7 +202,9 @@ describe('system messages in the reader’s language, and a manager stop during 
     await browse('en');
     await open(second.id);
     await expect(page.getByTestId('message-source').textContent()).resolves.toBe('via a dependency');
-    await expect(page.locator('[data-code="dependency.met"]').textContent()).resolves.toContain('Dependency met: "Ship the schema" was confirmed done.');
+    await expect(page.locator('[data-code="dependency.met"]').textContent()).resolves.toContain(
+      'Dependency met: "Ship the schema" was confirmed done.',
+    );
   });
 });
 
@@ -203,7 +227,11 @@ describe('doctor findings in the reader’s language (issue 26 §13)', () => {
   it('answers each finding with a code and arguments, and the setup panel writes them in zh-CN (light, dark, phone)', async () => {
     const report = await ok(manager.api.GET('/api/doctor'));
     const byId = Object.fromEntries((report.checks as Json[]).map((c) => [c.id, c]));
-    expect(byId.codex).toMatchObject({ args: { path: '/nonexistent/bin/codex', setting: 'codexExecutable' }, code: 'cli.path_missing', status: 'fail' });
+    expect(byId.codex).toMatchObject({
+      args: { path: '/nonexistent/bin/codex', setting: 'codexExecutable' },
+      code: 'cli.path_missing',
+      status: 'fail',
+    });
     expect(byId.port).toMatchObject({ args: { url: manager.origin }, code: 'port.serving' });
     for (const check of report.checks as Json[]) {
       expect(check.code).toMatch(/^[a-z]+\.[a-z_]+$/);
@@ -226,12 +254,18 @@ describe('doctor findings in the reader’s language (issue 26 §13)', () => {
       await page.reload();
       const codex = page.getByTestId('setup-panel').locator('[data-check="codex"]');
       await codex.waitFor();
-      await expect(codex.getByTestId('setup-detail').textContent()).resolves.toBe('/nonexistent/bin/codex（codexExecutable）不存在：使用它的运行会失败');
-      await expect(codex.getByTestId('setup-fix').textContent()).resolves.toContain('把 codexExecutable 设为该 CLI 的真实路径');
+      await expect(codex.getByTestId('setup-detail').textContent()).resolves.toBe(
+        '/nonexistent/bin/codex（codexExecutable）不存在：使用它的运行会失败',
+      );
+      await expect(codex.getByTestId('setup-fix').textContent()).resolves.toContain(
+        '把 codexExecutable 设为该 CLI 的真实路径',
+      );
       const panel = (await page.getByTestId('setup-panel').textContent()) ?? '';
       expect(panel).not.toContain('does not exist');
       await page.getByTestId('setup-panel').locator('details.setup-passed summary').click();
-      await expect(page.locator('[data-check="port"] [data-testid="setup-detail"]').textContent()).resolves.toBe(`正在 ${manager.origin} 上服务`);
+      await expect(page.locator('[data-check="port"] [data-testid="setup-detail"]').textContent()).resolves.toBe(
+        `正在 ${manager.origin} 上服务`,
+      );
       await screenshot(page, path.join('..', 'dashboard-system-messages', `doctor-zh-CN-${theme}-${viewport.width}`));
     }
   });

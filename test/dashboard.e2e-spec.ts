@@ -28,7 +28,12 @@ jest.setTimeout(240_000);
 // without the DOM library (module-scoped, so nothing leaks into the other suites).
 declare const document: {
   body: object;
-  documentElement: { clientWidth: number; dataset: Record<string, string | undefined>; lang: string; scrollWidth: number };
+  documentElement: {
+    clientWidth: number;
+    dataset: Record<string, string | undefined>;
+    lang: string;
+    scrollWidth: number;
+  };
 };
 declare function getComputedStyle(element: object): { backgroundColor: string };
 
@@ -67,7 +72,11 @@ describe('dashboard in Chromium', () => {
     // Desktop notifications are allowed and recorded, so the finished-run notification is checked.
     await browser.context.grantPermissions(['notifications'], { origin: manager.origin });
     await page.addInitScript(() => {
-      type Ctor = { new (title: string, options?: { body?: string }): object; permission: string; requestPermission(): Promise<string> };
+      type Ctor = {
+        new (title: string, options?: { body?: string }): object;
+        permission: string;
+        requestPermission(): Promise<string>;
+      };
       const w = globalThis as unknown as { Notification: Ctor; __notifications: string[] };
       const Native = w.Notification;
       w.__notifications = [];
@@ -107,7 +116,11 @@ describe('dashboard in Chromium', () => {
   it('creates a Requirement from the dialog and lands on its page', async () => {
     await page.getByTestId('new-requirement').click();
     await page.getByTestId('create-title').fill('Add tiered timings');
-    await page.getByTestId('create-description').fill('Report **segment merge** durations.\n\n<script>window.pwned = 1</script><img src=x onerror="window.pwned=2">');
+    await page
+      .getByTestId('create-description')
+      .fill(
+        'Report **segment merge** durations.\n\n<script>window.pwned = 1</script><img src=x onerror="window.pwned=2">',
+      );
     await page.getByTestId('create-submit').click();
     await page.waitForURL(/\/requirements\/req_/);
     id = page.url().split('/').pop() as string;
@@ -117,29 +130,44 @@ describe('dashboard in Chromium', () => {
     // Markdown renders; raw HTML is shown as text, never as elements (nor parsed: see 'logged no console errors').
     await expect(page.getByTestId('description').locator('strong').textContent()).resolves.toBe('segment merge');
     await expect(page.getByTestId('description').locator('script, img, [onerror]').count()).resolves.toBe(0);
-    await expect(page.getByTestId('description').textContent()).resolves.toContain('<img src=x onerror="window.pwned=2">');
+    await expect(page.getByTestId('description').textContent()).resolves.toContain(
+      '<img src=x onerror="window.pwned=2">',
+    );
     await expect(page.evaluate(() => (globalThis as unknown as { pwned?: number }).pwned)).resolves.toBeUndefined();
-    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).title).toBe('Add tiered timings');
+    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).title).toBe(
+      'Add tiered timings',
+    );
   });
 
   it('starts it and shows the agent answer and its tool trace live', async () => {
-    stub.scriptFor(id, [{ shell: 'echo dashboard-tool-output', text: 'Checking the profile.' }, { text: 'Timings are in place.' }]);
+    stub.scriptFor(id, [
+      { shell: 'echo dashboard-tool-output', text: 'Checking the profile.' },
+      { text: 'Timings are in place.' },
+    ]);
     await page.getByTestId('composer-text').fill(`Go ahead ${id}`);
     await page.getByTestId('start').click();
     await messages().getByText('Timings are in place.').waitFor({ timeout: 90_000 });
-    await expect(messages().locator('[data-author="human"]').first().textContent()).resolves.toContain(`Go ahead ${id}`);
+    await expect(messages().locator('[data-author="human"]').first().textContent()).resolves.toContain(
+      `Go ahead ${id}`,
+    );
     await requirementStatus().and(page.locator('[data-status="waiting_confirmation"]')).waitFor();
     // The panel tabs work from the keyboard (arrow keys, focus follows).
     await page.getByTestId('tab-overview').focus();
     await page.keyboard.press('ArrowRight');
     await page.locator('[data-testid="tab-trace"][aria-selected="true"]').waitFor();
-    await expect(page.evaluate(() => (globalThis as unknown as { document: { activeElement: { id: string } } }).document.activeElement.id)).resolves.toBe('tab-trace');
+    await expect(
+      page.evaluate(
+        () => (globalThis as unknown as { document: { activeElement: { id: string } } }).document.activeElement.id,
+      ),
+    ).resolves.toBe('tab-trace');
     const trace = page.getByTestId('trace');
     await trace.locator('[data-kind="tool_call"]').first().waitFor();
     await expect(trace.getByTestId('tool-output').first().textContent()).resolves.toContain('dashboard-tool-output');
     await page.getByTestId('tab-overview').click();
     await page.locator('[data-testid="runs"] [data-run-status="succeeded"]').waitFor();
-    await expect(page.evaluate(() => (globalThis as unknown as { __notifications: string[] }).__notifications)).resolves.toContain('Run succeeded: Add tiered timings');
+    await expect(
+      page.evaluate(() => (globalThis as unknown as { __notifications: string[] }).__notifications),
+    ).resolves.toContain('Run succeeded: Add tiered timings');
     await screenshot(page, 'detail-after-first-run');
   });
 
@@ -153,7 +181,9 @@ describe('dashboard in Chromium', () => {
     expect(stored).toMatchObject({ intervalSeconds: 5400, status: 'active' });
     await timer.getByTestId('cancel-timer').click();
     await timer.getByText('cancelled').waitFor();
-    expect((await ok(manager.api.GET('/api/requirements/{id}/timers', { params: { path: { id } } }))).items[0].status).toBe('cancelled');
+    expect(
+      (await ok(manager.api.GET('/api/requirements/{id}/timers', { params: { path: { id } } }))).items[0].status,
+    ).toBe('cancelled');
   });
 
   it('queues a reply while the agent runs, steers with it, and confirms', async () => {
@@ -164,7 +194,10 @@ describe('dashboard in Chromium', () => {
     await page.getByTestId('session-state').and(page.locator('[data-state="running"]')).waitFor();
     // The tool call shows in the live trace while it runs.
     await page.getByTestId('tab-trace').click();
-    await page.getByTestId('trace').locator('[data-kind="tool_call"]', { hasText: 'am-dashboard-sleeper' }).waitFor({ timeout: 60_000 });
+    await page
+      .getByTestId('trace')
+      .locator('[data-kind="tool_call"]', { hasText: 'am-dashboard-sleeper' })
+      .waitFor({ timeout: 60_000 });
     await page.getByTestId('tab-overview').click();
     await page.getByTestId('composer-text').fill(`And compaction too ${id}`);
     await page.getByTestId('composer-send').click();
@@ -212,17 +245,31 @@ describe('dashboard in Chromium', () => {
     // after it commits before a marker written on the Requirement after that, so once the
     // marker's event is here a run.started for it would have come first.
     try {
-      const ended = await stream.waitUntil((e) => e.event === 'run.cancelled' && e.data.requirementId === id, 'the stopped run to end');
+      const ended = await stream.waitUntil(
+        (e) => e.event === 'run.cancelled' && e.data.requirementId === id,
+        'the stopped run to end',
+      );
       expect(ended.data.payload.requirement).toMatchObject({ session: { state: 'waiting_human' } });
-      await ok(manager.api.PUT('/api/requirements/{id}/dependencies', { body: { dependsOn: [] }, params: { path: { id } } }));
-      const marker = await stream.waitUntil((e) => e.id > ended.id && e.event === 'requirement.updated' && e.data.requirementId === id, 'the marker on the stopped Requirement');
-      expect(stream.events.filter((e) => e.id > ended.id && e.id < marker.id && e.event === 'run.started' && e.data.requirementId === id)).toEqual([]);
+      await ok(
+        manager.api.PUT('/api/requirements/{id}/dependencies', { body: { dependsOn: [] }, params: { path: { id } } }),
+      );
+      const marker = await stream.waitUntil(
+        (e) => e.id > ended.id && e.event === 'requirement.updated' && e.data.requirementId === id,
+        'the marker on the stopped Requirement',
+      );
+      expect(
+        stream.events.filter(
+          (e) => e.id > ended.id && e.id < marker.id && e.event === 'run.started' && e.data.requirementId === id,
+        ),
+      ).toEqual([]);
     } finally {
       stream.close();
     }
     const stopped = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items;
     expect(stopped.map((r) => r.status)).toEqual(['cancelled', 'succeeded', 'cancelled', 'succeeded']);
-    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).session.pausedAt).toEqual(expect.any(String));
+    expect(
+      (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).session.pausedAt,
+    ).toEqual(expect.any(String));
 
     // The board's card shows the pause beside the pending count.
     await page.getByRole('link', { name: /Back to boards/ }).click();
@@ -239,7 +286,9 @@ describe('dashboard in Chromium', () => {
     await paused.waitFor({ state: 'detached' });
     await pending.first().waitFor({ state: 'detached' });
     await requirementStatus().and(page.locator('[data-status="waiting_confirmation"]')).waitFor();
-    const conversation = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))).items;
+    const conversation = (
+      await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))
+    ).items;
     const [latest] = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items;
     const sequenceOf = (text: string) => conversation.find((m) => m.body.includes(text))!.sequence;
     expect(latest).toMatchObject({ status: 'succeeded' });
@@ -256,7 +305,9 @@ describe('dashboard in Chromium', () => {
     const image = messages().getByTestId('attachment-image').first();
     await image.waitFor();
     await page.waitForFunction(
-      (el) => (el as unknown as { complete: boolean; naturalWidth: number }).complete && (el as unknown as { naturalWidth: number }).naturalWidth === 24,
+      (el) =>
+        (el as unknown as { complete: boolean; naturalWidth: number }).complete &&
+        (el as unknown as { naturalWidth: number }).naturalWidth === 24,
       await image.elementHandle(),
     );
     await messages().getByText('Nice chart.').waitFor({ timeout: 90_000 });
@@ -268,13 +319,22 @@ describe('dashboard in Chromium', () => {
   });
 
   it('shows the PR the agent registers (from the fake GitHub), requests a review of it, and labels GitHub feedback', async () => {
-    const created = await manager.api.POST('/api/requirements', { body: { description: 'Open a PR', provider: 'codex', title: 'Reviewed work' } });
+    const created = await manager.api.POST('/api/requirements', {
+      body: { description: 'Open a PR', provider: 'codex', title: 'Reviewed work' },
+    });
     const other = created.data!.id;
     const url = 'https://github.com/org/repo/pull/42';
-    github.addPullRequest({ headBranch: 'timings', headSha: '1111111aaaa', number: 42, repository: 'org/repo', title: 'Flush timings' });
+    github.addPullRequest({
+      headBranch: 'timings',
+      headSha: '1111111aaaa',
+      number: 42,
+      repository: 'org/repo',
+      title: 'Flush timings',
+    });
     // Only the URL: every other field comes from GitHub.
     const register = `code-factory-cli pr register --url ${url}`;
-    const propose = 'code-factory-cli requirement propose --title "Write the flush test" --description "A test for the flush path"';
+    const propose =
+      'code-factory-cli requirement propose --title "Write the flush test" --description "A test for the flush path"';
     stub.scriptFor(other, [{ shell: register }, { shell: propose }, { text: 'PR opened.' }]);
     await page.goto(`${manager.origin}/requirements/${other}`);
     await detail().waitFor();
@@ -286,7 +346,9 @@ describe('dashboard in Chromium', () => {
     // The follow-up the agent proposed is listed as a child.
     await detail().getByRole('link', { exact: true, name: 'Write the flush test' }).waitFor();
     // The reviewer is told the PR's address as GitHub gave it: that is the stub's marker.
-    const registered = (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: other } } }))).items[0];
+    const registered = (
+      await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: other } } }))
+    ).items[0];
     // Several copies: under load Codex may re-send a request, and the summary is its last answer.
     const finding = { text: 'One finding: the flush path races with compaction.' };
     stub.scriptFor(registered.url, [finding, finding, finding]);
@@ -296,11 +358,19 @@ describe('dashboard in Chromium', () => {
     await pr.getByTestId('review-state').getByText('review succeeded').waitFor({ timeout: 90_000 });
     // The reviewer's summary lands as a reviewer message (its exact text is the stub's business,
     // proven in reviews.e2e-spec; under CI load Codex sometimes re-asks and gets the default).
-    await messages().locator('[data-author="reviewer"]', { hasText: 'Review of org/repo#42' }).waitFor({ timeout: 30_000 });
+    await messages()
+      .locator('[data-author="reviewer"]', { hasText: 'Review of org/repo#42' })
+      .waitFor({ timeout: 30_000 });
     const [review] = (
       await ok(
         manager.api.GET('/api/review-requests', {
-          params: { query: { pullRequestId: (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: other } } }))).items[0].id } },
+          params: {
+            query: {
+              pullRequestId: (
+                await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: other } } }))
+              ).items[0].id,
+            },
+          },
         }),
       )
     ).items;
@@ -315,24 +385,38 @@ describe('dashboard in Chromium', () => {
     // A reviewer comments on GitHub: the reconciler brings it in, labelled by its source.
     github.addComment('org/repo', 42, { author: 'octocat', body: 'Please add a benchmark for the flush path.' });
     await page.goto(`${manager.origin}/requirements/${other}`);
-    const feedback = messages().locator('[data-author="reviewer"]', { hasText: 'Please add a benchmark for the flush path.' });
+    const feedback = messages().locator('[data-author="reviewer"]', {
+      hasText: 'Please add a benchmark for the flush path.',
+    });
     await feedback.waitFor({ timeout: 30_000 });
     await expect(feedback.getByTestId('message-source').textContent()).resolves.toContain('GitHub');
     await expect(feedback.getByTestId('message-source').textContent()).resolves.toContain('comment');
   });
 
   it('keeps the reader where they are in a long conversation and offers a jump to the latest', async () => {
-    const created = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Long conversation' } });
+    const created = await manager.api.POST('/api/requirements', {
+      body: { provider: 'codex', title: 'Long conversation' },
+    });
     const long = created.data!.id;
     stub.scriptFor(long, [{ shell: LONG_JOB }]);
-    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: long } }, body: { message: `Keep busy ${long}` } });
+    await manager.api.POST('/api/requirements/{id}/start', {
+      params: { path: { id: long } },
+      body: { message: `Keep busy ${long}` },
+    });
     // Replies while the run works queue up: a conversation longer than the rendered window.
     for (let i = 1; i <= 45; i++) {
-      await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: long } }, body: { message: `Note ${i}` } });
+      await manager.api.POST('/api/requirements/{id}/reply', {
+        params: { path: { id: long } },
+        body: { message: `Note ${i}` },
+      });
     }
     // The board's card counts what the agent has not consumed yet (the start message and the replies).
     await page.goto(`${manager.origin}/requirements`);
-    await page.locator(`[data-requirement-id="${long}"]`).getByTestId('pending-count').getByText('46 pending').waitFor();
+    await page
+      .locator(`[data-requirement-id="${long}"]`)
+      .getByTestId('pending-count')
+      .getByText('46 pending')
+      .waitFor();
     await page.locator(`[data-requirement-id="${long}"]`).click();
     const list = messages();
     await list.getByText('Note 45', { exact: true }).waitFor();
@@ -354,7 +438,10 @@ describe('dashboard in Chromium', () => {
       (el as unknown as { scrollTop: number }).scrollTop = 200;
     });
     const position = await scrollTop();
-    await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: long } }, body: { message: 'Note 46' } });
+    await manager.api.POST('/api/requirements/{id}/reply', {
+      params: { path: { id: long } },
+      body: { message: 'Note 46' },
+    });
     await list.getByText('Note 46', { exact: true }).waitFor({ state: 'attached' });
     const jump = page.getByTestId('jump-latest');
     await jump.getByText('(1)').waitFor();
@@ -363,7 +450,10 @@ describe('dashboard in Chromium', () => {
     await expect(atBottom()).resolves.toBe(true);
     await jump.waitFor({ state: 'detached' });
     await page.getByTestId('stop').click();
-    await page.getByTestId('session-state').and(page.locator('[data-state="waiting_human"]')).waitFor({ timeout: 30_000 });
+    await page
+      .getByTestId('session-state')
+      .and(page.locator('[data-state="waiting_human"]'))
+      .waitFor({ timeout: 30_000 });
   });
 
   it('deletes a Requirement that has not started, after asking', async () => {
@@ -377,7 +467,9 @@ describe('dashboard in Chromium', () => {
     // The board may still hold the card it loaded before the delete until the stream's
     // requirement.deleted event reaches it: wait for the card to go, not for a moment.
     await page.locator(`[data-requirement-id="${created.data!.id}"]`).waitFor({ state: 'detached', timeout: 10_000 });
-    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: created.data!.id } } }))).status).toBe('cancelled');
+    expect(
+      (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: created.data!.id } } }))).status,
+    ).toBe('cancelled');
   });
 
   it('shows what to do when Start finds the agent CLI missing', async () => {
@@ -389,7 +481,8 @@ describe('dashboard in Chromium', () => {
       await detail().waitFor();
       await page.getByTestId('composer-text').fill('Go');
       await page.getByTestId('start').click();
-      const sentence = 'Codex CLI (`codex-missing`) was not found on PATH. Install it (npm i -g @openai/codex) or set codexExecutable in the configuration.';
+      const sentence =
+        'Codex CLI (`codex-missing`) was not found on PATH. Install it (npm i -g @openai/codex) or set codexExecutable in the configuration.';
       await page.locator('[data-testid="runs"] [data-run-status="failed"]').getByText(sentence).waitFor();
       await detail().locator('dd').getByText(sentence).waitFor(); // the session's last error
     } finally {
@@ -418,11 +511,19 @@ describe('dashboard in Chromium', () => {
     await page.getByRole('link', { exact: true, name: 'Requirements' }).click();
     const board = page.getByTestId('requirements-board');
     await board.locator(`[data-requirement-id="${id}"]`).waitFor();
-    await expect(board.locator('[data-column="done"]').locator(`[data-requirement-id="${id}"]`).count()).resolves.toBe(1);
-    const created = await manager.api.POST('/api/requirements', { body: { description: 'From the API', provider: 'codex', title: 'Live arrival' } });
+    await expect(board.locator('[data-column="done"]').locator(`[data-requirement-id="${id}"]`).count()).resolves.toBe(
+      1,
+    );
+    const created = await manager.api.POST('/api/requirements', {
+      body: { description: 'From the API', provider: 'codex', title: 'Live arrival' },
+    });
     await board.locator('[data-column="todo"]').locator(`[data-requirement-id="${created.data!.id}"]`).waitFor();
     // The agent's follow-up shows whose child it is.
-    await board.locator('[data-column="todo"] a.card', { hasText: 'Write the flush test' }).getByTestId('parent').getByText('Reviewed work').waitFor();
+    await board
+      .locator('[data-column="todo"] a.card', { hasText: 'Write the flush test' })
+      .getByTestId('parent')
+      .getByText('Reviewed work')
+      .waitFor();
     await page.getByTestId('filter-text').fill('live arr');
     await board.locator(`[data-requirement-id="${id}"]`).waitFor({ state: 'detached' });
     await expect(board.locator('a.card').count()).resolves.toBe(1);
@@ -430,10 +531,18 @@ describe('dashboard in Chromium', () => {
     await screenshot(page, 'board-requirements');
 
     await page.getByRole('link', { exact: true, name: 'Sessions' }).click();
-    await page.getByTestId('sessions-board').locator('[data-column="completed"]').locator('a.card', { hasText: 'Add tiered timings' }).waitFor();
+    await page
+      .getByTestId('sessions-board')
+      .locator('[data-column="completed"]')
+      .locator('a.card', { hasText: 'Add tiered timings' })
+      .waitFor();
     await screenshot(page, 'board-sessions');
     await page.getByRole('link', { exact: true, name: 'Timers' }).click();
-    await page.getByTestId('timers-board').locator('[data-column="cancelled"]').getByText('Check the nightly benchmark').waitFor();
+    await page
+      .getByTestId('timers-board')
+      .locator('[data-column="cancelled"]')
+      .getByText('Check the nightly benchmark')
+      .waitFor();
     await screenshot(page, 'board-timers');
   });
 
@@ -469,7 +578,10 @@ describe('dashboard in Chromium', () => {
     page.on('request', (request) => {
       if (request.url().includes('/api/events')) {
         // allHeaders() of a request refused while the server was down may never settle: bounded, then the provisional headers.
-        const headers = Promise.race([request.allHeaders(), new Promise<Record<string, string>>((resolve) => setTimeout(() => resolve(request.headers()), 2000))]);
+        const headers = Promise.race([
+          request.allHeaders(),
+          new Promise<Record<string, string>>((resolve) => setTimeout(() => resolve(request.headers()), 2000)),
+        ]);
         streams.push(headers.then((h) => ({ lastEventId: h['last-event-id'], url: request.url() })));
       }
     });
@@ -478,10 +590,16 @@ describe('dashboard in Chromium', () => {
     const port = new URL(manager.origin).port;
     await manager.stop();
     await page.getByTestId('connection').and(page.locator(':not(.live)')).waitFor();
-    manager = await startManager({ args: ['--port', port], env: { CODE_FACTORY_CODEX_EXECUTABLE: CODEX, GH_TOKEN: '', GITHUB_TOKEN: '' }, sandbox });
+    manager = await startManager({
+      args: ['--port', port],
+      env: { CODE_FACTORY_CODEX_EXECUTABLE: CODEX, GH_TOKEN: '', GITHUB_TOKEN: '' },
+      sandbox,
+    });
     // Written before the page reconnects (it waits at least the server's 2 s retry), so it can
     // only arrive through the replay after the page's last event.
-    const created = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Written while away' } });
+    const created = await manager.api.POST('/api/requirements', {
+      body: { provider: 'codex', title: 'Written while away' },
+    });
     await page.getByTestId('connection').and(page.locator('.live')).waitFor({ timeout: 30_000 });
     await board.locator(`[data-requirement-id="${created.data!.id}"]`).waitFor();
     const requests = await Promise.all(streams);
@@ -497,7 +615,9 @@ describe('dashboard in Chromium', () => {
     await page.setViewportSize({ width: 420, height: 800 });
     await page.goto(`${manager.origin}/requirements/${id}`);
     await detail().waitFor();
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    const overflow = await page.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
     expect(overflow).toBeLessThanOrEqual(0);
     await screenshot(page, 'detail-narrow');
   });
@@ -539,7 +659,9 @@ describe('dashboard after a failed start', () => {
     await page.getByTestId('connection').and(page.locator('.live')).waitFor();
     const stuck: string[] = [];
     for (let i = 1; i <= TRIES; i++) {
-      const created = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: `Fails at once ${i}` } });
+      const created = await manager.api.POST('/api/requirements', {
+        body: { provider: 'codex', title: `Fails at once ${i}` },
+      });
       const id = created.data!.id;
       // Through the board (the page keeps its event stream), as a person would.
       await page.locator(`a.card[data-requirement-id="${id}"]`).click();
@@ -550,12 +672,16 @@ describe('dashboard after a failed start', () => {
       const answered = page.waitForResponse((r) => r.url().endsWith(`/api/requirements/${id}/start`));
       await page.getByTestId('start').click();
       expect((await answered).status()).toBe(202);
-      const failed = page.locator('[data-testid="detail-status"][data-status="waiting_confirmation"] ~ [data-testid="session-state"][data-state="failed"]');
+      const failed = page.locator(
+        '[data-testid="detail-status"][data-status="waiting_confirmation"] ~ [data-testid="session-state"][data-state="failed"]',
+      );
       // The run's failure is committed first (how long the CLI takes to fail depends on the
       // machine's load); from then on the page has 5 s to show it.
       await until(
         `the run of try ${i} to fail`,
-        async () => (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).session.state === 'failed' || undefined,
+        async () =>
+          (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).session.state ===
+            'failed' || undefined,
         60_000,
       );
       try {

@@ -39,16 +39,32 @@ const MESSAGES_EACH = 10;
   it('moves a workspace of 10,000 Requirements and 100,000 messages, consistent, answering as before', async () => {
     // Rows of most kinds through the API: a fork, a dependency, a timer, an attachment.
     manager = await startManager({ env: ON_SQLITE, sandbox });
-    const make = async (title: string) => (await ok(manager!.api.POST('/api/requirements', { body: { description: `About ${title}`, provider: 'codex', title } }))).id;
+    const make = async (title: string) =>
+      (
+        await ok(
+          manager!.api.POST('/api/requirements', { body: { description: `About ${title}`, provider: 'codex', title } }),
+        )
+      ).id;
     const first = await make('First, with an attachment and a timer');
     const second = await make('Second, depending on the first');
     expect(
-      (await manager.api.PUT('/api/requirements/{id}/dependencies', { params: { path: { id: second } }, body: { dependsOn: [{ requirementId: first, until: 'done' }] } })).status,
+      (
+        await manager.api.PUT('/api/requirements/{id}/dependencies', {
+          params: { path: { id: second } },
+          body: { dependsOn: [{ requirementId: first, until: 'done' }] },
+        })
+      ).status,
     ).toBe(200);
-    expect((await manager.api.POST('/api/requirements/{id}/fork', { params: { path: { id: first } }, body: {} })).status).toBe(201);
     expect(
-      (await manager.api.POST('/api/requirements/{id}/timers', { params: { path: { id: first } }, body: { description: 'look again', intervalSeconds: 3600, schedule: 'once' } }))
-        .status,
+      (await manager.api.POST('/api/requirements/{id}/fork', { params: { path: { id: first } }, body: {} })).status,
+    ).toBe(201);
+    expect(
+      (
+        await manager.api.POST('/api/requirements/{id}/timers', {
+          params: { path: { id: first } },
+          body: { description: 'look again', intervalSeconds: 3600, schedule: 'once' },
+        })
+      ).status,
     ).toBe(201);
     // Its content type as sent on the wire: untyped on purpose.
     const upload = await sendUntyped(manager.origin, 'POST', `/api/requirements/${first}/attachments`, 'notes with é', {
@@ -105,11 +121,19 @@ const MESSAGES_EACH = 10;
       dataDirectory,
       `SELECT COUNT(*) AS orphans FROM requirement c LEFT JOIN requirement p ON p.id = c.parent_requirement_id WHERE c.parent_requirement_id IS NOT NULL AND p.id IS NULL`,
     );
-    const [{ parents }] = await pgQuery<{ parents: number }>(dataDirectory, 'SELECT COUNT(*) AS parents FROM requirement WHERE parent_requirement_id IS NOT NULL');
+    const [{ parents }] = await pgQuery<{ parents: number }>(
+      dataDirectory,
+      'SELECT COUNT(*) AS parents FROM requirement WHERE parent_requirement_id IS NOT NULL',
+    );
     expect({ orphans, parents }).toEqual({ orphans: 0, parents: REQUIREMENTS / 10 });
 
     // A second copy into the same schema is refused, and changes nothing.
-    const again = await runLauncher(sandbox, ['db', 'copy', '--to', url, '--workspace', sandbox.workspace], {}, 120_000);
+    const again = await runLauncher(
+      sandbox,
+      ['db', 'copy', '--to', url, '--workspace', sandbox.workspace],
+      {},
+      120_000,
+    );
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('already holds data');
 
@@ -119,14 +143,21 @@ const MESSAGES_EACH = 10;
     expect(after).toEqual(before);
     // Served from the copied bytes, not from the local copy the upload left.
     fs.rmSync(path.join(dataDirectory, 'attachments', `${upload.json.id}.txt`));
-    const attachment = await manager.api.GET('/api/attachments/{id}', { params: { path: { id: upload.json.id } }, parseAs: 'text' });
+    const attachment = await manager.api.GET('/api/attachments/{id}', {
+      params: { path: { id: upload.json.id } },
+      parseAs: 'text',
+    });
     expect(attachment.status).toBe(200);
     expect(attachment.data).toBe('notes with é');
-    const made = await manager.api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title: 'after the move' } });
+    const made = await manager.api.POST('/api/requirements', {
+      body: { description: 'd', provider: 'codex', title: 'after the move' },
+    });
     expect(made.status).toBe(201);
-    const [{ id: createdEvent }] = await pgQuery<{ id: number }>(dataDirectory, `SELECT id FROM manager_event WHERE type = 'requirement.created' AND requirement_id = ?`, [
-      made.data!.id,
-    ]);
+    const [{ id: createdEvent }] = await pgQuery<{ id: number }>(
+      dataDirectory,
+      `SELECT id FROM manager_event WHERE type = 'requirement.created' AND requirement_id = ?`,
+      [made.data!.id],
+    );
     expect(createdEvent).toBeGreaterThan(lastEventBefore);
   });
 });
@@ -156,7 +187,9 @@ async function sqliteQuery(db: string, sql: string): Promise<Array<Record<string
         reject(err);
         return;
       }
-      handle.all(sql, [], (error, rows) => handle.close(() => (error ? reject(error) : resolve(rows as Array<Record<string, number>>))));
+      handle.all(sql, [], (error, rows) =>
+        handle.close(() => (error ? reject(error) : resolve(rows as Array<Record<string, number>>))),
+      );
     });
   });
 }
@@ -165,7 +198,8 @@ async function sqliteQuery(db: string, sql: string): Promise<Array<Record<string
 async function seed(db: string): Promise<void> {
   const sqlite3 = await import('sqlite3');
   const handle = new sqlite3.Database(db);
-  const exec = (sql: string) => new Promise<void>((resolve, reject) => handle.exec(sql, (err) => (err ? reject(err) : resolve())));
+  const exec = (sql: string) =>
+    new Promise<void>((resolve, reject) => handle.exec(sql, (err) => (err ? reject(err) : resolve())));
   const at = `strftime('%Y-%m-%dT%H:%M:%fZ', '2026-11-20T00:00:00Z', '+' || i || ' seconds')`;
   try {
     await exec(`BEGIN;

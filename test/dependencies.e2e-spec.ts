@@ -46,11 +46,19 @@ describe('Requirement dependencies', () => {
   const start = async () => {
     const configPath = path.join(sandbox.workspace, '..', 'agent-manager.config.json');
     if (!fs.existsSync(configPath)) {
-      fs.writeFileSync(configPath, JSON.stringify({ githubApiUrl: github.url, pullRequestReconcileIntervalSeconds: 0 }));
+      fs.writeFileSync(
+        configPath,
+        JSON.stringify({ githubApiUrl: github.url, pullRequestReconcileIntervalSeconds: 0 }),
+      );
     }
     manager = await startManager({
       configPath,
-      env: { ...process.env, CODE_FACTORY_CLAUDE_EXECUTABLE: SCRIPTED_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: SCRIPTED_AGENT, CODE_FACTORY_HOME: sandbox.home },
+      env: {
+        ...process.env,
+        CODE_FACTORY_CLAUDE_EXECUTABLE: SCRIPTED_AGENT,
+        CODE_FACTORY_CODEX_EXECUTABLE: SCRIPTED_AGENT,
+        CODE_FACTORY_HOME: sandbox.home,
+      },
       overrides: { port: 0 },
       workspace: sandbox.workspace,
     });
@@ -64,15 +72,25 @@ describe('Requirement dependencies', () => {
   const create = (title: string, extra: Partial<Schemas['CreateRequirementDto']> = {}) =>
     ok(api().POST('/api/requirements', { body: { provider: 'codex', title, ...extra } }), 201);
   const get = async (id: string) => await ok(api().GET('/api/requirements/{id}', { params: { path: { id } } }));
-  const startRequirement = (id: string) => api().POST('/api/requirements/{id}/start', { params: { path: { id } }, body: {} });
-  const setDependencies = (id: string, body: Schemas['SetDependenciesDto']) => api().PUT('/api/requirements/{id}/dependencies', { params: { path: { id } }, body });
-  const runs = async (id: string) => (await ok(api().GET('/api/runs', { params: { query: { requirementId: id, limit: 100 } } }))).items;
+  const startRequirement = (id: string) =>
+    api().POST('/api/requirements/{id}/start', { params: { path: { id } }, body: {} });
+  const setDependencies = (id: string, body: Schemas['SetDependenciesDto']) =>
+    api().PUT('/api/requirements/{id}/dependencies', { params: { path: { id } }, body });
+  const runs = async (id: string) =>
+    (await ok(api().GET('/api/runs', { params: { query: { requirementId: id, limit: 100 } } }))).items;
   const told = async (id: string): Promise<Message[]> =>
-    (await ok(api().GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))).items.filter((m) => m.triggerId === DEPENDENCY_TRIGGER);
+    (
+      await ok(api().GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))
+    ).items.filter((m) => m.triggerId === DEPENDENCY_TRIGGER);
   const settled = (id: string, runCount: number) =>
     until(`${id} waiting after ${runCount} run(s)`, async () => {
       const [requirement, all] = await Promise.all([get(id), runs(id)]);
-      return (requirement.status === 'waiting_confirmation' && all.length === runCount && all.every((r: Json) => r.status !== 'running')) || undefined;
+      return (
+        (requirement.status === 'waiting_confirmation' &&
+          all.length === runCount &&
+          all.every((r: Json) => r.status !== 'running')) ||
+        undefined
+      );
     });
   /** A Requirement that ran once and waits for confirmation. */
   const ranOnce = async (title: string) => {
@@ -84,7 +102,9 @@ describe('Requirement dependencies', () => {
   /** Registers PR `number` for `owner` as its agent would, matching what the fake says. */
   const registerPullRequest = async (owner: { id: string; session: { id: string } }, number: number) => {
     const pr = github.pullRequest(REPO, number);
-    const token = manager.app.get(RunCredentialsService).issue({ requirementId: owner.id, runId: `run_pr_${number}`, sessionId: owner.session.id });
+    const token = manager.app
+      .get(RunCredentialsService)
+      .issue({ requirementId: owner.id, runId: `run_pr_${number}`, sessionId: owner.session.id });
     const res = await apiClient(manager.url, { auth: token }).POST('/api/agent/pull-requests', {
       body: {
         baseBranch: pr.baseBranch,
@@ -120,7 +140,9 @@ describe('Requirement dependencies', () => {
     const a = await create('cycle a');
     const b = await create('cycle b', { dependsOn: [{ requirementId: a.id, until: 'merged' }] });
     const c = await create('cycle c', { dependsOn: [{ requirementId: b.id, until: 'done' }] });
-    expect(b.dependsOn).toEqual([{ reason: null, requirementId: a.id, resolvedAt: null, state: 'pending', until: 'merged' }]);
+    expect(b.dependsOn).toEqual([
+      { reason: null, requirementId: a.id, resolvedAt: null, state: 'pending', until: 'merged' },
+    ]);
 
     for (const [id, dependsOn] of [
       [a.id, [{ requirementId: b.id, until: 'done' }]],
@@ -150,18 +172,26 @@ describe('Requirement dependencies', () => {
     });
     expect(twice.error?.code).toBe('dependency_duplicate');
     // An unknown condition: untyped on purpose.
-    const badCondition = await sendUntyped(manager.url, 'POST', '/api/requirements', { dependsOn: [{ requirementId: a.id, until: 'soon' }], provider: 'codex', title: 'x' });
+    const badCondition = await sendUntyped(manager.url, 'POST', '/api/requirements', {
+      dependsOn: [{ requirementId: a.id, until: 'soon' }],
+      provider: 'codex',
+      title: 'x',
+    });
     expect(badCondition.status).toBe(400);
   });
 
   it('refuses to start while a dependency is unmet (409 dependency_unmet, naming the blocking titles)', async () => {
     const dependency = await create('unmet dependency');
-    const dependent = await create('blocked dependent', { dependsOn: [{ requirementId: dependency.id, until: 'done' }] });
+    const dependent = await create('blocked dependent', {
+      dependsOn: [{ requirementId: dependency.id, until: 'done' }],
+    });
     const refused = await startRequirement(dependent.id);
     expect(refused.status).toBe(409);
     expect(refused.error?.code).toBe('dependency_unmet');
     // Named by title, so a person reads what it waits for (issue 26 §6); the id stays for scripts.
-    expect(refused.error?.message).toBe(`"blocked dependent" is blocked by "unmet dependency" (until done, ${dependency.id})`);
+    expect(refused.error?.message).toBe(
+      `"blocked dependent" is blocked by "unmet dependency" (until done, ${dependency.id})`,
+    );
     expect(await runs(dependent.id)).toEqual([]);
     expect((await get(dependent.id)).status).toBe('todo');
   });
@@ -199,9 +229,13 @@ describe('Requirement dependencies', () => {
       metadata: { dependencyRequirementId: dependency.id, event: 'met', until: 'merged' },
       source: 'dependency',
     });
-    expect(message.body).toBe(`Dependency met: "ships the API" (${dependency.id}) ${REPO}#1 merged as ${first.headSha}, ${REPO}#2 merged as ${second.headSha}.`);
+    expect(message.body).toBe(
+      `Dependency met: "ships the API" (${dependency.id}) ${REPO}#1 merged as ${first.headSha}, ${REPO}#2 merged as ${second.headSha}.`,
+    );
     await settled(dependent.id, 2);
-    expect((await get(dependent.id)).dependsOn).toEqual([expect.objectContaining({ requirementId: dependency.id, state: 'met' })]);
+    expect((await get(dependent.id)).dependsOn).toEqual([
+      expect.objectContaining({ requirementId: dependency.id, state: 'met' }),
+    ]);
 
     // Nothing twice: not on another look, not on another start.
     await reconcile();
@@ -213,10 +247,17 @@ describe('Requirement dependencies', () => {
 
   it('a dependency confirmed done starts an autoStart dependent; one without autoStart is told and may be started', async () => {
     const dependency = await ranOnce('schema first');
-    const auto = await create('auto after schema', { autoStart: true, dependsOn: [{ requirementId: dependency.id, until: 'done' }] });
-    const manual = await create('manual after schema', { dependsOn: [{ requirementId: dependency.id, until: 'done' }] });
+    const auto = await create('auto after schema', {
+      autoStart: true,
+      dependsOn: [{ requirementId: dependency.id, until: 'done' }],
+    });
+    const manual = await create('manual after schema', {
+      dependsOn: [{ requirementId: dependency.id, until: 'done' }],
+    });
     expect(auto.autoStart).toBe(true);
-    expect((await api().POST('/api/requirements/{id}/confirm', { params: { path: { id: dependency.id } } })).status).toBe(200);
+    expect(
+      (await api().POST('/api/requirements/{id}/confirm', { params: { path: { id: dependency.id } } })).status,
+    ).toBe(200);
 
     await settled(auto.id, 1);
     const [autoMessage] = await told(auto.id);
@@ -235,11 +276,19 @@ describe('Requirement dependencies', () => {
 
   it('an agent proposes children that depend on each other; the second starts itself when the first is done', async () => {
     const parent = await ranOnce('plans the work');
-    const token = manager.app.get(RunCredentialsService).issue({ requirementId: parent.id, runId: 'run_planner', sessionId: parent.session.id });
+    const token = manager.app
+      .get(RunCredentialsService)
+      .issue({ requirementId: parent.id, runId: 'run_planner', sessionId: parent.session.id });
     const propose = (body: Omit<Schemas['ProposeRequirementDto'], 'sourceSessionId'>) =>
-      apiClient(manager.url, { auth: token }).POST('/api/agent/requirements', { body: { sourceSessionId: parent.session.id, ...body } });
+      apiClient(manager.url, { auth: token }).POST('/api/agent/requirements', {
+        body: { sourceSessionId: parent.session.id, ...body },
+      });
     const first = await ok(propose({ title: 'step one' }));
-    const second = await propose({ autoStart: true, dependsOn: [{ requirementId: first.id, until: 'done' }], title: 'step two' });
+    const second = await propose({
+      autoStart: true,
+      dependsOn: [{ requirementId: first.id, until: 'done' }],
+      title: 'step two',
+    });
     expect(second.status).toBe(201);
     expect(second.data).toMatchObject({
       autoStart: true,
@@ -248,13 +297,19 @@ describe('Requirement dependencies', () => {
       parentRequirementId: parent.id,
     });
     // Proposed with start: true while unmet: the child exists (todo), its start refused like a person's.
-    const eager = await propose({ dependsOn: [{ requirementId: first.id, until: 'done' }], start: true, title: 'too eager' });
+    const eager = await propose({
+      dependsOn: [{ requirementId: first.id, until: 'done' }],
+      start: true,
+      title: 'too eager',
+    });
     expect(eager.status).toBe(409);
     expect(eager.error?.code).toBe('dependency_unmet');
 
     expect((await startRequirement(first.id)).status).toBe(202);
     await settled(first.id, 1);
-    expect((await api().POST('/api/requirements/{id}/confirm', { params: { path: { id: first.id } } })).status).toBe(200);
+    expect((await api().POST('/api/requirements/{id}/confirm', { params: { path: { id: first.id } } })).status).toBe(
+      200,
+    );
     await settled(second.data!.id, 1);
     expect(await told(second.data!.id)).toHaveLength(1);
   });
@@ -263,7 +318,9 @@ describe('Requirement dependencies', () => {
     const dependency = await create('withdrawn later');
     const dependent = await ranOnce('waits for the withdrawn one');
     await setDependencies(dependent.id, { dependsOn: [{ requirementId: dependency.id, until: 'done' }] });
-    expect((await api().DELETE('/api/requirements/{id}', { params: { path: { id: dependency.id } } })).status).toBe(204);
+    expect((await api().DELETE('/api/requirements/{id}', { params: { path: { id: dependency.id } } })).status).toBe(
+      204,
+    );
     const [message] = await until('the cancellation message', async () => {
       const messages = await told(dependent.id);
       return messages.length > 0 && messages;
@@ -271,17 +328,29 @@ describe('Requirement dependencies', () => {
     expect(message).toMatchObject({ deliverToRd: true, metadata: { event: 'cancelled' } });
     expect(message.body).toContain('Dependency cancelled: "withdrawn later"');
     const after = await get(dependent.id);
-    expect(after).toMatchObject({ session: { pendingMessageCount: 1, state: 'waiting_human' }, status: 'waiting_confirmation' });
+    expect(after).toMatchObject({
+      session: { pendingMessageCount: 1, state: 'waiting_human' },
+      status: 'waiting_confirmation',
+    });
     expect(after.dependsOn).toEqual([expect.objectContaining({ reason: 'cancelled', state: 'cancelled' })]);
     expect(await runs(dependent.id)).toHaveLength(1);
   });
 
   it('tells at the next start what a crash left untold (met, committed, not delivered)', async () => {
     const dependency = await ranOnce('crash source');
-    const dependent = await create('crash dependent', { autoStart: true, dependsOn: [{ requirementId: dependency.id, until: 'done' }] });
+    const dependent = await create('crash dependent', {
+      autoStart: true,
+      dependsOn: [{ requirementId: dependency.id, until: 'done' }],
+    });
     // What a crash between the two commits leaves: the dependency met, the dependent not told.
     await manager.app.get(Database).write(async (tx) => {
-      await manager.app.get(DependenciesRepository).change(tx, dependent.id, dependency.id, { reason: 'confirmed done', resolvedAt: new Date().toISOString(), state: 'met' });
+      await manager.app
+        .get(DependenciesRepository)
+        .change(tx, dependent.id, dependency.id, {
+          reason: 'confirmed done',
+          resolvedAt: new Date().toISOString(),
+          state: 'met',
+        });
     });
     expect(await told(dependent.id)).toEqual([]);
     await restart();

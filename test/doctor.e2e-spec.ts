@@ -61,18 +61,22 @@ describe('agent-manager doctor', () => {
   function doctor(options: { args?: string[]; env?: NodeJS.ProcessEnv; json?: boolean } = {}): Promise<Result> {
     const json = options.json ?? true;
     return new Promise((resolve) => {
-      const child = spawn(process.execPath, [BIN, 'doctor', '--port', '0', ...(json ? ['--json'] : []), ...(options.args ?? [])], {
-        cwd: repo,
-        env: {
-          CODE_FACTORY_GITHUB_API_URL: github.url,
-          CODE_FACTORY_HOME: path.join(home, '.code-factory'),
-          GITHUB_TOKEN: 'good-token',
-          HOME: home,
-          PATH: fullPath,
-          ...options.env,
+      const child = spawn(
+        process.execPath,
+        [BIN, 'doctor', '--port', '0', ...(json ? ['--json'] : []), ...(options.args ?? [])],
+        {
+          cwd: repo,
+          env: {
+            CODE_FACTORY_GITHUB_API_URL: github.url,
+            CODE_FACTORY_HOME: path.join(home, '.code-factory'),
+            GITHUB_TOKEN: 'good-token',
+            HOME: home,
+            PATH: fullPath,
+            ...options.env,
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
         },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      );
       let stdout = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
       child.on('exit', (code) => {
@@ -122,7 +126,10 @@ describe('agent-manager doctor', () => {
     // The files the CLIs themselves read: Codex's auth.json (an API key login) and Claude Code's
     // stored claude.ai login. Neither status command calls a model.
     fs.mkdirSync(path.join(home, '.codex'));
-    fs.writeFileSync(path.join(home, '.codex', 'auth.json'), JSON.stringify({ OPENAI_API_KEY: 'sk-test-not-a-real-key' }));
+    fs.writeFileSync(
+      path.join(home, '.codex', 'auth.json'),
+      JSON.stringify({ OPENAI_API_KEY: 'sk-test-not-a-real-key' }),
+    );
     fs.mkdirSync(path.join(home, '.claude'));
     fs.writeFileSync(
       path.join(home, '.claude', '.credentials.json'),
@@ -159,7 +166,9 @@ describe('agent-manager doctor', () => {
     expect(json.check('claude').detail).toMatch(/^\d+\.\d+\.\d+ \(Claude Code\) at .*; logged in$/);
     expect(json.check('github').detail).toBe('token from GITHUB_TOKEN (octocat); scopes: repo, read:org');
     // The token went to the configured GitHub, nowhere else.
-    expect(github.requests.filter((r) => r.path === '/user').map((r) => r.authorization)).toContain('Bearer good-token');
+    expect(github.requests.filter((r) => r.path === '/user').map((r) => r.authorization)).toContain(
+      'Bearer good-token',
+    );
 
     const human = await doctor({ json: false });
     expect(human.code).toBe(0);
@@ -180,7 +189,14 @@ describe('agent-manager doctor', () => {
 
   it('warns about one missing agent CLI and fails when neither is installed', async () => {
     const onlyClaude = await doctor({
-      env: { PATH: pathOf({ bwrap: which('bwrap'), claude: fs.realpathSync(path.join(CLIS, 'claude')), git: which('git'), node: process.execPath }) },
+      env: {
+        PATH: pathOf({
+          bwrap: which('bwrap'),
+          claude: fs.realpathSync(path.join(CLIS, 'claude')),
+          git: which('git'),
+          node: process.execPath,
+        }),
+      },
     });
     expect(onlyClaude.code).toBe(0);
     expect(onlyClaude.check('codex')).toMatchObject({
@@ -205,14 +221,20 @@ describe('agent-manager doctor', () => {
     const missing = path.join(base, 'no-such-codex');
     const result = await doctor({ env: { CODE_FACTORY_CODEX_EXECUTABLE: missing } });
     // Not "not on the PATH" (a path is not looked up there), and not a mere warning: its runs fail.
-    expect(result.check('codex')).toMatchObject({ detail: `${missing} (codexExecutable) does not exist: runs with Codex CLI fail`, required: false, status: 'fail' });
+    expect(result.check('codex')).toMatchObject({
+      detail: `${missing} (codexExecutable) does not exist: runs with Codex CLI fail`,
+      required: false,
+      status: 'fail',
+    });
     expect(result.check('codex').fix).toContain('set codexExecutable');
     // Claude Code is there: the manager can run, so doctor passes, but does not claim all is well.
     expect(result.code).toBe(0);
     const notExecutable = path.join(base, 'codex-not-executable');
     fs.writeFileSync(notExecutable, '#!/bin/sh\n', { mode: 0o644 });
     const plain = await doctor({ env: { CODE_FACTORY_CODEX_EXECUTABLE: notExecutable } });
-    expect(plain.check('codex').detail).toBe(`${notExecutable} (codexExecutable) is not an executable file: runs with Codex CLI fail`);
+    expect(plain.check('codex').detail).toBe(
+      `${notExecutable} (codexExecutable) is not an executable file: runs with Codex CLI fail`,
+    );
   }, 120_000);
 
   it("takes Codex's API-key model provider (env_key in config.toml), like Claude Code's API key, for a login", async () => {
@@ -242,7 +264,9 @@ describe('agent-manager doctor', () => {
   }, 120_000);
 
   it('fails without git', async () => {
-    const result = await doctor({ env: { PATH: pathOf({ codex: fs.realpathSync(path.join(CLIS, 'codex')), node: process.execPath }) } });
+    const result = await doctor({
+      env: { PATH: pathOf({ codex: fs.realpathSync(path.join(CLIS, 'codex')), node: process.execPath }) },
+    });
     expect(result.code).toBe(1);
     expect(result.check('git')).toMatchObject({ detail: 'git is not on the PATH', required: true, status: 'fail' });
     expect(result.check('git').fix).toContain('install git');
@@ -261,7 +285,9 @@ describe('agent-manager doctor', () => {
     const result = await doctor();
     expect(result.code).toBe(0);
     expect(result.check('git')).toMatchObject({ required: false, status: 'warn' });
-    expect(result.check('git').detail).toContain('has no commit yet: agents would work in place, directly in your checkout');
+    expect(result.check('git').detail).toContain(
+      'has no commit yet: agents would work in place, directly in your checkout',
+    );
     expect(result.check('git').fix).toContain('make a first commit');
     const human = await doctor({ json: false });
     expect(human.stdout).toMatch(/^! git\s+git version/m);
@@ -269,7 +295,8 @@ describe('agent-manager doctor', () => {
 
   it('reports the GitHub token: none, rejected, short of scopes, fine-grained, unreachable', async () => {
     // Without the agent CLIs (slow to start, and beside the point here).
-    const light = (env: NodeJS.ProcessEnv) => doctor({ env: { PATH: pathOf({ git: which('git'), node: process.execPath }), ...env } });
+    const light = (env: NodeJS.ProcessEnv) =>
+      doctor({ env: { PATH: pathOf({ git: which('git'), node: process.execPath }), ...env } });
     const none = await light({ GITHUB_TOKEN: '' });
     expect(none.check('github')).toMatchObject({ required: false, status: 'warn' });
     expect(none.check('github').detail).toContain('no token in GITHUB_TOKEN, GH_TOKEN or `gh auth token`');
@@ -306,7 +333,11 @@ describe('agent-manager doctor', () => {
   }, 180_000);
 
   it('warns when agents could not be isolated: bubblewrap missing, or isolation off', async () => {
-    const noBwrap = await doctor({ env: { PATH: pathOf({ codex: fs.realpathSync(path.join(CLIS, 'codex')), git: which('git'), node: process.execPath }) } });
+    const noBwrap = await doctor({
+      env: {
+        PATH: pathOf({ codex: fs.realpathSync(path.join(CLIS, 'codex')), git: which('git'), node: process.execPath }),
+      },
+    });
     expect(noBwrap.code).toBe(0);
     expect(noBwrap.check('isolation')).toMatchObject({ required: false, status: 'warn' });
     expect(noBwrap.check('isolation').detail).toContain('bubblewrap (`bwrap`) is not installed');
@@ -336,12 +367,17 @@ describe('agent-manager doctor', () => {
     fs.writeFileSync(file, '');
     const result = await doctor({ env: { CODE_FACTORY_HOME: path.join(file, 'home') } });
     expect(result.code).toBe(1);
-    expect(result.check('dataDirectory')).toMatchObject({ detail: `${file} is not a directory`, required: true, status: 'fail' });
+    expect(result.check('dataDirectory')).toMatchObject({
+      detail: `${file} is not a directory`,
+      required: true,
+      status: 'fail',
+    });
     expect(fs.existsSync(path.join(file, 'home'))).toBe(false);
   }, 120_000);
 
   it('checks the store: the SQLite file, a PostgreSQL server that is down or refuses the login, and one that is fine', async () => {
-    const light = (env: NodeJS.ProcessEnv) => doctor({ env: { PATH: pathOf({ git: which('git'), node: process.execPath }), ...env } });
+    const light = (env: NodeJS.ProcessEnv) =>
+      doctor({ env: { PATH: pathOf({ git: which('git'), node: process.execPath }), ...env } });
     const sqlite = await light({});
     expect(sqlite.check('database')).toMatchObject({ required: true, status: 'ok' });
     expect(sqlite.check('database').detail).toMatch(/^SQLite, .*factory\.sqlite \(created at first start\)$/);
@@ -361,7 +397,9 @@ describe('agent-manager doctor', () => {
       const url = new URL(process.env.TEST_DATABASE_URL);
       const fine = await light({ CODE_FACTORY_DATABASE_URL: url.toString() });
       expect(fine.check('database')).toMatchObject({ status: 'ok' });
-      expect(fine.check('database').detail).toMatch(/^PostgreSQL \d+.* schema am_[0-9a-f]{16} \(created at first start\)$/);
+      expect(fine.check('database').detail).toMatch(
+        /^PostgreSQL \d+.* schema am_[0-9a-f]{16} \(created at first start\)$/,
+      );
       url.username = 'nobody_here';
       const refused = await light({ CODE_FACTORY_DATABASE_URL: url.toString() });
       expect(refused.check('database')).toMatchObject({ status: 'fail' });
@@ -376,14 +414,30 @@ describe('agent-manager doctor', () => {
       const first = await manager.api.GET('/api/doctor');
       expect(first.status).toBe(200);
       const checks = first.data!.checks as Check[];
-      expect(checks.map((c) => c.id)).toEqual(['node', 'git', 'codex', 'claude', 'github', 'isolation', 'worktrees', 'port', 'dataDirectory', 'database']);
+      expect(checks.map((c) => c.id)).toEqual([
+        'node',
+        'git',
+        'codex',
+        'claude',
+        'github',
+        'isolation',
+        'worktrees',
+        'port',
+        'dataDirectory',
+        'database',
+      ]);
       // Its own port is in use by itself: reported as served, not probed.
-      expect(checks.find((c) => c.id === 'port')).toMatchObject({ detail: `serving on ${manager.origin}`, status: 'ok' });
+      expect(checks.find((c) => c.id === 'port')).toMatchObject({
+        detail: `serving on ${manager.origin}`,
+        status: 'ok',
+      });
       expect(checks.find((c) => c.id === 'database')?.status).toBe('ok');
       const again = await manager.api.GET('/api/doctor');
       expect(again.data!.checkedAt).toBe(first.data!.checkedAt);
       // Concurrent refreshes share one probe.
-      const refreshed = await Promise.all([1, 2, 3].map(() => manager.api.GET('/api/doctor', { params: { query: { refresh: 'true' } } })));
+      const refreshed = await Promise.all(
+        [1, 2, 3].map(() => manager.api.GET('/api/doctor', { params: { query: { refresh: 'true' } } })),
+      );
       expect(new Set(refreshed.map((r) => r.data!.checkedAt)).size).toBe(1);
       expect(refreshed[0].data!.checkedAt > first.data!.checkedAt).toBe(true);
       // A refresh value the API does not take: untyped on purpose.

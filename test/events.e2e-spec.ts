@@ -15,7 +15,8 @@ describe('ManagerEvents over SSE', () => {
     open.push(connection);
     return connection;
   };
-  const reply = (message: string) => manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirementId } }, body: { message } });
+  const reply = (message: string) =>
+    manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirementId } }, body: { message } });
   const lastEventId = async () => (await snapshotStore(manager.dataDirectory())).maxEventId;
   const ids = (connection: SseConnection) => connection.events.map((e) => e.id);
   const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
@@ -52,7 +53,11 @@ describe('ManagerEvents over SSE', () => {
     expect(event).toMatchObject({ event: 'message.created', id: event.data.id });
     expect(event.data).toMatchObject({
       // The person the manager acts for (issue 29): named on every event their requests cause.
-      actor: { id: expect.stringMatching(/^person_[0-9a-f]{24}$/) as string, kind: 'human', name: expect.any(String) as string },
+      actor: {
+        id: expect.stringMatching(/^person_[0-9a-f]{24}$/) as string,
+        kind: 'human',
+        name: expect.any(String) as string,
+      },
       payload: { message: { body: 'hello', id: res.data!.message.id }, requirement: { id: requirementId } },
       requirementId,
       runId: null,
@@ -131,13 +136,19 @@ describe('a slow SSE client', () => {
       const { port } = new URL(manager.origin);
       const socket = net.connect(Number(port), '127.0.0.1');
       await new Promise((r) => socket.once('connect', r));
-      socket.write(`GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${manager.token}\r\n\r\n`);
+      socket.write(
+        `GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${manager.token}\r\n\r\n`,
+      );
       socket.pause(); // never reads: the kernel buffers fill, then the server's
       const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
       socket.on('error', () => undefined);
       const body = 'x'.repeat(20_000);
       for (let round = 0; round < 20; round++) {
-        await Promise.all(Array.from({ length: 25 }, () => manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id } }, body: { message: body } })));
+        await Promise.all(
+          Array.from({ length: 25 }, () =>
+            manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id } }, body: { message: body } }),
+          ),
+        );
       }
       // About 20 MB of frames went to a reader that took none: it must have been cut off.
       socket.resume();
@@ -147,7 +158,10 @@ describe('a slow SSE client', () => {
       expect(received).toBeLessThan(20 * 1024 * 1024);
       // The server stays healthy, and other clients still get events.
       const fresh = await connectSse(`${manager.origin}/api/events`);
-      await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id } }, body: { message: 'still here' } });
+      await manager.api.POST('/api/requirements/{id}/reply', {
+        params: { path: { id } },
+        body: { message: 'still here' },
+      });
       await fresh.waitFor(1);
       fresh.close();
     } finally {

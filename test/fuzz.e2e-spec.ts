@@ -32,8 +32,14 @@ interface Outcome {
 }
 
 function describeRequest(r: FuzzRequest): string {
-  const headers = Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, v.length > 200 ? `${v.slice(0, 200)}…(${v.length} chars)` : v]));
-  const body = r.body ? (r.body.length > 400 ? `${r.body.subarray(0, 400).toString('utf8')}…(${r.body.length} bytes)` : r.body.toString('utf8')) : '(none)';
+  const headers = Object.fromEntries(
+    Object.entries(r.headers).map(([k, v]) => [k, v.length > 200 ? `${v.slice(0, 200)}…(${v.length} chars)` : v]),
+  );
+  const body = r.body
+    ? r.body.length > 400
+      ? `${r.body.subarray(0, 400).toString('utf8')}…(${r.body.length} bytes)`
+      : r.body.toString('utf8')
+    : '(none)';
   const p = r.path.length > 300 ? `${r.path.slice(0, 300)}…(${r.path.length} chars)` : r.path;
   return `${r.method} ${p}\n    endpoint: ${r.endpoint}\n    tags: ${r.tags.join(', ')}\n    headers: ${JSON.stringify(headers)}\n    body: ${JSON.stringify(body)}`;
 }
@@ -110,13 +116,19 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
     // Generated requests, valid or not: untyped on purpose.
     const api = (method: string, p: string, body?: unknown) => sendUntyped(manager.origin, method, p, body as object);
     const create = async (title: string, provider = 'codex') => {
-      const res = await api('POST', '/api/requirements', { description: `seeded for fuzzing: ${title}`, provider, title });
+      const res = await api('POST', '/api/requirements', {
+        description: `seeded for fuzzing: ${title}`,
+        provider,
+        title,
+      });
       expect(res.status).toBe(201);
       pools.requirement.push(res.json.id);
       return res.json.id as string;
     };
     const upload = async (id: string, name: string, bytes: Buffer) => {
-      const res = await sendUntyped(manager.origin, 'POST', `/api/requirements/${id}/attachments`, bytes, { 'X-File-Name': encodeURIComponent(name) });
+      const res = await sendUntyped(manager.origin, 'POST', `/api/requirements/${id}/attachments`, bytes, {
+        'X-File-Name': encodeURIComponent(name),
+      });
       expect(res.status).toBe(201);
       pools.attachment.push(res.json.id);
       return res.json.id as string;
@@ -126,7 +138,11 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
     await upload(todo, 'notes.txt', Buffer.from('hello'));
     await upload(todo, '设计稿.md', Buffer.from('# design'));
     await upload(todo, 'pixel.png', Buffer.from('89504e470d0a1a0a0000000d4948445200000001', 'hex'));
-    const timer = await api('POST', `/api/requirements/${todo}/timers`, { description: 'seeded timer', intervalSeconds: 3600, schedule: 'once' });
+    const timer = await api('POST', `/api/requirements/${todo}/timers`, {
+      description: 'seeded timer',
+      intervalSeconds: 3600,
+      schedule: 'once',
+    });
     expect(timer.status).toBe(201);
     pools.timer.push(timer.json.id);
     // doing: started with a message and an attachment (the idle agent holds the run open)
@@ -134,7 +150,11 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
     const claimed = await upload(doing, 'spec.txt', Buffer.from('claimed by the start message'));
     const started = await api('POST', `/api/requirements/${doing}/start`, { attachmentIds: [claimed], message: 'go' });
     expect(started.status).toBeLessThan(300);
-    const recurring = await api('POST', `/api/requirements/${doing}/timers`, { description: 'recurring', intervalSeconds: 86400, schedule: 'recurring' });
+    const recurring = await api('POST', `/api/requirements/${doing}/timers`, {
+      description: 'recurring',
+      intervalSeconds: 86400,
+      schedule: 'recurring',
+    });
     pools.timer.push(recurring.json.id);
     await api('POST', `/api/requirements/${doing}/reply`, { message: 'queued behind the active run' });
     // its worktree has a changed file, for the changes and diff endpoints
@@ -151,7 +171,11 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
     expect(interrupted.status).toBeLessThan(300);
     // cancelled, with a cancelled timer
     const cancelled = await create('cancelled');
-    const t2 = await api('POST', `/api/requirements/${cancelled}/timers`, { description: 'to cancel', intervalSeconds: 600, schedule: 'once' });
+    const t2 = await api('POST', `/api/requirements/${cancelled}/timers`, {
+      description: 'to cancel',
+      intervalSeconds: 600,
+      schedule: 'once',
+    });
     pools.timer.push(t2.json.id);
     await api('DELETE', `/api/requirements/${cancelled}/timers/${t2.json.id}`);
     expect((await api('DELETE', `/api/requirements/${cancelled}`)).status).toBeLessThan(300);
@@ -199,7 +223,12 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
     const byEndpoint: Record<string, Record<string, number>> = {};
     const byTag: Record<string, number> = {};
     for (const { request, response } of outcomes) {
-      const cls = response.status > 0 ? `${Math.floor(response.status / 100)}xx` : response.status === -1 ? 'client-refused' : 'no-answer';
+      const cls =
+        response.status > 0
+          ? `${Math.floor(response.status / 100)}xx`
+          : response.status === -1
+            ? 'client-refused'
+            : 'no-answer';
       byClass[cls] = (byClass[cls] ?? 0) + 1;
       const e = (byEndpoint[request.endpoint] ??= {});
       e[cls] = (e[cls] ?? 0) + 1;
@@ -248,7 +277,13 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
       'GET /api/requirements/{id}/changes/diff',
     ]);
     const coverage = Object.fromEntries(
-      WAVE_2.map((label) => [label, { answered: byEndpoint[label]?.['2xx'] ?? 0, sent: Object.values(byEndpoint[label] ?? {}).reduce((a, b) => a + b, 0) }]),
+      WAVE_2.map((label) => [
+        label,
+        {
+          answered: byEndpoint[label]?.['2xx'] ?? 0,
+          sent: Object.values(byEndpoint[label] ?? {}).reduce((a, b) => a + b, 0),
+        },
+      ]),
     );
     for (const [label, { answered, sent }] of Object.entries(coverage)) {
       expect({ label, sent: sent >= PER_OPERATION }).toEqual({ label, sent: true });
@@ -264,7 +299,8 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
 
     // --- per-request properties
     const failures: string[] = [];
-    const report = (what: string, o: Outcome) => failures.push(`${what}\n  request: ${describeRequest(o.request)}\n  response: ${describeResponse(o.response)}`);
+    const report = (what: string, o: Outcome) =>
+      failures.push(`${what}\n  request: ${describeRequest(o.request)}\n  response: ${describeResponse(o.response)}`);
     for (const o of outcomes) {
       if (o.response.status === -1) {
         continue; // never sent: node:http refused the header bytes
@@ -335,11 +371,18 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
       100,
     ).catch(() => checkConsistency(manager.dataDirectory()));
 
-    console.log(`client-side refusals (invalid header bytes, not sent): ${clientRefused}; SSE monitor saw ${seen.length} events; log errors: ${logErrors.length}`);
+    console.log(
+      `client-side refusals (invalid header bytes, not sent): ${clientRefused}; SSE monitor saw ${seen.length} events; log errors: ${logErrors.length}`,
+    );
     if (process.env.FUZZ_REPORT) {
       fs.writeFileSync(process.env.FUZZ_REPORT, [...failures, ...processProblems, ...storeProblems].join('\n\n'));
     }
-    const all = [...failures.slice(0, 25), ...(failures.length > 25 ? [`… and ${failures.length - 25} more`] : []), ...processProblems, ...storeProblems];
+    const all = [
+      ...failures.slice(0, 25),
+      ...(failures.length > 25 ? [`… and ${failures.length - 25} more`] : []),
+      ...processProblems,
+      ...storeProblems,
+    ];
     if (all.length > 0) {
       throw new Error(
         `${failures.length} request failures, ${processProblems.length} process problems, ${storeProblems.length} store problems (seed ${SEED}):\n\n${all.join('\n\n')}`,
@@ -352,7 +395,10 @@ describe('HTTP fuzzing: generated requests against every endpoint', () => {
     const errorsBeforeStop = readLogErrors(manager.dataDirectory()).length;
     expect(await manager.stop()).toBe(0);
     if (!onPostgres()) {
-      const [integrity] = await query<{ integrity_check: string }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'PRAGMA integrity_check');
+      const [integrity] = await query<{ integrity_check: string }>(
+        path.join(manager.dataDirectory(), 'factory.sqlite'),
+        'PRAGMA integrity_check',
+      );
       expect(integrity?.integrity_check).toBe('ok');
     }
     expect(readLogErrors(manager.dataDirectory()).slice(errorsBeforeStop)).toEqual([]);

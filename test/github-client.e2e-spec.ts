@@ -8,7 +8,14 @@ import { Logger, LoggerService } from '@nestjs/common';
 import { OctokitGitHubClient, GitHubClientOptions, createGitHubClient } from '@server/github/github-client';
 import { GitHubError } from '@server/github/github.errors';
 import { resolveGitHubToken } from '@server/github/github-token';
-import { PullRequestFetchError, PullRequestResult, PullRequestSnapshot, PullRequestSummary, PullRequestSummaryResult, pullRequestKey } from '@server/github/github.types';
+import {
+  PullRequestFetchError,
+  PullRequestResult,
+  PullRequestSnapshot,
+  PullRequestSummary,
+  PullRequestSummaryResult,
+  pullRequestKey,
+} from '@server/github/github.types';
 
 import { FakeGitHubServer, githubLikeGraphqlCost } from './support/fake-github-server';
 
@@ -58,8 +65,10 @@ describe(OctokitGitHubClient.name, () => {
   let fake: FakeGitHubServer;
   const logs = new RecordingLogger();
 
-  const client = (options: Partial<GitHubClientOptions> = {}) => new OctokitGitHubClient({ baseUrl: fake.url, retryBaseDelayMs: 10, timeoutMs: 3_000, token: TOKEN, ...options });
-  const refs = (count: number, first = 1) => Array.from({ length: count }, (_, i) => ({ number: first + i, repository: REPO }));
+  const client = (options: Partial<GitHubClientOptions> = {}) =>
+    new OctokitGitHubClient({ baseUrl: fake.url, retryBaseDelayMs: 10, timeoutMs: 3_000, token: TOKEN, ...options });
+  const refs = (count: number, first = 1) =>
+    Array.from({ length: count }, (_, i) => ({ number: first + i, repository: REPO }));
 
   beforeAll(() => Logger.overrideLogger(logs));
   afterAll(() => {
@@ -92,17 +101,41 @@ describe(OctokitGitHubClient.name, () => {
     });
 
     it('maps state, branches, mergeability, comments, reviews, inline comments and checks', async () => {
-      fake.addPullRequest({ baseBranch: 'develop', headBranch: 'feat/x', isDraft: true, mergeable: 'CONFLICTING', number: 7, repository: REPO, title: 'Add X' });
+      fake.addPullRequest({
+        baseBranch: 'develop',
+        headBranch: 'feat/x',
+        isDraft: true,
+        mergeable: 'CONFLICTING',
+        number: 7,
+        repository: REPO,
+        title: 'Add X',
+      });
       const comment = fake.addComment(REPO, 7, { author: 'alice', authorAssociation: 'MEMBER', body: 'Please rename' });
       fake.addComment(REPO, 7, { author: null, body: 'from a deleted account' });
       const review = fake.addReview(REPO, 7, { author: 'bob', body: 'Needs tests', state: 'CHANGES_REQUESTED' });
       fake.addReview(REPO, 7, { author: 'bob', body: 'draft, unsubmitted', state: 'PENDING' });
-      const inline = fake.addReviewComment(REPO, 7, { author: 'carol', body: 'off by one', line: 42, path: 'src/a.ts' });
-      fake.addReviewComment(REPO, 7, { author: 'dave', body: 'agreed', line: null, path: 'src/a.ts', threadId: inline.threadId });
+      const inline = fake.addReviewComment(REPO, 7, {
+        author: 'carol',
+        body: 'off by one',
+        line: 42,
+        path: 'src/a.ts',
+      });
+      fake.addReviewComment(REPO, 7, {
+        author: 'dave',
+        body: 'agreed',
+        line: null,
+        path: 'src/a.ts',
+        threadId: inline.threadId,
+      });
       const headSha = fake.push(REPO, 7, 'a'.repeat(40));
       fake.setCheckRun(REPO, 7, { conclusion: 'FAILURE', name: 'build', status: 'COMPLETED' });
       fake.setCheckRun(REPO, 7, { name: 'lint', status: 'IN_PROGRESS' });
-      fake.setStatus(REPO, 7, { context: 'ci/legacy', description: 'tests failed', state: 'FAILURE', targetUrl: 'https://ci.example.test/1' });
+      fake.setStatus(REPO, 7, {
+        context: 'ci/legacy',
+        description: 'tests failed',
+        state: 'FAILURE',
+        targetUrl: 'https://ci.example.test/1',
+      });
       fake.addPullRequest({ number: 8, repository: REPO, state: 'MERGED' });
       fake.addPullRequest({ number: 9, repository: REPO, state: 'CLOSED' });
 
@@ -125,24 +158,62 @@ describe(OctokitGitHubClient.name, () => {
         url: 'https://github.test/Acme/Widgets/pull/7',
       });
       expect(pr.comments).toEqual([
-        { author: 'alice', authorAssociation: 'MEMBER', body: 'Please rename', createdAt: comment.createdAt, databaseId: comment.databaseId, id: comment.id, url: comment.url },
+        {
+          author: 'alice',
+          authorAssociation: 'MEMBER',
+          body: 'Please rename',
+          createdAt: comment.createdAt,
+          databaseId: comment.databaseId,
+          id: comment.id,
+          url: comment.url,
+        },
         expect.objectContaining({ author: null, body: 'from a deleted account' }),
       ]);
-      expect(pr.reviews).toEqual([expect.objectContaining({ author: 'bob', body: 'Needs tests', id: review.id, state: 'CHANGES_REQUESTED', submittedAt: review.submittedAt })]);
+      expect(pr.reviews).toEqual([
+        expect.objectContaining({
+          author: 'bob',
+          body: 'Needs tests',
+          id: review.id,
+          state: 'CHANGES_REQUESTED',
+          submittedAt: review.submittedAt,
+        }),
+      ]);
       expect(pr.reviewComments).toEqual([
-        expect.objectContaining({ author: 'carol', body: 'off by one', line: 42, path: 'src/a.ts', threadId: inline.threadId, url: inline.url }),
+        expect.objectContaining({
+          author: 'carol',
+          body: 'off by one',
+          line: 42,
+          path: 'src/a.ts',
+          threadId: inline.threadId,
+          url: inline.url,
+        }),
         expect.objectContaining({ author: 'dave', body: 'agreed', line: null, threadId: inline.threadId }),
       ]);
       expect(pr.checkRuns).toEqual([
-        { conclusion: 'FAILURE', id: expect.any(Number), name: 'build', status: 'COMPLETED', url: expect.stringMatching(/^https:\/\/ci\.example\.test\/runs\/\d+$/) },
+        {
+          conclusion: 'FAILURE',
+          id: expect.any(Number),
+          name: 'build',
+          status: 'COMPLETED',
+          url: expect.stringMatching(/^https:\/\/ci\.example\.test\/runs\/\d+$/),
+        },
         { conclusion: null, id: expect.any(Number), name: 'lint', status: 'IN_PROGRESS', url: expect.any(String) },
       ]);
-      expect(pr.statuses).toEqual([{ context: 'ci/legacy', description: 'tests failed', state: 'FAILURE', url: 'https://ci.example.test/1' }]);
+      expect(pr.statuses).toEqual([
+        { context: 'ci/legacy', description: 'tests failed', state: 'FAILURE', url: 'https://ci.example.test/1' },
+      ]);
       expect(snapshot(results.get('acme/widgets#8'))).toMatchObject({ state: 'merged', status: 'merged' });
-      expect(snapshot(results.get('acme/widgets#9'))).toMatchObject({ checkRuns: [], checksState: null, state: 'closed', status: 'closed' });
+      expect(snapshot(results.get('acme/widgets#9'))).toMatchObject({
+        checkRuns: [],
+        checksState: null,
+        state: 'closed',
+        status: 'closed',
+      });
 
       fake.update(REPO, 7, { isDraft: false, mergeable: 'MERGEABLE' });
-      const later = snapshot((await client().fetchPullRequests([{ number: 7, repository: REPO }])).get('acme/widgets#7'));
+      const later = snapshot(
+        (await client().fetchPullRequests([{ number: 7, repository: REPO }])).get('acme/widgets#7'),
+      );
       expect(later).toMatchObject({ mergeable: 'MERGEABLE', status: 'open' });
       expect(Date.parse(later.updatedAt)).toBeGreaterThan(Date.parse(pr.updatedAt));
     });
@@ -151,13 +222,24 @@ describe(OctokitGitHubClient.name, () => {
       refs(4).forEach((ref) => fake.addPullRequest(ref));
       fake.failPullRequest(REPO, 2, 'FORBIDDEN', 'Resource not accessible by integration');
 
-      const results = await client().fetchPullRequests([...refs(4), { number: 99, repository: 'acme/gone' }, { number: 1, repository: 'not a repo' }]);
+      const results = await client().fetchPullRequests([
+        ...refs(4),
+        { number: 99, repository: 'acme/gone' },
+        { number: 1, repository: 'not a repo' },
+      ]);
 
       expect(fake.counts().graphql).toBe(1);
-      expect(failure(results.get('acme/widgets#2'))).toMatchObject({ code: 'forbidden', message: 'Resource not accessible by integration' });
+      expect(failure(results.get('acme/widgets#2'))).toMatchObject({
+        code: 'forbidden',
+        message: 'Resource not accessible by integration',
+      });
       expect(failure(results.get('acme/gone#99')).code).toBe('not_found');
       expect(failure(results.get('not a repo#1')).code).toBe('not_found');
-      expect([1, 3, 4].map((n) => results.get(`acme/widgets#${n}`)?.kind)).toEqual(['snapshot', 'snapshot', 'snapshot']);
+      expect([1, 3, 4].map((n) => results.get(`acme/widgets#${n}`)?.kind)).toEqual([
+        'snapshot',
+        'snapshot',
+        'snapshot',
+      ]);
       expect(fake.requests[0].pullRequests).toBe(5); // the invalid ref is never sent
     });
 
@@ -278,7 +360,8 @@ describe(OctokitGitHubClient.name, () => {
   });
 
   describe('fetchPullRequestSummaries', () => {
-    const fingerprints = (results: Map<string, PullRequestSummaryResult>) => new Map([...results].map(([key, result]) => [key, summary(result).fingerprint]));
+    const fingerprints = (results: Map<string, PullRequestSummaryResult>) =>
+      new Map([...results].map(([key, result]) => [key, summary(result).fingerprint]));
     /** Runs `change` without the updatedAt bump the fake's helpers make, to show the counts alone change the fingerprint. */
     const keepingUpdatedAt = (number: number, change: () => unknown) => {
       const before = fake.pullRequest(REPO, number).updatedAt;
@@ -295,7 +378,13 @@ describe(OctokitGitHubClient.name, () => {
       const results = await sut.fetchPullRequestSummaries(refs(250));
 
       expect(results.size).toBe(250);
-      expect(summary(results.get('acme/widgets#250'))).toMatchObject({ kind: 'summary', number: 250, repository: REPO, state: 'open', status: 'open' });
+      expect(summary(results.get('acme/widgets#250'))).toMatchObject({
+        kind: 'summary',
+        number: 250,
+        repository: REPO,
+        state: 'open',
+        status: 'open',
+      });
       expect(fake.requests.map((r) => [r.kind, r.query, r.pullRequests, r.cost])).toEqual([
         ['graphql', 'summary', 100, 5],
         ['graphql', 'summary', 100, 5],
@@ -332,8 +421,19 @@ describe(OctokitGitHubClient.name, () => {
         ['became conflicting', (n) => (fake.pullRequest(REPO, n).mergeable = 'CONFLICTING')],
         ['commented', (n) => keepingUpdatedAt(n, () => fake.addComment(REPO, n, { body: 'more' }))],
         ['reviewed', (n) => keepingUpdatedAt(n, () => fake.addReview(REPO, n, { state: 'APPROVED' }))],
-        ['inline comment', (n) => keepingUpdatedAt(n, () => fake.addReviewComment(REPO, n, { body: 'here', path: 'b.ts' }))],
-        ['inline reply', (n) => fake.addReviewComment(REPO, n, { body: 'done', path: 'a.ts', threadId: fake.pullRequest(REPO, n).reviewThreads[0].id })],
+        [
+          'inline comment',
+          (n) => keepingUpdatedAt(n, () => fake.addReviewComment(REPO, n, { body: 'here', path: 'b.ts' })),
+        ],
+        [
+          'inline reply',
+          (n) =>
+            fake.addReviewComment(REPO, n, {
+              body: 'done',
+              path: 'a.ts',
+              threadId: fake.pullRequest(REPO, n).reviewThreads[0].id,
+            }),
+        ],
         ['check run added', (n) => fake.setCheckRun(REPO, n, { name: 'lint', status: 'QUEUED' })],
         ['check run started', (n) => fake.setCheckRun(REPO, n, { name: 'build', status: 'IN_PROGRESS' })],
         ['check run concluded', (n) => fake.setCheckRun(REPO, n, { conclusion: 'SUCCESS', name: 'build' })],
@@ -369,10 +469,17 @@ describe(OctokitGitHubClient.name, () => {
       refs(3).forEach((ref) => fake.addPullRequest(ref));
       fake.failPullRequest(REPO, 2, 'FORBIDDEN', 'Resource not accessible by integration');
 
-      const results = await client().fetchPullRequestSummaries([...refs(3), { number: 99, repository: 'acme/gone' }, { number: 0, repository: REPO }]);
+      const results = await client().fetchPullRequestSummaries([
+        ...refs(3),
+        { number: 99, repository: 'acme/gone' },
+        { number: 0, repository: REPO },
+      ]);
 
       expect(fake.requests.map((r) => [r.query, r.pullRequests])).toEqual([['summary', 4]]);
-      expect(failure(results.get('acme/widgets#2'))).toMatchObject({ code: 'forbidden', message: 'Resource not accessible by integration' });
+      expect(failure(results.get('acme/widgets#2'))).toMatchObject({
+        code: 'forbidden',
+        message: 'Resource not accessible by integration',
+      });
       expect(failure(results.get('acme/gone#99')).code).toBe('not_found');
       expect(failure(results.get('acme/widgets#0')).code).toBe('not_found');
       expect([1, 3].map((n) => results.get(`acme/widgets#${n}`)?.kind)).toEqual(['summary', 'summary']);
@@ -397,7 +504,9 @@ describe(OctokitGitHubClient.name, () => {
       const first = await sut.fetchPullRequestSummaries(refs(3));
       const second = await sut.fetchPullRequestSummaries(refs(3));
 
-      expect([...first.values()].map((r) => failure(r))).toEqual(refs(3).map((ref) => expect.objectContaining({ cause: 'rate_limited', code: 'skipped', ref })));
+      expect([...first.values()].map((r) => failure(r))).toEqual(
+        refs(3).map((ref) => expect.objectContaining({ cause: 'rate_limited', code: 'skipped', ref })),
+      );
       expect(failure(second.get('acme/widgets#3')).cause).toBe('rate_limited');
       expect(fake.counts().graphql).toBe(1);
       expect((await rejection(client({ token: null }).fetchPullRequestSummaries(refs(1)))).code).toBe('not_configured');
@@ -431,7 +540,13 @@ describe(OctokitGitHubClient.name, () => {
         url: 'https://github.test/Acme/Widgets/pull/5',
       });
       expect(second).toEqual(first);
-      expect(third).toMatchObject({ mergeable: false, mergeableState: 'dirty', state: 'closed', status: 'closed', title: 'Y2' });
+      expect(third).toMatchObject({
+        mergeable: false,
+        mergeableState: 'dirty',
+        state: 'closed',
+        status: 'closed',
+        title: 'Y2',
+      });
       expect(fake.requests.map((r) => [r.status, r.cost])).toEqual([
         [200, 1],
         [304, 0],
@@ -483,17 +598,32 @@ describe(OctokitGitHubClient.name, () => {
 
   it('opens a pull request, and answers the open one when GitHub says it already exists (422)', async () => {
     const sut = client();
-    const input = { base: 'main', body: 'What it does.\n\nRequirement req_1', head: 'agent/feature-1', title: 'Add the feature' };
+    const input = {
+      base: 'main',
+      body: 'What it does.\n\nRequirement req_1',
+      head: 'agent/feature-1',
+      title: 'Add the feature',
+    };
 
     const first = await sut.createPullRequest('Acme', 'Widgets', input);
     const again = await sut.createPullRequest('Acme', 'Widgets', { ...input, title: 'Add the feature, again' });
 
     expect(first).toMatchObject({
       created: true,
-      pullRequest: { baseBranch: 'main', headBranch: 'agent/feature-1', number: 1, repository: REPO, status: 'open', title: 'Add the feature' },
+      pullRequest: {
+        baseBranch: 'main',
+        headBranch: 'agent/feature-1',
+        number: 1,
+        repository: REPO,
+        status: 'open',
+        title: 'Add the feature',
+      },
     });
     expect(again).toEqual({ created: false, pullRequest: first.pullRequest });
-    expect(fake.pullRequest(REPO, 1)).toMatchObject({ body: 'What it does.\n\nRequirement req_1', headSha: first.pullRequest.headSha });
+    expect(fake.pullRequest(REPO, 1)).toMatchObject({
+      body: 'What it does.\n\nRequirement req_1',
+      headSha: first.pullRequest.headSha,
+    });
     expect(fake.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
       'POST /repos/Acme/Widgets/pulls 201',
       'POST /repos/Acme/Widgets/pulls 422',
@@ -503,7 +633,13 @@ describe(OctokitGitHubClient.name, () => {
     // Another base is another pull request; a head GitHub does not have is refused with its reason.
     expect((await sut.createPullRequest('Acme', 'Widgets', { ...input, base: 'release' })).pullRequest.number).toBe(2);
     fake.removePullRequest(REPO, 1);
-    fake.addPullRequest({ baseBranch: 'main', headBranch: 'agent/feature-1', number: 1, repository: REPO, state: 'CLOSED' });
+    fake.addPullRequest({
+      baseBranch: 'main',
+      headBranch: 'agent/feature-1',
+      number: 1,
+      repository: REPO,
+      state: 'CLOSED',
+    });
     expect((await sut.createPullRequest('Acme', 'Widgets', input)).pullRequest.number).toBe(3);
     const unpushed = await FakeGitHubServer.start({ branchHead: () => null, token: TOKEN });
     try {
@@ -517,7 +653,9 @@ describe(OctokitGitHubClient.name, () => {
   });
 
   it('gives git the token only as an Authorization header line, and nothing without a token', () => {
-    expect(client().gitAuthorization()).toBe(`Authorization: Basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`);
+    expect(client().gitAuthorization()).toBe(
+      `Authorization: Basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`,
+    );
     expect(client({ token: null }).gitAuthorization()).toBeNull();
   });
 });
@@ -528,19 +666,35 @@ describe(resolveGitHubToken.name, () => {
   beforeAll(() => {
     bin = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-gh-'));
     // A stand-in `gh` that prints a token naming its arguments, so the test sees how it was called.
-    fs.writeFileSync(path.join(bin, 'gh'), '#!/bin/sh\nif [ -n "$GH_FAIL" ]; then exit 1; fi\nif [ -n "$GH_SLEEP" ]; then sleep "$GH_SLEEP"; fi\necho "gho_from_gh:$*"\n', {
-      mode: 0o755,
-    });
+    fs.writeFileSync(
+      path.join(bin, 'gh'),
+      '#!/bin/sh\nif [ -n "$GH_FAIL" ]; then exit 1; fi\nif [ -n "$GH_SLEEP" ]; then sleep "$GH_SLEEP"; fi\necho "gho_from_gh:$*"\n',
+      {
+        mode: 0o755,
+      },
+    );
   });
   afterAll(() => fs.rmSync(bin, { force: true, recursive: true }));
 
   const env = (extra: Record<string, string> = {}) => ({ PATH: `${bin}:/usr/bin:/bin`, ...extra });
 
   it('prefers GITHUB_TOKEN, then GH_TOKEN, then `gh auth token`', async () => {
-    await expect(resolveGitHubToken({ env: env({ GH_TOKEN: 'b', GITHUB_TOKEN: 'a' }) })).resolves.toEqual({ source: 'GITHUB_TOKEN', token: 'a' });
-    await expect(resolveGitHubToken({ env: env({ GH_TOKEN: 'b', GITHUB_TOKEN: ' ' }) })).resolves.toEqual({ source: 'GH_TOKEN', token: 'b' });
-    await expect(resolveGitHubToken({ env: env() })).resolves.toEqual({ source: 'gh', token: 'gho_from_gh:auth token' });
-    await expect(resolveGitHubToken({ env: env(), hostname: 'ghe.example.test' })).resolves.toEqual({ source: 'gh', token: 'gho_from_gh:auth token --hostname ghe.example.test' });
+    await expect(resolveGitHubToken({ env: env({ GH_TOKEN: 'b', GITHUB_TOKEN: 'a' }) })).resolves.toEqual({
+      source: 'GITHUB_TOKEN',
+      token: 'a',
+    });
+    await expect(resolveGitHubToken({ env: env({ GH_TOKEN: 'b', GITHUB_TOKEN: ' ' }) })).resolves.toEqual({
+      source: 'GH_TOKEN',
+      token: 'b',
+    });
+    await expect(resolveGitHubToken({ env: env() })).resolves.toEqual({
+      source: 'gh',
+      token: 'gho_from_gh:auth token',
+    });
+    await expect(resolveGitHubToken({ env: env(), hostname: 'ghe.example.test' })).resolves.toEqual({
+      source: 'gh',
+      token: 'gho_from_gh:auth token --hostname ghe.example.test',
+    });
   });
 
   it('gives null when gh is absent, not logged in, or too slow', async () => {
@@ -559,7 +713,9 @@ describe(resolveGitHubToken.name, () => {
       const none = await createGitHubClient({ baseUrl: fake.url, env: { PATH: '/nonexistent' } });
 
       expect(sut).toMatchObject({ configured: true, tokenSource: 'GH_TOKEN' });
-      expect((await sut.fetchPullRequests([{ number: 1, repository: REPO }])).get('acme/widgets#1')?.kind).toBe('snapshot');
+      expect((await sut.fetchPullRequests([{ number: 1, repository: REPO }])).get('acme/widgets#1')?.kind).toBe(
+        'snapshot',
+      );
       expect(none).toMatchObject({ configured: false, tokenSource: null });
     } finally {
       await fake.close();

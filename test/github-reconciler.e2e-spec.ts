@@ -51,7 +51,10 @@ describe('GitHub reconciler', () => {
     // In the file, not a launch override: a test turns polling on through PATCH later.
     const configPath = path.join(sandbox.workspace, '..', 'agent-manager.config.json');
     if (!fs.existsSync(configPath)) {
-      fs.writeFileSync(configPath, JSON.stringify({ githubApiUrl: github.url, pullRequestReconcileIntervalSeconds: 0 }));
+      fs.writeFileSync(
+        configPath,
+        JSON.stringify({ githubApiUrl: github.url, pullRequestReconcileIntervalSeconds: 0 }),
+      );
     }
     manager = await startManager({
       clock,
@@ -67,7 +70,12 @@ describe('GitHub reconciler', () => {
     (await ok(api().GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))).items;
   const github_ = async (id = requirement.id) => (await conversation(id)).filter((m) => m.source === 'github');
   /** Registers `number` as the agent would, matching what the fake says. */
-  const register = async (number: number, overrides: Partial<Schemas['RegisterPullRequestDto']> = {}, owner = requirement, token = runToken) => {
+  const register = async (
+    number: number,
+    overrides: Partial<Schemas['RegisterPullRequestDto']> = {},
+    owner = requirement,
+    token = runToken,
+  ) => {
     const pr = github.pullRequest(REPO, number);
     const body: Schemas['RegisterPullRequestDto'] = {
       baseBranch: pr.baseBranch,
@@ -86,7 +94,9 @@ describe('GitHub reconciler', () => {
   const newRequirement = async (title: string) => {
     const created = await ok(api().POST('/api/requirements', { body: { provider: 'codex', title } }));
     await api().POST('/api/requirements/{id}/start', { params: { path: { id: created.id } }, body: {} });
-    const token = manager.app.get(RunCredentialsService).issue({ requirementId: created.id, runId: `run_${title.replace(/\W/g, '_')}`, sessionId: created.session.id });
+    const token = manager.app
+      .get(RunCredentialsService)
+      .issue({ requirementId: created.id, runId: `run_${title.replace(/\W/g, '_')}`, sessionId: created.session.id });
     return { requirement: created, token };
   };
   const webhook = (event: string, payload: object | string, signature?: string) => {
@@ -166,10 +176,19 @@ describe('GitHub reconciler', () => {
     messages = await github_();
     expect(messages.map((m) => m.metadata?.status)).toEqual(['draft', 'open', 'open', 'merged']);
     expect(messages[2].body).toContain(`new head commit ${sha.slice(0, 12)}`);
-    const stored = (await ok(api().GET('/api/pull-requests', { params: { query: { requirementId: requirement.id } } }))).items.find((p: { id: string }) => p.id === pr.id);
+    const stored = (
+      await ok(api().GET('/api/pull-requests', { params: { query: { requirementId: requirement.id } } }))
+    ).items.find((p: { id: string }) => p.id === pr.id);
     expect(stored).toMatchObject({ headSha: sha, status: 'merged' });
-    const updates = events.events.filter((e) => e.event === 'pull_request.updated' && (e.data.payload as Json).pullRequest.id === pr.id);
-    expect(updates.map((e) => (e.data.payload as Json).pullRequest.status)).toEqual(['draft', 'open', 'open', 'merged']);
+    const updates = events.events.filter(
+      (e) => e.event === 'pull_request.updated' && (e.data.payload as Json).pullRequest.id === pr.id,
+    );
+    expect(updates.map((e) => (e.data.payload as Json).pullRequest.status)).toEqual([
+      'draft',
+      'open',
+      'open',
+      'merged',
+    ]);
     events.close();
     // Merged is final: no longer polled.
     const before = github.counts().total;
@@ -188,7 +207,12 @@ describe('GitHub reconciler', () => {
     github.addComment(REPO, 3, { author: 'agent-bot', body: 'Fixed in abc123. <!-- agent-manager:rd -->' });
     await reconcile();
     const messages = (await github_()).filter((m) => m.metadata?.number === 3);
-    expect(messages.map((m) => m.metadata?.commentKind).sort()).toEqual(['issue-comment', 'issue-comment', 'review', 'review-comment']);
+    expect(messages.map((m) => m.metadata?.commentKind).sort()).toEqual([
+      'issue-comment',
+      'issue-comment',
+      'review',
+      'review-comment',
+    ]);
     expect(messages.every((m) => m.triggerId === 'github.pull-request.comment')).toBe(true);
     const byKind = (kind: string) => messages.filter((m) => m.metadata?.commentKind === kind);
     expect(byKind('issue-comment').map((m) => [m.deliverToRd, m.metadata?.author])).toEqual([
@@ -196,7 +220,10 @@ describe('GitHub reconciler', () => {
       [false, 'agent-bot'],
     ]);
     expect(byKind('review')).toEqual([
-      expect.objectContaining({ deliverToRd: true, metadata: expect.objectContaining({ author: 'bob', reviewState: 'APPROVED', untrusted: true }) }),
+      expect.objectContaining({
+        deliverToRd: true,
+        metadata: expect.objectContaining({ author: 'bob', reviewState: 'APPROVED', untrusted: true }),
+      }),
     ]);
     expect(byKind('review-comment')[0].body).toContain('inline comment on src/flush.ts:42');
     for (const message of messages) {
@@ -245,7 +272,8 @@ describe('GitHub reconciler', () => {
     github.addComment(REPO, 6, { author: 'alice', body: 'on six' });
     const report = await reconcile();
     expect(report.failed).toBe(1);
-    const bodies = () => github_().then((ms) => ms.filter((m) => [5, 6].includes(m.metadata?.number)).map((m) => m.metadata?.number));
+    const bodies = () =>
+      github_().then((ms) => ms.filter((m) => [5, 6].includes(m.metadata?.number)).map((m) => m.metadata?.number));
     expect(await bodies()).toEqual([6]);
     github.failPullRequest(REPO, 5, null);
     github.failNext(1, 502);
@@ -262,20 +290,33 @@ describe('GitHub reconciler', () => {
     // Nothing from GitHub twice: the one new message is the manager's own, that its stop cut the run short (issue 26 §8).
     expect((await conversation()).slice(before).map((m) => m.code)).toEqual(['run.manager_stopped']);
     // The restart ended the old run (and its credential): the agent works on in a new one.
-    runToken = manager.app.get(RunCredentialsService).issue({ requirementId: requirement.id, runId: 'run_after_restart', sessionId: requirement.session.id });
+    runToken = manager.app
+      .get(RunCredentialsService)
+      .issue({ requirementId: requirement.id, runId: 'run_after_restart', sessionId: requirement.session.id });
 
     const { requirement: finished, token } = await newRequirement('finished work');
     github.addPullRequest({ number: 7, repository: REPO });
     await register(7, {}, finished, token);
     await reconcile();
-    await api().POST('/api/requirements/{id}/interrupt', { params: { path: { id: finished.id } }, body: { mode: 'stop' } });
-    await until('waiting', async () => (await ok(api().GET('/api/requirements/{id}', { params: { path: { id: finished.id } } }))).status === 'waiting_confirmation' || undefined);
+    await api().POST('/api/requirements/{id}/interrupt', {
+      params: { path: { id: finished.id } },
+      body: { mode: 'stop' },
+    });
+    await until(
+      'waiting',
+      async () =>
+        (await ok(api().GET('/api/requirements/{id}', { params: { path: { id: finished.id } } }))).status ===
+          'waiting_confirmation' || undefined,
+    );
     await api().POST('/api/requirements/{id}/confirm', { params: { path: { id: finished.id } } });
     github.addComment(REPO, 7, { author: 'alice', body: 'late feedback' });
     await reconcile();
     const [late] = await github_(finished.id);
     expect(late).toMatchObject({ deliverToRd: false, metadata: { author: 'alice' } });
-    expect(await ok(api().GET('/api/requirements/{id}', { params: { path: { id: finished.id } } }))).toMatchObject({ session: { state: 'completed' }, status: 'done' });
+    expect(await ok(api().GET('/api/requirements/{id}', { params: { path: { id: finished.id } } }))).toMatchObject({
+      session: { state: 'completed' },
+      status: 'done',
+    });
   });
 
   it('notices a closed PR being reopened (closed PRs are re-checked hourly)', async () => {
@@ -286,7 +327,8 @@ describe('GitHub reconciler', () => {
     await reconcile();
     github.update(REPO, 8, { state: 'OPEN' });
     await reconcile();
-    const statuses = async () => (await github_()).filter((m) => m.metadata?.number === 8).map((m) => m.metadata?.status);
+    const statuses = async () =>
+      (await github_()).filter((m) => m.metadata?.number === 8).map((m) => m.metadata?.status);
     expect(await statuses()).toEqual(['closed']);
     clock.advance(61 * 60 * 1000);
     await reconcile();
@@ -297,7 +339,12 @@ describe('GitHub reconciler', () => {
     github.addPullRequest({ number: 9, repository: REPO });
     await register(9);
     await reconcile();
-    const payload = { action: 'created', comment: { body: 'via webhook' }, issue: { number: 9, pull_request: {} }, repository: { full_name: REPO } };
+    const payload = {
+      action: 'created',
+      comment: { body: 'via webhook' },
+      issue: { number: 9, pull_request: {} },
+      repository: { full_name: REPO },
+    };
     expect((await webhook('issue_comment', payload)).status).toBe(404);
 
     const patched = await api().PATCH('/api/configuration', { body: { githubWebhookSecret: SECRET } });
@@ -305,7 +352,13 @@ describe('GitHub reconciler', () => {
     expect((await ok(api().GET('/api/configuration'))).effective.githubWebhookSecret).toBeNull();
 
     github.addComment(REPO, 9, { author: 'dave', body: 'via webhook' });
-    const refused = (signature: string) => expectRefused(manager.runtime.paths.dataDirectory, () => webhook('issue_comment', payload, signature), 401, 'invalid_signature');
+    const refused = (signature: string) =>
+      expectRefused(
+        manager.runtime.paths.dataDirectory,
+        () => webhook('issue_comment', payload, signature),
+        401,
+        'invalid_signature',
+      );
     const asked = github.requests.length;
     await refused('sha256=' + '0'.repeat(64));
     await refused('sha1=abc');
@@ -319,17 +372,37 @@ describe('GitHub reconciler', () => {
     const accepted = await webhook('issue_comment', payload);
     expect(accepted.status).toBe(202);
     expect(accepted.json).toEqual({ accepted: true, event: 'issue_comment', pullRequests: 1 });
-    await until('the webhook delivery', async () => (await github_()).some((m) => m.metadata?.number === 9) || undefined);
+    await until(
+      'the webhook delivery',
+      async () => (await github_()).some((m) => m.metadata?.number === 9) || undefined,
+    );
     // The same event again, and a poll: still one message.
     await webhook('issue_comment', payload);
     await manager.app.get(PullRequestReconciler).settled();
     await reconcile();
     expect((await github_()).filter((m) => m.metadata?.number === 9)).toHaveLength(1);
-    expect((await webhook('ping', { zen: 'Keep it logically awesome.' })).json).toEqual({ accepted: true, event: 'ping', pullRequests: 0 });
-    const check = { check_run: { conclusion: 'failure', head_sha: github.pullRequest(REPO, 9).headSha, pull_requests: [] }, repository: { full_name: REPO } };
+    expect((await webhook('ping', { zen: 'Keep it logically awesome.' })).json).toEqual({
+      accepted: true,
+      event: 'ping',
+      pullRequests: 0,
+    });
+    const check = {
+      check_run: { conclusion: 'failure', head_sha: github.pullRequest(REPO, 9).headSha, pull_requests: [] },
+      repository: { full_name: REPO },
+    };
     expect((await webhook('check_run', check)).json).toMatchObject({ pullRequests: 1 });
-    await expectRefused(manager.runtime.paths.dataDirectory, () => webhook('issue_comment', '{not json'), 400, 'invalid_json');
-    await expectRefused(manager.runtime.paths.dataDirectory, () => webhook('issue_comment', '{not json', signWebhookBody(SECRET, '{not jsoN')), 401, 'invalid_signature');
+    await expectRefused(
+      manager.runtime.paths.dataDirectory,
+      () => webhook('issue_comment', '{not json'),
+      400,
+      'invalid_json',
+    );
+    await expectRefused(
+      manager.runtime.paths.dataDirectory,
+      () => webhook('issue_comment', '{not json', signWebhookBody(SECRET, '{not jsoN')),
+      401,
+      'invalid_signature',
+    );
   });
 
   it('polls on its own once the interval is set, and ticks never overlap', async () => {
@@ -342,7 +415,12 @@ describe('GitHub reconciler', () => {
     await a;
     github.addComment(REPO, 10, { author: 'erin', body: 'polled' });
     await api().PATCH('/api/configuration', { body: { pullRequestReconcileIntervalSeconds: 1 } });
-    await until('the poll to deliver', async () => (await github_()).some((m) => m.metadata?.number === 10) || undefined, 15_000, 100);
+    await until(
+      'the poll to deliver',
+      async () => (await github_()).some((m) => m.metadata?.number === 10) || undefined,
+      15_000,
+      100,
+    );
     await api().PATCH('/api/configuration', { body: { pullRequestReconcileIntervalSeconds: 0 } });
   });
 });

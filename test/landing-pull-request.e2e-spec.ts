@@ -32,7 +32,10 @@ describe('landing a Requirement as a pull request', () => {
   let env: Record<string, string>;
 
   const land = (id: string, body: { commitPending?: boolean } = {}) =>
-    manager.api.POST('/api/requirements/{id}/land', { body: { method: 'pull_request', ...body }, params: { path: { id } } });
+    manager.api.POST('/api/requirements/{id}/land', {
+      body: { method: 'pull_request', ...body },
+      params: { path: { id } },
+    });
   const bareHead = (branch: string): string | null => {
     try {
       return git(bare, 'rev-parse', '--verify', '-q', `refs/heads/${branch}`).trim();
@@ -42,7 +45,8 @@ describe('landing a Requirement as a pull request', () => {
   };
   /** The requests that opened (or tried to open) a PR on GitHub. */
   const opens = () => github.requests.filter((r) => r.method === 'POST' && r.path === `/repos/${REPOSITORY}/pulls`);
-  const pullRequestsOf = async (requirementId: string) => (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId } } }))).items;
+  const pullRequestsOf = async (requirementId: string) =>
+    (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId } } }))).items;
   /**
    * Until the conflict radar has looked at what the last run or land did and published it (its
    * events would otherwise land inside a refusal's "nothing written" check).
@@ -123,7 +127,12 @@ describe('landing a Requirement as a pull request', () => {
 
     // No remote on GitHub (origin points elsewhere): refused with the command that fixes it, nothing written.
     git(sandbox.workspace, 'remote', 'set-url', 'origin', 'https://gitlab.example.com/acme/widgets.git');
-    const noRemote = await expectRefused(manager.dataDirectory(), () => land(requirement.id), 409, 'github_remote_missing');
+    const noRemote = await expectRefused(
+      manager.dataDirectory(),
+      () => land(requirement.id),
+      409,
+      'github_remote_missing',
+    );
     expect(noRemote.message).toContain('git remote add origin https://github.com/OWNER/REPO.git');
     git(sandbox.workspace, 'remote', 'set-url', 'origin', REMOTE_URL);
 
@@ -139,11 +148,21 @@ describe('landing a Requirement as a pull request', () => {
     expect(git(worktree, 'log', '-1', '--format=%s').trim()).toBe('Uncommitted work of "Add the flux capacitor"');
     // The branch is on the remote at the worktree's commit, with both files.
     expect(bareHead(branch)).toBe(head);
-    expect(git(bare, 'ls-tree', '--name-only', head).split('\n').filter(Boolean).sort()).toEqual(['README.md', 'flux.txt', 'notes.txt']);
+    expect(git(bare, 'ls-tree', '--name-only', head).split('\n').filter(Boolean).sort()).toEqual([
+      'README.md',
+      'flux.txt',
+      'notes.txt',
+    ]);
 
     // GitHub got the PR: head, base, title, body (description, the agent's last message, the Requirement), with the token.
     const opened = github.pullRequest(REPOSITORY, 1);
-    expect(opened).toMatchObject({ baseBranch: 'main', headBranch: branch, headSha: head, state: 'OPEN', title: 'Add the flux capacitor' });
+    expect(opened).toMatchObject({
+      baseBranch: 'main',
+      headBranch: branch,
+      headSha: head,
+      state: 'OPEN',
+      title: 'Add the flux capacitor',
+    });
     expect(opened.body).toContain('Make the widgets travel in time.\n\nKeep the public API as it is.');
     expect(opened.body).toContain('## Summary\n\nDone.');
     expect(opened.body).toContain(`Requirement ${requirement.id}`);
@@ -161,7 +180,9 @@ describe('landing a Requirement as a pull request', () => {
       status: 'open',
       title: 'Add the flux capacitor',
     });
-    expect(await pullRequestsOf(requirement.id)).toEqual([expect.objectContaining({ id: landed.pullRequest!.id, number: 1 })]);
+    expect(await pullRequestsOf(requirement.id)).toEqual([
+      expect.objectContaining({ id: landed.pullRequest!.id, number: 1 }),
+    ]);
 
     // The token went to git in its environment, as a header for the GitHub host only; never on a command line.
     const pushes = fs.readFileSync(pushLog, 'utf8').split('END\n').filter(Boolean);
@@ -169,7 +190,9 @@ describe('landing a Requirement as a pull request', () => {
     expect(pushes[0]).toContain(`ARGV push --no-verify origin refs/heads/${branch}:refs/heads/${branch}`);
     const header = /^GIT_CONFIG_KEY_(\d+)=http\.https:\/\/github\.com\/\.extraHeader$/m.exec(pushes[0]);
     expect(header).not.toBeNull();
-    expect(pushes[0]).toContain(`GIT_CONFIG_VALUE_${header![1]}=Authorization: Basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}\n`);
+    expect(pushes[0]).toContain(
+      `GIT_CONFIG_VALUE_${header![1]}=Authorization: Basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}\n`,
+    );
     for (const push of pushes) {
       expect(
         push
@@ -187,7 +210,12 @@ describe('landing a Requirement as a pull request', () => {
 
     // From here the reconciler follows it: merged on GitHub, merged on the Requirement.
     github.update(REPOSITORY, 1, { state: 'MERGED' });
-    await until('the PR merged on the Requirement', async () => ((await pullRequestsOf(requirement.id))[0]?.status === 'merged' ? true : undefined), 30_000, 200);
+    await until(
+      'the PR merged on the Requirement',
+      async () => ((await pullRequestsOf(requirement.id))[0]?.status === 'merged' ? true : undefined),
+      30_000,
+      200,
+    );
   });
 
   it('refuses a branch with nothing to land, and a push git rejects, with its reason and no PR', async () => {
@@ -215,7 +243,12 @@ describe('landing a Requirement as a pull request', () => {
     manager = await startManager({ env: { ...env, GH_TOKEN: '', GITHUB_TOKEN: '' }, sandbox });
     await quiet();
     const posts = opens().length;
-    const refusal = await expectRefused(manager.dataDirectory(), () => land(requirement.id), 409, 'github_token_missing');
+    const refusal = await expectRefused(
+      manager.dataDirectory(),
+      () => land(requirement.id),
+      409,
+      'github_token_missing',
+    );
     expect(refusal.message).toMatch(/GITHUB_TOKEN.*GH_TOKEN.*gh auth login/);
     expect(bareHead(requirement.worktree!.branch!)).toBeNull();
     expect(opens()).toHaveLength(posts);

@@ -4,7 +4,16 @@ import * as path from 'node:path';
 import type { Schemas } from '@libs/api-client';
 
 import { ok } from './support/api';
-import { WORKTREE_AGENT, checkoutSnapshot, createRequirement, git, initRepository, settled, sh, startRun } from './support/git-repo';
+import {
+  WORKTREE_AGENT,
+  checkoutSnapshot,
+  createRequirement,
+  git,
+  initRepository,
+  settled,
+  sh,
+  startRun,
+} from './support/git-repo';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { until } from './support/wait';
 
@@ -17,15 +26,25 @@ jest.setTimeout(120_000);
 
 type Radar = Schemas['ConflictRadarResponseDto'];
 
-const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT, GH_TOKEN: '', GITHUB_TOKEN: '' };
+const AGENTS = {
+  CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
+  CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,
+  GH_TOKEN: '',
+  GITHUB_TOKEN: '',
+};
 const FIVE_LINES = 'one\ntwo\nthree\nfour\nfive\n';
 
 /** What the radar says, without when it said it. */
 function comparable(radar: Radar): unknown {
   return {
-    pairs: radar.pairs.map((p) => ({ ids: [p.a, p.b].sort(), paths: p.paths })).sort((x, y) => x.ids.join().localeCompare(y.ids.join())),
+    pairs: radar.pairs
+      .map((p) => ({ ids: [p.a, p.b].sort(), paths: p.paths }))
+      .sort((x, y) => x.ids.join().localeCompare(y.ids.join())),
     requirements: radar.requirements
-      .map(({ checkedAt: _checkedAt, title: _title, ...row }) => ({ ...row, conflictsWith: row.conflictsWith.map((c) => ({ paths: c.paths, requirementId: c.requirementId })) }))
+      .map(({ checkedAt: _checkedAt, title: _title, ...row }) => ({
+        ...row,
+        conflictsWith: row.conflictsWith.map((c) => ({ paths: c.paths, requirementId: c.requirementId })),
+      }))
       .sort((x, y) => x.requirementId.localeCompare(y.requirementId)),
   };
 }
@@ -80,7 +99,9 @@ describe('the conflict radar across lands', () => {
 
     // A land of p (a merge: two commits on main) makes q conflict with the base; s shares a.txt
     // with it and is merged again (cleanly); r and t are carried over, two commits further behind.
-    const landed = await ok(manager.api.POST('/api/requirements/{id}/land', { body: { method: 'merge' }, params: { path: { id: p } } }));
+    const landed = await ok(
+      manager.api.POST('/api/requirements/{id}/land', { body: { method: 'merge' }, params: { path: { id: p } } }),
+    );
     const afterP = await until('the radar on the new base', async () => {
       const answer = await radar();
       return answer.requirements.every((x) => x.baseSha === landed.commit) && answer;
@@ -95,7 +116,9 @@ describe('the conflict radar across lands', () => {
     await coldAgrees(afterP);
 
     // A squash of r (one commit) touches nobody else's files: q's conflict, s and t are carried.
-    const squashed = await ok(manager.api.POST('/api/requirements/{id}/land', { body: { method: 'squash' }, params: { path: { id: r } } }));
+    const squashed = await ok(
+      manager.api.POST('/api/requirements/{id}/land', { body: { method: 'squash' }, params: { path: { id: r } } }),
+    );
     const afterR = await until('the radar on the squash', async () => {
       const answer = await radar();
       return answer.requirements.every((x) => x.baseSha === squashed.commit) && answer;
@@ -112,10 +135,16 @@ describe('the conflict radar across lands', () => {
   it('refuses a conflict before a dirty checkout of the base, and the dirty checkout untouched', async () => {
     // Where the first test left them: q conflicts with main, t merges cleanly. q's agent was told
     // about its conflict: its run must be over before a land is asked for.
-    await until('q to rest', async () => (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: ids.q } } }))).session.state !== 'running');
+    await until(
+      'q to rest',
+      async () =>
+        (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: ids.q } } }))).session.state !==
+        'running',
+    );
     fs.appendFileSync(path.join(sandbox.workspace, 'b.txt'), 'not committed\n');
     const before = checkoutSnapshot(sandbox.workspace);
-    const land = (id: string) => manager.api.POST('/api/requirements/{id}/land', { body: { method: 'merge' }, params: { path: { id } } });
+    const land = (id: string) =>
+      manager.api.POST('/api/requirements/{id}/land', { body: { method: 'merge' }, params: { path: { id } } });
     const conflicting = await land(ids.q);
     expect([conflicting.status, conflicting.error?.code]).toEqual([409, 'land_conflict']);
     const dirty = await land(ids.t);

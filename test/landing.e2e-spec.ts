@@ -4,7 +4,18 @@ import * as path from 'node:path';
 import type { Schemas } from '@libs/api-client';
 
 import { ok, refusal } from './support/api';
-import { checkoutSnapshot, createRequirement, git, initRepository, reply, settled, sh, startRun, WORKTREE_AGENT, writeFiles } from './support/git-repo';
+import {
+  checkoutSnapshot,
+  createRequirement,
+  git,
+  initRepository,
+  reply,
+  settled,
+  sh,
+  startRun,
+  WORKTREE_AGENT,
+  writeFiles,
+} from './support/git-repo';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { snapshotStore } from './support/db-snapshot';
 import { expectRefused } from './support/refusals';
@@ -17,26 +28,40 @@ import { until } from './support/wait';
 
 jest.setTimeout(180_000);
 
-const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT, GH_TOKEN: '', GITHUB_TOKEN: '' };
+const AGENTS = {
+  CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
+  CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,
+  GH_TOKEN: '',
+  GITHUB_TOKEN: '',
+};
 
 type Requirement = Schemas['RequirementResponseDto'];
 type Method = Schemas['LandRequirementDto']['method'];
 
 /** A file's content as a shell command can write it, whatever it holds. */
-const put = (file: string, content: string) => `mkdir -p "$(dirname '${file}')" && printf '%s' '${Buffer.from(content).toString('base64')}' | base64 -d > '${file}'`;
+const put = (file: string, content: string) =>
+  `mkdir -p "$(dirname '${file}')" && printf '%s' '${Buffer.from(content).toString('base64')}' | base64 -d > '${file}'`;
 
 /** Writes `files` (null: deletes) and commits them as `message`, in the agent's worktree. */
 function commit(files: Record<string, string | null>, message: string, author?: string): string {
-  const steps = Object.entries(files).map(([file, content]) => (content === null ? `git rm -q '${file}'` : put(file, content)));
+  const steps = Object.entries(files).map(([file, content]) =>
+    content === null ? `git rm -q '${file}'` : put(file, content),
+  );
   const who = author ? `-c user.name='${author}' -c user.email='${author.toLowerCase()}@agents.test'` : '';
   return [...steps, 'git add -A', `git ${who} commit -q -m '${message}'`].join(' && ');
 }
 
-async function land(manager: ManagerProcess, id: string, method: Method, extra: Partial<Schemas['LandRequirementDto']> = {}) {
+async function land(
+  manager: ManagerProcess,
+  id: string,
+  method: Method,
+  extra: Partial<Schemas['LandRequirementDto']> = {},
+) {
   return manager.api.POST('/api/requirements/{id}/land', { body: { method, ...extra }, params: { path: { id } } });
 }
 
-const get = (manager: ManagerProcess, id: string) => ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
+const get = (manager: ManagerProcess, id: string) =>
+  ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
 
 /** A new Requirement whose first run ran `command` (its commits), once that run ended. */
 async function runOnce(manager: ManagerProcess, title: string, command: string): Promise<Requirement> {
@@ -69,7 +94,11 @@ describe('landing a Requirement locally', () => {
   beforeAll(async () => {
     sandbox = makeSandbox();
     repo = sandbox.workspace;
-    initRepository(repo, { 'README.md': '# repo\n', 'shared.txt': 'one\ntwo\nthree\n', 'src/a.ts': 'export const a = 1;\n' });
+    initRepository(repo, {
+      'README.md': '# repo\n',
+      'shared.txt': 'one\ntwo\nthree\n',
+      'src/a.ts': 'export const a = 1;\n',
+    });
     manager = await startManager({ env: AGENTS, sandbox });
   });
 
@@ -80,7 +109,10 @@ describe('landing a Requirement locally', () => {
 
   it('merge: a merge commit on main, the clean checkout of main moves with it, and the Requirement is done', async () => {
     const before = git(repo, 'rev-parse', 'main').trim();
-    const requirement = await worked('Add b', commit({ 'src/a.ts': 'export const a = 2;\n', 'src/b.ts': 'export const b = 1;\n' }, 'add b'));
+    const requirement = await worked(
+      'Add b',
+      commit({ 'src/a.ts': 'export const a = 2;\n', 'src/b.ts': 'export const b = 1;\n' }, 'add b'),
+    );
     const branch = requirement.worktree!.branch!;
     const head = git(repo, 'rev-parse', branch).trim();
     expect(requirement.landing).toMatchObject({ landedAt: null, mergesCleanly: true });
@@ -94,14 +126,21 @@ describe('landing a Requirement locally', () => {
     expect(git(repo, 'rev-parse', 'HEAD').trim()).toBe(main);
     expect(git(repo, 'status', '--porcelain')).toBe('');
     expect(fs.readFileSync(path.join(repo, 'src/b.ts'), 'utf8')).toBe('export const b = 1;\n');
-    expect(landed.requirement).toMatchObject({ landing: { landedCommit: main, landedMethod: 'merge' }, status: 'done' });
+    expect(landed.requirement).toMatchObject({
+      landing: { landedCommit: main, landedMethod: 'merge' },
+      status: 'done',
+    });
     expect(landed.requirement.landing.landedAt).not.toBeNull();
     // Nothing more to land: a second land says so and changes nothing.
     await refusal(land(manager, requirement.id, 'merge'), 409, 'nothing_to_land');
   });
 
   it("squash: one commit with the title and the agent's summary; the branch follows it", async () => {
-    const requirement = await worked('Squash me', commit({ 'sq/one.txt': 'first\n' }, 'first'), commit({ 'sq/two.txt': 'second\n' }, 'second'));
+    const requirement = await worked(
+      'Squash me',
+      commit({ 'sq/one.txt': 'first\n' }, 'first'),
+      commit({ 'sq/two.txt': 'second\n' }, 'second'),
+    );
     // The person commits on main meanwhile: the squash lands on top of it.
     writeFiles(repo, { 'person.txt': 'mine\n' });
     git(repo, 'add', 'person.txt');
@@ -119,32 +158,56 @@ describe('landing a Requirement locally', () => {
   });
 
   it("rebase: the branch's commits replayed on main, each with its own author and message", async () => {
-    const requirement = await worked('Rebase me', commit({ 'rb/one.txt': '1\n' }, 'rb one', 'Ada'), commit({ 'rb/two.txt': '2\n' }, 'rb two', 'Ada'));
+    const requirement = await worked(
+      'Rebase me',
+      commit({ 'rb/one.txt': '1\n' }, 'rb one', 'Ada'),
+      commit({ 'rb/two.txt': '2\n' }, 'rb two', 'Ada'),
+    );
     writeFiles(repo, { 'person2.txt': 'mine\n' });
     git(repo, 'add', 'person2.txt');
     git(repo, 'commit', '-q', '-m', 'person again');
     const base = git(repo, 'rev-parse', 'main').trim();
     const landed = await ok(land(manager, requirement.id, 'rebase'));
-    expect(git(repo, 'log', '--format=%s|%an|%P', `${base}..main`).trim().split('\n')).toEqual([`rb two|Ada|${git(repo, 'rev-parse', 'main~1').trim()}`, `rb one|Ada|${base}`]);
+    expect(git(repo, 'log', '--format=%s|%an|%P', `${base}..main`).trim().split('\n')).toEqual([
+      `rb two|Ada|${git(repo, 'rev-parse', 'main~1').trim()}`,
+      `rb one|Ada|${base}`,
+    ]);
     expect(landed.commit).toBe(git(repo, 'rev-parse', 'main').trim());
     expect(git(repo, 'status', '--porcelain')).toBe('');
   });
 
   it('refuses a conflict with the files, for every method, leaving every branch and checkout as it was', async () => {
     const first = await worked('Shared first', commit({ 'shared.txt': 'one\nTWO from first\nthree\n' }, 'first edit'));
-    const second = await worked('Shared second', commit({ 'shared.txt': 'one\nTWO from second\nthree\n' }, 'second edit'));
+    const second = await worked(
+      'Shared second',
+      commit({ 'shared.txt': 'one\nTWO from second\nthree\n' }, 'second edit'),
+    );
     await ok(land(manager, first.id, 'squash'));
     // The base move made the second conflict: its agent is told (once) and its run ends before the refusals.
     await until('the base-conflict message', async () => {
-      const items = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: second.id }, query: { limit: 200 } } }))).items;
+      const items = (
+        await ok(
+          manager.api.GET('/api/requirements/{id}/messages', {
+            params: { path: { id: second.id }, query: { limit: 200 } },
+          }),
+        )
+      ).items;
       return items.some((m) => m.code === 'landing.conflict') || undefined;
     });
     await settled(manager, second.id, 2);
     await ok(manager.api.GET('/api/conflicts'));
-    const worktreeState = () => [git(second.worktree!.path!, 'rev-parse', 'HEAD'), git(second.worktree!.path!, 'status', '--porcelain=v1', '--untracked-files=all')];
+    const worktreeState = () => [
+      git(second.worktree!.path!, 'rev-parse', 'HEAD'),
+      git(second.worktree!.path!, 'status', '--porcelain=v1', '--untracked-files=all'),
+    ];
     const [refsBefore, checkoutBefore, worktreeBefore] = [refs(repo), checkoutSnapshot(repo), worktreeState()];
     for (const method of ['merge', 'squash', 'rebase'] as const) {
-      const body = await expectRefused(manager.dataDirectory(), () => land(manager, second.id, method), 409, 'land_conflict');
+      const body = await expectRefused(
+        manager.dataDirectory(),
+        () => land(manager, second.id, method),
+        409,
+        'land_conflict',
+      );
       expect(body.details).toEqual(['shared.txt']);
       expect(body.message).toContain('shared.txt');
     }
@@ -162,7 +225,12 @@ describe('landing a Requirement locally', () => {
     const requirement = await worked('Checkout cases', commit({ 'co/file.txt': 'x\n' }, 'co'));
     writeFiles(repo, { 'README.md': '# repo, being edited\n' });
     const [refsBefore, checkoutBefore] = [refs(repo), checkoutSnapshot(repo)];
-    const body = await expectRefused(manager.dataDirectory(), () => land(manager, requirement.id, 'merge'), 409, 'base_checked_out_dirty');
+    const body = await expectRefused(
+      manager.dataDirectory(),
+      () => land(manager, requirement.id, 'merge'),
+      409,
+      'base_checked_out_dirty',
+    );
     expect(body.message).toContain('README.md');
     expect(body.details).toEqual(['README.md']);
     expect(refs(repo)).toBe(refsBefore);
@@ -178,9 +246,18 @@ describe('landing a Requirement locally', () => {
   });
 
   it('refuses uncommitted work in the worktree, or commits it first with commitPending', async () => {
-    const requirement = await worked('Pending work', commit({ 'pw/done.txt': 'done\n' }, 'done part'), put('pw/left.txt', 'not committed\n'));
+    const requirement = await worked(
+      'Pending work',
+      commit({ 'pw/done.txt': 'done\n' }, 'done part'),
+      put('pw/left.txt', 'not committed\n'),
+    );
     expect(requirement.worktree!.dirty).toBe(true);
-    const body = await expectRefused(manager.dataDirectory(), () => land(manager, requirement.id, 'squash'), 409, 'worktree_dirty');
+    const body = await expectRefused(
+      manager.dataDirectory(),
+      () => land(manager, requirement.id, 'squash'),
+      409,
+      'worktree_dirty',
+    );
     expect(body.details).toEqual(['pw/left.txt']);
     const landed = await ok(land(manager, requirement.id, 'squash', { commitPending: true }));
     expect(git(repo, 'show', `${landed.commit}:pw/left.txt`)).toBe('not committed\n');
@@ -213,8 +290,14 @@ describe('landing a Requirement locally', () => {
     const requirement = await worked('Racing', commit({ 'race/one.txt': '1\n' }, 'one'));
     const flag = path.join(sandbox.shared, 'race-go');
     // The next run waits for the flag, then commits: the land comes in while it works.
-    await reply(manager, requirement.id, sh(`while [ ! -f '${flag}' ]; do sleep 0.05; done; ${commit({ 'race/two.txt': '2\n' }, 'two')}`));
-    await until('the run to be working', async () => ((await get(manager, requirement.id)).session.state === 'running' ? true : undefined));
+    await reply(
+      manager,
+      requirement.id,
+      sh(`while [ ! -f '${flag}' ]; do sleep 0.05; done; ${commit({ 'race/two.txt': '2\n' }, 'two')}`),
+    );
+    await until('the run to be working', async () =>
+      (await get(manager, requirement.id)).session.state === 'running' ? true : undefined,
+    );
     const before = refs(repo);
     await refusal(land(manager, requirement.id, 'squash'), 409, 'run_active');
     expect(refs(repo)).toBe(before);
@@ -227,16 +310,32 @@ describe('landing a Requirement locally', () => {
 
   it('wakes a dependent waiting for the merge, once', async () => {
     const target = await worked('Lands first', commit({ 'dep/x.txt': 'x\n' }, 'x'));
-    const dependent = await createRequirement(manager, { autoStart: true, dependsOn: [{ requirementId: target.id, until: 'merged' }], title: 'Waits for the land' });
+    const dependent = await createRequirement(manager, {
+      autoStart: true,
+      dependsOn: [{ requirementId: target.id, until: 'merged' }],
+      title: 'Waits for the land',
+    });
     await ok(land(manager, target.id, 'merge', { markDone: false }));
     expect((await get(manager, target.id)).status).toBe('waiting_confirmation');
     await settled(manager, dependent.id, 1);
-    const messages = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: dependent.id }, query: { limit: 200 } } }))).items;
+    const messages = (
+      await ok(
+        manager.api.GET('/api/requirements/{id}/messages', {
+          params: { path: { id: dependent.id }, query: { limit: 200 } },
+        }),
+      )
+    ).items;
     expect(messages.filter((m) => m.code === 'dependency.met')).toHaveLength(1);
     expect((await get(manager, dependent.id)).dependsOn).toEqual([expect.objectContaining({ state: 'met' })]);
     // Confirming it done later meets nothing twice.
     await ok(manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: target.id } } }));
-    const again = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: dependent.id }, query: { limit: 200 } } }))).items;
+    const again = (
+      await ok(
+        manager.api.GET('/api/requirements/{id}/messages', {
+          params: { path: { id: dependent.id }, query: { limit: 200 } },
+        }),
+      )
+    ).items;
     expect(again.filter((m) => m.code === 'dependency.met')).toHaveLength(1);
   });
 });
@@ -284,7 +383,8 @@ describe('the conflict radar', () => {
       const now = await ok(manager.api.GET('/api/conflicts'));
       return now.requirements.length === 12 ? now : undefined;
     });
-    const pair = (a: Requirement, b: Requirement) => radar.pairs.find((p) => (p.a === a.id && p.b === b.id) || (p.a === b.id && p.b === a.id));
+    const pair = (a: Requirement, b: Requirement) =>
+      radar.pairs.find((p) => (p.a === a.id && p.b === b.id) || (p.a === b.id && p.b === a.id));
     expect(pair(addA, addB)?.paths).toEqual(['new.txt']);
     expect(pair(deletes, edits)?.paths).toEqual(['gone.txt']);
     // A rename and an edit of the same file merge cleanly (git follows the rename); two renames do not.
@@ -315,13 +415,25 @@ describe('the conflict radar', () => {
     });
     expect(moved.landing).toMatchObject({ behindBy: 2, conflictPaths: ['new.txt'], conflictsWith: [] });
     const told = await until('the conflict message', async () => {
-      const items = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: addB.id }, query: { limit: 200 } } }))).items;
+      const items = (
+        await ok(
+          manager.api.GET('/api/requirements/{id}/messages', {
+            params: { path: { id: addB.id }, query: { limit: 200 } },
+          }),
+        )
+      ).items;
       return items.some((m) => m.code === 'landing.conflict') ? items : undefined;
     });
     expect(told.filter((m) => m.code === 'landing.conflict')).toHaveLength(1);
     expect(told.find((m) => m.code === 'landing.conflict')!.body).toContain('new.txt');
     await settled(manager, addB.id, 2); // the message woke its agent
-    const quiet = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: untouched.id }, query: { limit: 200 } } }))).items;
+    const quiet = (
+      await ok(
+        manager.api.GET('/api/requirements/{id}/messages', {
+          params: { path: { id: untouched.id }, query: { limit: 200 } },
+        }),
+      )
+    ).items;
     expect(quiet.filter((m) => m.code === 'landing.conflict')).toEqual([]);
     expect((await get(manager, untouched.id)).landing).toMatchObject({ behindBy: 2, mergesCleanly: true }); // the merge commit and A's own
   });
@@ -356,9 +468,12 @@ describe('the merge queue', () => {
   const worked = (title: string, command: string) => runOnce(manager, title, command);
 
   const queue = () => ok(manager.api.GET('/api/landing-queue'));
-  const enqueue = (requirementId: string) => manager.api.POST('/api/landing-queue', { body: { method: 'merge', requirementId } });
+  const enqueue = (requirementId: string) =>
+    manager.api.POST('/api/landing-queue', { body: { method: 'merge', requirementId } });
   const rebaseRequests = async (id: string) =>
-    (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))).items.filter((m) => m.code === 'landing.rebase_requested');
+    (
+      await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))
+    ).items.filter((m) => m.code === 'landing.rebase_requested');
 
   it('lands one at a time, pauses on a conflict and asks its agent once, then goes on after the rebase', async () => {
     const first = await worked('Queue first', commit({ 'q.txt': 'one\nfirst\nthree\n' }, 'first'));
@@ -391,8 +506,16 @@ describe('the merge queue', () => {
     expect(await rebaseRequests(second.id)).toHaveLength(1);
 
     // Reorder (the paused one stays first only if asked), and refusals of a wrong order.
-    await refusal(manager.api.PUT('/api/landing-queue', { body: { requirementIds: [third.id] } }), 400, 'queue_order_mismatch');
-    await refusal(manager.api.PUT('/api/landing-queue', { body: { requirementIds: [third.id, third.id] } }), 400, 'queue_order_mismatch');
+    await refusal(
+      manager.api.PUT('/api/landing-queue', { body: { requirementIds: [third.id] } }),
+      400,
+      'queue_order_mismatch',
+    );
+    await refusal(
+      manager.api.PUT('/api/landing-queue', { body: { requirementIds: [third.id, third.id] } }),
+      400,
+      'queue_order_mismatch',
+    );
 
     // The agent rebases (its branch's side wins), its run ends clean: the queue lands it, then the third.
     await reply(manager, second.id, sh('git rebase -q -X theirs main'));
@@ -417,14 +540,22 @@ describe('the merge queue', () => {
     await until('the pause', async () => ((await queue()).items[0]?.state === 'paused' ? true : undefined));
     await ok(enqueue(a.id), 201);
     await ok(enqueue(b.id), 201);
-    const reordered = await ok(manager.api.PUT('/api/landing-queue', { body: { requirementIds: [b.id, blocker.id, a.id] } }));
+    const reordered = await ok(
+      manager.api.PUT('/api/landing-queue', { body: { requirementIds: [b.id, blocker.id, a.id] } }),
+    );
     expect(reordered.items.map((i) => i.requirementId)).toEqual([b.id, blocker.id, a.id]);
     // B is first now and merges cleanly: it lands; the queue pauses on the blocker again.
     await until('B to land', async () => ((await get(manager, b.id)).landing.landedAt !== null ? true : undefined));
-    const removed = await ok(manager.api.DELETE('/api/landing-queue/{requirementId}', { params: { path: { requirementId: blocker.id } } }));
+    const removed = await ok(
+      manager.api.DELETE('/api/landing-queue/{requirementId}', { params: { path: { requirementId: blocker.id } } }),
+    );
     expect(removed.items.map((i) => i.requirementId)).not.toContain(blocker.id);
     await until('A to land', async () => ((await get(manager, a.id)).landing.landedAt !== null ? true : undefined));
-    await refusal(manager.api.DELETE('/api/landing-queue/{requirementId}', { params: { path: { requirementId: blocker.id } } }), 404, 'not_queued');
+    await refusal(
+      manager.api.DELETE('/api/landing-queue/{requirementId}', { params: { path: { requirementId: blocker.id } } }),
+      404,
+      'not_queued',
+    );
     expect((await get(manager, blocker.id)).landing.landedAt).toBeNull();
   });
 });

@@ -63,7 +63,9 @@ describe('agent-manager start', () => {
     // A plain folder: the agents work in it directly.
     const plain = await startManager({ sandbox });
     try {
-      expect(plain.stdout()).toContain(`WARNING: ${root} is not a git repository: agents will work in place, directly in this folder`);
+      expect(plain.stdout()).toContain(
+        `WARNING: ${root} is not a git repository: agents will work in place, directly in this folder`,
+      );
       expect(plain.stdout()).toContain('git init && git add -A && git commit -m "Initial commit"');
       const created = await plain.api.POST('/api/requirements', { body: { provider: 'codex', title: 'plain' } });
       expect(created.data).toMatchObject({ isolation: 'in_place', warnings: [] });
@@ -76,7 +78,9 @@ describe('agent-manager start', () => {
     execFileSync('git', ['init', '-q'], { cwd: sandbox.workspace });
     const noCommit = await startManager({ sandbox });
     try {
-      expect(noCommit.stdout()).toContain(`WARNING: ${root} is a git repository without any commit: agents will work in place, directly in your checkout`);
+      expect(noCommit.stdout()).toContain(
+        `WARNING: ${root} is a git repository without any commit: agents will work in place, directly in your checkout`,
+      );
       expect(noCommit.stdout()).toContain('make a first commit: git add -A && git commit -m "Initial commit"');
       const created = await noCommit.api.POST('/api/requirements', { body: { provider: 'codex', title: 'no commit' } });
       expect(created.status).toBe(201);
@@ -100,7 +104,10 @@ describe('agent-manager start', () => {
   it('writes structured JSON log lines, never message bodies', async () => {
     const manager = await startManager({ sandbox, args: ['--log-level', 'debug'] });
     const created = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'log me' } });
-    await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: created.data!.id } }, body: { message: 'SECRET-BODY-TEXT' } });
+    await manager.api.POST('/api/requirements/{id}/reply', {
+      params: { path: { id: created.data!.id } },
+      body: { message: 'SECRET-BODY-TEXT' },
+    });
     await manager.stop();
     const logs = path.join(manager.dataDirectory(), 'logs');
     const files = fs.readdirSync(logs).filter((f) => f.endsWith('.log'));
@@ -109,7 +116,11 @@ describe('agent-manager start', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(lines.some((l) => l.message === 'message delivered' && l.requirementId === created.data!.id && l.actor === 'human')).toBe(true);
+    expect(
+      lines.some(
+        (l) => l.message === 'message delivered' && l.requirementId === created.data!.id && l.actor === 'human',
+      ),
+    ).toBe(true);
     expect(lines.every((l) => typeof l.timestamp === 'string' && typeof l.level === 'string')).toBe(true);
     expect(text).not.toContain('SECRET-BODY-TEXT');
   });
@@ -117,7 +128,10 @@ describe('agent-manager start', () => {
   it('keeps everything across a restart and continues event ids', async () => {
     const first = await startManager({ sandbox });
     const created = await first.api.POST('/api/requirements', { body: { provider: 'codex', title: 'durable' } });
-    await first.api.POST('/api/requirements/{id}/reply', { params: { path: { id: created.data!.id } }, body: { message: 'remember me' } });
+    await first.api.POST('/api/requirements/{id}/reply', {
+      params: { path: { id: created.data!.id } },
+      body: { message: 'remember me' },
+    });
     expect(await first.stop()).toBe(0);
     // Read once the manager is gone: its stop wrote too (the run it cut short says so).
     const before = await snapshotStore(first.dataDirectory());
@@ -126,11 +140,19 @@ describe('agent-manager start', () => {
     try {
       const fetched = await second.api.GET('/api/requirements/{id}', { params: { path: { id: created.data!.id } } });
       expect(fetched.data).toMatchObject({ id: created.data!.id, session: { pendingMessageCount: 1 } });
-      const messages = await second.api.GET('/api/requirements/{id}/messages', { params: { path: { id: created.data!.id } } });
-      expect(messages.data!.items.map((m: { body: string; code: string | null }) => m.code ?? m.body)).toEqual(['remember me', 'run.manager_stopped']);
+      const messages = await second.api.GET('/api/requirements/{id}/messages', {
+        params: { path: { id: created.data!.id } },
+      });
+      expect(messages.data!.items.map((m: { body: string; code: string | null }) => m.code ?? m.body)).toEqual([
+        'remember me',
+        'run.manager_stopped',
+      ]);
       const live = await connectSse(`${second.origin}/api/events?after=${before.maxEventId - 1}`);
       await live.waitFor(1);
-      await second.api.POST('/api/requirements/{id}/reply', { params: { path: { id: created.data!.id } }, body: { message: 'after restart' } });
+      await second.api.POST('/api/requirements/{id}/reply', {
+        params: { path: { id: created.data!.id } },
+        body: { message: 'after restart' },
+      });
       await live.waitFor(2);
       expect(live.events.map((e) => e.id).slice(0, 2)).toEqual([before.maxEventId, before.maxEventId + 1]);
       live.close();
@@ -154,11 +176,17 @@ describe('agent-manager start', () => {
   });
 
   it('says which process holds a port in use, and how to pick another', async () => {
-    const blocker = spawn(process.execPath, ['-e', "require('net').createServer().listen(0, '127.0.0.1', function () { console.log(this.address().port) })"], {
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
+    const blocker = spawn(
+      process.execPath,
+      ['-e', "require('net').createServer().listen(0, '127.0.0.1', function () { console.log(this.address().port) })"],
+      {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      },
+    );
     try {
-      const port = await new Promise<number>((resolve) => blocker.stdout.once('data', (c: Buffer) => resolve(Number(c.toString().trim()))));
+      const port = await new Promise<number>((resolve) =>
+        blocker.stdout.once('data', (c: Buffer) => resolve(Number(c.toString().trim()))),
+      );
       const result = await runLauncher(sandbox, ['start', '--workspace', sandbox.workspace, '--port', String(port)]);
       expect(result.code).toBe(1);
       expect(result.stderr.trim().split('\n')).toHaveLength(1);
@@ -184,7 +212,9 @@ describe('agent-manager start', () => {
       expect(second.stderr).toContain('--port <another>');
       // doctor says the same about the port.
       const doctor = await runLauncher(sandbox, ['doctor', '--json', '--workspace', other, '--port', port]);
-      const check = (JSON.parse(doctor.stdout) as { checks: Array<{ id: string; detail: string }> }).checks.find((c) => c.id === 'port');
+      const check = (JSON.parse(doctor.stdout) as { checks: Array<{ id: string; detail: string }> }).checks.find(
+        (c) => c.id === 'port',
+      );
       expect(check?.detail).toContain(`another Agent Manager (pid ${first.child.pid}`);
     } finally {
       await first.stop();
@@ -198,7 +228,9 @@ describe('agent-manager start', () => {
     expect(fs.existsSync(path.join(first.dataDirectory(), 'manager.lock'))).toBe(true);
     const second = await startManager({ sandbox });
     try {
-      expect((await second.api.GET('/api/requirements/{id}', { params: { path: { id: created.data!.id } } })).status).toBe(200);
+      expect(
+        (await second.api.GET('/api/requirements/{id}', { params: { path: { id: created.data!.id } } })).status,
+      ).toBe(200);
     } finally {
       await second.stop();
     }
@@ -211,13 +243,18 @@ describe('agent-manager start', () => {
       const stream = await connectSse(`${manager.origin}/api/events`);
       let answered = 0;
       const writes = Array.from({ length: 30 }, (_, i) =>
-        manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: created.data!.id } }, body: { message: `m${i}` } }).then(
-          (r) => {
-            answered += r.status === 202 ? 1 : 0;
-            return r;
-          },
-          () => null,
-        ),
+        manager.api
+          .POST('/api/requirements/{id}/reply', {
+            params: { path: { id: created.data!.id } },
+            body: { message: `m${i}` },
+          })
+          .then(
+            (r) => {
+              answered += r.status === 202 ? 1 : 0;
+              return r;
+            },
+            () => null,
+          ),
       );
       // The stop arrives while writes are being accepted: at least one already was.
       await until('a first accepted reply', async () => answered > 0);
@@ -227,9 +264,11 @@ describe('agent-manager start', () => {
       await stream.ended;
       const accepted = (await Promise.all(writes)).filter((r) => r?.status === 202).length;
       expect(accepted).toBeGreaterThan(0);
-      const rows = await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM requirement_message WHERE requirement_id = ?', [
-        created.data!.id,
-      ]);
+      const rows = await query<{ n: number }>(
+        path.join(manager.dataDirectory(), 'factory.sqlite'),
+        'SELECT COUNT(*) AS n FROM requirement_message WHERE requirement_id = ?',
+        [created.data!.id],
+      );
       // Every reply that was answered 202 is on disk (more may have committed unanswered).
       expect(rows[0].n).toBeGreaterThanOrEqual(accepted);
       expect(fs.existsSync(path.join(manager.dataDirectory(), 'manager.lock'))).toBe(false);
@@ -245,9 +284,19 @@ describe('agent-manager start', () => {
     });
     try {
       const config = await ok(manager.api.GET('/api/configuration'));
-      expect(config.effective).toMatchObject({ databasePath: db, logLevel: 'warn', pullRequestReconcileIntervalSeconds: 5 });
-      expect(config.values).toMatchObject({ databasePath: null, logLevel: 'info', pullRequestReconcileIntervalSeconds: 60 });
-      expect(config.overriddenFields).toEqual(expect.arrayContaining(['databasePath', 'logLevel', 'port', 'pullRequestReconcileIntervalSeconds']));
+      expect(config.effective).toMatchObject({
+        databasePath: db,
+        logLevel: 'warn',
+        pullRequestReconcileIntervalSeconds: 5,
+      });
+      expect(config.values).toMatchObject({
+        databasePath: null,
+        logLevel: 'info',
+        pullRequestReconcileIntervalSeconds: 60,
+      });
+      expect(config.overriddenFields).toEqual(
+        expect.arrayContaining(['databasePath', 'logLevel', 'port', 'pullRequestReconcileIntervalSeconds']),
+      );
       expect(config.overriddenFields).not.toContain('host');
       expect(fs.existsSync(db)).toBe(true);
       expect((await ok(manager.api.GET('/api/workspace'))).databasePath).toBe(db);
@@ -408,7 +457,10 @@ describe('agent-manager start', () => {
 describe('the README', () => {
   it('leads with what works today, a clone and `npm start`, then the tarball; the registry is marked as not published yet', () => {
     const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+      name: string;
+      version: string;
+    };
     const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
     expect(blocks[0]).toMatch(/^git clone .+\ncd agent-manager\nnpm start -- --workspace \/path\/to\/your\/repo/);
     // The tarball `npm pack` writes, installed by its exact name.
@@ -436,10 +488,17 @@ describe('the declared Node.js engines', () => {
     // Read from the lock `npm ci` installs: a package whose engines exclude the declared minimum
     // (content-type 3, through Octokit, wants Node 22) makes the declaration untrue.
     const semver = require('semver') as { satisfies(version: string, range: string): boolean };
-    const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; engines?: unknown }> };
+    const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { version?: string; engines?: unknown }>;
+    };
     const excluded = Object.entries(lock.packages).flatMap(([where, entry]) => {
-      const range = entry.engines && typeof entry.engines === 'object' && !Array.isArray(entry.engines) ? (entry.engines as { node?: string }).node : undefined;
-      return range === undefined || (['20.19.1', '22.13.0', '24.0.0'].every((v) => semver.satisfies(v, range)) && semver.satisfies(process.version, range))
+      const range =
+        entry.engines && typeof entry.engines === 'object' && !Array.isArray(entry.engines)
+          ? (entry.engines as { node?: string }).node
+          : undefined;
+      return range === undefined ||
+        (['20.19.1', '22.13.0', '24.0.0'].every((v) => semver.satisfies(v, range)) &&
+          semver.satisfies(process.version, range))
         ? []
         : [`${where}@${entry.version}: node ${range}`];
     });
@@ -450,16 +509,30 @@ describe('the declared Node.js engines', () => {
     try {
       fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(dir, 'package.json'));
       fs.copyFileSync(path.join(ROOT, 'package-lock.json'), path.join(dir, 'package-lock.json'));
-      const npm = spawnSync('npm', ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', '--engine-strict'], {
-        cwd: dir,
-        encoding: 'utf8',
-        env: { ...process.env, npm_config_update_notifier: 'false' },
-        timeout: 120_000,
-      });
+      const npm = spawnSync(
+        'npm',
+        [
+          'install',
+          '--package-lock-only',
+          '--ignore-scripts',
+          '--no-audit',
+          '--no-fund',
+          '--prefer-offline',
+          '--engine-strict',
+        ],
+        {
+          cwd: dir,
+          encoding: 'utf8',
+          env: { ...process.env, npm_config_update_notifier: 'false' },
+          timeout: 120_000,
+        },
+      );
       expect(`${npm.stdout}${npm.stderr}`).not.toContain('EBADENGINE');
       expect(npm.status).toBe(0);
       // The lock was already complete: nothing to change.
-      expect(fs.readFileSync(path.join(dir, 'package-lock.json'), 'utf8')).toBe(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
+      expect(fs.readFileSync(path.join(dir, 'package-lock.json'), 'utf8')).toBe(
+        fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'),
+      );
     } finally {
       fs.rmSync(dir, { force: true, recursive: true });
     }

@@ -44,7 +44,8 @@ function request(
     let writeError: string | undefined;
     let answer: { status: number; text: string } | undefined;
     let responded = false;
-    const finish = () => resolve({ ms: Date.now() - started, status: answer?.status ?? 0, text: answer?.text ?? '', writeError });
+    const finish = () =>
+      resolve({ ms: Date.now() - started, status: answer?.status ?? 0, text: answer?.text ?? '', writeError });
     const req = http.request({ agent: false, headers, host: url.hostname, method, path: pathAndQuery, port: url.port });
     req.on('response', (res) => {
       responded = true;
@@ -102,7 +103,8 @@ describe('Limits a local process must not be able to break', () => {
     sandbox = makeSandbox();
     manager = await startManager({ sandbox });
     pid = manager.child.pid as number;
-    requirementId = (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'limits' } }))).id;
+    requirementId = (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'limits' } })))
+      .id;
   });
 
   afterAll(async () => {
@@ -118,7 +120,11 @@ describe('Limits a local process must not be able to break', () => {
     for (let batch = 0; batch < 10; batch++) {
       await Promise.all(
         Array.from({ length: 200 }, () => {
-          const d = { data: '', openedAt: Date.now(), socket: net.connect(port, '127.0.0.1') } as (typeof drippers)[number];
+          const d = {
+            data: '',
+            openedAt: Date.now(),
+            socket: net.connect(port, '127.0.0.1'),
+          } as (typeof drippers)[number];
           drippers.push(d);
           d.socket.on('data', (c) => (d.data += c.toString('latin1')));
           d.socket.on('error', () => undefined);
@@ -148,7 +154,12 @@ describe('Limits a local process must not be able to break', () => {
       expect(Math.max(...healthMs, ...listMs)).toBeLessThan(2_000);
 
       // The lifetimes below say which were not closed in time (Infinity): no throw here.
-      await until('the server to close every dripper', async () => drippers.every((d) => d.closedAt !== undefined), 30_000, 250).catch(() => undefined);
+      await until(
+        'the server to close every dripper',
+        async () => drippers.every((d) => d.closedAt !== undefined),
+        30_000,
+        250,
+      ).catch(() => undefined);
     } finally {
       clearInterval(drip);
       drippers.forEach((d) => d.socket.destroy());
@@ -164,7 +175,13 @@ describe('Limits a local process must not be able to break', () => {
   }, 90_000);
 
   it('refuses a 90,000-key body (400 too_many_keys) at once, and stays responsive meanwhile', async () => {
-    const wide = Buffer.from(JSON.stringify({ provider: 'codex', title: 'wide', ...Object.fromEntries(Array.from({ length: 90_000 }, (_, i) => [i.toString(36), 0])) }));
+    const wide = Buffer.from(
+      JSON.stringify({
+        provider: 'codex',
+        title: 'wide',
+        ...Object.fromEntries(Array.from({ length: 90_000 }, (_, i) => [i.toString(36), 0])),
+      }),
+    );
     expect(wide.length).toBeLessThan(MB);
     const probes: number[] = [];
     let probing = true;
@@ -179,7 +196,11 @@ describe('Limits a local process must not be able to break', () => {
           manager.origin,
           'POST',
           '/api/requirements',
-          { Authorization: `Bearer ${manager.token}`, 'Content-Length': wide.length, 'Content-Type': 'application/json' },
+          {
+            Authorization: `Bearer ${manager.token}`,
+            'Content-Length': wide.length,
+            'Content-Type': 'application/json',
+          },
           { chunk: wide, count: 1 },
         ),
       ),
@@ -187,7 +208,9 @@ describe('Limits a local process must not be able to break', () => {
     probing = false;
     await prober;
 
-    console.log(`90,000-key bodies answered in ${answers.map((a) => a.ms).join(', ')} ms; /api/health meanwhile at most ${Math.max(...probes)} ms over ${probes.length} probes`);
+    console.log(
+      `90,000-key bodies answered in ${answers.map((a) => a.ms).join(', ')} ms; /api/health meanwhile at most ${Math.max(...probes)} ms over ${probes.length} probes`,
+    );
     for (const answer of answers) {
       expect(answer.status).toBe(400);
       expect(JSON.parse(answer.text)).toMatchObject({ code: 'too_many_keys', statusCode: 400 });
@@ -201,7 +224,11 @@ describe('Limits a local process must not be able to break', () => {
     expect((await manager.api.PATCH('/api/configuration', { body: { githubWebhookSecret: secret } })).status).toBe(200);
     const ping = JSON.stringify({ zen: 'Design for failure.' });
     // A webhook delivery is signed over its exact bytes: sent untyped on purpose.
-    const signed = { 'Content-Type': 'application/json', 'X-GitHub-Event': 'ping', 'X-Hub-Signature-256': signWebhookBody(secret, ping) };
+    const signed = {
+      'Content-Type': 'application/json',
+      'X-GitHub-Event': 'ping',
+      'X-Hub-Signature-256': signWebhookBody(secret, ping),
+    };
     expect((await sendUntyped(manager.origin, 'POST', '/api/github/webhook', ping, signed, NO_AUTH)).status).toBe(202);
 
     // No signature header at all: refused before a byte of the body is read.
@@ -215,12 +242,24 @@ describe('Limits a local process must not be able to break', () => {
     expect(unsigned.status).toBe(401);
 
     const chunk = Buffer.alloc(MB, 0x20);
-    const headers = { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'X-GitHub-Event': 'issue_comment', 'X-Hub-Signature-256': `sha256=${'0'.repeat(64)}` };
+    const headers = {
+      'Content-Type': 'application/json',
+      'Transfer-Encoding': 'chunked',
+      'X-GitHub-Event': 'issue_comment',
+      'X-Hub-Signature-256': `sha256=${'0'.repeat(64)}`,
+    };
     const attack = async () => {
       const peak = sampleMax(() => residentMb(pid));
       const started = Date.now();
-      const answers = await Promise.all(Array.from({ length: 60 }, () => request(manager.origin, 'POST', '/api/github/webhook', headers, { chunk, count: 24 })));
-      const statuses = answers.reduce<Record<number, number>>((acc, a) => ({ ...acc, [a.status]: (acc[a.status] ?? 0) + 1 }), {});
+      const answers = await Promise.all(
+        Array.from({ length: 60 }, () =>
+          request(manager.origin, 'POST', '/api/github/webhook', headers, { chunk, count: 24 }),
+        ),
+      );
+      const statuses = answers.reduce<Record<number, number>>(
+        (acc, a) => ({ ...acc, [a.status]: (acc[a.status] ?? 0) + 1 }),
+        {},
+      );
       return { ms: Date.now() - started, peak: peak.stop(), statuses };
     };
     const settled = async () => {
@@ -259,7 +298,11 @@ describe('Limits a local process must not be able to break', () => {
     expect(afterSecond - afterFirst).toBeLessThan(45);
     // And it still takes real deliveries, a large one too (then every tracked PR is looked at).
     expect((await sendUntyped(manager.origin, 'POST', '/api/github/webhook', ping, signed, NO_AUTH)).status).toBe(202);
-    const large = JSON.stringify({ comment: { body: 'x'.repeat(2 * MB) }, issue: { number: 1, pull_request: {} }, repository: { full_name: 'o/r' } });
+    const large = JSON.stringify({
+      comment: { body: 'x'.repeat(2 * MB) },
+      issue: { number: 1, pull_request: {} },
+      repository: { full_name: 'o/r' },
+    });
     const delivered = await sendUntyped(
       manager.origin,
       'POST',
@@ -268,7 +311,10 @@ describe('Limits a local process must not be able to break', () => {
       { ...signed, 'X-GitHub-Event': 'issue_comment', 'X-Hub-Signature-256': signWebhookBody(secret, large) },
       NO_AUTH,
     );
-    expect({ json: delivered.json, status: delivered.status }).toEqual({ json: { accepted: true, event: 'issue_comment', pullRequests: 0 }, status: 202 });
+    expect({ json: delivered.json, status: delivered.status }).toEqual({
+      json: { accepted: true, event: 'issue_comment', pullRequests: 0 },
+      status: 202,
+    });
     expect((await manager.api.PATCH('/api/configuration', { body: { githubWebhookSecret: null } })).status).toBe(200);
   }, 120_000);
 
@@ -276,7 +322,11 @@ describe('Limits a local process must not be able to break', () => {
     const attachments = path.join(manager.dataDirectory(), 'attachments');
     await health();
     const fdsBefore = openFds(pid);
-    const auth = { Authorization: `Bearer ${manager.token}`, 'Content-Type': 'application/json', 'X-File-Name': 'a.json' };
+    const auth = {
+      Authorization: `Bearer ${manager.token}`,
+      'Content-Type': 'application/json',
+      'X-File-Name': 'a.json',
+    };
     const body = { chunk: Buffer.from('{"hello":"world"}'), count: 1 };
     const routes = [
       `/api/requirements/${requirementId}/Attachments`,
@@ -284,13 +334,19 @@ describe('Limits a local process must not be able to break', () => {
       `/api/Requirements/${requirementId}/attachments`,
       `/API/requirements/${requirementId}/attachments`,
     ];
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => request(manager.origin, 'POST', routes[i % routes.length], auth, body)));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => request(manager.origin, 'POST', routes[i % routes.length], auth, body)),
+    );
     expect(answers.map((a) => a.status)).toEqual(answers.map(() => 404));
     expect(answers.map((a) => JSON.parse(a.text).code)).toEqual(answers.map(() => 'not_found'));
     // Each refused upload closes its socket and whatever it opened as the response ends; wait
     // for that state (a leak never gets there), then check it.
     const leftovers = () => fs.readdirSync(attachments).filter((name) => name.startsWith('.upload-'));
-    await until('the refused uploads to release their descriptors', async () => openFds(pid) <= fdsBefore + 3 && leftovers().length === 0, 5_000).catch(() => undefined);
+    await until(
+      'the refused uploads to release their descriptors',
+      async () => openFds(pid) <= fdsBefore + 3 && leftovers().length === 0,
+      5_000,
+    ).catch(() => undefined);
     expect(openFds(pid)).toBeLessThanOrEqual(fdsBefore + 3);
     expect(fs.readdirSync(attachments).filter((name) => name.startsWith('.upload-'))).toEqual([]);
     // The one spelling still takes a JSON file as bytes.
@@ -300,28 +356,79 @@ describe('Limits a local process must not be able to break', () => {
 
   it('refuses a lone surrogate or a NUL in any text field or query (400 invalid_text, nothing stored); what is stored is what is answered', async () => {
     // Hand-written JSON and queries with NULs and lone surrogates: untyped on purpose.
-    const raw = (p: string, json: string) => sendUntyped(manager.origin, 'POST', p, json, { 'Content-Type': 'application/json' });
-    await expectRefused(manager.dataDirectory(), () => raw('/api/requirements', '{"provider":"codex","title":"lone \\ud800 high"}'), 400, 'invalid_text');
-    await expectRefused(manager.dataDirectory(), () => raw('/api/requirements', '{"provider":"codex","title":"t","description":"lone \\udc00 low"}'), 400, 'invalid_text');
-    await expectRefused(manager.dataDirectory(), () => raw(`/api/requirements/${requirementId}/reply`, '{"message":"\\ud83d"}'), 400, 'invalid_text');
+    const raw = (p: string, json: string) =>
+      sendUntyped(manager.origin, 'POST', p, json, { 'Content-Type': 'application/json' });
     await expectRefused(
       manager.dataDirectory(),
-      () => raw(`/api/requirements/${requirementId}/timers`, '{"description":"\\udfff","intervalSeconds":60,"schedule":"once"}'),
+      () => raw('/api/requirements', '{"provider":"codex","title":"lone \\ud800 high"}'),
+      400,
+      'invalid_text',
+    );
+    await expectRefused(
+      manager.dataDirectory(),
+      () => raw('/api/requirements', '{"provider":"codex","title":"t","description":"lone \\udc00 low"}'),
+      400,
+      'invalid_text',
+    );
+    await expectRefused(
+      manager.dataDirectory(),
+      () => raw(`/api/requirements/${requirementId}/reply`, '{"message":"\\ud83d"}'),
+      400,
+      'invalid_text',
+    );
+    await expectRefused(
+      manager.dataDirectory(),
+      () =>
+        raw(
+          `/api/requirements/${requirementId}/timers`,
+          '{"description":"\\udfff","intervalSeconds":60,"schedule":"once"}',
+        ),
       400,
       'invalid_text',
     );
     // NUL: PostgreSQL text cannot hold it, so neither store takes it, in a body or a query filter.
-    await expectRefused(manager.dataDirectory(), () => raw('/api/requirements', '{"provider":"codex","title":"nul \\u0000 inside"}'), 400, 'invalid_text');
-    await expectRefused(manager.dataDirectory(), () => raw(`/api/requirements/${requirementId}/reply`, '{"message":"\\u0000"}'), 400, 'invalid_text');
-    await expectRefused(manager.dataDirectory(), () => sendUntyped(manager.origin, 'GET', '/api/review-requests?pullRequestId=a%00b'), 400, 'invalid_text');
-    await expectRefused(manager.dataDirectory(), () => sendUntyped(manager.origin, 'GET', '/api/requirements?q=%00'), 400, 'invalid_text');
-    await expectRefused(manager.dataDirectory(), () => sendUntyped(manager.origin, 'GET', '/api/requirements/%00/changes'), 404, 'not_found');
+    await expectRefused(
+      manager.dataDirectory(),
+      () => raw('/api/requirements', '{"provider":"codex","title":"nul \\u0000 inside"}'),
+      400,
+      'invalid_text',
+    );
+    await expectRefused(
+      manager.dataDirectory(),
+      () => raw(`/api/requirements/${requirementId}/reply`, '{"message":"\\u0000"}'),
+      400,
+      'invalid_text',
+    );
+    await expectRefused(
+      manager.dataDirectory(),
+      () => sendUntyped(manager.origin, 'GET', '/api/review-requests?pullRequestId=a%00b'),
+      400,
+      'invalid_text',
+    );
+    await expectRefused(
+      manager.dataDirectory(),
+      () => sendUntyped(manager.origin, 'GET', '/api/requirements?q=%00'),
+      400,
+      'invalid_text',
+    );
+    await expectRefused(
+      manager.dataDirectory(),
+      () => sendUntyped(manager.origin, 'GET', '/api/requirements/%00/changes'),
+      404,
+      'not_found',
+    );
 
-    const created = await raw('/api/requirements', '{"provider":"codex","title":"pair \\ud83d\\ude00 and é","description":"\\u2028 line"}');
+    const created = await raw(
+      '/api/requirements',
+      '{"provider":"codex","title":"pair \\ud83d\\ude00 and é","description":"\\u2028 line"}',
+    );
     expect(created.status).toBe(201);
     expect(created.json.title).toBe('pair 😀 and é');
     const stored = await manager.api.GET('/api/requirements/{id}', { params: { path: { id: created.json.id } } });
-    expect({ description: stored.data!.description, title: stored.data!.title }).toEqual({ description: created.json.description, title: created.json.title });
+    expect({ description: stored.data!.description, title: stored.data!.title }).toEqual({
+      description: created.json.description,
+      title: created.json.title,
+    });
   });
 
   it('trades every login link for the cookie and strips the token: repeated, on deep links, with other parameters', async () => {
@@ -331,28 +438,56 @@ describe('Limits a local process must not be able to break', () => {
       [`/?token=${t}&token=${t}`, '/'],
       [`/?token=wrong&token=${t}`, '/'],
       [`/requirements/${requirementId}?token=${t}`, `/requirements/${requirementId}`],
-      [`/requirements/${requirementId}?tab=messages&token=${t}&token=${t}`, `/requirements/${requirementId}?tab=messages`],
+      [
+        `/requirements/${requirementId}?tab=messages&token=${t}&token=${t}`,
+        `/requirements/${requirementId}?tab=messages`,
+      ],
       [`//evil.example/x?token=${t}`, '/evil.example/x'],
     ]) {
       // Dashboard links, not API routes: untyped.
       const res = await sendUntyped(manager.origin, 'GET', link, undefined, {}, NO_AUTH);
-      expect({ link, location: res.headers.get('location'), status: res.status }).toEqual({ link, location, status: 303 });
-      expect(res.headers.get('set-cookie')).toMatch(new RegExp(`^am_session_${port}=[0-9a-f]{64}; Path=/; HttpOnly; SameSite=Strict$`));
+      expect({ link, location: res.headers.get('location'), status: res.status }).toEqual({
+        link,
+        location,
+        status: 303,
+      });
+      expect(res.headers.get('set-cookie')).toMatch(
+        new RegExp(`^am_session_${port}=[0-9a-f]{64}; Path=/; HttpOnly; SameSite=Strict$`),
+      );
       expect(res.headers.get('cache-control')).toBe('no-store');
     }
-    const bad = await sendUntyped(manager.origin, 'GET', `/requirements/${requirementId}?token=nope&token=nope2`, undefined, {}, NO_AUTH);
+    const bad = await sendUntyped(
+      manager.origin,
+      'GET',
+      `/requirements/${requirementId}?token=nope&token=nope2`,
+      undefined,
+      {},
+      NO_AUTH,
+    );
     expect(bad.status).toBe(401);
     expect(bad.headers.get('set-cookie')).toBeNull();
   });
 
   it('lingering close: big bodies with a wrong token, sent fast by many clients or slowly by one, still read their 401', async () => {
-    const wrong = { Authorization: 'Bearer wrong', 'Content-Type': 'application/octet-stream', 'X-File-Name': 'big.bin' };
+    const wrong = {
+      Authorization: 'Bearer wrong',
+      'Content-Type': 'application/octet-stream',
+      'X-File-Name': 'big.bin',
+    };
     const chunk = Buffer.alloc(660 * 1024, 0x61);
     const route = `/api/requirements/${requirementId}/attachments`;
     const many = await Promise.all(
-      Array.from({ length: 30 }, () => request(manager.origin, 'POST', route, { ...wrong, 'Content-Length': chunk.length * 10 }, { chunk, count: 10 })),
+      Array.from({ length: 30 }, () =>
+        request(manager.origin, 'POST', route, { ...wrong, 'Content-Length': chunk.length * 10 }, { chunk, count: 10 }),
+      ),
     );
-    const slow = await request(manager.origin, 'POST', route, { ...wrong, 'Content-Length': chunk.length * 10 }, { chunk, count: 10, pauseMs: 200 });
+    const slow = await request(
+      manager.origin,
+      'POST',
+      route,
+      { ...wrong, 'Content-Length': chunk.length * 10 },
+      { chunk, count: 10, pauseMs: 200 },
+    );
     for (const answer of [...many, slow]) {
       expect({ status: answer.status, writeError: answer.writeError }).toEqual({ status: 401, writeError: undefined });
       expect(JSON.parse(answer.text)).toMatchObject({ code: 'unauthorized', statusCode: 401 });

@@ -53,7 +53,9 @@ function configureUserServer(provider: string, agentEnv: Record<string, string>)
     );
   } else {
     // alwaysLoad, as for ours: otherwise Claude offers it through ToolSearch only.
-    const config = { mcpServers: { user: { alwaysLoad: true, args: [USER_SERVER], command: process.execPath, type: 'stdio' } } };
+    const config = {
+      mcpServers: { user: { alwaysLoad: true, args: [USER_SERVER], command: process.execPath, type: 'stdio' } },
+    };
     fs.writeFileSync(path.join(agentEnv.HOME, '.claude.json'), JSON.stringify(config));
   }
 }
@@ -68,8 +70,16 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
   });
 
   it('offers the tools beside the user’s own, does what each CLI command does, and refuses what is out of scope without writing', async () => {
-    const parent = await ok(manager.api.POST('/api/requirements', { body: { description: 'Split the work.', provider, title: 'Parent work' } }));
-    const unrelated = await ok(manager.api.POST('/api/requirements', { body: { description: 'Someone else’s work.', provider, title: 'Unrelated' } }));
+    const parent = await ok(
+      manager.api.POST('/api/requirements', {
+        body: { description: 'Split the work.', provider, title: 'Parent work' },
+      }),
+    );
+    const unrelated = await ok(
+      manager.api.POST('/api/requirements', {
+        body: { description: 'Someone else’s work.', provider, title: 'Unrelated' },
+      }),
+    );
     const marker = `MCP-RUN-${provider}`;
     let childId = '';
     stub.scriptFor(marker, [
@@ -78,8 +88,19 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
       // Held, so the process walk below sees the run alive with its tools connected.
       { delayMs: 1500, then: { arguments: {}, tool: 'list_timers' } },
       { arguments: (request) => ({ timerId: idIn(request, 'tmr') }), tool: 'cancel_timer' },
-      { arguments: { autoReview: { maxRounds: 2 }, budget: { maxTokens: 90_000 }, description: 'Do the lexer part', title: 'Child work' }, tool: 'propose_requirement' },
-      { arguments: (request) => ({ action: 'start', requirementId: (childId = idIn(request, 'req')) }), tool: 'requirement_action' },
+      {
+        arguments: {
+          autoReview: { maxRounds: 2 },
+          budget: { maxTokens: 90_000 },
+          description: 'Do the lexer part',
+          title: 'Child work',
+        },
+        tool: 'propose_requirement',
+      },
+      {
+        arguments: (request) => ({ action: 'start', requirementId: (childId = idIn(request, 'req')) }),
+        tool: 'requirement_action',
+      },
       { arguments: {}, tool: 'list_related' },
       { arguments: () => ({ message: 'Use contract version 2.', requirementId: childId }), tool: 'message_related' },
       {
@@ -102,27 +123,48 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
       { arguments: { afterSeconds: 5, description: 'Too soon' }, tool: 'register_timer' },
       { text: 'All tools called.' },
     ]);
-    expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: parent.id } }, body: { message: `Go ${marker}` } })).status).toBe(202);
+    expect(
+      (
+        await manager.api.POST('/api/requirements/{id}/start', {
+          params: { path: { id: parent.id } },
+          body: { message: `Go ${marker}` },
+        })
+      ).status,
+    ).toBe(202);
 
     // Every process under the manager while the run lives: the CLI, and no `code-factory-cli mcp`.
     const seen = new Set<string>();
-    const walk = setInterval(() => descendantCommandLines(manager.child.pid!).forEach((argv) => seen.add(argv.join(' '))), 100);
+    const walk = setInterval(
+      () => descendantCommandLines(manager.child.pid!).forEach((argv) => seen.add(argv.join(' '))),
+      100,
+    );
     const run = await until(
       'the parent run to finish',
       async () => {
-        const [latest] = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: parent.id } } }))).items;
+        const [latest] = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: parent.id } } })))
+          .items;
         return latest?.status !== 'running' && latest;
       },
       120_000,
       200,
     ).finally(() => clearInterval(walk));
-    expect([...seen].filter((argv) => argv.includes(provider === 'codex' ? 'exec --json' : '--output-format stream-json'))).not.toEqual([]);
+    expect(
+      [...seen].filter((argv) => argv.includes(provider === 'codex' ? 'exec --json' : '--output-format stream-json')),
+    ).not.toEqual([]);
     // (The walk does see MCP servers the CLI starts: the user's own stdio one.)
     expect([...seen].filter((argv) => argv.includes('user-server.js'))).not.toEqual([]);
     expect([...seen].filter((argv) => /code-factory-cli\S*\s+mcp\b/.test(argv))).toEqual([]);
-    const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id }, query: { limit: 200 } } }))).items;
+    const trace = (
+      await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id }, query: { limit: 200 } } }))
+    ).items;
     // (The trace in the failure message says why a run failed.)
-    expect({ run, trace: run.status === 'succeeded' ? [] : trace.map((entry) => `${entry.kind} ${entry.title}: ${entry.detail?.slice(0, 1000)}`) }).toMatchObject({
+    expect({
+      run,
+      trace:
+        run.status === 'succeeded'
+          ? []
+          : trace.map((entry) => `${entry.kind} ${entry.title}: ${entry.detail?.slice(0, 1000)}`),
+    }).toMatchObject({
       run: { status: 'succeeded', taskSummary: 'All tools called.' },
       trace: [],
     });
@@ -137,7 +179,11 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
       expect(request.tools).toContain(provider === 'codex' ? 'mcp__user.echo' : 'mcp__user__echo');
     }
     // No shell fallback was needed.
-    expect(requests.flatMap((request) => request.transcript.split('\n')).filter((line) => /^tool_call: (exec_command|Bash) /.test(line))).toEqual([]);
+    expect(
+      requests
+        .flatMap((request) => request.transcript.split('\n'))
+        .filter((line) => /^tool_call: (exec_command|Bash) /.test(line)),
+    ).toEqual([]);
 
     // Traces name each MCP call and its result; the three refusals fail, with the server's or the schema's reason.
     const results = trace.filter((entry) => entry.kind === 'tool_result');
@@ -159,11 +205,21 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
     expect(results[9].detail).toMatch(/message refused \(409 not_related\): .+/);
     expect(results[10].detail).toMatch(/start refused \(\d{3} [a-z_]+\): .+/);
     expect(results[11].detail).toMatch(/afterSeconds|60/);
-    expect(trace.filter((entry) => entry.kind === 'tool_call').map((entry) => entry.toolName)).toContain('code_factory.list_timers');
+    expect(trace.filter((entry) => entry.kind === 'tool_call').map((entry) => entry.toolName)).toContain(
+      'code_factory.list_timers',
+    );
 
     // What each call did, exactly as the matching code-factory-cli command does it.
-    const timers = (await ok(manager.api.GET('/api/requirements/{id}/timers', { params: { path: { id: parent.id } } }))).items;
-    expect(timers).toEqual([expect.objectContaining({ description: 'Check the CI of PR 42', intervalSeconds: 60, schedule: 'once', status: 'cancelled' })]);
+    const timers = (await ok(manager.api.GET('/api/requirements/{id}/timers', { params: { path: { id: parent.id } } })))
+      .items;
+    expect(timers).toEqual([
+      expect.objectContaining({
+        description: 'Check the CI of PR 42',
+        intervalSeconds: 60,
+        schedule: 'once',
+        status: 'cancelled',
+      }),
+    ]);
     const child = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: childId } } }));
     expect(child).toMatchObject({
       budget: { maxCostUsd: null, maxTokens: 90_000 },
@@ -178,31 +234,62 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
     expect(['doing', 'waiting_confirmation']).toContain(child.status);
     const related = results[6].detail;
     expect(related).toContain(childId);
-    const childConversation = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: childId } } }))).items;
-    expect(childConversation).toContainEqual(expect.objectContaining({ author: 'rd_agent', body: 'Use contract version 2.', sourceRequirementId: parent.id }));
-    const prs = (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: parent.id } } }))).items;
-    expect(prs).toEqual([expect.objectContaining({ headSha: '0a1b2c3d', number: 42, repository: 'org/repo', status: 'open', title: 'Split the parser' })]);
+    const childConversation = (
+      await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: childId } } }))
+    ).items;
+    expect(childConversation).toContainEqual(
+      expect.objectContaining({ author: 'rd_agent', body: 'Use contract version 2.', sourceRequirementId: parent.id }),
+    );
+    const prs = (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: parent.id } } })))
+      .items;
+    expect(prs).toEqual([
+      expect.objectContaining({
+        headSha: '0a1b2c3d',
+        number: 42,
+        repository: 'org/repo',
+        status: 'open',
+        title: 'Split the parser',
+      }),
+    ]);
 
     // The refused calls wrote nothing.
     const untouched = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: unrelated.id } } }));
     expect(untouched).toMatchObject({ status: 'todo' });
-    expect((await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: unrelated.id } } }))).items.map((m: { body: string }) => m.body)).not.toContain(
-      'psst',
-    );
-    expect((await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: unrelated.id } } }))).items).toEqual([]);
+    expect(
+      (
+        await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: unrelated.id } } }))
+      ).items.map((m: { body: string }) => m.body),
+    ).not.toContain('psst');
+    expect(
+      (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: unrelated.id } } }))).items,
+    ).toEqual([]);
   });
 
   it("lowers the budget the propose tool asks for to what the current Requirement's tree has left (issue 25 §4)", async () => {
-    const capped = await ok(manager.api.POST('/api/requirements', { body: { budget: { maxTokens: 5000 }, description: 'Capped.', provider, title: 'Capped parent' } }));
+    const capped = await ok(
+      manager.api.POST('/api/requirements', {
+        body: { budget: { maxTokens: 5000 }, description: 'Capped.', provider, title: 'Capped parent' },
+      }),
+    );
     const marker = `MCP-BUDGET-${provider}`;
     stub.scriptFor(marker, [
-      { arguments: { budget: { maxTokens: 2_000_000_000 }, description: 'Spend freely', title: 'Greedy child' }, tool: 'propose_requirement' },
+      {
+        arguments: { budget: { maxTokens: 2_000_000_000 }, description: 'Spend freely', title: 'Greedy child' },
+        tool: 'propose_requirement',
+      },
       { text: 'Proposed.' },
     ]);
-    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: capped.id } }, body: { message: `Go ${marker}` } });
+    await manager.api.POST('/api/requirements/{id}/start', {
+      params: { path: { id: capped.id } },
+      body: { message: `Go ${marker}` },
+    });
     await until(
       'the capped run to finish',
-      async () => ((await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: capped.id } } }))).items[0]?.status === 'succeeded' ? true : undefined),
+      async () =>
+        (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: capped.id } } }))).items[0]
+          ?.status === 'succeeded'
+          ? true
+          : undefined,
       120_000,
       200,
     );
@@ -211,7 +298,9 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
       .map(lastResult)
       .filter((text) => text.includes('Greedy child'));
     expect(result).toContain('budget_clamped');
-    const [child] = (await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.filter((r) => r.parentRequirementId === capped.id);
+    const [child] = (
+      await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))
+    ).items.filter((r) => r.parentRequirementId === capped.id);
     // At most the 5,000, less what the run reported before the call (Claude Code reports as it goes; Codex only at the end).
     expect(child.budget!.maxTokens).toBeGreaterThan(4000);
     expect(child.budget!.maxTokens).toBeLessThanOrEqual(5000);
@@ -235,7 +324,11 @@ describe.each(REAL_AGENT_CLIS)('the requirement_landing tool with the real $prov
   );
 
   it('answers with the conflicting files and the advice to rebase', async () => {
-    const requirement = await createRequirement(manager, { description: 'Change line two.', provider, title: 'Line two' });
+    const requirement = await createRequirement(manager, {
+      description: 'Change line two.',
+      provider,
+      title: 'Line two',
+    });
     const first = `LANDING-FIRST-${provider}`;
     stub.scriptFor(first, [{ text: 'Ready.' }]);
     await startRun(manager, requirement.id, `Go ${first}`);
@@ -251,8 +344,16 @@ describe.each(REAL_AGENT_CLIS)('the requirement_landing tool with the real $prov
     stub.scriptFor(second, [{ arguments: {}, tool: 'requirement_landing' }, { text: 'Checked.' }]);
     await reply(manager, requirement.id, `Check ${second}`);
     const { run } = await settled(manager, requirement.id, 2);
-    const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id }, query: { limit: 200 } } }))).items;
-    expect({ status: run.status, trace: run.status === 'succeeded' ? [] : trace.map((entry) => `${entry.kind} ${entry.title}: ${entry.detail?.slice(0, 1000)}`) }).toEqual({
+    const trace = (
+      await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id }, query: { limit: 200 } } }))
+    ).items;
+    expect({
+      status: run.status,
+      trace:
+        run.status === 'succeeded'
+          ? []
+          : trace.map((entry) => `${entry.kind} ${entry.title}: ${entry.detail?.slice(0, 1000)}`),
+    }).toEqual({
       status: 'succeeded',
       trace: [],
     });
@@ -261,10 +362,17 @@ describe.each(REAL_AGENT_CLIS)('the requirement_landing tool with the real $prov
     // since), say what the model stub was asked and answered for this run, and the run's trace.
     const asked = stub.requests
       .filter((r) => r.marker === second)
-      .map((r) => ({ answered: r.turn, offered: r.tools.filter((t) => t.includes('requirement_landing')), tools: r.tools.length }));
+      .map((r) => ({
+        answered: r.turn,
+        offered: r.tools.filter((t) => t.includes('requirement_landing')),
+        tools: r.tools.length,
+      }));
     expect({
       results: results.map((entry) => `${entry.toolName} ${entry.status}`),
-      why: results.length === 1 ? null : { asked, trace: trace.map((entry) => `${entry.kind} ${entry.title}: ${entry.detail?.slice(0, 300)}`) },
+      why:
+        results.length === 1
+          ? null
+          : { asked, trace: trace.map((entry) => `${entry.kind} ${entry.title}: ${entry.detail?.slice(0, 300)}`) },
     }).toEqual({ results: ['code_factory.requirement_landing completed'], why: null });
     // What the model was given back: its own Requirement, the file, the advice.
     const [request] = stub.requests.filter((r) => r.marker === second && r.transcript.includes('tool_result: '));

@@ -13,7 +13,14 @@ import type { Json } from './support/http';
 const BIN = path.join(__dirname, 'agent-clis', 'node_modules', '.bin');
 const CODEX = path.join(BIN, 'codex');
 const CLAUDE = path.join(BIN, 'claude');
-const CODEX_FLAGS = ['exec', '--json', '--color', 'never', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check'];
+const CODEX_FLAGS = [
+  'exec',
+  '--json',
+  '--color',
+  'never',
+  '--dangerously-bypass-approvals-and-sandbox',
+  '--skip-git-repo-check',
+];
 const CLAUDE_FLAGS = ['--print', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions'];
 
 // Codex warns on stderr when CODEX_HOME is under /tmp; /var/tmp keeps stderr clean.
@@ -28,7 +35,11 @@ interface Run {
   ms: number;
 }
 
-function run(command: string, args: string[], opts: { cwd: string; env: Record<string, string>; stdin: string }): Promise<Run> {
+function run(
+  command: string,
+  args: string[],
+  opts: { cwd: string; env: Record<string, string>; stdin: string },
+): Promise<Run> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
@@ -105,12 +116,17 @@ describe('model stub', () => {
       env = codexEnvironment(stub, sandbox.envDir);
     });
 
-    const codex = async (stdin: string, extra: string[] = ['-'], name = expect.getState().currentTestName): Promise<Run> => {
+    const codex = async (
+      stdin: string,
+      extra: string[] = ['-'],
+      name = expect.getState().currentTestName,
+    ): Promise<Run> => {
       const result = await run(CODEX, [...CODEX_FLAGS, ...extra], { cwd: sandbox.cwd, env, stdin });
       timings.push(`${name}: ${result.ms} ms`);
       return result;
     };
-    const items = (r: Run, type: string): Json[] => r.lines.filter((l) => l.type === 'item.completed' && l.item.type === type).map((l) => l.item);
+    const items = (r: Run, type: string): Json[] =>
+      r.lines.filter((l) => l.type === 'item.completed' && l.item.type === type).map((l) => l.item);
 
     it('answers a plain text turn; config.toml alone selects the provider and the model', async () => {
       stub.script([{ text: 'Hello from the stub.' }]);
@@ -132,13 +148,20 @@ describe('model stub', () => {
       const r = await codex('create out.txt\n');
       expect(r.code).toBe(0);
       expect(fs.readFileSync(path.join(sandbox.cwd, 'out.txt'), 'utf8')).toBe('hello\n');
-      expect(items(r, 'command_execution')).toEqual([expect.objectContaining({ aggregated_output: 'hello\n', exit_code: 0, status: 'completed' })]);
+      expect(items(r, 'command_execution')).toEqual([
+        expect.objectContaining({ aggregated_output: 'hello\n', exit_code: 0, status: 'completed' }),
+      ]);
       expect(items(r, 'agent_message').map((i) => i.text)).toEqual(['The file says hello.']);
       expect(r.lines.at(-1).type).toBe('turn.completed');
       expect(stub.requests).toHaveLength(2);
       const input = stub.requests[1].body.input;
-      expect(input.at(-1)).toMatchObject({ type: 'function_call_output', output: expect.stringContaining('Output:\nhello\n') });
-      expect(stub.requests[1].transcript).toContain('tool_call: exec_command {"cmd":"echo hello > out.txt && cat out.txt"}');
+      expect(input.at(-1)).toMatchObject({
+        type: 'function_call_output',
+        output: expect.stringContaining('Output:\nhello\n'),
+      });
+      expect(stub.requests[1].transcript).toContain(
+        'tool_call: exec_command {"cmd":"echo hello > out.txt && cat out.txt"}',
+      );
       expect(stub.requests[1].transcript).toMatch(/tool_result: [\s\S]*Output:\nhello/);
       expect(stub.requests[1].prompt).toBe('create out.txt\n');
     });
@@ -164,7 +187,9 @@ describe('model stub', () => {
       expect(second.lines[0]).toEqual({ thread_id: threadId, type: 'thread.started' });
       expect(items(second, 'agent_message').map((i) => i.text)).toEqual(['Second answer.']);
       expect(stub.requests).toHaveLength(2);
-      expect(stub.requests[1].transcript).toBe('user: remember ALPHA\n\nassistant: First answer: ALPHA.\nuser: what did you say?\n');
+      expect(stub.requests[1].transcript).toBe(
+        'user: remember ALPHA\n\nassistant: First answer: ALPHA.\nuser: what did you say?\n',
+      );
     });
 
     it('fails the turn on an HTTP error', async () => {
@@ -220,11 +245,19 @@ describe('model stub', () => {
     });
 
     it('runs a shell command and sends its output back', async () => {
-      stub.script([{ shell: 'echo hello > out.txt && cat out.txt', text: 'Running it.' }, { text: 'The file says hello.' }]);
+      stub.script([
+        { shell: 'echo hello > out.txt && cat out.txt', text: 'Running it.' },
+        { text: 'The file says hello.' },
+      ]);
       const r = await claude('create out.txt\n', ['--session-id', randomUUID()]);
       expect(r.code).toBe(0);
       expect(fs.readFileSync(path.join(sandbox.cwd, 'out.txt'), 'utf8')).toBe('hello\n');
-      expect(blocks(r, 'tool_use')).toEqual([expect.objectContaining({ input: expect.objectContaining({ command: 'echo hello > out.txt && cat out.txt' }), name: 'Bash' })]);
+      expect(blocks(r, 'tool_use')).toEqual([
+        expect.objectContaining({
+          input: expect.objectContaining({ command: 'echo hello > out.txt && cat out.txt' }),
+          name: 'Bash',
+        }),
+      ]);
       const toolResults = r.lines
         .filter((l) => l.type === 'user')
         .flatMap((l) => l.message.content)
@@ -258,7 +291,9 @@ describe('model stub', () => {
       expect(second.code).toBe(0);
       expect(result(second)).toMatchObject({ is_error: false, result: 'Second answer.', session_id: sessionId });
       expect(stub.requests).toHaveLength(2);
-      expect(stub.requests[1].transcript).toBe('user: remember ALPHA\n\nassistant: First answer: ALPHA.\nuser: what did you say?\n');
+      expect(stub.requests[1].transcript).toBe(
+        'user: remember ALPHA\n\nassistant: First answer: ALPHA.\nuser: what did you say?\n',
+      );
     });
 
     it('ends with is_error on an HTTP 500 (one request, no retries)', async () => {
@@ -288,7 +323,11 @@ describe('model stub', () => {
     fs.mkdirSync(codexDir);
     fs.mkdirSync(claudeDir);
     const [c, a] = await Promise.all([
-      run(CODEX, [...CODEX_FLAGS, '-'], { cwd: sandbox.cwd, env: codexEnvironment(stub, codexDir), stdin: 'do the [codex-job]\n' }),
+      run(CODEX, [...CODEX_FLAGS, '-'], {
+        cwd: sandbox.cwd,
+        env: codexEnvironment(stub, codexDir),
+        stdin: 'do the [codex-job]\n',
+      }),
       run(CLAUDE, [...CLAUDE_FLAGS, '--session-id', randomUUID()], {
         cwd: sandbox.cwd,
         env: claudeEnvironment(stub, claudeDir),
@@ -302,12 +341,21 @@ describe('model stub', () => {
     expect(a.lines.find((l) => l.type === 'result')).toMatchObject({ is_error: false, result: 'claude done' });
     expect(fs.readFileSync(path.join(sandbox.cwd, 'codex.txt'), 'utf8')).toBe('from-codex\n');
     expect(fs.readFileSync(path.join(sandbox.cwd, 'claude.txt'), 'utf8')).toBe('from-claude\n');
-    expect(stub.requests.map((r) => `${r.api}:${r.marker}`).sort()).toEqual(['anthropic:[claude-job]', 'anthropic:[claude-job]', 'openai:[codex-job]', 'openai:[codex-job]']);
+    expect(stub.requests.map((r) => `${r.api}:${r.marker}`).sort()).toEqual([
+      'anthropic:[claude-job]',
+      'anthropic:[claude-job]',
+      'openai:[codex-job]',
+      'openai:[codex-job]',
+    ]);
   });
 
   describe('protocol details (plain HTTP)', () => {
     const post = (url: string, body: object): Promise<Response> =>
-      fetch(`${stub.url}${url}`, { body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, method: 'POST' });
+      fetch(`${stub.url}${url}`, {
+        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+        method: 'POST',
+      });
     const anthropicBody = (text: string, stream: boolean): object => ({
       messages: [{ content: [{ text, type: 'text' }], role: 'user' }],
       model: 'fake',
@@ -325,18 +373,33 @@ describe('model stub', () => {
         { arguments: {}, tool: 'cancel_timer' },
       ]);
       const first = await (await post('/v1/messages', { ...anthropicBody('hi', false), tools })).json();
-      expect(first).toMatchObject({ content: [{ input: { a: 1 }, name: 'mcp__code_factory__list_timers', type: 'tool_use' }], stop_reason: 'tool_use' });
+      expect(first).toMatchObject({
+        content: [{ input: { a: 1 }, name: 'mcp__code_factory__list_timers', type: 'tool_use' }],
+        stop_reason: 'tool_use',
+      });
       const second = (await (await post('/v1/messages', { ...anthropicBody('hi', false), tools })).json()) as Json;
       expect(second.content[0].input).toEqual({ offered: 2 });
       const missing = await post('/v1/messages', { ...anthropicBody('hi', false), tools });
       expect(missing.status).toBe(400);
-      expect(((await missing.json()) as Json).error.message).toContain('the scripted tool cancel_timer was not offered');
+      expect(((await missing.json()) as Json).error.message).toContain(
+        'the scripted tool cancel_timer was not offered',
+      );
       expect(stub.requests[0].tools).toEqual(['Bash', 'mcp__code_factory__list_timers']);
 
       // Codex: a namespace member is called by its name with the namespace beside it.
       stub.script([{ arguments: {}, tool: 'list_timers' }]);
-      const namespace = { name: 'mcp__code_factory', tools: [{ name: 'list_timers', type: 'function' }], type: 'namespace' };
-      const sse = await (await post('/v1/responses', { input: 'hi', model: 'fake-model', tools: [{ name: 'exec_command', type: 'function' }, namespace] })).text();
+      const namespace = {
+        name: 'mcp__code_factory',
+        tools: [{ name: 'list_timers', type: 'function' }],
+        type: 'namespace',
+      };
+      const sse = await (
+        await post('/v1/responses', {
+          input: 'hi',
+          model: 'fake-model',
+          tools: [{ name: 'exec_command', type: 'function' }, namespace],
+        })
+      ).text();
       expect(sse).toContain('"name":"list_timers","namespace":"mcp__code_factory"');
       expect(stub.requests.at(-1)!.tools).toEqual(['exec_command', 'mcp__code_factory.list_timers']);
     });
@@ -352,7 +415,10 @@ describe('model stub', () => {
       });
       stub.script([{ shell: 'ls' }]);
       const tool = await (await post('/v1/messages', anthropicBody('hi', false))).json();
-      expect(tool).toMatchObject({ content: [{ input: { command: 'ls' }, name: 'Bash', type: 'tool_use' }], stop_reason: 'tool_use' });
+      expect(tool).toMatchObject({
+        content: [{ input: { command: 'ls' }, name: 'Bash', type: 'tool_use' }],
+        stop_reason: 'tool_use',
+      });
       expect(stub.requests.map((r) => r.stream)).toEqual([false, false]);
     });
 

@@ -32,10 +32,18 @@ describe('model catalog', () => {
 
   const start = (env: Record<string, string> = {}) =>
     startManager({
-      env: { ...agentEnv, CODE_FACTORY_CLAUDE_EXECUTABLE: CLAUDE.executable, CODE_FACTORY_CODEX_EXECUTABLE: CODEX.executable, GH_TOKEN: '', GITHUB_TOKEN: '', ...env },
+      env: {
+        ...agentEnv,
+        CODE_FACTORY_CLAUDE_EXECUTABLE: CLAUDE.executable,
+        CODE_FACTORY_CODEX_EXECUTABLE: CODEX.executable,
+        GH_TOKEN: '',
+        GITHUB_TOKEN: '',
+        ...env,
+      },
       sandbox,
     });
-  const catalog = (provider?: Provider): Promise<Catalog> => ok(manager.api.GET('/api/models', { params: { query: { provider } } }), 200);
+  const catalog = (provider?: Provider): Promise<Catalog> =>
+    ok(manager.api.GET('/api/models', { params: { query: { provider } } }), 200);
   const part = (c: Catalog, provider: string) => ({
     items: c.items.filter((i) => i.provider === provider),
     status: c.providers.find((p) => p.provider === provider)!,
@@ -81,8 +89,20 @@ describe('model catalog', () => {
     const claude = part(first, 'claude-code');
     expect(claude.status).toMatchObject({ refreshedAt: null, stale: true });
     expect(claude.status.error).toMatch(/answered 500: models endpoint down/);
-    expect(claude.items.map((i) => i.id)).toEqual(['sonnet', 'opus', 'haiku', 'fable', 'best', 'sonnet[1m]', 'opus[1m]', 'fable[1m]', 'opusplan']);
-    expect(claude.items.every((i) => i.source === 'claude_code_alias' && i.efforts.join() === 'low,medium,high,xhigh,max')).toBe(true);
+    expect(claude.items.map((i) => i.id)).toEqual([
+      'sonnet',
+      'opus',
+      'haiku',
+      'fable',
+      'best',
+      'sonnet[1m]',
+      'opus[1m]',
+      'fable[1m]',
+      'opusplan',
+    ]);
+    expect(
+      claude.items.every((i) => i.source === 'claude_code_alias' && i.efforts.join() === 'low,medium,high,xhigh,max'),
+    ).toBe(true);
 
     // Both sources were really asked: Codex through its own models endpoint, the Anthropic API with Claude's key.
     expect(stub.modelListRequests.find((r) => r.api === 'openai')?.url).toMatch(/^\/v1\/models\?client_version=/);
@@ -113,8 +133,20 @@ describe('model catalog', () => {
     ]);
     // Codex's own listing, efforts as it lists them (less `ultra`, which no Requirement can carry).
     expect(part(refreshed, 'codex').items).toEqual([
-      { efforts: ['low', 'medium'], id: 'stub-codex-fast', label: 'Stub Codex Fast', provider: 'codex', source: 'codex_app_server' },
-      { efforts: ['high', 'xhigh', 'max'], id: 'stub-codex-deep', label: 'Stub Codex Deep', provider: 'codex', source: 'codex_app_server' },
+      {
+        efforts: ['low', 'medium'],
+        id: 'stub-codex-fast',
+        label: 'Stub Codex Fast',
+        provider: 'codex',
+        source: 'codex_app_server',
+      },
+      {
+        efforts: ['high', 'xhigh', 'max'],
+        id: 'stub-codex-deep',
+        label: 'Stub Codex Deep',
+        provider: 'codex',
+        source: 'codex_app_server',
+      },
     ]);
     const claude = part(refreshed, 'claude-code').items;
     expect(claude.filter((i) => i.source === 'anthropic_api').map((i) => [i.id, i.label])).toEqual([
@@ -163,7 +195,8 @@ describe('model catalog', () => {
   });
 
   it('accepts a model the catalog does not know on create and edit, and flags it', async () => {
-    const create = (body: Omit<Schemas['CreateRequirementDto'], 'title'>) => manager.api.POST('/api/requirements', { body: { title: 'Catalogued', ...body } });
+    const create = (body: Omit<Schemas['CreateRequirementDto'], 'title'>) =>
+      manager.api.POST('/api/requirements', { body: { title: 'Catalogued', ...body } });
     const known = await create({ model: 'stub-codex-fast', provider: 'codex', reasoningEffort: 'medium' });
     expect(known.status).toBe(201);
     expect(known.data).toMatchObject({ model: 'stub-codex-fast', warnings: [] });
@@ -171,17 +204,30 @@ describe('model catalog', () => {
     const unknown = await create({ model: 'gpt-unheard-of', provider: 'codex' });
     expect(unknown.status).toBe(201);
     expect(unknown.data).toMatchObject({ model: 'gpt-unheard-of', status: 'todo', warnings: ['unknown_model'] });
-    expect(await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: unknown.data!.id } } }))).toMatchObject({ model: 'gpt-unheard-of' });
+    expect(
+      await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: unknown.data!.id } } })),
+    ).toMatchObject({ model: 'gpt-unheard-of' });
 
     // An alias with Claude Code's context suffix is a model name like any other.
-    expect((await create({ model: 'sonnet[1m]', provider: 'claude-code', reasoningEffort: 'max' })).data).toMatchObject({ model: 'sonnet[1m]', warnings: [] });
+    expect((await create({ model: 'sonnet[1m]', provider: 'claude-code', reasoningEffort: 'max' })).data).toMatchObject(
+      { model: 'sonnet[1m]', warnings: [] },
+    );
     expect((await create({ provider: 'claude-code' })).data).toMatchObject({ model: null, warnings: [] });
 
     const id = known.data!.id;
-    const patch = (body: Schemas['UpdateRequirementDto']) => manager.api.PATCH('/api/requirements/{id}', { params: { path: { id } }, body });
-    expect((await patch({ model: 'stub-codex-deep', reasoningEffort: 'low' })).data).toMatchObject({ warnings: ['unsupported_reasoning_effort'] });
-    expect((await patch({ model: 'claude-stub-opus-9', provider: 'claude-code' })).data).toMatchObject({ provider: 'claude-code', warnings: [] });
-    expect((await patch({ model: 'stub-codex-deep' })).data).toMatchObject({ model: 'stub-codex-deep', warnings: ['unknown_model'] });
+    const patch = (body: Schemas['UpdateRequirementDto']) =>
+      manager.api.PATCH('/api/requirements/{id}', { params: { path: { id } }, body });
+    expect((await patch({ model: 'stub-codex-deep', reasoningEffort: 'low' })).data).toMatchObject({
+      warnings: ['unsupported_reasoning_effort'],
+    });
+    expect((await patch({ model: 'claude-stub-opus-9', provider: 'claude-code' })).data).toMatchObject({
+      provider: 'claude-code',
+      warnings: [],
+    });
+    expect((await patch({ model: 'stub-codex-deep' })).data).toMatchObject({
+      model: 'stub-codex-deep',
+      warnings: ['unknown_model'],
+    });
     // An edit that does not touch the model says nothing about it.
     expect((await patch({ title: 'Renamed' })).data).toMatchObject({ title: 'Renamed', warnings: [] });
     // A bad model name is still refused as before.
@@ -189,10 +235,19 @@ describe('model catalog', () => {
 
     // A follow-up an agent proposes is flagged the same way (here the owner calls the agent API for the session).
     const source = { parentRequirementId: unknown.data!.id, sourceSessionId: unknown.data!.session.id };
-    const proposed = await manager.api.POST('/api/agent/requirements', { body: { ...source, model: 'gpt-also-unheard-of', title: 'Follow-up' } });
+    const proposed = await manager.api.POST('/api/agent/requirements', {
+      body: { ...source, model: 'gpt-also-unheard-of', title: 'Follow-up' },
+    });
     expect(proposed.status).toBe(201);
-    expect(proposed.data).toMatchObject({ createdBy: 'rd_agent', model: 'gpt-also-unheard-of', provider: 'codex', warnings: ['unknown_model'] });
-    const listed = await manager.api.POST('/api/agent/requirements', { body: { ...source, model: 'stub-codex-fast', title: 'Listed follow-up' } });
+    expect(proposed.data).toMatchObject({
+      createdBy: 'rd_agent',
+      model: 'gpt-also-unheard-of',
+      provider: 'codex',
+      warnings: ['unknown_model'],
+    });
+    const listed = await manager.api.POST('/api/agent/requirements', {
+      body: { ...source, model: 'stub-codex-fast', title: 'Listed follow-up' },
+    });
     expect(listed.data).toMatchObject({ warnings: [] });
   });
 
@@ -213,13 +268,16 @@ describe('model catalog', () => {
       provider: 'codex',
       source: 'configuration',
     });
-    const created = await manager.api.POST('/api/requirements', { body: { model: 'acme-private-coder', provider: 'codex', title: 'Private model' } });
+    const created = await manager.api.POST('/api/requirements', {
+      body: { model: 'acme-private-coder', provider: 'codex', title: 'Private model' },
+    });
     expect(created.data).toMatchObject({ warnings: [] });
   });
 
   it('fails the Codex listing quickly for a program that is not Codex, or none, and serves the last one stale', async () => {
     const before = part(await catalog(), 'codex').items;
-    const setCodex = async (codexExecutable: string) => expect((await manager.api.PATCH('/api/configuration', { body: { codexExecutable } })).status).toBe(200);
+    const setCodex = async (codexExecutable: string) =>
+      expect((await manager.api.PATCH('/api/configuration', { body: { codexExecutable } })).status).toBe(200);
     try {
       // Reads its stdin and never answers: the handshake timeout, not the whole listing's, ends it.
       await setCodex(IDLE_AGENT);

@@ -29,59 +29,91 @@ describe('supported Node.js lines', () => {
 
   it('tests the oldest release `engines` allows on each line before 24', () => {
     const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
-    const pinned = JSON.parse(fs.readFileSync(path.join(ROOT, 'test', 'node-runtimes', 'package.json'), 'utf8')).optionalDependencies as Record<string, string>;
+    const pinned = JSON.parse(fs.readFileSync(path.join(ROOT, 'test', 'node-runtimes', 'package.json'), 'utf8'))
+      .optionalDependencies as Record<string, string>;
     const version = (line: NodeLine) => /@(\d+\.\d+\.\d+)$/.exec(pinned[`node${line}-x64`])![1];
     expect(manifest.engines.node).toBe(`^${version(20)} || >=${version(22)}`);
     expect(manifest.engines.node).toBe(NODE_ENGINES);
   });
 
-  it.each(NODE_LINES)('Node.js %i starts the manager, serves the board and runs the real Claude Code CLI to success', async (line) => {
-    const node = nodeRuntime(line);
-    const sandbox = makeSandbox();
-    initRepository(sandbox.workspace);
-    const agentEnv = claudeEnvironment(stub, fs.mkdtempSync(path.join('/var/tmp', `am-node${line}-`)));
-    // The agent CLI (a `#!/usr/bin/env node` script) and code-factory-cli run on the same line.
-    const manager = await startManager({
-      env: { ...agentEnv, CODE_FACTORY_CLAUDE_EXECUTABLE: CLAUDE.executable, GH_TOKEN: '', GITHUB_TOKEN: '', PATH: `${path.dirname(node)}:${process.env.PATH}` },
-      node,
-      sandbox,
-    });
-    try {
-      // Nothing on stderr: no engine, deprecation or experimental-feature warning on this line.
-      expect(manager.stderr()).toBe('');
-      const doctor = (await ok(manager.api.GET('/api/doctor'))).checks;
-      expect(doctor.find((c) => c.id === 'node')).toMatchObject({ status: 'ok', detail: expect.stringMatching(new RegExp(`^Node\\.js v${line}\\.`)) });
-      const board = await fetch(`${manager.origin}/`);
-      expect(board.status).toBe(200);
-      expect(await board.text()).toContain('<am-root>');
-
-      const events = await connectSse(`${manager.origin}/api/events`);
-      const created = await ok(manager.api.POST('/api/requirements', { body: { provider: 'claude-code', title: `On Node.js ${line}` } }));
-      expect(created).toMatchObject({ isolation: 'worktree' });
-      stub.scriptFor(created.id, [{ shell: 'code-factory-cli requirement related' }, { text: `Ran on Node.js ${line}.` }]);
-      expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: created.id } }, body: { message: `Go ${created.id}` } })).status).toBe(202);
-      const run = await until(
-        'the run to end',
-        async () => {
-          const [latest] = (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: created.id } } }))).items;
-          return latest && latest.status !== 'running' && latest;
+  it.each(NODE_LINES)(
+    'Node.js %i starts the manager, serves the board and runs the real Claude Code CLI to success',
+    async (line) => {
+      const node = nodeRuntime(line);
+      const sandbox = makeSandbox();
+      initRepository(sandbox.workspace);
+      const agentEnv = claudeEnvironment(stub, fs.mkdtempSync(path.join('/var/tmp', `am-node${line}-`)));
+      // The agent CLI (a `#!/usr/bin/env node` script) and code-factory-cli run on the same line.
+      const manager = await startManager({
+        env: {
+          ...agentEnv,
+          CODE_FACTORY_CLAUDE_EXECUTABLE: CLAUDE.executable,
+          GH_TOKEN: '',
+          GITHUB_TOKEN: '',
+          PATH: `${path.dirname(node)}:${process.env.PATH}`,
         },
-        120_000,
-        250,
-      );
-      expect(run).toMatchObject({ status: 'succeeded', taskSummary: `Ran on Node.js ${line}.` });
-      const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id }, query: { limit: 50 } } }))).items;
-      const [result] = trace.filter((t) => t.kind === 'tool_result');
-      expect(JSON.parse(result?.detail ?? 'null')).toEqual({ children: [], parent: null });
-      await until(
-        'the run to reach the event stream',
-        async () => events.events.some((e) => e.event === 'run.succeeded' && (e.data.payload.run as { id: string }).id === run.id),
-        10_000,
-      );
-      events.close();
-    } finally {
-      expect(await manager.stop()).toBe(0);
-      sandbox.cleanup();
-    }
-  });
+        node,
+        sandbox,
+      });
+      try {
+        // Nothing on stderr: no engine, deprecation or experimental-feature warning on this line.
+        expect(manager.stderr()).toBe('');
+        const doctor = (await ok(manager.api.GET('/api/doctor'))).checks;
+        expect(doctor.find((c) => c.id === 'node')).toMatchObject({
+          status: 'ok',
+          detail: expect.stringMatching(new RegExp(`^Node\\.js v${line}\\.`)),
+        });
+        const board = await fetch(`${manager.origin}/`);
+        expect(board.status).toBe(200);
+        expect(await board.text()).toContain('<am-root>');
+
+        const events = await connectSse(`${manager.origin}/api/events`);
+        const created = await ok(
+          manager.api.POST('/api/requirements', { body: { provider: 'claude-code', title: `On Node.js ${line}` } }),
+        );
+        expect(created).toMatchObject({ isolation: 'worktree' });
+        stub.scriptFor(created.id, [
+          { shell: 'code-factory-cli requirement related' },
+          { text: `Ran on Node.js ${line}.` },
+        ]);
+        expect(
+          (
+            await manager.api.POST('/api/requirements/{id}/start', {
+              params: { path: { id: created.id } },
+              body: { message: `Go ${created.id}` },
+            })
+          ).status,
+        ).toBe(202);
+        const run = await until(
+          'the run to end',
+          async () => {
+            const [latest] = (
+              await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: created.id } } }))
+            ).items;
+            return latest && latest.status !== 'running' && latest;
+          },
+          120_000,
+          250,
+        );
+        expect(run).toMatchObject({ status: 'succeeded', taskSummary: `Ran on Node.js ${line}.` });
+        const trace = (
+          await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id }, query: { limit: 50 } } }))
+        ).items;
+        const [result] = trace.filter((t) => t.kind === 'tool_result');
+        expect(JSON.parse(result?.detail ?? 'null')).toEqual({ children: [], parent: null });
+        await until(
+          'the run to reach the event stream',
+          async () =>
+            events.events.some(
+              (e) => e.event === 'run.succeeded' && (e.data.payload.run as { id: string }).id === run.id,
+            ),
+          10_000,
+        );
+        events.close();
+      } finally {
+        expect(await manager.stop()).toBe(0);
+        sandbox.cleanup();
+      }
+    },
+  );
 });

@@ -30,12 +30,19 @@ describe('the npm package', () => {
   };
 
   beforeAll(() => {
-    if (!fs.existsSync(path.join(ROOT, 'dist/cli/src/agent-manager.js')) || !fs.existsSync(path.join(ROOT, 'dist/dashboard/browser/index.html'))) {
+    if (
+      !fs.existsSync(path.join(ROOT, 'dist/cli/src/agent-manager.js')) ||
+      !fs.existsSync(path.join(ROOT, 'dist/dashboard/browser/index.html'))
+    ) {
       throw new Error('build first (npm run build): the package carries the built server, CLIs and dashboard');
     }
     base = fs.mkdtempSync(path.join(os.tmpdir(), 'am-package-'));
     // `prepack` would build again; the build is there already.
-    const out = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', base], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', base], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     const packed = (JSON.parse(out) as Array<{ filename: string; files: PackedFile[] }>)[0];
     tarball = path.join(base, packed.filename);
     files = packed.files.map((f) => f.path);
@@ -52,7 +59,17 @@ describe('the npm package', () => {
       // project's setup: without it npm's fetch of a package's metadata fails the TLS handshake and
       // retries for many minutes.
       ...Object.fromEntries(
-        ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy']
+        [
+          'NODE_EXTRA_CA_CERTS',
+          'SSL_CERT_FILE',
+          'SSL_CERT_DIR',
+          'HTTPS_PROXY',
+          'https_proxy',
+          'HTTP_PROXY',
+          'http_proxy',
+          'NO_PROXY',
+          'no_proxy',
+        ]
           .filter((name) => process.env[name] !== undefined)
           .map((name) => [name, process.env[name] as string]),
       ),
@@ -64,19 +81,42 @@ describe('the npm package', () => {
     const cache = execFileSync('npm', ['config', 'get', 'cache'], { encoding: 'utf8' }).trim();
     const install = spawnSync(
       'npm',
-      ['install', '--global', '--prefix', prefix, '--cache', cache, '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel', 'error', tarball],
+      [
+        'install',
+        '--global',
+        '--prefix',
+        prefix,
+        '--cache',
+        cache,
+        '--prefer-offline',
+        '--ignore-scripts',
+        '--no-audit',
+        '--no-fund',
+        '--loglevel',
+        'error',
+        tarball,
+      ],
       // Bounded: a registry that does not answer fails the suite in minutes, not the whole CI run.
-      { encoding: 'utf8', env: { ...env, npm_config_update_notifier: 'false' }, killSignal: 'SIGKILL', timeout: 4 * MINUTES },
+      {
+        encoding: 'utf8',
+        env: { ...env, npm_config_update_notifier: 'false' },
+        killSignal: 'SIGKILL',
+        timeout: 4 * MINUTES,
+      },
     );
     if (install.status !== 0) {
       throw new Error(`npm install failed: ${install.stderr}`);
     }
     const installedSqlite = path.join(prefix, 'lib/node_modules', pkg.name, 'node_modules/sqlite3');
     const ownSqlite = path.join(ROOT, 'node_modules/sqlite3');
-    const version = (dir: string) => (JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }).version;
+    const version = (dir: string) =>
+      (JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }).version;
     expect(version(installedSqlite)).toBe(version(ownSqlite));
     fs.mkdirSync(path.join(installedSqlite, 'build/Release'), { recursive: true });
-    fs.copyFileSync(path.join(ownSqlite, 'build/Release/node_sqlite3.node'), path.join(installedSqlite, 'build/Release/node_sqlite3.node'));
+    fs.copyFileSync(
+      path.join(ownSqlite, 'build/Release/node_sqlite3.node'),
+      path.join(installedSqlite, 'build/Release/node_sqlite3.node'),
+    );
   }, 5 * MINUTES);
 
   afterAll(() => {
@@ -99,14 +139,28 @@ describe('the npm package', () => {
     ]) {
       expect(files).toContain(file);
     }
-    expect(files.filter((f) => /(^|\/)(test|bench|dashboard\/src|server\/src|cli\/src|libs\/[^/]+\/src)\//.test(f) && !f.startsWith('dist/'))).toEqual([]);
+    expect(
+      files.filter(
+        (f) =>
+          /(^|\/)(test|bench|dashboard\/src|server\/src|cli\/src|libs\/[^/]+\/src)\//.test(f) && !f.startsWith('dist/'),
+      ),
+    ).toEqual([]);
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     expect(files.filter((f) => /\.spec\.|e2e-spec|int-spec/.test(f))).toEqual([]);
   });
 
   it('depends on runtime packages only: the Angular toolchain, test tools and the dashboard libraries (bundled) are dev', () => {
     const runtime = Object.keys(pkg.dependencies);
-    for (const dev of ['@angular/core', '@angular/build', 'jest', 'playwright-core', 'typescript', 'marked', 'dompurify', 'diff2html']) {
+    for (const dev of [
+      '@angular/core',
+      '@angular/build',
+      'jest',
+      'playwright-core',
+      'typescript',
+      'marked',
+      'dompurify',
+      'diff2html',
+    ]) {
       expect(runtime).not.toContain(dev);
       expect(Object.keys(pkg.devDependencies)).toContain(dev);
     }
@@ -147,7 +201,11 @@ describe('the npm package', () => {
     for (const command of ['start', 'doctor', 'token', 'status', 'stop', 'restart', 'logs']) {
       expect(help.stdout).toContain(command);
     }
-    const factory = spawnSync(path.join(prefix, 'bin', 'code-factory-cli'), ['--help'], { cwd: base, encoding: 'utf8', env });
+    const factory = spawnSync(path.join(prefix, 'bin', 'code-factory-cli'), ['--help'], {
+      cwd: base,
+      encoding: 'utf8',
+      env,
+    });
     expect(factory.status).toBe(0);
     expect(fs.readdirSync(home)).toEqual([]);
   });
@@ -158,7 +216,11 @@ describe('the npm package', () => {
     execFileSync('git', ['init', '-q'], { cwd: repo });
     let out = '';
     let err = '';
-    const child: ChildProcess = spawn(path.join(prefix, 'bin', 'agent-manager'), ['--port', '0'], { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child: ChildProcess = spawn(path.join(prefix, 'bin', 'agent-manager'), ['--port', '0'], {
+      cwd: repo,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr?.on('data', (c: Buffer) => (err += c.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -170,7 +232,9 @@ describe('the npm package', () => {
         }
       };
       child.stdout?.on('data', check);
-      void exited.then((code) => reject(new Error(`agent-manager exited with ${code}\nstdout: ${out}\nstderr: ${err}`)));
+      void exited.then((code) =>
+        reject(new Error(`agent-manager exited with ${code}\nstdout: ${out}\nstderr: ${err}`)),
+      );
     });
     try {
       const root = fs.realpathSync(repo);
@@ -211,7 +275,13 @@ describe('the npm package', () => {
         expect(url).toBeDefined();
         const status = run('status', '--json');
         expect(status.status).toBe(0);
-        expect(JSON.parse(status.stdout)).toMatchObject({ activeRuns: 0, running: true, supervised: true, url, version: pkg.version });
+        expect(JSON.parse(status.stdout)).toMatchObject({
+          activeRuns: 0,
+          running: true,
+          supervised: true,
+          url,
+          version: pkg.version,
+        });
         expect(run('logs').stdout).toContain(`[supervisor] manager healthy`);
       } finally {
         const stopped = run('stop');
@@ -223,9 +293,24 @@ describe('the npm package', () => {
   );
 
   it('runs doctor from the package, as JSON', () => {
-    const doctor = spawnSync(path.join(prefix, 'bin', 'agent-manager'), ['doctor', '--json', '--port', '0'], { cwd: base, encoding: 'utf8', env });
+    const doctor = spawnSync(path.join(prefix, 'bin', 'agent-manager'), ['doctor', '--json', '--port', '0'], {
+      cwd: base,
+      encoding: 'utf8',
+      env,
+    });
     const report = JSON.parse(doctor.stdout) as { ok: boolean; checks: Array<{ id: string; status: string }> };
-    expect(report.checks.map((c) => c.id)).toEqual(['node', 'git', 'codex', 'claude', 'github', 'isolation', 'worktrees', 'port', 'dataDirectory', 'database']);
+    expect(report.checks.map((c) => c.id)).toEqual([
+      'node',
+      'git',
+      'codex',
+      'claude',
+      'github',
+      'isolation',
+      'worktrees',
+      'port',
+      'dataDirectory',
+      'database',
+    ]);
     // No agent CLI on this clean PATH: that is the required miss.
     expect(report.ok).toBe(false);
     expect(doctor.status).toBe(1);

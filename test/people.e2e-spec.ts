@@ -32,7 +32,12 @@ function personHome(base: string, identity: { name?: string; email?: string }): 
     }
   }
   // The test runner's own identity (its HOME, XDG or GIT_CONFIG_GLOBAL, the system file) must not leak in.
-  return { GIT_CONFIG_GLOBAL: undefined, GIT_CONFIG_NOSYSTEM: '1', HOME: home, XDG_CONFIG_HOME: path.join(home, '.config') };
+  return {
+    GIT_CONFIG_GLOBAL: undefined,
+    GIT_CONFIG_NOSYSTEM: '1',
+    HOME: home,
+    XDG_CONFIG_HOME: path.join(home, '.config'),
+  };
 }
 
 describe('people as actors (issue 29)', () => {
@@ -55,19 +60,32 @@ describe('people as actors (issue 29)', () => {
   async function replyAndItsEvent(body: string): Promise<{ message: Json; event: SseEvent }> {
     const requirement = await createRequirement(manager!, { title: 'who wrote this' });
     await reply(manager!, requirement.id, body);
-    const messages = (await ok(manager!.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id } } }))).items as Json[];
+    const messages = (
+      await ok(manager!.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id } } }))
+    ).items as Json[];
     const message = messages.find((m) => m.body === body)!;
     const replay = await connectSse(`${manager!.origin}/api/events?after=0`);
-    const event = await replay.waitUntil((e) => e.data.type === 'message.created' && (e.data.payload as Json).message.id === message.id, 'the reply’s event');
+    const event = await replay.waitUntil(
+      (e) => e.data.type === 'message.created' && (e.data.payload as Json).message.id === message.id,
+      'the reply’s event',
+    );
     replay.close();
     return { event, message };
   }
 
   it("names the person from git's global identity on the reply's message and event, and on a configuration change", async () => {
     initRepository(sandbox.workspace);
-    manager = await startManager({ env: personHome(sandbox.workspace + '-x', { email: 'ada@example.com', name: 'Ada Lovelace' }), sandbox });
+    manager = await startManager({
+      env: personHome(sandbox.workspace + '-x', { email: 'ada@example.com', name: 'Ada Lovelace' }),
+      sandbox,
+    });
     const you = await person();
-    expect(you).toEqual({ email: 'ada@example.com', id: expect.stringMatching(/^person_[0-9a-f]{24}$/), name: 'Ada Lovelace', source: 'git' });
+    expect(you).toEqual({
+      email: 'ada@example.com',
+      id: expect.stringMatching(/^person_[0-9a-f]{24}$/),
+      name: 'Ada Lovelace',
+      source: 'git',
+    });
 
     const { event, message } = await replyAndItsEvent('from Ada');
     expect(message).toMatchObject({ author: 'human', authorId: you.id, authorName: 'Ada Lovelace' });
@@ -76,13 +94,19 @@ describe('people as actors (issue 29)', () => {
     // A change that affects everyone is audited with the person as its actor.
     const live = await connectSse(`${manager.origin}/api/events`);
     await ok(manager.api.PATCH('/api/configuration', { body: { doneRequirementRetentionDays: 30 } }));
-    const changed = await live.waitUntil((e) => e.data.type === 'manager.configuration.updated', 'the configuration change');
+    const changed = await live.waitUntil(
+      (e) => e.data.type === 'manager.configuration.updated',
+      'the configuration change',
+    );
     live.close();
     expect(changed.data.actor).toEqual({ email: 'ada@example.com', id: you.id, kind: 'human', name: 'Ada Lovelace' });
 
     // The id is the person's, not this manager's: another start (here, after a restart) gives the same one.
     await manager.stop();
-    manager = await startManager({ env: personHome(sandbox.workspace + '-x', { email: 'ADA@example.com', name: 'Ada L.' }), sandbox });
+    manager = await startManager({
+      env: personHome(sandbox.workspace + '-x', { email: 'ADA@example.com', name: 'Ada L.' }),
+      sandbox,
+    });
     expect(await person()).toMatchObject({ id: you.id, name: 'Ada L.' });
   });
 
@@ -90,14 +114,22 @@ describe('people as actors (issue 29)', () => {
     initRepository(sandbox.workspace);
     manager = await startManager({
       args: ['--person-email', 'grace@example.com'],
-      env: { ...personHome(sandbox.workspace + '-x', { email: 'ada@example.com', name: 'Ada Lovelace' }), CODE_FACTORY_PERSON_NAME: 'Grace Hopper' },
+      env: {
+        ...personHome(sandbox.workspace + '-x', { email: 'ada@example.com', name: 'Ada Lovelace' }),
+        CODE_FACTORY_PERSON_NAME: 'Grace Hopper',
+      },
       sandbox,
     });
     const you = await person();
     expect(you).toMatchObject({ email: 'grace@example.com', name: 'Grace Hopper', source: 'configuration' });
     const { event, message } = await replyAndItsEvent('from Grace');
     expect(message).toMatchObject({ authorId: you.id, authorName: 'Grace Hopper' });
-    expect(event.data.actor).toMatchObject({ email: 'grace@example.com', id: you.id, kind: 'human', name: 'Grace Hopper' });
+    expect(event.data.actor).toMatchObject({
+      email: 'grace@example.com',
+      id: you.id,
+      kind: 'human',
+      name: 'Grace Hopper',
+    });
     const configuration = await ok(manager.api.GET('/api/configuration'));
     expect(configuration.effective).toMatchObject({ personEmail: 'grace@example.com', personName: 'Grace Hopper' });
     expect(configuration.overriddenFields).toEqual(expect.arrayContaining(['personEmail', 'personName']));
@@ -113,7 +145,10 @@ describe('people as actors (issue 29)', () => {
     execFileSync('git', ['config', 'user.name', 'Mallory the agent'], { cwd: sandbox.workspace });
     execFileSync('git', ['config', 'user.email', 'mallory@example.com'], { cwd: sandbox.workspace });
     const hostile = `${'A'.repeat(5000)}\u001b[31m\u202e\nX-Injected: yes\r\u0007`;
-    manager = await startManager({ env: personHome(sandbox.workspace + '-x', { email: 'not an email\u0007@x', name: hostile }), sandbox });
+    manager = await startManager({
+      env: personHome(sandbox.workspace + '-x', { email: 'not an email\u0007@x', name: hostile }),
+      sandbox,
+    });
     const you = await person();
     expect(you.source).toBe('git');
     expect(you.name).toBe('A'.repeat(100));
@@ -126,7 +161,10 @@ describe('people as actors (issue 29)', () => {
     }
     // A shorter hostile value keeps its text but loses its controls: one plain line.
     await manager.stop();
-    manager = await startManager({ env: personHome(sandbox.workspace + '-y', { name: 'Eve\u001b[31m\u202e\nX-Injected: yes\u0007' }), sandbox });
+    manager = await startManager({
+      env: personHome(sandbox.workspace + '-y', { name: 'Eve\u001b[31m\u202e\nX-Injected: yes\u0007' }),
+      sandbox,
+    });
     const eve = await person();
     expect(eve.name).toBe('Eve [31m X-Injected: yes');
     expect(eve.name).not.toMatch(CONTROLS);

@@ -34,24 +34,36 @@ import { pgQuery } from './support/postgres';
     // doctor reads the store start would open: a schema still to create, then one a manager holds.
     const database = async (): Promise<{ code: string; detail: string; status: string }> => {
       const doctor = await runLauncher(sandbox, ['doctor', '--json', '--port', '0', '--workspace', sandbox.workspace]);
-      return (JSON.parse(doctor.stdout) as { checks: { id: string; code: string; detail: string; status: string }[] }).checks.find((c) => c.id === 'database')!;
+      return (
+        JSON.parse(doctor.stdout) as { checks: { id: string; code: string; detail: string; status: string }[] }
+      ).checks.find((c) => c.id === 'database')!;
     };
     expect(await database()).toMatchObject({ code: 'database.pg_new', status: 'ok' });
     manager = await startManager({ sandbox });
     const held = await database();
     expect(held).toMatchObject({ code: 'database.pg_in_use', status: 'ok' });
-    expect(held.detail).toMatch(/^PostgreSQL \d+.* schema am_[0-9a-f]{16}; a manager of this workspace is connected to it$/);
+    expect(held.detail).toMatch(
+      /^PostgreSQL \d+.* schema am_[0-9a-f]{16}; a manager of this workspace is connected to it$/,
+    );
     expect(held.detail).not.toMatch(/password/);
-    const created = await manager.api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title: 'kept in its schema' } });
+    const created = await manager.api.POST('/api/requirements', {
+      body: { description: 'd', provider: 'codex', title: 'kept in its schema' },
+    });
     expect(created.status).toBe(201);
     const db = path.join(manager.dataDirectory(), 'factory.sqlite');
     expect(fs.existsSync(db)).toBe(false);
-    expect(await query<{ title: string }>(db, 'SELECT title FROM requirement')).toEqual([{ title: 'kept in its schema' }]);
+    expect(await query<{ title: string }>(db, 'SELECT title FROM requirement')).toEqual([
+      { title: 'kept in its schema' },
+    ]);
     const schema = `am_${path.basename(manager.dataDirectory())}`;
-    expect(await query<{ host: string; url: string }>(db, 'SELECT host, url FROM am_writer')).toEqual([{ host: os.hostname(), url: manager.origin }]);
+    expect(await query<{ host: string; url: string }>(db, 'SELECT host, url FROM am_writer')).toEqual([
+      { host: os.hostname(), url: manager.origin },
+    ]);
 
     // Another machine (another home: its own lock file) on the same workspace and server.
-    const refused = await runLauncher(sandbox, ['start', '--workspace', sandbox.workspace, '--port', '0'], { CODE_FACTORY_HOME: otherHome });
+    const refused = await runLauncher(sandbox, ['start', '--workspace', sandbox.workspace, '--port', '0'], {
+      CODE_FACTORY_HOME: otherHome,
+    });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain(`schema ${schema}`);
     expect(refused.stderr).toContain(`host ${os.hostname()}`);
@@ -63,7 +75,13 @@ import { pgQuery } from './support/postgres';
     manager = await startManager({ sandbox });
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
-      ids.push((await ok(manager.api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title: `r${i}` } }))).id);
+      ids.push(
+        (
+          await ok(
+            manager.api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title: `r${i}` } }),
+          )
+        ).id,
+      );
     }
     const db = path.join(manager.dataDirectory(), 'factory.sqlite');
     const [{ top }] = await query<{ top: number }>(db, 'SELECT MAX(id) AS top FROM manager_event');

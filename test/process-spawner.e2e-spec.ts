@@ -17,7 +17,9 @@ import { until } from './support/wait';
 const BUILT = path.join(ROOT, 'dist', 'server', 'src', 'core', 'process');
 const { runBounded } = require(path.join(BUILT, 'bounded-process.js')) as typeof BoundedProcess;
 const { spawner } = require(path.join(BUILT, 'spawner.js')) as typeof Spawner;
-const { runProcess } = require(path.join(ROOT, 'dist', 'server', 'src', 'agents', 'process-runner.js')) as typeof ProcessRunner;
+const { runProcess } = require(
+  path.join(ROOT, 'dist', 'server', 'src', 'agents', 'process-runner.js'),
+) as typeof ProcessRunner;
 const TREE = path.join(ROOT, 'test', 'fixtures', 'processes', 'tree.js');
 
 const alive = (pid: number) => {
@@ -49,10 +51,14 @@ const quick = { cwd: ROOT, maxBytes: 1024, timeoutMs: 10_000 };
 
 describe('the process spawner', () => {
   it('starts programs as its own children, with the environment and limits each call gives', async () => {
-    const result = await runBounded('/bin/sh', ['-c', 'echo "$PPID $AM_SPAWNER_CHECK ${NODE_CHANNEL_FD:-none}"; echo oops >&2; exit 3'], {
-      ...quick,
-      env: { AM_SPAWNER_CHECK: 'given', PATH: '/usr/bin:/bin' },
-    });
+    const result = await runBounded(
+      '/bin/sh',
+      ['-c', 'echo "$PPID $AM_SPAWNER_CHECK ${NODE_CHANNEL_FD:-none}"; echo oops >&2; exit 3'],
+      {
+        ...quick,
+        env: { AM_SPAWNER_CHECK: 'given', PATH: '/usr/bin:/bin' },
+      },
+    );
     const spawnerPid = spawner.pid as number;
     expect(spawnerPid).not.toBeNull();
     expect(spawnerPid).not.toBe(process.pid);
@@ -62,7 +68,11 @@ describe('the process spawner', () => {
     expect(result.stdout.toString()).toBe(`${spawnerPid} given none\n`);
     // The spawner's own environment carries nothing of the manager's but PATH (Node adds its channel's).
     const environ = fs.readFileSync(`/proc/${spawnerPid}/environ`, 'utf8').split('\0').filter(Boolean);
-    expect(environ.map((entry) => entry.split('=')[0]).sort()).toEqual(['NODE_CHANNEL_FD', 'NODE_CHANNEL_SERIALIZATION_MODE', 'PATH']);
+    expect(environ.map((entry) => entry.split('=')[0]).sort()).toEqual([
+      'NODE_CHANNEL_FD',
+      'NODE_CHANNEL_SERIALIZATION_MODE',
+      'PATH',
+    ]);
   });
 
   it('keeps the bounds: output cut at maxBytes, a program past its time killed, a missing program an error', async () => {
@@ -113,7 +123,9 @@ describe('the process spawner', () => {
     const owner = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
     let sleeper = 0;
     try {
-      const spawnerPid = await new Promise<number>((resolve) => owner.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))));
+      const spawnerPid = await new Promise<number>((resolve) =>
+        owner.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))),
+      );
       await waitFor('the program to start', () => {
         sleeper = processNamed(marker);
         return sleeper > 0;
@@ -156,7 +168,10 @@ describe('the process spawner', () => {
       expect(end).toMatchObject({ code: 3, reason: 'exited', signal: null });
       expect(end.stderr.endsWith('THE END')).toBe(true);
       const missing = await agent('stdin', '', '/definitely/not/a/cli');
-      expect(await missing.run.finished).toMatchObject({ reason: 'spawn_failed', stderr: expect.stringContaining('ENOENT') });
+      expect(await missing.run.finished).toMatchObject({
+        reason: 'spawn_failed',
+        stderr: expect.stringContaining('ENOENT'),
+      });
     });
 
     it('loses nothing of a program that writes at once and exits before its pipes reached the manager (50 at once)', async () => {
@@ -196,7 +211,11 @@ describe('the process spawner', () => {
       const seen = lines.length;
       await waitFor('more output after the spawner died', () => lines.length > seen + 2);
       const end = await run.finished;
-      expect(end).toMatchObject({ code: null, reason: 'exited', stderr: expect.stringContaining('its exit status was lost with the process spawner') });
+      expect(end).toMatchObject({
+        code: null,
+        reason: 'exited',
+        stderr: expect.stringContaining('its exit status was lost with the process spawner'),
+      });
       expect(alive(run.pid as number)).toBe(false);
     });
   });

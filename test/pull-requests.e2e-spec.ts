@@ -33,8 +33,10 @@ describe('POST /api/agent/pull-requests', () => {
   let ownToken: string;
   let otherToken: string;
 
-  const register = (body: Schemas['RegisterPullRequestDto'], token = ownToken) => asRun(token).POST('/api/agent/pull-requests', { body });
-  const refused = (request: Parameters<typeof expectRefused>[1], status: number, code?: string) => expectRefused(manager.runtime.paths.dataDirectory, request, status, code);
+  const register = (body: Schemas['RegisterPullRequestDto'], token = ownToken) =>
+    asRun(token).POST('/api/agent/pull-requests', { body });
+  const refused = (request: Parameters<typeof expectRefused>[1], status: number, code?: string) =>
+    expectRefused(manager.runtime.paths.dataDirectory, request, status, code);
 
   beforeAll(async () => {
     sandbox = makeSandbox();
@@ -63,8 +65,20 @@ describe('POST /api/agent/pull-requests', () => {
     expect(first.data).toMatchObject({ ...PR, requirementId: own.id, status: 'open' });
     expect(first.data!.id).toMatch(/^pr_/);
 
-    const again = await register({ ...PR, headSha: 'fedcba9876', repository: 'org/repo', requirementId: own.id, status: 'merged', title: 'Improve compaction (v2)' });
-    expect(again.data).toMatchObject({ headSha: 'fedcba9876', id: first.data!.id, status: 'open', title: 'Improve compaction (v2)' });
+    const again = await register({
+      ...PR,
+      headSha: 'fedcba9876',
+      repository: 'org/repo',
+      requirementId: own.id,
+      status: 'merged',
+      title: 'Improve compaction (v2)',
+    });
+    expect(again.data).toMatchObject({
+      headSha: 'fedcba9876',
+      id: first.data!.id,
+      status: 'open',
+      title: 'Improve compaction (v2)',
+    });
 
     const listed = await api().GET('/api/pull-requests', { params: { query: { requirementId: own.id } } });
     expect(listed.data!.items).toHaveLength(1);
@@ -88,13 +102,24 @@ describe('POST /api/agent/pull-requests', () => {
   it("lets the owner's token register a PR for the Requirement it names, audited as a person", async () => {
     const events = await connectSse(`${manager.url}/api/events`);
     // An integration script that opened the PR itself: no run, the local token.
-    const registered = await api().POST('/api/agent/pull-requests', { body: { ...PR, number: 190, requirementId: other.id } });
+    const registered = await api().POST('/api/agent/pull-requests', {
+      body: { ...PR, number: 190, requirementId: other.id },
+    });
     expect(registered.status).toBe(200);
     expect(registered.data).toMatchObject({ number: 190, requirementId: other.id, status: 'open' });
     const [created] = await events.waitFor(1);
-    expect(created).toMatchObject({ data: { actor: { id: expect.stringMatching(/^person_/) as string, kind: 'human' } }, event: 'pull_request.created' });
+    expect(created).toMatchObject({
+      data: { actor: { id: expect.stringMatching(/^person_/) as string, kind: 'human' } },
+      event: 'pull_request.created',
+    });
     events.close();
-    await refused(() => api().POST('/api/agent/pull-requests', { body: { ...PR, number: 191, requirementId: 'req_00000000-0000-4000-8000-000000000000' } }), 404);
+    await refused(
+      () =>
+        api().POST('/api/agent/pull-requests', {
+          body: { ...PR, number: 191, requirementId: 'req_00000000-0000-4000-8000-000000000000' },
+        }),
+      404,
+    );
     // A run credential keeps its scope.
     await refused(() => register({ ...PR, number: 192, requirementId: other.id }), 403, 'outside_run_scope');
   });
@@ -110,6 +135,16 @@ describe('POST /api/agent/pull-requests', () => {
     ['an extra field', { ...PR, mergeable: true }],
   ])('refuses %s with 400, writing nothing', async (_name, body) => {
     // Invalid bodies on purpose: untyped, with the run credential.
-    await refused(() => sendUntyped(manager.url, 'POST', '/api/agent/pull-requests', { ...body, requirementId: own.id }, { Authorization: `Bearer ${ownToken}` }), 400);
+    await refused(
+      () =>
+        sendUntyped(
+          manager.url,
+          'POST',
+          '/api/agent/pull-requests',
+          { ...body, requirementId: own.id },
+          { Authorization: `Bearer ${ownToken}` },
+        ),
+      400,
+    );
   });
 });

@@ -9,7 +9,11 @@ import { sendUntyped } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { expectRefused as refused } from './support/refusals';
 
-const VALID: Schemas['CreateRequirementDto'] = { description: 'Report segment merge, encode, and flush durations', provider: 'codex', title: 'Add tiered timings' };
+const VALID: Schemas['CreateRequirementDto'] = {
+  description: 'Report segment merge, encode, and flush durations',
+  provider: 'codex',
+  title: 'Add tiered timings',
+};
 
 describe('Requirements, sessions and the conversation over HTTP', () => {
   let sandbox: Sandbox;
@@ -25,9 +29,11 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     sandbox?.cleanup();
   });
 
-  const create = (overrides: Partial<Schemas['CreateRequirementDto']> = {}) => ok(manager.api.POST('/api/requirements', { body: { ...VALID, ...overrides } }), 201);
+  const create = (overrides: Partial<Schemas['CreateRequirementDto']> = {}) =>
+    ok(manager.api.POST('/api/requirements', { body: { ...VALID, ...overrides } }), 201);
 
-  const expectRefused = (request: Parameters<typeof refused>[1], status: number, code?: string) => refused(manager.dataDirectory(), request, status, code);
+  const expectRefused = (request: Parameters<typeof refused>[1], status: number, code?: string) =>
+    refused(manager.dataDirectory(), request, status, code);
 
   it('answers health and workspace without any state', async () => {
     const health = await manager.api.GET('/api/health');
@@ -42,7 +48,9 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     const { data } = await manager.api.GET('/api/workspace');
     expect(data).toMatchObject({
       attachmentsDirectory: path.join(manager.dataDirectory(), 'attachments'),
-      databasePath: onPostgres() ? expect.stringMatching(/^postgres:\/\/.* \(schema am_[0-9a-f]{16}\)$/) : path.join(manager.dataDirectory(), 'factory.sqlite'),
+      databasePath: onPostgres()
+        ? expect.stringMatching(/^postgres:\/\/.* \(schema am_[0-9a-f]{16}\)$/)
+        : path.join(manager.dataDirectory(), 'factory.sqlite'),
       root: fs.realpathSync(sandbox.workspace),
     });
     expect(data?.dataDirectory).toBe(manager.dataDirectory());
@@ -79,7 +87,11 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     expect(warnings).toEqual(['unknown_model']);
     const fetched = await manager.api.GET('/api/requirements/{id}', { params: { path: { id: data!.id } } });
     expect(fetched.data).toEqual(created);
-    const sessions = await query(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT * FROM agent_session WHERE requirement_id = ?', [data!.id]);
+    const sessions = await query(
+      path.join(manager.dataDirectory(), 'factory.sqlite'),
+      'SELECT * FROM agent_session WHERE requirement_id = ?',
+      [data!.id],
+    );
     expect(sessions).toHaveLength(1);
   });
 
@@ -90,7 +102,14 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     const res = await sendUntyped(manager.origin, 'GET', `/api/requirements/${encoded}`);
     expect(res.status).toBe(200);
     expect(res.json.id).toBe(requirement.id);
-    await expectRefused(() => manager.api.GET('/api/requirements/{id}', { params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } } }), 404, 'requirement_not_found');
+    await expectRefused(
+      () =>
+        manager.api.GET('/api/requirements/{id}', {
+          params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } },
+        }),
+      404,
+      'requirement_not_found',
+    );
     // Hand-encoded IDs and an undocumented route: untyped on purpose.
     await expectRefused(() => sendUntyped(manager.origin, 'GET', '/api/requirements/%27%20OR%201%3D1'), 404);
     await expectRefused(() => sendUntyped(manager.origin, 'GET', '/api/requirements/..%2F..%2Fetc'), 404);
@@ -123,12 +142,20 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     ['JSON null', 'null', 'invalid_json'],
     ['an empty body', '', undefined],
   ])('refuses %s as a body', async (_name, raw, code) => {
-    await expectRefused(() => sendUntyped(manager.origin, 'POST', '/api/requirements', raw, { 'Content-Type': 'application/json' }), 400, code);
+    await expectRefused(
+      () => sendUntyped(manager.origin, 'POST', '/api/requirements', raw, { 'Content-Type': 'application/json' }),
+      400,
+      code,
+    );
   });
 
   it('refuses a JSON body over 1 MB with 400 and writes nothing', async () => {
     const body = JSON.stringify({ ...VALID, description: 'x'.repeat(1024 * 1024 + 10) });
-    await expectRefused(() => sendUntyped(manager.origin, 'POST', '/api/requirements', body, { 'Content-Type': 'application/json' }), 400, 'body_too_large');
+    await expectRefused(
+      () => sendUntyped(manager.origin, 'POST', '/api/requirements', body, { 'Content-Type': 'application/json' }),
+      400,
+      'body_too_large',
+    );
   });
 
   it('pages through Requirements newest first with limit and cursor', async () => {
@@ -139,7 +166,9 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     const seen: string[] = [];
     let cursor: string | undefined;
     do {
-      const { data, response } = await manager.api.GET('/api/requirements', { params: { query: { cursor, limit: 3 } } });
+      const { data, response } = await manager.api.GET('/api/requirements', {
+        params: { query: { cursor, limit: 3 } },
+      });
       expect(response.status).toBe(200);
       expect(data!.items.length).toBeLessThanOrEqual(3);
       seen.push(...data!.items.map((r) => r.id));
@@ -150,7 +179,15 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     expect(seen.slice(0, 7)).toEqual([...made].reverse());
     const todo = await manager.api.GET('/api/requirements', { params: { query: { limit: 200, status: 'todo' } } });
     expect(todo.data!.items.every((r) => r.status === 'todo')).toBe(true);
-    for (const bad of ['limit=0', 'limit=201', 'limit=abc', 'limit=1.5', 'cursor=nonsense', 'status=finished', 'extra=1']) {
+    for (const bad of [
+      'limit=0',
+      'limit=201',
+      'limit=abc',
+      'limit=1.5',
+      'cursor=nonsense',
+      'status=finished',
+      'extra=1',
+    ]) {
       await expectRefused(() => sendUntyped(manager.origin, 'GET', `/api/requirements?${bad}`), 400);
     }
   });
@@ -161,14 +198,34 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     expect(res.status).toBe(204);
     const after = await manager.api.GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } });
     expect(after.data?.status).toBe('cancelled');
-    await expectRefused(() => manager.api.DELETE('/api/requirements/{id}', { params: { path: { id: requirement.id } } }), 409, 'requirement_started');
-    await expectRefused(() => manager.api.DELETE('/api/requirements/{id}', { params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } } }), 404);
+    await expectRefused(
+      () => manager.api.DELETE('/api/requirements/{id}', { params: { path: { id: requirement.id } } }),
+      409,
+      'requirement_started',
+    );
+    await expectRefused(
+      () =>
+        manager.api.DELETE('/api/requirements/{id}', {
+          params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } },
+        }),
+      404,
+    );
   });
 
   it('confirms only a Requirement waiting for confirmation', async () => {
     const requirement = await create();
-    await expectRefused(() => manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: requirement.id } } }), 409, 'requirement_not_waiting_confirmation');
-    await expectRefused(() => manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } } }), 404);
+    await expectRefused(
+      () => manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: requirement.id } } }),
+      409,
+      'requirement_not_waiting_confirmation',
+    );
+    await expectRefused(
+      () =>
+        manager.api.POST('/api/requirements/{id}/confirm', {
+          params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } },
+        }),
+      404,
+    );
 
     // Only a finished run leads to waiting_confirmation (runs arrive later): put it there
     // directly, while no manager runs (the running one is the database's only writer).
@@ -179,11 +236,15 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     await setStatus(other.dataDirectory(), waiting.id, 'waiting_confirmation');
     other = await startManager({ sandbox: own });
     try {
-      const confirmed = await other.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: waiting.id } } });
+      const confirmed = await other.api.POST('/api/requirements/{id}/confirm', {
+        params: { path: { id: waiting.id } },
+      });
       expect(confirmed.response.status).toBe(200);
       expect(confirmed.data).toMatchObject({ id: waiting.id, session: { state: 'completed' }, status: 'done' });
       expect(confirmed.data?.completedAt).not.toBeNull();
-      expect((await other.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: waiting.id } } })).status).toBe(409);
+      expect(
+        (await other.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: waiting.id } } })).status,
+      ).toBe(409);
     } finally {
       await other.stop();
       own.cleanup();
@@ -200,16 +261,44 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     expect(first.data).toMatchObject({
       accepted: true,
       action: 'reply',
-      message: { attachments: [], author: 'human', body: 'Please also cover the flush path.', deliverToRd: true, runId: null, sequence: 1, sourceRequirementId: null },
+      message: {
+        attachments: [],
+        author: 'human',
+        body: 'Please also cover the flush path.',
+        deliverToRd: true,
+        runId: null,
+        sequence: 1,
+        sourceRequirementId: null,
+      },
       // No run was active: this reply started one (the synthetic agent keeps it running).
       queued: false,
       requirement: { id: requirement.id, session: { pendingMessageCount: 1, state: 'running' }, status: 'doing' },
       requirementId: requirement.id,
     });
     // While it runs, later replies wait for the next run.
-    expect((await ok(manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: 'second' } }))).queued).toBe(true);
-    expect((await ok(manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: 'third' } }))).queued).toBe(true);
-    const page1 = await manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id }, query: { limit: 2 } } });
+    expect(
+      (
+        await ok(
+          manager.api.POST('/api/requirements/{id}/reply', {
+            params: { path: { id: requirement.id } },
+            body: { message: 'second' },
+          }),
+        )
+      ).queued,
+    ).toBe(true);
+    expect(
+      (
+        await ok(
+          manager.api.POST('/api/requirements/{id}/reply', {
+            params: { path: { id: requirement.id } },
+            body: { message: 'third' },
+          }),
+        )
+      ).queued,
+    ).toBe(true);
+    const page1 = await manager.api.GET('/api/requirements/{id}/messages', {
+      params: { path: { id: requirement.id }, query: { limit: 2 } },
+    });
     expect(page1.data!.items.map((m) => m.sequence)).toEqual([1, 2]);
     const page2 = await manager.api.GET('/api/requirements/{id}/messages', {
       params: { path: { id: requirement.id }, query: { cursor: page1.data!.nextCursor!, limit: 2 } },
@@ -225,7 +314,8 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
   it('refuses bad replies with 4xx and writes nothing', async () => {
     const requirement = await create();
     const url = `/api/requirements/${requirement.id}/reply`;
-    const reply = (body: Schemas['ReplyDto']) => manager.api.POST('/api/requirements/{id}/reply', { body, params: { path: { id: requirement.id } } });
+    const reply = (body: Schemas['ReplyDto']) =>
+      manager.api.POST('/api/requirements/{id}/reply', { body, params: { path: { id: requirement.id } } });
     await expectRefused(() => reply({}), 400, 'empty_message');
     await expectRefused(() => reply({ message: '   ' }), 400, 'empty_message');
     // Wrong types and an unknown field: untyped on purpose.
@@ -236,23 +326,40 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     await expectRefused(() => reply({ message: 'x'.repeat(100_001) }), 400);
     await expectRefused(() => sendUntyped(manager.origin, 'POST', url, { message: 'x', mode: 'steer' }), 400);
     await expectRefused(
-      () => manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } }, body: { message: 'x' } }),
+      () =>
+        manager.api.POST('/api/requirements/{id}/reply', {
+          params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } },
+          body: { message: 'x' },
+        }),
       404,
     );
     await manager.api.DELETE('/api/requirements/{id}', { params: { path: { id: requirement.id } } });
     await expectRefused(() => reply({ message: 'too late' }), 409, 'requirement_cancelled');
-    await expectRefused(() => manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } } }), 404);
+    await expectRefused(
+      () =>
+        manager.api.GET('/api/requirements/{id}/messages', {
+          params: { path: { id: 'req_00000000-0000-0000-0000-000000000000' } },
+        }),
+      404,
+    );
   });
 
   it('gives 100 concurrent replies the sequences 1..100 with no gap and no error', async () => {
     const requirement = await create();
     const results = await Promise.all(
-      Array.from({ length: 100 }, (_, i) => manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: `reply ${i}` } })),
+      Array.from({ length: 100 }, (_, i) =>
+        manager.api.POST('/api/requirements/{id}/reply', {
+          params: { path: { id: requirement.id } },
+          body: { message: `reply ${i}` },
+        }),
+      ),
     );
     expect(results.map((r) => r.status)).toEqual(Array(100).fill(202));
     const sequences = results.map((r) => r.data!.message.sequence).sort((a, b) => a - b);
     expect(sequences).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
-    const page = await manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id }, query: { limit: 200 } } });
+    const page = await manager.api.GET('/api/requirements/{id}/messages', {
+      params: { path: { id: requirement.id }, query: { limit: 200 } },
+    });
     expect(page.data!.items.map((m) => m.sequence)).toEqual(sequences);
     expect(new Set(page.data!.items.map((m) => m.body)).size).toBe(100);
     const fetched = await manager.api.GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } });
@@ -261,7 +368,11 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
 
   it('loses no row under concurrent creates', async () => {
     const before = await snapshotStore(manager.dataDirectory());
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => manager.api.POST('/api/requirements', { body: { ...VALID, title: `concurrent ${i}` } })));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        manager.api.POST('/api/requirements', { body: { ...VALID, title: `concurrent ${i}` } }),
+      ),
+    );
     expect(results.map((r) => r.status)).toEqual(Array(50).fill(201));
     expect(new Set(results.map((r) => r.data!.id)).size).toBe(50);
     const after = await snapshotStore(manager.dataDirectory());
@@ -274,7 +385,10 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
 /** Test setup only: moves a Requirement to a state that later issues' runs would produce. */
 async function setStatus(dataDirectory: string, id: string, status: string): Promise<void> {
   if (onPostgres()) {
-    await execute(path.join(dataDirectory, 'factory.sqlite'), 'UPDATE requirement SET status = ? WHERE id = ?', [status, id]);
+    await execute(path.join(dataDirectory, 'factory.sqlite'), 'UPDATE requirement SET status = ? WHERE id = ?', [
+      status,
+      id,
+    ]);
     return;
   }
   const sqlite3 = await import('sqlite3');

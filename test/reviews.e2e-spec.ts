@@ -20,18 +20,35 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', (cli) =>
   let manager: ManagerProcess;
   useRealAgentWorld(cli, 'review', (world) => ({ manager, stub } = world));
 
-  const runsOf = async (id: string) => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items;
-  const rdIdle = (id: string) => until(`RD of ${id} to be idle`, async () => (await runsOf(id)).every((r) => r.status !== 'running') || undefined, 90_000, 200);
+  const runsOf = async (id: string) =>
+    (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items;
+  const rdIdle = (id: string) =>
+    until(
+      `RD of ${id} to be idle`,
+      async () => (await runsOf(id)).every((r) => r.status !== 'running') || undefined,
+      90_000,
+      200,
+    );
   const register = (number: number, sha: string, status = 'open') =>
     `code-factory-cli pr register --url https://github.com/org/repo/pull/${number} --title "PR ${number}" --base-branch main --head-branch b${number} --head-sha ${sha} --status ${status}`;
-  const refused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) => expectRefused(manager.dataDirectory(), request, status, code);
+  const refused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) =>
+    expectRefused(manager.dataDirectory(), request, status, code);
 
   it('reviews an open PR once at a time, marks it stale when the head moves, and wakes RD with the summary', async () => {
     const requirement = await ok(manager.api.POST('/api/requirements', { body: { provider, title: 'Reviewed work' } }));
-    stub.scriptFor(requirement.id, [{ shell: register(42, '1111111aaaa') }, { shell: register(43, '2222222bbbb', 'draft') }, { text: 'PRs registered.' }]);
-    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: `Open the PRs ${requirement.id}` } });
+    stub.scriptFor(requirement.id, [
+      { shell: register(42, '1111111aaaa') },
+      { shell: register(43, '2222222bbbb', 'draft') },
+      { text: 'PRs registered.' },
+    ]);
+    await manager.api.POST('/api/requirements/{id}/start', {
+      params: { path: { id: requirement.id } },
+      body: { message: `Open the PRs ${requirement.id}` },
+    });
     await rdIdle(requirement.id);
-    const prs = (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: requirement.id } } }))).items;
+    const prs = (
+      await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: requirement.id } } }))
+    ).items;
     const open = prs.find((p) => p.number === 42)!;
     const draft = prs.find((p) => p.number === 43)!;
 
@@ -39,7 +56,12 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', (cli) =>
     // The reviewer answers only after the PR has moved under it (a fixed delay raced a slow RD run).
     let headMoved!: () => void;
     const moving = new Promise<void>((resolve) => (headMoved = resolve));
-    stub.scriptFor(url, [{ after: moving, then: { text: 'Two findings: the flush path races with compaction (src/flush.ts:88); a test is missing.' } }]);
+    stub.scriptFor(url, [
+      {
+        after: moving,
+        then: { text: 'Two findings: the flush path races with compaction (src/flush.ts:88); a test is missing.' },
+      },
+    ]);
     const events = await connectSse(`${manager.origin}/api/events`);
     const requested = await manager.api.POST('/api/pull-requests/{id}/review-requests', {
       params: { path: { id: open.id } },
@@ -62,30 +84,71 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', (cli) =>
     });
     const review = requested.data!.reviewRequest;
 
-    await refused(() => manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: open.id } }, body: { provider } }), 409, 'review_active');
-    await refused(() => manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: draft.id } }, body: { provider } }), 409, 'pull_request_not_open');
     await refused(
-      () => manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: 'pr_00000000-0000-4000-8000-000000000000' } }, body: { provider } }),
+      () =>
+        manager.api.POST('/api/pull-requests/{id}/review-requests', {
+          params: { path: { id: open.id } },
+          body: { provider },
+        }),
+      409,
+      'review_active',
+    );
+    await refused(
+      () =>
+        manager.api.POST('/api/pull-requests/{id}/review-requests', {
+          params: { path: { id: draft.id } },
+          body: { provider },
+        }),
+      409,
+      'pull_request_not_open',
+    );
+    await refused(
+      () =>
+        manager.api.POST('/api/pull-requests/{id}/review-requests', {
+          params: { path: { id: 'pr_00000000-0000-4000-8000-000000000000' } },
+          body: { provider },
+        }),
       404,
       'pull_request_not_found',
     );
     // An unknown provider: untyped on purpose.
-    await refused(() => sendUntyped(manager.origin, 'POST', `/api/pull-requests/${open.id}/review-requests`, { provider: 'gemini' }), 400);
-    await refused(() => manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: open.id } }, body: { prompt: 'x'.repeat(10_001), provider } }), 400);
+    await refused(
+      () =>
+        sendUntyped(manager.origin, 'POST', `/api/pull-requests/${open.id}/review-requests`, { provider: 'gemini' }),
+      400,
+    );
+    await refused(
+      () =>
+        manager.api.POST('/api/pull-requests/{id}/review-requests', {
+          params: { path: { id: open.id } },
+          body: { prompt: 'x'.repeat(10_001), provider },
+        }),
+      400,
+    );
 
     // The RD agent pushes a new head while the review runs: the review becomes stale.
     stub.scriptFor(`Push again ${requirement.id}`, [{ shell: register(42, '3333333cccc') }, { text: 'Pushed.' }]);
-    await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: `Push again ${requirement.id}` } });
+    await manager.api.POST('/api/requirements/{id}/reply', {
+      params: { path: { id: requirement.id } },
+      body: { message: `Push again ${requirement.id}` },
+    });
     const moved = await until('the stale review event', async () =>
-      events.events.find((e) => e.event === 'pull_request.updated' && (e.data.payload as { reviewRequests?: unknown[] }).reviewRequests),
+      events.events.find(
+        (e) => e.event === 'pull_request.updated' && (e.data.payload as { reviewRequests?: unknown[] }).reviewRequests,
+      ),
     );
-    expect(moved.data.payload).toMatchObject({ pullRequest: { headSha: '3333333cccc', id: open.id }, reviewRequests: [{ id: review.id, stale: true, status: 'running' }] });
+    expect(moved.data.payload).toMatchObject({
+      pullRequest: { headSha: '3333333cccc', id: open.id },
+      reviewRequests: [{ id: review.id, stale: true, status: 'running' }],
+    });
     headMoved();
 
     const finished = await until(
       'the review to finish',
       async () => {
-        const [latest] = (await ok(manager.api.GET('/api/review-requests', { params: { query: { pullRequestId: open.id } } }))).items;
+        const [latest] = (
+          await ok(manager.api.GET('/api/review-requests', { params: { query: { pullRequestId: open.id } } }))
+        ).items;
         return latest.status !== 'running' && latest;
       },
       90_000,
@@ -100,29 +163,56 @@ describe.each(PROVIDERS)('review requests with the real $provider CLI', (cli) =>
     expect(JSON.stringify(reviewerRequest.body)).toContain('Never modify the workspace');
     // A reviewer has no credential, so no Agent Manager tools; the RD run that registered the PRs had them.
     expect(reviewerRequest.tools.filter((name) => name.includes('code_factory'))).toEqual([]);
-    expect(stub.requests.find((r) => r.marker === requirement.id)!.tools.some((name) => name.includes('code_factory'))).toBe(true);
+    expect(
+      stub.requests.find((r) => r.marker === requirement.id)!.tools.some((name) => name.includes('code_factory')),
+    ).toBe(true);
 
-    const messages = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id }, query: { limit: 200 } } }))).items;
+    const messages = (
+      await ok(
+        manager.api.GET('/api/requirements/{id}/messages', {
+          params: { path: { id: requirement.id }, query: { limit: 200 } },
+        }),
+      )
+    ).items;
     const summary = messages.find((m) => m.author === 'reviewer')!;
-    expect(summary).toMatchObject({ deliverToRd: true, metadata: { pullRequestId: open.id, reviewRequestId: review.id, stale: true } });
+    expect(summary).toMatchObject({
+      deliverToRd: true,
+      metadata: { pullRequestId: open.id, reviewRequestId: review.id, stale: true },
+    });
     expect(summary.body).toContain('the flush path races with compaction');
     expect(summary.body).toContain('stale');
 
     // The summary woke the RD session: a run took it as input.
-    await until('RD to take the review', async () => stub.requests.some((r) => r.marker !== url && r.transcript.includes('the flush path races with compaction')), 90_000, 200);
+    await until(
+      'RD to take the review',
+      async () =>
+        stub.requests.some((r) => r.marker !== url && r.transcript.includes('the flush path races with compaction')),
+      90_000,
+      200,
+    );
     const outcome = events.events.find((e) => e.event === 'run.succeeded' && e.data.runId === review.runId);
-    expect(outcome?.data.payload).toMatchObject({ reviewRequest: { id: review.id, status: 'succeeded' }, run: { role: 'reviewer' } });
-    expect(events.events.find((e) => e.event === 'review_request.started')?.data.payload).toMatchObject({ reviewRequest: { id: review.id } });
+    expect(outcome?.data.payload).toMatchObject({
+      reviewRequest: { id: review.id, status: 'succeeded' },
+      run: { role: 'reviewer' },
+    });
+    expect(events.events.find((e) => e.event === 'review_request.started')?.data.payload).toMatchObject({
+      reviewRequest: { id: review.id },
+    });
     events.close();
 
     // Not stale any more for a new request: it targets the new head.
     await rdIdle(requirement.id);
     stub.scriptFor(url, [{ text: 'Looks good now.' }]);
-    const again = await manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: open.id } }, body: { provider } });
+    const again = await manager.api.POST('/api/pull-requests/{id}/review-requests', {
+      params: { path: { id: open.id } },
+      body: { provider },
+    });
     expect(again.data!.reviewRequest).toMatchObject({ stale: false, targetHeadSha: '3333333cccc' });
     await until(
       'second review',
-      async () => (await ok(manager.api.GET('/api/review-requests', { params: { query: { pullRequestId: open.id } } }))).items[0].status === 'succeeded' || undefined,
+      async () =>
+        (await ok(manager.api.GET('/api/review-requests', { params: { query: { pullRequestId: open.id } } }))).items[0]
+          .status === 'succeeded' || undefined,
       90_000,
       200,
     );

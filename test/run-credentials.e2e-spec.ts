@@ -21,11 +21,16 @@ describe('run-scoped agent credentials', () => {
   /** The typed client with the workspace token, and with a run credential. */
   const owner = () => apiClient(manager.url);
   const asRun = (token: string) => apiClient(manager.url, { auth: token });
-  const expectRefused = (request: Parameters<typeof refused>[1], status: number, code?: string) => refused(manager.runtime.paths.dataDirectory, request, status, code);
+  const expectRefused = (request: Parameters<typeof refused>[1], status: number, code?: string) =>
+    refused(manager.runtime.paths.dataDirectory, request, status, code);
 
   beforeAll(async () => {
     sandbox = makeSandbox();
-    manager = await startManager({ env: { ...process.env, CODE_FACTORY_HOME: sandbox.home }, overrides: { port: 0 }, workspace: sandbox.workspace });
+    manager = await startManager({
+      env: { ...process.env, CODE_FACTORY_HOME: sandbox.home },
+      overrides: { port: 0 },
+      workspace: sandbox.workspace,
+    });
     registerToken(manager.url, manager.app.get(LocalTokenService).value);
     credentials = manager.app.get(RunCredentialsService);
     own = await ok(owner().POST('/api/requirements', { body: { provider: 'codex', title: 'own' } }));
@@ -37,7 +42,10 @@ describe('run-scoped agent credentials', () => {
     sandbox?.cleanup();
   });
 
-  const issue = (runId = `run_${Math.random().toString(16).slice(2)}`) => ({ runId, token: credentials.issue({ requirementId: own.id, runId, sessionId: own.session.id }) });
+  const issue = (runId = `run_${Math.random().toString(16).slice(2)}`) => ({
+    runId,
+    token: credentials.issue({ requirementId: own.id, runId, sessionId: own.session.id }),
+  });
 
   it('identifies its run, Requirement and session on the agent API', async () => {
     const { runId, token } = issue();
@@ -51,8 +59,15 @@ describe('run-scoped agent credentials', () => {
     const { token } = issue();
     await expectRefused(() => asRun(token).GET('/api/requirements'), 403, 'outside_run_scope');
     await expectRefused(() => asRun(token).POST('/api/requirements', { body: { provider: 'codex', title: 'x' } }), 403);
-    await expectRefused(() => asRun(token).POST('/api/requirements/{id}/reply', { params: { path: { id: own.id } }, body: { message: 'x' } }), 403);
-    await expectRefused(() => asRun(token).POST('/api/requirements/{id}/confirm', { params: { path: { id: own.id } } }), 403);
+    await expectRefused(
+      () =>
+        asRun(token).POST('/api/requirements/{id}/reply', { params: { path: { id: own.id } }, body: { message: 'x' } }),
+      403,
+    );
+    await expectRefused(
+      () => asRun(token).POST('/api/requirements/{id}/confirm', { params: { path: { id: own.id } } }),
+      403,
+    );
     await expectRefused(() => asRun(token).PATCH('/api/configuration', { body: { authentication: 'none' } }), 403);
     await expectRefused(() => upload(asRun(token), own.id, 'a', 'x'), 403);
     const stream = await connectSse(`${manager.url}/api/events`, as(token));
@@ -62,12 +77,26 @@ describe('run-scoped agent credentials', () => {
 
   it("reaches only its own Requirement's timers", async () => {
     const { token } = issue();
-    await expectRefused(() => asRun(token).GET('/api/requirements/{id}/timers', { params: { path: { id: other.id } } }), 403, 'outside_run_scope');
     await expectRefused(
-      () => asRun(token).POST('/api/requirements/{id}/timers', { params: { path: { id: other.id } }, body: { description: 'x', intervalSeconds: 60, schedule: 'once' } }),
+      () => asRun(token).GET('/api/requirements/{id}/timers', { params: { path: { id: other.id } } }),
+      403,
+      'outside_run_scope',
+    );
+    await expectRefused(
+      () =>
+        asRun(token).POST('/api/requirements/{id}/timers', {
+          params: { path: { id: other.id } },
+          body: { description: 'x', intervalSeconds: 60, schedule: 'once' },
+        }),
       403,
     );
-    await expectRefused(() => asRun(token).DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: other.id, timerId: 'tmr_1' } } }), 403);
+    await expectRefused(
+      () =>
+        asRun(token).DELETE('/api/requirements/{id}/timers/{timerId}', {
+          params: { path: { id: other.id, timerId: 'tmr_1' } },
+        }),
+      403,
+    );
     // Its own timers pass authentication (the timer endpoints themselves come with the timers issue).
     const ownTimers = await asRun(token).GET('/api/requirements/{id}/timers', { params: { path: { id: own.id } } });
     expect([401, 403]).not.toContain(ownTimers.status);

@@ -23,15 +23,24 @@ describe('search', () => {
   afterAll(async () => {
     await manager?.stop();
     // After everything the suite wrote and purged, FTS5 finds its index exactly in step with its content.
-    await execute(path.join(manager.dataDirectory(), 'factory.sqlite'), "INSERT INTO search_fts (search_fts) VALUES ('integrity-check')");
+    await execute(
+      path.join(manager.dataDirectory(), 'factory.sqlite'),
+      "INSERT INTO search_fts (search_fts) VALUES ('integrity-check')",
+    );
     sandbox?.cleanup();
   });
 
-  const create = async (title: string, description = '') => (await ok(manager.api.POST('/api/requirements', { body: { description, provider: 'codex', title } }))).id;
-  const reply = (id: string, message: string) => manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id } }, body: { message } });
+  const create = async (title: string, description = '') =>
+    (await ok(manager.api.POST('/api/requirements', { body: { description, provider: 'codex', title } }))).id;
+  const reply = (id: string, message: string) =>
+    manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id } }, body: { message } });
   const search = async (q: string, page: { cursor?: string; limit?: number } = {}) => {
     const response = await manager.api.GET('/api/search', { params: { query: { q, ...page } } });
-    return { items: response.data?.items ?? [], nextCursor: response.data?.nextCursor ?? null, status: response.status };
+    return {
+      items: response.data?.items ?? [],
+      nextCursor: response.data?.nextCursor ?? null,
+      status: response.status,
+    };
   };
   const matched = (hit: Hit) => hit.snippet.filter((part) => part.match).map((part) => part.text.toLowerCase());
 
@@ -42,7 +51,14 @@ describe('search', () => {
     expect((await reply(b, 'Also check the merge of config files')).status).toBeLessThan(300);
 
     const title = await search('segment');
-    expect(title.items).toEqual([expect.objectContaining({ messageId: null, requirementId: a, requirementTitle: 'Report segment merge durations', sequence: null })]);
+    expect(title.items).toEqual([
+      expect.objectContaining({
+        messageId: null,
+        requirementId: a,
+        requirementTitle: 'Report segment merge durations',
+        sequence: null,
+      }),
+    ]);
     expect(matched(title.items[0])).toEqual(['segment']);
 
     const description = await search('COMPACTION');
@@ -50,7 +66,11 @@ describe('search', () => {
 
     const message = await search('resume parser');
     expect(message.items).toHaveLength(1);
-    expect(message.items[0]).toMatchObject({ requirementId: b, requirementTitle: 'Fix the flaky upload test', sequence: 1 });
+    expect(message.items[0]).toMatchObject({
+      requirementId: b,
+      requirementTitle: 'Fix the flaky upload test',
+      sequence: 1,
+    });
     expect(message.items[0].messageId).toMatch(/^msg_/);
     expect(matched(message.items[0])).toEqual(['résumé', 'parser']);
 
@@ -79,7 +99,10 @@ describe('search', () => {
     const seen: Hit[] = [];
     let cursor: string | null = null;
     do {
-      const page: Awaited<ReturnType<typeof search>> = await search('needle', { cursor: cursor ?? undefined, limit: 3 });
+      const page: Awaited<ReturnType<typeof search>> = await search('needle', {
+        cursor: cursor ?? undefined,
+        limit: 3,
+      });
       expect(page.status).toBe(200);
       seen.push(...page.items);
       cursor = page.nextCursor;
@@ -92,7 +115,9 @@ describe('search', () => {
     }
     // Without the required q: untyped on purpose.
     expect((await sendUntyped(manager.origin, 'GET', '/api/search')).status).toBe(400);
-    expect((await manager.api.GET('/api/search', { params: { query: { q: 'needle', cursor: 'bogus' } } })).status).toBe(400);
+    expect((await manager.api.GET('/api/search', { params: { query: { q: 'needle', cursor: 'bogus' } } })).status).toBe(
+      400,
+    );
     // FTS5 syntax is text here: a column filter or an operator finds the words, never an error.
     expect((await search('title: needle OR NOT')).status).toBe(200);
     expect((await search('NEAR(needle')).status).toBe(200);
@@ -108,16 +133,29 @@ describe('search', () => {
     expect(refused.status).toBe(400);
     expect((await search('ghostword')).items).toEqual([]);
     // It ran on a message (the silent agent, stopped), then was confirmed: done, with a conversation.
-    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id } }, body: { message: 'vanishing text' } });
+    await manager.api.POST('/api/requirements/{id}/start', {
+      params: { path: { id } },
+      body: { message: 'vanishing text' },
+    });
     expect((await search('vanishing')).items).toHaveLength(1);
     await manager.api.POST('/api/requirements/{id}/interrupt', { params: { path: { id } }, body: { mode: 'stop' } });
-    await until('the stop', async () => (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).status === 'waiting_confirmation');
+    await until(
+      'the stop',
+      async () =>
+        (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).status ===
+        'waiting_confirmation',
+    );
     expect((await manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id } } })).status).toBe(200);
     await manager.api.PATCH('/api/configuration', { body: { doneRequirementRetentionDays: 0 } });
-    await until('the purge', async () => (await manager.api.GET('/api/requirements/{id}', { params: { path: { id } } })).status === 404);
+    await until(
+      'the purge',
+      async () => (await manager.api.GET('/api/requirements/{id}', { params: { path: { id } } })).status === 404,
+    );
     expect((await search('vanishing')).items).toEqual([]);
     expect((await search('purge')).items).toEqual([]);
     const database = path.join(manager.dataDirectory(), 'factory.sqlite');
-    expect(await query(database, 'SELECT COUNT(*) AS n FROM search_document WHERE requirement_id = ?', [id])).toEqual([{ n: 0 }]);
+    expect(await query(database, 'SELECT COUNT(*) AS n FROM search_document WHERE requirement_id = ?', [id])).toEqual([
+      { n: 0 },
+    ]);
   });
 });

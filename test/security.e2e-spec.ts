@@ -23,7 +23,8 @@ describe('Secure by default: attacks against a real server', () => {
     sandbox = makeSandbox();
     manager = await startManager({ args: ['--allow-origin', 'http://localhost:4200'], sandbox });
     port = new URL(manager.origin).port;
-    requirementId = (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'target' } }))).id;
+    requirementId = (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'target' } })))
+      .id;
   });
 
   afterAll(async () => {
@@ -31,12 +32,37 @@ describe('Secure by default: attacks against a real server', () => {
     sandbox?.cleanup();
   });
 
-  const expectRefused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) => refused(manager.dataDirectory(), request, status, code);
+  const expectRefused = (request: () => Promise<{ status: number; json?: Json }>, status: number, code?: string) =>
+    refused(manager.dataDirectory(), request, status, code);
 
   const writes = (headers: Record<string, string>) => [
-    () => sendUntyped(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'intruder' }, headers, NO_AUTH),
-    () => sendUntyped(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message: 'rm -rf ~' }, headers, NO_AUTH),
-    () => sendUntyped(manager.origin, 'POST', `/api/requirements/${requirementId}/attachments`, 'payload', { 'X-File-Name': 'x.sh', ...headers }, NO_AUTH),
+    () =>
+      sendUntyped(
+        manager.origin,
+        'POST',
+        '/api/requirements',
+        { provider: 'codex', title: 'intruder' },
+        headers,
+        NO_AUTH,
+      ),
+    () =>
+      sendUntyped(
+        manager.origin,
+        'POST',
+        `/api/requirements/${requirementId}/reply`,
+        { message: 'rm -rf ~' },
+        headers,
+        NO_AUTH,
+      ),
+    () =>
+      sendUntyped(
+        manager.origin,
+        'POST',
+        `/api/requirements/${requirementId}/attachments`,
+        'payload',
+        { 'X-File-Name': 'x.sh', ...headers },
+        NO_AUTH,
+      ),
     () => sendUntyped(manager.origin, 'DELETE', `/api/requirements/${requirementId}`, undefined, headers, NO_AUTH),
     () => sendUntyped(manager.origin, 'PATCH', '/api/configuration', { authentication: 'none' }, headers, NO_AUTH),
     () => sendUntyped(manager.origin, 'GET', '/api/requirements', undefined, headers, NO_AUTH),
@@ -83,9 +109,21 @@ describe('Secure by default: attacks against a real server', () => {
   });
 
   it('refuses the token in the query string of an API call, even a valid one (401)', async () => {
-    await expectRefused(() => sendUntyped(manager.origin, 'GET', `/api/requirements?token=${manager.token}`, undefined, {}, NO_AUTH), 401, 'token_in_query');
     await expectRefused(
-      () => sendUntyped(manager.origin, 'POST', `/api/requirements?access_token=${manager.token}`, { provider: 'codex', title: 'x' }, {}, NO_AUTH),
+      () => sendUntyped(manager.origin, 'GET', `/api/requirements?token=${manager.token}`, undefined, {}, NO_AUTH),
+      401,
+      'token_in_query',
+    );
+    await expectRefused(
+      () =>
+        sendUntyped(
+          manager.origin,
+          'POST',
+          `/api/requirements?access_token=${manager.token}`,
+          { provider: 'codex', title: 'x' },
+          {},
+          NO_AUTH,
+        ),
       401,
       'token_in_query',
     );
@@ -99,13 +137,38 @@ describe('Secure by default: attacks against a real server', () => {
     ['an oversized token', `Bearer ${'a'.repeat(5000)}`],
     ['a lowercase scheme with junk', 'bearer ../../etc/passwd'],
   ])('refuses a malformed Authorization header: %s (401)', async (_name, header) => {
-    await expectRefused(() => sendUntyped(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'x' }, { Authorization: header }, NO_AUTH), 401);
+    await expectRefused(
+      () =>
+        sendUntyped(
+          manager.origin,
+          'POST',
+          '/api/requirements',
+          { provider: 'codex', title: 'x' },
+          { Authorization: header },
+          NO_AUTH,
+        ),
+      401,
+    );
   });
 
   it('refuses a foreign Host header (DNS rebinding) even with a valid token (403)', async () => {
-    for (const host of ['evil.example', `evil.example:${port}`, `127.0.0.1.evil.example:${port}`, `localhost.:${port}`, `[::2]:${port}`]) {
+    for (const host of [
+      'evil.example',
+      `evil.example:${port}`,
+      `127.0.0.1.evil.example:${port}`,
+      `localhost.:${port}`,
+      `[::2]:${port}`,
+    ]) {
       const body = JSON.stringify({ provider: 'codex', title: 'x' });
-      await expectRefused(() => sendRaw(manager.origin, 'POST', '/api/requirements', body, { 'Content-Type': 'application/json', Host: host }), 403, 'host_not_allowed');
+      await expectRefused(
+        () =>
+          sendRaw(manager.origin, 'POST', '/api/requirements', body, {
+            'Content-Type': 'application/json',
+            Host: host,
+          }),
+        403,
+        'host_not_allowed',
+      );
     }
     for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`, 'localhost']) {
       expect((await sendRaw(manager.origin, 'GET', '/api/requirements', undefined, { Host: host })).status).toBe(200);
@@ -113,13 +176,44 @@ describe('Secure by default: attacks against a real server', () => {
   });
 
   it('refuses a cross-origin state change with a foreign Origin even with a valid token (403)', async () => {
-    for (const origin of ['https://evil.example', 'null', `http://localhost:${port}.evil.example`, 'http://localhost:4201']) {
-      await expectRefused(() => sendUntyped(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message: 'x' }, { Origin: origin }), 403, 'origin_not_allowed');
-      await expectRefused(() => sendUntyped(manager.origin, 'PATCH', '/api/configuration', { logLevel: 'debug' }, { Origin: origin }), 403);
+    for (const origin of [
+      'https://evil.example',
+      'null',
+      `http://localhost:${port}.evil.example`,
+      'http://localhost:4201',
+    ]) {
+      await expectRefused(
+        () =>
+          sendUntyped(
+            manager.origin,
+            'POST',
+            `/api/requirements/${requirementId}/reply`,
+            { message: 'x' },
+            { Origin: origin },
+          ),
+        403,
+        'origin_not_allowed',
+      );
+      await expectRefused(
+        () => sendUntyped(manager.origin, 'PATCH', '/api/configuration', { logLevel: 'debug' }, { Origin: origin }),
+        403,
+      );
     }
-    const same = await sendUntyped(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message: 'same origin' }, { Origin: manager.origin });
+    const same = await sendUntyped(
+      manager.origin,
+      'POST',
+      `/api/requirements/${requirementId}/reply`,
+      { message: 'same origin' },
+      { Origin: manager.origin },
+    );
     expect(same.status).toBe(202);
-    const configured = await sendUntyped(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message: 'allowed origin' }, { Origin: 'http://localhost:4200' });
+    const configured = await sendUntyped(
+      manager.origin,
+      'POST',
+      `/api/requirements/${requirementId}/reply`,
+      { message: 'allowed origin' },
+      { Origin: 'http://localhost:4200' },
+    );
     expect(configured.status).toBe(202);
   });
 
@@ -148,20 +242,28 @@ describe('Secure by default: attacks against a real server', () => {
     );
     expect(foreign.status).toBe(403);
     expect(foreign.headers.get('access-control-allow-origin')).toBeNull();
-    const read = await sendUntyped(manager.origin, 'GET', '/api/requirements', undefined, { Origin: 'https://evil.example' });
+    const read = await sendUntyped(manager.origin, 'GET', '/api/requirements', undefined, {
+      Origin: 'https://evil.example',
+    });
     expect(read.headers.get('access-control-allow-origin')).toBeNull();
   });
 
   it('refuses path traversal and control characters in X-File-Name and IDs', async () => {
     const upload = (name: string) =>
-      sendUntyped(manager.origin, 'POST', `/api/requirements/${requirementId}/attachments`, 'data', { 'Content-Type': 'text/plain', 'X-File-Name': name });
+      sendUntyped(manager.origin, 'POST', `/api/requirements/${requirementId}/attachments`, 'data', {
+        'Content-Type': 'text/plain',
+        'X-File-Name': name,
+      });
     await expectRefused(() => upload('../../../.ssh/authorized_keys'), 400, 'invalid_file_name');
     await expectRefused(() => upload(encodeURIComponent('..\\..\\x')), 400, 'invalid_file_name');
     await expectRefused(() => upload(encodeURIComponent('a\r\nb')), 400, 'invalid_file_name');
     await expectRefused(() => upload('%00'), 400, 'invalid_file_name');
     await expectRefused(() => sendUntyped(manager.origin, 'GET', '/api/attachments/..%2F..%2Ftoken'), 404);
     await expectRefused(() => sendUntyped(manager.origin, 'GET', '/api/requirements/req_%0d%0aSet-Cookie:x'), 404);
-    await expectRefused(() => sendUntyped(manager.origin, 'POST', '/api/requirements/..%2Frequirements/reply', { message: 'x' }), 404);
+    await expectRefused(
+      () => sendUntyped(manager.origin, 'POST', '/api/requirements/..%2Frequirements/reply', { message: 'x' }),
+      404,
+    );
   });
 
   it('sends hardening headers on API and dashboard responses', async () => {
@@ -188,26 +290,60 @@ describe('Secure by default: attacks against a real server', () => {
     expect(setCookie).not.toContain(manager.token);
     const cookie = setCookie.split(';')[0];
 
-    expect((await sendUntyped(manager.origin, 'GET', '/api/requirements', undefined, { Cookie: cookie })).status).toBe(200);
+    expect((await sendUntyped(manager.origin, 'GET', '/api/requirements', undefined, { Cookie: cookie })).status).toBe(
+      200,
+    );
     const stream = await connectSse(`${manager.origin}/api/events`, { Cookie: cookie });
     expect(stream.status).toBe(200);
-    const reply = await sendUntyped(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message: 'via cookie' }, { Cookie: cookie, Origin: manager.origin });
+    const reply = await sendUntyped(
+      manager.origin,
+      'POST',
+      `/api/requirements/${requirementId}/reply`,
+      { message: 'via cookie' },
+      { Cookie: cookie, Origin: manager.origin },
+    );
     expect(reply.status).toBe(202);
     const [event] = await stream.waitFor(1);
     expect(event.data).toMatchObject({ actor: { kind: 'human' }, type: 'message.created' });
     stream.close();
 
-    const attachment = (await sendUntyped(manager.origin, 'POST', `/api/requirements/${requirementId}/attachments`, 'hello', { Cookie: cookie, 'X-File-Name': 'a.txt' })).json;
-    const download = await sendUntyped(manager.origin, 'GET', `/api/attachments/${attachment.id}`, undefined, { Cookie: cookie });
+    const attachment = (
+      await sendUntyped(manager.origin, 'POST', `/api/requirements/${requirementId}/attachments`, 'hello', {
+        Cookie: cookie,
+        'X-File-Name': 'a.txt',
+      })
+    ).json;
+    const download = await sendUntyped(manager.origin, 'GET', `/api/attachments/${attachment.id}`, undefined, {
+      Cookie: cookie,
+    });
     expect(download.status).toBe(200);
     expect(download.text).toBe('hello');
 
     // A forged cookie, or the cookie of another port, is no credential.
-    await expectRefused(() => sendUntyped(manager.origin, 'GET', '/api/requirements', undefined, { Cookie: `am_session_${port}=${'0'.repeat(64)}` }), 401);
-    await expectRefused(() => sendUntyped(manager.origin, 'GET', '/api/requirements', undefined, { Cookie: cookie.replace(`am_session_${port}`, 'am_session_1') }), 401);
+    await expectRefused(
+      () =>
+        sendUntyped(manager.origin, 'GET', '/api/requirements', undefined, {
+          Cookie: `am_session_${port}=${'0'.repeat(64)}`,
+        }),
+      401,
+    );
+    await expectRefused(
+      () =>
+        sendUntyped(manager.origin, 'GET', '/api/requirements', undefined, {
+          Cookie: cookie.replace(`am_session_${port}`, 'am_session_1'),
+        }),
+      401,
+    );
     // Even if a browser ignored SameSite, a cross-site request carries a foreign Origin.
     await expectRefused(
-      () => sendUntyped(manager.origin, 'POST', `/api/requirements/${requirementId}/reply`, { message: 'csrf' }, { Cookie: cookie, Origin: 'https://evil.example' }),
+      () =>
+        sendUntyped(
+          manager.origin,
+          'POST',
+          `/api/requirements/${requirementId}/reply`,
+          { message: 'csrf' },
+          { Cookie: cookie, Origin: 'https://evil.example' },
+        ),
       403,
     );
   });
@@ -228,8 +364,22 @@ describe('authentication: none', () => {
       expect(manager.stdout()).not.toContain('?token=');
       expect((await sendUntyped(manager.origin, 'GET', '/api/requirements', undefined, {}, NO_AUTH)).status).toBe(200);
       // The browser defences stay on.
-      expect((await sendUntyped(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'x' }, { Origin: 'https://evil.example' }, NO_AUTH)).status).toBe(403);
-      expect((await sendRaw(manager.origin, 'GET', '/api/requirements', undefined, { Host: 'evil.example' }, NO_AUTH)).status).toBe(403);
+      expect(
+        (
+          await sendUntyped(
+            manager.origin,
+            'POST',
+            '/api/requirements',
+            { provider: 'codex', title: 'x' },
+            { Origin: 'https://evil.example' },
+            NO_AUTH,
+          )
+        ).status,
+      ).toBe(403);
+      expect(
+        (await sendRaw(manager.origin, 'GET', '/api/requirements', undefined, { Host: 'evil.example' }, NO_AUTH))
+          .status,
+      ).toBe(403);
     } finally {
       await manager.stop();
     }

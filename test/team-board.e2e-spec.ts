@@ -32,15 +32,18 @@ import { until } from './support/wait';
     fs.rmSync(sandbox.workspace, { force: true, recursive: true });
     git(base, 'clone', '-q', origin, sandbox.workspace);
   };
-  const startRunner = (sandbox: Sandbox, person: string) => startManager({ args: ['--board', '--person-name', person], sandbox });
+  const startRunner = (sandbox: Sandbox, person: string) =>
+    startManager({ args: ['--board', '--person-name', person], sandbox });
   const sse = async (manager: ManagerProcess, headers: Record<string, string> = {}) => {
     const connection = await connectSse(`${manager.origin}/api/events`, headers);
     open.push(connection);
     return connection;
   };
   const boardQuery = <T>(sql: string, params: unknown[] = []): Promise<T[]> => schemaQuery<T>(schema, sql, params);
-  const create = (manager: ManagerProcess, title: string) => ok(manager.api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title } }), 201);
-  const get = (manager: ManagerProcess, id: string) => ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
+  const create = (manager: ManagerProcess, title: string) =>
+    ok(manager.api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title } }), 201);
+  const get = (manager: ManagerProcess, id: string) =>
+    ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
 
   beforeAll(async () => {
     makeBareOrigin(base);
@@ -73,7 +76,10 @@ import { until } from './support/wait';
     ]);
     // Neither clone's own workspace schema was used.
     expect(
-      await boardQuery<{ n: number }>(`SELECT COUNT(*)::int AS n FROM information_schema.schemata WHERE schema_name = $1`, [`am_${path.basename(a.dataDirectory())}`]),
+      await boardQuery<{ n: number }>(
+        `SELECT COUNT(*)::int AS n FROM information_schema.schemata WHERE schema_name = $1`,
+        [`am_${path.basename(a.dataDirectory())}`],
+      ),
     ).toEqual([{ n: 0 }]);
   });
 
@@ -81,7 +87,12 @@ import { until } from './support/wait';
     const [onA, onB] = await Promise.all([sse(a), sse(b)]);
     const created = await create(a, 'made on A');
     const [fromA, fromB] = await Promise.all(
-      [onA, onB].map((c) => c.waitUntil((e) => e.event === 'requirement.created' && (e.data.payload.requirement as { id: string }).id === created.id, 'created on A')),
+      [onA, onB].map((c) =>
+        c.waitUntil(
+          (e) => e.event === 'requirement.created' && (e.data.payload.requirement as { id: string }).id === created.id,
+          'created on A',
+        ),
+      ),
     );
     expect(fromB.id).toBe(fromA.id);
     expect(fromB.data).toEqual(fromA.data);
@@ -92,13 +103,22 @@ import { until } from './support/wait';
 
   it('keeps one gap-free order of event ids while both runners write at once, and every stream sees all of it', async () => {
     const [onA, onB] = await Promise.all([sse(a), sse(b)]);
-    const [{ top: before }] = await boardQuery<{ top: number }>('SELECT COALESCE(MAX(id), 0)::int AS top FROM manager_event');
-    const made = await Promise.all(Array.from({ length: 24 }, (_, i) => create(i % 2 === 0 ? a : b, `concurrent ${i}`)));
-    const ids = await boardQuery<{ id: number; requirement_id: string | null }>('SELECT id::int AS id, requirement_id FROM manager_event WHERE id > $1 ORDER BY id', [before]);
+    const [{ top: before }] = await boardQuery<{ top: number }>(
+      'SELECT COALESCE(MAX(id), 0)::int AS top FROM manager_event',
+    );
+    const made = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => create(i % 2 === 0 ? a : b, `concurrent ${i}`)),
+    );
+    const ids = await boardQuery<{ id: number; requirement_id: string | null }>(
+      'SELECT id::int AS id, requirement_id FROM manager_event WHERE id > $1 ORDER BY id',
+      [before],
+    );
     // One id each, consecutive: the batches of both runners committed one after another.
     expect(ids.map((r) => r.id)).toEqual(Array.from({ length: ids.length }, (_, i) => before + 1 + i));
     // (The leader may write a board.runners_changed among them: no Requirement.)
-    expect(new Set(ids.map((r) => r.requirement_id).filter((id) => id !== null))).toEqual(new Set(made.map((r) => r.id)));
+    expect(new Set(ids.map((r) => r.requirement_id).filter((id) => id !== null))).toEqual(
+      new Set(made.map((r) => r.id)),
+    );
     const top = ids[ids.length - 1].id;
     for (const stream of [onA, onB]) {
       await stream.waitUntil((e) => e.id === top, `event ${top}`);
@@ -109,11 +129,17 @@ import { until } from './support/wait';
   it("replays A's events on B by id after a reconnect, exactly as A's own stream has them", async () => {
     const onA = await sse(a);
     const first = await create(a, 'replayed 1');
-    const firstEvent = await onA.waitUntil((e) => e.event === 'requirement.created' && (e.data.payload.requirement as { id: string }).id === first.id, 'first');
+    const firstEvent = await onA.waitUntil(
+      (e) => e.event === 'requirement.created' && (e.data.payload.requirement as { id: string }).id === first.id,
+      'first',
+    );
     await create(a, 'replayed 2');
     await create(b, 'replayed 3');
     const last = await create(a, 'replayed 4');
-    const lastEvent = await onA.waitUntil((e) => e.event === 'requirement.created' && (e.data.payload.requirement as { id: string }).id === last.id, 'last');
+    const lastEvent = await onA.waitUntil(
+      (e) => e.event === 'requirement.created' && (e.data.payload.requirement as { id: string }).id === last.id,
+      'last',
+    );
     const replay = await sse(b, { 'Last-Event-ID': String(firstEvent.id) });
     await replay.waitUntil((e) => e.id === lastEvent.id, 'the replay reaches the last');
     const expected = onA.events.filter((e) => e.id > firstEvent.id && e.id <= lastEvent.id).map((e) => [e.id, e.data]);
@@ -123,7 +149,10 @@ import { until } from './support/wait';
   it('runs a Requirement on the runner that started it; a stop and a reply sent to B reach it there', async () => {
     const requirement = await create(a, 'runs on A');
     expect(requirement.runner).toBeNull();
-    await ok(a.api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: requirement.id } } }), 202);
+    await ok(
+      a.api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: requirement.id } } }),
+      202,
+    );
     const onA = await get(a, requirement.id);
     expect(onA.session.state).toBe('running');
     expect(onA.runner).toMatchObject({ host: os.hostname(), online: true, person: 'Ada' });
@@ -133,11 +162,15 @@ import { until } from './support/wait';
       return seen.runner?.online ? seen : undefined;
     });
     expect(onB.runner).toEqual(onA.runner);
-    const runsOf = async () => (await ok(a.api.GET('/api/runs', { params: { query: { limit: 10, requirementId: requirement.id } } }))).items;
+    const runsOf = async () =>
+      (await ok(a.api.GET('/api/runs', { params: { query: { limit: 10, requirementId: requirement.id } } }))).items;
     const [first] = await runsOf();
 
     // Starting it again or cancelling it from B: refused, naming whose runner it is.
-    const start = await b.api.POST('/api/requirements/{id}/start', { body: { message: 'from B' }, params: { path: { id: requirement.id } } });
+    const start = await b.api.POST('/api/requirements/{id}/start', {
+      body: { message: 'from B' },
+      params: { path: { id: requirement.id } },
+    });
     expect(start.status).toBe(409);
     expect(start.error?.code).toBe('runs_on_other_runner');
     expect(start.error?.message).toContain("Ada's runner");
@@ -147,15 +180,30 @@ import { until } from './support/wait';
 
     // A stop sent to B is carried to A, which ends its run; B's stream shows the end.
     const onBStream = await sse(b);
-    const stop = await ok(b.api.POST('/api/requirements/{id}/interrupt', { body: { mode: 'stop' }, params: { path: { id: requirement.id } } }), 202);
+    const stop = await ok(
+      b.api.POST('/api/requirements/{id}/interrupt', {
+        body: { mode: 'stop' },
+        params: { path: { id: requirement.id } },
+      }),
+      202,
+    );
     expect(stop).toMatchObject({ accepted: true, runId: first.id });
-    await onBStream.waitUntil((e) => e.event === 'run.cancelled' && e.data.runId === first.id, "A's run ended by B's stop");
+    await onBStream.waitUntil(
+      (e) => e.event === 'run.cancelled' && e.data.runId === first.id,
+      "A's run ended by B's stop",
+    );
     const requested = onBStream.events.find((e) => e.event === 'run.interrupt_requested');
     expect(requested?.data.actor).toMatchObject({ name: 'Bob' });
     expect((await get(a, requirement.id)).session.pausedAt).not.toBeNull();
 
     // Bob's reply, sent to B, lands in the conversation and wakes the session on A (a person's reply resumes a stop).
-    const replied = await ok(b.api.POST('/api/requirements/{id}/reply', { body: { message: 'a word from Bob' }, params: { path: { id: requirement.id } } }), 202);
+    const replied = await ok(
+      b.api.POST('/api/requirements/{id}/reply', {
+        body: { message: 'a word from Bob' },
+        params: { path: { id: requirement.id } },
+      }),
+      202,
+    );
     expect(replied.queued).toBe(true);
     const second = await until('a second run, on A', async () => {
       const runs = await runsOf();
@@ -165,17 +213,31 @@ import { until } from './support/wait';
     const afterReply = await get(a, requirement.id);
     expect(afterReply.session.state).toBe('running');
     expect(afterReply.runner?.id).toBe(onA.runner?.id);
-    const messages = await ok(a.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id }, query: { limit: 50 } } }));
-    expect(messages.items.find((m) => m.body === 'a word from Bob')).toMatchObject({ author: 'human', authorName: 'Bob' });
+    const messages = await ok(
+      a.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id }, query: { limit: 50 } } }),
+    );
+    expect(messages.items.find((m) => m.body === 'a word from Bob')).toMatchObject({
+      author: 'human',
+      authorName: 'Bob',
+    });
     // Exactly those two runs, both A's: nothing of it ever started on B.
-    expect(await boardQuery<{ n: number }>('SELECT COUNT(*)::int AS n FROM agent_run WHERE requirement_id = $1', [requirement.id])).toEqual([{ n: 2 }]);
+    expect(
+      await boardQuery<{ n: number }>('SELECT COUNT(*)::int AS n FROM agent_run WHERE requirement_id = $1', [
+        requirement.id,
+      ]),
+    ).toEqual([{ n: 2 }]);
   });
 
   it("leaves A's running run alone when B restarts (B reconciles only its own), and shows a stopped runner offline at once", async () => {
     const requirement = await create(a, 'still running on A');
-    await ok(a.api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: requirement.id } } }), 202);
+    await ok(
+      a.api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: requirement.id } } }),
+      202,
+    );
     expect(await b.stop()).toBe(0);
-    const [bob] = await boardQuery<{ stopped_at: unknown }>("SELECT stopped_at FROM am_runner WHERE person_name = 'Bob'");
+    const [bob] = await boardQuery<{ stopped_at: unknown }>(
+      "SELECT stopped_at FROM am_runner WHERE person_name = 'Bob'",
+    );
     expect(bob?.stopped_at).not.toBeNull();
     b = await startRunner(sandboxB, 'Bob');
     const seen = await get(b, requirement.id);
@@ -186,7 +248,8 @@ import { until } from './support/wait';
 
   it('starts a Requirement raced from both runners once: one run, on the runner that won', async () => {
     const requirement = await create(a, 'raced');
-    const start = (manager: ManagerProcess, message: string) => manager.api.POST('/api/requirements/{id}/start', { body: { message }, params: { path: { id: requirement.id } } });
+    const start = (manager: ManagerProcess, message: string) =>
+      manager.api.POST('/api/requirements/{id}/start', { body: { message }, params: { path: { id: requirement.id } } });
     const [fromA, fromB] = await Promise.all([start(a, 'from A'), start(b, 'from B')]);
     // Exactly one is accepted; the other finds it running (here, or on the winner's runner).
     expect([fromA.status, fromB.status].sort()).toEqual([202, 409]);
@@ -194,52 +257,101 @@ import { until } from './support/wait';
     expect(['runs_on_other_runner', 'run_active']).toContain(loser.error?.code);
     const winner = fromA.status === 202 ? 'Ada' : 'Bob';
     expect((await get(a, requirement.id)).runner?.person).toBe(winner);
-    expect(await boardQuery<{ n: number }>('SELECT COUNT(*)::int AS n FROM agent_run WHERE requirement_id = $1', [requirement.id])).toEqual([{ n: 1 }]);
+    expect(
+      await boardQuery<{ n: number }>('SELECT COUNT(*)::int AS n FROM agent_run WHERE requirement_id = $1', [
+        requirement.id,
+      ]),
+    ).toEqual([{ n: 1 }]);
   });
 
   /** The runner that leads the board now, as the runners' table says (the online one that took the lock last). */
-  const leader = async (): Promise<{ leader: ManagerProcess; follower: ManagerProcess; leaderSandbox: Sandbox; person: string }> => {
+  const leader = async (): Promise<{
+    leader: ManagerProcess;
+    follower: ManagerProcess;
+    leaderSandbox: Sandbox;
+    person: string;
+  }> => {
     const [row] = await boardQuery<{ person_name: string }>(
       `SELECT person_name FROM am_runner WHERE stopped_at IS NULL AND heartbeat_at > now() - interval '15 seconds' AND leader_since IS NOT NULL
        ORDER BY leader_since DESC LIMIT 1`,
     );
     expect(row).toBeDefined();
-    return row.person_name === 'Ada' ? { follower: b, leader: a, leaderSandbox: sandboxA, person: 'Ada' } : { follower: a, leader: b, leaderSandbox: sandboxB, person: 'Bob' };
+    return row.person_name === 'Ada'
+      ? { follower: b, leader: a, leaderSandbox: sandboxA, person: 'Ada' }
+      : { follower: a, leader: b, leaderSandbox: sandboxB, person: 'Bob' };
   };
 
   it('fires a timer made on the runner that does not lead once, from the leader, into the conversation of the runner that runs it', async () => {
     const { follower } = await leader();
     const requirement = await create(follower, 'timed');
-    await ok(follower.api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: requirement.id } } }), 202);
+    await ok(
+      follower.api.POST('/api/requirements/{id}/start', {
+        body: { message: 'go' },
+        params: { path: { id: requirement.id } },
+      }),
+      202,
+    );
     const timer = await ok(
-      follower.api.POST('/api/requirements/{id}/timers', { body: { description: 'look again', intervalSeconds: 60, schedule: 'once' }, params: { path: { id: requirement.id } } }),
+      follower.api.POST('/api/requirements/{id}/timers', {
+        body: { description: 'look again', intervalSeconds: 60, schedule: 'once' },
+        params: { path: { id: requirement.id } },
+      }),
       201,
     );
     // Due now, as a minute later would make it; the leader is woken by the next timer made on the follower.
-    await boardQuery('UPDATE agent_timer SET next_fire_at = $2 WHERE id = $1', [timer.id, new Date(Date.now() - 1000).toISOString()]);
+    await boardQuery('UPDATE agent_timer SET next_fire_at = $2 WHERE id = $1', [
+      timer.id,
+      new Date(Date.now() - 1000).toISOString(),
+    ]);
     const other = await ok(
-      follower.api.POST('/api/requirements/{id}/timers', { body: { description: 'later', intervalSeconds: 3600, schedule: 'once' }, params: { path: { id: requirement.id } } }),
+      follower.api.POST('/api/requirements/{id}/timers', {
+        body: { description: 'later', intervalSeconds: 3600, schedule: 'once' },
+        params: { path: { id: requirement.id } },
+      }),
       201,
     );
-    const fired = () => boardQuery<{ id: number }>("SELECT id::int AS id FROM manager_event WHERE type = 'timer.fired' AND requirement_id = $1", [requirement.id]);
+    const fired = () =>
+      boardQuery<{ id: number }>(
+        "SELECT id::int AS id FROM manager_event WHERE type = 'timer.fired' AND requirement_id = $1",
+        [requirement.id],
+      );
     await until('the timer fired', async () => (await fired()).length > 0);
     // A follower's periodic check (5 s) and the leader's next pass come and go: still once.
     await new Promise((r) => setTimeout(r, 6_000));
     expect(await fired()).toHaveLength(1);
-    const timers = await ok(follower.api.GET('/api/requirements/{id}/timers', { params: { path: { id: requirement.id } } }));
+    const timers = await ok(
+      follower.api.GET('/api/requirements/{id}/timers', { params: { path: { id: requirement.id } } }),
+    );
     expect(timers.items.find((t) => t.id === timer.id)?.status).toBe('completed');
     expect(timers.items.find((t) => t.id === other.id)?.status).toBe('active');
-    const messages = await ok(follower.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id }, query: { limit: 50 } } }));
+    const messages = await ok(
+      follower.api.GET('/api/requirements/{id}/messages', {
+        params: { path: { id: requirement.id }, query: { limit: 50 } },
+      }),
+    );
     expect(messages.items.filter((m) => m.body.startsWith('Timer fired.'))).toHaveLength(1);
     // Its run, still going on the follower, is the only one: the leader queued the message, it did not run it.
-    expect(await boardQuery<{ n: number }>('SELECT COUNT(*)::int AS n FROM agent_run WHERE requirement_id = $1', [requirement.id])).toEqual([{ n: 1 }]);
+    expect(
+      await boardQuery<{ n: number }>('SELECT COUNT(*)::int AS n FROM agent_run WHERE requirement_id = $1', [
+        requirement.id,
+      ]),
+    ).toEqual([{ n: 1 }]);
   });
 
   it('kill -9 of the leader during a run: the other runner shows it offline within a lease, leads within two, claims nothing; the restart reconciles', async () => {
     const { follower, leader: doomed, leaderSandbox, person } = await leader();
     const requirement = await create(doomed, 'running when its runner dies');
-    await ok(doomed.api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: requirement.id } } }), 202);
-    await until('the follower sees its runner', async () => (await get(follower, requirement.id)).runner?.online === true);
+    await ok(
+      doomed.api.POST('/api/requirements/{id}/start', {
+        body: { message: 'go' },
+        params: { path: { id: requirement.id } },
+      }),
+      202,
+    );
+    await until(
+      'the follower sees its runner',
+      async () => (await get(follower, requirement.id)).runner?.online === true,
+    );
     const killedAt = Date.now();
     await doomed.kill9();
     const offline = await until(
@@ -259,9 +371,13 @@ import { until } from './support/wait';
     await until('the follower leads', async () => (await leader()).leader === follower, 30_000);
     expect(Date.now() - killedAt).toBeLessThan(2 * 15_000);
     // The follower neither reconciled nor restarted it.
-    const runs = () => boardQuery<{ status: string }>('SELECT status FROM agent_run WHERE requirement_id = $1', [requirement.id]);
+    const runs = () =>
+      boardQuery<{ status: string }>('SELECT status FROM agent_run WHERE requirement_id = $1', [requirement.id]);
     expect(await runs()).toEqual([{ status: 'running' }]);
-    const reply = await follower.api.POST('/api/requirements/{id}/start', { body: { message: 'take it' }, params: { path: { id: requirement.id } } });
+    const reply = await follower.api.POST('/api/requirements/{id}/start', {
+      body: { message: 'take it' },
+      params: { path: { id: requirement.id } },
+    });
     expect(reply.status).toBe(409);
     expect(reply.error?.message).toContain('offline');
 
@@ -282,7 +398,10 @@ import { until } from './support/wait';
 
   it("shows a stopped runner's Requirement as 'runner offline' on B's board, and B's dashboard moves it to Bob's runner, where it goes on", async () => {
     const requirement = await create(a, 'moved in the dashboard');
-    await ok(a.api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: requirement.id } } }), 202);
+    await ok(
+      a.api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: requirement.id } } }),
+      202,
+    );
     await until('B sees it on Ada', async () => (await get(b, requirement.id)).runner?.online === true);
     const browser = await launchBrowser({ locale: 'en' });
     try {
@@ -290,11 +409,17 @@ import { until } from './support/wait';
       await page.goto(`${b.origin}/?token=${b.token}`);
       await page.waitForURL(`${b.origin}/requirements`);
       const badge = page.locator(`a.card[data-requirement-id="${requirement.id}"]`).getByTestId('card-runner');
-      await until('the card says on Ada', async () => ((await badge.textContent())?.includes('on Ada') ? true : undefined));
+      await until('the card says on Ada', async () =>
+        (await badge.textContent())?.includes('on Ada') ? true : undefined,
+      );
       // Ada's manager stops (its run is cut short: the input stays pending) and says so on the board.
       expect(await a.stop()).toBe(0);
       // Live, without a reload: the leader tells every page the runners changed (board.runners_changed).
-      await until('the card says runner offline', async () => ((await badge.textContent())?.includes('runner offline (Ada)') ? true : undefined), 30_000);
+      await until(
+        'the card says runner offline',
+        async () => ((await badge.textContent())?.includes('runner offline (Ada)') ? true : undefined),
+        30_000,
+      );
       await screenshot(page, path.join('..', 'team-board', 'runner-offline-card'));
 
       // On a wide screen the occasional actions sit in the row (the ⋯ menu is a phone's).

@@ -62,9 +62,12 @@ const LEASE_MS = 15_000;
     });
   };
   const boardQuery = <T>(sql: string, params: unknown[] = []): Promise<T[]> => schemaQuery<T>(schema, sql, params);
-  const create = (person: Person, title: string) => ok(runner(person).api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title } }), 201);
+  const create = (person: Person, title: string) =>
+    ok(runner(person).api.POST('/api/requirements', { body: { description: 'd', provider: 'codex', title } }), 201);
   const runsOf = async (person: Person, requirementId: string) =>
-    (await ok(runner(person).api.GET('/api/runs', { params: { query: { limit: 50, requirementId } } }))).items.reverse(); // oldest first
+    (
+      await ok(runner(person).api.GET('/api/runs', { params: { query: { limit: 50, requirementId } } }))
+    ).items.reverse(); // oldest first
   /** Waits until `count` runs of the Requirement exist and none is running; oldest first. */
   const settled = (person: Person, requirementId: string, count: number) =>
     until(
@@ -100,14 +103,22 @@ const LEASE_MS = 15_000;
     const requirement = await create('Ada', 'runs on Bob');
     // Started on B: B is its runner (a Requirement runs where it first started).
     stub.scriptFor(requirement.id, [{ text: 'Ready for the notes.' }]);
-    await ok(runner('Bob').api.POST('/api/requirements/{id}/start', { body: { message: `Wait for the notes ${requirement.id}` }, params: { path: { id: requirement.id } } }), 202);
+    await ok(
+      runner('Bob').api.POST('/api/requirements/{id}/start', {
+        body: { message: `Wait for the notes ${requirement.id}` },
+        params: { path: { id: requirement.id } },
+      }),
+      202,
+    );
     const [first] = await settled('Bob', requirement.id, 1);
     expect(first).toMatchObject({ error: null, status: 'succeeded' });
     // A learns of B's runner at its next heartbeat (a third of a lease period at most).
     const started = await until(
       "A shows B's runner",
       async () => {
-        const seen = await ok(runner('Ada').api.GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }));
+        const seen = await ok(
+          runner('Ada').api.GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }),
+        );
         return seen.runner?.online ? seen : undefined;
       },
       20_000,
@@ -151,12 +162,26 @@ const LEASE_MS = 15_000;
     const secret = content.trim();
     expect(asked[prompted].transcript).not.toContain(secret);
     const toolResult = (transcript: string) => transcript.slice(Math.max(0, transcript.lastIndexOf('tool_result:')));
-    expect(asked.slice(prompted + 1).some((r) => r.transcript.includes('tool_result:') && toolResult(r.transcript).includes(secret))).toBe(true);
-    const messages = await ok(runner('Ada').api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id }, query: { limit: 50 } } }));
+    expect(
+      asked
+        .slice(prompted + 1)
+        .some((r) => r.transcript.includes('tool_result:') && toolResult(r.transcript).includes(secret)),
+    ).toBe(true);
+    const messages = await ok(
+      runner('Ada').api.GET('/api/requirements/{id}/messages', {
+        params: { path: { id: requirement.id }, query: { limit: 50 } },
+      }),
+    );
     expect(messages.items.map((m) => [m.author, m.body])).toContainEqual(['rd_agent', 'Read the notes.']);
     // Both runs were B's: its runner stayed B, and the board holds exactly those two.
-    expect((await ok(runner('Ada').api.GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }))).runner).toMatchObject({ person: 'Bob' });
-    expect(await boardQuery<{ n: number }>('SELECT COUNT(*)::int AS n FROM agent_run WHERE requirement_id = $1', [requirement.id])).toEqual([{ n: 2 }]);
+    expect(
+      (await ok(runner('Ada').api.GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }))).runner,
+    ).toMatchObject({ person: 'Bob' });
+    expect(
+      await boardQuery<{ n: number }>('SELECT COUNT(*)::int AS n FROM agent_run WHERE requirement_id = $1', [
+        requirement.id,
+      ]),
+    ).toEqual([{ n: 2 }]);
   }, 150_000);
 
   it('polls GitHub for pull requests from the leader only, and from the other runner within two lease periods of a kill -9 of the leader', async () => {
@@ -179,12 +204,21 @@ const LEASE_MS = 15_000;
       200,
     );
     /** The reconciler's polls (its summary queries) made with `person`'s token, and every request with it. */
-    const polls = (person: Person, since = 0) => github.requests.filter((r) => r.at >= since && r.query === 'summary' && r.authorization?.includes(TOKENS[person]));
-    const requestsOf = (person: Person, since = 0) => github.requests.filter((r) => r.at >= since && r.authorization?.includes(TOKENS[person]));
+    const polls = (person: Person, since = 0) =>
+      github.requests.filter(
+        (r) => r.at >= since && r.query === 'summary' && r.authorization?.includes(TOKENS[person]),
+      );
+    const requestsOf = (person: Person, since = 0) =>
+      github.requests.filter((r) => r.at >= since && r.authorization?.includes(TOKENS[person]));
 
     const row = await until(
       'a runner to lead',
-      async () => (await boardQuery<{ person_name: Person }>('SELECT person_name FROM am_runner WHERE stopped_at IS NULL AND leader_since IS NOT NULL'))[0],
+      async () =>
+        (
+          await boardQuery<{ person_name: Person }>(
+            'SELECT person_name FROM am_runner WHERE stopped_at IS NULL AND leader_since IS NOT NULL',
+          )
+        )[0],
       30_000,
       200,
     );
@@ -194,16 +228,32 @@ const LEASE_MS = 15_000;
     // Several intervals (1 s each) of polling: every one of them the leader's.
     await until('the leader to poll five times', async () => polls(leader).length >= 5, 30_000, 100);
     expect(requestsOf(follower)).toEqual([]);
-    expect((await ok(runner(follower).api.GET('/api/pull-requests', { params: { query: { requirementId: requirement.id } } }))).items).toHaveLength(1);
+    expect(
+      (
+        await ok(
+          runner(follower).api.GET('/api/pull-requests', { params: { query: { requirementId: requirement.id } } }),
+        )
+      ).items,
+    ).toHaveLength(1);
 
     // kill -9 of the leader: its session ends with it, the follower takes the lock at its next heartbeat and polls.
     const killedAt = Date.now();
     await runner(leader).kill9();
-    const firstPoll = await until('the other runner to poll', async () => polls(follower, killedAt)[0], 2 * LEASE_MS + 10_000, 100);
+    const firstPoll = await until(
+      'the other runner to poll',
+      async () => polls(follower, killedAt)[0],
+      2 * LEASE_MS + 10_000,
+      100,
+    );
     expect(firstPoll.at - killedAt).toBeLessThan(2 * LEASE_MS);
     // And it keeps polling, alone: nothing came with the dead runner's token since (a request it had
     // sent before dying may still be read just after the kill).
-    await until('the other runner to poll three more times', async () => polls(follower, firstPoll.at + 1).length >= 3, 30_000, 100);
+    await until(
+      'the other runner to poll three more times',
+      async () => polls(follower, firstPoll.at + 1).length >= 3,
+      30_000,
+      100,
+    );
     expect(requestsOf(leader, killedAt + 2_000)).toEqual([]);
     const [now] = await boardQuery<{ person_name: string }>(
       `SELECT person_name FROM am_runner WHERE stopped_at IS NULL AND heartbeat_at > now() - interval '15 seconds' AND leader_since IS NOT NULL ORDER BY leader_since DESC LIMIT 1`,

@@ -32,23 +32,37 @@ describe('Timers', () => {
   const start = async () => {
     manager = await startManager({
       clock,
-      env: { ...process.env, ...STORE_ENV, CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_HOME: sandbox.home },
+      env: {
+        ...process.env,
+        ...STORE_ENV,
+        CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT,
+        CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT,
+        CODE_FACTORY_HOME: sandbox.home,
+      },
       overrides: { port: 0 },
       workspace: sandbox.workspace,
     });
     registerToken(manager.url, manager.app.get(LocalTokenService).value);
   };
-  const create = async (title = 'Watch the CI') => await ok(api().POST('/api/requirements', { body: { provider: 'codex', title } }));
-  const TIMER: Schemas['CreateTimerDto'] = { description: 'Check the CI of PR #184', intervalSeconds: 60, schedule: 'once' };
+  const create = async (title = 'Watch the CI') =>
+    await ok(api().POST('/api/requirements', { body: { provider: 'codex', title } }));
+  const TIMER: Schemas['CreateTimerDto'] = {
+    description: 'Check the CI of PR #184',
+    intervalSeconds: 60,
+    schedule: 'once',
+  };
   /** With the workspace token, or with `token` (a run credential). */
   const register = (requirementId: string, body: Partial<Schemas['CreateTimerDto']>, token?: string) =>
     apiClient(manager.url, token === undefined ? {} : { auth: token }).POST('/api/requirements/{id}/timers', {
       body: { ...TIMER, ...body },
       params: { path: { id: requirementId } },
     });
-  const timersOf = async (requirementId: string): Promise<Timer[]> => (await ok(api().GET('/api/requirements/{id}/timers', { params: { path: { id: requirementId } } }))).items;
+  const timersOf = async (requirementId: string): Promise<Timer[]> =>
+    (await ok(api().GET('/api/requirements/{id}/timers', { params: { path: { id: requirementId } } }))).items;
   const timerFired = async (requirementId: string) =>
-    (await ok(api().GET('/api/requirements/{id}/messages', { params: { path: { id: requirementId } } }))).items.filter((m) => m.source === 'timer');
+    (await ok(api().GET('/api/requirements/{id}/messages', { params: { path: { id: requirementId } } }))).items.filter(
+      (m) => m.source === 'timer',
+    );
   /**
    * Moves time and waits until the scheduler has handled whatever became due: the jump wakes it
    * synchronously (FakeClock calls its listeners in `advance`), so the pass is already in flight
@@ -58,7 +72,8 @@ describe('Timers', () => {
     clock.advance(ms);
     await manager.app.get(TimerScheduler).settled();
   };
-  const refused = (request: Parameters<typeof expectRefused>[1], status: number, code?: string) => expectRefused(manager.runtime.paths.dataDirectory, request, status, code);
+  const refused = (request: Parameters<typeof expectRefused>[1], status: number, code?: string) =>
+    expectRefused(manager.runtime.paths.dataDirectory, request, status, code);
 
   beforeEach(async () => {
     sandbox = makeSandbox();
@@ -77,7 +92,13 @@ describe('Timers', () => {
     const created = await register(requirement.id, { description: 'Check the CI of PR #184' });
     expect(created.status).toBe(201);
     const timer: Timer = created.data!;
-    expect(timer).toMatchObject({ intervalSeconds: 60, lastFiredAt: null, requirementId: requirement.id, schedule: 'once', status: 'active' });
+    expect(timer).toMatchObject({
+      intervalSeconds: 60,
+      lastFiredAt: null,
+      requirementId: requirement.id,
+      schedule: 'once',
+      status: 'active',
+    });
     expect(Date.parse(timer.nextFireAt as string) - Date.parse(timer.createdAt)).toBe(MINUTE);
 
     await advance(30_000);
@@ -88,7 +109,12 @@ describe('Timers', () => {
     expect(fired).toMatchObject({
       author: 'system',
       deliverToRd: true,
-      metadata: { description: 'Check the CI of PR #184', schedule: 'once', scheduledFor: timer.nextFireAt, timerId: timer.id },
+      metadata: {
+        description: 'Check the CI of PR #184',
+        schedule: 'once',
+        scheduledFor: timer.nextFireAt,
+        timerId: timer.id,
+      },
       source: 'timer',
       triggerId: 'timer',
     });
@@ -101,11 +127,22 @@ describe('Timers', () => {
     expect(after.lastFiredAt).not.toBeNull();
 
     // Message, receipt and timer bookkeeping commit together; the woken run follows in the same unit.
-    expect((await events.waitFor(4)).map((e) => e.event)).toEqual(['timer.created', 'message.created', 'timer.fired', 'run.started']);
+    expect((await events.waitFor(4)).map((e) => e.event)).toEqual([
+      'timer.created',
+      'message.created',
+      'timer.fired',
+      'run.started',
+    ]);
     events.close();
     // The woken session runs with the timer message as its input.
     const runs = (await ok(api().GET('/api/runs', { params: { query: { requirementId: requirement.id } } }))).items;
-    expect(runs).toEqual([expect.objectContaining({ inputFromSequence: fired.sequence, inputToSequence: fired.sequence, status: 'running' })]);
+    expect(runs).toEqual([
+      expect.objectContaining({
+        inputFromSequence: fired.sequence,
+        inputToSequence: fired.sequence,
+        status: 'running',
+      }),
+    ]);
 
     await advance(10 * MINUTE);
     expect(await timerFired(requirement.id)).toHaveLength(1);
@@ -139,21 +176,44 @@ describe('Timers', () => {
     const requirement = await create();
     const timer: Timer = await ok(register(requirement.id, { schedule: 'recurring' }));
     const events = await connectSse(`${manager.url}/api/events?after=0`);
-    const cancelled = await api().DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: requirement.id, timerId: timer.id } } });
+    const cancelled = await api().DELETE('/api/requirements/{id}/timers/{timerId}', {
+      params: { path: { id: requirement.id, timerId: timer.id } },
+    });
     expect(cancelled.status).toBe(200);
     expect(cancelled.data).toMatchObject({ id: timer.id, nextFireAt: null, status: 'cancelled' });
-    expect((await events.waitFor(3)).map((e) => e.event)).toEqual(['requirement.created', 'timer.created', 'timer.cancelled']);
+    expect((await events.waitFor(3)).map((e) => e.event)).toEqual([
+      'requirement.created',
+      'timer.created',
+      'timer.cancelled',
+    ]);
     events.close();
     await advance(5 * MINUTE);
     expect(await timerFired(requirement.id)).toEqual([]);
-    await refused(() => api().DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: requirement.id, timerId: timer.id } } }), 409, 'timer_not_active');
     await refused(
-      () => api().DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: requirement.id, timerId: 'tmr_00000000-0000-4000-8000-000000000000' } } }),
+      () =>
+        api().DELETE('/api/requirements/{id}/timers/{timerId}', {
+          params: { path: { id: requirement.id, timerId: timer.id } },
+        }),
+      409,
+      'timer_not_active',
+    );
+    await refused(
+      () =>
+        api().DELETE('/api/requirements/{id}/timers/{timerId}', {
+          params: { path: { id: requirement.id, timerId: 'tmr_00000000-0000-4000-8000-000000000000' } },
+        }),
       404,
       'timer_not_found',
     );
     const other = await create('other');
-    await refused(() => api().DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: other.id, timerId: timer.id } } }), 404, 'timer_not_found');
+    await refused(
+      () =>
+        api().DELETE('/api/requirements/{id}/timers/{timerId}', {
+          params: { path: { id: other.id, timerId: timer.id } },
+        }),
+      404,
+      'timer_not_found',
+    );
   });
 
   it('survives restarts: what came due while down is delivered once, nothing is delivered twice', async () => {
@@ -180,20 +240,41 @@ describe('Timers', () => {
     const byId = new Map((await timersOf(requirement.id)).map((t) => [t.id, t]));
     expect(byId.get(once.id)).toMatchObject({ status: 'completed' });
     expect(Date.parse(byId.get(timer.id)!.nextFireAt as string)).toBeGreaterThan(clock.now().getTime());
-    const timerEvents = (await ok(api().GET('/api/requirements/{id}/timers', { params: { path: { id: requirement.id } } }))).items;
+    const timerEvents = (
+      await ok(api().GET('/api/requirements/{id}/timers', { params: { path: { id: requirement.id } } }))
+    ).items;
     expect(timerEvents).toHaveLength(2);
   });
 
   it("a stopped (paused) session records due timers and trigger messages without waking; a start delivers them, a person's reply resumes", async () => {
     const requirement = await create('paused');
-    const runsOf = async () => (await ok(api().GET('/api/runs', { params: { query: { requirementId: requirement.id } } }))).items;
+    const runsOf = async () =>
+      (await ok(api().GET('/api/runs', { params: { query: { requirementId: requirement.id } } }))).items;
     const get = async () => await ok(api().GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }));
-    await api().POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: 'work on it' } });
-    expect((await ok(api().POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: 'queued behind the run' } }))).queued).toBe(true);
+    await api().POST('/api/requirements/{id}/start', {
+      params: { path: { id: requirement.id } },
+      body: { message: 'work on it' },
+    });
+    expect(
+      (
+        await ok(
+          api().POST('/api/requirements/{id}/reply', {
+            params: { path: { id: requirement.id } },
+            body: { message: 'queued behind the run' },
+          }),
+        )
+      ).queued,
+    ).toBe(true);
     await register(requirement.id, { description: 'Look again later' });
-    await api().POST('/api/requirements/{id}/interrupt', { params: { path: { id: requirement.id } }, body: { mode: 'stop' } });
+    await api().POST('/api/requirements/{id}/interrupt', {
+      params: { path: { id: requirement.id } },
+      body: { mode: 'stop' },
+    });
     const paused = await until('paused', async () => ((await get()).session.pausedAt ? get() : undefined));
-    expect(paused).toMatchObject({ session: { pendingMessageCount: 2, state: 'waiting_human' }, status: 'waiting_confirmation' });
+    expect(paused).toMatchObject({
+      session: { pendingMessageCount: 2, state: 'waiting_human' },
+      status: 'waiting_confirmation',
+    });
 
     // The timer comes due and a trigger delivers: both recorded for the agent, neither wakes it.
     await advance(61_000);
@@ -209,34 +290,60 @@ describe('Timers', () => {
     });
     expect(trigger).toMatchObject({ message: { deliverToRd: true, sequence: 4 }, status: 'delivered' });
     expect(await runsOf()).toHaveLength(1);
-    expect((await get()).session).toMatchObject({ pausedAt: paused.session.pausedAt, pendingMessageCount: 4, state: 'waiting_human' });
+    expect((await get()).session).toMatchObject({
+      pausedAt: paused.session.pausedAt,
+      pendingMessageCount: 4,
+      state: 'waiting_human',
+    });
 
     // Still paused after a restart; the start takes everything pending.
     await manager.stop();
     await start();
     expect((await get()).session).toMatchObject({ pausedAt: paused.session.pausedAt, state: 'waiting_human' });
-    const started = await api().POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: {} });
-    expect(started.data).toMatchObject({ requirement: { session: { pausedAt: null, state: 'running' } }, run: { inputFromSequence: 1, inputToSequence: 4 } });
+    const started = await api().POST('/api/requirements/{id}/start', {
+      params: { path: { id: requirement.id } },
+      body: {},
+    });
+    expect(started.data).toMatchObject({
+      requirement: { session: { pausedAt: null, state: 'running' } },
+      run: { inputFromSequence: 1, inputToSequence: 4 },
+    });
 
     // Paused again; this time a person replies, which is a person acting: a run starts with it.
-    await api().POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: 'queued again' } });
-    await api().POST('/api/requirements/{id}/interrupt', { params: { path: { id: requirement.id } }, body: { mode: 'stop' } });
+    await api().POST('/api/requirements/{id}/reply', {
+      params: { path: { id: requirement.id } },
+      body: { message: 'queued again' },
+    });
+    await api().POST('/api/requirements/{id}/interrupt', {
+      params: { path: { id: requirement.id } },
+      body: { mode: 'stop' },
+    });
     await until('paused again', async () => ((await get()).session.pausedAt ? true : undefined));
-    const reply = await api().POST('/api/requirements/{id}/reply', { params: { path: { id: requirement.id } }, body: { message: 'carry on' } });
-    expect(reply.data).toMatchObject({ queued: false, requirement: { session: { pausedAt: null, state: 'running' }, status: 'doing' } });
+    const reply = await api().POST('/api/requirements/{id}/reply', {
+      params: { path: { id: requirement.id } },
+      body: { message: 'carry on' },
+    });
+    expect(reply.data).toMatchObject({
+      queued: false,
+      requirement: { session: { pausedAt: null, state: 'running' }, status: 'doing' },
+    });
     const [latest] = await runsOf();
     expect(latest).toMatchObject({ inputFromSequence: 1, inputToSequence: 6, status: 'running' });
   });
 
   it('a manager shutdown ends runs without pausing them: after the restart a due timer wakes the session', async () => {
     const requirement = await create('restarted');
-    await api().POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: 'work on it' } });
+    await api().POST('/api/requirements/{id}/start', {
+      params: { path: { id: requirement.id } },
+      body: { message: 'work on it' },
+    });
     await register(requirement.id, {});
     await manager.stop();
     await start();
     const get = async () => await ok(api().GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }));
     expect((await get()).session).toMatchObject({ pausedAt: null, state: 'waiting_human' });
-    const runsOf = async () => (await ok(api().GET('/api/runs', { params: { query: { requirementId: requirement.id } } }))).items;
+    const runsOf = async () =>
+      (await ok(api().GET('/api/runs', { params: { query: { requirementId: requirement.id } } }))).items;
     expect(await runsOf()).toEqual([expect.objectContaining({ status: 'cancelled' })]);
     await advance(61_000);
     // 1: the start, 2: the manager's "stopped during this run" (issue 26 §8, not for the agent), 3: the timer.
@@ -247,15 +354,25 @@ describe('Timers', () => {
     const confirmed = await create('to confirm');
     const recurring: Timer = await ok(register(confirmed.id, { schedule: 'recurring' }));
     await api().POST('/api/requirements/{id}/start', { params: { path: { id: confirmed.id } }, body: {} });
-    await api().POST('/api/requirements/{id}/interrupt', { params: { path: { id: confirmed.id } }, body: { mode: 'stop' } });
+    await api().POST('/api/requirements/{id}/interrupt', {
+      params: { path: { id: confirmed.id } },
+      body: { mode: 'stop' },
+    });
     await until(
       'waiting_confirmation',
-      async () => (await ok(api().GET('/api/requirements/{id}', { params: { path: { id: confirmed.id } } }))).status === 'waiting_confirmation' || undefined,
+      async () =>
+        (await ok(api().GET('/api/requirements/{id}', { params: { path: { id: confirmed.id } } }))).status ===
+          'waiting_confirmation' || undefined,
     );
     const events = await connectSse(`${manager.url}/api/events`);
-    expect((await api().POST('/api/requirements/{id}/confirm', { params: { path: { id: confirmed.id } } })).status).toBe(200);
+    expect(
+      (await api().POST('/api/requirements/{id}/confirm', { params: { path: { id: confirmed.id } } })).status,
+    ).toBe(200);
     const [completed] = await events.waitFor(1);
-    expect(completed).toMatchObject({ event: 'requirement.completed', data: { payload: { timers: [{ id: recurring.id, nextFireAt: null, status: 'cancelled' }] } } });
+    expect(completed).toMatchObject({
+      event: 'requirement.completed',
+      data: { payload: { timers: [{ id: recurring.id, nextFireAt: null, status: 'cancelled' }] } },
+    });
     events.close();
     expect(await timersOf(confirmed.id)).toEqual([expect.objectContaining({ id: recurring.id, status: 'cancelled' })]);
 
@@ -286,17 +403,38 @@ describe('Timers', () => {
       { unexpected: true },
     ]) {
       // Invalid timers on purpose: untyped.
-      await refused(() => sendUntyped(manager.url, 'POST', `/api/requirements/${requirement.id}/timers`, { ...TIMER, ...body }), 400);
+      await refused(
+        () => sendUntyped(manager.url, 'POST', `/api/requirements/${requirement.id}/timers`, { ...TIMER, ...body }),
+        400,
+      );
     }
     await refused(() => register('req_00000000-0000-4000-8000-000000000000', {}), 404, 'requirement_not_found');
-    await refused(() => api().GET('/api/requirements/{id}/timers', { params: { path: { id: 'req_00000000-0000-4000-8000-000000000000' } } }), 404);
-    expect((await register(requirement.id, { description: 'x'.repeat(500), intervalSeconds: 31_536_000 })).status).toBe(201);
+    await refused(
+      () =>
+        api().GET('/api/requirements/{id}/timers', {
+          params: { path: { id: 'req_00000000-0000-4000-8000-000000000000' } },
+        }),
+      404,
+    );
+    expect((await register(requirement.id, { description: 'x'.repeat(500), intervalSeconds: 31_536_000 })).status).toBe(
+      201,
+    );
 
     const credentials = manager.app.get(RunCredentialsService);
-    const token = credentials.issue({ requirementId: requirement.id, runId: 'run_timer_test', sessionId: requirement.session.id });
+    const token = credentials.issue({
+      requirementId: requirement.id,
+      runId: 'run_timer_test',
+      sessionId: requirement.session.id,
+    });
     const own = await register(requirement.id, {}, token);
     expect(own.status).toBe(201);
-    expect((await apiClient(manager.url, { auth: token }).GET('/api/requirements/{id}/timers', { params: { path: { id: requirement.id } } })).status).toBe(200);
+    expect(
+      (
+        await apiClient(manager.url, { auth: token }).GET('/api/requirements/{id}/timers', {
+          params: { path: { id: requirement.id } },
+        })
+      ).status,
+    ).toBe(200);
     await refused(() => register(other.id, {}, token), 403);
     await refused(() => apiClient(manager.url, { auth: token }).GET('/api/timers'), 403);
 
@@ -304,7 +442,9 @@ describe('Timers', () => {
     expect(all.status).toBe(200);
     expect(all.data!.items).toHaveLength(1);
     expect(all.data!.nextCursor).not.toBeNull();
-    const rest = await api().GET('/api/timers', { params: { query: { status: 'active', cursor: all.data!.nextCursor ?? undefined } } });
+    const rest = await api().GET('/api/timers', {
+      params: { query: { status: 'active', cursor: all.data!.nextCursor ?? undefined } },
+    });
     expect(rest.data!.items.map((t) => t.id)).not.toContain(all.data!.items[0].id);
     expect(rest.data!.items).toHaveLength(1);
   });
@@ -321,19 +461,42 @@ describe('Timers', () => {
       source: 'github',
       triggerId: 'github.pull-request.comment',
     });
-    const outcomes = await Promise.all([delivery.deliver(occurrence('first')), delivery.deliver(occurrence('again')), delivery.deliver(occurrence('and again'))]);
+    const outcomes = await Promise.all([
+      delivery.deliver(occurrence('first')),
+      delivery.deliver(occurrence('again')),
+      delivery.deliver(occurrence('and again')),
+    ]);
     expect(outcomes.map((o) => o.status).sort()).toEqual(['delivered', 'duplicate', 'duplicate']);
-    const messages = (await ok(api().GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id } } }))).items;
-    expect(messages).toEqual([expect.objectContaining({ author: 'reviewer', deliverToRd: true, source: 'github', triggerId: 'github.pull-request.comment' })]);
-    expect(await ok(api().GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }))).toMatchObject({ session: { state: 'running' }, status: 'doing' });
+    const messages = (
+      await ok(api().GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id } } }))
+    ).items;
+    expect(messages).toEqual([
+      expect.objectContaining({
+        author: 'reviewer',
+        deliverToRd: true,
+        source: 'github',
+        triggerId: 'github.pull-request.comment',
+      }),
+    ]);
+    expect(await ok(api().GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }))).toMatchObject({
+      session: { state: 'running' },
+      status: 'doing',
+    });
 
     // Done: kept for display, not delivered, the session stays completed.
-    await api().POST('/api/requirements/{id}/interrupt', { params: { path: { id: requirement.id } }, body: { mode: 'stop' } });
+    await api().POST('/api/requirements/{id}/interrupt', {
+      params: { path: { id: requirement.id } },
+      body: { mode: 'stop' },
+    });
     await until(
       'waiting_confirmation',
-      async () => (await ok(api().GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }))).status === 'waiting_confirmation' || undefined,
+      async () =>
+        (await ok(api().GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }))).status ===
+          'waiting_confirmation' || undefined,
     );
-    const confirmed = await ok(api().POST('/api/requirements/{id}/confirm', { params: { path: { id: requirement.id } } }));
+    const confirmed = await ok(
+      api().POST('/api/requirements/{id}/confirm', { params: { path: { id: requirement.id } } }),
+    );
     const late = await delivery.deliver(occurrence('after done', 'pr_1:comment:43'));
     expect(late).toMatchObject({ message: { deliverToRd: false }, status: 'recorded' });
     expect(await ok(api().GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }))).toMatchObject({
@@ -344,6 +507,9 @@ describe('Timers', () => {
     // The receipt outlives a restart.
     await manager.stop();
     await start();
-    expect(await manager.app.get(TriggerDeliveryService).deliver(occurrence('after restart'))).toEqual({ message: null, status: 'duplicate' });
+    expect(await manager.app.get(TriggerDeliveryService).deliver(occurrence('after restart'))).toEqual({
+      message: null,
+      status: 'duplicate',
+    });
   });
 });

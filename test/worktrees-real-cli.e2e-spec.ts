@@ -1,7 +1,15 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { checkoutSnapshot, createRequirement, git, initRepository, settled, startRun, writeFiles } from './support/git-repo';
+import {
+  checkoutSnapshot,
+  createRequirement,
+  git,
+  initRepository,
+  settled,
+  startRun,
+  writeFiles,
+} from './support/git-repo';
 import type { ManagerProcess, Sandbox } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { useRealAgentWorld } from './support/real-agent-world';
@@ -51,11 +59,17 @@ describe.each(REAL_AGENT_CLIS)('two Requirements at once with the real $provider
     writeFiles(sandbox.workspace, { 'scratch.txt': 'untracked notes\n', 'src/a.txt': 'unstaged\n' });
     const before = checkoutSnapshot(sandbox.workspace);
 
-    const requirements = [await createRequirement(manager, { provider, title: 'Write A' }), await createRequirement(manager, { provider, title: 'Write B' })];
+    const requirements = [
+      await createRequirement(manager, { provider, title: 'Write A' }),
+      await createRequirement(manager, { provider, title: 'Write B' }),
+    ];
     const names = ['A', 'B'];
     requirements.forEach((requirement, i) => {
       const name = names[i];
-      stub.scriptFor(requirement.id, [{ shell: `echo ${name} > shared.txt && git add shared.txt && git commit -q -m "${name}: shared"` }, { text: `${name} committed.` }]);
+      stub.scriptFor(requirement.id, [
+        { shell: `echo ${name} > shared.txt && git add shared.txt && git commit -q -m "${name}: shared"` },
+        { text: `${name} committed.` },
+      ]);
     });
     await Promise.all(requirements.map((r) => startRun(manager, r.id, `Write shared.txt and commit (${r.id})`)));
     const done = await Promise.all(requirements.map((r) => settled(manager, r.id, 1)));
@@ -66,11 +80,20 @@ describe.each(REAL_AGENT_CLIS)('two Requirements at once with the real $provider
       const name = names[i];
       const other = names[1 - i];
       expect(run.status).toBe('succeeded');
-      expect(requirement.worktree).toMatchObject({ ahead: 1, baseRef: 'person/work', behind: 0, dirty: false, mode: 'worktree' });
+      expect(requirement.worktree).toMatchObject({
+        ahead: 1,
+        baseRef: 'person/work',
+        behind: 0,
+        dirty: false,
+        mode: 'worktree',
+      });
       expect(path.dirname(requirement.worktree!.path!)).toContain(path.join(sandbox.home, 'worktrees'));
       const branch = branches[i];
       expect(git(sandbox.workspace, 'show', `${branch}:shared.txt`)).toBe(`${name}\n`);
-      expect(git(sandbox.workspace, 'log', '--format=%s', branch).trim().split('\n')).toEqual([`${name}: shared`, 'initial']);
+      expect(git(sandbox.workspace, 'log', '--format=%s', branch).trim().split('\n')).toEqual([
+        `${name}: shared`,
+        'initial',
+      ]);
       expect(git(sandbox.workspace, 'log', '--format=%s', branch)).not.toContain(`${other}: shared`);
       expect(git(requirement.worktree!.path!, 'symbolic-ref', '--short', 'HEAD').trim()).toBe(branch);
       expect(git(requirement.worktree!.path!, 'rev-parse', 'HEAD').trim()).toBe(requirement.worktree!.headSha);

@@ -3,7 +3,20 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { ok } from './support/api';
-import { checkoutSnapshot, createRequirement, git, initRepository, readReport, reply, runsOf, settled, sh, startRun, WORKTREE_AGENT, writeFiles } from './support/git-repo';
+import {
+  checkoutSnapshot,
+  createRequirement,
+  git,
+  initRepository,
+  readReport,
+  reply,
+  runsOf,
+  settled,
+  sh,
+  startRun,
+  WORKTREE_AGENT,
+  writeFiles,
+} from './support/git-repo';
 import { execute } from './support/db-snapshot';
 import { sendUntyped } from './support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
@@ -16,9 +29,15 @@ import { until } from './support/wait';
 
 jest.setTimeout(120_000);
 
-const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT, GH_TOKEN: '', GITHUB_TOKEN: '' };
+const AGENTS = {
+  CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
+  CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,
+  GH_TOKEN: '',
+  GITHUB_TOKEN: '',
+};
 
-const patch = async (manager: ManagerProcess, values: Record<string, unknown>) => expect((await manager.api.PATCH('/api/configuration', { body: values })).status).toBe(200);
+const patch = async (manager: ManagerProcess, values: Record<string, unknown>) =>
+  expect((await manager.api.PATCH('/api/configuration', { body: values })).status).toBe(200);
 
 describe('a worktree per Requirement, in a git workspace', () => {
   let sandbox: Sandbox;
@@ -54,18 +73,34 @@ describe('a worktree per Requirement, in a git workspace', () => {
   });
 
   it('gives each Requirement its own branch, worktree, included and linked files, setup and port block', async () => {
-    await patch(manager, { worktreeLinks: ['node_modules'], worktreeSetupCommand: 'echo "setting up on $AGENT_MANAGER_BRANCH"; echo once >> .setup-count' });
+    await patch(manager, {
+      worktreeLinks: ['node_modules'],
+      worktreeSetupCommand: 'echo "setting up on $AGENT_MANAGER_BRANCH"; echo once >> .setup-count',
+    });
     const before = checkoutSnapshot(sandbox.workspace);
-    const [a, b] = [await createRequirement(manager, { title: 'Add the flush timings' }), await createRequirement(manager, { title: 'Fix the encoder' })];
+    const [a, b] = [
+      await createRequirement(manager, { title: 'Add the flush timings' }),
+      await createRequirement(manager, { title: 'Fix the encoder' }),
+    ];
     expect(a).toMatchObject({ baseRef: 'main', isolation: 'worktree', worktree: null });
-    await Promise.all([startRun(manager, a.id, `report:${report('a')}`), startRun(manager, b.id, `report:${report('b')}`)]);
+    await Promise.all([
+      startRun(manager, a.id, `report:${report('a')}`),
+      startRun(manager, b.id, `report:${report('b')}`),
+    ]);
     const [ra, rb] = [(await settled(manager, a.id, 1)).requirement, (await settled(manager, b.id, 1)).requirement];
     const [pa, pb] = [readReport(report('a')), readReport(report('b'))];
     for (const [requirement, place] of [
       [ra, pa],
       [rb, pb],
     ] as const) {
-      expect(requirement.worktree).toMatchObject({ ahead: 0, baseRef: 'main', behind: 0, dirty: true, mode: 'worktree', removedAt: null });
+      expect(requirement.worktree).toMatchObject({
+        ahead: 0,
+        baseRef: 'main',
+        behind: 0,
+        dirty: true,
+        mode: 'worktree',
+        removedAt: null,
+      });
       expect(requirement.worktree!.branch).toMatch(/^agent\/[a-z0-9-]+-[0-9a-f]{8}$/);
       expect(place.cwd).toBe(requirement.worktree!.path);
       expect(path.dirname(place.cwd)).toBe(worktrees);
@@ -82,7 +117,9 @@ describe('a worktree per Requirement, in a git workspace', () => {
       expect(fs.readFileSync(path.join(place.cwd, 'local/conf.json'), 'utf8')).toBe('{"port":1}\n');
       expect(fs.existsSync(path.join(place.cwd, 'local/other.txt'))).toBe(false);
       expect(fs.existsSync(path.join(place.cwd, 'debug.log'))).toBe(false);
-      expect(fs.readlinkSync(path.join(place.cwd, 'node_modules'))).toBe(path.join(fs.realpathSync(sandbox.workspace), 'node_modules'));
+      expect(fs.readlinkSync(path.join(place.cwd, 'node_modules'))).toBe(
+        path.join(fs.realpathSync(sandbox.workspace), 'node_modules'),
+      );
       expect(fs.readFileSync(path.join(place.cwd, '.setup-count'), 'utf8')).toBe('once\n');
     }
     expect(ra.worktree!.branch).not.toBe(rb.worktree!.branch);
@@ -93,14 +130,20 @@ describe('a worktree per Requirement, in a git workspace', () => {
     const [runA] = await runsOf(manager, a.id);
     const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: runA.id } } }))).items;
     expect(trace.find((t) => t.title.startsWith('Created worktree'))?.detail).toContain('linked: node_modules');
-    expect(trace.find((t) => t.title.startsWith('Worktree setup'))?.detail).toContain(`setting up on ${ra.worktree!.branch}`);
+    expect(trace.find((t) => t.title.startsWith('Worktree setup'))?.detail).toContain(
+      `setting up on ${ra.worktree!.branch}`,
+    );
     await reply(manager, a.id, `report:${report('a2')}`);
     await settled(manager, a.id, 2);
     expect(readReport(report('a2')).cwd).toBe(pa.cwd);
     expect(fs.readFileSync(path.join(pa.cwd, '.setup-count'), 'utf8')).toBe('once\n');
     expect(checkoutSnapshot(sandbox.workspace)).toEqual(before);
     // The link is not the agent's work: only the setup's file is.
-    expect((await ok(manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: b.id } } }))).files.map((f: { path: string }) => f.path)).toEqual(['.setup-count']);
+    expect(
+      (await ok(manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: b.id } } }))).files.map(
+        (f: { path: string }) => f.path,
+      ),
+    ).toEqual(['.setup-count']);
     const workspace = await ok(manager.api.GET('/api/workspace'));
     expect(workspace.worktreeCount).toBeGreaterThanOrEqual(2);
     expect(workspace.worktreesDiskBytes).toBeGreaterThan(0);
@@ -115,9 +158,14 @@ describe('a worktree per Requirement, in a git workspace', () => {
     expect(failed.run.status).toBe('failed');
     expect(failed.run.error).toContain('setup command');
     expect(failed.run.error).toContain('exited with 3');
-    expect(failed.requirement.session).toMatchObject({ lastConsumedMessageSequence: 0, pendingMessageCount: 1, state: 'failed' });
+    expect(failed.requirement.session).toMatchObject({
+      lastConsumedMessageSequence: 0,
+      pendingMessageCount: 1,
+      state: 'failed',
+    });
     expect(fs.existsSync(report('setup-fail'))).toBe(false);
-    const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: failed.run.id } } }))).items;
+    const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: failed.run.id } } })))
+      .items;
     expect(trace.find((t) => t.title.startsWith('Worktree setup'))?.detail).toContain('cannot install');
     await patch(manager, { worktreeSetupCommand: null });
     await startRun(manager, requirement.id, '');
@@ -125,7 +173,11 @@ describe('a worktree per Requirement, in a git workspace', () => {
     expect(retried.run.status).toBe('succeeded');
     expect(readReport(report('setup-fail')).cwd).toBe(retried.requirement.worktree!.path);
     // Everything up to the retry's start is consumed now, the first message included.
-    expect(retried.requirement.session).toMatchObject({ lastError: null, pendingMessageCount: 0, state: 'waiting_human' });
+    expect(retried.requirement.session).toMatchObject({
+      lastError: null,
+      pendingMessageCount: 0,
+      state: 'waiting_human',
+    });
     expect(retried.requirement.session.lastConsumedMessageSequence).toBeGreaterThanOrEqual(1);
   });
 
@@ -144,20 +196,80 @@ describe('a worktree per Requirement, in a git workspace', () => {
     await startRun(manager, requirement.id, sh(work));
     const { requirement: done } = await settled(manager, requirement.id, 1);
     expect(done.worktree).toMatchObject({ ahead: 1, behind: 0, dirty: true });
-    const changes = await manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: requirement.id } } });
+    const changes = await manager.api.GET('/api/requirements/{id}/changes', {
+      params: { path: { id: requirement.id } },
+    });
     expect(changes.status).toBe(200);
-    expect(changes.data).toMatchObject({ baseRef: 'main', headSha: done.worktree!.headSha, mergeBaseSha: done.worktree!.baseSha, truncated: false });
+    expect(changes.data).toMatchObject({
+      baseRef: 'main',
+      headSha: done.worktree!.headSha,
+      mergeBaseSha: done.worktree!.baseSha,
+      truncated: false,
+    });
     const byPath = Object.fromEntries((changes.data!.files as Array<{ path: string }>).map((f) => [f.path, f]));
-    expect(byPath['gone.txt']).toEqual({ additions: 0, binary: false, deletions: 1, oldPath: null, path: 'gone.txt', status: 'deleted' });
-    expect(byPath['new-name.txt']).toEqual({ additions: 0, binary: false, deletions: 0, oldPath: 'old-name.txt', path: 'new-name.txt', status: 'renamed' });
-    expect(byPath['src/app.ts']).toEqual({ additions: 2, binary: false, deletions: 1, oldPath: null, path: 'src/app.ts', status: 'modified' });
-    expect(byPath['blob.bin']).toEqual({ additions: 0, binary: true, deletions: 0, oldPath: null, path: 'blob.bin', status: 'added' });
-    expect(byPath['README.md']).toEqual({ additions: 1, binary: false, deletions: 0, oldPath: null, path: 'README.md', status: 'modified' });
-    expect(byPath['notes.txt']).toEqual({ additions: 3, binary: false, deletions: 0, oldPath: null, path: 'notes.txt', status: 'added' });
-    expect(Object.keys(byPath).sort()).toEqual(['README.md', 'blob.bin', 'escape', 'gone.txt', 'new-name.txt', 'notes.txt', 'src/app.ts']);
+    expect(byPath['gone.txt']).toEqual({
+      additions: 0,
+      binary: false,
+      deletions: 1,
+      oldPath: null,
+      path: 'gone.txt',
+      status: 'deleted',
+    });
+    expect(byPath['new-name.txt']).toEqual({
+      additions: 0,
+      binary: false,
+      deletions: 0,
+      oldPath: 'old-name.txt',
+      path: 'new-name.txt',
+      status: 'renamed',
+    });
+    expect(byPath['src/app.ts']).toEqual({
+      additions: 2,
+      binary: false,
+      deletions: 1,
+      oldPath: null,
+      path: 'src/app.ts',
+      status: 'modified',
+    });
+    expect(byPath['blob.bin']).toEqual({
+      additions: 0,
+      binary: true,
+      deletions: 0,
+      oldPath: null,
+      path: 'blob.bin',
+      status: 'added',
+    });
+    expect(byPath['README.md']).toEqual({
+      additions: 1,
+      binary: false,
+      deletions: 0,
+      oldPath: null,
+      path: 'README.md',
+      status: 'modified',
+    });
+    expect(byPath['notes.txt']).toEqual({
+      additions: 3,
+      binary: false,
+      deletions: 0,
+      oldPath: null,
+      path: 'notes.txt',
+      status: 'added',
+    });
+    expect(Object.keys(byPath).sort()).toEqual([
+      'README.md',
+      'blob.bin',
+      'escape',
+      'gone.txt',
+      'new-name.txt',
+      'notes.txt',
+      'src/app.ts',
+    ]);
 
     const diff = (file: string, oldPath?: string) =>
-      manager.api.GET('/api/requirements/{id}/changes/diff', { params: { path: { id: requirement.id }, query: { oldPath, path: file } }, parseAs: 'text' });
+      manager.api.GET('/api/requirements/{id}/changes/diff', {
+        params: { path: { id: requirement.id }, query: { oldPath, path: file } },
+        parseAs: 'text',
+      });
     const modified = await diff('src/app.ts');
     expect(modified.status).toBe(200);
     expect(modified.headers.get('content-type')).toMatch(/^text\/plain/);
@@ -177,12 +289,20 @@ describe('a worktree per Requirement, in a git workspace', () => {
     await expectRefused(manager.dataDirectory(), () => diff(''), 400);
     await expectRefused(
       manager.dataDirectory(),
-      () => manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: 'req_00000000-0000-4000-8000-000000000000' } } }),
+      () =>
+        manager.api.GET('/api/requirements/{id}/changes', {
+          params: { path: { id: 'req_00000000-0000-4000-8000-000000000000' } },
+        }),
       404,
       'requirement_not_found',
     );
     const inPlace = await createRequirement(manager, { isolation: 'in_place', title: 'In place' });
-    await expectRefused(manager.dataDirectory(), () => manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: inPlace.id } } }), 409, 'no_worktree');
+    await expectRefused(
+      manager.dataDirectory(),
+      () => manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: inPlace.id } } }),
+      409,
+      'no_worktree',
+    );
   });
 
   it('diffs files whose names start with two dots (`..foo`, `a/..b`) or hold pathspec magic (a literal path); a real `..` segment and an absolute path stay refused', async () => {
@@ -195,9 +315,22 @@ describe('a worktree per Requirement, in a git workspace', () => {
       ),
     );
     await settled(manager, requirement.id, 1);
-    const changes = await manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: requirement.id } } });
-    expect((changes.data!.files as Array<{ path: string }>).map((f) => f.path).sort()).toEqual(['..dir/c.txt', '..foo', 'a/..b', 'out', 'st*r.md', 'stXr.md']);
-    const diff = (file: string) => manager.api.GET('/api/requirements/{id}/changes/diff', { params: { path: { id: requirement.id }, query: { path: file } }, parseAs: 'text' });
+    const changes = await manager.api.GET('/api/requirements/{id}/changes', {
+      params: { path: { id: requirement.id } },
+    });
+    expect((changes.data!.files as Array<{ path: string }>).map((f) => f.path).sort()).toEqual([
+      '..dir/c.txt',
+      '..foo',
+      'a/..b',
+      'out',
+      'st*r.md',
+      'stXr.md',
+    ]);
+    const diff = (file: string) =>
+      manager.api.GET('/api/requirements/{id}/changes/diff', {
+        params: { path: { id: requirement.id }, query: { path: file } },
+        parseAs: 'text',
+      });
     for (const [file, line] of [
       ['..foo', '+dots'],
       ['a/..b', '+b'],
@@ -236,13 +369,38 @@ describe('a worktree per Requirement, in a git workspace', () => {
     expect(fs.readFileSync(path.join(place.cwd, 'develop.txt'), 'utf8')).toBe('only on develop\n');
     expect(done.worktree!.baseSha).toBe(git(sandbox.workspace, 'rev-parse', 'develop').trim());
     const data = manager.dataDirectory();
-    await expectRefused(data, () => manager.api.POST('/api/requirements', { body: { baseRef: 'no-such-branch', provider: 'codex', title: 'x' } }), 400, 'unknown_base_ref');
-    await expectRefused(data, () => manager.api.POST('/api/requirements', { body: { baseRef: '--upload-pack=touch /tmp/x', provider: 'codex', title: 'x' } }), 400);
-    // An isolation the API does not know: untyped on purpose.
-    await expectRefused(data, () => sendUntyped(manager.origin, 'POST', '/api/requirements', { isolation: 'container', provider: 'codex', title: 'x' }), 400);
     await expectRefused(
       data,
-      () => manager.api.POST('/api/requirements', { body: { baseRef: 'main', isolation: 'in_place', provider: 'codex', title: 'x' } }),
+      () =>
+        manager.api.POST('/api/requirements', { body: { baseRef: 'no-such-branch', provider: 'codex', title: 'x' } }),
+      400,
+      'unknown_base_ref',
+    );
+    await expectRefused(
+      data,
+      () =>
+        manager.api.POST('/api/requirements', {
+          body: { baseRef: '--upload-pack=touch /tmp/x', provider: 'codex', title: 'x' },
+        }),
+      400,
+    );
+    // An isolation the API does not know: untyped on purpose.
+    await expectRefused(
+      data,
+      () =>
+        sendUntyped(manager.origin, 'POST', '/api/requirements', {
+          isolation: 'container',
+          provider: 'codex',
+          title: 'x',
+        }),
+      400,
+    );
+    await expectRefused(
+      data,
+      () =>
+        manager.api.POST('/api/requirements', {
+          body: { baseRef: 'main', isolation: 'in_place', provider: 'codex', title: 'x' },
+        }),
       400,
       'base_ref_in_place',
     );
@@ -254,7 +412,11 @@ describe('a worktree per Requirement, in a git workspace', () => {
     await startRun(manager, asked.id, `report:${report('in-place')}`);
     const { requirement } = await settled(manager, asked.id, 1);
     expect(readReport(report('in-place')).cwd).toBe(fs.realpathSync(sandbox.workspace));
-    expect(requirement.worktree).toMatchObject({ branch: null, mode: 'in_place', path: fs.realpathSync(sandbox.workspace) });
+    expect(requirement.worktree).toMatchObject({
+      branch: null,
+      mode: 'in_place',
+      path: fs.realpathSync(sandbox.workspace),
+    });
     // A monorepo: the agent works in one folder of its worktree.
     await patch(manager, { worktreeSubdirectory: 'src' });
     const inFolder = await createRequirement(manager, { title: 'In a package' });
@@ -274,7 +436,9 @@ describe('a worktree per Requirement, in a git workspace', () => {
       'code-factory-cli pr register --url https://github.com/org/repo/pull/5 --title "PR 5" --base-branch main --head-branch "$AGENT_MANAGER_BRANCH" --head-sha "$(git rev-parse HEAD)" --status open';
     await startRun(manager, requirement.id, sh(register));
     const { requirement: done } = await settled(manager, requirement.id, 1);
-    const [pullRequest] = (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: requirement.id } } }))).items;
+    const [pullRequest] = (
+      await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: requirement.id } } }))
+    ).items;
     expect(pullRequest.headSha).toBe(done.worktree!.headSha);
     const before = checkoutSnapshot(sandbox.workspace);
     const requested = await manager.api.POST('/api/pull-requests/{id}/review-requests', {
@@ -287,7 +451,9 @@ describe('a worktree per Requirement, in a git workspace', () => {
     expect(requested.status).toBe(202);
     await until(
       'the review to finish',
-      async () => (await ok(manager.api.GET('/api/review-requests', { params: { query: { pullRequestId: pullRequest.id } } }))).items[0].status !== 'running' || undefined,
+      async () =>
+        (await ok(manager.api.GET('/api/review-requests', { params: { query: { pullRequestId: pullRequest.id } } })))
+          .items[0].status !== 'running' || undefined,
     );
     const place = readReport(report('review'));
     expect(path.dirname(place.cwd)).toBe(worktrees);
@@ -323,7 +489,11 @@ describe('a worktree per Requirement, in a git workspace', () => {
   it('removes idle done worktrees (saving their work), keeps only branches with commits of their own, recreates on reopen, and purges', async () => {
     const kept = await createRequirement(manager, { title: 'Has commits' });
     const empty = await createRequirement(manager, { title: 'No commits' });
-    await startRun(manager, kept.id, sh('echo kept > kept.txt && git add kept.txt && git commit -q -m kept && echo unsaved > unsaved.txt'));
+    await startRun(
+      manager,
+      kept.id,
+      sh('echo kept > kept.txt && git add kept.txt && git commit -q -m kept && echo unsaved > unsaved.txt'),
+    );
     await startRun(manager, empty.id, 'nothing to do');
     const keptDone = (await settled(manager, kept.id, 1)).requirement;
     const emptyDone = (await settled(manager, empty.id, 1)).requirement;
@@ -332,7 +502,10 @@ describe('a worktree per Requirement, in a git workspace', () => {
     }
     // The teardown runs before each removal; its failure does not stop the removal.
     const teardownLog = report('teardown');
-    await patch(manager, { worktreeIdleDays: 0, worktreeTeardownCommand: `echo "$AGENT_MANAGER_BRANCH" >> ${teardownLog}; exit 1` });
+    await patch(manager, {
+      worktreeIdleDays: 0,
+      worktreeTeardownCommand: `echo "$AGENT_MANAGER_BRANCH" >> ${teardownLog}; exit 1`,
+    });
     const removed = async (id: string) =>
       until(`the idle worktree of ${id} to go`, async () => {
         const r = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
@@ -340,7 +513,9 @@ describe('a worktree per Requirement, in a git workspace', () => {
       });
     const [keptRemoved, emptyRemoved] = [await removed(kept.id), await removed(empty.id)];
     await patch(manager, { worktreeIdleDays: 7, worktreeTeardownCommand: null });
-    expect(fs.readFileSync(teardownLog, 'utf8').trim().split('\n').sort()).toEqual([keptDone.worktree!.branch, emptyDone.worktree!.branch].sort());
+    expect(fs.readFileSync(teardownLog, 'utf8').trim().split('\n').sort()).toEqual(
+      [keptDone.worktree!.branch, emptyDone.worktree!.branch].sort(),
+    );
     expect(fs.existsSync(keptDone.worktree!.path!)).toBe(false);
     expect(fs.existsSync(emptyDone.worktree!.path!)).toBe(false);
     expect(keptRemoved.worktree).toMatchObject({ branch: keptDone.worktree!.branch, path: null });
@@ -360,10 +535,20 @@ describe('a worktree per Requirement, in a git workspace', () => {
     expect(fs.readFileSync(path.join(readReport(report('reopened')).cwd, 'kept.txt'), 'utf8')).toBe('kept\n');
 
     // Purged by retention: the worktree goes with the records.
-    expect((await manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: kept.id } } })).status).toBe(200);
+    expect(
+      (await manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id: kept.id } } })).status,
+    ).toBe(200);
     await patch(manager, { doneRequirementRetentionDays: 0 });
-    await until('the purge', async () => (await manager.api.GET('/api/requirements/{id}', { params: { path: { id: kept.id } } })).status === 404 || undefined);
-    await until('the purged worktree and its patches to go', async () => (!fs.existsSync(reopened.worktree!.path!) && !fs.existsSync(patches)) || undefined);
+    await until(
+      'the purge',
+      async () =>
+        (await manager.api.GET('/api/requirements/{id}', { params: { path: { id: kept.id } } })).status === 404 ||
+        undefined,
+    );
+    await until(
+      'the purged worktree and its patches to go',
+      async () => (!fs.existsSync(reopened.worktree!.path!) && !fs.existsSync(patches)) || undefined,
+    );
     expect(git(sandbox.workspace, 'worktree', 'list')).not.toContain(reopened.worktree!.path);
   });
 });
@@ -380,7 +565,11 @@ describe('isolation outside a plain git repository', () => {
       const { requirement: done } = await settled(manager, requirement.id, 1);
       const place = readReport(file);
       expect(place.cwd).toBe(fs.realpathSync(sandbox.workspace));
-      expect(place.env).toMatchObject({ AGENT_MANAGER_BASE_REF: '', AGENT_MANAGER_BRANCH: '', AGENT_MANAGER_WORKTREE: place.cwd });
+      expect(place.env).toMatchObject({
+        AGENT_MANAGER_BASE_REF: '',
+        AGENT_MANAGER_BRANCH: '',
+        AGENT_MANAGER_WORKTREE: place.cwd,
+      });
       expect(Number(place.env.AGENT_MANAGER_PORT)).toBeGreaterThan(1024);
       expect(done.worktree).toMatchObject({ mode: 'in_place' });
       await expectRefused(
@@ -405,15 +594,21 @@ describe('isolation outside a plain git repository', () => {
     const sandbox = makeSandbox();
     const base = path.dirname(sandbox.home);
     // A local submodule needs the file protocol, which git refuses by default since 2.38.4.
-    const fileProtocol = { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'protocol.file.allow', GIT_CONFIG_VALUE_0: 'always' };
+    const fileProtocol = {
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'protocol.file.allow',
+      GIT_CONFIG_VALUE_0: 'always',
+    };
     const library = path.join(base, 'library');
     initRepository(library, { 'lib.txt': 'library code\n' });
     initRepository(sandbox.workspace, { 'README.md': '# with a submodule and LFS\n' });
-    const withFiles = (...args: string[]) => execFileSync('git', args, { cwd: sandbox.workspace, env: { ...process.env, ...fileProtocol }, stdio: 'ignore' });
+    const withFiles = (...args: string[]) =>
+      execFileSync('git', args, { cwd: sandbox.workspace, env: { ...process.env, ...fileProtocol }, stdio: 'ignore' });
     withFiles('submodule', 'add', '-q', library, 'vendor/library');
     // An LFS-tracked file, as a repository made with git-lfs has it: a pointer in git, the filter in the config.
     writeFiles(sandbox.workspace, { '.gitattributes': '*.bin filter=lfs diff=lfs merge=lfs -text\n' });
-    const pointer = 'version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12\n';
+    const pointer =
+      'version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12\n';
     fs.writeFileSync(path.join(base, 'pointer'), pointer);
     const blob = git(sandbox.workspace, 'hash-object', '-w', path.join(base, 'pointer')).trim();
     git(sandbox.workspace, 'update-index', '--add', '--cacheinfo', `100644,${blob},model.bin`);
@@ -435,7 +630,11 @@ describe('isolation outside a plain git repository', () => {
       const requirement = await createRequirement(manager, { title: 'Submodule and LFS' });
       const file = path.join(sandbox.shared, 'sub.json');
       const status = path.join(sandbox.shared, 'status.out');
-      await startRun(manager, requirement.id, `${sh(`git status --porcelain > ${status} 2>&1; echo "exit $?" >> ${status}`)} report:${file}`);
+      await startRun(
+        manager,
+        requirement.id,
+        `${sh(`git status --porcelain > ${status} 2>&1; echo "exit $?" >> ${status}`)} report:${file}`,
+      );
       const { requirement: done, run } = await settled(manager, requirement.id, 1);
       expect(run.status).toBe('succeeded');
       const place = readReport(file);
@@ -472,14 +671,20 @@ describe('a linked worktree made before each agent had a repository of its own (
       writeFiles(tree, { 'src/a.txt': 'changed\n', 'staged.txt': 'staged\n', 'untracked.txt': 'untracked\n' });
       git(tree, 'add', 'staged.txt');
       const status = git(tree, 'status', '--porcelain');
-      await execute(path.join(manager.dataDirectory(), 'factory.sqlite'), `UPDATE requirement_worktree SET layout = 'linked_worktree' WHERE requirement_id = ?`, [requirement.id]);
+      await execute(
+        path.join(manager.dataDirectory(), 'factory.sqlite'),
+        `UPDATE requirement_worktree SET layout = 'linked_worktree' WHERE requirement_id = ?`,
+        [requirement.id],
+      );
       manager = await startManager({ env: AGENTS, sandbox });
       const doctor = await ok(manager.api.GET('/api/doctor', { params: { query: { refresh: 'true' } } }));
       const layouts = doctor.checks.find((c) => c.id === 'worktrees')!;
       expect(layouts).toMatchObject({ code: 'worktrees.linked', status: 'warn' });
       expect(layouts.detail).toContain(`${path.basename(tree)}: linked worktree`);
       // It keeps working: its changes are read as they are.
-      const before = await ok(manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: requirement.id } } }));
+      const before = await ok(
+        manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: requirement.id } } }),
+      );
       expect(before.files.map((f) => f.path).sort()).toEqual(['one.txt', 'src/a.txt', 'staged.txt', 'untracked.txt']);
       // Its next run turns it into an own repository, in place.
       await reply(manager, requirement.id, sh('echo two > two.txt && git add two.txt && git commit -q -m two'));
@@ -490,12 +695,17 @@ describe('a linked worktree made before each agent had a repository of its own (
       expect(git(sandbox.workspace, 'worktree', 'list', '--porcelain')).not.toContain(tree);
       // Everything kept: the staged change was committed by the run's `git commit` (as before), the rest is there.
       expect(git(tree, 'log', '--format=%s', '-3').trim().split('\n')).toEqual(['two', 'one', 'initial']);
-      expect(git(tree, 'show', '--name-only', '--format=', 'HEAD').trim().split('\n').sort()).toEqual(['staged.txt', 'two.txt']);
+      expect(git(tree, 'show', '--name-only', '--format=', 'HEAD').trim().split('\n').sort()).toEqual([
+        'staged.txt',
+        'two.txt',
+      ]);
       expect(git(tree, 'status', '--porcelain')).toBe(status.replace(/^A  staged.txt\n/m, ''));
       expect(git(sandbox.workspace, 'rev-parse', branch).trim()).toBe(after.worktree!.headSha);
       const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id } } }))).items;
       expect(trace.some((t) => t.title.includes('is now a repository of the agent'))).toBe(true);
-      const fixed = (await ok(manager.api.GET('/api/doctor', { params: { query: { refresh: 'true' } } }))).checks.find((c) => c.id === 'worktrees')!;
+      const fixed = (await ok(manager.api.GET('/api/doctor', { params: { query: { refresh: 'true' } } }))).checks.find(
+        (c) => c.id === 'worktrees',
+      )!;
       expect(fixed).toMatchObject({ code: 'worktrees.ok', status: 'ok' });
     } finally {
       await manager.stop();

@@ -29,8 +29,14 @@ function flood() {
       process.stdout.write(chunk);
     }
     if (sent >= total) {
-      out({ item: { id: 'item_final', text: `Flooded ${total} events.`, type: 'agent_message' }, type: 'item.completed' });
-      out({ type: 'turn.completed', usage: { cached_input_tokens: 0, input_tokens: 1, output_tokens: 1, reasoning_output_tokens: 0 } });
+      out({
+        item: { id: 'item_final', text: `Flooded ${total} events.`, type: 'agent_message' },
+        type: 'item.completed',
+      });
+      out({
+        type: 'turn.completed',
+        usage: { cached_input_tokens: 0, input_tokens: 1, output_tokens: 1, reasoning_output_tokens: 0 },
+      });
       process.exit(0);
     }
     setTimeout(tick, 10);

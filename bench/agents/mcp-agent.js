@@ -51,10 +51,17 @@ async function main() {
     throw new Error(`${failures} MCP or CLI calls failed`);
   }
   out({
-    item: { id: 'item_final', text: `Called list_timers ${MCP_CALLS} times over MCP and ${CLI_CALLS} times through the CLI.`, type: 'agent_message' },
+    item: {
+      id: 'item_final',
+      text: `Called list_timers ${MCP_CALLS} times over MCP and ${CLI_CALLS} times through the CLI.`,
+      type: 'agent_message',
+    },
     type: 'item.completed',
   });
-  out({ type: 'turn.completed', usage: { cached_input_tokens: 0, input_tokens: 1, output_tokens: 1, reasoning_output_tokens: 0 } });
+  out({
+    type: 'turn.completed',
+    usage: { cached_input_tokens: 0, input_tokens: 1, output_tokens: 1, reasoning_output_tokens: 0 },
+  });
 }
 
 process.stdin.resume();

@@ -10,7 +10,11 @@ import { ScenarioResult, percentile, progress, round } from '../harness';
 const TRACKED = 3_000;
 const SAMPLES = 60;
 
-async function timed(manager: ManagerProcess, url: string, check: (json: { files: unknown[] }) => void): Promise<{ p50: number; p95: number }> {
+async function timed(
+  manager: ManagerProcess,
+  url: string,
+  check: (json: { files: unknown[] }) => void,
+): Promise<{ p50: number; p95: number }> {
   const times: number[] = [];
   for (let i = 0; i < SAMPLES; i++) {
     const t0 = performance.now();
@@ -37,7 +41,11 @@ export async function changesScenario(): Promise<ScenarioResult> {
     files[`src/m${String(i % 30).padStart(2, '0')}/f${i}.ts`] = `export const v${i} = ${i};\n`.repeat(20);
   }
   initRepository(sandbox.workspace, files);
-  const manager = await startManager({ args: ['--log-level', 'warn'], env: { CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT }, sandbox });
+  const manager = await startManager({
+    args: ['--log-level', 'warn'],
+    env: { CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT },
+    sandbox,
+  });
   try {
     const many = await createRequirement(manager, { title: 'Many changes' });
     const one = await createRequirement(manager, { title: 'One change' });
@@ -64,16 +72,32 @@ export async function changesScenario(): Promise<ScenarioResult> {
         throw new Error(`expected 1 changed file, got ${json.files.length}`);
       }
     });
-    const diff = await timed(manager, `/api/requirements/${many.id}/changes/diff?path=${encodeURIComponent(f(3))}`, () => undefined);
+    const diff = await timed(
+      manager,
+      `/api/requirements/${many.id}/changes/diff?path=${encodeURIComponent(f(3))}`,
+      () => undefined,
+    );
     return {
       figures: [
         { name: 'GET changes, 2,000 changed files: p50', unit: 'ms', value: round(many2000.p50, 1) },
-        { name: 'GET changes, 2,000 changed files: p95', target: { op: '<=', value: 300 }, unit: 'ms', value: round(many2000.p95, 1) },
+        {
+          name: 'GET changes, 2,000 changed files: p95',
+          target: { op: '<=', value: 300 },
+          unit: 'ms',
+          value: round(many2000.p95, 1),
+        },
         { name: 'GET changes, 1 changed file: p50', unit: 'ms', value: round(single.p50, 1) },
-        { name: 'GET changes, 1 changed file: p95', target: { op: '<=', value: 30 }, unit: 'ms', value: round(single.p95, 1) },
+        {
+          name: 'GET changes, 1 changed file: p95',
+          target: { op: '<=', value: 30 },
+          unit: 'ms',
+          value: round(single.p95, 1),
+        },
         { name: 'GET changes/diff, one file: p95', unit: 'ms', value: round(diff.p95, 1) },
       ],
-      notes: [`${TRACKED} tracked files; ${SAMPLES} sequential reads each; machine load average ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores at the end`],
+      notes: [
+        `${TRACKED} tracked files; ${SAMPLES} sequential reads each; machine load average ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores at the end`,
+      ],
       scenario: 'changes',
     };
   } finally {

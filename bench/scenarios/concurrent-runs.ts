@@ -13,7 +13,10 @@ const CONCURRENT = 20;
  * concurrency it measures: 800 requests/s at 20 runs, a third of the manager's main thread.
  */
 class RunWatcher {
-  private readonly waiting = new Map<string, { resolve(ms: number): void; reject(err: Error): void; started: number }>();
+  private readonly waiting = new Map<
+    string,
+    { resolve(ms: number): void; reject(err: Error): void; started: number }
+  >();
   private timer: NodeJS.Timeout | undefined;
   private waited = 0;
 
@@ -74,14 +77,32 @@ async function runOnce(manager: ManagerProcess, watcher: RunWatcher, title: stri
 function agentAlone(): Promise<number> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn('bwrap', ['--ro-bind', '/', '/', '--dev-bind', '/dev', '/dev', '--unshare-pid', '--proc', '/proc', process.execPath, FLOOD_AGENT], {
-      env: { ...process.env, FLOOD_RATE: '200', FLOOD_SECONDS: '1' },
-      stdio: ['pipe', 'pipe', 'ignore'],
-    });
+    const child = spawn(
+      'bwrap',
+      [
+        '--ro-bind',
+        '/',
+        '/',
+        '--dev-bind',
+        '/dev',
+        '/dev',
+        '--unshare-pid',
+        '--proc',
+        '/proc',
+        process.execPath,
+        FLOOD_AGENT,
+      ],
+      {
+        env: { ...process.env, FLOOD_RATE: '200', FLOOD_SECONDS: '1' },
+        stdio: ['pipe', 'pipe', 'ignore'],
+      },
+    );
     child.stdout.resume();
     child.stdin.end('go');
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(performance.now() - started) : reject(new Error(`the agent alone exited ${code}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(performance.now() - started) : reject(new Error(`the agent alone exited ${code}`)),
+    );
   });
 }
 
@@ -114,7 +135,9 @@ export async function concurrentRunsScenario(): Promise<ScenarioResult> {
       );
     progress(`concurrent-runs: ${CONCURRENT} runs at once`);
     const started = performance.now();
-    const each = (await Promise.all(Array.from({ length: CONCURRENT }, (_, i) => runOnce(manager, watcher, `parallel ${i}`)))).sort((a, b) => a - b);
+    const each = (
+      await Promise.all(Array.from({ length: CONCURRENT }, (_, i) => runOnce(manager, watcher, `parallel ${i}`)))
+    ).sort((a, b) => a - b);
     const total = performance.now() - started;
     const alone = percentile(
       single.sort((a, b) => a - b),
@@ -127,7 +150,11 @@ export async function concurrentRunsScenario(): Promise<ScenarioResult> {
         { name: `${CONCURRENT} concurrent: slowest run`, unit: 'ms', value: round(each[each.length - 1], 0) },
         { name: `${CONCURRENT} concurrent: all done`, unit: 'ms', value: round(total, 0) },
         { name: 'concurrent p50 / single', unit: '', value: round(percentile(each, 50) / alone) },
-        { name: `the agent alone, no manager: ${CONCURRENT} at once p50 / single (the machine's floor)`, unit: '', value: round(floor) },
+        {
+          name: `the agent alone, no manager: ${CONCURRENT} at once p50 / single (the machine's floor)`,
+          unit: '',
+          value: round(floor),
+        },
       ],
       scenario: 'concurrent-runs',
     };

@@ -34,7 +34,9 @@ function run(db: sqlite3.Database, sql: string, params: unknown[] = []): Promise
 async function insertAll(db: sqlite3.Database, sql: string, rows: unknown[][]): Promise<void> {
   const statement = db.prepare(sql);
   for (const row of rows) {
-    await new Promise<void>((resolve, reject) => statement.run(row, (err: Error | null) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      statement.run(row, (err: Error | null) => (err ? reject(err) : resolve())),
+    );
   }
   await new Promise<void>((resolve, reject) => statement.finalize((err) => (err ? reject(err) : resolve())));
 }
@@ -59,7 +61,12 @@ async function seed(databasePath: string): Promise<string[]> {
   const runs: unknown[][] = [];
   const events: unknown[][] = [];
   const statuses = ['todo', 'doing', 'waiting_confirmation', 'done'] as const;
-  const states = { doing: 'waiting_human', done: 'completed', todo: 'idle', waiting_confirmation: 'waiting_human' } as const;
+  const states = {
+    doing: 'waiting_human',
+    done: 'completed',
+    todo: 'idle',
+    waiting_confirmation: 'waiting_human',
+  } as const;
   const big: string[] = [];
   const total = REQUIREMENTS + BIG;
   let parent: string | null = null;
@@ -92,7 +99,21 @@ async function seed(databasePath: string): Promise<string[]> {
     sessions.push([sessionId, id, 'codex', null, states[status], null, count, 0, count, created, created]);
     for (let s = 1; s <= count; s++) {
       const human = s % 2 === 1;
-      messages.push([ids('msg'), id, sessionId, null, null, human ? 'human' : 'rd_agent', `${BODIES[s % BODIES.length]} (step ${s})`, s, human ? 1 : 0, null, null, null, created]);
+      messages.push([
+        ids('msg'),
+        id,
+        sessionId,
+        null,
+        null,
+        human ? 'human' : 'rd_agent',
+        `${BODIES[s % BODIES.length]} (step ${s})`,
+        s,
+        human ? 1 : 0,
+        null,
+        null,
+        null,
+        created,
+      ]);
     }
     if (isBig) {
       big.push(id);
@@ -139,7 +160,16 @@ async function seed(databasePath: string): Promise<string[]> {
             toolCallId: kind.startsWith('tool') ? `call_${Math.floor(t / 4)}` : null,
             toolName: kind.startsWith('tool') ? 'shell' : null,
           };
-          events.push(['run.trace.appended', id, sessionId, runId, 'agent', runId, JSON.stringify({ trace }), startedAt]);
+          events.push([
+            'run.trace.appended',
+            id,
+            sessionId,
+            runId,
+            'agent',
+            runId,
+            JSON.stringify({ trace }),
+            startedAt,
+          ]);
         }
       }
     }
@@ -164,7 +194,11 @@ async function seed(databasePath: string): Promise<string[]> {
     'INSERT INTO agent_run (id, requirement_id, session_id, role, provider, model, reasoning_effort, status, task_summary, native_session_id, exit_code, error, input_from_sequence, input_to_sequence, input_tokens, cached_input_tokens, output_tokens, reasoning_output_tokens, trace_count, started_at, finished_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)',
     runs,
   );
-  await insertAll(db, 'INSERT INTO manager_event (type, requirement_id, session_id, run_id, actor_kind, actor_id, payload, created_at) VALUES (?,?,?,?,?,?,?,?)', events);
+  await insertAll(
+    db,
+    'INSERT INTO manager_event (type, requirement_id, session_id, run_id, actor_kind, actor_id, payload, created_at) VALUES (?,?,?,?,?,?,?,?)',
+    events,
+  );
   await run(db, 'COMMIT');
   await new Promise<void>((resolve, reject) => db.close((err) => (err ? reject(err) : resolve())));
   return big;
@@ -178,7 +212,9 @@ function initialJsGzipKb(): number {
   const html = fs.readFileSync(path.join(BROWSER_DIST, 'index.html'), 'utf8');
   const files = new Set([...html.matchAll(/(?:src|href)="\/?([^"]+\.js)"/g)].map((m) => m[1]));
   for (const file of files) {
-    for (const m of fs.readFileSync(path.join(BROWSER_DIST, file), 'utf8').matchAll(/\b(?:from|import)\s*"\.\/([\w.-]+\.js)"/g)) {
+    for (const m of fs
+      .readFileSync(path.join(BROWSER_DIST, file), 'utf8')
+      .matchAll(/\b(?:from|import)\s*"\.\/([\w.-]+\.js)"/g)) {
       files.add(m[1]);
     }
   }
@@ -226,7 +262,15 @@ async function logWaterfall(page: Page, label: string): Promise<void> {
   if (!process.env['BENCH_DEBUG']) {
     return;
   }
-  type Timing = { name: string; entryType: string; startTime: number; responseStart: number; responseEnd: number; redirectEnd?: number; transferSize?: number };
+  type Timing = {
+    name: string;
+    entryType: string;
+    startTime: number;
+    responseStart: number;
+    responseEnd: number;
+    redirectEnd?: number;
+    transferSize?: number;
+  };
   const entries = await page.evaluate(() => {
     const perf = (globalThis as unknown as { performance: { getEntries(): Timing[] } }).performance;
     return perf
@@ -267,7 +311,9 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
   let manager: ManagerProcess = await startManager({ args: ['--log-level', 'warn'], sandbox });
   const databasePath = path.join(manager.dataDirectory(), 'factory.sqlite');
   await manager.stop();
-  progress(`dashboard: seeding ${REQUIREMENTS} Requirements × ${MESSAGES} messages and ${BIG} × ${BIG_MESSAGES} messages + ${BIG_TRACES} trace entries`);
+  progress(
+    `dashboard: seeding ${REQUIREMENTS} Requirements × ${MESSAGES} messages and ${BIG} × ${BIG_MESSAGES} messages + ${BIG_TRACES} trace entries`,
+  );
   const seedStart = Date.now();
   const big = await seed(databasePath);
   progress(`dashboard: seeded in ${round((Date.now() - seedStart) / 1000, 1)} s`);
@@ -287,8 +333,17 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
     const wholeBoard = () =>
       page.waitForFunction(
         (n) => {
-          const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): ArrayLike<{ textContent: string | null }> } }).document;
-          return Array.from(doc.querySelectorAll('[data-testid="column-count"]')).reduce((sum, el) => sum + Number(el.textContent), 0) >= n;
+          const doc = (
+            globalThis as unknown as {
+              document: { querySelectorAll(s: string): ArrayLike<{ textContent: string | null }> };
+            }
+          ).document;
+          return (
+            Array.from(doc.querySelectorAll('[data-testid="column-count"]')).reduce(
+              (sum, el) => sum + Number(el.textContent),
+              0,
+            ) >= n
+          );
         },
         REQUIREMENTS + BIG,
         { timeout: 60_000 },
@@ -327,11 +382,17 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
             (globalThis as unknown as { performance: { getEntriesByType(type: string): Timing[] } }).performance
               .getEntriesByType('resource')
               .filter((e) => e.startTime >= start)
-              .map((e) => ({ name: e.name, responseEnd: e.responseEnd, responseStart: e.responseStart, startTime: e.startTime })),
+              .map((e) => ({
+                name: e.name,
+                responseEnd: e.responseEnd,
+                responseStart: e.responseStart,
+                startTime: e.startTime,
+              })),
           t0,
         );
         const rows = timings.map(
-          (e) => `${e.name.replace(/^.*\/api/, '').slice(0, 90)} ${Math.round(e.startTime - t0)}→${Math.round(e.responseStart - t0)}→${Math.round(e.responseEnd - t0)}`,
+          (e) =>
+            `${e.name.replace(/^.*\/api/, '').slice(0, 90)} ${Math.round(e.startTime - t0)}→${Math.round(e.responseStart - t0)}→${Math.round(e.responseEnd - t0)}`,
         );
         progress(`open ${Math.round(opens[opens.length - 1])} ms\n${rows.slice(0, 12).join('\n')}`);
       }
@@ -355,11 +416,17 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
     await page.getByTestId('activity').waitFor({ timeout: 30_000 });
     const sent: string[] = [];
     for (let i = 0; i < LIVE_MESSAGES; i++) {
-      const reply = await send(manager.origin, 'POST', `/api/requirements/${target}/reply`, { message: `Live message ${i}` });
+      const reply = await send(manager.origin, 'POST', `/api/requirements/${target}/reply`, {
+        message: `Live message ${i}`,
+      });
       sent.push(reply.json.message.id as string);
       await new Promise((r) => setTimeout(r, 100));
     }
-    await page.waitForFunction((last) => !!(globalThis as unknown as { __amProbe: Probe }).__amProbe.dom[last], sent[sent.length - 1], { timeout: 30_000 });
+    await page.waitForFunction(
+      (last) => !!(globalThis as unknown as { __amProbe: Probe }).__amProbe.dom[last],
+      sent[sent.length - 1],
+      { timeout: 30_000 },
+    );
     const { dom, events } = await probe();
     const latencies = sent.map((id) => (dom[id] ?? NaN) - (events[id] ?? NaN)).sort((a, b) => a - b);
     const missing = latencies.filter((l) => Number.isNaN(l)).length;
@@ -374,8 +441,12 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
       try {
         await phone.page.addInitScript(PROBES);
         await phone.page.goto(`${manager.origin}/requirements/${big[0]}?token=${manager.token}`);
-        await phone.page.locator(`[data-testid="messages"] [data-sequence="${BIG_MESSAGES}"]`).waitFor({ timeout: 30_000 });
-        const { sequences } = await phone.page.evaluate(() => (globalThis as unknown as { __amProbe: Probe }).__amProbe);
+        await phone.page
+          .locator(`[data-testid="messages"] [data-sequence="${BIG_MESSAGES}"]`)
+          .waitFor({ timeout: 30_000 });
+        const { sequences } = await phone.page.evaluate(
+          () => (globalThis as unknown as { __amProbe: Probe }).__amProbe,
+        );
         phonePaints.push(sequences[String(BIG_MESSAGES)]);
         await logWaterfall(phone.page, `phone first paint ${i + 1}: ${Math.round(sequences[String(BIG_MESSAGES)])} ms`);
       } finally {
@@ -385,13 +456,32 @@ export async function dashboardScenario(): Promise<ScenarioResult> {
 
     const figures: Figure[] = [
       { name: 'initial JS (gzip)', target: { op: '<=', value: 300 }, unit: 'KB', value: round(initialJsGzipKb(), 1) },
-      { name: 'first board (cold, first card)', target: { op: '<=', value: 1000 }, unit: 'ms', value: round(coldFirstCard, 0) },
+      {
+        name: 'first board (cold, first card)',
+        target: { op: '<=', value: 1000 },
+        unit: 'ms',
+        value: round(coldFirstCard, 0),
+      },
       { name: 'first board (warm cache)', unit: 'ms', value: round(warmFirstCard, 0) },
       { name: `whole board (${REQUIREMENTS + BIG} Requirements)`, unit: 'ms', value: round(boardAll, 0) },
-      { name: `open ${BIG_MESSAGES}-message conversation (max of ${BIG})`, target: { op: '<=', value: 500 }, unit: 'ms', value: round(Math.max(...opens), 0) },
-      { name: `${BIG_MESSAGES} messages all loaded (max of ${BIG})`, unit: 'ms', value: round(Math.max(...complete), 0) },
+      {
+        name: `open ${BIG_MESSAGES}-message conversation (max of ${BIG})`,
+        target: { op: '<=', value: 500 },
+        unit: 'ms',
+        value: round(Math.max(...opens), 0),
+      },
+      {
+        name: `${BIG_MESSAGES} messages all loaded (max of ${BIG})`,
+        unit: 'ms',
+        value: round(Math.max(...complete), 0),
+      },
       { name: 'event-to-DOM p50', unit: 'ms', value: round(percentile(latencies, 50), 1) },
-      { name: 'event-to-DOM p95 (activity indicator on)', target: { op: '<=', value: 100 }, unit: 'ms', value: round(percentile(latencies, 95), 1) },
+      {
+        name: 'event-to-DOM p95 (activity indicator on)',
+        target: { op: '<=', value: 100 },
+        unit: 'ms',
+        value: round(percentile(latencies, 95), 1),
+      },
       {
         name: `phone first paint of a ${BIG_MESSAGES}-message Requirement (max of 3, cold)`,
         target: { op: '<=', value: 1000 },

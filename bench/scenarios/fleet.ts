@@ -115,8 +115,17 @@ interface SizeResult {
   addedByRole: Record<string, number>;
 }
 
-async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: Cli['provider'], size: number, label: string): Promise<SizeResult> {
-  const markers = Array.from({ length: size }, (_, i) => `fleet-${label}-${size}-${i}-${Math.random().toString(36).slice(2, 8)}`);
+async function fleetOfSize(
+  manager: ManagerProcess,
+  stub: ModelStub,
+  provider: Cli['provider'],
+  size: number,
+  label: string,
+): Promise<SizeResult> {
+  const markers = Array.from(
+    { length: size },
+    (_, i) => `fleet-${label}-${size}-${i}-${Math.random().toString(36).slice(2, 8)}`,
+  );
   // Every first answer waits until the size's last agent has asked (or a run ended without
   // asking): only then is every agent alive at once for the /proc sample, whatever the spread of
   // the CLIs' starts (at 20 on a slow day it is longer than an answer's delay). The all-done time
@@ -125,7 +134,10 @@ async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: C
   const everyAgentAsked = new Promise<void>((resolve) => (releaseFirstAnswers = resolve));
   for (const marker of markers) {
     stub.scriptFor(marker, [
-      { after: everyAgentAsked, then: { delayMs: MODEL_DELAY_MS, then: { arguments: {}, text: 'Looking at the timers.', tool: 'list_timers' } } },
+      {
+        after: everyAgentAsked,
+        then: { delayMs: MODEL_DELAY_MS, then: { arguments: {}, text: 'Looking at the timers.', tool: 'list_timers' } },
+      },
       { delayMs: MODEL_DELAY_MS, then: { text: `Done: ${marker}.` } },
     ]);
   }
@@ -170,7 +182,11 @@ async function fleetOfSize(manager: ManagerProcess, stub: ModelStub, provider: C
         firstRequest.set(request.marker, request.receivedAt - (startedAt.get(request.marker) ?? started));
       }
     }
-    const runs = await Promise.all(ids.map(async (id) => (await manager.api.GET('/api/runs', { params: { query: { requirementId: id } } })).data?.items[0]));
+    const runs = await Promise.all(
+      ids.map(
+        async (id) => (await manager.api.GET('/api/runs', { params: { query: { requirementId: id } } })).data?.items[0],
+      ),
+    );
     if (sample === null && (firstRequest.size === size || runs.some((r) => r && r.status !== 'running'))) {
       sample = firstRequest.size === size && runs.every((r) => r?.status === 'running') ? runProcesses(pid) : [];
       releaseFirstAnswers();
@@ -261,7 +277,13 @@ async function fleetFor(cli: Cli): Promise<{ figures: Figure[]; notes: string[] 
   const executable = path.join(ROOT, 'test', 'agent-clis', 'node_modules', '.bin', path.basename(cli.executable));
   const manager = await startManager({
     args: ['--log-level', 'warn'],
-    env: { ...cli.env(stub, agentDir), CODE_FACTORY_CLAUDE_EXECUTABLE: executable, CODE_FACTORY_CODEX_EXECUTABLE: executable, GH_TOKEN: '', GITHUB_TOKEN: '' },
+    env: {
+      ...cli.env(stub, agentDir),
+      CODE_FACTORY_CLAUDE_EXECUTABLE: executable,
+      CODE_FACTORY_CODEX_EXECUTABLE: executable,
+      GH_TOKEN: '',
+      GITHUB_TOKEN: '',
+    },
     sandbox,
   });
   const name = cli.provider === 'codex' ? 'Codex' : 'Claude Code';
@@ -289,21 +311,43 @@ async function fleetFor(cli: Cli): Promise<{ figures: Figure[]; notes: string[] 
       figures.push(
         { name: `${tag}: runs failed`, target: { op: '<=', value: 0 }, unit: '', value: r.failed },
         { name: `${tag}: start → first model request p50`, unit: 'ms', value: round(p50, 0) },
-        { name: `${tag}: start → first model request p95`, unit: 'ms', value: round(percentile(r.firstRequestMs, 95), 0) },
+        {
+          name: `${tag}: start → first model request p95`,
+          unit: 'ms',
+          value: round(percentile(r.firstRequestMs, 95), 0),
+        },
         { name: `${tag}: first request p50 / one alone`, unit: '', value: round(p50 / alone) },
         { name: `${tag}: all done`, unit: 'ms', value: round(r.allDoneMs, 0) },
         { name: `${tag}: manager RSS (peak)`, unit: 'MB', value: round(r.managerRssMb, 0) },
-        { name: `${tag}: the manager's spawner process RSS (peak; one per manager)`, unit: 'MB', value: round(r.spawnerRssMb, 0) },
+        {
+          name: `${tag}: the manager's spawner process RSS (peak; one per manager)`,
+          unit: 'MB',
+          value: round(r.spawnerRssMb, 0),
+        },
         {
           name: `${tag}: manager event-loop delay p99`,
           ...(r.size >= 20 && !('loaded' in r) ? { target: { op: '<=' as const, value: 20 } } : {}),
           unit: 'ms',
           value: r.eventLoopP99Ms,
         },
-        { name: `${tag}: an idle process's event-loop delay p99 (the machine's floor)`, unit: 'ms', value: r.bystanderP99Ms },
+        {
+          name: `${tag}: an idle process's event-loop delay p99 (the machine's floor)`,
+          unit: 'ms',
+          value: r.bystanderP99Ms,
+        },
         { name: `${tag}: CLI RSS per agent`, unit: 'MB', value: round(r.cliRssMb, 1) },
-        { name: `${tag}: RSS the manager adds per agent`, target: { op: '<=', value: 30 }, unit: 'MB', value: round(r.addedRssMb, 1) },
-        { name: `${tag}: processes the manager adds per agent beyond the sandbox's`, target: { op: '<=', value: 1 }, unit: '', value: round(r.addedProcesses, 2) },
+        {
+          name: `${tag}: RSS the manager adds per agent`,
+          target: { op: '<=', value: 30 },
+          unit: 'MB',
+          value: round(r.addedRssMb, 1),
+        },
+        {
+          name: `${tag}: processes the manager adds per agent beyond the sandbox's`,
+          target: { op: '<=', value: 1 },
+          unit: '',
+          value: round(r.addedProcesses, 2),
+        },
       );
       notes.push(
         `${tag}: sandbox processes per agent ${round(r.sandboxProcesses, 2)}; added RSS per agent by role ${JSON.stringify(Object.fromEntries(Object.entries(r.addedByRole).map(([k, v]) => [k, round(v, 1)])))}`,

@@ -35,8 +35,14 @@ export async function githubBudgetScenario(): Promise<ScenarioResult> {
     const credentials = manager.app.get(RunCredentialsService);
     progress(`github-budget: registering ${PULL_REQUESTS} PRs`);
     for (let r = 0; r < PULL_REQUESTS / PER_REQUIREMENT; r++) {
-      const requirement = (await send(manager.url, 'POST', '/api/requirements', { provider: 'codex', title: `work ${r}` })).json;
-      const token = credentials.issue({ requirementId: requirement.id, runId: `run_bench_${r}`, sessionId: requirement.session.id });
+      const requirement = (
+        await send(manager.url, 'POST', '/api/requirements', { provider: 'codex', title: `work ${r}` })
+      ).json;
+      const token = credentials.issue({
+        requirementId: requirement.id,
+        runId: `run_bench_${r}`,
+        sessionId: requirement.session.id,
+      });
       await Promise.all(
         Array.from({ length: PER_REQUIREMENT }, async (_, i) => {
           const number = r * PER_REQUIREMENT + i + 1;
@@ -71,14 +77,19 @@ export async function githubBudgetScenario(): Promise<ScenarioResult> {
       const report = await reconciler.reconcile();
       const ms = performance.now() - started;
       const counts = github.counts();
-      progress(`github-budget: ${label}: ${counts.total} requests, ${counts.graphqlCost} points, ${Math.round(ms)} ms, ${report.deliveries} messages`);
+      progress(
+        `github-budget: ${label}: ${counts.total} requests, ${counts.graphqlCost} points, ${Math.round(ms)} ms, ${report.deliveries} messages`,
+      );
       return { counts, ms, report };
     };
     const baseline = await tick('first tick (baseline)');
     const quiet = await tick('quiet tick');
     const changed = Math.round(PULL_REQUESTS * CHURN);
     for (let n = 1; n <= changed; n++) {
-      github.addComment(`org/repo${Math.floor((n * 10 - 1) / PER_REQUIREMENT) % 7}`, n * 10, { author: 'reviewer', body: `comment ${n}` });
+      github.addComment(`org/repo${Math.floor((n * 10 - 1) / PER_REQUIREMENT) % 7}`, n * 10, {
+        author: 'reviewer',
+        body: `comment ${n}`,
+      });
     }
     const busy = await tick(`busy tick (${changed} PRs changed)`);
     const ticksPerHour = 3600 / CONFIGURATION_DEFAULTS.pullRequestReconcileIntervalSeconds;
@@ -86,7 +97,11 @@ export async function githubBudgetScenario(): Promise<ScenarioResult> {
     const busyHour = busy.counts.total * ticksPerHour;
     return {
       figures: [
-        { name: 'requests, first tick (baseline: summaries + every snapshot)', unit: 'requests', value: baseline.counts.total },
+        {
+          name: 'requests, first tick (baseline: summaries + every snapshot)',
+          unit: 'requests',
+          value: baseline.counts.total,
+        },
         { name: 'requests per quiet tick (summaries only)', unit: 'requests', value: quiet.counts.total },
         { name: `requests per busy tick (${CHURN * 100}% of PRs changed)`, unit: 'requests', value: busy.counts.total },
         {
@@ -95,10 +110,23 @@ export async function githubBudgetScenario(): Promise<ScenarioResult> {
           unit: 'requests',
           value: busyHour,
         },
-        { name: 'headroom vs 5,000 requests/hour (busy)', target: { op: '>=', value: 5 }, unit: 'x', value: round(PRIMARY_BUDGET / busyHour, 1) },
+        {
+          name: 'headroom vs 5,000 requests/hour (busy)',
+          target: { op: '>=', value: 5 },
+          unit: 'x',
+          value: round(PRIMARY_BUDGET / busyHour, 1),
+        },
         { name: 'headroom vs 5,000 requests/hour (quiet)', unit: 'x', value: round(PRIMARY_BUDGET / quietHour, 1) },
-        { name: 'GraphQL points per hour, busy (GitHub formula, modelled)', unit: 'points', value: busy.counts.graphqlCost * ticksPerHour },
-        { name: 'GraphQL points per hour, quiet (modelled)', unit: 'points', value: quiet.counts.graphqlCost * ticksPerHour },
+        {
+          name: 'GraphQL points per hour, busy (GitHub formula, modelled)',
+          unit: 'points',
+          value: busy.counts.graphqlCost * ticksPerHour,
+        },
+        {
+          name: 'GraphQL points per hour, quiet (modelled)',
+          unit: 'points',
+          value: quiet.counts.graphqlCost * ticksPerHour,
+        },
         { name: 'tick duration, quiet', unit: 'ms', value: Math.round(quiet.ms) },
         { name: 'tick duration, busy', unit: 'ms', value: Math.round(busy.ms) },
         { name: 'tick duration, first (baseline)', unit: 'ms', value: Math.round(baseline.ms) },

@@ -52,13 +52,15 @@ const SETUP_CONCURRENCY = 4;
 
 /** File n: in one of 100 folders by n % 100, so a branch's 100 files change every folder's tree. */
 const fileName = (n: number) => `src/d${String(n % 100).padStart(2, '0')}/f${String(n).padStart(5, '0')}.txt`;
-const fileText = (n: number) => Array.from({ length: LINES }, (_, k) => `file ${n} line ${k + 1}: ${'x'.repeat(24)}\n`).join('');
+const fileText = (n: number) =>
+  Array.from({ length: LINES }, (_, k) => `file ${n} line ${k + 1}: ${'x'.repeat(24)}\n`).join('');
 /** Files owned by Requirement i (i·1000 + 0…99), files shared by overlap p (p·1000 + 500…), a run's extra file (i·1000 + 900 + round). */
 const ownFile = (i: number, k: number) => i * 1000 + k;
 const sharedFile = (overlap: number, s: number) => overlap * 1000 + 500 + s;
 const extraFile = (i: number, k: number) => i * 1000 + 900 + k;
 
-const gitAsync = async (cwd: string, ...args: string[]) => (await promisify(execFile)('git', args, { cwd, maxBuffer: 64 * 1024 * 1024 })).stdout;
+const gitAsync = async (cwd: string, ...args: string[]) =>
+  (await promisify(execFile)('git', args, { cwd, maxBuffer: 64 * 1024 * 1024 })).stdout;
 
 /**
  * 20,000 text files of 20 lines in 100 folders, one commit on `main`, written as one pack by
@@ -79,12 +81,19 @@ function generateRepository(dir: string): void {
     chunks.push(`blob\nmark :${n + 1}\ndata ${Buffer.byteLength(text)}\n${text}\n`);
   }
   const message = 'generated\n';
-  chunks.push(`commit refs/heads/main\ncommitter Person <person@example.com> 1700000000 +0000\ndata ${message.length}\n${message}\n`);
+  chunks.push(
+    `commit refs/heads/main\ncommitter Person <person@example.com> 1700000000 +0000\ndata ${message.length}\n${message}\n`,
+  );
   for (let n = 0; n < FILES; n++) {
     chunks.push(`M 100644 :${n + 1} ${fileName(n)}\n`);
   }
   chunks.push('\n');
-  execFileSync('git', ['fast-import', '--quiet'], { cwd: dir, input: chunks.join(''), maxBuffer: 64 * 1024 * 1024, stdio: ['pipe', 'ignore', 'pipe'] });
+  execFileSync('git', ['fast-import', '--quiet'], {
+    cwd: dir,
+    input: chunks.join(''),
+    maxBuffer: 64 * 1024 * 1024,
+    stdio: ['pipe', 'ignore', 'pipe'],
+  });
   git(dir, 'reset', '-q', '--hard', 'main');
 }
 
@@ -224,7 +233,11 @@ export async function landingScenario(): Promise<ScenarioResult> {
   let manager: ManagerProcess | null = null;
   let stream: SseConnection | null = null;
   const start = async () => {
-    const m = await startManager({ args: ['--log-level', 'debug'], env: { CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT }, sandbox });
+    const m = await startManager({
+      args: ['--log-level', 'debug'],
+      env: { CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT },
+      sandbox,
+    });
     stream = await connectSse(`${m.origin}/api/events`);
     return m;
   };
@@ -244,7 +257,9 @@ export async function landingScenario(): Promise<ScenarioResult> {
     manager = await start();
     const m0 = manager;
     const work = plans();
-    progress(`landing: ${REQUIREMENTS} Requirements, each committing ${FILES_PER_BRANCH} changed files in its worktree`);
+    progress(
+      `landing: ${REQUIREMENTS} Requirements, each committing ${FILES_PER_BRANCH} changed files in its worktree`,
+    );
     const ids: string[] = [];
     for (let i = 0; i < REQUIREMENTS; i++) {
       ids.push((await createRequirement(m0, { title: `Landing bench ${i}` })).id);
@@ -277,9 +292,13 @@ export async function landingScenario(): Promise<ScenarioResult> {
     };
     let base = await readHeads();
     for (const id of ids) {
-      const changed = (await gitAsync(top, 'diff', '--name-only', `${base}...${heads.get(id)}`)).split('\n').filter((l) => l !== '');
+      const changed = (await gitAsync(top, 'diff', '--name-only', `${base}...${heads.get(id)}`))
+        .split('\n')
+        .filter((l) => l !== '');
       if (changed.length !== FILES_PER_BRANCH) {
-        throw new Error(`requirement ${ids.indexOf(id)}'s branch changes ${changed.length} files, not ${FILES_PER_BRANCH}`);
+        throw new Error(
+          `requirement ${ids.indexOf(id)}'s branch changes ${changed.length} files, not ${FILES_PER_BRANCH}`,
+        );
       }
     }
     const live = new Set(ids.map((_, i) => i));
@@ -307,7 +326,9 @@ export async function landingScenario(): Promise<ScenarioResult> {
       coldSpawned.push(answered - spawned);
       // The log is written asynchronously: its line may follow the answer by a little.
       const m = manager;
-      const first = await until('the first radar pass in the log', async () => loggedPasses(m, offset)[0], 5_000).catch(() => null);
+      const first = await until('the first radar pass in the log', async () => loggedPasses(m, offset)[0], 5_000).catch(
+        () => null,
+      );
       if (first) {
         coldLogged.push(first.ms);
         if (r === 0) {
@@ -325,7 +346,9 @@ export async function landingScenario(): Promise<ScenarioResult> {
     /** The manager's radar passes since `offset` of its log: ms (answers new, carried over a base move, pairs merged; database ms). */
     const passesSince = (offset: number) =>
       loggedPasses(m1, offset)
-        .map((p) => `${p.ms}(${String(p.answered)}a ${String(p.carried)}c ${String(p.merged)}m ${String(p.publishMs)}db)`)
+        .map(
+          (p) => `${p.ms}(${String(p.answered)}a ${String(p.carried)}c ${String(p.merged)}m ${String(p.publishMs)}db)`,
+        )
         .join(' ');
     for (const [k, i] of RUN_TARGETS.slice(0, RUN_ROUNDS).entries()) {
       progress(`landing: one more run of requirement ${i} (${k + 1}/${RUN_ROUNDS})`);
@@ -337,14 +360,23 @@ export async function landingScenario(): Promise<ScenarioResult> {
       }
       const from = sse.events.length;
       const logAt = logSize(m1);
-      await startRun(m1, id, sh(`sed -i '1s/.*/one more edit by requirement ${i}/' ${fileName(extraFile(i, k))} && git commit -q -am 'one more file'`));
+      await startRun(
+        m1,
+        id,
+        sh(
+          `sed -i '1s/.*/one more edit by requirement ${i}/' ${fileName(extraFile(i, k))} && git commit -q -am 'one more file'`,
+        ),
+      );
       const ended = await sse.waitUntil(
         (e) => sse.events.indexOf(e) >= from && e.data.type === 'run.succeeded' && e.data.requirementId === id,
         `the run of requirement ${i} to end`,
         60_000,
       );
       const seen = await sse.waitUntil(
-        (e) => sse.events.indexOf(e) >= from && isRadar(e) && radarOf(e).requirements.some((row) => row.requirementId === id && row.headSha !== was),
+        (e) =>
+          sse.events.indexOf(e) >= from &&
+          isRadar(e) &&
+          radarOf(e).requirements.some((row) => row.requirementId === id && row.headSha !== was),
         `the radar to see requirement ${i}'s new head`,
         60_000,
       );
@@ -382,7 +414,9 @@ export async function landingScenario(): Promise<ScenarioResult> {
       const from = sse.events.length;
       const logAt = logSize(m1);
       const t0 = performance.now();
-      const landed = await ok(m1.api.POST('/api/requirements/{id}/land', { body: { method }, params: { path: { id } } }));
+      const landed = await ok(
+        m1.api.POST('/api/requirements/{id}/land', { body: { method }, params: { path: { id } } }),
+      );
       const landedAt = performance.timeOrigin + performance.now();
       lands.push(performance.now() - t0);
       live.delete(i);
@@ -393,7 +427,10 @@ export async function landingScenario(): Promise<ScenarioResult> {
             return false;
           }
           const radar = radarOf(e);
-          return !radar.requirements.some((row) => row.requirementId === id) && radar.requirements.every((row) => row.baseSha === commit);
+          return (
+            !radar.requirements.some((row) => row.requirementId === id) &&
+            radar.requirements.every((row) => row.baseSha === commit)
+          );
         },
         `the radar to see ${commit.slice(0, 8)} as everyone's base`,
         60_000,
@@ -424,20 +461,36 @@ export async function landingScenario(): Promise<ScenarioResult> {
       JSON.stringify({
         pairs: radar.pairs.map((p) => [[p.a, p.b].sort(), p.paths]).sort(),
         rows: radar.requirements
-          .map((r) => [r.requirementId, r.mergesCleanly, r.behindBy, r.baseSha, r.headSha, r.conflictPaths, r.conflictsWith.map((c) => [c.requirementId, c.paths]).sort()])
+          .map((r) => [
+            r.requirementId,
+            r.mergesCleanly,
+            r.behindBy,
+            r.baseSha,
+            r.headSha,
+            r.conflictPaths,
+            r.conflictsWith.map((c) => [c.requirementId, c.paths]).sort(),
+          ])
           .sort(),
       });
     if (comparable(fresh) !== comparable(incremental)) {
-      throw new Error(`the incremental radar differs from a cold pass: ${comparable(incremental).slice(0, 600)} vs ${comparable(fresh).slice(0, 600)}`);
+      throw new Error(
+        `the incremental radar differs from a cold pass: ${comparable(incremental).slice(0, 600)} vs ${comparable(fresh).slice(0, 600)}`,
+      );
     }
     const m2 = manager;
-    const freshPass = await until('the cold pass in the log', async () => loggedPasses(m2, finalOffset)[0], 5_000).catch(() => null);
+    const freshPass = await until(
+      'the cold pass in the log',
+      async () => loggedPasses(m2, finalOffset)[0],
+      5_000,
+    ).catch(() => null);
     notes.push(
       `after the lands, ${live.size} Requirements further behind: cold GET ${Math.round(freshMs)} ms from the banner${freshPass ? `, pass as logged ${freshPass.ms} ms` : ''}; same answers as the incremental radar`,
     );
     const personal = git(top, 'status', '--porcelain', '--untracked-files=no');
     if (personal !== '' || git(top, 'rev-parse', 'HEAD').trim() !== base) {
-      throw new Error(`the person's checkout of main did not follow the lands cleanly: HEAD ${git(top, 'rev-parse', 'HEAD').trim()}, status ${personal}`);
+      throw new Error(
+        `the person's checkout of main did not follow the lands cleanly: HEAD ${git(top, 'rev-parse', 'HEAD').trim()}, status ${personal}`,
+      );
     }
     const figures: Figure[] = [];
     const p95 = (values: number[]) =>
@@ -473,7 +526,12 @@ export async function landingScenario(): Promise<ScenarioResult> {
       unit: 'ms',
       value: round(p95(afterLand), 0),
     });
-    figures.push({ name: `land (POST /land, merge and squash in turn), p95 of ${lands.length}`, target: { op: '<=', value: 2000 }, unit: 'ms', value: round(p95(lands), 0) });
+    figures.push({
+      name: `land (POST /land, merge and squash in turn), p95 of ${lands.length}`,
+      target: { op: '<=', value: 2000 },
+      unit: 'ms',
+      value: round(p95(lands), 0),
+    });
     const list = (values: number[]) => values.map((v) => Math.round(v)).join(', ');
     notes.push(
       `cold GET from the listening banner: ${list(cold)} ms (from the process's spawn: ${list(coldSpawned)} ms${coldLogged.length > 0 ? `; pass as logged: ${list(coldLogged)} ms` : ''})`,
@@ -487,7 +545,9 @@ export async function landingScenario(): Promise<ScenarioResult> {
   } catch (err) {
     const m = manager;
     const alive = m !== null && m.child.exitCode === null && m.child.signalCode === null;
-    throw new Error(`${(err as Error).message}; manager ${m === null ? 'not running' : alive ? 'alive' : 'exited'}; stderr: ${m?.stderr().slice(-1500) ?? ''}`);
+    throw new Error(
+      `${(err as Error).message}; manager ${m === null ? 'not running' : alive ? 'alive' : 'exited'}; stderr: ${m?.stderr().slice(-1500) ?? ''}`,
+    );
   } finally {
     await stop();
     removeInBackground(path.dirname(sandbox.home));

@@ -20,7 +20,12 @@ export function run(options: autocannon.Options): Promise<autocannon.Result> {
  * step, so most of them would reply to the same Requirement at once and wait in its actor for
  * each other's commits — measuring one Requirement's serial order, not the write path.
  */
-export function replyLoad(manager: ManagerProcess, requirements: string[], connections: number, duration: number): Promise<autocannon.Result> {
+export function replyLoad(
+  manager: ManagerProcess,
+  requirements: string[],
+  connections: number,
+  duration: number,
+): Promise<autocannon.Result> {
   let next = 0;
   return run({
     connections,
@@ -50,7 +55,9 @@ export function replyLoad(manager: ManagerProcess, requirements: string[], conne
 export async function repliesScenario(manager: ManagerProcess): Promise<ScenarioResult> {
   const requirements: string[] = [];
   for (let i = 0; i < 16; i++) {
-    requirements.push((await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: `bench ${i}` })).json.id);
+    requirements.push(
+      (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: `bench ${i}` })).json.id,
+    );
   }
   progress(`replies: warming up`);
   await run({ connections: 8, duration: 2, url: `${manager.origin}/api/health` });

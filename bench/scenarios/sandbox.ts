@@ -1,7 +1,14 @@
 import * as path from 'node:path';
 
 import { send } from '../../test/support/http';
-import { WORKTREE_AGENT, createRequirement, initRepository, wholeReport, settled, startRun } from '../../test/support/git-repo';
+import {
+  WORKTREE_AGENT,
+  createRequirement,
+  initRepository,
+  wholeReport,
+  settled,
+  startRun,
+} from '../../test/support/git-repo';
 import { ManagerProcess, makeSandbox, startManager } from '../../test/support/manager-process';
 import { until } from '../../test/support/wait';
 import { ScenarioResult, percentile, progress, round } from '../harness';
@@ -46,9 +53,15 @@ async function firstRun(side: Side, round: number): Promise<void> {
 
 /** Ten Requirements started at once: each run's wall time (start request to finished). */
 async function concurrent(side: Side, round: number): Promise<void> {
-  const requirements = await Promise.all(Array.from({ length: CONCURRENT }, (_, i) => createRequirement(side.manager, { title: `Many ${side.label} ${round}.${i}` })));
+  const requirements = await Promise.all(
+    Array.from({ length: CONCURRENT }, (_, i) =>
+      createRequirement(side.manager, { title: `Many ${side.label} ${round}.${i}` }),
+    ),
+  );
   const started = Date.now();
-  await Promise.all(requirements.map((r) => send(side.manager.origin, 'POST', `/api/requirements/${r.id}/start`, { message: 'go' })));
+  await Promise.all(
+    requirements.map((r) => send(side.manager.origin, 'POST', `/api/requirements/${r.id}/start`, { message: 'go' })),
+  );
   for (const r of requirements) {
     const { run } = await settled(side.manager, r.id, 1);
     if (run.status !== 'succeeded') {
@@ -84,11 +97,18 @@ export async function sandboxScenario(): Promise<ScenarioResult> {
       concurrentWall: [],
       label: 'off',
       reports: boxes[1].shared,
-      manager: await startManager({ args: ['--log-level', 'warn'], env: { ...env, CODE_FACTORY_AGENT_ISOLATION: 'off' }, sandbox: boxes[1] }),
+      manager: await startManager({
+        args: ['--log-level', 'warn'],
+        env: { ...env, CODE_FACTORY_AGENT_ISOLATION: 'off' },
+        sandbox: boxes[1],
+      }),
       toAgent: [],
       wall: [],
     });
-    const health = (await send(sides[0].manager.origin, 'GET', '/api/health')).json.agentIsolation as { enabled: boolean; reason: string | null };
+    const health = (await send(sides[0].manager.origin, 'GET', '/api/health')).json.agentIsolation as {
+      enabled: boolean;
+      reason: string | null;
+    };
     if (!health.enabled) {
       throw new Error(`the sandbox is not available here: ${health.reason}`);
     }
@@ -118,12 +138,32 @@ export async function sandboxScenario(): Promise<ScenarioResult> {
   const [on, off] = sides;
   return {
     figures: [
-      { name: `first run until its agent starts, sandbox on, p50 of ${ROUNDS}`, unit: 'ms', value: round(p(on.toAgent, 50), 0) },
-      { name: `first run until its agent starts, sandbox off, p50 of ${ROUNDS}`, unit: 'ms', value: round(p(off.toAgent, 50), 0) },
-      { name: 'time to agent start, sandbox on / off (p50)', unit: '', value: round(p(on.toAgent, 50) / p(off.toAgent, 50)) },
+      {
+        name: `first run until its agent starts, sandbox on, p50 of ${ROUNDS}`,
+        unit: 'ms',
+        value: round(p(on.toAgent, 50), 0),
+      },
+      {
+        name: `first run until its agent starts, sandbox off, p50 of ${ROUNDS}`,
+        unit: 'ms',
+        value: round(p(off.toAgent, 50), 0),
+      },
+      {
+        name: 'time to agent start, sandbox on / off (p50)',
+        unit: '',
+        value: round(p(on.toAgent, 50) / p(off.toAgent, 50)),
+      },
       { name: 'run wall time, sandbox on / off (p50)', unit: '', value: round(p(on.wall, 50) / p(off.wall, 50)) },
-      { name: `${CONCURRENT} runs at once: wall time p50, sandbox on / off`, unit: '', value: round(p(on.concurrentWall, 50) / p(off.concurrentWall, 50)) },
-      { name: `${CONCURRENT} runs at once: wall time p95, sandbox on / off`, unit: '', value: round(p(on.concurrentWall, 95) / p(off.concurrentWall, 95)) },
+      {
+        name: `${CONCURRENT} runs at once: wall time p50, sandbox on / off`,
+        unit: '',
+        value: round(p(on.concurrentWall, 50) / p(off.concurrentWall, 50)),
+      },
+      {
+        name: `${CONCURRENT} runs at once: wall time p95, sandbox on / off`,
+        unit: '',
+        value: round(p(on.concurrentWall, 95) / p(off.concurrentWall, 95)),
+      },
     ],
     notes: sides.map(
       (s) =>

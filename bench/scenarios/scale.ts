@@ -56,7 +56,8 @@ const TARGET_RATIO = 2;
 
 /** Deterministic IDs in the app's shape (`<prefix>_<uuid>`), increasing with the counter. */
 const idSql = (prefix: string, counter: string) => `printf('${prefix}_5ca1e000-0000-4000-8000-%012x', ${counter})`;
-const scaleId = (prefix: string, counter: number) => `${prefix}_5ca1e000-0000-4000-8000-${counter.toString(16).padStart(12, '0')}`;
+const scaleId = (prefix: string, counter: number) =>
+  `${prefix}_5ca1e000-0000-4000-8000-${counter.toString(16).padStart(12, '0')}`;
 /** An ISO timestamp (as Date.toISOString writes it) from epoch milliseconds. */
 const isoSql = (ms: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', (${ms}) / 1000.0, 'unixepoch')`;
 
@@ -67,7 +68,10 @@ const BODY_SQL = (k: string) => `CASE ${k} % 4
   ELSE 'The CI failure was a flaky timeout in \`compaction.spec.ts\`; re-ran it and it passed.' END || ' (step ' || ${k} || ')'`;
 
 /** The Requirement snapshot every Requirement event carries (toRequirementResponse), as SQL JSON. */
-function snapshotSql(r: string, at: { status: string; state: string; consumed: string; updatedAt: string; completedAt: string }): string {
+function snapshotSql(
+  r: string,
+  at: { status: string; state: string; consumed: string; updatedAt: string; completedAt: string },
+): string {
   return `json_object(
     'autoReview', NULL, 'baseRef', NULL, 'budget', NULL, 'budgetReachedAt', NULL, 'completedAt', ${at.completedAt}, 'createdAt', ${r}.created, 'createdBy', 'human', 'description', ${r}.description,
     'forkedFromRequirementId', NULL, 'id', ${r}.id, 'isolation', 'in_place',
@@ -84,7 +88,10 @@ function snapshotSql(r: string, at: { status: string; state: string; consumed: s
  * placeholder (with its quotes, as JSON wrote it) replaced by its conversion.
  */
 function templateSql(json: string, placeholders: Record<string, string>): string {
-  return Object.entries(placeholders).reduce((sql, [from, to]) => `replace(${sql}, '${from}', '${to}')`, `replace(${json}, '%', '%%')`);
+  return Object.entries(placeholders).reduce(
+    (sql, [from, to]) => `replace(${sql}, '${from}', '${to}')`,
+    `replace(${json}, '%', '%%')`,
+  );
 }
 
 /** The statements that fill a freshly migrated database with `shape`, named for progress lines. */
@@ -164,7 +171,17 @@ function seedStatements(shape: Shape, now: number): Array<[string, string]> {
            'message', json_object('attachments', json_array(), 'author', '@1', 'body', '@2', 'createdAt', '@3', 'deliverToRd', '@4', 'id', '@5',
              'metadata', NULL, 'requirementId', id, 'runId', '@6', 'sequence', '@7', 'sessionId', ses, 'source', NULL, 'sourceRequirementId', NULL, 'triggerId', NULL),
            'requirement', ${snapshotSql('plan', { completedAt: 'plan.completed', consumed: `'@8'`, state: 'plan.state', status: 'plan.status', updatedAt: `'@9'` })})`,
-        { '"@1"': '"%s"', '"@2"': '%s', '"@3"': '"%s"', '"@4"': '%s', '"@5"': '"%s"', '"@6"': '%s', '"@7"': '%d', '"@8"': '%d', '"@9"': '"%s"' },
+        {
+          '"@1"': '"%s"',
+          '"@2"': '%s',
+          '"@3"': '"%s"',
+          '"@4"': '%s',
+          '"@5"': '"%s"',
+          '"@6"': '%s',
+          '"@7"': '%d',
+          '"@8"': '%d',
+          '"@9"': '"%s"',
+        },
       )};
        INSERT INTO manager_event (id, type, requirement_id, session_id, run_id, actor_kind, actor_id, payload, created_at)
          SELECT ${R} + r.off + m.sequence, 'message.created', r.id, r.ses, m.run_id, CASE m.author WHEN 'human' THEN 'human' ELSE 'agent' END, m.run_id,
@@ -215,7 +232,10 @@ function all<T>(db: sqlite3.Database, sql: string): Promise<T[]> {
 async function seed(databasePath: string, shape: Shape, label: string, verbose = false): Promise<void> {
   const db = new sqlite3.Database(databasePath);
   try {
-    await exec(db, 'PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -1048576; PRAGMA temp_store = MEMORY; PRAGMA locking_mode = EXCLUSIVE');
+    await exec(
+      db,
+      'PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -1048576; PRAGMA temp_store = MEMORY; PRAGMA locking_mode = EXCLUSIVE',
+    );
     await exec(db, 'BEGIN');
     for (const [name, sql] of seedStatements(shape, Date.now())) {
       const t = Date.now();
@@ -231,7 +251,12 @@ async function seed(databasePath: string, shape: Shape, label: string, verbose =
       `SELECT (SELECT COUNT(*) FROM requirement) AS r, (SELECT COUNT(*) FROM requirement_message) AS m, (SELECT MAX(id) FROM manager_event) AS e,
          (SELECT seq FROM sqlite_sequence WHERE name = 'manager_event') AS seq`,
     );
-    if (counts?.r !== shape.requirements || counts.m !== shape.messages || counts.e !== shape.events || counts.seq !== shape.events) {
+    if (
+      counts?.r !== shape.requirements ||
+      counts.m !== shape.messages ||
+      counts.e !== shape.events ||
+      counts.seq !== shape.events
+    ) {
       throw new Error(`scale: ${label} seeded ${JSON.stringify(counts)}, expected ${JSON.stringify(shape)}`);
     }
   } finally {
@@ -264,12 +289,22 @@ class Client {
   get(pathname: string): Promise<{ ms: number; status: number; body: string }> {
     return new Promise((resolve, reject) => {
       const t = performance.now();
-      const req = http.get(`${this.manager.origin}${pathname}`, { agent: this.agent, headers: { authorization: `Bearer ${this.manager.token}` } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ body: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - t, status: res.statusCode ?? 0 }));
-        res.on('error', reject);
-      });
+      const req = http.get(
+        `${this.manager.origin}${pathname}`,
+        { agent: this.agent, headers: { authorization: `Bearer ${this.manager.token}` } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({
+              body: Buffer.concat(chunks).toString('utf8'),
+              ms: performance.now() - t,
+              status: res.statusCode ?? 0,
+            }),
+          );
+          res.on('error', reject);
+        },
+      );
       req.on('error', reject);
     });
   }
@@ -287,7 +322,9 @@ class Client {
     let cursor: string | null = null;
     for (let seen = 0; seen < item;) {
       const limit = Math.min(200, item - seen);
-      const page: { items: unknown[]; nextCursor: string | null } = await this.json(`${pathname}?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const page: { items: unknown[]; nextCursor: string | null } = await this.json(
+        `${pathname}?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       seen += page.items.length;
       cursor = page.nextCursor;
       if (!cursor) {
@@ -377,7 +414,12 @@ function figures(label: string, pair: Pair): Figure[] {
     out.push(
       { name: `${label} p${p} large`, unit: 'ms', value: round(large) },
       { name: `${label} p${p} small`, unit: 'ms', value: round(small) },
-      { name: `${label} p${p} large/small`, target: { op: '<=', value: TARGET_RATIO }, unit: '×', value: round(large / small) },
+      {
+        name: `${label} p${p} large/small`,
+        target: { op: '<=', value: TARGET_RATIO },
+        unit: '×',
+        value: round(large / small),
+      },
     );
   }
   return out;
@@ -391,10 +433,14 @@ function copyToPostgres(sandbox: Sandbox, url: string): Promise<string> {
   const env: NodeJS.ProcessEnv = { ...process.env, CODE_FACTORY_HOME: sandbox.home };
   delete env.CODE_FACTORY_DATABASE_URL;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'agent-manager.js'), 'db', 'copy', '--to', url, '--workspace', sandbox.workspace], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [path.join(ROOT, 'bin', 'agent-manager.js'), 'db', 'copy', '--to', url, '--workspace', sandbox.workspace],
+      {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -436,7 +482,9 @@ export async function scaleScenario({ postgresUrl }: { postgresUrl?: string } = 
       const copyStart = Date.now();
       const copied = await copyToPostgres(large.sandbox, postgresUrl);
       const copySeconds = (Date.now() - copyStart) / 1000;
-      progress(`scale: copied in ${round(copySeconds, 1)} s (${/Copied .*/.exec(copied)?.[0] ?? 'no summary'}); small workspace`);
+      progress(
+        `scale: copied in ${round(copySeconds, 1)} s (${/Copied .*/.exec(copied)?.[0] ?? 'no summary'}); small workspace`,
+      );
       await copyToPostgres(small.sandbox, postgresUrl);
       const [size] = await pgQuery<{ bytes: string }>(
         large.databasePath,
@@ -465,9 +513,14 @@ export async function scaleScenario({ postgresUrl }: { postgresUrl?: string } = 
     const m = { large: lastLarge.manager, small: lastSmall.manager };
     startup.large = [...startup.large, last.large.ms].sort((a, b) => a - b);
     startup.small = [...startup.small, last.small.ms].sort((a, b) => a - b);
-    progress(`scale: startup (ms) large ${startup.large.map((ms) => Math.round(ms)).join(' ')}, small ${startup.small.map((ms) => Math.round(ms)).join(' ')}; at ${elapsed()} s`);
+    progress(
+      `scale: startup (ms) large ${startup.large.map((ms) => Math.round(ms)).join(' ')}, small ${startup.small.map((ms) => Math.round(ms)).join(' ')}; at ${elapsed()} s`,
+    );
     const client = { large: new Client(m.large), small: new Client(m.small) };
-    const bigIndex = { large: Math.floor((0.5 * shape.requirements) / shape.big), small: Math.floor((0.5 * SMALL.requirements) / SMALL.big) };
+    const bigIndex = {
+      large: Math.floor((0.5 * shape.requirements) / shape.big),
+      small: Math.floor((0.5 * SMALL.requirements) / SMALL.big),
+    };
     const conversation = { large: scaleId('req', bigIndex.large), small: scaleId('req', bigIndex.small) };
     const deepCursor = {
       large: await client.large.cursorAfter('/api/requirements', DEEP_ITEM.large),
@@ -482,7 +535,9 @@ export async function scaleScenario({ postgresUrl }: { postgresUrl?: string } = 
     for (const which of ['large', 'small'] as const) {
       const first = await client[which].json('/api/requirements');
       const deep = await client[which].json(`/api/requirements?cursor=${encodeURIComponent(deepCursor[which])}`);
-      const late = await client[which].json(`/api/requirements/${conversation[which]}/messages?cursor=${encodeURIComponent(lateCursor[which])}`);
+      const late = await client[which].json(
+        `/api/requirements/${conversation[which]}/messages?cursor=${encodeURIComponent(lateCursor[which])}`,
+      );
       const expectedDeep = scaleId('req', (which === 'large' ? shape : SMALL).requirements - 1 - DEEP_ITEM[which]);
       if (
         first.items.length !== 50 ||
@@ -491,7 +546,9 @@ export async function scaleScenario({ postgresUrl }: { postgresUrl?: string } = 
         deep.items[0].id !== expectedDeep ||
         late.items[0]?.sequence !== LATE_SEQUENCE[which] + 1
       ) {
-        throw new Error(`scale: unexpected pages on the ${which} workspace: deep starts at ${deep.items[0]?.id}, late at ${late.items[0]?.sequence}`);
+        throw new Error(
+          `scale: unexpected pages on the ${which} workspace: deep starts at ${deep.items[0]?.id}, late at ${late.items[0]?.sequence}`,
+        );
       }
     }
 
@@ -504,7 +561,13 @@ export async function scaleScenario({ postgresUrl }: { postgresUrl?: string } = 
           small: `/api/requirements?cursor=${encodeURIComponent(deepCursor.small)}`,
         },
       ],
-      ['conversation first page', { large: `/api/requirements/${conversation.large}/messages`, small: `/api/requirements/${conversation.small}/messages` }],
+      [
+        'conversation first page',
+        {
+          large: `/api/requirements/${conversation.large}/messages`,
+          small: `/api/requirements/${conversation.small}/messages`,
+        },
+      ],
       [
         'conversation late page',
         {
@@ -534,7 +597,12 @@ export async function scaleScenario({ postgresUrl }: { postgresUrl?: string } = 
       });
       out.push(...figures(label, pair));
       if (label.startsWith('search')) {
-        out.push({ name: `${label} p95 large`, target: { op: '<=', value: SEARCH_P95_MS }, unit: 'ms', value: round(percentile(pair.large, 95)) });
+        out.push({
+          name: `${label} p95 large`,
+          target: { op: '<=', value: SEARCH_P95_MS },
+          unit: 'ms',
+          value: round(percentile(pair.large, 95)),
+        });
       }
     }
 
@@ -543,7 +611,9 @@ export async function scaleScenario({ postgresUrl }: { postgresUrl?: string } = 
     const replay = await interleaved(SSE_SAMPLES, async (which) => {
       const { firstData, ids, ms } = await client[which].replay(REPLAY_AFTER[which]);
       if (ids.length !== 200 || ids[0] !== REPLAY_AFTER[which] + 1 || ids[199] !== REPLAY_AFTER[which] + 200) {
-        throw new Error(`scale: replay after ${REPLAY_AFTER[which]} on the ${which} workspace sent ${ids.length} events (${ids[0]}…${ids[ids.length - 1]})`);
+        throw new Error(
+          `scale: replay after ${REPLAY_AFTER[which]} on the ${which} workspace sent ${ids.length} events (${ids[0]}…${ids[ids.length - 1]})`,
+        );
       }
       if (!replayChecked && which === 'large') {
         // A seeded event carries the same snapshot, key for key, as the API's own response.
@@ -572,10 +642,15 @@ export async function scaleScenario({ postgresUrl }: { postgresUrl?: string } = 
     out.push(...figures('startup', startup));
 
     // The manager carries on from the seeded event ids.
-    const created = await send(m.large.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'after the seed' });
+    const created = await send(m.large.origin, 'POST', '/api/requirements', {
+      provider: 'codex',
+      title: 'after the seed',
+    });
     const next = await client.large.firstEventAfter(shape.events);
     if (created.status !== 201 || next !== shape.events + 1) {
-      throw new Error(`scale: a new Requirement on the seeded workspace got status ${created.status} and event id ${next}`);
+      throw new Error(
+        `scale: a new Requirement on the seeded workspace got status ${created.status} and event id ${next}`,
+      );
     }
     client.large.close();
     client.small.close();

@@ -14,7 +14,8 @@ const DURATION_S = 10;
  * write transaction (server clock) to its arrival at each client (same machine, same clock).
  */
 export async function sseFanoutScenario(manager: ManagerProcess): Promise<ScenarioResult> {
-  const requirement = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'fan-out' })).json.id as string;
+  const requirement = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'fan-out' }))
+    .json.id as string;
   // The first reply starts a run (a silent synthetic agent): every later one is queued behind
   // it, so the measured stream is exactly one message.created per reply.
   await send(manager.origin, 'POST', `/api/requirements/${requirement}/reply`, { message: 'warm-up' });
@@ -49,10 +50,18 @@ export async function sseFanoutScenario(manager: ManagerProcess): Promise<Scenar
   const target = new URL(`${manager.origin}/api/requirements/${requirement}/reply`);
   const post = (body: string) =>
     new Promise<number>((resolve, reject) => {
-      const req = http.request(target, { agent, headers: { authorization: `Bearer ${manager.token}`, 'content-type': 'application/json' }, method: 'POST' }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      });
+      const req = http.request(
+        target,
+        {
+          agent,
+          headers: { authorization: `Bearer ${manager.token}`, 'content-type': 'application/json' },
+          method: 'POST',
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -81,10 +90,25 @@ export async function sseFanoutScenario(manager: ManagerProcess): Promise<Scenar
   return {
     figures: [
       { name: 'mutation rate achieved', unit: '/s', value: round(achievedRate, 0) },
-      { name: 'mutations refused', target: { op: '<=', value: 0 }, unit: '', value: statuses.filter((s) => s !== 202).length },
-      { name: 'clients that got every event once, in order', target: { op: '>=', value: CLIENTS }, unit: '', value: complete },
+      {
+        name: 'mutations refused',
+        target: { op: '<=', value: 0 },
+        unit: '',
+        value: statuses.filter((s) => s !== 202).length,
+      },
+      {
+        name: 'clients that got every event once, in order',
+        target: { op: '>=', value: CLIENTS },
+        unit: '',
+        value: complete,
+      },
       { name: 'commit→client p50', unit: 'ms', value: round(percentile(latencies, 50)) },
-      { name: 'commit→client p99', target: { op: '<=', value: 15 }, unit: 'ms', value: round(percentile(latencies, 99)) }, // issue 30
+      {
+        name: 'commit→client p99',
+        target: { op: '<=', value: 15 },
+        unit: 'ms',
+        value: round(percentile(latencies, 99)),
+      }, // issue 30
     ],
     notes: [`${latencies.length} deliveries measured; server createdAt has millisecond resolution`],
     scenario: 'sse-fanout',

@@ -75,10 +75,18 @@ export async function teamScenario(postgresUrl: string | undefined): Promise<Sce
       // At once, as people would: the board's start lock lets them in one at a time.
       const starts = await Promise.allSettled(
         indices.map((i) =>
-          startManager({ args: ['--board', '--person-name', PEOPLE[i], '--log-level', 'warn'], env: { CODE_FACTORY_DATABASE_URL: postgresUrl }, sandbox: sandboxes[i] }),
+          startManager({
+            args: ['--board', '--person-name', PEOPLE[i], '--log-level', 'warn'],
+            env: { CODE_FACTORY_DATABASE_URL: postgresUrl },
+            sandbox: sandboxes[i],
+          }),
         ),
       );
-      starts.forEach((start, k) => start.status === 'fulfilled' && runners.push({ alive: true, manager: start.value, person: PEOPLE[indices[k]] }));
+      starts.forEach(
+        (start, k) =>
+          start.status === 'fulfilled' &&
+          runners.push({ alive: true, manager: start.value, person: PEOPLE[indices[k]] }),
+      );
       const failed = starts.find((start) => start.status === 'rejected');
       if (failed) {
         throw failed.reason; // the ones that started are stopped below
@@ -118,17 +126,36 @@ export async function teamScenario(postgresUrl: string | undefined): Promise<Sce
       figures: [
         { name: 'A→C commit→client p50', unit: 'ms', value: round(percentile(latency.acrossMs, 50)) },
         { name: 'A→C commit→client p95', unit: 'ms', value: round(percentile(latency.acrossMs, 95)) },
-        { name: 'A→C commit→client p99', target: { op: '<=', value: 50 }, unit: 'ms', value: round(percentile(latency.acrossMs, 99)) },
+        {
+          name: 'A→C commit→client p99',
+          target: { op: '<=', value: 50 },
+          unit: 'ms',
+          value: round(percentile(latency.acrossMs, 99)),
+        },
         { name: 'A→A commit→client p99 (same runner)', unit: 'ms', value: round(percentile(latency.localMs, 99)) },
-        { name: "C's stream: A's events, each once, in A's order", target: { op: '>=', value: 1 }, unit: '', value: latency.sameOrder ? 1 : 0 },
+        {
+          name: "C's stream: A's events, each once, in A's order",
+          target: { op: '>=', value: 1 },
+          unit: '',
+          value: latency.sameOrder ? 1 : 0,
+        },
         { name: 'reply throughput, A alone on the board (reference)', unit: 'req/s', value: round(alone.rate, 0) },
         { name: 'reply throughput, one runner of three', unit: 'req/s', value: round(throughput.one.rate, 0) },
         { name: 'reply throughput, three runners', unit: 'req/s', value: round(throughput.three.rate, 0) },
-        { name: 'reply throughput three / one', unit: '', value: round(throughput.three.rate / throughput.one.rate, 3) },
+        {
+          name: 'reply throughput three / one',
+          unit: '',
+          value: round(throughput.three.rate / throughput.one.rate, 3),
+        },
         { name: 'reply latency p99, A alone on the board', unit: 'ms', value: alone.p99 },
         { name: 'reply latency p99, one runner of three', unit: 'ms', value: throughput.one.p99 },
         { name: 'reply latency p99, three runners (worst runner)', unit: 'ms', value: throughput.three.p99 },
-        { name: 'reply errors', target: { op: '<=', value: 0 }, unit: '', value: alone.errors + throughput.one.errors + throughput.three.errors },
+        {
+          name: 'reply errors',
+          target: { op: '<=', value: 0 },
+          unit: '',
+          value: alone.errors + throughput.one.errors + throughput.three.errors,
+        },
         ...failover.figures,
       ],
       notes: [
@@ -152,19 +179,32 @@ export async function teamScenario(postgresUrl: string | undefined): Promise<Sce
 }
 
 /** Replies posted to A at a steady rate; their events timed on a client of C and one of A. */
-async function eventLatency(a: ManagerProcess, c: ManagerProcess): Promise<{ acrossMs: number[]; localMs: number[]; sameOrder: boolean }> {
+async function eventLatency(
+  a: ManagerProcess,
+  c: ManagerProcess,
+): Promise<{ acrossMs: number[]; localMs: number[]; sameOrder: boolean }> {
   const requirement = await startRequirement(a, 'latency');
   const [onA, onC] = await Promise.all([a, c].map((m) => connectSse(`${m.origin}/api/events`, {}, { parse: false })));
   try {
-    progress(`team: ${LATENCY_EVENTS} replies committed on A at ${LATENCY_RATE_PER_S}/s (after ${LATENCY_WARMUP} untimed), timed on C's stream`);
+    progress(
+      `team: ${LATENCY_EVENTS} replies committed on A at ${LATENCY_RATE_PER_S}/s (after ${LATENCY_WARMUP} untimed), timed on C's stream`,
+    );
     const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
     const target = new URL(`${a.origin}/api/requirements/${requirement}/reply`);
     const post = (body: string) =>
       new Promise<number>((resolve, reject) => {
-        const req = http.request(target, { agent, headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' }, method: 'POST' }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode ?? 0));
-        });
+        const req = http.request(
+          target,
+          {
+            agent,
+            headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+            method: 'POST',
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });
@@ -175,7 +215,11 @@ async function eventLatency(a: ManagerProcess, c: ManagerProcess): Promise<{ acr
       if (wait > 0) {
         await new Promise((r) => setTimeout(r, wait));
       }
-      inflight.push(post(JSON.stringify({ message: i < LATENCY_WARMUP ? `team warm-up ${i}` : `team latency ${i - LATENCY_WARMUP}` })));
+      inflight.push(
+        post(
+          JSON.stringify({ message: i < LATENCY_WARMUP ? `team warm-up ${i}` : `team latency ${i - LATENCY_WARMUP}` }),
+        ),
+      );
     }
     const statuses = await Promise.all(inflight);
     agent.destroy();
@@ -183,8 +227,13 @@ async function eventLatency(a: ManagerProcess, c: ManagerProcess): Promise<{ acr
     if (refused > 0) {
       throw new Error(`${refused} of ${statuses.length} replies on A were refused`);
     }
-    const measured = (stream: SseConnection) => stream.events.filter((e) => e.event === 'message.created' && e.raw.includes('team latency '));
-    await until(`${LATENCY_EVENTS} events on both streams`, () => Promise.resolve(measured(onA).length >= LATENCY_EVENTS && measured(onC).length >= LATENCY_EVENTS), 30_000);
+    const measured = (stream: SseConnection) =>
+      stream.events.filter((e) => e.event === 'message.created' && e.raw.includes('team latency '));
+    await until(
+      `${LATENCY_EVENTS} events on both streams`,
+      () => Promise.resolve(measured(onA).length >= LATENCY_EVENTS && measured(onC).length >= LATENCY_EVENTS),
+      30_000,
+    );
     // Parsed only now: the receipt time was taken before any of this.
     const latencies = (stream: SseConnection) =>
       measured(stream)
@@ -192,7 +241,8 @@ async function eventLatency(a: ManagerProcess, c: ManagerProcess): Promise<{ acr
         .sort((x, y) => x - y);
     const ids = (stream: SseConnection) => measured(stream).map((e) => e.id);
     const [idsA, idsC] = [ids(onA), ids(onC)];
-    const sameOrder = idsC.length === LATENCY_EVENTS && idsC.every((id, k) => id === idsA[k] && (k === 0 || id > idsC[k - 1]));
+    const sameOrder =
+      idsC.length === LATENCY_EVENTS && idsC.every((id, k) => id === idsA[k] && (k === 0 || id > idsC[k - 1]));
     return { acrossMs: latencies(onC), localMs: latencies(onA), sameOrder };
   } finally {
     onA.close();
@@ -222,7 +272,9 @@ async function replyThroughput(runners: Runner[], requirements: string[]): Promi
   progress(`team: POST /reply for ${DURATION_S}s with ${CONNECTIONS} connections on one runner of three`);
   const one = toLoad([await replies(runners[0].manager, requirements, CONNECTIONS, DURATION_S)]);
   progress(`team: the same load split ${splitConnections().join('/')} over three runners`);
-  const three = toLoad(await Promise.all(runners.map((r, i) => replies(r.manager, requirements, splitConnections()[i], DURATION_S))));
+  const three = toLoad(
+    await Promise.all(runners.map((r, i) => replies(r.manager, requirements, splitConnections()[i], DURATION_S))),
+  );
   return { one, three };
 }
 
@@ -272,7 +324,14 @@ async function leaderFailover(db: Client, runners: Runner[]): Promise<{ figures:
     ).catch(() => null);
     const seconds = (Date.now() - killedAt) / 1000;
     return {
-      figures: [{ name: 'failover after kill -9 of the leader', target: { op: '<=', value: budget / 1000 }, unit: 's', value: round(seconds, 2) }],
+      figures: [
+        {
+          name: 'failover after kill -9 of the leader',
+          target: { op: '<=', value: budget / 1000 },
+          unit: 's',
+          value: round(seconds, 2),
+        },
+      ],
       notes: [
         next
           ? `failover: ${person} led and was killed; ${next} led ${round(seconds, 2)} s later (am_runner polled every 20 ms; lease ${BOARD_LEASE_MS / 1000} s)`
@@ -286,7 +345,11 @@ async function leaderFailover(db: Client, runners: Runner[]): Promise<{ figures:
 
 /** A Requirement made and started on `manager` (its idle agent keeps the run going). */
 async function startRequirement(manager: ManagerProcess, title: string): Promise<string> {
-  const created = await send(manager.origin, 'POST', '/api/requirements', { description: 'bench', provider: 'codex', title });
+  const created = await send(manager.origin, 'POST', '/api/requirements', {
+    description: 'bench',
+    provider: 'codex',
+    title,
+  });
   if (created.status !== 201) {
     throw new Error(`creating a Requirement on ${manager.origin}: ${created.status} ${created.text}`);
   }
@@ -301,7 +364,10 @@ async function startRequirement(manager: ManagerProcess, title: string): Promise
 /** SIGTERM and a bounded wait; then SIGKILL, and whatever it started is ended too. */
 async function stopRunner(runner: Runner): Promise<void> {
   const tree = descendants(runner.manager.child.pid);
-  const exited = await Promise.race([runner.manager.stop().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 30_000))]);
+  const exited = await Promise.race([
+    runner.manager.stop().then(() => true),
+    new Promise<false>((r) => setTimeout(() => r(false), 30_000)),
+  ]);
   if (!exited) {
     progress(`team: ${runner.person}'s runner did not stop within 30 s: killed`);
     await runner.manager.kill9();

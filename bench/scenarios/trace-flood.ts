@@ -36,7 +36,8 @@ export async function traceFloodScenario({ postgresUrl }: { postgresUrl?: string
     sandbox,
   });
   try {
-    const requirement = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'flood' })).json.id as string;
+    const requirement = (await send(manager.origin, 'POST', '/api/requirements', { provider: 'codex', title: 'flood' }))
+      .json.id as string;
     progress('trace-flood: idle API latency (5 s)');
     const idle = await pollHealth(manager, 5000);
     const stream = await connectSse(`${manager.origin}/api/events`, {}, { parse: false });
@@ -69,8 +70,18 @@ export async function traceFloodScenario({ postgresUrl }: { postgresUrl?: string
     const floodP99 = percentile(duringLatencies, 99);
     return {
       figures: [
-        { name: 'run outcome succeeded', target: { op: '>=', value: 1 }, unit: '', value: run.status === 'succeeded' ? 1 : 0 },
-        { name: 'reasoning events persisted / printed', target: { op: '>=', value: 1 }, unit: '', value: round((stored?.n ?? 0) / expected, 4) },
+        {
+          name: 'run outcome succeeded',
+          target: { op: '>=', value: 1 },
+          unit: '',
+          value: run.status === 'succeeded' ? 1 : 0,
+        },
+        {
+          name: 'reasoning events persisted / printed',
+          target: { op: '>=', value: 1 },
+          unit: '',
+          value: round((stored?.n ?? 0) / expected, 4),
+        },
         { name: 'trace events streamed to SSE client', unit: '', value: streamed },
         { name: 'run wall time', unit: 's', value: round(wall, 1) },
         // What the store kept up with: the agent prints at RATE, so this stays near it while the writes keep pace.

@@ -5,7 +5,15 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 
-import { WORKTREE_AGENT, createRequirement, git, initRepository, wholeReport, settled, startRun } from '../../test/support/git-repo';
+import {
+  WORKTREE_AGENT,
+  createRequirement,
+  git,
+  initRepository,
+  wholeReport,
+  settled,
+  startRun,
+} from '../../test/support/git-repo';
 import { makeSandbox, startManager } from '../../test/support/manager-process';
 import { until } from '../../test/support/wait';
 import { ScenarioResult, percentile, progress, round } from '../harness';
@@ -21,7 +29,8 @@ const IMPORT_FILES = 100;
  * Asynchronous, unlike the tests' `git()`: a checkout blocking this process for seconds would let
  * the manager close the idle keep-alive connection unseen, and the next request fail on it.
  */
-const gitAsync = async (cwd: string, ...args: string[]) => (await promisify(execFile)('git', args, { cwd, maxBuffer: 64 * 1024 * 1024 })).stdout;
+const gitAsync = async (cwd: string, ...args: string[]) =>
+  (await promisify(execFile)('git', args, { cwd, maxBuffer: 64 * 1024 * 1024 })).stdout;
 
 /** 20,000 files of 10 KiB (200 MB, incompressible), in 100 folders, one commit. */
 function generateRepository(dir: string): void {
@@ -60,7 +69,11 @@ export async function worktreeScenario(): Promise<ScenarioResult> {
   try {
     progress(`worktree: generating ${FILES} files of ${FILE_BYTES / 1024} KiB`);
     generateRepository(sandbox.workspace);
-    const manager = await startManager({ args: ['--log-level', 'warn'], env: { CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT }, sandbox });
+    const manager = await startManager({
+      args: ['--log-level', 'warn'],
+      env: { CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT },
+      sandbox,
+    });
     const ours: number[] = [];
     const plain: number[] = [];
     const imports: number[] = [];
@@ -72,7 +85,16 @@ export async function worktreeScenario(): Promise<ScenarioResult> {
     try {
       const plainAdd = async (round: number) => {
         const t0 = performance.now();
-        await gitAsync(sandbox.workspace, 'worktree', 'add', '-q', '-b', `bench/plain-${round}`, path.join(plainRoot, `plain-${round}`), 'main');
+        await gitAsync(
+          sandbox.workspace,
+          'worktree',
+          'add',
+          '-q',
+          '-b',
+          `bench/plain-${round}`,
+          path.join(plainRoot, `plain-${round}`),
+          'main',
+        );
         plain.push(performance.now() - t0);
       };
       const managerAdd = async (round: number) => {
@@ -112,15 +134,32 @@ export async function worktreeScenario(): Promise<ScenarioResult> {
       const copy = workingCopies[0];
       const importOnce = async (i: number, folders: number, into: number[]) => {
         for (let f = 0; f < IMPORT_FILES; f++) {
-          fs.writeFileSync(path.join(copy, `d${String(f % folders).padStart(2, '0')}`, `f${f}.bin`), randomBytes(FILE_BYTES));
+          fs.writeFileSync(
+            path.join(copy, `d${String(f % folders).padStart(2, '0')}`, `f${f}.bin`),
+            randomBytes(FILE_BYTES),
+          );
         }
         await gitAsync(copy, 'add', '-A');
-        await gitAsync(copy, '-c', 'user.name=Agent', '-c', 'user.email=agent@example.com', 'commit', '-q', '-m', `change ${folders}.${i}`);
+        await gitAsync(
+          copy,
+          '-c',
+          'user.name=Agent',
+          '-c',
+          'user.email=agent@example.com',
+          'commit',
+          '-q',
+          '-m',
+          `change ${folders}.${i}`,
+        );
         const t0 = performance.now();
-        const refreshed = await manager.api.POST('/api/requirements/{id}/worktree/refresh', { params: { path: { id: requirementIds[0] } } });
+        const refreshed = await manager.api.POST('/api/requirements/{id}/worktree/refresh', {
+          params: { path: { id: requirementIds[0] } },
+        });
         into.push(performance.now() - t0);
         if (refreshed.data?.worktree?.headSha !== (await gitAsync(copy, 'rev-parse', 'HEAD')).trim()) {
-          throw new Error(`the import did not bring the agent's commit: ${JSON.stringify(refreshed.data?.worktree ?? refreshed.error)}`);
+          throw new Error(
+            `the import did not bring the agent's commit: ${JSON.stringify(refreshed.data?.worktree ?? refreshed.error)}`,
+          );
         }
       };
       for (let i = 0; i < IMPORTS; i++) {
@@ -145,11 +184,29 @@ export async function worktreeScenario(): Promise<ScenarioResult> {
     const plainP50 = percentile(plain, 50);
     return {
       figures: [
-        { name: `first run until its agent starts in a new working copy, a repository of its own (${FILES} files, 200 MB), p50 of ${ROUNDS}`, unit: 'ms', value: round(p50, 0) },
-        { name: `first run until its agent starts, p95 of ${ROUNDS}`, unit: 'ms', value: round(percentile(ours, 95), 0) },
+        {
+          name: `first run until its agent starts in a new working copy, a repository of its own (${FILES} files, 200 MB), p50 of ${ROUNDS}`,
+          unit: 'ms',
+          value: round(p50, 0),
+        },
+        {
+          name: `first run until its agent starts, p95 of ${ROUNDS}`,
+          unit: 'ms',
+          value: round(percentile(ours, 95), 0),
+        },
         { name: `plain git worktree add, same repository, p50 of ${ROUNDS}`, unit: 'ms', value: round(plainP50, 0) },
-        { name: 'working copy creation / plain git worktree add (p50)', target: { op: '<=', value: 1.5 }, unit: '', value: round(p50 / plainP50) },
-        { name: 'working copy creation / plain git worktree add (p95)', target: { op: '<=', value: 1.5 }, unit: '', value: round(percentile(ours, 95) / percentile(plain, 95)) },
+        {
+          name: 'working copy creation / plain git worktree add (p50)',
+          target: { op: '<=', value: 1.5 },
+          unit: '',
+          value: round(p50 / plainP50),
+        },
+        {
+          name: 'working copy creation / plain git worktree add (p95)',
+          target: { op: '<=', value: 1.5 },
+          unit: '',
+          value: round(percentile(ours, 95) / percentile(plain, 95)),
+        },
         {
           name: `import of a ${IMPORT_FILES}-file commit in 100 folders after a run (fetch, snapshot, record), p50 of ${IMPORTS}`,
           unit: 'ms',
@@ -161,15 +218,27 @@ export async function worktreeScenario(): Promise<ScenarioResult> {
           unit: 'ms',
           value: round(percentile(imports, 95), 0),
         },
-        { name: `import of a ${IMPORT_FILES}-file commit in 5 folders, p50 of ${IMPORTS}`, unit: 'ms', value: round(percentile(importsGathered, 50), 0) },
+        {
+          name: `import of a ${IMPORT_FILES}-file commit in 5 folders, p50 of ${IMPORTS}`,
+          unit: 'ms',
+          value: round(percentile(importsGathered, 50), 0),
+        },
         {
           name: `import of a ${IMPORT_FILES}-file commit in 5 folders, p95 of ${IMPORTS}`,
           target: { op: '<=', value: 300 },
           unit: 'ms',
           value: round(percentile(importsGathered, 95), 0),
         },
-        { name: "disk an own repository's .git adds per Requirement (objects borrowed)", unit: 'KiB', value: ownGitKiB },
-        { name: "disk a linked worktree's entry added per Requirement (before issue 44)", unit: 'KiB', value: linkedEntryKiB },
+        {
+          name: "disk an own repository's .git adds per Requirement (objects borrowed)",
+          unit: 'KiB',
+          value: ownGitKiB,
+        },
+        {
+          name: "disk a linked worktree's entry added per Requirement (before issue 44)",
+          unit: 'KiB',
+          value: linkedEntryKiB,
+        },
       ],
       notes: [
         `ours: ${ours.map((v) => Math.round(v)).join(', ')} ms; plain: ${plain.map((v) => Math.round(v)).join(', ')} ms`,

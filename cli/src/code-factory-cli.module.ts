@@ -10,7 +10,12 @@ import {
   RequirementProposeCommand,
   RequirementRelatedCommand,
 } from './commands/factory/requirement.command';
-import { TimerCancelCommand, TimerCommand, TimerRegisterCommand, TimerShowCommand } from './commands/factory/timer.command';
+import {
+  TimerCancelCommand,
+  TimerCommand,
+  TimerRegisterCommand,
+  TimerShowCommand,
+} from './commands/factory/timer.command';
 import { AgentOperations } from '@server/agent-tools/agent-operations';
 import { ManagerApi } from '@server/agent-tools/manager-api';
 import { PullRequestLookup } from '@server/agent-tools/pull-request-lookup';

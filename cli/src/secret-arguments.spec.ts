@@ -15,15 +15,17 @@ describe('carriesPassword', () => {
 
 describe('concealedArguments', () => {
   it('removes the password of every database URL, as a separate argument or inline', () => {
-    expect(concealedArguments(['node', '/bin/agent-manager.js', 'start', '--db', 'postgres://am:s3cret@db/x', '--port', '0'])).toEqual([
-      'node',
-      '/bin/agent-manager.js',
-      'start',
-      '--db',
-      'postgres://am@db/x',
-      '--port',
-      '0',
-    ]);
+    expect(
+      concealedArguments([
+        'node',
+        '/bin/agent-manager.js',
+        'start',
+        '--db',
+        'postgres://am:s3cret@db/x',
+        '--port',
+        '0',
+      ]),
+    ).toEqual(['node', '/bin/agent-manager.js', 'start', '--db', 'postgres://am@db/x', '--port', '0']);
     expect(concealedArguments(['--to=postgresql://am:s3cret@db/x'])?.join(' ')).not.toContain('s3cret');
   });
 
@@ -51,7 +53,9 @@ describe('readDatabaseUrlFile', () => {
   });
 
   it('refuses a file others can read, one without a URL, and a missing one', () => {
-    expect(() => readDatabaseUrlFile(write('postgres://am:s3cret@db/x\n', 0o644))).toThrow(/can be read by other users \(mode 0644\): `chmod 600 /);
+    expect(() => readDatabaseUrlFile(write('postgres://am:s3cret@db/x\n', 0o644))).toThrow(
+      /can be read by other users \(mode 0644\): `chmod 600 /,
+    );
     expect(() => readDatabaseUrlFile(write('/data/factory.sqlite\n', 0o600))).toThrow(/must hold a postgres:\/\/… URL/);
     expect(() => readDatabaseUrlFile(path.join(dir, 'none'))).toThrow(/ENOENT/);
   });

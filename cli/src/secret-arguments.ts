@@ -90,7 +90,9 @@ export function readDatabaseUrlFile(file: string): string {
     throw new UsageError(`--db-file ${absolute}: ${(err as Error).message}`);
   }
   if ((stat.mode & 0o077) !== 0) {
-    throw new UsageError(`--db-file ${absolute} can be read by other users (mode ${(stat.mode & 0o777).toString(8).padStart(4, '0')}): \`chmod 600 ${absolute}\` first`);
+    throw new UsageError(
+      `--db-file ${absolute} can be read by other users (mode ${(stat.mode & 0o777).toString(8).padStart(4, '0')}): \`chmod 600 ${absolute}\` first`,
+    );
   }
   const url = text
     .split('\n')

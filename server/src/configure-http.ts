@@ -79,7 +79,12 @@ function serveDashboard(app: INestApplication): void {
     if (!body) {
       body = fs.promises
         .readFile(file)
-        .then((raw) => new Promise<Buffer>((resolve, reject) => zlib.gzip(raw, { level: 9 }, (err, out) => (err ? reject(err) : resolve(out)))))
+        .then(
+          (raw) =>
+            new Promise<Buffer>((resolve, reject) =>
+              zlib.gzip(raw, { level: 9 }, (err, out) => (err ? reject(err) : resolve(out))),
+            ),
+        )
         .catch(() => null);
       gzipped.set(file, body);
     }
@@ -93,7 +98,12 @@ function serveDashboard(app: INestApplication): void {
     }
   }
   app.use((req: Request, res: Response, next: NextFunction) => {
-    if ((req.method !== 'GET' && req.method !== 'HEAD') || req.path.startsWith('/api/') || !COMPRESSIBLE.test(req.path) || !/\bgzip\b/.test(req.headers['accept-encoding'] ?? '')) {
+    if (
+      (req.method !== 'GET' && req.method !== 'HEAD') ||
+      req.path.startsWith('/api/') ||
+      !COMPRESSIBLE.test(req.path) ||
+      !/\bgzip\b/.test(req.headers['accept-encoding'] ?? '')
+    ) {
       next();
       return;
     }
@@ -113,7 +123,10 @@ function serveDashboard(app: INestApplication): void {
       }
       res.setHeader('Content-Encoding', 'gzip');
       res.setHeader('Vary', 'Accept-Encoding');
-      res.setHeader('Cache-Control', HASHED_ASSET.test(file) ? 'public, max-age=31536000, immutable' : 'public, max-age=3600');
+      res.setHeader(
+        'Cache-Control',
+        HASHED_ASSET.test(file) ? 'public, max-age=31536000, immutable' : 'public, max-age=3600',
+      );
       res.type(path.extname(file));
       res.setHeader('Content-Length', body.length);
       res.end(req.method === 'HEAD' ? undefined : body);
@@ -129,7 +142,9 @@ function serveDashboard(app: INestApplication): void {
     },
   });
   // An API request never names a dashboard file: it skips the static lookup (a stat() per GET).
-  app.use((req: Request, res: Response, next: NextFunction) => (req.path.startsWith('/api/') ? next() : assets(req, res, next)));
+  app.use((req: Request, res: Response, next: NextFunction) =>
+    req.path.startsWith('/api/') ? next() : assets(req, res, next),
+  );
   app.use((req: Request, res: Response, next: NextFunction) => {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || req.path === '/api' || req.path.startsWith('/api/')) {
       next();

@@ -86,7 +86,9 @@ export function workspaceGitWarning(state: 'no_commit' | 'not_git', root: string
 
 /** How to give Requirements their own worktrees; those created afterwards get them, without a restart. */
 export function workspaceGitFix(state: 'no_commit' | 'not_git'): string {
-  return state === 'not_git' ? 'git init && git add -A && git commit -m "Initial commit"' : 'make a first commit: git add -A && git commit -m "Initial commit"';
+  return state === 'not_git'
+    ? 'git init && git add -A && git commit -m "Initial commit"'
+    : 'make a first commit: git add -A && git commit -m "Initial commit"';
 }
 
 /** Binds the workspace, takes its lock, opens the database and starts listening. */
@@ -106,8 +108,16 @@ export async function startManager(options: StartOptions): Promise<RunningManage
   let board: PostgresBoard | undefined;
   try {
     const boardSetting = configuration.get('board');
-    const boardName = boardSetting === null || !configuration.get('databaseUrl') ? null : (await resolveBoardName(boardSetting, paths.root, paths.dataDirectory)).name;
-    const store = storeOf(configuration, paths, resolveIn(paths.dataDirectory, configuration.get('databasePath'), paths.defaultDatabasePath), boardName);
+    const boardName =
+      boardSetting === null || !configuration.get('databaseUrl')
+        ? null
+        : (await resolveBoardName(boardSetting, paths.root, paths.dataDirectory)).name;
+    const store = storeOf(
+      configuration,
+      paths,
+      resolveIn(paths.dataDirectory, configuration.get('databasePath'), paths.defaultDatabasePath),
+      boardName,
+    );
     const databasePath = describeStore(store);
     const logFilePath = resolveIn(paths.dataDirectory, configuration.get('logFilePath'), paths.defaultLogFilePath);
     logger = new FileLogger({
@@ -123,17 +133,39 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     const lockLogger = logger;
     if (store.kind === 'postgres' && store.board) {
       // Team mode: one of the board's runners; the start lock serialises runners' schema setup and migrations.
-      board = new PostgresBoard({ ...store, board: store.board }, person, (err) => lockLogger.error(`the board's PostgreSQL session failed: ${err.message}`, 'Manager'));
+      board = new PostgresBoard({ ...store, board: store.board }, person, (err) =>
+        lockLogger.error(`the board's PostgreSQL session failed: ${err.message}`, 'Manager'),
+      );
       await board.join();
-      logger.log({ board: store.board.name, msg: 'joined the board', runnerId: store.board.runnerId, schema: store.schema }, 'Manager');
+      logger.log(
+        { board: store.board.name, msg: 'joined the board', runnerId: store.board.runnerId, schema: store.schema },
+        'Manager',
+      );
     } else if (store.kind === 'postgres') {
       // One writer per workspace across machines: refused here, before anything opens the schema.
-      storeLock = new PostgresWorkspaceLock(store, (err) => lockLogger.error(`the PostgreSQL workspace lock's session failed: ${err.message}`, 'Manager'));
+      storeLock = new PostgresWorkspaceLock(store, (err) =>
+        lockLogger.error(`the PostgreSQL workspace lock's session failed: ${err.message}`, 'Manager'),
+      );
       await storeLock.acquire();
     }
-    const runtime: Runtime = { board, clock: options.clock, configuration, databasePath, logFilePath, logger, paths, person, store, version: packageVersion() };
+    const runtime: Runtime = {
+      board,
+      clock: options.clock,
+      configuration,
+      databasePath,
+      logFilePath,
+      logger,
+      paths,
+      person,
+      store,
+      version: packageVersion(),
+    };
 
-    app = await NestFactory.create(AppModule.forRoot(runtime), new ExpressAdapter(createExpressInstance()), { abortOnError: false, bodyParser: false, logger });
+    app = await NestFactory.create(AppModule.forRoot(runtime), new ExpressAdapter(createExpressInstance()), {
+      abortOnError: false,
+      bodyParser: false,
+      logger,
+    });
     configureHttp(app);
     guardConnections(app.getHttpServer());
     await app.listen(configuration.get('port'), configuration.get('host'));
@@ -147,7 +179,10 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     logger.log({ msg: 'agent manager started', pid: process.pid, url, workspace: paths.root }, 'Manager');
     const workspaceGit = await workspaceGitState(paths.root);
     if (workspaceGit !== 'repository') {
-      logger.warn({ fix: workspaceGitFix(workspaceGit), msg: workspaceGitWarning(workspaceGit, paths.root), workspaceGit }, 'Manager');
+      logger.warn(
+        { fix: workspaceGitFix(workspaceGit), msg: workspaceGitWarning(workspaceGit, paths.root), workspaceGit },
+        'Manager',
+      );
     }
 
     const running = app;

@@ -42,12 +42,15 @@ interface HuntResult {
 }
 
 /** The agent's tool command: the job travels as base64, which needs no quoting in any shell. */
-const huntCommand = (job: HuntJob) => `${process.execPath} ${HUNT} ${Buffer.from(JSON.stringify(job)).toString('base64')}`;
+const huntCommand = (job: HuntJob) =>
+  `${process.execPath} ${HUNT} ${Buffer.from(JSON.stringify(job)).toString('base64')}`;
 
 const readHunt = (file: string): HuntResult => JSON.parse(fs.readFileSync(file, 'utf8')) as HuntResult;
 
 /** The files of a tree the hunt saw, by any way in (roots overlap; /proc/<pid>/root/… is one more). */
-const seenUnder = (hunt: HuntResult, tree: string) => [...new Set(hunt.filesSeen.map((f) => f.replace(/^\/proc\/\d+\/root/, '')).filter((f) => f.startsWith(`${tree}/`)))];
+const seenUnder = (hunt: HuntResult, tree: string) => [
+  ...new Set(hunt.filesSeen.map((f) => f.replace(/^\/proc\/\d+\/root/, '')).filter((f) => f.startsWith(`${tree}/`))),
+];
 
 function huntJob(manager: ManagerProcess, sandbox: Sandbox, name: string, extra: Partial<HuntJob> = {}): HuntJob {
   const outDir = path.join(sandbox.shared, 'hunt');
@@ -65,7 +68,11 @@ function huntJob(manager: ManagerProcess, sandbox: Sandbox, name: string, extra:
   };
 }
 
-async function uploadText(manager: ManagerProcess, requirementId: string, text: string): Promise<{ id: string; file: string }> {
+async function uploadText(
+  manager: ManagerProcess,
+  requirementId: string,
+  text: string,
+): Promise<{ id: string; file: string }> {
   const res = await upload(manager.api, requirementId, 'notes.txt', text);
   expect(res.status).toBe(201);
   const dir = path.join(manager.dataDirectory(), 'attachments');
@@ -73,7 +80,11 @@ async function uploadText(manager: ManagerProcess, requirementId: string, text: 
   return { file: path.join(dir, stored as string), id: res.data!.id };
 }
 
-async function finishedRun(manager: ManagerProcess, requirementId: string, role = 'rd'): Promise<{ id: string; status: string; error: string | null }> {
+async function finishedRun(
+  manager: ManagerProcess,
+  requirementId: string,
+  role = 'rd',
+): Promise<{ id: string; status: string; error: string | null }> {
   return until(
     `the ${role} run of ${requirementId} to finish`,
     async () => {
@@ -112,7 +123,9 @@ describe.each(REAL_AGENT_CLIS)('an agent of the real $provider CLI, in its sandb
     const url = 'https://github.com/org/repo/pull/7';
     stub.scriptFor(requirement.id, [
       { shell: huntCommand(rdJob) },
-      { shell: `code-factory-cli pr register --url ${url} --title "PR 7" --base-branch main --head-branch b7 --head-sha 7777777aaaa --status open` },
+      {
+        shell: `code-factory-cli pr register --url ${url} --title "PR 7" --base-branch main --head-branch b7 --head-sha 7777777aaaa --status open`,
+      },
       { text: 'Hunt over.' },
     ]);
     const started = await manager.api.POST('/api/requirements/{id}/start', {
@@ -152,15 +165,22 @@ describe.each(REAL_AGENT_CLIS)('an agent of the real $provider CLI, in its sandb
     const toolAnswers = answers.filter((a) => a.id === 2);
     expect(toolAnswers.filter((a) => a.result?.isError !== true)).toEqual([]);
     expect(toolAnswers.length === 1 || rd.ownerMcp?.code !== 0).toBe(true);
-    const titles = (await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.map((r) => r.title);
+    const titles = (await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.map(
+      (r) => r.title,
+    );
     expect(titles).not.toContain('taken over by an agent');
     expect(`${rd.ownerMcp?.stdout}${rd.ownerMcp?.stderr}`).not.toContain(manager.token);
 
     // The reviewer runs in the same sandbox (and has no code-factory-cli or attachments at all).
-    const [pr] = (await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: requirement.id } } }))).items;
+    const [pr] = (
+      await ok(manager.api.GET('/api/pull-requests', { params: { query: { requirementId: requirement.id } } }))
+    ).items;
     const reviewerJob = huntJob(manager, sandbox, `reviewer-${provider}`, { unmount: true });
     stub.scriptFor(url, [{ shell: huntCommand(reviewerJob) }, { text: 'Review: nothing to report.' }]);
-    const requested = await manager.api.POST('/api/pull-requests/{id}/review-requests', { params: { path: { id: pr.id } }, body: { provider } });
+    const requested = await manager.api.POST('/api/pull-requests/{id}/review-requests', {
+      params: { path: { id: pr.id } },
+      body: { provider },
+    });
     expect(requested.status).toBe(202);
     const review = await finishedRun(manager, requirement.id, 'reviewer');
     expect(review).toMatchObject({ status: 'succeeded' });
@@ -192,7 +212,13 @@ describe('when bubblewrap is refused (no user namespaces)', () => {
     const codex = REAL_AGENT_CLIS.find((c) => c.provider === 'codex')!;
     const agentEnv = codexEnvironment(stub, fs.mkdtempSync(path.join('/var/tmp', 'am-sandbox-off-')));
     manager = await startManager({
-      env: { ...agentEnv, CODE_FACTORY_CODEX_EXECUTABLE: codex.executable, GH_TOKEN: '', GITHUB_TOKEN: '', PATH: `${fakeBin}${path.delimiter}${process.env.PATH ?? ''}` },
+      env: {
+        ...agentEnv,
+        CODE_FACTORY_CODEX_EXECUTABLE: codex.executable,
+        GH_TOKEN: '',
+        GITHUB_TOKEN: '',
+        PATH: `${fakeBin}${path.delimiter}${process.env.PATH ?? ''}`,
+      },
       sandbox,
     });
   });
@@ -206,15 +232,24 @@ describe('when bubblewrap is refused (no user namespaces)', () => {
   it('says once, in the banner, the log and /api/health, that agents are not isolated, and runs go on as before', async () => {
     const reason =
       'bubblewrap cannot create the sandbox here (bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.); user namespaces may be disabled or restricted';
-    expect((await ok(apiClient(manager.origin, { auth: false }).GET('/api/health'))).agentIsolation).toEqual({ enabled: false, mechanism: null, reason });
+    expect((await ok(apiClient(manager.origin, { auth: false }).GET('/api/health'))).agentIsolation).toEqual({
+      enabled: false,
+      mechanism: null,
+      reason,
+    });
     expect(manager.stdout().match(/WARNING: agents are not isolated/g)).toHaveLength(1);
     expect(manager.stdout()).toContain(reason);
     expect(manager.stdout()).toContain('Agents      NOT isolated');
 
-    const requirement = await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Unprotected' } }));
+    const requirement = await ok(
+      manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'Unprotected' } }),
+    );
     const job = huntJob(manager, sandbox, 'unisolated', { cli: true });
     stub.scriptFor(requirement.id, [{ shell: huntCommand(job) }, { text: 'Done.' }]);
-    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: `Go ${requirement.id}` } });
+    await manager.api.POST('/api/requirements/{id}/start', {
+      params: { path: { id: requirement.id } },
+      body: { message: `Go ${requirement.id}` },
+    });
     expect(await finishedRun(manager, requirement.id)).toMatchObject({ status: 'succeeded' });
     const hunt = readHunt(job.out);
     expect(hunt.cli?.code).toBe(0);

@@ -34,17 +34,30 @@ describe('kill -9 during a budget pause, then restart', () => {
   const start = async () => {
     manager = await startManager({
       args: ['--log-level', 'warn'],
-      env: { ...agentEnv, CODE_FACTORY_CLAUDE_EXECUTABLE: CLAUDE.executable, CODE_FACTORY_CODEX_EXECUTABLE: CLAUDE.executable, GH_TOKEN: '', GITHUB_TOKEN: '' },
+      env: {
+        ...agentEnv,
+        CODE_FACTORY_CLAUDE_EXECUTABLE: CLAUDE.executable,
+        CODE_FACTORY_CODEX_EXECUTABLE: CLAUDE.executable,
+        GH_TOKEN: '',
+        GITHUB_TOKEN: '',
+      },
       sandbox,
     });
   };
   const get = async (id: string) => await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
-  const runs = async (id: string): Promise<Json[]> => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id, limit: 100 } } }))).items;
+  const runs = async (id: string): Promise<Json[]> =>
+    (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id, limit: 100 } } }))).items;
   const notices = async (id: string) =>
-    (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))).items.filter(
-      (m) => m.author === 'system' && m.body.startsWith('Budget reached'),
+    (
+      await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))
+    ).items.filter((m) => m.author === 'system' && m.body.startsWith('Budget reached'));
+  const idle = (id: string) =>
+    until(
+      `${id} with no run active`,
+      async () => (await runs(id)).every((r) => r.status !== 'running') || undefined,
+      120_000,
+      200,
     );
-  const idle = (id: string) => until(`${id} with no run active`, async () => (await runs(id)).every((r) => r.status !== 'running') || undefined, 120_000, 200);
 
   beforeAll(async () => {
     sandbox = makeSandbox();
@@ -62,14 +75,40 @@ describe('kill -9 during a budget pause, then restart', () => {
   it(`loses and repeats nothing across ${ROUNDS} crashes around the pause (seed ${seed})`, async () => {
     const landed = { afterPause: 0, beforePause: 0 };
     for (let round = 0; round < ROUNDS; round++) {
-      const id = (await ok(manager.api.POST('/api/requirements', { body: { budget: { maxTokens: 250 }, provider: 'claude-code', title: `budget crash ${round}` } }))).id;
+      const id = (
+        await ok(
+          manager.api.POST('/api/requirements', {
+            body: { budget: { maxTokens: 250 }, provider: 'claude-code', title: `budget crash ${round}` },
+          }),
+        )
+      ).id;
       const marker = `Budgeted work ${id}`;
-      stub.scriptFor(id, [{ shell: 'echo one' }, { shell: 'echo two' }, { shell: LONG_JOB }, { text: 'Carried on after the budget was raised.' }, { text: 'Done.' }]);
-      expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id } }, body: { message: marker } })).status).toBe(202);
+      stub.scriptFor(id, [
+        { shell: 'echo one' },
+        { shell: 'echo two' },
+        { shell: LONG_JOB },
+        { text: 'Carried on after the budget was raised.' },
+        { text: 'Done.' },
+      ]);
+      expect(
+        (
+          await manager.api.POST('/api/requirements/{id}/start', {
+            params: { path: { id } },
+            body: { message: marker },
+          })
+        ).status,
+      ).toBe(202);
       // The third response crosses the budget; the crash lands from as it is asked for to after the pause.
-      await until(`round ${round}: the third request`, async () => (stub.requests.filter((r) => r.marker === id).length >= 3 ? true : undefined), 120_000, 5);
+      await until(
+        `round ${round}: the third request`,
+        async () => (stub.requests.filter((r) => r.marker === id).length >= 3 ? true : undefined),
+        120_000,
+        5,
+      );
       // Every other round early (the pause not yet written, mostly) and late (written, mostly).
-      await new Promise((resolve) => setTimeout(resolve, round % 2 === 0 ? Math.floor(random() * 150) : 600 + Math.floor(random() * 600)));
+      await new Promise((resolve) =>
+        setTimeout(resolve, round % 2 === 0 ? Math.floor(random() * 150) : 600 + Math.floor(random() * 600)),
+      );
       const before = await get(id).catch(() => null);
       landed[before?.budgetReachedAt ? 'afterPause' : 'beforePause']++;
       await manager.kill9();
@@ -85,7 +124,14 @@ describe('kill -9 during a budget pause, then restart', () => {
         expect(after.budgetReachedAt).toBe(before.budgetReachedAt);
       }
       // Raising the budget lifts a recorded pause; a person's start carries on either way.
-      expect((await manager.api.PATCH('/api/requirements/{id}', { params: { path: { id } }, body: { budget: { maxTokens: 1_000_000 } } })).status).toBe(200);
+      expect(
+        (
+          await manager.api.PATCH('/api/requirements/{id}', {
+            params: { path: { id } },
+            body: { budget: { maxTokens: 1_000_000 } },
+          })
+        ).status,
+      ).toBe(200);
       if ((await get(id)).status !== 'waiting_confirmation' || (await runs(id)).every((r) => r.status !== 'running')) {
         const started = await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id } }, body: {} });
         expect([202, 409]).toContain(started.status);

@@ -28,7 +28,8 @@ interface AttackResult {
   crashed?: string;
 }
 
-const attackCommand = (job: Record<string, unknown>) => `${process.execPath} ${ATTACK} ${Buffer.from(JSON.stringify(job)).toString('base64')}`;
+const attackCommand = (job: Record<string, unknown>) =>
+  `${process.execPath} ${ATTACK} ${Buffer.from(JSON.stringify(job)).toString('base64')}`;
 
 /**
  * A program that records that it ran (and whether the owner's data and the manager's settings
@@ -64,7 +65,10 @@ function processesOf(marker: string): number[] {
     .map(Number)
     .filter((pid) => {
       try {
-        return fs.readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(entry) && !/^State:\s+Z/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+        return (
+          fs.readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(entry) &&
+          !/^State:\s+Z/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))
+        );
       } catch {
         return false;
       }
@@ -118,11 +122,20 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
     fs.writeFileSync(path.join(agentHome, '.claude.json'), JSON.stringify({ numStartups: 1 }));
     const victim = await createRequirement(manager, { provider, title: 'Victim' });
     stub.scriptFor(victim.id, [{ shell: 'sleep 12' }, { text: 'Victim done.' }]);
-    expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: victim.id } }, body: { message: `Work ${victim.id}` } })).status).toBe(202);
+    expect(
+      (
+        await manager.api.POST('/api/requirements/{id}/start', {
+          params: { path: { id: victim.id } },
+          body: { message: `Work ${victim.id}` },
+        })
+      ).status,
+    ).toBe(202);
     // The victim's CLI is running (it asked the model) while the attacker looks around.
     await until('the victim to ask the model', async () => stub.requests.some((r) => r.marker === victim.id), 60_000);
     const victimRun = (await runsOf(manager, victim.id))[0];
-    const victimRequirement = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: victim.id } } }));
+    const victimRequirement = await ok(
+      manager.api.GET('/api/requirements/{id}', { params: { path: { id: victim.id } } }),
+    );
     const victimTree = victimRequirement.worktree!.path!;
     const launcher = path.join(sandbox.home, 'bin', path.basename(manager.dataDirectory()), 'code-factory-cli');
     const launcherBefore = fs.readFileSync(launcher, 'utf8');
@@ -144,7 +157,14 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
       },
     };
     stub.scriptFor(attacker.id, [{ shell: attackCommand(job) }, { text: 'Attack over.' }]);
-    expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: attacker.id } }, body: { message: `Attack ${attacker.id}` } })).status).toBe(202);
+    expect(
+      (
+        await manager.api.POST('/api/requirements/{id}/start', {
+          params: { path: { id: attacker.id } },
+          body: { message: `Attack ${attacker.id}` },
+        })
+      ).status,
+    ).toBe(202);
     const { run } = await settled(manager, attacker.id, 1);
     expect(run.status).toBe('succeeded');
     const result = JSON.parse(fs.readFileSync(out, 'utf8')) as AttackResult;
@@ -156,15 +176,22 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
     expect(result.seen).toEqual({ otherTmp: false, otherWorktree: false });
     // Its repository is its own (issue 44): what it plants there stays there, and nothing of it runs
     // when the manager imports its work and shows its changes.
-    const attacked = (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: attacker.id } } }))).worktree!;
+    const attacked = (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: attacker.id } } })))
+      .worktree!;
     expect(result.commonDir).toBe(path.join(attacked.path!, '.git'));
     expect(Object.values(result.planted)).toEqual([true, true, true, true]);
-    expect((await ok(manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: attacker.id } } }))).files.map((f) => f.path).sort()).toEqual([
-      '.gitattributes',
-      'agent-work.txt',
-    ]);
     expect(
-      (await manager.api.GET('/api/requirements/{id}/changes/diff', { params: { path: { id: attacker.id }, query: { path: 'agent-work.txt' } }, parseAs: 'text' })).data,
+      (await ok(manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: attacker.id } } }))).files
+        .map((f) => f.path)
+        .sort(),
+    ).toEqual(['.gitattributes', 'agent-work.txt']);
+    expect(
+      (
+        await manager.api.GET('/api/requirements/{id}/changes/diff', {
+          params: { path: { id: attacker.id }, query: { path: 'agent-work.txt' } },
+          parseAs: 'text',
+        })
+      ).data,
     ).toContain('+work');
     // What it planted ran only for its own git, in its sandbox: nothing of the data directories in
     // sight, no secret of the manager's held (`<argument>|<entries seen>|<secrets held>` per run).
@@ -182,7 +209,14 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
     // The victim finishes, and its next run (a new MCP server through the launcher) works too.
     expect((await settled(manager, victim.id, 1)).run.status).toBe('succeeded');
     stub.scriptFor(victim.id, [{ text: 'Second run done.' }]);
-    expect((await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: victim.id } }, body: { message: `Again ${victim.id}` } })).status).toBe(202);
+    expect(
+      (
+        await manager.api.POST('/api/requirements/{id}/reply', {
+          params: { path: { id: victim.id } },
+          body: { message: `Again ${victim.id}` },
+        })
+      ).status,
+    ).toBe(202);
     expect((await settled(manager, victim.id, 2)).run.status).toBe('succeeded');
 
     // The setup commands ran sandboxed, with the agents' environment: no manager secret, no data directory.
@@ -221,21 +255,36 @@ describe.each(REAL_AGENT_CLIS)('containment of the real $provider CLI', (cli) =>
       const requirement = await createRequirement(manager, { provider, title: 'After the plant' });
       const out = path.join(base(), `plant-${provider}.json`);
       stub.scriptFor(requirement.id, [{ shell: attackCommand({ commit: true, out }) }, { text: 'Committed.' }]);
-      expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: `Commit ${requirement.id}` } })).status).toBe(
-        202,
-      );
+      expect(
+        (
+          await manager.api.POST('/api/requirements/{id}/start', {
+            params: { path: { id: requirement.id } },
+            body: { message: `Commit ${requirement.id}` },
+          })
+        ).status,
+      ).toBe(202);
       expect((await settled(manager, requirement.id, 1)).run.status).toBe('succeeded');
       // The person opens the agent's diff: .gitattributes says `diff=evil` (textconv).
-      const changes = await manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id: requirement.id } } });
+      const changes = await manager.api.GET('/api/requirements/{id}/changes', {
+        params: { path: { id: requirement.id } },
+      });
       expect(changes.status).toBe(200);
-      expect((changes.data!.files as Array<{ path: string }>).map((f) => f.path)).toEqual(expect.arrayContaining(['agent-work.txt']));
-      const diff = await manager.api.GET('/api/requirements/{id}/changes/diff', { params: { path: { id: requirement.id }, query: { path: 'agent-work.txt' } } });
+      expect((changes.data!.files as Array<{ path: string }>).map((f) => f.path)).toEqual(
+        expect.arrayContaining(['agent-work.txt']),
+      );
+      const diff = await manager.api.GET('/api/requirements/{id}/changes/diff', {
+        params: { path: { id: requirement.id }, query: { path: 'agent-work.txt' } },
+      });
       expect(diff.status).toBe(200);
       // Uncommitted work saved as a patch on cancel (add: clean filter; diff).
-      const worktree = (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }))).worktree!.path!;
+      const worktree = (
+        await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }))
+      ).worktree!.path!;
       fs.writeFileSync(path.join(worktree, 'pending.txt'), 'pending\n');
       fs.writeFileSync(path.join(worktree, '.gitattributes'), '* filter=evil diff=evil\n');
-      expect((await manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id: requirement.id } } })).status).toBeLessThan(300);
+      expect(
+        (await manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id: requirement.id } } })).status,
+      ).toBeLessThan(300);
       await until('the worktree to be removed', async () => !fs.existsSync(worktree), 60_000);
       // What ran, ran in the agent's own sandbox (its own git commit): no data directory, no
       // manager setting. Nothing ran where the manager's own git runs.
@@ -271,7 +320,14 @@ describe('the setup command: stoppable, and ended by stop, cancel, shutdown and 
 
   async function inSetup(title: string): Promise<{ id: string; runId: string }> {
     const requirement = await createRequirement(manager, { title });
-    expect((await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: requirement.id } }, body: { message: 'go' } })).status).toBe(202);
+    expect(
+      (
+        await manager.api.POST('/api/requirements/{id}/start', {
+          params: { path: { id: requirement.id } },
+          body: { message: 'go' },
+        })
+      ).status,
+    ).toBe(202);
     const run = await until('the run to open', async () => (await runsOf(manager, requirement.id))[0]);
     await until('the setup command to run', async () => processesOf(run.id).length >= 2, 30_000);
     return { id: requirement.id, runId: run.id };
@@ -280,10 +336,17 @@ describe('the setup command: stoppable, and ended by stop, cancel, shutdown and 
   it('a stop answers at once, ends the setup command and leaves the run cancelled', async () => {
     const { id, runId } = await inSetup('Stopped in setup');
     const asked = Date.now();
-    const res = await manager.api.POST('/api/requirements/{id}/interrupt', { params: { path: { id } }, body: { mode: 'stop' } });
+    const res = await manager.api.POST('/api/requirements/{id}/interrupt', {
+      params: { path: { id } },
+      body: { mode: 'stop' },
+    });
     expect(res.status).toBe(202);
     expect(Date.now() - asked).toBeLessThan(5_000);
-    const run = await until('the run to end', async () => (await runsOf(manager, id)).find((r) => r.status !== 'running'), 15_000);
+    const run = await until(
+      'the run to end',
+      async () => (await runsOf(manager, id)).find((r) => r.status !== 'running'),
+      15_000,
+    );
     expect(run.status).toBe('cancelled');
     expect(processesOf(runId)).toEqual([]);
   });
@@ -294,9 +357,15 @@ describe('the setup command: stoppable, and ended by stop, cancel, shutdown and 
     const res = await manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id } } });
     expect(res.status).toBeLessThan(300);
     expect(Date.now() - asked).toBeLessThan(15_000);
-    const run = await until('the run to end', async () => (await runsOf(manager, id)).find((r) => r.status !== 'running'), 15_000);
+    const run = await until(
+      'the run to end',
+      async () => (await runsOf(manager, id)).find((r) => r.status !== 'running'),
+      15_000,
+    );
     expect(run.status).toBe('cancelled');
-    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).status).toBe('cancelled');
+    expect((await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).status).toBe(
+      'cancelled',
+    );
     expect(processesOf(runId)).toEqual([]);
   });
 

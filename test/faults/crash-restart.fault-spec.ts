@@ -60,7 +60,11 @@ describe('kill -9 under load, then restart', () => {
     github = await FakeGitHubServer.start({ token: TOKEN });
     await start();
     for (let i = 0; i < REQUIREMENTS; i++) {
-      const created = await ok(manager.api.POST('/api/requirements', { body: { provider: i % 2 ? 'claude-code' : 'codex', title: `fault ${i}` } }));
+      const created = await ok(
+        manager.api.POST('/api/requirements', {
+          body: { provider: i % 2 ? 'claude-code' : 'codex', title: `fault ${i}` },
+        }),
+      );
       requirements.push(created.id);
     }
     // Three Requirements open a PR each, through their agent and code-factory-cli.
@@ -71,11 +75,22 @@ describe('kill -9 under load, then restart', () => {
         body: { message: `mode:pr pr#${100 + i} repo:${REPO} sha:${pr.headSha}` },
       });
     }
-    await until('the PRs to be registered', async () => (await ok(manager.api.GET('/api/pull-requests'))).items.length === 3 || undefined, 30_000, 100);
+    await until(
+      'the PRs to be registered',
+      async () => (await ok(manager.api.GET('/api/pull-requests'))).items.length === 3 || undefined,
+      30_000,
+      100,
+    );
     // Their first observation is the baseline: comments from now on are news.
     await until(
       "the PRs' baseline",
-      async () => (await query<{ n: number }>(db(), 'SELECT COUNT(*) AS n FROM pull_request WHERE github_observed_at IS NOT NULL'))[0]?.n === 3 || undefined,
+      async () =>
+        (
+          await query<{ n: number }>(
+            db(),
+            'SELECT COUNT(*) AS n FROM pull_request WHERE github_observed_at IS NOT NULL',
+          )
+        )[0]?.n === 3 || undefined,
       30_000,
       100,
     );
@@ -90,7 +105,11 @@ describe('kill -9 under load, then restart', () => {
   it(`keeps every invariant across ${ROUNDS} crashes (seed ${seed})`, async () => {
     for (let round = 1; round <= ROUNDS; round++) {
       // Nothing from before this process may still be running once it listens.
-      const stale = await query<{ id: string }>(db(), "SELECT id FROM agent_run WHERE status = 'running' AND started_at < ?", [launchedAt]);
+      const stale = await query<{ id: string }>(
+        db(),
+        "SELECT id FROM agent_run WHERE status = 'running' AND started_at < ?",
+        [launchedAt],
+      );
       expect({ round, stale }).toEqual({ round, stale: [] });
 
       const stream: SseConnection = await connectSse(`${manager.origin}/api/events`);
@@ -106,14 +125,23 @@ describe('kill -9 under load, then restart', () => {
               try {
                 if (roll < 0.7) {
                   const body = `round ${round} client ${client} reply ${i}${random() < 0.1 ? ' mode:hang' : ''}`;
-                  const res = await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: requirementId } }, body: { message: body } });
+                  const res = await manager.api.POST('/api/requirements/{id}/reply', {
+                    params: { path: { id: requirementId } },
+                    body: { message: body },
+                  });
                   if (res.status === 202) {
                     acknowledged.push({ body, requirementId });
                   }
                 } else if (roll < 0.8) {
-                  await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: requirementId } }, body: {} });
+                  await manager.api.POST('/api/requirements/{id}/start', {
+                    params: { path: { id: requirementId } },
+                    body: {},
+                  });
                 } else if (roll < 0.9) {
-                  await manager.api.POST('/api/requirements/{id}/interrupt', { params: { path: { id: requirementId } }, body: { mode: random() < 0.5 ? 'steer' : 'stop' } });
+                  await manager.api.POST('/api/requirements/{id}/interrupt', {
+                    params: { path: { id: requirementId } },
+                    body: { mode: random() < 0.5 ? 'steer' : 'stop' },
+                  });
                 } else {
                   await manager.api.POST('/api/requirements/{id}/timers', {
                     params: { path: { id: requirementId } },
@@ -137,7 +165,11 @@ describe('kill -9 under load, then restart', () => {
         github.addComment(REPO, 100 + i, { author: 'reviewer', body: `comment ${++comments}` });
       }
       if (round % 5 === 0) {
-        github.setCheckRun(REPO, 100 + (round % 3), { conclusion: 'FAILURE', name: `check-${round}`, status: 'COMPLETED' });
+        github.setCheckRun(REPO, 100 + (round % 3), {
+          conclusion: 'FAILURE',
+          name: `check-${round}`,
+          status: 'COMPLETED',
+        });
       }
 
       await new Promise((r) => setTimeout(r, 300 + random() * 1500));
@@ -151,25 +183,46 @@ describe('kill -9 under load, then restart', () => {
 
       expect({ problems: await checkInvariants(manager.dataDirectory()), round }).toEqual({ problems: [], round });
       const humans = new Set(
-        (await query<{ requirement_id: string; body: string }>(db(), "SELECT requirement_id, body FROM requirement_message WHERE author = 'human'")).map(
-          (m) => `${m.requirement_id} ${m.body}`,
-        ),
+        (
+          await query<{ requirement_id: string; body: string }>(
+            db(),
+            "SELECT requirement_id, body FROM requirement_message WHERE author = 'human'",
+          )
+        ).map((m) => `${m.requirement_id} ${m.body}`),
       );
-      expect({ lost: acknowledged.filter((a) => !humans.has(`${a.requirementId} ${a.body}`)), round }).toEqual({ lost: [], round });
-      const stored = new Map((await query<{ id: number; type: string }>(db(), 'SELECT id, type FROM manager_event')).map((e) => [e.id, e.type]));
+      expect({ lost: acknowledged.filter((a) => !humans.has(`${a.requirementId} ${a.body}`)), round }).toEqual({
+        lost: [],
+        round,
+      });
+      const stored = new Map(
+        (await query<{ id: number; type: string }>(db(), 'SELECT id, type FROM manager_event')).map((e) => [
+          e.id,
+          e.type,
+        ]),
+      );
       const missing = [...published].filter(([id, type]) => stored.get(id) !== type);
       expect({ missing, round }).toEqual({ missing: [], round });
 
       // Time passes while it is down: every active timer comes due (some long overdue).
-      await execute(db(), "UPDATE agent_timer SET next_fire_at = ? WHERE status = 'active'", [new Date(Date.now() - Math.floor(random() * 600) * 1000).toISOString()]);
+      await execute(db(), "UPDATE agent_timer SET next_fire_at = ? WHERE status = 'active'", [
+        new Date(Date.now() - Math.floor(random() * 600) * 1000).toISOString(),
+      ]);
       const maxBefore = Math.max(0, ...stored.keys());
       await start();
       const after = await connectSse(`${manager.origin}/api/events?after=${maxBefore}`);
       // Event ids continue past everything stored before, never reused: a marker written now
       // and every event before it (the restart's own: reconciliation, overdue timers) say so.
-      const marker = (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: `marker ${round}` } }))).id;
-      const created = await after.waitUntil((e) => e.event === 'requirement.created' && e.data.requirementId === marker, 'the marker after the restart');
-      expect({ reused: after.events.filter((e) => e.id <= maxBefore).map((e) => e.id), round }).toEqual({ reused: [], round });
+      const marker = (
+        await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: `marker ${round}` } }))
+      ).id;
+      const created = await after.waitUntil(
+        (e) => e.event === 'requirement.created' && e.data.requirementId === marker,
+        'the marker after the restart',
+      );
+      expect({ reused: after.events.filter((e) => e.id <= maxBefore).map((e) => e.id), round }).toEqual({
+        reused: [],
+        round,
+      });
       expect(created.id).toBeGreaterThan(maxBefore);
       after.close();
     }
@@ -178,20 +231,30 @@ describe('kill -9 under load, then restart', () => {
     await until(
       'every GitHub comment to arrive',
       async () => {
-        const [row] = await query<{ n: number }>(db(), "SELECT COUNT(*) AS n FROM requirement_message WHERE trigger_id = 'github.pull-request.comment'");
+        const [row] = await query<{ n: number }>(
+          db(),
+          "SELECT COUNT(*) AS n FROM requirement_message WHERE trigger_id = 'github.pull-request.comment'",
+        );
         return (row?.n ?? 0) >= comments || undefined;
       },
       60_000,
       250,
     );
-    const [delivered] = await query<{ n: number }>(db(), "SELECT COUNT(*) AS n FROM requirement_message WHERE trigger_id = 'github.pull-request.comment'");
+    const [delivered] = await query<{ n: number }>(
+      db(),
+      "SELECT COUNT(*) AS n FROM requirement_message WHERE trigger_id = 'github.pull-request.comment'",
+    );
     expect(delivered?.n).toBe(comments);
     await manager.stop();
     expect(await checkInvariants(manager.dataDirectory())).toEqual([]);
-    const [timers] = await query<{ due: number }>(db(), "SELECT COUNT(*) AS due FROM agent_timer WHERE status = 'active' AND next_fire_at < ?", [
-      new Date(Date.now() - 5000).toISOString(),
-    ]);
+    const [timers] = await query<{ due: number }>(
+      db(),
+      "SELECT COUNT(*) AS due FROM agent_timer WHERE status = 'active' AND next_fire_at < ?",
+      [new Date(Date.now() - 5000).toISOString()],
+    );
     expect(timers?.due).toBe(0);
-    process.stdout.write(`fault rounds: ${ROUNDS}, replies acknowledged: ${acknowledged.length}, events seen: ${published.size}, GitHub comments: ${comments}\n`);
+    process.stdout.write(
+      `fault rounds: ${ROUNDS}, replies acknowledged: ${acknowledged.length}, events seen: ${published.size}, GitHub comments: ${comments}\n`,
+    );
   });
 });

@@ -14,11 +14,14 @@ export async function checkInvariants(dataDirectory: string): Promise<string[]> 
   const expectNone = async (what: string, sql: string) => {
     const found = await rows<Record<string, unknown>>(sql);
     if (found.length > 0) {
-      problems.push(`${what}: ${JSON.stringify(found.slice(0, 5))}${found.length > 5 ? ` (+${found.length - 5})` : ''}`);
+      problems.push(
+        `${what}: ${JSON.stringify(found.slice(0, 5))}${found.length > 5 ? ` (+${found.length - 5})` : ''}`,
+      );
     }
   };
 
-  const json = (column: string, key: string) => (onPostgres() ? `(${column}::json->>'${key}')` : `json_extract(${column}, '$.${key}')`);
+  const json = (column: string, key: string) =>
+    onPostgres() ? `(${column}::json->>'${key}')` : `json_extract(${column}, '$.${key}')`;
   // PostgreSQL checks its pages and foreign keys itself, as it writes them.
   if (!onPostgres()) {
     const [integrity] = await rows<{ integrity_check: string }>('PRAGMA integrity_check');
@@ -69,9 +72,15 @@ export async function checkInvariants(dataDirectory: string): Promise<string[]> 
        FROM requirement r) x WHERE tree_in < counted_in OR tree_out < counted_out`,
   );
   // A stop's pause ends only by opening a run: a paused session is never running, nor done.
-  await expectNone('a paused session running or completed', "SELECT id, state FROM agent_session WHERE paused_at IS NOT NULL AND state IN ('running', 'completed')");
+  await expectNone(
+    'a paused session running or completed',
+    "SELECT id, state FROM agent_session WHERE paused_at IS NOT NULL AND state IN ('running', 'completed')",
+  );
   // 5. The agent's own output is never deliverable to itself.
-  await expectNone('RD output marked deliverable', "SELECT id FROM requirement_message WHERE author = 'rd_agent' AND source_requirement_id IS NULL AND deliver_to_rd = TRUE");
+  await expectNone(
+    'RD output marked deliverable',
+    "SELECT id FROM requirement_message WHERE author = 'rd_agent' AND source_requirement_id IS NULL AND deliver_to_rd = TRUE",
+  );
   // 10. One message per receipt; no receipt pointing at a missing message.
   await expectNone(
     'trigger occurrences delivered twice',
@@ -96,6 +105,9 @@ export async function checkInvariants(dataDirectory: string): Promise<string[]> 
     "SELECT pull_request_id, COUNT(*) AS n FROM review_request WHERE status = 'running' GROUP BY pull_request_id HAVING COUNT(*) > 1",
   );
   // Timers: active ones have a next occurrence; ended ones none.
-  await expectNone('timer state', "SELECT id, status, next_fire_at FROM agent_timer WHERE (status = 'active') <> (next_fire_at IS NOT NULL)");
+  await expectNone(
+    'timer state',
+    "SELECT id, status, next_fire_at FROM agent_timer WHERE (status = 'active') <> (next_fire_at IS NOT NULL)",
+  );
   return problems;
 }

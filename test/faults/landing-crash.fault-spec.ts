@@ -2,7 +2,16 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { ok } from '../support/api';
-import { createRequirement, git, initRepository, settled, sh, startRun, WORKTREE_AGENT, writeFiles } from '../support/git-repo';
+import {
+  createRequirement,
+  git,
+  initRepository,
+  settled,
+  sh,
+  startRun,
+  WORKTREE_AGENT,
+  writeFiles,
+} from '../support/git-repo';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from '../support/manager-process';
 import { until } from '../support/wait';
 import { checkInvariants } from './invariants';
@@ -14,7 +23,12 @@ import { checkInvariants } from './invariants';
 
 jest.setTimeout(5 * 60_000);
 
-const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT, GH_TOKEN: '', GITHUB_TOKEN: '' };
+const AGENTS = {
+  CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
+  CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,
+  GH_TOKEN: '',
+  GITHUB_TOKEN: '',
+};
 
 describe('kill -9 during a land, then restart', () => {
   let sandbox: Sandbox;
@@ -38,7 +52,11 @@ describe('kill -9 during a land, then restart', () => {
   /** A Requirement whose run committed `file`. */
   async function worked(title: string, file: string): Promise<{ id: string; branch: string }> {
     const requirement = await createRequirement(manager!, { baseRef: 'main', title });
-    await startRun(manager!, requirement.id, sh(`mkdir -p "$(dirname '${file}')" && echo '${title}' > '${file}' && git add -A && git commit -q -m '${title}'`));
+    await startRun(
+      manager!,
+      requirement.id,
+      sh(`mkdir -p "$(dirname '${file}')" && echo '${title}' > '${file}' && git add -A && git commit -q -m '${title}'`),
+    );
     const { requirement: done } = await settled(manager!, requirement.id, 1);
     return { branch: done.worktree!.branch!, id: requirement.id };
   }
@@ -56,13 +74,18 @@ describe('kill -9 during a land, then restart', () => {
     if (after.landing.landedAt !== null) {
       how = 'settled';
       expect(git(repo, 'merge-base', '--is-ancestor', after.landing.landedCommit!, 'main')).toBe('');
-      const again = await manager!.api.POST('/api/requirements/{id}/land', { body: { method: 'squash' }, params: { path: { id } } });
+      const again = await manager!.api.POST('/api/requirements/{id}/land', {
+        body: { method: 'squash' },
+        params: { path: { id } },
+      });
       expect(again.status).toBe(409);
       expect(again.error?.code).toBe('nothing_to_land');
     } else {
       how = 'retried';
       expect(landings(title)).toBe(0);
-      await ok(manager!.api.POST('/api/requirements/{id}/land', { body: { method: 'squash' }, params: { path: { id } } }));
+      await ok(
+        manager!.api.POST('/api/requirements/{id}/land', { body: { method: 'squash' }, params: { path: { id } } }),
+      );
     }
     expect(landings(title)).toBe(1);
     expect(git(repo, 'show', `main:${file}`).trim()).toBe(title);
@@ -76,7 +99,11 @@ describe('kill -9 during a land, then restart', () => {
     const flag = path.join(base, 'hang-land');
     const mark = path.join(base, 'filter-pid');
     const filter = path.join(base, 'hang-filter.sh');
-    fs.writeFileSync(filter, `#!/bin/sh\nif [ -f '${flag}' ]; then echo $$ > '${mark}'; exec sleep 600; fi\nexec cat\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      filter,
+      `#!/bin/sh\nif [ -f '${flag}' ]; then echo $$ > '${mark}'; exec sleep 600; fi\nexec cat\n`,
+      { mode: 0o755 },
+    );
     // The person's own filter (their configuration, which the manager keeps), for the files the land brings.
     writeFiles(repo, { '.gitattributes': 'landed/** filter=hang\n' });
     git(repo, 'add', '.gitattributes');
@@ -86,14 +113,23 @@ describe('kill -9 during a land, then restart', () => {
     const title = 'Filtered land';
     const { id } = await worked(title, 'landed/file.txt');
     fs.writeFileSync(flag, '');
-    const request = manager.api.POST('/api/requirements/{id}/land', { body: { method: 'squash' }, params: { path: { id } } }).catch(() => undefined);
-    const pid = Number(await until('the filter to hang inside the land', async () => (fs.existsSync(mark) ? fs.readFileSync(mark, 'utf8').trim() || undefined : undefined)));
+    const request = manager.api
+      .POST('/api/requirements/{id}/land', { body: { method: 'squash' }, params: { path: { id } } })
+      .catch(() => undefined);
+    const pid = Number(
+      await until('the filter to hang inside the land', async () =>
+        fs.existsSync(mark) ? fs.readFileSync(mark, 'utf8').trim() || undefined : undefined,
+      ),
+    );
     await manager.kill9();
     await request;
     fs.rmSync(flag);
     process.kill(pid, 'SIGKILL');
     // The orphaned git finishes (or gives up) on its own; then the manager starts again.
-    await until('git to let go of the index', async () => !fs.existsSync(path.join(repo, '.git', 'index.lock')) || undefined);
+    await until(
+      'git to let go of the index',
+      async () => !fs.existsSync(path.join(repo, '.git', 'index.lock')) || undefined,
+    );
     manager = await startManager({ env, sandbox });
     await expectLandedOnce(id, title, 'landed/file.txt');
   });
@@ -106,7 +142,9 @@ describe('kill -9 during a land, then restart', () => {
       const title = `Killed land ${i}`;
       const file = `killed/${i}.txt`;
       const { id } = await worked(title, file);
-      const request = manager.api.POST('/api/requirements/{id}/land', { body: { method: 'squash' }, params: { path: { id } } }).catch(() => undefined);
+      const request = manager.api
+        .POST('/api/requirements/{id}/land', { body: { method: 'squash' }, params: { path: { id } } })
+        .catch(() => undefined);
       await new Promise((r) => setTimeout(r, delayMs));
       await manager.kill9();
       await request;

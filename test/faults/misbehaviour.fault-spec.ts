@@ -51,15 +51,18 @@ describe('misbehaving agent CLIs', () => {
   });
 
   /** rdInactivityTimeoutSeconds, applied at once. */
-  const inactivity = async (seconds: number) => void (await ok(manager.api.PATCH('/api/configuration', { body: { rdInactivityTimeoutSeconds: seconds } })));
+  const inactivity = async (seconds: number) =>
+    void (await ok(manager.api.PATCH('/api/configuration', { body: { rdInactivityTimeoutSeconds: seconds } })));
 
   afterAll(async () => {
     await manager?.stop();
     sandbox?.cleanup();
   });
 
-  const create = async (title: string) => await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title } }));
-  const runs = async (id: string): Promise<Run[]> => (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items;
+  const create = async (title: string) =>
+    await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title } }));
+  const runs = async (id: string): Promise<Run[]> =>
+    (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: id } } }))).items;
   const finished = (id: string, count = 1) =>
     until(
       `run ${count} of ${id} to end`,
@@ -70,13 +73,21 @@ describe('misbehaving agent CLIs', () => {
       60_000,
       100,
     );
-  const trace = async (runId: string) => (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: runId }, query: { limit: 200 } } }))).items;
-  const requirement = async (id: string) => await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
+  const trace = async (runId: string) =>
+    (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: runId }, query: { limit: 200 } } })))
+      .items;
+  const requirement = async (id: string) =>
+    await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
 
   it('a CLI killed from outside fails its run; nothing is consumed and Start retries the same input', async () => {
     const req = await create('killed');
-    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: 'mode:hang' } });
-    const [running] = await until('the run', async () => ((await runs(req.id))[0]?.status === 'running' ? runs(req.id) : undefined));
+    await manager.api.POST('/api/requirements/{id}/start', {
+      params: { path: { id: req.id } },
+      body: { message: 'mode:hang' },
+    });
+    const [running] = await until('the run', async () =>
+      (await runs(req.id))[0]?.status === 'running' ? runs(req.id) : undefined,
+    );
     const pids = await until('its process', async () => {
       const found = findRunProcesses(running.id, null);
       return found.length > 0 && found;
@@ -94,19 +105,31 @@ describe('misbehaving agent CLIs', () => {
     const failed = await finished(req.id);
     expect(failed).toMatchObject({ status: 'failed' });
     expect(failed.error).toMatch(/SIGKILL/);
-    expect(await requirement(req.id)).toMatchObject({ session: { lastConsumedMessageSequence: 0, state: 'failed' }, status: 'waiting_confirmation' });
-    await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: req.id } }, body: { message: 'try again, mode:normal' } });
+    expect(await requirement(req.id)).toMatchObject({
+      session: { lastConsumedMessageSequence: 0, state: 'failed' },
+      status: 'waiting_confirmation',
+    });
+    await manager.api.POST('/api/requirements/{id}/reply', {
+      params: { path: { id: req.id } },
+      body: { message: 'try again, mode:normal' },
+    });
     const retried = await finished(req.id, 2);
     expect(retried).toMatchObject({ inputFromSequence: 1, status: 'succeeded' });
   });
 
   it('a CLI that crashes by itself, or hangs silently, ends failed or timed out with its whole tree gone', async () => {
     const crashed = await create('crashes');
-    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: crashed.id } }, body: { message: 'mode:selfkill' } });
+    await manager.api.POST('/api/requirements/{id}/start', {
+      params: { path: { id: crashed.id } },
+      body: { message: 'mode:selfkill' },
+    });
     expect(await finished(crashed.id)).toMatchObject({ status: 'failed' });
 
     const hung = await create('hangs');
-    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: hung.id } }, body: { message: 'mode:hang' } });
+    await manager.api.POST('/api/requirements/{id}/start', {
+      params: { path: { id: hung.id } },
+      body: { message: 'mode:hang' },
+    });
     const timedOut = await finished(hung.id);
     expect(timedOut).toMatchObject({ error: 'no output for 2 s', status: 'timed_out' });
     expect(findRunProcesses(timedOut.id, null)).toEqual([]);
@@ -115,12 +138,17 @@ describe('misbehaving agent CLIs', () => {
 
   it('garbage on stdout becomes error traces; the run still succeeds', async () => {
     const req = await create('garbage');
-    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: 'mode:garbage' } });
+    await manager.api.POST('/api/requirements/{id}/start', {
+      params: { path: { id: req.id } },
+      body: { message: 'mode:garbage' },
+    });
     const run = await finished(req.id);
     expect(run).toMatchObject({ status: 'succeeded' });
     const errors = (await trace(run.id)).filter((t) => t.kind === 'error');
     expect(errors.length).toBeGreaterThanOrEqual(2);
-    const messages = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: req.id } } }))).items;
+    const messages = (
+      await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: req.id } } }))
+    ).items;
     expect(messages.map((m: { body: string }) => m.body)).toContain('Survived the garbage.');
   });
 
@@ -129,7 +157,10 @@ describe('misbehaving agent CLIs', () => {
     const before = (await ok(manager.api.GET('/api/metrics'))).rssBytes;
     // Writing 400 MB may pause longer than 2 s on a loaded machine: this test is about the cut.
     await inactivity(60);
-    await manager.api.POST('/api/requirements/{id}/start', { params: { path: { id: req.id } }, body: { message: 'mode:bigline mb:400' } });
+    await manager.api.POST('/api/requirements/{id}/start', {
+      params: { path: { id: req.id } },
+      body: { message: 'mode:bigline mb:400' },
+    });
     const latencies: number[] = [];
     while ((await runs(req.id))[0]?.status === 'running') {
       latencies.push(await healthMs(manager.origin));
@@ -157,7 +188,12 @@ describe('a full disk during an attachment upload', () => {
     sandbox = makeSandbox();
     // Files may not grow past 8 MiB (RLIMIT_FSIZE), and the kernel's SIGXFSZ is ignored so a
     // write past it fails with EFBIG, as on a full disk, instead of killing the process.
-    manager = await startManager({ args: ['--log-level', 'warn'], env: AGENTS, sandbox, shellPrefix: "trap '' XFSZ; ulimit -f 8192" });
+    manager = await startManager({
+      args: ['--log-level', 'warn'],
+      env: AGENTS,
+      sandbox,
+      shellPrefix: "trap '' XFSZ; ulimit -f 8192",
+    });
   });
 
   afterAll(async () => {
@@ -173,7 +209,10 @@ describe('a full disk during an attachment upload', () => {
     expect(refused.status).toBe(507);
     expect(refused.error).toMatchObject({ code: 'storage_full', statusCode: 507 });
     expect(fs.readdirSync(attachments)).toEqual([]);
-    const [row] = await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM message_attachment');
+    const [row] = await query<{ n: number }>(
+      path.join(manager.dataDirectory(), 'factory.sqlite'),
+      'SELECT COUNT(*) AS n FROM message_attachment',
+    );
     expect(row?.n).toBe(0);
 
     const small = await upload(manager.api, req.id, 'note.txt', Buffer.from('hello'));
@@ -194,20 +233,38 @@ describe('GitHub down, slow and rate limiting', () => {
     github = await FakeGitHubServer.start({ token: TOKEN });
     manager = await startManager({
       args: ['--log-level', 'warn'],
-      env: { ...AGENTS, CODE_FACTORY_GITHUB_API_URL: github.url, CODE_FACTORY_PULL_REQUEST_RECONCILE_INTERVAL_SECONDS: '1', GITHUB_TOKEN: TOKEN },
+      env: {
+        ...AGENTS,
+        CODE_FACTORY_GITHUB_API_URL: github.url,
+        CODE_FACTORY_PULL_REQUEST_RECONCILE_INTERVAL_SECONDS: '1',
+        GITHUB_TOKEN: TOKEN,
+      },
       sandbox,
     });
-    const req = await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'github faults' } }));
+    const req = await ok(
+      manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'github faults' } }),
+    );
     for (const number of [1, 2]) {
       const pr = github.addPullRequest({ number, repository: 'org/down' });
-      await manager.api.POST('/api/requirements/{id}/reply', { params: { path: { id: req.id } }, body: { message: `mode:pr pr#${number} repo:org/down sha:${pr.headSha}` } });
-      await until('registered', async () => (await ok(manager.api.GET('/api/pull-requests'))).items.length >= number || undefined, 30_000);
+      await manager.api.POST('/api/requirements/{id}/reply', {
+        params: { path: { id: req.id } },
+        body: { message: `mode:pr pr#${number} repo:org/down sha:${pr.headSha}` },
+      });
+      await until(
+        'registered',
+        async () => (await ok(manager.api.GET('/api/pull-requests'))).items.length >= number || undefined,
+        30_000,
+      );
     }
     await until(
       'observed',
       async () =>
-        (await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM pull_request WHERE github_observed_at IS NOT NULL'))[0]?.n ===
-          2 || undefined,
+        (
+          await query<{ n: number }>(
+            path.join(manager.dataDirectory(), 'factory.sqlite'),
+            'SELECT COUNT(*) AS n FROM pull_request WHERE github_observed_at IS NOT NULL',
+          )
+        )[0]?.n === 2 || undefined,
       30_000,
     );
   });
@@ -230,7 +287,13 @@ describe('GitHub down, slow and rate limiting', () => {
       async () => {
         latencies.push(await healthMs(manager.origin));
         const pr = (await ok(manager.api.GET('/api/pull-requests'))).items[0];
-        const messages = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: pr.requirementId }, query: { limit: 200 } } }))).items;
+        const messages = (
+          await ok(
+            manager.api.GET('/api/requirements/{id}/messages', {
+              params: { path: { id: pr.requirementId }, query: { limit: 200 } },
+            }),
+          )
+        ).items;
         return messages.some((m: { body: string }) => m.body.includes('while slow')) || undefined;
       },
       30_000,
@@ -248,19 +311,35 @@ describe('GitHub down, slow and rate limiting', () => {
     // The ticks go on (each logs its failure, one a second): three of them later, still at most
     // the one request that was in flight when the counts were reset.
     const ticks = failedTicks(manager.dataDirectory());
-    await until('three more reconciler ticks', async () => failedTicks(manager.dataDirectory()) >= ticks + 3 || undefined, 30_000, 100);
+    await until(
+      'three more reconciler ticks',
+      async () => failedTicks(manager.dataDirectory()) >= ticks + 3 || undefined,
+      30_000,
+      100,
+    );
     expect(github.counts().graphql).toBeLessThanOrEqual(1);
     expect((await manager.api.GET('/api/health')).status).toBe(200);
   });
 
   it('GitHub unreachable: ticks fail quietly, the manager keeps serving, and nothing is written', async () => {
     await github.close();
-    const before = await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM requirement_message');
+    const before = await query<{ n: number }>(
+      path.join(manager.dataDirectory(), 'factory.sqlite'),
+      'SELECT COUNT(*) AS n FROM requirement_message',
+    );
     // Two ticks that failed to read GitHub, after the close: whatever they would write is written.
     const ticks = failedTicks(manager.dataDirectory());
-    await until('two failed reconciler ticks', async () => failedTicks(manager.dataDirectory()) >= ticks + 2 || undefined, 30_000, 100);
+    await until(
+      'two failed reconciler ticks',
+      async () => failedTicks(manager.dataDirectory()) >= ticks + 2 || undefined,
+      30_000,
+      100,
+    );
     expect(await healthMs(manager.origin)).toBeLessThan(500);
-    const after = await query<{ n: number }>(path.join(manager.dataDirectory(), 'factory.sqlite'), 'SELECT COUNT(*) AS n FROM requirement_message');
+    const after = await query<{ n: number }>(
+      path.join(manager.dataDirectory(), 'factory.sqlite'),
+      'SELECT COUNT(*) AS n FROM requirement_message',
+    );
     expect(after).toEqual(before);
     expect(manager.child.exitCode).toBeNull();
     expect(await checkInvariants(manager.dataDirectory())).toEqual([]);

@@ -22,7 +22,8 @@ import { until } from '../support/wait';
 jest.setTimeout(8 * 60_000);
 
 const ATTACK = path.join(ROOT, 'test', 'fixtures', 'agents', 'repository-attack.js');
-const attackCommand = (job: Record<string, unknown>) => `${process.execPath} ${ATTACK} ${Buffer.from(JSON.stringify(job)).toString('base64')}`;
+const attackCommand = (job: Record<string, unknown>) =>
+  `${process.execPath} ${ATTACK} ${Buffer.from(JSON.stringify(job)).toString('base64')}`;
 
 interface AttackResult {
   own: Record<string, true | string>;
@@ -76,7 +77,14 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
     const requirement = existing ? { id: existing } : await createRequirement(manager, { provider, title });
     stub.scriptFor(requirement.id, turns);
     const start = count === 1 ? '/api/requirements/{id}/start' : '/api/requirements/{id}/reply';
-    expect((await manager.api.POST(start, { body: { message: `Work ${requirement.id}` }, params: { path: { id: requirement.id } } })).status).toBe(202);
+    expect(
+      (
+        await manager.api.POST(start, {
+          body: { message: `Work ${requirement.id}` },
+          params: { path: { id: requirement.id } },
+        })
+      ).status,
+    ).toBe(202);
     return settled(manager, requirement.id, count);
   };
 
@@ -91,7 +99,13 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
     const { requirement: attacked, run: attackRun } = await run(
       'Attacker',
       [
-        { shell: attackCommand({ out, personGit: path.join(sandbox.workspace, '.git'), victimBranch: victim.worktree!.branch }) },
+        {
+          shell: attackCommand({
+            out,
+            personGit: path.join(sandbox.workspace, '.git'),
+            victimBranch: victim.worktree!.branch,
+          }),
+        },
         // With the person's refs out of reach, the child is made where every worktree Requirement is.
         { shell: `code-factory-cli requirement propose --title "Child" --description "Child ${childTag}" --start` },
         { text: 'Attack over.' },
@@ -103,7 +117,18 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
     const result = JSON.parse(fs.readFileSync(out, 'utf8')) as AttackResult;
     expect(result.crashed).toBeUndefined();
     expect(Object.entries(result.person).filter(([, outcome]) => outcome === true)).toEqual([]);
-    expect(result.own).toEqual({ cherryPick: true, clean: '', commit: true, gc: true, onBranch: true, rebase: true, stash: true, stashPop: true, tag: true, tagDelete: true });
+    expect(result.own).toEqual({
+      cherryPick: true,
+      clean: '',
+      commit: true,
+      gc: true,
+      onBranch: true,
+      rebase: true,
+      stash: true,
+      stashPop: true,
+      tag: true,
+      tagDelete: true,
+    });
     // The person's repository is as it was, object for object.
     expect(repositoryState(sandbox.workspace)).toEqual(before);
     expect(checkoutSnapshot(sandbox.workspace)).toEqual(checkout);
@@ -111,7 +136,9 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
     expect(fs.existsSync(path.join(sandbox.workspace, '.git', 'objects', 'info', 'alternates'))).toBe(false);
     // Its own work was imported into its branch, which the person's repository now has.
     expect(attacked.worktree).toMatchObject({ importError: null, layout: 'own_repository', mode: 'worktree' });
-    expect(git(sandbox.workspace, 'rev-parse', `refs/heads/${attacked.worktree!.branch}`).trim()).toBe(attacked.worktree!.headSha);
+    expect(git(sandbox.workspace, 'rev-parse', `refs/heads/${attacked.worktree!.branch}`).trim()).toBe(
+      attacked.worktree!.headSha,
+    );
     expect(git(sandbox.workspace, 'ls-tree', '--name-only', attacked.worktree!.headSha!)).toContain('two.txt');
     // The child: a worktree Requirement in a repository of its own, never in place.
     const child = await until('the child to exist', async () => {
@@ -119,7 +146,10 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
       return all.find((r) => r.parentRequirementId === attacker.id);
     });
     const childDone = (await settled(manager, child.id, 1)).requirement;
-    expect(childDone).toMatchObject({ isolation: 'worktree', worktree: { layout: 'own_repository', mode: 'worktree' } });
+    expect(childDone).toMatchObject({
+      isolation: 'worktree',
+      worktree: { layout: 'own_repository', mode: 'worktree' },
+    });
     expect(childDone.worktree!.path).not.toBe(sandbox.workspace);
     expect(fs.statSync(path.join(childDone.worktree!.path!, '.git')).isDirectory()).toBe(true);
     // An agent asking to run its proposal in place is refused, with nothing written.
@@ -129,7 +159,9 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
       { text: 'Asked.' },
     ]);
     expect(stub.requests.filter((r) => r.marker === asking.id).pop()!.transcript).toContain('in_place_not_for_agents');
-    expect((await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.length).toBe(count + 1);
+    expect((await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.length).toBe(
+      count + 1,
+    );
   });
 
   it('lands what Changes showed: replace refs in its repository are ignored, an overwritten object or a FIFO refuses the import, and every other run goes on', async () => {
@@ -144,10 +176,18 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
     ]);
     const id = replaced.requirement.id;
     const changes = await ok(manager.api.GET('/api/requirements/{id}/changes', { params: { path: { id } } }));
-    const diff = await manager.api.GET('/api/requirements/{id}/changes/diff', { params: { path: { id }, query: { path: 'build.sh' } }, parseAs: 'text' });
+    const diff = await manager.api.GET('/api/requirements/{id}/changes/diff', {
+      params: { path: { id }, query: { path: 'build.sh' } },
+      parseAs: 'text',
+    });
     expect(diff.data).toContain('+echo reviewed');
     expect(diff.data).not.toContain('evil');
-    const landed = await ok(manager.api.POST('/api/requirements/{id}/land', { body: { expectedHead: changes.workSha, method: 'merge' }, params: { path: { id } } }));
+    const landed = await ok(
+      manager.api.POST('/api/requirements/{id}/land', {
+        body: { expectedHead: changes.workSha, method: 'merge' },
+        params: { path: { id } },
+      }),
+    );
     expect(landed.commit).toMatch(/^[0-9a-f]{40}$/);
     expect(fs.readFileSync(path.join(sandbox.workspace, 'build.sh'), 'utf8')).toBe('echo reviewed\n');
     // A new Requirement's working copy has what landed.
@@ -171,14 +211,21 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
     expect(git(sandbox.workspace, 'log', '--all', '--format=%s')).not.toContain('corrupted-commit');
     await expectRefused(
       manager.dataDirectory(),
-      () => manager.api.POST('/api/requirements/{id}/land', { body: { method: 'merge' }, params: { path: { id: corrupt.requirement.id } } }),
+      () =>
+        manager.api.POST('/api/requirements/{id}/land', {
+          body: { method: 'merge' },
+          params: { path: { id: corrupt.requirement.id } },
+        }),
       409,
       'import_refused',
     );
 
     // A FIFO where git would read (its alternates): refused before any git opens it.
     const fifo = await run('Fifo', [
-      { shell: 'mv .git/objects/info/alternates .git/objects/info/was-alternates && mkfifo .git/objects/info/alternates && echo planted' },
+      {
+        shell:
+          'mv .git/objects/info/alternates .git/objects/info/was-alternates && mkfifo .git/objects/info/alternates && echo planted',
+      },
       { text: 'Planted.' },
     ]);
     expect(fifo.requirement.worktree!.importError).toMatch(/a FIFO at \.git\/objects\/info\/alternates/);
@@ -191,7 +238,10 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
 
   it('lands a swept working copy only at its recorded head, and refuses work that changed since it was shown', async () => {
     const done = await run('Sweep me', [
-      { shell: "printf 'mine\\n' > mine.txt && git add mine.txt && git -c user.name=A -c user.email=a@example.com commit -qm mine" },
+      {
+        shell:
+          "printf 'mine\\n' > mine.txt && git add mine.txt && git -c user.name=A -c user.email=a@example.com commit -qm mine",
+      },
       { text: 'Mine.' },
     ]);
     const id = done.requirement.id;
@@ -200,7 +250,9 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
     expect((await manager.api.POST('/api/requirements/{id}/confirm', { params: { path: { id } } })).status).toBe(200);
     expect((await manager.api.PATCH('/api/configuration', { body: { worktreeIdleDays: 0 } })).status).toBe(200);
     await until('the idle working copy to go', async () =>
-      (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).worktree?.removedAt ? true : undefined,
+      (await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }))).worktree?.removedAt
+        ? true
+        : undefined,
     );
     expect((await manager.api.PATCH('/api/configuration', { body: { worktreeIdleDays: 7 } })).status).toBe(200);
     // Its branch moved after the sweep (by anything but an import): only the recorded head lands.
@@ -215,32 +267,63 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
     git(sandbox.workspace, 'update-ref', `refs/heads/${branch}`, recorded);
     await expectRefused(
       manager.dataDirectory(),
-      () => manager.api.POST('/api/requirements/{id}/land', { body: { expectedHead: elsewhere, method: 'squash' }, params: { path: { id } } }),
+      () =>
+        manager.api.POST('/api/requirements/{id}/land', {
+          body: { expectedHead: elsewhere, method: 'squash' },
+          params: { path: { id } },
+        }),
       409,
       'head_moved',
     );
-    const landed = await ok(manager.api.POST('/api/requirements/{id}/land', { body: { expectedHead: recorded, method: 'squash' }, params: { path: { id } } }));
+    const landed = await ok(
+      manager.api.POST('/api/requirements/{id}/land', {
+        body: { expectedHead: recorded, method: 'squash' },
+        params: { path: { id } },
+      }),
+    );
     expect(git(sandbox.workspace, 'show', `${landed.commit}:mine.txt`)).toBe('mine\n');
   });
   it('fails only the run that hits a limit — a fork of 1,000 sleeps, 3 GB into $TMPDIR — with the reason, while another runs on', async () => {
-    expect((await manager.api.PATCH('/api/configuration', { body: { agentProcessLimit: 200, agentTmpSizeMb: 64 } })).status).toBe(200);
+    expect(
+      (await manager.api.PATCH('/api/configuration', { body: { agentProcessLimit: 200, agentTmpSizeMb: 64 } })).status,
+    ).toBe(200);
     try {
       const bystander = await createRequirement(manager, { provider, title: 'Bystander' });
       stub.scriptFor(bystander.id, [{ shell: 'sleep 6 && echo still-here > calm.txt' }, { text: 'Calm.' }]);
-      expect((await manager.api.POST('/api/requirements/{id}/start', { body: { message: `Work ${bystander.id}` }, params: { path: { id: bystander.id } } })).status).toBe(202);
-      const forker = await run('Fork bomb', [{ shell: '(i=0; while [ $i -lt 1000 ]; do sleep 60 & i=$((i+1)); done) 2>/dev/null; sleep 30' }, { text: 'Forked.' }]);
+      expect(
+        (
+          await manager.api.POST('/api/requirements/{id}/start', {
+            body: { message: `Work ${bystander.id}` },
+            params: { path: { id: bystander.id } },
+          })
+        ).status,
+      ).toBe(202);
+      const forker = await run('Fork bomb', [
+        { shell: '(i=0; while [ $i -lt 1000 ]; do sleep 60 & i=$((i+1)); done) 2>/dev/null; sleep 30' },
+        { text: 'Forked.' },
+      ]);
       expect(forker.run.status).toBe('failed');
-      expect(forker.run.error).toMatch(/the run hit a limit: it (tried to run more than 200 processes at once \(agentProcessLimit\)|filled its temporary space)/);
-      const filler = await run('Disk filler', [{ shell: 'dd if=/dev/zero of="$TMPDIR/big" bs=1M count=3072; sleep 30' }, { text: 'Filled.' }]);
+      expect(forker.run.error).toMatch(
+        /the run hit a limit: it (tried to run more than 200 processes at once \(agentProcessLimit\)|filled its temporary space)/,
+      );
+      const filler = await run('Disk filler', [
+        { shell: 'dd if=/dev/zero of="$TMPDIR/big" bs=1M count=3072; sleep 30' },
+        { text: 'Filled.' },
+      ]);
       expect(filler.run.status).toBe('failed');
-      expect(filler.run.error).toMatch(/the run hit a limit: it filled its temporary space \(\/tmp, \/var\/tmp and \$TMPDIR: 64 MB, agentTmpSizeMb\)/);
+      expect(filler.run.error).toMatch(
+        /the run hit a limit: it filled its temporary space \(\/tmp, \/var\/tmp and \$TMPDIR: 64 MB, agentTmpSizeMb\)/,
+      );
       // Its temporary space was its own: nothing of it is left on the machine.
       expect(fs.existsSync(path.join(sandbox.home, 'tmp', filler.run.id))).toBe(false);
       const calm = await settled(manager, bystander.id, 1);
       expect(calm.run.status).toBe('succeeded');
       expect(fs.readFileSync(path.join(calm.requirement.worktree!.path!, 'calm.txt'), 'utf8')).toBe('still-here\n');
     } finally {
-      expect((await manager.api.PATCH('/api/configuration', { body: { agentProcessLimit: 2048, agentTmpSizeMb: 2048 } })).status).toBe(200);
+      expect(
+        (await manager.api.PATCH('/api/configuration', { body: { agentProcessLimit: 2048, agentTmpSizeMb: 2048 } }))
+          .status,
+      ).toBe(200);
     }
   });
 });
@@ -269,15 +352,24 @@ describe('a git that hangs on the workspace', () => {
     fs.mkdirSync(path.dirname(alternates), { recursive: true });
     execFileSync('mkfifo', [alternates]);
     try {
-      const answer = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'While git hangs' } });
+      const answer = await manager.api.POST('/api/requirements', {
+        body: { provider: 'codex', title: 'While git hangs' },
+      });
       expect(answer.response.status).toBe(503);
-      expect(answer.error).toMatchObject({ code: 'workspace_git_unavailable', message: expect.stringMatching(/took longer than/) });
+      expect(answer.error).toMatchObject({
+        code: 'workspace_git_unavailable',
+        message: expect.stringMatching(/took longer than/),
+      });
     } finally {
       fs.rmSync(alternates);
     }
-    expect((await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.length).toBe(before);
+    expect((await ok(manager.api.GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.length).toBe(
+      before,
+    );
     // The person choosing in place still can; the repository answering again gives worktrees again.
-    expect((await createRequirement(manager, { isolation: 'in_place', title: 'On purpose' })).isolation).toBe('in_place');
+    expect((await createRequirement(manager, { isolation: 'in_place', title: 'On purpose' })).isolation).toBe(
+      'in_place',
+    );
     expect((await createRequirement(manager, { title: 'Again' })).isolation).toBe('worktree');
   });
 });

@@ -66,7 +66,9 @@ const isBubblewrap = (pid: number) => path.basename(cmdline(pid)[0] ?? '') === '
 /** The processes of one run under the `npm start` tree: those with its marker, and the sandbox above them. */
 function runTree(tree: NpmTree, marker: string): number[] {
   const marked = new Set(withEnv(`AGENT_MANAGER_RUN_MARKER=${marker}`));
-  return descendants(tree.npm.pid!).filter((pid) => marked.has(pid) || (isBubblewrap(pid) && descendants(pid).some((d) => marked.has(d))));
+  return descendants(tree.npm.pid!).filter(
+    (pid) => marked.has(pid) || (isBubblewrap(pid) && descendants(pid).some((d) => marked.has(d))),
+  );
 }
 
 /** What a process of the run is, by its program (bwrap, the agent's script, `sleep 600`), with its depth among its kind. */
@@ -95,7 +97,10 @@ function withEnv(entry: string, match: 'exact' | 'prefix' = 'exact'): number[] {
   for (const name of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
     try {
       const environ = fs.readFileSync(`/proc/${name}/environ`, 'latin1').split('\0');
-      if ((match === 'exact' ? environ.includes(entry) : environ.some((e) => e.startsWith(entry))) && alive(Number(name))) {
+      if (
+        (match === 'exact' ? environ.includes(entry) : environ.some((e) => e.startsWith(entry))) &&
+        alive(Number(name))
+      ) {
         found.push(Number(name));
       }
     } catch {
@@ -137,19 +142,31 @@ async function npmStart(sandbox: Sandbox): Promise<NpmTree> {
 const startedMarkers: string[] = [];
 
 /** A running agent with a tool command in another process group; resolves with its run's marker. */
-async function startAgent(origin: string, dataDirectory: string): Promise<{ runId: string; marker: string; requirementId: string }> {
+async function startAgent(
+  origin: string,
+  dataDirectory: string,
+): Promise<{ runId: string; marker: string; requirementId: string }> {
   const api = apiClient(origin);
   const created = await ok(api.POST('/api/requirements', { body: { provider: 'codex', title: 'keep running' } }));
-  const started = await api.POST('/api/requirements/{id}/start', { body: { message: 'go' }, params: { path: { id: created.id } } });
+  const started = await api.POST('/api/requirements/{id}/start', {
+    body: { message: 'go' },
+    params: { path: { id: created.id } },
+  });
   expect(started.status).toBe(202);
   const runId = started.data!.run!.id;
   const marker = await until("the run's process on record", async () => {
-    const rows = await query<{ process_marker: string | null }>(path.join(dataDirectory, 'factory.sqlite'), 'SELECT process_marker FROM agent_run WHERE id = ?', [runId]);
+    const rows = await query<{ process_marker: string | null }>(
+      path.join(dataDirectory, 'factory.sqlite'),
+      'SELECT process_marker FROM agent_run WHERE id = ?',
+      [runId],
+    );
     return rows[0]?.process_marker ?? undefined;
   });
   startedMarkers.push(marker);
   // The agent and its detached tool command are both up.
-  await until('the agent and its tool command', async () => withEnv(`AGENT_MANAGER_RUN_MARKER=${marker}`).some((pid) => cmdline(pid)[0] === 'sleep'));
+  await until('the agent and its tool command', async () =>
+    withEnv(`AGENT_MANAGER_RUN_MARKER=${marker}`).some((pid) => cmdline(pid)[0] === 'sleep'),
+  );
   return { marker, requirementId: created.id, runId };
 }
 
@@ -164,7 +181,11 @@ function logLines(dataDirectory: string): Array<Record<string, unknown>> {
 }
 
 async function runStatus(dataDirectory: string, runId: string): Promise<string> {
-  const rows = await query<{ status: string }>(path.join(dataDirectory, 'factory.sqlite'), 'SELECT status FROM agent_run WHERE id = ?', [runId]);
+  const rows = await query<{ status: string }>(
+    path.join(dataDirectory, 'factory.sqlite'),
+    'SELECT status FROM agent_run WHERE id = ?',
+    [runId],
+  );
   return rows[0].status;
 }
 
@@ -190,7 +211,12 @@ describe('signals as supervisors and people send them, to an `npm start` tree', 
   });
   afterEach(() => {
     for (const tree of trees.splice(0)) {
-      for (const pid of [tree.manager, tree.sh, tree.npm.pid!, ...startedMarkers.splice(0).flatMap((m) => withEnv(`AGENT_MANAGER_RUN_MARKER=${m}`))]) {
+      for (const pid of [
+        tree.manager,
+        tree.sh,
+        tree.npm.pid!,
+        ...startedMarkers.splice(0).flatMap((m) => withEnv(`AGENT_MANAGER_RUN_MARKER=${m}`)),
+      ]) {
         try {
           process.kill(pid, 'SIGKILL');
         } catch {
@@ -239,31 +265,48 @@ describe('signals as supervisors and people send them, to an `npm start` tree', 
     const manager = new Set([tree.npm.pid!, tree.sh, tree.manager]);
     // The first process besides the manager is its Codex model listing (`codex app-server`, here
     // the tree agent, which never answers and starts a tool command of its own).
-    const listing = await until('the model listing', async () => descendants(tree.npm.pid!).find((pid) => cmdline(pid).includes('app-server')), 10_000);
+    const listing = await until(
+      'the model listing',
+      async () => descendants(tree.npm.pid!).find((pid) => cmdline(pid).includes('app-server')),
+      10_000,
+    );
     process.kill(listing, 'SIGTERM');
-    await until('the listing and what it started to be gone', async () => withEnv('AGENT_MANAGER_RUN_MARKER=model-list-', 'prefix').length === 0 || undefined, 10_000);
+    await until(
+      'the listing and what it started to be gone',
+      async () => withEnv('AGENT_MANAGER_RUN_MARKER=model-list-', 'prefix').length === 0 || undefined,
+      10_000,
+    );
     expect((await apiClient(tree.origin).GET('/api/health')).status).toBe(200);
     const first = await startAgent(tree.origin, tree.dataDirectory);
     // The manager starts its programs from its spawner process (core/process/spawner.ts), its
     // child: a signal to the spawner is one to the manager's own side, which it ignores (it
     // leaves only with the manager), and the runs it started go on.
-    const spawnerPid = descendants(tree.npm.pid!).find((pid) => proc(pid)?.ppid === tree.manager && cmdline(pid).some((a) => a.endsWith('spawner-process.js')));
+    const spawnerPid = descendants(tree.npm.pid!).find(
+      (pid) => proc(pid)?.ppid === tree.manager && cmdline(pid).some((a) => a.endsWith('spawner-process.js')),
+    );
     expect(spawnerPid).toBeDefined();
     manager.add(spawnerPid!);
     process.kill(spawnerPid!, 'SIGTERM');
     process.kill(spawnerPid!, 'SIGINT');
     process.kill(spawnerPid!, 'SIGHUP');
     await new Promise((resolve) => setTimeout(resolve, 500));
-    expect({ spawner: alive(spawnerPid!), run: await runStatus(tree.dataDirectory, first.runId) }).toEqual({ run: 'running', spawner: true });
+    expect({ spawner: alive(spawnerPid!), run: await runStatus(tree.dataDirectory, first.runId) }).toEqual({
+      run: 'running',
+      spawner: true,
+    });
     // Every process under npm besides npm, sh, the manager and its spawner belongs to the run (the
     // sandbox, the agent CLI, its tool command): the tree is found from /proc, not assumed.
     // The manager's own short-lived git (the conflict radar's poll, the worktree refresh) is not
     // the run's: it is left out, as is a process already gone (an empty cmdline: it exited between
     // the listing and the read).
     const ownGit = (pid: number) => proc(pid)?.ppid === spawnerPid && path.basename(cmdline(pid)[0] ?? '') === 'git';
-    const members = descendants(tree.npm.pid!).filter((pid) => !manager.has(pid) && cmdline(pid).length > 0 && !ownGit(pid));
+    const members = descendants(tree.npm.pid!).filter(
+      (pid) => !manager.has(pid) && cmdline(pid).length > 0 && !ownGit(pid),
+    );
     expect(members.length).toBeGreaterThanOrEqual(2);
-    expect(members.filter((pid) => !runTree(tree, first.marker).includes(pid)).map((pid) => cmdline(pid).join(' '))).toEqual([]);
+    expect(
+      members.filter((pid) => !runTree(tree, first.marker).includes(pid)).map((pid) => cmdline(pid).join(' ')),
+    ).toEqual([]);
     const shape = members.map(label).sort();
     let agent = first;
     for (const [i, role] of shape.entries()) {
@@ -283,22 +326,39 @@ describe('signals as supervisors and people send them, to an `npm start` tree', 
         // exited CLI's pipes to drain (EXIT_DRAIN_MS, 1 s, in agents/process-runner.ts), after
         // which it would have ended the run's tree had it taken the signal for the CLI's exit.
         await new Promise((resolve) => setTimeout(resolve, 2_000));
-        expect({ agent: alive(agentProcess!), role, status: await runStatus(tree.dataDirectory, agent.runId) }).toEqual({ agent: true, role, status: 'running' });
+        expect({ agent: alive(agentProcess!), role, status: await runStatus(tree.dataDirectory, agent.runId) }).toEqual(
+          { agent: true, role, status: 'running' },
+        );
       } else {
         // The agent, or the process the manager started (the sandbox, whose init would keep the
         // agent's orphans alive), is gone: the run fails, its whole tree with it, nothing consumed.
-        await until(`the run to end after SIGTERM to ${role}`, async () => (await runStatus(tree.dataDirectory, agent.runId)) !== 'running' || undefined, 30_000);
+        await until(
+          `the run to end after SIGTERM to ${role}`,
+          async () => (await runStatus(tree.dataDirectory, agent.runId)) !== 'running' || undefined,
+          30_000,
+        );
         expect({ role, status: await runStatus(tree.dataDirectory, agent.runId) }).toEqual({ role, status: 'failed' });
-        await until(`no process of the run left (${role})`, async () => withEnv(`AGENT_MANAGER_RUN_MARKER=${agent.marker}`).length === 0 || undefined, 10_000);
-        const requirement = await ok(apiClient(tree.origin).GET('/api/requirements/{id}', { params: { path: { id: agent.requirementId } } }));
+        await until(
+          `no process of the run left (${role})`,
+          async () => withEnv(`AGENT_MANAGER_RUN_MARKER=${agent.marker}`).length === 0 || undefined,
+          10_000,
+        );
+        const requirement = await ok(
+          apiClient(tree.origin).GET('/api/requirements/{id}', { params: { path: { id: agent.requirementId } } }),
+        );
         expect(requirement.session.lastConsumedMessageSequence).toBe(0);
       }
-      console.log(`SIGTERM to ${role}: ${died ? 'exited' : 'ignored'}; run ${await runStatus(tree.dataDirectory, agent.runId)}`);
+      console.log(
+        `SIGTERM to ${role}: ${died ? 'exited' : 'ignored'}; run ${await runStatus(tree.dataDirectory, agent.runId)}`,
+      );
       expect(alive(tree.manager)).toBe(true);
       expect((await apiClient(tree.origin).GET('/api/health')).status).toBe(200);
     }
     // The last run may still be going (its tool command was the one ended); one more to be sure.
-    const last = (await runStatus(tree.dataDirectory, agent.runId)) === 'running' ? agent : await startAgent(tree.origin, tree.dataDirectory);
+    const last =
+      (await runStatus(tree.dataDirectory, agent.runId)) === 'running'
+        ? agent
+        : await startAgent(tree.origin, tree.dataDirectory);
     process.kill(-tree.npm.pid!, 'SIGTERM');
     await expectGracefulStop(tree, last);
     expect(await checkInvariants(tree.dataDirectory)).toEqual([]);
@@ -311,7 +371,11 @@ describe('signals as supervisors and people send them, to an `npm start` tree', 
     // The agent ignores nothing, but its tool command is given 2 s after TERM: the forced exit
     // must not wait for that.
     process.kill(-tree.npm.pid!, 'SIGINT');
-    await until('the stop to begin', async () => logLines(tree.dataDirectory).some((l) => l.message === 'agent manager stopping'), 10_000);
+    await until(
+      'the stop to begin',
+      async () => logLines(tree.dataDirectory).some((l) => l.message === 'agent manager stopping'),
+      10_000,
+    );
     process.kill(tree.manager, 'SIGINT');
     await until('the manager to exit', async () => !alive(tree.manager), 10_000);
     expect(withEnv(`AGENT_MANAGER_RUN_MARKER=${agent.marker}`)).toEqual([]);
@@ -341,7 +405,12 @@ describe('agent-manager start under signals', () => {
     manager.child.kill('SIGTERM');
     // The second signal lands once the graceful stop is under way (its first log line says so)
     // and before it is over (the process is still there to take it).
-    await until('the graceful stop to begin', async () => logLines(manager.dataDirectory()).some((l) => l.message === 'agent manager stopping'), 10_000, 10);
+    await until(
+      'the graceful stop to begin',
+      async () => logLines(manager.dataDirectory()).some((l) => l.message === 'agent manager stopping'),
+      10_000,
+      10,
+    );
     expect(manager.child.kill('SIGTERM')).toBe(true);
     expect(await exited).toBe(0);
     expect(withEnv(`AGENT_MANAGER_RUN_MARKER=${agent.marker}`)).toEqual([]);
@@ -370,8 +439,18 @@ describe('agent-manager start under signals', () => {
       let out = '';
       holder.stdout.on('data', (c: Buffer) => (out += c.toString()));
       const pid = Number(await until('the forked manager', async () => /^(\d+)\n/.exec(out)?.[1]));
-      const lock = path.join(sandbox.home, 'workspaces', workspaceKey(fs.realpathSync(sandbox.workspace)), 'manager.lock');
-      await until('its lock with a URL', async () => fs.existsSync(lock) && (JSON.parse(fs.readFileSync(lock, 'utf8')) as { url: string | null }).url !== null, 30_000);
+      const lock = path.join(
+        sandbox.home,
+        'workspaces',
+        workspaceKey(fs.realpathSync(sandbox.workspace)),
+        'manager.lock',
+      );
+      await until(
+        'its lock with a URL',
+        async () =>
+          fs.existsSync(lock) && (JSON.parse(fs.readFileSync(lock, 'utf8')) as { url: string | null }).url !== null,
+        30_000,
+      );
       process.kill(pid, 'SIGKILL');
       await until('the manager to be a zombie', async () => proc(pid)?.state === 'Z');
       // kill(pid, 0) still succeeds on it; the next start must not be refused all the same.

@@ -1,7 +1,17 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { AgentReport, createRequirement, git, initRepository, readReport, settled, startRun, WORKTREE_AGENT, writeFiles } from '../support/git-repo';
+import {
+  AgentReport,
+  createRequirement,
+  git,
+  initRepository,
+  readReport,
+  settled,
+  startRun,
+  WORKTREE_AGENT,
+  writeFiles,
+} from '../support/git-repo';
 import { Json } from '../support/http';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from '../support/manager-process';
 import { until } from '../support/wait';
@@ -18,7 +28,12 @@ import { checkInvariants } from './invariants';
 
 jest.setTimeout(5 * 60_000);
 
-const AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT, GH_TOKEN: '', GITHUB_TOKEN: '' };
+const AGENTS = {
+  CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
+  CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,
+  GH_TOKEN: '',
+  GITHUB_TOKEN: '',
+};
 
 /** A shell snippet that, while `flag` exists, records its PID in `mark` and hangs. */
 const hangWhile = (flag: string, mark: string) => `if [ -f '${flag}' ]; then echo $$ > '${mark}'; exec sleep 600; fi`;
@@ -43,7 +58,11 @@ describe('kill -9 while a worktree is being created, then restart', () => {
   async function crashDuring(requirementId: string, message: string, flag: string, mark: string): Promise<void> {
     fs.writeFileSync(flag, '');
     await startRun(manager!, requirementId, message);
-    const pid = Number(await until('the filter or setup to hang', async () => (fs.existsSync(mark) ? fs.readFileSync(mark, 'utf8').trim() || undefined : undefined)));
+    const pid = Number(
+      await until('the filter or setup to hang', async () =>
+        fs.existsSync(mark) ? fs.readFileSync(mark, 'utf8').trim() || undefined : undefined,
+      ),
+    );
     await manager!.kill9();
     process.kill(pid, 'SIGKILL');
     fs.rmSync(flag);
@@ -64,14 +83,22 @@ describe('kill -9 while a worktree is being created, then restart', () => {
 
   /** The person's message: once in the conversation, not consumed by the failed run, then by the next. */
   async function expectDeliveredOnce(requirementId: string, message: string): Promise<void> {
-    const messages = (await ok(manager!.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirementId }, query: { limit: 200 } } }))).items;
+    const messages = (
+      await ok(
+        manager!.api.GET('/api/requirements/{id}/messages', {
+          params: { path: { id: requirementId }, query: { limit: 200 } },
+        }),
+      )
+    ).items;
     expect(messages.filter((m) => m.body === message)).toHaveLength(1);
     const runs = (await ok(manager!.api.GET('/api/runs', { params: { query: { requirementId, limit: 100 } } }))).items;
     const rd = runs.filter((r) => r.role === 'rd');
     expect(rd.map((r) => r.status).sort()).toEqual(['failed', 'succeeded']);
     const done = rd.find((r) => r.status === 'succeeded')!;
     expect(done).toMatchObject({ inputFromSequence: 1 });
-    const requirement = await ok(manager!.api.GET('/api/requirements/{id}', { params: { path: { id: requirementId } } }));
+    const requirement = await ok(
+      manager!.api.GET('/api/requirements/{id}', { params: { path: { id: requirementId } } }),
+    );
     expect(requirement.session.lastConsumedMessageSequence).toBe(done.inputToSequence);
   }
 
@@ -83,7 +110,10 @@ describe('kill -9 while a worktree is being created, then restart', () => {
     // filters and hooks (issue 25).
     const filter = path.join(base, 'hang-filter.sh');
     fs.writeFileSync(filter, `#!/bin/sh\n${hangWhile(flag, mark)}\nexec cat\n`, { mode: 0o755 });
-    writeFiles(sandbox.workspace, { '.gitattributes': 'hang.txt filter=hang\n', 'hang.txt': 'checked out through the filter\n' });
+    writeFiles(sandbox.workspace, {
+      '.gitattributes': 'hang.txt filter=hang\n',
+      'hang.txt': 'checked out through the filter\n',
+    });
     git(sandbox.workspace, 'add', '.gitattributes', 'hang.txt');
     git(sandbox.workspace, 'commit', '-q', '-m', 'a file checked out through a filter');
     const filterEnv = { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'filter.hang.smudge', GIT_CONFIG_VALUE_0: filter };

@@ -43,9 +43,11 @@ describeStores('Budgets', (kind) => {
     });
   const lastSystemMessage = async (id: string) =>
     (
-      await rows<{ code: string; args: string }>(workspace, "SELECT code, args FROM requirement_message WHERE requirement_id = ? AND author = 'system' ORDER BY sequence DESC", [
-        id,
-      ])
+      await rows<{ code: string; args: string }>(
+        workspace,
+        "SELECT code, args FROM requirement_message WHERE requirement_id = ? AND author = 'system' ORDER BY sequence DESC",
+        [id],
+      )
     )[0];
 
   beforeAll(async () => {
@@ -60,7 +62,10 @@ describeStores('Budgets', (kind) => {
   let requirement: RequirementResponseDto;
 
   it('pauses the session when a run reaches the budget; triggers, agents and replies then wait; raising the budget resumes on all of it', async () => {
-    requirement = await requirements().create({ budget: { maxCostUsd: null, maxTokens: 10 }, createdBy: 'human', provider: 'codex', title: 'capped' }, HUMAN_ACTOR);
+    requirement = await requirements().create(
+      { budget: { maxCostUsd: null, maxTokens: 10 }, createdBy: 'human', provider: 'codex', title: 'capped' },
+      HUMAN_ACTOR,
+    );
     await app.get(RunLifecycle).start(requirement.id, { message: 'mode:normal' }, HUMAN_ACTOR);
     const reached = await resting(requirement.id);
     expect(reached).toMatchObject({
@@ -85,17 +90,37 @@ describeStores('Budgets', (kind) => {
       triggerId: 'github.pull-request.ci-failure',
     });
     expect(trigger.status).toBe('delivered');
-    expect((await app.get(ConversationDelivery).reply(requirement.id, { message: 'mode:normal, and the rest' }, HUMAN_ACTOR)).queued).toBe(true);
-    expect(await refusal(app.get(RunLifecycle).start(requirement.id, { message: 'from an agent' }, AGENT_ACTOR))).toEqual({ code: 'budget_reached', kind: 'conflict' });
+    expect(
+      (await app.get(ConversationDelivery).reply(requirement.id, { message: 'mode:normal, and the rest' }, HUMAN_ACTOR))
+        .queued,
+    ).toBe(true);
+    expect(
+      await refusal(app.get(RunLifecycle).start(requirement.id, { message: 'from an agent' }, AGENT_ACTOR)),
+    ).toEqual({ code: 'budget_reached', kind: 'conflict' });
     expect(await runsOf(requirement.id)).toHaveLength(1);
-    expect((await requirements().get(requirement.id)).session).toMatchObject({ pausedAt: expect.any(String), pendingMessageCount: 2 });
+    expect((await requirements().get(requirement.id)).session).toMatchObject({
+      pausedAt: expect.any(String),
+      pendingMessageCount: 2,
+    });
 
     // "Raising it resumes": one run takes every pending message.
-    const raised = await requirements().update(requirement.id, { budget: { maxCostUsd: null, maxTokens: 100 } }, HUMAN_ACTOR);
-    expect(raised).toMatchObject({ budgetReachedAt: null, session: { pausedAt: null, state: 'running' }, status: 'doing' });
+    const raised = await requirements().update(
+      requirement.id,
+      { budget: { maxCostUsd: null, maxTokens: 100 } },
+      HUMAN_ACTOR,
+    );
+    expect(raised).toMatchObject({
+      budgetReachedAt: null,
+      session: { pausedAt: null, state: 'running' },
+      status: 'doing',
+    });
     const resumed = await resting(requirement.id);
     // The resumed Codex thread reports its running total again: only what grew counts (nothing, here).
-    expect(resumed).toMatchObject({ budgetReachedAt: null, session: { pausedAt: null, pendingMessageCount: 0 }, usage: { inputTokens: 10, outputTokens: 2 } });
+    expect(resumed).toMatchObject({
+      budgetReachedAt: null,
+      session: { pausedAt: null, pendingMessageCount: 0 },
+      usage: { inputTokens: 10, outputTokens: 2 },
+    });
     const all = await runsOf(requirement.id);
     expect(all).toHaveLength(2);
     expect(all[1]).toMatchObject({ status: 'succeeded' });
@@ -106,24 +131,47 @@ describeStores('Budgets', (kind) => {
   it('pauses an idle session at once when its budget is lowered under what was spent, and only unpauses when it is removed with nothing pending', async () => {
     const before = (await runsOf(requirement.id)).length;
     // 12 tokens spent: a limit of 13 still leaves room, 12 is reached.
-    const roomy = await requirements().update(requirement.id, { budget: { maxCostUsd: null, maxTokens: 13 } }, HUMAN_ACTOR);
+    const roomy = await requirements().update(
+      requirement.id,
+      { budget: { maxCostUsd: null, maxTokens: 13 } },
+      HUMAN_ACTOR,
+    );
     expect(roomy).toMatchObject({ budgetReachedAt: null, session: { pausedAt: null } });
-    const lowered = await requirements().update(requirement.id, { budget: { maxCostUsd: null, maxTokens: 12 } }, HUMAN_ACTOR);
-    expect(lowered).toMatchObject({ budgetReachedAt: expect.any(String), session: { pausedAt: expect.any(String), state: 'waiting_human' } });
+    const lowered = await requirements().update(
+      requirement.id,
+      { budget: { maxCostUsd: null, maxTokens: 12 } },
+      HUMAN_ACTOR,
+    );
+    expect(lowered).toMatchObject({
+      budgetReachedAt: expect.any(String),
+      session: { pausedAt: expect.any(String), state: 'waiting_human' },
+    });
     expect((await lastSystemMessage(requirement.id)).code).toBe('budget.reached');
 
     const removed = await requirements().update(requirement.id, { budget: null }, HUMAN_ACTOR);
-    expect(removed).toMatchObject({ budget: null, budgetReachedAt: null, session: { pausedAt: null, state: 'waiting_human' }, status: 'waiting_confirmation' });
+    expect(removed).toMatchObject({
+      budget: null,
+      budgetReachedAt: null,
+      session: { pausedAt: null, state: 'waiting_human' },
+      status: 'waiting_confirmation',
+    });
     expect(await runsOf(requirement.id)).toHaveLength(before);
   });
 
   it('lets a person start a Requirement past its budget (their start is the decision)', async () => {
-    const capped = await requirements().create({ budget: { maxCostUsd: null, maxTokens: 1 }, createdBy: 'human', provider: 'codex', title: 'tiny' }, HUMAN_ACTOR);
+    const capped = await requirements().create(
+      { budget: { maxCostUsd: null, maxTokens: 1 }, createdBy: 'human', provider: 'codex', title: 'tiny' },
+      HUMAN_ACTOR,
+    );
     await app.get(RunLifecycle).start(capped.id, { message: 'mode:normal' }, HUMAN_ACTOR);
     expect(await resting(capped.id)).toMatchObject({ budgetReachedAt: expect.any(String) });
     const started = await app.get(RunLifecycle).start(capped.id, { message: 'mode:normal once more' }, HUMAN_ACTOR);
     expect(started.requirement).toMatchObject({ budgetReachedAt: null, session: { pausedAt: null, state: 'running' } });
     // It ends paused again: the budget still holds for what comes after.
-    expect(await resting(capped.id)).toMatchObject({ budgetReachedAt: expect.any(String), session: { pausedAt: expect.any(String) }, usage: { inputTokens: 10 } });
+    expect(await resting(capped.id)).toMatchObject({
+      budgetReachedAt: expect.any(String),
+      session: { pausedAt: expect.any(String) },
+      usage: { inputTokens: 10 },
+    });
   });
 });

@@ -27,11 +27,23 @@ describeStores('Dependencies', (kind) => {
   const requirements = () => app.get(RequirementsService);
   const dependencies = () => app.get(DependenciesService);
   const runs = () => app.get(RunLifecycle);
-  const create = (title: string, extra: Partial<Parameters<RequirementsService['create']>[0]> = {}): Promise<RequirementResponseDto> =>
+  const create = (
+    title: string,
+    extra: Partial<Parameters<RequirementsService['create']>[0]> = {},
+  ): Promise<RequirementResponseDto> =>
     requirements().create({ createdBy: 'human', provider: 'codex', title, ...extra }, HUMAN_ACTOR);
   const waitsFor = (id: string, ...targets: string[]) =>
-    dependencies().set(id, { dependsOn: targets.map((requirementId) => ({ requirementId, until: 'done' as const })) }, HUMAN_ACTOR);
-  const stored = (id: string) => rows(workspace, 'SELECT depends_on_requirement_id AS target, state FROM requirement_dependency WHERE requirement_id = ? ORDER BY target', [id]);
+    dependencies().set(
+      id,
+      { dependsOn: targets.map((requirementId) => ({ requirementId, until: 'done' as const })) },
+      HUMAN_ACTOR,
+    );
+  const stored = (id: string) =>
+    rows(
+      workspace,
+      'SELECT depends_on_requirement_id AS target, state FROM requirement_dependency WHERE requirement_id = ? ORDER BY target',
+      [id],
+    );
   /** Started, stopped, then confirmed by a person: done. */
   const confirmDone = async (id: string) => {
     await runs().start(id, { message: 'do it' }, HUMAN_ACTOR);
@@ -40,7 +52,11 @@ describeStores('Dependencies', (kind) => {
     return requirements().confirm(id, HUMAN_ACTOR);
   };
   const systemMessages = (id: string) =>
-    rows<{ code: string; body: string }>(workspace, "SELECT code, body FROM requirement_message WHERE requirement_id = ? AND author = 'system' ORDER BY sequence", [id]);
+    rows<{ code: string; body: string }>(
+      workspace,
+      "SELECT code, body FROM requirement_message WHERE requirement_id = ? AND author = 'system' ORDER BY sequence",
+      [id],
+    );
 
   beforeAll(async () => {
     workspace = makeWorkspace(kind);
@@ -61,7 +77,10 @@ describeStores('Dependencies', (kind) => {
     expect(await refusal(waitsFor(b.id, a.id))).toEqual({ code: 'dependency_cycle', kind: 'invalid' });
     expect(await refusal(waitsFor(c.id, a.id))).toEqual({ code: 'dependency_cycle', kind: 'invalid' });
     // The same check at creation: a new Requirement cannot close a loop (nothing depends on it yet), but a refused one is not created.
-    expect(await refusal(create('D', { dependsOn: [{ requirementId: 'req_missing', until: 'done' }] }))).toEqual({ code: 'dependency_not_found', kind: 'invalid' });
+    expect(await refusal(create('D', { dependsOn: [{ requirementId: 'req_missing', until: 'done' }] }))).toEqual({
+      code: 'dependency_not_found',
+      kind: 'invalid',
+    });
     expect(await rows(workspace, "SELECT id FROM requirement WHERE title = 'D'")).toEqual([]);
     expect(await stored(a.id)).toEqual([{ state: 'pending', target: b.id }]);
     expect(await stored(b.id)).toEqual([{ state: 'pending', target: c.id }]);
@@ -76,19 +95,31 @@ describeStores('Dependencies', (kind) => {
   it('blocks a start until every dependency is done; the confirmation meets it and tells the dependent, without starting it', async () => {
     const blocker = await create('Blocker');
     const dependent = await create('Dependent', { dependsOn: [{ requirementId: blocker.id, until: 'done' }] });
-    expect(dependent.dependsOn).toEqual([expect.objectContaining({ requirementId: blocker.id, state: 'pending', until: 'done' })]);
-    expect(await refusal(runs().start(dependent.id, { message: 'now' }, HUMAN_ACTOR))).toEqual({ code: 'dependency_unmet', kind: 'conflict' });
-    expect(await rows(workspace, 'SELECT id FROM requirement_message WHERE requirement_id = ?', [dependent.id])).toEqual([]); // the refused start wrote nothing
+    expect(dependent.dependsOn).toEqual([
+      expect.objectContaining({ requirementId: blocker.id, state: 'pending', until: 'done' }),
+    ]);
+    expect(await refusal(runs().start(dependent.id, { message: 'now' }, HUMAN_ACTOR))).toEqual({
+      code: 'dependency_unmet',
+      kind: 'conflict',
+    });
+    expect(
+      await rows(workspace, 'SELECT id FROM requirement_message WHERE requirement_id = ?', [dependent.id]),
+    ).toEqual([]); // the refused start wrote nothing
 
     await confirmDone(blocker.id);
-    expect((await requirements().get(dependent.id)).dependsOn).toEqual([expect.objectContaining({ reason: 'confirmed done', state: 'met' })]);
+    expect((await requirements().get(dependent.id)).dependsOn).toEqual([
+      expect.objectContaining({ reason: 'confirmed done', state: 'met' }),
+    ]);
     const told = await until('the dependent to be told', async () => {
       const messages = await systemMessages(dependent.id);
       return messages.length > 0 && messages;
     });
     expect(told).toEqual([{ body: expect.stringContaining('Dependency met: "Blocker"'), code: 'dependency.met' }]);
     // Never started and no autoStart: told, not started; a person's start is allowed now.
-    expect(await requirements().get(dependent.id)).toMatchObject({ session: { pendingMessageCount: 1, state: 'idle' }, status: 'todo' });
+    expect(await requirements().get(dependent.id)).toMatchObject({
+      session: { pendingMessageCount: 1, state: 'idle' },
+      status: 'todo',
+    });
     const started = await runs().start(dependent.id, {}, HUMAN_ACTOR);
     expect(started.run).toMatchObject({ inputFromSequence: 1, inputToSequence: 1 });
     await runs().cancel(dependent.id, HUMAN_ACTOR);
@@ -141,16 +172,26 @@ describeStores('Dependencies', (kind) => {
       HUMAN_ACTOR,
     );
     const state = { baseBranch: 'main', headBranch: 'f', headSha: 'abc1234', title: 'PR', url: pr.url };
-    await app.get(Database).write((tx) => pullRequests.applyGitHubState(tx, pr.id, { ...state, status: 'closed' }, SYSTEM_ACTOR));
-    expect((await requirements().get(dependent.id)).dependsOn?.find((d) => d.requirementId === target.id)).toMatchObject({ state: 'pending' });
-    await app.get(Database).write((tx) => pullRequests.applyGitHubState(tx, pr.id, { ...state, status: 'merged' }, SYSTEM_ACTOR));
-    expect((await requirements().get(dependent.id)).dependsOn?.find((d) => d.requirementId === target.id)).toMatchObject({
+    await app
+      .get(Database)
+      .write((tx) => pullRequests.applyGitHubState(tx, pr.id, { ...state, status: 'closed' }, SYSTEM_ACTOR));
+    expect(
+      (await requirements().get(dependent.id)).dependsOn?.find((d) => d.requirementId === target.id),
+    ).toMatchObject({ state: 'pending' });
+    await app
+      .get(Database)
+      .write((tx) => pullRequests.applyGitHubState(tx, pr.id, { ...state, status: 'merged' }, SYSTEM_ACTOR));
+    expect(
+      (await requirements().get(dependent.id)).dependsOn?.find((d) => d.requirementId === target.id),
+    ).toMatchObject({
       reason: 'Org/Repo#7 merged as abc1234',
       state: 'met',
     });
 
     await requirements().cancel(withdrawn.id, HUMAN_ACTOR);
-    expect((await requirements().get(dependent.id)).dependsOn?.find((d) => d.requirementId === withdrawn.id)).toMatchObject({ reason: 'cancelled', state: 'cancelled' });
+    expect(
+      (await requirements().get(dependent.id)).dependsOn?.find((d) => d.requirementId === withdrawn.id),
+    ).toMatchObject({ reason: 'cancelled', state: 'cancelled' });
     const told = await until('both to be told', async () => {
       const messages = await systemMessages(dependent.id);
       return messages.length === 2 && messages;
@@ -166,11 +207,21 @@ describeStores('Dependencies', (kind) => {
     const dependent = await create('Late dependent');
     const set = await waitsFor(dependent.id, done.id);
     expect(set.dependsOn).toEqual([expect.objectContaining({ reason: 'confirmed done', state: 'met' })]);
-    expect(await rows(workspace, 'SELECT notified_at IS NOT NULL AS told FROM requirement_dependency WHERE requirement_id = ?', [dependent.id])).toEqual([
-      { told: kind === 'postgres' ? true : 1 },
-    ]);
+    expect(
+      await rows(
+        workspace,
+        'SELECT notified_at IS NOT NULL AS told FROM requirement_dependency WHERE requirement_id = ?',
+        [dependent.id],
+      ),
+    ).toEqual([{ told: kind === 'postgres' ? true : 1 }]);
     // Only a person's message: no system message about the dependency.
-    await app.get(Database).write(async (tx) => app.get(MessagesService).appendHuman(tx, await requirements().loadForWrite(tx, dependent.id), { message: 'hello' }, HUMAN_ACTOR));
+    await app
+      .get(Database)
+      .write(async (tx) =>
+        app
+          .get(MessagesService)
+          .appendHuman(tx, await requirements().loadForWrite(tx, dependent.id), { message: 'hello' }, HUMAN_ACTOR),
+      );
     expect(await systemMessages(dependent.id)).toEqual([]);
   });
 });

@@ -40,7 +40,11 @@ export function storeAvailable(kind: StoreKind): boolean {
  * One describe block per store (`title (sqlite)`, `title (postgres)`), the unavailable ones
  * skipped, and so are the stores not in `only` (a spec not yet reliable on one of them says why).
  */
-export function describeStores(title: string, body: (kind: StoreKind) => void, only: readonly StoreKind[] = STORES): void {
+export function describeStores(
+  title: string,
+  body: (kind: StoreKind) => void,
+  only: readonly StoreKind[] = STORES,
+): void {
   for (const kind of STORES) {
     (storeAvailable(kind) && only.includes(kind) ? describe : describe.skip)(`${title} (${kind})`, () => body(kind));
   }
@@ -89,7 +93,11 @@ export interface OpenOptions {
  * API. Migrations run at start as in production; on PostgreSQL the workspace lock is taken first,
  * as the manager does (it creates the schema), and released at close.
  */
-export async function openServices(workspace: Workspace, overrides: Partial<ConfigurationValues> = {}, { clock }: OpenOptions = {}): Promise<INestApplicationContext> {
+export async function openServices(
+  workspace: Workspace,
+  overrides: Partial<ConfigurationValues> = {},
+  { clock }: OpenOptions = {},
+): Promise<INestApplicationContext> {
   const paths = resolveWorkspace(workspace.root, workspace.home);
   const configuration = new ConfigurationService(paths.defaultConfigPath, {
     claudeExecutable: IDLE_AGENT,
@@ -113,7 +121,12 @@ export async function openServices(workspace: Workspace, overrides: Partial<Conf
     logFilePath: paths.defaultLogFilePath,
     logger,
     paths,
-    person: { email: 'integration@example.com', id: 'person_integration', name: 'Integration Test', source: 'configuration' },
+    person: {
+      email: 'integration@example.com',
+      id: 'person_integration',
+      name: 'Integration Test',
+      source: 'configuration',
+    },
     version: 'test',
   };
   let context: INestApplicationContext;
@@ -140,7 +153,11 @@ export async function openServices(workspace: Workspace, overrides: Partial<Conf
  * A read of the store through a connection of its own (what a reader sees: committed rows), with
  * `?` placeholders on either store. SQL that differs between them is the caller's to choose.
  */
-export function rows<T = Record<string, unknown>>(workspace: Workspace, sql: string, params: unknown[] = []): Promise<T[]> {
+export function rows<T = Record<string, unknown>>(
+  workspace: Workspace,
+  sql: string,
+  params: unknown[] = [],
+): Promise<T[]> {
   if (workspace.kind === 'postgres') {
     return pgQuery<T>(workspace.databasePath, sql, params);
   }
@@ -177,5 +194,9 @@ export async function refusal(promise: Promise<unknown>): Promise<{ kind: string
 
 /** The event types stored for a Requirement, oldest first. */
 export async function eventTypes(workspace: Workspace, requirementId: string): Promise<string[]> {
-  return (await rows<{ type: string }>(workspace, 'SELECT type FROM manager_event WHERE requirement_id = ? ORDER BY id', [requirementId])).map((e) => e.type);
+  return (
+    await rows<{ type: string }>(workspace, 'SELECT type FROM manager_event WHERE requirement_id = ? ORDER BY id', [
+      requirementId,
+    ])
+  ).map((e) => e.type);
 }

@@ -46,11 +46,14 @@ describeStores(
         : `json_extract(${column}, '$.${keys.join('.')}')`;
 
     const requirements = () => app.get(RequirementsService);
-    const create = (title = 'invariant'): Promise<RequirementResponseDto> => requirements().create({ createdBy: 'human', provider: 'codex', title }, HUMAN_ACTOR);
+    const create = (title = 'invariant'): Promise<RequirementResponseDto> =>
+      requirements().create({ createdBy: 'human', provider: 'codex', title }, HUMAN_ACTOR);
     const appendHuman = (requirementId: string, body: string) =>
       app.get(Database).write(async (tx) => {
         const held = await requirements().loadForWrite(tx, requirementId);
-        return (await app.get(MessagesService).append(tx, held, { author: 'human', body, deliverToRd: true }, HUMAN_ACTOR)).message;
+        return (
+          await app.get(MessagesService).append(tx, held, { author: 'human', body, deliverToRd: true }, HUMAN_ACTOR)
+        ).message;
       });
 
     beforeEach(async () => {
@@ -91,7 +94,9 @@ describeStores(
 
     it('3. sequences are unique and gap-free per Requirement, in commit order, under 100 concurrent appends', async () => {
       const [a, b] = await Promise.all([create('a'), create('b')]);
-      const written = await Promise.all(Array.from({ length: 100 }, (_, i) => appendHuman(i % 2 === 0 ? a.id : b.id, `m${i}`)));
+      const written = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => appendHuman(i % 2 === 0 ? a.id : b.id, `m${i}`)),
+      );
       for (const requirement of [a, b]) {
         const stored = await rows<{ sequence: number; event: number }>(
           workspace,
@@ -125,12 +130,22 @@ describeStores(
         const hanging = await lifecycle.start(requirement.id, {}, HUMAN_ACTOR);
         expect(hanging.run).toMatchObject({ inputFromSequence: 1, inputToSequence: 1 });
         await lifecycle.interrupt(requirement.id, 'stop', HUMAN_ACTOR);
-        await until('the stopped run to end', async () => (await requirements().get(requirement.id)).session.state !== 'running');
-        expect((await requirements().get(requirement.id)).session).toMatchObject({ lastConsumedMessageSequence: 0, pendingMessageCount: 1 });
+        await until(
+          'the stopped run to end',
+          async () => (await requirements().get(requirement.id)).session.state !== 'running',
+        );
+        expect((await requirements().get(requirement.id)).session).toMatchObject({
+          lastConsumedMessageSequence: 0,
+          pendingMessageCount: 1,
+        });
         // The next run takes the interrupted input and the new one; a message during it waits.
         const second = await lifecycle.start(requirement.id, { message: 'mode:normal' }, HUMAN_ACTOR);
         expect(second.run).toMatchObject({ inputFromSequence: 1, inputToSequence: 2 });
-        const during = await delivery.reply(requirement.id, { message: 'mode:normal, and one more thing' }, HUMAN_ACTOR);
+        const during = await delivery.reply(
+          requirement.id,
+          { message: 'mode:normal, and one more thing' },
+          HUMAN_ACTOR,
+        );
         expect(during.queued).toBe(true);
         // Success consumes exactly its boundary (2), and the same session goes on with 3.
         const all = await until('the continuation to succeed', async () => {
@@ -162,11 +177,21 @@ describeStores(
       const requirement = await create();
       await app.get(Database).write(async (tx) => {
         const held = await requirements().loadForWrite(tx, requirement.id);
-        await app.get(MessagesService).append(tx, held, { author: 'rd_agent', body: 'my own answer', deliverToRd: false }, { id: 'run_x', kind: 'agent' });
+        await app
+          .get(MessagesService)
+          .append(
+            tx,
+            held,
+            { author: 'rd_agent', body: 'my own answer', deliverToRd: false },
+            { id: 'run_x', kind: 'agent' },
+          );
       });
       await appendHuman(requirement.id, 'from a person');
       expect((await requirements().get(requirement.id)).session.pendingMessageCount).toBe(1);
-      const stored = await rows<{ author: string; deliver: unknown }>(workspace, 'SELECT author, deliver_to_rd AS deliver FROM requirement_message ORDER BY sequence');
+      const stored = await rows<{ author: string; deliver: unknown }>(
+        workspace,
+        'SELECT author, deliver_to_rd AS deliver FROM requirement_message ORDER BY sequence',
+      );
       expect(stored.map((m) => ({ ...m, deliver: Boolean(m.deliver) }))).toEqual([
         { author: 'rd_agent', deliver: false },
         { author: 'human', deliver: true },
@@ -185,9 +210,13 @@ describeStores(
         title: 'PR',
         url: 'https://github.com/org/repo/pull/7',
       };
-      const registered = await app.get(PullRequestsService).register({ ...pr, status: 'open' }, { kind: 'owner' }, HUMAN_ACTOR);
+      const registered = await app
+        .get(PullRequestsService)
+        .register({ ...pr, status: 'open' }, { kind: 'owner' }, HUMAN_ACTOR);
       // A later registration refreshes metadata only: the lifecycle is GitHub's (the reconciler's).
-      const again = await app.get(PullRequestsService).register({ ...pr, headSha: 'def5678', status: 'merged' }, { kind: 'owner' }, HUMAN_ACTOR);
+      const again = await app
+        .get(PullRequestsService)
+        .register({ ...pr, headSha: 'def5678', status: 'merged' }, { kind: 'owner' }, HUMAN_ACTOR);
       expect(again).toMatchObject({ headSha: 'def5678', id: registered.id, status: 'open' });
       const review = (id: string) =>
         app.get(Database).write(async (tx) => {
@@ -201,7 +230,9 @@ describeStores(
       await expect(review('rev_first')).resolves.toBeUndefined();
       await expect(review('rev_second')).rejects.toThrow(UNIQUE_VIOLATION);
       // A reviewer never becomes a session: the Requirement still has exactly its one RD session.
-      expect(await rows(workspace, 'SELECT id FROM agent_session WHERE requirement_id = ?', [requirement.id])).toHaveLength(1);
+      expect(
+        await rows(workspace, 'SELECT id FROM agent_session WHERE requirement_id = ?', [requirement.id]),
+      ).toHaveLength(1);
     });
 
     it('9. every state change commits with its event; events are published after commit, in id order', async () => {
@@ -212,21 +243,32 @@ describeStores(
         published.push(event);
         // At the moment of publishing, a reader on its own connection already sees the event row.
         void database.readManager
-          .query<Array<{ n: number | string }>>(`SELECT COUNT(*) AS n FROM manager_event WHERE id = ${kind === 'postgres' ? '$1' : '?'}`, [event.id])
+          .query<Array<{ n: number | string }>>(
+            `SELECT COUNT(*) AS n FROM manager_event WHERE id = ${kind === 'postgres' ? '$1' : '?'}`,
+            [event.id],
+          )
           .then(([row]) => committedAtPublish.push(Number(row?.n) === 1));
       });
       const requirement = await create();
       await Promise.all(Array.from({ length: 30 }, (_, i) => appendHuman(requirement.id, `m${i}`)));
-      await until('every publish checked', async () => committedAtPublish.length === published.length && published.length === 31);
+      await until(
+        'every publish checked',
+        async () => committedAtPublish.length === published.length && published.length === 31,
+      );
       expect(committedAtPublish.every(Boolean)).toBe(true);
       expect(published.map((e) => e.id)).toEqual([...published.map((e) => e.id)].sort((x, y) => x - y));
       const stored = await rows<{ type: string }>(workspace, 'SELECT type FROM manager_event ORDER BY id');
-      expect(stored.map((s) => s.type)).toEqual(['requirement.created', ...Array.from({ length: 30 }, () => 'message.created')]);
+      expect(stored.map((s) => s.type)).toEqual([
+        'requirement.created',
+        ...Array.from({ length: 30 }, () => 'message.created'),
+      ]);
       // A unit that throws leaves neither its row nor its event.
       await expect(
         database.write(async (tx) => {
           const held = await requirements().loadForWrite(tx, requirement.id);
-          await app.get(MessagesService).append(tx, held, { author: 'human', body: 'half', deliverToRd: true }, HUMAN_ACTOR);
+          await app
+            .get(MessagesService)
+            .append(tx, held, { author: 'human', body: 'half', deliverToRd: true }, HUMAN_ACTOR);
           throw new Error('changed my mind');
         }),
       ).rejects.toThrow('changed my mind');
@@ -246,7 +288,9 @@ describeStores(
         source: 'github',
         triggerId: 'github.pull-request.ci-failure',
       };
-      const first = await Promise.all(Array.from({ length: 5 }, () => app.get(TriggerDeliveryService).deliver(occurrence)));
+      const first = await Promise.all(
+        Array.from({ length: 5 }, () => app.get(TriggerDeliveryService).deliver(occurrence)),
+      );
       expect(first.filter((o) => o.status !== 'duplicate')).toHaveLength(1);
       await app.close();
       app = await openServices(workspace);
@@ -265,14 +309,27 @@ describeStores(
         );
         app.get(RequirementsRepository).changeRequirement(tx, held.requirement, { status: 'doing' });
         app.get(RequirementsRepository).changeSession(tx, held.session, { state: 'running' });
-        await app.get(MessagesService).append(tx, held, { author: 'system', body: 'marker', deliverToRd: false }, SYSTEM_ACTOR);
+        await app
+          .get(MessagesService)
+          .append(tx, held, { author: 'system', body: 'marker', deliverToRd: false }, SYSTEM_ACTOR);
       });
       await app.close();
       app = await openServices(workspace); // the crash: nothing of the old process is trusted
-      expect(await app.get(Database).read(AgentRunEntity).findOneByOrFail({ id: 'run_orphan' })).toMatchObject({ status: 'failed' });
-      expect(await requirements().get(requirement.id)).toMatchObject({ session: { state: 'failed' }, status: 'waiting_confirmation' });
-      const [reconciled] = await rows<{ payload: string }>(workspace, "SELECT payload FROM manager_event WHERE type = 'manager.reconciled'");
-      expect(JSON.parse(reconciled.payload)).toMatchObject({ failedRunIds: ['run_orphan'], requirementIds: [requirement.id] });
+      expect(await app.get(Database).read(AgentRunEntity).findOneByOrFail({ id: 'run_orphan' })).toMatchObject({
+        status: 'failed',
+      });
+      expect(await requirements().get(requirement.id)).toMatchObject({
+        session: { state: 'failed' },
+        status: 'waiting_confirmation',
+      });
+      const [reconciled] = await rows<{ payload: string }>(
+        workspace,
+        "SELECT payload FROM manager_event WHERE type = 'manager.reconciled'",
+      );
+      expect(JSON.parse(reconciled.payload)).toMatchObject({
+        failedRunIds: ['run_orphan'],
+        requirementIds: [requirement.id],
+      });
     });
   },
   // On PostgreSQL every test passes, but about one whole-tier run in two then fails the NEXT spec

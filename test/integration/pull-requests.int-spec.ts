@@ -25,8 +25,13 @@ describeStores('Pull requests', (kind) => {
   let app: INestApplicationContext;
 
   const pullRequests = () => app.get(PullRequestsService);
-  const create = (title: string): Promise<RequirementResponseDto> => app.get(RequirementsService).create({ createdBy: 'human', provider: 'codex', title }, HUMAN_ACTOR);
-  const dto = (requirementId: string, number: number, extra: Partial<RegisterPullRequestDto> = {}): RegisterPullRequestDto => ({
+  const create = (title: string): Promise<RequirementResponseDto> =>
+    app.get(RequirementsService).create({ createdBy: 'human', provider: 'codex', title }, HUMAN_ACTOR);
+  const dto = (
+    requirementId: string,
+    number: number,
+    extra: Partial<RegisterPullRequestDto> = {},
+  ): RegisterPullRequestDto => ({
     baseBranch: 'main',
     headBranch: `feature-${number}`,
     headSha: 'aaaaaaa',
@@ -38,11 +43,14 @@ describeStores('Pull requests', (kind) => {
     url: `https://github.com/Org/Repo/pull/${number}`,
     ...extra,
   });
-  const apply = (id: string, state: GitHubPullRequestState) => app.get(Database).write((tx) => pullRequests().applyGitHubState(tx, id, state, SYSTEM_ACTOR));
+  const apply = (id: string, state: GitHubPullRequestState) =>
+    app.get(Database).write((tx) => pullRequests().applyGitHubState(tx, id, state, SYSTEM_ACTOR));
   const prEvents = (requirementId: string) =>
-    rows<{ type: string; payload: string }>(workspace, "SELECT type, payload FROM manager_event WHERE requirement_id = ? AND type LIKE 'pull_request.%' ORDER BY id", [
-      requirementId,
-    ]);
+    rows<{ type: string; payload: string }>(
+      workspace,
+      "SELECT type, payload FROM manager_event WHERE requirement_id = ? AND type LIKE 'pull_request.%' ORDER BY id",
+      [requirementId],
+    );
 
   beforeAll(async () => {
     workspace = makeWorkspace(kind);
@@ -57,17 +65,41 @@ describeStores('Pull requests', (kind) => {
     const [owner, other] = [await create('owner'), await create('other')];
     const first = await pullRequests().register(dto(owner.id, 1), OWNER, HUMAN_ACTOR);
     expect(first).toMatchObject({ number: 1, repository: 'Org/Repo', requirementId: owner.id, status: 'open' });
-    const again = await pullRequests().register(dto(owner.id, 1, { headSha: 'bbbbbbb', repository: 'org/repo', status: 'merged', title: 'renamed' }), OWNER, HUMAN_ACTOR);
-    expect(again).toMatchObject({ headSha: 'bbbbbbb', id: first.id, repository: 'org/repo', status: 'open', title: 'renamed' });
+    const again = await pullRequests().register(
+      dto(owner.id, 1, { headSha: 'bbbbbbb', repository: 'org/repo', status: 'merged', title: 'renamed' }),
+      OWNER,
+      HUMAN_ACTOR,
+    );
+    expect(again).toMatchObject({
+      headSha: 'bbbbbbb',
+      id: first.id,
+      repository: 'org/repo',
+      status: 'open',
+      title: 'renamed',
+    });
     expect(await rows(workspace, 'SELECT id FROM pull_request')).toEqual([{ id: first.id }]);
     expect((await prEvents(owner.id)).map((e) => e.type)).toEqual(['pull_request.created', 'pull_request.updated']);
 
-    expect(await refusal(pullRequests().register(dto(other.id, 1), OWNER, HUMAN_ACTOR))).toEqual({ code: 'pull_request_owned', kind: 'conflict' });
+    expect(await refusal(pullRequests().register(dto(other.id, 1), OWNER, HUMAN_ACTOR))).toEqual({
+      code: 'pull_request_owned',
+      kind: 'conflict',
+    });
     // A run may register PRs for its own Requirement only.
-    const run = { kind: 'run' as const, scope: { requirementId: other.id, runId: 'run_x', sessionId: other.session.id } };
-    expect(await refusal(pullRequests().register(dto(owner.id, 2), run, HUMAN_ACTOR))).toEqual({ code: 'outside_run_scope', kind: 'forbidden' });
-    expect(await pullRequests().register(dto(other.id, 2), run, HUMAN_ACTOR)).toMatchObject({ number: 2, requirementId: other.id });
-    expect(await rows(workspace, 'SELECT requirement_id AS "requirementId", title FROM pull_request ORDER BY number')).toEqual([
+    const run = {
+      kind: 'run' as const,
+      scope: { requirementId: other.id, runId: 'run_x', sessionId: other.session.id },
+    };
+    expect(await refusal(pullRequests().register(dto(owner.id, 2), run, HUMAN_ACTOR))).toEqual({
+      code: 'outside_run_scope',
+      kind: 'forbidden',
+    });
+    expect(await pullRequests().register(dto(other.id, 2), run, HUMAN_ACTOR)).toMatchObject({
+      number: 2,
+      requirementId: other.id,
+    });
+    expect(
+      await rows(workspace, 'SELECT requirement_id AS "requirementId", title FROM pull_request ORDER BY number'),
+    ).toEqual([
       { requirementId: owner.id, title: 'renamed' },
       { requirementId: other.id, title: 'PR 2' },
     ]);
@@ -76,13 +108,25 @@ describeStores('Pull requests', (kind) => {
   it("applies GitHub's state: an event per visible change with the previous status, none when nothing changed", async () => {
     const requirement = await create('reconciled');
     const pr = await pullRequests().register(dto(requirement.id, 10), OWNER, HUMAN_ACTOR);
-    const state: GitHubPullRequestState = { baseBranch: 'main', headBranch: 'feature-10', headSha: 'aaaaaaa', status: 'open', title: 'PR 10', url: pr.url };
+    const state: GitHubPullRequestState = {
+      baseBranch: 'main',
+      headBranch: 'feature-10',
+      headSha: 'aaaaaaa',
+      status: 'open',
+      title: 'PR 10',
+      url: pr.url,
+    };
     expect(await apply(pr.id, state)).toMatchObject({ status: 'open' });
     expect(await prEvents(requirement.id)).toHaveLength(1); // the registration's only
 
     expect(await apply(pr.id, { ...state, status: 'closed' })).toMatchObject({ status: 'closed' });
-    expect(await apply(pr.id, { ...state, headSha: 'ccccccc', status: 'merged' })).toMatchObject({ headSha: 'ccccccc', status: 'merged' });
-    const updates = (await prEvents(requirement.id)).slice(1).map((e) => JSON.parse(e.payload) as { previousStatus: string; pullRequest: { status: string } });
+    expect(await apply(pr.id, { ...state, headSha: 'ccccccc', status: 'merged' })).toMatchObject({
+      headSha: 'ccccccc',
+      status: 'merged',
+    });
+    const updates = (await prEvents(requirement.id))
+      .slice(1)
+      .map((e) => JSON.parse(e.payload) as { previousStatus: string; pullRequest: { status: string } });
     expect(updates.map((u) => [u.previousStatus, u.pullRequest.status])).toEqual([
       ['open', 'closed'],
       ['closed', 'merged'],
@@ -98,7 +142,9 @@ describeStores('Pull requests', (kind) => {
         { number: 21, status: 'draft' as const },
         { number: 22, status: 'closed' as const },
         { number: 23, status: 'merged' as const },
-      ].map(({ number, status }) => pullRequests().register(dto(requirement.id, number, { repository: 'Org/Tracked', status }), OWNER, HUMAN_ACTOR)),
+      ].map(({ number, status }) =>
+        pullRequests().register(dto(requirement.id, number, { repository: 'Org/Tracked', status }), OWNER, HUMAN_ACTOR),
+      ),
     );
     const ours = async (recheckMs: number) =>
       (await pullRequests().tracked(recheckMs, 100))

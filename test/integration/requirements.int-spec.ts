@@ -24,8 +24,14 @@ describeStores('Requirements and their lifecycle', (kind) => {
 
   const requirements = () => app.get(RequirementsService);
   const runs = () => app.get(RunLifecycle);
-  const create = (title = 'a requirement', extra: Partial<Parameters<RequirementsService['create']>[0]> = {}): Promise<RequirementResponseDto> =>
-    requirements().create({ createdBy: 'human', description: 'what to do', provider: 'codex', title, ...extra }, HUMAN_ACTOR);
+  const create = (
+    title = 'a requirement',
+    extra: Partial<Parameters<RequirementsService['create']>[0]> = {},
+  ): Promise<RequirementResponseDto> =>
+    requirements().create(
+      { createdBy: 'human', description: 'what to do', provider: 'codex', title, ...extra },
+      HUMAN_ACTOR,
+    );
   /** Started, then stopped by a person: waiting for confirmation, its session waiting for a human. */
   const stopped = async (title: string): Promise<RequirementResponseDto> => {
     const requirement = await create(title);
@@ -48,23 +54,41 @@ describeStores('Requirements and their lifecycle', (kind) => {
 
   it('creates a todo Requirement with its idle session and one requirement.created event, in one unit', async () => {
     const created = await create('fresh');
-    expect(created).toMatchObject({ createdBy: 'human', description: 'what to do', provider: 'codex', session: { pendingMessageCount: 0, state: 'idle' }, status: 'todo' });
-    expect(await rows(workspace, 'SELECT id, provider, state FROM agent_session WHERE requirement_id = ?', [created.id])).toEqual([
-      { id: created.session.id, provider: 'codex', state: 'idle' },
-    ]);
+    expect(created).toMatchObject({
+      createdBy: 'human',
+      description: 'what to do',
+      provider: 'codex',
+      session: { pendingMessageCount: 0, state: 'idle' },
+      status: 'todo',
+    });
+    expect(
+      await rows(workspace, 'SELECT id, provider, state FROM agent_session WHERE requirement_id = ?', [created.id]),
+    ).toEqual([{ id: created.session.id, provider: 'codex', state: 'idle' }]);
     expect(await eventTypes(workspace, created.id)).toEqual(['requirement.created']);
   });
 
   it('edits title, description and provider only while todo; the session follows a provider change; a refused edit changes nothing', async () => {
     const requirement = await create('to edit');
-    expect(await refusal(requirements().update(requirement.id, {}, HUMAN_ACTOR))).toEqual({ code: 'nothing_to_update', kind: 'invalid' });
-    const edited = await requirements().update(requirement.id, { provider: 'claude-code', title: 'edited' }, HUMAN_ACTOR);
+    expect(await refusal(requirements().update(requirement.id, {}, HUMAN_ACTOR))).toEqual({
+      code: 'nothing_to_update',
+      kind: 'invalid',
+    });
+    const edited = await requirements().update(
+      requirement.id,
+      { provider: 'claude-code', title: 'edited' },
+      HUMAN_ACTOR,
+    );
     expect(edited).toMatchObject({ provider: 'claude-code', session: { provider: 'claude-code' }, title: 'edited' });
-    expect(await rows(workspace, 'SELECT provider FROM agent_session WHERE requirement_id = ?', [requirement.id])).toEqual([{ provider: 'claude-code' }]);
+    expect(
+      await rows(workspace, 'SELECT provider FROM agent_session WHERE requirement_id = ?', [requirement.id]),
+    ).toEqual([{ provider: 'claude-code' }]);
 
     const waiting = await stopped('started, then edited');
     const before = await eventTypes(workspace, waiting.id);
-    expect(await refusal(requirements().update(waiting.id, { title: 'too late' }, HUMAN_ACTOR))).toEqual({ code: 'requirement_started', kind: 'conflict' });
+    expect(await refusal(requirements().update(waiting.id, { title: 'too late' }, HUMAN_ACTOR))).toEqual({
+      code: 'requirement_started',
+      kind: 'conflict',
+    });
     // The same value is no change: allowed beside a field that may change after the start.
     const model = await requirements().update(waiting.id, { model: 'gpt-5.1', title: waiting.title }, HUMAN_ACTOR);
     expect(model).toMatchObject({ model: 'gpt-5.1', title: waiting.title });
@@ -72,8 +96,13 @@ describeStores('Requirements and their lifecycle', (kind) => {
 
     await requirements().cancel((await create('withdrawn')).id, HUMAN_ACTOR);
     const [withdrawn] = await rows<{ id: string }>(workspace, "SELECT id FROM requirement WHERE title = 'withdrawn'");
-    expect(await refusal(requirements().update(withdrawn.id, { model: 'gpt-5.1' }, HUMAN_ACTOR))).toEqual({ code: 'requirement_closed', kind: 'conflict' });
-    expect(await rows(workspace, 'SELECT model FROM requirement WHERE id = ?', [withdrawn.id])).toEqual([{ model: null }]);
+    expect(await refusal(requirements().update(withdrawn.id, { model: 'gpt-5.1' }, HUMAN_ACTOR))).toEqual({
+      code: 'requirement_closed',
+      kind: 'conflict',
+    });
+    expect(await rows(workspace, 'SELECT model FROM requirement WHERE id = ?', [withdrawn.id])).toEqual([
+      { model: null },
+    ]);
   });
 
   it('forks any Requirement into a new todo one with its fields, the body overriding them; the original is untouched', async () => {
@@ -92,7 +121,10 @@ describeStores('Requirements and their lifecycle', (kind) => {
     });
     expect(fork.session.id).not.toBe(original.session.id);
     expect(await requirements().get(original.id)).toMatchObject({ status: 'cancelled', title: 'original' });
-    expect(await refusal(requirements().fork('req_missing', {}, HUMAN_ACTOR))).toEqual({ code: 'requirement_not_found', kind: 'not_found' });
+    expect(await refusal(requirements().fork('req_missing', {}, HUMAN_ACTOR))).toEqual({
+      code: 'requirement_not_found',
+      kind: 'not_found',
+    });
   });
 
   it('withdraws only a todo Requirement; a started one is cancelled through its run, which ends with it', async () => {
@@ -100,26 +132,49 @@ describeStores('Requirements and their lifecycle', (kind) => {
     await requirements().cancel(todo.id, HUMAN_ACTOR);
     expect(await requirements().get(todo.id)).toMatchObject({ session: { state: 'idle' }, status: 'cancelled' });
     expect(await eventTypes(workspace, todo.id)).toEqual(['requirement.created', 'requirement.deleted']);
-    expect(await refusal(requirements().cancel(todo.id, HUMAN_ACTOR))).toEqual({ code: 'requirement_started', kind: 'conflict' });
+    expect(await refusal(requirements().cancel(todo.id, HUMAN_ACTOR))).toEqual({
+      code: 'requirement_started',
+      kind: 'conflict',
+    });
 
     const running = await create('running');
     await runs().start(running.id, { message: 'work' }, HUMAN_ACTOR);
-    expect(await refusal(requirements().cancel(running.id, HUMAN_ACTOR))).toEqual({ code: 'requirement_started', kind: 'conflict' });
+    expect(await refusal(requirements().cancel(running.id, HUMAN_ACTOR))).toEqual({
+      code: 'requirement_started',
+      kind: 'conflict',
+    });
     const cancelled = await runs().cancel(running.id, HUMAN_ACTOR);
     // The answer comes once the run is recorded: the session completed with it.
     expect(cancelled).toMatchObject({ session: { state: 'completed' }, status: 'cancelled' });
-    expect(await rows(workspace, 'SELECT status FROM agent_run WHERE requirement_id = ?', [running.id])).toEqual([{ status: 'cancelled' }]);
-    expect(await refusal(runs().cancel(running.id, HUMAN_ACTOR))).toEqual({ code: 'requirement_closed', kind: 'conflict' });
-    expect(await refusal(runs().start(running.id, { message: 'again' }, HUMAN_ACTOR))).toEqual({ code: 'requirement_closed', kind: 'conflict' });
+    expect(await rows(workspace, 'SELECT status FROM agent_run WHERE requirement_id = ?', [running.id])).toEqual([
+      { status: 'cancelled' },
+    ]);
+    expect(await refusal(runs().cancel(running.id, HUMAN_ACTOR))).toEqual({
+      code: 'requirement_closed',
+      kind: 'conflict',
+    });
+    expect(await refusal(runs().start(running.id, { message: 'again' }, HUMAN_ACTOR))).toEqual({
+      code: 'requirement_closed',
+      kind: 'conflict',
+    });
   });
 
   it('starts only with input and never twice at once; a stop pauses and waits for confirmation, which completes it', async () => {
     const requirement = await create('confirm me');
-    expect(await refusal(requirements().confirm(requirement.id, HUMAN_ACTOR))).toEqual({ code: 'requirement_not_waiting_confirmation', kind: 'conflict' });
+    expect(await refusal(requirements().confirm(requirement.id, HUMAN_ACTOR))).toEqual({
+      code: 'requirement_not_waiting_confirmation',
+      kind: 'conflict',
+    });
     const started = await runs().start(requirement.id, {}, HUMAN_ACTOR); // a first run needs no message: the Requirement is its input
     expect(started.requirement).toMatchObject({ session: { state: 'running' }, status: 'doing' });
-    expect(await refusal(runs().start(requirement.id, { message: 'more' }, HUMAN_ACTOR))).toEqual({ code: 'run_active', kind: 'conflict' });
-    expect(await refusal(requirements().confirm(requirement.id, HUMAN_ACTOR))).toEqual({ code: 'requirement_not_waiting_confirmation', kind: 'conflict' });
+    expect(await refusal(runs().start(requirement.id, { message: 'more' }, HUMAN_ACTOR))).toEqual({
+      code: 'run_active',
+      kind: 'conflict',
+    });
+    expect(await refusal(requirements().confirm(requirement.id, HUMAN_ACTOR))).toEqual({
+      code: 'requirement_not_waiting_confirmation',
+      kind: 'conflict',
+    });
     await runs().interrupt(requirement.id, 'stop', HUMAN_ACTOR);
     const waiting = await until('the stop', async () => {
       const now = await requirements().get(requirement.id);
@@ -127,17 +182,24 @@ describeStores('Requirements and their lifecycle', (kind) => {
     });
     expect(waiting.session).toMatchObject({ pausedAt: expect.any(String), state: 'waiting_human' });
     // The stopped run's input was the Requirement itself, not a message: nothing is pending to start on.
-    expect(await refusal(runs().start(requirement.id, {}, HUMAN_ACTOR))).toEqual({ code: 'nothing_to_deliver', kind: 'conflict' });
+    expect(await refusal(runs().start(requirement.id, {}, HUMAN_ACTOR))).toEqual({
+      code: 'nothing_to_deliver',
+      kind: 'conflict',
+    });
 
     const done = await requirements().confirm(requirement.id, HUMAN_ACTOR);
-    expect(done).toMatchObject({ completedAt: expect.any(String), session: { pausedAt: null, state: 'completed' }, status: 'done' });
-    expect(await refusal(requirements().confirm(requirement.id, HUMAN_ACTOR))).toEqual({ code: 'requirement_not_waiting_confirmation', kind: 'conflict' });
-    expect((await eventTypes(workspace, requirement.id)).filter((t) => t.startsWith('requirement.') || t.startsWith('run.'))).toEqual([
-      'requirement.created',
-      'run.started',
-      'run.cancelled',
-      'requirement.completed',
-    ]);
+    expect(done).toMatchObject({
+      completedAt: expect.any(String),
+      session: { pausedAt: null, state: 'completed' },
+      status: 'done',
+    });
+    expect(await refusal(requirements().confirm(requirement.id, HUMAN_ACTOR))).toEqual({
+      code: 'requirement_not_waiting_confirmation',
+      kind: 'conflict',
+    });
+    expect(
+      (await eventTypes(workspace, requirement.id)).filter((t) => t.startsWith('requirement.') || t.startsWith('run.')),
+    ).toEqual(['requirement.created', 'run.started', 'run.cancelled', 'requirement.completed']);
   });
 
   it('refuses, in the store, a status change the state machine does not have, and rolls back the whole unit', async () => {
@@ -152,9 +214,9 @@ describeStores('Requirements and their lifecycle', (kind) => {
         lifecycle.confirm(tx, held, '2030-01-01T00:00:00.000Z');
       }),
     ).rejects.toThrow(IllegalTransitionError);
-    expect(await rows(workspace, 'SELECT status, updated_at AS "updatedAt" FROM requirement WHERE id = ?', [requirement.id])).toEqual([
-      { status: 'todo', updatedAt: requirement.updatedAt },
-    ]);
+    expect(
+      await rows(workspace, 'SELECT status, updated_at AS "updatedAt" FROM requirement WHERE id = ?', [requirement.id]),
+    ).toEqual([{ status: 'todo', updatedAt: requirement.updatedAt }]);
     expect(await requirements().get(requirement.id)).toMatchObject({ session: { state: 'idle' }, status: 'todo' });
   });
 });

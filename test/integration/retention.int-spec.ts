@@ -31,7 +31,10 @@ describeStores('Retention', (kind) => {
 
   const requirements = () => app.get(RequirementsService);
   const runs = () => app.get(RunLifecycle);
-  const create = (title: string, extra: Partial<Parameters<RequirementsService['create']>[0]> = {}): Promise<RequirementResponseDto> =>
+  const create = (
+    title: string,
+    extra: Partial<Parameters<RequirementsService['create']>[0]> = {},
+  ): Promise<RequirementResponseDto> =>
     requirements().create({ createdBy: 'human', provider: 'codex', title, ...extra }, HUMAN_ACTOR);
   const stop = async (id: string) => {
     await runs().interrupt(id, 'stop', HUMAN_ACTOR);
@@ -39,20 +42,36 @@ describeStores('Retention', (kind) => {
   };
   const owned = async (id: string) => {
     const counts: Record<string, number> = {};
-    for (const table of ['requirement', 'agent_session', 'requirement_message', 'message_attachment', 'agent_run', 'manager_event']) {
+    for (const table of [
+      'requirement',
+      'agent_session',
+      'requirement_message',
+      'message_attachment',
+      'agent_run',
+      'manager_event',
+    ]) {
       const column = table === 'requirement' ? 'id' : 'requirement_id';
-      counts[table] = (await rows<{ n: number }>(workspace, `SELECT COUNT(*) AS n FROM ${table} WHERE ${column} = ?`, [id]))[0].n;
+      counts[table] = (
+        await rows<{ n: number }>(workspace, `SELECT COUNT(*) AS n FROM ${table} WHERE ${column} = ?`, [id])
+      )[0].n;
     }
     return counts;
   };
   const purged = async () =>
-    (await rows<{ payload: string }>(workspace, "SELECT payload FROM manager_event WHERE type = 'requirements.purged' ORDER BY id")).map(
-      (e) => (JSON.parse(e.payload) as { requirementIds: string[] }).requirementIds,
-    );
+    (
+      await rows<{ payload: string }>(
+        workspace,
+        "SELECT payload FROM manager_event WHERE type = 'requirements.purged' ORDER BY id",
+      )
+    ).map((e) => (JSON.parse(e.payload) as { requirementIds: string[] }).requirementIds);
 
   beforeAll(async () => {
     workspace = makeWorkspace(kind);
-    app = await openServices(workspace, { cancelledRequirementRetentionDays: 7, doneRequirementRetentionDays: 30 }, { clock });
+    app = await openServices(
+      workspace,
+      { cancelledRequirementRetentionDays: 7, doneRequirementRetentionDays: 30 },
+      { clock },
+    );
   });
   afterAll(async () => {
     await app?.close();
@@ -67,7 +86,16 @@ describeStores('Retention', (kind) => {
     const done = await create('done');
     const attachment = await app
       .get(AttachmentsService)
-      .upload(done.id, { body: Readable.from([Buffer.from('notes')]), declaredLength: 5, declaredType: 'text/plain', fileName: 'notes.txt' }, HUMAN_ACTOR);
+      .upload(
+        done.id,
+        {
+          body: Readable.from([Buffer.from('notes')]),
+          declaredLength: 5,
+          declaredType: 'text/plain',
+          fileName: 'notes.txt',
+        },
+        HUMAN_ACTOR,
+      );
     const file = app.get(AttachmentsService).filePath(attachment);
     await runs().start(done.id, { attachmentIds: [attachment.id], message: 'work' }, HUMAN_ACTOR);
     await stop(done.id);
@@ -83,7 +111,16 @@ describeStores('Retention', (kind) => {
     expect(fs.existsSync(file)).toBe(true);
     const before = await owned(done.id);
     expect(before).toMatchObject({ agent_run: 1, agent_session: 1, message_attachment: 1, requirement: 1 });
-    const chunks = async () => Number((await rows<{ n: number | string }>(workspace, 'SELECT COUNT(*) AS n FROM attachment_chunk WHERE attachment_id = ?', [attachment.id]))[0].n);
+    const chunks = async () =>
+      Number(
+        (
+          await rows<{ n: number | string }>(
+            workspace,
+            'SELECT COUNT(*) AS n FROM attachment_chunk WHERE attachment_id = ?',
+            [attachment.id],
+          )
+        )[0].n,
+      );
     expect(await chunks()).toBe(1);
 
     expect(await app.get(RetentionService).purge()).toBe(0);
@@ -98,7 +135,14 @@ describeStores('Retention', (kind) => {
     expect((await requirements().get(reopened.id)).status).toBe('doing');
     expect(await app.get(RetentionService).purge()).toBe(1);
     expect(await purged()).toEqual([[withdrawn.id], [done.id]]);
-    expect(await owned(done.id)).toEqual({ agent_run: 0, agent_session: 0, manager_event: 0, message_attachment: 0, requirement: 0, requirement_message: 0 });
+    expect(await owned(done.id)).toEqual({
+      agent_run: 0,
+      agent_session: 0,
+      manager_event: 0,
+      message_attachment: 0,
+      requirement: 0,
+      requirement_message: 0,
+    });
     expect(await chunks()).toBe(0); // the bytes went with the row
     expect(fs.existsSync(file)).toBe(false);
     // What pointed at it lets go: the child stays without a parent, the dependent without the dependency.

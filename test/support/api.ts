@@ -1,4 +1,9 @@
-import createClient, { type ClientPathsWithMethod, type FetchResponse, type MaybeOptionalInit, type Middleware } from 'openapi-fetch';
+import createClient, {
+  type ClientPathsWithMethod,
+  type FetchResponse,
+  type MaybeOptionalInit,
+  type Middleware,
+} from 'openapi-fetch';
 
 import type { ApiClient, Schemas, paths } from '@libs/api-client';
 
@@ -42,9 +47,13 @@ export interface Answer<Data> {
 type Methods = 'get' | 'post' | 'put' | 'patch' | 'delete';
 type Media = `${string}/${string}`;
 /** openapi-fetch's own rule: the init argument is optional when nothing in it is required. */
-type InitArgs<Init> = [keyof { [K in keyof Init as object extends Pick<Init, K> ? never : K]: K }] extends [never] ? [Init?] : [Init];
+type InitArgs<Init> = [keyof { [K in keyof Init as object extends Pick<Init, K> ? never : K]: K }] extends [never]
+  ? [Init?]
+  : [Init];
 type DataOf<P extends keyof paths, M extends Methods, Init> =
-  NonNullable<paths[P][M]> extends infer O extends Record<string | number, unknown> ? FetchResponse<O, Init, Media>['data'] : never;
+  NonNullable<paths[P][M]> extends infer O extends Record<string | number, unknown>
+    ? FetchResponse<O, Init, Media>['data']
+    : never;
 
 type InitOf<P extends keyof paths, M extends Methods> = MaybeOptionalInit<paths[P], M>;
 
@@ -54,8 +63,14 @@ type InitOf<P extends keyof paths, M extends Methods> = MaybeOptionalInit<paths[
  * The second overload reads a body as text (`parseAs: 'text'`: a download, a page).
  */
 interface TypedMethod<M extends Methods> {
-  <P extends ClientPathsWithMethod<ApiClient, M>>(path: P, ...init: InitArgs<InitOf<P, M>>): Promise<Answer<DataOf<P, M, object>>>;
-  <P extends ClientPathsWithMethod<ApiClient, M>>(path: P, init: InitOf<P, M> & { parseAs: 'text' }): Promise<Answer<string>>;
+  <P extends ClientPathsWithMethod<ApiClient, M>>(
+    path: P,
+    ...init: InitArgs<InitOf<P, M>>
+  ): Promise<Answer<DataOf<P, M, object>>>;
+  <P extends ClientPathsWithMethod<ApiClient, M>>(
+    path: P,
+    init: InitOf<P, M> & { parseAs: 'text' },
+  ): Promise<Answer<string>>;
 }
 
 export interface TypedApi {
@@ -110,11 +125,22 @@ export function apiClient(origin: string, { auth = true, headers = {} }: ApiOpti
     async (path: string, init: Record<string, unknown> = {}): Promise<Answer<unknown>> => {
       // Bytes go as bytes (openapi-fetch would label them JSON).
       const bytes = typeof init.body === 'string' || init.body instanceof Uint8Array;
-      const sent = bytes ? { ...init, headers: { 'Content-Type': 'application/octet-stream', ...(init.headers as Record<string, string> | undefined) } } : init;
+      const sent = bytes
+        ? {
+            ...init,
+            headers: {
+              'Content-Type': 'application/octet-stream',
+              ...(init.headers as Record<string, string> | undefined),
+            },
+          }
+        : init;
       // Read as text and parse JSON only when the answer says it is JSON: a text/plain answer (a
       // diff) is then its text, as the document types it, instead of a parse error.
       const asText = init.parseAs === undefined;
-      const { data, error, response } = await (client[method] as Untyped)(path, asText ? { ...sent, parseAs: 'text' } : sent);
+      const { data, error, response } = await (client[method] as Untyped)(
+        path,
+        asText ? { ...sent, parseAs: 'text' } : sent,
+      );
       const url = new URL(response.url || `${origin}${path}`);
       return {
         data: response.ok ? (asText ? parseJson(data, response) : data) : undefined,
@@ -150,20 +176,31 @@ function authHeadersFor(own: Record<string, string>, token: string): Record<stri
  * The answer's body, after asserting it succeeded (with `status` when given). A failure names the
  * request, the status and the error body, so the test's message says what the server refused.
  */
-export async function ok<Data>(answer: Answer<Data> | Promise<Answer<Data>>, status?: number): Promise<NonNullable<Data>> {
+export async function ok<Data>(
+  answer: Answer<Data> | Promise<Answer<Data>>,
+  status?: number,
+): Promise<NonNullable<Data>> {
   const a = await answer;
   const good = status === undefined ? a.status >= 200 && a.status < 300 : a.status === status;
   if (!good) {
-    throw new Error(`${a.request} answered ${a.status}${status === undefined ? '' : ` (expected ${status})`}: ${JSON.stringify(a.error ?? a.data)}`);
+    throw new Error(
+      `${a.request} answered ${a.status}${status === undefined ? '' : ` (expected ${status})`}: ${JSON.stringify(a.error ?? a.data)}`,
+    );
   }
   return a.data as NonNullable<Data>;
 }
 
 /** The error body, after asserting the answer is this refusal (and this `code` when given). */
-export async function refusal<Data>(answer: Answer<Data> | Promise<Answer<Data>>, status: number, code?: string): Promise<ErrorBody> {
+export async function refusal<Data>(
+  answer: Answer<Data> | Promise<Answer<Data>>,
+  status: number,
+  code?: string,
+): Promise<ErrorBody> {
   const a = await answer;
   if (a.status !== status || (code !== undefined && a.error?.code !== code)) {
-    throw new Error(`${a.request} answered ${a.status}${a.error ? ` ${a.error.code}` : ''} (expected ${status}${code ? ` ${code}` : ''}): ${JSON.stringify(a.error ?? a.data)}`);
+    throw new Error(
+      `${a.request} answered ${a.status}${a.error ? ` ${a.error.code}` : ''} (expected ${status}${code ? ` ${code}` : ''}): ${JSON.stringify(a.error ?? a.data)}`,
+    );
   }
   return a.error as ErrorBody;
 }
@@ -172,7 +209,12 @@ export async function refusal<Data>(answer: Answer<Data> | Promise<Answer<Data>>
  * Uploads an attachment through the typed route. The document types an octet-stream body as a
  * string (openapi-typescript's mapping of `format: binary`); bytes are what goes on the wire.
  */
-export function upload(api: TypedApi, requirementId: string, fileName: string, content: string | Buffer): Promise<Answer<Schemas['AttachmentResponseDto'] | undefined>> {
+export function upload(
+  api: TypedApi,
+  requirementId: string,
+  fileName: string,
+  content: string | Buffer,
+): Promise<Answer<Schemas['AttachmentResponseDto'] | undefined>> {
   return api.POST('/api/requirements/{id}/attachments', {
     body: content as string,
     params: { header: { 'X-File-Name': fileName }, path: { id: requirementId } },

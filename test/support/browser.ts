@@ -11,7 +11,14 @@ import { until } from './wait';
 // Debian's Chromium driven by playwright-core (no downloaded browser). The flags keep it from
 // phoning home or needing a GPU or a sandbox the CI container does not have.
 export const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export const ARTIFACTS = path.join(ROOT, 'test-artifacts', 'dashboard');
 
@@ -30,7 +37,11 @@ export interface LaunchOptions {
 }
 
 /** A fresh browser profile (its own --user-data-dir), one page. */
-export async function launchBrowser({ viewport = { width: 1280, height: 800 }, locale = 'en-US', colorScheme = 'light' }: LaunchOptions = {}): Promise<BrowserSession> {
+export async function launchBrowser({
+  viewport = { width: 1280, height: 800 },
+  locale = 'en-US',
+  colorScheme = 'light',
+}: LaunchOptions = {}): Promise<BrowserSession> {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'am-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     args: FLAGS,
@@ -93,7 +104,9 @@ export function png(width = 24, height = width): Buffer {
   header.writeUInt32BE(height, 4);
   header[8] = 8; // bit depth
   header[9] = 2; // RGB
-  const rows = Buffer.concat(Array.from({ length: height }, () => Buffer.concat([Buffer.from([0]), Buffer.alloc(width * 3, 0x3b)])));
+  const rows = Buffer.concat(
+    Array.from({ length: height }, () => Buffer.concat([Buffer.from([0]), Buffer.alloc(width * 3, 0x3b)])),
+  );
   return Buffer.concat([
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
     chunk('IHDR', header),
@@ -115,7 +128,8 @@ export async function settledBox(locator: Locator, timeoutMs = 15_000): Promise<
     'a settled box on screen',
     async () => {
       const box = await locator.boundingBox();
-      const same = box && last && box.x === last.x && box.y === last.y && box.width === last.width && box.height === last.height;
+      const same =
+        box && last && box.x === last.x && box.y === last.y && box.width === last.width && box.height === last.height;
       last = box;
       return same ? box : undefined;
     },

@@ -101,7 +101,12 @@ export async function snapshotStore(dataDirectory: string, { exceptBackground = 
   if (onPostgres()) {
     // One connection and one snapshot: as quick as the SQLite file's reads, so the window for a concurrent write is as small.
     const r = await pgSnapshot(dbPath, {
-      ...Object.fromEntries(TABLES.map((t) => [t, t === 'manager_event' ? `SELECT COUNT(*) AS n ${events}` : `SELECT COUNT(*) AS n FROM ${t}`])),
+      ...Object.fromEntries(
+        TABLES.map((t) => [
+          t,
+          t === 'manager_event' ? `SELECT COUNT(*) AS n ${events}` : `SELECT COUNT(*) AS n FROM ${t}`,
+        ]),
+      ),
       max: `SELECT MAX(id) AS id ${events}`,
     });
     for (const table of TABLES) {
@@ -110,7 +115,10 @@ export async function snapshotStore(dataDirectory: string, { exceptBackground = 
     return { attachmentFiles, maxEventId: Number(r.max?.[0]?.id ?? 0), rows };
   }
   for (const table of TABLES) {
-    const [row] = await query<{ n: number }>(dbPath, table === 'manager_event' ? `SELECT COUNT(*) AS n ${events}` : `SELECT COUNT(*) AS n FROM ${table}`);
+    const [row] = await query<{ n: number }>(
+      dbPath,
+      table === 'manager_event' ? `SELECT COUNT(*) AS n ${events}` : `SELECT COUNT(*) AS n FROM ${table}`,
+    );
     rows[table] = row?.n ?? 0;
   }
   const [max] = await query<{ id: number | null }>(dbPath, `SELECT MAX(id) AS id ${events}`);

@@ -169,7 +169,10 @@ export class FakeGitHubServer {
     private readonly options: FakeGitHubOptions,
   ) {
     const limit = options.limit ?? 5_000;
-    this.budgets = { core: { limit, resetAt: Date.now() + HOUR, used: 0 }, graphql: { limit, resetAt: Date.now() + HOUR, used: 0 } };
+    this.budgets = {
+      core: { limit, resetAt: Date.now() + HOUR, used: 0 },
+      graphql: { limit, resetAt: Date.now() + HOUR, used: 0 },
+    };
     server.on('connection', (socket) => {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
@@ -205,7 +208,9 @@ export class FakeGitHubServer {
 
   // ---- state -------------------------------------------------------------------------------
 
-  addPullRequest(init: { repository: string; number: number } & Partial<Omit<FakePullRequest, 'owner' | 'repo' | 'number'>>): FakePullRequest {
+  addPullRequest(
+    init: { repository: string; number: number } & Partial<Omit<FakePullRequest, 'owner' | 'repo' | 'number'>>,
+  ): FakePullRequest {
     const [owner, repo] = init.repository.split('/');
     const { repository: _repository, ...rest } = init;
     const pr: FakePullRequest = {
@@ -246,7 +251,11 @@ export class FakeGitHubServer {
     this.pulls.delete(keyOf(repository, number));
   }
 
-  update(repository: string, number: number, patch: Partial<Pick<FakePullRequest, 'title' | 'state' | 'isDraft' | 'mergeable' | 'baseBranch' | 'headBranch'>>): FakePullRequest {
+  update(
+    repository: string,
+    number: number,
+    patch: Partial<Pick<FakePullRequest, 'title' | 'state' | 'isDraft' | 'mergeable' | 'baseBranch' | 'headBranch'>>,
+  ): FakePullRequest {
     const pr = Object.assign(this.pullRequest(repository, number), patch);
     return this.touch(pr);
   }
@@ -262,16 +271,27 @@ export class FakeGitHubServer {
     return pr.headSha;
   }
 
-  addComment(repository: string, number: number, init: { author?: string | null; body: string; authorAssociation?: string }): FakeComment {
+  addComment(
+    repository: string,
+    number: number,
+    init: { author?: string | null; body: string; authorAssociation?: string },
+  ): FakeComment {
     const pr = this.pullRequest(repository, number);
     const databaseId = this.nextId++;
-    const comment: FakeComment = { ...this.authored(pr, 'IC', databaseId, `#issuecomment-${databaseId}`, init), createdAt: new Date().toISOString() };
+    const comment: FakeComment = {
+      ...this.authored(pr, 'IC', databaseId, `#issuecomment-${databaseId}`, init),
+      createdAt: new Date().toISOString(),
+    };
     pr.comments.push(comment);
     this.touch(pr);
     return comment;
   }
 
-  addReview(repository: string, number: number, init: { author?: string | null; body?: string; state: FakeReview['state']; authorAssociation?: string }): FakeReview {
+  addReview(
+    repository: string,
+    number: number,
+    init: { author?: string | null; body?: string; state: FakeReview['state']; authorAssociation?: string },
+  ): FakeReview {
     const pr = this.pullRequest(repository, number);
     const databaseId = this.nextId++;
     const review: FakeReview = {
@@ -288,7 +308,14 @@ export class FakeGitHubServer {
   addReviewComment(
     repository: string,
     number: number,
-    init: { author?: string | null; body: string; path: string; line?: number | null; threadId?: string; authorAssociation?: string },
+    init: {
+      author?: string | null;
+      body: string;
+      path: string;
+      line?: number | null;
+      threadId?: string;
+      authorAssociation?: string;
+    },
   ): FakeReviewComment & { threadId: string } {
     const pr = this.pullRequest(repository, number);
     let thread = init.threadId ? pr.reviewThreads.find((t) => t.id === init.threadId) : undefined;
@@ -309,7 +336,11 @@ export class FakeGitHubServer {
   }
 
   /** Adds or replaces (by name) a check run on the head commit. */
-  setCheckRun(repository: string, number: number, init: { name: string; status?: FakeCheckRun['status']; conclusion?: string | null; detailsUrl?: string | null }): FakeCheckRun {
+  setCheckRun(
+    repository: string,
+    number: number,
+    init: { name: string; status?: FakeCheckRun['status']; conclusion?: string | null; detailsUrl?: string | null },
+  ): FakeCheckRun {
     const pr = this.pullRequest(repository, number);
     const existing = pr.checkRuns.find((c) => c.name === init.name);
     const databaseId = existing?.databaseId ?? this.nextId++;
@@ -326,9 +357,18 @@ export class FakeGitHubServer {
   }
 
   /** Adds or replaces (by context) a commit status on the head commit. */
-  setStatus(repository: string, number: number, init: { context: string; state: FakeStatus['state']; description?: string | null; targetUrl?: string | null }): FakeStatus {
+  setStatus(
+    repository: string,
+    number: number,
+    init: { context: string; state: FakeStatus['state']; description?: string | null; targetUrl?: string | null },
+  ): FakeStatus {
     const pr = this.pullRequest(repository, number);
-    const status: FakeStatus = { context: init.context, description: init.description ?? null, state: init.state, targetUrl: init.targetUrl ?? null };
+    const status: FakeStatus = {
+      context: init.context,
+      description: init.description ?? null,
+      state: init.state,
+      targetUrl: init.targetUrl ?? null,
+    };
     pr.statuses = [...pr.statuses.filter((s) => s.context !== init.context), status];
     return status;
   }
@@ -336,7 +376,12 @@ export class FakeGitHubServer {
   // ---- faults ------------------------------------------------------------------------------
 
   /** The PR's alias gets a GraphQL error (NOT_FOUND, FORBIDDEN, or anything) until cleared with null. */
-  failPullRequest(repository: string, number: number, type: string | null = 'NOT_FOUND', message = `Could not resolve to a PullRequest with the number of ${number}.`): void {
+  failPullRequest(
+    repository: string,
+    number: number,
+    type: string | null = 'NOT_FOUND',
+    message = `Could not resolve to a PullRequest with the number of ${number}.`,
+  ): void {
     this.pullRequest(repository, number).failure = type ? { message, type } : null;
   }
 
@@ -348,7 +393,11 @@ export class FakeGitHubServer {
   }
 
   /** The next `count` requests hit a secondary rate limit: 403 or 429, "secondary rate limit", Retry-After. */
-  secondaryRateLimitNext(count: number, { retryAfterSeconds = 1, status = 403 }: { retryAfterSeconds?: number | null; status?: 403 | 429 } = {}, only?: FakeRequestKind): void {
+  secondaryRateLimitNext(
+    count: number,
+    { retryAfterSeconds = 1, status = 403 }: { retryAfterSeconds?: number | null; status?: 403 | 429 } = {},
+    only?: FakeRequestKind,
+  ): void {
     for (let i = 0; i < count; i++) {
       this.faults.push({ fault: { kind: 'secondary', retryAfterSeconds, status }, only });
     }
@@ -383,9 +432,21 @@ export class FakeGitHubServer {
   // ---- counting ----------------------------------------------------------------------------
 
   /** Requests by kind (all statuses), GraphQL budget points spent, and both per batch query. */
-  counts(): Record<FakeRequestKind, number> & { total: number; graphqlCost: number; byQuery: Record<FakeGraphqlQuery, { requests: number; cost: number }> } {
+  counts(): Record<FakeRequestKind, number> & {
+    total: number;
+    graphqlCost: number;
+    byQuery: Record<FakeGraphqlQuery, { requests: number; cost: number }>;
+  } {
     const byQuery = { snapshot: { cost: 0, requests: 0 }, summary: { cost: 0, requests: 0 } };
-    const counts = { byQuery, graphql: 0, graphqlCost: 0, other: 0, rate_limit: 0, rest: 0, total: this.requests.length };
+    const counts = {
+      byQuery,
+      graphql: 0,
+      graphqlCost: 0,
+      other: 0,
+      rate_limit: 0,
+      rest: 0,
+      total: this.requests.length,
+    };
     for (const request of this.requests) {
       counts[request.kind]++;
       counts.graphqlCost += request.kind === 'graphql' ? request.cost : 0;
@@ -418,7 +479,16 @@ export class FakeGitHubServer {
           : /^(\/api\/v3)?\/repos\//.test(path)
             ? 'rest'
             : 'other';
-    const record: FakeRequest = { at: Date.now(), authorization: req.headers.authorization, cost: 0, kind, method, path, pullRequests: 0, status: 0 };
+    const record: FakeRequest = {
+      at: Date.now(),
+      authorization: req.headers.authorization,
+      cost: 0,
+      kind,
+      method,
+      path,
+      pullRequests: 0,
+      status: 0,
+    };
     this.requests.push(record);
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       record.status = status;
@@ -450,7 +520,8 @@ export class FakeGitHubServer {
       return send(
         fault.status,
         {
-          documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits',
+          documentation_url:
+            'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits',
           message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
         },
         fault.retryAfterSeconds === null ? {} : { 'retry-after': String(fault.retryAfterSeconds) },
@@ -513,16 +584,32 @@ export class FakeGitHubServer {
       }
       const headBranch = input.head.includes(':') ? input.head.slice(input.head.indexOf(':') + 1) : input.head;
       const open = [...this.pulls.values()].find(
-        (pr) => `${pr.owner}/${pr.repo}`.toLowerCase() === repository.toLowerCase() && pr.headBranch === headBranch && pr.baseBranch === input.base && pr.state === 'OPEN',
+        (pr) =>
+          `${pr.owner}/${pr.repo}`.toLowerCase() === repository.toLowerCase() &&
+          pr.headBranch === headBranch &&
+          pr.baseBranch === input.base &&
+          pr.state === 'OPEN',
       );
       if (open) {
         return invalid(`A pull request already exists for ${pulls[1]}:${headBranch}.`);
       }
-      const headSha = this.options.branchHead ? this.options.branchHead(repository, headBranch) : sha(`${repository}:${headBranch}`);
+      const headSha = this.options.branchHead
+        ? this.options.branchHead(repository, headBranch)
+        : sha(`${repository}:${headBranch}`);
       if (headSha === null) {
-        return send(422, { errors: [{ code: 'invalid', field: 'head', resource: 'PullRequest' }], message: 'Validation Failed' });
+        return send(422, {
+          errors: [{ code: 'invalid', field: 'head', resource: 'PullRequest' }],
+          message: 'Validation Failed',
+        });
       }
-      const number = 1 + Math.max(0, ...[...this.pulls.values()].filter((pr) => `${pr.owner}/${pr.repo}`.toLowerCase() === repository.toLowerCase()).map((pr) => pr.number));
+      const number =
+        1 +
+        Math.max(
+          0,
+          ...[...this.pulls.values()]
+            .filter((pr) => `${pr.owner}/${pr.repo}`.toLowerCase() === repository.toLowerCase())
+            .map((pr) => pr.number),
+        );
       const pr = this.addPullRequest({
         baseBranch: input.base,
         body: typeof input.body === 'string' ? input.body : '',
@@ -543,13 +630,20 @@ export class FakeGitHubServer {
       if (!this.charge('core', 1, record)) {
         return send(
           403,
-          { documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api', message: 'API rate limit exceeded for user ID 1.' },
+          {
+            documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api',
+            message: 'API rate limit exceeded for user ID 1.',
+          },
           this.rateHeaders('core'),
         );
       }
       const pr = this.pulls.get(keyOf(`${pull[1]}/${pull[2]}`, Number(pull[3])));
       if (!pr) {
-        return send(404, { documentation_url: 'https://docs.github.com/rest/pulls/pulls#get-a-pull-request', message: 'Not Found' }, this.rateHeaders('core'));
+        return send(
+          404,
+          { documentation_url: 'https://docs.github.com/rest/pulls/pulls#get-a-pull-request', message: 'Not Found' },
+          this.rateHeaders('core'),
+        );
       }
       const body = this.restPullRequest(pr);
       const etag = `"${createHash('sha1').update(JSON.stringify(body)).digest('hex')}"`;
@@ -564,7 +658,11 @@ export class FakeGitHubServer {
     send(404, { message: 'Not Found' });
   }
 
-  private answerGraphql(raw: string, record: FakeRequest, send: (status: number, body: unknown, headers?: Record<string, string>) => void): void {
+  private answerGraphql(
+    raw: string,
+    record: FakeRequest,
+    send: (status: number, body: unknown, headers?: Record<string, string>) => void,
+  ): void {
     let request: { query?: string; variables?: Record<string, unknown> };
     try {
       request = JSON.parse(raw);
@@ -589,7 +687,11 @@ export class FakeGitHubServer {
     record.pullRequests = aliases.length;
     const cost = this.options.graphqlCost?.(aliases.length, kind) ?? 1;
     if (!this.charge('graphql', cost, record)) {
-      return send(200, { errors: [{ message: 'API rate limit exceeded for user ID 1.', type: 'RATE_LIMITED' }] }, this.rateHeaders('graphql'));
+      return send(
+        200,
+        { errors: [{ message: 'API rate limit exceeded for user ID 1.', type: 'RATE_LIMITED' }] },
+        this.rateHeaders('graphql'),
+      );
     }
     const data: Record<string, unknown> = {};
     const errors: { type: string; message: string; path: string[]; locations: unknown[] }[] = [];
@@ -599,16 +701,31 @@ export class FakeGitHubServer {
       const pr = this.pulls.get(keyOf(`${owner}/${name}`, Number(variables[`p${i}`])));
       if (!pr) {
         data[`pr${i}`] = null;
-        errors.push({ locations: [], message: `Could not resolve to a Repository with the name '${owner}/${name}'.`, path: [`pr${i}`], type: 'NOT_FOUND' });
+        errors.push({
+          locations: [],
+          message: `Could not resolve to a Repository with the name '${owner}/${name}'.`,
+          path: [`pr${i}`],
+          type: 'NOT_FOUND',
+        });
       } else if (pr.failure) {
         data[`pr${i}`] = { pullRequest: null };
-        errors.push({ locations: [], message: pr.failure.message, path: [`pr${i}`, 'pullRequest'], type: pr.failure.type });
+        errors.push({
+          locations: [],
+          message: pr.failure.message,
+          path: [`pr${i}`, 'pullRequest'],
+          type: pr.failure.type,
+        });
       } else {
         data[`pr${i}`] = { pullRequest: kind === 'summary' ? this.graphqlSummary(pr) : this.graphqlPullRequest(pr) };
       }
     }
     const budget = this.budget('graphql');
-    data.rateLimit = { cost, limit: budget.limit, remaining: budget.limit - budget.used, resetAt: new Date(budget.resetAt).toISOString() };
+    data.rateLimit = {
+      cost,
+      limit: budget.limit,
+      remaining: budget.limit - budget.used,
+      resetAt: new Date(budget.resetAt).toISOString(),
+    };
     send(200, errors.length > 0 ? { data, errors } : { data }, this.rateHeaders('graphql'));
   }
 
@@ -621,13 +738,24 @@ export class FakeGitHubServer {
       id: a.id,
       url: a.url,
     });
-    const contexts = [...pr.checkRuns.map((c) => ({ __typename: 'CheckRun', ...c })), ...pr.statuses.map((s) => ({ __typename: 'StatusContext', ...s }))];
+    const contexts = [
+      ...pr.checkRuns.map((c) => ({ __typename: 'CheckRun', ...c })),
+      ...pr.statuses.map((s) => ({ __typename: 'StatusContext', ...s })),
+    ];
     // The limits the client asks for (last 50 comments/reviews, last 20 threads × 10, first 100 checks).
     return {
       baseRefName: pr.baseBranch,
       comments: { nodes: pr.comments.slice(-50).map((c) => ({ ...authored(c), createdAt: c.createdAt })) },
       commits: {
-        nodes: [{ commit: { oid: pr.headSha, statusCheckRollup: contexts.length === 0 ? null : { contexts: { nodes: contexts.slice(0, 100) }, state: rollupState(pr) } } }],
+        nodes: [
+          {
+            commit: {
+              oid: pr.headSha,
+              statusCheckRollup:
+                contexts.length === 0 ? null : { contexts: { nodes: contexts.slice(0, 100) }, state: rollupState(pr) },
+            },
+          },
+        ],
       },
       headRefName: pr.headBranch,
       headRefOid: pr.headSha,
@@ -638,7 +766,14 @@ export class FakeGitHubServer {
       reviewThreads: {
         nodes: pr.reviewThreads
           .slice(-20)
-          .map((t) => ({ comments: { nodes: t.comments.slice(-10).map((c) => ({ ...authored(c), createdAt: c.createdAt, line: c.line, path: c.path })) }, id: t.id })),
+          .map((t) => ({
+            comments: {
+              nodes: t.comments
+                .slice(-10)
+                .map((c) => ({ ...authored(c), createdAt: c.createdAt, line: c.line, path: c.path })),
+            },
+            id: t.id,
+          })),
       },
       reviews: {
         nodes: pr.reviews
@@ -659,7 +794,11 @@ export class FakeGitHubServer {
     // GitHub's CheckRunState: a completed run's conclusion, else its status.
     const runStates = pr.checkRuns.map((c) => (c.status === 'COMPLETED' && c.conclusion ? c.conclusion : c.status));
     const rollup = {
-      contexts: { checkRunCountsByState: countByState(runStates), statusContextCountsByState: countByState(pr.statuses.map((s) => s.state)), totalCount: contexts },
+      contexts: {
+        checkRunCountsByState: countByState(runStates),
+        statusContextCountsByState: countByState(pr.statuses.map((s) => s.state)),
+        totalCount: contexts,
+      },
       state: rollupState(pr),
     };
     return {
@@ -717,7 +856,13 @@ export class FakeGitHubServer {
 
   private describe(resource: 'core' | 'graphql') {
     const budget = this.budget(resource);
-    return { limit: budget.limit, remaining: budget.limit - budget.used, reset: Math.ceil(budget.resetAt / 1000), resource, used: budget.used };
+    return {
+      limit: budget.limit,
+      remaining: budget.limit - budget.used,
+      reset: Math.ceil(budget.resetAt / 1000),
+      resource,
+      used: budget.used,
+    };
   }
 
   private rateHeaders(resource: 'core' | 'graphql'): Record<string, string> {
@@ -778,9 +923,19 @@ function countByState(states: readonly string[]): { state: string; count: number
 function rollupState(pr: FakePullRequest): FakeStatus['state'] {
   const states = [
     ...pr.checkRuns.map((c) =>
-      c.status !== 'COMPLETED' ? 'PENDING' : ['FAILURE', 'TIMED_OUT', 'CANCELLED', 'ACTION_REQUIRED', 'STARTUP_FAILURE'].includes(c.conclusion ?? '') ? 'FAILURE' : 'SUCCESS',
+      c.status !== 'COMPLETED'
+        ? 'PENDING'
+        : ['FAILURE', 'TIMED_OUT', 'CANCELLED', 'ACTION_REQUIRED', 'STARTUP_FAILURE'].includes(c.conclusion ?? '')
+          ? 'FAILURE'
+          : 'SUCCESS',
     ),
     ...pr.statuses.map((s) => s.state),
   ];
-  return states.includes('ERROR') ? 'ERROR' : states.includes('FAILURE') ? 'FAILURE' : states.includes('PENDING') || states.includes('EXPECTED') ? 'PENDING' : 'SUCCESS';
+  return states.includes('ERROR')
+    ? 'ERROR'
+    : states.includes('FAILURE')
+      ? 'FAILURE'
+      : states.includes('PENDING') || states.includes('EXPECTED')
+        ? 'PENDING'
+        : 'SUCCESS';
 }

@@ -7,7 +7,10 @@ import { onPostgres } from './db-snapshot';
 import { pgSnapshot } from './postgres';
 
 /** Runs several read queries in one read transaction (one consistent snapshot of a live database). */
-export function readSnapshot(dbPath: string, queries: Record<string, string>): Promise<Record<string, Array<Record<string, unknown>>>> {
+export function readSnapshot(
+  dbPath: string,
+  queries: Record<string, string>,
+): Promise<Record<string, Array<Record<string, unknown>>>> {
   return new Promise((resolve, reject) => {
     const db = new sqlite3.Database(dbPath, sqlite3.OPEN_READONLY, (err) => {
       if (err) {
@@ -60,7 +63,9 @@ export async function checkConsistency(dataDirectory: string): Promise<string[]>
     runningRuns: `SELECT a.id, a.session_id, s.state FROM agent_run a LEFT JOIN agent_session s ON s.id = a.session_id WHERE a.status = 'running' AND a.role = 'rd' AND (s.state IS NULL OR s.state <> 'running')`,
     runningPerSession: `SELECT session_id, COUNT(*) AS n FROM agent_run WHERE status = 'running' GROUP BY session_id HAVING COUNT(*) > 1`,
     runningSessionsWithoutRun: `SELECT s.id FROM agent_session s WHERE s.state = 'running' AND NOT EXISTS (SELECT 1 FROM agent_run a WHERE a.session_id = s.id AND a.status = 'running')`,
-    eventIds: pg ? 'SELECT id FROM manager_event ORDER BY xmin::text::bigint, id' : 'SELECT id FROM manager_event ORDER BY rowid',
+    eventIds: pg
+      ? 'SELECT id FROM manager_event ORDER BY xmin::text::bigint, id'
+      : 'SELECT id FROM manager_event ORDER BY rowid',
     eventsBad: pg
       ? 'SELECT id, payload FROM manager_event' // checked below (PostgreSQL 15 has no pg_input_is_valid)
       : `SELECT id FROM manager_event WHERE typeof(id) <> 'integer' OR json_valid(payload) = 0`,
@@ -99,10 +104,18 @@ export async function checkConsistency(dataDirectory: string): Promise<string[]>
   list('claimedAttachmentsElsewhere', 'attachments held by a message of another requirement');
   list('consumed', 'sessions whose consumed/pending counters are out of range');
   for (const row of rows('sequences')) {
-    const { n, lo, hi, distinctSeq, last } = row as { n: number; lo: number; hi: number; distinctSeq: number; last: number };
+    const { n, lo, hi, distinctSeq, last } = row as {
+      n: number;
+      lo: number;
+      hi: number;
+      distinctSeq: number;
+      last: number;
+    };
     const gapFree = n === 0 ? lo === 0 && hi === 0 : lo === 1 && hi === n && distinctSeq === n;
     if (!gapFree || last !== n) {
-      problems.push(`message sequences of ${String(row.id)}: ${JSON.stringify(row)} (want 1..n gap-free and last_message_sequence = n)`);
+      problems.push(
+        `message sequences of ${String(row.id)}: ${JSON.stringify(row)} (want 1..n gap-free and last_message_sequence = n)`,
+      );
     }
   }
   const ids = rows('eventIds').map((row) => Number(row.id));

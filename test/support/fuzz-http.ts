@@ -54,7 +54,9 @@ export function sendFuzz(origin: string, request: FuzzRequest, timeoutMs: number
     let req: http.ClientRequest;
     try {
       // Explicit framing: node:http would send a GET/DELETE body with neither Content-Length nor chunking.
-      const headers = request.body ? { ...request.headers, 'Content-Length': String(request.body.length) } : request.headers;
+      const headers = request.body
+        ? { ...request.headers, 'Content-Length': String(request.body.length) }
+        : request.headers;
       req = http.request({
         agent: false,
         headers,
@@ -66,7 +68,13 @@ export function sendFuzz(origin: string, request: FuzzRequest, timeoutMs: number
       });
     } catch (err) {
       // The client refused to send it (invalid header characters): not the server's business.
-      done({ contentType: '', error: `client refused: ${(err as Error).message}`, status: -1, streamed: false, text: '' });
+      done({
+        contentType: '',
+        error: `client refused: ${(err as Error).message}`,
+        status: -1,
+        streamed: false,
+        text: '',
+      });
       return;
     }
     timer = setTimeout(() => {
@@ -93,16 +101,36 @@ export function sendFuzz(origin: string, request: FuzzRequest, timeoutMs: number
           kept += chunk.length;
         }
       });
-      answered = () => done({ contentType, status: res.statusCode ?? 0, streamed: false, text: Buffer.concat(chunks).toString('utf8') });
+      answered = () =>
+        done({
+          contentType,
+          status: res.statusCode ?? 0,
+          streamed: false,
+          text: Buffer.concat(chunks).toString('utf8'),
+        });
       res.on('end', answered);
-      res.on('error', (err) => done({ contentType, error: `response: ${err.message}`, status: res.statusCode ?? 0, streamed: false, text: '' }));
+      res.on('error', (err) =>
+        done({
+          contentType,
+          error: `response: ${err.message}`,
+          status: res.statusCode ?? 0,
+          streamed: false,
+          text: '',
+        }),
+      );
     });
     req.on('error', (err) => {
       if (answered) {
         answered();
         return;
       }
-      done({ contentType: '', error: `request: ${(err as NodeJS.ErrnoException).code ?? err.message}`, status: 0, streamed: false, text: '' });
+      done({
+        contentType: '',
+        error: `request: ${(err as NodeJS.ErrnoException).code ?? err.message}`,
+        status: 0,
+        streamed: false,
+        text: '',
+      });
     });
     if (request.body) {
       req.end(request.body);

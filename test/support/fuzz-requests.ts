@@ -60,7 +60,10 @@ const ROOT = path.resolve(__dirname, '..', '..');
 /** Every path × method of the OpenAPI document, with its request body schema resolved. */
 export function loadOperations(): Operation[] {
   const doc = JSON.parse(fs.readFileSync(path.join(ROOT, 'libs', 'api-client', 'openapi.json'), 'utf8')) as {
-    paths: Record<string, Record<string, { parameters?: Parameter[]; requestBody?: { content?: Record<string, { schema?: Schema }> } }>>;
+    paths: Record<
+      string,
+      Record<string, { parameters?: Parameter[]; requestBody?: { content?: Record<string, { schema?: Schema }> } }>
+    >;
     components: { schemas: Record<string, Schema> };
   };
   const resolve = (schema: Schema | undefined): Schema => {
@@ -79,13 +82,25 @@ export function loadOperations(): Operation[] {
       let body: Operation['body'] = null;
       if (content['application/json']) {
         const schema = resolve(content['application/json'].schema);
-        body = { kind: 'json', schema: { ...schema, properties: Object.fromEntries(Object.entries(schema.properties ?? {}).map(([k, v]) => [k, resolve(v)])) } };
+        body = {
+          kind: 'json',
+          schema: {
+            ...schema,
+            properties: Object.fromEntries(Object.entries(schema.properties ?? {}).map(([k, v]) => [k, resolve(v)])),
+          },
+        };
       } else if (content['application/octet-stream']) {
         body = { kind: 'binary' };
       } else if (p.endsWith('/webhook')) {
         body = { kind: 'raw' };
       }
-      operations.push({ body, label: `${method.toUpperCase()} ${p}`, method: method.toUpperCase(), parameters: op.parameters ?? [], path: p });
+      operations.push({
+        body,
+        label: `${method.toUpperCase()} ${p}`,
+        method: method.toUpperCase(),
+        parameters: op.parameters ?? [],
+        path: p,
+      });
     }
   }
   return operations;
@@ -143,7 +158,9 @@ function hugeString(min: number): fc.Arbitrary<string> {
       { arbitrary: fc.integer({ max: 200_000, min: 100_001 }), weight: 3 },
       { arbitrary: fc.constant(1_100_000), weight: 1 },
     )
-    .chain((n) => fc.constantFrom('x', 'é', '😀', '\u0000', 'ab').map((unit) => unit.repeat(Math.ceil(n / unit.length))));
+    .chain((n) =>
+      fc.constantFrom('x', 'é', '😀', '\u0000', 'ab').map((unit) => unit.repeat(Math.ceil(n / unit.length))),
+    );
 }
 
 /**
@@ -151,7 +168,9 @@ function hugeString(min: number): fc.Arbitrary<string> {
  * it becomes the nested JSON text (JSON.stringify itself would overflow the stack on them).
  */
 function deepNesting(): fc.Arbitrary<unknown> {
-  return fc.tuple(fc.integer({ max: 20_000, min: 50 }), fc.boolean()).map(([depth, asObject]) => `__DEEP_${depth}_${asObject ? 'o' : 'a'}__`);
+  return fc
+    .tuple(fc.integer({ max: 20_000, min: 50 }), fc.boolean())
+    .map(([depth, asObject]) => `__DEEP_${depth}_${asObject ? 'o' : 'a'}__`);
 }
 
 function toJsonText(value: unknown): string | undefined {
@@ -163,7 +182,26 @@ function toJsonText(value: unknown): string | undefined {
 }
 
 const wrongValue: fc.Arbitrary<unknown> = fc.oneof(
-  fc.constantFrom(null, true, false, 0, -1, 1.5, 1e308, -1e308, 2 ** 53 + 2, [], {}, [1, 2], { $gt: '' }, '', '0', 'true', 'NaN', 'Infinity'),
+  fc.constantFrom(
+    null,
+    true,
+    false,
+    0,
+    -1,
+    1.5,
+    1e308,
+    -1e308,
+    2 ** 53 + 2,
+    [],
+    {},
+    [1, 2],
+    { $gt: '' },
+    '',
+    '0',
+    'true',
+    'NaN',
+    'Infinity',
+  ),
   fc.integer(),
   fc.double(),
   fc.array(fc.string(), { maxLength: 5 }),
@@ -176,11 +214,19 @@ export function encodeLoose(value: string): string {
   let out = '';
   for (let i = 0; i < value.length; i++) {
     const code = value.charCodeAt(i);
-    if (code >= 0xd800 && code <= 0xdbff && i + 1 < value.length && value.charCodeAt(i + 1) >= 0xdc00 && value.charCodeAt(i + 1) <= 0xdfff) {
+    if (
+      code >= 0xd800 &&
+      code <= 0xdbff &&
+      i + 1 < value.length &&
+      value.charCodeAt(i + 1) >= 0xdc00 &&
+      value.charCodeAt(i + 1) <= 0xdfff
+    ) {
       out += encodeURIComponent(value.slice(i, i + 2));
       i++;
     } else if (code >= 0xd800 && code <= 0xdfff) {
-      out += [0xe0 | (code >> 12), 0x80 | ((code >> 6) & 0x3f), 0x80 | (code & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join('');
+      out += [0xe0 | (code >> 12), 0x80 | ((code >> 6) & 0x3f), 0x80 | (code & 0x3f)]
+        .map((b) => `%${b.toString(16).toUpperCase()}`)
+        .join('');
     } else {
       out += encodeURIComponent(value[i] as string);
     }
@@ -206,7 +252,8 @@ function poolRef(kind: PoolKind, variant: PoolVariant = 'real'): fc.Arbitrary<st
 export function resolvePoolRefs(text: string, pools: IdPools): string {
   return text.replace(POOL_REF, (_m, kind: string, n: string, variant: string) => {
     const list = kind === 'pullRequest' ? [] : (pools[kind as keyof IdPools] ?? []);
-    const id = list.length > 0 ? (list[Number(n) % list.length] as string) : `${PREFIX_OF[kind as PoolKind] ?? 'zzz'}_${UUID0}`;
+    const id =
+      list.length > 0 ? (list[Number(n) % list.length] as string) : `${PREFIX_OF[kind as PoolKind] ?? 'zzz'}_${UUID0}`;
     return variant === 'upper' ? id.toUpperCase() : variant === 'wrongprefix' ? id.replace(/^[a-z]+_/, 'xyz_') : id;
   });
 }
@@ -214,22 +261,43 @@ export function resolvePoolRefs(text: string, pools: IdPools): string {
 /** The request with its pool references replaced by live IDs (path, headers and body). */
 export function resolveRequest(request: FuzzRequest, pools: IdPools): FuzzRequest {
   const has = (text: string) => text.includes('ZPOOL_');
-  const body = request.body && request.body.includes('ZPOOL_') ? Buffer.from(resolvePoolRefs(request.body.toString('latin1'), pools), 'latin1') : request.body;
+  const body =
+    request.body && request.body.includes('ZPOOL_')
+      ? Buffer.from(resolvePoolRefs(request.body.toString('latin1'), pools), 'latin1')
+      : request.body;
   return {
     ...request,
     body,
-    headers: Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k, has(v) ? resolvePoolRefs(v, pools) : v])),
+    headers: Object.fromEntries(
+      Object.entries(request.headers).map(([k, v]) => [k, has(v) ? resolvePoolRefs(v, pools) : v]),
+    ),
     path: has(request.path) ? resolvePoolRefs(request.path, pools) : request.path,
   };
 }
 
-const PREFIX_KIND: Record<string, keyof IdPools> = { att: 'attachment', msg: 'message', req: 'requirement', run: 'run', ses: 'session', tmr: 'timer' };
+const PREFIX_KIND: Record<string, keyof IdPools> = {
+  att: 'attachment',
+  msg: 'message',
+  req: 'requirement',
+  run: 'run',
+  ses: 'session',
+  tmr: 'timer',
+};
 /** Requirements are capped: each started one holds an (idle) agent process. */
-const POOL_CAPS: Record<keyof IdPools, number> = { attachment: 200, message: 200, requirement: 30, run: 100, session: 60, timer: 100 };
+const POOL_CAPS: Record<keyof IdPools, number> = {
+  attachment: 200,
+  message: 200,
+  requirement: 30,
+  run: 100,
+  session: 60,
+  timer: 100,
+};
 
 /** Adds the IDs a successful answer mentions to the pools. */
 export function harvestIds(text: string, pools: IdPools): void {
-  for (const match of text.matchAll(/"(att|msg|req|run|ses|tmr)_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"/g)) {
+  for (const match of text.matchAll(
+    /"(att|msg|req|run|ses|tmr)_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"/g,
+  )) {
     const kind = PREFIX_KIND[match[1] as string] as keyof IdPools;
     const id = `${match[1]}_${match[2]}`;
     if (pools[kind].length < POOL_CAPS[kind] && !pools[kind].includes(id)) {
@@ -241,7 +309,9 @@ export function harvestIds(text: string, pools: IdPools): void {
 /** A path parameter: real IDs, IDs of the wrong kind, unknown IDs, and strings no ID looks like. */
 function idSegment(kind: PoolKind, clean = false): fc.Arbitrary<{ value: string; tag: string; big?: boolean }> {
   const prefix = PREFIX_OF[kind];
-  const others = (['attachment', 'message', 'requirement', 'run', 'session', 'timer'] as const).filter((k) => k !== kind);
+  const others = (['attachment', 'message', 'requirement', 'run', 'session', 'timer'] as const).filter(
+    (k) => k !== kind,
+  );
   const enc = (tag: string) => (s: string) => ({ tag, value: encodeLoose(s) });
   if (clean) {
     return poolRef(kind).map(enc('id:real'));
@@ -272,7 +342,9 @@ function idSegment(kind: PoolKind, clean = false): fc.Arbitrary<{ value: string;
     },
     { arbitrary: nastyString.filter((s) => s.length > 0).map(enc('id:unicode')), weight: 2 },
     {
-      arbitrary: fc.integer({ max: 20_000, min: 200 }).map((n) => ({ big: n > 8000, tag: 'id:huge', value: 'a'.repeat(n) })),
+      arbitrary: fc
+        .integer({ max: 20_000, min: 200 })
+        .map((n) => ({ big: n > 8000, tag: 'id:huge', value: 'a'.repeat(n) })),
       weight: 1,
     },
     {
@@ -331,7 +403,19 @@ function paramKind(op: Operation, name: string): keyof IdPools | 'pullRequest' {
 }
 
 /** Paths a diff may be asked for: the changed file, unchanged ones, and escapes from the worktree. */
-const WORKTREE_PATHS = ['changed.txt', 'README.md', 'src/app.ts', '../outside', '../../etc/passwd', '/etc/passwd', 'src/../../x', '.git/config', 'src/', '.', ''];
+const WORKTREE_PATHS = [
+  'changed.txt',
+  'README.md',
+  'src/app.ts',
+  '../outside',
+  '../../etc/passwd',
+  '/etc/passwd',
+  'src/../../x',
+  '.git/config',
+  'src/',
+  '.',
+  '',
+];
 /** Words the seeded conversations hold, and prefixes of them. */
 const SEARCH_WORDS = ['fuzzing', 'seeded', 'queued', 'message', 'start', 'go', 'todo', 'fuzz*', 'se', '"seeded for"'];
 
@@ -355,7 +439,25 @@ function queryValue(op: Operation, param: Parameter, clean: boolean): fc.Arbitra
                 ? fc.oneof(fc.constantFrom(...SEARCH_WORDS), fc.string({ maxLength: 20 }))
                 : fc.string({ maxLength: 20 });
   const invalid: fc.Arbitrary<string> = fc.oneof(
-    fc.constantFrom('-1', '0', '201', '1.5', '1e400', '9007199254740993', 'NaN', 'Infinity', '0x10', '', ' ', 'abc', 'true', 'null', '[]', '{}', '%'),
+    fc.constantFrom(
+      '-1',
+      '0',
+      '201',
+      '1.5',
+      '1e400',
+      '9007199254740993',
+      'NaN',
+      'Infinity',
+      '0x10',
+      '',
+      ' ',
+      'abc',
+      'true',
+      'null',
+      '[]',
+      '{}',
+      '%',
+    ),
     nastyString,
     fc.base64String({ maxLength: 60 }),
     fc.integer({ max: 2000, min: 513 }).map((n) => 'c'.repeat(n)),
@@ -366,7 +468,15 @@ function queryValue(op: Operation, param: Parameter, clean: boolean): fc.Arbitra
   return fc.oneof(
     { arbitrary: valid.map(one('query:valid')), weight: 5 },
     { arbitrary: invalid.map(one('query:invalid')), weight: 4 },
-    { arbitrary: fc.tuple(valid, invalid).map(([a, b]) => ({ parts: [`${param.name}=${encodeLoose(a)}`, `${param.name}=${encodeLoose(b)}`], tag: 'query:repeated' })), weight: 1 },
+    {
+      arbitrary: fc
+        .tuple(valid, invalid)
+        .map(([a, b]) => ({
+          parts: [`${param.name}=${encodeLoose(a)}`, `${param.name}=${encodeLoose(b)}`],
+          tag: 'query:repeated',
+        })),
+      weight: 1,
+    },
     { arbitrary: fc.constant({ parts: [`${param.name}[$gt]=`] as string[], tag: 'query:bracket' }), weight: 1 },
   );
 }
@@ -424,15 +534,30 @@ function validValue(name: string, schema: Schema): fc.Arbitrary<unknown> {
     }
     switch (schema.type) {
       case 'string':
-        return fc.string({ maxLength: Math.min(schema.maxLength ?? 60, 60), minLength: Math.max(schema.minLength ?? 0, 0), unit: 'grapheme' });
+        return fc.string({
+          maxLength: Math.min(schema.maxLength ?? 60, 60),
+          minLength: Math.max(schema.minLength ?? 0, 0),
+          unit: 'grapheme',
+        });
       case 'number':
         // A fractional field (a budget's dollars: minimum 0.01) takes fractions; whole numbers are in range too.
         return fc.oneof(
-          fc.double({ max: Math.min(schema.maximum ?? 1_000_000, 2 ** 31), min: schema.minimum ?? 0, noDefaultInfinity: true, noNaN: true }),
-          fc.integer({ max: Math.floor(Math.min(schema.maximum ?? 1_000_000, 2 ** 31)), min: Math.ceil(schema.minimum ?? 0) }),
+          fc.double({
+            max: Math.min(schema.maximum ?? 1_000_000, 2 ** 31),
+            min: schema.minimum ?? 0,
+            noDefaultInfinity: true,
+            noNaN: true,
+          }),
+          fc.integer({
+            max: Math.floor(Math.min(schema.maximum ?? 1_000_000, 2 ** 31)),
+            min: Math.ceil(schema.minimum ?? 0),
+          }),
         );
       case 'integer':
-        return fc.integer({ max: Math.floor(Math.min(schema.maximum ?? 1_000_000, 2 ** 31)), min: Math.ceil(schema.minimum ?? 0) });
+        return fc.integer({
+          max: Math.floor(Math.min(schema.maximum ?? 1_000_000, 2 ** 31)),
+          min: Math.ceil(schema.minimum ?? 0),
+        });
       case 'boolean':
         return fc.boolean();
       case 'array':
@@ -452,28 +577,61 @@ function validObject(schema: Schema): fc.Arbitrary<Record<string, unknown>> {
   for (const [key, prop] of Object.entries(properties)) {
     record[key] = validValue(key, prop);
   }
-  return fc.record(record, { requiredKeys: (schema.required ?? []).filter((k) => k in properties) }) as fc.Arbitrary<Record<string, unknown>>;
+  return fc.record(record, { requiredKeys: (schema.required ?? []).filter((k) => k in properties) }) as fc.Arbitrary<
+    Record<string, unknown>
+  >;
 }
 
 /** The wrong value for a field of this schema. */
 function corruptValue(schema: Schema): fc.Arbitrary<{ value: unknown; tag: string }> {
   const numeric = schema.type === 'number' || schema.type === 'integer';
-  const outOfRange = fc.constantFrom(...[(schema.minimum ?? 0) - 1, (schema.maximum ?? 2 ** 31) + 1, -0, 0.5, 1e308, -1e308, 2 ** 53 + 2, Number.MIN_VALUE]);
+  const outOfRange = fc.constantFrom(
+    ...[
+      (schema.minimum ?? 0) - 1,
+      (schema.maximum ?? 2 ** 31) + 1,
+      -0,
+      0.5,
+      1e308,
+      -1e308,
+      2 ** 53 + 2,
+      Number.MIN_VALUE,
+    ],
+  );
   return fc.oneof(
     { arbitrary: wrongValue.map((value) => ({ tag: 'field:wrong-type', value })), weight: 5 },
     { arbitrary: fc.constant({ tag: 'field:null', value: null }), weight: 2 },
-    { arbitrary: hugeString((schema.maxLength ?? 1000) + 1).map((value) => ({ tag: `field:huge-${value.length > 1_000_000 ? 'mb' : 'string'}`, value })), weight: 2 },
-    { arbitrary: nastyString.map((value) => ({ tag: 'field:unicode', value })), weight: 3 },
-    { arbitrary: (numeric ? outOfRange : fc.constantFrom(1, -1, 1e308)).map((value) => ({ tag: 'field:number-range', value })), weight: 2 },
     {
-      arbitrary: numeric ? fc.constantFrom('60', '1e3', ' 7 ').map((value) => ({ tag: 'field:numeric-string', value })) : fc.constant({ tag: 'field:array', value: ['a'] }),
+      arbitrary: hugeString((schema.maxLength ?? 1000) + 1).map((value) => ({
+        tag: `field:huge-${value.length > 1_000_000 ? 'mb' : 'string'}`,
+        value,
+      })),
+      weight: 2,
+    },
+    { arbitrary: nastyString.map((value) => ({ tag: 'field:unicode', value })), weight: 3 },
+    {
+      arbitrary: (numeric ? outOfRange : fc.constantFrom(1, -1, 1e308)).map((value) => ({
+        tag: 'field:number-range',
+        value,
+      })),
+      weight: 2,
+    },
+    {
+      arbitrary: numeric
+        ? fc.constantFrom('60', '1e3', ' 7 ').map((value) => ({ tag: 'field:numeric-string', value }))
+        : fc.constant({ tag: 'field:array', value: ['a'] }),
       weight: 1,
     },
     { arbitrary: deepNesting().map((value) => ({ tag: 'field:deep', value })), weight: 1 },
   );
 }
 
-type BodyDraft = { body?: Buffer | undefined; contentType?: string | undefined; extraHeaders: Record<string, string>; tags: string[]; big?: boolean | undefined };
+type BodyDraft = {
+  body?: Buffer | undefined;
+  contentType?: string | undefined;
+  extraHeaders: Record<string, string>;
+  tags: string[];
+  big?: boolean | undefined;
+};
 
 const mutation = (schema: Schema): fc.Arbitrary<(obj: Record<string, unknown>) => { obj: unknown; tag: string }> => {
   const keys = Object.keys(schema.properties ?? {});
@@ -482,7 +640,19 @@ const mutation = (schema: Schema): fc.Arbitrary<(obj: Record<string, unknown>) =
     {
       arbitrary: fc
         .tuple(
-          fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('__proto__', 'constructor', 'prototype', 'id', 'status', 'createdAt', 'toString', 'hasOwnProperty')),
+          fc.oneof(
+            fc.string({ maxLength: 12 }),
+            fc.constantFrom(
+              '__proto__',
+              'constructor',
+              'prototype',
+              'id',
+              'status',
+              'createdAt',
+              'toString',
+              'hasOwnProperty',
+            ),
+          ),
           fc.jsonValue({ maxDepth: 2 }),
         )
         .map(([key, value]) => (obj) => {
@@ -493,10 +663,15 @@ const mutation = (schema: Schema): fc.Arbitrary<(obj: Record<string, unknown>) =
       weight: 3,
     },
     {
-      arbitrary: fc.constantFrom('[]', '"string"', '42', 'null', 'true', '[{}]').map((json) => () => ({ obj: JSON.parse(json) as unknown, tag: 'body:not-object' })),
+      arbitrary: fc
+        .constantFrom('[]', '"string"', '42', 'null', 'true', '[{}]')
+        .map((json) => () => ({ obj: JSON.parse(json) as unknown, tag: 'body:not-object' })),
       weight: 2,
     },
-    { arbitrary: fc.constant((obj: Record<string, unknown>) => ({ obj: [obj], tag: 'body:array-of-object' })), weight: 1 },
+    {
+      arbitrary: fc.constant((obj: Record<string, unknown>) => ({ obj: [obj], tag: 'body:array-of-object' })),
+      weight: 1,
+    },
     { arbitrary: deepNesting().map((deep) => () => ({ obj: deep, tag: 'body:deep' })), weight: 1 },
   ];
   if (required.length > 0) {
@@ -513,7 +688,12 @@ const mutation = (schema: Schema): fc.Arbitrary<(obj: Record<string, unknown>) =
     options.push({
       arbitrary: fc
         .tuple(fc.constantFrom(...keys), fc.constant(null))
-        .chain(([key]) => corruptValue(schema.properties?.[key] ?? {}).map(({ value, tag }) => (obj: Record<string, unknown>) => ({ obj: { ...obj, [key]: value }, tag }))),
+        .chain(([key]) =>
+          corruptValue(schema.properties?.[key] ?? {}).map(({ value, tag }) => (obj: Record<string, unknown>) => ({
+            obj: { ...obj, [key]: value },
+            tag,
+          })),
+        ),
       weight: 10,
     });
   }
@@ -542,13 +722,26 @@ const notJson = fc.oneof<Array<fc.Arbitrary<BodyDraft>>>(
       extraHeaders: {},
       tags: ['body:malformed-json'],
     })),
-  fc.uint8Array({ maxLength: 2048 }).map((bytes) => ({ body: Buffer.from(bytes), contentType: 'application/json', extraHeaders: {}, tags: ['body:binary-as-json'] })),
-  fc.constantFrom('application/json; charset=utf-16', 'application/json; charset=latin1', 'application/json; charset=bogus').map((ct) => ({
-    body: Buffer.from('{"title":"x"}', 'utf16le'),
-    contentType: ct,
-    extraHeaders: {},
-    tags: ['body:charset'],
-  })),
+  fc
+    .uint8Array({ maxLength: 2048 })
+    .map((bytes) => ({
+      body: Buffer.from(bytes),
+      contentType: 'application/json',
+      extraHeaders: {},
+      tags: ['body:binary-as-json'],
+    })),
+  fc
+    .constantFrom(
+      'application/json; charset=utf-16',
+      'application/json; charset=latin1',
+      'application/json; charset=bogus',
+    )
+    .map((ct) => ({
+      body: Buffer.from('{"title":"x"}', 'utf16le'),
+      contentType: ct,
+      extraHeaders: {},
+      tags: ['body:charset'],
+    })),
   fc.constantFrom('gzip', 'deflate', 'br', 'compress', 'x-bogus').map((enc) => ({
     body: Buffer.from('not compressed at all'),
     contentType: 'application/json',
@@ -561,8 +754,19 @@ const notJson = fc.oneof<Array<fc.Arbitrary<BodyDraft>>>(
     extraHeaders: { 'Content-Encoding': 'gzip' },
     tags: ['body:gzip'],
   }),
-  fc.constant({ body: zlib.gzipSync(Buffer.alloc(3_000_000, 0x20)), contentType: 'application/json', extraHeaders: { 'Content-Encoding': 'gzip' }, tags: ['body:gzip-bomb'] }),
-  fc.constant({ body: Buffer.alloc(1_100_000, 0x61), contentType: 'application/json', extraHeaders: {}, tags: ['body:huge-raw'], big: true }),
+  fc.constant({
+    body: zlib.gzipSync(Buffer.alloc(3_000_000, 0x20)),
+    contentType: 'application/json',
+    extraHeaders: { 'Content-Encoding': 'gzip' },
+    tags: ['body:gzip-bomb'],
+  }),
+  fc.constant({
+    body: Buffer.alloc(1_100_000, 0x61),
+    contentType: 'application/json',
+    extraHeaders: {},
+    tags: ['body:huge-raw'],
+    big: true,
+  }),
 );
 
 const CONTENT_TYPES = [
@@ -594,7 +798,11 @@ function jsonBody(schema: Schema, clean: boolean): fc.Arbitrary<BodyDraft> {
         let current: unknown = obj;
         const tags: string[] = [];
         for (const mutate of mutations) {
-          const out = mutate(current && typeof current === 'object' && !Array.isArray(current) ? (current as Record<string, unknown>) : {});
+          const out = mutate(
+            current && typeof current === 'object' && !Array.isArray(current)
+              ? (current as Record<string, unknown>)
+              : {},
+          );
           current = out.obj;
           tags.push(out.tag);
         }
@@ -604,7 +812,9 @@ function jsonBody(schema: Schema, clean: boolean): fc.Arbitrary<BodyDraft> {
     },
     { arbitrary: notJson, weight: 2 },
     {
-      arbitrary: fc.tuple(valid, fc.constantFrom(...CONTENT_TYPES)).map(([obj, ct]) => ({ ...encode(obj, ['body:wrong-content-type']), contentType: ct })),
+      arbitrary: fc
+        .tuple(valid, fc.constantFrom(...CONTENT_TYPES))
+        .map(([obj, ct]) => ({ ...encode(obj, ['body:wrong-content-type']), contentType: ct })),
       weight: 2,
     },
     { arbitrary: fc.constant({ extraHeaders: {}, tags: ['body:none'] }), weight: 1 },
@@ -615,17 +825,50 @@ const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
 
 function binaryBody(clean: boolean): fc.Arbitrary<BodyDraft> {
   const fileName = fc.oneof(
-    { arbitrary: fc.constantFrom('a.txt', 'shot.png', 'x').map((v) => ({ tag: 'file:plain', v: v as string | undefined })), weight: 6 },
-    { arbitrary: fc.string({ maxLength: 30, minLength: 1, unit: 'grapheme' }).map((s) => ({ tag: 'file:unicode', v: encodeLoose(s) as string | undefined })), weight: 3 },
     {
       arbitrary: fc
-        .constantFrom('..%2F..%2Fetc%2Fpasswd', '..', '.', 'a%00b', 'a%0Ab', '%E2%80%AEgnp.exe', '%E0%A4%A', '%', 'a%2Fb', 'a\\b', ' ', '')
+        .constantFrom('a.txt', 'shot.png', 'x')
+        .map((v) => ({ tag: 'file:plain', v: v as string | undefined })),
+      weight: 6,
+    },
+    {
+      arbitrary: fc
+        .string({ maxLength: 30, minLength: 1, unit: 'grapheme' })
+        .map((s) => ({ tag: 'file:unicode', v: encodeLoose(s) as string | undefined })),
+      weight: 3,
+    },
+    {
+      arbitrary: fc
+        .constantFrom(
+          '..%2F..%2Fetc%2Fpasswd',
+          '..',
+          '.',
+          'a%00b',
+          'a%0Ab',
+          '%E2%80%AEgnp.exe',
+          '%E0%A4%A',
+          '%',
+          'a%2Fb',
+          'a\\b',
+          ' ',
+          '',
+        )
         .map((v) => ({ tag: 'file:bad', v: v as string | undefined })),
       weight: 3,
     },
     { arbitrary: fc.constant({ tag: 'file:missing', v: undefined as string | undefined }), weight: 1 },
-    { arbitrary: fc.integer({ max: 6000, min: 256 }).map((n) => ({ tag: 'file:long', v: 'n'.repeat(n) as string | undefined })), weight: 1 },
-    { arbitrary: fc.constantFrom('设计稿.md', 'naïve.txt').map((s) => ({ tag: 'file:raw-utf8', v: utf8Header(s) as string | undefined })), weight: 1 },
+    {
+      arbitrary: fc
+        .integer({ max: 6000, min: 256 })
+        .map((n) => ({ tag: 'file:long', v: 'n'.repeat(n) as string | undefined })),
+      weight: 1,
+    },
+    {
+      arbitrary: fc
+        .constantFrom('设计稿.md', 'naïve.txt')
+        .map((s) => ({ tag: 'file:raw-utf8', v: utf8Header(s) as string | undefined })),
+      weight: 1,
+    },
   );
   const bytes = fc.oneof(
     { arbitrary: fc.uint8Array({ maxLength: 4096 }).map((b) => Buffer.from(b)), weight: 6 },
@@ -635,14 +878,28 @@ function binaryBody(clean: boolean): fc.Arbitrary<BodyDraft> {
     { arbitrary: fc.constant(Buffer.alloc(1_100_000, 0x62)), weight: 1 },
   );
   if (clean) {
-    return fc.tuple(fc.constantFrom('a.txt', 'shot.png', encodeURIComponent('设计稿 v2.md')), fc.uint8Array({ maxLength: 2048 })).map(([name, b]): BodyDraft => ({
-      body: Buffer.from(b),
-      contentType: 'application/octet-stream',
-      extraHeaders: { 'X-File-Name': name },
-      tags: ['file:plain', 'upload:bytes'],
-    }));
+    return fc
+      .tuple(
+        fc.constantFrom('a.txt', 'shot.png', encodeURIComponent('设计稿 v2.md')),
+        fc.uint8Array({ maxLength: 2048 }),
+      )
+      .map(([name, b]): BodyDraft => ({
+        body: Buffer.from(b),
+        contentType: 'application/octet-stream',
+        extraHeaders: { 'X-File-Name': name },
+        tags: ['file:plain', 'upload:bytes'],
+      }));
   }
-  const contentType = fc.constantFrom(undefined, 'application/octet-stream', 'image/png', 'text/plain', 'application/json', 'text/html', 'image/svg+xml', 'garbage/\u00ff');
+  const contentType = fc.constantFrom(
+    undefined,
+    'application/octet-stream',
+    'image/png',
+    'text/plain',
+    'application/json',
+    'text/html',
+    'image/svg+xml',
+    'garbage/\u00ff',
+  );
   return fc.tuple(fileName, bytes, contentType).map(([name, body, ct]): BodyDraft => ({
     big: body.length > 500_000,
     body,
@@ -702,10 +959,27 @@ function headerDraft(target: FuzzTarget, op: Operation, clean: boolean): fc.Arbi
   }
   const agentRoute = op.path.startsWith('/api/agent/');
   const auth = fc.oneof(
-    { arbitrary: fc.constant({ auth: 'token' as AuthKind, tag: 'auth:token', value: `Bearer ${target.token}` as string | undefined }), weight: agentRoute ? 20 : 80 },
+    {
+      arbitrary: fc.constant({
+        auth: 'token' as AuthKind,
+        tag: 'auth:token',
+        value: `Bearer ${target.token}` as string | undefined,
+      }),
+      weight: agentRoute ? 20 : 80,
+    },
     // HTTP strips trailing whitespace from header values: this one is the valid token.
-    { arbitrary: fc.constant({ auth: 'token' as AuthKind, tag: 'auth:token-trailing-space', value: `Bearer ${target.token} \t` as string | undefined }), weight: 1 },
-    { arbitrary: fc.constant({ auth: 'none' as AuthKind, tag: 'auth:none', value: undefined as string | undefined }), weight: 3 },
+    {
+      arbitrary: fc.constant({
+        auth: 'token' as AuthKind,
+        tag: 'auth:token-trailing-space',
+        value: `Bearer ${target.token} \t` as string | undefined,
+      }),
+      weight: 1,
+    },
+    {
+      arbitrary: fc.constant({ auth: 'none' as AuthKind, tag: 'auth:none', value: undefined as string | undefined }),
+      weight: 3,
+    },
     {
       arbitrary: fc
         .string({ maxLength: 64, minLength: 64, unit: fc.constantFrom(...'0123456789abcdef') })
@@ -743,13 +1017,26 @@ function headerDraft(target: FuzzTarget, op: Operation, clean: boolean): fc.Arbi
         .map((value) => ({ auth: 'bad' as AuthKind, tag: 'auth:malformed', value: value as string | undefined })),
       weight: 4,
     },
-    { arbitrary: nastyString.map((s) => ({ auth: 'bad' as AuthKind, tag: 'auth:unicode', value: utf8Header(`Bearer ${s}`) as string | undefined })), weight: 2 },
+    {
+      arbitrary: nastyString.map((s) => ({
+        auth: 'bad' as AuthKind,
+        tag: 'auth:unicode',
+        value: utf8Header(`Bearer ${s}`) as string | undefined,
+      })),
+      weight: 2,
+    },
   );
   const host = fc.oneof(
     { arbitrary: fc.constant({ bad: false, value: undefined as string | undefined }), weight: 40 },
     {
       arbitrary: fc
-        .constantFrom(`localhost:${target.port}`, `[::1]:${target.port}`, 'localhost', `LOCALHOST:${target.port}`, '127.0.0.1')
+        .constantFrom(
+          `localhost:${target.port}`,
+          `[::1]:${target.port}`,
+          'localhost',
+          `LOCALHOST:${target.port}`,
+          '127.0.0.1',
+        )
         .map((value) => ({ bad: false, value: value as string | undefined })),
       weight: 3,
     },
@@ -777,18 +1064,42 @@ function headerDraft(target: FuzzTarget, op: Operation, clean: boolean): fc.Arbi
     { arbitrary: fc.constant({ kind: 'same' as const, value: '' }), weight: 2 },
     {
       arbitrary: fc
-        .constantFrom('https://evil.example', 'null', `http://localhost:${target.port}.evil.example`, 'http://localhost:4200', utf8Header('http://ünï.example'), '')
+        .constantFrom(
+          'https://evil.example',
+          'null',
+          `http://localhost:${target.port}.evil.example`,
+          'http://localhost:4200',
+          utf8Header('http://ünï.example'),
+          '',
+        )
         .map((value) => ({ kind: 'bad' as const, value })),
       weight: 3,
     },
   );
   const extras = fc.oneof(
     { arbitrary: fc.constant({ headers: {} as Record<string, string>, lowLevel: false, tag: '' }), weight: 30 },
-    { arbitrary: fc.integer({ max: 40_000, min: 17_000 }).map((n) => ({ headers: { 'X-Junk': 'j'.repeat(n) }, lowLevel: true, tag: 'header:oversized' })), weight: 1 },
-    { arbitrary: nastyString.map((s) => ({ headers: { 'X-Unicode': utf8Header(s.replace(/[\r\n\u0000]/g, '')) }, lowLevel: false, tag: 'header:unicode' })), weight: 2 },
     {
       arbitrary: fc
-        .constantFrom('am_session_1=x', `am_session_${target.port}=${'c'.repeat(9000)}`, `am_session_${target.port}=garbage; a=b`, ';;;==;')
+        .integer({ max: 40_000, min: 17_000 })
+        .map((n) => ({ headers: { 'X-Junk': 'j'.repeat(n) }, lowLevel: true, tag: 'header:oversized' })),
+      weight: 1,
+    },
+    {
+      arbitrary: nastyString.map((s) => ({
+        headers: { 'X-Unicode': utf8Header(s.replace(/[\r\n\u0000]/g, '')) },
+        lowLevel: false,
+        tag: 'header:unicode',
+      })),
+      weight: 2,
+    },
+    {
+      arbitrary: fc
+        .constantFrom(
+          'am_session_1=x',
+          `am_session_${target.port}=${'c'.repeat(9000)}`,
+          `am_session_${target.port}=garbage; a=b`,
+          ';;;==;',
+        )
         .map((c) => ({ headers: { Cookie: c }, lowLevel: false, tag: 'header:cookie' })),
       weight: 2,
     },
@@ -798,7 +1109,12 @@ function headerDraft(target: FuzzTarget, op: Operation, clean: boolean): fc.Arbi
         .map((a) => ({ headers: { Accept: a }, lowLevel: false, tag: 'header:accept' })),
       weight: 2,
     },
-    { arbitrary: fc.constantFrom('100-continue', 'nonsense').map((e) => ({ headers: { Expect: e }, lowLevel: true, tag: 'header:expect' })), weight: 1 },
+    {
+      arbitrary: fc
+        .constantFrom('100-continue', 'nonsense')
+        .map((e) => ({ headers: { Expect: e }, lowLevel: true, tag: 'header:expect' })),
+      weight: 1,
+    },
   );
   return fc.tuple(auth, host, originArb, extras).map(([a, h, o, x]) => {
     const headers: Record<string, string> = { Connection: 'close', ...x.headers };
@@ -889,8 +1205,24 @@ function requestFor(op: Operation, target: FuzzTarget, clean: boolean): fc.Arbit
       ? fc.constant([] as string[])
       : fc.oneof(
           { arbitrary: fc.constant([] as string[]), weight: 12 },
-          { arbitrary: fc.tuple(fc.string({ maxLength: 10 }), fc.string({ maxLength: 10 })).map(([k, v]) => [`${encodeLoose(k || 'x')}=${encodeLoose(v)}`]), weight: 2 },
-          { arbitrary: fc.constantFrom(['token=abc'], ['access_token=abc'], [`token=${target.token}`], ['a=1&a=2&a=3'], ['%ZZ=1'], ['=', '&&'], ['limit']), weight: 1 },
+          {
+            arbitrary: fc
+              .tuple(fc.string({ maxLength: 10 }), fc.string({ maxLength: 10 }))
+              .map(([k, v]) => [`${encodeLoose(k || 'x')}=${encodeLoose(v)}`]),
+            weight: 2,
+          },
+          {
+            arbitrary: fc.constantFrom(
+              ['token=abc'],
+              ['access_token=abc'],
+              [`token=${target.token}`],
+              ['a=1&a=2&a=3'],
+              ['%ZZ=1'],
+              ['=', '&&'],
+              ['limit'],
+            ),
+            weight: 1,
+          },
         ),
   );
   const body: fc.Arbitrary<BodyDraft> =
@@ -907,12 +1239,22 @@ function requestFor(op: Operation, target: FuzzTarget, clean: boolean): fc.Arbit
                 {
                   arbitrary: fc
                     .jsonValue({ maxDepth: 2 })
-                    .map((v) => ({ body: Buffer.from(JSON.stringify(v) ?? 'null'), contentType: 'application/json', extraHeaders: {}, tags: ['body:unexpected'] })),
+                    .map((v) => ({
+                      body: Buffer.from(JSON.stringify(v) ?? 'null'),
+                      contentType: 'application/json',
+                      extraHeaders: {},
+                      tags: ['body:unexpected'],
+                    })),
                   weight: 1,
                 },
                 { arbitrary: notJson, weight: 1 },
               );
-  const method = clean ? fc.constant(op.method) : fc.oneof({ arbitrary: fc.constant(op.method), weight: 25 }, { arbitrary: fc.constantFrom(...OTHER_METHODS), weight: 1 });
+  const method = clean
+    ? fc.constant(op.method)
+    : fc.oneof(
+        { arbitrary: fc.constant(op.method), weight: 25 },
+        { arbitrary: fc.constantFrom(...OTHER_METHODS), weight: 1 },
+      );
   const lastEventId =
     op.path === '/api/events' && clean
       ? fc.option(fc.nat({ max: 100 }).map(String), { freq: 2 })
@@ -920,53 +1262,66 @@ function requestFor(op: Operation, target: FuzzTarget, clean: boolean): fc.Arbit
         ? fc.option(
             fc.oneof(
               fc.nat().map(String),
-              fc.constantFrom('-1', '1e5', 'abc', '', ' 12 ', '9'.repeat(40), '0x10', '1.5', `${'7'.repeat(15)}`, '9007199254740993'),
+              fc.constantFrom(
+                '-1',
+                '1e5',
+                'abc',
+                '',
+                ' 12 ',
+                '9'.repeat(40),
+                '0x10',
+                '1.5',
+                `${'7'.repeat(15)}`,
+                '9007199254740993',
+              ),
               nastyString.map((s) => utf8Header(s.replace(/[\r\n\u0000]/g, ''))),
             ),
             { freq: 2 },
           )
         : fc.constant(null);
-  return fc.tuple(method, segments, query, body, headerDraft(target, op, clean), lastEventId).map(([m, segs, [qs, extra], b, h, lei]) => {
-    let p = op.path;
-    const tags = [...h.tags, ...b.tags];
-    pathParams.forEach((param, i) => {
-      const seg = segs[i];
-      if (seg) {
-        p = p.replace(`{${param.name}}`, seg.value);
-        tags.push(seg.tag);
+  return fc
+    .tuple(method, segments, query, body, headerDraft(target, op, clean), lastEventId)
+    .map(([m, segs, [qs, extra], b, h, lei]) => {
+      let p = op.path;
+      const tags = [...h.tags, ...b.tags];
+      pathParams.forEach((param, i) => {
+        const seg = segs[i];
+        if (seg) {
+          p = p.replace(`{${param.name}}`, seg.value);
+          tags.push(seg.tag);
+        }
+      });
+      const parts = [...qs.flatMap((q) => q.parts), ...extra];
+      for (const q of qs) {
+        tags.push(q.tag);
       }
+      if (extra.length > 0) {
+        tags.push('query:extra');
+      }
+      const pathAndQuery = parts.length > 0 ? `${p}?${parts.join('&')}` : p;
+      const headers: Record<string, string> = { ...h.headers, ...b.extraHeaders };
+      if (b.contentType !== undefined && b.contentType !== '') {
+        headers['Content-Type'] = b.contentType;
+      }
+      if (lei !== null) {
+        headers['Last-Event-ID'] = lei;
+        tags.push('header:last-event-id');
+      }
+      if (m !== op.method) {
+        tags.push(`method:${m}`);
+      }
+      const lowLevel = h.lowLevel || pathAndQuery.length > 8000 || Object.values(headers).some((v) => v.length > 8000);
+      return {
+        body: m === 'GET' || m === 'HEAD' ? (b.body && b.body.length < 10_000 ? b.body : undefined) : b.body,
+        endpoint: op.label,
+        expectStatus: expectedStatus(m, pathAndQuery, h, lowLevel),
+        headers,
+        lowLevel,
+        method: m,
+        path: pathAndQuery,
+        tags,
+      };
     });
-    const parts = [...qs.flatMap((q) => q.parts), ...extra];
-    for (const q of qs) {
-      tags.push(q.tag);
-    }
-    if (extra.length > 0) {
-      tags.push('query:extra');
-    }
-    const pathAndQuery = parts.length > 0 ? `${p}?${parts.join('&')}` : p;
-    const headers: Record<string, string> = { ...h.headers, ...b.extraHeaders };
-    if (b.contentType !== undefined && b.contentType !== '') {
-      headers['Content-Type'] = b.contentType;
-    }
-    if (lei !== null) {
-      headers['Last-Event-ID'] = lei;
-      tags.push('header:last-event-id');
-    }
-    if (m !== op.method) {
-      tags.push(`method:${m}`);
-    }
-    const lowLevel = h.lowLevel || pathAndQuery.length > 8000 || Object.values(headers).some((v) => v.length > 8000);
-    return {
-      body: m === 'GET' || m === 'HEAD' ? (b.body && b.body.length < 10_000 ? b.body : undefined) : b.body,
-      endpoint: op.label,
-      expectStatus: expectedStatus(m, pathAndQuery, h, lowLevel),
-      headers,
-      lowLevel,
-      method: m,
-      path: pathAndQuery,
-      tags,
-    };
-  });
 }
 
 /** Requests off the map: unknown routes, odd prefixes, malformed HTTP on the wire. */
@@ -994,7 +1349,13 @@ export function offMapArbitrary(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
         fc.string({ maxLength: 30 }).map((s) => `/api/${encodeLoose(s)}`),
       ),
     )
-    .map(([method, p]): FuzzRequest => ({ endpoint: 'OFF-MAP unknown route', headers: auth, method, path: p, tags: ['route:unknown'] }));
+    .map(([method, p]): FuzzRequest => ({
+      endpoint: 'OFF-MAP unknown route',
+      headers: auth,
+      method,
+      path: p,
+      tags: ['route:unknown'],
+    }));
   const raw = fc
     .constantFrom(
       'GARBAGE\r\n\r\n',
@@ -1021,8 +1382,15 @@ export function offMapArbitrary(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
 }
 
 /** `perOperation` requests for every operation plus some off the map, interleaved round-robin. */
-export function generateRequests(operations: Operation[], target: FuzzTarget, perOperation: number, seed: number): FuzzRequest[] {
-  const lists = operations.map((op, i) => fc.sample(operationArbitrary(op, target), { numRuns: perOperation, seed: seed + i }));
+export function generateRequests(
+  operations: Operation[],
+  target: FuzzTarget,
+  perOperation: number,
+  seed: number,
+): FuzzRequest[] {
+  const lists = operations.map((op, i) =>
+    fc.sample(operationArbitrary(op, target), { numRuns: perOperation, seed: seed + i }),
+  );
   lists.push(fc.sample(offMapArbitrary(target), { numRuns: Math.ceil(perOperation / 2), seed: seed - 1 }));
   const out: FuzzRequest[] = [];
   const longest = Math.max(...lists.map((l) => l.length));

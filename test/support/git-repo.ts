@@ -14,11 +14,19 @@ export const WORKTREE_AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'wor
 
 /** git in `cwd`, as a person would run it, except that it never refreshes the index as a side effect. */
 export function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_OPTIONAL_LOCKS: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return execFileSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, GIT_OPTIONAL_LOCKS: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 /** A repository on `main` with one commit of `files`, and an identity for commits made in it. */
-export function initRepository(dir: string, files: Record<string, string | Buffer> = { 'README.md': '# repo\n' }): void {
+export function initRepository(
+  dir: string,
+  files: Record<string, string | Buffer> = { 'README.md': '# repo\n' },
+): void {
   fs.mkdirSync(dir, { recursive: true });
   git(dir, 'init', '-q', '-b', 'main');
   git(dir, 'config', 'user.email', 'person@example.com');
@@ -68,7 +76,10 @@ type Run = Schemas['AgentRunResponseDto'];
 
 // `ok` fails with the answer when a request the caller relies on is not accepted (usable outside
 // jest: the benchmarks).
-export function createRequirement(manager: WithApi, body: Partial<Schemas['CreateRequirementDto']> & { title: string }): Promise<Requirement> {
+export function createRequirement(
+  manager: WithApi,
+  body: Partial<Schemas['CreateRequirementDto']> & { title: string },
+): Promise<Requirement> {
   return ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', ...body } }), 201);
 }
 
@@ -80,7 +91,11 @@ export async function runsOf(manager: WithApi, requirementId: string): Promise<R
  * Waits until the Requirement has `count` RD runs, none running, and (in a worktree) until the
  * refresh after the last one reached it. Resolves with the last run and the Requirement.
  */
-export async function settled(manager: WithApi, requirementId: string, count: number): Promise<{ run: Run; requirement: Requirement }> {
+export async function settled(
+  manager: WithApi,
+  requirementId: string,
+  count: number,
+): Promise<{ run: Run; requirement: Requirement }> {
   const done = await until(
     `${count} finished run(s) of ${requirementId}`,
     async () => {
@@ -88,11 +103,17 @@ export async function settled(manager: WithApi, requirementId: string, count: nu
       if (runs.length < count || runs.some((r) => r.status === 'running')) {
         return undefined;
       }
-      const requirement = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: requirementId } } }));
+      const requirement = await ok(
+        manager.api.GET('/api/requirements/{id}', { params: { path: { id: requirementId } } }),
+      );
       const run = runs[0];
       const worktree = requirement.worktree;
       const refreshed =
-        run.status !== 'succeeded' || worktree === null || worktree.mode === 'in_place' || worktree.removedAt !== null || (worktree.refreshedAt ?? '') >= run.finishedAt!;
+        run.status !== 'succeeded' ||
+        worktree === null ||
+        worktree.mode === 'in_place' ||
+        worktree.removedAt !== null ||
+        (worktree.refreshedAt ?? '') >= run.finishedAt!;
       return refreshed ? { requirement, run } : undefined;
     },
     60_000,
@@ -104,15 +125,24 @@ export async function settled(manager: WithApi, requirementId: string, count: nu
   // The refresh's import starts a radar pass, whose answer may change the Requirement again: a
   // read of the radar waits for the pass in flight, so nothing lands after this returns.
   await ok(manager.api.GET('/api/conflicts'));
-  return { requirement: await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: requirementId } } })), run: done.run };
+  return {
+    requirement: await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: requirementId } } })),
+    run: done.run,
+  };
 }
 
 export async function startRun(manager: WithApi, requirementId: string, message: string): Promise<void> {
-  await ok(manager.api.POST('/api/requirements/{id}/start', { body: { message }, params: { path: { id: requirementId } } }), 202);
+  await ok(
+    manager.api.POST('/api/requirements/{id}/start', { body: { message }, params: { path: { id: requirementId } } }),
+    202,
+  );
 }
 
 export async function reply(manager: WithApi, requirementId: string, message: string): Promise<void> {
-  await ok(manager.api.POST('/api/requirements/{id}/reply', { body: { message }, params: { path: { id: requirementId } } }), 202);
+  await ok(
+    manager.api.POST('/api/requirements/{id}/reply', { body: { message }, params: { path: { id: requirementId } } }),
+    202,
+  );
 }
 
 export interface AgentReport {

@@ -35,7 +35,11 @@ export async function send(
   const isRaw = typeof body === 'string' || Buffer.isBuffer(body);
   const response = await fetch(`${origin}${path}`, {
     body: body === undefined ? undefined : isRaw ? (body as string) : JSON.stringify(body),
-    headers: authHeaders(`${origin}${path}`, { ...(body !== undefined && !isRaw ? { 'Content-Type': 'application/json' } : {}), ...headers }, auth),
+    headers: authHeaders(
+      `${origin}${path}`,
+      { ...(body !== undefined && !isRaw ? { 'Content-Type': 'application/json' } : {}), ...headers },
+      auth,
+    ),
     method,
     redirect: 'manual',
   });

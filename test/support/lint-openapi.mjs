@@ -8,5 +8,18 @@ for await (const chunk of process.stdin) {
   chunks.push(chunk);
 }
 const config = await createConfig({ extends: ['recommended'] });
-const problems = await lintFromString({ absoluteRef: 'openapi.json', config, source: Buffer.concat(chunks).toString('utf8') });
-process.stdout.write(JSON.stringify(problems.map((p) => ({ message: p.message, pointer: p.location?.[0]?.pointer ?? null, ruleId: p.ruleId, severity: p.severity }))));
+const problems = await lintFromString({
+  absoluteRef: 'openapi.json',
+  config,
+  source: Buffer.concat(chunks).toString('utf8'),
+});
+process.stdout.write(
+  JSON.stringify(
+    problems.map((p) => ({
+      message: p.message,
+      pointer: p.location?.[0]?.pointer ?? null,
+      ruleId: p.ruleId,
+      severity: p.severity,
+    })),
+  ),
+);

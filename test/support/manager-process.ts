@@ -97,18 +97,39 @@ function waitForExit(child: ChildProcess): Promise<number | null> {
 /** Unless a suite says otherwise, runs use a silent synthetic agent (see idle-agent.js). */
 export const IDLE_AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'idle-agent.js');
 /** With TEST_DATABASE_URL every manager keeps its store on that PostgreSQL server (in its workspace's schema); suites that start one in-process add this to its env. */
-export const STORE_ENV: NodeJS.ProcessEnv = process.env.TEST_DATABASE_URL ? { CODE_FACTORY_DATABASE_URL: process.env.TEST_DATABASE_URL } : {};
+export const STORE_ENV: NodeJS.ProcessEnv = process.env.TEST_DATABASE_URL
+  ? { CODE_FACTORY_DATABASE_URL: process.env.TEST_DATABASE_URL }
+  : {};
 /**
  * The model catalog's automatic refresh is off by default in tests: it would start every suite's
  * agent CLI (`codex app-server`) and ask its model stub for a list the suite never scripted.
  */
-const DEFAULT_AGENTS = { CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_MODEL_CATALOG_REFRESH_HOURS: '0', ...STORE_ENV };
+const DEFAULT_AGENTS = {
+  CODE_FACTORY_CLAUDE_EXECUTABLE: IDLE_AGENT,
+  CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT,
+  CODE_FACTORY_MODEL_CATALOG_REFRESH_HOURS: '0',
+  ...STORE_ENV,
+};
 
-export async function startManager({ sandbox, args = [], env = {}, shellPrefix, node = process.execPath }: StartArgs): Promise<ManagerProcess> {
+export async function startManager({
+  sandbox,
+  args = [],
+  env = {},
+  shellPrefix,
+  node = process.execPath,
+}: StartArgs): Promise<ManagerProcess> {
   const argv = [BIN, 'start', '--workspace', sandbox.workspace, '--port', '0', ...args];
-  const [command, commandArgs] = shellPrefix ? ['/bin/sh', ['-c', `${shellPrefix}; exec "$0" "$@"`, node, ...argv]] : [node, argv];
+  const [command, commandArgs] = shellPrefix
+    ? ['/bin/sh', ['-c', `${shellPrefix}; exec "$0" "$@"`, node, ...argv]]
+    : [node, argv];
   const child = spawn(command, commandArgs, {
-    env: { ...process.env, CODE_FACTORY_AGENT_WRITABLE_PATHS: sandbox.shared, CODE_FACTORY_HOME: sandbox.home, ...DEFAULT_AGENTS, ...env },
+    env: {
+      ...process.env,
+      CODE_FACTORY_AGENT_WRITABLE_PATHS: sandbox.shared,
+      CODE_FACTORY_HOME: sandbox.home,
+      ...DEFAULT_AGENTS,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -116,7 +137,10 @@ export async function startManager({ sandbox, args = [], env = {}, shellPrefix, 
   child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString()));
   const origin = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`manager did not start in time\nstdout: ${out}\nstderr: ${err}`)), 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`manager did not start in time\nstdout: ${out}\nstderr: ${err}`)),
+      30_000,
+    );
     const check = () => {
       const match = /API\s+(http:\/\/[^\s]+)\/api/.exec(out);
       if (match?.[1]) {
@@ -154,10 +178,21 @@ export async function startManager({ sandbox, args = [], env = {}, shellPrefix, 
 }
 
 /** Runs the launcher to completion (for refusals): exit code and output. */
-export function runLauncher(sandbox: Sandbox, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runLauncher(
+  sandbox: Sandbox,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  timeoutMs = 30_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, CODE_FACTORY_AGENT_WRITABLE_PATHS: sandbox.shared, CODE_FACTORY_HOME: sandbox.home, ...DEFAULT_AGENTS, ...env },
+      env: {
+        ...process.env,
+        CODE_FACTORY_AGENT_WRITABLE_PATHS: sandbox.shared,
+        CODE_FACTORY_HOME: sandbox.home,
+        ...DEFAULT_AGENTS,
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -235,7 +235,11 @@ export class ModelStub {
       return;
     }
     const api: StubApi | null =
-      req.method === 'POST' && /\/v1\/responses\/?$/.test(pathname) ? 'openai' : req.method === 'POST' && /\/v1\/messages\/?$/.test(pathname) ? 'anthropic' : null;
+      req.method === 'POST' && /\/v1\/responses\/?$/.test(pathname)
+        ? 'openai'
+        : req.method === 'POST' && /\/v1\/messages\/?$/.test(pathname)
+          ? 'anthropic'
+          : null;
     if (!api) {
       this.unhandled.push({ method: req.method ?? '', url: req.url ?? '' });
       await readBody(req).catch(() => undefined);
@@ -295,8 +299,20 @@ export class ModelStub {
     }
     res.writeHead(200, { 'content-type': 'application/json' });
     if (api === 'anthropic') {
-      const data = this.models.anthropic.map((m, i) => ({ created_at: new Date(Date.UTC(2026, 0, 1 + i)).toISOString(), display_name: m.label, id: m.id, type: 'model' }));
-      res.end(JSON.stringify({ data, first_id: data[0]?.id ?? null, has_more: false, last_id: data[data.length - 1]?.id ?? null }));
+      const data = this.models.anthropic.map((m, i) => ({
+        created_at: new Date(Date.UTC(2026, 0, 1 + i)).toISOString(),
+        display_name: m.label,
+        id: m.id,
+        type: 'model',
+      }));
+      res.end(
+        JSON.stringify({
+          data,
+          first_id: data[0]?.id ?? null,
+          has_more: false,
+          last_id: data[data.length - 1]?.id ?? null,
+        }),
+      );
       return;
     }
     res.end(JSON.stringify({ models: this.models.codex.map(codexModelInfo) }));
@@ -419,7 +435,11 @@ function codexModelInfo(model: StubModel, index: number): object {
  * `codex app-server`'s model/list answers what `stub.models.codex` holds. Off by default: every
  * `codex exec` would otherwise ask for the list too.
  */
-export function codexEnvironment(stub: ModelStub, dir: string, options: { modelCatalog?: boolean } = {}): Record<string, string> {
+export function codexEnvironment(
+  stub: ModelStub,
+  dir: string,
+  options: { modelCatalog?: boolean } = {},
+): Record<string, string> {
   // Beside CODEX_HOME, not in it, as a user's ~/.codex is in HOME: the sandbox makes CODEX_HOME
   // writable, and a HOME inside it would be writable with it.
   const home = `${dir}.home`;
@@ -496,11 +516,14 @@ function textOf(content: unknown): string {
 
 function openaiConversation(body: Json): Entry[] {
   const entries: Entry[] = [];
-  const input = typeof body?.input === 'string' ? [{ content: body.input, role: 'user', type: 'message' }] : body?.input;
+  const input =
+    typeof body?.input === 'string' ? [{ content: body.input, role: 'user', type: 'message' }] : body?.input;
   for (const item of Array.isArray(input) ? input : []) {
     const type = item?.type ?? 'message';
     if (type === 'message' && (item.role === 'user' || item.role === 'assistant')) {
-      const parts = (Array.isArray(item.content) ? item.content : [item.content]).map((part: Json) => textOf([part])).filter((t: string) => t !== '' && !isInjected(t));
+      const parts = (Array.isArray(item.content) ? item.content : [item.content])
+        .map((part: Json) => textOf([part]))
+        .filter((t: string) => t !== '' && !isInjected(t));
       if (parts.length > 0) {
         entries.push({ role: item.role, text: parts.join('\n') });
       }
@@ -549,7 +572,8 @@ function latestPrompt(conversation: Entry[]): string {
 // ----------------------------------------------------------------------------------------------------------
 // OpenAI Responses API (streaming)
 
-type AnswerTurn = Extract<StubTurn, { text: string }> | Extract<StubTurn, { shell: string }> | Extract<StubTurn, { tool: string }>;
+type AnswerTurn =
+  Extract<StubTurn, { text: string }> | Extract<StubTurn, { shell: string }> | Extract<StubTurn, { tool: string }>;
 
 /** Codex's tool names: functions by name, a namespace's members as `<namespace>.<name>`, other kinds by type. */
 function openaiToolNames(body: Json): string[] {
@@ -596,9 +620,18 @@ function resolveTurn(turn: StubTurn, request: StubRequest): StubTurn {
   }
   const name = resolveToolName(turn.tool, request.tools);
   if (name === null) {
-    return { error: { message: `model stub: the scripted tool ${turn.tool} was not offered (offered: ${request.tools.join(', ')})`, status: 400 } };
+    return {
+      error: {
+        message: `model stub: the scripted tool ${turn.tool} was not offered (offered: ${request.tools.join(', ')})`,
+        status: 400,
+      },
+    };
   }
-  return { ...turn, arguments: typeof turn.arguments === 'function' ? turn.arguments(request) : turn.arguments, tool: name };
+  return {
+    ...turn,
+    arguments: typeof turn.arguments === 'function' ? turn.arguments(request) : turn.arguments,
+    tool: name,
+  };
 }
 
 /** Arguments of a resolved tool turn (resolveTurn has already called a function). */
@@ -616,7 +649,9 @@ function sendOpenAi(res: http.ServerResponse, n: number, turn: AnswerTurn, model
   const send = (event: string, data: object): void => sse(res, event, { sequence_number: seq++, ...data });
   const responseId = `resp_${n}`;
   const output: object[] = [];
-  send('response.created', { response: { id: responseId, model, object: 'response', output: [], status: 'in_progress' } });
+  send('response.created', {
+    response: { id: responseId, model, object: 'response', output: [], status: 'in_progress' },
+  });
 
   const reasoning = 'reasoning' in turn ? turn.reasoning : undefined;
   if (reasoning !== undefined) {
@@ -631,8 +666,18 @@ function sendOpenAi(res: http.ServerResponse, n: number, turn: AnswerTurn, model
       part: { text: '', type: 'summary_text' },
       summary_index: 0,
     });
-    send('response.reasoning_summary_text.delta', { delta: reasoning, item_id: id, output_index: index, summary_index: 0 });
-    send('response.reasoning_summary_text.done', { item_id: id, output_index: index, summary_index: 0, text: reasoning });
+    send('response.reasoning_summary_text.delta', {
+      delta: reasoning,
+      item_id: id,
+      output_index: index,
+      summary_index: 0,
+    });
+    send('response.reasoning_summary_text.done', {
+      item_id: id,
+      output_index: index,
+      summary_index: 0,
+      text: reasoning,
+    });
     send('response.reasoning_summary_part.done', { item_id: id, output_index: index, part, summary_index: 0 });
     send('response.output_item.done', { item, output_index: index });
     output.push(item);
@@ -666,7 +711,10 @@ function sendOpenAi(res: http.ServerResponse, n: number, turn: AnswerTurn, model
     const args = JSON.stringify({ cmd: turn.shell });
     const base = { call_id: `call_${n}`, id, name: 'exec_command', type: 'function_call' };
     const item = { ...base, arguments: args, status: 'completed' };
-    send('response.output_item.added', { item: { ...base, arguments: '', status: 'in_progress' }, output_index: index });
+    send('response.output_item.added', {
+      item: { ...base, arguments: '', status: 'in_progress' },
+      output_index: index,
+    });
     send('response.function_call_arguments.delta', { delta: args, item_id: id, output_index: index });
     send('response.function_call_arguments.done', { arguments: args, item_id: id, output_index: index });
     send('response.output_item.done', { item, output_index: index });
@@ -682,7 +730,10 @@ function sendOpenAi(res: http.ServerResponse, n: number, turn: AnswerTurn, model
     const name = dot < 0 ? { name: turn.tool } : { name: turn.tool.slice(dot + 1), namespace: turn.tool.slice(0, dot) };
     const base = { call_id: `call_${n}`, id, ...name, type: 'function_call' };
     const item = { ...base, arguments: args, status: 'completed' };
-    send('response.output_item.added', { item: { ...base, arguments: '', status: 'in_progress' }, output_index: index });
+    send('response.output_item.added', {
+      item: { ...base, arguments: '', status: 'in_progress' },
+      output_index: index,
+    });
     send('response.function_call_arguments.delta', { delta: args, item_id: id, output_index: index });
     send('response.function_call_arguments.done', { arguments: args, item_id: id, output_index: index });
     send('response.output_item.done', { item, output_index: index });

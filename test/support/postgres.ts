@@ -8,7 +8,9 @@ types.setTypeParser(20, (value) => Number(value));
 
 /** The workspace schema of a data directory (`…/workspaces/<key>`), or of a path inside it. */
 export function schemaOf(pathInDataDirectory: string): string {
-  const key = [pathInDataDirectory, path.dirname(pathInDataDirectory)].map((p) => path.basename(p)).find((name) => /^[0-9a-f]{16}$/.test(name));
+  const key = [pathInDataDirectory, path.dirname(pathInDataDirectory)]
+    .map((p) => path.basename(p))
+    .find((name) => /^[0-9a-f]{16}$/.test(name));
   if (!key) {
     throw new Error(`no workspace key in ${pathInDataDirectory}`);
   }
@@ -28,7 +30,10 @@ export async function schemaQuery<T>(schema: string, sql: string, params: unknow
 
 /** One statement on a workspace's schema (`?` placeholders, as the SQLite helpers take). */
 export async function pgQuery<T>(pathInDataDirectory: string, sql: string, params: unknown[] = []): Promise<T[]> {
-  const client = new Client({ connectionString: process.env.TEST_DATABASE_URL, options: `-c search_path=${schemaOf(pathInDataDirectory)}` });
+  const client = new Client({
+    connectionString: process.env.TEST_DATABASE_URL,
+    options: `-c search_path=${schemaOf(pathInDataDirectory)}`,
+  });
   await client.connect();
   try {
     let n = 0;
@@ -49,12 +54,23 @@ export function dropSchemasSync(schemas: string[]): void {
   }
   const script = `const { Client } = require('pg'); (async () => { const c = new Client({ connectionString: process.env.TEST_DATABASE_URL }); await c.connect();
     for (const s of ${JSON.stringify(schemas)}) { await c.query('DROP SCHEMA IF EXISTS ' + s + ' CASCADE'); } await c.end(); })().catch((e) => { console.error(e.message); process.exit(1); });`;
-  spawnSync(process.execPath, ['-e', script], { cwd: path.resolve(__dirname, '../..'), env: process.env, stdio: 'ignore', timeout: 30_000 });
+  spawnSync(process.execPath, ['-e', script], {
+    cwd: path.resolve(__dirname, '../..'),
+    env: process.env,
+    stdio: 'ignore',
+    timeout: 30_000,
+  });
 }
 
 /** Several read queries in one REPEATABLE READ transaction (one consistent snapshot of a live schema). */
-export async function pgSnapshot(pathInDataDirectory: string, queries: Record<string, string>): Promise<Record<string, Array<Record<string, unknown>>>> {
-  const client = new Client({ connectionString: process.env.TEST_DATABASE_URL, options: `-c search_path=${schemaOf(pathInDataDirectory)}` });
+export async function pgSnapshot(
+  pathInDataDirectory: string,
+  queries: Record<string, string>,
+): Promise<Record<string, Array<Record<string, unknown>>>> {
+  const client = new Client({
+    connectionString: process.env.TEST_DATABASE_URL,
+    options: `-c search_path=${schemaOf(pathInDataDirectory)}`,
+  });
   await client.connect();
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');

@@ -26,7 +26,12 @@ export interface RealAgentWorldOptions {
   env?: Record<string, string>;
 }
 
-export function useRealAgentWorld({ env, executable, provider }: RealAgentCli, label: string, ready: (world: RealAgentWorld) => void, options: RealAgentWorldOptions = {}): void {
+export function useRealAgentWorld(
+  { env, executable, provider }: RealAgentCli,
+  label: string,
+  ready: (world: RealAgentWorld) => void,
+  options: RealAgentWorldOptions = {},
+): void {
   let world: Partial<RealAgentWorld> = {};
   beforeAll(async () => {
     const sandbox = makeSandbox();
@@ -35,7 +40,14 @@ export function useRealAgentWorld({ env, executable, provider }: RealAgentCli, l
     const agentEnv = env(stub, fs.mkdtempSync(path.join('/var/tmp', `am-${label}-${provider}-`)));
     options.prepare?.(sandbox);
     const manager = await startManager({
-      env: { ...agentEnv, CODE_FACTORY_CLAUDE_EXECUTABLE: executable, CODE_FACTORY_CODEX_EXECUTABLE: executable, GH_TOKEN: '', GITHUB_TOKEN: '', ...options.env },
+      env: {
+        ...agentEnv,
+        CODE_FACTORY_CLAUDE_EXECUTABLE: executable,
+        CODE_FACTORY_CODEX_EXECUTABLE: executable,
+        GH_TOKEN: '',
+        GITHUB_TOKEN: '',
+        ...options.env,
+      },
       sandbox,
     });
     world.manager = manager;

@@ -46,90 +46,104 @@ export interface SseOptions {
 }
 
 /** A minimal SSE reader over a raw HTTP request, so tests see exactly what the server sends. */
-export function connectSse(url: string, headers: Record<string, string> = {}, { auth = true, parse = true, keep = true, onEvent }: SseOptions = {}): Promise<SseConnection> {
+export function connectSse(
+  url: string,
+  headers: Record<string, string> = {},
+  { auth = true, parse = true, keep = true, onEvent }: SseOptions = {},
+): Promise<SseConnection> {
   return new Promise((resolve, reject) => {
     const events: SseEvent[] = [];
     let received = 0;
     const waiters: Array<() => void> = [];
-    const req = http.get(url, { headers: authHeaders(url, { Accept: 'text/event-stream', ...headers }, auth) }, (res) => {
-      let buffer = '';
-      let endResolve: () => void = () => undefined;
-      const ended = new Promise<void>((r) => (endResolve = r));
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        buffer += chunk;
-        let index: number;
-        while ((index = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, index);
-          buffer = buffer.slice(index + 2);
-          const fields: Record<string, string> = {};
-          for (const line of block.split('\n')) {
-            if (line.startsWith(':') || !line.includes(':')) {
-              continue;
-            }
-            const at = line.indexOf(':');
-            fields[line.slice(0, at)] = line.slice(at + 1).replace(/^ /, '');
-          }
-          if (fields.data !== undefined && fields.id !== undefined) {
-            const event: SseEvent = {
-              data: (parse ? JSON.parse(fields.data) : null) as SseEvent['data'],
-              raw: fields.data,
-              event: fields.event ?? 'message',
-              id: Number(fields.id),
-              receivedAt: process.hrtime.bigint(),
-              receivedAtMs: performance.timeOrigin + performance.now(),
-            };
-            received++;
-            if (keep) {
-              events.push(event);
-            }
-            onEvent?.(event);
-            waiters.splice(0).forEach((w) => w());
-          }
-        }
-      });
-      res.on('end', () => {
-        endResolve();
-        waiters.splice(0).forEach((w) => w());
-      });
-      res.on('close', () => endResolve());
-      resolve({
-        close: () => req.destroy(),
-        ended,
-        events,
-        get received() {
-          return received;
-        },
-        status: res.statusCode ?? 0,
-        waitFor: (count, timeoutMs = 15_000) =>
-          new Promise((done, fail) => {
-            const timer = setTimeout(() => fail(new Error(`timed out waiting for ${count} events; have ${received}`)), timeoutMs);
-            const check = () => {
-              if (received >= count) {
-                clearTimeout(timer);
-                done(events);
-              } else {
-                waiters.push(check);
+    const req = http.get(
+      url,
+      { headers: authHeaders(url, { Accept: 'text/event-stream', ...headers }, auth) },
+      (res) => {
+        let buffer = '';
+        let endResolve: () => void = () => undefined;
+        const ended = new Promise<void>((r) => (endResolve = r));
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buffer += chunk;
+          let index: number;
+          while ((index = buffer.indexOf('\n\n')) >= 0) {
+            const block = buffer.slice(0, index);
+            buffer = buffer.slice(index + 2);
+            const fields: Record<string, string> = {};
+            for (const line of block.split('\n')) {
+              if (line.startsWith(':') || !line.includes(':')) {
+                continue;
               }
-            };
-            check();
-          }),
-        waitUntil: (matches, what, timeoutMs = 15_000) =>
-          new Promise((done, fail) => {
-            const timer = setTimeout(() => fail(new Error(`timed out waiting for ${what}; have ${events.length} events`)), timeoutMs);
-            const check = () => {
-              const found = events.find(matches);
-              if (found) {
-                clearTimeout(timer);
-                done(found);
-              } else {
-                waiters.push(check);
+              const at = line.indexOf(':');
+              fields[line.slice(0, at)] = line.slice(at + 1).replace(/^ /, '');
+            }
+            if (fields.data !== undefined && fields.id !== undefined) {
+              const event: SseEvent = {
+                data: (parse ? JSON.parse(fields.data) : null) as SseEvent['data'],
+                raw: fields.data,
+                event: fields.event ?? 'message',
+                id: Number(fields.id),
+                receivedAt: process.hrtime.bigint(),
+                receivedAtMs: performance.timeOrigin + performance.now(),
+              };
+              received++;
+              if (keep) {
+                events.push(event);
               }
-            };
-            check();
-          }),
-      });
-    });
+              onEvent?.(event);
+              waiters.splice(0).forEach((w) => w());
+            }
+          }
+        });
+        res.on('end', () => {
+          endResolve();
+          waiters.splice(0).forEach((w) => w());
+        });
+        res.on('close', () => endResolve());
+        resolve({
+          close: () => req.destroy(),
+          ended,
+          events,
+          get received() {
+            return received;
+          },
+          status: res.statusCode ?? 0,
+          waitFor: (count, timeoutMs = 15_000) =>
+            new Promise((done, fail) => {
+              const timer = setTimeout(
+                () => fail(new Error(`timed out waiting for ${count} events; have ${received}`)),
+                timeoutMs,
+              );
+              const check = () => {
+                if (received >= count) {
+                  clearTimeout(timer);
+                  done(events);
+                } else {
+                  waiters.push(check);
+                }
+              };
+              check();
+            }),
+          waitUntil: (matches, what, timeoutMs = 15_000) =>
+            new Promise((done, fail) => {
+              const timer = setTimeout(
+                () => fail(new Error(`timed out waiting for ${what}; have ${events.length} events`)),
+                timeoutMs,
+              );
+              const check = () => {
+                const found = events.find(matches);
+                if (found) {
+                  clearTimeout(timer);
+                  done(found);
+                } else {
+                  waiters.push(check);
+                }
+              };
+              check();
+            }),
+        });
+      },
+    );
     req.on('error', reject);
   });
 }

@@ -30,7 +30,11 @@ export function loadTranscript(cli: 'codex' | 'claude', name: string): Transcrip
   }
   const stderr = /- stderr:\n```\n([\s\S]*?)```/.exec(meta)?.[1] ?? '';
   return {
-    exit: { code: outcome[1] === 'none' ? null : Number(outcome[1]), signal: outcome[2] === 'no' ? null : outcome[2], stderr },
+    exit: {
+      code: outcome[1] === 'none' ? null : Number(outcome[1]),
+      signal: outcome[2] === 'no' ? null : outcome[2],
+      stderr,
+    },
     lines,
     meta,
   };
@@ -42,9 +46,16 @@ export function parseWith(adapter: AgentAdapter, transcript: Pick<Transcript, 'l
   return [...transcript.lines.flatMap((line) => parser.line(line)), ...parser.end(transcript.exit)];
 }
 
-export const traces = (events: NormalizedEvent[]): NormalizedTrace[] => events.flatMap((event) => (event.type === 'trace' ? [event.trace] : []));
-export const messages = (events: NormalizedEvent[]): string[] => events.flatMap((event) => (event.type === 'assistant_message' ? [event.text] : []));
-export const sessions = (events: NormalizedEvent[]): string[] => events.flatMap((event) => (event.type === 'session' ? [event.nativeSessionId] : []));
+export const traces = (events: NormalizedEvent[]): NormalizedTrace[] =>
+  events.flatMap((event) => (event.type === 'trace' ? [event.trace] : []));
+export const messages = (events: NormalizedEvent[]): string[] =>
+  events.flatMap((event) => (event.type === 'assistant_message' ? [event.text] : []));
+export const sessions = (events: NormalizedEvent[]): string[] =>
+  events.flatMap((event) => (event.type === 'session' ? [event.nativeSessionId] : []));
 export const outcomes = (events: NormalizedEvent[]) =>
-  events.filter((event): event is Extract<NormalizedEvent, { type: 'completed' | 'failed' }> => event.type === 'completed' || event.type === 'failed');
-export const usages = (events: NormalizedEvent[]) => events.flatMap((event) => (event.type === 'usage' ? [event.usage] : []));
+  events.filter(
+    (event): event is Extract<NormalizedEvent, { type: 'completed' | 'failed' }> =>
+      event.type === 'completed' || event.type === 'failed',
+  );
+export const usages = (events: NormalizedEvent[]) =>
+  events.flatMap((event) => (event.type === 'usage' ? [event.usage] : []));

@@ -3,7 +3,12 @@
  * `timeoutMs` with `what` and the last value seen — for state that settles asynchronously
  * (a run ending, a timer firing) without sleeping a fixed time.
  */
-export async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs = 20_000,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

@@ -2,7 +2,11 @@ import * as path from 'node:path';
 
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 
-import { ConfigurationFileError, ConfigurationService, overridesFromEnv } from '@server/core/configuration/configuration.service';
+import {
+  ConfigurationFileError,
+  ConfigurationService,
+  overridesFromEnv,
+} from '@server/core/configuration/configuration.service';
 import { StoreCopyError, copyStore } from '@server/core/database/store-copy';
 import { type PostgresStore, redactDatabaseUrl, schemaFor } from '@server/core/database/store';
 import { InstanceLock, InstanceLockedError } from '@server/core/workspace/instance-lock';
@@ -18,7 +22,8 @@ interface CopyFlags {
 }
 
 @SubCommand({
-  description: "Copy this workspace's SQLite store into PostgreSQL (an empty schema of its own on that server); the SQLite file is left as it was",
+  description:
+    "Copy this workspace's SQLite store into PostgreSQL (an empty schema of its own on that server); the SQLite file is left as it was",
   name: 'copy',
 })
 export class DbCopyCommand extends CommandRunner {
@@ -32,15 +37,23 @@ export class DbCopyCommand extends CommandRunner {
       paths = resolveWorkspace(flags.workspace ?? process.cwd(), codeFactoryHome());
       // The source is the SQLite store this workspace runs on without a database URL.
       const { databaseUrl: _ignored, ...env } = overridesFromEnv(process.env);
-      configuration = new ConfigurationService(flags.config ? path.resolve(flags.config) : paths.defaultConfigPath, env);
+      configuration = new ConfigurationService(
+        flags.config ? path.resolve(flags.config) : paths.defaultConfigPath,
+        env,
+      );
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
     if (configuration.get('databaseUrl')) {
-      throw new UsageError(`this workspace already runs on PostgreSQL (${redactDatabaseUrl(configuration.get('databaseUrl'))}): there is no SQLite store to copy`);
+      throw new UsageError(
+        `this workspace already runs on PostgreSQL (${redactDatabaseUrl(configuration.get('databaseUrl'))}): there is no SQLite store to copy`,
+      );
     }
     const databasePath = configuration.get('databasePath');
-    const source = { kind: 'sqlite' as const, path: databasePath ? path.resolve(paths.dataDirectory, databasePath) : paths.defaultDatabasePath };
+    const source = {
+      kind: 'sqlite' as const,
+      path: databasePath ? path.resolve(paths.dataDirectory, databasePath) : paths.defaultDatabasePath,
+    };
     const target: PostgresStore = {
       board: null,
       kind: 'postgres',
@@ -61,7 +74,9 @@ export class DbCopyCommand extends CommandRunner {
       throw err;
     }
     try {
-      process.stdout.write(`Copying ${source.path}\n     to ${redactDatabaseUrl(target.url)} (schema ${target.schema})\n`);
+      process.stdout.write(
+        `Copying ${source.path}\n     to ${redactDatabaseUrl(target.url)} (schema ${target.schema})\n`,
+      );
       const result = await copyStore(source, target, (line) => process.stdout.write(`  ${line}\n`));
       const rows = result.tables.reduce((n, t) => n + t.rows, 0);
       process.stdout.write(
@@ -86,12 +101,18 @@ export class DbCopyCommand extends CommandRunner {
     }
   }
 
-  @Option({ description: 'PostgreSQL server to copy into: postgres://user[:password]@host[:port]/database', flags: '--to <url>' })
+  @Option({
+    description: 'PostgreSQL server to copy into: postgres://user[:password]@host[:port]/database',
+    flags: '--to <url>',
+  })
   parseTo(value: string): string {
     return value;
   }
 
-  @Option({ description: 'Repository whose store to copy (default: the current directory)', flags: '-w, --workspace <dir>' })
+  @Option({
+    description: 'Repository whose store to copy (default: the current directory)',
+    flags: '-w, --workspace <dir>',
+  })
   parseWorkspace(value: string): string {
     return value;
   }
@@ -101,7 +122,11 @@ export class DbCopyCommand extends CommandRunner {
     return value;
   }
 
-  @Option({ description: 'TLS to the server: url (as the URL says), require, verify (default: databaseTls in the configuration)', flags: '--tls <mode>' })
+  @Option({
+    description:
+      'TLS to the server: url (as the URL says), require, verify (default: databaseTls in the configuration)',
+    flags: '--tls <mode>',
+  })
   parseTls(value: string): PostgresStore['tls'] {
     if (value !== 'url' && value !== 'require' && value !== 'verify') {
       throw new UsageError('--tls must be one of url, require, verify');

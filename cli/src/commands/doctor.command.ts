@@ -12,13 +12,17 @@ interface DoctorFlags {
 }
 
 @Command({
-  description: 'Check what a first run needs (Node, git, the agent CLIs and their logins, a GitHub token, isolation, the port, the data directory) and how to fix each miss',
+  description:
+    'Check what a first run needs (Node, git, the agent CLIs and their logins, a GitHub token, isolation, the port, the data directory) and how to fix each miss',
   name: 'doctor',
 })
 export class DoctorCommand extends CommandRunner {
   async run(_params: string[], flags: DoctorFlags): Promise<void> {
     const report = await runDoctor({
-      overrides: { ...(flags.host !== undefined ? { host: flags.host } : {}), ...(flags.port !== undefined ? { port: flags.port } : {}) },
+      overrides: {
+        ...(flags.host !== undefined ? { host: flags.host } : {}),
+        ...(flags.port !== undefined ? { port: flags.port } : {}),
+      },
       workspace: flags.workspace ?? process.cwd(),
     });
     process.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : formatDoctorReport(report));
@@ -31,7 +35,10 @@ export class DoctorCommand extends CommandRunner {
     return value;
   }
 
-  @Option({ description: 'Interface `start` would listen on (default: from the configuration)', flags: '--host <host>' })
+  @Option({
+    description: 'Interface `start` would listen on (default: from the configuration)',
+    flags: '--host <host>',
+  })
   parseHost(value: string): string {
     return value;
   }

@@ -16,7 +16,11 @@ interface LogsFlags {
   lines?: number;
 }
 
-@Command({ description: "Print the log of a workspace's background Agent Manager (its output and its supervisor's); -f follows it", name: 'logs' })
+@Command({
+  description:
+    "Print the log of a workspace's background Agent Manager (its output and its supervisor's); -f follows it",
+  name: 'logs',
+})
 export class LogsCommand extends CommandRunner {
   async run(_params: string[], flags: LogsFlags): Promise<void> {
     let paths;
@@ -27,7 +31,9 @@ export class LogsCommand extends CommandRunner {
     }
     const logPath = daemonLogPath(paths);
     if (!fs.existsSync(logPath) && !flags.follow) {
-      throw new UsageError(`no log at ${logPath}: Agent Manager has not run in the background for ${paths.root} (\`agent-manager start --detach\`)`);
+      throw new UsageError(
+        `no log at ${logPath}: Agent Manager has not run in the background for ${paths.root} (\`agent-manager start --detach\`)`,
+      );
     }
     const { liveBytes, text } = tailLog(logPath, flags.lines ?? DEFAULT_LINES);
     process.stdout.write(text);
@@ -43,7 +49,10 @@ export class LogsCommand extends CommandRunner {
     await followLog(logPath, liveBytes, (chunk) => process.stdout.write(chunk), stop.signal);
   }
 
-  @Option({ description: 'Repository whose log to print (default: the current directory)', flags: '-w, --workspace <dir>' })
+  @Option({
+    description: 'Repository whose log to print (default: the current directory)',
+    flags: '-w, --workspace <dir>',
+  })
   parseWorkspace(value: string): string {
     return value;
   }

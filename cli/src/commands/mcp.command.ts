@@ -12,7 +12,11 @@ import { ownerTools } from '../owner/owner-tools';
 const INSTRUCTIONS =
   "Agent Manager's tools for its owner: list, read and create Requirements, reply to their agents, start, interrupt and confirm them, list pull requests and request AI reviews, list timers. They act as the owner of one workspace's running Agent Manager; when none runs, every tool says so.";
 
-@Command({ description: "Serve the owner's Agent Manager tools over MCP (stdio) for your own assistant (Claude Code, Codex, Cursor…)", name: 'mcp' })
+@Command({
+  description:
+    "Serve the owner's Agent Manager tools over MCP (stdio) for your own assistant (Claude Code, Codex, Cursor…)",
+  name: 'mcp',
+})
 export class OwnerMcpCommand extends CommandRunner {
   async run(_params: string[], flags: { workspace?: string }): Promise<void> {
     let paths;
@@ -24,7 +28,10 @@ export class OwnerMcpCommand extends CommandRunner {
     await serveStdio(createToolServer('agent-manager', INSTRUCTIONS, ownerTools(new OwnerApi(paths))));
   }
 
-  @Option({ description: 'Repository whose running Agent Manager to talk to (default: the current directory)', flags: '-w, --workspace <dir>' })
+  @Option({
+    description: 'Repository whose running Agent Manager to talk to (default: the current directory)',
+    flags: '-w, --workspace <dir>',
+  })
   parseWorkspace(value: string): string {
     return value;
   }

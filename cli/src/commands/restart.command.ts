@@ -14,7 +14,8 @@ interface RestartFlags {
 }
 
 @Command({
-  description: "Stop a workspace's Agent Manager and start it again in the background, with the arguments of its last `start --detach`",
+  description:
+    "Stop a workspace's Agent Manager and start it again in the background, with the arguments of its last `start --detach`",
   name: 'restart',
 })
 export class RestartCommand extends CommandRunner {
@@ -32,12 +33,18 @@ export class RestartCommand extends CommandRunner {
     process.stdout.write(formatDetachedStart(started, terminalLoginUrl(paths, started.state.url)));
   }
 
-  @Option({ description: 'Repository whose Agent Manager to restart (default: the current directory)', flags: '-w, --workspace <dir>' })
+  @Option({
+    description: 'Repository whose Agent Manager to restart (default: the current directory)',
+    flags: '-w, --workspace <dir>',
+  })
   parseWorkspace(value: string): string {
     return value;
   }
 
-  @Option({ description: `Seconds to wait for the graceful stop (default ${DEFAULT_STOP_TIMEOUT_SECONDS})`, flags: '--timeout <seconds>' })
+  @Option({
+    description: `Seconds to wait for the graceful stop (default ${DEFAULT_STOP_TIMEOUT_SECONDS})`,
+    flags: '--timeout <seconds>',
+  })
   parseTimeout(value: string): number {
     return parseIntegerOption('--timeout', value, 1, 86_400);
   }

@@ -90,10 +90,16 @@ function banner(manager: RunningManager, terminal: boolean): string {
     ['API', `${url}/api`],
   ];
   const isolation = manager.agentIsolation;
-  rows.push(['Agents', isolation.enabled ? `isolated (${isolation.mechanism}): the workspaces' data is hidden from them` : 'NOT isolated']);
+  rows.push([
+    'Agents',
+    isolation.enabled ? `isolated (${isolation.mechanism}): the workspaces' data is hidden from them` : 'NOT isolated',
+  ]);
   const warning = manager.authenticationEnabled
     ? []
-    : ['  WARNING: authentication is disabled (authentication: "none"). Anyone who can reach this', '  port can run commands on this machine through the agents.'];
+    : [
+        '  WARNING: authentication is disabled (authentication: "none"). Anyone who can reach this',
+        '  port can run commands on this machine through the agents.',
+      ];
   if (manager.workspaceGit !== 'repository') {
     warning.push(
       `  WARNING: ${workspaceGitWarning(manager.workspaceGit, runtime.paths.root)}.`,
@@ -102,13 +108,23 @@ function banner(manager: RunningManager, terminal: boolean): string {
     );
   }
   if (!isolation.enabled) {
-    warning.push(`  WARNING: agents are not isolated: ${isolation.reason}.`, "  An agent can read this workspace's token and act as you (see docs/security.md).");
+    warning.push(
+      `  WARNING: agents are not isolated: ${isolation.reason}.`,
+      "  An agent can read this workspace's token and act as you (see docs/security.md).",
+    );
   }
-  return [`Agent Manager ${runtime.version}`, ...rows.map(([k, v]) => `  ${k.padEnd(12)}${v}`), ...warning, '  Press Ctrl+C to stop.', ''].join('\n');
+  return [
+    `Agent Manager ${runtime.version}`,
+    ...rows.map(([k, v]) => `  ${k.padEnd(12)}${v}`),
+    ...warning,
+    '  Press Ctrl+C to stop.',
+    '',
+  ].join('\n');
 }
 
 @Command({
-  description: 'Start Agent Manager on a repository (the current directory by default); also what `agent-manager` alone runs',
+  description:
+    'Start Agent Manager on a repository (the current directory by default); also what `agent-manager` alone runs',
   name: 'start',
   // An installed package is used as `agent-manager` inside the repository, with no subcommand.
   options: { isDefault: true },
@@ -119,7 +135,11 @@ export class StartCommand extends CommandRunner {
       throw new UsageError('--db and --db-file both name the database: give one');
     }
     if (flags.db !== undefined) {
-      warnAboutPasswordArgument('--db', flags.db, 'pass the URL in CODE_FACTORY_DATABASE_URL or in a file (--db-file, mode 0600) instead');
+      warnAboutPasswordArgument(
+        '--db',
+        flags.db,
+        'pass the URL in CODE_FACTORY_DATABASE_URL or in a file (--db-file, mode 0600) instead',
+      );
     }
     if (flags.detach) {
       await this.runDetached(flags);
@@ -174,14 +194,20 @@ export class StartCommand extends CommandRunner {
       });
     } catch (err) {
       signals.detach();
-      if (err instanceof InstanceLockedError || err instanceof PostgresWorkspaceLockedError || err instanceof ConfigurationFileError) {
+      if (
+        err instanceof InstanceLockedError ||
+        err instanceof PostgresWorkspaceLockedError ||
+        err instanceof ConfigurationFileError
+      ) {
         throw new UsageError(err.message);
       }
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'EADDRINUSE') {
         // Node's bare "listen EADDRINUSE: address already in use" leaves a person guessing: say who holds it.
         const { address, port } = err as NodeJS.ErrnoException & { address?: string; port?: number };
-        throw new UsageError(`cannot listen: ${describePortInUse(address ?? flags.host ?? '127.0.0.1', port ?? flags.port ?? 4310, codeFactoryHome())}`);
+        throw new UsageError(
+          `cannot listen: ${describePortInUse(address ?? flags.host ?? '127.0.0.1', port ?? flags.port ?? 4310, codeFactoryHome())}`,
+        );
       }
       if (code === 'EACCES' || code === 'EADDRNOTAVAIL') {
         throw new UsageError(`cannot listen: ${(err as Error).message}`);
@@ -198,7 +224,9 @@ export class StartCommand extends CommandRunner {
 
   private async runDetached(flags: StartFlags): Promise<void> {
     if (flags.stopWithParent) {
-      throw new UsageError('--stop-with-parent and --detach contradict each other: a detached manager outlives the command that started it');
+      throw new UsageError(
+        '--stop-with-parent and --detach contradict each other: a detached manager outlives the command that started it',
+      );
     }
     let paths;
     try {
@@ -261,27 +289,43 @@ export class StartCommand extends CommandRunner {
     return value as LogLevel;
   }
 
-  @Option({ description: 'Log file (default: logs/agent-manager.log in the data directory)', flags: '--log-file <path>' })
+  @Option({
+    description: 'Log file (default: logs/agent-manager.log in the data directory)',
+    flags: '--log-file <path>',
+  })
   parseLogFile(value: string): string {
     return value;
   }
 
-  @Option({ description: 'Extra browser origin allowed to call the API, e.g. http://localhost:4200', flags: '--allow-origin <origin>' })
+  @Option({
+    description: 'Extra browser origin allowed to call the API, e.g. http://localhost:4200',
+    flags: '--allow-origin <origin>',
+  })
   parseAllowOrigin(value: string): string {
     return value;
   }
 
-  @Option({ description: 'Seconds between pull request reconciliations (0 disables)', flags: '--pr-reconcile-interval <seconds>' })
+  @Option({
+    description: 'Seconds between pull request reconciliations (0 disables)',
+    flags: '--pr-reconcile-interval <seconds>',
+  })
   parsePrReconcileInterval(value: string): number {
     return parseIntegerOption('--pr-reconcile-interval', value, 0, 2_147_483);
   }
 
-  @Option({ description: "Your name on this manager's events and messages (default: git's global user.name, else your OS account)", flags: '--person-name <name>' })
+  @Option({
+    description:
+      "Your name on this manager's events and messages (default: git's global user.name, else your OS account)",
+    flags: '--person-name <name>',
+  })
   parsePersonName(value: string): string {
     return value;
   }
 
-  @Option({ description: "Your email on this manager's events (default: git's global user.email)", flags: '--person-email <email>' })
+  @Option({
+    description: "Your email on this manager's events (default: git's global user.email)",
+    flags: '--person-email <email>',
+  })
   parsePersonEmail(value: string): string {
     return value;
   }
@@ -296,14 +340,18 @@ export class StartCommand extends CommandRunner {
   }
 
   @Option({
-    description: 'Run in the background under a supervisor that restarts it after a crash; returns once it is healthy (see `status`, `stop`, `restart`, `logs`)',
+    description:
+      'Run in the background under a supervisor that restarts it after a crash; returns once it is healthy (see `status`, `stop`, `restart`, `logs`)',
     flags: '-d, --detach',
   })
   parseDetach(): boolean {
     return true;
   }
 
-  @Option({ description: 'Stop (gracefully) when the process that started this one exits; `npm start` uses it', flags: '--stop-with-parent' })
+  @Option({
+    description: 'Stop (gracefully) when the process that started this one exits; `npm start` uses it',
+    flags: '--stop-with-parent',
+  })
   parseStopWithParent(): boolean {
     return true;
   }

@@ -21,7 +21,11 @@ interface ManagerFigures {
   activeRuns: number;
 }
 
-@Command({ description: 'Say whether Agent Manager runs for a workspace: pid, URL, uptime, active runs (exit 3 when it does not)', name: 'status' })
+@Command({
+  description:
+    'Say whether Agent Manager runs for a workspace: pid, URL, uptime, active runs (exit 3 when it does not)',
+  name: 'status',
+})
 export class StatusCommand extends CommandRunner {
   async run(_params: string[], flags: StatusFlags): Promise<void> {
     let paths;
@@ -79,21 +83,31 @@ export class StatusCommand extends CommandRunner {
         stopped: 'is not running',
         stopping: 'is stopping',
       };
-      process.stdout.write(`Agent Manager ${headline[status] ?? 'is not running'} for ${paths.root}${report.reason ? `: ${report.reason}` : ''}\n`);
+      process.stdout.write(
+        `Agent Manager ${headline[status] ?? 'is not running'} for ${paths.root}${report.reason ? `: ${report.reason}` : ''}\n`,
+      );
       return;
     }
     const lastCrash = crashes[crashes.length - 1];
     process.stdout.write(
       [
-        unreachable !== null ? `Agent Manager is running for ${paths.root} but does not answer: ${unreachable}` : `Agent Manager ${figures?.version} is running for ${paths.root}`,
+        unreachable !== null
+          ? `Agent Manager is running for ${paths.root} but does not answer: ${unreachable}`
+          : `Agent Manager ${figures?.version} is running for ${paths.root}`,
         rows([
           ['URL', view.manager.url],
-          ['PID', `${view.manager.pid}${view.supervisorPid !== null ? ` (supervisor ${view.supervisorPid})` : ` (${reason})`}`],
+          [
+            'PID',
+            `${view.manager.pid}${view.supervisorPid !== null ? ` (supervisor ${view.supervisorPid})` : ` (${reason})`}`,
+          ],
           ['Uptime', figures ? formatUptime(figures.uptimeSeconds) : '?'],
           ['Active runs', figures ? String(figures.activeRuns) : '?'],
           ...(supervised
             ? ([
-                ['Restarts', `${report.restarts}${lastCrash ? ` (last crash ${lastCrash.at}: ${lastCrash.signal ?? `exit code ${lastCrash.exitCode}`})` : ''}`],
+                [
+                  'Restarts',
+                  `${report.restarts}${lastCrash ? ` (last crash ${lastCrash.at}: ${lastCrash.signal ?? `exit code ${lastCrash.exitCode}`})` : ''}`,
+                ],
                 ['Log', state?.logPath ?? ''],
               ] as Array<[string, string]>)
             : []),
@@ -103,7 +117,10 @@ export class StatusCommand extends CommandRunner {
     );
   }
 
-  @Option({ description: 'Repository whose Agent Manager to look for (default: the current directory)', flags: '-w, --workspace <dir>' })
+  @Option({
+    description: 'Repository whose Agent Manager to look for (default: the current directory)',
+    flags: '-w, --workspace <dir>',
+  })
   parseWorkspace(value: string): string {
     return value;
   }

@@ -12,7 +12,10 @@ interface StopFlags {
   timeout?: number;
 }
 
-@Command({ description: "Stop a workspace's Agent Manager gracefully (and its supervisor), and wait until both have exited", name: 'stop' })
+@Command({
+  description: "Stop a workspace's Agent Manager gracefully (and its supervisor), and wait until both have exited",
+  name: 'stop',
+})
 export class StopCommand extends CommandRunner {
   async run(_params: string[], flags: StopFlags): Promise<void> {
     let paths;
@@ -27,15 +30,23 @@ export class StopCommand extends CommandRunner {
       process.stdout.write(`Agent Manager is not running for ${paths.root}\n`);
       return;
     }
-    process.stdout.write(`Agent Manager stopped for ${paths.root} (${stopped.map((p) => `${p.what} pid ${p.pid}`).join(', ')})\n`);
+    process.stdout.write(
+      `Agent Manager stopped for ${paths.root} (${stopped.map((p) => `${p.what} pid ${p.pid}`).join(', ')})\n`,
+    );
   }
 
-  @Option({ description: 'Repository whose Agent Manager to stop (default: the current directory)', flags: '-w, --workspace <dir>' })
+  @Option({
+    description: 'Repository whose Agent Manager to stop (default: the current directory)',
+    flags: '-w, --workspace <dir>',
+  })
   parseWorkspace(value: string): string {
     return value;
   }
 
-  @Option({ description: `Seconds to wait for the graceful stop (default ${DEFAULT_STOP_TIMEOUT_SECONDS})`, flags: '--timeout <seconds>' })
+  @Option({
+    description: `Seconds to wait for the graceful stop (default ${DEFAULT_STOP_TIMEOUT_SECONDS})`,
+    flags: '--timeout <seconds>',
+  })
   parseTimeout(value: string): number {
     return parseIntegerOption('--timeout', value, 1, 86_400);
   }

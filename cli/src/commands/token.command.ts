@@ -41,7 +41,9 @@ export class TokenCommand extends CommandRunner {
     // directory behind for a workspace that never ran).
     const token = readToken(paths.tokenPath);
     if (token === null) {
-      throw new UsageError(`no token yet for ${paths.root}: Agent Manager has not started for this workspace; start it first (\`agent-manager start\`)`);
+      throw new UsageError(
+        `no token yet for ${paths.root}: Agent Manager has not started for this workspace; start it first (\`agent-manager start\`)`,
+      );
     }
     let origin = runningUrl(paths.lockPath);
     if (!origin) {
@@ -59,7 +61,10 @@ export class TokenCommand extends CommandRunner {
     process.stdout.write(`Login URL: ${loginUrl(origin, token)}\n`);
   }
 
-  @Option({ description: 'Repository whose token to print (default: the current directory)', flags: '-w, --workspace <dir>' })
+  @Option({
+    description: 'Repository whose token to print (default: the current directory)',
+    flags: '-w, --workspace <dir>',
+  })
   parseWorkspace(value: string): string {
     return value;
   }

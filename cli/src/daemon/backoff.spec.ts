@@ -2,7 +2,9 @@ import { nextCrashCount, restartDelayMs } from './backoff';
 
 describe('restart backoff', () => {
   it('doubles from 1 s and stops at 30 s', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 50].map(restartDelayMs)).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]);
+    expect([1, 2, 3, 4, 5, 6, 7, 50].map(restartDelayMs)).toEqual([
+      1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000,
+    ]);
   });
 
   it('counts crashes in a row, and starts over after 30 s up', () => {

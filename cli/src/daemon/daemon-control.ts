@@ -29,20 +29,34 @@ export interface DaemonView {
 export function inspectDaemon(paths: WorkspacePaths): DaemonView {
   const daemon = daemonPaths(paths);
   const supervisor = runningInstance(daemon.supervisorLockPath);
-  return { manager: runningInstance(paths.lockPath), state: readDaemonState(daemon.statePath), supervisorPid: supervisor?.pid ?? null };
+  return {
+    manager: runningInstance(paths.lockPath),
+    state: readDaemonState(daemon.statePath),
+    supervisorPid: supervisor?.pid ?? null,
+  };
 }
 
 /** The state file when it is the live supervisor's (not a dead one's left behind). */
 function liveState(view: DaemonView): DaemonState | null {
-  return view.state !== null && view.supervisorPid !== null && view.state.supervisorPid === view.supervisorPid ? view.state : null;
+  return view.state !== null && view.supervisorPid !== null && view.state.supervisorPid === view.supervisorPid
+    ? view.state
+    : null;
 }
 
 /** How `status` words what it found. */
-export function describeStatus(view: DaemonView): { status: DaemonStatus | 'not-running'; supervised: boolean; reason: string | null } {
+export function describeStatus(view: DaemonView): {
+  status: DaemonStatus | 'not-running';
+  supervised: boolean;
+  reason: string | null;
+} {
   const state = liveState(view);
   if (view.manager !== null) {
     if (state !== null) {
-      return { reason: null, status: state.status === 'starting' && view.manager.url !== null ? 'running' : state.status, supervised: true };
+      return {
+        reason: null,
+        status: state.status === 'starting' && view.manager.url !== null ? 'running' : state.status,
+        supervised: true,
+      };
     }
     const orphaned = view.state !== null && view.state.managerPid === view.manager.pid;
     return {
@@ -60,7 +74,11 @@ export function describeStatus(view: DaemonView): { status: DaemonStatus | 'not-
     return { reason: view.state.reason, status: 'not-running', supervised: false };
   }
   if (view.state !== null) {
-    return { reason: `its supervisor (pid ${view.state.supervisorPid}) was killed, and its manager has ended since`, status: 'not-running', supervised: false };
+    return {
+      reason: `its supervisor (pid ${view.state.supervisorPid}) was killed, and its manager has ended since`,
+      status: 'not-running',
+      supervised: false,
+    };
   }
   return { reason: null, status: 'not-running', supervised: false };
 }
@@ -83,7 +101,11 @@ export interface DetachedStart {
 }
 
 /** A concurrent start's supervisor: its state once its manager is healthy; its failure, thrown. */
-async function awaitOtherSupervisor(paths: WorkspacePaths, supervisorPid: number, timeoutMs: number): Promise<DetachedStart> {
+async function awaitOtherSupervisor(
+  paths: WorkspacePaths,
+  supervisorPid: number,
+  timeoutMs: number,
+): Promise<DetachedStart> {
   const statePath = daemonPaths(paths).statePath;
   const settled = await waitFor(() => {
     const state = readDaemonState(statePath);
@@ -91,10 +113,14 @@ async function awaitOtherSupervisor(paths: WorkspacePaths, supervisorPid: number
     if (ours !== null && ours.status !== 'starting' && ours.status !== 'restarting') {
       return ours;
     }
-    return isRunning(supervisorPid) ? null : (ours ?? readDaemonState(statePath) ?? ({ reason: 'its supervisor exited', status: 'failed' } as DaemonState));
+    return isRunning(supervisorPid)
+      ? null
+      : (ours ?? readDaemonState(statePath) ?? ({ reason: 'its supervisor exited', status: 'failed' } as DaemonState));
   }, timeoutMs);
   if (settled === null) {
-    throw new UsageError(`Agent Manager is starting under another supervisor (pid ${supervisorPid}) and not healthy after ${timeoutMs / 1000} s; see \`agent-manager status\``);
+    throw new UsageError(
+      `Agent Manager is starting under another supervisor (pid ${supervisorPid}) and not healthy after ${timeoutMs / 1000} s; see \`agent-manager status\``,
+    );
   }
   if (settled.status !== 'running') {
     throw new UsageError(`Agent Manager did not start: ${settled.reason ?? settled.status}`);
@@ -108,7 +134,11 @@ async function awaitOtherSupervisor(paths: WorkspacePaths, supervisorPid: number
  * lock, make two concurrent starts give one manager: the second learns who has it and waits for
  * that one.
  */
-export async function startDetached(paths: WorkspacePaths, launch: ManagerLaunch, timeoutMs: number): Promise<DetachedStart> {
+export async function startDetached(
+  paths: WorkspacePaths,
+  launch: ManagerLaunch,
+  timeoutMs: number,
+): Promise<DetachedStart> {
   const view = inspectDaemon(paths);
   if (view.supervisorPid !== null) {
     return awaitOtherSupervisor(paths, view.supervisorPid, timeoutMs);
@@ -120,24 +150,29 @@ export async function startDetached(paths: WorkspacePaths, launch: ManagerLaunch
   }
   // The secrets reach the supervisor (and through it the manager) in the environment, never on a
   // command line: see manager-launch.ts.
-  const env = Object.keys(launch.env).length > 0 ? { ...process.env, [SUPERVISOR_ENV_VARIABLE]: JSON.stringify(launch.env) } : process.env;
+  const env =
+    Object.keys(launch.env).length > 0
+      ? { ...process.env, [SUPERVISOR_ENV_VARIABLE]: JSON.stringify(launch.env) }
+      : process.env;
   const child = spawn(process.execPath, [SUPERVISOR_ENTRY, paths.root, ...launch.args], {
     cwd: paths.root,
     detached: true,
     env,
     stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
   });
-  const outcome = await new Promise<SupervisorReport | { kind: 'exited'; code: number | null } | { kind: 'timeout' }>((resolve) => {
-    const timer = setTimeout(() => resolve({ kind: 'timeout' }), timeoutMs);
-    child.once('message', (message: SupervisorReport) => {
-      clearTimeout(timer);
-      resolve(message);
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, kind: 'exited' });
-    });
-  });
+  const outcome = await new Promise<SupervisorReport | { kind: 'exited'; code: number | null } | { kind: 'timeout' }>(
+    (resolve) => {
+      const timer = setTimeout(() => resolve({ kind: 'timeout' }), timeoutMs);
+      child.once('message', (message: SupervisorReport) => {
+        clearTimeout(timer);
+        resolve(message);
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        resolve({ code, kind: 'exited' });
+      });
+    },
+  );
   // From here on the supervisor lives on its own: nothing of ours keeps it, nor us.
   child.removeAllListeners();
   if (child.connected) {
@@ -152,7 +187,9 @@ export async function startDetached(paths: WorkspacePaths, launch: ManagerLaunch
     case 'failed':
       throw new UsageError(`Agent Manager did not start: ${outcome.reason}`);
     case 'exited':
-      throw new UsageError(`Agent Manager did not start: its supervisor exited (code ${outcome.code}) before the manager was healthy; see \`agent-manager logs\``);
+      throw new UsageError(
+        `Agent Manager did not start: its supervisor exited (code ${outcome.code}) before the manager was healthy; see \`agent-manager logs\``,
+      );
     case 'timeout':
       throw new UsageError(
         `Agent Manager is not healthy after ${timeoutMs / 1000} s; it goes on starting in the background (supervisor pid ${child.pid}): see \`agent-manager status\` and \`agent-manager logs\``,
@@ -203,7 +240,9 @@ export async function stopDaemon(paths: WorkspacePaths, timeoutMs: number): Prom
     const left = alive()
       .map((t) => `${t.what} pid ${t.pid}`)
       .join(', ');
-    throw new UsageError(`Agent Manager is still stopping after ${timeoutMs / 1000} s (${left}); see \`agent-manager logs\`, or wait and run \`agent-manager status\``);
+    throw new UsageError(
+      `Agent Manager is still stopping after ${timeoutMs / 1000} s (${left}); see \`agent-manager logs\`, or wait and run \`agent-manager status\``,
+    );
   }
   return { stopped: targets.map(({ pid, what }) => ({ pid, what })) };
 }

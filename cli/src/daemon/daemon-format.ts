@@ -31,7 +31,11 @@ export function rows(entries: Array<[string, string]>): string {
  * only when our output is a terminal: the manager's own banner no longer carries it (its output
  * is daemon.log), and output that is not a terminal is a log too (a service's journal, `| tee`).
  */
-export function terminalLoginUrl(paths: Pick<WorkspacePaths, 'tokenPath'>, url: string | null, terminal = process.stdout.isTTY === true): string | null {
+export function terminalLoginUrl(
+  paths: Pick<WorkspacePaths, 'tokenPath'>,
+  url: string | null,
+  terminal = process.stdout.isTTY === true,
+): string | null {
   const token = terminal && url !== null ? readToken(paths.tokenPath) : null;
   return token === null || url === null ? null : loginUrl(url, token);
 }

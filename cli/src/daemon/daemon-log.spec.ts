@@ -26,7 +26,12 @@ describe(RotatingLog.name, () => {
     }
     sut.close();
     expect(fs.readdirSync(dir).sort()).toEqual(['daemon.log', 'daemon.log.1', 'daemon.log.2', 'daemon.log.3']);
-    expect(['', '.1', '.2', '.3'].map((suffix) => fs.readFileSync(`${file}${suffix}`, 'utf8'))).toEqual(['line-5\n', 'line-4\n', 'line-3\n', 'line-2\n']);
+    expect(['', '.1', '.2', '.3'].map((suffix) => fs.readFileSync(`${file}${suffix}`, 'utf8'))).toEqual([
+      'line-5\n',
+      'line-4\n',
+      'line-3\n',
+      'line-2\n',
+    ]);
   });
 
   it('appends to what a previous supervisor wrote', () => {

@@ -102,7 +102,12 @@ export function tailLog(filePath: string, lines: number): { text: string; liveBy
  * path now names a new file, or a shorter one) is followed: the rest of the old file first, then
  * the new one from its start.
  */
-export async function followLog(filePath: string, position: number, write: (chunk: Buffer) => void, signal: AbortSignal): Promise<void> {
+export async function followLog(
+  filePath: string,
+  position: number,
+  write: (chunk: Buffer) => void,
+  signal: AbortSignal,
+): Promise<void> {
   let fd: number | null = null;
   let inode = -1;
   let offset = position;

@@ -2,7 +2,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { SUPERVISOR_ENV_VARIABLE, readLaunchSecrets, separateSecrets, takeSupervisorEnv, writeLaunchSecrets } from './manager-launch';
+import {
+  SUPERVISOR_ENV_VARIABLE,
+  readLaunchSecrets,
+  separateSecrets,
+  takeSupervisorEnv,
+  writeLaunchSecrets,
+} from './manager-launch';
 
 describe('separateSecrets', () => {
   it('moves a PostgreSQL URL from the flags to CODE_FACTORY_DATABASE_URL, and keeps every other flag', () => {
@@ -10,18 +16,30 @@ describe('separateSecrets', () => {
       args: ['--port', '0', '--log-level', 'debug'],
       env: { CODE_FACTORY_DATABASE_URL: 'postgres://am:s3cret@db/x' },
     });
-    expect(separateSecrets(['--db=postgresql://am:s3cret@db/x']).env).toEqual({ CODE_FACTORY_DATABASE_URL: 'postgresql://am:s3cret@db/x' });
+    expect(separateSecrets(['--db=postgresql://am:s3cret@db/x']).env).toEqual({
+      CODE_FACTORY_DATABASE_URL: 'postgresql://am:s3cret@db/x',
+    });
   });
 
   it('leaves a SQLite path and a --db-file name as flags: neither is a secret', () => {
-    const args = ['--db', '/data/factory.sqlite', '--db-file', '/home/u/.am-db-url', '--config', '/x/postgres://not-a-flag'];
+    const args = [
+      '--db',
+      '/data/factory.sqlite',
+      '--db-file',
+      '/home/u/.am-db-url',
+      '--config',
+      '/x/postgres://not-a-flag',
+    ];
     expect(separateSecrets(args)).toEqual({ args, env: {} });
   });
 });
 
 describe('takeSupervisorEnv', () => {
   it('reads the CODE_FACTORY_* variables handed over and removes the carrier from the environment', () => {
-    const env: NodeJS.ProcessEnv = { [SUPERVISOR_ENV_VARIABLE]: JSON.stringify({ CODE_FACTORY_DATABASE_URL: 'postgres://a:b@h/d', PATH: '/evil' }), PATH: '/bin' };
+    const env: NodeJS.ProcessEnv = {
+      [SUPERVISOR_ENV_VARIABLE]: JSON.stringify({ CODE_FACTORY_DATABASE_URL: 'postgres://a:b@h/d', PATH: '/evil' }),
+      PATH: '/bin',
+    };
     expect(takeSupervisorEnv(env)).toEqual({ CODE_FACTORY_DATABASE_URL: 'postgres://a:b@h/d' });
     expect(env).toEqual({ PATH: '/bin' });
   });

@@ -56,7 +56,12 @@ export function takeSupervisorEnv(env: NodeJS.ProcessEnv): Record<string, string
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
       return {};
     }
-    return Object.fromEntries(Object.entries(parsed).filter((entry): entry is [string, string] => /^CODE_FACTORY_[A-Z0-9_]+$/.test(entry[0]) && typeof entry[1] === 'string'));
+    return Object.fromEntries(
+      Object.entries(parsed).filter(
+        (entry): entry is [string, string] =>
+          /^CODE_FACTORY_[A-Z0-9_]+$/.test(entry[0]) && typeof entry[1] === 'string',
+      ),
+    );
   } catch {
     return {};
   }

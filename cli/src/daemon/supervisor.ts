@@ -49,7 +49,10 @@ function report(message: SupervisorReport): Promise<void> {
 function logMaxBytes(paths: WorkspacePaths, managerArgs: string[]): number {
   const configFlag = managerArgs.indexOf('--config');
   try {
-    const configuration = new ConfigurationService(configFlag >= 0 ? managerArgs[configFlag + 1] : paths.defaultConfigPath, overridesFromEnv(process.env));
+    const configuration = new ConfigurationService(
+      configFlag >= 0 ? managerArgs[configFlag + 1] : paths.defaultConfigPath,
+      overridesFromEnv(process.env),
+    );
     return parseLogSize(configuration.get('logMaxSize'));
   } catch {
     // An unreadable configuration is the manager's to report, in this very log.
@@ -112,13 +115,23 @@ class Supervisor {
     this.restartTimer = null;
     this.healthyAt = null;
     this.lastError = '';
-    const child = spawn(process.execPath, [MANAGER_ENTRY, 'start', '--workspace', this.paths.root, ...this.managerArgs], {
-      cwd: this.paths.root,
-      env: { ...process.env, ...this.managerEnv },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [MANAGER_ENTRY, 'start', '--workspace', this.paths.root, ...this.managerArgs],
+      {
+        cwd: this.paths.root,
+        env: { ...process.env, ...this.managerEnv },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     this.child = child;
-    this.save({ managerPid: child.pid ?? null, managerStartTime: child.pid ? processStartTime(child.pid) : null, managerStartedAt: null, nextStartAt: null, url: null });
+    this.save({
+      managerPid: child.pid ?? null,
+      managerStartTime: child.pid ? processStartTime(child.pid) : null,
+      managerStartedAt: null,
+      nextStartAt: null,
+      url: null,
+    });
     this.log.note(`manager starting (pid ${child.pid})`);
     let out = '';
     child.stdout?.on('data', (chunk: Buffer) => {
@@ -145,7 +158,9 @@ class Supervisor {
       // Its last words (the reason a start failed) may still be in the pipes; but a process it left
       // behind holding them open (an agent's tool) must not delay the restart.
       const drained = new Promise((resolve) => child.once('close', resolve));
-      void Promise.race([drained, new Promise((resolve) => setTimeout(resolve, PIPE_DRAIN_MS))]).then(() => this.managerExited(child, code, signal));
+      void Promise.race([drained, new Promise((resolve) => setTimeout(resolve, PIPE_DRAIN_MS))]).then(() =>
+        this.managerExited(child, code, signal),
+      );
     });
   }
 
@@ -166,7 +181,12 @@ class Supervisor {
       return;
     }
     this.healthyAt = Date.now();
-    this.save({ managerStartedAt: new Date(this.healthyAt).toISOString(), reason: null, status: this.stopRequested ? 'stopping' : 'running', url });
+    this.save({
+      managerStartedAt: new Date(this.healthyAt).toISOString(),
+      reason: null,
+      status: this.stopRequested ? 'stopping' : 'running',
+      url,
+    });
     this.log.note(`manager healthy (pid ${child.pid}) at ${url}`);
     void report({ kind: 'running', state: this.state });
   }
@@ -208,7 +228,9 @@ class Supervisor {
       status: 'restarting',
       url: null,
     });
-    this.log.note(`manager crashed after ${Math.round(uptimeMs / 1000)} s up; restarting in ${delayMs / 1000} s (crash ${this.consecutiveCrashes} in a row)`);
+    this.log.note(
+      `manager crashed after ${Math.round(uptimeMs / 1000)} s up; restarting in ${delayMs / 1000} s (crash ${this.consecutiveCrashes} in a row)`,
+    );
     this.restartTimer = setTimeout(() => {
       this.save({ restarts: this.state.restarts + 1, status: 'starting' });
       this.startManager();

@@ -8,15 +8,29 @@ import type { AgentOperations } from '@server/agent-tools/agent-operations';
 import { callTool, defineTool } from '@server/agent-tools/tool-definition';
 
 describe('MCP tool servers', () => {
-  const echo = defineTool({ description: 'd', input: { n: z.number() }, name: 'echo', run: async ({ n }) => ({ twice: n * 2 }), title: 't' });
+  const echo = defineTool({
+    description: 'd',
+    input: { n: z.number() },
+    name: 'echo',
+    run: async ({ n }) => ({ twice: n * 2 }),
+    title: 't',
+  });
 
   it('answers with the JSON the manager returned', async () => {
-    await expect(callTool(echo, { n: 2 })).resolves.toEqual({ content: [{ text: '{\n  "twice": 4\n}', type: 'text' }] });
+    await expect(callTool(echo, { n: 2 })).resolves.toEqual({
+      content: [{ text: '{\n  "twice": 4\n}', type: 'text' }],
+    });
   });
 
   it('turns a refusal or any failure into a tool error with its message, never a throw', async () => {
-    const refused = defineTool({ ...echo, run: () => Promise.reject(new ManagerApiError('message refused (409 not_related): not related')) });
-    await expect(callTool(refused, { n: 1 })).resolves.toEqual({ content: [{ text: 'message refused (409 not_related): not related', type: 'text' }], isError: true });
+    const refused = defineTool({
+      ...echo,
+      run: () => Promise.reject(new ManagerApiError('message refused (409 not_related): not related')),
+    });
+    await expect(callTool(refused, { n: 1 })).resolves.toEqual({
+      content: [{ text: 'message refused (409 not_related): not related', type: 'text' }],
+      isError: true,
+    });
     const broken = defineTool({ ...echo, run: () => Promise.reject(new TypeError('boom')) });
     await expect(callTool(broken, { n: 1 })).resolves.toMatchObject({ content: [{ text: 'boom' }], isError: true });
   });

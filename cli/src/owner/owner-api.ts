@@ -27,7 +27,8 @@ export class OwnerApi {
   private connection(): { apiUrl: string; client: ApiClient } {
     const running = runningInstance(this.paths.lockPath);
     if (running === null || running.url === null) {
-      const state = running === null ? 'No Agent Manager is running' : `Agent Manager (pid ${running.pid}) is still starting`;
+      const state =
+        running === null ? 'No Agent Manager is running' : `Agent Manager (pid ${running.pid}) is still starting`;
       throw new ManagerApiError(
         `${state} for workspace ${this.paths.root}: start it with \`agent-manager start --workspace ${this.paths.root}\` (or \`npm start\`), then call again.`,
       );
@@ -36,7 +37,11 @@ export class OwnerApi {
     const token = readToken(this.paths.tokenPath);
     const key = `${running.url} ${token ?? ''}`;
     if (this.cached?.key !== key) {
-      this.cached = { apiUrl: `${running.url}/api`, client: createApiClient(running.url, { token: token ?? undefined }), key };
+      this.cached = {
+        apiUrl: `${running.url}/api`,
+        client: createApiClient(running.url, { token: token ?? undefined }),
+        key,
+      };
     }
     return this.cached;
   }

@@ -1,6 +1,13 @@
 import { z } from 'zod';
 
-import { INTERRUPT_MODES, LIMITS, PROVIDERS, REASONING_EFFORTS, REQUIREMENT_STATUSES, TIMER_STATUSES } from '@libs/contracts';
+import {
+  INTERRUPT_MODES,
+  LIMITS,
+  PROVIDERS,
+  REASONING_EFFORTS,
+  REQUIREMENT_STATUSES,
+  TIMER_STATUSES,
+} from '@libs/contracts';
 
 import { ToolDefinition, defineTool } from '@server/agent-tools/tool-definition';
 import type { OwnerApi } from './owner-api';
@@ -10,9 +17,17 @@ import type { OwnerApi } from './owner-api';
 // enums come from libs/contracts; the server validates again and decides.
 
 const id = (what: string) => z.string().trim().min(1).max(100).describe(what);
-const limit = (what: string) => z.number().int().min(1).max(LIMITS.pageSizeMax).optional().describe(`${what} (1–${LIMITS.pageSizeMax}, default ${LIMITS.pageSizeDefault})`);
+const limit = (what: string) =>
+  z
+    .number()
+    .int()
+    .min(1)
+    .max(LIMITS.pageSizeMax)
+    .optional()
+    .describe(`${what} (1–${LIMITS.pageSizeMax}, default ${LIMITS.pageSizeDefault})`);
 const cursor = z.string().min(1).max(512).optional().describe('nextCursor of the previous page, to read on');
-const text = (max: number, what: string) => z.string().max(max).regex(/\S/, 'must not be blank').describe(`${what} (at most ${max} characters)`);
+const text = (max: number, what: string) =>
+  z.string().max(max).regex(/\S/, 'must not be blank').describe(`${what} (at most ${max} characters)`);
 
 export const OWNER_TOOL_NAMES = [
   'list_requirements',
@@ -35,10 +50,17 @@ export function ownerTools(api: OwnerApi): ToolDefinition[] {
   return [
     defineTool({
       description: 'List Requirements, newest first, optionally only those in one status. Follow nextCursor for more.',
-      input: { cursor, limit: limit('How many'), status: z.enum(REQUIREMENT_STATUSES).optional().describe('Only Requirements in this status') },
+      input: {
+        cursor,
+        limit: limit('How many'),
+        status: z.enum(REQUIREMENT_STATUSES).optional().describe('Only Requirements in this status'),
+      },
       name: 'list_requirements',
       readOnly: true,
-      run: (query) => api.call('list requirements', (client, signal) => client.GET('/api/requirements', { params: { query }, signal })),
+      run: (query) =>
+        api.call('list requirements', (client, signal) =>
+          client.GET('/api/requirements', { params: { query }, signal }),
+        ),
       title: 'List Requirements',
     }),
     defineTool({
@@ -47,16 +69,27 @@ export function ownerTools(api: OwnerApi): ToolDefinition[] {
       input: {
         afterSequence: z.number().int().min(0).optional().describe('Only messages after this sequence number'),
         cursor,
-        limit: z.number().int().min(1).max(LIMITS.pageSizeMax).optional().describe(`Messages in the page (1–${LIMITS.pageSizeMax}, default ${CONVERSATION_PAGE})`),
+        limit: z
+          .number()
+          .int()
+          .min(1)
+          .max(LIMITS.pageSizeMax)
+          .optional()
+          .describe(`Messages in the page (1–${LIMITS.pageSizeMax}, default ${CONVERSATION_PAGE})`),
         requirementId: id('The Requirement (req_…)'),
       },
       name: 'get_requirement',
       readOnly: true,
       run: async ({ afterSequence, cursor: after, limit: size, requirementId }) => {
         const path = { id: requirementId };
-        const requirement = await api.call('get requirement', (client, signal) => client.GET('/api/requirements/{id}', { params: { path }, signal }));
+        const requirement = await api.call('get requirement', (client, signal) =>
+          client.GET('/api/requirements/{id}', { params: { path }, signal }),
+        );
         const messages = await api.call('list messages', (client, signal) =>
-          client.GET('/api/requirements/{id}/messages', { params: { path, query: { afterSequence, cursor: after, limit: size ?? CONVERSATION_PAGE } }, signal }),
+          client.GET('/api/requirements/{id}/messages', {
+            params: { path, query: { afterSequence, cursor: after, limit: size ?? CONVERSATION_PAGE } },
+            signal,
+          }),
         );
         return { messages, requirement };
       },
@@ -65,22 +98,39 @@ export function ownerTools(api: OwnerApi): ToolDefinition[] {
     defineTool({
       description: 'Create a Requirement (todo, with its idle RD session). Start it with `start`.',
       input: {
-        description: z.string().max(LIMITS.descriptionLength).optional().describe(`What to build, in Markdown (at most ${LIMITS.descriptionLength} characters)`),
-        model: z.string().min(1).max(LIMITS.modelLength).optional().describe("Model for its agent (default: the CLI's own)"),
+        description: z
+          .string()
+          .max(LIMITS.descriptionLength)
+          .optional()
+          .describe(`What to build, in Markdown (at most ${LIMITS.descriptionLength} characters)`),
+        model: z
+          .string()
+          .min(1)
+          .max(LIMITS.modelLength)
+          .optional()
+          .describe("Model for its agent (default: the CLI's own)"),
         provider: z.enum(PROVIDERS).describe('Which coding agent runs it'),
         reasoningEffort: z.enum(REASONING_EFFORTS).optional().describe('Reasoning effort'),
         title: text(LIMITS.titleLength, 'Short title'),
       },
       name: 'create_requirement',
-      run: (body) => api.call('create requirement', (client, signal) => client.POST('/api/requirements', { body, signal })),
+      run: (body) =>
+        api.call('create requirement', (client, signal) => client.POST('/api/requirements', { body, signal })),
       title: 'Create a Requirement',
     }),
     defineTool({
-      description: "Reply in a Requirement's conversation as its owner: it starts a run, or waits (queued) behind the active one; a done Requirement is reopened.",
+      description:
+        "Reply in a Requirement's conversation as its owner: it starts a run, or waits (queued) behind the active one; a done Requirement is reopened.",
       input: { message: text(LIMITS.messageLength, 'The reply'), requirementId: id('The Requirement (req_…)') },
       name: 'reply',
       run: ({ message, requirementId }) =>
-        api.call('reply', (client, signal) => client.POST('/api/requirements/{id}/reply', { body: { message }, params: { path: { id: requirementId } }, signal })),
+        api.call('reply', (client, signal) =>
+          client.POST('/api/requirements/{id}/reply', {
+            body: { message },
+            params: { path: { id: requirementId } },
+            signal,
+          }),
+        ),
       title: 'Reply to a Requirement',
     }),
     defineTool({
@@ -91,16 +141,30 @@ export function ownerTools(api: OwnerApi): ToolDefinition[] {
       },
       name: 'start',
       run: ({ message, requirementId }) =>
-        api.call('start', (client, signal) => client.POST('/api/requirements/{id}/start', { body: { message }, params: { path: { id: requirementId } }, signal })),
+        api.call('start', (client, signal) =>
+          client.POST('/api/requirements/{id}/start', {
+            body: { message },
+            params: { path: { id: requirementId } },
+            signal,
+          }),
+        ),
       title: 'Start a Requirement',
     }),
     defineTool({
-      description: "Interrupt a Requirement's active run: `stop` ends it and pauses the session until start or a reply; `steer` ends it only when newer input waits.",
-      input: { mode: z.enum(INTERRUPT_MODES).optional().describe('stop (default) or steer'), requirementId: id('The Requirement (req_…)') },
+      description:
+        "Interrupt a Requirement's active run: `stop` ends it and pauses the session until start or a reply; `steer` ends it only when newer input waits.",
+      input: {
+        mode: z.enum(INTERRUPT_MODES).optional().describe('stop (default) or steer'),
+        requirementId: id('The Requirement (req_…)'),
+      },
       name: 'interrupt',
       run: ({ mode, requirementId }) =>
         api.call('interrupt', (client, signal) =>
-          client.POST('/api/requirements/{id}/interrupt', { body: { mode: mode ?? 'stop' }, params: { path: { id: requirementId } }, signal }),
+          client.POST('/api/requirements/{id}/interrupt', {
+            body: { mode: mode ?? 'stop' },
+            params: { path: { id: requirementId } },
+            signal,
+          }),
         ),
       title: 'Interrupt a Requirement',
     }),
@@ -109,26 +173,41 @@ export function ownerTools(api: OwnerApi): ToolDefinition[] {
         "Team mode: move a Requirement from another person's runner to this one (its runner is offline, or not running it). Its branch is fetched from origin and its agent goes on here as a new session given the conversation so far.",
       input: { requirementId: id('The Requirement (req_…)') },
       name: 'move',
-      run: ({ requirementId }) => api.call('move', (client, signal) => client.POST('/api/requirements/{id}/move', { params: { path: { id: requirementId } }, signal })),
+      run: ({ requirementId }) =>
+        api.call('move', (client, signal) =>
+          client.POST('/api/requirements/{id}/move', { params: { path: { id: requirementId } }, signal }),
+        ),
       title: 'Move a Requirement to this runner',
     }),
     defineTool({
       description: 'Accept a Requirement that waits for confirmation as done.',
       input: { requirementId: id('The Requirement (req_…)') },
       name: 'confirm',
-      run: ({ requirementId }) => api.call('confirm', (client, signal) => client.POST('/api/requirements/{id}/confirm', { params: { path: { id: requirementId } }, signal })),
+      run: ({ requirementId }) =>
+        api.call('confirm', (client, signal) =>
+          client.POST('/api/requirements/{id}/confirm', { params: { path: { id: requirementId } }, signal }),
+        ),
       title: 'Confirm a Requirement',
     }),
     defineTool({
-      description: 'List the pull requests the agents registered, optionally of one Requirement, with their status and head.',
-      input: { cursor, limit: limit('How many'), requirementId: id('Only the PRs of this Requirement (req_…)').optional() },
+      description:
+        'List the pull requests the agents registered, optionally of one Requirement, with their status and head.',
+      input: {
+        cursor,
+        limit: limit('How many'),
+        requirementId: id('Only the PRs of this Requirement (req_…)').optional(),
+      },
       name: 'list_pull_requests',
       readOnly: true,
-      run: (query) => api.call('list pull requests', (client, signal) => client.GET('/api/pull-requests', { params: { query }, signal })),
+      run: (query) =>
+        api.call('list pull requests', (client, signal) =>
+          client.GET('/api/pull-requests', { params: { query }, signal }),
+        ),
       title: 'List pull requests',
     }),
     defineTool({
-      description: "Ask an AI reviewer to review an open pull request's current head; its summary then reaches the PR's Requirement. One review at a time per PR.",
+      description:
+        "Ask an AI reviewer to review an open pull request's current head; its summary then reaches the PR's Requirement. One review at a time per PR.",
       input: {
         model: z.string().min(1).max(LIMITS.modelLength).optional().describe('Model for the reviewer'),
         prompt: z.string().max(LIMITS.reviewPromptLength).optional().describe('What the review should focus on'),
@@ -138,7 +217,13 @@ export function ownerTools(api: OwnerApi): ToolDefinition[] {
       },
       name: 'request_review',
       run: ({ pullRequestId, ...body }) =>
-        api.call('request review', (client, signal) => client.POST('/api/pull-requests/{id}/review-requests', { body, params: { path: { id: pullRequestId } }, signal })),
+        api.call('request review', (client, signal) =>
+          client.POST('/api/pull-requests/{id}/review-requests', {
+            body,
+            params: { path: { id: pullRequestId } },
+            signal,
+          }),
+        ),
       title: 'Request an AI review',
     }),
     defineTool({
@@ -151,7 +236,8 @@ export function ownerTools(api: OwnerApi): ToolDefinition[] {
       },
       name: 'list_timers',
       readOnly: true,
-      run: (query) => api.call('list timers', (client, signal) => client.GET('/api/timers', { params: { query }, signal })),
+      run: (query) =>
+        api.call('list timers', (client, signal) => client.GET('/api/timers', { params: { query }, signal })),
       title: 'List timers',
     }),
   ];

@@ -7,10 +7,30 @@ import { RequirementsBoard } from './boards/requirements-board';
 export const routes: Routes = [
   { path: '', pathMatch: 'full', redirectTo: 'requirements' },
   { path: 'requirements', component: RequirementsBoard, title: 'Requirements · Agent Manager' },
-  { path: 'requirements/:id', loadComponent: () => import('./detail/requirement-detail').then((m) => m.RequirementDetail), title: 'Requirement · Agent Manager' },
-  { path: 'pull-requests', loadComponent: () => import('./boards/pull-requests-board').then((m) => m.PullRequestsBoard), title: 'Pull requests · Agent Manager' },
-  { path: 'sessions', loadComponent: () => import('./boards/sessions-board').then((m) => m.SessionsBoard), title: 'Sessions · Agent Manager' },
-  { path: 'attention', loadComponent: () => import('./boards/attention-list').then((m) => m.AttentionList), title: 'Waiting for you · Agent Manager' },
-  { path: 'timers', loadComponent: () => import('./boards/timers-board').then((m) => m.TimersBoard), title: 'Timers · Agent Manager' },
+  {
+    path: 'requirements/:id',
+    loadComponent: () => import('./detail/requirement-detail').then((m) => m.RequirementDetail),
+    title: 'Requirement · Agent Manager',
+  },
+  {
+    path: 'pull-requests',
+    loadComponent: () => import('./boards/pull-requests-board').then((m) => m.PullRequestsBoard),
+    title: 'Pull requests · Agent Manager',
+  },
+  {
+    path: 'sessions',
+    loadComponent: () => import('./boards/sessions-board').then((m) => m.SessionsBoard),
+    title: 'Sessions · Agent Manager',
+  },
+  {
+    path: 'attention',
+    loadComponent: () => import('./boards/attention-list').then((m) => m.AttentionList),
+    title: 'Waiting for you · Agent Manager',
+  },
+  {
+    path: 'timers',
+    loadComponent: () => import('./boards/timers-board').then((m) => m.TimersBoard),
+    title: 'Timers · Agent Manager',
+  },
   { path: '**', redirectTo: 'requirements' },
 ];

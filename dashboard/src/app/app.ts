@@ -18,7 +18,15 @@ import { SearchBox } from './search/search-box';
 
 @Component({
   selector: 'am-root',
-  imports: [RouterOutlet, RouterLink, RouterLinkActive, CreateRequirementDialog, LoggedOutPage, SearchBox, SettingsDialog],
+  imports: [
+    RouterOutlet,
+    RouterLink,
+    RouterLinkActive,
+    CreateRequirementDialog,
+    LoggedOutPage,
+    SearchBox,
+    SettingsDialog,
+  ],
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
     <!-- Logged out, the page says how to log in; the shell stays below it, inert, so nothing of it is reachable. -->
@@ -30,8 +38,12 @@ import { SearchBox } from './search/search-box';
       <header class="topbar">
         <span class="brand">{{ t('app.title') }}</span>
         <nav class="tabs" [attr.aria-label]="t('nav.main')">
-          <a routerLink="/requirements" routerLinkActive="active" ariaCurrentWhenActive="page">{{ t('nav.requirements') }}</a>
-          <a routerLink="/pull-requests" routerLinkActive="active" ariaCurrentWhenActive="page">{{ t('nav.pullRequests') }}</a>
+          <a routerLink="/requirements" routerLinkActive="active" ariaCurrentWhenActive="page">{{
+            t('nav.requirements')
+          }}</a>
+          <a routerLink="/pull-requests" routerLinkActive="active" ariaCurrentWhenActive="page">{{
+            t('nav.pullRequests')
+          }}</a>
           <a routerLink="/sessions" routerLinkActive="active" ariaCurrentWhenActive="page">{{ t('nav.sessions') }}</a>
           <a routerLink="/timers" routerLinkActive="active" ariaCurrentWhenActive="page">{{ t('nav.timers') }}</a>
         </nav>
@@ -57,12 +69,23 @@ import { SearchBox } from './search/search-box';
           [title]="t('conn.label', { s: t(keyOf('conn', sync.connection())) })"
           ><span class="label wide-only">{{ t(keyOf('conn', sync.connection())) }}</span></span
         >
-        <button type="button" class="primary" (click)="creating.set(true)" data-testid="new-requirement" [attr.aria-label]="t('action.new')">
+        <button
+          type="button"
+          class="primary"
+          (click)="creating.set(true)"
+          data-testid="new-requirement"
+          [attr.aria-label]="t('action.new')"
+        >
           + <span class="label">{{ t('action.new') }}</span>
         </button>
         <label class="inline">
           <span class="sr-only">{{ t('action.language') }}</span>
-          <select [value]="i18n.language()" (change)="onLanguage($event)" data-testid="language" [attr.aria-label]="t('action.language')">
+          <select
+            [value]="i18n.language()"
+            (change)="onLanguage($event)"
+            data-testid="language"
+            [attr.aria-label]="t('action.language')"
+          >
             <option value="en">English</option>
             <option value="zh-CN">简体中文</option>
           </select>
@@ -74,9 +97,15 @@ import { SearchBox } from './search/search-box';
           [attr.aria-label]="t('action.theme') + ': ' + t(keyOf('theme', theme.choice()))"
           [title]="t('action.theme')"
         >
-          {{ theme.choice() === 'dark' ? '☾' : theme.choice() === 'light' ? '☀' : '◐' }} <span class="label wide-only">{{ t(keyOf('theme', theme.choice())) }}</span>
+          {{ theme.choice() === 'dark' ? '☾' : theme.choice() === 'light' ? '☀' : '◐' }}
+          <span class="label wide-only">{{ t(keyOf('theme', theme.choice())) }}</span>
         </button>
-        <button type="button" (click)="settings.set(true)" data-testid="settings" [attr.aria-label]="t('action.settings')">
+        <button
+          type="button"
+          (click)="settings.set(true)"
+          data-testid="settings"
+          [attr.aria-label]="t('action.settings')"
+        >
           ⚙ <span class="label wide-only">{{ t('action.settings') }}</span>
         </button>
       </header>
@@ -96,9 +125,20 @@ import { SearchBox } from './search/search-box';
     }
     <div class="toasts" aria-live="polite">
       @for (toast of notifier.toasts(); track toast.id) {
-        <div class="toast" [class.error]="toast.kind === 'error'" [attr.role]="toast.kind === 'error' ? 'alert' : 'status'">
+        <div
+          class="toast"
+          [class.error]="toast.kind === 'error'"
+          [attr.role]="toast.kind === 'error' ? 'alert' : 'status'"
+        >
           <span class="spacer">{{ toast.text }}</span>
-          <button type="button" class="ghost small" (click)="notifier.dismiss(toast.id)" [attr.aria-label]="t('action.close')">✕</button>
+          <button
+            type="button"
+            class="ghost small"
+            (click)="notifier.dismiss(toast.id)"
+            [attr.aria-label]="t('action.close')"
+          >
+            ✕
+          </button>
         </div>
       }
     </div>
@@ -118,7 +158,9 @@ export class App {
   private readonly requirements = inject(RequirementsStore);
   private readonly router = inject(Router);
   /** Requirements waiting for a person: counted in the header and the tab's title. */
-  protected readonly waiting = computed(() => [...this.requirements.requirements().values()].filter((r) => attentionOf(r) !== null).length);
+  protected readonly waiting = computed(
+    () => [...this.requirements.requirements().values()].filter((r) => attentionOf(r) !== null).length,
+  );
 
   constructor() {
     const title = inject(PageTitle);
@@ -131,7 +173,11 @@ export class App {
           return;
         }
         const title = this.requirements.requirements().get(run.requirementId)?.title ?? run.requirementId;
-        this.notifier.desktop(this.t('notify.finished', { s: this.t(keyOf('run', run.status)) }), title, () => void this.router.navigate(['/requirements', run.requirementId]));
+        this.notifier.desktop(
+          this.t('notify.finished', { s: this.t(keyOf('run', run.status)) }),
+          title,
+          () => void this.router.navigate(['/requirements', run.requirementId]),
+        );
       });
   }
 

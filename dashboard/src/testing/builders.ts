@@ -124,7 +124,12 @@ export const message = (requirementId: string, sequence: number, id = `msg_${req
  */
 export function eventBuilder(createdAt: string) {
   let nextId = 1;
-  return <T extends ManagerEventType>(type: T, requirementId: string | null, payload: ManagerEventPayloads[T], at = createdAt): ManagerEventOf<T> => ({
+  return <T extends ManagerEventType>(
+    type: T,
+    requirementId: string | null,
+    payload: ManagerEventPayloads[T],
+    at = createdAt,
+  ): ManagerEventOf<T> => ({
     actor: { id: null, kind: 'system' },
     createdAt: at,
     id: nextId++,

@@ -19,6 +19,9 @@ export function createApiClient(origin: string, options: ApiClientOptions = {}):
   return createClient<paths>({
     ...rest,
     baseUrl: origin.replace(/\/+$/, ''),
-    headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(headers as Record<string, string> | undefined) },
+    headers: {
+      ...(token ? { Authorization: `Bearer ${token}` } : {}),
+      ...(headers as Record<string, string> | undefined),
+    },
   });
 }

@@ -15,14 +15,25 @@ export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
  * the Anthropic models endpoint Claude Code uses, Claude Code's aliases, the configuration's
  * extra models, or the built-in list served while a provider has never been listed.
  */
-export const MODEL_SOURCES = ['codex_app_server', 'anthropic_api', 'claude_code_alias', 'configuration', 'builtin'] as const;
+export const MODEL_SOURCES = [
+  'codex_app_server',
+  'anthropic_api',
+  'claude_code_alias',
+  'configuration',
+  'builtin',
+] as const;
 export type ModelSource = (typeof MODEL_SOURCES)[number];
 
 /**
  * What a Requirement create or edit response flags without refusing it. `budget_clamped`: an
  * agent's proposal asked for more budget than its tree has left (or for none), and got less.
  */
-export const REQUIREMENT_WARNINGS = ['unknown_model', 'unsupported_reasoning_effort', 'budget_clamped', 'no_commit_in_place'] as const;
+export const REQUIREMENT_WARNINGS = [
+  'unknown_model',
+  'unsupported_reasoning_effort',
+  'budget_clamped',
+  'no_commit_in_place',
+] as const;
 export type RequirementWarning = (typeof REQUIREMENT_WARNINGS)[number];
 
 export const REQUIREMENT_CREATORS = ['human', 'rd_agent'] as const;
@@ -98,7 +109,14 @@ export type RunRole = (typeof RUN_ROLES)[number];
 export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'timed_out', 'cancelled'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
-export const TRACE_KINDS = ['lifecycle', 'reasoning', 'assistant_message', 'tool_call', 'tool_result', 'error'] as const;
+export const TRACE_KINDS = [
+  'lifecycle',
+  'reasoning',
+  'assistant_message',
+  'tool_call',
+  'tool_result',
+  'error',
+] as const;
 export type TraceKind = (typeof TRACE_KINDS)[number];
 
 export const TRACE_STATUSES = ['started', 'completed', 'failed'] as const;

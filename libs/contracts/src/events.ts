@@ -63,7 +63,12 @@ export interface ManagerEventPayloads {
    * Team mode: a person moved the Requirement to their runner. `orphanedRunId` is the run its old
    * runner left `running` when it went away (now failed); that runner ends it if it is still alive.
    */
-  'requirement.moved': { requirement: Requirement; fromRunnerId: string; toRunnerId: string; orphanedRunId: string | null };
+  'requirement.moved': {
+    requirement: Requirement;
+    fromRunnerId: string;
+    toRunnerId: string;
+    orphanedRunId: string | null;
+  };
   'requirement.updated': { requirement: Requirement };
   'requirements.purged': { requirementIds: string[] };
   'review_request.started': { requirement: Requirement; reviewRequest: ReviewRequest; run: AgentRun };

@@ -551,7 +551,10 @@ export interface ConflictPair {
 export interface ConflictRadar {
   pairs: ConflictPair[];
   requirements: Array<
-    { requirementId: string; title: string } & Pick<RequirementLanding, 'mergesCleanly' | 'conflictPaths' | 'conflictsWith' | 'behindBy' | 'baseSha' | 'headSha' | 'checkedAt'>
+    { requirementId: string; title: string } & Pick<
+      RequirementLanding,
+      'mergesCleanly' | 'conflictPaths' | 'conflictsWith' | 'behindBy' | 'baseSha' | 'headSha' | 'checkedAt'
+    >
   >;
   /** When the last full or incremental pass finished (null before the first). */
   checkedAt: string | null;

@@ -17,7 +17,16 @@ import { AgentRequirementsService } from './agent-requirements.service';
 /** `/api/agent/*`: what agent runs call through `code-factory-cli`, with their run credential. */
 @Module({
   controllers: [AgentContextController, AgentPullRequestsController, AgentRequirementsController],
-  imports: [ConversationModule, LandingModule, MessagesModule, ModelsModule, PullRequestsModule, RequirementsModule, RunsModule, WorktreesModule],
+  imports: [
+    ConversationModule,
+    LandingModule,
+    MessagesModule,
+    ModelsModule,
+    PullRequestsModule,
+    RequirementsModule,
+    RunsModule,
+    WorktreesModule,
+  ],
   providers: [AgentLandingService, AgentRequirementsService],
 })
 export class AgentApiModule {}

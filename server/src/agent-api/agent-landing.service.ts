@@ -10,7 +10,8 @@ import { AgentLandingResponseDto } from './dto/agent-requirements.dto';
 
 /** Files named in the summary (all of them are in `landing`). */
 const NAMED = 5;
-const names = (paths: string[]) => paths.slice(0, NAMED).join(', ') + (paths.length > NAMED ? ` and ${paths.length - NAMED} more` : '');
+const names = (paths: string[]) =>
+  paths.slice(0, NAMED).join(', ') + (paths.length > NAMED ? ` and ${paths.length - NAMED} more` : '');
 
 /**
  * The conflict radar as an agent sees it (issue 28 §5): its own Requirement's answer, with what
@@ -27,7 +28,10 @@ export class AgentLandingService {
 
   async landing(requirementId: string, scope: AgentScope): Promise<AgentLandingResponseDto> {
     if (requirementId !== scope.requirementId) {
-      throw forbidden('outside_run_scope', `this run acts for Requirement ${scope.requirementId}, not ${requirementId}`);
+      throw forbidden(
+        'outside_run_scope',
+        `this run acts for Requirement ${scope.requirementId}, not ${requirementId}`,
+      );
     }
     // What the agent just committed is imported first (its repository is its own: the radar reads
     // the person's), then a pass that starts now sees it (passes never overlap, so asking often
@@ -64,14 +68,18 @@ export function summarize(requirement: RequirementResponseDto): string {
   if (landing.mergesCleanly === null) {
     return `Not checked: ${branch} has no commits or changes beyond ${base} yet, or the radar has not looked at them.`;
   }
-  const behind = landing.behindBy ? ` ${base} has ${landing.behindBy} commit${landing.behindBy === 1 ? '' : 's'} your branch lacks.` : '';
+  const behind = landing.behindBy
+    ? ` ${base} has ${landing.behindBy} commit${landing.behindBy === 1 ? '' : 's'} your branch lacks.`
+    : '';
   const parts = [
     landing.mergesCleanly
       ? `${branch} merges cleanly onto ${base}.${behind}`
       : `${branch} conflicts with ${base} in ${names(landing.conflictPaths)}.${behind} Rebase onto ${base} now (\`git rebase ${base}\` in your worktree), resolve those files and commit, so it lands cleanly.`,
   ];
   if (landing.conflictsWith.length > 0) {
-    const others = landing.conflictsWith.map((other) => `"${other.title}" (${other.requirementId}) in ${names(other.paths)}`).join('; ');
+    const others = landing.conflictsWith
+      .map((other) => `"${other.title}" (${other.requirementId}) in ${names(other.paths)}`)
+      .join('; ');
     parts.push(
       `It also conflicts with other live work: ${others}. Whichever lands second must rebase onto the new ${base}: keep your changes to those files small, or rebase once the other has landed.`,
     );

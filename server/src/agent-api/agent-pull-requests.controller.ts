@@ -1,5 +1,12 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiForbiddenResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiForbiddenResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
 
 import type { EventActor } from '@libs/contracts';
 
@@ -15,12 +22,19 @@ export class AgentPullRequestsController {
 
   @Post()
   @HttpCode(200)
-  @ApiOperation({ summary: "Register a PR for the run's Requirement (the owner's token: the Requirement named), or refresh its metadata (idempotent by repository + number)" })
+  @ApiOperation({
+    summary:
+      "Register a PR for the run's Requirement (the owner's token: the Requirement named), or refresh its metadata (idempotent by repository + number)",
+  })
   @ApiOkResponse({ type: PullRequestResponseDto })
   @ApiBadRequestResponse()
   @ApiForbiddenResponse({ description: "Not this run's Requirement" })
   @ApiConflictResponse({ description: 'The PR belongs to another Requirement' })
-  registerPullRequest(@Body() body: RegisterPullRequestDto, @CurrentAgentCaller() caller: AgentCaller, @Actor() actor: EventActor): Promise<PullRequestResponseDto> {
+  registerPullRequest(
+    @Body() body: RegisterPullRequestDto,
+    @CurrentAgentCaller() caller: AgentCaller,
+    @Actor() actor: EventActor,
+  ): Promise<PullRequestResponseDto> {
     return this.pullRequests.register(body, caller, actor);
   }
 }

@@ -32,7 +32,8 @@ import {
   RelatedRequirementsDto,
 } from './dto/agent-requirements.dto';
 
-const OUTSIDE_SCOPE = "The source Requirement or session is not the run credential's own (the owner's token may name any)";
+const OUTSIDE_SCOPE =
+  "The source Requirement or session is not the run credential's own (the owner's token may name any)";
 
 @ApiTags('agent')
 @Controller('agent/requirements')
@@ -48,15 +49,31 @@ export class AgentRequirementsController {
   @ApiCreatedResponse({ type: EditedRequirementResponseDto })
   @ApiBadRequestResponse({ description: "Invalid fields, or a parent other than the run's Requirement" })
   @ApiForbiddenResponse({ description: OUTSIDE_SCOPE })
-  @ApiConflictResponse({ description: "budget_reached: the parent's tree (or an ancestor's) has spent its budget; or the start is refused in its state" })
-  async proposeRequirement(@Body() body: ProposeRequirementDto, @CurrentAgentCaller() caller: AgentCaller, @Actor() actor: EventActor): Promise<EditedRequirementResponseDto> {
+  @ApiConflictResponse({
+    description:
+      "budget_reached: the parent's tree (or an ancestor's) has spent its budget; or the start is refused in its state",
+  })
+  async proposeRequirement(
+    @Body() body: ProposeRequirementDto,
+    @CurrentAgentCaller() caller: AgentCaller,
+    @Actor() actor: EventActor,
+  ): Promise<EditedRequirementResponseDto> {
     const { requirement, warnings } = await this.agentRequirements.propose(body, caller, actor);
     // As for a person's create: a model the catalog does not know is accepted, and the agent is told.
-    return { ...requirement, warnings: [...(await this.models.warningsFor(requirement.provider, requirement.model, requirement.reasoningEffort)), ...warnings] };
+    return {
+      ...requirement,
+      warnings: [
+        ...(await this.models.warningsFor(requirement.provider, requirement.model, requirement.reasoningEffort)),
+        ...warnings,
+      ],
+    };
   }
 
   @Post(':id/action')
-  @ApiOperation({ summary: 'Start, stop, delete or mark done a Requirement the calling session proposed (start/stop answer 202, delete/done 200)' })
+  @ApiOperation({
+    summary:
+      'Start, stop, delete or mark done a Requirement the calling session proposed (start/stop answer 202, delete/done 200)',
+  })
   @ApiAcceptedResponse({ description: 'start, stop', type: AgentRequirementActionResponseDto })
   @ApiOkResponse({ description: 'delete, done', type: AgentRequirementActionResponseDto })
   @ApiBadRequestResponse()
@@ -76,12 +93,18 @@ export class AgentRequirementsController {
   }
 
   @Get(':id/related')
-  @ApiOperation({ summary: "The direct parent and children of the run's Requirement (terminal ones too, until purged)" })
+  @ApiOperation({
+    summary: "The direct parent and children of the run's Requirement (terminal ones too, until purged)",
+  })
   @ApiOkResponse({ type: RelatedRequirementsDto })
   @ApiBadRequestResponse()
   @ApiForbiddenResponse({ description: OUTSIDE_SCOPE })
   @ApiNotFoundResponse()
-  relatedRequirements(@Param('id') id: string, @Query() query: RelatedQueryDto, @CurrentAgentCaller() caller: AgentCaller): Promise<RelatedRequirementsDto> {
+  relatedRequirements(
+    @Param('id') id: string,
+    @Query() query: RelatedQueryDto,
+    @CurrentAgentCaller() caller: AgentCaller,
+  ): Promise<RelatedRequirementsDto> {
     return this.agentRequirements.related(id, query.sourceSessionId, caller);
   }
 
@@ -91,9 +114,15 @@ export class AgentRequirementsController {
       "The conflict radar for the run's own Requirement: whether its work merges cleanly onto its base, the conflicting files, the other live Requirements it conflicts with, how far behind it is, and what to do",
   })
   @ApiOkResponse({ type: AgentLandingResponseDto })
-  @ApiForbiddenResponse({ description: "agent_credential_required: not called with a run credential; outside_run_scope: not the run's own Requirement" })
+  @ApiForbiddenResponse({
+    description:
+      "agent_credential_required: not called with a run credential; outside_run_scope: not the run's own Requirement",
+  })
   @ApiNotFoundResponse()
-  requirementLanding(@Param('id') id: string, @CurrentAgentScope() scope: AgentScope): Promise<AgentLandingResponseDto> {
+  requirementLanding(
+    @Param('id') id: string,
+    @CurrentAgentScope() scope: AgentScope,
+  ): Promise<AgentLandingResponseDto> {
     return this.landing.landing(id, scope);
   }
 

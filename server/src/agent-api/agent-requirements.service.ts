@@ -46,16 +46,26 @@ export class AgentRequirementsService {
    * A child of the proposing session's Requirement. An agent's child gets at most the budget its
    * parent's tree has left (see budgetForChild); `warnings` says when its request was lowered.
    */
-  async propose(dto: ProposeRequirementDto, caller: AgentCaller, actor: EventActor): Promise<{ requirement: RequirementResponseDto; warnings: RequirementWarning[] }> {
+  async propose(
+    dto: ProposeRequirementDto,
+    caller: AgentCaller,
+    actor: EventActor,
+  ): Promise<{ requirement: RequirementResponseDto; warnings: RequirementWarning[] }> {
     assertInScope(caller, { sessionId: dto.sourceSessionId });
     let parentId: string;
     if (caller.kind === 'run') {
       parentId = dto.parentRequirementId ?? caller.scope.requirementId;
       if (parentId !== caller.scope.requirementId) {
-        throw invalid('parent_mismatch', `a proposed Requirement's parent is the proposing session's Requirement ${caller.scope.requirementId}, not ${parentId}`);
+        throw invalid(
+          'parent_mismatch',
+          `a proposed Requirement's parent is the proposing session's Requirement ${caller.scope.requirementId}, not ${parentId}`,
+        );
       }
     } else if (dto.parentRequirementId === undefined) {
-      throw invalid('parent_required', "with the owner's token, name the parent Requirement (parentRequirementId) the proposal is for");
+      throw invalid(
+        'parent_required',
+        "with the owner's token, name the parent Requirement (parentRequirementId) the proposal is for",
+      );
     } else {
       parentId = dto.parentRequirementId;
       await this.sourceOf(parentId, dto.sourceSessionId);
@@ -74,7 +84,8 @@ export class AgentRequirementsService {
       }
     }
     // Checked before anything is written: a refused proposal leaves nothing behind.
-    const { budget, clamped } = caller.kind === 'run' ? await this.budgetForChild(parentId, dto.budget) : { budget: dto.budget, clamped: false };
+    const { budget, clamped } =
+      caller.kind === 'run' ? await this.budgetForChild(parentId, dto.budget) : { budget: dto.budget, clamped: false };
     // Without a provider of its own, the child runs like its parent (same agent, model, effort).
     const inherits = dto.provider === undefined;
     const created = await this.requirements.create(
@@ -97,7 +108,14 @@ export class AgentRequirementsService {
       },
       actor,
     );
-    this.logger.log({ ...audit(actor), budgetClamped: clamped, msg: 'requirement proposed', parentRequirementId: parentId, requirementId: created.id, start: dto.start === true });
+    this.logger.log({
+      ...audit(actor),
+      budgetClamped: clamped,
+      msg: 'requirement proposed',
+      parentRequirementId: parentId,
+      requirementId: created.id,
+      start: dto.start === true,
+    });
     const warnings: RequirementWarning[] = clamped ? ['budget_clamped'] : [];
     if (!dto.start) {
       return { requirement: created, warnings };
@@ -113,7 +131,10 @@ export class AgentRequirementsService {
    * proposes nothing (409 `budget_reached`): the child could never run without a person, who can
    * raise the budget first. The owner's token is a person's, and sets any budget it names.
    */
-  private async budgetForChild(parentId: string, requested: BudgetInputDto | null | undefined): Promise<{ budget: RequirementBudget | null; clamped: boolean }> {
+  private async budgetForChild(
+    parentId: string,
+    requested: BudgetInputDto | null | undefined,
+  ): Promise<{ budget: RequirementBudget | null; clamped: boolean }> {
     const limits = (await this.requirements.lineage(parentId)).map((r) => ({
       budget: budgetOf(r),
       id: r.id,
@@ -122,19 +143,36 @@ export class AgentRequirementsService {
     }));
     const spent = limits.find((limit) => isReached(limit.budget, limit.spent));
     if (spent) {
-      const whose = spent.id === parentId ? `Requirement ${parentId}` : `Requirement ${spent.id} ("${spent.title}"), above ${parentId},`;
-      throw conflict('budget_reached', `${whose} has spent its budget across its tree; nothing is left for a new Requirement until a person raises it`);
+      const whose =
+        spent.id === parentId
+          ? `Requirement ${parentId}`
+          : `Requirement ${spent.id} ("${spent.title}"), above ${parentId},`;
+      throw conflict(
+        'budget_reached',
+        `${whose} has spent its budget across its tree; nothing is left for a new Requirement until a person raises it`,
+      );
     }
-    const defaults = { maxCostUsd: this.configuration.get('defaultBudgetMaxCostUsd'), maxTokens: this.configuration.get('defaultBudgetMaxTokens') };
+    const defaults = {
+      maxCostUsd: this.configuration.get('defaultBudgetMaxCostUsd'),
+      maxTokens: this.configuration.get('defaultBudgetMaxTokens'),
+    };
     return childBudget(roomUnder(limits), requested, defaults);
   }
 
-  async act(targetId: string, dto: AgentRequirementActionDto, caller: AgentCaller, actor: EventActor): Promise<AgentRequirementActionResponseDto> {
+  async act(
+    targetId: string,
+    dto: AgentRequirementActionDto,
+    caller: AgentCaller,
+    actor: EventActor,
+  ): Promise<AgentRequirementActionResponseDto> {
     assertInScope(caller, { requirementId: dto.sourceRequirementId, sessionId: dto.sourceSessionId });
     const target = await this.requirements.get(targetId);
     // Parent and source session are fixed at creation, so this check cannot go stale.
     if (target.parentRequirementId !== dto.sourceRequirementId || target.sourceSessionId !== dto.sourceSessionId) {
-      throw conflict('not_proposed_by_source', `Requirement ${targetId} was not proposed by session ${dto.sourceSessionId}; agents act only on the children they proposed`);
+      throw conflict(
+        'not_proposed_by_source',
+        `Requirement ${targetId} was not proposed by session ${dto.sourceSessionId}; agents act only on the children they proposed`,
+      );
     }
     const done = (requirement: RequirementResponseDto, runId: string | null): AgentRequirementActionResponseDto => ({
       accepted: true,
@@ -175,20 +213,35 @@ export class AgentRequirementsService {
    * `sourceRequirementId`), deliverable: it starts the target's session or waits behind its
    * run, and reopens a done target. The relationship is checked inside the delivery's unit.
    */
-  async message(sourceId: string, targetId: string, dto: RelatedMessageDto, caller: AgentCaller, actor: EventActor): Promise<RelatedMessageResponseDto> {
+  async message(
+    sourceId: string,
+    targetId: string,
+    dto: RelatedMessageDto,
+    caller: AgentCaller,
+    actor: EventActor,
+  ): Promise<RelatedMessageResponseDto> {
     assertInScope(caller, { requirementId: sourceId, sessionId: dto.sourceSessionId });
     const source = await this.sourceOf(sourceId, dto.sourceSessionId);
     const result = await this.conversation.deliver(
       targetId,
       async (tx, rows) => {
-        const related = rows.requirement.id === source.parentRequirementId || rows.requirement.parentRequirementId === sourceId;
+        const related =
+          rows.requirement.id === source.parentRequirementId || rows.requirement.parentRequirementId === sourceId;
         if (!related || targetId === sourceId) {
-          throw conflict('not_related', `Requirement ${targetId} is not the direct parent or a direct child of ${sourceId}`);
+          throw conflict(
+            'not_related',
+            `Requirement ${targetId} is not the direct parent or a direct child of ${sourceId}`,
+          );
         }
         if (rows.requirement.status === 'cancelled') {
           throw conflict('requirement_cancelled', `Requirement ${targetId} is cancelled`);
         }
-        const { message } = await this.messages.append(tx, rows, { author: 'rd_agent', body: dto.message, deliverToRd: true, sourceRequirementId: sourceId }, actor);
+        const { message } = await this.messages.append(
+          tx,
+          rows,
+          { author: 'rd_agent', body: dto.message, deliverToRd: true, sourceRequirementId: sourceId },
+          actor,
+        );
         return { message, wake: true };
       },
       actor,
@@ -196,7 +249,13 @@ export class AgentRequirementsService {
     if (!result) {
       throw new Error('a related message is always written'); // the unit above never returns null
     }
-    this.logger.log({ ...audit(actor), msg: 'related message delivered', queued: result.queued, requirementId: targetId, sourceRequirementId: sourceId });
+    this.logger.log({
+      ...audit(actor),
+      msg: 'related message delivered',
+      queued: result.queued,
+      requirementId: targetId,
+      sourceRequirementId: sourceId,
+    });
     return {
       accepted: true,
       message: result.message,
@@ -214,7 +273,10 @@ export class AgentRequirementsService {
   private async sourceOf(requirementId: string, sessionId: string): Promise<RequirementResponseDto> {
     const source = await this.requirements.get(requirementId);
     if (source.session.id !== sessionId) {
-      throw invalid('session_mismatch', `session ${sessionId} is not the session of Requirement ${requirementId} (${source.session.id})`);
+      throw invalid(
+        'session_mismatch',
+        `session ${sessionId} is not the session of Requirement ${requirementId} (${source.session.id})`,
+      );
     }
     return source;
   }

@@ -26,16 +26,24 @@ const DEFAULT_TIMEOUT_SECONDS = 30;
 
 /** Reads the context; a missing variable is a one-line error naming it. */
 export function readAgentContext(env: NodeJS.ProcessEnv = process.env): AgentContext {
-  const missing = ['CODE_FACTORY_API_URL', 'CODE_FACTORY_REQUIREMENT_ID', 'CODE_FACTORY_SESSION_ID'].filter((name) => !env[name]?.trim());
+  const missing = ['CODE_FACTORY_API_URL', 'CODE_FACTORY_REQUIREMENT_ID', 'CODE_FACTORY_SESSION_ID'].filter(
+    (name) => !env[name]?.trim(),
+  );
   if (missing.length > 0) {
-    throw new UsageError(`${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not set: run this inside an Agent Manager agent run, which sets them`);
+    throw new UsageError(
+      `${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not set: run this inside an Agent Manager agent run, which sets them`,
+    );
   }
   const apiUrl = (env.CODE_FACTORY_API_URL as string).trim().replace(/\/+$/, '');
   if (!/^https?:\/\/[^/]+(\/.*)?\/api$/.test(apiUrl)) {
     throw new UsageError(`CODE_FACTORY_API_URL must be the manager's API URL ending in /api (got ${apiUrl})`);
   }
   const timeout = env.CODE_FACTORY_TIMEOUT_SECONDS?.trim();
-  if (timeout !== undefined && timeout !== '' && !(/^\d+$/.test(timeout) && Number(timeout) >= 1 && Number(timeout) <= 3600)) {
+  if (
+    timeout !== undefined &&
+    timeout !== '' &&
+    !(/^\d+$/.test(timeout) && Number(timeout) >= 1 && Number(timeout) <= 3600)
+  ) {
     throw new UsageError('CODE_FACTORY_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 3600');
   }
   return {

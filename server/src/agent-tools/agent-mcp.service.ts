@@ -47,7 +47,12 @@ export class AgentMcpService {
     // calls for one request's worth of limits. MCP 2025-06-18 dropped batches; no client sends them.
     const body: unknown = req.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      refuse(res, 400, -32600, 'Invalid Request: the body must be one JSON-RPC message (an object; batches are not accepted)');
+      refuse(
+        res,
+        400,
+        -32600,
+        'Invalid Request: the body must be one JSON-RPC message (an object; batches are not accepted)',
+      );
       return;
     }
     const token = BEARER.exec(req.headers.authorization ?? '')?.[1] ?? null;
@@ -60,7 +65,11 @@ export class AgentMcpService {
       timeoutMs: CALL_TIMEOUT_MS,
       token,
     });
-    const server = createToolServer('agent-manager', AGENT_TOOLS_INSTRUCTIONS, agentTools(new AgentOperations(api, lookup)));
+    const server = createToolServer(
+      'agent-manager',
+      AGENT_TOOLS_INSTRUCTIONS,
+      agentTools(new AgentOperations(api, lookup)),
+    );
     const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true, sessionIdGenerator: undefined });
     res.on('close', () => {
       void transport.close();

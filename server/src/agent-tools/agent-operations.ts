@@ -72,16 +72,24 @@ export class AgentOperations {
       const parsed = parsePullRequestUrl(input.url, names === 'flags' ? '--url' : 'url');
       fields = { ...parsed, ...(await this.lookup.find(parsed)) };
     }
-    const defined = Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined)) as Partial<PullRequestFields>;
+    const defined = Object.fromEntries(
+      Object.entries(input).filter(([, value]) => value !== undefined),
+    ) as Partial<PullRequestFields>;
     fields = { ...fields, ...defined };
-    const missing = PULL_REQUEST_FIELDS.filter(([key]) => fields[key] === undefined).map(([key, flag]) => (names === 'flags' ? flag : key));
+    const missing = PULL_REQUEST_FIELDS.filter(([key]) => fields[key] === undefined).map(([key, flag]) =>
+      names === 'flags' ? flag : key,
+    );
     if (missing.length > 0) {
       const url = names === 'flags' ? '--url' : 'url';
-      const hint = input.url ? ' (GitHub was not asked: no GITHUB_TOKEN, GH_TOKEN or `gh auth token`)' : ` (or pass ${url} with a GitHub token available)`;
+      const hint = input.url
+        ? ' (GitHub was not asked: no GITHUB_TOKEN, GH_TOKEN or `gh auth token`)'
+        : ` (or pass ${url} with a GitHub token available)`;
       throw new UsageError(`missing ${missing.join(', ')}${this.lookup.lastLookupSkipped || !input.url ? hint : ''}`);
     }
     const complete = fields as PullRequestFields;
-    return this.api.call('pr register', (client, signal) => client.POST('/api/agent/pull-requests', { body: { ...complete, requirementId: context.requirementId }, signal }));
+    return this.api.call('pr register', (client, signal) =>
+      client.POST('/api/agent/pull-requests', { body: { ...complete, requirementId: context.requirementId }, signal }),
+    );
   }
 
   async propose(input: ProposeInput): Promise<unknown> {
@@ -121,14 +129,19 @@ export class AgentOperations {
   async related(): Promise<unknown> {
     const { context } = this.api;
     return this.api.call('related', (client, signal) =>
-      client.GET('/api/agent/requirements/{id}/related', { params: { path: { id: context.requirementId }, query: { sourceSessionId: context.sessionId } }, signal }),
+      client.GET('/api/agent/requirements/{id}/related', {
+        params: { path: { id: context.requirementId }, query: { sourceSessionId: context.sessionId } },
+        signal,
+      }),
     );
   }
 
   /** The conflict radar for the run's own Requirement: merges cleanly, conflicts, how far behind, and what to do. */
   async landing(): Promise<unknown> {
     const { context } = this.api;
-    return this.api.call('landing', (client, signal) => client.GET('/api/agent/requirements/{id}/landing', { params: { path: { id: context.requirementId } }, signal }));
+    return this.api.call('landing', (client, signal) =>
+      client.GET('/api/agent/requirements/{id}/landing', { params: { path: { id: context.requirementId } }, signal }),
+    );
   }
 
   async message(requirementId: string, message: string): Promise<unknown> {
@@ -146,7 +159,11 @@ export class AgentOperations {
     const { context } = this.api;
     return this.api.call('timer register', (client, signal) =>
       client.POST('/api/requirements/{id}/timers', {
-        body: { description: input.description, intervalSeconds: input.afterSeconds, schedule: input.repeat ? 'recurring' : 'once' },
+        body: {
+          description: input.description,
+          intervalSeconds: input.afterSeconds,
+          schedule: input.repeat ? 'recurring' : 'once',
+        },
         params: { path: { id: context.requirementId } },
         signal,
       }),
@@ -156,14 +173,20 @@ export class AgentOperations {
   async listTimers(): Promise<unknown> {
     const { context } = this.api;
     return this.api.call('timer show', (client, signal) =>
-      client.GET('/api/requirements/{id}/timers', { params: { path: { id: context.requirementId }, query: { limit: LIMITS.pageSizeMax } }, signal }),
+      client.GET('/api/requirements/{id}/timers', {
+        params: { path: { id: context.requirementId }, query: { limit: LIMITS.pageSizeMax } },
+        signal,
+      }),
     );
   }
 
   async cancelTimer(timerId: string): Promise<unknown> {
     const { context } = this.api;
     return this.api.call('timer cancel', (client, signal) =>
-      client.DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: context.requirementId, timerId } }, signal }),
+      client.DELETE('/api/requirements/{id}/timers/{timerId}', {
+        params: { path: { id: context.requirementId, timerId } },
+        signal,
+      }),
     );
   }
 }

@@ -1,6 +1,12 @@
 import { z } from 'zod';
 
-import { AGENT_REQUIREMENT_ACTIONS, LIMITS, PROVIDERS, PULL_REQUEST_STATUSES, REASONING_EFFORTS } from '@libs/contracts';
+import {
+  AGENT_REQUIREMENT_ACTIONS,
+  LIMITS,
+  PROVIDERS,
+  PULL_REQUEST_STATUSES,
+  REASONING_EFFORTS,
+} from '@libs/contracts';
 
 import type { AgentOperations } from './agent-operations';
 import { ToolDefinition, defineTool } from './tool-definition';
@@ -11,7 +17,8 @@ import { ToolDefinition, defineTool } from './tool-definition';
 // API validates again and alone decides scope (the run's credential, its own Requirement).
 
 const id = (what: string) => z.string().trim().min(1).max(100).describe(what);
-const text = (max: number, what: string) => z.string().max(max).regex(/\S/, 'must not be blank').describe(`${what} (at most ${max} characters)`);
+const text = (max: number, what: string) =>
+  z.string().max(max).regex(/\S/, 'must not be blank').describe(`${what} (at most ${max} characters)`);
 
 /** What the MCP server tells the model its tools are for. */
 export const AGENT_TOOLS_INSTRUCTIONS =
@@ -40,9 +47,17 @@ export function agentTools(operations: AgentOperations): ToolDefinition[] {
         headSha: z.string().min(1).max(64).optional().describe('Head commit SHA'),
         number: z.number().int().min(1).max(2_147_483_647).optional().describe('The PR number'),
         repository: z.string().min(1).max(200).optional().describe('owner/name'),
-        status: z.enum(PULL_REQUEST_STATUSES).optional().describe('Its status now; used only the first time (afterwards GitHub decides)'),
+        status: z
+          .enum(PULL_REQUEST_STATUSES)
+          .optional()
+          .describe('Its status now; used only the first time (afterwards GitHub decides)'),
         title: z.string().min(1).max(1000).optional().describe('PR title'),
-        url: z.string().min(1).max(2000).optional().describe("The PR's address, e.g. https://github.com/org/repo/pull/184"),
+        url: z
+          .string()
+          .min(1)
+          .max(2000)
+          .optional()
+          .describe("The PR's address, e.g. https://github.com/org/repo/pull/184"),
       },
       name: 'register_pull_request',
       run: (args) => operations.registerPullRequest(args),
@@ -54,19 +69,46 @@ export function agentTools(operations: AgentOperations): ToolDefinition[] {
       input: {
         autoReview: z
           .object({
-            maxRounds: z.number().int().min(1).max(LIMITS.autoReviewMaxRounds).optional().describe('At most this many review rounds per PR (default 3)'),
-            provider: z.enum(PROVIDERS).optional().describe("The reviewer (default: the other agent than the new Requirement's)"),
+            maxRounds: z
+              .number()
+              .int()
+              .min(1)
+              .max(LIMITS.autoReviewMaxRounds)
+              .optional()
+              .describe('At most this many review rounds per PR (default 3)'),
+            provider: z
+              .enum(PROVIDERS)
+              .optional()
+              .describe("The reviewer (default: the other agent than the new Requirement's)"),
           })
           .optional()
-          .describe('Have each new head of its open PRs reviewed by the other model, until a review finds nothing or after maxRounds'),
+          .describe(
+            'Have each new head of its open PRs reviewed by the other model, until a review finds nothing or after maxRounds',
+          ),
         description: text(LIMITS.descriptionLength, 'What to build, in Markdown'),
-        model: z.string().min(1).max(LIMITS.modelLength).optional().describe("Model for the new Requirement (default: the current one's when provider is not given)"),
+        model: z
+          .string()
+          .min(1)
+          .max(LIMITS.modelLength)
+          .optional()
+          .describe("Model for the new Requirement (default: the current one's when provider is not given)"),
         provider: z.enum(PROVIDERS).optional().describe("Agent for the new Requirement (default: the current one's)"),
         reasoningEffort: z.enum(REASONING_EFFORTS).optional().describe('Reasoning effort (default as for model)'),
         budget: z
           .object({
-            maxCostUsd: z.number().min(0.01).max(LIMITS.budgetMaxCostUsd).optional().describe('US dollars its runs may cost (where the provider reports a cost)'),
-            maxTokens: z.number().int().min(1).max(LIMITS.budgetMaxTokens).optional().describe('Tokens (input + output) its runs may use'),
+            maxCostUsd: z
+              .number()
+              .min(0.01)
+              .max(LIMITS.budgetMaxCostUsd)
+              .optional()
+              .describe('US dollars its runs may cost (where the provider reports a cost)'),
+            maxTokens: z
+              .number()
+              .int()
+              .min(1)
+              .max(LIMITS.budgetMaxTokens)
+              .optional()
+              .describe('Tokens (input + output) its runs may use'),
           })
           .optional()
           .describe(
@@ -127,9 +169,17 @@ export function agentTools(operations: AgentOperations): ToolDefinition[] {
           .int()
           .min(LIMITS.timerIntervalMinSeconds)
           .max(LIMITS.timerIntervalMaxSeconds)
-          .describe(`Seconds until it fires (${LIMITS.timerIntervalMinSeconds}–${LIMITS.timerIntervalMaxSeconds}); with repeat, the interval`),
-        description: text(LIMITS.timerDescriptionLength, 'What to do when woken; it is repeated in the "Timer fired." message'),
-        repeat: z.boolean().optional().describe('Fire every afterSeconds until cancelled (missed occurrences are skipped, not replayed)'),
+          .describe(
+            `Seconds until it fires (${LIMITS.timerIntervalMinSeconds}–${LIMITS.timerIntervalMaxSeconds}); with repeat, the interval`,
+          ),
+        description: text(
+          LIMITS.timerDescriptionLength,
+          'What to do when woken; it is repeated in the "Timer fired." message',
+        ),
+        repeat: z
+          .boolean()
+          .optional()
+          .describe('Fire every afterSeconds until cancelled (missed occurrences are skipped, not replayed)'),
       },
       name: 'register_timer',
       run: (args) => operations.registerTimer(args),

@@ -74,7 +74,11 @@ export async function callManager<T>(
   }
   if (outcome.error !== undefined || !outcome.response.ok) {
     const body = (outcome.error ?? {}) as { message?: unknown; code?: unknown };
-    const message = Array.isArray(body.message) ? body.message.join('; ') : typeof body.message === 'string' ? body.message : outcome.response.statusText;
+    const message = Array.isArray(body.message)
+      ? body.message.join('; ')
+      : typeof body.message === 'string'
+        ? body.message
+        : outcome.response.statusText;
     const code = typeof body.code === 'string' ? ` ${body.code}` : '';
     throw new ManagerApiError(`${what} refused (${outcome.response.status}${code}): ${message}`);
   }

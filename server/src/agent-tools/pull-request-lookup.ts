@@ -20,10 +20,15 @@ export interface PullRequestFields {
 const PR_URL = /^https?:\/\/[^/]+\/([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)\/pull\/(\d+)(?:[/?#].*)?$/;
 
 /** owner/name and number from a PR's web address (github.com or GitHub Enterprise). */
-export function parsePullRequestUrl(url: string, name = '--url'): Pick<PullRequestFields, 'repository' | 'number' | 'url'> {
+export function parsePullRequestUrl(
+  url: string,
+  name = '--url',
+): Pick<PullRequestFields, 'repository' | 'number' | 'url'> {
   const match = PR_URL.exec(url.trim());
   if (!match) {
-    throw new UsageError(`${name} must be a pull request address like https://github.com/org/repo/pull/184 (got ${url})`);
+    throw new UsageError(
+      `${name} must be a pull request address like https://github.com/org/repo/pull/184 (got ${url})`,
+    );
   }
   const [, owner, repo, number] = match as unknown as [string, string, string, string];
   return { number: Number(number), repository: `${owner}/${repo}`, url: url.trim().replace(/[?#].*$/, '') };
@@ -44,7 +49,11 @@ export class PullRequestLookup {
 
   async find(ref: Pick<PullRequestFields, 'repository' | 'number'>): Promise<Partial<PullRequestFields>> {
     this.lastLookupSkipped = false;
-    const client = await createGitHubClient({ baseUrl: this.apiUrl ?? (process.env.CODE_FACTORY_GITHUB_API_URL?.trim() || GITHUB_API_URL), retries: 1, timeoutMs: 15_000 });
+    const client = await createGitHubClient({
+      baseUrl: this.apiUrl ?? (process.env.CODE_FACTORY_GITHUB_API_URL?.trim() || GITHUB_API_URL),
+      retries: 1,
+      timeoutMs: 15_000,
+    });
     if (!client.configured) {
       this.lastLookupSkipped = true;
       return {};

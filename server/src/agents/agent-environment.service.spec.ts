@@ -19,9 +19,17 @@ describe(AgentEnvironmentService.name, () => {
     fs.mkdirSync(path.join(base, 'repo'));
     const paths = resolveWorkspace(path.join(base, 'repo'), path.join(base, 'home'));
     fs.mkdirSync(path.join(paths.dataDirectory, 'bin')); // where an earlier version put the launcher
-    runtime = { configuration: new ConfigurationService(paths.defaultConfigPath, {}), paths } as Partial<Runtime> as Runtime;
+    runtime = {
+      configuration: new ConfigurationService(paths.defaultConfigPath, {}),
+      paths,
+    } as Partial<Runtime> as Runtime;
     // Whatever the manager was started with: its home, its settings, even a token by mistake.
-    Object.assign(process.env, { CODE_FACTORY_AUTHENTICATION: 'token', CODE_FACTORY_HOME: path.join(base, 'home'), CODE_FACTORY_TOKEN: OWNER_TOKEN, SOME_TOOL_HOME: '/opt/tool' });
+    Object.assign(process.env, {
+      CODE_FACTORY_AUTHENTICATION: 'token',
+      CODE_FACTORY_HOME: path.join(base, 'home'),
+      CODE_FACTORY_TOKEN: OWNER_TOKEN,
+      SOME_TOOL_HOME: '/opt/tool',
+    });
     sut = new AgentEnvironmentService(runtime);
     sut.onModuleInit();
     sut.setApiUrl('http://127.0.0.1:1/api');
@@ -37,7 +45,14 @@ describe(AgentEnvironmentService.name, () => {
       Object.keys(env)
         .filter((k) => k.startsWith('CODE_FACTORY_'))
         .sort(),
-    ).toEqual(['CODE_FACTORY_API_URL', 'CODE_FACTORY_CLI', 'CODE_FACTORY_GITHUB_API_URL', 'CODE_FACTORY_REQUIREMENT_ID', 'CODE_FACTORY_SESSION_ID', 'CODE_FACTORY_TOKEN']);
+    ).toEqual([
+      'CODE_FACTORY_API_URL',
+      'CODE_FACTORY_CLI',
+      'CODE_FACTORY_GITHUB_API_URL',
+      'CODE_FACTORY_REQUIREMENT_ID',
+      'CODE_FACTORY_SESSION_ID',
+      'CODE_FACTORY_TOKEN',
+    ]);
     expect(env.CODE_FACTORY_TOKEN).toBe('amr_run');
     expect(Object.values(env).join('\n')).not.toContain(OWNER_TOKEN);
     expect(env.SOME_TOOL_HOME).toBe('/opt/tool'); // the rest of the user's environment stays
@@ -51,8 +66,12 @@ describe(AgentEnvironmentService.name, () => {
 
   it('writes the launcher outside the data directory (which agents cannot see), first on PATH', () => {
     const env = sut.environment({ requirementId: 'req_1', sessionId: 'ses_1', token: 'amr_run' });
-    expect(env.CODE_FACTORY_CLI).toBe(path.join(runtime.paths.home, 'bin', path.basename(runtime.paths.dataDirectory), 'code-factory-cli'));
-    expect(path.relative(path.join(runtime.paths.home, 'workspaces'), env.CODE_FACTORY_CLI).startsWith('..')).toBe(true);
+    expect(env.CODE_FACTORY_CLI).toBe(
+      path.join(runtime.paths.home, 'bin', path.basename(runtime.paths.dataDirectory), 'code-factory-cli'),
+    );
+    expect(path.relative(path.join(runtime.paths.home, 'workspaces'), env.CODE_FACTORY_CLI).startsWith('..')).toBe(
+      true,
+    );
     expect(env.PATH?.split(path.delimiter)[0]).toBe(path.dirname(env.CODE_FACTORY_CLI));
     expect(fs.statSync(env.CODE_FACTORY_CLI).mode & 0o111).not.toBe(0);
     expect(fs.readFileSync(env.CODE_FACTORY_CLI, 'utf8')).not.toMatch(/[0-9a-f]{64}/);

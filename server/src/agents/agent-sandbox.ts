@@ -51,7 +51,8 @@ export interface SandboxLayout {
  * work tree (the person's repository, whose objects it borrows, read-only); `shared`, the
  * person's own repository in place (the person's explicit choice), which it then writes.
  */
-export type SandboxGit = { kind: 'own'; personCommonDir: string } | { kind: 'shared'; gitDir: string; commonDir: string };
+export type SandboxGit =
+  { kind: 'own'; personCommonDir: string } | { kind: 'shared'; gitDir: string; commonDir: string };
 
 /** What a `commondir` placeholder holds in place: this same directory (git reads it as no link at all). */
 export const COMMONDIR_PLACEHOLDER = '.\n';
@@ -182,7 +183,10 @@ export function bubblewrapOptions(layout: SandboxLayout): string[] {
     args.push('--tmpfs', dir);
   }
   const within = (file: string) => emptied.some((dir) => inside(file, dir));
-  for (const dir of unique([...layout.writable, ...(layout.writable.some((w) => inside(layout.cwd, w)) ? [] : [layout.cwd])]).filter(exists)) {
+  for (const dir of unique([
+    ...layout.writable,
+    ...(layout.writable.some((w) => inside(layout.cwd, w)) ? [] : [layout.cwd]),
+  ]).filter(exists)) {
     if (within(dir)) {
       args.push('--bind', dir, dir);
     }
@@ -218,12 +222,21 @@ export function seatbeltProfile(layout: SandboxLayout): string {
   const subpaths = (list: string[]) => unique(list).map((p) => `(subpath ${quote(p)})`);
   const literals = (list: string[]) => unique(list).map((p) => `(literal ${quote(p)})`);
   const lines = ['(version 1)', '(allow default)', '(deny file-write*)'];
-  const writable = subpaths([...SHARED_TEMPORARY, '/private/tmp', '/private/var/folders', '/dev', ...layout.writable, layout.cwd]);
+  const writable = subpaths([
+    ...SHARED_TEMPORARY,
+    '/private/tmp',
+    '/private/var/folders',
+    '/dev',
+    ...layout.writable,
+    layout.cwd,
+  ]);
   lines.push(`(allow file-write* ${writable.join(' ')})`);
   if (layout.readOnly.length > 0 || layout.protectedRoots.length > 0) {
     const rewritable = new Set([...layout.writable, layout.cwd]);
     const roots = layout.protectedRoots.filter((root) => ![...rewritable].some((w) => inside(w, root)));
-    lines.push(`(deny file-write* ${[...subpaths(roots), ...subpaths(layout.readOnly)].join(' ')})`.replace(/ \)$/, ')'));
+    lines.push(
+      `(deny file-write* ${[...subpaths(roots), ...subpaths(layout.readOnly)].join(' ')})`.replace(/ \)$/, ')'),
+    );
   }
   const emptied = [...layout.hidden, ...layout.concealed];
   if (emptied.length > 0) {
@@ -248,7 +261,11 @@ export function seatbeltProfile(layout: SandboxLayout): string {
 function removePlaceholder(file: string): void {
   try {
     const stat = fs.lstatSync(file);
-    if (stat.isFile() && stat.size === COMMONDIR_PLACEHOLDER.length && fs.readFileSync(file, 'utf8') === COMMONDIR_PLACEHOLDER) {
+    if (
+      stat.isFile() &&
+      stat.size === COMMONDIR_PLACEHOLDER.length &&
+      fs.readFileSync(file, 'utf8') === COMMONDIR_PLACEHOLDER
+    ) {
       fs.rmSync(file);
     }
   } catch {
@@ -363,9 +380,13 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
     removePlaceholder(path.join(this.runtime.paths.root, '.git', 'commondir'));
     this.state = await this.probe();
     if (this.state.enabled) {
-      this.logger.log(`agents run in a ${this.state.mechanism} sandbox that hides ${this.hidden.join(', ')} and keeps them to their own worktree`);
+      this.logger.log(
+        `agents run in a ${this.state.mechanism} sandbox that hides ${this.hidden.join(', ')} and keeps them to their own worktree`,
+      );
     } else {
-      this.logger.warn(`agents are not isolated: ${this.state.reason}. An agent can read this workspace's token and act as its owner (see docs/security.md).`);
+      this.logger.warn(
+        `agents are not isolated: ${this.state.reason}. An agent can read this workspace's token and act as its owner (see docs/security.md).`,
+      );
     }
   }
 
@@ -376,7 +397,11 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
     const sized = scope.caps != null && this.state.mechanism === 'bubblewrap';
     // With its own sized /tmp, the run's $TMPDIR is a link to it (bound nowhere); else its directory.
     const writable = [scope.workTree, ...(scope.tmp === null || sized ? [] : [scope.tmp])];
-    const readOnly = [this.runtime.paths.launcherDirectory, packageRoot(), ...PROTECTED_HOME_ENTRIES.map((entry) => path.join(home, entry))];
+    const readOnly = [
+      this.runtime.paths.launcherDirectory,
+      packageRoot(),
+      ...PROTECTED_HOME_ENTRIES.map((entry) => path.join(home, entry)),
+    ];
     const protectedRoots = [this.runtime.paths.root, this.runtime.paths.home, home];
     if (scope.git?.kind === 'own') {
       // Its own repository lies inside its work tree; the person's, whose objects it reads, stays read-only.
@@ -392,7 +417,11 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
         // The person's checkout is itself a linked worktree: commits write objects, refs and their
         // logs in the shared directory, and HEAD, index and logs in the checkout's entry.
         writable.push(...['objects', 'refs', 'logs'].map((dir) => path.join(commonDir, dir)), gitDir);
-        readOnly.push(path.join(gitDir, 'config.worktree'), path.join(gitDir, 'gitdir'), path.join(scope.workTree, '.git'));
+        readOnly.push(
+          path.join(gitDir, 'config.worktree'),
+          path.join(gitDir, 'gitdir'),
+          path.join(scope.workTree, '.git'),
+        );
       }
       readOnly.push(
         ...['config', 'config.worktree', 'hooks', 'info', 'worktrees'].map((entry) => path.join(commonDir, entry)),
@@ -416,7 +445,10 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
       protectedRoots,
       readOnly,
       readOnlyFiles: scope.readOnlyFiles,
-      temporary: sized && scope.caps ? { shmBytes: scope.caps.values.shmBytes, tmpBytes: scope.caps.values.tmpBytes, tmpLink: scope.tmp } : null,
+      temporary:
+        sized && scope.caps
+          ? { shmBytes: scope.caps.values.shmBytes, tmpBytes: scope.caps.values.tmpBytes, tmpLink: scope.tmp }
+          : null,
       writable,
     };
   }
@@ -429,7 +461,9 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
   wrap(command: string, args: string[], scope: SandboxScope): { command: string; args: string[] } {
     const wrapped = this.sandboxed(command, args, scope);
     const procs = scope.caps?.cgroupProcs ?? null;
-    return procs === null ? wrapped : { args: ['-c', 'echo $$ > "$0" && exec "$@"', procs, wrapped.command, ...wrapped.args], command: '/bin/sh' };
+    return procs === null
+      ? wrapped
+      : { args: ['-c', 'echo $$ > "$0" && exec "$@"', procs, wrapped.command, ...wrapped.args], command: '/bin/sh' };
   }
 
   private sandboxed(command: string, args: string[], scope: SandboxScope): { command: string; args: string[] } {
@@ -442,7 +476,9 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
       return { args: ['-p', seatbeltProfile(layout), command, ...args], command: this.program };
     }
     // RLIMIT_NPROC counts per user namespace: inside the sandbox it caps this run alone.
-    const inner = scope.caps?.prlimit ? [scope.caps.prlimit, `--nproc=${scope.caps.values.processes}`, '--', command, ...args] : [command, ...args];
+    const inner = scope.caps?.prlimit
+      ? [scope.caps.prlimit, `--nproc=${scope.caps.values.processes}`, '--', command, ...args]
+      : [command, ...args];
     return { args: [...bubblewrapOptions(layout), '--', ...inner], command: this.program };
   }
 
@@ -488,7 +524,9 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
       return [env.CODEX_HOME ?? path.join(home, '.codex')];
     }
     if (provider === 'claude-code') {
-      return env.CLAUDE_CONFIG_DIR ? [env.CLAUDE_CONFIG_DIR] : [path.join(home, '.claude'), path.join(home, '.claude.json')];
+      return env.CLAUDE_CONFIG_DIR
+        ? [env.CLAUDE_CONFIG_DIR]
+        : [path.join(home, '.claude'), path.join(home, '.claude.json')];
     }
     return [];
   }
@@ -521,8 +559,13 @@ export interface SandboxProbe {
  * sandbox with the options runs use starts and hides `witness`. The manager probes once at start;
  * `doctor` probes the same way on a temporary tree.
  */
-export async function probeSandbox(probe: SandboxProbe): Promise<{ isolation: AgentIsolation; program: string | null }> {
-  const off = (reason: string) => ({ isolation: { enabled: false, mechanism: null, reason } satisfies AgentIsolation, program: null });
+export async function probeSandbox(
+  probe: SandboxProbe,
+): Promise<{ isolation: AgentIsolation; program: string | null }> {
+  const off = (reason: string) => ({
+    isolation: { enabled: false, mechanism: null, reason } satisfies AgentIsolation,
+    program: null,
+  });
   if (probe.mode === 'off') {
     return off('agentIsolation is "off" in the configuration');
   }
@@ -543,7 +586,9 @@ export async function probeSandbox(probe: SandboxProbe): Promise<{ isolation: Ag
     mechanism = 'bubblewrap';
     program = findExecutable('bwrap', probe.searchPath, probe.cwd);
     if (program === null) {
-      return off('bubblewrap (`bwrap`) is not installed; install the bubblewrap package (for example apt-get install bubblewrap)');
+      return off(
+        'bubblewrap (`bwrap`) is not installed; install the bubblewrap package (for example apt-get install bubblewrap)',
+      );
     }
     args = [...bubblewrapOptions(layout), '--', 'test', '!', '-e', probe.witness];
   } else if (process.platform === 'darwin') {
@@ -566,7 +611,9 @@ export async function probeSandbox(probe: SandboxProbe): Promise<{ isolation: Ag
   }
   const said = result.stderr.trim().split('\n')[0];
   return said
-    ? off(`${name} cannot create the sandbox here (${said})${mechanism === 'bubblewrap' ? '; user namespaces may be disabled or restricted' : ''}`)
+    ? off(
+        `${name} cannot create the sandbox here (${said})${mechanism === 'bubblewrap' ? '; user namespaces may be disabled or restricted' : ''}`,
+      )
     : off(`${name} started but did not hide ${probe.witness}`);
 }
 

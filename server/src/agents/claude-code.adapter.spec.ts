@@ -3,25 +3,43 @@ import * as fs from 'node:fs';
 import { TRACE_KINDS } from '@libs/contracts';
 
 import type { InvocationContext, NormalizedEvent } from './agent-adapter';
-import { Transcript, loadTranscript as loadShared, messages, outcomes, parseWith, sessions, traces, transcriptDirectory, usages } from '../../../test/support/transcripts';
+import {
+  Transcript,
+  loadTranscript as loadShared,
+  messages,
+  outcomes,
+  parseWith,
+  sessions,
+  traces,
+  transcriptDirectory,
+  usages,
+} from '../../../test/support/transcripts';
 import { ClaudeCodeAdapter } from './claude-code.adapter';
 
 const TRANSCRIPTS = transcriptDirectory('claude');
 const loadTranscript = (name: string): Transcript => loadShared('claude', name);
-const parseAll = (transcript: Pick<Transcript, 'lines' | 'exit'>): NormalizedEvent[] => parseWith(new ClaudeCodeAdapter(), transcript);
+const parseAll = (transcript: Pick<Transcript, 'lines' | 'exit'>): NormalizedEvent[] =>
+  parseWith(new ClaudeCodeAdapter(), transcript);
 
 function parseLines(lines: unknown[], exit = { code: 0, signal: null, stderr: '' }): NormalizedEvent[] {
   return parseAll({ exit, lines: lines.map((line) => (typeof line === 'string' ? line : JSON.stringify(line))) });
 }
 
-const retries = (events: NormalizedEvent[]) => traces(events).filter((trace) => trace.nativeType === 'system/api_retry');
+const retries = (events: NormalizedEvent[]) =>
+  traces(events).filter((trace) => trace.nativeType === 'system/api_retry');
 
 function expectApiFailure(events: NormalizedEvent[], prefix: string): void {
   const [outcome] = outcomes(events);
   expect(outcome?.type === 'failed' && outcome.message).toMatch(new RegExp(`^${prefix}`));
   // The synthetic "API Error: …" message is an error trace, never a conversation message.
   expect(messages(events)).toEqual([]);
-  expect(traces(events)).toContainEqual(expect.objectContaining({ kind: 'error', nativeType: 'assistant/text', title: expect.stringMatching(new RegExp(`^${prefix}`)) }));
+  expect(traces(events)).toContainEqual(
+    expect.objectContaining({
+      kind: 'error',
+      nativeType: 'assistant/text',
+      title: expect.stringMatching(new RegExp(`^${prefix}`)),
+    }),
+  );
   expect(traces(events).some((trace) => trace.kind === 'assistant_message')).toBe(false);
 }
 
@@ -46,7 +64,9 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
   },
   'error-http500': (events) => {
     expectApiFailure(events, 'API Error: 500 fake internal error');
-    expect(retries(events).map((trace) => trace.title)).toEqual(Array.from({ length: 10 }, (_, i) => `Retrying request ${i + 1}/10 after HTTP 500 (server_error)`));
+    expect(retries(events).map((trace) => trace.title)).toEqual(
+      Array.from({ length: 10 }, (_, i) => `Retrying request ${i + 1}/10 after HTTP 500 (server_error)`),
+    );
     expect(retries(events).every((trace) => trace.kind === 'error')).toBe(true);
   },
   'error-http500-maxretries0': (events) => {
@@ -60,7 +80,9 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
   'error-stream-fallback-ok': (events) => {
     // The failed streams leave no trace on stdout; the fallback's answer arrives once.
     expect(messages(events)).toEqual(['Answer from the non-streaming fallback request.']);
-    expect(usages(events)).toEqual([{ cachedInputTokens: 0, costUsd: 0.0008, inputTokens: 400, outputTokens: 23, reasoningOutputTokens: 0 }]);
+    expect(usages(events)).toEqual([
+      { cachedInputTokens: 0, costUsd: 0.0008, inputTokens: 400, outputTokens: 23, reasoningOutputTokens: 0 },
+    ]);
   },
   'error-stream-maxretries0': (events) => {
     expectApiFailure(events, 'API Error: 529 fake overloaded');
@@ -71,11 +93,48 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
   'mcp-tool': (events) => {
     // MCP calls are tool traces like Bash, named <server>.<tool> (not mcp__user__echo); a tool error fails its result.
     const tools = traces(events).filter((trace) => trace.kind === 'tool_call' || trace.kind === 'tool_result');
-    expect(tools.map(({ detail, kind, status, title, toolCallId, toolName }) => ({ detail, kind, status, title, toolCallId, toolName }))).toEqual([
-      { detail: '{"text":"hi"}', kind: 'tool_call', status: 'started', title: 'MCP user.echo', toolCallId: 'toolu_1', toolName: 'user.echo' },
-      { detail: 'echo: hi', kind: 'tool_result', status: 'completed', title: 'user.echo result', toolCallId: 'toolu_1', toolName: 'user.echo' },
-      { detail: '{"reason":"out of scope"}', kind: 'tool_call', status: 'started', title: 'MCP user.fail', toolCallId: 'toolu_2', toolName: 'user.fail' },
-      { detail: 'refused: out of scope', kind: 'tool_result', status: 'failed', title: 'user.fail failed', toolCallId: 'toolu_2', toolName: 'user.fail' },
+    expect(
+      tools.map(({ detail, kind, status, title, toolCallId, toolName }) => ({
+        detail,
+        kind,
+        status,
+        title,
+        toolCallId,
+        toolName,
+      })),
+    ).toEqual([
+      {
+        detail: '{"text":"hi"}',
+        kind: 'tool_call',
+        status: 'started',
+        title: 'MCP user.echo',
+        toolCallId: 'toolu_1',
+        toolName: 'user.echo',
+      },
+      {
+        detail: 'echo: hi',
+        kind: 'tool_result',
+        status: 'completed',
+        title: 'user.echo result',
+        toolCallId: 'toolu_1',
+        toolName: 'user.echo',
+      },
+      {
+        detail: '{"reason":"out of scope"}',
+        kind: 'tool_call',
+        status: 'started',
+        title: 'MCP user.fail',
+        toolCallId: 'toolu_2',
+        toolName: 'user.fail',
+      },
+      {
+        detail: 'refused: out of scope',
+        kind: 'tool_result',
+        status: 'failed',
+        title: 'user.fail failed',
+        toolCallId: 'toolu_2',
+        toolName: 'user.fail',
+      },
     ]);
     expect(messages(events)).toEqual(['done']);
   },
@@ -114,8 +173,12 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
     expect(messages(events)).toEqual(['Hello! This is a plain text answer from the fake model.']);
     // The result's total_cost_usd rides along (cumulative on resume: the run subtracts its session's earlier runs).
     // An answer that ends the turn is counted by the result (with the cost), not on its own line.
-    expect(usages(events)).toEqual([{ cachedInputTokens: 0, costUsd: 0.0008, inputTokens: 100, outputTokens: 20, reasoningOutputTokens: 0 }]);
-    expect(outcomes(events)).toEqual([{ summary: 'Hello! This is a plain text answer from the fake model.', type: 'completed' }]);
+    expect(usages(events)).toEqual([
+      { cachedInputTokens: 0, costUsd: 0.0008, inputTokens: 100, outputTokens: 20, reasoningOutputTokens: 0 },
+    ]);
+    expect(outcomes(events)).toEqual([
+      { summary: 'Hello! This is a plain text answer from the fake model.', type: 'completed' },
+    ]);
   },
   'plain-text-partial': (events, transcript) => {
     expectNewSession(events, transcript);
@@ -132,7 +195,13 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
         nativeType: 'assistant/thinking',
       }),
     );
-    expect(traces(events)).toContainEqual(expect.objectContaining({ kind: 'lifecycle', nativeType: 'system/thinking_tokens', title: 'Thinking (about 14 tokens)' }));
+    expect(traces(events)).toContainEqual(
+      expect.objectContaining({
+        kind: 'lifecycle',
+        nativeType: 'system/thinking_tokens',
+        title: 'Thinking (about 14 tokens)',
+      }),
+    );
     expect(messages(events)).toEqual(['Hello after thinking.']);
   },
   resume: (events, transcript) => {
@@ -173,13 +242,26 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
     ]);
   },
   'sigterm-long-command': (events) => {
-    expect(traces(events)).toContainEqual(expect.objectContaining({ detail: 'Exit code 137\nstarted', kind: 'tool_result', status: 'failed', toolName: 'Bash' }));
+    expect(traces(events)).toContainEqual(
+      expect.objectContaining({
+        detail: 'Exit code 137\nstarted',
+        kind: 'tool_result',
+        status: 'failed',
+        toolName: 'Bash',
+      }),
+    );
     expect(outcomes(events)).toEqual([
-      { message: 'claude exited with code 143 (SIGTERM): [claude-code:unrecognized_model] {"model":"fake","query_source":"sdk"}', type: 'failed' },
+      {
+        message:
+          'claude exited with code 143 (SIGTERM): [claude-code:unrecognized_model] {"model":"fake","query_source":"sdk"}',
+        type: 'failed',
+      },
     ]);
   },
   'sigterm-while-streaming': (events) => {
-    expect(outcomes(events)).toEqual([{ message: expect.stringMatching(/^claude exited with code 143 \(SIGTERM\)/), type: 'failed' }]);
+    expect(outcomes(events)).toEqual([
+      { message: expect.stringMatching(/^claude exited with code 143 \(SIGTERM\)/), type: 'failed' },
+    ]);
   },
 };
 
@@ -264,7 +346,14 @@ describe(ClaudeCodeAdapter.name, () => {
 
   describe('outcomes', () => {
     const init = { session_id: 's1', subtype: 'init', type: 'system' };
-    const success = { is_error: false, num_turns: 1, result: 'ok', subtype: 'success', type: 'result', usage: { input_tokens: 5, output_tokens: 2 } };
+    const success = {
+      is_error: false,
+      num_turns: 1,
+      result: 'ok',
+      subtype: 'success',
+      type: 'result',
+      usage: { input_tokens: 5, output_tokens: 2 },
+    };
 
     it('overrules a reported success with a non-zero exit', () => {
       const events = parseLines([init, success], { code: 1, signal: null, stderr: 'crash' });
@@ -277,15 +366,28 @@ describe(ClaudeCodeAdapter.name, () => {
     it('adds nothing after a success with exit 0 or a reported failure', () => {
       expect(outcomes(parseLines([init, success]))).toEqual([{ summary: 'ok', type: 'completed' }]);
       const failure = { ...success, is_error: true, result: 'API Error: 500 x' };
-      expect(outcomes(parseLines([init, failure], { code: 1, signal: null, stderr: '' }))).toEqual([{ message: 'API Error: 500 x', type: 'failed' }]);
+      expect(outcomes(parseLines([init, failure], { code: 1, signal: null, stderr: '' }))).toEqual([
+        { message: 'API Error: 500 x', type: 'failed' },
+      ]);
     });
 
     it('reports error_during_execution with its errors', () => {
-      const events = parseLines([init, { errors: ['No conversation found with session ID: abc'], is_error: true, subtype: 'error_during_execution', type: 'result' }], {
-        code: 1,
-        signal: null,
-        stderr: 'No conversation found with session ID: abc',
-      });
+      const events = parseLines(
+        [
+          init,
+          {
+            errors: ['No conversation found with session ID: abc'],
+            is_error: true,
+            subtype: 'error_during_execution',
+            type: 'result',
+          },
+        ],
+        {
+          code: 1,
+          signal: null,
+          stderr: 'No conversation found with session ID: abc',
+        },
+      );
       expect(outcomes(events)).toEqual([{ message: 'No conversation found with session ID: abc', type: 'failed' }]);
     });
 
@@ -297,7 +399,9 @@ describe(ClaudeCodeAdapter.name, () => {
         output_tokens: 9,
         output_tokens_details: { thinking_tokens: 4 },
       };
-      expect(usages(parseLines([{ ...success, usage }]))).toEqual([{ cachedInputTokens: 50, costUsd: null, inputTokens: 100, outputTokens: 9, reasoningOutputTokens: 4 }]);
+      expect(usages(parseLines([{ ...success, usage }]))).toEqual([
+        { cachedInputTokens: 50, costUsd: null, inputTokens: 100, outputTokens: 9, reasoningOutputTokens: 4 },
+      ]);
     });
 
     it("fails the run when Agent Manager's MCP server did not connect (Claude has no `required`), whatever the answer", () => {
@@ -328,7 +432,10 @@ describe(ClaudeCodeAdapter.name, () => {
 
     it.each([
       [{ code: null, signal: 'SIGKILL', stderr: '' }, 'claude was killed by SIGKILL'],
-      [{ code: 1, signal: null, stderr: 'Error: Session ID x is already in use.\n' }, 'claude exited with code 1: Error: Session ID x is already in use.'],
+      [
+        { code: 1, signal: null, stderr: 'Error: Session ID x is already in use.\n' },
+        'claude exited with code 1: Error: Session ID x is already in use.',
+      ],
       [{ code: 0, signal: null, stderr: '' }, 'claude exited with code 0 without reporting an outcome'],
     ])('reports %j as a failure when no result was printed', (exit, message) => {
       expect(sut.createParser().end(exit)).toEqual([{ message, type: 'failed' }]);
@@ -346,24 +453,47 @@ describe(ClaudeCodeAdapter.name, () => {
 
     it('emits each text block as a conversation message right away', () => {
       const parser = sut.createParser();
-      expect(parser.line(JSON.stringify(assistant([{ text: 'First.', type: 'text' }])))).toContainEqual({ text: 'First.', type: 'assistant_message' });
+      expect(parser.line(JSON.stringify(assistant([{ text: 'First.', type: 'text' }])))).toContainEqual({
+        text: 'First.',
+        type: 'assistant_message',
+      });
     });
 
     it('keeps a sub-agent text in the trace only', () => {
-      const events = parseLines([assistant([{ text: 'Sub-agent found 3 files.', type: 'text' }], { parent_tool_use_id: 'toolu_task_1' })]);
+      const events = parseLines([
+        assistant([{ text: 'Sub-agent found 3 files.', type: 'text' }], { parent_tool_use_id: 'toolu_task_1' }),
+      ]);
       expect(messages(events)).toEqual([]);
-      expect(traces(events)).toContainEqual(expect.objectContaining({ detail: 'Sub-agent found 3 files.', kind: 'assistant_message', title: 'Sub-agent message' }));
+      expect(traces(events)).toContainEqual(
+        expect.objectContaining({
+          detail: 'Sub-agent found 3 files.',
+          kind: 'assistant_message',
+          title: 'Sub-agent message',
+        }),
+      );
     });
 
     it('titles tool calls by their main argument and results by the tool', () => {
       const events = parseLines([
-        assistant([{ id: 'toolu_1', input: { file_path: '/w/a.ts', new_string: 'b', old_string: 'a' }, name: 'Edit', type: 'tool_use' }]),
+        assistant([
+          {
+            id: 'toolu_1',
+            input: { file_path: '/w/a.ts', new_string: 'b', old_string: 'a' },
+            name: 'Edit',
+            type: 'tool_use',
+          },
+        ]),
         assistant([{ id: 'toolu_2', input: { pattern: 'TODO\nx' }, name: 'Grep', type: 'tool_use' }]),
         assistant([{ id: 'toolu_3', input: {}, name: 'ToolSearch', type: 'tool_use' }]),
         {
           message: {
             content: [
-              { content: [{ text: 'edited', type: 'text' }], is_error: false, tool_use_id: 'toolu_1', type: 'tool_result' },
+              {
+                content: [{ text: 'edited', type: 'text' }],
+                is_error: false,
+                tool_use_id: 'toolu_1',
+                type: 'tool_result',
+              },
               { content: 'nothing', is_error: true, tool_use_id: 'toolu_unknown', type: 'tool_result' },
             ],
             role: 'user',
@@ -371,8 +501,15 @@ describe(ClaudeCodeAdapter.name, () => {
           type: 'user',
         },
       ]);
-      expect(traces(events).map(({ detail, status, title, toolName }) => ({ detail, status, title, toolName }))).toEqual([
-        { detail: '{"file_path":"/w/a.ts","new_string":"b","old_string":"a"}', status: 'started', title: 'Edit: /w/a.ts', toolName: 'Edit' },
+      expect(
+        traces(events).map(({ detail, status, title, toolName }) => ({ detail, status, title, toolName })),
+      ).toEqual([
+        {
+          detail: '{"file_path":"/w/a.ts","new_string":"b","old_string":"a"}',
+          status: 'started',
+          title: 'Edit: /w/a.ts',
+          toolName: 'Edit',
+        },
         { detail: '{"pattern":"TODO\\nx"}', status: 'started', title: 'Grep: TODO x', toolName: 'Grep' },
         { detail: '{}', status: 'started', title: 'ToolSearch', toolName: 'ToolSearch' },
         { detail: 'edited', status: 'completed', title: 'Edit result', toolName: 'Edit' },
@@ -382,10 +519,25 @@ describe(ClaudeCodeAdapter.name, () => {
   });
 
   describe('robustness', () => {
-    it.each([['not json'], ['{"type":"assistant","message":{"content":[{"type":"text","text":"Hel'], ['42'], ['[]'], ['null'], ['"x"']])('turns %j into an error trace', (line) => {
+    it.each([
+      ['not json'],
+      ['{"type":"assistant","message":{"content":[{"type":"text","text":"Hel'],
+      ['42'],
+      ['[]'],
+      ['null'],
+      ['"x"'],
+    ])('turns %j into an error trace', (line) => {
       expect(sut.createParser().line(line)).toEqual([
         {
-          trace: { detail: line, kind: 'error', nativeType: 'unparseable', status: null, title: 'unparseable output line', toolCallId: null, toolName: null },
+          trace: {
+            detail: line,
+            kind: 'error',
+            nativeType: 'unparseable',
+            status: null,
+            title: 'unparseable output line',
+            toolCallId: null,
+            toolName: null,
+          },
           type: 'trace',
         },
       ]);
@@ -398,7 +550,10 @@ describe(ClaudeCodeAdapter.name, () => {
     it.each([
       [{ type: 'rate_limit_event', rate_limit_info: {} }, 'rate_limit_event'],
       [{ subtype: 'compact_boundary', type: 'system' }, 'system/compact_boundary'],
-      [{ message: { content: [{ id: 'x', type: 'server_tool_use' }] }, type: 'assistant' }, 'assistant/server_tool_use'],
+      [
+        { message: { content: [{ id: 'x', type: 'server_tool_use' }] }, type: 'assistant' },
+        'assistant/server_tool_use',
+      ],
       [{ message: { content: 'plain text prompt' }, type: 'user' }, 'user'],
       [{ no: 'type' }, 'unknown'],
     ])('keeps the unknown %j as lifecycle', (line, nativeType) => {
@@ -423,12 +578,23 @@ describe(ClaudeCodeAdapter.name, () => {
 
   describe('buildInvocation', () => {
     it("adds the manager's MCP endpoint beside the user's own servers (no --strict-mcp-config), loaded up front, the credential named, not written", () => {
-      const toolServer = { name: 'code_factory', tokenVariable: 'CODE_FACTORY_TOKEN', url: 'http://127.0.0.1:4310/api/agent/mcp' };
-      const args = sut.buildInvocation(baseContext({ env: { CODE_FACTORY_TOKEN: 'amr_secret', PATH: '/usr/bin' }, toolServer })).args;
+      const toolServer = {
+        name: 'code_factory',
+        tokenVariable: 'CODE_FACTORY_TOKEN',
+        url: 'http://127.0.0.1:4310/api/agent/mcp',
+      };
+      const args = sut.buildInvocation(
+        baseContext({ env: { CODE_FACTORY_TOKEN: 'amr_secret', PATH: '/usr/bin' }, toolServer }),
+      ).args;
       const at = args.indexOf('--mcp-config');
       expect(JSON.parse(args[at + 1])).toEqual({
         mcpServers: {
-          code_factory: { alwaysLoad: true, headers: { Authorization: 'Bearer ${CODE_FACTORY_TOKEN}' }, type: 'http', url: 'http://127.0.0.1:4310/api/agent/mcp' },
+          code_factory: {
+            alwaysLoad: true,
+            headers: { Authorization: 'Bearer ${CODE_FACTORY_TOKEN}' },
+            type: 'http',
+            url: 'http://127.0.0.1:4310/api/agent/mcp',
+          },
         },
       });
       expect(args.join(' ')).not.toContain('amr_secret');
@@ -450,12 +616,9 @@ describe(ClaudeCodeAdapter.name, () => {
     });
 
     it('resumes with --resume instead of --session-id', () => {
-      expect(sut.buildInvocation(baseContext({ nativeSessionId: 'a306b044-9064-4158-810c-5bfe189bf28f' })).args).toEqual([
-        ...BASE_ARGS,
-        '--resume',
-        'a306b044-9064-4158-810c-5bfe189bf28f',
-        ...INSTRUCTIONS_ARGS,
-      ]);
+      expect(
+        sut.buildInvocation(baseContext({ nativeSessionId: 'a306b044-9064-4158-810c-5bfe189bf28f' })).args,
+      ).toEqual([...BASE_ARGS, '--resume', 'a306b044-9064-4158-810c-5bfe189bf28f', ...INSTRUCTIONS_ARGS]);
     });
 
     it('passes the model and the effort', () => {

@@ -1,5 +1,25 @@
-import { AGENT_TOOL_SERVER_NAME, AgentAdapter, AgentToolServer, Invocation, InvocationContext, NormalizedEvent, OutputParser, TokenUsage } from './agent-adapter';
-import { exitMessage, isObject, Json, mcpToolName, num, oneLine, parseJsonLine, str, trace, unknown } from './output-helpers';
+import {
+  AGENT_TOOL_SERVER_NAME,
+  AgentAdapter,
+  AgentToolServer,
+  Invocation,
+  InvocationContext,
+  NormalizedEvent,
+  OutputParser,
+  TokenUsage,
+} from './agent-adapter';
+import {
+  exitMessage,
+  isObject,
+  Json,
+  mcpToolName,
+  num,
+  oneLine,
+  parseJsonLine,
+  str,
+  trace,
+  unknown,
+} from './output-helpers';
 
 // Claude Code (`claude --print --output-format stream-json --verbose`). Verified against Claude
 // Code 2.1.332 transcripts in test/fixtures/agent-transcripts/claude/.
@@ -13,7 +33,12 @@ import { exitMessage, isObject, Json, mcpToolName, num, oneLine, parseJsonLine, 
  * separate permission.
  */
 export function claudeToolServerConfig(server: AgentToolServer): string {
-  const config = { alwaysLoad: true, headers: { Authorization: `Bearer \${${server.tokenVariable}}` }, type: 'http', url: server.url };
+  const config = {
+    alwaysLoad: true,
+    headers: { Authorization: `Bearer \${${server.tokenVariable}}` },
+    type: 'http',
+    url: server.url,
+  };
   return JSON.stringify({ mcpServers: { [server.name]: config } });
 }
 
@@ -122,7 +147,10 @@ class ClaudeOutputParser implements OutputParser {
         return events;
       }
       case 'api_retry': {
-        const status = event.error_status === null || event.error_status === undefined ? '' : ` after HTTP ${String(event.error_status)}`;
+        const status =
+          event.error_status === null || event.error_status === undefined
+            ? ''
+            : ` after HTTP ${String(event.error_status)}`;
         const reason = str(event.error) ? ` (${str(event.error)})` : '';
         const title = `Retrying request ${String(event.attempt ?? '?')}/${String(event.max_retries ?? '?')}${status}${reason}`;
         return [trace({ detail: JSON.stringify(event), kind: 'error', nativeType, title })];
@@ -149,7 +177,16 @@ class ClaudeOutputParser implements OutputParser {
       return [];
     }
     const message = `Agent Manager's MCP server ${AGENT_TOOL_SERVER_NAME} did not connect (${status}): the run had none of its tools`;
-    return [trace({ detail: JSON.stringify(ours), kind: 'error', nativeType: 'system/init', status: 'failed', title: message }), { message, type: 'failed' }];
+    return [
+      trace({
+        detail: JSON.stringify(ours),
+        kind: 'error',
+        nativeType: 'system/init',
+        status: 'failed',
+        title: message,
+      }),
+      { message, type: 'failed' },
+    ];
   }
 
   private assistant(event: Json): NormalizedEvent[] {
@@ -170,10 +207,19 @@ class ClaudeOutputParser implements OutputParser {
         case 'text': {
           const text = str(block.text) ?? '';
           if (apiError) {
-            events.push(trace({ detail: text, kind: 'error', nativeType, status: 'failed', title: oneLine(text) || 'API error' }));
+            events.push(
+              trace({ detail: text, kind: 'error', nativeType, status: 'failed', title: oneLine(text) || 'API error' }),
+            );
             break;
           }
-          events.push(trace({ detail: text, kind: 'assistant_message', nativeType, title: fromSubagent ? 'Sub-agent message' : 'Assistant message' }));
+          events.push(
+            trace({
+              detail: text,
+              kind: 'assistant_message',
+              nativeType,
+              title: fromSubagent ? 'Sub-agent message' : 'Assistant message',
+            }),
+          );
           if (!fromSubagent) {
             events.push({ text, type: 'assistant_message' });
           }
@@ -260,7 +306,13 @@ class ClaudeOutputParser implements OutputParser {
   private result(event: Json): NormalizedEvent[] {
     const events: NormalizedEvent[] = [];
     if (isObject(event.usage)) {
-      events.push({ type: 'usage', usage: { ...claudeUsage(event.usage), costUsd: typeof event.total_cost_usd === 'number' ? event.total_cost_usd : null } });
+      events.push({
+        type: 'usage',
+        usage: {
+          ...claudeUsage(event.usage),
+          costUsd: typeof event.total_cost_usd === 'number' ? event.total_cost_usd : null,
+        },
+      });
     }
     const subtype = str(event.subtype) ?? 'unknown';
     const nativeType = `result/${subtype}`;
@@ -269,14 +321,20 @@ class ClaudeOutputParser implements OutputParser {
     // `subtype` says "success" even for API errors: `is_error` is what counts.
     if (event.is_error === true || subtype.startsWith('error')) {
       this.succeeded = false;
-      const errors = Array.isArray(event.errors) ? event.errors.filter((entry): entry is string => typeof entry === 'string') : [];
-      const message = resultText || errors.join('\n') || `claude reported an error (${str(event.terminal_reason) ?? subtype})`;
+      const errors = Array.isArray(event.errors)
+        ? event.errors.filter((entry): entry is string => typeof entry === 'string')
+        : [];
+      const message =
+        resultText || errors.join('\n') || `claude reported an error (${str(event.terminal_reason) ?? subtype})`;
       events.push(trace({ detail: message, kind: 'error', nativeType, status: 'failed', title: 'Run failed' }));
       events.push({ message, type: 'failed' });
       return events;
     }
     this.succeeded = true;
-    const turns = typeof event.num_turns === 'number' ? ` after ${event.num_turns} model turn${event.num_turns === 1 ? '' : 's'}` : '';
+    const turns =
+      typeof event.num_turns === 'number'
+        ? ` after ${event.num_turns} model turn${event.num_turns === 1 ? '' : 's'}`
+        : '';
     events.push(trace({ kind: 'lifecycle', nativeType, title: `Finished${turns}` }));
     events.push({ summary: resultText, type: 'completed' });
     return events;
@@ -284,8 +342,14 @@ class ClaudeOutputParser implements OutputParser {
 }
 
 function sumUsage(usages: TokenUsage[]): TokenUsage {
-  const sum = (key: 'cachedInputTokens' | 'inputTokens' | 'outputTokens' | 'reasoningOutputTokens') => usages.reduce((total, u) => total + u[key], 0);
-  return { cachedInputTokens: sum('cachedInputTokens'), inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens'), reasoningOutputTokens: sum('reasoningOutputTokens') };
+  const sum = (key: 'cachedInputTokens' | 'inputTokens' | 'outputTokens' | 'reasoningOutputTokens') =>
+    usages.reduce((total, u) => total + u[key], 0);
+  return {
+    cachedInputTokens: sum('cachedInputTokens'),
+    inputTokens: sum('inputTokens'),
+    outputTokens: sum('outputTokens'),
+    reasoningOutputTokens: sum('reasoningOutputTokens'),
+  };
 }
 
 /**
@@ -313,7 +377,18 @@ function toolTitle(name: string, input: Json): string {
   if (name.includes('.')) {
     return `MCP ${name}`;
   }
-  const subject = [input.command, input.file_path, input.notebook_path, input.path, input.pattern, input.url, input.query, input.description].map(str).find((value) => value);
+  const subject = [
+    input.command,
+    input.file_path,
+    input.notebook_path,
+    input.path,
+    input.pattern,
+    input.url,
+    input.query,
+    input.description,
+  ]
+    .map(str)
+    .find((value) => value);
   return subject ? `${name}: ${oneLine(subject)}` : name;
 }
 

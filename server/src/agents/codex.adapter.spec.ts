@@ -3,12 +3,23 @@ import * as fs from 'node:fs';
 import { TRACE_KINDS } from '@libs/contracts';
 
 import type { InvocationContext, NormalizedEvent } from './agent-adapter';
-import { Transcript, loadTranscript as loadShared, messages, outcomes, parseWith, sessions, traces, transcriptDirectory, usages } from '../../../test/support/transcripts';
+import {
+  Transcript,
+  loadTranscript as loadShared,
+  messages,
+  outcomes,
+  parseWith,
+  sessions,
+  traces,
+  transcriptDirectory,
+  usages,
+} from '../../../test/support/transcripts';
 import { CodexAdapter, displayCommand, tomlString } from './codex.adapter';
 
 const TRANSCRIPTS = transcriptDirectory('codex');
 const loadTranscript = (name: string): Transcript => loadShared('codex', name);
-const parseAll = (transcript: Pick<Transcript, 'lines' | 'exit'>): NormalizedEvent[] => parseWith(new CodexAdapter(), transcript);
+const parseAll = (transcript: Pick<Transcript, 'lines' | 'exit'>): NormalizedEvent[] =>
+  parseWith(new CodexAdapter(), transcript);
 
 function parseLines(lines: unknown[], exit = { code: 0, signal: null, stderr: '' }): NormalizedEvent[] {
   return parseAll({ exit, lines: lines.map((line) => (typeof line === 'string' ? line : JSON.stringify(line))) });
@@ -23,15 +34,21 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
     expect(messages(events)).toEqual([]);
   },
   'error-http500': (events) => {
-    const retries = traces(events).filter((trace) => trace.kind === 'error' && trace.title.startsWith('Reconnecting...'));
-    expect(retries.map((trace) => trace.title.slice(0, 18))).toEqual([1, 2, 3, 4, 5].map((n) => `Reconnecting... ${n}/`));
+    const retries = traces(events).filter(
+      (trace) => trace.kind === 'error' && trace.title.startsWith('Reconnecting...'),
+    );
+    expect(retries.map((trace) => trace.title.slice(0, 18))).toEqual(
+      [1, 2, 3, 4, 5].map((n) => `Reconnecting... ${n}/`),
+    );
     expect(outcomes(events)).toEqual([{ message: HIGH_DEMAND, type: 'failed' }]);
   },
   'error-http500-noretry': (events) => {
     expect(outcomes(events)).toEqual([{ message: HIGH_DEMAND, type: 'failed' }]);
   },
   'error-stream': (events) => {
-    expect(outcomes(events)).toEqual([{ message: 'stream disconnected before completion: fake stream failure', type: 'failed' }]);
+    expect(outcomes(events)).toEqual([
+      { message: 'stream disconnected before completion: fake stream failure', type: 'failed' },
+    ]);
   },
   image: (events) => {
     expect(messages(events)).toEqual(['The image is a solid red square.']);
@@ -42,32 +59,81 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
   'mcp-tool': (events) => {
     // MCP calls are tool traces like shell commands, named <server>.<tool>; a tool error fails its result.
     const tools = traces(events).filter((trace) => trace.kind === 'tool_call' || trace.kind === 'tool_result');
-    expect(tools.map(({ detail, kind, status, title, toolCallId, toolName }) => ({ detail, kind, status, title, toolCallId, toolName }))).toEqual([
-      { detail: '{"text":"hi"}', kind: 'tool_call', status: 'started', title: 'MCP user.echo', toolCallId: 'item_1', toolName: 'user.echo' },
-      { detail: 'echo: hi', kind: 'tool_result', status: 'completed', title: 'user.echo result', toolCallId: 'item_1', toolName: 'user.echo' },
-      { detail: '{"reason":"out of scope"}', kind: 'tool_call', status: 'started', title: 'MCP user.fail', toolCallId: 'item_2', toolName: 'user.fail' },
-      { detail: 'refused: out of scope', kind: 'tool_result', status: 'failed', title: 'user.fail failed', toolCallId: 'item_2', toolName: 'user.fail' },
+    expect(
+      tools.map(({ detail, kind, status, title, toolCallId, toolName }) => ({
+        detail,
+        kind,
+        status,
+        title,
+        toolCallId,
+        toolName,
+      })),
+    ).toEqual([
+      {
+        detail: '{"text":"hi"}',
+        kind: 'tool_call',
+        status: 'started',
+        title: 'MCP user.echo',
+        toolCallId: 'item_1',
+        toolName: 'user.echo',
+      },
+      {
+        detail: 'echo: hi',
+        kind: 'tool_result',
+        status: 'completed',
+        title: 'user.echo result',
+        toolCallId: 'item_1',
+        toolName: 'user.echo',
+      },
+      {
+        detail: '{"reason":"out of scope"}',
+        kind: 'tool_call',
+        status: 'started',
+        title: 'MCP user.fail',
+        toolCallId: 'item_2',
+        toolName: 'user.fail',
+      },
+      {
+        detail: 'refused: out of scope',
+        kind: 'tool_result',
+        status: 'failed',
+        title: 'user.fail failed',
+        toolCallId: 'item_2',
+        toolName: 'user.fail',
+      },
     ]);
     expect(outcomes(events)).toEqual([{ summary: 'done', type: 'completed' }]);
   },
   'minimal-sse-probe': (events) => {
     expect(messages(events)).toEqual(['Minimal stream: only output_item.done + completed.']);
-    expect(usages(events)).toEqual([{ cachedInputTokens: 0, inputTokens: 0, outputTokens: 0, reasoningOutputTokens: 0 }]);
+    expect(usages(events)).toEqual([
+      { cachedInputTokens: 0, inputTokens: 0, outputTokens: 0, reasoningOutputTokens: 0 },
+    ]);
   },
   'missing-completed-probe': (events) => {
     // The text was printed twice (attempt 1, then its retry) and the turn still failed: it never
     // becomes a conversation message, though both copies stay visible in the trace.
     expect(traces(events).filter((trace) => trace.kind === 'assistant_message')).toHaveLength(2);
     expect(messages(events)).toEqual([]);
-    expect(outcomes(events)).toEqual([{ message: 'stream disconnected before completion: stream closed before response.completed', type: 'failed' }]);
+    expect(outcomes(events)).toEqual([
+      { message: 'stream disconnected before completion: stream closed before response.completed', type: 'failed' },
+    ]);
   },
   'plain-text': (events) => {
     expect(messages(events)).toEqual(['Hello! This is a plain text answer from the fake model.']);
-    expect(usages(events)).toEqual([{ cachedInputTokens: 0, inputTokens: 100, outputTokens: 20, reasoningOutputTokens: 0 }]);
-    expect(outcomes(events)).toEqual([{ summary: 'Hello! This is a plain text answer from the fake model.', type: 'completed' }]);
+    expect(usages(events)).toEqual([
+      { cachedInputTokens: 0, inputTokens: 100, outputTokens: 20, reasoningOutputTokens: 0 },
+    ]);
+    expect(outcomes(events)).toEqual([
+      { summary: 'Hello! This is a plain text answer from the fake model.', type: 'completed' },
+    ]);
     // The model-metadata `item.type=error` is a warning, kept as lifecycle.
     expect(traces(events)).toContainEqual(
-      expect.objectContaining({ kind: 'lifecycle', nativeType: 'item.completed/error', title: expect.stringMatching(/^Warning: Model metadata/) }),
+      expect.objectContaining({
+        kind: 'lifecycle',
+        nativeType: 'item.completed/error',
+        title: expect.stringMatching(/^Warning: Model metadata/),
+      }),
     );
   },
   reasoning: (events) => {
@@ -85,7 +151,9 @@ const SCENARIOS: Record<string, (events: NormalizedEvent[], transcript: Transcri
   resume: (events, transcript) => {
     expectResumedSession(events, transcript);
     expect(messages(events)).toEqual(['Earlier I ran `echo hello > out.txt && cat out.txt` and it printed hello.']);
-    expect(usages(events)).toEqual([{ cachedInputTokens: 0, inputTokens: 300, outputTokens: 60, reasoningOutputTokens: 0 }]);
+    expect(usages(events)).toEqual([
+      { cachedInputTokens: 0, inputTokens: 300, outputTokens: 60, reasoningOutputTokens: 0 },
+    ]);
   },
   'resume-other-cwd': (events, transcript) => {
     expectResumedSession(events, transcript);
@@ -150,7 +218,16 @@ function baseContext(overrides: Partial<InvocationContext> = {}): InvocationCont
   };
 }
 
-const BASE_ARGS = ['exec', '--json', '--color', 'never', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check', '-c', 'allow_login_shell=false'];
+const BASE_ARGS = [
+  'exec',
+  '--json',
+  '--color',
+  'never',
+  '--dangerously-bypass-approvals-and-sandbox',
+  '--skip-git-repo-check',
+  '-c',
+  'allow_login_shell=false',
+];
 const INSTRUCTIONS_ARGS = ['-c', 'developer_instructions="Be \\"careful\\".\\nUse C:\\\\tmp."'];
 
 describe(CodexAdapter.name, () => {
@@ -204,9 +281,15 @@ describe(CodexAdapter.name, () => {
 
   describe('retries', () => {
     const start = [{ thread_id: 't1', type: 'thread.started' }, { type: 'turn.started' }];
-    const message = (id: string, text: string) => ({ item: { id, text, type: 'agent_message' }, type: 'item.completed' });
+    const message = (id: string, text: string) => ({
+      item: { id, text, type: 'agent_message' },
+      type: 'item.completed',
+    });
     const retry = { message: 'Reconnecting... 1/5 (stream disconnected before completion)', type: 'error' };
-    const completed = { type: 'turn.completed', usage: { cached_input_tokens: 10, input_tokens: 100, output_tokens: 20, reasoning_output_tokens: 3 } };
+    const completed = {
+      type: 'turn.completed',
+      usage: { cached_input_tokens: 10, input_tokens: 100, output_tokens: 20, reasoning_output_tokens: 3 },
+    };
 
     it('keeps only the successful attempt of a retried message', () => {
       const events = parseLines([...start, message('item_1', 'Hi.'), retry, message('item_2', 'Hi.'), completed]);
@@ -222,7 +305,10 @@ describe(CodexAdapter.name, () => {
       }
       expect(parser.line(JSON.stringify(completed)).filter((event) => event.type !== 'trace')).toEqual([
         { text: 'Hi.', type: 'assistant_message' },
-        { type: 'usage', usage: { cachedInputTokens: 10, inputTokens: 100, outputTokens: 20, reasoningOutputTokens: 3 } },
+        {
+          type: 'usage',
+          usage: { cachedInputTokens: 10, inputTokens: 100, outputTokens: 20, reasoningOutputTokens: 3 },
+        },
         { summary: 'Hi.', type: 'completed' },
       ]);
       expect(parser.end({ code: 0, signal: null, stderr: '' })).toEqual([]);
@@ -244,33 +330,56 @@ describe(CodexAdapter.name, () => {
         completed,
       ]);
       expect(messages(events)).toEqual(['Running the tests.', 'One test fails.']);
-      expect(traces(events)).toContainEqual(expect.objectContaining({ detail: 'FAIL\n', kind: 'tool_result', status: 'failed', title: 'Ran `npm test` (exit code 1)' }));
+      expect(traces(events)).toContainEqual(
+        expect.objectContaining({
+          detail: 'FAIL\n',
+          kind: 'tool_result',
+          status: 'failed',
+          title: 'Ran `npm test` (exit code 1)',
+        }),
+      );
     });
 
     it('drops every message of a failed turn', () => {
-      const events = parseLines([...start, message('item_1', 'Hi.'), { error: { message: 'boom' }, type: 'turn.failed' }], {
-        code: 1,
-        signal: null,
-        stderr: '',
-      });
+      const events = parseLines(
+        [...start, message('item_1', 'Hi.'), { error: { message: 'boom' }, type: 'turn.failed' }],
+        {
+          code: 1,
+          signal: null,
+          stderr: '',
+        },
+      );
       expect(messages(events)).toEqual([]);
       expect(outcomes(events)).toEqual([{ message: 'boom', type: 'failed' }]);
     });
   });
 
   describe('robustness', () => {
-    it.each([['not json'], ['{"type":"thread.started","thread_id":"01a2'], ['42'], ['[1,2]'], ['null'], ['"a string"'], ['{"type":"item.completed","item":{"id":"item_1"']])(
-      'turns %j into an error trace',
-      (line) => {
-        const events = sut.createParser().line(line);
-        expect(events).toEqual([
-          {
-            trace: { detail: line, kind: 'error', nativeType: 'unparseable', status: null, title: 'unparseable output line', toolCallId: null, toolName: null },
-            type: 'trace',
+    it.each([
+      ['not json'],
+      ['{"type":"thread.started","thread_id":"01a2'],
+      ['42'],
+      ['[1,2]'],
+      ['null'],
+      ['"a string"'],
+      ['{"type":"item.completed","item":{"id":"item_1"'],
+    ])('turns %j into an error trace', (line) => {
+      const events = sut.createParser().line(line);
+      expect(events).toEqual([
+        {
+          trace: {
+            detail: line,
+            kind: 'error',
+            nativeType: 'unparseable',
+            status: null,
+            title: 'unparseable output line',
+            toolCallId: null,
+            toolName: null,
           },
-        ]);
-      },
-    );
+          type: 'trace',
+        },
+      ]);
+    });
 
     it('caps the detail of a huge garbage line', () => {
       const [event] = sut.createParser().line('x'.repeat(100_000));
@@ -290,21 +399,48 @@ describe(CodexAdapter.name, () => {
     ])('keeps the unknown %j as lifecycle', (line, nativeType) => {
       const events = sut.createParser().line(JSON.stringify(line));
       expect(events).toHaveLength(1);
-      expect(traces(events)[0]).toEqual(expect.objectContaining({ detail: JSON.stringify(line), kind: 'lifecycle', nativeType }));
+      expect(traces(events)[0]).toEqual(
+        expect.objectContaining({ detail: JSON.stringify(line), kind: 'lifecycle', nativeType }),
+      );
     });
 
     it('survives odd field types', () => {
       const parser = sut.createParser();
       expect(() => parser.line('{"type":"thread.started","thread_id":42}')).not.toThrow();
-      expect(parser.line('{"type":"thread.started","thread_id":42}').some((event) => event.type === 'session')).toBe(false);
-      expect(parser.line('{"type":"turn.completed","usage":"lots"}').filter((event) => event.type !== 'trace')).toEqual([{ summary: null, type: 'completed' }]);
-      expect(parser.line('{"type":"turn.failed","error":null}')).toContainEqual({ message: 'codex reported a failed turn', type: 'failed' });
+      expect(parser.line('{"type":"thread.started","thread_id":42}').some((event) => event.type === 'session')).toBe(
+        false,
+      );
+      expect(parser.line('{"type":"turn.completed","usage":"lots"}').filter((event) => event.type !== 'trace')).toEqual(
+        [{ summary: null, type: 'completed' }],
+      );
+      expect(parser.line('{"type":"turn.failed","error":null}')).toContainEqual({
+        message: 'codex reported a failed turn',
+        type: 'failed',
+      });
     });
 
     it('maps other tool items to tool traces', () => {
       const events = parseLines([
-        { item: { changes: [{ kind: 'update', path: 'src/a.ts' }], id: 'item_1', status: 'completed', type: 'file_change' }, type: 'item.completed' },
-        { item: { arguments: {}, id: 'item_2', server: 'docs', status: 'in_progress', tool: 'search', type: 'mcp_tool_call' }, type: 'item.started' },
+        {
+          item: {
+            changes: [{ kind: 'update', path: 'src/a.ts' }],
+            id: 'item_1',
+            status: 'completed',
+            type: 'file_change',
+          },
+          type: 'item.completed',
+        },
+        {
+          item: {
+            arguments: {},
+            id: 'item_2',
+            server: 'docs',
+            status: 'in_progress',
+            tool: 'search',
+            type: 'mcp_tool_call',
+          },
+          type: 'item.started',
+        },
         { item: { id: 'item_3', query: 'nestjs sse', type: 'web_search' }, type: 'item.completed' },
         {
           item: {
@@ -355,9 +491,9 @@ describe(CodexAdapter.name, () => {
         },
       ]);
       // A user's own required server failing keeps Codex's own words.
-      expect(sut.createParser().end({ code: 1, signal: null, stderr: stderr.replace('code_factory:', 'user:') })).toEqual([
-        { message: expect.stringMatching(/^codex exited with code 1: /), type: 'failed' },
-      ]);
+      expect(
+        sut.createParser().end({ code: 1, signal: null, stderr: stderr.replace('code_factory:', 'user:') }),
+      ).toEqual([{ message: expect.stringMatching(/^codex exited with code 1: /), type: 'failed' }]);
     });
 
     it('keeps the stderr summary short', () => {
@@ -376,14 +512,22 @@ describe(CodexAdapter.name, () => {
 
       const contradicted = sut.createParser();
       contradicted.line('{"type":"turn.completed"}');
-      expect(contradicted.end({ code: 2, signal: null, stderr: 'panic' })).toEqual([{ message: 'codex exited with code 2 after reporting success: panic', type: 'failed' }]);
+      expect(contradicted.end({ code: 2, signal: null, stderr: 'panic' })).toEqual([
+        { message: 'codex exited with code 2 after reporting success: panic', type: 'failed' },
+      ]);
     });
   });
 
   describe('buildInvocation', () => {
     it("adds the manager's MCP endpoint for this run only: one -c key each, the credential named, not written, waited for", () => {
-      const toolServer = { name: 'code_factory', tokenVariable: 'CODE_FACTORY_TOKEN', url: 'http://127.0.0.1:4310/api/agent/mcp' };
-      const args = sut.buildInvocation(baseContext({ env: { CODE_FACTORY_TOKEN: 'secret', PATH: '/usr/bin' }, toolServer })).args;
+      const toolServer = {
+        name: 'code_factory',
+        tokenVariable: 'CODE_FACTORY_TOKEN',
+        url: 'http://127.0.0.1:4310/api/agent/mcp',
+      };
+      const args = sut.buildInvocation(
+        baseContext({ env: { CODE_FACTORY_TOKEN: 'secret', PATH: '/usr/bin' }, toolServer }),
+      ).args;
       expect(args).toEqual([
         ...BASE_ARGS,
         ...INSTRUCTIONS_ARGS,
@@ -411,13 +555,9 @@ describe(CodexAdapter.name, () => {
     });
 
     it('resumes a thread with the options before `resume <id> -`', () => {
-      expect(sut.buildInvocation(baseContext({ nativeSessionId: '01a22967-1158-7f92-9a00-571202ca4bc6' })).args).toEqual([
-        ...BASE_ARGS,
-        ...INSTRUCTIONS_ARGS,
-        'resume',
-        '01a22967-1158-7f92-9a00-571202ca4bc6',
-        '-',
-      ]);
+      expect(
+        sut.buildInvocation(baseContext({ nativeSessionId: '01a22967-1158-7f92-9a00-571202ca4bc6' })).args,
+      ).toEqual([...BASE_ARGS, ...INSTRUCTIONS_ARGS, 'resume', '01a22967-1158-7f92-9a00-571202ca4bc6', '-']);
     });
 
     it('passes the model and the reasoning effort', () => {
@@ -433,14 +573,32 @@ describe(CodexAdapter.name, () => {
     });
 
     it('attaches images with one `--image=` flag each, never right before `-`', () => {
-      const args = sut.buildInvocation(baseContext({ images: ['/data/att_1.png', '/data/with space/att_2.jpg', '/data/a,b.png'], nativeSessionId: 'tid' })).args;
-      expect(args).toEqual([...BASE_ARGS, '--image=/data/att_1.png', '--image=/data/with space/att_2.jpg', ...INSTRUCTIONS_ARGS, 'resume', 'tid', '-']);
+      const args = sut.buildInvocation(
+        baseContext({
+          images: ['/data/att_1.png', '/data/with space/att_2.jpg', '/data/a,b.png'],
+          nativeSessionId: 'tid',
+        }),
+      ).args;
+      expect(args).toEqual([
+        ...BASE_ARGS,
+        '--image=/data/att_1.png',
+        '--image=/data/with space/att_2.jpg',
+        ...INSTRUCTIONS_ARGS,
+        'resume',
+        'tid',
+        '-',
+      ]);
       // A comma would split the path into two images; such a path is left to the prompt.
       expect(args.join(' ')).not.toContain('a,b.png');
     });
 
     it('runs a reviewer without persisting the thread', () => {
-      expect(sut.buildInvocation(baseContext({ role: 'reviewer' })).args).toEqual([...BASE_ARGS, '--ephemeral', ...INSTRUCTIONS_ARGS, '-']);
+      expect(sut.buildInvocation(baseContext({ role: 'reviewer' })).args).toEqual([
+        ...BASE_ARGS,
+        '--ephemeral',
+        ...INSTRUCTIONS_ARGS,
+        '-',
+      ]);
     });
   });
 
@@ -462,7 +620,13 @@ describe(CodexAdapter.name, () => {
     });
 
     it('round-trips any well-formed text (its escapes mean the same in JSON)', () => {
-      const samples = ['', 'a"b\\c', '\n\r\t\b\f', Array.from({ length: 0x80 }, (_, i) => String.fromCharCode(i)).join(''), '👩‍💻 "quoted" \\n literal'];
+      const samples = [
+        '',
+        'a"b\\c',
+        '\n\r\t\b\f',
+        Array.from({ length: 0x80 }, (_, i) => String.fromCharCode(i)).join(''),
+        '👩‍💻 "quoted" \\n literal',
+      ];
       for (const sample of samples) {
         const encoded = tomlString(sample);
         expect(JSON.parse(encoded)).toBe(sample);
@@ -475,7 +639,10 @@ describe(CodexAdapter.name, () => {
   describe(displayCommand.name, () => {
     it.each([
       ["/bin/bash -lc 'echo hello > out.txt && cat out.txt'", 'echo hello > out.txt && cat out.txt'],
-      [`/bin/bash -lc "echo started; node -e 'setTimeout(()=>{},41000)'; echo finished"`, "echo started; node -e 'setTimeout(()=>{},41000)'; echo finished"],
+      [
+        `/bin/bash -lc "echo started; node -e 'setTimeout(()=>{},41000)'; echo finished"`,
+        "echo started; node -e 'setTimeout(()=>{},41000)'; echo finished",
+      ],
       ["/bin/bash -lc 'echo '\\''quoted'\\'''", "echo 'quoted'"],
       ['/bin/bash -c "echo \\"x\\" \\$HOME"', 'echo "x" $HOME'],
       ["/usr/bin/zsh -lc 'git status'", 'git status'],

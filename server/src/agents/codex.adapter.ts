@@ -1,5 +1,27 @@
-import { AGENT_TOOL_SERVER_NAME, AgentAdapter, AgentToolServer, Invocation, InvocationContext, NormalizedEvent, OutputParser, TokenUsage } from './agent-adapter';
-import { cap, exitMessage, isObject, Json, mcpContentText, mcpToolName, num, oneLine, parseJsonLine, str, trace, unknown } from './output-helpers';
+import {
+  AGENT_TOOL_SERVER_NAME,
+  AgentAdapter,
+  AgentToolServer,
+  Invocation,
+  InvocationContext,
+  NormalizedEvent,
+  OutputParser,
+  TokenUsage,
+} from './agent-adapter';
+import {
+  cap,
+  exitMessage,
+  isObject,
+  Json,
+  mcpContentText,
+  mcpToolName,
+  num,
+  oneLine,
+  parseJsonLine,
+  str,
+  trace,
+  unknown,
+} from './output-helpers';
 
 // Codex CLI (`codex exec --json`). Verified against codex-cli 0.171.0 transcripts in
 // test/fixtures/agent-transcripts/codex/.
@@ -59,7 +81,14 @@ export function tomlString(value: string): string {
  */
 export function codexToolServerOptions(server: AgentToolServer): string[] {
   const key = `mcp_servers.${server.name}`;
-  return ['-c', `${key}.url=${tomlString(server.url)}`, '-c', `${key}.bearer_token_env_var=${tomlString(server.tokenVariable)}`, '-c', `${key}.required=true`];
+  return [
+    '-c',
+    `${key}.url=${tomlString(server.url)}`,
+    '-c',
+    `${key}.bearer_token_env_var=${tomlString(server.tokenVariable)}`,
+    '-c',
+    `${key}.required=true`,
+  ];
 }
 
 /**
@@ -198,7 +227,10 @@ class CodexOutputParser implements OutputParser {
         this.succeeded = false;
         const error = isObject(event.error) ? event.error : {};
         const message = str(error.message) || 'codex reported a failed turn';
-        return [trace({ detail: message, kind: 'error', nativeType: type, status: 'failed', title: 'Turn failed' }), { message, type: 'failed' }];
+        return [
+          trace({ detail: message, kind: 'error', nativeType: type, status: 'failed', title: 'Turn failed' }),
+          { message, type: 'failed' },
+        ];
       }
       default:
         return [unknown(event, type ?? 'unknown')];
@@ -273,7 +305,9 @@ class CodexOutputParser implements OutputParser {
       }
       case 'todo_list': {
         const items = Array.isArray(item.items) ? item.items.filter(isObject) : [];
-        const detail = items.map((entry) => `[${entry.completed === true ? 'x' : ' '}] ${str(entry.text) ?? ''}`).join('\n');
+        const detail = items
+          .map((entry) => `[${entry.completed === true ? 'x' : ' '}] ${str(entry.text) ?? ''}`)
+          .join('\n');
         return [trace({ detail, kind: 'lifecycle', nativeType, title: 'Plan updated' })];
       }
       default:
@@ -294,7 +328,17 @@ class CodexOutputParser implements OutputParser {
       if (eventType === 'item.updated') {
         return [];
       }
-      return [trace({ detail: JSON.stringify(item.arguments ?? null), kind: 'tool_call', nativeType, status: 'started', title: `MCP ${toolName}`, toolCallId: id, toolName })];
+      return [
+        trace({
+          detail: JSON.stringify(item.arguments ?? null),
+          kind: 'tool_call',
+          nativeType,
+          status: 'started',
+          title: `MCP ${toolName}`,
+          toolCallId: id,
+          toolName,
+        }),
+      ];
     }
     this.commitAttempt();
     const error = isObject(item.error) ? (str(item.error.message) ?? JSON.stringify(item.error)) : str(item.error);
@@ -302,7 +346,15 @@ class CodexOutputParser implements OutputParser {
     const result = isObject(item.result) ? item.result : {};
     const detail = error ?? mcpContentText(result.content);
     return [
-      trace({ detail, kind: 'tool_result', nativeType, status: failed ? 'failed' : 'completed', title: `${toolName} ${failed ? 'failed' : 'result'}`, toolCallId: id, toolName }),
+      trace({
+        detail,
+        kind: 'tool_result',
+        nativeType,
+        status: failed ? 'failed' : 'completed',
+        title: `${toolName} ${failed ? 'failed' : 'result'}`,
+        toolCallId: id,
+        toolName,
+      }),
     ];
   }
 
@@ -323,7 +375,17 @@ class CodexOutputParser implements OutputParser {
       if (eventType === 'item.updated') {
         return [];
       }
-      return [trace({ detail: JSON.stringify(item), kind: 'tool_call', nativeType, status: 'started', title, toolCallId: id, toolName })];
+      return [
+        trace({
+          detail: JSON.stringify(item),
+          kind: 'tool_call',
+          nativeType,
+          status: 'started',
+          title,
+          toolCallId: id,
+          toolName,
+        }),
+      ];
     }
     this.commitAttempt();
     const failed = item.status === 'failed' || item.status === 'declined' || isObject(item.error);

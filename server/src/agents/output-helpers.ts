@@ -10,7 +10,9 @@ const STDERR_SUMMARY_MAX = 1000;
 
 export type Json = Record<string, unknown>;
 
-export function trace(fields: Partial<NormalizedTrace> & Pick<NormalizedTrace, 'kind' | 'nativeType' | 'title'>): NormalizedEvent {
+export function trace(
+  fields: Partial<NormalizedTrace> & Pick<NormalizedTrace, 'kind' | 'nativeType' | 'title'>,
+): NormalizedEvent {
   return {
     trace: {
       detail: fields.detail ?? null,
@@ -26,11 +28,21 @@ export function trace(fields: Partial<NormalizedTrace> & Pick<NormalizedTrace, '
 }
 
 export function unparseable(line: string): NormalizedEvent {
-  return trace({ detail: cap(line, UNPARSEABLE_DETAIL_MAX), kind: 'error', nativeType: 'unparseable', title: 'unparseable output line' });
+  return trace({
+    detail: cap(line, UNPARSEABLE_DETAIL_MAX),
+    kind: 'error',
+    nativeType: 'unparseable',
+    title: 'unparseable output line',
+  });
 }
 
 export function unknown(value: Json, nativeType: string): NormalizedEvent {
-  return trace({ detail: cap(JSON.stringify(value), UNPARSEABLE_DETAIL_MAX), kind: 'lifecycle', nativeType, title: nativeType });
+  return trace({
+    detail: cap(JSON.stringify(value), UNPARSEABLE_DETAIL_MAX),
+    kind: 'lifecycle',
+    nativeType,
+    title: nativeType,
+  });
 }
 
 export function isObject(value: unknown): value is Json {
@@ -54,7 +66,11 @@ export function cap(text: string, max: number): string {
 }
 
 /** "codex exited with code 1: <stderr>", "codex was killed by SIGTERM". */
-export function exitMessage(cli: string, exit: { code: number | null; signal: string | null; stderr: string }, reportedSuccess = false): string {
+export function exitMessage(
+  cli: string,
+  exit: { code: number | null; signal: string | null; stderr: string },
+  reportedSuccess = false,
+): string {
   let message: string;
   if (exit.signal) {
     message = `${cli} was killed by ${exit.signal}`;
@@ -125,5 +141,9 @@ export function mcpContentText(content: unknown): string {
   if (!Array.isArray(content)) {
     return content === undefined || content === null ? '' : JSON.stringify(content);
   }
-  return content.map((block) => (isObject(block) ? (block.type === 'text' ? (str(block.text) ?? '') : `[${str(block.type) ?? 'content'}]`) : '')).join('\n');
+  return content
+    .map((block) =>
+      isObject(block) ? (block.type === 'text' ? (str(block.text) ?? '') : `[${str(block.type) ?? 'content'}]`) : '',
+    )
+    .join('\n');
 }

@@ -68,9 +68,14 @@ export async function runProcess(spec: ProcessSpec): Promise<RunningProcess> {
   const maxLine = spec.maxLineBytes ?? DEFAULT_MAX_LINE;
   // A program that is not there is left to fail as itself (spawn_failed, ENOENT), not as `nice`'s exit 127.
   const [command, args] =
-    NICE && findExecutable(spec.command, spec.env.PATH ?? '', spec.cwd) ? [NICE, ['-n', String(AGENT_NICENESS), spec.command, ...spec.args]] : [spec.command, spec.args];
+    NICE && findExecutable(spec.command, spec.env.PATH ?? '', spec.cwd)
+      ? [NICE, ['-n', String(AGENT_NICENESS), spec.command, ...spec.args]]
+      : [spec.command, spec.args];
   // Started by the spawner process: a spawn here would hold the event loop until the CLI exec'd.
-  const child = await spawner.start(command, args, { cwd: spec.cwd, env: { ...spec.env, [RUN_MARKER_VARIABLE]: spec.marker } });
+  const child = await spawner.start(command, args, {
+    cwd: spec.cwd,
+    env: { ...spec.env, [RUN_MARKER_VARIABLE]: spec.marker },
+  });
   const pid = child.pid ?? null;
   if (pid !== null) {
     lowerSessionPriority(pid);
@@ -135,7 +140,8 @@ export async function runProcess(spec: ProcessSpec): Promise<RunningProcess> {
     }
   };
 
-  const deadline = spec.maxDurationMs !== undefined ? setTimeout(() => void stop('timed_out'), spec.maxDurationMs) : undefined;
+  const deadline =
+    spec.maxDurationMs !== undefined ? setTimeout(() => void stop('timed_out'), spec.maxDurationMs) : undefined;
 
   const stop = (reason: ProcessEndReason): Promise<void> => {
     if (!stopping) {
@@ -159,7 +165,10 @@ export async function runProcess(spec: ProcessSpec): Promise<RunningProcess> {
     // Once the CLI itself has exited and its last output had time to drain, end the rest.
     let drained: NodeJS.Timeout | undefined;
     void child.exited.then(() => {
-      drained = setTimeout(() => void (stopping ?? killRunTree(spec.marker, null)).catch(() => undefined), EXIT_DRAIN_MS);
+      drained = setTimeout(
+        () => void (stopping ?? killRunTree(spec.marker, null)).catch(() => undefined),
+        EXIT_DRAIN_MS,
+      );
     });
     void Promise.all([child.exited, closed(child.stdout), closed(child.stderr)]).then(([exit]) => {
       clearTimeout(drained);
@@ -210,5 +219,7 @@ function lowerSessionPriority(pid: number): void {
 
 /** Resolves when the stream has closed (at once when it already has). */
 function closed(stream: Readable): Promise<void> {
-  return stream.closed || stream.destroyed ? Promise.resolve() : new Promise((resolve) => stream.once('close', () => resolve()));
+  return stream.closed || stream.destroyed
+    ? Promise.resolve()
+    : new Promise((resolve) => stream.once('close', () => resolve()));
 }

@@ -126,10 +126,21 @@ export function buildConversationSoFar(messages: readonly RdPromptMessage[]): st
   let size = 0;
   for (const message of [...messages].reverse()) {
     const body = message.body.trim();
-    const cut = body.length > messageChars ? `${body.slice(0, messageChars)}\n[… cut: ${body.length - messageChars} more characters]` : body;
-    const label = message.author === 'rd_agent' && !message.sourceRequirement ? 'you (an earlier session of this Requirement)' : authorLabel(message);
+    const cut =
+      body.length > messageChars
+        ? `${body.slice(0, messageChars)}\n[… cut: ${body.length - messageChars} more characters]`
+        : body;
+    const label =
+      message.author === 'rd_agent' && !message.sourceRequirement
+        ? 'you (an earlier session of this Requirement)'
+        : authorLabel(message);
     const files = message.attachments.map((a) => `- (attachment) ${oneLine(a.fileName)}`);
-    const text = [`### Message ${message.sequence} from ${label}`, '', neutralizeHeaders(cut), ...(files.length > 0 ? ['', ...files] : [])].join('\n');
+    const text = [
+      `### Message ${message.sequence} from ${label}`,
+      '',
+      neutralizeHeaders(cut),
+      ...(files.length > 0 ? ['', ...files] : []),
+    ].join('\n');
     if (size + text.length > totalChars) {
       break;
     }
@@ -164,7 +175,11 @@ export function imagePaths(messages: readonly Pick<RdPromptMessage, 'attachments
 }
 
 function formatMessage(message: RdPromptMessage, provider: Provider): string {
-  const parts = [`### Message ${message.sequence} from ${authorLabel(message)}`, '', neutralizeHeaders(message.body.trim())];
+  const parts = [
+    `### Message ${message.sequence} from ${authorLabel(message)}`,
+    '',
+    neutralizeHeaders(message.body.trim()),
+  ];
   if (message.attachments.length > 0) {
     parts.push('', attachmentsNote(message.attachments, provider));
     for (const attachment of message.attachments) {
@@ -249,8 +264,16 @@ export function parseReviewVerdict(summary: string): ReviewVerdict | null {
 }
 
 /** Standing instructions for a Reviewer run: the same for Codex and Claude Code. */
-export function buildReviewerInstructions({ headSha, loopRound, number, pullRequestUrl, repository }: ReviewerInput): string {
-  const asker = loopRound ? `by its Requirement's review loop (round ${loopRound.round} of at most ${loopRound.maxRounds})` : 'by a person';
+export function buildReviewerInstructions({
+  headSha,
+  loopRound,
+  number,
+  pullRequestUrl,
+  repository,
+}: ReviewerInput): string {
+  const asker = loopRound
+    ? `by its Requirement's review loop (round ${loopRound.round} of at most ${loopRound.maxRounds})`
+    : 'by a person';
   return [
     `You are a code reviewer asked ${asker}, through Agent Manager, to review GitHub pull request ${pullRequestUrl} (${repository}#${number}).`,
     '',

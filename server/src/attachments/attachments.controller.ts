@@ -1,5 +1,15 @@
 import { Controller, Get, Headers, HttpCode, Param, Post, Req, Res, StreamableFile } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiCreatedResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBody,
+  ApiConsumes,
+  ApiCreatedResponse,
+  ApiHeader,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiProduces,
+  ApiTags,
+} from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 
 import type { EventActor } from '@libs/contracts';
@@ -28,7 +38,12 @@ export class AttachmentsController {
   @ApiHeader({ description: 'The file name, URI-encoded', name: 'X-File-Name', required: true })
   @ApiCreatedResponse({ type: AttachmentResponseDto })
   @ApiNotFoundResponse()
-  uploadAttachment(@Param('id') id: string, @Headers('x-file-name') fileName: string | undefined, @Req() req: Request, @Actor() actor: EventActor): Promise<AttachmentResponseDto> {
+  uploadAttachment(
+    @Param('id') id: string,
+    @Headers('x-file-name') fileName: string | undefined,
+    @Req() req: Request,
+    @Actor() actor: EventActor,
+  ): Promise<AttachmentResponseDto> {
     const length = req.headers['content-length'];
     return this.attachments.upload(
       id,
@@ -51,7 +66,10 @@ export class AttachmentsController {
     const { attachment, stream } = await this.attachments.open(id);
     res.set({
       'Cache-Control': 'private, max-age=31536000, immutable',
-      'Content-Disposition': contentDisposition(attachment.kind === 'image' ? 'inline' : 'attachment', attachment.fileName),
+      'Content-Disposition': contentDisposition(
+        attachment.kind === 'image' ? 'inline' : 'attachment',
+        attachment.fileName,
+      ),
       'Content-Length': String(attachment.byteSize),
       // Even a file opened directly in the browser can run nothing and reach nothing.
       'Content-Security-Policy': "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox",

@@ -24,13 +24,17 @@ export class AttachmentsRepository {
    * `onConflict: 'ignore'`, into a row that has none yet: the import of a file from before the
    * bytes were in the database, which a second import must leave as the first wrote it).
    */
-  insertContent(uow: UnitOfWork, attachmentId: string, chunks: readonly Buffer[], options: { onConflict?: 'ignore' } = {}): void {
+  insertContent(
+    uow: UnitOfWork,
+    attachmentId: string,
+    chunks: readonly Buffer[],
+    options: { onConflict?: 'ignore' } = {},
+  ): void {
     chunks.forEach((bytes, index) =>
-      uow.execute(`INSERT INTO attachment_chunk (attachment_id, chunk_index, bytes) VALUES (?, ?, ?)${options.onConflict === 'ignore' ? ' ON CONFLICT DO NOTHING' : ''}`, [
-        attachmentId,
-        index,
-        bytes,
-      ]),
+      uow.execute(
+        `INSERT INTO attachment_chunk (attachment_id, chunk_index, bytes) VALUES (?, ?, ?)${options.onConflict === 'ignore' ? ' ON CONFLICT DO NOTHING' : ''}`,
+        [attachmentId, index, bytes],
+      ),
     );
   }
 
@@ -64,7 +68,12 @@ export class AttachmentsRepository {
 
   /** These rows as the unit sees them (any that exist). */
   async findByIdsIn(uow: UnitOfWork, ids: string[]): Promise<MessageAttachmentEntity[]> {
-    return ids.length === 0 ? [] : (await uow.reads()).createQueryBuilder(MessageAttachmentEntity, 'a').where('a.id IN (:...ids)', { ids }).getMany();
+    return ids.length === 0
+      ? []
+      : (await uow.reads())
+          .createQueryBuilder(MessageAttachmentEntity, 'a')
+          .where('a.id IN (:...ids)', { ids })
+          .getMany();
   }
 
   /** Gives these uploads to a message. */
@@ -82,7 +91,10 @@ export class AttachmentsRepository {
     return this.database.readManager
       .createQueryBuilder(MessageAttachmentEntity, 'a')
       .innerJoin('requirement_message', 'm', 'm.id = a.message_id')
-      .where('a.requirement_id = :requirementId AND m.deliver_to_rd = TRUE AND m.sequence <= :toSequence', { requirementId, toSequence })
+      .where('a.requirement_id = :requirementId AND m.deliver_to_rd = TRUE AND m.sequence <= :toSequence', {
+        requirementId,
+        toSequence,
+      })
       .getMany();
   }
 
@@ -90,14 +102,21 @@ export class AttachmentsRepository {
   ofMessages(messageIds: string[]): Promise<MessageAttachmentEntity[]> {
     return messageIds.length === 0
       ? Promise.resolve([])
-      : this.database.readManager.createQueryBuilder(MessageAttachmentEntity, 'a').where('a.message_id IN (:...ids)', { ids: messageIds }).orderBy('a.created_at', 'ASC').getMany();
+      : this.database.readManager
+          .createQueryBuilder(MessageAttachmentEntity, 'a')
+          .where('a.message_id IN (:...ids)', { ids: messageIds })
+          .orderBy('a.created_at', 'ASC')
+          .getMany();
   }
 
   /** Every attachment of these Requirements, as the unit sees them (what a purge must remove from disk). */
   async ofRequirementsIn(uow: UnitOfWork, requirementIds: string[]): Promise<MessageAttachmentEntity[]> {
     return requirementIds.length === 0
       ? []
-      : (await uow.reads()).createQueryBuilder(MessageAttachmentEntity, 'a').where('a.requirement_id IN (:...ids)', { ids: requirementIds }).getMany();
+      : (await uow.reads())
+          .createQueryBuilder(MessageAttachmentEntity, 'a')
+          .where('a.requirement_id IN (:...ids)', { ids: requirementIds })
+          .getMany();
   }
 
   /** Which of these IDs still have a row (committed). */
@@ -105,7 +124,12 @@ export class AttachmentsRepository {
     if (ids.length === 0) {
       return new Set();
     }
-    const rows = await this.database.read(MessageAttachmentEntity).createQueryBuilder('a').select('a.id', 'id').where('a.id IN (:...ids)', { ids }).getRawMany<{ id: string }>();
+    const rows = await this.database
+      .read(MessageAttachmentEntity)
+      .createQueryBuilder('a')
+      .select('a.id', 'id')
+      .where('a.id IN (:...ids)', { ids })
+      .getRawMany<{ id: string }>();
     return new Set(rows.map((row) => row.id));
   }
 }

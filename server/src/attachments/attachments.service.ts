@@ -72,7 +72,10 @@ export class AttachmentsService implements OnApplicationBootstrap {
 
   /** Absolute path of an attachment's local copy (agents read files from here): `<id><ext>`. */
   filePath(attachment: Pick<MessageAttachmentEntity, 'fileName' | 'id' | 'kind' | 'mediaType'>): string {
-    return path.join(this.directory, `${attachment.id}${storedExtension(attachment.kind, attachment.mediaType, attachment.fileName)}`);
+    return path.join(
+      this.directory,
+      `${attachment.id}${storedExtension(attachment.kind, attachment.mediaType, attachment.fileName)}`,
+    );
   }
 
   async upload(requirementId: string, input: UploadInput, actor: EventActor): Promise<AttachmentResponseDto> {
@@ -142,7 +145,12 @@ export class AttachmentsService implements OnApplicationBootstrap {
    * Gives uploaded attachments to a new message. Each ID must be an upload of this Requirement
    * that no message holds yet, and may appear once.
    */
-  async claim(tx: UnitOfWork, requirementId: string, ids: string[], messageId: string): Promise<AttachmentResponseDto[]> {
+  async claim(
+    tx: UnitOfWork,
+    requirementId: string,
+    ids: string[],
+    messageId: string,
+  ): Promise<AttachmentResponseDto[]> {
     if (ids.length === 0) {
       return [];
     }
@@ -201,11 +209,18 @@ export class AttachmentsService implements OnApplicationBootstrap {
         continue;
       }
       if (bytes.length !== row.byteSize) {
-        this.logger.warn({ attachmentId: row.id, byteSize: bytes.length, expected: row.byteSize, msg: 'attachment file has the wrong size; not read in' });
+        this.logger.warn({
+          attachmentId: row.id,
+          byteSize: bytes.length,
+          expected: row.byteSize,
+          msg: 'attachment file has the wrong size; not read in',
+        });
         continue;
       }
       try {
-        await this.database.write(async (tx) => this.repository.insertContent(tx, row.id, toChunks(bytes), { onConflict: 'ignore' }));
+        await this.database.write(async (tx) =>
+          this.repository.insertContent(tx, row.id, toChunks(bytes), { onConflict: 'ignore' }),
+        );
         imported++;
       } catch (err) {
         // Its row went meanwhile (a purge): nothing to keep.
@@ -279,7 +294,11 @@ export class AttachmentsService implements OnApplicationBootstrap {
       }
       fs.renameSync(temp, file);
     } catch (err) {
-      this.logger.warn({ attachmentId: row.id, error: (err as Error).message, msg: 'attachment copy not written for a run' });
+      this.logger.warn({
+        attachmentId: row.id,
+        error: (err as Error).message,
+        msg: 'attachment copy not written for a run',
+      });
     } finally {
       fs.rmSync(temp, { force: true });
     }

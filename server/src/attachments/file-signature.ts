@@ -3,7 +3,8 @@ import type { AttachmentKind } from '@libs/contracts';
 /** Bytes needed to recognise every supported image format. */
 export const SIGNATURE_BYTES = 12;
 
-const startsWith = (head: Buffer, bytes: number[], offset = 0) => head.length >= offset + bytes.length && bytes.every((b, i) => head[offset + i] === b);
+const startsWith = (head: Buffer, bytes: number[], offset = 0) =>
+  head.length >= offset + bytes.length && bytes.every((b, i) => head[offset + i] === b);
 
 /**
  * The type comes from the file's first bytes, never from its name or the client's
@@ -25,7 +26,12 @@ export function detectImage(head: Buffer): string | null {
   return null;
 }
 
-const IMAGE_EXTENSIONS: Record<string, string> = { 'image/gif': '.gif', 'image/jpeg': '.jpg', 'image/png': '.png', 'image/webp': '.webp' };
+const IMAGE_EXTENSIONS: Record<string, string> = {
+  'image/gif': '.gif',
+  'image/jpeg': '.jpg',
+  'image/png': '.png',
+  'image/webp': '.webp',
+};
 
 /**
  * The extension of the stored file: agents (and the CLIs' image handling) go by extension, so
@@ -49,6 +55,7 @@ export function classify(head: Buffer, declaredType: string | undefined): { kind
   }
   const declared = declaredType?.split(';')[0]?.trim().toLowerCase();
   // A declared image/* that failed the signature check is not trusted as an image.
-  const mediaType = declared && MEDIA_TYPE.test(declared) && !declared.startsWith('image/') ? declared : 'application/octet-stream';
+  const mediaType =
+    declared && MEDIA_TYPE.test(declared) && !declared.startsWith('image/') ? declared : 'application/octet-stream';
   return { kind: 'file', mediaType };
 }

@@ -27,13 +27,19 @@ export const CurrentAgentCaller = createParamDecorator((_data: unknown, context:
 });
 
 /** Refuses (403) a run that names a Requirement or session other than its own; the owner may name any. */
-export function assertInScope(caller: AgentCaller, claimed: { requirementId?: string | null; sessionId?: string | null }): void {
+export function assertInScope(
+  caller: AgentCaller,
+  claimed: { requirementId?: string | null; sessionId?: string | null },
+): void {
   if (caller.kind === 'owner') {
     return;
   }
   const { scope } = caller;
   if (claimed.requirementId != null && claimed.requirementId !== scope.requirementId) {
-    throw forbidden('outside_run_scope', `this run acts for Requirement ${scope.requirementId}, not ${claimed.requirementId}`);
+    throw forbidden(
+      'outside_run_scope',
+      `this run acts for Requirement ${scope.requirementId}, not ${claimed.requirementId}`,
+    );
   }
   if (claimed.sessionId != null && claimed.sessionId !== scope.sessionId) {
     throw forbidden('outside_run_scope', `this run acts for session ${scope.sessionId}, not ${claimed.sessionId}`);

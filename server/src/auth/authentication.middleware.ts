@@ -85,7 +85,13 @@ export class AuthenticationMiddleware {
     }
     if ('token' in req.query || 'access_token' in req.query) {
       // URLs end up in logs, history and Referer headers: never accept a credential there.
-      this.refuse(req, res, 401, 'token_in_query', 'credentials are not accepted in the query string; send Authorization: Bearer');
+      this.refuse(
+        req,
+        res,
+        401,
+        'token_in_query',
+        'credentials are not accepted in the query string; send Authorization: Bearer',
+      );
       return;
     }
     const authorization = req.headers.authorization;
@@ -108,7 +114,13 @@ export class AuthenticationMiddleware {
       this.asHuman(req, res, next);
       return;
     }
-    this.refuse(req, res, 401, 'unauthorized', 'missing or invalid credentials: send Authorization: Bearer <token> (see `agent-manager token`)');
+    this.refuse(
+      req,
+      res,
+      401,
+      'unauthorized',
+      'missing or invalid credentials: send Authorization: Bearer <token> (see `agent-manager token`)',
+    );
   };
 
   private withBearer(presented: string, req: AuthenticatedRequest, res: Response, next: NextFunction): void {
@@ -122,7 +134,13 @@ export class AuthenticationMiddleware {
       const timer = TIMER_ROUTE.exec(path);
       const allowed = path.startsWith(AGENT_PREFIX) || (timer !== null && timer[1] === scope.requirementId);
       if (!allowed) {
-        this.refuse(req, res, 403, 'outside_run_scope', "a run credential may only call the agent API and its own Requirement's timers");
+        this.refuse(
+          req,
+          res,
+          403,
+          'outside_run_scope',
+          "a run credential may only call the agent API and its own Requirement's timers",
+        );
         return;
       }
       req.actor = { id: scope.runId, kind: 'agent' };
@@ -156,7 +174,10 @@ export class AuthenticationMiddleware {
     if (!presented.some((value) => this.tokens.matchesToken(value))) {
       this.logger.warn({ msg: 'login refused', reason: 'invalid token' });
       res.setHeader('Cache-Control', 'no-store');
-      res.status(401).type('text/plain').send('This login link is not valid. Run `agent-manager token` for the current one.\n');
+      res
+        .status(401)
+        .type('text/plain')
+        .send('This login link is not valid. Run `agent-manager token` for the current one.\n');
       return;
     }
     query.delete('token');

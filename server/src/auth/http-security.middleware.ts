@@ -21,7 +21,8 @@ const DASHBOARD_CSP = [
 /** JSON and streams: nothing in them may ever run or be framed. */
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
 /** The OpenAPI explorer (swagger-ui) needs its own scripts, styles and data: images. */
-const DOCS_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; frame-ancestors 'none'";
+const DOCS_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; frame-ancestors 'none'";
 
 const CORS_HEADERS = 'Authorization, Content-Type, Last-Event-ID, X-File-Name';
 const CORS_METHODS = 'GET, POST, PATCH, DELETE';
@@ -45,7 +46,10 @@ export class HttpSecurityMiddleware {
       return;
     }
     const isApi = req.path === '/api' || req.path.startsWith('/api/');
-    res.setHeader('Content-Security-Policy', req.path.startsWith('/api/docs') ? DOCS_CSP : isApi ? API_CSP : DASHBOARD_CSP);
+    res.setHeader(
+      'Content-Security-Policy',
+      req.path.startsWith('/api/docs') ? DOCS_CSP : isApi ? API_CSP : DASHBOARD_CSP,
+    );
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('X-Frame-Options', 'DENY');
     res.setHeader('Referrer-Policy', 'no-referrer');
@@ -61,7 +65,12 @@ export class HttpSecurityMiddleware {
     }
     if (req.method === 'OPTIONS') {
       if (!corsAllowed) {
-        this.refuse(req, res, 'origin_not_allowed', 'cross-origin requests are only allowed from the configured allowedOrigin');
+        this.refuse(
+          req,
+          res,
+          'origin_not_allowed',
+          'cross-origin requests are only allowed from the configured allowedOrigin',
+        );
         return;
       }
       res.setHeader('Access-Control-Allow-Methods', CORS_METHODS);

@@ -20,7 +20,9 @@ export class LocalTokenService implements OnModuleInit {
     this.token = loadOrCreateToken(this.runtime.paths.tokenPath);
     this.cookieValue = sessionCookieValue(this.token);
     if (!this.enabled) {
-      this.logger.warn({ msg: 'authentication is disabled (authentication: none): anyone who can reach the port controls the agents' });
+      this.logger.warn({
+        msg: 'authentication is disabled (authentication: none): anyone who can reach the port controls the agents',
+      });
     }
   }
 

@@ -23,9 +23,13 @@ export function isAllowedHost(host: string | undefined, configuredHost: string):
   if (!parsed) {
     return false;
   }
-  const configured = configuredHost.includes(':') && !configuredHost.startsWith('[') ? `[${configuredHost}]` : configuredHost;
+  const configured =
+    configuredHost.includes(':') && !configuredHost.startsWith('[') ? `[${configuredHost}]` : configuredHost;
   // A wildcard bind serves loopback only by name; anything else must be configured explicitly.
-  const names = configuredHost === '0.0.0.0' || configuredHost === '::' ? LOOPBACK_NAMES : [...LOOPBACK_NAMES, configured.toLowerCase()];
+  const names =
+    configuredHost === '0.0.0.0' || configuredHost === '::'
+      ? LOOPBACK_NAMES
+      : [...LOOPBACK_NAMES, configured.toLowerCase()];
   return names.includes(parsed.name);
 }
 
@@ -33,7 +37,11 @@ export function isAllowedHost(host: string | undefined, configuredHost: string):
  * CSRF defence for state-changing requests: a browser always sends Origin on a cross-origin
  * POST/PATCH/DELETE. Requests without Origin (curl, the CLI, agents) pass to authentication.
  */
-export function isAllowedOrigin(origin: string | undefined, host: string | undefined, allowedOrigin: string | null): boolean {
+export function isAllowedOrigin(
+  origin: string | undefined,
+  host: string | undefined,
+  allowedOrigin: string | null,
+): boolean {
   if (origin === undefined) {
     return true;
   }

@@ -38,7 +38,13 @@ describe.each([
       client = new Client({ connectionString: URL });
       await client.connect();
       await client.query(`CREATE SCHEMA am_spec_trees_${suffix}`);
-      options = { ...common, extra: { options: `-c search_path=am_spec_trees_${suffix}` }, schema: `am_spec_trees_${suffix}`, type: 'postgres', url: URL };
+      options = {
+        ...common,
+        extra: { options: `-c search_path=am_spec_trees_${suffix}` },
+        schema: `am_spec_trees_${suffix}`,
+        type: 'postgres',
+        url: URL,
+      };
     }
     db = await new DataSource(options).initialize();
     // grandparent → parent → (child one, child two); a lone Requirement beside them.

@@ -63,9 +63,13 @@ export class BudgetsService {
     if (actor.kind === 'human') {
       return;
     }
-    const blocker = rows.requirement.budgetReachedAt !== null ? rows.requirement : blockerOf(await this.chainOf(tx, rows));
+    const blocker =
+      rows.requirement.budgetReachedAt !== null ? rows.requirement : blockerOf(await this.chainOf(tx, rows));
     if (blocker?.id === rows.requirement.id) {
-      throw conflict('budget_reached', `Requirement ${blocker.id} reached its budget; only a person can start it again, or raise its budget`);
+      throw conflict(
+        'budget_reached',
+        `Requirement ${blocker.id} reached its budget; only a person can start it again, or raise its budget`,
+      );
     }
     if (blocker) {
       throw conflict(
@@ -83,7 +87,9 @@ export class BudgetsService {
     const snapshot = await this.reconsider(requirementId, actor, true);
     // Raising a parent's budget resumes the pending work of its descendants the same way.
     for (const id of await this.requirements.budgetPausedBelow(requirementId)) {
-      await this.reconsider(id, actor, false).catch((err: unknown) => this.logger.error(`could not apply the budget of ${requirementId} to ${id}: ${(err as Error).message}`));
+      await this.reconsider(id, actor, false).catch((err: unknown) =>
+        this.logger.error(`could not apply the budget of ${requirementId} to ${id}: ${(err as Error).message}`),
+      );
     }
     return snapshot;
   }
@@ -92,36 +98,48 @@ export class BudgetsService {
    * Resumes or pauses one Requirement as its budgets now stand (see the class comment); with
    * `rebudgeted`, its own budget changed and the runs of its tree watch the new one.
    */
-  private reconsider(requirementId: string, actor: EventActor, rebudgeted: boolean): Promise<RequirementResponseDto | null> {
+  private reconsider(
+    requirementId: string,
+    actor: EventActor,
+    rebudgeted: boolean,
+  ): Promise<RequirementResponseDto | null> {
     return this.actors.act(requirementId, async () => {
-      const outcome = await this.database.write(async (tx): Promise<{ requirement: RequirementResponseDto; run: AgentRunEntity | null } | null> => {
-        const rows = await this.requirements.loadForWrite(tx, requirementId);
-        const { requirement, session } = rows;
-        if (rebudgeted) {
-          this.lifecycle.rebudget(requirementId, budgetOf(requirement));
-        }
-        if (session.state === 'running' || TERMINAL_REQUIREMENT_STATUSES.includes(requirement.status)) {
-          return null;
-        }
-        const blocker = blockerOf(await this.chainOf(tx, rows));
-        if (requirement.budgetReachedAt !== null && !blocker) {
-          if (session.pendingMessageCount > 0 && !this.lifecycle.stopping) {
-            // "Raising it resumes" (issue 18 §1): the run takes every pending message, the
-            // stopped run's input and whatever triggers and timers recorded meanwhile.
-            return this.lifecycle.openRun(tx, rows, actor);
+      const outcome = await this.database.write(
+        async (tx): Promise<{ requirement: RequirementResponseDto; run: AgentRunEntity | null } | null> => {
+          const rows = await this.requirements.loadForWrite(tx, requirementId);
+          const { requirement, session } = rows;
+          if (rebudgeted) {
+            this.lifecycle.rebudget(requirementId, budgetOf(requirement));
           }
-          const now = this.clock.nowIso();
-          this.requirementLifecycle.resumeFromBudget(tx, rows, now);
-          const snapshot = toRequirementResponse(requirement, session);
-          await this.events.append(tx, { actor, payload: { requirement: snapshot }, requirementId, sessionId: session.id, type: 'requirement.updated' });
-          return { requirement: snapshot, run: null };
-        }
-        // A todo Requirement has nothing to wake; its start is guarded.
-        if (requirement.budgetReachedAt === null && blocker && requirement.status !== 'todo') {
-          return { requirement: await this.lifecycle.pauseForBudget(tx, rows, blocker), run: null };
-        }
-        return null;
-      });
+          if (session.state === 'running' || TERMINAL_REQUIREMENT_STATUSES.includes(requirement.status)) {
+            return null;
+          }
+          const blocker = blockerOf(await this.chainOf(tx, rows));
+          if (requirement.budgetReachedAt !== null && !blocker) {
+            if (session.pendingMessageCount > 0 && !this.lifecycle.stopping) {
+              // "Raising it resumes" (issue 18 §1): the run takes every pending message, the
+              // stopped run's input and whatever triggers and timers recorded meanwhile.
+              return this.lifecycle.openRun(tx, rows, actor);
+            }
+            const now = this.clock.nowIso();
+            this.requirementLifecycle.resumeFromBudget(tx, rows, now);
+            const snapshot = toRequirementResponse(requirement, session);
+            await this.events.append(tx, {
+              actor,
+              payload: { requirement: snapshot },
+              requirementId,
+              sessionId: session.id,
+              type: 'requirement.updated',
+            });
+            return { requirement: snapshot, run: null };
+          }
+          // A todo Requirement has nothing to wake; its start is guarded.
+          if (requirement.budgetReachedAt === null && blocker && requirement.status !== 'todo') {
+            return { requirement: await this.lifecycle.pauseForBudget(tx, rows, blocker), run: null };
+          }
+          return null;
+        },
+      );
       if (outcome?.run) {
         this.lifecycle.launch(outcome.run);
         this.logger.log({ ...audit(actor), msg: 'budget raised: run started', requirementId, runId: outcome.run.id });
@@ -132,6 +150,9 @@ export class BudgetsService {
 
   /** The Requirement, then its ancestors: the budgets that hold it. */
   private async chainOf(tx: UnitOfWork, rows: RequirementRows): Promise<RequirementEntity[]> {
-    return [rows.requirement, ...(await this.requirements.ancestorsForWrite(tx, rows.requirement)).map((a) => a.requirement)];
+    return [
+      rows.requirement,
+      ...(await this.requirements.ancestorsForWrite(tx, rows.requirement)).map((a) => a.requirement),
+    ];
   }
 }

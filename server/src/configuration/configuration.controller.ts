@@ -8,7 +8,13 @@ import { UpdateConfigurationDto } from '../core/configuration/configuration.sche
 import { Actor } from '../core/http/actor.decorator';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
-import { ConfigurationResponseDto, HealthResponseDto, MetricsQueryDto, MetricsResponseDto, WorkspaceResponseDto } from './dto/configuration-response.dto';
+import {
+  ConfigurationResponseDto,
+  HealthResponseDto,
+  MetricsQueryDto,
+  MetricsResponseDto,
+  WorkspaceResponseDto,
+} from './dto/configuration-response.dto';
 import { MetricsService } from './metrics.service';
 import { ManagerConfigurationService } from './manager-configuration.service';
 
@@ -27,7 +33,12 @@ export class ConfigurationController {
   @ApiOperation({ summary: 'Liveness; needs no credentials' })
   @ApiOkResponse({ type: HealthResponseDto })
   getHealth(): HealthResponseDto {
-    return { agentIsolation: this.agentSandbox.status, ok: true, version: this.runtime.version, workspaceRoot: this.runtime.paths.root };
+    return {
+      agentIsolation: this.agentSandbox.status,
+      ok: true,
+      version: this.runtime.version,
+      workspaceRoot: this.runtime.paths.root,
+    };
   }
 
   @Get('metrics')
@@ -68,7 +79,10 @@ export class ConfigurationController {
   @ApiOperation({ summary: 'Change configuration fields; live fields apply at once, the rest after a restart' })
   @ApiOkResponse({ type: ConfigurationResponseDto })
   @ApiBadRequestResponse({ description: 'Unknown field or invalid value' })
-  updateConfiguration(@Body() body: UpdateConfigurationDto, @Actor() actor: EventActor): Promise<ConfigurationResponseDto> {
+  updateConfiguration(
+    @Body() body: UpdateConfigurationDto,
+    @Actor() actor: EventActor,
+  ): Promise<ConfigurationResponseDto> {
     return this.configuration.update(body, actor);
   }
 }

@@ -2,7 +2,11 @@ import { Injectable, Logger } from '@nestjs/common';
 
 import type { EventActor } from '@libs/contracts';
 
-import { ConfigurationKey, LIVE_CONFIGURATION_KEYS, UpdateConfigurationDto } from '../core/configuration/configuration.schema';
+import {
+  ConfigurationKey,
+  LIVE_CONFIGURATION_KEYS,
+  UpdateConfigurationDto,
+} from '../core/configuration/configuration.schema';
 import { ConfigurationService, ConfigurationSnapshot } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
 import { redactDatabaseUrl } from '../core/database/store';
@@ -17,10 +21,18 @@ export interface PublicConfiguration extends ConfigurationSnapshot {
 function redact(snapshot: ConfigurationSnapshot): PublicConfiguration {
   return {
     ...snapshot,
-    effective: { ...snapshot.effective, databaseUrl: redactDatabaseUrl(snapshot.effective.databaseUrl), githubWebhookSecret: null },
+    effective: {
+      ...snapshot.effective,
+      databaseUrl: redactDatabaseUrl(snapshot.effective.databaseUrl),
+      githubWebhookSecret: null,
+    },
     githubWebhookSecretConfigured: snapshot.effective.githubWebhookSecret !== null,
     liveFields: [...LIVE_CONFIGURATION_KEYS],
-    values: { ...snapshot.values, databaseUrl: redactDatabaseUrl(snapshot.values.databaseUrl), githubWebhookSecret: null },
+    values: {
+      ...snapshot.values,
+      databaseUrl: redactDatabaseUrl(snapshot.values.databaseUrl),
+      githubWebhookSecret: null,
+    },
   };
 }
 
@@ -41,7 +53,9 @@ export class ManagerConfigurationService {
 
   async update(patch: UpdateConfigurationDto, actor: EventActor): Promise<PublicConfiguration> {
     const snapshot = redact(await this.configuration.update(patch));
-    await this.database.write((tx) => this.events.append(tx, { actor, payload: { configuration: snapshot }, type: 'manager.configuration.updated' }));
+    await this.database.write((tx) =>
+      this.events.append(tx, { actor, payload: { configuration: snapshot }, type: 'manager.configuration.updated' }),
+    );
     this.logger.log({ ...audit(actor), fields: Object.keys(patch), msg: 'configuration updated' });
     return snapshot;
   }

@@ -91,7 +91,11 @@ export class ConversationDelivery {
    * (only a person does: triggers, timers, reviewers and other agents leave it pending); a done
    * Requirement is reopened in its original session.
    */
-  deliver(requirementId: string, write: (tx: UnitOfWork, rows: RequirementRows) => Promise<Delivered | null>, actor: EventActor): Promise<DeliveryResult | null> {
+  deliver(
+    requirementId: string,
+    write: (tx: UnitOfWork, rows: RequirementRows) => Promise<Delivered | null>,
+    actor: EventActor,
+  ): Promise<DeliveryResult | null> {
     return this.actors.act(requirementId, async () => {
       const result = await this.database.write(async (tx) => {
         const rows = await this.requirements.loadForWrite(tx, requirementId);
@@ -101,17 +105,30 @@ export class ConversationDelivery {
         }
         // A budget pause is lifted only by raising the budget or an explicit start (issue 18 §1):
         // a person's reply to it waits with the rest of the pending input.
-        const paused = rows.session.pausedAt !== null && (written.resumes !== true || rows.requirement.budgetReachedAt !== null);
+        const paused =
+          rows.session.pausedAt !== null && (written.resumes !== true || rows.requirement.budgetReachedAt !== null);
         // On a board, a Requirement another runner runs keeps the message for that runner's next run.
-        if (!written.wake || paused || rows.session.state === 'running' || this.lifecycle.stopping || this.lifecycle.runsElsewhere(rows.requirement.runnerId)) {
-          return { message: written.message, requirement: toRequirementResponse(rows.requirement, rows.session), run: null };
+        if (
+          !written.wake ||
+          paused ||
+          rows.session.state === 'running' ||
+          this.lifecycle.stopping ||
+          this.lifecycle.runsElsewhere(rows.requirement.runnerId)
+        ) {
+          return {
+            message: written.message,
+            requirement: toRequirementResponse(rows.requirement, rows.session),
+            run: null,
+          };
         }
         const blocker = await this.budgetBlocker(tx, rows, written);
         if (blocker) {
           // Paused as its own run would have been, with the notice saying whose budget; a done
           // Requirement stays done (its message waits for a person to reopen it).
           const open = rows.requirement.status !== 'done' && rows.requirement.status !== 'cancelled';
-          const requirement = open ? await this.lifecycle.pauseForBudget(tx, rows, blocker) : toRequirementResponse(rows.requirement, rows.session);
+          const requirement = open
+            ? await this.lifecycle.pauseForBudget(tx, rows, blocker)
+            : toRequirementResponse(rows.requirement, rows.session);
           return { message: written.message, requirement, run: null };
         }
         const opened = await this.lifecycle.openRun(tx, rows, actor);
@@ -123,7 +140,13 @@ export class ConversationDelivery {
       if (result.run) {
         this.lifecycle.launch(result.run);
       }
-      this.logger.log({ ...audit(actor), msg: 'message delivered', queued: result.run === null, requirementId, sequence: result.message.sequence });
+      this.logger.log({
+        ...audit(actor),
+        msg: 'message delivered',
+        queued: result.run === null,
+        requirementId,
+        sequence: result.message.sequence,
+      });
       return { message: result.message, queued: result.run === null, requirement: result.requirement };
     });
   }
@@ -138,7 +161,12 @@ export class ConversationDelivery {
   @OnDomainEvent('board.eventPublished')
   async onBoardEvent(event: ManagerEvent): Promise<void> {
     const own = this.lifecycle.ownRunnerId;
-    if (event.type !== 'message.created' || own === null || event.requirementId === null || !event.payload.message.deliverToRd) {
+    if (
+      event.type !== 'message.created' ||
+      own === null ||
+      event.requirementId === null ||
+      !event.payload.message.deliverToRd
+    ) {
       return;
     }
     // Most messages are for Requirements other runners run: the event's snapshot says so without
@@ -150,11 +178,20 @@ export class ConversationDelivery {
     await this.deliver(
       event.requirementId,
       async (_tx, rows) => {
-        const input = rows.requirement.runnerId === own && rows.session.lastConsumedMessageSequence < message.sequence && rows.requirement.status !== 'cancelled';
+        const input =
+          rows.requirement.runnerId === own &&
+          rows.session.lastConsumedMessageSequence < message.sequence &&
+          rows.requirement.status !== 'cancelled';
         return Promise.resolve(input ? { message, resumes: message.author === 'human', wake: true } : null);
       },
       event.actor,
-    ).catch((err: unknown) => this.logger.warn({ error: (err as Error).message, msg: "could not deliver another runner's message", requirementId: event.requirementId }));
+    ).catch((err: unknown) =>
+      this.logger.warn({
+        error: (err as Error).message,
+        msg: "could not deliver another runner's message",
+        requirementId: event.requirementId,
+      }),
+    );
   }
 
   /**
@@ -163,10 +200,17 @@ export class ConversationDelivery {
    * done, or a timer, must not run it past a budget. The one exception is a person's reply to a
    * done Requirement: that reopening is a person's start, as for its own budget (issue 18 §1).
    */
-  private async budgetBlocker(tx: UnitOfWork, rows: RequirementRows, written: Delivered): Promise<RequirementEntity | null> {
+  private async budgetBlocker(
+    tx: UnitOfWork,
+    rows: RequirementRows,
+    written: Delivered,
+  ): Promise<RequirementEntity | null> {
     if (written.resumes === true && rows.requirement.status === 'done') {
       return null;
     }
-    return blockerOf([rows.requirement, ...(await this.requirements.ancestorsForWrite(tx, rows.requirement)).map((a) => a.requirement)]);
+    return blockerOf([
+      rows.requirement,
+      ...(await this.requirements.ancestorsForWrite(tx, rows.requirement)).map((a) => a.requirement),
+    ]);
   }
 }

@@ -1,5 +1,13 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiAcceptedResponse,
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
 
 import type { EventActor } from '@libs/contracts';
 
@@ -33,8 +41,19 @@ export class MessagesController {
   @ApiBadRequestResponse({ description: 'No text and no attachments, or bad attachment IDs' })
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'The Requirement is cancelled' })
-  async replyToRequirement(@Param('id') id: string, @Body() body: ReplyDto, @Actor() actor: EventActor): Promise<ReplyResponseDto> {
+  async replyToRequirement(
+    @Param('id') id: string,
+    @Body() body: ReplyDto,
+    @Actor() actor: EventActor,
+  ): Promise<ReplyResponseDto> {
     const result = await this.conversation.reply(id, body, actor);
-    return { accepted: true, action: 'reply', message: result.message, queued: result.queued, requirement: result.requirement, requirementId: id };
+    return {
+      accepted: true,
+      action: 'reply',
+      message: result.message,
+      queued: result.queued,
+      requirement: result.requirement,
+      requirementId: id,
+    };
   }
 }

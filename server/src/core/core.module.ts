@@ -118,7 +118,13 @@ export class CoreModule {
       imports: [
         DiscoveryModule,
         // The writer runs migrations before anything else touches the file.
-        TypeOrmModule.forRoot({ ...common, ...writerPool(runtime.store), migrations: MIGRATIONS, migrationsRun: true, migrationsTransactionMode: 'each' } as DataSourceOptions),
+        TypeOrmModule.forRoot({
+          ...common,
+          ...writerPool(runtime.store),
+          migrations: MIGRATIONS,
+          migrationsRun: true,
+          migrationsTransactionMode: 'each',
+        } as DataSourceOptions),
         // Opened only after the writer (and so the migrations) finished: injecting its token orders them.
         TypeOrmModule.forRootAsync({
           inject: [getDataSourceToken()],

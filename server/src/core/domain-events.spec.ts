@@ -134,7 +134,9 @@ describe(DomainEvents.name, () => {
 
   it('refuses an emit before the handlers are registered (it would skip every reaction silently)', async () => {
     const early = new DomainEvents({ getProviders: () => [] } as unknown as DiscoveryService, new MetadataScanner());
-    await expect(early.emit('spec.inOrder', 'v')).rejects.toThrow('spec.inOrder emitted before the handlers were registered');
+    await expect(early.emit('spec.inOrder', 'v')).rejects.toThrow(
+      'spec.inOrder emitted before the handlers were registered',
+    );
   });
 });
 
@@ -143,7 +145,11 @@ describe('the domain event map in the source', () => {
   const sources = (dir: string): string[] =>
     fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
       const full = path.join(dir, entry.name);
-      return entry.isDirectory() ? sources(full) : entry.name.endsWith('.ts') && !entry.name.endsWith('.spec.ts') ? [full] : [];
+      return entry.isDirectory()
+        ? sources(full)
+        : entry.name.endsWith('.ts') && !entry.name.endsWith('.spec.ts')
+          ? [full]
+          : [];
     });
 
   it("makes every emitter import the file that declares its events, so any program that compiles the emitter (the bench's) knows them", () => {
@@ -164,7 +170,10 @@ describe('the domain event map in the source', () => {
           missing.push(`${path.relative(SERVER, file)} emits ${match[1]}, which no *.events.ts declares`);
           continue;
         }
-        const spec = `./${path.relative(path.dirname(file), declaration).replace(/\.ts$/, '')}`.replace(/^\.\/\.\./, '..');
+        const spec = `./${path.relative(path.dirname(file), declaration).replace(/\.ts$/, '')}`.replace(
+          /^\.\/\.\./,
+          '..',
+        );
         if (!text.includes(`'${spec}'`)) {
           missing.push(`${path.relative(SERVER, file)} emits ${match[1]} without importing ${spec}`);
         }

@@ -42,7 +42,9 @@ type Spec<K extends DomainEventName> = DomainEventMap[K] extends DomainEventSpec
 export type DomainEventArgs<K extends DomainEventName> = Spec<K>['args'];
 export type DomainEventHandler<K extends DomainEventName> = (...args: Spec<K>['args']) => Promise<Spec<K>['returns']>;
 /** The events of one delivery: each `emit…` method takes only those. */
-type EventsDelivered<D extends Delivery> = { [K in DomainEventName]: Spec<K>['delivery'] extends D ? K : never }[DomainEventName];
+type EventsDelivered<D extends Delivery> = {
+  [K in DomainEventName]: Spec<K>['delivery'] extends D ? K : never;
+}[DomainEventName];
 
 const HANDLER = Symbol('domain-event-handler');
 
@@ -57,7 +59,11 @@ interface HandlerMark {
  */
 export function OnDomainEvent<K extends DomainEventName>(name: K, options: { order?: number } = {}) {
   // A handler may take fewer arguments than the event gives (as any callback may).
-  return <M extends DomainEventHandler<K>>(target: object, key: string | symbol, descriptor: TypedPropertyDescriptor<M>): void => {
+  return <M extends DomainEventHandler<K>>(
+    target: object,
+    key: string | symbol,
+    descriptor: TypedPropertyDescriptor<M>,
+  ): void => {
     const marks = (Reflect.getOwnMetadata(HANDLER, target, key) as HandlerMark[] | undefined) ?? [];
     Reflect.defineMetadata(HANDLER, [...marks, { name, order: options.order ?? 0 }], target, key);
     void descriptor;
@@ -96,7 +102,9 @@ export class DomainEvents implements OnModuleInit {
       for (const method of this.scanner.getAllMethodNames(prototype)) {
         const marks = Reflect.getMetadata(HANDLER, prototype, method) as HandlerMark[] | undefined;
         for (const mark of marks ?? []) {
-          this.add(mark.name, mark.order, `${instance.constructor.name}.${method}`, (...args) => (instance[method] as (...a: unknown[]) => Promise<unknown>)(...args));
+          this.add(mark.name, mark.order, `${instance.constructor.name}.${method}`, (...args) =>
+            (instance[method] as (...a: unknown[]) => Promise<unknown>)(...args),
+          );
         }
       }
     }
@@ -104,7 +112,11 @@ export class DomainEvents implements OnModuleInit {
   }
 
   /** For a class outside Nest's container (unit tests): registers a handler by hand. */
-  on<K extends DomainEventName>(name: K, handler: DomainEventHandler<K>, options: { order?: number; where?: string } = {}): void {
+  on<K extends DomainEventName>(
+    name: K,
+    handler: DomainEventHandler<K>,
+    options: { order?: number; where?: string } = {},
+  ): void {
     this.add(name, options.order ?? 0, options.where ?? 'handler', handler as (...args: unknown[]) => Promise<unknown>);
     this.registered = true;
   }
@@ -115,7 +127,10 @@ export class DomainEvents implements OnModuleInit {
   }
 
   /** `inOrder` delivery: awaited one by one, the first failure thrown; resolves to each handler's result, in order. */
-  async emit<K extends EventsDelivered<'inOrder'>>(name: K, ...args: DomainEventArgs<K>): Promise<Array<Spec<K>['returns']>> {
+  async emit<K extends EventsDelivered<'inOrder'>>(
+    name: K,
+    ...args: DomainEventArgs<K>
+  ): Promise<Array<Spec<K>['returns']>> {
     const results: Array<Spec<K>['returns']> = [];
     for (const handler of this.list(name)) {
       results.push((await handler.call(...args)) as Spec<K>['returns']);

@@ -10,7 +10,9 @@ export function packageRoot(): string {
   let dir = __dirname;
   for (;;) {
     try {
-      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { bin?: Record<string, string> };
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
+        bin?: Record<string, string>;
+      };
       if (pkg.bin?.['agent-manager'] !== undefined) {
         return dir;
       }

@@ -22,6 +22,11 @@ describe('personId', () => {
   });
 
   it('gives the actor a person acts as', () => {
-    expect(personActor({ email: null, id: 'person_1', name: 'Ada', source: 'os' })).toEqual({ email: null, id: 'person_1', kind: 'human', name: 'Ada' });
+    expect(personActor({ email: null, id: 'person_1', name: 'Ada', source: 'os' })).toEqual({
+      email: null,
+      id: 'person_1',
+      kind: 'human',
+      name: 'Ada',
+    });
   });
 });

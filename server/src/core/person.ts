@@ -51,7 +51,13 @@ function cleanEmail(raw: string | null): string | null {
 async function gitIdentity(key: 'user.name' | 'user.email', cwd: string): Promise<string | null> {
   for (const scope of ['--global', '--system']) {
     try {
-      const result = await git(['config', scope, '--includes', '--get', key], { allowTruncated: true, cwd, maxBytes: 4096, okCodes: [0, 1], timeoutMs: 10_000 });
+      const result = await git(['config', scope, '--includes', '--get', key], {
+        allowTruncated: true,
+        cwd,
+        maxBytes: 4096,
+        okCodes: [0, 1],
+        timeoutMs: 10_000,
+      });
       // A value past maxBytes is cut and git killed, whether or not it had already exited 0: its
       // first bytes are the value's start (bounded further below), as good as a whole one.
       if ((result.code === 0 || result.truncated) && result.stdout.trim() !== '') {
@@ -78,12 +84,20 @@ function osUserName(env: NodeJS.ProcessEnv): string {
  * else git's global (or system) `user.name`/`user.email`, else the OS account's name. Every
  * source's text is bounded and stripped of control characters.
  */
-export async function resolvePerson(configuration: ConfigurationService, workspaceRoot: string, env: NodeJS.ProcessEnv = process.env): Promise<Person> {
+export async function resolvePerson(
+  configuration: ConfigurationService,
+  workspaceRoot: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Person> {
   const configuredName = configuration.get('personName');
   const configuredEmail = configuration.get('personEmail');
   const fromConfiguration = configuredName === null ? '' : personText(configuredName, LIMITS.personNameLength);
-  const gitName = fromConfiguration === '' ? personText((await gitIdentity('user.name', workspaceRoot)) ?? '', LIMITS.personNameLength) : '';
-  const email = configuredEmail !== null ? cleanEmail(configuredEmail) : cleanEmail(await gitIdentity('user.email', workspaceRoot));
+  const gitName =
+    fromConfiguration === ''
+      ? personText((await gitIdentity('user.name', workspaceRoot)) ?? '', LIMITS.personNameLength)
+      : '';
+  const email =
+    configuredEmail !== null ? cleanEmail(configuredEmail) : cleanEmail(await gitIdentity('user.email', workspaceRoot));
   let name = fromConfiguration;
   let source: Person['source'] = 'configuration';
   if (name === '') {

@@ -116,7 +116,11 @@ export function findPortHolder(port: number, home: string): PortHolder | null {
   const managers = managersOfHome(home);
   const manager = managers.find((m) => m.pid === pid) ?? managers.find((m) => m.url !== null && portOf(m.url) === port);
   if (manager?.url) {
-    return { agentManager: { url: manager.url, workspace: manager.workspace }, command: commandLine(manager.pid), pid: manager.pid };
+    return {
+      agentManager: { url: manager.url, workspace: manager.workspace },
+      command: commandLine(manager.pid),
+      pid: manager.pid,
+    };
   }
   return pid === null ? null : { agentManager: null, command: commandLine(pid), pid };
 }

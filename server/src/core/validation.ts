@@ -1,7 +1,20 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsIn, IsInt, IsNumber, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateIf } from 'class-validator';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsNumber,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateIf,
+} from 'class-validator';
 
 // `undefined` (absent) skips validation; `null` is only accepted where a field is nullable,
 // so PATCH {"host": null} is a 400 rather than a silently cleared value.
@@ -22,7 +35,13 @@ interface TextOptions {
 /** A required string, trimmed of nothing (bodies keep their whitespace), within bounds. */
 export function ValidateText(options: TextOptions) {
   return applyDecorators(
-    ApiProperty({ description: options.description, example: options.example, maxLength: options.max, minLength: options.min ?? 0, type: String }),
+    ApiProperty({
+      description: options.description,
+      example: options.example,
+      maxLength: options.max,
+      minLength: options.min ?? 0,
+      type: String,
+    }),
     IsString(),
     MinLength(options.min ?? 0),
     MaxLength(options.max),
@@ -33,7 +52,13 @@ export function ValidateText(options: TextOptions) {
 /** An optional string; `nullable` also accepts null (stored as "not set"). */
 export function OptionalText(options: TextOptions & { nullable?: boolean }) {
   return applyDecorators(
-    ApiPropertyOptional({ description: options.description, example: options.example, maxLength: options.max, nullable: options.nullable, type: String }),
+    ApiPropertyOptional({
+      description: options.description,
+      example: options.example,
+      maxLength: options.max,
+      nullable: options.nullable,
+      type: String,
+    }),
     options.nullable ? unlessAbsentOrNull() : unlessAbsent(),
     IsString(),
     MinLength(options.min ?? 0),
@@ -47,12 +72,22 @@ export function ValidateEnum(values: readonly string[], description: string) {
 }
 
 export function OptionalEnum(values: readonly string[], description: string, nullable = false) {
-  return applyDecorators(ApiPropertyOptional({ description, enum: [...values], nullable }), nullable ? unlessAbsentOrNull() : unlessAbsent(), IsIn([...values]));
+  return applyDecorators(
+    ApiPropertyOptional({ description, enum: [...values], nullable }),
+    nullable ? unlessAbsentOrNull() : unlessAbsent(),
+    IsIn([...values]),
+  );
 }
 
 export function OptionalInt(options: { description: string; min: number; max: number; nullable?: boolean }) {
   return applyDecorators(
-    ApiPropertyOptional({ description: options.description, maximum: options.max, minimum: options.min, nullable: options.nullable, type: Number }),
+    ApiPropertyOptional({
+      description: options.description,
+      maximum: options.max,
+      minimum: options.min,
+      nullable: options.nullable,
+      type: Number,
+    }),
     options.nullable ? unlessAbsentOrNull() : unlessAbsent(),
     IsInt(),
     Min(options.min),
@@ -63,7 +98,13 @@ export function OptionalInt(options: { description: string; min: number; max: nu
 /** An optional finite number (not only whole) within bounds; `nullable` also accepts null. */
 export function OptionalNumber(options: { description: string; min: number; max: number; nullable?: boolean }) {
   return applyDecorators(
-    ApiPropertyOptional({ description: options.description, maximum: options.max, minimum: options.min, nullable: options.nullable, type: Number }),
+    ApiPropertyOptional({
+      description: options.description,
+      maximum: options.max,
+      minimum: options.min,
+      nullable: options.nullable,
+      type: Number,
+    }),
     options.nullable ? unlessAbsentOrNull() : unlessAbsent(),
     IsNumber({ allowInfinity: false, allowNaN: false }),
     Min(options.min),

@@ -1,5 +1,12 @@
 import { Body, Controller, Param, Put } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
 
 import type { EventActor } from '@libs/contracts';
 
@@ -16,10 +23,16 @@ export class DependenciesController {
   @Put(':id/dependencies')
   @ApiOperation({ summary: 'Replace what a Requirement waits for (no cycles; an unmet dependency refuses its start)' })
   @ApiOkResponse({ type: RequirementResponseDto })
-  @ApiBadRequestResponse({ description: 'A cycle (dependency_cycle), an unknown Requirement (dependency_not_found) or a duplicate' })
+  @ApiBadRequestResponse({
+    description: 'A cycle (dependency_cycle), an unknown Requirement (dependency_not_found) or a duplicate',
+  })
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'The Requirement is done or cancelled' })
-  setDependencies(@Param('id') id: string, @Body() body: SetDependenciesDto, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
+  setDependencies(
+    @Param('id') id: string,
+    @Body() body: SetDependenciesDto,
+    @Actor() actor: EventActor,
+  ): Promise<RequirementResponseDto> {
     return this.dependencies.set(id, body, actor);
   }
 }

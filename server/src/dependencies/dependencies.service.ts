@@ -30,7 +30,11 @@ const CATCH_UP_BATCH = 200;
 /** `"Title" (until done, req_…)` for each: a person reads the title, a script still finds the id. */
 const describeUnmet = (rows: { dependency: RequirementDependencyEntity; title: string | null }[]) =>
   rows
-    .map(({ dependency: d, title }) => (title === null ? `${d.dependsOnRequirementId} (until ${d.until})` : `"${title}" (until ${d.until}, ${d.dependsOnRequirementId})`))
+    .map(({ dependency: d, title }) =>
+      title === null
+        ? `${d.dependsOnRequirementId} (until ${d.until})`
+        : `"${title}" (until ${d.until}, ${d.dependsOnRequirementId})`,
+    )
     .join(', ');
 
 /**
@@ -68,7 +72,11 @@ export class DependenciesService implements OnApplicationBootstrap {
     if (unmet.length > 0) {
       const named = [];
       for (const dependency of unmet) {
-        named.push({ dependency, title: (await this.requirements.findForWrite(tx, dependency.dependsOnRequirementId))?.requirement.title ?? null });
+        named.push({
+          dependency,
+          title:
+            (await this.requirements.findForWrite(tx, dependency.dependsOnRequirementId))?.requirement.title ?? null,
+        });
       }
       throw conflict('dependency_unmet', `"${rows.requirement.title}" is blocked by ${describeUnmet(named)}`);
     }
@@ -76,7 +84,9 @@ export class DependenciesService implements OnApplicationBootstrap {
 
   /** Tells the dependents a crash (or a stop) left untold; in the background, after the runs' own startup pass. */
   onApplicationBootstrap(): void {
-    void this.catchUp().catch((err: unknown) => this.logger.error({ error: (err as Error).message, msg: 'dependency catch-up failed' }));
+    void this.catchUp().catch((err: unknown) =>
+      this.logger.error({ error: (err as Error).message, msg: 'dependency catch-up failed' }),
+    );
   }
 
   /** PUT /requirements/:id/dependencies: replaces what the Requirement waits for. */
@@ -90,7 +100,13 @@ export class DependenciesService implements OnApplicationBootstrap {
       const now = this.clock.nowIso();
       this.requirementLifecycle.touch(tx, rows.requirement, now);
       const result = toRequirementResponse(rows.requirement, rows.session);
-      await this.events.append(tx, { actor, payload: { requirement: result }, requirementId: id, sessionId: rows.session.id, type: 'requirement.updated' });
+      await this.events.append(tx, {
+        actor,
+        payload: { requirement: result },
+        requirementId: id,
+        sessionId: rows.session.id,
+        type: 'requirement.updated',
+      });
       return result;
     });
     this.logger.log({ ...audit(actor), dependsOn: dto.dependsOn.length, msg: 'dependencies set', requirementId: id });
@@ -98,7 +114,12 @@ export class DependenciesService implements OnApplicationBootstrap {
   }
 
   /** Checks and stages a Requirement's dependencies (replacing any), each in the state its target is in now. */
-  private async stage(tx: UnitOfWork, rows: RequirementRows, inputs: DependencyInputDto[], autoStart: boolean): Promise<void> {
+  private async stage(
+    tx: UnitOfWork,
+    rows: RequirementRows,
+    inputs: DependencyInputDto[],
+    autoStart: boolean,
+  ): Promise<void> {
     const id = rows.requirement.id;
     const targets = inputs.map((d) => d.requirementId);
     if (new Set(targets).size !== targets.length) {
@@ -112,7 +133,10 @@ export class DependenciesService implements OnApplicationBootstrap {
       }
       const target = await this.requirements.findForWrite(tx, input.requirementId);
       if (!target) {
-        throw invalid('dependency_not_found', `dependsOn names Requirement ${input.requirementId}, which does not exist`);
+        throw invalid(
+          'dependency_not_found',
+          `dependsOn names Requirement ${input.requirementId}, which does not exist`,
+        );
       }
       const resolved = await this.stateNow(tx, target.requirement.id, target.requirement.status, input.until);
       staged.push({
@@ -138,7 +162,10 @@ export class DependenciesService implements OnApplicationBootstrap {
     let frontier = targets;
     while (frontier.length > 0) {
       if (frontier.includes(id)) {
-        throw invalid('dependency_cycle', `Requirement ${id} would wait for itself: a Requirement in dependsOn already waits (perhaps indirectly) for it`);
+        throw invalid(
+          'dependency_cycle',
+          `Requirement ${id} would wait for itself: a Requirement in dependsOn already waits (perhaps indirectly) for it`,
+        );
       }
       if (visited.size > CYCLE_WALK_MAX) {
         throw invalid('dependency_cycle', 'the dependency graph is too deep to check for cycles');
@@ -149,7 +176,12 @@ export class DependenciesService implements OnApplicationBootstrap {
   }
 
   /** Whether a dependency on `targetId` is already met or cancelled; null while pending. */
-  private async stateNow(tx: UnitOfWork, targetId: string, status: string, until: DependencyCondition): Promise<{ state: DependencyState; reason: string } | null> {
+  private async stateNow(
+    tx: UnitOfWork,
+    targetId: string,
+    status: string,
+    until: DependencyCondition,
+  ): Promise<{ state: DependencyState; reason: string } | null> {
     if (status === 'cancelled') {
       return { reason: 'cancelled', state: 'cancelled' };
     }
@@ -164,7 +196,9 @@ export class DependenciesService implements OnApplicationBootstrap {
     if (landing?.landedAt && landing.landedCommit) {
       return { reason: landedReason(landing.landedCommit), state: 'met' };
     }
-    return status === 'done' && (await this.pullRequests.ofRequirementIn(tx, targetId)).length === 0 ? { reason: 'confirmed done (no pull requests)', state: 'met' } : null;
+    return status === 'done' && (await this.pullRequests.ofRequirementIn(tx, targetId)).length === 0
+      ? { reason: 'confirmed done (no pull requests)', state: 'met' }
+      : null;
   }
 
   /** A Requirement became done or cancelled (in its closing unit). */
@@ -204,12 +238,25 @@ export class DependenciesService implements OnApplicationBootstrap {
   }
 
   /** Resolves the pending dependencies on `dependencyId` with one of `conditions`; tells each dependent after the commit. */
-  private async resolve(tx: UnitOfWork, dependencyId: string, conditions: DependencyCondition[], state: DependencyState, reason: string, now: string): Promise<void> {
+  private async resolve(
+    tx: UnitOfWork,
+    dependencyId: string,
+    conditions: DependencyCondition[],
+    state: DependencyState,
+    reason: string,
+    now: string,
+  ): Promise<void> {
     const told: string[] = [];
     for (const dependentId of await this.requirements.waitingOnIn(tx, dependencyId)) {
-      const row = (await this.requirements.dependenciesOfIn(tx, dependentId)).find((d) => d.dependsOnRequirementId === dependencyId);
+      const row = (await this.requirements.dependenciesOfIn(tx, dependentId)).find(
+        (d) => d.dependsOnRequirementId === dependencyId,
+      );
       if (row?.state === 'pending' && conditions.includes(row.until)) {
-        await this.requirementLifecycle.changeDependency(tx, dependentId, dependencyId, { reason, resolvedAt: now, state });
+        await this.requirementLifecycle.changeDependency(tx, dependentId, dependencyId, {
+          reason,
+          resolvedAt: now,
+          state,
+        });
         told.push(dependentId);
       }
     }
@@ -228,7 +275,9 @@ export class DependenciesService implements OnApplicationBootstrap {
   /** Tells a dependent that `dependencyId` was met or cancelled, once (the receipt), waking it when that was the last. */
   private async notify(dependentId: string, dependencyId: string): Promise<void> {
     try {
-      const [row] = (await this.requirements.dependenciesOf(dependentId)).filter((d) => d.dependsOnRequirementId === dependencyId);
+      const [row] = (await this.requirements.dependenciesOf(dependentId)).filter(
+        (d) => d.dependsOnRequirementId === dependencyId,
+      );
       if (!row || row.state === 'pending') {
         return;
       }
@@ -237,7 +286,8 @@ export class DependenciesService implements OnApplicationBootstrap {
       const met = row.state === 'met';
       const title = dependency?.title ?? null;
       // "confirmed done…" or the merged pull requests: the dashboard says the first in the reader's words.
-      const merged = !row.reason || row.reason.startsWith('confirmed done') ? null : row.reason.replace(/ merged as /g, ' @ ');
+      const merged =
+        !row.reason || row.reason.startsWith('confirmed done') ? null : row.reason.replace(/ merged as /g, ' @ ');
       await this.delivery.deliver(
         {
           args: met ? { merged, requirementId: dependencyId, title } : { requirementId: dependencyId, title },
@@ -253,7 +303,10 @@ export class DependenciesService implements OnApplicationBootstrap {
           triggerId: DEPENDENCY_TRIGGER,
         },
         {
-          alsoWrite: async (tx) => void (await this.requirementLifecycle.changeDependency(tx, dependentId, dependencyId, { notifiedAt: this.clock.nowIso() })),
+          alsoWrite: async (tx) =>
+            void (await this.requirementLifecycle.changeDependency(tx, dependentId, dependencyId, {
+              notifiedAt: this.clock.nowIso(),
+            })),
           wakes: async (_tx, rows) => {
             const all = rows.requirement.dependsOn ?? [];
             const everyMet = met && all.every((d) => d.state === 'met');
@@ -264,7 +317,12 @@ export class DependenciesService implements OnApplicationBootstrap {
       );
     } catch (err) {
       // Left untold (notified_at null): the next start delivers it.
-      this.logger.warn({ dependencyId, error: (err as Error).message, msg: 'dependency not told yet', requirementId: dependentId });
+      this.logger.warn({
+        dependencyId,
+        error: (err as Error).message,
+        msg: 'dependency not told yet',
+        requirementId: dependentId,
+      });
     }
   }
 }

@@ -10,7 +10,10 @@ export class DoctorController {
   constructor(private readonly doctor: DoctorService) {}
 
   @Get()
-  @ApiOperation({ summary: "What `agent-manager doctor` finds for this manager: the agent CLIs and their logins, GitHub, isolation, the store (the dashboard's setup panel)" })
+  @ApiOperation({
+    summary:
+      "What `agent-manager doctor` finds for this manager: the agent CLIs and their logins, GitHub, isolation, the store (the dashboard's setup panel)",
+  })
   @ApiOkResponse({ type: DoctorReportDto })
   get(@Query() query: DoctorQueryDto): Promise<DoctorReportDto> {
     return this.doctor.report(query.refresh === 'true');

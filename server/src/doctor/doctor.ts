@@ -21,7 +21,8 @@ import { resolveGitHubToken } from '../github/github-token';
 export type DoctorStatus = 'ok' | 'warn' | 'fail';
 
 export interface DoctorCheck {
-  id: 'node' | 'git' | 'codex' | 'claude' | 'github' | 'isolation' | 'worktrees' | 'port' | 'dataDirectory' | 'database';
+  id:
+    'node' | 'git' | 'codex' | 'claude' | 'github' | 'isolation' | 'worktrees' | 'port' | 'dataDirectory' | 'database';
   title: string;
   status: DoctorStatus;
   /** A failure of a required check makes `doctor` exit non-zero. */
@@ -81,10 +82,21 @@ interface Exec {
 
 function exec(command: string, args: string[], env: NodeJS.ProcessEnv, cwd: string, timeoutMs: number): Promise<Exec> {
   return new Promise((resolve) => {
-    execFile(command, args, { cwd, encoding: 'utf8', env, maxBuffer: 256 * 1024, timeout: timeoutMs, windowsHide: true }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
-      resolve({ code, error: error && code === null ? (error.killed ? `no answer within ${timeoutMs / 1000} s` : error.message) : null, stderr, stdout });
-    });
+    execFile(
+      command,
+      args,
+      { cwd, encoding: 'utf8', env, maxBuffer: 256 * 1024, timeout: timeoutMs, windowsHide: true },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+        resolve({
+          code,
+          error:
+            error && code === null ? (error.killed ? `no answer within ${timeoutMs / 1000} s` : error.message) : null,
+          stderr,
+          stdout,
+        });
+      },
+    );
   });
 }
 
@@ -103,10 +115,17 @@ function versionAtLeast(version: string, minimum: string): boolean {
  * The settings `start` would run with in this workspace: defaults, the workspace's config file
  * when there is one (never created here), the CODE_FACTORY_* environment, the launch flags.
  */
-function effectiveConfiguration(root: string, home: string, env: NodeJS.ProcessEnv, overrides: Partial<ConfigurationValues>): ConfigurationValues {
+function effectiveConfiguration(
+  root: string,
+  home: string,
+  env: NodeJS.ProcessEnv,
+  overrides: Partial<ConfigurationValues>,
+): ConfigurationValues {
   let file: Partial<ConfigurationValues> = {};
   try {
-    file = JSON.parse(fs.readFileSync(path.join(home, 'workspaces', workspaceKey(root), 'config.json'), 'utf8')) as Partial<ConfigurationValues>;
+    file = JSON.parse(
+      fs.readFileSync(path.join(home, 'workspaces', workspaceKey(root), 'config.json'), 'utf8'),
+    ) as Partial<ConfigurationValues>;
   } catch {
     // none yet (first start) or unreadable: `start` reports the latter itself
   }
@@ -126,7 +145,9 @@ export function checkNode(version = process.version): DoctorCheck {
   const ok = supportedNode(version);
   return {
     detail: `Node.js ${version}${ok ? '' : `; ${MINIMUM_NODE_VERSION}+ or ${MINIMUM_NODE_22}+ is needed`}`,
-    fix: ok ? null : `install a maintained Node.js LTS, 24 or 26 (or ${MINIMUM_NODE_VERSION}+ / ${MINIMUM_NODE_22}+) from https://nodejs.org`,
+    fix: ok
+      ? null
+      : `install a maintained Node.js LTS, 24 or 26 (or ${MINIMUM_NODE_VERSION}+ / ${MINIMUM_NODE_22}+) from https://nodejs.org`,
     args: { minimum: MINIMUM_NODE_VERSION, minimum22: MINIMUM_NODE_22, version },
     code: ok ? 'node.ok' : 'node.too_old',
     id: 'node',
@@ -140,12 +161,26 @@ async function checkGit(root: string, env: NodeJS.ProcessEnv, timeoutMs: number)
   const base = { id: 'git' as const, required: true, title: 'git' };
   const git = findExecutable('git', env.PATH ?? '', root);
   if (git === null) {
-    return { ...base, args: {}, code: 'git.missing', detail: 'git is not on the PATH', fix: 'install git (for example apt-get install git)', status: 'fail' };
+    return {
+      ...base,
+      args: {},
+      code: 'git.missing',
+      detail: 'git is not on the PATH',
+      fix: 'install git (for example apt-get install git)',
+      status: 'fail',
+    };
   }
   const version = await exec(git, ['--version'], env, root, timeoutMs);
   if (version.code !== 0) {
     const error = (version.error ?? version.stderr).trim();
-    return { ...base, args: { error, path: git }, code: 'git.version_failed', detail: `${git} --version failed: ${error}`, fix: 'reinstall git', status: 'fail' };
+    return {
+      ...base,
+      args: { error, path: git },
+      code: 'git.version_failed',
+      detail: `${git} --version failed: ${error}`,
+      fix: 'reinstall git',
+      status: 'fail',
+    };
   }
   const repo = await exec(git, ['rev-parse', '--show-toplevel'], env, root, timeoutMs);
   const detail = version.stdout.trim();
@@ -174,7 +209,14 @@ async function checkGit(root: string, env: NodeJS.ProcessEnv, timeoutMs: number)
       status: 'warn',
     };
   }
-  return { ...base, args: { repository: repo.stdout.trim(), version: detail }, code: 'git.ok', detail: `${detail}; repository ${repo.stdout.trim()}`, fix: null, status: 'ok' };
+  return {
+    ...base,
+    args: { repository: repo.stdout.trim(), version: detail },
+    code: 'git.ok',
+    detail: `${detail}; repository ${repo.stdout.trim()}`,
+    fix: null,
+    status: 'ok',
+  };
 }
 
 interface AgentCli {
@@ -249,7 +291,12 @@ export function codexCredentialsBesidesLogin(env: NodeJS.ProcessEnv): string | n
   return env[envKey] ? `model provider "${provider}" of ${file}, with its API key in ${envKey}` : null;
 }
 
-async function checkAgentCli(cli: AgentCli, root: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<DoctorCheck & { found: boolean }> {
+async function checkAgentCli(
+  cli: AgentCli,
+  root: string,
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+): Promise<DoctorCheck & { found: boolean }> {
   const base = { found: false, id: cli.id, required: false, title: cli.title };
   // What every finding's text names: the setting, the commands to install and log in (kept verbatim).
   const cliArgs = {
@@ -310,7 +357,9 @@ async function checkAgentCli(cli: AgentCli, root: string, env: NodeJS.ProcessEnv
         status: 'ok',
       };
     }
-    const why = status.error ? `\`${cli.executable} ${cli.statusArgs.join(' ')}\` gave no answer: ${status.error}` : 'not logged in';
+    const why = status.error
+      ? `\`${cli.executable} ${cli.statusArgs.join(' ')}\` gave no answer: ${status.error}`
+      : 'not logged in';
     return {
       ...base,
       args: { ...cliArgs, error: status.error, path: found, version: name },
@@ -321,21 +370,41 @@ async function checkAgentCli(cli: AgentCli, root: string, env: NodeJS.ProcessEnv
       status: 'warn',
     };
   }
-  return { ...base, args: { ...cliArgs, path: found, version: name }, code: 'cli.logged_in', detail: `${name} at ${found}; logged in`, fix: null, found: true, status: 'ok' };
+  return {
+    ...base,
+    args: { ...cliArgs, path: found, version: name },
+    code: 'cli.logged_in',
+    detail: `${name} at ${found}; logged in`,
+    fix: null,
+    found: true,
+    status: 'ok',
+  };
 }
 
 async function checkGitHub(apiUrl: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<DoctorCheck> {
   const base = { id: 'github' as const, required: false, title: 'GitHub token' };
-  const fixToken = 'set GITHUB_TOKEN (or GH_TOKEN), or log in with `gh auth login`; pull requests are not followed without one';
+  const fixToken =
+    'set GITHUB_TOKEN (or GH_TOKEN), or log in with `gh auth login`; pull requests are not followed without one';
   const found = await resolveGitHubToken({ env, timeoutMs });
   if (found === null) {
-    return { ...base, args: {}, code: 'github.no_token', detail: 'no token in GITHUB_TOKEN, GH_TOKEN or `gh auth token`', fix: fixToken, status: 'warn' };
+    return {
+      ...base,
+      args: {},
+      code: 'github.no_token',
+      detail: 'no token in GITHUB_TOKEN, GH_TOKEN or `gh auth token`',
+      fix: fixToken,
+      status: 'warn',
+    };
   }
   const url = `${apiUrl.replace(/\/+$/, '')}/user`;
   let response: Response;
   try {
     response = await fetch(url, {
-      headers: { accept: 'application/vnd.github+json', authorization: `Bearer ${found.token}`, 'user-agent': 'agent-manager-doctor' },
+      headers: {
+        accept: 'application/vnd.github+json',
+        authorization: `Bearer ${found.token}`,
+        'user-agent': 'agent-manager-doctor',
+      },
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
@@ -407,7 +476,12 @@ async function checkGitHub(apiUrl: string, env: NodeJS.ProcessEnv, timeoutMs: nu
 }
 
 /** The per-run limits as they would apply here (issue 44 §5), in words and as values. */
-function describeLimits(configuration: ConfigurationValues, sandboxed: boolean, env: NodeJS.ProcessEnv, root: string): { text: string; args: DoctorArgs } {
+function describeLimits(
+  configuration: ConfigurationValues,
+  sandboxed: boolean,
+  env: NodeJS.ProcessEnv,
+  root: string,
+): { text: string; args: DoctorArgs } {
   const cap = probeProcessCap(env.PATH ?? '', root);
   const processes =
     cap.kind === 'cgroup'
@@ -415,14 +489,26 @@ function describeLimits(configuration: ConfigurationValues, sandboxed: boolean, 
       : cap.kind === 'rlimit'
         ? `${configuration.agentProcessLimit} processes per run (RLIMIT_NPROC in its sandbox)`
         : `processes not capped: ${cap.reason}`;
-  const space = sandboxed ? `; /tmp, /var/tmp and $TMPDIR ${configuration.agentTmpSizeMb} MB and /dev/shm ${configuration.agentShmSizeMb} MB of each run's own` : '';
+  const space = sandboxed
+    ? `; /tmp, /var/tmp and $TMPDIR ${configuration.agentTmpSizeMb} MB and /dev/shm ${configuration.agentShmSizeMb} MB of each run's own`
+    : '';
   return {
-    args: { processCap: cap.kind, processLimit: configuration.agentProcessLimit, shmMb: configuration.agentShmSizeMb, tmpMb: configuration.agentTmpSizeMb },
+    args: {
+      processCap: cap.kind,
+      processLimit: configuration.agentProcessLimit,
+      shmMb: configuration.agentShmSizeMb,
+      tmpMb: configuration.agentTmpSizeMb,
+    },
     text: `limits: ${processes}${space}`,
   };
 }
 
-async function checkIsolation(mode: 'auto' | 'off', root: string, env: NodeJS.ProcessEnv, configuration: ConfigurationValues): Promise<DoctorCheck> {
+async function checkIsolation(
+  mode: 'auto' | 'off',
+  root: string,
+  env: NodeJS.ProcessEnv,
+  configuration: ConfigurationValues,
+): Promise<DoctorCheck> {
   const base = { id: 'isolation' as const, required: false, title: 'Agent isolation' };
   // The same probe the manager runs at start, on a throw-away tree instead of the real data.
   const tree = fs.mkdtempSync(path.join(os.tmpdir(), 'am-doctor-'));
@@ -431,7 +517,13 @@ async function checkIsolation(mode: 'auto' | 'off', root: string, env: NodeJS.Pr
     fs.mkdirSync(hidden);
     const witness = path.join(hidden, 'witness');
     fs.writeFileSync(witness, '');
-    const { isolation } = await probeSandbox({ cwd: root, hidden: [hidden], mode, searchPath: env.PATH ?? '', witness });
+    const { isolation } = await probeSandbox({
+      cwd: root,
+      hidden: [hidden],
+      mode,
+      searchPath: env.PATH ?? '',
+      witness,
+    });
     const limits = describeLimits(configuration, isolation.mechanism === 'bubblewrap', env, root);
     if (isolation.enabled) {
       return {
@@ -446,7 +538,12 @@ async function checkIsolation(mode: 'auto' | 'off', root: string, env: NodeJS.Pr
     return {
       ...base,
       args: { reason: isolation.reason, ...limits.args },
-      code: mode === 'off' ? 'isolation.off' : process.platform === 'darwin' ? 'isolation.unavailable_macos' : 'isolation.unavailable',
+      code:
+        mode === 'off'
+          ? 'isolation.off'
+          : process.platform === 'darwin'
+            ? 'isolation.unavailable_macos'
+            : 'isolation.unavailable',
       detail: `agents would NOT be isolated: ${isolation.reason}`,
       fix:
         mode === 'off'
@@ -489,8 +586,12 @@ export function checkWorktrees(root: string, home: string, worktreeRoot: string 
       linked.push(entry);
     }
   }
-  const named = (list: string[]) => list.slice(0, WORKTREES_NAMED).join(', ') + (list.length > WORKTREES_NAMED ? ` and ${list.length - WORKTREES_NAMED} more` : '');
-  const layouts = [...own.map((e) => `${e}: own repository`), ...linked.map((e) => `${e}: linked worktree`)].slice(0, WORKTREES_NAMED).join('; ');
+  const named = (list: string[]) =>
+    list.slice(0, WORKTREES_NAMED).join(', ') +
+    (list.length > WORKTREES_NAMED ? ` and ${list.length - WORKTREES_NAMED} more` : '');
+  const layouts = [...own.map((e) => `${e}: own repository`), ...linked.map((e) => `${e}: linked worktree`)]
+    .slice(0, WORKTREES_NAMED)
+    .join('; ');
   const args = { directory, layouts, linked: linked.length, linkedNames: named(linked), own: own.length };
   if (linked.length === 0) {
     return {
@@ -515,14 +616,25 @@ export function checkWorktrees(root: string, home: string, worktreeRoot: string 
 function checkPort(host: string, port: number, home: string): Promise<DoctorCheck> {
   const base = { id: 'port' as const, required: true, title: 'Port' };
   if (port === 0) {
-    return Promise.resolve({ ...base, args: {}, code: 'port.any', detail: 'port 0: a free one is picked at start', fix: null, status: 'ok' });
+    return Promise.resolve({
+      ...base,
+      args: {},
+      code: 'port.any',
+      detail: 'port 0: a free one is picked at start',
+      fix: null,
+      status: 'ok',
+    });
   }
   return new Promise((resolve) => {
     const server = net.createServer();
     server.once('error', (err: NodeJS.ErrnoException) =>
       resolve({
         ...base,
-        args: { address: `${host}:${port}`, error: err.code ?? err.message, holder: err.code === 'EADDRINUSE' ? describePortInUse(host, port, home) : null },
+        args: {
+          address: `${host}:${port}`,
+          error: err.code ?? err.message,
+          holder: err.code === 'EADDRINUSE' ? describePortInUse(host, port, home) : null,
+        },
         code: 'port.unavailable',
         // Who holds it (another Agent Manager, or which process) is what a person needs to act.
         detail: `${host}:${port} cannot be listened on (${err.code ?? err.message}${err.code === 'EADDRINUSE' ? `: ${describePortInUse(host, port, home)}` : ''})`,
@@ -531,7 +643,16 @@ function checkPort(host: string, port: number, home: string): Promise<DoctorChec
       }),
     );
     server.listen({ exclusive: true, host, port }, () =>
-      server.close(() => resolve({ ...base, args: { address: `${host}:${port}` }, code: 'port.free', detail: `${host}:${port} is free`, fix: null, status: 'ok' })),
+      server.close(() =>
+        resolve({
+          ...base,
+          args: { address: `${host}:${port}` },
+          code: 'port.free',
+          detail: `${host}:${port} is free`,
+          fix: null,
+          status: 'ok',
+        }),
+      ),
     );
   });
 }
@@ -573,7 +694,12 @@ function checkDataDirectory(home: string): DoctorCheck {
  * databasePath says), or the PostgreSQL server: reachable, logged in, and allowed to create the
  * workspace's schema (or already holding it), with a manager of this workspace on it or not.
  */
-async function checkDatabase(configuration: ConfigurationValues, root: string, home: string, timeoutMs: number): Promise<DoctorCheck> {
+async function checkDatabase(
+  configuration: ConfigurationValues,
+  root: string,
+  home: string,
+  timeoutMs: number,
+): Promise<DoctorCheck> {
   const base = { id: 'database' as const, required: true, title: 'Database' };
   if (!configuration.databaseUrl) {
     const file = configuration.databasePath
@@ -612,12 +738,28 @@ async function checkDatabase(configuration: ConfigurationValues, root: string, h
         status: 'fail',
       };
     }
-    const state = hasSchema ? (held ? '; a manager of this workspace is connected to it' : '; holds this workspace') : ' (created at first start)';
+    const state = hasSchema
+      ? held
+        ? '; a manager of this workspace is connected to it'
+        : '; holds this workspace'
+      : ' (created at first start)';
     const code = hasSchema ? (held ? 'database.pg_in_use' : 'database.pg_ok') : 'database.pg_new';
-    return { ...base, args: { schema: store.schema, url: shown, version }, code, detail: `${where}${state}`, fix: null, status: 'ok' };
+    return {
+      ...base,
+      args: { schema: store.schema, url: shown, version },
+      code,
+      detail: `${where}${state}`,
+      fix: null,
+      status: 'ok',
+    };
   } catch (err) {
     const error = err as NodeJS.ErrnoException;
-    const why = error.code === '28P01' || error.code === '28000' ? 'the login is refused' : error.code === '3D000' ? 'the database does not exist' : error.message;
+    const why =
+      error.code === '28P01' || error.code === '28000'
+        ? 'the login is refused'
+        : error.code === '3D000'
+          ? 'the database does not exist'
+          : error.message;
     return {
       ...base,
       args: { error: why, url: shown },
@@ -708,19 +850,39 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
     return {
       ...check,
       args: onlyOther ? { ...check.args, otherCli: other.title } : check.args,
-      detail: onlyOther ? `${check.detail}; not needed while ${other.title} is there (one agent CLI is enough)` : check.detail,
+      detail: onlyOther
+        ? `${check.detail}; not needed while ${other.title} is there (one agent CLI is enough)`
+        : check.detail,
       installed: found,
     };
   });
-  const checks = [checkNode(), git, ...agents, github, isolation, checkWorktrees(root, home, configuration.worktreeRoot), port, checkDataDirectory(home), database];
+  const checks = [
+    checkNode(),
+    git,
+    ...agents,
+    github,
+    isolation,
+    checkWorktrees(root, home, configuration.worktreeRoot),
+    port,
+    checkDataDirectory(home),
+    database,
+  ];
   return { checks, ok: !checks.some((c) => c.required && c.status === 'fail') };
 }
 
 /** The report for a terminal: one line per check, the fix indented under a miss. */
 export function formatDoctorReport(report: DoctorReport): string {
   const mark: Record<DoctorStatus, string> = { fail: '✗', ok: '✓', warn: '!' };
-  const lines = report.checks.flatMap((c) => [`${mark[c.status]} ${c.title.padEnd(17)}${c.detail}`, ...(c.fix ? [`  ${' '.repeat(17)}→ ${c.fix}`] : [])]);
+  const lines = report.checks.flatMap((c) => [
+    `${mark[c.status]} ${c.title.padEnd(17)}${c.detail}`,
+    ...(c.fix ? [`  ${' '.repeat(17)}→ ${c.fix}`] : []),
+  ]);
   const failed = report.checks.filter((c) => c.required && c.status === 'fail').length;
-  lines.push('', report.ok ? 'Ready: `agent-manager` starts Agent Manager here.' : `${failed} required check${failed === 1 ? '' : 's'} failed.`);
+  lines.push(
+    '',
+    report.ok
+      ? 'Ready: `agent-manager` starts Agent Manager here.'
+      : `${failed} required check${failed === 1 ? '' : 's'} failed.`,
+  );
   return `${lines.join('\n')}\n`;
 }

@@ -82,7 +82,12 @@ export class BoardEventFeed implements OnModuleInit, OnApplicationShutdown {
       return;
     }
     this.reading = this.read()
-      .catch((err: unknown) => this.logger.warn({ error: (err as Error).message, msg: "could not read the board's events; the next poll retries" }))
+      .catch((err: unknown) =>
+        this.logger.warn({
+          error: (err as Error).message,
+          msg: "could not read the board's events; the next poll retries",
+        }),
+      )
       .finally(() => {
         this.reading = null;
         if (this.again) {

@@ -66,5 +66,7 @@ function actorOf(row: ManagerEventEntity): EventActor {
 
 /** Who did it, for log lines (the audit trail): kind, run/trigger/person ID and a person's name, never a secret. */
 export function audit(actor: EventActor): { actor: string; actorId: string | null; actorName?: string } {
-  return actor.name ? { actor: actor.kind, actorId: actor.id, actorName: actor.name } : { actor: actor.kind, actorId: actor.id };
+  return actor.name
+    ? { actor: actor.kind, actorId: actor.id, actorName: actor.name }
+    : { actor: actor.kind, actorId: actor.id };
 }

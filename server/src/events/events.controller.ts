@@ -30,7 +30,12 @@ export class EventsController {
   @ApiOperation({ summary: 'Stream ManagerEvents (SSE), optionally resuming after an event id' })
   @ApiProduces('text/event-stream')
   @ApiOkResponse({ description: 'An endless text/event-stream of ManagerEvents' })
-  async streamEvents(@Query() query: StreamEventsQueryDto, @Headers('last-event-id') lastEventId: string | undefined, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async streamEvents(
+    @Query() query: StreamEventsQueryDto,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     const after = parseCursor(query.after, 'after');
     const header = parseCursor(lastEventId?.trim(), 'Last-Event-ID');
     const cursor = after === null ? header : header === null ? after : Math.max(after, header);

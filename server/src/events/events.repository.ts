@@ -19,17 +19,31 @@ export class EventsRepository {
 
   /** Committed events after `cursor`, ascending, at most `limit`. */
   after(cursor: number, limit: number): Promise<ManagerEventEntity[]> {
-    return this.database.read(ManagerEventEntity).createQueryBuilder('e').where('e.id > :cursor', { cursor }).orderBy('e.id', 'ASC').limit(limit).getMany();
+    return this.database
+      .read(ManagerEventEntity)
+      .createQueryBuilder('e')
+      .where('e.id > :cursor', { cursor })
+      .orderBy('e.id', 'ASC')
+      .limit(limit)
+      .getMany();
   }
 
   /** The newest committed event's id (0 when none). */
   async lastId(): Promise<number> {
-    const row = await this.database.read(ManagerEventEntity).createQueryBuilder('e').select('MAX(e.id)', 'id').getRawOne<{ id: number | string | null }>();
+    const row = await this.database
+      .read(ManagerEventEntity)
+      .createQueryBuilder('e')
+      .select('MAX(e.id)', 'id')
+      .getRawOne<{ id: number | string | null }>();
     return Number(row?.id ?? 0);
   }
 
   /** Events of one type for a run or a Requirement, ascending by id (which orders them across runs too). */
-  pageOf(type: ManagerEventType, scope: { runId: string } | { requirementId: string }, query: PageRequest): Promise<Page<ManagerEventEntity>> {
+  pageOf(
+    type: ManagerEventType,
+    scope: { runId: string } | { requirementId: string },
+    query: PageRequest,
+  ): Promise<Page<ManagerEventEntity>> {
     const qb = this.database.read(ManagerEventEntity).createQueryBuilder('e').where('e.type = :type', { type });
     if ('runId' in scope) {
       qb.andWhere('e.run_id = :runId', { runId: scope.runId });

@@ -11,7 +11,11 @@ export function fetchWithTimeout(timeoutMs: number): typeof fetch {
     try {
       const response = await fetch(url, { ...init, signal: controller.signal });
       const body = NULL_BODY_STATUSES.has(response.status) ? null : await response.arrayBuffer();
-      return new Response(body, { headers: response.headers, status: response.status, statusText: response.statusText });
+      return new Response(body, {
+        headers: response.headers,
+        status: response.status,
+        statusText: response.statusText,
+      });
     } catch (error) {
       if (controller.signal.aborted) {
         // Named AbortError so that @octokit/request rethrows it as is and plugin-retry, which only

@@ -17,9 +17,24 @@ import { throttling } from '@octokit/plugin-throttling';
 import { fetchWithTimeout } from './fetch-with-timeout';
 import { GitHubError, rootCause, toGitHubError } from './github.errors';
 import { GitHubToken, resolveGitHubToken } from './github-token';
-import { PullRequestFetchError, PullRequestRef, PullRequestResult, PullRequestSummary, RateLimitBudget, RateLimitStatus, RestPullRequestFields } from './github.types';
+import {
+  PullRequestFetchError,
+  PullRequestRef,
+  PullRequestResult,
+  PullRequestSummary,
+  RateLimitBudget,
+  RateLimitStatus,
+  RestPullRequestFields,
+} from './github.types';
 import { BatchOptions, fetchInBatches } from './pull-request-batches';
-import { BatchQuery, GraphQlError, RestPullRequest, buildPullRequestsQuery, parsePullRequestsResponse, toRestFields } from './pull-request-query';
+import {
+  BatchQuery,
+  GraphQlError,
+  RestPullRequest,
+  buildPullRequestsQuery,
+  parsePullRequestsResponse,
+  toRestFields,
+} from './pull-request-query';
 import { buildPullRequestSummariesQuery, parsePullRequestSummariesResponse } from './pull-request-summary';
 
 export const GITHUB_API_URL = 'https://api.github.com';
@@ -43,7 +58,9 @@ export interface GitHubClient {
    * batches, throws only `not_configured`), but one request per `summaryBatchSize` PRs and only
    * scalars and counts per PR. Compare `fingerprint`s; fetch snapshots of the PRs whose changed.
    */
-  fetchPullRequestSummaries(refs: readonly PullRequestRef[]): Promise<Map<string, PullRequestSummary | PullRequestFetchError>>;
+  fetchPullRequestSummaries(
+    refs: readonly PullRequestRef[],
+  ): Promise<Map<string, PullRequestSummary | PullRequestFetchError>>;
   /** One PR over REST, conditional on its ETag (a 304 is free and returns the cached fields). Throws GitHubError. */
   getPullRequest(owner: string, repo: string, number: number): Promise<RestPullRequestFields>;
   /** The budgets as last reported by GitHub's responses (no request). */
@@ -55,7 +72,11 @@ export interface GitHubClient {
    * answers that one is already open for that head (422), returns that one with `created: false`.
    * Throws GitHubError (a 422 for any other reason: `failed`, with GitHub's message).
    */
-  createPullRequest(owner: string, repo: string, input: CreatePullRequestInput): Promise<{ pullRequest: RestPullRequestFields; created: boolean }>;
+  createPullRequest(
+    owner: string,
+    repo: string,
+    input: CreatePullRequestInput,
+  ): Promise<{ pullRequest: RestPullRequestFields; created: boolean }>;
   /**
    * The header line (`Authorization: Basic …`, GitHub's `x-access-token` form) with which git
    * pushes over HTTPS with this token, for a push's `http.<url>.extraHeader`; null without a token.
@@ -121,7 +142,9 @@ interface ResponseLike {
 }
 
 /** Resolves the token (see resolveGitHubToken) and builds the client; `gh` is asked for GHES hosts too. */
-export async function createGitHubClient(options: Omit<GitHubClientOptions, 'token'> & { env?: NodeJS.ProcessEnv; ghExecutable?: string } = {}): Promise<OctokitGitHubClient> {
+export async function createGitHubClient(
+  options: Omit<GitHubClientOptions, 'token'> & { env?: NodeJS.ProcessEnv; ghExecutable?: string } = {},
+): Promise<OctokitGitHubClient> {
   const baseUrl = options.baseUrl ?? GITHUB_API_URL;
   const host = new URL(baseUrl).hostname;
   const token: GitHubToken | null = await resolveGitHubToken({
@@ -159,15 +182,44 @@ export class OctokitGitHubClient implements GitHubClient {
       auth: token ?? undefined,
       baseUrl: this.baseUrl,
       // Octokit logs deprecations and plugin failures; requests and tokens never reach it.
-      log: { debug: () => {}, error: (m: string) => this.logger.error(m), info: () => {}, warn: (m: string) => this.logger.warn(m) },
+      log: {
+        debug: () => {},
+        error: (m: string) => this.logger.error(m),
+        info: () => {},
+        warn: (m: string) => this.logger.warn(m),
+      },
       request: { fetch: fetchWithTimeout(this.settings.timeoutMs) },
-      retry: { doNotRetry: DO_NOT_RETRY, retries: this.settings.retries, retryAfterBaseValue: this.settings.retryBaseDelayMs },
+      retry: {
+        doNotRetry: DO_NOT_RETRY,
+        retries: this.settings.retries,
+        retryAfterBaseValue: this.settings.retryBaseDelayMs,
+      },
       throttle: {
         id: `agent-manager:${new URL(this.baseUrl).host}`,
-        onRateLimit: (retryAfter: number, request: { method: string; url: string }, _octokit: unknown, retryCount: number) =>
-          this.mayWait('primary rate limit', retryAfter, request, retryCount < 1 && retryAfter * 1000 <= this.settings.maxRateLimitWaitMs),
-        onSecondaryRateLimit: (retryAfter: number, request: { method: string; url: string }, _octokit: unknown, retryCount: number) =>
-          this.mayWait('secondary rate limit', retryAfter, request, retryCount < this.settings.retries && retryAfter * 1000 <= this.settings.maxRetryAfterMs),
+        onRateLimit: (
+          retryAfter: number,
+          request: { method: string; url: string },
+          _octokit: unknown,
+          retryCount: number,
+        ) =>
+          this.mayWait(
+            'primary rate limit',
+            retryAfter,
+            request,
+            retryCount < 1 && retryAfter * 1000 <= this.settings.maxRateLimitWaitMs,
+          ),
+        onSecondaryRateLimit: (
+          retryAfter: number,
+          request: { method: string; url: string },
+          _octokit: unknown,
+          retryCount: number,
+        ) =>
+          this.mayWait(
+            'secondary rate limit',
+            retryAfter,
+            request,
+            retryCount < this.settings.retries && retryAfter * 1000 <= this.settings.maxRetryAfterMs,
+          ),
       },
     });
     // plugin-retry pauses base × n² before retry n; `retryRequest` is its public hook for the
@@ -188,10 +240,14 @@ export class OctokitGitHubClient implements GitHubClient {
     );
   }
 
-  async fetchPullRequestSummaries(refs: readonly PullRequestRef[]): Promise<Map<string, PullRequestSummary | PullRequestFetchError>> {
+  async fetchPullRequestSummaries(
+    refs: readonly PullRequestRef[],
+  ): Promise<Map<string, PullRequestSummary | PullRequestFetchError>> {
     this.assertConfigured();
     return fetchInBatches(refs, this.batching(this.settings.summaryBatchSize, 'pull request summaries'), (batch) =>
-      this.queryBatch(buildPullRequestSummariesQuery(batch), (data, errors) => parsePullRequestSummariesResponse(batch, data, errors)),
+      this.queryBatch(buildPullRequestSummariesQuery(batch), (data, errors) =>
+        parsePullRequestSummariesResponse(batch, data, errors),
+      ),
     );
   }
 
@@ -222,21 +278,43 @@ export class OctokitGitHubClient implements GitHubClient {
     return fields;
   }
 
-  async createPullRequest(owner: string, repo: string, input: CreatePullRequestInput): Promise<{ pullRequest: RestPullRequestFields; created: boolean }> {
+  async createPullRequest(
+    owner: string,
+    repo: string,
+    input: CreatePullRequestInput,
+  ): Promise<{ pullRequest: RestPullRequestFields; created: boolean }> {
     this.assertConfigured();
     try {
       const response = await this.send('core', () =>
-        this.octokit.request('POST /repos/{owner}/{repo}/pulls', { base: input.base, body: input.body, head: input.head, owner, repo, title: input.title }),
+        this.octokit.request('POST /repos/{owner}/{repo}/pulls', {
+          base: input.base,
+          body: input.body,
+          head: input.head,
+          owner,
+          repo,
+          title: input.title,
+        }),
       );
       return { created: true, pullRequest: toRestFields(response!.data) };
     } catch (err) {
       // GitHub keeps one open PR per head and base: a second open (a retry, a person's click after
       // the agent opened it) gets 422 "A pull request already exists for owner:branch".
-      if (!(err instanceof GitHubError && err.details.status === 422 && /pull request already exists/i.test(err.message))) {
+      if (!(
+        err instanceof GitHubError &&
+        err.details.status === 422 &&
+        /pull request already exists/i.test(err.message)
+      )) {
         throw err;
       }
       const open = await this.send('core', () =>
-        this.octokit.request('GET /repos/{owner}/{repo}/pulls', { base: input.base, head: `${owner}:${input.head}`, owner, per_page: 1, repo, state: 'open' }),
+        this.octokit.request('GET /repos/{owner}/{repo}/pulls', {
+          base: input.base,
+          head: `${owner}:${input.head}`,
+          owner,
+          per_page: 1,
+          repo,
+          state: 'open',
+        }),
       );
       const [existing] = open!.data as unknown[];
       if (existing === undefined) {
@@ -247,22 +325,36 @@ export class OctokitGitHubClient implements GitHubClient {
   }
 
   gitAuthorization(): string | null {
-    return this.token === null ? null : `Authorization: Basic ${Buffer.from(`x-access-token:${this.token}`).toString('base64')}`;
+    return this.token === null
+      ? null
+      : `Authorization: Basic ${Buffer.from(`x-access-token:${this.token}`).toString('base64')}`;
   }
 
   rateLimit(): RateLimitStatus {
-    return { core: this.budgets.core && { ...this.budgets.core }, graphql: this.budgets.graphql && { ...this.budgets.graphql } };
+    return {
+      core: this.budgets.core && { ...this.budgets.core },
+      graphql: this.budgets.graphql && { ...this.budgets.graphql },
+    };
   }
 
   async refreshRateLimit(): Promise<RateLimitStatus> {
     this.assertConfigured();
     const response = await this.send('core', () => this.octokit.request('GET /rate_limit'), { budgetGate: false });
     const observedAt = new Date().toISOString();
-    const resources = response!.data.resources as Record<string, { limit: number; remaining: number; reset: number } | undefined>;
+    const resources = response!.data.resources as Record<
+      string,
+      { limit: number; remaining: number; reset: number } | undefined
+    >;
     for (const name of ['core', 'graphql'] as const) {
       const r = resources[name];
       if (r) {
-        this.budgets[name] = { ...this.budgets[name], limit: r.limit, observedAt, remaining: r.remaining, resetAt: new Date(r.reset * 1000).toISOString() };
+        this.budgets[name] = {
+          ...this.budgets[name],
+          limit: r.limit,
+          observedAt,
+          remaining: r.remaining,
+          resetAt: new Date(r.reset * 1000).toISOString(),
+        };
       }
     }
     return this.rateLimit();
@@ -273,16 +365,28 @@ export class OctokitGitHubClient implements GitHubClient {
   }
 
   /** Sends one batch query, records its rateLimit figures and parses the answer (GraphQL errors per alias). */
-  private async queryBatch<T>({ query, variables }: BatchQuery, parse: (data: Record<string, unknown> | null | undefined, errors: GraphQlError[]) => T[]): Promise<T[]> {
-    const response = await this.send('graphql', () => this.octokit.request('POST /graphql', { baseUrl: this.graphqlBaseUrl, query, variables }));
+  private async queryBatch<T>(
+    { query, variables }: BatchQuery,
+    parse: (data: Record<string, unknown> | null | undefined, errors: GraphQlError[]) => T[],
+  ): Promise<T[]> {
+    const response = await this.send('graphql', () =>
+      this.octokit.request('POST /graphql', { baseUrl: this.graphqlBaseUrl, query, variables }),
+    );
     const body = response!.data as { data?: Record<string, unknown> | null; errors?: GraphQlError[] };
     const errors = body.errors ?? [];
     if (errors.some((e) => e.type === 'RATE_LIMITED')) {
       throw this.rateLimitedError('graphql');
     }
-    const rate = body.data?.rateLimit as { cost: number; limit: number; remaining: number; resetAt: string } | undefined;
+    const rate = body.data?.rateLimit as
+      { cost: number; limit: number; remaining: number; resetAt: string } | undefined;
     if (rate) {
-      this.budgets.graphql = { lastCost: rate.cost, limit: rate.limit, observedAt: new Date().toISOString(), remaining: rate.remaining, resetAt: rate.resetAt };
+      this.budgets.graphql = {
+        lastCost: rate.cost,
+        limit: rate.limit,
+        observedAt: new Date().toISOString(),
+        remaining: rate.remaining,
+        resetAt: rate.resetAt,
+      };
     }
     if (!body.data && errors.length === 0) {
       throw new GitHubError('failed', 'GitHub answered the GraphQL query without data');
@@ -294,7 +398,11 @@ export class OctokitGitHubClient implements GitHubClient {
    * Sends one call: waits for (or refuses) a spent budget first, records the rate-limit headers of
    * the answer, and turns failures into GitHubError. Resolves null for a 304 Not Modified.
    */
-  private async send<R extends ResponseLike>(resource: 'core' | 'graphql', call: () => Promise<R>, { budgetGate = true } = {}): Promise<R | null> {
+  private async send<R extends ResponseLike>(
+    resource: 'core' | 'graphql',
+    call: () => Promise<R>,
+    { budgetGate = true } = {},
+  ): Promise<R | null> {
     if (budgetGate) {
       await this.waitForBudget(resource);
     }
@@ -337,7 +445,8 @@ export class OctokitGitHubClient implements GitHubClient {
     if (headers['x-ratelimit-remaining'] === undefined || !Number.isFinite(remaining) || !Number.isFinite(reset)) {
       return;
     }
-    const resource = headers['x-ratelimit-resource'] === 'graphql' ? 'graphql' : headers['x-ratelimit-resource'] ? 'core' : expected;
+    const resource =
+      headers['x-ratelimit-resource'] === 'graphql' ? 'graphql' : headers['x-ratelimit-resource'] ? 'core' : expected;
     const budget: RateLimitBudget = {
       ...this.budgets[resource],
       limit: Number.isFinite(limit) ? limit : (this.budgets[resource]?.limit ?? 0),
@@ -350,17 +459,31 @@ export class OctokitGitHubClient implements GitHubClient {
 
   private rateLimitedError(resource: 'core' | 'graphql'): GitHubError {
     const resetAt = this.budgets[resource]?.resetAt;
-    return new GitHubError('rate_limited', `GitHub ${resource} rate limit exhausted${resetAt ? ` until ${resetAt}` : ''}`, { resetAt });
+    return new GitHubError(
+      'rate_limited',
+      `GitHub ${resource} rate limit exhausted${resetAt ? ` until ${resetAt}` : ''}`,
+      { resetAt },
+    );
   }
 
   private assertConfigured(): void {
     if (!this.configured) {
-      throw new GitHubError('not_configured', 'No GitHub token: set GITHUB_TOKEN or GH_TOKEN, or log in with `gh auth login`');
+      throw new GitHubError(
+        'not_configured',
+        'No GitHub token: set GITHUB_TOKEN or GH_TOKEN, or log in with `gh auth login`',
+      );
     }
   }
 
-  private mayWait(kind: string, retryAfterSeconds: number, request: { method: string; url: string }, allowed: boolean): boolean {
-    this.logger.warn(`GitHub ${kind} on ${describe(request)}: ${allowed ? `retrying in ${retryAfterSeconds} s` : `giving up (wait ${retryAfterSeconds} s)`}`);
+  private mayWait(
+    kind: string,
+    retryAfterSeconds: number,
+    request: { method: string; url: string },
+    allowed: boolean,
+  ): boolean {
+    this.logger.warn(
+      `GitHub ${kind} on ${describe(request)}: ${allowed ? `retrying in ${retryAfterSeconds} s` : `giving up (wait ${retryAfterSeconds} s)`}`,
+    );
     return allowed;
   }
 }

@@ -16,7 +16,11 @@ import { GitHubWebhookService, WebhookOutcome } from './github-webhook.service';
 export class WebhookResponseDto implements WebhookOutcome {
   @ApiProperty() accepted!: boolean;
   @ApiProperty({ description: 'X-GitHub-Event' }) event!: string;
-  @ApiProperty({ description: 'Tracked PRs the event concerns, looked at again now (0 for a payload over 1 MB: then every tracked PR is)' }) pullRequests!: number;
+  @ApiProperty({
+    description:
+      'Tracked PRs the event concerns, looked at again now (0 for a payload over 1 MB: then every tracked PR is)',
+  })
+  pullRequests!: number;
 }
 
 @ApiTags('github')
@@ -27,12 +31,16 @@ export class GitHubWebhookController {
   /** Authenticated by its signature, not by the local token: GitHub cannot hold that. */
   @Post('webhook')
   @HttpCode(202)
-  @ApiOperation({ summary: 'GitHub webhook receiver (off unless githubWebhookSecret is set); signed with X-Hub-Signature-256' })
+  @ApiOperation({
+    summary: 'GitHub webhook receiver (off unless githubWebhookSecret is set); signed with X-Hub-Signature-256',
+  })
   @ApiAcceptedResponse({ type: WebhookResponseDto })
   @ApiBadRequestResponse()
   @ApiUnauthorizedResponse({ description: 'Missing or wrong signature: nothing is processed' })
   @ApiNotFoundResponse({ description: 'The webhook is off' })
-  @ApiTooManyRequestsResponse({ description: 'Too many deliveries are being received at once: retry after Retry-After seconds' })
+  @ApiTooManyRequestsResponse({
+    description: 'Too many deliveries are being received at once: retry after Retry-After seconds',
+  })
   receiveWebhook(
     @Req() req: Request,
     @Headers('x-github-event') event: string | undefined,

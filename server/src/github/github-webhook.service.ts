@@ -89,7 +89,10 @@ export class GitHubWebhookService {
   assertEnabled(): string {
     const secret = this.configuration.get('githubWebhookSecret');
     if (secret === null) {
-      throw notFound('webhook_disabled', 'the GitHub webhook is off: set githubWebhookSecret in the configuration to turn it on');
+      throw notFound(
+        'webhook_disabled',
+        'the GitHub webhook is off: set githubWebhookSecret in the configuration to turn it on',
+      );
     }
     return secret;
   }
@@ -103,14 +106,20 @@ export class GitHubWebhookService {
     const verifier = webhookSignatureVerifier(secret, signature);
     if (!verifier) {
       this.logger.warn({ event, msg: 'webhook refused: no valid signature header' });
-      throw unauthorized('invalid_signature', 'X-Hub-Signature-256 does not match the body signed with the configured secret');
+      throw unauthorized(
+        'invalid_signature',
+        'X-Hub-Signature-256 does not match the body signed with the configured secret',
+      );
     }
     if (typeof event !== 'string') {
       throw invalid('invalid_webhook', 'a webhook needs an X-GitHub-Event header and a JSON object body');
     }
     if (this.receiving >= WEBHOOK_LIMITS.concurrent) {
       this.logger.warn({ event, msg: 'webhook refused: busy' });
-      throw tooManyRequests('webhook_busy', `at most ${WEBHOOK_LIMITS.concurrent} webhook deliveries are received at once; retry shortly`);
+      throw tooManyRequests(
+        'webhook_busy',
+        `at most ${WEBHOOK_LIMITS.concurrent} webhook deliveries are received at once; retry shortly`,
+      );
     }
     const handled = HANDLED_EVENTS.has(event);
     this.receiving++;
@@ -126,7 +135,10 @@ export class GitHubWebhookService {
     }
     if (!verifier.matches()) {
       this.logger.warn({ event, msg: 'webhook refused: bad signature' });
-      throw unauthorized('invalid_signature', 'X-Hub-Signature-256 does not match the body signed with the configured secret');
+      throw unauthorized(
+        'invalid_signature',
+        'X-Hub-Signature-256 does not match the body signed with the configured secret',
+      );
     }
     if (!handled) {
       this.logger.log({ event, msg: 'webhook received', pullRequests: 0 });
@@ -166,8 +178,10 @@ export class GitHubWebhookService {
     }
     const numbers = new Set<number>();
     const heads = new Set<string>();
-    const addNumber = (value: unknown) => Number.isSafeInteger(value) && (value as number) > 0 && numbers.add(value as number);
-    const addHead = (value: unknown) => typeof value === 'string' && /^[0-9a-f]{7,64}$/i.test(value) && heads.add(value);
+    const addNumber = (value: unknown) =>
+      Number.isSafeInteger(value) && (value as number) > 0 && numbers.add(value as number);
+    const addHead = (value: unknown) =>
+      typeof value === 'string' && /^[0-9a-f]{7,64}$/i.test(value) && heads.add(value);
     switch (event) {
       case 'pull_request':
       case 'pull_request_review':
@@ -196,7 +210,9 @@ export class GitHubWebhookService {
       default:
         return [];
     }
-    const found = await this.pullRequests.findByIdentity([...numbers].slice(0, 100).map((number) => ({ number, repository })));
+    const found = await this.pullRequests.findByIdentity(
+      [...numbers].slice(0, 100).map((number) => ({ number, repository })),
+    );
     for (const sha of [...heads].slice(0, 10)) {
       found.push(...(await this.pullRequests.findByHead(repository, sha)));
     }

@@ -53,7 +53,8 @@ export function toGitHubError(error: unknown, timeoutMs: number): GitHubError {
   const rateLimited =
     /rate limit/i.test(message) ||
     (Array.isArray(e.response?.data?.errors) && e.response.data.errors.some((x) => x?.type === 'RATE_LIMITED')) ||
-    ((status === 403 || status === 429) && (headers['x-ratelimit-remaining'] === '0' || headers['retry-after'] !== undefined));
+    ((status === 403 || status === 429) &&
+      (headers['x-ratelimit-remaining'] === '0' || headers['retry-after'] !== undefined));
   if (rateLimited) {
     const retryAfter = Number(headers['retry-after']);
     const reset = Number(headers['x-ratelimit-reset']);

@@ -17,7 +17,8 @@ import { PullRequestReconciler } from './pull-request-reconciler.service';
     {
       inject: [ConfigurationService],
       provide: GITHUB_CLIENT,
-      useFactory: (configuration: ConfigurationService) => createGitHubClient({ baseUrl: configuration.get('githubApiUrl') }),
+      useFactory: (configuration: ConfigurationService) =>
+        createGitHubClient({ baseUrl: configuration.get('githubApiUrl') }),
     },
     GitHubWebhookService,
     PullRequestReconciler,

@@ -35,7 +35,16 @@ export type PullRequestState = 'open' | 'closed' | 'merged';
 export type Mergeable = 'MERGEABLE' | 'CONFLICTING' | 'UNKNOWN';
 export type ReviewState = 'APPROVED' | 'CHANGES_REQUESTED' | 'COMMENTED' | 'DISMISSED';
 export type CheckRunStatus = 'QUEUED' | 'IN_PROGRESS' | 'COMPLETED' | 'WAITING' | 'PENDING' | 'REQUESTED';
-export type CheckRunConclusion = 'ACTION_REQUIRED' | 'CANCELLED' | 'FAILURE' | 'NEUTRAL' | 'SKIPPED' | 'STALE' | 'STARTUP_FAILURE' | 'SUCCESS' | 'TIMED_OUT';
+export type CheckRunConclusion =
+  | 'ACTION_REQUIRED'
+  | 'CANCELLED'
+  | 'FAILURE'
+  | 'NEUTRAL'
+  | 'SKIPPED'
+  | 'STALE'
+  | 'STARTUP_FAILURE'
+  | 'SUCCESS'
+  | 'TIMED_OUT';
 export type CommitStatusState = 'ERROR' | 'EXPECTED' | 'FAILURE' | 'PENDING' | 'SUCCESS';
 
 /** Fields every comment-like item has. `id` is GitHub's global node id; `databaseId` the REST/webhook id. */

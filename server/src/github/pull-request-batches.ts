@@ -27,7 +27,9 @@ export async function fetchInBatches<T extends { ref: PullRequestRef }>(
   fetchBatch: (batch: PullRequestRef[]) => Promise<(T | PullRequestFetchError)[]>,
 ): Promise<Map<string, T | PullRequestFetchError>> {
   const { invalid, queue } = queueRefs(refs);
-  const results = new Map<string, T | PullRequestFetchError>(invalid.map((error) => [pullRequestKey(error.ref), error]));
+  const results = new Map<string, T | PullRequestFetchError>(
+    invalid.map((error) => [pullRequestKey(error.ref), error]),
+  );
   let stopped: GitHubError | null = null;
   for (let start = 0; start < queue.length; start += options.batchSize) {
     const batch = queue.slice(start, start + options.batchSize);
@@ -43,7 +45,9 @@ export async function fetchInBatches<T extends { ref: PullRequestRef }>(
       const failure = toGitHubError(error, options.timeoutMs);
       options.warn(`GitHub batch of ${batch.length} ${options.what} failed (${failure.code}): ${failure.message}`);
       stopped = STOPPING.has(failure.code) ? failure : null;
-      batch.forEach((ref) => results.set(pullRequestKey(ref), batchError(ref, stopped ? 'skipped' : 'failed', failure)));
+      batch.forEach((ref) =>
+        results.set(pullRequestKey(ref), batchError(ref, stopped ? 'skipped' : 'failed', failure)),
+      );
     }
   }
   return results;
@@ -53,7 +57,10 @@ export async function fetchInBatches<T extends { ref: PullRequestRef }>(
  * The distinct refs worth sending, in order (the first spelling of a PR wins), and a `not_found`
  * error for each ref that is not `owner/name` + a positive number (never sent).
  */
-export function queueRefs(refs: readonly PullRequestRef[]): { queue: PullRequestRef[]; invalid: PullRequestFetchError[] } {
+export function queueRefs(refs: readonly PullRequestRef[]): {
+  queue: PullRequestRef[];
+  invalid: PullRequestFetchError[];
+} {
   const seen = new Set<string>();
   const queue: PullRequestRef[] = [];
   const invalid: PullRequestFetchError[] = [];

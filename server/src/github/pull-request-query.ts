@@ -52,14 +52,21 @@ export function buildPullRequestsQuery(refs: readonly PullRequestRef[]): BatchQu
 }
 
 /** One aliased `repository { pullRequest { ...fragment } }` field per ref, plus the rateLimit figures. */
-export function buildBatchQuery(operation: string, fragmentName: string, fragment: string, refs: readonly PullRequestRef[]): BatchQuery {
+export function buildBatchQuery(
+  operation: string,
+  fragmentName: string,
+  fragment: string,
+  refs: readonly PullRequestRef[],
+): BatchQuery {
   const declarations: string[] = [];
   const fields: string[] = [];
   const variables: Record<string, string | number> = {};
   refs.forEach((ref, i) => {
     const { owner, name } = splitRepository(ref.repository)!;
     declarations.push(`$o${i}: String!, $n${i}: String!, $p${i}: Int!`);
-    fields.push(`  pr${i}: repository(owner: $o${i}, name: $n${i}) { pullRequest(number: $p${i}) { ...${fragmentName} } }`);
+    fields.push(
+      `  pr${i}: repository(owner: $o${i}, name: $n${i}) { pullRequest(number: $p${i}) { ...${fragmentName} } }`,
+    );
     variables[`o${i}`] = owner;
     variables[`n${i}`] = name;
     variables[`p${i}`] = ref.number;
@@ -105,7 +112,11 @@ export function parseBatchResponse<T, N>(
       return toResult(ref, node);
     }
     if (error) {
-      return fetchError(ref, error.type === 'NOT_FOUND' ? 'not_found' : error.type === 'FORBIDDEN' ? 'forbidden' : 'failed', error.message);
+      return fetchError(
+        ref,
+        error.type === 'NOT_FOUND' ? 'not_found' : error.type === 'FORBIDDEN' ? 'forbidden' : 'failed',
+        error.message,
+      );
     }
     const unattributed = errors.find((e) => !e.path || e.path.length === 0);
     if (unattributed) {
@@ -115,7 +126,11 @@ export function parseBatchResponse<T, N>(
   });
 }
 
-export function fetchError(ref: PullRequestRef, code: PullRequestFetchError['code'], message: string): PullRequestFetchError {
+export function fetchError(
+  ref: PullRequestRef,
+  code: PullRequestFetchError['code'],
+  message: string,
+): PullRequestFetchError {
   return { code, kind: 'error', message, ref };
 }
 
@@ -145,7 +160,12 @@ interface RawPullRequest {
   repository: { nameWithOwner: string };
   comments: { nodes: (RawAuthored & { createdAt: string })[] };
   reviews: { nodes: (RawAuthored & { state: Review['state']; submittedAt: string | null })[] };
-  reviewThreads: { nodes: { id: string; comments: { nodes: (RawAuthored & { path: string; line: number | null; createdAt: string })[] } }[] };
+  reviewThreads: {
+    nodes: {
+      id: string;
+      comments: { nodes: (RawAuthored & { path: string; line: number | null; createdAt: string })[] };
+    }[];
+  };
   commits: { nodes: { commit: { oid: string; statusCheckRollup: RawRollup | null } }[] };
 }
 interface RawRollup {
@@ -153,8 +173,22 @@ interface RawRollup {
   contexts: { nodes: RawContext[] };
 }
 type RawContext =
-  | { __typename: 'CheckRun'; databaseId: number | null; name: string; status: CheckRun['status']; conclusion: CheckRun['conclusion']; detailsUrl: string | null; url: string }
-  | { __typename: 'StatusContext'; context: string; state: CommitStatusState; description: string | null; targetUrl: string | null };
+  | {
+      __typename: 'CheckRun';
+      databaseId: number | null;
+      name: string;
+      status: CheckRun['status'];
+      conclusion: CheckRun['conclusion'];
+      detailsUrl: string | null;
+      url: string;
+    }
+  | {
+      __typename: 'StatusContext';
+      context: string;
+      state: CommitStatusState;
+      description: string | null;
+      targetUrl: string | null;
+    };
 
 function authored(raw: RawAuthored) {
   return {
@@ -174,7 +208,9 @@ function toSnapshot(ref: PullRequestRef, raw: RawPullRequest): PullRequestSnapsh
   return {
     baseBranch: raw.baseRefName,
     checkRuns: contexts.flatMap((c): CheckRun[] =>
-      c.__typename === 'CheckRun' ? [{ conclusion: c.conclusion, id: c.databaseId, name: c.name, status: c.status, url: c.detailsUrl ?? c.url }] : [],
+      c.__typename === 'CheckRun'
+        ? [{ conclusion: c.conclusion, id: c.databaseId, name: c.name, status: c.status, url: c.detailsUrl ?? c.url }]
+        : [],
     ),
     checksState: rollup?.state ?? null,
     comments: raw.comments.nodes.map((c): IssueComment => ({ ...authored(c), createdAt: c.createdAt })),
@@ -187,13 +223,21 @@ function toSnapshot(ref: PullRequestRef, raw: RawPullRequest): PullRequestSnapsh
     ref,
     repository: raw.repository.nameWithOwner,
     reviewComments: raw.reviewThreads.nodes.flatMap((thread) =>
-      thread.comments.nodes.map((c): ReviewThreadComment => ({ ...authored(c), createdAt: c.createdAt, line: c.line, path: c.path, threadId: thread.id })),
+      thread.comments.nodes.map((c): ReviewThreadComment => ({
+        ...authored(c),
+        createdAt: c.createdAt,
+        line: c.line,
+        path: c.path,
+        threadId: thread.id,
+      })),
     ),
     reviews: raw.reviews.nodes.map((r): Review => ({ ...authored(r), state: r.state, submittedAt: r.submittedAt })),
     state,
     status: toStatus(state, raw.isDraft),
     statuses: contexts.flatMap((c): CommitStatus[] =>
-      c.__typename === 'StatusContext' ? [{ context: c.context, description: c.description, state: c.state, url: c.targetUrl }] : [],
+      c.__typename === 'StatusContext'
+        ? [{ context: c.context, description: c.description, state: c.state, url: c.targetUrl }]
+        : [],
     ),
     title: raw.title,
     updatedAt: raw.updatedAt,

@@ -1,4 +1,11 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnModuleDestroy,
+} from '@nestjs/common';
 
 import { leadsJobs } from '../core/database/postgres/postgres-board';
 import { RUNTIME, type Runtime } from '../core/runtime';
@@ -11,7 +18,13 @@ import type { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { GITHUB_CLIENT, GitHubClient } from './github-client';
-import { GitHubDelivery, ciFailureDeliveries, commentDeliveries, conflictDelivery, statusDelivery } from './github-triggers';
+import {
+  GitHubDelivery,
+  ciFailureDeliveries,
+  commentDeliveries,
+  conflictDelivery,
+  statusDelivery,
+} from './github-triggers';
 import { PullRequestSnapshot, pullRequestKey } from './github.types';
 
 /** Closed PRs are looked at again this rarely (a reopen is noticed; the webhook is faster). */
@@ -104,7 +117,14 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
   reconcile(ids?: readonly string[]): Promise<ReconcileReport> {
     if (ids && ids.length === 0) {
       // Nothing named (another call already took the requested PRs): not "every PR".
-      return Promise.resolve({ deliveries: 0, durationMs: 0, failed: 0, fetched: 0, pullRequests: 0, skippedReason: null });
+      return Promise.resolve({
+        deliveries: 0,
+        durationMs: 0,
+        failed: 0,
+        fetched: 0,
+        pullRequests: 0,
+        skippedReason: null,
+      });
     }
     if (this.current) {
       ids?.forEach((id) => this.requested.add(id));
@@ -116,7 +136,14 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
     this.current = this.run(ids)
       .catch((err: unknown): ReconcileReport => {
         this.logger.error({ error: (err as Error).message, msg: 'reconcile tick failed' });
-        return { deliveries: 0, durationMs: 0, failed: 0, fetched: 0, pullRequests: 0, skippedReason: (err as Error).message };
+        return {
+          deliveries: 0,
+          durationMs: 0,
+          failed: 0,
+          fetched: 0,
+          pullRequests: 0,
+          skippedReason: (err as Error).message,
+        };
       })
       .finally(() => {
         this.current = null;
@@ -148,15 +175,26 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
 
   private async run(ids?: readonly string[]): Promise<ReconcileReport> {
     const started = Date.now();
-    const report: ReconcileReport = { deliveries: 0, durationMs: 0, failed: 0, fetched: 0, pullRequests: 0, skippedReason: null };
+    const report: ReconcileReport = {
+      deliveries: 0,
+      durationMs: 0,
+      failed: 0,
+      fetched: 0,
+      pullRequests: 0,
+      skippedReason: null,
+    };
     if (!this.github.configured) {
       if (!this.warnedUnconfigured) {
         this.warnedUnconfigured = true;
-        this.logger.warn({ msg: 'no GitHub token (GITHUB_TOKEN, GH_TOKEN or `gh auth login`): pull requests are not reconciled' });
+        this.logger.warn({
+          msg: 'no GitHub token (GITHUB_TOKEN, GH_TOKEN or `gh auth login`): pull requests are not reconciled',
+        });
       }
       return { ...report, skippedReason: 'not_configured' };
     }
-    const tracked = ids ? await this.pullRequests.findByIds(ids) : await this.pullRequests.tracked(CLOSED_RECHECK_MS, CLOSED_PER_TICK);
+    const tracked = ids
+      ? await this.pullRequests.findByIds(ids)
+      : await this.pullRequests.tracked(CLOSED_RECHECK_MS, CLOSED_PER_TICK);
     report.pullRequests = tracked.length;
     if (tracked.length === 0) {
       return { ...report, durationMs: Date.now() - started };
@@ -180,7 +218,9 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
     });
     report.fetched = due.length;
     if (due.length > 0) {
-      const snapshots = await this.github.fetchPullRequests(due.map((pr) => ({ number: pr.number, repository: pr.repository })));
+      const snapshots = await this.github.fetchPullRequests(
+        due.map((pr) => ({ number: pr.number, repository: pr.repository })),
+      );
       for (const pr of due) {
         if (this.stopped) {
           break; // stopping: this PR's summary was not stored, so the next start looks at it again
@@ -196,7 +236,11 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
           report.deliveries += await this.observe(pr, result, summary?.kind === 'summary' ? summary.fingerprint : null);
         } catch (err) {
           report.failed += 1;
-          this.logger.error({ error: (err as Error).message, msg: 'pull request observation failed', pullRequestId: pr.id });
+          this.logger.error({
+            error: (err as Error).message,
+            msg: 'pull request observation failed',
+            pullRequestId: pr.id,
+          });
         }
       }
     }
@@ -208,7 +252,11 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
   }
 
   /** Applies one PR's snapshot; resolves with the number of messages written. */
-  private async observe(pr: PullRequestEntity, snapshot: PullRequestSnapshot, fingerprint: string | null): Promise<number> {
+  private async observe(
+    pr: PullRequestEntity,
+    snapshot: PullRequestSnapshot,
+    fingerprint: string | null,
+  ): Promise<number> {
     const baseline = pr.githubObservedAt === null;
     let written = 0;
     const state = {
@@ -234,15 +282,22 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
       }
       written += outcome.message ? 1 : 0;
     } else {
-      const applied = await this.database.write(async (tx) => ((await unchanged(tx)) ? this.pullRequests.applyGitHubState(tx, pr.id, state, ACTOR) : null));
+      const applied = await this.database.write(async (tx) =>
+        (await unchanged(tx)) ? this.pullRequests.applyGitHubState(tx, pr.id, state, ACTOR) : null,
+      );
       if (!applied) {
         return written;
       }
     }
     // 2. Comments, CI failures and conflicts not delivered before (at the baseline: recorded as seen).
     const conflict = conflictDelivery(pr, snapshot);
-    const candidates: GitHubDelivery[] = [...commentDeliveries(pr, snapshot), ...ciFailureDeliveries(pr, snapshot), ...(conflict ? [conflict] : [])];
-    const seen = candidates.length > 0 ? await this.delivery.seenKeys(pr.requirementId, `${pr.id}:`) : new Set<string>();
+    const candidates: GitHubDelivery[] = [
+      ...commentDeliveries(pr, snapshot),
+      ...ciFailureDeliveries(pr, snapshot),
+      ...(conflict ? [conflict] : []),
+    ];
+    const seen =
+      candidates.length > 0 ? await this.delivery.seenKeys(pr.requirementId, `${pr.id}:`) : new Set<string>();
     const fresh = candidates.filter((d) => !seen.has(d.receiptKey));
     if (baseline) {
       await this.delivery.recordSeen(pr.requirementId, fresh);

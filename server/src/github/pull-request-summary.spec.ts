@@ -1,4 +1,10 @@
-import { RawPullRequestSummary, RawSummaryRollup, buildPullRequestSummariesQuery, parsePullRequestSummariesResponse, summaryFingerprint } from './pull-request-summary';
+import {
+  RawPullRequestSummary,
+  RawSummaryRollup,
+  buildPullRequestSummariesQuery,
+  parsePullRequestSummariesResponse,
+  summaryFingerprint,
+} from './pull-request-summary';
 
 describe('pull-request-summary', () => {
   const refs = [
@@ -43,25 +49,50 @@ describe('pull-request-summary', () => {
   const withContexts = (contexts: Partial<RawSummaryRollup['contexts']>) => {
     const base = raw();
     const rollup = base.commits.nodes[0]!.commit.statusCheckRollup!;
-    return raw({ commits: { nodes: [{ commit: { oid: 'a'.repeat(40), statusCheckRollup: { ...rollup, contexts: { ...rollup.contexts, ...contexts } } } }] } });
+    return raw({
+      commits: {
+        nodes: [
+          {
+            commit: {
+              oid: 'a'.repeat(40),
+              statusCheckRollup: { ...rollup, contexts: { ...rollup.contexts, ...contexts } },
+            },
+          },
+        ],
+      },
+    });
   };
 
   it('asks for scalars and counts only, per aliased PR, with the refs as variables', () => {
     const { query, variables } = buildPullRequestSummariesQuery(refs);
 
     expect(variables).toEqual({ n0: 'widgets', n1: 'repo.js', o0: 'acme', o1: 'Other', p0: 1, p1: 2 });
-    expect(query).toContain('query PullRequestSummaries($o0: String!, $n0: String!, $p0: Int!, $o1: String!, $n1: String!, $p1: Int!)');
-    expect(query).toContain('pr1: repository(owner: $o1, name: $n1) { pullRequest(number: $p1) { ...PullRequestSummaryFields } }');
+    expect(query).toContain(
+      'query PullRequestSummaries($o0: String!, $n0: String!, $p0: Int!, $o1: String!, $n1: String!, $p1: Int!)',
+    );
+    expect(query).toContain(
+      'pr1: repository(owner: $o1, name: $n1) { pullRequest(number: $p1) { ...PullRequestSummaryFields } }',
+    );
     expect(query).toContain('rateLimit { cost limit remaining resetAt }');
     expect(query).toContain('checkRunCountsByState { state count } statusContextCountsByState { state count }');
     expect(query).not.toContain('widgets');
     // No list of items anywhere: every connection is first: 0, except the head commit (last: 1).
     expect(query).not.toMatch(/nodes \{ (id|databaseId|author|body)/);
-    expect([...query.matchAll(/\((first|last): (\d+)/g)].map((m) => `${m[1]}:${m[2]}`)).toEqual(['first:0', 'first:0', 'first:0', 'last:1', 'first:0']);
+    expect([...query.matchAll(/\((first|last): (\d+)/g)].map((m) => `${m[1]}:${m[2]}`)).toEqual([
+      'first:0',
+      'first:0',
+      'first:0',
+      'last:1',
+      'first:0',
+    ]);
   });
 
   it('maps a summary and attributes errors by alias, as for snapshots', () => {
-    const results = parsePullRequestSummariesResponse(refs, { pr0: { pullRequest: raw({ isDraft: true }) }, pr1: null }, [{ message: 'gone', path: ['pr1'], type: 'NOT_FOUND' }]);
+    const results = parsePullRequestSummariesResponse(
+      refs,
+      { pr0: { pullRequest: raw({ isDraft: true }) }, pr1: null },
+      [{ message: 'gone', path: ['pr1'], type: 'NOT_FOUND' }],
+    );
 
     expect(results[0]).toEqual({
       fingerprint: expect.stringMatching(/^v1\|/),
@@ -77,7 +108,11 @@ describe('pull-request-summary', () => {
       updatedAt: '2026-11-30T02:00:00Z',
     });
     expect(results[1]).toEqual({ code: 'not_found', kind: 'error', message: 'gone', ref: refs[1] });
-    expect(parsePullRequestSummariesResponse(refs, null, [{ message: 'Something went wrong' }]).map((r) => r.kind === 'error' && r.code)).toEqual(['failed', 'failed']);
+    expect(
+      parsePullRequestSummariesResponse(refs, null, [{ message: 'Something went wrong' }]).map(
+        (r) => r.kind === 'error' && r.code,
+      ),
+    ).toEqual(['failed', 'failed']);
   });
 
   it('spells every change-relevant field in the fingerprint', () => {
@@ -86,7 +121,9 @@ describe('pull-request-summary', () => {
         `|comments:2|reviews:0|threads:1|commit:${'a'.repeat(40)}|checks:PENDING/3|runs:IN_PROGRESS=1,SUCCESS=1|statuses:PENDING=1`,
     );
     expect(summaryFingerprint(raw({ commits: { nodes: [] } }))).toMatch(/\|commit:-\|checks:none\|runs:-\|statuses:-$/);
-    expect(summaryFingerprint(raw({ merged: true, state: 'MERGED' }))).toContain('|state:MERGED|draft:ready|merged:yes|');
+    expect(summaryFingerprint(raw({ merged: true, state: 'MERGED' }))).toContain(
+      '|state:MERGED|draft:ready|merged:yes|',
+    );
   });
 
   it.each<[string, RawPullRequestSummary]>([

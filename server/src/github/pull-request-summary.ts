@@ -7,7 +7,14 @@
 // whatever its `first`/`last`; the sum / 100, rounded, at least 1 point): a summary asks for 5
 // connections per PR (comments, reviews, reviewThreads, commits(last: 1), its rollup's contexts),
 // so 100 PRs cost ≈ 5 points, against ≈ 25 per PR and 5 points per 20 PRs for a snapshot.
-import { CommitStatusState, Mergeable, PullRequestRef, PullRequestState, PullRequestSummary, PullRequestSummaryResult } from './github.types';
+import {
+  CommitStatusState,
+  Mergeable,
+  PullRequestRef,
+  PullRequestState,
+  PullRequestSummary,
+  PullRequestSummaryResult,
+} from './github.types';
 import { BatchQuery, GraphQlError, buildBatchQuery, parseBatchResponse, toStatus } from './pull-request-query';
 
 /** The review states a snapshot reads (pending drafts excluded), so both views count the same reviews. */

@@ -18,7 +18,11 @@ export interface ReadWebhookOptions {
  * the listeners removed (the lingering close discards the rest). Resolves with the kept body, or
  * null when none was kept.
  */
-export function readWebhookBody(body: Readable, verifier: WebhookSignatureVerifier, options: ReadWebhookOptions): Promise<Buffer | null> {
+export function readWebhookBody(
+  body: Readable,
+  verifier: WebhookSignatureVerifier,
+  options: ReadWebhookOptions,
+): Promise<Buffer | null> {
   return new Promise((resolve, reject) => {
     if (body.readableEnded) {
       reject(invalid('invalid_body', 'the webhook body was already read'));
@@ -57,7 +61,10 @@ export function readWebhookBody(body: Readable, verifier: WebhookSignatureVerifi
         onAborted();
       }
     };
-    const timer = setTimeout(() => settle(invalid('webhook_timeout', `the webhook body did not arrive within ${options.timeoutMs / 1000} s`)), options.timeoutMs);
+    const timer = setTimeout(
+      () => settle(invalid('webhook_timeout', `the webhook body did not arrive within ${options.timeoutMs / 1000} s`)),
+      options.timeoutMs,
+    );
     body.on('data', onData);
     body.once('end', onEnd);
     body.once('error', onAborted);

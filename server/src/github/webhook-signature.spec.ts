@@ -9,7 +9,9 @@ describe(verifyWebhookSignature.name, () => {
     const documented = 'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17';
     expect(signWebhookBody(secret, body)).toBe(documented);
     expect(verifyWebhookSignature(secret, body, documented)).toBe(true);
-    expect(verifyWebhookSignature(secret, body.toString(), documented.toUpperCase().replace('SHA256=', 'sha256='))).toBe(true);
+    expect(
+      verifyWebhookSignature(secret, body.toString(), documented.toUpperCase().replace('SHA256=', 'sha256=')),
+    ).toBe(true);
   });
 
   it.each([

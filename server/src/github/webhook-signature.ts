@@ -21,7 +21,10 @@ export interface WebhookSignatureVerifier {
  * such a request is refused before any of its body is read. The digests are compared in constant
  * time, both being 32 bytes (timingSafeEqual throws on a length mismatch).
  */
-export function webhookSignatureVerifier(secret: string, header: string | string[] | undefined): WebhookSignatureVerifier | null {
+export function webhookSignatureVerifier(
+  secret: string,
+  header: string | string[] | undefined,
+): WebhookSignatureVerifier | null {
   if (secret.length === 0 || typeof header !== 'string' || !header.startsWith(PREFIX)) {
     return null;
   }
@@ -46,7 +49,11 @@ export function webhookSignatureVerifier(secret: string, header: string | string
  * Whether `header` is the HMAC-SHA256 of the raw request body under `secret`. The body must be
  * the exact bytes received (not re-serialised JSON).
  */
-export function verifyWebhookSignature(secret: string, body: Buffer | string, header: string | string[] | undefined): boolean {
+export function verifyWebhookSignature(
+  secret: string,
+  body: Buffer | string,
+  header: string | string[] | undefined,
+): boolean {
   const verifier = webhookSignatureVerifier(secret, header);
   if (!verifier) {
     return false;

@@ -16,7 +16,14 @@ import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import '../runs/run.events';
 import '../worktrees/worktree.events';
-import { aheadBehind, branchesContaining, changedPaths, commitTree, fastForwardCommits, mergeTrees } from './landing-git';
+import {
+  aheadBehind,
+  branchesContaining,
+  changedPaths,
+  commitTree,
+  fastForwardCommits,
+  mergeTrees,
+} from './landing-git';
 import { RadarCandidate, LandingRepository } from './landing.repository';
 import { listed } from './landing-work';
 import './landing-radar.events';
@@ -65,7 +72,11 @@ interface Looked {
 function foldersOf(files: Iterable<string>): Set<string> {
   const folders = new Set<string>();
   for (const file of files) {
-    for (let dir = path.posix.dirname(file); dir !== '.' && dir !== '/' && !folders.has(dir); dir = path.posix.dirname(dir)) {
+    for (
+      let dir = path.posix.dirname(file);
+      dir !== '.' && dir !== '/' && !folders.has(dir);
+      dir = path.posix.dirname(dir)
+    ) {
       folders.add(dir);
     }
   }
@@ -108,7 +119,8 @@ async function inPool<T>(items: T[], limit: number, work: (item: T) => Promise<v
 
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 const sameConflicts = (a: readonly RequirementConflict[], b: readonly RequirementConflict[]) =>
-  a.length === b.length && a.every((x, i) => x.requirementId === b[i].requirementId && x.title === b[i].title && sameList(x.paths, b[i].paths));
+  a.length === b.length &&
+  a.every((x, i) => x.requirementId === b[i].requirementId && x.title === b[i].title && sameList(x.paths, b[i].paths));
 
 /**
  * The conflict radar (issue 28 §2): for every live Requirement with work of its own — commits on
@@ -187,7 +199,9 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
       try {
         do {
           this.again = false;
-          await this.pass().catch((err: unknown) => this.logger.warn(`the conflict radar could not look: ${(err as Error).message}`));
+          await this.pass().catch((err: unknown) =>
+            this.logger.warn(`the conflict radar could not look: ${(err as Error).message}`),
+          );
         } while (this.again && !this.stopped);
       } finally {
         this.running = null;
@@ -212,7 +226,13 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
       }
       const refs = await this.refs(repo.top);
       const signature = JSON.stringify(
-        candidates.map((c) => [c.requirementId, c.status, refs.get(`refs/heads/${c.branch}`), c.baseRef && refs.get(`refs/heads/${c.baseRef}`), c.refreshedAt]),
+        candidates.map((c) => [
+          c.requirementId,
+          c.status,
+          refs.get(`refs/heads/${c.branch}`),
+          c.baseRef && refs.get(`refs/heads/${c.baseRef}`),
+          c.refreshedAt,
+        ]),
       );
       if (signature !== this.lastSignature) {
         await this.refresh();
@@ -223,7 +243,11 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   private async refs(top: string): Promise<Map<string, string>> {
-    const out = await git(['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/'], { cwd: top, maxBytes: 64 * 1024 * 1024, timeoutMs: 30_000 });
+    const out = await git(['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/'], {
+      cwd: top,
+      maxBytes: 64 * 1024 * 1024,
+      timeoutMs: 30_000,
+    });
     const refs = new Map<string, string>();
     for (const line of out.stdout.split('\n')) {
       const space = line.indexOf(' ');
@@ -244,7 +268,13 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
     const candidates = await this.repository.candidates();
     const refs = await this.refs(top);
     this.lastSignature = JSON.stringify(
-      candidates.map((c) => [c.requirementId, c.status, refs.get(`refs/heads/${c.branch}`), c.baseRef && refs.get(`refs/heads/${c.baseRef}`), c.refreshedAt]),
+      candidates.map((c) => [
+        c.requirementId,
+        c.status,
+        refs.get(`refs/heads/${c.branch}`),
+        c.baseRef && refs.get(`refs/heads/${c.baseRef}`),
+        c.refreshedAt,
+      ]),
     );
     if (this.answers.size > CACHE_MAX) {
       this.answers.clear();
@@ -323,7 +353,9 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
           const merge = await mergeTrees(top, left, right);
           paths = merge.clean ? [] : merge.paths;
         } catch (err) {
-          this.logger.debug(`radar: ${x.candidate.requirementId} × ${y.candidate.requirementId}: ${(err as Error).message}`);
+          this.logger.debug(
+            `radar: ${x.candidate.requirementId} × ${y.candidate.requirementId}: ${(err as Error).message}`,
+          );
           paths = [];
         }
         this.pairs.set(key, paths);
@@ -335,7 +367,9 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
         found.push({ a: x.candidate.requirementId, b: y.candidate.requirementId, paths });
       }
     });
-    found.sort((p, q) => (order.get(p.a) ?? 0) - (order.get(q.a) ?? 0) || (order.get(p.b) ?? 0) - (order.get(q.b) ?? 0));
+    found.sort(
+      (p, q) => (order.get(p.a) ?? 0) - (order.get(q.a) ?? 0) || (order.get(p.b) ?? 0) - (order.get(q.b) ?? 0),
+    );
     const published = performance.now();
     await this.publish(looked, unchecked, found);
     // What a pass cost, and how much of it was new work (the `landing` benchmark reads it).
@@ -371,7 +405,14 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
    * moves the base for everyone: this is what keeps the pass after it from merging every
    * Requirement again. Null when it has to be computed.
    */
-  private async carried(top: string, requirementId: string, head: string, base: string, work: string, moves: Map<string, Promise<BaseMove | null>>): Promise<WorkAnswer | null> {
+  private async carried(
+    top: string,
+    requirementId: string,
+    head: string,
+    base: string,
+    work: string,
+    moves: Map<string, Promise<BaseMove | null>>,
+  ): Promise<WorkAnswer | null> {
     const before = this.previous.get(requirementId);
     if (!before || before.work !== work || before.base === base || before.answer.landed) {
       return null;
@@ -405,12 +446,28 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
   private async answer(top: string, base: string, work: string): Promise<WorkAnswer> {
     const { ahead, behind: behindBy } = await aheadBehind(top, base, work);
     if (ahead === 0) {
-      return { behindBy, clean: true, conflictPaths: [], files: new Set(), folders: new Set(), landed: true, pairCommit: work };
+      return {
+        behindBy,
+        clean: true,
+        conflictPaths: [],
+        files: new Set(),
+        folders: new Set(),
+        landed: true,
+        pairCommit: work,
+      };
     }
     if (behindBy === 0) {
       // The work is on the base's current commit: it would land as it is, nothing to merge.
       const files = await changedPaths(top, base, work);
-      return { behindBy, clean: true, conflictPaths: [], files: new Set(files), folders: foldersOf(files), landed: false, pairCommit: work };
+      return {
+        behindBy,
+        clean: true,
+        conflictPaths: [],
+        files: new Set(files),
+        folders: foldersOf(files),
+        landed: false,
+        pairCommit: work,
+      };
     }
     const merged = await mergeTrees(top, base, work);
     let pairCommit = work;
@@ -420,10 +477,20 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
       pairCommit = await commitTree(top, merged.tree, [base], 'agent-manager: radar');
       files = await changedPaths(top, base, pairCommit);
     } else {
-      const mergeBase = (await git(['merge-base', base, work], { cwd: top, okCodes: [0, 1], timeoutMs: 30_000 })).stdout.trim();
+      const mergeBase = (
+        await git(['merge-base', base, work], { cwd: top, okCodes: [0, 1], timeoutMs: 30_000 })
+      ).stdout.trim();
       files = mergeBase === '' ? [] : await changedPaths(top, mergeBase, work);
     }
-    return { behindBy, clean: merged.clean, conflictPaths: merged.clean ? [] : merged.paths, files: new Set(files), folders: foldersOf(files), landed: false, pairCommit };
+    return {
+      behindBy,
+      clean: merged.clean,
+      conflictPaths: merged.clean ? [] : merged.paths,
+      files: new Set(files),
+      folders: foldersOf(files),
+      landed: false,
+      pairCommit,
+    };
   }
 
   /**
@@ -450,18 +517,35 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
         headSha: l.work,
         mergesCleanly: l.answer.clean,
       })),
-      ...unchecked.map((c) => ({ baseSha: null, behindBy: null, candidate: c, conflictPaths: [], conflictsWith: [], headSha: null, mergesCleanly: null })),
+      ...unchecked.map((c) => ({
+        baseSha: null,
+        behindBy: null,
+        candidate: c,
+        conflictPaths: [],
+        conflictsWith: [],
+        headSha: null,
+        mergesCleanly: null,
+      })),
     ];
     const changed = next.filter(({ candidate: { landing: was }, ...now }) => !was || !same(was, now));
     const newlyConflicting = changed.filter(
-      (n) => n.mergesCleanly === false && n.candidate.landing?.mergesCleanly !== false && n.candidate.landing?.headSha === n.headSha && n.candidate.landing?.baseSha !== n.baseSha,
+      (n) =>
+        n.mergesCleanly === false &&
+        n.candidate.landing?.mergesCleanly !== false &&
+        n.candidate.landing?.headSha === n.headSha &&
+        n.candidate.landing?.baseSha !== n.baseSha,
     );
     this.current = {
       checkedAt: now,
       pairs: found,
       requirements: next
         .filter((n) => n.mergesCleanly !== null)
-        .map(({ candidate, ...rest }) => ({ ...rest, checkedAt: now, requirementId: candidate.requirementId, title: candidate.title })),
+        .map(({ candidate, ...rest }) => ({
+          ...rest,
+          checkedAt: now,
+          requirementId: candidate.requirementId,
+          title: candidate.title,
+        })),
     };
     if (changed.length > 0) {
       await this.database.write(async (tx) => {
@@ -470,7 +554,12 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
           if (rows === null) {
             continue; // purged meanwhile
           }
-          rows.requirement.landing = await this.repository.save(tx, candidate.requirementId, { ...set, checkedAt: now }, now);
+          rows.requirement.landing = await this.repository.save(
+            tx,
+            candidate.requirementId,
+            { ...set, checkedAt: now },
+            now,
+          );
           await this.events.append(tx, {
             actor: SYSTEM_ACTOR,
             payload: { requirement: toRequirementResponse(rows.requirement, rows.session) },
@@ -479,13 +568,20 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
             type: 'requirement.updated',
           });
         }
-        await this.events.append(tx, { actor: SYSTEM_ACTOR, payload: { radar: this.current }, requirementId: null, sessionId: null, type: 'landing.conflicts.updated' });
+        await this.events.append(tx, {
+          actor: SYSTEM_ACTOR,
+          payload: { radar: this.current },
+          requirementId: null,
+          sessionId: null,
+          type: 'landing.conflicts.updated',
+        });
       });
     }
     this.domainEvents.notify('landing.radarChecked', this.current);
     for (const n of newlyConflicting) {
-      await this.tellBaseConflict(n.candidate, n.baseSha as string, n.headSha as string, n.conflictPaths).catch((err: unknown) =>
-        this.logger.warn(`could not tell ${n.candidate.requirementId} about its conflict: ${(err as Error).message}`),
+      await this.tellBaseConflict(n.candidate, n.baseSha as string, n.headSha as string, n.conflictPaths).catch(
+        (err: unknown) =>
+          this.logger.warn(`could not tell ${n.candidate.requirementId} about its conflict: ${(err as Error).message}`),
       );
     }
   }
@@ -494,7 +590,12 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
    * One system message per (base, work): the base moved and the agent's work no longer merges.
    * A Requirement in the merge queue is told by the queue instead, when its turn comes.
    */
-  private async tellBaseConflict(candidate: RadarCandidate, base: string, work: string, paths: string[]): Promise<void> {
+  private async tellBaseConflict(
+    candidate: RadarCandidate,
+    base: string,
+    work: string,
+    paths: string[],
+  ): Promise<void> {
     if (candidate.status === 'done' || (await this.repository.isQueued(candidate.requirementId))) {
       return;
     }
@@ -517,7 +618,10 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
 
 function same(
   was: RequirementLandingEntity,
-  now: Pick<RequirementLandingEntity, 'mergesCleanly' | 'conflictPaths' | 'conflictsWith' | 'behindBy' | 'baseSha' | 'headSha'>,
+  now: Pick<
+    RequirementLandingEntity,
+    'mergesCleanly' | 'conflictPaths' | 'conflictsWith' | 'behindBy' | 'baseSha' | 'headSha'
+  >,
 ): boolean {
   const wasClean = was.mergesCleanly === null ? null : Boolean(was.mergesCleanly);
   return (

@@ -2,15 +2,30 @@ import { parseRemoteUrl } from './github-remote';
 
 describe('parseRemoteUrl', () => {
   it.each([
-    ['https://github.com/acme/widgets.git', { host: 'github.com', owner: 'acme', repo: 'widgets', scheme: 'https', url: 'https://github.com/acme/widgets.git' }],
+    [
+      'https://github.com/acme/widgets.git',
+      {
+        host: 'github.com',
+        owner: 'acme',
+        repo: 'widgets',
+        scheme: 'https',
+        url: 'https://github.com/acme/widgets.git',
+      },
+    ],
     ['https://github.com/acme/widgets', { host: 'github.com', owner: 'acme', repo: 'widgets', scheme: 'https' }],
     ['https://github.com/acme/widgets.git/', { host: 'github.com', owner: 'acme', repo: 'widgets', scheme: 'https' }],
     ['HTTPS://GitHub.com/Acme/Widgets.GIT', { host: 'github.com', owner: 'Acme', repo: 'Widgets', scheme: 'https' }],
     ['http://ghe.corp:8080/team/tool.git', { host: 'ghe.corp:8080', owner: 'team', repo: 'tool', scheme: 'http' }],
-    ['git@github.com:acme/widgets.git', { host: 'github.com', owner: 'acme', repo: 'widgets', scheme: 'ssh', url: 'git@github.com:acme/widgets.git' }],
+    [
+      'git@github.com:acme/widgets.git',
+      { host: 'github.com', owner: 'acme', repo: 'widgets', scheme: 'ssh', url: 'git@github.com:acme/widgets.git' },
+    ],
     ['github.com:acme/widgets', { host: 'github.com', owner: 'acme', repo: 'widgets', scheme: 'ssh' }],
     ['ssh://git@github.com/acme/widgets.git', { host: 'github.com', owner: 'acme', repo: 'widgets', scheme: 'ssh' }],
-    ['ssh://git@ghe.corp:2222/team/my.tool.git', { host: 'ghe.corp:2222', owner: 'team', repo: 'my.tool', scheme: 'ssh' }],
+    [
+      'ssh://git@ghe.corp:2222/team/my.tool.git',
+      { host: 'ghe.corp:2222', owner: 'team', repo: 'my.tool', scheme: 'ssh' },
+    ],
   ])('reads %s', (url, expected) => {
     expect(parseRemoteUrl(url)).toMatchObject(expected);
   });
@@ -23,7 +38,9 @@ describe('parseRemoteUrl', () => {
       scheme: 'https',
       url: 'https://github.com/acme/widgets.git',
     });
-    expect(parseRemoteUrl('https://someone@github.com/acme/widgets.git')?.url).toBe('https://github.com/acme/widgets.git');
+    expect(parseRemoteUrl('https://someone@github.com/acme/widgets.git')?.url).toBe(
+      'https://github.com/acme/widgets.git',
+    );
   });
 
   it.each([

@@ -68,7 +68,11 @@ export function parseRemoteUrl(raw: string): Omit<GitHubRemote, 'name'> | null {
  * person set (a mirror, a local copy) still decides where git pushes, not which repository it is.
  */
 export async function findGitHubRemote(top: string, hosts: readonly string[]): Promise<GitHubRemote | null> {
-  const out = await git(['config', '--get-regexp', '--null', '^remote\\..*\\.url$'], { cwd: top, okCodes: [0, 1], timeoutMs: 30_000 });
+  const out = await git(['config', '--get-regexp', '--null', '^remote\\..*\\.url$'], {
+    cwd: top,
+    okCodes: [0, 1],
+    timeoutMs: 30_000,
+  });
   const remotes: GitHubRemote[] = [];
   for (const entry of out.stdout.split('\0')) {
     const newline = entry.indexOf('\n');
@@ -106,9 +110,14 @@ export function gitHubHosts(githubApiUrl: string): string[] {
  * fails instead of hanging); over HTTP(S) a token, when there is one, as an `http.<url>.extraHeader`
  * scoped to that host (never on a command line); nothing else.
  */
-export function remoteEnvironment(remote: Pick<GitHubRemote, 'scheme' | 'host'>, authorization: string | null): Record<string, string> {
+export function remoteEnvironment(
+  remote: Pick<GitHubRemote, 'scheme' | 'host'>,
+  authorization: string | null,
+): Record<string, string> {
   if (remote.scheme === 'ssh') {
     return process.env.GIT_SSH_COMMAND ? {} : { GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' };
   }
-  return authorization === null ? {} : configEnvironment([[`http.${remote.scheme}://${remote.host}/.extraHeader`, authorization]]);
+  return authorization === null
+    ? {}
+    : configEnvironment([[`http.${remote.scheme}://${remote.host}/.extraHeader`, authorization]]);
 }

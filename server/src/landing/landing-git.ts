@@ -27,13 +27,23 @@ export interface TreeMerge {
  * (exit 1), any other failure (unrelated histories, a missing commit) throws.
  */
 export async function mergeTrees(cwd: string, ours: string, theirs: string): Promise<TreeMerge> {
-  const out = await git(['merge-tree', '--write-tree', '--name-only', '--no-messages', '-z', ours, theirs], { cwd, okCodes: [0, 1], timeoutMs: HEAVY_MS });
+  const out = await git(['merge-tree', '--write-tree', '--name-only', '--no-messages', '-z', ours, theirs], {
+    cwd,
+    okCodes: [0, 1],
+    timeoutMs: HEAVY_MS,
+  });
   const [tree, ...rest] = out.stdout.split('\0');
   return { clean: out.code === 0, paths: [...new Set(rest.filter((p) => p !== ''))].sort(), tree: tree.trim() };
 }
 
 /** A commit of `tree` on `parents`, with `message`; `env` may carry an author (a replayed commit keeps its own). */
-export async function commitTree(cwd: string, tree: string, parents: string[], message: string, env: Record<string, string> = {}): Promise<string> {
+export async function commitTree(
+  cwd: string,
+  tree: string,
+  parents: string[],
+  message: string,
+  env: Record<string, string> = {},
+): Promise<string> {
   const args = ['commit-tree', tree, ...parents.flatMap((p) => ['-p', p]), '-m', message];
   return (await git(args, { cwd, env: { ...(await commitIdentity(cwd)), ...env }, timeoutMs: QUICK_MS })).stdout.trim();
 }
@@ -49,7 +59,9 @@ export function commitIdentity(cwd: string): Promise<Record<string, string>> {
   if (!known) {
     known = (async () => {
       const [name, email] = await Promise.all(
-        ['user.name', 'user.email'].map(async (key) => (await git(['config', '--get', key], { cwd, okCodes: [0, 1], timeoutMs: QUICK_MS })).stdout.trim()),
+        ['user.name', 'user.email'].map(async (key) =>
+          (await git(['config', '--get', key], { cwd, okCodes: [0, 1], timeoutMs: QUICK_MS })).stdout.trim(),
+        ),
       );
       const env: Record<string, string> = {};
       if (name === '') {
@@ -71,7 +83,11 @@ export async function resolve(cwd: string, ref: string): Promise<string | null> 
   if (ref.startsWith('-')) {
     return null;
   }
-  const out = await git(['rev-parse', '--verify', '-q', `${ref}^{commit}`], { cwd, okCodes: [0, 1, 128], timeoutMs: QUICK_MS });
+  const out = await git(['rev-parse', '--verify', '-q', `${ref}^{commit}`], {
+    cwd,
+    okCodes: [0, 1, 128],
+    timeoutMs: QUICK_MS,
+  });
   return out.code === 0 && out.stdout.trim() !== '' ? out.stdout.trim() : null;
 }
 
@@ -100,18 +116,25 @@ export async function aheadBehind(cwd: string, base: string, work: string): Prom
 
 /** The commits `to` has and `from` lacks; null when `from` has commits `to` lacks too (`to` is no fast-forward of it). */
 export async function fastForwardCommits(cwd: string, from: string, to: string): Promise<string[] | null> {
-  const out = await git(['rev-list', '--left-right', `${from}...${to}`], { cwd, maxBytes: 4 * 1024 * 1024, timeoutMs: QUICK_MS });
+  const out = await git(['rev-list', '--left-right', `${from}...${to}`], {
+    cwd,
+    maxBytes: 4 * 1024 * 1024,
+    timeoutMs: QUICK_MS,
+  });
   const lines = out.stdout.split('\n').filter((l) => l !== '');
   return lines.some((l) => l.startsWith('<')) ? null : lines.map((l) => l.slice(1));
 }
 
 /** The commits that local branches point at whose history holds any of `commits`. */
 export async function branchesContaining(cwd: string, commits: string[]): Promise<Set<string>> {
-  const out = await git(['for-each-ref', '--format=%(objectname)', ...commits.map((c) => `--contains=${c}`), 'refs/heads/'], {
-    cwd,
-    maxBytes: 16 * 1024 * 1024,
-    timeoutMs: QUICK_MS,
-  });
+  const out = await git(
+    ['for-each-ref', '--format=%(objectname)', ...commits.map((c) => `--contains=${c}`), 'refs/heads/'],
+    {
+      cwd,
+      maxBytes: 16 * 1024 * 1024,
+      timeoutMs: QUICK_MS,
+    },
+  );
   return new Set(out.stdout.split('\n').filter((l) => l !== ''));
 }
 
@@ -144,8 +167,15 @@ export async function pickOnto(cwd: string, onto: string, commit: string, parent
 }
 
 /** A commit's author (kept by a replay) and message. */
-export async function commitFacts(cwd: string, commit: string): Promise<{ env: Record<string, string>; message: string; parents: string[] }> {
-  const out = await git(['log', '-1', '--format=%an%x00%ae%x00%aI%x00%P%x00%B', commit], { cwd, maxBytes: 1024 * 1024, timeoutMs: QUICK_MS });
+export async function commitFacts(
+  cwd: string,
+  commit: string,
+): Promise<{ env: Record<string, string>; message: string; parents: string[] }> {
+  const out = await git(['log', '-1', '--format=%an%x00%ae%x00%aI%x00%P%x00%B', commit], {
+    cwd,
+    maxBytes: 1024 * 1024,
+    timeoutMs: QUICK_MS,
+  });
   const [name, email, date, parents, ...message] = out.stdout.split('\0');
   return {
     env: { GIT_AUTHOR_DATE: date, GIT_AUTHOR_EMAIL: email, GIT_AUTHOR_NAME: name },
@@ -156,7 +186,11 @@ export async function commitFacts(cwd: string, commit: string): Promise<{ env: R
 
 /** The commits of `head` that `base` lacks, oldest first (merges and all, first-parent order is not assumed). */
 export async function commitsSince(cwd: string, base: string, head: string): Promise<string[]> {
-  const out = await git(['rev-list', '--reverse', '--topo-order', head, `^${base}`], { cwd, maxBytes: 16 * 1024 * 1024, timeoutMs: QUICK_MS });
+  const out = await git(['rev-list', '--reverse', '--topo-order', head, `^${base}`], {
+    cwd,
+    maxBytes: 16 * 1024 * 1024,
+    timeoutMs: QUICK_MS,
+  });
   return out.stdout.split('\n').filter((l) => l !== '');
 }
 
@@ -181,12 +215,15 @@ export async function worktreeBranches(cwd: string): Promise<Array<{ path: strin
 
 /** Tracked files with changes (staged or not) in a checkout; untracked ones with `untracked`. */
 export async function uncommittedFiles(cwd: string, untracked: boolean): Promise<string[]> {
-  const out = await git(['status', '--porcelain=v1', '-z', `--untracked-files=${untracked ? 'all' : 'no'}`, '--ignore-submodules=dirty'], {
-    allowTruncated: true,
-    cwd,
-    maxBytes: 4 * 1024 * 1024,
-    timeoutMs: HEAVY_MS,
-  });
+  const out = await git(
+    ['status', '--porcelain=v1', '-z', `--untracked-files=${untracked ? 'all' : 'no'}`, '--ignore-submodules=dirty'],
+    {
+      allowTruncated: true,
+      cwd,
+      maxBytes: 4 * 1024 * 1024,
+      timeoutMs: HEAVY_MS,
+    },
+  );
   const files: string[] = [];
   const fields = out.stdout.split('\0');
   for (let i = 0; i < fields.length; i += 1) {

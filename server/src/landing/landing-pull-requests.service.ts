@@ -64,7 +64,10 @@ export class LandingPullRequests {
     refuseUnlandable(await this.requirements.get(id));
     const repo = await this.workspace.gitWorkspace();
     if (repo === null) {
-      throw conflict('workspace_not_git', 'the workspace is no longer a git repository with a commit: there is no branch to push');
+      throw conflict(
+        'workspace_not_git',
+        'the workspace is no longer a git repository with a commit: there is no branch to push',
+      );
     }
     const remote = await findGitHubRemote(repo.top, gitHubHosts(this.configuration.get('githubApiUrl')));
     if (remote === null) {
@@ -81,7 +84,9 @@ export class LandingPullRequests {
       );
     }
     const started = Date.now();
-    const outcome = await this.worktrees.whileHeld(id, () => this.openHeld(id, repo.top, remote, authorization, options, actor));
+    const outcome = await this.worktrees.whileHeld(id, () =>
+      this.openHeld(id, repo.top, remote, authorization, options, actor),
+    );
     this.logger.log({
       ...audit(actor),
       ms: Date.now() - started,
@@ -95,7 +100,14 @@ export class LandingPullRequests {
     return outcome;
   }
 
-  private async openHeld(id: string, top: string, remote: GitHubRemote, authorization: string, options: PullRequestLand, actor: EventActor): Promise<PullRequestLandOutcome> {
+  private async openHeld(
+    id: string,
+    top: string,
+    remote: GitHubRemote,
+    authorization: string,
+    options: PullRequestLand,
+    actor: EventActor,
+  ): Promise<PullRequestLandOutcome> {
     const requirement = await this.requirements.get(id);
     refuseUnlandable(requirement);
     const branch = requirement.worktree?.branch as string;
@@ -106,15 +118,26 @@ export class LandingPullRequests {
       throw headMoved(requirement, taken, head);
     }
     // The base as the repository knows it: its local branch, else what was fetched of the remote's.
-    const base = (await resolve(top, `refs/heads/${baseRef}`)) ?? (await resolve(top, `refs/remotes/${remote.name}/${baseRef}`)) ?? (await resolve(top, baseRef));
+    const base =
+      (await resolve(top, `refs/heads/${baseRef}`)) ??
+      (await resolve(top, `refs/remotes/${remote.name}/${baseRef}`)) ??
+      (await resolve(top, baseRef));
     if (base !== null && (await isAncestor(top, head, base))) {
-      throw conflict('nothing_to_land', `${baseRef} already has everything on ${branch}: there is nothing to open a pull request for`);
+      throw conflict(
+        'nothing_to_land',
+        `${baseRef} already has everything on ${branch}: there is nothing to open a pull request for`,
+      );
     }
     await this.push(top, remote, branch, authorization);
     const body = await this.body(requirement);
     let opened: Awaited<ReturnType<GitHubClient['createPullRequest']>>;
     try {
-      opened = await this.github.createPullRequest(remote.owner, remote.repo, { base: baseRef, body, head: branch, title: requirement.title });
+      opened = await this.github.createPullRequest(remote.owner, remote.repo, {
+        base: baseRef,
+        body,
+        head: branch,
+        title: requirement.title,
+      });
     } catch (err) {
       if (err instanceof GitHubError) {
         throw conflict(
@@ -150,14 +173,21 @@ export class LandingPullRequests {
   private async push(top: string, remote: GitHubRemote, branch: string, authorization: string): Promise<void> {
     const env = remoteEnvironment(remote, authorization);
     try {
-      await git(['push', '--no-verify', remote.name, `refs/heads/${branch}:refs/heads/${branch}`], { cwd: top, env, timeoutMs: PUSH_TIMEOUT_MS });
+      await git(['push', '--no-verify', remote.name, `refs/heads/${branch}:refs/heads/${branch}`], {
+        cwd: top,
+        env,
+        timeoutMs: PUSH_TIMEOUT_MS,
+      });
     } catch (err) {
       if (err instanceof GitError) {
         const said = [...new Set(err.stderr.split('\n').map((line) => line.trim()))]
           .filter((line) => line !== '' && !/^(To |Done$|hint:)/.test(line))
           .slice(-4)
           .join(' ');
-        throw conflict('push_failed', `git could not push ${branch} to ${remote.name} (${remote.url}): ${said || err.message}`);
+        throw conflict(
+          'push_failed',
+          `git could not push ${branch} to ${remote.name} (${remote.url}): ${said || err.message}`,
+        );
       }
       throw err;
     }
@@ -166,7 +196,9 @@ export class LandingPullRequests {
   /** The Requirement's description, what its agent said last, and which Requirement it is. */
   private async body(requirement: RequirementResponseDto): Promise<string> {
     const summary = await agentSummary(this.messages, requirement.id);
-    const text = [requirement.description.trim(), summary === '' ? '' : `## Summary\n\n${summary}`].filter((part) => part !== '').join('\n\n');
+    const text = [requirement.description.trim(), summary === '' ? '' : `## Summary\n\n${summary}`]
+      .filter((part) => part !== '')
+      .join('\n\n');
     const footer = `Requirement ${requirement.id}, opened by Agent Manager.`;
     return `${text.length > BODY_MAX ? `${text.slice(0, BODY_MAX)}…` : text}${text === '' ? '' : '\n\n---\n'}${footer}`;
   }

@@ -87,13 +87,21 @@ export class LandingQueueService implements OnApplicationBootstrap {
     return { items: rows.map((r) => toItem(r, r.title)) };
   }
 
-  async add(requirementId: string, method: LocalLandMethod, actor: EventActor, expectedHead: string | null = null): Promise<LandingQueue> {
+  async add(
+    requirementId: string,
+    method: LocalLandMethod,
+    actor: EventActor,
+    expectedHead: string | null = null,
+  ): Promise<LandingQueue> {
     const requirement = await this.requirements.get(requirementId);
     if (requirement.status === 'cancelled') {
       throw conflict('requirement_cancelled', `"${requirement.title}" is cancelled: its work is not landed`);
     }
     if (requirement.isolation !== 'worktree') {
-      throw conflict('not_landable', `"${requirement.title}" works in place, in your checkout: there is no branch to land`);
+      throw conflict(
+        'not_landable',
+        `"${requirement.title}" works in place, in your checkout: there is no branch to land`,
+      );
     }
     if (expectedHead !== null) {
       // What the person was shown must be the work now, or the queue would land something else later.
@@ -107,7 +115,10 @@ export class LandingQueueService implements OnApplicationBootstrap {
         throw conflict('already_queued', `"${requirement.title}" is already in the merge queue`);
       }
       if (rows.length >= LANDING_QUEUE_MAX) {
-        throw conflict('queue_full', `the merge queue holds ${LANDING_QUEUE_MAX} Requirements already: let some land or remove them first`);
+        throw conflict(
+          'queue_full',
+          `the merge queue holds ${LANDING_QUEUE_MAX} Requirements already: let some land or remove them first`,
+        );
       }
       const now = this.clock.nowIso();
       const row: LandingQueueEntity = {
@@ -133,8 +144,15 @@ export class LandingQueueService implements OnApplicationBootstrap {
   async reorder(requirementIds: string[], actor: EventActor): Promise<LandingQueue> {
     const queue = await this.change(actor, async (tx, rows) => {
       const queued = new Set(rows.map((r) => r.requirementId));
-      if (requirementIds.length !== rows.length || new Set(requirementIds).size !== requirementIds.length || !requirementIds.every((id) => queued.has(id))) {
-        throw invalid('queue_order_mismatch', 'requirementIds must name every queued Requirement exactly once (GET /api/landing-queue lists them)');
+      if (
+        requirementIds.length !== rows.length ||
+        new Set(requirementIds).size !== requirementIds.length ||
+        !requirementIds.every((id) => queued.has(id))
+      ) {
+        throw invalid(
+          'queue_order_mismatch',
+          'requirementIds must name every queued Requirement exactly once (GET /api/landing-queue lists them)',
+        );
       }
       const now = this.clock.nowIso();
       return requirementIds.map((id, i) => {
@@ -183,7 +201,9 @@ export class LandingQueueService implements OnApplicationBootstrap {
       try {
         do {
           this.again = false;
-          await this.pass().catch((err: unknown) => this.logger.warn(`the merge queue could not go on: ${(err as Error).message}`));
+          await this.pass().catch((err: unknown) =>
+            this.logger.warn(`the merge queue could not go on: ${(err as Error).message}`),
+          );
         } while (this.again);
       } finally {
         this.running = null;
@@ -210,7 +230,11 @@ export class LandingQueueService implements OnApplicationBootstrap {
       }
       await this.setState(head.requirementId, { conflictPaths: [], reason: null, state: 'landing' });
       try {
-        await this.landing.land(head.requirementId, { expectedHead: head.expectedHead ?? undefined, markDone: true, method: head.method as LocalLandMethod }, QUEUE_ACTOR);
+        await this.landing.land(
+          head.requirementId,
+          { expectedHead: head.expectedHead ?? undefined, markDone: true, method: head.method as LocalLandMethod },
+          QUEUE_ACTOR,
+        );
         await this.change(QUEUE_ACTOR, async (tx, rows) => this.drop(tx, rows, head.requirementId));
         continue;
       } catch (err) {
@@ -224,9 +248,15 @@ export class LandingQueueService implements OnApplicationBootstrap {
           return; // its run's end asks again
         }
         const paths = code === 'land_conflict' ? ((err as DomainError).details ?? []) : [];
-        await this.setState(head.requirementId, { conflictPaths: paths, reason: (err as Error).message, state: 'paused' });
+        await this.setState(head.requirementId, {
+          conflictPaths: paths,
+          reason: (err as Error).message,
+          state: 'paused',
+        });
         if (code === 'land_conflict') {
-          await this.askToRebase(head.requirementId, paths).catch((e: unknown) => this.logger.warn(`could not ask ${head.requirementId} to rebase: ${(e as Error).message}`));
+          await this.askToRebase(head.requirementId, paths).catch((e: unknown) =>
+            this.logger.warn(`could not ask ${head.requirementId} to rebase: ${(e as Error).message}`),
+          );
         }
         return;
       }
@@ -243,7 +273,10 @@ export class LandingQueueService implements OnApplicationBootstrap {
     if (requirement === null || requirement.status === 'cancelled') {
       return true; // the land drops it
     }
-    if (item.expectedHead !== null && (requirement.worktree?.workSha ?? requirement.worktree?.headSha) !== item.expectedHead) {
+    if (
+      item.expectedHead !== null &&
+      (requirement.worktree?.workSha ?? requirement.worktree?.headSha) !== item.expectedHead
+    ) {
       return false;
     }
     // The radar's last answer: after a run it looks again and its pass asks the queue once more
@@ -258,7 +291,12 @@ export class LandingQueueService implements OnApplicationBootstrap {
     const baseRef = requirement.baseRef ?? '';
     const branch = requirement.worktree?.branch ?? '';
     const [base, head] =
-      repo === null ? [null, null] : await Promise.all([this.workspace.resolveCommit(repo.top, baseRef), this.workspace.resolveCommit(repo.top, `refs/heads/${branch}`)]);
+      repo === null
+        ? [null, null]
+        : await Promise.all([
+            this.workspace.resolveCommit(repo.top, baseRef),
+            this.workspace.resolveCommit(repo.top, `refs/heads/${branch}`),
+          ]);
     const shown = listed(paths);
     await this.triggers.deliver({
       args: { base: (base ?? '').slice(0, 12), baseRef, count: paths.length, paths: shown },
@@ -308,17 +346,31 @@ export class LandingQueueService implements OnApplicationBootstrap {
    * One change to the queue in one unit: `body` stages its writes and returns the rows as they
    * will be (null: nothing changed), published with `landing.queue.updated`; returns the queue after.
    */
-  private async change(actor: EventActor, body: (tx: UnitOfWork, rows: LandingQueueEntity[]) => Promise<LandingQueueEntity[] | null>): Promise<LandingQueue> {
+  private async change(
+    actor: EventActor,
+    body: (tx: UnitOfWork, rows: LandingQueueEntity[]) => Promise<LandingQueueEntity[] | null>,
+  ): Promise<LandingQueue> {
     return this.database.write(async (tx) => {
       const before = await this.repository.queueForWrite(tx);
       const changed = await body(tx, before);
       const items: LandingQueueItem[] = [];
       for (const row of changed ?? before) {
-        items.push(toItem(row, (await this.requirements.findForWrite(tx, row.requirementId))?.requirement.title ?? row.requirementId));
+        items.push(
+          toItem(
+            row,
+            (await this.requirements.findForWrite(tx, row.requirementId))?.requirement.title ?? row.requirementId,
+          ),
+        );
       }
       const queue = { items };
       if (changed !== null) {
-        await this.events.append(tx, { actor, payload: { queue }, requirementId: null, sessionId: null, type: 'landing.queue.updated' });
+        await this.events.append(tx, {
+          actor,
+          payload: { queue },
+          requirementId: null,
+          sessionId: null,
+          type: 'landing.queue.updated',
+        });
       }
       return queue;
     });

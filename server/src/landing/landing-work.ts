@@ -10,7 +10,8 @@ import { changedPaths } from './landing-git';
 /** Files named in a refusal's message (all of them are in `details`). */
 const NAMED = 10;
 
-export const listed = (files: string[]) => files.slice(0, NAMED).join(', ') + (files.length > NAMED ? ` and ${files.length - NAMED} more` : '');
+export const listed = (files: string[]) =>
+  files.slice(0, NAMED).join(', ') + (files.length > NAMED ? ` and ${files.length - NAMED} more` : '');
 
 /** Refusals that need no git: what cannot have a branch to land, or is being worked on. */
 export function refuseUnlandable(requirement: RequirementResponseDto): void {
@@ -18,13 +19,19 @@ export function refuseUnlandable(requirement: RequirementResponseDto): void {
     throw conflict('requirement_cancelled', `"${requirement.title}" is cancelled: its work is not landed`);
   }
   if (requirement.isolation !== 'worktree' || requirement.baseRef === null) {
-    throw conflict('not_landable', `"${requirement.title}" works in place, in your checkout: its changes are already there, commit them yourself`);
+    throw conflict(
+      'not_landable',
+      `"${requirement.title}" works in place, in your checkout: its changes are already there, commit them yourself`,
+    );
   }
   if (requirement.worktree?.branch == null) {
     throw conflict('nothing_to_land', `"${requirement.title}" has no branch yet: its first run makes one`);
   }
   if (requirement.session.state === 'running') {
-    throw conflict('run_active', `"${requirement.title}" has a run in progress: stop it or wait for it to end, then land`);
+    throw conflict(
+      'run_active',
+      `"${requirement.title}" has a run in progress: stop it or wait for it to end, then land`,
+    );
   }
 }
 
@@ -45,13 +52,23 @@ export function headMoved(requirement: RequirementResponseDto, shown: string, no
  * left uncommitted and `commitPending` is not asked — with it, the snapshot of that work, which
  * is what Changes showed, becomes the branch's commit first. Returns the branch's head to land.
  */
-export async function takeWork(worktrees: WorktreesService, requirement: RequirementResponseDto, options: { commitPending?: boolean; expectedHead?: string }): Promise<string> {
+export async function takeWork(
+  worktrees: WorktreesService,
+  requirement: RequirementResponseDto,
+  options: { commitPending?: boolean; expectedHead?: string },
+): Promise<string> {
   const imported = await worktrees.importWork(requirement.id);
   if (imported.error !== null) {
-    throw conflict('import_refused', `the work of "${requirement.title}" could not be imported from its agent's repository: ${imported.error}`);
+    throw conflict(
+      'import_refused',
+      `the work of "${requirement.title}" could not be imported from its agent's repository: ${imported.error}`,
+    );
   }
   if (imported.head === null) {
-    throw conflict('nothing_to_land', `the branch ${requirement.worktree?.branch ?? ''} of "${requirement.title}" no longer exists`);
+    throw conflict(
+      'nothing_to_land',
+      `the branch ${requirement.worktree?.branch ?? ''} of "${requirement.title}" no longer exists`,
+    );
   }
   const shown = imported.work ?? imported.head;
   if (options.expectedHead !== undefined && options.expectedHead !== shown) {

@@ -1,11 +1,26 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
 
 import type { EventActor } from '@libs/contracts';
 
 import { Actor } from '../core/http/actor.decorator';
 import { ConflictRadar } from './conflict-radar.service';
-import { ConflictRadarResponseDto, LandRequirementDto, LandResponseDto, LandingQueueResponseDto, QueueLandingDto, ReorderLandingQueueDto } from './dto/landing.dto';
+import {
+  ConflictRadarResponseDto,
+  LandRequirementDto,
+  LandResponseDto,
+  LandingQueueResponseDto,
+  QueueLandingDto,
+  ReorderLandingQueueDto,
+} from './dto/landing.dto';
 import { LandingPullRequests } from './landing-pull-requests.service';
 import { LandingQueueService } from './landing-queue.service';
 import { LandingService } from './landing.service';
@@ -23,7 +38,8 @@ export class LandingController {
   @Post('requirements/:id/land')
   @HttpCode(200)
   @ApiOperation({
-    summary: "Land a Requirement's branch: merge, squash or rebase onto its base locally (moving a clean checkout of the base with it), or push it and open a pull request",
+    summary:
+      "Land a Requirement's branch: merge, squash or rebase onto its base locally (moving a clean checkout of the base with it), or push it and open a pull request",
   })
   @ApiOkResponse({ type: LandResponseDto })
   @ApiBadRequestResponse()
@@ -32,17 +48,37 @@ export class LandingController {
     description:
       "land_conflict (details: the files), worktree_dirty, head_moved (the work changed since expectedHead), import_refused (the agent's repository could not be imported), base_checked_out_dirty, run_active, nothing_to_land, not_landable, base_not_branch, base_moved; for pull_request: github_remote_missing, github_token_missing, push_failed, pull_request_failed",
   })
-  async landRequirement(@Param('id') id: string, @Body() body: LandRequirementDto, @Actor() actor: EventActor): Promise<LandResponseDto> {
+  async landRequirement(
+    @Param('id') id: string,
+    @Body() body: LandRequirementDto,
+    @Actor() actor: EventActor,
+  ): Promise<LandResponseDto> {
     if (body.method === 'pull_request') {
-      const opened = await this.pullRequests.open(id, { commitPending: body.commitPending, expectedHead: body.expectedHead }, actor);
+      const opened = await this.pullRequests.open(
+        id,
+        { commitPending: body.commitPending, expectedHead: body.expectedHead },
+        actor,
+      );
       return { commit: null, method: body.method, pullRequest: opened.pullRequest, requirement: opened.requirement };
     }
-    const landed = await this.landing.land(id, { commitPending: body.commitPending, expectedHead: body.expectedHead, markDone: body.markDone, method: body.method }, actor);
+    const landed = await this.landing.land(
+      id,
+      {
+        commitPending: body.commitPending,
+        expectedHead: body.expectedHead,
+        markDone: body.markDone,
+        method: body.method,
+      },
+      actor,
+    );
     return { commit: landed.commit, method: body.method, pullRequest: null, requirement: landed.requirement };
   }
 
   @Get('conflicts')
-  @ApiOperation({ summary: 'The conflict radar: which live Requirements merge cleanly onto their base, and which conflict with each other, file by file' })
+  @ApiOperation({
+    summary:
+      'The conflict radar: which live Requirements merge cleanly onto their base, and which conflict with each other, file by file',
+  })
   @ApiOkResponse({ type: ConflictRadarResponseDto })
   getConflicts(): Promise<ConflictRadarResponseDto> {
     return this.radar.radar();
@@ -69,7 +105,10 @@ export class LandingController {
   @ApiOperation({ summary: 'Reorder the merge queue: every queued Requirement, each once' })
   @ApiOkResponse({ type: LandingQueueResponseDto })
   @ApiBadRequestResponse({ description: 'queue_order_mismatch' })
-  reorderLandingQueue(@Body() body: ReorderLandingQueueDto, @Actor() actor: EventActor): Promise<LandingQueueResponseDto> {
+  reorderLandingQueue(
+    @Body() body: ReorderLandingQueueDto,
+    @Actor() actor: EventActor,
+  ): Promise<LandingQueueResponseDto> {
     return this.queue.reorder(body.requirementIds, actor);
   }
 
@@ -77,7 +116,10 @@ export class LandingController {
   @ApiOperation({ summary: 'Take a Requirement out of the merge queue' })
   @ApiOkResponse({ type: LandingQueueResponseDto })
   @ApiNotFoundResponse({ description: 'not_queued' })
-  unqueueLanding(@Param('requirementId') requirementId: string, @Actor() actor: EventActor): Promise<LandingQueueResponseDto> {
+  unqueueLanding(
+    @Param('requirementId') requirementId: string,
+    @Actor() actor: EventActor,
+  ): Promise<LandingQueueResponseDto> {
     return this.queue.remove(requirementId, actor);
   }
 }

@@ -10,7 +10,11 @@ declare module '../core/domain-events' {
      * A Requirement's branch landed locally (merge, squash or rebase), inside the unit that records
      * it: what waits for its work to be merged is met, as for a merged PR.
      */
-    'requirement.landed': { args: [tx: UnitOfWork, rows: RequirementRows, landed: { commit: string; method: LocalLandMethod }]; returns: void; delivery: 'inOrder' };
+    'requirement.landed': {
+      args: [tx: UnitOfWork, rows: RequirementRows, landed: { commit: string; method: LocalLandMethod }];
+      returns: void;
+      delivery: 'inOrder';
+    };
   }
 }
 

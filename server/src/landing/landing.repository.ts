@@ -67,7 +67,9 @@ export class LandingRepository {
         dirty: Boolean(w.dirty),
         headSha: w.headSha,
         // SQLite hands booleans back as 0/1.
-        landing: r.landing ? { ...r.landing, mergesCleanly: r.landing.mergesCleanly === null ? null : Boolean(r.landing.mergesCleanly) } : null,
+        landing: r.landing
+          ? { ...r.landing, mergesCleanly: r.landing.mergesCleanly === null ? null : Boolean(r.landing.mergesCleanly) }
+          : null,
         refreshedAt: w.refreshedAt,
         requirementId: r.id,
         status: r.status,
@@ -78,7 +80,11 @@ export class LandingRepository {
   }
 
   find(requirementId: string): Promise<RequirementLandingEntity | null> {
-    return this.database.read(RequirementLandingEntity).createQueryBuilder('l').where('l.requirement_id = :requirementId', { requirementId }).getOne();
+    return this.database
+      .read(RequirementLandingEntity)
+      .createQueryBuilder('l')
+      .where('l.requirement_id = :requirementId', { requirementId })
+      .getOne();
   }
 
   async findForWrite(uow: UnitOfWork, requirementId: string): Promise<RequirementLandingEntity | null> {
@@ -87,11 +93,20 @@ export class LandingRepository {
 
   /** Rows with a land in flight (recorded before the base moved). */
   pending(): Promise<RequirementLandingEntity[]> {
-    return this.database.read(RequirementLandingEntity).createQueryBuilder('l').where('l.pending_commit IS NOT NULL').getMany();
+    return this.database
+      .read(RequirementLandingEntity)
+      .createQueryBuilder('l')
+      .where('l.pending_commit IS NOT NULL')
+      .getMany();
   }
 
   /** Writes `set` onto the row (made first when the Requirement has none); returns the row as written. */
-  async save(uow: UnitOfWork, requirementId: string, set: Partial<RequirementLandingEntity>, now: string): Promise<RequirementLandingEntity> {
+  async save(
+    uow: UnitOfWork,
+    requirementId: string,
+    set: Partial<RequirementLandingEntity>,
+    now: string,
+  ): Promise<RequirementLandingEntity> {
     const current = await this.findForWrite(uow, requirementId);
     const next = { ...(current ?? emptyLanding(requirementId, now)), ...set, updatedAt: now };
     if (current === null) {
@@ -110,11 +125,19 @@ export class LandingRepository {
       .addSelect('r.title', 'title')
       .orderBy('q.position', 'ASC')
       .getRawAndEntities()
-      .then(({ entities, raw }) => entities.map((e, i) => ({ ...e, title: String((raw[i] as { title: string }).title) })));
+      .then(({ entities, raw }) =>
+        entities.map((e, i) => ({ ...e, title: String((raw[i] as { title: string }).title) })),
+      );
   }
 
   async isQueued(requirementId: string): Promise<boolean> {
-    return (await this.database.read(LandingQueueEntity).createQueryBuilder('q').where('q.requirement_id = :requirementId', { requirementId }).getCount()) > 0;
+    return (
+      (await this.database
+        .read(LandingQueueEntity)
+        .createQueryBuilder('q')
+        .where('q.requirement_id = :requirementId', { requirementId })
+        .getCount()) > 0
+    );
   }
 
   async queueForWrite(uow: UnitOfWork): Promise<LandingQueueEntity[]> {

@@ -87,7 +87,9 @@ export class LandingService implements OnApplicationBootstrap {
     for (const row of await this.repository.pending()) {
       await this.worktrees
         .whileHeld(row.requirementId, () => this.settle(row, SYSTEM_ACTOR))
-        .catch((err: unknown) => this.logger.warn(`could not settle the land in flight of ${row.requirementId}: ${(err as Error).message}`));
+        .catch((err: unknown) =>
+          this.logger.warn(`could not settle the land in flight of ${row.requirementId}: ${(err as Error).message}`),
+        );
     }
   }
 
@@ -96,22 +98,45 @@ export class LandingService implements OnApplicationBootstrap {
     refuseUnlandable(before);
     const repo = await this.workspace.gitWorkspace();
     if (repo === null) {
-      throw conflict('workspace_not_git', `the workspace is no longer a git repository with a commit: there is no base to land ${before.title} on`);
+      throw conflict(
+        'workspace_not_git',
+        `the workspace is no longer a git repository with a commit: there is no base to land ${before.title} on`,
+      );
     }
     const baseRef = before.baseRef as string;
     if (!(await this.workspace.branchExists(repo.top, baseRef))) {
-      throw conflict('base_not_branch', `the base ref ${baseRef} is not a local branch: open a pull request instead (method "pull_request")`);
+      throw conflict(
+        'base_not_branch',
+        `the base ref ${baseRef} is not a local branch: open a pull request instead (method "pull_request")`,
+      );
     }
     const started = Date.now();
-    const outcome = await this.worktrees.whileHeld(id, () => this.workspace.inRepository(repo.top, () => this.landHeld(id, repo.top, baseRef, options, actor)));
-    this.logger.log({ ...audit(actor), commit: outcome.commit, method: options.method, ms: Date.now() - started, msg: 'requirement landed', requirementId: id });
+    const outcome = await this.worktrees.whileHeld(id, () =>
+      this.workspace.inRepository(repo.top, () => this.landHeld(id, repo.top, baseRef, options, actor)),
+    );
+    this.logger.log({
+      ...audit(actor),
+      commit: outcome.commit,
+      method: options.method,
+      ms: Date.now() - started,
+      msg: 'requirement landed',
+      requirementId: id,
+    });
     // The branch and the base moved: the answer carries the worktree's new figures, and the radar looks again.
-    await this.worktrees.refresh(id).catch((err: unknown) => this.logger.warn(`could not refresh the worktree of ${id}: ${(err as Error).message}`));
+    await this.worktrees
+      .refresh(id)
+      .catch((err: unknown) => this.logger.warn(`could not refresh the worktree of ${id}: ${(err as Error).message}`));
     void this.radar.refresh();
     return { ...outcome, requirement: await this.requirements.get(id) };
   }
 
-  private async landHeld(id: string, top: string, baseRef: string, options: LocalLand, actor: EventActor): Promise<LocalLandOutcome> {
+  private async landHeld(
+    id: string,
+    top: string,
+    baseRef: string,
+    options: LocalLand,
+    actor: EventActor,
+  ): Promise<LocalLandOutcome> {
     const requirement = await this.requirements.get(id);
     refuseUnlandable(requirement);
     const landing = await this.landingOf(id);
@@ -149,7 +174,12 @@ export class LandingService implements OnApplicationBootstrap {
       }
       // Journal first: a kill from here on is settled by asking git whether the base holds it.
       await this.database.write(async (tx) => {
-        await this.repository.save(tx, id, { pendingBaseRef: baseRef, pendingCommit: landed, pendingMethod: options.method }, this.clock.nowIso());
+        await this.repository.save(
+          tx,
+          id,
+          { pendingBaseRef: baseRef, pendingCommit: landed, pendingMethod: options.method },
+          this.clock.nowIso(),
+        );
       });
       let moved: boolean;
       let refusal: string | null = null;
@@ -157,7 +187,13 @@ export class LandingService implements OnApplicationBootstrap {
         refusal = await fastForwardCheckout(holder.path, landed);
         moved = refusal === null;
       } else {
-        moved = await compareAndSwap(top, `refs/heads/${baseRef}`, landed, base, `agent-manager: land ${id} (${options.method})`);
+        moved = await compareAndSwap(
+          top,
+          `refs/heads/${baseRef}`,
+          landed,
+          base,
+          `agent-manager: land ${id} (${options.method})`,
+        );
       }
       if (!moved) {
         await this.forgetPending(id);
@@ -166,21 +202,36 @@ export class LandingService implements OnApplicationBootstrap {
           continue; // the base moved meanwhile: compose again on its new commit
         }
         if (refusal !== null) {
-          throw conflict('base_checked_out_dirty', `${baseRef} is checked out in ${holder?.path}, and git would not move it: ${refusal}`);
+          throw conflict(
+            'base_checked_out_dirty',
+            `${baseRef} is checked out in ${holder?.path}, and git would not move it: ${refusal}`,
+          );
         }
-        throw conflict('base_moved', `${baseRef} kept moving while "${requirement.title}" was being landed: land again`);
+        throw conflict(
+          'base_moved',
+          `${baseRef} kept moving while "${requirement.title}" was being landed: land again`,
+        );
       }
       if (options.method !== 'merge') {
         await this.worktrees
           .followLand(id, head, landed)
-          .catch((err: unknown) => this.logger.warn(`the branch ${branch} stays where it was after its land: ${(err as Error).message}`));
+          .catch((err: unknown) =>
+            this.logger.warn(`the branch ${branch} stays where it was after its land: ${(err as Error).message}`),
+          );
       }
       return this.record(id, landed, options.method, actor, options.markDone !== false);
     }
   }
 
   /** The commit that lands `head` on `base` by `method`; a conflict refuses with its files. */
-  private async compose(top: string, method: LocalLandMethod, base: string, head: string, branch: string, requirement: RequirementResponseDto): Promise<string> {
+  private async compose(
+    top: string,
+    method: LocalLandMethod,
+    base: string,
+    head: string,
+    branch: string,
+    requirement: RequirementResponseDto,
+  ): Promise<string> {
     const refuse = (paths: string[]) =>
       conflict(
         'land_conflict',
@@ -217,24 +268,47 @@ export class LandingService implements OnApplicationBootstrap {
       throw refuse(merged.paths);
     }
     if (method === 'merge') {
-      return commitTree(top, merged.tree, [base, head], `Merge branch '${branch}': ${requirement.title}\n\nLanded by Agent Manager (Requirement ${requirement.id}).`);
+      return commitTree(
+        top,
+        merged.tree,
+        [base, head],
+        `Merge branch '${branch}': ${requirement.title}\n\nLanded by Agent Manager (Requirement ${requirement.id}).`,
+      );
     }
     if (merged.tree === (await treeOf(top, base))) {
       throw conflict('nothing_to_land', `${requirement.baseRef} already has every change on ${branch}`);
     }
     const summary = await agentSummary(this.messages, requirement.id);
-    return commitTree(top, merged.tree, [base], `${requirement.title}\n\n${summary ? `${summary}\n\n` : ''}Requirement: ${requirement.id}`);
+    return commitTree(
+      top,
+      merged.tree,
+      [base],
+      `${requirement.title}\n\n${summary ? `${summary}\n\n` : ''}Requirement: ${requirement.id}`,
+    );
   }
 
   /** Records the land, meets what waits for the merge, and confirms the Requirement done when asked. */
-  private async record(id: string, commit: string, method: LocalLandMethod, actor: EventActor, markDone: boolean): Promise<LocalLandOutcome> {
+  private async record(
+    id: string,
+    commit: string,
+    method: LocalLandMethod,
+    actor: EventActor,
+    markDone: boolean,
+  ): Promise<LocalLandOutcome> {
     const requirement = await this.database.write(async (tx) => {
       const now = this.clock.nowIso();
       const rows = await this.requirements.loadForWrite(tx, id);
       rows.requirement.landing = await this.repository.save(
         tx,
         id,
-        { landedAt: now, landedCommit: commit, landedMethod: method, pendingBaseRef: null, pendingCommit: null, pendingMethod: null },
+        {
+          landedAt: now,
+          landedCommit: commit,
+          landedMethod: method,
+          pendingBaseRef: null,
+          pendingCommit: null,
+          pendingMethod: null,
+        },
         now,
       );
       await this.domainEvents.emit('requirement.landed', tx, rows, { commit, method });
@@ -242,19 +316,34 @@ export class LandingService implements OnApplicationBootstrap {
         return this.requirements.confirmIn(tx, id, actor);
       }
       const snapshot = toRequirementResponse(rows.requirement, rows.session);
-      await this.events.append(tx, { actor, payload: { requirement: snapshot }, requirementId: id, sessionId: rows.session.id, type: 'requirement.updated' });
+      await this.events.append(tx, {
+        actor,
+        payload: { requirement: snapshot },
+        requirementId: id,
+        sessionId: rows.session.id,
+        type: 'requirement.updated',
+      });
       return snapshot;
     });
     return { commit, requirement };
   }
 
   /** A land found in flight: recorded when its base holds the commit (returns the outcome), else forgotten (null). */
-  private async settle(row: RequirementLandingEntity, actor: EventActor, markDone = true): Promise<LocalLandOutcome | null> {
+  private async settle(
+    row: RequirementLandingEntity,
+    actor: EventActor,
+    markDone = true,
+  ): Promise<LocalLandOutcome | null> {
     const repo = await this.workspace.gitWorkspace();
     const commit = row.pendingCommit as string;
-    const base = repo === null || row.pendingBaseRef === null ? null : await resolve(repo.top, `refs/heads/${row.pendingBaseRef}`);
+    const base =
+      repo === null || row.pendingBaseRef === null ? null : await resolve(repo.top, `refs/heads/${row.pendingBaseRef}`);
     if (repo !== null && base !== null && (await isAncestor(repo.top, commit, base).catch(() => false))) {
-      this.logger.log({ commit, msg: 'a land interrupted after the base moved is recorded', requirementId: row.requirementId });
+      this.logger.log({
+        commit,
+        msg: 'a land interrupted after the base moved is recorded',
+        requirementId: row.requirementId,
+      });
       return this.record(row.requirementId, commit, row.pendingMethod as LocalLandMethod, actor, markDone);
     }
     await this.forgetPending(row.requirementId);
@@ -263,7 +352,12 @@ export class LandingService implements OnApplicationBootstrap {
 
   private async forgetPending(id: string): Promise<void> {
     await this.database.write(async (tx) => {
-      await this.repository.save(tx, id, { pendingBaseRef: null, pendingCommit: null, pendingMethod: null }, this.clock.nowIso());
+      await this.repository.save(
+        tx,
+        id,
+        { pendingBaseRef: null, pendingCommit: null, pendingMethod: null },
+        this.clock.nowIso(),
+      );
     });
   }
 

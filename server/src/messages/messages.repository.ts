@@ -23,7 +23,10 @@ export class MessagesRepository {
   async countDeliverableAfter(uow: UnitOfWork, requirementId: string, sequence: number): Promise<number> {
     return (await uow.reads())
       .createQueryBuilder(RequirementMessageEntity, 'm')
-      .where('m.requirement_id = :requirementId AND m.deliver_to_rd = TRUE AND m.sequence > :sequence', { requirementId, sequence })
+      .where('m.requirement_id = :requirementId AND m.deliver_to_rd = TRUE AND m.sequence > :sequence', {
+        requirementId,
+        sequence,
+      })
       .getCount();
   }
 
@@ -37,16 +40,27 @@ export class MessagesRepository {
   }
 
   /** The deliverable messages of a run's input boundary [from, to], in order. */
-  deliverableBetween(requirementId: string, fromSequence: number, toSequence: number): Promise<RequirementMessageEntity[]> {
+  deliverableBetween(
+    requirementId: string,
+    fromSequence: number,
+    toSequence: number,
+  ): Promise<RequirementMessageEntity[]> {
     return this.database.readManager
       .createQueryBuilder(RequirementMessageEntity, 'm')
-      .where('m.requirement_id = :requirementId AND m.deliver_to_rd = TRUE AND m.sequence BETWEEN :fromSequence AND :toSequence', { fromSequence, requirementId, toSequence })
+      .where(
+        'm.requirement_id = :requirementId AND m.deliver_to_rd = TRUE AND m.sequence BETWEEN :fromSequence AND :toSequence',
+        { fromSequence, requirementId, toSequence },
+      )
       .orderBy('m.sequence', 'ASC')
       .getMany();
   }
 
   /** The latest `limit` messages of a conversation before `beforeSequence`, in ascending order (what a new session is told happened). */
-  async latestBefore(requirementId: string, beforeSequence: number, limit: number): Promise<RequirementMessageEntity[]> {
+  async latestBefore(
+    requirementId: string,
+    beforeSequence: number,
+    limit: number,
+  ): Promise<RequirementMessageEntity[]> {
     const rows = await this.database.readManager
       .createQueryBuilder(RequirementMessageEntity, 'm')
       .where('m.requirement_id = :requirementId AND m.sequence < :beforeSequence', { beforeSequence, requirementId })
@@ -57,7 +71,10 @@ export class MessagesRepository {
   }
 
   /** The latest message of one author in a conversation, or null (what a squashed commit's summary quotes). */
-  latestOf(requirementId: string, author: RequirementMessageEntity['author']): Promise<RequirementMessageEntity | null> {
+  latestOf(
+    requirementId: string,
+    author: RequirementMessageEntity['author'],
+  ): Promise<RequirementMessageEntity | null> {
     return this.database
       .read(RequirementMessageEntity)
       .createQueryBuilder('m')

@@ -99,8 +99,18 @@ export class MessagesService {
   }
 
   /** A person's message (a reply, or the text of a start): always delivered to the RD session. */
-  async appendHuman(tx: UnitOfWork, rows: RequirementRows, dto: ReplyDto, actor: EventActor): Promise<MessageResponseDto> {
-    const appended = await this.append(tx, rows, { attachmentIds: dto.attachmentIds ?? [], author: 'human', body: dto.message ?? '', deliverToRd: true }, actor);
+  async appendHuman(
+    tx: UnitOfWork,
+    rows: RequirementRows,
+    dto: ReplyDto,
+    actor: EventActor,
+  ): Promise<MessageResponseDto> {
+    const appended = await this.append(
+      tx,
+      rows,
+      { attachmentIds: dto.attachmentIds ?? [], author: 'human', body: dto.message ?? '', deliverToRd: true },
+      actor,
+    );
     return appended.message;
   }
 
@@ -110,7 +120,11 @@ export class MessagesService {
   }
 
   /** The deliverable messages of a run's input boundary [from, to], committed, in order (what its prompt shows). */
-  deliverableBetween(requirementId: string, fromSequence: number, toSequence: number): Promise<RequirementMessageEntity[]> {
+  deliverableBetween(
+    requirementId: string,
+    fromSequence: number,
+    toSequence: number,
+  ): Promise<RequirementMessageEntity[]> {
     return this.repository.deliverableBetween(requirementId, fromSequence, toSequence);
   }
 

@@ -42,7 +42,10 @@ export async function listAnthropicModels(options: AnthropicListingOptions): Pro
     let response: Response;
     try {
       const timeout = AbortSignal.timeout(options.timeoutMs);
-      response = await fetch(url, { headers, signal: options.signal ? AbortSignal.any([timeout, options.signal]) : timeout });
+      response = await fetch(url, {
+        headers,
+        signal: options.signal ? AbortSignal.any([timeout, options.signal]) : timeout,
+      });
     } catch (error) {
       throw new Error(`GET ${url.origin}/v1/models failed: ${error instanceof Error ? error.message : String(error)}`);
     }
@@ -59,8 +62,15 @@ export async function listAnthropicModels(options: AnthropicListingOptions): Pro
     const data = Array.isArray(body.data) ? (body.data as { id?: unknown; display_name?: unknown }[]) : [];
     for (const model of data) {
       if (typeof model.id === 'string' && model.id !== '') {
-        const label = typeof model.display_name === 'string' && model.display_name !== '' ? model.display_name : model.id;
-        models.push({ efforts: [...CLAUDE_CODE_EFFORTS], id: model.id, label, provider: 'claude-code', source: 'anthropic_api' });
+        const label =
+          typeof model.display_name === 'string' && model.display_name !== '' ? model.display_name : model.id;
+        models.push({
+          efforts: [...CLAUDE_CODE_EFFORTS],
+          id: model.id,
+          label,
+          provider: 'claude-code',
+          source: 'anthropic_api',
+        });
       }
     }
     if (body.has_more !== true || typeof body.last_id !== 'string') {

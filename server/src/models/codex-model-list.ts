@@ -65,10 +65,16 @@ export async function listCodexModels(options: CodexListingOptions): Promise<Cat
     pending.clear();
   };
   const exited = new Promise<never>((_resolve, reject) => {
-    child.once('error', (error) => reject(new Error(`could not start ${options.executable} app-server: ${error.message}`)));
+    child.once('error', (error) =>
+      reject(new Error(`could not start ${options.executable} app-server: ${error.message}`)),
+    );
     child.once('exit', (code, signal) => {
       const tail = lastLine(stderr);
-      reject(new Error(`${options.executable} app-server exited (${signal ?? `code ${code}`}) before answering${tail ? `: ${tail}` : ''}`));
+      reject(
+        new Error(
+          `${options.executable} app-server exited (${signal ?? `code ${code}`}) before answering${tail ? `: ${tail}` : ''}`,
+        ),
+      );
     });
   });
   exited.catch(failAll);
@@ -101,7 +107,10 @@ export async function listCodexModels(options: CodexListingOptions): Promise<Cat
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`codex app-server did not list its models within ${options.timeoutMs / 1000} s`)), options.timeoutMs);
+    timer = setTimeout(
+      () => reject(new Error(`codex app-server did not list its models within ${options.timeoutMs / 1000} s`)),
+      options.timeoutMs,
+    );
     onAbort = () => reject(new Error('the manager is shutting down'));
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.signal?.aborted) {
@@ -115,12 +124,23 @@ export async function listCodexModels(options: CodexListingOptions): Promise<Cat
       let handshakeTimer: NodeJS.Timeout | undefined;
       const handshake = new Promise<never>((_resolve, reject) => {
         handshakeTimer = setTimeout(
-          () => reject(new Error(`${options.executable} app-server did not answer initialize within ${HANDSHAKE_TIMEOUT_MS / 1000} s (is it the Codex CLI?)`)),
+          () =>
+            reject(
+              new Error(
+                `${options.executable} app-server did not answer initialize within ${HANDSHAKE_TIMEOUT_MS / 1000} s (is it the Codex CLI?)`,
+              ),
+            ),
           HANDSHAKE_TIMEOUT_MS,
         );
       });
       try {
-        await Promise.race([request('initialize', { capabilities: null, clientInfo: { name: 'agent-manager', title: 'Agent Manager', version: '1' } }), handshake]);
+        await Promise.race([
+          request('initialize', {
+            capabilities: null,
+            clientInfo: { name: 'agent-manager', title: 'Agent Manager', version: '1' },
+          }),
+          handshake,
+        ]);
       } finally {
         clearTimeout(handshakeTimer);
       }
@@ -128,7 +148,10 @@ export async function listCodexModels(options: CodexListingOptions): Promise<Cat
       const models: CatalogModel[] = [];
       let cursor: string | null = null;
       for (let page = 0; page < MAX_PAGES; page++) {
-        const result = (await request('model/list', { cursor, includeHidden: false })) as { data?: unknown; nextCursor?: unknown } | null;
+        const result = (await request('model/list', { cursor, includeHidden: false })) as {
+          data?: unknown;
+          nextCursor?: unknown;
+        } | null;
         const data = Array.isArray(result?.data) ? (result.data as CodexModel[]) : [];
         models.push(...data.flatMap(toCatalogModel));
         cursor = typeof result?.nextCursor === 'string' ? result.nextCursor : null;
@@ -137,7 +160,9 @@ export async function listCodexModels(options: CodexListingOptions): Promise<Cat
         }
       }
       if (models.length === 0) {
-        throw new Error('codex app-server listed no models (its models endpoint failed and it has no cached or bundled list)');
+        throw new Error(
+          'codex app-server listed no models (its models endpoint failed and it has no cached or bundled list)',
+        );
       }
       return models;
     };
@@ -160,7 +185,9 @@ function toCatalogModel(model: CodexModel): CatalogModel[] {
     return [];
   }
   const efforts = Array.isArray(model.supportedReasoningEfforts)
-    ? (model.supportedReasoningEfforts as { reasoningEffort?: unknown }[]).flatMap((option) => (typeof option.reasoningEffort === 'string' ? [option.reasoningEffort] : []))
+    ? (model.supportedReasoningEfforts as { reasoningEffort?: unknown }[]).flatMap((option) =>
+        typeof option.reasoningEffort === 'string' ? [option.reasoningEffort] : [],
+      )
     : [];
   return [
     {

@@ -41,10 +41,22 @@ export function acceptedEfforts(efforts: readonly string[]): ReasoningEffort[] {
 }
 
 export function claudeAliasModels(): CatalogModel[] {
-  return CLAUDE_CODE_ALIASES.map(({ id, label }) => ({ efforts: [...CLAUDE_CODE_EFFORTS], id, label, provider: 'claude-code', source: 'claude_code_alias' }));
+  return CLAUDE_CODE_ALIASES.map(({ id, label }) => ({
+    efforts: [...CLAUDE_CODE_EFFORTS],
+    id,
+    label,
+    provider: 'claude-code',
+    source: 'claude_code_alias',
+  }));
 }
 
 export function codexBuiltinModels(): CatalogModel[] {
   // 0.171.0's bundled catalog lists low…max (and `ultra`, which a Requirement cannot carry) for each.
-  return CODEX_BUILTIN_MODELS.map(({ id, label }) => ({ efforts: ['low', 'medium', 'high', 'xhigh', 'max'], id, label, provider: 'codex', source: 'builtin' }));
+  return CODEX_BUILTIN_MODELS.map(({ id, label }) => ({
+    efforts: ['low', 'medium', 'high', 'xhigh', 'max'],
+    id,
+    label,
+    provider: 'codex',
+    source: 'builtin',
+  }));
 }

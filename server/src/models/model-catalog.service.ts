@@ -64,7 +64,9 @@ export class ModelCatalogService implements OnApplicationBootstrap, OnModuleDest
       const next = this.extraModelsKey();
       if (next !== extras) {
         extras = next;
-        void this.announce(SYSTEM_ACTOR).catch((error: unknown) => this.logger.warn({ err: String(error), msg: 'model catalog announcement failed' }));
+        void this.announce(SYSTEM_ACTOR).catch((error: unknown) =>
+          this.logger.warn({ err: String(error), msg: 'model catalog announcement failed' }),
+        );
       }
     });
   }
@@ -127,7 +129,11 @@ export class ModelCatalogService implements OnApplicationBootstrap, OnModuleDest
    * What a Requirement's create or edit response flags (it is never refused for it): a model
    * the catalog does not list for the provider, or an effort the catalog does not list for it.
    */
-  async warningsFor(provider: Provider, model: string | null, effort: ReasoningEffort | null): Promise<RequirementWarning[]> {
+  async warningsFor(
+    provider: Provider,
+    model: string | null,
+    effort: ReasoningEffort | null,
+  ): Promise<RequirementWarning[]> {
     if (model === null) {
       return [];
     }
@@ -162,13 +168,24 @@ export class ModelCatalogService implements OnApplicationBootstrap, OnModuleDest
     const next = new Map(this.rows);
     next.set('codex', this.outcome('codex', codex, now));
     // No credential in the environment is no failure: Claude Code then offers its aliases only.
-    next.set('claude-code', this.outcome('claude-code', claude.status === 'fulfilled' ? { status: 'fulfilled', value: claude.value ?? [] } : claude, now));
+    next.set(
+      'claude-code',
+      this.outcome(
+        'claude-code',
+        claude.status === 'fulfilled' ? { status: 'fulfilled', value: claude.value ?? [] } : claude,
+        now,
+      ),
+    );
     for (const [provider, result] of [
       ['codex', codex],
       ['claude-code', claude],
     ] as const) {
       if (result.status === 'rejected') {
-        this.logger.warn({ err: errorText(result.reason), msg: 'model listing failed; the last one is served, flagged stale', provider });
+        this.logger.warn({
+          err: errorText(result.reason),
+          msg: 'model listing failed; the last one is served, flagged stale',
+          provider,
+        });
       }
     }
     const catalog = await this.database.write(async (uow) => {
@@ -183,12 +200,22 @@ export class ModelCatalogService implements OnApplicationBootstrap, OnModuleDest
     return catalog;
   }
 
-  private outcome(provider: Provider, result: PromiseSettledResult<CatalogModel[]>, now: string): ModelCatalogSourceEntity {
+  private outcome(
+    provider: Provider,
+    result: PromiseSettledResult<CatalogModel[]>,
+    now: string,
+  ): ModelCatalogSourceEntity {
     const previous = this.rows.get(provider);
     if (result.status === 'fulfilled') {
       return { attemptedAt: now, error: null, models: JSON.stringify(result.value), provider, refreshedAt: now };
     }
-    return { attemptedAt: now, error: errorText(result.reason), models: previous?.models ?? '[]', provider, refreshedAt: previous?.refreshedAt ?? null };
+    return {
+      attemptedAt: now,
+      error: errorText(result.reason),
+      models: previous?.models ?? '[]',
+      provider,
+      refreshedAt: previous?.refreshedAt ?? null,
+    };
   }
 
   /** Publishes the catalog as it is now (the extra models changed). */
@@ -219,7 +246,13 @@ export class ModelCatalogService implements OnApplicationBootstrap, OnModuleDest
       ];
       const seen = new Set<string>();
       items.push(...entries.filter((entry) => !seen.has(entry.id) && seen.add(entry.id)));
-      providers.push({ attemptedAt: row?.attemptedAt ?? null, error: row?.error ?? null, provider, refreshedAt, stale: refreshedAt === null || (row?.error ?? null) !== null });
+      providers.push({
+        attemptedAt: row?.attemptedAt ?? null,
+        error: row?.error ?? null,
+        provider,
+        refreshedAt,
+        stale: refreshedAt === null || (row?.error ?? null) !== null,
+      });
     }
     return summarize(items, providers);
   }

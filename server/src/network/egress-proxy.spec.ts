@@ -41,7 +41,11 @@ describe('the egress proxy: a run’s only way out', () => {
   const socketPath = path.join(dir, 'proxy.sock');
   // Names the tests resolve: "outside.test" to a public address nobody listens on (never dialled),
   // "inside.test" to loopback (a rebinding answer), "origin.test" to the loopback origin.
-  const names: Record<string, string[]> = { 'inside.test': ['127.0.0.1'], 'origin.test': ['127.0.0.1'], 'outside.test': ['192.0.2.10'] };
+  const names: Record<string, string[]> = {
+    'inside.test': ['127.0.0.1'],
+    'origin.test': ['127.0.0.1'],
+    'outside.test': ['192.0.2.10'],
+  };
 
   beforeAll(async () => {
     origin = http.createServer((req, res) => {
@@ -68,7 +72,13 @@ describe('the egress proxy: a run’s only way out', () => {
 
   beforeEach(async () => {
     blocked = [];
-    policy = { allow: [rule(`127.0.0.1:${echoPort}`), rule(`127.0.0.1:${originPort}`)], deny: [], essential: [], mode: 'allow_list', requirementAllow: [] };
+    policy = {
+      allow: [rule(`127.0.0.1:${echoPort}`), rule(`127.0.0.1:${originPort}`)],
+      deny: [],
+      essential: [],
+      mode: 'allow_list',
+      requirementAllow: [],
+    };
     proxy = new EgressProxy({
       internal: new InternalAddresses({}),
       lookup: async (host) => {
@@ -91,7 +101,11 @@ describe('the egress proxy: a run’s only way out', () => {
   });
 
   it('tunnels CONNECT to an allowed host:port, bytes both ways', async () => {
-    const answer = await raw({ path: socketPath }, `CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\nHost: 127.0.0.1:${echoPort}\r\n\r\nping`, /ping$/);
+    const answer = await raw(
+      { path: socketPath },
+      `CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\nHost: 127.0.0.1:${echoPort}\r\n\r\nping`,
+      /ping$/,
+    );
     expect(answer).toBe('HTTP/1.1 200 Connection Established\r\n\r\nping');
     expect(blocked).toEqual([]);
   });
@@ -100,7 +114,9 @@ describe('the egress proxy: a run’s only way out', () => {
     const answer = await raw({ path: socketPath }, 'CONNECT outside.test:443 HTTP/1.1\r\n\r\n');
     expect(answer).toMatch(/^HTTP\/1\.1 403 Forbidden\r\n/);
     expect(answer).toContain('Agent Manager blocked this connection: outside.test:443 is not on the allow-list');
-    expect(blocked).toEqual([{ host: 'outside.test', method: 'CONNECT', port: 443, reason: 'outside.test:443 is not on the allow-list' }]);
+    expect(blocked).toEqual([
+      { host: 'outside.test', method: 'CONNECT', port: 443, reason: 'outside.test:443 is not on the allow-list' },
+    ]);
   });
 
   it('forwards plain HTTP in absolute form, with its body, Host kept and the proxy headers dropped', async () => {
@@ -118,7 +134,10 @@ describe('the egress proxy: a run’s only way out', () => {
   });
 
   it('answers a refused plain request with a 403 and the reason in the body', async () => {
-    const answer = await raw({ path: socketPath }, 'GET http://outside.test/ HTTP/1.1\r\nHost: outside.test\r\nConnection: close\r\n\r\n');
+    const answer = await raw(
+      { path: socketPath },
+      'GET http://outside.test/ HTTP/1.1\r\nHost: outside.test\r\nConnection: close\r\n\r\n',
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 403 Forbidden\r\n/);
     expect(answer).toContain('Agent Manager blocked this connection: outside.test:80 is not on the allow-list');
     expect(blocked.map((b) => [b.method, b.host, b.port])).toEqual([['GET', 'outside.test', 80]]);
@@ -131,7 +150,11 @@ describe('the egress proxy: a run’s only way out', () => {
     expect(machine.has('::ffff:127.0.0.1')).toBe(true);
     expect(machine.has('192.0.2.10')).toBe(false);
     await proxy.close();
-    proxy = new EgressProxy({ lookup: async (h) => names[h] ?? [], onBlocked: (b) => blocked.push(b), policy: () => policy });
+    proxy = new EgressProxy({
+      lookup: async (h) => names[h] ?? [],
+      onBlocked: (b) => blocked.push(b),
+      policy: () => policy,
+    });
     await proxy.listen(socketPath);
     policy = { ...policy, allow: [...policy.allow, rule('inside.test')] };
     const answer = await raw({ path: socketPath }, `CONNECT inside.test:${echoPort} HTTP/1.1\r\n\r\n`);
@@ -143,25 +166,40 @@ describe('the egress proxy: a run’s only way out', () => {
 
   it('lets deny win over allow, offline reach only the essential hosts, and applies a change to the next connection', async () => {
     policy = { ...policy, deny: [rule(`127.0.0.1:${echoPort}`)] };
-    expect(await raw({ path: socketPath }, `CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\n\r\n`)).toContain(`is denied by "127.0.0.1:${echoPort}"`);
+    expect(await raw({ path: socketPath }, `CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\n\r\n`)).toContain(
+      `is denied by "127.0.0.1:${echoPort}"`,
+    );
     policy = { ...policy, deny: [], essential: [rule(`127.0.0.1:${originPort}`)], mode: 'offline' };
-    expect(await raw({ path: socketPath }, `CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\n\r\n`)).toContain('the network is offline for agents');
-    const essential = await raw({ path: socketPath }, `GET http://127.0.0.1:${originPort}/model HTTP/1.1\r\nConnection: close\r\n\r\n`);
+    expect(await raw({ path: socketPath }, `CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\n\r\n`)).toContain(
+      'the network is offline for agents',
+    );
+    const essential = await raw(
+      { path: socketPath },
+      `GET http://127.0.0.1:${originPort}/model HTTP/1.1\r\nConnection: close\r\n\r\n`,
+    );
     expect(essential).toMatch(/^HTTP\/1\.1 200/);
     policy = { ...policy, mode: 'allow_list', requirementAllow: [rule('origin.test')] };
-    expect(await raw({ path: socketPath }, `GET http://origin.test:${originPort}/r HTTP/1.1\r\nConnection: close\r\n\r\n`)).toMatch(/^HTTP\/1\.1 403/); // loopback by name
+    expect(
+      await raw({ path: socketPath }, `GET http://origin.test:${originPort}/r HTTP/1.1\r\nConnection: close\r\n\r\n`),
+    ).toMatch(/^HTTP\/1\.1 403/); // loopback by name
   });
 
   it('says what is wrong with what is not a proxy request, and a host that does not answer', async () => {
-    expect(await raw({ path: socketPath }, 'GET /direct HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).toMatch(/^HTTP\/1\.1 400[\s\S]*send http:\/\/ URLs in absolute form/);
-    expect(await raw({ path: socketPath }, 'CONNECT nonsense HTTP/1.1\r\n\r\n')).toMatch(/^HTTP\/1\.1 400[\s\S]*is not host:port/);
+    expect(await raw({ path: socketPath }, 'GET /direct HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).toMatch(
+      /^HTTP\/1\.1 400[\s\S]*send http:\/\/ URLs in absolute form/,
+    );
+    expect(await raw({ path: socketPath }, 'CONNECT nonsense HTTP/1.1\r\n\r\n')).toMatch(
+      /^HTTP\/1\.1 400[\s\S]*is not host:port/,
+    );
     expect(await raw({ path: socketPath }, 'NOT HTTP\r\n\r\n')).toMatch(/^HTTP\/1\.1 400/);
     const closed = net.createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const closedPort = (closed.address() as net.AddressInfo).port;
     await new Promise((r) => closed.close(r));
     policy = { ...policy, allow: [rule(`127.0.0.1:${closedPort}`)] };
-    expect(await raw({ path: socketPath }, `CONNECT 127.0.0.1:${closedPort} HTTP/1.1\r\n\r\n`)).toMatch(/^HTTP\/1\.1 502 Bad Gateway[\s\S]*ECONNREFUSED/);
+    expect(await raw({ path: socketPath }, `CONNECT 127.0.0.1:${closedPort} HTTP/1.1\r\n\r\n`)).toMatch(
+      /^HTTP\/1\.1 502 Bad Gateway[\s\S]*ECONNREFUSED/,
+    );
   });
 
   it('bounds the connections open at once', async () => {
@@ -169,13 +207,17 @@ describe('the egress proxy: a run’s only way out', () => {
       [1, 2, 3, 4].map(
         () =>
           new Promise<net.Socket>((resolve) => {
-            const s = net.connect({ path: socketPath }, () => s.write(`CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\n\r\n`));
+            const s = net.connect({ path: socketPath }, () =>
+              s.write(`CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\n\r\n`),
+            );
             s.once('data', () => resolve(s));
           }),
       ),
     );
     expect(proxy.openConnections()).toBe(4);
-    expect(await raw({ path: socketPath }, `CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\n\r\n`)).toMatch(/^HTTP\/1\.1 503/);
+    expect(await raw({ path: socketPath }, `CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\n\r\n`)).toMatch(
+      /^HTTP\/1\.1 503/,
+    );
     tunnels.forEach((t) => t.destroy());
   });
 });

@@ -29,7 +29,16 @@ export interface EgressProxyOptions {
   connectTimeoutMs?: number;
 }
 
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'proxy-connection', 'te', 'trailer', 'upgrade'];
+const HOP_BY_HOP = [
+  'connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'upgrade',
+];
 
 async function lookupAll(host: string): Promise<string[]> {
   const answers = await dns.promises.lookup(host, { all: true, verbatim: true });
@@ -66,8 +75,14 @@ export class EgressProxy {
     this.maxConnections = options.maxConnections ?? 256;
     this.idleTimeoutMs = options.idleTimeoutMs ?? 10 * 60_000;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
-    this.server = http.createServer({ headersTimeout: 30_000, requestTimeout: 0, requireHostHeader: false }, (req, res) => void this.forward(req, res));
-    this.server.on('connect', (req: http.IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head));
+    this.server = http.createServer(
+      { headersTimeout: 30_000, requestTimeout: 0, requireHostHeader: false },
+      (req, res) => void this.forward(req, res),
+    );
+    this.server.on(
+      'connect',
+      (req: http.IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head),
+    );
     this.server.on('connection', (socket: Socket) => {
       if (this.sockets.size >= this.maxConnections) {
         socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
@@ -142,7 +157,9 @@ export class EgressProxy {
     }
     const asWritten = decision.essential || decision.rule?.ip === true;
     if (isIP(host) !== 0) {
-      return asWritten || !this.internal.has(host) ? { address: host } : this.block(host, port, method, `${host} is an address of this machine or link-local`);
+      return asWritten || !this.internal.has(host)
+        ? { address: host }
+        : this.block(host, port, method, `${host} is an address of this machine or link-local`);
     }
     let addresses: string[];
     try {
@@ -155,7 +172,12 @@ export class EgressProxy {
     }
     const internal = addresses.find((a) => this.internal.has(a));
     if (internal && !asWritten) {
-      return this.block(host, port, method, `${host} resolves to ${internal}, an address of this machine or link-local`);
+      return this.block(
+        host,
+        port,
+        method,
+        `${host} resolves to ${internal}, an address of this machine or link-local`,
+      );
     }
     return { address: addresses[0] };
   }
@@ -238,7 +260,15 @@ export class EgressProxy {
       delete headers[name];
     }
     headers.host ??= url.host;
-    const upstream = http.request({ headers, host: where.address, method: req.method, path: `${url.pathname}${url.search}`, port, setHost: false, timeout: this.idleTimeoutMs });
+    const upstream = http.request({
+      headers,
+      host: where.address,
+      method: req.method,
+      path: `${url.pathname}${url.search}`,
+      port,
+      setHost: false,
+      timeout: this.idleTimeoutMs,
+    });
     upstream.once('response', (answer) => {
       const out = { ...answer.headers };
       for (const name of HOP_BY_HOP) {

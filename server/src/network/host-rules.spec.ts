@@ -2,8 +2,20 @@ import { firstMatch, parseHostRule, parseHostRules, ruleMatches } from './host-r
 
 describe('network allow-list entries', () => {
   it('reads hosts, wildcard subdomains, ports and IPs', () => {
-    expect(parseHostRule('API.OpenAI.com')).toEqual({ host: 'api.openai.com', ip: false, port: null, text: 'API.OpenAI.com', wildcard: false });
-    expect(parseHostRule('*.anthropic.com')).toEqual({ host: 'anthropic.com', ip: false, port: null, text: '*.anthropic.com', wildcard: true });
+    expect(parseHostRule('API.OpenAI.com')).toEqual({
+      host: 'api.openai.com',
+      ip: false,
+      port: null,
+      text: 'API.OpenAI.com',
+      wildcard: false,
+    });
+    expect(parseHostRule('*.anthropic.com')).toEqual({
+      host: 'anthropic.com',
+      ip: false,
+      port: null,
+      text: '*.anthropic.com',
+      wildcard: true,
+    });
     expect(parseHostRule('registry.npmjs.org:443')).toMatchObject({ host: 'registry.npmjs.org', port: 443 });
     expect(parseHostRule('127.0.0.1:4317')).toMatchObject({ host: '127.0.0.1', ip: true, port: 4317 });
     expect(parseHostRule('[::1]:443')).toMatchObject({ host: '::1', ip: true, port: 443 });

@@ -25,7 +25,13 @@ export function parseHostRule(entry: string): HostRule | string {
   if (text === '' || /\s/.test(text)) {
     return `"${entry}" is not a host: no spaces, nothing empty`;
   }
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text) || text.includes('/') || text.includes('?') || text.includes('#') || text.includes('@')) {
+  if (
+    /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ||
+    text.includes('/') ||
+    text.includes('?') ||
+    text.includes('#') ||
+    text.includes('@')
+  ) {
     return `"${entry}" is not a host: write the host alone (example.com, *.example.com, example.com:443), without a scheme, user or path`;
   }
   let hostPart = text;

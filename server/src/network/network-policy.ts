@@ -20,7 +20,9 @@ export interface NetworkPolicy {
   essential: readonly HostRule[];
 }
 
-export type NetworkDecision = { allowed: true; rule: HostRule | null; essential: boolean } | { allowed: false; reason: string; rule: HostRule | null };
+export type NetworkDecision =
+  | { allowed: true; rule: HostRule | null; essential: boolean }
+  | { allowed: false; reason: string; rule: HostRule | null };
 
 /** Whether a connection to `host:port` may be opened, before any name is resolved. */
 export function decide(policy: NetworkPolicy, host: string, port: number): NetworkDecision {
@@ -33,7 +35,11 @@ export function decide(policy: NetworkPolicy, host: string, port: number): Netwo
     return { allowed: false, reason: `${normalizeHost(host)}:${port} is denied by "${denied.text}"`, rule: denied };
   }
   if (policy.mode === 'offline') {
-    return { allowed: false, reason: `the network is offline for agents: only the model API and Agent Manager are reachable`, rule: null };
+    return {
+      allowed: false,
+      reason: `the network is offline for agents: only the model API and Agent Manager are reachable`,
+      rule: null,
+    };
   }
   if (policy.mode === 'open') {
     return { allowed: true, essential: false, rule: null };

@@ -14,7 +14,8 @@ import { InternalAddresses, type NetworkPolicy } from './network-policy';
 
 const rule = (text: string): HostRule => parseHostRule(text) as HostRule;
 const bwrap = spawnSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' }).stdout.trim();
-const canUnshareNet = bwrap !== '' && spawnSync(bwrap, ['--unshare-net', '--ro-bind', '/', '/', '--', 'true']).status === 0;
+const canUnshareNet =
+  bwrap !== '' && spawnSync(bwrap, ['--unshare-net', '--ro-bind', '/', '/', '--', 'true']).status === 0;
 
 // What runs inside: each way out the namespace might offer, and what became of it.
 const PROBE = `
@@ -52,15 +53,30 @@ const tcp = (port) => new Promise((resolve) => { const s = net.connect(port, '12
 
   beforeAll(async () => {
     const source = fs.readFileSync(path.join(__dirname, 'sandbox-relay.ts'), 'utf8');
-    fs.writeFileSync(relay, ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } }).outputText);
+    fs.writeFileSync(
+      relay,
+      ts.transpileModule(source, {
+        compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 },
+      }).outputText,
+    );
     origin = http.createServer((req, res) => res.end(`origin ${req.url}`));
     await new Promise<void>((r) => origin.listen(0, '127.0.0.1', r));
     allowedPort = (origin.address() as AddressInfo).port;
     const other = http.createServer((_req, res) => res.end('should not be reached'));
     await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
     unlistedPort = (other.address() as AddressInfo).port;
-    const policy: NetworkPolicy = { allow: [], deny: [], essential: [rule(`127.0.0.1:${allowedPort}`)], mode: 'allow_list', requirementAllow: [] };
-    proxy = new EgressProxy({ internal: new InternalAddresses(), onBlocked: (b) => blocked.push(b), policy: () => policy });
+    const policy: NetworkPolicy = {
+      allow: [],
+      deny: [],
+      essential: [rule(`127.0.0.1:${allowedPort}`)],
+      mode: 'allow_list',
+      requirementAllow: [],
+    };
+    proxy = new EgressProxy({
+      internal: new InternalAddresses(),
+      onBlocked: (b) => blocked.push(b),
+      policy: () => policy,
+    });
     await proxy.listen(socketPath);
     (origin as http.Server & { other?: http.Server }).other = other;
   });
@@ -73,8 +89,33 @@ const tcp = (port) => new Promise((resolve) => { const s = net.connect(port, '12
   });
 
   it('reaches the proxy and the forwarded ports, nothing else, and ends with its command', async () => {
-    const args = ['--die-with-parent', '--unshare-net', '--ro-bind', '/', '/', '--dev', '/dev', '--bind', dir, dir, '--'];
-    args.push(process.execPath, relay, socketPath, '3128', String(allowedPort), '--', process.execPath, '-e', PROBE, '3128', String(allowedPort), String(unlistedPort));
+    const args = [
+      '--die-with-parent',
+      '--unshare-net',
+      '--ro-bind',
+      '/',
+      '/',
+      '--dev',
+      '/dev',
+      '--bind',
+      dir,
+      dir,
+      '--',
+    ];
+    args.push(
+      process.execPath,
+      relay,
+      socketPath,
+      '3128',
+      String(allowedPort),
+      '--',
+      process.execPath,
+      '-e',
+      PROBE,
+      '3128',
+      String(allowedPort),
+      String(unlistedPort),
+    );
     const child = spawn(bwrap, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
@@ -84,13 +125,22 @@ const tcp = (port) => new Promise((resolve) => { const s = net.connect(port, '12
     expect({ code, err }).toEqual({ code: 7, err: '' });
     const seen = JSON.parse(out) as Record<string, string>;
     expect(seen.viaProxy).toBe('200 origin /via-proxy');
-    expect(seen.refusedByProxy).toBe(`403 Agent Manager blocked this connection: 127.0.0.1:${unlistedPort} is not on the allow-list`);
+    expect(seen.refusedByProxy).toBe(
+      `403 Agent Manager blocked this connection: 127.0.0.1:${unlistedPort} is not on the allow-list`,
+    );
     expect(seen.forwarded).toBe('200 origin /direct');
     // Around the relay there is nothing: the host's loopback, the outside and DNS are out of reach.
     expect(seen.directTcp).toBe('ECONNREFUSED');
     expect(['ENETUNREACH', 'EHOSTUNREACH', 'ECONNREFUSED']).toContain(seen.outsideTcp);
     expect(['ENOTFOUND', 'EAI_AGAIN', 'ECONNREFUSED']).toContain(seen.dns);
-    expect(blocked).toEqual([{ host: '127.0.0.1', method: 'GET', port: unlistedPort, reason: `127.0.0.1:${unlistedPort} is not on the allow-list` }]);
+    expect(blocked).toEqual([
+      {
+        host: '127.0.0.1',
+        method: 'GET',
+        port: unlistedPort,
+        reason: `127.0.0.1:${unlistedPort} is not on the allow-list`,
+      },
+    ]);
   });
 
   it('passes a signal on to its command and ends by it', async () => {
@@ -99,7 +149,9 @@ const tcp = (port) => new Promise((resolve) => { const s = net.connect(port, '12
     await new Promise<void>((r) => free.listen(0, '127.0.0.1', r));
     const port = (free.address() as AddressInfo).port;
     await new Promise((r) => free.close(r));
-    const child = spawn(process.execPath, [relay, socketPath, String(port), '-', '--', 'sleep', '30'], { stdio: 'ignore' });
+    const child = spawn(process.execPath, [relay, socketPath, String(port), '-', '--', 'sleep', '30'], {
+      stdio: 'ignore',
+    });
     const listening = () =>
       new Promise<boolean>((resolve) => {
         const probe = net.connect(port, '127.0.0.1');
@@ -111,13 +163,17 @@ const tcp = (port) => new Promise((resolve) => { const s = net.connect(port, '12
       await new Promise((r) => setTimeout(r, 20));
     }
     child.kill('SIGTERM');
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+      child.once('exit', (c, s) => resolve([c, s])),
+    );
     expect([code, signal]).toEqual([null, 'SIGTERM']);
   });
 
   it('refuses what it cannot use, with one line', () => {
     const result = spawnSync(process.execPath, [relay, socketPath, 'x', '-', '--', 'true'], { encoding: 'utf8' });
     expect(result.status).toBe(125);
-    expect(result.stderr).toBe('agent-manager network relay: usage: sandbox-relay <proxy socket> <proxy port> <forwarded ports|-> -- <command> [args…]\n');
+    expect(result.stderr).toBe(
+      'agent-manager network relay: usage: sandbox-relay <proxy socket> <proxy port> <forwarded ports|-> -- <command> [args…]\n',
+    );
   });
 });

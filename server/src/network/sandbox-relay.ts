@@ -43,7 +43,9 @@ function relayForward(socketPath: string, port: number, client: net.Socket): voi
     head = Buffer.concat([head, chunk]);
     const end = head.indexOf('\r\n\r\n');
     if (end === -1) {
-      if (head.length > HEADER_LIMIT) {upstream.destroy();}
+      if (head.length > HEADER_LIMIT) {
+        upstream.destroy();
+      }
       return;
     }
     upstream.off('data', onData);
@@ -54,7 +56,9 @@ function relayForward(socketPath: string, port: number, client: net.Socket): voi
       return;
     }
     const rest = head.subarray(end + 4);
-    if (rest.length > 0) {client.write(rest);}
+    if (rest.length > 0) {
+      client.write(rest);
+    }
     join(client, upstream);
     client.resume();
   };
@@ -82,7 +86,12 @@ async function main(): Promise<void> {
   const command = argv.slice(separator + 1);
   const proxyPort = Number(proxyPortText);
   const forwarded = forwardedText === '-' || forwardedText === undefined ? [] : forwardedText.split(',').map(Number);
-  if (separator !== 3 || !socketPath || command.length === 0 || [proxyPort, ...forwarded].some((p) => !Number.isInteger(p) || p < 1 || p > 65_535)) {
+  if (
+    separator !== 3 ||
+    !socketPath ||
+    command.length === 0 ||
+    [proxyPort, ...forwarded].some((p) => !Number.isInteger(p) || p < 1 || p > 65_535)
+  ) {
     fail('usage: sandbox-relay <proxy socket> <proxy port> <forwarded ports|-> -- <command> [args…]');
   }
   try {

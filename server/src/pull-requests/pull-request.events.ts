@@ -14,8 +14,16 @@ declare module '../core/domain-events' {
      * unit that records it: reviews of the old head become stale. What the handlers return is
      * added to the `pull_request.updated` payload.
      */
-    'pullRequest.headChanged': { args: [tx: UnitOfWork, pullRequest: PullRequestEntity]; returns: HeadChangeExtras; delivery: 'inOrder' };
+    'pullRequest.headChanged': {
+      args: [tx: UnitOfWork, pullRequest: PullRequestEntity];
+      returns: HeadChangeExtras;
+      delivery: 'inOrder';
+    };
     /** GitHub changed a PR's status, inside the reconciler's unit (a merge meets dependencies). */
-    'pullRequest.statusChanged': { args: [tx: UnitOfWork, pullRequest: PullRequestEntity, previous: PullRequestStatus]; returns: void; delivery: 'inOrder' };
+    'pullRequest.statusChanged': {
+      args: [tx: UnitOfWork, pullRequest: PullRequestEntity, previous: PullRequestStatus];
+      returns: void;
+      delivery: 'inOrder';
+    };
   }
 }

@@ -25,7 +25,9 @@ export class PullRequestsRepository {
   }
 
   findByIds(ids: readonly string[]): Promise<PullRequestEntity[]> {
-    return ids.length === 0 ? Promise.resolve([]) : this.database.read(PullRequestEntity).createQueryBuilder('p').where('p.id IN (:...ids)', { ids }).getMany();
+    return ids.length === 0
+      ? Promise.resolve([])
+      : this.database.read(PullRequestEntity).createQueryBuilder('p').where('p.id IN (:...ids)', { ids }).getMany();
   }
 
   /** A PR by its GitHub identity (lower-cased owner/name and number), as the unit sees it. */
@@ -45,7 +47,12 @@ export class PullRequestsRepository {
 
   /** Draft and open PRs, least recently observed first. */
   active(): Promise<PullRequestEntity[]> {
-    return this.database.read(PullRequestEntity).createQueryBuilder('p').where("p.status IN ('draft', 'open')").orderBy('p.github_observed_at', 'ASC', 'NULLS FIRST').getMany();
+    return this.database
+      .read(PullRequestEntity)
+      .createQueryBuilder('p')
+      .where("p.status IN ('draft', 'open')")
+      .orderBy('p.github_observed_at', 'ASC', 'NULLS FIRST')
+      .getMany();
   }
 
   /** Closed PRs not observed since `before`, least recently observed first. */
@@ -65,7 +72,9 @@ export class PullRequestsRepository {
       return Promise.resolve([]);
     }
     const qb = this.database.read(PullRequestEntity).createQueryBuilder('p');
-    identities.forEach(({ number, repositoryKey }, i) => qb.orWhere(`(p.repository_key = :r${i} AND p.number = :n${i})`, { [`n${i}`]: number, [`r${i}`]: repositoryKey }));
+    identities.forEach(({ number, repositoryKey }, i) =>
+      qb.orWhere(`(p.repository_key = :r${i} AND p.number = :n${i})`, { [`n${i}`]: number, [`r${i}`]: repositoryKey }),
+    );
     return qb.getMany();
   }
 

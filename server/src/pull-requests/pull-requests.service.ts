@@ -11,7 +11,13 @@ import { conflict } from '../core/errors/domain-error';
 import { newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
-import { ListPullRequestsQueryDto, PullRequestPageDto, PullRequestResponseDto, RegisterPullRequestDto, toPullRequestResponse } from './dto/pull-request.dto';
+import {
+  ListPullRequestsQueryDto,
+  PullRequestPageDto,
+  PullRequestResponseDto,
+  RegisterPullRequestDto,
+  toPullRequestResponse,
+} from './dto/pull-request.dto';
 import { PullRequestEntity } from './pull-request.entity';
 import type { HeadChangeExtras } from './pull-request.events';
 import { PullRequestsRepository } from './pull-requests.repository';
@@ -33,7 +39,15 @@ export interface GitHubPullRequestState {
 
 /** The review loop's columns of a PR. */
 export type AutoReviewFields = Partial<
-  Pick<PullRequestEntity, 'autoReviewHeadSha' | 'autoReviewMaxRounds' | 'autoReviewOutcome' | 'autoReviewProvider' | 'autoReviewRound' | 'autoReviewState'>
+  Pick<
+    PullRequestEntity,
+    | 'autoReviewHeadSha'
+    | 'autoReviewMaxRounds'
+    | 'autoReviewOutcome'
+    | 'autoReviewProvider'
+    | 'autoReviewRound'
+    | 'autoReviewState'
+  >
 >;
 
 @Injectable()
@@ -56,10 +70,20 @@ export class PullRequestsService {
       const repositoryKey = dto.repository.toLowerCase();
       const existing = await this.repository.findByKeyIn(tx, repositoryKey, dto.number);
       if (existing && existing.requirementId !== requirement.id) {
-        throw conflict('pull_request_owned', `${dto.repository}#${dto.number} is registered to Requirement ${existing.requirementId}`);
+        throw conflict(
+          'pull_request_owned',
+          `${dto.repository}#${dto.number} is registered to Requirement ${existing.requirementId}`,
+        );
       }
       const now = this.clock.nowIso();
-      const metadata = { baseBranch: dto.baseBranch, headBranch: dto.headBranch, headSha: dto.headSha, repository: dto.repository, title: dto.title, url: dto.url };
+      const metadata = {
+        baseBranch: dto.baseBranch,
+        headBranch: dto.headBranch,
+        headSha: dto.headSha,
+        repository: dto.repository,
+        title: dto.title,
+        url: dto.url,
+      };
       let entity: PullRequestEntity;
       if (existing) {
         entity = { ...existing, ...metadata, updatedAt: now };
@@ -97,7 +121,13 @@ export class PullRequestsService {
       });
       return { created: !existing, pullRequest };
     });
-    this.logger.log({ ...audit(actor), created: result.created, msg: 'pull request registered', pullRequestId: result.pullRequest.id, requirementId: dto.requirementId });
+    this.logger.log({
+      ...audit(actor),
+      created: result.created,
+      msg: 'pull request registered',
+      pullRequestId: result.pullRequest.id,
+      requirementId: dto.requirementId,
+    });
     return result.pullRequest;
   }
 
@@ -108,13 +138,18 @@ export class PullRequestsService {
    */
   async tracked(closedRecheckMs: number, closedLimit: number): Promise<PullRequestEntity[]> {
     const before = new Date(this.clock.now().getTime() - closedRecheckMs).toISOString();
-    const [active, closed] = await Promise.all([this.repository.active(), this.repository.closedNotObservedSince(before, closedLimit)]);
+    const [active, closed] = await Promise.all([
+      this.repository.active(),
+      this.repository.closedNotObservedSince(before, closedLimit),
+    ]);
     return [...active, ...closed];
   }
 
   /** Tracked PRs by GitHub identity (lower-cased owner/name and number), for the webhook. */
   findByIdentity(identities: ReadonlyArray<{ repository: string; number: number }>): Promise<PullRequestEntity[]> {
-    return this.repository.byIdentity(identities.map(({ number, repository }) => ({ number, repositoryKey: repository.toLowerCase() })));
+    return this.repository.byIdentity(
+      identities.map(({ number, repository }) => ({ number, repositoryKey: repository.toLowerCase() })),
+    );
   }
 
   /** Tracked PRs whose head is `sha` in `repository` (a commit status names only the commit). */
@@ -127,12 +162,24 @@ export class PullRequestsService {
    * status message commits with it): lifecycle, head and metadata. Publishes
    * `pull_request.updated` when anything visible changed. Returns the row as now stored.
    */
-  async applyGitHubState(tx: UnitOfWork, id: string, state: GitHubPullRequestState, actor: EventActor): Promise<PullRequestEntity | null> {
+  async applyGitHubState(
+    tx: UnitOfWork,
+    id: string,
+    state: GitHubPullRequestState,
+    actor: EventActor,
+  ): Promise<PullRequestEntity | null> {
     const current = await this.repository.findByIdIn(tx, id);
     if (!current) {
       return null; // purged meanwhile
     }
-    const visible = { baseBranch: state.baseBranch, headBranch: state.headBranch, headSha: state.headSha, status: state.status, title: state.title, url: state.url };
+    const visible = {
+      baseBranch: state.baseBranch,
+      headBranch: state.headBranch,
+      headSha: state.headSha,
+      status: state.status,
+      title: state.title,
+      url: state.url,
+    };
     const changed = (Object.keys(visible) as Array<keyof typeof visible>).some((key) => current[key] !== visible[key]);
     if (!changed) {
       return current;
@@ -157,11 +204,21 @@ export class PullRequestsService {
    * Records where a PR's review loop is (only the review loop calls this), with its
    * `pull_request.updated` event, inside the caller's unit. Returns the row as now staged.
    */
-  async changeAutoReview(tx: UnitOfWork, pullRequest: PullRequestEntity, set: AutoReviewFields, actor: EventActor): Promise<PullRequestEntity> {
+  async changeAutoReview(
+    tx: UnitOfWork,
+    pullRequest: PullRequestEntity,
+    set: AutoReviewFields,
+    actor: EventActor,
+  ): Promise<PullRequestEntity> {
     const now = this.clock.nowIso();
     const updated: PullRequestEntity = { ...pullRequest, ...set, updatedAt: now };
     this.repository.update(tx, pullRequest.id, { ...set, updatedAt: now });
-    await this.events.append(tx, { actor, payload: { pullRequest: toPullRequestResponse(updated) }, requirementId: pullRequest.requirementId, type: 'pull_request.updated' });
+    await this.events.append(tx, {
+      actor,
+      payload: { pullRequest: toPullRequestResponse(updated) },
+      requirementId: pullRequest.requirementId,
+      type: 'pull_request.updated',
+    });
     return updated;
   }
 
@@ -178,7 +235,11 @@ export class PullRequestsService {
   /** Records what the reconciler last saw (after every delivery for it committed). */
   async markObserved(id: string, observation: { fingerprint: string | null; mergeable: string }): Promise<void> {
     await this.database.write(async (tx) =>
-      this.repository.update(tx, id, { githubFingerprint: observation.fingerprint, githubMergeable: observation.mergeable, githubObservedAt: this.clock.nowIso() }),
+      this.repository.update(tx, id, {
+        githubFingerprint: observation.fingerprint,
+        githubMergeable: observation.mergeable,
+        githubObservedAt: this.clock.nowIso(),
+      }),
     );
   }
 
@@ -189,7 +250,10 @@ export class PullRequestsService {
 
   /** Tells the handlers of a PR whose new head is staged in `tx`; returns their payload additions. */
   async headChanged(tx: UnitOfWork, pullRequest: PullRequestEntity): Promise<HeadChangeExtras> {
-    return Object.assign({}, ...(await this.domainEvents.emit('pullRequest.headChanged', tx, pullRequest))) as HeadChangeExtras;
+    return Object.assign(
+      {},
+      ...(await this.domainEvents.emit('pullRequest.headChanged', tx, pullRequest)),
+    ) as HeadChangeExtras;
   }
 
   async list(query: ListPullRequestsQueryDto): Promise<PullRequestPageDto> {

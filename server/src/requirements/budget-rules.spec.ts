@@ -1,9 +1,24 @@
 import type { RequirementUsage } from '@libs/contracts';
 
-import { addUsage, blockerOf, budgetColumns, budgetNotice, budgetReachedMessage, childBudget, isReached, roomUnder, runningSpend, runningUsage } from './budget-rules';
+import {
+  addUsage,
+  blockerOf,
+  budgetColumns,
+  budgetNotice,
+  budgetReachedMessage,
+  childBudget,
+  isReached,
+  roomUnder,
+  runningSpend,
+  runningUsage,
+} from './budget-rules';
 import type { RequirementEntity } from './requirement.entity';
 
-const usage = (inputTokens: number, outputTokens: number, costUsd: number | null = null): RequirementUsage => ({ costUsd, inputTokens, outputTokens });
+const usage = (inputTokens: number, outputTokens: number, costUsd: number | null = null): RequirementUsage => ({
+  costUsd,
+  inputTokens,
+  outputTokens,
+});
 const report = (inputTokens: number, outputTokens: number, costUsd: number | null = null) => ({
   cachedInputTokens: 0,
   costUsd,
@@ -75,7 +90,13 @@ describe('budget rules', () => {
     expect(budgetNotice(child, { ...grandparent, treeUsageInputTokens: 1000 }, true)).toBe(
       'Budget reached: the tree of "req_g" (req_g) spent 1,000 of 1,000 tokens.\nThe run was stopped; its input was not consumed and waits for the next run. Nothing wakes this Requirement until a person raises that budget or starts it.',
     );
-    expect(budgetNotice({ ...child, treeUsageInputTokens: 600, usageInputTokens: 100 }, { ...child, treeUsageInputTokens: 600 }, false)).toBe(
+    expect(
+      budgetNotice(
+        { ...child, treeUsageInputTokens: 600, usageInputTokens: 100 },
+        { ...child, treeUsageInputTokens: 600 },
+        false,
+      ),
+    ).toBe(
       'Budget reached: 600 of 500 tokens, 500 of the tokens by the Requirements proposed below it.\nNothing wakes this Requirement until a person raises its budget or starts it.',
     );
   });
@@ -90,7 +111,10 @@ describe('budget rules', () => {
       ]),
     ).toEqual({ maxCostUsd: 0.7, maxTokens: 500 });
     // Never negative, and dollars rounded down (never more than is left).
-    expect(roomUnder([{ budget: { maxCostUsd: 0.1, maxTokens: 10 }, spent: usage(20, 0, 0.0333333333) }])).toEqual({ maxCostUsd: 0.066666, maxTokens: 0 });
+    expect(roomUnder([{ budget: { maxCostUsd: 0.1, maxTokens: 10 }, spent: usage(20, 0, 0.0333333333) }])).toEqual({
+      maxCostUsd: 0.066666,
+      maxTokens: 0,
+    });
   });
 
   it("gives an agent's child at most its parent's room (else the default), lowering a larger request or a null one with a flag", () => {
@@ -98,20 +122,37 @@ describe('budget rules', () => {
     const room = { maxCostUsd: null, maxTokens: 20 };
     // The escapes: null and 2,000,000,000 both end at the parent's room.
     expect(childBudget(room, null, none)).toEqual({ budget: { maxCostUsd: null, maxTokens: 20 }, clamped: true });
-    expect(childBudget(room, { maxTokens: 2_000_000_000 }, none)).toEqual({ budget: { maxCostUsd: null, maxTokens: 20 }, clamped: true });
+    expect(childBudget(room, { maxTokens: 2_000_000_000 }, none)).toEqual({
+      budget: { maxCostUsd: null, maxTokens: 20 },
+      clamped: true,
+    });
     // Absent: the room (or the default when smaller), not flagged; a smaller request is kept.
     expect(childBudget(room, undefined, none)).toEqual({ budget: { maxCostUsd: null, maxTokens: 20 }, clamped: false });
-    expect(childBudget(room, undefined, { maxCostUsd: 2, maxTokens: 5 })).toEqual({ budget: { maxCostUsd: 2, maxTokens: 5 }, clamped: false });
-    expect(childBudget(room, { maxTokens: 5 }, none)).toEqual({ budget: { maxCostUsd: null, maxTokens: 5 }, clamped: false });
+    expect(childBudget(room, undefined, { maxCostUsd: 2, maxTokens: 5 })).toEqual({
+      budget: { maxCostUsd: 2, maxTokens: 5 },
+      clamped: false,
+    });
+    expect(childBudget(room, { maxTokens: 5 }, none)).toEqual({
+      budget: { maxCostUsd: null, maxTokens: 5 },
+      clamped: false,
+    });
     // A kind no ancestor limits is capped by the default; asking without it is asking for none.
-    expect(childBudget(room, { maxCostUsd: 3, maxTokens: 5 }, { maxCostUsd: 1, maxTokens: null })).toEqual({ budget: { maxCostUsd: 1, maxTokens: 5 }, clamped: true });
-    expect(childBudget({ maxCostUsd: 0.5, maxTokens: null }, { maxCostUsd: 0.25 }, { maxCostUsd: null, maxTokens: 100 })).toEqual({
+    expect(childBudget(room, { maxCostUsd: 3, maxTokens: 5 }, { maxCostUsd: 1, maxTokens: null })).toEqual({
+      budget: { maxCostUsd: 1, maxTokens: 5 },
+      clamped: true,
+    });
+    expect(
+      childBudget({ maxCostUsd: 0.5, maxTokens: null }, { maxCostUsd: 0.25 }, { maxCostUsd: null, maxTokens: 100 }),
+    ).toEqual({
       budget: { maxCostUsd: 0.25, maxTokens: 100 },
       clamped: true,
     });
     // No limit anywhere and no default: the request as it is, null included.
     expect(childBudget(none, null, none)).toEqual({ budget: null, clamped: false });
-    expect(childBudget(none, { maxTokens: 2_000_000_000 }, none)).toEqual({ budget: { maxCostUsd: null, maxTokens: 2_000_000_000 }, clamped: false });
+    expect(childBudget(none, { maxTokens: 2_000_000_000 }, none)).toEqual({
+      budget: { maxCostUsd: null, maxTokens: 2_000_000_000 },
+      clamped: false,
+    });
   });
 
   it('says what was spent against which limit', () => {
@@ -121,6 +162,8 @@ describe('budget rules', () => {
     expect(budgetReachedMessage({ maxCostUsd: 0.1, maxTokens: null }, usage(900, 100, 0.12), false)).toBe(
       'Budget reached: 1,000 tokens, $0.12 of $0.10.\nNothing wakes this Requirement until a person raises its budget or starts it.',
     );
-    expect(budgetReachedMessage({ maxCostUsd: 5, maxTokens: 100 }, usage(100, 0), false)).toMatch(/^Budget reached: 100 of 100 tokens, no cost reported of \$5\.00\./);
+    expect(budgetReachedMessage({ maxCostUsd: 5, maxTokens: 100 }, usage(100, 0), false)).toMatch(
+      /^Budget reached: 100 of 100 tokens, no cost reported of \$5\.00\./,
+    );
   });
 });

@@ -1,4 +1,10 @@
-import type { Provider, RequirementBudget, RequirementUsage, SystemMessageArgs, SystemMessageCode } from '@libs/contracts';
+import type {
+  Provider,
+  RequirementBudget,
+  RequirementUsage,
+  SystemMessageArgs,
+  SystemMessageCode,
+} from '@libs/contracts';
 
 import type { TokenUsage } from '../agents/agent-adapter';
 import type { RequirementEntity } from './requirement.entity';
@@ -18,7 +24,11 @@ export function budgetOf(requirement: RequirementEntity): RequirementBudget | nu
 
 /** What its RD runs have spent, as stored on the Requirement (summed when each run closes). */
 export function usageOf(requirement: RequirementEntity): RequirementUsage {
-  return { costUsd: requirement.usageCostUsd, inputTokens: requirement.usageInputTokens, outputTokens: requirement.usageOutputTokens };
+  return {
+    costUsd: requirement.usageCostUsd,
+    inputTokens: requirement.usageInputTokens,
+    outputTokens: requirement.usageOutputTokens,
+  };
 }
 
 /**
@@ -26,7 +36,11 @@ export function usageOf(requirement: RequirementEntity): RequirementUsage {
  * any depth (summed on each ancestor as each run closes, so no snapshot walks the tree).
  */
 export function treeUsageOf(requirement: RequirementEntity): RequirementUsage {
-  return { costUsd: requirement.treeUsageCostUsd, inputTokens: requirement.treeUsageInputTokens, outputTokens: requirement.treeUsageOutputTokens };
+  return {
+    costUsd: requirement.treeUsageCostUsd,
+    inputTokens: requirement.treeUsageInputTokens,
+    outputTokens: requirement.treeUsageOutputTokens,
+  };
 }
 
 /** Two usages added: tokens, and the cost where either reported one. */
@@ -95,10 +109,12 @@ export function childBudget(
 ): { budget: RequirementBudget | null; clamped: boolean } {
   const asked = budgetColumns(requested, defaults);
   const cap = (limit: number | null, fallback: number | null) => limit ?? fallback;
-  const fit = (wanted: number | null, most: number | null) => (most === null ? wanted : wanted === null ? most : Math.min(wanted, most));
+  const fit = (wanted: number | null, most: number | null) =>
+    most === null ? wanted : wanted === null ? most : Math.min(wanted, most);
   const maxTokens = fit(asked.budgetMaxTokens, cap(room.maxTokens, defaults.maxTokens));
   const maxCostUsd = fit(asked.budgetMaxCostUsd, cap(room.maxCostUsd, defaults.maxCostUsd));
-  const clamped = requested !== undefined && (maxTokens !== asked.budgetMaxTokens || maxCostUsd !== asked.budgetMaxCostUsd);
+  const clamped =
+    requested !== undefined && (maxTokens !== asked.budgetMaxTokens || maxCostUsd !== asked.budgetMaxCostUsd);
   return { budget: maxTokens === null && maxCostUsd === null ? null : { maxCostUsd, maxTokens }, clamped };
 }
 
@@ -150,16 +166,28 @@ export function runningUsage(before: RequirementUsage, provider: Provider, repor
   const cost = reported.costUsd ?? null;
   const costUsd = cost === null ? before.costUsd : Math.max(before.costUsd ?? 0, cost);
   if (provider === 'codex') {
-    return { costUsd, inputTokens: Math.max(before.inputTokens, reported.inputTokens), outputTokens: Math.max(before.outputTokens, reported.outputTokens) };
+    return {
+      costUsd,
+      inputTokens: Math.max(before.inputTokens, reported.inputTokens),
+      outputTokens: Math.max(before.outputTokens, reported.outputTokens),
+    };
   }
-  return { costUsd, inputTokens: before.inputTokens + reported.inputTokens, outputTokens: before.outputTokens + reported.outputTokens };
+  return {
+    costUsd,
+    inputTokens: before.inputTokens + reported.inputTokens,
+    outputTokens: before.outputTokens + reported.outputTokens,
+  };
 }
 
 /**
  * What a run has spent beyond what its Requirement had recorded when it opened (`before`), from
  * what its CLI reported so far (see runningUsage); nothing before its first report.
  */
-export function runningSpend(before: RequirementUsage, provider: Provider, reported: TokenUsage | null): RequirementUsage {
+export function runningSpend(
+  before: RequirementUsage,
+  provider: Provider,
+  reported: TokenUsage | null,
+): RequirementUsage {
   if (!reported) {
     return NO_USAGE;
   }
@@ -185,17 +213,29 @@ export function budgetNotice(requirement: RequirementEntity, blocker: Requiremen
   if (blocker.id === requirement.id) {
     return budgetReachedMessage(budget, treeUsageOf(requirement), runStopped, { own: usageOf(requirement) });
   }
-  return budgetReachedMessage(budget, treeUsageOf(blocker), runStopped, { ancestor: { id: blocker.id, title: blocker.title } });
+  return budgetReachedMessage(budget, treeUsageOf(blocker), runStopped, {
+    ancestor: { id: blocker.id, title: blocker.title },
+  });
 }
 
 /**
  * What `budgetNotice` says as a code and its arguments (issue 26 §13): the same numbers, for the
  * dashboard to write in the reader's language.
  */
-export function budgetNoticeCode(requirement: RequirementEntity, blocker: RequirementEntity, runStopped: boolean): { code: SystemMessageCode; args: SystemMessageArgs } {
+export function budgetNoticeCode(
+  requirement: RequirementEntity,
+  blocker: RequirementEntity,
+  runStopped: boolean,
+): { code: SystemMessageCode; args: SystemMessageArgs } {
   const budget = budgetOf(blocker) ?? { maxCostUsd: null, maxTokens: null };
   const usage = treeUsageOf(blocker);
-  const args: SystemMessageArgs = { costUsd: usage.costUsd, maxCostUsd: budget.maxCostUsd, maxTokens: budget.maxTokens, runStopped, tokens: tokensOf(usage) };
+  const args: SystemMessageArgs = {
+    costUsd: usage.costUsd,
+    maxCostUsd: budget.maxCostUsd,
+    maxTokens: budget.maxTokens,
+    runStopped,
+    tokens: tokensOf(usage),
+  };
   if (blocker.id === requirement.id) {
     return { args: { ...args, below: tokensOf(usage) - tokensOf(usageOf(requirement)) }, code: 'budget.reached' };
   }
@@ -221,7 +261,9 @@ export function budgetReachedMessage(
     spent.push(`${count(tokensOf(usage))} tokens`);
   }
   if (budget.maxCostUsd !== null) {
-    spent.push(`${usage.costUsd === null ? 'no cost reported' : dollars(usage.costUsd)} of ${dollars(budget.maxCostUsd)}`);
+    spent.push(
+      `${usage.costUsd === null ? 'no cost reported' : dollars(usage.costUsd)} of ${dollars(budget.maxCostUsd)}`,
+    );
   } else if (usage.costUsd !== null) {
     spent.push(dollars(usage.costUsd));
   }

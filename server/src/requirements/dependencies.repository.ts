@@ -47,7 +47,11 @@ export class DependenciesRepository {
   }
 
   /** Who waits for `dependencyId`, as the unit sees it. */
-  async dependentsOfIn(uow: UnitOfWork, dependencyId: string, state?: RequirementDependencyEntity['state']): Promise<string[]> {
+  async dependentsOfIn(
+    uow: UnitOfWork,
+    dependencyId: string,
+    state?: RequirementDependencyEntity['state'],
+  ): Promise<string[]> {
     const qb = (await uow.reads())
       .createQueryBuilder(RequirementDependencyEntity, 'd')
       .select('d.requirement_id', 'id')
@@ -117,7 +121,12 @@ export class DependenciesRepository {
   }
 
   /** Changes one row of `dependentId` in place (in the unit's cached list) and stages it. */
-  async change(uow: UnitOfWork, dependentId: string, dependencyId: string, set: Partial<RequirementDependencyEntity>): Promise<RequirementDependencyEntity | null> {
+  async change(
+    uow: UnitOfWork,
+    dependentId: string,
+    dependencyId: string,
+    set: Partial<RequirementDependencyEntity>,
+  ): Promise<RequirementDependencyEntity | null> {
     const rows = await this.ofDependentIn(uow, dependentId);
     const row = rows.find((r) => r.dependsOnRequirementId === dependencyId);
     if (!row) {

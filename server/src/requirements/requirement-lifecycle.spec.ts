@@ -34,13 +34,27 @@ function recordingRepository() {
     delete: (_tx: UnitOfWork, ids: string[]) => staged.push(['delete', { ids }]),
     insert: (_tx: UnitOfWork, rows: RequirementRows) => staged.push(['insert', { id: rows.requirement.id }]),
   };
-  return { staged, sut: new RequirementLifecycle(repository as unknown as RequirementsRepository, {} as DependenciesRepository) };
+  return {
+    staged,
+    sut: new RequirementLifecycle(repository as unknown as RequirementsRepository, {} as DependenciesRepository),
+  };
 }
 
-function rows(status: RequirementEntity['status'], state: AgentSessionEntity['state'], session: Partial<AgentSessionEntity> = {}): RequirementRows {
+function rows(
+  status: RequirementEntity['status'],
+  state: AgentSessionEntity['state'],
+  session: Partial<AgentSessionEntity> = {},
+): RequirementRows {
   return {
     requirement: { id: 'req_1', status } as RequirementEntity,
-    session: { id: 'ses_1', lastConsumedMessageSequence: 0, lastMessageSequence: 4, pendingMessageCount: 2, state, ...session } as AgentSessionEntity,
+    session: {
+      id: 'ses_1',
+      lastConsumedMessageSequence: 0,
+      lastMessageSequence: 4,
+      pendingMessageCount: 2,
+      state,
+      ...session,
+    } as AgentSessionEntity,
   };
 }
 
@@ -56,16 +70,37 @@ describe(RequirementLifecycle.name, () => {
 
   it('recordRunEnd: a succeeded run that continues consumes its input and leaves the status', () => {
     const { staged, sut } = recordingRepository();
-    sut.recordRunEnd(tx, rows('doing', 'running'), { consumed: { pending: 1, toSequence: 3 }, next: 'continues', paused: false }, NOW);
-    expect(staged).toEqual([['session', { lastConsumedMessageSequence: 3, lastError: null, pendingMessageCount: 1, updatedAt: NOW }]]);
+    sut.recordRunEnd(
+      tx,
+      rows('doing', 'running'),
+      { consumed: { pending: 1, toSequence: 3 }, next: 'continues', paused: false },
+      NOW,
+    );
+    expect(staged).toEqual([
+      ['session', { lastConsumedMessageSequence: 3, lastError: null, pendingMessageCount: 1, updatedAt: NOW }],
+    ]);
   });
 
   it('recordRunEnd: a run that rests makes the Requirement wait for confirmation', () => {
     const { staged, sut } = recordingRepository();
-    sut.recordRunEnd(tx, rows('doing', 'running'), { consumed: { pending: 0, toSequence: 4 }, next: 'waiting_human', paused: false }, NOW);
+    sut.recordRunEnd(
+      tx,
+      rows('doing', 'running'),
+      { consumed: { pending: 0, toSequence: 4 }, next: 'waiting_human', paused: false },
+      NOW,
+    );
     expect(staged).toEqual([
       ['requirement', { status: 'waiting_confirmation', updatedAt: NOW }],
-      ['session', { lastConsumedMessageSequence: 4, lastError: null, pendingMessageCount: 0, state: 'waiting_human', updatedAt: NOW }],
+      [
+        'session',
+        {
+          lastConsumedMessageSequence: 4,
+          lastError: null,
+          pendingMessageCount: 0,
+          state: 'waiting_human',
+          updatedAt: NOW,
+        },
+      ],
     ]);
   });
 
@@ -77,7 +112,12 @@ describe(RequirementLifecycle.name, () => {
       ['session', { pausedAt: NOW, state: 'failed', updatedAt: NOW }],
     ]);
     const cancelled = recordingRepository();
-    cancelled.sut.recordRunEnd(tx, rows('cancelled', 'running'), { consumed: null, next: 'completed', paused: true }, NOW);
+    cancelled.sut.recordRunEnd(
+      tx,
+      rows('cancelled', 'running'),
+      { consumed: null, next: 'completed', paused: true },
+      NOW,
+    );
     expect(cancelled.staged).toEqual([['session', { pausedAt: null, state: 'completed', updatedAt: NOW }]]);
   });
 
@@ -140,6 +180,8 @@ describe(RequirementLifecycle.name, () => {
 
   it('refuses, as the table does, a transition no intent may make (a done Requirement cannot wait for confirmation)', () => {
     const { sut } = recordingRepository();
-    expect(() => sut.recordRunEnd(tx, rows('done', 'running'), { consumed: null, next: 'waiting_human', paused: false }, NOW)).toThrow(/illegal requirement status transition/);
+    expect(() =>
+      sut.recordRunEnd(tx, rows('done', 'running'), { consumed: null, next: 'waiting_human', paused: false }, NOW),
+    ).toThrow(/illegal requirement status transition/);
   });
 });

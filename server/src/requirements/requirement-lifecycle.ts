@@ -82,7 +82,12 @@ export class RequirementLifecycle {
    * any more, nor paused: a reply or related message reopening it starts a run.
    */
   confirm(tx: UnitOfWork, { requirement, session }: RequirementRows, now: string): void {
-    this.repository.changeRequirement(tx, requirement, { budgetReachedAt: null, completedAt: now, status: 'done', updatedAt: now });
+    this.repository.changeRequirement(tx, requirement, {
+      budgetReachedAt: null,
+      completedAt: now,
+      status: 'done',
+      updatedAt: now,
+    });
     this.repository.changeSession(tx, session, { pausedAt: null, state: 'completed', updatedAt: now });
   }
 
@@ -90,10 +95,21 @@ export class RequirementLifecycle {
    * A run opens: → doing, the session → running. Whatever opens a run was allowed to, so a pause
    * (a stop's or a budget's) ends here, and a reopened done Requirement is no longer completed.
    */
-  markRunning(tx: UnitOfWork, { requirement, session }: RequirementRows, now: string, runnerId: string | null = null): void {
+  markRunning(
+    tx: UnitOfWork,
+    { requirement, session }: RequirementRows,
+    now: string,
+    runnerId: string | null = null,
+  ): void {
     // On a board, the first run's runner is the one it runs on from then on (docs/team-mode.md).
     const runner = runnerId !== null && requirement.runnerId === null ? { runnerId } : {};
-    this.repository.changeRequirement(tx, requirement, { budgetReachedAt: null, completedAt: null, status: 'doing', updatedAt: now, ...runner });
+    this.repository.changeRequirement(tx, requirement, {
+      budgetReachedAt: null,
+      completedAt: null,
+      status: 'doing',
+      updatedAt: now,
+      ...runner,
+    });
     this.repository.changeSession(tx, session, { pausedAt: null, state: 'running', updatedAt: now });
   }
 
@@ -219,13 +235,22 @@ export class RequirementLifecycle {
    * What a Requirement waits for (its `requirement_dependency` rows, part of the aggregate: every
    * snapshot shows them), replaced as a whole; the dependencies feature decides what they are.
    */
-  async replaceDependencies(tx: UnitOfWork, { requirement }: RequirementRows, staged: RequirementDependencyEntity[]): Promise<void> {
+  async replaceDependencies(
+    tx: UnitOfWork,
+    { requirement }: RequirementRows,
+    staged: RequirementDependencyEntity[],
+  ): Promise<void> {
     await this.dependencies.replace(tx, requirement.id, staged);
     requirement.dependsOn = staged;
   }
 
   /** One dependency of `dependentId` met, cancelled or told (the dependencies feature's rules say which). */
-  changeDependency(tx: UnitOfWork, dependentId: string, dependencyId: string, set: Partial<RequirementDependencyEntity>): Promise<RequirementDependencyEntity | null> {
+  changeDependency(
+    tx: UnitOfWork,
+    dependentId: string,
+    dependencyId: string,
+    set: Partial<RequirementDependencyEntity>,
+  ): Promise<RequirementDependencyEntity | null> {
     return this.dependencies.change(tx, dependentId, dependencyId, set);
   }
 }

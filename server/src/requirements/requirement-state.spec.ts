@@ -37,8 +37,12 @@ const SESSION_EDGES = new Set([
 ]);
 
 describe('the Requirement state machine', () => {
-  const statusPairs = REQUIREMENT_STATUSES.flatMap((from) => REQUIREMENT_STATUSES.map((to) => [from, to] as [RequirementStatus, RequirementStatus]));
-  const statePairs = SESSION_STATES.flatMap((from) => SESSION_STATES.map((to) => [from, to] as [SessionState, SessionState]));
+  const statusPairs = REQUIREMENT_STATUSES.flatMap((from) =>
+    REQUIREMENT_STATUSES.map((to) => [from, to] as [RequirementStatus, RequirementStatus]),
+  );
+  const statePairs = SESSION_STATES.flatMap((from) =>
+    SESSION_STATES.map((to) => [from, to] as [SessionState, SessionState]),
+  );
 
   it.each(statusPairs)('status %s → %s is allowed exactly when designed', (from, to) => {
     const designed = from === to || REQUIREMENT_EDGES.has(`${from}→${to}`);
@@ -46,7 +50,9 @@ describe('the Requirement state machine', () => {
     if (designed) {
       expect(() => assertRequirementTransition('req_x', from, to)).not.toThrow();
     } else {
-      expect(() => assertRequirementTransition('req_x', from, to)).toThrow(new IllegalTransitionError('requirement status', 'req_x', from, to));
+      expect(() => assertRequirementTransition('req_x', from, to)).toThrow(
+        new IllegalTransitionError('requirement status', 'req_x', from, to),
+      );
     }
   });
 
@@ -59,7 +65,9 @@ describe('the Requirement state machine', () => {
   });
 
   it('names what makes every transition, and cancelled is terminal', () => {
-    for (const table of [REQUIREMENT_TRANSITIONS, SESSION_TRANSITIONS] as Array<Record<string, Record<string, string>>>) {
+    for (const table of [REQUIREMENT_TRANSITIONS, SESSION_TRANSITIONS] as Array<
+      Record<string, Record<string, string>>
+    >) {
       for (const reasons of Object.values(table)) {
         for (const reason of Object.values(reasons)) {
           expect(reason.length).toBeGreaterThan(10);
@@ -71,7 +79,9 @@ describe('the Requirement state machine', () => {
 
   it('names, for every transition, the RequirementLifecycle intents that make it (and they exist)', () => {
     const intents = Object.getOwnPropertyNames(RequirementLifecycle.prototype);
-    for (const table of [REQUIREMENT_TRANSITIONS, SESSION_TRANSITIONS] as Array<Record<string, Record<string, string>>>) {
+    for (const table of [REQUIREMENT_TRANSITIONS, SESSION_TRANSITIONS] as Array<
+      Record<string, Record<string, string>>
+    >) {
       for (const reason of Object.values(table).flatMap((reasons) => Object.values(reasons))) {
         const named = /\(RequirementLifecycle\.(\w+)((?:, \.\w+)*)\)$/.exec(reason);
         expect(named).not.toBeNull();

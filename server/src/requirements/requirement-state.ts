@@ -8,11 +8,14 @@ import { REQUIREMENT_STATUSES, RequirementStatus, SESSION_STATES, SessionState }
  * logged as an internal error) instead of writing a state nobody designed for. Setting a state
  * to itself is not a transition and is always allowed.
  */
-export const REQUIREMENT_TRANSITIONS: Readonly<Record<RequirementStatus, Readonly<Partial<Record<RequirementStatus, string>>>>> = {
+export const REQUIREMENT_TRANSITIONS: Readonly<
+  Record<RequirementStatus, Readonly<Partial<Record<RequirementStatus, string>>>>
+> = {
   cancelled: {},
   doing: {
     cancelled: 'a person cancels it while it works (RequirementLifecycle.cancel)',
-    waiting_confirmation: 'its run ends and nothing newer is queued, or the run was lost in a manager stop (RequirementLifecycle.recordRunEnd, .recordRunLost)',
+    waiting_confirmation:
+      'its run ends and nothing newer is queued, or the run was lost in a manager stop (RequirementLifecycle.recordRunEnd, .recordRunLost)',
   },
   // A reply or a related message reopens accepted work: a new run starts on the same session.
   done: { doing: 'a run starts again (RequirementLifecycle.markRunning)' },
@@ -39,7 +42,8 @@ export const SESSION_TRANSITIONS: Readonly<Record<SessionState, Readonly<Partial
   },
   running: {
     completed: 'its run ends after the Requirement was cancelled (RequirementLifecycle.recordRunEnd)',
-    failed: 'its run fails or times out, or is lost in a manager stop (RequirementLifecycle.recordRunEnd, .recordRunLost)',
+    failed:
+      'its run fails or times out, or is lost in a manager stop (RequirementLifecycle.recordRunEnd, .recordRunLost)',
     waiting_human: 'its run succeeds or is stopped, and nothing newer is queued (RequirementLifecycle.recordRunEnd)',
   },
   waiting_human: {

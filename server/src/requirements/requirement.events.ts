@@ -23,16 +23,28 @@ declare module '../core/domain-events' {
      */
     'requirement.creating': { args: [input: NewRequirement]; returns: CreatingStager; delivery: 'inOrder' };
     /** Inside the creating unit, both rows staged and before the created event: dependencies are checked and staged. */
-    'requirement.created': { args: [tx: UnitOfWork, rows: RequirementRows, input: NewRequirement]; returns: void; delivery: 'inOrder' };
+    'requirement.created': {
+      args: [tx: UnitOfWork, rows: RequirementRows, input: NewRequirement];
+      returns: void;
+      delivery: 'inOrder';
+    };
     /**
      * Inside the unit that makes a Requirement done or cancelled: timers end, dependents learn it.
      * What the handlers return is added to the terminal event's payload.
      */
-    'requirement.closing': { args: [tx: UnitOfWork, requirementId: string, now: string]; returns: ClosedExtras; delivery: 'inOrder' };
+    'requirement.closing': {
+      args: [tx: UnitOfWork, requirementId: string, now: string];
+      returns: ClosedExtras;
+      delivery: 'inOrder';
+    };
     /**
      * A person's edit committed (a raised budget resumes the session), handled in the handler's
      * own units; a snapshot it returns is the edit's answer (the newer state).
      */
-    'requirement.edited': { args: [id: string, fields: UpdateRequirementDto, actor: EventActor]; returns: RequirementResponseDto | null; delivery: 'inOrder' };
+    'requirement.edited': {
+      args: [id: string, fields: UpdateRequirementDto, actor: EventActor];
+      returns: RequirementResponseDto | null;
+      delivery: 'inOrder';
+    };
   }
 }

@@ -1,5 +1,14 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
 
 import type { EventActor } from '@libs/contracts';
 
@@ -34,8 +43,14 @@ export class RequirementsController {
   @Post()
   @ApiOperation({ summary: 'Create a Requirement (todo) with its idle RD session' })
   @ApiCreatedResponse({ type: EditedRequirementResponseDto })
-  async createRequirement(@Body() body: CreateRequirementDto, @Actor() actor: EventActor): Promise<EditedRequirementResponseDto> {
-    const created = await this.withWarnings(await this.requirements.create({ ...body, createdBy: 'human' }, actor), true);
+  async createRequirement(
+    @Body() body: CreateRequirementDto,
+    @Actor() actor: EventActor,
+  ): Promise<EditedRequirementResponseDto> {
+    const created = await this.withWarnings(
+      await this.requirements.create({ ...body, createdBy: 'human' }, actor),
+      true,
+    );
     // `git init` without a commit looks like a repository but gives no worktree: say that this
     // agent will work in the person's checkout rather than let it happen silently.
     if (created.isolation === 'in_place' && (await workspaceGitState(this.runtime.paths.root)) === 'no_commit') {
@@ -53,21 +68,35 @@ export class RequirementsController {
   }
 
   @Patch(':id')
-  @ApiOperation({ summary: 'Edit a Requirement: title, description and provider while todo; model and effort for the next run' })
+  @ApiOperation({
+    summary: 'Edit a Requirement: title, description and provider while todo; model and effort for the next run',
+  })
   @ApiOkResponse({ type: EditedRequirementResponseDto })
   @ApiBadRequestResponse({ description: 'An invalid field, or no field at all' })
   @ApiNotFoundResponse()
-  @ApiConflictResponse({ description: 'Title, description or provider after the start, or the Requirement is cancelled' })
-  async updateRequirement(@Param('id') id: string, @Body() body: UpdateRequirementDto, @Actor() actor: EventActor): Promise<EditedRequirementResponseDto> {
+  @ApiConflictResponse({
+    description: 'Title, description or provider after the start, or the Requirement is cancelled',
+  })
+  async updateRequirement(
+    @Param('id') id: string,
+    @Body() body: UpdateRequirementDto,
+    @Actor() actor: EventActor,
+  ): Promise<EditedRequirementResponseDto> {
     const edited = body.model !== undefined || body.provider !== undefined || body.reasoningEffort !== undefined;
     return this.withWarnings(await this.requirements.update(id, body, actor), edited);
   }
 
   @Post(':id/fork')
-  @ApiOperation({ summary: "Fork a Requirement into a new todo one linked to it (the original's fields unless the body gives others)" })
+  @ApiOperation({
+    summary: "Fork a Requirement into a new todo one linked to it (the original's fields unless the body gives others)",
+  })
   @ApiCreatedResponse({ type: RequirementResponseDto })
   @ApiNotFoundResponse()
-  forkRequirement(@Param('id') id: string, @Body() body: ForkRequirementDto, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
+  forkRequirement(
+    @Param('id') id: string,
+    @Body() body: ForkRequirementDto,
+    @Actor() actor: EventActor,
+  ): Promise<RequirementResponseDto> {
     return this.requirements.fork(id, body, actor);
   }
 
@@ -92,8 +121,13 @@ export class RequirementsController {
   }
 
   /** Flags a model (or effort) the catalog does not know; only when this request set one. */
-  private async withWarnings(requirement: RequirementResponseDto, modelChanged: boolean): Promise<EditedRequirementResponseDto> {
-    const warnings = modelChanged ? await this.models.warningsFor(requirement.provider, requirement.model, requirement.reasoningEffort) : [];
+  private async withWarnings(
+    requirement: RequirementResponseDto,
+    modelChanged: boolean,
+  ): Promise<EditedRequirementResponseDto> {
+    const warnings = modelChanged
+      ? await this.models.warningsFor(requirement.provider, requirement.model, requirement.reasoningEffort)
+      : [];
     return { ...requirement, warnings };
   }
 }

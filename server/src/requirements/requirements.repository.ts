@@ -104,7 +104,9 @@ export class RequirementsRepository {
 
   /** One Requirement row, committed. */
   findById(id: string): Promise<RequirementEntity | null> {
-    return isId('requirement', id) ? this.database.readManager.findOneBy(RequirementEntity, { id }) : Promise.resolve(null);
+    return isId('requirement', id)
+      ? this.database.readManager.findOneBy(RequirementEntity, { id })
+      : Promise.resolve(null);
   }
 
   async exists(id: string): Promise<boolean> {
@@ -113,17 +115,26 @@ export class RequirementsRepository {
 
   /** Team mode: the ids of the Requirements a runner runs. */
   async idsRunBy(runnerId: string): Promise<string[]> {
-    return (await this.database.read(RequirementEntity).find({ select: { id: true }, where: { runnerId } })).map((row) => row.id);
+    return (await this.database.read(RequirementEntity).find({ select: { id: true }, where: { runnerId } })).map(
+      (row) => row.id,
+    );
   }
 
   /** Only the status (an upload checks it before it streams a body). */
   async statusOf(id: string): Promise<RequirementStatus | null> {
-    const row = isId('requirement', id) ? await this.database.read(RequirementEntity).findOne({ select: { id: true, status: true }, where: { id } }) : null;
+    const row = isId('requirement', id)
+      ? await this.database.read(RequirementEntity).findOne({ select: { id: true, status: true }, where: { id } })
+      : null;
     return row?.status ?? null;
   }
 
   findByIds(ids: string[]): Promise<RequirementEntity[]> {
-    return ids.length === 0 ? Promise.resolve([]) : this.database.readManager.createQueryBuilder(RequirementEntity, 'r').where('r.id IN (:...ids)', { ids }).getMany();
+    return ids.length === 0
+      ? Promise.resolve([])
+      : this.database.readManager
+          .createQueryBuilder(RequirementEntity, 'r')
+          .where('r.id IN (:...ids)', { ids })
+          .getMany();
   }
 
   /** Direct children, oldest first, at most `limit`. */
@@ -187,7 +198,10 @@ export class RequirementsRepository {
   sessionsOf(requirementIds: string[]): Promise<AgentSessionEntity[]> {
     return requirementIds.length === 0
       ? Promise.resolve([])
-      : this.database.readManager.createQueryBuilder(AgentSessionEntity, 's').where('s.requirement_id IN (:...ids)', { ids: requirementIds }).getMany();
+      : this.database.readManager
+          .createQueryBuilder(AgentSessionEntity, 's')
+          .where('s.requirement_id IN (:...ids)', { ids: requirementIds })
+          .getMany();
   }
 
   /**
@@ -197,14 +211,20 @@ export class RequirementsRepository {
   worktreesOf(requirementIds: string[]): Promise<RequirementWorktreeEntity[]> {
     return requirementIds.length === 0
       ? Promise.resolve([])
-      : this.database.readManager.createQueryBuilder(RequirementWorktreeEntity, 'w').where('w.requirement_id IN (:...ids)', { ids: requirementIds }).getMany();
+      : this.database.readManager
+          .createQueryBuilder(RequirementWorktreeEntity, 'w')
+          .where('w.requirement_id IN (:...ids)', { ids: requirementIds })
+          .getMany();
   }
 
   /** The landing rows of many Requirements, for their snapshots (read only: the landing feature alone writes them). */
   landingsOf(requirementIds: string[]): Promise<RequirementLandingEntity[]> {
     return requirementIds.length === 0
       ? Promise.resolve([])
-      : this.database.readManager.createQueryBuilder(RequirementLandingEntity, 'l').where('l.requirement_id IN (:...ids)', { ids: requirementIds }).getMany();
+      : this.database.readManager
+          .createQueryBuilder(RequirementLandingEntity, 'l')
+          .where('l.requirement_id IN (:...ids)', { ids: requirementIds })
+          .getMany();
   }
 
   /**
@@ -219,10 +239,13 @@ export class RequirementsRepository {
       .innerJoin(AgentSessionEntity, 's', 's.requirement_id = r.id')
       .select('r.id', 'id')
       .where("s.state <> 'running'")
-      .andWhere("((r.status = 'cancelled' AND r.updated_at < :cancelledBefore) OR (r.status = 'done' AND COALESCE(r.completed_at, r.updated_at) < :doneBefore))", {
-        cancelledBefore,
-        doneBefore,
-      })
+      .andWhere(
+        "((r.status = 'cancelled' AND r.updated_at < :cancelledBefore) OR (r.status = 'done' AND COALESCE(r.completed_at, r.updated_at) < :doneBefore))",
+        {
+          cancelledBefore,
+          doneBefore,
+        },
+      )
       .orderBy('r.updated_at')
       .limit(limit)
       .getRawMany<{ id: string }>();

@@ -15,7 +15,13 @@ import { AgentSessionEntity } from './agent-session.entity';
 import { autoReviewColumns } from './dto/auto-review.dto';
 import { ListRequirementsQueryDto } from './dto/list-requirements-query.dto';
 import { ForkRequirementDto, UpdateRequirementDto } from './dto/update-requirement.dto';
-import { AgentSessionPageDto, RequirementPageDto, RequirementResponseDto, toRequirementResponse, toSessionResponse } from './dto/requirement-response.dto';
+import {
+  AgentSessionPageDto,
+  RequirementPageDto,
+  RequirementResponseDto,
+  toRequirementResponse,
+  toSessionResponse,
+} from './dto/requirement-response.dto';
 import type { RequirementDependencyEntity } from './requirement-dependency.entity';
 import { RequirementEntity } from './requirement.entity';
 import type { NewRequirement } from './new-requirement';
@@ -56,8 +62,14 @@ export class RequirementsService {
     const created = await this.database.write(async (tx) => {
       const now = this.clock.nowIso();
       const requirement: RequirementEntity = {
-        ...(autoReviewColumns(input.autoReview, input.provider) ?? { autoReviewMaxRounds: null, autoReviewProvider: null }),
-        ...budgetColumns(input.budget, { maxCostUsd: this.configuration.get('defaultBudgetMaxCostUsd'), maxTokens: this.configuration.get('defaultBudgetMaxTokens') }),
+        ...(autoReviewColumns(input.autoReview, input.provider) ?? {
+          autoReviewMaxRounds: null,
+          autoReviewProvider: null,
+        }),
+        ...budgetColumns(input.budget, {
+          maxCostUsd: this.configuration.get('defaultBudgetMaxCostUsd'),
+          maxTokens: this.configuration.get('defaultBudgetMaxTokens'),
+        }),
         budgetReachedAt: null,
         completedAt: null,
         createdAt: now,
@@ -148,7 +160,10 @@ export class RequirementsService {
     await this.database.write(async (tx) => {
       const { requirement, session } = await this.loadForWrite(tx, id);
       if (requirement.status !== 'todo') {
-        throw conflict('requirement_started', `Requirement ${id} is ${requirement.status}; only a todo Requirement can be deleted`);
+        throw conflict(
+          'requirement_started',
+          `Requirement ${id} is ${requirement.status}; only a todo Requirement can be deleted`,
+        );
       }
       this.lifecycle.withdraw(tx, requirement, this.clock.nowIso());
       const closed = await this.runClosingSteps(tx, id, requirement.updatedAt);
@@ -174,7 +189,10 @@ export class RequirementsService {
   async confirmIn(tx: UnitOfWork, id: string, actor: EventActor): Promise<RequirementResponseDto> {
     const { requirement, session } = await this.loadForWrite(tx, id);
     if (requirement.status !== 'waiting_confirmation') {
-      throw conflict('requirement_not_waiting_confirmation', `Requirement ${id} is ${requirement.status}, not waiting_confirmation`);
+      throw conflict(
+        'requirement_not_waiting_confirmation',
+        `Requirement ${id} is ${requirement.status}, not waiting_confirmation`,
+      );
     }
     const now = this.clock.nowIso();
     this.lifecycle.confirm(tx, { requirement, session }, now);
@@ -198,16 +216,24 @@ export class RequirementsService {
   async update(id: string, dto: UpdateRequirementDto, actor: EventActor): Promise<RequirementResponseDto> {
     const fields = Object.fromEntries(Object.entries(dto).filter(([, v]) => v !== undefined)) as UpdateRequirementDto;
     if (Object.keys(fields).length === 0) {
-      throw invalid('nothing_to_update', 'name at least one of title, description, provider, model, reasoningEffort, autoReview, budget');
+      throw invalid(
+        'nothing_to_update',
+        'name at least one of title, description, provider, model, reasoningEffort, autoReview, budget',
+      );
     }
     const snapshot = await this.database.write(async (tx) => {
       const { requirement, session } = await this.loadForWrite(tx, id);
       if (requirement.status === 'cancelled') {
         throw conflict('requirement_closed', `Requirement ${id} is cancelled; fork it to work on it again`);
       }
-      const textual = (['title', 'description', 'provider'] as const).filter((k) => fields[k] !== undefined && fields[k] !== requirement[k]);
+      const textual = (['title', 'description', 'provider'] as const).filter(
+        (k) => fields[k] !== undefined && fields[k] !== requirement[k],
+      );
       if (requirement.status !== 'todo' && textual.length > 0) {
-        throw conflict('requirement_started', `Requirement ${id} is ${requirement.status}; ${textual.join(', ')} can change only while todo (fork it instead)`);
+        throw conflict(
+          'requirement_started',
+          `Requirement ${id} is ${requirement.status}; ${textual.join(', ')} can change only while todo (fork it instead)`,
+        );
       }
       const now = this.clock.nowIso();
       const { autoReview, budget, ...plain } = fields;
@@ -217,7 +243,13 @@ export class RequirementsService {
       const budgetChange = budget === undefined ? {} : budgetColumns(budget, { maxCostUsd: null, maxTokens: null });
       this.lifecycle.edit(tx, { requirement, session }, { ...plain, ...loop, ...budgetChange }, now);
       const result = toRequirementResponse(requirement, session);
-      await this.events.append(tx, { actor, payload: { requirement: result }, requirementId: id, sessionId: session.id, type: 'requirement.updated' });
+      await this.events.append(tx, {
+        actor,
+        payload: { requirement: result },
+        requirementId: id,
+        sessionId: session.id,
+        type: 'requirement.updated',
+      });
       return result;
     });
     this.logger.log({ ...audit(actor), fields: Object.keys(fields), msg: 'requirement updated', requirementId: id });
@@ -252,7 +284,12 @@ export class RequirementsService {
    * RunLifecycle.cancel): `cancelled`, its session `completed` unless a run is still ending (the
    * run's end records that), its timers ended, one `requirement.cancelled` event.
    */
-  async cancelStarted(tx: UnitOfWork, id: string, runActive: boolean, actor: EventActor): Promise<RequirementResponseDto> {
+  async cancelStarted(
+    tx: UnitOfWork,
+    id: string,
+    runActive: boolean,
+    actor: EventActor,
+  ): Promise<RequirementResponseDto> {
     const { requirement, session } = await this.loadForWrite(tx, id);
     if (requirement.status === 'done' || requirement.status === 'cancelled') {
       throw conflict('requirement_closed', `Requirement ${id} is ${requirement.status}`);
@@ -261,7 +298,13 @@ export class RequirementsService {
     this.lifecycle.cancel(tx, { requirement, session }, runActive, now);
     const result = toRequirementResponse(requirement, session);
     const closed = await this.runClosingSteps(tx, id, now);
-    await this.events.append(tx, { actor, payload: { ...closed, requirement: result }, requirementId: id, sessionId: session.id, type: 'requirement.cancelled' });
+    await this.events.append(tx, {
+      actor,
+      payload: { ...closed, requirement: result },
+      requirementId: id,
+      sessionId: session.id,
+      type: 'requirement.cancelled',
+    });
     return result;
   }
 
@@ -429,7 +472,11 @@ export class RequirementsService {
       return [];
     }
     const ids = requirements.map((r) => r.id);
-    const [sessions, worktrees, landings] = await Promise.all([this.repository.sessionsOf(ids), this.repository.worktreesOf(ids), this.repository.landingsOf(ids)]);
+    const [sessions, worktrees, landings] = await Promise.all([
+      this.repository.sessionsOf(ids),
+      this.repository.worktreesOf(ids),
+      this.repository.landingsOf(ids),
+    ]);
     const dependencies = await this.dependencyRows.ofDependents(ids);
     const byRequirement = new Map(sessions.map((s) => [s.requirementId, s]));
     const worktreeOf = new Map(worktrees.map((w) => [w.requirementId, w]));

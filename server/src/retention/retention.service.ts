@@ -128,7 +128,11 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
       this.eventRows.deleteForRequirements(tx, ids);
       // The session, conversation, attachments and runs go with it (ON DELETE CASCADE).
       await this.requirementLifecycle.purge(tx, ids);
-      await this.events.append(tx, { actor: SYSTEM_ACTOR, payload: { requirementIds: ids }, type: 'requirements.purged' });
+      await this.events.append(tx, {
+        actor: SYSTEM_ACTOR,
+        payload: { requirementIds: ids },
+        type: 'requirements.purged',
+      });
       tx.afterCommit(() => {
         for (const file of files) {
           this.removeFile(`${file.id}${storedExtension(file.kind, file.mediaType, file.fileName)}`);
@@ -142,7 +146,11 @@ export class RetentionService implements OnApplicationBootstrap, OnModuleDestroy
     try {
       fs.rmSync(path.join(this.runtime.paths.attachmentsDirectory, name), { force: true });
     } catch (err) {
-      this.logger.warn({ error: (err as Error).message, file: name, msg: 'attachment file not removed; the next purge retries' });
+      this.logger.warn({
+        error: (err as Error).message,
+        file: name,
+        msg: 'attachment file not removed; the next purge retries',
+      });
     }
   }
 

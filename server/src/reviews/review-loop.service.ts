@@ -95,7 +95,11 @@ export class ReviewLoopService {
           }
           return [];
         }
-        if (rows.requirement.status === 'done' || rows.requirement.status === 'cancelled' || rows.session.state === 'running') {
+        if (
+          rows.requirement.status === 'done' ||
+          rows.requirement.status === 'cancelled' ||
+          rows.session.state === 'running'
+        ) {
           return [];
         }
         const opened: string[] = [];
@@ -108,13 +112,23 @@ export class ReviewLoopService {
             tx,
             rows,
             pr,
-            { loopRound: { maxRounds: settings.maxRounds, round }, provider: settings.provider, requestedBy: 'review_loop' },
+            {
+              loopRound: { maxRounds: settings.maxRounds, round },
+              provider: settings.provider,
+              requestedBy: 'review_loop',
+            },
             LOOP_ACTOR,
           );
           await this.pullRequests.changeAutoReview(
             tx,
             pr,
-            { autoReviewHeadSha: pr.headSha, autoReviewMaxRounds: settings.maxRounds, autoReviewProvider: settings.provider, autoReviewRound: round, autoReviewState: 'reviewing' },
+            {
+              autoReviewHeadSha: pr.headSha,
+              autoReviewMaxRounds: settings.maxRounds,
+              autoReviewProvider: settings.provider,
+              autoReviewRound: round,
+              autoReviewState: 'reviewing',
+            },
             LOOP_ACTOR,
           );
           opened.push(review.id);
@@ -141,7 +155,11 @@ export class ReviewLoopService {
     if (await this.reviews.runningForIn(tx, pr.id)) {
       return false;
     }
-    return this.triggers.claimIn(tx, { receiptKey: `${pr.id}:${pr.headSha}`, requirementId: pr.requirementId, triggerId: TRIGGER_ID });
+    return this.triggers.claimIn(tx, {
+      receiptKey: `${pr.id}:${pr.headSha}`,
+      requirementId: pr.requirementId,
+      triggerId: TRIGGER_ID,
+    });
   }
 
   /** In a loop review's end unit: where the PR's loop is now, and the system message when it ends. */
@@ -160,12 +178,20 @@ export class ReviewLoopService {
     let ending: string | null = null;
     if (status !== 'succeeded') {
       // Not counted: nothing was learned about the code. The next push gets the round again.
-      set = { autoReviewOutcome: 'failed', autoReviewRound: Math.max(0, pr.autoReviewRound - 1), autoReviewState: 'waiting_for_push' };
+      set = {
+        autoReviewOutcome: 'failed',
+        autoReviewRound: Math.max(0, pr.autoReviewRound - 1),
+        autoReviewState: 'waiting_for_push',
+      };
     } else {
       const outcome: AutoReviewOutcome = review.verdict === 'no_findings' ? 'no_findings' : 'findings';
       // A clean verdict on a head the PR has left says nothing of the newest code: not the end.
       const clean = outcome === 'no_findings' && pr.headSha === review.targetHeadSha;
-      const state: AutoReviewState = clean ? 'clean' : pr.autoReviewRound >= maxRounds ? 'max_rounds' : 'waiting_for_push';
+      const state: AutoReviewState = clean
+        ? 'clean'
+        : pr.autoReviewRound >= maxRounds
+          ? 'max_rounds'
+          : 'waiting_for_push';
       set = { autoReviewOutcome: outcome, autoReviewState: state };
       const rounds = `${pr.autoReviewRound} round${pr.autoReviewRound === 1 ? '' : 's'}`;
       if (state === 'clean') {
@@ -176,10 +202,24 @@ export class ReviewLoopService {
     }
     await this.pullRequests.changeAutoReview(tx, pr, set, LOOP_ACTOR);
     if (ending) {
-      const metadata = { autoReview: { round: pr.autoReviewRound, state: set.autoReviewState }, pullRequestId: pr.id, reviewRequestId: review.id };
-      const args = { headSha: review.targetHeadSha.slice(0, 12), maxRounds, pullRequest: name, round: pr.autoReviewRound };
+      const metadata = {
+        autoReview: { round: pr.autoReviewRound, state: set.autoReviewState },
+        pullRequestId: pr.id,
+        reviewRequestId: review.id,
+      };
+      const args = {
+        headSha: review.targetHeadSha.slice(0, 12),
+        maxRounds,
+        pullRequest: name,
+        round: pr.autoReviewRound,
+      };
       const code = set.autoReviewState === 'clean' ? 'review_loop.clean' : 'review_loop.max_rounds';
-      await this.messages.append(tx, rows, { args, author: 'system', body: ending, code, deliverToRd: false, metadata }, LOOP_ACTOR);
+      await this.messages.append(
+        tx,
+        rows,
+        { args, author: 'system', body: ending, code, deliverToRd: false, metadata },
+        LOOP_ACTOR,
+      );
     }
   }
 }

@@ -16,7 +16,11 @@ export interface ReviewEnd {
 declare module '../core/domain-events' {
   interface DomainEventMap {
     /** Inside a review's end unit, after its reviewer or system message (the review loop decides its next round). */
-    'review.ending': { args: [tx: UnitOfWork, rows: RequirementRows, end: ReviewEnd]; returns: void; delivery: 'inOrder' };
+    'review.ending': {
+      args: [tx: UnitOfWork, rows: RequirementRows, end: ReviewEnd];
+      returns: void;
+      delivery: 'inOrder';
+    };
     /** A review's end committed. */
     'review.ended': { args: [review: ReviewRequestEntity]; returns: void; delivery: 'notify' };
   }

@@ -15,7 +15,15 @@ import { ReviewsService } from './reviews.service';
 @Module({
   controllers: [ReviewsController],
   exports: [ReviewsService],
-  imports: [ConversationModule, MessagesModule, PullRequestsModule, RequirementsModule, RunsModule, TriggersModule, WorktreesModule],
+  imports: [
+    ConversationModule,
+    MessagesModule,
+    PullRequestsModule,
+    RequirementsModule,
+    RunsModule,
+    TriggersModule,
+    WorktreesModule,
+  ],
   providers: [ReviewLoopService, ReviewsRepository, ReviewsService],
 })
 export class ReviewsModule {}

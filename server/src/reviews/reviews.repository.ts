@@ -37,7 +37,10 @@ export class ReviewsRepository {
   async notStaleOtherHeadIn(uow: UnitOfWork, pullRequestId: string, headSha: string): Promise<ReviewRequestEntity[]> {
     return (await uow.reads())
       .createQueryBuilder(ReviewRequestEntity, 'r')
-      .where('r.pull_request_id = :pullRequestId AND r.stale = FALSE AND r.target_head_sha <> :headSha', { headSha, pullRequestId })
+      .where('r.pull_request_id = :pullRequestId AND r.stale = FALSE AND r.target_head_sha <> :headSha', {
+        headSha,
+        pullRequestId,
+      })
       .getMany();
   }
 

@@ -18,7 +18,15 @@ import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
-import { ActiveRun, FinalRunStatus, errorOf, newActiveRun, outcomeOf, runEndEventType, runEndFields } from '../runs/active-run';
+import {
+  ActiveRun,
+  FinalRunStatus,
+  errorOf,
+  newActiveRun,
+  outcomeOf,
+  runEndEventType,
+  runEndFields,
+} from '../runs/active-run';
 import { ActiveRuns } from '../runs/active-runs';
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { toRunResponse } from '../runs/dto/run-response.dto';
@@ -27,7 +35,13 @@ import { RunsRepository } from '../runs/runs.repository';
 import { ConversationDelivery } from '../conversation/conversation-delivery.service';
 import { TraceWriter } from '../runs/trace-writer';
 import { ReviewWorktrees } from '../worktrees/review-worktrees.service';
-import { CreateReviewRequestDto, CreateReviewResponseDto, ListReviewRequestsQueryDto, ReviewRequestPageDto, toReviewRequestResponse } from './dto/review-request.dto';
+import {
+  CreateReviewRequestDto,
+  CreateReviewResponseDto,
+  ListReviewRequestsQueryDto,
+  ReviewRequestPageDto,
+  toReviewRequestResponse,
+} from './dto/review-request.dto';
 import type { ReviewEnd } from './review.events';
 import { ReviewRequestEntity } from './review-request.entity';
 import { ReviewsRepository } from './reviews.repository';
@@ -88,8 +102,18 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     const lost = await this.database.write(async (tx) => {
       const running = await this.repository.allRunningIn(tx);
       const now = this.clock.nowIso();
-      this.repository.update(tx, { error: LOST, finishedAt: now, status: 'failed', updatedAt: now }, { status: 'running' });
-      return running.map((review): ReviewRequestEntity => ({ ...review, error: LOST, finishedAt: now, status: 'failed', updatedAt: now }));
+      this.repository.update(
+        tx,
+        { error: LOST, finishedAt: now, status: 'failed', updatedAt: now },
+        { status: 'running' },
+      );
+      return running.map((review): ReviewRequestEntity => ({
+        ...review,
+        error: LOST,
+        finishedAt: now,
+        status: 'failed',
+        updatedAt: now,
+      }));
     });
     // The end steps of each (a review loop's round goes back to waiting for a push), one unit
     // apiece: a Requirement purged meanwhile fails only its own.
@@ -98,31 +122,58 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
         .write(async (tx) => {
           const pullRequest = await this.pullRequests.findIn(tx, review.pullRequestId);
           if (pullRequest) {
-            await this.runEndSteps(tx, await this.requirements.loadForWrite(tx, review.requirementId), { pullRequest, review, status: 'failed' });
+            await this.runEndSteps(tx, await this.requirements.loadForWrite(tx, review.requirementId), {
+              pullRequest,
+              review,
+              status: 'failed',
+            });
           }
         })
-        .catch((err: unknown) => this.logger.warn(`could not settle the lost review ${review.id}: ${(err as Error).message}`));
+        .catch((err: unknown) =>
+          this.logger.warn(`could not settle the lost review ${review.id}: ${(err as Error).message}`),
+        );
     }
   }
 
-  async request(pullRequestId: string, dto: CreateReviewRequestDto, actor: EventActor): Promise<CreateReviewResponseDto> {
+  async request(
+    pullRequestId: string,
+    dto: CreateReviewRequestDto,
+    actor: EventActor,
+  ): Promise<CreateReviewResponseDto> {
     const started = await this.database.write(async (tx) => {
       const pullRequest = await this.pullRequests.findIn(tx, pullRequestId);
       if (!pullRequest) {
         throw notFound('pull_request_not_found', `Pull request ${pullRequestId} not found`);
       }
       if (pullRequest.status !== 'open') {
-        throw conflict('pull_request_not_open', `${pullRequest.repository}#${pullRequest.number} is ${pullRequest.status}; only an open PR can be reviewed`);
+        throw conflict(
+          'pull_request_not_open',
+          `${pullRequest.repository}#${pullRequest.number} is ${pullRequest.status}; only an open PR can be reviewed`,
+        );
       }
       const active = await this.repository.runningForIn(tx, pullRequestId);
       if (active) {
-        throw conflict('review_active', `${pullRequest.repository}#${pullRequest.number} already has a review running (${active.id})`);
+        throw conflict(
+          'review_active',
+          `${pullRequest.repository}#${pullRequest.number} already has a review running (${active.id})`,
+        );
       }
       const rows = await this.requirements.loadForWrite(tx, pullRequest.requirementId);
       return this.openIn(tx, rows, pullRequest, { ...dto, loopRound: null, requestedBy: 'human' }, actor);
     });
-    this.logger.log({ ...audit(actor), msg: 'review requested', pullRequestId, reviewRequestId: started.review.id, runId: started.run.id });
-    return { accepted: true, pullRequestId, reviewRequest: toReviewRequestResponse(started.review), run: toRunResponse(started.run) };
+    this.logger.log({
+      ...audit(actor),
+      msg: 'review requested',
+      pullRequestId,
+      reviewRequestId: started.review.id,
+      runId: started.run.id,
+    });
+    return {
+      accepted: true,
+      pullRequestId,
+      reviewRequest: toReviewRequestResponse(started.review),
+      run: toRunResponse(started.run),
+    };
   }
 
   /**
@@ -193,7 +244,11 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     this.repository.insert(tx, review);
     await this.events.append(tx, {
       actor,
-      payload: { requirement: toRequirementResponse(rows.requirement, rows.session), reviewRequest: toReviewRequestResponse(review), run: toRunResponse(run) },
+      payload: {
+        requirement: toRequirementResponse(rows.requirement, rows.session),
+        reviewRequest: toReviewRequestResponse(review),
+        run: toRunResponse(run),
+      },
       requirementId: pullRequest.requirementId,
       runId: run.id,
       type: 'review_request.started',
@@ -225,7 +280,12 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     return this.running.size;
   }
 
-  private launch(review: ReviewRequestEntity, run: AgentRunEntity, pullRequest: PullRequestEntity, loopRound: ReviewSpec['loopRound']): void {
+  private launch(
+    review: ReviewRequestEntity,
+    run: AgentRunEntity,
+    pullRequest: PullRequestEntity,
+    loopRound: ReviewSpec['loopRound'],
+  ): void {
     const input: ReviewerInput = {
       focus: review.prompt,
       headSha: review.targetHeadSha,
@@ -234,10 +294,22 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
       pullRequestUrl: pullRequest.url,
       repository: pullRequest.repository,
     };
-    const traces = new TraceWriter(run, { id: run.id, kind: 'agent' }, this.clock, this.database, this.events, this.runs);
+    const traces = new TraceWriter(
+      run,
+      { id: run.id, kind: 'agent' },
+      this.clock,
+      this.database,
+      this.events,
+      this.runs,
+    );
     const active: ActiveRun = newActiveRun(run, traces, {
       capturedCount: 0,
-      input: { attachmentFiles: [], images: [], instructions: buildReviewerInstructions(input), prompt: buildReviewerPrompt(input) },
+      input: {
+        attachmentFiles: [],
+        images: [],
+        instructions: buildReviewerInstructions(input),
+        prompt: buildReviewerPrompt(input),
+      },
     });
     this.running.set(review.id, { active, pullRequest, review });
     const stopped = this.running.stopped(active);
@@ -265,7 +337,12 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
       })
       .catch((err: unknown) => {
         this.logger.error(`could not launch reviewer run ${run.id}: ${(err as Error).message}`);
-        void this.finish(review.id, { code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
+        void this.finish(review.id, {
+          code: null,
+          reason: 'spawn_failed',
+          signal: null,
+          stderr: (err as Error).message,
+        });
       });
   }
 
@@ -281,7 +358,11 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     await active.traces.flush();
     if (active.cwd !== undefined) {
       // Gone before the review is recorded as over (a leftover is swept at the next start).
-      await this.worktrees.remove(active.cwd).catch((err: unknown) => this.logger.warn(`could not remove the review worktree ${active.cwd}: ${(err as Error).message}`));
+      await this.worktrees
+        .remove(active.cwd)
+        .catch((err: unknown) =>
+          this.logger.warn(`could not remove the review worktree ${active.cwd}: ${(err as Error).message}`),
+        );
     }
     let status: FinalRunStatus = outcomeOf(active, end);
     const summary = active.lastAssistantText?.trim() ?? '';
@@ -295,7 +376,11 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
         review.requirementId,
         async (tx, rows) => {
           const now = this.clock.nowIso();
-          const run = this.runs.change(tx, active.run, runEndFields(active, { error, exitCode: end.code, now, status, usage: active.usage }));
+          const run = this.runs.change(
+            tx,
+            active.run,
+            runEndFields(active, { error, exitCode: end.code, now, status, usage: active.usage }),
+          );
           const reviewStatus: ReviewRequestStatus = status === 'timed_out' ? 'failed' : status;
           const current = await this.repository.findByIdIn(tx, review.id);
           if (!current) {
@@ -303,17 +388,37 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
           }
           // The verdict line the instructions ask for (issue 18 §3): what the review loop stops on.
           const verdict = status === 'succeeded' ? parseReviewVerdict(summary) : null;
-          const updated: ReviewRequestEntity = { ...current, error, finishedAt: now, status: reviewStatus, updatedAt: now, verdict };
-          this.repository.update(tx, { error, finishedAt: now, status: reviewStatus, updatedAt: now, verdict }, { id: review.id });
+          const updated: ReviewRequestEntity = {
+            ...current,
+            error,
+            finishedAt: now,
+            status: reviewStatus,
+            updatedAt: now,
+            verdict,
+          };
+          this.repository.update(
+            tx,
+            { error, finishedAt: now, status: reviewStatus, updatedAt: now, verdict },
+            { id: review.id },
+          );
           const reviewRequest = toReviewRequestResponse(updated);
           await this.events.append(tx, {
             actor: { id: run.id, kind: 'agent' },
-            payload: { requirement: toRequirementResponse(rows.requirement, rows.session), reviewRequest, run: toRunResponse(run) },
+            payload: {
+              requirement: toRequirementResponse(rows.requirement, rows.session),
+              reviewRequest,
+              run: toRunResponse(run),
+            },
             requirementId: review.requirementId,
             runId: run.id,
             type: runEndEventType(status),
           });
-          const metadata = { headSha: review.targetHeadSha, pullRequestId: review.pullRequestId, reviewRequestId: review.id, stale: reviewRequest.stale };
+          const metadata = {
+            headSha: review.targetHeadSha,
+            pullRequestId: review.pullRequestId,
+            reviewRequestId: review.id,
+            stale: reviewRequest.stale,
+          };
           const subject = `${pullRequest.repository}#${pullRequest.number} (head ${review.targetHeadSha.slice(0, 12)}${reviewRequest.stale ? ', stale: the PR has moved since' : ''})`;
           if (status === 'succeeded') {
             // Delivered to RD unless the Requirement was cancelled; a done one is reopened, as by a person's reply.
@@ -332,7 +437,12 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
             tx,
             rows,
             {
-              args: { error, headSha: review.targetHeadSha.slice(0, 12), pullRequest: `${pullRequest.repository}#${pullRequest.number}`, stale: reviewRequest.stale },
+              args: {
+                error,
+                headSha: review.targetHeadSha.slice(0, 12),
+                pullRequest: `${pullRequest.repository}#${pullRequest.number}`,
+                stale: reviewRequest.stale,
+              },
               author: 'system',
               body: `The review of ${subject} ${what}`,
               code: status === 'cancelled' ? 'review.cancelled' : 'review.failed',
@@ -347,7 +457,12 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
         },
         { id: active.run.id, kind: 'agent' },
       );
-      this.logger.log({ msg: `review ${status}`, pullRequestId: review.pullRequestId, reviewRequestId: review.id, runId: active.run.id });
+      this.logger.log({
+        msg: `review ${status}`,
+        pullRequestId: review.pullRequestId,
+        reviewRequestId: review.id,
+        runId: active.run.id,
+      });
       this.running.delete(reviewId); // before the hooks: the PR has no review running any more
       this.domainEvents.notify('review.ended', review);
     } catch (err) {
@@ -357,10 +472,20 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
         .write(async (tx) => {
           const now = this.clock.nowIso();
           const error = `the review's outcome could not be recorded: ${(err as Error).message}`.slice(0, 1000);
-          this.repository.update(tx, { error, finishedAt: now, status: 'failed', updatedAt: now }, { id: review.id, status: 'running' });
-          this.runs.update(tx, { error, finishedAt: now, status: 'failed', updatedAt: now }, { id: active.run.id, status: 'running' });
+          this.repository.update(
+            tx,
+            { error, finishedAt: now, status: 'failed', updatedAt: now },
+            { id: review.id, status: 'running' },
+          );
+          this.runs.update(
+            tx,
+            { error, finishedAt: now, status: 'failed', updatedAt: now },
+            { id: active.run.id, status: 'running' },
+          );
         })
-        .catch((again: unknown) => this.logger.error(`could not fail review ${review.id}: ${(again as Error).message}`));
+        .catch((again: unknown) =>
+          this.logger.error(`could not fail review ${review.id}: ${(again as Error).message}`),
+        );
     } finally {
       this.running.delete(reviewId);
     }

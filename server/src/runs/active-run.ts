@@ -51,7 +51,11 @@ export interface ActiveRun {
  * A run about to be watched, nothing heard from its CLI yet. `capturedCount` is how many
  * deliverable messages it took (an RD run's input); a reviewer's `input` is fixed up front.
  */
-export function newActiveRun(run: AgentRunEntity, traces: TraceWriter, fields: Pick<ActiveRun, 'capturedCount'> & Pick<Partial<ActiveRun>, 'input'>): ActiveRun {
+export function newActiveRun(
+  run: AgentRunEntity,
+  traces: TraceWriter,
+  fields: Pick<ActiveRun, 'capturedCount'> & Pick<Partial<ActiveRun>, 'input'>,
+): ActiveRun {
   return {
     ...fields,
     interruptMode: null,
@@ -76,7 +80,9 @@ export function outcomeOf(active: ActiveRun, end: ProcessEnd): FinalRunStatus {
     case 'spawn_failed':
       return 'failed';
     case 'exited':
-      return active.outcome.completed && !active.outcome.failure && !active.outcome.imposed && end.code === 0 ? 'succeeded' : 'failed';
+      return active.outcome.completed && !active.outcome.failure && !active.outcome.imposed && end.code === 0
+        ? 'succeeded'
+        : 'failed';
     default:
       return 'failed';
   }

@@ -85,7 +85,9 @@ describe(ActiveRuns.name, () => {
     const abort = new AbortController();
     a.preparing = abort;
     const interrupts: string[] = [];
-    b.process = { interrupt: () => (interrupts.push('b'), Promise.reject(new Error('gone already'))) } as unknown as ActiveRun['process'];
+    b.process = {
+      interrupt: () => (interrupts.push('b'), Promise.reject(new Error('gone already'))),
+    } as unknown as ActiveRun['process'];
     sut.set('a', a);
     sut.set('b', b);
     await sut.interruptAll();

@@ -1,7 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
 
 import { AttachmentsService } from '../attachments/attachments.service';
-import { CONVERSATION_SO_FAR_LIMITS, RdPromptMessage, RdWorkPlace, buildConversationSoFar, buildRdInstructions, buildRdPrompt, imagePaths } from '../agents/prompt';
+import {
+  CONVERSATION_SO_FAR_LIMITS,
+  RdPromptMessage,
+  RdWorkPlace,
+  buildConversationSoFar,
+  buildRdInstructions,
+  buildRdPrompt,
+  imagePaths,
+} from '../agents/prompt';
 import type { RequirementMessageEntity } from '../messages/requirement-message.entity';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { MessagesService } from '../messages/messages.service';
@@ -49,13 +57,21 @@ export class RunInputService {
     const input = new Set(rows.map((m) => m.id));
     const earlier =
       run.nativeSessionId === null && from > 1
-        ? (await this.messages.latestBefore(run.requirementId, (run.inputToSequence ?? 0) + 1, CONVERSATION_SO_FAR_LIMITS.messages)).filter((m) => !input.has(m.id))
+        ? (
+            await this.messages.latestBefore(
+              run.requirementId,
+              (run.inputToSequence ?? 0) + 1,
+              CONVERSATION_SO_FAR_LIMITS.messages,
+            )
+          ).filter((m) => !input.has(m.id))
         : [];
     const [messages, history] = await this.promptMessages([rows, earlier]);
     const parts: string[] = [];
     if (run.nativeSessionId === null) {
       // A new session has not seen the Requirement yet.
-      parts.push(`# Requirement ${requirement.id}: ${requirement.title}\n\n${requirement.description.trim() || '(no description)'}`);
+      parts.push(
+        `# Requirement ${requirement.id}: ${requirement.title}\n\n${requirement.description.trim() || '(no description)'}`,
+      );
       if (history.length > 0) {
         parts.push(buildConversationSoFar(history));
       }
@@ -68,7 +84,12 @@ export class RunInputService {
     return {
       attachmentFiles: await this.attachments.deliveredFiles(run.requirementId, run.inputToSequence ?? 0),
       images: run.provider === 'codex' ? imagePaths(messages) : [],
-      instructions: buildRdInstructions({ cliPath: this.environment.cliPath, place, requirementId: requirement.id, requirementTitle: requirement.title }),
+      instructions: buildRdInstructions({
+        cliPath: this.environment.cliPath,
+        place,
+        requirementId: requirement.id,
+        requirementTitle: requirement.title,
+      }),
       prompt: `${parts.join('\n\n')}\n`,
     };
   }
@@ -81,11 +102,17 @@ export class RunInputService {
     const titles = await this.requirements.titlesOf(sources);
     return lists.map((rows) =>
       rows.map((m) => ({
-        attachments: (attachments.get(m.id) ?? []).map((a) => ({ fileName: a.fileName, kind: a.kind, path: this.attachments.filePath(a) })),
+        attachments: (attachments.get(m.id) ?? []).map((a) => ({
+          fileName: a.fileName,
+          kind: a.kind,
+          path: this.attachments.filePath(a),
+        })),
         author: m.author,
         body: m.body,
         sequence: m.sequence,
-        sourceRequirement: m.sourceRequirementId ? { id: m.sourceRequirementId, title: titles.get(m.sourceRequirementId) ?? m.sourceRequirementId } : null,
+        sourceRequirement: m.sourceRequirementId
+          ? { id: m.sourceRequirementId, title: titles.get(m.sourceRequirementId) ?? m.sourceRequirementId }
+          : null,
       })),
     );
   }

@@ -1,10 +1,26 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationShutdown,
+  OnModuleDestroy,
+} from '@nestjs/common';
 
 import type { EventActor, InterruptMode, ManagerEvent, RequirementBudget, RequirementUsage } from '@libs/contracts';
 
 import type { TokenUsage } from '../agents/agent-adapter';
 import type { ProcessEnd } from '../agents/process-runner';
-import { addUsage, blockerOf, budgetNotice, budgetNoticeCode, budgetOf, treeReached, treeUsageOf, usageOf } from '../requirements/budget-rules';
+import {
+  addUsage,
+  blockerOf,
+  budgetNotice,
+  budgetNoticeCode,
+  budgetOf,
+  treeReached,
+  treeUsageOf,
+  usageOf,
+} from '../requirements/budget-rules';
 import { BudgetStop, TreeBudgets } from './tree-budgets';
 import { runnerView } from '../core/board/runner-directory';
 import { Clock } from '../core/clock';
@@ -23,7 +39,16 @@ import type { RequirementEntity } from '../requirements/requirement.entity';
 import { RequirementLifecycle, type RunEnd } from '../requirements/requirement-lifecycle';
 import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
-import { ActiveRun, FinalRunStatus, errorOf, newActiveRun, newRdRun, outcomeOf, runEndEventType, runEndFields } from './active-run';
+import {
+  ActiveRun,
+  FinalRunStatus,
+  errorOf,
+  newActiveRun,
+  newRdRun,
+  outcomeOf,
+  runEndEventType,
+  runEndFields,
+} from './active-run';
 import { ActiveRuns } from './active-runs';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import { AgentRunEntity } from './agent-run.entity';
@@ -103,7 +128,10 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         const rows = await this.requirements.loadForWrite(tx, requirementId);
         this.refuseIfElsewhere(requirementId, rows.requirement.runnerId);
         if (rows.requirement.status === 'done' || rows.requirement.status === 'cancelled') {
-          throw conflict('requirement_closed', `Requirement ${requirementId} is ${rows.requirement.status}; reply to a done Requirement to reopen it`);
+          throw conflict(
+            'requirement_closed',
+            `Requirement ${requirementId} is ${rows.requirement.status}; reply to a done Requirement to reopen it`,
+          );
         }
         if (rows.session.state === 'running') {
           throw conflict('run_active', `Requirement ${requirementId} already has an active run`);
@@ -112,7 +140,10 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         await this.domainEvents.emit('requirement.starting', tx, rows, actor);
         if (!hasReplyContent(dto) && !hasInputToStart(rows)) {
           // A run on nothing new answers the last message again (tokens spent for a duplicate).
-          throw conflict('nothing_to_deliver', `Requirement ${requirementId} has no pending input; send a message to continue it, or confirm it`);
+          throw conflict(
+            'nothing_to_deliver',
+            `Requirement ${requirementId} has no pending input; send a message to continue it, or confirm it`,
+          );
         }
         const appended = hasReplyContent(dto) ? await this.messages.appendHuman(tx, rows, dto, actor) : null;
         const opened = await this.openRun(tx, rows, actor);
@@ -146,7 +177,11 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
    * `budgetReachedAt` and the session's `pausedAt`, and the system message saying whose budget and
    * what was spent. `blocker` is the Requirement itself or the ancestor whose tree spent its budget.
    */
-  async pauseForBudget(tx: UnitOfWork, rows: RequirementRows, blocker: RequirementEntity): Promise<RequirementResponseDto> {
+  async pauseForBudget(
+    tx: UnitOfWork,
+    rows: RequirementRows,
+    blocker: RequirementEntity,
+  ): Promise<RequirementResponseDto> {
     const now = this.clock.nowIso();
     this.requirementLifecycle.pauseOnBudget(tx, rows, now);
     const body = budgetNotice(rows.requirement, blocker, false);
@@ -178,7 +213,10 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         throw conflict('no_active_run', `Requirement ${requirementId} has no run to interrupt`);
       }
       if (mode === 'steer' && requirement.session.pendingMessageCount <= active.capturedCount) {
-        throw conflict('nothing_to_steer_with', 'the active run already holds the latest input; use mode "stop" to pause it');
+        throw conflict(
+          'nothing_to_steer_with',
+          'the active run already holds the latest input; use mode "stop" to pause it',
+        );
       }
       active.interruptMode = mode;
       this.launcher.kill(active);
@@ -199,7 +237,9 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         this.refuseIfElsewhere(requirementId, (await this.requirements.get(requirementId)).runner?.id ?? null);
       }
       const active = this.active.get(requirementId);
-      const snapshot = await this.database.write((tx) => this.requirements.cancelStarted(tx, requirementId, active !== undefined, actor));
+      const snapshot = await this.database.write((tx) =>
+        this.requirements.cancelStarted(tx, requirementId, active !== undefined, actor),
+      );
       if (active) {
         active.interruptMode = 'cancel';
         this.launcher.kill(active);
@@ -240,7 +280,11 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
    * and the session running. The partial unique index on agent_run backs "one active run per
    * session" should this check ever be wrong. Call `launch` with the run once committed.
    */
-  async openRun(tx: UnitOfWork, rows: RequirementRows, actor: EventActor): Promise<{ run: AgentRunEntity; requirement: RequirementResponseDto }> {
+  async openRun(
+    tx: UnitOfWork,
+    rows: RequirementRows,
+    actor: EventActor,
+  ): Promise<{ run: AgentRunEntity; requirement: RequirementResponseDto }> {
     const { requirement, session } = rows;
     this.refuseIfElsewhere(requirement.id, requirement.runnerId);
     const now = this.clock.nowIso();
@@ -250,7 +294,11 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     // run watches is read first: its own budget and every ancestor's, each with its tree's usage
     // (a person's start past one of them is not stopped by it at once).
     const ancestors = await this.requirements.ancestorsForWrite(tx, rows.requirement);
-    const chain = [requirement, ...ancestors.map((a) => a.requirement)].map((r) => ({ budget: budgetOf(r), id: r.id, treeUsage: treeUsageOf(r) }));
+    const chain = [requirement, ...ancestors.map((a) => a.requirement)].map((r) => ({
+      budget: budgetOf(r),
+      id: r.id,
+      treeUsage: treeUsageOf(r),
+    }));
     const before = usageOf(requirement);
     this.requirementLifecycle.markRunning(tx, rows, now, this.runtime.board?.runnerId ?? null);
     const snapshot = toRequirementResponse(requirement, session);
@@ -262,7 +310,14 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       sessionId: session.id,
       type: 'run.started',
     });
-    const traces = new TraceWriter(run, { id: run.id, kind: 'agent' }, this.clock, this.database, this.events, this.runs);
+    const traces = new TraceWriter(
+      run,
+      { id: run.id, kind: 'agent' },
+      this.clock,
+      this.database,
+      this.events,
+      this.runs,
+    );
     const active = newActiveRun(run, traces, { capturedCount: session.pendingMessageCount });
     active.onUsage = () => this.stopForBudget(active.usage ? this.budgets.report(requirement.id, active.usage) : []);
     tx.afterCommit(() => {
@@ -294,15 +349,27 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
    * it (a stop's or a budget's pause, a closed Requirement). Returns the orphan's id and the run to
    * `launch` once committed.
    */
-  async takeOverMoved(tx: UnitOfWork, rows: RequirementRows, actor: EventActor, orphanError: string): Promise<{ orphanedRunId: string | null; run: AgentRunEntity | null }> {
+  async takeOverMoved(
+    tx: UnitOfWork,
+    rows: RequirementRows,
+    actor: EventActor,
+    orphanError: string,
+  ): Promise<{ orphanedRunId: string | null; run: AgentRunEntity | null }> {
     const { requirement, session } = rows;
     const now = this.clock.nowIso();
     let orphanedRunId: string | null = null;
     if (session.state === 'running') {
-      const orphan = (await this.runs.withStatus('running')).find((r) => r.requirementId === requirement.id && r.role === 'rd');
+      const orphan = (await this.runs.withStatus('running')).find(
+        (r) => r.requirementId === requirement.id && r.role === 'rd',
+      );
       this.requirementLifecycle.recordRunLost(tx, rows, orphanError, now);
       if (orphan) {
-        const failed = this.runs.change(tx, orphan, { error: orphanError, finishedAt: now, status: 'failed', updatedAt: now });
+        const failed = this.runs.change(tx, orphan, {
+          error: orphanError,
+          finishedAt: now,
+          status: 'failed',
+          updatedAt: now,
+        });
         orphanedRunId = orphan.id;
         await this.events.append(tx, {
           actor,
@@ -314,8 +381,13 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         });
       }
     }
-    const open = requirement.status !== 'done' && requirement.status !== 'cancelled' && session.pausedAt === null && requirement.budgetReachedAt === null;
-    const run = open && session.pendingMessageCount > 0 && !this.stopping ? (await this.openRun(tx, rows, actor)).run : null;
+    const open =
+      requirement.status !== 'done' &&
+      requirement.status !== 'cancelled' &&
+      session.pausedAt === null &&
+      requirement.budgetReachedAt === null;
+    const run =
+      open && session.pendingMessageCount > 0 && !this.stopping ? (await this.openRun(tx, rows, actor)).run : null;
     return { orphanedRunId, run };
   }
 
@@ -325,8 +397,14 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
    * runs it carries it out when its feed publishes it (onBoardEvent); the run's end reaches every
    * runner as its events do.
    */
-  private async carryInterrupt(requirement: RequirementResponseDto, mode: InterruptMode, actor: EventActor): Promise<InterruptResponseDto> {
-    const run = (await this.runs.withStatus('running')).find((r) => r.requirementId === requirement.id && r.role === 'rd');
+  private async carryInterrupt(
+    requirement: RequirementResponseDto,
+    mode: InterruptMode,
+    actor: EventActor,
+  ): Promise<InterruptResponseDto> {
+    const run = (await this.runs.withStatus('running')).find(
+      (r) => r.requirementId === requirement.id && r.role === 'rd',
+    );
     if (requirement.session.state !== 'running' || !run) {
       throw conflict('no_active_run', `Requirement ${requirement.id} has no run to interrupt`);
     }
@@ -341,32 +419,55 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         type: 'run.interrupt_requested',
       }),
     );
-    this.logger.log({ ...audit(actor), mode, msg: 'run interrupt carried to its runner', requirementId: requirement.id, runId: run.id, runnerId });
+    this.logger.log({
+      ...audit(actor),
+      mode,
+      msg: 'run interrupt carried to its runner',
+      requirementId: requirement.id,
+      runId: run.id,
+      runnerId,
+    });
     return { accepted: true, action: 'interrupt', requirementId: requirement.id, runId: run.id };
   }
 
   /** Team mode: a stop or steer another runner wrote for a run of this one's. */
   @OnDomainEvent('board.eventPublished')
   async onBoardEvent(event: ManagerEvent): Promise<void> {
-    if (event.type === 'requirement.moved' && event.payload.fromRunnerId === this.ownRunnerId && event.requirementId !== null) {
+    if (
+      event.type === 'requirement.moved' &&
+      event.payload.fromRunnerId === this.ownRunnerId &&
+      event.requirementId !== null
+    ) {
       // Moved away while a run of ours went on (this runner was cut off from the board and came
       // back): that run ends; its end records nothing on the session, which is the other runner's.
       const active = this.active.get(event.requirementId);
       if (active && !active.interruptMode) {
         active.interruptMode = 'cancel';
         this.launcher.kill(active);
-        this.logger.warn({ msg: 'run ended: its Requirement was moved to another runner', requirementId: event.requirementId, runId: active.run.id });
+        this.logger.warn({
+          msg: 'run ended: its Requirement was moved to another runner',
+          requirementId: event.requirementId,
+          runId: active.run.id,
+        });
       }
       return;
     }
-    if (event.type !== 'run.interrupt_requested' || event.payload.runnerId !== this.ownRunnerId || event.requirementId === null) {
+    if (
+      event.type !== 'run.interrupt_requested' ||
+      event.payload.runnerId !== this.ownRunnerId ||
+      event.requirementId === null
+    ) {
       return;
     }
     if (this.active.get(event.requirementId)?.run.id !== event.payload.runId) {
       return; // that run is over already (or never ran here)
     }
     await this.interrupt(event.requirementId, event.payload.mode, event.actor).catch((err: unknown) =>
-      this.logger.warn({ error: (err as Error).message, msg: 'a carried interrupt was not applied', requirementId: event.requirementId }),
+      this.logger.warn({
+        error: (err as Error).message,
+        msg: 'a carried interrupt was not applied',
+        requirementId: event.requirementId,
+      }),
     );
   }
 
@@ -390,7 +491,12 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       .start(active, this.active.stopped(active), (end) => void this.finish(run.requirementId, end))
       .catch((err: unknown) => {
         this.logger.error(`could not launch run ${run.id}: ${(err as Error).message}`, (err as Error).stack);
-        void this.finish(run.requirementId, { code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
+        void this.finish(run.requirementId, {
+          code: null,
+          reason: 'spawn_failed',
+          signal: null,
+          stderr: (err as Error).message,
+        });
       });
   }
 
@@ -412,9 +518,18 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
           tx.afterCommit(() => this.active.delete(requirementId));
           return this.closeRun(tx, active, status, end);
         });
-        this.logger.log({ msg: `run ${status}`, paused: active.interruptMode === 'stop' || active.interruptMode === 'budget', requirementId, runId: active.run.id });
+        this.logger.log({
+          msg: `run ${status}`,
+          paused: active.interruptMode === 'stop' || active.interruptMode === 'budget',
+          requirementId,
+          runId: active.run.id,
+        });
         // What the run changed (head, ahead, dirty) reaches the card; a continuation waits its turn.
-        void this.worktrees.refresh(requirementId).catch((err: unknown) => this.logger.warn(`could not refresh the worktree of ${requirementId}: ${(err as Error).message}`));
+        void this.worktrees
+          .refresh(requirementId)
+          .catch((err: unknown) =>
+            this.logger.warn(`could not refresh the worktree of ${requirementId}: ${(err as Error).message}`),
+          );
         if (next) {
           this.launch(next);
         } else if (!this.stopping) {
@@ -430,18 +545,36 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
   }
 
   /** Records the outcome and returns the next run when the session continues at once. */
-  private async closeRun(tx: UnitOfWork, active: ActiveRun, status: FinalRunStatus, end: ProcessEnd): Promise<AgentRunEntity | null> {
+  private async closeRun(
+    tx: UnitOfWork,
+    active: ActiveRun,
+    status: FinalRunStatus,
+    end: ProcessEnd,
+  ): Promise<AgentRunEntity | null> {
     const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
     const { requirement, session } = rows;
     const run = active.run;
     if (this.runsElsewhere(requirement.runnerId)) {
       // Team mode: moved to another runner while this run went on here. The run ends; the
       // session, its input and its budget are that runner's now, so nothing else is recorded.
-      this.runs.change(tx, run, runEndFields(active, { error: MOVED_AWAY, exitCode: end.code, now: this.clock.nowIso(), status: 'failed', usage: null }));
+      this.runs.change(
+        tx,
+        run,
+        runEndFields(active, {
+          error: MOVED_AWAY,
+          exitCode: end.code,
+          now: this.clock.nowIso(),
+          status: 'failed',
+          usage: null,
+        }),
+      );
       tx.afterCommit(() => this.budgets.close(requirement.id, null));
       return null;
     }
-    const error = status === 'succeeded' || status === 'cancelled' ? null : errorOf(active, end, status, this.configuration.get('rdInactivityTimeoutSeconds'));
+    const error =
+      status === 'succeeded' || status === 'cancelled'
+        ? null
+        : errorOf(active, end, status, this.configuration.get('rdInactivityTimeoutSeconds'));
     if (status === 'failed' || status === 'timed_out') {
       // Before the message: its event's snapshot already says why.
       this.requirementLifecycle.recordRunError(tx, session, error);
@@ -449,7 +582,10 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         tx,
         rows,
         {
-          args: status === 'timed_out' ? { error, seconds: this.configuration.get('rdInactivityTimeoutSeconds') } : { error },
+          args:
+            status === 'timed_out'
+              ? { error, seconds: this.configuration.get('rdInactivityTimeoutSeconds') }
+              : { error },
           author: 'system',
           body: `The run ${status === 'timed_out' ? 'timed out' : 'failed'}: ${error}\nNothing was consumed: starting again delivers the same input.`,
           code: status === 'timed_out' ? 'run.timed_out' : 'run.failed',
@@ -474,7 +610,9 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     // Reaching its own budget or an ancestor's pauses like a stop; a run stopped on a budget its
     // tree reached with reports not yet committed (a sibling's run still going) pauses on that one.
     const chain = [requirement, ...ancestors.map((a) => a.requirement)];
-    const blocker = blockerOf(chain) ?? (active.interruptMode === 'budget' ? (chain.find((r) => r.id === active.budgetStoppedBy) ?? requirement) : null);
+    const blocker =
+      blockerOf(chain) ??
+      (active.interruptMode === 'budget' ? (chain.find((r) => r.id === active.budgetStoppedBy) ?? requirement) : null);
     const overBudget = requirement.status !== 'cancelled' && blocker !== null;
     if (blocker && overBudget) {
       const runStopped = active.interruptMode === 'budget' && status !== 'succeeded';
@@ -494,7 +632,9 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     }
     // Once committed: the usage moves from reported to committed in the watch (which may stop the
     // other runs of a tree it completed), and an idle ancestor it took to its budget is paused.
-    const reached = ancestors.filter((a) => treeReached(a.requirement) && a.requirement.budgetReachedAt === null).map((a) => a.requirement.id);
+    const reached = ancestors
+      .filter((a) => treeReached(a.requirement) && a.requirement.budgetReachedAt === null)
+      .map((a) => a.requirement.id);
     tx.afterCommit(() => {
       this.stopForBudget(this.budgets.close(requirement.id, own));
       for (const ancestorId of reached) {
@@ -519,7 +659,12 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     // until a person starts the session again, or stop would be steer. Whatever the run's own
     // outcome (it may have finished just before the signal), the person asked it to halt.
     const paused = active.interruptMode === 'stop' || overBudget;
-    const continues = !paused && !this.stopping && newerInput && requirement.status === 'doing' && (status === 'succeeded' || status === 'cancelled');
+    const continues =
+      !paused &&
+      !this.stopping &&
+      newerInput &&
+      requirement.status === 'doing' &&
+      (status === 'succeeded' || status === 'cancelled');
     let next: RunEnd['next'] = 'continues';
     if (requirement.status === 'cancelled') {
       // Cancelled while this run ended (RunLifecycle.cancel): the session ends with it.
@@ -549,7 +694,12 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
    * with its `requirement.updated` (their cards show it), in the closing unit. Returns the
    * ancestors, nearest first.
    */
-  private async chargeAncestors(tx: UnitOfWork, requirement: RequirementEntity, runId: string, own: TokenUsage | null): Promise<RequirementRows[]> {
+  private async chargeAncestors(
+    tx: UnitOfWork,
+    requirement: RequirementEntity,
+    runId: string,
+    own: TokenUsage | null,
+  ): Promise<RequirementRows[]> {
     const ancestors = await this.requirements.ancestorsForWrite(tx, requirement);
     if (!own || (own.inputTokens === 0 && own.outputTokens === 0 && !own.costUsd)) {
       return ancestors;

@@ -1,5 +1,12 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiAcceptedResponse,
+  ApiConflictResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
 
 import type { EventActor } from '@libs/contracts';
 
@@ -27,7 +34,11 @@ export class RunsController {
   @ApiAcceptedResponse({ type: StartResponseDto })
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'Done or cancelled, or a run is already active' })
-  startRequirement(@Param('id') id: string, @Body() body: ReplyDto, @Actor() actor: EventActor): Promise<StartResponseDto> {
+  startRequirement(
+    @Param('id') id: string,
+    @Body() body: ReplyDto,
+    @Actor() actor: EventActor,
+  ): Promise<StartResponseDto> {
     return this.lifecycle.start(id, body, actor);
   }
 
@@ -47,7 +58,11 @@ export class RunsController {
   @ApiAcceptedResponse({ type: InterruptResponseDto })
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'No active run, or nothing newer to steer with' })
-  interruptRequirement(@Param('id') id: string, @Body() body: InterruptDto, @Actor() actor: EventActor): Promise<InterruptResponseDto> {
+  interruptRequirement(
+    @Param('id') id: string,
+    @Body() body: InterruptDto,
+    @Actor() actor: EventActor,
+  ): Promise<InterruptResponseDto> {
     return this.lifecycle.interrupt(id, body.mode ?? 'stop', actor);
   }
 
@@ -59,7 +74,9 @@ export class RunsController {
   }
 
   @Get('usage')
-  @ApiOperation({ summary: 'Token and cost totals of the runs started since a time (today, this week) and/or of one Requirement' })
+  @ApiOperation({
+    summary: 'Token and cost totals of the runs started since a time (today, this week) and/or of one Requirement',
+  })
   @ApiOkResponse({ type: UsageResponseDto })
   getUsage(@Query() query: UsageQueryDto): Promise<UsageResponseDto> {
     return this.runs.usage(query);

@@ -18,6 +18,14 @@ import { StartupReconciler } from './startup-reconciler.service';
   controllers: [RunsController],
   exports: [RequirementActors, RunLauncher, RunLifecycle, RunsRepository],
   imports: [AgentsModule, AttachmentsModule, MessagesModule, RequirementsModule, WorktreesModule],
-  providers: [RequirementActors, RunInputService, RunLauncher, RunLifecycle, RunsRepository, RunsService, StartupReconciler],
+  providers: [
+    RequirementActors,
+    RunInputService,
+    RunLauncher,
+    RunLifecycle,
+    RunsRepository,
+    RunsService,
+    StartupReconciler,
+  ],
 })
 export class RunsModule {}

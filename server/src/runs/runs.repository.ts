@@ -54,7 +54,12 @@ export class RunsRepository {
   }
 
   /** The usage other runs of a session by the same provider recorded, as the unit sees them (cost included). */
-  async usageOfSessionExcept(uow: UnitOfWork, sessionId: string, runId: string, provider: Provider): Promise<TokenUsage & { costUsd: number }> {
+  async usageOfSessionExcept(
+    uow: UnitOfWork,
+    sessionId: string,
+    runId: string,
+    provider: Provider,
+  ): Promise<TokenUsage & { costUsd: number }> {
     const row = await (
       await uow.reads()
     )

@@ -25,7 +25,10 @@ export class RunsService {
 
   /** Token and cost totals of the runs started since a time and/or of one Requirement. */
   usage(query: UsageQueryDto): Promise<UsageResponseDto> {
-    return this.runs.totals({ requirementId: query.requirementId, since: query.since === undefined ? undefined : new Date(query.since).toISOString() });
+    return this.runs.totals({
+      requirementId: query.requirementId,
+      since: query.since === undefined ? undefined : new Date(query.since).toISOString(),
+    });
   }
 
   async runTrace(runId: string, query: PageRequest): Promise<TracePageDto> {
@@ -45,6 +48,9 @@ export class RunsService {
   /** Trace entries ascending, paged by event id (which orders them across runs, too). */
   private async trace(scope: { runId: string } | { requirementId: string }, query: PageRequest): Promise<TracePageDto> {
     const { nextCursor, rows } = await this.events.pageOf('run.trace.appended', scope, query);
-    return { items: rows.map((row) => (JSON.parse(row.payload) as { trace: AgentTraceEventResponseDto }).trace), nextCursor };
+    return {
+      items: rows.map((row) => (JSON.parse(row.payload) as { trace: AgentTraceEventResponseDto }).trace),
+      nextCursor,
+    };
   }
 }

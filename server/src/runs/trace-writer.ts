@@ -89,7 +89,9 @@ export class TraceWriter {
             this.runs.update(tx, { traceCount }, { id: this.run.id });
           })
           // A lost trace batch must not take the run down; it is logged, not hidden.
-          .catch((err: unknown) => TraceWriter.logger.error({ error: (err as Error).message, msg: 'trace batch lost', runId: this.run.id })),
+          .catch((err: unknown) =>
+            TraceWriter.logger.error({ error: (err as Error).message, msg: 'trace batch lost', runId: this.run.id }),
+          ),
       );
     }
     return this.chain;

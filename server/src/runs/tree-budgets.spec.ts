@@ -2,10 +2,24 @@ import type { RequirementBudget, RequirementUsage } from '@libs/contracts';
 
 import { TreeBudgets } from './tree-budgets';
 
-const usage = (inputTokens: number, outputTokens = 0, costUsd: number | null = null): RequirementUsage => ({ costUsd, inputTokens, outputTokens });
-const report = (inputTokens: number, outputTokens = 0, costUsd: number | null = null) => ({ cachedInputTokens: 0, costUsd, inputTokens, outputTokens, reasoningOutputTokens: 0 });
+const usage = (inputTokens: number, outputTokens = 0, costUsd: number | null = null): RequirementUsage => ({
+  costUsd,
+  inputTokens,
+  outputTokens,
+});
+const report = (inputTokens: number, outputTokens = 0, costUsd: number | null = null) => ({
+  cachedInputTokens: 0,
+  costUsd,
+  inputTokens,
+  outputTokens,
+  reasoningOutputTokens: 0,
+});
 const tokens = (maxTokens: number): RequirementBudget => ({ maxCostUsd: null, maxTokens });
-const link = (id: string, budget: RequirementBudget | null, treeUsage: RequirementUsage = usage(0)) => ({ budget, id, treeUsage });
+const link = (id: string, budget: RequirementBudget | null, treeUsage: RequirementUsage = usage(0)) => ({
+  budget,
+  id,
+  treeUsage,
+});
 
 describe('tree budgets', () => {
   it('stops a run whose report takes its own budget across, only from under it: a run a person started past it is theirs to finish', () => {
@@ -23,9 +37,20 @@ describe('tree budgets', () => {
   it("counts a child's run against its parent and grandparent: the report that spends an ancestor's budget stops every run in that tree", () => {
     const watch = new TreeBudgets();
     // The parent spent 101 (committed); its own run and two children's run at once.
-    watch.open('req_p', 'claude-code', usage(101), [link('req_p', tokens(500), usage(101)), link('req_g', null, usage(101))]);
-    watch.open('req_c1', 'claude-code', usage(0), [link('req_c1', tokens(100_000)), link('req_p', tokens(500), usage(101)), link('req_g', null, usage(101))]);
-    watch.open('req_c2', 'codex', usage(0), [link('req_c2', null), link('req_p', tokens(500), usage(101)), link('req_g', null, usage(101))]);
+    watch.open('req_p', 'claude-code', usage(101), [
+      link('req_p', tokens(500), usage(101)),
+      link('req_g', null, usage(101)),
+    ]);
+    watch.open('req_c1', 'claude-code', usage(0), [
+      link('req_c1', tokens(100_000)),
+      link('req_p', tokens(500), usage(101)),
+      link('req_g', null, usage(101)),
+    ]);
+    watch.open('req_c2', 'codex', usage(0), [
+      link('req_c2', null),
+      link('req_p', tokens(500), usage(101)),
+      link('req_g', null, usage(101)),
+    ]);
     expect(watch.report('req_c1', report(200))).toEqual([]);
     expect(watch.report('req_p', report(100))).toEqual([]);
     expect(watch.running('req_p')).toEqual(usage(300));
@@ -62,7 +87,10 @@ describe('tree budgets', () => {
   it('counts cost where the provider reports one', () => {
     const watch = new TreeBudgets();
     const budget = { maxCostUsd: 1, maxTokens: null };
-    watch.open('req_c', 'claude-code', usage(0, 0, 0.5), [link('req_c', null, usage(0, 0, 0.5)), link('req_p', budget, usage(0, 0, 0.5))]);
+    watch.open('req_c', 'claude-code', usage(0, 0, 0.5), [
+      link('req_c', null, usage(0, 0, 0.5)),
+      link('req_p', budget, usage(0, 0, 0.5)),
+    ]);
     expect(watch.report('req_c', report(10, 1, 0.9))).toEqual([]);
     expect(watch.running('req_p')).toEqual(usage(10, 1, 0.4));
     expect(watch.report('req_c', report(20, 2, 1.0))).toEqual([{ by: 'req_p', requirementId: 'req_c' }]);

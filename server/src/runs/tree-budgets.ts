@@ -148,7 +148,11 @@ export class TreeBudgets {
         continue;
       }
       for (const [requirementId, run] of this.runs) {
-        if (run.chain.includes(id) && !run.startedPast.has(id) && !stops.some((stop) => stop.requirementId === requirementId)) {
+        if (
+          run.chain.includes(id) &&
+          !run.startedPast.has(id) &&
+          !stops.some((stop) => stop.requirementId === requirementId)
+        ) {
           stops.push({ by: id, requirementId });
         }
       }

@@ -58,9 +58,13 @@ describe('the search migration', () => {
   });
 
   it('keeps the FTS5 index in step with search_document rows through its triggers, cascades included', async () => {
-    await db.query(`INSERT INTO search_document (requirement_id, message_id, sequence, title, body) VALUES ('req_b', 'msg_3', 3, '', 'freshly added')`);
+    await db.query(
+      `INSERT INTO search_document (requirement_id, message_id, sequence, title, body) VALUES ('req_b', 'msg_3', 3, '', 'freshly added')`,
+    );
     expect(await find('"freshly"')).toEqual([{ messageId: 'msg_3', requirementId: 'req_b' }]);
-    await db.query(`UPDATE search_document SET title = 'Renamed', body = 'new text' WHERE requirement_id = 'req_a' AND message_id IS NULL`);
+    await db.query(
+      `UPDATE search_document SET title = 'Renamed', body = 'new text' WHERE requirement_id = 'req_a' AND message_id IS NULL`,
+    );
     expect(await find('"old"')).toEqual([]);
     expect(await find('"renamed"')).toEqual([{ messageId: null, requirementId: 'req_a' }]);
     await db.query('PRAGMA foreign_keys = ON');

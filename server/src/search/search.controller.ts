@@ -12,7 +12,9 @@ export class SearchController {
   @Get()
   @ApiOperation({ summary: 'Search titles, descriptions and every conversation message, best match first' })
   @ApiOkResponse({ type: SearchPageDto })
-  @ApiBadRequestResponse({ description: 'No word to search for, too many words, or a cursor this server did not issue' })
+  @ApiBadRequestResponse({
+    description: 'No word to search for, too many words, or a cursor this server did not issue',
+  })
   find(@Query() query: SearchQueryDto): Promise<SearchPageDto> {
     return this.search.search(query);
   }

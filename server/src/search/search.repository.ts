@@ -30,7 +30,8 @@ const TITLE_WEIGHT = 4;
 const quoted = (word: string) => `"${word.replace(/"/g, '""')}"`;
 
 /** What the unicode61 tokenizer (remove_diacritics 2) makes of a word: lower case, no accents. */
-const fold = (word: string) => (ASCII.test(word) ? word.toLowerCase() : word.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase());
+const fold = (word: string) =>
+  ASCII.test(word) ? word.toLowerCase() : word.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
 /** Text with nothing to decompose: folded by lower-casing alone. */
 const ASCII = /^[\u0000-\u007f]*$/;
 
@@ -63,7 +64,9 @@ const MESSAGE_DOCUMENTS: CommitInsert = {
 
 /** The same tokens, with where each one is in `text` (for snippets). */
 const spans = (text: string): Array<{ token: string; start: number; end: number }> =>
-  [...text.matchAll(/[\p{L}\p{N}\p{M}\p{Co}]+/gu)].map((m) => ({ end: m.index + m[0].length, start: m.index, token: fold(m[0]) })).filter((span) => span.token.length > 0);
+  [...text.matchAll(/[\p{L}\p{N}\p{M}\p{Co}]+/gu)]
+    .map((m) => ({ end: m.index + m[0].length, start: m.index, token: fold(m[0]) }))
+    .filter((span) => span.token.length > 0);
 /** Tokens in a snippet, as `snippet(search_fts, …, 16)` had them. */
 const SNIPPET_TOKENS = 16;
 
@@ -123,7 +126,8 @@ function snippet(title: string, body: string, terms: Term[]): string {
     }
     return { ...best, found, marked, text };
   });
-  const { found, marked, start, text } = candidates[1].distinct > candidates[0].distinct || candidates[0].found.length === 0 ? candidates[1] : candidates[0];
+  const { found, marked, start, text } =
+    candidates[1].distinct > candidates[0].distinct || candidates[0].found.length === 0 ? candidates[1] : candidates[0];
   const end = Math.min(start + SNIPPET_TOKENS, found.length);
   let out = start > 0 ? '…' : text.slice(0, found[0]?.start ?? text.length);
   for (let i = start; i < end; i++) {
@@ -140,7 +144,8 @@ function bm25(title: string[], body: string[], terms: Term[], idf: number[], ave
   let score = 0;
   terms.forEach((term, i) => {
     const frequency = TITLE_WEIGHT * occurrences(title, term) + occurrences(body, term);
-    score += (idf[i] * (frequency * (BM25_K1 + 1))) / (frequency + BM25_K1 * (1 - BM25_B + (BM25_B * length) / averageLength));
+    score +=
+      (idf[i] * (frequency * (BM25_K1 + 1))) / (frequency + BM25_K1 * (1 - BM25_B + (BM25_B * length) / averageLength));
   });
   return -score;
 }
@@ -206,7 +211,11 @@ export class SearchRepository {
 
   /** A Requirement's title or description changed. */
   reindexRequirement(uow: UnitOfWork, requirement: IndexedRequirement): void {
-    uow.update(SearchDocumentEntity, { body: requirement.description, title: requirement.title }, { messageId: null, requirementId: requirement.id });
+    uow.update(
+      SearchDocumentEntity,
+      { body: requirement.description, title: requirement.title },
+      { messageId: null, requirementId: requirement.id },
+    );
   }
 
   /** Before these Requirements are removed: their documents (and so, by trigger, their index entries). */
@@ -233,7 +242,9 @@ export class SearchRepository {
    * for the page only.
    */
   async search(words: string[], limit: number, skip: number, window: number): Promise<SearchHit[]> {
-    return this.postgres ? this.searchPostgres(words, limit, skip, window) : this.searchSqlite(words, limit, skip, window);
+    return this.postgres
+      ? this.searchPostgres(words, limit, skip, window)
+      : this.searchSqlite(words, limit, skip, window);
   }
 
   private get postgres(): boolean {
@@ -250,11 +261,10 @@ export class SearchRepository {
       // fts5vocab counts every row of each term it lists (a doclist scan): the word itself is
       // matched as it is, and the vocabulary asked only for longer terms, from just past it.
       const folded = fold(last);
-      const terms = await manager.query<Array<{ term: string }>>('SELECT term FROM search_vocab WHERE term >= ? AND term < ? ORDER BY term LIMIT ?', [
-        `${folded}\u0001`,
-        `${folded}\uffff`,
-        COMPLETIONS_MAX - 1,
-      ]);
+      const terms = await manager.query<Array<{ term: string }>>(
+        'SELECT term FROM search_vocab WHERE term >= ? AND term < ? ORDER BY term LIMIT ?',
+        [`${folded}\u0001`, `${folded}\uffff`, COMPLETIONS_MAX - 1],
+      );
       lastMatch = `(${[last, ...terms.map((t) => t.term)].map(quoted).join(' OR ')})`;
     }
     const phrases = [...whole, lastMatch];
@@ -268,10 +278,16 @@ export class SearchRepository {
       return [];
     }
     const terms = words.map((word, i) => ({ prefix: i === words.length - 1, tokens: tokens(word) }));
-    const stats = await this.corpusStats(phrases, rows.length < window && phrases.length === 1 ? rows.length : undefined);
+    const stats = await this.corpusStats(
+      phrases,
+      rows.length < window && phrases.length === 1 ? rows.length : undefined,
+    );
     const idf = stats.hits.map((n) => Math.max(Math.log((stats.rows - n + 0.5) / (n + 0.5)), 1e-6));
     const page = rows
-      .map((row) => ({ rowId: Number(row.rowId), score: bm25(tokens(row.title), tokens(row.body), terms, idf, stats.averageLength) }))
+      .map((row) => ({
+        rowId: Number(row.rowId),
+        score: bm25(tokens(row.title), tokens(row.body), terms, idf, stats.averageLength),
+      }))
       .sort((a, b) => a.score - b.score || b.rowId - a.rowId)
       .slice(skip, skip + limit);
     if (page.length === 0) {
@@ -294,7 +310,10 @@ export class SearchRepository {
    * newest SAMPLE_ROWS rows and scaled (a bounded range of each doclist); `knownHits`, when the
    * window held every match of a single phrase, is exact already.
    */
-  private async corpusStats(phrases: string[], knownHits: number | undefined): Promise<{ rows: number; averageLength: number; hits: number[] }> {
+  private async corpusStats(
+    phrases: string[],
+    knownHits: number | undefined,
+  ): Promise<{ rows: number; averageLength: number; hits: number[] }> {
     const manager = this.database.readManager;
     const [averages] = await manager.query<Array<{ block: Buffer }>>('SELECT block FROM search_fts_data WHERE id = 1');
     const [rows = 0, ...columns] = averages ? varints(averages.block) : [];
@@ -302,12 +321,20 @@ export class SearchRepository {
     if (knownHits !== undefined) {
       return { averageLength, hits: [knownHits], rows };
     }
-    const [{ top }] = await manager.query<Array<{ top: number | null }>>('SELECT max(row_id) AS top FROM search_document');
+    const [{ top }] = await manager.query<Array<{ top: number | null }>>(
+      'SELECT max(row_id) AS top FROM search_document',
+    );
     const from = Number(top ?? 0) - SAMPLE_ROWS;
-    const [{ sampled }] = await manager.query<Array<{ sampled: number }>>('SELECT count(*) AS sampled FROM search_document WHERE row_id > ?', [from]);
+    const [{ sampled }] = await manager.query<Array<{ sampled: number }>>(
+      'SELECT count(*) AS sampled FROM search_document WHERE row_id > ?',
+      [from],
+    );
     const hits: number[] = [];
     for (const phrase of phrases) {
-      const [{ n }] = await manager.query<Array<{ n: number }>>('SELECT count(*) AS n FROM search_fts WHERE search_fts MATCH ? AND rowid > ?', [phrase, from]);
+      const [{ n }] = await manager.query<Array<{ n: number }>>(
+        'SELECT count(*) AS n FROM search_fts WHERE search_fts MATCH ? AND rowid > ?',
+        [phrase, from],
+      );
       hits.push(Number(sampled) > 0 ? (Number(n) * rows) / Number(sampled) : 0);
     }
     return { averageLength, hits, rows };
@@ -315,7 +342,9 @@ export class SearchRepository {
 
   /** tsvector/tsquery ('simple': no stemming, as FTS5's unicode61), the last word a prefix (`:*`). */
   private async searchPostgres(words: string[], limit: number, skip: number, window: number): Promise<SearchHit[]> {
-    const lexemes = words.map((word, i) => `'${fold(word).replace(/'/g, "''")}'${i === words.length - 1 ? ':*' : ''}`).join(' & ');
+    const lexemes = words
+      .map((word, i) => `'${fold(word).replace(/'/g, "''")}'${i === words.length - 1 ? ':*' : ''}`)
+      .join(' & ');
     const rowIds = await this.newestPostgres(lexemes, window);
     if (rowIds.length === 0) {
       return [];
@@ -328,7 +357,9 @@ export class SearchRepository {
         ORDER BY score, row_id DESC`,
       [lexemes, rowIds, limit, skip],
     );
-    return this.withDocuments(page.map((hit) => ({ rowId: Number(hit.rowId), score: Number(hit.score), snippet: hit.snippet })));
+    return this.withDocuments(
+      page.map((hit) => ({ rowId: Number(hit.rowId), score: Number(hit.score), snippet: hit.snippet })),
+    );
   }
 
   /**
@@ -347,7 +378,9 @@ export class SearchRepository {
    */
   private async newestPostgres(lexemes: string, window: number): Promise<number[]> {
     const manager = this.database.readManager;
-    const [{ top }] = await manager.query<Array<{ top: number | null }>>('SELECT max(row_id) AS top FROM search_document');
+    const [{ top }] = await manager.query<Array<{ top: number | null }>>(
+      'SELECT max(row_id) AS top FROM search_document',
+    );
     if (top === null) {
       return [];
     }
@@ -376,9 +409,23 @@ export class SearchRepository {
       // By table name: the index sits below the Requirement feature, which writes through it.
       .innerJoin('requirement', 'r', 'r.id = d.requirement_id')
       // Quoted: PostgreSQL folds a bare alias to lower case.
-      .select(['d.row_id AS "rowId"', 'd.requirement_id AS "requirementId"', 'd.message_id AS "messageId"', 'd.sequence AS sequence', 'r.title AS title', 'r.status AS status'])
+      .select([
+        'd.row_id AS "rowId"',
+        'd.requirement_id AS "requirementId"',
+        'd.message_id AS "messageId"',
+        'd.sequence AS sequence',
+        'r.title AS title',
+        'r.status AS status',
+      ])
       .where('d.row_id IN (:...rowIds)', { rowIds })
-      .getRawMany<{ rowId: number; requirementId: string; messageId: string | null; sequence: number | null; title: string; status: RequirementStatus }>();
+      .getRawMany<{
+        rowId: number;
+        requirementId: string;
+        messageId: string | null;
+        sequence: number | null;
+        title: string;
+        status: RequirementStatus;
+      }>();
     const byRow = new Map(documents.map((d) => [Number(d.rowId), d]));
     return ranked.flatMap((hit) => {
       const document = byRow.get(hit.rowId);

@@ -43,14 +43,20 @@ export class BranchSharing {
     if (repo === null) {
       return null;
     }
-    const out = await git(['config', '--get', `remote.${SHARED_REMOTE}.url`], { cwd: repo.top, maxBytes: 4096, okCodes: [0, 1], timeoutMs: 10_000 });
+    const out = await git(['config', '--get', `remote.${SHARED_REMOTE}.url`], {
+      cwd: repo.top,
+      maxBytes: 4096,
+      okCodes: [0, 1],
+      timeoutMs: 10_000,
+    });
     const url = out.code === 0 ? out.stdout.trim() : '';
     if (url === '') {
       return null;
     }
     const parsed = parseRemoteUrl(url);
     // The token only for a GitHub host; any other HTTP remote gets none from us.
-    const github = parsed !== null && gitHubHosts(this.configuration.get('githubApiUrl')).includes(parsed.host.replace(/:\d+$/, ''));
+    const github =
+      parsed !== null && gitHubHosts(this.configuration.get('githubApiUrl')).includes(parsed.host.replace(/:\d+$/, ''));
     const env = parsed === null ? {} : remoteEnvironment(parsed, github ? this.github.gitAuthorization() : null);
     return { env, name: SHARED_REMOTE };
   }
@@ -69,7 +75,10 @@ export class BranchSharing {
       }
       const remote = await this.remote();
       if (remote === null) {
-        this.logger.warn({ msg: "the repository has no origin remote: the Requirement's branch is not shared with the board", requirementId });
+        this.logger.warn({
+          msg: "the repository has no origin remote: the Requirement's branch is not shared with the board",
+          requirementId,
+        });
         return;
       }
       const pushed = await this.worktrees.pushBranch(requirementId, remote);

@@ -60,13 +60,19 @@ export class RequirementMoves {
     const board = this.runtime.board;
     if (!board) {
       await this.requirements.get(requirementId); // 404 first
-      throw conflict('not_on_board', 'moving a Requirement between runners needs team mode: start Agent Manager with --db postgres://… --board');
+      throw conflict(
+        'not_on_board',
+        'moving a Requirement between runners needs team mode: start Agent Manager with --db postgres://… --board',
+      );
     }
     return this.actors.act(requirementId, async () => {
       const before = await this.requirements.get(requirementId);
       const fromId = before.runner?.id ?? null;
       if (fromId === null) {
-        throw conflict('not_started', `Requirement ${requirementId} has not run yet: it runs on the runner of whoever starts it, so start it here`);
+        throw conflict(
+          'not_started',
+          `Requirement ${requirementId} has not run yet: it runs on the runner of whoever starts it, so start it here`,
+        );
       }
       if (fromId === board.runnerId) {
         throw conflict('already_here', `Requirement ${requirementId} already runs on this runner`);
@@ -78,21 +84,34 @@ export class RequirementMoves {
       const from = runners.find((r) => r.id === fromId);
       const here = runners.find((r) => r.id === board.runnerId);
       if (from?.online && before.session.state === 'running') {
-        throw conflict('run_active', `Requirement ${requirementId} is running on ${runnerLabel(from)}: stop it first (its stop reaches that runner), then move it`);
+        throw conflict(
+          'run_active',
+          `Requirement ${requirementId} is running on ${runnerLabel(from)}: stop it first (its stop reaches that runner), then move it`,
+        );
       }
       const remote = await this.branches.remote();
       const branch: MovedBranch =
         remote === null
-          ? { branch: before.worktree?.branch ?? null, fetched: null, reason: 'this repository has no origin remote to fetch the branch from' }
+          ? {
+              branch: before.worktree?.branch ?? null,
+              fetched: null,
+              reason: 'this repository has no origin remote to fetch the branch from',
+            }
           : await this.worktrees.fetchForMove(requirementId, remote);
       const outcome = await this.database.write(async (tx) => {
         const rows = await this.requirements.loadForWrite(tx, requirementId);
         if (rows.requirement.runnerId !== fromId) {
-          throw conflict('moved_meanwhile', `Requirement ${requirementId} was moved or started elsewhere meanwhile; look again before moving it`);
+          throw conflict(
+            'moved_meanwhile',
+            `Requirement ${requirementId} was moved or started elsewhere meanwhile; look again before moving it`,
+          );
         }
         if (from?.online && rows.session.state === 'running') {
           // Its runner, online, started a run while the branch was fetched.
-          throw conflict('run_active', `Requirement ${requirementId} is running on ${runnerLabel(from)}: stop it first (its stop reaches that runner), then move it`);
+          throw conflict(
+            'run_active',
+            `Requirement ${requirementId} is running on ${runnerLabel(from)}: stop it first (its stop reaches that runner), then move it`,
+          );
         }
         const now = this.clock.nowIso();
         const lost = `its runner, ${runnerLabel(from)}, went away during this run; the Requirement was moved to ${runnerLabel(here)}`;
@@ -122,7 +141,12 @@ export class RequirementMoves {
         );
         await this.events.append(tx, {
           actor,
-          payload: { fromRunnerId: fromId, orphanedRunId, requirement: toRequirementResponse(rows.requirement, rows.session), toRunnerId: board.runnerId },
+          payload: {
+            fromRunnerId: fromId,
+            orphanedRunId,
+            requirement: toRequirementResponse(rows.requirement, rows.session),
+            toRunnerId: board.runnerId,
+          },
           requirementId,
           sessionId: rows.session.id,
           type: 'requirement.moved',
@@ -152,10 +176,18 @@ export class RequirementMoves {
 }
 
 /** The conversation's account of a move (English; the dashboard writes it from the code and its arguments). */
-export function moveNotice(from: string, to: string, branch: MovedBranch, orphanedRunId: string | null, provider: string): string {
+export function moveNotice(
+  from: string,
+  to: string,
+  branch: MovedBranch,
+  orphanedRunId: string | null,
+  provider: string,
+): string {
   const lines = [`Moved from ${from} to ${to}.`];
   if (orphanedRunId !== null) {
-    lines.push(`The run ${orphanedRunId} was lost with its runner; nothing it was given was consumed, so it is delivered again here.`);
+    lines.push(
+      `The run ${orphanedRunId} was lost with its runner; nothing it was given was consumed, so it is delivered again here.`,
+    );
   }
   if (branch.branch !== null) {
     lines.push(
@@ -164,6 +196,8 @@ export function moveNotice(from: string, to: string, branch: MovedBranch, orphan
         : `Its branch ${branch.branch} could not be fetched (${branch.reason ?? 'unknown reason'}): the next run starts it again from its base here.`,
     );
   }
-  lines.push(`The ${provider === 'claude-code' ? 'Claude Code' : 'Codex'} session lives on the old machine, so this continues as a new session given the conversation so far.`);
+  lines.push(
+    `The ${provider === 'claude-code' ? 'Claude Code' : 'Codex'} session lives on the old machine, so this continues as a new session given the conversation so far.`,
+  );
   return lines.join('\n');
 }

@@ -53,10 +53,15 @@ export class RunnerWatch implements OnApplicationBootstrap {
     }
     this.writing = true;
     try {
-      await this.database.write((tx) => this.events.append(tx, { actor: SYSTEM_ACTOR, payload: { runners }, type: 'board.runners_changed' }));
+      await this.database.write((tx) =>
+        this.events.append(tx, { actor: SYSTEM_ACTOR, payload: { runners }, type: 'board.runners_changed' }),
+      );
       this.written = seen;
     } catch (err) {
-      this.logger.warn({ error: (err as Error).message, msg: 'could not tell the board its runners changed; the next heartbeat tries again' });
+      this.logger.warn({
+        error: (err as Error).message,
+        msg: 'could not tell the board its runners changed; the next heartbeat tries again',
+      });
     } finally {
       this.writing = false;
     }

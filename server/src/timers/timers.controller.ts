@@ -1,5 +1,13 @@
 import { Body, Controller, Delete, Get, Param, Post, Query } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
 
 import type { EventActor } from '@libs/contracts';
 
@@ -29,12 +37,18 @@ export class TimersController {
   }
 
   @Post('requirements/:id/timers')
-  @ApiOperation({ summary: "Schedule a wake-up for the Requirement's agent: once after intervalSeconds, or every intervalSeconds" })
+  @ApiOperation({
+    summary: "Schedule a wake-up for the Requirement's agent: once after intervalSeconds, or every intervalSeconds",
+  })
   @ApiCreatedResponse({ type: TimerResponseDto })
   @ApiBadRequestResponse()
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'The Requirement is done or cancelled' })
-  createTimer(@Param('id') id: string, @Body() body: CreateTimerDto, @Actor() actor: EventActor): Promise<TimerResponseDto> {
+  createTimer(
+    @Param('id') id: string,
+    @Body() body: CreateTimerDto,
+    @Actor() actor: EventActor,
+  ): Promise<TimerResponseDto> {
     return this.timers.create(id, body, actor);
   }
 
@@ -43,7 +57,11 @@ export class TimersController {
   @ApiOkResponse({ type: TimerResponseDto })
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'The timer is not active' })
-  cancelTimer(@Param('id') id: string, @Param('timerId') timerId: string, @Actor() actor: EventActor): Promise<TimerResponseDto> {
+  cancelTimer(
+    @Param('id') id: string,
+    @Param('timerId') timerId: string,
+    @Actor() actor: EventActor,
+  ): Promise<TimerResponseDto> {
     return this.timers.cancel(id, timerId, actor);
   }
 }

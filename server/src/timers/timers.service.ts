@@ -46,7 +46,10 @@ export class TimersService {
     const timer = await this.database.write(async (tx) => {
       const { requirement, session } = await this.requirements.loadForWrite(tx, requirementId);
       if (TERMINAL_REQUIREMENT_STATUSES.includes(requirement.status)) {
-        throw conflict('requirement_closed', `Requirement ${requirementId} is ${requirement.status}; its timers have ended`);
+        throw conflict(
+          'requirement_closed',
+          `Requirement ${requirementId} is ${requirement.status}; its timers have ended`,
+        );
       }
       const now = this.clock.now();
       const entity: AgentTimerEntity = {
@@ -63,7 +66,13 @@ export class TimersService {
       };
       this.repository.insert(tx, entity);
       const response = toTimerResponse(entity);
-      await this.events.append(tx, { actor, payload: { timer: response }, requirementId, sessionId: session.id, type: 'timer.created' });
+      await this.events.append(tx, {
+        actor,
+        payload: { timer: response },
+        requirementId,
+        sessionId: session.id,
+        type: 'timer.created',
+      });
       tx.afterCommit(() => this.changed$.next());
       return response;
     });
@@ -85,7 +94,13 @@ export class TimersService {
       Object.assign(entity, { nextFireAt: null, status: 'cancelled', updatedAt: now });
       this.repository.update(tx, { nextFireAt: null, status: 'cancelled', updatedAt: now }, { id: timerId });
       const response = toTimerResponse(entity);
-      await this.events.append(tx, { actor, payload: { timer: response }, requirementId, sessionId: session.id, type: 'timer.cancelled' });
+      await this.events.append(tx, {
+        actor,
+        payload: { timer: response },
+        requirementId,
+        sessionId: session.id,
+        type: 'timer.cancelled',
+      });
       tx.afterCommit(() => this.changed$.next());
       return response;
     });
@@ -132,10 +147,18 @@ export class TimersService {
 
   private async fire(timer: AgentTimerEntity): Promise<void> {
     const scheduledFor = timer.nextFireAt as string;
-    const cancelHint = timer.schedule === 'recurring' ? `\nIt repeats every ${timer.intervalSeconds} s; to stop it run: code-factory-cli timer cancel --id ${timer.id}` : '';
+    const cancelHint =
+      timer.schedule === 'recurring'
+        ? `\nIt repeats every ${timer.intervalSeconds} s; to stop it run: code-factory-cli timer cancel --id ${timer.id}`
+        : '';
     await this.delivery.deliver(
       {
-        args: { description: timer.description, intervalSeconds: timer.intervalSeconds, schedule: timer.schedule, timerId: timer.id },
+        args: {
+          description: timer.description,
+          intervalSeconds: timer.intervalSeconds,
+          schedule: timer.schedule,
+          timerId: timer.id,
+        },
         author: 'system',
         body: `Timer fired.\nTimer: ${timer.id} (${timer.schedule})\nDescription: ${timer.description}${cancelHint}`,
         code: 'timer.fired',
@@ -161,11 +184,20 @@ export class TimersService {
    * After an occurrence: a one-time timer completes; a recurring one moves to its next
    * occurrence after now, skipping any it missed while the manager was down.
    */
-  private async advance(tx: UnitOfWork, timer: AgentTimerEntity, scheduledFor: string, sessionId: string, messageId: string | null): Promise<void> {
+  private async advance(
+    tx: UnitOfWork,
+    timer: AgentTimerEntity,
+    scheduledFor: string,
+    sessionId: string,
+    messageId: string | null,
+  ): Promise<void> {
     const now = this.clock.now();
     const intervalMs = timer.intervalSeconds * 1000;
     const missed = Math.floor((now.getTime() - new Date(scheduledFor).getTime()) / intervalMs);
-    const next = timer.schedule === 'recurring' ? new Date(new Date(scheduledFor).getTime() + (missed + 1) * intervalMs).toISOString() : null;
+    const next =
+      timer.schedule === 'recurring'
+        ? new Date(new Date(scheduledFor).getTime() + (missed + 1) * intervalMs).toISOString()
+        : null;
     const updated: AgentTimerEntity = {
       ...timer,
       lastFiredAt: now.toISOString(),
@@ -173,7 +205,11 @@ export class TimersService {
       status: next ? 'active' : 'completed',
       updatedAt: now.toISOString(),
     };
-    this.repository.update(tx, { lastFiredAt: updated.lastFiredAt, nextFireAt: next, status: updated.status, updatedAt: updated.updatedAt }, { id: timer.id });
+    this.repository.update(
+      tx,
+      { lastFiredAt: updated.lastFiredAt, nextFireAt: next, status: updated.status, updatedAt: updated.updatedAt },
+      { id: timer.id },
+    );
     await this.events.append(tx, {
       actor: { id: TIMER_TRIGGER_ID, kind: 'trigger' },
       payload: { messageId, scheduledFor, skippedOccurrences: Math.max(0, missed), timer: toTimerResponse(updated) },
@@ -190,8 +226,14 @@ export class TimersService {
     if (active.length === 0) {
       return {};
     }
-    this.repository.update(tx, { nextFireAt: null, status: 'cancelled', updatedAt: now }, { requirementId, status: 'active' });
+    this.repository.update(
+      tx,
+      { nextFireAt: null, status: 'cancelled', updatedAt: now },
+      { requirementId, status: 'active' },
+    );
     tx.afterCommit(() => this.changed$.next());
-    return { timers: active.map((t) => toTimerResponse({ ...t, nextFireAt: null, status: 'cancelled', updatedAt: now })) };
+    return {
+      timers: active.map((t) => toTimerResponse({ ...t, nextFireAt: null, status: 'cancelled', updatedAt: now })),
+    };
   }
 }

@@ -25,7 +25,9 @@ export interface DeliveryHooks {
   alsoWrite?(tx: UnitOfWork, rows: RequirementRows, message: MessageResponseDto | null): Promise<void>;
 }
 
-export type DeliveryOutcome = { status: 'delivered' | 'recorded'; message: MessageResponseDto } | { status: 'duplicate' | 'skipped'; message: null };
+export type DeliveryOutcome =
+  | { status: 'delivered' | 'recorded'; message: MessageResponseDto }
+  | { status: 'duplicate' | 'skipped'; message: null };
 
 /**
  * The one delivery path for trigger occurrences: receipt, message and event in one
@@ -54,7 +56,10 @@ export class TriggerDeliveryService {
    * Records occurrences as seen without delivering them: a trigger's baseline (what already
    * existed when it started watching), so history is never replayed into the conversation.
    */
-  async recordSeen(requirementId: string, occurrences: ReadonlyArray<{ triggerId: string; receiptKey: string }>): Promise<void> {
+  async recordSeen(
+    requirementId: string,
+    occurrences: ReadonlyArray<{ triggerId: string; receiptKey: string }>,
+  ): Promise<void> {
     if (occurrences.length === 0) {
       return;
     }
@@ -71,7 +76,10 @@ export class TriggerDeliveryService {
    * time, false ever after (across restarts), for a trigger whose effect is not a message of
    * its own (the review loop's one review per PR head).
    */
-  async claimIn(tx: UnitOfWork, occurrence: { triggerId: string; receiptKey: string; requirementId: string }): Promise<boolean> {
+  async claimIn(
+    tx: UnitOfWork,
+    occurrence: { triggerId: string; receiptKey: string; requirementId: string },
+  ): Promise<boolean> {
     if (await this.receipts.existsIn(tx, occurrence.triggerId, occurrence.receiptKey)) {
       return false;
     }
@@ -132,7 +140,12 @@ export class TriggerDeliveryService {
       actor,
     );
     if (outcome.status !== 'skipped') {
-      this.logger.log({ msg: `trigger ${outcome.status}`, receiptKey: delivery.receiptKey, requirementId: delivery.requirementId, triggerId: delivery.triggerId });
+      this.logger.log({
+        msg: `trigger ${outcome.status}`,
+        receiptKey: delivery.receiptKey,
+        requirementId: delivery.requirementId,
+        triggerId: delivery.triggerId,
+      });
     }
     return outcome;
   }

@@ -29,7 +29,11 @@ export class TriggerReceiptsRepository {
       .read(TriggerReceiptEntity)
       .createQueryBuilder('t')
       .select('t.receipt_key', 'key')
-      .where('t.requirement_id = :requirementId AND t.receipt_key >= :from AND t.receipt_key < :to', { from: prefix, requirementId, to: `${prefix}\uffff` })
+      .where('t.requirement_id = :requirementId AND t.receipt_key >= :from AND t.receipt_key < :to', {
+        from: prefix,
+        requirementId,
+        to: `${prefix}\uffff`,
+      })
       .getRawMany<{ key: string }>();
     return new Set(rows.map((row) => row.key));
   }

@@ -7,5 +7,9 @@ import { TriggerDeliveryService } from './trigger-delivery.service';
 import { TriggerReceiptsRepository } from './trigger-receipts.repository';
 
 /** The delivery path every AgentTrigger (timers, GitHub) hands its occurrences to. */
-@Module({ exports: [TriggerDeliveryService], imports: [ConversationModule, MessagesModule, RunsModule], providers: [TriggerDeliveryService, TriggerReceiptsRepository] })
+@Module({
+  exports: [TriggerDeliveryService],
+  imports: [ConversationModule, MessagesModule, RunsModule],
+  providers: [TriggerDeliveryService, TriggerReceiptsRepository],
+})
 export class TriggersModule {}

@@ -20,7 +20,12 @@ import { convertLinkedWorktree, linkedEntry } from './linked-worktree-conversion
 
 const IDENTITY = { GIT_AUTHOR_EMAIL: 't@t', GIT_AUTHOR_NAME: 't', GIT_COMMITTER_EMAIL: 't@t', GIT_COMMITTER_NAME: 't' };
 const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, ...IDENTITY }, stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+  execFileSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, ...IDENTITY },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }).trim();
 
 describe('an agent repository', () => {
   let base: string;
@@ -119,7 +124,9 @@ describe('an agent repository', () => {
     git(agent, 'add', 'c.txt');
     git(agent, 'commit', '-q', '-m', 'c');
     const blob = git(agent, 'rev-parse', 'HEAD:c.txt');
-    const evil = execFileSync('git', ['hash-object', '-w', '--stdin'], { cwd: agent, input: 'something else\n' }).toString().trim();
+    const evil = execFileSync('git', ['hash-object', '-w', '--stdin'], { cwd: agent, input: 'something else\n' })
+      .toString()
+      .trim();
     const file = path.join(agent, '.git', 'objects', blob.slice(0, 2), blob.slice(2));
     fs.chmodSync(file, 0o644);
     fs.copyFileSync(path.join(agent, '.git', 'objects', evil.slice(0, 2), evil.slice(2)), file);
@@ -129,7 +136,9 @@ describe('an agent repository', () => {
 
   it("ignores replace refs: what is imported is each object's own content", async () => {
     const head = commitInAgent('b.txt', 'reviewed\n');
-    const other = execFileSync('git', ['hash-object', '-w', '--stdin'], { cwd: agent, input: 'replaced\n' }).toString().trim();
+    const other = execFileSync('git', ['hash-object', '-w', '--stdin'], { cwd: agent, input: 'replaced\n' })
+      .toString()
+      .trim();
     git(agent, 'replace', git(agent, 'rev-parse', 'HEAD:b.txt'), other);
     expect(git(agent, 'show', 'HEAD:b.txt')).toBe('replaced');
     expect(await importBranch(person, common, agent, branch)).toBe(head);
@@ -140,27 +149,54 @@ describe('an agent repository', () => {
   it.each([
     [
       'a FIFO at objects/info/alternates',
-      (gitDir: string) => (fs.rmSync(path.join(gitDir, 'objects/info/alternates')), execFileSync('mkfifo', [path.join(gitDir, 'objects/info/alternates')])),
+      (gitDir: string) => (
+        fs.rmSync(path.join(gitDir, 'objects/info/alternates')),
+        execFileSync('mkfifo', [path.join(gitDir, 'objects/info/alternates')])
+      ),
     ],
-    ['a FIFO among its objects', (gitDir: string) => execFileSync('mkfifo', [path.join(gitDir, 'objects', 'pack', 'pack-x.idx')])],
-    ['a symlink among its refs', (gitDir: string) => fs.symlinkSync(path.join(common, 'refs', 'heads', 'main'), path.join(gitDir, 'refs', 'heads', 'evil'))],
+    [
+      'a FIFO among its objects',
+      (gitDir: string) => execFileSync('mkfifo', [path.join(gitDir, 'objects', 'pack', 'pack-x.idx')]),
+    ],
+    [
+      'a symlink among its refs',
+      (gitDir: string) =>
+        fs.symlinkSync(path.join(common, 'refs', 'heads', 'main'), path.join(gitDir, 'refs', 'heads', 'evil')),
+    ],
     ['a commondir', (gitDir: string) => fs.writeFileSync(path.join(gitDir, 'commondir'), `${common}\n`)],
-    ['alternates pointed elsewhere', (gitDir: string) => fs.writeFileSync(path.join(gitDir, 'objects/info/alternates'), '/tmp/elsewhere/objects\n')],
-    ['a .git that is a link', (gitDir: string) => (fs.renameSync(gitDir, `${gitDir}.real`), fs.symlinkSync(`${gitDir}.real`, gitDir))],
+    [
+      'alternates pointed elsewhere',
+      (gitDir: string) => fs.writeFileSync(path.join(gitDir, 'objects/info/alternates'), '/tmp/elsewhere/objects\n'),
+    ],
+    [
+      'a .git that is a link',
+      (gitDir: string) => (fs.renameSync(gitDir, `${gitDir}.real`), fs.symlinkSync(`${gitDir}.real`, gitDir)),
+    ],
   ])('refuses %s without reading it (no git hangs on it)', async (_what, plant) => {
     commitInAgent('b.txt', 'b\n');
     fs.mkdirSync(path.join(agent, '.git', 'objects', 'pack'), { recursive: true });
     plant(path.join(agent, '.git'));
     const started = Date.now();
     await expect(inspectAgentRepository(agent, common)).rejects.toBeInstanceOf(AgentRepositoryRefused);
-    await expect(importBranch(person, common, agent, branch)).rejects.toThrow(/agent's repository|not the agent's repository/);
+    await expect(importBranch(person, common, agent, branch)).rejects.toThrow(
+      /agent's repository|not the agent's repository/,
+    );
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(git(person, 'rev-parse', branch)).toBe(start);
   });
 
   it('snapshots the files as one commit on the head: tracked and untracked, not ignored or linked ones; the same files give the same commit', async () => {
     const index = path.join(base, 'index');
-    const spec = { head: start, index, indexOnHead: false, links: ['shared-link'], message: 'Uncommitted work', personCommonDir: common, personTop: person, top: agent };
+    const spec = {
+      head: start,
+      index,
+      indexOnHead: false,
+      links: ['shared-link'],
+      message: 'Uncommitted work',
+      personCommonDir: common,
+      personTop: person,
+      top: agent,
+    };
     expect(await snapshotWork(spec)).toEqual({ dirty: false, work: start });
     fs.writeFileSync(path.join(agent, 'src', 'a.txt'), 'changed\n');
     fs.writeFileSync(path.join(agent, 'new.txt'), 'new\n');
@@ -175,9 +211,15 @@ describe('an agent repository', () => {
     fs.writeFileSync(path.join(agent, 'staged.txt'), 'then changed\n');
     const first = await snapshotWork(spec);
     expect(first.dirty).toBe(true);
-    expect(git(person, 'diff', '--name-only', start, first.work).split('\n').sort()).toEqual(['new.txt', 'src/a.txt', 'staged.txt']);
+    expect(git(person, 'diff', '--name-only', start, first.work).split('\n').sort()).toEqual([
+      'new.txt',
+      'src/a.txt',
+      'staged.txt',
+    ]);
     expect(git(person, 'show', `${first.work}:staged.txt`)).toBe('then changed');
-    expect(git(person, 'log', '-1', '--format=%an <%ae> %s', first.work)).toBe('Agent Manager <agent-manager@localhost> Uncommitted work');
+    expect(git(person, 'log', '-1', '--format=%an <%ae> %s', first.work)).toBe(
+      'Agent Manager <agent-manager@localhost> Uncommitted work',
+    );
     expect(await snapshotWork({ ...spec, indexOnHead: true })).toEqual(first);
     fs.rmSync(path.join(base, 'index'));
     expect(await snapshotWork(spec)).toEqual(first);
@@ -208,7 +250,9 @@ describe('an agent repository', () => {
     const file = path.join(base, 'config');
     const value = 'a "quoted" \\ value\twith tab';
     fs.writeFileSync(file, `${configSection('remote', 'we"ird\\name')}\n\turl = ${configValue(value)}\n`);
-    expect(execFileSync('git', ['config', '--file', file, '--get', 'remote.we"ird\\name.url']).toString()).toBe(`${value}\n`);
+    expect(execFileSync('git', ['config', '--file', file, '--get', 'remote.we"ird\\name.url']).toString()).toBe(
+      `${value}\n`,
+    );
   });
 });
 

@@ -59,7 +59,9 @@ export function configValue(value: string): string {
 
 /** A `[section "subsection"]` header (a subsection may hold any byte but newline and NUL). */
 export function configSection(section: string, subsection: string | null): string {
-  return subsection === null ? `[${section}]` : `[${section} "${subsection.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"]`;
+  return subsection === null
+    ? `[${section}]`
+    : `[${section} "${subsection.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"]`;
 }
 
 /**
@@ -68,12 +70,21 @@ export function configSection(section: string, subsection: string | null): strin
  * Nothing that names a program: those stay the person's.
  */
 async function inheritedSettings(personTop: string): Promise<string> {
-  const out = await git(['config', '--local', '--null', '--get-regexp', '^(remote\\..*\\.(url|pushurl|fetch)|user\\.(name|email)|core\\.(autocrlf|eol|safecrlf))$'], {
-    cwd: personTop,
-    maxBytes: 1024 * 1024,
-    okCodes: [0, 1],
-    timeoutMs: QUICK_MS,
-  });
+  const out = await git(
+    [
+      'config',
+      '--local',
+      '--null',
+      '--get-regexp',
+      '^(remote\\..*\\.(url|pushurl|fetch)|user\\.(name|email)|core\\.(autocrlf|eol|safecrlf))$',
+    ],
+    {
+      cwd: personTop,
+      maxBytes: 1024 * 1024,
+      okCodes: [0, 1],
+      timeoutMs: QUICK_MS,
+    },
+  );
   const sections = new Map<string, string[]>();
   for (const entry of out.stdout.split('\0')) {
     const newline = entry.indexOf('\n');
@@ -133,13 +144,17 @@ export async function initAgentRepository(spec: Omit<NewAgentRepository, 'env' |
   // names are the person's branches' own, valid refnames), without one git each.
   const refs: Array<[string, string]> = [
     ...(spec.branch === null ? [] : [[spec.branch, spec.start] as [string, string]]),
-    ...(spec.base !== null && spec.base.ref !== spec.branch ? [[spec.base.ref, spec.base.sha] as [string, string]] : []),
+    ...(spec.base !== null && spec.base.ref !== spec.branch
+      ? [[spec.base.ref, spec.base.sha] as [string, string]]
+      : []),
   ];
   await Promise.all([
     fs.mkdir(path.join(gitDir, 'hooks'), { recursive: true }),
     fs
       .mkdir(path.join(gitDir, 'objects', 'info'), { recursive: true })
-      .then(() => fs.writeFile(path.join(gitDir, 'objects', 'info', 'alternates'), alternatesFor(spec.personCommonDir))),
+      .then(() =>
+        fs.writeFile(path.join(gitDir, 'objects', 'info', 'alternates'), alternatesFor(spec.personCommonDir)),
+      ),
     settings === '' ? undefined : fs.appendFile(path.join(gitDir, 'config'), settings),
     ...refs.map(async ([name, sha]) => {
       const file = path.join(gitDir, 'refs', 'heads', ...name.split('/'));
@@ -147,7 +162,10 @@ export async function initAgentRepository(spec: Omit<NewAgentRepository, 'env' |
       await fs.writeFile(file, `${sha}\n`);
     }),
   ]);
-  await fs.writeFile(path.join(gitDir, 'HEAD'), spec.branch === null ? `${spec.start}\n` : `ref: refs/heads/${spec.branch}\n`);
+  await fs.writeFile(
+    path.join(gitDir, 'HEAD'),
+    spec.branch === null ? `${spec.start}\n` : `ref: refs/heads/${spec.branch}\n`,
+  );
 }
 
 /**
@@ -168,12 +186,19 @@ export async function createAgentRepository(spec: NewAgentRepository): Promise<v
  * Before a run: the agent's copy of the base branch at the person's base commit, so that "rebase
  * onto the base" means the base as it is now. Left alone while the agent has it checked out.
  */
-export async function refreshBase(top: string, personCommonDir: string, base: { ref: string; sha: string }): Promise<void> {
+export async function refreshBase(
+  top: string,
+  personCommonDir: string,
+  base: { ref: string; sha: string },
+): Promise<void> {
   await inspectAgentRepository(top, personCommonDir);
   if ((await readSmall(path.join(top, '.git', 'HEAD'), 1024)) === `ref: refs/heads/${base.ref}\n`) {
     return;
   }
-  await git(['update-ref', '-m', 'agent-manager: the base as it is now', `refs/heads/${base.ref}`, base.sha], { cwd: top, timeoutMs: QUICK_MS });
+  await git(['update-ref', '-m', 'agent-manager: the base as it is now', `refs/heads/${base.ref}`, base.sha], {
+    cwd: top,
+    timeoutMs: QUICK_MS,
+  });
 }
 
 /**
@@ -183,7 +208,11 @@ export async function refreshBase(top: string, personCommonDir: string, base: { 
  * `reset --keep`, which refuses rather than lose anything. Only from `head`, the commit the land
  * took: a commit the agent made since stays where it is (returns false).
  */
-export async function followInAgentRepository(top: string, personCommonDir: string, move: { head: string; absorb: string | null; to: string | null }): Promise<boolean> {
+export async function followInAgentRepository(
+  top: string,
+  personCommonDir: string,
+  move: { head: string; absorb: string | null; to: string | null },
+): Promise<boolean> {
   await inspectAgentRepository(top, personCommonDir);
   const options = { cwd: top, timeoutMs: CREATE_MS };
   const now = await git(['rev-parse', '--verify', '-q', 'HEAD^{commit}'], { ...options, okCodes: [0, 1] });
@@ -200,16 +229,37 @@ export async function followInAgentRepository(top: string, personCommonDir: stri
 }
 
 /** What a special file is, in words. */
-function special(entry: { isSymbolicLink(): boolean; isFIFO(): boolean; isSocket(): boolean }): 'a symlink' | 'a FIFO' | 'a socket' | 'a device or special file' {
-  return entry.isSymbolicLink() ? 'a symlink' : entry.isFIFO() ? 'a FIFO' : entry.isSocket() ? 'a socket' : 'a device or special file';
+function special(entry: {
+  isSymbolicLink(): boolean;
+  isFIFO(): boolean;
+  isSocket(): boolean;
+}): 'a symlink' | 'a FIFO' | 'a socket' | 'a device or special file' {
+  return entry.isSymbolicLink()
+    ? 'a symlink'
+    : entry.isFIFO()
+      ? 'a FIFO'
+      : entry.isSocket()
+        ? 'a socket'
+        : 'a device or special file';
 }
 
 /** Regular files git reads at the top of a repository; anything else there is refused. */
-const TOP_FILES = ['HEAD', 'config', 'packed-refs', 'shallow', 'objects/info/alternates', 'objects/info/http-alternates', 'objects/info/packs', 'info/grafts'];
+const TOP_FILES = [
+  'HEAD',
+  'config',
+  'packed-refs',
+  'shallow',
+  'objects/info/alternates',
+  'objects/info/http-alternates',
+  'objects/info/packs',
+  'info/grafts',
+];
 /** What would make git read another repository's files as this one's. */
 const FORBIDDEN = ['commondir', 'gitdir'];
 
-async function kindOf(file: string): Promise<'missing' | 'file' | 'directory' | 'a symlink' | 'a FIFO' | 'a socket' | 'a device or special file'> {
+async function kindOf(
+  file: string,
+): Promise<'missing' | 'file' | 'directory' | 'a symlink' | 'a FIFO' | 'a socket' | 'a device or special file'> {
   try {
     const stat = await fs.lstat(file);
     return stat.isFile() ? 'file' : stat.isDirectory() ? 'directory' : special(stat);
@@ -242,10 +292,13 @@ async function readSmall(file: string, max: number): Promise<string> {
  */
 export async function inspectAgentRepository(top: string, personCommonDir: string): Promise<void> {
   const gitDir = path.join(top, '.git');
-  const refuse = (what: string) => new AgentRepositoryRefused(`the agent's repository has ${what}; its work is not imported until that is gone`);
+  const refuse = (what: string) =>
+    new AgentRepositoryRefused(`the agent's repository has ${what}; its work is not imported until that is gone`);
   const dotGit = await kindOf(gitDir);
   if (dotGit !== 'directory') {
-    throw new AgentRepositoryRefused(`${gitDir} is not the agent's repository (${dotGit === 'file' ? 'a file' : dotGit === 'missing' ? 'missing' : dotGit})`);
+    throw new AgentRepositoryRefused(
+      `${gitDir} is not the agent's repository (${dotGit === 'file' ? 'a file' : dotGit === 'missing' ? 'missing' : dotGit})`,
+    );
   }
   for (const name of FORBIDDEN) {
     if ((await kindOf(path.join(gitDir, name))) !== 'missing') {
@@ -300,26 +353,50 @@ export async function inspectAgentRepository(top: string, personCommonDir: strin
  * replace refs and grafts are ignored on both sides, and it ends within IMPORT_MS. Returns null
  * when the agent's repository has no such branch (deleted there).
  */
-export async function importBranch(personTop: string, personCommonDir: string, top: string, branch: string): Promise<string | null> {
+export async function importBranch(
+  personTop: string,
+  personCommonDir: string,
+  top: string,
+  branch: string,
+): Promise<string | null> {
   await inspectAgentRepository(top, personCommonDir);
   const ref = `refs/heads/${branch}`;
   try {
-    await git(['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--no-auto-gc', '--no-prune', path.join(top, '.git'), `+${ref}:${ref}`], {
-      cwd: personTop,
-      env: settingsEnvironment(IMPORT_SETTINGS),
-      timeoutMs: IMPORT_MS,
-    });
+    await git(
+      [
+        'fetch',
+        '--quiet',
+        '--no-tags',
+        '--no-write-fetch-head',
+        '--no-recurse-submodules',
+        '--no-auto-gc',
+        '--no-prune',
+        path.join(top, '.git'),
+        `+${ref}:${ref}`,
+      ],
+      {
+        cwd: personTop,
+        env: settingsEnvironment(IMPORT_SETTINGS),
+        timeoutMs: IMPORT_MS,
+      },
+    );
   } catch (err) {
     if (err instanceof GitError && /couldn't find remote ref/i.test(err.stderr)) {
       return null;
     }
     if (err instanceof GitError) {
-      const said = err.timedOut ? `took longer than ${IMPORT_MS / 1000} s` : err.stderr.trim().split('\n').slice(-2).join(' ').slice(0, 300) || err.message;
+      const said = err.timedOut
+        ? `took longer than ${IMPORT_MS / 1000} s`
+        : err.stderr.trim().split('\n').slice(-2).join(' ').slice(0, 300) || err.message;
       throw new AgentRepositoryRefused(`git refused the agent's branch ${branch}: ${said}`);
     }
     throw err;
   }
-  const out = await git(['rev-parse', '--verify', '-q', `${ref}^{commit}`], { cwd: personTop, okCodes: [0, 1], timeoutMs: QUICK_MS });
+  const out = await git(['rev-parse', '--verify', '-q', `${ref}^{commit}`], {
+    cwd: personTop,
+    okCodes: [0, 1],
+    timeoutMs: QUICK_MS,
+  });
   return out.code === 0 ? out.stdout.trim() : null;
 }
 
@@ -330,10 +407,22 @@ export interface Snapshot {
 }
 
 function snapshotOptions(spec: Pick<SnapshotSpec, 'index' | 'personCommonDir' | 'personTop' | 'top'>) {
-  return { cwd: spec.personTop, env: { GIT_DIR: spec.personCommonDir, GIT_INDEX_FILE: spec.index, GIT_OPTIONAL_LOCKS: '1', GIT_WORK_TREE: spec.top }, timeoutMs: SNAPSHOT_MS };
+  return {
+    cwd: spec.personTop,
+    env: {
+      GIT_DIR: spec.personCommonDir,
+      GIT_INDEX_FILE: spec.index,
+      GIT_OPTIONAL_LOCKS: '1',
+      GIT_WORK_TREE: spec.top,
+    },
+    timeoutMs: SNAPSHOT_MS,
+  };
 }
 
-async function addEverything(spec: Pick<SnapshotSpec, 'links'>, options: ReturnType<typeof snapshotOptions>): Promise<void> {
+async function addEverything(
+  spec: Pick<SnapshotSpec, 'links'>,
+  options: ReturnType<typeof snapshotOptions>,
+): Promise<void> {
   await git(['add', '-A', '--', ':/', ...spec.links.map((link) => `:(exclude,top,literal)${link}`)], options);
 }
 
@@ -342,7 +431,9 @@ async function addEverything(spec: Pick<SnapshotSpec, 'links'>, options: ReturnT
  * is known: what a snapshot costs (hashing what changed) done while the import's fetch runs. The
  * snapshot's own `add` then finds every entry current.
  */
-export async function prepareSnapshot(spec: Pick<SnapshotSpec, 'index' | 'links' | 'personCommonDir' | 'personTop' | 'top'>): Promise<void> {
+export async function prepareSnapshot(
+  spec: Pick<SnapshotSpec, 'index' | 'links' | 'personCommonDir' | 'personTop' | 'top'>,
+): Promise<void> {
   await fs.mkdir(path.dirname(spec.index), { mode: 0o700, recursive: true });
   await addEverything(spec, snapshotOptions(spec));
 }
@@ -394,7 +485,10 @@ export async function snapshotWork(spec: SnapshotSpec): Promise<Snapshot> {
   await addEverything(spec, options);
   const [tree, facts] = await Promise.all([
     git(['write-tree'], options),
-    git(['log', '-1', '--no-show-signature', '--format=%T %ct', spec.head], { ...options, env: { GIT_DIR: spec.personCommonDir } }),
+    git(['log', '-1', '--no-show-signature', '--format=%T %ct', spec.head], {
+      ...options,
+      env: { GIT_DIR: spec.personCommonDir },
+    }),
   ]);
   const [headTree, committed] = facts.stdout.trim().split(' ');
   const written = tree.stdout.trim();

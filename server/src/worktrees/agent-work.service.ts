@@ -12,7 +12,15 @@ import { RUNTIME, Runtime } from '../core/runtime';
 import { SYSTEM_ACTOR } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
-import { AgentRepositoryRefused, Snapshot, importBranch, inspectAgentRepository, prepareSnapshot, snapshotMessage, snapshotWork } from './agent-repository';
+import {
+  AgentRepositoryRefused,
+  Snapshot,
+  importBranch,
+  inspectAgentRepository,
+  prepareSnapshot,
+  snapshotMessage,
+  snapshotWork,
+} from './agent-repository';
 import { KeyedLock } from './keyed-lock';
 import { QUICK_TIMEOUT_MS, WorkspaceGit } from './workspace-git.service';
 import { WorktreeRecords } from './worktree-records.service';
@@ -93,16 +101,31 @@ export class AgentWork {
   }
 
   /** See prepareSnapshot; a failure here is the snapshot's to report (it runs the same `add`). */
-  private async prepare(requirementId: string, row: RequirementWorktreeEntity, top: string, commonDir: string): Promise<void> {
+  private async prepare(
+    requirementId: string,
+    row: RequirementWorktreeEntity,
+    top: string,
+    commonDir: string,
+  ): Promise<void> {
     if (!(await fs.stat(this.snapshotIndex(requirementId)).catch(() => null))) {
       return; // no index yet: the snapshot reads the head into one first
     }
-    await prepareSnapshot({ index: this.snapshotIndex(requirementId), links: this.workspace.links(), personCommonDir: commonDir, personTop: top, top: row.path as string }).catch(
-      () => undefined,
-    );
+    await prepareSnapshot({
+      index: this.snapshotIndex(requirementId),
+      links: this.workspace.links(),
+      personCommonDir: commonDir,
+      personTop: top,
+      top: row.path as string,
+    }).catch(() => undefined);
   }
 
-  private async snapshot(requirementId: string, row: RequirementWorktreeEntity, head: string, top: string, commonDir: string): Promise<Snapshot> {
+  private async snapshot(
+    requirementId: string,
+    row: RequirementWorktreeEntity,
+    head: string,
+    top: string,
+    commonDir: string,
+  ): Promise<Snapshot> {
     const title = (await this.requirements.find(requirementId))?.title ?? requirementId;
     const snapshot = await snapshotWork({
       head,
@@ -123,7 +146,12 @@ export class AgentWork {
    * figures changed and `publish`; `always`: even when they did not, with the time it was read). A Requirement without a working copy (swept, in place, not
    * started) answers with what was recorded.
    */
-  bring(requirementId: string, publish = true, actor: EventActor = SYSTEM_ACTOR, always = false): Promise<ImportedWork> {
+  bring(
+    requirementId: string,
+    publish = true,
+    actor: EventActor = SYSTEM_ACTOR,
+    always = false,
+  ): Promise<ImportedWork> {
     return this.lock.run(requirementId, async () => {
       const row = await this.repository.find(requirementId);
       if (!usable(row) || row.path === null || row.removedAt !== null) {
@@ -140,10 +168,15 @@ export class AgentWork {
       try {
         // The files' hashing (what a snapshot costs) runs while the branch is fetched.
         const prepared = this.prepare(requirementId, row, top, commonDir);
-        head = row.layout === 'own_repository' ? await this.fetchBranch(requirementId, row, top, commonDir) : await this.workspace.resolveCommit(top, `refs/heads/${row.branch}`);
+        head =
+          row.layout === 'own_repository'
+            ? await this.fetchBranch(requirementId, row, top, commonDir)
+            : await this.workspace.resolveCommit(top, `refs/heads/${row.branch}`);
         await prepared;
         if (head === null) {
-          throw new AgentRepositoryRefused(`the branch ${row.branch} no longer exists in the agent's repository; the last import (${(row.headSha ?? 'none').slice(0, 12)}) stands`);
+          throw new AgentRepositoryRefused(
+            `the branch ${row.branch} no longer exists in the agent's repository; the last import (${(row.headSha ?? 'none').slice(0, 12)}) stands`,
+          );
         }
         if (await fs.stat(row.path).catch(() => null)) {
           ({ dirty, work } = await this.snapshot(requirementId, row, head, top, commonDir));
@@ -165,8 +198,13 @@ export class AgentWork {
       }
       const counts = head === null ? { ahead: row.ahead, behind: row.behind } : await this.aheadBehind(top, row, head);
       const next = { ...counts, dirty, headSha: head, importError: error, workSha: work };
-      const changed = (Object.keys(next) as Array<keyof typeof next>).some((key) => (key === 'dirty' ? Boolean(row.dirty) !== dirty : row[key] !== next[key]));
-      const saved = changed || always ? await this.records.save(requirementId, { ...next, refreshedAt: this.clock.nowIso() }, publish, actor) : row;
+      const changed = (Object.keys(next) as Array<keyof typeof next>).some((key) =>
+        key === 'dirty' ? Boolean(row.dirty) !== dirty : row[key] !== next[key],
+      );
+      const saved =
+        changed || always
+          ? await this.records.save(requirementId, { ...next, refreshedAt: this.clock.nowIso() }, publish, actor)
+          : row;
       return { dirty, error, head, row: saved, work };
     });
   }
@@ -175,15 +213,27 @@ export class AgentWork {
    * The agent's branch into the person's (see importBranch), unless the agent's ref files are as
    * the last fetch left them and the person's branch still holds what it brought.
    */
-  private async fetchBranch(requirementId: string, row: RequirementWorktreeEntity, top: string, commonDir: string): Promise<string | null> {
+  private async fetchBranch(
+    requirementId: string,
+    row: RequirementWorktreeEntity,
+    top: string,
+    commonDir: string,
+  ): Promise<string | null> {
     const branch = row.branch as string;
     const gitDir = path.join(row.path as string, '.git');
-    const stamp = (await Promise.all([path.join(gitDir, 'refs', 'heads', branch), path.join(gitDir, 'packed-refs')].map(statStamp))).join('|');
+    const stamp = (
+      await Promise.all([path.join(gitDir, 'refs', 'heads', branch), path.join(gitDir, 'packed-refs')].map(statStamp))
+    ).join('|');
     // Inspected every time (a few hundred entries at most): a FIFO planted since is refused and said
     // even when there is nothing new to fetch.
     await inspectAgentRepository(row.path as string, commonDir);
     const last = this.fetched.get(requirementId);
-    if (last !== undefined && last.stamp === stamp && last.head === row.headSha && (await this.workspace.resolveCommit(top, `refs/heads/${branch}`)) === last.head) {
+    if (
+      last !== undefined &&
+      last.stamp === stamp &&
+      last.head === row.headSha &&
+      (await this.workspace.resolveCommit(top, `refs/heads/${branch}`)) === last.head
+    ) {
       return last.head;
     }
     const head = await importBranch(top, commonDir, row.path as string, branch);
@@ -194,12 +244,19 @@ export class AgentWork {
   }
 
   /** Commits on the branch the base lacks, and the other way round, in the person's repository. */
-  private async aheadBehind(top: string, row: RequirementWorktreeEntity, head: string): Promise<{ ahead: number; behind: number }> {
+  private async aheadBehind(
+    top: string,
+    row: RequirementWorktreeEntity,
+    head: string,
+  ): Promise<{ ahead: number; behind: number }> {
     const base = (row.baseRef !== null ? await this.workspace.resolveCommit(top, row.baseRef) : null) ?? row.baseSha;
     if (base === null) {
       return { ahead: row.ahead, behind: row.behind };
     }
-    const counts = await git(['rev-list', '--left-right', '--count', `${base}...${head}`], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS });
+    const counts = await git(['rev-list', '--left-right', '--count', `${base}...${head}`], {
+      cwd: top,
+      timeoutMs: QUICK_TIMEOUT_MS,
+    });
     const [behind, ahead] = counts.stdout.trim().split(/\s+/).map(Number);
     return { ahead: ahead || 0, behind: behind || 0 };
   }

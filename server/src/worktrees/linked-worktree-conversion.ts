@@ -22,7 +22,9 @@ async function lstatKind(file: string): Promise<'missing' | 'file' | 'directory'
 }
 
 async function readLink(file: string): Promise<string | null> {
-  const handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK).catch(() => null);
+  const handle = await fs
+    .open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK)
+    .catch(() => null);
   if (handle === null) {
     return null;
   }
@@ -87,7 +89,14 @@ export async function convertLinkedWorktree(spec: LinkedWorktree): Promise<boole
     return false;
   }
   await fs.rm(scratch, { force: true, recursive: true });
-  await initAgentRepository({ base: spec.base, branch: spec.branch, personCommonDir: spec.personCommonDir, personTop: spec.personTop, start: spec.head, target: scratch });
+  await initAgentRepository({
+    base: spec.base,
+    branch: spec.branch,
+    personCommonDir: spec.personCommonDir,
+    personTop: spec.personTop,
+    start: spec.head,
+    target: scratch,
+  });
   const index = path.join(entry, 'index');
   if ((await lstatKind(index)) === 'file') {
     await fs.copyFile(index, path.join(staged, 'index'));

@@ -35,9 +35,15 @@ export class ReviewWorktrees {
     if ((await this.workspace.resolveCommit(repo.top, sha)) === null) {
       const fetched =
         (await gitSucceeds(['fetch', '--no-tags', 'origin', sha], { cwd: repo.top, timeoutMs: CREATE_TIMEOUT_MS })) ||
-        (await gitSucceeds(['fetch', '--no-tags', 'origin', `pull/${pullRequestNumber}/head`], { cwd: repo.top, timeoutMs: CREATE_TIMEOUT_MS }));
+        (await gitSucceeds(['fetch', '--no-tags', 'origin', `pull/${pullRequestNumber}/head`], {
+          cwd: repo.top,
+          timeoutMs: CREATE_TIMEOUT_MS,
+        }));
       if (!fetched || (await this.workspace.resolveCommit(repo.top, sha)) === null) {
-        throw invalid('review_head_missing', `the PR head ${sha} is not in the repository and could not be fetched from origin`);
+        throw invalid(
+          'review_head_missing',
+          `the PR head ${sha} is not in the repository and could not be fetched from origin`,
+        );
       }
     }
     const target = path.join(this.workspace.directory, `review-${reviewId.replace(/^rev_/, '').slice(0, 12)}`);

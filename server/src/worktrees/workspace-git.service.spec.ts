@@ -13,7 +13,11 @@ describe('WorkspaceGit.gitWorkspace (real git)', () => {
     execFileSync('git', args, { cwd, env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' }, stdio: 'pipe' })
       .toString()
       .trim();
-  const at = (root: string) => new WorkspaceGit({} as ConfigurationService, { paths: { dataDirectory: path.join(dir, '.data'), root } } as unknown as Runtime);
+  const at = (root: string) =>
+    new WorkspaceGit(
+      {} as ConfigurationService,
+      { paths: { dataDirectory: path.join(dir, '.data'), root } } as unknown as Runtime,
+    );
   let dir: string;
   beforeEach(() => {
     dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'am-workspace-git-')));
@@ -83,13 +87,20 @@ describe('WorkspaceGit.gitWorkspace (real git)', () => {
     // manager started afresh too (it is recorded in the data directory).
     fs.rmSync(path.join(dir, '.git', 'refs', 'heads', 'main'));
     for (const ask of [() => at(dir).placeFacts(), () => at(dir).repositoryFacts()]) {
-      await expect(ask()).rejects.toMatchObject({ code: 'workspace_git_unavailable', kind: 'unavailable', message: expect.stringContaining('HEAD names no commit') });
+      await expect(ask()).rejects.toMatchObject({
+        code: 'workspace_git_unavailable',
+        kind: 'unavailable',
+        message: expect.stringContaining('HEAD names no commit'),
+      });
     }
     sh(['update-ref', 'refs/heads/main', head], dir);
     expect(await at(dir).repositoryFacts()).toMatchObject({ repo: { head } });
     // git failing outright (a configuration it cannot parse) is an error with git's reason, not "no repository".
     fs.appendFileSync(path.join(dir, '.git', 'config'), '[broken\n');
-    await expect(at(dir).placeFacts()).rejects.toMatchObject({ code: 'workspace_git_unavailable', message: expect.stringContaining('config') });
+    await expect(at(dir).placeFacts()).rejects.toMatchObject({
+      code: 'workspace_git_unavailable',
+      message: expect.stringContaining('config'),
+    });
     await expect(at(dir).inPlaceFacts()).rejects.toMatchObject({ code: 'workspace_git_unavailable' });
     // What only reports still answers (nothing known), as before.
     expect(await at(dir).workspaceFacts()).toEqual({ git: null, repo: null });

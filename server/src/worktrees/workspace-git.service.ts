@@ -86,7 +86,11 @@ export class WorkspaceGit {
     if (entries.length === 0) {
       return { bytes: 0, count: 0 };
     }
-    const result = await runBounded('du', ['-sk', this.directory], { cwd: this.directory, maxBytes: 4096, timeoutMs: QUICK_TIMEOUT_MS });
+    const result = await runBounded('du', ['-sk', this.directory], {
+      cwd: this.directory,
+      maxBytes: 4096,
+      timeoutMs: QUICK_TIMEOUT_MS,
+    });
     const kib = Number(/^(\d+)/.exec(result.stdout.toString('utf8'))?.[1] ?? '0');
     return { bytes: kib * 1024, count: entries.length };
   }
@@ -114,7 +118,11 @@ export class WorkspaceGit {
       throw this.unavailable(facts.failure);
     }
     if (facts.repo === null || facts.git === null) {
-      throw this.unavailable(facts.git === null ? 'it is no longer a git repository' : 'its HEAD names no commit (its branch was deleted or is broken)');
+      throw this.unavailable(
+        facts.git === null
+          ? 'it is no longer a git repository'
+          : 'its HEAD names no commit (its branch was deleted or is broken)',
+      );
     }
     return { git: facts.git, repo: facts.repo };
   }
@@ -143,7 +151,10 @@ export class WorkspaceGit {
     if (facts.git === null) {
       return null;
     }
-    const [real, root] = await Promise.all([fs.realpath(cwd).catch(() => cwd), fs.realpath(this.runtime.paths.root).catch(() => this.runtime.paths.root)]);
+    const [real, root] = await Promise.all([
+      fs.realpath(cwd).catch(() => cwd),
+      fs.realpath(this.runtime.paths.root).catch(() => this.runtime.paths.root),
+    ]);
     return real === root ? { ...facts.git, kind: 'shared' } : { kind: 'own', personCommonDir: facts.git.commonDir };
   }
 
@@ -161,7 +172,11 @@ export class WorkspaceGit {
       return null;
     }
     if (facts.repo === null && (await this.seenAsRepository())) {
-      throw this.unavailable(facts.git === null ? 'it is no longer a git repository' : 'its HEAD names no commit (its branch was deleted or is broken)');
+      throw this.unavailable(
+        facts.git === null
+          ? 'it is no longer a git repository'
+          : 'its HEAD names no commit (its branch was deleted or is broken)',
+      );
     }
     return facts.repo;
   }
@@ -194,7 +209,9 @@ export class WorkspaceGit {
     this.seen = Promise.resolve(true);
     await fs
       .writeFile(this.seenMarker(), `${top}\n`, { mode: 0o600 })
-      .catch((err: unknown) => this.logger.warn(`could not record that the workspace is a repository: ${(err as Error).message}`));
+      .catch((err: unknown) =>
+        this.logger.warn(`could not record that the workspace is a repository: ${(err as Error).message}`),
+      );
   }
 
   /**
@@ -209,11 +226,23 @@ export class WorkspaceGit {
     const cwd = this.runtime.paths.root;
     let out;
     try {
-      out = await git(['rev-parse', '--path-format=absolute', '--show-toplevel', '--git-dir', '--git-common-dir', '--verify', '-q', 'HEAD^{commit}'], {
-        cwd,
-        okCodes: [0, 1],
-        timeoutMs: QUICK_TIMEOUT_MS,
-      });
+      out = await git(
+        [
+          'rev-parse',
+          '--path-format=absolute',
+          '--show-toplevel',
+          '--git-dir',
+          '--git-common-dir',
+          '--verify',
+          '-q',
+          'HEAD^{commit}',
+        ],
+        {
+          cwd,
+          okCodes: [0, 1],
+          timeoutMs: QUICK_TIMEOUT_MS,
+        },
+      );
     } catch (err) {
       if (err instanceof GitError && err.code === 128 && /not a git repository/i.test(err.stderr)) {
         return { git: null, repo: null };
@@ -226,7 +255,9 @@ export class WorkspaceGit {
     const lines = out.stdout.trim().split('\n');
     const [top = '', gitDir = '', commonDir = '', head = ''] = lines;
     if (lines.length !== (out.code === 0 ? 4 : 3) || top === '' || gitDir === '' || commonDir === '') {
-      return out.code === 0 ? { failure: `git rev-parse gave an answer that is not one (${lines.length} lines)` } : { git: null, repo: null };
+      return out.code === 0
+        ? { failure: `git rev-parse gave an answer that is not one (${lines.length} lines)` }
+        : { git: null, repo: null };
     }
     const directories = { commonDir: await fs.realpath(commonDir), gitDir: await fs.realpath(gitDir) };
     if (out.code !== 0 || head === '') {
@@ -251,7 +282,11 @@ export class WorkspaceGit {
     if (named !== undefined && named !== '.invalid') {
       return named;
     }
-    const out = await git(['symbolic-ref', '-q', '--short', 'HEAD'], { cwd, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS });
+    const out = await git(['symbolic-ref', '-q', '--short', 'HEAD'], {
+      cwd,
+      okCodes: [0, 1],
+      timeoutMs: QUICK_TIMEOUT_MS,
+    });
     return out.stdout.trim() || null;
   }
 
@@ -274,29 +309,54 @@ export class WorkspaceGit {
       throw conflict('workspace_not_git', `${root} is not a git repository: run git init there first`);
     }
     if (state === 'repository') {
-      throw conflict('workspace_has_commit', `the repository at ${root} already has a commit: new Requirements get their own worktree`);
+      throw conflict(
+        'workspace_has_commit',
+        `the repository at ${root} already has a commit: new Requirements get their own worktree`,
+      );
     }
-    const top = realpathSync((await git(['rev-parse', '--show-toplevel'], { cwd: root, timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim());
+    const top = realpathSync(
+      (await git(['rev-parse', '--show-toplevel'], { cwd: root, timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim(),
+    );
     return this.inRepository(top, async () => {
-      const staged = await git(['ls-files', '--cached', '-z'], { allowTruncated: true, cwd: top, maxBytes: 4096, timeoutMs: QUICK_TIMEOUT_MS });
+      const staged = await git(['ls-files', '--cached', '-z'], {
+        allowTruncated: true,
+        cwd: top,
+        maxBytes: 4096,
+        timeoutMs: QUICK_TIMEOUT_MS,
+      });
       if (staged.stdout !== '') {
         throw conflict(
           'staged_changes',
           `files are staged in ${top} (git add): commit them yourself (git commit -m "Initial commit") or unstage them (git rm -r -q --cached .); Agent Manager makes only an empty first commit`,
         );
       }
-      const tree = (await git(['hash-object', '-w', '-t', 'tree', '/dev/null'], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
+      const tree = (
+        await git(['hash-object', '-w', '-t', 'tree', '/dev/null'], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS })
+      ).stdout.trim();
       let commit: string;
       try {
-        commit = (await git(['commit-tree', tree, '-m', 'Initial commit'], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
+        commit = (
+          await git(['commit-tree', tree, '-m', 'Initial commit'], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS })
+        ).stdout.trim();
       } catch (err) {
         if (err instanceof GitError && /who you are|empty ident|user\.(email|name)/i.test(err.stderr)) {
-          throw conflict('git_identity_missing', 'git does not know who you are: set git config --global user.name "Your Name" and user.email "you@example.com", then try again');
+          throw conflict(
+            'git_identity_missing',
+            'git does not know who you are: set git config --global user.name "Your Name" and user.email "you@example.com", then try again',
+          );
         }
         throw err;
       }
-      if (!(await gitSucceeds(['update-ref', '-m', 'agent-manager: first commit', 'HEAD', commit, ''], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS }))) {
-        throw conflict('workspace_has_commit', `the repository at ${top} got a commit meanwhile: new Requirements get their own worktree`);
+      if (
+        !(await gitSucceeds(['update-ref', '-m', 'agent-manager: first commit', 'HEAD', commit, ''], {
+          cwd: top,
+          timeoutMs: QUICK_TIMEOUT_MS,
+        }))
+      ) {
+        throw conflict(
+          'workspace_has_commit',
+          `the repository at ${top} got a commit meanwhile: new Requirements get their own worktree`,
+        );
       }
       this.logger.log({ ...audit(actor), commit, msg: 'first commit made', repository: top });
       return { commit, state: 'repository' as const };
@@ -315,7 +375,10 @@ export class WorkspaceGit {
   /** Removes a directory that may or may not be a registered worktree, and prunes what it leaves. The caller holds the repository. */
   async clear(top: string | null, target: string): Promise<void> {
     if (top !== null) {
-      await gitSucceeds(['worktree', 'remove', '--force', '--force', target], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS }).catch(() => false);
+      await gitSucceeds(['worktree', 'remove', '--force', '--force', target], {
+        cwd: top,
+        timeoutMs: QUICK_TIMEOUT_MS,
+      }).catch(() => false);
     }
     await fs.rm(target, { force: true, recursive: true });
     if (top !== null) {
@@ -326,9 +389,14 @@ export class WorkspaceGit {
   /** git's directories of a work tree (absolute), or null when it is not one. */
   async gitDirectories(cwd: string): Promise<GitDirectories | null> {
     try {
-      const out = await git(['rev-parse', '--path-format=absolute', '--git-dir', '--git-common-dir'], { cwd, timeoutMs: QUICK_TIMEOUT_MS });
+      const out = await git(['rev-parse', '--path-format=absolute', '--git-dir', '--git-common-dir'], {
+        cwd,
+        timeoutMs: QUICK_TIMEOUT_MS,
+      });
       const [gitDir, commonDir] = out.stdout.trim().split('\n');
-      return gitDir && commonDir ? { commonDir: await fs.realpath(commonDir), gitDir: await fs.realpath(gitDir) } : null;
+      return gitDir && commonDir
+        ? { commonDir: await fs.realpath(commonDir), gitDir: await fs.realpath(gitDir) }
+        : null;
     } catch {
       return null;
     }
@@ -337,7 +405,9 @@ export class WorkspaceGit {
   /** Whether `target` is the top of a work tree git knows. */
   async isWorktree(target: string): Promise<boolean> {
     try {
-      const top = (await git(['rev-parse', '--show-toplevel'], { cwd: target, timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim();
+      const top = (
+        await git(['rev-parse', '--show-toplevel'], { cwd: target, timeoutMs: QUICK_TIMEOUT_MS })
+      ).stdout.trim();
       return (await fs.realpath(top)) === (await fs.realpath(target));
     } catch {
       return false;
@@ -345,7 +415,10 @@ export class WorkspaceGit {
   }
 
   branchExists(top: string, branch: string): Promise<boolean> {
-    return gitSucceeds(['show-ref', '--verify', '--quiet', `refs/heads/${branch}`], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS });
+    return gitSucceeds(['show-ref', '--verify', '--quiet', `refs/heads/${branch}`], {
+      cwd: top,
+      timeoutMs: QUICK_TIMEOUT_MS,
+    });
   }
 
   /** The commit a ref names, or null when git knows none (an option-looking ref is never asked). */
@@ -353,7 +426,11 @@ export class WorkspaceGit {
     if (ref.startsWith('-')) {
       return null;
     }
-    const out = await git(['rev-parse', '--verify', '-q', `${ref}^{commit}`], { cwd, okCodes: [0, 1, 128], timeoutMs: QUICK_TIMEOUT_MS });
+    const out = await git(['rev-parse', '--verify', '-q', `${ref}^{commit}`], {
+      cwd,
+      okCodes: [0, 1, 128],
+      timeoutMs: QUICK_TIMEOUT_MS,
+    });
     const sha = out.stdout.trim();
     return out.code === 0 && sha !== '' ? sha : null;
   }
@@ -399,7 +476,9 @@ export class WorkspaceGit {
  * a symlink and without blocking (a FIFO an agent put there would hold a plain open forever).
  */
 async function readStart(file: string, max: number): Promise<string> {
-  const handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK).catch(() => null);
+  const handle = await fs
+    .open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK)
+    .catch(() => null);
   if (!handle) {
     return '';
   }

@@ -13,7 +13,10 @@ export class WorkspaceController {
   constructor(private readonly workspace: WorkspaceGit) {}
 
   @Get('git')
-  @ApiOperation({ summary: 'What the workspace is to git now: with a commit, without one (agents then work in place), or no repository' })
+  @ApiOperation({
+    summary:
+      'What the workspace is to git now: with a commit, without one (agents then work in place), or no repository',
+  })
   @ApiOkResponse({ type: WorkspaceGitResponseDto })
   async getWorkspaceGit(): Promise<WorkspaceGitResponseDto> {
     return { commit: null, state: await this.workspace.workspaceState() };
@@ -21,7 +24,10 @@ export class WorkspaceController {
 
   @Post('first-commit')
   @HttpCode(200)
-  @ApiOperation({ summary: "Make the repository's first commit, empty (nothing staged or in the working files changes), so later Requirements get their own worktree" })
+  @ApiOperation({
+    summary:
+      "Make the repository's first commit, empty (nothing staged or in the working files changes), so later Requirements get their own worktree",
+  })
   @ApiOkResponse({ type: WorkspaceGitResponseDto })
   @ApiConflictResponse({
     description:

@@ -12,7 +12,10 @@ import { QUICK_TIMEOUT_MS, WorkspaceGit } from './workspace-git.service';
 import { WorktreesRepository } from './worktrees.repository';
 
 function noWorktree(requirementId: string): DomainError {
-  return conflict('no_worktree', `Requirement ${requirementId} has no worktree (in place, not started yet, or removed)`);
+  return conflict(
+    'no_worktree',
+    `Requirement ${requirementId} has no worktree (in place, not started yet, or removed)`,
+  );
 }
 
 /**
@@ -36,11 +39,22 @@ export class WorktreeChanges {
   async changes(requirementId: string): Promise<RequirementChanges> {
     const { baseRef, head, mergeBase, top, work } = await this.comparison(requirementId);
     const listed = await listChanges(top, mergeBase, work);
-    return { baseRef: baseRef ?? mergeBase, files: listed.files, headSha: head, mergeBaseSha: mergeBase, truncated: listed.truncated, workSha: work };
+    return {
+      baseRef: baseRef ?? mergeBase,
+      files: listed.files,
+      headSha: head,
+      mergeBaseSha: mergeBase,
+      truncated: listed.truncated,
+      workSha: work,
+    };
   }
 
   /** GET /requirements/:id/changes/diff: a path that is no path inside the repository is refused. */
-  async diff(requirementId: string, file: string, oldPath: string | null): Promise<{ diff: string; truncated: boolean }> {
+  async diff(
+    requirementId: string,
+    file: string,
+    oldPath: string | null,
+  ): Promise<{ diff: string; truncated: boolean }> {
     const checked = [file, ...(oldPath === null ? [] : [oldPath])].map((p) => {
       const normalized = worktreeRelativePath(p);
       if (normalized === null) {
@@ -57,10 +71,18 @@ export class WorktreeChanges {
    * when no import followed its last run), else what the import after its last run brought — a
    * resting working copy changes only by its next run (or a refresh, after a person's own edit).
    */
-  private async current(requirementId: string, row: RequirementWorktreeEntity): Promise<{ head: string | null; work: string | null }> {
+  private async current(
+    requirementId: string,
+    row: RequirementWorktreeEntity,
+  ): Promise<{ head: string | null; work: string | null }> {
     const resting = (await this.requirements.find(requirementId))?.session.state !== 'running';
     // Only an import of an own repository counts: a linked worktree of before has never been snapshotted.
-    const imported = row.layout === 'own_repository' && row.workSha !== null && row.refreshedAt !== null && row.refreshedAt >= (row.lastRunAt ?? '') && row.importError === null;
+    const imported =
+      row.layout === 'own_repository' &&
+      row.workSha !== null &&
+      row.refreshedAt !== null &&
+      row.refreshedAt >= (row.lastRunAt ?? '') &&
+      row.importError === null;
     if (resting && imported && row.headSha !== null) {
       return { head: row.headSha, work: row.workSha ?? row.headSha };
     }
@@ -68,7 +90,9 @@ export class WorktreeChanges {
   }
 
   /** The imported work and its merge base with the base ref, or 409 when there is nothing to compare. */
-  private async comparison(requirementId: string): Promise<{ top: string; baseRef: string | null; head: string; mergeBase: string; work: string }> {
+  private async comparison(
+    requirementId: string,
+  ): Promise<{ top: string; baseRef: string | null; head: string; mergeBase: string; work: string }> {
     const row = await this.repository.find(requirementId);
     if (row === null && (await this.requirements.find(requirementId)) === null) {
       throw notFound('requirement_not_found', `Requirement ${requirementId} not found`);
@@ -79,7 +103,8 @@ export class WorktreeChanges {
     const imported = await this.current(requirementId, row);
     const { repo } = await this.workspace.repositoryFacts();
     // A base ref deleted since: its commit at creation.
-    const base = (row.baseRef !== null ? await this.workspace.resolveCommit(repo.top, row.baseRef) : null) ?? row.baseSha;
+    const base =
+      (row.baseRef !== null ? await this.workspace.resolveCommit(repo.top, row.baseRef) : null) ?? row.baseSha;
     if (imported.head === null || imported.work === null) {
       throw noWorktree(requirementId);
     }
@@ -89,7 +114,14 @@ export class WorktreeChanges {
     const key = `${base}..${imported.head}`;
     let mergeBase = this.mergeBases.get(key);
     if (mergeBase === undefined) {
-      mergeBase = (await git(['merge-base', base, imported.head], { cwd: repo.top, okCodes: [0, 1], timeoutMs: QUICK_TIMEOUT_MS })).stdout.trim() || base;
+      mergeBase =
+        (
+          await git(['merge-base', base, imported.head], {
+            cwd: repo.top,
+            okCodes: [0, 1],
+            timeoutMs: QUICK_TIMEOUT_MS,
+          })
+        ).stdout.trim() || base;
       // Commits never change: the answer holds for good (a few hundred entries at most).
       if (this.mergeBases.size > 1000) {
         this.mergeBases.clear();

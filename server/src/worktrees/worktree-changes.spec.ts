@@ -15,7 +15,15 @@ describe('parseRawNumstat', () => {
       ':000000 100644 0000000 fffffff A',
       'blob.bin',
     ];
-    const numstat = ['2\t1\tsrc/app.ts', '3\t0\tnew file.txt', '0\t4\tgone.txt', '0\t0\t', 'old.txt', 'dir/new.txt', '-\t-\tblob.bin'];
+    const numstat = [
+      '2\t1\tsrc/app.ts',
+      '3\t0\tnew file.txt',
+      '0\t4\tgone.txt',
+      '0\t0\t',
+      'old.txt',
+      'dir/new.txt',
+      '-\t-\tblob.bin',
+    ];
     expect(parseRawNumstat([...raw, ...numstat, ''].join('\0'))).toEqual([
       { additions: 2, binary: false, deletions: 1, oldPath: null, path: 'src/app.ts', status: 'modified' },
       { additions: 3, binary: false, deletions: 0, oldPath: null, path: 'new file.txt', status: 'added' },
@@ -34,13 +42,27 @@ describe('parseRawNumstat', () => {
 describe('excludingLinks', () => {
   it('leaves linked paths out of a status, from the top of the worktree', () => {
     expect(excludingLinks([])).toEqual([]);
-    expect(excludingLinks(['node_modules', 'web/.venv'])).toEqual(['--', '.', ':(exclude,top)node_modules', ':(exclude,top)web/.venv']);
+    expect(excludingLinks(['node_modules', 'web/.venv'])).toEqual([
+      '--',
+      '.',
+      ':(exclude,top)node_modules',
+      ':(exclude,top)web/.venv',
+    ]);
   });
 });
 
 describe('worktreeRelativePath', () => {
   it('takes names that start with two dots: they are not a `..` segment', () => {
-    for (const name of ['..foo', 'a/..b', '..foo/bar', '...', 'a/...', '.hidden', '.gitignore', '.github/workflows/ci.yml']) {
+    for (const name of [
+      '..foo',
+      'a/..b',
+      '..foo/bar',
+      '...',
+      'a/...',
+      '.hidden',
+      '.gitignore',
+      '.github/workflows/ci.yml',
+    ]) {
       expect(worktreeRelativePath(name)).toBe(name);
     }
     expect(worktreeRelativePath('./..foo')).toBe('..foo');
@@ -48,7 +70,22 @@ describe('worktreeRelativePath', () => {
   });
 
   it('refuses what climbs out, absolute paths, NULs, the worktree itself and its .git', () => {
-    for (const bad of ['..', '../x', '../..foo', 'src/../../x', 'a/b/../../../x', '/etc/passwd', '', '.', './', 'a/..', 'x\0y', '.git', '.git/config', 'a/../.git/HEAD']) {
+    for (const bad of [
+      '..',
+      '../x',
+      '../..foo',
+      'src/../../x',
+      'a/b/../../../x',
+      '/etc/passwd',
+      '',
+      '.',
+      './',
+      'a/..',
+      'x\0y',
+      '.git',
+      '.git/config',
+      'a/../.git/HEAD',
+    ]) {
       expect({ bad, path: worktreeRelativePath(bad) }).toEqual({ bad, path: null });
     }
   });

@@ -77,13 +77,20 @@ export function parseRawNumstat(output: string): ChangedFile[] {
  * imported work (its branch with its uncommitted files on top) — through one `git diff` of the
  * two trees. Bounded in files, bytes and time.
  */
-export async function listChanges(top: string, mergeBase: string, work: string): Promise<{ files: ChangedFile[]; truncated: boolean }> {
-  const out = await git(['diff', '-z', '--raw', '--numstat', '-M', '--no-color', '--no-ext-diff', mergeBase, work, '--'], {
-    allowTruncated: true,
-    cwd: top,
-    maxBytes: 32 * 1024 * 1024,
-    timeoutMs: CHANGES_TIMEOUT_MS,
-  });
+export async function listChanges(
+  top: string,
+  mergeBase: string,
+  work: string,
+): Promise<{ files: ChangedFile[]; truncated: boolean }> {
+  const out = await git(
+    ['diff', '-z', '--raw', '--numstat', '-M', '--no-color', '--no-ext-diff', mergeBase, work, '--'],
+    {
+      allowTruncated: true,
+      cwd: top,
+      maxBytes: 32 * 1024 * 1024,
+      timeoutMs: CHANGES_TIMEOUT_MS,
+    },
+  );
   // A cut output lacks some counts (and may end in a partial record): the answer says truncated.
   const listed = parseRawNumstat(out.stdout);
   const files = listed.slice(0, CHANGES_MAX_FILES);
@@ -119,7 +126,13 @@ export function worktreeRelativePath(file: string): string | null {
     return null;
   }
   const normalized = path.normalize(file);
-  if (normalized === '.' || normalized === `.${path.sep}` || climbsOut(normalized) || normalized === '.git' || normalized.startsWith(`.git${path.sep}`)) {
+  if (
+    normalized === '.' ||
+    normalized === `.${path.sep}` ||
+    climbsOut(normalized) ||
+    normalized === '.git' ||
+    normalized.startsWith(`.git${path.sep}`)
+  ) {
     return null;
   }
   return normalized;
@@ -129,13 +142,22 @@ export function worktreeRelativePath(file: string): string | null {
  * A file's unified diff between the merge base and the agent's work, in the person's repository.
  * The path is literal (`:(literal)`), never a pattern: `*` or `:(glob)` in a name is that name.
  */
-export async function fileDiff(top: string, mergeBase: string, work: string, file: string, oldPath: string | null): Promise<{ diff: string; truncated: boolean }> {
+export async function fileDiff(
+  top: string,
+  mergeBase: string,
+  work: string,
+  file: string,
+  oldPath: string | null,
+): Promise<{ diff: string; truncated: boolean }> {
   const paths = oldPath && oldPath !== file ? [oldPath, file] : [file];
-  const out = await git(['diff', '-M', '--no-color', '--no-ext-diff', mergeBase, work, '--', ...paths.map((p) => `:(literal)${p}`)], {
-    allowTruncated: true,
-    cwd: top,
-    maxBytes: DIFF_MAX_BYTES,
-    timeoutMs: CHANGES_TIMEOUT_MS,
-  });
+  const out = await git(
+    ['diff', '-M', '--no-color', '--no-ext-diff', mergeBase, work, '--', ...paths.map((p) => `:(literal)${p}`)],
+    {
+      allowTruncated: true,
+      cwd: top,
+      maxBytes: DIFF_MAX_BYTES,
+      timeoutMs: CHANGES_TIMEOUT_MS,
+    },
+  );
   return { diff: out.stdout, truncated: out.truncated };
 }

@@ -26,7 +26,11 @@ export interface HookResult {
  * The command a hook runs: the configured one (a shell line), else the repository's own
  * `.agent-manager/<hook>` when the worktree has one (run by `sh` whether or not executable).
  */
-async function hookCommand(worktree: string, hook: WorktreeHook, configured: string | null): Promise<{ shown: string; args: string[] } | null> {
+async function hookCommand(
+  worktree: string,
+  hook: WorktreeHook,
+  configured: string | null,
+): Promise<{ shown: string; args: string[] } | null> {
   if (configured !== null) {
     return { args: ['-c', configured], shown: configured };
   }
@@ -67,13 +71,22 @@ export interface HookContext {
  * output. Its processes carry `marker`: when the signal aborts, or the command ends, whatever it
  * started is ended too (as bubblewrap's PID namespace would).
  */
-export async function runHook(sandbox: AgentSandbox, hook: WorktreeHook, configured: string | null, context: HookContext): Promise<HookResult> {
+export async function runHook(
+  sandbox: AgentSandbox,
+  hook: WorktreeHook,
+  configured: string | null,
+  context: HookContext,
+): Promise<HookResult> {
   const command = await hookCommand(context.worktree, hook, configured);
   if (command === null) {
     return { command: null, failure: null, ok: true, output: '' };
   }
   const timeoutMs = hook === 'setup' ? SETUP_TIMEOUT_MS : TEARDOWN_TIMEOUT_MS;
-  const env: Record<string, string> = { ...scrubbedEnvironment(), ...context.env, [RUN_MARKER_VARIABLE]: context.marker };
+  const env: Record<string, string> = {
+    ...scrubbedEnvironment(),
+    ...context.env,
+    [RUN_MARKER_VARIABLE]: context.marker,
+  };
   if (context.tmp !== null) {
     env.TMPDIR = context.tmp;
   }
@@ -98,7 +111,14 @@ export async function runHook(sandbox: AgentSandbox, hook: WorktreeHook, configu
   context.signal?.addEventListener('abort', stop, { once: true });
   let result: Awaited<ReturnType<typeof runBounded>>;
   try {
-    result = await runBounded(wrapped.command, wrapped.args, { cwd: context.cwd, env, keepRunningWhenCut: true, maxBytes: OUTPUT_MAX_BYTES, mergeOutput: true, timeoutMs });
+    result = await runBounded(wrapped.command, wrapped.args, {
+      cwd: context.cwd,
+      env,
+      keepRunningWhenCut: true,
+      maxBytes: OUTPUT_MAX_BYTES,
+      mergeOutput: true,
+      timeoutMs,
+    });
   } finally {
     context.signal?.removeEventListener('abort', stop);
   }

@@ -62,7 +62,10 @@ export async function provideFiles(checkout: string, worktree: string, links: re
   }
   const matcher = ignore().add(patterns);
   // Ignored entries of the checkout; a wholly ignored folder is one entry ending in '/'.
-  const listed = await git(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory'], { cwd: checkout, timeoutMs: 60_000 });
+  const listed = await git(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory'], {
+    cwd: checkout,
+    timeoutMs: 60_000,
+  });
   const wanted: string[] = [];
   let budget = WALK_MAX_ENTRIES;
   const walk = async (relative: string): Promise<void> => {
@@ -103,7 +106,13 @@ export async function provideFiles(checkout: string, worktree: string, links: re
     }
     await fs.mkdir(path.dirname(target), { recursive: true });
     // Symlinks inside stay symlinks; nothing outside the copied entry is followed.
-    await fs.cp(path.join(checkout, relative), target, { errorOnExist: false, force: false, preserveTimestamps: true, recursive: true, verbatimSymlinks: true });
+    await fs.cp(path.join(checkout, relative), target, {
+      errorOnExist: false,
+      force: false,
+      preserveTimestamps: true,
+      recursive: true,
+      verbatimSymlinks: true,
+    });
     report.copied.push(relative);
   }
   return report;

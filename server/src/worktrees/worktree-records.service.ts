@@ -26,7 +26,12 @@ export const PORT_BLOCK = 10;
 const PORT_BLOCKS = 2_000;
 
 /** A row for a Requirement that has no worktree yet: in place until its first run says otherwise. */
-function emptyRow(requirementId: string, updatedAt: string, isolation: RequirementWorktreeEntity['isolation'], baseRef: string | null): RequirementWorktreeEntity {
+function emptyRow(
+  requirementId: string,
+  updatedAt: string,
+  isolation: RequirementWorktreeEntity['isolation'],
+  baseRef: string | null,
+): RequirementWorktreeEntity {
   return {
     ahead: 0,
     baseRef,
@@ -99,15 +104,23 @@ export class WorktreeRecords {
    * agent never gets a place it does not have: not in place when it asks, and not in place below
    * a Requirement of its own that is contained in a worktree.
    */
-  private async isolationFor(input: NewRequirement): Promise<{ isolation: 'worktree' | 'in_place'; repo: GitWorkspace | null }> {
+  private async isolationFor(
+    input: NewRequirement,
+  ): Promise<{ isolation: 'worktree' | 'in_place'; repo: GitWorkspace | null }> {
     const fromAgent = input.createdBy !== 'human';
     const refuseAgent = (why: string) =>
-      conflict('in_place_not_for_agents', `an agent cannot propose work that runs in place, in the person's checkout (${why}); only a person chooses that`);
+      conflict(
+        'in_place_not_for_agents',
+        `an agent cannot propose work that runs in place, in the person's checkout (${why}); only a person chooses that`,
+      );
     if (fromAgent && input.isolation === 'in_place') {
       throw refuseAgent('isolation "in_place" was asked for');
     }
     if (input.isolation === 'in_place' && input.baseRef !== undefined) {
-      throw invalid('base_ref_in_place', 'baseRef needs isolation "worktree": in place the agent works on whatever the checkout has');
+      throw invalid(
+        'base_ref_in_place',
+        'baseRef needs isolation "worktree": in place the agent works on whatever the checkout has',
+      );
     }
     if (input.isolation === 'in_place') {
       return { isolation: 'in_place', repo: null };
@@ -124,7 +137,11 @@ export class WorktreeRecords {
     if (fromAgent && isolation === 'in_place' && input.parentRequirementId) {
       const parent = await this.repository.find(input.parentRequirementId);
       if (parent?.isolation !== 'in_place') {
-        throw refuseAgent(repo === null ? 'the workspace is not a git repository with a commit now' : 'the configuration runs new Requirements in place');
+        throw refuseAgent(
+          repo === null
+            ? 'the workspace is not a git repository with a commit now'
+            : 'the configuration runs new Requirements in place',
+        );
       }
     }
     return { isolation, repo };
@@ -175,7 +192,12 @@ export class WorktreeRecords {
    * Updates the row and, when `publish`, the Requirement's snapshot with a `requirement.updated`
    * event (the card shows branch, ahead and dirty). Returns the row as written.
    */
-  save(requirementId: string, set: Partial<RequirementWorktreeEntity>, publish: boolean, actor: EventActor = SYSTEM_ACTOR): Promise<RequirementWorktreeEntity> {
+  save(
+    requirementId: string,
+    set: Partial<RequirementWorktreeEntity>,
+    publish: boolean,
+    actor: EventActor = SYSTEM_ACTOR,
+  ): Promise<RequirementWorktreeEntity> {
     return this.database.write(async (uow) => {
       const rows = await this.requirements.loadForWrite(uow, requirementId);
       // From the table, not the cached snapshot: other writes (a port block) change the row alone.
@@ -221,6 +243,9 @@ export class WorktreeRecords {
 
   /** Agents cannot see the data directories: a worktree there would be invisible to its own agent. */
   insideDataDirectory(target: string): boolean {
-    return isInside(target, path.join(this.runtime.paths.home, 'workspaces')) || isInside(target, this.runtime.paths.dataDirectory);
+    return (
+      isInside(target, path.join(this.runtime.paths.home, 'workspaces')) ||
+      isInside(target, this.runtime.paths.dataDirectory)
+    );
   }
 }

@@ -105,17 +105,25 @@ export class WorktreeSweeper implements OnApplicationBootstrap, OnModuleDestroy 
   }
 
   private async removeIdle(): Promise<number> {
-    const before = new Date(this.clock.now().getTime() - this.configuration.get('worktreeIdleDays') * DAY_MS).toISOString();
+    const before = new Date(
+      this.clock.now().getTime() - this.configuration.get('worktreeIdleDays') * DAY_MS,
+    ).toISOString();
     let removed = 0;
     for (const row of await this.repository.idleSince(before, IDLE_BATCH)) {
       const requirement = await this.requirements.find(row.requirementId);
-      if (requirement === null || (requirement.status !== 'done' && requirement.status !== 'cancelled') || requirement.session.state === 'running') {
+      if (
+        requirement === null ||
+        (requirement.status !== 'done' && requirement.status !== 'cancelled') ||
+        requirement.session.state === 'running'
+      ) {
         continue;
       }
       await this.worktrees
         .saveAndRemove(row.requirementId, 'idle')
         .then(() => (removed += 1))
-        .catch((err: unknown) => this.logger.warn(`could not remove the idle worktree ${row.path}: ${(err as Error).message}`));
+        .catch((err: unknown) =>
+          this.logger.warn(`could not remove the idle worktree ${row.path}: ${(err as Error).message}`),
+        );
     }
     return removed;
   }

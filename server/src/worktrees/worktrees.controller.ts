@@ -1,5 +1,13 @@
 import { Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiProduces,
+  ApiTags,
+} from '@nestjs/swagger';
 import type { Response } from 'express';
 
 import type { EventActor } from '@libs/contracts';
@@ -21,7 +29,10 @@ export class WorktreesController {
   ) {}
 
   @Get(':id/changes')
-  @ApiOperation({ summary: "What the Requirement's agent changed: committed, uncommitted and untracked files against the merge base with its base ref" })
+  @ApiOperation({
+    summary:
+      "What the Requirement's agent changed: committed, uncommitted and untracked files against the merge base with its base ref",
+  })
   @ApiOkResponse({ type: RequirementChangesResponseDto })
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'The Requirement has no worktree (in place, not started yet, or removed)' })
@@ -30,13 +41,19 @@ export class WorktreesController {
   }
 
   @Get(':id/changes/diff')
-  @ApiOperation({ summary: "One file's unified diff against the merge base (text/plain; cut at 2 MiB, then X-Diff-Truncated: true)" })
+  @ApiOperation({
+    summary: "One file's unified diff against the merge base (text/plain; cut at 2 MiB, then X-Diff-Truncated: true)",
+  })
   @ApiProduces('text/plain')
   @ApiOkResponse({ schema: { type: 'string' } })
   @ApiBadRequestResponse({ description: 'The path is outside the worktree' })
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'The Requirement has no worktree' })
-  async getRequirementChangeDiff(@Param('id') id: string, @Query() query: ChangesDiffQueryDto, @Res({ passthrough: true }) res: Response): Promise<string> {
+  async getRequirementChangeDiff(
+    @Param('id') id: string,
+    @Query() query: ChangesDiffQueryDto,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<string> {
     const { diff, truncated } = await this.changes.diff(id, query.path, query.oldPath ?? null);
     res.type('text/plain; charset=utf-8').setHeader('X-Diff-Truncated', String(truncated));
     res.setHeader('X-Content-Type-Options', 'nosniff');
@@ -45,10 +62,15 @@ export class WorktreesController {
 
   @Post(':id/worktree/refresh')
   @HttpCode(200)
-  @ApiOperation({ summary: "Read the worktree's git state now (head, ahead/behind, dirty); the Requirement's event carries it" })
+  @ApiOperation({
+    summary: "Read the worktree's git state now (head, ahead/behind, dirty); the Requirement's event carries it",
+  })
   @ApiOkResponse({ type: RequirementResponseDto })
   @ApiNotFoundResponse()
-  async refreshRequirementWorktree(@Param('id') id: string, @Actor() actor: EventActor): Promise<RequirementResponseDto> {
+  async refreshRequirementWorktree(
+    @Param('id') id: string,
+    @Actor() actor: EventActor,
+  ): Promise<RequirementResponseDto> {
     await this.requirements.get(id);
     await this.worktrees.refresh(id, actor);
     return this.requirements.get(id);

@@ -18,6 +18,15 @@ import { WorktreesService } from './worktrees.service';
   controllers: [WorkspaceController, WorktreesController],
   exports: [ReviewWorktrees, WorkspaceGit, WorktreesService],
   imports: [AgentsModule, RequirementsModule],
-  providers: [AgentWork, ReviewWorktrees, WorkspaceGit, WorktreeChanges, WorktreeRecords, WorktreeSweeper, WorktreesRepository, WorktreesService],
+  providers: [
+    AgentWork,
+    ReviewWorktrees,
+    WorkspaceGit,
+    WorktreeChanges,
+    WorktreeRecords,
+    WorktreeSweeper,
+    WorktreesRepository,
+    WorktreesService,
+  ],
 })
 export class WorktreesModule {}

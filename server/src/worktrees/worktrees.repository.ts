@@ -11,7 +11,11 @@ export class WorktreesRepository {
   constructor(private readonly database: Database) {}
 
   find(requirementId: string): Promise<RequirementWorktreeEntity | null> {
-    return this.database.read(RequirementWorktreeEntity).createQueryBuilder('w').where('w.requirement_id = :requirementId', { requirementId }).getOne();
+    return this.database
+      .read(RequirementWorktreeEntity)
+      .createQueryBuilder('w')
+      .where('w.requirement_id = :requirementId', { requirementId })
+      .getOne();
   }
 
   /** The row as a write unit sees it (it exists: every Requirement has one from its creation or adoption). */
@@ -32,7 +36,12 @@ export class WorktreesRepository {
 
   /** Worktrees that exist on disk (or are being created): what the startup sweep keeps. */
   async livePaths(): Promise<string[]> {
-    const rows = await this.database.read(RequirementWorktreeEntity).createQueryBuilder('w').select(['w.path']).where('w.path IS NOT NULL AND w.removed_at IS NULL').getMany();
+    const rows = await this.database
+      .read(RequirementWorktreeEntity)
+      .createQueryBuilder('w')
+      .select(['w.path'])
+      .where('w.path IS NOT NULL AND w.removed_at IS NULL')
+      .getMany();
     return rows.map((r) => r.path as string);
   }
 
@@ -60,7 +69,12 @@ export class WorktreesRepository {
   /** Port blocks held by other Requirements, ascending. */
   async usedPortBases(uow: UnitOfWork): Promise<number[]> {
     const manager = await uow.reads();
-    const rows = await manager.createQueryBuilder(RequirementWorktreeEntity, 'w').select(['w.portBase']).where('w.port_base IS NOT NULL').orderBy('w.port_base', 'ASC').getMany();
+    const rows = await manager
+      .createQueryBuilder(RequirementWorktreeEntity, 'w')
+      .select(['w.portBase'])
+      .where('w.port_base IS NOT NULL')
+      .orderBy('w.port_base', 'ASC')
+      .getMany();
     return rows.map((r) => r.portBase as number);
   }
 

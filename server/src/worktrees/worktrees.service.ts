@@ -29,7 +29,13 @@ import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.
 import { runHook } from './worktree-commands';
 import { provideFiles } from './worktree-files';
 import { WorktreeRecords } from './worktree-records.service';
-import { CREATE_TIMEOUT_MS, GitDirectories, GitWorkspace, QUICK_TIMEOUT_MS, WorkspaceGit } from './workspace-git.service';
+import {
+  CREATE_TIMEOUT_MS,
+  GitDirectories,
+  GitWorkspace,
+  QUICK_TIMEOUT_MS,
+  WorkspaceGit,
+} from './workspace-git.service';
 import { WorktreesRepository } from './worktrees.repository';
 import './worktree.events';
 
@@ -71,7 +77,11 @@ export interface MovedBranch {
 /** A push or fetch of one branch over the network. */
 const REMOTE_TIMEOUT_MS = 5 * 60_000;
 
-const lifecycle = (title: string, detail: string | null, status: NormalizedTrace['status'] = 'completed'): NormalizedTrace => ({
+const lifecycle = (
+  title: string,
+  detail: string | null,
+  status: NormalizedTrace['status'] = 'completed',
+): NormalizedTrace => ({
   detail,
   kind: status === 'failed' ? 'error' : 'lifecycle',
   nativeType: 'worktree',
@@ -147,7 +157,12 @@ export class WorktreesService implements BeforeApplicationShutdown {
           cwd: root,
           env: this.records.environment({ baseRef: '', branch: repo?.branch ?? '', port: portBase, worktree: root }),
           git: rootGit === null ? null : { commonDir: rootGit.commonDir, gitDir: rootGit.gitDir, kind: 'shared' },
-          place: { branch: repo?.branch ?? null, cwd: root, mode: 'in_place', reason: repo === null ? 'not_git' : 'chosen' },
+          place: {
+            branch: repo?.branch ?? null,
+            cwd: root,
+            mode: 'in_place',
+            reason: repo === null ? 'not_git' : 'chosen',
+          },
           workTree: root,
         };
       }
@@ -159,7 +174,12 @@ export class WorktreesService implements BeforeApplicationShutdown {
       const cwd = path.join(top, ready.subdirectory ?? '');
       await fs.mkdir(cwd, { recursive: true });
       const env = {
-        ...this.records.environment({ baseRef: ready.baseRef ?? '', branch: ready.branch ?? '', port: portBase, worktree: top }),
+        ...this.records.environment({
+          baseRef: ready.baseRef ?? '',
+          branch: ready.branch ?? '',
+          port: portBase,
+          worktree: top,
+        }),
         ...(await this.workspace.lfsEnvironment(facts.repo.top)),
       };
       const git: SandboxGit = { kind: 'own', personCommonDir: facts.git.commonDir };
@@ -176,7 +196,13 @@ export class WorktreesService implements BeforeApplicationShutdown {
           worktree: top,
         });
         if (result.command !== null) {
-          trace(lifecycle(`Worktree setup: ${result.command}${result.ok ? '' : ` ${result.failure}`}`, result.output || null, result.ok ? 'completed' : 'failed'));
+          trace(
+            lifecycle(
+              `Worktree setup: ${result.command}${result.ok ? '' : ` ${result.failure}`}`,
+              result.output || null,
+              result.ok ? 'completed' : 'failed',
+            ),
+          );
         }
         if (!result.ok) {
           throw invalid('worktree_setup_failed', `the worktree setup command (${result.command}) ${result.failure}`);
@@ -184,12 +210,24 @@ export class WorktreesService implements BeforeApplicationShutdown {
         setupAt = this.clock.nowIso();
       }
       // One write for both.
-      await this.records.save(requirementId, setupAt === null ? { lastRunAt: now } : { lastRunAt: now, setupAt }, false);
+      await this.records.save(
+        requirementId,
+        setupAt === null ? { lastRunAt: now } : { lastRunAt: now, setupAt },
+        false,
+      );
       return {
         cwd,
         env,
         git,
-        place: { baseRef: ready.baseRef, baseSha: ready.baseSha, branch: ready.branch ?? '', checkout: root, cwd, mode: 'worktree', worktree: top },
+        place: {
+          baseRef: ready.baseRef,
+          baseSha: ready.baseSha,
+          branch: ready.branch ?? '',
+          checkout: root,
+          cwd,
+          mode: 'worktree',
+          worktree: top,
+        },
         workTree: top,
       };
     });
@@ -200,7 +238,11 @@ export class WorktreesService implements BeforeApplicationShutdown {
    * repository (what "rebase onto the base" means). Only where the base is a local branch; an
    * agent repository that fails the inspection fails the run (it would not be imported either).
    */
-  private async refreshAgentBase(facts: { repo: GitWorkspace; git: GitDirectories }, row: RequirementWorktreeEntity, trace: Trace): Promise<void> {
+  private async refreshAgentBase(
+    facts: { repo: GitWorkspace; git: GitDirectories },
+    row: RequirementWorktreeEntity,
+    trace: Trace,
+  ): Promise<void> {
     if (row.baseRef === null || row.baseRef === row.branch) {
       return;
     }
@@ -208,7 +250,13 @@ export class WorktreesService implements BeforeApplicationShutdown {
     if (sha !== null && row.layout === 'own_repository') {
       await refreshBase(row.path as string, facts.git.commonDir, { ref: row.baseRef, sha }).catch((err: unknown) => {
         // Its own repository, its own problem: the run goes on (and may repair it); its work is not imported meanwhile.
-        trace(lifecycle(`The base ${row.baseRef} could not be brought up to date in the agent's repository`, (err as Error).message, 'failed'));
+        trace(
+          lifecycle(
+            `The base ${row.baseRef} could not be brought up to date in the agent's repository`,
+            (err as Error).message,
+            'failed',
+          ),
+        );
       });
     }
   }
@@ -228,7 +276,13 @@ export class WorktreesService implements BeforeApplicationShutdown {
   refresh(requirementId: string, actor: EventActor = SYSTEM_ACTOR): Promise<RequirementWorktreeEntity | null> {
     return this.requirementLock.run(requirementId, async () => {
       const row = await this.repository.find(requirementId);
-      if (!row || row.isolation !== 'worktree' || row.path === null || row.removedAt !== null || row.createdAt === null) {
+      if (
+        !row ||
+        row.isolation !== 'worktree' ||
+        row.path === null ||
+        row.removedAt !== null ||
+        row.createdAt === null
+      ) {
         return row;
       }
       try {
@@ -273,8 +327,16 @@ export class WorktreesService implements BeforeApplicationShutdown {
       // A linked worktree (before its first run since issue 44): its index takes the snapshot too.
       await git(['reset', '-q', '--mixed', work], { cwd: row.path, timeoutMs: QUICK_TIMEOUT_MS * 10 });
     }
-    if (!(await gitSucceeds(['update-ref', '-m', 'agent-manager: commit pending work', `refs/heads/${row.branch}`, work, head], { cwd: repo.top, timeoutMs: QUICK_TIMEOUT_MS }))) {
-      throw conflict('head_moved', `the branch ${row.branch} moved while its pending work was being committed: look at its changes again, then land`);
+    if (
+      !(await gitSucceeds(
+        ['update-ref', '-m', 'agent-manager: commit pending work', `refs/heads/${row.branch}`, work, head],
+        { cwd: repo.top, timeoutMs: QUICK_TIMEOUT_MS },
+      ))
+    ) {
+      throw conflict(
+        'head_moved',
+        `the branch ${row.branch} moved while its pending work was being committed: look at its changes again, then land`,
+      );
     }
     await this.records.save(requirementId, { dirty: false, headSha: work, workSha: work }, true);
     return work;
@@ -295,7 +357,9 @@ export class WorktreesService implements BeforeApplicationShutdown {
     const present = row.path !== null && row.removedAt === null && (await fs.stat(row.path).catch(() => null)) !== null;
     if (present && row.layout === 'own_repository') {
       if (!(await followInAgentRepository(row.path as string, dirs.commonDir, { absorb: null, head, to: landed }))) {
-        this.logger.warn(`the branch ${row.branch} moved in the agent's repository while it was being landed; it stays where it is`);
+        this.logger.warn(
+          `the branch ${row.branch} moved in the agent's repository while it was being landed; it stays where it is`,
+        );
         return;
       }
     } else if (present && (await linkedEntry(row.path as string, dirs.commonDir)) !== null) {
@@ -307,7 +371,12 @@ export class WorktreesService implements BeforeApplicationShutdown {
       await this.agentWork.bring(requirementId);
       return;
     }
-    if (await gitSucceeds(['update-ref', '-m', 'agent-manager: follow the land', `refs/heads/${row.branch}`, landed, head], { cwd: repo.top, timeoutMs: QUICK_TIMEOUT_MS })) {
+    if (
+      await gitSucceeds(
+        ['update-ref', '-m', 'agent-manager: follow the land', `refs/heads/${row.branch}`, landed, head],
+        { cwd: repo.top, timeoutMs: QUICK_TIMEOUT_MS },
+      )
+    ) {
       await this.records.save(requirementId, { headSha: landed, workSha: landed }, false);
     }
   }
@@ -339,7 +408,13 @@ export class WorktreesService implements BeforeApplicationShutdown {
       const outcome = await this.removeWorktree(row, reason);
       await this.records.save(
         requirementId,
-        { branch: outcome.branchDeleted ? null : row.branch, dirty: false, portBase: null, removedAt: this.clock.nowIso(), setupAt: null },
+        {
+          branch: outcome.branchDeleted ? null : row.branch,
+          dirty: false,
+          portBase: null,
+          removedAt: this.clock.nowIso(),
+          setupAt: null,
+        },
         requirement !== null,
       );
       return outcome;
@@ -356,7 +431,13 @@ export class WorktreesService implements BeforeApplicationShutdown {
     // up to minutes) holds nothing, so the next run of this Requirement does not wait for it.
     const target = await this.requirementLock.run(requirementId, async () => {
       const row = await this.repository.find(requirementId);
-      if (!row || row.isolation !== 'worktree' || row.branch === null || row.createdAt === null || row.removedAt !== null) {
+      if (
+        !row ||
+        row.isolation !== 'worktree' ||
+        row.branch === null ||
+        row.createdAt === null ||
+        row.removedAt !== null
+      ) {
         return null;
       }
       // What the agent committed is imported first: the push reads the person's repository only.
@@ -367,7 +448,11 @@ export class WorktreesService implements BeforeApplicationShutdown {
     if (target === null) {
       return null;
     }
-    await git(['push', '--no-verify', '--quiet', remote.name, `${target.head}:refs/heads/${target.branch}`], { cwd: target.top, env: remote.env, timeoutMs: REMOTE_TIMEOUT_MS });
+    await git(['push', '--no-verify', '--quiet', remote.name, `${target.head}:refs/heads/${target.branch}`], {
+      cwd: target.top,
+      env: remote.env,
+      timeoutMs: REMOTE_TIMEOUT_MS,
+    });
     return target.head;
   }
 
@@ -390,10 +475,18 @@ export class WorktreesService implements BeforeApplicationShutdown {
       const ref = `refs/heads/${row.branch}`;
       try {
         // Forced into the local branch: the remote's is the Requirement's latest (it ran elsewhere since).
-        await git(['fetch', '--no-tags', '--no-write-fetch-head', '--quiet', remote.name, `+${ref}:${ref}`], { cwd: repo.top, env: remote.env, timeoutMs: REMOTE_TIMEOUT_MS });
+        await git(['fetch', '--no-tags', '--no-write-fetch-head', '--quiet', remote.name, `+${ref}:${ref}`], {
+          cwd: repo.top,
+          env: remote.env,
+          timeoutMs: REMOTE_TIMEOUT_MS,
+        });
       } catch (err) {
         const said = err instanceof GitError ? err.stderr.trim().split('\n').slice(-2).join(' ') : '';
-        return { branch: row.branch, fetched: null, reason: `git could not fetch ${row.branch} from ${remote.name}: ${said || (err as Error).message}` };
+        return {
+          branch: row.branch,
+          fetched: null,
+          reason: `git could not fetch ${row.branch} from ${remote.name}: ${said || (err as Error).message}`,
+        };
       }
       return { branch: row.branch, fetched: await this.workspace.resolveCommit(repo.top, ref), reason: null };
     });
@@ -431,7 +524,11 @@ export class WorktreesService implements BeforeApplicationShutdown {
       if (row.isolation === 'worktree' && row.path !== null && row.removedAt === null) {
         await this.requirementLock
           .run(row.requirementId, () => this.removeWorktree(row, 'purged', false))
-          .catch((err: unknown) => this.logger.warn(`could not remove the worktree ${row.path}: ${(err as Error).message}; the next start's sweep retries`));
+          .catch((err: unknown) =>
+            this.logger.warn(
+              `could not remove the worktree ${row.path}: ${(err as Error).message}; the next start's sweep retries`,
+            ),
+          );
       }
       await fs.rm(this.patchDirectory(row.requirementId), { force: true, recursive: true }).catch(() => undefined);
     }
@@ -443,12 +540,21 @@ export class WorktreesService implements BeforeApplicationShutdown {
   }
 
   /** Teardown, patch of uncommitted work, removal, and the branch rule. The caller holds the Requirement's lock. */
-  private async removeWorktree(row: RequirementWorktreeEntity, reason: string, savePatch = true): Promise<{ patch: string | null; branchDeleted: boolean }> {
+  private async removeWorktree(
+    row: RequirementWorktreeEntity,
+    reason: string,
+    savePatch = true,
+  ): Promise<{ patch: string | null; branchDeleted: boolean }> {
     const top = row.path as string;
     const facts = await this.workspace.workspaceFacts();
     let patch: string | null = null;
     if ((await fs.lstat(path.join(top, '.git')).catch(() => null)) !== null) {
-      const env = this.records.environment({ baseRef: row.baseRef ?? '', branch: row.branch ?? '', port: row.portBase ?? 0, worktree: top });
+      const env = this.records.environment({
+        baseRef: row.baseRef ?? '',
+        branch: row.branch ?? '',
+        port: row.portBase ?? 0,
+        worktree: top,
+      });
       const teardown = await runHook(this.sandbox, 'teardown', this.configuration.get('worktreeTeardownCommand'), {
         cwd: path.join(top, row.subdirectory ?? ''),
         env,
@@ -480,7 +586,15 @@ export class WorktreesService implements BeforeApplicationShutdown {
     });
     await this.agentWork.forget(row.requirementId);
     this.workspace.forgetDiskUsage();
-    this.logger.log({ branch: row.branch, branchDeleted, msg: 'worktree removed', patch, reason, requirementId: row.requirementId, worktree: top });
+    this.logger.log({
+      branch: row.branch,
+      branchDeleted,
+      msg: 'worktree removed',
+      patch,
+      reason,
+      requirementId: row.requirementId,
+      worktree: top,
+    });
     return { branchDeleted, patch };
   }
 
@@ -491,7 +605,12 @@ export class WorktreesService implements BeforeApplicationShutdown {
       return false;
     }
     // Merged, or no commits of its own: the base already has everything the branch has.
-    if (!(await gitSucceeds(['merge-base', '--is-ancestor', `refs/heads/${branch}`, base], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS }))) {
+    if (
+      !(await gitSucceeds(['merge-base', '--is-ancestor', `refs/heads/${branch}`, base], {
+        cwd: top,
+        timeoutMs: QUICK_TIMEOUT_MS,
+      }))
+    ) {
       return false;
     }
     return gitSucceeds(['branch', '-D', '--', branch], { cwd: top, timeoutMs: QUICK_TIMEOUT_MS });
@@ -504,7 +623,8 @@ export class WorktreesService implements BeforeApplicationShutdown {
    */
   private async savePatch(row: RequirementWorktreeEntity): Promise<string | null> {
     const imported = await this.agentWork.bring(row.requirementId, false);
-    const { head, work } = imported.error === null ? imported : await this.agentWork.snapshotOnRecorded(row.requirementId);
+    const { head, work } =
+      imported.error === null ? imported : await this.agentWork.snapshotOnRecorded(row.requirementId);
     if (head === null || work === null || head === work) {
       return null;
     }
@@ -528,7 +648,11 @@ export class WorktreesService implements BeforeApplicationShutdown {
    * The Requirement's working copy, made the first time (an own repository, issue 44), made again
    * after a removal, or turned from a linked worktree of before into an own repository.
    */
-  private async ensureWorktree(facts: { repo: GitWorkspace; git: GitDirectories }, row: RequirementWorktreeEntity, trace: Trace): Promise<RequirementWorktreeEntity> {
+  private async ensureWorktree(
+    facts: { repo: GitWorkspace; git: GitDirectories },
+    row: RequirementWorktreeEntity,
+    trace: Trace,
+  ): Promise<RequirementWorktreeEntity> {
     const { repo } = facts;
     if (row.path !== null && row.createdAt !== null && row.removedAt === null) {
       const dotGit = await fs.lstat(path.join(row.path, '.git')).catch(() => null);
@@ -541,7 +665,8 @@ export class WorktreesService implements BeforeApplicationShutdown {
     }
     const requirementId = row.requirementId;
     const reopening = row.removedAt !== null || row.createdAt !== null;
-    const target = row.path !== null && row.removedAt === null ? row.path : await this.records.choosePath(requirementId);
+    const target =
+      row.path !== null && row.removedAt === null ? row.path : await this.records.choosePath(requirementId);
     if (this.records.insideDataDirectory(target)) {
       throw invalid(
         'worktree_root_hidden',
@@ -574,7 +699,20 @@ export class WorktreesService implements BeforeApplicationShutdown {
     }
     const subdirectory = row.subdirectory ?? this.records.subdirectory(repo);
     // Recorded before git runs: a crash from here on leaves a row that says what to clear.
-    await this.records.save(requirementId, { baseRef, branch, createdAt: null, layout: 'own_repository', path: target, removedAt: null, setupAt: null, subdirectory }, false);
+    await this.records.save(
+      requirementId,
+      {
+        baseRef,
+        branch,
+        createdAt: null,
+        layout: 'own_repository',
+        path: target,
+        removedAt: null,
+        setupAt: null,
+        subdirectory,
+      },
+      false,
+    );
     const started = Date.now();
     const env = await this.workspace.lfsEnvironment(repo.top);
     const start = branchHead ?? baseSha;
@@ -586,11 +724,15 @@ export class WorktreesService implements BeforeApplicationShutdown {
     // agent's repository is.
     const personBranch = this.workspace.inRepository(repo.top, async () => {
       if (branchHead === null) {
-        await git(['update-ref', '-m', "agent-manager: the Requirement's branch", `refs/heads/${branch}`, baseSha, ''], { cwd: repo.top, timeoutMs: QUICK_TIMEOUT_MS });
+        await git(
+          ['update-ref', '-m', "agent-manager: the Requirement's branch", `refs/heads/${branch}`, baseSha, ''],
+          { cwd: repo.top, timeoutMs: QUICK_TIMEOUT_MS },
+        );
       }
     });
     personBranch.catch(() => undefined);
-    const baseBranchSha = baseRef === branch ? null : await this.workspace.resolveCommit(repo.top, `refs/heads/${baseRef}`);
+    const baseBranchSha =
+      baseRef === branch ? null : await this.workspace.resolveCommit(repo.top, `refs/heads/${baseRef}`);
     await createAgentRepository({
       base: baseBranchSha === null ? null : { ref: baseRef, sha: baseBranchSha },
       branch,
@@ -619,19 +761,33 @@ export class WorktreesService implements BeforeApplicationShutdown {
     this.workspace.forgetDiskUsage();
     return this.records.save(
       requirementId,
-      { baseSha: branchHead !== null ? (row.baseSha ?? baseSha) : baseSha, createdAt: this.clock.nowIso(), dirty: false, headSha: start, importError: null, workSha: start },
+      {
+        baseSha: branchHead !== null ? (row.baseSha ?? baseSha) : baseSha,
+        createdAt: this.clock.nowIso(),
+        dirty: false,
+        headSha: start,
+        importError: null,
+        workSha: start,
+      },
       true,
     );
   }
 
   /** A linked worktree of before issue 44 becomes an own repository in place (linked-worktree-conversion.ts). */
-  private async convert(facts: { repo: GitWorkspace; git: GitDirectories }, row: RequirementWorktreeEntity, trace: Trace): Promise<boolean> {
+  private async convert(
+    facts: { repo: GitWorkspace; git: GitDirectories },
+    row: RequirementWorktreeEntity,
+    trace: Trace,
+  ): Promise<boolean> {
     const branch = row.branch as string;
     const head = await this.workspace.resolveCommit(facts.repo.top, `refs/heads/${branch}`);
     if (head === null) {
       return false;
     }
-    const baseSha = row.baseRef === null || row.baseRef === branch ? null : await this.workspace.resolveCommit(facts.repo.top, `refs/heads/${row.baseRef}`);
+    const baseSha =
+      row.baseRef === null || row.baseRef === branch
+        ? null
+        : await this.workspace.resolveCommit(facts.repo.top, `refs/heads/${row.baseRef}`);
     const converted = await this.workspace.inRepository(facts.repo.top, () =>
       convertLinkedWorktree({
         base: baseSha === null ? null : { ref: row.baseRef as string, sha: baseSha },
@@ -645,7 +801,12 @@ export class WorktreesService implements BeforeApplicationShutdown {
     );
     if (converted) {
       await this.agentWork.forgetFetched(row.requirementId);
-      trace(lifecycle(`The worktree ${row.path} is now a repository of the agent's own`, `on ${branch} (${head.slice(0, 12)}); your repository's objects are borrowed read-only`));
+      trace(
+        lifecycle(
+          `The worktree ${row.path} is now a repository of the agent's own`,
+          `on ${branch} (${head.slice(0, 12)}); your repository's objects are borrowed read-only`,
+        ),
+      );
     }
     return converted;
   }

@@ -7,7 +7,11 @@ import { createToolServer } from '@server/agent-tools/tool-definition';
 
 import { serveStdio } from '../../mcp/tool-server';
 
-@Command({ description: "Serve this run's Agent Manager tools over MCP (stdio), for an MCP client you configure yourself inside a run", name: 'mcp' })
+@Command({
+  description:
+    "Serve this run's Agent Manager tools over MCP (stdio), for an MCP client you configure yourself inside a run",
+  name: 'mcp',
+})
 export class AgentMcpCommand extends CommandRunner {
   constructor(private readonly operations: AgentOperations) {
     super();

@@ -7,7 +7,11 @@ import { AgentOperations, RegisterPullRequestInput } from '@server/agent-tools/a
 import { printJson } from '@server/agent-tools/manager-api';
 import { UsageError, parseIntegerOption } from '../../options';
 
-@SubCommand({ description: 'Register a pull request you opened for the current Requirement (again to refresh its title, branches and head SHA)', name: 'register' })
+@SubCommand({
+  description:
+    'Register a pull request you opened for the current Requirement (again to refresh its title, branches and head SHA)',
+  name: 'register',
+})
 export class PrRegisterCommand extends CommandRunner {
   constructor(private readonly operations: AgentOperations) {
     super();
@@ -17,7 +21,11 @@ export class PrRegisterCommand extends CommandRunner {
     printJson(await this.operations.registerPullRequest(flags, 'flags'));
   }
 
-  @Option({ description: "The PR's address, e.g. https://github.com/org/repo/pull/184; fills the other fields from GitHub when a token is available", flags: '--url <url>' })
+  @Option({
+    description:
+      "The PR's address, e.g. https://github.com/org/repo/pull/184; fills the other fields from GitHub when a token is available",
+    flags: '--url <url>',
+  })
   parseUrl(value: string): string {
     return value;
   }
@@ -52,7 +60,11 @@ export class PrRegisterCommand extends CommandRunner {
     return value;
   }
 
-  @Option({ choices: [...PULL_REQUEST_STATUSES], description: 'Its status now; used only the first time (afterwards GitHub decides)', flags: '--status <status>' })
+  @Option({
+    choices: [...PULL_REQUEST_STATUSES],
+    description: 'Its status now; used only the first time (afterwards GitHub decides)',
+    flags: '--status <status>',
+  })
   parseStatus(value: string): PullRequestStatus {
     return value as PullRequestStatus;
   }
@@ -72,7 +84,11 @@ ${ENVIRONMENT_HELP}`;
   }
 }
 
-@Command({ description: 'Pull requests of the current Requirement: register', name: 'pr', subCommands: [PrRegisterCommand] })
+@Command({
+  description: 'Pull requests of the current Requirement: register',
+  name: 'pr',
+  subCommands: [PrRegisterCommand],
+})
 export class PrCommand extends CommandRunner {
   async run(): Promise<void> {
     throw new UsageError('choose one: pr register (see --help)');

@@ -2,7 +2,16 @@ import * as fs from 'node:fs';
 
 import { Command, CommandRunner, Help, Option, SubCommand } from 'nest-commander';
 
-import { AGENT_REQUIREMENT_ACTIONS, DEPENDENCY_CONDITIONS, DependencyCondition, LIMITS, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
+import {
+  AGENT_REQUIREMENT_ACTIONS,
+  DEPENDENCY_CONDITIONS,
+  DependencyCondition,
+  LIMITS,
+  PROVIDERS,
+  Provider,
+  REASONING_EFFORTS,
+  ReasoningEffort,
+} from '@libs/contracts';
 
 import { ENVIRONMENT_HELP } from '@server/agent-tools/agent-context';
 import { AgentOperations } from '@server/agent-tools/agent-operations';
@@ -25,7 +34,10 @@ interface ProposeFlags {
   budgetUsd?: number;
 }
 
-@SubCommand({ description: 'Propose a follow-up Requirement as a child of the current one (todo unless --start)', name: 'propose' })
+@SubCommand({
+  description: 'Propose a follow-up Requirement as a child of the current one (todo unless --start)',
+  name: 'propose',
+})
 export class RequirementProposeCommand extends CommandRunner {
   constructor(private readonly operations: AgentOperations) {
     super();
@@ -38,16 +50,22 @@ export class RequirementProposeCommand extends CommandRunner {
     if ((flags.description === undefined) === (flags.descriptionFile === undefined)) {
       throw new UsageError('give exactly one of --description and --description-file');
     }
-    const description = flags.descriptionFile !== undefined ? readDescription(flags.descriptionFile) : (flags.description as string);
+    const description =
+      flags.descriptionFile !== undefined ? readDescription(flags.descriptionFile) : (flags.description as string);
     const autoReview =
       flags.autoReview === undefined && flags.autoReviewRounds === undefined
         ? undefined
-        : { ...(typeof flags.autoReview === 'string' && { provider: flags.autoReview }), ...(flags.autoReviewRounds !== undefined && { maxRounds: flags.autoReviewRounds }) };
+        : {
+            ...(typeof flags.autoReview === 'string' && { provider: flags.autoReview }),
+            ...(flags.autoReviewRounds !== undefined && { maxRounds: flags.autoReviewRounds }),
+          };
     printJson(
       await this.operations.propose({
         autoReview,
         autoStart: flags.autoStart,
-        ...((flags.budgetTokens !== undefined || flags.budgetUsd !== undefined) && { budget: { maxCostUsd: flags.budgetUsd, maxTokens: flags.budgetTokens } }),
+        ...((flags.budgetTokens !== undefined || flags.budgetUsd !== undefined) && {
+          budget: { maxCostUsd: flags.budgetUsd, maxTokens: flags.budgetTokens },
+        }),
         dependsOn: flags.dependsOn,
         description,
         model: flags.model,
@@ -69,22 +87,36 @@ export class RequirementProposeCommand extends CommandRunner {
     return value;
   }
 
-  @Option({ description: 'Read the description from this file (for long ones); "-" reads stdin', flags: '--description-file <path>' })
+  @Option({
+    description: 'Read the description from this file (for long ones); "-" reads stdin',
+    flags: '--description-file <path>',
+  })
   parseDescriptionFile(value: string): string {
     return value;
   }
 
-  @Option({ choices: [...PROVIDERS], description: "Agent for the new Requirement (default: the current one's)", flags: '--provider <provider>' })
+  @Option({
+    choices: [...PROVIDERS],
+    description: "Agent for the new Requirement (default: the current one's)",
+    flags: '--provider <provider>',
+  })
   parseProvider(value: string): string {
     return value;
   }
 
-  @Option({ description: "Model for the new Requirement (default: the current one's when --provider is not given)", flags: '--model <model>' })
+  @Option({
+    description: "Model for the new Requirement (default: the current one's when --provider is not given)",
+    flags: '--model <model>',
+  })
   parseModel(value: string): string {
     return value;
   }
 
-  @Option({ choices: [...REASONING_EFFORTS], description: 'Reasoning effort (default as for --model)', flags: '--reasoning-effort <effort>' })
+  @Option({
+    choices: [...REASONING_EFFORTS],
+    description: 'Reasoning effort (default as for --model)',
+    flags: '--reasoning-effort <effort>',
+  })
   parseReasoningEffort(value: string): string {
     return value;
   }
@@ -95,13 +127,16 @@ export class RequirementProposeCommand extends CommandRunner {
   }
 
   @Option({
-    description: 'Wait for this Requirement: until its pull requests are merged (the default) or it is confirmed done; repeat for several',
+    description:
+      'Wait for this Requirement: until its pull requests are merged (the default) or it is confirmed done; repeat for several',
     flags: '--depends-on <requirementId[:merged|done]>',
   })
   parseDependsOn(value: string, previous: ProposeFlags['dependsOn'] = []): ProposeFlags['dependsOn'] {
     const [requirementId = '', until = 'merged'] = value.split(':');
     if (!requirementId || !(DEPENDENCY_CONDITIONS as readonly string[]).includes(until)) {
-      throw new UsageError(`--depends-on takes <requirementId> or <requirementId>:merged or <requirementId>:done, not "${value}"`);
+      throw new UsageError(
+        `--depends-on takes <requirementId> or <requirementId>:merged or <requirementId>:done, not "${value}"`,
+      );
     }
     return [...(previous ?? []), { requirementId, until: until as DependencyCondition }];
   }
@@ -112,7 +147,8 @@ export class RequirementProposeCommand extends CommandRunner {
   }
 
   @Option({
-    description: 'Have each new head of its open PRs reviewed by another model (this provider; default: the other one) until a review finds nothing',
+    description:
+      'Have each new head of its open PRs reviewed by another model (this provider; default: the other one) until a review finds nothing',
     flags: '--auto-review [provider]',
   })
   parseAutoReview(value: string | undefined): Provider | true {
@@ -125,11 +161,16 @@ export class RequirementProposeCommand extends CommandRunner {
     return value as Provider;
   }
 
-  @Option({ description: `With or without --auto-review: at most this many review rounds per PR (1–${LIMITS.autoReviewMaxRounds}, default 3)`, flags: '--auto-review-rounds <n>' })
+  @Option({
+    description: `With or without --auto-review: at most this many review rounds per PR (1–${LIMITS.autoReviewMaxRounds}, default 3)`,
+    flags: '--auto-review-rounds <n>',
+  })
   parseAutoReviewRounds(value: string): number {
     const n = Number(value);
     if (!/^\d+$/.test(value) || n < 1 || n > LIMITS.autoReviewMaxRounds) {
-      throw new UsageError(`--auto-review-rounds takes a whole number from 1 to ${LIMITS.autoReviewMaxRounds}, not "${value}"`);
+      throw new UsageError(
+        `--auto-review-rounds takes a whole number from 1 to ${LIMITS.autoReviewMaxRounds}, not "${value}"`,
+      );
     }
     return n;
   }
@@ -144,7 +185,8 @@ export class RequirementProposeCommand extends CommandRunner {
   }
 
   @Option({
-    description: "Budget: US dollars its runs may cost (where the provider reports a cost), at most what the current Requirement's tree has left",
+    description:
+      "Budget: US dollars its runs may cost (where the provider reports a cost), at most what the current Requirement's tree has left",
     flags: '--budget-usd <amount>',
   })
   parseBudgetUsd(value: string): number {
@@ -177,7 +219,10 @@ interface ActionFlags {
   done?: boolean;
 }
 
-@SubCommand({ description: 'Start, stop, delete (todo only) or mark done (waiting for confirmation) a Requirement you proposed', name: 'action' })
+@SubCommand({
+  description: 'Start, stop, delete (todo only) or mark done (waiting for confirmation) a Requirement you proposed',
+  name: 'action',
+})
 export class RequirementActionCommand extends CommandRunner {
   constructor(private readonly operations: AgentOperations) {
     super();
@@ -229,7 +274,10 @@ ${ENVIRONMENT_HELP}`;
   }
 }
 
-@SubCommand({ description: "Show the current Requirement's direct parent and children: {parent, children}", name: 'related' })
+@SubCommand({
+  description: "Show the current Requirement's direct parent and children: {parent, children}",
+  name: 'related',
+})
 export class RequirementRelatedCommand extends CommandRunner {
   constructor(private readonly operations: AgentOperations) {
     super();
@@ -281,7 +329,10 @@ interface MessageFlags {
   message?: string;
 }
 
-@SubCommand({ description: 'Send a message to the direct parent or a direct child; it starts that agent or waits behind its run', name: 'message' })
+@SubCommand({
+  description: 'Send a message to the direct parent or a direct child; it starts that agent or waits behind its run',
+  name: 'message',
+})
 export class RequirementMessageCommand extends CommandRunner {
   constructor(private readonly operations: AgentOperations) {
     super();
@@ -317,9 +368,16 @@ ${ENVIRONMENT_HELP}`;
 }
 
 @Command({
-  description: "Follow-up Requirements: propose, act on the ones you proposed, see and message related ones; the current one's conflict radar",
+  description:
+    "Follow-up Requirements: propose, act on the ones you proposed, see and message related ones; the current one's conflict radar",
   name: 'requirement',
-  subCommands: [RequirementProposeCommand, RequirementActionCommand, RequirementRelatedCommand, RequirementMessageCommand, RequirementLandingCommand],
+  subCommands: [
+    RequirementProposeCommand,
+    RequirementActionCommand,
+    RequirementRelatedCommand,
+    RequirementMessageCommand,
+    RequirementLandingCommand,
+  ],
 })
 export class RequirementCommand extends CommandRunner {
   async run(): Promise<void> {
@@ -338,6 +396,8 @@ function readDescription(file: string): string {
     if (err instanceof UsageError) {
       throw err;
     }
-    throw new UsageError(`cannot read --description-file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new UsageError(
+      `cannot read --description-file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
 }

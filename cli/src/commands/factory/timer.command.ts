@@ -13,7 +13,10 @@ interface RegisterFlags {
   repeat?: boolean;
 }
 
-@SubCommand({ description: 'Schedule a wake-up for the current Requirement: once after N seconds, or every N seconds with --repeat', name: 'register' })
+@SubCommand({
+  description: 'Schedule a wake-up for the current Requirement: once after N seconds, or every N seconds with --repeat',
+  name: 'register',
+})
 export class TimerRegisterCommand extends CommandRunner {
   constructor(private readonly operations: AgentOperations) {
     super();
@@ -26,10 +29,19 @@ export class TimerRegisterCommand extends CommandRunner {
     if (flags.afterSeconds === undefined) {
       throw new UsageError('--after-seconds is required');
     }
-    printJson(await this.operations.registerTimer({ afterSeconds: flags.afterSeconds, description: flags.description, repeat: flags.repeat }));
+    printJson(
+      await this.operations.registerTimer({
+        afterSeconds: flags.afterSeconds,
+        description: flags.description,
+        repeat: flags.repeat,
+      }),
+    );
   }
 
-  @Option({ description: `What to do when woken (1–${LIMITS.timerDescriptionLength} characters); it is repeated in the "Timer fired." message`, flags: '--description <text>' })
+  @Option({
+    description: `What to do when woken (1–${LIMITS.timerDescriptionLength} characters); it is repeated in the "Timer fired." message`,
+    flags: '--description <text>',
+  })
   parseDescription(value: string): string {
     return value;
   }
@@ -42,7 +54,10 @@ export class TimerRegisterCommand extends CommandRunner {
     return parseIntegerOption('--after-seconds', value, LIMITS.timerIntervalMinSeconds, LIMITS.timerIntervalMaxSeconds);
   }
 
-  @Option({ description: 'Fire every --after-seconds until cancelled (missed occurrences are skipped, not replayed)', flags: '--repeat' })
+  @Option({
+    description: 'Fire every --after-seconds until cancelled (missed occurrences are skipped, not replayed)',
+    flags: '--repeat',
+  })
   parseRepeat(): boolean {
     return true;
   }
@@ -60,7 +75,10 @@ ${ENVIRONMENT_HELP}`;
   }
 }
 
-@SubCommand({ description: "List the current Requirement's timers (IDs, descriptions, status, next occurrence)", name: 'show' })
+@SubCommand({
+  description: "List the current Requirement's timers (IDs, descriptions, status, next occurrence)",
+  name: 'show',
+})
 export class TimerShowCommand extends CommandRunner {
   constructor(private readonly operations: AgentOperations) {
     super();

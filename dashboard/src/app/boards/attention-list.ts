@@ -31,7 +31,8 @@ const ORDER: readonly AttentionReason[] = ['failed', 'budget', 'paused', 'confir
                 } @else if (group.reason === 'budget') {
                   <span class="badge danger">{{ t('card.budgetReached') }}</span> <am-budget-meter [requirement]="r" />
                 } @else if (group.reason === 'paused') {
-                  <span class="badge warn">{{ t('card.paused') }}</span> <span>{{ t('card.pending', { n: r.session.pendingMessageCount }) }}</span>
+                  <span class="badge warn">{{ t('card.paused') }}</span>
+                  <span>{{ t('card.pending', { n: r.session.pendingMessageCount }) }}</span>
                 }
                 <time [attr.datetime]="r.updatedAt">{{ i18n.dateTime(r.updatedAt) }}</time>
               </div>

@@ -47,7 +47,9 @@ export class BoardFilterState {
       <span class="spacer"></span>
       @if (usage.workspace(); as u) {
         <!-- The workspace's usage sits with the boards: the header has no room for it at 1280 px. -->
-        <span class="usage muted" data-testid="usage-workspace">{{ t('usage.summary', { t: usageText(u.today), w: usageText(u.week) }) }}</span>
+        <span class="usage muted" data-testid="usage-workspace">{{
+          t('usage.summary', { t: usageText(u.today), w: usageText(u.week) })
+        }}</span>
       }
     </div>
   `,
@@ -62,7 +64,10 @@ export class BoardFilter {
   protected readonly windows = Object.keys(CREATED_WINDOWS) as CreatedWindow[];
 
   protected usageText(u: Usage): string {
-    const tokens = (u.inputTokens + u.outputTokens).toLocaleString(this.i18n.locale(), { maximumFractionDigits: 1, notation: 'compact' });
+    const tokens = (u.inputTokens + u.outputTokens).toLocaleString(this.i18n.locale(), {
+      maximumFractionDigits: 1,
+      notation: 'compact',
+    });
     const text = this.t('usage.tokensShort', { n: tokens });
     return u.costUsd === null ? text : `${text} · $${u.costUsd.toFixed(2)}`;
   }

@@ -20,7 +20,13 @@ export const ownTokens = (r: Requirement) => r.usage.inputTokens + r.usage.outpu
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
     @if (meter(); as m) {
-      <span class="budget-meter" [class.reached]="m.reached" data-testid="budget-meter" [attr.data-reached]="m.reached" [title]="m.title">
+      <span
+        class="budget-meter"
+        [class.reached]="m.reached"
+        data-testid="budget-meter"
+        [attr.data-reached]="m.reached"
+        [title]="m.title"
+      >
         <span class="budget-bar" aria-hidden="true"><span class="budget-fill" [style.width.%]="m.percent"></span></span>
         <span class="budget-text">{{ m.text }}</span>
         @if (m.own; as own) {
@@ -48,7 +54,12 @@ export class BudgetMeter {
     if (budget.maxTokens !== null) {
       const used = budgetTokens(r);
       share = Math.max(share, used / budget.maxTokens);
-      parts.push(this.i18n.t('budget.tokens', { max: compact.format(budget.maxTokens).toLowerCase(), used: compact.format(used).toLowerCase() }));
+      parts.push(
+        this.i18n.t('budget.tokens', {
+          max: compact.format(budget.maxTokens).toLowerCase(),
+          used: compact.format(used).toLowerCase(),
+        }),
+      );
       details.push(this.i18n.t('budget.tokens', { max: full.format(budget.maxTokens), used: full.format(used) }));
     }
     if (budget.maxCostUsd !== null) {

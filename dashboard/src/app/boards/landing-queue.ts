@@ -1,4 +1,13 @@
-import { ChangeDetectionStrategy, Component, ElementRef, Injector, afterNextRender, effect, inject, signal } from '@angular/core';
+import {
+  ChangeDetectionStrategy,
+  Component,
+  ElementRef,
+  Injector,
+  afterNextRender,
+  effect,
+  inject,
+  signal,
+} from '@angular/core';
 import { RouterLink } from '@angular/router';
 
 import { I18n, keyOf } from '../core/i18n';
@@ -116,7 +125,8 @@ type DropIndex = number | null;
       <section class="panel landing-queue" aria-labelledby="landing-queue-title" data-testid="landing-queue">
         <div class="section-head">
           <h2 id="landing-queue-title">
-            {{ t('queue.title') }} <span class="badge" data-testid="landing-queue-count">{{ store.queue().length }}</span>
+            {{ t('queue.title') }}
+            <span class="badge" data-testid="landing-queue-count">{{ store.queue().length }}</span>
           </h2>
           <span class="muted queue-hint">{{ t('queue.hint') }}</span>
         </div>
@@ -139,11 +149,21 @@ type DropIndex = number | null;
               <div class="queue-row">
                 <span class="grip" aria-hidden="true" [title]="t('queue.drag')">⠿</span>
                 <span class="queue-pos" data-testid="queue-position">{{ i + 1 }}</span>
-                <a class="queue-title" [routerLink]="['/requirements', item.requirementId]" draggable="false" [title]="titleOf(item)">{{ titleOf(item) }}</a>
+                <a
+                  class="queue-title"
+                  [routerLink]="['/requirements', item.requirementId]"
+                  draggable="false"
+                  [title]="titleOf(item)"
+                  >{{ titleOf(item) }}</a
+                >
                 <span class="badge">{{ t(keyOf('land.method', item.method)) }}</span>
-                <span class="badge" [class.accent]="item.state === 'landing'" [class.warn]="item.state === 'paused'" data-testid="queue-state">{{
-                  t(keyOf('queue.state', item.state))
-                }}</span>
+                <span
+                  class="badge"
+                  [class.accent]="item.state === 'landing'"
+                  [class.warn]="item.state === 'paused'"
+                  data-testid="queue-state"
+                  >{{ t(keyOf('queue.state', item.state)) }}</span
+                >
                 <span class="queue-buttons">
                   <button
                     type="button"
@@ -184,7 +204,9 @@ type DropIndex = number | null;
                 <div class="queue-reason" data-testid="queue-reason">
                   {{ item.reason }}
                   @if (item.conflictPaths.length > 0) {
-                    <span class="queue-files" data-testid="queue-files" [title]="item.conflictPaths.join(', ')">{{ fileList(item.conflictPaths) }}</span>
+                    <span class="queue-files" data-testid="queue-files" [title]="item.conflictPaths.join(', ')">{{
+                      fileList(item.conflictPaths)
+                    }}</span>
                   }
                 </div>
               }
@@ -314,7 +336,9 @@ export class LandingQueuePanel {
     const item = this.store.queue().find((i) => i.requirementId === movedId);
     const reordered = this.store.reorder(ids);
     if (item) {
-      this.announcement.set(this.t('queue.moved', { n: ids.indexOf(movedId) + 1, title: this.titleOf(item), total: ids.length }));
+      this.announcement.set(
+        this.t('queue.moved', { n: ids.indexOf(movedId) + 1, title: this.titleOf(item), total: ids.length }),
+      );
     }
     if (focus !== null) {
       this.kept = { id: movedId, preferred: focus };
@@ -348,7 +372,8 @@ export class LandingQueuePanel {
     const row = this.host.nativeElement.querySelector(`[data-requirement-id="${CSS.escape(id)}"]`);
     const other = preferred === 'queue-up' ? 'queue-down' : 'queue-up';
     const button =
-      row?.querySelector<HTMLButtonElement>(`[data-testid="${preferred}"]:not(:disabled)`) ?? row?.querySelector<HTMLButtonElement>(`[data-testid="${other}"]:not(:disabled)`);
+      row?.querySelector<HTMLButtonElement>(`[data-testid="${preferred}"]:not(:disabled)`) ??
+      row?.querySelector<HTMLButtonElement>(`[data-testid="${other}"]:not(:disabled)`);
     button?.focus();
   }
 }

@@ -37,26 +37,36 @@ import { BoardFilter, BoardFilterState } from './board-filter';
             @for (pr of col.items; track pr.id) {
               <li class="card" [attr.data-pull-request-id]="pr.id">
                 <div class="title">
-                  <a [href]="pr.url" target="_blank" rel="noopener noreferrer">{{ pr.repository }}#{{ pr.number }}</a> {{ pr.title }}
+                  <a [href]="pr.url" target="_blank" rel="noopener noreferrer">{{ pr.repository }}#{{ pr.number }}</a>
+                  {{ pr.title }}
                 </div>
                 <div class="meta">
                   <code>{{ pr.headBranch }} → {{ pr.baseBranch }}</code>
                   @if (autoReviewBadge(pr); as loop) {
-                    <span class="badge" [class.ok]="loop.ok" [class.warn]="pr.autoReview.state === 'max_rounds'" data-testid="auto-review-state">{{
-                      t(loop.key, loop.params)
-                    }}</span>
+                    <span
+                      class="badge"
+                      [class.ok]="loop.ok"
+                      [class.warn]="pr.autoReview.state === 'max_rounds'"
+                      data-testid="auto-review-state"
+                      >{{ t(loop.key, loop.params) }}</span
+                    >
                   }
                   @if (reviews().get(pr.id); as review) {
-                    <span class="badge" [class.ok]="review.status === 'succeeded'" [class.danger]="review.status === 'failed'">{{
-                      t('card.review', { s: t(keyOf('run', review.status)) })
-                    }}</span>
+                    <span
+                      class="badge"
+                      [class.ok]="review.status === 'succeeded'"
+                      [class.danger]="review.status === 'failed'"
+                      >{{ t('card.review', { s: t(keyOf('run', review.status)) }) }}</span
+                    >
                     @if (isStale(review, pr)) {
                       <span class="badge warn">{{ t('card.stale') }}</span>
                     }
                   }
                 </div>
                 <div class="meta">
-                  <a [routerLink]="['/requirements', pr.requirementId]">{{ requirements.requirements().get(pr.requirementId)?.title ?? pr.requirementId }}</a>
+                  <a [routerLink]="['/requirements', pr.requirementId]">{{
+                    requirements.requirements().get(pr.requirementId)?.title ?? pr.requirementId
+                  }}</a>
                 </div>
               </li>
             }
@@ -85,7 +95,13 @@ export class PullRequestsBoard {
       .filter(
         (pr) =>
           inWindow(pr.createdAt, window) &&
-          this.filter.matches([pr.title, pr.repository, String(pr.number), pr.headBranch, this.requirements.requirements().get(pr.requirementId)?.title]),
+          this.filter.matches([
+            pr.title,
+            pr.repository,
+            String(pr.number),
+            pr.headBranch,
+            this.requirements.requirements().get(pr.requirementId)?.title,
+          ]),
       )
       .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : -1));
     return PULL_REQUEST_COLUMNS.map((status) => ({ items: items.filter((pr) => pr.status === status), status }));
@@ -103,7 +119,9 @@ export class PullRequestsBoard {
     // Review state is per PR; read it for the most recent PRs that can still be reviewed. As an
     // effect: on a reload of this page the PRs arrive after it opened, and their reviews with them.
     effect(() => {
-      const reviewable = [...this.store.pullRequests().values()].filter((pr) => pr.status === 'open' || pr.status === 'draft');
+      const reviewable = [...this.store.pullRequests().values()].filter(
+        (pr) => pr.status === 'open' || pr.status === 'draft',
+      );
       untracked(() => {
         for (const pr of reviewable.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : -1)).slice(0, 100)) {
           if (!this.reviewsRead.has(pr.id)) {

@@ -32,7 +32,12 @@ const STEP = 60;
     <am-board-filter>
       <!-- Cancelled Requirements are off the board by default (they need nothing), but never out of reach. -->
       <label class="inline">
-        <input type="checkbox" [checked]="showCancelled()" (change)="showCancelled.set($any($event.target).checked)" data-testid="show-cancelled" />
+        <input
+          type="checkbox"
+          [checked]="showCancelled()"
+          (change)="showCancelled.set($any($event.target).checked)"
+          data-testid="show-cancelled"
+        />
         {{ t('board.showCancelled') }}
       </label>
     </am-board-filter>
@@ -57,14 +62,30 @@ const STEP = 60;
     }
     <div class="board" data-testid="requirements-board" [attr.data-shown-column]="shownColumn()">
       @for (col of columns(); track col.status) {
-        <am-board-column [key]="col.status" [label]="t(keyOf('req', col.status))" [count]="col.rows.length" [class.shown]="shownColumn() === col.status">
+        <am-board-column
+          [key]="col.status"
+          [label]="t(keyOf('req', col.status))"
+          [count]="col.rows.length"
+          [class.shown]="shownColumn() === col.status"
+        >
           <ul>
             @for (row of col.rows.slice(0, shown(col.status)); track row.item.id) {
               <li>
-                <a class="card" [class.child]="row.depth > 0" [style.--depth]="row.depth" [routerLink]="['/requirements', row.item.id]" [attr.data-requirement-id]="row.item.id">
+                <a
+                  class="card"
+                  [class.child]="row.depth > 0"
+                  [style.--depth]="row.depth"
+                  [routerLink]="['/requirements', row.item.id]"
+                  [attr.data-requirement-id]="row.item.id"
+                >
                   <div class="title">{{ row.item.title }}</div>
                   @if (row.depth === 0 && row.item.parentRequirementId) {
-                    <div class="meta" data-testid="parent">↳ {{ store.requirements().get(row.item.parentRequirementId)?.title ?? row.item.parentRequirementId }}</div>
+                    <div class="meta" data-testid="parent">
+                      ↳
+                      {{
+                        store.requirements().get(row.item.parentRequirementId)?.title ?? row.item.parentRequirementId
+                      }}
+                    </div>
                   }
                   @if (row.item.session.state === 'failed' && row.item.session.lastError) {
                     <div class="meta failure" data-testid="card-error">{{ short(row.item.session.lastError) }}</div>
@@ -78,21 +99,33 @@ const STEP = 60;
                         [class.danger]="row.item.session.state === 'failed'"
                         [attr.data-state]="row.item.session.state"
                         data-testid="session-badge"
-                        >{{ row.item.session.state === 'failed' ? t('failed.card') : t(keyOf('ses', row.item.session.state)) }}</span
+                        >{{
+                          row.item.session.state === 'failed'
+                            ? t('failed.card')
+                            : t(keyOf('ses', row.item.session.state))
+                        }}</span
                       >
                     }
                     @if (row.item.session.pausedAt && !row.item.budgetReachedAt) {
-                      <span class="badge warn" data-testid="paused" [title]="t('paused.hint')">{{ t('card.paused') }}</span>
+                      <span class="badge warn" data-testid="paused" [title]="t('paused.hint')">{{
+                        t('card.paused')
+                      }}</span>
                     }
                     @if (row.item.budgetReachedAt) {
-                      <span class="badge danger" data-testid="budget-reached" [title]="t('budget.hint')">{{ t('card.budgetReached') }}</span>
+                      <span class="badge danger" data-testid="budget-reached" [title]="t('budget.hint')">{{
+                        t('card.budgetReached')
+                      }}</span>
                     }
                     <am-budget-meter [requirement]="row.item" />
                     @if (row.item.session.pendingMessageCount > 0) {
-                      <span class="badge warn" data-testid="pending-count">{{ t('card.pending', { n: row.item.session.pendingMessageCount }) }}</span>
+                      <span class="badge warn" data-testid="pending-count">{{
+                        t('card.pending', { n: row.item.session.pendingMessageCount })
+                      }}</span>
                     }
                     @if (row.item.isolation === 'in_place' && workspaceGit.state() === 'no_commit') {
-                      <span class="badge warn" data-testid="card-in-place" [title]="t('card.inPlaceHint')">{{ t('card.inPlace') }}</span>
+                      <span class="badge warn" data-testid="card-in-place" [title]="t('card.inPlaceHint')">{{
+                        t('card.inPlace')
+                      }}</span>
                     }
                     @if (blockers(row.item); as names) {
                       <span class="badge warn" data-testid="blocked-by">{{ t('card.blockedBy', { s: names }) }}</span>
@@ -106,21 +139,38 @@ const STEP = 60;
                         class="badge"
                         [class.warn]="!runner.online"
                         data-testid="card-runner"
-                        [title]="t(runner.online ? 'card.runnerHint' : 'card.runnerOfflineHint', { person: runner.person, host: runner.host })"
-                        >{{ runner.online ? t('card.runner', { person: runner.person }) : t('card.runnerOffline', { person: runner.person }) }}</span
+                        [title]="
+                          t(runner.online ? 'card.runnerHint' : 'card.runnerOfflineHint', {
+                            person: runner.person,
+                            host: runner.host,
+                          })
+                        "
+                        >{{
+                          runner.online
+                            ? t('card.runner', { person: runner.person })
+                            : t('card.runnerOffline', { person: runner.person })
+                        }}</span
                       >
                     }
                     @if (row.item.worktree?.branch; as branch) {
                       <code class="branch" data-testid="card-branch" [title]="branch">{{ branch }}</code>
                       @if (row.item.worktree?.ahead) {
-                        <span class="badge" data-testid="card-ahead">{{ t('card.ahead', { n: row.item.worktree?.ahead ?? 0 }) }}</span>
+                        <span class="badge" data-testid="card-ahead">{{
+                          t('card.ahead', { n: row.item.worktree?.ahead ?? 0 })
+                        }}</span>
                       }
                       @if (row.item.worktree?.dirty) {
                         <span class="badge warn" data-testid="card-dirty">{{ t('card.dirty') }}</span>
                       }
                     }
                     @for (chip of radar(row.item); track chip.kind) {
-                      <span class="badge radar" [class]="'badge radar ' + chip.kind" [attr.data-testid]="'card-radar-' + chip.kind" [title]="chip.title">{{ chip.text }}</span>
+                      <span
+                        class="badge radar"
+                        [class]="'badge radar ' + chip.kind"
+                        [attr.data-testid]="'card-radar-' + chip.kind"
+                        [title]="chip.title"
+                        >{{ chip.text }}</span
+                      >
                     }
                     <span class="spacer"></span>
                     <time [attr.datetime]="row.item.createdAt">{{ i18n.dateTime(row.item.createdAt) }}</time>
@@ -130,7 +180,9 @@ const STEP = 60;
             }
           </ul>
           @if (col.rows.length > shown(col.status)) {
-            <button type="button" class="ghost small" (click)="more(col.status)">{{ t('board.more', { n: col.rows.length - shown(col.status) }) }}</button>
+            <button type="button" class="ghost small" (click)="more(col.status)">
+              {{ t('board.more', { n: col.rows.length - shown(col.status) }) }}
+            </button>
           }
         </am-board-column>
       }
@@ -155,7 +207,9 @@ export class RequirementsBoard {
   constructor() {
     void this.workspaceGit.ensure();
   }
-  protected readonly shownColumn = computed(() => this.column() ?? this.columns().find((c) => c.rows.length > 0)?.status ?? 'todo');
+  protected readonly shownColumn = computed(
+    () => this.column() ?? this.columns().find((c) => c.rows.length > 0)?.status ?? 'todo',
+  );
 
   private readonly visible = computed(() => {
     const window = this.store.window();
@@ -180,7 +234,9 @@ export class RequirementsBoard {
   });
 
   protected readonly columns = computed(() => {
-    const statuses: readonly RequirementStatus[] = this.showCancelled() ? [...REQUIREMENT_COLUMNS, 'cancelled'] : REQUIREMENT_COLUMNS;
+    const statuses: readonly RequirementStatus[] = this.showCancelled()
+      ? [...REQUIREMENT_COLUMNS, 'cancelled']
+      : REQUIREMENT_COLUMNS;
     const byStatus = new Map<string, Requirement[]>(statuses.map((s) => [s, []]));
     for (const r of this.visible()) {
       byStatus.get(r.status)?.push(r);

@@ -21,12 +21,18 @@ import { BoardFilter, BoardFilterState } from './board-filter';
           <ul>
             @for (row of col.items.slice(0, 200); track row.session.id) {
               <li>
-                <a class="card" [routerLink]="['/requirements', row.requirement.id]" [attr.data-session-id]="row.session.id">
+                <a
+                  class="card"
+                  [routerLink]="['/requirements', row.requirement.id]"
+                  [attr.data-session-id]="row.session.id"
+                >
                   <div class="title">{{ row.requirement.title }}</div>
                   <div class="meta">
                     <span>{{ row.session.provider }}</span>
                     @if (row.session.pausedAt) {
-                      <span class="badge warn" data-testid="paused" [title]="t('paused.hint')">{{ t('card.paused') }}</span>
+                      <span class="badge warn" data-testid="paused" [title]="t('paused.hint')">{{
+                        t('card.paused')
+                      }}</span>
                     }
                     @if (row.session.pendingMessageCount > 0) {
                       <span class="badge warn">{{ t('card.pending', { n: row.session.pendingMessageCount }) }}</span>
@@ -57,7 +63,12 @@ export class SessionsBoard {
     const window = this.store.window();
     const rows = this.store
       .sessions()
-      .filter(({ requirement: r, session: s }) => r.status !== 'cancelled' && inWindow(s.createdAt, window) && this.filter.matches([r.title, s.id, s.provider, s.lastError]))
+      .filter(
+        ({ requirement: r, session: s }) =>
+          r.status !== 'cancelled' &&
+          inWindow(s.createdAt, window) &&
+          this.filter.matches([r.title, s.id, s.provider, s.lastError]),
+      )
       .sort((a, b) => (a.session.updatedAt < b.session.updatedAt ? 1 : -1));
     return SESSION_COLUMNS.map((state) => ({ items: rows.filter((r) => r.session.state === state), state }));
   });

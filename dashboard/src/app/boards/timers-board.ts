@@ -35,7 +35,9 @@ const TIMER_COLUMNS = ['active', 'completed', 'cancelled'] as const satisfies re
                   }
                 </div>
                 <div class="meta">
-                  <a [routerLink]="['/requirements', timer.requirementId]">{{ requirements.requirements().get(timer.requirementId)?.title ?? timer.requirementId }}</a>
+                  <a [routerLink]="['/requirements', timer.requirementId]">{{
+                    requirements.requirements().get(timer.requirementId)?.title ?? timer.requirementId
+                  }}</a>
                 </div>
               </li>
             }
@@ -60,7 +62,15 @@ export class TimersBoard {
   protected readonly columns = computed(() => {
     const window = this.requirements.window();
     const items = [...this.store.timers().values()]
-      .filter((timer) => inWindow(timer.createdAt, window) && this.filter.matches([timer.description, timer.id, this.requirements.requirements().get(timer.requirementId)?.title]))
+      .filter(
+        (timer) =>
+          inWindow(timer.createdAt, window) &&
+          this.filter.matches([
+            timer.description,
+            timer.id,
+            this.requirements.requirements().get(timer.requirementId)?.title,
+          ]),
+      )
       .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : -1));
     return TIMER_COLUMNS.map((status) => ({ items: items.filter((timer) => timer.status === status), status }));
   });

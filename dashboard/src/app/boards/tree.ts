@@ -6,7 +6,9 @@ export interface TreeRow<T> {
   depth: number;
 }
 
-export function treeOrder<T extends { id: string; parentRequirementId: string | null }>(items: readonly T[]): TreeRow<T>[] {
+export function treeOrder<T extends { id: string; parentRequirementId: string | null }>(
+  items: readonly T[],
+): TreeRow<T>[] {
   const ids = new Set(items.map((i) => i.id));
   const children = new Map<string, T[]>();
   const roots: T[] = [];

@@ -48,7 +48,9 @@ export class Api {
     }
     if (!result.response.ok) {
       const body = (result.error ?? {}) as ErrorBody;
-      const message = Array.isArray(body.message) ? body.message.join('; ') : (body.message ?? result.response.statusText);
+      const message = Array.isArray(body.message)
+        ? body.message.join('; ')
+        : (body.message ?? result.response.statusText);
       const details = Array.isArray(body.details) ? body.details.map(String) : [];
       throw this.fail(new ApiError(result.response.status, body.code ?? null, message, details), quiet);
     }
@@ -56,7 +58,10 @@ export class Api {
   }
 
   /** Every page of a cursor-paginated list, each handed to `onPage` as it arrives. */
-  async all<T>(page: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | null }>, onPage?: (items: T[]) => void): Promise<T[]> {
+  async all<T>(
+    page: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | null }>,
+    onPage?: (items: T[]) => void,
+  ): Promise<T[]> {
     const out: T[] = [];
     let cursor: string | undefined;
     for (;;) {

@@ -6,16 +6,32 @@ describe('attentionOf', () => {
   const waiting = requirement('req_w', T0, 'waiting_confirmation');
 
   it('says why a waiting Requirement needs a person: a failure, a pause with input, or work to confirm', () => {
-    expect(attentionOf({ ...waiting, session: { ...waiting.session, lastError: 'boom', state: 'failed' } })).toBe('failed');
-    expect(attentionOf({ ...waiting, session: { ...waiting.session, pausedAt: T0, pendingMessageCount: 2, state: 'waiting_human' } })).toBe('paused');
-    expect(attentionOf({ ...waiting, session: { ...waiting.session, pausedAt: T0, pendingMessageCount: 0, state: 'waiting_human' } })).toBe('confirm');
+    expect(attentionOf({ ...waiting, session: { ...waiting.session, lastError: 'boom', state: 'failed' } })).toBe(
+      'failed',
+    );
+    expect(
+      attentionOf({
+        ...waiting,
+        session: { ...waiting.session, pausedAt: T0, pendingMessageCount: 2, state: 'waiting_human' },
+      }),
+    ).toBe('paused');
+    expect(
+      attentionOf({
+        ...waiting,
+        session: { ...waiting.session, pausedAt: T0, pendingMessageCount: 0, state: 'waiting_human' },
+      }),
+    ).toBe('confirm');
     expect(attentionOf({ ...waiting, session: { ...waiting.session, state: 'waiting_human' } })).toBe('confirm');
   });
 
   it('counts a Requirement whose budget was reached, with or without pending input (only a person lifts it)', () => {
     const paused = { ...waiting.session, pausedAt: T0, state: 'waiting_human' as const };
-    expect(attentionOf({ ...waiting, budgetReachedAt: T0, session: { ...paused, pendingMessageCount: 1 } })).toBe('budget');
-    expect(attentionOf({ ...waiting, budgetReachedAt: T0, session: { ...paused, pendingMessageCount: 0 } })).toBe('budget');
+    expect(attentionOf({ ...waiting, budgetReachedAt: T0, session: { ...paused, pendingMessageCount: 1 } })).toBe(
+      'budget',
+    );
+    expect(attentionOf({ ...waiting, budgetReachedAt: T0, session: { ...paused, pendingMessageCount: 0 } })).toBe(
+      'budget',
+    );
     expect(attentionOf({ ...requirement('req_d', T0, 'doing'), budgetReachedAt: T0 })).toBeNull();
   });
 
@@ -36,7 +52,14 @@ describe('usage', () => {
   it('sums tokens over runs, and a cost only over the runs that reported one', () => {
     const a = { ...run('run_a', 'req_a', T0), cachedInputTokens: 5, inputTokens: 100, outputTokens: 10 };
     const b = { ...run('run_b', 'req_a', T0), costUsd: 0.25, inputTokens: 50, outputTokens: 5 };
-    expect(sumUsage([a, b])).toEqual({ cachedInputTokens: 5, costReportedRuns: 1, costUsd: 0.25, inputTokens: 150, outputTokens: 15, runs: 2 });
+    expect(sumUsage([a, b])).toEqual({
+      cachedInputTokens: 5,
+      costReportedRuns: 1,
+      costUsd: 0.25,
+      inputTokens: 150,
+      outputTokens: 15,
+      runs: 2,
+    });
     expect(sumUsage([a]).costUsd).toBeNull();
   });
 

@@ -3,7 +3,14 @@ import { parseEvent } from './event-stream';
 // The one place an SSE frame's JSON becomes a ManagerEvent.
 
 const frame = (value: unknown): string => JSON.stringify(value);
-const base = { actor: { id: null, kind: 'system' }, createdAt: '2026-01-01T00:00:00.000Z', id: 7, requirementId: null, runId: null, sessionId: null };
+const base = {
+  actor: { id: null, kind: 'system' },
+  createdAt: '2026-01-01T00:00:00.000Z',
+  id: 7,
+  requirementId: null,
+  runId: null,
+  sessionId: null,
+};
 
 describe(parseEvent.name, () => {
   it('passes an event whose type the contracts know', () => {

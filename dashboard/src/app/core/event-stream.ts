@@ -27,7 +27,13 @@ export function parseEvent(data: string): ManagerEvent | null {
     return null;
   }
   const { id, type, payload } = value as { id?: unknown; type?: unknown; payload?: unknown };
-  if (typeof id !== 'number' || typeof type !== 'string' || !KNOWN_TYPES.has(type) || typeof payload !== 'object' || payload === null) {
+  if (
+    typeof id !== 'number' ||
+    typeof type !== 'string' ||
+    !KNOWN_TYPES.has(type) ||
+    typeof payload !== 'object' ||
+    payload === null
+  ) {
     return null;
   }
   return value as ManagerEvent;

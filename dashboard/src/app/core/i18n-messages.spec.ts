@@ -7,7 +7,9 @@ const placeholders = (text: string): string[] => [...text.matchAll(/\{(\w+)\}/g)
 
 describe('i18n messages', () => {
   it('gives every Chinese text the same placeholders as its English one', () => {
-    const mismatched = (Object.keys(en) as (keyof typeof en)[]).filter((key) => placeholders(en[key]).join() !== placeholders(zh[key]).join());
+    const mismatched = (Object.keys(en) as (keyof typeof en)[]).filter(
+      (key) => placeholders(en[key]).join() !== placeholders(zh[key]).join(),
+    );
     expect(mismatched).toEqual([]);
   });
 

@@ -18,7 +18,8 @@ export const en = {
   'search.results': 'Search results',
   'search.none': 'No matches',
   'login.title': 'Not logged in',
-  'login.why': 'This browser has no login for this Agent Manager yet: a bookmark or a new browser does not carry it. The login link (with the token) logs it in.',
+  'login.why':
+    'This browser has no login for this Agent Manager yet: a bookmark or a new browser does not carry it. The login link (with the token) logs it in.',
   'login.token': 'In a terminal, in the repository, print the login link:',
   'login.elsewhere': 'From another folder:',
   'login.start': 'The link is also printed on a terminal when Agent Manager starts:',
@@ -27,7 +28,8 @@ export const en = {
   'setup.title': 'Setup check',
   'setup.welcome': 'Welcome — what this machine has for agents',
   'setup.ready': 'Everything Agent Manager needs is here.',
-  'setup.usable': 'Agent Manager can run, but not everything works: items marked ✗ fail, items marked ! work with less; each says how to fix it.',
+  'setup.usable':
+    'Agent Manager can run, but not everything works: items marked ✗ fail, items marked ! work with less; each says how to fix it.',
   'setup.oneAgent': 'Agents need one CLI: Codex or Claude Code, not both.',
   'setup.blocked': 'Something Agent Manager needs is missing: fix the items marked ✗.',
   'setup.recheck': 'Check again',
@@ -62,8 +64,10 @@ export const en = {
   'pr.open': 'Open',
   'pr.closed': 'Closed',
   'pr.merged': 'Merged',
-  'pr.github': 'GitHub is not set up: pull requests are not followed (their state, checks and reviews stay as registered).',
-  'pr.githubRestart': 'Agent Manager reads the token when it starts: restart it after setting one. The same check in a terminal:',
+  'pr.github':
+    'GitHub is not set up: pull requests are not followed (their state, checks and reviews stay as registered).',
+  'pr.githubRestart':
+    'Agent Manager reads the token when it starts: restart it after setting one. The same check in a terminal:',
   'ses.idle': 'Idle',
   'ses.running': 'Running',
   'ses.waiting_human': 'Waiting for human',
@@ -88,7 +92,8 @@ export const en = {
   'card.pending': '{n} pending',
   'card.paused': 'Paused',
   'card.budgetReached': 'Budget reached',
-  'budget.hint': 'A budget is spent (its own or a parent’s, by the runs of its tree): nothing wakes it until you raise that budget (Edit) or start it',
+  'budget.hint':
+    'A budget is spent (its own or a parent’s, by the runs of its tree): nothing wakes it until you raise that budget (Edit) or start it',
   'budget.title': 'Budget',
   'budget.tokens': '{used} / {max} tokens',
   'budget.own': 'own {n}',
@@ -146,7 +151,8 @@ export const en = {
   'card.runner': 'on {person}',
   'card.runnerOffline': 'runner offline ({person})',
   'card.runnerHint': "Runs on {person}'s runner ({host}): its worktree and agent are there",
-  'card.runnerOfflineHint': "{person}'s runner ({host}) is offline: its runs are not failed; they go on when it is back",
+  'card.runnerOfflineHint':
+    "{person}'s runner ({host}) is offline: its runs are not failed; they go on when it is back",
   'card.dirty': 'uncommitted work',
   'detail.panels': 'Details',
   'detail.noTrace': 'No trace yet.',
@@ -209,20 +215,26 @@ export const en = {
   'doctor.title.database': 'Database',
   'doctor.node.ok': 'Node.js {version}',
   'doctor.node.too_old': 'Node.js {version}; {minimum}+ or {minimum22}+ is needed',
-  'doctor.fix.node.too_old': 'install a maintained Node.js LTS, 24 or 26 (or {minimum}+ / {minimum22}+) from https://nodejs.org',
+  'doctor.fix.node.too_old':
+    'install a maintained Node.js LTS, 24 or 26 (or {minimum}+ / {minimum22}+) from https://nodejs.org',
   'doctor.git.missing': 'git is not on the PATH',
   'doctor.fix.git.missing': 'install git (for example apt-get install git)',
   'doctor.git.version_failed': '{path} --version failed: {error}',
   'doctor.fix.git.version_failed': 'reinstall git',
-  'doctor.git.not_a_repository': '{version}; {folder} is not inside a git repository: agents would work in place, directly in this folder',
-  'doctor.fix.git.not_a_repository': 'run Agent Manager inside your repository, or make this one: git init && git add -A && git commit -m "Initial commit"',
-  'doctor.git.no_commit': '{version}; repository {repository} has no commit yet: agents would work in place, directly in your checkout, not in worktrees of their own',
+  'doctor.git.not_a_repository':
+    '{version}; {folder} is not inside a git repository: agents would work in place, directly in this folder',
+  'doctor.fix.git.not_a_repository':
+    'run Agent Manager inside your repository, or make this one: git init && git add -A && git commit -m "Initial commit"',
+  'doctor.git.no_commit':
+    '{version}; repository {repository} has no commit yet: agents would work in place, directly in your checkout, not in worktrees of their own',
   'doctor.fix.git.no_commit': 'make a first commit: git add -A && git commit -m "Initial commit"',
   'doctor.git.ok': '{version}; repository {repository}',
   'doctor.cli.not_executable': '{path} ({setting}) is not an executable file: runs with it fail',
-  'doctor.fix.cli.not_executable': "set {setting} to the CLI's real path, or to `{defaultName}` to use the one on the PATH (install: {install})",
+  'doctor.fix.cli.not_executable':
+    "set {setting} to the CLI's real path, or to `{defaultName}` to use the one on the PATH (install: {install})",
   'doctor.cli.path_missing': '{path} ({setting}) does not exist: runs with it fail',
-  'doctor.fix.cli.path_missing': "set {setting} to the CLI's real path, or to `{defaultName}` to use the one on the PATH (install: {install})",
+  'doctor.fix.cli.path_missing':
+    "set {setting} to the CLI's real path, or to `{defaultName}` to use the one on the PATH (install: {install})",
   'doctor.cli.not_on_path': '`{name}` is not on the PATH',
   'doctor.fix.cli.not_on_path': 'install it ({install}), or set {setting} in the configuration',
   'doctor.cli.version_failed': '{path} --version failed: {error}',
@@ -237,7 +249,8 @@ export const en = {
   'doctor.otherCli': '; not needed while {other} is there (one agent CLI is enough)',
   'doctor.holder': ': {holder}',
   'doctor.github.no_token': 'no token in GITHUB_TOKEN, GH_TOKEN or `gh auth token`',
-  'doctor.fix.github.no_token': 'set GITHUB_TOKEN (or GH_TOKEN), or log in with `gh auth login`; pull requests are not followed without one',
+  'doctor.fix.github.no_token':
+    'set GITHUB_TOKEN (or GH_TOKEN), or log in with `gh auth login`; pull requests are not followed without one',
   'doctor.github.unreachable': 'token from {source}; {url} could not be reached ({error})',
   'doctor.fix.github.unreachable': 'check the network, or githubApiUrl in the configuration',
   'doctor.github.rejected': 'the token from {source} is rejected by {url} (401)',
@@ -246,18 +259,23 @@ export const en = {
   'doctor.fix.github.bad_answer': 'check githubApiUrl in the configuration',
   'doctor.github.fine_grained': 'token from {source} ({login}); fine-grained (no OAuth scopes to list)',
   'doctor.github.missing_scope': 'token from {source} ({login}); scopes: {scopes}',
-  'doctor.fix.github.missing_scope': 'give the token the `repo` scope (or `public_repo` for public repositories only) to read pull requests',
+  'doctor.fix.github.missing_scope':
+    'give the token the `repo` scope (or `public_repo` for public repositories only) to read pull requests',
   'doctor.github.ok': 'token from {source} ({login}); scopes: {scopes}',
   'doctor.isolation.ok': "agents run in a {mechanism} sandbox that hides every workspace's data",
   'doctor.isolation.off': 'agents would NOT be isolated: {reason}',
   'doctor.fix.isolation.off': 'set agentIsolation to "auto" in the configuration',
   'doctor.isolation.unavailable': 'agents would NOT be isolated: {reason}',
-  'doctor.fix.isolation.unavailable': 'install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces',
+  'doctor.fix.isolation.unavailable':
+    'install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces',
   'doctor.isolation.unavailable_macos': 'agents would NOT be isolated: {reason}',
-  'doctor.fix.isolation.unavailable_macos': 'sandbox-exec ships with macOS: check that /usr/bin/sandbox-exec exists and runs',
+  'doctor.fix.isolation.unavailable_macos':
+    'sandbox-exec ships with macOS: check that /usr/bin/sandbox-exec exists and runs',
   'doctor.worktrees.ok': "{own} working copies in {directory}, each a repository of its agent's own",
-  'doctor.worktrees.linked': '{linked} working copies in {directory} are linked worktrees of your repository, made before each agent got a repository of its own: {linkedNames}',
-  'doctor.fix.worktrees.linked': 'each becomes a repository of its own at its next run: start or reply to those Requirements, or cancel the ones you no longer need',
+  'doctor.worktrees.linked':
+    '{linked} working copies in {directory} are linked worktrees of your repository, made before each agent got a repository of its own: {linkedNames}',
+  'doctor.fix.worktrees.linked':
+    'each becomes a repository of its own at its next run: start or reply to those Requirements, or cancel the ones you no longer need',
   'doctor.port.any': 'port 0: a free one is picked at start',
   'doctor.port.unavailable': '{address} cannot be listened on ({error})',
   'doctor.fix.port.unavailable': 'stop what uses it, or start with --port <another> (or set port in the configuration)',
@@ -270,13 +288,17 @@ export const en = {
   'doctor.data.ok': '{path} is writable',
   'doctor.database.sqlite': 'SQLite, {path}',
   'doctor.database.sqlite_new': 'SQLite, {path} (created at first start)',
-  'doctor.database.pg_cannot_create': 'PostgreSQL {version} at {url}: schema {schema} does not exist and this user may not create it',
-  'doctor.fix.database.pg_cannot_create': 'GRANT CREATE ON DATABASE <database> TO <user>, or create the schema {schema} for this user',
+  'doctor.database.pg_cannot_create':
+    'PostgreSQL {version} at {url}: schema {schema} does not exist and this user may not create it',
+  'doctor.fix.database.pg_cannot_create':
+    'GRANT CREATE ON DATABASE <database> TO <user>, or create the schema {schema} for this user',
   'doctor.database.pg_ok': 'PostgreSQL {version} at {url}, schema {schema}; holds this workspace',
-  'doctor.database.pg_in_use': 'PostgreSQL {version} at {url}, schema {schema}; a manager of this workspace is connected to it',
+  'doctor.database.pg_in_use':
+    'PostgreSQL {version} at {url}, schema {schema}; a manager of this workspace is connected to it',
   'doctor.database.pg_new': 'PostgreSQL {version} at {url}, schema {schema} (created at first start)',
   'doctor.database.pg_unreachable': 'cannot connect to {url}: {error}',
-  'doctor.fix.database.pg_unreachable': 'check databaseUrl (user, password, host, port, database), the server, and databaseTls; or remove databaseUrl to use SQLite',
+  'doctor.fix.database.pg_unreachable':
+    'check databaseUrl (user, password, host, port, database), the server, and databaseTls; or remove databaseUrl to use SQLite',
   'source.requirement.dependency': 'a dependency',
   'source.timer': 'a timer',
   'source.github': 'GitHub',
@@ -285,10 +307,14 @@ export const en = {
   'source.github.pull-request.conflict': 'GitHub · merge conflict',
   'source.github.pull-request.ci-failure': 'GitHub · CI',
   'sys.run.failed': 'The run failed: {error}\nNothing was consumed: starting again delivers the same input.',
-  'sys.run.timed_out': 'The run timed out: no output for {seconds} s.\nNothing was consumed: starting again delivers the same input.',
-  'sys.run.manager_stopped': 'Agent Manager stopped during this run; its input is pending. Nothing was consumed: the next start delivers the same input.',
-  'sys.budget.reached': 'Budget reached: {spent}{below}.\n{stopped}Nothing wakes this Requirement until a person raises its budget or starts it.',
-  'sys.budget.reached_ancestor': 'Budget reached: the tree of "{title}" spent {spent}.\n{stopped}Nothing wakes this Requirement until a person raises that budget or starts it.',
+  'sys.run.timed_out':
+    'The run timed out: no output for {seconds} s.\nNothing was consumed: starting again delivers the same input.',
+  'sys.run.manager_stopped':
+    'Agent Manager stopped during this run; its input is pending. Nothing was consumed: the next start delivers the same input.',
+  'sys.budget.reached':
+    'Budget reached: {spent}{below}.\n{stopped}Nothing wakes this Requirement until a person raises its budget or starts it.',
+  'sys.budget.reached_ancestor':
+    'Budget reached: the tree of "{title}" spent {spent}.\n{stopped}Nothing wakes this Requirement until a person raises that budget or starts it.',
   'sys.budget.tokensOf': '{n} of {max} tokens',
   'sys.budget.tokens': '{n} tokens',
   'sys.budget.costOf': '{cost} of {max}',
@@ -297,7 +323,8 @@ export const en = {
   'sys.budget.stopped': 'The run was stopped; its input was not consumed and waits for the next run. ',
   'sys.dependency.met': 'Dependency met: "{title}" was confirmed done.',
   'sys.dependency.merged': 'Dependency met: the pull requests of "{title}" were merged ({merged}).',
-  'sys.dependency.cancelled': 'Dependency cancelled: "{title}" was withdrawn and will not be done. This Requirement was not started for it: decide how to go on.',
+  'sys.dependency.cancelled':
+    'Dependency cancelled: "{title}" was withdrawn and will not be done. This Requirement was not started for it: decide how to go on.',
   'sys.timer.fired': 'Timer fired: {description}',
   'sys.timer.firedRecurring': 'Timer fired: {description} (repeats every {interval})',
   'sys.github.pr_status': 'GitHub: pull request {pr} "{title}" is now {status} (was {previous}).',
@@ -312,8 +339,10 @@ export const en = {
   'sys.ci.ERROR': 'errored',
   'sys.review.failed': 'The review of {pr} (head {head}) failed: {error}',
   'sys.review.cancelled': 'The review of {pr} (head {head}) was cancelled.',
-  'sys.review_loop.clean': 'Auto review of {pr}: round {round} found nothing to change at {head}. The review loop ends clean.',
-  'sys.review_loop.max_rounds': 'Auto review of {pr}: round {round} of {max} still reported findings. The review loop ends at its limit; a person decides what comes next.',
+  'sys.review_loop.clean':
+    'Auto review of {pr}: round {round} found nothing to change at {head}. The review loop ends clean.',
+  'sys.review_loop.max_rounds':
+    'Auto review of {pr}: round {round} of {max} still reported findings. The review loop ends at its limit; a person decides what comes next.',
   'create.title': 'New requirement',
   'create.name': 'Title',
   'create.description': 'Description (Markdown)',
@@ -378,15 +407,18 @@ export const en = {
   'action.edit': 'Edit',
   'action.fork': 'Fork',
   'action.cancelRequirement': 'Cancel requirement',
-  'action.cancelAsk': 'Cancel this requirement? Its run is stopped and its timers end. This cannot be undone (fork it to start again).',
+  'action.cancelAsk':
+    'Cancel this requirement? Its run is stopped and its timers end. This cannot be undone (fork it to start again).',
   'action.moveHere': 'Move to my runner',
-  'action.moveHint': 'Run it on your machine from now on: its branch is fetched from origin and its agent goes on here as a new session given the conversation so far',
+  'action.moveHint':
+    'Run it on your machine from now on: its branch is fetched from origin and its agent goes on here as a new session given the conversation so far',
   'action.moveAsk':
     "Move this requirement from {person}'s runner to yours? Its branch is fetched from origin as last pushed; its agent goes on here as a new session given the conversation so far.",
   'action.moveAskOffline':
     "{person}'s runner is offline. Move this requirement to yours? A run it was doing is given up (its input is delivered again here); its branch is fetched from origin as last pushed.",
   'edit.title': 'Edit requirement',
-  'edit.startedNote': 'Started: only the model and effort can change (they apply to the next run). Fork it to change the rest.',
+  'edit.startedNote':
+    'Started: only the model and effort can change (they apply to the next run). Fork it to change the rest.',
   'fork.title': 'Fork requirement',
   'detail.forkedFrom': 'Forked from',
   'detail.usage': 'Usage',
@@ -413,12 +445,15 @@ export const en = {
   'create.created': 'Created “{s}”',
   'create.startFailed': 'It did not start: {e}',
   'create.open': 'Open requirement',
-  'create.noCommitWarning': 'The repository has no commit yet, so this requirement runs in place: directly in your checkout, without a worktree or branch of its own.',
+  'create.noCommitWarning':
+    'The repository has no commit yet, so this requirement runs in place: directly in your checkout, without a worktree or branch of its own.',
   'workspace.firstCommit': 'Make the first commit',
-  'workspace.firstCommitHint': 'An empty commit (no file is added or changed), so that new requirements get their own worktree',
+  'workspace.firstCommitHint':
+    'An empty commit (no file is added or changed), so that new requirements get their own worktree',
   'workspace.firstCommitDone': 'First commit made: new requirements get their own worktree.',
   'card.inPlace': 'in your checkout',
-  'card.inPlaceHint': 'Runs in place, directly in your checkout: the repository has no commit, so it has no worktree of its own',
+  'card.inPlaceHint':
+    'Runs in place, directly in your checkout: the repository has no commit, so it has no worktree of its own',
   'detail.blockedBy': 'Blocked by',
   'detail.blockedStart': 'Start waits until these are met.',
   'pane.conversation': 'Conversation',
@@ -429,9 +464,11 @@ export const en = {
   'cfg.pullRequestReconcileIntervalSeconds': 'Pull request refresh interval',
   'cfg.pullRequestReconcileIntervalSeconds.help': 'Seconds between GitHub checks of tracked PRs; 0 turns polling off',
   'cfg.defaultBudgetMaxTokens': 'Default token budget',
-  'cfg.defaultBudgetMaxTokens.help': 'Tokens a new requirement may use when it is created without a budget; empty for no limit',
+  'cfg.defaultBudgetMaxTokens.help':
+    'Tokens a new requirement may use when it is created without a budget; empty for no limit',
   'cfg.defaultBudgetMaxCostUsd': 'Default cost budget (USD)',
-  'cfg.defaultBudgetMaxCostUsd.help': 'US dollars a new requirement may cost when it is created without a budget; empty for no limit',
+  'cfg.defaultBudgetMaxCostUsd.help':
+    'US dollars a new requirement may cost when it is created without a budget; empty for no limit',
   'cfg.rdInactivityTimeoutSeconds': 'Agent inactivity timeout',
   'cfg.rdInactivityTimeoutSeconds.help': 'Seconds an agent may print nothing before its run is ended as timed out',
   'cfg.doneRequirementRetentionDays': 'Keep done requirements',
@@ -447,7 +484,8 @@ export const en = {
   'cfg.extraCodexModels': 'Extra Codex models',
   'cfg.extraCodexModels.help': "Offered in the model pickers besides Codex's own list, comma-separated",
   'cfg.extraClaudeModels': 'Extra Claude Code models',
-  'cfg.extraClaudeModels.help': 'Offered in the model pickers besides the aliases and the Anthropic list, comma-separated',
+  'cfg.extraClaudeModels.help':
+    'Offered in the model pickers besides the aliases and the Anthropic list, comma-separated',
   'cfg.modelCatalogRefreshHours': 'Model list refresh (hours)',
   'cfg.modelCatalogRefreshHours.help': 'How often the model lists are read again from the CLIs; 0: only on demand',
   'cfg.personName': 'Your name',
@@ -461,37 +499,48 @@ export const en = {
   'cfg.authentication': 'Authentication',
   'cfg.authentication.help': 'token: every call needs the local token; none: only for trusted machines',
   'cfg.agentIsolation': 'Agent sandbox',
-  'cfg.agentIsolation.help': 'auto: agents write only their own worktree and cannot read the data directories (bubblewrap, Seatbelt); off: no sandbox',
+  'cfg.agentIsolation.help':
+    'auto: agents write only their own worktree and cannot read the data directories (bubblewrap, Seatbelt); off: no sandbox',
   'cfg.agentProcessLimit': 'Processes per run',
-  'cfg.agentProcessLimit.help': 'Processes (threads included) one agent run may have at once, its setup included: a run that tries more fails, saying so',
+  'cfg.agentProcessLimit.help':
+    'Processes (threads included) one agent run may have at once, its setup included: a run that tries more fails, saying so',
   'cfg.agentTmpSizeMb': 'Temporary space per run',
-  'cfg.agentTmpSizeMb.help': "A run's own /tmp, /var/tmp and $TMPDIR, gone with it: a run that fills it fails, saying so",
+  'cfg.agentTmpSizeMb.help':
+    "A run's own /tmp, /var/tmp and $TMPDIR, gone with it: a run that fills it fails, saying so",
   'cfg.agentShmSizeMb': 'Shared memory per run',
   'cfg.agentShmSizeMb.help': "A run's own /dev/shm",
   'cfg.agentWritablePaths': 'Also writable by agents',
-  'cfg.agentWritablePaths.help': 'Paths agents may write besides their worktree, git, their CLI state and caches: absolute or ~/…, comma-separated',
+  'cfg.agentWritablePaths.help':
+    'Paths agents may write besides their worktree, git, their CLI state and caches: absolute or ~/…, comma-separated',
   'cfg.databaseUrl': 'PostgreSQL URL',
-  'cfg.databaseUrl.help': 'postgres://… to keep this workspace in PostgreSQL (a schema of its own); empty: the SQLite file',
+  'cfg.databaseUrl.help':
+    'postgres://… to keep this workspace in PostgreSQL (a schema of its own); empty: the SQLite file',
   'cfg.board': 'Team board',
-  'cfg.board.help': "PostgreSQL only: join this board as one of its runners; origin: the board of the repository's origin URL; empty: this workspace alone",
+  'cfg.board.help':
+    "PostgreSQL only: join this board as one of its runners; origin: the board of the repository's origin URL; empty: this workspace alone",
   'cfg.databasePoolSize': 'PostgreSQL connections',
   'cfg.databasePoolSize.help': 'Connections the manager keeps open for reads (PostgreSQL only)',
   'cfg.databaseStatementTimeoutSeconds': 'PostgreSQL statement timeout',
   'cfg.databaseStatementTimeoutSeconds.help': 'A statement running longer is cancelled (PostgreSQL only)',
   'cfg.databaseTls': 'PostgreSQL TLS',
-  'cfg.databaseTls.help': 'url: as the URL says (sslmode); require: encrypted; verify: encrypted and the server certificate checked',
+  'cfg.databaseTls.help':
+    'url: as the URL says (sslmode); require: encrypted; verify: encrypted and the server certificate checked',
   'cfg.isolation': 'Where agents work',
-  'cfg.isolation.help': 'worktree: each Requirement gets its own git worktree and branch; in_place: agents work in your checkout',
+  'cfg.isolation.help':
+    'worktree: each Requirement gets its own git worktree and branch; in_place: agents work in your checkout',
   'cfg.worktreeRoot': 'Worktree folder',
   'cfg.worktreeRoot.help': 'Where worktrees are made (empty: ~/.code-factory/worktrees)',
   'cfg.worktreeLinks': 'Linked into worktrees',
-  'cfg.worktreeLinks.help': 'Ignored paths symlinked into each worktree instead of copied, comma-separated (e.g. node_modules)',
+  'cfg.worktreeLinks.help':
+    'Ignored paths symlinked into each worktree instead of copied, comma-separated (e.g. node_modules)',
   'cfg.worktreeSetupCommand': 'Worktree setup command',
-  'cfg.worktreeSetupCommand.help': 'Runs once in a new worktree before the agent (empty: .agent-manager/setup if present)',
+  'cfg.worktreeSetupCommand.help':
+    'Runs once in a new worktree before the agent (empty: .agent-manager/setup if present)',
   'cfg.worktreeTeardownCommand': 'Worktree teardown command',
   'cfg.worktreeTeardownCommand.help': 'Runs before a worktree is removed; a failure is ignored',
   'cfg.worktreeIdleDays': 'Remove idle worktrees after',
-  'cfg.worktreeIdleDays.help': 'Days without a run after which a done Requirement’s worktree is removed (its work saved first)',
+  'cfg.worktreeIdleDays.help':
+    'Days without a run after which a done Requirement’s worktree is removed (its work saved first)',
   'cfg.worktreeSubdirectory': 'Worktree subfolder',
   'cfg.worktreeSubdirectory.help': 'In a monorepo, the folder of the worktree the agent starts in',
   'cfg.githubApiUrl': 'GitHub API URL',
@@ -527,7 +576,8 @@ export const en = {
   'land.method.rebase': 'Rebase',
   'land.method.pull_request': 'Open pull request',
   'land.what.merge': 'A merge commit on {base}; your checkout of {base} moves with it when clean.',
-  'land.what.squash': 'One commit on {base} with the title and a summary; your checkout of {base} moves with it when clean.',
+  'land.what.squash':
+    'One commit on {base} with the title and a summary; your checkout of {base} moves with it when clean.',
   'land.what.rebase': 'Its commits replayed on {base}, one by one; your checkout of {base} moves with it when clean.',
   'land.what.pull_request': 'Pushes {branch} to GitHub and opens a pull request into {base}; nothing changes here.',
   'land.do.merge': 'Merge into {base}',
@@ -555,15 +605,19 @@ export const en = {
   'land.blocked.pullRequest': 'The merge queue lands locally: pick Merge, Squash or Rebase.',
   'land.refused': 'Not landed',
   'land.refused.land_conflict': 'It conflicts with {base}: ask its agent to rebase and resolve these files.',
-  'land.refused.worktree_dirty': 'Its worktree has uncommitted work: tick “Commit uncommitted work first”, or ask its agent to commit.',
-  'land.refused.base_checked_out_dirty': '{base} is checked out with uncommitted changes: commit or stash them there, then land again.',
+  'land.refused.worktree_dirty':
+    'Its worktree has uncommitted work: tick “Commit uncommitted work first”, or ask its agent to commit.',
+  'land.refused.base_checked_out_dirty':
+    '{base} is checked out with uncommitted changes: commit or stash them there, then land again.',
   'land.refused.run_active': 'A run is in progress: stop it or wait for it to end, then land.',
   'land.refused.nothing_to_land': 'Nothing to land: {base} already has all of it.',
   'land.refused.not_landable': 'It works in place: there is no branch to land.',
   'land.refused.base_not_branch': '{base} is not a local branch: open a pull request instead.',
   'land.refused.base_moved': '{base} kept moving meanwhile: land again.',
-  'land.refused.head_moved': 'Its work changed since you opened this (its agent committed or rebased): look at its changes again, then land.',
-  'land.refused.import_refused': "Its agent's repository could not be imported (see why below): nothing lands until its agent repairs it.",
+  'land.refused.head_moved':
+    'Its work changed since you opened this (its agent committed or rebased): look at its changes again, then land.',
+  'land.refused.import_refused':
+    "Its agent's repository could not be imported (see why below): nothing lands until its agent repairs it.",
   'land.refused.github_remote_missing': 'No GitHub remote for this repository: add one to open a pull request.',
   'land.refused.github_token_missing': 'No GitHub token: set GH_TOKEN (or log in with gh) to open a pull request.',
   'land.refused.already_queued': 'It is already in the merge queue.',
@@ -593,9 +647,12 @@ export const en = {
     'Moved from {from} to {to}.{lost}{branch} The agent’s CLI session stays on the old machine, so this continues as a new session given the conversation so far.',
   'sys.requirement.moved.runner': '{person}’s runner ({host})',
   'sys.requirement.moved.gone': 'a runner no longer on the board',
-  'sys.requirement.moved.lost': ' The run {run} was lost with its runner; nothing it was given was consumed, so it is delivered again here.',
-  'sys.requirement.moved.fetched': ' Its branch {branch} continues from {commit}, as last pushed to origin; work the old runner did not push stays on that machine.',
-  'sys.requirement.moved.notFetched': ' Its branch {branch} could not be fetched ({reason}): the next run starts it again from its base here.',
+  'sys.requirement.moved.lost':
+    ' The run {run} was lost with its runner; nothing it was given was consumed, so it is delivered again here.',
+  'sys.requirement.moved.fetched':
+    ' Its branch {branch} continues from {commit}, as last pushed to origin; work the old runner did not push stays on that machine.',
+  'sys.requirement.moved.notFetched':
+    ' Its branch {branch} could not be fetched ({reason}): the next run starts it again from its base here.',
 } as const;
 
 export type MessageKey = keyof typeof en;
@@ -626,7 +683,8 @@ export const zh: Record<MessageKey, string> = {
   'setup.title': '环境检查',
   'setup.welcome': '欢迎 —— 这台机器上可供智能体使用的环境',
   'setup.ready': 'Agent Manager 所需的一切都已就绪。',
-  'setup.usable': 'Agent Manager 可以运行，但并非一切正常：标记为 ✗ 的项目无法工作，标记为 ! 的项目可用但功能受限；每项都写明了修复方法。',
+  'setup.usable':
+    'Agent Manager 可以运行，但并非一切正常：标记为 ✗ 的项目无法工作，标记为 ! 的项目可用但功能受限；每项都写明了修复方法。',
   'setup.oneAgent': '智能体只需要一个 CLI：Codex 或 Claude Code，无需两者都装。',
   'setup.blocked': '缺少 Agent Manager 所需的内容：请修复标记为 ✗ 的项目。',
   'setup.recheck': '重新检查',
@@ -687,7 +745,8 @@ export const zh: Record<MessageKey, string> = {
   'card.pending': '{n} 条待处理',
   'card.paused': '已暂停',
   'card.budgetReached': '预算已用完',
-  'budget.hint': '预算已用完（自身或上级需求的预算，计入其下所有运行）：在你提高该预算（编辑）或手动启动之前，不会被唤醒',
+  'budget.hint':
+    '预算已用完（自身或上级需求的预算，计入其下所有运行）：在你提高该预算（编辑）或手动启动之前，不会被唤醒',
   'budget.title': '预算',
   'budget.tokens': '{used} / {max} Token',
   'budget.own': '自身 {n}',
@@ -813,14 +872,18 @@ export const zh: Record<MessageKey, string> = {
   'doctor.git.version_failed': '{path} --version 失败：{error}',
   'doctor.fix.git.version_failed': '重新安装 git',
   'doctor.git.not_a_repository': '{version}；{folder} 不在 git 仓库中：智能体将直接在此文件夹中原地工作',
-  'doctor.fix.git.not_a_repository': '在你的仓库中运行 Agent Manager，或把此文件夹变成仓库：git init && git add -A && git commit -m "Initial commit"',
-  'doctor.git.no_commit': '{version}；仓库 {repository} 还没有提交：智能体将直接在你的检出目录中原地工作，而不是在各自的工作树中',
+  'doctor.fix.git.not_a_repository':
+    '在你的仓库中运行 Agent Manager，或把此文件夹变成仓库：git init && git add -A && git commit -m "Initial commit"',
+  'doctor.git.no_commit':
+    '{version}；仓库 {repository} 还没有提交：智能体将直接在你的检出目录中原地工作，而不是在各自的工作树中',
   'doctor.fix.git.no_commit': '做第一次提交：git add -A && git commit -m "Initial commit"',
   'doctor.git.ok': '{version}；仓库 {repository}',
   'doctor.cli.not_executable': '{path}（{setting}）不是可执行文件：使用它的运行会失败',
-  'doctor.fix.cli.not_executable': '把 {setting} 设为该 CLI 的真实路径，或设为 `{defaultName}` 以使用 PATH 中的那个（安装：{install}）',
+  'doctor.fix.cli.not_executable':
+    '把 {setting} 设为该 CLI 的真实路径，或设为 `{defaultName}` 以使用 PATH 中的那个（安装：{install}）',
   'doctor.cli.path_missing': '{path}（{setting}）不存在：使用它的运行会失败',
-  'doctor.fix.cli.path_missing': '把 {setting} 设为该 CLI 的真实路径，或设为 `{defaultName}` 以使用 PATH 中的那个（安装：{install}）',
+  'doctor.fix.cli.path_missing':
+    '把 {setting} 设为该 CLI 的真实路径，或设为 `{defaultName}` 以使用 PATH 中的那个（安装：{install}）',
   'doctor.cli.not_on_path': 'PATH 中没有 `{name}`',
   'doctor.fix.cli.not_on_path': '安装它（{install}），或在配置中设置 {setting}',
   'doctor.cli.version_failed': '{path} --version 失败：{error}',
@@ -835,7 +898,8 @@ export const zh: Record<MessageKey, string> = {
   'doctor.otherCli': '；已有 {other}，不需要它（一个智能体 CLI 就够）',
   'doctor.holder': '：{holder}',
   'doctor.github.no_token': 'GITHUB_TOKEN、GH_TOKEN 和 `gh auth token` 中都没有令牌',
-  'doctor.fix.github.no_token': '设置 GITHUB_TOKEN（或 GH_TOKEN），或用 `gh auth login` 登录；没有令牌就不会跟踪拉取请求',
+  'doctor.fix.github.no_token':
+    '设置 GITHUB_TOKEN（或 GH_TOKEN），或用 `gh auth login` 登录；没有令牌就不会跟踪拉取请求',
   'doctor.github.unreachable': '令牌来自 {source}；无法访问 {url}（{error}）',
   'doctor.fix.github.unreachable': '检查网络，或配置中的 githubApiUrl',
   'doctor.github.rejected': '{url} 拒绝了来自 {source} 的令牌（401）',
@@ -854,7 +918,8 @@ export const zh: Record<MessageKey, string> = {
   'doctor.isolation.unavailable_macos': '智能体将不会被隔离：{reason}',
   'doctor.fix.isolation.unavailable_macos': 'sandbox-exec 随 macOS 提供：检查 /usr/bin/sandbox-exec 是否存在且能运行',
   'doctor.worktrees.ok': '{directory} 中有 {own} 个工作副本，每个都是其智能体自己的仓库',
-  'doctor.worktrees.linked': '{directory} 中有 {linked} 个工作副本仍是你仓库的关联工作树（创建于每个智能体拥有自己的仓库之前）：{linkedNames}',
+  'doctor.worktrees.linked':
+    '{directory} 中有 {linked} 个工作副本仍是你仓库的关联工作树（创建于每个智能体拥有自己的仓库之前）：{linkedNames}',
   'doctor.fix.worktrees.linked': '它们会在下一次运行时变成自己的仓库：启动或回复这些需求，或取消不再需要的需求',
   'doctor.port.any': '端口 0：启动时自动选择空闲端口',
   'doctor.port.unavailable': '无法在 {address} 上监听（{error}）',
@@ -869,12 +934,14 @@ export const zh: Record<MessageKey, string> = {
   'doctor.database.sqlite': 'SQLite，{path}',
   'doctor.database.sqlite_new': 'SQLite，{path}（首次启动时创建）',
   'doctor.database.pg_cannot_create': '{url} 上的 PostgreSQL {version}：模式 {schema} 不存在，且此用户无权创建',
-  'doctor.fix.database.pg_cannot_create': '执行 GRANT CREATE ON DATABASE <database> TO <user>，或为此用户创建模式 {schema}',
+  'doctor.fix.database.pg_cannot_create':
+    '执行 GRANT CREATE ON DATABASE <database> TO <user>，或为此用户创建模式 {schema}',
   'doctor.database.pg_ok': '{url} 上的 PostgreSQL {version}，模式 {schema}；存有此工作区',
   'doctor.database.pg_in_use': '{url} 上的 PostgreSQL {version}，模式 {schema}；此工作区的一个管理器已连接',
   'doctor.database.pg_new': '{url} 上的 PostgreSQL {version}，模式 {schema}（首次启动时创建）',
   'doctor.database.pg_unreachable': '无法连接到 {url}：{error}',
-  'doctor.fix.database.pg_unreachable': '检查 databaseUrl（用户、密码、主机、端口、数据库）、服务器和 databaseTls；或删除 databaseUrl 以使用 SQLite',
+  'doctor.fix.database.pg_unreachable':
+    '检查 databaseUrl（用户、密码、主机、端口、数据库）、服务器和 databaseTls；或删除 databaseUrl 以使用 SQLite',
   'source.requirement.dependency': '依赖',
   'source.timer': '定时器',
   'source.github': 'GitHub',
@@ -884,9 +951,11 @@ export const zh: Record<MessageKey, string> = {
   'source.github.pull-request.ci-failure': 'GitHub · CI',
   'sys.run.failed': '运行失败：{error}\n未消费任何输入：再次开始会送达同样的输入。',
   'sys.run.timed_out': '运行超时：{seconds} 秒没有输出。\n未消费任何输入：再次开始会送达同样的输入。',
-  'sys.run.manager_stopped': 'Agent Manager 在本次运行期间停止了；其输入仍待处理。未消费任何输入：下次开始会送达同样的输入。',
+  'sys.run.manager_stopped':
+    'Agent Manager 在本次运行期间停止了；其输入仍待处理。未消费任何输入：下次开始会送达同样的输入。',
   'sys.budget.reached': '已达到预算：{spent}{below}。\n{stopped}在有人提高其预算或开始它之前，不会再唤醒此需求。',
-  'sys.budget.reached_ancestor': '已达到预算：「{title}」的需求树已花费 {spent}。\n{stopped}在有人提高该预算或开始它之前，不会再唤醒此需求。',
+  'sys.budget.reached_ancestor':
+    '已达到预算：「{title}」的需求树已花费 {spent}。\n{stopped}在有人提高该预算或开始它之前，不会再唤醒此需求。',
   'sys.budget.tokensOf': '{n} / {max} Token',
   'sys.budget.tokens': '{n} Token',
   'sys.budget.costOf': '{cost} / {max}',
@@ -911,7 +980,8 @@ export const zh: Record<MessageKey, string> = {
   'sys.review.failed': '对 {pr}（头提交 {head}）的评审失败：{error}',
   'sys.review.cancelled': '对 {pr}（头提交 {head}）的评审已取消。',
   'sys.review_loop.clean': '{pr} 的自动评审：第 {round} 轮在 {head} 处没有发现需要修改的地方。评审循环顺利结束。',
-  'sys.review_loop.max_rounds': '{pr} 的自动评审：第 {round} 轮（共 {max} 轮）仍有发现。评审循环已达上限；由人决定下一步。',
+  'sys.review_loop.max_rounds':
+    '{pr} 的自动评审：第 {round} 轮（共 {max} 轮）仍有发现。评审循环已达上限；由人决定下一步。',
   'create.title': '新建需求',
   'create.name': '标题',
   'create.description': '描述（Markdown）',
@@ -978,9 +1048,12 @@ export const zh: Record<MessageKey, string> = {
   'action.cancelRequirement': '取消需求',
   'action.cancelAsk': '取消此需求？其运行将被停止，定时器结束。此操作不可撤销（可复制为新需求重新开始）。',
   'action.moveHere': '移到我的运行器',
-  'action.moveHint': '从现在起在你的机器上运行：从 origin 获取其分支，其智能体在这里以新会话继续，并附上到目前为止的对话',
-  'action.moveAsk': '把此需求从 {person} 的运行器移到你的运行器？将从 origin 获取其最后推送的分支；其智能体在这里以新会话继续，并附上到目前为止的对话。',
-  'action.moveAskOffline': '{person} 的运行器已离线。把此需求移到你的运行器？它正在进行的运行将被放弃（其输入会在这里重新送达）；将从 origin 获取其最后推送的分支。',
+  'action.moveHint':
+    '从现在起在你的机器上运行：从 origin 获取其分支，其智能体在这里以新会话继续，并附上到目前为止的对话',
+  'action.moveAsk':
+    '把此需求从 {person} 的运行器移到你的运行器？将从 origin 获取其最后推送的分支；其智能体在这里以新会话继续，并附上到目前为止的对话。',
+  'action.moveAskOffline':
+    '{person} 的运行器已离线。把此需求移到你的运行器？它正在进行的运行将被放弃（其输入会在这里重新送达）；将从 origin 获取其最后推送的分支。',
   'edit.title': '编辑需求',
   'edit.startedNote': '已开始：只能修改模型和推理强度（下次运行生效）。如需修改其他内容，请复制为新需求。',
   'fork.title': '复制需求',
@@ -1057,7 +1130,8 @@ export const zh: Record<MessageKey, string> = {
   'cfg.authentication': '身份验证',
   'cfg.authentication.help': 'token：每次调用都需要本地令牌；none：仅用于可信的机器',
   'cfg.agentIsolation': '智能体沙箱',
-  'cfg.agentIsolation.help': 'auto：智能体只能写自己的工作树，无法读取数据目录（bubblewrap、Seatbelt）；off：不使用沙箱',
+  'cfg.agentIsolation.help':
+    'auto：智能体只能写自己的工作树，无法读取数据目录（bubblewrap、Seatbelt）；off：不使用沙箱',
   'cfg.agentProcessLimit': '每次运行的进程数',
   'cfg.agentProcessLimit.help': '一次智能体运行（含其准备命令）同时可有的进程数：超过的运行会失败并说明原因',
   'cfg.agentTmpSizeMb': '每次运行的临时空间',
@@ -1178,16 +1252,19 @@ export const zh: Record<MessageKey, string> = {
   'changes.conflictWith': '与「{title}」冲突',
   'changes.conflicts': '标记的文件与 {base} 或其他需求的工作冲突。',
   'changes.conflictsElsewhere': '其他冲突文件：{files}',
-  'sys.landing.conflict': '{baseRef} 已移动到 {base}，这项工作不再能干净地合入。冲突文件（{count}）：{paths}。已请其智能体变基并解决冲突。',
+  'sys.landing.conflict':
+    '{baseRef} 已移动到 {base}，这项工作不再能干净地合入。冲突文件（{count}）：{paths}。已请其智能体变基并解决冲突。',
   'sys.landing.rebase_requested':
     '合并队列：这项工作下一个合入，但它与 {baseRef} 在 {base} 处冲突。冲突文件（{count}）：{paths}。已请其智能体变基；一旦能干净合入，队列就会合入它。',
   'source.landing': '合入',
   'source.landing.base-conflict': '合入 · 基线已移动',
   'source.landing.rebase-request': '合并队列',
-  'sys.requirement.moved': '已从{from}移到{to}。{lost}{branch}智能体的 CLI 会话留在原来的机器上，因此这里以新会话继续，并附上到目前为止的对话。',
+  'sys.requirement.moved':
+    '已从{from}移到{to}。{lost}{branch}智能体的 CLI 会话留在原来的机器上，因此这里以新会话继续，并附上到目前为止的对话。',
   'sys.requirement.moved.runner': '{person} 的运行器（{host}）',
   'sys.requirement.moved.gone': '一个已不在看板上的运行器',
   'sys.requirement.moved.lost': '运行 {run} 随其运行器丢失；它收到的输入未被消费，会在这里重新送达。',
-  'sys.requirement.moved.fetched': '其分支 {branch} 从 {commit} 继续（即最后推送到 origin 的版本）；原运行器未推送的工作留在那台机器上。',
+  'sys.requirement.moved.fetched':
+    '其分支 {branch} 从 {commit} 继续（即最后推送到 origin 的版本）；原运行器未推送的工作留在那台机器上。',
   'sys.requirement.moved.notFetched': '其分支 {branch} 无法获取（{reason}）：下一次运行会在这里从其基线重新开始。',
 };

@@ -6,7 +6,9 @@ import { type MessageKey, en, zh } from './i18n-messages';
 // would need one build per language and a reload to switch.
 
 /** The `{name}` placeholders of a text, as a union of names. */
-type Placeholders<Text extends string> = Text extends `${string}{${infer Name}}${infer Rest}` ? Name | Placeholders<Rest> : never;
+type Placeholders<Text extends string> = Text extends `${string}{${infer Name}}${infer Rest}`
+  ? Name | Placeholders<Rest>
+  : never;
 
 /** Keys whose English text has no placeholder. */
 type PlainKey = { [K in MessageKey]: [Placeholders<(typeof en)[K]>] extends [never] ? K : never }[MessageKey];
@@ -17,7 +19,10 @@ type PlainKey = { [K in MessageKey]: [Placeholders<(typeof en)[K]>] extends [nev
  */
 export interface Translate {
   (key: PlainKey): string;
-  <K extends Exclude<MessageKey, PlainKey>>(key: K, params: Readonly<Record<Placeholders<(typeof en)[K]>, string | number>>): string;
+  <K extends Exclude<MessageKey, PlainKey>>(
+    key: K,
+    params: Readonly<Record<Placeholders<(typeof en)[K]>, string | number>>,
+  ): string;
 }
 
 /**
@@ -92,7 +97,9 @@ export class I18n {
 
   /** 90 → "90 s", 3600 → "60 min": short and unambiguous in both languages. */
   interval(seconds: number): string {
-    return seconds < 120 ? this.t('time.seconds', { n: seconds }) : this.t('time.minutes', { n: Math.round(seconds / 60) });
+    return seconds < 120
+      ? this.t('time.seconds', { n: seconds })
+      : this.t('time.minutes', { n: Math.round(seconds / 60) });
   }
 
   duration(fromIso: string, toIso: string | null, now = Date.now()): string {

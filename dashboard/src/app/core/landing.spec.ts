@@ -5,7 +5,10 @@ import { fileList, landBlock, landed, queueBlock, radarChips } from './landing';
 import type { Requirement } from './models';
 
 const t = ((key: keyof typeof en, params: Record<string, string | number> = {}) =>
-  Object.entries(params).reduce<string>((text, [name, value]) => text.replace(`{${name}}`, String(value)), en[key])) as Translate;
+  Object.entries(params).reduce<string>(
+    (text, [name, value]) => text.replace(`{${name}}`, String(value)),
+    en[key],
+  )) as Translate;
 
 function withWork(landing: Partial<Requirement['landing']> = {}, extra: Partial<Requirement> = {}): Requirement {
   const r = requirement('req_b', T1, 'waiting_confirmation');
@@ -13,7 +16,14 @@ function withWork(landing: Partial<Requirement['landing']> = {}, extra: Partial<
     ...r,
     baseRef: 'main',
     isolation: 'worktree',
-    landing: { ...r.landing, baseSha: 'b'.repeat(40), behindBy: 0, headSha: 'h'.repeat(40), mergesCleanly: true, ...landing },
+    landing: {
+      ...r.landing,
+      baseSha: 'b'.repeat(40),
+      behindBy: 0,
+      headSha: 'h'.repeat(40),
+      mergesCleanly: true,
+      ...landing,
+    },
     worktree: {
       ahead: 1,
       baseRef: 'main',
@@ -34,7 +44,8 @@ function withWork(landing: Partial<Requirement['landing']> = {}, extra: Partial<
   };
 }
 
-const chips = (r: Requirement, titles: Record<string, string> = {}) => radarChips(r, t, (id) => titles[id]).map((c) => [c.kind, c.text, c.title]);
+const chips = (r: Requirement, titles: Record<string, string> = {}) =>
+  radarChips(r, t, (id) => titles[id]).map((c) => [c.kind, c.text, c.title]);
 
 describe(radarChips.name, () => {
   it('names the one Requirement it conflicts with (the board’s title first) and how many files', () => {
@@ -62,17 +73,27 @@ describe(radarChips.name, () => {
   });
 
   it('says how far behind a clean one is, nothing for a clean one up to date or one not checked', () => {
-    expect(chips(withWork({ behindBy: 2 }))).toEqual([['behind', 'behind by 2', 'Commits on main that this branch lacks: 2']]);
+    expect(chips(withWork({ behindBy: 2 }))).toEqual([
+      ['behind', 'behind by 2', 'Commits on main that this branch lacks: 2'],
+    ]);
     expect(chips(withWork())).toEqual([]);
     expect(chips(withWork({ behindBy: null, mergesCleanly: null }))).toEqual([]);
   });
 
   it('says only that it landed, once it did and while nothing new is there to land', () => {
-    const r = withWork({ conflictPaths: ['x'], landedAt: T1, landedCommit: 'abcdef0123456789', landedMethod: 'squash', mergesCleanly: null });
+    const r = withWork({
+      conflictPaths: ['x'],
+      landedAt: T1,
+      landedCommit: 'abcdef0123456789',
+      landedMethod: 'squash',
+      mergesCleanly: null,
+    });
     expect(chips(r)).toEqual([['landed', 'landed', `Landed (Squash) as abcdef0 at ${T1}`]]);
     expect(landed(r, t, () => 'noon')).toBe('Landed (Squash) as abcdef0 at noon');
     // New work after the land: the radar speaks again.
-    expect(chips({ ...r, landing: { ...r.landing, conflictPaths: ['x'], mergesCleanly: false } }).map((c) => c[0])).toEqual(['base']);
+    expect(
+      chips({ ...r, landing: { ...r.landing, conflictPaths: ['x'], mergesCleanly: false } }).map((c) => c[0]),
+    ).toEqual(['base']);
   });
 });
 

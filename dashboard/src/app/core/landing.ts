@@ -37,14 +37,25 @@ export function radarChips(r: Requirement, t: Translate, titleOf: (id: string) =
   if (others.length === 1 && only) {
     chips.push({
       kind: 'pair',
-      text: only.paths.length === 1 ? t('radar.pairOne', { title: only.title }) : t('radar.pair', { n: only.paths.length, title: only.title }),
+      text:
+        only.paths.length === 1
+          ? t('radar.pairOne', { title: only.title })
+          : t('radar.pair', { n: only.paths.length, title: only.title }),
       title: fileList(only.paths),
     });
   } else if (others.length > 1) {
-    chips.push({ kind: 'pairs', text: t('radar.pairs', { n: others.length }), title: others.map((o) => `${o.title}: ${fileList(o.paths, 3)}`).join('\n') });
+    chips.push({
+      kind: 'pairs',
+      text: t('radar.pairs', { n: others.length }),
+      title: others.map((o) => `${o.title}: ${fileList(o.paths, 3)}`).join('\n'),
+    });
   }
   if (landing.mergesCleanly === false) {
-    chips.push({ kind: 'base', text: t('radar.base'), title: t('radar.baseHint', { base, files: fileList(landing.conflictPaths) }) });
+    chips.push({
+      kind: 'base',
+      text: t('radar.base'),
+      title: t('radar.baseHint', { base, files: fileList(landing.conflictPaths) }),
+    });
   } else if (landing.mergesCleanly === true && (landing.behindBy ?? 0) > 0) {
     const n = landing.behindBy ?? 0;
     chips.push({ kind: 'behind', text: t('radar.behind', { n }), title: t('radar.behindHint', { base, n }) });
@@ -103,4 +114,5 @@ export const REFUSAL_CODES = [
 ] as const;
 export type RefusalCode = (typeof REFUSAL_CODES)[number];
 
-export const isRefusalCode = (code: string | null): code is RefusalCode => (REFUSAL_CODES as readonly (string | null)[]).includes(code);
+export const isRefusalCode = (code: string | null): code is RefusalCode =>
+  (REFUSAL_CODES as readonly (string | null)[]).includes(code);

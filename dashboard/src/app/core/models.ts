@@ -41,11 +41,33 @@ export type LandResult = Schemas['LandResponseDto'];
 export type LandMethod = LandRequirement['method'];
 export type LandingQueueItem = Schemas['LandingQueueItemDto'];
 
-export const REQUIREMENT_COLUMNS = ['todo', 'doing', 'waiting_confirmation', 'done'] as const satisfies readonly RequirementStatus[];
-export const PULL_REQUEST_COLUMNS = ['draft', 'open', 'closed', 'merged'] as const satisfies readonly PullRequestStatus[];
-export const SESSION_COLUMNS = ['idle', 'running', 'waiting_human', 'failed', 'completed'] as const satisfies readonly SessionState[];
+export const REQUIREMENT_COLUMNS = [
+  'todo',
+  'doing',
+  'waiting_confirmation',
+  'done',
+] as const satisfies readonly RequirementStatus[];
+export const PULL_REQUEST_COLUMNS = [
+  'draft',
+  'open',
+  'closed',
+  'merged',
+] as const satisfies readonly PullRequestStatus[];
+export const SESSION_COLUMNS = [
+  'idle',
+  'running',
+  'waiting_human',
+  'failed',
+  'completed',
+] as const satisfies readonly SessionState[];
 export const PROVIDERS = ['codex', 'claude-code'] as const satisfies readonly Provider[];
-export const REASONING_EFFORTS = ['low', 'medium', 'high', 'xhigh', 'max'] as const satisfies readonly ReasoningEffort[];
+export const REASONING_EFFORTS = [
+  'low',
+  'medium',
+  'high',
+  'xhigh',
+  'max',
+] as const satisfies readonly ReasoningEffort[];
 export const MAX_ATTACHMENTS = 6;
 /** The land menu's options, in its order. */
 export const LAND_METHODS = ['merge', 'squash', 'rebase', 'pull_request'] as const satisfies readonly LandMethod[];

@@ -13,12 +13,15 @@ export function latestReviews(reviews: ReadonlyMap<string, ReviewRequest>): Map<
 }
 
 /** Stale when the server says so, or (older servers) when the PR's head moved past the reviewed commit. */
-export const isStale = (review: ReviewRequest, pr: PullRequest): boolean => review.stale ?? review.targetHeadSha !== pr.headSha;
+export const isStale = (review: ReviewRequest, pr: PullRequest): boolean =>
+  review.stale ?? review.targetHeadSha !== pr.headSha;
 
 type AutoReviewKey = 'card.autoReview' | 'card.autoReviewWaiting' | 'card.autoReviewClean' | 'card.autoReviewMaxRounds';
 
 /** What a PR card says about its review loop ("Auto review round 2/3", "clean after 3 rounds"); null when off. */
-export function autoReviewBadge(pr: PullRequest): { key: AutoReviewKey; params: { max: string | number; n: number }; ok: boolean } | null {
+export function autoReviewBadge(
+  pr: PullRequest,
+): { key: AutoReviewKey; params: { max: string | number; n: number }; ok: boolean } | null {
   const { maxRounds, round, state } = pr.autoReview;
   const params = { max: maxRounds ?? '?', n: round };
   switch (state) {

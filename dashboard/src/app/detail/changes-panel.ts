@@ -1,4 +1,15 @@
-import { ChangeDetectionStrategy, Component, ElementRef, computed, effect, inject, input, signal, untracked, viewChild } from '@angular/core';
+import {
+  ChangeDetectionStrategy,
+  Component,
+  ElementRef,
+  computed,
+  effect,
+  inject,
+  input,
+  signal,
+  untracked,
+  viewChild,
+} from '@angular/core';
 import { DomSanitizer, type SafeHtml } from '@angular/platform-browser';
 import { html as diffHtml } from 'diff2html';
 import type { ColorSchemeType } from 'diff2html/lib/types';
@@ -51,18 +62,29 @@ interface PickedLine {
             <span class="badge warn">{{ t('changes.truncated') }}</span>
           }
           <span class="spacer"></span>
-          <button type="button" class="ghost small" (click)="load()" data-testid="changes-refresh">↻ {{ t('changes.refresh') }}</button>
+          <button type="button" class="ghost small" (click)="load()" data-testid="changes-refresh">
+            ↻ {{ t('changes.refresh') }}
+          </button>
         </div>
         @if (conflicts().size > 0) {
           <p class="muted small" data-testid="changes-conflicts">{{ t('changes.conflicts', { base: c.baseRef }) }}</p>
         }
         @if (conflictsElsewhere(); as elsewhere) {
-          <p class="muted small" data-testid="changes-conflicts-elsewhere">{{ t('changes.conflictsElsewhere', { files: elsewhere }) }}</p>
+          <p class="muted small" data-testid="changes-conflicts-elsewhere">
+            {{ t('changes.conflictsElsewhere', { files: elsewhere }) }}
+          </p>
         }
         <ul class="changed-files" [attr.aria-label]="t('changes.files')">
           @for (f of c.files; track f.path) {
             <li>
-              <button type="button" class="ghost file" [class.active]="f.path === selected()?.path" (click)="open(f)" data-testid="changed-file" [attr.data-path]="f.path">
+              <button
+                type="button"
+                class="ghost file"
+                [class.active]="f.path === selected()?.path"
+                (click)="open(f)"
+                data-testid="changed-file"
+                [attr.data-path]="f.path"
+              >
                 <span class="badge" [attr.data-status]="f.status">{{ t(keyOf('changes', f.status)) }}</span>
                 <span class="path">{{ f.oldPath ? f.oldPath + ' → ' : '' }}{{ f.path }}</span>
                 @if (conflictOf(f); as conflict) {
@@ -70,9 +92,12 @@ interface PickedLine {
                     <span class="badge warn" data-testid="file-conflict-base">{{ t('changes.conflictBase') }}</span>
                   }
                   @for (other of conflict.with; track other.requirementId) {
-                    <span class="badge warn" data-testid="file-conflict-with" [attr.data-requirement-id]="other.requirementId">{{
-                      t('changes.conflictWith', { title: other.title })
-                    }}</span>
+                    <span
+                      class="badge warn"
+                      data-testid="file-conflict-with"
+                      [attr.data-requirement-id]="other.requirementId"
+                      >{{ t('changes.conflictWith', { title: other.title }) }}</span
+                    >
                   }
                 }
                 @if (f.binary) {
@@ -95,7 +120,13 @@ interface PickedLine {
           <form class="line-comment" (submit)="$event.preventDefault(); send(comment.value)" data-testid="line-comment">
             <label for="am-line-comment">{{ t('changes.commentOn', { path: p.path, line: p.line }) }}</label>
             <code class="muted">{{ p.code }}</code>
-            <textarea id="am-line-comment" #comment rows="3" maxlength="20000" data-testid="line-comment-text"></textarea>
+            <textarea
+              id="am-line-comment"
+              #comment
+              rows="3"
+              maxlength="20000"
+              data-testid="line-comment-text"
+            ></textarea>
             <div class="row">
               <span class="spacer"></span>
               <button type="button" class="ghost" (click)="picked.set(null)">{{ t('action.cancel') }}</button>
@@ -190,10 +221,14 @@ export class ChangesPanel {
 
   protected async load(): Promise<void> {
     const id = this.requirement().id;
-    const { data, response } = await this.api.client.GET('/api/requirements/{id}/changes', { params: { path: { id } } });
+    const { data, response } = await this.api.client.GET('/api/requirements/{id}/changes', {
+      params: { path: { id } },
+    });
     if (!response.ok || !data) {
       this.changes.set(null);
-      this.error.set(response.status === 409 ? this.t('changes.noWorktree') : this.t('changes.failed', { status: response.status }));
+      this.error.set(
+        response.status === 409 ? this.t('changes.noWorktree') : this.t('changes.failed', { status: response.status }),
+      );
       return;
     }
     this.error.set(null);
@@ -211,14 +246,23 @@ export class ChangesPanel {
     if (!old) {
       return mine ?? null;
     }
-    return { base: !!mine?.base || old.base, with: [...(mine?.with ?? []), ...old.with.filter((o) => !mine?.with.some((m) => m.requirementId === o.requirementId))] };
+    return {
+      base: !!mine?.base || old.base,
+      with: [
+        ...(mine?.with ?? []),
+        ...old.with.filter((o) => !mine?.with.some((m) => m.requirementId === o.requirementId)),
+      ],
+    };
   }
 
   protected async open(file: ChangedFile): Promise<void> {
     this.selected.set(file);
     this.picked.set(null);
     const query = file.oldPath ? { oldPath: file.oldPath, path: file.path } : { path: file.path };
-    const { data } = await this.api.client.GET('/api/requirements/{id}/changes/diff', { params: { path: { id: this.requirement().id }, query }, parseAs: 'text' });
+    const { data } = await this.api.client.GET('/api/requirements/{id}/changes/diff', {
+      params: { path: { id: this.requirement().id }, query },
+      parseAs: 'text',
+    });
     this.diffText.set(typeof data === 'string' ? data : '');
   }
 

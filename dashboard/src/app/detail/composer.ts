@@ -54,7 +54,14 @@ interface Pending {
               @if (!p.attachment && !p.failed) {
                 <span class="muted">{{ t('composer.uploading') }}</span>
               }
-              <button type="button" class="ghost small" (click)="remove(p)" [attr.aria-label]="t('action.remove') + ' ' + p.file.name">✕</button>
+              <button
+                type="button"
+                class="ghost small"
+                (click)="remove(p)"
+                [attr.aria-label]="t('action.remove') + ' ' + p.file.name"
+              >
+                ✕
+              </button>
             </span>
           }
         </div>
@@ -66,13 +73,26 @@ interface Pending {
       <div class="row">
         <label class="button" style="flex-direction: row" [class.disabled]="closed()">
           {{ t('action.attach') }}
-          <input type="file" multiple class="sr-only" [disabled]="closed()" (change)="onPick($event)" data-testid="composer-file" />
+          <input
+            type="file"
+            multiple
+            class="sr-only"
+            [disabled]="closed()"
+            (change)="onPick($event)"
+            data-testid="composer-file"
+          />
         </label>
         @if (queuedNote()) {
           <span class="badge warn" role="status" data-testid="queued-note">{{ t('composer.queued') }}</span>
         }
         <span class="spacer"></span>
-        <button type="submit" class="primary" [disabled]="!canSend()" [title]="closed() ? t('composer.cancelled') : ''" data-testid="composer-send">
+        <button
+          type="submit"
+          class="primary"
+          [disabled]="!canSend()"
+          [title]="closed() ? t('composer.cancelled') : ''"
+          data-testid="composer-send"
+        >
           {{ t('action.send') }}
         </button>
       </div>
@@ -109,7 +129,11 @@ export class Composer {
   protected readonly compact = signal(false);
 
   protected readonly canSend = computed(
-    () => !this.busy() && !this.closed() && this.pending().every((p) => p.attachment || p.failed) && (this.text().trim().length > 0 || this.pending().some((p) => p.attachment)),
+    () =>
+      !this.busy() &&
+      !this.closed() &&
+      this.pending().every((p) => p.attachment || p.failed) &&
+      (this.text().trim().length > 0 || this.pending().some((p) => p.attachment)),
   );
 
   constructor() {
@@ -218,7 +242,13 @@ export class Composer {
       this.notifier.error(this.t('composer.tooMany', { n: MAX_ATTACHMENTS }));
     }
     for (const file of files.slice(0, Math.max(0, room))) {
-      const item: Pending = { attachment: null, failed: false, file, key: ++this.keys, preview: file.type.startsWith('image/') ? URL.createObjectURL(file) : null };
+      const item: Pending = {
+        attachment: null,
+        failed: false,
+        file,
+        key: ++this.keys,
+        preview: file.type.startsWith('image/') ? URL.createObjectURL(file) : null,
+      };
       this.pending.update((all) => [...all, item]);
       void this.upload(item);
     }

@@ -33,9 +33,20 @@ const STICK_PX = 48;
   imports: [RouterLink],
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
-    <div class="messages" #scroller (scroll)="onScroll()" role="log" aria-live="polite" [attr.aria-label]="t('detail.conversation')" data-testid="messages" tabindex="0">
+    <div
+      class="messages"
+      #scroller
+      (scroll)="onScroll()"
+      role="log"
+      aria-live="polite"
+      [attr.aria-label]="t('detail.conversation')"
+      data-testid="messages"
+      tabindex="0"
+    >
       @if (hiddenBefore() > 0) {
-        <button type="button" class="ghost small" style="align-self: center" (click)="showEarlier()">{{ t('action.earlier') }} ({{ hiddenBefore() }})</button>
+        <button type="button" class="ghost small" style="align-self: center" (click)="showEarlier()">
+          {{ t('action.earlier') }} ({{ hiddenBefore() }})
+        </button>
       }
       @for (m of visible(); track m.id) {
         <article
@@ -49,7 +60,9 @@ const STICK_PX = 48;
         >
           <header>
             <!-- On a board several people use, a person's message says who wrote it (older messages: "You"). -->
-            <strong data-testid="message-author" [attr.data-author-id]="m.authorId">{{ m.authorName ?? t(keyOf('author', m.author)) }}</strong>
+            <strong data-testid="message-author" [attr.data-author-id]="m.authorId">{{
+              m.authorName ?? t(keyOf('author', m.author))
+            }}</strong>
             @if (m.source) {
               <span class="badge" data-testid="message-source">{{ t('msg.source', { s: sourceLabel(m) }) }}</span>
             }
@@ -60,14 +73,21 @@ const STICK_PX = 48;
               <span class="badge warn" data-testid="queued-badge">{{ t('msg.queued') }}</span>
             }
             @if (pending().has(m.id)) {
-              <span class="badge warn" data-testid="pending-badge" [title]="t('msg.pendingHint')">{{ t('msg.pending') }}</span>
+              <span class="badge warn" data-testid="pending-badge" [title]="t('msg.pendingHint')">{{
+                t('msg.pending')
+              }}</span>
             }
             <span class="spacer"></span>
             <time [attr.datetime]="m.createdAt">{{ i18n.dateTime(m.createdAt) }}</time>
           </header>
           @if (systemText(m); as text) {
             <!-- Agent Manager's own words, in the reader's language (the English body is for agents). -->
-            <div class="markdown" data-testid="system-text" [attr.data-code]="m.code" [innerHTML]="markdown.render(text)"></div>
+            <div
+              class="markdown"
+              data-testid="system-text"
+              [attr.data-code]="m.code"
+              [innerHTML]="markdown.render(text)"
+            ></div>
           } @else if (m.body) {
             <div class="markdown" [innerHTML]="markdown.render(m.body, m.id)"></div>
           }
@@ -76,10 +96,18 @@ const STICK_PX = 48;
               @for (a of m.attachments; track a.id) {
                 @if (a.kind === 'image') {
                   <a [href]="'/api/attachments/' + a.id" target="_blank" rel="noopener"
-                    ><img [src]="'/api/attachments/' + a.id" [alt]="a.fileName" loading="lazy" data-testid="attachment-image"
+                    ><img
+                      [src]="'/api/attachments/' + a.id"
+                      [alt]="a.fileName"
+                      loading="lazy"
+                      data-testid="attachment-image"
                   /></a>
                 } @else {
-                  <a class="button" [href]="'/api/attachments/' + a.id" [attr.download]="a.fileName" data-testid="attachment-file"
+                  <a
+                    class="button"
+                    [href]="'/api/attachments/' + a.id"
+                    [attr.download]="a.fileName"
+                    data-testid="attachment-file"
                     >⬇ {{ a.fileName }} <span class="muted">({{ size(a.byteSize) }})</span></a
                   >
                 }
@@ -91,7 +119,9 @@ const STICK_PX = 48;
         <p class="empty">{{ t('msg.empty') }}</p>
       }
       @if (unseen() > 0) {
-        <button type="button" class="primary small jump" (click)="jumpToLatest()" data-testid="jump-latest">↓ {{ t('action.jumpLatest') }} ({{ unseen() }})</button>
+        <button type="button" class="primary small jump" (click)="jumpToLatest()" data-testid="jump-latest">
+          ↓ {{ t('action.jumpLatest') }} ({{ unseen() }})
+        </button>
       }
     </div>
     @if (activeRun(); as run) {
@@ -100,9 +130,17 @@ const STICK_PX = 48;
         <span class="pulse" aria-hidden="true"></span>
         <strong>{{ t('activity.working', { d: elapsed(run.startedAt) }) }}</strong>
         @if (latestStep(); as step) {
-          <span class="step" data-testid="activity-step" [class.tool]="step.runningTool" [attr.data-kind]="step.trace.kind">{{
-            step.runningTool ? t('activity.tool', { s: step.trace.title, d: elapsed(step.trace.createdAt) }) : t('activity.step', { s: step.trace.title })
-          }}</span>
+          <span
+            class="step"
+            data-testid="activity-step"
+            [class.tool]="step.runningTool"
+            [attr.data-kind]="step.trace.kind"
+            >{{
+              step.runningTool
+                ? t('activity.tool', { s: step.trace.title, d: elapsed(step.trace.createdAt) })
+                : t('activity.step', { s: step.trace.title })
+            }}</span
+          >
         } @else {
           <span class="step muted">{{ t('activity.starting') }}</span>
         }
@@ -137,7 +175,9 @@ export class Conversation {
 
   protected readonly queued = computed(() => {
     const requirement = this.requirement();
-    const active = [...this.runs.runs().values()].find((r) => r.requirementId === requirement.id && r.status === 'running' && r.role === 'rd');
+    const active = [...this.runs.runs().values()].find(
+      (r) => r.requirementId === requirement.id && r.status === 'running' && r.role === 'rd',
+    );
     return new Set(
       this.visible()
         .filter((m) => isQueued(m, requirement, active))
@@ -182,7 +222,12 @@ export class Conversation {
         latest = t;
       }
     }
-    return latest ? { runningTool: latest.kind === 'tool_call' && !!latest.toolCallId && !finished.has(latest.toolCallId), trace: latest } : null;
+    return latest
+      ? {
+          runningTool: latest.kind === 'tool_call' && !!latest.toolCallId && !finished.has(latest.toolCallId),
+          trace: latest,
+        }
+      : null;
   });
 
   private atBottom = true;
@@ -340,6 +385,10 @@ export class Conversation {
   }
 
   protected size(bytes: number): string {
-    return bytes < 1024 ? `${bytes} B` : bytes < 1048576 ? `${(bytes / 1024).toFixed(0)} KB` : `${(bytes / 1048576).toFixed(1)} MB`;
+    return bytes < 1024
+      ? `${bytes} B`
+      : bytes < 1048576
+        ? `${(bytes / 1024).toFixed(0)} KB`
+        : `${(bytes / 1048576).toFixed(1)} MB`;
   }
 }

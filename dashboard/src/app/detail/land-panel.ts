@@ -1,4 +1,14 @@
-import { ChangeDetectionStrategy, Component, ElementRef, afterNextRender, computed, inject, input, output, signal } from '@angular/core';
+import {
+  ChangeDetectionStrategy,
+  Component,
+  ElementRef,
+  afterNextRender,
+  computed,
+  inject,
+  input,
+  output,
+  signal,
+} from '@angular/core';
 
 import { ApiError } from '../core/api';
 import { I18n, keyOf } from '../core/i18n';
@@ -120,10 +130,23 @@ type Loose = (key: string, params?: Record<string, string | number>) => string;
     }
   `,
   template: `
-    <section class="panel land-panel" aria-labelledby="land-title" data-testid="land-panel" [attr.data-requirement-id]="requirement().id">
+    <section
+      class="panel land-panel"
+      aria-labelledby="land-title"
+      data-testid="land-panel"
+      [attr.data-requirement-id]="requirement().id"
+    >
       <div class="section-head">
         <h2 id="land-title">{{ t('land.title') }}</h2>
-        <button type="button" class="ghost small" (click)="closed.emit()" [attr.aria-label]="t('action.close')" data-testid="land-close">✕</button>
+        <button
+          type="button"
+          class="ghost small"
+          (click)="closed.emit()"
+          [attr.aria-label]="t('action.close')"
+          data-testid="land-close"
+        >
+          ✕
+        </button>
       </div>
 
       <div class="land-radar" data-testid="land-radar" [attr.data-state]="radarState()">
@@ -146,10 +169,14 @@ type Loose = (key: string, params?: Record<string, string | number>) => string;
           }
         }
         @if (landing().mergesCleanly !== null && (landing().behindBy ?? 0) > 0) {
-          <p class="muted" data-testid="land-radar-behind">{{ t('land.radar.behind', { base: base(), n: landing().behindBy ?? 0 }) }}</p>
+          <p class="muted" data-testid="land-radar-behind">
+            {{ t('land.radar.behind', { base: base(), n: landing().behindBy ?? 0 }) }}
+          </p>
         }
         @for (other of landing().conflictsWith; track other.requirementId) {
-          <p class="conflict" data-testid="land-radar-with" [attr.data-requirement-id]="other.requirementId">{{ t('land.radar.with', { title: other.title }) }}</p>
+          <p class="conflict" data-testid="land-radar-with" [attr.data-requirement-id]="other.requirementId">
+            {{ t('land.radar.with', { title: other.title }) }}
+          </p>
           <ul class="files">
             @for (path of other.paths; track path) {
               <li>
@@ -164,7 +191,14 @@ type Loose = (key: string, params?: Record<string, string | number>) => string;
         <legend>{{ t('land.methods') }}</legend>
         @for (m of methods; track m) {
           <label class="method" [class.selected]="method() === m">
-            <input type="radio" name="land-method" [value]="m" [checked]="method() === m" (change)="method.set(m)" [attr.data-testid]="'land-method-' + m" />
+            <input
+              type="radio"
+              name="land-method"
+              [value]="m"
+              [checked]="method() === m"
+              (change)="method.set(m)"
+              [attr.data-testid]="'land-method-' + m"
+            />
             <span>
               <strong>{{ t(keyOf('land.method', m)) }}</strong>
               <span class="muted" [attr.data-testid]="'land-what-' + m">{{ what(m) }}</span>
@@ -176,21 +210,33 @@ type Loose = (key: string, params?: Record<string, string | number>) => string;
       @if (method() !== 'pull_request') {
         @if (offerCommit()) {
           <label class="inline">
-            <input type="checkbox" [checked]="commitPending()" (change)="commitPending.set($any($event.target).checked)" data-testid="land-commit-pending" />
+            <input
+              type="checkbox"
+              [checked]="commitPending()"
+              (change)="commitPending.set($any($event.target).checked)"
+              data-testid="land-commit-pending"
+            />
             {{ t('land.commitPending') }}
           </label>
           <p class="muted note">{{ t('land.commitPendingHint') }}</p>
         }
         @if (requirement().status !== 'done') {
           <label class="inline">
-            <input type="checkbox" [checked]="markDone()" (change)="markDone.set($any($event.target).checked)" data-testid="land-mark-done" />
+            <input
+              type="checkbox"
+              [checked]="markDone()"
+              (change)="markDone.set($any($event.target).checked)"
+              data-testid="land-mark-done"
+            />
             {{ t('land.markDone') }}
           </label>
         }
       }
 
       @if (block(); as b) {
-        <p class="blocked" id="land-blocked" data-testid="land-blocked" [attr.data-block]="b">{{ t(keyOf('land.blocked', b)) }}</p>
+        <p class="blocked" id="land-blocked" data-testid="land-blocked" [attr.data-block]="b">
+          {{ t(keyOf('land.blocked', b)) }}
+        </p>
       }
       @if (refusal(); as r) {
         <div class="refusal" role="alert" data-testid="land-refusal" [attr.data-code]="r.code">
@@ -223,7 +269,9 @@ type Loose = (key: string, params?: Record<string, string | number>) => string;
           <span class="badge" data-testid="land-queued" [attr.data-state]="q.item.state">{{
             t('land.queued', { n: q.position, state: t(keyOf('queue.state', q.item.state)), total: q.total })
           }}</span>
-          <button type="button" (click)="dequeue()" [disabled]="busy()" data-testid="land-dequeue">{{ t('land.dequeue') }}</button>
+          <button type="button" (click)="dequeue()" [disabled]="busy()" data-testid="land-dequeue">
+            {{ t('land.dequeue') }}
+          </button>
         } @else {
           <button
             type="button"
@@ -237,7 +285,9 @@ type Loose = (key: string, params?: Record<string, string | number>) => string;
         }
       </div>
       @if (!queued() && queueBlocked() === 'pullRequest') {
-        <p class="muted note" id="land-queue-blocked" data-testid="land-queue-blocked">{{ t('land.blocked.pullRequest') }}</p>
+        <p class="muted note" id="land-queue-blocked" data-testid="land-queue-blocked">
+          {{ t('land.blocked.pullRequest') }}
+        </p>
       }
     </section>
   `,
@@ -267,11 +317,17 @@ export class LandPanel {
   private shown: string | undefined;
 
   protected readonly landing = computed(() => this.requirement().landing);
-  protected readonly base = computed(() => this.requirement().baseRef ?? this.requirement().worktree?.baseRef ?? 'HEAD');
+  protected readonly base = computed(
+    () => this.requirement().baseRef ?? this.requirement().worktree?.baseRef ?? 'HEAD',
+  );
   protected readonly block = computed(() => landBlock(this.requirement()));
-  protected readonly queueBlocked = computed(() => queueBlock(this.requirement()) ?? (this.method() === 'pull_request' ? ('pullRequest' as const) : null));
+  protected readonly queueBlocked = computed(
+    () => queueBlock(this.requirement()) ?? (this.method() === 'pull_request' ? ('pullRequest' as const) : null),
+  );
   /** "Commit uncommitted work first" where the worktree is known dirty, or a land was refused for it. */
-  protected readonly offerCommit = computed(() => !!this.requirement().worktree?.dirty || this.refusal()?.code === 'worktree_dirty');
+  protected readonly offerCommit = computed(
+    () => !!this.requirement().worktree?.dirty || this.refusal()?.code === 'worktree_dirty',
+  );
   protected readonly radarState = computed(() => {
     const clean = this.landing().mergesCleanly;
     return clean === true ? 'clean' : clean === false ? 'conflicts' : 'unchecked';
@@ -290,7 +346,9 @@ export class LandPanel {
       this.shown = worktree?.workSha ?? worktree?.headSha ?? undefined;
     });
     // Opened from the actions: focus goes to the chosen way, where the choice is made.
-    afterNextRender(() => this.host.nativeElement.querySelector<HTMLInputElement>('input[name="land-method"]:checked')?.focus());
+    afterNextRender(() =>
+      this.host.nativeElement.querySelector<HTMLInputElement>('input[name="land-method"]:checked')?.focus(),
+    );
   }
 
   protected what(method: LandMethod): string {
@@ -303,10 +361,19 @@ export class LandPanel {
     await this.attempt(async () => {
       const result = await this.store.land(
         this.requirement().id,
-        local ? { commitPending: this.offerCommit() && this.commitPending(), expectedHead: this.shown, markDone: this.markDone(), method } : { expectedHead: this.shown, method },
+        local
+          ? {
+              commitPending: this.offerCommit() && this.commitPending(),
+              expectedHead: this.shown,
+              markDone: this.markDone(),
+              method,
+            }
+          : { expectedHead: this.shown, method },
       );
       if (result.pullRequest) {
-        this.notifier.info(this.t('land.prOpened', { pr: `${result.pullRequest.repository}#${result.pullRequest.number}` }));
+        this.notifier.info(
+          this.t('land.prOpened', { pr: `${result.pullRequest.repository}#${result.pullRequest.number}` }),
+        );
       }
       this.closed.emit();
     });
@@ -341,6 +408,11 @@ export class LandPanel {
       return { code: null, files: [], headline: null, message: err instanceof Error ? err.message : String(err) };
     }
     const headline = isRefusalCode(err.code) ? this.loose(`land.refused.${err.code}`, { base: this.base() }) : null;
-    return { code: err.code, files: err.details, headline, message: err.status ? `${err.status} · ${err.message}` : err.message };
+    return {
+      code: err.code,
+      files: err.details,
+      headline,
+      message: err.status ? `${err.status} · ${err.message}` : err.message,
+    };
   }
 }

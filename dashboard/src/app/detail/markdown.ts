@@ -51,7 +51,9 @@ export class MarkdownRenderer {
     }
     // Most chat lines are plain sentences: skip the parser and the sanitizer for them (the
     // sanitizer builds a DOM per call, the bulk of the cost when a long conversation opens).
-    const html = PLAIN.test(text) ? plainHtml(text) : DOMPurify.sanitize(marked.parse(text, { async: false }), { FORBID_TAGS: ['style', 'form', 'input', 'button'] });
+    const html = PLAIN.test(text)
+      ? plainHtml(text)
+      : DOMPurify.sanitize(marked.parse(text, { async: false }), { FORBID_TAGS: ['style', 'form', 'input', 'button'] });
     const safe = this.sanitizer.bypassSecurityTrustHtml(html);
     if (cacheKey) {
       if (this.cache.size >= CACHE_LIMIT) {

@@ -20,26 +20,47 @@ import { PullRequestsStore } from '../core/stores/pull-requests-store';
             <a [href]="pr.url" target="_blank" rel="noopener noreferrer">{{ pr.repository }}#{{ pr.number }}</a>
             <span class="badge">{{ t(keyOf('pr', pr.status)) }}</span>
             @if (reviews().get(pr.id); as review) {
-              <span class="badge" [class.ok]="review.status === 'succeeded'" [class.danger]="review.status === 'failed'" data-testid="review-state">{{
-                t('card.review', { s: t(keyOf('run', review.status)) })
-              }}</span>
+              <span
+                class="badge"
+                [class.ok]="review.status === 'succeeded'"
+                [class.danger]="review.status === 'failed'"
+                data-testid="review-state"
+                >{{ t('card.review', { s: t(keyOf('run', review.status)) }) }}</span
+              >
               @if (isStale(review, pr)) {
                 <span class="badge warn">{{ t('card.stale') }}</span>
               }
             }
             @if (autoReviewBadge(pr); as loop) {
-              <span class="badge" [class.ok]="loop.ok" [class.warn]="pr.autoReview.state === 'max_rounds'" data-testid="auto-review-state">{{ t(loop.key, loop.params) }}</span>
+              <span
+                class="badge"
+                [class.ok]="loop.ok"
+                [class.warn]="pr.autoReview.state === 'max_rounds'"
+                data-testid="auto-review-state"
+                >{{ t(loop.key, loop.params) }}</span
+              >
             }
             <span class="spacer"></span>
             @if (pr.status === 'open') {
-              <button type="button" class="small" (click)="formFor.set(formFor() === pr.id ? null : pr.id)" [attr.aria-expanded]="formFor() === pr.id" data-testid="request-review">
+              <button
+                type="button"
+                class="small"
+                (click)="formFor.set(formFor() === pr.id ? null : pr.id)"
+                [attr.aria-expanded]="formFor() === pr.id"
+                data-testid="request-review"
+              >
                 {{ t('action.requestReview') }}
               </button>
             }
           </div>
           <div class="muted">{{ pr.title }}</div>
           @if (formFor() === pr.id) {
-            <form class="stack" style="margin-top: 0.4rem; gap: 0.4rem" (submit)="onRequest($event, pr)" [attr.aria-label]="t('review.title')">
+            <form
+              class="stack"
+              style="margin-top: 0.4rem; gap: 0.4rem"
+              (submit)="onRequest($event, pr)"
+              [attr.aria-label]="t('review.title')"
+            >
               <div class="row">
                 <label>
                   {{ t('detail.provider') }}
@@ -65,11 +86,17 @@ import { PullRequestsStore } from '../core/stores/pull-requests-store';
               </div>
               <label>
                 {{ t('review.prompt') }}
-                <textarea rows="2" (input)="prompt.set($any($event.target).value)" data-testid="review-prompt"></textarea>
+                <textarea
+                  rows="2"
+                  (input)="prompt.set($any($event.target).value)"
+                  data-testid="review-prompt"
+                ></textarea>
               </label>
               <div class="row">
                 <span class="spacer"></span>
-                <button type="submit" class="primary small" [disabled]="busy()" data-testid="review-submit">{{ t('action.requestReview') }}</button>
+                <button type="submit" class="primary small" [disabled]="busy()" data-testid="review-submit">
+                  {{ t('action.requestReview') }}
+                </button>
               </div>
             </form>
           }
@@ -95,7 +122,9 @@ export class PullRequestList {
   protected readonly busy = signal(false);
 
   protected readonly pullRequests = computed(() =>
-    [...this.store.pullRequests().values()].filter((pr) => pr.requirementId === this.requirementId()).sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1)),
+    [...this.store.pullRequests().values()]
+      .filter((pr) => pr.requirementId === this.requirementId())
+      .sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1)),
   );
   protected readonly reviews = computed(() => latestReviews(this.store.reviewRequests()));
 

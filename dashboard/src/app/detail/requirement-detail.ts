@@ -1,4 +1,15 @@
-import { ChangeDetectionStrategy, Component, ElementRef, computed, effect, inject, input, signal, untracked, viewChild } from '@angular/core';
+import {
+  ChangeDetectionStrategy,
+  Component,
+  ElementRef,
+  computed,
+  effect,
+  inject,
+  input,
+  signal,
+  untracked,
+  viewChild,
+} from '@angular/core';
 import { Router, RouterLink } from '@angular/router';
 
 import { I18n, keyOf } from '../core/i18n';
@@ -30,7 +41,18 @@ type Pane = 'conversation' | 'details';
 
 @Component({
   selector: 'am-requirement-detail',
-  imports: [RouterLink, BudgetMeter, ChangesPanel, Conversation, Composer, CreateRequirementDialog, LandPanel, TraceTimeline, PullRequestList, TimerList],
+  imports: [
+    RouterLink,
+    BudgetMeter,
+    ChangesPanel,
+    Conversation,
+    Composer,
+    CreateRequirementDialog,
+    LandPanel,
+    TraceTimeline,
+    PullRequestList,
+    TimerList,
+  ],
   changeDetection: ChangeDetectionStrategy.OnPush,
   templateUrl: './requirement-detail.html',
   host: { '(document:pointerdown)': 'onDocumentPointer($event)' },
@@ -77,7 +99,11 @@ export class RequirementDetail {
     const parentId = this.requirement()?.parentRequirementId;
     return parentId ? (this.requirements.requirements().get(parentId) ?? { id: parentId, title: parentId }) : null;
   });
-  protected readonly children = computed(() => [...this.requirements.requirements().values()].filter((r) => r.parentRequirementId === this.id() && r.status !== 'cancelled'));
+  protected readonly children = computed(() =>
+    [...this.requirements.requirements().values()].filter(
+      (r) => r.parentRequirementId === this.id() && r.status !== 'cancelled',
+    ),
+  );
   /**
    * Newest first. A continuation opens in the very transaction (often the same millisecond) that
    * ends the run before it: the one that finished first is the older.
@@ -85,7 +111,15 @@ export class RequirementDetail {
   protected readonly runs = computed(() =>
     [...this.runsStore.runs().values()]
       .filter((r) => r.requirementId === this.id())
-      .sort((a, b) => (a.startedAt !== b.startedAt ? (a.startedAt < b.startedAt ? 1 : -1) : (a.finishedAt ?? '~') < (b.finishedAt ?? '~') ? 1 : -1)),
+      .sort((a, b) =>
+        a.startedAt !== b.startedAt
+          ? a.startedAt < b.startedAt
+            ? 1
+            : -1
+          : (a.finishedAt ?? '~') < (b.finishedAt ?? '~')
+            ? 1
+            : -1,
+      ),
   );
   protected readonly activeRun = computed(() => this.runs().find((r) => r.status === 'running' && r.role === 'rd'));
   protected readonly running = computed(() => this.requirement()?.session.state === 'running');
@@ -105,7 +139,11 @@ export class RequirementDetail {
   protected readonly blockers = computed(() =>
     (this.requirement()?.dependsOn ?? [])
       .filter((d) => d.state === 'pending')
-      .map((d) => ({ id: d.requirementId, title: this.requirements.requirements().get(d.requirementId)?.title ?? null, until: d.until })),
+      .map((d) => ({
+        id: d.requirementId,
+        title: this.requirements.requirements().get(d.requirementId)?.title ?? null,
+        until: d.until,
+      })),
   );
   protected readonly canStart = computed(() => {
     const r = this.requirement();
@@ -184,7 +222,10 @@ export class RequirementDetail {
   protected async onMove(): Promise<void> {
     const r = this.requirement();
     const runner = r ? this.requirements.runnerOf(r) : null;
-    if (!runner || !confirm(this.t(runner.online ? 'action.moveAsk' : 'action.moveAskOffline', { person: runner.person }))) {
+    if (
+      !runner ||
+      !confirm(this.t(runner.online ? 'action.moveAsk' : 'action.moveAskOffline', { person: runner.person }))
+    ) {
       return;
     }
     await this.act((id) => this.requirements.move(id));
@@ -229,7 +270,8 @@ export class RequirementDetail {
 
   /** Arrow keys move between the two tabs (the WAI-ARIA tabs pattern), focus follows. */
   protected switchTab(step = 1): void {
-    const tabs: Tab[] = this.requirement()?.isolation === 'worktree' ? ['overview', 'trace', 'changes'] : ['overview', 'trace'];
+    const tabs: Tab[] =
+      this.requirement()?.isolation === 'worktree' ? ['overview', 'trace', 'changes'] : ['overview', 'trace'];
     this.tab.set(tabs[(tabs.indexOf(this.tab()) + step + tabs.length) % tabs.length] ?? 'overview');
     document.getElementById(`tab-${this.tab()}`)?.focus();
   }
@@ -281,7 +323,11 @@ export class RequirementDetail {
     });
   }
 
-  protected tokens(run: { inputTokens: number | null; outputTokens: number | null; costUsd: number | null }): string | null {
+  protected tokens(run: {
+    inputTokens: number | null;
+    outputTokens: number | null;
+    costUsd: number | null;
+  }): string | null {
     if (run.inputTokens === null && run.outputTokens === null) {
       return null;
     }
@@ -299,7 +345,13 @@ export class RequirementDetail {
     if (attentionOf(r) === 'failed') {
       return 'danger';
     }
-    return r.status === 'done' ? 'ok' : r.status === 'waiting_confirmation' ? 'warn' : r.status === 'doing' ? 'accent' : '';
+    return r.status === 'done'
+      ? 'ok'
+      : r.status === 'waiting_confirmation'
+        ? 'warn'
+        : r.status === 'doing'
+          ? 'accent'
+          : '';
   }
 
   /** True when the action succeeded (a failure is shown by the API service). */

@@ -55,17 +55,32 @@ export function systemText(m: Pick<Message, 'code' | 'args'>, i18n: I18n): strin
       return t('sys.budget.reached', { below, spent: joined, stopped });
     }
     case 'dependency.met':
-      return a['merged'] ? t('sys.dependency.merged', { merged: str(a['merged']), title: named }) : t('sys.dependency.met', { title: named });
+      return a['merged']
+        ? t('sys.dependency.merged', { merged: str(a['merged']), title: named })
+        : t('sys.dependency.met', { title: named });
     case 'dependency.cancelled':
       return t('sys.dependency.cancelled', { title: named });
     case 'timer.fired':
       return a['schedule'] === 'recurring' && typeof a['intervalSeconds'] === 'number'
-        ? t('sys.timer.firedRecurring', { description: str(a['description']), interval: i18n.interval(a['intervalSeconds']) })
+        ? t('sys.timer.firedRecurring', {
+            description: str(a['description']),
+            interval: i18n.interval(a['intervalSeconds']),
+          })
         : t('sys.timer.fired', { description: str(a['description']) });
     case 'github.pr_status':
-      return t('sys.github.pr_status', { pr: str(a['pullRequest']), previous: prStatus(t, a['previousStatus']), status: prStatus(t, a['status']), title: str(a['title']) });
+      return t('sys.github.pr_status', {
+        pr: str(a['pullRequest']),
+        previous: prStatus(t, a['previousStatus']),
+        status: prStatus(t, a['status']),
+        title: str(a['title']),
+      });
     case 'github.pr_head':
-      return t('sys.github.pr_head', { head: str(a['headSha']), pr: str(a['pullRequest']), previous: str(a['previousHeadSha']), title: str(a['title']) });
+      return t('sys.github.pr_head', {
+        head: str(a['headSha']),
+        pr: str(a['pullRequest']),
+        previous: str(a['previousHeadSha']),
+        title: str(a['title']),
+      });
     case 'github.ci_failed': {
       const outcome = str(a['outcome']);
       const word = t(`sys.ci.${outcome}` as MessageKey);
@@ -77,7 +92,11 @@ export function systemText(m: Pick<Message, 'code' | 'args'>, i18n: I18n): strin
       });
     }
     case 'github.conflict':
-      return t('sys.github.conflict', { base: str(a['baseBranch']), head: str(a['headSha']), pr: str(a['pullRequest']) });
+      return t('sys.github.conflict', {
+        base: str(a['baseBranch']),
+        head: str(a['headSha']),
+        pr: str(a['pullRequest']),
+      });
     case 'landing.conflict':
     case 'landing.rebase_requested':
       return t(code === 'landing.conflict' ? 'sys.landing.conflict' : 'sys.landing.rebase_requested', {
@@ -93,17 +112,28 @@ export function systemText(m: Pick<Message, 'code' | 'args'>, i18n: I18n): strin
     case 'review_loop.clean':
       return t('sys.review_loop.clean', { head: str(a['headSha']), pr: str(a['pullRequest']), round: n(a['round']) });
     case 'review_loop.max_rounds':
-      return t('sys.review_loop.max_rounds', { max: n(a['maxRounds']), pr: str(a['pullRequest']), round: n(a['round']) });
+      return t('sys.review_loop.max_rounds', {
+        max: n(a['maxRounds']),
+        pr: str(a['pullRequest']),
+        round: n(a['round']),
+      });
     case 'requirement.moved': {
       const runner = (person: Args[string], host: Args[string]) =>
-        person ? t('sys.requirement.moved.runner', { host: str(host), person: str(person) }) : t('sys.requirement.moved.gone');
+        person
+          ? t('sys.requirement.moved.runner', { host: str(host), person: str(person) })
+          : t('sys.requirement.moved.gone');
       const lost = a['orphanedRunId'] ? t('sys.requirement.moved.lost', { run: str(a['orphanedRunId']) }) : '';
       const branch = !a['branch']
         ? ''
         : a['commit']
           ? t('sys.requirement.moved.fetched', { branch: str(a['branch']), commit: str(a['commit']) })
           : t('sys.requirement.moved.notFetched', { branch: str(a['branch']), reason: str(a['reason']) });
-      return t('sys.requirement.moved', { branch, from: runner(a['fromPerson'], a['fromHost']), lost, to: runner(a['toPerson'], a['toHost']) });
+      return t('sys.requirement.moved', {
+        branch,
+        from: runner(a['fromPerson'], a['fromHost']),
+        lost,
+        to: runner(a['toPerson'], a['toHost']),
+      });
     }
     default:
       return t(`sys.${code}` as MessageKey);

@@ -19,7 +19,9 @@ import { TimersStore } from '../core/stores/timers-store';
           }
           @if (timer.status === 'active') {
             <span class="muted">{{ t('timer.next', { t: i18n.dateTime(timer.nextFireAt) }) }}</span>
-            <button type="button" class="small danger" (click)="onCancel(timer)" data-testid="cancel-timer">{{ t('action.cancelTimer') }}</button>
+            <button type="button" class="small danger" (click)="onCancel(timer)" data-testid="cancel-timer">
+              {{ t('action.cancelTimer') }}
+            </button>
           } @else {
             <span class="badge">{{ t(keyOf('timer', timer.status)) }}</span>
           }
@@ -29,17 +31,41 @@ import { TimersStore } from '../core/stores/timers-store';
       }
     </ul>
     @if (canCreate()) {
-      <form class="row" style="margin-top: 0.5rem; align-items: end" (submit)="onCreate($event)" [attr.aria-label]="t('action.addTimer')">
+      <form
+        class="row"
+        style="margin-top: 0.5rem; align-items: end"
+        (submit)="onCreate($event)"
+        [attr.aria-label]="t('action.addTimer')"
+      >
         <label style="flex: 1 1 12rem">
           {{ t('timer.description') }}
-          <input required maxlength="500" [value]="description()" (input)="description.set($any($event.target).value)" data-testid="timer-description" />
+          <input
+            required
+            maxlength="500"
+            [value]="description()"
+            (input)="description.set($any($event.target).value)"
+            data-testid="timer-description"
+          />
         </label>
         <label>
           {{ t('timer.minutes') }}
-          <input type="number" min="1" max="525600" style="width: 6rem" [value]="minutes()" (input)="minutes.set(+$any($event.target).value)" data-testid="timer-minutes" />
+          <input
+            type="number"
+            min="1"
+            max="525600"
+            style="width: 6rem"
+            [value]="minutes()"
+            (input)="minutes.set(+$any($event.target).value)"
+            data-testid="timer-minutes"
+          />
         </label>
-        <label class="inline"><input type="checkbox" (change)="recurring.set($any($event.target).checked)" /> {{ t('timer.recurring') }}</label>
-        <button type="submit" class="small" [disabled]="!description().trim() || minutes() < 1" data-testid="add-timer">{{ t('action.addTimer') }}</button>
+        <label class="inline"
+          ><input type="checkbox" (change)="recurring.set($any($event.target).checked)" />
+          {{ t('timer.recurring') }}</label
+        >
+        <button type="submit" class="small" [disabled]="!description().trim() || minutes() < 1" data-testid="add-timer">
+          {{ t('action.addTimer') }}
+        </button>
       </form>
     }
   `,
@@ -58,7 +84,10 @@ export class TimerList {
   protected readonly timers = computed(() =>
     [...this.store.timers().values()]
       .filter((timer) => timer.requirementId === this.requirementId())
-      .sort((a, b) => (a.status === 'active' ? 0 : 1) - (b.status === 'active' ? 0 : 1) || (a.createdAt < b.createdAt ? 1 : -1)),
+      .sort(
+        (a, b) =>
+          (a.status === 'active' ? 0 : 1) - (b.status === 'active' ? 0 : 1) || (a.createdAt < b.createdAt ? 1 : -1),
+      ),
   );
 
   protected interval(seconds: number): string {

@@ -29,7 +29,9 @@ interface Row {
     <div class="trace" data-testid="trace" role="log" [attr.aria-label]="t('detail.trace')" tabindex="0">
       @for (row of visible(); track row.trace.id) {
         @if (row.newRun) {
-          <div class="run-sep" data-testid="trace-run" [attr.data-run-id]="row.trace.runId" [title]="row.trace.runId">{{ runLabel(row.trace.runId) }}</div>
+          <div class="run-sep" data-testid="trace-run" [attr.data-run-id]="row.trace.runId" [title]="row.trace.runId">
+            {{ runLabel(row.trace.runId) }}
+          </div>
         }
         <div class="trace-item" [class]="'trace-item ' + row.trace.kind" [attr.data-kind]="row.trace.kind">
           <div class="row">
@@ -42,7 +44,9 @@ interface Row {
               <span style="overflow-wrap: anywhere">{{ row.trace.title }}</span>
             }
             @if (row.output; as out) {
-              <span class="muted" data-testid="tool-duration">{{ t('trace.took', { d: i18n.duration(row.trace.createdAt, out.createdAt) }) }}</span>
+              <span class="muted" data-testid="tool-duration">{{
+                t('trace.took', { d: i18n.duration(row.trace.createdAt, out.createdAt) })
+              }}</span>
             }
             @if (row.trace.status === 'failed' || row.output?.status === 'failed') {
               <span class="badge danger">{{ t('trace.failed') }}</span>
@@ -52,7 +56,9 @@ interface Row {
             <div class="assistant-text" data-testid="assistant-text">{{ row.trace.detail || row.trace.title }}</div>
           } @else if (row.trace.detail && row.trace.detail !== row.trace.title) {
             <details>
-              <summary class="muted">{{ row.trace.kind === 'tool_call' ? row.trace.toolName || 'input' : '…' }}</summary>
+              <summary class="muted">
+                {{ row.trace.kind === 'tool_call' ? row.trace.toolName || 'input' : '…' }}
+              </summary>
               <pre>{{ row.trace.detail }}</pre>
             </details>
           }
@@ -67,7 +73,9 @@ interface Row {
         <p class="empty">{{ t('detail.noTrace') }}</p>
       }
       @if (hidden() > 0) {
-        <button type="button" class="ghost small" (click)="count.set(count() + window * 4)">{{ t('action.earlier') }} ({{ hidden() }})</button>
+        <button type="button" class="ghost small" (click)="count.set(count() + window * 4)">
+          {{ t('action.earlier') }} ({{ hidden() }})
+        </button>
       }
     </div>
   `,
@@ -118,7 +126,11 @@ export class TraceTimeline {
         if (trace.kind === 'tool_call' && key) {
           calls.add(key);
         }
-        rows.push({ newRun: first, output: trace.kind === 'tool_call' && key ? (results.get(key) ?? null) : null, trace });
+        rows.push({
+          newRun: first,
+          output: trace.kind === 'tool_call' && key ? (results.get(key) ?? null) : null,
+          trace,
+        });
         first = false;
       }
     }
@@ -136,6 +148,10 @@ export class TraceTimeline {
   }
 
   protected clock(iso: string): string {
-    return new Date(iso).toLocaleTimeString(this.i18n.locale(), { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+    return new Date(iso).toLocaleTimeString(this.i18n.locale(), {
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    });
   }
 }

@@ -1,4 +1,14 @@
-import { ChangeDetectionStrategy, Component, OnInit, computed, inject, input, output, signal, viewChild } from '@angular/core';
+import {
+  ChangeDetectionStrategy,
+  Component,
+  OnInit,
+  computed,
+  inject,
+  input,
+  output,
+  signal,
+  viewChild,
+} from '@angular/core';
 import { Router } from '@angular/router';
 
 import { LIMITS } from '@libs/contracts';
@@ -6,7 +16,14 @@ import { LIMITS } from '@libs/contracts';
 import { ApiError } from '../core/api';
 import { I18n } from '../core/i18n';
 import { Notifier } from '../core/notifier';
-import { PROVIDERS, type EditedRequirement, type Provider, type ReasoningEffort, type Requirement, type UpdateRequirement } from '../core/models';
+import {
+  PROVIDERS,
+  type EditedRequirement,
+  type Provider,
+  type ReasoningEffort,
+  type Requirement,
+  type UpdateRequirement,
+} from '../core/models';
 import { RequirementsStore } from '../core/stores/requirements-store';
 import { WorkspaceGit } from '../core/stores/workspace-git';
 import { DependsOnPicker, type ChosenDependency } from './depends-on-picker';
@@ -52,13 +69,22 @@ interface Created {
     }
   `,
   template: `
-    <dialog amModal (amClosed)="closed.emit()" (cancel)="onEscape($event)" aria-labelledby="create-title" data-testid="create-dialog" [attr.data-mode]="mode()">
+    <dialog
+      amModal
+      (amClosed)="closed.emit()"
+      (cancel)="onEscape($event)"
+      aria-labelledby="create-title"
+      data-testid="create-dialog"
+      [attr.data-mode]="mode()"
+    >
       @if (created(); as c) {
         <!-- Created: the form is gone, so nothing can create it a second time. -->
         <div class="create-result" data-testid="create-result" [attr.data-requirement-id]="c.id">
           <h2 id="create-title">{{ t('create.created', { s: c.title }) }}</h2>
           @if (c.startError) {
-            <p class="field-error" role="alert" data-testid="create-start-error">{{ t('create.startFailed', { e: c.startError }) }}</p>
+            <p class="field-error" role="alert" data-testid="create-start-error">
+              {{ t('create.startFailed', { e: c.startError }) }}
+            </p>
           }
           @if (c.noCommit) {
             <p class="create-warning" role="status" data-testid="create-no-commit">{{ t('create.noCommitWarning') }}</p>
@@ -66,7 +92,13 @@ interface Created {
               <p class="muted" role="status" data-testid="first-commit-done">{{ t('workspace.firstCommitDone') }}</p>
             } @else {
               <p class="row">
-                <button type="button" (click)="onFirstCommit()" [disabled]="busy()" [title]="t('workspace.firstCommitHint')" data-testid="first-commit">
+                <button
+                  type="button"
+                  (click)="onFirstCommit()"
+                  [disabled]="busy()"
+                  [title]="t('workspace.firstCommitHint')"
+                  data-testid="first-commit"
+                >
                   {{ t('workspace.firstCommit') }}
                 </button>
               </p>
@@ -74,12 +106,16 @@ interface Created {
           }
           <div class="row">
             <span class="spacer"></span>
-            <button type="button" class="primary" (click)="openCreated(c.id)" data-testid="open-created">{{ t('create.open') }}</button>
+            <button type="button" class="primary" (click)="openCreated(c.id)" data-testid="open-created">
+              {{ t('create.open') }}
+            </button>
           </div>
         </div>
       } @else {
         <form (submit)="onSubmit($event)">
-          <h2 id="create-title">{{ mode() === 'edit' ? t('edit.title') : mode() === 'fork' ? t('fork.title') : t('create.title') }}</h2>
+          <h2 id="create-title">
+            {{ mode() === 'edit' ? t('edit.title') : mode() === 'fork' ? t('fork.title') : t('create.title') }}
+          </h2>
           @if (locked()) {
             <p class="muted" data-testid="edit-started-note">{{ t('edit.startedNote') }}</p>
           }
@@ -102,7 +138,9 @@ interface Created {
               data-testid="create-title"
             />
             @if (tooLong()) {
-              <span id="title-error" class="field-error" role="alert" data-testid="title-error">{{ t('create.tooLong', { max: maxTitle, n: title().length }) }}</span>
+              <span id="title-error" class="field-error" role="alert" data-testid="title-error">{{
+                t('create.tooLong', { max: maxTitle, n: title().length })
+              }}</span>
             }
           </label>
           <label>
@@ -142,7 +180,12 @@ interface Created {
           <div class="row">
             <label>
               {{ t('detail.provider') }}
-              <select name="provider" (change)="provider.set($any(value($event)))" [disabled]="locked()" data-testid="create-provider">
+              <select
+                name="provider"
+                (change)="provider.set($any(value($event)))"
+                [disabled]="locked()"
+                data-testid="create-provider"
+              >
                 @for (p of providers; track p) {
                   <option [value]="p" [selected]="p === provider()">{{ p }}</option>
                 }
@@ -152,13 +195,22 @@ interface Created {
           </div>
           <div class="row" data-testid="auto-review-control">
             <label class="inline"
-              ><input type="checkbox" [checked]="autoReview()" (change)="autoReview.set($any($event.target).checked)" data-testid="create-auto-review" />
+              ><input
+                type="checkbox"
+                [checked]="autoReview()"
+                (change)="autoReview.set($any($event.target).checked)"
+                data-testid="create-auto-review"
+              />
               {{ t('create.autoReview') }}</label
             >
             @if (autoReview()) {
               <label>
                 {{ t('create.autoReviewer') }}
-                <select name="autoReviewProvider" (change)="autoReviewProvider.set($any(value($event)))" data-testid="create-auto-review-provider">
+                <select
+                  name="autoReviewProvider"
+                  (change)="autoReviewProvider.set($any(value($event)))"
+                  data-testid="create-auto-review-provider"
+                >
                   <option value="" [selected]="autoReviewProvider() === ''">{{ t('create.autoReviewOther') }}</option>
                   @for (p of providers; track p) {
                     <option [value]="p" [selected]="p === autoReviewProvider()">{{ p }}</option>
@@ -210,12 +262,20 @@ interface Created {
             </label>
           </div>
           @if (mode() !== 'edit') {
-            <label class="inline"><input type="checkbox" (change)="startNow.set($any($event.target).checked)" /> {{ t('create.startNow') }}</label>
+            <label class="inline"
+              ><input type="checkbox" (change)="startNow.set($any($event.target).checked)" />
+              {{ t('create.startNow') }}</label
+            >
           }
           <div class="row">
             <span class="spacer"></span>
             <button type="button" (click)="modal().close()">{{ t('action.cancel') }}</button>
-            <button type="submit" class="primary" [disabled]="busy() || !title().trim() || tooLong()" data-testid="create-submit">
+            <button
+              type="submit"
+              class="primary"
+              [disabled]="busy() || !title().trim() || tooLong()"
+              data-testid="create-submit"
+            >
               {{ mode() === 'edit' ? t('action.save') : mode() === 'fork' ? t('action.fork') : t('action.create') }}
             </button>
           </div>
@@ -340,7 +400,11 @@ export class CreateRequirementDialog implements OnInit {
       } else {
         const dependsOn = this.dependsOnBody();
         const baseRef = this.baseRef().trim();
-        const edited = await this.store.create({ ...withLoop, ...(dependsOn.length > 0 && { dependsOn }), ...(baseRef && { baseRef }) });
+        const edited = await this.store.create({
+          ...withLoop,
+          ...(dependsOn.length > 0 && { dependsOn }),
+          ...(baseRef && { baseRef }),
+        });
         this.warnAbout(edited);
         noCommit = edited.warnings.includes('no_commit_in_place');
         created = edited;
@@ -413,7 +477,9 @@ export class CreateRequirementDialog implements OnInit {
   /** Only the fields that changed: a started Requirement refuses a title or provider even unchanged in spirit. */
   private changed(source: Requirement, fields: Omit<UpdateRequirement, 'autoReview'>): UpdateRequirement {
     const keys = ['title', 'description', 'provider', 'model', 'reasoningEffort'] as const;
-    const changed: UpdateRequirement = Object.fromEntries(keys.filter((k) => fields[k] !== source[k]).map((k) => [k, fields[k]]));
+    const changed: UpdateRequirement = Object.fromEntries(
+      keys.filter((k) => fields[k] !== source[k]).map((k) => [k, fields[k]]),
+    );
     const budget = fields.budget ?? null;
     if (budget?.maxTokens !== source.budget?.maxTokens || budget?.maxCostUsd !== source.budget?.maxCostUsd) {
       changed.budget = budget;
@@ -439,7 +505,9 @@ export class CreateRequirementDialog implements OnInit {
     if (edited.warnings.includes('unknown_model')) {
       this.notifier.info(this.t('models.unknownWarning', { model: edited.model ?? '' }));
     } else if (edited.warnings.includes('unsupported_reasoning_effort')) {
-      this.notifier.info(this.t('models.effortWarning', { effort: edited.reasoningEffort ?? '', model: edited.model ?? '' }));
+      this.notifier.info(
+        this.t('models.effortWarning', { effort: edited.reasoningEffort ?? '', model: edited.model ?? '' }),
+      );
     }
   }
 

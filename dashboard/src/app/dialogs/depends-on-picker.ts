@@ -89,7 +89,14 @@ const DEBOUNCE_MS = 150;
         <ul class="results" role="listbox" [attr.aria-label]="t('deps.label')" data-testid="depends-on-results">
           @for (hit of hits(); track hit.requirementId) {
             <li role="option" aria-selected="false">
-              <button type="button" (click)="add(hit)" data-testid="depends-on-result" [attr.data-requirement-id]="hit.requirementId">{{ hit.requirementTitle }}</button>
+              <button
+                type="button"
+                (click)="add(hit)"
+                data-testid="depends-on-result"
+                [attr.data-requirement-id]="hit.requirementId"
+              >
+                {{ hit.requirementTitle }}
+              </button>
             </li>
           }
         </ul>
@@ -100,11 +107,23 @@ const DEBOUNCE_MS = 150;
     @for (d of chosen(); track d.requirementId) {
       <div class="dependency" data-testid="depends-on-item" [attr.data-requirement-id]="d.requirementId">
         <span class="name">{{ d.title }}</span>
-        <select [attr.aria-label]="t('deps.condition', { s: d.title })" (change)="setUntil(d.requirementId, value($event))" data-testid="depends-on-until">
+        <select
+          [attr.aria-label]="t('deps.condition', { s: d.title })"
+          (change)="setUntil(d.requirementId, value($event))"
+          data-testid="depends-on-until"
+        >
           <option value="done" [selected]="d.until === 'done'">{{ t('deps.until.done') }}</option>
           <option value="merged" [selected]="d.until === 'merged'">{{ t('deps.until.merged') }}</option>
         </select>
-        <button type="button" class="ghost small" (click)="remove(d.requirementId)" [attr.aria-label]="t('deps.remove', { s: d.title })" data-testid="depends-on-remove">✕</button>
+        <button
+          type="button"
+          class="ghost small"
+          (click)="remove(d.requirementId)"
+          [attr.aria-label]="t('deps.remove', { s: d.title })"
+          data-testid="depends-on-remove"
+        >
+          ✕
+        </button>
       </div>
     }
   `,
@@ -149,7 +168,10 @@ export class DependsOnPicker {
 
   protected add(hit: SearchHit): void {
     if (!this.chosen().some((d) => d.requirementId === hit.requirementId) && this.chosen().length < this.max) {
-      this.chosen.update((list) => [...list, { requirementId: hit.requirementId, title: hit.requirementTitle, until: 'done' }]);
+      this.chosen.update((list) => [
+        ...list,
+        { requirementId: hit.requirementId, title: hit.requirementTitle, until: 'done' },
+      ]);
     }
     this.query.set('');
     this.hits.set([]);
@@ -157,7 +179,9 @@ export class DependsOnPicker {
   }
 
   protected setUntil(id: string, until: string): void {
-    this.chosen.update((list) => list.map((d) => (d.requirementId === id ? { ...d, until: until === 'merged' ? 'merged' : 'done' } : d)));
+    this.chosen.update((list) =>
+      list.map((d) => (d.requirementId === id ? { ...d, until: until === 'merged' ? 'merged' : 'done' } : d)),
+    );
   }
 
   protected remove(id: string): void {
@@ -169,7 +193,9 @@ export class DependsOnPicker {
     let items: SearchHit[] = [];
     try {
       // Hits are per message too: ask for more than shown, one per Requirement survives.
-      items = (await this.api.call(this.api.client.GET('/api/search', { params: { query: { limit: RESULTS * 4, q } } }), true)).items;
+      items = (
+        await this.api.call(this.api.client.GET('/api/search', { params: { query: { limit: RESULTS * 4, q } } }), true)
+      ).items;
     } catch {
       // A refused query (too many words) shows as no match; the box stays usable.
     }
@@ -180,7 +206,13 @@ export class DependsOnPicker {
     const seen = new Set<string>();
     this.hits.set(
       items
-        .filter((hit) => hit.requirementStatus !== 'cancelled' && !taken.has(hit.requirementId) && !seen.has(hit.requirementId) && seen.add(hit.requirementId))
+        .filter(
+          (hit) =>
+            hit.requirementStatus !== 'cancelled' &&
+            !taken.has(hit.requirementId) &&
+            !seen.has(hit.requirementId) &&
+            seen.add(hit.requirementId),
+        )
         .slice(0, RESULTS),
     );
     this.searched.set(true);

@@ -39,7 +39,9 @@ const CUSTOM = '__custom__';
       <select name="model" (change)="onPick(value($event))" data-testid="create-model">
         <option value="" [selected]="!custom() && modelId() === ''">{{ t('detail.default') }}</option>
         @for (m of models(); track m.id) {
-          <option [value]="m.id" [selected]="!custom() && m.id === modelId()">{{ m.label === m.id ? m.id : m.label + ' (' + m.id + ')' }}</option>
+          <option [value]="m.id" [selected]="!custom() && m.id === modelId()">
+            {{ m.label === m.id ? m.id : m.label + ' (' + m.id + ')' }}
+          </option>
         }
         <option [value]="customValue" [selected]="custom()">{{ t('models.custom') }}</option>
       </select>
@@ -55,7 +57,9 @@ const CUSTOM = '__custom__';
         />
       }
       @if (stale(); as note) {
-        <span class="muted model-stale" data-testid="model-catalog-stale" [title]="note.error ?? ''">{{ t(note.error ? 'models.stale' : 'models.notListedYet') }}</span>
+        <span class="muted model-stale" data-testid="model-catalog-stale" [title]="note.error ?? ''">{{
+          t(note.error ? 'models.stale' : 'models.notListedYet')
+        }}</span>
       }
     </label>
     <label class="effort-field">
@@ -80,7 +84,9 @@ export class ModelPicker {
   /** Set when the person picks "Custom…" (the name they type may match nothing yet). */
   private readonly customChosen = signal(false);
 
-  protected readonly models = computed<CatalogModel[]>(() => (this.catalog.catalog()?.items ?? []).filter((m) => m.provider === this.provider()));
+  protected readonly models = computed<CatalogModel[]>(() =>
+    (this.catalog.catalog()?.items ?? []).filter((m) => m.provider === this.provider()),
+  );
   private readonly selected = computed(() => this.models().find((m) => m.id === this.modelId()));
   /** The chosen model's efforts; every effort for the default or a custom model. The current one stays offered. */
   protected readonly efforts = computed<ReasoningEffort[]>(() => {

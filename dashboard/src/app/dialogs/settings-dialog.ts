@@ -1,4 +1,14 @@
-import { ChangeDetectionStrategy, Component, computed, effect, inject, output, signal, untracked, viewChild } from '@angular/core';
+import {
+  ChangeDetectionStrategy,
+  Component,
+  computed,
+  effect,
+  inject,
+  output,
+  signal,
+  untracked,
+  viewChild,
+} from '@angular/core';
 
 import type { Person } from '@libs/contracts';
 
@@ -78,11 +88,14 @@ const FIELDS: readonly FieldSpec[] = [
           @if (you(); as p) {
             <!-- Who this manager's events and messages name (team mode): a person checks it is them. -->
             <p class="muted" data-testid="settings-you" [attr.data-person-id]="p.id">
-              {{ t('settings.you', { n: p.email ? p.name + ' <' + p.email + '>' : p.name }) }} · {{ t(keyOf('personSource', p.source)) }}
+              {{ t('settings.you', { n: p.email ? p.name + ' <' + p.email + '>' : p.name }) }} ·
+              {{ t(keyOf('personSource', p.source)) }}
             </p>
           }
           @if (c.restartRequired) {
-            <p class="badge warn" role="status" data-testid="restart-pending">{{ t('settings.restartPending', { f: c.restartRequiredFields.join(', ') }) }}</p>
+            <p class="badge warn" role="status" data-testid="restart-pending">
+              {{ t('settings.restartPending', { f: c.restartRequiredFields.join(', ') }) }}
+            </p>
           }
           <div class="settings-fields">
             @for (f of fields; track f.key) {
@@ -119,7 +132,9 @@ const FIELDS: readonly FieldSpec[] = [
                   {{ t(helpKey(f.key)) }} · <code>{{ f.key }}</code>
                 </div>
                 @if (errors()[f.key]; as error) {
-                  <div class="field-error" [id]="'error-' + f.key" role="alert" data-testid="field-error">{{ error }}</div>
+                  <div class="field-error" [id]="'error-' + f.key" role="alert" data-testid="field-error">
+                    {{ error }}
+                  </div>
                 }
                 @if (c.overriddenFields.includes(f.key)) {
                   <div class="muted help">{{ t('settings.overridden') }}: {{ c.effective[f.key] }}</div>
@@ -131,7 +146,12 @@ const FIELDS: readonly FieldSpec[] = [
           <p class="muted">{{ t('board.loading') }}</p>
         }
         <label class="inline"
-          ><input type="checkbox" [checked]="notifier.browserEnabled()" (change)="notifier.setBrowserEnabled($any($event.target).checked)" data-testid="notifications" />
+          ><input
+            type="checkbox"
+            [checked]="notifier.browserEnabled()"
+            (change)="notifier.setBrowserEnabled($any($event.target).checked)"
+            data-testid="notifications"
+          />
           {{ t('settings.notifications') }}</label
         >
         <!-- Sticky: Save stays in view however long the list is. -->
@@ -141,7 +161,9 @@ const FIELDS: readonly FieldSpec[] = [
           }
           <span class="spacer"></span>
           <button type="button" (click)="modal().close()">{{ t('action.close') }}</button>
-          <button type="submit" class="primary" [disabled]="!dirty() || busy()" data-testid="settings-save">{{ t('action.save') }}</button>
+          <button type="submit" class="primary" [disabled]="!dirty() || busy()" data-testid="settings-save">
+            {{ t('action.save') }}
+          </button>
         </div>
       </form>
     </dialog>
@@ -214,7 +236,11 @@ export class SettingsDialog {
     }
     for (const [key, value] of Object.entries(this.draft())) {
       const current = values[key as Field];
-      if (Array.isArray(value) && Array.isArray(current) ? value.join('\u0000') !== current.join('\u0000') : value !== current) {
+      if (
+        Array.isArray(value) && Array.isArray(current)
+          ? value.join('\u0000') !== current.join('\u0000')
+          : value !== current
+      ) {
         out[key] = value;
       }
     }
@@ -242,7 +268,9 @@ export class SettingsDialog {
     const marked: Partial<Record<Field, string>> = {};
     const rest: string[] = [];
     for (const part of message.split('; ')) {
-      const field = FIELDS.find((f) => part.startsWith(`${f.key} `) || part.includes(`"${f.key}"`) || part.startsWith(`${f.key}:`));
+      const field = FIELDS.find(
+        (f) => part.startsWith(`${f.key} `) || part.includes(`"${f.key}"`) || part.startsWith(`${f.key}:`),
+      );
       if (field) {
         marked[field.key] = part;
       } else {
@@ -251,7 +279,9 @@ export class SettingsDialog {
     }
     this.errors.set(marked);
     if (rest.length > 0 || Object.keys(marked).length === 0) {
-      this.notifier.error(err instanceof ApiError && err.status ? `${err.status} · ${rest.join('; ') || message}` : message);
+      this.notifier.error(
+        err instanceof ApiError && err.status ? `${err.status} · ${rest.join('; ') || message}` : message,
+      );
     }
     const first = Object.keys(marked)[0];
     if (first) {

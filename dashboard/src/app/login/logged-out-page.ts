@@ -61,7 +61,13 @@ import { I18n } from '../core/i18n';
     }
   `,
   template: `
-    <section class="logged-out card" data-testid="logged-out" role="alertdialog" aria-modal="true" aria-labelledby="logged-out-title">
+    <section
+      class="logged-out card"
+      data-testid="logged-out"
+      role="alertdialog"
+      aria-modal="true"
+      aria-labelledby="logged-out-title"
+    >
       <h1 id="logged-out-title">{{ t('login.title') }}</h1>
       <p>{{ t('login.why') }}</p>
       <ol>
@@ -71,10 +77,15 @@ import { I18n } from '../core/i18n';
           <span class="muted small">{{ t('login.elsewhere') }}</span>
           <pre><code>agent-manager token --workspace /path/to/repo</code></pre>
         </li>
-        <li>{{ t('login.start') }} <code class="cmd">agent-manager start --detach</code>, <code class="cmd">npm start</code></li>
+        <li>
+          {{ t('login.start') }} <code class="cmd">agent-manager start --detach</code>,
+          <code class="cmd">npm start</code>
+        </li>
         <li>{{ t('login.open') }}</li>
       </ol>
-      <button type="button" class="primary" (click)="reload()" data-testid="logged-out-reload">{{ t('login.reload') }}</button>
+      <button type="button" class="primary" (click)="reload()" data-testid="logged-out-reload">
+        {{ t('login.reload') }}
+      </button>
     </section>
   `,
 })

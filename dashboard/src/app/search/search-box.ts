@@ -37,7 +37,14 @@ const RESULTS = 8;
       (focus)="open.set(hits().length > 0 || searched())"
     />
     @if (open()) {
-      <ul class="search-results" id="am-search-results" role="listbox" [attr.aria-label]="t('search.results')" data-testid="search-results" [attr.data-query]="answered()">
+      <ul
+        class="search-results"
+        id="am-search-results"
+        role="listbox"
+        [attr.aria-label]="t('search.results')"
+        data-testid="search-results"
+        [attr.data-query]="answered()"
+      >
         @for (hit of hits(); track $index) {
           <li
             role="option"
@@ -141,13 +148,18 @@ export class SearchBox {
   protected openHit(hit: SearchHit): void {
     this.open.set(false);
     this.box().nativeElement.blur();
-    void this.router.navigate(['/requirements', hit.requirementId], { queryParams: hit.sequence === null ? {} : { message: hit.sequence } });
+    void this.router.navigate(['/requirements', hit.requirementId], {
+      queryParams: hit.sequence === null ? {} : { message: hit.sequence },
+    });
   }
 
   private async search(q: string): Promise<void> {
     const ticket = ++this.asked;
     try {
-      const page = await this.api.call(this.api.client.GET('/api/search', { params: { query: { limit: RESULTS, q } } }), true);
+      const page = await this.api.call(
+        this.api.client.GET('/api/search', { params: { query: { limit: RESULTS, q } } }),
+        true,
+      );
       if (ticket === this.asked) {
         this.hits.set(page.items);
         this.answered.set(q);

@@ -11,14 +11,22 @@ type Loose = (key: MessageKey, params?: Record<string, string | number>) => stri
  * fix by its code, filled with its arguments (paths, versions and the tools' own error text stay
  * as they are). A code this build does not know (a newer server) shows the English text.
  */
-export function doctorText(check: Pick<DoctorCheck, 'id' | 'title' | 'detail' | 'fix' | 'code' | 'args'>, i18n: I18n): { title: string; detail: string; fix: string | null } {
+export function doctorText(
+  check: Pick<DoctorCheck, 'id' | 'title' | 'detail' | 'fix' | 'code' | 'args'>,
+  i18n: I18n,
+): { title: string; detail: string; fix: string | null } {
   const t = i18n.t as unknown as Loose;
   const known = (key: string, params?: Record<string, string | number>): string | null => {
     const text = t(key as MessageKey, params);
     return text === key ? null : text;
   };
   const args = (check.args ?? {}) as Record<string, string | number | boolean | null>;
-  const params = Object.fromEntries(Object.entries(args).map(([name, value]) => [name, value === null ? '' : typeof value === 'boolean' ? String(value) : value]));
+  const params = Object.fromEntries(
+    Object.entries(args).map(([name, value]) => [
+      name,
+      value === null ? '' : typeof value === 'boolean' ? String(value) : value,
+    ]),
+  );
   const title = known(`doctor.title.${check.id}`) ?? check.title;
   let detail = check.code ? known(`doctor.${check.code}`, params) : null;
   if (detail === null) {

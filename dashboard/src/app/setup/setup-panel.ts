@@ -32,7 +32,15 @@ const PROBE_DELAY_MS = 1500;
           <button type="button" class="small" (click)="refresh()" [disabled]="checking()" data-testid="setup-recheck">
             {{ checking() ? t('setup.checking') : t('setup.recheck') }}
           </button>
-          <button type="button" class="ghost small" (click)="dismiss(report)" data-testid="setup-dismiss" [attr.aria-label]="t('action.close')">✕</button>
+          <button
+            type="button"
+            class="ghost small"
+            (click)="dismiss(report)"
+            data-testid="setup-dismiss"
+            [attr.aria-label]="t('action.close')"
+          >
+            ✕
+          </button>
         </header>
         <p class="muted" data-testid="setup-summary">{{ t(summaryKey(report)) }} {{ t('setup.oneAgent') }}</p>
         <ul class="setup-checks">
@@ -54,7 +62,9 @@ const PROBE_DELAY_MS = 1500;
         </details>
         <ng-template #row let-check>
           <li [class]="'setup-check ' + check.status" [attr.data-check]="check.id" [attr.data-status]="check.status">
-            <span class="mark" aria-hidden="true">{{ check.status === 'ok' ? '✓' : check.status === 'warn' ? '!' : '✗' }}</span>
+            <span class="mark" aria-hidden="true">{{
+              check.status === 'ok' ? '✓' : check.status === 'warn' ? '!' : '✗'
+            }}</span>
             <span class="sr-only">{{ statusLabel(check) }}</span>
             @let text = say(check);
             <strong>{{ text.title }}</strong>
@@ -80,7 +90,9 @@ export class SetupPanel {
   private readonly dismissed = signal<string | null>(localStorage.getItem(DISMISSED_KEY));
 
   /** No Requirement in view once loaded: most likely the first start. */
-  protected readonly firstStart = computed(() => !this.requirements.loading() && this.requirements.requirements().size === 0);
+  protected readonly firstStart = computed(
+    () => !this.requirements.loading() && this.requirements.requirements().size === 0,
+  );
   protected readonly visible = computed(() => {
     const report = this.report();
     if (!report || this.dismissed() === fingerprint(report)) {
@@ -135,7 +147,12 @@ export class SetupPanel {
     this.checking.set(true);
     try {
       // Quiet: the panel is a help, not something to raise an error toast about.
-      this.report.set(await this.api.call(this.api.client.GET('/api/doctor', { params: { query: refresh ? { refresh: 'true' } : {} } }), true));
+      this.report.set(
+        await this.api.call(
+          this.api.client.GET('/api/doctor', { params: { query: refresh ? { refresh: 'true' } : {} } }),
+          true,
+        ),
+      );
     } catch {
       // An older manager without the endpoint, or a transient failure: no panel.
     } finally {

@@ -1,7 +1,15 @@
 import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { IsBoolean, ValidateIf } from 'class-validator';
 
-import { AGENT_REQUIREMENT_ACTIONS, AgentRequirementAction, ISOLATION_MODES, IsolationMode, LIMITS, PROVIDERS, Provider } from '@libs/contracts';
+import {
+  AGENT_REQUIREMENT_ACTIONS,
+  AgentRequirementAction,
+  ISOLATION_MODES,
+  IsolationMode,
+  LIMITS,
+  PROVIDERS,
+  Provider,
+} from '@libs/contracts';
 
 import { BudgetField, BudgetInputDto } from '../../requirements/dto/budget.dto';
 import { OptionalEnum, OptionalText, ValidateEnum, ValidateText } from '../../core/validation';
@@ -22,7 +30,12 @@ export class ProposeRequirementDto extends OmitType(CreateRequirementDto, ['prov
   @sessionId("The proposing RD session (the run's own)")
   sourceSessionId!: string;
 
-  @OptionalText({ description: "The parent: the proposing session's Requirement (the default)", example: 'req_…', max: 100, min: 1 })
+  @OptionalText({
+    description: "The parent: the proposing session's Requirement (the default)",
+    example: 'req_…',
+    max: 100,
+    min: 1,
+  })
   parentRequirementId?: string;
 
   @OptionalEnum(PROVIDERS, "Which coding agent runs the new Requirement; defaults to the proposing session's")
@@ -41,7 +54,10 @@ export class AgentRequirementActionDto {
   @sessionId('The acting RD session (the one that proposed the target)')
   sourceSessionId!: string;
 
-  @ValidateEnum(AGENT_REQUIREMENT_ACTIONS, 'start or retry its work, stop its run, delete it (todo only), mark it done (waiting_confirmation only)')
+  @ValidateEnum(
+    AGENT_REQUIREMENT_ACTIONS,
+    'start or retry its work, stop its run, delete it (todo only), mark it done (waiting_confirmation only)',
+  )
   action!: AgentRequirementAction;
 }
 
@@ -50,7 +66,12 @@ export class AgentRequirementActionResponseDto {
   @ApiProperty() requirementId!: string;
   @ApiProperty({ enum: AGENT_REQUIREMENT_ACTIONS }) action!: AgentRequirementAction;
   @ApiProperty({ type: RequirementResponseDto }) requirement!: RequirementResponseDto;
-  @ApiProperty({ description: 'The run started or interrupted, when the action concerns one', nullable: true, type: String }) runId!: string | null;
+  @ApiProperty({
+    description: 'The run started or interrupted, when the action concerns one',
+    nullable: true,
+    type: String,
+  })
+  runId!: string | null;
 }
 
 export class RelatedQueryDto {
@@ -67,7 +88,13 @@ export class RelatedMessageDto {
   @sessionId("The sending RD session (the run's own)")
   sourceSessionId!: string;
 
-  @ValidateText({ description: "What to tell the related Requirement's agent", example: 'Use contract version 2.', max: LIMITS.messageLength, min: 1, pattern: /\S/ })
+  @ValidateText({
+    description: "What to tell the related Requirement's agent",
+    example: 'Use contract version 2.',
+    max: LIMITS.messageLength,
+    min: 1,
+    pattern: /\S/,
+  })
   message!: string;
 }
 
@@ -83,11 +110,20 @@ export class RelatedMessageResponseDto {
 export class AgentLandingResponseDto {
   @ApiProperty({ description: "The run's own Requirement" }) requirementId!: string;
   @ApiProperty() title!: string;
-  @ApiProperty({ enum: ISOLATION_MODES, description: 'worktree: it has a branch of its own to land; in_place: its changes are in the checkout, nothing to land' })
+  @ApiProperty({
+    enum: ISOLATION_MODES,
+    description:
+      'worktree: it has a branch of its own to land; in_place: its changes are in the checkout, nothing to land',
+  })
   isolation!: IsolationMode;
   @ApiProperty({ description: 'The branch it lands on', nullable: true, type: String }) baseRef!: string | null;
-  @ApiProperty({ description: 'Its own branch (null before its first run made one)', nullable: true, type: String }) branch!: string | null;
-  @ApiProperty({ description: "The conflict radar's last answer for its work, and its land once it happened", type: RequirementLandingResponseDto })
+  @ApiProperty({ description: 'Its own branch (null before its first run made one)', nullable: true, type: String })
+  branch!: string | null;
+  @ApiProperty({
+    description: "The conflict radar's last answer for its work, and its land once it happened",
+    type: RequirementLandingResponseDto,
+  })
   landing!: RequirementLandingResponseDto;
-  @ApiProperty({ description: 'The answer in one paragraph, with what to do (rebase onto the base when it conflicts)' }) summary!: string;
+  @ApiProperty({ description: 'The answer in one paragraph, with what to do (rebase onto the base when it conflicts)' })
+  summary!: string;
 }

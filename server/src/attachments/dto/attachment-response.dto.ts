@@ -7,7 +7,12 @@ import type { MessageAttachmentEntity } from '../message-attachment.entity';
 export class AttachmentResponseDto implements MessageAttachment {
   @ApiProperty({ example: 'att_1c9e…' }) id!: string;
   @ApiProperty() requirementId!: string;
-  @ApiProperty({ description: 'The message holding it; null until a start or reply uses it', nullable: true, type: String }) messageId!: string | null;
+  @ApiProperty({
+    description: 'The message holding it; null until a start or reply uses it',
+    nullable: true,
+    type: String,
+  })
+  messageId!: string | null;
   @ApiProperty() fileName!: string;
   @ApiProperty({ enum: ATTACHMENT_KINDS }) kind!: AttachmentKind;
   @ApiProperty() mediaType!: string;

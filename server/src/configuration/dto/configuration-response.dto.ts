@@ -26,14 +26,21 @@ import { OptionalEnum } from '../../core/validation';
 
 export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty({ enum: AGENT_ISOLATION_MODES }) agentIsolation!: AgentIsolationMode;
-  @ApiProperty({ description: 'Processes (threads included) one agent run may have at once (its setup included)' }) agentProcessLimit!: number;
+  @ApiProperty({ description: 'Processes (threads included) one agent run may have at once (its setup included)' })
+  agentProcessLimit!: number;
   @ApiProperty({ description: "MB of one run's private /dev/shm" }) agentShmSizeMb!: number;
-  @ApiProperty({ description: "MB of one run's temporary space (its own /tmp, /var/tmp and $TMPDIR)" }) agentTmpSizeMb!: number;
-  @ApiProperty({ description: 'Paths agents may write besides their own worktree (absolute or ~/…)', type: [String] }) agentWritablePaths!: string[];
+  @ApiProperty({ description: "MB of one run's temporary space (its own /tmp, /var/tmp and $TMPDIR)" })
+  agentTmpSizeMb!: number;
+  @ApiProperty({ description: 'Paths agents may write besides their own worktree (absolute or ~/…)', type: [String] })
+  agentWritablePaths!: string[];
   @ApiProperty({ nullable: true, type: String }) allowedOrigin!: string | null;
   @ApiProperty({ enum: AUTHENTICATION_MODES }) authentication!: AuthenticationMode;
-  @ApiProperty({ description: "Team mode: the board this manager joins ('origin': named after the repository's origin URL), or null", nullable: true, type: String }) board!:
-    string | null;
+  @ApiProperty({
+    description: "Team mode: the board this manager joins ('origin': named after the repository's origin URL), or null",
+    nullable: true,
+    type: String,
+  })
+  board!: string | null;
   @ApiProperty() cancelledRequirementRetentionDays!: number;
   @ApiProperty() claudeExecutable!: string;
   @ApiProperty() codexExecutable!: string;
@@ -41,15 +48,30 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty() databasePoolSize!: number;
   @ApiProperty() databaseStatementTimeoutSeconds!: number;
   @ApiProperty({ enum: DATABASE_TLS_MODES }) databaseTls!: DatabaseTlsMode;
-  @ApiProperty({ description: 'postgres://… without its password, or null (SQLite)', nullable: true, type: String }) databaseUrl!: string | null;
-  @ApiProperty({ description: 'Cost limit (US dollars) of a new Requirement created without a budget, or null', nullable: true, type: Number })
+  @ApiProperty({ description: 'postgres://… without its password, or null (SQLite)', nullable: true, type: String })
+  databaseUrl!: string | null;
+  @ApiProperty({
+    description: 'Cost limit (US dollars) of a new Requirement created without a budget, or null',
+    nullable: true,
+    type: Number,
+  })
   defaultBudgetMaxCostUsd!: number | null;
-  @ApiProperty({ description: 'Token limit of a new Requirement created without a budget, or null', nullable: true, type: Number }) defaultBudgetMaxTokens!: number | null;
+  @ApiProperty({
+    description: 'Token limit of a new Requirement created without a budget, or null',
+    nullable: true,
+    type: Number,
+  })
+  defaultBudgetMaxTokens!: number | null;
   @ApiProperty() doneRequirementRetentionDays!: number;
   @ApiProperty({ type: [String] }) extraClaudeModels!: string[];
   @ApiProperty({ type: [String] }) extraCodexModels!: string[];
   @ApiProperty() githubApiUrl!: string;
-  @ApiProperty({ description: 'Always null: the secret is write-only (see githubWebhookSecretConfigured)', nullable: true, type: String }) githubWebhookSecret!: string | null;
+  @ApiProperty({
+    description: 'Always null: the secret is write-only (see githubWebhookSecretConfigured)',
+    nullable: true,
+    type: String,
+  })
+  githubWebhookSecret!: string | null;
   @ApiProperty() host!: string;
   @ApiProperty({ enum: ISOLATION_MODES }) isolation!: IsolationMode;
   @ApiProperty({ nullable: true, type: String }) logFilePath!: string | null;
@@ -57,8 +79,18 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty() logMaxFiles!: string;
   @ApiProperty() logMaxSize!: string;
   @ApiProperty() modelCatalogRefreshHours!: number;
-  @ApiProperty({ description: "The configured person's email, or null (git's user.email, or none)", nullable: true, type: String }) personEmail!: string | null;
-  @ApiProperty({ description: "The configured person's name, or null (git's user.name, else the OS account)", nullable: true, type: String }) personName!: string | null;
+  @ApiProperty({
+    description: "The configured person's email, or null (git's user.email, or none)",
+    nullable: true,
+    type: String,
+  })
+  personEmail!: string | null;
+  @ApiProperty({
+    description: "The configured person's name, or null (git's user.name, else the OS account)",
+    nullable: true,
+    type: String,
+  })
+  personName!: string | null;
   @ApiProperty() port!: number;
   @ApiProperty() pullRequestReconcileIntervalSeconds!: number;
   @ApiProperty() rdInactivityTimeoutSeconds!: number;
@@ -72,14 +104,34 @@ export class ConfigurationValuesDto implements ConfigurationValues {
 
 export class ConfigurationResponseDto implements ManagerConfiguration {
   @ApiProperty({ description: 'The configuration file' }) path!: string;
-  @ApiProperty({ description: 'What the file holds (defaults filled in)', type: ConfigurationValuesDto }) values!: ConfigurationValuesDto;
-  @ApiProperty({ description: 'What this process runs with: values plus launch flags and CODE_FACTORY_* variables', type: ConfigurationValuesDto })
+  @ApiProperty({ description: 'What the file holds (defaults filled in)', type: ConfigurationValuesDto })
+  values!: ConfigurationValuesDto;
+  @ApiProperty({
+    description: 'What this process runs with: values plus launch flags and CODE_FACTORY_* variables',
+    type: ConfigurationValuesDto,
+  })
   effective!: ConfigurationValuesDto;
-  @ApiProperty({ description: 'Fields overridden for this process by a flag or variable', enum: CONFIGURATION_KEYS, isArray: true }) overriddenFields!: ConfigurationKey[];
-  @ApiProperty({ description: 'Whether a webhook secret is set (the secret itself is never returned)' }) githubWebhookSecretConfigured!: boolean;
-  @ApiProperty({ description: 'Fields a change applies to at once; every other field needs a restart', enum: CONFIGURATION_KEYS, isArray: true }) liveFields!: ConfigurationKey[];
+  @ApiProperty({
+    description: 'Fields overridden for this process by a flag or variable',
+    enum: CONFIGURATION_KEYS,
+    isArray: true,
+  })
+  overriddenFields!: ConfigurationKey[];
+  @ApiProperty({ description: 'Whether a webhook secret is set (the secret itself is never returned)' })
+  githubWebhookSecretConfigured!: boolean;
+  @ApiProperty({
+    description: 'Fields a change applies to at once; every other field needs a restart',
+    enum: CONFIGURATION_KEYS,
+    isArray: true,
+  })
+  liveFields!: ConfigurationKey[];
   @ApiProperty() restartRequired!: boolean;
-  @ApiProperty({ description: 'Changed fields that take effect after a restart', enum: CONFIGURATION_KEYS, isArray: true }) restartRequiredFields!: ConfigurationKey[];
+  @ApiProperty({
+    description: 'Changed fields that take effect after a restart',
+    enum: CONFIGURATION_KEYS,
+    isArray: true,
+  })
+  restartRequiredFields!: ConfigurationKey[];
 }
 
 export class EventLoopDelayDto {
@@ -90,7 +142,8 @@ export class EventLoopDelayDto {
 
 export class MetricsResponseDto {
   @ApiProperty() activeRuns!: number;
-  @ApiProperty({ description: 'Event-loop delay in ms since start or the last reset', type: EventLoopDelayDto }) eventLoopDelayMs!: EventLoopDelayDto;
+  @ApiProperty({ description: 'Event-loop delay in ms since start or the last reset', type: EventLoopDelayDto })
+  eventLoopDelayMs!: EventLoopDelayDto;
   @ApiProperty() heapUsedBytes!: number;
   @ApiProperty() rssBytes!: number;
   @ApiProperty() sseClients!: number;
@@ -103,39 +156,67 @@ export class MetricsQueryDto {
 }
 
 export class AgentIsolationDto implements AgentIsolation {
-  @ApiProperty({ description: "Whether agents run in the sandbox that hides the workspaces' data directories" }) enabled!: boolean;
-  @ApiProperty({ description: 'What isolates them, or null', enum: AGENT_ISOLATION_MECHANISMS, nullable: true, type: String }) mechanism!: AgentIsolationMechanism | null;
-  @ApiProperty({ description: 'Why agents are not isolated, or null when they are', nullable: true, type: String }) reason!: string | null;
+  @ApiProperty({ description: "Whether agents run in the sandbox that hides the workspaces' data directories" })
+  enabled!: boolean;
+  @ApiProperty({
+    description: 'What isolates them, or null',
+    enum: AGENT_ISOLATION_MECHANISMS,
+    nullable: true,
+    type: String,
+  })
+  mechanism!: AgentIsolationMechanism | null;
+  @ApiProperty({ description: 'Why agents are not isolated, or null when they are', nullable: true, type: String })
+  reason!: string | null;
 }
 
 export class HealthResponseDto {
-  @ApiProperty({ description: "Whether agents are isolated from the owner's credentials (see docs/security.md)", type: AgentIsolationDto }) agentIsolation!: AgentIsolationDto;
+  @ApiProperty({
+    description: "Whether agents are isolated from the owner's credentials (see docs/security.md)",
+    type: AgentIsolationDto,
+  })
+  agentIsolation!: AgentIsolationDto;
   @ApiProperty() ok!: boolean;
   @ApiProperty() version!: string;
   @ApiProperty() workspaceRoot!: string;
 }
 
 export class PersonDto implements Person {
-  @ApiProperty({ description: 'Stable across managers: derived from the email, or the name without one', example: 'person_3f2a…' }) id!: string;
+  @ApiProperty({
+    description: 'Stable across managers: derived from the email, or the name without one',
+    example: 'person_3f2a…',
+  })
+  id!: string;
   @ApiProperty({ example: 'Ada Lovelace' }) name!: string;
   @ApiProperty({ nullable: true, type: String }) email!: string | null;
-  @ApiProperty({ description: "Where the name came from: personName in the configuration, git's global user.name, or the OS account", enum: PERSON_SOURCES })
+  @ApiProperty({
+    description: "Where the name came from: personName in the configuration, git's global user.name, or the OS account",
+    enum: PERSON_SOURCES,
+  })
   source!: PersonSource;
 }
 
 export class WorkspaceResponseDto {
-  @ApiProperty({ description: 'Who "you" are: the person requests with the owner\'s credentials act as, named on their events and messages', type: PersonDto })
+  @ApiProperty({
+    description:
+      'Who "you" are: the person requests with the owner\'s credentials act as, named on their events and messages',
+    type: PersonDto,
+  })
   person!: PersonDto;
   @ApiProperty() root!: string;
   @ApiProperty() dataDirectory!: string;
   @ApiProperty() databasePath!: string;
   @ApiProperty() logFilePath!: string;
   @ApiProperty() attachmentsDirectory!: string;
-  @ApiProperty({ description: "Where this workspace's Requirement worktrees are (<worktree root>/<workspace hash>)" }) worktreesDirectory!: string;
-  @ApiProperty({ description: 'Bytes on disk used by those worktrees (symlinked files not counted; measured at most once a minute)' }) worktreesDiskBytes!: number;
+  @ApiProperty({ description: "Where this workspace's Requirement worktrees are (<worktree root>/<workspace hash>)" })
+  worktreesDirectory!: string;
+  @ApiProperty({
+    description: 'Bytes on disk used by those worktrees (symlinked files not counted; measured at most once a minute)',
+  })
+  worktreesDiskBytes!: number;
   @ApiProperty({ description: 'How many worktrees exist there' }) worktreeCount!: number;
   @ApiProperty({
-    description: "Team mode: this manager's runner on its board (a Requirement whose runner differs runs elsewhere), or null off a board",
+    description:
+      "Team mode: this manager's runner on its board (a Requirement whose runner differs runs elsewhere), or null off a board",
     nullable: true,
     type: String,
   })

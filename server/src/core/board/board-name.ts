@@ -74,7 +74,11 @@ export function runnerIdOf(workspaceKey: string, host = os.hostname()): string {
  * repository's configuration is shared with every agent's worktree, and an agent that rewrote its
  * origin must not move the person's manager to another board at the next start.
  */
-export async function resolveBoardName(configured: string, workspaceRoot: string, dataDirectory: string): Promise<{ name: string; pinned: boolean }> {
+export async function resolveBoardName(
+  configured: string,
+  workspaceRoot: string,
+  dataDirectory: string,
+): Promise<{ name: string; pinned: boolean }> {
   if (configured !== ORIGIN_BOARD) {
     return { name: configured, pinned: false };
   }
@@ -83,10 +87,17 @@ export async function resolveBoardName(configured: string, workspaceRoot: string
   if (pinned !== null) {
     return { name: pinned, pinned: true };
   }
-  const result = await git(['config', '--get', 'remote.origin.url'], { cwd: workspaceRoot, maxBytes: 4096, okCodes: [0, 1], timeoutMs: 10_000 }).catch(() => null);
+  const result = await git(['config', '--get', 'remote.origin.url'], {
+    cwd: workspaceRoot,
+    maxBytes: 4096,
+    okCodes: [0, 1],
+    timeoutMs: 10_000,
+  }).catch(() => null);
   const url = result?.code === 0 ? result.stdout.trim() : '';
   if (url === '') {
-    throw new Error(`--board without a name needs a repository with an origin remote (${workspaceRoot} has none): name the board, e.g. --board my-team`);
+    throw new Error(
+      `--board without a name needs a repository with an origin remote (${workspaceRoot} has none): name the board, e.g. --board my-team`,
+    );
   }
   const name = boardNameFromOrigin(url);
   fs.mkdirSync(dataDirectory, { mode: 0o700, recursive: true });

@@ -1,7 +1,16 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 
-import { AGENT_ISOLATION_MODES, AUTHENTICATION_MODES, ConfigurationValues, DATABASE_TLS_MODES, ISOLATION_MODES, LIMITS, LOG_LEVELS, MODEL_NAME_PATTERN } from '@libs/contracts';
+import {
+  AGENT_ISOLATION_MODES,
+  AUTHENTICATION_MODES,
+  ConfigurationValues,
+  DATABASE_TLS_MODES,
+  ISOLATION_MODES,
+  LIMITS,
+  LOG_LEVELS,
+  MODEL_NAME_PATTERN,
+} from '@libs/contracts';
 
 import { OptionalEnum, OptionalInt, OptionalNumber, OptionalText, OptionalTextList } from '../validation';
 
@@ -121,14 +130,16 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   agentShmSizeMb?: number;
 
   @OptionalInt({
-    description: "MB of one run's temporary space (its own /tmp, /var/tmp and $TMPDIR, gone with it): a run that fills it fails with the reason (applied to the next run)",
+    description:
+      "MB of one run's temporary space (its own /tmp, /var/tmp and $TMPDIR, gone with it): a run that fills it fails with the reason (applied to the next run)",
     max: 1_048_576,
     min: 16,
   })
   agentTmpSizeMb?: number;
 
   @OptionalTextList({
-    description: "Paths agents may write besides their own worktree and repository, their CLI's state and toolchain caches (absolute or ~/…; applied to the next run)",
+    description:
+      "Paths agents may write besides their own worktree and repository, their CLI's state and toolchain caches (absolute or ~/…; applied to the next run)",
     max: 100,
     maxLength: 4096,
     pattern: WRITABLE_PATH,
@@ -136,10 +147,19 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   agentWritablePaths?: string[];
 
   /** Origin (scheme://host[:port]) allowed to call the API from a browser besides the dashboard itself. */
-  @OptionalText({ description: 'Extra browser origin allowed to call the API (CORS/CSRF), or null', example: 'http://localhost:4200', max: 200, nullable: true, pattern: ORIGIN })
+  @OptionalText({
+    description: 'Extra browser origin allowed to call the API (CORS/CSRF), or null',
+    example: 'http://localhost:4200',
+    max: 200,
+    nullable: true,
+    pattern: ORIGIN,
+  })
   allowedOrigin?: string | null;
 
-  @OptionalEnum(AUTHENTICATION_MODES, 'token: every API call needs the local token (default); none: no authentication at all (restart required)')
+  @OptionalEnum(
+    AUTHENTICATION_MODES,
+    'token: every API call needs the local token (default); none: no authentication at all (restart required)',
+  )
   authentication?: ConfigurationValues['authentication'];
 
   @OptionalText({
@@ -156,19 +176,42 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   @OptionalInt({ description: 'Days a cancelled Requirement is kept before it is purged', max: 36_500, min: 0 })
   cancelledRequirementRetentionDays?: number;
 
-  @OptionalText({ description: 'The Claude Code executable (a name on PATH or an absolute path)', example: 'claude', max: 4096, min: 1 })
+  @OptionalText({
+    description: 'The Claude Code executable (a name on PATH or an absolute path)',
+    example: 'claude',
+    max: 4096,
+    min: 1,
+  })
   claudeExecutable?: string;
 
-  @OptionalText({ description: 'The Codex CLI executable (a name on PATH or an absolute path)', example: 'codex', max: 4096, min: 1 })
+  @OptionalText({
+    description: 'The Codex CLI executable (a name on PATH or an absolute path)',
+    example: 'codex',
+    max: 4096,
+    min: 1,
+  })
   codexExecutable?: string;
 
-  @OptionalText({ description: 'SQLite database file, or null for factory.sqlite in the data directory', max: 4096, min: 1, nullable: true })
+  @OptionalText({
+    description: 'SQLite database file, or null for factory.sqlite in the data directory',
+    max: 4096,
+    min: 1,
+    nullable: true,
+  })
   databasePath?: string | null;
 
-  @OptionalInt({ description: 'PostgreSQL: connections of the read pool at most (restart required)', max: 1000, min: 1 })
+  @OptionalInt({
+    description: 'PostgreSQL: connections of the read pool at most (restart required)',
+    max: 1000,
+    min: 1,
+  })
   databasePoolSize?: number;
 
-  @OptionalInt({ description: 'PostgreSQL: seconds after which a statement is cancelled; 0 for no limit (restart required)', max: 86_400, min: 0 })
+  @OptionalInt({
+    description: 'PostgreSQL: seconds after which a statement is cancelled; 0 for no limit (restart required)',
+    max: 86_400,
+    min: 0,
+  })
   databaseStatementTimeoutSeconds?: number;
 
   @OptionalEnum(
@@ -189,7 +232,8 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   databaseUrl?: string | null;
 
   @OptionalNumber({
-    description: 'US dollars a new Requirement may spend when its creator names no budget; null for no cost limit (applies to Requirements created from now on)',
+    description:
+      'US dollars a new Requirement may spend when its creator names no budget; null for no cost limit (applies to Requirements created from now on)',
     max: LIMITS.budgetMaxCostUsd,
     min: 0.01,
     nullable: true,
@@ -197,7 +241,8 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   defaultBudgetMaxCostUsd?: number | null;
 
   @OptionalInt({
-    description: 'Tokens a new Requirement may use when its creator names no budget; null for no token limit (applies to Requirements created from now on)',
+    description:
+      'Tokens a new Requirement may use when its creator names no budget; null for no token limit (applies to Requirements created from now on)',
     max: LIMITS.budgetMaxTokens,
     min: 1,
     nullable: true,
@@ -208,7 +253,8 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   doneRequirementRetentionDays?: number;
 
   @OptionalTextList({
-    description: "Claude Code models the model catalog offers besides its aliases and the Anthropic API's listing (applied at once)",
+    description:
+      "Claude Code models the model catalog offers besides its aliases and the Anthropic API's listing (applied at once)",
     max: 100,
     maxLength: LIMITS.modelLength,
     pattern: MODEL_NAME_PATTERN,
@@ -224,7 +270,8 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   extraCodexModels?: string[];
 
   @OptionalText({
-    description: 'GitHub API root (restart required): https://api.github.com or https://<host>/api/v3 for GitHub Enterprise',
+    description:
+      'GitHub API root (restart required): https://api.github.com or https://<host>/api/v3 for GitHub Enterprise',
     example: 'https://api.github.com',
     max: 500,
     min: 8,
@@ -233,14 +280,21 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   githubApiUrl?: string;
 
   @OptionalText({
-    description: 'Secret of the GitHub webhook (POST /api/github/webhook); null turns the webhook off. Write-only: read back as null',
+    description:
+      'Secret of the GitHub webhook (POST /api/github/webhook); null turns the webhook off. Write-only: read back as null',
     max: 1024,
     min: 8,
     nullable: true,
   })
   githubWebhookSecret?: string | null;
 
-  @OptionalText({ description: 'Interface to listen on (restart required)', example: '127.0.0.1', max: 255, min: 1, pattern: /^[A-Za-z0-9.\-:[\]]+$/ })
+  @OptionalText({
+    description: 'Interface to listen on (restart required)',
+    example: '127.0.0.1',
+    max: 255,
+    min: 1,
+    pattern: /^[A-Za-z0-9.\-:[\]]+$/,
+  })
   host?: string;
 
   @OptionalEnum(
@@ -249,23 +303,46 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   )
   isolation?: ConfigurationValues['isolation'];
 
-  @OptionalText({ description: 'Log file, or null for logs/agent-manager.log in the data directory', max: 4096, min: 1, nullable: true })
+  @OptionalText({
+    description: 'Log file, or null for logs/agent-manager.log in the data directory',
+    max: 4096,
+    min: 1,
+    nullable: true,
+  })
   logFilePath?: string | null;
 
   @OptionalEnum(LOG_LEVELS, 'Log level (applied at once)')
   logLevel?: ConfigurationValues['logLevel'];
 
-  @OptionalText({ description: 'Files (e.g. 10) or days (e.g. 14d) of logs to keep', example: '14d', max: 7, min: 1, pattern: FILES })
+  @OptionalText({
+    description: 'Files (e.g. 10) or days (e.g. 14d) of logs to keep',
+    example: '14d',
+    max: 7,
+    min: 1,
+    pattern: FILES,
+  })
   logMaxFiles?: string;
 
-  @OptionalText({ description: 'Size at which the log rotates (bytes, or with k/m/g)', example: '20m', max: 11, min: 1, pattern: SIZE })
+  @OptionalText({
+    description: 'Size at which the log rotates (bytes, or with k/m/g)',
+    example: '20m',
+    max: 11,
+    min: 1,
+    pattern: SIZE,
+  })
   logMaxSize?: string;
 
-  @OptionalInt({ description: 'Hours between automatic refreshes of the model catalog (also done at start when due); 0: only on demand', max: 8760, min: 0 })
+  @OptionalInt({
+    description:
+      'Hours between automatic refreshes of the model catalog (also done at start when due); 0: only on demand',
+    max: 8760,
+    min: 0,
+  })
   modelCatalogRefreshHours?: number;
 
   @OptionalText({
-    description: "The email of the person this manager acts for (restart required); null: git's global user.email, or none",
+    description:
+      "The email of the person this manager acts for (restart required); null: git's global user.email, or none",
     example: 'ada@example.com',
     max: LIMITS.personEmailLength,
     min: 3,
@@ -275,7 +352,8 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   personEmail?: string | null;
 
   @OptionalText({
-    description: "The name events and messages show for the person this manager acts for (restart required); null: git's global user.name, else the OS account",
+    description:
+      "The name events and messages show for the person this manager acts for (restart required); null: git's global user.name, else the OS account",
     example: 'Ada Lovelace',
     max: LIMITS.personNameLength,
     min: 1,
@@ -287,17 +365,31 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   @OptionalInt({ description: 'TCP port (restart required); 0 picks a free port', max: 65_535, min: 0 })
   port?: number;
 
-  @OptionalInt({ description: 'Seconds between pull request reconciliations; 0 disables polling', max: 2_147_483, min: 0 })
+  @OptionalInt({
+    description: 'Seconds between pull request reconciliations; 0 disables polling',
+    max: 2_147_483,
+    min: 0,
+  })
   pullRequestReconcileIntervalSeconds?: number;
 
-  @OptionalInt({ description: 'An RD run that prints nothing for this many seconds is ended as timed out', max: 604_800, min: 1 })
+  @OptionalInt({
+    description: 'An RD run that prints nothing for this many seconds is ended as timed out',
+    max: 604_800,
+    min: 1,
+  })
   rdInactivityTimeoutSeconds?: number;
 
-  @OptionalInt({ description: "Days without a run after which a done Requirement's worktree is removed (its branch stays unless merged)", max: 36_500, min: 0 })
+  @OptionalInt({
+    description:
+      "Days without a run after which a done Requirement's worktree is removed (its branch stays unless merged)",
+    max: 36_500,
+    min: 0,
+  })
   worktreeIdleDays?: number;
 
   @OptionalTextList({
-    description: 'Gitignored paths, relative to the workspace root, symlinked into every worktree instead of copied (e.g. node_modules)',
+    description:
+      'Gitignored paths, relative to the workspace root, symlinked into every worktree instead of copied (e.g. node_modules)',
     max: 100,
     maxLength: 1024,
     pattern: RELATIVE_PATH,
@@ -305,7 +397,8 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   worktreeLinks?: string[];
 
   @OptionalText({
-    description: 'Directory holding the worktrees, or null for worktrees/ in the Agent Manager home (never inside a data directory)',
+    description:
+      'Directory holding the worktrees, or null for worktrees/ in the Agent Manager home (never inside a data directory)',
     max: 4096,
     min: 1,
     nullable: true,
@@ -314,7 +407,8 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   worktreeRoot?: string | null;
 
   @OptionalText({
-    description: 'Shell command run once in a new worktree before its first run (time-limited; failure fails the run), or null for .agent-manager/setup',
+    description:
+      'Shell command run once in a new worktree before its first run (time-limited; failure fails the run), or null for .agent-manager/setup',
     max: 4096,
     min: 1,
     nullable: true,
@@ -331,7 +425,8 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
   worktreeSubdirectory?: string | null;
 
   @OptionalText({
-    description: 'Shell command run in a worktree before it is removed (time-limited, failure ignored), or null for .agent-manager/teardown',
+    description:
+      'Shell command run in a worktree before it is removed (time-limited, failure ignored), or null for .agent-manager/teardown',
     max: 4096,
     min: 1,
     nullable: true,

@@ -3,7 +3,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { CONFIGURATION_DEFAULTS } from './configuration.schema';
-import { ConfigurationFileError, ConfigurationService, envName, overridesFromEnv, readConfigurationFile } from './configuration.service';
+import {
+  ConfigurationFileError,
+  ConfigurationService,
+  envName,
+  overridesFromEnv,
+  readConfigurationFile,
+} from './configuration.service';
 
 describe(ConfigurationService.name, () => {
   let dir: string;
@@ -33,7 +39,9 @@ describe(ConfigurationService.name, () => {
 
   it('names env variables after the fields and parses numbers', () => {
     expect(envName('pullRequestReconcileIntervalSeconds')).toBe('CODE_FACTORY_PULL_REQUEST_RECONCILE_INTERVAL_SECONDS');
-    expect(overridesFromEnv({ CODE_FACTORY_HOST: '::1', CODE_FACTORY_PORT: '8080', CODE_FACTORY_LOG_LEVEL: '' })).toEqual({ host: '::1', port: 8080 });
+    expect(
+      overridesFromEnv({ CODE_FACTORY_HOST: '::1', CODE_FACTORY_PORT: '8080', CODE_FACTORY_LOG_LEVEL: '' }),
+    ).toEqual({ host: '::1', port: 8080 });
   });
 
   it('fails fast on a broken file, naming it', () => {

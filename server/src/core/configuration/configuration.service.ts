@@ -6,7 +6,14 @@ import { Subject } from 'rxjs';
 import { ConfigurationValues } from '@libs/contracts';
 
 import { invalid } from '../errors/domain-error';
-import { CONFIGURATION_DEFAULTS, CONFIGURATION_KEYS, ConfigurationKey, LIVE_CONFIGURATION_KEYS, NULLABLE_NUMBER_KEYS, checkConfiguration } from './configuration.schema';
+import {
+  CONFIGURATION_DEFAULTS,
+  CONFIGURATION_KEYS,
+  ConfigurationKey,
+  LIVE_CONFIGURATION_KEYS,
+  NULLABLE_NUMBER_KEYS,
+  checkConfiguration,
+} from './configuration.schema';
 
 export interface ConfigurationSnapshot {
   /** The configuration file. */
@@ -40,7 +47,11 @@ export function overridesFromEnv(env: NodeJS.ProcessEnv): Partial<ConfigurationV
     const fallback = CONFIGURATION_DEFAULTS[key];
     // A list is written comma-separated in the environment (CODE_FACTORY_WORKTREE_LINKS=node_modules,.venv).
     const numeric = typeof fallback === 'number' || NULLABLE_NUMBER_KEYS.includes(key);
-    result[key] = Array.isArray(fallback) ? raw.split(',').filter((item) => item !== '') : numeric && /^-?\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw;
+    result[key] = Array.isArray(fallback)
+      ? raw.split(',').filter((item) => item !== '')
+      : numeric && /^-?\d+(\.\d+)?$/.test(raw)
+        ? Number(raw)
+        : raw;
   }
   return result;
 }
@@ -79,7 +90,9 @@ export class ConfigurationService {
   }
 
   snapshot(): ConfigurationSnapshot {
-    const restartRequiredFields = CONFIGURATION_KEYS.filter((key) => !LIVE_CONFIGURATION_KEYS.includes(key) && this.persisted[key] !== this.bootPersisted[key]);
+    const restartRequiredFields = CONFIGURATION_KEYS.filter(
+      (key) => !LIVE_CONFIGURATION_KEYS.includes(key) && this.persisted[key] !== this.bootPersisted[key],
+    );
     return {
       effective: { ...this.effectiveValues },
       overriddenFields: CONFIGURATION_KEYS.filter((key) => key in this.overrides),
@@ -93,7 +106,9 @@ export class ConfigurationService {
   /** Validates, persists and applies a partial update. Unknown fields and bad values throw `invalid`. */
   update(input: Partial<ConfigurationValues>): Promise<ConfigurationSnapshot> {
     // Absent fields are left alone (a DTO instance may carry them as undefined).
-    const patch = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as Partial<ConfigurationValues>;
+    const patch = Object.fromEntries(
+      Object.entries(input).filter(([, v]) => v !== undefined),
+    ) as Partial<ConfigurationValues>;
     const errors = checkConfiguration(patch);
     if (errors.length > 0) {
       return Promise.reject(invalid('invalid_configuration', errors.join('; ')));

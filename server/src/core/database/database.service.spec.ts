@@ -72,11 +72,31 @@ describe(Database.name, () => {
     // No handlers: the aggregate's own rules only (a test may add one).
     domainEvents = new DomainEvents({ getProviders: () => [] } as unknown as DiscoveryService, new MetadataScanner());
     domainEvents.onModuleInit();
-    requirements = new RequirementsService(clock, configuration, sut, dependencyRows, domainEvents, events, lifecycle, requirementRows);
+    requirements = new RequirementsService(
+      clock,
+      configuration,
+      sut,
+      dependencyRows,
+      domainEvents,
+      events,
+      lifecycle,
+      requirementRows,
+    );
     const noAttachments = { claim: () => Promise.resolve([]) } as unknown as AttachmentsService;
-    messages = new MessagesService(noAttachments, clock, events, new MessagesRepository(sut, search), lifecycle, requirements);
+    messages = new MessagesService(
+      noAttachments,
+      clock,
+      events,
+      new MessagesRepository(sut, search),
+      lifecycle,
+      requirements,
+    );
     scripts = [];
-    const connection = (writer.driver as unknown as { databaseConnection: { exec: (sql: string, cb: (err: Error | null) => void) => void } }).databaseConnection;
+    const connection = (
+      writer.driver as unknown as {
+        databaseConnection: { exec: (sql: string, cb: (err: Error | null) => void) => void };
+      }
+    ).databaseConnection;
     const exec = connection.exec.bind(connection);
     jest.spyOn(connection, 'exec').mockImplementation((sql, cb) => {
       scripts.push(sql);
@@ -92,7 +112,11 @@ describe(Database.name, () => {
   });
 
   const appendEvent = (marker: string) => (tx: UnitOfWork) =>
-    events.append(tx, { actor: SYSTEM_ACTOR, payload: { failedRunIds: [marker], requirementIds: [] }, type: 'manager.reconciled' });
+    events.append(tx, {
+      actor: SYSTEM_ACTOR,
+      payload: { failedRunIds: [marker], requirementIds: [] },
+      type: 'manager.reconciled',
+    });
 
   const requirementRow = (id: string): RequirementEntity => ({
     budgetMaxCostUsd: null,
@@ -140,7 +164,8 @@ describe(Database.name, () => {
     };
   };
 
-  const reply = (tx: UnitOfWork, rows: RequirementRows, body: string) => messages.append(tx, rows, { author: 'human', body, deliverToRd: true }, HUMAN_ACTOR);
+  const reply = (tx: UnitOfWork, rows: RequirementRows, body: string) =>
+    messages.append(tx, rows, { author: 'human', body, deliverToRd: true }, HUMAN_ACTOR);
 
   const storedEvents = async () => reader.getRepository(ManagerEventEntity).find({ order: { id: 'ASC' } });
 
@@ -210,14 +235,18 @@ describe(Database.name, () => {
     // Sequences: gap-free in commit order, the failed units' numbers taken by the next ones.
     const sequences = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
     expect(sequences).toEqual(Array.from({ length: 98 }, (_, i) => i + 1));
-    const stored = await reader.getRepository(RequirementMessageEntity).find({ order: { sequence: 'ASC' }, where: { requirementId: id } });
+    const stored = await reader
+      .getRepository(RequirementMessageEntity)
+      .find({ order: { sequence: 'ASC' }, where: { requirementId: id } });
     expect(stored.map((m) => m.sequence)).toEqual(sequences);
     expect(stored.map((m) => m.body)).not.toContain('reply 40');
     expect(stored.map((m) => m.body)).not.toContain('reply 70');
     // Event ids: gap-free, in commit order, published as stored.
     const rows = (await storedEvents()).filter((e) => e.id > firstId);
     expect(rows.map((e) => e.id)).toEqual(Array.from({ length: 98 }, (_, i) => firstId + 1 + i));
-    expect(rows.map((e) => (JSON.parse(e.payload) as { message: { sequence: number } }).message.sequence)).toEqual(sequences);
+    expect(rows.map((e) => (JSON.parse(e.payload) as { message: { sequence: number } }).message.sequence)).toEqual(
+      sequences,
+    );
     expect(published.map((e) => e.id)).toEqual(rows.map((e) => e.id));
     // The search documents, written with the batch at COMMIT: the committed messages only, in commit order.
     const documents = await reader.query<Array<{ body: string; sequence: number }>>(
@@ -233,7 +262,9 @@ describe(Database.name, () => {
     const cached = await sut.write(async (tx) => (await requirements.loadForWrite(tx, id)).session);
     expect({ ...cached }).toEqual({ ...session });
     expect(session).toMatchObject({ lastMessageSequence: 98, pendingMessageCount: 98 });
-    const next = await sut.write(async (tx) => (await reply(tx, await requirements.loadForWrite(tx, id), 'next')).message.sequence);
+    const next = await sut.write(
+      async (tx) => (await reply(tx, await requirements.loadForWrite(tx, id), 'next')).message.sequence,
+    );
     expect(next).toBe(99);
   });
 
@@ -243,7 +274,9 @@ describe(Database.name, () => {
     const requirementRows = new RequirementsRepository(sut, new SearchRepository(sut));
     const release = await holdQueue();
     const results = Promise.allSettled([
-      sut.write(async (tx) => (await reply(tx, await requirements.loadForWrite(tx, removed.id), 'last words')).message.id),
+      sut.write(
+        async (tx) => (await reply(tx, await requirements.loadForWrite(tx, removed.id), 'last words')).message.id,
+      ),
       sut.write(async (tx) => (await reply(tx, await requirements.loadForWrite(tx, kept.id), 'still here')).message.id),
       sut.write(async (tx) => requirementRows.delete(tx, [removed.id])),
     ]);
@@ -265,7 +298,11 @@ describe(Database.name, () => {
         sut.write(async (tx) => {
           runs[i]++;
           tx.insert(RequirementEntity, requirementRow(id));
-          await events.append(tx, { actor: SYSTEM_ACTOR, payload: { failedRunIds: [id], requirementIds: [] }, type: 'manager.reconciled' });
+          await events.append(tx, {
+            actor: SYSTEM_ACTOR,
+            payload: { failedRunIds: [id], requirementIds: [] },
+            type: 'manager.reconciled',
+          });
           await tx.reads(); // the duplicate fails here, in its own unit
         }),
       ),
@@ -290,19 +327,34 @@ describe(Database.name, () => {
         sut.write(async (tx) => {
           runs[i]++;
           tx.insert(RequirementEntity, requirementRow(id)); // the duplicate fails only when the script runs, at COMMIT
-          await events.append(tx, { actor: SYSTEM_ACTOR, payload: { failedRunIds: [id], requirementIds: [] }, type: 'manager.reconciled' });
+          await events.append(tx, {
+            actor: SYSTEM_ACTOR,
+            payload: { failedRunIds: [id], requirementIds: [] },
+            type: 'manager.reconciled',
+          });
         }),
       ),
     );
     await release();
-    expect((await results).map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect((await results).map((r) => r.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+    ]);
     // The units after the culprit ran on its writes (the write cache): they alone run again.
     expect(runs).toEqual([1, 1, 1, 2, 2]);
     const stored = await reader.query<Array<{ id: string }>>('SELECT id FROM requirement ORDER BY id');
     expect(stored.map((r) => r.id)).toEqual(['req_a', 'req_b', 'req_c', 'req_d', 'req_taken']);
     const rows = await storedEvents();
     expect(rows.map((e) => e.id)).toEqual([1, 2, 3, 4]);
-    expect(rows.map((e) => (JSON.parse(e.payload) as { failedRunIds: string[] }).failedRunIds[0])).toEqual(['req_a', 'req_b', 'req_c', 'req_d']);
+    expect(rows.map((e) => (JSON.parse(e.payload) as { failedRunIds: string[] }).failedRunIds[0])).toEqual([
+      'req_a',
+      'req_b',
+      'req_c',
+      'req_d',
+    ]);
   });
 
   it('runs a unit again when its read finds that an earlier unit of the batch failed in SQL', async () => {
@@ -379,8 +431,12 @@ describe(Database.name, () => {
     ]);
     await release();
     expect((await results).map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
-    expect(((await results)[0] as PromiseRejectedResult).reason).toMatchObject({ message: expect.stringContaining('FOREIGN KEY') });
-    const bodies = (await reader.getRepository(RequirementMessageEntity).findBy({ requirementId: id })).map((m) => m.body);
+    expect(((await results)[0] as PromiseRejectedResult).reason).toMatchObject({
+      message: expect.stringContaining('FOREIGN KEY'),
+    });
+    const bodies = (await reader.getRepository(RequirementMessageEntity).findBy({ requirementId: id })).map(
+      (m) => m.body,
+    );
     expect(bodies).toEqual(['first']);
     const lastId = (await storedEvents()).at(-1)!.id;
     const next = await sut.write(async (tx) => {
@@ -395,7 +451,13 @@ describe(Database.name, () => {
     const seen: Array<{ id: number; committed: Promise<number>; resolved: boolean }> = [];
     let resolved = false;
     // At the moment of publishing, a read on the other connection (committed data only) finds the row.
-    bus.events$.subscribe(({ event }) => seen.push({ committed: reader.getRepository(ManagerEventEntity).countBy({ id: event.id }), id: event.id, resolved }));
+    bus.events$.subscribe(({ event }) =>
+      seen.push({
+        committed: reader.getRepository(ManagerEventEntity).countBy({ id: event.id }),
+        id: event.id,
+        resolved,
+      }),
+    );
     const release = await holdQueue();
     const written = Promise.all([sut.write(appendEvent('one')), sut.write(appendEvent('two'))]).then((all) => {
       resolved = true;
@@ -438,7 +500,9 @@ describe(Database.name, () => {
     );
     await release();
     expect((await results).map((r) => r[0].n)).toEqual([1, 2, 3, 4, 5]);
-    expect(await reader.query(`SELECT description FROM requirement WHERE id = 'req_0'`)).toEqual([{ description: "it's" }]);
+    expect(await reader.query(`SELECT description FROM requirement WHERE id = 'req_0'`)).toEqual([
+      { description: "it's" },
+    ]);
   });
 
   it('keeps only committed rows in the write cache: a unit that throws leaves it untouched', async () => {
@@ -468,11 +532,15 @@ describe(Database.name, () => {
     const staged: string[] = [];
     domainEvents.on('requirement.created', async (_tx, rows) => void staged.push(rows.requirement.id));
     domainEvents.on('requirement.created', () => Promise.reject(new Error('handler refused')));
-    await expect(requirements.create({ createdBy: 'human', provider: 'codex', title: 'refused' }, HUMAN_ACTOR)).rejects.toThrow('handler refused');
+    await expect(
+      requirements.create({ createdBy: 'human', provider: 'codex', title: 'refused' }, HUMAN_ACTOR),
+    ).rejects.toThrow('handler refused');
     // The first handler ran (its rows were staged in the unit), and nothing of that unit stayed.
     expect(staged).toHaveLength(1);
     expect(await reader.query(`SELECT title FROM requirement ORDER BY title`)).toEqual([{ title: 'before' }]);
-    expect(await reader.query(`SELECT COUNT(*) AS n FROM agent_session WHERE requirement_id = '${staged[0]}'`)).toEqual([{ n: 0 }]);
+    expect(await reader.query(`SELECT COUNT(*) AS n FROM agent_session WHERE requirement_id = '${staged[0]}'`)).toEqual(
+      [{ n: 0 }],
+    );
     expect(await reader.query('SELECT COUNT(*) AS n FROM manager_event')).toEqual(eventsBefore);
     expect(await sut.write(async (tx) => (await requirements.findForWrite(tx, staged[0])) ?? null)).toBeNull();
   });

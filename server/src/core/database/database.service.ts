@@ -1,4 +1,11 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationShutdown,
+  OnModuleInit,
+} from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager, EntityTarget, ObjectLiteral, Repository } from 'typeorm';
 
@@ -45,7 +52,12 @@ export class Database implements BeforeApplicationShutdown, OnApplicationShutdow
     this.queue =
       store.kind === 'sqlite'
         ? new SqliteGroupCommit(writer, publish, this.logger)
-        : new PostgresGroupCommit(writer, publish, this.logger, store.board ? { channel: boardChannel(store.schema), schema: store.schema } : null);
+        : new PostgresGroupCommit(
+            writer,
+            publish,
+            this.logger,
+            store.board ? { channel: boardChannel(store.schema), schema: store.schema } : null,
+          );
   }
 
   /**

@@ -19,7 +19,8 @@ export const MAX_BATCH = 128;
 const WRITE_CACHE_ENTRIES = 4096;
 /** Rows per multi-row event INSERT (keeps one statement's text in the low megabytes, and under PostgreSQL's 65,535 parameters). */
 export const EVENTS_PER_INSERT = 500;
-export const EVENT_COLUMNS = 'id, type, requirement_id, session_id, run_id, actor_kind, actor_id, actor_name, actor_email, payload, created_at';
+export const EVENT_COLUMNS =
+  'id, type, requirement_id, session_id, run_id, actor_kind, actor_id, actor_name, actor_email, payload, created_at';
 
 /**
  * What the SQLite and PostgreSQL group commits share (docs/decisions.md, "The write path"):
@@ -63,7 +64,9 @@ export abstract class GroupCommit implements WriteQueue {
   protected abstract commitBatch(pending: PendingUnit[]): Promise<PendingUnit[]>;
 
   /** After COMMIT: published in id order (units ran in order and ids grow along the batch), then hooks, then results. */
-  protected settleCommitted(done: ReadonlyArray<{ pending: PendingUnit; uow: StagedUnitOfWork; value: unknown }>): void {
+  protected settleCommitted(
+    done: ReadonlyArray<{ pending: PendingUnit; uow: StagedUnitOfWork; value: unknown }>,
+  ): void {
     for (const { pending, uow, value } of done) {
       for (const event of uow.events) {
         this.publish(event);
@@ -94,7 +97,19 @@ export abstract class GroupCommit implements WriteQueue {
 
 /** One event as the row values of `EVENT_COLUMNS`, in that order. */
 export function eventRow(e: ManagerEvent): unknown[] {
-  return [e.id, e.type, e.requirementId, e.sessionId, e.runId, e.actor.kind, e.actor.id, e.actor.name ?? null, e.actor.email ?? null, JSON.stringify(e.payload), e.createdAt];
+  return [
+    e.id,
+    e.type,
+    e.requirementId,
+    e.sessionId,
+    e.runId,
+    e.actor.kind,
+    e.actor.id,
+    e.actor.name ?? null,
+    e.actor.email ?? null,
+    JSON.stringify(e.payload),
+    e.createdAt,
+  ];
 }
 
 /** The batch's events in chunks of EVENTS_PER_INSERT, for multi-row INSERTs. */
@@ -113,7 +128,9 @@ export const COMMIT_ROWS_PER_INSERT = 500;
  * The committed units' commit-time INSERTs (see CommitInsert): one statement per key and chunk
  * of COMMIT_ROWS_PER_INSERT rows, keys in the order first used, rows in unit order.
  */
-export function commitInserts(units: ReadonlyArray<Pick<StagedUnitOfWork, 'commitRows'>>): Array<{ sql: string; values: unknown[] }> {
+export function commitInserts(
+  units: ReadonlyArray<Pick<StagedUnitOfWork, 'commitRows'>>,
+): Array<{ sql: string; values: unknown[] }> {
   const byKey = new Map<string, { insert: CommitInsert; rows: Array<readonly unknown[]> }>();
   for (const unit of units) {
     for (const { insert, values } of unit.commitRows) {

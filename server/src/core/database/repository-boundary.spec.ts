@@ -30,7 +30,9 @@ describe('repository boundary', () => {
   const files = serviceFiles(SERVER);
 
   it('finds the entity tables and the services to check', () => {
-    expect(tables).toEqual(expect.arrayContaining(['requirement', 'agent_session', 'agent_run', 'manager_event', 'agent_trigger_receipt']));
+    expect(tables).toEqual(
+      expect.arrayContaining(['requirement', 'agent_session', 'agent_run', 'manager_event', 'agent_trigger_receipt']),
+    );
     expect(files.length).toBeGreaterThan(50);
   });
 
@@ -83,7 +85,11 @@ describe('repository boundary', () => {
     const outside = files.filter((file) => !file.startsWith(requirementsFolder));
     expect(linesMatching(outside, /\bRequirementsRepository\b/)).toEqual([]);
     const writers = files.filter((file) => file !== path.join(SERVER, 'requirements', 'requirement-lifecycle.ts'));
-    expect(linesMatching(writers, /\.(changeRequirement|changeSession)\(|\brepository\.(insert|delete)\(/).filter((hit) => hit.startsWith('requirements/'))).toEqual([]);
+    expect(
+      linesMatching(writers, /\.(changeRequirement|changeSession)\(|\brepository\.(insert|delete)\(/).filter((hit) =>
+        hit.startsWith('requirements/'),
+      ),
+    ).toEqual([]);
     expect(linesMatching(outside, /\.(changeRequirement|changeSession)\(/)).toEqual([]);
   });
 });

@@ -20,7 +20,12 @@ async function shapeOf(client: Client, schema: string, tables: string[]): Promis
   const strip = (text: string | null) => text?.split(`${schema}.`).join('') ?? null;
   const shapes: Record<string, TableShape> = {};
   for (const table of tables) {
-    const columns = await client.query<{ column_name: string; data_type: string; is_nullable: string; column_default: string | null }>(
+    const columns = await client.query<{
+      column_name: string;
+      data_type: string;
+      is_nullable: string;
+      column_default: string | null;
+    }>(
       'SELECT column_name, data_type, is_nullable, column_default FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2',
       [schema, table],
     );
@@ -36,7 +41,11 @@ async function shapeOf(client: Client, schema: string, tables: string[]): Promis
     );
     const shape: TableShape = { columns: {}, indexes: {}, primaryKey: primaryKey.rows.map((r) => r.column_name) };
     for (const c of columns.rows) {
-      shape.columns[c.column_name] = { default: strip(c.column_default), notNull: c.is_nullable === 'NO', type: c.data_type };
+      shape.columns[c.column_name] = {
+        default: strip(c.column_default),
+        notNull: c.is_nullable === 'NO',
+        type: c.data_type,
+      };
     }
     for (const i of indexes.rows) {
       if (EXPRESSION_INDEXES.includes(i.indexname)) {
@@ -67,10 +76,26 @@ async function shapeOf(client: Client, schema: string, tables: string[]): Promis
     for (const schema of [migratedSchema, synchronizedSchema]) {
       await client.query(`CREATE SCHEMA ${schema}`);
     }
-    const common = { entities: ENTITIES, namingStrategy: new SnakeNamingStrategy(), type: 'postgres' as const, url: URL };
+    const common = {
+      entities: ENTITIES,
+      namingStrategy: new SnakeNamingStrategy(),
+      type: 'postgres' as const,
+      url: URL,
+    };
     sources.push(
-      await new DataSource({ ...common, extra: { options: `-c search_path=${migratedSchema}` }, migrations: MIGRATIONS, migrationsRun: true, schema: migratedSchema }).initialize(),
-      await new DataSource({ ...common, extra: { options: `-c search_path=${synchronizedSchema}` }, schema: synchronizedSchema, synchronize: true }).initialize(),
+      await new DataSource({
+        ...common,
+        extra: { options: `-c search_path=${migratedSchema}` },
+        migrations: MIGRATIONS,
+        migrationsRun: true,
+        schema: migratedSchema,
+      }).initialize(),
+      await new DataSource({
+        ...common,
+        extra: { options: `-c search_path=${synchronizedSchema}` },
+        schema: synchronizedSchema,
+        synchronize: true,
+      }).initialize(),
     );
   });
 
@@ -93,12 +118,18 @@ async function shapeOf(client: Client, schema: string, tables: string[]): Promis
 
   it('declares nothing in the entities that the migrations leave out', async () => {
     const names = async (schema: string) =>
-      (await client.query<{ table_name: string }>('SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name', [schema])).rows.map(
-        (r) => r.table_name,
-      );
+      (
+        await client.query<{ table_name: string }>(
+          'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name',
+          [schema],
+        )
+      ).rows.map((r) => r.table_name);
     const fromMigrations = await names(migratedSchema);
     expect((await names(synchronizedSchema)).filter((t) => !fromMigrations.includes(t))).toEqual([]);
     // Without an entity: TypeORM's own table, and the attachments' bytes (no TypeORM column type is both SQLite's blob and PostgreSQL's bytea).
-    expect(fromMigrations.filter((t) => !sources[0].entityMetadatas.some((m) => m.tableName === t))).toEqual(['attachment_chunk', 'migrations']);
+    expect(fromMigrations.filter((t) => !sources[0].entityMetadatas.some((m) => m.tableName === t))).toEqual([
+      'attachment_chunk',
+      'migrations',
+    ]);
   });
 });

@@ -17,19 +17,32 @@ interface TableShape {
 async function shapeOf(dataSource: DataSource, tables: string[]): Promise<Record<string, TableShape>> {
   const shapes: Record<string, TableShape> = {};
   for (const table of tables) {
-    const columns = await dataSource.query<Array<{ name: string; type: string; nn: number; dflt: string | null; pk: number }>>(
-      `SELECT name, type, "notnull" AS nn, dflt_value AS dflt, pk FROM pragma_table_info(?)`,
+    const columns = await dataSource.query<
+      Array<{ name: string; type: string; nn: number; dflt: string | null; pk: number }>
+    >(`SELECT name, type, "notnull" AS nn, dflt_value AS dflt, pk FROM pragma_table_info(?)`, [table]);
+    const indexes = await dataSource.query<Array<{ name: string; uq: number }>>(
+      `SELECT name, "unique" AS uq FROM pragma_index_list(?) WHERE origin = 'c'`,
       [table],
     );
-    const indexes = await dataSource.query<Array<{ name: string; uq: number }>>(`SELECT name, "unique" AS uq FROM pragma_index_list(?) WHERE origin = 'c'`, [table]);
     const shape: TableShape = { columns: {}, indexes: {} };
     for (const c of columns) {
       // `DEFAULT 0` and `DEFAULT (0)` are one default.
-      shape.columns[c.name] = { default: c.dflt?.replace(/^\((.*)\)$/, '$1') ?? null, notNull: c.nn === 1, primaryKey: c.pk > 0, type: c.type.toLowerCase() };
+      shape.columns[c.name] = {
+        default: c.dflt?.replace(/^\((.*)\)$/, '$1') ?? null,
+        notNull: c.nn === 1,
+        primaryKey: c.pk > 0,
+        type: c.type.toLowerCase(),
+      };
     }
     for (const index of indexes) {
-      const keys = await dataSource.query<Array<{ name: string }>>(`SELECT name FROM pragma_index_info(?) ORDER BY seqno`, [index.name]);
-      const [row] = await dataSource.query<Array<{ sql: string }>>(`SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?`, [index.name]);
+      const keys = await dataSource.query<Array<{ name: string }>>(
+        `SELECT name FROM pragma_index_info(?) ORDER BY seqno`,
+        [index.name],
+      );
+      const [row] = await dataSource.query<Array<{ sql: string }>>(
+        `SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?`,
+        [index.name],
+      );
       const where =
         /\bWHERE\s+(.*)$/is
           .exec(row?.sql ?? '')?.[1]
@@ -59,8 +72,17 @@ describe('schema from the migrations', () => {
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'am-schema-'));
     const common = { entities: ENTITIES, namingStrategy: new SnakeNamingStrategy(), type: 'sqlite' as const };
-    migrated = await new DataSource({ ...common, database: path.join(dir, 'migrated.sqlite'), migrations: MIGRATIONS, migrationsRun: true }).initialize();
-    synchronized = await new DataSource({ ...common, database: path.join(dir, 'synchronized.sqlite'), synchronize: true }).initialize();
+    migrated = await new DataSource({
+      ...common,
+      database: path.join(dir, 'migrated.sqlite'),
+      migrations: MIGRATIONS,
+      migrationsRun: true,
+    }).initialize();
+    synchronized = await new DataSource({
+      ...common,
+      database: path.join(dir, 'synchronized.sqlite'),
+      synchronize: true,
+    }).initialize();
   });
 
   afterAll(async () => {
@@ -76,7 +98,11 @@ describe('schema from the migrations', () => {
 
   it('declares nothing in the entities that the migrations leave out', async () => {
     const names = async (dataSource: DataSource) =>
-      (await dataSource.query<Array<{ name: string }>>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)).map((r) => r.name);
+      (
+        await dataSource.query<Array<{ name: string }>>(
+          `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`,
+        )
+      ).map((r) => r.name);
     const fromMigrations = await names(migrated);
     // Without an entity: TypeORM's own table, the attachments' bytes (no TypeORM column type is
     // both SQLite's blob and PostgreSQL's bytea: the attachments repository names it in SQL), and

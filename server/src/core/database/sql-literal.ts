@@ -26,7 +26,9 @@ export function sqlLiteral(value: unknown): string {
   }
   if (typeof value === 'string') {
     // A NUL would end the C string the script is passed as: such text goes as UTF-8 bytes.
-    return value.includes('\u0000') ? `CAST(X'${Buffer.from(value, 'utf8').toString('hex')}' AS TEXT)` : `'${value.replace(/'/g, "''")}'`;
+    return value.includes('\u0000')
+      ? `CAST(X'${Buffer.from(value, 'utf8').toString('hex')}' AS TEXT)`
+      : `'${value.replace(/'/g, "''")}'`;
   }
   if (value instanceof Date) {
     return sqlLiteral(value.toISOString());

@@ -46,14 +46,17 @@ class RunAgain extends Error {
 export class SqliteGroupCommit extends GroupCommit {
   /** Reads AUTOINCREMENT's high-water mark: ids are never reused, even after events are purged. */
   async start(): Promise<void> {
-    const [row] = await this.writer.query<Array<{ seq: number }>>(`SELECT seq FROM sqlite_sequence WHERE name = 'manager_event'`);
+    const [row] = await this.writer.query<Array<{ seq: number }>>(
+      `SELECT seq FROM sqlite_sequence WHERE name = 'manager_event'`,
+    );
     this.lastEventId = Number(row?.seq ?? 0);
   }
 
   protected async commitBatch(pending: PendingUnit[]): Promise<PendingUnit[]> {
     const runner = this.writer.createQueryRunner();
     const connection = (await runner.connect()) as SqliteConnection;
-    const exec = (sql: string) => new Promise<void>((resolve, reject) => connection.exec(sql, (err) => (err ? reject(err) : resolve())));
+    const exec = (sql: string) =>
+      new Promise<void>((resolve, reject) => connection.exec(sql, (err) => (err ? reject(err) : resolve())));
     const cache = new BatchCache(this.cache);
     const firstEventId = this.lastEventId;
     const done: DoneUnit[] = [];
@@ -113,7 +116,9 @@ export class SqliteGroupCommit extends GroupCommit {
         await exec('ROLLBACK').catch(() => undefined); // "no transaction" when SQLite already ended it
       }
       this.lastEventId = firstEventId;
-      this.logger.error(`write transaction failed, ${done.length + alsoRan.length} unit(s) rejected: ${(error as Error)?.message ?? String(error)}`);
+      this.logger.error(
+        `write transaction failed, ${done.length + alsoRan.length} unit(s) rejected: ${(error as Error)?.message ?? String(error)}`,
+      );
       for (const unit of [...done.map((d) => d.pending), ...alsoRan]) {
         unit.reject(error);
       }
@@ -190,7 +195,10 @@ export class SqliteGroupCommit extends GroupCommit {
 }
 
 /** After a failed script: the unit whose savepoint is still open is the one whose statement failed. */
-async function findCulprit(exec: (sql: string) => Promise<void>, units: SqliteUnitOfWork[]): Promise<SqliteUnitOfWork | undefined> {
+async function findCulprit(
+  exec: (sql: string) => Promise<void>,
+  units: SqliteUnitOfWork[],
+): Promise<SqliteUnitOfWork | undefined> {
   for (const unit of units) {
     if (!unit.opened) {
       continue;
@@ -222,6 +230,7 @@ function discard(batch: SqliteBatch, uow: SqliteUnitOfWork): void {
 /** The batch's events, as multi-row INSERTs at the end of its script. */
 function eventInserts(events: ManagerEvent[]): string[] {
   return eventChunks(events).map(
-    (chunk) => `INSERT INTO manager_event (${EVENT_COLUMNS}) VALUES ${chunk.map((e) => bindLiterals('(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)', eventRow(e))).join(', ')}`,
+    (chunk) =>
+      `INSERT INTO manager_event (${EVENT_COLUMNS}) VALUES ${chunk.map((e) => bindLiterals('(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)', eventRow(e))).join(', ')}`,
   );
 }

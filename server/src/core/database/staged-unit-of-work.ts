@@ -66,7 +66,10 @@ export abstract class StagedUnitOfWork implements UnitOfWork {
     const setKeys = Object.keys(set);
     const params: unknown[] = setKeys.map((key) => (set as Record<string, unknown>)[key]);
     const conditions = whereClause(metadata, where, params);
-    this.execute(`UPDATE ${metadata.tableName} SET ${setKeys.map((key) => `${columnOf(metadata, key)} = ?`).join(', ')} WHERE ${conditions}`, params);
+    this.execute(
+      `UPDATE ${metadata.tableName} SET ${setKeys.map((key) => `${columnOf(metadata, key)} = ?`).join(', ')} WHERE ${conditions}`,
+      params,
+    );
   }
 
   delete<E extends ObjectLiteral>(entity: EntityClass<E>, where: WhereOf<E>): void {

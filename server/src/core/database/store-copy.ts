@@ -67,10 +67,16 @@ interface PgTable {
  * read (and migrated, as its next start would). Afterwards every table's rows are read back from
  * both sides and compared, count and content.
  */
-export async function copyStore(source: SqliteStore, target: PostgresStore, progress: (line: string) => void = () => undefined): Promise<StoreCopyResult> {
+export async function copyStore(
+  source: SqliteStore,
+  target: PostgresStore,
+  progress: (line: string) => void = () => undefined,
+): Promise<StoreCopyResult> {
   const started = Date.now();
   if (!fs.existsSync(source.path)) {
-    throw new StoreCopyError(`nothing to copy: there is no database at ${source.path} (start Agent Manager on this workspace once first)`);
+    throw new StoreCopyError(
+      `nothing to copy: there is no database at ${source.path} (start Agent Manager on this workspace once first)`,
+    );
   }
   const lock = new PostgresWorkspaceLock(target);
   try {
@@ -78,14 +84,21 @@ export async function copyStore(source: SqliteStore, target: PostgresStore, prog
   } catch (err) {
     throw new StoreCopyError(`cannot use ${redactDatabaseUrl(target.url)}: ${(err as Error).message}`);
   }
-  const from = new DataSource({ ...dataSourceOptions(source), migrations: MIGRATIONS, migrationsRun: true, migrationsTransactionMode: 'each' });
+  const from = new DataSource({
+    ...dataSourceOptions(source),
+    migrations: MIGRATIONS,
+    migrationsRun: true,
+    migrationsTransactionMode: 'each',
+  });
   const client = new Client(pgClientConfig({ ...target, statementTimeoutMs: 0 }, 'agent-manager db copy'));
   try {
     await from.initialize();
     await migrateTarget(target);
     await client.connect();
     const tables = orderByReferences(await catalog(client, target.schema));
-    const sourceTables = new Set((await from.query(`SELECT name FROM sqlite_master WHERE type = 'table'`)).map((r: { name: string }) => r.name));
+    const sourceTables = new Set(
+      (await from.query(`SELECT name FROM sqlite_master WHERE type = 'table'`)).map((r: { name: string }) => r.name),
+    );
     for (const table of tables) {
       if (!sourceTables.has(table.name)) {
         throw new StoreCopyError(`the source has no table ${table.name}: it is not at the target's schema version`);
@@ -107,10 +120,10 @@ export async function copyStore(source: SqliteStore, target: PostgresStore, prog
       }
       for (const table of tables) {
         for (const column of table.serial) {
-          await client.query(`SELECT setval(pg_get_serial_sequence($1, $2), GREATEST(COALESCE(MAX(${column}), 0), 1), MAX(${column}) IS NOT NULL) FROM ${table.name}`, [
-            `${target.schema}.${table.name}`,
-            column,
-          ]);
+          await client.query(
+            `SELECT setval(pg_get_serial_sequence($1, $2), GREATEST(COALESCE(MAX(${column}), 0), 1), MAX(${column}) IS NOT NULL) FROM ${table.name}`,
+            [`${target.schema}.${table.name}`, column],
+          );
         }
       }
       // SQLite's AUTOINCREMENT remembers ids given to events that retention has since removed;
@@ -158,7 +171,12 @@ async function catalog(client: Client, schema: string): Promise<PgTable[]> {
      FROM information_schema.columns WHERE table_schema = $1 ORDER BY table_name, ordinal_position`,
     [schema],
   );
-  const { rows: keyRows } = await client.query<{ table: string; kind: string; references: string | null; columns: string[] }>(
+  const { rows: keyRows } = await client.query<{
+    table: string;
+    kind: string;
+    references: string | null;
+    columns: string[];
+  }>(
     `SELECT cl.relname AS table, c.contype AS kind, ref.relname AS references,
             ARRAY(SELECT a.attname FROM unnest(c.conkey) WITH ORDINALITY AS k(attnum, i) JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum ORDER BY k.i)::text[] AS columns
      FROM pg_constraint c JOIN pg_class cl ON cl.oid = c.conrelid JOIN pg_namespace n ON n.oid = cl.relnamespace LEFT JOIN pg_class ref ON ref.oid = c.confrelid

@@ -40,15 +40,23 @@ export function schemaFor(paths: Pick<WorkspacePaths, 'dataDirectory'>): string 
  * The store the configuration names: PostgreSQL when `databaseUrl` is set, else the SQLite file.
  * `boardName` (resolved from the `board` setting, see resolveBoardName) puts it in the board's schema.
  */
-export function storeOf(configuration: ConfigurationService, paths: WorkspacePaths, sqlitePath: string, boardName: string | null = null): Store {
+export function storeOf(
+  configuration: ConfigurationService,
+  paths: WorkspacePaths,
+  sqlitePath: string,
+  boardName: string | null = null,
+): Store {
   const url = configuration.get('databaseUrl');
   if (!url) {
     if (configuration.get('board') !== null) {
-      throw new Error('a board lives on PostgreSQL: --board needs --db postgres://… (or databaseUrl, CODE_FACTORY_DATABASE_URL)');
+      throw new Error(
+        'a board lives on PostgreSQL: --board needs --db postgres://… (or databaseUrl, CODE_FACTORY_DATABASE_URL)',
+      );
     }
     return { kind: 'sqlite', path: sqlitePath };
   }
-  const board = boardName === null ? null : { name: boardName, runnerId: runnerIdOf(path.basename(paths.dataDirectory)) };
+  const board =
+    boardName === null ? null : { name: boardName, runnerId: runnerIdOf(path.basename(paths.dataDirectory)) };
   return {
     board,
     kind: 'postgres',
@@ -89,7 +97,12 @@ export function describeStore(store: Store): string {
 
 /** node-postgres connection options for a store: TLS, statement timeout, and the workspace schema first on the search path. */
 export function pgClientConfig(store: PostgresStore, applicationName: string): import('pg').ClientConfig {
-  const ssl = store.tls === 'url' ? undefined : store.tls === 'require' ? { rejectUnauthorized: false } : { rejectUnauthorized: true };
+  const ssl =
+    store.tls === 'url'
+      ? undefined
+      : store.tls === 'require'
+        ? { rejectUnauthorized: false }
+        : { rejectUnauthorized: true };
   return {
     application_name: applicationName,
     connectionString: store.url,

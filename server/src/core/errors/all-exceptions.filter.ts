@@ -79,7 +79,8 @@ export class AllExceptionsFilter implements ExceptionFilter {
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       const response = exception.getResponse();
-      const raw = typeof response === 'object' && response !== null ? (response as { message?: unknown }).message : response;
+      const raw =
+        typeof response === 'object' && response !== null ? (response as { message?: unknown }).message : response;
       const details = Array.isArray(raw) ? raw.map(String) : undefined;
       const message = details ? details.join('; ') : typeof raw === 'string' ? raw : exception.message;
       const code =

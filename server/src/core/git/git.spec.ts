@@ -12,7 +12,8 @@ function plantedRepository(): { repo: string; witness: string; worktree: string 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'am-git-guard-'));
   const repo = path.join(dir, 'repo');
   const witness = path.join(dir, 'ran');
-  const sh = (args: string[], cwd = repo) => execFileSync('git', args, { cwd, env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' }, stdio: 'pipe' });
+  const sh = (args: string[], cwd = repo) =>
+    execFileSync('git', args, { cwd, env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' }, stdio: 'pipe' });
   fs.mkdirSync(repo);
   sh(['init', '-q', '-b', 'main']);
   sh(['config', 'user.email', 'a@example.com']);
@@ -23,7 +24,9 @@ function plantedRepository(): { repo: string; witness: string; worktree: string 
   const script = path.join(dir, 'evil.sh');
   fs.writeFileSync(script, `#!/bin/sh\necho "$0 $*" >> '${witness}'\nenv >> '${witness}'\ncat\n`, { mode: 0o755 });
   for (const hook of ['post-checkout', 'pre-commit', 'post-commit', 'reference-transaction', 'post-index-change']) {
-    fs.writeFileSync(path.join(repo, '.git', 'hooks', hook), `#!/bin/sh\necho hook ${hook} >> '${witness}'\n`, { mode: 0o755 });
+    fs.writeFileSync(path.join(repo, '.git', 'hooks', hook), `#!/bin/sh\necho hook ${hook} >> '${witness}'\n`, {
+      mode: 0o755,
+    });
   }
   for (const [key, value] of [
     ['core.fsmonitor', script],
@@ -86,7 +89,8 @@ describe('git(): what a repository configures never runs in the manager', () => 
 });
 
 describe('git(): what it remembers of a repository configuration follows the files', () => {
-  const sh = (args: string[], cwd: string) => execFileSync('git', args, { cwd, env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' }, stdio: 'pipe' });
+  const sh = (args: string[], cwd: string) =>
+    execFileSync('git', args, { cwd, env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' }, stdio: 'pipe' });
   /** A folder, a witness file, and a script that writes to the witness when run (a clean filter). */
   function scene(): { dir: string; witness: string; script: string } {
     const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'am-git-stamps-')));
@@ -160,7 +164,11 @@ describe('git(): what it remembers of a repository configuration follows the fil
     const bin = path.join(dir, 'bin');
     const log = path.join(dir, 'git.log');
     fs.mkdirSync(bin);
-    fs.writeFileSync(path.join(bin, 'git'), `#!/bin/sh\necho "$*" >> '${log}'\nexec ${execFileSync('sh', ['-c', 'command -v git']).toString().trim()} "$@"\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      path.join(bin, 'git'),
+      `#!/bin/sh\necho "$*" >> '${log}'\nexec ${execFileSync('sh', ['-c', 'command -v git']).toString().trim()} "$@"\n`,
+      { mode: 0o755 },
+    );
     const repo = path.join(dir, 'repo');
     repository(repo);
     const plain = path.join(dir, 'plain');
@@ -207,7 +215,9 @@ describe('one git runner', () => {
           .readFileSync(file, 'utf8')
           .split('\n')
           .map((line, i) => ({ line, where: `${path.relative(SERVER, file)}:${i + 1}` }))
-          .filter(({ line }) => /\b(spawn|spawnSync|execFile|execFileSync|exec|execSync|runBounded)\(\s*['"`]git\b/.test(line))
+          .filter(({ line }) =>
+            /\b(spawn|spawnSync|execFile|execFileSync|exec|execSync|runBounded)\(\s*['"`]git\b/.test(line),
+          )
           .map(({ where }) => where),
       );
     expect(offences).toEqual([]);

@@ -43,7 +43,15 @@ const DEFAULT_MAX_BYTES = 16 * 1024 * 1024;
  * when the manager itself was started from a git hook, for instance), or run a program of their
  * choosing for a diff.
  */
-const REPOSITORY_VARIABLES = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_COMMON_DIR', 'GIT_PREFIX', 'GIT_EXTERNAL_DIFF'];
+const REPOSITORY_VARIABLES = [
+  'GIT_DIR',
+  'GIT_WORK_TREE',
+  'GIT_INDEX_FILE',
+  'GIT_OBJECT_DIRECTORY',
+  'GIT_COMMON_DIR',
+  'GIT_PREFIX',
+  'GIT_EXTERNAL_DIFF',
+];
 
 /**
  * The environment of every git process: the agents' scrubbed one (none of the manager's own
@@ -150,7 +158,10 @@ interface ConfigOverrides {
 
 const overridesByDirectory = new Map<string, ConfigOverrides>();
 /** A read in flight, and the stamps it started from. */
-const overridesReading = new Map<string, { settings: Promise<Array<[string, string]>>; before: Map<string, string> | null }>();
+const overridesReading = new Map<
+  string,
+  { settings: Promise<Array<[string, string]>>; before: Map<string, string> | null }
+>();
 const OVERRIDES_KEPT = 256;
 
 /**
@@ -159,7 +170,8 @@ const OVERRIDES_KEPT = 256;
  * times move with every lock file git writes in it).
  */
 function stamp(file: string): string {
-  const part = (st: fs.Stats) => (st.isDirectory() ? `d${st.dev}:${st.ino}` : `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`);
+  const part = (st: fs.Stats) =>
+    st.isDirectory() ? `d${st.dev}:${st.ino}` : `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
   try {
     const own = fs.lstatSync(file);
     if (!own.isSymbolicLink()) {
@@ -226,7 +238,13 @@ function repositoryOverrides(cwd: string): Promise<Array<[string, string]>> {
 }
 
 async function readOverrides(cwd: string, before: ReadonlyMap<string, string>): Promise<Array<[string, string]>> {
-  const run = (args: string[]) => runBounded('git', ['-c', 'core.fsmonitor=false', ...args], { cwd, env: gitEnvironment(), maxBytes: 4 * 1024 * 1024, timeoutMs: 30_000 });
+  const run = (args: string[]) =>
+    runBounded('git', ['-c', 'core.fsmonitor=false', ...args], {
+      cwd,
+      env: gitEnvironment(),
+      maxBytes: 4 * 1024 * 1024,
+      timeoutMs: 30_000,
+    });
   const [listed, dirs] = await Promise.all([
     run(['config', '--list', '--show-scope', '--show-origin', '--null']),
     run(['rev-parse', '--path-format=absolute', '--git-dir', '--git-common-dir']),
@@ -236,7 +254,11 @@ async function readOverrides(cwd: string, before: ReadonlyMap<string, string>): 
     if (overridesByDirectory.size >= OVERRIDES_KEPT) {
       overridesByDirectory.clear();
     }
-    overridesByDirectory.set(cwd, { files: stamped, settings, trusted: stamped.every(({ file, stamp: now }) => before.get(file) === now) });
+    overridesByDirectory.set(cwd, {
+      files: stamped,
+      settings,
+      trusted: stamped.every(({ file, stamp: now }) => before.get(file) === now),
+    });
     return settings;
   };
   if (dirs.error !== null) {
@@ -250,7 +272,12 @@ async function readOverrides(cwd: string, before: ReadonlyMap<string, string>): 
   if (listed.code !== 0 || listed.truncated) {
     // A repository whose configuration cannot be listed is not run blind: git would read it too.
     const said = (listed.error ?? listed.stderr).trim().split('\n').slice(-2).join(' ').slice(0, 300);
-    throw new GitError(`the repository's configuration could not be read${said ? `: ${said}` : ''}`, listed.code, listed.stderr, listed.timedOut);
+    throw new GitError(
+      `the repository's configuration could not be read${said ? `: ${said}` : ''}`,
+      listed.code,
+      listed.stderr,
+      listed.timedOut,
+    );
   }
   const settings: Array<[string, string]> = [];
   const files = new Set<string>(discoveryFiles(cwd));
@@ -270,7 +297,11 @@ async function readOverrides(cwd: string, before: ReadonlyMap<string, string>): 
     // An include git skipped (its file missing, its condition false) is watched too: the file
     // appearing later changes the configuration without touching any file read so far.
     if (from !== null && value !== '' && (key === 'include.path' || /^includeif\..*\.path$/.test(key))) {
-      files.add(value.startsWith('~/') ? path.join(process.env.HOME ?? '/', value.slice(2)) : path.resolve(path.dirname(from), value));
+      files.add(
+        value.startsWith('~/')
+          ? path.join(process.env.HOME ?? '/', value.slice(2))
+          : path.resolve(path.dirname(from), value),
+      );
     }
     const neutral = neutralValue(key, value);
     if (neutral !== null) {
@@ -297,7 +328,11 @@ async function readOverrides(cwd: string, before: ReadonlyMap<string, string>): 
  * it, and inherited by the git processes git starts itself, submodules included); for the
  * commands that print diffs, no external diff and no textconv.
  */
-export async function guardedInvocation(args: readonly string[], cwd: string, base: NodeJS.ProcessEnv = process.env): Promise<{ args: string[]; env: Record<string, string> }> {
+export async function guardedInvocation(
+  args: readonly string[],
+  cwd: string,
+  base: NodeJS.ProcessEnv = process.env,
+): Promise<{ args: string[]; env: Record<string, string> }> {
   const own = await repositoryOverrides(cwd);
   const env: Record<string, string> = {};
   const settings = [...NEUTRAL_SETTINGS, ...own];
@@ -309,7 +344,10 @@ export async function guardedInvocation(args: readonly string[], cwd: string, ba
   });
   env.GIT_CONFIG_COUNT = String(first + settings.length);
   const [command, ...rest] = args;
-  const diffGuards = command !== undefined && DIFF_COMMANDS.has(command) ? ['--no-ext-diff', '--no-textconv'].filter((flag) => !rest.includes(flag)) : [];
+  const diffGuards =
+    command !== undefined && DIFF_COMMANDS.has(command)
+      ? ['--no-ext-diff', '--no-textconv'].filter((flag) => !rest.includes(flag))
+      : [];
   return { args: command === undefined ? [] : [command, ...diffGuards, ...rest], env };
 }
 
@@ -320,7 +358,10 @@ export async function guardedInvocation(args: readonly string[], cwd: string, ba
  * line (`/proc/<pid>/cmdline` is readable by everyone; a process's environment only by its user).
  * `guardedInvocation` numbers the neutral settings after these, so none of them can undo a guard.
  */
-export function configEnvironment(settings: ReadonlyArray<readonly [string, string]>, inherited: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function configEnvironment(
+  settings: ReadonlyArray<readonly [string, string]>,
+  inherited: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
   const first = /^\d{1,4}$/.test(inherited.GIT_CONFIG_COUNT ?? '') ? Number(inherited.GIT_CONFIG_COUNT) : 0;
   const env: Record<string, string> = { GIT_CONFIG_COUNT: String(first + settings.length) };
   settings.forEach(([key, value], i) => {
@@ -352,10 +393,20 @@ export async function git(args: readonly string[], options: GitOptions): Promise
     throw new GitError(`${what} could not be run: ${result.error}`, null, '', false);
   }
   if (result.timedOut) {
-    throw new GitError(`${what} took longer than ${(options.timeoutMs ?? DEFAULT_TIMEOUT_MS) / 1000} s`, null, result.stderr, true);
+    throw new GitError(
+      `${what} took longer than ${(options.timeoutMs ?? DEFAULT_TIMEOUT_MS) / 1000} s`,
+      null,
+      result.stderr,
+      true,
+    );
   }
   if (result.truncated && !options.allowTruncated) {
-    throw new GitError(`${what} printed more than ${options.maxBytes ?? DEFAULT_MAX_BYTES} bytes`, null, result.stderr, false);
+    throw new GitError(
+      `${what} printed more than ${options.maxBytes ?? DEFAULT_MAX_BYTES} bytes`,
+      null,
+      result.stderr,
+      false,
+    );
   }
   const code = result.code ?? -1;
   if (!result.truncated && !(options.okCodes ?? [0]).includes(code)) {
@@ -384,11 +435,18 @@ export async function gitSucceeds(args: readonly string[], options: GitOptions):
  * work in place, in the person's checkout, until a first commit) or `not_git`. git missing or
  * failing counts as `not_git`, as `WorkspaceGit.gitWorkspace` treats it.
  */
-export async function workspaceGitState(cwd: string, timeoutMs = 30_000): Promise<'repository' | 'no_commit' | 'not_git'> {
+export async function workspaceGitState(
+  cwd: string,
+  timeoutMs = 30_000,
+): Promise<'repository' | 'no_commit' | 'not_git'> {
   try {
     // One git (a Requirement's creation asks this): the top, then HEAD's commit, which prints
     // nothing and exits 1 before the first commit; outside a work tree git exits 128.
-    const out = await git(['rev-parse', '--show-toplevel', '--verify', '-q', 'HEAD^{commit}'], { cwd, okCodes: [0, 1, 128], timeoutMs });
+    const out = await git(['rev-parse', '--show-toplevel', '--verify', '-q', 'HEAD^{commit}'], {
+      cwd,
+      okCodes: [0, 1, 128],
+      timeoutMs,
+    });
     const lines = out.stdout.trim().split('\n');
     if (out.code === 0 && lines.length === 2 && lines[0] !== '' && lines[1] !== '') {
       return 'repository';

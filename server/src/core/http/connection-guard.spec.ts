@@ -2,9 +2,21 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as net from 'node:net';
 
-import { CONNECTION_LIMITS, ConnectionGuard, ConnectionLimits, guardConnections, openFileLimit } from './connection-guard';
+import {
+  CONNECTION_LIMITS,
+  ConnectionGuard,
+  ConnectionLimits,
+  guardConnections,
+  openFileLimit,
+} from './connection-guard';
 
-const FAST: ConnectionLimits = { checkIntervalMs: 100, headersTimeoutMs: 600, keepAliveTimeoutMs: 5_000, maxConnections: 20, requestTimeoutMs: 1_000 };
+const FAST: ConnectionLimits = {
+  checkIntervalMs: 100,
+  headersTimeoutMs: 600,
+  keepAliveTimeoutMs: 5_000,
+  maxConnections: 20,
+  requestTimeoutMs: 1_000,
+};
 
 /** A socket that sends the start of a request and then one header byte every 100 ms. */
 function dripper(port: number): { socket: net.Socket; closed: Promise<{ afterMs: number; data: string }> } {

@@ -15,7 +15,10 @@ const BODY_ERRORS: Record<string, { code: string; message: string }> = {
   'charset.unsupported': { code: 'unsupported_charset', message: 'request body charset must be utf-8' },
   'encoding.unsupported': { code: 'unsupported_encoding', message: 'request body encoding is not supported' },
   'entity.parse.failed': { code: 'invalid_json', message: 'request body is not valid JSON' },
-  'entity.too.large': { code: 'body_too_large', message: `JSON request bodies may be at most ${LIMITS.jsonBodyBytes} bytes` },
+  'entity.too.large': {
+    code: 'body_too_large',
+    message: `JSON request bodies may be at most ${LIMITS.jsonBodyBytes} bytes`,
+  },
   'entity.verify.failed': { code: 'invalid_body', message: 'request body was rejected' },
   'request.aborted': { code: 'request_aborted', message: 'request body was not fully received' },
   'request.size.invalid': { code: 'invalid_body', message: 'request body size does not match Content-Length' },
@@ -55,14 +58,23 @@ function verifyShape(_req: IncomingMessage, _res: unknown, body: Buffer, encodin
  * take no body, so theirs is never parsed (the lingering close discards it).
  */
 export function jsonBodyMiddleware(): RequestHandler {
-  const parse = express.json({ limit: LIMITS.jsonBodyBytes, strict: true, type: ['application/json', 'application/*+json'], verify: verifyShape });
+  const parse = express.json({
+    limit: LIMITS.jsonBodyBytes,
+    strict: true,
+    type: ['application/json', 'application/*+json'],
+    verify: verifyShape,
+  });
   return (req: Request, res: Response, next: NextFunction) => {
     if (!req.path.startsWith('/api/') || RAW_BODY_ROUTES.some((route) => route.test(req.path))) {
       next();
       return;
     }
     const declared = req.headers['content-length'];
-    if (declared !== undefined && Number(declared) > LIMITS.jsonBodyBytes && req.is(['application/json', 'application/*+json'])) {
+    if (
+      declared !== undefined &&
+      Number(declared) > LIMITS.jsonBodyBytes &&
+      req.is(['application/json', 'application/*+json'])
+    ) {
       // Known too large from the header: answer now instead of after body-parser has read it all.
       res.status(400).json(errorBody(400, 'body_too_large', BODY_ERRORS['entity.too.large'].message));
       return;

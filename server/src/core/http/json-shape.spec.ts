@@ -1,11 +1,14 @@
 import { JSON_SHAPE_LIMITS, checkJsonShape } from './json-shape';
 
-const check = (value: unknown) => checkJsonShape(Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)));
+const check = (value: unknown) =>
+  checkJsonShape(Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)));
 const objectWith = (keys: number) => Object.fromEntries(Array.from({ length: keys }, (_, i) => [`k${i}`, i]));
 
 describe('checkJsonShape', () => {
   it('passes every body a request needs', () => {
-    expect(check({ description: 'a "quoted" {brace} [bracket]: colon, comma \\ ', provider: 'codex', title: 't' })).toBeNull();
+    expect(
+      check({ description: 'a "quoted" {brace} [bracket]: colon, comma \\ ', provider: 'codex', title: 't' }),
+    ).toBeNull();
     expect(check({ attachmentIds: ['att_1', 'att_2'], message: 'emoji 😀 and \ud83d\ude00 as escapes' })).toBeNull();
     expect(check('{"emoji":"\\ud83d\\ude00","e":"\\u00e9\\\\u","empty":[],"blank":[ ]}')).toBeNull();
     expect(check(objectWith(JSON_SHAPE_LIMITS.keysPerObject))).toBeNull();
@@ -22,7 +25,9 @@ describe('checkJsonShape', () => {
 
   it('refuses too many array items, nested or not', () => {
     expect(check(Array.from({ length: JSON_SHAPE_LIMITS.arrayItems + 1 }, () => 0))?.code).toBe('too_many_items');
-    expect(check({ a: Array.from({ length: 6_000 }, () => []), b: Array.from({ length: 6_000 }, () => 'x') })?.code).toBe('too_many_items');
+    expect(
+      check({ a: Array.from({ length: 6_000 }, () => []), b: Array.from({ length: 6_000 }, () => 'x') })?.code,
+    ).toBe('too_many_items');
   });
 
   it('refuses nesting deeper than the limit (arrays and objects alike)', () => {
@@ -32,7 +37,15 @@ describe('checkJsonShape', () => {
   });
 
   it('refuses lone surrogate escapes, in values and keys, but not escaped backslashes that look like them', () => {
-    for (const text of ['"\\ud800"', '"a\\uD800b"', '"\\udfff"', '"\\ud800\\u0041"', '"\\ud800\\ud800"', '{"\\udc00":1}', '"\\ude00\\ud83d"']) {
+    for (const text of [
+      '"\\ud800"',
+      '"a\\uD800b"',
+      '"\\udfff"',
+      '"\\ud800\\u0041"',
+      '"\\ud800\\ud800"',
+      '{"\\udc00":1}',
+      '"\\ude00\\ud83d"',
+    ]) {
       expect({ text, code: check(`{"x":${text}}`)?.code }).toEqual({ code: 'invalid_text', text });
     }
     expect(check('{"x":"\\\\ud800"}')).toBeNull();

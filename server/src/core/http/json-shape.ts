@@ -20,7 +20,10 @@ export const JSON_SHAPE_LIMITS = {
 export type JsonShapeLimits = { [K in keyof typeof JSON_SHAPE_LIMITS]: number };
 
 export type JsonShapeProblem =
-  { code: 'body_too_deep'; message: string } | { code: 'too_many_keys'; message: string } | { code: 'too_many_items'; message: string } | { code: 'invalid_text'; message: string };
+  | { code: 'body_too_deep'; message: string }
+  | { code: 'too_many_keys'; message: string }
+  | { code: 'too_many_items'; message: string }
+  | { code: 'invalid_text'; message: string };
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -40,7 +43,8 @@ function escapedUnit(bytes: Uint8Array, at: number): number {
   let unit = 0;
   for (let i = at + 1; i <= at + 4; i++) {
     const b = bytes[i];
-    const digit = b >= 0x30 && b <= 0x39 ? b - 0x30 : b >= 0x61 && b <= 0x66 ? b - 0x57 : b >= 0x41 && b <= 0x46 ? b - 0x37 : -1;
+    const digit =
+      b >= 0x30 && b <= 0x39 ? b - 0x30 : b >= 0x61 && b <= 0x66 ? b - 0x57 : b >= 0x41 && b <= 0x46 ? b - 0x37 : -1;
     if (digit < 0) {
       return -1;
     }
@@ -61,7 +65,10 @@ const isLow = (unit: number) => unit >= 0xdc00 && unit <= 0xdfff;
  * and no field has a use for it). Malformed JSON is left to JSON.parse to report: this
  * pass only has to stop early and never miscount valid input.
  */
-export function checkJsonShape(bytes: Uint8Array, limits: JsonShapeLimits = JSON_SHAPE_LIMITS): JsonShapeProblem | null {
+export function checkJsonShape(
+  bytes: Uint8Array,
+  limits: JsonShapeLimits = JSON_SHAPE_LIMITS,
+): JsonShapeProblem | null {
   // One entry per open container: its member (or, for arrays, comma) count so far, and its kind.
   const counts: number[] = [];
   const isObject: boolean[] = [];
@@ -120,7 +127,10 @@ export function checkJsonShape(bytes: Uint8Array, limits: JsonShapeLimits = JSON
           counts[counts.length - 1] = inThis;
           keys++;
           if (inThis > limits.keysPerObject) {
-            return { code: 'too_many_keys', message: `a JSON object in a request body may have at most ${limits.keysPerObject} keys` };
+            return {
+              code: 'too_many_keys',
+              message: `a JSON object in a request body may have at most ${limits.keysPerObject} keys`,
+            };
           }
           if (keys > limits.keys) {
             return { code: 'too_many_keys', message: `a request body may have at most ${limits.keys} keys in all` };
@@ -136,7 +146,10 @@ export function checkJsonShape(bytes: Uint8Array, limits: JsonShapeLimits = JSON
         break;
     }
     if (items > limits.arrayItems) {
-      return { code: 'too_many_items', message: `a request body may have at most ${limits.arrayItems} array items in all` };
+      return {
+        code: 'too_many_items',
+        message: `a request body may have at most ${limits.arrayItems} array items in all`,
+      };
     }
   }
   return null;
@@ -162,5 +175,8 @@ function nulText(): JsonShapeProblem {
 }
 
 function loneSurrogate(): JsonShapeProblem {
-  return { code: 'invalid_text', message: 'request body text contains a lone UTF-16 surrogate (a \\uD800–\\uDFFF escape without its pair)' };
+  return {
+    code: 'invalid_text',
+    message: 'request body text contains a lone UTF-16 surrogate (a \\uD800–\\uDFFF escape without its pair)',
+  };
 }

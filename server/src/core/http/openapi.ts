@@ -21,9 +21,12 @@ const ERROR_BODY = { content: { 'application/json': { schema: { $ref: '#/compone
  * document them: without them, clients (and linters) would believe most operations never fail.
  */
 const MIDDLEWARE_ANSWERS = {
-  invalidInput: 'Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which)',
-  refused: 'Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF)',
-  unauthorized: 'Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired',
+  invalidInput:
+    'Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which)',
+  refused:
+    'Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF)',
+  unauthorized:
+    'Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired',
 };
 
 /** The OpenAPI document, generated from the controllers and DTOs; operationId = method name. */
@@ -36,8 +39,14 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     // First the origin the document came from (the explorer's "Try it out" then calls the server
     // that served it, whatever its port or loopback name), then the default loopback address.
     .addServer('/', 'The server that serves this document')
-    .addServer(`http://127.0.0.1:${CONFIGURATION_DEFAULTS.port}`, 'The local server on its default port (`port` in the configuration changes it)')
-    .addBearerAuth({ description: 'The local token (`agent-manager token`) or a run credential', scheme: 'bearer', type: 'http' }, 'bearer')
+    .addServer(
+      `http://127.0.0.1:${CONFIGURATION_DEFAULTS.port}`,
+      'The local server on its default port (`port` in the configuration changes it)',
+    )
+    .addBearerAuth(
+      { description: 'The local token (`agent-manager token`) or a run credential', scheme: 'bearer', type: 'http' },
+      'bearer',
+    )
     .addSecurityRequirements('bearer')
     .build();
   const document = SwaggerModule.createDocument(app, config, {
@@ -73,7 +82,9 @@ function withMiddlewareAnswers(document: OpenAPIObject): OpenAPIObject {
       const responses = operation.responses;
       const add = (status: string, description: string) => {
         // A controller's own description (a 403 for a run outside its scope, say) says more; keep it.
-        responses[status] = responses[status]?.description ? { ...ERROR_BODY, ...responses[status] } : { ...ERROR_BODY, description };
+        responses[status] = responses[status]?.description
+          ? { ...ERROR_BODY, ...responses[status] }
+          : { ...ERROR_BODY, description };
       };
       if (operation.requestBody || operation.parameters?.some((p) => p.in === 'query')) {
         add('400', MIDDLEWARE_ANSWERS.invalidInput);

@@ -20,7 +20,10 @@ export function encodeCursor(key: Array<string | number>): string {
   return Buffer.from(JSON.stringify(key)).toString('base64url');
 }
 
-export function decodeCursor<T extends Array<string | number>>(cursor: string | undefined, shape: Array<'string' | 'number'>): T | null {
+export function decodeCursor<T extends Array<string | number>>(
+  cursor: string | undefined,
+  shape: Array<'string' | 'number'>,
+): T | null {
   if (cursor === undefined) {
     return null;
   }

@@ -3,4 +3,8 @@
  * the OpenAPI document marks them so. Here in core, beside the document, so neither imports the other.
  * The GitHub webhook proves itself with its signature (checked by its service, off by default).
  */
-export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['GET /api/health', 'HEAD /api/health', 'POST /api/github/webhook']);
+export const PUBLIC_ROUTES: ReadonlySet<string> = new Set([
+  'GET /api/health',
+  'HEAD /api/health',
+  'POST /api/github/webhook',
+]);

@@ -26,7 +26,9 @@ describe('cacheValidationMetadata', () => {
     expect(storage.getTargetValidationMetadatas(Derived, '', false, false)).toBe(first);
     expect(first.map((m) => m.propertyName).sort()).toEqual(['count', 'name']);
     expect(errorsOf(Object.assign(new Derived(), { count: 'x', name: 1 }))).toEqual(['count:isInt', 'name:isString']);
-    expect(errorsOf(Object.assign(new Derived(), { count: 2, extra: true, name: 'a' }))).toEqual(['extra:whitelistValidation']);
+    expect(errorsOf(Object.assign(new Derived(), { count: 2, extra: true, name: 'a' }))).toEqual([
+      'extra:whitelistValidation',
+    ]);
   });
 
   it('forgets what it remembered when a rule is registered later (a class decorated after the first request)', () => {

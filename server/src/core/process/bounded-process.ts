@@ -19,7 +19,12 @@ export function runBounded(command: string, args: readonly string[], options: Bo
 }
 
 /** `runBounded` in this process; `onSpawn` learns the process group as soon as it exists. */
-export function runBoundedHere(command: string, args: readonly string[], options: BoundedOptions, onSpawn?: (pid: number) => void): Promise<BoundedResult> {
+export function runBoundedHere(
+  command: string,
+  args: readonly string[],
+  options: BoundedOptions,
+  onSpawn?: (pid: number) => void,
+): Promise<BoundedResult> {
   return new Promise((resolve) => {
     const maxErrorBytes = options.maxErrorBytes ?? 8192;
     const chunks: Buffer[] = [];
@@ -28,7 +33,12 @@ export function runBoundedHere(command: string, args: readonly string[], options
     let truncated = false;
     let timedOut = false;
     let settled = false;
-    const child = spawn(command, args, { cwd: options.cwd, detached: true, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      detached: true,
+      env: options.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     if (child.pid !== undefined) {
       onSpawn?.(child.pid);
     }

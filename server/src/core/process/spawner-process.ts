@@ -19,10 +19,17 @@ const reply = (message: SpawnerReply, handle?: Socket) => {
 
 process.on('message', (request: SpawnerRequest) => {
   if (request.kind === 'bounded') {
-    void runBoundedHere(request.command, request.args, request.options, (pid) => reply({ id: request.id, pid })).then((result) => reply({ id: request.id, result }));
+    void runBoundedHere(request.command, request.args, request.options, (pid) => reply({ id: request.id, pid })).then(
+      (result) => reply({ id: request.id, result }),
+    );
     return;
   }
-  const child = spawn(request.command, request.args, { cwd: request.options.cwd, detached: true, env: request.options.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(request.command, request.args, {
+    cwd: request.options.cwd,
+    detached: true,
+    env: request.options.env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   if (child.pid === undefined) {
     child.once('error', (err) => reply({ failed: err.message, id: request.id }));
     return;

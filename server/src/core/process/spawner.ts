@@ -32,7 +32,13 @@ export interface StreamingOptions {
 
 /** What the manager asks the spawner process: one `runBounded` call, or one streaming program. */
 export type SpawnerRequest =
-  | { id: number; kind: 'bounded'; command: string; args: readonly string[]; options: BoundedOptions & { env: NodeJS.ProcessEnv } }
+  | {
+      id: number;
+      kind: 'bounded';
+      command: string;
+      args: readonly string[];
+      options: BoundedOptions & { env: NodeJS.ProcessEnv };
+    }
   | { id: number; kind: 'streaming'; command: string; args: readonly string[]; options: StreamingOptions };
 
 /**
@@ -105,10 +111,19 @@ class Spawner {
     }
     const id = this.nextId++;
     return new Promise((resolve) => {
-      const guard = setTimeout(() => this.settle(id, lost('the process spawner did not answer in time', true)), options.timeoutMs + GRACE_MS);
+      const guard = setTimeout(
+        () => this.settle(id, lost('the process spawner did not answer in time', true)),
+        options.timeoutMs + GRACE_MS,
+      );
       this.pending.set(id, { deadline: Date.now() + options.timeoutMs, guard, kind: 'bounded', pid: null, resolve });
       // A plain copy: process.env is an exotic object the structured clone refuses.
-      this.ask(child, { args: [...args], command, id, kind: 'bounded', options: { ...options, env: { ...(options.env ?? process.env) } } });
+      this.ask(child, {
+        args: [...args],
+        command,
+        id,
+        kind: 'bounded',
+        options: { ...options, env: { ...(options.env ?? process.env) } },
+      });
     });
   }
 
@@ -131,7 +146,13 @@ class Spawner {
         pipes: {},
         started: (streaming) => started({ ...streaming, exited }),
       });
-      this.ask(child, { args: [...args], command, id, kind: 'streaming', options: { cwd: options.cwd, env: { ...options.env } } });
+      this.ask(child, {
+        args: [...args],
+        command,
+        id,
+        kind: 'streaming',
+        options: { cwd: options.cwd, env: { ...options.env } },
+      });
     });
   }
 
@@ -142,7 +163,8 @@ class Spawner {
 
   private ask(child: ChildProcess, request: SpawnerRequest): void {
     this.child?.channel?.ref();
-    const refused = (err: Error | null) => err && this.fail(request.id, `the process spawner could not be asked: ${err.message}`);
+    const refused = (err: Error | null) =>
+      err && this.fail(request.id, `the process spawner could not be asked: ${err.message}`);
     try {
       child.send(request, refused);
     } catch (err) {
@@ -195,7 +217,10 @@ class Spawner {
       entry.pid = reply.pid;
     } else if ('result' in reply && entry.kind === 'bounded') {
       const stdout = reply.result.stdout as Uint8Array;
-      this.settle(reply.id, { ...reply.result, stdout: Buffer.isBuffer(stdout) ? stdout : Buffer.from(stdout.buffer, stdout.byteOffset, stdout.byteLength) });
+      this.settle(reply.id, {
+        ...reply.result,
+        stdout: Buffer.isBuffer(stdout) ? stdout : Buffer.from(stdout.buffer, stdout.byteOffset, stdout.byteLength),
+      });
     } else if ('stream' in reply && entry.kind === 'streaming' && handle) {
       entry.pipes[reply.stream] = handle;
       const { stdin, stdout, stderr } = entry.pipes;
@@ -299,7 +324,12 @@ class Spawner {
 
 /** `start` in this process (no spawner). */
 function spawnHere(command: string, args: readonly string[], options: StreamingOptions): StreamingChild {
-  const child = spawn(command, args, { cwd: options.cwd, detached: true, env: options.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    detached: true,
+    env: options.env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const exited = new Promise<StreamingExit>((resolve) => {
     child.once('error', (err) => resolve({ code: null, error: err.message, signal: null }));
     child.once('exit', (code, signal) => resolve({ code, error: null, signal }));
@@ -310,11 +340,24 @@ function spawnHere(command: string, args: readonly string[], options: StreamingO
 /** The pipes of a program that never started: already closed. */
 function notStarted(): Omit<StreamingChild, 'exited'> {
   const closed = <T extends Readable | Writable>(stream: T): T => stream.destroy() as T;
-  return { pid: null, stderr: closed(new PassThrough()), stdin: closed(new PassThrough()), stdout: closed(new PassThrough()) };
+  return {
+    pid: null,
+    stderr: closed(new PassThrough()),
+    stdin: closed(new PassThrough()),
+    stdout: closed(new PassThrough()),
+  };
 }
 
 function lost(error: string, killed: boolean): BoundedResult {
-  return { code: null, error, signal: killed ? 'SIGKILL' : null, stderr: '', stdout: Buffer.alloc(0), timedOut: false, truncated: false };
+  return {
+    code: null,
+    error,
+    signal: killed ? 'SIGKILL' : null,
+    stderr: '',
+    stdout: Buffer.alloc(0),
+    timedOut: false,
+    truncated: false,
+  };
 }
 
 function killGroup(pid: number): void {

@@ -15,7 +15,9 @@ interface LockRecord {
 
 export class InstanceLockedError extends Error {
   constructor(readonly holder: LockRecord) {
-    super(`Agent Manager is already running for this workspace (pid ${holder.pid}${holder.url ? `, ${holder.url}` : ', still starting'})`);
+    super(
+      `Agent Manager is already running for this workspace (pid ${holder.pid}${holder.url ? `, ${holder.url}` : ', still starting'})`,
+    );
   }
 }
 
@@ -39,14 +41,18 @@ function isAlive(record: LockRecord): boolean {
  * The manager holding this lock, if one is alive (for clients on the same machine: `agent-manager
  * mcp` finds its URL here). Null when there is no lock, it is unreadable, or its process is gone.
  */
-export function runningInstance(lockPath: string): { pid: number; url: string | null; workspace: string | null } | null {
+export function runningInstance(
+  lockPath: string,
+): { pid: number; url: string | null; workspace: string | null } | null {
   let record: LockRecord;
   try {
     record = JSON.parse(fs.readFileSync(lockPath, 'utf8')) as LockRecord;
   } catch {
     return null;
   }
-  return typeof record.pid === 'number' && isAlive(record) ? { pid: record.pid, url: record.url ?? null, workspace: record.workspace ?? null } : null;
+  return typeof record.pid === 'number' && isAlive(record)
+    ? { pid: record.pid, url: record.url ?? null, workspace: record.workspace ?? null }
+    : null;
 }
 
 /**

@@ -1,5 +1,14 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsString, Matches, MaxLength, ValidateIf } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsBoolean,
+  IsString,
+  Matches,
+  MaxLength,
+  ValidateIf,
+} from 'class-validator';
 
 import {
   ConflictPair,
@@ -29,7 +38,10 @@ export class LandRequirementDto {
   )
   method!: LandMethod;
 
-  @ApiPropertyOptional({ description: "Commit the worktree's uncommitted work on its branch first, instead of refusing with worktree_dirty (every method)" })
+  @ApiPropertyOptional({
+    description:
+      "Commit the worktree's uncommitted work on its branch first, instead of refusing with worktree_dirty (every method)",
+  })
   @ValidateIf((_o, v) => v !== undefined)
   @IsBoolean()
   commitPending?: boolean;
@@ -41,10 +53,15 @@ export class LandRequirementDto {
   })
   @ValidateIf((_o, v) => v !== undefined)
   @IsString()
-  @Matches(/^([0-9a-f]{40}|[0-9a-f]{64})$/, { message: 'expectedHead must be a full commit id (40 or 64 lowercase hex digits)' })
+  @Matches(/^([0-9a-f]{40}|[0-9a-f]{64})$/, {
+    message: 'expectedHead must be a full commit id (40 or 64 lowercase hex digits)',
+  })
   expectedHead?: string;
 
-  @ApiPropertyOptional({ description: 'Confirm the Requirement done once landed when it waits for confirmation (local methods; true when absent)' })
+  @ApiPropertyOptional({
+    description:
+      'Confirm the Requirement done once landed when it waits for confirmation (local methods; true when absent)',
+  })
   @ValidateIf((_o, v) => v !== undefined)
   @IsBoolean()
   markDone?: boolean;
@@ -53,8 +70,17 @@ export class LandRequirementDto {
 export class LandResponseDto {
   @ApiProperty({ type: RequirementResponseDto }) requirement!: RequirementResponseDto;
   @ApiProperty({ enum: LAND_METHODS }) method!: LandMethod;
-  @ApiProperty({ description: "The base's new commit that holds the work (null for pull_request)", nullable: true, type: String }) commit!: string | null;
-  @ApiProperty({ description: 'The pull request opened and registered (pull_request only)', nullable: true, type: PullRequestResponseDto })
+  @ApiProperty({
+    description: "The base's new commit that holds the work (null for pull_request)",
+    nullable: true,
+    type: String,
+  })
+  commit!: string | null;
+  @ApiProperty({
+    description: 'The pull request opened and registered (pull_request only)',
+    nullable: true,
+    type: PullRequestResponseDto,
+  })
   pullRequest!: PullRequestResponseDto | null;
 }
 
@@ -77,8 +103,10 @@ export class RadarRequirementDto {
 }
 
 export class ConflictRadarResponseDto implements ConflictRadar {
-  @ApiProperty({ description: 'Pairs of live Requirements whose work conflicts, and where', type: [ConflictPairDto] }) pairs!: ConflictPairDto[];
-  @ApiProperty({ description: 'Every live Requirement with work to land', type: [RadarRequirementDto] }) requirements!: RadarRequirementDto[];
+  @ApiProperty({ description: 'Pairs of live Requirements whose work conflicts, and where', type: [ConflictPairDto] })
+  pairs!: ConflictPairDto[];
+  @ApiProperty({ description: 'Every live Requirement with work to land', type: [RadarRequirementDto] })
+  requirements!: RadarRequirementDto[];
   @ApiProperty({ nullable: true, type: String }) checkedAt!: string | null;
 }
 
@@ -90,7 +118,11 @@ export class LandingQueueItemDto implements LandingQueueItem {
   @ApiProperty({ enum: LANDING_QUEUE_STATES }) state!: LandingQueueState;
   @ApiProperty({ description: 'Why it is paused', nullable: true, type: String }) reason!: string | null;
   @ApiProperty({ type: [String] }) conflictPaths!: string[];
-  @ApiProperty({ description: 'The work you were shown when queueing it: only that lands (null: the work as it is at its turn)', nullable: true, type: String })
+  @ApiProperty({
+    description: 'The work you were shown when queueing it: only that lands (null: the work as it is at its turn)',
+    nullable: true,
+    type: String,
+  })
   expectedHead!: string | null;
   @ApiProperty() addedAt!: string;
 }
@@ -112,12 +144,19 @@ export class QueueLandingDto {
   })
   @ValidateIf((_o, v) => v !== undefined)
   @IsString()
-  @Matches(/^([0-9a-f]{40}|[0-9a-f]{64})$/, { message: 'expectedHead must be a full commit id (40 or 64 lowercase hex digits)' })
+  @Matches(/^([0-9a-f]{40}|[0-9a-f]{64})$/, {
+    message: 'expectedHead must be a full commit id (40 or 64 lowercase hex digits)',
+  })
   expectedHead?: string;
 }
 
 export class ReorderLandingQueueDto {
-  @ApiProperty({ description: 'Every queued Requirement, each once, in the order to land them', isArray: true, maxItems: LANDING_QUEUE_MAX, type: String })
+  @ApiProperty({
+    description: 'Every queued Requirement, each once, in the order to land them',
+    isArray: true,
+    maxItems: LANDING_QUEUE_MAX,
+    type: String,
+  })
   @IsArray()
   @ArrayMinSize(0)
   @ArrayMaxSize(LANDING_QUEUE_MAX)

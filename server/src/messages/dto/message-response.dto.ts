@@ -1,6 +1,13 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-import { MESSAGE_AUTHORS, MessageAuthor, RequirementMessage, SYSTEM_MESSAGE_CODES, SystemMessageArgs, SystemMessageCode } from '@libs/contracts';
+import {
+  MESSAGE_AUTHORS,
+  MessageAuthor,
+  RequirementMessage,
+  SYSTEM_MESSAGE_CODES,
+  SystemMessageArgs,
+  SystemMessageCode,
+} from '@libs/contracts';
 
 import { AttachmentResponseDto } from '../../attachments/dto/attachment-response.dto';
 import { PageInfoDto } from '../../core/http/pagination';
@@ -12,16 +19,28 @@ export class MessageResponseDto implements RequirementMessage {
   @ApiProperty() requirementId!: string;
   @ApiProperty() sessionId!: string;
   @ApiProperty({ nullable: true, type: String }) runId!: string | null;
-  @ApiProperty({ description: 'The sending Requirement of a related RD agent message', nullable: true, type: String }) sourceRequirementId!: string | null;
+  @ApiProperty({ description: 'The sending Requirement of a related RD agent message', nullable: true, type: String })
+  sourceRequirementId!: string | null;
   @ApiProperty({ enum: MESSAGE_AUTHORS }) author!: MessageAuthor;
-  @ApiProperty({ description: "On a person's message: the person's stable id (null on others' and older messages)", nullable: true, type: String }) authorId!: string | null;
-  @ApiProperty({ description: "On a person's message: the person's name when they wrote it", nullable: true, type: String }) authorName!: string | null;
+  @ApiProperty({
+    description: "On a person's message: the person's stable id (null on others' and older messages)",
+    nullable: true,
+    type: String,
+  })
+  authorId!: string | null;
+  @ApiProperty({
+    description: "On a person's message: the person's name when they wrote it",
+    nullable: true,
+    type: String,
+  })
+  authorName!: string | null;
   @ApiProperty() body!: string;
   @ApiProperty({ type: [AttachmentResponseDto] }) attachments!: AttachmentResponseDto[];
   @ApiProperty({ description: 'Gap-free, increasing within the Requirement' }) sequence!: number;
   @ApiProperty({ description: 'Whether the RD agent must consume it' }) deliverToRd!: boolean;
   @ApiProperty() createdAt!: string;
-  @ApiProperty({ description: 'Trigger source (github, timer) or null', nullable: true, type: String }) source!: string | null;
+  @ApiProperty({ description: 'Trigger source (github, timer) or null', nullable: true, type: String }) source!:
+    string | null;
   @ApiProperty({ nullable: true, type: String }) triggerId!: string | null;
   @ApiProperty({ additionalProperties: true, nullable: true, type: Object }) metadata!: Record<string, unknown> | null;
   @ApiProperty({
@@ -49,12 +68,16 @@ export class ReplyResponseDto {
   @ApiProperty() accepted!: boolean;
   @ApiProperty() requirementId!: string;
   @ApiProperty({ enum: ['reply'] }) action!: 'reply';
-  @ApiProperty({ description: 'True when the message waits for a later run rather than starting one now' }) queued!: boolean;
+  @ApiProperty({ description: 'True when the message waits for a later run rather than starting one now' })
+  queued!: boolean;
   @ApiProperty({ type: MessageResponseDto }) message!: MessageResponseDto;
   @ApiProperty({ type: RequirementResponseDto }) requirement!: RequirementResponseDto;
 }
 
-export function toMessageResponse(entity: RequirementMessageEntity, attachments: AttachmentResponseDto[]): MessageResponseDto {
+export function toMessageResponse(
+  entity: RequirementMessageEntity,
+  attachments: AttachmentResponseDto[],
+): MessageResponseDto {
   return {
     args: entity.args ?? null,
     attachments,

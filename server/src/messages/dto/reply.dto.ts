@@ -3,7 +3,10 @@ import { LIMITS } from '@libs/contracts';
 import { OptionalIdList, OptionalText } from '../../core/validation';
 
 export class ReplyDto {
-  @OptionalIdList({ description: `Uploaded attachment IDs (at most ${LIMITS.attachmentsPerMessage})`, max: LIMITS.attachmentsPerMessage })
+  @OptionalIdList({
+    description: `Uploaded attachment IDs (at most ${LIMITS.attachmentsPerMessage})`,
+    max: LIMITS.attachmentsPerMessage,
+  })
   attachmentIds?: string[];
 
   @OptionalText({ description: 'Message text; may be omitted when attachments are present', max: LIMITS.messageLength })

@@ -22,7 +22,13 @@ export class RegisterPullRequestDto {
   @ValidateText({ description: "The Requirement the PR belongs to (the run's own)", max: 100, min: 1 })
   requirementId!: string;
 
-  @ValidateText({ description: 'owner/name on GitHub', example: 'org/repo', max: 200, min: 3, pattern: /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/ })
+  @ValidateText({
+    description: 'owner/name on GitHub',
+    example: 'org/repo',
+    max: 200,
+    min: 3,
+    pattern: /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/,
+  })
   repository!: string;
 
   @ApiProperty({ description: 'The PR number', example: 184, maximum: 2_147_483_647, minimum: 1 })
@@ -31,7 +37,13 @@ export class RegisterPullRequestDto {
   @Max(2_147_483_647)
   number!: number;
 
-  @ValidateText({ description: "The PR's web address", example: 'https://github.com/org/repo/pull/184', max: 2000, min: 8, pattern: /^https?:\/\/\S+$/ })
+  @ValidateText({
+    description: "The PR's web address",
+    example: 'https://github.com/org/repo/pull/184',
+    max: 2000,
+    min: 8,
+    pattern: /^https?:\/\/\S+$/,
+  })
   url!: string;
 
   @ValidateText({ description: 'PR title', max: 1000, min: 1 })
@@ -56,12 +68,22 @@ export class ListPullRequestsQueryDto extends PageQueryDto {
 }
 
 export class PullRequestAutoReviewDto implements PullRequestAutoReview {
-  @ApiProperty({ description: 'off until the loop first reviews the PR; clean and max_rounds end the loop', enum: AUTO_REVIEW_STATES }) state!: AutoReviewState;
+  @ApiProperty({
+    description: 'off until the loop first reviews the PR; clean and max_rounds end the loop',
+    enum: AUTO_REVIEW_STATES,
+  })
+  state!: AutoReviewState;
   @ApiProperty({ description: 'Rounds counted so far (a failed round is not counted)' }) round!: number;
   @ApiProperty({ nullable: true, type: Number }) maxRounds!: number | null;
   @ApiProperty({ enum: PROVIDERS, nullable: true }) provider!: Provider | null;
-  @ApiProperty({ description: 'The head the latest round reviewed', nullable: true, type: String }) headSha!: string | null;
-  @ApiProperty({ description: 'How the latest round ended (null while the first runs)', enum: AUTO_REVIEW_OUTCOMES, nullable: true }) lastOutcome!: AutoReviewOutcome | null;
+  @ApiProperty({ description: 'The head the latest round reviewed', nullable: true, type: String }) headSha!:
+    string | null;
+  @ApiProperty({
+    description: 'How the latest round ended (null while the first runs)',
+    enum: AUTO_REVIEW_OUTCOMES,
+    nullable: true,
+  })
+  lastOutcome!: AutoReviewOutcome | null;
 }
 
 export class PullRequestResponseDto implements PullRequest {
@@ -75,7 +97,8 @@ export class PullRequestResponseDto implements PullRequest {
   @ApiProperty() headBranch!: string;
   @ApiProperty() headSha!: string;
   @ApiProperty({ enum: PULL_REQUEST_STATUSES }) status!: PullRequestStatus;
-  @ApiProperty({ description: "Its Requirement's cross-model review loop on this PR", type: PullRequestAutoReviewDto }) autoReview!: PullRequestAutoReviewDto;
+  @ApiProperty({ description: "Its Requirement's cross-model review loop on this PR", type: PullRequestAutoReviewDto })
+  autoReview!: PullRequestAutoReviewDto;
   @ApiProperty() createdAt!: string;
   @ApiProperty() updatedAt!: string;
 }

@@ -15,7 +15,11 @@ export class AutoReviewInputDto {
   @OptionalEnum(PROVIDERS, "Which coding agent reviews; default: the other one than the Requirement's")
   provider?: Provider;
 
-  @OptionalInt({ description: `At most this many review rounds per PR; default ${DEFAULT_AUTO_REVIEW_MAX_ROUNDS}`, max: LIMITS.autoReviewMaxRounds, min: 1 })
+  @OptionalInt({
+    description: `At most this many review rounds per PR; default ${DEFAULT_AUTO_REVIEW_MAX_ROUNDS}`,
+    max: LIMITS.autoReviewMaxRounds,
+    min: 1,
+  })
   maxRounds?: number;
 }
 
@@ -56,11 +60,19 @@ export function autoReviewColumns(
   if (input === null) {
     return { autoReviewMaxRounds: null, autoReviewProvider: null };
   }
-  return { autoReviewMaxRounds: input.maxRounds ?? DEFAULT_AUTO_REVIEW_MAX_ROUNDS, autoReviewProvider: input.provider ?? otherProvider(rdProvider) };
+  return {
+    autoReviewMaxRounds: input.maxRounds ?? DEFAULT_AUTO_REVIEW_MAX_ROUNDS,
+    autoReviewProvider: input.provider ?? otherProvider(rdProvider),
+  };
 }
 
-export function toAutoReviewSettings(requirement: Pick<RequirementEntity, 'autoReviewMaxRounds' | 'autoReviewProvider'>): AutoReviewSettingsDto | null {
+export function toAutoReviewSettings(
+  requirement: Pick<RequirementEntity, 'autoReviewMaxRounds' | 'autoReviewProvider'>,
+): AutoReviewSettingsDto | null {
   return requirement.autoReviewProvider === null || requirement.autoReviewProvider === undefined
     ? null
-    : { maxRounds: requirement.autoReviewMaxRounds ?? DEFAULT_AUTO_REVIEW_MAX_ROUNDS, provider: requirement.autoReviewProvider };
+    : {
+        maxRounds: requirement.autoReviewMaxRounds ?? DEFAULT_AUTO_REVIEW_MAX_ROUNDS,
+        provider: requirement.autoReviewProvider,
+      };
 }

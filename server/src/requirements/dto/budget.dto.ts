@@ -12,7 +12,8 @@ import { OptionalInt, OptionalNumber } from '../../core/validation';
  */
 export class BudgetInputDto {
   @OptionalInt({
-    description: 'Tokens (input + output, as the provider reports them) its RD runs may use; null or absent: no token limit',
+    description:
+      'Tokens (input + output, as the provider reports them) its RD runs may use; null or absent: no token limit',
     max: LIMITS.budgetMaxTokens,
     min: 1,
     nullable: true,
@@ -40,12 +41,19 @@ export function BudgetField(description: string) {
 }
 
 export class RequirementBudgetResponseDto implements RequirementBudget {
-  @ApiProperty({ description: 'Token limit, or null for none', nullable: true, type: Number }) maxTokens!: number | null;
-  @ApiProperty({ description: 'Cost limit in US dollars, or null for none', nullable: true, type: Number }) maxCostUsd!: number | null;
+  @ApiProperty({ description: 'Token limit, or null for none', nullable: true, type: Number }) maxTokens!:
+    number | null;
+  @ApiProperty({ description: 'Cost limit in US dollars, or null for none', nullable: true, type: Number })
+  maxCostUsd!: number | null;
 }
 
 export class RequirementUsageResponseDto implements RequirementUsage {
   @ApiProperty({ description: 'Input tokens of its RD runs, as reported (cache reads included)' }) inputTokens!: number;
   @ApiProperty({ description: 'Output tokens of its RD runs, as reported' }) outputTokens!: number;
-  @ApiProperty({ description: 'US dollars, over the runs whose provider reported a cost; null when none did', nullable: true, type: Number }) costUsd!: number | null;
+  @ApiProperty({
+    description: 'US dollars, over the runs whose provider reported a cost; null when none did',
+    nullable: true,
+    type: Number,
+  })
+  costUsd!: number | null;
 }

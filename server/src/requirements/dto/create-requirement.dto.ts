@@ -1,4 +1,13 @@
-import { ISOLATION_MODES, IsolationMode, LIMITS, MODEL_NAME_PATTERN, PROVIDERS, Provider, REASONING_EFFORTS, ReasoningEffort } from '@libs/contracts';
+import {
+  ISOLATION_MODES,
+  IsolationMode,
+  LIMITS,
+  MODEL_NAME_PATTERN,
+  PROVIDERS,
+  Provider,
+  REASONING_EFFORTS,
+  ReasoningEffort,
+} from '@libs/contracts';
 
 import { BudgetField, BudgetInputDto } from './budget.dto';
 import { AutoStartFlag, DependencyInputDto, DependsOnList } from './dependency.dto';
@@ -13,7 +22,8 @@ export class CreateRequirementDto {
   autoReview?: AutoReviewInputDto | null;
 
   @OptionalText({
-    description: "The branch, tag or commit the Requirement's branch starts from (worktree isolation only); default: the branch checked out now",
+    description:
+      "The branch, tag or commit the Requirement's branch starts from (worktree isolation only); default: the branch checked out now",
     example: 'main',
     max: 255,
     min: 1,
@@ -21,13 +31,22 @@ export class CreateRequirementDto {
   })
   baseRef?: string;
 
-  @BudgetField("What its RD runs may spend ({maxTokens, maxCostUsd}, either or both); null for none; absent: the configuration's default budget")
+  @BudgetField(
+    "What its RD runs may spend ({maxTokens, maxCostUsd}, either or both); null for none; absent: the configuration's default budget",
+  )
   budget?: BudgetInputDto | null;
 
-  @OptionalText({ description: 'What to build (Markdown)', example: 'Report segment merge, encode, and flush durations', max: LIMITS.descriptionLength })
+  @OptionalText({
+    description: 'What to build (Markdown)',
+    example: 'Report segment merge, encode, and flush durations',
+    max: LIMITS.descriptionLength,
+  })
   description?: string;
 
-  @OptionalEnum(ISOLATION_MODES, "worktree: its own git worktree and branch (needs a git workspace); in_place: the person's checkout. Default: the configuration's isolation")
+  @OptionalEnum(
+    ISOLATION_MODES,
+    "worktree: its own git worktree and branch (needs a git workspace); in_place: the person's checkout. Default: the configuration's isolation",
+  )
   isolation?: IsolationMode;
 
   @OptionalText({
@@ -46,7 +65,13 @@ export class CreateRequirementDto {
   @OptionalEnum(REASONING_EFFORTS, 'Reasoning effort passed to the provider CLI; null for its default', true)
   reasoningEffort?: ReasoningEffort | null;
 
-  @ValidateText({ description: 'Short title', example: 'Add tiered timings to the compaction profile', max: LIMITS.titleLength, min: 1, pattern: /\S/ })
+  @ValidateText({
+    description: 'Short title',
+    example: 'Add tiered timings to the compaction profile',
+    max: LIMITS.titleLength,
+    min: 1,
+    pattern: /\S/,
+  })
   title!: string;
 
   @DependsOnList(false)

@@ -16,22 +16,34 @@ export class RequirementConflictResponseDto implements RequirementConflict {
  */
 export class RequirementLandingResponseDto implements RequirementLanding {
   @ApiProperty({
-    description: "Its work (commits, and uncommitted changes in its worktree) merges onto the base's current commit without a conflict; null when not checked",
+    description:
+      "Its work (commits, and uncommitted changes in its worktree) merges onto the base's current commit without a conflict; null when not checked",
     nullable: true,
     type: Boolean,
   })
   mergesCleanly!: boolean | null;
   @ApiProperty({ description: 'Files that conflict with the base', type: [String] }) conflictPaths!: string[];
-  @ApiProperty({ description: 'Other live Requirements it conflicts with, as if both landed on the base now', type: [RequirementConflictResponseDto] })
+  @ApiProperty({
+    description: 'Other live Requirements it conflicts with, as if both landed on the base now',
+    type: [RequirementConflictResponseDto],
+  })
   conflictsWith!: RequirementConflictResponseDto[];
-  @ApiProperty({ description: 'Commits on the base its branch lacks', nullable: true, type: Number }) behindBy!: number | null;
-  @ApiProperty({ description: 'The base commit the answer is for', nullable: true, type: String }) baseSha!: string | null;
-  @ApiProperty({ description: 'The work commit the answer is for (a snapshot commit when the worktree had uncommitted changes)', nullable: true, type: String })
+  @ApiProperty({ description: 'Commits on the base its branch lacks', nullable: true, type: Number }) behindBy!:
+    number | null;
+  @ApiProperty({ description: 'The base commit the answer is for', nullable: true, type: String }) baseSha!:
+    string | null;
+  @ApiProperty({
+    description: 'The work commit the answer is for (a snapshot commit when the worktree had uncommitted changes)',
+    nullable: true,
+    type: String,
+  })
   headSha!: string | null;
   @ApiProperty({ nullable: true, type: String }) checkedAt!: string | null;
-  @ApiProperty({ description: 'When it landed locally (merge, squash or rebase)', nullable: true, type: String }) landedAt!: string | null;
+  @ApiProperty({ description: 'When it landed locally (merge, squash or rebase)', nullable: true, type: String })
+  landedAt!: string | null;
   @ApiProperty({ enum: LAND_METHODS, nullable: true }) landedMethod!: LandMethod | null;
-  @ApiProperty({ description: "The base's commit that holds the landed work", nullable: true, type: String }) landedCommit!: string | null;
+  @ApiProperty({ description: "The base's commit that holds the landed work", nullable: true, type: String })
+  landedCommit!: string | null;
 }
 
 export const NOT_CHECKED: RequirementLandingResponseDto = Object.freeze({

@@ -33,11 +33,14 @@ export class AgentSessionResponseDto implements AgentSession {
   @ApiProperty({ example: 'ses_0b7c…' }) id!: string;
   @ApiProperty() requirementId!: string;
   @ApiProperty({ enum: PROVIDERS }) provider!: Provider;
-  @ApiProperty({ description: "The provider CLI's own session/thread id, once known", nullable: true, type: String }) nativeSessionId!: string | null;
+  @ApiProperty({ description: "The provider CLI's own session/thread id, once known", nullable: true, type: String })
+  nativeSessionId!: string | null;
   @ApiProperty({ enum: SESSION_STATES }) state!: SessionState;
   @ApiProperty({ nullable: true, type: String }) lastError!: string | null;
-  @ApiProperty({ description: 'Every deliverable message up to this sequence was consumed by a successful run' }) lastConsumedMessageSequence!: number;
-  @ApiProperty({ description: "The sequence of the conversation's latest message (0 when empty)" }) lastMessageSequence!: number;
+  @ApiProperty({ description: 'Every deliverable message up to this sequence was consumed by a successful run' })
+  lastConsumedMessageSequence!: number;
+  @ApiProperty({ description: "The sequence of the conversation's latest message (0 when empty)" })
+  lastMessageSequence!: number;
   @ApiProperty({ description: 'Deliverable messages after the consumed boundary' }) pendingMessageCount!: number;
   @ApiProperty({
     description:
@@ -61,25 +64,56 @@ export class RequirementResponseDto implements Requirement {
   @ApiProperty({ enum: REQUIREMENT_CREATORS }) createdBy!: RequirementCreator;
   @ApiProperty({ nullable: true, type: String }) parentRequirementId!: string | null;
   @ApiProperty({ nullable: true, type: String }) sourceSessionId!: string | null;
-  @ApiProperty({ description: 'The Requirement this one was forked from (POST /requirements/:id/fork), or null', nullable: true, type: String })
+  @ApiProperty({
+    description: 'The Requirement this one was forked from (POST /requirements/:id/fork), or null',
+    nullable: true,
+    type: String,
+  })
   forkedFromRequirementId!: string | null;
   @ApiProperty() createdAt!: string;
   @ApiProperty() updatedAt!: string;
   @ApiProperty({ nullable: true, type: String }) completedAt!: string | null;
   @ApiProperty({ type: AgentSessionResponseDto }) session!: AgentSessionResponseDto;
-  @ApiProperty({ description: "worktree: the agent works in its own git worktree and branch; in_place: in the person's checkout", enum: ISOLATION_MODES })
+  @ApiProperty({
+    description: "worktree: the agent works in its own git worktree and branch; in_place: in the person's checkout",
+    enum: ISOLATION_MODES,
+  })
   isolation!: IsolationMode;
-  @ApiProperty({ description: "The ref the Requirement's branch starts from (null in place)", nullable: true, type: String }) baseRef!: string | null;
-  @ApiProperty({ description: 'Where the work is, once a run prepared it (null before)', nullable: true, type: RequirementWorktreeResponseDto })
+  @ApiProperty({
+    description: "The ref the Requirement's branch starts from (null in place)",
+    nullable: true,
+    type: String,
+  })
+  baseRef!: string | null;
+  @ApiProperty({
+    description: 'Where the work is, once a run prepared it (null before)',
+    nullable: true,
+    type: RequirementWorktreeResponseDto,
+  })
   worktree!: RequirementWorktreeResponseDto | null;
-  @ApiPropertyOptional({ description: 'Requirements this one waits for, with their state', type: [RequirementDependencyResponseDto] })
+  @ApiPropertyOptional({
+    description: 'Requirements this one waits for, with their state',
+    type: [RequirementDependencyResponseDto],
+  })
   dependsOn?: RequirementDependencyResponseDto[];
   @ApiPropertyOptional({ description: 'Starts on its own once every dependency is met' }) autoStart?: boolean;
-  @ApiProperty({ description: 'The cross-model review loop of its PRs, or null for none', nullable: true, type: AutoReviewSettingsDto })
+  @ApiProperty({
+    description: 'The cross-model review loop of its PRs, or null for none',
+    nullable: true,
+    type: AutoReviewSettingsDto,
+  })
   autoReview!: AutoReviewSettingsDto | null;
-  @ApiProperty({ description: 'What its RD runs may spend, or null for no limit', nullable: true, type: RequirementBudgetResponseDto })
+  @ApiProperty({
+    description: 'What its RD runs may spend, or null for no limit',
+    nullable: true,
+    type: RequirementBudgetResponseDto,
+  })
   budget!: RequirementBudgetResponseDto | null;
-  @ApiProperty({ description: 'What its RD runs have spent (summed as each run closes)', type: RequirementUsageResponseDto }) usage!: RequirementUsageResponseDto;
+  @ApiProperty({
+    description: 'What its RD runs have spent (summed as each run closes)',
+    type: RequirementUsageResponseDto,
+  })
+  usage!: RequirementUsageResponseDto;
   @ApiProperty({
     description:
       'What its tree has spent: its own usage plus that of every Requirement its agents proposed below it, at any depth (summed as each run closes). Its budget caps this',
@@ -93,7 +127,11 @@ export class RequirementResponseDto implements Requirement {
     type: String,
   })
   budgetReachedAt!: string | null;
-  @ApiProperty({ description: 'Where its work stands against its base and the other live Requirements (the conflict radar), and its land', type: RequirementLandingResponseDto })
+  @ApiProperty({
+    description:
+      'Where its work stands against its base and the other live Requirements (the conflict radar), and its land',
+    type: RequirementLandingResponseDto,
+  })
   landing!: RequirementLandingResponseDto;
   @ApiProperty({
     description: 'Team mode: the runner it runs on (set by its first run), or null (not on a board, or never run)',
@@ -107,7 +145,10 @@ export class RequirementRunnerResponseDto implements RequirementRunner {
   @ApiProperty({ example: 'rnr_3f2a…' }) id!: string;
   @ApiProperty({ description: 'The machine it runs on' }) host!: string;
   @ApiProperty({ description: "The runner's person's name" }) person!: string;
-  @ApiProperty({ description: 'Its heartbeat is younger than one lease period; false: runner offline (its runs are not failed)' }) online!: boolean;
+  @ApiProperty({
+    description: 'Its heartbeat is younger than one lease period; false: runner offline (its runs are not failed)',
+  })
+  online!: boolean;
 }
 
 export class RequirementPageDto extends PageInfoDto {
@@ -135,7 +176,10 @@ export function toSessionResponse(session: AgentSessionEntity): AgentSessionResp
   };
 }
 
-export function toRequirementResponse(requirement: RequirementEntity, session: AgentSessionEntity): RequirementResponseDto {
+export function toRequirementResponse(
+  requirement: RequirementEntity,
+  session: AgentSessionEntity,
+): RequirementResponseDto {
   const place = requirement.worktree ?? null;
   return {
     autoReview: toAutoReviewSettings(requirement),
@@ -161,11 +205,19 @@ export function toRequirementResponse(requirement: RequirementEntity, session: A
     status: requirement.status,
     title: requirement.title,
     // The card changes when its session (state, pending count), its worktree (ahead, dirty) or its landing does: one version for all.
-    updatedAt: latest(requirement.updatedAt, session.updatedAt, place?.updatedAt ?? '', requirement.landing?.updatedAt ?? ''),
+    updatedAt: latest(
+      requirement.updatedAt,
+      session.updatedAt,
+      place?.updatedAt ?? '',
+      requirement.landing?.updatedAt ?? '',
+    ),
     treeUsage: treeUsageOf(requirement),
     usage: usageOf(requirement),
     worktree: toWorktreeResponse(place),
-    ...(requirement.dependsOn && { autoStart: requirement.dependsOn.some((d) => d.autoStart), dependsOn: requirement.dependsOn.map(toDependencyResponse) }),
+    ...(requirement.dependsOn && {
+      autoStart: requirement.dependsOn.some((d) => d.autoStart),
+      dependsOn: requirement.dependsOn.map(toDependencyResponse),
+    }),
   };
 }
 

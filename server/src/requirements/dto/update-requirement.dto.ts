@@ -37,7 +37,13 @@ export class UpdateRequirementDto {
   @OptionalEnum(REASONING_EFFORTS, 'Reasoning effort from the next run on; null for the default', true)
   reasoningEffort?: ReasoningEffort | null;
 
-  @OptionalText({ description: 'Short title; only while todo', example: 'Add tiered timings to the compaction profile', max: LIMITS.titleLength, min: 1, pattern: /\S/ })
+  @OptionalText({
+    description: 'Short title; only while todo',
+    example: 'Add tiered timings to the compaction profile',
+    max: LIMITS.titleLength,
+    min: 1,
+    pattern: /\S/,
+  })
   title?: string;
 }
 

@@ -38,7 +38,12 @@ export class CreateReviewRequestDto {
   @OptionalEnum(REASONING_EFFORTS, "Reasoning effort for the reviewer; null for the CLI's default", true)
   reasoningEffort?: ReasoningEffort | null;
 
-  @OptionalText({ description: 'What the review should focus on', example: 'Concurrency in the flush path', max: LIMITS.reviewPromptLength, nullable: true })
+  @OptionalText({
+    description: 'What the review should focus on',
+    example: 'Concurrency in the flush path',
+    max: LIMITS.reviewPromptLength,
+    nullable: true,
+  })
   prompt?: string | null;
 }
 
@@ -58,9 +63,14 @@ export class ReviewRequestResponseDto implements ReviewRequest {
   @ApiProperty({ nullable: true, type: String }) prompt!: string | null;
   @ApiProperty({ description: 'The PR head the review was asked for' }) targetHeadSha!: string;
   @ApiProperty({ enum: REVIEW_REQUEST_STATUSES }) status!: ReviewRequestStatus;
-  @ApiProperty({ description: "human, or review_loop: the Requirement's cross-model review loop", enum: REVIEW_REQUESTERS }) requestedBy!: ReviewRequester;
   @ApiProperty({
-    description: "The reviewer's last line: REVIEW: FINDINGS or REVIEW: NO FINDINGS (null without one, or before it finished)",
+    description: "human, or review_loop: the Requirement's cross-model review loop",
+    enum: REVIEW_REQUESTERS,
+  })
+  requestedBy!: ReviewRequester;
+  @ApiProperty({
+    description:
+      "The reviewer's last line: REVIEW: FINDINGS or REVIEW: NO FINDINGS (null without one, or before it finished)",
     enum: REVIEW_VERDICTS,
     nullable: true,
   })

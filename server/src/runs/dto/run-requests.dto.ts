@@ -6,7 +6,10 @@ import { OptionalEnum, OptionalText } from '../../core/validation';
 export { ReplyDto as StartDto } from '../../messages/dto/reply.dto';
 
 export class InterruptDto {
-  @OptionalEnum(INTERRUPT_MODES, 'stop: pause on purpose; steer: only if newer input is queued, which the next run then takes (default stop)')
+  @OptionalEnum(
+    INTERRUPT_MODES,
+    'stop: pause on purpose; steer: only if newer input is queued, which the next run then takes (default stop)',
+  )
   mode?: InterruptMode;
 }
 

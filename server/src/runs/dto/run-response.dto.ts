@@ -43,7 +43,11 @@ export class AgentRunResponseDto implements AgentRun {
   @ApiProperty({ nullable: true, type: Number }) cachedInputTokens!: number | null;
   @ApiProperty({ nullable: true, type: Number }) outputTokens!: number | null;
   @ApiProperty({ nullable: true, type: Number }) reasoningOutputTokens!: number | null;
-  @ApiProperty({ description: 'What the provider says the run cost, in US dollars (Claude Code reports it; null when not reported)', nullable: true, type: Number })
+  @ApiProperty({
+    description: 'What the provider says the run cost, in US dollars (Claude Code reports it; null when not reported)',
+    nullable: true,
+    type: Number,
+  })
   costUsd!: number | null;
 }
 

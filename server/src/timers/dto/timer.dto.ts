@@ -8,13 +8,24 @@ import { OptionalEnum, OptionalText, ValidateEnum, ValidateText } from '../../co
 import type { AgentTimerEntity } from '../agent-timer.entity';
 
 export class CreateTimerDto {
-  @ValidateText({ description: 'What the agent should do when woken', example: 'Check the CI of PR #184', max: LIMITS.timerDescriptionLength, min: 1, pattern: /\S/ })
+  @ValidateText({
+    description: 'What the agent should do when woken',
+    example: 'Check the CI of PR #184',
+    max: LIMITS.timerDescriptionLength,
+    min: 1,
+    pattern: /\S/,
+  })
   description!: string;
 
   @ValidateEnum(TIMER_SCHEDULES, '`once` fires after intervalSeconds; `recurring` every intervalSeconds')
   schedule!: TimerSchedule;
 
-  @ApiProperty({ description: 'Seconds until the (next) occurrence', example: 3600, maximum: LIMITS.timerIntervalMaxSeconds, minimum: LIMITS.timerIntervalMinSeconds })
+  @ApiProperty({
+    description: 'Seconds until the (next) occurrence',
+    example: 3600,
+    maximum: LIMITS.timerIntervalMaxSeconds,
+    minimum: LIMITS.timerIntervalMinSeconds,
+  })
   @IsInt()
   @Min(LIMITS.timerIntervalMinSeconds)
   @Max(LIMITS.timerIntervalMaxSeconds)
@@ -36,7 +47,8 @@ export class TimerResponseDto implements AgentTimer {
   @ApiProperty({ enum: TIMER_SCHEDULES }) schedule!: TimerSchedule;
   @ApiProperty() intervalSeconds!: number;
   @ApiProperty({ enum: TIMER_STATUSES }) status!: TimerStatus;
-  @ApiProperty({ description: 'The next occurrence; null once not active', nullable: true, type: String }) nextFireAt!: string | null;
+  @ApiProperty({ description: 'The next occurrence; null once not active', nullable: true, type: String }) nextFireAt!:
+    string | null;
   @ApiProperty({ nullable: true, type: String }) lastFiredAt!: string | null;
   @ApiProperty() createdAt!: string;
   @ApiProperty() updatedAt!: string;

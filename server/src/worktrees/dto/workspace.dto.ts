@@ -5,7 +5,8 @@ export type WorkspaceGitState = (typeof WORKSPACE_GIT_STATES)[number];
 
 export class WorkspaceGitResponseDto {
   @ApiProperty({
-    description: 'repository: has a commit (Requirements get worktrees); no_commit: `git init` only (agents work in place, in the checkout); not_git',
+    description:
+      'repository: has a commit (Requirements get worktrees); no_commit: `git init` only (agents work in place, in the checkout); not_git',
     enum: WORKSPACE_GIT_STATES,
   })
   state!: WorkspaceGitState;

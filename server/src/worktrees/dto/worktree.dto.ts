@@ -23,13 +23,18 @@ export class RequirementChangesResponseDto implements RequirementChanges {
   })
   workSha!: string;
   @ApiProperty({ type: [ChangedFileDto] }) files!: ChangedFileDto[];
-  @ApiProperty({ description: 'True when the list was cut (more than 5,000 files, or a bound on size or time)' }) truncated!: boolean;
+  @ApiProperty({ description: 'True when the list was cut (more than 5,000 files, or a bound on size or time)' })
+  truncated!: boolean;
 }
 
 export class ChangesDiffQueryDto {
   @ValidateText({ description: 'The file, relative to the worktree', example: 'src/app.ts', max: 4096, min: 1 })
   path!: string;
 
-  @OptionalText({ description: "A renamed file's old path (from the changes list), so the diff shows the rename", max: 4096, min: 1 })
+  @OptionalText({
+    description: "A renamed file's old path (from the changes list), so the diff shows the rename",
+    max: 4096,
+    min: 1,
+  })
   oldPath?: string;
 }

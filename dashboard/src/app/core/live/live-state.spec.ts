@@ -89,8 +89,13 @@ describe(LiveState.name, () => {
   it('merges an event that overtook the snapshot request', () => {
     const sut = new LiveState();
     // The board asked for requirements, then an update arrived on the stream before the answer.
-    sut.apply(event('requirement.updated', 'req_a', { requirement: requirement('req_a', '2026-01-01T00:00:05.000Z', 'doing') }));
-    sut.loadRequirements([requirement('req_a', '2026-01-01T00:00:00.000Z', 'todo'), requirement('req_b', '2026-01-01T00:00:00.000Z')]);
+    sut.apply(
+      event('requirement.updated', 'req_a', { requirement: requirement('req_a', '2026-01-01T00:00:05.000Z', 'doing') }),
+    );
+    sut.loadRequirements([
+      requirement('req_a', '2026-01-01T00:00:00.000Z', 'todo'),
+      requirement('req_b', '2026-01-01T00:00:00.000Z'),
+    ]);
     expect(sut.requirements.get('req_a')?.status).toBe('doing');
     expect(sut.requirements.get('req_b')?.status).toBe('todo');
   });
@@ -104,7 +109,9 @@ describe(LiveState.name, () => {
 
   it('ignores a payload that belongs to another Requirement than the event', () => {
     const sut = new LiveState();
-    const changes = sut.apply(event('requirement.updated', 'req_a', { requirement: requirement('req_b', '2026-01-01T00:00:05.000Z') }));
+    const changes = sut.apply(
+      event('requirement.updated', 'req_a', { requirement: requirement('req_b', '2026-01-01T00:00:05.000Z') }),
+    );
     expect(changes.requirements).toBeUndefined();
     expect(sut.requirements.get('req_b')).toBeUndefined();
   });
@@ -113,12 +120,27 @@ describe(LiveState.name, () => {
     const sut = new LiveState();
     sut.conversation('req_a');
     sut.trace('req_a');
-    const first = sut.apply(event('message.created', 'req_a', { message: message('req_a', 1), requirement: requirement('req_a', '2026-01-01T00:00:01.000Z') }));
+    const first = sut.apply(
+      event('message.created', 'req_a', {
+        message: message('req_a', 1),
+        requirement: requirement('req_a', '2026-01-01T00:00:01.000Z'),
+      }),
+    );
     expect(first.conversations?.has('req_a')).toBe(true);
     expect(
-      sut.apply(event('message.created', 'req_a', { message: message('req_a', 1), requirement: requirement('req_a', '2026-01-01T00:00:01.000Z') })).conversations,
+      sut.apply(
+        event('message.created', 'req_a', {
+          message: message('req_a', 1),
+          requirement: requirement('req_a', '2026-01-01T00:00:01.000Z'),
+        }),
+      ).conversations,
     ).toBeUndefined();
-    sut.apply(event('message.created', 'req_b', { message: message('req_b', 1), requirement: requirement('req_b', '2026-01-01T00:00:01.000Z') }));
+    sut.apply(
+      event('message.created', 'req_b', {
+        message: message('req_b', 1),
+        requirement: requirement('req_b', '2026-01-01T00:00:01.000Z'),
+      }),
+    );
     expect(sut.conversations.has('req_b')).toBe(false);
 
     const trace: Trace = {
@@ -141,7 +163,9 @@ describe(LiveState.name, () => {
   it('reports a finished run so the dashboard can notify', () => {
     const sut = new LiveState();
     const req = requirement('req_a', '2026-01-01T00:00:03.000Z', 'waiting_confirmation');
-    const changes = sut.apply(event('run.succeeded', 'req_a', { requirement: req, run: run('run_1', 'req_a', '2026-01-01T00:00:03.000Z') }));
+    const changes = sut.apply(
+      event('run.succeeded', 'req_a', { requirement: req, run: run('run_1', 'req_a', '2026-01-01T00:00:03.000Z') }),
+    );
     expect(changes.finishedRun?.id).toBe('run_1');
     // A late `run.started` (older) does not turn it back into a running run.
     sut.apply(event('run.started', 'req_a', { requirement: req, run: run('run_1', 'req_a', null) }));

@@ -24,14 +24,18 @@ export class ConversationStore {
 
   /** Keeps the conversation from now on (events merge into it); true when it holds nothing yet. */
   open(requirementId: string): boolean {
-    const fresh = !this.live.conversations.has(requirementId) || this.live.conversation(requirementId).items.length === 0;
+    const fresh =
+      !this.live.conversations.has(requirementId) || this.live.conversation(requirementId).items.length === 0;
     this.live.conversation(requirementId);
     return fresh;
   }
 
   /** The opened conversations and the last sequence each holds (what a resync reads after). */
   opened(): { requirementId: string; lastSequence: number }[] {
-    return [...this.live.conversations].map(([requirementId, log]) => ({ lastSequence: log.items[log.items.length - 1]?.sequence ?? 0, requirementId }));
+    return [...this.live.conversations].map(([requirementId, log]) => ({
+      lastSequence: log.items[log.items.length - 1]?.sequence ?? 0,
+      requirementId,
+    }));
   }
 
   /** Publishes what an event changed (LiveSync calls this after the merge). */
@@ -62,12 +66,18 @@ export class ConversationStore {
       const starts = Array.from({ length: count }, (_, i) => from + (next + i) * size).reverse();
       next += count;
       const readPage = (afterSequence: number) =>
-        this.api.call(this.api.client.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { afterSequence, limit: size } } })).then((page) => {
-          if (log.add(page.items) > 0) {
-            this.publish(id);
-          }
-          return page;
-        });
+        this.api
+          .call(
+            this.api.client.GET('/api/requirements/{id}/messages', {
+              params: { path: { id }, query: { afterSequence, limit: size } },
+            }),
+          )
+          .then((page) => {
+            if (log.add(page.items) > 0) {
+              this.publish(id);
+            }
+            return page;
+          });
       const ahead = wave === 0 ? starts.filter((start) => start >= from + known - 2 * size).length : starts.length;
       const newest = await Promise.all(starts.slice(0, ahead).map(readPage));
       onNewest?.();
@@ -84,7 +94,9 @@ export class ConversationStore {
    * Requirement it answers with merges as a snapshot. `queued`: it waits for the current run.
    */
   async reply(requirementId: string, body: Reply): Promise<{ queued: boolean; message: Message }> {
-    const result = await this.api.call(this.api.client.POST('/api/requirements/{id}/reply', { body, params: { path: { id: requirementId } } }));
+    const result = await this.api.call(
+      this.api.client.POST('/api/requirements/{id}/reply', { body, params: { path: { id: requirementId } } }),
+    );
     this.requirements.accept(result.requirement);
     return { message: result.message, queued: result.queued };
   }

@@ -41,18 +41,26 @@ export class LandingStore {
    * is rethrown for it). The answer's Requirement (landed, perhaps done) shows at once.
    */
   async land(requirementId: string, body: LandRequirement): Promise<LandResult> {
-    const result = await this.api.call(this.api.client.POST('/api/requirements/{id}/land', { body, params: { path: { id: requirementId } } }), true);
+    const result = await this.api.call(
+      this.api.client.POST('/api/requirements/{id}/land', { body, params: { path: { id: requirementId } } }),
+      true,
+    );
     this.requirements.accept(result.requirement);
     return result;
   }
 
   /** Quiet, as land: the menu shows the refusal. */
   async enqueue(requirementId: string, method: QueueMethod, expectedHead?: string): Promise<void> {
-    await this.answer(() => this.api.client.POST('/api/landing-queue', { body: { expectedHead, method, requirementId } }), true);
+    await this.answer(
+      () => this.api.client.POST('/api/landing-queue', { body: { expectedHead, method, requirementId } }),
+      true,
+    );
   }
 
   async dequeue(requirementId: string): Promise<void> {
-    await this.answer(() => this.api.client.DELETE('/api/landing-queue/{requirementId}', { params: { path: { requirementId } } }));
+    await this.answer(() =>
+      this.api.client.DELETE('/api/landing-queue/{requirementId}', { params: { path: { requirementId } } }),
+    );
   }
 
   /**
@@ -69,14 +77,19 @@ export class LandingStore {
       this.queueSig.set(moved);
     }
     try {
-      await this.answer(() => this.api.client.PUT('/api/landing-queue', { body: { requirementIds: [...requirementIds] } }));
+      await this.answer(() =>
+        this.api.client.PUT('/api/landing-queue', { body: { requirementIds: [...requirementIds] } }),
+      );
     } catch (err) {
       await this.readQueue().catch(() => undefined);
       throw err;
     }
   }
 
-  private async answer(request: () => Promise<{ data?: { items: LandingQueueItem[] }; error?: unknown; response: Response }>, quiet = false): Promise<void> {
+  private async answer(
+    request: () => Promise<{ data?: { items: LandingQueueItem[] }; error?: unknown; response: Response }>,
+    quiet = false,
+  ): Promise<void> {
     const asked = this.generation;
     const queue = await this.api.call(request(), quiet);
     if (asked === this.generation) {

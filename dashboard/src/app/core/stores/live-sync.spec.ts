@@ -88,13 +88,22 @@ function fakeApi(answers: Record<string, (options: unknown) => unknown> = {}) {
     return Promise.resolve(answer ? answer(options) : { items: [], nextCursor: null });
   };
   const api = {
-    all: async <T>(page: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | null }>, onPage?: (items: T[]) => void) => {
+    all: async <T>(
+      page: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | null }>,
+      onPage?: (items: T[]) => void,
+    ) => {
       const { items } = await page(undefined);
       onPage?.(items);
       return items;
     },
     call: <T>(request: Promise<T>) => request,
-    client: { DELETE: respond('DELETE'), GET: respond('GET'), PATCH: respond('PATCH'), POST: respond('POST'), PUT: respond('PUT') },
+    client: {
+      DELETE: respond('DELETE'),
+      GET: respond('GET'),
+      PATCH: respond('PATCH'),
+      POST: respond('POST'),
+      PUT: respond('PUT'),
+    },
     pageSize: 200,
   };
   return { api, calls };
@@ -132,9 +141,13 @@ function setup(answers?: Record<string, (options: unknown) => unknown>) {
 
 describe(LiveSync.name, () => {
   it('reads the three boards and the usage totals on start', async () => {
-    const { calls, get, settle } = setup({ 'GET /api/requirements': () => ({ items: [requirement('req_a', T0)], nextCursor: null }) });
+    const { calls, get, settle } = setup({
+      'GET /api/requirements': () => ({ items: [requirement('req_a', T0)], nextCursor: null }),
+    });
     await settle();
-    expect(calls).toEqual(expect.arrayContaining(['GET /api/requirements', 'GET /api/pull-requests', 'GET /api/timers', 'GET /api/usage']));
+    expect(calls).toEqual(
+      expect.arrayContaining(['GET /api/requirements', 'GET /api/pull-requests', 'GET /api/timers', 'GET /api/usage']),
+    );
     expect(get(RequirementsStore).requirements().get('req_a')?.title).toBe('req_a');
     expect(get(RequirementsStore).loading()).toBe(false);
   });
@@ -142,12 +155,21 @@ describe(LiveSync.name, () => {
   it("sends the board's first page alone, and the other snapshots once it is in", async () => {
     let answerPage: () => void = () => undefined;
     const firstPage = new Promise<void>((resolve) => (answerPage = resolve));
-    const { calls, get, settle } = setup({ 'GET /api/requirements': () => firstPage.then(() => ({ items: [requirement('req_a', T0)], nextCursor: null })) });
+    const { calls, get, settle } = setup({
+      'GET /api/requirements': () => firstPage.then(() => ({ items: [requirement('req_a', T0)], nextCursor: null })),
+    });
     await settle();
     expect(calls).toEqual(['GET /api/requirements']);
     answerPage();
     await settle();
-    expect(calls).toEqual(['GET /api/requirements', 'GET /api/pull-requests', 'GET /api/timers', 'GET /api/usage', 'GET /api/usage', 'GET /api/landing-queue']);
+    expect(calls).toEqual([
+      'GET /api/requirements',
+      'GET /api/pull-requests',
+      'GET /api/timers',
+      'GET /api/usage',
+      'GET /api/usage',
+      'GET /api/landing-queue',
+    ]);
     await settle();
     expect(get(RequirementsStore).loading()).toBe(false);
   });
@@ -172,7 +194,9 @@ describe(LiveSync.name, () => {
       await settle();
       expect(calls.filter((c) => c === 'GET /api/requirements/{id}')).toHaveLength(1);
       expect(calls).toContain('GET /api/requirements/{id}/messages');
-      expect(calls.indexOf('GET /api/requirements')).toBeGreaterThan(calls.indexOf('GET /api/requirements/{id}/messages'));
+      expect(calls.indexOf('GET /api/requirements')).toBeGreaterThan(
+        calls.indexOf('GET /api/requirements/{id}/messages'),
+      );
       expect(calls).toEqual(expect.arrayContaining(['GET /api/pull-requests', 'GET /api/timers', 'GET /api/usage']));
     } finally {
       delete globals.location;
@@ -190,7 +214,9 @@ describe(LiveSync.name, () => {
       'GET /api/requirements/{id}/messages': (options) => {
         const after = (options as { params: { query: { afterSequence: number } } }).params.query.afterSequence;
         asked.push(after);
-        const items = Array.from({ length: Math.max(0, Math.min(200, 1000 - after)) }, (_, i) => message('req_a', after + i + 1));
+        const items = Array.from({ length: Math.max(0, Math.min(200, 1000 - after)) }, (_, i) =>
+          message('req_a', after + i + 1),
+        );
         return (after >= 600 ? newestIn : Promise.resolve()).then(() => ({ items, nextCursor: null }));
       },
     });
@@ -213,7 +239,12 @@ describe(LiveSync.name, () => {
     const finished: Run[] = [];
     get(RunsStore).finished$.subscribe((r) => finished.push(r));
 
-    emit(event('run.succeeded', 'req_a', { requirement: requirement('req_a', T1, 'waiting_confirmation'), run: run('run_1', 'req_a', T1) }));
+    emit(
+      event('run.succeeded', 'req_a', {
+        requirement: requirement('req_a', T1, 'waiting_confirmation'),
+        run: run('run_1', 'req_a', T1),
+      }),
+    );
 
     expect(get(RequirementsStore).requirements().get('req_a')?.status).toBe('waiting_confirmation');
     expect(get(RunsStore).runs().get('run_1')?.status).toBe('succeeded');
@@ -222,7 +253,12 @@ describe(LiveSync.name, () => {
     expect(get(TimersStore).timers()).toBe(timersBefore);
 
     // A Requirement's end carries the timers that ended with it.
-    emit(event('requirement.completed', 'req_a', { requirement: requirement('req_a', T2, 'done'), timers: [timer('tmr_1', 'req_a')] }));
+    emit(
+      event('requirement.completed', 'req_a', {
+        requirement: requirement('req_a', T2, 'done'),
+        timers: [timer('tmr_1', 'req_a')],
+      }),
+    );
     expect(get(RequirementsStore).requirements().get('req_a')?.status).toBe('done');
     expect(get(TimersStore).timers().has('tmr_1')).toBe(true);
   });
@@ -230,9 +266,19 @@ describe(LiveSync.name, () => {
   it('keeps messages only for an opened conversation', async () => {
     const { emit, get, settle, sut } = setup({ 'GET /api/requirements/{id}': () => requirement('req_a', T0) });
     await settle();
-    emit(event('message.created', 'req_b', { message: message('req_b', 1, 'msg_b1'), requirement: requirement('req_b', T0) }));
+    emit(
+      event('message.created', 'req_b', {
+        message: message('req_b', 1, 'msg_b1'),
+        requirement: requirement('req_b', T0),
+      }),
+    );
     await sut.openRequirement('req_a');
-    emit(event('message.created', 'req_a', { message: message('req_a', 1, 'msg_a1'), requirement: requirement('req_a', T0) }));
+    emit(
+      event('message.created', 'req_a', {
+        message: message('req_a', 1, 'msg_a1'),
+        requirement: requirement('req_a', T0),
+      }),
+    );
 
     expect(
       get(ConversationStore)
@@ -248,7 +294,12 @@ describe(LiveSync.name, () => {
     const { emit, get, settle } = setup({ 'POST /api/requirements/{id}/start': () => ({ requirement: answer }) });
     await settle();
     const requirements = get(RequirementsStore);
-    emit(event('run.failed', 'req_a', { requirement: requirement('req_a', T1, 'waiting_confirmation'), run: { ...run('run_1', 'req_a', T1), status: 'failed' } }));
+    emit(
+      event('run.failed', 'req_a', {
+        requirement: requirement('req_a', T1, 'waiting_confirmation'),
+        run: { ...run('run_1', 'req_a', T1), status: 'failed' },
+      }),
+    );
 
     await requirements.start('req_a');
     expect(requirements.requirements().get('req_a')?.status).toBe('waiting_confirmation');
@@ -271,7 +322,9 @@ describe(LiveSync.name, () => {
   });
 
   it('re-reads what a reconciliation reports incomplete, and tells the settings a new configuration', async () => {
-    const { calls, emit, get, settle } = setup({ 'GET /api/requirements/{id}': () => requirement('req_a', T2, 'done') });
+    const { calls, emit, get, settle } = setup({
+      'GET /api/requirements/{id}': () => requirement('req_a', T2, 'done'),
+    });
     await settle();
     const version = get(ConfigurationStore).version();
     emit(event('manager.reconciled', null, { failedRunIds: [], requirementIds: ['req_a'] }));
@@ -337,7 +390,11 @@ describe(LiveSync.name, () => {
       ['req_b', 1],
       ['req_a', 2],
     ]);
-    emit(event('landing.queue.updated', null, { queue: { items: [item('req_b', 1, 'landing'), item('req_a', 2, 'paused')] } }));
+    emit(
+      event('landing.queue.updated', null, {
+        queue: { items: [item('req_b', 1, 'landing'), item('req_a', 2, 'paused')] },
+      }),
+    );
     answer([item('req_b', 1), item('req_a', 2, 'paused')]);
     await reordered;
     expect(store.queue().map((i) => i.state)).toEqual(['landing', 'paused']);

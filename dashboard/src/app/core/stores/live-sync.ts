@@ -39,7 +39,17 @@ export class LiveSync {
   private readonly timers = inject(TimersStore);
   private readonly usage = inject(UsageStore);
   /** In this order: a finished run's notification finds its Requirement already published. */
-  private readonly stores = [this.requirements, this.pullRequests, this.timers, this.runs, this.configuration, this.conversations, this.usage, this.modelCatalog, this.landing];
+  private readonly stores = [
+    this.requirements,
+    this.pullRequests,
+    this.timers,
+    this.runs,
+    this.configuration,
+    this.conversations,
+    this.usage,
+    this.modelCatalog,
+    this.landing,
+  ];
 
   readonly connection = this.stream.state.asReadonly();
 
@@ -107,7 +117,11 @@ export class LiveSync {
       }
       let alongside: Promise<unknown> | undefined;
       const readAlongside = () => {
-        alongside ??= Promise.all([known ? this.requirements.read(id) : null, this.runs.readRuns(id), this.timers.readTimers(id)]);
+        alongside ??= Promise.all([
+          known ? this.requirements.read(id) : null,
+          this.runs.readRuns(id),
+          this.timers.readTimers(id),
+        ]);
       };
       const conversation = this.conversations.read(id, 0, readAlongside).finally(readAlongside);
       await Promise.all([
@@ -134,7 +148,12 @@ export class LiveSync {
   }
 
   private loadSnapshots(): Promise<void> {
-    return this.requirements.reload(() => [this.pullRequests.readPullRequests(), this.timers.readTimers(), this.usage.read(), this.landing.readQueue()]);
+    return this.requirements.reload(() => [
+      this.pullRequests.readPullRequests(),
+      this.timers.readTimers(),
+      this.usage.read(),
+      this.landing.readQueue(),
+    ]);
   }
 
   private onEvent(event: ManagerEvent): void {

@@ -29,14 +29,21 @@ export class PullRequestsStore {
   /** Every pull request; each page shows as it arrives. */
   async readPullRequests(): Promise<void> {
     await this.api.all(
-      (cursor) => this.api.call(this.api.client.GET('/api/pull-requests', { params: { query: { cursor, limit: this.api.pageSize } } })),
-      (items) => this.live.pullRequests.upsertMany(items, 'snapshot') && this.pullRequestsSig.set(this.live.pullRequests.items),
+      (cursor) =>
+        this.api.call(
+          this.api.client.GET('/api/pull-requests', { params: { query: { cursor, limit: this.api.pageSize } } }),
+        ),
+      (items) =>
+        this.live.pullRequests.upsertMany(items, 'snapshot') && this.pullRequestsSig.set(this.live.pullRequests.items),
     );
   }
 
   /** One PR's review requests (quietly: an older server has no such endpoint). */
   async readReviewRequests(pullRequestId: string): Promise<void> {
-    const { items } = await this.api.call(this.api.client.GET('/api/review-requests', { params: { query: { limit: this.api.pageSize, pullRequestId } } }), true);
+    const { items } = await this.api.call(
+      this.api.client.GET('/api/review-requests', { params: { query: { limit: this.api.pageSize, pullRequestId } } }),
+      true,
+    );
     if (this.live.reviewRequests.upsertMany(items, 'snapshot')) {
       this.publishReviews();
     }
@@ -44,7 +51,12 @@ export class PullRequestsStore {
 
   /** The review request the server answers with merges as a snapshot (its own event follows). */
   async requestReview(pullRequestId: string, body: CreateReviewRequest): Promise<void> {
-    const result = await this.api.call(this.api.client.POST('/api/pull-requests/{id}/review-requests', { body, params: { path: { id: pullRequestId } } }));
+    const result = await this.api.call(
+      this.api.client.POST('/api/pull-requests/{id}/review-requests', {
+        body,
+        params: { path: { id: pullRequestId } },
+      }),
+    );
     if (this.live.reviewRequests.upsert(result.reviewRequest, 'snapshot')) {
       this.publishReviews();
     }

@@ -4,7 +4,14 @@ import type { BoardRunnerStatus, RequirementRunner } from '@libs/contracts';
 
 import { Api } from '../api';
 import type { Changes } from '../live/live-state';
-import type { CreateRequirement, EditedRequirement, Reply, Requirement, SetDependencies, UpdateRequirement } from '../models';
+import type {
+  CreateRequirement,
+  EditedRequirement,
+  Reply,
+  Requirement,
+  SetDependencies,
+  UpdateRequirement,
+} from '../models';
 import { cutoffFor, type CreatedWindow } from './created-window';
 import { WORKSPACE } from './workspace';
 
@@ -34,7 +41,9 @@ export class RequirementsStore {
   readonly loading = this.loadingSig.asReadonly();
   readonly window = this.windowSig.asReadonly();
   /** Every Requirement embeds its session: the Sessions board needs no separate list. */
-  readonly sessions = computed(() => [...this.requirementsSig().values()].map((r) => ({ requirement: r, session: r.session })));
+  readonly sessions = computed(() =>
+    [...this.requirementsSig().values()].map((r) => ({ requirement: r, session: r.session })),
+  );
 
   /** Publishes what an event changed (LiveSync calls this after the merge). */
   sync(changes: Changes): void {
@@ -99,46 +108,65 @@ export class RequirementsStore {
   }
 
   async start(id: string, body: Reply = {}): Promise<void> {
-    const result = await this.api.call(this.api.client.POST('/api/requirements/{id}/start', { body, params: { path: { id } } }));
+    const result = await this.api.call(
+      this.api.client.POST('/api/requirements/{id}/start', { body, params: { path: { id } } }),
+    );
     this.accept(result.requirement);
   }
 
   /** Its effect (the session's state) arrives as events. */
   async interrupt(id: string, mode: 'stop' | 'steer'): Promise<void> {
-    await this.api.call(this.api.client.POST('/api/requirements/{id}/interrupt', { body: { mode }, params: { path: { id } } }));
+    await this.api.call(
+      this.api.client.POST('/api/requirements/{id}/interrupt', { body: { mode }, params: { path: { id } } }),
+    );
   }
 
   async confirm(id: string): Promise<void> {
-    this.accept(await this.api.call(this.api.client.POST('/api/requirements/{id}/confirm', { params: { path: { id } } })));
+    this.accept(
+      await this.api.call(this.api.client.POST('/api/requirements/{id}/confirm', { params: { path: { id } } })),
+    );
   }
 
   /** A person's edit (title, description and provider only while todo). */
   async update(id: string, body: UpdateRequirement): Promise<EditedRequirement> {
-    const updated = await this.api.call(this.api.client.PATCH('/api/requirements/{id}', { body, params: { path: { id } } }));
+    const updated = await this.api.call(
+      this.api.client.PATCH('/api/requirements/{id}', { body, params: { path: { id } } }),
+    );
     this.accept(updated);
     return updated;
   }
 
   /** A new todo Requirement copied from this one (with the given fields changed). */
   async fork(id: string, body: UpdateRequirement): Promise<Requirement> {
-    const forked = await this.api.call(this.api.client.POST('/api/requirements/{id}/fork', { body, params: { path: { id } } }));
+    const forked = await this.api.call(
+      this.api.client.POST('/api/requirements/{id}/fork', { body, params: { path: { id } } }),
+    );
     this.accept(forked);
     return forked;
   }
 
   /** Replaces what it waits for (PUT …/dependencies). */
   async setDependencies(id: string, body: SetDependencies): Promise<void> {
-    this.accept(await this.api.call(this.api.client.PUT('/api/requirements/{id}/dependencies', { body, params: { path: { id } } })));
+    this.accept(
+      await this.api.call(
+        this.api.client.PUT('/api/requirements/{id}/dependencies', { body, params: { path: { id } } }),
+      ),
+    );
   }
 
   /** Gives up a Requirement: answers once its run is stopped. */
   async cancel(id: string): Promise<void> {
-    this.accept(await this.api.call(this.api.client.POST('/api/requirements/{id}/cancel', { params: { path: { id } } })));
+    this.accept(
+      await this.api.call(this.api.client.POST('/api/requirements/{id}/cancel', { params: { path: { id } } })),
+    );
   }
 
   /** Team mode: to this manager's runner (the server fetches its branch and goes on here). */
   async move(id: string): Promise<void> {
-    this.accept((await this.api.call(this.api.client.POST('/api/requirements/{id}/move', { params: { path: { id } } }))).requirement);
+    this.accept(
+      (await this.api.call(this.api.client.POST('/api/requirements/{id}/move', { params: { path: { id } } })))
+        .requirement,
+    );
   }
 
   /** This manager's runner on its board, or null off a board (asked once). */
@@ -182,7 +210,9 @@ export class RequirementsStore {
       const cursor = this.cursor;
       // A small first page paints the board sooner (it fills the visible cards); then full pages.
       const limit = cursor === undefined ? FIRST_PAGE : this.api.pageSize;
-      const page = await this.api.call(this.api.client.GET('/api/requirements', { params: { query: { cursor, limit } } }));
+      const page = await this.api.call(
+        this.api.client.GET('/api/requirements', { params: { query: { cursor, limit } } }),
+      );
       this.cursor = page.nextCursor ?? null;
       const last = page.items[page.items.length - 1];
       this.loadedBack = this.cursor === null ? null : (last?.createdAt ?? null);

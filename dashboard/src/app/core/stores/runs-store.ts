@@ -44,7 +44,10 @@ export class RunsStore {
 
   async readRuns(requirementId: string): Promise<void> {
     await this.api.all(
-      (cursor) => this.api.call(this.api.client.GET('/api/runs', { params: { query: { cursor, limit: this.api.pageSize, requirementId } } })),
+      (cursor) =>
+        this.api.call(
+          this.api.client.GET('/api/runs', { params: { query: { cursor, limit: this.api.pageSize, requirementId } } }),
+        ),
       (items) => this.live.runs.upsertMany(items, 'snapshot') && this.runsSig.set(this.live.runs.items),
     );
   }
@@ -52,7 +55,12 @@ export class RunsStore {
   async readTrace(requirementId: string): Promise<void> {
     const log = this.live.trace(requirementId);
     await this.api.all(
-      (cursor) => this.api.call(this.api.client.GET('/api/requirements/{id}/trace', { params: { path: { id: requirementId }, query: { cursor, limit: this.api.pageSize } } })),
+      (cursor) =>
+        this.api.call(
+          this.api.client.GET('/api/requirements/{id}/trace', {
+            params: { path: { id: requirementId }, query: { cursor, limit: this.api.pageSize } },
+          }),
+        ),
       (items) => log.add(items) > 0 && this.publishTrace(requirementId),
     );
   }

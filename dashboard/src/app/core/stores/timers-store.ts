@@ -26,18 +26,30 @@ export class TimersStore {
     const page = (cursor: string | undefined) =>
       this.api.call(
         requirementId
-          ? this.api.client.GET('/api/requirements/{id}/timers', { params: { path: { id: requirementId }, query: { cursor, limit: this.api.pageSize } } })
+          ? this.api.client.GET('/api/requirements/{id}/timers', {
+              params: { path: { id: requirementId }, query: { cursor, limit: this.api.pageSize } },
+            })
           : this.api.client.GET('/api/timers', { params: { query: { cursor, limit: this.api.pageSize } } }),
       );
     await this.api.all(page, (items) => this.live.timers.upsertMany(items, 'snapshot') && this.publish());
   }
 
   async create(requirementId: string, body: CreateTimer): Promise<void> {
-    this.accept(await this.api.call(this.api.client.POST('/api/requirements/{id}/timers', { body, params: { path: { id: requirementId } } })));
+    this.accept(
+      await this.api.call(
+        this.api.client.POST('/api/requirements/{id}/timers', { body, params: { path: { id: requirementId } } }),
+      ),
+    );
   }
 
   async cancel(timer: Timer): Promise<void> {
-    this.accept(await this.api.call(this.api.client.DELETE('/api/requirements/{id}/timers/{timerId}', { params: { path: { id: timer.requirementId, timerId: timer.id } } })));
+    this.accept(
+      await this.api.call(
+        this.api.client.DELETE('/api/requirements/{id}/timers/{timerId}', {
+          params: { path: { id: timer.requirementId, timerId: timer.id } },
+        }),
+      ),
+    );
   }
 
   /** An answer merges as a snapshot: it loses a tie, since its own event follows on the stream. */

@@ -52,7 +52,8 @@ export class UsageStore {
 
   async read(): Promise<void> {
     const windows = usageWindows();
-    const get = (since: string) => this.api.call(this.api.client.GET('/api/usage', { params: { query: { since } } }), true);
+    const get = (since: string) =>
+      this.api.call(this.api.client.GET('/api/usage', { params: { query: { since } } }), true);
     const [today, week] = await Promise.all([get(windows.today), get(windows.week)]);
     this.workspaceSig.set({ today, week });
   }

@@ -59,7 +59,9 @@ export class InitialSchema1764460800000 implements MigrationInterface {
       metadata text,
       created_at varchar NOT NULL
     )`);
-    await q.query(`CREATE UNIQUE INDEX idx_message_requirement_sequence ON requirement_message (requirement_id, sequence)`);
+    await q.query(
+      `CREATE UNIQUE INDEX idx_message_requirement_sequence ON requirement_message (requirement_id, sequence)`,
+    );
 
     await q.query(`CREATE TABLE message_attachment (
       id varchar PRIMARY KEY NOT NULL,
@@ -88,7 +90,13 @@ export class InitialSchema1764460800000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const table of ['manager_event', 'message_attachment', 'requirement_message', 'agent_session', 'requirement']) {
+    for (const table of [
+      'manager_event',
+      'message_attachment',
+      'requirement_message',
+      'agent_session',
+      'requirement',
+    ]) {
       await q.query(`DROP TABLE ${table}`);
     }
   }

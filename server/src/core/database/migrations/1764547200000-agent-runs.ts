@@ -38,7 +38,9 @@ export class AgentRuns1764547200000 implements MigrationInterface {
     await q.query(`CREATE INDEX idx_run_status ON agent_run (status)`);
     // Trace entries are stored once, as run.trace.appended events: read them by run or Requirement.
     await q.query(`CREATE INDEX idx_event_run ON manager_event (run_id, id) WHERE run_id IS NOT NULL`);
-    await q.query(`CREATE INDEX idx_event_requirement ON manager_event (requirement_id, id) WHERE requirement_id IS NOT NULL`);
+    await q.query(
+      `CREATE INDEX idx_event_requirement ON manager_event (requirement_id, id) WHERE requirement_id IS NOT NULL`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -25,7 +25,9 @@ export class ReviewsAndGitHub1764806400000 implements MigrationInterface {
       finished_at varchar
     )`);
     // One active review per PR (invariant 7), enforced by the store as well as by the service.
-    await q.query(`CREATE UNIQUE INDEX idx_review_request_active ON review_request (pull_request_id) WHERE status = 'running'`);
+    await q.query(
+      `CREATE UNIQUE INDEX idx_review_request_active ON review_request (pull_request_id) WHERE status = 'running'`,
+    );
     await q.query(`CREATE INDEX idx_review_request_pull_request ON review_request (pull_request_id, created_at)`);
     await q.query(`CREATE INDEX idx_review_request_created ON review_request (created_at, id)`);
     // What the reconciler last saw of a PR on GitHub: null until the first observation (the baseline).

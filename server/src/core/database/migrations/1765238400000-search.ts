@@ -25,7 +25,9 @@ export class Search1765238400000 implements MigrationInterface {
     )`);
     await q.query(`CREATE INDEX idx_search_document_requirement ON search_document (requirement_id, message_id)`);
     if (postgres) {
-      await q.query(`CREATE INDEX idx_search_document_text ON search_document USING GIN (to_tsvector('simple', title || ' ' || body))`);
+      await q.query(
+        `CREATE INDEX idx_search_document_text ON search_document USING GIN (to_tsvector('simple', title || ' ' || body))`,
+      );
     } else {
       // unicode61 folds case and (remove_diacritics 2) accents, so "resume" finds "Résumé". Prefix
       // indexes answer a short last word while typing; search_vocab lists the terms, so a longer one

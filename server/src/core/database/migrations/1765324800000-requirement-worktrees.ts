@@ -26,7 +26,9 @@ export class RequirementWorktrees1765324800000 implements MigrationInterface {
       updated_at varchar NOT NULL
     )`);
     // Port blocks are handed out in the write path; the index makes a duplicate impossible anyway.
-    await q.query(`CREATE UNIQUE INDEX idx_requirement_worktree_port ON requirement_worktree (port_base) WHERE port_base IS NOT NULL`);
+    await q.query(
+      `CREATE UNIQUE INDEX idx_requirement_worktree_port ON requirement_worktree (port_base) WHERE port_base IS NOT NULL`,
+    );
     await q.query(`CREATE INDEX idx_requirement_worktree_path ON requirement_worktree (path)`);
     // Requirements from before worked in the checkout, and their sessions resume by that cwd: they stay in place.
     await q.query(`INSERT INTO requirement_worktree (requirement_id, isolation, ahead, behind, dirty, updated_at)

@@ -18,7 +18,9 @@ export class RequirementDependencies1765497600000 implements MigrationInterface 
       PRIMARY KEY (requirement_id, depends_on_requirement_id)
     )`);
     // What a Requirement that closes or merges asks: who waits for me.
-    await q.query(`CREATE INDEX idx_requirement_dependency_target ON requirement_dependency (depends_on_requirement_id)`);
+    await q.query(
+      `CREATE INDEX idx_requirement_dependency_target ON requirement_dependency (depends_on_requirement_id)`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

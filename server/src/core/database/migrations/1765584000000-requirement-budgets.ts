@@ -26,7 +26,14 @@ export class RequirementBudgets1765584000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const column of ['usage_cost_usd', 'usage_output_tokens', 'usage_input_tokens', 'budget_reached_at', 'budget_max_cost_usd', 'budget_max_tokens']) {
+    for (const column of [
+      'usage_cost_usd',
+      'usage_output_tokens',
+      'usage_input_tokens',
+      'budget_reached_at',
+      'budget_max_cost_usd',
+      'budget_max_tokens',
+    ]) {
       await q.query(`ALTER TABLE requirement DROP COLUMN ${column}`);
     }
   }

@@ -24,7 +24,14 @@ export class ReviewLoop1765670400000 implements MigrationInterface {
     for (const column of ['verdict']) {
       await q.query(`ALTER TABLE review_request DROP COLUMN ${column}`);
     }
-    for (const column of ['auto_review_outcome', 'auto_review_head_sha', 'auto_review_provider', 'auto_review_max_rounds', 'auto_review_round', 'auto_review_state']) {
+    for (const column of [
+      'auto_review_outcome',
+      'auto_review_head_sha',
+      'auto_review_provider',
+      'auto_review_max_rounds',
+      'auto_review_round',
+      'auto_review_state',
+    ]) {
       await q.query(`ALTER TABLE pull_request DROP COLUMN ${column}`);
     }
     for (const column of ['auto_review_max_rounds', 'auto_review_provider']) {

@@ -15,11 +15,14 @@ export class BudgetTrees1765846800000 implements MigrationInterface {
     await q.query(`ALTER TABLE requirement ADD COLUMN tree_usage_input_tokens integer NOT NULL DEFAULT 0`);
     await q.query(`ALTER TABLE requirement ADD COLUMN tree_usage_output_tokens integer NOT NULL DEFAULT 0`);
     await q.query(`ALTER TABLE requirement ADD COLUMN tree_usage_cost_usd double precision`);
-    await q.query(`UPDATE requirement SET tree_usage_input_tokens = usage_input_tokens, tree_usage_output_tokens = usage_output_tokens, tree_usage_cost_usd = usage_cost_usd`);
-    const children: Array<{ id: string; parent: string; input: number; output: number; cost: number | null }> = await q.query(
-      `SELECT id, parent_requirement_id AS parent, usage_input_tokens AS input, usage_output_tokens AS output, usage_cost_usd AS cost
-         FROM requirement WHERE parent_requirement_id IS NOT NULL`,
+    await q.query(
+      `UPDATE requirement SET tree_usage_input_tokens = usage_input_tokens, tree_usage_output_tokens = usage_output_tokens, tree_usage_cost_usd = usage_cost_usd`,
     );
+    const children: Array<{ id: string; parent: string; input: number; output: number; cost: number | null }> =
+      await q.query(
+        `SELECT id, parent_requirement_id AS parent, usage_input_tokens AS input, usage_output_tokens AS output, usage_cost_usd AS cost
+         FROM requirement WHERE parent_requirement_id IS NOT NULL`,
+      );
     const parentOf = new Map(children.map((child) => [child.id, child.parent]));
     const added = new Map<string, { input: number; output: number; cost: number | null }>();
     for (const child of children) {

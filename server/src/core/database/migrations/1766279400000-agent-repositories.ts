@@ -15,7 +15,9 @@ export class AgentRepositories1766279400000 implements MigrationInterface {
     await q.query(`ALTER TABLE requirement_worktree ADD COLUMN work_sha varchar`);
     await q.query(`ALTER TABLE requirement_worktree ADD COLUMN import_error varchar`);
     await q.query(`ALTER TABLE landing_queue ADD COLUMN expected_head varchar`);
-    await q.query(`UPDATE requirement_worktree SET layout = 'linked_worktree' WHERE isolation = 'worktree' AND created_at IS NOT NULL AND removed_at IS NULL`);
+    await q.query(
+      `UPDATE requirement_worktree SET layout = 'linked_worktree' WHERE isolation = 'worktree' AND created_at IS NOT NULL AND removed_at IS NULL`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

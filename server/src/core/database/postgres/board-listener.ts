@@ -28,7 +28,10 @@ export class BoardListener {
     const client = new Client(pgClientConfig(this.store, 'agent-manager events'));
     client.on('notification', (message) => this.onNotice(Number(message.payload)));
     client.on('error', (err) => {
-      this.logger.warn({ error: err.message, msg: "the board's event notifications were lost; reconnecting (the poll reads meanwhile)" });
+      this.logger.warn({
+        error: err.message,
+        msg: "the board's event notifications were lost; reconnecting (the poll reads meanwhile)",
+      });
       if (this.client === client) {
         this.client = undefined;
         void client.end().catch(() => undefined);
@@ -40,7 +43,10 @@ export class BoardListener {
       await client.query(`LISTEN ${boardChannel(this.store.schema)}`);
     } catch (err) {
       await client.end().catch(() => undefined);
-      this.logger.warn({ error: (err as Error).message, msg: "could not listen for the board's events; retrying (the poll reads meanwhile)" });
+      this.logger.warn({
+        error: (err as Error).message,
+        msg: "could not listen for the board's events; retrying (the poll reads meanwhile)",
+      });
       this.scheduleReconnect();
       return;
     }

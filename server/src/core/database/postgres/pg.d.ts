@@ -23,7 +23,10 @@ declare module 'pg' {
     end(): Promise<void>;
     on(event: 'error', listener: (err: Error) => void): this;
     /** A NOTIFY on a channel this session LISTENs to. */
-    on(event: 'notification', listener: (message: { channel: string; payload?: string; processId: number }) => void): this;
+    on(
+      event: 'notification',
+      listener: (message: { channel: string; payload?: string; processId: number }) => void,
+    ): this;
   }
 
   export const types: { setTypeParser(oid: number, parse: (value: string) => unknown): void };

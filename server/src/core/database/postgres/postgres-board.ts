@@ -86,12 +86,13 @@ export class PostgresBoard {
           last_event_id bigint NOT NULL DEFAULT 0
         )`,
       );
-      await client.query(`ALTER TABLE ${schema}.am_writer ADD COLUMN IF NOT EXISTS generation bigint NOT NULL DEFAULT 0`);
-      await client.query(`INSERT INTO ${schema}.am_writer (id, host, pid, url, started_at) VALUES (1, $1, $2, NULL, $3) ON CONFLICT (id) DO NOTHING`, [
-        os.hostname(),
-        process.pid,
-        new Date().toISOString(),
-      ]);
+      await client.query(
+        `ALTER TABLE ${schema}.am_writer ADD COLUMN IF NOT EXISTS generation bigint NOT NULL DEFAULT 0`,
+      );
+      await client.query(
+        `INSERT INTO ${schema}.am_writer (id, host, pid, url, started_at) VALUES (1, $1, $2, NULL, $3) ON CONFLICT (id) DO NOTHING`,
+        [os.hostname(), process.pid, new Date().toISOString()],
+      );
       await client.query(
         `CREATE TABLE IF NOT EXISTS ${schema}.am_runner (
           id varchar PRIMARY KEY,
@@ -201,7 +202,12 @@ export class PostgresBoard {
     this.leader = false;
     whenRunnerUnknown(null);
     if (client) {
-      await client.query(`UPDATE ${this.store.schema}.am_runner SET stopped_at = now(), url = NULL, leader_since = NULL WHERE id = $1`, [this.runnerId]).catch(() => undefined);
+      await client
+        .query(
+          `UPDATE ${this.store.schema}.am_runner SET stopped_at = now(), url = NULL, leader_since = NULL WHERE id = $1`,
+          [this.runnerId],
+        )
+        .catch(() => undefined);
       await client.end().catch(() => undefined);
     }
   }
@@ -214,12 +220,20 @@ export class PostgresBoard {
         return;
       }
       try {
-        await client.query(`UPDATE ${this.store.schema}.am_runner SET heartbeat_at = now(), stopped_at = NULL WHERE id = $1`, [this.runnerId]);
+        await client.query(
+          `UPDATE ${this.store.schema}.am_runner SET heartbeat_at = now(), stopped_at = NULL WHERE id = $1`,
+          [this.runnerId],
+        );
         if (!this.leader) {
-          const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 2)) AS locked', [this.lockKey]);
+          const { rows } = await client.query<{ locked: boolean }>(
+            'SELECT pg_try_advisory_lock(hashtextextended($1, 2)) AS locked',
+            [this.lockKey],
+          );
           this.leader = rows[0]?.locked === true;
           if (this.leader) {
-            await client.query(`UPDATE ${this.store.schema}.am_runner SET leader_since = now() WHERE id = $1`, [this.runnerId]);
+            await client.query(`UPDATE ${this.store.schema}.am_runner SET leader_since = now() WHERE id = $1`, [
+              this.runnerId,
+            ]);
             for (const listener of this.leadershipListeners) {
               listener();
             }

@@ -186,10 +186,10 @@ export class PostgresGroupCommit extends GroupCommit {
       const wrote = events.length > 0 || done.some((d) => d.uow.wrote || d.uow.commitRows.length > 0);
       if (this.board && wrote) {
         // TypeORM answers an UPDATE with [rows, affected count], RETURNING or not.
-        const [[row]] = (await runner.query('UPDATE am_writer SET last_event_id = $1, generation = generation + 1 WHERE id = 1 RETURNING generation', [this.lastEventId])) as [
-          Array<{ generation: number | string }>,
-          number,
-        ];
+        const [[row]] = (await runner.query(
+          'UPDATE am_writer SET last_event_id = $1, generation = generation + 1 WHERE id = 1 RETURNING generation',
+          [this.lastEventId],
+        )) as [Array<{ generation: number | string }>, number];
         generation = Number(row?.generation);
         if (events.length > 0) {
           // Delivered to the other runners' LISTEN only if this commits, after it does.
@@ -204,7 +204,9 @@ export class PostgresGroupCommit extends GroupCommit {
       await runner.query('ROLLBACK').catch(() => undefined);
       this.lastEventId = firstEventId;
       const rejected = [...done.map((d) => d.pending), ...(current ? [current] : [])];
-      this.logger.error(`write transaction failed, ${rejected.length} unit(s) rejected: ${(error as Error)?.message ?? String(error)}`);
+      this.logger.error(
+        `write transaction failed, ${rejected.length} unit(s) rejected: ${(error as Error)?.message ?? String(error)}`,
+      );
       for (const unit of rejected) {
         unit.reject(error);
       }
@@ -233,7 +235,10 @@ export class PostgresGroupCommit extends GroupCommit {
    */
   private async lockBoard(runner: QueryRunner): Promise<number> {
     await runner.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 3))', [this.board!.schema]);
-    const [row] = (await runner.query('SELECT generation, last_event_id FROM am_writer WHERE id = 1')) as Array<{ generation: number | string; last_event_id: number | string }>;
+    const [row] = (await runner.query('SELECT generation, last_event_id FROM am_writer WHERE id = 1')) as Array<{
+      generation: number | string;
+      last_event_id: number | string;
+    }>;
     const generation = Number(row?.generation ?? 0);
     if (generation !== this.generation) {
       this.cache.clear();

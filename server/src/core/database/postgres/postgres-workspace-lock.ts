@@ -48,7 +48,10 @@ export class PostgresWorkspaceLock {
     const client = new Client(pgClientConfig(this.store, 'agent-manager lock'));
     await client.connect();
     try {
-      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [this.store.schema]);
+      const { rows } = await client.query<{ locked: boolean }>(
+        'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked',
+        [this.store.schema],
+      );
       if (!rows[0]?.locked) {
         throw new PostgresWorkspaceLockedError(await holderOf(client, this.store.schema), this.store);
       }
