@@ -93,7 +93,8 @@ function components(graph) {
 }
 const cycles = components(edges);
 const mutualPairs = [];
-for (const [a, targets] of edges) for (const b of targets) if (a < b && edges.get(b)?.has(a)) mutualPairs.push(`${a}↔${b}`);
+for (const [a, targets] of edges)
+  for (const b of targets) if (a < b && edges.get(b)?.has(a)) mutualPairs.push(`${a}↔${b}`);
 
 // Repository classes and who injects them.
 const repositoryFeature = new Map();
@@ -109,7 +110,8 @@ for (const file of serverFiles) {
   if (!ctor) continue;
   for (const match of ctor[1].matchAll(/:\s*(\w+Repository)\b/g)) {
     const owner = repositoryFeature.get(match[1]);
-    if (owner && owner !== featureOf(file)) foreignInjections.push({ file: path.relative(root, file), repository: match[1] });
+    if (owner && owner !== featureOf(file))
+      foreignInjections.push({ file: path.relative(root, file), repository: match[1] });
   }
 }
 
@@ -126,29 +128,40 @@ const largest = (files, n) =>
 // "who reacts when a PR merges?" has one answer to search for.
 const domainEvents = new Map();
 const eventOf = (name) => {
-  if (!domainEvents.has(name)) domainEvents.set(name, { declaredIn: null, delivery: null, emitters: new Set(), handlers: [] });
+  if (!domainEvents.has(name))
+    domainEvents.set(name, { declaredIn: null, delivery: null, emitters: new Set(), handlers: [] });
   return domainEvents.get(name);
 };
 for (const file of serverFiles) {
   const text = fs.readFileSync(file, 'utf8');
   const rel = path.relative(root, file);
   if (/declare module '[^']*core\/domain-events'/.test(text)) {
-    for (const match of text.matchAll(/'([\w.]+)':\s*\{\s*args:[^\n]*delivery:\s*'(\w+)'/g)) {
+    for (const match of text.matchAll(/'([\w.]+)':\s*\{\s*args:[\s\S]*?delivery:\s*'(\w+)'/g)) {
       Object.assign(eventOf(match[1]), { declaredIn: rel, delivery: match[2] });
     }
   }
-  for (const match of text.matchAll(/domainEvents\.(?:emit|settle|notify)\(\s*'([\w.]+)'/g)) eventOf(match[1]).emitters.add(rel);
+  for (const match of text.matchAll(/domainEvents\.(?:emit|settle|notify)\(\s*'([\w.]+)'/g))
+    eventOf(match[1]).emitters.add(rel);
   const className = /export class (\w+)/.exec(text)?.[1] ?? path.basename(file);
-  for (const match of text.matchAll(/@OnDomainEvent\('([\w.]+)'[^)]*\)\s*(?:@OnDomainEvent\([^)]*\)\s*)*(?:async\s+)?(\w+)\(/g)) {
+  for (const match of text.matchAll(
+    /@OnDomainEvent\('([\w.]+)'[^)]*\)\s*(?:@OnDomainEvent\([^)]*\)\s*)*(?:async\s+)?(\w+)\(/g,
+  )) {
     eventOf(match[1]).handlers.push(`${className}.${match[2]}`);
   }
   // A method handling several events: the decorators stacked above one method.
   for (const match of text.matchAll(/((?:@OnDomainEvent\('[\w.]+'[^)]*\)\s*){2,})(?:async\s+)?(\w+)\(/g)) {
-    for (const inner of [...match[1].matchAll(/@OnDomainEvent\('([\w.]+)'/g)].slice(1)) eventOf(inner[1]).handlers.push(`${className}.${match[2]}`);
+    for (const inner of [...match[1].matchAll(/@OnDomainEvent\('([\w.]+)'/g)].slice(1))
+      eventOf(inner[1]).handlers.push(`${className}.${match[2]}`);
   }
 }
 
-const testFiles = walk(path.join(root, 'test'), (f) => f.endsWith('.ts') && !f.includes(`${path.sep}agent-clis${path.sep}`) && !f.includes(`${path.sep}node-runtimes${path.sep}`));
+const testFiles = walk(
+  path.join(root, 'test'),
+  (f) =>
+    f.endsWith('.ts') &&
+    !f.includes(`${path.sep}agent-clis${path.sep}`) &&
+    !f.includes(`${path.sep}node-runtimes${path.sep}`),
+);
 // Raw: `send(` (answers typed `any`, still to convert). Deliberately untyped: `sendUntyped(` and
 // `sendRaw(` (malformed bodies, odd headers, undocumented routes). Typed: a call through the
 // typed client of test/support/api.ts or the generated client.
@@ -179,7 +192,11 @@ const report = {
   largestServerFiles: largest(serverFiles, 5),
   largestDashboardFiles: largest(dashboardFiles, 3),
   tests: { rawSendCalls: rawSend, untypedOnPurposeCalls: untypedOnPurpose, typedClientCalls: typedClient },
-  domainEvents: Object.fromEntries([...domainEvents].sort(([a], [b]) => a.localeCompare(b)).map(([name, e]) => [name, { ...e, emitters: [...e.emitters] }])),
+  domainEvents: Object.fromEntries(
+    [...domainEvents]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([name, e]) => [name, { ...e, emitters: [...e.emitters] }]),
+  ),
 };
 // The blocks of docs/architecture.md written from the source (`--write`; `--check` compares).
 const ARCHITECTURE_DOC = path.join(root, 'docs', 'architecture.md');
@@ -215,7 +232,10 @@ const generated = {
 function withGenerated(text) {
   let out = text;
   for (const [name, body] of Object.entries(generated)) {
-    out = out.replace(new RegExp(`(<!-- generated:${name}\\b[^>]*-->\\n)[\\s\\S]*?(<!-- /generated:${name} -->)`), (_m, open, close) => `${open}${body}\n${close}`);
+    out = out.replace(
+      new RegExp(`(<!-- generated:${name}\\b[^>]*-->\\n)[\\s\\S]*?(<!-- /generated:${name} -->)`),
+      (_m, open, close) => `${open}${body}\n${close}`,
+    );
   }
   return out;
 }
@@ -237,7 +257,9 @@ if (process.argv.includes('--check')) {
   }
   const doc = fs.readFileSync(ARCHITECTURE_DOC, 'utf8');
   if (withGenerated(doc) !== doc) {
-    process.stderr.write('docs/architecture.md no longer matches the code (its events table or figures): run `npm run architecture -- --write`\n');
+    process.stderr.write(
+      'docs/architecture.md no longer matches the code (its events table or figures): run `npm run architecture -- --write`\n',
+    );
     failed = true;
   }
   const fileCycles = require('./file-cycles').cycles();
@@ -257,14 +279,28 @@ if (process.argv.includes('--check')) {
 } else if (process.argv.includes('--json')) {
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
 } else {
-  process.stdout.write(`Feature import cycles: ${cycles.length}${cycles.map((g) => `\n  ${g.length} features: ${g.join(', ')}`).join('')}\n`);
+  process.stdout.write(
+    `Feature import cycles: ${cycles.length}${cycles.map((g) => `\n  ${g.length} features: ${g.join(', ')}`).join('')}\n`,
+  );
   process.stdout.write(`Mutual imports: ${mutualPairs.length} (${mutualPairs.join(', ')})\n`);
-  process.stdout.write(`Feature→feature imports (folder pairs): ${[...edges.values()].reduce((n, to) => n + to.size, 0)}\n`);
-  process.stdout.write(`File import cycles: ${report.fileCycles.length}${report.fileCycles.map((g) => `\n  ${g.join(' ↔ ')}`).join('')}\n`);
-  process.stdout.write(`Services injecting another feature's repository: ${new Set(foreignInjections.map((i) => i.file)).size} files, ${foreignInjections.length} injections\n`);
-  process.stdout.write(`Largest server files: ${report.largestServerFiles.map((f) => `${f.file} (${f.lines})`).join(', ')}\n`);
-  process.stdout.write(`Largest dashboard files: ${report.largestDashboardFiles.map((f) => `${f.file} (${f.lines})`).join(', ')}\n`);
-  process.stdout.write(`Tests: ${rawSend} raw send() calls, ${untypedOnPurpose} untyped on purpose (sendUntyped/sendRaw), ${typedClient} typed client calls\n`);
+  process.stdout.write(
+    `Feature→feature imports (folder pairs): ${[...edges.values()].reduce((n, to) => n + to.size, 0)}\n`,
+  );
+  process.stdout.write(
+    `File import cycles: ${report.fileCycles.length}${report.fileCycles.map((g) => `\n  ${g.join(' ↔ ')}`).join('')}\n`,
+  );
+  process.stdout.write(
+    `Services injecting another feature's repository: ${new Set(foreignInjections.map((i) => i.file)).size} files, ${foreignInjections.length} injections\n`,
+  );
+  process.stdout.write(
+    `Largest server files: ${report.largestServerFiles.map((f) => `${f.file} (${f.lines})`).join(', ')}\n`,
+  );
+  process.stdout.write(
+    `Largest dashboard files: ${report.largestDashboardFiles.map((f) => `${f.file} (${f.lines})`).join(', ')}\n`,
+  );
+  process.stdout.write(
+    `Tests: ${rawSend} raw send() calls, ${untypedOnPurpose} untyped on purpose (sendUntyped/sendRaw), ${typedClient} typed client calls\n`,
+  );
   process.stdout.write(`Domain events: ${domainEvents.size}\n`);
   for (const [name, e] of Object.entries(report.domainEvents)) {
     process.stdout.write(

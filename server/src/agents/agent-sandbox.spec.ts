@@ -6,7 +6,14 @@ import { ConfigurationService } from '../core/configuration/configuration.servic
 import type { Runtime } from '../core/runtime';
 import { resolveWorkspace } from '../core/workspace/workspace';
 import { isRunning } from '../core/process-table';
-import { AgentSandbox, SandboxLayout, SandboxScope, bubblewrapOptions, expandHome, seatbeltProfile } from './agent-sandbox';
+import {
+  AgentSandbox,
+  SandboxLayout,
+  SandboxScope,
+  bubblewrapOptions,
+  expandHome,
+  seatbeltProfile,
+} from './agent-sandbox';
 import { findRunProcesses } from './process-tree';
 import { runProcess } from './process-runner';
 import { createAgentRepository } from '../worktrees/agent-repository';
@@ -130,7 +137,9 @@ describe(AgentSandbox.name, () => {
     const f = make();
     const hidden = path.join(f.runtime.paths.home, 'workspaces');
     const cwd = f.runtime.paths.dataDirectory;
-    expect(bubblewrapOptions(layout({ cwd, hidden: [hidden] }))).toEqual(expect.arrayContaining(['--tmpfs', hidden, '--bind', cwd, cwd, '--chdir', cwd]));
+    expect(bubblewrapOptions(layout({ cwd, hidden: [hidden] }))).toEqual(
+      expect.arrayContaining(['--tmpfs', hidden, '--bind', cwd, cwd, '--chdir', cwd]),
+    );
     expect(bubblewrapOptions(layout({ cwd: '/h/workspaces-other', hidden: [hidden] }))).not.toContain(cwd);
   });
 
@@ -139,7 +148,16 @@ describe(AgentSandbox.name, () => {
     const sut = new AgentSandbox(f.runtime.configuration, f.runtime);
     const common = path.join(f.runtime.paths.root, '.git');
     const wt = path.join(f.runtime.paths.home, 'worktrees', 'k', 'one');
-    const result = sut.layout(scope({ cwd: wt, env: { HOME: '/home/u' }, git: { kind: 'own', personCommonDir: common }, provider: 'codex', tmp: '/t/run', workTree: wt }));
+    const result = sut.layout(
+      scope({
+        cwd: wt,
+        env: { HOME: '/home/u' },
+        git: { kind: 'own', personCommonDir: common },
+        provider: 'codex',
+        tmp: '/t/run',
+        workTree: wt,
+      }),
+    );
     expect(result.writable).toEqual(expect.arrayContaining([wt, '/t/run', '/home/u/.codex', '/home/u/.cache']));
     // Nothing of the person's repository: not its objects, refs or logs, not the repository itself.
     for (const shared of ['objects', 'refs', 'logs'].map((d) => path.join(common, d))) {
@@ -148,19 +166,39 @@ describe(AgentSandbox.name, () => {
     expect(result.writable).not.toContain(common);
     expect(result.writable).not.toContain(f.runtime.paths.root);
     expect(result.protectedRoots).toEqual(expect.arrayContaining([f.runtime.paths.root, '/home/u', common]));
-    expect(result.readOnly).toEqual(expect.arrayContaining([f.runtime.paths.launcherDirectory, '/home/u/.bashrc', '/home/u/.ssh']));
-    expect(result.concealed).toEqual([path.join(f.runtime.paths.home, 'worktrees'), path.join(f.runtime.paths.home, 'tmp')]);
+    expect(result.readOnly).toEqual(
+      expect.arrayContaining([f.runtime.paths.launcherDirectory, '/home/u/.bashrc', '/home/u/.ssh']),
+    );
+    expect(result.concealed).toEqual([
+      path.join(f.runtime.paths.home, 'worktrees'),
+      path.join(f.runtime.paths.home, 'tmp'),
+    ]);
     // In place the repository's git directory is the agent's too; its configuration, hooks, HEAD,
     // commondir, worktrees and submodules' settings still not.
     fs.mkdirSync(path.join(common, 'modules', 'lib', 'hooks'), { recursive: true });
     fs.writeFileSync(path.join(common, 'modules', 'lib', 'HEAD'), 'ref: refs/heads/main\n');
     const inPlace = sut.layout(
-      scope({ cwd: f.runtime.paths.root, env: { HOME: '/home/u' }, git: { commonDir: common, gitDir: common, kind: 'shared' }, workTree: f.runtime.paths.root }),
+      scope({
+        cwd: f.runtime.paths.root,
+        env: { HOME: '/home/u' },
+        git: { commonDir: common, gitDir: common, kind: 'shared' },
+        workTree: f.runtime.paths.root,
+      }),
     );
     expect(inPlace.writable).toEqual(expect.arrayContaining([f.runtime.paths.root, common]));
     expect(inPlace.readOnly).toEqual(
       expect.arrayContaining(
-        ['config', 'hooks', 'info', 'worktrees', 'commondir', 'HEAD', 'modules/lib/config', 'modules/lib/hooks', 'modules/lib/info'].map((entry) => path.join(common, entry)),
+        [
+          'config',
+          'hooks',
+          'info',
+          'worktrees',
+          'commondir',
+          'HEAD',
+          'modules/lib/config',
+          'modules/lib/hooks',
+          'modules/lib/info',
+        ].map((entry) => path.join(common, entry)),
       ),
     );
   });
@@ -201,7 +239,11 @@ describe(AgentSandbox.name, () => {
 
   it('with agentIsolation "off" runs commands unchanged and says why', async () => {
     const sut = await started(make('off'));
-    expect(sut.status).toEqual({ enabled: false, mechanism: null, reason: 'agentIsolation is "off" in the configuration' });
+    expect(sut.status).toEqual({
+      enabled: false,
+      mechanism: null,
+      reason: 'agentIsolation is "off" in the configuration',
+    });
     expect(sut.wrap('/usr/bin/codex', ['exec'], scope())).toEqual({ args: ['exec'], command: '/usr/bin/codex' });
   });
 
@@ -209,12 +251,17 @@ describe(AgentSandbox.name, () => {
     const f = make();
     const bin = path.join(f.base, 'fake-bin');
     fs.mkdirSync(bin);
-    fs.writeFileSync(path.join(bin, 'bwrap'), '#!/bin/sh\necho "bwrap: No permissions to creating new namespace" >&2\nexit 1\n', { mode: 0o755 });
+    fs.writeFileSync(
+      path.join(bin, 'bwrap'),
+      '#!/bin/sh\necho "bwrap: No permissions to creating new namespace" >&2\nexit 1\n',
+      { mode: 0o755 },
+    );
     const sut = await withPath(bin, () => started(f));
     expect(sut.status).toEqual({
       enabled: false,
       mechanism: null,
-      reason: 'bubblewrap cannot create the sandbox here (bwrap: No permissions to creating new namespace); user namespaces may be disabled or restricted',
+      reason:
+        'bubblewrap cannot create the sandbox here (bwrap: No permissions to creating new namespace); user namespaces may be disabled or restricted',
     });
     expect(sut.wrap('codex', [], scope())).toEqual({ args: [], command: 'codex' });
   });
@@ -224,115 +271,146 @@ describe(AgentSandbox.name, () => {
     const bin = path.join(f.base, 'fake-bin');
     fs.mkdirSync(bin);
     // Runs the command as is: the lock file stays visible.
-    fs.writeFileSync(path.join(bin, 'bwrap'), '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift; exec "$@"\n', { mode: 0o755 });
-    const sut = await withPath(bin, () => started(f));
-    expect(sut.status).toEqual({ enabled: false, mechanism: null, reason: `bubblewrap started but did not hide ${f.runtime.paths.lockPath}` });
-  });
-
-  (HAS_BWRAP ? it : it.skip)('runs a process that cannot see the data directory but reads its attachment, in its cwd, and is killed as a tree', async () => {
-    const f = make();
-    const sut = await started(f);
-    expect(sut.status).toEqual({ enabled: true, mechanism: 'bubblewrap', reason: null });
-    const script = [
-      'set -e',
-      `test ! -e ${f.token}`,
-      `test ! -e ${f.other}`,
-      `test "$(cat ${f.attachment})" = mine`,
-      `! sh -c 'echo x > ${f.attachment}' 2>/dev/null`,
-      `test "$(pwd)" = ${f.runtime.paths.root}`,
-      // Only the sandbox's own processes are in its /proc: no way into the manager's mounts.
-      `test ! -e /proc/${process.pid}/root${f.token}`,
-      'echo ready',
-      'sleep 60 & sleep 60',
-    ].join('\n');
-    const wrapped = sut.wrap('/bin/sh', ['-c', script], scope({ cwd: f.runtime.paths.root, readOnlyFiles: [f.attachment], workTree: f.runtime.paths.root }));
-    expect(wrapped.command).toBe('/usr/bin/bwrap');
-    const lines: string[] = [];
-    const marker = `sandbox-test-${process.pid}`;
-    const run = await runProcess({
-      ...wrapped,
-      cwd: f.runtime.paths.root,
-      env: { PATH: process.env.PATH ?? '' },
-      inactivityTimeoutMs: 30_000,
-      marker,
-      onLine: (l) => lines.push(l),
-      stdin: '',
+    fs.writeFileSync(path.join(bin, 'bwrap'), '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift; exec "$@"\n', {
+      mode: 0o755,
     });
-    const deadline = Date.now() + 20_000;
-    while (!lines.includes('ready') && Date.now() < deadline) {
-      if (await Promise.race([run.finished.then(() => true), new Promise((r) => setTimeout(() => r(false), 20))])) {
-        break;
-      }
-    }
-    expect(lines).toEqual(['ready']);
-    const pids = findRunProcesses(marker, run.pid);
-    expect(pids.length).toBeGreaterThanOrEqual(3); // bwrap, its init, sh, the sleeps
-    await expect(run.interrupt()).resolves.toMatchObject({ reason: 'interrupted' });
-    expect(pids.filter(isRunning)).toEqual([]);
+    const sut = await withPath(bin, () => started(f));
+    expect(sut.status).toEqual({
+      enabled: false,
+      mechanism: null,
+      reason: `bubblewrap started but did not hide ${f.runtime.paths.lockPath}`,
+    });
   });
 
-  (HAS_BWRAP ? it : it.skip)("keeps a real agent to its own repository: commits there, writes nothing of the person's repository, another worktree or shell rc", async () => {
-    const f = make();
-    const { execFileSync } = await import('node:child_process');
-    const sh = (args: string[], cwd: string) => execFileSync('git', args, { cwd, stdio: 'pipe' }).toString().trim();
-    const repo = f.runtime.paths.root;
-    sh(['init', '-q', '-b', 'main'], repo);
-    sh(['-c', 'user.name=a', '-c', 'user.email=a@example.com', 'commit', '-q', '--allow-empty', '-m', 'one'], repo);
-    const worktrees = path.join(f.runtime.paths.home, 'worktrees', 'k');
-    const mine = path.join(worktrees, 'mine');
-    const theirs = path.join(worktrees, 'theirs');
-    const one = sh(['rev-parse', 'HEAD'], repo);
-    for (const [target, branch] of [
-      [mine, 'agent/mine'],
-      [theirs, 'agent/theirs'],
-    ]) {
-      await createAgentRepository({ base: null, branch, env: {}, personCommonDir: path.join(repo, '.git'), personTop: repo, snapshotIndex: null, start: one, target });
-    }
-    const home = path.join(f.base, 'userhome');
-    fs.mkdirSync(home);
-    fs.writeFileSync(path.join(home, '.bashrc'), '# mine\n');
-    fs.mkdirSync(f.runtime.paths.launcherDirectory, { recursive: true });
-    fs.writeFileSync(path.join(f.runtime.paths.launcherDirectory, 'code-factory-cli'), '#!/bin/sh\n');
-    const sut = await started(f);
-    const tmp = sut.makeTemporary('run_mine');
-    const otherTmp = sut.makeTemporary('run_other');
-    fs.writeFileSync(path.join(otherTmp, 'secret'), 'x');
-    const tries = {
-      bashrc: path.join(home, '.bashrc'),
-      checkout: path.join(repo, 'planted.txt'),
-      hook: path.join(repo, '.git', 'hooks', 'post-checkout'),
-      homeBin: path.join(home, '.local-bin-git'),
-      launcher: path.join(f.runtime.paths.launcherDirectory, 'code-factory-cli'),
-      personObjects: path.join(repo, '.git', 'objects', 'info', 'alternates'),
-      personPackedRefs: path.join(repo, '.git', 'packed-refs'),
-      personRef: path.join(repo, '.git', 'refs', 'heads', 'main'),
-      repoConfig: path.join(repo, '.git', 'config'),
-      theirs: path.join(theirs, 'planted.txt'),
-    };
-    const script = [
-      ...Object.entries(tries).map(([name, file]) => `(echo planted >> '${file}') 2>/dev/null && echo "wrote ${name}"`),
-      `test -e '${theirs}' && echo "saw theirs"`,
-      `test -e '${path.join(otherTmp, 'secret')}' && echo "saw other tmp"`,
-      `echo mine > "$TMPDIR/scratch" && echo "tmp ok"`,
-      'echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo "committed"',
-      'true',
-    ].join('\n');
-    const env = { HOME: home, PATH: process.env.PATH ?? '', TMPDIR: tmp };
-    const common = path.join(repo, '.git');
-    const wrapped = sut.wrap('/bin/sh', ['-c', script], scope({ cwd: mine, env, git: { kind: 'own', personCommonDir: common }, tmp, workTree: mine }));
-    const out = execFileSync(wrapped.command, wrapped.args, { cwd: mine, env }).toString();
-    expect(out.trim().split('\n').sort()).toEqual(['committed', 'tmp ok']);
-    expect(sh(['log', '-1', '--format=%s', 'agent/mine'], mine)).toBe('work');
-    // The person's repository has nothing of it: the commit is the agent's until the manager imports it.
-    expect(() => sh(['cat-file', '-e', sh(['rev-parse', 'agent/mine'], mine)], repo)).toThrow();
-    expect(fs.readFileSync(tries.bashrc, 'utf8')).toBe('# mine\n');
-    expect(fs.existsSync(tries.checkout) || fs.existsSync(tries.hook) || fs.existsSync(tries.theirs)).toBe(false);
-    expect(fs.readFileSync(tries.launcher, 'utf8')).toBe('#!/bin/sh\n');
-    // Without the sandbox the same script writes them all (the test could fail).
-    const bare = execFileSync('/bin/sh', ['-c', script], { cwd: mine, env }).toString();
-    expect(bare).toContain('wrote bashrc');
-    expect(bare).toContain('wrote theirs');
-  });
+  (HAS_BWRAP ? it : it.skip)(
+    'runs a process that cannot see the data directory but reads its attachment, in its cwd, and is killed as a tree',
+    async () => {
+      const f = make();
+      const sut = await started(f);
+      expect(sut.status).toEqual({ enabled: true, mechanism: 'bubblewrap', reason: null });
+      const script = [
+        'set -e',
+        `test ! -e ${f.token}`,
+        `test ! -e ${f.other}`,
+        `test "$(cat ${f.attachment})" = mine`,
+        `! sh -c 'echo x > ${f.attachment}' 2>/dev/null`,
+        `test "$(pwd)" = ${f.runtime.paths.root}`,
+        // Only the sandbox's own processes are in its /proc: no way into the manager's mounts.
+        `test ! -e /proc/${process.pid}/root${f.token}`,
+        'echo ready',
+        'sleep 60 & sleep 60',
+      ].join('\n');
+      const wrapped = sut.wrap(
+        '/bin/sh',
+        ['-c', script],
+        scope({ cwd: f.runtime.paths.root, readOnlyFiles: [f.attachment], workTree: f.runtime.paths.root }),
+      );
+      expect(wrapped.command).toBe('/usr/bin/bwrap');
+      const lines: string[] = [];
+      const marker = `sandbox-test-${process.pid}`;
+      const run = await runProcess({
+        ...wrapped,
+        cwd: f.runtime.paths.root,
+        env: { PATH: process.env.PATH ?? '' },
+        inactivityTimeoutMs: 30_000,
+        marker,
+        onLine: (l) => lines.push(l),
+        stdin: '',
+      });
+      const deadline = Date.now() + 20_000;
+      while (!lines.includes('ready') && Date.now() < deadline) {
+        if (await Promise.race([run.finished.then(() => true), new Promise((r) => setTimeout(() => r(false), 20))])) {
+          break;
+        }
+      }
+      expect(lines).toEqual(['ready']);
+      const pids = findRunProcesses(marker, run.pid);
+      expect(pids.length).toBeGreaterThanOrEqual(3); // bwrap, its init, sh, the sleeps
+      await expect(run.interrupt()).resolves.toMatchObject({ reason: 'interrupted' });
+      expect(pids.filter(isRunning)).toEqual([]);
+    },
+  );
+
+  (HAS_BWRAP ? it : it.skip)(
+    "keeps a real agent to its own repository: commits there, writes nothing of the person's repository, another worktree or shell rc",
+    async () => {
+      const f = make();
+      const { execFileSync } = await import('node:child_process');
+      const sh = (args: string[], cwd: string) => execFileSync('git', args, { cwd, stdio: 'pipe' }).toString().trim();
+      const repo = f.runtime.paths.root;
+      sh(['init', '-q', '-b', 'main'], repo);
+      sh(['-c', 'user.name=a', '-c', 'user.email=a@example.com', 'commit', '-q', '--allow-empty', '-m', 'one'], repo);
+      const worktrees = path.join(f.runtime.paths.home, 'worktrees', 'k');
+      const mine = path.join(worktrees, 'mine');
+      const theirs = path.join(worktrees, 'theirs');
+      const one = sh(['rev-parse', 'HEAD'], repo);
+      for (const [target, branch] of [
+        [mine, 'agent/mine'],
+        [theirs, 'agent/theirs'],
+      ]) {
+        await createAgentRepository({
+          base: null,
+          branch,
+          env: {},
+          personCommonDir: path.join(repo, '.git'),
+          personTop: repo,
+          snapshotIndex: null,
+          start: one,
+          target,
+        });
+      }
+      const home = path.join(f.base, 'userhome');
+      fs.mkdirSync(home);
+      fs.writeFileSync(path.join(home, '.bashrc'), '# mine\n');
+      fs.mkdirSync(f.runtime.paths.launcherDirectory, { recursive: true });
+      fs.writeFileSync(path.join(f.runtime.paths.launcherDirectory, 'code-factory-cli'), '#!/bin/sh\n');
+      const sut = await started(f);
+      const tmp = sut.makeTemporary('run_mine');
+      const otherTmp = sut.makeTemporary('run_other');
+      fs.writeFileSync(path.join(otherTmp, 'secret'), 'x');
+      const tries = {
+        bashrc: path.join(home, '.bashrc'),
+        checkout: path.join(repo, 'planted.txt'),
+        hook: path.join(repo, '.git', 'hooks', 'post-checkout'),
+        homeBin: path.join(home, '.local-bin-git'),
+        launcher: path.join(f.runtime.paths.launcherDirectory, 'code-factory-cli'),
+        personObjects: path.join(repo, '.git', 'objects', 'info', 'alternates'),
+        personPackedRefs: path.join(repo, '.git', 'packed-refs'),
+        personRef: path.join(repo, '.git', 'refs', 'heads', 'main'),
+        repoConfig: path.join(repo, '.git', 'config'),
+        theirs: path.join(theirs, 'planted.txt'),
+      };
+      const script = [
+        ...Object.entries(tries).map(
+          ([name, file]) => `(echo planted >> '${file}') 2>/dev/null && echo "wrote ${name}"`,
+        ),
+        `test -e '${theirs}' && echo "saw theirs"`,
+        `test -e '${path.join(otherTmp, 'secret')}' && echo "saw other tmp"`,
+        `echo mine > "$TMPDIR/scratch" && echo "tmp ok"`,
+        'echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo "committed"',
+        'true',
+      ].join('\n');
+      const env = { HOME: home, PATH: process.env.PATH ?? '', TMPDIR: tmp };
+      const common = path.join(repo, '.git');
+      const wrapped = sut.wrap(
+        '/bin/sh',
+        ['-c', script],
+        scope({ cwd: mine, env, git: { kind: 'own', personCommonDir: common }, tmp, workTree: mine }),
+      );
+      const out = execFileSync(wrapped.command, wrapped.args, { cwd: mine, env }).toString();
+      expect(out.trim().split('\n').sort()).toEqual(['committed', 'tmp ok']);
+      expect(sh(['log', '-1', '--format=%s', 'agent/mine'], mine)).toBe('work');
+      // The person's repository has nothing of it: the commit is the agent's until the manager imports it.
+      expect(() => sh(['cat-file', '-e', sh(['rev-parse', 'agent/mine'], mine)], repo)).toThrow();
+      expect(fs.readFileSync(tries.bashrc, 'utf8')).toBe('# mine\n');
+      expect(fs.existsSync(tries.checkout) || fs.existsSync(tries.hook) || fs.existsSync(tries.theirs)).toBe(false);
+      expect(fs.readFileSync(tries.launcher, 'utf8')).toBe('#!/bin/sh\n');
+      // Without the sandbox the same script writes them all (the test could fail).
+      const bare = execFileSync('/bin/sh', ['-c', script], { cwd: mine, env }).toString();
+      expect(bare).toContain('wrote bashrc');
+      expect(bare).toContain('wrote theirs');
+    },
+  );
 
   (HAS_BWRAP ? it : it.skip)(
     'gives a run its own sized /tmp, $TMPDIR and /dev/shm, caps its processes, and says which limit it hit (issue 44 §5)',
@@ -359,10 +437,22 @@ describe(AgentSandbox.name, () => {
           'sleep 30',
         ].join('\n');
         const env = { PATH: process.env.PATH ?? '', TMPDIR: tmp };
-        const wrapped = sut.wrap('/bin/sh', ['-c', script], scope({ caps, cwd: f.runtime.paths.root, env, tmp, workTree: f.runtime.paths.root }));
+        const wrapped = sut.wrap(
+          '/bin/sh',
+          ['-c', script],
+          scope({ caps, cwd: f.runtime.paths.root, env, tmp, workTree: f.runtime.paths.root }),
+        );
         const lines: string[] = [];
         const marker = `limits-test-${process.pid}`;
-        const run = await runProcess({ ...wrapped, cwd: f.runtime.paths.root, env, inactivityTimeoutMs: 60_000, marker, onLine: (l) => lines.push(l), stdin: '' });
+        const run = await runProcess({
+          ...wrapped,
+          cwd: f.runtime.paths.root,
+          env,
+          inactivityTimeoutMs: 60_000,
+          marker,
+          onLine: (l) => lines.push(l),
+          stdin: '',
+        });
         let reasons: string[] = [];
         const watch = limits.watch(caps, run.pid ?? -1, (reason) => (reasons = [...reasons, reason]));
         const deadline = Date.now() + 30_000;
@@ -374,14 +464,20 @@ describe(AgentSandbox.name, () => {
         expect(fs.existsSync(`/tmp/${outside}`) || fs.existsSync(`/dev/shm/${outside}`)).toBe(false);
         // The watch names a limit the run hit (the process cap where this machine has one, else the full /tmp).
         expect(watch.check()).toBe(true);
-        expect(reasons[0]).toMatch(limits.mechanism.kind === 'cgroup' ? /more than 40 processes at once \(agentProcessLimit\)/ : /filled its temporary space .*32 MB/);
+        expect(reasons[0]).toMatch(
+          limits.mechanism.kind === 'cgroup'
+            ? /more than 40 processes at once \(agentProcessLimit\)/
+            : /filled its temporary space .*32 MB/,
+        );
         if (limits.mechanism.kind === 'cgroup') {
           expect(limits.processLimitHit(caps)).toMatch(/more than 40 processes/);
-          expect(temporaryFull(run.pid ?? -1, caps)).toMatch(/filled its temporary space \(\/tmp, \/var\/tmp and \$TMPDIR: 32 MB, agentTmpSizeMb\)/);
+          expect(temporaryFull(run.pid ?? -1, caps)).toMatch(
+            /filled its temporary space \(\/tmp, \/var\/tmp and \$TMPDIR: 32 MB, agentTmpSizeMb\)/,
+          );
         }
         watch.stop();
         await run.interrupt();
-        limits.close(caps);
+        await limits.close(caps);
         if (caps.cgroupProcs !== null) {
           expect(fs.existsSync(path.dirname(caps.cgroupProcs))).toBe(false);
         }

@@ -38,7 +38,13 @@ describe('runProcess', () => {
     const { lines, run } = await start('lines', { maxLineBytes: 1024 });
     const end = await run.finished;
     expect(end).toMatchObject({ code: 0, reason: 'exited' });
-    expect(lines.map((l) => l.line.slice(0, 12))).toEqual(['{"a":1}', 'not json at ', '{"big":"xxxx', '{"after":tru', '{"no-newline']);
+    expect(lines.map((l) => l.line.slice(0, 12))).toEqual([
+      '{"a":1}',
+      'not json at ',
+      '{"big":"xxxx',
+      '{"after":tru',
+      '{"no-newline',
+    ]);
     expect(lines[2].line).toHaveLength(1024);
     expect(lines[2].truncatedFrom).toBe(2 * 1024 * 1024 + 10);
     expect(lines[3].truncatedFrom).toBeUndefined();
@@ -62,7 +68,7 @@ describe('runProcess', () => {
     expect(end.reason).toBe('timed_out');
     expect(isRunning(quiet.run.pid!)).toBe(false);
 
-    const chatty = await start('chatty', { inactivityTimeoutMs: 400 }); // prints every 100 ms for 1 s
+    const chatty = await start('chatty', { inactivityTimeoutMs: 2000 }); // prints every 100 ms for 5 s
     expect((await chatty.run.finished).reason).toBe('exited');
   });
 

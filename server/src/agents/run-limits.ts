@@ -27,7 +27,8 @@ export interface RunLimitValues {
 }
 
 /** How a run's processes are capped here, and why when they are not. */
-export type ProcessCapMechanism = { kind: 'cgroup'; root: string } | { kind: 'rlimit'; prlimit: string } | { kind: 'none'; reason: string };
+export type ProcessCapMechanism =
+  { kind: 'cgroup'; root: string } | { kind: 'rlimit'; prlimit: string } | { kind: 'none'; reason: string };
 
 /** What one run's sandbox needs to apply the limits. */
 export interface RunCaps {
@@ -68,7 +69,11 @@ function descendants(rootPid: number): number[] {
  * sandbox's mount namespace (its /tmp is that namespace's tmpfs). Null when not, or when no such
  * process is there to ask.
  */
-export function temporaryFull(rootPid: number, caps: RunCaps, seen: { pid: number | null } = { pid: null }): string | null {
+export function temporaryFull(
+  rootPid: number,
+  caps: RunCaps,
+  seen: { pid: number | null } = { pid: null },
+): string | null {
   const full = (pid: number): string | null | undefined => {
     try {
       const stat = fs.statfsSync(`/proc/${pid}/root/tmp`);
@@ -192,7 +197,9 @@ export function probeProcessCap(searchPath: string, cwd: string, keep = false): 
     return { kind: 'none', reason: `no pids cgroup could be made (${why}), and an rlimit does not bind root` };
   }
   const prlimit = findExecutable('prlimit', searchPath, cwd);
-  return prlimit === null ? { kind: 'none', reason: `no pids cgroup could be made (${why}), and prlimit (util-linux) is not installed` } : { kind: 'rlimit', prlimit };
+  return prlimit === null
+    ? { kind: 'none', reason: `no pids cgroup could be made (${why}), and prlimit (util-linux) is not installed` }
+    : { kind: 'rlimit', prlimit };
 }
 
 @Injectable()
@@ -243,7 +250,9 @@ export class RunLimits implements OnModuleInit, OnApplicationShutdown {
         fs.writeFileSync(path.join(dir, 'pids.max'), String(values.processes));
         return { cgroupProcs: path.join(dir, 'cgroup.procs'), prlimit: null, values };
       } catch (err) {
-        this.logger.warn(`could not make the pids cgroup of ${marker}: ${(err as Error).message}; its processes are not capped`);
+        this.logger.warn(
+          `could not make the pids cgroup of ${marker}: ${(err as Error).message}; its processes are not capped`,
+        );
       }
     }
     return { cgroupProcs: null, prlimit: this.state.kind === 'rlimit' ? this.state.prlimit : null, values };
@@ -257,7 +266,9 @@ export class RunLimits implements OnModuleInit, OnApplicationShutdown {
     try {
       const events = fs.readFileSync(path.join(path.dirname(caps.cgroupProcs), 'pids.events'), 'utf8');
       const max = Number(/^max (\d+)/m.exec(events)?.[1] ?? '0');
-      return max > 0 ? `it tried to run more than ${caps.values.processes} processes at once (agentProcessLimit); ${max} process starts were refused` : null;
+      return max > 0
+        ? `it tried to run more than ${caps.values.processes} processes at once (agentProcessLimit); ${max} process starts were refused`
+        : null;
     } catch {
       return null;
     }
@@ -293,10 +304,19 @@ export class RunLimits implements OnModuleInit, OnApplicationShutdown {
     };
   }
 
-  /** The run's cgroup goes once its processes have (what is left in it is killed first). */
-  close(caps: RunCaps): void {
-    if (caps.cgroupProcs !== null) {
-      removeCgroupTree(path.dirname(caps.cgroupProcs));
+  /**
+   * The run's cgroup goes once its processes have (what is left in it is killed first). A killed
+   * process takes a moment to leave its cgroup, more on a loaded machine: tried again every 100 ms
+   * for up to 10 s, so a long-lived manager does not collect empty cgroups. Resolves when it is
+   * gone (or left to the next start's sweep).
+   */
+  async close(caps: RunCaps): Promise<void> {
+    if (caps.cgroupProcs === null) {
+      return;
+    }
+    const dir = path.dirname(caps.cgroupProcs);
+    for (let attempt = 0; attempt < 100 && removeCgroupTree(dir) === 'busy'; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 100).unref());
     }
   }
 }
@@ -327,12 +347,12 @@ function alive(pid: number): boolean {
 }
 
 /** Removes a cgroup and those below it, killing what is left in each first (a cgroup with processes cannot go). */
-function removeCgroupTree(dir: string): void {
+function removeCgroupTree(dir: string): 'gone' | 'busy' {
   let entries: fs.Dirent[] = [];
   try {
     entries = fs.readdirSync(dir, { withFileTypes: true });
   } catch {
-    return;
+    return 'gone';
   }
   for (const entry of entries) {
     if (entry.isDirectory()) {
@@ -351,7 +371,9 @@ function removeCgroupTree(dir: string): void {
       }
     }
     fs.rmdirSync(dir);
-  } catch {
-    // still busy (a process exiting): the next start's sweep of this manager's own tree removes it
+    return 'gone';
+  } catch (err) {
+    // Still busy (a process exiting): the caller may try again; else the next start's sweep removes it.
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'gone' : 'busy';
   }
 }

@@ -37,7 +37,10 @@ export const REVIEWER_TIMEOUT_MS = 30 * 60 * 1000;
 @Injectable()
 export class RunLauncher {
   private readonly logger = new Logger(RunLauncher.name);
-  private readonly adapters: Record<string, AgentAdapter> = { 'claude-code': new ClaudeCodeAdapter(), codex: new CodexAdapter() };
+  private readonly adapters: Record<string, AgentAdapter> = {
+    'claude-code': new ClaudeCodeAdapter(),
+    codex: new CodexAdapter(),
+  };
 
   constructor(
     private readonly clock: Clock,
@@ -121,7 +124,11 @@ export class RunLauncher {
       : this.environment.environment({
           requirementId: run.requirementId,
           sessionId: run.sessionId as string,
-          token: this.credentials.issue({ requirementId: run.requirementId, runId: run.id, sessionId: run.sessionId as string }),
+          token: this.credentials.issue({
+            requirementId: run.requirementId,
+            runId: run.id,
+            sessionId: run.sessionId as string,
+          }),
         });
     Object.assign(env, placeEnv, { TMPDIR: tmp });
     const executable = this.configuration.get(run.provider === 'codex' ? 'codexExecutable' : 'claudeExecutable');
@@ -188,14 +195,26 @@ export class RunLauncher {
     // A limit hit fails the run with the reason, and ends it (no other run is harmed).
     active.limitWatch = this.limits.watch(active.caps, proc.pid ?? -1, (reason) => {
       active.outcome.imposed = `the run hit a limit: ${reason}`;
-      active.traces.add({ detail: reason, kind: 'error', nativeType: 'limit', status: 'failed', title: 'A limit of the run was hit', toolCallId: null, toolName: null });
+      active.traces.add({
+        detail: reason,
+        kind: 'error',
+        nativeType: 'limit',
+        status: 'failed',
+        title: 'A limit of the run was hit',
+        toolCallId: null,
+        toolName: null,
+      });
       this.kill(active);
     });
     // Watched from here on, whatever happens next: its end always reaches the caller.
     void proc.finished.then(ended);
     try {
       await this.database.write(async (tx) =>
-        this.runs.update(tx, { processGroupId: proc.pgid, processId: proc.pid, processMarker: run.id, processStartTime: proc.startTime }, { id: run.id }),
+        this.runs.update(
+          tx,
+          { processGroupId: proc.pgid, processId: proc.pid, processMarker: run.id, processStartTime: proc.startTime },
+          { id: run.id },
+        ),
       );
     } catch (err) {
       // Without its marker on record a crash could not find it again: end it now (the run fails).
@@ -215,7 +234,7 @@ export class RunLauncher {
     active.limitWatch?.check();
     active.limitWatch?.stop();
     if (active.caps) {
-      this.limits.close(active.caps);
+      void this.limits.close(active.caps);
     }
     try {
       this.sandbox.removeTemporary(active.run.id);
@@ -227,7 +246,9 @@ export class RunLauncher {
   /** Ends the run's process tree, or its setup command before there is one (the run then finishes as interrupted). */
   kill(active: ActiveRun): void {
     active.preparing?.abort();
-    void active.process?.interrupt().catch((err: unknown) => this.logger.error(`could not end run ${active.run.id}: ${(err as Error).message}`));
+    void active.process
+      ?.interrupt()
+      .catch((err: unknown) => this.logger.error(`could not end run ${active.run.id}: ${(err as Error).message}`));
   }
 
   /** Applies the parser's events in arrival order. */
@@ -255,7 +276,9 @@ export class RunLauncher {
           active.lastAssistantText = event.text;
           // A reviewer's text is its summary, posted once when it finishes; an RD agent speaks as it goes.
           if (active.run.role === 'rd') {
-            active.writes = active.writes.then(() => active.traces.flush()).then(() => this.recordAssistantMessage(active, event.text));
+            active.writes = active.writes
+              .then(() => active.traces.flush())
+              .then(() => this.recordAssistantMessage(active, event.text));
           }
           break;
         case 'usage':
@@ -278,7 +301,9 @@ export class RunLauncher {
     if (active.run.role === 'reviewer') {
       return this.database
         .write(async (tx) => this.runs.update(tx, { nativeSessionId }, { id: active.run.id }))
-        .catch((err: unknown) => this.logger.error(`could not record the native session of run ${active.run.id}: ${(err as Error).message}`));
+        .catch((err: unknown) =>
+          this.logger.error(`could not record the native session of run ${active.run.id}: ${(err as Error).message}`),
+        );
     }
     return this.database
       .write(async (tx) => {
@@ -296,16 +321,25 @@ export class RunLauncher {
           });
         }
       })
-      .catch((err: unknown) => this.logger.error(`could not record the native session of run ${active.run.id}: ${(err as Error).message}`));
+      .catch((err: unknown) =>
+        this.logger.error(`could not record the native session of run ${active.run.id}: ${(err as Error).message}`),
+      );
   }
 
   private recordAssistantMessage(active: ActiveRun, text: string): Promise<void> {
     return this.database
       .write(async (tx) => {
         const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
-        await this.messages.append(tx, rows, { author: 'rd_agent', body: text, deliverToRd: false, runId: active.run.id }, { id: active.run.id, kind: 'agent' });
+        await this.messages.append(
+          tx,
+          rows,
+          { author: 'rd_agent', body: text, deliverToRd: false, runId: active.run.id },
+          { id: active.run.id, kind: 'agent' },
+        );
       })
       .then(() => undefined)
-      .catch((err: unknown) => this.logger.error(`could not record a message of run ${active.run.id}: ${(err as Error).message}`));
+      .catch((err: unknown) =>
+        this.logger.error(`could not record a message of run ${active.run.id}: ${(err as Error).message}`),
+      );
   }
 }
