@@ -344,13 +344,11 @@ describe('Requirement dependencies', () => {
     });
     // What a crash between the two commits leaves: the dependency met, the dependent not told.
     await manager.app.get(Database).write(async (tx) => {
-      await manager.app
-        .get(DependenciesRepository)
-        .change(tx, dependent.id, dependency.id, {
-          reason: 'confirmed done',
-          resolvedAt: new Date().toISOString(),
-          state: 'met',
-        });
+      await manager.app.get(DependenciesRepository).change(tx, dependent.id, dependency.id, {
+        reason: 'confirmed done',
+        resolvedAt: new Date().toISOString(),
+        state: 'met',
+      });
     });
     expect(await told(dependent.id)).toEqual([]);
     await restart();

@@ -107,18 +107,16 @@ describeStores('Messages', (kind) => {
   it('leaves nothing of a unit that fails: no message, no event, no attachment taken, and the next message gets the same sequence', async () => {
     const requirement = await create('rolled back');
     await human(requirement.id, 'kept');
-    const attachment = await app
-      .get(AttachmentsService)
-      .upload(
-        requirement.id,
-        {
-          body: Readable.from([Buffer.from('notes')]),
-          declaredLength: 5,
-          declaredType: 'text/plain',
-          fileName: 'notes.txt',
-        },
-        HUMAN_ACTOR,
-      );
+    const attachment = await app.get(AttachmentsService).upload(
+      requirement.id,
+      {
+        body: Readable.from([Buffer.from('notes')]),
+        declaredLength: 5,
+        declaredType: 'text/plain',
+        fileName: 'notes.txt',
+      },
+      HUMAN_ACTOR,
+    );
     await expect(
       app.get(Database).write(async (tx) => {
         const held = await requirements().loadForWrite(tx, requirement.id);

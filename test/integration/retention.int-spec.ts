@@ -84,18 +84,16 @@ describeStores('Retention', (kind) => {
 
     // Done, with a conversation, a run, an attachment file, a child it proposed and a dependent.
     const done = await create('done');
-    const attachment = await app
-      .get(AttachmentsService)
-      .upload(
-        done.id,
-        {
-          body: Readable.from([Buffer.from('notes')]),
-          declaredLength: 5,
-          declaredType: 'text/plain',
-          fileName: 'notes.txt',
-        },
-        HUMAN_ACTOR,
-      );
+    const attachment = await app.get(AttachmentsService).upload(
+      done.id,
+      {
+        body: Readable.from([Buffer.from('notes')]),
+        declaredLength: 5,
+        declaredType: 'text/plain',
+        fileName: 'notes.txt',
+      },
+      HUMAN_ACTOR,
+    );
     const file = app.get(AttachmentsService).filePath(attachment);
     await runs().start(done.id, { attachmentIds: [attachment.id], message: 'work' }, HUMAN_ACTOR);
     await stop(done.id);

@@ -764,16 +764,14 @@ export class FakeGitHubServer {
       number: pr.number,
       repository: { nameWithOwner: `${pr.owner}/${pr.repo}` },
       reviewThreads: {
-        nodes: pr.reviewThreads
-          .slice(-20)
-          .map((t) => ({
-            comments: {
-              nodes: t.comments
-                .slice(-10)
-                .map((c) => ({ ...authored(c), createdAt: c.createdAt, line: c.line, path: c.path })),
-            },
-            id: t.id,
-          })),
+        nodes: pr.reviewThreads.slice(-20).map((t) => ({
+          comments: {
+            nodes: t.comments
+              .slice(-10)
+              .map((c) => ({ ...authored(c), createdAt: c.createdAt, line: c.line, path: c.path })),
+          },
+          id: t.id,
+        })),
       },
       reviews: {
         nodes: pr.reviews

@@ -469,12 +469,10 @@ function queryValue(op: Operation, param: Parameter, clean: boolean): fc.Arbitra
     { arbitrary: valid.map(one('query:valid')), weight: 5 },
     { arbitrary: invalid.map(one('query:invalid')), weight: 4 },
     {
-      arbitrary: fc
-        .tuple(valid, invalid)
-        .map(([a, b]) => ({
-          parts: [`${param.name}=${encodeLoose(a)}`, `${param.name}=${encodeLoose(b)}`],
-          tag: 'query:repeated',
-        })),
+      arbitrary: fc.tuple(valid, invalid).map(([a, b]) => ({
+        parts: [`${param.name}=${encodeLoose(a)}`, `${param.name}=${encodeLoose(b)}`],
+        tag: 'query:repeated',
+      })),
       weight: 1,
     },
     { arbitrary: fc.constant({ parts: [`${param.name}[$gt]=`] as string[], tag: 'query:bracket' }), weight: 1 },
@@ -686,14 +684,12 @@ const mutation = (schema: Schema): fc.Arbitrary<(obj: Record<string, unknown>) =
   }
   if (keys.length > 0) {
     options.push({
-      arbitrary: fc
-        .tuple(fc.constantFrom(...keys), fc.constant(null))
-        .chain(([key]) =>
-          corruptValue(schema.properties?.[key] ?? {}).map(({ value, tag }) => (obj: Record<string, unknown>) => ({
-            obj: { ...obj, [key]: value },
-            tag,
-          })),
-        ),
+      arbitrary: fc.tuple(fc.constantFrom(...keys), fc.constant(null)).chain(([key]) =>
+        corruptValue(schema.properties?.[key] ?? {}).map(({ value, tag }) => (obj: Record<string, unknown>) => ({
+          obj: { ...obj, [key]: value },
+          tag,
+        })),
+      ),
       weight: 10,
     });
   }
@@ -722,14 +718,12 @@ const notJson = fc.oneof<Array<fc.Arbitrary<BodyDraft>>>(
       extraHeaders: {},
       tags: ['body:malformed-json'],
     })),
-  fc
-    .uint8Array({ maxLength: 2048 })
-    .map((bytes) => ({
-      body: Buffer.from(bytes),
-      contentType: 'application/json',
-      extraHeaders: {},
-      tags: ['body:binary-as-json'],
-    })),
+  fc.uint8Array({ maxLength: 2048 }).map((bytes) => ({
+    body: Buffer.from(bytes),
+    contentType: 'application/json',
+    extraHeaders: {},
+    tags: ['body:binary-as-json'],
+  })),
   fc
     .constantFrom(
       'application/json; charset=utf-16',
@@ -1237,14 +1231,12 @@ function requestFor(op: Operation, target: FuzzTarget, clean: boolean): fc.Arbit
             : fc.oneof(
                 { arbitrary: fc.constant({ extraHeaders: {}, tags: [] } as BodyDraft), weight: 12 },
                 {
-                  arbitrary: fc
-                    .jsonValue({ maxDepth: 2 })
-                    .map((v) => ({
-                      body: Buffer.from(JSON.stringify(v) ?? 'null'),
-                      contentType: 'application/json',
-                      extraHeaders: {},
-                      tags: ['body:unexpected'],
-                    })),
+                  arbitrary: fc.jsonValue({ maxDepth: 2 }).map((v) => ({
+                    body: Buffer.from(JSON.stringify(v) ?? 'null'),
+                    contentType: 'application/json',
+                    extraHeaders: {},
+                    tags: ['body:unexpected'],
+                  })),
                   weight: 1,
                 },
                 { arbitrary: notJson, weight: 1 },

@@ -31,12 +31,10 @@ export class AgentMcpController {
   @All()
   other(@CurrentAgentScope() _scope: AgentScope, @Res() res: Response): void {
     res.setHeader('Allow', 'POST');
-    res
-      .status(405)
-      .json({
-        error: { code: -32000, message: 'Method not allowed: this MCP endpoint is stateless, use POST' },
-        id: null,
-        jsonrpc: '2.0',
-      });
+    res.status(405).json({
+      error: { code: -32000, message: 'Method not allowed: this MCP endpoint is stateless, use POST' },
+      id: null,
+      jsonrpc: '2.0',
+    });
   }
 }
