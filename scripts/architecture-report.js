@@ -187,6 +187,7 @@ for (const f of testFiles) {
 const report = {
   featureCycles: cycles,
   fileCycles: require('./file-cycles').cycles(),
+  longestFunctions: require('./function-sizes').longest(),
   mutualPairs,
   foreignRepositoryInjections: foreignInjections,
   largestServerFiles: largest(serverFiles, 5),
@@ -225,6 +226,7 @@ const generated = {
     `| Services injecting another feature's repository | ${new Set(foreignInjections.map((i) => i.file)).size} files, ${foreignInjections.length} injections |`,
     `| Largest server files | ${report.largestServerFiles.map((f) => `${code(path.relative('server/src', f.file))} ${f.lines}`).join(', ')} |`,
     `| Largest dashboard files | ${report.largestDashboardFiles.map((f) => `${code(path.relative('dashboard/src', f.file))} ${f.lines}`).join(', ')} |`,
+    `| Longest functions (lines) | ${report.longestFunctions.map((f) => `${code(f.name)} in ${code(path.basename(f.file))} ${f.lines}`).join(', ')} |`,
     `| Domain events | ${domainEvents.size} |`,
     `| Test calls: raw \`send()\` / untyped on purpose / typed client | ${rawSend} / ${untypedOnPurpose} / ${typedClient} |`,
   ].join('\n'),
@@ -294,6 +296,9 @@ if (process.argv.includes('--check')) {
   );
   process.stdout.write(
     `Largest server files: ${report.largestServerFiles.map((f) => `${f.file} (${f.lines})`).join(', ')}\n`,
+  );
+  process.stdout.write(
+    `Longest functions: ${report.longestFunctions.map((f) => `${f.name} in ${f.file} (${f.lines})`).join(', ')}\n`,
   );
   process.stdout.write(
     `Largest dashboard files: ${report.largestDashboardFiles.map((f) => `${f.file} (${f.lines})`).join(', ')}\n`,
