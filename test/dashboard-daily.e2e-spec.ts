@@ -257,8 +257,8 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
     const trace = page.getByTestId('trace');
     // Newest run first, each named by its number, start and outcome (the id only as a tooltip).
     const runs = trace.getByTestId('trace-run');
-    await expect(runs.first().textContent()).resolves.toMatch(/^Run 2 · .* · succeeded$/);
-    await expect(runs.nth(1).textContent()).resolves.toMatch(/^Run 1 · .* · cancelled$/);
+    await expect(runs.first().innerText()).resolves.toMatch(/^Run 2 · .* · succeeded$/);
+    await expect(runs.nth(1).innerText()).resolves.toMatch(/^Run 1 · .* · cancelled$/);
     // Kinds in words, a time on every step, a tool's duration, the assistant's text in the open.
     await expect(trace.locator('[data-kind="tool_call"] .badge').first().textContent()).resolves.toBe('Tool');
     await expect(trace.locator('.trace-item time').count()).resolves.toBeGreaterThan(2);

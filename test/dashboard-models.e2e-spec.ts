@@ -28,7 +28,12 @@ describe('dashboard model pickers in Chromium', () => {
   let page: Page;
 
   const refresh = async () => expect((await manager.api.POST('/api/models/refresh')).status).toBe(200);
-  const options = (testId: string) => page.getByTestId(testId).locator('option').allTextContents();
+  // Each option's label as the picker shows it (HTMLOptionElement.text: whitespace stripped and collapsed).
+  const options = (testId: string) =>
+    page
+      .getByTestId(testId)
+      .locator('option')
+      .evaluateAll((list) => list.map((o) => (o as unknown as { text: string }).text));
   const shot = (name: string) => screenshot(page, `models-${name}`);
 
   beforeAll(async () => {
