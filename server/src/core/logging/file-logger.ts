@@ -50,6 +50,17 @@ export class FileLogger implements LoggerService {
       maxSize: options.maxSize,
       symlinkName: parsed.base,
     });
+    // Nothing else listens for the file stream's errors (a full disk, a removed folder): unheard, one
+    // would end the process. Said once on stderr instead; lines go on to be attempted.
+    let told = false;
+    this.fileStream()?.on('error', (err: Error) => {
+      if (!told) {
+        told = true;
+        process.stderr.write(
+          `${JSON.stringify({ level: 'error', message: `the log file cannot be written: ${err.message}` })}\n`,
+        );
+      }
+    });
     this.logger = winston.createLogger({
       format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
       level: options.level,
@@ -92,10 +103,24 @@ export class FileLogger implements LoggerService {
   close(): Promise<void> {
     this.closed = true;
     return new Promise((resolve) => {
-      this.transport.once('finish', () => resolve());
+      // The transport says 'finish' twice: once its own writes are handed to the file stream (which
+      // may not have opened its file yet), and again when that stream has ended. Done means the file
+      // stream closed: before that a caller removing the folder made the pending open fail.
+      const file = this.fileStream();
+      if (file) {
+        file.once('close', () => resolve());
+      } else {
+        this.transport.once('finish', () => resolve());
+      }
       this.logger.end();
       setTimeout(resolve, CLOSE_BOUND_MS).unref();
     });
+  }
+
+  /** The rotating file stream under the transport (file-stream-rotator's), when there is one. */
+  private fileStream(): NodeJS.EventEmitter | null {
+    const stream = (this.transport as unknown as { logStream?: NodeJS.EventEmitter }).logStream;
+    return stream && typeof stream.once === 'function' ? stream : null;
   }
 
   private write(nestLevel: string, message: unknown, rest: unknown[]): void {
