@@ -13,20 +13,9 @@ const path = require('node:path');
 const root = path.resolve(__dirname, '..');
 // Piped into `head`: a closed stdout is the reader saying it has enough.
 process.stdout.on('error', (err) => process.exit(err.code === 'EPIPE' ? 0 : 1));
-const serverRoot = path.join(root, 'server', 'src');
+const { walk } = require('./source-tree');
 
-function walk(dir, keep) {
-  const out = [];
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) {
-      if (entry.name !== 'node_modules') out.push(...walk(full, keep));
-    } else if (keep(full)) {
-      out.push(full);
-    }
-  }
-  return out;
-}
+const serverRoot = path.join(root, 'server', 'src');
 
 const isSource = (f) => f.endsWith('.ts') && !f.endsWith('.spec.ts') && !f.endsWith('.d.ts');
 const serverFiles = walk(serverRoot, isSource);

@@ -7,6 +7,8 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
+const { walk } = require('./source-tree');
+
 const root = path.resolve(__dirname, '..');
 const docs = path.join(root, 'docs');
 
@@ -37,29 +39,13 @@ function protocolSections() {
   return new Set([...fs.readFileSync(file, 'utf8').matchAll(/^(\d+)\. /gm)].map((m) => m[1]));
 }
 
-const SKIP = new Set(['node_modules', 'dist', 'agent-clis', 'node-runtimes', 'fixtures', 'results', '.angular']);
-
-function files(dir, keep) {
-  if (!fs.existsSync(dir)) return [];
-  const out = [];
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) {
-      if (!SKIP.has(entry.name)) out.push(...files(full, keep));
-    } else if (keep(entry.name)) {
-      out.push(full);
-    }
-  }
-  return out;
-}
-
 /** The problems found: one line each, naming the file and line. */
 function check() {
-  const code = (name) => /\.(ts|js|mjs|html)$/.test(name) && !name.endsWith('.d.ts');
+  const code = (file) => /\.(ts|js|mjs|html)$/.test(file) && !file.endsWith('.d.ts');
   const sources = ['server', 'cli', 'dashboard/src', 'libs', 'test', 'scripts', 'bench'].flatMap((d) =>
-    files(path.join(root, d), code),
+    walk(path.join(root, d), code),
   );
-  const markdown = [...files(docs, (n) => n.endsWith('.md')), path.join(root, 'README.md')].filter(
+  const markdown = [...walk(docs, (f) => f.endsWith('.md')), path.join(root, 'README.md')].filter(
     (f) => path.basename(f) !== 'protocol.md',
   );
   const invariants = invariantCount();

@@ -6,6 +6,8 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
+const { isTypeScriptSource, walk } = require('./source-tree');
+
 const root = path.resolve(__dirname, '..');
 const TREES = ['server/src', 'cli/src', 'libs/contracts/src', 'libs/api-client/src', 'dashboard/src'];
 const ALIASES = [
@@ -15,22 +17,9 @@ const ALIASES = [
 ];
 const IMPORT = /(?:import|export)\s[^'";]*?from\s+'([^']+)'|import\(\s*'([^']+)'\s*\)|^import\s+'([^']+)'/gm;
 
-function sources(dir, out = []) {
-  if (!fs.existsSync(dir)) return out;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) {
-      if (entry.name !== 'node_modules') sources(full, out);
-    } else if (/\.ts$/.test(entry.name) && !/\.(spec|d)\.ts$/.test(entry.name)) {
-      out.push(full);
-    }
-  }
-  return out;
-}
-
 /** The import graph of the source trees: file → the files it imports. */
 function graph() {
-  const files = TREES.flatMap((tree) => sources(path.join(root, tree)));
+  const files = TREES.flatMap((tree) => walk(path.join(root, tree), isTypeScriptSource));
   const known = new Set(files);
   const resolve = (from, spec) => {
     let target = null;

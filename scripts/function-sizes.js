@@ -6,20 +6,11 @@ const fs = require('node:fs');
 const path = require('node:path');
 const ts = require('typescript');
 
-const root = path.resolve(__dirname, '..');
+const { SKIPPED, isTypeScriptSource, walk } = require('./source-tree');
 
-function sources(dir, out = []) {
-  if (!fs.existsSync(dir)) return out;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) {
-      if (entry.name !== 'node_modules' && entry.name !== 'migrations') sources(full, out);
-    } else if (/\.ts$/.test(entry.name) && !/\.(spec|d)\.ts$/.test(entry.name)) {
-      out.push(full);
-    }
-  }
-  return out;
-}
+const root = path.resolve(__dirname, '..');
+// Migrations are declarative tables of SQL, not functions to keep short.
+const SKIP_MIGRATIONS = new Set([...SKIPPED, 'migrations']);
 
 function nameOf(node, file) {
   const own = node.name && ts.isIdentifier(node.name) ? node.name.text : null;
@@ -35,7 +26,7 @@ function nameOf(node, file) {
 /** The `count` longest functions of the given source trees: { file, name, lines }. */
 function longest(trees = ['server/src', 'cli/src', 'dashboard/src', 'libs/contracts/src'], count = 5) {
   const found = [];
-  for (const file of trees.flatMap((t) => sources(path.join(root, t)))) {
+  for (const file of trees.flatMap((t) => walk(path.join(root, t), isTypeScriptSource, SKIP_MIGRATIONS))) {
     const source = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
     const visit = (node) => {
       if (ts.isFunctionLike(node) && node.body && ts.isBlock(node.body)) {
