@@ -274,7 +274,9 @@ describe('Limits a local process must not be able to break', () => {
     };
     const before = residentMb(pid);
     const rounds: { ms: number; peak: number; statuses: Record<number, number>; after: number }[] = [];
-    for (let round = 0; round < 3; round++) rounds.push({ ...(await attack()), after: await settled() });
+    for (let round = 0; round < 3; round++) {
+      rounds.push({ ...(await attack()), after: await settled() });
+    }
 
     console.log(
       `webhook attack (60 × 24 MB, bad signature), 3 rounds: ${rounds.map((r) => `${JSON.stringify(r.statuses)} in ${r.ms} ms`).join(', ')}; ` +
