@@ -17,6 +17,7 @@ import { GitHubModule } from './github/github.module';
 import { LandingModule } from './landing/landing.module';
 import { MessagesModule } from './messages/messages.module';
 import { ModelsModule } from './models/models.module';
+import { NetworkModule } from './network/network.module';
 import { PullRequestsModule } from './pull-requests/pull-requests.module';
 import { RequirementsModule } from './requirements/requirements.module';
 import { RetentionModule } from './retention/retention.module';
@@ -48,6 +49,7 @@ export class AppModule {
         LandingModule,
         MessagesModule,
         ModelsModule,
+        NetworkModule,
         PullRequestsModule,
         RequirementsModule,
         RetentionModule,

@@ -229,7 +229,7 @@ describe('when bubblewrap is refused (no user namespaces)', () => {
     sandbox?.cleanup();
   });
 
-  it('says once, in the banner, the log and /api/health, that agents are not isolated, and runs go on as before', async () => {
+  it('says once, in the banner, the log and /api/health, that agents are not isolated; runs are refused (503) until the network is open, then go on as before', async () => {
     const reason =
       'bubblewrap cannot create the sandbox here (bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.); user namespaces may be disabled or restricted';
     expect((await ok(apiClient(manager.origin, { auth: false }).GET('/api/health'))).agentIsolation).toEqual({
@@ -246,10 +246,25 @@ describe('when bubblewrap is refused (no user namespaces)', () => {
     );
     const job = huntJob(manager, sandbox, 'unisolated', { cli: true });
     stub.scriptFor(requirement.id, [{ shell: huntCommand(job) }, { text: 'Done.' }]);
-    await manager.api.POST('/api/requirements/{id}/start', {
+    // Without a sandbox there is no network of its own either: a start is refused (issue 45),
+    // never run open behind the person's back, until the person chooses `open`.
+    const refused = await manager.api.POST('/api/requirements/{id}/start', {
       params: { path: { id: requirement.id } },
       body: { message: `Go ${requirement.id}` },
     });
+    expect(refused.response.status).toBe(503);
+    expect(refused.error).toMatchObject({ code: 'network_isolation_unavailable' });
+    expect((refused.error as { message: string }).message).toContain('bubblewrap cannot create the sandbox here');
+    expect(
+      (await ok(manager.api.GET('/api/runs', { params: { query: { requirementId: requirement.id } } }))).items,
+    ).toEqual([]);
+    await ok(manager.api.PATCH('/api/configuration', { body: { networkMode: 'open' } }));
+    await ok(
+      manager.api.POST('/api/requirements/{id}/start', {
+        params: { path: { id: requirement.id } },
+        body: { message: `Go ${requirement.id}` },
+      }),
+    );
     expect(await finishedRun(manager, requirement.id)).toMatchObject({ status: 'succeeded' });
     const hunt = readHunt(job.out);
     expect(hunt.cli?.code).toBe(0);

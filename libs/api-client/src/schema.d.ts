@@ -330,6 +330,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/network": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Agent runs' network: the mode, whether it is isolated here, the defaults and the lists */
+        get: operations["status"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/network/blocked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Connections agent runs' proxies refused, counted per run, host and port; most recent first */
+        get: operations["blocked"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/pull-requests": {
         parameters: {
             query?: never;
@@ -582,6 +616,24 @@ export interface paths {
         put?: never;
         /** Team mode: move a Requirement to this runner. Its branch is fetched from the shared remote, its worktree made here at the next run, and its session goes on here as a new CLI session given the conversation so far (at once when input waits, e.g. the run its old runner lost) */
         post: operations["moveRequirement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/network": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A Requirement's own allowed hosts and what its runs were refused */
+        get: operations["requirementNetwork"];
+        /** Set the hosts a Requirement's runs may reach besides the workspace allow-list (the person's choice; applied to the next connection) */
+        put: operations["setRequirementNetwork"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1061,14 +1113,14 @@ export interface components {
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
             /** @description Fields a change applies to at once; every other field needs a restart */
-            liveFields: ("agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            liveFields: ("agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            overriddenFields: ("agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            restartRequiredFields: ("agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
@@ -1117,6 +1169,12 @@ export interface components {
             logMaxFiles: string;
             logMaxSize: string;
             modelCatalogRefreshHours: number;
+            /** @description Hosts agent runs may reach besides the defaults */
+            networkAllow: string[];
+            /** @description Hosts agent runs may never reach */
+            networkDeny: string[];
+            /** @enum {string} */
+            networkMode: "allow_list" | "open" | "offline";
             /** @description The configured person's email, or null (git's user.email, or none) */
             personEmail: string | null;
             /** @description The configured person's name, or null (git's user.name, else the OS account) */
@@ -1520,6 +1578,36 @@ export interface components {
             /** @description Why nothing was fetched, when nothing was */
             reason: string | null;
         };
+        NetworkBlockedDto: {
+            /** @description Connections refused to this host and port in this run */
+            count: number;
+            firstAt: string;
+            host: string;
+            id: string;
+            lastAt: string;
+            /** @description CONNECT (a tunnel: HTTPS and the like) or the HTTP method of a plain request */
+            method: string;
+            port: number;
+            reason: string;
+            requirementId: string;
+            runId: string;
+        };
+        NetworkBlockedListDto: {
+            /** @description Most recent first */
+            items: components["schemas"]["NetworkBlockedDto"][];
+        };
+        NetworkStatusDto: {
+            allow: string[];
+            /** @description Allowed without being listed: provider APIs, GitHub and the remotes' hosts, the lock files' registries */
+            defaults: string[];
+            deny: string[];
+            /** @description Runs get a network namespace whose only way out is the filtering proxy */
+            isolated: boolean;
+            /** @enum {string} */
+            mode: "allow_list" | "open" | "offline";
+            /** @description Why runs cannot be isolated here although the mode asks for it (runs are then refused), else null */
+            unavailableReason: string | null;
+        };
         PersonDto: {
             email: string | null;
             /**
@@ -1801,6 +1889,13 @@ export interface components {
             landedMethod: "merge" | "squash" | "rebase" | "pull_request" | null;
             /** @description Its work (commits, and uncommitted changes in its worktree) merges onto the base's current commit without a conflict; null when not checked */
             mergesCleanly: boolean | null;
+        };
+        RequirementNetworkDto: {
+            /** @description Hosts its runs may reach besides the workspace allow-list */
+            allow: string[];
+            /** @description What its runs were refused, most recent first (200 at most) */
+            blocked: components["schemas"]["NetworkBlockedDto"][];
+            requirementId: string;
         };
         RequirementPageDto: {
             items: components["schemas"]["RequirementResponseDto"][];
@@ -2112,6 +2207,15 @@ export interface components {
             logMaxSize?: string;
             /** @description Hours between automatic refreshes of the model catalog (also done at start when due); 0: only on demand */
             modelCatalogRefreshHours?: number;
+            /** @description Hosts agent runs may reach besides the defaults (provider APIs, GitHub and the remotes' hosts, the lock files' registries): host, *.domain (its subdomains), either with :port, or an IP (127.0.0.1:8080, [::1]:443). A name that resolves to this machine or link-local is refused unless written as an IP (applied to the next connection) */
+            networkAllow?: string[];
+            /** @description Hosts agent runs may never reach; wins over every allow, the defaults too (applied to the next connection) */
+            networkDeny?: string[];
+            /**
+             * @description allow_list: agent runs reach the allowed hosts only, through a filtering proxy (default); offline: only the model API and Agent Manager; open: the whole network, no proxy (applied to the next run)
+             * @enum {string}
+             */
+            networkMode?: "allow_list" | "open" | "offline";
             /**
              * @description The email of the person this manager acts for (restart required); null: git's global user.email, or none
              * @example ada@example.com
@@ -2168,6 +2272,10 @@ export interface components {
              * @example Add tiered timings to the compaction profile
              */
             title?: string;
+        };
+        UpdateRequirementNetworkDto: {
+            /** @description Hosts this Requirement's runs may reach besides the workspace allow-list (replaces the list; applied to the next connection) */
+            allow?: string[];
         };
         UsageResponseDto: {
             /** @description The part of the input read from the cache */
@@ -3298,6 +3406,96 @@ export interface operations {
             };
         };
     };
+    status: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NetworkStatusDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    blocked: {
+        parameters: {
+            query?: {
+                /** @description Only connections refused at or after this time (ISO 8601) */
+                since?: string;
+                /** @description Only those of this Requirement */
+                requirementId?: string;
+                /** @description At most this many (default 200) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NetworkBlockedListDto"];
+                };
+            };
+            /** @description Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listPullRequests: {
         parameters: {
             query?: {
@@ -4321,6 +4519,109 @@ export interface operations {
             };
             /** @description not_on_board, not_started (it runs on whoever starts it), already_here, requirement_closed, run_active (its runner is online and running it: stop it first), moved_meanwhile */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    requirementNetwork: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequirementNetworkDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    setRequirementNetwork: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateRequirementNetworkDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequirementNetworkDto"];
+                };
+            };
+            /** @description An entry that is not a host, named */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

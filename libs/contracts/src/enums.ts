@@ -91,6 +91,14 @@ export type AuthenticationMode = (typeof AUTHENTICATION_MODES)[number];
 export const AGENT_ISOLATION_MODES = ['auto', 'off'] as const;
 export type AgentIsolationMode = (typeof AGENT_ISOLATION_MODES)[number];
 
+/**
+ * How much of the network an agent run reaches (issue 45): `allow_list` (default), the hosts on
+ * the allow-list (and the model API and Agent Manager); `offline`, the model API and Agent Manager
+ * alone; `open`, everything (no network namespace, no proxy).
+ */
+export const NETWORK_MODES = ['allow_list', 'open', 'offline'] as const;
+export type NetworkMode = (typeof NETWORK_MODES)[number];
+
 export const AGENT_ISOLATION_MECHANISMS = ['bubblewrap', 'seatbelt'] as const;
 export type AgentIsolationMechanism = (typeof AGENT_ISOLATION_MECHANISMS)[number];
 

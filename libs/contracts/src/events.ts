@@ -8,6 +8,7 @@ import type {
   EventActor,
   ManagerConfiguration,
   ModelCatalog,
+  NetworkBlocked,
   PullRequest,
   Requirement,
   RequirementMessage,
@@ -53,6 +54,8 @@ export interface ManagerEventPayloads {
   'landing.queue.updated': { queue: LandingQueue };
   'message.created': { message: RequirementMessage; requirement: Requirement };
   'model_catalog.updated': { catalog: ModelCatalog };
+  /** An agent run's proxy refused a connection: the first time for its host and port, then with the count at most every few seconds. */
+  'network.blocked': { blocked: NetworkBlocked };
   'pull_request.created': PullRequestPayload;
   'pull_request.updated': PullRequestPayload;
   'requirement.cancelled': ClosedPayload;
@@ -96,6 +99,7 @@ export const EVENT_TYPES = [
   'manager.reconciled',
   'message.created',
   'model_catalog.updated',
+  'network.blocked',
   'pull_request.created',
   'pull_request.updated',
   'requirement.cancelled',

@@ -16,6 +16,7 @@ import type {
   EventActorKind,
   PersonSource,
   IsolationMode,
+  NetworkMode,
   WorktreeLayout,
   LogLevel,
   MessageAuthor,
@@ -280,6 +281,42 @@ export interface Person {
   source: PersonSource;
 }
 
+/** A connection an agent run's proxy refused (issue 45), counted per run, host and port. */
+export interface NetworkBlocked {
+  id: string;
+  requirementId: string;
+  runId: string;
+  host: string;
+  port: number;
+  /** CONNECT (a tunnel: HTTPS and the like) or the HTTP method of a plain request. */
+  method: string;
+  reason: string;
+  count: number;
+  firstAt: string;
+  lastAt: string;
+}
+
+/** Whether agent runs have a network of their own, and what it reaches. */
+export interface NetworkStatus {
+  mode: NetworkMode;
+  /** Whether runs get a network namespace whose only way out is the filtering proxy. */
+  isolated: boolean;
+  /** Why not, when the mode asks for it and the machine cannot (runs are then refused); else null. */
+  unavailableReason: string | null;
+  /** Allowed without being listed: the provider APIs, GitHub and the workspace's git hosts, its package registries. */
+  defaults: string[];
+  allow: string[];
+  deny: string[];
+}
+
+/** One Requirement's own network additions (the person's choice). */
+export interface RequirementNetwork {
+  requirementId: string;
+  allow: string[];
+  /** What its runs were refused, most recent first. */
+  blocked: NetworkBlocked[];
+}
+
 /** Whether this manager's agents run in the sandbox that hides the workspaces' data. */
 export interface AgentIsolation {
   enabled: boolean;
@@ -345,6 +382,12 @@ export interface ConfigurationValues {
   worktreeSetupCommand: string | null;
   /** Run before a worktree is removed; null: `.agent-manager/teardown` when the worktree has one. */
   worktreeTeardownCommand: string | null;
+  /** How much of the network agent runs reach: `allow_list` (default), `offline` or `open`. */
+  networkMode: NetworkMode;
+  /** Hosts agent runs may reach besides the defaults (`host`, `*.domain`, either with `:port`, or an IP). */
+  networkAllow: string[];
+  /** Hosts agent runs may never reach (wins over every allow, the defaults' too). */
+  networkDeny: string[];
   /** A done Requirement's worktree is removed after this many days without a run. */
   worktreeIdleDays: number;
   /** A monorepo folder (relative to the root) that is the agent's working directory inside its worktree. */

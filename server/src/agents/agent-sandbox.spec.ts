@@ -133,6 +133,23 @@ describe(AgentSandbox.name, () => {
     ]); // prettier-ignore
   });
 
+  it("gives a run a network namespace: none at all, or one whose only way out is its proxy's socket, bound back inside the concealed tree", () => {
+    const f = make();
+    const runs = path.join(f.base, 'tmp');
+    const socketDir = path.join(runs, 'run_1.net');
+    fs.mkdirSync(socketDir, { recursive: true });
+    const socketPath = path.join(socketDir, 'proxy.sock');
+    const proxied = bubblewrapOptions(
+      layout({ concealed: [runs], network: { forwardPorts: [4310], kind: 'proxy', proxyPort: 3128, socketPath } }),
+    );
+    expect(proxied).toContain('--unshare-net');
+    // After the tmpfs that conceals every run's directory: its own socket's folder comes back.
+    expect(proxied.indexOf('--bind', proxied.indexOf(runs))).toBe(proxied.indexOf(socketDir) - 1);
+    expect(bubblewrapOptions(layout({ network: { kind: 'none' } }))).toContain('--unshare-net');
+    expect(bubblewrapOptions(layout({ network: { kind: 'host' } }))).not.toContain('--unshare-net');
+    expect(bubblewrapOptions(layout({}))).not.toContain('--unshare-net');
+  });
+
   it('binds the working directory back when it lies inside a hidden tree', () => {
     const f = make();
     const hidden = path.join(f.runtime.paths.home, 'workspaces');

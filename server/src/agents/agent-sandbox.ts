@@ -44,7 +44,27 @@ export interface SandboxLayout {
    * shared `/tmp` and `/var/tmp` as they are (no run: a doctor's probe).
    */
   temporary: { tmpBytes: number; shmBytes: number; tmpLink: string | null } | null;
+  /**
+   * Its network (issue 45): the host's (absent or `host`), none at all (`none`: a network
+   * namespace with loopback alone), or one whose only way out is the run's proxy (`proxy`: its
+   * socket's directory bound in, whatever hides the tree it lies in).
+   */
+  network?: SandboxNetwork;
 }
+
+/**
+ * What of the network a sandboxed process reaches (issue 45). `proxy`: a network namespace of its
+ * own whose only way out is the run's egress proxy, a Unix socket; the relay (sandbox-relay.ts),
+ * its first process, serves that socket on loopback at `proxyPort` and forwards `forwardPorts`
+ * (Agent Manager's own, a loopback model server's) through it.
+ */
+export type SandboxNetwork =
+  | { kind: 'host' }
+  | { kind: 'none' }
+  | { kind: 'proxy'; socketPath: string; proxyPort: number; forwardPorts: number[] };
+
+/** The relay a `proxy` network runs first in the sandbox (compiled beside this file's feature). */
+export const SANDBOX_RELAY = path.resolve(__dirname, '..', 'network', 'sandbox-relay.js');
 
 /**
  * What of git an agent process works with (issue 44): `own`, a repository of its own inside its
@@ -73,6 +93,8 @@ export interface SandboxScope {
   /** The environment the process gets (where CODEX_HOME, CLAUDE_CONFIG_DIR and HOME come from). */
   env: Record<string, string>;
   readOnlyFiles: string[];
+  /** Its network (absent: the host's). */
+  network?: SandboxNetwork;
 }
 
 /**
@@ -162,6 +184,10 @@ export function bubblewrapOptions(layout: SandboxLayout): string[] {
     args.push('--size', String(temporary.shmBytes), '--tmpfs', '/dev/shm');
   }
   args.push('--unshare-pid', '--proc', '/proc');
+  if (layout.network !== undefined && layout.network.kind !== 'host') {
+    // Loopback alone (bubblewrap brings it up): no interface, no route, no DNS server.
+    args.push('--unshare-net');
+  }
   for (const cap of DROPPED_CAPABILITIES) {
     args.push('--cap-drop', cap);
   }
@@ -202,6 +228,11 @@ export function bubblewrapOptions(layout: SandboxLayout): string[] {
     if (layout.hidden.some((dir) => inside(file, dir))) {
       args.push('--ro-bind', file, file);
     }
+  }
+  if (layout.network?.kind === 'proxy') {
+    // The proxy's socket lies in the concealed tree of runs' temporary directories: its own bound back.
+    const socketDir = path.dirname(layout.network.socketPath);
+    args.push('--bind', socketDir, socketDir);
   }
   if (temporary?.tmpLink) {
     // $TMPDIR is the run's own /tmp: one size for both.
@@ -363,6 +394,45 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
     return { ...this.state };
   }
 
+  /**
+   * Why runs cannot have a network of their own here, or null when they can (issue 45): the
+   * sandbox is bubblewrap, the relay is built, and a network namespace starts. Probed once.
+   */
+  networkUnavailable(): Promise<string | null> {
+    this.networkProbe ??= this.probeNetwork();
+    return this.networkProbe;
+  }
+
+  private networkProbe: Promise<string | null> | null = null;
+
+  private async probeNetwork(): Promise<string | null> {
+    if (!this.state.enabled || this.program === null) {
+      return `agents are not sandboxed (${this.state.reason ?? 'no sandbox'})`;
+    }
+    if (this.state.mechanism !== 'bubblewrap') {
+      return `a network of their own needs bubblewrap (Linux); ${this.state.mechanism} cannot filter by host yet`;
+    }
+    if (!fs.existsSync(SANDBOX_RELAY)) {
+      return `the network relay is not built (${SANDBOX_RELAY}); run npm run build`;
+    }
+    const result = await run(this.program, [
+      '--unshare-net',
+      '--ro-bind',
+      '/',
+      '/',
+      '--dev-bind',
+      '/dev',
+      '/dev',
+      '--',
+      'true',
+    ]);
+    if (result.code === 0) {
+      return null;
+    }
+    const said = result.error ?? result.stderr.trim().split('\n')[0] ?? `exit ${result.code}`;
+    return `bubblewrap cannot make a network namespace here (${said}); user namespaces may be restricted`;
+  }
+
   /** Where runs' private temporary directories live (concealed from every other run). */
   get temporaryRoot(): string {
     return path.join(this.runtime.paths.home, 'tmp');
@@ -450,6 +520,7 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
           ? { shmBytes: scope.caps.values.shmBytes, tmpBytes: scope.caps.values.tmpBytes, tmpLink: scope.tmp }
           : null,
       writable,
+      ...(scope.network ? { network: scope.network } : {}),
     };
   }
 
@@ -475,10 +546,24 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
     if (this.state.mechanism === 'seatbelt') {
       return { args: ['-p', seatbeltProfile(layout), command, ...args], command: this.program };
     }
+    const network = layout.network;
+    const relayed =
+      network?.kind === 'proxy'
+        ? [
+            process.execPath,
+            SANDBOX_RELAY,
+            network.socketPath,
+            String(network.proxyPort),
+            network.forwardPorts.length > 0 ? network.forwardPorts.join(',') : '-',
+            '--',
+            command,
+            ...args,
+          ]
+        : [command, ...args];
     // RLIMIT_NPROC counts per user namespace: inside the sandbox it caps this run alone.
     const inner = scope.caps?.prlimit
-      ? [scope.caps.prlimit, `--nproc=${scope.caps.values.processes}`, '--', command, ...args]
-      : [command, ...args];
+      ? [scope.caps.prlimit, `--nproc=${scope.caps.values.processes}`, '--', ...relayed]
+      : relayed;
     return { args: [...bubblewrapOptions(layout), '--', ...inner], command: this.program };
   }
 

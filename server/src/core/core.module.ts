@@ -24,6 +24,7 @@ import { RequirementLandingEntity } from '../requirements/requirement-landing.en
 import { LandingQueueEntity } from '../landing/landing-queue.entity';
 import { AgentTimerEntity } from '../timers/agent-timer.entity';
 import { RequirementEntity } from '../requirements/requirement.entity';
+import { NetworkBlockedEntity, RequirementNetworkEntity } from '../network/network.entities';
 import { Clock } from './clock';
 import { ConfigurationService } from './configuration/configuration.service';
 import { READER_DATA_SOURCE } from './database/database.constants';
@@ -42,11 +43,13 @@ export const ENTITIES = [
   MessageAttachmentEntity,
   ManagerEventEntity,
   ModelCatalogSourceEntity,
+  NetworkBlockedEntity,
   PullRequestEntity,
   RequirementDependencyEntity,
   RequirementEntity,
   RequirementLandingEntity,
   RequirementMessageEntity,
+  RequirementNetworkEntity,
   RequirementWorktreeEntity,
   ReviewRequestEntity,
   SearchDocumentEntity,

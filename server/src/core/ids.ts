@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 export const ID_PREFIXES = {
   attachment: 'att',
   message: 'msg',
+  networkBlocked: 'nbl',
   pullRequest: 'pr',
   requirement: 'req',
   review: 'rev',

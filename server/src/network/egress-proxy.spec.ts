@@ -5,7 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { type BlockedConnection, EgressProxy } from './egress-proxy';
-import { type HostRule, parseHostRule } from './host-rules';
+import { type HostRule, parseHostRule } from '../core/network/host-rules';
 import { InternalAddresses, type NetworkPolicy } from './network-policy';
 
 const rule = (text: string): HostRule => parseHostRule(text) as HostRule;

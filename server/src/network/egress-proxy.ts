@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import { type Socket, connect, isIP } from 'node:net';
 
-import { normalizeHost } from './host-rules';
+import { normalizeHost } from '../core/network/host-rules';
 import { InternalAddresses, type NetworkPolicy, decide } from './network-policy';
 
 /** A connection the proxy refused: what the run's trace, its event and the blocked list record. */

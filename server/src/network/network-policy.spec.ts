@@ -1,4 +1,4 @@
-import { type HostRule, parseHostRule } from './host-rules';
+import { type HostRule, parseHostRule } from '../core/network/host-rules';
 import { InternalAddresses, type NetworkPolicy, decide } from './network-policy';
 
 const rules = (...texts: string[]): HostRule[] => texts.map((t) => parseHostRule(t) as HostRule);

@@ -1,7 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 import * as os from 'node:os';
 
-import { type HostRule, firstMatch, normalizeHost } from './host-rules';
+import { type HostRule, firstMatch, normalizeHost } from '../core/network/host-rules';
 
 /** How much of the network a run's sandbox reaches through its proxy (issue 45). */
 export type NetworkMode = 'allow_list' | 'open' | 'offline';

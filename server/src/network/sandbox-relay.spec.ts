@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import * as ts from 'typescript';
 
 import { type BlockedConnection, EgressProxy } from './egress-proxy';
-import { type HostRule, parseHostRule } from './host-rules';
+import { type HostRule, parseHostRule } from '../core/network/host-rules';
 import { InternalAddresses, type NetworkPolicy } from './network-policy';
 
 const rule = (text: string): HostRule => parseHostRule(text) as HostRule;

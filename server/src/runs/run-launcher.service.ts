@@ -23,6 +23,7 @@ import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import type { ActiveRun } from './active-run';
 import { AgentEnvironmentService } from '../agents/agent-environment.service';
+import { NetworkService, type RunNetwork } from '../network/network.service';
 import { RunInputService } from './run-input.service';
 import { RunsRepository } from './runs.repository';
 
@@ -51,6 +52,7 @@ export class RunLauncher {
     private readonly events: EventLog,
     private readonly input: RunInputService,
     private readonly messages: MessagesService,
+    private readonly network: NetworkService,
     private readonly requirementLifecycle: RequirementLifecycle,
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
@@ -80,6 +82,28 @@ export class RunLauncher {
     const tmp = this.sandbox.makeTemporary(run.id);
     // Its limits (processes, temporary space), its setup command included (issue 44 §5).
     active.caps = this.limits.open(run.id);
+    // Its network (issue 45), its setup command included: the proxy listens before anything runs.
+    let network: RunNetwork;
+    try {
+      network = await this.network.openRun(
+        { id: run.id, provider: run.provider, requirementId: run.requirementId, sessionId: run.sessionId },
+        this.environment.reviewerEnvironment(),
+        (blocked) =>
+          active.traces.add({
+            detail: blocked.reason,
+            kind: 'error',
+            nativeType: 'network.blocked',
+            status: 'failed',
+            title: `Network: ${blocked.method} ${blocked.host}:${blocked.port} blocked`,
+            toolCallId: null,
+            toolName: null,
+          }),
+      );
+    } catch (err) {
+      active.outcome.failure = `the run's network could not be opened: ${(err as Error).message}`;
+      ended({ code: null, reason: 'spawn_failed', signal: null, stderr: (err as Error).message });
+      return;
+    }
     // A stop, steer, cancel or shutdown during the setup command ends it at once (kill()).
     active.preparing = new AbortController();
     // What an RD run's instructions say of its place (a reviewer's input, fixed already, never reads it).
@@ -89,6 +113,7 @@ export class RunLauncher {
         const where = await this.worktrees.prepareRun(run.requirementId, (trace) => active.traces.add(trace), {
           caps: active.caps,
           marker: run.id,
+          network,
           signal: active.preparing.signal,
           tmp,
         });
@@ -130,7 +155,7 @@ export class RunLauncher {
             sessionId: run.sessionId as string,
           }),
         });
-    Object.assign(env, placeEnv, { TMPDIR: tmp });
+    Object.assign(env, placeEnv, { TMPDIR: tmp }, network.env);
     const executable = this.configuration.get(run.provider === 'codex' ? 'codexExecutable' : 'claudeExecutable');
     // Looked up as the child would (its PATH, its cwd) so that a missing CLI says what to do.
     const resolved = findExecutable(executable, env.PATH ?? '', cwd);
@@ -159,6 +184,7 @@ export class RunLauncher {
       cwd,
       env: invocation.env,
       git: gitDirs,
+      network: network.sandbox,
       provider: run.provider,
       readOnlyFiles: prepared.attachmentFiles,
       tmp,
@@ -236,6 +262,7 @@ export class RunLauncher {
     if (active.caps) {
       void this.limits.close(active.caps);
     }
+    void this.network.closeRun(active.run.id);
     try {
       this.sandbox.removeTemporary(active.run.id);
     } catch (err) {

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 
 import { AgentsModule } from '../agents/agents.module';
 import { AttachmentsModule } from '../attachments/attachments.module';
+import { NetworkModule } from '../network/network.module';
 import { MessagesModule } from '../messages/messages.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { WorktreesModule } from '../worktrees/worktrees.module';
@@ -17,7 +18,7 @@ import { StartupReconciler } from './startup-reconciler.service';
 @Module({
   controllers: [RunsController],
   exports: [RequirementActors, RunLauncher, RunLifecycle, RunsRepository],
-  imports: [AgentsModule, AttachmentsModule, MessagesModule, RequirementsModule, WorktreesModule],
+  imports: [AgentsModule, AttachmentsModule, MessagesModule, NetworkModule, RequirementsModule, WorktreesModule],
   providers: [
     RequirementActors,
     RunInputService,

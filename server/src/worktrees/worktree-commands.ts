@@ -1,7 +1,7 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 
-import type { AgentSandbox, SandboxGit } from '../agents/agent-sandbox';
+import type { AgentSandbox, SandboxGit, SandboxNetwork } from '../agents/agent-sandbox';
 import type { RunCaps } from '../agents/run-limits';
 import { RUN_MARKER_VARIABLE, killRunTree } from '../agents/process-tree';
 import { scrubbedEnvironment } from '../core/scrubbed-environment';
@@ -62,6 +62,8 @@ export interface HookContext {
   signal?: AbortSignal;
   /** AGENT_MANAGER_* and git LFS variables. */
   env: Record<string, string>;
+  /** The run's network and the variables that point at its proxy; absent (teardown): none at all, unless the mode is open. */
+  network?: { sandbox: SandboxNetwork; env: Record<string, string> };
 }
 
 /**
@@ -85,6 +87,7 @@ export async function runHook(
   const env: Record<string, string> = {
     ...scrubbedEnvironment(),
     ...context.env,
+    ...context.network?.env,
     [RUN_MARKER_VARIABLE]: context.marker,
   };
   if (context.tmp !== null) {
@@ -98,6 +101,7 @@ export async function runHook(
     cwd: context.cwd,
     env,
     git: context.git,
+    network: context.network?.sandbox ?? { kind: 'none' },
     provider: null,
     readOnlyFiles: [],
     tmp: context.tmp,

@@ -26,7 +26,7 @@ import { AgentWork, ImportedWork } from './agent-work.service';
 import { KeyedLock } from './keyed-lock';
 import { convertLinkedWorktree, linkedEntry } from './linked-worktree-conversion';
 import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
-import { runHook } from './worktree-commands';
+import { type HookContext, runHook } from './worktree-commands';
 import { provideFiles } from './worktree-files';
 import { WorktreeRecords } from './worktree-records.service';
 import {
@@ -57,6 +57,8 @@ export interface RunPreparation {
   signal: AbortSignal;
   /** The run's limits: its setup command counts as the run. */
   caps: RunCaps | null;
+  /** The run's network (issue 45): its setup command reaches what the run reaches. */
+  network: HookContext['network'];
 }
 
 type Trace = (trace: NormalizedTrace) => void;
@@ -191,6 +193,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
           env,
           git,
           marker: run.marker,
+          network: run.network,
           signal: run.signal,
           tmp: run.tmp,
           worktree: top,
@@ -561,6 +564,8 @@ export class WorktreesService implements BeforeApplicationShutdown {
         git: facts.git === null ? null : { kind: 'own', personCommonDir: facts.git.commonDir },
         caps: null,
         marker: `teardown-${row.requirementId}-${randomBytes(4).toString('hex')}`,
+        // No run, no proxy: no network at all, unless the person let agents reach all of it.
+        network: this.configuration.get('networkMode') === 'open' ? { env: {}, sandbox: { kind: 'host' } } : undefined,
         signal: this.shutdown.signal,
         tmp: null,
         worktree: top,

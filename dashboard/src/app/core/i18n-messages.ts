@@ -512,6 +512,14 @@ export const en = {
   'cfg.agentWritablePaths': 'Also writable by agents',
   'cfg.agentWritablePaths.help':
     'Paths agents may write besides their worktree, git, their CLI state and caches: absolute or ~/…, comma-separated',
+  'cfg.networkMode': "Agents' network",
+  'cfg.networkMode.help':
+    'allow_list: only allowed hosts, through a filtering proxy; offline: only the model API and Agent Manager; open: everything',
+  'cfg.networkAllow': 'Hosts agents may reach',
+  'cfg.networkAllow.help':
+    'Besides the defaults (provider APIs, GitHub, your remotes, your registries): host, *.domain, host:port or an IP, comma-separated',
+  'cfg.networkDeny': 'Hosts agents may never reach',
+  'cfg.networkDeny.help': 'Wins over every allow, the defaults too',
   'cfg.databaseUrl': 'PostgreSQL URL',
   'cfg.databaseUrl.help':
     'postgres://… to keep this workspace in PostgreSQL (a schema of its own); empty: the SQLite file',
@@ -1140,6 +1148,13 @@ export const zh: Record<MessageKey, string> = {
   'cfg.agentShmSizeMb.help': '运行自己的 /dev/shm',
   'cfg.agentWritablePaths': '智能体另可写入的路径',
   'cfg.agentWritablePaths.help': '除工作树、git、CLI 状态和缓存外智能体可写入的路径：绝对路径或 ~/…，逗号分隔',
+  'cfg.networkMode': '智能体网络',
+  'cfg.networkMode.help':
+    'allow_list：只经过滤代理访问允许的主机；offline：只有模型 API 和 Agent Manager；open：全部网络',
+  'cfg.networkAllow': '智能体可访问的主机',
+  'cfg.networkAllow.help': '默认之外（模型服务、GitHub、远程仓库、包仓库）：主机、*.域名、主机:端口或 IP，逗号分隔',
+  'cfg.networkDeny': '智能体不可访问的主机',
+  'cfg.networkDeny.help': '优先于所有允许，包括默认',
   'cfg.databaseUrl': 'PostgreSQL 地址',
   'cfg.databaseUrl.help': '填写 postgres://… 将此工作区保存在 PostgreSQL（独立的 schema）；留空：SQLite 文件',
   'cfg.board': '团队看板',

@@ -16,6 +16,8 @@ import {
   LOG_LEVELS,
   LogLevel,
   ManagerConfiguration,
+  NETWORK_MODES,
+  NetworkMode,
   PERSON_SOURCES,
   Person,
   PersonSource,
@@ -34,6 +36,10 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty({ description: 'Paths agents may write besides their own worktree (absolute or ~/…)', type: [String] })
   agentWritablePaths!: string[];
   @ApiProperty({ nullable: true, type: String }) allowedOrigin!: string | null;
+  @ApiProperty({ description: 'Hosts agent runs may reach besides the defaults', type: [String] })
+  networkAllow!: string[];
+  @ApiProperty({ description: 'Hosts agent runs may never reach', type: [String] }) networkDeny!: string[];
+  @ApiProperty({ enum: NETWORK_MODES }) networkMode!: NetworkMode;
   @ApiProperty({ enum: AUTHENTICATION_MODES }) authentication!: AuthenticationMode;
   @ApiProperty({
     description: "Team mode: the board this manager joins ('origin': named after the repository's origin URL), or null",

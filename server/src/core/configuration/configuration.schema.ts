@@ -10,8 +10,10 @@ import {
   LIMITS,
   LOG_LEVELS,
   MODEL_NAME_PATTERN,
+  NETWORK_MODES,
 } from '@libs/contracts';
 
+import { HostRuleList } from '../network/host-rule-list';
 import { OptionalEnum, OptionalInt, OptionalNumber, OptionalText, OptionalTextList } from '../validation';
 
 export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
@@ -45,6 +47,9 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   logMaxFiles: '14d',
   logMaxSize: '20m',
   modelCatalogRefreshHours: 24,
+  networkAllow: [],
+  networkDeny: [],
+  networkMode: 'allow_list',
   personEmail: null,
   personName: null,
   port: 4310,
@@ -82,6 +87,9 @@ export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
   'isolation',
   'logLevel',
   'modelCatalogRefreshHours',
+  'networkAllow',
+  'networkDeny',
+  'networkMode',
   'pullRequestReconcileIntervalSeconds',
   'rdInactivityTimeoutSeconds',
   'worktreeIdleDays',
@@ -339,6 +347,22 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
     min: 0,
   })
   modelCatalogRefreshHours?: number;
+
+  @HostRuleList(
+    "Hosts agent runs may reach besides the defaults (provider APIs, GitHub and the remotes' hosts, the lock files' registries): host, *.domain (its subdomains), either with :port, or an IP (127.0.0.1:8080, [::1]:443). A name that resolves to this machine or link-local is refused unless written as an IP (applied to the next connection)",
+  )
+  networkAllow?: string[];
+
+  @HostRuleList(
+    'Hosts agent runs may never reach; wins over every allow, the defaults too (applied to the next connection)',
+  )
+  networkDeny?: string[];
+
+  @OptionalEnum(
+    NETWORK_MODES,
+    'allow_list: agent runs reach the allowed hosts only, through a filtering proxy (default); offline: only the model API and Agent Manager; open: the whole network, no proxy (applied to the next run)',
+  )
+  networkMode?: ConfigurationValues['networkMode'];
 
   @OptionalText({
     description:

@@ -180,6 +180,9 @@ export class LiveState {
       case 'board.runners_changed':
         changes.runners = event.payload.runners;
         break;
+      case 'network.blocked':
+        // Read where it is shown (the Requirement's network, GET /api/network/blocked); nothing cached here.
+        break;
       case 'run.interrupt_requested':
         // Team mode: the run's own end event (from the runner that runs it) changes what is shown.
         break;

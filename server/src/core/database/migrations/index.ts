@@ -18,6 +18,7 @@ import { AttachmentContent1766106000000 } from './1766106000000-attachment-conte
 import { PeopleAsActors1766106600000 } from './1766106600000-people-as-actors';
 import { RequirementRunner1766193000000 } from './1766193000000-requirement-runner';
 import { AgentRepositories1766279400000 } from './1766279400000-agent-repositories';
+import { Network1766365800000 } from './1766365800000-network';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -41,4 +42,5 @@ export const MIGRATIONS = [
   PeopleAsActors1766106600000,
   RequirementRunner1766193000000,
   AgentRepositories1766279400000,
+  Network1766365800000,
 ];

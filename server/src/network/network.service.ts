@@ -1,0 +1,452 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+
+import type { Provider, EventActor } from '@libs/contracts';
+
+import { AgentEnvironmentService } from '../agents/agent-environment.service';
+import { AgentSandbox, type SandboxNetwork } from '../agents/agent-sandbox';
+import { Clock } from '../core/clock';
+import { ConfigurationService } from '../core/configuration/configuration.service';
+import { Database } from '../core/database/database.service';
+import { OnDomainEvent } from '../core/domain-events';
+import { invalid, unavailable } from '../core/errors/domain-error';
+import { git } from '../core/git/git';
+import { newId } from '../core/ids';
+import { type HostRule, parseHostRules } from '../core/network/host-rules';
+import { RUNTIME, Runtime } from '../core/runtime';
+import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
+import { RequirementsService } from '../requirements/requirements.service';
+import {
+  NetworkBlockedDto,
+  NetworkBlockedListDto,
+  NetworkBlockedQueryDto,
+  NetworkStatusDto,
+  RequirementNetworkDto,
+  UpdateRequirementNetworkDto,
+  toNetworkBlocked,
+} from './dto/network.dto';
+import { type BlockedConnection, EgressProxy } from './egress-proxy';
+import { defaultAllow } from './network-defaults';
+import type { NetworkBlockedEntity } from './network.entities';
+import type { NetworkPolicy } from './network-policy';
+import { NetworkRepository } from './network.repository';
+
+/** What a run's processes get: their sandbox's network and the variables that point at its proxy. */
+export interface RunNetwork {
+  sandbox: SandboxNetwork;
+  env: Record<string, string>;
+}
+
+/** The run whose proxy refused a connection, as the blocked list records it. */
+interface BlockingRun {
+  id: string;
+  requirementId: string;
+  sessionId: string | null;
+}
+
+interface BlockedRow {
+  row: NetworkBlockedEntity;
+  written: boolean;
+  dirty: boolean;
+  /** When an event last said its count (0: never). */
+  announcedAt: number;
+}
+
+interface OpenProxy {
+  proxy: EgressProxy;
+  dir: string;
+  run: BlockingRun;
+  rows: Map<string, BlockedRow>;
+}
+
+/** The port the proxy has inside a run's network namespace, unless something forwarded needs it. */
+const PROXY_PORT = 3128;
+/** Distinct hosts and ports one run's blocked list keeps; past it, refusals are only answered. */
+const BLOCKED_ROWS_PER_RUN = 500;
+/** How often the blocked counts are written (one unit for all runs), and an event repeats at most. */
+const FLUSH_MS = 1000;
+const ANNOUNCE_MS = 5000;
+/** The defaults (remotes, lock files) are read again after this long. */
+const DEFAULTS_TTL_MS = 60_000;
+
+/** The model APIs and logins each provider's CLI cannot work without, whatever the mode. */
+const PROVIDER_ESSENTIALS: Record<Provider, string[]> = {
+  'claude-code': ['api.anthropic.com:443', 'console.anthropic.com:443'],
+  codex: ['api.openai.com:443', 'auth.openai.com:443', 'chatgpt.com:443'],
+};
+
+/**
+ * Each agent run's network (issue 45): in `allow_list` and `offline` modes its processes live in a
+ * network namespace of their own whose only way out is an egress proxy this service runs for the
+ * run (one per run, on a Unix socket), deciding each connection by the workspace's allow- and
+ * deny-lists, the Requirement's own additions, and the essentials (Agent Manager, the model API).
+ * What the proxy refuses is counted per run, host and port, written, and published.
+ */
+@Injectable()
+export class NetworkService implements OnApplicationShutdown {
+  private readonly logger = new Logger(NetworkService.name);
+  private readonly proxies = new Map<string, OpenProxy>();
+  /** Each Requirement's own additions, parsed, as last read or written. */
+  private readonly requirementRules = new Map<string, HostRule[]>();
+  private defaults: { hosts: string[]; at: number } | null = null;
+  private parsed = new Map<string, HostRule[]>();
+  /** Proxies closed whose last counts are being written. */
+  private readonly closing = new Set<OpenProxy>();
+  private flushTimer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly configuration: ConfigurationService,
+    private readonly database: Database,
+    private readonly environment: AgentEnvironmentService,
+    private readonly events: EventLog,
+    private readonly repository: NetworkRepository,
+    private readonly requirements: RequirementsService,
+    @Inject(RUNTIME) private readonly runtime: Runtime,
+    private readonly sandbox: AgentSandbox,
+  ) {}
+
+  async status(): Promise<NetworkStatusDto> {
+    const mode = this.configuration.get('networkMode');
+    const reason = mode === 'open' ? null : await this.sandbox.networkUnavailable();
+    return {
+      allow: this.configuration.get('networkAllow'),
+      defaults: await this.defaultHosts(),
+      deny: this.configuration.get('networkDeny'),
+      isolated: mode !== 'open' && reason === null,
+      mode,
+      unavailableReason: reason,
+    };
+  }
+
+  /** A start is refused (503) while runs could only go unfiltered: never run open unless the person chose `open`. */
+  @OnDomainEvent('requirement.starting')
+  async guardStart(): Promise<void> {
+    await this.refuseIfUnavailable();
+  }
+
+  private async refuseIfUnavailable(): Promise<void> {
+    if (this.configuration.get('networkMode') === 'open') {
+      return;
+    }
+    const reason = await this.sandbox.networkUnavailable();
+    if (reason !== null) {
+      throw unavailable(
+        'network_isolation_unavailable',
+        `agent runs cannot have a network of their own here: ${reason}. Nothing was started; install bubblewrap with user namespaces, or set networkMode to "open" to let agents reach the whole network`,
+      );
+    }
+  }
+
+  /**
+   * Opens the run's network: in `open` mode the host's; otherwise its proxy, listening before any
+   * process of the run starts. Throws 503 `network_isolation_unavailable` when the machine cannot
+   * give it one (the run then fails: it never runs open by accident). `onFirstBlock` hears the
+   * first refusal of each host and port (for the run's trace).
+   */
+  async openRun(
+    run: BlockingRun & { provider: Provider },
+    baseEnv: Record<string, string>,
+    onFirstBlock: (blocked: BlockedConnection) => void,
+  ): Promise<RunNetwork> {
+    if (this.configuration.get('networkMode') === 'open') {
+      return { env: {}, sandbox: { kind: 'host' } };
+    }
+    await this.refuseIfUnavailable();
+    this.requirementRules.set(run.requirementId, this.rules(await this.repository.allowOf(run.requirementId)));
+    const essential = this.rules(this.essentials(run.provider, baseEnv));
+    const defaults = this.rules(await this.defaultHosts());
+    const dir = path.join(this.sandbox.temporaryRoot, `${run.id}.net`);
+    fs.mkdirSync(dir, { mode: 0o700, recursive: true });
+    const open: OpenProxy = { dir, proxy: null as unknown as EgressProxy, rows: new Map(), run };
+    open.proxy = new EgressProxy({
+      onBlocked: (blocked) => this.record(open, blocked, onFirstBlock),
+      policy: () => this.policy(run.requirementId, essential, defaults),
+    });
+    const socketPath = path.join(dir, 'proxy.sock');
+    await open.proxy.listen(socketPath);
+    this.proxies.set(run.id, open);
+    // Loopback ports a program may dial directly (not through the proxy variables): Agent Manager's,
+    // a loopback model server's, and loopback entries the person wrote with a port.
+    const policy = this.policy(run.requirementId, essential, defaults);
+    const forwardPorts = [
+      ...new Set(
+        [...policy.essential, ...policy.allow, ...policy.requirementAllow]
+          .filter((rule) => rule.port !== null && isLoopback(rule.host))
+          .map((rule) => rule.port as number),
+      ),
+    ].sort((a, b) => a - b);
+    let proxyPort = PROXY_PORT;
+    while (forwardPorts.includes(proxyPort)) {
+      proxyPort++;
+    }
+    const url = `http://127.0.0.1:${proxyPort}`;
+    const env: Record<string, string> = { NO_PROXY: '', no_proxy: '' };
+    for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY']) {
+      env[name] = url;
+      env[name.toLowerCase()] = url;
+    }
+    return { env, sandbox: { forwardPorts, kind: 'proxy', proxyPort, socketPath } };
+  }
+
+  /** The run is over: its proxy goes (its tunnels with it), its blocked counts are written. */
+  async closeRun(runId: string): Promise<void> {
+    const open = this.proxies.get(runId);
+    if (!open) {
+      return;
+    }
+    this.proxies.delete(runId);
+    this.closing.add(open);
+    await open.proxy.close().catch(() => undefined);
+    fs.rmSync(open.dir, { force: true, recursive: true });
+    await this.flush();
+    this.closing.delete(open);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.all([...this.proxies.keys()].map((id) => this.closeRun(id)));
+    if (this.flushTimer) {
+      clearTimeout(this.flushTimer);
+    }
+  }
+
+  async blocked(query: NetworkBlockedQueryDto): Promise<NetworkBlockedListDto> {
+    await this.flush();
+    const since = query.since === undefined ? undefined : new Date(query.since).toISOString();
+    const rows = await this.repository.blocked({
+      limit: query.limit ?? 200,
+      requirementId: query.requirementId,
+      since,
+    });
+    return { items: rows.map(toNetworkBlocked) };
+  }
+
+  async requirementNetwork(requirementId: string): Promise<RequirementNetworkDto> {
+    await this.requirements.get(requirementId);
+    const [allow, blocked] = await Promise.all([
+      this.repository.allowOf(requirementId),
+      this.blocked({ limit: 200, requirementId }),
+    ]);
+    return { allow, blocked: blocked.items, requirementId };
+  }
+
+  /** The person sets the Requirement's own additions (an agent's credential cannot reach this). */
+  async setRequirementAllow(
+    requirementId: string,
+    dto: UpdateRequirementNetworkDto,
+    actor: EventActor,
+  ): Promise<RequirementNetworkDto> {
+    if (dto.allow === undefined) {
+      throw invalid('allow_required', 'allow: the list of hosts this Requirement may reach (an empty list clears it)');
+    }
+    await this.requirements.get(requirementId);
+    const allow = [...new Set(dto.allow.map((entry) => entry.trim()))];
+    await this.database.write((tx) => this.repository.setAllow(tx, requirementId, allow, this.clock.nowIso()));
+    this.requirementRules.set(requirementId, this.rules(allow));
+    this.logger.log({ actor: actor.id, allow, msg: 'requirement network allow-list changed', requirementId });
+    return this.requirementNetwork(requirementId);
+  }
+
+  private policy(requirementId: string, essential: HostRule[], defaults: HostRule[]): NetworkPolicy {
+    return {
+      allow: [...defaults, ...this.rules(this.configuration.get('networkAllow'))],
+      deny: this.rules(this.configuration.get('networkDeny')),
+      essential,
+      mode: this.configuration.get('networkMode'),
+      requirementAllow: this.requirementRules.get(requirementId) ?? [],
+    };
+  }
+
+  /** Parsed once per distinct list (configuration changes make a new one). Invalid entries were refused on the way in. */
+  private rules(entries: readonly string[]): HostRule[] {
+    const key = entries.join('\n');
+    let rules = this.parsed.get(key);
+    if (!rules) {
+      rules = parseHostRules(entries).rules;
+      if (this.parsed.size > 100) {
+        this.parsed.clear();
+      }
+      this.parsed.set(key, rules);
+    }
+    return rules;
+  }
+
+  /** Agent Manager itself and the model API the CLI is configured for: reachable in every mode. */
+  private essentials(provider: Provider, env: Record<string, string>): string[] {
+    const hosts = [...PROVIDER_ESSENTIALS[provider]];
+    const urls = [this.environment.apiUrl];
+    if (provider === 'codex') {
+      urls.push(env.OPENAI_BASE_URL ?? '', ...codexBaseUrls(env));
+    } else {
+      urls.push(env.ANTHROPIC_BASE_URL ?? '');
+    }
+    for (const url of urls) {
+      const authority = authorityOf(url);
+      if (authority) {
+        hosts.push(authority);
+      }
+    }
+    return hosts;
+  }
+
+  private async defaultHosts(): Promise<string[]> {
+    if (this.defaults && Date.now() - this.defaults.at < DEFAULTS_TTL_MS) {
+      return this.defaults.hosts;
+    }
+    let remoteUrls: string[] = [];
+    try {
+      const listed = await git(['config', '--get-regexp', '^remote\\..*\\.url$'], {
+        cwd: this.runtime.paths.root,
+        timeoutMs: 5000,
+      });
+      remoteUrls = listed.stdout
+        .split('\n')
+        .map((line) => line.split(' ').slice(1).join(' ').trim())
+        .filter(Boolean);
+    } catch {
+      // No repository or no remote: no hosts from it.
+    }
+    const hosts = defaultAllow({
+      githubApiUrl: this.configuration.get('githubApiUrl'),
+      remoteUrls,
+      workspaceRoot: this.runtime.paths.root,
+    });
+    this.defaults = { at: Date.now(), hosts };
+    return hosts;
+  }
+
+  private record(open: OpenProxy, blocked: BlockedConnection, onFirstBlock: (b: BlockedConnection) => void): void {
+    const key = `${blocked.host}\n${blocked.port}`;
+    const now = this.clock.nowIso();
+    const known = open.rows.get(key);
+    if (known) {
+      known.row.count++;
+      known.row.lastAt = now;
+      known.row.reason = blocked.reason;
+      known.dirty = true;
+    } else {
+      if (open.rows.size >= BLOCKED_ROWS_PER_RUN) {
+        return;
+      }
+      open.rows.set(key, {
+        announcedAt: 0,
+        dirty: true,
+        row: {
+          count: 1,
+          firstAt: now,
+          host: blocked.host.slice(0, 255),
+          id: newId('networkBlocked'),
+          lastAt: now,
+          method: blocked.method.slice(0, 20),
+          port: blocked.port,
+          reason: blocked.reason.slice(0, 1000),
+          requirementId: open.run.requirementId,
+          runId: open.run.id,
+        },
+        written: false,
+      });
+      onFirstBlock(blocked);
+    }
+    this.flushTimer ??= setTimeout(() => {
+      this.flushTimer = null;
+      void this.flush();
+    }, FLUSH_MS);
+  }
+
+  /** Writes every changed count in one unit, with an event for the new ones and, every few seconds, the growing ones. */
+  private flush(): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      const now = Date.now();
+      const due: { open: OpenProxy; entry: BlockedRow; announce: boolean }[] = [];
+      for (const open of this.allOpen()) {
+        for (const entry of open.rows.values()) {
+          if (entry.dirty) {
+            due.push({ announce: now - entry.announcedAt >= ANNOUNCE_MS, entry, open });
+            entry.dirty = false;
+          }
+        }
+      }
+      if (due.length === 0) {
+        return;
+      }
+      try {
+        await this.database.write(async (tx) => {
+          for (const { entry, open, announce } of due) {
+            if (entry.written) {
+              this.repository.updateBlocked(tx, entry.row.id, { count: entry.row.count, lastAt: entry.row.lastAt });
+            } else {
+              this.repository.insertBlocked(tx, { ...entry.row });
+            }
+            if (announce) {
+              await this.events.append(tx, {
+                actor: SYSTEM_ACTOR,
+                payload: { blocked: toNetworkBlocked(entry.row) },
+                requirementId: open.run.requirementId,
+                runId: open.run.id,
+                sessionId: open.run.sessionId,
+                type: 'network.blocked',
+              });
+            }
+          }
+        });
+        for (const { entry, announce } of due) {
+          entry.written = true;
+          if (announce) {
+            entry.announcedAt = now;
+          }
+        }
+      } catch (err) {
+        // A Requirement deleted meanwhile, a store gone: the refusals were answered all the same.
+        this.logger.warn(`could not record blocked connections: ${(err as Error).message}`);
+      }
+    });
+    return this.flushing;
+  }
+
+  /** Open proxies, and those closing whose counts are not written yet. */
+  private *allOpen(): Iterable<OpenProxy> {
+    yield* this.proxies.values();
+    yield* this.closing;
+  }
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}
+
+/** `host:port` of an http(s) URL (the scheme's port when none is written), or null. */
+function authorityOf(url: string): string | null {
+  if (!url) {
+    return null;
+  }
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      return null;
+    }
+    const port = parsed.port || (parsed.protocol === 'https:' ? '443' : '80');
+    return `${parsed.hostname}:${port}`;
+  } catch {
+    return null;
+  }
+}
+
+/** The `base_url`s of the model providers in Codex's config.toml (CODEX_HOME, else ~/.codex). */
+function codexBaseUrls(env: Record<string, string>): string[] {
+  const home = env.CODEX_HOME || path.join(env.HOME || os.homedir(), '.codex');
+  let text: string;
+  try {
+    const file = path.join(home, 'config.toml');
+    if (fs.statSync(file).size > 1024 * 1024) {
+      return [];
+    }
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return [];
+  }
+  return [...text.matchAll(/^\s*base_url\s*=\s*["']([^"'\n]+)["']/gm)].map((m) => m[1]);
+}
