@@ -66,7 +66,11 @@ describe('agent-manager mcp (the owner’s tools)', () => {
   beforeAll(async () => {
     sandbox = makeSandbox();
     manager = await startManager({
-      env: { CODE_FACTORY_CODEX_EXECUTABLE: AGENT, SCRIPTED_AGENT_DELAY_MS: '0' },
+      env: {
+        CODE_FACTORY_AGENT_ENVIRONMENT_PASS: 'SCRIPTED_AGENT_DELAY_MS',
+        CODE_FACTORY_CODEX_EXECUTABLE: AGENT,
+        SCRIPTED_AGENT_DELAY_MS: '0',
+      },
       sandbox,
     });
     client = await connect(sandbox);

@@ -62,7 +62,16 @@ describe.each(REAL_AGENT_CLIS)('the network of an agent of the real $provider CL
   const { provider } = cli;
   let stub: ModelStub;
   let manager: ManagerProcess;
-  useRealAgentWorld(cli, 'network', (world) => ({ manager, stub } = world));
+  useRealAgentWorld(cli, 'network', (world) => ({ manager, stub } = world), {
+    // What the person's shell exported: an agent sees none of it but what is passed on (issue 45 §4).
+    env: {
+      CODE_FACTORY_AGENT_ENVIRONMENT_PASS: 'PASSED_ON',
+      GITHUB_TOKEN: 'ghp_person_secret_token',
+      PASSED_ON: 'passed-value',
+      PERSON_EXPORTED: 'exported-value',
+      SSH_AUTH_SOCK: '/tmp/person-ssh-agent.sock',
+    },
+  });
   let allowed: Awaited<ReturnType<typeof outsideServer>>;
   let other: Awaited<ReturnType<typeof outsideServer>>;
 
@@ -105,6 +114,10 @@ describe.each(REAL_AGENT_CLIS)('the network of an agent of the real $provider CL
       },
       // The manager is still reachable (its agent API, as code-factory-cli calls it).
       { shell: 'code-factory-cli requirement related >/dev/null && echo "[manager reached]"' },
+      // Its environment, and every environment it can read in /proc: what was passed on, nothing else.
+      {
+        shell: `env | grep -E '^(PERSON_EXPORTED|GITHUB_TOKEN|GH_TOKEN|SSH_AUTH_SOCK|PASSED_ON)=' | sort; echo "[proc $(cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -cE 'exported-value|ghp_person_secret|person-ssh-agent')]"`,
+      },
       { text: 'Network probed.' },
     ]);
     await start(requirement.id);
@@ -119,6 +132,9 @@ describe.each(REAL_AGENT_CLIS)('the network of an agent of the real $provider CL
     expect(first.output).toContain('[raw failed]');
     expect(first.output).toContain('[dns failed]');
     expect(first.output).toContain('[manager reached]');
+    expect(first.output).toContain('PASSED_ON=passed-value');
+    expect(first.output).not.toMatch(/PERSON_EXPORTED|GITHUB_TOKEN|GH_TOKEN|SSH_AUTH_SOCK/);
+    expect(first.output).toContain('[proc 0]');
     expect(allowed.hits).toEqual(['/first']);
     expect(other.hits).toEqual([]);
 

@@ -36,6 +36,8 @@ describe('kill -9 during this wave’s work, then restart', () => {
       env: {
         CODE_FACTORY_CLAUDE_EXECUTABLE: AGENT,
         CODE_FACTORY_CODEX_EXECUTABLE: AGENT,
+        // An agent sees only the variables it is let see (issue 45).
+        CODE_FACTORY_AGENT_ENVIRONMENT_PASS: 'SCRIPTED_AGENT_DELAY_MS',
         SCRIPTED_AGENT_DELAY_MS: '0',
       },
       sandbox,

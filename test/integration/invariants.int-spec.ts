@@ -114,7 +114,11 @@ describeStores(
 
     it('4 and 6. a run takes the pending input; only success consumes it, up to its boundary; newer input continues the same session', async () => {
       await app.close();
-      app = await openServices(workspace, { claudeExecutable: SCRIPTED_AGENT, codexExecutable: SCRIPTED_AGENT });
+      app = await openServices(workspace, {
+        agentEnvironmentPass: ['SCRIPTED_AGENT_DELAY_MS'],
+        claudeExecutable: SCRIPTED_AGENT,
+        codexExecutable: SCRIPTED_AGENT,
+      });
       process.env.SCRIPTED_AGENT_DELAY_MS = '1500'; // long enough to append during a run
       try {
         const lifecycle = app.get(RunLifecycle);

@@ -327,6 +327,8 @@ export interface AgentIsolation {
 }
 
 export interface ConfigurationValues {
+  /** Variables of the manager's environment agents see besides what a shell and their CLI need (a name, or a prefix ending in `*`). */
+  agentEnvironmentPass: string[];
   agentIsolation: AgentIsolationMode;
   /** Processes (threads included) one agent run may have at once (its setup included); a run that tries more fails. */
   agentProcessLimit: number;

@@ -29,6 +29,14 @@ describe(AgentEnvironmentService.name, () => {
       CODE_FACTORY_HOME: path.join(base, 'home'),
       CODE_FACTORY_TOKEN: OWNER_TOKEN,
       SOME_TOOL_HOME: '/opt/tool',
+      // What the person's shell exported that no agent needs (issue 45).
+      AWS_SECRET_ACCESS_KEY: 'aws-secret',
+      GH_TOKEN: 'gh-person',
+      GITHUB_TOKEN: 'github-person',
+      OPENAI_API_KEY: 'sk-openai',
+      ANTHROPIC_API_KEY: 'sk-anthropic',
+      SSH_AUTH_SOCK: '/tmp/ssh-agent.sock',
+      LC_ALL: 'C.UTF-8',
     });
     sut = new AgentEnvironmentService(runtime);
     sut.onModuleInit();
@@ -40,7 +48,7 @@ describe(AgentEnvironmentService.name, () => {
   });
 
   it("hands an RD agent its own context and none of the manager's settings or the owner token", () => {
-    const env = sut.environment({ requirementId: 'req_1', sessionId: 'ses_1', token: 'amr_run' });
+    const env = sut.environment({ provider: 'codex', requirementId: 'req_1', sessionId: 'ses_1', token: 'amr_run' });
     expect(
       Object.keys(env)
         .filter((k) => k.startsWith('CODE_FACTORY_'))
@@ -55,17 +63,48 @@ describe(AgentEnvironmentService.name, () => {
     ]);
     expect(env.CODE_FACTORY_TOKEN).toBe('amr_run');
     expect(Object.values(env).join('\n')).not.toContain(OWNER_TOKEN);
-    expect(env.SOME_TOOL_HOME).toBe('/opt/tool'); // the rest of the user's environment stays
+    // Only what a shell and its CLI need (issue 45): not the person's tokens, agent, cloud keys,
+    // the other provider's key, or whatever else their shell exported.
+    expect(env).toMatchObject({ HOME: process.env.HOME, LC_ALL: 'C.UTF-8', OPENAI_API_KEY: 'sk-openai' });
+    for (const name of [
+      'SOME_TOOL_HOME',
+      'AWS_SECRET_ACCESS_KEY',
+      'GH_TOKEN',
+      'GITHUB_TOKEN',
+      'SSH_AUTH_SOCK',
+      'ANTHROPIC_API_KEY',
+    ]) {
+      expect(env[name]).toBeUndefined();
+    }
   });
 
-  it("gives a reviewer the user's environment without any CODE_FACTORY_* variable", () => {
-    const env = sut.reviewerEnvironment();
+  it('adds the names the person lists (agentEnvironmentPass), a prefix with *; never a CODE_FACTORY_ one', async () => {
+    await runtime.configuration.update({ agentEnvironmentPass: ['SOME_TOOL_*', 'CODE_FACTORY_HOME'] });
+    try {
+      const env = sut.environment({
+        provider: 'claude-code',
+        requirementId: 'req_1',
+        sessionId: 'ses_1',
+        token: 'amr_run',
+      });
+      expect(env).toMatchObject({ ANTHROPIC_API_KEY: 'sk-anthropic', SOME_TOOL_HOME: '/opt/tool' });
+      expect(env.OPENAI_API_KEY).toBeUndefined();
+      expect(env.CODE_FACTORY_HOME).toBeUndefined();
+    } finally {
+      await runtime.configuration.update({ agentEnvironmentPass: [] });
+    }
+  });
+
+  it("gives a reviewer no CODE_FACTORY_* variable, but the person's GitHub token (publishing its review is its job)", () => {
+    const env = sut.reviewerEnvironment('codex');
     expect(Object.keys(env).filter((k) => k.startsWith('CODE_FACTORY_'))).toEqual([]);
     expect(Object.values(env).join('\n')).not.toContain(OWNER_TOKEN);
+    expect(env).toMatchObject({ GH_TOKEN: 'gh-person', GITHUB_TOKEN: 'github-person' });
+    expect(env.SSH_AUTH_SOCK).toBeUndefined();
   });
 
   it('writes the launcher outside the data directory (which agents cannot see), first on PATH', () => {
-    const env = sut.environment({ requirementId: 'req_1', sessionId: 'ses_1', token: 'amr_run' });
+    const env = sut.environment({ provider: 'codex', requirementId: 'req_1', sessionId: 'ses_1', token: 'amr_run' });
     expect(env.CODE_FACTORY_CLI).toBe(
       path.join(runtime.paths.home, 'bin', path.basename(runtime.paths.dataDirectory), 'code-factory-cli'),
     );

@@ -3,13 +3,17 @@ import * as path from 'node:path';
 
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 
+import type { Provider } from '@libs/contracts';
+
 import { AGENT_TOOL_SERVER_NAME, AgentToolServer } from './agent-adapter';
+import { agentVariables } from './agent-variables';
 import { packageRoot } from '../core/package-info';
 import { scrubbedEnvironment } from '../core/scrubbed-environment';
 import { RUNTIME, Runtime } from '../core/runtime';
 
 export interface AgentContext {
   apiUrl: string;
+  provider: Provider;
   requirementId: string;
   sessionId: string;
   token: string;
@@ -71,7 +75,7 @@ export class AgentEnvironmentService implements OnModuleInit {
   }
 
   environment(context: Omit<AgentContext, 'apiUrl'>): Record<string, string> {
-    const env = this.reviewerEnvironment();
+    const env = this.baseEnvironment(context.provider);
     env.PATH = [this.binDirectory, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(path.delimiter);
     env.CODE_FACTORY_API_URL = this.apiUrlValue;
     env.CODE_FACTORY_CLI = this.cliPath;
@@ -83,11 +87,25 @@ export class AgentEnvironmentService implements OnModuleInit {
     return env;
   }
 
-  /** The manager's environment without its own settings: what a reviewer (no manager access) gets. */
-  reviewerEnvironment(): Record<string, string> {
-    return agentBaseEnvironment();
+  /**
+   * What every agent process of `provider` (null: a setup or teardown command) starts from: the
+   * allowed part of the manager's environment (agent-variables.ts) and `agentEnvironmentPass`.
+   */
+  baseEnvironment(provider: Provider | null): Record<string, string> {
+    return agentVariables(process.env, this.runtime.configuration.get('agentEnvironmentPass'), provider);
+  }
+
+  /**
+   * A reviewer's: no manager access, but the person's GitHub token, since publishing its review
+   * on the pull request is its job (docs/security.md, "What an agent's environment holds").
+   */
+  reviewerEnvironment(provider: Provider): Record<string, string> {
+    return {
+      ...this.baseEnvironment(provider),
+      ...agentVariables(process.env, ['GITHUB_TOKEN', 'GH_TOKEN'], provider),
+    };
   }
 }
 
-/** What every agent CLI starts from (also when the model catalog asks a CLI for its list). */
-export const agentBaseEnvironment = scrubbedEnvironment;
+/** What the model catalog's listing runs a CLI with (the manager's own use, outside any sandbox). */
+export const catalogEnvironment = scrubbedEnvironment;

@@ -18,7 +18,7 @@ import { ConfigurationService } from '../core/configuration/configuration.servic
 import { Database } from '../core/database/database.service';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
-import { agentBaseEnvironment } from '../agents/agent-environment.service';
+import { catalogEnvironment } from '../agents/agent-environment.service';
 import { listAnthropicModels } from './anthropic-model-list';
 import { listCodexModels } from './codex-model-list';
 import { CLAUDE_CODE_EFFORTS, claudeAliasModels, codexBuiltinModels } from './known-models';
@@ -153,7 +153,7 @@ export class ModelCatalogService implements OnApplicationBootstrap, OnModuleDest
 
   private async runRefresh(actor: EventActor): Promise<ModelCatalog> {
     await this.load();
-    const env = agentBaseEnvironment();
+    const env = catalogEnvironment();
     const [codex, claude] = await Promise.allSettled([
       listCodexModels({
         cwd: this.runtime.paths.root,

@@ -1,5 +1,4 @@
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
@@ -8,6 +7,7 @@ import type { Provider, EventActor } from '@libs/contracts';
 
 import { AgentEnvironmentService } from '../agents/agent-environment.service';
 import { AgentSandbox, type SandboxNetwork } from '../agents/agent-sandbox';
+import { codexConfigValues } from '../agents/agent-variables';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
@@ -20,7 +20,6 @@ import { RUNTIME, Runtime } from '../core/runtime';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
 import {
-  NetworkBlockedDto,
   NetworkBlockedListDto,
   NetworkBlockedQueryDto,
   NetworkStatusDto,
@@ -280,7 +279,7 @@ export class NetworkService implements OnApplicationShutdown {
     const hosts = [...PROVIDER_ESSENTIALS[provider]];
     const urls = [this.environment.apiUrl];
     if (provider === 'codex') {
-      urls.push(env.OPENAI_BASE_URL ?? '', ...codexBaseUrls(env));
+      urls.push(env.OPENAI_BASE_URL ?? '', ...codexConfigValues(env, 'base_url'));
     } else {
       urls.push(env.ANTHROPIC_BASE_URL ?? '');
     }
@@ -433,20 +432,4 @@ function authorityOf(url: string): string | null {
   } catch {
     return null;
   }
-}
-
-/** The `base_url`s of the model providers in Codex's config.toml (CODEX_HOME, else ~/.codex). */
-function codexBaseUrls(env: Record<string, string>): string[] {
-  const home = env.CODEX_HOME || path.join(env.HOME || os.homedir(), '.codex');
-  let text: string;
-  try {
-    const file = path.join(home, 'config.toml');
-    if (fs.statSync(file).size > 1024 * 1024) {
-      return [];
-    }
-    text = fs.readFileSync(file, 'utf8');
-  } catch {
-    return [];
-  }
-  return [...text.matchAll(/^\s*base_url\s*=\s*["']([^"'\n]+)["']/gm)].map((m) => m[1]);
 }

@@ -87,7 +87,7 @@ export class RunLauncher {
     try {
       network = await this.network.openRun(
         { id: run.id, provider: run.provider, requirementId: run.requirementId, sessionId: run.sessionId },
-        this.environment.reviewerEnvironment(),
+        this.environment.baseEnvironment(run.provider),
         (blocked) =>
           active.traces.add({
             detail: blocked.reason,
@@ -145,8 +145,9 @@ export class RunLauncher {
     }
     // Reviewers talk to GitHub, not to Agent Manager: no run credential, no code-factory-cli.
     const env = reviewer
-      ? this.environment.reviewerEnvironment()
+      ? this.environment.reviewerEnvironment(run.provider)
       : this.environment.environment({
+          provider: run.provider,
           requirementId: run.requirementId,
           sessionId: run.sessionId as string,
           token: this.credentials.issue({

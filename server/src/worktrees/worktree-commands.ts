@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import type { AgentSandbox, SandboxGit, SandboxNetwork } from '../agents/agent-sandbox';
 import type { RunCaps } from '../agents/run-limits';
 import { RUN_MARKER_VARIABLE, killRunTree } from '../agents/process-tree';
-import { scrubbedEnvironment } from '../core/scrubbed-environment';
+import { agentVariables } from '../agents/agent-variables';
 import { runBounded } from '../core/process/bounded-process';
 
 export const SETUP_TIMEOUT_MS = 10 * 60 * 1000;
@@ -62,6 +62,8 @@ export interface HookContext {
   signal?: AbortSignal;
   /** AGENT_MANAGER_* and git LFS variables. */
   env: Record<string, string>;
+  /** The manager's variables the person lets agents see besides the usual ones (`agentEnvironmentPass`). */
+  pass: readonly string[];
   /** The run's network and the variables that point at its proxy; absent (teardown): none at all, unless the mode is open. */
   network?: { sandbox: SandboxNetwork; env: Record<string, string> };
 }
@@ -85,7 +87,7 @@ export async function runHook(
   }
   const timeoutMs = hook === 'setup' ? SETUP_TIMEOUT_MS : TEARDOWN_TIMEOUT_MS;
   const env: Record<string, string> = {
-    ...scrubbedEnvironment(),
+    ...agentVariables(process.env, context.pass, null),
     ...context.env,
     ...context.network?.env,
     [RUN_MARKER_VARIABLE]: context.marker,

@@ -194,6 +194,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
           git,
           marker: run.marker,
           network: run.network,
+          pass: this.configuration.get('agentEnvironmentPass'),
           signal: run.signal,
           tmp: run.tmp,
           worktree: top,
@@ -563,6 +564,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
         env,
         git: facts.git === null ? null : { kind: 'own', personCommonDir: facts.git.commonDir },
         caps: null,
+        pass: this.configuration.get('agentEnvironmentPass'),
         marker: `teardown-${row.requirementId}-${randomBytes(4).toString('hex')}`,
         // No run, no proxy: no network at all, unless the person let agents reach all of it.
         network: this.configuration.get('networkMode') === 'open' ? { env: {}, sandbox: { kind: 'host' } } : undefined,

@@ -512,6 +512,9 @@ export const en = {
   'cfg.agentWritablePaths': 'Also writable by agents',
   'cfg.agentWritablePaths.help':
     'Paths agents may write besides their worktree, git, their CLI state and caches: absolute or ~/…, comma-separated',
+  'cfg.agentEnvironmentPass': 'Variables agents see',
+  'cfg.agentEnvironmentPass.help':
+    'Besides what a shell and their CLI need: names (or prefixes ending in *) of your environment to pass on, comma-separated; GITHUB_TOKEN, SSH_AUTH_SOCK and the rest stay out',
   'cfg.networkMode': "Agents' network",
   'cfg.networkMode.help':
     'allow_list: only allowed hosts, through a filtering proxy; offline: only the model API and Agent Manager; open: everything',
@@ -1148,6 +1151,9 @@ export const zh: Record<MessageKey, string> = {
   'cfg.agentShmSizeMb.help': '运行自己的 /dev/shm',
   'cfg.agentWritablePaths': '智能体另可写入的路径',
   'cfg.agentWritablePaths.help': '除工作树、git、CLI 状态和缓存外智能体可写入的路径：绝对路径或 ~/…，逗号分隔',
+  'cfg.agentEnvironmentPass': '智能体可见的环境变量',
+  'cfg.agentEnvironmentPass.help':
+    '除 shell 和 CLI 所需之外要传给智能体的变量名（或以 * 结尾的前缀），逗号分隔；GITHUB_TOKEN、SSH_AUTH_SOCK 等不会传入',
   'cfg.networkMode': '智能体网络',
   'cfg.networkMode.help':
     'allow_list：只经过滤代理访问允许的主机；offline：只有模型 API 和 Agent Manager；open：全部网络',

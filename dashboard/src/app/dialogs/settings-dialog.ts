@@ -49,6 +49,7 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'authentication', options: ['token', 'none'], type: 'select' },
   { key: 'agentIsolation', options: ['auto', 'off'], type: 'select' },
   { key: 'agentWritablePaths', type: 'list' },
+  { key: 'agentEnvironmentPass', type: 'list' },
   { key: 'agentProcessLimit', type: 'number' },
   { key: 'agentTmpSizeMb', type: 'number', unit: 'mb' },
   { key: 'agentShmSizeMb', type: 'number', unit: 'mb' },

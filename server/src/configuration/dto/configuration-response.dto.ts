@@ -27,6 +27,11 @@ import { CONFIGURATION_KEYS, type ConfigurationKey } from '../../core/configurat
 import { OptionalEnum } from '../../core/validation';
 
 export class ConfigurationValuesDto implements ConfigurationValues {
+  @ApiProperty({
+    description: "Variables of the manager's environment agents see besides what a shell and their CLI need",
+    type: [String],
+  })
+  agentEnvironmentPass!: string[];
   @ApiProperty({ enum: AGENT_ISOLATION_MODES }) agentIsolation!: AgentIsolationMode;
   @ApiProperty({ description: 'Processes (threads included) one agent run may have at once (its setup included)' })
   agentProcessLimit!: number;

@@ -13,10 +13,12 @@ import {
   NETWORK_MODES,
 } from '@libs/contracts';
 
+import { VARIABLE_PATTERN } from '../environment-variables';
 import { HostRuleList } from '../network/host-rule-list';
 import { OptionalEnum, OptionalInt, OptionalNumber, OptionalText, OptionalTextList } from '../validation';
 
 export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
+  agentEnvironmentPass: [],
   agentIsolation: 'auto',
   agentProcessLimit: 2048,
   agentShmSizeMb: 256,
@@ -71,6 +73,7 @@ export const NULLABLE_NUMBER_KEYS: readonly ConfigurationKey[] = ['defaultBudget
 
 /** Fields a running manager applies at once; every other field takes effect on restart. */
 export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
+  'agentEnvironmentPass',
   'agentProcessLimit',
   'agentShmSizeMb',
   'agentTmpSizeMb',
@@ -120,6 +123,15 @@ const PERSON_EMAIL = /^[^\s@]+@[^\s@]+$/;
  * launch overrides are checked against before anything uses them.
  */
 export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
+  @OptionalTextList({
+    description:
+      "Variables of the manager's environment agents see besides what a shell and their CLI need (a name, or a prefix ending in *); everything else (GITHUB_TOKEN, SSH_AUTH_SOCK, cloud credentials…) is left out (applied to the next run)",
+    max: 200,
+    maxLength: 200,
+    pattern: VARIABLE_PATTERN,
+  })
+  agentEnvironmentPass?: string[];
+
   @OptionalEnum(
     AGENT_ISOLATION_MODES,
     "auto: agents run in a sandbox hiding the workspaces' data (bubblewrap) where the machine allows it (default); off: never (restart required)",

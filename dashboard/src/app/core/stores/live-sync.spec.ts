@@ -24,6 +24,7 @@ import { T0, T1, T2, eventBuilder, message, requirement, run, timer } from '../.
 // merges next to events. The merge rules themselves are live-state.spec.ts's.
 
 const values: ManagerConfiguration['values'] = {
+  agentEnvironmentPass: [],
   agentIsolation: 'auto',
   agentProcessLimit: 2048,
   agentShmSizeMb: 256,
