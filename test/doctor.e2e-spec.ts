@@ -157,11 +157,13 @@ describe('agent-manager doctor', () => {
       ['claude', 'ok'],
       ['github', 'ok'],
       ['isolation', 'ok'],
+      ['network', 'ok'],
       ['worktrees', 'ok'],
       ['port', 'ok'],
       ['dataDirectory', 'ok'],
       ['database', 'ok'],
     ]);
+    expect(json.check('network')).toMatchObject({ args: { mode: 'allow_list' }, code: 'network.allow_list' });
     expect(json.check('codex').detail).toMatch(/^codex-cli \d+\.\d+\.\d+ at .*; logged in$/);
     expect(json.check('claude').detail).toMatch(/^\d+\.\d+\.\d+ \(Claude Code\) at .*; logged in$/);
     expect(json.check('github').detail).toBe('token from GITHUB_TOKEN (octocat); scopes: repo, read:org');
@@ -332,7 +334,7 @@ describe('agent-manager doctor', () => {
     expect(unreachable.check('github').detail).toContain('could not be reached');
   }, 180_000);
 
-  it('warns when agents could not be isolated: bubblewrap missing, or isolation off', async () => {
+  it('warns when agents could not be isolated: bubblewrap missing, or isolation off; and what that means for their network', async () => {
     const noBwrap = await doctor({
       env: {
         PATH: pathOf({ codex: fs.realpathSync(path.join(CLIS, 'codex')), git: which('git'), node: process.execPath }),
@@ -343,8 +345,18 @@ describe('agent-manager doctor', () => {
     expect(noBwrap.check('isolation').detail).toContain('bubblewrap (`bwrap`) is not installed');
     expect(noBwrap.check('isolation').fix).toContain('apt-get install bubblewrap');
 
+    // Without a sandbox, no network of their own either: runs would be refused, and doctor says so (issue 45).
+    expect(noBwrap.check('network')).toMatchObject({
+      code: 'network.unavailable',
+      detail: 'agent runs will be refused (network_isolation_unavailable): bubblewrap (`bwrap`) is not installed',
+      required: false,
+      status: 'warn',
+    });
+
     const off = await doctor({ env: { CODE_FACTORY_AGENT_ISOLATION: 'off' } });
     expect(off.check('isolation').detail).toContain('agentIsolation is "off"');
+    const open = await doctor({ env: { CODE_FACTORY_NETWORK_MODE: 'open' } });
+    expect(open.check('network')).toMatchObject({ code: 'network.open', status: 'warn' });
   }, 120_000);
 
   it('fails when the port is taken', async () => {
@@ -421,6 +433,7 @@ describe('agent-manager doctor', () => {
         'claude',
         'github',
         'isolation',
+        'network',
         'worktrees',
         'port',
         'dataDirectory',

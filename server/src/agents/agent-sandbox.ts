@@ -412,25 +412,7 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
     if (this.state.mechanism !== 'bubblewrap') {
       return `a network of their own needs bubblewrap (Linux); ${this.state.mechanism} cannot filter by host yet`;
     }
-    if (!fs.existsSync(SANDBOX_RELAY)) {
-      return `the network relay is not built (${SANDBOX_RELAY}); run npm run build`;
-    }
-    const result = await run(this.program, [
-      '--unshare-net',
-      '--ro-bind',
-      '/',
-      '/',
-      '--dev-bind',
-      '/dev',
-      '/dev',
-      '--',
-      'true',
-    ]);
-    if (result.code === 0) {
-      return null;
-    }
-    const said = result.error ?? result.stderr.trim().split('\n')[0] ?? `exit ${result.code}`;
-    return `bubblewrap cannot make a network namespace here (${said}); user namespaces may be restricted`;
+    return probeNetworkNamespace(this.program);
   }
 
   /** Where runs' private temporary directories live (concealed from every other run). */
@@ -628,6 +610,35 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
     this.program = probe.program;
     return probe.isolation;
   }
+}
+
+/**
+ * Why bubblewrap (`program`) cannot give a run a network namespace of its own here, or null when
+ * it can: the relay is built and a namespace starts. The manager asks once; `doctor` asks too.
+ */
+export async function probeNetworkNamespace(program: string): Promise<string | null> {
+  if (!fs.existsSync(SANDBOX_RELAY)) {
+    return `the network relay is not built (${SANDBOX_RELAY}); run npm run build`;
+  }
+  // Node itself as the command: it is there whatever PATH the caller has (doctor's may be bare).
+  const result = await run(program, [
+    '--unshare-net',
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev-bind',
+    '/dev',
+    '/dev',
+    '--',
+    process.execPath,
+    '-e',
+    '',
+  ]);
+  if (result.code === 0) {
+    return null;
+  }
+  const said = result.error ?? (result.stderr.trim().split('\n')[0] || `exit ${result.code}`);
+  return `bubblewrap cannot make a network namespace here (${said}); user namespaces may be restricted`;
 }
 
 export interface SandboxProbe {

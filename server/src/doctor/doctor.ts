@@ -6,7 +6,7 @@ import * as path from 'node:path';
 
 import type { ConfigurationValues } from '@libs/contracts';
 
-import { probeSandbox } from '../agents/agent-sandbox';
+import { probeNetworkNamespace, probeSandbox } from '../agents/agent-sandbox';
 import { findExecutable } from '../agents/executable';
 import { probeProcessCap } from '../agents/run-limits';
 import { CONFIGURATION_DEFAULTS } from '../core/configuration/configuration.schema';
@@ -22,7 +22,17 @@ export type DoctorStatus = 'ok' | 'warn' | 'fail';
 
 export interface DoctorCheck {
   id:
-    'node' | 'git' | 'codex' | 'claude' | 'github' | 'isolation' | 'worktrees' | 'port' | 'dataDirectory' | 'database';
+    | 'node'
+    | 'git'
+    | 'codex'
+    | 'claude'
+    | 'github'
+    | 'isolation'
+    | 'network'
+    | 'worktrees'
+    | 'port'
+    | 'dataDirectory'
+    | 'database';
   title: string;
   status: DoctorStatus;
   /** A failure of a required check makes `doctor` exit non-zero. */
@@ -558,6 +568,57 @@ async function checkIsolation(
   }
 }
 
+/**
+ * Whether agent runs get a network of their own (issue 45), in which mode, and why not: without
+ * one, runs are refused (503 network_isolation_unavailable) unless the person chose `open`.
+ */
+async function checkNetwork(
+  root: string,
+  env: NodeJS.ProcessEnv,
+  configuration: ConfigurationValues,
+): Promise<DoctorCheck> {
+  const base = { id: 'network' as const, required: false, title: 'Agent network' };
+  const mode = configuration.networkMode;
+  if (mode === 'open') {
+    return {
+      ...base,
+      args: { mode },
+      code: 'network.open',
+      detail: 'agents reach the whole network (networkMode is "open"): no proxy, nothing blocked',
+      fix: 'set networkMode to "allow_list" so agents reach only the hosts you allow',
+      status: 'warn',
+    };
+  }
+  let reason: string | null;
+  if (configuration.agentIsolation === 'off') {
+    reason = 'agentIsolation is "off"';
+  } else if (process.platform !== 'linux') {
+    reason = `a network of their own needs bubblewrap (Linux); this is ${process.platform}`;
+  } else {
+    const program = findExecutable('bwrap', env.PATH ?? '', root);
+    reason = program === null ? 'bubblewrap (`bwrap`) is not installed' : await probeNetworkNamespace(program);
+  }
+  if (reason === null) {
+    const reach = mode === 'offline' ? 'only the model API and Agent Manager' : 'only the hosts allowed';
+    return {
+      ...base,
+      args: { mode },
+      code: `network.${mode}`,
+      detail: `agent runs have a network of their own (${mode}): they reach ${reach}, through a filtering proxy`,
+      fix: null,
+      status: 'ok',
+    };
+  }
+  return {
+    ...base,
+    args: { mode, reason },
+    code: 'network.unavailable',
+    detail: `agent runs will be refused (network_isolation_unavailable): ${reason}`,
+    fix: 'install bubblewrap with unprivileged user namespaces, or set networkMode to "open" to let agents reach the whole network',
+    status: 'warn',
+  };
+}
+
 /** Working copies named in a finding; the count says how many more. */
 const WORKTREES_NAMED = 20;
 
@@ -812,12 +873,13 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
     },
   ];
   const serving = options.serving;
-  const [git, codex, claude, github, isolation, port, database] = await Promise.all([
+  const [git, codex, claude, github, isolation, network, port, database] = await Promise.all([
     checkGit(cwd, env, timeoutMs),
     checkAgentCli(clis[0], cwd, env, timeoutMs),
     checkAgentCli(clis[1], cwd, env, timeoutMs),
     checkGitHub(configuration.githubApiUrl, env, timeoutMs),
     checkIsolation(configuration.agentIsolation, cwd, env, configuration),
+    checkNetwork(cwd, env, configuration),
     serving
       ? Promise.resolve<DoctorCheck>({
           args: { url: serving },
@@ -862,6 +924,7 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
     ...agents,
     github,
     isolation,
+    network,
     checkWorktrees(root, home, configuration.worktreeRoot),
     port,
     checkDataDirectory(home),

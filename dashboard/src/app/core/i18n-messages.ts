@@ -271,6 +271,15 @@ export const en = {
   'doctor.isolation.unavailable_macos': 'agents would NOT be isolated: {reason}',
   'doctor.fix.isolation.unavailable_macos':
     'sandbox-exec ships with macOS: check that /usr/bin/sandbox-exec exists and runs',
+  'doctor.network.open': 'agents reach the whole network (networkMode is "open"): no proxy, nothing blocked',
+  'doctor.fix.network.open': 'set networkMode to "allow_list" so agents reach only the hosts you allow',
+  'doctor.network.allow_list':
+    'agent runs have a network of their own (allow_list): they reach only the hosts allowed, through a filtering proxy',
+  'doctor.network.offline':
+    'agent runs have a network of their own (offline): they reach only the model API and Agent Manager',
+  'doctor.network.unavailable': 'agent runs will be refused (network_isolation_unavailable): {reason}',
+  'doctor.fix.network.unavailable':
+    'install bubblewrap with unprivileged user namespaces, or set networkMode to "open" to let agents reach the whole network',
   'doctor.worktrees.ok': "{own} working copies in {directory}, each a repository of its agent's own",
   'doctor.worktrees.linked':
     '{linked} working copies in {directory} are linked worktrees of your repository, made before each agent got a repository of its own: {linkedNames}',
@@ -928,6 +937,13 @@ export const zh: Record<MessageKey, string> = {
   'doctor.fix.isolation.unavailable': '安装 bubblewrap（apt-get install bubblewrap）并允许非特权用户命名空间',
   'doctor.isolation.unavailable_macos': '智能体将不会被隔离：{reason}',
   'doctor.fix.isolation.unavailable_macos': 'sandbox-exec 随 macOS 提供：检查 /usr/bin/sandbox-exec 是否存在且能运行',
+  'doctor.network.open': '智能体可访问全部网络（networkMode 为 "open"）：没有代理，不拦截任何连接',
+  'doctor.fix.network.open': '将 networkMode 设为 "allow_list"，让智能体只能访问你允许的主机',
+  'doctor.network.allow_list': '智能体运行拥有自己的网络（allow_list）：只能经过滤代理访问允许的主机',
+  'doctor.network.offline': '智能体运行拥有自己的网络（offline）：只能访问模型 API 和 Agent Manager',
+  'doctor.network.unavailable': '智能体运行将被拒绝（network_isolation_unavailable）：{reason}',
+  'doctor.fix.network.unavailable':
+    '安装 bubblewrap 并允许非特权用户命名空间，或将 networkMode 设为 "open" 让智能体访问全部网络',
   'doctor.worktrees.ok': '{directory} 中有 {own} 个工作副本，每个都是其智能体自己的仓库',
   'doctor.worktrees.linked':
     '{directory} 中有 {linked} 个工作副本仍是你仓库的关联工作树（创建于每个智能体拥有自己的仓库之前）：{linkedNames}',
