@@ -71,3 +71,5 @@ export const REASONING_EFFORTS = [
 export const MAX_ATTACHMENTS = 6;
 /** The land menu's options, in its order. */
 export const LAND_METHODS = ['merge', 'squash', 'rebase', 'pull_request'] as const satisfies readonly LandMethod[];
+export type NetworkBlocked = Schemas['NetworkBlockedDto'];
+export type RequirementNetwork = Schemas['RequirementNetworkDto'];

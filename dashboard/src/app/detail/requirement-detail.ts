@@ -32,6 +32,7 @@ import { Conversation } from './conversation';
 import { LandPanel } from './land-panel';
 import { MarkdownRenderer } from './markdown';
 import { PullRequestList } from './pull-request-list';
+import { NetworkPanel } from './network-panel';
 import { TimerList } from './timer-list';
 import { TraceTimeline } from './trace-timeline';
 
@@ -51,6 +52,7 @@ type Pane = 'conversation' | 'details';
     LandPanel,
     TraceTimeline,
     PullRequestList,
+    NetworkPanel,
     TimerList,
   ],
   changeDetection: ChangeDetectionStrategy.OnPush,

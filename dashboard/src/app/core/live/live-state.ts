@@ -3,7 +3,7 @@
 // one instance and each wraps its part in signals.
 import type { BoardRunnerStatus, LandingQueue, ManagerEvent, ModelCatalog } from '@libs/contracts';
 
-import type { Message, PullRequest, Requirement, ReviewRequest, Run, Timer, Trace } from '../models';
+import type { Message, NetworkBlocked, PullRequest, Requirement, ReviewRequest, Run, Timer, Trace } from '../models';
 import { SequencedLog, VersionedMap, type MergeSource } from './merge';
 
 /** Which parts changed, so each store republishes only its signals that did. */
@@ -27,6 +27,8 @@ export interface Changes {
   runners?: BoardRunnerStatus[];
   /** A run of this requirement just finished (for notifications). */
   finishedRun?: Run;
+  /** Connections runs' proxies refused, as `network.blocked` carried them (with their counts so far). */
+  networkBlocked?: NetworkBlocked[];
 }
 
 /** Runs have no update time; a finished run is newer than a running one. */
@@ -181,7 +183,7 @@ export class LiveState {
         changes.runners = event.payload.runners;
         break;
       case 'network.blocked':
-        // Read where it is shown (the Requirement's network, GET /api/network/blocked); nothing cached here.
+        (changes.networkBlocked ??= []).push(event.payload.blocked);
         break;
       case 'run.interrupt_requested':
         // Team mode: the run's own end event (from the runner that runs it) changes what is shown.

@@ -11,6 +11,7 @@ import { LandingStore } from './landing-store';
 import { PullRequestsStore } from './pull-requests-store';
 import { RequirementsStore } from './requirements-store';
 import { RunsStore } from './runs-store';
+import { NetworkStore } from './network-store';
 import { TimersStore } from './timers-store';
 import { UsageStore } from './usage-store';
 import { WORKSPACE } from './workspace';
@@ -37,6 +38,7 @@ export class LiveSync {
   private readonly requirements = inject(RequirementsStore);
   private readonly runs = inject(RunsStore);
   private readonly timers = inject(TimersStore);
+  private readonly network = inject(NetworkStore);
   private readonly usage = inject(UsageStore);
   /** In this order: a finished run's notification finds its Requirement already published. */
   private readonly stores = [
@@ -49,6 +51,7 @@ export class LiveSync {
     this.usage,
     this.modelCatalog,
     this.landing,
+    this.network,
   ];
 
   readonly connection = this.stream.state.asReadonly();
