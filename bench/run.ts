@@ -18,6 +18,7 @@ import { fleetScenario } from './scenarios/fleet';
 import { githubBudgetScenario } from './scenarios/github-budget';
 import { landingScenario } from './scenarios/landing';
 import { mcpScenario } from './scenarios/mcp';
+import { networkScenario } from './scenarios/network';
 import { repliesScenario } from './scenarios/replies';
 import { sandboxScenario } from './scenarios/sandbox';
 import { scaleScenario } from './scenarios/scale';
@@ -36,6 +37,7 @@ const SELF_CONTAINED: Record<string, (postgresUrl?: string) => Promise<ScenarioR
   dashboard: dashboardScenario,
   'github-budget': githubBudgetScenario,
   mcp: mcpScenario,
+  network: networkScenario,
   scale: (postgresUrl) => scaleScenario({ postgresUrl }),
   'trace-flood': (postgresUrl) => traceFloodScenario({ postgresUrl }),
   worktree: worktreeScenario,

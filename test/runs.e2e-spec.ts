@@ -737,7 +737,14 @@ describe('an agent CLI that cannot be started', () => {
     const emptyBin = path.join(path.dirname(sandbox.home), 'empty-bin');
     fs.mkdirSync(emptyBin);
     const manager = await startManager({
-      env: { CODE_FACTORY_CLAUDE_EXECUTABLE: 'claude', CODE_FACTORY_CODEX_EXECUTABLE: 'codex', PATH: emptyBin },
+      env: {
+        CODE_FACTORY_CLAUDE_EXECUTABLE: 'claude',
+        CODE_FACTORY_CODEX_EXECUTABLE: 'codex',
+        // Without bubblewrap on PATH there is no sandbox, so no network of the run's own: a start
+        // would be refused (503, the network suite's subject); here the missing CLI is the subject.
+        CODE_FACTORY_NETWORK_MODE: 'open',
+        PATH: emptyBin,
+      },
       sandbox,
     });
     try {

@@ -99,7 +99,8 @@ export async function sandboxScenario(): Promise<ScenarioResult> {
       reports: boxes[1].shared,
       manager: await startManager({
         args: ['--log-level', 'warn'],
-        env: { ...env, CODE_FACTORY_AGENT_ISOLATION: 'off' },
+        // No sandbox, so no network of its own: open, or its runs would be refused (issue 45).
+        env: { ...env, CODE_FACTORY_AGENT_ISOLATION: 'off', CODE_FACTORY_NETWORK_MODE: 'open' },
         sandbox: boxes[1],
       }),
       toAgent: [],

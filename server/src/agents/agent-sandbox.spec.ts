@@ -254,6 +254,25 @@ describe(AgentSandbox.name, () => {
     ]);
   });
 
+  it("gives a macOS run no way out but its proxy's loopback port and the ports it forwards (issue 45)", () => {
+    const proxied = seatbeltProfile(
+      layout({ network: { forwardPorts: [4310, 4310, 9000], kind: 'proxy', proxyPort: 51234, socketPath: null } }),
+    ).split('\n');
+    expect(proxied.slice(-5)).toEqual([
+      '(deny network-outbound)',
+      '(allow network-outbound (remote ip "localhost:51234"))',
+      '(allow network-outbound (remote ip "localhost:4310"))',
+      '(allow network-outbound (remote ip "localhost:9000"))',
+      '',
+    ]);
+    expect(
+      seatbeltProfile(layout({ network: { kind: 'none' } }))
+        .split('\n')
+        .slice(-2),
+    ).toEqual(['(deny network-outbound)', '']);
+    expect(seatbeltProfile(layout({ network: { kind: 'host' } }))).not.toContain('network');
+  });
+
   it('with agentIsolation "off" runs commands unchanged and says why', async () => {
     const sut = await started(make('off'));
     expect(sut.status).toEqual({

@@ -53,15 +53,17 @@ export interface SandboxLayout {
 }
 
 /**
- * What of the network a sandboxed process reaches (issue 45). `proxy`: a network namespace of its
- * own whose only way out is the run's egress proxy, a Unix socket; the relay (sandbox-relay.ts),
- * its first process, serves that socket on loopback at `proxyPort` and forwards `forwardPorts`
- * (Agent Manager's own, a loopback model server's) through it.
+ * What of the network a sandboxed process reaches (issue 45). `proxy` with bubblewrap: a network
+ * namespace of its own whose only way out is the run's egress proxy, a Unix socket (`socketPath`);
+ * the relay (sandbox-relay.ts), its first process, serves that socket on loopback at `proxyPort`
+ * and forwards `forwardPorts` (Agent Manager's own, a loopback model server's) through it. With
+ * Seatbelt (no namespaces): the proxy listens on the host's loopback at `proxyPort`
+ * (`socketPath` null), and the profile lets the process reach that port and `forwardPorts` alone.
  */
 export type SandboxNetwork =
   | { kind: 'host' }
   | { kind: 'none' }
-  | { kind: 'proxy'; socketPath: string; proxyPort: number; forwardPorts: number[] };
+  | { kind: 'proxy'; socketPath: string | null; proxyPort: number; forwardPorts: number[] };
 
 /** The relay a `proxy` network runs first in the sandbox (compiled beside this file's feature). */
 export const SANDBOX_RELAY = path.resolve(__dirname, '..', 'network', 'sandbox-relay.js');
@@ -229,7 +231,7 @@ export function bubblewrapOptions(layout: SandboxLayout): string[] {
       args.push('--ro-bind', file, file);
     }
   }
-  if (layout.network?.kind === 'proxy') {
+  if (layout.network?.kind === 'proxy' && layout.network.socketPath !== null) {
     // The proxy's socket lies in the concealed tree of runs' temporary directories: its own bound back.
     const socketDir = path.dirname(layout.network.socketPath);
     args.push('--bind', socketDir, socketDir);
@@ -283,6 +285,16 @@ export function seatbeltProfile(layout: SandboxLayout): string {
     const files = layout.readOnlyFiles.filter((file) => layout.hidden.some((dir) => inside(file, dir)));
     if (files.length > 0) {
       lines.push(`(allow file-read* ${literals(files).join(' ')})`);
+    }
+  }
+  const network = layout.network;
+  if (network !== undefined && network.kind !== 'host') {
+    // No namespaces here: every outbound connection is denied but to the run's proxy on loopback
+    // and the ports it forwards (Agent Manager, a loopback model server), which it may dial directly.
+    lines.push('(deny network-outbound)');
+    const ports = network.kind === 'proxy' ? [network.proxyPort, ...network.forwardPorts] : [];
+    for (const port of [...new Set(ports)]) {
+      lines.push(`(allow network-outbound (remote ip "localhost:${port}"))`);
     }
   }
   return `${lines.join('\n')}\n`;
@@ -409,8 +421,11 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
     if (!this.state.enabled || this.program === null) {
       return `agents are not sandboxed (${this.state.reason ?? 'no sandbox'})`;
     }
-    if (this.state.mechanism !== 'bubblewrap') {
-      return `a network of their own needs bubblewrap (Linux); ${this.state.mechanism} cannot filter by host yet`;
+    if (this.state.mechanism === 'seatbelt') {
+      // Seatbelt filters by port, not by namespace: its profile is checked where the sandbox was.
+      return fs.existsSync(SANDBOX_RELAY)
+        ? null
+        : `the network proxy is not built (${SANDBOX_RELAY}); run npm run build`;
     }
     return probeNetworkNamespace(this.program);
   }
@@ -530,7 +545,7 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
     }
     const network = layout.network;
     const relayed =
-      network?.kind === 'proxy'
+      network?.kind === 'proxy' && network.socketPath !== null
         ? [
             process.execPath,
             SANDBOX_RELAY,

@@ -592,8 +592,11 @@ async function checkNetwork(
   let reason: string | null;
   if (configuration.agentIsolation === 'off') {
     reason = 'agentIsolation is "off"';
+  } else if (process.platform === 'darwin') {
+    // Seatbelt: a profile that lets a run reach its proxy's port alone (no namespace to probe).
+    reason = fs.existsSync('/usr/bin/sandbox-exec') ? null : 'sandbox-exec (Seatbelt) is not available on this Mac';
   } else if (process.platform !== 'linux') {
-    reason = `a network of their own needs bubblewrap (Linux); this is ${process.platform}`;
+    reason = `a network of their own needs bubblewrap (Linux) or Seatbelt (macOS); this is ${process.platform}`;
   } else {
     const program = findExecutable('bwrap', env.PATH ?? '', root);
     reason = program === null ? 'bubblewrap (`bwrap`) is not installed' : await probeNetworkNamespace(program);

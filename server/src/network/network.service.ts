@@ -166,8 +166,10 @@ export class NetworkService implements OnApplicationShutdown {
       onBlocked: (blocked) => this.record(open, blocked, onFirstBlock),
       policy: () => this.policy(run.requirementId, essential, defaults),
     });
-    const socketPath = path.join(dir, 'proxy.sock');
-    await open.proxy.listen(socketPath);
+    // Linux: a Unix socket bound into the run's namespace. macOS (Seatbelt, no namespaces): a
+    // loopback port the run's profile alone lets it reach.
+    const socketPath = this.sandbox.status.mechanism === 'bubblewrap' ? path.join(dir, 'proxy.sock') : null;
+    await open.proxy.listen(socketPath ?? 0);
     this.proxies.set(run.id, open);
     // Loopback ports a program may dial directly (not through the proxy variables): Agent Manager's,
     // a loopback model server's, and loopback entries the person wrote with a port.
@@ -179,8 +181,8 @@ export class NetworkService implements OnApplicationShutdown {
           .map((rule) => rule.port as number),
       ),
     ].sort((a, b) => a - b);
-    let proxyPort = PROXY_PORT;
-    while (forwardPorts.includes(proxyPort)) {
+    let proxyPort = socketPath === null ? (open.proxy.port() as number) : PROXY_PORT;
+    while (socketPath !== null && forwardPorts.includes(proxyPort)) {
       proxyPort++;
     }
     const url = `http://127.0.0.1:${proxyPort}`;

@@ -143,13 +143,14 @@ const tcp = (port) => new Promise((resolve) => { const s = net.connect(port, '12
     ]);
   });
 
-  it('passes a signal on to its command and ends by it', async () => {
+  it('ignores a signal sent to it alone; one to the run (its process group) ends the command, and the relay as it ended', async () => {
     // Outside a namespace here, so on a port free on this machine; the relay listens before it runs the command.
     const free = net.createServer();
     await new Promise<void>((r) => free.listen(0, '127.0.0.1', r));
     const port = (free.address() as AddressInfo).port;
     await new Promise((r) => free.close(r));
     const child = spawn(process.execPath, [relay, socketPath, String(port), '-', '--', 'sleep', '30'], {
+      detached: true,
       stdio: 'ignore',
     });
     const listening = () =>
@@ -162,11 +163,16 @@ const tcp = (port) => new Promise((resolve) => { const s = net.connect(port, '12
     while (!(await listening()) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));
     }
-    child.kill('SIGTERM');
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
       child.once('exit', (c, s) => resolve([c, s])),
     );
-    expect([code, signal]).toEqual([null, 'SIGTERM']);
+    child.kill('SIGTERM');
+    child.kill('SIGHUP');
+    const early = await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running'), 500))]);
+    expect(early).toBe('still running');
+    expect(await listening()).toBe(true);
+    process.kill(-child.pid!, 'SIGTERM');
+    expect(await exited).toEqual([null, 'SIGTERM']);
   });
 
   it('refuses what it cannot use, with one line', () => {

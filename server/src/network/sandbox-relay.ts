@@ -103,10 +103,12 @@ async function main(): Promise<void> {
     fail(`cannot listen on loopback in the sandbox: ${(err as Error).message}`);
   }
   const child = spawn(command[0], command.slice(1), { stdio: 'inherit' });
-  // A signal for the run reaches the whole process group, the command included; one sent to this
-  // process alone is passed on. Either way the relay ends only when the command has.
+  // A signal for the run reaches its whole process group, the command included, and the manager
+  // ends a run's tree by its marker. One sent to this process alone (a supervisor's, a person's)
+  // is ignored, as the sandbox's init does: it must not end the agent, nor leave it without its
+  // network. The relay ends when its command ends, and as it ended.
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
-    process.on(signal, () => child.kill(signal));
+    process.on(signal, () => undefined);
   }
   child.once('error', (err) => fail(`cannot run ${command[0]}: ${err.message}`));
   child.once('exit', (code, signal) => {
