@@ -228,9 +228,36 @@ describe('code-factory-cli', () => {
     ).toHaveLength(1);
   });
 
-  it('pr register --url fills every field from GitHub when a token is available (explicit flags win)', async () => {
+  it('pr register --url fills every field from GitHub, asked by Agent Manager with its own token (the agent holds none; explicit flags win)', async () => {
     const github = await FakeGitHubServer.start({ token: 'ghp_cli_test' });
+    // A manager of its own that has the token (the GitHub client reads it from the environment
+    // at start); the agent's environment below has none (issue 45).
+    const own = makeSandbox();
+    const saved = process.env.GITHUB_TOKEN;
+    process.env.GITHUB_TOKEN = 'ghp_cli_test';
+    let withToken: RunningManager | undefined;
     try {
+      withToken = await startManager({
+        env: { ...process.env, CODE_FACTORY_CODEX_EXECUTABLE: IDLE_AGENT, CODE_FACTORY_HOME: own.home },
+        overrides: { githubApiUrl: github.url, port: 0 },
+        workspace: own.workspace,
+      });
+      registerToken(withToken.url, withToken.app.get(LocalTokenService).value);
+      const requirement = await ok(
+        apiClient(withToken.url).POST('/api/requirements', { body: { provider: 'codex', title: 'with GitHub' } }),
+      );
+      const agentEnv: Record<string, string> = {
+        ...env,
+        CODE_FACTORY_API_URL: `${withToken.url}/api`,
+        CODE_FACTORY_REQUIREMENT_ID: requirement.id,
+        CODE_FACTORY_SESSION_ID: requirement.session.id,
+        CODE_FACTORY_TOKEN: withToken.app.get(RunCredentialsService).issue({
+          requirementId: requirement.id,
+          runId: 'run_cli_github',
+          sessionId: requirement.session.id,
+        }),
+      };
+      expect([agentEnv.GITHUB_TOKEN, agentEnv.GH_TOKEN]).toEqual(['', '']);
       const pr = github.addPullRequest({
         baseBranch: 'develop',
         headBranch: 'feature/lexer',
@@ -239,8 +266,7 @@ describe('code-factory-cli', () => {
         repository: 'Org/Lexer',
         title: 'Split the lexer',
       });
-      const withGitHub = { ...env, CODE_FACTORY_GITHUB_API_URL: github.url, GITHUB_TOKEN: 'ghp_cli_test' };
-      const res = await cli(['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/77'], withGitHub);
+      const res = await cli(['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/77'], agentEnv);
       expect(res).toMatchObject({ code: 0, stderr: '' });
       expect(res.json).toMatchObject({
         baseBranch: 'develop',
@@ -253,13 +279,22 @@ describe('code-factory-cli', () => {
       });
       const titled = await cli(
         ['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/77', '--title', 'Split the lexer (v2)'],
-        withGitHub,
+        agentEnv,
       );
       expect(titled.json).toMatchObject({ status: 'draft', title: 'Split the lexer (v2)' });
-      const missing = await cli(['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/78'], withGitHub);
+      const missing = await cli(['pr', 'register', '--url', 'https://github.com/Org/Lexer/pull/78'], agentEnv);
       expect(missing).toMatchObject({ code: 1, stdout: '' });
-      expect(missing.stderr).toMatch(/^code-factory-cli: GitHub lookup of Org\/Lexer#78 failed: /);
+      expect(missing.stderr).toMatch(
+        /^code-factory-cli: GitHub lookup of Org\/Lexer#78 failed: .*pull_request_not_found/,
+      );
     } finally {
+      if (saved === undefined) {
+        delete process.env.GITHUB_TOKEN;
+      } else {
+        process.env.GITHUB_TOKEN = saved;
+      }
+      await withToken?.stop();
+      own.cleanup();
       await github.close();
     }
   });

@@ -18,7 +18,6 @@ import {
 } from './commands/factory/timer.command';
 import { AgentOperations } from '@server/agent-tools/agent-operations';
 import { ManagerApi } from '@server/agent-tools/manager-api';
-import { PullRequestLookup } from '@server/agent-tools/pull-request-lookup';
 
 /** The agent's side of the control plane: what RD runs call, with the context the manager injects. */
 export const CODE_FACTORY_COMMANDS = [
@@ -37,5 +36,5 @@ export const CODE_FACTORY_COMMANDS = [
   TimerCancelCommand,
 ];
 
-@Module({ providers: [...CODE_FACTORY_COMMANDS, AgentOperations, ManagerApi, PullRequestLookup] })
+@Module({ providers: [...CODE_FACTORY_COMMANDS, AgentOperations, ManagerApi] })
 export class CodeFactoryCliModule {}

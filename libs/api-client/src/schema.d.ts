@@ -38,6 +38,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agent/pull-requests/lookup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** What GitHub says of a PR (repository, number, title, branches, head, status), asked with Agent Manager's own token: what `pr register --url` fills its fields from */
+        post: operations["lookupPullRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agent/requirements": {
         parameters: {
             query?: never;
@@ -1499,6 +1516,13 @@ export interface components {
         LandingQueueResponseDto: {
             items: components["schemas"]["LandingQueueItemDto"][];
         };
+        LookupPullRequestDto: {
+            /**
+             * @description The PR's web address
+             * @example https://github.com/org/repo/pull/184
+             */
+            url: string;
+        };
         MessagePageDto: {
             items: components["schemas"]["MessageResponseDto"][];
             /** @description Cursor for the next page; null at the end */
@@ -1703,6 +1727,18 @@ export interface components {
              * @enum {string}
              */
             state: "off" | "reviewing" | "waiting_for_push" | "clean" | "max_rounds";
+        };
+        PullRequestLookupResponseDto: {
+            baseBranch: string;
+            headBranch: string;
+            headSha: string;
+            number: number;
+            /** @example org/repo */
+            repository: string;
+            /** @enum {string} */
+            status: "draft" | "open" | "closed" | "merged";
+            title: string;
+            url: string;
         };
         PullRequestPageDto: {
             items: components["schemas"]["PullRequestResponseDto"][];
@@ -2423,6 +2459,70 @@ export interface operations {
             };
             /** @description The PR belongs to another Requirement */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    lookupPullRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LookupPullRequestDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PullRequestLookupResponseDto"];
+                };
+            };
+            /** @description Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description GitHub has no such PR this token can read */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No GitHub token (github_not_configured), or GitHub failed */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

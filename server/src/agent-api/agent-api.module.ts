@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 
 import { ConversationModule } from '../conversation/conversation.module';
+import { GitHubModule } from '../github/github.module';
 import { LandingModule } from '../landing/landing.module';
 import { MessagesModule } from '../messages/messages.module';
 import { ModelsModule } from '../models/models.module';
@@ -10,6 +11,7 @@ import { RunsModule } from '../runs/runs.module';
 import { WorktreesModule } from '../worktrees/worktrees.module';
 import { AgentContextController } from './agent-context.controller';
 import { AgentLandingService } from './agent-landing.service';
+import { AgentPullRequestLookup } from './agent-pull-request-lookup.service';
 import { AgentPullRequestsController } from './agent-pull-requests.controller';
 import { AgentRequirementsController } from './agent-requirements.controller';
 import { AgentRequirementsService } from './agent-requirements.service';
@@ -19,6 +21,7 @@ import { AgentRequirementsService } from './agent-requirements.service';
   controllers: [AgentContextController, AgentPullRequestsController, AgentRequirementsController],
   imports: [
     ConversationModule,
+    GitHubModule,
     LandingModule,
     MessagesModule,
     ModelsModule,
@@ -27,6 +30,6 @@ import { AgentRequirementsService } from './agent-requirements.service';
     RunsModule,
     WorktreesModule,
   ],
-  providers: [AgentLandingService, AgentRequirementsService],
+  providers: [AgentLandingService, AgentPullRequestLookup, AgentRequirementsService],
 })
 export class AgentApiModule {}

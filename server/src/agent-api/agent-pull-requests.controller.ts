@@ -3,8 +3,10 @@ import {
   ApiBadRequestResponse,
   ApiConflictResponse,
   ApiForbiddenResponse,
+  ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
+  ApiServiceUnavailableResponse,
   ApiTags,
 } from '@nestjs/swagger';
 
@@ -13,12 +15,31 @@ import type { EventActor } from '@libs/contracts';
 import { AgentCaller, CurrentAgentCaller } from '../auth/agent-scope.decorator';
 import { Actor } from '../core/http/actor.decorator';
 import { PullRequestResponseDto, RegisterPullRequestDto } from '../pull-requests/dto/pull-request.dto';
+import { AgentPullRequestLookup } from './agent-pull-request-lookup.service';
+import { LookupPullRequestDto, PullRequestLookupResponseDto } from './dto/pull-request-lookup.dto';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 
 @ApiTags('agent')
 @Controller('agent/pull-requests')
 export class AgentPullRequestsController {
-  constructor(private readonly pullRequests: PullRequestsService) {}
+  constructor(
+    private readonly lookups: AgentPullRequestLookup,
+    private readonly pullRequests: PullRequestsService,
+  ) {}
+
+  @Post('lookup')
+  @HttpCode(200)
+  @ApiOperation({
+    summary:
+      "What GitHub says of a PR (repository, number, title, branches, head, status), asked with Agent Manager's own token: what `pr register --url` fills its fields from",
+  })
+  @ApiOkResponse({ type: PullRequestLookupResponseDto })
+  @ApiBadRequestResponse()
+  @ApiNotFoundResponse({ description: 'GitHub has no such PR this token can read' })
+  @ApiServiceUnavailableResponse({ description: 'No GitHub token (github_not_configured), or GitHub failed' })
+  lookupPullRequest(@Body() body: LookupPullRequestDto): Promise<PullRequestLookupResponseDto> {
+    return this.lookups.lookup(body.url);
+  }
 
   @Post()
   @HttpCode(200)

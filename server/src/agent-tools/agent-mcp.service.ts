@@ -1,14 +1,12 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Request, Response } from 'express';
 
 import { AgentEnvironmentService } from '../agents/agent-environment.service';
 import type { AgentScope } from '../auth/run-credentials.service';
-import { RUNTIME, Runtime } from '../core/runtime';
 import { AgentOperations } from './agent-operations';
 import { AGENT_TOOLS_INSTRUCTIONS, agentTools } from './agent-tools';
 import { ManagerApi } from './manager-api';
-import { PullRequestLookup } from './pull-request-lookup';
 import { createToolServer } from './tool-definition';
 
 /** The run credential as the authentication middleware accepted it (`Bearer amr_…`). */
@@ -33,10 +31,7 @@ function refuse(res: Response, status: number, code: number, message: string): v
 export class AgentMcpService {
   private readonly logger = new Logger('AgentMcp');
 
-  constructor(
-    private readonly environment: AgentEnvironmentService,
-    @Inject(RUNTIME) private readonly runtime: Runtime,
-  ) {}
+  constructor(private readonly environment: AgentEnvironmentService) {}
 
   async handle(scope: AgentScope, req: Request, res: Response): Promise<void> {
     if (!req.is(['application/json', 'application/*+json'])) {
@@ -56,8 +51,6 @@ export class AgentMcpService {
       return;
     }
     const token = BEARER.exec(req.headers.authorization ?? '')?.[1] ?? null;
-    const lookup = new PullRequestLookup();
-    lookup.apiUrl = this.runtime.configuration.get('githubApiUrl');
     const api = ManagerApi.forContext({
       apiUrl: this.environment.apiUrl,
       requirementId: scope.requirementId,
@@ -65,11 +58,7 @@ export class AgentMcpService {
       timeoutMs: CALL_TIMEOUT_MS,
       token,
     });
-    const server = createToolServer(
-      'agent-manager',
-      AGENT_TOOLS_INSTRUCTIONS,
-      agentTools(new AgentOperations(api, lookup)),
-    );
+    const server = createToolServer('agent-manager', AGENT_TOOLS_INSTRUCTIONS, agentTools(new AgentOperations(api)));
     const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true, sessionIdGenerator: undefined });
     res.on('close', () => {
       void transport.close();

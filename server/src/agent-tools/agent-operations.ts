@@ -3,8 +3,8 @@ import { Injectable } from '@nestjs/common';
 import { AgentRequirementAction, DependencyCondition, LIMITS, Provider, ReasoningEffort } from '@libs/contracts';
 
 import { UsageError } from './usage-error';
-import { ManagerApi } from './manager-api';
-import { PullRequestFields, PullRequestLookup, parsePullRequestUrl } from './pull-request-lookup';
+import { ManagerApi, ManagerApiError } from './manager-api';
+import { PullRequestFields, parsePullRequestUrl } from './pull-request-lookup';
 
 export interface ProposeInput {
   title: string;
@@ -54,10 +54,7 @@ const PULL_REQUEST_FIELDS: Array<[keyof PullRequestFields, string]> = [
  */
 @Injectable()
 export class AgentOperations {
-  constructor(
-    private readonly api: ManagerApi,
-    private readonly lookup: PullRequestLookup,
-  ) {}
+  constructor(private readonly api: ManagerApi) {}
 
   /** Fails now if the run's environment is missing or malformed (the one-line error names what). */
   checkContext(): void {
@@ -68,9 +65,12 @@ export class AgentOperations {
   async registerPullRequest(input: RegisterPullRequestInput, names: 'flags' | 'fields' = 'fields'): Promise<unknown> {
     const { context } = this.api;
     let fields: Partial<PullRequestFields> = {};
+    let lookupSkipped = false;
     if (input.url) {
       const parsed = parsePullRequestUrl(input.url, names === 'flags' ? '--url' : 'url');
-      fields = { ...parsed, ...(await this.lookup.find(parsed)) };
+      const found = await this.lookUp(parsed);
+      lookupSkipped = found === null;
+      fields = { ...parsed, ...found };
     }
     const defined = Object.fromEntries(
       Object.entries(input).filter(([, value]) => value !== undefined),
@@ -82,14 +82,33 @@ export class AgentOperations {
     if (missing.length > 0) {
       const url = names === 'flags' ? '--url' : 'url';
       const hint = input.url
-        ? ' (GitHub was not asked: no GITHUB_TOKEN, GH_TOKEN or `gh auth token`)'
-        : ` (or pass ${url} with a GitHub token available)`;
-      throw new UsageError(`missing ${missing.join(', ')}${this.lookup.lastLookupSkipped || !input.url ? hint : ''}`);
+        ? ' (GitHub was not asked: Agent Manager has no GitHub token)'
+        : ` (or pass ${url}: Agent Manager asks GitHub for the rest)`;
+      throw new UsageError(`missing ${missing.join(', ')}${lookupSkipped || !input.url ? hint : ''}`);
     }
     const complete = fields as PullRequestFields;
     return this.api.call('pr register', (client, signal) =>
       client.POST('/api/agent/pull-requests', { body: { ...complete, requirementId: context.requirementId }, signal }),
     );
+  }
+
+  /**
+   * The PR's fields as GitHub has them, asked by Agent Manager with its own token (the agent holds
+   * none); null when it has no token (the caller then needs every field).
+   */
+  private async lookUp(
+    ref: Pick<PullRequestFields, 'repository' | 'number' | 'url'>,
+  ): Promise<Partial<PullRequestFields> | null> {
+    try {
+      return await this.api.call('pr lookup', (client, signal) =>
+        client.POST('/api/agent/pull-requests/lookup', { body: { url: ref.url }, signal }),
+      );
+    } catch (err) {
+      if (err instanceof ManagerApiError && err.answer?.code === 'github_not_configured') {
+        return null;
+      }
+      throw new UsageError(`GitHub lookup of ${ref.repository}#${ref.number} failed: ${(err as Error).message}`);
+    }
   }
 
   async propose(input: ProposeInput): Promise<unknown> {

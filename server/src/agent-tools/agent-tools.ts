@@ -40,7 +40,7 @@ export function agentTools(operations: AgentOperations): ToolDefinition[] {
   const tools = [
     defineTool({
       description:
-        "Register a pull request you opened for the current Requirement (call again to refresh its title, branches and head SHA). With a GitHub token available, `url` alone is enough; otherwise give every field. Fields given explicitly win over GitHub's.",
+        "Register a pull request you opened for the current Requirement (call again to refresh its title, branches and head SHA). With `url` alone Agent Manager asks GitHub for the rest (when it has a GitHub token); otherwise give every field. Fields given explicitly win over GitHub's.",
       input: {
         baseBranch: z.string().min(1).max(255).optional().describe('Branch it merges into'),
         headBranch: z.string().min(1).max(255).optional().describe('Branch it merges from'),

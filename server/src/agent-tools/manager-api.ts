@@ -5,7 +5,15 @@ import { ApiClient, createApiClient } from '@libs/api-client';
 import { AgentContext, readAgentContext } from './agent-context';
 
 /** A refusal or failure, printed as one line by the CLI runner. */
-export class ManagerApiError extends Error {}
+export class ManagerApiError extends Error {
+  constructor(
+    message: string,
+    /** What the manager answered, when it did: its status and error code. */
+    readonly answer: { status: number; code: string | null } | null = null,
+  ) {
+    super(message);
+  }
+}
 
 export type Outcome<T> = { data?: T; error?: unknown; response: Response };
 
@@ -79,8 +87,11 @@ export async function callManager<T>(
       : typeof body.message === 'string'
         ? body.message
         : outcome.response.statusText;
-    const code = typeof body.code === 'string' ? ` ${body.code}` : '';
-    throw new ManagerApiError(`${what} refused (${outcome.response.status}${code}): ${message}`);
+    const code = typeof body.code === 'string' ? body.code : null;
+    throw new ManagerApiError(`${what} refused (${outcome.response.status}${code ? ` ${code}` : ''}): ${message}`, {
+      code,
+      status: outcome.response.status,
+    });
   }
   return outcome.data as T;
 }

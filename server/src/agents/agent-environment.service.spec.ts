@@ -56,7 +56,6 @@ describe(AgentEnvironmentService.name, () => {
     ).toEqual([
       'CODE_FACTORY_API_URL',
       'CODE_FACTORY_CLI',
-      'CODE_FACTORY_GITHUB_API_URL',
       'CODE_FACTORY_REQUIREMENT_ID',
       'CODE_FACTORY_SESSION_ID',
       'CODE_FACTORY_TOKEN',

@@ -79,8 +79,6 @@ export class AgentEnvironmentService implements OnModuleInit {
     env.PATH = [this.binDirectory, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(path.delimiter);
     env.CODE_FACTORY_API_URL = this.apiUrlValue;
     env.CODE_FACTORY_CLI = this.cliPath;
-    // `pr register --url` asks the same GitHub as the reconciler (GitHub Enterprise, or a test's fake).
-    env.CODE_FACTORY_GITHUB_API_URL = this.runtime.configuration.get('githubApiUrl');
     env.CODE_FACTORY_REQUIREMENT_ID = context.requirementId;
     env.CODE_FACTORY_SESSION_ID = context.sessionId;
     env.CODE_FACTORY_TOKEN = context.token;

@@ -65,8 +65,15 @@ export type SandboxNetwork =
   | { kind: 'none' }
   | { kind: 'proxy'; socketPath: string | null; proxyPort: number; forwardPorts: number[] };
 
-/** The relay a `proxy` network runs first in the sandbox (compiled beside this file's feature). */
-export const SANDBOX_RELAY = path.resolve(__dirname, '..', 'network', 'sandbox-relay.js');
+/**
+ * The relay a `proxy` network runs first in the sandbox: compiled beside this file's feature, or,
+ * when the server runs from its TypeScript source (the in-process suites), the built one.
+ */
+export const SANDBOX_RELAY =
+  [
+    path.resolve(__dirname, '..', 'network', 'sandbox-relay.js'),
+    path.join(packageRoot(), 'dist', 'server', 'src', 'network', 'sandbox-relay.js'),
+  ].find((file) => fs.existsSync(file)) ?? path.resolve(__dirname, '..', 'network', 'sandbox-relay.js');
 
 /**
  * What of git an agent process works with (issue 44): `own`, a repository of its own inside its

@@ -42,6 +42,16 @@ export const AGENT_BASE_VARIABLES = [
   'REQUESTS_CA_BUNDLE',
   'CURL_CA_BUNDLE',
   'GIT_SSL_CAINFO',
+  // git's configuration given through the environment (as readable in ~/.gitconfig, which an
+  // agent sees too), and an identity: git in the run behaves as the person's does.
+  'GIT_CONFIG_COUNT',
+  'GIT_CONFIG_KEY_*',
+  'GIT_CONFIG_VALUE_*',
+  'GIT_CONFIG_NOSYSTEM',
+  'GIT_AUTHOR_NAME',
+  'GIT_AUTHOR_EMAIL',
+  'GIT_COMMITTER_NAME',
+  'GIT_COMMITTER_EMAIL',
 ];
 
 /** Each provider's own variables: its key, base URL and settings. */

@@ -78,8 +78,8 @@ Examples:
     --title "Add tiered timings" --base-branch main --head-branch feature/timings \\
     --head-sha 4f2c1e9 --status open
 
-With --url and a GitHub token (GITHUB_TOKEN, GH_TOKEN, or a logged-in gh), every other field
-comes from GitHub (GitHub Enterprise: set CODE_FACTORY_GITHUB_API_URL); without one, give them all.
+With --url, Agent Manager asks GitHub for every other field with its own token (the agent needs
+none); when it has no GitHub token, give them all.
 ${ENVIRONMENT_HELP}`;
   }
 }
