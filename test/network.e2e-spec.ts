@@ -196,6 +196,13 @@ describe.each(REAL_AGENT_CLIS)('the network of an agent of the real $provider CL
     expect(second.status).toBe('succeeded');
     expect(second.output).toContain('other-answered [other exit 0]');
     expect(other.hits).toEqual(['/now']);
+    // Its prompt said what is still refused (the host now allowed is not named), so it can ask.
+    const told = stub.requests.filter((r) => r.transcript.includes('These were refused and are still not allowed'));
+    expect(told.length).toBeGreaterThan(0);
+    for (const request of told) {
+      expect(request.transcript).toContain('still not allowed: example.com:443 (×1).');
+      expect(request.transcript).not.toContain(`127.0.0.1:${other.port} (×`);
+    }
   });
 
   it('offline: nothing but the model API and Agent Manager, even what is allowed', async () => {

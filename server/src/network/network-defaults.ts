@@ -6,7 +6,17 @@ import * as path from 'node:path';
  * APIs and logins, GitHub, the hosts of the workspace's git remotes, and the package registries
  * its lock files name. What the person denies still wins.
  */
-const PROVIDERS = ['api.openai.com', 'auth.openai.com', 'chatgpt.com', 'api.anthropic.com', 'console.anthropic.com'];
+const PROVIDERS = [
+  'api.openai.com',
+  'auth.openai.com',
+  'chatgpt.com',
+  '*.openai.com',
+  '*.chatgpt.com',
+  'api.anthropic.com',
+  'console.anthropic.com',
+  '*.anthropic.com',
+  'claude.ai',
+];
 
 const GITHUB = ['github.com', 'api.github.com', 'codeload.github.com', '*.githubusercontent.com'];
 

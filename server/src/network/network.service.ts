@@ -15,7 +15,7 @@ import { OnDomainEvent } from '../core/domain-events';
 import { invalid, unavailable } from '../core/errors/domain-error';
 import { git } from '../core/git/git';
 import { newId } from '../core/ids';
-import { type HostRule, parseHostRules } from '../core/network/host-rules';
+import { type HostRule, firstMatch, parseHostRules } from '../core/network/host-rules';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
@@ -61,6 +61,8 @@ interface OpenProxy {
   rows: Map<string, BlockedRow>;
 }
 
+/** What a Unix socket's path may hold (sun_path is 108 bytes with its NUL). */
+const SOCKET_PATH_MAX = 107;
 /** The port the proxy has inside a run's network namespace, unless something forwarded needs it. */
 const PROXY_PORT = 3128;
 /** Distinct hosts and ports one run's blocked list keeps; past it, refusals are only answered. */
@@ -159,7 +161,14 @@ export class NetworkService implements OnApplicationShutdown {
     this.requirementRules.set(run.requirementId, this.rules(await this.repository.allowOf(run.requirementId)));
     const essential = this.rules(this.essentials(run.provider, baseEnv));
     const defaults = this.rules(await this.defaultHosts());
-    const dir = path.join(this.sandbox.temporaryRoot, `${run.id}.net`);
+    // Short: a Unix socket's path has room for 107 bytes (the run's id would take 40 of them).
+    const dir = path.join(this.sandbox.temporaryRoot, `net-${run.id.replace(/^run_/, '').slice(0, 13)}`);
+    if (Buffer.byteLength(path.join(dir, 'proxy.sock')) > SOCKET_PATH_MAX) {
+      throw unavailable(
+        'network_isolation_unavailable',
+        `the run's proxy socket would be at ${path.join(dir, 'proxy.sock')}, too long a path for a Unix socket; start Agent Manager with a shorter CODE_FACTORY_HOME`,
+      );
+    }
     fs.mkdirSync(dir, { mode: 0o700, recursive: true });
     const open: OpenProxy = { dir, proxy: null as unknown as EgressProxy, rows: new Map(), run };
     open.proxy = new EgressProxy({
@@ -206,6 +215,9 @@ export class NetworkService implements OnApplicationShutdown {
     fs.rmSync(open.dir, { force: true, recursive: true });
     await this.flush();
     this.closing.delete(open);
+    if (![...this.proxies.values()].some((other) => other.run.requirementId === open.run.requirementId)) {
+      this.requirementRules.delete(open.run.requirementId);
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -233,6 +245,47 @@ export class NetworkService implements OnApplicationShutdown {
       this.blocked({ limit: 200, requirementId }),
     ]);
     return { allow, blocked: blocked.items, requirementId };
+  }
+
+  /**
+   * What the agent's next prompt says of the network (issue 45 §3): the hosts its Requirement's
+   * runs were refused that are still not allowed (ten at most), so that it can ask the person
+   * rather than retry; null when there are none, or the mode is open.
+   */
+  async promptNote(requirementId: string): Promise<string | null> {
+    if (this.configuration.get('networkMode') === 'open') {
+      return null;
+    }
+    const { items } = await this.blocked({ limit: 200, requirementId });
+    const allow = [
+      ...this.rules(await this.defaultHosts()),
+      ...this.rules(this.configuration.get('networkAllow')),
+      ...this.rules(await this.repository.allowOf(requirementId)),
+    ];
+    const deny = this.rules(this.configuration.get('networkDeny'));
+    const counts = new Map<string, number>();
+    for (const row of items) {
+      const stillRefused =
+        this.configuration.get('networkMode') === 'offline' ||
+        firstMatch(deny, row.host, row.port) !== null ||
+        firstMatch(allow, row.host, row.port) === null;
+      if (stillRefused) {
+        const entry = `${row.host.includes(':') ? `[${row.host}]` : row.host}:${row.port}`;
+        counts.set(entry, (counts.get(entry) ?? 0) + row.count);
+      }
+    }
+    if (counts.size === 0) {
+      return null;
+    }
+    const listed = [...counts.entries()]
+      .slice(0, 10)
+      .map(([entry, count]) => `${entry} (×${count})`)
+      .join(', ');
+    return [
+      '## Network',
+      `Your runs reach only the hosts the person allows, through a proxy. These were refused and are still not allowed: ${listed}.`,
+      'If you need one of them, say so in your answer (which host, and why): only the person can allow it. Do not try to get around the proxy.',
+    ].join('\n');
   }
 
   /** The person sets the Requirement's own additions (an agent's credential cannot reach this). */

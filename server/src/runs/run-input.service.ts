@@ -13,6 +13,7 @@ import {
 import type { RequirementMessageEntity } from '../messages/requirement-message.entity';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { MessagesService } from '../messages/messages.service';
+import { NetworkService } from '../network/network.service';
 import { RequirementsService } from '../requirements/requirements.service';
 import { AgentEnvironmentService } from '../agents/agent-environment.service';
 import type { AgentRunEntity } from './agent-run.entity';
@@ -32,6 +33,7 @@ export class RunInputService {
     private readonly attachments: AttachmentsService,
     private readonly environment: AgentEnvironmentService,
     private readonly messages: MessagesService,
+    private readonly network: NetworkService,
     private readonly requirements: RequirementsService,
     @Inject(RUNTIME) private readonly runtime: Runtime,
   ) {}
@@ -80,6 +82,10 @@ export class RunInputService {
       parts.push(buildRdPrompt({ messages, provider: run.provider }));
     } else if (run.nativeSessionId !== null || history.length > 0) {
       parts.push('Continue the work on this Requirement.');
+    }
+    const network = await this.network.promptNote(run.requirementId);
+    if (network !== null) {
+      parts.push(network);
     }
     return {
       attachmentFiles: await this.attachments.deliveredFiles(run.requirementId, run.inputToSequence ?? 0),
