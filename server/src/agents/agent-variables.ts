@@ -52,6 +52,28 @@ export const AGENT_BASE_VARIABLES = [
   'GIT_AUTHOR_EMAIL',
   'GIT_COMMITTER_NAME',
   'GIT_COMMITTER_EMAIL',
+  // Where the person's toolchains live: without them an agent's build cannot find its compiler.
+  'GOPATH',
+  'GOROOT',
+  'GOFLAGS',
+  'CARGO_HOME',
+  'RUSTUP_HOME',
+  'JAVA_HOME',
+  'NVM_DIR',
+  'NVM_BIN',
+  'PNPM_HOME',
+  'BUN_INSTALL',
+  'DENO_DIR',
+  'PYENV_ROOT',
+  'PYENV_VERSION',
+  'VIRTUAL_ENV',
+  'CONDA_PREFIX',
+  'CONDA_DEFAULT_ENV',
+  'RBENV_ROOT',
+  'GEM_HOME',
+  'GEM_PATH',
+  'ANDROID_HOME',
+  'ANDROID_SDK_ROOT',
 ];
 
 /** Each provider's own variables: its key, base URL and settings. */
