@@ -306,6 +306,7 @@ describe('the npm package', () => {
       'claude',
       'github',
       'isolation',
+      'network',
       'worktrees',
       'port',
       'dataDirectory',

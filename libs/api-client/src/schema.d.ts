@@ -2521,7 +2521,14 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description No GitHub token (github_not_configured), or GitHub failed */
+            /** @description Agent Manager has no GitHub token (github_not_configured) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description GitHub failed (github_unavailable) */
             503: {
                 headers: {
                     [name: string]: unknown;

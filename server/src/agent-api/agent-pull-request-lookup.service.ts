@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 
 import { parsePullRequestUrl } from '../agent-tools/pull-request-lookup';
 import { UsageError } from '../agent-tools/usage-error';
-import { invalid, notFound, unavailable } from '../core/errors/domain-error';
+import { conflict, invalid, notFound, unavailable } from '../core/errors/domain-error';
 import { GITHUB_CLIENT, type GitHubClient } from '../github/github-client';
 import { GitHubError } from '../github/github.errors';
 import type { PullRequestLookupResponseDto } from './dto/pull-request-lookup.dto';
@@ -37,7 +37,8 @@ export class AgentPullRequestLookup {
       };
     } catch (err) {
       if (err instanceof GitHubError && err.code === 'not_configured') {
-        throw unavailable(
+        // The manager's state, not a failure: 409, and the caller gives every field instead.
+        throw conflict(
           'github_not_configured',
           'Agent Manager has no GitHub token to look the pull request up with; pass every field instead',
         );

@@ -36,7 +36,8 @@ export class AgentPullRequestsController {
   @ApiOkResponse({ type: PullRequestLookupResponseDto })
   @ApiBadRequestResponse()
   @ApiNotFoundResponse({ description: 'GitHub has no such PR this token can read' })
-  @ApiServiceUnavailableResponse({ description: 'No GitHub token (github_not_configured), or GitHub failed' })
+  @ApiConflictResponse({ description: 'Agent Manager has no GitHub token (github_not_configured)' })
+  @ApiServiceUnavailableResponse({ description: 'GitHub failed (github_unavailable)' })
   lookupPullRequest(@Body() body: LookupPullRequestDto): Promise<PullRequestLookupResponseDto> {
     return this.lookups.lookup(body.url);
   }
