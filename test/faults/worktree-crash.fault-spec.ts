@@ -35,8 +35,28 @@ const AGENTS = {
   GITHUB_TOKEN: '',
 };
 
-/** A shell snippet that, while `flag` exists, records its PID in `mark` and hangs. */
-const hangWhile = (flag: string, mark: string) => `if [ -f '${flag}' ]; then echo $$ > '${mark}'; exec sleep 600; fi`;
+/**
+ * A shell snippet that, while `flag` exists, writes `mark` and hangs in a process that carries
+ * `HANG_MARK=<mark>` in its environment: found from here by that, since inside the sandbox's PID
+ * namespace `$$` is not a PID of this machine.
+ */
+const hangWhile = (flag: string, mark: string) =>
+  `if [ -f '${flag}' ]; then echo hanging > '${mark}'; exec env HANG_MARK='${mark}' sleep 600; fi`;
+
+/** The processes of this machine whose environment holds `HANG_MARK=<mark>`. */
+function hanging(mark: string): number[] {
+  return fs
+    .readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`HANG_MARK=${mark}`);
+      } catch {
+        return false;
+      }
+    });
+}
 
 describe('kill -9 while a worktree is being created, then restart', () => {
   let sandbox: Sandbox;
@@ -58,13 +78,14 @@ describe('kill -9 while a worktree is being created, then restart', () => {
   async function crashDuring(requirementId: string, message: string, flag: string, mark: string): Promise<void> {
     fs.writeFileSync(flag, '');
     await startRun(manager!, requirementId, message);
-    const pid = Number(
-      await until('the filter or setup to hang', async () =>
-        fs.existsSync(mark) ? fs.readFileSync(mark, 'utf8').trim() || undefined : undefined,
-      ),
-    );
+    const pids = await until('the filter or setup to hang', async () => {
+      const found = fs.existsSync(mark) ? hanging(mark) : [];
+      return found.length > 0 ? found : undefined;
+    });
     await manager!.kill9();
-    process.kill(pid, 'SIGKILL');
+    for (const pid of pids) {
+      process.kill(pid, 'SIGKILL');
+    }
     fs.rmSync(flag);
     fs.rmSync(mark);
   }
