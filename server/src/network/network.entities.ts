@@ -1,4 +1,4 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 /** A Requirement's own additions to the network allow-list (issue 45): the person's choice alone. */
 @Entity('requirement_network')
@@ -10,6 +10,9 @@ export class RequirementNetworkEntity {
 
 /** Connections one run's proxy refused to one host and port, counted. */
 @Entity('network_blocked')
+@Index('network_blocked_run_host', ['runId', 'host', 'port'], { unique: true })
+@Index('network_blocked_last_at', ['lastAt'])
+@Index('network_blocked_requirement', ['requirementId', 'lastAt'])
 export class NetworkBlockedEntity {
   @PrimaryColumn('varchar') id!: string;
   @Column('varchar') requirementId!: string;

@@ -80,6 +80,14 @@ function listen(port: number, onConnection: (client: net.Socket) => void): Promi
 }
 
 async function main(): Promise<void> {
+  // A signal for the run reaches its whole process group, the command included, and the manager
+  // ends a run's tree by its marker. One sent to this process alone (a supervisor's, a person's)
+  // is ignored, as the sandbox's init does: it must not end the agent, nor leave it without its
+  // network. Ignored from the first instruction on; the relay ends when its command ends, and as
+  // it ended.
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+    process.on(signal, () => undefined);
+  }
   const argv = process.argv.slice(2);
   const separator = argv.indexOf('--');
   const [socketPath, proxyPortText, forwardedText] = argv.slice(0, separator);
@@ -103,13 +111,6 @@ async function main(): Promise<void> {
     fail(`cannot listen on loopback in the sandbox: ${(err as Error).message}`);
   }
   const child = spawn(command[0], command.slice(1), { stdio: 'inherit' });
-  // A signal for the run reaches its whole process group, the command included, and the manager
-  // ends a run's tree by its marker. One sent to this process alone (a supervisor's, a person's)
-  // is ignored, as the sandbox's init does: it must not end the agent, nor leave it without its
-  // network. The relay ends when its command ends, and as it ended.
-  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
-    process.on(signal, () => undefined);
-  }
   child.once('error', (err) => fail(`cannot run ${command[0]}: ${err.message}`));
   child.once('exit', (code, signal) => {
     if (signal) {

@@ -12,6 +12,7 @@ import { ConversationStore } from './conversation-store';
 import { LandingStore } from './landing-store';
 import { LiveSync } from './live-sync';
 import { ModelCatalogStore } from './model-catalog-store';
+import { NetworkStore } from './network-store';
 import { PullRequestsStore } from './pull-requests-store';
 import { RequirementsStore } from './requirements-store';
 import { RunsStore } from './runs-store';
@@ -122,6 +123,7 @@ function setup(answers?: Record<string, (options: unknown) => unknown>) {
     LandingStore,
     LiveSync,
     ModelCatalogStore,
+    NetworkStore,
     PullRequestsStore,
     RequirementsStore,
     RunsStore,
@@ -402,5 +404,45 @@ describe(LiveSync.name, () => {
     answer([item('req_b', 1), item('req_a', 2, 'paused')]);
     await reordered;
     expect(store.queue().map((i) => i.state)).toEqual(['landing', 'paused']);
+  });
+
+  it("merges a network.blocked event into the Requirement's network when it is shown, and only then", async () => {
+    const blocked = (id: string, requirementId: string, count: number, lastAt: string) => ({
+      count,
+      firstAt: T0,
+      host: 'pypi.org',
+      id,
+      lastAt,
+      method: 'CONNECT',
+      port: 443,
+      reason: 'pypi.org:443 is not on the allow-list',
+      requirementId,
+      runId: 'run_1',
+    });
+    const { emit, get, settle } = setup({
+      'GET /api/requirements/{id}/network': () => ({ allow: [], blocked: [], requirementId: 'req_a' }),
+    });
+    await settle();
+    const store = get(NetworkStore);
+    await store.read('req_a');
+    emit(event('network.blocked', 'req_a', { blocked: blocked('nbl_1', 'req_a', 1, T1) }));
+    emit(event('network.blocked', 'req_b', { blocked: blocked('nbl_2', 'req_b', 1, T1) }));
+    await settle();
+    expect(
+      store
+        .networks()
+        .get('req_a')
+        ?.blocked.map((b) => [b.id, b.count]),
+    ).toEqual([['nbl_1', 1]]);
+    expect(store.networks().has('req_b')).toBe(false);
+    // The same row again, with its count grown: replaced, not added.
+    emit(event('network.blocked', 'req_a', { blocked: blocked('nbl_1', 'req_a', 4, T2) }));
+    await settle();
+    expect(
+      store
+        .networks()
+        .get('req_a')
+        ?.blocked.map((b) => [b.id, b.count]),
+    ).toEqual([['nbl_1', 4]]);
   });
 });
