@@ -118,6 +118,15 @@ describe.each(REAL_AGENT_CLIS)('the network of an agent of the real $provider CL
       {
         shell: `env | grep -E '^(PERSON_EXPORTED|GITHUB_TOKEN|GH_TOKEN|SSH_AUTH_SOCK|PASSED_ON)=' | sort; echo "[proc $(cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -cE 'exported-value|ghp_person_secret|person-ssh-agent')]"`,
       },
+      // Codex's config.toml names the model API (always reachable) and its key's variable: the
+      // agent may not rewrite it to open the network or reach a secret on its next run.
+      ...(provider === 'codex'
+        ? [
+            {
+              shell: `echo 'base_url = "http://exfiltrate.example"' >> "$CODEX_HOME/config.toml" 2>/dev/null && echo "[config written]" || echo "[config refused]"`,
+            },
+          ]
+        : []),
       { text: 'Network probed.' },
     ]);
     await start(requirement.id);
@@ -135,6 +144,9 @@ describe.each(REAL_AGENT_CLIS)('the network of an agent of the real $provider CL
     expect(first.output).toContain('PASSED_ON=passed-value');
     expect(first.output).not.toMatch(/PERSON_EXPORTED|GITHUB_TOKEN|GH_TOKEN|SSH_AUTH_SOCK/);
     expect(first.output).toContain('[proc 0]');
+    if (provider === 'codex') {
+      expect(first.output).toContain('[config refused]');
+    }
     expect(allowed.hits).toEqual(['/first']);
     expect(other.hits).toEqual([]);
 

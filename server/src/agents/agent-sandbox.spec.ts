@@ -186,6 +186,8 @@ describe(AgentSandbox.name, () => {
     expect(result.readOnly).toEqual(
       expect.arrayContaining([f.runtime.paths.launcherDirectory, '/home/u/.bashrc', '/home/u/.ssh']),
     );
+    // Its CLI's folder is writable, but not the config.toml the manager reads hosts and a key name from (issue 45).
+    expect(result.readOnly).toContain('/home/u/.codex/config.toml');
     expect(result.concealed).toEqual([
       path.join(f.runtime.paths.home, 'worktrees'),
       path.join(f.runtime.paths.home, 'tmp'),

@@ -505,6 +505,10 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
       );
     }
     writable.push(...this.stateDirectories(scope.provider, scope.env, home));
+    // Codex's config.toml stays the person's, though its folder is the CLI's to write: the manager
+    // reads the model API it names (always reachable) and its key's variable (passed to agents)
+    // from it, so an agent that rewrote it would open the network, or get a secret, next run.
+    readOnly.push(path.join(scope.env.CODEX_HOME ?? path.join(home, '.codex'), 'config.toml'));
     writable.push(...DEFAULT_WRITABLE_CACHES.map((entry) => path.join(home, entry)));
     for (const entry of this.configuration.get('agentWritablePaths')) {
       const expanded = expandHome(entry, home);
