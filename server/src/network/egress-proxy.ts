@@ -1,10 +1,13 @@
 import * as dns from 'node:dns';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
+import * as https from 'node:https';
 import { type Socket, connect, isIP } from 'node:net';
+import * as tls from 'node:tls';
 
 import { normalizeHost } from '../core/network/host-rules';
 import { InternalAddresses, type NetworkPolicy, decide } from './network-policy';
+import type { RunCertificates } from './run-certificates';
 
 /** A connection the proxy refused: what the run's trace, its event and the blocked list record. */
 export interface BlockedConnection {
@@ -27,6 +30,23 @@ export interface EgressProxyOptions {
   /** A tunnel or request with no byte either way for this long is closed. */
   idleTimeoutMs?: number;
   connectTimeoutMs?: number;
+  /**
+   * Headers added to requests for a host (a configured secret, issue 45): read for every
+   * connection. A plain HTTP request gets them as it passes; a tunnel to such a host is opened
+   * here, under `certificates`, so its requests can get them too.
+   */
+  inject?: (host: string, port: number) => { header: string; value: string }[];
+  /** The authority the run trusts for the tunnels opened to add a header; without it, tunnels are never opened. */
+  certificates?: RunCertificates | null;
+  /** Authorities trusted besides Node's own for the real host behind an opened tunnel (tests: a local server's). */
+  upstreamCa?: string[];
+}
+
+/** Where a request read from an opened tunnel goes: the CONNECT's target, at the address checked for it. */
+interface TunnelTarget {
+  host: string;
+  port: number;
+  address: string;
 }
 
 const HOP_BY_HOP = [
@@ -61,6 +81,9 @@ function parseAuthority(authority: string): { host: string; port: number } | nul
  */
 export class EgressProxy {
   private readonly server: http.Server;
+  /** Serves the requests of tunnels opened to add a secret's header. */
+  private readonly opened: http.Server;
+  private readonly openedTargets = new WeakMap<Socket, TunnelTarget>();
   private readonly internal: InternalAddresses;
   private readonly lookup: (host: string) => Promise<string[]>;
   private readonly sockets = new Set<Socket>();
@@ -79,6 +102,15 @@ export class EgressProxy {
       { headersTimeout: 30_000, requestTimeout: 0, requireHostHeader: false },
       (req, res) => void this.forward(req, res),
     );
+    this.opened = http.createServer({ headersTimeout: 30_000, requestTimeout: 0 }, (req, res) => {
+      const target = this.openedTargets.get(req.socket);
+      if (target) {
+        this.send(req, res, { ...target, path: req.url ?? '/', tls: true });
+      } else {
+        res.destroy();
+      }
+    });
+    this.opened.on('clientError', (_err, socket: Socket) => socket.destroy());
     this.server.on(
       'connect',
       (req: http.IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head),
@@ -199,6 +231,10 @@ export class EgressProxy {
       client.end(refusal(403, 'Forbidden', where.reason));
       return;
     }
+    if (this.options.certificates && (this.options.inject?.(target.host, target.port).length ?? 0) > 0) {
+      this.open(client, head, { ...target, address: where.address }, this.options.certificates);
+      return;
+    }
     const upstream = connect({ host: where.address, port: target.port, timeout: this.connectTimeoutMs });
     let established = false;
     upstream.once('timeout', () => upstream.destroy(new Error('connect timed out')));
@@ -235,6 +271,30 @@ export class EgressProxy {
     });
   }
 
+  /**
+   * Ends the client's TLS here, presenting a certificate for the target signed by the run's own
+   * authority, so its requests can be read, given their header and sent on over TLS to the real
+   * host (whose certificate is checked as any client would).
+   */
+  private open(client: Socket, head: Buffer, target: TunnelTarget, certificates: RunCertificates): void {
+    client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    if (head.length > 0) {
+      client.unshift(head);
+    }
+    let context: tls.SecureContext;
+    try {
+      context = certificates.contextFor(target.host);
+    } catch {
+      client.destroy();
+      return;
+    }
+    const secure = new tls.TLSSocket(client, { ALPNProtocols: ['http/1.1'], isServer: true, secureContext: context });
+    secure.on('error', () => secure.destroy());
+    secure.setTimeout(this.idleTimeoutMs, () => secure.destroy());
+    this.openedTargets.set(secure, target);
+    this.opened.emit('connection', secure);
+  }
+
   private async forward(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     let url: URL;
     try {
@@ -255,20 +315,47 @@ export class EgressProxy {
       res.end(`Agent Manager blocked this connection: ${where.reason}\n`);
       return;
     }
+    req.headers.host ??= url.host;
+    this.send(req, res, { address: where.address, host, path: `${url.pathname}${url.search}`, port, tls: false });
+  }
+
+  /** Sends a request on to its checked address, with the headers a secret adds for its host. */
+  private send(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    target: TunnelTarget & { path: string; tls: boolean },
+  ): void {
+    const { host, port } = target;
     const headers = { ...req.headers };
     for (const name of HOP_BY_HOP) {
       delete headers[name];
     }
-    headers.host ??= url.host;
-    const upstream = http.request({
+    for (const { header, value } of this.options.inject?.(host, port) ?? []) {
+      // The configured value wins over whatever the client sent under that name.
+      for (const name of Object.keys(headers).filter((key) => key.toLowerCase() === header.toLowerCase())) {
+        delete headers[name];
+      }
+      headers[header.toLowerCase()] = value;
+    }
+    const options: https.RequestOptions = {
       headers,
-      host: where.address,
+      host: target.address,
       method: req.method,
-      path: `${url.pathname}${url.search}`,
+      path: target.path,
       port,
       setHost: false,
       timeout: this.idleTimeoutMs,
-    });
+    };
+    const upstream = target.tls
+      ? https.request({
+          ...options,
+          agent: false,
+          ca: this.options.upstreamCa ? [...tls.rootCertificates, ...this.options.upstreamCa] : undefined,
+          servername: isIP(host) === 0 ? host : undefined,
+          // The certificate must name the host the client asked for, not the address dialled.
+          checkServerIdentity: (_name, cert) => tls.checkServerIdentity(host, cert),
+        })
+      : http.request(options);
     upstream.once('response', (answer) => {
       const out = { ...answer.headers };
       for (const name of HOP_BY_HOP) {
