@@ -158,6 +158,7 @@ describe('agent-manager doctor', () => {
       ['github', 'ok'],
       ['isolation', 'ok'],
       ['network', 'ok'],
+      ['environment', 'ok'],
       ['worktrees', 'ok'],
       ['port', 'ok'],
       ['dataDirectory', 'ok'],
@@ -359,6 +360,38 @@ describe('agent-manager doctor', () => {
     expect(open.check('network')).toMatchObject({ code: 'network.open', status: 'warn' });
   }, 120_000);
 
+  it('lists what an agent’s environment holds, and each secret kept from it with whether its value can be read, never the value', async () => {
+    const readable = path.join(home, 'registry-token');
+    fs.writeFileSync(readable, 'doctor-file-5ecret', { mode: 0o600 });
+    const shared = path.join(home, 'shared-token');
+    fs.writeFileSync(shared, 'doctor-shared-5ecret', { mode: 0o644 });
+    fs.chmodSync(shared, 0o644);
+    const secrets = (list: object[]) => JSON.stringify(list);
+    const fine = await doctor({
+      env: {
+        CODE_FACTORY_AGENT_ENVIRONMENT_PASS: 'JAVA_HOME,MY_*',
+        CODE_FACTORY_SECRETS: secrets([
+          { header: 'Authorization', host: 'npm.pkg.github.com', name: 'NPM_TOKEN' },
+          { file: readable, name: 'REGISTRY_TOKEN' },
+        ]),
+        NPM_TOKEN: 'doctor-env-5ecret',
+      },
+    });
+    expect(fine.check('environment')).toMatchObject({
+      code: 'environment.ok',
+      detail:
+        'agents see what a shell and their CLI need, and passed: JAVA_HOME, MY_*; secrets kept from them: NPM_TOKEN (header for npm.pkg.github.com), REGISTRY_TOKEN',
+      status: 'ok',
+    });
+    const missing = await doctor({
+      env: { CODE_FACTORY_SECRETS: secrets([{ name: 'NPM_TOKEN' }, { file: shared, name: 'SHARED' }]) },
+    });
+    expect(missing.check('environment')).toMatchObject({ code: 'environment.secret_missing', status: 'warn' });
+    expect(missing.check('environment').detail).toContain("the manager's environment has no NPM_TOKEN");
+    expect(missing.check('environment').detail).toContain('may be read or written by others (mode 644): chmod 600 it');
+    expect(JSON.stringify([fine.report, missing.report])).not.toMatch(/5ecret/);
+  }, 120_000);
+
   it('fails when the port is taken', async () => {
     const blocker = net.createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
@@ -434,6 +467,7 @@ describe('agent-manager doctor', () => {
         'github',
         'isolation',
         'network',
+        'environment',
         'worktrees',
         'port',
         'dataDirectory',

@@ -1,7 +1,11 @@
+import * as fs from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
 
 import { ok } from './support/api';
+import { initRepository } from './support/git-repo';
 import type { ManagerProcess } from './support/manager-process';
 import { ModelStub, REAL_AGENT_CLIS } from './support/model-stub';
 import { useRealAgentWorld } from './support/real-agent-world';
@@ -62,16 +66,29 @@ describe.each(REAL_AGENT_CLIS)('the network of an agent of the real $provider CL
   const { provider } = cli;
   let stub: ModelStub;
   let manager: ManagerProcess;
-  useRealAgentWorld(cli, 'network', (world) => ({ manager, stub } = world), {
-    // What the person's shell exported: an agent sees none of it but what is passed on (issue 45 §4).
-    env: {
-      CODE_FACTORY_AGENT_ENVIRONMENT_PASS: 'PASSED_ON',
-      GITHUB_TOKEN: 'ghp_person_secret_token',
-      PASSED_ON: 'passed-value',
-      PERSON_EXPORTED: 'exported-value',
-      SSH_AUTH_SOCK: '/tmp/person-ssh-agent.sock',
+  let workspace: string;
+  useRealAgentWorld(
+    cli,
+    'network',
+    (world) =>
+      ({
+        manager,
+        stub,
+        sandbox: { workspace },
+      } = world),
+    {
+      // What the person's shell exported: an agent sees none of it but what is passed on (issue 45 §4).
+      env: {
+        CODE_FACTORY_AGENT_ENVIRONMENT_PASS: 'PASSED_ON',
+        GITHUB_TOKEN: 'ghp_person_secret_token',
+        PASSED_ON: 'passed-value',
+        PERSON_EXPORTED: 'exported-value',
+        // A secret the proxy adds as a header for one host (issue 45 §4), never in the agent's environment.
+        REGISTRY_TOKEN: 'tok-registry-5ecret-value',
+        SSH_AUTH_SOCK: '/tmp/person-ssh-agent.sock',
+      },
     },
-  });
+  );
   let allowed: Awaited<ReturnType<typeof outsideServer>>;
   let other: Awaited<ReturnType<typeof outsideServer>>;
 
@@ -235,6 +252,104 @@ describe.each(REAL_AGENT_CLIS)('the network of an agent of the real $provider CL
     } finally {
       await ok(manager.api.PATCH('/api/configuration', { body: { networkMode: 'allow_list' } }));
     }
+  });
+
+  it('secrets: the proxy adds one as a header for its host while the agent’s environment holds none; the setup command the person wrote gets them; an echoed value is masked in the trace and the conversation', async () => {
+    const registry = await new Promise<{ port: number; seen: string[]; close: () => Promise<void> }>((resolve) => {
+      const seen: string[] = [];
+      const server = http.createServer((req, res) => {
+        seen.push(req.headers.authorization ?? '(none)');
+        res.end(`registry saw ${req.headers.authorization ?? '(none)'}`);
+      });
+      server.listen(0, '127.0.0.1', () =>
+        resolve({
+          close: () => new Promise((done) => server.close(() => done())),
+          port: (server.address() as AddressInfo).port,
+          seen,
+        }),
+      );
+    });
+    const secretFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'am-secret-')), 'file-secret');
+    fs.writeFileSync(secretFile, 'file-5ecret-value\n', { mode: 0o600 });
+    await ok(
+      manager.api.PATCH('/api/configuration', {
+        body: {
+          secrets: [
+            {
+              format: 'Bearer {value}',
+              header: 'Authorization',
+              host: `127.0.0.1:${registry.port}`,
+              name: 'REGISTRY_TOKEN',
+            },
+            { file: secretFile, name: 'FILE_SECRET' },
+          ],
+          // The person's own command: it gets the secrets (one an agent could have written would not).
+          worktreeSetupCommand: 'test ${#FILE_SECRET} -eq 17 && echo "[setup has it: $FILE_SECRET]"',
+        },
+      }),
+    );
+    try {
+      // Only names and sources are configured: the API never holds a value.
+      const configuration = JSON.stringify(await ok(manager.api.GET('/api/configuration')));
+      expect(configuration).toContain('REGISTRY_TOKEN');
+      expect(configuration).not.toMatch(/tok-registry-5ecret-value|file-5ecret-value/);
+      // A repository: the Requirement gets a worktree of its own, and its setup runs there.
+      initRepository(workspace, { 'README.md': 'secrets\n' });
+      const requirement = await ok(manager.api.POST('/api/requirements', { body: { provider, title: 'Secrets' } }));
+      stub.scriptFor(requirement.id, [
+        {
+          shell: `curl -s --max-time 20 -H 'Authorization: forged' http://127.0.0.1:${registry.port}/pkg; echo " [registry exit $?]"`,
+        },
+        {
+          shell: `echo "[env $(env | grep -cE 'REGISTRY_TOKEN|FILE_SECRET|5ecret-value')] [proc $(cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c 5ecret-value)]"`,
+        },
+        { text: 'Done: the registry said tok-registry-5ecret-value.' },
+      ]);
+      await start(requirement.id);
+      const run = await runOutput(manager, requirement.id, 0);
+      expect(run.status).toBe('succeeded');
+      // The registry got the real header, in place of the one the agent forged.
+      expect(registry.seen).toEqual(['Bearer tok-registry-5ecret-value']);
+      // What came back (the header echoed) is masked before it is stored.
+      expect(run.output).toContain('registry saw Bearer [secret REGISTRY_TOKEN] [registry exit 0]');
+      expect(run.output).toContain('[env 0] [proc 0]');
+      const trace = (
+        await ok(
+          manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.runId }, query: { limit: 200 } } }),
+        )
+      ).items;
+      const setup = trace.find((t) => t.title.startsWith('Worktree setup'));
+      expect(setup?.detail).toContain('[setup has it: [secret FILE_SECRET]]');
+      expect(JSON.stringify(trace)).not.toMatch(/tok-registry-5ecret-value|file-5ecret-value/);
+      const messages = JSON.stringify(
+        await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id: requirement.id } } })),
+      );
+      expect(messages).toContain('Done: the registry said [secret REGISTRY_TOKEN].');
+      expect(messages).not.toMatch(/tok-registry-5ecret-value|file-5ecret-value/);
+    } finally {
+      await ok(manager.api.PATCH('/api/configuration', { body: { secrets: [], worktreeSetupCommand: null } }));
+      await registry.close();
+    }
+  });
+
+  it('refuses a secret that is not one (400 naming each field, nothing stored)', async () => {
+    const bad = await manager.api.PATCH('/api/configuration', {
+      body: {
+        secrets: [
+          { name: '1BAD-NAME' },
+          { header: 'Authorization', host: '*.example.com', name: 'WILD' },
+          { file: 'relative/path', name: 'REL' },
+          { format: 'no placeholder', header: 'Authorization', host: 'example.com', name: 'FMT' },
+        ],
+      },
+    });
+    expect(bad.response.status).toBe(400);
+    const message = JSON.stringify(bad.error);
+    expect(message).toContain('secrets[0].name \\"1BAD-NAME\\" is not an environment variable name');
+    expect(message).toContain('secrets[1].host \\"*.example.com\\" must name one host');
+    expect(message).toContain('secrets[2].file must be an absolute path');
+    expect(message).toContain('secrets[3].format must hold {value}');
+    expect((await ok(manager.api.GET('/api/configuration'))).values.secrets).toEqual([]);
   });
 
   it('refuses what is not a host (400, each named, nothing stored)', async () => {

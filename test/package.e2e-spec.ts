@@ -307,6 +307,7 @@ describe('the npm package', () => {
       'github',
       'isolation',
       'network',
+      'environment',
       'worktrees',
       'port',
       'dataDirectory',

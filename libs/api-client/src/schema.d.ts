@@ -1130,14 +1130,14 @@ export interface components {
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
             /** @description Fields a change applies to at once; every other field needs a restart */
-            liveFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            liveFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            overriddenFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            restartRequiredFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
@@ -1201,6 +1201,8 @@ export interface components {
             port: number;
             pullRequestReconcileIntervalSeconds: number;
             rdInactivityTimeoutSeconds: number;
+            /** @description Secrets agents never see (names and sources only) */
+            secrets: components["schemas"]["SecretDefinitionDto"][];
             worktreeIdleDays: number;
             worktreeLinks: string[];
             worktreeRoot: string | null;
@@ -1336,7 +1338,7 @@ export interface components {
             /** @description How to fix it; null when there is nothing to fix */
             fix: string | null;
             /** @enum {string} */
-            id: "node" | "git" | "codex" | "claude" | "github" | "isolation" | "worktrees" | "port" | "dataDirectory" | "database";
+            id: "node" | "git" | "codex" | "claude" | "github" | "isolation" | "network" | "environment" | "worktrees" | "port" | "dataDirectory" | "database";
             /** @description For an agent CLI (codex, claude): whether it is installed and runs (a logged-out CLI is) */
             installed?: boolean;
             /** @description A failure of a required check keeps Agent Manager from working */
@@ -2096,6 +2098,18 @@ export interface components {
             /** @description Cursor for the next page; null at the end */
             nextCursor?: string | null;
         };
+        SecretDefinitionDto: {
+            /** @description A 0600 file holding the value */
+            file?: string | null;
+            /** @description The header value, {value} standing for the secret */
+            format?: string | null;
+            /** @description The header the proxy adds */
+            header?: string | null;
+            /** @description The host whose requests get the header */
+            host?: string | null;
+            /** @description The variable it is given as (and, without file, the manager variable it is read from) */
+            name: string;
+        };
         SetDependenciesDto: {
             /** @description Start on its own once every dependency is met (instead of waiting for a start); false when absent */
             autoStart?: boolean;
@@ -2272,6 +2286,8 @@ export interface components {
             pullRequestReconcileIntervalSeconds?: number;
             /** @description An RD run that prints nothing for this many seconds is ended as timed out */
             rdInactivityTimeoutSeconds?: number;
+            /** @description Secrets agents never see (applied to the next run): {name, file?, host?, header?, format?}. The value comes from the manager's variable `name`, or from `file` (absolute, mode 0600 or stricter); it is given to worktree setup and teardown commands as the variable `name` and, with host and header, added by the run's proxy to that host's requests (format: e.g. "Bearer {value}"). Any value that appears in a trace, a message, a run's error or a saved patch is masked before it is stored */
+            secrets?: components["schemas"]["SecretDefinitionDto"][];
             /** @description Days without a run after which a done Requirement's worktree is removed (its branch stays unless merged) */
             worktreeIdleDays?: number;
             /** @description Gitignored paths, relative to the workspace root, symlinked into every worktree instead of copied (e.g. node_modules) */

@@ -390,6 +390,12 @@ export interface ConfigurationValues {
   networkAllow: string[];
   /** Hosts agent runs may never reach (wins over every allow, the defaults' too). */
   networkDeny: string[];
+  /**
+   * Secrets agents never see: named values read from the manager's environment or a 0600 file,
+   * given to worktree setup and teardown commands as variables and, for one host, added by the
+   * run's proxy as a header. Only the names and where they come from are configured here.
+   */
+  secrets: SecretDefinition[];
   /** A done Requirement's worktree is removed after this many days without a run. */
   worktreeIdleDays: number;
   /** A monorepo folder (relative to the root) that is the agent's working directory inside its worktree. */
@@ -404,6 +410,20 @@ export interface ConfigurationValues {
   personName: string | null;
   /** That person's email (null: git's `user.email`, or none). */
   personEmail: string | null;
+}
+
+/** One configured secret (issue 45): its name, where its value comes from, and the header it may become. */
+export interface SecretDefinition {
+  /** The variable it is given as, and, without `file`, the manager's variable its value is read from. */
+  name: string;
+  /** An absolute path to a file only its owner may read (mode 0600 or stricter) holding the value. */
+  file?: string | null;
+  /** The one host (`host` or `host:port`) whose requests the run's proxy adds `header` to. */
+  host?: string | null;
+  /** The header's name, e.g. Authorization. */
+  header?: string | null;
+  /** The header's value, `{value}` standing for the secret (default: the secret itself), e.g. `Bearer {value}`. */
+  format?: string | null;
 }
 
 /** One model a provider accepts, with the reasoning efforts the manager can pass for it. */

@@ -90,7 +90,9 @@ export class AgentEnvironmentService implements OnModuleInit {
    * allowed part of the manager's environment (agent-variables.ts) and `agentEnvironmentPass`.
    */
   baseEnvironment(provider: Provider | null): Record<string, string> {
-    return agentVariables(process.env, this.runtime.configuration.get('agentEnvironmentPass'), provider);
+    const configuration = this.runtime.configuration;
+    const secrets = configuration.get('secrets').map((secret) => secret.name);
+    return agentVariables(process.env, configuration.get('agentEnvironmentPass'), provider, secrets);
   }
 
   /**

@@ -103,12 +103,14 @@ function matches(entries: readonly string[], name: string): boolean {
 
 /**
  * The variables of `source` an agent process of `provider` (null: a setup or teardown command,
- * which gets what every provider's CLI would) may see, with `pass` added.
+ * which gets what every provider's CLI would) may see, with `pass` added, and never one named
+ * in `secrets` (a configured secret is the proxy's and the person's commands', whatever the lists say).
  */
 export function agentVariables(
   source: NodeJS.ProcessEnv,
   pass: readonly string[],
   provider: Provider | null,
+  secrets: readonly string[] = [],
 ): Record<string, string> {
   const providers = provider === null ? (Object.keys(PROVIDER_VARIABLES) as Provider[]) : [provider];
   const allowed = [...AGENT_BASE_VARIABLES, ...providers.flatMap((p) => PROVIDER_VARIABLES[p]), ...pass];
@@ -119,7 +121,7 @@ export function agentVariables(
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(source)) {
     // The manager's own settings never reach an agent, whatever the list says.
-    if (value !== undefined && !name.startsWith('CODE_FACTORY_') && matches(allowed, name)) {
+    if (value !== undefined && !name.startsWith('CODE_FACTORY_') && !secrets.includes(name) && matches(allowed, name)) {
       env[name] = value;
     }
   }

@@ -34,6 +34,7 @@ import { MIGRATIONS } from './database/migrations';
 import { SnakeNamingStrategy } from './database/snake-naming.strategy';
 import { type Store, pgClientConfig } from './database/store';
 import { RUNTIME, Runtime } from './runtime';
+import { SecretsService } from './secrets/secrets.service';
 
 export const ENTITIES = [
   AgentRunEntity,
@@ -116,7 +117,17 @@ export class CoreModule {
   static forRoot(runtime: Runtime): DynamicModule {
     const common = dataSourceOptions(runtime.store);
     return {
-      exports: [Clock, ConfigurationService, Database, DomainEvents, EventBus, EventLog, EventsRepository, RUNTIME],
+      exports: [
+        Clock,
+        ConfigurationService,
+        Database,
+        DomainEvents,
+        EventBus,
+        EventLog,
+        EventsRepository,
+        RUNTIME,
+        SecretsService,
+      ],
       global: true,
       imports: [
         DiscoveryModule,
@@ -145,6 +156,7 @@ export class CoreModule {
         EventsRepository,
         { provide: RUNTIME, useValue: runtime },
         { provide: ConfigurationService, useValue: runtime.configuration },
+        SecretsService,
       ],
     };
   }

@@ -15,6 +15,7 @@ import { type PostgresStore, redactDatabaseUrl } from '../core/database/store';
 import { describePortInUse } from '../core/port-holder';
 import { overridesFromEnv } from '../core/configuration/configuration.service';
 import { codeFactoryHome, workspaceKey } from '../core/workspace/workspace';
+import { secretStates } from '../core/secrets/secrets.service';
 import { resolveGitHubToken } from '../github/github-token';
 
 /** ok: fine; warn: works, with less (no isolation, no GitHub); fail: what it names does not work. */
@@ -29,6 +30,7 @@ export interface DoctorCheck {
     | 'github'
     | 'isolation'
     | 'network'
+    | 'environment'
     | 'worktrees'
     | 'port'
     | 'dataDirectory'
@@ -622,6 +624,40 @@ async function checkNetwork(
   };
 }
 
+/**
+ * What an agent's environment holds besides what a shell and its CLI need (issue 45): the
+ * variables the person passes, and the secrets kept from it (given to their setup and teardown
+ * commands, or added by the proxy as a header), each with whether its value can be read.
+ */
+function checkAgentEnvironment(configuration: ConfigurationValues): DoctorCheck {
+  const base = { id: 'environment' as const, required: false, title: 'Agent environment' };
+  const pass = configuration.agentEnvironmentPass.join(', ') || 'nothing';
+  const states = secretStates(configuration.secrets);
+  const secrets =
+    states.map((state) => `${state.name}${state.host === null ? '' : ` (header for ${state.host})`}`).join(', ') ||
+    'none';
+  const missing = states.filter((state) => !state.available);
+  if (missing.length > 0) {
+    const problems = missing.map((state) => state.problem).join('; ');
+    return {
+      ...base,
+      args: { pass, problems, secrets },
+      code: 'environment.secret_missing',
+      detail: `secrets whose value cannot be read (runs go on without them): ${problems}`,
+      fix: "export the variable in the manager's environment, or write the value to the file and chmod 600 it",
+      status: 'warn',
+    };
+  }
+  return {
+    ...base,
+    args: { pass, secrets },
+    code: 'environment.ok',
+    detail: `agents see what a shell and their CLI need, and passed: ${pass}; secrets kept from them: ${secrets}`,
+    fix: null,
+    status: 'ok',
+  };
+}
+
 /** Working copies named in a finding; the count says how many more. */
 const WORKTREES_NAMED = 20;
 
@@ -928,6 +964,7 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
     github,
     isolation,
     network,
+    checkAgentEnvironment(configuration),
     checkWorktrees(root, home, configuration.worktreeRoot),
     port,
     checkDataDirectory(home),

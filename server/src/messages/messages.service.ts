@@ -6,6 +6,7 @@ import { AttachmentsService } from '../attachments/attachments.service';
 import { Clock } from '../core/clock';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { newId } from '../core/ids';
+import { SecretsService } from '../core/secrets/secrets.service';
 import { EventLog } from '../events/event-log.service';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import type { RequirementRows } from '../requirements/requirements.repository';
@@ -45,6 +46,7 @@ export class MessagesService {
     private readonly repository: MessagesRepository,
     private readonly requirementLifecycle: RequirementLifecycle,
     private readonly requirements: RequirementsService,
+    private readonly secrets: SecretsService,
   ) {}
 
   /**
@@ -68,7 +70,8 @@ export class MessagesService {
       author: input.author,
       authorId: person?.id ?? null,
       authorName: person?.name ?? null,
-      body: input.body,
+      // A configured secret's value (echoed by an agent, pasted by a person) is never stored.
+      body: this.secrets.mask(input.body),
       code: input.code ?? null,
       createdAt: now,
       deliverToRd: input.deliverToRd,

@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import * as tls from 'node:tls';
 
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 
@@ -17,6 +18,7 @@ import { git } from '../core/git/git';
 import { newId } from '../core/ids';
 import { type HostRule, firstMatch, parseHostRules } from '../core/network/host-rules';
 import { RUNTIME, Runtime } from '../core/runtime';
+import { SecretsService } from '../core/secrets/secrets.service';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
 import {
@@ -32,6 +34,7 @@ import { defaultAllow } from './network-defaults';
 import type { NetworkBlockedEntity } from './network.entities';
 import type { NetworkPolicy } from './network-policy';
 import { NetworkRepository } from './network.repository';
+import { RunCertificates } from './run-certificates';
 
 /** What a run's processes get: their sandbox's network and the variables that point at its proxy. */
 export interface RunNetwork {
@@ -73,6 +76,21 @@ const ANNOUNCE_MS = 5000;
 /** The defaults (remotes, lock files) are read again after this long. */
 const DEFAULTS_TTL_MS = 60_000;
 
+/** Where Debian, Fedora, Alpine and macOS keep the machine's trusted authorities (added to a run's bundle). */
+const SYSTEM_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt', '/etc/ssl/cert.pem'];
+/**
+ * The variables through which common clients take the authorities they trust: Node adds
+ * NODE_EXTRA_CA_CERTS to its own; the rest replace theirs, so they get a whole bundle.
+ */
+const BUNDLE_VARIABLES = [
+  'SSL_CERT_FILE',
+  'CURL_CA_BUNDLE',
+  'REQUESTS_CA_BUNDLE',
+  'GIT_SSL_CAINFO',
+  'PIP_CERT',
+  'CARGO_HTTP_CAINFO',
+];
+
 /** The model APIs and logins each provider's CLI cannot work without, whatever the mode. */
 const PROVIDER_ESSENTIALS: Record<Provider, string[]> = {
   'claude-code': ['api.anthropic.com:443', 'console.anthropic.com:443'],
@@ -109,7 +127,11 @@ export class NetworkService implements OnApplicationShutdown {
     private readonly requirements: RequirementsService,
     @Inject(RUNTIME) private readonly runtime: Runtime,
     private readonly sandbox: AgentSandbox,
+    private readonly secrets: SecretsService,
   ) {}
+
+  /** The authority tunnels opened for a secret's header present; made once, when a run first needs it. */
+  private certificates: Promise<RunCertificates> | null = null;
 
   async status(): Promise<NetworkStatusDto> {
     const mode = this.configuration.get('networkMode');
@@ -171,7 +193,15 @@ export class NetworkService implements OnApplicationShutdown {
     }
     fs.mkdirSync(dir, { mode: 0o700, recursive: true });
     const open: OpenProxy = { dir, proxy: null as unknown as EgressProxy, rows: new Map(), run };
+    // Only when a secret goes to a host as a header: the run must then trust the proxy's authority.
+    const certificates = this.secrets.injections().length > 0 ? await this.authority() : null;
     open.proxy = new EgressProxy({
+      certificates,
+      inject: (host, port) =>
+        this.secrets
+          .injections()
+          .filter((secret) => secret.host === host && (secret.port === null || secret.port === port))
+          .map(({ header, value }) => ({ header, value })),
       onBlocked: (blocked) => this.record(open, blocked, onFirstBlock),
       policy: () => this.policy(run.requirementId, essential, defaults),
     });
@@ -200,7 +230,21 @@ export class NetworkService implements OnApplicationShutdown {
       env[name] = url;
       env[name.toLowerCase()] = url;
     }
+    if (certificates !== null) {
+      Object.assign(env, trustFiles(dir, certificates.caPem));
+    }
     return { env, sandbox: { forwardPorts, kind: 'proxy', proxyPort, socketPath } };
+  }
+
+  private authority(): Promise<RunCertificates> {
+    this.certificates ??= RunCertificates.create().catch((err: unknown) => {
+      this.certificates = null;
+      throw unavailable(
+        'network_isolation_unavailable',
+        `the proxy's authority for secret headers could not be made: ${(err as Error).message}`,
+      );
+    });
+    return this.certificates;
   }
 
   /** The run is over: its proxy goes (its tunnels with it), its blocked counts are written. */
@@ -307,7 +351,12 @@ export class NetworkService implements OnApplicationShutdown {
 
   private policy(requirementId: string, essential: HostRule[], defaults: HostRule[]): NetworkPolicy {
     return {
-      allow: [...defaults, ...this.rules(this.configuration.get('networkAllow'))],
+      // A host a secret goes to is one the person named: reachable as if allowed (deny still wins).
+      allow: [
+        ...defaults,
+        ...this.rules(this.configuration.get('networkAllow')),
+        ...this.rules(this.secrets.injections().map((secret) => secret.rule)),
+      ],
       deny: this.rules(this.configuration.get('networkDeny')),
       essential,
       mode: this.configuration.get('networkMode'),
@@ -487,4 +536,34 @@ function authorityOf(url: string): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * Writes the run's trust files beside its proxy socket (bound into its sandbox): the proxy's
+ * authority alone, and a bundle of it with Node's and the machine's authorities; returns the
+ * variables that point clients at them.
+ */
+function trustFiles(dir: string, caPem: string): Record<string, string> {
+  const own = path.join(dir, 'proxy-ca.pem');
+  const bundle = path.join(dir, 'ca-bundle.pem');
+  const system = SYSTEM_BUNDLES.map((file) => {
+    try {
+      return fs.readFileSync(file, 'utf8');
+    } catch {
+      return '';
+    }
+  }).find((text) => text !== '');
+  // Authorities the person's Node already added (a company's TLS inspection) stay trusted.
+  let extra = '';
+  try {
+    extra = process.env.NODE_EXTRA_CA_CERTS ? fs.readFileSync(process.env.NODE_EXTRA_CA_CERTS, 'utf8') : '';
+  } catch {
+    // Unreadable: Node itself warns about it; the run trusts the proxy's alone.
+  }
+  fs.writeFileSync(own, [caPem, extra].join('\n'), { mode: 0o644 });
+  fs.writeFileSync(bundle, [system ?? tls.rootCertificates.join('\n'), extra, caPem].join('\n'), { mode: 0o644 });
+  return {
+    NODE_EXTRA_CA_CERTS: own,
+    ...Object.fromEntries(BUNDLE_VARIABLES.map((name) => [name, bundle])),
+  };
 }

@@ -10,6 +10,7 @@ import { DomainEvents, OnDomainEvent } from '../core/domain-events';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, notFound } from '../core/errors/domain-error';
 import { newId } from '../core/ids';
+import { SecretsService } from '../core/secrets/secrets.service';
 import { EventLog, audit } from '../events/event-log.service';
 import { MessagesService } from '../messages/messages.service';
 import { PullRequestEntity } from '../pull-requests/pull-request.entity';
@@ -89,6 +90,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     private readonly repository: ReviewsRepository,
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
+    private readonly secrets: SecretsService,
     private readonly worktrees: ReviewWorktrees,
   ) {
     this.running = new ActiveRuns<ActiveReview>(
@@ -301,6 +303,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
       this.database,
       this.events,
       this.runs,
+      this.secrets,
     );
     const active: ActiveRun = newActiveRun(run, traces, {
       capturedCount: 0,
@@ -370,7 +373,10 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
       status = 'failed';
       active.outcome.failure = 'the reviewer finished without a summary';
     }
-    const error = status === 'succeeded' || status === 'cancelled' ? null : errorOf(active, end, status, 30 * 60);
+    const error =
+      status === 'succeeded' || status === 'cancelled'
+        ? null
+        : this.secrets.mask(errorOf(active, end, status, 30 * 60));
     try {
       await this.conversation.deliver(
         review.requirementId,

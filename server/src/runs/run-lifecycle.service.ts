@@ -30,6 +30,7 @@ import { DomainEvents, OnDomainEvent } from '../core/domain-events';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict } from '../core/errors/domain-error';
 import { RUNTIME, type Runtime } from '../core/runtime';
+import { SecretsService } from '../core/secrets/secrets.service';
 import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
 import '../events/board.events';
 import { ReplyDto, hasReplyContent } from '../messages/dto/reply.dto';
@@ -100,6 +101,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     private readonly requirementLifecycle: RequirementLifecycle,
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
+    private readonly secrets: SecretsService,
     private readonly worktrees: WorktreesService,
     @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
   ) {
@@ -317,6 +319,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       this.database,
       this.events,
       this.runs,
+      this.secrets,
     );
     const active = newActiveRun(run, traces, { capturedCount: session.pendingMessageCount });
     active.onUsage = () => this.stopForBudget(active.usage ? this.budgets.report(requirement.id, active.usage) : []);
@@ -574,7 +577,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     const error =
       status === 'succeeded' || status === 'cancelled'
         ? null
-        : errorOf(active, end, status, this.configuration.get('rdInactivityTimeoutSeconds'));
+        : this.secrets.mask(errorOf(active, end, status, this.configuration.get('rdInactivityTimeoutSeconds')));
     if (status === 'failed' || status === 'timed_out') {
       // Before the message: its event's snapshot already says why.
       this.requirementLifecycle.recordRunError(tx, session, error);

@@ -6,6 +6,7 @@ import type { NormalizedTrace } from '../agents/agent-adapter';
 import type { Clock } from '../core/clock';
 import type { Database } from '../core/database/database.service';
 import { newId } from '../core/ids';
+import type { SecretsService } from '../core/secrets/secrets.service';
 import type { EventLog } from '../events/event-log.service';
 import type { RunsRepository } from './runs.repository';
 
@@ -40,6 +41,8 @@ export class TraceWriter {
     private readonly database: Database,
     private readonly events: EventLog,
     private readonly runs: RunsRepository,
+    /** A configured secret's value that shows up (an echoed header, a setup's output) is masked before it is stored. */
+    private readonly secrets: SecretsService,
   ) {
     this.sequence = run.traceCount;
   }
@@ -47,14 +50,14 @@ export class TraceWriter {
   add(trace: NormalizedTrace): void {
     this.buffer.push({
       createdAt: this.clock.nowIso(),
-      detail: cap(trace.detail),
+      detail: cap(this.secrets.maskNullable(trace.detail)),
       id: newId('trace'),
       kind: trace.kind,
       nativeType: trace.nativeType,
       runId: this.run.id,
       sequence: ++this.sequence,
       status: trace.status,
-      title: trace.title.slice(0, 500),
+      title: this.secrets.mask(trace.title).slice(0, 500),
       toolCallId: trace.toolCallId,
       toolName: trace.toolName,
     });

@@ -30,19 +30,32 @@ async function hookCommand(
   worktree: string,
   hook: WorktreeHook,
   configured: string | null,
-): Promise<{ shown: string; args: string[] } | null> {
+  personCheckout: string | null,
+): Promise<{ shown: string; args: string[]; personal: boolean } | null> {
   if (configured !== null) {
-    return { args: ['-c', configured], shown: configured };
+    return { args: ['-c', configured], personal: true, shown: configured };
   }
   const file = path.join(worktree, '.agent-manager', hook);
   try {
     if ((await fs.stat(file)).isFile()) {
-      return { args: [file], shown: `.agent-manager/${hook}` };
+      return { args: [file], personal: await sameFile(file, personCheckout, hook), shown: `.agent-manager/${hook}` };
     }
   } catch {
     // No such file: nothing to run.
   }
   return null;
+}
+
+/** Whether the worktree's hook file is, byte for byte, the person's checkout's own (not one an agent wrote). */
+async function sameFile(file: string, personCheckout: string | null, hook: WorktreeHook): Promise<boolean> {
+  if (personCheckout === null) {
+    return false;
+  }
+  const [mine, theirs] = await Promise.all([
+    fs.readFile(file).catch(() => null),
+    fs.readFile(path.join(personCheckout, '.agent-manager', hook)).catch(() => null),
+  ]);
+  return mine !== null && theirs !== null && mine.equals(theirs);
 }
 
 /** Where and as what a hook runs. */
@@ -64,6 +77,14 @@ export interface HookContext {
   env: Record<string, string>;
   /** The manager's variables the person lets agents see besides the usual ones (`agentEnvironmentPass`). */
   pass: readonly string[];
+  /**
+   * The configured secrets, by name (issue 45): given to a command the person wrote (the
+   * configured one, or a hook file identical to their checkout's), never to one an agent may have
+   * written or edited in its worktree.
+   */
+  secrets: Record<string, string>;
+  /** The person's checkout, whose `.agent-manager/<hook>` a worktree's must equal to get the secrets; null: none. */
+  personCheckout: string | null;
   /** The run's network and the variables that point at its proxy; absent (teardown): none at all, unless the mode is open. */
   network?: { sandbox: SandboxNetwork; env: Record<string, string> };
 }
@@ -81,15 +102,16 @@ export async function runHook(
   configured: string | null,
   context: HookContext,
 ): Promise<HookResult> {
-  const command = await hookCommand(context.worktree, hook, configured);
+  const command = await hookCommand(context.worktree, hook, configured, context.personCheckout);
   if (command === null) {
     return { command: null, failure: null, ok: true, output: '' };
   }
   const timeoutMs = hook === 'setup' ? SETUP_TIMEOUT_MS : TEARDOWN_TIMEOUT_MS;
   const env: Record<string, string> = {
-    ...agentVariables(process.env, context.pass, null),
+    ...agentVariables(process.env, context.pass, null, Object.keys(context.secrets)),
     ...context.env,
     ...context.network?.env,
+    ...(command.personal ? context.secrets : {}),
     [RUN_MARKER_VARIABLE]: context.marker,
   };
   if (context.tmp !== null) {
@@ -130,7 +152,11 @@ export async function runHook(
   }
   // What it left running (a daemon it started, a tool in another process group) ends with it.
   await killRunTree(context.marker, null).catch(() => undefined);
-  const output = result.stdout.toString('utf8') + (result.truncated ? '\n[output cut]' : '');
+  const withheld =
+    !command.personal && Object.keys(context.secrets).length > 0
+      ? `\n[secrets withheld: ${command.shown} is not your checkout's own, so an agent may have written it]`
+      : '';
+  const output = result.stdout.toString('utf8') + (result.truncated ? '\n[output cut]' : '') + withheld;
   let failure: string | null = null;
   if (stopped) {
     failure = 'was stopped';

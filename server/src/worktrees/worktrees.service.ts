@@ -13,6 +13,7 @@ import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { DomainEvents, OnDomainEvent } from '../core/domain-events';
 import { conflict, invalid } from '../core/errors/domain-error';
+import { SecretsService } from '../core/secrets/secrets.service';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { SYSTEM_ACTOR } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
@@ -132,6 +133,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
     private readonly requirements: RequirementsService,
     @Inject(RUNTIME) private readonly runtime: Runtime,
     private readonly sandbox: AgentSandbox,
+    private readonly secrets: SecretsService,
     private readonly workspace: WorkspaceGit,
   ) {}
 
@@ -195,6 +197,8 @@ export class WorktreesService implements BeforeApplicationShutdown {
           marker: run.marker,
           network: run.network,
           pass: this.configuration.get('agentEnvironmentPass'),
+          personCheckout: facts.repo.top,
+          secrets: this.secrets.environment(),
           signal: run.signal,
           tmp: run.tmp,
           worktree: top,
@@ -565,6 +569,8 @@ export class WorktreesService implements BeforeApplicationShutdown {
         git: facts.git === null ? null : { kind: 'own', personCommonDir: facts.git.commonDir },
         caps: null,
         pass: this.configuration.get('agentEnvironmentPass'),
+        personCheckout: facts.repo?.top ?? null,
+        secrets: this.secrets.environment(),
         marker: `teardown-${row.requirementId}-${randomBytes(4).toString('hex')}`,
         // No run, no proxy: no network at all, unless the person let agents reach all of it.
         network: this.configuration.get('networkMode') === 'open' ? { env: {}, sandbox: { kind: 'host' } } : undefined,
@@ -647,7 +653,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
     const dir = this.patchDirectory(row.requirementId);
     await fs.mkdir(dir, { mode: 0o700, recursive: true });
     const file = path.join(dir, `${this.clock.nowIso().replace(/[:.]/g, '-')}.patch`);
-    await fs.writeFile(file, diff.stdout, { mode: 0o600 });
+    await fs.writeFile(file, this.secrets.mask(diff.stdout), { mode: 0o600 });
     return file;
   }
 

@@ -287,6 +287,11 @@ export const en = {
   'doctor.network.unavailable': 'agent runs will be refused (network_isolation_unavailable): {reason}',
   'doctor.fix.network.unavailable':
     'install bubblewrap with unprivileged user namespaces, or set networkMode to "open" to let agents reach the whole network',
+  'doctor.environment.ok':
+    'agents see what a shell and their CLI need, and passed: {pass}; secrets kept from them: {secrets}',
+  'doctor.environment.secret_missing': 'secrets whose value cannot be read (runs go on without them): {problems}',
+  'doctor.fix.environment.secret_missing':
+    "export the variable in the manager's environment, or write the value to the file and chmod 600 it",
   'doctor.worktrees.ok': "{own} working copies in {directory}, each a repository of its agent's own",
   'doctor.worktrees.linked':
     '{linked} working copies in {directory} are linked worktrees of your repository, made before each agent got a repository of its own: {linkedNames}',
@@ -539,6 +544,9 @@ export const en = {
     'Besides the defaults (provider APIs, GitHub, your remotes, your registries): host, *.domain, host:port or an IP, comma-separated',
   'cfg.networkDeny': 'Hosts agents may never reach',
   'cfg.networkDeny.help': 'Wins over every allow, the defaults too',
+  'cfg.secrets': 'Secrets agents never see',
+  'cfg.secrets.help':
+    'A JSON list of objects: "name" (NPM_TOKEN, say), optional "file" (chmod 600; else the manager\'s variable of that name), "host" with "header" (Authorization, say), and "format" (the header value, the word value in curly braces standing for the secret). Given to your setup and teardown commands; added by the proxy as a header for that host; masked wherever it shows up',
   'cfg.databaseUrl': 'PostgreSQL URL',
   'cfg.databaseUrl.help':
     'postgres://… to keep this workspace in PostgreSQL (a schema of its own); empty: the SQLite file',
@@ -958,6 +966,9 @@ export const zh: Record<MessageKey, string> = {
   'doctor.network.unavailable': '智能体运行将被拒绝（network_isolation_unavailable）：{reason}',
   'doctor.fix.network.unavailable':
     '安装 bubblewrap 并允许非特权用户命名空间，或将 networkMode 设为 "open" 让智能体访问全部网络',
+  'doctor.environment.ok': '智能体只看到 shell 和其 CLI 所需的变量，以及放行的：{pass}；对其隐藏的机密：{secrets}',
+  'doctor.environment.secret_missing': '无法读取值的机密（运行将在没有它们的情况下继续）：{problems}',
+  'doctor.fix.environment.secret_missing': '在管理器的环境中导出该变量，或把值写入文件并 chmod 600',
   'doctor.worktrees.ok': '{directory} 中有 {own} 个工作副本，每个都是其智能体自己的仓库',
   'doctor.worktrees.linked':
     '{directory} 中有 {linked} 个工作副本仍是你仓库的关联工作树（创建于每个智能体拥有自己的仓库之前）：{linkedNames}',
@@ -1191,6 +1202,9 @@ export const zh: Record<MessageKey, string> = {
   'cfg.networkAllow.help': '默认之外（模型服务、GitHub、远程仓库、包仓库）：主机、*.域名、主机:端口或 IP，逗号分隔',
   'cfg.networkDeny': '智能体不可访问的主机',
   'cfg.networkDeny.help': '优先于所有允许，包括默认',
+  'cfg.secrets': '智能体永远看不到的机密',
+  'cfg.secrets.help':
+    'JSON 对象列表："name"（如 NPM_TOKEN），可选 "file"（chmod 600 的文件；否则读取管理器的同名变量）、"host" 与 "header"（如 Authorization），以及 "format"（请求头的值，花括号里的 value 代表机密）。提供给你的 setup 和 teardown 命令；由代理作为该主机的请求头添加；出现在任何地方都会被遮盖',
   'cfg.databaseUrl': 'PostgreSQL 地址',
   'cfg.databaseUrl.help': '填写 postgres://… 将此工作区保存在 PostgreSQL（独立的 schema）；留空：SQLite 文件',
   'cfg.board': '团队看板',

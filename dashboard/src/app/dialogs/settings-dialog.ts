@@ -20,9 +20,10 @@ import { ConfigurationStore } from '../core/stores/configuration-store';
 import { Modal } from './modal';
 
 type Field = keyof ConfigurationValues;
+type DraftValue = string | number | string[] | null | readonly object[];
 interface FieldSpec {
   key: Field;
-  type: 'number' | 'text' | 'nullable' | 'secret' | 'select' | 'list';
+  type: 'number' | 'text' | 'nullable' | 'secret' | 'select' | 'list' | 'json';
   options?: readonly string[];
   unit?: 'seconds' | 'days' | 'mb';
 }
@@ -56,6 +57,8 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'networkMode', options: ['allow_list', 'offline', 'open'], type: 'select' },
   { key: 'networkAllow', type: 'list' },
   { key: 'networkDeny', type: 'list' },
+  // Names and sources only (never a value): edited as the JSON the configuration file holds.
+  { key: 'secrets', type: 'json' },
   { key: 'isolation', options: ['worktree', 'in_place'], type: 'select' },
   { key: 'worktreeRoot', type: 'nullable' },
   { key: 'worktreeLinks', type: 'list' },
@@ -117,6 +120,16 @@ const FIELDS: readonly FieldSpec[] = [
                         <option [value]="o" [selected]="o === draft()[f.key]">{{ o }}</option>
                       }
                     </select>
+                  } @else if (f.type === 'json') {
+                    <textarea
+                      [id]="'cfg-' + f.key"
+                      rows="4"
+                      spellcheck="false"
+                      [value]="asJson(draft()[f.key])"
+                      (input)="set(f, $event)"
+                      [attr.aria-invalid]="!!errors()[f.key]"
+                      [attr.aria-describedby]="'help-' + f.key + (errors()[f.key] ? ' error-' + f.key : '')"
+                    ></textarea>
                   } @else {
                     <input
                       [id]="'cfg-' + f.key"
@@ -190,7 +203,7 @@ export class SettingsDialog {
   /** What the server applies at once (from the configuration response); every other field waits for a restart. */
   protected readonly live = computed(() => new Set<string>(this.config()?.liveFields ?? []));
   protected readonly config = signal<Configuration | null>(null);
-  protected readonly draft = signal<Partial<Record<Field, string | number | string[] | null>>>({});
+  protected readonly draft = signal<Partial<Record<Field, DraftValue>>>({});
   protected readonly busy = signal(false);
   protected readonly dirty = computed(() => Object.keys(this.patch()).length > 0);
 
@@ -204,6 +217,10 @@ export class SettingsDialog {
 
   protected set(field: FieldSpec, event: Event): void {
     const raw = (event.target as HTMLInputElement).value;
+    if (field.type === 'json') {
+      this.setJson(field, raw);
+      return;
+    }
     const value =
       field.type === 'number'
         ? raw === ''
@@ -223,9 +240,26 @@ export class SettingsDialog {
     }
   }
 
+  /** JSON text that does not parse is marked at once and kept out of the change (the last good value stays). */
+  private setJson(field: FieldSpec, raw: string): void {
+    let value: unknown;
+    try {
+      value = raw.trim() === '' ? [] : JSON.parse(raw);
+    } catch (err) {
+      this.errors.update((e) => ({ ...e, [field.key]: `${field.key}: ${(err as Error).message}` }));
+      return;
+    }
+    this.draft.update((d) => ({ ...d, [field.key]: value as DraftValue }));
+    this.errors.update(({ [field.key]: _fixed, ...rest }) => rest);
+  }
+
   /** A list field is edited as comma-separated text. */
-  protected shown(value: string | number | string[] | null | undefined): string | number {
-    return Array.isArray(value) ? value.join(', ') : (value ?? '');
+  protected shown(value: DraftValue | undefined): string | number {
+    return Array.isArray(value) ? value.join(', ') : ((value as string | number | null | undefined) ?? '');
+  }
+
+  protected asJson(value: DraftValue | undefined): string {
+    return JSON.stringify(value ?? [], null, 1);
   }
 
   protected helpKey(field: Field): `cfg.${Field}.help` {
@@ -242,7 +276,7 @@ export class SettingsDialog {
       const current = values[key as Field];
       if (
         Array.isArray(value) && Array.isArray(current)
-          ? value.join('\u0000') !== current.join('\u0000')
+          ? JSON.stringify(value) !== JSON.stringify(current)
           : value !== current
       ) {
         out[key] = value;
@@ -273,7 +307,11 @@ export class SettingsDialog {
     const rest: string[] = [];
     for (const part of message.split('; ')) {
       const field = FIELDS.find(
-        (f) => part.startsWith(`${f.key} `) || part.includes(`"${f.key}"`) || part.startsWith(`${f.key}:`),
+        (f) =>
+          part.startsWith(`${f.key} `) ||
+          part.includes(`"${f.key}"`) ||
+          part.startsWith(`${f.key}:`) ||
+          part.startsWith(`${f.key}[`),
       );
       if (field) {
         marked[field.key] = part;

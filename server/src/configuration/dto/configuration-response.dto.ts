@@ -24,6 +24,7 @@ import {
 } from '@libs/contracts';
 
 import { CONFIGURATION_KEYS, type ConfigurationKey } from '../../core/configuration/configuration.schema';
+import { SecretDefinitionDto } from '../../core/secrets/secret-definitions';
 import { OptionalEnum } from '../../core/validation';
 
 export class ConfigurationValuesDto implements ConfigurationValues {
@@ -105,6 +106,8 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty() port!: number;
   @ApiProperty() pullRequestReconcileIntervalSeconds!: number;
   @ApiProperty() rdInactivityTimeoutSeconds!: number;
+  @ApiProperty({ description: 'Secrets agents never see (names and sources only)', type: [SecretDefinitionDto] })
+  secrets!: SecretDefinitionDto[];
   @ApiProperty() worktreeIdleDays!: number;
   @ApiProperty({ type: [String] }) worktreeLinks!: string[];
   @ApiProperty({ nullable: true, type: String }) worktreeRoot!: string | null;

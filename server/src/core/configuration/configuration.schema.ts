@@ -15,6 +15,7 @@ import {
 
 import { VARIABLE_PATTERN } from '../environment-variables';
 import { HostRuleList } from '../network/host-rule-list';
+import { SecretList } from '../secrets/secret-definitions';
 import { OptionalEnum, OptionalInt, OptionalNumber, OptionalText, OptionalTextList } from '../validation';
 
 export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
@@ -57,6 +58,7 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   port: 4310,
   pullRequestReconcileIntervalSeconds: 60,
   rdInactivityTimeoutSeconds: 3600,
+  secrets: [],
   worktreeIdleDays: 7,
   worktreeLinks: [],
   worktreeRoot: null,
@@ -95,6 +97,7 @@ export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
   'networkMode',
   'pullRequestReconcileIntervalSeconds',
   'rdInactivityTimeoutSeconds',
+  'secrets',
   'worktreeIdleDays',
   'worktreeLinks',
   'worktreeRoot',
@@ -414,6 +417,11 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
     min: 1,
   })
   rdInactivityTimeoutSeconds?: number;
+
+  @SecretList(
+    "Secrets agents never see (applied to the next run): {name, file?, host?, header?, format?}. The value comes from the manager's variable `name`, or from `file` (absolute, mode 0600 or stricter); it is given to worktree setup and teardown commands as the variable `name` and, with host and header, added by the run's proxy to that host's requests (format: e.g. \"Bearer {value}\"). Any value that appears in a trace, a message, a run's error or a saved patch is masked before it is stored",
+  )
+  secrets?: ConfigurationValues['secrets'];
 
   @OptionalInt({
     description:

@@ -37,6 +37,15 @@ export function envName(key: ConfigurationKey): string {
 }
 
 /** Reads the CODE_FACTORY_* overrides; numbers are parsed, empty strings ignored. */
+/** JSON text, or the text itself when it is not JSON (the check then says what is wrong with it). */
+function parseJson(raw: string): unknown {
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return raw;
+  }
+}
+
 export function overridesFromEnv(env: NodeJS.ProcessEnv): Partial<ConfigurationValues> {
   const result: Record<string, unknown> = {};
   for (const key of CONFIGURATION_KEYS) {
@@ -45,6 +54,11 @@ export function overridesFromEnv(env: NodeJS.ProcessEnv): Partial<ConfigurationV
       continue;
     }
     const fallback = CONFIGURATION_DEFAULTS[key];
+    if (key === 'secrets') {
+      // Objects: JSON (CODE_FACTORY_SECRETS='[{"name":"NPM_TOKEN","host":"npm.pkg.github.com","header":"Authorization"}]').
+      result[key] = parseJson(raw);
+      continue;
+    }
     // A list is written comma-separated in the environment (CODE_FACTORY_WORKTREE_LINKS=node_modules,.venv).
     const numeric = typeof fallback === 'number' || NULLABLE_NUMBER_KEYS.includes(key);
     result[key] = Array.isArray(fallback)

@@ -26,6 +26,7 @@ import { SearchRepository } from '../../search/search.repository';
 import { Clock } from '../clock';
 import type { ConfigurationService } from '../configuration/configuration.service';
 import { ENTITIES } from '../core.module';
+import { SecretsService } from '../secrets/secrets.service';
 import { Database } from './database.service';
 import { MIGRATIONS } from './migrations';
 import { SnakeNamingStrategy } from './snake-naming.strategy';
@@ -90,6 +91,7 @@ describe(Database.name, () => {
       new MessagesRepository(sut, search),
       lifecycle,
       requirements,
+      new SecretsService(configuration),
     );
     scripts = [];
     const connection = (

@@ -10,6 +10,8 @@ const CHECK_IDS: Array<DoctorCheck['id']> = [
   'claude',
   'github',
   'isolation',
+  'network',
+  'environment',
   'worktrees',
   'port',
   'dataDirectory',

@@ -64,6 +64,7 @@ const values: ManagerConfiguration['values'] = {
   port: 3000,
   pullRequestReconcileIntervalSeconds: 60,
   rdInactivityTimeoutSeconds: 600,
+  secrets: [],
   worktreeIdleDays: 7,
   worktreeLinks: [],
   worktreeRoot: null,
