@@ -181,6 +181,44 @@ describe('a worktree per Requirement, in a git workspace', () => {
     expect(retried.requirement.session.lastConsumedMessageSequence).toBeGreaterThanOrEqual(1);
   });
 
+  it('gives the secrets to a setup file that is the person’s own, and withholds them from one that is not (issue 45)', async () => {
+    const secretFile = path.join(sandbox.shared, 'wt-secret');
+    fs.writeFileSync(secretFile, 'wt-5ecret-value', { mode: 0o600 });
+    await patch(manager, { secrets: [{ file: secretFile, name: 'WT_SECRET' }], worktreeSetupCommand: null });
+    fs.mkdirSync(path.join(sandbox.workspace, '.agent-manager'), { recursive: true });
+    fs.writeFileSync(
+      path.join(sandbox.workspace, '.agent-manager', 'setup'),
+      'echo "[setup sees ${#WT_SECRET} characters]"\n',
+    );
+    git(sandbox.workspace, 'add', '.agent-manager/setup');
+    git(sandbox.workspace, 'commit', '-q', '-m', 'a setup of the repository');
+    const setupOf = async (title: string) => {
+      const requirement = await createRequirement(manager, { title });
+      await startRun(manager, requirement.id, '');
+      const done = await settled(manager, requirement.id, 1);
+      expect(done.run.status).toBe('succeeded');
+      const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: done.run.id } } })))
+        .items;
+      return trace.find((t) => t.title.startsWith('Worktree setup'))?.detail ?? '';
+    };
+    try {
+      // The worktree's file is the checkout's own: the person wrote it.
+      const own = await setupOf('Own setup');
+      expect(own).toContain('[setup sees 15 characters]');
+      expect(own).not.toContain('secrets withheld');
+      // The worktree's file differs from the checkout's (as one an agent edited would): no secret.
+      fs.appendFileSync(path.join(sandbox.workspace, '.agent-manager', 'setup'), '# changed here\n');
+      const other = await setupOf('Other setup');
+      expect(other).toContain('[setup sees 0 characters]');
+      expect(other).toContain("secrets withheld: .agent-manager/setup is not your checkout's own");
+    } finally {
+      git(sandbox.workspace, 'checkout', '--', '.agent-manager/setup');
+      git(sandbox.workspace, 'rm', '-q', '.agent-manager/setup');
+      git(sandbox.workspace, 'commit', '-q', '-m', 'no setup');
+      await patch(manager, { secrets: [] });
+    }
+  });
+
   it('lists committed, uncommitted and untracked changes and serves each diff, refusing paths outside the worktree', async () => {
     const requirement = await createRequirement(manager, { title: 'Change files' });
     const work = [

@@ -1,7 +1,5 @@
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
@@ -62,30 +60,41 @@ function run(command: string, args: string[]): Promise<string> {
   });
 }
 
+/** Serves `argv[1]` MB of "a" on a loopback port it prints. */
+const DOWNLOAD_SERVER = `
+const http = require('node:http');
+const mb = Number(process.argv[1]);
+const chunk = Buffer.alloc(1024 * 1024, 0x61);
+const server = http.createServer((_req, res) => {
+  res.writeHead(200, { 'Content-Length': String(chunk.length * mb) });
+  let sent = 0;
+  const write = () => {
+    while (sent < mb) {
+      sent++;
+      if (!res.write(chunk)) { res.once('drain', write); return; }
+    }
+    res.end();
+  };
+  write();
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+`;
+
 /**
  * A 100 MB download from a loopback server by curl, straight and through the path a run's
  * processes take: its network namespace, the relay, the run's proxy on a Unix socket. Seconds
  * each, as curl measured them.
  */
 async function downloads(): Promise<{ direct: number[]; proxied: number[] }> {
-  const chunk = Buffer.alloc(1024 * 1024, 0x61);
-  const server = http.createServer((_req, res) => {
-    res.writeHead(200, { 'Content-Length': String(chunk.length * DOWNLOAD_MB) });
-    let sent = 0;
-    const write = () => {
-      while (sent < DOWNLOAD_MB) {
-        sent++;
-        if (!res.write(chunk)) {
-          res.once('drain', write);
-          return;
-        }
-      }
-      res.end();
-    };
-    write();
+  // The server is a process of its own, as a remote host would be: sharing the proxy's event loop
+  // would charge its writes to the proxy.
+  const server = spawn(process.execPath, ['-e', DOWNLOAD_SERVER, String(DOWNLOAD_MB)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+  const port = await new Promise<number>((resolve, reject) => {
+    server.once('error', reject);
+    server.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+  });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'am-bench-net-'));
   const socketPath = path.join(dir, 'proxy.sock');
   const allow = [parseHostRule(`127.0.0.1:${port}`) as HostRule];
@@ -119,7 +128,7 @@ async function downloads(): Promise<{ direct: number[]; proxied: number[] }> {
     }
   } finally {
     await proxy.close();
-    await new Promise((resolve) => server.close(resolve));
+    server.kill();
     fs.rmSync(dir, { force: true, recursive: true });
   }
   return { direct, proxied };
