@@ -1,7 +1,6 @@
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { ok } from './support/api';
@@ -67,6 +66,7 @@ describe.each(REAL_AGENT_CLIS)('the network of an agent of the real $provider CL
   let stub: ModelStub;
   let manager: ManagerProcess;
   let workspace: string;
+  let shared: string;
   useRealAgentWorld(
     cli,
     'network',
@@ -74,7 +74,7 @@ describe.each(REAL_AGENT_CLIS)('the network of an agent of the real $provider CL
       ({
         manager,
         stub,
-        sandbox: { workspace },
+        sandbox: { shared, workspace },
       } = world),
     {
       // What the person's shell exported: an agent sees none of it but what is passed on (issue 45 §4).
@@ -269,7 +269,8 @@ describe.each(REAL_AGENT_CLIS)('the network of an agent of the real $provider CL
         }),
       );
     });
-    const secretFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'am-secret-')), 'file-secret');
+    // In a folder agents may write (agentWritablePaths): the file itself must still be unreadable to them.
+    const secretFile = path.join(shared, 'file-secret');
     fs.writeFileSync(secretFile, 'file-5ecret-value\n', { mode: 0o600 });
     await ok(
       manager.api.PATCH('/api/configuration', {
@@ -300,6 +301,10 @@ describe.each(REAL_AGENT_CLIS)('the network of an agent of the real $provider CL
         {
           shell: `curl -s --max-time 20 -H 'Authorization: forged' http://127.0.0.1:${registry.port}/pkg; echo " [registry exit $?]"`,
         },
+        // The file exists for the agent's user, yet reads as nothing in the sandbox.
+        {
+          shell: `echo "[file: $(cat '${secretFile}' 2>/dev/null | wc -c) bytes, dir: $(ls '${shared}' | wc -l) entries]"`,
+        },
         {
           shell: `echo "[env $(env | grep -cE 'REGISTRY_TOKEN|FILE_SECRET|5ecret-value')] [proc $(cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c 5ecret-value)]"`,
         },
@@ -313,6 +318,7 @@ describe.each(REAL_AGENT_CLIS)('the network of an agent of the real $provider CL
       // What came back (the header echoed) is masked before it is stored.
       expect(run.output).toContain('registry saw Bearer [secret REGISTRY_TOKEN] [registry exit 0]');
       expect(run.output).toContain('[env 0] [proc 0]');
+      expect(run.output).toMatch(/\[file: 0 bytes, dir: [1-9]\d* entries\]/);
       const trace = (
         await ok(
           manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.runId }, query: { limit: 200 } } }),

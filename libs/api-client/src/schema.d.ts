@@ -2286,7 +2286,7 @@ export interface components {
             pullRequestReconcileIntervalSeconds?: number;
             /** @description An RD run that prints nothing for this many seconds is ended as timed out */
             rdInactivityTimeoutSeconds?: number;
-            /** @description Secrets agents never see (applied to the next run): {name, file?, host?, header?, format?}. The value comes from the manager's variable `name`, or from `file` (absolute, mode 0600 or stricter); it is given to worktree setup and teardown commands as the variable `name` and, with host and header, added by the run's proxy to that host's requests (format: e.g. "Bearer {value}"). Any value that appears in a trace, a message, a run's error or a saved patch is masked before it is stored */
+            /** @description Secrets agents never see (applied to the next run): {name, file?, host?, header?, format?}. The value comes from the manager's variable `name`, or from `file` (absolute, mode 0600 or stricter); it is given as the variable `name` to a setup command the person wrote in a worktree no agent has had, and, with host and header, added by the run's proxy to that host's requests (format: e.g. "Bearer {value}"; without a port in host, over TLS only); each file is unreadable in every sandbox. Any value that appears in a trace, a message, a run's error or a saved patch is masked before it is stored */
             secrets?: components["schemas"]["SecretDefinitionDto"][];
             /** @description Days without a run after which a done Requirement's worktree is removed (its branch stays unless merged) */
             worktreeIdleDays?: number;

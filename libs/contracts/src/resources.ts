@@ -392,7 +392,7 @@ export interface ConfigurationValues {
   networkDeny: string[];
   /**
    * Secrets agents never see: named values read from the manager's environment or a 0600 file,
-   * given to worktree setup and teardown commands as variables and, for one host, added by the
+   * given to the person's own worktree setup command as variables and, for one host, added by the
    * run's proxy as a header. Only the names and where they come from are configured here.
    */
   secrets: SecretDefinition[];

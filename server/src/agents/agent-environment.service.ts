@@ -100,9 +100,10 @@ export class AgentEnvironmentService implements OnModuleInit {
    * on the pull request is its job (docs/security.md, "What an agent's environment holds").
    */
   reviewerEnvironment(provider: Provider): Record<string, string> {
+    const secrets = this.runtime.configuration.get('secrets').map((secret) => secret.name);
     return {
       ...this.baseEnvironment(provider),
-      ...agentVariables(process.env, ['GITHUB_TOKEN', 'GH_TOKEN'], provider),
+      ...agentVariables(process.env, ['GITHUB_TOKEN', 'GH_TOKEN'], provider, secrets),
     };
   }
 }

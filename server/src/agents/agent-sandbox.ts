@@ -36,6 +36,12 @@ export interface SandboxLayout {
   readOnly: string[];
   /** Files inside the hidden trees bound back read-only: the run's own attachments. */
   readOnlyFiles: string[];
+  /**
+   * Files nothing in the sandbox may read, wherever they lie, applied last: the configured secrets'
+   * files (issue 45), which an agent running as their owner could otherwise read (0600 does not
+   * keep out the same user).
+   */
+  unreadable?: string[];
   /** The process's working directory. */
   cwd: string;
   /**
@@ -243,6 +249,9 @@ export function bubblewrapOptions(layout: SandboxLayout): string[] {
     const socketDir = path.dirname(layout.network.socketPath);
     args.push('--bind', socketDir, socketDir);
   }
+  for (const file of unique(layout.unreadable ?? []).filter(exists)) {
+    args.push('--ro-bind', '/dev/null', file);
+  }
   if (temporary?.tmpLink) {
     // $TMPDIR is the run's own /tmp: one size for both.
     args.push('--symlink', '/tmp', temporary.tmpLink);
@@ -293,6 +302,9 @@ export function seatbeltProfile(layout: SandboxLayout): string {
     if (files.length > 0) {
       lines.push(`(allow file-read* ${literals(files).join(' ')})`);
     }
+  }
+  if ((layout.unreadable ?? []).length > 0) {
+    lines.push(`(deny file-read* file-write* ${literals(layout.unreadable ?? []).join(' ')})`);
   }
   const network = layout.network;
   if (network !== undefined && network.kind !== 'host') {
@@ -523,6 +535,8 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
       protectedRoots,
       readOnly,
       readOnlyFiles: scope.readOnlyFiles,
+      // The secrets' files (issue 45): never readable by anything a run starts, setup included.
+      unreadable: this.configuration.get('secrets').flatMap((secret) => (secret.file ? [secret.file] : [])),
       temporary:
         sized && scope.caps
           ? { shmBytes: scope.caps.values.shmBytes, tmpBytes: scope.caps.values.tmpBytes, tmpLink: scope.tmp }

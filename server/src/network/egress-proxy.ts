@@ -35,7 +35,7 @@ export interface EgressProxyOptions {
    * connection. A plain HTTP request gets them as it passes; a tunnel to such a host is opened
    * here, under `certificates`, so its requests can get them too.
    */
-  inject?: (host: string, port: number) => { header: string; value: string }[];
+  inject?: (host: string, port: number, tls: boolean) => { header: string; value: string }[];
   /** The authority the run trusts for the tunnels opened to add a header; without it, tunnels are never opened. */
   certificates?: RunCertificates | null;
   /** Authorities trusted besides Node's own for the real host behind an opened tunnel (tests: a local server's). */
@@ -100,7 +100,7 @@ export class EgressProxy {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
     this.server = http.createServer(
       { headersTimeout: 30_000, requestTimeout: 0, requireHostHeader: false },
-      (req, res) => void this.forward(req, res),
+      (req, res) => void this.forward(req, res).catch(() => res.destroy()),
     );
     this.opened = http.createServer({ headersTimeout: 30_000, requestTimeout: 0 }, (req, res) => {
       const target = this.openedTargets.get(req.socket);
@@ -113,7 +113,8 @@ export class EgressProxy {
     this.opened.on('clientError', (_err, socket: Socket) => socket.destroy());
     this.server.on(
       'connect',
-      (req: http.IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head),
+      (req: http.IncomingMessage, socket: Socket, head: Buffer) =>
+        void this.tunnel(req, socket, head).catch(() => socket.destroy()),
     );
     this.server.on('connection', (socket: Socket) => {
       if (this.sockets.size >= this.maxConnections) {
@@ -231,7 +232,7 @@ export class EgressProxy {
       client.end(refusal(403, 'Forbidden', where.reason));
       return;
     }
-    if (this.options.certificates && (this.options.inject?.(target.host, target.port).length ?? 0) > 0) {
+    if (this.options.certificates && (this.options.inject?.(target.host, target.port, true).length ?? 0) > 0) {
       this.open(client, head, { ...target, address: where.address }, this.options.certificates);
       return;
     }
@@ -330,12 +331,30 @@ export class EgressProxy {
     for (const name of HOP_BY_HOP) {
       delete headers[name];
     }
-    for (const { header, value } of this.options.inject?.(host, port) ?? []) {
-      // The configured value wins over whatever the client sent under that name.
-      for (const name of Object.keys(headers).filter((key) => key.toLowerCase() === header.toLowerCase())) {
-        delete headers[name];
+    const injected = this.options.inject?.(host, port, target.tls) ?? [];
+    if (injected.length > 0) {
+      // The header is for this host alone: the request must say so, whatever the client wrote.
+      // An absolute URL or another Host would let a shared front end (a CDN) route it elsewhere;
+      // TRACE would echo it back.
+      if (!target.path.startsWith('/')) {
+        refuse(res, 400, `a request to ${host} must name a path (origin form), not "${target.path.slice(0, 100)}"`);
+        return;
       }
-      headers[header.toLowerCase()] = value;
+      if (/^(TRACE|TRACK)$/i.test(req.method ?? '')) {
+        refuse(res, 405, `${req.method} is not sent to a host that gets a secret`);
+        return;
+      }
+      for (const name of Object.keys(headers)) {
+        if (name === 'forwarded' || name.startsWith('x-forwarded-')) {
+          delete headers[name];
+        }
+      }
+      const name = isIP(host) === 6 ? `[${host}]` : host;
+      headers.host = port === (target.tls ? 443 : 80) ? name : `${name}:${port}`;
+      for (const { header, value } of injected) {
+        // The configured value wins over whatever the client sent under that name.
+        headers[header.toLowerCase()] = value;
+      }
     }
     const options: https.RequestOptions = {
       headers,
@@ -346,16 +365,13 @@ export class EgressProxy {
       setHost: false,
       timeout: this.idleTimeoutMs,
     };
-    const upstream = target.tls
-      ? https.request({
-          ...options,
-          agent: false,
-          ca: this.options.upstreamCa ? [...tls.rootCertificates, ...this.options.upstreamCa] : undefined,
-          servername: isIP(host) === 0 ? host : undefined,
-          // The certificate must name the host the client asked for, not the address dialled.
-          checkServerIdentity: (_name, cert) => tls.checkServerIdentity(host, cert),
-        })
-      : http.request(options);
+    let upstream: http.ClientRequest;
+    try {
+      upstream = this.request(options, host, target.tls);
+    } catch (err) {
+      refuse(res, 502, `the request to ${host}:${port} could not be sent: ${(err as Error).message}`);
+      return;
+    }
     upstream.once('response', (answer) => {
       const out = { ...answer.headers };
       for (const name of HOP_BY_HOP) {
@@ -376,6 +392,27 @@ export class EgressProxy {
     req.pipe(upstream);
     res.once('close', () => upstream.destroy());
   }
+
+  /** The request to the real host: over TLS (an opened tunnel), checked against the name the client asked for. */
+  private request(options: https.RequestOptions, host: string, secure: boolean): http.ClientRequest {
+    if (!secure) {
+      return http.request(options);
+    }
+    return https.request({
+      ...options,
+      agent: false,
+      ca: this.options.upstreamCa ? [...tls.rootCertificates, ...this.options.upstreamCa] : undefined,
+      servername: isIP(host) === 0 ? host : undefined,
+      // The certificate must name the host the client asked for, not the address dialled.
+      checkServerIdentity: (_name, cert) => tls.checkServerIdentity(host, cert),
+    });
+  }
+}
+
+/** An answer of the proxy's own (never a header of the request's). */
+function refuse(res: http.ServerResponse, status: number, reason: string): void {
+  res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8' });
+  res.end(`Agent Manager refused this request: ${reason}\n`);
 }
 
 function refusal(status: number, text: string, reason: string): string {

@@ -76,6 +76,8 @@ const ANNOUNCE_MS = 5000;
 /** The defaults (remotes, lock files) are read again after this long. */
 const DEFAULTS_TTL_MS = 60_000;
 
+/** The proxy's authority is valid for a year; runs started after 300 days get a new one. */
+const AUTHORITY_RENEW_MS = 300 * 24 * 60 * 60 * 1000;
 /** Where Debian, Fedora, Alpine and macOS keep the machine's trusted authorities (added to a run's bundle). */
 const SYSTEM_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt', '/etc/ssl/cert.pem'];
 /**
@@ -132,6 +134,7 @@ export class NetworkService implements OnApplicationShutdown {
 
   /** The authority tunnels opened for a secret's header present; made once, when a run first needs it. */
   private certificates: Promise<RunCertificates> | null = null;
+  private certificatesAt = 0;
 
   async status(): Promise<NetworkStatusDto> {
     const mode = this.configuration.get('networkMode');
@@ -197,10 +200,14 @@ export class NetworkService implements OnApplicationShutdown {
     const certificates = this.secrets.injections().length > 0 ? await this.authority() : null;
     open.proxy = new EgressProxy({
       certificates,
-      inject: (host, port) =>
+      // A secret whose host names no port goes to 443 over TLS only: never in clear text, as a
+      // plain http:// request (to any port) would send it. One with a port goes to that port.
+      inject: (host, port, secure) =>
         this.secrets
           .injections()
-          .filter((secret) => secret.host === host && (secret.port === null || secret.port === port))
+          .filter(
+            (secret) => secret.host === host && (secret.port === null ? secure && port === 443 : secret.port === port),
+          )
           .map(({ header, value }) => ({ header, value })),
       onBlocked: (blocked) => this.record(open, blocked, onFirstBlock),
       policy: () => this.policy(run.requirementId, essential, defaults),
@@ -237,6 +244,13 @@ export class NetworkService implements OnApplicationShutdown {
   }
 
   private authority(): Promise<RunCertificates> {
+    // Made again well before its year is up, for the runs that start after (a manager may run that long).
+    if (this.certificates !== null && Date.now() - this.certificatesAt > AUTHORITY_RENEW_MS) {
+      this.certificates = null;
+    }
+    if (this.certificates === null) {
+      this.certificatesAt = Date.now();
+    }
     this.certificates ??= RunCertificates.create().catch((err: unknown) => {
       this.certificates = null;
       throw unavailable(

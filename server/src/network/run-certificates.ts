@@ -32,7 +32,7 @@ function serial(): string {
  * each host a secret goes to, and for no other: every other tunnel stays end to end.
  */
 export class RunCertificates {
-  private readonly leaves = new Map<string, tls.SecureContext>();
+  private readonly leaves = new Map<string, { context: tls.SecureContext; renewAt: number }>();
 
   private constructor(
     readonly caPem: string,
@@ -74,8 +74,9 @@ export class RunCertificates {
   /** The TLS context that presents `host` signed by this authority (made once per host). */
   contextFor(host: string, now = Date.now()): tls.SecureContext {
     const known = this.leaves.get(host);
-    if (known) {
-      return known;
+    // Made again a day before it would expire: a manager may run for months.
+    if (known && now < known.renewAt) {
+      return known.context;
     }
     const cert = forge.pki.createCertificate();
     cert.publicKey = this.leafPublic;
@@ -95,7 +96,7 @@ export class RunCertificates {
     if (this.leaves.size >= LEAVES_MAX) {
       this.leaves.delete(this.leaves.keys().next().value as string);
     }
-    this.leaves.set(host, context);
+    this.leaves.set(host, { context, renewAt: now + 29 * DAY_MS });
     return context;
   }
 }

@@ -17,7 +17,16 @@ const rule = (text: string): HostRule => parseHostRule(text) as HostRule;
 function echoHeaders(name: string) {
   return (req: http.IncomingMessage, res: http.ServerResponse) => {
     res.writeHead(200, { 'Content-Type': 'application/json' });
-    res.end(JSON.stringify({ authorization: req.headers.authorization ?? null, server: name, url: req.url }));
+    res.end(
+      JSON.stringify({
+        authorization: req.headers.authorization ?? null,
+        ...(req.headers.host?.startsWith('evil') || req.headers['x-forwarded-host']
+          ? { leaked: req.headers.host }
+          : {}),
+        server: name,
+        url: req.url,
+      }),
+    );
   };
 }
 
@@ -28,6 +37,7 @@ function throughTunnel(
   port: number,
   ca: string,
   headers: Record<string, string> = {},
+  request: { method?: string; path?: string } = {},
 ) {
   return new Promise<{ status: number; body: string; issuer: string }>((resolve, reject) => {
     const connect = http.request({ host: '127.0.0.1', method: 'CONNECT', path: `${host}:${port}`, port: proxyPort });
@@ -41,7 +51,8 @@ function throughTunnel(
       secure.once('error', reject);
       secure.once('secureConnect', () => {
         const issuer = String(secure.getPeerCertificate().issuer?.CN ?? '');
-        const req = https.request({ createConnection: () => secure, headers, host, path: '/private', port }, (res) => {
+        const options = { method: request.method ?? 'GET', path: request.path ?? '/private' };
+        const req = https.request({ createConnection: () => secure, headers, host, port, ...options }, (res) => {
           let body = '';
           res.on('data', (c: Buffer) => (body += c.toString()));
           res.on('end', () => resolve({ body, issuer, status: res.statusCode ?? 0 }));
@@ -138,6 +149,59 @@ describe('secrets the run’s proxy adds as a header (issue 45)', () => {
       server: 'secure',
       url: '/private',
     });
+  });
+
+  it('sends the header to its host alone: the Host the client wrote, an absolute URL or TRACE cannot take it elsewhere', async () => {
+    const forged = await throughTunnel(proxyPort, 'registry.test', securePort, runCa.caPem, {
+      Host: 'evil.example',
+      'X-Forwarded-Host': 'evil.example',
+    });
+    expect(JSON.parse(forged.body)).toEqual({
+      authorization: 'Bearer s3cret-token',
+      server: 'secure',
+      url: '/private',
+    });
+    const absolute = await throughTunnel(
+      proxyPort,
+      'registry.test',
+      securePort,
+      runCa.caPem,
+      {},
+      {
+        path: 'http://evil.example/p',
+      },
+    );
+    expect(absolute.status).toBe(400);
+    expect(absolute.body).toContain('must name a path');
+    const trace = await throughTunnel(proxyPort, 'registry.test', securePort, runCa.caPem, {}, { method: 'TRACE' });
+    expect(trace.status).toBe(405);
+  });
+
+  it('answers 502, and stays up, when a header value cannot be sent', async () => {
+    const broken = new EgressProxy({
+      certificates: runCa,
+      inject: () => [{ header: 'Authorization', value: 'line\nbreak' }],
+      internal: new InternalAddresses({}),
+      lookup: () => Promise.resolve(['127.0.0.1']),
+      onBlocked: () => undefined,
+      policy: () => ({
+        allow: [],
+        deny: [],
+        essential: [rule('registry.test')],
+        mode: 'allow_list',
+        requirementAllow: [],
+      }),
+      upstreamCa: [outsideCa.caPem],
+    });
+    await broken.listen(0);
+    try {
+      const first = await throughTunnel(broken.port() as number, 'registry.test', securePort, runCa.caPem);
+      expect(first.status).toBe(502);
+      const again = await throughTunnel(broken.port() as number, 'registry.test', securePort, runCa.caPem);
+      expect(again.status).toBe(502);
+    } finally {
+      await broken.close();
+    }
   });
 
   it('leaves every other tunnel end to end: the client sees the real host’s certificate and no header is added', async () => {

@@ -78,11 +78,13 @@ export interface HookContext {
   /** The manager's variables the person lets agents see besides the usual ones (`agentEnvironmentPass`). */
   pass: readonly string[];
   /**
-   * The configured secrets, by name (issue 45): given to a command the person wrote (the
-   * configured one, or a hook file identical to their checkout's), never to one an agent may have
-   * written or edited in its worktree.
+   * The configured secrets, by name (issue 45): given only to a command the person wrote (the
+   * configured one, or a hook file identical to their checkout's) running in a worktree that holds
+   * nothing an agent wrote (`untouched`), since a command runs the files around it too.
    */
   secrets: Record<string, string>;
+  /** The worktree is as the person's base made it: no agent has had it yet (a first setup at the base commit). */
+  untouched: boolean;
   /** The person's checkout, whose `.agent-manager/<hook>` a worktree's must equal to get the secrets; null: none. */
   personCheckout: string | null;
   /** The run's network and the variables that point at its proxy; absent (teardown): none at all, unless the mode is open. */
@@ -111,7 +113,7 @@ export async function runHook(
     ...agentVariables(process.env, context.pass, null, Object.keys(context.secrets)),
     ...context.env,
     ...context.network?.env,
-    ...(command.personal ? context.secrets : {}),
+    ...(command.personal && context.untouched ? context.secrets : {}),
     [RUN_MARKER_VARIABLE]: context.marker,
   };
   if (context.tmp !== null) {
@@ -153,9 +155,11 @@ export async function runHook(
   // What it left running (a daemon it started, a tool in another process group) ends with it.
   await killRunTree(context.marker, null).catch(() => undefined);
   const withheld =
-    !command.personal && Object.keys(context.secrets).length > 0
-      ? `\n[secrets withheld: ${command.shown} is not your checkout's own, so an agent may have written it]`
-      : '';
+    Object.keys(context.secrets).length === 0 || (command.personal && context.untouched)
+      ? ''
+      : command.personal
+        ? `\n[secrets withheld: an agent has had this worktree, and ${command.shown} runs what is in it]`
+        : `\n[secrets withheld: ${command.shown} is not your checkout's own, so an agent may have written it]`;
   const output = result.stdout.toString('utf8') + (result.truncated ? '\n[output cut]' : '') + withheld;
   let failure: string | null = null;
   if (stopped) {

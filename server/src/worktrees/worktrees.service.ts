@@ -199,6 +199,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
           pass: this.configuration.get('agentEnvironmentPass'),
           personCheckout: facts.repo.top,
           secrets: this.secrets.environment(),
+          untouched: await this.atBase(top, ready.baseSha),
           signal: run.signal,
           tmp: run.tmp,
           worktree: top,
@@ -542,6 +543,26 @@ export class WorktreesService implements BeforeApplicationShutdown {
     }
   }
 
+  /**
+   * Whether a worktree is still what its base made it: its HEAD is the base commit and nothing is
+   * changed or added (a worktree made again from an agent's branch is not).
+   */
+  private async atBase(top: string, baseSha: string | null): Promise<boolean> {
+    if (baseSha === null) {
+      return false;
+    }
+    try {
+      const head = await git(['rev-parse', '--verify', '-q', 'HEAD'], { cwd: top, timeoutMs: 30_000 });
+      if (head.stdout.trim() !== baseSha) {
+        return false;
+      }
+      const status = await git(['status', '--porcelain', '--untracked-files=normal'], { cwd: top, timeoutMs: 60_000 });
+      return status.stdout.trim() === '';
+    } catch {
+      return false;
+    }
+  }
+
   /** Where a Requirement's saved patches go: in its workspace's data directory, hidden from agents. */
   private patchDirectory(requirementId: string): string {
     return path.join(this.runtime.paths.dataDirectory, 'worktree-patches', requirementId);
@@ -571,6 +592,8 @@ export class WorktreesService implements BeforeApplicationShutdown {
         pass: this.configuration.get('agentEnvironmentPass'),
         personCheckout: facts.repo?.top ?? null,
         secrets: this.secrets.environment(),
+        // By teardown an agent has had the worktree: what the command runs may be its.
+        untouched: false,
         marker: `teardown-${row.requirementId}-${randomBytes(4).toString('hex')}`,
         // No run, no proxy: no network at all, unless the person let agents reach all of it.
         network: this.configuration.get('networkMode') === 'open' ? { env: {}, sandbox: { kind: 'host' } } : undefined,

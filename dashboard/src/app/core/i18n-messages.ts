@@ -546,7 +546,7 @@ export const en = {
   'cfg.networkDeny.help': 'Wins over every allow, the defaults too',
   'cfg.secrets': 'Secrets agents never see',
   'cfg.secrets.help':
-    'A JSON list of objects: "name" (NPM_TOKEN, say), optional "file" (chmod 600; else the manager\'s variable of that name), "host" with "header" (Authorization, say), and "format" (the header value, the word value in curly braces standing for the secret). Given to your setup and teardown commands; added by the proxy as a header for that host; masked wherever it shows up',
+    'A JSON list of objects: "name" (NPM_TOKEN, say), optional "file" (chmod 600; else the manager\'s variable of that name), "host" with "header" (Authorization, say), and "format" (the header value, the word value in curly braces standing for the secret). Given to your own setup command in a fresh worktree; added by the proxy as a header for that host; masked wherever it shows up',
   'cfg.databaseUrl': 'PostgreSQL URL',
   'cfg.databaseUrl.help':
     'postgres://… to keep this workspace in PostgreSQL (a schema of its own); empty: the SQLite file',
@@ -1204,7 +1204,7 @@ export const zh: Record<MessageKey, string> = {
   'cfg.networkDeny.help': '优先于所有允许，包括默认',
   'cfg.secrets': '智能体永远看不到的机密',
   'cfg.secrets.help':
-    'JSON 对象列表："name"（如 NPM_TOKEN），可选 "file"（chmod 600 的文件；否则读取管理器的同名变量）、"host" 与 "header"（如 Authorization），以及 "format"（请求头的值，花括号里的 value 代表机密）。提供给你的 setup 和 teardown 命令；由代理作为该主机的请求头添加；出现在任何地方都会被遮盖',
+    'JSON 对象列表："name"（如 NPM_TOKEN），可选 "file"（chmod 600 的文件；否则读取管理器的同名变量）、"host" 与 "header"（如 Authorization），以及 "format"（请求头的值，花括号里的 value 代表机密）。提供给你自己在新工作树中的 setup 命令；由代理作为该主机的请求头添加；出现在任何地方都会被遮盖',
   'cfg.databaseUrl': 'PostgreSQL 地址',
   'cfg.databaseUrl.help': '填写 postgres://… 将此工作区保存在 PostgreSQL（独立的 schema）；留空：SQLite 文件',
   'cfg.board': '团队看板',

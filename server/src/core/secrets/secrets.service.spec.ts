@@ -84,6 +84,20 @@ describe('configured secrets (issue 45)', () => {
     ]);
   });
 
+  it('adds no header whose value would break the request (a line break), and says why', () => {
+    process.env.AM_TEST_BROKEN = 'two\nlines';
+    try {
+      const definitions = [{ header: 'Authorization', host: 'example.com', name: 'AM_TEST_BROKEN' }];
+      expect(service(definitions).injections()).toEqual([]);
+      expect(secretStates(definitions)[0]).toMatchObject({
+        available: false,
+        problem: expect.stringContaining('cannot carry'),
+      });
+    } finally {
+      delete process.env.AM_TEST_BROKEN;
+    }
+  });
+
   it('refuses definitions that are not one, naming each field', () => {
     const { errors } = parseSecretDefinitions([
       { name: 'GOOD' },

@@ -9,6 +9,8 @@ import { type SecretSpec, parseSecretDefinitions } from './secret-definitions';
 const SECRET_FILE_MAX = 64 * 1024;
 /** Values are read again after this long (a rotated token applies within it), or at once on a configuration change. */
 const VALUES_TTL_MS = 5000;
+/** What an HTTP header's value may hold (RFC 9110 field-vchar, space and tab): never a line break. */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 /** Shorter values are not masked: a two-letter secret would blank every word it is part of. */
 const MASK_MIN_LENGTH = 4;
 
@@ -86,7 +88,7 @@ export class SecretsService {
     const loaded = this.current();
     return loaded.specs.flatMap((spec) => {
       const value = loaded.values.get(spec.name);
-      if (!spec.injection || value === undefined) {
+      if (!spec.injection || value === undefined || !HEADER_VALUE.test(value)) {
         return [];
       }
       return [
@@ -117,7 +119,7 @@ export class SecretsService {
 export function secretStates(definitions: unknown): SecretState[] {
   const loaded = load(parseSecretDefinitions(definitions).specs, Date.now());
   return loaded.specs.map((spec) => ({
-    available: loaded.values.has(spec.name),
+    available: loaded.values.has(spec.name) && !loaded.problems.has(spec.name),
     host: spec.injection?.host.text ?? null,
     name: spec.name,
     problem: loaded.problems.get(spec.name) ?? null,
@@ -132,6 +134,12 @@ function load(specs: SecretSpec[], at: number): Loaded {
     const read = spec.file === null ? fromEnvironment(spec.name) : fromFile(spec.file);
     if ('value' in read) {
       values.set(spec.name, read.value);
+      if (spec.injection && !HEADER_VALUE.test(read.value)) {
+        problems.set(
+          spec.name,
+          `${spec.name} holds a character a header cannot carry (a line break?): no header is added`,
+        );
+      }
     } else {
       problems.set(spec.name, read.problem);
     }
@@ -155,7 +163,8 @@ function fromEnvironment(name: string): { value: string } | { problem: string } 
 function fromFile(file: string): { value: string } | { problem: string } {
   let fd: number;
   try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0));
+    // Not followed through a link; a FIFO must not hold the manager up waiting for a writer.
+    fd = fs.openSync(file, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0));
   } catch (err) {
     return { problem: `${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` };
   }
