@@ -199,23 +199,32 @@ describe('a worktree per Requirement, in a git workspace', () => {
       expect(done.run.status).toBe('succeeded');
       const trace = (await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: done.run.id } } })))
         .items;
-      return trace.find((t) => t.title.startsWith('Worktree setup'))?.detail ?? '';
+      return { id: requirement.id, setup: trace.find((t) => t.title.startsWith('Worktree setup'))?.detail ?? '' };
     };
+    const teardownLog = path.join(sandbox.shared, 'secret-teardown.log');
     try {
       // The worktree's file is the checkout's own: the person wrote it.
       const own = await setupOf('Own setup');
-      expect(own).toContain('[setup sees 15 characters]');
-      expect(own).not.toContain('secrets withheld');
+      expect(own.setup).toContain('[setup sees 15 characters]');
+      expect(own.setup).not.toContain('secrets withheld');
+      // A teardown, even the person's own command, runs in a worktree an agent has had: no secret.
+      await patch(manager, {
+        worktreeTeardownCommand: `echo "[teardown sees \${#WT_SECRET} characters]" >> ${teardownLog}`,
+      });
+      expect(
+        (await manager.api.POST('/api/requirements/{id}/cancel', { params: { path: { id: own.id } } })).status,
+      ).toBe(200);
+      expect(fs.readFileSync(teardownLog, 'utf8')).toBe('[teardown sees 0 characters]\n');
       // The worktree's file differs from the checkout's (as one an agent edited would): no secret.
       fs.appendFileSync(path.join(sandbox.workspace, '.agent-manager', 'setup'), '# changed here\n');
       const other = await setupOf('Other setup');
-      expect(other).toContain('[setup sees 0 characters]');
-      expect(other).toContain("secrets withheld: .agent-manager/setup is not your checkout's own");
+      expect(other.setup).toContain('[setup sees 0 characters]');
+      expect(other.setup).toContain("secrets withheld: .agent-manager/setup is not your checkout's own");
     } finally {
       git(sandbox.workspace, 'checkout', '--', '.agent-manager/setup');
       git(sandbox.workspace, 'rm', '-q', '.agent-manager/setup');
       git(sandbox.workspace, 'commit', '-q', '-m', 'no setup');
-      await patch(manager, { secrets: [] });
+      await patch(manager, { secrets: [], worktreeTeardownCommand: null });
     }
   });
 
