@@ -2,13 +2,7 @@ import * as path from 'node:path';
 
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 
-import {
-  ConfigurationFileError,
-  ConfigurationService,
-  overridesFromEnv,
-} from '@server/core/configuration/configuration.service';
-import { StoreCopyError, copyStore } from '@server/core/database/store-copy';
-import { type PostgresStore, redactDatabaseUrl, schemaFor } from '@server/core/database/store';
+import type { PostgresStore } from '@server/core/database/store';
 import { InstanceLock, InstanceLockedError } from '@server/core/workspace/instance-lock';
 import { codeFactoryHome, resolveWorkspace } from '@server/core/workspace/workspace';
 
@@ -31,6 +25,11 @@ export class DbCopyCommand extends CommandRunner {
     if (!flags.to || !/^postgres(ql)?:\/\//.test(flags.to)) {
       throw new UsageError('--to postgres://user@host/database is required (the PostgreSQL server to copy into)');
     }
+    // The store and both drivers, loaded when a copy runs: not for `--help` or any other command.
+    const { ConfigurationFileError, ConfigurationService, overridesFromEnv } =
+      await import('@server/core/configuration/configuration.service');
+    const { redactDatabaseUrl, schemaFor } = await import('@server/core/database/store');
+    const { StoreCopyError, copyStore } = await import('@server/core/database/store-copy');
     let paths;
     let configuration;
     try {

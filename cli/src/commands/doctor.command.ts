@@ -1,7 +1,5 @@
 import { Command, CommandRunner, Option } from 'nest-commander';
 
-import { formatDoctorReport, runDoctor } from '@server/doctor/doctor';
-
 import { parseIntegerOption } from '../options';
 
 interface DoctorFlags {
@@ -18,6 +16,8 @@ interface DoctorFlags {
 })
 export class DoctorCommand extends CommandRunner {
   async run(_params: string[], flags: DoctorFlags): Promise<void> {
+    // Every check's module, loaded when the checks run.
+    const { formatDoctorReport, runDoctor } = await import('@server/doctor/doctor');
     const report = await runDoctor({
       overrides: {
         ...(flags.host !== undefined ? { host: flags.host } : {}),

@@ -2,12 +2,8 @@ import { Command, CommandRunner, Help, Option } from 'nest-commander';
 
 import { codeFactoryHome, locateWorkspace } from '@server/core/workspace/workspace';
 
-import { createToolServer } from '@server/agent-tools/tool-definition';
-
-import { serveStdio } from '../mcp/tool-server';
 import { UsageError } from '../options';
 import { OwnerApi } from '../owner/owner-api';
-import { ownerTools } from '../owner/owner-tools';
 
 const INSTRUCTIONS =
   "Agent Manager's tools for its owner: list, read and create Requirements, reply to their agents, start, interrupt and confirm them, list pull requests and request AI reviews, list timers. They act as the owner of one workspace's running Agent Manager; when none runs, every tool says so.";
@@ -25,6 +21,10 @@ export class OwnerMcpCommand extends CommandRunner {
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
+    // The MCP SDK and the tools' schemas, loaded by the one command that serves them.
+    const { createToolServer } = await import('@server/agent-tools/tool-definition');
+    const { serveStdio } = await import('../mcp/tool-server');
+    const { ownerTools } = await import('../owner/owner-tools');
     await serveStdio(createToolServer('agent-manager', INSTRUCTIONS, ownerTools(new OwnerApi(paths))));
   }
 

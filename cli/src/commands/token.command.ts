@@ -4,8 +4,6 @@ import * as path from 'node:path';
 import { Command, CommandRunner, Option } from 'nest-commander';
 
 import { loginUrl, readToken } from '@server/auth/local-token';
-import { CONFIGURATION_DEFAULTS } from '@server/core/configuration/configuration.schema';
-import { overridesFromEnv, readConfigurationFile } from '@server/core/configuration/configuration.service';
 import { codeFactoryHome, locateWorkspace } from '@server/core/workspace/workspace';
 
 import { UsageError } from '../options';
@@ -47,6 +45,10 @@ export class TokenCommand extends CommandRunner {
     }
     let origin = runningUrl(paths.lockPath);
     if (!origin) {
+      // The configuration's schema (class-validator), loaded only when no manager runs to ask.
+      const { CONFIGURATION_DEFAULTS } = await import('@server/core/configuration/configuration.schema');
+      const { overridesFromEnv, readConfigurationFile } =
+        await import('@server/core/configuration/configuration.service');
       let file;
       try {
         file = readConfigurationFile(flags.config ? path.resolve(flags.config) : paths.defaultConfigPath);

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 
-import { envName, writeAtomically } from '@server/core/configuration/configuration.service';
+import { writeAtomically } from '@server/core/configuration/atomic-file';
+import { envName } from '@server/core/configuration/configuration-env';
 
 /**
  * How a detached manager is started. A process's command line is readable by every local user

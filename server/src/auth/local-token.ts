@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import * as fs from 'node:fs';
 
-import { writeAtomically } from '../core/configuration/configuration.service';
+import { writeAtomically } from '../core/configuration/atomic-file';
 
 const TOKEN_PATTERN = /^[0-9a-f]{64}$/;
 

@@ -2,10 +2,6 @@ import { Command, CommandRunner, Help } from 'nest-commander';
 
 import { ENVIRONMENT_HELP } from '@server/agent-tools/agent-context';
 import { AgentOperations } from '@server/agent-tools/agent-operations';
-import { AGENT_TOOLS_INSTRUCTIONS, agentTools } from '@server/agent-tools/agent-tools';
-import { createToolServer } from '@server/agent-tools/tool-definition';
-
-import { serveStdio } from '../../mcp/tool-server';
 
 @Command({
   description:
@@ -20,6 +16,10 @@ export class AgentMcpCommand extends CommandRunner {
   async run(): Promise<void> {
     // Without the run's context no tool could work: say so at start, where the CLI shows it.
     this.operations.checkContext();
+    // The MCP SDK and the tools' schemas, loaded by the one command that serves them.
+    const { AGENT_TOOLS_INSTRUCTIONS, agentTools } = await import('@server/agent-tools/agent-tools');
+    const { createToolServer } = await import('@server/agent-tools/tool-definition');
+    const { serveStdio } = await import('../../mcp/tool-server');
     await serveStdio(createToolServer('agent-manager', AGENT_TOOLS_INSTRUCTIONS, agentTools(this.operations)));
   }
 

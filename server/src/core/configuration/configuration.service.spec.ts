@@ -2,11 +2,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
+import { envName } from './configuration-env';
 import { CONFIGURATION_DEFAULTS } from './configuration.schema';
 import {
   ConfigurationFileError,
   ConfigurationService,
-  envName,
   overridesFromEnv,
   readConfigurationFile,
 } from './configuration.service';

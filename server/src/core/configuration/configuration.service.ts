@@ -6,6 +6,8 @@ import { Subject } from 'rxjs';
 import { ConfigurationValues } from '@libs/contracts';
 
 import { invalid } from '../errors/domain-error';
+import { writeAtomically } from './atomic-file';
+import { envName } from './configuration-env';
 import {
   CONFIGURATION_DEFAULTS,
   CONFIGURATION_KEYS,
@@ -31,12 +33,6 @@ export interface ConfigurationSnapshot {
 
 export class ConfigurationFileError extends Error {}
 
-/** Env variable for a field: `pullRequestReconcileIntervalSeconds` → `CODE_FACTORY_PULL_REQUEST_RECONCILE_INTERVAL_SECONDS`. */
-export function envName(key: ConfigurationKey): string {
-  return `CODE_FACTORY_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
-}
-
-/** Reads the CODE_FACTORY_* overrides; numbers are parsed, empty strings ignored. */
 /** JSON text, or the text itself when it is not JSON (the check then says what is wrong with it). */
 function parseJson(raw: string): unknown {
   try {
@@ -46,6 +42,7 @@ function parseJson(raw: string): unknown {
   }
 }
 
+/** Reads the CODE_FACTORY_* overrides; numbers are parsed, empty strings ignored. */
 export function overridesFromEnv(env: NodeJS.ProcessEnv): Partial<ConfigurationValues> {
   const result: Record<string, unknown> = {};
   for (const key of CONFIGURATION_KEYS) {
@@ -183,22 +180,4 @@ export function readConfigurationFile(filePath: string): ConfigurationValues | n
 function serialize(values: ConfigurationValues): string {
   const ordered = Object.fromEntries(CONFIGURATION_KEYS.map((key) => [key, values[key]]));
   return `${JSON.stringify(ordered, null, 2)}\n`;
-}
-
-/** Write-temp, fsync, rename: a crash leaves the old file or the new one, never half of one. */
-export function writeAtomically(filePath: string, content: string, mode = 0o600): void {
-  const tmp = `${filePath}.${process.pid}.${Date.now()}.tmp`;
-  const fd = fs.openSync(tmp, 'w', mode);
-  try {
-    fs.writeFileSync(fd, content);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  try {
-    fs.renameSync(tmp, filePath);
-  } catch (err) {
-    fs.rmSync(tmp, { force: true });
-    throw err;
-  }
 }
