@@ -23,6 +23,7 @@ import { repliesScenario } from './scenarios/replies';
 import { sandboxScenario } from './scenarios/sandbox';
 import { scaleScenario } from './scenarios/scale';
 import { sseFanoutScenario } from './scenarios/sse-fanout';
+import { startUpScenario } from './scenarios/start-up';
 import { teamScenario } from './scenarios/team';
 import { traceFloodScenario } from './scenarios/trace-flood';
 import { worktreeScenario } from './scenarios/worktree';
@@ -45,6 +46,7 @@ const SELF_CONTAINED: Record<string, (postgresUrl?: string) => Promise<ScenarioR
   sandbox: sandboxScenario,
   landing: landingScenario,
   fleet: fleetScenario,
+  'start-up': startUpScenario,
   team: (postgresUrl) => teamScenario(postgresUrl),
 };
 

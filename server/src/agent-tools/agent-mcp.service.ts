@@ -1,18 +1,29 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Request, Response } from 'express';
 
 import { AgentEnvironmentService } from '../agents/agent-environment.service';
 import type { AgentScope } from '../auth/run-credentials.service';
 import { AgentOperations } from './agent-operations';
-import { AGENT_TOOLS_INSTRUCTIONS, agentTools } from './agent-tools';
 import { ManagerApi } from './manager-api';
-import { createToolServer } from './tool-definition';
 
 /** The run credential as the authentication middleware accepted it (`Bearer amr_…`). */
 const BEARER = /^Bearer ([A-Za-z0-9_]{1,200})$/;
 /** What one tool's call to the agent API may take, as `code-factory-cli`'s default. */
 const CALL_TIMEOUT_MS = 30_000;
+
+/**
+ * The MCP SDK, zod and the tools' schemas, loaded at the first MCP request rather than at start:
+ * a third of a second of every manager start, for an endpoint many runs never call.
+ */
+async function loadToolkit() {
+  const [{ StreamableHTTPServerTransport }, { AGENT_TOOLS_INSTRUCTIONS, agentTools }, { createToolServer }] =
+    await Promise.all([
+      import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+      import('./agent-tools'),
+      import('./tool-definition'),
+    ]);
+  return { AGENT_TOOLS_INSTRUCTIONS, StreamableHTTPServerTransport, agentTools, createToolServer };
+}
 
 /** A JSON-RPC error answer in the transport's own shape (`id: null`: the request was not read as one). */
 function refuse(res: Response, status: number, code: number, message: string): void {
@@ -30,6 +41,7 @@ function refuse(res: Response, status: number, code: number, message: string): v
 @Injectable()
 export class AgentMcpService {
   private readonly logger = new Logger('AgentMcp');
+  private toolkit: ReturnType<typeof loadToolkit> | null = null;
 
   constructor(private readonly environment: AgentEnvironmentService) {}
 
@@ -58,6 +70,9 @@ export class AgentMcpService {
       timeoutMs: CALL_TIMEOUT_MS,
       token,
     });
+    this.toolkit ??= loadToolkit();
+    const { AGENT_TOOLS_INSTRUCTIONS, StreamableHTTPServerTransport, agentTools, createToolServer } =
+      await this.toolkit;
     const server = createToolServer('agent-manager', AGENT_TOOLS_INSTRUCTIONS, agentTools(new AgentOperations(api)));
     const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true, sessionIdGenerator: undefined });
     res.on('close', () => {

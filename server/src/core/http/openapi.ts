@@ -101,8 +101,8 @@ function withMiddlewareAnswers(document: OpenAPIObject): OpenAPIObject {
 }
 
 export function setUpOpenApi(app: INestApplication): void {
-  const document = buildOpenApiDocument(app);
-  SwaggerModule.setup('api/docs', app, document, {
+  // Built at the first request for it, not at every start (a tenth of a second of each start).
+  SwaggerModule.setup('api/docs', app, () => buildOpenApiDocument(app), {
     jsonDocumentUrl: 'api/openapi.json',
     raw: ['json'],
     useGlobalPrefix: false,
