@@ -1,7 +1,7 @@
 // Resource and event builders shared by the dashboard's unit specs (never part of the app build).
 import type { ManagerEventOf, ManagerEventPayloads, ManagerEventType } from '@libs/contracts';
 
-import type { Message, Requirement, Run, Timer } from '../app/core/models';
+import type { Message, Requirement, Run, Timer } from '../app/core/api-types';
 
 export const T0 = '2026-01-01T00:00:00.000Z';
 export const T1 = '2026-01-01T00:00:01.000Z';

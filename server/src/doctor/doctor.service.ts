@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Clock } from '../core/clock';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { runningInstance } from '../core/workspace/instance-lock';
-import { runDoctor } from './doctor';
+import { runDoctor } from './doctor-checks';
 import type { DoctorReportDto } from './dto/doctor-report.dto';
 
 /** Findings younger than this are answered as they are: the dashboard asks on every load. */

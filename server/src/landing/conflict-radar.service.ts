@@ -25,7 +25,7 @@ import {
   mergeTrees,
 } from './landing-git';
 import { RadarCandidate, LandingRepository } from './landing.repository';
-import { listed } from './landing-work';
+import { listed } from './land-steps';
 import './landing-radar.events';
 
 /** The trigger whose messages tell an agent that a move of its base made its work conflict. */

@@ -17,7 +17,7 @@ import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import { GitHubRemote, findGitHubRemote, gitHubHosts, remoteEnvironment } from './github-remote';
 import { isAncestor, resolve } from './landing-git';
-import { agentSummary, headMoved, refuseUnlandable, takeWork } from './landing-work';
+import { agentSummary, headMoved, refuseUnlandable, takeWork } from './land-steps';
 
 export interface PullRequestLand {
   /** Commit the worktree's uncommitted work on its branch first, instead of refusing. */

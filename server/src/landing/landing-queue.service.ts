@@ -17,7 +17,7 @@ import type { LandingQueueEntity } from './landing-queue.entity';
 import './landing-radar.events';
 import { LANDING_QUEUE_MAX } from './dto/landing.dto';
 import { LandingRepository } from './landing.repository';
-import { headMoved, listed } from './landing-work';
+import { headMoved, listed } from './land-steps';
 import { LandingService } from './landing.service';
 
 /** The trigger whose message asks a queued Requirement's agent to rebase. */

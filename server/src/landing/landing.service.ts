@@ -14,7 +14,7 @@ import { RequirementsService } from '../requirements/requirements.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import { ConflictRadar } from './conflict-radar.service';
-import { agentSummary, headMoved, listed, refuseUnlandable, takeWork } from './landing-work';
+import { agentSummary, headMoved, listed, refuseUnlandable, takeWork } from './land-steps';
 import {
   commitFacts,
   commitTree,

@@ -28,7 +28,7 @@ import {
   runEndEventType,
   runEndFields,
 } from '../runs/active-run';
-import { ActiveRuns } from '../runs/active-runs';
+import { ActiveRunRegistry } from '../runs/active-run-registry';
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { toRunResponse } from '../runs/dto/run-response.dto';
 import { RunLauncher } from '../runs/run-launcher.service';
@@ -76,7 +76,7 @@ interface ActiveReview {
 export class ReviewsService implements BeforeApplicationShutdown, OnApplicationBootstrap {
   private readonly logger = new Logger(ReviewsService.name);
   /** The reviewers this manager watches, by review. */
-  private readonly running: ActiveRuns<ActiveReview>;
+  private readonly running: ActiveRunRegistry<ActiveReview>;
 
   constructor(
     private readonly clock: Clock,
@@ -93,7 +93,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
     private readonly secrets: SecretsService,
     private readonly worktrees: ReviewWorktrees,
   ) {
-    this.running = new ActiveRuns<ActiveReview>(
+    this.running = new ActiveRunRegistry<ActiveReview>(
       (active) => this.launcher.kill(active),
       (entry) => entry.active,
     );

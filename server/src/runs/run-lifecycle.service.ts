@@ -50,11 +50,11 @@ import {
   runEndEventType,
   runEndFields,
 } from './active-run';
-import { ActiveRuns } from './active-runs';
+import { ActiveRunRegistry } from './active-run-registry';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import { AgentRunEntity } from './agent-run.entity';
 import { InterruptResponseDto, StartResponseDto, toRunResponse } from './dto/run-response.dto';
-import { managerStoppedMessage } from './manager-stopped';
+import { managerStoppedMessage } from './manager-stop-message';
 import { RequirementActors } from './requirement-actors.service';
 // The events this lifecycle emits (their declarations must be in every program that compiles it).
 import './run.events';
@@ -85,7 +85,7 @@ export function hasInputToStart({ requirement, session }: RequirementRows): bool
 export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShutdown, OnModuleDestroy {
   private readonly logger = new Logger(RunLifecycle.name);
   /** The RD runs this manager watches, by Requirement. */
-  private readonly active: ActiveRuns<ActiveRun>;
+  private readonly active: ActiveRunRegistry<ActiveRun>;
   /** The budgets the active runs count against: each one's own and its ancestors' (issue 25 §4). */
   private readonly budgets = new TreeBudgets();
 
@@ -105,7 +105,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     private readonly worktrees: WorktreesService,
     @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
   ) {
-    this.active = new ActiveRuns<ActiveRun>(
+    this.active = new ActiveRunRegistry<ActiveRun>(
       (active) => this.launcher.kill(active),
       (active) => active,
     );

@@ -11,7 +11,7 @@ import { toRequirementResponse } from '../requirements/dto/requirement-response.
 import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
 import { RequirementsService } from '../requirements/requirements.service';
 import type { AgentRunEntity } from './agent-run.entity';
-import { managerStoppedMessage } from './manager-stopped';
+import { managerStoppedMessage } from './manager-stop-message';
 import { RunsRepository } from './runs.repository';
 
 const LOST = 'Agent Manager stopped while this run was active';

@@ -4,7 +4,7 @@ import { RouterLink } from '@angular/router';
 import { type AttentionReason, attentionOf, firstLine } from '../core/attention';
 import { BudgetMeter } from './budget-meter';
 import { I18n, keyOf } from '../core/i18n';
-import type { Requirement } from '../core/models';
+import type { Requirement } from '../core/api-types';
 import { RequirementsStore } from '../core/stores/requirements-store';
 
 const ORDER: readonly AttentionReason[] = ['failed', 'budget', 'paused', 'confirm'];

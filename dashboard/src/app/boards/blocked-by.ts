@@ -1,4 +1,4 @@
-import type { Requirement } from '../core/models';
+import type { Requirement } from '../core/api-types';
 
 /**
  * The card's "blocked by": the titles (or ids, when not loaded) of the dependencies still

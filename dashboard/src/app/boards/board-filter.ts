@@ -2,7 +2,7 @@ import { ChangeDetectionStrategy, Component, Injectable, inject, signal } from '
 
 import { I18n, keyOf } from '../core/i18n';
 import { CREATED_WINDOWS, type CreatedWindow } from '../core/stores/created-window';
-import type { Usage } from '../core/models';
+import type { Usage } from '../core/api-types';
 import { RequirementsStore } from '../core/stores/requirements-store';
 import { UsageStore } from '../core/stores/usage-store';
 

@@ -1,7 +1,7 @@
 import { ChangeDetectionStrategy, Component, computed, inject, input } from '@angular/core';
 
 import { I18n } from '../core/i18n';
-import type { Requirement } from '../core/models';
+import type { Requirement } from '../core/api-types';
 
 /** Tokens as a budget counts them: input (cache reads included) plus output, over the Requirement's tree. */
 export const budgetTokens = (r: Requirement) => r.treeUsage.inputTokens + r.treeUsage.outputTokens;

@@ -12,7 +12,7 @@ import { RouterLink } from '@angular/router';
 
 import { I18n, keyOf } from '../core/i18n';
 import { fileList } from '../core/landing';
-import type { LandingQueueItem } from '../core/models';
+import type { LandingQueueItem } from '../core/api-types';
 import { LandingStore } from '../core/stores/landing-store';
 import { RequirementsStore } from '../core/stores/requirements-store';
 

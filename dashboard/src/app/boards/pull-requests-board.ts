@@ -4,7 +4,7 @@ import type { components } from '@libs/api-client';
 
 import { Api } from '../core/api';
 import { I18n, keyOf } from '../core/i18n';
-import { PULL_REQUEST_COLUMNS } from '../core/models';
+import { PULL_REQUEST_COLUMNS } from '../core/api-types';
 import { autoReviewBadge, isStale, latestReviews } from '../core/reviews';
 import { inWindow } from '../core/stores/created-window';
 import { PullRequestsStore } from '../core/stores/pull-requests-store';

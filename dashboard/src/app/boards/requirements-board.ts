@@ -4,7 +4,7 @@ import { RouterLink } from '@angular/router';
 import { firstLine } from '../core/attention';
 import { I18n, keyOf } from '../core/i18n';
 import { radarChips, type RadarChip } from '../core/landing';
-import { REQUIREMENT_COLUMNS, type Requirement, type RequirementStatus } from '../core/models';
+import { REQUIREMENT_COLUMNS, type Requirement, type RequirementStatus } from '../core/api-types';
 import { inWindow } from '../core/stores/created-window';
 import { LandingStore } from '../core/stores/landing-store';
 import { RequirementsStore } from '../core/stores/requirements-store';

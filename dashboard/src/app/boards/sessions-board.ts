@@ -2,7 +2,7 @@ import { ChangeDetectionStrategy, Component, computed, inject } from '@angular/c
 import { RouterLink } from '@angular/router';
 
 import { I18n, keyOf } from '../core/i18n';
-import { SESSION_COLUMNS } from '../core/models';
+import { SESSION_COLUMNS } from '../core/api-types';
 import { inWindow } from '../core/stores/created-window';
 import { RequirementsStore } from '../core/stores/requirements-store';
 import { BoardColumn } from './board-column';

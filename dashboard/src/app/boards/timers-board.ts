@@ -2,7 +2,7 @@ import { ChangeDetectionStrategy, Component, computed, inject } from '@angular/c
 import { RouterLink } from '@angular/router';
 
 import { I18n, keyOf } from '../core/i18n';
-import type { Timer } from '../core/models';
+import type { Timer } from '../core/api-types';
 import { inWindow } from '../core/stores/created-window';
 import { RequirementsStore } from '../core/stores/requirements-store';
 import { TimersStore } from '../core/stores/timers-store';

@@ -1,4 +1,4 @@
-import type { Requirement } from './models';
+import type { Requirement } from './api-types';
 
 /** Why a Requirement waits for a person (the protocol's states, read for the reader). */
 export type AttentionReason = 'failed' | 'budget' | 'paused' | 'confirm';

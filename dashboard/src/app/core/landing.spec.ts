@@ -2,7 +2,7 @@ import { T1, requirement } from '../../testing/builders';
 import type { Translate } from './i18n';
 import { en } from './i18n-messages';
 import { fileList, landBlock, landed, queueBlock, radarChips } from './landing';
-import type { Requirement } from './models';
+import type { Requirement } from './api-types';
 
 const t = ((key: keyof typeof en, params: Record<string, string | number> = {}) =>
   Object.entries(params).reduce<string>(

@@ -1,5 +1,5 @@
 import type { Translate } from './i18n';
-import type { Requirement } from './models';
+import type { Requirement } from './api-types';
 
 /** A commit as people write it (git's default abbreviation). */
 export const shortSha = (sha: string | null | undefined): string => (sha ?? '').slice(0, 7);

@@ -1,5 +1,5 @@
 import { en } from './i18n-messages';
-import type { PullRequest } from './models';
+import type { PullRequest } from './api-types';
 import { autoReviewBadge } from './reviews';
 
 const pr = (autoReview: Partial<PullRequest['autoReview']>): PullRequest =>

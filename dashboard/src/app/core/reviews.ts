@@ -1,4 +1,4 @@
-import type { PullRequest, ReviewRequest } from './models';
+import type { PullRequest, ReviewRequest } from './api-types';
 
 /** The latest review request of each PR (by creation time). */
 export function latestReviews(reviews: ReadonlyMap<string, ReviewRequest>): Map<string, ReviewRequest> {

@@ -19,7 +19,7 @@ import { Api } from '../core/api';
 import { I18n, keyOf } from '../core/i18n';
 import { Theme } from '../core/theme';
 import { fileList } from '../core/landing';
-import type { ChangedFile, Requirement, RequirementChanges } from '../core/models';
+import type { ChangedFile, Requirement, RequirementChanges } from '../core/api-types';
 import { ConversationStore } from '../core/stores/conversation-store';
 import { RequirementsStore } from '../core/stores/requirements-store';
 

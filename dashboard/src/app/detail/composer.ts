@@ -2,7 +2,14 @@ import { ChangeDetectionStrategy, Component, DestroyRef, computed, inject, input
 
 import { I18n } from '../core/i18n';
 import { isQueued } from '../core/live/queued';
-import { MAX_ATTACHMENTS, type Attachment, type Message, type Reply, type Requirement, type Run } from '../core/models';
+import {
+  MAX_ATTACHMENTS,
+  type Attachment,
+  type Message,
+  type Reply,
+  type Requirement,
+  type Run,
+} from '../core/api-types';
 import { Notifier } from '../core/notifier';
 import { ConversationStore } from '../core/stores/conversation-store';
 

@@ -17,7 +17,7 @@ import { RouterLink } from '@angular/router';
 
 import { I18n, keyOf } from '../core/i18n';
 import { isPending, isQueued } from '../core/live/queued';
-import type { Message, Requirement, Run, Trace } from '../core/models';
+import type { Message, Requirement, Run, Trace } from '../core/api-types';
 import { ConversationStore } from '../core/stores/conversation-store';
 import { RunsStore } from '../core/stores/runs-store';
 import { MarkdownRenderer } from './markdown';

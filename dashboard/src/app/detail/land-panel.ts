@@ -13,7 +13,7 @@ import {
 import { ApiError } from '../core/api';
 import { I18n, keyOf } from '../core/i18n';
 import { isRefusalCode, landBlock, queueBlock } from '../core/landing';
-import { LAND_METHODS, type LandMethod, type Requirement } from '../core/models';
+import { LAND_METHODS, type LandMethod, type Requirement } from '../core/api-types';
 import { Notifier } from '../core/notifier';
 import { LandingStore } from '../core/stores/landing-store';
 

@@ -1,7 +1,7 @@
 import { ChangeDetectionStrategy, Component, computed, effect, inject, input, signal, untracked } from '@angular/core';
 
 import { I18n, keyOf } from '../core/i18n';
-import { PROVIDERS, REASONING_EFFORTS, type Provider, type PullRequest, type ReasoningEffort } from '../core/models';
+import { PROVIDERS, REASONING_EFFORTS, type Provider, type PullRequest, type ReasoningEffort } from '../core/api-types';
 import { autoReviewBadge, isStale, latestReviews } from '../core/reviews';
 import { PullRequestsStore } from '../core/stores/pull-requests-store';
 

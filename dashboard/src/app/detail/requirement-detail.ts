@@ -17,7 +17,7 @@ import { BudgetMeter } from '../boards/budget-meter';
 import { attentionOf } from '../core/attention';
 import { landed } from '../core/landing';
 import { isQueued } from '../core/live/queued';
-import type { Requirement } from '../core/models';
+import type { Requirement } from '../core/api-types';
 import { PageTitle } from '../core/page-title';
 import { Notifier } from '../core/notifier';
 import { ConversationStore } from '../core/stores/conversation-store';

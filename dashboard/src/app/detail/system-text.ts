@@ -2,7 +2,7 @@ import { SYSTEM_MESSAGE_CODES } from '@libs/contracts';
 
 import type { I18n } from '../core/i18n';
 import type { MessageKey } from '../core/i18n-messages';
-import type { Message } from '../core/models';
+import type { Message } from '../core/api-types';
 
 type Args = Record<string, string | number | boolean | null | undefined>;
 type Loose = (key: MessageKey, params?: Record<string, string | number>) => string;

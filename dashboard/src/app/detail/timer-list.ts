@@ -1,7 +1,7 @@
 import { ChangeDetectionStrategy, Component, computed, inject, input, signal } from '@angular/core';
 
 import { I18n, keyOf } from '../core/i18n';
-import type { Timer } from '../core/models';
+import type { Timer } from '../core/api-types';
 import { TimersStore } from '../core/stores/timers-store';
 
 /** A Requirement's timers with create and cancel. */

@@ -1,7 +1,7 @@
 import { ChangeDetectionStrategy, Component, computed, inject, input, signal } from '@angular/core';
 
 import { I18n, keyOf } from '../core/i18n';
-import type { Run, Trace } from '../core/models';
+import type { Run, Trace } from '../core/api-types';
 import { RunsStore } from '../core/stores/runs-store';
 
 /** Trace entries rendered at once; a long session grows by this much on request. */

@@ -23,7 +23,7 @@ import {
   type ReasoningEffort,
   type Requirement,
   type UpdateRequirement,
-} from '../core/models';
+} from '../core/api-types';
 import { RequirementsStore } from '../core/stores/requirements-store';
 import { WorkspaceGit } from '../core/stores/workspace-git';
 import { DependsOnPicker, type ChosenDependency } from './depends-on-picker';

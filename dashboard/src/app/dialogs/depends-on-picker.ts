@@ -4,7 +4,7 @@ import { LIMITS } from '@libs/contracts';
 
 import { Api } from '../core/api';
 import { I18n } from '../core/i18n';
-import type { SearchHit } from '../core/models';
+import type { SearchHit } from '../core/api-types';
 
 /** One chosen dependency: what the API takes (`requirementId`, `until`) and the title shown for it. */
 export interface ChosenDependency {

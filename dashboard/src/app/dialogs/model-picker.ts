@@ -1,7 +1,7 @@
 import { ChangeDetectionStrategy, Component, computed, inject, input, model, signal } from '@angular/core';
 
 import { I18n } from '../core/i18n';
-import { REASONING_EFFORTS, type CatalogModel, type Provider, type ReasoningEffort } from '../core/models';
+import { REASONING_EFFORTS, type CatalogModel, type Provider, type ReasoningEffort } from '../core/api-types';
 import { ModelCatalogStore } from '../core/stores/model-catalog-store';
 
 /** The select's value for "type a model the catalog does not list". */

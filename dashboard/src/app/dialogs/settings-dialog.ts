@@ -14,7 +14,7 @@ import type { Person } from '@libs/contracts';
 
 import { Api, ApiError } from '../core/api';
 import { I18n, keyOf } from '../core/i18n';
-import type { Configuration, ConfigurationValues } from '../core/models';
+import type { Configuration, ConfigurationValues } from '../core/api-types';
 import { Notifier } from '../core/notifier';
 import { ConfigurationStore } from '../core/stores/configuration-store';
 import { Modal } from './modal';

@@ -3,7 +3,7 @@ import { Router } from '@angular/router';
 
 import { Api } from '../core/api';
 import { I18n, keyOf } from '../core/i18n';
-import type { SearchHit } from '../core/models';
+import type { SearchHit } from '../core/api-types';
 
 /** Typing pauses this long before a search goes out (one request per pause, not per key). */
 const DEBOUNCE_MS = 150;

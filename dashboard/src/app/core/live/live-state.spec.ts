@@ -1,5 +1,5 @@
 import { eventBuilder, message, requirement, run } from '../../../testing/builders';
-import type { Message, Requirement, Trace } from '../models';
+import type { Message, Requirement, Trace } from '../api-types';
 import { LiveState } from './live-state';
 import { EventCursor, SequencedLog, VersionedMap } from './merge';
 

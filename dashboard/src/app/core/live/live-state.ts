@@ -3,7 +3,7 @@
 // one instance and each wraps its part in signals.
 import type { BoardRunnerStatus, LandingQueue, ManagerEvent, ModelCatalog } from '@libs/contracts';
 
-import type { Message, NetworkBlocked, PullRequest, Requirement, ReviewRequest, Run, Timer, Trace } from '../models';
+import type { Message, NetworkBlocked, PullRequest, Requirement, ReviewRequest, Run, Timer, Trace } from '../api-types';
 import { SequencedLog, VersionedMap, type MergeSource } from './merge';
 
 /** Which parts changed, so each store republishes only its signals that did. */

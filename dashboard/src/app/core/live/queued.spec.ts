@@ -1,4 +1,4 @@
-import type { Message, Requirement, Run } from '../models';
+import type { Message, Requirement, Run } from '../api-types';
 import { isPending, isQueued } from './queued';
 
 const requirement = (

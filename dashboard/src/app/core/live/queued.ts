@@ -1,4 +1,4 @@
-import type { Message, Requirement, Run } from '../models';
+import type { Message, Requirement, Run } from '../api-types';
 
 /**
  * A message the agent has not read yet while a run works on earlier input: it waits for the next

@@ -2,7 +2,7 @@ import { Injectable, inject, signal } from '@angular/core';
 
 import { Api } from '../api';
 import type { Changes } from '../live/live-state';
-import type { Configuration, ConfigurationPatch } from '../models';
+import type { Configuration, ConfigurationPatch } from '../api-types';
 
 /** The manager's configuration file. Read on demand (the settings dialog), never kept live. */
 @Injectable({ providedIn: 'root' })

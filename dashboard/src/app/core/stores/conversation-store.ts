@@ -2,9 +2,9 @@ import { Injectable, inject, signal, type Signal, type WritableSignal } from '@a
 
 import { Api } from '../api';
 import type { Changes } from '../live/live-state';
-import type { Attachment, Message, Reply } from '../models';
+import type { Attachment, Message, Reply } from '../api-types';
 import { RequirementsStore } from './requirements-store';
-import { WORKSPACE } from './workspace';
+import { LIVE_STATE } from './live-state-token';
 
 /** How many message pages are fetched at once (sequences are gap-free, so pages can be guessed). */
 const PARALLEL_PAGES = 4;
@@ -13,7 +13,7 @@ const PARALLEL_PAGES = 4;
 @Injectable({ providedIn: 'root' })
 export class ConversationStore {
   private readonly api = inject(Api);
-  private readonly live = inject(WORKSPACE);
+  private readonly live = inject(LIVE_STATE);
   private readonly requirements = inject(RequirementsStore);
   private readonly sigs = new Map<string, WritableSignal<readonly Message[]>>();
 

@@ -2,7 +2,7 @@ import { Injectable, inject, signal } from '@angular/core';
 
 import { Api } from '../api';
 import type { Changes } from '../live/live-state';
-import type { LandRequirement, LandResult, LandingQueueItem } from '../models';
+import type { LandRequirement, LandResult, LandingQueueItem } from '../api-types';
 import { RequirementsStore } from './requirements-store';
 
 type QueueMethod = Exclude<LandRequirement['method'], 'pull_request'>;

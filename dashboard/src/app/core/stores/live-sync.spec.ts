@@ -6,7 +6,7 @@ import type { ManagerConfiguration, ManagerEvent, ModelCatalog } from '@libs/con
 import { Api } from '../api';
 import { EventStream } from '../event-stream';
 import { LiveState } from '../live/live-state';
-import type { Run } from '../models';
+import type { Run } from '../api-types';
 import { ConfigurationStore } from './configuration-store';
 import { ConversationStore } from './conversation-store';
 import { LandingStore } from './landing-store';
@@ -18,7 +18,7 @@ import { RequirementsStore } from './requirements-store';
 import { RunsStore } from './runs-store';
 import { TimersStore } from './timers-store';
 import { UsageStore } from './usage-store';
-import { WORKSPACE } from './workspace';
+import { LIVE_STATE } from './live-state-token';
 import { T0, T1, T2, eventBuilder, message, requirement, run, timer } from '../../../testing/builders';
 
 // How LiveSync hands each event to the store that owns its parts, and how a mutation's answer
@@ -135,7 +135,7 @@ function setup(answers?: Record<string, (options: unknown) => unknown>) {
     providers: [
       { provide: Api, useValue: api },
       { provide: EventStream, useValue: { events$: events.asObservable(), state: signal('live') } },
-      { provide: WORKSPACE, useFactory: () => new LiveState() },
+      { provide: LIVE_STATE, useFactory: () => new LiveState() },
       // Built in the injector's context (their fields call inject()), without Angular's JIT compiler.
       ...stores.map((store) => ({ provide: store, useFactory: () => new (store as new () => unknown)() })),
     ],

@@ -14,7 +14,7 @@ import { RunsStore } from './runs-store';
 import { NetworkStore } from './network-store';
 import { TimersStore } from './timers-store';
 import { UsageStore } from './usage-store';
-import { WORKSPACE } from './workspace';
+import { LIVE_STATE } from './live-state-token';
 
 /** A Requirement's own page (`/requirements/<id>`), where a deep link lands. */
 const DEEP_LINK = /^\/requirements\/([^/]+)/;
@@ -29,7 +29,7 @@ const DEEP_LINK_GRACE_MS = 1500;
 @Injectable({ providedIn: 'root' })
 export class LiveSync {
   private readonly stream = inject(EventStream);
-  private readonly live = inject(WORKSPACE);
+  private readonly live = inject(LIVE_STATE);
   private readonly configuration = inject(ConfigurationStore);
   private readonly conversations = inject(ConversationStore);
   private readonly landing = inject(LandingStore);

@@ -2,7 +2,7 @@ import { Injectable, inject, signal } from '@angular/core';
 
 import { Api } from '../api';
 import type { Changes } from '../live/live-state';
-import type { ModelCatalog } from '../models';
+import type { ModelCatalog } from '../api-types';
 
 /**
  * The manager's model catalog (what each provider accepts), for the create and edit dialogs.

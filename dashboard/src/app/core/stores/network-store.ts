@@ -2,7 +2,7 @@ import { Injectable, inject, signal } from '@angular/core';
 
 import { Api } from '../api';
 import type { Changes } from '../live/live-state';
-import type { NetworkBlocked, RequirementNetwork } from '../models';
+import type { NetworkBlocked, RequirementNetwork } from '../api-types';
 import { ConfigurationStore } from './configuration-store';
 
 /** The allow-list entry that opens exactly what was refused: the host and its port. */

@@ -2,14 +2,14 @@ import { Injectable, inject, signal } from '@angular/core';
 
 import { Api } from '../api';
 import type { Changes } from '../live/live-state';
-import type { CreateReviewRequest, PullRequest, ReviewRequest } from '../models';
-import { WORKSPACE } from './workspace';
+import type { CreateReviewRequest, PullRequest, ReviewRequest } from '../api-types';
+import { LIVE_STATE } from './live-state-token';
 
 /** Pull requests and the review requests made on them. */
 @Injectable({ providedIn: 'root' })
 export class PullRequestsStore {
   private readonly api = inject(Api);
-  private readonly live = inject(WORKSPACE);
+  private readonly live = inject(LIVE_STATE);
   private readonly pullRequestsSig = signal<ReadonlyMap<string, PullRequest>>(new Map());
   private readonly reviewsSig = signal<ReadonlyMap<string, ReviewRequest>>(new Map());
 

@@ -11,9 +11,9 @@ import type {
   Requirement,
   SetDependencies,
   UpdateRequirement,
-} from '../models';
+} from '../api-types';
 import { cutoffFor, type CreatedWindow } from './created-window';
-import { WORKSPACE } from './workspace';
+import { LIVE_STATE } from './live-state-token';
 
 /** Requirements in the first page the board asks for. */
 const FIRST_PAGE = 60;
@@ -25,7 +25,7 @@ const FIRST_PAGE = 60;
 @Injectable({ providedIn: 'root' })
 export class RequirementsStore {
   private readonly api = inject(Api);
-  private readonly live = inject(WORKSPACE);
+  private readonly live = inject(LIVE_STATE);
   private readonly requirementsSig = signal<ReadonlyMap<string, Requirement>>(new Map());
   private readonly loadingSig = signal(true);
   private readonly windowSig = signal<CreatedWindow>('7d');

@@ -3,14 +3,14 @@ import { Subject, type Observable } from 'rxjs';
 
 import { Api } from '../api';
 import type { Changes } from '../live/live-state';
-import type { Run, Trace } from '../models';
-import { WORKSPACE } from './workspace';
+import type { Run, Trace } from '../api-types';
+import { LIVE_STATE } from './live-state-token';
 
 /** Agent runs, and the trace timeline of each Requirement someone opened. */
 @Injectable({ providedIn: 'root' })
 export class RunsStore {
   private readonly api = inject(Api);
-  private readonly live = inject(WORKSPACE);
+  private readonly live = inject(LIVE_STATE);
   private readonly runsSig = signal<ReadonlyMap<string, Run>>(new Map());
   private readonly traceSigs = new Map<string, WritableSignal<readonly Trace[]>>();
   private readonly finishedSubject = new Subject<Run>();

@@ -2,14 +2,14 @@ import { Injectable, inject, signal } from '@angular/core';
 
 import { Api } from '../api';
 import type { Changes } from '../live/live-state';
-import type { CreateTimer, Timer } from '../models';
-import { WORKSPACE } from './workspace';
+import type { CreateTimer, Timer } from '../api-types';
+import { LIVE_STATE } from './live-state-token';
 
 /** Timers of every Requirement. */
 @Injectable({ providedIn: 'root' })
 export class TimersStore {
   private readonly api = inject(Api);
-  private readonly live = inject(WORKSPACE);
+  private readonly live = inject(LIVE_STATE);
   private readonly timersSig = signal<ReadonlyMap<string, Timer>>(new Map());
 
   readonly timers = this.timersSig.asReadonly();

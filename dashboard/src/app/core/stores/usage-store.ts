@@ -2,7 +2,7 @@ import { Injectable, inject, signal } from '@angular/core';
 
 import { Api } from '../api';
 import type { Changes } from '../live/live-state';
-import type { Run, Usage } from '../models';
+import type { Run, Usage } from '../api-types';
 
 export interface WorkspaceUsage {
   today: Usage;

@@ -1,17 +1,17 @@
 import type { ActiveRun } from './active-run';
-import { ActiveRuns } from './active-runs';
+import { ActiveRunRegistry } from './active-run-registry';
 
-/** Only what ActiveRuns reads of a run: its interrupt mode, its preparation and its process. */
+/** Only what ActiveRunRegistry reads of a run: its interrupt mode, its preparation and its process. */
 function fakeRun(): ActiveRun {
   return { interruptMode: null, preparing: null, process: null } as unknown as ActiveRun;
 }
 
-describe(ActiveRuns.name, () => {
+describe(ActiveRunRegistry.name, () => {
   afterEach(() => jest.useRealTimers());
 
   it('stopAll marks every run a shutdown (keeping an interrupt in flight), kills it and waits until the owners removed them', async () => {
     const killed: ActiveRun[] = [];
-    const sut = new ActiveRuns<{ active: ActiveRun }>(
+    const sut = new ActiveRunRegistry<{ active: ActiveRun }>(
       (active) => killed.push(active),
       (entry) => entry.active,
     );
@@ -37,7 +37,7 @@ describe(ActiveRuns.name, () => {
   });
 
   it('beginStop tags every watched run, and any set afterwards, a shutdown (a run still preparing ends because of the stop)', () => {
-    const sut = new ActiveRuns<{ active: ActiveRun }>(
+    const sut = new ActiveRunRegistry<{ active: ActiveRun }>(
       () => undefined,
       (entry) => entry.active,
     );
@@ -55,7 +55,7 @@ describe(ActiveRuns.name, () => {
   });
 
   it('gone waits for one key only, and gives up after the bounded wait', async () => {
-    const sut = new ActiveRuns<ActiveRun>(
+    const sut = new ActiveRunRegistry<ActiveRun>(
       () => undefined,
       (active) => active,
     );
@@ -76,7 +76,7 @@ describe(ActiveRuns.name, () => {
   });
 
   it('interruptAll aborts preparations and interrupts every process, a failing interrupt included', async () => {
-    const sut = new ActiveRuns<ActiveRun>(
+    const sut = new ActiveRunRegistry<ActiveRun>(
       () => undefined,
       (active) => active,
     );

@@ -1,4 +1,4 @@
-import { MINIMUM_NODE_VERSION, checkNode, formatDoctorReport } from './doctor';
+import { MINIMUM_NODE_VERSION, checkNode, formatDoctorReport } from './doctor-checks';
 
 describe('doctor: the Node.js check', () => {
   it.each([

@@ -11,7 +11,7 @@ const POLL_MS = 20;
  * waits, bounded, for their ends to be recorded. An entry is removed by its owner when its end
  * is recorded; `T` is what the owner keeps per run, `runOf` finds the run in it.
  */
-export class ActiveRuns<T> {
+export class ActiveRunRegistry<T> {
   private readonly entries = new Map<string, T>();
   private halted = false;
 
