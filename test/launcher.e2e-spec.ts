@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { workspaceKey } from '@server/core/workspace/workspace';
-import { NODE_ENGINES } from '@server/doctor/doctor-checks';
+import { NODE_ENGINES } from '@server/doctor/runtime-checks';
 
 import { query, snapshotStore } from './support/db-snapshot';
 import { initRepository } from './support/git-repo';

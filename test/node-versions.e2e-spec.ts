@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { NODE_ENGINES } from '@server/doctor/doctor-checks';
+import { NODE_ENGINES } from '@server/doctor/runtime-checks';
 
 import { initRepository } from './support/git-repo';
 import { ok } from './support/api';

@@ -17,7 +17,8 @@ interface DoctorFlags {
 export class DoctorCommand extends CommandRunner {
   async run(_params: string[], flags: DoctorFlags): Promise<void> {
     // Every check's module, loaded when the checks run.
-    const { formatDoctorReport, runDoctor } = await import('@server/doctor/doctor-checks');
+    const { runDoctor } = await import('@server/doctor/doctor-checks');
+    const { formatDoctorReport } = await import('@server/doctor/doctor-report');
     const report = await runDoctor({
       overrides: {
         ...(flags.host !== undefined ? { host: flags.host } : {}),

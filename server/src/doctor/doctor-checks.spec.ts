@@ -1,4 +1,5 @@
-import { MINIMUM_NODE_VERSION, checkNode, formatDoctorReport } from './doctor-checks';
+import { formatDoctorReport } from './doctor-report';
+import { MINIMUM_NODE_VERSION, checkNode } from './runtime-checks';
 
 describe('doctor: the Node.js check', () => {
   it.each([

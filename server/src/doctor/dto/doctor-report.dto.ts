@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsOptional } from 'class-validator';
 
-import type { DoctorArgs, DoctorCheck, DoctorReport, DoctorStatus } from '../doctor-checks';
+import type { DoctorArgs, DoctorCheck, DoctorReport, DoctorStatus } from '../doctor-report';
 
 const CHECK_IDS: Array<DoctorCheck['id']> = [
   'node',
