@@ -6,14 +6,9 @@ import { ConfigurationService } from '../core/configuration/configuration.servic
 import type { Runtime } from '../core/runtime';
 import { resolveWorkspace } from '../core/workspace/workspace';
 import { isRunning } from '../core/process-table';
-import {
-  AgentSandbox,
-  SandboxLayout,
-  SandboxScope,
-  bubblewrapOptions,
-  expandHome,
-  seatbeltProfile,
-} from './agent-sandbox';
+import { AgentSandbox, expandHome } from './agent-sandbox';
+import { bubblewrapOptions, seatbeltProfile } from './sandbox-arguments';
+import { SandboxLayout, SandboxScope } from './sandbox-layout';
 import { findRunProcesses } from './process-tree';
 import { runProcess } from './process-runner';
 import { createAgentRepository } from '../worktrees/agent-repository';

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 
 import type { ConfigurationValues } from '@libs/contracts';
 
-import { probeNetworkNamespace, probeSandbox } from '../agents/agent-sandbox';
+import { probeNetworkNamespace, probeSandbox } from '../agents/sandbox-probe';
 import { findExecutable } from '../agents/executable';
 import { probeProcessCap } from '../agents/run-limits';
 import { secretStates } from '../core/secrets/secrets.service';

@@ -7,7 +7,8 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import type { Provider, EventActor } from '@libs/contracts';
 
 import { AgentEnvironmentService } from '../agents/agent-environment.service';
-import { AgentSandbox, type SandboxNetwork } from '../agents/agent-sandbox';
+import { AgentSandbox } from '../agents/agent-sandbox';
+import { type SandboxNetwork } from '../agents/sandbox-layout';
 import { codexConfigValues } from '../agents/agent-variables';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';

@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 
 import type { AgentAdapter, NormalizedEvent } from '../agents/agent-adapter';
-import { AgentSandbox, SandboxGit } from '../agents/agent-sandbox';
+import { AgentSandbox } from '../agents/agent-sandbox';
+import { SandboxGit } from '../agents/sandbox-layout';
 import { RunLimits } from '../agents/run-limits';
 import type { RdWorkPlace } from '../agents/prompt';
 import { ClaudeCodeAdapter } from '../agents/claude-code.adapter';

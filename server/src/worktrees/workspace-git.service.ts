@@ -12,7 +12,7 @@ import { RUNTIME, Runtime } from '../core/runtime';
 import { workspaceKey } from '../core/workspace/workspace';
 import { audit } from '../events/event-log.service';
 import { runBounded } from '../core/process/bounded-process';
-import type { SandboxGit } from '../agents/agent-sandbox';
+import type { SandboxGit } from '../agents/sandbox-layout';
 import type { WorkspaceGitResponseDto, WorkspaceGitState } from './dto/workspace.dto';
 import { GitError, git, gitSucceeds, workspaceGitState } from '../core/git/git';
 import { KeyedLock } from './keyed-lock';

@@ -1,7 +1,8 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 
-import type { AgentSandbox, SandboxGit, SandboxNetwork } from '../agents/agent-sandbox';
+import type { AgentSandbox } from '../agents/agent-sandbox';
+import type { SandboxGit, SandboxNetwork } from '../agents/sandbox-layout';
 import type { RunCaps } from '../agents/run-limits';
 import { RUN_MARKER_VARIABLE, killRunTree } from '../agents/process-tree';
 import { agentVariables } from '../agents/agent-variables';

@@ -18,7 +18,7 @@ import { RUNTIME, Runtime } from '../core/runtime';
 import { SYSTEM_ACTOR } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
 import { GitError, git, gitSucceeds } from '../core/git/git';
-import type { SandboxGit } from '../agents/agent-sandbox';
+import type { SandboxGit } from '../agents/sandbox-layout';
 import type { RunCaps } from '../agents/run-limits';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import type { RequirementRows } from '../requirements/requirements.repository';
