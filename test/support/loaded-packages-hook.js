@@ -9,7 +9,8 @@ if (out) {
   process.on('exit', () => {
     const packages = new Set();
     for (const file of Object.keys(require.cache)) {
-      const match = /node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(file);
+      // The last node_modules segment: a nested dependency is named as itself, not as its host.
+      const match = /.*node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(file);
       if (match) {
         packages.add(match[1].replace(/\\/g, '/'));
       }

@@ -13,7 +13,7 @@ const CALL_TIMEOUT_MS = 30_000;
 
 /**
  * The MCP SDK, zod and the tools' schemas, loaded at the first MCP request rather than at start:
- * a third of a second of every manager start, for an endpoint many runs never call.
+ * some 250 modules every manager start would load for an endpoint many runs never call.
  */
 async function loadToolkit() {
   const [{ StreamableHTTPServerTransport }, { AGENT_TOOLS_INSTRUCTIONS, agentTools }, { createToolServer }] =
@@ -45,6 +45,15 @@ export class AgentMcpService {
 
   constructor(private readonly environment: AgentEnvironmentService) {}
 
+  /** The toolkit, loaded once; a failed load is forgotten, so the next request tries again. */
+  private loadedToolkit(): ReturnType<typeof loadToolkit> {
+    this.toolkit ??= loadToolkit().catch((err: unknown) => {
+      this.toolkit = null;
+      throw err;
+    });
+    return this.toolkit;
+  }
+
   async handle(scope: AgentScope, req: Request, res: Response): Promise<void> {
     if (!req.is(['application/json', 'application/*+json'])) {
       refuse(res, 415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
@@ -70,9 +79,18 @@ export class AgentMcpService {
       timeoutMs: CALL_TIMEOUT_MS,
       token,
     });
-    this.toolkit ??= loadToolkit();
-    const { AGENT_TOOLS_INSTRUCTIONS, StreamableHTTPServerTransport, agentTools, createToolServer } =
-      await this.toolkit;
+    let toolkit;
+    try {
+      toolkit = await this.loadedToolkit();
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message, msg: 'MCP tools could not be loaded', runId: scope.runId });
+      refuse(res, 500, -32603, 'Internal error');
+      return;
+    }
+    if (res.writableEnded || res.destroyed) {
+      return; // the client hung up while the tools loaded
+    }
+    const { AGENT_TOOLS_INSTRUCTIONS, StreamableHTTPServerTransport, agentTools, createToolServer } = toolkit;
     const server = createToolServer('agent-manager', AGENT_TOOLS_INSTRUCTIONS, agentTools(new AgentOperations(api)));
     const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true, sessionIdGenerator: undefined });
     res.on('close', () => {

@@ -1,7 +1,7 @@
 import { resolveGitHubToken } from '../github/github-token';
 import { DoctorCheck } from './doctor-report';
 
-// The GitHub token: none, rejected, short of scopes, or fine (a warning at worst: GitHub is optional).
+// The GitHub token: none, rejected, short of scopes, or fine. Not required: a manager runs without GitHub.
 
 export async function checkGitHub(apiUrl: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<DoctorCheck> {
   const base = { id: 'github' as const, required: false, title: 'GitHub token' };

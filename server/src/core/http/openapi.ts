@@ -101,7 +101,7 @@ function withMiddlewareAnswers(document: OpenAPIObject): OpenAPIObject {
 }
 
 export function setUpOpenApi(app: INestApplication): void {
-  // Built at the first request for it, not at every start (a tenth of a second of each start).
+  // Built at the first request for it, not at every start: most starts never serve it.
   SwaggerModule.setup('api/docs', app, () => buildOpenApiDocument(app), {
     jsonDocumentUrl: 'api/openapi.json',
     raw: ['json'],
