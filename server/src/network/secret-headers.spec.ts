@@ -113,6 +113,24 @@ describe('secrets the run’s proxy adds as a header (issue 45)', () => {
     proxyPort = proxy.port() as number;
   });
 
+  /** A proxy of its own that lets registry.test alone through and adds `value` to it. */
+  const oneHostProxy = (value: string, upstreamCa?: string[]) =>
+    new EgressProxy({
+      certificates: runCa,
+      inject: () => [{ header: 'Authorization', value }],
+      internal: new InternalAddresses({}),
+      lookup: () => Promise.resolve(['127.0.0.1']),
+      onBlocked: () => undefined,
+      policy: () => ({
+        allow: [],
+        deny: [],
+        essential: [rule('registry.test')],
+        mode: 'allow_list',
+        requirementAllow: [],
+      }),
+      upstreamCa,
+    });
+
   afterAll(async () => {
     await proxy.close();
     await new Promise((r) => secureServer.close(r));
@@ -178,21 +196,7 @@ describe('secrets the run’s proxy adds as a header (issue 45)', () => {
   });
 
   it('answers 502, and stays up, when a header value cannot be sent', async () => {
-    const broken = new EgressProxy({
-      certificates: runCa,
-      inject: () => [{ header: 'Authorization', value: 'line\nbreak' }],
-      internal: new InternalAddresses({}),
-      lookup: () => Promise.resolve(['127.0.0.1']),
-      onBlocked: () => undefined,
-      policy: () => ({
-        allow: [],
-        deny: [],
-        essential: [rule('registry.test')],
-        mode: 'allow_list',
-        requirementAllow: [],
-      }),
-      upstreamCa: [outsideCa.caPem],
-    });
+    const broken = oneHostProxy('line\nbreak', [outsideCa.caPem]);
     await broken.listen(0);
     try {
       const first = await throughTunnel(broken.port() as number, 'registry.test', securePort, runCa.caPem);
@@ -214,20 +218,7 @@ describe('secrets the run’s proxy adds as a header (issue 45)', () => {
   });
 
   it('checks the real host’s certificate: one it cannot verify is a 502, and the header never leaves', async () => {
-    const strict = new EgressProxy({
-      certificates: runCa,
-      inject: () => [{ header: 'Authorization', value: 'Bearer s3cret-token' }],
-      internal: new InternalAddresses({}),
-      lookup: () => Promise.resolve(['127.0.0.1']),
-      onBlocked: () => undefined,
-      policy: () => ({
-        allow: [],
-        deny: [],
-        essential: [rule('registry.test')],
-        mode: 'allow_list',
-        requirementAllow: [],
-      }),
-    });
+    const strict = oneHostProxy('Bearer s3cret-token');
     await strict.listen(0);
     try {
       const answer = await throughTunnel(strict.port() as number, 'registry.test', securePort, runCa.caPem);
