@@ -257,7 +257,18 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
     expect((await manager.api.PATCH('/api/configuration', { body: { worktreeIdleDays: 7 } })).status).toBe(200);
     // Its branch moved after the sweep (by anything but an import): only the recorded head lands.
     const elsewhere = git(sandbox.workspace, 'rev-parse', 'v1').trim();
+    // The conflict radar notices a branch move on its own and writes what it saw (a system event):
+    // each refusal waits for that pass, so its write cannot land inside the refusal's "nothing
+    // written". Work at the base itself has nothing to check (no head on its answer).
+    const radarSees = (sha: string | null) => {
+      const movedAt = new Date().toISOString();
+      return until(`the conflict radar to see ${sha} after ${movedAt}`, async () => {
+        const { landing } = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
+        return landing.headSha === sha && (landing.checkedAt ?? '') >= movedAt ? true : undefined;
+      });
+    };
     git(sandbox.workspace, 'update-ref', `refs/heads/${branch}`, elsewhere);
+    await radarSees(null);
     await expectRefused(
       manager.dataDirectory(),
       () => manager.api.POST('/api/requirements/{id}/land', { body: { method: 'squash' }, params: { path: { id } } }),
@@ -265,6 +276,7 @@ describe.each(REAL_AGENT_CLIS)('an agent in a repository of its own: the real $p
       'head_moved',
     );
     git(sandbox.workspace, 'update-ref', `refs/heads/${branch}`, recorded);
+    await radarSees(recorded);
     await expectRefused(
       manager.dataDirectory(),
       () =>
