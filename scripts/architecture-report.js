@@ -144,6 +144,36 @@ for (const file of serverFiles) {
   }
 }
 
+// The reactions to committed events (server/src/events/on-committed.ts): each `@OnCommitted(types)`
+// method with the events it is handed; a list of types may be a named constant (`RUN_ENDS`).
+const typeLists = new Map();
+for (const file of serverFiles) {
+  const text = fs.readFileSync(file, 'utf8');
+  for (const match of text.matchAll(/export const (\w+) = \[([^\]]*)\]/g)) {
+    const items = [...match[2].matchAll(/'([\w.]+)'/g)].map((m) => m[1]);
+    if (items.length > 0) typeLists.set(match[1], items);
+  }
+}
+const reactions = [];
+for (const file of serverFiles) {
+  const text = fs.readFileSync(file, 'utf8');
+  const className = /export class (\w+)/.exec(text)?.[1] ?? path.basename(file);
+  for (const match of text.matchAll(/@OnCommitted\(\s*(\[[^\]]*\]|\w+)[^)]*\)\s*(?:async\s+)?(\w+)\(/g)) {
+    const types = [];
+    for (const part of match[1]
+      .replace(/^\[|\]$/g, '')
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean)) {
+      const name = part.replace(/^\.\.\./, '');
+      if (/^'[\w.]+'$/.test(name)) types.push(name.slice(1, -1));
+      else types.push(...(typeLists.get(name) ?? [`?${name}`]));
+    }
+    reactions.push({ file: path.relative(root, file), reaction: `${className}.${match[2]}`, types });
+  }
+}
+reactions.sort((a, b) => a.reaction.localeCompare(b.reaction));
+
 const testFiles = walk(
   path.join(root, 'test'),
   (f) =>
@@ -182,6 +212,7 @@ const report = {
   largestServerFiles: largest(serverFiles, 5),
   largestDashboardFiles: largest(dashboardFiles, 3),
   tests: { rawSendCalls: rawSend, untypedOnPurposeCalls: untypedOnPurpose, typedClientCalls: typedClient },
+  reactions,
   domainEvents: Object.fromEntries(
     [...domainEvents]
       .sort(([a], [b]) => a.localeCompare(b))
@@ -207,6 +238,13 @@ const generated = {
       )
       .map((row) => `| ${row} |`),
   ].join('\n'),
+  reactions: [
+    '| Reaction | Handed the committed events | In |',
+    '| --- | --- | --- |',
+    ...reactions.map(
+      (r) => `| ${code(r.reaction)} | ${r.types.map(code).join(', ')} | ${code(path.relative('server/src', r.file))} |`,
+    ),
+  ].join('\n'),
   figures: [
     '| Figure | Now |',
     '| --- | --- |',
@@ -216,7 +254,7 @@ const generated = {
     `| Largest server files | ${report.largestServerFiles.map((f) => `${code(path.relative('server/src', f.file))} ${f.lines}`).join(', ')} |`,
     `| Largest dashboard files | ${report.largestDashboardFiles.map((f) => `${code(path.relative('dashboard/src', f.file))} ${f.lines}`).join(', ')} |`,
     `| Longest functions (lines) | ${report.longestFunctions.map((f) => `${code(f.name)} in ${code(path.basename(f.file))} ${f.lines}`).join(', ')} |`,
-    `| Domain events | ${domainEvents.size} |`,
+    `| Domain events (in process) / reactions to committed events (durable) | ${domainEvents.size} / ${reactions.length} |`,
     `| Test calls: raw \`send()\` / untyped on purpose / typed client | ${rawSend} / ${untypedOnPurpose} / ${typedClient} |`,
   ].join('\n'),
 };
@@ -232,7 +270,9 @@ function withGenerated(text) {
 }
 if (process.argv.includes('--write')) {
   fs.writeFileSync(ARCHITECTURE_DOC, withGenerated(fs.readFileSync(ARCHITECTURE_DOC, 'utf8')));
-  process.stdout.write('docs/architecture.md: the events table and the figures written from the source\n');
+  process.stdout.write(
+    'docs/architecture.md: the events and reactions tables and the figures written from the source\n',
+  );
   process.exit(0);
 }
 

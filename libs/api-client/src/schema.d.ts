@@ -845,6 +845,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/system/reactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The features' reactions to committed events: how far each got through the event log, its backlog, and its last failure */
+        get: operations["listReactions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/timers": {
         parameters: {
             query?: never;
@@ -1789,6 +1806,42 @@ export interface components {
             mergesCleanly: boolean | null;
             requirementId: string;
             title: string;
+        };
+        ReactionErrorResponseDto: {
+            /** @description When it failed */
+            at: string;
+            message: string;
+        };
+        ReactionResponseDto: {
+            /** @description The committed events it reacts to */
+            events: ("board.runners_changed" | "landing.conflicts.updated" | "landing.queue.updated" | "manager.configuration.updated" | "manager.reconciled" | "message.created" | "model_catalog.updated" | "network.blocked" | "pull_request.created" | "pull_request.updated" | "requirement.cancelled" | "requirement.completed" | "requirement.created" | "requirement.deleted" | "requirement.moved" | "requirement.updated" | "requirements.purged" | "review_request.started" | "run.cancelled" | "run.failed" | "run.interrupt_requested" | "run.started" | "run.succeeded" | "run.timed_out" | "run.trace.appended" | "timer.cancelled" | "timer.created" | "timer.fired")[];
+            /** @description Calls that failed in a row (0 once one succeeds) */
+            failures: number;
+            /** @description Calls that finished since the manager started */
+            handled: number;
+            /** @description Calls running now */
+            inFlight: number;
+            /** @description Events of its types not handled yet (counted up to 1000) */
+            lag: number;
+            lastError: components["schemas"]["ReactionErrorResponseDto"] | null;
+            /** @description When the oldest of them was committed */
+            oldestPendingAt: string | null;
+            /** @description Reactions to one event are called in ascending order */
+            order: number;
+            /** @description Every event of its types up to this id was handled (its cursor) */
+            position: number;
+            /**
+             * @description The handler: Class.method
+             * @example LandingQueueService.runsOrRadarChanged
+             */
+            reaction: string;
+            /** @description When a failed reaction is tried again */
+            retryAt: string | null;
+        };
+        ReactionsResponseDto: {
+            /** @description The event log's newest id */
+            lastEventId: number;
+            reactions: components["schemas"]["ReactionResponseDto"][];
         };
         RegisterPullRequestDto: {
             /**
@@ -5418,6 +5471,43 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listReactions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReactionsResponseDto"];
                 };
             };
             /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */

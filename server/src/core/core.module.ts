@@ -11,6 +11,7 @@ import { EventBus } from './event-bus';
 import { EventLog } from '../events/event-log.service';
 import { EventsRepository } from '../events/events.repository';
 import { ManagerEventEntity } from '../events/manager-event.entity';
+import { ReactionCursorEntity } from '../events/reaction-cursor.entity';
 import { ModelCatalogSourceEntity } from '../models/model-catalog-source.entity';
 import { RequirementMessageEntity } from '../messages/requirement-message.entity';
 import { AgentSessionEntity } from '../requirements/agent-session.entity';
@@ -46,6 +47,7 @@ export const ENTITIES = [
   ModelCatalogSourceEntity,
   NetworkBlockedEntity,
   PullRequestEntity,
+  ReactionCursorEntity,
   RequirementDependencyEntity,
   RequirementEntity,
   RequirementLandingEntity,

@@ -28,6 +28,34 @@ export class EventsRepository {
       .getMany();
   }
 
+  /** Committed events of `types` after `cursor`, ascending, at most `limit` (what a reaction catches up on). */
+  ofTypesAfter(cursor: number, types: readonly ManagerEventType[], limit: number): Promise<ManagerEventEntity[]> {
+    return this.database
+      .read(ManagerEventEntity)
+      .createQueryBuilder('e')
+      .where('e.id > :cursor AND e.type IN (:...types)', { cursor, types })
+      .orderBy('e.id', 'ASC')
+      .limit(limit)
+      .getMany();
+  }
+
+  /** How many events of `types` came after `cursor` (counted up to `cap`), and when the oldest of them was written. */
+  async backlog(
+    cursor: number,
+    types: readonly ManagerEventType[],
+    cap: number,
+  ): Promise<{ count: number; oldestAt: string | null }> {
+    const rows = await this.database
+      .read(ManagerEventEntity)
+      .createQueryBuilder('e')
+      .select(['e.id', 'e.createdAt'])
+      .where('e.id > :cursor AND e.type IN (:...types)', { cursor, types })
+      .orderBy('e.id', 'ASC')
+      .limit(cap)
+      .getMany();
+    return { count: rows.length, oldestAt: rows[0]?.createdAt ?? null };
+  }
+
   /** The newest committed event's id (0 when none). */
   async lastId(): Promise<number> {
     const row = await this.database

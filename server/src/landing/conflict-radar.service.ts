@@ -2,20 +2,19 @@ import * as path from 'node:path';
 
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 
-import type { ConflictPair, ConflictRadar as Radar, RequirementConflict } from '@libs/contracts';
+import type { ConflictPair, ManagerEvent, ConflictRadar as Radar, RequirementConflict } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
-import { DomainEvents, OnDomainEvent } from '../core/domain-events';
 import { git } from '../core/git/git';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
+import { OnCommitted } from '../events/on-committed';
 import { toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import type { RequirementLandingEntity } from '../requirements/requirement-landing.entity';
 import { RequirementsService } from '../requirements/requirements.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import '../runs/run.events';
-import '../worktrees/worktree.events';
 import {
   aheadBehind,
   branchesContaining,
@@ -26,7 +25,6 @@ import {
 } from './landing-git';
 import { RadarCandidate, LandingRepository } from './landing.repository';
 import { listed } from './land-steps';
-import './landing-radar.events';
 
 /** The trigger whose messages tell an agent that a move of its base made its work conflict. */
 export const BASE_CONFLICT_TRIGGER = 'landing.base-conflict';
@@ -149,11 +147,12 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
   private lastSignature = '';
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
+  /** Each candidate's `refreshedAt` as the last pass read it. */
+  private readAt = new Map<string, string | null>();
 
   constructor(
     private readonly clock: Clock,
     private readonly database: Database,
-    private readonly domainEvents: DomainEvents,
     private readonly events: EventLog,
     private readonly repository: LandingRepository,
     private readonly requirements: RequirementsService,
@@ -184,9 +183,20 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
     return this.current;
   }
 
-  @OnDomainEvent('worktree.refreshed')
-  async worktreeRefreshed(): Promise<void> {
-    await this.refresh();
+  /**
+   * A Requirement's work was read again (after a run, a land, on demand: its worktree's
+   * `refreshedAt` moved past what the last pass saw): look again. A pass's own writes carry the
+   * time it saw, so they ask for nothing.
+   */
+  @OnCommitted(['requirement.updated'])
+  async workRead(events: ManagerEvent[]): Promise<void> {
+    const moved = events.some((event) => {
+      const read = event.type === 'requirement.updated' ? event.payload.requirement.worktree?.refreshedAt : null;
+      return read && read !== this.readAt.get(event.requirementId ?? '');
+    });
+    if (moved) {
+      await this.refresh();
+    }
   }
 
   /** Looks again; resolves once a pass that started after this call has finished. */
@@ -266,6 +276,7 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
     }
     const top = repo.top;
     const candidates = await this.repository.candidates();
+    this.readAt = new Map(candidates.map((c) => [c.requirementId, c.refreshedAt]));
     const refs = await this.refs(top);
     this.lastSignature = JSON.stringify(
       candidates.map((c) => [
@@ -577,7 +588,6 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
         });
       });
     }
-    this.domainEvents.notify('landing.radarChecked', this.current);
     for (const n of newlyConflicting) {
       await this.tellBaseConflict(n.candidate, n.baseSha as string, n.headSha as string, n.conflictPaths).catch(
         (err: unknown) =>

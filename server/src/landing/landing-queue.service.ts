@@ -1,20 +1,19 @@
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 
-import type { EventActor, LandingQueue, LandingQueueItem, LocalLandMethod } from '@libs/contracts';
+import type { EventActor, LandingQueue, LandingQueueItem, LocalLandMethod, ManagerEvent } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
-import { OnDomainEvent } from '../core/domain-events';
 import { DomainError, conflict, invalid, notFound } from '../core/errors/domain-error';
 import { EventLog, audit } from '../events/event-log.service';
+import { OnCommitted } from '../events/on-committed';
 import { RequirementsService } from '../requirements/requirements.service';
-import '../runs/run.events';
+import { RUN_ENDS, restingAfter } from '../runs/run-ends';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import type { LandingQueueEntity } from './landing-queue.entity';
-import './landing-radar.events';
 import { LANDING_QUEUE_MAX } from './dto/landing.dto';
 import { LandingRepository } from './landing.repository';
 import { headMoved, listed } from './land-steps';
@@ -181,14 +180,15 @@ export class LandingQueueService implements OnApplicationBootstrap {
     return queue;
   }
 
-  @OnDomainEvent('session.resting')
-  async runEnded(): Promise<void> {
-    await this.kick();
-  }
-
-  @OnDomainEvent('landing.radarChecked')
-  async radarChecked(): Promise<void> {
-    await this.kick();
+  /**
+   * A run ended with its session at rest (a run that continues at once asks again at its own
+   * end), or the radar's answers changed: the head may land now.
+   */
+  @OnCommitted([...RUN_ENDS, 'landing.conflicts.updated'])
+  async runsOrRadarChanged(events: ManagerEvent[]): Promise<void> {
+    if (events.some((event) => event.type === 'landing.conflicts.updated') || restingAfter(events).length > 0) {
+      await this.kick();
+    }
   }
 
   /** Asks for a pass; one runs at a time, and one asked for meanwhile runs after it. Resolves when none is left to run. */

@@ -1,10 +1,12 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 
-import type { AutoReviewOutcome, AutoReviewState, EventActor } from '@libs/contracts';
+import type { AutoReviewOutcome, AutoReviewState, EventActor, ManagerEvent } from '@libs/contracts';
 
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { OnDomainEvent } from '../core/domain-events';
+import { RUNTIME, type Runtime } from '../core/runtime';
+import { OnCommitted } from '../events/on-committed';
 import { MessagesService } from '../messages/messages.service';
 import type { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import type { HeadChangeExtras } from '../pull-requests/pull-request.events';
@@ -13,6 +15,7 @@ import { toAutoReviewSettings } from '../requirements/dto/auto-review.dto';
 import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RunLifecycle } from '../runs/run-lifecycle.service';
+import { RUN_ENDS, restingAfter } from '../runs/run-ends';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import type { ReviewEnd } from './review.events';
 import type { ReviewRequestEntity } from './review-request.entity';
@@ -43,10 +46,11 @@ export class ReviewLoopService {
     private readonly requirements: RequirementsService,
     private readonly reviews: ReviewsService,
     private readonly triggers: TriggerDeliveryService,
+    @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
   ) {}
 
   /**
-   * A head seen while an RD run is running waits for the run's end (`session.resting`); one the
+   * A head seen while an RD run is running waits for the run's end (`runsEnded`); one the
    * reconciler sees at rest (a push from elsewhere) is reviewed at once, once the unit committed.
    */
   @OnDomainEvent('pullRequest.headChanged')
@@ -66,7 +70,14 @@ export class ReviewLoopService {
    * when the Requirement has a loop, is not done or cancelled, and no RD run of it is running.
    * Safe to call at any time and any number of times: each (PR, head) gets one review at most.
    */
-  @OnDomainEvent('session.resting')
+  /** An RD run of this runner ended with its session at rest: the heads it pushed meanwhile are reviewed. */
+  @OnCommitted(RUN_ENDS)
+  async runsEnded(events: ManagerEvent[]): Promise<void> {
+    for (const requirementId of restingAfter(events, this.runtime.board?.runnerId ?? null)) {
+      await this.consider(requirementId);
+    }
+  }
+
   async consider(requirementId: string): Promise<void> {
     if (this.lifecycle.stopping || this.reviews.stopping) {
       return;

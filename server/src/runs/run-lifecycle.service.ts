@@ -533,10 +533,9 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
           .catch((err: unknown) =>
             this.logger.warn(`could not refresh the worktree of ${requirementId}: ${(err as Error).message}`),
           );
+        // A session left at rest is the reactions' to act on (the queue, the review loop, team mode's push).
         if (next) {
           this.launch(next);
-        } else if (!this.stopping) {
-          this.domainEvents.notify('session.resting', requirementId);
         }
       } catch (err) {
         // Left `running` in the database: the next start's reconciliation settles it.

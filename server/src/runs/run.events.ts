@@ -18,11 +18,6 @@ declare module '../core/domain-events' {
     /** A Requirement was cancelled and its run is gone (its processes ended): what it leaves outside the database is dealt with. */
     'requirement.cancelSettled': { args: [requirementId: string]; returns: void; delivery: 'settle' };
     /**
-     * An RD run's end committed and no run continues the session (the review loop's "after the
-     * RD run that pushed it ends"). Handled outside the Requirement's actor.
-     */
-    'session.resting': { args: [requirementId: string]; returns: void; delivery: 'notify' };
-    /**
      * A run's end committed usage that took an ancestor's tree to its budget (the ancestor is
      * named): the budgets feature pauses it if it is idle, in its own actor.
      */

@@ -1,13 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 
+import type { ManagerEvent } from '@libs/contracts';
+
 import { ConfigurationService } from '../core/configuration/configuration.service';
-import { OnDomainEvent } from '../core/domain-events';
 import { git } from '../core/git/git';
 import { RUNTIME, type Runtime } from '../core/runtime';
+import { OnCommitted } from '../events/on-committed';
 import { GITHUB_CLIENT, type GitHubClient } from '../github/github-client';
 import { gitHubHosts, parseRemoteUrl, remoteEnvironment } from '../landing/github-remote';
 import { RequirementsService } from '../requirements/requirements.service';
-import '../runs/run.events';
+import { RUN_ENDS, restingAfter } from '../runs/run-ends';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import { type RemoteAccess, WorktreesService } from '../worktrees/worktrees.service';
 
@@ -61,16 +63,22 @@ export class BranchSharing {
     return { env, name: SHARED_REMOTE };
   }
 
-  /** After a run, on a board: the branch of a Requirement this runner runs goes to the shared remote. */
-  @OnDomainEvent('session.resting')
-  async shareAfterRun(requirementId: string): Promise<void> {
+  /** After a run that left its session at rest, on a board: the branch of a Requirement this runner runs goes to the shared remote. */
+  @OnCommitted(RUN_ENDS)
+  async runsEnded(events: ManagerEvent[]): Promise<void> {
     const board = this.runtime.board;
     if (!board) {
       return;
     }
+    for (const requirementId of restingAfter(events, board.runnerId)) {
+      await this.shareAfterRun(requirementId, board.runnerId);
+    }
+  }
+
+  private async shareAfterRun(requirementId: string, runnerId: string): Promise<void> {
     try {
       const requirement = await this.requirements.find(requirementId);
-      if (!requirement || requirement.runner?.id !== board.runnerId || requirement.worktree?.mode !== 'worktree') {
+      if (!requirement || requirement.runner?.id !== runnerId || requirement.worktree?.mode !== 'worktree') {
         return;
       }
       const remote = await this.remote();

@@ -11,7 +11,7 @@ import type { RdWorkPlace } from '../agents/prompt';
 import { AgentSandbox } from '../agents/agent-sandbox';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
-import { DomainEvents, OnDomainEvent } from '../core/domain-events';
+import { OnDomainEvent } from '../core/domain-events';
 import { conflict, invalid } from '../core/errors/domain-error';
 import { SecretsService } from '../core/secrets/secrets.service';
 import { RUNTIME, Runtime } from '../core/runtime';
@@ -38,7 +38,6 @@ import {
   WorkspaceGit,
 } from './workspace-git.service';
 import { WorktreesRepository } from './worktrees.repository';
-import './worktree.events';
 
 /** Where an RD run works, what its environment says about it, and what its instructions do. */
 export interface RunPlace {
@@ -127,7 +126,6 @@ export class WorktreesService implements BeforeApplicationShutdown {
     private readonly agentWork: AgentWork,
     private readonly clock: Clock,
     private readonly configuration: ConfigurationService,
-    private readonly domainEvents: DomainEvents,
     private readonly records: WorktreeRecords,
     private readonly repository: WorktreesRepository,
     private readonly requirements: RequirementsService,
@@ -296,7 +294,6 @@ export class WorktreesService implements BeforeApplicationShutdown {
       }
       try {
         const imported = await this.agentWork.bring(requirementId, true, actor, true);
-        this.domainEvents.notify('worktree.refreshed', imported.row);
         return imported.row;
       } catch (err) {
         this.logger.warn(`could not import the work of ${requirementId} from ${row.path}: ${(err as Error).message}`);

@@ -19,6 +19,7 @@ import { PeopleAsActors1766106600000 } from './1766106600000-people-as-actors';
 import { RequirementRunner1766193000000 } from './1766193000000-requirement-runner';
 import { AgentRepositories1766279400000 } from './1766279400000-agent-repositories';
 import { Network1766365800000 } from './1766365800000-network';
+import { ReactionCursors1766452200000 } from './1766452200000-reaction-cursors';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -43,4 +44,5 @@ export const MIGRATIONS = [
   RequirementRunner1766193000000,
   AgentRepositories1766279400000,
   Network1766365800000,
+  ReactionCursors1766452200000,
 ];

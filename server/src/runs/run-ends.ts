@@ -1,0 +1,33 @@
+import type { ManagerEvent, ManagerEventType } from '@libs/contracts';
+
+/** The committed events of a run's end, whatever its outcome. */
+export const RUN_ENDS = [
+  'run.succeeded',
+  'run.failed',
+  'run.cancelled',
+  'run.timed_out',
+] as const satisfies readonly ManagerEventType[];
+
+/**
+ * The Requirements whose RD run ended with no run continuing the session in the same commit (the
+ * session is at rest): once each, in the order they ended. `runnerId` (team mode) keeps only the
+ * Requirements that run on that runner.
+ */
+export function restingAfter(events: readonly ManagerEvent[], runnerId: string | null = null): string[] {
+  const ids: string[] = [];
+  for (const event of events) {
+    if (
+      (event.type === 'run.succeeded' ||
+        event.type === 'run.failed' ||
+        event.type === 'run.cancelled' ||
+        event.type === 'run.timed_out') &&
+      event.payload.run.role === 'rd' &&
+      event.payload.requirement.session.state !== 'running' &&
+      (runnerId === null || event.payload.requirement.runner?.id === runnerId) &&
+      !ids.includes(event.payload.requirement.id)
+    ) {
+      ids.push(event.payload.requirement.id);
+    }
+  }
+  return ids;
+}
