@@ -2,10 +2,13 @@ import * as path from 'node:path';
 
 import type { INestApplicationContext } from '@nestjs/common';
 
+import { DomainEvents } from '@server/core/domain-events';
+import { DependenciesService } from '@server/dependencies/dependencies.service';
 import { HUMAN_ACTOR } from '@server/events/event-log.service';
 import type { RequirementResponseDto } from '@server/requirements/dto/requirement-response.dto';
 import { RequirementsService } from '@server/requirements/requirements.service';
 import { ConversationDelivery } from '@server/conversation/conversation-delivery.service';
+import { START_POLICIES } from '@server/requirements/start-policies';
 import { RunLifecycle } from '@server/runs/run-lifecycle.service';
 import { TriggerDeliveryService } from '@server/triggers/trigger-delivery.service';
 
@@ -172,6 +175,36 @@ describeStores('Budgets', (kind) => {
       budgetReachedAt: expect.any(String),
       session: { pausedAt: expect.any(String) },
       usage: { inputTokens: 10 },
+    });
+  });
+
+  it('asks the start policies in their written order: a start refused for a budget and a dependency names the budget', async () => {
+    const owners = { budget: 'BudgetsService', dependencies: 'DependenciesService', network: 'NetworkService' };
+    expect(app.get(DomainEvents).handlersOf('requirement.starting')).toEqual(
+      START_POLICIES.map((policy) => `${owners[policy]}.guardStart`),
+    );
+    const blocked = await requirements().create(
+      { budget: { maxCostUsd: null, maxTokens: 1 }, createdBy: 'human', provider: 'codex', title: 'spent and waiting' },
+      HUMAN_ACTOR,
+    );
+    await app.get(RunLifecycle).start(blocked.id, { message: 'mode:normal' }, HUMAN_ACTOR);
+    expect(await resting(blocked.id)).toMatchObject({ budgetReachedAt: expect.any(String) });
+    const first = await requirements().create(
+      { createdBy: 'human', provider: 'codex', title: 'not done yet' },
+      HUMAN_ACTOR,
+    );
+    await app
+      .get(DependenciesService)
+      .set(blocked.id, { dependsOn: [{ requirementId: first.id, until: 'done' }] }, HUMAN_ACTOR);
+    // Both refuse an agent's start: the budget is asked first.
+    expect(await refusal(app.get(RunLifecycle).start(blocked.id, { message: 'from an agent' }, AGENT_ACTOR))).toEqual({
+      code: 'budget_reached',
+      kind: 'conflict',
+    });
+    // A person's start passes the budget (their start is the decision); the dependency still holds it.
+    expect(await refusal(app.get(RunLifecycle).start(blocked.id, { message: 'mode:normal' }, HUMAN_ACTOR))).toEqual({
+      code: 'dependency_unmet',
+      kind: 'conflict',
     });
   });
 });

@@ -19,6 +19,7 @@ import type { AgentRunEntity } from '../runs/agent-run.entity';
 import { RequirementActors } from '../runs/requirement-actors.service';
 import { RunLifecycle } from '../runs/run-lifecycle.service';
 import { blockerOf, budgetOf } from '../requirements/budget-rules';
+import { startPolicy } from '../requirements/start-policies';
 
 /**
  * What a change of budget, or of what a tree spent, does beyond storing it, in the Requirement's
@@ -58,7 +59,7 @@ export class BudgetsService {
    * "Until a person raises the budget or starts it": no agent may start what a budget holds,
    * its own or an ancestor's (the agent that proposed it could otherwise spend past any budget).
    */
-  @OnDomainEvent('requirement.starting')
+  @OnDomainEvent('requirement.starting', { order: startPolicy('budget') })
   async guardStart(tx: UnitOfWork, rows: RequirementRows, actor: EventActor): Promise<void> {
     if (actor.kind === 'human') {
       return;

@@ -20,6 +20,7 @@ import { RequirementsService } from '../requirements/requirements.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import type { DependencyInputDto, SetDependenciesDto } from '../requirements/dto/dependency.dto';
 import type { RequirementDependencyEntity } from '../requirements/requirement-dependency.entity';
+import { startPolicy } from '../requirements/start-policies';
 
 /** The trigger whose deliveries tell a dependent what happened to what it waits for. */
 export const DEPENDENCY_TRIGGER = 'requirement.dependency';
@@ -66,7 +67,7 @@ export class DependenciesService implements OnApplicationBootstrap {
   }
 
   /** An explicit start waits until every dependency is met (a 409 names the blockers by title). */
-  @OnDomainEvent('requirement.starting')
+  @OnDomainEvent('requirement.starting', { order: startPolicy('dependencies') })
   async guardStart(tx: UnitOfWork, rows: RequirementRows): Promise<void> {
     const unmet = (rows.requirement.dependsOn ?? []).filter((d) => d.state === 'pending');
     if (unmet.length > 0) {

@@ -22,6 +22,7 @@ import { RUNTIME, Runtime } from '../core/runtime';
 import { SecretsService } from '../core/secrets/secrets.service';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
+import { startPolicy } from '../requirements/start-policies';
 import {
   NetworkBlockedListDto,
   NetworkBlockedQueryDto,
@@ -151,7 +152,7 @@ export class NetworkService implements OnApplicationShutdown {
   }
 
   /** A start is refused (503) while runs could only go unfiltered: never run open unless the person chose `open`. */
-  @OnDomainEvent('requirement.starting')
+  @OnDomainEvent('requirement.starting', { order: startPolicy('network') })
   async guardStart(): Promise<void> {
     await this.refuseIfUnavailable();
   }
