@@ -58,6 +58,27 @@ function release(fifo: string): void {
   }
 }
 
+/** Processes running git with their working directory in `dir` (what a killed manager left running). */
+function gitsIn(dir: string): number[] {
+  const real = fs.realpathSync(dir);
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) {
+      continue;
+    }
+    try {
+      const cwd = fs.readlinkSync(`/proc/${entry}/cwd`);
+      const command = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0')[0];
+      if ((cwd === real || cwd.startsWith(`${real}/`)) && path.basename(command) === 'git') {
+        pids.push(Number(entry));
+      }
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return pids;
+}
+
 describe('reactions to committed events', () => {
   let sandbox: Sandbox;
   let manager: ManagerProcess;
@@ -119,14 +140,19 @@ describe('reactions to committed events', () => {
     await settled(manager, work.id, 1);
     // A second run holds the session while the work is queued: the queue waits for its end.
     const started = path.join(sandbox.shared, 'second-run-started');
-    await reply(manager, work.id, sh(`touch '${started}' && sleep 4`));
+    const finish = path.join(sandbox.shared, 'second-run-may-end');
+    await reply(manager, work.id, sh(`touch '${started}' && while [ ! -e '${finish}' ]; do sleep 0.1; done`));
     await until('the second run to be under way', async () => fs.existsSync(started));
     await ok(manager.api.POST('/api/landing-queue', { body: { method: 'merge', requirementId: work.id } }), 201);
+    await until('the queue to wait for the run', async () =>
+      (await ok(manager.api.GET('/api/landing-queue'))).items[0]?.state === 'queued' ? true : undefined,
+    );
     // Every git that reads the person's objects now hangs: the queue's land after the run's end
     // cannot finish, so the kill comes while the queue is still acting on that end.
     const fifo = path.join(sandbox.workspace, '.git', 'objects', 'info', 'alternates');
     fs.mkdirSync(path.dirname(fifo), { recursive: true });
     execFileSync('mkfifo', [fifo]);
+    fs.writeFileSync(finish, '');
     let ended: number;
     try {
       ended = await until(
@@ -147,6 +173,8 @@ describe('reactions to committed events', () => {
       });
       expect(acting.lag).toBeGreaterThan(0);
       await manager.kill9();
+      // Its cursor was written before the run's end: the end is the next start's to hand over.
+
       const [cursor] = await query<{ event_id: number }>(
         dbPath(),
         'SELECT event_id FROM reaction_cursor WHERE reaction = ?',
@@ -157,16 +185,22 @@ describe('reactions to committed events', () => {
       release(fifo);
       fs.rmSync(fifo, { force: true });
     }
+    // The killed manager's gits go on once released: they finish before the next manager starts.
+    await until('no git of the killed manager left in the repository', async () =>
+      gitsIn(sandbox.workspace).length === 0 ? true : undefined,
+    );
     manager = await startManager({ env: AGENTS, sandbox });
-    // Handed again from its cursor: it acts on that end, and its cursor passes it.
-    await until(
-      'the queue reaction to pass the run end',
+    // Handed again from its cursor: the batch the start read from the log held that end, and the cursor passed it.
+    const again = await until(
+      'the queue reaction to be handed the run end again',
       async () => {
         const now = await reaction(manager, QUEUE);
-        return now.position >= ended && now.lastError === null ? true : undefined;
+        return now.position >= ended && now.lastError === null && now.lastCaughtUp ? now : undefined;
       },
       60_000,
     );
+    expect(again.lastCaughtUp!.from).toBeLessThanOrEqual(ended);
+    expect(again.lastCaughtUp!.to).toBeGreaterThanOrEqual(ended);
     const landed = await until(
       'the work to land',
       async () => {

@@ -1807,6 +1807,14 @@ export interface components {
             requirementId: string;
             title: string;
         };
+        ReactionBatchResponseDto: {
+            /** @description When the call that handled it resolved */
+            at: string;
+            /** @description The first event's id */
+            from: number;
+            /** @description The last event's id */
+            to: number;
+        };
         ReactionErrorResponseDto: {
             /** @description When it failed */
             at: string;
@@ -1823,7 +1831,11 @@ export interface components {
             inFlight: number;
             /** @description Events of its types not handled yet (counted up to 1000) */
             lag: number;
+            /** @description The last batch read from the event log (at a start, or a retry after a failure) and handled */
+            lastCaughtUp: components["schemas"]["ReactionBatchResponseDto"] | null;
             lastError: components["schemas"]["ReactionErrorResponseDto"] | null;
+            /** @description The last batch a call handled */
+            lastHandled: components["schemas"]["ReactionBatchResponseDto"] | null;
             /** @description When the oldest of them was committed */
             oldestPendingAt: string | null;
             /** @description Reactions to one event are called in ascending order */

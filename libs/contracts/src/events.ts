@@ -22,6 +22,8 @@ interface RunPayload {
   run: AgentRun;
   /** A reviewer run's end also carries its review. */
   reviewRequest?: ReviewRequest;
+  /** The manager's own stop cut the run short: its input waits for the next start (nothing reacts to it as to an end). */
+  managerStopped?: true;
 }
 
 /** What a Requirement's end (done, cancelled) carries: it, and the timers that ended with it. */

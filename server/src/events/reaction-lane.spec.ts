@@ -1,6 +1,6 @@
 import type { ManagerEvent, ManagerEventType } from '@libs/contracts';
 
-import { CATCH_UP_BATCH, type LaneSource, ReactionLane } from './reaction-lane';
+import { CATCH_UP_BATCH, HELD_MAX, type LaneSource, ReactionLane } from './reaction-lane';
 
 function event(id: number, type: ManagerEventType = 'requirement.updated'): ManagerEvent {
   return { id, type } as ManagerEvent;
@@ -192,5 +192,96 @@ describe('ReactionLane', () => {
     await lane.idle(100);
     expect(handled).toEqual([1]);
     expect(lane.position).toBe(1);
+  });
+
+  it('calls nothing after a halt that came while it was catching up', async () => {
+    const log = new Log();
+    const { call, calls } = controlled();
+    const lane = new ReactionLane('R.react', ['requirement.updated'], 0, call, log, () => new Date());
+    log.events.push(event(1));
+    const started = lane.start(0);
+    await flush();
+    log.commit(lane, event(2));
+    lane.halt();
+    calls[0].resolve();
+    await started;
+    await flush();
+    expect(calls.map((c) => c.ids)).toEqual([[1]]);
+    expect(lane.position).toBe(1);
+  });
+
+  it('reads the log again rather than holding without bound what commits while it catches up', async () => {
+    const log = new Log();
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const handed: number[] = [];
+    const lane = new ReactionLane(
+      'R.react',
+      ['requirement.updated'],
+      0,
+      (batch) => {
+        handed.push(...batch.map((e) => e.id));
+        return handed.length === 1 ? gate : Promise.resolve();
+      },
+      log,
+      () => new Date(),
+    );
+    log.events.push(event(1));
+    const started = lane.start(0);
+    await flush();
+    for (let id = 2; id <= HELD_MAX + 2; id += 1) {
+      log.commit(lane, event(id));
+    }
+    release();
+    await started;
+    // Past HELD_MAX the held events were dropped and read from the log instead: each handed over once.
+    expect(handed).toEqual(Array.from({ length: HELD_MAX + 2 }, (_, i) => i + 1));
+    expect(lane.position).toBe(HELD_MAX + 2);
+    log.commit(lane, event(HELD_MAX + 3));
+    expect(handed).toHaveLength(HELD_MAX + 3);
+  });
+
+  it('never moves its cursor back when the log was read past what the bus published (team mode)', async () => {
+    const log = new Log();
+    const handled: number[] = [];
+    const lane = new ReactionLane(
+      'R.react',
+      ['requirement.updated'],
+      0,
+      (batch) => {
+        handled.push(...batch.map((e) => e.id));
+        return Promise.resolve();
+      },
+      log,
+      () => new Date(),
+    );
+    log.events.push(event(1), event(2), event(3));
+    await lane.start(0);
+    expect(lane.position).toBe(3);
+    // The board's feed publishes 2 and 3 only now: nothing goes back, nothing is handed twice.
+    lane.offer(event(2, 'message.created'));
+    lane.offer(event(3));
+    expect(lane.position).toBe(3);
+    log.commit(lane, event(4));
+    expect(handled).toEqual([1, 2, 3, 4]);
+  });
+
+  it('ignores the outcome of a call made before a failure once the retry went live', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+    const log = new Log();
+    const { call, calls } = controlled();
+    const lane = new ReactionLane('R.react', ['requirement.updated'], 0, call, log, () => new Date());
+    await lane.start(0);
+    log.commit(lane, event(1), event(2));
+    calls[0].reject(new Error('first'));
+    await flush();
+    await jest.advanceTimersByTimeAsync(1000);
+    // The retry reads 1 and 2 again and succeeds; the old call for 2 fails only afterwards.
+    calls[2].resolve();
+    await flush();
+    calls[1].reject(new Error('late'));
+    await flush();
+    expect(lane.state()).toMatchObject({ failures: 0, lastError: null, position: 2, retryAt: null });
+    expect(log.failures).toEqual(['R.react: first']);
   });
 });

@@ -2,6 +2,8 @@ import type { ManagerEvent, ManagerEventType } from '@libs/contracts';
 
 /** Events read from the log per query while a reaction catches up. */
 export const CATCH_UP_BATCH = 500;
+/** Live events held while a reaction catches up, at most: past it they are dropped and read from the log instead. */
+export const HELD_MAX = 5_000;
 /** A failing reaction is retried after 1 s, then twice as long each time, at most this long. */
 export const MAX_BACKOFF_MS = 60_000;
 
@@ -22,6 +24,10 @@ export interface LaneState {
   inFlight: number;
   /** Calls that resolved since the start. */
   handled: number;
+  /** The ids of the first and last event of the last batch a call resolved, and when. */
+  lastHandled: HandledBatch | null;
+  /** The same, of the last batch read from the log (at a start, or a retry): what a crash or a failure left. */
+  lastCaughtUp: HandledBatch | null;
   /** Calls that threw in a row (0 once one succeeds). */
   failures: number;
   lastError: { message: string; at: string } | null;
@@ -29,9 +35,18 @@ export interface LaneState {
   retryAt: string | null;
 }
 
+export interface HandledBatch {
+  from: number;
+  to: number;
+  at: string;
+}
+
 interface Call {
+  from: number;
   upTo: number;
   settled: boolean;
+  /** The lane's generation when it was made: a failure starts a new one, and older calls no longer count. */
+  generation: number;
 }
 
 /**
@@ -40,14 +55,20 @@ interface Call {
  * position until it is level, holding what is published meanwhile, then goes live again.
  */
 export class ReactionLane {
-  position: number;
+  position = 0;
   private readonly types: Set<ManagerEventType>;
   private readonly calls: Call[] = [];
+  private generation = 0;
   /** Reading the log (a start, a retry): live events wait in `held`. */
   private catching = true;
   private held: ManagerEvent[] = [];
+  /** More was published while catching up than `held` keeps: the log is read again instead. */
+  private heldDropped = false;
+  /** The newest event id published (or read), so an event is never taken twice. */
   private seen = 0;
   private handled = 0;
+  private lastHandled: HandledBatch | null = null;
+  private lastCaughtUp: HandledBatch | null = null;
   private failures = 0;
   private lastError: LaneState['lastError'] = null;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -64,7 +85,6 @@ export class ReactionLane {
     private readonly now: () => Date,
   ) {
     this.types = new Set(events);
-    this.position = 0;
   }
 
   /** Starts from the stored cursor: reads what came after it, then goes live. */
@@ -80,15 +100,19 @@ export class ReactionLane {
     }
     this.seen = event.id;
     if (this.catching) {
-      if (this.types.has(event.type)) {
+      if (this.types.has(event.type) && !this.heldDropped) {
         this.held.push(event);
+        if (this.held.length > HELD_MAX) {
+          this.held = [];
+          this.heldDropped = true;
+        }
       }
       return;
     }
     if (this.types.has(event.type)) {
       this.deliver([event]);
     } else if (this.calls.length === 0) {
-      this.position = event.id;
+      this.position = Math.max(this.position, event.id);
     }
   }
 
@@ -115,7 +139,9 @@ export class ReactionLane {
       failures: this.failures,
       handled: this.handled,
       inFlight: this.calls.filter((c) => !c.settled).length,
+      lastCaughtUp: this.lastCaughtUp,
       lastError: this.lastError,
+      lastHandled: this.lastHandled,
       order: this.order,
       position: this.position,
       reaction: this.reaction,
@@ -124,7 +150,15 @@ export class ReactionLane {
   }
 
   private deliver(batch: ManagerEvent[]): void {
-    const call: Call = { settled: false, upTo: batch[batch.length - 1].id };
+    if (this.stopped) {
+      return;
+    }
+    const call: Call = {
+      from: batch[0].id,
+      generation: this.generation,
+      settled: false,
+      upTo: batch[batch.length - 1].id,
+    };
     this.calls.push(call);
     // Called now (not after an await): a reaction that starts a pass has started it when the
     // commit's write resolves, as a direct call would have.
@@ -137,11 +171,15 @@ export class ReactionLane {
     pending.then(
       () => {
         call.settled = true;
-        this.settle();
+        if (call.generation === this.generation) {
+          this.settle();
+        }
       },
       (err: unknown) => {
         call.settled = true;
-        this.fail(err);
+        if (call.generation === this.generation) {
+          this.fail(err);
+        }
       },
     );
   }
@@ -149,35 +187,38 @@ export class ReactionLane {
   /** The cursor moves past the calls that resolved with every call before them. */
   private settle(): void {
     while (this.calls.length > 0 && this.calls[0].settled) {
-      this.position = Math.max(this.position, (this.calls.shift() as Call).upTo);
-      this.handled += 1;
+      const done = this.calls.shift() as Call;
+      this.handledBatch(done.from, done.upTo);
     }
     if (this.calls.length === 0 && !this.catching) {
       this.position = Math.max(this.position, this.seen);
     }
-    if (this.failures > 0 && this.calls.length === 0 && !this.catching) {
-      this.failures = 0;
-      this.lastError = null;
-    }
   }
 
-  private fail(err: unknown, catchingUp = false): void {
-    if (this.catching && !catchingUp) {
-      return; // a call from before an earlier failure: the retry reads everything from the cursor anyway
-    }
-    // Later calls may still resolve, but the cursor stays before this one: the retry hands it again.
+  private handledBatch(from: number, to: number): void {
+    this.position = Math.max(this.position, to);
+    this.handled += 1;
+    this.lastHandled = { at: this.now().toISOString(), from, to };
+    this.failures = 0;
+    this.lastError = null;
+  }
+
+  /** A call threw: the calls after it no longer count, and the log is read again from the cursor after a wait. */
+  private fail(err: unknown): void {
+    this.generation += 1;
     this.calls.length = 0;
     this.catching = true;
     this.held = [];
+    this.heldDropped = false;
     this.failures += 1;
     const error = err instanceof Error ? err : new Error(String(err));
     this.lastError = { at: this.now().toISOString(), message: error.message };
     const wait = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (this.failures - 1));
-    this.retryAt = this.now().getTime() + wait;
     this.source.failed(this.reaction, error, wait);
     if (this.stopped) {
       return;
     }
+    this.retryAt = this.now().getTime() + wait;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
       this.retryAt = null;
@@ -189,6 +230,7 @@ export class ReactionLane {
   /** Reads the log after the position, a batch at a time, handing each over and awaiting it; then live. */
   private catchUp(): Promise<void> {
     this.catching = true;
+    const generation = this.generation;
     this.catchingUp = (async () => {
       try {
         for (;;) {
@@ -196,19 +238,32 @@ export class ReactionLane {
             return;
           }
           const batch = await this.source.read(this.position, this.events, CATCH_UP_BATCH);
+          if (this.stopped) {
+            return;
+          }
           if (batch.length > 0) {
             await this.call(batch);
-            this.position = Math.max(this.position, batch[batch.length - 1].id);
-            this.handled += 1;
+            this.handledBatch(batch[0].id, batch[batch.length - 1].id);
+            this.lastCaughtUp = this.lastHandled;
           }
-          if (batch.length < CATCH_UP_BATCH) {
-            break;
+          if (batch.length === CATCH_UP_BATCH) {
+            continue;
           }
+          if (this.heldDropped) {
+            // More was published meanwhile than is held: read it from the log too.
+            this.heldDropped = false;
+            this.held = [];
+            continue;
+          }
+          break;
         }
-        // Level with the log: what was published meanwhile (after the position) goes out now.
+        if (this.stopped) {
+          return;
+        }
+        // Level with the log: what was published meanwhile (after the position) goes out now. The log
+        // may have been read past what the bus published (team mode's feed trails the table).
         this.catching = false;
-        this.failures = 0;
-        this.lastError = null;
+        this.seen = Math.max(this.seen, this.position);
         const held = this.held.filter((e) => e.id > this.position);
         this.held = [];
         if (held.length > 0) {
@@ -217,7 +272,9 @@ export class ReactionLane {
           this.position = Math.max(this.position, this.seen);
         }
       } catch (err) {
-        this.fail(err, true);
+        if (generation === this.generation) {
+          this.fail(err);
+        }
       } finally {
         this.catchingUp = null;
       }

@@ -27,7 +27,7 @@ const CURSOR_FLUSH_MS = 1000;
 /** `GET /api/system/reactions` counts a reaction's backlog up to this many events. */
 export const BACKLOG_CAP = 1000;
 /** How long a stop waits for the reactions' running calls (a land, a radar pass) before it writes the cursors. */
-const STOP_WAIT_MS = 10_000;
+const STOP_WAIT_MS = 2_000;
 /** Outside team mode the cursors' runner. */
 const LOCAL_RUNNER = 'local';
 
@@ -85,6 +85,10 @@ export class Reactions implements OnModuleInit, OnApplicationBootstrap, OnModule
   }
 
   private add(reaction: string, mark: ReactionMark, call: CommittedHandler): void {
+    if (this.lanes.some((lane) => lane.reaction === reaction)) {
+      // Its name is its cursor's key: two reactions on one method would share one cursor.
+      throw new Error(`${reaction} is marked @OnCommitted twice: list every event type in one decorator`);
+    }
     const lane = new ReactionLane(
       reaction,
       mark.types,
@@ -143,6 +147,8 @@ export class Reactions implements OnModuleInit, OnApplicationBootstrap, OnModule
   /** Before the database stops: the calls running now finish (for a while), then the cursors are written. */
   async beforeApplicationShutdown(): Promise<void> {
     await Promise.all(this.lanes.map((lane) => lane.idle(STOP_WAIT_MS)));
+    // A flush in flight may hold older positions: the last one writes what they are now.
+    await this.flushing;
     await this.flush();
   }
 

@@ -191,8 +191,12 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
   @OnCommitted(['requirement.updated'])
   async workRead(events: ManagerEvent[]): Promise<void> {
     const moved = events.some((event) => {
-      const read = event.type === 'requirement.updated' ? event.payload.requirement.worktree?.refreshedAt : null;
-      return read && read !== this.readAt.get(event.requirementId ?? '');
+      if (event.type !== 'requirement.updated' || event.payload.requirement.status === 'cancelled') {
+        return false; // a cancelled Requirement is no candidate
+      }
+      const read = event.payload.requirement.worktree?.refreshedAt;
+      // Later than the last pass saw: events handed again after a restart carry older times.
+      return Boolean(read) && (read as string) > (this.readAt.get(event.payload.requirement.id) ?? '');
     });
     if (moved) {
       await this.refresh();

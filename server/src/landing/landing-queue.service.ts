@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 
 import type { EventActor, LandingQueue, LandingQueueItem, LocalLandMethod, ManagerEvent } from '@libs/contracts';
 
@@ -6,6 +6,7 @@ import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { DomainError, conflict, invalid, notFound } from '../core/errors/domain-error';
+import { RUNTIME, type Runtime } from '../core/runtime';
 import { EventLog, audit } from '../events/event-log.service';
 import { OnCommitted } from '../events/on-committed';
 import { RequirementsService } from '../requirements/requirements.service';
@@ -61,6 +62,7 @@ export class LandingQueueService implements OnApplicationBootstrap {
     private readonly triggers: TriggerDeliveryService,
     private readonly workspace: WorkspaceGit,
     private readonly worktrees: WorktreesService,
+    @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
   ) {}
 
   /** A land a kill interrupted is queued again (the land itself settles what it left). */
@@ -186,7 +188,10 @@ export class LandingQueueService implements OnApplicationBootstrap {
    */
   @OnCommitted([...RUN_ENDS, 'landing.conflicts.updated'])
   async runsOrRadarChanged(events: ManagerEvent[]): Promise<void> {
-    if (events.some((event) => event.type === 'landing.conflicts.updated') || restingAfter(events).length > 0) {
+    if (
+      events.some((event) => event.type === 'landing.conflicts.updated') ||
+      restingAfter(events, this.runtime.board?.runnerId ?? null).length > 0
+    ) {
       await this.kick();
     }
   }
@@ -279,8 +284,8 @@ export class LandingQueueService implements OnApplicationBootstrap {
     ) {
       return false;
     }
-    // The radar's last answer: after a run it looks again and its pass asks the queue once more
-    // (forcing a pass here would make every pass ask for another).
+    // The radar's last answer: after a run it looks again, and an answer that changed asks the
+    // queue once more (forcing a pass here would make every pass ask for another).
     return requirement.session.state !== 'running' && requirement.landing.mergesCleanly === true;
   }
 

@@ -10,8 +10,9 @@ export const RUN_ENDS = [
 
 /**
  * The Requirements whose RD run ended with no run continuing the session in the same commit (the
- * session is at rest): once each, in the order they ended. `runnerId` (team mode) keeps only the
- * Requirements that run on that runner.
+ * session is at rest): once each, in the order they ended. A run the manager's own stop cut short
+ * is not an end to react to (its input waits for the next start, which runs it again). `runnerId`
+ * (team mode) keeps only the Requirements that run on that runner.
  */
 export function restingAfter(events: readonly ManagerEvent[], runnerId: string | null = null): string[] {
   const ids: string[] = [];
@@ -22,6 +23,7 @@ export function restingAfter(events: readonly ManagerEvent[], runnerId: string |
         event.type === 'run.cancelled' ||
         event.type === 'run.timed_out') &&
       event.payload.run.role === 'rd' &&
+      event.payload.managerStopped !== true &&
       event.payload.requirement.session.state !== 'running' &&
       (runnerId === null || event.payload.requirement.runner?.id === runnerId) &&
       !ids.includes(event.payload.requirement.id)

@@ -677,7 +677,11 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     this.requirementLifecycle.recordRunEnd(tx, rows, { consumed, next, paused }, now);
     await this.events.append(tx, {
       actor: { id: run.id, kind: 'agent' },
-      payload: { requirement: toRequirementResponse(requirement, session), run: toRunResponse(run) },
+      payload: {
+        requirement: toRequirementResponse(requirement, session),
+        run: toRunResponse(run),
+        ...(active.interruptMode === 'shutdown' ? { managerStopped: true as const } : {}),
+      },
       requirementId: requirement.id,
       runId: run.id,
       sessionId: session.id,

@@ -9,6 +9,12 @@ export class ReactionErrorResponseDto {
   @ApiProperty({ description: 'When it failed' }) at!: string;
 }
 
+export class ReactionBatchResponseDto {
+  @ApiProperty({ description: "The first event's id" }) from!: number;
+  @ApiProperty({ description: "The last event's id" }) to!: number;
+  @ApiProperty({ description: 'When the call that handled it resolved' }) at!: string;
+}
+
 export class ReactionResponseDto {
   @ApiProperty({ description: 'The handler: Class.method', example: 'LandingQueueService.runsOrRadarChanged' })
   reaction!: string;
@@ -21,6 +27,14 @@ export class ReactionResponseDto {
   oldestPendingAt!: string | null;
   @ApiProperty({ description: 'Calls running now' }) inFlight!: number;
   @ApiProperty({ description: 'Calls that finished since the manager started' }) handled!: number;
+  @ApiProperty({ description: 'The last batch a call handled', nullable: true, type: ReactionBatchResponseDto })
+  lastHandled!: ReactionBatchResponseDto | null;
+  @ApiProperty({
+    description: 'The last batch read from the event log (at a start, or a retry after a failure) and handled',
+    nullable: true,
+    type: ReactionBatchResponseDto,
+  })
+  lastCaughtUp!: ReactionBatchResponseDto | null;
   @ApiProperty({ description: 'Calls that failed in a row (0 once one succeeds)' }) failures!: number;
   @ApiProperty({ nullable: true, type: ReactionErrorResponseDto }) lastError!: ReactionErrorResponseDto | null;
   @ApiProperty({ description: 'When a failed reaction is tried again', nullable: true, type: String })
@@ -39,7 +53,9 @@ export function toReactionResponse(status: ReactionStatus): ReactionResponseDto 
     handled: status.handled,
     inFlight: status.inFlight,
     lag: status.lag,
+    lastCaughtUp: status.lastCaughtUp,
     lastError: status.lastError,
+    lastHandled: status.lastHandled,
     oldestPendingAt: status.oldestPendingAt,
     order: status.order,
     position: status.position,
