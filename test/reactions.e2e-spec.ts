@@ -103,7 +103,7 @@ describe('reactions to committed events', () => {
       return now.reactions.every((r) => r.lag === 0 && r.inFlight === 0) ? now : undefined;
     });
     expect(listed.reactions.map((r) => r.reaction).sort()).toEqual(
-      ['BranchSharing.runsEnded', RADAR, QUEUE, 'ReviewLoopService.runsEnded'].sort(),
+      ['BranchSharing.runsEnded', 'BudgetsService.treesCharged', RADAR, QUEUE, 'ReviewLoopService.runsEnded'].sort(),
     );
     expect(listed.reactions.find((r) => r.reaction === RADAR)).toMatchObject({
       events: ['requirement.updated'],

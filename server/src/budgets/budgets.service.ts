@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 
 import { TERMINAL_REQUIREMENT_STATUSES } from '@libs/contracts';
-import type { EventActor } from '@libs/contracts';
+import type { EventActor, ManagerEvent } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
@@ -9,6 +9,7 @@ import type { UnitOfWork } from '../core/database/unit-of-work';
 import { OnDomainEvent } from '../core/domain-events';
 import { conflict } from '../core/errors/domain-error';
 import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
+import { OnCommitted } from '../events/on-committed';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
 import type { RequirementEntity } from '../requirements/requirement.entity';
 import type { RequirementRows } from '../requirements/requirements.repository';
@@ -18,7 +19,7 @@ import type { UpdateRequirementDto } from '../requirements/dto/update-requiremen
 import type { AgentRunEntity } from '../runs/agent-run.entity';
 import { RequirementActors } from '../runs/requirement-actors.service';
 import { RunLifecycle } from '../runs/run-lifecycle.service';
-import { blockerOf, budgetOf } from '../requirements/budget-rules';
+import { blockerOf, budgetOf, isReached } from '../requirements/budget-rules';
 import { startPolicy } from '../requirements/start-policies';
 
 /**
@@ -49,10 +50,26 @@ export class BudgetsService {
     return fields.budget === undefined ? Promise.resolve(null) : this.budgetChanged(id, actor);
   }
 
-  /** A child's run took this ancestor's tree to its budget: an idle ancestor pauses like its own run had. */
-  @OnDomainEvent('budget.treeReached')
-  async treeReached(id: string): Promise<void> {
-    await this.reconsider(id, SYSTEM_ACTOR, false);
+  /**
+   * A run's end charged its ancestors (one `requirement.updated` each, by the run): an ancestor
+   * whose tree that took to its budget pauses, if idle, like its own run had. Idempotent: one
+   * already paused is left as it is.
+   */
+  @OnCommitted(['requirement.updated'])
+  async treesCharged(events: ManagerEvent[]): Promise<void> {
+    const reached = new Set<string>();
+    for (const event of events) {
+      if (event.type !== 'requirement.updated' || event.actor.kind !== 'agent') {
+        continue;
+      }
+      const { requirement } = event.payload;
+      if (requirement.budgetReachedAt === null && isReached(requirement.budget, requirement.treeUsage)) {
+        reached.add(requirement.id);
+      }
+    }
+    for (const id of reached) {
+      await this.reconsider(id, SYSTEM_ACTOR, false);
+    }
   }
 
   /**

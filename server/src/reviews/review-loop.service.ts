@@ -15,10 +15,9 @@ import { toAutoReviewSettings } from '../requirements/dto/auto-review.dto';
 import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RunLifecycle } from '../runs/run-lifecycle.service';
-import { RUN_ENDS, restingAfter } from '../runs/run-ends';
+import { RUN_ENDS, restingAfter, reviewsEndedAfter } from '../runs/run-ends';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import type { ReviewEnd } from './review.events';
-import type { ReviewRequestEntity } from './review-request.entity';
 import { ReviewsService } from './reviews.service';
 
 /** The loop's receipts: one review per (PR, head), across restarts (invariant 10). */
@@ -59,21 +58,21 @@ export class ReviewLoopService {
     return {};
   }
 
-  /** A review that held the PR (a person's, or a round that moved on) may leave a newer head to review. */
-  @OnDomainEvent('review.ended')
-  reviewEnded(review: ReviewRequestEntity): Promise<void> {
-    return this.consider(review.requirementId);
-  }
-
   /**
    * Starts a round for every open PR of the Requirement whose head the loop has not reviewed,
    * when the Requirement has a loop, is not done or cancelled, and no RD run of it is running.
    * Safe to call at any time and any number of times: each (PR, head) gets one review at most.
    */
-  /** An RD run of this runner ended with its session at rest: the heads it pushed meanwhile are reviewed. */
+  /**
+   * A run of this runner ended: an RD run that left its session at rest (the heads it pushed
+   * meanwhile are reviewed), or a reviewer run (a review that held the PR — a person's, or a
+   * round that moved on — may leave a newer head to review).
+   */
   @OnCommitted(RUN_ENDS)
   async runsEnded(events: ManagerEvent[]): Promise<void> {
-    for (const requirementId of restingAfter(events, this.runtime.board?.runnerId ?? null)) {
+    const runner = this.runtime.board?.runnerId ?? null;
+    const ids = new Set([...restingAfter(events, runner), ...reviewsEndedAfter(events, runner)]);
+    for (const requirementId of ids) {
       await this.consider(requirementId);
     }
   }

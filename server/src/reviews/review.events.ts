@@ -21,7 +21,5 @@ declare module '../core/domain-events' {
       returns: void;
       delivery: 'inOrder';
     };
-    /** A review's end committed. */
-    'review.ended': { args: [review: ReviewRequestEntity]; returns: void; delivery: 'notify' };
   }
 }

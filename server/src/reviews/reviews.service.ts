@@ -469,8 +469,7 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
         reviewRequestId: review.id,
         runId: active.run.id,
       });
-      this.running.delete(reviewId); // before the hooks: the PR has no review running any more
-      this.domainEvents.notify('review.ended', review);
+      this.running.delete(reviewId);
     } catch (err) {
       this.logger.error(`could not record the end of review ${review.id}: ${(err as Error).message}`);
       // At least end it, or the PR could not be reviewed again until a restart (one active review per PR).

@@ -33,3 +33,25 @@ export function restingAfter(events: readonly ManagerEvent[], runnerId: string |
   }
   return ids;
 }
+
+/**
+ * The Requirements one of whose reviewer runs ended (its review with it): once each, in the order
+ * they ended. `runnerId` (team mode) keeps only the Requirements that run on that runner.
+ */
+export function reviewsEndedAfter(events: readonly ManagerEvent[], runnerId: string | null = null): string[] {
+  const ids: string[] = [];
+  for (const event of events) {
+    if (
+      (event.type === 'run.succeeded' ||
+        event.type === 'run.failed' ||
+        event.type === 'run.cancelled' ||
+        event.type === 'run.timed_out') &&
+      event.payload.run.role === 'reviewer' &&
+      (runnerId === null || event.payload.requirement.runner?.id === runnerId) &&
+      !ids.includes(event.payload.requirement.id)
+    ) {
+      ids.push(event.payload.requirement.id);
+    }
+  }
+  return ids;
+}

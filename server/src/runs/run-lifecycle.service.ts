@@ -17,7 +17,6 @@ import {
   budgetNotice,
   budgetNoticeCode,
   budgetOf,
-  treeReached,
   treeUsageOf,
   usageOf,
 } from '../requirements/budget-rules';
@@ -633,16 +632,9 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       );
     }
     // Once committed: the usage moves from reported to committed in the watch (which may stop the
-    // other runs of a tree it completed), and an idle ancestor it took to its budget is paused.
-    const reached = ancestors
-      .filter((a) => treeReached(a.requirement) && a.requirement.budgetReachedAt === null)
-      .map((a) => a.requirement.id);
-    tx.afterCommit(() => {
-      this.stopForBudget(this.budgets.close(requirement.id, own));
-      for (const ancestorId of reached) {
-        this.domainEvents.notify('budget.treeReached', ancestorId);
-      }
-    });
+    // other runs of a tree it completed). An idle ancestor it took to its budget is paused by the
+    // budgets feature's reaction to the ancestor's charge (BudgetsService.treesCharged).
+    tx.afterCommit(() => this.stopForBudget(this.budgets.close(requirement.id, own)));
     // Read after the failure's and the budget's messages' own time: their message.created events carry the
     // Requirement at that time, and the run.* event after it must not carry an older version,
     // or a client merging by update time keeps the earlier (still doing/running) snapshot.

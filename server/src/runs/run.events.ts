@@ -17,10 +17,5 @@ declare module '../core/domain-events' {
     };
     /** A Requirement was cancelled and its run is gone (its processes ended): what it leaves outside the database is dealt with. */
     'requirement.cancelSettled': { args: [requirementId: string]; returns: void; delivery: 'settle' };
-    /**
-     * A run's end committed usage that took an ancestor's tree to its budget (the ancestor is
-     * named): the budgets feature pauses it if it is idle, in its own actor.
-     */
-    'budget.treeReached': { args: [requirementId: string]; returns: void; delivery: 'notify' };
   }
 }
