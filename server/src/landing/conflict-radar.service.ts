@@ -191,12 +191,21 @@ export class ConflictRadar implements OnApplicationBootstrap, OnApplicationShutd
   @OnCommitted(['requirement.updated'])
   async workRead(events: ManagerEvent[]): Promise<void> {
     const moved = events.some((event) => {
-      if (event.type !== 'requirement.updated' || event.payload.requirement.status === 'cancelled') {
-        return false; // a cancelled Requirement is no candidate
+      if (event.type !== 'requirement.updated') {
+        return false;
       }
-      const read = event.payload.requirement.worktree?.refreshedAt;
-      // Later than the last pass saw: events handed again after a restart carry older times.
-      return Boolean(read) && (read as string) > (this.readAt.get(event.payload.requirement.id) ?? '');
+      const { requirement } = event.payload;
+      const read = requirement.worktree?.refreshedAt ?? null;
+      // Only a candidate's work (a branch of its own, not cancelled: LandingRepository.candidates),
+      // and only read later than the last pass saw it (events handed again after a restart carry
+      // older times).
+      return (
+        read !== null &&
+        requirement.status !== 'cancelled' &&
+        requirement.worktree?.mode === 'worktree' &&
+        requirement.worktree.branch !== null &&
+        read > (this.readAt.get(requirement.id) ?? '')
+      );
     });
     if (moved) {
       await this.refresh();
