@@ -133,12 +133,14 @@ for (const file of serverFiles) {
     eventOf(match[1]).emitters.add(rel);
   const className = /export class (\w+)/.exec(text)?.[1] ?? path.basename(file);
   for (const match of text.matchAll(
-    /@OnDomainEvent\('([\w.]+)'[^)]*\)\s*(?:@OnDomainEvent\([^)]*\)\s*)*(?:async\s+)?(\w+)\(/g,
+    /@OnDomainEvent\('([\w.]+)'(?:[^()]|\([^()]*\))*\)\s*(?:@OnDomainEvent\((?:[^()]|\([^()]*\))*\)\s*)*(?:async\s+)?(\w+)\(/g,
   )) {
     eventOf(match[1]).handlers.push(`${className}.${match[2]}`);
   }
   // A method handling several events: the decorators stacked above one method.
-  for (const match of text.matchAll(/((?:@OnDomainEvent\('[\w.]+'[^)]*\)\s*){2,})(?:async\s+)?(\w+)\(/g)) {
+  for (const match of text.matchAll(
+    /((?:@OnDomainEvent\('[\w.]+'(?:[^()]|\([^()]*\))*\)\s*){2,})(?:async\s+)?(\w+)\(/g,
+  )) {
     for (const inner of [...match[1].matchAll(/@OnDomainEvent\('([\w.]+)'/g)].slice(1))
       eventOf(inner[1]).handlers.push(`${className}.${match[2]}`);
   }
@@ -158,7 +160,9 @@ const reactions = [];
 for (const file of serverFiles) {
   const text = fs.readFileSync(file, 'utf8');
   const className = /export class (\w+)/.exec(text)?.[1] ?? path.basename(file);
-  for (const match of text.matchAll(/@OnCommitted\(\s*(\[[^\]]*\]|\w+)[^)]*\)\s*(?:async\s+)?(\w+)\(/g)) {
+  for (const match of text.matchAll(
+    /@OnCommitted\(\s*(\[[^\]]*\]|\w+)(?:[^()]|\([^()]*\))*\)\s*(?:async\s+)?(\w+)\(/g,
+  )) {
     const types = [];
     for (const part of match[1]
       .replace(/^\[|\]$/g, '')

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 
 import { TERMINAL_REQUIREMENT_STATUSES } from '@libs/contracts';
 import type { EventActor, ManagerEvent } from '@libs/contracts';
@@ -8,6 +8,7 @@ import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { OnDomainEvent } from '../core/domain-events';
 import { conflict } from '../core/errors/domain-error';
+import { RUNTIME, type Runtime } from '../core/runtime';
 import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
 import { OnCommitted } from '../events/on-committed';
 import { RequirementResponseDto, toRequirementResponse } from '../requirements/dto/requirement-response.dto';
@@ -42,6 +43,7 @@ export class BudgetsService {
     private readonly lifecycle: RunLifecycle,
     private readonly requirementLifecycle: RequirementLifecycle,
     private readonly requirements: RequirementsService,
+    @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
   ) {}
 
   /** A person's edit that names a budget applies it (see budgetChanged). */
@@ -51,24 +53,34 @@ export class BudgetsService {
   }
 
   /**
-   * A run's end charged its ancestors (one `requirement.updated` each, by the run): an ancestor
-   * whose tree that took to its budget pauses, if idle, like its own run had. Idempotent: one
-   * already paused is left as it is.
+   * A run's end charged its ancestors (one `requirement.updated` each, by the run's agent, with
+   * no run of its own on the event): an ancestor whose tree that took to its budget pauses, if
+   * idle, like its own run had. In team mode only on the runner that runs the ancestor (or any,
+   * when none does yet). Idempotent: one already paused is left as it is; one that went away
+   * meanwhile (purged) is skipped, so it never holds up the charges after it.
    */
   @OnCommitted(['requirement.updated'])
   async treesCharged(events: ManagerEvent[]): Promise<void> {
+    const own = this.runtime.board?.runnerId ?? null;
     const reached = new Set<string>();
     for (const event of events) {
-      if (event.type !== 'requirement.updated' || event.actor.kind !== 'agent') {
+      if (event.type !== 'requirement.updated' || event.actor.kind !== 'agent' || event.runId !== null) {
         continue;
       }
       const { requirement } = event.payload;
-      if (requirement.budgetReachedAt === null && isReached(requirement.budget, requirement.treeUsage)) {
+      const mine = own === null || requirement.runner === null || requirement.runner.id === own;
+      if (mine && requirement.budgetReachedAt === null && isReached(requirement.budget, requirement.treeUsage)) {
         reached.add(requirement.id);
       }
     }
     for (const id of reached) {
-      await this.reconsider(id, SYSTEM_ACTOR, false);
+      await this.reconsider(id, SYSTEM_ACTOR, false).catch((err: unknown) =>
+        this.logger.warn({
+          error: (err as Error).message,
+          msg: "could not pause a Requirement whose tree reached its budget; its next run's end looks again",
+          requirementId: id,
+        }),
+      );
     }
   }
 

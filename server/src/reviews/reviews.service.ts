@@ -414,6 +414,8 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
               requirement: toRequirementResponse(rows.requirement, rows.session),
               reviewRequest,
               run: toRunResponse(run),
+              // Ended by the manager's stop: no end to react to (the review loop looks again after the next start).
+              ...(this.running.stopping ? { managerStopped: true as const } : {}),
             },
             requirementId: review.requirementId,
             runId: run.id,
@@ -469,7 +471,6 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
         reviewRequestId: review.id,
         runId: active.run.id,
       });
-      this.running.delete(reviewId);
     } catch (err) {
       this.logger.error(`could not record the end of review ${review.id}: ${(err as Error).message}`);
       // At least end it, or the PR could not be reviewed again until a restart (one active review per PR).

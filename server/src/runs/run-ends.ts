@@ -35,8 +35,10 @@ export function restingAfter(events: readonly ManagerEvent[], runnerId: string |
 }
 
 /**
- * The Requirements one of whose reviewer runs ended (its review with it): once each, in the order
- * they ended. `runnerId` (team mode) keeps only the Requirements that run on that runner.
+ * The Requirements one of whose reviewer runs ended (its review with it), not cut short by the
+ * manager's stop: once each, in the order they ended. `runnerId` (team mode) keeps the
+ * Requirements that run on that runner, and those no runner runs yet (a pull request registered
+ * before any run: the loop's receipts keep two runners from reviewing one head twice).
  */
 export function reviewsEndedAfter(events: readonly ManagerEvent[], runnerId: string | null = null): string[] {
   const ids: string[] = [];
@@ -47,7 +49,10 @@ export function reviewsEndedAfter(events: readonly ManagerEvent[], runnerId: str
         event.type === 'run.cancelled' ||
         event.type === 'run.timed_out') &&
       event.payload.run.role === 'reviewer' &&
-      (runnerId === null || event.payload.requirement.runner?.id === runnerId) &&
+      event.payload.managerStopped !== true &&
+      (runnerId === null ||
+        event.payload.requirement.runner === null ||
+        event.payload.requirement.runner.id === runnerId) &&
       !ids.includes(event.payload.requirement.id)
     ) {
       ids.push(event.payload.requirement.id);
