@@ -1,4 +1,4 @@
-import type { ManagerEvent, ManagerEventType } from '@libs/contracts';
+import type { ManagerEvent, ManagerEventOf, ManagerEventType } from '@libs/contracts';
 
 /** The committed events of a run's end, whatever its outcome. */
 export const RUN_ENDS = [
@@ -8,6 +8,21 @@ export const RUN_ENDS = [
   'run.timed_out',
 ] as const satisfies readonly ManagerEventType[];
 
+type RunEnd = ManagerEventOf<(typeof RUN_ENDS)[number]>;
+
+/** The run ends among `events` that the manager's own stop did not cause (those are no end to react to). */
+function ends(events: readonly ManagerEvent[]): RunEnd[] {
+  return events.filter(
+    (event): event is RunEnd =>
+      (RUN_ENDS as readonly string[]).includes(event.type) && (event as RunEnd).payload.managerStopped !== true,
+  );
+}
+
+/** Each Requirement once, in the order its first event came. */
+function requirementsOf(events: RunEnd[]): string[] {
+  return [...new Set(events.map((event) => event.payload.requirement.id))];
+}
+
 /**
  * The Requirements whose RD run ended with no run continuing the session in the same commit (the
  * session is at rest): once each, in the order they ended. A run the manager's own stop cut short
@@ -15,23 +30,14 @@ export const RUN_ENDS = [
  * (team mode) keeps only the Requirements that run on that runner.
  */
 export function restingAfter(events: readonly ManagerEvent[], runnerId: string | null = null): string[] {
-  const ids: string[] = [];
-  for (const event of events) {
-    if (
-      (event.type === 'run.succeeded' ||
-        event.type === 'run.failed' ||
-        event.type === 'run.cancelled' ||
-        event.type === 'run.timed_out') &&
-      event.payload.run.role === 'rd' &&
-      event.payload.managerStopped !== true &&
-      event.payload.requirement.session.state !== 'running' &&
-      (runnerId === null || event.payload.requirement.runner?.id === runnerId) &&
-      !ids.includes(event.payload.requirement.id)
-    ) {
-      ids.push(event.payload.requirement.id);
-    }
-  }
-  return ids;
+  return requirementsOf(
+    ends(events).filter(
+      ({ payload: { requirement, run } }) =>
+        run.role === 'rd' &&
+        requirement.session.state !== 'running' &&
+        (runnerId === null || requirement.runner?.id === runnerId),
+    ),
+  );
 }
 
 /**
@@ -41,22 +47,11 @@ export function restingAfter(events: readonly ManagerEvent[], runnerId: string |
  * before any run: the loop's receipts keep two runners from reviewing one head twice).
  */
 export function reviewsEndedAfter(events: readonly ManagerEvent[], runnerId: string | null = null): string[] {
-  const ids: string[] = [];
-  for (const event of events) {
-    if (
-      (event.type === 'run.succeeded' ||
-        event.type === 'run.failed' ||
-        event.type === 'run.cancelled' ||
-        event.type === 'run.timed_out') &&
-      event.payload.run.role === 'reviewer' &&
-      event.payload.managerStopped !== true &&
-      (runnerId === null ||
-        event.payload.requirement.runner === null ||
-        event.payload.requirement.runner.id === runnerId) &&
-      !ids.includes(event.payload.requirement.id)
-    ) {
-      ids.push(event.payload.requirement.id);
-    }
-  }
-  return ids;
+  return requirementsOf(
+    ends(events).filter(
+      ({ payload: { requirement, run } }) =>
+        run.role === 'reviewer' &&
+        (runnerId === null || requirement.runner === null || requirement.runner.id === runnerId),
+    ),
+  );
 }
