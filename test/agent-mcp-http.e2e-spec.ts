@@ -98,7 +98,7 @@ describe('the run tools served by the manager over MCP (Streamable HTTP)', () =>
     sandbox?.cleanup();
   });
 
-  it('lists the nine tools and acts for its own Requirement only, with the run credential', async () => {
+  it('lists the eleven tools and acts for its own Requirement only, with the run credential', async () => {
     const { token } = issue();
     const client = await connect(token);
     try {
@@ -111,8 +111,10 @@ describe('the run tools served by the manager over MCP (Streamable HTTP)', () =>
           'propose_requirement',
           'register_pull_request',
           'register_timer',
+          'reply_review_comment',
           'requirement_action',
           'requirement_landing',
+          'review_comments',
         ].sort(),
       );
       const timer = await client.callTool({

@@ -91,6 +91,11 @@ const COMMANDS: Array<[string[], string[]]> = [
   ],
   [['timer', 'show'], []],
   [['timer', 'cancel'], ['--id']],
+  [['review', 'comments'], []],
+  [
+    ['review', 'reply'],
+    ['--id', '--body', '--resolve'],
+  ],
 ];
 
 describe('code-factory-cli', () => {

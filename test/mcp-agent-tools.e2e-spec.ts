@@ -28,6 +28,8 @@ const AGENT_TOOLS = [
   'register_timer',
   'list_timers',
   'cancel_timer',
+  'review_comments',
+  'reply_review_comment',
 ];
 
 /** The text of the latest tool result the CLI sent back to the model. */
@@ -169,7 +171,7 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
       trace: [],
     });
 
-    // Offered to the model in every request of the run: our nine tools and the user's own.
+    // Offered to the model in every request of the run: our eleven tools and the user's own.
     const requests = stub.requests.filter((request) => request.marker === marker);
     expect(requests).toHaveLength(13);
     for (const request of requests) {
@@ -381,5 +383,88 @@ describe.each(REAL_AGENT_CLIS)('the requirement_landing tool with the real $prov
     expect(answer).toContain('"mergesCleanly": false');
     expect(answer).toMatch(/"conflictPaths": \[\s*"a\.txt"\s*\]/);
     expect(answer).toContain('git rebase main');
+  });
+});
+
+// Issue 46 §2–3: a person's review of three line comments (one a range, one on a removed line)
+// reaches the real CLI as one message with the three anchors, and the agent answers and resolves a
+// thread through its MCP tools.
+describe.each(REAL_AGENT_CLIS)('review threads with the real $provider CLI', (cli) => {
+  const { provider } = cli;
+  let stub: ModelStub;
+  let manager: ManagerProcess;
+  useRealAgentWorld(
+    cli,
+    'review',
+    (world) => {
+      ({ manager, stub } = world);
+    },
+    { prepare: (fresh) => initRepository(fresh.workspace, { 'a.txt': 'one\ntwo\nthree\nfour\nfive\nsix\n' }) },
+  );
+
+  it('takes a review as one message and resolves a thread with reply_review_comment', async () => {
+    const requirement = await createRequirement(manager, { description: 'Edit a.txt.', provider, title: 'Edits' });
+    const first = `REVIEW-FIRST-${provider}`;
+    stub.scriptFor(first, [{ text: 'Ready.' }]);
+    await startRun(manager, requirement.id, `Go ${first}`);
+    const { requirement: ready } = await settled(manager, requirement.id, 1);
+    // The agent's work, as its working copy holds it: line two changed, two lines added, line five removed.
+    fs.writeFileSync(path.join(ready.worktree!.path!, 'a.txt'), 'one\nTWO\nthree\nfour\nextra 1\nextra 2\nsix\n');
+    git(ready.worktree!.path!, 'commit', '-qam', 'Edits');
+    await ok(manager.api.POST('/api/requirements/{id}/worktree/refresh', { params: { path: { id: requirement.id } } }));
+    const draft = (body: Record<string, unknown>) =>
+      ok(
+        manager.api.POST('/api/requirements/{id}/review-comments', {
+          body: { body: 'x', line: 2, path: 'a.txt', ...body },
+          params: { path: { id: requirement.id } },
+        }),
+        201,
+      );
+    const single = await draft({ body: 'Why upper case?', line: 2 });
+    await draft({ body: 'One line would do.', endLine: 6, line: 5 });
+    await draft({ body: 'Keep five.', line: 5, side: 'old' });
+
+    const marker = `REVIEW-SENT-${provider}`;
+    stub.scriptFor(marker, [
+      { arguments: {}, tool: 'review_comments' },
+      {
+        arguments: { body: 'Lower case now.', id: single.id, resolve: true },
+        tool: 'reply_review_comment',
+      },
+      { text: 'Answered.' },
+    ]);
+    await ok(
+      manager.api.POST('/api/requirements/{id}/reviews', {
+        body: { body: `Thanks. ${marker}` },
+        params: { path: { id: requirement.id } },
+      }),
+      202,
+    );
+    const { run } = await settled(manager, requirement.id, 2);
+    const trace = (
+      await ok(manager.api.GET('/api/runs/{id}/trace', { params: { path: { id: run.id }, query: { limit: 200 } } }))
+    ).items;
+    expect({
+      results: trace.filter((e) => e.kind === 'tool_result').map((e) => `${e.toolName} ${e.status}`),
+      status: run.status,
+    }).toEqual({
+      results: ['code_factory.review_comments completed', 'code_factory.reply_review_comment completed'],
+      status: 'succeeded',
+    });
+    // One user message, holding the three anchors with their quoted lines.
+    const [request] = stub.requests.filter((r) => r.marker === marker);
+    expect(request.prompt).toContain('Review of your changes: 3 comments.');
+    expect(request.prompt).toContain(`a.txt:2 (${single.id})\n> TWO\n\nWhy upper case?`);
+    expect(request.prompt).toMatch(/a\.txt:5-6 \(rvc_[^)]+\)\n> extra 1\n> extra 2\n\nOne line would do\./);
+    expect(request.prompt).toMatch(/a\.txt:5 \(before the change\) \(rvc_[^)]+\)\n> five\n\nKeep five\./);
+    expect(request.prompt).toContain(`Thanks. ${marker}`);
+    expect(lastResult(stub.requests.filter((r) => r.marker === marker)[1])).toContain(single.id);
+    const answered = (
+      await ok(manager.api.GET('/api/requirements/{id}/review-comments', { params: { path: { id: requirement.id } } }))
+    ).items.find((c) => c.id === single.id);
+    expect(answered).toMatchObject({
+      replies: [{ author: { id: run.id, kind: 'agent' }, body: 'Lower case now.' }],
+      state: 'resolved',
+    });
   });
 });

@@ -10,6 +10,7 @@ import {
   RequirementProposeCommand,
   RequirementRelatedCommand,
 } from './commands/factory/requirement.command';
+import { ReviewCommand, ReviewCommentsCommand, ReviewReplyCommand } from './commands/factory/review.command';
 import {
   TimerCancelCommand,
   TimerCommand,
@@ -34,6 +35,9 @@ export const CODE_FACTORY_COMMANDS = [
   TimerRegisterCommand,
   TimerShowCommand,
   TimerCancelCommand,
+  ReviewCommand,
+  ReviewCommentsCommand,
+  ReviewReplyCommand,
 ];
 
 @Module({ providers: [...CODE_FACTORY_COMMANDS, AgentOperations, ManagerApi] })

@@ -21,6 +21,7 @@ import { NetworkModule } from './network/network.module';
 import { PullRequestsModule } from './pull-requests/pull-requests.module';
 import { RequirementsModule } from './requirements/requirements.module';
 import { RetentionModule } from './retention/retention.module';
+import { ReviewCommentsModule } from './review-comments/review-comments.module';
 import { ReviewsModule } from './reviews/reviews.module';
 import { RunsModule } from './runs/runs.module';
 import { SearchModule } from './search/search.module';
@@ -53,6 +54,7 @@ export class AppModule {
         PullRequestsModule,
         RequirementsModule,
         RetentionModule,
+        ReviewCommentsModule,
         ReviewsModule,
         RunsModule,
         SearchModule,

@@ -140,6 +140,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agent/requirements/{id}/review-comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The review comments sent to the run's Requirement, with their threads (drafts are not) */
+        get: operations["agentReviewComments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/requirements/{id}/review-comments/{commentId}/replies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Answer a review comment's thread (as the agent), and resolve it with `resolve` */
+        post: operations["replyToReviewComment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/attachments/{id}": {
         parameters: {
             query?: never;
@@ -668,6 +702,59 @@ export interface paths {
         put?: never;
         /** Append a human message; it starts a run now or waits for the active one (queued) */
         post: operations["replyToRequirement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/review-comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Requirement's review comments and their threads, oldest first */
+        get: operations["listReviewComments"];
+        put?: never;
+        /** Draft a comment on lines of the Requirement's changes (side new: its work; old: the merge base); it quotes them */
+        post: operations["createReviewComment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/review-comments/{commentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a comment never sent */
+        delete: operations["deleteReviewComment"];
+        options?: never;
+        head?: never;
+        /** Edit a draft's text, or resolve or reopen a sent thread */
+        patch: operations["updateReviewComment"];
+        trace?: never;
+    };
+    "/api/requirements/{id}/reviews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send the drafts (every one, or commentIds) and an overall comment as one message, delivered as a reply is */
+        post: operations["sendReview"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1284,6 +1371,21 @@ export interface components {
              */
             title: string;
         };
+        CreateReviewCommentDto: {
+            /** @description The comment, in Markdown (at most 10240 bytes) */
+            body: string;
+            /** @description Last line of a range (default: `line`) */
+            endLine?: number;
+            /** @description First line, numbered on `side` */
+            line: number;
+            /** @description A changed file's path, as the Changes list names it */
+            path: string;
+            /**
+             * @description `new` (default): the agent's work; `old`: the merge base (a removed line)
+             * @enum {string}
+             */
+            side?: "new" | "old";
+        };
         CreateReviewRequestDto: {
             /**
              * @description Model for the reviewer; null for the CLI's default
@@ -1822,7 +1924,7 @@ export interface components {
         };
         ReactionResponseDto: {
             /** @description The committed events it reacts to */
-            events: ("board.runners_changed" | "landing.conflicts.updated" | "landing.queue.updated" | "manager.configuration.updated" | "manager.reconciled" | "message.created" | "model_catalog.updated" | "network.blocked" | "pull_request.created" | "pull_request.updated" | "requirement.cancelled" | "requirement.completed" | "requirement.created" | "requirement.deleted" | "requirement.moved" | "requirement.updated" | "requirements.purged" | "review_request.started" | "run.cancelled" | "run.failed" | "run.interrupt_requested" | "run.started" | "run.succeeded" | "run.timed_out" | "run.trace.appended" | "timer.cancelled" | "timer.created" | "timer.fired")[];
+            events: ("board.runners_changed" | "landing.conflicts.updated" | "landing.queue.updated" | "manager.configuration.updated" | "manager.reconciled" | "message.created" | "model_catalog.updated" | "network.blocked" | "pull_request.created" | "pull_request.updated" | "requirement.cancelled" | "requirement.completed" | "requirement.created" | "requirement.deleted" | "requirement.moved" | "requirement.updated" | "requirements.purged" | "review_comment.deleted" | "review_comments.updated" | "review_request.started" | "run.cancelled" | "run.failed" | "run.interrupt_requested" | "run.started" | "run.succeeded" | "run.timed_out" | "run.trace.appended" | "timer.cancelled" | "timer.created" | "timer.fired")[];
             /** @description Calls that failed in a row (0 once one succeeds) */
             failures: number;
             /** @description Calls that finished since the manager started */
@@ -1937,6 +2039,12 @@ export interface components {
             queued: boolean;
             requirement: components["schemas"]["RequirementResponseDto"];
             requirementId: string;
+        };
+        ReplyToReviewCommentDto: {
+            /** @description The answer, in Markdown */
+            body: string;
+            /** @description Resolve the thread with this answer (false when absent) */
+            resolve?: boolean;
         };
         RequirementBudgetResponseDto: {
             /** @description Cost limit in US dollars, or null for none */
@@ -2107,6 +2215,50 @@ export interface components {
             /** @description The agent's work as last imported into your repository: the branch's head with its uncommitted files on top, as one commit (headSha when clean) */
             workSha: string | null;
         };
+        ReviewAuthorDto: {
+            /** @description The person's stable id, or the agent's run */
+            id: string | null;
+            /** @enum {string} */
+            kind: "person" | "agent";
+            name: string | null;
+        };
+        ReviewCommentAnchorDto: {
+            /** @description The commit the quoted lines were read from (the imported work, or the merge base) */
+            commit: string;
+            /** @description The lines quoted, joined by newlines */
+            excerpt: string;
+        };
+        ReviewCommentDto: {
+            anchor: components["schemas"]["ReviewCommentAnchorDto"];
+            author: components["schemas"]["ReviewAuthorDto"];
+            body: string;
+            createdAt: string;
+            endLine: number;
+            /** @example rvc_… */
+            id: string;
+            line: number;
+            /** @description The review message that sent it */
+            messageId: string | null;
+            path: string;
+            replies: components["schemas"]["ReviewCommentReplyDto"][];
+            requirementId: string;
+            sentAt: string | null;
+            /** @enum {string} */
+            side: "new" | "old";
+            /** @enum {string} */
+            state: "draft" | "sent" | "resolved" | "outdated";
+            updatedAt: string;
+        };
+        ReviewCommentListDto: {
+            items: components["schemas"]["ReviewCommentDto"][];
+        };
+        ReviewCommentReplyDto: {
+            author: components["schemas"]["ReviewAuthorDto"];
+            body: string;
+            createdAt: string;
+            /** @example rvr_… */
+            id: string;
+        };
         ReviewRequestPageDto: {
             items: components["schemas"]["ReviewRequestResponseDto"][];
             /** @description Cursor for the next page; null at the end */
@@ -2174,6 +2326,21 @@ export interface components {
             host?: string | null;
             /** @description The variable it is given as (and, without file, the manager variable it is read from) */
             name: string;
+        };
+        SendReviewDto: {
+            /** @description The overall comment, after the line comments */
+            body?: string;
+            /** @description The drafts to send (default: every draft) */
+            commentIds?: string[];
+        };
+        SentReviewResponseDto: {
+            accepted: boolean;
+            message: components["schemas"]["MessageResponseDto"];
+            /** @description True when the message waits for a later run rather than starting one now */
+            queued: boolean;
+            requirement: components["schemas"]["RequirementResponseDto"];
+            requirementId: string;
+            reviewComments: components["schemas"]["ReviewCommentDto"][];
         };
         SetDependenciesDto: {
             /** @description Start on its own once every dependency is met (instead of waiting for a start); false when absent */
@@ -2397,6 +2564,15 @@ export interface components {
         UpdateRequirementNetworkDto: {
             /** @description Hosts this Requirement's runs may reach besides the workspace allow-list (replaces the list; applied to the next connection) */
             allow?: string[];
+        };
+        UpdateReviewCommentDto: {
+            /** @description A draft's new text */
+            body?: string;
+            /**
+             * @description Resolve a sent thread, or reopen a resolved one
+             * @enum {string}
+             */
+            state?: "resolved" | "open";
         };
         UsageResponseDto: {
             /** @description The part of the input read from the cache */
@@ -2910,6 +3086,118 @@ export interface operations {
                 content?: never;
             };
             /** @description Not the direct parent or a child, or the target is cancelled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    agentReviewComments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewCommentListDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the run credential's own Requirement (the owner's token may name any) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    replyToReviewComment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                commentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplyToReviewCommentDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewCommentDto"];
+                };
+            };
+            /** @description Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not the run credential's own Requirement (the owner's token may name any) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such comment sent to this Requirement */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description too_many_replies */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4878,6 +5166,310 @@ export interface operations {
                 content?: never;
             };
             /** @description The Requirement is cancelled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    listReviewComments: {
+        parameters: {
+            query?: {
+                /** @description Only the comments in this state */
+                state?: "draft" | "sent" | "resolved" | "outdated";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewCommentListDto"];
+                };
+            };
+            /** @description Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    createReviewComment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateReviewCommentDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewCommentDto"];
+                };
+            };
+            /** @description not_in_diff: the path or lines are not in its diff; an empty or too long body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No worktree to compare, the Requirement is cancelled, or too many comments */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    deleteReviewComment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                commentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description comment_not_draft: it was sent (resolve it instead) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    updateReviewComment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                commentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateReviewCommentDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewCommentDto"];
+                };
+            };
+            /** @description Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description comment_not_draft: only a draft is edited; comment_not_sent: a draft is not resolved */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    sendReview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SendReviewDto"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SentReviewResponseDto"];
+                };
+            };
+            /** @description review_too_large: over one message; fewer commentIds */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no_draft_comments: nothing to send; comment_not_draft; requirement_cancelled */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -150,6 +150,18 @@ export type TimerSchedule = (typeof TIMER_SCHEDULES)[number];
 export const TIMER_STATUSES = ['active', 'completed', 'cancelled'] as const;
 export type TimerStatus = (typeof TIMER_STATUSES)[number];
 
+/** Which side of a diff a review comment is on: the agent's work (`new`) or the merge base (`old`). */
+export const REVIEW_COMMENT_SIDES = ['new', 'old'] as const;
+export type ReviewCommentSide = (typeof REVIEW_COMMENT_SIDES)[number];
+
+/**
+ * A review comment's thread (issue 46): a person's `draft` until sent as part of a review (`sent`);
+ * `resolved` by the person or the agent; `outdated` once an import changed the lines it is on (kept
+ * with the lines it quoted).
+ */
+export const REVIEW_COMMENT_STATES = ['draft', 'sent', 'resolved', 'outdated'] as const;
+export type ReviewCommentState = (typeof REVIEW_COMMENT_STATES)[number];
+
 /** What an RD agent may do to a Requirement it proposed. */
 export const AGENT_REQUIREMENT_ACTIONS = ['start', 'stop', 'delete', 'done'] as const;
 export type AgentRequirementAction = (typeof AGENT_REQUIREMENT_ACTIONS)[number];

@@ -12,6 +12,7 @@ import type {
   PullRequest,
   Requirement,
   RequirementMessage,
+  ReviewComment,
   ReviewRequest,
 } from './resources';
 import type { InterruptMode } from './enums';
@@ -76,6 +77,10 @@ export interface ManagerEventPayloads {
   };
   'requirement.updated': { requirement: Requirement };
   'requirements.purged': { requirementIds: string[] };
+  /** Review comments written, edited, sent, resolved, reopened, answered or moved by an import (issue 46). */
+  'review_comments.updated': { reviewComments: ReviewComment[] };
+  /** A draft review comment was deleted. */
+  'review_comment.deleted': { reviewCommentId: string };
   'review_request.started': { requirement: Requirement; reviewRequest: ReviewRequest; run: AgentRun };
   'run.cancelled': RunPayload;
   'run.failed': RunPayload;
@@ -111,6 +116,8 @@ export const EVENT_TYPES = [
   'requirement.moved',
   'requirement.updated',
   'requirements.purged',
+  'review_comment.deleted',
+  'review_comments.updated',
   'review_request.started',
   'run.cancelled',
   'run.failed',

@@ -21,6 +21,14 @@ export const LIMITS = {
   eventReplayMax: 200,
   timerDescriptionLength: 500,
   reviewPromptLength: 10_000,
+  /** A review comment's (or a reply's) text, in UTF-8 bytes (issue 46). */
+  reviewCommentBytes: 10 * 1024,
+  /** Lines one review comment may span. */
+  reviewCommentLines: 500,
+  /** Review comments one Requirement may hold (replies not counted). */
+  reviewCommentsPerRequirement: 1000,
+  /** Replies in one review comment's thread. */
+  reviewRepliesPerComment: 100,
   /** Rounds a review loop may run per PR (issue 18 §3). */
   autoReviewMaxRounds: 20,
   /** Timer intervals: one minute to one year, in seconds. */

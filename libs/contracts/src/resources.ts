@@ -28,6 +28,8 @@ import type {
   RequirementCreator,
   RequirementStatus,
   SessionState,
+  ReviewCommentSide,
+  ReviewCommentState,
   ReviewRequestStatus,
   ReviewRequester,
   ReviewVerdict,
@@ -547,6 +549,51 @@ export interface AgentTimer {
   /** Set while active. */
   nextFireAt: string | null;
   lastFiredAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** Who wrote a review comment or a reply: a person, or an agent run (`id` its run). */
+export interface ReviewAuthor {
+  kind: 'person' | 'agent';
+  id: string | null;
+  name: string | null;
+}
+
+/** Where a review comment was written: the commit its lines were read from, and those lines. */
+export interface ReviewCommentAnchor {
+  /** The agent's imported work (side `new`) or the merge base (side `old`) the lines were read from. */
+  commit: string;
+  /** The lines quoted, joined by newlines. */
+  excerpt: string;
+}
+
+/** A reply in a review comment's thread (the agent's answer, issue 46 §3). */
+export interface ReviewCommentReply {
+  id: string;
+  author: ReviewAuthor;
+  body: string;
+  createdAt: string;
+}
+
+/** A comment on lines of a Requirement's changes, and its thread (issue 46). */
+export interface ReviewComment {
+  id: string;
+  requirementId: string;
+  path: string;
+  /** First line, on `side`, as the latest import numbers it (as written, once outdated). */
+  line: number;
+  /** Last line (equal to `line` for one line). */
+  endLine: number;
+  side: ReviewCommentSide;
+  body: string;
+  state: ReviewCommentState;
+  anchor: ReviewCommentAnchor;
+  author: ReviewAuthor;
+  /** The review message that sent it, once sent. */
+  messageId: string | null;
+  sentAt: string | null;
+  replies: ReviewCommentReply[];
   createdAt: string;
   updatedAt: string;
 }

@@ -208,4 +208,27 @@ export class AgentOperations {
       }),
     );
   }
+
+  /** The review threads a person sent to the run's Requirement (path, lines, quote, comment, replies, state). */
+  async reviewComments(): Promise<unknown> {
+    const { context } = this.api;
+    return this.api.call('review comments', (client, signal) =>
+      client.GET('/api/agent/requirements/{id}/review-comments', {
+        params: { path: { id: context.requirementId } },
+        signal,
+      }),
+    );
+  }
+
+  /** The agent's answer in a review thread, resolving it with `resolve`. */
+  async replyToReviewComment(commentId: string, body: string, resolve?: boolean): Promise<unknown> {
+    const { context } = this.api;
+    return this.api.call('review reply', (client, signal) =>
+      client.POST('/api/agent/requirements/{id}/review-comments/{commentId}/replies', {
+        body: { body, ...(resolve === true && { resolve: true }) },
+        params: { path: { commentId, id: context.requirementId } },
+        signal,
+      }),
+    );
+  }
 }

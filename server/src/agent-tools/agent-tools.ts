@@ -22,7 +22,7 @@ const text = (max: number, what: string) =>
 
 /** What the MCP server tells the model its tools are for. */
 export const AGENT_TOOLS_INSTRUCTIONS =
-  "Agent Manager's tools for this agent run: register pull requests, propose and act on follow-up Requirements, message related Requirements, see whether your branch conflicts with its base or other work, and set timers. They act with this run's own credential: the server refuses what is out of its scope, and a refusal comes back as a tool error with the reason.";
+  "Agent Manager's tools for this agent run: register pull requests, propose and act on follow-up Requirements, message related Requirements, see whether your branch conflicts with its base or other work, answer the person's review comments, and set timers. They act with this run's own credential: the server refuses what is out of its scope, and a refusal comes back as a tool error with the reason.";
 
 export const AGENT_TOOL_NAMES = [
   'register_pull_request',
@@ -34,6 +34,8 @@ export const AGENT_TOOL_NAMES = [
   'register_timer',
   'list_timers',
   'cancel_timer',
+  'review_comments',
+  'reply_review_comment',
 ] as const;
 
 export function agentTools(operations: AgentOperations): ToolDefinition[] {
@@ -199,6 +201,27 @@ export function agentTools(operations: AgentOperations): ToolDefinition[] {
       name: 'cancel_timer',
       run: ({ timerId }) => operations.cancelTimer(timerId),
       title: 'Cancel a timer',
+    }),
+    defineTool({
+      description:
+        "List the review comments the person sent on your Requirement's changes: each thread's id, path, lines (on the `new` side: your work; `old`: the merge base), the quoted lines, the comment, its state (sent, resolved, outdated: the lines changed since) and the replies.",
+      input: {},
+      name: 'review_comments',
+      readOnly: true,
+      run: () => operations.reviewComments(),
+      title: 'List review comments',
+    }),
+    defineTool({
+      description:
+        'Answer a review comment in its thread (the person reads it there). Set `resolve` once you have done what it asks; it can be reopened.',
+      input: {
+        body: text(LIMITS.reviewCommentBytes, 'Your answer, in Markdown'),
+        id: id('The review comment (rvc_…), as review_comments or the review message names it'),
+        resolve: z.boolean().optional().describe('Resolve the thread with this answer'),
+      },
+      name: 'reply_review_comment',
+      run: ({ body, id: commentId, resolve }) => operations.replyToReviewComment(commentId, body, resolve),
+      title: 'Answer a review comment',
     }),
   ];
   return tools;

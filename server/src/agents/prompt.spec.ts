@@ -52,6 +52,8 @@ describe('RD prompt', () => {
         'register_timer',
         'list_timers',
         'cancel_timer',
+        'review_comments',
+        'reply_review_comment',
       ]) {
         expect(instructions).toContain(`\`${tool}\``);
       }
@@ -62,7 +64,7 @@ describe('RD prompt', () => {
       expect(instructions).toContain('`code-factory-cli --help` describes every command');
       expect(instructions).toContain('$CODE_FACTORY_CLI');
       expect(instructions).toContain('/home/u/.code-factory/bin/code-factory-cli');
-      for (const command of ['pr register', 'requirement propose', 'timer register']) {
+      for (const command of ['pr register', 'requirement propose', 'timer register', 'review reply']) {
         expect(instructions).toContain(`code-factory-cli ${command}`);
       }
     });

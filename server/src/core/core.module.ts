@@ -18,6 +18,7 @@ import { AgentSessionEntity } from '../requirements/agent-session.entity';
 import { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { ReviewRequestEntity } from '../reviews/review-request.entity';
+import { ReviewCommentEntity, ReviewReplyEntity } from '../review-comments/review-comment.entities';
 import { SearchDocumentEntity } from '../search/search-document.entity';
 import { TriggerReceiptEntity } from '../triggers/trigger-receipt.entity';
 import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
@@ -54,6 +55,8 @@ export const ENTITIES = [
   RequirementMessageEntity,
   RequirementNetworkEntity,
   RequirementWorktreeEntity,
+  ReviewCommentEntity,
+  ReviewReplyEntity,
   ReviewRequestEntity,
   SearchDocumentEntity,
   TriggerReceiptEntity,

@@ -7,6 +7,8 @@ export const ID_PREFIXES = {
   pullRequest: 'pr',
   requirement: 'req',
   review: 'rev',
+  reviewComment: 'rvc',
+  reviewReply: 'rvr',
   run: 'run',
   session: 'ses',
   timer: 'tmr',

@@ -11,6 +11,15 @@ import { fileDiff, listChanges, worktreeRelativePath } from './worktree-changes'
 import { QUICK_TIMEOUT_MS, WorkspaceGit } from './workspace-git.service';
 import { WorktreesRepository } from './worktrees.repository';
 
+/** A Requirement's changes as compared: the person's repository, the merge base and the agent's imported work. */
+export interface Comparison {
+  top: string;
+  baseRef: string | null;
+  head: string;
+  mergeBase: string;
+  work: string;
+}
+
 function noWorktree(requirementId: string): DomainError {
   return conflict(
     'no_worktree',
@@ -70,11 +79,16 @@ export class WorktreeChanges {
    * The agent's work as the person's repository has it: imported now while a run is at work (or
    * when no import followed its last run), else what the import after its last run brought — a
    * resting working copy changes only by its next run (or a refresh, after a person's own edit).
+   * `recorded`: what the last import brought, whatever the session does (a reaction to that import).
    */
   private async current(
     requirementId: string,
     row: RequirementWorktreeEntity,
+    recorded: boolean,
   ): Promise<{ head: string | null; work: string | null }> {
+    if (recorded) {
+      return { head: row.headSha, work: row.workSha ?? row.headSha };
+    }
     const resting = (await this.requirements.find(requirementId))?.session.state !== 'running';
     // Only an import of an own repository counts: a linked worktree of before has never been snapshotted.
     const imported =
@@ -89,10 +103,11 @@ export class WorktreeChanges {
     return this.agentWork.bring(requirementId);
   }
 
-  /** The imported work and its merge base with the base ref, or 409 when there is nothing to compare. */
-  private async comparison(
-    requirementId: string,
-  ): Promise<{ top: string; baseRef: string | null; head: string; mergeBase: string; work: string }> {
+  /**
+   * The imported work and its merge base with the base ref, or 409 when there is nothing to
+   * compare; `recorded`: as the last import left it, without importing (see current).
+   */
+  async comparison(requirementId: string, recorded = false): Promise<Comparison> {
     const row = await this.repository.find(requirementId);
     if (row === null && (await this.requirements.find(requirementId)) === null) {
       throw notFound('requirement_not_found', `Requirement ${requirementId} not found`);
@@ -100,7 +115,7 @@ export class WorktreeChanges {
     if (!row || row.isolation !== 'worktree' || row.path === null || row.removedAt !== null || row.createdAt === null) {
       throw noWorktree(requirementId);
     }
-    const imported = await this.current(requirementId, row);
+    const imported = await this.current(requirementId, row, recorded);
     const { repo } = await this.workspace.repositoryFacts();
     // A base ref deleted since: its commit at creation.
     const base =

@@ -16,7 +16,7 @@ import { WorktreesService } from './worktrees.service';
 /** A git worktree and branch per Requirement, the reviewers' temporary worktrees, and their changes. */
 @Module({
   controllers: [WorkspaceController, WorktreesController],
-  exports: [ReviewWorktrees, WorkspaceGit, WorktreesService],
+  exports: [ReviewWorktrees, WorkspaceGit, WorktreeChanges, WorktreesService],
   imports: [AgentsModule, RequirementsModule],
   providers: [
     AgentWork,

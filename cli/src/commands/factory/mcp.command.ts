@@ -28,7 +28,8 @@ export class AgentMcpCommand extends CommandRunner {
     return `
 A Model Context Protocol server on stdin/stdout with the tools register_pull_request,
 propose_requirement, requirement_action, list_related, message_related, requirement_landing,
-register_timer, list_timers and cancel_timer: the same calls as the commands of this program. Codex and
+register_timer, list_timers, cancel_timer, review_comments and reply_review_comment: the same calls as the
+commands of this program. Codex and
 Claude Code runs already have these tools: Agent Manager serves them itself (\$CODE_FACTORY_API_URL/agent/mcp,
 MCP over HTTP with the run credential as Bearer). Use this for another MCP client inside a run.
 ${ENVIRONMENT_HELP}`;

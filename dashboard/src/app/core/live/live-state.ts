@@ -188,6 +188,10 @@ export class LiveState {
       case 'run.interrupt_requested':
         // Team mode: the run's own end event (from the runner that runs it) changes what is shown.
         break;
+      case 'review_comments.updated':
+      case 'review_comment.deleted':
+        // No page keeps review comments yet (the review view, issue 46 §7, will read them).
+        break;
       case 'landing.conflicts.updated':
         // Nothing to merge: every Requirement whose radar answer changed has its own
         // `requirement.updated` (with `landing`) ahead of this summary on the stream.

@@ -20,6 +20,7 @@ import { RequirementRunner1766193000000 } from './1766193000000-requirement-runn
 import { AgentRepositories1766279400000 } from './1766279400000-agent-repositories';
 import { Network1766365800000 } from './1766365800000-network';
 import { ReactionCursors1766452200000 } from './1766452200000-reaction-cursors';
+import { ReviewComments1766538600000 } from './1766538600000-review-comments';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -45,4 +46,5 @@ export const MIGRATIONS = [
   AgentRepositories1766279400000,
   Network1766365800000,
   ReactionCursors1766452200000,
+  ReviewComments1766538600000,
 ];
