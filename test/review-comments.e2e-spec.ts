@@ -232,12 +232,19 @@ describe('review comments on a Requirement’s changes', () => {
       30_000,
       100,
     );
-    expect(moved).toMatchObject({ anchor: { excerpt: 'line 12 changed' }, endLine: 17, line: 17, state: 'sent' });
+    expect(moved).toMatchObject({
+      anchor: { excerpt: 'line 12 changed' },
+      endLine: 17,
+      line: 17,
+      outdated: false,
+      state: 'sent',
+    });
     expect(await byId(range.id)).toMatchObject({
       anchor: { commit: work, excerpt: 'line 20\nnew A\nnew B' },
       endLine: 22,
       line: 20,
-      state: 'outdated',
+      outdated: true,
+      state: 'sent',
     });
     expect(await byId(old.id)).toMatchObject({
       anchor: { commit: requirement.worktree!.baseSha },
@@ -286,7 +293,11 @@ describe('review comments on a Requirement’s changes', () => {
     expect(listed).toMatchObject({ code: 0, stderr: '' });
     const items = (listed.json as { items: Comment[] }).items;
     // Drafts are the person's alone.
-    expect(items.map((c) => c.state).sort()).toEqual(['outdated', 'sent', 'sent']);
+    expect(items.map((c) => [c.line, c.state, c.outdated])).toEqual([
+      [17, 'sent', false],
+      [20, 'sent', true],
+      [3, 'sent', false],
+    ]);
     const first = items.find((c) => c.line === 17)!;
     const answered = await cli('review', 'reply', '--id', first.id, '--body', 'Renamed to "edited".', '--resolve');
     expect(answered).toMatchObject({ code: 0, stderr: '' });
@@ -307,6 +318,15 @@ describe('review comments on a Requirement’s changes', () => {
       state: 'sent',
     });
     // A draft is not found by the agent; another Requirement's threads are out of its scope.
+    // The agent changed the second thread's lines and resolves it: the next import leaves it resolved (and outdated).
+    const changedLines = items.find((c) => c.outdated)!;
+    expect(
+      (await cli('review', 'reply', '--id', changedLines.id, '--body', 'Renamed both.', '--resolve')).json,
+    ).toMatchObject({ outdated: true, state: 'resolved' });
+    await ok(api().POST('/api/requirements/{id}/worktree/refresh', { params: { path: { id: requirementId } } }));
+    expect(await byId(changedLines.id)).toMatchObject({ outdated: true, state: 'resolved' });
+    // An agent's reply is short: 4 KB at most.
+    expect((await cli('review', 'reply', '--id', first.id, '--body', 'x'.repeat(4097))).code).not.toBe(0);
     const draft = (await list('draft'))[0];
     const asRun = apiClient(manager.url, { auth: token });
     await expectRefused(

@@ -527,7 +527,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What the Requirement's agent changed: committed, uncommitted and untracked files against the merge base with its base ref */
+        /** What the Requirement's agent changed: committed, uncommitted and untracked files against the merge base with its base ref (or from one checkpoint to another, or to now: what one run changed) */
         get: operations["getRequirementChanges"];
         put?: never;
         post?: never;
@@ -546,6 +546,23 @@ export interface paths {
         };
         /** One file's unified diff against the merge base (text/plain; cut at 2 MiB, then X-Diff-Truncated: true) */
         get: operations["getRequirementChangeDiff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/checkpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Requirement's checkpoints, oldest first (the newest 1,000) */
+        get: operations["listCheckpoints"];
         put?: never;
         post?: never;
         delete?: never;
@@ -755,6 +772,23 @@ export interface paths {
         put?: never;
         /** Send the drafts (every one, or commentIds) and an overall comment as one message, delivered as a reply is */
         post: operations["sendReview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/rewind": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Put the agent's branch and files back at a checkpoint (the state now is saved as a checkpoint first); the agent's next run is told */
+        post: operations["rewindRequirement"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1228,6 +1262,25 @@ export interface components {
             /** @enum {string} */
             status: "added" | "modified" | "deleted" | "renamed";
         };
+        CheckpointDto: {
+            at: string;
+            /** @description The working state as a commit (head itself when nothing was uncommitted) */
+            commit: string;
+            /** @description Files that differ from the checkpoint before */
+            filesChanged: number;
+            /** @description The branch's head then */
+            head: string;
+            /** @example ckp_… */
+            id: string;
+            /** @enum {string} */
+            kind: "run_start" | "run_end" | "rewind";
+            requirementId: string;
+            /** @description The run it was taken for (null: before a rewind) */
+            runId: string | null;
+        };
+        CheckpointListDto: {
+            items: components["schemas"]["CheckpointDto"][];
+        };
         ConfigurationResponseDto: {
             /** @description What this process runs with: values plus launch flags and CODE_FACTORY_* variables */
             effective: components["schemas"]["ConfigurationValuesDto"];
@@ -1666,7 +1719,7 @@ export interface components {
              * @description What a message Agent Manager wrote itself says, for a client that writes it in the reader's language; null on people's and agents' messages (and on older ones). Unknown codes: show `body`.
              * @enum {string|null}
              */
-            code: "run.failed" | "run.timed_out" | "run.manager_stopped" | "budget.reached" | "budget.reached_ancestor" | "dependency.met" | "dependency.cancelled" | "timer.fired" | "github.pr_status" | "github.pr_head" | "github.ci_failed" | "github.conflict" | "review.failed" | "review.cancelled" | "review_loop.clean" | "review_loop.max_rounds" | "landing.conflict" | "landing.rebase_requested" | "requirement.moved" | null;
+            code: "run.failed" | "run.timed_out" | "run.manager_stopped" | "budget.reached" | "budget.reached_ancestor" | "dependency.met" | "dependency.cancelled" | "timer.fired" | "github.pr_status" | "github.pr_head" | "github.ci_failed" | "github.conflict" | "review.failed" | "review.cancelled" | "review_loop.clean" | "review_loop.max_rounds" | "landing.conflict" | "landing.rebase_requested" | "requirement.moved" | "requirement.rewound" | null;
             createdAt: string;
             /** @description Whether the RD agent must consume it */
             deliverToRd: boolean;
@@ -1924,7 +1977,7 @@ export interface components {
         };
         ReactionResponseDto: {
             /** @description The committed events it reacts to */
-            events: ("board.runners_changed" | "landing.conflicts.updated" | "landing.queue.updated" | "manager.configuration.updated" | "manager.reconciled" | "message.created" | "model_catalog.updated" | "network.blocked" | "pull_request.created" | "pull_request.updated" | "requirement.cancelled" | "requirement.completed" | "requirement.created" | "requirement.deleted" | "requirement.moved" | "requirement.updated" | "requirements.purged" | "review_comment.deleted" | "review_comments.updated" | "review_request.started" | "run.cancelled" | "run.failed" | "run.interrupt_requested" | "run.started" | "run.succeeded" | "run.timed_out" | "run.trace.appended" | "timer.cancelled" | "timer.created" | "timer.fired")[];
+            events: ("board.runners_changed" | "checkpoint.created" | "landing.conflicts.updated" | "landing.queue.updated" | "manager.configuration.updated" | "manager.reconciled" | "message.created" | "model_catalog.updated" | "network.blocked" | "pull_request.created" | "pull_request.updated" | "requirement.cancelled" | "requirement.completed" | "requirement.created" | "requirement.deleted" | "requirement.moved" | "requirement.updated" | "requirements.purged" | "review_comment.deleted" | "review_comments.updated" | "review_request.started" | "run.cancelled" | "run.failed" | "run.interrupt_requested" | "run.started" | "run.succeeded" | "run.timed_out" | "run.trace.appended" | "timer.cancelled" | "timer.created" | "timer.fired")[];
             /** @description Calls that failed in a row (0 once one succeeds) */
             failures: number;
             /** @description Calls that finished since the manager started */
@@ -2041,7 +2094,7 @@ export interface components {
             requirementId: string;
         };
         ReplyToReviewCommentDto: {
-            /** @description The answer, in Markdown */
+            /** @description The answer, in Markdown (at most 4096 bytes) */
             body: string;
             /** @description Resolve the thread with this answer (false when absent) */
             resolve?: boolean;
@@ -2239,6 +2292,8 @@ export interface components {
             line: number;
             /** @description The review message that sent it */
             messageId: string | null;
+            /** @description An import changed its lines: it stays as written, with the lines it quoted */
+            outdated: boolean;
             path: string;
             replies: components["schemas"]["ReviewCommentReplyDto"][];
             requirementId: string;
@@ -2246,7 +2301,7 @@ export interface components {
             /** @enum {string} */
             side: "new" | "old";
             /** @enum {string} */
-            state: "draft" | "sent" | "resolved" | "outdated";
+            state: "draft" | "sent" | "resolved";
             updatedAt: string;
         };
         ReviewCommentListDto: {
@@ -2297,6 +2352,20 @@ export interface components {
              * @enum {string|null}
              */
             verdict: "findings" | "no_findings" | null;
+        };
+        RewindDto: {
+            /** @description The checkpoint to go back to (ckp_…) */
+            checkpointId: string;
+            /** @description Why, for the agent (its next prompt shows it) */
+            note?: string;
+        };
+        RewindResponseDto: {
+            /** @description The system message that tells the agent what was undone */
+            message: components["schemas"]["MessageResponseDto"];
+            /** @description The checkpoint the working copy is back at */
+            restored: components["schemas"]["CheckpointDto"];
+            /** @description The checkpoint taken just before: rewinding to it undoes this rewind */
+            saved: components["schemas"]["CheckpointDto"];
         };
         SearchHitDto: {
             /** @description The message that matched; null when the Requirement's title or description did */
@@ -4472,7 +4541,12 @@ export interface operations {
     };
     getRequirementChanges: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description From this checkpoint (ckp_…) instead of the merge base */
+                from?: string;
+                /** @description To this checkpoint (ckp_…) instead of the agent's work now (only with from) */
+                to?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -4487,6 +4561,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RequirementChangesResponseDto"];
+                };
+            };
+            /** @description Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
@@ -4525,6 +4608,10 @@ export interface operations {
     getRequirementChangeDiff: {
         parameters: {
             query: {
+                /** @description From this checkpoint (ckp_…) instead of the merge base */
+                from?: string;
+                /** @description To this checkpoint (ckp_…) instead of the agent's work now (only with from) */
+                to?: string;
                 /** @description The file, relative to the worktree */
                 path: string;
                 /** @description A renamed file's old path (from the changes list), so the diff shows the rename */
@@ -4581,6 +4668,51 @@ export interface operations {
             };
             /** @description The Requirement has no worktree */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    listCheckpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointListDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5178,7 +5310,9 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only the comments in this state */
-                state?: "draft" | "sent" | "resolved" | "outdated";
+                state?: "draft" | "sent" | "resolved";
+                /** @description Only the outdated ones (true), or those that follow the code (false) */
+                outdated?: "true" | "false";
             };
             header?: never;
             path: {
@@ -5470,6 +5604,72 @@ export interface operations {
                 content?: never;
             };
             /** @description no_draft_comments: nothing to send; comment_not_draft; requirement_cancelled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    rewindRequirement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RewindDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewindResponseDto"];
+                };
+            };
+            /** @description Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The Requirement, or a checkpoint of it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description run_active: stop the run first; rewind_unavailable: no working copy of its own */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -69,6 +69,7 @@ export const SYSTEM_MESSAGE_CODES = [
   'landing.conflict',
   'landing.rebase_requested',
   'requirement.moved',
+  'requirement.rewound',
 ] as const;
 export type SystemMessageCode = (typeof SYSTEM_MESSAGE_CODES)[number];
 /** A system message's arguments: plain values only (titles, ids, numbers), never sentences. */
@@ -156,11 +157,18 @@ export type ReviewCommentSide = (typeof REVIEW_COMMENT_SIDES)[number];
 
 /**
  * A review comment's thread (issue 46): a person's `draft` until sent as part of a review (`sent`);
- * `resolved` by the person or the agent; `outdated` once an import changed the lines it is on (kept
- * with the lines it quoted).
+ * `resolved` by the person or the agent, and reopened (`sent` again). Whether an import changed
+ * its lines is beside the state (`outdated`): a thread the agent resolved by changing the line is both.
  */
-export const REVIEW_COMMENT_STATES = ['draft', 'sent', 'resolved', 'outdated'] as const;
+export const REVIEW_COMMENT_STATES = ['draft', 'sent', 'resolved'] as const;
 export type ReviewCommentState = (typeof REVIEW_COMMENT_STATES)[number];
+
+/**
+ * Why a checkpoint of a Requirement's working state was taken (issue 46 §5): at an RD run's start
+ * or end, or just before a rewind (so that the rewind can itself be undone).
+ */
+export const CHECKPOINT_KINDS = ['run_start', 'run_end', 'rewind'] as const;
+export type CheckpointKind = (typeof CHECKPOINT_KINDS)[number];
 
 /** What an RD agent may do to a Requirement it proposed. */
 export const AGENT_REQUIREMENT_ACTIONS = ['start', 'stop', 'delete', 'done'] as const;

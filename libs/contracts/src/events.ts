@@ -2,6 +2,7 @@ import type {
   AgentRun,
   AgentTimer,
   AgentTraceEvent,
+  Checkpoint,
   BoardRunnerStatus,
   ConflictRadar,
   LandingQueue,
@@ -51,6 +52,8 @@ export interface ManagerEventPayloads {
    * leader only, when what it sees changes: every page learns of "runner offline" without a reload.
    */
   'board.runners_changed': { runners: BoardRunnerStatus[] };
+  /** A checkpoint of a Requirement's working state was taken (a run's start or end, or before a rewind). */
+  'checkpoint.created': { checkpoint: Checkpoint };
   'manager.configuration.updated': { configuration: ManagerConfiguration };
   'manager.reconciled': { failedRunIds: string[]; requirementIds: string[] };
   'landing.conflicts.updated': { radar: ConflictRadar };
@@ -100,6 +103,7 @@ export type ManagerEventType = keyof ManagerEventPayloads;
 /** The event types in a fixed order (the OpenAPI enum, the dashboard's listeners). */
 export const EVENT_TYPES = [
   'board.runners_changed',
+  'checkpoint.created',
   'landing.conflicts.updated',
   'landing.queue.updated',
   'manager.configuration.updated',

@@ -27,8 +27,10 @@ export const LIMITS = {
   reviewCommentLines: 500,
   /** Review comments one Requirement may hold (replies not counted). */
   reviewCommentsPerRequirement: 1000,
+  /** An answer in a review thread, in UTF-8 bytes (the agent's: short, and carried by the thread's events). */
+  reviewReplyBytes: 4 * 1024,
   /** Replies in one review comment's thread. */
-  reviewRepliesPerComment: 100,
+  reviewRepliesPerComment: 20,
   /** Rounds a review loop may run per PR (issue 18 §3). */
   autoReviewMaxRounds: 20,
   /** Timer intervals: one minute to one year, in seconds. */

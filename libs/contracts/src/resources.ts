@@ -28,6 +28,7 @@ import type {
   RequirementCreator,
   RequirementStatus,
   SessionState,
+  CheckpointKind,
   ReviewCommentSide,
   ReviewCommentState,
   ReviewRequestStatus,
@@ -553,6 +554,26 @@ export interface AgentTimer {
   updatedAt: string;
 }
 
+/**
+ * The agent's whole working state at one moment (issue 46 §5): its branch's head with the staged,
+ * unstaged and untracked files on top, as one commit kept under a private ref of the person's
+ * repository. What a rewind restores.
+ */
+export interface Checkpoint {
+  id: string;
+  requirementId: string;
+  /** The run it was taken for (null: a rewind's). */
+  runId: string | null;
+  kind: CheckpointKind;
+  at: string;
+  /** The working state as a commit (`head` itself when nothing was uncommitted). */
+  commit: string;
+  /** The branch's head then. */
+  head: string;
+  /** Files that differ from the checkpoint before (from the worktree's base for the first). */
+  filesChanged: number;
+}
+
 /** Who wrote a review comment or a reply: a person, or an agent run (`id` its run). */
 export interface ReviewAuthor {
   kind: 'person' | 'agent';
@@ -588,6 +609,8 @@ export interface ReviewComment {
   side: ReviewCommentSide;
   body: string;
   state: ReviewCommentState;
+  /** An import changed its lines (or removed its file): it stays where it was written, with the lines it quoted. */
+  outdated: boolean;
   anchor: ReviewCommentAnchor;
   author: ReviewAuthor;
   /** The review message that sent it, once sent. */

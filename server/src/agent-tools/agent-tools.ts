@@ -215,7 +215,7 @@ export function agentTools(operations: AgentOperations): ToolDefinition[] {
       description:
         'Answer a review comment in its thread (the person reads it there). Set `resolve` once you have done what it asks; it can be reopened.',
       input: {
-        body: text(LIMITS.reviewCommentBytes, 'Your answer, in Markdown'),
+        body: text(LIMITS.reviewReplyBytes, 'Your answer, in Markdown'),
         id: id('The review comment (rvc_…), as review_comments or the review message names it'),
         resolve: z.boolean().optional().describe('Resolve the thread with this answer'),
       },

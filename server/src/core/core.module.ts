@@ -22,6 +22,7 @@ import { ReviewCommentEntity, ReviewReplyEntity } from '../review-comments/revie
 import { SearchDocumentEntity } from '../search/search-document.entity';
 import { TriggerReceiptEntity } from '../triggers/trigger-receipt.entity';
 import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
+import { RequirementCheckpointEntity } from '../worktrees/requirement-checkpoint.entity';
 import { RequirementLandingEntity } from '../requirements/requirement-landing.entity';
 import { LandingQueueEntity } from '../landing/landing-queue.entity';
 import { AgentTimerEntity } from '../timers/agent-timer.entity';
@@ -49,6 +50,7 @@ export const ENTITIES = [
   NetworkBlockedEntity,
   PullRequestEntity,
   ReactionCursorEntity,
+  RequirementCheckpointEntity,
   RequirementDependencyEntity,
   RequirementEntity,
   RequirementLandingEntity,

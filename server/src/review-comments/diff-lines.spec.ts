@@ -41,6 +41,19 @@ describe('the lines a diff shows', () => {
     ]);
   });
 
+  it('reads each hunk for the lines its header counts: an empty line is a blank context line, and a cut diff ends it', () => {
+    const blank = ['@@ -1,3 +1,3 @@', ' a', '', '-b', '+B'].join('\n');
+    expect([...linesShown(blank, 'new')]).toEqual([
+      [1, 'a'],
+      [2, ''],
+      [3, 'B'],
+    ]);
+    expect([...linesShown('@@ -1,5 +1,5 @@\n one\n two\ndiff --git a/x b/x\n', 'new')]).toEqual([
+      [1, 'one'],
+      [2, 'two'],
+    ]);
+  });
+
   it('quotes a range only when every line of it is shown', () => {
     const shown = linesShown(DIFF, 'new');
     expect(excerptOf(shown, 2, 3)).toBe('TWO\ntwo and a half');

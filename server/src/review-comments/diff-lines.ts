@@ -26,42 +26,47 @@ function hunkOf(line: string): Hunk | null {
 /**
  * The lines a file's unified diff shows on one side, by their number there: context and added
  * lines for `new`, context and removed lines for `old`. What a review comment may be written on.
+ * Each hunk is read for as many lines as its header counts (an empty line is a blank context line,
+ * as git writes it with diff.suppressBlankEmpty).
  */
 export function linesShown(diff: string, side: ReviewCommentSide): Map<number, string> {
   const shown = new Map<number, string>();
-  let oldLine = 0;
-  let newLine = 0;
-  let inHunk = false;
-  for (const line of diff.split('\n')) {
-    const hunk = hunkOf(line);
-    if (hunk) {
-      oldLine = hunk.oldStart;
-      newLine = hunk.newStart;
-      inHunk = true;
+  const lines = diff.split('\n');
+  for (let i = 0; i < lines.length; i += 1) {
+    const hunk = hunkOf(lines[i]);
+    if (!hunk) {
       continue;
     }
-    if (!inHunk) {
-      continue;
-    }
-    const mark = line[0];
-    const text = line.slice(1);
-    if (mark === ' ') {
-      shown.set(side === 'new' ? newLine : oldLine, text);
-      oldLine += 1;
-      newLine += 1;
-    } else if (mark === '+') {
-      if (side === 'new') {
-        shown.set(newLine, text);
+    let oldLine = hunk.oldStart;
+    let newLine = hunk.newStart;
+    let oldLeft = hunk.oldCount;
+    let newLeft = hunk.newCount;
+    while ((oldLeft > 0 || newLeft > 0) && i + 1 < lines.length) {
+      i += 1;
+      const line = lines[i];
+      const mark = line[0] ?? ' ';
+      const text = line.slice(1);
+      if (mark === '+') {
+        if (side === 'new') {
+          shown.set(newLine, text);
+        }
+        newLine += 1;
+        newLeft -= 1;
+      } else if (mark === '-') {
+        if (side === 'old') {
+          shown.set(oldLine, text);
+        }
+        oldLine += 1;
+        oldLeft -= 1;
+      } else if (mark === ' ') {
+        shown.set(side === 'new' ? newLine : oldLine, text);
+        oldLine += 1;
+        newLine += 1;
+        oldLeft -= 1;
+        newLeft -= 1;
+      } else if (mark !== '\\') {
+        break; // not a hunk line: the diff was cut short
       }
-      newLine += 1;
-    } else if (mark === '-') {
-      if (side === 'old') {
-        shown.set(oldLine, text);
-      }
-      oldLine += 1;
-    } else if (mark !== '\\') {
-      // "\ No newline at end of file" belongs to the hunk; anything else is the next file's header.
-      inHunk = false;
     }
   }
   return shown;

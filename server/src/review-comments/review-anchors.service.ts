@@ -18,7 +18,11 @@ import { ReviewCommentEntity } from './review-comment.entities';
 import { ReviewCommentsRepository } from './review-comments.repository';
 
 /** The longest quote a comment may keep: a range of very long lines is refused, not stored. */
-const EXCERPT_MAX_BYTES = 64 * 1024;
+const EXCERPT_MAX_BYTES = 16 * 1024;
+/** Comments per `review_comments.updated` event of a re-anchoring pass. */
+const PUBLISHED_PER_EVENT = 50;
+/** What a comment's path may not hold: it is quoted on a line of the person's review message. */
+const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /**
  * Where review comments sit in the code: a new comment's anchor (the lines its Requirement's diff
@@ -28,6 +32,8 @@ const EXCERPT_MAX_BYTES = 64 * 1024;
 @Injectable()
 export class ReviewAnchors {
   private readonly logger = new Logger(ReviewAnchors.name);
+  /** The re-anchoring pass running per Requirement, and whether another was asked for meanwhile. */
+  private readonly passes = new Map<string, { again: boolean; done: Promise<number> }>();
 
   constructor(
     private readonly changes: WorktreeChanges,
@@ -52,8 +58,8 @@ export class ReviewAnchors {
   ): Promise<{ commit: string; excerpt: string; path: string }> {
     const path = worktreeRelativePath(file);
     const notInDiff = (what: string) => invalid('not_in_diff', what);
-    if (path === null) {
-      throw notInDiff(`${file} is not a path inside the repository`);
+    if (path === null || CONTROL.test(path)) {
+      throw notInDiff(`${JSON.stringify(file)} is not a path inside the repository that a comment can name`);
     }
     const { mergeBase, top, work } = await this.changes.comparison(requirementId);
     const { files } = await listChanges(top, mergeBase, work);
@@ -65,7 +71,10 @@ export class ReviewAnchors {
     if (!changed) {
       throw notInDiff(`${path} is not among the changes of Requirement ${requirementId} (side ${side})`);
     }
-    const { diff } = await fileDiff(top, mergeBase, work, changed.path, changed.oldPath);
+    const { diff, truncated } = await fileDiff(top, mergeBase, work, changed.path, changed.oldPath);
+    if (truncated) {
+      throw invalid('diff_too_large', `the diff of ${path} is too large to comment on (over 2 MiB)`);
+    }
     const excerpt = excerptOf(linesShown(diff, side), line, endLine);
     const range = endLine === line ? `line ${line}` : `lines ${line}–${endLine}`;
     if (excerpt === null) {
@@ -106,13 +115,42 @@ export class ReviewAnchors {
   }
 
   /**
-   * Re-anchors a Requirement's comments on its last import; resolves with how many changed.
-   * `seen`: the import the event named — when every comment is already on it (and none is on the
-   * merge base's side), there is nothing to ask git (most `requirement.updated` events are not imports).
+   * Re-anchors a Requirement's comments on its last import; resolves with how many changed. One
+   * pass per Requirement at a time: a call during a pass asks for one more after it (the import it
+   * saw may be newer than the one the running pass read). `seen`: the import the event named —
+   * when every comment is already on it (and none is on the merge base's side), there is nothing
+   * to ask git (most `requirement.updated` events are not imports).
    */
   async follow(requirementId: string, seen?: string): Promise<number> {
     const rows = await this.repository.anchored(requirementId);
     if (rows.every((row) => row.side === 'new' && row.anchorCommit === seen)) {
+      return 0;
+    }
+    const running = this.passes.get(requirementId);
+    if (running) {
+      running.again = true;
+      return running.done;
+    }
+    const pass = { again: false, done: Promise.resolve(0) };
+    pass.done = (async () => {
+      let changed = 0;
+      try {
+        do {
+          pass.again = false;
+          changed += await this.pass(requirementId);
+        } while (pass.again);
+      } finally {
+        this.passes.delete(requirementId);
+      }
+      return changed;
+    })();
+    this.passes.set(requirementId, pass);
+    return pass.done;
+  }
+
+  private async pass(requirementId: string): Promise<number> {
+    const rows = await this.repository.anchored(requirementId);
+    if (rows.length === 0) {
       return 0;
     }
     let moves: Reanchoring[];
@@ -135,20 +173,22 @@ export class ReviewAnchors {
       const now = this.clock.nowIso();
       for (const move of moves) {
         const row = current.get(move.id);
-        // Moved, resolved, reopened, outdated or deleted since it was read: the newer answer stands.
-        if (!row || row.anchorCommit !== move.from || row.state !== move.state) {
+        // Moved, outdated or deleted since it was read: the newer answer stands (a state change does not matter here).
+        if (!row || row.anchorCommit !== move.from || row.outdated) {
           continue;
         }
         const set: Partial<ReviewCommentEntity> =
-          move.to === null
-            ? { state: 'outdated', updatedAt: now }
+          move.to === 'outdated'
+            ? { outdated: true, updatedAt: now }
             : { anchorCommit: move.to.commit, endLine: move.to.endLine, line: move.to.line };
         Object.assign(row, set);
         this.repository.update(tx, row.id, set);
         changed.push(row);
       }
-      if (changed.length > 0) {
-        await publishComments(this.events, this.repository, tx, found, changed, { id: null, kind: 'system' });
+      // A bounded event each (a thread carries its quote and replies).
+      for (let at = 0; at < changed.length; at += PUBLISHED_PER_EVENT) {
+        const batch = changed.slice(at, at + PUBLISHED_PER_EVENT);
+        await publishComments(this.events, this.repository, tx, found, batch, { id: null, kind: 'system' });
       }
       return changed.length;
     });

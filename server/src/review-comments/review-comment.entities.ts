@@ -14,6 +14,8 @@ export class ReviewCommentEntity {
   @Column('varchar') side!: ReviewCommentSide;
   @Column('text') body!: string;
   @Column('varchar') state!: ReviewCommentState;
+  /** An import changed its lines: no longer moved with the code. */
+  @Column('boolean') outdated!: boolean;
   /** The commit the quoted lines were read from (moved by each re-anchoring). */
   @Column('varchar') anchorCommit!: string;
   /** The quoted lines, joined by newlines (as written, once outdated). */
@@ -21,7 +23,7 @@ export class ReviewCommentEntity {
   @Column('varchar') authorKind!: 'person' | 'agent';
   @Column('varchar', { nullable: true }) authorId!: string | null;
   @Column('varchar', { nullable: true }) authorName!: string | null;
-  /** The review message that sent it; null while a draft (and for a draft outdated before it was sent). */
+  /** The review message that sent it; null while a draft. */
   @Column('varchar', { nullable: true }) messageId!: string | null;
   @Column('varchar', { nullable: true }) sentAt!: string | null;
   @Column('varchar') createdAt!: string;

@@ -39,7 +39,8 @@ export class ReviewCommentsController {
     @Param('id') id: string,
     @Query() query: ListReviewCommentsQueryDto,
   ): Promise<ReviewCommentListDto> {
-    return { items: await this.reviewComments.list(id, query.state) };
+    const outdated = query.outdated === undefined ? undefined : query.outdated === 'true';
+    return { items: await this.reviewComments.list(id, query.state, outdated) };
   }
 
   @Post('review-comments')

@@ -56,8 +56,8 @@ export class ReviewCommentsRepository {
     return (await uow.reads()).countBy(ReviewReplyEntity, { commentId });
   }
 
-  /** A Requirement's comments (in `state` when given), oldest first, outside any unit. */
-  list(requirementId: string, state?: ReviewCommentState): Promise<ReviewCommentEntity[]> {
+  /** A Requirement's comments (in `state`, outdated or not, when given), oldest first, outside any unit. */
+  list(requirementId: string, state?: ReviewCommentState, outdated?: boolean): Promise<ReviewCommentEntity[]> {
     const qb = this.database
       .read(ReviewCommentEntity)
       .createQueryBuilder('c')
@@ -65,15 +65,18 @@ export class ReviewCommentsRepository {
     if (state) {
       qb.andWhere('c.state = :state', { state });
     }
+    if (outdated !== undefined) {
+      qb.andWhere('c.outdated = :outdated', { outdated });
+    }
     return qb.orderBy('c.created_at').addOrderBy('c.id').getMany();
   }
 
-  /** The comments of a Requirement that follow the code (every state but outdated), outside any unit. */
+  /** The comments of a Requirement that follow the code (not outdated), outside any unit. */
   anchored(requirementId: string): Promise<ReviewCommentEntity[]> {
     return this.database
       .read(ReviewCommentEntity)
       .createQueryBuilder('c')
-      .where("c.requirement_id = :requirementId AND c.state <> 'outdated'", { requirementId })
+      .where('c.requirement_id = :requirementId AND c.outdated = :outdated', { outdated: false, requirementId })
       .orderBy('c.created_at')
       .getMany();
   }

@@ -72,9 +72,9 @@ export class ReviewCommentsService {
   ) {}
 
   /** GET /requirements/:id/review-comments (404 for an unknown Requirement). */
-  async list(requirementId: string, state?: ReviewCommentState): Promise<ReviewCommentDto[]> {
+  async list(requirementId: string, state?: ReviewCommentState, outdated?: boolean): Promise<ReviewCommentDto[]> {
     await this.requirements.get(requirementId);
-    const rows = await this.repository.list(requirementId, state);
+    const rows = await this.repository.list(requirementId, state, outdated);
     const replies = await this.repository.replies(rows.map((r) => r.id));
     return rows.map((row) => toReviewComment(row, replies));
   }
@@ -119,6 +119,7 @@ export class ReviewCommentsService {
         id: newId('reviewComment'),
         line: dto.line,
         messageId: null,
+        outdated: false,
         path: anchor.path,
         requirementId,
         sentAt: null,
@@ -131,6 +132,8 @@ export class ReviewCommentsService {
       return comment;
     });
     this.logger.log({ ...audit(actor), commentId: created.id, msg: 'review comment drafted', requirementId });
+    // An import that landed between reading the anchor and this write is followed now, not at the next one.
+    void this.anchors.follow(requirementId).catch(() => undefined);
     return created;
   }
 
@@ -177,7 +180,7 @@ export class ReviewCommentsService {
     });
   }
 
-  /** DELETE: a comment never sent (a draft, or a draft an import outdated). */
+  /** DELETE: a comment never sent (a draft, outdated or not). */
   async remove(requirementId: string, commentId: string, actor: EventActor): Promise<void> {
     await this.database.write(async (tx) => {
       const rows = await this.requirements.loadForWrite(tx, requirementId);
@@ -240,7 +243,9 @@ export class ReviewCommentsService {
     dto: ReplyToReviewCommentDto,
     actor: EventActor,
   ): Promise<ReviewCommentDto> {
-    checkBytes(dto.body, 'the reply');
+    if (Buffer.byteLength(dto.body, 'utf8') > LIMITS.reviewReplyBytes) {
+      throw invalid('reply_too_long', `the reply is over ${LIMITS.reviewReplyBytes} bytes`);
+    }
     return this.database.write(async (tx) => {
       const rows = await this.requirements.loadForWrite(tx, requirementId);
       const row = await this.findIn(tx, requirementId, commentId);
@@ -271,7 +276,7 @@ export class ReviewCommentsService {
     if (wanted === 'resolved') {
       return 'resolved';
     }
-    // Reopened: a sent thread again (an outdated or sent one is already open).
+    // Reopened: a sent thread again (a sent one is already open).
     return state === 'resolved' ? 'sent' : state;
   }
 

@@ -26,7 +26,8 @@ export function reviewMessage(comments: readonly ReviewCommentEntity[], body: st
   const count = comments.length === 1 ? '1 comment' : `${comments.length} comments`;
   const parts = [`Review of your changes: ${count}.`];
   comments.forEach((row, i) => {
-    parts.push(`${i + 1}. ${where(row)} (${row.id})\n${quote(row.excerpt)}\n\n${row.body}`);
+    const outdated = row.outdated ? ' (outdated: these lines have changed since)' : '';
+    parts.push(`${i + 1}. ${where(row)} (${row.id})${outdated}\n${quote(row.excerpt)}\n\n${row.body}`);
   });
   if (body !== null && body.trim() !== '') {
     parts.push(body);

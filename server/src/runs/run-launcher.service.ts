@@ -21,6 +21,7 @@ import { toRequirementResponse } from '../requirements/dto/requirement-response.
 import { RequirementLifecycle } from '../requirements/requirement-lifecycle';
 import { RequirementsService } from '../requirements/requirements.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
+import { CheckpointsService } from '../worktrees/checkpoints.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import type { ActiveRun } from './active-run';
 import { AgentEnvironmentService } from '../agents/agent-environment.service';
@@ -61,6 +62,7 @@ export class RunLauncher {
     private readonly sandbox: AgentSandbox,
     private readonly workspace: WorkspaceGit,
     private readonly worktrees: WorktreesService,
+    private readonly checkpoints: CheckpointsService,
   ) {}
 
   /**
@@ -123,6 +125,10 @@ export class RunLauncher {
         gitDirs = where.git;
         placeEnv = where.env;
         place = where.place;
+        // The state its agent starts from (issue 46 §5), before the agent can change it.
+        if (where.place.mode === 'worktree') {
+          await this.checkpoints.atRunStart(run.requirementId, run.id);
+        }
       } catch (err) {
         if (stopped()) {
           ended({ code: null, reason: 'interrupted', signal: null, stderr: '' });

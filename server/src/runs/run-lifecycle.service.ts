@@ -50,7 +50,7 @@ import {
   runEndFields,
 } from './active-run';
 import { ActiveRunRegistry } from './active-run-registry';
-import { WorktreesService } from '../worktrees/worktrees.service';
+import { CheckpointsService } from '../worktrees/checkpoints.service';
 import { AgentRunEntity } from './agent-run.entity';
 import { InterruptResponseDto, StartResponseDto, toRunResponse } from './dto/run-response.dto';
 import { managerStoppedMessage } from './manager-stop-message';
@@ -101,7 +101,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     private readonly requirements: RequirementsService,
     private readonly runs: RunsRepository,
     private readonly secrets: SecretsService,
-    private readonly worktrees: WorktreesService,
+    private readonly checkpoints: CheckpointsService,
     @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
   ) {
     this.active = new ActiveRunRegistry<ActiveRun>(
@@ -526,12 +526,9 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
           requirementId,
           runId: active.run.id,
         });
-        // What the run changed (head, ahead, dirty) reaches the card; a continuation waits its turn.
-        void this.worktrees
-          .refresh(requirementId)
-          .catch((err: unknown) =>
-            this.logger.warn(`could not refresh the worktree of ${requirementId}: ${(err as Error).message}`),
-          );
+        // What the run changed (head, ahead, dirty) reaches the card, and its end is checkpointed;
+        // a continuation waits its turn (its preparation holds the Requirement after this).
+        void this.checkpoints.afterRun(requirementId, active.run.id);
         // A session left at rest is the reactions' to act on (the queue, the review loop, team mode's push).
         if (next) {
           this.launch(next);

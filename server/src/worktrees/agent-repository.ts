@@ -228,6 +228,28 @@ export async function followInAgentRepository(
   return true;
 }
 
+/**
+ * A rewind (issue 46 §6): the agent's branch back at `head`, its files as `commit` had them (the
+ * checkpoint: `head` with the uncommitted and untracked files on top), untracked files made since
+ * removed and ignored ones left alone; the uncommitted files come back unstaged. HEAD is put on
+ * the branch first, wherever the agent left it. The checkpoint's objects are the person's, which
+ * the agent's repository borrows.
+ */
+export async function rewindAgentRepository(
+  top: string,
+  personCommonDir: string,
+  target: { branch: string; commit: string; head: string },
+): Promise<void> {
+  await inspectAgentRepository(top, personCommonDir);
+  const options = { cwd: top, timeoutMs: CREATE_MS };
+  await git(['symbolic-ref', 'HEAD', `refs/heads/${target.branch}`], options);
+  await git(['reset', '-q', '--hard', target.commit], options);
+  await git(['clean', '-q', '-f', '-d'], options);
+  if (target.commit !== target.head) {
+    await git(['reset', '-q', '--mixed', target.head], options);
+  }
+}
+
 /** What a special file is, in words. */
 function special(entry: {
   isSymbolicLink(): boolean;

@@ -6,12 +6,21 @@ import { DomainError, conflict, invalid, notFound } from '../core/errors/domain-
 import { git } from '../core/git/git';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
+import { isId } from '../core/ids';
 import { AgentWork } from './agent-work.service';
+import { CheckpointsRepository } from './checkpoints.repository';
+import { RequirementCheckpointEntity } from './requirement-checkpoint.entity';
 import { fileDiff, listChanges, worktreeRelativePath } from './worktree-changes';
 import { QUICK_TIMEOUT_MS, WorkspaceGit } from './workspace-git.service';
 import { WorktreesRepository } from './worktrees.repository';
 
 /** A Requirement's changes as compared: the person's repository, the merge base and the agent's imported work. */
+/** A range of a Requirement's checkpoints (ids): from one, to another or to now. */
+export interface CheckpointRange {
+  from?: string;
+  to?: string;
+}
+
 export interface Comparison {
   top: string;
   baseRef: string | null;
@@ -39,14 +48,18 @@ export class WorktreeChanges {
 
   constructor(
     private readonly agentWork: AgentWork,
+    private readonly checkpoints: CheckpointsRepository,
     private readonly repository: WorktreesRepository,
     private readonly requirements: RequirementsService,
     private readonly workspace: WorkspaceGit,
   ) {}
 
-  /** GET /requirements/:id/changes */
-  async changes(requirementId: string): Promise<RequirementChanges> {
-    const { baseRef, head, mergeBase, top, work } = await this.comparison(requirementId);
+  /**
+   * GET /requirements/:id/changes: from the merge base to the agent's work now; with a range, from
+   * one checkpoint to another (or to now) — what one run changed (`mergeBaseSha` is then `from`'s commit).
+   */
+  async changes(requirementId: string, range: CheckpointRange = {}): Promise<RequirementChanges> {
+    const { baseRef, head, mergeBase, top, work } = await this.ranged(requirementId, range);
     const listed = await listChanges(top, mergeBase, work);
     return {
       baseRef: baseRef ?? mergeBase,
@@ -63,6 +76,7 @@ export class WorktreeChanges {
     requirementId: string,
     file: string,
     oldPath: string | null,
+    range: CheckpointRange = {},
   ): Promise<{ diff: string; truncated: boolean }> {
     const checked = [file, ...(oldPath === null ? [] : [oldPath])].map((p) => {
       const normalized = worktreeRelativePath(p);
@@ -71,8 +85,35 @@ export class WorktreeChanges {
       }
       return normalized;
     });
-    const { mergeBase, top, work } = await this.comparison(requirementId);
+    const { mergeBase, top, work } = await this.ranged(requirementId, range);
     return fileDiff(top, mergeBase, work, checked[0], checked[1] ?? null);
+  }
+
+  /** The comparison, or the range of checkpoints asked for (404 for one that is not the Requirement's). */
+  private async ranged(requirementId: string, range: CheckpointRange): Promise<Comparison> {
+    if (range.to !== undefined && range.from === undefined) {
+      throw invalid('range_without_from', '`to` needs `from` (a checkpoint to compare from)');
+    }
+    const compared = await this.comparison(requirementId);
+    if (range.from === undefined) {
+      return compared;
+    }
+    const from = await this.checkpoint(requirementId, range.from);
+    const to = range.to === undefined ? null : await this.checkpoint(requirementId, range.to);
+    return {
+      ...compared,
+      head: to?.head ?? compared.head,
+      mergeBase: from.commit,
+      work: to?.commit ?? compared.work,
+    };
+  }
+
+  private async checkpoint(requirementId: string, id: string): Promise<RequirementCheckpointEntity> {
+    const row = isId('checkpoint', id) ? await this.checkpoints.find(requirementId, id) : null;
+    if (!row) {
+      throw notFound('checkpoint_not_found', `Checkpoint ${id} not found`);
+    }
+    return row;
   }
 
   /**

@@ -15,7 +15,7 @@ import type { EventActor } from '@libs/contracts';
 import { Actor } from '../core/http/actor.decorator';
 import { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
 import { RequirementsService } from '../requirements/requirements.service';
-import { ChangesDiffQueryDto, RequirementChangesResponseDto } from './dto/worktree.dto';
+import { ChangesDiffQueryDto, ChangesRangeQueryDto, RequirementChangesResponseDto } from './dto/worktree.dto';
 import { WorktreeChanges } from './worktree-changes.service';
 import { WorktreesService } from './worktrees.service';
 
@@ -31,13 +31,16 @@ export class WorktreesController {
   @Get(':id/changes')
   @ApiOperation({
     summary:
-      "What the Requirement's agent changed: committed, uncommitted and untracked files against the merge base with its base ref",
+      "What the Requirement's agent changed: committed, uncommitted and untracked files against the merge base with its base ref (or from one checkpoint to another, or to now: what one run changed)",
   })
   @ApiOkResponse({ type: RequirementChangesResponseDto })
   @ApiNotFoundResponse()
   @ApiConflictResponse({ description: 'The Requirement has no worktree (in place, not started yet, or removed)' })
-  getRequirementChanges(@Param('id') id: string): Promise<RequirementChangesResponseDto> {
-    return this.changes.changes(id);
+  getRequirementChanges(
+    @Param('id') id: string,
+    @Query() query: ChangesRangeQueryDto,
+  ): Promise<RequirementChangesResponseDto> {
+    return this.changes.changes(id, query);
   }
 
   @Get(':id/changes/diff')
@@ -54,7 +57,7 @@ export class WorktreesController {
     @Query() query: ChangesDiffQueryDto,
     @Res({ passthrough: true }) res: Response,
   ): Promise<string> {
-    const { diff, truncated } = await this.changes.diff(id, query.path, query.oldPath ?? null);
+    const { diff, truncated } = await this.changes.diff(id, query.path, query.oldPath ?? null, query);
     res.type('text/plain; charset=utf-8').setHeader('X-Diff-Truncated', String(truncated));
     res.setHeader('X-Content-Type-Options', 'nosniff');
     return diff;

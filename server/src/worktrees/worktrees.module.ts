@@ -2,6 +2,10 @@ import { Module } from '@nestjs/common';
 
 import { AgentsModule } from '../agents/agents.module';
 import { AgentWork } from './agent-work.service';
+import { CheckpointsController } from './checkpoints.controller';
+import { CheckpointsRepository } from './checkpoints.repository';
+import { CheckpointsService } from './checkpoints.service';
+import { MessagesModule } from '../messages/messages.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { ReviewWorktrees } from './review-worktrees.service';
 import { WorkspaceGit } from './workspace-git.service';
@@ -15,11 +19,13 @@ import { WorktreesService } from './worktrees.service';
 
 /** A git worktree and branch per Requirement, the reviewers' temporary worktrees, and their changes. */
 @Module({
-  controllers: [WorkspaceController, WorktreesController],
-  exports: [ReviewWorktrees, WorkspaceGit, WorktreeChanges, WorktreesService],
-  imports: [AgentsModule, RequirementsModule],
+  controllers: [CheckpointsController, WorkspaceController, WorktreesController],
+  exports: [CheckpointsService, ReviewWorktrees, WorkspaceGit, WorktreeChanges, WorktreesService],
+  imports: [AgentsModule, MessagesModule, RequirementsModule],
   providers: [
     AgentWork,
+    CheckpointsRepository,
+    CheckpointsService,
     ReviewWorktrees,
     WorkspaceGit,
     WorktreeChanges,

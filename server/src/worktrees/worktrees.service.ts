@@ -280,7 +280,11 @@ export class WorktreesService implements BeforeApplicationShutdown {
    * After a run (and on demand): the agent's work imported into the person's repository (its
    * branch, its uncommitted files as a snapshot commit) and published with the Requirement.
    */
-  refresh(requirementId: string, actor: EventActor = SYSTEM_ACTOR): Promise<RequirementWorktreeEntity | null> {
+  refresh(
+    requirementId: string,
+    actor: EventActor = SYSTEM_ACTOR,
+    then?: (imported: ImportedWork) => Promise<void>,
+  ): Promise<RequirementWorktreeEntity | null> {
     return this.requirementLock.run(requirementId, async () => {
       const row = await this.repository.find(requirementId);
       if (
@@ -294,6 +298,8 @@ export class WorktreesService implements BeforeApplicationShutdown {
       }
       try {
         const imported = await this.agentWork.bring(requirementId, true, actor, true);
+        // Still held: what follows an import (a run's end checkpoint) is taken before the next run prepares.
+        await then?.(imported);
         return imported.row;
       } catch (err) {
         this.logger.warn(`could not import the work of ${requirementId} from ${row.path}: ${(err as Error).message}`);

@@ -52,8 +52,8 @@ export class ReviewReplyCommand extends CommandRunner {
     if (!flags.body?.trim()) {
       throw new UsageError('--body is required');
     }
-    if (Buffer.byteLength(flags.body, 'utf8') > LIMITS.reviewCommentBytes) {
-      throw new UsageError(`--body is over ${LIMITS.reviewCommentBytes} bytes`);
+    if (Buffer.byteLength(flags.body, 'utf8') > LIMITS.reviewReplyBytes) {
+      throw new UsageError(`--body is over ${LIMITS.reviewReplyBytes} bytes`);
     }
     printJson(await this.operations.replyToReviewComment(flags.id, flags.body, flags.resolve));
   }
@@ -67,7 +67,7 @@ export class ReviewReplyCommand extends CommandRunner {
   }
 
   @Option({
-    description: `Your answer, in Markdown (at most ${LIMITS.reviewCommentBytes} bytes)`,
+    description: `Your answer, in Markdown (at most ${LIMITS.reviewReplyBytes} bytes)`,
     flags: '--body <text>',
   })
   parseBody(value: string): string {

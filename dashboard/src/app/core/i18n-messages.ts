@@ -688,6 +688,11 @@ export const en = {
     ' Its branch {branch} continues from {commit}, as last pushed to origin; work the old runner did not push stays on that machine.',
   'sys.requirement.moved.notFetched':
     ' Its branch {branch} could not be fetched ({reason}): the next run starts it again from its base here.',
+  'sys.requirement.rewound':
+    'Rewound to checkpoint {checkpoint}: the work after it was undone. What was there before is kept as checkpoint {saved}.{note}',
+  'sys.requirement.rewound.run':
+    'Rewound to checkpoint {checkpoint} of run {run}: the work after it was undone. What was there before is kept as checkpoint {saved}.{note}',
+  'sys.requirement.rewound.note': ' Note: {note}',
 } as const;
 
 export type MessageKey = keyof typeof en;
@@ -1332,4 +1337,8 @@ export const zh: Record<MessageKey, string> = {
   'sys.requirement.moved.fetched':
     '其分支 {branch} 从 {commit} 继续（即最后推送到 origin 的版本）；原运行器未推送的工作留在那台机器上。',
   'sys.requirement.moved.notFetched': '其分支 {branch} 无法获取（{reason}）：下一次运行会在这里从其基线重新开始。',
+  'sys.requirement.rewound': '已回退到检查点 {checkpoint}：之后的工作已撤销。回退前的状态保存为检查点 {saved}。{note}',
+  'sys.requirement.rewound.run':
+    '已回退到运行 {run} 的检查点 {checkpoint}：之后的工作已撤销。回退前的状态保存为检查点 {saved}。{note}',
+  'sys.requirement.rewound.note': '备注：{note}',
 };

@@ -135,6 +135,15 @@ export function systemText(m: Pick<Message, 'code' | 'args'>, i18n: I18n): strin
         to: runner(a['toPerson'], a['toHost']),
       });
     }
+    case 'requirement.rewound': {
+      const note = a['note'] ? t('sys.requirement.rewound.note', { note: str(a['note']) }) : '';
+      return t(a['run'] ? 'sys.requirement.rewound.run' : 'sys.requirement.rewound', {
+        checkpoint: str(a['checkpoint']),
+        note,
+        run: str(a['run']),
+        saved: str(a['saved']),
+      });
+    }
     default:
       return t(`sys.${code}` as MessageKey);
   }

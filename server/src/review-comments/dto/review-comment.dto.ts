@@ -60,6 +60,9 @@ export class UpdateReviewCommentDto {
 export class ListReviewCommentsQueryDto {
   @OptionalEnum(REVIEW_COMMENT_STATES, 'Only the comments in this state')
   state?: ReviewCommentState;
+
+  @OptionalEnum(['true', 'false'], 'Only the outdated ones (true), or those that follow the code (false)')
+  outdated?: 'true' | 'false';
 }
 
 export class SendReviewDto {
@@ -78,7 +81,12 @@ export class SendReviewDto {
 }
 
 export class ReplyToReviewCommentDto {
-  @commentText('The answer, in Markdown')
+  @ValidateText({
+    description: `The answer, in Markdown (at most ${LIMITS.reviewReplyBytes} bytes)`,
+    max: LIMITS.reviewReplyBytes,
+    min: 1,
+    pattern: /\S/,
+  })
   body!: string;
 
   @ApiPropertyOptional({ description: 'Resolve the thread with this answer (false when absent)' })
@@ -116,6 +124,8 @@ export class ReviewCommentDto implements ReviewComment {
   @ApiProperty({ enum: REVIEW_COMMENT_SIDES }) side!: ReviewCommentSide;
   @ApiProperty() body!: string;
   @ApiProperty({ enum: REVIEW_COMMENT_STATES }) state!: ReviewCommentState;
+  @ApiProperty({ description: 'An import changed its lines: it stays as written, with the lines it quoted' })
+  outdated!: boolean;
   @ApiProperty({ type: ReviewCommentAnchorDto }) anchor!: ReviewCommentAnchorDto;
   @ApiProperty({ type: ReviewAuthorDto }) author!: ReviewAuthorDto;
   @ApiProperty({ description: 'The review message that sent it', nullable: true, type: String }) messageId!:
@@ -146,6 +156,7 @@ export function toReviewComment(row: ReviewCommentEntity, replies: readonly Revi
     id: row.id,
     line: row.line,
     messageId: row.messageId,
+    outdated: Boolean(row.outdated),
     path: row.path,
     replies: replies
       .filter((r) => r.commentId === row.id)

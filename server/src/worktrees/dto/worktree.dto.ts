@@ -27,7 +27,20 @@ export class RequirementChangesResponseDto implements RequirementChanges {
   truncated!: boolean;
 }
 
-export class ChangesDiffQueryDto {
+/** A range of checkpoints: what changed from one to another (or to now), instead of from the merge base. */
+export class ChangesRangeQueryDto {
+  @OptionalText({ description: 'From this checkpoint (ckp_…) instead of the merge base', max: 100, min: 1 })
+  from?: string;
+
+  @OptionalText({
+    description: "To this checkpoint (ckp_…) instead of the agent's work now (only with from)",
+    max: 100,
+    min: 1,
+  })
+  to?: string;
+}
+
+export class ChangesDiffQueryDto extends ChangesRangeQueryDto {
   @ValidateText({ description: 'The file, relative to the worktree', example: 'src/app.ts', max: 4096, min: 1 })
   path!: string;
 

@@ -190,7 +190,8 @@ export class LiveState {
         break;
       case 'review_comments.updated':
       case 'review_comment.deleted':
-        // No page keeps review comments yet (the review view, issue 46 §7, will read them).
+      case 'checkpoint.created':
+        // No page keeps review comments or checkpoints yet (the review view, issue 46 §7, will read them).
         break;
       case 'landing.conflicts.updated':
         // Nothing to merge: every Requirement whose radar answer changed has its own

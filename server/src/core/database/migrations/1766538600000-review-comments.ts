@@ -18,6 +18,7 @@ export class ReviewComments1766538600000 implements MigrationInterface {
       side varchar NOT NULL,
       body text NOT NULL,
       state varchar NOT NULL,
+      outdated boolean NOT NULL,
       anchor_commit varchar NOT NULL,
       excerpt text NOT NULL,
       author_kind varchar NOT NULL,

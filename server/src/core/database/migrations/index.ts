@@ -21,6 +21,7 @@ import { AgentRepositories1766279400000 } from './1766279400000-agent-repositori
 import { Network1766365800000 } from './1766365800000-network';
 import { ReactionCursors1766452200000 } from './1766452200000-reaction-cursors';
 import { ReviewComments1766538600000 } from './1766538600000-review-comments';
+import { Checkpoints1766539800000 } from './1766539800000-checkpoints';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -47,4 +48,5 @@ export const MIGRATIONS = [
   Network1766365800000,
   ReactionCursors1766452200000,
   ReviewComments1766538600000,
+  Checkpoints1766539800000,
 ];
