@@ -138,9 +138,29 @@ describe('checkpoints and rewind', () => {
       'range_without_from',
     );
 
-    // An ignored file made after the checkpoint stays; the rest goes back to run 2's start.
+    // Each checkpoint's commit is kept by a private ref of the person's repository.
+    const refs = git(
+      sandbox.workspace,
+      'for-each-ref',
+      '--format=%(refname) %(objectname)',
+      `refs/agent-manager/checkpoints/${id}/`,
+    )
+      .trim()
+      .split('\n')
+      .sort();
+    expect(refs).toEqual(all.map((c) => `refs/agent-manager/checkpoints/${id}/${c.id} ${c.commit}`).sort());
+
+    // An ignored file made after the checkpoint stays; the rest goes back to run 2's start. The
+    // agent's config naming another work tree is not followed: nothing outside its working copy is touched.
     fs.writeFileSync(path.join(worktree, 'debug.log'), 'mine\n');
+    const victim = path.join(sandbox.shared, 'victim');
+    fs.mkdirSync(victim);
+    fs.writeFileSync(path.join(victim, 'precious.txt'), 'keep me\n');
+    git(worktree, 'config', 'core.worktree', victim);
     const rewound = await ok(rewind(id, start2.id, 'Try again without b.txt'));
+    git(worktree, 'config', '--unset', 'core.worktree');
+    expect(fs.readdirSync(victim)).toEqual(['precious.txt']);
+    expect(fs.readFileSync(path.join(victim, 'precious.txt'), 'utf8')).toBe('keep me\n');
     expect(rewound.restored.id).toBe(start2.id);
     expect(rewound.saved).toMatchObject({ commit: end2.commit, kind: 'rewind', runId: null });
     expect(fs.existsSync(path.join(worktree, 'b.txt'))).toBe(false);

@@ -51,7 +51,9 @@ function configureUserServer(provider: string, agentEnv: Record<string, string>)
   if (provider === 'codex') {
     fs.appendFileSync(
       path.join(agentEnv.CODEX_HOME, 'config.toml'),
-      `\n[mcp_servers.user]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(USER_SERVER)}]\n`,
+      // A start-up timeout the load of a whole test run cannot reach (Codex's default is 10 s; the
+      // server is then left out of the run's tools, and the script's first call finds it missing).
+      `\n[mcp_servers.user]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(USER_SERVER)}]\nstartup_timeout_sec = 120\n`,
     );
   } else {
     // alwaysLoad, as for ours: otherwise Claude offers it through ToolSearch only.

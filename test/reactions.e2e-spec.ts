@@ -103,7 +103,15 @@ describe('reactions to committed events', () => {
       return now.reactions.every((r) => r.lag === 0 && r.inFlight === 0) ? now : undefined;
     });
     expect(listed.reactions.map((r) => r.reaction).sort()).toEqual(
-      ['BranchSharing.runsEnded', 'BudgetsService.treesCharged', RADAR, QUEUE, 'ReviewLoopService.runsEnded'].sort(),
+      [
+        'BranchSharing.runsEnded',
+        'BudgetsService.treesCharged',
+        'CheckpointsService.purged',
+        RADAR,
+        QUEUE,
+        'ReviewAnchors.followImports',
+        'ReviewLoopService.runsEnded',
+      ].sort(),
     );
     expect(listed.reactions.find((r) => r.reaction === RADAR)).toMatchObject({
       events: ['requirement.updated'],

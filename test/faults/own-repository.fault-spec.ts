@@ -46,8 +46,10 @@ function repositoryState(workspace: string): Record<string, string> {
     }
   };
   walk(path.join(gitDir, 'logs'));
-  // The Requirements' branches are the manager's to write (it imports into them): everything else is the person's.
-  const own = (name: string) => !name.includes('refs/heads/agent/');
+  // The Requirements' branches are the manager's to write (it imports into them), and so are its
+  // checkpoints' private refs (issue 46 §5): everything else is the person's.
+  const own = (name: string) =>
+    !name.includes('refs/heads/agent/') && !name.includes('refs/agent-manager/checkpoints/');
   return {
     commondir: String(fs.existsSync(path.join(gitDir, 'commondir'))),
     config: fs.readFileSync(path.join(gitDir, 'config'), 'utf8'),

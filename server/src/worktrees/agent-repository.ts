@@ -229,25 +229,32 @@ export async function followInAgentRepository(
 }
 
 /**
- * A rewind (issue 46 §6): the agent's branch back at `head`, its files as `commit` had them (the
- * checkpoint: `head` with the uncommitted and untracked files on top), untracked files made since
- * removed and ignored ones left alone; the uncommitted files come back unstaged. HEAD is put on
- * the branch first, wherever the agent left it. The checkpoint's objects are the person's, which
- * the agent's repository borrows.
+ * A rewind (issue 46 §6): the agent's branch back at `head` and its files as `commit` had them
+ * (the checkpoint: `head` with the uncommitted and untracked files on top). Nothing of the agent's
+ * repository is trusted to say where its files are: its own git runs pinned to it (GIT_DIR and
+ * GIT_WORK_TREE, so a `core.worktree` in its config is never followed), and the files are written
+ * through the manager's own index of the working copy with the person's repository (whose objects
+ * the agent cannot forge) — as a snapshot reads them. That index holds the files as the snapshot
+ * just before saw them, so what it has and the commit lacks (untracked files made since) is
+ * removed; ignored files are in neither and stay. The branch moves first: a rewind cut short
+ * leaves a real commit on it and the files as they were, never the snapshot commit as history.
+ * The uncommitted files come back unstaged (the agent's index is the head's).
  */
 export async function rewindAgentRepository(
-  top: string,
-  personCommonDir: string,
+  spec: Pick<SnapshotSpec, 'index' | 'personCommonDir' | 'personTop' | 'top'>,
   target: { branch: string; commit: string; head: string },
 ): Promise<void> {
-  await inspectAgentRepository(top, personCommonDir);
-  const options = { cwd: top, timeoutMs: CREATE_MS };
-  await git(['symbolic-ref', 'HEAD', `refs/heads/${target.branch}`], options);
-  await git(['reset', '-q', '--hard', target.commit], options);
-  await git(['clean', '-q', '-f', '-d'], options);
-  if (target.commit !== target.head) {
-    await git(['reset', '-q', '--mixed', target.head], options);
-  }
+  await inspectAgentRepository(spec.top, spec.personCommonDir);
+  const own = {
+    cwd: spec.top,
+    env: { GIT_DIR: path.join(spec.top, '.git'), GIT_WORK_TREE: spec.top },
+    timeoutMs: QUICK_MS,
+  };
+  const ref = `refs/heads/${target.branch}`;
+  await git(['update-ref', '-m', 'agent-manager: rewind', ref, target.head], own);
+  await git(['symbolic-ref', 'HEAD', ref], own);
+  await git(['read-tree', target.head], own);
+  await git(['read-tree', '-u', '--reset', target.commit], snapshotOptions(spec));
 }
 
 /** What a special file is, in words. */
@@ -269,6 +276,7 @@ function special(entry: {
 const TOP_FILES = [
   'HEAD',
   'config',
+  'index',
   'packed-refs',
   'shallow',
   'objects/info/alternates',

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 
 import { CheckpointKind, EventActor, ManagerEvent } from '@libs/contracts';
 
@@ -9,10 +9,12 @@ import { git } from '../core/git/git';
 import { isId, newId } from '../core/ids';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { OnCommitted } from '../events/on-committed';
-import { MessagesService } from '../messages/messages.service';
+import { MessageResponseDto } from '../messages/dto/message-response.dto';
+import { MessagesService, NewMessage } from '../messages/messages.service';
+import { RUNTIME, Runtime } from '../core/runtime';
 import { RequirementsService } from '../requirements/requirements.service';
 import { rewindAgentRepository } from './agent-repository';
-import type { ImportedWork } from './agent-work.service';
+import { AgentWork, ImportedWork } from './agent-work.service';
 import { CheckpointDto, RewindDto, RewindResponseDto, toCheckpoint } from './dto/checkpoint.dto';
 import { CheckpointsRepository } from './checkpoints.repository';
 import { RequirementCheckpointEntity } from './requirement-checkpoint.entity';
@@ -25,6 +27,8 @@ const refPrefix = (requirementId: string) => `refs/agent-manager/checkpoints/${r
 const NAMES_MAX_BYTES = 8 * 1024 * 1024;
 
 const checkpointNotFound = (id: string) => notFound('checkpoint_not_found', `Checkpoint ${id} not found`);
+const runActive = (requirementId: string) =>
+  conflict('run_active', `Requirement ${requirementId} has an active run; stop it before a rewind`);
 
 /**
  * Checkpoints and rewind (issue 46 §5–6): at each RD run's start and end the agent's whole working
@@ -38,12 +42,14 @@ export class CheckpointsService {
   private readonly logger = new Logger(CheckpointsService.name);
 
   constructor(
+    private readonly agentWork: AgentWork,
     private readonly clock: Clock,
     private readonly database: Database,
     private readonly events: EventLog,
     private readonly messages: MessagesService,
     private readonly repository: CheckpointsRepository,
     private readonly requirements: RequirementsService,
+    @Inject(RUNTIME) private readonly runtime: Runtime,
     private readonly workspace: WorkspaceGit,
     private readonly worktrees: WorktreesService,
   ) {}
@@ -86,15 +92,21 @@ export class CheckpointsService {
 
   /**
    * POST /requirements/:id/rewind: refused while a run is active; takes a `rewind` checkpoint of
-   * now first (rewinding to it undoes this), restores the agent's branch and files to the
-   * checkpoint, imports the result and appends a system message the agent's next run reads.
+   * now first (rewinding to it undoes this), appends the system message the agent's next run
+   * reads — in a unit that sees no run, so a run opened after it has it in its input (and its
+   * preparation waits for this rewind) — then restores the agent's branch and files to the
+   * checkpoint and imports the result.
    */
   async rewind(requirementId: string, dto: RewindDto, actor: EventActor): Promise<RewindResponseDto> {
     const target = await this.get(requirementId, dto.checkpointId);
     return this.worktrees.whileHeld(requirementId, async () => {
       const requirement = await this.requirements.get(requirementId);
+      const own = this.runtime.board?.runnerId ?? null;
+      if (own !== null && requirement.runner !== null && requirement.runner.id !== own) {
+        throw conflict('runs_on_other_runner', `Requirement ${requirementId} runs on another runner; rewind it there`);
+      }
       if (requirement.session.state === 'running') {
-        throw conflict('run_active', `Requirement ${requirementId} has an active run; stop it before a rewind`);
+        throw runActive(requirementId);
       }
       const now = await this.worktrees.importWork(requirementId);
       const { row } = now;
@@ -114,38 +126,64 @@ export class CheckpointsService {
       if (!saved) {
         throw conflict('rewind_unavailable', `Requirement ${requirementId}'s working state could not be saved first`);
       }
-      const { git: dirs } = await this.workspace.repositoryFacts();
-      await rewindAgentRepository(row.path, dirs.commonDir, {
-        branch: row.branch,
-        commit: target.commit,
-        head: target.head,
+      const note = dto.note?.trim() ? dto.note.trim() : null;
+      const what = target.runId
+        ? `the work after checkpoint ${target.id} (${target.kind} of run ${target.runId})`
+        : `the work after checkpoint ${target.id}`;
+      const message = await this.system(requirementId, actor, true, {
+        args: { checkpoint: target.id, kind: target.kind, note, run: target.runId, saved: saved.id },
+        body:
+          `Agent Manager: the person rewound your working copy: ${what} was undone; your branch is back at ${target.head.slice(0, 12)} with the files as they were then. ` +
+          `What was there before the rewind is kept as checkpoint ${saved.id}.${note ? `\nTheir note: ${note}` : ''}`,
+        code: 'requirement.rewound',
+        metadata: { checkpointId: target.id, savedCheckpointId: saved.id },
       });
-      await this.worktrees.importWork(requirementId);
-      const message = await this.database.write(async (tx) => {
-        const rows = await this.requirements.loadForWrite(tx, requirementId);
-        const note = dto.note?.trim() ? dto.note.trim() : null;
-        const what = target.runId
-          ? `the work after checkpoint ${target.id} (${target.kind} of run ${target.runId})`
-          : `the work after checkpoint ${target.id}`;
-        const appended = await this.messages.append(
-          tx,
-          rows,
+      const { git: dirs, repo } = await this.workspace.repositoryFacts();
+      try {
+        await rewindAgentRepository(
           {
-            args: { checkpoint: target.id, kind: target.kind, note, run: target.runId, saved: saved.id },
-            author: 'system',
-            body:
-              `Agent Manager: the person rewound your working copy: ${what} was undone; your branch is back at ${target.head.slice(0, 12)} with the files as they were then. ` +
-              `What was there before the rewind is kept as checkpoint ${saved.id}.${note ? `\nTheir note: ${note}` : ''}`,
-            code: 'requirement.rewound',
-            deliverToRd: true,
-            metadata: { checkpointId: target.id, savedCheckpointId: saved.id },
+            index: this.agentWork.snapshotIndex(requirementId),
+            personCommonDir: dirs.commonDir,
+            personTop: repo.top,
+            top: row.path,
           },
-          actor,
+          { branch: row.branch, commit: target.commit, head: target.head },
         );
-        return appended.message;
-      });
+      } catch (err) {
+        const reason = (err as Error).message;
+        this.logger.warn({ error: reason, msg: 'rewind failed', requirementId });
+        await this.system(requirementId, actor, false, {
+          body: `Agent Manager: the rewind to checkpoint ${target.id} failed (${reason}); the working copy may be partly rewound. Checkpoint ${saved.id} holds what was there before.`,
+          metadata: { checkpointId: target.id, savedCheckpointId: saved.id },
+        });
+        throw conflict(
+          'rewind_failed',
+          `the rewind failed: ${reason}; checkpoint ${saved.id} holds what was there before`,
+        );
+      } finally {
+        // Its branch and the manager's index of it changed under the import's bookkeeping.
+        this.agentWork.forgetFetched(requirementId);
+        await this.worktrees.importWork(requirementId).catch((err: unknown) => this.warn(requirementId, err));
+      }
       this.logger.log({ checkpointId: target.id, msg: 'requirement rewound', requirementId, saved: saved.id });
       return { message, restored: target, saved };
+    });
+  }
+
+  /** A system message in the Requirement's conversation, for its agent's next run; `first`: refused while a run is active. */
+  private system(
+    requirementId: string,
+    actor: EventActor,
+    first: boolean,
+    input: Pick<NewMessage, 'args' | 'body' | 'code' | 'metadata'>,
+  ): Promise<MessageResponseDto> {
+    return this.database.write(async (tx) => {
+      const rows = await this.requirements.loadForWrite(tx, requirementId);
+      if (first && rows.session.state === 'running') {
+        throw runActive(requirementId);
+      }
+      const appended = await this.messages.append(tx, rows, { ...input, author: 'system', deliverToRd: true }, actor);
+      return appended.message;
     });
   }
 
@@ -226,6 +264,7 @@ export class CheckpointsService {
     return toCheckpoint(checkpoint);
   }
 
+  /** Files that differ between two commits; 0 when git cannot say (a commit another runner made is not here). */
   private async countChanged(top: string, from: string, to: string): Promise<number> {
     if (from === to) {
       return 0;
@@ -235,8 +274,8 @@ export class CheckpointsService {
       cwd: top,
       maxBytes: NAMES_MAX_BYTES,
       timeoutMs: QUICK_TIMEOUT_MS,
-    });
-    return out.stdout.split('\0').filter((name) => name !== '').length;
+    }).catch(() => null);
+    return out === null ? 0 : out.stdout.split('\0').filter((name) => name !== '').length;
   }
 
   private warn(requirementId: string, err: unknown): void {

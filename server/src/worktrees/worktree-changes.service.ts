@@ -94,7 +94,8 @@ export class WorktreeChanges {
     if (range.to !== undefined && range.from === undefined) {
       throw invalid('range_without_from', '`to` needs `from` (a checkpoint to compare from)');
     }
-    const compared = await this.comparison(requirementId);
+    // Between two checkpoints nothing of now is read: no import while a run is at work.
+    const compared = await this.comparison(requirementId, range.to !== undefined);
     if (range.from === undefined) {
       return compared;
     }
