@@ -176,6 +176,23 @@ describe('review comments on a Requirement’s changes', () => {
     ).toBe(204);
     expect((await list('draft')).map((c) => c.id)).toEqual([single.id, range.id, old.id, later.id]);
 
+    // Both files viewed as they are now; a path off the diff is refused.
+    const markViewed = (path: string, viewed = true) =>
+      api().PUT('/api/requirements/{id}/viewed-files', {
+        body: { path, viewed },
+        params: { path: { id: requirementId } },
+      });
+    await ok(markViewed('src/app.ts'));
+    expect(await ok(markViewed('notes/old.md'))).toMatchObject({
+      fileCount: 2,
+      items: [
+        { path: 'notes/old.md', viewed: true },
+        { path: 'src/app.ts', viewed: true },
+      ],
+      viewedCount: 2,
+    });
+    await expectRefused(dataDirectory, () => markViewed('README.md'), 400, 'not_in_diff');
+
     // Three of the four drafts go as one review; the overall comment carries what the agent does next.
     const next = sh(
       [
@@ -252,7 +269,22 @@ describe('review comments on a Requirement’s changes', () => {
       state: 'sent',
     });
     expect(await byId(later.id)).toMatchObject({ anchor: { excerpt: 'line 13' }, line: 18, state: 'draft' });
-    // Nothing to send by default now that the one draft left is named… and it sends alone.
+    // The file the run changed is no longer viewed; the other still is, until unmarked.
+    const viewed = (await ok(
+      api().GET('/api/requirements/{id}/viewed-files', { params: { path: { id: requirementId } } }),
+    ))!;
+    expect(viewed).toMatchObject({
+      fileCount: 2,
+      items: [
+        { path: 'notes/old.md', viewed: true },
+        { path: 'src/app.ts', viewed: false },
+      ],
+      viewedCount: 1,
+    });
+    expect(viewed.items[1].viewedAt).not.toBeNull();
+    expect((await ok(markViewed('notes/old.md', false))).viewedCount).toBe(0);
+
+    // A sent comment is not a draft to send again.
     await expectRefused(
       dataDirectory,
       () =>

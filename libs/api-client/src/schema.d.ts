@@ -864,6 +864,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/requirements/{id}/viewed-files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The changed files and which of them you viewed as they are now ("4 of 12 files viewed") */
+        get: operations["listViewedFiles"];
+        /** Mark a changed file viewed as it is now (a change to it clears the mark), or not viewed */
+        put: operations["markViewedFile"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/requirements/{id}/worktree/refresh": {
         parameters: {
             query?: never;
@@ -1696,6 +1714,12 @@ export interface components {
              * @example https://github.com/org/repo/pull/184
              */
             url: string;
+        };
+        MarkViewedDto: {
+            /** @description A changed file's path, as the Changes list names it */
+            path: string;
+            /** @description Viewed (true) or not (false) */
+            viewed: boolean;
         };
         MessagePageDto: {
             items: components["schemas"]["MessageResponseDto"][];
@@ -2655,6 +2679,20 @@ export interface components {
             outputTokens: number;
             /** @description The runs counted */
             runs: number;
+        };
+        ViewedFileDto: {
+            path: string;
+            /** @description Marked viewed, and unchanged since */
+            viewed: boolean;
+            /** @description When it was marked viewed (also when it changed since) */
+            viewedAt: string | null;
+        };
+        ViewedFilesDto: {
+            fileCount: number;
+            items: components["schemas"]["ViewedFileDto"][];
+            viewedCount: number;
+            /** @description The agent work the files are listed from */
+            workSha: string;
         };
         WebhookResponseDto: {
             accepted: boolean;
@@ -5976,6 +6014,123 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    listViewedFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ViewedFilesDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No worktree to compare */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    markViewedFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MarkViewedDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ViewedFilesDto"];
+                };
+            };
+            /** @description not_in_diff: the path is not among the changes */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No worktree to compare */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

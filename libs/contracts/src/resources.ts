@@ -574,6 +574,22 @@ export interface Checkpoint {
   filesChanged: number;
 }
 
+/** One changed file, and whether the person viewed it as it is now (issue 46 §4). */
+export interface ViewedFile {
+  path: string;
+  viewed: boolean;
+  /** When they marked it viewed (also when it changed since, and so is no longer viewed). */
+  viewedAt: string | null;
+}
+
+/** The Requirement's changed files and which the person viewed: "4 of 12 files viewed". */
+export interface ViewedFiles {
+  workSha: string;
+  items: ViewedFile[];
+  viewedCount: number;
+  fileCount: number;
+}
+
 /** Who wrote a review comment or a reply: a person, or an agent run (`id` its run). */
 export interface ReviewAuthor {
   kind: 'person' | 'agent';

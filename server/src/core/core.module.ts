@@ -18,7 +18,11 @@ import { AgentSessionEntity } from '../requirements/agent-session.entity';
 import { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { AgentRunEntity } from '../runs/agent-run.entity';
 import { ReviewRequestEntity } from '../reviews/review-request.entity';
-import { ReviewCommentEntity, ReviewReplyEntity } from '../review-comments/review-comment.entities';
+import {
+  ReviewCommentEntity,
+  ReviewReplyEntity,
+  ReviewViewedFileEntity,
+} from '../review-comments/review-comment.entities';
 import { SearchDocumentEntity } from '../search/search-document.entity';
 import { TriggerReceiptEntity } from '../triggers/trigger-receipt.entity';
 import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
@@ -60,6 +64,7 @@ export const ENTITIES = [
   ReviewCommentEntity,
   ReviewReplyEntity,
   ReviewRequestEntity,
+  ReviewViewedFileEntity,
   SearchDocumentEntity,
   TriggerReceiptEntity,
 ];

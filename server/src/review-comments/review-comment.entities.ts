@@ -30,6 +30,19 @@ export class ReviewCommentEntity {
   @Column('varchar') updatedAt!: string;
 }
 
+/**
+ * A changed file a person marked viewed, at the content it had then (its blob in the agent's
+ * work): it is viewed while the file still has that content, as GitHub does.
+ */
+@Entity('review_viewed_file')
+export class ReviewViewedFileEntity {
+  @PrimaryColumn('varchar') requirementId!: string;
+  @PrimaryColumn('varchar') personId!: string;
+  @PrimaryColumn('text') path!: string;
+  @Column('varchar') blob!: string;
+  @Column('varchar') viewedAt!: string;
+}
+
 /** A reply in a review comment's thread. */
 @Entity('review_comment_reply')
 @Index('review_comment_reply_comment', ['commentId', 'createdAt'])

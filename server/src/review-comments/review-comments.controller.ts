@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiBadRequestResponse,
@@ -24,12 +24,40 @@ import {
 } from './dto/review-comment.dto';
 import { SentReviewResponseDto } from './dto/sent-review.dto';
 import { ReviewCommentsService } from './review-comments.service';
+import { MarkViewedDto, ViewedFilesDto } from './dto/viewed-files.dto';
+import { ViewedFiles } from './viewed-files.service';
 
 /** A person's review of a Requirement's changes: comments on lines, sent to its agent as one review. */
 @ApiTags('review comments')
 @Controller('requirements/:id')
 export class ReviewCommentsController {
-  constructor(private readonly reviewComments: ReviewCommentsService) {}
+  constructor(
+    private readonly reviewComments: ReviewCommentsService,
+    private readonly viewed: ViewedFiles,
+  ) {}
+
+  @Get('viewed-files')
+  @ApiOperation({ summary: 'The changed files and which of them you viewed as they are now ("4 of 12 files viewed")' })
+  @ApiOkResponse({ type: ViewedFilesDto })
+  @ApiNotFoundResponse()
+  @ApiConflictResponse({ description: 'No worktree to compare' })
+  listViewedFiles(@Param('id') id: string, @Actor() actor: EventActor): Promise<ViewedFilesDto> {
+    return this.viewed.list(id, actor);
+  }
+
+  @Put('viewed-files')
+  @ApiOperation({ summary: 'Mark a changed file viewed as it is now (a change to it clears the mark), or not viewed' })
+  @ApiOkResponse({ type: ViewedFilesDto })
+  @ApiBadRequestResponse({ description: 'not_in_diff: the path is not among the changes' })
+  @ApiNotFoundResponse()
+  @ApiConflictResponse({ description: 'No worktree to compare' })
+  markViewedFile(
+    @Param('id') id: string,
+    @Body() body: MarkViewedDto,
+    @Actor() actor: EventActor,
+  ): Promise<ViewedFilesDto> {
+    return this.viewed.mark(id, body, actor);
+  }
 
   @Get('review-comments')
   @ApiOperation({ summary: "The Requirement's review comments and their threads, oldest first" })

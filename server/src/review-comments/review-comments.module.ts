@@ -8,6 +8,7 @@ import { ReviewAnchors } from './review-anchors.service';
 import { ReviewCommentsController } from './review-comments.controller';
 import { ReviewCommentsRepository } from './review-comments.repository';
 import { ReviewCommentsService } from './review-comments.service';
+import { ViewedFiles } from './viewed-files.service';
 
 /**
  * A person's review of a Requirement's changes (issue 46): line comments drafted, sent as one
@@ -18,6 +19,6 @@ import { ReviewCommentsService } from './review-comments.service';
   controllers: [ReviewCommentsController],
   exports: [ReviewCommentsService],
   imports: [ConversationModule, MessagesModule, RequirementsModule, WorktreesModule],
-  providers: [ReviewAnchors, ReviewCommentsRepository, ReviewCommentsService],
+  providers: [ReviewAnchors, ReviewCommentsRepository, ReviewCommentsService, ViewedFiles],
 })
 export class ReviewCommentsModule {}

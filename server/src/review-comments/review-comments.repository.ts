@@ -4,7 +4,7 @@ import type { ReviewCommentState } from '@libs/contracts';
 
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
-import { ReviewCommentEntity, ReviewReplyEntity } from './review-comment.entities';
+import { ReviewCommentEntity, ReviewReplyEntity, ReviewViewedFileEntity } from './review-comment.entities';
 
 /** The `review_comment` and `review_comment_reply` tables. Nothing else names them. */
 @Injectable()
@@ -54,6 +54,20 @@ export class ReviewCommentsRepository {
 
   async countRepliesIn(uow: UnitOfWork, commentId: string): Promise<number> {
     return (await uow.reads()).countBy(ReviewReplyEntity, { commentId });
+  }
+
+  /** Marks a file viewed at a content (replacing an earlier mark), or unmarks it (`blob` null). */
+  setViewed(uow: UnitOfWork, row: ReviewViewedFileEntity, viewed: boolean): void {
+    const key = { path: row.path, personId: row.personId, requirementId: row.requirementId };
+    uow.delete(ReviewViewedFileEntity, key);
+    if (viewed) {
+      uow.insert(ReviewViewedFileEntity, { ...row });
+    }
+  }
+
+  /** The files one person marked viewed on a Requirement. */
+  viewed(requirementId: string, personId: string): Promise<ReviewViewedFileEntity[]> {
+    return this.database.read(ReviewViewedFileEntity).findBy({ personId, requirementId });
   }
 
   /** A Requirement's comments (in `state`, outdated or not, when given), oldest first, outside any unit. */

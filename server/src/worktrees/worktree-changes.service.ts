@@ -63,7 +63,7 @@ export class WorktreeChanges {
     const listed = await listChanges(top, mergeBase, work);
     return {
       baseRef: baseRef ?? mergeBase,
-      files: listed.files,
+      files: listed.files.map(({ blob, ...file }) => (void blob, file)),
       headSha: head,
       mergeBaseSha: mergeBase,
       truncated: listed.truncated,

@@ -25,11 +25,43 @@ describe('parseRawNumstat', () => {
       '-\t-\tblob.bin',
     ];
     expect(parseRawNumstat([...raw, ...numstat, ''].join('\0'))).toEqual([
-      { additions: 2, binary: false, deletions: 1, oldPath: null, path: 'src/app.ts', status: 'modified' },
-      { additions: 3, binary: false, deletions: 0, oldPath: null, path: 'new file.txt', status: 'added' },
-      { additions: 0, binary: false, deletions: 4, oldPath: null, path: 'gone.txt', status: 'deleted' },
-      { additions: 0, binary: false, deletions: 0, oldPath: 'old.txt', path: 'dir/new.txt', status: 'renamed' },
-      { additions: 0, binary: true, deletions: 0, oldPath: null, path: 'blob.bin', status: 'added' },
+      {
+        additions: 2,
+        binary: false,
+        blob: 'bbbbbbb',
+        deletions: 1,
+        oldPath: null,
+        path: 'src/app.ts',
+        status: 'modified',
+      },
+      {
+        additions: 3,
+        binary: false,
+        blob: 'ccccccc',
+        deletions: 0,
+        oldPath: null,
+        path: 'new file.txt',
+        status: 'added',
+      },
+      {
+        additions: 0,
+        binary: false,
+        blob: '0000000',
+        deletions: 4,
+        oldPath: null,
+        path: 'gone.txt',
+        status: 'deleted',
+      },
+      {
+        additions: 0,
+        binary: false,
+        blob: 'eeeeeee',
+        deletions: 0,
+        oldPath: 'old.txt',
+        path: 'dir/new.txt',
+        status: 'renamed',
+      },
+      { additions: 0, binary: true, blob: 'fffffff', deletions: 0, oldPath: null, path: 'blob.bin', status: 'added' },
     ]);
   });
 

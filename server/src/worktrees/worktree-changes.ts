@@ -4,6 +4,9 @@ import type { ChangedFile, ChangedFileStatus } from '@libs/contracts';
 
 import { git } from '../core/git/git';
 
+/** A changed file as listed, with its content's id in the work (zeros when deleted): what "viewed" is kept against. */
+export type ListedFile = ChangedFile & { blob: string };
+
 /** At most this many files are listed; the answer then says `truncated`. */
 export const CHANGES_MAX_FILES = 5000;
 /** Each git call of a changes or diff read ends after this long. */
@@ -30,12 +33,13 @@ function statusOf(letter: string): ChangedFileStatus {
  * two paths for a rename or copy) come first, then the numstat records (`add\tdel\tpath\0`, or
  * `add\tdel\t\0old\0new\0` for a rename), in the same order.
  */
-export function parseRawNumstat(output: string): ChangedFile[] {
+export function parseRawNumstat(output: string): ListedFile[] {
   const fields = output.split('\0');
-  const files: ChangedFile[] = [];
+  const files: ListedFile[] = [];
   let i = 0;
   while (i < fields.length && fields[i]?.startsWith(':')) {
-    const status = fields[i].split(' ')[4] ?? 'M';
+    const raw = fields[i].split(' ');
+    const status = raw[4] ?? 'M';
     const twoPaths = status.startsWith('R') || status.startsWith('C');
     const first = fields[i + 1];
     const second = twoPaths ? fields[i + 2] : null;
@@ -46,6 +50,7 @@ export function parseRawNumstat(output: string): ChangedFile[] {
     files.push({
       additions: 0,
       binary: false,
+      blob: raw[3] ?? '',
       deletions: 0,
       oldPath: status.startsWith('R') ? first : null,
       path: second ?? first,
@@ -81,9 +86,11 @@ export async function listChanges(
   top: string,
   mergeBase: string,
   work: string,
-): Promise<{ files: ChangedFile[]; truncated: boolean }> {
+): Promise<{ files: ListedFile[]; truncated: boolean }> {
   const out = await git(
-    ['diff', '-z', '--raw', '--numstat', '-M', '--no-color', '--no-ext-diff', mergeBase, work, '--'],
+    // Whole blob ids (--no-abbrev): what a file was viewed at is compared with them, and an
+    // abbreviation grows with the repository.
+    ['diff', '-z', '--raw', '--no-abbrev', '--numstat', '-M', '--no-color', '--no-ext-diff', mergeBase, work, '--'],
     {
       allowTruncated: true,
       cwd: top,
