@@ -21,7 +21,7 @@ jest.setTimeout(120_000);
 
 /**
  * Issue 14 §8 in Chromium: what an agent changed in its worktree, file by file with its diff, a
- * comment on a line sent to the agent naming file and line, and the branch on the card.
+ * comment on a line drafted and sent as a review naming file and line, and the branch on the card.
  */
 describe('dashboard Changes tab in Chromium', () => {
   let sandbox: Sandbox;
@@ -93,15 +93,37 @@ describe('dashboard Changes tab in Chromium', () => {
     await screenshot(page, 'changes-diff');
     await added.click();
     await page.getByTestId('line-comment').waitFor();
+    // An empty comment says so, and adds nothing.
+    await page.getByTestId('line-comment-send').click();
+    await page.getByTestId('line-comment-error').waitFor();
     await page.getByTestId('line-comment-text').fill('Say why this line is here');
     await page.getByTestId('line-comment-send').click();
     await page.getByTestId('line-comment').waitFor({ state: 'detached' });
+    // A draft of the review, not a message yet (issue 46 §1–2).
+    await page.getByTestId('review-draft').waitFor();
+    expect(await page.getByTestId('review-draft').textContent()).toContain('README.md:3');
+    const before = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id } } }))).items;
+    expect(before.some((m) => m.body.includes('Say why this line is here'))).toBe(false);
 
-    const message = await until('the comment in the conversation', async () => {
+    await page.getByTestId('review-body').fill('Otherwise fine.');
+    await screenshot(page, 'changes-review-draft');
+    await expect(page.getByTestId('review-send').textContent()).resolves.toContain('(1)');
+    await page.getByTestId('review-send').click();
+    await page.getByTestId('review-thread').waitFor();
+    const message = await until('the review in the conversation', async () => {
       const items = (await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id } } }))).items;
       return items.find((m) => m.author === 'human' && m.body.includes('Say why this line is here'));
     });
-    expect(message.body).toContain('About README.md, line 3:');
+    expect(message.body).toContain('Review of your changes: 1 comment.');
+    expect(message.body).toContain('README.md:3');
     expect(message.body).toContain('> second line');
+    expect(message.body).toContain('Otherwise fine.');
+    await expect(page.getByTestId('review-drafts').count()).resolves.toBe(0);
+
+    // The sent thread is resolved and reopened from the page.
+    await page.getByTestId('review-resolve').click();
+    await page.locator('[data-testid="review-thread"][data-state="resolved"]').waitFor();
+    await page.getByTestId('review-resolve').click();
+    await page.locator('[data-testid="review-thread"][data-state="sent"]').waitFor();
   });
 });

@@ -217,9 +217,11 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     const dark = await measure();
     await shot('diff-dark');
 
-    // A comment on a line whose sending fails keeps its form and text (the composer rule of item 3).
-    await page.route('**/api/requirements/*/reply', (route) =>
-      route.fulfill({ json: { code: 'unavailable', message: 'Try again', statusCode: 503 }, status: 503 }),
+    // A comment on a line whose saving fails keeps its form and text (the composer rule of item 3).
+    await page.route('**/api/requirements/*/review-comments', (route) =>
+      route.request().method() === 'POST'
+        ? route.fulfill({ json: { code: 'unavailable', message: 'Try again', statusCode: 503 }, status: 503 })
+        : route.continue(),
     );
     await page.getByTestId('diff').locator('tr', { hasText: 'added line' }).locator('td.d2h-code-linenumber').click();
     await page.getByTestId('line-comment-text').fill('Why this line?');

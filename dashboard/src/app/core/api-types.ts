@@ -21,6 +21,7 @@ export type SetDependencies = Schemas['SetDependenciesDto'];
 export type Usage = Schemas['UsageResponseDto'];
 /** A message with attachments, as a reply or along with a start. */
 export type Reply = Schemas['ReplyDto'];
+export type ReviewComment = Schemas['ReviewCommentDto'];
 
 export type RequirementStatus = Requirement['status'];
 export type SessionState = Session['state'];

@@ -20,8 +20,8 @@ import { I18n, keyOf } from '../core/i18n';
 import { Theme } from '../core/theme';
 import { fileList } from '../core/landing';
 import type { ChangedFile, Requirement, RequirementChanges } from '../core/api-types';
-import { ConversationStore } from '../core/stores/conversation-store';
 import { RequirementsStore } from '../core/stores/requirements-store';
+import { ReviewDrafts } from './review-drafts';
 
 /** Where a file conflicts, by the conflict radar: with the base, and with which other Requirements. */
 interface FileConflict {
@@ -40,13 +40,14 @@ interface PickedLine {
 /**
  * The Changes tab: what the agent changed in its worktree against the merge base with its base
  * ref (committed, uncommitted and untracked), a file at a time, rendered by diff2html. Clicking a
- * line number picks that line; the comment goes to the agent as the person's message, naming the
- * file and line. The diff is the agent's text: diff2html escapes it, DOMPurify removes anything
- * active, and only then is it marked safe.
+ * line number picks that line; its comment becomes a draft of the person's review (ReviewDrafts),
+ * sent to the agent with the others as one message. The diff is the agent's text: diff2html
+ * escapes it, DOMPurify removes anything active, and only then is it marked safe.
  */
 @Component({
   selector: 'am-changes-panel',
   changeDetection: ChangeDetectionStrategy.OnPush,
+  imports: [ReviewDrafts],
   template: `
     <section class="changes" data-testid="changes">
       @if (error()) {
@@ -117,23 +118,34 @@ interface PickedLine {
           <div class="diff" #diffBox (click)="pick($event)" [innerHTML]="diff()" data-testid="diff"></div>
         }
         @if (picked(); as p) {
-          <form class="line-comment" (submit)="$event.preventDefault(); send(comment.value)" data-testid="line-comment">
+          <form
+            class="line-comment"
+            (submit)="$event.preventDefault(); addDraft(comment.value)"
+            data-testid="line-comment"
+          >
             <label for="am-line-comment">{{ t('changes.commentOn', { path: p.path, line: p.line }) }}</label>
             <code class="muted">{{ p.code }}</code>
             <textarea
               id="am-line-comment"
               #comment
               rows="3"
-              maxlength="20000"
+              maxlength="10000"
+              (keydown.control.enter)="addDraft(comment.value)"
               data-testid="line-comment-text"
             ></textarea>
+            @if (draftError(); as e) {
+              <p class="error small" role="alert" data-testid="line-comment-error">{{ e }}</p>
+            }
             <div class="row">
               <span class="spacer"></span>
               <button type="button" class="ghost" (click)="picked.set(null)">{{ t('action.cancel') }}</button>
-              <button type="submit" class="primary" data-testid="line-comment-send">{{ t('changes.send') }}</button>
+              <button type="submit" class="primary" data-testid="line-comment-send">
+                {{ t('changes.addComment') }}
+              </button>
             </div>
           </form>
         }
+        <am-review-drafts [requirementId]="requirement().id" [version]="draftsVersion()" />
       } @else {
         <p class="muted">{{ t('board.loading') }}</p>
       }
@@ -145,7 +157,6 @@ export class ChangesPanel {
   protected readonly t = inject(I18n).t;
   protected readonly keyOf = keyOf;
   private readonly api = inject(Api);
-  private readonly conversations = inject(ConversationStore);
   private readonly requirements = inject(RequirementsStore);
   private readonly sanitizer = inject(DomSanitizer);
   private readonly theme = inject(Theme);
@@ -156,6 +167,10 @@ export class ChangesPanel {
   protected readonly selected = signal<ChangedFile | null>(null);
   private readonly diffText = signal('');
   protected readonly picked = signal<PickedLine | null>(null);
+  /** Why the picked line's comment was not added (an empty one, or the server's refusal), in words. */
+  protected readonly draftError = signal<string | null>(null);
+  /** Bumped when a draft was added or the list read again: the review below reads its comments again. */
+  protected readonly draftsVersion = signal(0);
   /**
    * diff2html's own colour scheme for the theme on screen (its dark scheme was designed for
    * contrast; inverting the light one with a CSS filter left dark-grey text on dark green).
@@ -233,6 +248,7 @@ export class ChangesPanel {
     }
     this.error.set(null);
     this.changes.set(data);
+    this.draftsVersion.update((v) => v + 1);
     const still = this.selected() && data.files.find((f) => f.path === this.selected()?.path);
     if (still) {
       await this.open(still);
@@ -258,6 +274,7 @@ export class ChangesPanel {
   protected async open(file: ChangedFile): Promise<void> {
     this.selected.set(file);
     this.picked.set(null);
+    this.draftError.set(null);
     const query = file.oldPath ? { oldPath: file.oldPath, path: file.path } : { path: file.path };
     const { data } = await this.api.client.GET('/api/requirements/{id}/changes/diff', {
       params: { path: { id: this.requirement().id }, query },
@@ -283,20 +300,31 @@ export class ChangesPanel {
     }
   }
 
-  protected async send(text: string): Promise<void> {
+  /** The picked line's comment, as a draft of the review: it reaches the agent when the review is sent. */
+  protected async addDraft(text: string): Promise<void> {
     const p = this.picked();
-    if (!p || !text.trim()) {
+    if (!p) {
       return;
     }
-    const where = p.side === 'old' ? `${p.path}, line ${p.line} before the change` : `${p.path}, line ${p.line}`;
-    const quote = p.code ? `\n\n> ${p.code.replace(/\n/g, ' ')}` : '';
+    if (!text.trim()) {
+      this.draftError.set(this.t('changes.emptyComment'));
+      return;
+    }
     try {
-      await this.conversations.reply(this.requirement().id, { message: `About ${where}:${quote}\n\n${text.trim()}` });
-    } catch {
-      // Shown by the API service; the form and its text stay for another try.
+      await this.api.call(
+        this.api.client.POST('/api/requirements/{id}/review-comments', {
+          body: { body: text.trim(), line: p.line, path: p.path, side: p.side },
+          params: { path: { id: this.requirement().id } },
+        }),
+      );
+    } catch (err) {
+      // The form and its text stay for another try, saying why.
+      this.draftError.set(err instanceof Error ? err.message : String(err));
       return;
     }
     // Closing the form drops its text: only after the server took the comment.
+    this.draftError.set(null);
     this.picked.set(null);
+    this.draftsVersion.update((v) => v + 1);
   }
 }
