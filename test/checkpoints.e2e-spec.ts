@@ -4,8 +4,10 @@ import * as path from 'node:path';
 import type { Schemas } from '@libs/api-client';
 import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunningManager, startManager } from '@server/manager';
+import { RetentionService } from '@server/retention/retention.service';
 
 import { apiClient, ok } from './support/api';
+import { execute } from './support/db-snapshot';
 import {
   WORKTREE_AGENT,
   createRequirement,
@@ -207,5 +209,21 @@ describe('checkpoints and rewind', () => {
     expect(
       run3.inputFromSequence! <= rewound.message.sequence && rewound.message.sequence <= run3.inputToSequence!,
     ).toBe(true);
+
+    // A purge takes a Requirement's checkpoints with it: their rows, and their refs (a reaction to the purge).
+    const refsOf = (requirementId: string) =>
+      git(sandbox.workspace, 'for-each-ref', `refs/agent-manager/checkpoints/${requirementId}/`).trim();
+    expect(refsOf(other.id)).not.toBe('');
+    await ok(api().POST('/api/requirements/{id}/cancel', { params: { path: { id: other.id } } }));
+    await execute(path.join(dataDirectory, 'factory.sqlite'), 'UPDATE requirement SET updated_at = ? WHERE id = ?', [
+      '2000-01-01T00:00:00.000Z',
+      other.id,
+    ]);
+    expect(await manager.app.get(RetentionService).purge()).toBe(1);
+    await until('its checkpoint refs gone', () => Promise.resolve(refsOf(other.id) === '' || undefined));
+    expect((await api().GET('/api/requirements/{id}/checkpoints', { params: { path: { id: other.id } } })).status).toBe(
+      404,
+    );
+    expect(refsOf(id)).not.toBe('');
   });
 });
