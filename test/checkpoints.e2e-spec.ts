@@ -2,24 +2,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import type { Schemas } from '@libs/api-client';
-import { LocalTokenService } from '@server/auth/local-token.service';
-import { RunningManager, startManager } from '@server/manager';
+import type { RunningManager } from '@server/manager';
 import { RetentionService } from '@server/retention/retention.service';
 
 import { apiClient, ok } from './support/api';
 import { execute } from './support/db-snapshot';
-import {
-  WORKTREE_AGENT,
-  createRequirement,
-  git,
-  initRepository,
-  reply,
-  runsOf,
-  settled,
-  sh,
-  startRun,
-} from './support/git-repo';
-import { registerToken } from './support/http';
+import { createRequirement, git, initRepository, reply, runsOf, settled, sh, startRun } from './support/git-repo';
+import { startWorktreeManager } from './support/in-process';
 import { Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { until } from './support/wait';
@@ -48,19 +37,7 @@ describe('checkpoints and rewind', () => {
   beforeAll(async () => {
     sandbox = makeSandbox();
     initRepository(sandbox.workspace, { '.gitignore': '*.log\n', 'README.md': '# repo\n' });
-    manager = await startManager({
-      env: {
-        ...process.env,
-        CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
-        CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,
-        CODE_FACTORY_HOME: sandbox.home,
-        GH_TOKEN: '',
-        GITHUB_TOKEN: '',
-      },
-      overrides: { port: 0 },
-      workspace: sandbox.workspace,
-    });
-    registerToken(manager.url, manager.app.get(LocalTokenService).value);
+    manager = await startWorktreeManager(sandbox);
     dataDirectory = manager.runtime.paths.dataDirectory;
   });
 

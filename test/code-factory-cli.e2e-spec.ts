@@ -15,7 +15,8 @@ import { RunningManager, startManager } from '@server/manager';
 import { FakeGitHubServer } from './support/fake-github-server';
 import { apiClient, ok } from './support/api';
 import { type Json, registerToken } from './support/http';
-import { WORKTREE_AGENT, createRequirement, git, initRepository, settled, sh, startRun } from './support/git-repo';
+import { createRequirement, git, initRepository, settled, sh, startRun } from './support/git-repo';
+import { startWorktreeManager } from './support/in-process';
 import { IDLE_AGENT, ROOT, Sandbox, makeSandbox } from './support/manager-process';
 
 const CLI = path.join(ROOT, 'bin', 'code-factory-cli.js');
@@ -598,20 +599,8 @@ describe('code-factory-cli requirement landing and the requirement_landing tool'
   beforeAll(async () => {
     sandbox = makeSandbox();
     initRepository(sandbox.workspace, { 'a.txt': 'one\ntwo\nthree\n' });
-    manager = await startManager({
-      env: {
-        ...process.env,
-        CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
-        CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,
-        CODE_FACTORY_HOME: sandbox.home,
-        GH_TOKEN: '',
-        GITHUB_TOKEN: '',
-      },
-      overrides: { port: 0 },
-      workspace: sandbox.workspace,
-    });
+    manager = await startWorktreeManager(sandbox);
     ownerToken = manager.app.get(LocalTokenService).value;
-    registerToken(manager.url, ownerToken);
     a = await worked('Say A', "printf 'one\\nA\\nthree\\n' > a.txt && git commit -qam 'A says A'");
     b = await worked('Say B', "printf 'one\\nB\\nthree\\n' > a.txt && git commit -qam 'B says B'");
     c = await worked('Add C', "echo c > c.txt && git add c.txt && git commit -qm 'C adds c.txt'");

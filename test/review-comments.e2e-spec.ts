@@ -2,13 +2,12 @@ import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 
 import type { Schemas } from '@libs/api-client';
-import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
-import { RunningManager, startManager } from '@server/manager';
+import type { RunningManager } from '@server/manager';
 
 import { apiClient, ok, refusal } from './support/api';
-import { WORKTREE_AGENT, createRequirement, initRepository, runsOf, settled, sh, startRun } from './support/git-repo';
-import { registerToken } from './support/http';
+import { createRequirement, initRepository, runsOf, settled, sh, startRun } from './support/git-repo';
+import { startWorktreeManager } from './support/in-process';
 import { ROOT, Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { until } from './support/wait';
@@ -57,19 +56,7 @@ describe('review comments on a Requirement’s changes', () => {
       'notes/old.md': 'first\nsecond\nthird\nfourth\nfifth\n',
       'src/app.ts': lines(1, 30),
     });
-    manager = await startManager({
-      env: {
-        ...process.env,
-        CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
-        CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,
-        CODE_FACTORY_HOME: sandbox.home,
-        GH_TOKEN: '',
-        GITHUB_TOKEN: '',
-      },
-      overrides: { port: 0 },
-      workspace: sandbox.workspace,
-    });
-    registerToken(manager.url, manager.app.get(LocalTokenService).value);
+    manager = await startWorktreeManager(sandbox);
     dataDirectory = manager.runtime.paths.dataDirectory;
     // The agent's first run: line 12 changed, two lines added after line 20, notes/old.md's third line removed.
     requirementId = (await createRequirement(withApi(), { title: 'Review me' })).id;
@@ -294,6 +281,16 @@ describe('review comments on a Requirement’s changes', () => {
         }),
       409,
       'comment_not_draft',
+    );
+    await expectRefused(
+      dataDirectory,
+      () =>
+        api().POST('/api/requirements/{id}/reviews', {
+          body: { commentIds: [later.id, 'rvc_00000000-0000-4000-8000-000000000000'] },
+          params: { path: { id: requirementId } },
+        }),
+      404,
+      'review_comment_not_found',
     );
     expect((await runsOf(withApi(), requirementId)).length).toBe(2);
   });

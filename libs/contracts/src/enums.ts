@@ -151,6 +151,10 @@ export type TimerSchedule = (typeof TIMER_SCHEDULES)[number];
 export const TIMER_STATUSES = ['active', 'completed', 'cancelled'] as const;
 export type TimerStatus = (typeof TIMER_STATUSES)[number];
 
+/** Who wrote a review comment or an answer in its thread: a person, or an agent run. */
+export const REVIEW_AUTHOR_KINDS = ['person', 'agent'] as const;
+export type ReviewAuthorKind = (typeof REVIEW_AUTHOR_KINDS)[number];
+
 /** Which side of a diff a review comment is on: the agent's work (`new`) or the merge base (`old`). */
 export const REVIEW_COMMENT_SIDES = ['new', 'old'] as const;
 export type ReviewCommentSide = (typeof REVIEW_COMMENT_SIDES)[number];

@@ -29,6 +29,7 @@ import type {
   RequirementStatus,
   SessionState,
   CheckpointKind,
+  ReviewAuthorKind,
   ReviewCommentSide,
   ReviewCommentState,
   ReviewRequestStatus,
@@ -592,7 +593,7 @@ export interface ViewedFiles {
 
 /** Who wrote a review comment or a reply: a person, or an agent run (`id` its run). */
 export interface ReviewAuthor {
-  kind: 'person' | 'agent';
+  kind: ReviewAuthorKind;
   id: string | null;
   name: string | null;
 }

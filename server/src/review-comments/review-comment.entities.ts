@@ -1,6 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
-import type { ReviewCommentSide, ReviewCommentState } from '@libs/contracts';
+import type { ReviewAuthorKind, ReviewCommentSide, ReviewCommentState } from '@libs/contracts';
 
 /** A comment on lines of a Requirement's changes (issue 46): the thread's first entry. */
 @Entity('review_comment')
@@ -20,7 +20,7 @@ export class ReviewCommentEntity {
   @Column('varchar') anchorCommit!: string;
   /** The quoted lines, joined by newlines (as written, once outdated). */
   @Column('text') excerpt!: string;
-  @Column('varchar') authorKind!: 'person' | 'agent';
+  @Column('varchar') authorKind!: ReviewAuthorKind;
   @Column('varchar', { nullable: true }) authorId!: string | null;
   @Column('varchar', { nullable: true }) authorName!: string | null;
   /** The review message that sent it; null while a draft. */
@@ -50,7 +50,7 @@ export class ReviewReplyEntity {
   @PrimaryColumn('varchar') id!: string;
   @Column('varchar') commentId!: string;
   @Column('varchar') requirementId!: string;
-  @Column('varchar') authorKind!: 'person' | 'agent';
+  @Column('varchar') authorKind!: ReviewAuthorKind;
   @Column('varchar', { nullable: true }) authorId!: string | null;
   @Column('varchar', { nullable: true }) authorName!: string | null;
   @Column('text') body!: string;

@@ -23,6 +23,11 @@ export class ReviewCommentsRepository {
     uow.update(ReviewCommentEntity, set, { id });
   }
 
+  /** One change to several comments (a review's drafts, sent together). */
+  updateMany(uow: UnitOfWork, ids: string[], set: Partial<ReviewCommentEntity>): void {
+    uow.update(ReviewCommentEntity, set, { id: ids });
+  }
+
   delete(uow: UnitOfWork, id: string): void {
     uow.delete(ReviewCommentEntity, { id });
   }

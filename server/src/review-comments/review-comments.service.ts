@@ -7,7 +7,7 @@ import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict, invalid, notFound } from '../core/errors/domain-error';
 import { isId, newId } from '../core/ids';
-import { ConversationDelivery } from '../conversation/conversation-delivery.service';
+import { ConversationDelivery, DeliveryResult } from '../conversation/conversation-delivery.service';
 import { EventLog, audit } from '../events/event-log.service';
 import { MessageResponseDto } from '../messages/dto/message-response.dto';
 import { MessagesService } from '../messages/messages.service';
@@ -206,7 +206,8 @@ export class ReviewCommentsService {
    */
   async send(requirementId: string, dto: SendReviewDto, actor: EventActor): Promise<SentReview> {
     let sent: ReviewCommentDto[] = [];
-    const delivered = await this.conversation.deliver(
+    // The write below always writes (or throws): a delivery that wrote nothing does not happen here.
+    const delivered = (await this.conversation.deliver(
       requirementId,
       async (tx, rows) => {
         this.refuseIfCancelled(rows);
@@ -219,19 +220,19 @@ export class ReviewCommentsService {
           );
         }
         const message = await this.messages.appendHuman(tx, rows, { message: body }, actor);
-        const now = this.clock.nowIso();
-        for (const row of drafts) {
-          Object.assign(row, { messageId: message.id, sentAt: now, state: 'sent', updatedAt: now });
-          this.repository.update(tx, row.id, { messageId: message.id, sentAt: now, state: 'sent', updatedAt: now });
-        }
+        const set = { messageId: message.id, sentAt: this.clock.nowIso(), state: 'sent' as const };
+        const now = set.sentAt;
+        drafts.forEach((row) => Object.assign(row, set, { updatedAt: now }));
+        this.repository.updateMany(
+          tx,
+          drafts.map((row) => row.id),
+          { ...set, updatedAt: now },
+        );
         sent = await publishComments(this.events, this.repository, tx, rows, drafts, actor);
         return { message, resumes: true, wake: true };
       },
       actor,
-    );
-    if (!delivered) {
-      throw conflict('no_draft_comments', `Requirement ${requirementId} has no draft comments to send`);
-    }
+    )) as DeliveryResult;
     this.logger.log({ ...audit(actor), comments: sent.length, msg: 'review sent', requirementId });
     return { ...delivered, reviewComments: sent };
   }
@@ -310,14 +311,17 @@ export class ReviewCommentsService {
     if (ids.length === 0) {
       throw conflict('no_draft_comments', 'commentIds names no comment to send');
     }
-    const drafts: ReviewCommentEntity[] = [];
-    for (const id of new Set(ids)) {
-      const row = await this.findIn(tx, requirementId, id);
-      if (row.state !== 'draft') {
-        throw conflict('comment_not_draft', `Review comment ${id} is ${row.state}, not a draft`);
-      }
-      drafts.push(row);
+    // One read of the Requirement's comments (at most LIMITS.reviewCommentsPerRequirement), in their order.
+    const named = new Set(ids);
+    const rows = (await this.repository.ofRequirementIn(tx, requirementId)).filter((row) => named.has(row.id));
+    const missing = [...named].find((id) => !rows.some((row) => row.id === id));
+    if (missing !== undefined) {
+      throw commentNotFound(missing);
     }
-    return drafts.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
+    const sent = rows.find((row) => row.state !== 'draft');
+    if (sent) {
+      throw conflict('comment_not_draft', `Review comment ${sent.id} is ${sent.state}, not a draft`);
+    }
+    return rows;
   }
 }

@@ -3,9 +3,11 @@ import { IsBoolean, IsInt, Max, Min, ValidateIf } from 'class-validator';
 
 import {
   LIMITS,
+  REVIEW_AUTHOR_KINDS,
   REVIEW_COMMENT_SIDES,
   REVIEW_COMMENT_STATES,
   ReviewAuthor,
+  ReviewAuthorKind,
   ReviewComment,
   ReviewCommentAnchor,
   ReviewCommentReply,
@@ -96,7 +98,7 @@ export class ReplyToReviewCommentDto {
 }
 
 export class ReviewAuthorDto implements ReviewAuthor {
-  @ApiProperty({ enum: ['person', 'agent'] }) kind!: 'person' | 'agent';
+  @ApiProperty({ enum: REVIEW_AUTHOR_KINDS }) kind!: ReviewAuthorKind;
   @ApiProperty({ description: "The person's stable id, or the agent's run", nullable: true, type: String }) id!:
     string | null;
   @ApiProperty({ nullable: true, type: String }) name!: string | null;
