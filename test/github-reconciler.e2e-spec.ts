@@ -136,9 +136,16 @@ describe('GitHub reconciler', () => {
 
   it('sets a baseline on first observation: old comments, reviews, CI failures and conflicts are not replayed', async () => {
     github.addPullRequest({ number: 1, repository: REPO });
-    github.addComment(REPO, 1, { author: 'alice', body: 'an old comment' });
-    github.addReview(REPO, 1, { author: 'bob', body: 'an old review', state: 'CHANGES_REQUESTED' });
-    github.addReviewComment(REPO, 1, { author: 'bob', body: 'an old inline comment', line: 3, path: 'src/a.ts' });
+    const before = new Date(Date.now() - 60_000);
+    github.addComment(REPO, 1, { at: before, author: 'alice', body: 'an old comment' });
+    github.addReview(REPO, 1, { at: before, author: 'bob', body: 'an old review', state: 'CHANGES_REQUESTED' });
+    github.addReviewComment(REPO, 1, {
+      at: before,
+      author: 'bob',
+      body: 'an old inline comment',
+      line: 3,
+      path: 'src/a.ts',
+    });
     github.setCheckRun(REPO, 1, { conclusion: 'FAILURE', name: 'build', status: 'COMPLETED' });
     github.update(REPO, 1, { mergeable: 'CONFLICTING' });
     await register(1);
@@ -149,6 +156,32 @@ describe('GitHub reconciler', () => {
     github.resetCounts();
     expect(await reconcile()).toMatchObject({ deliveries: 0, fetched: 0, pullRequests: 1 });
     expect(github.counts().byQuery).toMatchObject({ snapshot: { requests: 0 }, summary: { requests: 1 } });
+  });
+
+  it('delivers at the baseline what was written after the registration, and only that', async () => {
+    github.addPullRequest({ number: 11, repository: REPO });
+    github.addComment(REPO, 11, { at: new Date(Date.now() - 60_000), author: 'alice', body: 'written before' });
+    const own = await newRequirement('reviewed early');
+    await register(11, {}, own.requirement, own.token);
+    // A bot's review and a person's comment within the first interval, before the reconciler looked.
+    github.addReview(REPO, 11, { author: 'coderabbit', body: 'a bot review after registering', state: 'COMMENTED' });
+    github.addComment(REPO, 11, { author: 'carol', body: 'a comment after registering' });
+    expect(await reconcile()).toMatchObject({ deliveries: 2, failed: 0 });
+    const bodies = (await github_(own.requirement.id)).map((m) => m.body);
+    expect(bodies).toHaveLength(2);
+    expect(bodies).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('a bot review after registering'),
+        expect.stringContaining('a comment after registering'),
+      ]),
+    );
+    // Told once: the next look delivers nothing again, and the older comment never.
+    github.resetCounts();
+    expect(await reconcile()).toMatchObject({ deliveries: 0 });
+    expect((await github_(own.requirement.id)).some((m) => m.body.includes('written before'))).toBe(false);
+    // Merged: final, no longer polled (the tests below count the PRs still watched).
+    github.update(REPO, 11, { state: 'MERGED' });
+    await reconcile();
   });
 
   it('corrects a stale status at the baseline, and reports lifecycle and head changes as status messages', async () => {

@@ -274,13 +274,13 @@ export class FakeGitHubServer {
   addComment(
     repository: string,
     number: number,
-    init: { author?: string | null; body: string; authorAssociation?: string },
+    init: { author?: string | null; body: string; authorAssociation?: string; at?: Date },
   ): FakeComment {
     const pr = this.pullRequest(repository, number);
     const databaseId = this.nextId++;
     const comment: FakeComment = {
       ...this.authored(pr, 'IC', databaseId, `#issuecomment-${databaseId}`, init),
-      createdAt: new Date().toISOString(),
+      createdAt: githubTime(init.at),
     };
     pr.comments.push(comment);
     this.touch(pr);
@@ -290,14 +290,14 @@ export class FakeGitHubServer {
   addReview(
     repository: string,
     number: number,
-    init: { author?: string | null; body?: string; state: FakeReview['state']; authorAssociation?: string },
+    init: { author?: string | null; body?: string; state: FakeReview['state']; authorAssociation?: string; at?: Date },
   ): FakeReview {
     const pr = this.pullRequest(repository, number);
     const databaseId = this.nextId++;
     const review: FakeReview = {
       ...this.authored(pr, 'PRR', databaseId, `#pullrequestreview-${databaseId}`, { body: '', ...init }),
       state: init.state,
-      submittedAt: init.state === 'PENDING' ? null : new Date().toISOString(),
+      submittedAt: init.state === 'PENDING' ? null : githubTime(init.at),
     };
     pr.reviews.push(review);
     this.touch(pr);
@@ -315,6 +315,7 @@ export class FakeGitHubServer {
       line?: number | null;
       threadId?: string;
       authorAssociation?: string;
+      at?: Date;
     },
   ): FakeReviewComment & { threadId: string } {
     const pr = this.pullRequest(repository, number);
@@ -326,7 +327,7 @@ export class FakeGitHubServer {
     const databaseId = this.nextId++;
     const comment: FakeReviewComment = {
       ...this.authored(pr, 'PRRC', databaseId, `#discussion_r${databaseId}`, init),
-      createdAt: new Date().toISOString(),
+      createdAt: githubTime(init.at),
       line: init.line === undefined ? 1 : init.line,
       path: init.path,
     };
@@ -936,4 +937,9 @@ function rollupState(pr: FakePullRequest): FakeStatus['state'] {
       : states.includes('PENDING') || states.includes('EXPECTED')
         ? 'PENDING'
         : 'SUCCESS';
+}
+
+/** A time as GitHub writes it: ISO 8601 in whole seconds (`2026-12-06T23:59:59Z`). */
+function githubTime(at = new Date()): string {
+  return `${at.toISOString().slice(0, 19)}Z`;
 }

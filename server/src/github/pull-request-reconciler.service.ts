@@ -52,7 +52,8 @@ export interface ReconcileReport {
  * summary of every tracked PR (one GraphQL request per 100 PRs), fetches the full snapshot only
  * of PRs that are new or changed, and turns what changed into trigger deliveries: status, new
  * comments and reviews, CI failures, conflicts. The first observation of a PR is its baseline:
- * what already existed is recorded as seen, never replayed. Ticks never overlap; one PR's
+ * what already existed when it was registered is recorded as seen, never replayed; comments and
+ * reviews written after its registration are delivered even then. Ticks never overlap; one PR's
  * failure leaves the others alone; the summary is stored last, so a crash mid-way re-reads
  * the PR and receipts keep each delivery single.
  */
@@ -299,13 +300,20 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
     const seen =
       candidates.length > 0 ? await this.delivery.seenKeys(pr.requirementId, `${pr.id}:`) : new Set<string>();
     const fresh = candidates.filter((d) => !seen.has(d.receiptKey));
+    // At the baseline what was there before the PR was registered is only recorded; a comment or
+    // review written since (a bot's, a person's within the first interval) is news, delivered.
+    // GitHub's timestamps are whole seconds: one of the registration's own second counts as news.
+    const registered = Math.floor(Date.parse(pr.createdAt) / 1000) * 1000;
+    const news = baseline ? fresh.filter((d) => d.writtenAt !== null && Date.parse(d.writtenAt) >= registered) : fresh;
     if (baseline) {
-      await this.delivery.recordSeen(pr.requirementId, fresh);
-    } else {
-      for (const delivery of fresh) {
-        const outcome = await this.delivery.deliver(delivery);
-        written += outcome.message ? 1 : 0;
-      }
+      await this.delivery.recordSeen(
+        pr.requirementId,
+        fresh.filter((d) => !news.includes(d)),
+      );
+    }
+    for (const delivery of news) {
+      const outcome = await this.delivery.deliver(delivery);
+      written += outcome.message ? 1 : 0;
     }
     // 3. Last: what was seen. Until this commits, the next tick looks at the PR again.
     await this.pullRequests.markObserved(pr.id, { fingerprint, mergeable: snapshot.mergeable });
