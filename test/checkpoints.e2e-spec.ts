@@ -203,4 +203,19 @@ describe('checkpoints and rewind', () => {
     );
     expect(refsOf(id)).not.toBe('');
   });
+
+  it('takes a first start as the base commit only when nothing ran in the new working copy: a setup command’s files are in it', async () => {
+    await ok(api().PATCH('/api/configuration', { body: { worktreeSetupCommand: 'echo made > setup-output.txt' } }));
+    try {
+      const { id } = await createRequirement(withApi(), { title: 'Set up first' });
+      await startRun(withApi(), id, sh('true'));
+      const { requirement } = await settled(withApi(), id, 1);
+      const [start] = await checkpoints(id);
+      expect(start).toMatchObject({ filesChanged: 1, head: requirement.worktree!.baseSha, kind: 'run_start' });
+      expect(start.commit).not.toBe(start.head);
+      expect(git(sandbox.workspace, 'show', `${start.commit}:setup-output.txt`)).toBe('made\n');
+    } finally {
+      await ok(api().PATCH('/api/configuration', { body: { worktreeSetupCommand: null } }));
+    }
+  });
 });

@@ -127,7 +127,7 @@ export class RunLauncher {
         place = where.place;
         // The state its agent starts from (issue 46 §5), before the agent can change it.
         if (where.place.mode === 'worktree') {
-          await this.checkpoints.atRunStart(run.requirementId, run.id);
+          await this.checkpoints.atRunStart(run.requirementId, run.id, where.untouchedAt);
         }
       } catch (err) {
         if (stopped()) {

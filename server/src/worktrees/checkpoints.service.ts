@@ -71,14 +71,29 @@ export class CheckpointsService {
 
   /**
    * Before an RD run's agent starts (its working copy prepared): the state it starts from. A
-   * checkpoint that cannot be taken is logged; the run goes on.
+   * working copy made just now that nothing has run in holds `untouchedAt`'s files exactly: that
+   * commit is the checkpoint, without an import hashing every file of it. A checkpoint that cannot
+   * be taken is logged; the run goes on.
    */
-  async atRunStart(requirementId: string, runId: string): Promise<void> {
+  async atRunStart(requirementId: string, runId: string, untouchedAt: string | null): Promise<void> {
     await this.worktrees
-      .whileHeld(requirementId, async () =>
-        this.take(await this.worktrees.importWork(requirementId), runId, 'run_start'),
-      )
+      .whileHeld(requirementId, async () => {
+        const imported =
+          untouchedAt === null
+            ? await this.worktrees.importWork(requirementId)
+            : await this.asMade(requirementId, untouchedAt);
+        return this.take(imported, runId, 'run_start');
+      })
       .catch((err: unknown) => this.warn(requirementId, err));
+  }
+
+  /** What an import of a working copy that holds exactly `commit` would bring (its row as recorded). */
+  private async asMade(requirementId: string, commit: string): Promise<ImportedWork> {
+    const row = await this.worktrees.recorded(requirementId);
+    if (row === null) {
+      return this.worktrees.importWork(requirementId);
+    }
+    return { dirty: false, error: null, head: commit, row, work: commit };
   }
 
   /** After an RD run: its work imported (and published, as every run's end is) and checkpointed. */

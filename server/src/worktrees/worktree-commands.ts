@@ -84,8 +84,11 @@ export interface HookContext {
    * nothing an agent wrote (`untouched`), since a command runs the files around it too.
    */
   secrets: Record<string, string>;
-  /** The worktree is as the person's base made it: no agent has had it yet (a first setup at the base commit). */
-  untouched: boolean;
+  /**
+   * Whether the worktree is as the person's base made it: no agent has had it yet (a first setup
+   * at the base commit). Asked only when a command runs: it reads every file's status.
+   */
+  untouched: () => Promise<boolean>;
   /** The person's checkout, whose `.agent-manager/<hook>` a worktree's must equal to get the secrets; null: none. */
   personCheckout: string | null;
   /** The run's network and the variables that point at its proxy; absent (teardown): none at all, unless the mode is open. */
@@ -110,11 +113,12 @@ export async function runHook(
     return { command: null, failure: null, ok: true, output: '' };
   }
   const timeoutMs = hook === 'setup' ? SETUP_TIMEOUT_MS : TEARDOWN_TIMEOUT_MS;
+  const untouched = command.personal && (await context.untouched());
   const env: Record<string, string> = {
     ...agentVariables(process.env, context.pass, null, Object.keys(context.secrets)),
     ...context.env,
     ...context.network?.env,
-    ...(command.personal && context.untouched ? context.secrets : {}),
+    ...(untouched ? context.secrets : {}),
     [RUN_MARKER_VARIABLE]: context.marker,
   };
   if (context.tmp !== null) {
@@ -156,7 +160,7 @@ export async function runHook(
   // What it left running (a daemon it started, a tool in another process group) ends with it.
   await killRunTree(context.marker, null).catch(() => undefined);
   const withheld =
-    Object.keys(context.secrets).length === 0 || (command.personal && context.untouched)
+    Object.keys(context.secrets).length === 0 || untouched
       ? ''
       : command.personal
         ? `\n[secrets withheld: an agent has had this worktree, and ${command.shown} runs what is in it]`

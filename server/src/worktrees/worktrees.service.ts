@@ -48,6 +48,18 @@ export interface RunPlace {
   /** What of git the sandbox must know: the agent's own repository, or the person's in place; null outside a repository. */
   git: SandboxGit | null;
   place: RdWorkPlace;
+  /**
+   * The commit whose files the working copy holds exactly when it was made for this run and
+   * nothing has run in it yet (no setup command, no submodules, no copied files); else null. Its
+   * start checkpoint is that commit, without an import that would hash every file.
+   */
+  untouchedAt: string | null;
+}
+
+/** A working copy ready for a run, and the commit it holds exactly when it was made just now. */
+interface MadeWorktree {
+  row: RequirementWorktreeEntity;
+  exactly: string | null;
 }
 
 /** The run a worktree is prepared for: its marker, its private temporary directory, and its stop. */
@@ -165,12 +177,13 @@ export class WorktreesService implements BeforeApplicationShutdown {
             mode: 'in_place',
             reason: repo === null ? 'not_git' : 'chosen',
           },
+          untouchedAt: null,
           workTree: root,
         };
       }
       // Never in place instead: a git that fails, or a repository that seems gone, is a 503 (issue 44 §4).
       const facts = await this.workspace.repositoryFacts();
-      const ready = await this.ensureWorktree(facts, { ...row, portBase }, trace);
+      const { exactly, row: ready } = await this.ensureWorktree(facts, { ...row, portBase }, trace);
       const top = ready.path as string;
       await this.refreshAgentBase(facts, ready, trace);
       const cwd = path.join(top, ready.subdirectory ?? '');
@@ -186,6 +199,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
       };
       const git: SandboxGit = { kind: 'own', personCommonDir: facts.git.commonDir };
       let setupAt: string | null = null;
+      let untouchedAt: string | null = null;
       if (ready.setupAt === null) {
         const result = await runHook(this.sandbox, 'setup', this.configuration.get('worktreeSetupCommand'), {
           caps: run.caps,
@@ -197,7 +211,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
           pass: this.configuration.get('agentEnvironmentPass'),
           personCheckout: facts.repo.top,
           secrets: this.secrets.environment(),
-          untouched: await this.atBase(top, ready.baseSha),
+          untouched: () => this.atBase(top, ready.baseSha),
           signal: run.signal,
           tmp: run.tmp,
           worktree: top,
@@ -215,6 +229,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
           throw invalid('worktree_setup_failed', `the worktree setup command (${result.command}) ${result.failure}`);
         }
         setupAt = this.clock.nowIso();
+        untouchedAt = result.command === null ? exactly : null;
       }
       // One write for both.
       await this.records.save(
@@ -236,6 +251,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
           worktree: top,
         },
         workTree: top,
+        untouchedAt,
       };
     });
   }
@@ -306,6 +322,11 @@ export class WorktreesService implements BeforeApplicationShutdown {
         return row;
       }
     });
+  }
+
+  /** The Requirement's working copy as recorded (null: it never had one). */
+  recorded(requirementId: string): Promise<RequirementWorktreeEntity | null> {
+    return this.repository.find(requirementId);
   }
 
   /** The person's repository's top, or null when the workspace is none now. */
@@ -596,7 +617,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
         personCheckout: facts.repo?.top ?? null,
         secrets: this.secrets.environment(),
         // By teardown an agent has had the worktree: what the command runs may be its.
-        untouched: false,
+        untouched: () => Promise.resolve(false),
         marker: `teardown-${row.requirementId}-${randomBytes(4).toString('hex')}`,
         // No run, no proxy: no network at all, unless the person let agents reach all of it.
         network: this.configuration.get('networkMode') === 'open' ? { env: {}, sandbox: { kind: 'host' } } : undefined,
@@ -691,15 +712,15 @@ export class WorktreesService implements BeforeApplicationShutdown {
     facts: { repo: GitWorkspace; git: GitDirectories },
     row: RequirementWorktreeEntity,
     trace: Trace,
-  ): Promise<RequirementWorktreeEntity> {
+  ): Promise<MadeWorktree> {
     const { repo } = facts;
     if (row.path !== null && row.createdAt !== null && row.removedAt === null) {
       const dotGit = await fs.lstat(path.join(row.path, '.git')).catch(() => null);
       if (dotGit?.isDirectory() && row.layout === 'own_repository') {
-        return row;
+        return { exactly: null, row };
       }
       if (row.branch !== null && (dotGit?.isFile() || dotGit === null) && (await this.convert(facts, row, trace))) {
-        return this.records.save(row.requirementId, { layout: 'own_repository' }, true);
+        return { exactly: null, row: await this.records.save(row.requirementId, { layout: 'own_repository' }, true) };
       }
     }
     const requirementId = row.requirementId;
@@ -783,7 +804,8 @@ export class WorktreesService implements BeforeApplicationShutdown {
       target,
     });
     await personBranch;
-    if (await fs.stat(path.join(target, '.gitmodules')).catch(() => null)) {
+    const submodules = await fs.stat(path.join(target, '.gitmodules')).catch(() => null);
+    if (submodules) {
       await git(['submodule', 'update', '--init', '--recursive'], { cwd: target, env, timeoutMs: CREATE_TIMEOUT_MS });
     }
     const files = await provideFiles(repo.top, target, this.configuration.get('worktreeLinks'));
@@ -798,7 +820,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
       ),
     );
     this.workspace.forgetDiskUsage();
-    return this.records.save(
+    const made = await this.records.save(
       requirementId,
       {
         baseSha: branchHead !== null ? (row.baseSha ?? baseSha) : baseSha,
@@ -810,6 +832,8 @@ export class WorktreesService implements BeforeApplicationShutdown {
       },
       true,
     );
+    // Submodules and copied files are more than the commit's files (links are never the agent's work).
+    return { exactly: submodules === null && files.copied.length === 0 ? start : null, row: made };
   }
 
   /** A linked worktree of before issue 44 becomes an own repository in place (linked-worktree-conversion.ts). */
