@@ -6,6 +6,7 @@ import type { Page } from 'playwright-core';
 import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot, settledBox } from './support/browser';
 import { createRequirement, initRepository, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
 import { ok } from './support/api';
+import { contrastOf } from './support/contrast';
 import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { until } from './support/wait';
 
@@ -27,30 +28,8 @@ const PHONE = { height: 844, width: 390 };
 jest.setTimeout(180_000);
 
 // The page's globals used in `page.evaluate` callbacks, typed just enough (the test compiles without the DOM library).
-interface El {
-  parentElement: El | null;
-}
 declare const document: { documentElement: { dataset: Record<string, string | undefined> } };
 declare const localStorage: { setItem(key: string, value: string): void };
-declare function getComputedStyle(element: El): { color: string; backgroundColor: string; filter: string };
-
-type Rgba = [number, number, number, number];
-const parse = (c: string): Rgba => {
-  const [r = 0, g = 0, b = 0, a = 1] = (c.match(/[\d.]+/g) ?? []).map(Number);
-  return [r, g, b, a];
-};
-/** `top` painted over the opaque `bottom`. */
-const over = (top: Rgba, bottom: Rgba): Rgba =>
-  [0, 1, 2].map((i) => top[i] * top[3] + bottom[i] * (1 - top[3])).concat(1) as Rgba;
-const luminance = ([r, g, b]: Rgba) => {
-  const lin = (v: number) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
-  return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
-};
-/** WCAG contrast ratio of two opaque colours. */
-const contrast = (a: Rgba, b: Rgba) => {
-  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
-  return (hi + 0.05) / (lo + 0.05);
-};
 
 describe('dashboard for a new user (issue 26) in Chromium', () => {
   let sandbox: Sandbox;
@@ -188,25 +167,11 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
         ['removed', 'td.d2h-del:not(.d2h-code-linenumber)'],
         ['context', 'td.d2h-cntx:not(.d2h-code-linenumber)'],
       ] as const) {
-        const { colors, filters } = await diff
-          .locator(cell)
-          .first()
-          .locator('.d2h-code-line-ctn')
-          .evaluate((el) => {
-            // Every background from the text up to the root: translucent ones are painted over those behind.
-            const chain: string[] = [];
-            const filters: string[] = [];
-            for (let e: El | null = el; e; e = e.parentElement) {
-              chain.push(getComputedStyle(e).backgroundColor);
-              filters.push(getComputedStyle(e).filter);
-            }
-            return { colors: { chain, text: getComputedStyle(el).color }, filters };
-          });
+        const measured = await contrastOf(diff.locator(cell).first().locator('.d2h-code-line-ctn'));
         // Computed colours say nothing about a CSS filter over them: what is measured must be what shows.
-        expect(filters.filter((f) => f !== 'none')).toEqual([]);
-        const background = colors.chain.reduceRight<Rgba>((behind, c) => over(parse(c), behind), [255, 255, 255, 1]);
-        ratios[kind] = contrast(over(parse(colors.text), background), background);
-        ratios[`${kind}Background`] = luminance(background);
+        expect(measured.filters).toEqual([]);
+        ratios[kind] = measured.ratio;
+        ratios[`${kind}Background`] = measured.background;
       }
       return ratios;
     };

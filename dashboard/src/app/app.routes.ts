@@ -13,6 +13,11 @@ export const routes: Routes = [
     title: 'Requirement · Agent Manager',
   },
   {
+    path: 'requirements/:id/review',
+    loadComponent: () => import('./review/review-view').then((m) => m.ReviewView),
+    title: 'Review · Agent Manager',
+  },
+  {
     path: 'pull-requests',
     loadComponent: () => import('./boards/pull-requests-board').then((m) => m.PullRequestsBoard),
     title: 'Pull requests · Agent Manager',

@@ -22,6 +22,7 @@ export type Usage = Schemas['UsageResponseDto'];
 /** A message with attachments, as a reply or along with a start. */
 export type Reply = Schemas['ReplyDto'];
 export type ReviewComment = Schemas['ReviewCommentDto'];
+export type Checkpoint = Schemas['CheckpointDto'];
 
 export type RequirementStatus = Requirement['status'];
 export type SessionState = Session['state'];

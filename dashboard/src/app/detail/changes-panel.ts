@@ -11,6 +11,7 @@ import {
   viewChild,
 } from '@angular/core';
 import { DomSanitizer, type SafeHtml } from '@angular/platform-browser';
+import { RouterLink } from '@angular/router';
 import { html as diffHtml } from 'diff2html';
 import type { ColorSchemeType } from 'diff2html/lib/types';
 import DOMPurify from 'dompurify';
@@ -47,7 +48,7 @@ interface PickedLine {
 @Component({
   selector: 'am-changes-panel',
   changeDetection: ChangeDetectionStrategy.OnPush,
-  imports: [ReviewDrafts],
+  imports: [ReviewDrafts, RouterLink],
   template: `
     <section class="changes" data-testid="changes">
       @if (error()) {
@@ -63,6 +64,13 @@ interface PickedLine {
             <span class="badge warn">{{ t('changes.truncated') }}</span>
           }
           <span class="spacer"></span>
+          <a
+            class="button small primary"
+            [routerLink]="['/requirements', requirement().id, 'review']"
+            [title]="t('reviewView.openHint')"
+            data-testid="open-review"
+            >{{ t('reviewView.open') }}</a
+          >
           <button type="button" class="ghost small" (click)="load()" data-testid="changes-refresh">
             ↻ {{ t('changes.refresh') }}
           </button>
