@@ -134,7 +134,20 @@ describe('landing a Requirement as a pull request', () => {
       'github_remote_missing',
     );
     expect(noRemote.message).toContain('git remote add origin https://github.com/OWNER/REPO.git');
+    // The land menu asks first, and is told the same.
+    expect(await ok(manager.api.GET('/api/landing/readiness'))).toEqual({
+      available: false,
+      missing: 'remote',
+      reason: noRemote.message,
+      remote: null,
+    });
     git(sandbox.workspace, 'remote', 'set-url', 'origin', REMOTE_URL);
+    expect(await ok(manager.api.GET('/api/landing/readiness'))).toEqual({
+      available: true,
+      missing: null,
+      reason: null,
+      remote: REMOTE_URL,
+    });
 
     // Uncommitted work: refused, naming it, unless asked to commit it first.
     const dirty = await expectRefused(manager.dataDirectory(), () => land(requirement.id), 409, 'worktree_dirty');
@@ -250,6 +263,11 @@ describe('landing a Requirement as a pull request', () => {
       'github_token_missing',
     );
     expect(refusal.message).toMatch(/GITHUB_TOKEN.*GH_TOKEN.*gh auth login/);
+    expect(await ok(manager.api.GET('/api/landing/readiness'))).toMatchObject({
+      available: false,
+      missing: 'token',
+      reason: refusal.message,
+    });
     expect(bareHead(requirement.worktree!.branch!)).toBeNull();
     expect(opens()).toHaveLength(posts);
   });

@@ -18,6 +18,7 @@ import {
 } from './support/git-repo';
 import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
 import { snapshotStore } from './support/db-snapshot';
+import { sendUntyped } from './support/http';
 import { expectRefused } from './support/refusals';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
@@ -155,6 +156,68 @@ describe('landing a Requirement locally', () => {
     expect(git(repo, 'ls-tree', '-r', '--name-only', 'main')).toEqual(expect.stringContaining('sq/two.txt'));
     expect(git(repo, 'rev-parse', requirement.worktree!.branch!).trim()).toBe(landed.commit);
     expect(git(requirement.worktree!.path!, 'status', '--porcelain')).toBe('');
+  });
+
+  it('lands a squash with the message the person wrote, offers the default first, and records the work it left', async () => {
+    const requirement = await worked('Own message', commit({ 'own/one.txt': 'one\n' }, 'one'));
+    const offered = await ok(
+      manager.api.GET('/api/requirements/{id}/land-message', {
+        params: { path: { id: requirement.id }, query: { method: 'squash' } },
+      }),
+    );
+    expect(offered).toEqual({ message: `Own message\n\nDone.\n\nRequirement: ${requirement.id}`, method: 'squash' });
+    const merge = await ok(
+      manager.api.GET('/api/requirements/{id}/land-message', {
+        params: { path: { id: requirement.id }, query: { method: 'merge' } },
+      }),
+    );
+    expect(merge.message.split('\n')[0]).toBe(`Merge branch '${requirement.worktree!.branch}': Own message`);
+    // Refusals write nothing: a message with a rebase or a pull request, a blank one, a control character.
+    const before = refs(repo);
+    await expectRefused(
+      manager.dataDirectory(),
+      () => land(manager, requirement.id, 'rebase', { message: 'x' }),
+      400,
+      'message_not_applicable',
+    );
+    await expectRefused(
+      manager.dataDirectory(),
+      () => land(manager, requirement.id, 'pull_request', { message: 'x' }),
+      400,
+      'message_not_applicable',
+    );
+    await expectRefused(
+      manager.dataDirectory(),
+      () => land(manager, requirement.id, 'squash', { message: ' \n\t' }),
+      400,
+      'empty_message',
+    );
+    await expectRefused(
+      manager.dataDirectory(),
+      () => land(manager, requirement.id, 'squash', { message: 'a\u0000b' }),
+      400,
+    );
+    await expectRefused(
+      manager.dataDirectory(),
+      () => land(manager, requirement.id, 'squash', { message: 'x'.repeat(20_001) }),
+      400,
+    );
+    await expectRefused(
+      manager.dataDirectory(),
+      () =>
+        // A method without a message of its own, asked for one: untyped on purpose.
+        sendUntyped(manager.origin, 'GET', `/api/requirements/${requirement.id}/land-message?method=rebase`),
+      400,
+    );
+    expect(refs(repo)).toBe(before);
+
+    const written = 'Own message, reviewed\n\nWhat I checked: the one file.\n';
+    const landed = await ok(land(manager, requirement.id, 'squash', { message: written }));
+    expect(git(repo, 'log', '-1', '--format=%B', 'main').trimEnd()).toBe(written.trimEnd());
+    // The work the land left is the branch now: nothing new to land, and the menu says so.
+    const after = await get(manager, requirement.id);
+    expect(after.landing).toMatchObject({ landedCommit: landed.commit, landedWork: landed.commit });
+    expect(after.worktree!.headSha).toBe(landed.commit);
   });
 
   it("rebase: the branch's commits replayed on main, each with its own author and message", async () => {

@@ -330,6 +330,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/landing/readiness": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether "Open pull request" can work here (a GitHub remote and a token), and what is missing when not */
+        get: operations["readiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/metrics": {
         parameters: {
             query?: never;
@@ -650,6 +667,23 @@ export interface paths {
         put?: never;
         /** Land a Requirement's branch: merge, squash or rebase onto its base locally (moving a clean checkout of the base with it), or push it and open a pull request */
         post: operations["landRequirement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/land-message": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The commit message a merge or squash of the Requirement writes unless you write your own: its title, then what its agent said last */
+        get: operations["landMessage"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1664,6 +1698,12 @@ export interface components {
             requirementId: string;
             runId: string;
         };
+        LandMessageDto: {
+            /** @description The commit message the land writes unless you write your own: the title, then the agent's summary */
+            message: string;
+            /** @enum {string} */
+            method: "merge" | "squash";
+        };
         LandRequirementDto: {
             /** @description Commit the worktree's uncommitted work on its branch first, instead of refusing with worktree_dirty (every method) */
             commitPending?: boolean;
@@ -1674,6 +1714,8 @@ export interface components {
             expectedHead?: string;
             /** @description Confirm the Requirement done once landed when it waits for confirmation (local methods; true when absent) */
             markDone?: boolean;
+            /** @description The commit message of a merge or squash as you wrote it (its first line the subject); absent: GET /requirements/:id/land-message's. Refused for rebase and pull_request (message_not_applicable) and when blank (empty_message) */
+            message?: string;
             /**
              * @description merge: a merge commit on the base; squash: one commit with the title and a summary; rebase: its commits replayed on the base; pull_request: push the branch and open a PR on GitHub
              * @enum {string}
@@ -1943,6 +1985,19 @@ export interface components {
             /** @description Cursor for the next page; null at the end */
             nextCursor?: string | null;
         };
+        PullRequestReadinessDto: {
+            /** @description Whether a pull request can be opened from here: a GitHub remote and a token */
+            available: boolean;
+            /**
+             * @description The first thing missing
+             * @enum {string|null}
+             */
+            missing: "repository" | "remote" | "token" | null;
+            /** @description What is missing and how to add it */
+            reason: string | null;
+            /** @description The GitHub remote's URL (no credentials) */
+            remote: string | null;
+        };
         PullRequestResponseDto: {
             /** @description Its Requirement's cross-model review loop on this PR */
             autoReview: components["schemas"]["PullRequestAutoReviewDto"];
@@ -2177,6 +2232,8 @@ export interface components {
             landedCommit: string | null;
             /** @enum {string|null} */
             landedMethod: "merge" | "squash" | "rebase" | "pull_request" | null;
+            /** @description The agent's work as its land left it (its branch after a squash or rebase is the landed commit; after a merge, the head merged): the same work now means nothing new to land */
+            landedWork: string | null;
             /** @description Its work (commits, and uncommitted changes in its worktree) merges onto the base's current commit without a conflict; null when not checked */
             mergesCleanly: boolean | null;
         };
@@ -3858,6 +3915,43 @@ export interface operations {
             };
         };
     };
+    readiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PullRequestReadinessDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     getMetrics: {
         parameters: {
             query?: {
@@ -5056,6 +5150,63 @@ export interface operations {
             };
             /** @description land_conflict (details: the files), worktree_dirty, head_moved (the work changed since expectedHead), import_refused (the agent's repository could not be imported), base_checked_out_dirty, run_active, nothing_to_land, not_landable, base_not_branch, base_moved; for pull_request: github_remote_missing, github_token_missing, push_failed, pull_request_failed */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    landMessage: {
+        parameters: {
+            query: {
+                /** @description The land method whose message to write */
+                method: "merge" | "squash";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LandMessageDto"];
+                };
+            };
+            /** @description Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

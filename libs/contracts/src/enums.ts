@@ -235,6 +235,12 @@ export type LandMethod = (typeof LAND_METHODS)[number];
 /** The local ones: the base branch moves in the repository. */
 export const LOCAL_LAND_METHODS = ['merge', 'squash', 'rebase'] as const;
 export type LocalLandMethod = (typeof LOCAL_LAND_METHODS)[number];
+/** The land methods that write one commit message of their own (a rebase keeps each commit's). */
+export const MESSAGE_LAND_METHODS = ['merge', 'squash'] as const;
+export type MessageLandMethod = (typeof MESSAGE_LAND_METHODS)[number];
+/** What keeps "Open pull request" from working here: no repository, no GitHub remote, no token. */
+export const PULL_REQUEST_MISSING = ['repository', 'remote', 'token'] as const;
+export type PullRequestMissing = (typeof PULL_REQUEST_MISSING)[number];
 
 /** `queued` waits its turn, `landing` is being landed now, `paused` waits for its agent to rebase (or a person). */
 export const LANDING_QUEUE_STATES = ['queued', 'landing', 'paused'] as const;

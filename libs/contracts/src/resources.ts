@@ -690,6 +690,11 @@ export interface RequirementLanding {
   landedAt: string | null;
   landedMethod: LandMethod | null;
   landedCommit: string | null;
+  /**
+   * The agent's work as its land left it (its branch follows a squash or rebase to the landed
+   * commit; after a merge it stays at the head merged). The same work now: nothing new to land.
+   */
+  landedWork: string | null;
 }
 
 /** Two live Requirements whose work conflicts, and the files where (a < b). */

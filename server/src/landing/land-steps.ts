@@ -1,4 +1,6 @@
-import { DomainError, conflict } from '../core/errors/domain-error';
+import type { LandMethod } from '@libs/contracts';
+
+import { DomainError, conflict, invalid } from '../core/errors/domain-error';
 import type { MessagesService } from '../messages/messages.service';
 import type { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
 import type { WorktreesService } from '../worktrees/worktrees.service';
@@ -32,6 +34,22 @@ export function refuseUnlandable(requirement: RequirementResponseDto): void {
       'run_active',
       `"${requirement.title}" has a run in progress: stop it or wait for it to end, then land`,
     );
+  }
+}
+
+/** A person's commit message goes only with a merge or squash, and says something (400 otherwise). */
+export function refuseMessage(method: LandMethod, message: string | undefined): void {
+  if (message === undefined) {
+    return;
+  }
+  if (method !== 'merge' && method !== 'squash') {
+    throw invalid(
+      'message_not_applicable',
+      `a ${method === 'rebase' ? 'rebase keeps each commit with its own message' : 'pull request takes its title and body from the Requirement'}: a message goes with merge or squash`,
+    );
+  }
+  if (message.trim() === '') {
+    throw invalid('empty_message', 'the commit message is empty: write one, or leave it out for the default');
   }
 }
 

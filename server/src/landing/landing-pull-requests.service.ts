@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 
-import type { EventActor } from '@libs/contracts';
+import type { EventActor, PullRequestMissing } from '@libs/contracts';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { conflict } from '../core/errors/domain-error';
@@ -15,6 +15,7 @@ import type { RequirementResponseDto } from '../requirements/dto/requirement-res
 import { RequirementsService } from '../requirements/requirements.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
+import { PullRequestReadinessDto } from './dto/landing.dto';
 import { GitHubRemote, findGitHubRemote, gitHubHosts, remoteEnvironment } from './github-remote';
 import { isAncestor, resolve } from './landing-git';
 import { agentSummary, headMoved, refuseUnlandable, takeWork } from './land-steps';
@@ -60,32 +61,27 @@ export class LandingPullRequests {
     private readonly worktrees: WorktreesService,
   ) {}
 
+  /**
+   * GET /landing/readiness: whether "Open pull request" can work here — a GitHub remote and a
+   * token — and, when not, what is missing, in the words its refusal would use.
+   */
+  async readiness(): Promise<PullRequestReadinessDto> {
+    const found = await this.prerequisites();
+    return 'missing' in found
+      ? { available: false, missing: found.missing, reason: found.reason, remote: null }
+      : { available: true, missing: null, reason: null, remote: found.remote.url };
+  }
+
   async open(id: string, options: PullRequestLand, actor: EventActor): Promise<PullRequestLandOutcome> {
     refuseUnlandable(await this.requirements.get(id));
-    const repo = await this.workspace.gitWorkspace();
-    if (repo === null) {
-      throw conflict(
-        'workspace_not_git',
-        'the workspace is no longer a git repository with a commit: there is no branch to push',
-      );
+    const found = await this.prerequisites();
+    if ('missing' in found) {
+      throw conflict(found.code, found.reason);
     }
-    const remote = await findGitHubRemote(repo.top, gitHubHosts(this.configuration.get('githubApiUrl')));
-    if (remote === null) {
-      throw conflict(
-        'github_remote_missing',
-        `the repository has no remote on GitHub to push to: add one, e.g. \`git remote add origin https://github.com/OWNER/REPO.git\` in ${repo.top}, then open the pull request again`,
-      );
-    }
-    const authorization = this.github.gitAuthorization();
-    if (!this.github.configured || authorization === null) {
-      throw conflict(
-        'github_token_missing',
-        'Agent Manager has no GitHub token to open the pull request with: set GITHUB_TOKEN or GH_TOKEN for it, or log in with `gh auth login`, then restart it',
-      );
-    }
+    const { authorization, remote, top } = found;
     const started = Date.now();
     const outcome = await this.worktrees.whileHeld(id, () =>
-      this.openHeld(id, repo.top, remote, authorization, options, actor),
+      this.openHeld(id, top, remote, authorization, options, actor),
     );
     this.logger.log({
       ...audit(actor),
@@ -98,6 +94,39 @@ export class LandingPullRequests {
     });
     void this.worktrees.refresh(id).catch(() => undefined);
     return outcome;
+  }
+
+  /** The repository, its GitHub remote and the token a pull request needs, or the first one missing. */
+  private async prerequisites(): Promise<
+    | { top: string; remote: GitHubRemote; authorization: string }
+    | { missing: PullRequestMissing; code: string; reason: string }
+  > {
+    const repo = await this.workspace.gitWorkspace();
+    if (repo === null) {
+      return {
+        code: 'workspace_not_git',
+        missing: 'repository',
+        reason: 'the workspace is no longer a git repository with a commit: there is no branch to push',
+      };
+    }
+    const remote = await findGitHubRemote(repo.top, gitHubHosts(this.configuration.get('githubApiUrl')));
+    if (remote === null) {
+      return {
+        code: 'github_remote_missing',
+        missing: 'remote',
+        reason: `the repository has no remote on GitHub to push to: add one, e.g. \`git remote add origin https://github.com/OWNER/REPO.git\` in ${repo.top}, then open the pull request again`,
+      };
+    }
+    const authorization = this.github.gitAuthorization();
+    if (!this.github.configured || authorization === null) {
+      return {
+        code: 'github_token_missing',
+        missing: 'token',
+        reason:
+          'Agent Manager has no GitHub token to open the pull request with: set GITHUB_TOKEN or GH_TOKEN for it, or log in with `gh auth login`, then restart it',
+      };
+    }
+    return { authorization, remote, top: repo.top };
   }
 
   private async openHeld(

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiConflictResponse,
@@ -15,6 +15,9 @@ import { Actor } from '../core/http/actor.decorator';
 import { ConflictRadar } from './conflict-radar.service';
 import {
   ConflictRadarResponseDto,
+  LandMessageDto,
+  LandMessageQueryDto,
+  PullRequestReadinessDto,
   LandRequirementDto,
   LandResponseDto,
   LandingQueueResponseDto,
@@ -23,6 +26,7 @@ import {
 } from './dto/landing.dto';
 import { LandingPullRequests } from './landing-pull-requests.service';
 import { LandingQueueService } from './landing-queue.service';
+import { refuseMessage } from './land-steps';
 import { LandingService } from './landing.service';
 
 @ApiTags('landing')
@@ -53,6 +57,7 @@ export class LandingController {
     @Body() body: LandRequirementDto,
     @Actor() actor: EventActor,
   ): Promise<LandResponseDto> {
+    refuseMessage(body.method, body.message);
     if (body.method === 'pull_request') {
       const opened = await this.pullRequests.open(
         id,
@@ -67,11 +72,33 @@ export class LandingController {
         commitPending: body.commitPending,
         expectedHead: body.expectedHead,
         markDone: body.markDone,
+        message: body.message,
         method: body.method,
       },
       actor,
     );
     return { commit: landed.commit, method: body.method, pullRequest: null, requirement: landed.requirement };
+  }
+
+  @Get('requirements/:id/land-message')
+  @ApiOperation({
+    summary:
+      'The commit message a merge or squash of the Requirement writes unless you write your own: its title, then what its agent said last',
+  })
+  @ApiOkResponse({ type: LandMessageDto })
+  @ApiBadRequestResponse()
+  @ApiNotFoundResponse()
+  async landMessage(@Param('id') id: string, @Query() query: LandMessageQueryDto): Promise<LandMessageDto> {
+    return { message: await this.landing.landMessage(id, query.method), method: query.method };
+  }
+
+  @Get('landing/readiness')
+  @ApiOperation({
+    summary: 'Whether "Open pull request" can work here (a GitHub remote and a token), and what is missing when not',
+  })
+  @ApiOkResponse({ type: PullRequestReadinessDto })
+  readiness(): Promise<PullRequestReadinessDto> {
+    return this.pullRequests.readiness();
   }
 
   @Get('conflicts')

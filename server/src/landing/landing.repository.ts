@@ -35,6 +35,7 @@ const emptyLanding = (requirementId: string, updatedAt: string): RequirementLand
   landedAt: null,
   landedCommit: null,
   landedMethod: null,
+  landedWork: null,
   mergesCleanly: null,
   pendingBaseRef: null,
   pendingCommit: null,

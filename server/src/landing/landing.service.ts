@@ -44,6 +44,8 @@ export interface LocalLand {
   commitPending?: boolean;
   /** Confirm the Requirement done once landed (when it waits for confirmation). Default true. */
   markDone?: boolean;
+  /** The commit message of a merge or squash, as the person wrote it (absent: landMessage's). */
+  message?: string;
 }
 
 export interface LocalLandOutcome {
@@ -160,7 +162,7 @@ export class LandingService implements OnApplicationBootstrap {
       if (await isAncestor(top, head, base)) {
         throw conflict('nothing_to_land', `${baseRef} already has everything on ${branch}`);
       }
-      const landed = await this.compose(top, options.method, base, head, branch, requirement);
+      const landed = await this.compose(top, options, base, head, branch, requirement);
       const holder = (await worktreeBranches(top)).find((t) => t.branch === `refs/heads/${baseRef}`);
       if (holder) {
         const dirty = await uncommittedFiles(holder.path, false);
@@ -219,14 +221,16 @@ export class LandingService implements OnApplicationBootstrap {
             this.logger.warn(`the branch ${branch} stays where it was after its land: ${(err as Error).message}`),
           );
       }
-      return this.record(id, landed, options.method, actor, options.markDone !== false);
+      // What the agent's branch holds after this land: the landed commit (followed), or the head merged.
+      const work = options.method === 'merge' ? head : landed;
+      return this.record(id, landed, options.method, actor, options.markDone !== false, work);
     }
   }
 
   /** The commit that lands `head` on `base` by `method`; a conflict refuses with its files. */
   private async compose(
     top: string,
-    method: LocalLandMethod,
+    { method, message }: LocalLand,
     base: string,
     head: string,
     branch: string,
@@ -268,23 +272,30 @@ export class LandingService implements OnApplicationBootstrap {
       throw refuse(merged.paths);
     }
     if (method === 'merge') {
-      return commitTree(
-        top,
-        merged.tree,
-        [base, head],
-        `Merge branch '${branch}': ${requirement.title}\n\nLanded by Agent Manager (Requirement ${requirement.id}).`,
-      );
+      return commitTree(top, merged.tree, [base, head], message ?? (await this.defaultMessage(method, requirement)));
     }
     if (merged.tree === (await treeOf(top, base))) {
       throw conflict('nothing_to_land', `${requirement.baseRef} already has every change on ${branch}`);
     }
+    return commitTree(top, merged.tree, [base], message ?? (await this.defaultMessage(method, requirement)));
+  }
+
+  /**
+   * GET /requirements/:id/land-message: the commit message a merge or squash of the Requirement
+   * writes unless the person writes their own — its title, then what its agent said last (a
+   * squash), never a system line.
+   */
+  async landMessage(id: string, method: 'merge' | 'squash'): Promise<string> {
+    return this.defaultMessage(method, await this.requirements.get(id));
+  }
+
+  private async defaultMessage(method: LocalLandMethod, requirement: RequirementResponseDto): Promise<string> {
+    if (method === 'merge') {
+      const branch = requirement.worktree?.branch ?? 'its branch';
+      return `Merge branch '${branch}': ${requirement.title}\n\nLanded by Agent Manager (Requirement ${requirement.id}).`;
+    }
     const summary = await agentSummary(this.messages, requirement.id);
-    return commitTree(
-      top,
-      merged.tree,
-      [base],
-      `${requirement.title}\n\n${summary ? `${summary}\n\n` : ''}Requirement: ${requirement.id}`,
-    );
+    return `${requirement.title}\n\n${summary ? `${summary}\n\n` : ''}Requirement: ${requirement.id}`;
   }
 
   /** Records the land, meets what waits for the merge, and confirms the Requirement done when asked. */
@@ -294,6 +305,7 @@ export class LandingService implements OnApplicationBootstrap {
     method: LocalLandMethod,
     actor: EventActor,
     markDone: boolean,
+    landedWork: string | null,
   ): Promise<LocalLandOutcome> {
     const requirement = await this.database.write(async (tx) => {
       const now = this.clock.nowIso();
@@ -305,6 +317,7 @@ export class LandingService implements OnApplicationBootstrap {
           landedAt: now,
           landedCommit: commit,
           landedMethod: method,
+          landedWork,
           pendingBaseRef: null,
           pendingCommit: null,
           pendingMethod: null,
@@ -344,7 +357,7 @@ export class LandingService implements OnApplicationBootstrap {
         msg: 'a land interrupted after the base moved is recorded',
         requirementId: row.requirementId,
       });
-      return this.record(row.requirementId, commit, row.pendingMethod as LocalLandMethod, actor, markDone);
+      return this.record(row.requirementId, commit, row.pendingMethod as LocalLandMethod, actor, markDone, null);
     }
     await this.forgetPending(row.requirementId);
     return null;

@@ -21,6 +21,8 @@ export class RequirementLandingEntity {
   @Column('varchar', { nullable: true }) landedAt!: string | null;
   @Column('varchar', { nullable: true }) landedMethod!: LandMethod | null;
   @Column('varchar', { nullable: true }) landedCommit!: string | null;
+  /** The agent's work as its land left it (RequirementLanding.landedWork). */
+  @Column('varchar', { nullable: true }) landedWork!: string | null;
   /**
    * A local land in flight: the commit it is about to put on the base, recorded before the base
    * moves. Whoever finds it later (a retry, the next start) asks git whether the base holds it,

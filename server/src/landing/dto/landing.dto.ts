@@ -21,12 +21,19 @@ import {
   LandingQueueItem,
   LandingQueueState,
   LocalLandMethod,
+  MESSAGE_LAND_METHODS,
+  MessageLandMethod,
+  PULL_REQUEST_MISSING,
+  PullRequestMissing,
 } from '@libs/contracts';
 
 import { ValidateEnum, ValidateText } from '../../core/validation';
 import { PullRequestResponseDto } from '../../pull-requests/dto/pull-request.dto';
 import { RequirementConflictResponseDto } from '../../requirements/dto/landing.dto';
 import { RequirementResponseDto } from '../../requirements/dto/requirement-response.dto';
+
+/** The longest commit message a land takes (a person's own; git takes more, a review does not need it). */
+export const LAND_MESSAGE_MAX = 20_000;
 
 /** The most Requirements the merge queue holds (a request's cost stays bounded). */
 export const LANDING_QUEUE_MAX = 200;
@@ -65,6 +72,43 @@ export class LandRequirementDto {
   @ValidateIf((_o, v) => v !== undefined)
   @IsBoolean()
   markDone?: boolean;
+
+  @ApiPropertyOptional({
+    description:
+      "The commit message of a merge or squash as you wrote it (its first line the subject); absent: GET /requirements/:id/land-message's. Refused for rebase and pull_request (message_not_applicable) and when blank (empty_message)",
+    maxLength: LAND_MESSAGE_MAX,
+  })
+  @ValidateIf((_o, v) => v !== undefined)
+  @IsString()
+  @MaxLength(LAND_MESSAGE_MAX)
+  @Matches(/^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]*$/, {
+    message: 'message must not contain control characters other than tabs and newlines',
+  })
+  message?: string;
+}
+
+export class LandMessageQueryDto {
+  @ValidateEnum(MESSAGE_LAND_METHODS, 'The land method whose message to write')
+  method!: MessageLandMethod;
+}
+
+export class PullRequestReadinessDto {
+  @ApiProperty({ description: 'Whether a pull request can be opened from here: a GitHub remote and a token' })
+  available!: boolean;
+  @ApiProperty({ enum: PULL_REQUEST_MISSING, nullable: true, description: 'The first thing missing' })
+  missing!: PullRequestMissing | null;
+  @ApiProperty({ description: 'What is missing and how to add it', nullable: true, type: String })
+  reason!: string | null;
+  @ApiProperty({ description: "The GitHub remote's URL (no credentials)", nullable: true, type: String })
+  remote!: string | null;
+}
+
+export class LandMessageDto {
+  @ApiProperty({ enum: MESSAGE_LAND_METHODS }) method!: MessageLandMethod;
+  @ApiProperty({
+    description: "The commit message the land writes unless you write your own: the title, then the agent's summary",
+  })
+  message!: string;
 }
 
 export class LandResponseDto {

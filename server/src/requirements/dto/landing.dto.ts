@@ -44,6 +44,13 @@ export class RequirementLandingResponseDto implements RequirementLanding {
   @ApiProperty({ enum: LAND_METHODS, nullable: true }) landedMethod!: LandMethod | null;
   @ApiProperty({ description: "The base's commit that holds the landed work", nullable: true, type: String })
   landedCommit!: string | null;
+  @ApiProperty({
+    description:
+      "The agent's work as its land left it (its branch after a squash or rebase is the landed commit; after a merge, the head merged): the same work now means nothing new to land",
+    nullable: true,
+    type: String,
+  })
+  landedWork!: string | null;
 }
 
 export const NOT_CHECKED: RequirementLandingResponseDto = Object.freeze({
@@ -56,6 +63,7 @@ export const NOT_CHECKED: RequirementLandingResponseDto = Object.freeze({
   landedAt: null,
   landedCommit: null,
   landedMethod: null,
+  landedWork: null,
   mergesCleanly: null,
 });
 
@@ -73,6 +81,7 @@ export function toLandingResponse(row: RequirementLandingEntity | null | undefin
     landedAt: row.landedAt,
     landedCommit: row.landedCommit,
     landedMethod: row.landedMethod,
+    landedWork: row.landedWork,
     // SQLite hands booleans back as 0/1.
     mergesCleanly: row.mergesCleanly === null ? null : Boolean(row.mergesCleanly),
   };

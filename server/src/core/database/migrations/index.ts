@@ -22,6 +22,7 @@ import { Network1766365800000 } from './1766365800000-network';
 import { ReactionCursors1766452200000 } from './1766452200000-reaction-cursors';
 import { ReviewComments1766538600000 } from './1766538600000-review-comments';
 import { Checkpoints1766539800000 } from './1766539800000-checkpoints';
+import { LandedWork1766541000000 } from './1766541000000-landed-work';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -49,4 +50,5 @@ export const MIGRATIONS = [
   ReactionCursors1766452200000,
   ReviewComments1766538600000,
   Checkpoints1766539800000,
+  LandedWork1766541000000,
 ];
