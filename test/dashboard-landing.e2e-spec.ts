@@ -258,6 +258,13 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     await panel.getByTestId('land-method-squash').check();
     // The label follows the chosen method on the page's next render, not within check() itself.
     await untilText(panel.getByTestId('land-submit'), 'Squash into main');
+    // The commit message is offered (the title first, never a system line) and can be written over.
+    const message = panel.getByTestId('land-message');
+    await until('the default message', async () =>
+      (await message.inputValue()).startsWith(`${ALPHA}\n`) ? true : undefined,
+    );
+    expect(await message.inputValue()).toContain(`Requirement: ${ids.alpha}`);
+    await message.fill(`${ALPHA}\n\nReviewed in the review view: the shared file only.`);
     await shot('land-menu-light-1280');
     await panel.getByTestId('land-submit').click();
 
@@ -271,11 +278,20 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
       after,
       before,
     ]);
-    expect(git(sandbox.workspace, 'log', '-1', '--format=%s', 'main').trim()).toBe(ALPHA);
+    expect(git(sandbox.workspace, 'log', '-1', '--format=%B', 'main').trim()).toBe(
+      `${ALPHA}\n\nReviewed in the review view: the shared file only.`,
+    );
     expect(fs.readFileSync(path.join(sandbox.workspace, 'shared.txt'), 'utf8')).toBe('alpha\n');
     const alpha = await get(ids.alpha);
     expect([alpha.status, alpha.landing.landedMethod, alpha.landing.landedCommit]).toEqual(['done', 'squash', after]);
     await shot('landed-light-1280');
+    // Opened again: it says what it landed as, and offers no land (nothing new since).
+    await page.getByTestId('land-toggle').click();
+    const again = page.getByTestId('land-panel');
+    await expect(again.getByTestId('land-landed-commit').innerText()).resolves.toBe(after.slice(0, 12));
+    await expect(again.getByTestId('land-submit').count()).resolves.toBe(0);
+    await expect(again.getByTestId('land-enqueue').count()).resolves.toBe(0);
+    await page.getByTestId('land-close').click();
   });
 
   it('after the land the others show "conflicts with base" (live, no reload), and Delta how far behind it is', async () => {
@@ -377,18 +393,11 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     expect(git(sandbox.workspace, 'rev-parse', branch).trim()).toBe(head);
     expect((await get(ids.bravo)).status).toBe('waiting_confirmation');
 
+    // No GitHub remote here: "Open pull request" is not offered, and says what is missing.
     await openLand(ids.bravo);
     const panel = page.getByTestId('land-panel');
-    await panel.getByTestId('land-method-pull_request').check();
-    await untilText(panel.getByTestId('land-submit'), 'Open pull request');
-    // The queue lands locally: it says so rather than queue a pull request.
-    await expect(panel.getByTestId('land-enqueue').isDisabled()).resolves.toBe(true);
-    await panel.getByTestId('land-queue-blocked').waitFor();
-    await panel.getByTestId('land-submit').click();
-    const refusal = panel.getByTestId('land-refusal');
-    await refusal.waitFor();
-    expect(['github_remote_missing', 'github_token_missing']).toContain(await refusal.getAttribute('data-code'));
-    await expect(panel.getByTestId('land-method-pull_request').isChecked()).resolves.toBe(true);
+    await panel.getByTestId('land-pr-missing').getByText('no remote on GitHub').waitFor();
+    await expect(panel.getByTestId('land-method-pull_request').isDisabled()).resolves.toBe(true);
   });
 
   it('disables the land with the reason while a run is at work', async () => {
@@ -413,6 +422,35 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     await resting(ids.charlie, before + 1);
     await panel.getByTestId('land-blocked').waitFor({ state: 'detached' });
     await expect(panel.getByTestId('land-submit').isDisabled()).resolves.toBe(false);
+
+    // A message of the person's the agent has not read yet (its run stopped): the land warns first.
+    const held = path.join(sandbox.shared, 'charlie-held');
+    await ok(
+      manager.api.POST('/api/requirements/{id}/reply', {
+        body: { message: sh(`while [ ! -f ${held} ]; do sleep 0.1; done`) },
+        params: { path: { id: ids.charlie } },
+      }),
+      202,
+    );
+    await panel.locator('[data-testid="land-blocked"][data-block="running"]').waitFor();
+    await ok(
+      manager.api.POST('/api/requirements/{id}/interrupt', {
+        body: { mode: 'stop' },
+        params: { path: { id: ids.charlie } },
+      }),
+    );
+    await resting(ids.charlie, before + 2);
+    expect((await get(ids.charlie)).session.pendingMessageCount).toBeGreaterThan(0);
+    const main = git(sandbox.workspace, 'rev-parse', 'main').trim();
+    await panel.getByTestId('land-blocked').waitFor({ state: 'detached' });
+    await panel.getByTestId('land-submit').click();
+    await panel.getByTestId('land-pending-warning').waitFor();
+    // The squash's message was offered when the menu opened (the chosen way from the start).
+    expect(await panel.getByTestId('land-message').inputValue()).toMatch(new RegExp(`^${CHARLIE}\n`));
+    await untilText(panel.getByTestId('land-submit'), 'Land anyway');
+    expect(git(sandbox.workspace, 'rev-parse', 'main').trim()).toBe(main);
+    await shot('land-pending-warning-light-1280');
+    await page.getByTestId('land-close').click();
   });
 
   it('offers to commit uncommitted work first: refused without it (with the files), landed with it', async () => {

@@ -29,6 +29,7 @@ export const requirement = (id: string, updatedAt: string, status: Requirement['
     landedAt: null,
     landedCommit: null,
     landedMethod: null,
+    landedWork: null,
     mergesCleanly: null,
   },
   model: null,

@@ -10,7 +10,7 @@ import {
   signal,
 } from '@angular/core';
 
-import { ApiError } from '../core/api';
+import { Api, ApiError } from '../core/api';
 import { I18n, keyOf } from '../core/i18n';
 import { isRefusalCode, landBlock, queueBlock } from '../core/landing';
 import { LAND_METHODS, type LandMethod, type Requirement } from '../core/api-types';
@@ -38,265 +38,15 @@ type Loose = (key: string, params?: Record<string, string | number>) => string;
   selector: 'am-land-panel',
   changeDetection: ChangeDetectionStrategy.OnPush,
   host: { '(keydown.escape)': 'closed.emit()' },
-  styles: `
-    :host {
-      display: block;
-    }
-    .land-panel {
-      display: flex;
-      flex-direction: column;
-      gap: 0.5rem;
-      max-width: 48rem;
-    }
-    .land-radar p {
-      margin: 0;
-    }
-    .land-radar .clean {
-      color: var(--am-ok);
-    }
-    .land-radar .conflict {
-      color: var(--am-warn);
-    }
-    .files {
-      margin: 0.15rem 0 0.3rem;
-      padding-left: 1.2rem;
-      overflow-wrap: anywhere;
-    }
-    fieldset {
-      border: 0;
-      margin: 0;
-      padding: 0;
-      display: flex;
-      flex-direction: column;
-      gap: 0.3rem;
-      min-width: 0;
-    }
-    legend {
-      padding: 0;
-      margin-bottom: 0.2rem;
-      font-weight: 600;
-    }
-    .method {
-      flex-direction: row;
-      align-items: flex-start;
-      gap: 0.5rem;
-      padding: 0.35rem 0.5rem;
-      border: 1px solid var(--am-border);
-      border-radius: 6px;
-      cursor: pointer;
-    }
-    .method.selected {
-      border-color: var(--am-accent);
-    }
-    .method input {
-      margin-top: 0.2rem;
-    }
-    .method span {
-      display: flex;
-      flex-direction: column;
-      min-width: 0;
-      overflow-wrap: anywhere;
-    }
-    .blocked,
-    .note {
-      margin: 0;
-      font-size: 0.9em;
-    }
-    .blocked {
-      color: var(--am-warn);
-    }
-    .refusal {
-      border: 1px solid var(--am-danger);
-      border-left-width: 4px;
-      border-radius: 6px;
-      padding: 0.4rem 0.6rem;
-      display: flex;
-      flex-direction: column;
-      gap: 0.15rem;
-      overflow-wrap: anywhere;
-    }
-    .refusal strong {
-      color: var(--am-danger);
-    }
-    .actions button {
-      white-space: normal;
-      text-align: left;
-    }
-    @media (max-width: 640px) {
-      .land-panel {
-        max-height: 55vh;
-        overflow-y: auto;
-      }
-    }
-  `,
-  template: `
-    <section
-      class="panel land-panel"
-      aria-labelledby="land-title"
-      data-testid="land-panel"
-      [attr.data-requirement-id]="requirement().id"
-    >
-      <div class="section-head">
-        <h2 id="land-title">{{ t('land.title') }}</h2>
-        <button
-          type="button"
-          class="ghost small"
-          (click)="closed.emit()"
-          [attr.aria-label]="t('action.close')"
-          data-testid="land-close"
-        >
-          ✕
-        </button>
-      </div>
-
-      <div class="land-radar" data-testid="land-radar" [attr.data-state]="radarState()">
-        @switch (radarState()) {
-          @case ('clean') {
-            <p class="clean">✓ {{ t('land.radar.clean', { base: base() }) }}</p>
-          }
-          @case ('conflicts') {
-            <p class="conflict">{{ t('land.radar.base', { base: base(), n: landing().conflictPaths.length }) }}</p>
-            <ul class="files" data-testid="land-radar-files">
-              @for (path of landing().conflictPaths; track path) {
-                <li>
-                  <code>{{ path }}</code>
-                </li>
-              }
-            </ul>
-          }
-          @case ('unchecked') {
-            <p class="muted">{{ t('land.radar.unchecked', { base: base() }) }}</p>
-          }
-        }
-        @if (landing().mergesCleanly !== null && (landing().behindBy ?? 0) > 0) {
-          <p class="muted" data-testid="land-radar-behind">
-            {{ t('land.radar.behind', { base: base(), n: landing().behindBy ?? 0 }) }}
-          </p>
-        }
-        @for (other of landing().conflictsWith; track other.requirementId) {
-          <p class="conflict" data-testid="land-radar-with" [attr.data-requirement-id]="other.requirementId">
-            {{ t('land.radar.with', { title: other.title }) }}
-          </p>
-          <ul class="files">
-            @for (path of other.paths; track path) {
-              <li>
-                <code>{{ path }}</code>
-              </li>
-            }
-          </ul>
-        }
-      </div>
-
-      <fieldset [disabled]="busy()">
-        <legend>{{ t('land.methods') }}</legend>
-        @for (m of methods; track m) {
-          <label class="method" [class.selected]="method() === m">
-            <input
-              type="radio"
-              name="land-method"
-              [value]="m"
-              [checked]="method() === m"
-              (change)="method.set(m)"
-              [attr.data-testid]="'land-method-' + m"
-            />
-            <span>
-              <strong>{{ t(keyOf('land.method', m)) }}</strong>
-              <span class="muted" [attr.data-testid]="'land-what-' + m">{{ what(m) }}</span>
-            </span>
-          </label>
-        }
-      </fieldset>
-
-      @if (method() !== 'pull_request') {
-        @if (offerCommit()) {
-          <label class="inline">
-            <input
-              type="checkbox"
-              [checked]="commitPending()"
-              (change)="commitPending.set($any($event.target).checked)"
-              data-testid="land-commit-pending"
-            />
-            {{ t('land.commitPending') }}
-          </label>
-          <p class="muted note">{{ t('land.commitPendingHint') }}</p>
-        }
-        @if (requirement().status !== 'done') {
-          <label class="inline">
-            <input
-              type="checkbox"
-              [checked]="markDone()"
-              (change)="markDone.set($any($event.target).checked)"
-              data-testid="land-mark-done"
-            />
-            {{ t('land.markDone') }}
-          </label>
-        }
-      }
-
-      @if (block(); as b) {
-        <p class="blocked" id="land-blocked" data-testid="land-blocked" [attr.data-block]="b">
-          {{ t(keyOf('land.blocked', b)) }}
-        </p>
-      }
-      @if (refusal(); as r) {
-        <div class="refusal" role="alert" data-testid="land-refusal" [attr.data-code]="r.code">
-          <strong>{{ r.headline ?? t('land.refused') }}</strong>
-          <span class="muted" data-testid="land-refusal-message">{{ r.message }}</span>
-          @if (r.files.length > 0) {
-            <ul class="files" data-testid="land-refusal-files">
-              @for (path of r.files; track path) {
-                <li>
-                  <code>{{ path }}</code>
-                </li>
-              }
-            </ul>
-          }
-        </div>
-      }
-
-      <div class="row actions">
-        <button
-          type="button"
-          class="primary"
-          (click)="land()"
-          [disabled]="busy() || block() !== null"
-          [attr.aria-describedby]="block() ? 'land-blocked' : null"
-          data-testid="land-submit"
-        >
-          {{ busy() ? t('land.landing') : doText() }}
-        </button>
-        @if (queued(); as q) {
-          <span class="badge" data-testid="land-queued" [attr.data-state]="q.item.state">{{
-            t('land.queued', { n: q.position, state: t(keyOf('queue.state', q.item.state)), total: q.total })
-          }}</span>
-          <button type="button" (click)="dequeue()" [disabled]="busy()" data-testid="land-dequeue">
-            {{ t('land.dequeue') }}
-          </button>
-        } @else {
-          <button
-            type="button"
-            (click)="enqueue()"
-            [disabled]="busy() || queueBlocked() !== null"
-            [attr.aria-describedby]="queueBlocked() === 'pullRequest' ? 'land-queue-blocked' : null"
-            data-testid="land-enqueue"
-          >
-            {{ t('land.enqueue') }}
-          </button>
-        }
-      </div>
-      @if (!queued() && queueBlocked() === 'pullRequest') {
-        <p class="muted note" id="land-queue-blocked" data-testid="land-queue-blocked">
-          {{ t('land.blocked.pullRequest') }}
-        </p>
-      }
-    </section>
-  `,
+  styleUrl: './land-panel.css',
+  templateUrl: './land-panel.html',
 })
 export class LandPanel {
   readonly requirement = input.required<Requirement>();
   /** Escape, ✕, or a land that went through. */
   readonly closed = output<void>();
   private readonly store = inject(LandingStore);
+  private readonly api = inject(Api);
   private readonly notifier = inject(Notifier);
   private readonly host = inject<ElementRef<HTMLElement>>(ElementRef);
   protected readonly t = inject(I18n).t;
@@ -306,6 +56,13 @@ export class LandPanel {
 
   /** The person's choices: kept across a refusal, for the next try. */
   protected readonly method = signal<LandMethod>('squash');
+  /** The commit message of a merge or squash: the default for the method until the person edits it. */
+  protected readonly message = signal('');
+  private messageEdited = false;
+  /** Why "Open pull request" cannot work here (no remote, no token), in the refusal's words; null: it can. */
+  protected readonly pullRequestMissing = signal<string | null>(null);
+  /** The person was told their message to the agent is still waiting: the next click lands anyway. */
+  protected readonly pendingWarned = signal(false);
   protected readonly commitPending = signal(false);
   protected readonly markDone = signal(true);
   protected readonly busy = signal(false);
@@ -338,9 +95,24 @@ export class LandPanel {
     const item = queue[index];
     return item ? { item, position: index + 1, total: queue.length } : null;
   });
+  /** Landed, and the agent's work is still what the land left: nothing new to land. */
+  protected readonly landedAs = computed(() => {
+    const { landedCommit, landedMethod, landedWork } = this.landing();
+    const worktree = this.requirement().worktree;
+    const now = worktree?.workSha ?? worktree?.headSha ?? null;
+    return landedCommit !== null && landedMethod !== null && landedWork !== null && landedWork === now
+      ? { commit: landedCommit, method: landedMethod }
+      : null;
+  });
   protected readonly doText = computed(() => this.loose(`land.do.${this.method()}`, { base: this.base() }));
 
   constructor() {
+    // After the first render: the Requirement (an input) is there to ask about.
+    afterNextRender(() => void this.loadMessage());
+    void this.api
+      .call(this.api.client.GET('/api/landing/readiness'), true)
+      .then((readiness) => this.pullRequestMissing.set(readiness.available ? null : readiness.reason))
+      .catch(() => undefined);
     afterNextRender(() => {
       const worktree = this.requirement().worktree;
       this.shown = worktree?.workSha ?? worktree?.headSha ?? undefined;
@@ -351,6 +123,30 @@ export class LandPanel {
     );
   }
 
+  protected choose(method: LandMethod): void {
+    this.method.set(method);
+    void this.loadMessage();
+  }
+
+  protected editMessage(text: string): void {
+    this.messageEdited = true;
+    this.message.set(text);
+  }
+
+  /** The default message of the chosen method, unless the person wrote their own. */
+  private async loadMessage(): Promise<void> {
+    const method = this.method();
+    if (this.messageEdited || (method !== 'squash' && method !== 'merge')) {
+      return;
+    }
+    const { data } = await this.api.client.GET('/api/requirements/{id}/land-message', {
+      params: { path: { id: this.requirement().id }, query: { method } },
+    });
+    if (data && this.method() === method && !this.messageEdited) {
+      this.message.set(data.message);
+    }
+  }
+
   protected what(method: LandMethod): string {
     return this.loose(`land.what.${method}`, { base: this.base(), branch: this.requirement().worktree?.branch ?? '' });
   }
@@ -358,6 +154,12 @@ export class LandPanel {
   protected async land(): Promise<void> {
     const method = this.method();
     const local = method !== 'pull_request';
+    // A message to the agent not read yet may change the work: said first, landed on the next click.
+    if (this.requirement().session.pendingMessageCount > 0 && !this.pendingWarned()) {
+      this.pendingWarned.set(true);
+      return;
+    }
+    const message = (method === 'squash' || method === 'merge') && this.message().trim() ? this.message() : undefined;
     await this.attempt(async () => {
       const result = await this.store.land(
         this.requirement().id,
@@ -366,6 +168,7 @@ export class LandPanel {
               commitPending: this.offerCommit() && this.commitPending(),
               expectedHead: this.shown,
               markDone: this.markDone(),
+              message,
               method,
             }
           : { expectedHead: this.shown, method },
