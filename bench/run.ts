@@ -20,6 +20,7 @@ import { landingScenario } from './scenarios/landing';
 import { mcpScenario } from './scenarios/mcp';
 import { networkScenario } from './scenarios/network';
 import { repliesScenario } from './scenarios/replies';
+import { reviewScenario } from './scenarios/review';
 import { sandboxScenario } from './scenarios/sandbox';
 import { scaleScenario } from './scenarios/scale';
 import { sseFanoutScenario } from './scenarios/sse-fanout';
@@ -45,6 +46,7 @@ const SELF_CONTAINED: Record<string, (postgresUrl?: string) => Promise<ScenarioR
   changes: changesScenario,
   sandbox: sandboxScenario,
   landing: landingScenario,
+  review: reviewScenario,
   fleet: fleetScenario,
   'start-up': startUpScenario,
   team: (postgresUrl) => teamScenario(postgresUrl),

@@ -33,7 +33,7 @@ const gitAsync = async (cwd: string, ...args: string[]) =>
   (await promisify(execFile)('git', args, { cwd, maxBuffer: 64 * 1024 * 1024 })).stdout;
 
 /** 20,000 files of 10 KiB (200 MB, incompressible), in 100 folders, one commit. */
-function generateRepository(dir: string): void {
+export function generateRepository(dir: string): void {
   initRepository(dir, { 'README.md': '# generated\n' });
   for (let i = 0; i < FILES; i++) {
     const file = path.join(dir, `d${String(i % 100).padStart(2, '0')}`, `f${i}.bin`);

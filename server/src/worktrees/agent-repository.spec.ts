@@ -225,6 +225,39 @@ describe('an agent repository', () => {
     expect(await snapshotWork(spec)).toEqual(first);
   });
 
+  it('sees every file made or removed right after a snapshot, in folders it has read before (its untracked cache)', async () => {
+    const spec = {
+      head: start,
+      index: path.join(base, 'index-untracked'),
+      indexOnHead: true,
+      links: [],
+      message: 'Uncommitted work',
+      personCommonDir: common,
+      personTop: person,
+      top: agent,
+    };
+    await snapshotWork({ ...spec, indexOnHead: false });
+    const names = (work: string) => git(person, 'ls-tree', '-r', '--name-only', work).split('\n');
+    // Made within the same second as the snapshot before, at the top, in a folder read before, and deeper.
+    for (const [k, file] of [
+      'quick-1.txt',
+      path.join('src', 'quick-2.txt'),
+      path.join('src', 'deep', 'quick-3.txt'),
+    ].entries()) {
+      fs.mkdirSync(path.dirname(path.join(agent, file)), { recursive: true });
+      fs.writeFileSync(path.join(agent, file), `${k}\n`);
+      const { work } = await snapshotWork(spec);
+      expect(names(work)).toContain(file.split(path.sep).join('/'));
+    }
+    fs.rmSync(path.join(agent, 'src', 'quick-2.txt'));
+    const { work } = await snapshotWork(spec);
+    expect(names(work)).not.toContain('src/quick-2.txt');
+    expect(names(work)).toContain('src/deep/quick-3.txt');
+    for (const file of ['quick-1.txt', path.join('src', 'deep')]) {
+      fs.rmSync(path.join(agent, file), { force: true, recursive: true });
+    }
+  });
+
   it("follows a land in the agent's repository: pending work absorbed, then the branch moved, only from the head that landed", async () => {
     const head = commitInAgent('b.txt', 'b\n');
     await importBranch(person, common, agent, branch);

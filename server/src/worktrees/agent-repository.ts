@@ -453,7 +453,20 @@ async function addEverything(
   spec: Pick<SnapshotSpec, 'links'>,
   options: ReturnType<typeof snapshotOptions>,
 ): Promise<void> {
-  await git(['add', '-A', '--', ':/', ...spec.links.map((link) => `:(exclude,top,literal)${link}`)], options);
+  // The untracked cache (in the manager's own index) skips folders whose stat data, ctime
+  // included, is as the last add saw it: a large tree's untracked scan then reads only what changed.
+  await git(
+    [
+      '-c',
+      'core.untrackedCache=true',
+      'add',
+      '-A',
+      '--',
+      ':/',
+      ...spec.links.map((link) => `:(exclude,top,literal)${link}`),
+    ],
+    options,
+  );
 }
 
 /**

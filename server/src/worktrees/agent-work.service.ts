@@ -166,13 +166,22 @@ export class AgentWork {
       let dirty = Boolean(row.dirty);
       let error: string | null = null;
       try {
-        // The files' hashing (what a snapshot costs) runs while the branch is fetched.
-        const prepared = this.prepare(requirementId, row, top, commonDir);
-        head =
-          row.layout === 'own_repository'
-            ? await this.fetchBranch(requirementId, row, top, commonDir)
-            : await this.workspace.resolveCommit(top, `refs/heads/${row.branch}`);
-        await prepared;
+        if (row.layout !== 'own_repository') {
+          head = await this.workspace.resolveCommit(top, `refs/heads/${row.branch}`);
+        } else {
+          const fetched = await this.fetchedHead(requirementId, row, top, commonDir);
+          if ('head' in fetched) {
+            head = fetched.head; // nothing new to fetch: the snapshot alone reads the files, once
+          } else {
+            // The files' hashing (what a snapshot costs) runs while the branch is fetched.
+            const prepared = this.prepare(requirementId, row, top, commonDir);
+            head = await importBranch(top, commonDir, row.path as string, row.branch as string);
+            await prepared;
+            if (head !== null) {
+              this.fetched.set(requirementId, { head, stamp: fetched.stamp });
+            }
+          }
+        }
         if (head === null) {
           throw new AgentRepositoryRefused(
             `the branch ${row.branch} no longer exists in the agent's repository; the last import (${(row.headSha ?? 'none').slice(0, 12)}) stands`,
@@ -210,20 +219,18 @@ export class AgentWork {
   }
 
   /**
-   * The agent's branch into the person's (see importBranch), unless the agent's ref files are as
-   * the last fetch left them and the person's branch still holds what it brought.
+   * The agent's repository inspected, and its branch as the last fetch brought it when the agent's
+   * ref files are as that fetch left them and the person's branch still holds what it brought;
+   * else the stamp to keep with the fetch that must follow (importBranch). The stamp is read before
+   * the inspection and the fetch: a ref written meanwhile makes the next import fetch again.
    */
-  private async fetchBranch(
+  private async fetchedHead(
     requirementId: string,
     row: RequirementWorktreeEntity,
     top: string,
     commonDir: string,
-  ): Promise<string | null> {
-    const branch = row.branch as string;
-    const gitDir = path.join(row.path as string, '.git');
-    const stamp = (
-      await Promise.all([path.join(gitDir, 'refs', 'heads', branch), path.join(gitDir, 'packed-refs')].map(statStamp))
-    ).join('|');
+  ): Promise<{ head: string } | { stamp: string }> {
+    const stamp = await refStamp(row);
     // Inspected every time (a few hundred entries at most): a FIFO planted since is refused and said
     // even when there is nothing new to fetch.
     await inspectAgentRepository(row.path as string, commonDir);
@@ -232,15 +239,11 @@ export class AgentWork {
       last !== undefined &&
       last.stamp === stamp &&
       last.head === row.headSha &&
-      (await this.workspace.resolveCommit(top, `refs/heads/${branch}`)) === last.head
+      (await this.workspace.resolveCommit(top, `refs/heads/${row.branch as string}`)) === last.head
     ) {
-      return last.head;
+      return { head: last.head };
     }
-    const head = await importBranch(top, commonDir, row.path as string, branch);
-    if (head !== null) {
-      this.fetched.set(requirementId, { head, stamp });
-    }
-    return head;
+    return { stamp };
   }
 
   /** Commits on the branch the base lacks, and the other way round, in the person's repository. */
@@ -260,6 +263,13 @@ export class AgentWork {
     const [behind, ahead] = counts.stdout.trim().split(/\s+/).map(Number);
     return { ahead: ahead || 0, behind: behind || 0 };
   }
+}
+
+/** The agent's branch's ref files as they are now (loose and packed): another stamp, another fetch. */
+async function refStamp(row: RequirementWorktreeEntity): Promise<string> {
+  const gitDir = path.join(row.path as string, '.git');
+  const files = [path.join(gitDir, 'refs', 'heads', row.branch as string), path.join(gitDir, 'packed-refs')];
+  return (await Promise.all(files.map(statStamp))).join('|');
 }
 
 /** A file's identity and times, or 'missing': a ref file rewritten or replaced gives another. */
