@@ -175,7 +175,7 @@ export class AgentWork {
           } else {
             // The files' hashing (what a snapshot costs) runs while the branch is fetched.
             const prepared = this.prepare(requirementId, row, top, commonDir);
-            head = await importBranch(top, commonDir, row.path as string, row.branch as string);
+            head = await importBranch(top, commonDir, row.path, row.branch as string);
             await prepared;
             if (head !== null) {
               this.fetched.set(requirementId, { head, stamp: fetched.stamp });
