@@ -158,6 +158,8 @@ export const en = {
   'reviewView.viewedCount': '{n} of {total} files viewed',
   'reviewView.viewed': 'Viewed: {path}',
   'reviewView.viewedShort': 'Viewed',
+  'reviewView.runNoComments':
+    "What this run changed, on its own. Comments and threads are on All changes, whose lines are the agent's work as it is now.",
   'reviewView.comments': '{n} open comment(s) and draft(s)',
   'reviewView.draft': 'draft',
   'reviewView.outdated': '{n} outdated comment(s): their lines changed since',
@@ -655,6 +657,7 @@ export const en = {
   'land.pendingWarning':
     '{n} message(s) to the agent are still waiting to be read: the work may change once it reads them. Land what is there now anyway?',
   'land.landAnyway': 'Land anyway',
+  'land.queueDefaultMessage': 'The queue lands with the default message: land now to use yours.',
   'land.method.merge': 'Merge',
   'land.method.squash': 'Squash',
   'land.method.rebase': 'Rebase',
@@ -900,6 +903,7 @@ export const zh: Record<MessageKey, string> = {
   'reviewView.viewedCount': '已查看 {n}/{total} 个文件',
   'reviewView.viewed': '已查看：{path}',
   'reviewView.viewedShort': '已查看',
+  'reviewView.runNoComments': '这是此次运行本身的改动。评论和讨论在"全部改动"中，那里的行号对应代理当前的工作。',
   'reviewView.comments': '{n} 条未解决的评论和草稿',
   'reviewView.draft': '草稿',
   'reviewView.outdated': '{n} 条过时评论：所在行已改动',
@@ -1358,6 +1362,7 @@ export const zh: Record<MessageKey, string> = {
   'land.message': '提交信息',
   'land.pendingWarning': '还有 {n} 条给代理的消息尚未读取：读取后工作可能会变。仍然合入现在的内容？',
   'land.landAnyway': '仍然合入',
+  'land.queueDefaultMessage': '合并队列使用默认提交信息：要使用你写的信息，请现在合入。',
   'land.method.merge': '合并',
   'land.method.squash': '压缩合并',
   'land.method.rebase': '变基',

@@ -58,7 +58,7 @@ export class LandPanel {
   protected readonly method = signal<LandMethod>('squash');
   /** The commit message of a merge or squash: the default for the method until the person edits it. */
   protected readonly message = signal('');
-  private messageEdited = false;
+  protected readonly messageEdited = signal(false);
   /** Why "Open pull request" cannot work here (no remote, no token), in the refusal's words; null: it can. */
   protected readonly pullRequestMissing = signal<string | null>(null);
   /** The person was told their message to the agent is still waiting: the next click lands anyway. */
@@ -129,20 +129,20 @@ export class LandPanel {
   }
 
   protected editMessage(text: string): void {
-    this.messageEdited = true;
+    this.messageEdited.set(true);
     this.message.set(text);
   }
 
   /** The default message of the chosen method, unless the person wrote their own. */
   private async loadMessage(): Promise<void> {
     const method = this.method();
-    if (this.messageEdited || (method !== 'squash' && method !== 'merge')) {
+    if (this.messageEdited() || (method !== 'squash' && method !== 'merge')) {
       return;
     }
     const { data } = await this.api.client.GET('/api/requirements/{id}/land-message', {
       params: { path: { id: this.requirement().id }, query: { method } },
     });
-    if (data && this.method() === method && !this.messageEdited) {
+    if (data && this.method() === method && !this.messageEdited()) {
       this.message.set(data.message);
     }
   }

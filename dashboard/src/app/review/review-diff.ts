@@ -44,7 +44,8 @@ export class ReviewDiff {
   protected readonly threads = computed(() => {
     const file = this.state.file();
     const byKey = new Map<string, ReviewComment[]>();
-    for (const c of this.state.comments()) {
+    // On all changes only: a run's own diff numbers its lines in another version.
+    for (const c of this.state.commentable() ? this.state.comments() : []) {
       if (!file || c.outdated || !this.onFile(c)) {
         continue;
       }
@@ -53,7 +54,9 @@ export class ReviewDiff {
     }
     return byKey;
   });
-  protected readonly outdated = computed(() => this.state.comments().filter((c) => c.outdated && this.onFile(c)));
+  protected readonly outdated = computed(() =>
+    this.state.commentable() ? this.state.comments().filter((c) => c.outdated && this.onFile(c)) : [],
+  );
   /** The row the comment form opens under: the last of the selection. */
   protected readonly formKey = computed(() => {
     const target = this.state.target();

@@ -35,7 +35,8 @@ export class ReviewState {
 
   readonly requirementId = signal('');
   readonly checkpoints = signal<Checkpoint[]>([]);
-  readonly rangeIndex = signal(0);
+  /** The run shown, by its start checkpoint (null: all changes): runs added later move no selection. */
+  readonly rangeKey = signal<string | null>(null);
   readonly changes = signal<RequirementChanges | null>(null);
   readonly error = signal<string | null>(null);
   readonly fileIndex = signal(0);
@@ -60,7 +61,12 @@ export class ReviewState {
     });
     return [{ from: null, label: { key: 'reviewView.allChanges' }, startId: null, to: null }, ...runs.reverse()];
   });
-  readonly range = computed(() => this.ranges()[this.rangeIndex()] ?? this.ranges()[0]);
+  readonly range = computed(() => this.ranges().find((r) => r.startId === this.rangeKey()) ?? this.ranges()[0]);
+  /**
+   * Whether lines can take comments here: only on all changes, whose line numbers are the
+   * agent's work as it is now (what a comment's anchor is); a run's own diff numbers another version.
+   */
+  readonly commentable = computed(() => this.range().from === null);
   readonly files = computed<ChangedFile[]>(() => this.changes()?.files ?? []);
   readonly file = computed<ChangedFile | null>(() => this.files()[this.fileIndex()] ?? null);
   readonly drafts = computed(() => this.comments().filter((c) => c.state === 'draft'));
@@ -101,8 +107,9 @@ export class ReviewState {
       this.loadViewed(),
     ]);
     this.checkpoints.set(checkpoints.data?.items ?? []);
-    if (this.target() !== null) {
-      return; // a comment is being written: its lines stay on screen (the next import reads them anew)
+    // Asked after the reads: a comment begun meanwhile keeps its lines (the next import reads them anew).
+    if (this.target() !== null || this.anchorKey() !== null) {
+      return;
     }
     const path = this.file()?.path;
     const focus = this.focusKey();
@@ -112,18 +119,23 @@ export class ReviewState {
     }
   }
 
-  async selectRange(index: number): Promise<void> {
-    this.rangeIndex.set(index);
+  async selectRange(key: string | null): Promise<void> {
+    this.rangeKey.set(key);
     this.fileIndex.set(0);
     await this.loadChanges();
   }
 
   /** The range's files, and one of them opened: `path` when it is still there, else the same place in the list. */
   async loadChanges(path?: string): Promise<void> {
+    // Only the newest read is shown: a quicker answer to an older one (another range) is dropped.
+    const ticket = ++this.tickets;
     const { from, to } = this.range();
     const { data, response } = await this.api.client.GET('/api/requirements/{id}/changes', {
       params: { path: { id: this.requirementId() }, query: { ...(from ? { from } : {}), ...(to ? { to } : {}) } },
     });
+    if (ticket !== this.tickets) {
+      return;
+    }
     if (!response.ok || !data) {
       this.changes.set(null);
       this.diff.set(null);
@@ -187,6 +199,9 @@ export class ReviewState {
 
   /** `c`: a comment on the selected lines (on one side: a range never mixes before and after). */
   startComment(): void {
+    if (!this.commentable()) {
+      return; // the view says why (reviewView.runNoComments)
+    }
     const file = this.file();
     const picked = this.rows().filter((r) => this.selection().has(lineKey(r)));
     if (!file || picked.length === 0) {
@@ -312,9 +327,11 @@ export class ReviewState {
         params: { path: { id: this.requirementId() } },
       }),
     );
-    this.rangeIndex.set(0);
+    this.rangeKey.set(null);
     await this.load(this.requirementId());
   }
+
+  private tickets = 0;
 
   private async loadComments(): Promise<void> {
     const { data } = await this.api.client.GET('/api/requirements/{id}/review-comments', {

@@ -48,7 +48,8 @@ export class ReviewView {
 
   protected readonly overall = signal('');
   protected readonly sending = signal(false);
-  protected readonly rewinding = signal<{ checkpointId: string; files: string[] } | null>(null);
+  /** A rewind being confirmed: the run it was asked on (named in the heading), and what it discards. */
+  protected readonly rewinding = signal<{ checkpointId: string; range: ReviewRange; files: string[] } | null>(null);
   protected readonly title = computed(() => this.requirements.requirements().get(this.id())?.title ?? '');
   /** Comments per path (drafts and open threads), for the file tree. */
   protected readonly commentCount = computed(() => {
@@ -96,15 +97,15 @@ export class ReviewView {
 
   protected selectRange(value: string): void {
     this.rewinding.set(null);
-    void this.state.selectRange(Number(value));
+    void this.state.selectRange(value === '' ? null : value);
   }
 
   protected open(index: number): void {
     void this.state.openFile(index);
   }
 
-  protected async askRewind(checkpointId: string): Promise<void> {
-    this.rewinding.set({ checkpointId, files: await this.state.changedSince(checkpointId) });
+  protected async askRewind(checkpointId: string, range: ReviewRange): Promise<void> {
+    this.rewinding.set({ checkpointId, files: await this.state.changedSince(checkpointId), range });
   }
 
   protected async rewind(checkpointId: string): Promise<void> {
