@@ -110,9 +110,17 @@ export async function takeWork(
 /** The longest summary taken from the conversation (a squashed commit's body, a PR's). */
 const SUMMARY_MAX = 4000;
 
-/** What the agent said last, as a summary of the Requirement's conversation ('' when it said nothing). */
+/** Terminal escapes (colours, cursor moves) and the control characters a commit message must not carry. */
+const ESCAPES = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[@-_]/g;
+const CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g;
+
+/**
+ * What the agent said last, as a summary of the Requirement's conversation ('' when it said
+ * nothing): as plain text — its colour codes and control characters gone, its line ends `\n` —
+ * since it becomes a commit message the person may land as it is.
+ */
 export async function agentSummary(messages: MessagesService, requirementId: string): Promise<string> {
   const last = await messages.latestOf(requirementId, 'rd_agent');
-  const text = (last?.body ?? '').trim();
+  const text = (last?.body ?? '').replace(/\r\n?/g, '\n').replace(ESCAPES, '').replace(CONTROLS, '').trim();
   return text.length > SUMMARY_MAX ? `${text.slice(0, SUMMARY_MAX)}…` : text;
 }
