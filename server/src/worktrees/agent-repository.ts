@@ -455,10 +455,15 @@ async function addEverything(
 ): Promise<void> {
   // The untracked cache (in the manager's own index) skips folders whose stat data, ctime
   // included, is as the last add saw it: a large tree's untracked scan then reads only what changed.
+  // ctime is what an agent cannot set back: it is checked whatever the person's configuration says.
   await git(
     [
       '-c',
       'core.untrackedCache=true',
+      '-c',
+      'core.trustctime=true',
+      '-c',
+      'core.checkStat=default',
       'add',
       '-A',
       '--',
