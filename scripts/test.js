@@ -64,8 +64,8 @@ const failed = (name) => {
   if (process.env.AM_TEST_SUMMARY) {
     fs.writeFileSync(process.env.AM_TEST_SUMMARY, JSON.stringify({ failed: 1, passed: 0, skipped: 0 }));
   }
-  process.stdout.write(`\n${name} failed\n0 passed, 1 failed\n`);
-  process.exit(1);
+  // Exits once the output is written: a pipe may take it after the write returns.
+  process.stdout.write(`\n${name} failed\n0 passed, 1 failed\n`, () => process.exit(1));
 };
 const checks = (async () => {
   for (const group of groups) {
@@ -80,66 +80,73 @@ const checks = (async () => {
     const failure = results.find((result) => result.status !== 0);
     if (failure) {
       failed(failure.name);
+      await new Promise(() => undefined); // nothing after a failed step: the process exits once the line is out
     }
   }
 })();
-checks.then(() => {
-  const os = require('node:os');
-  const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'am-jest-')), 'results.json');
-  const jestBegan = Date.now();
-  const jest = spawnSync(
-    process.execPath,
-    [
-      require.resolve('jest/bin/jest'),
-      '--ci',
-      '--maxWorkers=2',
-      '--json',
-      `--outputFile=${report}`,
-      ...process.argv.slice(2),
-    ],
-    {
-      cwd: root,
-      env: { ...process.env, TZ: 'UTC' },
-      stdio: 'inherit',
-    },
-  );
-  timings.step('jest (SQLite and the rest)', Date.now() - jestBegan);
-  timings.suites(report, 'sqlite');
-  let line = '0 passed, 1 failed';
-  let summary = { failed: 1, passed: 0, skipped: 0 };
-  try {
-    const results = JSON.parse(fs.readFileSync(report, 'utf8'));
-    const failed = results.numFailedTests + results.numRuntimeErrorTestSuites;
-    const skipped = results.numPendingTests + results.numTodoTests;
-    summary = { failed, passed: results.numPassedTests, skipped };
-    line = `${results.numPassedTests} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
-  } catch {
-    // jest crashed before writing results: counted as one failure
-  }
-  // A whole run (no jest arguments) goes on with the suites that prove PostgreSQL behaves as SQLite
-  // does, when PostgreSQL is installed (.ci/run installs it); its last line sums both runs.
-  const cluster = require('./postgres-cluster');
-  const wholeRun = process.argv.length <= 2 && process.env.AM_SKIP_POSTGRES !== '1';
-  if (wholeRun && !cluster.available()) {
-    process.stdout.write(
-      '\n> PostgreSQL is not installed: its suites are skipped (apt-get install postgresql, or AM_SKIP_POSTGRES=1 to skip on purpose)\n',
+checks
+  .then(() => {
+    const os = require('node:os');
+    const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'am-jest-')), 'results.json');
+    const jestBegan = Date.now();
+    const jest = spawnSync(
+      process.execPath,
+      [
+        require.resolve('jest/bin/jest'),
+        '--ci',
+        '--maxWorkers=2',
+        '--json',
+        `--outputFile=${report}`,
+        ...process.argv.slice(2),
+      ],
+      {
+        cwd: root,
+        env: { ...process.env, TZ: 'UTC' },
+        stdio: 'inherit',
+      },
     );
-  }
-  const summaryFile = process.env.AM_TEST_SUMMARY ?? path.join(path.dirname(report), 'summary.json');
-  fs.writeFileSync(summaryFile, JSON.stringify(summary));
-  if (wholeRun && cluster.available()) {
-    process.stdout.write(`\nSQLite and the rest: ${line}\n`);
-    const pg = spawnSync(process.execPath, [path.join(__dirname, 'test-postgres.js')], {
-      cwd: root,
-      env: { ...process.env, AM_TEST_SUMMARY: summaryFile },
-      stdio: 'inherit',
-    });
-    process.exit(jest.status === 0 && pg.status === 0 ? 0 : 1);
-  }
-  if (summary.skipped > 0) {
-    process.stdout.write(`\n${summary.skipped} skipped\n`);
-  }
-  // The last line is exactly "N passed, N failed" (what CI reads).
-  process.stdout.write(`\n${summary.passed} passed, ${summary.failed} failed\n`);
-  process.exit(jest.status ?? 1);
-});
+    timings.step('jest (SQLite and the rest)', Date.now() - jestBegan);
+    timings.suites(report, 'sqlite');
+    let line = '0 passed, 1 failed';
+    let summary = { failed: 1, passed: 0, skipped: 0 };
+    try {
+      const results = JSON.parse(fs.readFileSync(report, 'utf8'));
+      const failed = results.numFailedTests + results.numRuntimeErrorTestSuites;
+      const skipped = results.numPendingTests + results.numTodoTests;
+      summary = { failed, passed: results.numPassedTests, skipped };
+      line = `${results.numPassedTests} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
+    } catch {
+      // jest crashed before writing results: counted as one failure
+    }
+    // A whole run (no jest arguments) goes on with the suites that prove PostgreSQL behaves as SQLite
+    // does, when PostgreSQL is installed (.ci/run installs it); its last line sums both runs.
+    const cluster = require('./postgres-cluster');
+    const wholeRun = process.argv.length <= 2 && process.env.AM_SKIP_POSTGRES !== '1';
+    if (wholeRun && !cluster.available()) {
+      process.stdout.write(
+        '\n> PostgreSQL is not installed: its suites are skipped (apt-get install postgresql, or AM_SKIP_POSTGRES=1 to skip on purpose)\n',
+      );
+    }
+    const summaryFile = process.env.AM_TEST_SUMMARY ?? path.join(path.dirname(report), 'summary.json');
+    fs.writeFileSync(summaryFile, JSON.stringify(summary));
+    if (wholeRun && cluster.available()) {
+      process.stdout.write(`\nSQLite and the rest: ${line}\n`);
+      const pg = spawnSync(process.execPath, [path.join(__dirname, 'test-postgres.js')], {
+        cwd: root,
+        env: { ...process.env, AM_TEST_SUMMARY: summaryFile },
+        stdio: 'inherit',
+      });
+      process.exit(jest.status === 0 && pg.status === 0 ? 0 : 1);
+    }
+    if (summary.skipped > 0) {
+      process.stdout.write(`\n${summary.skipped} skipped\n`);
+    }
+    // The last line is exactly "N passed, N failed" (what CI reads).
+    process.stdout.write(`\n${summary.passed} passed, ${summary.failed} failed\n`);
+    process.exit(jest.status ?? 1);
+  })
+  .catch((err) => {
+    // Whatever went wrong here still ends with the line CI reads.
+    process.stdout.write(`${err && err.stack ? err.stack : err}\n`);
+    failed('npm test');
+  });
