@@ -163,7 +163,22 @@ describe('the review view in Chromium', () => {
     expect(review?.body).toContain('Why did beta 3 go?');
     expect(review?.body).toContain('Otherwise good.');
     // Sent threads stay under their lines, open.
-    await page.getByTestId('review-thread').filter({ hasText: 'Why did beta 3 go?' }).getByText('open').waitFor();
+    const thread = page.getByTestId('review-thread').filter({ hasText: 'Why did beta 3 go?' });
+    await thread.getByText('open').waitFor();
+    // The run the review woke appears in the run selector, without a reload. Once it is over (no
+    // import left to read anything again), a thread resolved elsewhere shows resolved: its event alone.
+    await page.getByTestId('review-range').locator('option', { hasText: 'Run 3' }).waitFor({ state: 'attached' });
+    await settled(manager, id, 3);
+    const sent = (await ok(manager.api.GET('/api/requirements/{id}/review-comments', { params: { path: { id } } })))
+      .items;
+    const beta = sent.find((c) => c.body === 'Why did beta 3 go?')!;
+    await ok(
+      manager.api.PATCH('/api/requirements/{id}/review-comments/{commentId}', {
+        body: { state: 'resolved' },
+        params: { path: { commentId: beta.id, id } },
+      }),
+    );
+    await thread.getByTestId('review-thread-state').getByText('resolved').waitFor({ timeout: 10_000 });
     expect(browser.errors).toEqual([]);
   });
 

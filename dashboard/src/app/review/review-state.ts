@@ -111,10 +111,9 @@ export class ReviewState {
     if (this.target() !== null || this.anchorKey() !== null) {
       return;
     }
-    const path = this.file()?.path;
     const focus = this.focusKey();
-    await this.loadChanges(path);
-    if (this.file()?.path === path && this.rows().some((r) => lineKey(r) === focus)) {
+    await this.loadChanges(true);
+    if (this.rows().some((r) => lineKey(r) === focus)) {
       this.focusKey.set(focus);
     }
   }
@@ -125,8 +124,12 @@ export class ReviewState {
     await this.loadChanges();
   }
 
-  /** The range's files, and one of them opened: `path` when it is still there, else the same place in the list. */
-  async loadChanges(path?: string): Promise<void> {
+  /**
+   * The range's files, and one of them opened: with `keep`, the file open when the answer comes
+   * (the person may have opened another meanwhile) when it is still there; else the same place in
+   * the list.
+   */
+  async loadChanges(keep = false): Promise<void> {
     // Only the newest read is shown: a quicker answer to an older one (another range) is dropped.
     const ticket = ++this.tickets;
     const { from, to } = this.range();
@@ -143,6 +146,7 @@ export class ReviewState {
       return;
     }
     this.error.set(null);
+    const path = keep ? this.file()?.path : undefined;
     this.changes.set(data);
     const same = path === undefined ? -1 : data.files.findIndex((f) => f.path === path);
     await this.openFile(same >= 0 ? same : Math.min(this.fileIndex(), Math.max(0, data.files.length - 1)));
@@ -332,6 +336,21 @@ export class ReviewState {
   }
 
   private tickets = 0;
+
+  /** The threads read again (an event said they changed: an agent's answer, a resolution). */
+  readComments(): Promise<void> {
+    return this.loadComments();
+  }
+
+  /** The checkpoints read again (a run started or ended, a rewind): the run selector follows. */
+  async readCheckpoints(): Promise<void> {
+    const { data } = await this.api.client.GET('/api/requirements/{id}/checkpoints', {
+      params: { path: { id: this.requirementId() } },
+    });
+    if (data) {
+      this.checkpoints.set(data.items);
+    }
+  }
 
   private async loadComments(): Promise<void> {
     const { data } = await this.api.client.GET('/api/requirements/{id}/review-comments', {

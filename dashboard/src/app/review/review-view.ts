@@ -10,7 +10,10 @@ import {
   untracked,
   viewChild,
 } from '@angular/core';
+import { takeUntilDestroyed } from '@angular/core/rxjs-interop';
 import { RouterLink } from '@angular/router';
+
+import { EventStream } from '../core/event-stream';
 
 import { I18n, keyOf } from '../core/i18n';
 import { RequirementsStore } from '../core/stores/requirements-store';
@@ -66,6 +69,20 @@ export class ReviewView {
   private readVersion = '';
 
   constructor() {
+    // Live: the agent's answers and resolutions, and new checkpoints (a run's start or end, a
+    // rewind), read again as their events arrive for this Requirement.
+    inject(EventStream)
+      .events$.pipe(takeUntilDestroyed())
+      .subscribe((event) => {
+        if (event === 'resync' || event.requirementId !== this.id()) {
+          return;
+        }
+        if (event.type === 'review_comments.updated' || event.type === 'review_comment.deleted') {
+          void this.state.readComments();
+        } else if (event.type === 'checkpoint.created') {
+          void this.state.readCheckpoints();
+        }
+      });
     effect(() => {
       const id = this.id();
       const worktree = this.requirements.requirements().get(id)?.worktree;

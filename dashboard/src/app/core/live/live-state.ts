@@ -191,7 +191,7 @@ export class LiveState {
       case 'review_comments.updated':
       case 'review_comment.deleted':
       case 'checkpoint.created':
-        // No page keeps review comments or checkpoints yet (the review view, issue 46 §7, will read them).
+        // No store keeps them: the review view (issue 46 §7) reads them again on these events itself.
         break;
       case 'landing.conflicts.updated':
         // Nothing to merge: every Requirement whose radar answer changed has its own
