@@ -128,7 +128,7 @@ describe('budgets in the dashboard (Chromium, real Claude Code)', () => {
 
     await page.getByTestId('attention').click();
     await page
-      .locator(`[data-testid="attention-list"] li[data-reason="budget"][data-requirement-id="${id}"]`)
+      .locator(`[data-testid="attention-list"] li[data-reason="budget_reached"][data-requirement-id="${id}"]`)
       .waitFor();
   });
 

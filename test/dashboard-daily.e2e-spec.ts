@@ -308,8 +308,8 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
     await expect(page.title()).resolves.toBe('(1) Requirements · Agent Manager');
     await attention.click();
     const list = page.getByTestId('attention-list');
-    await list.locator(`li[data-requirement-id="${worked}"][data-reason="confirm"]`).waitFor();
-    await expect(page.title()).resolves.toBe('(1) Waiting for you · Agent Manager');
+    await list.locator(`li[data-requirement-id="${worked}"][data-reason="confirm_done"]`).waitFor();
+    await expect(page.title()).resolves.toBe('(1) Needs you · Agent Manager');
     await shot('attention');
   });
 
@@ -350,7 +350,7 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
       await page.getByTestId('attention').and(page.locator('[data-count="2"]')).click();
       await page
         .getByTestId('attention-list')
-        .locator(`li[data-requirement-id="${failed}"][data-reason="failed"]`)
+        .locator(`li[data-requirement-id="${failed}"][data-reason="run_failed"]`)
         .waitFor();
     } finally {
       await manager.api.PATCH('/api/configuration', { body: { codexExecutable: CODEX } });

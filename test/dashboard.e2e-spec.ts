@@ -165,9 +165,14 @@ describe('dashboard in Chromium', () => {
     await expect(trace.getByTestId('tool-output').first().textContent()).resolves.toContain('dashboard-tool-output');
     await page.getByTestId('tab-overview').click();
     await page.locator('[data-testid="runs"] [data-run-status="succeeded"]').waitFor();
-    await expect(
-      page.evaluate(() => (globalThis as unknown as { __notifications: string[] }).__notifications),
-    ).resolves.toContain('Run succeeded: Add tiered timings');
+    // The notification names why the person is needed (issue 47), not only that a run ended.
+    await until('a needs-you notification', async () =>
+      (await page.evaluate(() => (globalThis as unknown as { __notifications: string[] }).__notifications)).includes(
+        'Needs you: Confirm done: Add tiered timings — Timings are in place.',
+      )
+        ? true
+        : undefined,
+    );
     await screenshot(page, 'detail-after-first-run');
   });
 

@@ -104,6 +104,7 @@ describe('reactions to committed events', () => {
     });
     expect(listed.reactions.map((r) => r.reaction).sort()).toEqual(
       [
+        'AttentionService.causesCommitted',
         'BranchSharing.runsEnded',
         'BudgetsService.treesCharged',
         'CheckpointsService.purged',

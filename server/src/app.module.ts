@@ -4,6 +4,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { AgentApiModule } from './agent-api/agent-api.module';
 import { AgentToolsModule } from './agent-tools/agent-tools.module';
 import { AttachmentsModule } from './attachments/attachments.module';
+import { AttentionModule } from './attention/attention.module';
 import { AuthModule } from './auth/auth.module';
 import { BudgetsModule } from './budgets/budgets.module';
 import { ConfigurationModule } from './configuration/configuration.module';
@@ -38,6 +39,7 @@ export class AppModule {
         AgentApiModule,
         AgentToolsModule,
         AttachmentsModule,
+        AttentionModule,
         AuthModule,
         BudgetsModule,
         ConfigurationModule,

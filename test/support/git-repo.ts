@@ -46,6 +46,8 @@ export function writeFiles(dir: string, files: Record<string, string | Buffer>):
 
 /** A shell command for the worktree agent, travelling as base64 (no quoting in any prompt). */
 export const sh = (command: string) => `sh:${Buffer.from(command).toString('base64')}`;
+/** The synthetic worktree agent's answer for this message, instead of "Done.". */
+export const say = (text: string) => `say:${Buffer.from(text).toString('base64')}`;
 
 /**
  * Everything a person's checkout is made of, byte for byte: branch, HEAD, the index file,

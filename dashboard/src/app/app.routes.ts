@@ -30,7 +30,7 @@ export const routes: Routes = [
   {
     path: 'attention',
     loadComponent: () => import('./boards/attention-list').then((m) => m.AttentionList),
-    title: 'Waiting for you · Agent Manager',
+    title: 'Needs you · Agent Manager',
   },
   {
     path: 'timers',

@@ -1,15 +1,14 @@
-import { ChangeDetectionStrategy, Component, computed, effect, inject, signal } from '@angular/core';
+import { ChangeDetectionStrategy, Component, effect, inject, signal } from '@angular/core';
 import { takeUntilDestroyed } from '@angular/core/rxjs-interop';
 import { Router, RouterLink, RouterLinkActive, RouterOutlet } from '@angular/router';
 
-import { attentionOf } from './core/attention';
+import { AttentionStore } from './core/stores/attention-store';
+import { Favicon } from './core/favicon';
 import { I18n, type Language, keyOf } from './core/i18n';
 import { LoginState } from './core/login-state';
 import { Notifier } from './core/notifier';
 import { PageTitle } from './core/page-title';
 import { LiveSync } from './core/stores/live-sync';
-import { RequirementsStore } from './core/stores/requirements-store';
-import { RunsStore } from './core/stores/runs-store';
 import { Theme } from './core/theme';
 import { CreateRequirementDialog } from './dialogs/create-requirement-dialog';
 import { SettingsDialog } from './dialogs/settings-dialog';
@@ -28,6 +27,7 @@ import { SearchBox } from './search/search-box';
     SettingsDialog,
   ],
   changeDetection: ChangeDetectionStrategy.OnPush,
+  host: { '(document:keydown)': 'onKey($event)' },
   template: `
     <!-- Logged out, the page says how to log in; the shell stays below it, inert, so nothing of it is reachable. -->
     @if (login.loggedOut()) {
@@ -38,6 +38,19 @@ import { SearchBox } from './search/search-box';
       <header class="topbar">
         <span class="brand">{{ t('app.title') }}</span>
         <nav class="tabs" [attr.aria-label]="t('nav.main')">
+          <a
+            routerLink="/attention"
+            routerLinkActive="active"
+            ariaCurrentWhenActive="page"
+            class="attention"
+            [class.hot]="waiting() > 0"
+            data-testid="attention"
+            [attr.data-count]="waiting()"
+            [attr.aria-label]="t('attention.count', { n: waiting() })"
+            [title]="t('attention.count', { n: waiting() }) + ' (g n)'"
+            >⚑ <span class="label desk-only">{{ t('nav.attention') }}</span>
+            <span class="badge">{{ waiting() }}</span></a
+          >
           <a routerLink="/requirements" routerLinkActive="active" ariaCurrentWhenActive="page">{{
             t('nav.requirements')
           }}</a>
@@ -49,17 +62,6 @@ import { SearchBox } from './search/search-box';
         </nav>
         <span class="spacer"></span>
         <am-search-box />
-        <a
-          routerLink="/attention"
-          routerLinkActive="active"
-          class="attention"
-          [class.hot]="waiting() > 0"
-          data-testid="attention"
-          [attr.data-count]="waiting()"
-          [attr.aria-label]="t('attention.count', { n: waiting() })"
-          [title]="t('attention.count', { n: waiting() })"
-          >⚑ <span class="label desk-only">{{ t('nav.attention') }}</span> <span class="badge">{{ waiting() }}</span></a
-        >
         <span
           class="conn"
           [class]="'conn ' + sync.connection()"
@@ -155,30 +157,50 @@ export class App {
   protected readonly keyOf = keyOf;
   protected readonly creating = signal(false);
   protected readonly settings = signal(false);
-  private readonly requirements = inject(RequirementsStore);
   private readonly router = inject(Router);
-  /** Requirements waiting for a person: counted in the header and the tab's title. */
-  protected readonly waiting = computed(
-    () => [...this.requirements.requirements().values()].filter((r) => attentionOf(r) !== null).length,
-  );
+  private readonly attention = inject(AttentionStore);
+  /** What needs the person (issue 47): counted in the navigation, the tab's title and its icon. */
+  protected readonly waiting = this.attention.count;
+  /** When `g` was pressed: `g n` within a second goes to Needs you. */
+  private gAt = 0;
 
   constructor() {
     const title = inject(PageTitle);
-    effect(() => title.waiting.set(this.waiting()));
-    // A desktop notification when an agent's run finishes; clicking it opens the Requirement.
-    inject(RunsStore)
-      .finished$.pipe(takeUntilDestroyed())
-      .subscribe((run) => {
-        if (run.role !== 'rd') {
-          return;
-        }
-        const title = this.requirements.requirements().get(run.requirementId)?.title ?? run.requirementId;
-        this.notifier.desktop(
-          this.t('notify.finished', { s: this.t(keyOf('run', run.status)) }),
-          title,
-          () => void this.router.navigate(['/requirements', run.requirementId]),
-        );
-      });
+    const favicon = inject(Favicon);
+    effect(() => {
+      title.waiting.set(this.waiting());
+      favicon.show(this.waiting());
+    });
+    // A desktop notification names why the person is needed; clicking it opens the Requirement.
+    this.attention.opened$.pipe(takeUntilDestroyed()).subscribe((item) => {
+      const title = this.attention.requirement(item.requirementId)?.title ?? item.requirementId;
+      this.notifier.desktop(
+        this.t('notify.attention', { s: this.t(keyOf('attention', item.reason)) }),
+        `${title} — ${item.summary}`,
+        () => void this.router.navigate(['/requirements', item.requirementId]),
+        item.id,
+      );
+    });
+  }
+
+  /** `g n`: Needs you, from anywhere but a text field. */
+  protected onKey(event: KeyboardEvent): void {
+    const target = event.target as HTMLElement | null;
+    if (
+      event.ctrlKey ||
+      event.metaKey ||
+      event.altKey ||
+      target?.closest('input, textarea, select, [contenteditable]')
+    ) {
+      return;
+    }
+    if (event.key === 'g') {
+      this.gAt = Date.now();
+    } else if (event.key === 'n' && Date.now() - this.gAt < 1000) {
+      this.gAt = 0;
+      event.preventDefault();
+      void this.router.navigate(['/attention']);
+    }
   }
 
   /** The skip link moves focus past the header (the router would treat a bare #main as a navigation). */

@@ -8,6 +8,7 @@ export const T1 = '2026-01-01T00:00:01.000Z';
 export const T2 = '2026-01-01T00:00:02.000Z';
 
 export const requirement = (id: string, updatedAt: string, status: Requirement['status'] = 'todo'): Requirement => ({
+  attention: [],
   autoReview: null,
   baseRef: null,
   budget: null,

@@ -191,6 +191,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/attention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What needs a person now, oldest first: a question, work to review or confirm, a failure, a budget, a conflict, the queue, CI, the network… */
+        get: operations["list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/configuration": {
         parameters: {
             query?: never;
@@ -1274,6 +1291,29 @@ export interface components {
             messageId: string | null;
             requirementId: string;
         };
+        AttentionItemDto: {
+            /**
+             * @description Stable while the item is open
+             * @example atn_1c9e…
+             */
+            id: string;
+            person: components["schemas"]["AttentionPersonDto"];
+            /** @enum {string} */
+            reason: "waiting_reply" | "confirm_done" | "review_ready" | "run_failed" | "budget_reached" | "conflict" | "land_refused" | "queue_blocked" | "ci_failed" | "dependency_cancelled" | "runner_offline" | "network_blocked";
+            requirementId: string;
+            /** @description When its cause began, as far as the state says */
+            since: string;
+            /** @description One line: what happened, in words */
+            summary: string;
+        };
+        AttentionListDto: {
+            items: components["schemas"]["AttentionItemDto"][];
+        };
+        AttentionPersonDto: {
+            /** @description The person's stable id (the same on every manager they run) */
+            id: string;
+            name: string;
+        };
         AutoReviewInputDto: {
             /** @description At most this many review rounds per PR; default 3 */
             maxRounds?: number;
@@ -1582,6 +1622,8 @@ export interface components {
             ok: boolean;
         };
         EditedRequirementResponseDto: {
+            /** @description Why it needs its person now, oldest first (empty when it does not): the items of GET /attention */
+            attention: components["schemas"]["AttentionItemDto"][];
             /** @description The cross-model review loop of its PRs, or null for none */
             autoReview: components["schemas"]["AutoReviewSettingsDto"] | null;
             /** @description Starts on its own once every dependency is met */
@@ -2056,7 +2098,7 @@ export interface components {
         };
         ReactionResponseDto: {
             /** @description The committed events it reacts to */
-            events: ("board.runners_changed" | "checkpoint.created" | "landing.conflicts.updated" | "landing.queue.updated" | "manager.configuration.updated" | "manager.reconciled" | "message.created" | "model_catalog.updated" | "network.blocked" | "pull_request.created" | "pull_request.updated" | "requirement.cancelled" | "requirement.completed" | "requirement.created" | "requirement.deleted" | "requirement.moved" | "requirement.updated" | "requirements.purged" | "review_comment.deleted" | "review_comments.updated" | "review_request.started" | "run.cancelled" | "run.failed" | "run.interrupt_requested" | "run.started" | "run.succeeded" | "run.timed_out" | "run.trace.appended" | "timer.cancelled" | "timer.created" | "timer.fired")[];
+            events: ("attention.cleared" | "attention.opened" | "board.runners_changed" | "checkpoint.created" | "landing.conflicts.updated" | "landing.queue.updated" | "manager.configuration.updated" | "manager.reconciled" | "message.created" | "model_catalog.updated" | "network.allow_updated" | "network.blocked" | "pull_request.created" | "pull_request.updated" | "requirement.cancelled" | "requirement.completed" | "requirement.created" | "requirement.deleted" | "requirement.moved" | "requirement.updated" | "requirements.purged" | "review_comment.deleted" | "review_comments.updated" | "review_request.started" | "run.cancelled" | "run.failed" | "run.interrupt_requested" | "run.started" | "run.succeeded" | "run.timed_out" | "run.trace.appended" | "timer.cancelled" | "timer.created" | "timer.fired")[];
             /** @description Calls that failed in a row (0 once one succeeds) */
             failures: number;
             /** @description Calls that finished since the manager started */
@@ -2250,6 +2292,8 @@ export interface components {
             nextCursor?: string | null;
         };
         RequirementResponseDto: {
+            /** @description Why it needs its person now, oldest first (empty when it does not): the items of GET /attention */
+            attention: components["schemas"]["AttentionItemDto"][];
             /** @description The cross-model review loop of its PRs, or null for none */
             autoReview: components["schemas"]["AutoReviewSettingsDto"] | null;
             /** @description Starts on its own once every dependency is met */
@@ -3412,6 +3456,55 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    list: {
+        parameters: {
+            query?: {
+                /** @description `me`: only the items of the person asking; a person's id (`person_…`): only theirs */
+                person?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttentionListDto"];
+                };
+            };
+            /** @description person is neither "me" nor a person id */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
         };
     };

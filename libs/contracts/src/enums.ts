@@ -245,3 +245,24 @@ export type PullRequestMissing = (typeof PULL_REQUEST_MISSING)[number];
 /** `queued` waits its turn, `landing` is being landed now, `paused` waits for its agent to rebase (or a person). */
 export const LANDING_QUEUE_STATES = ['queued', 'landing', 'paused'] as const;
 export type LandingQueueState = (typeof LANDING_QUEUE_STATES)[number];
+
+/**
+ * Why a Requirement needs its person now (issue 47): what `GET /api/attention` lists. Each is a
+ * fact of the state (an item clears when the fact stops being true), derived in one place
+ * (`server/src/attention/attention-rules.ts`).
+ */
+export const ATTENTION_REASONS = [
+  'waiting_reply',
+  'confirm_done',
+  'review_ready',
+  'run_failed',
+  'budget_reached',
+  'conflict',
+  'land_refused',
+  'queue_blocked',
+  'ci_failed',
+  'dependency_cancelled',
+  'runner_offline',
+  'network_blocked',
+] as const;
+export type AttentionReason = (typeof ATTENTION_REASONS)[number];

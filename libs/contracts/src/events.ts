@@ -1,5 +1,6 @@
 import type {
   AgentRun,
+  AttentionItem,
   AgentTimer,
   AgentTraceEvent,
   Checkpoint,
@@ -47,6 +48,10 @@ interface PullRequestPayload {
  * through it (no cast on a payload).
  */
 export interface ManagerEventPayloads {
+  /** A Requirement began to need its person for a reason (issue 47); `requirement` carries it in `attention`. */
+  'attention.opened': { item: AttentionItem; requirement: Requirement };
+  /** Its cause cleared (a reply sent, a run started, a budget raised…); `requirement` no longer carries it. */
+  'attention.cleared': { item: AttentionItem; requirement: Requirement };
   /**
    * Team mode: a runner came, went offline or came back, or the leadership moved. Written by the
    * leader only, when what it sees changes: every page learns of "runner offline" without a reload.
@@ -62,6 +67,8 @@ export interface ManagerEventPayloads {
   'model_catalog.updated': { catalog: ModelCatalog };
   /** An agent run's proxy refused a connection: the first time for its host and port, then with the count at most every few seconds. */
   'network.blocked': { blocked: NetworkBlocked };
+  /** A person changed what one Requirement's runs may reach besides the workspace's list. */
+  'network.allow_updated': { requirementId: string; allow: string[] };
   'pull_request.created': PullRequestPayload;
   'pull_request.updated': PullRequestPayload;
   'requirement.cancelled': ClosedPayload;
@@ -102,6 +109,8 @@ export type ManagerEventType = keyof ManagerEventPayloads;
 
 /** The event types in a fixed order (the OpenAPI enum, the dashboard's listeners). */
 export const EVENT_TYPES = [
+  'attention.cleared',
+  'attention.opened',
   'board.runners_changed',
   'checkpoint.created',
   'landing.conflicts.updated',
@@ -110,6 +119,7 @@ export const EVENT_TYPES = [
   'manager.reconciled',
   'message.created',
   'model_catalog.updated',
+  'network.allow_updated',
   'network.blocked',
   'pull_request.created',
   'pull_request.updated',

@@ -40,6 +40,7 @@ import type {
   DatabaseTlsMode,
   LandMethod,
   LandingQueueState,
+  AttentionReason,
 } from './enums';
 
 // Resource shapes as the API returns them (JSON). Timestamps are ISO 8601 strings; a value that
@@ -107,6 +108,8 @@ export interface Requirement {
   budgetReachedAt: string | null;
   /** Where its work stands against its base and the other live Requirements (the conflict radar), and whether it landed. */
   landing: RequirementLanding;
+  /** Why it needs its person now, oldest first (empty when it does not): the same items as `GET /api/attention`. */
+  attention: AttentionItem[];
   /** Team mode: the runner it runs on (set by its first run), or null (not on a board, or never run). */
   runner: RequirementRunner | null;
 }
@@ -736,4 +739,29 @@ export interface LandingQueueItem {
 
 export interface LandingQueue {
   items: LandingQueueItem[];
+}
+
+/** One reason a Requirement needs its person (issue 47): open while its cause holds. */
+export interface AttentionItem {
+  /** Stable while the item is open: a notification's delivery id derives from it. */
+  id: string;
+  requirementId: string;
+  reason: AttentionReason;
+  /** When the cause began (the run's end, the budget's pause, the block…), as far as the state says. */
+  since: string;
+  /** One line for the person: what happened, in words. */
+  summary: string;
+  /** Whose it is: the person whose manager runs the Requirement (team mode), else this manager's person. */
+  person: AttentionPerson;
+}
+
+/** A person as an attention item names them. */
+export interface AttentionPerson {
+  id: string;
+  name: string;
+}
+
+/** GET /api/attention: what needs a person now, oldest first. */
+export interface AttentionList {
+  items: AttentionItem[];
 }

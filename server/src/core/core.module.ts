@@ -28,6 +28,7 @@ import { TriggerReceiptEntity } from '../triggers/trigger-receipt.entity';
 import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
 import { RequirementCheckpointEntity } from '../worktrees/requirement-checkpoint.entity';
 import { RequirementLandingEntity } from '../requirements/requirement-landing.entity';
+import { AttentionItemEntity } from '../requirements/attention-item.entity';
 import { LandingQueueEntity } from '../landing/landing-queue.entity';
 import { AgentTimerEntity } from '../timers/agent-timer.entity';
 import { RequirementEntity } from '../requirements/requirement.entity';
@@ -58,6 +59,7 @@ export const ENTITIES = [
   RequirementDependencyEntity,
   RequirementEntity,
   RequirementLandingEntity,
+  AttentionItemEntity,
   RequirementMessageEntity,
   RequirementNetworkEntity,
   RequirementWorktreeEntity,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 export const ID_PREFIXES = {
   attachment: 'att',
+  attention: 'atn',
   checkpoint: 'ckp',
   message: 'msg',
   networkBlocked: 'nbl',

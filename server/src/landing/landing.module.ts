@@ -19,7 +19,7 @@ import { LandingService } from './landing.service';
  */
 @Module({
   controllers: [LandingController],
-  exports: [ConflictRadar, LandingService],
+  exports: [ConflictRadar, LandingQueueService, LandingService],
   imports: [GitHubModule, MessagesModule, PullRequestsModule, RequirementsModule, TriggersModule, WorktreesModule],
   providers: [ConflictRadar, LandingPullRequests, LandingQueueService, LandingRepository, LandingService],
 })

@@ -83,4 +83,23 @@ export class MessagesRepository {
       .limit(1)
       .getOne();
   }
+
+  /** The latest message with a system code after `afterSequence`, or null (an index range of one conversation). */
+  latestWithCode(
+    requirementId: string,
+    code: NonNullable<RequirementMessageEntity['code']>,
+    afterSequence: number,
+  ): Promise<RequirementMessageEntity | null> {
+    return this.database
+      .read(RequirementMessageEntity)
+      .createQueryBuilder('m')
+      .where('m.requirement_id = :requirementId AND m.sequence > :afterSequence AND m.code = :code', {
+        afterSequence,
+        code,
+        requirementId,
+      })
+      .orderBy('m.sequence', 'DESC')
+      .limit(1)
+      .getOne();
+  }
 }

@@ -141,6 +141,16 @@ export class MessagesService {
     return this.repository.latestOf(requirementId, author);
   }
 
+  /** The latest message with a system code among the last `window` messages, or null. */
+  latestWithCode(
+    requirementId: string,
+    code: NonNullable<RequirementMessageEntity['code']>,
+    lastSequence: number,
+    window: number,
+  ): Promise<RequirementMessageEntity | null> {
+    return this.repository.latestWithCode(requirementId, code, lastSequence - window);
+  }
+
   /** The conversation in ascending sequence, a page at a time. */
   async list(requirementId: string, query: ListMessagesQueryDto): Promise<MessagePageDto> {
     if (!(await this.requirements.exists(requirementId))) {

@@ -4,7 +4,7 @@ import * as tls from 'node:tls';
 
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 
-import type { Provider, EventActor } from '@libs/contracts';
+import type { Provider, EventActor, NetworkBlocked } from '@libs/contracts';
 
 import { AgentEnvironmentService } from '../agents/agent-environment.service';
 import { AgentSandbox } from '../agents/agent-sandbox';
@@ -313,26 +313,10 @@ export class NetworkService implements OnApplicationShutdown {
    * rather than retry; null when there are none, or the mode is open.
    */
   async promptNote(requirementId: string): Promise<string | null> {
-    if (this.configuration.get('networkMode') === 'open') {
-      return null;
-    }
-    const { items } = await this.blocked({ limit: 200, requirementId });
-    const allow = [
-      ...this.rules(await this.defaultHosts()),
-      ...this.rules(this.configuration.get('networkAllow')),
-      ...this.rules(await this.repository.allowOf(requirementId)),
-    ];
-    const deny = this.rules(this.configuration.get('networkDeny'));
     const counts = new Map<string, number>();
-    for (const row of items) {
-      const stillRefused =
-        this.configuration.get('networkMode') === 'offline' ||
-        firstMatch(deny, row.host, row.port) !== null ||
-        firstMatch(allow, row.host, row.port) === null;
-      if (stillRefused) {
-        const entry = `${row.host.includes(':') ? `[${row.host}]` : row.host}:${row.port}`;
-        counts.set(entry, (counts.get(entry) ?? 0) + row.count);
-      }
+    for (const row of await this.stillRefused(requirementId)) {
+      const entry = `${row.host.includes(':') ? `[${row.host}]` : row.host}:${row.port}`;
+      counts.set(entry, (counts.get(entry) ?? 0) + row.count);
     }
     if (counts.size === 0) {
       return null;
@@ -348,6 +332,31 @@ export class NetworkService implements OnApplicationShutdown {
     ].join('\n');
   }
 
+  /**
+   * What the Requirement's runs were refused (the latest 200 blocks, most recent first) that is
+   * still refused: the mode is offline, a deny names it, or no allow does. Empty in the open mode.
+   * `runId` narrows it to one run's blocks.
+   */
+  async stillRefused(requirementId: string, runId?: string): Promise<NetworkBlocked[]> {
+    if (this.configuration.get('networkMode') === 'open') {
+      return [];
+    }
+    const { items } = await this.blocked({ limit: 200, requirementId });
+    const allow = [
+      ...this.rules(await this.defaultHosts()),
+      ...this.rules(this.configuration.get('networkAllow')),
+      ...this.rules(await this.repository.allowOf(requirementId)),
+    ];
+    const deny = this.rules(this.configuration.get('networkDeny'));
+    return items.filter(
+      (row) =>
+        (runId === undefined || row.runId === runId) &&
+        (this.configuration.get('networkMode') === 'offline' ||
+          firstMatch(deny, row.host, row.port) !== null ||
+          firstMatch(allow, row.host, row.port) === null),
+    );
+  }
+
   /** The person sets the Requirement's own additions (an agent's credential cannot reach this). */
   async setRequirementAllow(
     requirementId: string,
@@ -359,7 +368,16 @@ export class NetworkService implements OnApplicationShutdown {
     }
     await this.requirements.get(requirementId);
     const allow = [...new Set(dto.allow.map((entry) => entry.trim()))];
-    await this.database.write((tx) => this.repository.setAllow(tx, requirementId, allow, this.clock.nowIso()));
+    await this.database.write(async (tx) => {
+      await this.repository.setAllow(tx, requirementId, allow, this.clock.nowIso());
+      await this.events.append(tx, {
+        actor,
+        payload: { allow, requirementId },
+        requirementId,
+        sessionId: null,
+        type: 'network.allow_updated',
+      });
+    });
     this.requirementRules.set(requirementId, this.rules(allow));
     this.logger.log({ actor: actor.id, allow, msg: 'requirement network allow-list changed', requirementId });
     return this.requirementNetwork(requirementId);

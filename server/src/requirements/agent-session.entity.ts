@@ -6,6 +6,7 @@ import type { Provider, SessionState } from '@libs/contracts';
 @Entity('agent_session')
 @Index('idx_agent_session_requirement', ['requirementId'], { unique: true })
 @Index('idx_agent_session_created', ['createdAt', 'id'])
+@Index('idx_agent_session_state', ['state'])
 export class AgentSessionEntity {
   @PrimaryColumn('varchar')
   id!: string;

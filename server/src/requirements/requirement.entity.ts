@@ -1,6 +1,7 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 import type { RequirementLandingEntity } from './requirement-landing.entity';
+import type { AttentionItemEntity } from './attention-item.entity';
 import type { RequirementWorktreeEntity } from './requirement-worktree.entity';
 import type { RequirementDependencyEntity } from './requirement-dependency.entity';
 import type { AgentSessionEntity } from './agent-session.entity';
@@ -109,6 +110,8 @@ export class RequirementEntity {
   worktree?: RequirementWorktreeEntity | null;
   /** Its landing and radar state (its `requirement_landing` row), loaded beside it for snapshots; not a column. */
   landing?: RequirementLandingEntity | null;
+  /** Why it needs its person (its open `attention_item` rows), loaded beside it for snapshots; not a column. */
+  attention?: AttentionItemEntity[];
   /** Filled by `RequirementsService.loadForWrite` and its snapshots (the dependencies feature's rows); not a column. */
   dependsOn?: RequirementDependencyEntity[];
 }

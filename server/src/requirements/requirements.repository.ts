@@ -8,6 +8,7 @@ import { Page, PageRequest, keysetPage, newestFirst } from '../core/http/paginat
 import { isId } from '../core/ids';
 import { SearchRepository } from '../search/search.repository';
 import { RequirementLandingEntity } from './requirement-landing.entity';
+import { AttentionItemEntity } from './attention-item.entity';
 import { RequirementWorktreeEntity } from './requirement-worktree.entity';
 import { AgentSessionEntity } from './agent-session.entity';
 import { RequirementEntity } from './requirement.entity';
@@ -67,6 +68,7 @@ export class RequirementsRepository {
       .innerJoinAndMapOne('r.session', AgentSessionEntity, 's', 's.requirement_id = r.id')
       .leftJoinAndMapOne('r.worktree', RequirementWorktreeEntity, 'w', 'w.requirement_id = r.id')
       .leftJoinAndMapOne('r.landing', RequirementLandingEntity, 'l', 'l.requirement_id = r.id')
+      .leftJoinAndMapMany('r.attention', AttentionItemEntity, 'a', 'a.requirement_id = r.id')
       .where('r.id = :id', { id })
       .getOne();
     if (!requirement?.session) {
@@ -76,6 +78,7 @@ export class RequirementsRepository {
     delete requirement.session;
     requirement.worktree ??= null;
     requirement.landing ??= null;
+    requirement.attention ??= [];
     const rows = { requirement, session };
     uow.cache.set(cacheKey(id), rows);
     return rows;
@@ -126,6 +129,14 @@ export class RequirementsRepository {
       ? await this.database.read(RequirementEntity).findOne({ select: { id: true, status: true }, where: { id } })
       : null;
     return row?.status ?? null;
+  }
+
+  /** The Requirements whose session runs now (team mode: what a runner's going offline may touch). */
+  async runningIds(): Promise<string[]> {
+    const rows = await this.database
+      .read(AgentSessionEntity)
+      .find({ select: { requirementId: true }, where: { state: 'running' } });
+    return rows.map((row) => row.requirementId);
   }
 
   findByIds(ids: string[]): Promise<RequirementEntity[]> {
@@ -224,6 +235,16 @@ export class RequirementsRepository {
       : this.database.readManager
           .createQueryBuilder(RequirementLandingEntity, 'l')
           .where('l.requirement_id IN (:...ids)', { ids: requirementIds })
+          .getMany();
+  }
+
+  /** The open attention items of many Requirements, for their snapshots (read only: the attention feature alone writes them). */
+  attentionOf(requirementIds: string[]): Promise<AttentionItemEntity[]> {
+    return requirementIds.length === 0
+      ? Promise.resolve([])
+      : this.database.readManager
+          .createQueryBuilder(AttentionItemEntity, 'a')
+          .where('a.requirement_id IN (:...ids)', { ids: requirementIds })
           .getMany();
   }
 

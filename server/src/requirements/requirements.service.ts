@@ -427,6 +427,11 @@ export class RequirementsService {
     return this.repository.loadForWrite(tx, id);
   }
 
+  /** The Requirements whose session runs now. */
+  runningIds(): Promise<string[]> {
+    return this.repository.runningIds();
+  }
+
   exists(id: string): Promise<boolean> {
     return this.repository.exists(id);
   }
@@ -466,16 +471,17 @@ export class RequirementsService {
     return snapshot ?? null;
   }
 
-  /** Snapshots for a page of Requirements in five queries, whatever the page size. */
+  /** Snapshots for a page of Requirements in six queries, whatever the page size. */
   private async snapshots(requirements: RequirementEntity[]): Promise<RequirementResponseDto[]> {
     if (requirements.length === 0) {
       return [];
     }
     const ids = requirements.map((r) => r.id);
-    const [sessions, worktrees, landings] = await Promise.all([
+    const [sessions, worktrees, landings, attention] = await Promise.all([
       this.repository.sessionsOf(ids),
       this.repository.worktreesOf(ids),
       this.repository.landingsOf(ids),
+      this.repository.attentionOf(ids),
     ]);
     const dependencies = await this.dependencyRows.ofDependents(ids);
     const byRequirement = new Map(sessions.map((s) => [s.requirementId, s]));
@@ -488,6 +494,7 @@ export class RequirementsService {
       }
       r.worktree = worktreeOf.get(r.id) ?? null;
       r.landing = landingOf.get(r.id) ?? null;
+      r.attention = attention.filter((a) => a.requirementId === r.id);
       return toRequirementResponse({ ...r, dependsOn: dependencies.filter((d) => d.requirementId === r.id) }, session);
     });
   }

@@ -46,12 +46,12 @@ export class Notifier {
     }
   }
 
-  /** A desktop notification when allowed; quietly nothing otherwise. */
-  desktop(title: string, body: string, onClick?: () => void): void {
+  /** A desktop notification when allowed; quietly nothing otherwise. One `tag` replaces its own earlier one. */
+  desktop(title: string, body: string, onClick?: () => void, tag = title): void {
     if (!this.browserEnabled() || typeof Notification === 'undefined' || Notification.permission !== 'granted') {
       return;
     }
-    const n = new Notification(title, { body, tag: title });
+    const n = new Notification(title, { body, tag });
     if (onClick) {
       n.onclick = () => {
         window.focus();

@@ -1,4 +1,6 @@
-import type { RequirementRunner } from '@libs/contracts';
+import type { AttentionPerson, RequirementRunner } from '@libs/contracts';
+
+import { personId } from '../person';
 
 /** One runner of a board, as `am_runner` records it. */
 export interface BoardRunner {
@@ -23,12 +25,20 @@ export interface BoardRunner {
  * with every Requirement. Empty off a board.
  */
 const runners = new Map<string, RequirementRunner>();
+const people = new Map<string, AttentionPerson>();
 
 export function recordRunners(list: readonly BoardRunner[]): void {
   runners.clear();
+  people.clear();
   for (const r of list) {
     runners.set(r.id, { host: r.host, id: r.id, online: r.online, person: r.personName });
+    people.set(r.id, { id: personId(r.personName, r.personEmail), name: r.personName });
   }
+}
+
+/** The person a runner acts for (whose Requirements it runs), or null when this process has not heard of it. */
+export function runnerPerson(id: string): AttentionPerson | null {
+  return people.get(id) ?? null;
 }
 
 let onMiss: (() => void) | null = null;

@@ -27,6 +27,7 @@ import { RequirementBudgetResponseDto, RequirementUsageResponseDto } from './bud
 import type { AgentSessionEntity } from '../agent-session.entity';
 import { AutoReviewSettingsDto, toAutoReviewSettings } from './auto-review.dto';
 import { RequirementLandingResponseDto, toLandingResponse } from './landing.dto';
+import { AttentionItemDto, byAttentionOrder, toAttentionItem } from './attention.dto';
 import type { RequirementEntity } from '../requirement.entity';
 
 export class AgentSessionResponseDto implements AgentSession {
@@ -134,6 +135,11 @@ export class RequirementResponseDto implements Requirement {
   })
   landing!: RequirementLandingResponseDto;
   @ApiProperty({
+    description: 'Why it needs its person now, oldest first (empty when it does not): the items of GET /attention',
+    type: [AttentionItemDto],
+  })
+  attention!: AttentionItemDto[];
+  @ApiProperty({
     description: 'Team mode: the runner it runs on (set by its first run), or null (not on a board, or never run)',
     nullable: true,
     type: () => RequirementRunnerResponseDto,
@@ -182,6 +188,7 @@ export function toRequirementResponse(
 ): RequirementResponseDto {
   const place = requirement.worktree ?? null;
   return {
+    attention: (requirement.attention ?? []).map(toAttentionItem).sort(byAttentionOrder),
     autoReview: toAutoReviewSettings(requirement),
     baseRef: place?.baseRef ?? null,
     budget: budgetOf(requirement),

@@ -1,7 +1,13 @@
 // The dashboard's whole client-side model and how each SSE event changes it. Plain TypeScript
 // (no Angular) so the merge rules are unit-tested directly; the Angular stores (core/stores/) share
 // one instance and each wraps its part in signals.
-import type { BoardRunnerStatus, LandingQueue, ManagerEvent, ModelCatalog } from '@libs/contracts';
+import type {
+  BoardRunnerStatus,
+  LandingQueue,
+  ManagerEvent,
+  ManagerEventPayloads,
+  ModelCatalog,
+} from '@libs/contracts';
 
 import type { Message, NetworkBlocked, PullRequest, Requirement, ReviewRequest, Run, Timer, Trace } from '../api-types';
 import { SequencedLog, VersionedMap, type MergeSource } from './merge';
@@ -29,6 +35,9 @@ export interface Changes {
   finishedRun?: Run;
   /** Connections runs' proxies refused, as `network.blocked` carried them (with their counts so far). */
   networkBlocked?: NetworkBlocked[];
+  /** Needs you: items opened and cleared, with their Requirement as it was then. */
+  attentionOpened?: ManagerEventPayloads['attention.opened'][];
+  attentionCleared?: ManagerEventPayloads['attention.cleared'][];
 }
 
 /** Runs have no update time; a finished run is newer than a running one. */
@@ -96,6 +105,14 @@ export class LiveState {
       case 'requirement.moved':
       case 'requirement.updated':
         this.applyRequirement(event, event.payload.requirement, changes);
+        break;
+      case 'attention.opened':
+        this.applyRequirement(event, event.payload.requirement, changes);
+        (changes.attentionOpened ??= []).push(event.payload);
+        break;
+      case 'attention.cleared':
+        this.applyRequirement(event, event.payload.requirement, changes);
+        (changes.attentionCleared ??= []).push(event.payload);
         break;
       case 'requirement.cancelled':
       case 'requirement.completed':
@@ -184,6 +201,9 @@ export class LiveState {
         break;
       case 'network.blocked':
         (changes.networkBlocked ??= []).push(event.payload.blocked);
+        break;
+      case 'network.allow_updated':
+        // The network panel reads a Requirement's list when it opens; no store keeps it.
         break;
       case 'run.interrupt_requested':
         // Team mode: the run's own end event (from the runner that runs it) changes what is shown.

@@ -7,6 +7,7 @@ import { Api } from '../api';
 import { EventStream } from '../event-stream';
 import { LiveState } from '../live/live-state';
 import type { Run } from '../api-types';
+import { AttentionStore } from './attention-store';
 import { ConfigurationStore } from './configuration-store';
 import { ConversationStore } from './conversation-store';
 import { LandingStore } from './landing-store';
@@ -119,6 +120,7 @@ function setup(answers?: Record<string, (options: unknown) => unknown>) {
   const { api, calls } = fakeApi(answers);
   const events = new Subject<ManagerEvent | 'resync'>();
   const stores: ProviderToken<unknown>[] = [
+    AttentionStore,
     ConfigurationStore,
     ConversationStore,
     LandingStore,
@@ -176,6 +178,8 @@ describe(LiveSync.name, () => {
       'GET /api/usage',
       'GET /api/usage',
       'GET /api/landing-queue',
+      'GET /api/workspace',
+      'GET /api/attention',
     ]);
     await settle();
     expect(get(RequirementsStore).loading()).toBe(false);
@@ -445,5 +449,45 @@ describe(LiveSync.name, () => {
         .get('req_a')
         ?.blocked.map((b) => [b.id, b.count]),
     ).toEqual([['nbl_1', 4]]);
+  });
+
+  it("keeps the person's Needs-you items: the read, items opened and cleared live, another person's left out", async () => {
+    const me = { id: 'person_me', name: 'Me' };
+    const item = (id: string, requirementId: string, person = me) => ({
+      id,
+      person,
+      reason: 'waiting_reply' as const,
+      requirementId,
+      since: T0,
+      summary: 'Which one?',
+    });
+    let answerList: () => void = () => undefined;
+    const listed = new Promise<void>((resolve) => (answerList = resolve));
+    const { emit, get, settle } = setup({
+      'GET /api/attention': () => listed.then(() => ({ items: [item('atn_1', 'req_a'), item('atn_2', 'req_b')] })),
+      'GET /api/requirements': () => ({ items: [requirement('req_a', T0)], nextCursor: null }),
+      'GET /api/requirements/{id}': () => requirement('req_b', T0),
+      'GET /api/workspace': () => ({ person: me, runnerId: null }),
+    });
+    await settle();
+    const store = get(AttentionStore);
+    const opened: string[] = [];
+    store.opened$.subscribe((i) => opened.push(i.id));
+    // While the read is in flight, atn_2 clears: the answer (older) must not bring it back.
+    emit(event('attention.cleared', 'req_b', { item: item('atn_2', 'req_b'), requirement: requirement('req_b', T1) }));
+    answerList();
+    await settle();
+    await settle();
+    expect(store.items().map((i) => i.id)).toEqual(['atn_1']);
+    expect(store.count()).toBe(1);
+    // Live: one of mine opens (announced), another person's is left out, one clears.
+    emit(event('attention.opened', 'req_c', { item: item('atn_3', 'req_c'), requirement: requirement('req_c', T2) }));
+    const other = item('atn_4', 'req_d', { id: 'person_other', name: 'Other' });
+    emit(event('attention.opened', 'req_d', { item: other, requirement: requirement('req_d', T2) }));
+    emit(event('attention.cleared', 'req_a', { item: item('atn_1', 'req_a'), requirement: requirement('req_a', T2) }));
+    expect(store.items().map((i) => i.id)).toEqual(['atn_3']);
+    expect(opened).toEqual(['atn_3']);
+    // The Requirement an item names, even beyond the board's window, from the event that carried it.
+    expect(store.requirement('req_c')?.id).toBe('req_c');
   });
 });

@@ -4,6 +4,7 @@ import { takeUntilDestroyed } from '@angular/core/rxjs-interop';
 import type { ManagerEvent } from '@libs/contracts';
 
 import { EventStream } from '../event-stream';
+import { AttentionStore } from './attention-store';
 import { ConfigurationStore } from './configuration-store';
 import { ModelCatalogStore } from './model-catalog-store';
 import { ConversationStore } from './conversation-store';
@@ -40,6 +41,7 @@ export class LiveSync {
   private readonly timers = inject(TimersStore);
   private readonly network = inject(NetworkStore);
   private readonly usage = inject(UsageStore);
+  private readonly attention = inject(AttentionStore);
   /** In this order: a finished run's notification finds its Requirement already published. */
   private readonly stores = [
     this.requirements,
@@ -52,6 +54,7 @@ export class LiveSync {
     this.modelCatalog,
     this.landing,
     this.network,
+    this.attention,
   ];
 
   readonly connection = this.stream.state.asReadonly();
@@ -156,6 +159,7 @@ export class LiveSync {
       this.timers.readTimers(),
       this.usage.read(),
       this.landing.readQueue(),
+      this.attention.read().catch(() => undefined),
     ]);
   }
 

@@ -30,8 +30,8 @@ export class RequirementsStore {
   private readonly loadingSig = signal(true);
   private readonly windowSig = signal<CreatedWindow>('7d');
   private readonly runnersSig = signal<ReadonlyMap<string, BoardRunnerStatus>>(new Map());
-  /** This manager's runner on its board, as GET /api/workspace said (see ownRunnerId). */
-  private runnerId: Promise<string | null> | undefined;
+  /** GET /api/workspace, asked once: this manager's runner on its board and its person (see ownRunnerId). */
+  private workspaceRead: Promise<{ runnerId: string | null; person: { id: string } } | null> | undefined;
   /** How far back the pages have been read (the cursor of the next one; null: all read). */
   private cursor: string | null | undefined;
   private loadedBack: string | null = new Date().toISOString();
@@ -170,15 +170,21 @@ export class RequirementsStore {
   }
 
   /** This manager's runner on its board, or null off a board (asked once). */
-  ownRunnerId(): Promise<string | null> {
-    this.runnerId ??= this.api.call(this.api.client.GET('/api/workspace'), true).then(
-      (workspace) => workspace.runnerId,
-      () => {
-        this.runnerId = undefined; // asked again next time
-        return null;
-      },
-    );
-    return this.runnerId;
+  async ownRunnerId(): Promise<string | null> {
+    return (await this.workspace())?.runnerId ?? null;
+  }
+
+  /** The person this dashboard acts as, or null when the workspace could not be read (asked once). */
+  async ownPersonId(): Promise<string | null> {
+    return (await this.workspace())?.person.id ?? null;
+  }
+
+  private workspace(): Promise<{ runnerId: string | null; person: { id: string } } | null> {
+    this.workspaceRead ??= this.api.call(this.api.client.GET('/api/workspace'), true).catch(() => {
+      this.workspaceRead = undefined; // asked again next time
+      return null;
+    });
+    return this.workspaceRead;
   }
 
   /** The purge event that follows removes it (with its tombstone). */

@@ -23,6 +23,7 @@ import { ReactionCursors1766452200000 } from './1766452200000-reaction-cursors';
 import { ReviewComments1766538600000 } from './1766538600000-review-comments';
 import { Checkpoints1766539800000 } from './1766539800000-checkpoints';
 import { LandedWork1766541000000 } from './1766541000000-landed-work';
+import { Attention1766542000000 } from './1766542000000-attention';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -51,4 +52,5 @@ export const MIGRATIONS = [
   ReviewComments1766538600000,
   Checkpoints1766539800000,
   LandedWork1766541000000,
+  Attention1766542000000,
 ];
