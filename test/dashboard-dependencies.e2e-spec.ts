@@ -12,8 +12,8 @@ import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './supp
 
 // Issue 26 §6 (dependencies and base ref in the dialogs, "blocked by" on the detail page), the
 // rest of §5 (a repository without commit: the card's badge, the create answer's warning, the
-// first commit) and the "start right away" that was refused yet left the dialog ready to create
-// a duplicate, in Debian's Chromium against the real built server. Screenshots land in
+// first commit), "start right away" with an unmet dependency (kept as autoStart, issue 47 §5), and
+// a refused start that left the dialog ready to create a duplicate, in Debian's Chromium against the real built server. Screenshots land in
 // test-artifacts/dashboard-dependencies/ (looked at by a person), in both themes and at 390 px.
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
@@ -243,7 +243,7 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
     );
   });
 
-  it('"start right away" refused after the create: the dialog says so and cannot create a duplicate', async () => {
+  it('"start right away" with an unmet dependency is kept as autoStart and says when it starts by itself (issue 47 §5)', async () => {
     for (const [theme, viewport] of [
       ['light', DESKTOP],
       ['dark', PHONE],
@@ -257,21 +257,22 @@ describe('dependencies and base ref in the dashboard (issue 26 §6)', () => {
       await page().getByTestId('depends-on-result').filter({ hasText: 'Ship the payments API' }).click();
       await page().getByLabel('Start right away').check();
       await page().getByTestId('create-submit').click();
-      const result = page().getByTestId('create-result');
-      await result.waitFor();
-      await expect(page().getByTestId('create-start-error').innerText()).resolves.toContain(
-        `It did not start: "${title}" is blocked by "Ship the payments API"`,
-      );
-      // The form is gone: nothing left to submit a second time.
-      await expect(page().getByTestId('create-submit').count()).resolves.toBe(0);
+      // No refused start: the page of the new Requirement says when it starts.
+      await page()
+        .locator('.toast')
+        .filter({ hasText: 'It starts by itself once “Ship the payments API” is done.' })
+        .waitFor()
+        .catch(async (e: Error) => {
+          throw new Error(`${e.message} ${await page().locator('.toasts').innerText()} ${page().url()}`);
+        });
+      await page().waitForURL(/\/requirements\/req_/);
+      await page().getByTestId('detail-blocked-by').getByText('It starts by itself once these are met.').waitFor();
       expect(await h.overflow()).toBeLessThanOrEqual(0);
-      await h.shot(`start-refused-${theme}-${viewport.width}`);
-      const id = await result.getAttribute('data-requirement-id');
-      await page().getByTestId('open-created').click();
-      await page().waitForURL(`${h.ctx.manager.origin}/requirements/${id}`);
-      await page().getByTestId('detail-blocked-by').waitFor();
+      await h.shot(`start-waits-${theme}-${viewport.width}`);
       const same = (await ok(h.ctx.manager.api.GET('/api/requirements'))).items.filter((r) => r.title === title);
       expect(same).toHaveLength(1);
+      expect(same[0]).toMatchObject({ autoStart: true, status: 'todo' });
+      expect(same[0].dependsOn?.map((d) => d.state)).toEqual(['pending']);
     }
     await page().setViewportSize(DESKTOP);
   });

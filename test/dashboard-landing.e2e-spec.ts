@@ -485,8 +485,10 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
     await openLand(ids.charlie);
     await page.getByTestId('land-method-rebase').check();
     await page.getByTestId('land-enqueue').click();
+    // It conflicts with main too: the queue passes over the paused Bravo, tries it, and pauses on it as well.
+    await page.locator('[data-testid="land-queued"][data-state="paused"]').waitFor({ timeout: 30_000 });
     await expect(page.getByTestId('land-queued').innerText()).resolves.toMatch(
-      /^In the merge queue: 2 of 2 \(queued\)$/,
+      /^In the merge queue: 2 of 2 \(paused\)$/,
     );
     expect(await queueOrder()).toEqual([ids.bravo, ids.charlie]);
 
@@ -502,9 +504,13 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
       ]);
       const bravo = items.nth(0);
       await expect(bravo.getAttribute('data-state')).resolves.toBe('paused');
-      await expect(bravo.getByTestId('queue-reason').innerText()).resolves.toContain(`"${BRAVO}" conflicts with main`);
+      await expect(bravo.getByTestId('queue-reason').innerText()).resolves.toContain(
+        `waiting: "${BRAVO}" conflicts with main`,
+      );
+      // Its agent is not at work: a start lets it read the rebase request (issue 47 §5).
+      await expect(bravo.getByTestId('queue-start').innerText()).resolves.toBe(`Start ${BRAVO} to let it rebase`);
       await expect(bravo.getByTestId('queue-files').innerText()).resolves.toBe('notes.txt, shared.txt');
-      await expect(items.nth(1).getByTestId('queue-state').innerText()).resolves.toBe('queued');
+      await expect(items.nth(1).getByTestId('queue-state').innerText()).resolves.toBe('paused');
       await fits(queue);
       await fits(items.nth(1).getByTestId('queue-remove'));
       await shot(`queue-${theme}-${viewport.width}`);

@@ -1,7 +1,7 @@
 // `agent-manager doctor` with each check failing in turn: a PATH of chosen programs only, the real
 // Codex and Claude Code CLIs logged out and logged in (a temporary HOME holding the auth files they
 // read), the fake GitHub answering GET /user with a token's scopes.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -490,6 +490,32 @@ describe('agent-manager doctor', () => {
       // A refresh value the API does not take: untyped on purpose.
       expect((await sendUntyped(manager.origin, 'GET', '/api/doctor?refresh=maybe')).status).toBe(400);
       expect((await apiClient(manager.origin, { auth: false }).GET('/api/doctor')).status).toBe(401);
+
+      // `agent-manager doctor` in the terminal, while the person's own manager of this workspace
+      // serves on the port it checks: that manager is what serves there, not a port in use (issue 47 §5).
+      const port = new URL(manager.origin).port;
+      const cli = spawnSync(process.execPath, [BIN, 'doctor', '--port', port, '--json'], {
+        cwd: sandbox.workspace,
+        encoding: 'utf8',
+        env: { ...process.env, CODE_FACTORY_HOME: sandbox.home },
+      });
+      const report = JSON.parse(cli.stdout) as { checks: Check[] };
+      expect(report.checks.find((c) => c.id === 'port')).toMatchObject({
+        detail: `serving on ${manager.origin}`,
+        status: 'ok',
+      });
+      // Another workspace asking about the same port still finds it taken, and by whom.
+      const other = makeSandbox();
+      initRepository(other.workspace);
+      const taken = spawnSync(process.execPath, [BIN, 'doctor', '--port', port, '--json'], {
+        cwd: other.workspace,
+        encoding: 'utf8',
+        env: { ...process.env, CODE_FACTORY_HOME: sandbox.home },
+      });
+      other.cleanup();
+      const portOfOther = (JSON.parse(taken.stdout) as { checks: Check[] }).checks.find((c) => c.id === 'port');
+      expect(portOfOther).toMatchObject({ status: 'fail' });
+      expect(portOfOther?.detail).toContain('EADDRINUSE');
     } finally {
       await manager.stop();
       sandbox.cleanup();

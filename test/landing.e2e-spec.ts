@@ -538,29 +538,29 @@ describe('the merge queue', () => {
       await ok(manager.api.GET('/api/requirements/{id}/messages', { params: { path: { id }, query: { limit: 200 } } }))
     ).items.filter((m) => m.code === 'landing.rebase_requested');
 
-  it('lands one at a time, pauses on a conflict and asks its agent once, then goes on after the rebase', async () => {
+  it('lands one at a time, pauses on a conflict and asks its agent once, lands the next clean one past it, then the paused one after its rebase', async () => {
     const first = await worked('Queue first', commit({ 'q.txt': 'one\nfirst\nthree\n' }, 'first'));
     const second = await worked('Queue second', commit({ 'q.txt': 'one\nsecond\nthree\n' }, 'second'));
     const third = await worked('Queue third', commit({ 'third.txt': 'third\n' }, 'third'));
-    // Queued in one go, before the first lands: the second is paused behind it, the third waits.
+    // Queued in one go, before the first lands: the second conflicts with it and pauses; the
+    // third does not wait behind it (issue 47 §5).
     await ok(enqueue(first.id), 201);
     await ok(enqueue(second.id), 201);
     await ok(enqueue(third.id), 201);
     await refusal(enqueue(third.id), 409, 'already_queued');
-    const paused = await until('the queue to pause on the second', async () => {
+    const paused = await until('the queue to pause on the second and land the third', async () => {
       const now = await queue();
-      return now.items[0]?.requirementId === second.id && now.items[0].state === 'paused' ? now : undefined;
+      return now.items.length === 1 && now.items[0].state === 'paused' ? now : undefined;
     });
-    expect(paused.items.map((i) => [i.requirementId, i.position, i.state])).toEqual([
-      [second.id, 1, 'paused'],
-      [third.id, 2, 'queued'],
-    ]);
+    expect(paused.items.map((i) => [i.requirementId, i.position, i.state])).toEqual([[second.id, 1, 'paused']]);
     expect(paused.items[0].conflictPaths).toEqual(['q.txt']);
     expect((await get(manager, first.id)).landing.landedMethod).toBe('merge');
+    expect((await get(manager, third.id)).landing.landedMethod).toBe('merge');
+    expect(git(sandbox.workspace, 'show', 'main:third.txt')).toBe('third\n');
     const main = git(sandbox.workspace, 'rev-parse', 'main').trim();
     await until('the rebase request', async () => ((await rebaseRequests(second.id)).length > 0 ? true : undefined));
+    // Asked against the base it conflicted with: the first's land (the third's came after).
     const [request] = await rebaseRequests(second.id);
-    expect(request.body).toContain(main.slice(0, 12));
     expect(request.body).toContain('q.txt');
     // The request woke the agent; its run changed nothing, so the queue stays paused and asks nothing more.
     await settled(manager, second.id, 2);
@@ -568,52 +568,59 @@ describe('the merge queue', () => {
     expect((await queue()).items[0]).toMatchObject({ requirementId: second.id, state: 'paused' });
     expect(await rebaseRequests(second.id)).toHaveLength(1);
 
-    // Reorder (the paused one stays first only if asked), and refusals of a wrong order.
+    // Refusals of a wrong order.
     await refusal(
       manager.api.PUT('/api/landing-queue', { body: { requirementIds: [third.id] } }),
       400,
       'queue_order_mismatch',
     );
     await refusal(
-      manager.api.PUT('/api/landing-queue', { body: { requirementIds: [third.id, third.id] } }),
+      manager.api.PUT('/api/landing-queue', { body: { requirementIds: [second.id, second.id] } }),
       400,
       'queue_order_mismatch',
     );
 
-    // The agent rebases (its branch's side wins), its run ends clean: the queue lands it, then the third.
-    await reply(manager, second.id, sh('git rebase -q -X theirs main'));
+    // The agent rebases (its branch's side wins), its run ends clean: the queue lands it.
+    await reply(manager, second.id, sh(`git rebase -q -X theirs ${main}`));
     await until('the queue to empty', async () => ((await queue()).items.length === 0 ? true : undefined), 60_000);
     expect(git(sandbox.workspace, 'show', 'main:q.txt')).toBe('one\nsecond\nthree\n');
     expect(git(sandbox.workspace, 'show', 'main:third.txt')).toBe('third\n');
     expect(await rebaseRequests(second.id)).toHaveLength(1);
-    for (const r of [second, third]) {
-      expect((await get(manager, r.id)).landing.landedAt).not.toBeNull();
-    }
+    expect((await get(manager, second.id)).landing.landedAt).not.toBeNull();
   });
 
-  it('reorders and removes', async () => {
+  it('reorders and removes what waits, while a clean one lands past it', async () => {
     const blocker = await worked('Blocker', commit({ 'q.txt': 'blocker\n' }, 'blocker'));
+    const other = await worked('Other blocker', commit({ 'q.txt': 'other\n' }, 'other'));
     const spoiler = await worked('Spoiler', commit({ 'q.txt': 'spoiler\n' }, 'spoiler'));
     await ok(land(manager, spoiler.id, 'merge'));
     await settled(manager, blocker.id, 2); // told of the conflict with the new base, its agent ran
-    const a = await worked('Later A', commit({ 'a.txt': 'a\n' }, 'a'));
-    const b = await worked('Later B', commit({ 'b.txt': 'b\n' }, 'b'));
-    // The blocker conflicts with main now: the queue pauses on it.
+    await settled(manager, other.id, 2);
+    // Both conflict with main now: the queue pauses on each.
     await ok(enqueue(blocker.id), 201);
-    await until('the pause', async () => ((await queue()).items[0]?.state === 'paused' ? true : undefined));
-    await ok(enqueue(a.id), 201);
-    await ok(enqueue(b.id), 201);
-    const reordered = await ok(
-      manager.api.PUT('/api/landing-queue', { body: { requirementIds: [b.id, blocker.id, a.id] } }),
+    await ok(enqueue(other.id), 201);
+    await until('both paused', async () =>
+      (await queue()).items.filter((i) => i.state === 'paused').length === 2 ? true : undefined,
     );
-    expect(reordered.items.map((i) => i.requirementId)).toEqual([b.id, blocker.id, a.id]);
-    // B is first now and merges cleanly: it lands; the queue pauses on the blocker again.
-    await until('B to land', async () => ((await get(manager, b.id)).landing.landedAt !== null ? true : undefined));
+    const a = await worked('Later A', commit({ 'a.txt': 'a\n' }, 'a'));
+    await ok(enqueue(a.id), 201);
+    await until('A to land past them and leave the queue', async () =>
+      (await get(manager, a.id)).landing.landedAt !== null &&
+      !(await queue()).items.some((i) => i.requirementId === a.id)
+        ? true
+        : undefined,
+    );
+    const reordered = await ok(
+      manager.api.PUT('/api/landing-queue', { body: { requirementIds: [other.id, blocker.id] } }),
+    );
+    expect(reordered.items.map((i) => [i.requirementId, i.position])).toEqual([
+      [other.id, 1],
+      [blocker.id, 2],
+    ]);
     const removed = await ok(
       manager.api.DELETE('/api/landing-queue/{requirementId}', { params: { path: { requirementId: blocker.id } } }),
     );
-    expect(removed.items.map((i) => i.requirementId)).not.toContain(blocker.id);
-    await until('A to land', async () => ((await get(manager, a.id)).landing.landedAt !== null ? true : undefined));
+    expect(removed.items.map((i) => i.requirementId)).toEqual([other.id]);
     await refusal(
       manager.api.DELETE('/api/landing-queue/{requirementId}', { params: { path: { requirementId: blocker.id } } }),
       404,

@@ -19,6 +19,7 @@ import { LandingModule } from './landing/landing.module';
 import { MessagesModule } from './messages/messages.module';
 import { ModelsModule } from './models/models.module';
 import { NetworkModule } from './network/network.module';
+import { NotificationsModule } from './notifications/notifications.module';
 import { PullRequestsModule } from './pull-requests/pull-requests.module';
 import { RequirementsModule } from './requirements/requirements.module';
 import { RetentionModule } from './retention/retention.module';
@@ -53,6 +54,7 @@ export class AppModule {
         MessagesModule,
         ModelsModule,
         NetworkModule,
+        NotificationsModule,
         PullRequestsModule,
         RequirementsModule,
         RetentionModule,

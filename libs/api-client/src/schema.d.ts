@@ -449,6 +449,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/notifications/channels/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Sends a sample message to one channel now (no retry) and says how it went */
+        post: operations["test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/notifications/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Messages sent to the notification channels, newest first: status, attempts, last error */
+        get: operations["deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/pull-requests": {
         parameters: {
             query?: never;
@@ -1379,14 +1413,16 @@ export interface components {
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
             /** @description Fields a change applies to at once; every other field needs a restart */
-            liveFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            liveFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            /** @description Whether a notification webhook secret is set (never returned) */
+            notificationWebhookSecretConfigured: boolean;
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            overriddenFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            restartRequiredFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
@@ -1443,6 +1479,10 @@ export interface components {
             networkDeny: string[];
             /** @enum {string} */
             networkMode: "allow_list" | "open" | "offline";
+            /** @description Where Needs-you items are sent outside the browser */
+            notificationChannels: components["schemas"]["NotificationChannelDto"][];
+            /** @description Always null: the secret is write-only (see notificationWebhookSecretConfigured) */
+            notificationWebhookSecret: string | null;
             /** @description The configured person's email, or null (git's user.email, or none) */
             personEmail: string | null;
             /** @description The configured person's name, or null (git's user.name, else the OS account) */
@@ -1575,6 +1615,10 @@ export interface components {
              * @enum {string}
              */
             schedule: "once" | "recurring";
+        };
+        DeliveryRequirementDto: {
+            id: string;
+            title: string;
         };
         DependencyInputDto: {
             /**
@@ -1915,6 +1959,56 @@ export interface components {
             mode: "allow_list" | "open" | "offline";
             /** @description Why runs cannot be isolated here although the mode asks for it (runs are then refused), else null */
             unavailableReason: string | null;
+        };
+        NotificationChannelDto: {
+            /** @description Sends only what is still open after this many seconds (0: at once) */
+            delaySeconds: number;
+            /**
+             * @description Its name, unique in the list
+             * @example phone
+             */
+            id: string;
+            /** @enum {string} */
+            kind: "webhook" | "slack" | "ntfy" | "desktop";
+            /** @description Only this person's items (person_…; null: everyone's) */
+            person: string | null;
+            /** @description Only these reasons (null: every reason) */
+            reasons: ("waiting_reply" | "confirm_done" | "review_ready" | "run_failed" | "budget_reached" | "conflict" | "land_refused" | "queue_blocked" | "ci_failed" | "dependency_cancelled" | "runner_offline" | "network_blocked")[] | null;
+            /** @description Where to POST (http or https); null for desktop */
+            url: string | null;
+        };
+        NotificationDeliveryDto: {
+            attempts: number;
+            channelId: string;
+            createdAt: string;
+            deliveredAt: string | null;
+            /**
+             * @description The same on every retry (X-Agent-Manager-Delivery)
+             * @example dlv_3e1f…
+             */
+            id: string;
+            items: components["schemas"]["NotificationDeliveryItemDto"][];
+            /** @enum {string} */
+            kind: "webhook" | "slack" | "ntfy" | "desktop";
+            lastError: string | null;
+            /** @description When it is tried again (pending only) */
+            nextAttemptAt: string | null;
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+        };
+        NotificationDeliveryItemDto: {
+            /** @description The Needs-you item */
+            id: string;
+            /** @description The Requirement's page in the dashboard */
+            link: string;
+            /** @enum {string} */
+            reason: "waiting_reply" | "confirm_done" | "review_ready" | "run_failed" | "budget_reached" | "conflict" | "land_refused" | "queue_blocked" | "ci_failed" | "dependency_cancelled" | "runner_offline" | "network_blocked";
+            requirement: components["schemas"]["DeliveryRequirementDto"];
+            since: string;
+            summary: string;
+        };
+        NotificationDeliveryListDto: {
+            items: components["schemas"]["NotificationDeliveryDto"][];
         };
         PersonDto: {
             email: string | null;
@@ -2696,6 +2790,10 @@ export interface components {
              * @enum {string}
              */
             networkMode?: "allow_list" | "open" | "offline";
+            /** @description Where Needs-you items are sent outside the browser (issue 47): {id, kind: webhook|slack|ntfy|desktop, url?, reasons?, person?, delaySeconds?}; each item is sent at most once per channel, retried for 24 h (applied at once) */
+            notificationChannels?: components["schemas"]["NotificationChannelDto"][];
+            /** @description Signs what webhook channels receive (X-Agent-Manager-Signature: sha256=HMAC of "<timestamp>.<body>"); null: unsigned. Write-only: read back as null */
+            notificationWebhookSecret?: string | null;
             /**
              * @description The email of the person this manager acts for (restart required); null: git's global user.email, or none
              * @example ada@example.com
@@ -4239,6 +4337,103 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["NetworkBlockedListDto"];
+                };
+            };
+            /** @description Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    test: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationDeliveryDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No channel of that id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    deliveries: {
+        parameters: {
+            query?: {
+                /** @description At most this many, newest first (default 100) */
+                limit?: number;
+                /** @description Only one channel's */
+                channel?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationDeliveryListDto"];
                 };
             };
             /** @description Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which) */

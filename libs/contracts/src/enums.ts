@@ -266,3 +266,14 @@ export const ATTENTION_REASONS = [
   'network_blocked',
 ] as const;
 export type AttentionReason = (typeof ATTENTION_REASONS)[number];
+
+/**
+ * Where Needs-you items go outside the browser (issue 47 §3): a signed JSON webhook, a Slack
+ * incoming webhook, an ntfy topic (phones), or the desktop of the machine the manager runs on.
+ */
+export const NOTIFICATION_KINDS = ['webhook', 'slack', 'ntfy', 'desktop'] as const;
+export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
+
+/** A notification's delivery: waiting to be sent (or retried), sent, given up after 24 h. */
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];

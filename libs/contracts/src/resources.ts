@@ -41,6 +41,8 @@ import type {
   LandMethod,
   LandingQueueState,
   AttentionReason,
+  DeliveryStatus,
+  NotificationKind,
 } from './enums';
 
 // Resource shapes as the API returns them (JSON). Timestamps are ISO 8601 strings; a value that
@@ -417,6 +419,50 @@ export interface ConfigurationValues {
   personName: string | null;
   /** That person's email (null: git's `user.email`, or none). */
   personEmail: string | null;
+  /** Where Needs-you items are sent outside the browser (issue 47 §3). */
+  notificationChannels: NotificationChannel[];
+  /** Signs what `webhook` channels receive (HMAC-SHA256); write-only (the API reads it back as null). */
+  notificationWebhookSecret: string | null;
+}
+
+/** One place Needs-you items are sent to. */
+export interface NotificationChannel {
+  /** Its name, unique in the list (letters, digits, `-`, `_`). */
+  id: string;
+  kind: NotificationKind;
+  /** Where to POST (http or https); null for `desktop`. */
+  url: string | null;
+  /** Only these reasons (null: every reason). */
+  reasons: AttentionReason[] | null;
+  /** Only this person's items (`person_…`; null: everyone's). */
+  person: string | null;
+  /** Sends only what is still open after this many seconds (0: at once). */
+  delaySeconds: number;
+}
+
+/** One message to one channel: the items it carries, and how sending it went. */
+export interface NotificationDelivery {
+  /** The same on every retry (`X-Agent-Manager-Delivery`). */
+  id: string;
+  channelId: string;
+  kind: NotificationKind;
+  status: DeliveryStatus;
+  items: NotificationDeliveryItem[];
+  attempts: number;
+  lastError: string | null;
+  createdAt: string;
+  nextAttemptAt: string | null;
+  deliveredAt: string | null;
+}
+
+/** An item as a delivery carried it. */
+export interface NotificationDeliveryItem {
+  id: string;
+  reason: AttentionReason;
+  since: string;
+  summary: string;
+  requirement: { id: string; title: string };
+  link: string;
 }
 
 /** One configured secret (issue 45): its name, where its value comes from, and the header it may become. */
@@ -473,6 +519,7 @@ export interface ManagerConfiguration {
   effective: ConfigurationValues;
   overriddenFields: (keyof ConfigurationValues)[];
   githubWebhookSecretConfigured: boolean;
+  notificationWebhookSecretConfigured: boolean;
   liveFields: (keyof ConfigurationValues)[];
   restartRequired: boolean;
   restartRequiredFields: (keyof ConfigurationValues)[];

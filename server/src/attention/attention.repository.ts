@@ -14,6 +14,13 @@ export class AttentionRepository {
     return this.database.read(AttentionItemEntity).find({ where: personId === undefined ? {} : { personId } });
   }
 
+  /** The items of `ids` that are open. */
+  openOf(ids: string[]): Promise<AttentionItemEntity[]> {
+    return ids.length === 0
+      ? Promise.resolve([])
+      : this.database.read(AttentionItemEntity).createQueryBuilder('a').where('a.id IN (:...ids)', { ids }).getMany();
+  }
+
   /** The Requirements that have an open item. */
   async requirementsWithItems(): Promise<string[]> {
     const rows = await this.database.read(AttentionItemEntity).find({ select: { requirementId: true } });

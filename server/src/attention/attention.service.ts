@@ -55,6 +55,11 @@ export class AttentionService {
     return { items: rows.map(toAttentionItem).sort(byAttentionOrder) };
   }
 
+  /** Which of these items are still open (a delayed notification is sent only for those). */
+  async openIds(ids: string[]): Promise<Set<string>> {
+    return new Set((await this.repository.openOf(ids)).map((row) => row.id));
+  }
+
   /** After what a Requirement's reasons may have changed (each event names its Requirement, or lists them). */
   @OnCommitted([
     'requirement.created',

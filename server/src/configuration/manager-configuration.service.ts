@@ -15,6 +15,7 @@ import { EventLog, audit } from '../events/event-log.service';
 /** The configuration as the API and events show it: secrets replaced by whether they are set. */
 export interface PublicConfiguration extends ConfigurationSnapshot {
   githubWebhookSecretConfigured: boolean;
+  notificationWebhookSecretConfigured: boolean;
   liveFields: ConfigurationKey[];
 }
 
@@ -25,13 +26,16 @@ function redact(snapshot: ConfigurationSnapshot): PublicConfiguration {
       ...snapshot.effective,
       databaseUrl: redactDatabaseUrl(snapshot.effective.databaseUrl),
       githubWebhookSecret: null,
+      notificationWebhookSecret: null,
     },
     githubWebhookSecretConfigured: snapshot.effective.githubWebhookSecret !== null,
+    notificationWebhookSecretConfigured: snapshot.effective.notificationWebhookSecret !== null,
     liveFields: [...LIVE_CONFIGURATION_KEYS],
     values: {
       ...snapshot.values,
       databaseUrl: redactDatabaseUrl(snapshot.values.databaseUrl),
       githubWebhookSecret: null,
+      notificationWebhookSecret: null,
     },
   };
 }

@@ -29,6 +29,7 @@ import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.
 import { RequirementCheckpointEntity } from '../worktrees/requirement-checkpoint.entity';
 import { RequirementLandingEntity } from '../requirements/requirement-landing.entity';
 import { AttentionItemEntity } from '../requirements/attention-item.entity';
+import { NotificationDeliveryEntity, NotificationPendingEntity } from '../notifications/notification.entities';
 import { LandingQueueEntity } from '../landing/landing-queue.entity';
 import { AgentTimerEntity } from '../timers/agent-timer.entity';
 import { RequirementEntity } from '../requirements/requirement.entity';
@@ -60,6 +61,8 @@ export const ENTITIES = [
   RequirementEntity,
   RequirementLandingEntity,
   AttentionItemEntity,
+  NotificationDeliveryEntity,
+  NotificationPendingEntity,
   RequirementMessageEntity,
   RequirementNetworkEntity,
   RequirementWorktreeEntity,

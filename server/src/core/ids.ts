@@ -4,6 +4,7 @@ export const ID_PREFIXES = {
   attachment: 'att',
   attention: 'atn',
   checkpoint: 'ckp',
+  delivery: 'dlv',
   message: 'msg',
   networkBlocked: 'nbl',
   pullRequest: 'pr',

@@ -5,6 +5,7 @@ import type { ConfigurationValues } from '@libs/contracts';
 
 import { CONFIGURATION_DEFAULTS } from '../core/configuration/configuration.schema';
 import { overridesFromEnv } from '../core/configuration/configuration.service';
+import { runningInstance } from '../core/workspace/instance-lock';
 import { codeFactoryHome, workspaceKey } from '../core/workspace/workspace';
 import { AgentCli, checkAgentCli, codexCredentialsBesidesLogin } from './agent-cli-check';
 import { checkAgentEnvironment, checkIsolation, checkNetwork } from './containment-checks';
@@ -76,7 +77,9 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
       title: 'Claude Code',
     },
   ];
-  const serving = options.serving;
+  // The person's own manager of this workspace on the port asked about is what serves there:
+  // the dashboard sends people to doctor exactly while it runs (issue 47 §5).
+  const serving = options.serving ?? ownManagerOn(root, home, configuration.port);
   const [git, codex, claude, github, isolation, network, port, database] = await Promise.all([
     checkGit(cwd, env, timeoutMs),
     checkAgentCli(clis[0], cwd, env, timeoutMs),
@@ -136,4 +139,20 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
     database,
   ];
   return { checks, ok: !checks.some((c) => c.required && c.status === 'fail') };
+}
+
+/**
+ * The URL of this workspace's running Agent Manager when it listens on `port` (its lock names a
+ * live process and the URL it serves), else undefined: then the port is probed as for a start.
+ */
+function ownManagerOn(root: string, home: string, port: number): string | undefined {
+  const own = runningInstance(path.join(home, 'workspaces', workspaceKey(root), 'manager.lock'));
+  if (own?.url === null || own?.url === undefined) {
+    return undefined;
+  }
+  try {
+    return Number(new URL(own.url).port) === port ? own.url : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -224,47 +224,63 @@ export class LandingQueueService implements OnApplicationBootstrap {
     }
   }
 
+  /**
+   * Lands the first item that can land, in queue order, and starts again from the top after each
+   * land (the base moved). One that cannot go on now — paused on a conflict until its agent
+   * rebases, or its run still active — is passed over: the next clean one lands instead of
+   * waiting behind it (issue 47 §5); it keeps its place and goes on once it can.
+   */
   private async pass(): Promise<void> {
     for (;;) {
-      const [head] = await this.repository.queue();
-      if (!head) {
-        return;
-      }
-      if (head.state === 'paused' && !(await this.mayResume(head))) {
-        return;
-      }
-      await this.setState(head.requirementId, { conflictPaths: [], reason: null, state: 'landing' });
-      try {
-        await this.landing.land(
-          head.requirementId,
-          { expectedHead: head.expectedHead ?? undefined, markDone: true, method: head.method as LocalLandMethod },
-          QUEUE_ACTOR,
-        );
-        await this.change(QUEUE_ACTOR, async (tx, rows) => this.drop(tx, rows, head.requirementId));
-        continue;
-      } catch (err) {
-        const code = err instanceof DomainError ? err.code : null;
-        if (code !== null && DROPPED.has(code)) {
-          await this.change(QUEUE_ACTOR, async (tx, rows) => this.drop(tx, rows, head.requirementId));
+      let landed = false;
+      for (const item of await this.repository.queue()) {
+        if (item.state === 'paused' && !(await this.mayResume(item))) {
           continue;
         }
-        if (code === 'run_active') {
-          await this.setState(head.requirementId, { state: 'queued' });
-          return; // its run's end asks again
+        if ((await this.landOne(item)) === 'gone') {
+          landed = true;
+          break;
         }
-        const paths = code === 'land_conflict' ? ((err as DomainError).details ?? []) : [];
-        await this.setState(head.requirementId, {
-          conflictPaths: paths,
-          reason: (err as Error).message,
-          state: 'paused',
-        });
-        if (code === 'land_conflict') {
-          await this.askToRebase(head.requirementId, paths).catch((e: unknown) =>
-            this.logger.warn(`could not ask ${head.requirementId} to rebase: ${(e as Error).message}`),
-          );
-        }
+      }
+      if (!landed) {
         return;
       }
+    }
+  }
+
+  /** Tries one item: `gone` when it landed or was dropped, `waits` when it stays queued or paused. */
+  private async landOne(item: LandingQueueEntity): Promise<'gone' | 'waits'> {
+    await this.setState(item.requirementId, { conflictPaths: [], reason: null, state: 'landing' });
+    try {
+      await this.landing.land(
+        item.requirementId,
+        { expectedHead: item.expectedHead ?? undefined, markDone: true, method: item.method as LocalLandMethod },
+        QUEUE_ACTOR,
+      );
+      await this.change(QUEUE_ACTOR, async (tx, rows) => this.drop(tx, rows, item.requirementId));
+      return 'gone';
+    } catch (err) {
+      const code = err instanceof DomainError ? err.code : null;
+      if (code !== null && DROPPED.has(code)) {
+        await this.change(QUEUE_ACTOR, async (tx, rows) => this.drop(tx, rows, item.requirementId));
+        return 'gone';
+      }
+      if (code === 'run_active') {
+        await this.setState(item.requirementId, { state: 'queued' });
+        return 'waits'; // its run's end asks again
+      }
+      const paths = code === 'land_conflict' ? ((err as DomainError).details ?? []) : [];
+      await this.setState(item.requirementId, {
+        conflictPaths: paths,
+        reason: (err as Error).message,
+        state: 'paused',
+      });
+      if (code === 'land_conflict') {
+        await this.askToRebase(item.requirementId, paths).catch((e: unknown) =>
+          this.logger.warn(`could not ask ${item.requirementId} to rebase: ${(e as Error).message}`),
+        );
+      }
+      return 'waits';
     }
   }
 

@@ -202,7 +202,18 @@ type DropIndex = number | null;
               </div>
               @if (item.state === 'paused' && (item.reason || item.conflictPaths.length > 0)) {
                 <div class="queue-reason" data-testid="queue-reason">
-                  {{ item.reason }}
+                  {{ t('queue.waiting', { s: item.reason ?? '' }) }}
+                  @if (idle(item)) {
+                    <button
+                      type="button"
+                      class="small primary"
+                      (click)="start(item)"
+                      data-testid="queue-start"
+                      [title]="t('queue.startHint')"
+                    >
+                      {{ t('queue.start', { title: titleOf(item) }) }}
+                    </button>
+                  }
                   @if (item.conflictPaths.length > 0) {
                     <span class="queue-files" data-testid="queue-files" [title]="item.conflictPaths.join(', ')">{{
                       fileList(item.conflictPaths)
@@ -248,6 +259,19 @@ export class LandingQueuePanel {
   }
 
   /** The board's title when it has the Requirement (renamed since it was queued), else the queue's. */
+  /**
+   * A paused item whose agent is not at work (stopped, failed, over budget, or done with its
+   * run): its rebase request waits for a start — the queue meanwhile lands the ones after it.
+   */
+  protected idle(item: LandingQueueItem): boolean {
+    const r = this.requirements.requirements().get(item.requirementId);
+    return r !== undefined && r.session.state !== 'running';
+  }
+
+  protected start(item: LandingQueueItem): void {
+    void this.requirements.start(item.requirementId).catch(() => undefined);
+  }
+
   protected titleOf(item: LandingQueueItem): string {
     return this.requirements.requirements().get(item.requirementId)?.title ?? item.title;
   }

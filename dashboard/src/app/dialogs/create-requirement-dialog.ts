@@ -14,7 +14,7 @@ import { Router } from '@angular/router';
 import { LIMITS } from '@libs/contracts';
 
 import { ApiError } from '../core/api';
-import { I18n } from '../core/i18n';
+import { I18n, keyOf } from '../core/i18n';
 import { Notifier } from '../core/notifier';
 import {
   PROVIDERS,
@@ -400,9 +400,11 @@ export class CreateRequirementDialog implements OnInit {
       } else {
         const dependsOn = this.dependsOnBody();
         const baseRef = this.baseRef().trim();
+        // "Start right away" with dependencies is the person's intent to start once they are met:
+        // autoStart, so it starts by itself then (a start now would be refused while one waits).
         const edited = await this.store.create({
           ...withLoop,
-          ...(dependsOn.length > 0 && { dependsOn }),
+          ...(dependsOn.length > 0 && { dependsOn, ...(this.startNow() && { autoStart: true }) }),
           ...(baseRef && { baseRef }),
         });
         this.warnAbout(edited);
@@ -411,7 +413,20 @@ export class CreateRequirementDialog implements OnInit {
       }
       // Created: from here on this dialog never creates again, whatever the start answers.
       let startError: string | null = null;
-      if (this.startNow()) {
+      const waitsFor = (created.dependsOn ?? []).filter((d) => d.state === 'pending');
+      if (this.startNow() && waitsFor.length > 0) {
+        this.notifier.info(
+          this.t('create.startsWhen', {
+            s: waitsFor
+              .map((d) =>
+                this.t(keyOf('deps.is', d.until), {
+                  s: this.store.requirements().get(d.requirementId)?.title ?? d.requirementId,
+                }),
+              )
+              .join(', '),
+          }),
+        );
+      } else if (this.startNow()) {
         try {
           await this.store.start(created.id);
         } catch (err) {

@@ -25,6 +25,7 @@ import {
 
 import { CONFIGURATION_KEYS, type ConfigurationKey } from '../../core/configuration/configuration.schema';
 import { SecretDefinitionDto } from '../../core/secrets/secret-definitions';
+import { NotificationChannelDto } from '../../core/configuration/notification-channels';
 import { OptionalEnum } from '../../core/validation';
 
 export class ConfigurationValuesDto implements ConfigurationValues {
@@ -108,6 +109,14 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty() rdInactivityTimeoutSeconds!: number;
   @ApiProperty({ description: 'Secrets agents never see (names and sources only)', type: [SecretDefinitionDto] })
   secrets!: SecretDefinitionDto[];
+  @ApiProperty({ description: 'Where Needs-you items are sent outside the browser', type: [NotificationChannelDto] })
+  notificationChannels!: NotificationChannelDto[];
+  @ApiProperty({
+    description: 'Always null: the secret is write-only (see notificationWebhookSecretConfigured)',
+    nullable: true,
+    type: String,
+  })
+  notificationWebhookSecret!: string | null;
   @ApiProperty() worktreeIdleDays!: number;
   @ApiProperty({ type: [String] }) worktreeLinks!: string[];
   @ApiProperty({ nullable: true, type: String }) worktreeRoot!: string | null;
@@ -133,6 +142,8 @@ export class ConfigurationResponseDto implements ManagerConfiguration {
   overriddenFields!: ConfigurationKey[];
   @ApiProperty({ description: 'Whether a webhook secret is set (the secret itself is never returned)' })
   githubWebhookSecretConfigured!: boolean;
+  @ApiProperty({ description: 'Whether a notification webhook secret is set (never returned)' })
+  notificationWebhookSecretConfigured!: boolean;
   @ApiProperty({
     description: 'Fields a change applies to at once; every other field needs a restart',
     enum: CONFIGURATION_KEYS,

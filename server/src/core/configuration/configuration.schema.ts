@@ -16,6 +16,7 @@ import {
 import { VARIABLE_PATTERN } from '../environment-variables';
 import { HostRuleList } from '../network/host-rule-list';
 import { SecretList } from '../secrets/secret-definitions';
+import { NotificationChannelList } from './notification-channels';
 import { OptionalEnum, OptionalInt, OptionalNumber, OptionalText, OptionalTextList } from '../validation';
 
 export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
@@ -54,6 +55,8 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   networkDeny: [],
   networkMode: 'allow_list',
   personEmail: null,
+  notificationChannels: [],
+  notificationWebhookSecret: null,
   personName: null,
   port: 4310,
   pullRequestReconcileIntervalSeconds: 60,
@@ -95,6 +98,8 @@ export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
   'networkAllow',
   'networkDeny',
   'networkMode',
+  'notificationChannels',
+  'notificationWebhookSecret',
   'pullRequestReconcileIntervalSeconds',
   'rdInactivityTimeoutSeconds',
   'secrets',
@@ -389,6 +394,20 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
     pattern: PERSON_EMAIL,
   })
   personEmail?: string | null;
+
+  @NotificationChannelList(
+    'Where Needs-you items are sent outside the browser (issue 47): {id, kind: webhook|slack|ntfy|desktop, url?, reasons?, person?, delaySeconds?}; each item is sent at most once per channel, retried for 24 h (applied at once)',
+  )
+  notificationChannels?: ConfigurationValues['notificationChannels'];
+
+  @OptionalText({
+    description:
+      'Signs what webhook channels receive (X-Agent-Manager-Signature: sha256=HMAC of "<timestamp>.<body>"); null: unsigned. Write-only: read back as null',
+    max: 1024,
+    min: 16,
+    nullable: true,
+  })
+  notificationWebhookSecret?: string | null;
 
   @OptionalText({
     description:

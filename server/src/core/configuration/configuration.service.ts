@@ -51,7 +51,7 @@ export function overridesFromEnv(env: NodeJS.ProcessEnv): Partial<ConfigurationV
       continue;
     }
     const fallback = CONFIGURATION_DEFAULTS[key];
-    if (key === 'secrets') {
+    if (key === 'secrets' || key === 'notificationChannels') {
       // Objects: JSON (CODE_FACTORY_SECRETS='[{"name":"NPM_TOKEN","host":"npm.pkg.github.com","header":"Authorization"}]').
       result[key] = parseJson(raw);
       continue;

@@ -36,6 +36,8 @@ const values: ManagerConfiguration['values'] = {
   networkAllow: [],
   networkDeny: [],
   networkMode: 'allow_list',
+  notificationChannels: [],
+  notificationWebhookSecret: null,
   authentication: 'token',
   board: null,
   cancelledRequirementRetentionDays: 7,
@@ -76,6 +78,7 @@ const values: ManagerConfiguration['values'] = {
 const configuration: ManagerConfiguration = {
   effective: values,
   githubWebhookSecretConfigured: false,
+  notificationWebhookSecretConfigured: false,
   liveFields: [],
   overriddenFields: [],
   path: '/tmp/config.json',

@@ -24,6 +24,7 @@ import { ReviewComments1766538600000 } from './1766538600000-review-comments';
 import { Checkpoints1766539800000 } from './1766539800000-checkpoints';
 import { LandedWork1766541000000 } from './1766541000000-landed-work';
 import { Attention1766542000000 } from './1766542000000-attention';
+import { Notifications1766543000000 } from './1766543000000-notifications';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -53,4 +54,5 @@ export const MIGRATIONS = [
   Checkpoints1766539800000,
   LandedWork1766541000000,
   Attention1766542000000,
+  Notifications1766543000000,
 ];
