@@ -111,9 +111,17 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
       }),
     );
     await page.getByTestId('start').click();
-    await errorToast()
-      .getByText(/^409 · .*\(until done/)
+    // In words: the server's sentence, no "409 ·" in front; the status behind the toggle (issue 47 §2).
+    const refused = errorToast().filter({ hasText: 'is blocked by' });
+    await refused
+      .getByTestId('toast-text')
+      .getByText(/^"[^"]*" is blocked by .*\(until done/)
       .waitFor();
+    await refused.getByTestId('toast-detail').locator('summary').click();
+    await expect(refused.getByTestId('toast-detail').locator('pre').innerText()).resolves.toBe(
+      'HTTP 409 · dependency_unmet',
+    );
+    await refused.locator('button.ghost').click();
     await expect(composer.inputValue()).resolves.toBe(typed);
     await shot('refused-start-keeps-draft');
 
@@ -122,7 +130,7 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
       route.fulfill({ json: { code: 'unavailable', message: 'Try again', statusCode: 503 }, status: 503 }),
     );
     await page.getByTestId('composer-send').click();
-    await errorToast().getByText('503 · Try again').waitFor();
+    await errorToast().getByText('Try again', { exact: true }).waitFor();
     await expect(composer.inputValue()).resolves.toBe(typed);
 
     // A refused edit leaves the dialog open with the new title in it.
@@ -134,7 +142,7 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     await page.getByTestId('edit').click();
     await page.getByTestId('create-title').fill('Use the API, edited');
     await page.getByTestId('create-submit').click();
-    await errorToast().getByText('409 · Edited elsewhere').waitFor();
+    await errorToast().getByText('Edited elsewhere', { exact: true }).waitFor();
     await expect(page.getByTestId('create-title').inputValue()).resolves.toBe('Use the API, edited');
     page.once('dialog', (d) => void d.accept());
     await page.keyboard.press('Escape');
@@ -191,7 +199,7 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     await page.getByTestId('diff').locator('tr', { hasText: 'added line' }).locator('td.d2h-code-linenumber').click();
     await page.getByTestId('line-comment-text').fill('Why this line?');
     await page.getByTestId('line-comment-send').click();
-    await errorToast().getByText('503 · Try again').waitFor();
+    await errorToast().getByText('Try again', { exact: true }).waitFor();
     await expect(page.getByTestId('line-comment-text').inputValue()).resolves.toBe('Why this line?');
     await page.unrouteAll({ behavior: 'ignoreErrors' });
     await page.setViewportSize(PHONE);

@@ -132,7 +132,15 @@ import { SearchBox } from './search/search-box';
           [class.error]="toast.kind === 'error'"
           [attr.role]="toast.kind === 'error' ? 'alert' : 'status'"
         >
-          <span class="spacer">{{ toast.text }}</span>
+          <span class="spacer">
+            <span class="toast-text" data-testid="toast-text">{{ toast.text }}</span>
+            @if (toast.detail) {
+              <details class="toast-detail" data-testid="toast-detail">
+                <summary>{{ t('toast.details') }}</summary>
+                <pre>{{ toast.detail }}</pre>
+              </details>
+            }
+          </span>
           <button
             type="button"
             class="ghost small"

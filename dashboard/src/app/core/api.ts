@@ -84,8 +84,27 @@ export class Api {
       return error;
     }
     if (!quiet) {
-      this.notifier.error(error.status ? `${error.status} · ${error.message}` : error.message);
+      const { headline, rest } = inWords(error.message);
+      const status = error.status ? `HTTP ${error.status}${error.code ? ` · ${error.code}` : ''}` : '';
+      this.notifier.error(headline, [rest, ...error.details, status].filter((part) => part !== '').join('\n'));
     }
     return error;
   }
+}
+
+/**
+ * What a refusal says, for a person: its first line as the toast (no status code in front), and
+ * the rest — once each: a provider's JSON repeated by every layer it passed through — behind a
+ * toggle with the status (issue 47 §2).
+ */
+export function inWords(message: string): { headline: string; rest: string } {
+  const lines = message
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+  const seen = new Set<string>();
+  const unique = lines.filter((line) => !seen.has(line) && seen.add(line));
+  const [first = message.trim(), ...more] = unique;
+  const headline = first.length > 200 ? `${first.slice(0, 199)}…` : first;
+  return { headline, rest: [first.length > 200 ? first : '', ...more].filter((l) => l !== '').join('\n') };
 }

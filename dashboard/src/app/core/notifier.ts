@@ -4,6 +4,8 @@ export interface Toast {
   id: number;
   kind: 'error' | 'info';
   text: string;
+  /** What else there is to it (behind a toggle): the rest of a long error, its status. */
+  detail: string;
 }
 
 const OPT_OUT_KEY = 'am.notifications';
@@ -16,8 +18,8 @@ export class Notifier {
   readonly browserEnabled = signal(localStorage.getItem(OPT_OUT_KEY) !== 'off');
   private ids = 0;
 
-  error(text: string): void {
-    this.push('error', text);
+  error(text: string, detail = ''): void {
+    this.push('error', text, detail);
   }
 
   info(text: string): void {
@@ -60,9 +62,12 @@ export class Notifier {
     }
   }
 
-  private push(kind: Toast['kind'], text: string): void {
+  private push(kind: Toast['kind'], text: string, detail = ''): void {
     const id = ++this.ids;
-    this.list.update((all) => [...all.slice(-3), { id, kind, text }]);
-    setTimeout(() => this.dismiss(id), kind === 'error' ? 8000 : 4000);
+    this.list.update((all) => [...all.slice(-3), { detail, id, kind, text }]);
+    // An error with details stays until dismissed: someone may be reading them.
+    if (kind === 'info' || detail === '') {
+      setTimeout(() => this.dismiss(id), kind === 'error' ? 8000 : 4000);
+    }
   }
 }

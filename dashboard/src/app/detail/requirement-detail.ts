@@ -15,6 +15,7 @@ import { Router, RouterLink } from '@angular/router';
 import { I18n, keyOf } from '../core/i18n';
 import { BudgetMeter } from '../boards/budget-meter';
 import { attentionOf } from '../core/attention';
+import { inWords } from '../core/api';
 import { landed } from '../core/landing';
 import { isQueued } from '../core/live/queued';
 import type { Requirement } from '../core/api-types';
@@ -164,6 +165,8 @@ export class RequirementDetail {
     const id = this.requirement()?.forkedFromRequirementId;
     return id ? (this.requirements.requirements().get(id) ?? { id, title: id }) : null;
   });
+  /** A run's error as a line, its repeated rest behind a toggle (issue 47 §2). */
+  protected readonly inWords = inWords;
   protected readonly attention = computed(() => {
     const r = this.requirement();
     return r ? attentionOf(r) : null;

@@ -68,6 +68,9 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'worktreeSubdirectory', type: 'nullable' },
   { key: 'githubApiUrl', type: 'text' },
   { key: 'githubWebhookSecret', type: 'secret' },
+  // Needs you outside the browser (issue 47 §3): edited as the JSON the configuration file holds.
+  { key: 'notificationChannels', type: 'json' },
+  { key: 'notificationWebhookSecret', type: 'secret' },
   { key: 'allowedOrigin', type: 'nullable' },
   { key: 'databasePath', type: 'nullable' },
   { key: 'databaseUrl', type: 'secret' },
