@@ -155,6 +155,11 @@ describe('needs you (attention)', () => {
     });
     await ok(api().POST('/api/requirements/{id}/cancel', { params: { path: { id: first.id } } }));
     await reasonsBecome(then.id, ['dependency_cancelled']);
+    // The event's Requirement is whole: a dashboard keeps it (its dependencies included).
+    const opened = await eventFor('attention.opened', then.id, 'dependency_cancelled');
+    expect((opened.data.payload.requirement as Schemas['RequirementResponseDto']).dependsOn).toEqual([
+      expect.objectContaining({ requirementId: first.id, state: 'cancelled' }),
+    ]);
     await ok(
       api().PUT('/api/requirements/{id}/dependencies', { body: { dependsOn: [] }, params: { path: { id: then.id } } }),
     );

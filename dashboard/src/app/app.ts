@@ -4,6 +4,7 @@ import { Router, RouterLink, RouterLinkActive, RouterOutlet } from '@angular/rou
 
 import { AttentionStore } from './core/stores/attention-store';
 import { Favicon } from './core/favicon';
+import { shortcutAllowed } from './core/shortcuts';
 import { I18n, type Language, keyOf } from './core/i18n';
 import { LoginState } from './core/login-state';
 import { Notifier } from './core/notifier';
@@ -193,13 +194,7 @@ export class App {
 
   /** `g n`: Needs you, from anywhere but a text field. */
   protected onKey(event: KeyboardEvent): void {
-    const target = event.target as HTMLElement | null;
-    if (
-      event.ctrlKey ||
-      event.metaKey ||
-      event.altKey ||
-      target?.closest('input, textarea, select, [contenteditable]')
-    ) {
+    if (!shortcutAllowed(event)) {
       return;
     }
     if (event.key === 'g') {

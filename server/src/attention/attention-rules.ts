@@ -78,7 +78,8 @@ export function attentionFindings(facts: AttentionFacts): AttentionFinding[] {
     );
   }
   const queued = facts.queueItem;
-  if (queued?.state === 'paused') {
+  // Tried again, it keeps its reason while it lands: still waiting until the attempt answers.
+  if (queued?.state === 'paused' || (queued?.state === 'landing' && queued.reason !== null)) {
     if (queued.conflictPaths.length > 0) {
       add(
         'queue_blocked',

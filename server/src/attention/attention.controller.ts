@@ -22,7 +22,6 @@ export class AttentionController {
   @ApiOkResponse({ type: AttentionListDto })
   @ApiBadRequestResponse({ description: 'person is neither "me" nor a person id' })
   list(@Query() query: AttentionQueryDto, @Actor() actor: EventActor): Promise<AttentionListDto> {
-    const person = query.person === 'me' ? (actor.id ?? undefined) : query.person;
-    return this.attention.list(person);
+    return this.attention.list(query.person, actor);
   }
 }

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 
-import type { AttentionPerson, ManagerEvent } from '@libs/contracts';
+import type { AttentionPerson, EventActor, ManagerEvent } from '@libs/contracts';
 
 import { runnerPerson } from '../core/board/runner-directory';
 import { Clock } from '../core/clock';
@@ -49,8 +49,9 @@ export class AttentionService {
     @Inject(RUNTIME) private readonly runtime: Runtime,
   ) {}
 
-  /** GET /attention: every open item, oldest first; `personId` keeps one person's. */
-  async list(personId?: string): Promise<AttentionListDto> {
+  /** GET /attention: every open item, oldest first; `person` keeps one person's (`me`: the one asking). */
+  async list(person: string | undefined, actor: EventActor): Promise<AttentionListDto> {
+    const personId = person === 'me' ? (actor.id ?? this.runtime.person.id) : person;
     const rows = await this.repository.open(personId);
     return { items: rows.map(toAttentionItem).sort(byAttentionOrder) };
   }
@@ -121,14 +122,15 @@ export class AttentionService {
 
   private async reconcile(requirementId: string): Promise<void> {
     const requirement = await this.requirements.snapshot(requirementId);
-    if (requirement === null) {
-      return; // purged: its rows went with it
+    if (requirement === null || !this.mine(requirement)) {
+      return; // purged (its rows went with it), or another runner's to look at
     }
     const findings = attentionFindings(await this.facts(requirement));
     await this.database.write(async (tx) => {
-      const rows = await this.requirements.findForWrite(tx, requirementId);
+      // With its dependencies: the events carry the snapshot a dashboard keeps.
+      const rows = await this.requirements.loadForWrite(tx, requirementId).catch(() => null);
       if (rows === null) {
-        return;
+        return; // purged meanwhile
       }
       const open = rows.requirement.attention ?? [];
       const wanted = new Map(findings.map((f) => [f.reason, f]));
@@ -202,6 +204,18 @@ export class AttentionService {
       refused,
       requirement,
     };
+  }
+
+  /**
+   * Team mode: a runner looks at the Requirements it runs, the leader at those no runner runs yet:
+   * one writer per Requirement's items, and the facts (its network rules) of the runner that runs it.
+   */
+  private mine(requirement: RequirementResponseDto): boolean {
+    const board = this.runtime.board;
+    if (!board) {
+      return true;
+    }
+    return requirement.runner === null ? board.leads : requirement.runner.id === board.runnerId;
   }
 
   /** Whose an item is: the person of the runner that runs the Requirement (team mode), else this manager's. */

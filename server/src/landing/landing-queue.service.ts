@@ -248,40 +248,61 @@ export class LandingQueueService implements OnApplicationBootstrap {
     }
   }
 
-  /** Tries one item: `gone` when it landed or was dropped, `waits` when it stays queued or paused. */
+  /**
+   * Tries one item: `gone` when it landed or was dropped, `waits` when it stays queued or paused.
+   * A paused item keeps its reason while it is tried again (what needs the person does not flicker
+   * away and back with each attempt); an attempt that ends without an answer puts it back as it was.
+   */
   private async landOne(item: LandingQueueEntity): Promise<'gone' | 'waits'> {
-    await this.setState(item.requirementId, { conflictPaths: [], reason: null, state: 'landing' });
+    await this.setState(item.requirementId, { state: 'landing' });
+    let outcome: 'landed' | 'dropped' | 'waits' | null = null;
     try {
-      await this.landing.land(
-        item.requirementId,
-        { expectedHead: item.expectedHead ?? undefined, markDone: true, method: item.method as LocalLandMethod },
-        QUEUE_ACTOR,
-      );
-      await this.change(QUEUE_ACTOR, async (tx, rows) => this.drop(tx, rows, item.requirementId));
-      return 'gone';
-    } catch (err) {
-      const code = err instanceof DomainError ? err.code : null;
-      if (code !== null && DROPPED.has(code)) {
+      try {
+        await this.landing.land(
+          item.requirementId,
+          { expectedHead: item.expectedHead ?? undefined, markDone: true, method: item.method as LocalLandMethod },
+          QUEUE_ACTOR,
+        );
+        outcome = 'landed';
+      } catch (err) {
+        outcome = await this.refused(item, err);
+      }
+      if (outcome !== 'waits') {
         await this.change(QUEUE_ACTOR, async (tx, rows) => this.drop(tx, rows, item.requirementId));
-        return 'gone';
       }
-      if (code === 'run_active') {
-        await this.setState(item.requirementId, { state: 'queued' });
-        return 'waits'; // its run's end asks again
-      }
-      const paths = code === 'land_conflict' ? ((err as DomainError).details ?? []) : [];
-      await this.setState(item.requirementId, {
-        conflictPaths: paths,
-        reason: (err as Error).message,
-        state: 'paused',
-      });
-      if (code === 'land_conflict') {
-        await this.askToRebase(item.requirementId, paths).catch((e: unknown) =>
-          this.logger.warn(`could not ask ${item.requirementId} to rebase: ${(e as Error).message}`),
+      return outcome === 'waits' ? 'waits' : 'gone';
+    } finally {
+      if (outcome === null) {
+        // The land's own bookkeeping failed: back to what it was, so the next pass tries again.
+        await this.setState(item.requirementId, { state: item.state === 'landing' ? 'queued' : item.state }).catch(
+          () => undefined,
         );
       }
-      return 'waits';
     }
+  }
+
+  /** What a refused land means for its item: dropped (nothing to land), waiting for its run, or paused with the reason. */
+  private async refused(item: LandingQueueEntity, err: unknown): Promise<'dropped' | 'waits'> {
+    const code = err instanceof DomainError ? err.code : null;
+    if (code !== null && DROPPED.has(code)) {
+      return 'dropped';
+    }
+    if (code === 'run_active') {
+      await this.setState(item.requirementId, { conflictPaths: [], reason: null, state: 'queued' });
+      return 'waits'; // its run's end asks again
+    }
+    const paths = code === 'land_conflict' ? ((err as DomainError).details ?? []) : [];
+    await this.setState(item.requirementId, {
+      conflictPaths: paths,
+      reason: (err as Error).message,
+      state: 'paused',
+    });
+    if (code === 'land_conflict') {
+      await this.askToRebase(item.requirementId, paths).catch((e: unknown) =>
+        this.logger.warn(`could not ask ${item.requirementId} to rebase: ${(e as Error).message}`),
+      );
+    }
+    return 'waits';
   }
 
   /**

@@ -39,6 +39,9 @@ const NTFY_PRIORITY: Record<AttentionReason, number> = {
   waiting_reply: 4,
 };
 
+/** Items a Slack message shows as blocks (Slack takes at most 50 blocks). */
+const SLACK_ITEMS = 45;
+
 /** One line per item: "Asks you — Title: summary". */
 function line(item: NotificationDeliveryItem): string {
   return `${REASON_WORDS[item.reason]} — ${item.requirement.title}: ${item.summary}`;
@@ -72,8 +75,9 @@ export function messageFor(
     case 'slack':
       return {
         body: JSON.stringify({
-          blocks: items.flatMap((item) => [
-            {
+          // Slack takes at most 50 blocks: past SLACK_ITEMS the rest are counted in a last one.
+          blocks: [
+            ...items.slice(0, SLACK_ITEMS).map((item) => ({
               accessory: {
                 text: { text: 'Open', type: 'plain_text' },
                 type: 'button',
@@ -84,8 +88,11 @@ export function messageFor(
                 type: 'mrkdwn',
               },
               type: 'section',
-            },
-          ]),
+            })),
+            ...(items.length > SLACK_ITEMS
+              ? [{ text: { text: `…and ${items.length - SLACK_ITEMS} more`, type: 'mrkdwn' }, type: 'section' }]
+              : []),
+          ],
           text: slackEscape(items.length === 1 ? line(first) : `${headline(items)}\n${text}`),
         }),
         headers: { 'content-type': 'application/json' },

@@ -29,10 +29,10 @@ export class NotificationsRepository {
   take(uow: UnitOfWork, delivery: NotificationDeliveryEntity, items: NotificationPendingEntity[]): void {
     uow.insert(NotificationDeliveryEntity, delivery);
     for (const item of items) {
-      uow.update(
-        NotificationPendingEntity,
-        { deliveryId: delivery.id },
-        { channelId: item.channelId, itemId: item.itemId },
+      // Only an item no delivery took: two looks at once (a leadership handover) never both send it.
+      uow.execute(
+        'UPDATE notification_pending SET delivery_id = ? WHERE channel_id = ? AND item_id = ? AND delivery_id IS NULL',
+        [delivery.id, item.channelId, item.itemId],
       );
     }
   }

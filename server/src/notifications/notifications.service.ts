@@ -100,7 +100,8 @@ export class NotificationsService implements OnApplicationBootstrap, OnApplicati
   @OnCommitted(['attention.opened'])
   async itemsOpened(events: ManagerEvent[]): Promise<void> {
     const channels = this.channels();
-    if (channels.length === 0) {
+    // Team mode: the leader owes and sends, to the channels it is configured with.
+    if (channels.length === 0 || (this.runtime.board && !this.runtime.board.leads)) {
       return;
     }
     const now = this.clock.nowIso();
@@ -199,6 +200,8 @@ export class NotificationsService implements OnApplicationBootstrap, OnApplicati
         } while (this.again && !this.stopped);
       } finally {
         this.pumping = null;
+        // Whatever a look did or failed to do, the next is armed: a retry never waits for a new item.
+        await this.schedule().catch(() => this.arm(this.clock.now().getTime() + 5000));
       }
     })();
     return this.pumping;
@@ -215,7 +218,6 @@ export class NotificationsService implements OnApplicationBootstrap, OnApplicati
     await this.database.write(async (tx) =>
       this.repository.prune(tx, new Date(this.clock.now().getTime() - HISTORY_MS).toISOString()),
     );
-    await this.schedule();
   }
 
   /** Turns due items into deliveries: one per channel, unless its last message is under 10 s old. */
@@ -329,7 +331,7 @@ export class NotificationsService implements OnApplicationBootstrap, OnApplicati
         process.platform === 'darwin' ? 'osascript' : 'notify-send',
         process.platform === 'darwin'
           ? ['-e', `display notification ${appleString(message.body)} with title ${appleString(message.title)}`]
-          : ['--app-name=Agent Manager', message.title, message.body],
+          : ['--app-name=Agent Manager', '--', message.title, markupEscaped(message.body)],
         { cwd: this.runtime.paths.root, maxBytes: 4096, timeoutMs: SEND_TIMEOUT_MS },
       );
       return (
@@ -366,12 +368,17 @@ export class NotificationsService implements OnApplicationBootstrap, OnApplicati
       const ends = [...this.lastSent.values()].map((last) => last + COALESCE_MS).filter((end) => end > now);
       at = ends.length > 0 ? Math.min(...ends) : now + 1000;
     }
+    this.arm(at);
+  }
+
+  /** The next look at `at` (ms; Infinity: none until something is owed), at most a minute away. */
+  private arm(at: number): void {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
     }
-    if (at !== Infinity) {
-      const wait = Math.min(Math.max(at - now, 50), 60_000);
+    if (at !== Infinity && !this.stopped) {
+      const wait = Math.min(Math.max(at - this.clock.now().getTime(), 50), 60_000);
       this.timer = setTimeout(() => void this.pump(), wait);
       this.timer.unref();
     }
@@ -384,6 +391,11 @@ export class NotificationsService implements OnApplicationBootstrap, OnApplicati
       `http://${this.configuration.get('host')}:${this.configuration.get('port')}`
     );
   }
+}
+
+/** notify-send's body is markup to most notification daemons: what an agent wrote stays text. */
+function markupEscaped(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
 /** An AppleScript string literal. */

@@ -16,6 +16,7 @@ import type { AttentionItem, AttentionReason } from '@libs/contracts';
 import { BudgetMeter, budgetTokens } from './budget-meter';
 import { I18n, keyOf } from '../core/i18n';
 import { AttentionStore } from '../core/stores/attention-store';
+import { shortcutAllowed } from '../core/shortcuts';
 import { ConversationStore } from '../core/stores/conversation-store';
 import { RequirementsStore } from '../core/stores/requirements-store';
 
@@ -123,8 +124,7 @@ export class AttentionList {
   }
 
   protected onKey(event: KeyboardEvent): void {
-    const target = event.target as HTMLElement | null;
-    if (event.ctrlKey || event.metaKey || event.altKey || target?.closest('input, textarea, select')) {
+    if (!shortcutAllowed(event)) {
       return;
     }
     const rows = this.rows().map((r) => r.nativeElement);

@@ -65,7 +65,7 @@ export function parseNotificationChannel(value: unknown, index: number): Notific
   if (kind === 'desktop' && url !== null) {
     errors.push(`${where}.url must be null for a desktop channel`);
   } else if (kind !== 'desktop' && kind !== null && !httpUrl(url)) {
-    errors.push(`${where}.url must be an http or https URL`);
+    errors.push(`${where}.url must be an http or https URL without a user or password`);
   }
   const reasons = entry.reasons === undefined || entry.reasons === null ? null : entry.reasons;
   if (
@@ -103,7 +103,13 @@ function httpUrl(value: unknown): boolean {
   }
   try {
     const url = new URL(value);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+    // No user:password@: fetch refuses such a URL, so every send would fail for a day.
+    return (
+      (url.protocol === 'http:' || url.protocol === 'https:') &&
+      url.hostname !== '' &&
+      url.username === '' &&
+      url.password === ''
+    );
   } catch {
     return false;
   }

@@ -26,8 +26,10 @@ export class AttentionStore {
   private readonly namedSig = signal<ReadonlyMap<string, Requirement>>(new Map());
   /** The person this dashboard acts as (from GET /api/workspace); null until known. */
   private me: string | null = null;
-  /** Events that arrived while a read was in flight: applied again on top of its answer. */
+  /** Events that arrived while the latest read was in flight: applied again on top of its answer. */
   private during: Changes[] | null = null;
+  /** Counts reads: only the latest one's answer is taken (a resync may start one while another is out). */
+  private reads = 0;
 
   /** Items opened live (not those a read found): what a desktop notification announces. */
   readonly opened$ = new Subject<AttentionItem>();
@@ -52,21 +54,29 @@ export class AttentionStore {
 
   /** The person's open items, replacing what is held (the events during the read are kept). */
   async read(): Promise<void> {
-    this.during = [];
+    const read = ++this.reads;
+    const during: Changes[] = [];
+    this.during = during;
     try {
       const [me, list] = await Promise.all([
         this.board.ownPersonId(),
         this.api.call(this.api.client.GET('/api/attention', { params: { query: { person: 'me' } } }), true),
       ]);
+      if (read !== this.reads) {
+        return; // a later read answers for it
+      }
       this.me = me;
       this.itemsSig.set(new Map(list.items.map((item) => [item.id, item])));
-      for (const changes of this.during) {
+      for (const changes of during) {
         this.apply(changes, false);
       }
+      this.during = null;
       const missing = [...new Set(list.items.map((i) => i.requirementId))].filter((id) => !this.requirement(id));
       await Promise.all(missing.map((id) => this.readRequirement(id)));
     } finally {
-      this.during = null;
+      if (read === this.reads) {
+        this.during = null;
+      }
     }
   }
 
