@@ -11,6 +11,7 @@ import {
   withRatios,
   withoutPostgres,
 } from './postgres';
+import { attentionScenario } from './scenarios/attention';
 import { changesScenario } from './scenarios/changes';
 import { concurrentRunsScenario } from './scenarios/concurrent-runs';
 import { dashboardScenario } from './scenarios/dashboard';
@@ -47,6 +48,7 @@ const SELF_CONTAINED: Record<string, (postgresUrl?: string) => Promise<ScenarioR
   sandbox: sandboxScenario,
   landing: landingScenario,
   review: reviewScenario,
+  attention: attentionScenario,
   fleet: fleetScenario,
   'start-up': startUpScenario,
   team: (postgresUrl) => teamScenario(postgresUrl),

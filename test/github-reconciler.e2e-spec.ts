@@ -294,6 +294,30 @@ describe('GitHub reconciler', () => {
     expect(messages.every((m) => m.author === 'system' && m.deliverToRd)).toBe(true);
   });
 
+  it('opens ci_failed for a CI failure no agent works on (its Requirement stopped), and a start clears it (issue 47)', async () => {
+    const { requirement: stopped, token } = await newRequirement('stopped while CI runs');
+    github.addPullRequest({ number: 40, repository: REPO });
+    await register(40, {}, stopped, token);
+    await reconcile(); // the baseline
+    await ok(
+      api().POST('/api/requirements/{id}/interrupt', { body: { mode: 'stop' }, params: { path: { id: stopped.id } } }),
+    );
+    const read = () => ok(api().GET('/api/requirements/{id}', { params: { path: { id: stopped.id } } }));
+    await until('the stop', async () => ((await read()).session.state !== 'running' ? true : undefined));
+    github.setCheckRun(REPO, 40, { conclusion: 'FAILURE', name: 'lint', status: 'COMPLETED' });
+    await reconcile();
+    const ciFailed = async () =>
+      (await ok(api().GET('/api/attention'))).items.find(
+        (i) => i.requirementId === stopped.id && i.reason === 'ci_failed',
+      );
+    const item = await until('ci_failed opened', ciFailed);
+    expect(item.summary).toMatch(/^GitHub CI: "lint" failure on .*#40/);
+    expect((await read()).attention.map((i) => i.reason)).toContain('ci_failed');
+    // A start delivers it to the agent: no longer the person's to act on.
+    await ok(api().POST('/api/requirements/{id}/start', { body: {}, params: { path: { id: stopped.id } } }), 202);
+    await until('ci_failed cleared', async () => ((await ciFailed()) === undefined ? true : undefined));
+  });
+
   it('keeps going when one PR cannot be read, and survives 5xx and rate limits', async () => {
     github.addPullRequest({ number: 5, repository: REPO });
     github.addPullRequest({ number: 6, repository: REPO });

@@ -110,6 +110,7 @@ describe('reactions to committed events', () => {
         'CheckpointsService.purged',
         RADAR,
         QUEUE,
+        'NotificationsService.itemsOpened',
         'ReviewAnchors.followImports',
         'ReviewLoopService.runsEnded',
       ].sort(),

@@ -126,6 +126,12 @@ export class AttentionService {
       return; // purged (its rows went with it), or another runner's to look at
     }
     const findings = attentionFindings(await this.facts(requirement));
+    // Most looks change nothing (a message, a trace): those cost no write. One that might is
+    // checked again inside the unit, against the rows as the write path holds them.
+    const held = new Map(requirement.attention.map((item) => [item.reason, item.summary]));
+    if (held.size === findings.length && findings.every((f) => held.get(f.reason) === f.summary)) {
+      return;
+    }
     await this.database.write(async (tx) => {
       // With its dependencies: the events carry the snapshot a dashboard keeps.
       const rows = await this.requirements.loadForWrite(tx, requirementId).catch(() => null);
