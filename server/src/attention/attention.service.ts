@@ -84,7 +84,7 @@ export class AttentionService {
     const ids = new Set<string>();
     let everyOpen = false;
     for (const event of events) {
-      if (event.requirementId !== null) {
+      if (event.requirementId !== null && !passing(event)) {
         ids.add(event.requirementId);
       }
       if (event.type === 'landing.queue.updated') {
@@ -243,4 +243,16 @@ export class AttentionService {
       summary: finding.summary,
     };
   }
+}
+
+/**
+ * A person's message while the agent works changes no reason (it queues; the run's end is what
+ * changes them): the write path's busiest event costs the reaction nothing then.
+ */
+function passing(event: ManagerEvent): boolean {
+  return (
+    event.type === 'message.created' &&
+    event.payload.message.author === 'human' &&
+    event.payload.requirement.session.state === 'running'
+  );
 }
