@@ -85,12 +85,13 @@ export function execute(dbPath: string, sql: string, params: unknown[] = []): Pr
  * since a refused request can land beside them: a run's trace lines (run.trace.appended, from a
  * run already going), and the system's own jobs — the conflict radar's summary
  * (landing.conflicts.updated, written alone when the Requirements it looked at were removed
- * meanwhile) and the model catalog's refresh (model_catalog.updated, at start and hourly). No
+ * meanwhile), the model catalog's refresh (model_catalog.updated, at start and hourly) and Needs
+ * you's items (attention.opened / .cleared: the reaction to what an earlier request changed). No
  * refused request writes any of them; a CI run saw one event with no row beside it (most likely
  * one of these two) land inside a refusal of test/agent-requirements.e2e-spec.ts.
  */
 const BACKGROUND_EVENTS =
-  "FROM manager_event WHERE type <> 'run.trace.appended' AND NOT (actor_kind = 'system' AND type IN ('landing.conflicts.updated', 'model_catalog.updated'))";
+  "FROM manager_event WHERE type <> 'run.trace.appended' AND NOT (actor_kind = 'system' AND type IN ('landing.conflicts.updated', 'model_catalog.updated', 'attention.opened', 'attention.cleared'))";
 
 /** Row counts, the newest event id and the attachment files: what "nothing written" compares. */
 export async function snapshotStore(dataDirectory: string, { exceptBackground = false } = {}): Promise<StoreSnapshot> {
