@@ -192,11 +192,16 @@ export async function refusal(promise: Promise<unknown>): Promise<{ kind: string
   throw new Error('expected a refusal, but the call succeeded');
 }
 
-/** The event types stored for a Requirement, oldest first. */
+/**
+ * The event types the services stored for a Requirement, oldest first. Needs you's items are left
+ * out: a reaction writes them after the commit that caused them, at its own pace.
+ */
 export async function eventTypes(workspace: Workspace, requirementId: string): Promise<string[]> {
   return (
-    await rows<{ type: string }>(workspace, 'SELECT type FROM manager_event WHERE requirement_id = ? ORDER BY id', [
-      requirementId,
-    ])
+    await rows<{ type: string }>(
+      workspace,
+      "SELECT type FROM manager_event WHERE requirement_id = ? AND type NOT IN ('attention.opened', 'attention.cleared') ORDER BY id",
+      [requirementId],
+    )
   ).map((e) => e.type);
 }
