@@ -4,6 +4,7 @@ import { DbCommand, DbCopyCommand } from './commands/db.command';
 import { DoctorCommand } from './commands/doctor.command';
 import { LogsCommand } from './commands/logs.command';
 import { OwnerMcpCommand } from './commands/mcp.command';
+import { PairCommand } from './commands/pair.command';
 import { RestartCommand } from './commands/restart.command';
 import { StartCommand } from './commands/start.command';
 import { StatusCommand } from './commands/status.command';
@@ -15,6 +16,7 @@ export const AGENT_MANAGER_COMMANDS = [
   OwnerMcpCommand,
   StartCommand,
   TokenCommand,
+  PairCommand,
   DoctorCommand,
   DbCommand,
   DbCopyCommand,

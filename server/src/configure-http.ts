@@ -9,6 +9,7 @@ import express from 'express';
 
 import { AuthenticationMiddleware } from './auth/authentication.middleware';
 import { HttpSecurityMiddleware } from './auth/http-security.middleware';
+import { PairingPageMiddleware } from './devices/pairing-page.middleware';
 import { AllExceptionsFilter } from './core/errors/all-exceptions.filter';
 import { dashboardDirectory } from './core/package-info';
 import { jsonBodyMiddleware } from './core/http/json-body.middleware';
@@ -40,6 +41,7 @@ export function configureHttp(app: INestApplication): void {
   // checks, then credentials, and only then is a body read.
   app.use(lingeringCloseMiddleware());
   app.use(app.get(HttpSecurityMiddleware).handle);
+  app.use(app.get(PairingPageMiddleware).handle);
   app.use(app.get(AuthenticationMiddleware).handle);
   app.use(urlTextMiddleware());
   app.use(jsonBodyMiddleware());

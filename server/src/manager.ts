@@ -11,6 +11,7 @@ import { AgentSandbox } from './agents/agent-sandbox';
 import { killDescendantsNow } from './agents/process-tree';
 import { AppModule } from './app.module';
 import { loginUrl } from './auth/local-token';
+import { ServingOptions, planServing } from './core/http/serving';
 import { LocalTokenService } from './auth/local-token.service';
 import { AgentEnvironmentService } from './agents/agent-environment.service';
 import { ConfigurationService, overridesFromEnv } from './core/configuration/configuration.service';
@@ -39,6 +40,8 @@ export interface StartOptions {
   env?: NodeJS.ProcessEnv;
   /** Replaces the system clock: tests that move time (timers, retention). */
   clock?: Clock;
+  /** TLS (or plain HTTP chosen explicitly) for serving beyond loopback. */
+  serving?: ServingOptions;
 }
 
 export interface RunningManager {
@@ -99,6 +102,8 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     ...overridesFromEnv(env),
     ...options.overrides,
   });
+  // Refused before the lock: a start that cannot serve safely leaves nothing behind.
+  const plan = planServing(configuration.get('host'), options.serving ?? {});
   const lock = new InstanceLock(paths.lockPath, paths.root);
   lock.acquire();
 
@@ -157,6 +162,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
       logger,
       paths,
       person,
+      serving: plan.serving,
       store,
       version: packageVersion(),
     };
@@ -164,13 +170,20 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     app = await NestFactory.create(AppModule.forRoot(runtime), new ExpressAdapter(createExpressInstance()), {
       abortOnError: false,
       bodyParser: false,
+      httpsOptions: plan.httpsOptions,
       logger,
     });
     configureHttp(app);
     guardConnections(app.getHttpServer());
     await app.listen(configuration.get('port'), configuration.get('host'));
     const address = app.getHttpServer().address() as AddressInfo;
-    const url = `http://${urlHost(configuration.get('host'))}:${address.port}`;
+    // TLS on every interface: the certificate's name is the one a client can verify.
+    const wildcard = ['0.0.0.0', '::'].includes(configuration.get('host'));
+    const urlName =
+      wildcard && plan.serving.certificateNames[0]
+        ? plan.serving.certificateNames[0]
+        : urlHost(configuration.get('host'));
+    const url = `${plan.serving.scheme}://${urlName}:${address.port}`;
     lock.setUrl(url);
     await storeLock?.setUrl(url);
     await board?.opened(url);

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { ConfigurationValues, LogLevel } from '@libs/contracts';
 
 import { ConfigurationFileError } from '@server/core/configuration/configuration.service';
+import { ServingRefused } from '@server/core/http/serving';
 import { describePortInUse } from '@server/core/port-holder';
 import { PostgresWorkspaceLockedError } from '@server/core/database/postgres/postgres-workspace-lock';
 import { InstanceLockedError } from '@server/core/workspace/instance-lock';
@@ -34,6 +35,9 @@ export interface StartFlags {
   board?: string | true;
   stopWithParent?: boolean;
   detach?: boolean;
+  tlsCert?: string;
+  tlsKey?: string;
+  insecureHttp?: boolean;
 }
 
 /**
@@ -138,11 +142,17 @@ export async function runInForeground(flags: StartFlags): Promise<void> {
     manager = await startManager({
       configPath: flags.config ? path.resolve(flags.config) : undefined,
       overrides,
+      serving: {
+        insecureHttp: flags.insecureHttp,
+        tlsCertPath: flags.tlsCert === undefined ? undefined : path.resolve(flags.tlsCert),
+        tlsKeyPath: flags.tlsKey === undefined ? undefined : path.resolve(flags.tlsKey),
+      },
       workspace: flags.workspace ?? process.cwd(),
     });
   } catch (err) {
     signals.detach();
     if (
+      err instanceof ServingRefused ||
       err instanceof InstanceLockedError ||
       err instanceof PostgresWorkspaceLockedError ||
       err instanceof ConfigurationFileError

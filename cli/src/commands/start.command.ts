@@ -40,6 +40,11 @@ function managerArgs(flags: StartFlags): string[] {
   add('--person-name', flags.personName);
   add('--person-email', flags.personEmail);
   add('--board', flags.board === true ? 'origin' : flags.board);
+  add('--tls-cert', flags.tlsCert === undefined ? undefined : path.resolve(flags.tlsCert));
+  add('--tls-key', flags.tlsKey === undefined ? undefined : path.resolve(flags.tlsKey));
+  if (flags.insecureHttp === true) {
+    args.push('--insecure-http');
+  }
   return args;
 }
 
@@ -100,6 +105,29 @@ export class StartCommand extends CommandRunner {
   @Option({ description: 'Interface to listen on (default 127.0.0.1)', flags: '--host <host>' })
   parseHost(value: string): string {
     return value;
+  }
+
+  @Option({
+    description:
+      'TLS certificate (PEM): required, with --tls-key, to serve beyond loopback (--host), e.g. from `tailscale cert`',
+    flags: '--tls-cert <file>',
+  })
+  parseTlsCert(value: string): string {
+    return value;
+  }
+
+  @Option({ description: "The TLS certificate's private key (PEM)", flags: '--tls-key <file>' })
+  parseTlsKey(value: string): string {
+    return value;
+  }
+
+  @Option({
+    description:
+      'Serve plain HTTP beyond loopback anyway (a TLS proxy in front, a network you trust): credentials cross it in clear',
+    flags: '--insecure-http',
+  })
+  parseInsecureHttp(): boolean {
+    return true;
   }
 
   @Option({ description: 'Port to listen on (default 4310; 0 picks a free one)', flags: '-p, --port <port>' })

@@ -243,6 +243,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/devices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The paired devices, oldest first */
+        get: operations["listDevices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/devices/pairings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A one-time pairing link and its QR code, valid 10 minutes (the owner only, never a device) */
+        post: operations["createPairing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/devices/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revokes a device at once: its next request is refused, its open streams end */
+        delete: operations["revokeDevice"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/doctor": {
         parameters: {
             query?: never;
@@ -1511,6 +1562,10 @@ export interface components {
             /** @description Every live Requirement with work to land */
             requirements: components["schemas"]["RadarRequirementDto"][];
         };
+        CreatePairingDto: {
+            /** @description What to call the device (the phone may rename it when it pairs) */
+            name?: string;
+        };
         CreateRequirementDto: {
             /** @description A cross-model review loop: each new head of its open PRs, once the RD run that pushed it ended, is reviewed by `provider`, until a review finds nothing or after `maxRounds`. null: none */
             autoReview?: components["schemas"]["AutoReviewInputDto"] | null;
@@ -1631,6 +1686,22 @@ export interface components {
              * @enum {string}
              */
             until: "done" | "merged";
+        };
+        DeviceDto: {
+            /** @description The device that asks */
+            current: boolean;
+            /** @example dev_3e1f… */
+            id: string;
+            /** @description Its last request, to the minute */
+            lastSeenAt: string | null;
+            /** @example Phone */
+            name: string;
+            pairedAt: string;
+            /** @description The pairing browser's User-Agent */
+            userAgent: string | null;
+        };
+        DeviceListDto: {
+            items: components["schemas"]["DeviceDto"][];
         };
         DoctorCheckDto: {
             /** @description The values the finding's text names (paths, versions, the tool's own error text) */
@@ -2009,6 +2080,18 @@ export interface components {
         };
         NotificationDeliveryListDto: {
             items: components["schemas"]["NotificationDeliveryDto"][];
+        };
+        PairingDto: {
+            expiresAt: string;
+            /** @example pair_3e1f… */
+            id: string;
+            name: string;
+            /** @description The link as a QR code (an SVG image as a data: URL) */
+            qrCode: string;
+            /** @description Why a phone may not reach the link as the manager is served (loopback only), or null */
+            reachability: string | null;
+            /** @description The one-time link: opened on the phone, it pairs that browser (10 minutes) */
+            url: string;
         };
         PersonDto: {
             email: string | null;
@@ -3727,6 +3810,137 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+        };
+    };
+    listDevices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceListDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createPairing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePairingDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PairingDto"];
+                };
+            };
+            /** @description Invalid input: a malformed or oversized JSON body, or a query parameter containing NUL (`code` says which) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Asked by a paired device */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    revokeDevice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No paired device of that id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

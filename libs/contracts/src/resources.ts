@@ -812,3 +812,29 @@ export interface AttentionPerson {
 export interface AttentionList {
   items: AttentionItem[];
 }
+
+/** A browser paired with the manager (a phone): its own credential, never the owner token (issue 47 §4). */
+export interface Device {
+  id: string;
+  name: string;
+  /** The browser that paired (its User-Agent, shortened). */
+  userAgent: string | null;
+  pairedAt: string;
+  /** Its last request, to the minute. */
+  lastSeenAt: string | null;
+  /** True for the device that asks. */
+  current: boolean;
+}
+
+/** A one-time link that pairs one browser; valid for ten minutes. */
+export interface Pairing {
+  id: string;
+  /** Opened on the phone (or scanned from `qrCode`): `<origin>/pair/<secret>`. */
+  url: string;
+  /** The link as a QR code: an SVG image as a data: URL. */
+  qrCode: string;
+  name: string;
+  expiresAt: string;
+  /** Why the phone may not reach the link as it stands (a loopback-only manager), or null. */
+  reachability: string | null;
+}

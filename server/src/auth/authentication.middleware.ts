@@ -5,6 +5,8 @@ import type { EventActor } from '@libs/contracts';
 
 import type { ActorRequest } from '../core/http/actor.decorator';
 import { errorBody } from '../core/errors/error-body';
+import { deviceCookieName } from '../devices/pairing-page.middleware';
+import { DevicesService } from '../devices/devices.service';
 import { sessionCookieName } from './local-token';
 import { LocalTokenService } from './local-token.service';
 import { AgentScope, RunCredentialsService } from './run-credentials.service';
@@ -17,6 +19,15 @@ const AGENT_PREFIX = '/api/agent/';
 const TIMER_ROUTE = /^\/api\/requirements\/([^/]+)\/timers(?:\/[^/]+)?$/;
 const BEARER = /^Bearer ([A-Za-z0-9_]{1,200})$/;
 const MAX_COOKIE_HEADER = 8192;
+
+/** What a paired device may not do, whatever it asks: what would give it more than a revocable seat. */
+function deviceRefused(method: string, path: string): boolean {
+  return (
+    path.startsWith(AGENT_PREFIX) ||
+    (path.startsWith('/api/configuration') && method !== 'GET' && method !== 'HEAD') ||
+    (method === 'POST' && path === '/api/devices/pairings')
+  );
+}
 
 export interface AuthenticatedRequest extends ActorRequest {
   agentScope?: AgentScope;
@@ -54,13 +65,17 @@ export class AuthenticationMiddleware {
   private readonly logger = new Logger('Authentication');
   /** The person the owner's credentials stand for: named on every event their requests cause. */
   private readonly owner: EventActor;
+  /** Served over TLS: cookies are marked Secure, so no plain-HTTP request ever carries them. */
+  private readonly secure: boolean;
 
   constructor(
     private readonly runCredentials: RunCredentialsService,
     private readonly tokens: LocalTokenService,
+    private readonly devices: DevicesService,
     @Inject(RUNTIME) runtime: Runtime,
   ) {
     this.owner = personActor(runtime.person);
+    this.secure = runtime.serving?.scheme === 'https';
   }
 
   readonly handle = (req: AuthenticatedRequest, res: Response, next: NextFunction): void => {
@@ -109,9 +124,15 @@ export class AuthenticationMiddleware {
       next();
       return;
     }
-    const presented = cookie(req.headers.cookie, sessionCookieName(req.socket.localPort ?? 0));
+    const port = req.socket.localPort ?? 0;
+    const presented = cookie(req.headers.cookie, sessionCookieName(port));
     if (presented !== undefined && this.tokens.matchesCookie(presented)) {
       this.asHuman(req, res, next);
+      return;
+    }
+    const device = cookie(req.headers.cookie, deviceCookieName(port));
+    if (device !== undefined) {
+      void this.asDevice(device, req, res, next);
       return;
     }
     this.refuse(
@@ -162,6 +183,45 @@ export class AuthenticationMiddleware {
   }
 
   /**
+   * A paired device (a phone): acts for the person, but never on the agent API, the settings or
+   * another pairing (a lost phone must not outlive its revocation). Looked up on every request,
+   * so a revoked device is refused at once; its open streams are cut by the revocation itself.
+   */
+  private async asDevice(
+    credential: string,
+    req: AuthenticatedRequest,
+    res: Response,
+    next: NextFunction,
+  ): Promise<void> {
+    let device;
+    try {
+      device = await this.devices.authenticate(credential);
+    } catch (err) {
+      this.logger.error({ err: (err as Error).message, msg: 'device lookup failed' });
+      this.refuse(req, res, 503, 'unavailable', 'the paired devices cannot be read right now; try again');
+      return;
+    }
+    if (!device) {
+      this.refuse(req, res, 401, 'device_revoked', "this device's pairing was revoked or is unknown: pair it again");
+      return;
+    }
+    if (deviceRefused(req.method, decodePath(req.path))) {
+      this.refuse(
+        req,
+        res,
+        403,
+        'device_not_allowed',
+        "a paired device may not call the agent API, change the settings or pair another device: use this machine's dashboard",
+      );
+      return;
+    }
+    req.actor = this.owner;
+    req.device = { id: device.id };
+    this.devices.track(device.id, res);
+    next();
+  }
+
+  /**
    * A login link: `/?token=…`, or any dashboard deep link carrying the token (`/requirements/req_…?token=…`,
    * also with the parameter repeated). Sets the HttpOnly, SameSite=Strict cookie and redirects to
    * the same path without any `token`, so it leaves the address bar and history at once.
@@ -185,6 +245,7 @@ export class AuthenticationMiddleware {
       httpOnly: true,
       path: '/',
       sameSite: 'strict',
+      secure: this.secure,
     });
     res.setHeader('Cache-Control', 'no-store');
     this.logger.log({ msg: 'dashboard login' });

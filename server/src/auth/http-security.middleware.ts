@@ -1,8 +1,10 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { errorBody } from '../core/errors/error-body';
+import type { Serving } from '../core/http/serving';
+import { RUNTIME, Runtime } from '../core/runtime';
 import { UNSAFE_METHODS, isAllowedHost, isAllowedOrigin } from './request-policy';
 
 /** The dashboard: its own scripts, inline styles (Angular's component styles), nothing else. */
@@ -36,13 +38,25 @@ const CORS_METHODS = 'GET, POST, PATCH, DELETE';
 export class HttpSecurityMiddleware {
   private readonly logger = new Logger('HttpSecurity');
 
-  constructor(private readonly configuration: ConfigurationService) {}
+  private readonly serving: Serving;
+
+  constructor(
+    private readonly configuration: ConfigurationService,
+    @Inject(RUNTIME) runtime: Runtime,
+  ) {
+    this.serving = runtime.serving ?? { certificateNames: [], scheme: 'http' };
+  }
 
   readonly handle = (req: Request, res: Response, next: NextFunction): void => {
     const host = req.headers.host;
     const allowedOrigin = this.configuration.get('allowedOrigin');
-    if (!isAllowedHost(host, this.configuration.get('host'))) {
-      this.refuse(req, res, 'host_not_allowed', 'this server only answers to its loopback names (Host header refused)');
+    if (!isAllowedHost(host, this.configuration.get('host'), this.serving.certificateNames)) {
+      this.refuse(
+        req,
+        res,
+        'host_not_allowed',
+        'this server only answers to its loopback names, its --host and its certificate names (Host header refused)',
+      );
       return;
     }
     const isApi = req.path === '/api' || req.path.startsWith('/api/');
@@ -79,7 +93,11 @@ export class HttpSecurityMiddleware {
       res.status(204).end();
       return;
     }
-    if (UNSAFE_METHODS.has(req.method) && !isAllowedOrigin(origin, host, allowedOrigin)) {
+    if (this.serving.scheme === 'https') {
+      // A browser that reached us over TLS never downgrades to plain HTTP here again.
+      res.setHeader('Strict-Transport-Security', 'max-age=31536000');
+    }
+    if (UNSAFE_METHODS.has(req.method) && !isAllowedOrigin(origin, host, allowedOrigin, this.serving.scheme)) {
       this.refuse(req, res, 'origin_not_allowed', 'state-changing requests from another origin are refused (CSRF)');
       return;
     }

@@ -17,6 +17,21 @@ describe('request policy', () => {
     expect(isAllowedHost(host, configured)).toBe(allowed);
   });
 
+  it("serves a TLS certificate's names, on a wildcard bind and beside a named host", () => {
+    const names = ['phone.tail.ts.net', '[fd7a::1]'];
+    expect(isAllowedHost('phone.tail.ts.net:4310', '0.0.0.0', names)).toBe(true);
+    expect(isAllowedHost('[fd7a::1]:4310', '::', names)).toBe(true);
+    expect(isAllowedHost('phone.tail.ts.net', '100.64.0.1', names)).toBe(true);
+    expect(isAllowedHost('other.tail.ts.net:4310', '0.0.0.0', names)).toBe(false);
+    expect(isAllowedHost('127.0.0.1:4310', '0.0.0.0', names)).toBe(true);
+  });
+
+  it('expects the https origin of a page served over TLS', () => {
+    expect(isAllowedOrigin('https://phone.test:1', 'phone.test:1', null, 'https')).toBe(true);
+    expect(isAllowedOrigin('http://phone.test:1', 'phone.test:1', null, 'https')).toBe(false);
+    expect(isAllowedOrigin('https://phone.test:1', 'phone.test:1', null, 'http')).toBe(false);
+  });
+
   it('parses bracketed IPv6 hosts', () => {
     expect(parseHost('[::1]:80')).toEqual({ name: '[::1]', port: '80' });
   });

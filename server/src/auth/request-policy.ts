@@ -18,18 +18,23 @@ export function parseHost(host: string | undefined): { name: string; port: strin
  * DNS-rebinding defence: a page on evil.example that resolves its name to 127.0.0.1 still
  * sends `Host: evil.example`, so only loopback names and the configured host are served.
  */
-export function isAllowedHost(host: string | undefined, configuredHost: string): boolean {
+export function isAllowedHost(
+  host: string | undefined,
+  configuredHost: string,
+  certificateNames: readonly string[] = [],
+): boolean {
   const parsed = parseHost(host);
   if (!parsed) {
     return false;
   }
   const configured =
     configuredHost.includes(':') && !configuredHost.startsWith('[') ? `[${configuredHost}]` : configuredHost;
-  // A wildcard bind serves loopback only by name; anything else must be configured explicitly.
+  // A wildcard bind serves loopback only by name, and the certificate's names (which a browser has
+  // verified by the time it sends Host); anything else must be configured explicitly.
   const names =
     configuredHost === '0.0.0.0' || configuredHost === '::'
-      ? LOOPBACK_NAMES
-      : [...LOOPBACK_NAMES, configured.toLowerCase()];
+      ? [...LOOPBACK_NAMES, ...certificateNames]
+      : [...LOOPBACK_NAMES, configured.toLowerCase(), ...certificateNames];
   return names.includes(parsed.name);
 }
 
@@ -41,11 +46,12 @@ export function isAllowedOrigin(
   origin: string | undefined,
   host: string | undefined,
   allowedOrigin: string | null,
+  scheme: 'http' | 'https' = 'http',
 ): boolean {
   if (origin === undefined) {
     return true;
   }
-  if (host !== undefined && origin === `http://${host}`) {
+  if (host !== undefined && origin === `${scheme}://${host}`) {
     return true;
   }
   return allowedOrigin !== null && origin === allowedOrigin;

@@ -30,6 +30,7 @@ import { RequirementCheckpointEntity } from '../worktrees/requirement-checkpoint
 import { RequirementLandingEntity } from '../requirements/requirement-landing.entity';
 import { AttentionItemEntity } from '../requirements/attention-item.entity';
 import { NotificationDeliveryEntity, NotificationPendingEntity } from '../notifications/notification.entities';
+import { DeviceEntity, PairingLinkEntity } from '../devices/device.entities';
 import { LandingQueueEntity } from '../landing/landing-queue.entity';
 import { AgentTimerEntity } from '../timers/agent-timer.entity';
 import { RequirementEntity } from '../requirements/requirement.entity';
@@ -63,6 +64,8 @@ export const ENTITIES = [
   AttentionItemEntity,
   NotificationDeliveryEntity,
   NotificationPendingEntity,
+  DeviceEntity,
+  PairingLinkEntity,
   RequirementMessageEntity,
   RequirementNetworkEntity,
   RequirementWorktreeEntity,

@@ -1,6 +1,7 @@
 import type { Person } from '@libs/contracts';
 
 import type { Clock } from './clock';
+import type { Serving } from './http/serving';
 import type { ConfigurationService } from './configuration/configuration.service';
 import type { PostgresBoard } from './database/postgres/postgres-board';
 import type { Store } from './database/store';
@@ -26,4 +27,6 @@ export interface Runtime {
   board?: PostgresBoard;
   /** Replaces the system clock (tests that move time). */
   clock?: Clock;
+  /** TLS or not, and the certificate's names; absent: plain HTTP. */
+  serving?: Serving;
 }

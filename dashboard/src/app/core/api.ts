@@ -80,7 +80,7 @@ export class Api {
   private fail(error: ApiError, quiet: boolean): ApiError {
     if (error.status === 401) {
       // No login cookie: the logged-out page says how to log in; a toast per call would not.
-      this.login.markLoggedOut();
+      this.login.markLoggedOut(error.code);
       return error;
     }
     if (!quiet) {

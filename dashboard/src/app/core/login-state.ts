@@ -8,9 +8,13 @@ import { Injectable, signal } from '@angular/core';
 @Injectable({ providedIn: 'root' })
 export class LoginState {
   private readonly out = signal(false);
+  private readonly revoked = signal(false);
   readonly loggedOut = this.out.asReadonly();
+  /** This browser was a paired device whose pairing was revoked: it pairs again, it has no token. */
+  readonly deviceRevoked = this.revoked.asReadonly();
 
-  markLoggedOut(): void {
+  markLoggedOut(code: string | null = null): void {
+    this.revoked.set(code === 'device_revoked');
     this.out.set(true);
   }
 }

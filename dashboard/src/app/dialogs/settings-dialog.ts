@@ -17,6 +17,7 @@ import { I18n, keyOf } from '../core/i18n';
 import type { Configuration, ConfigurationValues } from '../core/api-types';
 import { Notifier } from '../core/notifier';
 import { ConfigurationStore } from '../core/stores/configuration-store';
+import { DevicesPanel } from './devices-panel';
 import { Modal } from './modal';
 
 type Field = keyof ConfigurationValues;
@@ -85,7 +86,7 @@ const FIELDS: readonly FieldSpec[] = [
 
 @Component({
   selector: 'am-settings-dialog',
-  imports: [Modal],
+  imports: [DevicesPanel, Modal],
   changeDetection: ChangeDetectionStrategy.OnPush,
   template: `
     <dialog amModal (amClosed)="closed.emit()" aria-labelledby="settings-title" data-testid="settings-dialog">
@@ -107,6 +108,7 @@ const FIELDS: readonly FieldSpec[] = [
               {{ t('settings.restartPending', { f: c.restartRequiredFields.join(', ') }) }}
             </p>
           }
+          <am-devices-panel />
           <div class="settings-fields">
             @for (f of fields; track f.key) {
               <div class="setting" [class.invalid]="errors()[f.key]" [attr.data-field]="f.key">

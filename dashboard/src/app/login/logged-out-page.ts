@@ -1,6 +1,7 @@
 import { ChangeDetectionStrategy, Component, inject } from '@angular/core';
 
 import { I18n } from '../core/i18n';
+import { LoginState } from '../core/login-state';
 
 /**
  * What a browser without the login cookie sees (see LoginState): where the login link comes from.
@@ -69,20 +70,25 @@ import { I18n } from '../core/i18n';
       aria-labelledby="logged-out-title"
     >
       <h1 id="logged-out-title">{{ t('login.title') }}</h1>
-      <p>{{ t('login.why') }}</p>
-      <ol>
-        <li>
-          {{ t('login.token') }}
-          <pre><code>agent-manager token</code></pre>
-          <span class="muted small">{{ t('login.elsewhere') }}</span>
-          <pre><code>agent-manager token --workspace /path/to/repo</code></pre>
-        </li>
-        <li>
-          {{ t('login.start') }} <code class="cmd">agent-manager start --detach</code>,
-          <code class="cmd">npm start</code>
-        </li>
-        <li>{{ t('login.open') }}</li>
-      </ol>
+      @if (login.deviceRevoked()) {
+        <p data-testid="device-revoked">{{ t('login.deviceRevoked') }}</p>
+        <pre><code>agent-manager pair</code></pre>
+      } @else {
+        <p>{{ t('login.why') }}</p>
+        <ol>
+          <li>
+            {{ t('login.token') }}
+            <pre><code>agent-manager token</code></pre>
+            <span class="muted small">{{ t('login.elsewhere') }}</span>
+            <pre><code>agent-manager token --workspace /path/to/repo</code></pre>
+          </li>
+          <li>
+            {{ t('login.start') }} <code class="cmd">agent-manager start --detach</code>,
+            <code class="cmd">npm start</code>
+          </li>
+          <li>{{ t('login.open') }}</li>
+        </ol>
+      }
       <button type="button" class="primary" (click)="reload()" data-testid="logged-out-reload">
         {{ t('login.reload') }}
       </button>
@@ -91,6 +97,7 @@ import { I18n } from '../core/i18n';
 })
 export class LoggedOutPage {
   protected readonly t = inject(I18n).t;
+  protected readonly login = inject(LoginState);
 
   protected reload(): void {
     location.reload();

@@ -25,6 +25,7 @@ import { Checkpoints1766539800000 } from './1766539800000-checkpoints';
 import { LandedWork1766541000000 } from './1766541000000-landed-work';
 import { Attention1766542000000 } from './1766542000000-attention';
 import { Notifications1766543000000 } from './1766543000000-notifications';
+import { Devices1766544000000 } from './1766544000000-devices';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -55,4 +56,5 @@ export const MIGRATIONS = [
   LandedWork1766541000000,
   Attention1766542000000,
   Notifications1766543000000,
+  Devices1766544000000,
 ];
