@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
@@ -14,6 +13,7 @@ import { FakeClock } from './support/fake-clock';
 import { initRepository } from './support/git-repo';
 import { Json, registerToken, sendUntyped } from './support/http';
 import { Sandbox, makeSandbox, runLauncher } from './support/manager-process';
+import { selfSignedCertificate } from './support/tls-certificate';
 import { until } from './support/wait';
 
 jest.setTimeout(120_000);
@@ -107,7 +107,7 @@ describe('pairing a phone', () => {
     expect(pairing.qrCode).toMatch(/^data:image\/svg\+xml;base64,/);
     expect(Buffer.from(pairing.qrCode.split(',')[1] ?? '', 'base64').toString()).toContain('<svg');
     expect(Date.parse(pairing.expiresAt) - clock.now().getTime()).toBeGreaterThan(9 * 60_000);
-    expect(pairing.reachability).toMatch(/loopback/);
+    expect(pairing.reachability).toBe('loopback_only');
 
     // Opening the link (a chat app's preview) spends nothing.
     const page = await request(pairing.url, 'GET');
@@ -253,6 +253,34 @@ describe('pairing a phone', () => {
     await refusal(api().DELETE('/api/devices/{id}', { params: { path: { id } } }), 404, 'device_not_found');
   });
 
+  it('lets a device revoke itself (its 204 arrives first), and a browser paired again keeps one credential', async () => {
+    const first = await pairedCookie('Old phone');
+    const firstId = await currentId(first);
+    // The same browser pairs again (its old cookie sent along): the old credential goes with it.
+    const pairing = await ok(api().POST('/api/devices/pairings', { body: { name: 'New phone' } }));
+    const again = await request(
+      pairing.url,
+      'POST',
+      { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: first, ...origin() },
+      '',
+    );
+    expect(again.status).toBe(303);
+    const second = deviceCookie(again);
+    expect((await sendUntyped(manager.url, 'GET', '/api/devices', undefined, { Cookie: first })).status).toBe(401);
+    const secondId = await currentId(second);
+    const listed = (await ok(api().GET('/api/devices'))).items;
+    expect(listed.some((d) => d.id === firstId)).toBe(false);
+    expect(listed.find((d) => d.id === secondId)).toMatchObject({ name: 'New phone', pairingId: pairing.id });
+
+    const self = await sendUntyped(manager.url, 'DELETE', `/api/devices/${secondId}`, undefined, {
+      Cookie: second,
+      ...origin(),
+    });
+    expect(self.status).toBe(204);
+    const after = await sendUntyped(manager.url, 'GET', '/api/requirements', undefined, { Cookie: second });
+    expect(after.json.code).toBe('device_revoked');
+  });
+
   it('prints a link and its QR code from `agent-manager pair`', async () => {
     const printed = await runLauncher(sandbox, ['pair', '--name', 'Desk phone', '--workspace', sandbox.workspace]);
     expect(printed.stderr).toBe('');
@@ -263,6 +291,11 @@ describe('pairing a phone', () => {
     expect((await request(link, 'GET')).status).toBe(200);
     expect(printed.stdout).toContain('loopback');
   });
+
+  async function currentId(cookie: string): Promise<string> {
+    const listed = await sendUntyped(manager.url, 'GET', '/api/devices', undefined, { Cookie: cookie });
+    return (listed.json.items as Json[]).find((d) => d.current === true).id as string;
+  }
 
   async function pairedCookie(name = 'Phone'): Promise<string> {
     const pairing = await ok(api().POST('/api/devices/pairings', { body: { name } }));
@@ -285,30 +318,7 @@ describe('serving beyond loopback', () => {
     sandbox = makeSandbox();
     initRepository(sandbox.workspace, { 'README.md': '# repo\n' });
     certs = fs.mkdtempSync(path.join(os.tmpdir(), 'am-certs-'));
-    const make = (name: string, san: string) =>
-      execFileSync(
-        'openssl',
-        [
-          'req',
-          '-x509',
-          '-newkey',
-          'ec',
-          '-pkeyopt',
-          'ec_paramgen_curve:prime256v1',
-          '-nodes',
-          '-days',
-          '2',
-          '-subj',
-          `/CN=${name}`,
-          '-addext',
-          `subjectAltName=${san}`,
-          '-keyout',
-          path.join(certs, `${name}.key`),
-          '-out',
-          path.join(certs, `${name}.crt`),
-        ],
-        { stdio: 'ignore' },
-      );
+    const make = (name: string, san: string) => selfSignedCertificate(certs, name, san);
     make('phone.test', 'DNS:phone.test,IP:127.0.0.1');
     make('other.test', 'DNS:other.test');
   });
@@ -376,6 +386,10 @@ describe('serving beyond loopback', () => {
       const health = await request(at('/api/health'), 'GET', { Host: `phone.test:${port}` }, undefined, tls);
       expect(health.status).toBe(200);
       expect(health.headers['strict-transport-security']).toMatch(/max-age=\d+/);
+      // Never for a loopback name: it would pin every other local server's port to HTTPS.
+      const local = await request(at('/api/health'), 'GET', { Host: `127.0.0.1:${port}` }, undefined, tls);
+      expect(local.status).toBe(200);
+      expect(local.headers['strict-transport-security']).toBeUndefined();
       expect((await request(at('/api/health'), 'GET', { Host: `evil.example:${port}` }, undefined, tls)).status).toBe(
         403,
       );
@@ -421,10 +435,10 @@ describe('serving beyond loopback', () => {
         tls,
       );
       expect(paired.status).toBe(303);
-      expect((paired.headers['set-cookie'] ?? []).join('\n')).toMatch(/am_device_\d+=[0-9a-f]{64};.*Secure/);
+      expect((paired.headers['set-cookie'] ?? []).join('\n')).toMatch(/^__Host-am_device_\d+=[0-9a-f]{64};.*Secure/);
       const login = await request(at(`/?token=${token}`), 'GET', { Host: `phone.test:${port}` }, undefined, tls);
       expect(login.status).toBe(303);
-      expect((login.headers['set-cookie'] ?? []).join('\n')).toMatch(/Secure/);
+      expect((login.headers['set-cookie'] ?? []).join('\n')).toMatch(/^__Host-am_session_\d+=.*Secure/);
     } finally {
       await manager.stop();
     }

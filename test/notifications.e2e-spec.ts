@@ -222,6 +222,26 @@ describe('notifications outside the browser', () => {
     const missing = await api().POST('/api/notifications/channels/{id}/test', { params: { path: { id: 'nope' } } });
     expect(missing.status).toBe(404);
 
+    // A channel's URL is a secret past its host (an ntfy topic, a Slack hook): the API shows it cut,
+    // and the list saved back as shown keeps the real URL (the test message still arrives).
+    const shown = await ok(api().GET('/api/configuration'));
+    const origin = new URL(receiver.url).origin;
+    expect(shown.values.notificationChannels).toEqual([expect.objectContaining({ id: 'hook', url: `${origin}/…` })]);
+    expect(JSON.stringify(shown)).not.toContain('/test-hook');
+    await ok(
+      api().PATCH('/api/configuration', {
+        body: {
+          notificationChannels: [
+            ...shown.values.notificationChannels,
+            { delaySeconds: 0, id: 'more', kind: 'desktop', person: null, reasons: null, url: null },
+          ],
+        },
+      }),
+    );
+    await ok(api().POST('/api/notifications/channels/{id}/test', { params: { path: { id: 'hook' } } }));
+    expect(receiver.on('/test-hook')).toHaveLength(2);
+    await channels([{ id: 'hook', kind: 'webhook', url: `${receiver.url}/test-hook` }]);
+
     const before = (await ok(api().GET('/api/configuration'))).values.notificationChannels;
     for (const [channel, field] of [
       [{ id: 'x', kind: 'webhook', url: 'ftp://example.com/hook' }, 'notificationChannels[0].url'],

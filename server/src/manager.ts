@@ -11,7 +11,7 @@ import { AgentSandbox } from './agents/agent-sandbox';
 import { killDescendantsNow } from './agents/process-tree';
 import { AppModule } from './app.module';
 import { loginUrl } from './auth/local-token';
-import { ServingOptions, planServing } from './core/http/serving';
+import { ServingOptions, isWildcardHost, planServing } from './core/http/serving';
 import { LocalTokenService } from './auth/local-token.service';
 import { AgentEnvironmentService } from './agents/agent-environment.service';
 import { ConfigurationService, overridesFromEnv } from './core/configuration/configuration.service';
@@ -69,7 +69,7 @@ export interface RunningManager {
 }
 
 function urlHost(host: string): string {
-  if (host === '0.0.0.0' || host === '::') {
+  if (isWildcardHost(host)) {
     return '127.0.0.1';
   }
   return host.includes(':') ? `[${host}]` : host;
@@ -103,7 +103,10 @@ export async function startManager(options: StartOptions): Promise<RunningManage
     ...options.overrides,
   });
   // Refused before the lock: a start that cannot serve safely leaves nothing behind.
-  const plan = planServing(configuration.get('host'), options.serving ?? {});
+  const plan = planServing(configuration.get('host'), {
+    ...options.serving,
+    authentication: configuration.get('authentication'),
+  });
   const lock = new InstanceLock(paths.lockPath, paths.root);
   lock.acquire();
 

@@ -9,6 +9,7 @@ import type { OpenAPIObject } from '@nestjs/swagger';
 import { AppModule } from './app.module';
 import { ConfigurationService } from './core/configuration/configuration.service';
 import { configureHttp, createExpressInstance } from './configure-http';
+import { PLAIN_HTTP } from './core/http/serving';
 import { buildOpenApiDocument } from './core/http/openapi';
 import { FileLogger } from './core/logging/file-logger';
 import { packageVersion } from './core/package-info';
@@ -33,6 +34,7 @@ export async function generateOpenApiDocument(): Promise<OpenAPIObject> {
         logFilePath: paths.defaultLogFilePath,
         logger,
         paths,
+        serving: PLAIN_HTTP,
         // Only the document's shapes are read: no person is asked about.
         person: { email: null, id: 'person_openapi', name: 'openapi', source: 'configuration' },
         version: packageVersion(),

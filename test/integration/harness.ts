@@ -10,6 +10,7 @@ import type { ConfigurationValues } from '@libs/contracts';
 
 import { AppModule } from '@server/app.module';
 import type { Clock } from '@server/core/clock';
+import { PLAIN_HTTP } from '@server/core/http/serving';
 import { ConfigurationService } from '@server/core/configuration/configuration.service';
 import { DomainError } from '@server/core/errors/domain-error';
 import { PostgresWorkspaceLock } from '@server/core/database/postgres/postgres-workspace-lock';
@@ -121,6 +122,7 @@ export async function openServices(
     logFilePath: paths.defaultLogFilePath,
     logger,
     paths,
+    serving: PLAIN_HTTP,
     person: {
       email: 'integration@example.com',
       id: 'person_integration',

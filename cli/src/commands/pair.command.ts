@@ -37,8 +37,11 @@ export class PairCommand extends CommandRunner {
     // The code's light modules are drawn as blocks in the text's colour: right on a dark terminal, as most are.
     process.stdout.write(`${renderUnicodeCompact(pairing.url, { border: 2 })}\n\n`);
     process.stdout.write(`Scan it, or open this one-time link on the phone (valid until ${until}):\n${pairing.url}\n`);
-    if (pairing.reachability) {
-      process.stdout.write(`\nNote: ${pairing.reachability}\n`);
+    if (pairing.reachability === 'loopback_only') {
+      process.stdout.write(
+        '\nNote: this manager answers on loopback only: the phone reaches the link through an SSH tunnel to this port\n' +
+          '(ssh -N -L <port>:127.0.0.1:<port> you@this-machine), or start it with --host and --tls-cert/--tls-key (README: On your phone).\n',
+      );
     }
     process.stdout.write('\nPaired devices are listed, and revoked, in Settings → Devices.\n');
   }

@@ -1564,7 +1564,7 @@ export interface components {
         };
         CreatePairingDto: {
             /** @description What to call the device (the phone may rename it when it pairs) */
-            name?: string;
+            name?: string | null;
         };
         CreateRequirementDto: {
             /** @description A cross-model review loop: each new head of its open PRs, once the RD run that pushed it ended, is reviewed by `provider`, until a review finds nothing or after `maxRounds`. null: none */
@@ -1697,6 +1697,8 @@ export interface components {
             /** @example Phone */
             name: string;
             pairedAt: string;
+            /** @description The pairing link it came from */
+            pairingId: string;
             /** @description The pairing browser's User-Agent */
             userAgent: string | null;
         };
@@ -2088,8 +2090,11 @@ export interface components {
             name: string;
             /** @description The link as a QR code (an SVG image as a data: URL) */
             qrCode: string;
-            /** @description Why a phone may not reach the link as the manager is served (loopback only), or null */
-            reachability: string | null;
+            /**
+             * @description `loopback_only`: the manager answers on loopback only, so a phone reaches the link through a tunnel; null: the link names the address served beyond loopback
+             * @enum {string|null}
+             */
+            reachability: "loopback_only" | null;
             /** @description The one-time link: opened on the phone, it pairs that browser (10 minutes) */
             url: string;
         };

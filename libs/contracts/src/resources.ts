@@ -824,6 +824,8 @@ export interface Device {
   lastSeenAt: string | null;
   /** True for the device that asks. */
   current: boolean;
+  /** The link that paired it. */
+  pairingId: string;
 }
 
 /** A one-time link that pairs one browser; valid for ten minutes. */
@@ -835,6 +837,9 @@ export interface Pairing {
   qrCode: string;
   name: string;
   expiresAt: string;
-  /** Why the phone may not reach the link as it stands (a loopback-only manager), or null. */
-  reachability: string | null;
+  /**
+   * `loopback_only`: the manager answers on loopback only, so a phone reaches the link through a
+   * tunnel (SSH) or not at all; null: it names the address the manager serves beyond loopback.
+   */
+  reachability: 'loopback_only' | null;
 }

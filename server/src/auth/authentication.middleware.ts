@@ -5,7 +5,8 @@ import type { EventActor } from '@libs/contracts';
 
 import type { ActorRequest } from '../core/http/actor.decorator';
 import { errorBody } from '../core/errors/error-body';
-import { deviceCookieName } from '../devices/pairing-page.middleware';
+import { credentialCookieOptions, readCookie } from '../core/http/credential-cookie';
+import { deviceCookieName } from '../devices/device-cookie';
 import { DevicesService } from '../devices/devices.service';
 import { sessionCookieName } from './local-token';
 import { LocalTokenService } from './local-token.service';
@@ -18,12 +19,12 @@ import { RUNTIME, Runtime } from '../core/runtime';
 const AGENT_PREFIX = '/api/agent/';
 const TIMER_ROUTE = /^\/api\/requirements\/([^/]+)\/timers(?:\/[^/]+)?$/;
 const BEARER = /^Bearer ([A-Za-z0-9_]{1,200})$/;
-const MAX_COOKIE_HEADER = 8192;
 
 /** What a paired device may not do, whatever it asks: what would give it more than a revocable seat. */
 function deviceRefused(method: string, path: string): boolean {
   return (
     path.startsWith(AGENT_PREFIX) ||
+    path === AGENT_PREFIX.slice(0, -1) ||
     (path.startsWith('/api/configuration') && method !== 'GET' && method !== 'HEAD') ||
     (method === 'POST' && path === '/api/devices/pairings')
   );
@@ -31,19 +32,6 @@ function deviceRefused(method: string, path: string): boolean {
 
 export interface AuthenticatedRequest extends ActorRequest {
   agentScope?: AgentScope;
-}
-
-function cookie(header: string | undefined, name: string): string | undefined {
-  if (!header || header.length > MAX_COOKIE_HEADER) {
-    return undefined;
-  }
-  for (const part of header.split(';')) {
-    const at = part.indexOf('=');
-    if (at > 0 && part.slice(0, at).trim() === name) {
-      return part.slice(at + 1).trim();
-    }
-  }
-  return undefined;
 }
 
 function decodePath(path: string): string {
@@ -75,7 +63,7 @@ export class AuthenticationMiddleware {
     @Inject(RUNTIME) runtime: Runtime,
   ) {
     this.owner = personActor(runtime.person);
-    this.secure = runtime.serving?.scheme === 'https';
+    this.secure = runtime.serving.scheme === 'https';
   }
 
   readonly handle = (req: AuthenticatedRequest, res: Response, next: NextFunction): void => {
@@ -125,12 +113,12 @@ export class AuthenticationMiddleware {
       return;
     }
     const port = req.socket.localPort ?? 0;
-    const presented = cookie(req.headers.cookie, sessionCookieName(port));
+    const presented = readCookie(req.headers.cookie, sessionCookieName(port, this.secure));
     if (presented !== undefined && this.tokens.matchesCookie(presented)) {
       this.asHuman(req, res, next);
       return;
     }
-    const device = cookie(req.headers.cookie, deviceCookieName(port));
+    const device = readCookie(req.headers.cookie, deviceCookieName(port, this.secure));
     if (device !== undefined) {
       void this.asDevice(device, req, res, next);
       return;
@@ -215,9 +203,11 @@ export class AuthenticationMiddleware {
       );
       return;
     }
+    if (!this.devices.track(device.id, res)) {
+      return; // revoked while it was looked up: its socket is already cut
+    }
     req.actor = this.owner;
     req.device = { id: device.id };
-    this.devices.track(device.id, res);
     next();
   }
 
@@ -241,12 +231,11 @@ export class AuthenticationMiddleware {
       return;
     }
     query.delete('token');
-    res.cookie(sessionCookieName(req.socket.localPort ?? 0), this.tokens.sessionCookie, {
-      httpOnly: true,
-      path: '/',
-      sameSite: 'strict',
-      secure: this.secure,
-    });
+    res.cookie(
+      sessionCookieName(req.socket.localPort ?? 0, this.secure),
+      this.tokens.sessionCookie,
+      credentialCookieOptions(this.secure),
+    );
     res.setHeader('Cache-Control', 'no-store');
     this.logger.log({ msg: 'dashboard login' });
     // `//evil.example` as a path would be a protocol-relative redirect off the site: one leading slash only.

@@ -3,9 +3,10 @@ import type { NextFunction, Request, Response } from 'express';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { errorBody } from '../core/errors/error-body';
-import type { Serving } from '../core/http/serving';
+import { Serving, isLoopbackHost } from '../core/http/serving';
+import { loggablePath } from '../devices/pairing-page.middleware';
 import { RUNTIME, Runtime } from '../core/runtime';
-import { UNSAFE_METHODS, isAllowedHost, isAllowedOrigin } from './request-policy';
+import { UNSAFE_METHODS, isAllowedHost, isAllowedOrigin, parseHost } from './request-policy';
 
 /** The dashboard: its own scripts, inline styles (Angular's component styles), nothing else. */
 const DASHBOARD_CSP = [
@@ -44,7 +45,7 @@ export class HttpSecurityMiddleware {
     private readonly configuration: ConfigurationService,
     @Inject(RUNTIME) runtime: Runtime,
   ) {
-    this.serving = runtime.serving ?? { certificateNames: [], scheme: 'http' };
+    this.serving = runtime.serving;
   }
 
   readonly handle = (req: Request, res: Response, next: NextFunction): void => {
@@ -93,8 +94,9 @@ export class HttpSecurityMiddleware {
       res.status(204).end();
       return;
     }
-    if (this.serving.scheme === 'https') {
-      // A browser that reached us over TLS never downgrades to plain HTTP here again.
+    if (this.serving.scheme === 'https' && !isLoopbackHost(parseHost(host)?.name ?? 'localhost')) {
+      // A browser that reached us over TLS by our name never downgrades to plain HTTP here again
+      // (never for a loopback name: HSTS there would pin every local port of every other server).
       res.setHeader('Strict-Transport-Security', 'max-age=31536000');
     }
     if (UNSAFE_METHODS.has(req.method) && !isAllowedOrigin(origin, host, allowedOrigin, this.serving.scheme)) {
@@ -105,7 +107,7 @@ export class HttpSecurityMiddleware {
   };
 
   private refuse(req: Request, res: Response, code: string, message: string): void {
-    this.logger.warn({ code, method: req.method, msg: 'request refused', path: req.path });
+    this.logger.warn({ code, method: req.method, msg: 'request refused', path: loggablePath(req.path) });
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.status(403).json(errorBody(403, code, message));
   }

@@ -2,6 +2,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import * as fs from 'node:fs';
 
 import { writeAtomically } from '../core/configuration/atomic-file';
+import { credentialCookieName } from '../core/http/credential-cookie';
 
 const TOKEN_PATTERN = /^[0-9a-f]{64}$/;
 
@@ -53,9 +54,9 @@ export function sessionCookieValue(token: string): string {
   return createHmac('sha256', token).update('agent-manager dashboard session v1').digest('hex');
 }
 
-/** Cookies are shared by every port of a host: name ours after the port so instances don't collide. */
-export function sessionCookieName(port: number): string {
-  return `am_session_${port}`;
+/** The owner's login cookie (see credentialCookieName). */
+export function sessionCookieName(port: number, secure: boolean): string {
+  return credentialCookieName('am_session', port, secure);
 }
 
 export function loginUrl(origin: string, token: string): string {

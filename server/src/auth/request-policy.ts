@@ -1,5 +1,7 @@
 // Pure checks on request headers, shared by the HTTP middleware and unit specs.
 
+import { isWildcardHost } from '../core/http/serving';
+
 const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
 
 /** Splits a Host header into name and port; null when it is malformed. */
@@ -31,10 +33,9 @@ export function isAllowedHost(
     configuredHost.includes(':') && !configuredHost.startsWith('[') ? `[${configuredHost}]` : configuredHost;
   // A wildcard bind serves loopback only by name, and the certificate's names (which a browser has
   // verified by the time it sends Host); anything else must be configured explicitly.
-  const names =
-    configuredHost === '0.0.0.0' || configuredHost === '::'
-      ? [...LOOPBACK_NAMES, ...certificateNames]
-      : [...LOOPBACK_NAMES, configured.toLowerCase(), ...certificateNames];
+  const names = isWildcardHost(configuredHost)
+    ? [...LOOPBACK_NAMES, ...certificateNames]
+    : [...LOOPBACK_NAMES, configured.toLowerCase(), ...certificateNames];
   return names.includes(parsed.name);
 }
 

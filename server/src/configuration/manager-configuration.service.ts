@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 
-import type { EventActor } from '@libs/contracts';
+import type { EventActor, NotificationChannel } from '@libs/contracts';
 
 import {
   ConfigurationKey,
@@ -19,12 +19,65 @@ export interface PublicConfiguration extends ConfigurationSnapshot {
   liveFields: ConfigurationKey[];
 }
 
+/** Where a channel's URL is cut: what follows the host (an ntfy topic, a Slack hook's path) is its secret. */
+const CUT = '/…';
+
+/**
+ * A notification channel's URL as the API, events and paired devices see it: scheme and host,
+ * the rest cut. An ntfy topic URL is a subscription and a Slack webhook URL a permission to post:
+ * whoever reads one keeps receiving (or posting) after any revocation.
+ */
+export function redactChannelUrl(url: string | null): string | null {
+  if (url === null) {
+    return null;
+  }
+  try {
+    const parsed = new URL(url);
+    return parsed.pathname === '/' && parsed.search === '' ? parsed.origin : `${parsed.origin}${CUT}`;
+  } catch {
+    return CUT;
+  }
+}
+
+function redactChannels(channels: readonly NotificationChannel[]): NotificationChannel[] {
+  return channels.map((channel) =>
+    channel.url === null ? channel : { ...channel, url: redactChannelUrl(channel.url) },
+  );
+}
+
+/**
+ * A channel sent back as it was shown (its URL cut) keeps the URL it has: the settings page can
+ * save the list without asking for every URL again. Any other URL is the new one.
+ */
+function restoreCutUrls(
+  patch: UpdateConfigurationDto,
+  current: readonly NotificationChannel[],
+): UpdateConfigurationDto {
+  if (!Array.isArray(patch.notificationChannels)) {
+    return patch;
+  }
+  const byId = new Map(current.map((channel) => [channel.id, channel]));
+  return {
+    ...patch,
+    notificationChannels: patch.notificationChannels.map((channel) => {
+      const before = byId.get(channel.id);
+      return before !== undefined &&
+        before.url !== null &&
+        channel.url === redactChannelUrl(before.url) &&
+        channel.url !== before.url
+        ? { ...channel, url: before.url }
+        : channel;
+    }),
+  };
+}
+
 function redact(snapshot: ConfigurationSnapshot): PublicConfiguration {
   return {
     ...snapshot,
     effective: {
       ...snapshot.effective,
       databaseUrl: redactDatabaseUrl(snapshot.effective.databaseUrl),
+      notificationChannels: redactChannels(snapshot.effective.notificationChannels),
       githubWebhookSecret: null,
       notificationWebhookSecret: null,
     },
@@ -34,6 +87,7 @@ function redact(snapshot: ConfigurationSnapshot): PublicConfiguration {
     values: {
       ...snapshot.values,
       databaseUrl: redactDatabaseUrl(snapshot.values.databaseUrl),
+      notificationChannels: redactChannels(snapshot.values.notificationChannels),
       githubWebhookSecret: null,
       notificationWebhookSecret: null,
     },
@@ -56,7 +110,8 @@ export class ManagerConfigurationService {
   }
 
   async update(patch: UpdateConfigurationDto, actor: EventActor): Promise<PublicConfiguration> {
-    const snapshot = redact(await this.configuration.update(patch));
+    const current = this.configuration.snapshot().values.notificationChannels;
+    const snapshot = redact(await this.configuration.update(restoreCutUrls(patch, current)));
     await this.database.write((tx) =>
       this.events.append(tx, { actor, payload: { configuration: snapshot }, type: 'manager.configuration.updated' }),
     );

@@ -27,6 +27,6 @@ export interface Runtime {
   board?: PostgresBoard;
   /** Replaces the system clock (tests that move time). */
   clock?: Clock;
-  /** TLS or not, and the certificate's names; absent: plain HTTP. */
-  serving?: Serving;
+  /** TLS or not, and the certificate's names. */
+  serving: Serving;
 }

@@ -41,7 +41,7 @@ export class DevicesController {
   @ApiOperation({ summary: 'Revokes a device at once: its next request is refused, its open streams end' })
   @ApiNoContentResponse()
   @ApiNotFoundResponse({ description: 'No paired device of that id' })
-  async revokeDevice(@Param('id') id: string): Promise<void> {
-    await this.devices.revoke(id);
+  async revokeDevice(@Param('id') id: string, @Req() req: ActorRequest): Promise<void> {
+    await this.devices.revoke(id, req.res);
   }
 }

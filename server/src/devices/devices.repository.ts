@@ -4,7 +4,7 @@ import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { DeviceEntity, PairingLinkEntity } from './device.entities';
 
-/** The only place that reads and writes `device` and `pairing_link`. */
+/** The only place that reads and writes `device` and `pairing_link`; every read is one person's. */
 @Injectable()
 export class DevicesRepository {
   constructor(private readonly database: Database) {}
@@ -14,18 +14,21 @@ export class DevicesRepository {
   }
 
   /** Inside the unit that redeems it: units run one at a time, so two uses cannot both see it unused. */
-  async linkInUnit(uow: UnitOfWork, secretHash: string): Promise<PairingLinkEntity | null> {
-    return (await uow.reads()).findOne(PairingLinkEntity, { where: { secretHash } });
+  async linkInUnit(uow: UnitOfWork, personId: string, secretHash: string): Promise<PairingLinkEntity | null> {
+    return (await uow.reads()).findOne(PairingLinkEntity, { where: { personId, secretHash } });
   }
 
-  link(secretHash: string): Promise<PairingLinkEntity | null> {
-    return this.database.read(PairingLinkEntity).findOne({ where: { secretHash } });
+  link(personId: string, secretHash: string): Promise<PairingLinkEntity | null> {
+    return this.database.read(PairingLinkEntity).findOne({ where: { personId, secretHash } });
   }
 
-  /** The link is spent and the device exists, in one unit. */
-  pair(uow: UnitOfWork, link: PairingLinkEntity, device: DeviceEntity, at: string): void {
+  /** The link is spent and the device exists, in one unit; a credential the browser held before goes. */
+  pair(uow: UnitOfWork, link: PairingLinkEntity, device: DeviceEntity, replacing: string | null): void {
+    if (replacing !== null) {
+      uow.delete(DeviceEntity, { credentialHash: replacing, personId: device.personId });
+    }
     uow.insert(DeviceEntity, device);
-    uow.update(PairingLinkEntity, { deviceId: device.id, usedAt: at }, { id: link.id });
+    uow.update(PairingLinkEntity, { deviceId: device.id, usedAt: device.pairedAt }, { id: link.id });
   }
 
   /** Links older than `before` go: nobody can use them, and a day is long enough to say "already used". */
@@ -33,12 +36,16 @@ export class DevicesRepository {
     uow.execute('DELETE FROM pairing_link WHERE created_at < ?', [before]);
   }
 
-  byCredential(credentialHash: string): Promise<DeviceEntity | null> {
-    return this.database.read(DeviceEntity).findOne({ where: { credentialHash } });
+  byCredential(personId: string, credentialHash: string): Promise<DeviceEntity | null> {
+    return this.database.read(DeviceEntity).findOne({ where: { credentialHash, personId } });
   }
 
-  list(): Promise<DeviceEntity[]> {
-    return this.database.read(DeviceEntity).find({ order: { pairedAt: 'ASC', id: 'ASC' } });
+  byId(personId: string, id: string): Promise<DeviceEntity | null> {
+    return this.database.read(DeviceEntity).findOne({ where: { id, personId } });
+  }
+
+  list(personId: string): Promise<DeviceEntity[]> {
+    return this.database.read(DeviceEntity).find({ order: { pairedAt: 'ASC', id: 'ASC' }, where: { personId } });
   }
 
   seen(uow: UnitOfWork, id: string, at: string): void {

@@ -10,7 +10,7 @@ import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
 import { notFound } from '../core/errors/domain-error';
-import { isLoopbackHost } from '../core/http/serving';
+import { isLoopbackHost, isWildcardHost } from '../core/http/serving';
 import { newId } from '../core/ids';
 import { personText } from '../core/person';
 import { RUNTIME, Runtime } from '../core/runtime';
@@ -22,25 +22,34 @@ export const PAIRING_LIFETIME_MS = 10 * 60_000;
 /** `last seen` is written at most this often per device: a phone polling must not write on every request. */
 const SEEN_EVERY_MS = 60_000;
 const LINK_KEPT_MS = 24 * 3600_000;
-const SECRET = /^[A-Za-z0-9_-]{43}$/;
+/** A link's secret: 32 random bytes, base64url. */
+export const PAIRING_SECRET = /^[A-Za-z0-9_-]{43}$/;
+const CREDENTIAL = /^[0-9a-f]{64}$/;
 export const DEVICE_NAME_MAX = 60;
 
 /** What a pairing link is now, for the page that shows it. */
 export type LinkState = { state: 'open'; link: PairingLinkEntity } | { state: 'used' | 'expired' | 'unknown' };
 
-const hash = (secret: string): string => createHash('sha256').update(secret).digest('hex');
+const sha256 = (secret: string): string => createHash('sha256').update(secret).digest('hex');
 
 /**
  * Browsers paired with the manager (issue 47 §4): a one-time link becomes a device credential of
  * the browser's own, which acts for the person on the dashboard and its API (never the agent API,
  * never the settings, never another pairing) and is revoked at once: its open streams end with it.
+ * Every device is its person's: on a team's board the runners share the table, not the devices.
  */
 @Injectable()
 export class DevicesService {
   private readonly logger = new Logger('Devices');
   /** Each device's open responses (event streams above all), ended when it is revoked. */
   private readonly open = new Map<string, Set<Response>>();
+  /**
+   * Revoked ids, marked before the row goes: a request whose lookup found the device just before
+   * the revoke is cut when it is tracked, instead of keeping its stream.
+   */
+  private readonly revoked = new Set<string>();
   private readonly seenAt = new Map<string, number>();
+  private readonly personId: string;
 
   constructor(
     private readonly repository: DevicesRepository,
@@ -48,7 +57,9 @@ export class DevicesService {
     private readonly clock: Clock,
     private readonly configuration: ConfigurationService,
     @Inject(RUNTIME) private readonly runtime: Runtime,
-  ) {}
+  ) {
+    this.personId = runtime.person.id;
+  }
 
   /** A new one-time link for `name`, at the origin a phone can reach (and whether it can, as things stand). */
   async createPairing(
@@ -64,7 +75,8 @@ export class DevicesService {
       expiresAt: new Date(now.getTime() + PAIRING_LIFETIME_MS).toISOString(),
       id: newId('pairing'),
       name: cleanName(name) || 'Phone',
-      secretHash: hash(secret),
+      personId: this.personId,
+      secretHash: sha256(secret),
       usedAt: null,
     };
     await this.database.write(async (uow) => {
@@ -86,59 +98,70 @@ export class DevicesService {
 
   /** What a link is now; a malformed secret is simply unknown. */
   async linkState(secret: string): Promise<LinkState> {
-    if (!SECRET.test(secret)) {
+    if (!PAIRING_SECRET.test(secret)) {
       return { state: 'unknown' };
     }
-    return this.stateOf(await this.repository.link(hash(secret)));
+    return this.stateOf(await this.repository.link(this.personId, sha256(secret)));
   }
 
   /**
    * Spends the link on a new device and gives its credential (once: only its hash is kept).
-   * The link is read again inside the unit, so of two uses at once exactly one pairs.
+   * The link is read again inside the unit, so of two uses at once exactly one pairs. A browser
+   * that was a device already gives up its old credential in the same unit (no orphan stays valid).
    */
   async redeem(
     secret: string,
-    name: string | undefined,
-    userAgent: string | undefined,
+    form: { name?: string | null; userAgent?: string; previousCredential?: string },
   ): Promise<{ device: DeviceEntity; credential: string } | { state: 'used' | 'expired' | 'unknown' }> {
-    if (!SECRET.test(secret)) {
+    if (!PAIRING_SECRET.test(secret)) {
       return { state: 'unknown' };
     }
     const credential = randomBytes(32).toString('hex');
+    const previous =
+      form.previousCredential && CREDENTIAL.test(form.previousCredential) ? sha256(form.previousCredential) : null;
     return this.database.write(async (uow) => {
-      const state = this.stateOf(await this.repository.linkInUnit(uow, hash(secret)));
+      const state = this.stateOf(await this.repository.linkInUnit(uow, this.personId, sha256(secret)));
       if (state.state !== 'open') {
         return { state: state.state };
       }
       const now = this.clock.nowIso();
       const device: DeviceEntity = {
-        credentialHash: hash(credential),
+        credentialHash: sha256(credential),
         id: newId('device'),
         lastSeenAt: now,
-        name: cleanName(name) || state.link.name,
+        name: cleanName(form.name) || state.link.name,
         pairedAt: now,
-        userAgent: userAgent ? personText(userAgent, 200) || null : null,
+        pairingId: state.link.id,
+        personId: this.personId,
+        userAgent: form.userAgent ? personText(form.userAgent, 200) || null : null,
       };
-      this.repository.pair(uow, state.link, device, now);
+      this.repository.pair(uow, state.link, device, previous);
       uow.afterCommit(() => this.logger.log({ device: device.id, msg: 'device paired', name: device.name }));
       return { credential, device };
     });
   }
 
-  /** The device a credential stands for, or null (unknown or revoked: the row is gone). */
+  /** The device a credential stands for, or null (unknown, revoked, another person's). */
   async authenticate(credential: string): Promise<DeviceEntity | null> {
-    if (!/^[0-9a-f]{64}$/.test(credential)) {
+    if (!CREDENTIAL.test(credential)) {
       return null;
     }
-    const device = await this.repository.byCredential(hash(credential));
+    const device = await this.repository.byCredential(this.personId, sha256(credential));
     if (device) {
       this.touch(device.id);
     }
     return device;
   }
 
-  /** Ends with the device: a revoke destroys its open responses' sockets. */
-  track(deviceId: string, res: Response): void {
+  /**
+   * Ends with the device: a revoke destroys its open responses' sockets. False (and the socket
+   * cut) when the device was revoked while its request was being authenticated.
+   */
+  track(deviceId: string, res: Response): boolean {
+    if (this.revoked.has(deviceId)) {
+      res.socket?.destroy();
+      return false;
+    }
     let responses = this.open.get(deviceId);
     if (!responses) {
       responses = new Set();
@@ -151,28 +174,38 @@ export class DevicesService {
         this.open.delete(deviceId);
       }
     });
+    return true;
   }
 
   async list(currentDeviceId: string | undefined): Promise<Device[]> {
-    return (await this.repository.list()).map((row) => ({
+    return (await this.repository.list(this.personId)).map((row) => ({
       current: row.id === currentDeviceId,
       id: row.id,
       lastSeenAt: row.lastSeenAt,
       name: row.name,
       pairedAt: row.pairedAt,
+      pairingId: row.pairingId,
       userAgent: row.userAgent,
     }));
   }
 
-  /** Revoked at once: the row goes (its credential finds nothing), and its open streams are cut. */
-  async revoke(id: string): Promise<void> {
-    const known = (await this.repository.list()).some((row) => row.id === id);
-    if (!known) {
+  /**
+   * Revoked at once: marked first (a request mid-lookup is cut when tracked), the row goes (its
+   * credential finds nothing), and its open responses are cut — the one asking, when a device
+   * revokes itself, only once its 204 is out.
+   */
+  async revoke(id: string, asking?: Response): Promise<void> {
+    if (!(await this.repository.byId(this.personId, id))) {
       throw notFound('device_not_found', `no paired device ${id}`);
     }
+    this.revoked.add(id);
     await this.database.write(async (uow) => this.repository.remove(uow, id));
     for (const res of this.open.get(id) ?? []) {
-      res.socket?.destroy();
+      if (res === asking) {
+        res.once('finish', () => res.socket?.destroy());
+      } else {
+        res.socket?.destroy();
+      }
     }
     this.open.delete(id);
     this.seenAt.delete(id);
@@ -205,29 +238,24 @@ export class DevicesService {
   }
 
   /**
-   * Where the phone should go: the configured host beyond loopback (or the certificate's name on
-   * a wildcard bind); on loopback, the name this browser used, with a word on why a phone cannot
-   * follow it without a tunnel.
+   * Where the phone should go: over TLS the certificate's name (what a phone can verify) unless
+   * the configured host is one of its names; else the configured host beyond loopback; on
+   * loopback, the name this browser used, marked as reachable only through a tunnel.
    */
   private pairingOrigin(
     requestHost: string | undefined,
     localPort: number,
-  ): { origin: string; reachability: string | null } {
-    const scheme = this.runtime.serving?.scheme ?? 'http';
+  ): { origin: string; reachability: Pairing['reachability'] } {
+    const { certificateNames, scheme } = this.runtime.serving;
     const host = this.configuration.get('host');
-    const wildcard = host === '0.0.0.0' || host === '::';
-    const certificateName = this.runtime.serving?.certificateNames[0];
-    if (!wildcard && !isLoopbackHost(host)) {
-      return { origin: `${scheme}://${host.includes(':') ? `[${host}]` : host}:${localPort}`, reachability: null };
+    const named = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+    if (scheme === 'https' && certificateNames[0] && !certificateNames.includes(named.toLowerCase())) {
+      return { origin: `https://${certificateNames[0]}:${localPort}`, reachability: null };
     }
-    if (wildcard && certificateName) {
-      return { origin: `${scheme}://${certificateName}:${localPort}`, reachability: null };
+    if (!isWildcardHost(host) && !isLoopbackHost(host)) {
+      return { origin: `${scheme}://${named}:${localPort}`, reachability: null };
     }
-    return {
-      origin: `${scheme}://${requestHost ?? `127.0.0.1:${localPort}`}`,
-      reachability:
-        'This manager answers only on loopback: the phone reaches this link through a tunnel (an SSH tunnel to this port), or start the manager with --host and TLS (see the README: Tailscale)',
-    };
+    return { origin: `${scheme}://${requestHost ?? `127.0.0.1:${localPort}`}`, reachability: 'loopback_only' };
   }
 }
 

@@ -1,33 +1,41 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 
+import { credentialCookieOptions, readCookie } from '../core/http/credential-cookie';
 import { RUNTIME, Runtime } from '../core/runtime';
-import { DEVICE_NAME_MAX, DevicesService } from './devices.service';
+import { deviceCookieName } from './device-cookie';
+import { DEVICE_NAME_MAX, DevicesService, LinkState, PAIRING_SECRET } from './devices.service';
 
 const PAIR_PATH = /^\/pair\/([^/]{1,100})$/;
+/** The form holds a device name: a few bytes, url-encoded. */
 const MAX_FORM = 4096;
 /** A device's cookie outlives browser restarts (400 days: what browsers keep at most); revoking ends it sooner. */
 const DEVICE_COOKIE_MS = 400 * 24 * 3600_000;
 
-/** Cookies are shared by every port of a host: named after the port, like the owner's login cookie. */
-export function deviceCookieName(port: number): string {
-  return `am_device_${port}`;
-}
-
 const escapeHtml = (text: string): string =>
   text.replace(/[&<>"']/g, (c) => ({ '"': '&quot;', '&': '&amp;', "'": '&#39;', '<': '&lt;', '>': '&gt;' })[c] ?? c);
+
+/** A pairing link's path without its secret, for logs: the secret is a credential until used. */
+export function loggablePath(path: string): string {
+  return path.replace(/^\/pair\/.*/, '/pair/…');
+}
 
 /**
  * `/pair/<secret>`: the page a pairing link opens. Opening it changes nothing (a chat app that
  * previews the link must not spend it); the page's button posts it back, which pairs this browser
- * and sets its device cookie. A used or expired link answers 410, one never issued 404.
+ * and sets its device cookie. A used or expired link answers 410, one never issued 404. The
+ * secret is checked before any body is read, and a body larger than a name is refused unread.
  */
 @Injectable()
 export class PairingPageMiddleware {
+  private readonly secure: boolean;
+
   constructor(
     private readonly devices: DevicesService,
-    @Inject(RUNTIME) private readonly runtime: Runtime,
-  ) {}
+    @Inject(RUNTIME) runtime: Runtime,
+  ) {
+    this.secure = runtime.serving.scheme === 'https';
+  }
 
   readonly handle = (req: Request, res: Response, next: NextFunction): void => {
     const match = PAIR_PATH.exec(req.path);
@@ -37,44 +45,56 @@ export class PairingPageMiddleware {
     }
     const secret = match[1];
     if (req.method === 'GET' || req.method === 'HEAD') {
-      void this.devices.linkState(secret).then(
-        (found) =>
-          found.state === 'open' ? this.page(res, 200, confirmBody(found.link.name)) : this.refusal(res, found.state),
-        (err: Error) => next(err),
-      );
+      this.show(secret, res).catch(next);
       return;
     }
     if (req.method === 'POST') {
-      void readForm(req).then(
-        async (form) => {
-          if (form === null) {
-            this.page(res, 413, '<h1>Too much</h1><p>The form was larger than a device name.</p>');
-            return;
-          }
-          const paired = await this.devices.redeem(secret, form.get('name') ?? undefined, req.headers['user-agent']);
-          if (!('credential' in paired)) {
-            this.refusal(res, paired.state);
-            return;
-          }
-          res.cookie(deviceCookieName(req.socket.localPort ?? 0), paired.credential, {
-            httpOnly: true,
-            maxAge: DEVICE_COOKIE_MS,
-            path: '/',
-            sameSite: 'strict',
-            secure: this.runtime.serving?.scheme === 'https',
-          });
-          res.setHeader('Cache-Control', 'no-store');
-          res.redirect(303, '/attention');
-        },
-        (err: Error) => next(err),
-      );
+      this.pair(secret, req, res).catch(next);
       return;
     }
     res.setHeader('Allow', 'GET, HEAD, POST');
     this.page(res, 405, '<h1>Not here</h1>');
   };
 
-  private refusal(res: Response, state: 'used' | 'expired' | 'unknown'): void {
+  private async show(secret: string, res: Response): Promise<void> {
+    const found = await this.devices.linkState(secret);
+    if (found.state === 'open') {
+      this.page(res, 200, confirmBody(found.link.name));
+    } else {
+      this.refusal(res, found.state);
+    }
+  }
+
+  private async pair(secret: string, req: Request, res: Response): Promise<void> {
+    if (!PAIRING_SECRET.test(secret)) {
+      this.refusal(res, 'unknown');
+      return;
+    }
+    if (Number(req.headers['content-length'] ?? 0) > MAX_FORM) {
+      this.page(res, 413, '<h1>Too much</h1><p>The form was larger than a device name.</p>');
+      return;
+    }
+    const form = await readForm(req);
+    if (form === null) {
+      this.page(res, 413, '<h1>Too much</h1><p>The form was larger than a device name.</p>');
+      return;
+    }
+    const cookieName = deviceCookieName(req.socket.localPort ?? 0, this.secure);
+    const paired = await this.devices.redeem(secret, {
+      name: form.get('name'),
+      previousCredential: readCookie(req.headers.cookie, cookieName),
+      userAgent: req.headers['user-agent'],
+    });
+    if (!('credential' in paired)) {
+      this.refusal(res, paired.state);
+      return;
+    }
+    res.cookie(cookieName, paired.credential, credentialCookieOptions(this.secure, DEVICE_COOKIE_MS));
+    res.setHeader('Cache-Control', 'no-store');
+    res.redirect(303, '/attention');
+  }
+
+  private refusal(res: Response, state: Exclude<LinkState['state'], 'open'>): void {
     const why =
       state === 'used'
         ? 'This pairing link was already used. A link pairs one browser, once.'
@@ -109,29 +129,30 @@ function confirmBody(name: string): string {
   return `<h1>Pair this device</h1><p>This browser gets a credential of its own for Agent Manager: it can follow and answer your agents, not change the settings. Revoke it any time in Settings → Devices.</p><form method="post"><label for="name">Name of this device</label><input id="name" name="name" maxlength="${DEVICE_NAME_MAX}" value="${escapeHtml(name)}" autocomplete="off"><button type="submit">Pair</button></form>`;
 }
 
-/** The form's fields (an url-encoded body of a few bytes), or null when it is larger than any real one. */
+/**
+ * The form's fields, or null when it is larger than any real one (reading stops there: what is
+ * left is drained by the lingering-close middleware). Any other content type is an empty form.
+ */
 function readForm(req: Request): Promise<URLSearchParams | null> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    let over = false;
-    req.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > MAX_FORM) {
-        over = true;
+        req.off('data', onData);
+        req.off('end', onEnd);
+        resolve(null);
         return;
       }
       chunks.push(chunk);
-    });
-    req.on('end', () =>
+    };
+    const onEnd = () =>
       resolve(
-        over
-          ? null
-          : new URLSearchParams(
-              req.is('application/x-www-form-urlencoded') ? Buffer.concat(chunks).toString('utf8') : '',
-            ),
-      ),
-    );
+        new URLSearchParams(req.is('application/x-www-form-urlencoded') ? Buffer.concat(chunks).toString('utf8') : ''),
+      );
+    req.on('data', onData);
+    req.on('end', onEnd);
     req.on('error', reject);
   });
 }

@@ -21,6 +21,12 @@ import { KeyedLock } from './keyed-lock';
 export const CREATE_TIMEOUT_MS = 10 * 60 * 1000;
 /** Any other git question: a few files or refs. */
 export const QUICK_TIMEOUT_MS = 30_000;
+/**
+ * The workspace's facts (one rev-parse: its top, git directories and HEAD's commit) are read on
+ * every create while a person waits: milliseconds on any repository, so a git that takes this
+ * long is hanging (a FIFO in its objects, a dead network mount) and the create is a 503 at once.
+ */
+const FACTS_TIMEOUT_MS = 10_000;
 const DISK_USAGE_TTL_MS = 60_000;
 
 /** The git facts of the bound workspace, or null when it is not a repository with a commit. */
@@ -240,7 +246,7 @@ export class WorkspaceGit {
         {
           cwd,
           okCodes: [0, 1],
-          timeoutMs: QUICK_TIMEOUT_MS,
+          timeoutMs: FACTS_TIMEOUT_MS,
         },
       );
     } catch (err) {

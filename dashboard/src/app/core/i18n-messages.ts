@@ -571,6 +571,8 @@ export const en = {
   'devices.pairedNow': '{n} is paired',
   'devices.seen': 'last seen {t}',
   'devices.onlyOwner': "Pair new devices from the manager's own machine.",
+  'devices.loopbackOnly':
+    'This manager answers on loopback only: the phone reaches this link through an SSH tunnel to this port, or start the manager with --host and TLS (README: On your phone, Tailscale).',
   'cfg.pullRequestReconcileIntervalSeconds': 'Pull request refresh interval',
   'cfg.pullRequestReconcileIntervalSeconds.help': 'Seconds between GitHub checks of tracked PRs; 0 turns polling off',
   'cfg.defaultBudgetMaxTokens': 'Default token budget',
@@ -1344,6 +1346,8 @@ export const zh: Record<MessageKey, string> = {
   'devices.pairedNow': '{n} 已配对',
   'devices.seen': '最近活动 {t}',
   'devices.onlyOwner': '请在运行管理器的电脑上配对新设备。',
+  'devices.loopbackOnly':
+    '此管理器只在本机回环地址上提供服务：手机需通过到此端口的 SSH 隧道打开该链接，或使用 --host 和 TLS 启动管理器（见 README：手机访问、Tailscale）。',
   'cfg.pullRequestReconcileIntervalSeconds': '拉取请求刷新间隔',
   'cfg.pullRequestReconcileIntervalSeconds.help': '两次检查 GitHub 上已跟踪 PR 的间隔（秒）；0 关闭轮询',
   'cfg.defaultBudgetMaxTokens': '默认 Token 预算',

@@ -64,8 +64,8 @@ import { Notifier } from '../core/notifier';
               />
               <button type="button" (click)="copy(p)">{{ t('devices.copyLink') }}</button>
             </div>
-            @if (p.reachability) {
-              <p class="muted" data-testid="pairing-reachability">{{ p.reachability }}</p>
+            @if (p.reachability === 'loopback_only') {
+              <p class="muted" data-testid="pairing-reachability">{{ t('devices.loopbackOnly') }}</p>
             }
           </div>
         </div>
@@ -180,7 +180,6 @@ export class DevicesPanel implements OnInit {
    * screen, and this one should say so and put the code away (a used code is worth nothing).
    */
   private watchFor(pairing: Pairing): void {
-    const known = new Set(this.devices().map((d) => d.id));
     clearInterval(this.watch);
     this.watch = setInterval(() => {
       if (Date.parse(pairing.expiresAt) <= Date.now()) {
@@ -189,7 +188,7 @@ export class DevicesPanel implements OnInit {
         return;
       }
       void this.load().then(() => {
-        const added = this.devices().find((d) => !known.has(d.id));
+        const added = this.devices().find((d) => d.pairingId === pairing.id);
         if (added) {
           clearInterval(this.watch);
           this.pairing.set(null);

@@ -1,6 +1,11 @@
+import * as fs from 'node:fs';
 import * as http from 'node:http';
+import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import * as net from 'node:net';
+import * as tls from 'node:tls';
+
+import { selfSignedCertificate, temporaryDirectory } from '../../../../test/support/tls-certificate';
 
 import {
   CONNECTION_LIMITS,
@@ -130,5 +135,69 @@ describe(guardConnections.name, () => {
     expect(Date.now() - started).toBeGreaterThan(FAST.requestTimeoutMs * 2);
     expect(res.status).toBe(200);
     expect(res.body).toContain('data: done');
+  });
+});
+
+describe(`${guardConnections.name} over TLS`, () => {
+  const dir = temporaryDirectory('am-guard-tls-');
+  const certificate = selfSignedCertificate(dir, 'guard.test', 'DNS:guard.test');
+  let server: https.Server;
+  let port: number;
+  const tlsTo = { ca: certificate.cert, host: '127.0.0.1', port: 0, servername: 'guard.test' };
+
+  beforeAll(async () => {
+    server = https.createServer(
+      { cert: certificate.cert, handshakeTimeout: FAST.headersTimeoutMs, key: certificate.key },
+      (req, res) => {
+        if (req.url === '/stream') {
+          res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+          const tick = setInterval(() => res.write('data: tick\n\n'), 100);
+          setTimeout(() => {
+            clearInterval(tick);
+            res.end('data: done\n\n');
+          }, FAST.headersTimeoutMs * 3);
+          return;
+        }
+        res.end('ok');
+      },
+    );
+    guardConnections(server, FAST);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    fs.rmSync(dir, { force: true, recursive: true });
+  });
+
+  it('keeps a stream whose request arrived, past the header timeout (its socket is the TLS one)', async () => {
+    const started = Date.now();
+    const body = await new Promise<string>((resolve, reject) => {
+      https
+        .get({ ...tlsTo, agent: false, path: '/stream', port }, (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve(text));
+        })
+        .on('error', reject);
+    });
+    expect(Date.now() - started).toBeGreaterThan(FAST.headersTimeoutMs * 2);
+    expect(body).toContain('data: done');
+  });
+
+  it('answers a TLS connection that sends no request with an encrypted 408, and one that never handshakes is closed', async () => {
+    const silent = tls.connect({ ...tlsTo, port });
+    let data = '';
+    silent.on('data', (c: Buffer) => (data += c.toString('latin1')));
+    silent.on('error', () => undefined);
+    await new Promise((resolve) => silent.once('close', resolve));
+    expect(data).toMatch(/^HTTP\/1\.1 408 /);
+    const raw = net.connect(port, '127.0.0.1');
+    raw.on('error', () => undefined);
+    const opened = Date.now();
+    await new Promise((resolve) => raw.once('close', resolve));
+    expect(Date.now() - opened).toBeLessThan(FAST.headersTimeoutMs + 1_500);
   });
 });

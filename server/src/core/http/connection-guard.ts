@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import * as tls from 'node:tls';
 
 export interface ConnectionLimits {
   /** Open connections at most; at the cap the oldest one still sending its headers makes room. */
@@ -57,6 +58,11 @@ export interface ConnectionGuard {
  * so a flood of slow sockets evicts itself while real clients, which send their headers at
  * once, are served. `requestTimeout` covers a request's receipt only: an SSE stream or a long
  * download, whose request arrived long ago, is never cut by it.
+ *
+ * Over TLS a request's socket is the TLS socket, not the TCP one `connection` gave: the wait for
+ * headers is then kept on the TLS socket from its handshake (`secureConnection`), so its request
+ * ends it and an expiry's 408 goes out encrypted; the handshake itself is bounded by the server's
+ * `handshakeTimeout` (given when the server is made).
  */
 export function guardConnections(server: Server, limits: ConnectionLimits = CONNECTION_LIMITS): ConnectionGuard {
   server.headersTimeout = limits.headersTimeoutMs;
@@ -65,6 +71,7 @@ export function guardConnections(server: Server, limits: ConnectionLimits = CONN
   // Read when the server starts listening.
   (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = limits.checkIntervalMs;
 
+  const secure = server instanceof tls.Server;
   const open = new Set<Socket>();
   /** Connections without a first request yet, oldest first (Map keeps insertion order), with when they opened. */
   const waiting = new Map<Socket, number>();
@@ -92,12 +99,20 @@ export function guardConnections(server: Server, limits: ConnectionLimits = CONN
       oldest.value.destroy();
     }
     open.add(socket);
-    waiting.set(socket, Date.now());
+    if (!secure) {
+      waiting.set(socket, Date.now());
+    }
     socket.once('close', () => {
       open.delete(socket);
       waiting.delete(socket);
     });
   });
+  if (secure) {
+    server.on('secureConnection', (socket: tls.TLSSocket) => {
+      waiting.set(socket, Date.now());
+      socket.once('close', () => waiting.delete(socket));
+    });
+  }
   server.on('request', (req: { socket: Socket }) => {
     waiting.delete(req.socket);
   });

@@ -1,6 +1,8 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import * as fs from 'node:fs';
 
+import { CONNECTION_LIMITS } from './connection-guard';
+
 /** How the manager is reached: plain HTTP on loopback, or TLS (or an explicit insecure choice) beyond it. */
 export interface Serving {
   scheme: 'http' | 'https';
@@ -8,7 +10,12 @@ export interface Serving {
   certificateNames: string[];
 }
 
+/** Loopback's plain HTTP: the default, and what tests and the OpenAPI document run with. */
+export const PLAIN_HTTP: Serving = { certificateNames: [], scheme: 'http' };
+
 export interface ServingOptions {
+  /** `none` is for loopback only: beyond it anyone on the network would control the agents. */
+  authentication?: 'token' | 'none';
   /** PEM certificate (chain) and its key, for serving beyond loopback. */
   tlsCertPath?: string;
   tlsKeyPath?: string;
@@ -18,7 +25,7 @@ export interface ServingOptions {
 
 export interface ServingPlan {
   serving: Serving;
-  httpsOptions?: { cert: Buffer; key: Buffer };
+  httpsOptions?: { cert: Buffer; key: Buffer; handshakeTimeout: number };
 }
 
 /** Thrown before anything listens: the CLI prints the message as it is. */
@@ -32,6 +39,20 @@ export function isLoopbackHost(host: string): boolean {
   return LOOPBACK.test(host);
 }
 
+/** Every interface: served by loopback names (and a certificate's), never by what a client calls it. */
+export function isWildcardHost(host: string): boolean {
+  return host === '0.0.0.0' || host === '::';
+}
+
+/** An IPv6 address as a browser writes it in Host (`[fd7a:115c::1]`), whatever spelling it came in. */
+export function canonicalIpv6(address: string): string {
+  try {
+    return new URL(`http://[${address.replace(/^\[|\]$/g, '')}]/`).hostname;
+  } catch {
+    return `[${address.toLowerCase()}]`;
+  }
+}
+
 /**
  * Beyond loopback the owner's cookie, the device credentials and every agent's conversation cross
  * a network: so TLS, unless the person said `--insecure-http`. A certificate that does not load
@@ -39,6 +60,11 @@ export function isLoopbackHost(host: string): boolean {
  */
 export function planServing(host: string, options: ServingOptions): ServingPlan {
   const { tlsCertPath, tlsKeyPath } = options;
+  if (options.authentication === 'none' && !isLoopbackHost(host)) {
+    throw new ServingRefused(
+      `authentication "none" is for loopback only: beyond it (--host ${host}) anyone who reaches the port would control the agents`,
+    );
+  }
   if ((tlsCertPath === undefined) !== (tlsKeyPath === undefined)) {
     throw new ServingRefused('--tls-cert and --tls-key go together: give both, or neither');
   }
@@ -48,7 +74,7 @@ export function planServing(host: string, options: ServingOptions): ServingPlan 
         `serving beyond loopback (--host ${host}) requires TLS: give --tls-cert and --tls-key (for example from \`tailscale cert\`), or --insecure-http to serve plain HTTP anyway`,
       );
     }
-    return { serving: { certificateNames: [], scheme: 'http' } };
+    return { serving: PLAIN_HTTP };
   }
   const cert = readPem(tlsCertPath, '--tls-cert');
   const key = readPem(tlsKeyPath, '--tls-key');
@@ -68,7 +94,15 @@ export function planServing(host: string, options: ServingOptions): ServingPlan 
     }
     throw new ServingRefused(`--tls-key ${tlsKeyPath} is not a PEM private key: ${(err as Error).message}`);
   }
-  return { httpsOptions: { cert, key }, serving: { certificateNames: certificateNames(certificate), scheme: 'https' } };
+  if (Date.parse(certificate.validTo) <= Date.now()) {
+    throw new ServingRefused(
+      `--tls-cert ${tlsCertPath} expired on ${certificate.validTo}: renew it (\`tailscale cert\` again)`,
+    );
+  }
+  return {
+    httpsOptions: { cert, handshakeTimeout: CONNECTION_LIMITS.headersTimeoutMs, key },
+    serving: { certificateNames: certificateNames(certificate), scheme: 'https' },
+  };
 }
 
 function readPem(file: string, flag: string): Buffer {
@@ -92,7 +126,7 @@ function certificateNames(certificate: X509Certificate): string[] {
     if (kind === 'DNS') {
       names.push(value.toLowerCase());
     } else if (kind === 'IP Address') {
-      names.push(value.includes(':') ? `[${value.toLowerCase()}]` : value);
+      names.push(value.includes(':') ? canonicalIpv6(value) : value);
     }
   }
   return names;

@@ -14,6 +14,7 @@ export class DeviceDto implements Device {
   @ApiProperty({ description: 'Its last request, to the minute', nullable: true, type: String })
   lastSeenAt!: string | null;
   @ApiProperty({ description: 'The device that asks' }) current!: boolean;
+  @ApiProperty({ description: 'The pairing link it came from' }) pairingId!: string;
 }
 
 export class DeviceListDto {
@@ -24,6 +25,8 @@ export class CreatePairingDto {
   @ApiPropertyOptional({
     description: 'What to call the device (the phone may rename it when it pairs)',
     maxLength: DEVICE_NAME_MAX,
+    nullable: true,
+    type: String,
   })
   @IsOptional()
   @IsString()
@@ -39,9 +42,11 @@ export class PairingDto implements Pairing {
   @ApiProperty() name!: string;
   @ApiProperty() expiresAt!: string;
   @ApiProperty({
-    description: 'Why a phone may not reach the link as the manager is served (loopback only), or null',
+    description:
+      '`loopback_only`: the manager answers on loopback only, so a phone reaches the link through a tunnel; null: the link names the address served beyond loopback',
+    enum: ['loopback_only'],
     nullable: true,
     type: String,
   })
-  reachability!: string | null;
+  reachability!: 'loopback_only' | null;
 }

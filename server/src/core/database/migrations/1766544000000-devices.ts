@@ -3,7 +3,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 /**
  * Issue 47 §4: browsers paired with the manager (a phone), each with a credential of its own, and
  * the one-time links that pair them. Only hashes of the secrets are stored. A used link is kept
- * (so a second use is told "already used", 410) until it is a day old.
+ * (so a second use is told "already used", 410) until it is a day old. Both name their person: on
+ * a team's board every runner shares the tables, and a device is only its own person's.
  */
 export class Devices1766544000000 implements MigrationInterface {
   name = 'Devices1766544000000';
@@ -11,6 +12,8 @@ export class Devices1766544000000 implements MigrationInterface {
   async up(q: QueryRunner): Promise<void> {
     await q.query(`CREATE TABLE device (
       id varchar PRIMARY KEY NOT NULL,
+      person_id varchar NOT NULL,
+      pairing_id varchar NOT NULL,
       name varchar NOT NULL,
       credential_hash varchar NOT NULL,
       user_agent varchar,
@@ -18,8 +21,10 @@ export class Devices1766544000000 implements MigrationInterface {
       last_seen_at varchar
     )`);
     await q.query('CREATE UNIQUE INDEX device_credential ON device (credential_hash)');
+    await q.query('CREATE INDEX device_person ON device (person_id, paired_at)');
     await q.query(`CREATE TABLE pairing_link (
       id varchar PRIMARY KEY NOT NULL,
+      person_id varchar NOT NULL,
       secret_hash varchar NOT NULL,
       name varchar NOT NULL,
       created_at varchar NOT NULL,
