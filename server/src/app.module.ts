@@ -20,6 +20,7 @@ import { MessagesModule } from './messages/messages.module';
 import { ModelsModule } from './models/models.module';
 import { NetworkModule } from './network/network.module';
 import { NotificationsModule } from './notifications/notifications.module';
+import { EditorsModule } from './editors/editors.module';
 import { PullRequestsModule } from './pull-requests/pull-requests.module';
 import { RequirementsModule } from './requirements/requirements.module';
 import { RetentionModule } from './retention/retention.module';
@@ -55,6 +56,7 @@ export class AppModule {
         ModelsModule,
         NetworkModule,
         NotificationsModule,
+        EditorsModule,
         PullRequestsModule,
         RequirementsModule,
         RetentionModule,

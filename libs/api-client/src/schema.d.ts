@@ -311,6 +311,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/editors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The editors found on this machine that can open a working copy */
+        get: operations["listEditors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/events": {
         parameters: {
             query?: never;
@@ -838,6 +855,23 @@ export interface paths {
         /** Set the hosts a Requirement's runs may reach besides the workspace allow-list (the person's choice; applied to the next connection) */
         put: operations["setRequirementNetwork"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/open": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Opens the Requirement's working copy in an editor on this machine */
+        post: operations["openInEditor"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1792,6 +1826,23 @@ export interface components {
             /** @description Where the work is, once a run prepared it (null before) */
             worktree: components["schemas"]["RequirementWorktreeResponseDto"] | null;
         };
+        EditorDto: {
+            /** @enum {string} */
+            app: "vscode" | "cursor" | "zed" | "idea" | "file_manager";
+            /**
+             * @description What runs (the command found on PATH)
+             * @example /usr/bin/code
+             */
+            command: string;
+            /** @example VS Code */
+            label: string;
+        };
+        EditorListDto: {
+            /** @description The apps found on this machine (none when asked from elsewhere) */
+            items: components["schemas"]["EditorDto"][];
+            /** @description Whether the asker is at the machine the manager runs on (an editor can open there) */
+            local: boolean;
+        };
         /** @description The JSON body of every error answer. `code` is stable; `message` is for people. */
         ErrorBody: {
             /** @example unauthorized */
@@ -2082,6 +2133,10 @@ export interface components {
         };
         NotificationDeliveryListDto: {
             items: components["schemas"]["NotificationDeliveryDto"][];
+        };
+        OpenInEditorDto: {
+            /** @enum {string} */
+            app: "vscode" | "cursor" | "zed" | "idea" | "file_manager";
         };
         PairingDto: {
             expiresAt: string;
@@ -2568,6 +2623,8 @@ export interface components {
             mode: "worktree" | "in_place";
             /** @description The worktree's top directory (the checkout itself in place); null once removed */
             path: string | null;
+            /** @description The ports reserved for it (AGENT_MANAGER_PORT is the first), or null in place */
+            ports: components["schemas"]["WorktreePortsDto"] | null;
             /** @description When the git figures were last read */
             refreshedAt: string | null;
             /** @description When the worktree was removed (its branch may remain); the next run recreates it */
@@ -3013,6 +3070,18 @@ export interface components {
             worktreesDirectory: string;
             /** @description Bytes on disk used by those worktrees (symlinked files not counted; measured at most once a minute) */
             worktreesDiskBytes: number;
+        };
+        WorktreePortsDto: {
+            /**
+             * @description How many ports in a row are reserved
+             * @example 10
+             */
+            count: number;
+            /**
+             * @description AGENT_MANAGER_PORT: the first port of the block
+             * @example 42010
+             */
+            first: number;
         };
     };
     responses: never;
@@ -3976,6 +4045,43 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listEditors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EditorListDto"];
                 };
             };
             /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
@@ -5930,6 +6036,72 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    openInEditor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpenInEditorDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EditorDto"];
+                };
+            };
+            /** @description An app that is not one of the known ones */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such Requirement */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description not_local (asked from a paired device or another machine), no_worktree, editor_not_found */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -277,3 +277,7 @@ export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 /** A notification's delivery: waiting to be sent (or retried), sent, given up after 24 h. */
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** Apps a Requirement's working copy can be opened in (issue 48 §5). */
+export const EDITOR_APPS = ['vscode', 'cursor', 'zed', 'idea', 'file_manager'] as const;
+export type EditorApp = (typeof EDITOR_APPS)[number];

@@ -3,6 +3,7 @@ import type {
   AgentIsolationMode,
   AttachmentKind,
   AutoReviewOutcome,
+  EditorApp,
   AutoReviewState,
   DependencyCondition,
   DependencyState,
@@ -203,6 +204,8 @@ export interface RequirementWorktree {
   /** When it was removed (idle, purge, cancel); a next run recreates it from its branch. */
   removedAt: string | null;
   refreshedAt: string | null;
+  /** The ports reserved for it: `first` is AGENT_MANAGER_PORT, then `count` in a row (null in place). */
+  ports: { first: number; count: number } | null;
 }
 
 /** One file of a Requirement's changes against the merge base with its base ref. */
@@ -842,4 +845,12 @@ export interface Pairing {
    * tunnel (SSH) or not at all; null: it names the address the manager serves beyond loopback.
    */
   reachability: 'loopback_only' | null;
+}
+
+/** An app found on this machine that opens a working copy (issue 48 §5). */
+export interface Editor {
+  app: EditorApp;
+  label: string;
+  /** What runs: the command found on PATH (or `open -a <App>` on macOS). */
+  command: string;
 }

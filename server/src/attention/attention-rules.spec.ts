@@ -109,6 +109,7 @@ describe('attentionFindings', () => {
       layout: 'own_repository' as const,
       mode: 'worktree' as const,
       path: '/w',
+      ports: null,
       refreshedAt: T1,
       removedAt: null,
       workSha: 'h',

@@ -7,6 +7,9 @@ import type { IsolationMode, WorktreeLayout } from '@libs/contracts';
  * isolation and base ref), filled in when its first run creates the worktree, refreshed after
  * every run. Its own table, so the `requirement` row stays what it was.
  */
+/** Ports are reserved in blocks of this many per Requirement (AGENT_MANAGER_PORT is the first). */
+export const WORKTREE_PORT_BLOCK = 10;
+
 @Entity('requirement_worktree')
 @Index('idx_requirement_worktree_port', ['portBase'], { unique: true, where: 'port_base IS NOT NULL' })
 @Index('idx_requirement_worktree_path', ['path'])
@@ -33,7 +36,7 @@ export class RequirementWorktreeEntity {
   @Column('integer') ahead!: number;
   @Column('integer') behind!: number;
   @Column('boolean') dirty!: boolean;
-  /** The first of the 10 ports reserved for this Requirement (AGENT_MANAGER_PORT); unique while set. */
+  /** The first of the WORKTREE_PORT_BLOCK ports reserved for this Requirement (AGENT_MANAGER_PORT); unique while set. */
   @Column('integer', { nullable: true }) portBase!: number | null;
   /** When git finished creating the worktree (null: not yet, or a creation that died). */
   @Column('varchar', { nullable: true }) createdAt!: string | null;

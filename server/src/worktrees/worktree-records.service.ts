@@ -15,14 +15,14 @@ import { toRequirementResponse } from '../requirements/dto/requirement-response.
 import type { CreatingStager } from '../requirements/requirement.events';
 import type { NewRequirement } from '../requirements/new-requirement';
 import { RequirementsService } from '../requirements/requirements.service';
-import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
+import { RequirementWorktreeEntity, WORKTREE_PORT_BLOCK } from '../requirements/requirement-worktree.entity';
 import { isInside } from './worktree-changes';
 import { GitWorkspace, WorkspaceGit } from './workspace-git.service';
 import { WorktreesRepository } from './worktrees.repository';
 
-/** Ports handed out in blocks of 10 (AGENT_MANAGER_PORT is the first), one block per Requirement. */
+/** Ports handed out in blocks of WORKTREE_PORT_BLOCK (AGENT_MANAGER_PORT is the first), one block per Requirement. */
 export const PORT_FIRST = 42_000;
-export const PORT_BLOCK = 10;
+const PORT_BLOCK = WORKTREE_PORT_BLOCK;
 const PORT_BLOCKS = 2_000;
 
 /** A row for a Requirement that has no worktree yet: in place until its first run says otherwise. */

@@ -36,6 +36,7 @@ function withWork(landing: Partial<Requirement['landing']> = {}, extra: Partial<
       layout: 'own_repository',
       mode: 'worktree',
       path: '/tmp/wt',
+      ports: null,
       refreshedAt: T1,
       removedAt: null,
       workSha: 'h'.repeat(40),

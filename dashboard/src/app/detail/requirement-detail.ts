@@ -35,6 +35,7 @@ import { MarkdownRenderer } from './markdown';
 import { PullRequestList } from './pull-request-list';
 import { NetworkPanel } from './network-panel';
 import { TimerList } from './timer-list';
+import { WorktreeStrip } from './worktree-strip';
 import { TraceTimeline } from './trace-timeline';
 
 type Tab = 'overview' | 'trace' | 'changes';
@@ -55,6 +56,7 @@ type Pane = 'conversation' | 'details';
     PullRequestList,
     NetworkPanel,
     TimerList,
+    WorktreeStrip,
   ],
   changeDetection: ChangeDetectionStrategy.OnPush,
   templateUrl: './requirement-detail.html',

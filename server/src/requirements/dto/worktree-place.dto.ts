@@ -2,7 +2,12 @@ import { ApiProperty } from '@nestjs/swagger';
 
 import { ISOLATION_MODES, IsolationMode, RequirementWorktree, WORKTREE_LAYOUTS, WorktreeLayout } from '@libs/contracts';
 
-import type { RequirementWorktreeEntity } from '../requirement-worktree.entity';
+import { RequirementWorktreeEntity, WORKTREE_PORT_BLOCK } from '../requirement-worktree.entity';
+
+export class WorktreePortsDto {
+  @ApiProperty({ description: 'AGENT_MANAGER_PORT: the first port of the block', example: 42010 }) first!: number;
+  @ApiProperty({ description: 'How many ports in a row are reserved', example: 10 }) count!: number;
+}
 
 /**
  * Where a Requirement works, as its snapshot shows it. The row is the worktrees feature's to
@@ -53,6 +58,12 @@ export class RequirementWorktreeResponseDto implements RequirementWorktree {
   removedAt!: string | null;
   @ApiProperty({ description: 'When the git figures were last read', nullable: true, type: String }) refreshedAt!:
     string | null;
+  @ApiProperty({
+    description: 'The ports reserved for it (AGENT_MANAGER_PORT is the first), or null in place',
+    nullable: true,
+    type: WorktreePortsDto,
+  })
+  ports!: WorktreePortsDto | null;
 }
 
 /** Null until a run prepared where the Requirement works. */
@@ -75,6 +86,7 @@ export function toWorktreeResponse(
     layout: row.layout ?? null,
     mode: row.isolation,
     path: row.removedAt === null ? row.path : null,
+    ports: row.portBase === null ? null : { count: WORKTREE_PORT_BLOCK, first: row.portBase },
     refreshedAt: row.refreshedAt,
     removedAt: row.removedAt,
     workSha: row.workSha ?? null,

@@ -1,0 +1,140 @@
+import { ChangeDetectionStrategy, Component, computed, inject, input, signal } from '@angular/core';
+
+import type { Editor, EditorApp } from '@libs/contracts';
+
+import { Api } from '../core/api';
+import type { Requirement } from '../core/api-types';
+import { I18n, keyOf } from '../core/i18n';
+import { Notifier } from '../core/notifier';
+
+/** The editors found on the manager's machine: asked once per page load (they change rarely). */
+let editorsOnce: Promise<{ items: Editor[]; local: boolean }> | null = null;
+
+/**
+ * Where a Requirement works, at a glance (issue 48 §1): the working copy's path (copy, open in an
+ * editor on this machine, a vscode:// link), its branch and base, ahead/behind, uncommitted work,
+ * its reserved ports and how it is made.
+ */
+@Component({
+  selector: 'am-worktree-strip',
+  changeDetection: ChangeDetectionStrategy.OnPush,
+  template: `
+    @if (requirement().worktree; as w) {
+      <section class="panel worktree-strip" data-testid="worktree-strip" [attr.aria-label]="t('strip.title')">
+        <div class="strip-path">
+          @if (w.path) {
+            <code data-testid="strip-path" [title]="w.path">{{ w.path }}</code>
+            <button type="button" class="small" (click)="copy(w.path)" data-testid="strip-copy">
+              {{ t('strip.copy') }}
+            </button>
+          } @else {
+            <span class="muted" data-testid="strip-removed">{{ t('strip.removed') }}</span>
+          }
+        </div>
+        <div class="strip-facts">
+          @if (w.branch) {
+            <span data-testid="strip-branch"
+              ><span class="muted">{{ t('strip.branch') }}</span> <code>{{ w.branch }}</code></span
+            >
+          }
+          @if (w.baseRef) {
+            <span data-testid="strip-base"
+              ><span class="muted">{{ t('strip.base') }}</span> <code>{{ w.baseRef }}</code></span
+            >
+          }
+          <span data-testid="strip-ahead" [attr.data-ahead]="w.ahead" [attr.data-behind]="w.behind">{{
+            t('strip.aheadBehind', { a: w.ahead, b: w.behind })
+          }}</span>
+          @if (w.dirty) {
+            <span class="badge warn" data-testid="strip-dirty">{{ t('strip.dirty') }}</span>
+          }
+          @if (w.ports; as p) {
+            <span data-testid="strip-ports" [attr.data-first]="p.first"
+              ><span class="muted">{{ t('strip.ports') }}</span>
+              <code>{{ p.first }}–{{ p.first + p.count - 1 }}</code></span
+            >
+          }
+          <span class="muted" data-testid="strip-layout">{{ t(layoutKey()) }}</span>
+        </div>
+        @if (w.path) {
+          <div class="strip-open">
+            @for (e of editors(); track e.app) {
+              <button
+                type="button"
+                class="small"
+                (click)="open(e.app)"
+                [attr.data-app]="e.app"
+                data-testid="strip-open"
+              >
+                {{ t('strip.openIn', { app: e.label }) }}
+              </button>
+            }
+            <a class="small" [href]="vscodeLink()" data-testid="strip-vscode-link">vscode://</a>
+          </div>
+        }
+      </section>
+    }
+  `,
+  styles: `
+    .worktree-strip {
+      display: flex;
+      flex-direction: column;
+      gap: 4px;
+      font-size: 0.9em;
+      min-width: 0;
+    }
+    /* A label and its value: the template's whitespace between them is not kept. */
+    .strip-facts .muted + code {
+      margin-left: 0.3em;
+    }
+    .strip-path,
+    .strip-facts,
+    .strip-open {
+      display: flex;
+      flex-wrap: wrap;
+      gap: 4px 10px;
+      align-items: center;
+      min-width: 0;
+    }
+    .strip-path code {
+      overflow-wrap: anywhere;
+      min-width: 0;
+    }
+  `,
+})
+export class WorktreeStrip {
+  readonly requirement = input.required<Requirement>();
+  private readonly api = inject(Api);
+  private readonly notifier = inject(Notifier);
+  protected readonly t = inject(I18n).t;
+  protected readonly editors = signal<Editor[]>([]);
+  protected readonly layoutKey = computed(() => {
+    const w = this.requirement().worktree;
+    return w?.mode === 'in_place' ? 'strip.inPlace' : keyOf('strip.layout', w?.layout ?? 'pending');
+  });
+  protected readonly vscodeLink = computed(() => `vscode://file${encodeURI(this.requirement().worktree?.path ?? '')}`);
+
+  constructor() {
+    editorsOnce ??= this.api.call(this.api.client.GET('/api/editors'), true).catch(() => ({ items: [], local: false }));
+    void editorsOnce.then((found) => this.editors.set(found.local ? found.items : []));
+  }
+
+  protected async copy(text: string): Promise<void> {
+    await navigator.clipboard?.writeText(text).catch(() => undefined);
+    this.notifier.info(this.t('strip.copied'));
+  }
+
+  protected async open(app: EditorApp): Promise<void> {
+    try {
+      const opened = await this.api.call(
+        this.api.client.POST('/api/requirements/{id}/open', {
+          body: { app },
+          params: { path: { id: this.requirement().id } },
+        }),
+      );
+      this.notifier.info(this.t('strip.opened', { app: opened.label }));
+    } catch {
+      // shown by the API service
+    }
+  }
+}
