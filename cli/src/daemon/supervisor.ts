@@ -206,7 +206,9 @@ class Supervisor {
       // It never got healthy: a port in use, a bad configuration, a locked workspace. Starting it
       // again would fail the same way, so say why and leave it to the owner.
       const reason = `the manager failed to start (${how})${this.lastError ? `: ${this.lastError.replace(/^agent-manager: /, '')}` : ''}`;
-      this.save({ reason, status: 'failed' });
+      // The dead manager's pid goes in the same write: whoever reads "failed" (the CLI the report
+      // answers, `status`) must never see it beside a pid.
+      this.save({ managerPid: null, managerStartTime: null, reason, status: 'failed', url: null });
       void report({ kind: 'failed', reason }).then(() => this.finish('failed', reason, 1));
       return;
     }
