@@ -213,6 +213,31 @@ describe('pairing a phone', () => {
     expect((await request(pairing2.url, 'GET')).status).toBe(200);
   });
 
+  it('cancels a shown link: 410 from then on; a device may not cancel one', async () => {
+    const pairing = await ok(api().POST('/api/devices/pairings', { body: {} }));
+    const cookie = await pairedCookie('Canceller');
+    const byDevice = await sendUntyped(manager.url, 'DELETE', `/api/devices/pairings/${pairing.id}`, undefined, {
+      Cookie: cookie,
+      ...origin(),
+    });
+    expect(byDevice.json.code).toBe('device_not_allowed');
+    expect((await request(pairing.url, 'GET')).status).toBe(200);
+    await ok(api().DELETE('/api/devices/pairings/{id}', { params: { path: { id: pairing.id } } }));
+    expect((await request(pairing.url, 'GET')).status).toBe(410);
+    const posted = await request(
+      pairing.url,
+      'POST',
+      { 'Content-Type': 'application/x-www-form-urlencoded', ...origin() },
+      '',
+    );
+    expect(posted.status).toBe(410);
+    await refusal(
+      api().DELETE('/api/devices/pairings/{id}', { params: { path: { id: 'pair_nope' } } }),
+      404,
+      'pairing_not_found',
+    );
+  });
+
   it('pairs exactly one browser when the link is used twice at once', async () => {
     const pairing = await ok(api().POST('/api/devices/pairings', { body: {} }));
     const before = (await ok(api().GET('/api/devices'))).items.length;

@@ -26,7 +26,7 @@ function deviceRefused(method: string, path: string): boolean {
     path.startsWith(AGENT_PREFIX) ||
     path === AGENT_PREFIX.slice(0, -1) ||
     (path.startsWith('/api/configuration') && method !== 'GET' && method !== 'HEAD') ||
-    (method === 'POST' && path === '/api/devices/pairings')
+    path.startsWith('/api/devices/pairings')
   );
 }
 

@@ -36,6 +36,15 @@ export class DevicesController {
     return this.devices.createPairing(body.name, req.headers.host, req.socket.localPort ?? 0);
   }
 
+  @Delete('pairings/:id')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Cancels a pairing link before it expires: it answers 410 from then on (unused or not)' })
+  @ApiNoContentResponse()
+  @ApiNotFoundResponse({ description: 'No pairing link of that id' })
+  async cancelPairing(@Param('id') id: string): Promise<void> {
+    await this.devices.cancelPairing(id);
+  }
+
   @Delete(':id')
   @HttpCode(204)
   @ApiOperation({ summary: 'Revokes a device at once: its next request is refused, its open streams end' })

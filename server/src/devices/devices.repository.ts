@@ -31,6 +31,19 @@ export class DevicesRepository {
     uow.update(PairingLinkEntity, { deviceId: device.id, usedAt: device.pairedAt }, { id: link.id });
   }
 
+  /** A link shown and then put away: spent without a device, so it is "already used" (410) from now on. */
+  cancelLink(uow: UnitOfWork, personId: string, id: string, at: string): void {
+    uow.execute('UPDATE pairing_link SET used_at = ? WHERE id = ? AND person_id = ? AND used_at IS NULL', [
+      at,
+      id,
+      personId,
+    ]);
+  }
+
+  linkById(personId: string, id: string): Promise<PairingLinkEntity | null> {
+    return this.database.read(PairingLinkEntity).findOne({ where: { id, personId } });
+  }
+
   /** Links older than `before` go: nobody can use them, and a day is long enough to say "already used". */
   pruneLinks(uow: UnitOfWork, before: string): void {
     uow.execute('DELETE FROM pairing_link WHERE created_at < ?', [before]);

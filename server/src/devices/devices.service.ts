@@ -96,6 +96,14 @@ export class DevicesService {
     };
   }
 
+  /** Puts a shown link away before its ten minutes are up (the dialog closed, the code was seen by others). */
+  async cancelPairing(id: string): Promise<void> {
+    if (!(await this.repository.linkById(this.personId, id))) {
+      throw notFound('pairing_not_found', `no pairing link ${id}`);
+    }
+    await this.database.write(async (uow) => this.repository.cancelLink(uow, this.personId, id, this.clock.nowIso()));
+  }
+
   /** What a link is now; a malformed secret is simply unknown. */
   async linkState(secret: string): Promise<LinkState> {
     if (!PAIRING_SECRET.test(secret)) {

@@ -63,6 +63,7 @@ import { Notifier } from '../core/notifier';
                 (focus)="select($event)"
               />
               <button type="button" (click)="copy(p)">{{ t('devices.copyLink') }}</button>
+              <button type="button" (click)="cancel()" data-testid="pairing-cancel">{{ t('action.cancel') }}</button>
             </div>
             @if (p.reachability === 'loopback_only') {
               <p class="muted" data-testid="pairing-reachability">{{ t('devices.loopbackOnly') }}</p>
@@ -132,7 +133,11 @@ export class DevicesPanel implements OnInit {
   private watch: ReturnType<typeof setInterval> | undefined;
 
   constructor() {
-    inject(DestroyRef).onDestroy(() => clearInterval(this.watch));
+    inject(DestroyRef).onDestroy(() => {
+      clearInterval(this.watch);
+      // A code left on a closed dialog would stay valid for its ten minutes: put it away.
+      void this.cancel();
+    });
   }
 
   ngOnInit(): void {
@@ -150,6 +155,18 @@ export class DevicesPanel implements OnInit {
     } finally {
       this.busy.set(false);
     }
+  }
+
+  protected async cancel(): Promise<void> {
+    const shown = this.pairing();
+    if (!shown) {
+      return;
+    }
+    clearInterval(this.watch);
+    this.pairing.set(null);
+    await this.api
+      .call(this.api.client.DELETE('/api/devices/pairings/{id}', { params: { path: { id: shown.id } } }), true)
+      .catch(() => undefined);
   }
 
   protected async revoke(device: Device): Promise<void> {
