@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -58,11 +59,13 @@ describe('the worktree strip and opening a working copy in an editor', () => {
     if (!fs.existsSync(INDEX)) {
       throw new Error('dist/dashboard is missing: run `npm run build:dashboard` first');
     }
+    // Records its working directory, its arguments, and whether any of the manager's own variables reached it.
     fs.writeFileSync(
       path.join(bin, 'code'),
-      `#!/bin/sh\n{ pwd; for a in "$@"; do echo "$a"; done; echo ---; } >> '${log}'\n`,
+      `#!/bin/sh\n{ pwd; for a in "$@"; do echo "$a"; done; echo "private:$(env | grep -c '^CODE_FACTORY_')"; echo ---; } >> '${log}'\n`,
       { mode: 0o755 },
     );
+    process.env.CODE_FACTORY_EDITOR_TEST_SECRET = 'not for editors';
     // The manager reads PATH as the person's shell gave it: the stand-in comes first.
     process.env.PATH = `${bin}${path.delimiter}${pathBefore ?? ''}`;
     sandbox = makeSandbox();
@@ -76,6 +79,7 @@ describe('the worktree strip and opening a working copy in an editor', () => {
 
   afterAll(async () => {
     process.env.PATH = pathBefore;
+    delete process.env.CODE_FACTORY_EDITOR_TEST_SECRET;
     await browser?.close();
     await manager?.stop();
     sandbox?.cleanup();
@@ -99,7 +103,40 @@ describe('the worktree strip and opening a working copy in an editor', () => {
     );
     expect(answer).toMatchObject({ app: 'vscode', label: 'VS Code' });
     const [first] = await until('the editor started', async () => (opened(log).length > 0 ? opened(log) : undefined));
-    expect(first).toEqual([worktree.path, worktree.path]);
+    // From the person's home (nothing in the folder is found as a command), on the folder, with
+    // none of the manager's own variables.
+    expect(first).toEqual([fs.realpathSync(os.homedir()), worktree.path, 'private:0']);
+  });
+
+  it('names what the agent left that an editor may run, and opens only when the person confirms', async () => {
+    const requirement = await ok(api().GET('/api/requirements/{id}', { params: { path: { id: ran } } }));
+    const folder = requirement.worktree!.path!;
+    fs.mkdirSync(path.join(folder, '.vscode'));
+    fs.writeFileSync(path.join(folder, '.vscode', 'tasks.json'), '{"tasks":[{"runOptions":{"runOn":"folderOpen"}}]}');
+    execFileSync('git', ['config', 'core.fsmonitor', '/tmp/run-me'], { cwd: folder });
+    try {
+      const before = opened(log).length;
+      const refused = await api().POST('/api/requirements/{id}/open', {
+        body: { app: 'vscode' },
+        params: { path: { id: ran } },
+      });
+      expect(refused.response.status).toBe(409);
+      expect(refused.error).toMatchObject({
+        code: 'worktree_untrusted',
+        details: ['.vscode/tasks.json', 'git: core.fsmonitor'],
+      });
+      expect(opened(log)).toHaveLength(before);
+      await ok(
+        api().POST('/api/requirements/{id}/open', {
+          body: { app: 'vscode', confirm: true },
+          params: { path: { id: ran } },
+        }),
+      );
+      await until('opened once confirmed', async () => (opened(log).length > before ? true : undefined));
+    } finally {
+      fs.rmSync(path.join(folder, '.vscode'), { force: true, recursive: true });
+      execFileSync('git', ['config', '--unset', 'core.fsmonitor'], { cwd: folder });
+    }
   });
 
   it('refuses an unknown app (naming the known ones), one not installed, a Requirement with no working copy, and a paired device', async () => {

@@ -240,6 +240,12 @@ describe('notifications outside the browser', () => {
     );
     await ok(api().POST('/api/notifications/channels/{id}/test', { params: { path: { id: 'hook' } } }));
     expect(receiver.on('/test-hook')).toHaveLength(2);
+    // Renamed (or copied) with its URL as shown: nothing to restore it from, so it is refused.
+    const renamed = await sendUntyped(manager.url, 'PATCH', '/api/configuration', {
+      notificationChannels: [{ ...shown.values.notificationChannels[0], id: 'renamed' }],
+    });
+    expect(renamed.status).toBe(400);
+    expect(renamed.json.message).toContain('notificationChannels[0].url');
     await channels([{ id: 'hook', kind: 'webhook', url: `${receiver.url}/test-hook` }]);
 
     const before = (await ok(api().GET('/api/configuration'))).values.notificationChannels;

@@ -2154,6 +2154,8 @@ export interface components {
         OpenInEditorDto: {
             /** @enum {string} */
             app: "vscode" | "cursor" | "zed" | "idea" | "file_manager";
+            /** @description Open even though the working copy holds settings an editor or its git may run (the 409 worktree_untrusted names them) */
+            confirm?: boolean;
         };
         PairingDto: {
             expiresAt: string;
@@ -2640,7 +2642,7 @@ export interface components {
             mode: "worktree" | "in_place";
             /** @description The worktree's top directory (the checkout itself in place); null once removed */
             path: string | null;
-            /** @description The ports reserved for it (AGENT_MANAGER_PORT is the first), or null in place */
+            /** @description The ports reserved for it (AGENT_MANAGER_PORT is the first), or null before any were */
             ports: components["schemas"]["WorktreePortsDto"] | null;
             /** @description When the git figures were last read */
             refreshedAt: string | null;
@@ -6145,7 +6147,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            /** @description authentication_off: with authentication "none" nothing opens an editor */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6161,8 +6163,15 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description not_local (asked from a paired device or another machine), no_worktree, editor_not_found */
+            /** @description not_local (asked from a paired device or another machine), no_worktree, editor_not_found, runs_on_other_runner, worktree_untrusted (details: what would run; send confirm: true) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description editor_failed: the command could not start */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -204,7 +204,7 @@ export interface RequirementWorktree {
   /** When it was removed (idle, purge, cancel); a next run recreates it from its branch. */
   removedAt: string | null;
   refreshedAt: string | null;
-  /** The ports reserved for it: `first` is AGENT_MANAGER_PORT, then `count` in a row (null in place). */
+  /** The ports reserved for it: `first` is AGENT_MANAGER_PORT, then `count` in a row (null before its first run reserved them). */
   ports: { first: number; count: number } | null;
 }
 

@@ -10,6 +10,7 @@ import {
 import { ConfigurationService, ConfigurationSnapshot } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
 import { redactDatabaseUrl } from '../core/database/store';
+import { invalid } from '../core/errors/domain-error';
 import { EventLog, audit } from '../events/event-log.service';
 
 /** The configuration as the API and events show it: secrets replaced by whether they are set. */
@@ -57,18 +58,22 @@ function restoreCutUrls(
     return patch;
   }
   const byId = new Map(current.map((channel) => [channel.id, channel]));
-  return {
-    ...patch,
-    notificationChannels: patch.notificationChannels.map((channel) => {
-      const before = byId.get(channel.id);
-      return before !== undefined &&
-        before.url !== null &&
-        channel.url === redactChannelUrl(before.url) &&
-        channel.url !== before.url
-        ? { ...channel, url: before.url }
-        : channel;
-    }),
-  };
+  const channels = patch.notificationChannels.map((channel) => {
+    const before = byId.get(channel.id);
+    return before !== undefined && before.url !== null && channel.url === redactChannelUrl(before.url)
+      ? { ...channel, url: before.url }
+      : channel;
+  });
+  // A cut URL under a new id (renamed, copied) or another host has nothing to be restored from:
+  // saved as it is, it would look like a channel and send nowhere for a day of retries.
+  const cut = channels.findIndex((channel) => typeof channel.url === 'string' && channel.url.endsWith(CUT));
+  if (cut >= 0) {
+    throw invalid(
+      'channel_url_cut',
+      `notificationChannels[${cut}].url is the shortened form the API shows (…): give the channel's full URL`,
+    );
+  }
+  return { ...patch, notificationChannels: channels };
 }
 
 function redact(snapshot: ConfigurationSnapshot): PublicConfiguration {

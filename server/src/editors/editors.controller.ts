@@ -2,9 +2,11 @@ import { Body, Controller, Get, HttpCode, Param, Post, Req } from '@nestjs/commo
 import {
   ApiBadRequestResponse,
   ApiConflictResponse,
+  ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
+  ApiServiceUnavailableResponse,
   ApiTags,
 } from '@nestjs/swagger';
 
@@ -37,9 +39,12 @@ export class EditorsController {
   @ApiBadRequestResponse({ description: 'An app that is not one of the known ones' })
   @ApiNotFoundResponse({ description: 'No such Requirement' })
   @ApiConflictResponse({
-    description: 'not_local (asked from a paired device or another machine), no_worktree, editor_not_found',
+    description:
+      'not_local (asked from a paired device or another machine), no_worktree, editor_not_found, runs_on_other_runner, worktree_untrusted (details: what would run; send confirm: true)',
   })
+  @ApiForbiddenResponse({ description: 'authentication_off: with authentication "none" nothing opens an editor' })
+  @ApiServiceUnavailableResponse({ description: 'editor_failed: the command could not start' })
   openInEditor(@Param('id') id: string, @Body() body: OpenInEditorDto, @Req() req: ActorRequest): Promise<EditorDto> {
-    return this.editors.open(id, body.app, requester(req));
+    return this.editors.open(id, body.app, requester(req), body.confirm === true);
   }
 }

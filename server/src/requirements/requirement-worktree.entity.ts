@@ -2,14 +2,14 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 import type { IsolationMode, WorktreeLayout } from '@libs/contracts';
 
+/** Ports are reserved in blocks of this many per Requirement (AGENT_MANAGER_PORT is the first). */
+export const WORKTREE_PORT_BLOCK = 10;
+
 /**
  * Where one Requirement's agent works (issue 14): written when the Requirement is created (its
  * isolation and base ref), filled in when its first run creates the worktree, refreshed after
  * every run. Its own table, so the `requirement` row stays what it was.
  */
-/** Ports are reserved in blocks of this many per Requirement (AGENT_MANAGER_PORT is the first). */
-export const WORKTREE_PORT_BLOCK = 10;
-
 @Entity('requirement_worktree')
 @Index('idx_requirement_worktree_port', ['portBase'], { unique: true, where: 'port_base IS NOT NULL' })
 @Index('idx_requirement_worktree_path', ['path'])

@@ -22,8 +22,7 @@ import { WorktreesRepository } from './worktrees.repository';
 
 /** Ports handed out in blocks of WORKTREE_PORT_BLOCK (AGENT_MANAGER_PORT is the first), one block per Requirement. */
 export const PORT_FIRST = 42_000;
-const PORT_BLOCK = WORKTREE_PORT_BLOCK;
-const PORT_BLOCKS = 2_000;
+const WORKTREE_PORT_BLOCKS = 2_000;
 
 /** A row for a Requirement that has no worktree yet: in place until its first run says otherwise. */
 function emptyRow(
@@ -166,14 +165,14 @@ export class WorktreeRecords {
   reservePorts(requirementId: string): Promise<number> {
     return this.database.write(async (uow) => {
       const used = new Set(await this.repository.usedPortBases(uow));
-      for (let block = 0; block < PORT_BLOCKS; block += 1) {
-        const base = PORT_FIRST + block * PORT_BLOCK;
+      for (let block = 0; block < WORKTREE_PORT_BLOCKS; block += 1) {
+        const base = PORT_FIRST + block * WORKTREE_PORT_BLOCK;
         if (!used.has(base)) {
           this.repository.update(uow, requirementId, { portBase: base });
           return base;
         }
       }
-      throw conflict('ports_exhausted', `all ${PORT_BLOCKS} port blocks are reserved by live Requirements`);
+      throw conflict('ports_exhausted', `all ${WORKTREE_PORT_BLOCKS} port blocks are reserved by live Requirements`);
     });
   }
 

@@ -556,6 +556,9 @@ export const en = {
   'strip.title': 'Working copy',
   'strip.copy': 'Copy path',
   'strip.copied': 'Path copied',
+  'strip.copyFailed': 'This browser would not copy it: select and copy it by hand',
+  'strip.untrusted':
+    'The agent left settings in its working copy that an editor or its git may run as you:\n\n{list}\n\nOpen it anyway?',
   'strip.removed': 'Working copy removed: the next run makes it again',
   'strip.branch': 'branch',
   'strip.base': 'base',
@@ -1346,6 +1349,8 @@ export const zh: Record<MessageKey, string> = {
   'strip.title': '工作副本',
   'strip.copy': '复制路径',
   'strip.copied': '路径已复制',
+  'strip.copyFailed': '此浏览器无法复制：请手动选择并复制',
+  'strip.untrusted': '智能体在其工作副本中留下了编辑器或其 git 可能以你的身份运行的设置：\n\n{list}\n\n仍要打开吗？',
   'strip.removed': '工作副本已移除：下次运行时会重新创建',
   'strip.branch': '分支',
   'strip.base': '基线',

@@ -2,12 +2,12 @@ import { ChangeDetectionStrategy, Component, computed, inject, input, signal } f
 
 import type { Editor, EditorApp } from '@libs/contracts';
 
-import { Api } from '../core/api';
+import { Api, ApiError } from '../core/api';
 import type { Requirement } from '../core/api-types';
 import { I18n, keyOf } from '../core/i18n';
 import { Notifier } from '../core/notifier';
 
-/** The editors found on the manager's machine: asked once per page load (they change rarely). */
+/** The editors found on the manager's machine: asked once per page load (they change rarely); a failed ask is asked again. */
 let editorsOnce: Promise<{ items: Editor[]; local: boolean }> | null = null;
 
 /**
@@ -69,7 +69,9 @@ let editorsOnce: Promise<{ items: Editor[]; local: boolean }> | null = null;
                 {{ t('strip.openIn', { app: e.label }) }}
               </button>
             }
-            <a class="small" [href]="vscodeLink()" data-testid="strip-vscode-link">vscode://</a>
+            @if (local()) {
+              <a class="small" [href]="vscodeLink()" data-testid="strip-vscode-link">vscode://</a>
+            }
           </div>
         }
       </section>
@@ -108,33 +110,78 @@ export class WorktreeStrip {
   private readonly notifier = inject(Notifier);
   protected readonly t = inject(I18n).t;
   protected readonly editors = signal<Editor[]>([]);
+  /** Whether this browser is at the manager's machine: a vscode:// link elsewhere names another machine's folder. */
+  protected readonly local = signal(false);
   protected readonly layoutKey = computed(() => {
     const w = this.requirement().worktree;
     return w?.mode === 'in_place' ? 'strip.inPlace' : keyOf('strip.layout', w?.layout ?? 'pending');
   });
-  protected readonly vscodeLink = computed(() => `vscode://file${encodeURI(this.requirement().worktree?.path ?? '')}`);
+  /** Each segment encoded: a `#` or `?` in a folder's name must not end the link's path. */
+  protected readonly vscodeLink = computed(
+    () => `vscode://file${(this.requirement().worktree?.path ?? '').split('/').map(encodeURIComponent).join('/')}`,
+  );
+
+  private opening = false;
 
   constructor() {
-    editorsOnce ??= this.api.call(this.api.client.GET('/api/editors'), true).catch(() => ({ items: [], local: false }));
-    void editorsOnce.then((found) => this.editors.set(found.local ? found.items : []));
+    editorsOnce ??= this.api.call(this.api.client.GET('/api/editors'), true).catch(() => {
+      editorsOnce = null;
+      return { items: [], local: false };
+    });
+    void editorsOnce.then((found) => {
+      this.local.set(found.local);
+      this.editors.set(found.local ? found.items : []);
+    });
   }
 
   protected async copy(text: string): Promise<void> {
-    await navigator.clipboard?.writeText(text).catch(() => undefined);
-    this.notifier.info(this.t('strip.copied'));
+    const copied = await (navigator.clipboard?.writeText(text).then(
+      () => true,
+      () => false,
+    ) ?? Promise.resolve(false));
+    if (copied) {
+      this.notifier.info(this.t('strip.copied'));
+    } else {
+      this.notifier.error(this.t('strip.copyFailed'), text);
+    }
   }
 
+  /**
+   * Opens the working copy; when the agent left settings there that an editor may run (hooks,
+   * tasks, git's program settings), the server names them and the person decides.
+   */
   protected async open(app: EditorApp): Promise<void> {
-    try {
-      const opened = await this.api.call(
-        this.api.client.POST('/api/requirements/{id}/open', {
-          body: { app },
-          params: { path: { id: this.requirement().id } },
-        }),
-      );
-      this.notifier.info(this.t('strip.opened', { app: opened.label }));
-    } catch {
-      // shown by the API service
+    if (this.opening) {
+      return; // a double click opens one window
     }
+    this.opening = true;
+    try {
+      const opened = await this.ask(app, false).catch(async (err: unknown) => {
+        if (err instanceof ApiError && err.code === 'worktree_untrusted') {
+          if (!confirm(this.t('strip.untrusted', { list: err.details.join('\n') }))) {
+            return null;
+          }
+          return this.ask(app, true);
+        }
+        throw err;
+      });
+      if (opened) {
+        this.notifier.info(this.t('strip.opened', { app: opened.label }));
+      }
+    } catch (err) {
+      this.notifier.error(err instanceof Error ? err.message : String(err));
+    } finally {
+      this.opening = false;
+    }
+  }
+
+  private ask(app: EditorApp, confirmed: boolean): Promise<Editor> {
+    return this.api.call(
+      this.api.client.POST('/api/requirements/{id}/open', {
+        body: { app, confirm: confirmed },
+        params: { path: { id: this.requirement().id } },
+      }),
+      true,
+    );
   }
 }

@@ -180,8 +180,15 @@ export class DevicesPanel implements OnInit {
   }
 
   protected async copy(pairing: Pairing): Promise<void> {
-    await navigator.clipboard?.writeText(pairing.url).catch(() => undefined);
-    this.notifier.info(this.t('devices.copied'));
+    const copied = await (navigator.clipboard?.writeText(pairing.url).then(
+      () => true,
+      () => false,
+    ) ?? Promise.resolve(false));
+    if (copied) {
+      this.notifier.info(this.t('devices.copied'));
+    } else {
+      this.notifier.error(this.t('strip.copyFailed'), pairing.url);
+    }
   }
 
   protected select(event: FocusEvent): void {

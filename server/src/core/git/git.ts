@@ -43,7 +43,7 @@ const DEFAULT_MAX_BYTES = 16 * 1024 * 1024;
  * when the manager itself was started from a git hook, for instance), or run a program of their
  * choosing for a diff.
  */
-const REPOSITORY_VARIABLES = [
+export const REPOSITORY_VARIABLES = [
   'GIT_DIR',
   'GIT_WORK_TREE',
   'GIT_INDEX_FILE',

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 
-import { selfSignedCertificate, temporaryDirectory } from '../../../../test/support/tls-certificate';
+import { Certificate, selfSignedCertificate, temporaryDirectory } from '../../../../test/support/tls-certificate';
 
 import {
   CONNECTION_LIMITS,
@@ -139,13 +139,16 @@ describe(guardConnections.name, () => {
 });
 
 describe(`${guardConnections.name} over TLS`, () => {
-  const dir = temporaryDirectory('am-guard-tls-');
-  const certificate = selfSignedCertificate(dir, 'guard.test', 'DNS:guard.test');
+  let dir: string;
+  let certificate: Certificate;
   let server: https.Server;
   let port: number;
-  const tlsTo = { ca: certificate.cert, host: '127.0.0.1', port: 0, servername: 'guard.test' };
+  let tlsTo: { ca: Buffer; host: string; port: number; servername: string };
 
   beforeAll(async () => {
+    dir = temporaryDirectory('am-guard-tls-');
+    certificate = selfSignedCertificate(dir, 'guard.test', 'DNS:guard.test');
+    tlsTo = { ca: certificate.cert, host: '127.0.0.1', port: 0, servername: 'guard.test' };
     server = https.createServer(
       { cert: certificate.cert, handshakeTimeout: FAST.headersTimeoutMs, key: certificate.key },
       (req, res) => {
@@ -199,5 +202,25 @@ describe(`${guardConnections.name} over TLS`, () => {
     const opened = Date.now();
     await new Promise((resolve) => raw.once('close', resolve));
     expect(Date.now() - opened).toBeLessThan(FAST.headersTimeoutMs + 1_500);
+  });
+
+  it('at the cap, evicts connections that never finish their handshake to admit a real client', async () => {
+    const silent = Array.from({ length: FAST.maxConnections * 2 }, () => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      return socket;
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    const body = await new Promise<string>((resolve, reject) => {
+      https
+        .get({ ...tlsTo, agent: false, path: '/', port }, (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve(text));
+        })
+        .on('error', reject);
+    });
+    expect(body).toBe('ok');
+    silent.forEach((socket) => socket.destroy());
   });
 });

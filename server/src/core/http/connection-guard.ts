@@ -59,10 +59,11 @@ export interface ConnectionGuard {
  * once, are served. `requestTimeout` covers a request's receipt only: an SSE stream or a long
  * download, whose request arrived long ago, is never cut by it.
  *
- * Over TLS a request's socket is the TLS socket, not the TCP one `connection` gave: the wait for
- * headers is then kept on the TLS socket from its handshake (`secureConnection`), so its request
- * ends it and an expiry's 408 goes out encrypted; the handshake itself is bounded by the server's
- * `handshakeTimeout` (given when the server is made).
+ * Over TLS a request's socket is the TLS socket, not the TCP one `connection` gave: a connection
+ * waits as its TCP socket until its handshake ends (`secureConnection`), then as its TLS socket
+ * (same deadline, from when it opened), so its request ends the wait and an expiry's 408 goes out
+ * encrypted; one still handshaking is simply closed. Either way it can be evicted at the cap: a
+ * flood that never says hello is no better off than one that never sends headers.
  */
 export function guardConnections(server: Server, limits: ConnectionLimits = CONNECTION_LIMITS): ConnectionGuard {
   server.headersTimeout = limits.headersTimeoutMs;
@@ -78,6 +79,10 @@ export function guardConnections(server: Server, limits: ConnectionLimits = CONN
 
   const expire = (socket: Socket) => {
     waiting.delete(socket);
+    if (secure && !(socket instanceof tls.TLSSocket)) {
+      socket.destroy(); // still in its handshake: no HTTP answer can be read there
+      return;
+    }
     if (socket.writable) {
       socket.write(REQUEST_TIMEOUT, () => socket.destroy());
       // A peer that reads nothing would leave the write pending.
@@ -86,6 +91,10 @@ export function guardConnections(server: Server, limits: ConnectionLimits = CONN
       socket.destroy();
     }
   };
+
+  /** Over TLS: each handshaking TCP socket by its peer's address and port, to find it from its TLS socket. */
+  const handshaking = new Map<string, Socket>();
+  const peer = (socket: Socket) => `${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}`;
 
   server.on('connection', (socket: Socket) => {
     if (open.size >= limits.maxConnections) {
@@ -99,18 +108,30 @@ export function guardConnections(server: Server, limits: ConnectionLimits = CONN
       oldest.value.destroy();
     }
     open.add(socket);
-    if (!secure) {
-      waiting.set(socket, Date.now());
+    waiting.set(socket, Date.now());
+    const key = peer(socket);
+    if (secure) {
+      handshaking.set(key, socket);
     }
     socket.once('close', () => {
       open.delete(socket);
       waiting.delete(socket);
+      if (handshaking.get(key) === socket) {
+        handshaking.delete(key);
+      }
     });
   });
   if (secure) {
-    server.on('secureConnection', (socket: tls.TLSSocket) => {
-      waiting.set(socket, Date.now());
-      socket.once('close', () => waiting.delete(socket));
+    server.on('secureConnection', (tlsSocket: tls.TLSSocket) => {
+      const key = peer(tlsSocket);
+      const raw = handshaking.get(key);
+      handshaking.delete(key);
+      const openedAt = raw === undefined ? Date.now() : (waiting.get(raw) ?? Date.now());
+      if (raw !== undefined) {
+        waiting.delete(raw);
+      }
+      waiting.set(tlsSocket, openedAt);
+      tlsSocket.once('close', () => waiting.delete(tlsSocket));
     });
   }
   server.on('request', (req: { socket: Socket }) => {
@@ -119,11 +140,12 @@ export function guardConnections(server: Server, limits: ConnectionLimits = CONN
 
   const sweep = setInterval(() => {
     const deadline = Date.now() - limits.headersTimeoutMs;
+    // Every entry is looked at (at most maxConnections): a TLS socket joins the map at its
+    // handshake's end with its connection's older deadline, so the map is not in deadline order.
     for (const [socket, openedAt] of waiting) {
-      if (openedAt > deadline) {
-        break;
+      if (openedAt <= deadline) {
+        expire(socket);
       }
-      expire(socket);
     }
   }, limits.checkIntervalMs);
   sweep.unref();

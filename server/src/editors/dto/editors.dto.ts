@@ -1,5 +1,5 @@
-import { ApiProperty } from '@nestjs/swagger';
-import { IsIn } from 'class-validator';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsBoolean, IsIn, IsOptional } from 'class-validator';
 
 import { EDITOR_APPS, Editor, EditorApp } from '@libs/contracts';
 
@@ -20,4 +20,12 @@ export class OpenInEditorDto {
   @ApiProperty({ enum: EDITOR_APPS })
   @IsIn(EDITOR_APPS, { message: `app must be one of: ${EDITOR_APPS.join(', ')}` })
   app!: EditorApp;
+
+  @ApiPropertyOptional({
+    description:
+      'Open even though the working copy holds settings an editor or its git may run (the 409 worktree_untrusted names them)',
+  })
+  @IsOptional()
+  @IsBoolean()
+  confirm?: boolean;
 }

@@ -59,7 +59,7 @@ export class RequirementWorktreeResponseDto implements RequirementWorktree {
   @ApiProperty({ description: 'When the git figures were last read', nullable: true, type: String }) refreshedAt!:
     string | null;
   @ApiProperty({
-    description: 'The ports reserved for it (AGENT_MANAGER_PORT is the first), or null in place',
+    description: 'The ports reserved for it (AGENT_MANAGER_PORT is the first), or null before any were',
     nullable: true,
     type: WorktreePortsDto,
   })
