@@ -26,6 +26,7 @@ const root = path.resolve(__dirname, '..');
 const SUITES = [
   'server/src/core/database/schema.postgres.spec.ts',
   'server/src/budgets/budget-trees-migration.spec.ts',
+  'server/src/configuration/cut-channel-urls-migration.spec.ts',
   'test/postgres.e2e-spec.ts',
   'test/db-copy.e2e-spec.ts',
   'test/requirements.e2e-spec.ts',

@@ -26,6 +26,7 @@ import { LandedWork1766541000000 } from './1766541000000-landed-work';
 import { Attention1766542000000 } from './1766542000000-attention';
 import { Notifications1766543000000 } from './1766543000000-notifications';
 import { Devices1766544000000 } from './1766544000000-devices';
+import { CutChannelUrls1766545000000 } from './1766545000000-cut-channel-urls';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -57,4 +58,5 @@ export const MIGRATIONS = [
   Attention1766542000000,
   Notifications1766543000000,
   Devices1766544000000,
+  CutChannelUrls1766545000000,
 ];
