@@ -93,6 +93,9 @@ const COMMANDS: Array<[string[], string[]]> = [
   [['timer', 'show'], []],
   [['timer', 'cancel'], ['--id']],
   [['review', 'comments'], []],
+  [['preview', 'start'], ['--wait']],
+  [['preview', 'status'], []],
+  [['preview', 'output'], ['--lines']],
   [
     ['review', 'reply'],
     ['--id', '--body', '--resolve'],

@@ -198,6 +198,22 @@ describe('the worktree strip and opening a working copy in an editor', () => {
     const before = opened(log).length;
     await strip.locator('[data-testid="strip-open"][data-app="vscode"]').click();
     await until('opened from the page', async () => (opened(log).length > before ? true : undefined));
+
+    // Preview (issue 48 §2): started from the strip, its link and output shown as they come, stopped from it.
+    const server = `require("http").createServer((q, s) => s.end("preview of " + process.cwd())).listen(Number(process.env.AGENT_MANAGER_PORT), "127.0.0.1", () => console.log("app listening"))`;
+    expect((await api().PATCH('/api/configuration', { body: { runCommand: `exec node -e '${server}'` } })).status).toBe(
+      200,
+    );
+    await strip.getByTestId('strip-preview-start').click();
+    const link = strip.getByTestId('strip-preview-link');
+    await link.waitFor();
+    const url = await link.getAttribute('href');
+    expect(url).toBe(`http://127.0.0.1:${worktree.ports!.first}`);
+    expect(await (await fetch(url!)).text()).toBe(`preview of ${worktree.path}`);
+    await expect(strip.getByTestId('strip-preview').getAttribute('data-state')).resolves.toBe('ready');
+    await until('the output on the page', async () =>
+      (await strip.getByTestId('strip-preview-output').textContent())?.includes('app listening') ? true : undefined,
+    );
     await screenshot(page, 'worktree-strip');
 
     await page.setViewportSize(PHONE);
@@ -207,7 +223,13 @@ describe('the worktree strip and opening a working copy in an editor', () => {
     await page.getByTestId('pane-details').click();
     await strip.getByTestId('strip-path').waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(PHONE.width);
+    await strip.getByTestId('strip-preview-link').waitFor();
     await screenshot(page, 'worktree-strip-390-dark');
+    await strip.getByTestId('strip-preview-stop').click();
+    await until('stopped from the page', async () =>
+      (await strip.getByTestId('strip-preview').getAttribute('data-state')) === 'stopped' ? true : undefined,
+    );
+    await strip.getByTestId('strip-preview-start').waitFor();
     expect(browser.errors).toEqual([]);
   });
 });

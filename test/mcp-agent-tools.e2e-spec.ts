@@ -30,6 +30,9 @@ const AGENT_TOOLS = [
   'cancel_timer',
   'review_comments',
   'reply_review_comment',
+  'preview_start',
+  'preview_status',
+  'preview_output',
 ];
 
 /** The text of the latest tool result the CLI sent back to the model. */
@@ -106,6 +109,8 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
         tool: 'requirement_action',
       },
       { arguments: {}, tool: 'list_related' },
+      // Its working copy is being made by this very run: the preview is there to ask about, not started.
+      { arguments: {}, tool: 'preview_status' },
       { arguments: () => ({ message: 'Use contract version 2.', requirementId: childId }), tool: 'message_related' },
       {
         arguments: {
@@ -173,9 +178,9 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
       trace: [],
     });
 
-    // Offered to the model in every request of the run: our eleven tools and the user's own.
+    // Offered to the model in every request of the run: our fourteen tools and the user's own.
     const requests = stub.requests.filter((request) => request.marker === marker);
-    expect(requests).toHaveLength(13);
+    expect(requests).toHaveLength(14);
     for (const request of requests) {
       for (const tool of AGENT_TOOLS) {
         expect(resolveToolName(tool, request.tools)).toMatch(/code_factory[._]{1,2}/);
@@ -199,6 +204,7 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
       'code_factory.propose_requirement completed',
       'code_factory.requirement_action completed',
       'code_factory.list_related completed',
+      'code_factory.preview_status completed',
       'code_factory.message_related completed',
       'code_factory.register_pull_request completed',
       'code_factory.message_related failed',
@@ -206,9 +212,11 @@ describe.each(REAL_AGENT_CLIS)("the run's MCP tools with the real $provider CLI"
       'code_factory.register_timer failed',
     ]);
     expect(results[0].detail).toContain('echo: from the user server');
-    expect(results[9].detail).toMatch(/message refused \(409 not_related\): .+/);
-    expect(results[10].detail).toMatch(/start refused \(\d{3} [a-z_]+\): .+/);
-    expect(results[11].detail).toMatch(/afterSeconds|60/);
+    expect(results[7].detail).toContain(`"requirementId": "${parent.id}"`);
+    expect(results[7].detail).toContain('"state": "stopped"');
+    expect(results[10].detail).toMatch(/message refused \(409 not_related\): .+/);
+    expect(results[11].detail).toMatch(/start refused \(\d{3} [a-z_]+\): .+/);
+    expect(results[12].detail).toMatch(/afterSeconds|60/);
     expect(trace.filter((entry) => entry.kind === 'tool_call').map((entry) => entry.toolName)).toContain(
       'code_factory.list_timers',
     );

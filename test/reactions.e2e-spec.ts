@@ -111,6 +111,7 @@ describe('reactions to committed events', () => {
         RADAR,
         QUEUE,
         'NotificationsService.itemsOpened',
+        'PreviewsService.endWithRequirement',
         'ReviewAnchors.followImports',
         'ReviewLoopService.runsEnded',
       ].sort(),

@@ -3,6 +3,12 @@ import { Module } from '@nestjs/common';
 import { AgentMcpCommand } from './commands/factory/mcp.command';
 import { PrCommand, PrRegisterCommand } from './commands/factory/pr.command';
 import {
+  PreviewCommand,
+  PreviewOutputCommand,
+  PreviewStartCommand,
+  PreviewStatusCommand,
+} from './commands/factory/preview.command';
+import {
   RequirementActionCommand,
   RequirementCommand,
   RequirementLandingCommand,
@@ -25,6 +31,10 @@ export const CODE_FACTORY_COMMANDS = [
   AgentMcpCommand,
   PrCommand,
   PrRegisterCommand,
+  PreviewCommand,
+  PreviewStartCommand,
+  PreviewStatusCommand,
+  PreviewOutputCommand,
   RequirementCommand,
   RequirementProposeCommand,
   RequirementActionCommand,

@@ -21,6 +21,7 @@ import { ModelsModule } from './models/models.module';
 import { NetworkModule } from './network/network.module';
 import { NotificationsModule } from './notifications/notifications.module';
 import { EditorsModule } from './editors/editors.module';
+import { PreviewsModule } from './previews/previews.module';
 import { PullRequestsModule } from './pull-requests/pull-requests.module';
 import { RequirementsModule } from './requirements/requirements.module';
 import { RetentionModule } from './retention/retention.module';
@@ -57,6 +58,7 @@ export class AppModule {
         NetworkModule,
         NotificationsModule,
         EditorsModule,
+        PreviewsModule,
         PullRequestsModule,
         RequirementsModule,
         RetentionModule,

@@ -106,6 +106,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agent/requirements/{id}/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The run's own Requirement's preview */
+        get: operations["getAgentPreview"];
+        put?: never;
+        /** Starts (or restarts) the run's own Requirement's preview; reach it at its url (through the run's proxy: curl and most HTTP clients use it) */
+        post: operations["startAgentPreview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/requirements/{id}/preview/output": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The run's own Requirement's preview output (its last 5,000 lines) */
+        get: operations["getAgentPreviewOutput"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agent/requirements/{id}/related": {
         parameters: {
             query?: never;
@@ -895,6 +930,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/requirements/{id}/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Requirement's preview: its state, URL, ports and last lines */
+        get: operations["getPreview"];
+        put?: never;
+        /** Starts (or restarts) the Requirement's run script in its working copy, in its agent's sandbox and network, on its own ports */
+        post: operations["startPreview"];
+        /** Stops the Requirement's preview and every process it started */
+        delete: operations["stopPreview"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/requirements/{id}/preview/output": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The preview's kept output (its last 5,000 lines) */
+        get: operations["getPreviewOutput"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/requirements/{id}/reply": {
         parameters: {
             query?: never;
@@ -1515,16 +1586,16 @@ export interface components {
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
             /** @description Fields a change applies to at once; every other field needs a restart */
-            liveFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            liveFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description Whether a notification webhook secret is set (never returned) */
             notificationWebhookSecretConfigured: boolean;
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            overriddenFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            restartRequiredFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
@@ -1574,6 +1645,7 @@ export interface components {
             logLevel: "error" | "warn" | "info" | "debug";
             logMaxFiles: string;
             logMaxSize: string;
+            maxPreviews: number;
             modelCatalogRefreshHours: number;
             /** @description Hosts agent runs may reach besides the defaults */
             networkAllow: string[];
@@ -1590,8 +1662,11 @@ export interface components {
             /** @description The configured person's name, or null (git's user.name, else the OS account) */
             personName: string | null;
             port: number;
+            previewPath: string | null;
             pullRequestReconcileIntervalSeconds: number;
             rdInactivityTimeoutSeconds: number;
+            readyPattern: string | null;
+            runCommand: string | null;
             /** @description Secrets agents never see (names and sources only) */
             secrets: components["schemas"]["SecretDefinitionDto"][];
             worktreeIdleDays: number;
@@ -2187,6 +2262,43 @@ export interface components {
              */
             source: "configuration" | "git" | "os";
         };
+        PreviewDto: {
+            /** @description The configured runCommand, or .agent-manager/run */
+            command: string | null;
+            endedAt: string | null;
+            /** @description Its exit code when it exited by itself */
+            exitCode: number | null;
+            /** @description Its last output lines (at most 20) */
+            lastLines: string[];
+            /** @description Its first process, while it runs */
+            pid: number | null;
+            /** @description The Requirement's reserved ports */
+            ports: components["schemas"]["PreviewPortsDto"] | null;
+            /** @description Why it is not running, in one line (exited, a port held by another program, stopped for another preview) */
+            reason: string | null;
+            requirementId: string;
+            startedAt: string | null;
+            /** @enum {string} */
+            state: "starting" | "ready" | "exited" | "stopped";
+            /** @description http://127.0.0.1:<first port><previewPath> while it runs */
+            url: string | null;
+        };
+        PreviewOutputDto: {
+            /** @description Lines before these that are no longer kept */
+            dropped: number;
+            /** @description Its last output lines (at most 5,000), oldest first */
+            lines: string[];
+            requirementId: string;
+        };
+        PreviewPortsDto: {
+            /** @example 10 */
+            count: number;
+            /**
+             * @description AGENT_MANAGER_PORT
+             * @example 4400
+             */
+            first: number;
+        };
         ProposeRequirementDto: {
             /** @description A cross-model review loop: each new head of its open PRs, once the RD run that pushed it ended, is reviewed by `provider`, until a review finds nothing or after `maxRounds`. null: none */
             autoReview?: components["schemas"]["AutoReviewInputDto"] | null;
@@ -2354,7 +2466,7 @@ export interface components {
         };
         ReactionResponseDto: {
             /** @description The committed events it reacts to */
-            events: ("attention.cleared" | "attention.opened" | "board.runners_changed" | "checkpoint.created" | "landing.conflicts.updated" | "landing.queue.updated" | "manager.configuration.updated" | "manager.reconciled" | "message.created" | "model_catalog.updated" | "network.allow_updated" | "network.blocked" | "pull_request.created" | "pull_request.updated" | "requirement.cancelled" | "requirement.completed" | "requirement.created" | "requirement.deleted" | "requirement.moved" | "requirement.updated" | "requirements.purged" | "review_comment.deleted" | "review_comments.updated" | "review_request.started" | "run.cancelled" | "run.failed" | "run.interrupt_requested" | "run.started" | "run.succeeded" | "run.timed_out" | "run.trace.appended" | "timer.cancelled" | "timer.created" | "timer.fired")[];
+            events: ("attention.cleared" | "attention.opened" | "board.runners_changed" | "checkpoint.created" | "landing.conflicts.updated" | "landing.queue.updated" | "manager.configuration.updated" | "manager.reconciled" | "message.created" | "model_catalog.updated" | "network.allow_updated" | "network.blocked" | "preview.output" | "preview.updated" | "pull_request.created" | "pull_request.updated" | "requirement.cancelled" | "requirement.completed" | "requirement.created" | "requirement.deleted" | "requirement.moved" | "requirement.updated" | "requirements.purged" | "review_comment.deleted" | "review_comments.updated" | "review_request.started" | "run.cancelled" | "run.failed" | "run.interrupt_requested" | "run.started" | "run.succeeded" | "run.timed_out" | "run.trace.appended" | "timer.cancelled" | "timer.created" | "timer.fired")[];
             /** @description Calls that failed in a row (0 once one succeeds) */
             failures: number;
             /** @description Calls that finished since the manager started */
@@ -2778,6 +2890,8 @@ export interface components {
             host?: string | null;
             /** @description The variable it is given as (and, without file, the manager variable it is read from) */
             name: string;
+            /** @description Also given to previews as a variable (issue 48): they run the agent's working copy, so only a value you would let the agent's code use */
+            preview?: boolean | null;
         };
         SendReviewDto: {
             /** @description The overall comment, after the line comments */
@@ -2943,6 +3057,8 @@ export interface components {
              * @example 20m
              */
             logMaxSize?: string;
+            /** @description Previews running at once; a start past it stops the oldest one whose Requirement's agent is not running */
+            maxPreviews?: number;
             /** @description Hours between automatic refreshes of the model catalog (also done at start when due); 0: only on demand */
             modelCatalogRefreshHours?: number;
             /** @description Hosts agent runs may reach besides the defaults (provider APIs, GitHub and the remotes' hosts, the lock files' registries): host, *.domain (its subdomains), either with :port, or an IP (127.0.0.1:8080, [::1]:443). A name that resolves to this machine or link-local is refused unless written as an IP (applied to the next connection) */
@@ -2970,10 +3086,16 @@ export interface components {
             personName?: string | null;
             /** @description TCP port (restart required); 0 picks a free port */
             port?: number;
+            /** @description What a preview's URL adds after its port, starting with / (e.g. /app), or null */
+            previewPath?: string | null;
             /** @description Seconds between pull request reconciliations; 0 disables polling */
             pullRequestReconcileIntervalSeconds?: number;
             /** @description An RD run that prints nothing for this many seconds is ended as timed out */
             rdInactivityTimeoutSeconds?: number;
+            /** @description A preview is ready when a line of its output matches this regular expression (e.g. "Local:\s+http"), or null: when its first port accepts connections */
+            readyPattern?: string | null;
+            /** @description A Requirement's preview: shell command run in its working copy, in its agent's sandbox, with AGENT_MANAGER_PORT; null for .agent-manager/run as the person's base branch has it */
+            runCommand?: string | null;
             /** @description Secrets agents never see (applied to the next run): {name, file?, host?, header?, format?}. The value comes from the manager's variable `name`, or from `file` (absolute, mode 0600 or stricter); it is given as the variable `name` to a setup command the person wrote in a worktree no agent has had, and, with host and header, added by the run's proxy to that host's requests (format: e.g. "Bearer {value}"; without a port in host, over TLS only); each file is unreadable in every sandbox. Any value that appears in a trace, a message, a run's error or a saved patch is masked before it is stored */
             secrets?: components["schemas"]["SecretDefinitionDto"][];
             /** @description Days without a run after which a done Requirement's worktree is removed (its branch stays unless merged) */
@@ -3450,6 +3572,137 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    getAgentPreview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description agent_credential_required: not called with a run credential; outside_run_scope: not the run's own Requirement */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    startAgentPreview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description agent_credential_required: not called with a run credential; outside_run_scope: not the run's own Requirement */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no_worktree (no working copy now), no_run_script (no runCommand and no .agent-manager/run on the base branch), too_many_previews (maxPreviews run and every one has its agent running), runs_on_other_runner, requirement_closed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description network_isolation_unavailable: the preview cannot have the network its agent has here */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getAgentPreviewOutput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewOutputDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description agent_credential_required: not called with a run credential; outside_run_scope: not the run's own Requirement */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
         };
     };
@@ -6172,6 +6425,204 @@ export interface operations {
             };
             /** @description editor_failed: the command could not start */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getPreview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such Requirement */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    startPreview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such Requirement */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description no_worktree (no working copy now), no_run_script (no runCommand and no .agent-manager/run on the base branch), too_many_previews (maxPreviews run and every one has its agent running), runs_on_other_runner, requirement_closed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description network_isolation_unavailable: the preview cannot have the network its agent has here */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    stopPreview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such Requirement */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getPreviewOutput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewOutputDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such Requirement */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -97,6 +97,10 @@ export type AgentIsolationMode = (typeof AGENT_ISOLATION_MODES)[number];
  * the allow-list (and the model API and Agent Manager); `offline`, the model API and Agent Manager
  * alone; `open`, everything (no network namespace, no proxy).
  */
+/** A Requirement's preview (issue 48 §2): starting until ready, ready, exited by itself, stopped by someone. */
+export const PREVIEW_STATES = ['starting', 'ready', 'exited', 'stopped'] as const;
+export type PreviewState = (typeof PREVIEW_STATES)[number];
+
 export const NETWORK_MODES = ['allow_list', 'open', 'offline'] as const;
 export type NetworkMode = (typeof NETWORK_MODES)[number];
 

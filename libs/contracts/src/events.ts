@@ -11,6 +11,7 @@ import type {
   ManagerConfiguration,
   ModelCatalog,
   NetworkBlocked,
+  Preview,
   PullRequest,
   Requirement,
   RequirementMessage,
@@ -69,6 +70,10 @@ export interface ManagerEventPayloads {
   'network.blocked': { blocked: NetworkBlocked };
   /** A person changed what one Requirement's runs may reach besides the workspace's list. */
   'network.allow_updated': { requirementId: string; allow: string[] };
+  /** A Requirement's preview started, became ready, exited or was stopped (issue 48 §2). */
+  'preview.updated': { preview: Preview };
+  /** New lines of a preview's output, in order (a batch at most every half second). */
+  'preview.output': { requirementId: string; lines: string[] };
   'pull_request.created': PullRequestPayload;
   'pull_request.updated': PullRequestPayload;
   'requirement.cancelled': ClosedPayload;
@@ -121,6 +126,8 @@ export const EVENT_TYPES = [
   'model_catalog.updated',
   'network.allow_updated',
   'network.blocked',
+  'preview.output',
+  'preview.updated',
   'pull_request.created',
   'pull_request.updated',
   'requirement.cancelled',

@@ -18,6 +18,7 @@ import type {
   PersonSource,
   IsolationMode,
   NetworkMode,
+  PreviewState,
   WorktreeLayout,
   LogLevel,
   MessageAuthor,
@@ -410,6 +411,14 @@ export interface ConfigurationValues {
   secrets: SecretDefinition[];
   /** A done Requirement's worktree is removed after this many days without a run. */
   worktreeIdleDays: number;
+  /** A Requirement's preview (`sh -c` in its working copy); null: `.agent-manager/run` as the person's base branch has it. */
+  runCommand: string | null;
+  /** What a preview's URL adds after its port (`/app`); null: nothing. */
+  previewPath: string | null;
+  /** A preview is ready when a line of its output matches this (a regular expression); null: when its first port answers. */
+  readyPattern: string | null;
+  /** Previews running at once; a start past it stops the oldest one whose agent is not running. */
+  maxPreviews: number;
   /** A monorepo folder (relative to the root) that is the agent's working directory inside its worktree. */
   worktreeSubdirectory: string | null;
   /** Codex models the model catalog offers besides Codex's own listing (e.g. a provider's private models). */
@@ -480,6 +489,8 @@ export interface SecretDefinition {
   header?: string | null;
   /** The header's value, `{value}` standing for the secret (default: the secret itself), e.g. `Bearer {value}`. */
   format?: string | null;
+  /** Also given to previews as a variable (they run the agent's working copy: only a value the agent's code may use). */
+  preview?: boolean | null;
 }
 
 /** One model a provider accepts, with the reasoning efforts the manager can pass for it. */
@@ -853,4 +864,34 @@ export interface Editor {
   label: string;
   /** What runs: the command found on PATH (or `open -a <App>` on macOS). */
   command: string;
+}
+
+/** A Requirement's running app (issue 48 §2): its run script in its working copy, in its agent's sandbox. */
+export interface Preview {
+  requirementId: string;
+  state: PreviewState;
+  /** `http://127.0.0.1:<first port><previewPath>` while it runs; null otherwise. */
+  url: string | null;
+  /** The Requirement's reserved ports (AGENT_MANAGER_PORT is the first); null when it has no working copy. */
+  ports: { first: number; count: number } | null;
+  /** Its first process (the sandbox's), while it runs. */
+  pid: number | null;
+  /** What runs: the configured command, or `.agent-manager/run`. */
+  command: string | null;
+  startedAt: string | null;
+  endedAt: string | null;
+  /** Its exit code when it exited by itself. */
+  exitCode: number | null;
+  /** Why it is not running or not ready, in one line (a port held by another program, a stop for another preview). */
+  reason: string | null;
+  /** The last lines of its output (at most 20; the rest at `…/preview/output`). */
+  lastLines: string[];
+}
+
+/** A preview's kept output: its last lines (at most 5,000), oldest first. */
+export interface PreviewOutput {
+  requirementId: string;
+  lines: string[];
+  /** Lines that came before these and are no longer kept. */
+  dropped: number;
 }

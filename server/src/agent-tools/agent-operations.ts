@@ -35,6 +35,11 @@ export interface TimerInput {
   repeat?: boolean;
 }
 
+/** How often `preview start --wait` asks whether the preview is ready. */
+const PREVIEW_POLL_MS = 300;
+/** The longest `preview start` waits for readiness. */
+export const PREVIEW_WAIT_MAX_SECONDS = 300;
+
 // In the order a person reads them in an error; `flag` for the CLI, the field name for the MCP tool.
 const PULL_REQUEST_FIELDS: Array<[keyof PullRequestFields, string]> = [
   ['repository', '--repository'],
@@ -210,6 +215,46 @@ export class AgentOperations {
   }
 
   /** The review threads a person sent to the run's Requirement (path, lines, quote, comment, replies, state). */
+  /**
+   * Starts (or restarts) the current Requirement's preview; with `wait`, answers once it is ready
+   * or has exited (at most `wait` seconds), so a test can go on against its url at once.
+   */
+  async startPreview(wait = 0): Promise<unknown> {
+    const { context } = this.api;
+    const started = await this.api.call('preview start', (client, signal) =>
+      client.POST('/api/agent/requirements/{id}/preview', { params: { path: { id: context.requirementId } }, signal }),
+    );
+    const deadline = Date.now() + wait * 1000;
+    let preview = started as { state: string };
+    while (preview.state === 'starting' && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, PREVIEW_POLL_MS));
+      preview = (await this.previewStatus()) as { state: string };
+    }
+    return preview;
+  }
+
+  async previewStatus(): Promise<unknown> {
+    const { context } = this.api;
+    return this.api.call('preview status', (client, signal) =>
+      client.GET('/api/agent/requirements/{id}/preview', { params: { path: { id: context.requirementId } }, signal }),
+    );
+  }
+
+  /** The preview's kept output; `lines` keeps only the last that many. */
+  async previewOutput(lines?: number): Promise<unknown> {
+    const { context } = this.api;
+    const output = (await this.api.call('preview output', (client, signal) =>
+      client.GET('/api/agent/requirements/{id}/preview/output', {
+        params: { path: { id: context.requirementId } },
+        signal,
+      }),
+    )) as { lines: string[]; dropped: number };
+    if (lines === undefined || output.lines.length <= lines) {
+      return output;
+    }
+    return { ...output, dropped: output.dropped + output.lines.length - lines, lines: output.lines.slice(-lines) };
+  }
+
   async reviewComments(): Promise<unknown> {
     const { context } = this.api;
     return this.api.call('review comments', (client, signal) =>

@@ -8,7 +8,7 @@ import {
   REASONING_EFFORTS,
 } from '@libs/contracts';
 
-import type { AgentOperations } from './agent-operations';
+import { type AgentOperations, PREVIEW_WAIT_MAX_SECONDS } from './agent-operations';
 import { ToolDefinition, defineTool } from './tool-definition';
 
 // The run's MCP tools (served by the manager at `/api/agent/mcp`, and on stdio by
@@ -36,6 +36,9 @@ export const AGENT_TOOL_NAMES = [
   'cancel_timer',
   'review_comments',
   'reply_review_comment',
+  'preview_start',
+  'preview_status',
+  'preview_output',
 ] as const;
 
 export function agentTools(operations: AgentOperations): ToolDefinition[] {
@@ -222,6 +225,47 @@ export function agentTools(operations: AgentOperations): ToolDefinition[] {
       name: 'reply_review_comment',
       run: ({ body, id: commentId, resolve }) => operations.replyToReviewComment(commentId, body, resolve),
       title: 'Answer a review comment',
+    }),
+    defineTool({
+      description:
+        "Start (or restart) the current Requirement's preview: the person's run script (runCommand, or .agent-manager/run from the base branch) in your working copy, on AGENT_MANAGER_PORT, in your sandbox. With `waitSeconds` it answers once the app is ready (or has exited). Reach it at its `url` (curl and most HTTP clients go through your proxy, which lets it through); run your end-to-end tests against it.",
+      input: {
+        waitSeconds: z
+          .number()
+          .int()
+          .min(0)
+          .max(PREVIEW_WAIT_MAX_SECONDS)
+          .optional()
+          .describe(`Wait up to this many seconds for it to be ready (0–${PREVIEW_WAIT_MAX_SECONDS}; default 0)`),
+      },
+      name: 'preview_start',
+      run: ({ waitSeconds }) => operations.startPreview(waitSeconds ?? 0),
+      title: 'Start the preview',
+    }),
+    defineTool({
+      description:
+        "The current Requirement's preview: state (starting, ready, exited, stopped), url, ports, exit code, why it stopped, and its last lines.",
+      input: {},
+      name: 'preview_status',
+      readOnly: true,
+      run: () => operations.previewStatus(),
+      title: "Show the preview's state",
+    }),
+    defineTool({
+      description: "The current Requirement's preview output (its last lines, at most 5,000).",
+      input: {
+        lines: z
+          .number()
+          .int()
+          .min(1)
+          .max(5000)
+          .optional()
+          .describe('Only the last this many lines (default: all kept)'),
+      },
+      name: 'preview_output',
+      readOnly: true,
+      run: ({ lines }) => operations.previewOutput(lines),
+      title: "Show the preview's output",
     }),
   ];
   return tools;

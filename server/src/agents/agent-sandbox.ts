@@ -272,6 +272,8 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
             network.socketPath,
             String(network.proxyPort),
             network.forwardPorts.length > 0 ? network.forwardPorts.join(',') : '-',
+            network.expose?.socketPath ?? '-',
+            network.expose ? network.expose.ports.join(',') : '-',
             '--',
             command,
             ...args,

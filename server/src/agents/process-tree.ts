@@ -1,4 +1,4 @@
-import { allPids, environHas, isRunning, processInfo } from '../core/process-table';
+import { allPids, environHas, environValue, isRunning, processInfo } from '../core/process-table';
 
 /** Set in every agent process's environment; every descendant inherits it unless it scrubs it. */
 export const RUN_MARKER_VARIABLE = 'AGENT_MANAGER_RUN_MARKER';
@@ -38,6 +38,21 @@ export function findRunProcesses(marker: string, rootPid: number | null): number
       if (!found.has(child)) {
         stack.push(child);
       }
+    }
+  }
+  return [...found];
+}
+
+/** The distinct run markers starting with `prefix` that living processes carry (a startup sweep's list). */
+export function markersStartingWith(prefix: string): string[] {
+  const found = new Set<string>();
+  for (const pid of allPids()) {
+    if (pid === process.pid) {
+      continue;
+    }
+    const marker = environValue(pid, RUN_MARKER_VARIABLE);
+    if (marker !== null && marker.startsWith(prefix)) {
+      found.add(marker);
     }
   }
   return [...found];

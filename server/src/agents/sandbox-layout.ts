@@ -63,7 +63,17 @@ export interface SandboxLayout {
 export type SandboxNetwork =
   | { kind: 'host' }
   | { kind: 'none' }
-  | { kind: 'proxy'; socketPath: string | null; proxyPort: number; forwardPorts: number[] };
+  | {
+      kind: 'proxy';
+      socketPath: string | null;
+      proxyPort: number;
+      forwardPorts: number[];
+      /**
+       * A preview's own ports (issue 48 §2), served to the host through the relay's expose socket
+       * (a Unix socket in the proxy socket's directory); absent for agent runs.
+       */
+      expose?: { socketPath: string; ports: number[] };
+    };
 
 /**
  * The relay a `proxy` network runs first in the sandbox: compiled beside this file's feature, or,

@@ -48,6 +48,20 @@ export function allPids(): number[] {
     .map(Number);
 }
 
+/** The value of `name` in the process's environment; null when it has none or it cannot be read. */
+export function environValue(pid: number, name: string): string | null {
+  try {
+    for (const entry of fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+      if (entry.startsWith(`${name}=`)) {
+        return entry.slice(name.length + 1);
+      }
+    }
+  } catch {
+    // gone, or another user's
+  }
+  return null;
+}
+
 /** Whether the process's environment holds exactly `entry` (`NAME=value`). Unreadable → false. */
 export function environHas(pid: number, entry: string): boolean {
   try {

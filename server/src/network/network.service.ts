@@ -114,6 +114,11 @@ export class NetworkService implements OnApplicationShutdown {
   private readonly proxies = new Map<string, OpenProxy>();
   /** Each Requirement's own additions, parsed, as last read or written. */
   private readonly requirementRules = new Map<string, HostRule[]>();
+  /**
+   * The loopback ports of each Requirement's running preview (issue 48 §2): its runs reach them
+   * through their proxy (the host's port, served by the preview's relay), for as long as it runs.
+   */
+  private readonly previewRules = new Map<string, HostRule[]>();
   private defaults: { hosts: string[]; at: number } | null = null;
   private parsed = new Map<string, HostRule[]>();
   /** Proxies closed whose last counts are being written. */
@@ -180,6 +185,8 @@ export class NetworkService implements OnApplicationShutdown {
     run: BlockingRun & { provider: Provider },
     baseEnv: Record<string, string>,
     onFirstBlock: (blocked: BlockedConnection) => void,
+    /** A preview's own ports, served to the host from inside its namespace (issue 48 §2). */
+    expose: number[] = [],
   ): Promise<RunNetwork> {
     if (this.configuration.get('networkMode') === 'open') {
       return { env: {}, sandbox: { kind: 'host' } };
@@ -220,17 +227,19 @@ export class NetworkService implements OnApplicationShutdown {
     await open.proxy.listen(socketPath ?? 0);
     this.proxies.set(run.id, open);
     // Loopback ports a program may dial directly (not through the proxy variables): Agent Manager's,
-    // a loopback model server's, and loopback entries the person wrote with a port.
-    const policy = this.policy(run.requirementId, essential, defaults);
+    // a loopback model server's, and loopback entries the person wrote with a port. Not a preview's:
+    // the run's own servers listen on those ports in its namespace (it reaches the preview through
+    // the proxy), nor the ports a preview itself serves.
+    const policy = this.policy(run.requirementId, essential, defaults, false);
     const forwardPorts = [
       ...new Set(
         [...policy.essential, ...policy.allow, ...policy.requirementAllow]
-          .filter((rule) => rule.port !== null && isLoopback(rule.host))
+          .filter((rule) => rule.port !== null && isLoopback(rule.host) && !expose.includes(rule.port))
           .map((rule) => rule.port as number),
       ),
     ].sort((a, b) => a - b);
     let proxyPort = socketPath === null ? (open.proxy.port() as number) : PROXY_PORT;
-    while (socketPath !== null && forwardPorts.includes(proxyPort)) {
+    while (socketPath !== null && (forwardPorts.includes(proxyPort) || expose.includes(proxyPort))) {
       proxyPort++;
     }
     const url = `http://127.0.0.1:${proxyPort}`;
@@ -242,7 +251,23 @@ export class NetworkService implements OnApplicationShutdown {
     if (certificates !== null) {
       Object.assign(env, trustFiles(dir, certificates.caPem));
     }
-    return { env, sandbox: { forwardPorts, kind: 'proxy', proxyPort, socketPath } };
+    const exposed =
+      socketPath !== null && expose.length > 0
+        ? { expose: { ports: expose, socketPath: path.join(dir, 'expose.sock') } }
+        : {};
+    return { env, sandbox: { forwardPorts, kind: 'proxy', proxyPort, socketPath, ...exposed } };
+  }
+
+  /**
+   * A Requirement's preview serves `ports` on the host's loopback (null: no longer): its agent
+   * runs, open ones included, reach them through their proxy while it does (issue 48 §3).
+   */
+  previewServing(requirementId: string, ports: number[] | null): void {
+    if (ports === null) {
+      this.previewRules.delete(requirementId);
+    } else {
+      this.previewRules.set(requirementId, this.rules(ports.map((port) => `127.0.0.1:${port}`)));
+    }
   }
 
   private authority(): Promise<RunCertificates> {
@@ -383,7 +408,12 @@ export class NetworkService implements OnApplicationShutdown {
     return this.requirementNetwork(requirementId);
   }
 
-  private policy(requirementId: string, essential: HostRule[], defaults: HostRule[]): NetworkPolicy {
+  private policy(
+    requirementId: string,
+    essential: HostRule[],
+    defaults: HostRule[],
+    withPreview = true,
+  ): NetworkPolicy {
     return {
       // A host a secret goes to is one the person named: reachable as if allowed (deny still wins).
       allow: [
@@ -394,7 +424,10 @@ export class NetworkService implements OnApplicationShutdown {
       deny: this.rules(this.configuration.get('networkDeny')),
       essential,
       mode: this.configuration.get('networkMode'),
-      requirementAllow: this.requirementRules.get(requirementId) ?? [],
+      requirementAllow: [
+        ...(this.requirementRules.get(requirementId) ?? []),
+        ...((withPreview && this.previewRules.get(requirementId)) || []),
+      ],
     };
   }
 

@@ -108,6 +108,8 @@ const tcp = (port) => new Promise((resolve) => { const s = net.connect(port, '12
       socketPath,
       '3128',
       String(allowedPort),
+      '-',
+      '-',
       '--',
       process.execPath,
       '-e',
@@ -143,13 +145,67 @@ const tcp = (port) => new Promise((resolve) => { const s = net.connect(port, '12
     ]);
   });
 
+  it('serves a server the command runs on an exposed port through the expose socket, and nothing else', async () => {
+    const exposeSocket = path.join(dir, 'expose.sock');
+    // Inside: a server on 4455 (exposed) that names itself; 4456 is exposed too but nothing listens.
+    const server = `require('node:http').createServer((q, s) => s.end('inside ' + q.url)).listen(4455, '127.0.0.1', () => console.log('up'))`;
+    const child = spawn(
+      bwrap,
+      [
+        '--unshare-net',
+        '--ro-bind',
+        '/',
+        '/',
+        '--dev',
+        '/dev',
+        '--bind',
+        dir,
+        dir,
+        '--',
+        process.execPath,
+        relay,
+        socketPath,
+        '3128',
+        '-',
+        exposeSocket,
+        '4455,4456',
+        '--',
+        process.execPath,
+        '-e',
+        server,
+      ],
+      { detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    try {
+      await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
+      const ask = (line: string, then = '') =>
+        new Promise<string>((resolve) => {
+          const socket = net.connect(exposeSocket);
+          let got = '';
+          socket.on('data', (c: Buffer) => (got += c.toString()));
+          socket.on('close', () => resolve(got));
+          socket.on('error', () => resolve(got));
+          socket.write(line + then);
+        });
+      const answer = await ask('4455\n', 'GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      expect(answer.startsWith('OK\nHTTP/1.1 200 OK')).toBe(true);
+      expect(answer.endsWith('inside /hello')).toBe(true);
+      expect(await ask('4456\n')).toBe('ERR ECONNREFUSED\n');
+      // A port outside the exposed ones is not dialled, whatever listens there.
+      expect(await ask('3128\n')).toBe('ERR not_exposed\n');
+    } finally {
+      // The relay ignores a signal to itself alone: the group's SIGKILL ends it and the server.
+      process.kill(-child.pid!, 'SIGKILL');
+    }
+  });
+
   it('ignores a signal sent to it alone; one to the run (its process group) ends the command, and the relay as it ended', async () => {
     // Outside a namespace here, so on a port free on this machine; the relay listens before it runs the command.
     const free = net.createServer();
     await new Promise<void>((r) => free.listen(0, '127.0.0.1', r));
     const port = (free.address() as AddressInfo).port;
     await new Promise((r) => free.close(r));
-    const child = spawn(process.execPath, [relay, socketPath, String(port), '-', '--', 'sleep', '30'], {
+    const child = spawn(process.execPath, [relay, socketPath, String(port), '-', '-', '-', '--', 'sleep', '30'], {
       detached: true,
       stdio: 'ignore',
     });
@@ -176,10 +232,12 @@ const tcp = (port) => new Promise((resolve) => { const s = net.connect(port, '12
   });
 
   it('refuses what it cannot use, with one line', () => {
-    const result = spawnSync(process.execPath, [relay, socketPath, 'x', '-', '--', 'true'], { encoding: 'utf8' });
+    const result = spawnSync(process.execPath, [relay, socketPath, 'x', '-', '-', '-', '--', 'true'], {
+      encoding: 'utf8',
+    });
     expect(result.status).toBe(125);
     expect(result.stderr).toBe(
-      'agent-manager network relay: usage: sandbox-relay <proxy socket> <proxy port> <forwarded ports|-> -- <command> [args…]\n',
+      'agent-manager network relay: usage: sandbox-relay <proxy socket> <proxy port> <forwarded ports|-> <expose socket|-> <exposed ports|-> -- <command> [args…]\n',
     );
   });
 });

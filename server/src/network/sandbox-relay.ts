@@ -6,9 +6,17 @@
 // then runs the agent's command and ends as it ends. A forwarded port goes out through the proxy
 // as a CONNECT to the same port on the host's loopback, so the proxy's rules decide it too.
 //
+// The other way (a preview, issue 48 §2): a server the command runs on one of the exposed ports is
+// in this namespace alone. The relay listens on the expose socket, a Unix socket beside the
+// proxy's: a client writes one line, the port, and once the relay has connected to it inside it
+// answers `OK` and the bytes flow (`ERR <code>` and the end when nothing listens there). The
+// manager serves the host's loopback port from it.
+//
 // Node built-ins only: it runs from dist/ inside the sandbox, before anything else is there.
 //
-//   node sandbox-relay.js <proxy socket> <proxy port> <forwarded ports, comma-separated or -> -- <command> [args…]
+//   node sandbox-relay.js <proxy socket> <proxy port> <forwarded ports|-> <expose socket|-> <exposed ports|-> -- <command> [args…]
+//
+// Ports are comma-separated lists.
 import { spawn } from 'node:child_process';
 import * as net from 'node:net';
 
@@ -68,11 +76,51 @@ function relayForward(socketPath: string, port: number, client: net.Socket): voi
   upstream.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
 }
 
-function listen(port: number, onConnection: (client: net.Socket) => void): Promise<void> {
+/** The expose socket: one line naming an exposed port, then the bytes to and from it. */
+function relayExposed(exposed: Set<number>, client: net.Socket): void {
+  let head = '';
+  const onData = (chunk: Buffer) => {
+    head += chunk.toString('latin1');
+    const end = head.indexOf('\n');
+    if (end === -1) {
+      if (head.length > 16) {
+        client.destroy();
+      }
+      return;
+    }
+    client.off('data', onData);
+    client.pause();
+    const port = Number(head.slice(0, end));
+    const rest = Buffer.from(head.slice(end + 1), 'latin1');
+    if (!exposed.has(port)) {
+      client.end('ERR not_exposed\n');
+      return;
+    }
+    const inside = net.connect(port, '127.0.0.1');
+    inside.once('error', (err: NodeJS.ErrnoException) => {
+      if (!client.destroyed) {
+        client.end(`ERR ${err.code ?? 'error'}\n`);
+      }
+    });
+    inside.once('connect', () => {
+      client.write('OK\n');
+      if (rest.length > 0) {
+        inside.write(rest);
+      }
+      join(client, inside);
+      client.resume();
+    });
+  };
+  client.on('data', onData);
+  client.on('error', () => client.destroy());
+}
+
+function listen(port: number | string, onConnection: (client: net.Socket) => void): Promise<void> {
   return new Promise((resolve, reject) => {
     const server = net.createServer(onConnection);
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
+    const address = typeof port === 'number' ? { host: '127.0.0.1', port } : { path: port };
+    server.listen(address, () => {
       server.unref();
       resolve();
     });
@@ -90,22 +138,31 @@ async function main(): Promise<void> {
   }
   const argv = process.argv.slice(2);
   const separator = argv.indexOf('--');
-  const [socketPath, proxyPortText, forwardedText] = argv.slice(0, separator);
+  const [socketPath, proxyPortText, forwardedText, exposeSocket, exposedText] = argv.slice(0, separator);
   const command = argv.slice(separator + 1);
   const proxyPort = Number(proxyPortText);
-  const forwarded = forwardedText === '-' || forwardedText === undefined ? [] : forwardedText.split(',').map(Number);
+  const ports = (text: string | undefined) => (text === '-' || text === undefined ? [] : text.split(',').map(Number));
+  const forwarded = ports(forwardedText);
+  const exposed = new Set(ports(exposedText));
   if (
-    separator !== 3 ||
+    separator !== 5 ||
     !socketPath ||
+    !exposeSocket ||
     command.length === 0 ||
-    [proxyPort, ...forwarded].some((p) => !Number.isInteger(p) || p < 1 || p > 65_535)
+    (exposeSocket === '-') !== (exposed.size === 0) ||
+    [proxyPort, ...forwarded, ...exposed].some((p) => !Number.isInteger(p) || p < 1 || p > 65_535)
   ) {
-    fail('usage: sandbox-relay <proxy socket> <proxy port> <forwarded ports|-> -- <command> [args…]');
+    fail(
+      'usage: sandbox-relay <proxy socket> <proxy port> <forwarded ports|-> <expose socket|-> <exposed ports|-> -- <command> [args…]',
+    );
   }
   try {
     await listen(proxyPort, (client) => relayProxy(socketPath, client));
     for (const port of new Set(forwarded)) {
       await listen(port, (client) => relayForward(socketPath, port, client));
+    }
+    if (exposed.size > 0) {
+      await listen(exposeSocket, (client) => relayExposed(exposed, client));
     }
   } catch (err) {
     fail(`cannot listen on loopback in the sandbox: ${(err as Error).message}`);

@@ -26,7 +26,7 @@ import { createAgentRepository, followInAgentRepository, refreshBase } from './a
 import { AgentWork, ImportedWork } from './agent-work.service';
 import { KeyedLock } from './keyed-lock';
 import { convertLinkedWorktree, linkedEntry } from './linked-worktree-conversion';
-import { RequirementWorktreeEntity } from '../requirements/requirement-worktree.entity';
+import { RequirementWorktreeEntity, WORKTREE_PORT_BLOCK } from '../requirements/requirement-worktree.entity';
 import { type HookContext, runHook } from './worktree-commands';
 import { provideFiles } from './worktree-files';
 import { WorktreeRecords } from './worktree-records.service';
@@ -54,6 +54,18 @@ export interface RunPlace {
    * start checkpoint is that commit, without an import that would hash every file.
    */
   untouchedAt: string | null;
+}
+
+/** Where a Requirement's preview runs (issue 48 §2): its working copy as it is, and the run's variables. */
+export interface PreviewPlace {
+  cwd: string;
+  workTree: string;
+  git: SandboxGit | null;
+  env: Record<string, string>;
+  /** Its reserved ports. */
+  ports: { first: number; count: number };
+  /** Where the repository's run script is read: the person's repository at their base (never the agent's branch). */
+  script: { repository: string; ref: string } | null;
 }
 
 /** A working copy ready for a run, and the commit it holds exactly when it was made just now. */
@@ -327,6 +339,57 @@ export class WorktreesService implements BeforeApplicationShutdown {
   /** The Requirement's working copy as recorded (null: it never had one). */
   recorded(requirementId: string): Promise<RequirementWorktreeEntity | null> {
     return this.repository.find(requirementId);
+  }
+
+  /**
+   * Where a preview of the Requirement runs: the working copy its runs made (none is made for a
+   * preview), or null when it has none now. Not under the Requirement's lock: a preview may start
+   * while a run prepares or works, and reads nothing the lock guards but the row.
+   */
+  async previewPlace(requirementId: string): Promise<PreviewPlace | null> {
+    const row = await this.repository.find(requirementId);
+    if (row === null || row.path === null || row.portBase === null || row.removedAt !== null) {
+      return null;
+    }
+    const top = row.path;
+    if (
+      !(await fs.stat(top).then(
+        (stat) => stat.isDirectory(),
+        () => false,
+      ))
+    ) {
+      return null;
+    }
+    const ports = { count: WORKTREE_PORT_BLOCK, first: row.portBase };
+    if (row.isolation === 'in_place') {
+      const { git: rootGit, repo } = await this.workspace.inPlaceFacts();
+      return {
+        cwd: top,
+        env: this.records.environment({ baseRef: '', branch: repo?.branch ?? '', port: row.portBase, worktree: top }),
+        git: rootGit === null ? null : { commonDir: rootGit.commonDir, gitDir: rootGit.gitDir, kind: 'shared' },
+        ports,
+        workTree: top,
+        // In place the person's checkout is the agent's: its committed HEAD is what there is.
+        script: repo === null ? null : { ref: 'HEAD', repository: repo.top },
+      };
+    }
+    const facts = await this.workspace.repositoryFacts();
+    return {
+      cwd: path.join(top, row.subdirectory ?? ''),
+      env: {
+        ...this.records.environment({
+          baseRef: row.baseRef ?? '',
+          branch: row.branch ?? '',
+          port: row.portBase,
+          worktree: top,
+        }),
+        ...(await this.workspace.lfsEnvironment(facts.repo.top)),
+      },
+      git: { kind: 'own', personCommonDir: facts.git.commonDir },
+      ports,
+      workTree: top,
+      script: row.baseRef ? { ref: row.baseRef, repository: facts.repo.top } : null,
+    };
   }
 
   /** The person's repository's top, or null when the workspace is none now. */

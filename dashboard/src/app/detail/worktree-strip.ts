@@ -1,11 +1,16 @@
-import { ChangeDetectionStrategy, Component, computed, inject, input, signal } from '@angular/core';
+import { ChangeDetectionStrategy, Component, computed, effect, inject, input, signal, untracked } from '@angular/core';
+import { takeUntilDestroyed } from '@angular/core/rxjs-interop';
 
-import type { Editor, EditorApp } from '@libs/contracts';
+import type { Editor, EditorApp, Preview } from '@libs/contracts';
 
 import { Api, ApiError } from '../core/api';
 import type { Requirement } from '../core/api-types';
 import { I18n, keyOf } from '../core/i18n';
 import { Notifier } from '../core/notifier';
+import { EventStream } from '../core/event-stream';
+
+/** Output lines the strip shows (the rest: GET …/preview/output). */
+const SHOWN_LINES = 200;
 
 /** The editors found on the manager's machine: asked once per page load (they change rarely); a failed ask is asked again. */
 let editorsOnce: Promise<{ items: Editor[]; local: boolean }> | null = null;
@@ -73,6 +78,47 @@ let editorsOnce: Promise<{ items: Editor[]; local: boolean }> | null = null;
               <a class="small" [href]="vscodeLink()" data-testid="strip-vscode-link">vscode://</a>
             }
           </div>
+          <div class="strip-preview" data-testid="strip-preview" [attr.data-state]="preview()?.state ?? 'stopped'">
+            @if (running()) {
+              <button type="button" class="small" (click)="stopPreview()" data-testid="strip-preview-stop">
+                {{ t('strip.previewStop') }}
+              </button>
+            } @else {
+              <button type="button" class="small" (click)="startPreview()" data-testid="strip-preview-start">
+                {{ t('strip.previewStart') }}
+              </button>
+            }
+            @if (preview(); as p) {
+              <span
+                class="badge"
+                [class.ok]="p.state === 'ready'"
+                [class.warn]="p.state === 'exited'"
+                data-testid="strip-preview-state"
+                >{{ t(keyOf('strip.preview', p.state)) }}</span
+              >
+              @if (p.state === 'ready' && p.url && local()) {
+                <a [href]="p.url" target="_blank" rel="noopener noreferrer" data-testid="strip-preview-link">{{
+                  p.url
+                }}</a>
+              } @else if (p.state === 'ready' && p.url) {
+                <code data-testid="strip-preview-url">{{ p.url }}</code>
+              }
+              @if (p.reason && !running()) {
+                <span class="muted" data-testid="strip-preview-reason">{{ p.reason }}</span>
+              }
+            }
+          </div>
+          @if (lines().length > 0) {
+            <details class="strip-output" [open]="preview()?.state === 'exited'">
+              <summary>{{ t('strip.previewOutput', { n: lines().length }) }}</summary>
+              <pre data-testid="strip-preview-output">{{
+                lines().join(
+                  '
+'
+                )
+              }}</pre>
+            </details>
+          }
         }
       </section>
     }
@@ -102,6 +148,26 @@ let editorsOnce: Promise<{ items: Editor[]; local: boolean }> | null = null;
       overflow-wrap: anywhere;
       min-width: 0;
     }
+    .strip-preview {
+      display: flex;
+      flex-wrap: wrap;
+      gap: 4px 10px;
+      align-items: center;
+      min-width: 0;
+    }
+    .strip-preview a,
+    .strip-preview .muted {
+      overflow-wrap: anywhere;
+      min-width: 0;
+    }
+    .strip-output pre {
+      max-height: 16em;
+      overflow: auto;
+      margin: 4px 0 0;
+      font-size: 0.85em;
+      white-space: pre-wrap;
+      overflow-wrap: anywhere;
+    }
   `,
 })
 export class WorktreeStrip {
@@ -122,8 +188,45 @@ export class WorktreeStrip {
   );
 
   private opening = false;
+  /** The Requirement's preview (issue 48 §2), as last read or published, and its output lines. */
+  protected readonly preview = signal<Preview | null>(null);
+  protected readonly lines = signal<string[]>([]);
+  protected readonly running = computed(() => {
+    const state = this.preview()?.state;
+    return state === 'starting' || state === 'ready';
+  });
+  protected readonly keyOf = keyOf;
+  private previewFor = '';
 
   constructor() {
+    effect(() => {
+      const id = this.requirement().id;
+      const hasCopy = !!this.requirement().worktree?.path;
+      untracked(() => {
+        if (id !== this.previewFor && hasCopy) {
+          this.previewFor = id;
+          this.preview.set(null);
+          this.lines.set([]);
+          void this.readPreview(id);
+        }
+      });
+    });
+    inject(EventStream)
+      .events$.pipe(takeUntilDestroyed())
+      .subscribe((event) => {
+        if (event === 'resync') {
+          void this.readPreview(this.requirement().id);
+          return;
+        }
+        if (event.requirementId !== this.requirement().id) {
+          return;
+        }
+        if (event.type === 'preview.updated') {
+          this.preview.set(event.payload.preview);
+        } else if (event.type === 'preview.output') {
+          this.lines.update((lines) => [...lines, ...event.payload.lines].slice(-SHOWN_LINES));
+        }
+      });
     editorsOnce ??= this.api.call(this.api.client.GET('/api/editors'), true).catch(() => {
       editorsOnce = null;
       return { items: [], local: false };
@@ -172,6 +275,47 @@ export class WorktreeStrip {
       this.notifier.error(err instanceof Error ? err.message : String(err));
     } finally {
       this.opening = false;
+    }
+  }
+
+  private async readPreview(id: string): Promise<void> {
+    try {
+      const [preview, output] = await Promise.all([
+        this.api.call(this.api.client.GET('/api/requirements/{id}/preview', { params: { path: { id } } })),
+        this.api.call(this.api.client.GET('/api/requirements/{id}/preview/output', { params: { path: { id } } })),
+      ]);
+      if (id === this.requirement().id) {
+        this.preview.set(preview);
+        this.lines.set(output.lines.slice(-SHOWN_LINES));
+      }
+    } catch {
+      // Shown as never started: the button still works, and says what went wrong.
+    }
+  }
+
+  protected async startPreview(): Promise<void> {
+    const id = this.requirement().id;
+    try {
+      this.lines.set([]);
+      this.preview.set(
+        await this.api.call(this.api.client.POST('/api/requirements/{id}/preview', { params: { path: { id } } }), true),
+      );
+    } catch (err) {
+      this.notifier.error(err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  protected async stopPreview(): Promise<void> {
+    const id = this.requirement().id;
+    try {
+      this.preview.set(
+        await this.api.call(
+          this.api.client.DELETE('/api/requirements/{id}/preview', { params: { path: { id } } }),
+          true,
+        ),
+      );
+    } catch (err) {
+      this.notifier.error(err instanceof Error ? err.message : String(err));
     }
   }
 

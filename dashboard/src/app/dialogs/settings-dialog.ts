@@ -67,6 +67,10 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'worktreeTeardownCommand', type: 'nullable' },
   { key: 'worktreeIdleDays', type: 'number', unit: 'days' },
   { key: 'worktreeSubdirectory', type: 'nullable' },
+  { key: 'runCommand', type: 'nullable' },
+  { key: 'previewPath', type: 'nullable' },
+  { key: 'readyPattern', type: 'nullable' },
+  { key: 'maxPreviews', type: 'number' },
   { key: 'githubApiUrl', type: 'text' },
   { key: 'githubWebhookSecret', type: 'secret' },
   // Needs you outside the browser (issue 47 §3): edited as the JSON the configuration file holds.

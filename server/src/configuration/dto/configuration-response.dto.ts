@@ -118,6 +118,10 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   })
   notificationWebhookSecret!: string | null;
   @ApiProperty() worktreeIdleDays!: number;
+  @ApiProperty({ nullable: true, type: String }) runCommand!: string | null;
+  @ApiProperty({ nullable: true, type: String }) previewPath!: string | null;
+  @ApiProperty({ nullable: true, type: String }) readyPattern!: string | null;
+  @ApiProperty() maxPreviews!: number;
   @ApiProperty({ type: [String] }) worktreeLinks!: string[];
   @ApiProperty({ nullable: true, type: String }) worktreeRoot!: string | null;
   @ApiProperty({ nullable: true, type: String }) worktreeSetupCommand!: string | null;

@@ -1,5 +1,5 @@
 import { plainToInstance } from 'class-transformer';
-import { validateSync } from 'class-validator';
+import { ValidateBy, validateSync } from 'class-validator';
 
 import {
   AGENT_ISOLATION_MODES,
@@ -18,6 +18,27 @@ import { HostRuleList } from '../network/host-rule-list';
 import { SecretList } from '../secrets/secret-definitions';
 import { NotificationChannelList } from './notification-channels';
 import { OptionalEnum, OptionalInt, OptionalNumber, OptionalText, OptionalTextList } from '../validation';
+
+/** A text that compiles as a JavaScript regular expression (null and absent pass: other rules decide those). */
+function IsRegularExpression() {
+  return ValidateBy({
+    name: 'isRegularExpression',
+    validator: {
+      defaultMessage: (args) => `${args?.property ?? 'value'} must be a valid regular expression`,
+      validate: (value: unknown) => {
+        if (typeof value !== 'string') {
+          return true;
+        }
+        try {
+          new RegExp(value);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+    },
+  });
+}
 
 export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   agentEnvironmentPass: [],
@@ -50,6 +71,7 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   logLevel: 'info',
   logMaxFiles: '14d',
   logMaxSize: '20m',
+  maxPreviews: 4,
   modelCatalogRefreshHours: 24,
   networkAllow: [],
   networkDeny: [],
@@ -59,8 +81,11 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   notificationWebhookSecret: null,
   personName: null,
   port: 4310,
+  previewPath: null,
   pullRequestReconcileIntervalSeconds: 60,
   rdInactivityTimeoutSeconds: 3600,
+  readyPattern: null,
+  runCommand: null,
   secrets: [],
   worktreeIdleDays: 7,
   worktreeLinks: [],
@@ -94,14 +119,18 @@ export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
   'githubWebhookSecret',
   'isolation',
   'logLevel',
+  'maxPreviews',
   'modelCatalogRefreshHours',
   'networkAllow',
   'networkDeny',
   'networkMode',
   'notificationChannels',
   'notificationWebhookSecret',
+  'previewPath',
   'pullRequestReconcileIntervalSeconds',
   'rdInactivityTimeoutSeconds',
+  'readyPattern',
+  'runCommand',
   'secrets',
   'worktreeIdleDays',
   'worktreeLinks',
@@ -122,6 +151,8 @@ const RELATIVE_PATH = /^(?!\/)(?!.*(^|\/)\.\.(\/|$))[^\0]+$/;
 /** A person's name: printable text (no control characters), not blank. */
 /** A board's name: what a person types or an origin URL normalised (host/owner/repo), no spaces or controls. */
 const BOARD_NAME = /^[A-Za-z0-9][A-Za-z0-9._:/@+~-]*$/;
+/** A URL path: starts with /, no spaces, controls or `..` segments. */
+const PREVIEW_PATH = /^\/(?!.*(^|\/)\.\.(\/|$))[^\s\u0000-\u001f\u007f]*$/;
 const PERSON_NAME = /^(?!\s*$)[^\u0000-\u001f\u007f-\u009f]+$/;
 /** An email: one @, no spaces or control characters. */
 const PERSON_EMAIL = /^[^\s@]+@[^\s@]+$/;
@@ -449,6 +480,42 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
     min: 0,
   })
   worktreeIdleDays?: number;
+
+  @OptionalText({
+    description:
+      "A Requirement's preview: shell command run in its working copy, in its agent's sandbox, with AGENT_MANAGER_PORT; null for .agent-manager/run as the person's base branch has it",
+    max: 4096,
+    min: 1,
+    nullable: true,
+  })
+  runCommand?: string | null;
+
+  @OptionalText({
+    description: "What a preview's URL adds after its port, starting with / (e.g. /app), or null",
+    max: 1000,
+    min: 1,
+    nullable: true,
+    pattern: PREVIEW_PATH,
+  })
+  previewPath?: string | null;
+
+  @OptionalText({
+    description:
+      'A preview is ready when a line of its output matches this regular expression (e.g. "Local:\\s+http"), or null: when its first port accepts connections',
+    max: 500,
+    min: 1,
+    nullable: true,
+  })
+  @IsRegularExpression()
+  readyPattern?: string | null;
+
+  @OptionalInt({
+    description:
+      "Previews running at once; a start past it stops the oldest one whose Requirement's agent is not running",
+    max: 50,
+    min: 1,
+  })
+  maxPreviews?: number;
 
   @OptionalTextList({
     description:

@@ -25,6 +25,14 @@ export class SecretDefinitionDto implements SecretDefinition {
     type: String,
   })
   format?: string | null;
+  @ApiProperty({
+    description:
+      "Also given to previews as a variable (issue 48): they run the agent's working copy, so only a value you would let the agent's code use",
+    nullable: true,
+    required: false,
+    type: Boolean,
+  })
+  preview?: boolean | null;
 }
 
 /** Secrets one configuration holds at most. */
@@ -47,7 +55,7 @@ const RESERVED_HEADERS = new Set([
   'transfer-encoding',
   'upgrade',
 ]);
-const FIELDS = new Set(['name', 'file', 'host', 'header', 'format']);
+const FIELDS = new Set(['name', 'file', 'host', 'header', 'format', 'preview']);
 
 /** A secret as the services use it: its definition checked, the host parsed. */
 export interface SecretSpec {
@@ -55,13 +63,15 @@ export interface SecretSpec {
   file: string | null;
   /** The header the proxy adds to requests for `host` (one host, maybe one port), or null. */
   injection: { host: HostRule; header: string; format: string } | null;
+  /** Given to previews as a variable too (the person's choice: they run what the agent wrote). */
+  preview: boolean;
 }
 
 /** Checks one definition; the errors say which field of which entry is wrong. */
 export function parseSecretDefinition(value: unknown, index: number): SecretSpec | string[] {
   const where = `secrets[${index}]`;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return [`${where} must be an object ({name, file?, host?, header?, format?})`];
+    return [`${where} must be an object ({name, file?, host?, header?, format?, preview?})`];
   }
   const entry = value as Record<string, unknown>;
   const errors = Object.keys(entry)
@@ -114,6 +124,9 @@ export function parseSecretDefinition(value: unknown, index: number): SecretSpec
   if (format !== null && header === null) {
     errors.push(`${where}.format needs a header`);
   }
+  if (entry.preview !== undefined && entry.preview !== null && typeof entry.preview !== 'boolean') {
+    errors.push(`${where}.preview must be true or false`);
+  }
   if (errors.length > 0) {
     return errors;
   }
@@ -121,6 +134,7 @@ export function parseSecretDefinition(value: unknown, index: number): SecretSpec
     file,
     injection: host && header ? { format: format ?? '{value}', header, host } : null,
     name: name as string,
+    preview: entry.preview === true,
   };
 }
 

@@ -51,6 +51,13 @@ describe('configured secrets (issue 45)', () => {
     expect(JSON.stringify(states)).not.toMatch(/env-token-value|file-value|open-value/);
     const secrets = service([{ name: 'AM_TEST_TOKEN' }, { file: own, name: 'FROM_FILE' }]);
     expect(secrets.environment()).toEqual({ AM_TEST_TOKEN: 'env-token-value', FROM_FILE: 'file-value' });
+    // Previews (issue 48) get only the ones the person marked for them.
+    expect(secrets.previewEnvironment()).toEqual({});
+    const marked = service([
+      { name: 'AM_TEST_TOKEN', preview: true },
+      { file: own, name: 'FROM_FILE', preview: false },
+    ]);
+    expect(marked.previewEnvironment()).toEqual({ AM_TEST_TOKEN: 'env-token-value' });
   });
 
   it('masks every value, the longest first, and leaves text without one as it is', () => {
@@ -107,6 +114,7 @@ describe('configured secrets (issue 45)', () => {
       { format: 'x\r\ny{value}', header: 'X-A', host: 'example.com', name: 'CRLF' },
       { extra: 1, name: 'EXTRA' },
       'text',
+      { name: 'PREVIEW', preview: 'yes' },
     ]);
     expect(errors).toEqual([
       'secrets[1].name "GOOD" is defined twice',
@@ -114,7 +122,8 @@ describe('configured secrets (issue 45)', () => {
       "secrets[3]: host and header go together (the proxy adds the header to that host's requests)",
       'secrets[4].format must hold {value} on one line (at most 500 characters)',
       'secrets[5].extra should not exist',
-      'secrets[6] must be an object ({name, file?, host?, header?, format?})',
+      'secrets[6] must be an object ({name, file?, host?, header?, format?, preview?})',
+      'secrets[7].preview must be true or false',
     ]);
   });
 });

@@ -83,6 +83,17 @@ export class SecretsService {
     return Object.fromEntries(this.current().values);
   }
 
+  /** The variables a preview gets: the secrets the person marked `preview`. */
+  previewEnvironment(): Record<string, string> {
+    const loaded = this.current();
+    return Object.fromEntries(
+      loaded.specs.flatMap((spec) => {
+        const value = loaded.values.get(spec.name);
+        return spec.preview && value !== undefined ? [[spec.name, value]] : [];
+      }),
+    );
+  }
+
   /** The headers the run's proxy adds, one per secret with a host and a value. */
   injections(): SecretInjection[] {
     const loaded = this.current();

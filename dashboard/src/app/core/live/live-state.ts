@@ -208,6 +208,10 @@ export class LiveState {
       case 'run.interrupt_requested':
         // Team mode: the run's own end event (from the runner that runs it) changes what is shown.
         break;
+      case 'preview.updated':
+      case 'preview.output':
+        // No store keeps them: the worktree strip of the Requirement on screen follows them itself.
+        break;
       case 'review_comments.updated':
       case 'review_comment.deleted':
       case 'checkpoint.created':

@@ -1,0 +1,663 @@
+import { createHash, randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+
+import type { EventActor, ManagerEvent, Preview, PreviewOutput, PreviewState } from '@libs/contracts';
+
+import { AgentEnvironmentService } from '../agents/agent-environment.service';
+import { AgentSandbox } from '../agents/agent-sandbox';
+import { agentVariables } from '../agents/agent-variables';
+import { type RunningProcess, runProcess } from '../agents/process-runner';
+import { killRunTree, markersStartingWith } from '../agents/process-tree';
+import { type RunCaps, RunLimits } from '../agents/run-limits';
+import { Clock } from '../core/clock';
+import { ConfigurationService } from '../core/configuration/configuration.service';
+import { Database } from '../core/database/database.service';
+import { conflict, unavailable } from '../core/errors/domain-error';
+import { git } from '../core/git/git';
+import { RUNTIME, Runtime } from '../core/runtime';
+import { SecretsService } from '../core/secrets/secrets.service';
+import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
+import { OnCommitted } from '../events/on-committed';
+import { NetworkService } from '../network/network.service';
+import { RequirementsService } from '../requirements/requirements.service';
+import { RunsRepository } from '../runs/runs.repository';
+import { WorktreesService } from '../worktrees/worktrees.service';
+import { portHolder } from './port-holder';
+
+/** Output lines kept per preview (GET …/preview/output), and shown in its status. */
+const KEPT_LINES = 5000;
+const STATUS_LINES = 20;
+/** A line longer than this is cut (a minified bundle printed whole). */
+const LINE_MAX = 2000;
+/** Output is published at most this often, at most this many lines an event (the rest: GET …/output). */
+const PUBLISH_MS = 500;
+const PUBLISH_LINES_MAX = 200;
+/** How often readiness is asked while starting. */
+const READY_POLL_MS = 150;
+/** The run script read from the person's base: at most this large. */
+const SCRIPT_MAX_BYTES = 256 * 1024;
+/** Ended previews remembered (their state and output) at most; older ones are forgotten. */
+const ENDED_KEPT = 20;
+/** A preview runs as long as it is left to: no output for this long does not end it (the timer's maximum). */
+const NO_INACTIVITY_LIMIT_MS = 2_000_000_000;
+
+interface PreviewEntry {
+  requirementId: string;
+  /** Its network's and temporary directory's id, and (prefixed) its processes' marker. */
+  id: string;
+  marker: string;
+  state: PreviewState;
+  command: string;
+  ports: { first: number; count: number };
+  url: string;
+  pid: number | null;
+  startedAt: string;
+  endedAt: string | null;
+  exitCode: number | null;
+  reason: string | null;
+  lines: string[];
+  dropped: number;
+  /** Lines not yet published. */
+  pending: string[];
+  unpublished: number;
+  /** The host's loopback listeners that serve its ports from its namespace. */
+  listeners: net.Server[];
+  exposeSocket: string | null;
+  process: RunningProcess | null;
+  caps: RunCaps | null;
+  tmp: string;
+  readyPattern: RegExp | null;
+  /** Set once its end began (a stop, an exit): resources are released once. */
+  ending: Promise<void> | null;
+  publishTimer: NodeJS.Timeout | null;
+}
+
+const ENDED_REQUIREMENT = ['requirement.cancelled', 'requirement.completed', 'requirement.deleted'] as const;
+
+/**
+ * A Requirement's preview (issue 48 §2): its run script (the configured `runCommand`, else
+ * `.agent-manager/run` as the person's base branch has it, never the agent's) started in its
+ * working copy, in the same sandbox, limits and network rules as its agent. With a network of its
+ * own the preview's ports exist only in its namespace: the host's loopback ports are served from
+ * there through the relay's expose socket, and its agent's runs reach them through their proxy.
+ *
+ * Previews live in memory: they end with their Requirement, with the manager, and a manager
+ * killed outright leaves processes the next start's sweep ends (found by their marker).
+ */
+@Injectable()
+export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger('Previews');
+  private readonly previews = new Map<string, PreviewEntry>();
+  /** This workspace's preview markers start with it (another workspace's previews are not ours to sweep). */
+  private readonly markerPrefix: string;
+  private shuttingDown = false;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly configuration: ConfigurationService,
+    private readonly database: Database,
+    private readonly environment: AgentEnvironmentService,
+    private readonly events: EventLog,
+    private readonly limits: RunLimits,
+    private readonly network: NetworkService,
+    private readonly requirements: RequirementsService,
+    private readonly runs: RunsRepository,
+    private readonly sandbox: AgentSandbox,
+    private readonly secrets: SecretsService,
+    private readonly worktrees: WorktreesService,
+    @Inject(RUNTIME) private readonly runtime: Runtime,
+  ) {
+    const workspace = createHash('sha256').update(`${runtime.paths.home}\0${runtime.paths.root}`).digest('hex');
+    this.markerPrefix = `preview-${workspace.slice(0, 16)}-`;
+  }
+
+  /** What a manager killed outright left running: ended before anything new starts. */
+  async onModuleInit(): Promise<void> {
+    const orphans = markersStartingWith(this.markerPrefix);
+    if (orphans.length > 0) {
+      this.logger.warn(`ending ${orphans.length} preview(s) a previous manager left running`);
+      await Promise.all(orphans.map((marker) => killRunTree(marker, null).catch(() => undefined)));
+    }
+    fs.rmSync(path.join(this.runtime.paths.dataDirectory, 'previews'), { force: true, recursive: true });
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.shuttingDown = true;
+    await Promise.all(
+      [...this.previews.values()].map((entry) => this.end(entry, 'stopped', 'Agent Manager stopped', false)),
+    );
+  }
+
+  /** The Requirement's preview now; `stopped` with nothing else when it never had one. */
+  async status(requirementId: string): Promise<Preview> {
+    const entry = this.previews.get(requirementId);
+    if (entry) {
+      return this.view(entry);
+    }
+    await this.requirements.get(requirementId);
+    const place = await this.worktrees.previewPlace(requirementId);
+    return {
+      command: null,
+      endedAt: null,
+      exitCode: null,
+      lastLines: [],
+      pid: null,
+      ports: place?.ports ?? null,
+      reason: null,
+      requirementId,
+      startedAt: null,
+      state: 'stopped',
+      url: null,
+    };
+  }
+
+  async output(requirementId: string): Promise<PreviewOutput> {
+    const entry = this.previews.get(requirementId);
+    if (!entry) {
+      await this.requirements.get(requirementId);
+      return { dropped: 0, lines: [], requirementId };
+    }
+    return { dropped: entry.dropped, lines: [...entry.lines], requirementId };
+  }
+
+  /**
+   * Starts the Requirement's preview (restarts it when one runs). Refused with 409 `no_worktree`
+   * without a working copy, `no_run_script` without a script, `runs_on_other_runner` for another
+   * runner's Requirement, `too_many_previews` when `maxPreviews` run and none may be stopped.
+   */
+  async start(requirementId: string, actor: EventActor): Promise<Preview> {
+    if (this.shuttingDown) {
+      throw unavailable('shutting_down', 'Agent Manager is stopping');
+    }
+    const requirement = await this.requirements.get(requirementId);
+    const own = this.runtime.board?.runnerId ?? null;
+    if (own !== null && requirement.runner !== null && requirement.runner.id !== own) {
+      throw conflict(
+        'runs_on_other_runner',
+        `Requirement ${requirementId} works on another runner's machine; preview it there`,
+      );
+    }
+    if (requirement.status === 'done' || requirement.status === 'cancelled') {
+      throw conflict(
+        'requirement_closed',
+        `Requirement ${requirementId} is ${requirement.status}: its preview would end at once`,
+      );
+    }
+    const place = await this.worktrees.previewPlace(requirementId);
+    if (place === null) {
+      throw conflict('no_worktree', `Requirement ${requirementId} has no working copy now (its next run makes one)`);
+    }
+    const script = await this.runScript(place.script);
+    const previous = this.previews.get(requirementId);
+    if (previous && previous.ending === null) {
+      await this.end(previous, 'stopped', 'restarted', true);
+    }
+    await this.makeRoom(requirementId);
+    const id = `prv_${randomBytes(8).toString('hex')}`;
+    const pattern = this.configuration.get('readyPattern');
+    const entry: PreviewEntry = {
+      caps: null,
+      command: script.shown,
+      dropped: 0,
+      endedAt: null,
+      ending: null,
+      exitCode: null,
+      exposeSocket: null,
+      id,
+      lines: [],
+      listeners: [],
+      marker: `${this.markerPrefix}${id}`,
+      pending: [],
+      pid: null,
+      ports: place.ports,
+      process: null,
+      publishTimer: null,
+      readyPattern: pattern === null ? null : new RegExp(pattern),
+      reason: null,
+      requirementId,
+      startedAt: this.clock.nowIso(),
+      state: 'starting',
+      tmp: this.sandbox.makeTemporary(id),
+      unpublished: 0,
+      url: `http://127.0.0.1:${place.ports.first}${this.configuration.get('previewPath') ?? ''}`,
+    };
+    this.previews.set(requirementId, entry);
+    this.forgetOldEnded();
+    // In the data directory (hidden from every sandbox), bound back read-only for this one: the
+    // run's /tmp may be a tmpfs of its own, and the agent must not rewrite what the person runs.
+    const scriptFile = this.scriptFile(entry);
+    try {
+      fs.mkdirSync(path.dirname(scriptFile), { mode: 0o700, recursive: true });
+      fs.writeFileSync(scriptFile, script.text, { mode: 0o600 });
+      const network = await this.network.openRun(
+        { id, provider: requirement.provider, requirementId, sessionId: null },
+        this.environment.baseEnvironment(requirement.provider),
+        (blocked) =>
+          this.addLines(entry, [
+            `[Agent Manager: network ${blocked.method} ${blocked.host}:${blocked.port} blocked: ${blocked.reason}]`,
+          ]),
+        portList(place.ports),
+      );
+      const exposed = network.sandbox.kind === 'proxy' ? (network.sandbox.expose ?? null) : null;
+      entry.exposeSocket = exposed?.socketPath ?? null;
+      const taken = exposed ? await this.serve(entry, exposed.ports) : await firstPortTaken(place.ports.first);
+      if (taken !== null) {
+        await this.end(entry, 'exited', taken, true);
+        return this.view(entry);
+      }
+      if (exposed) {
+        this.network.previewServing(requirementId, exposed.ports);
+      }
+      entry.caps = this.limits.open(entry.marker);
+      const secrets = this.secrets.previewEnvironment();
+      const env: Record<string, string> = {
+        ...agentVariables(
+          process.env,
+          this.configuration.get('agentEnvironmentPass'),
+          null,
+          Object.keys(this.secrets.environment()),
+        ),
+        ...place.env,
+        ...network.env,
+        ...secrets,
+        TMPDIR: entry.tmp,
+      };
+      // The script's errors are its output too; the sandbox's own (bwrap, the relay) stay apart.
+      const wrapped = this.sandbox.wrap('/bin/sh', ['-c', 'exec 2>&1; exec /bin/sh "$0"', scriptFile], {
+        caps: entry.caps,
+        cwd: place.cwd,
+        env,
+        git: place.git,
+        network: network.sandbox,
+        provider: null,
+        readOnlyFiles: [scriptFile],
+        tmp: entry.tmp,
+        workTree: place.workTree,
+      });
+      const started = await runProcess({
+        args: wrapped.args,
+        command: wrapped.command,
+        cwd: place.cwd,
+        env,
+        inactivityTimeoutMs: NO_INACTIVITY_LIMIT_MS,
+        marker: entry.marker,
+        maxLineBytes: LINE_MAX * 4,
+        onLine: (line) => this.addLines(entry, [line]),
+        stdin: '',
+      });
+      entry.process = started;
+      entry.pid = started.pid;
+      void started.finished.then((end) => {
+        if (entry.ending === null) {
+          const said = end.stderr.trim().split('\n').slice(-3).join(' | ');
+          const reason =
+            end.reason === 'spawn_failed'
+              ? `could not start: ${said || 'spawn failed'}`
+              : end.code === null
+                ? `was killed (${end.signal ?? 'signal'})`
+                : `exited with ${end.code}${said ? `: ${said}` : ''}`;
+          entry.exitCode = end.code;
+          void this.end(entry, 'exited', `${script.shown} ${reason}`, true);
+        }
+      });
+    } catch (err) {
+      await this.end(entry, 'exited', `could not start: ${(err as Error).message}`, true);
+      throw err;
+    }
+    this.logger.log({ actor: actor.id, msg: 'preview started', ports: place.ports, requirementId });
+    await this.publish(entry);
+    void this.watchReady(entry);
+    return this.view(entry);
+  }
+
+  /** Stops the Requirement's preview and its whole process tree; a stopped or absent one is left as it is. */
+  async stop(requirementId: string): Promise<Preview> {
+    const entry = this.previews.get(requirementId);
+    if (!entry) {
+      return this.status(requirementId);
+    }
+    await this.end(entry, 'stopped', null, true);
+    return this.view(entry);
+  }
+
+  /** A Requirement that ended (done, cancelled, deleted) takes its preview with it. */
+  @OnCommitted([...ENDED_REQUIREMENT])
+  async endWithRequirement(events: ManagerEvent[]): Promise<void> {
+    for (const event of events) {
+      const entry = event.requirementId === null ? undefined : this.previews.get(event.requirementId);
+      if (entry && entry.ending === null) {
+        await this.end(entry, 'stopped', `the Requirement was ${event.type.split('.')[1]}`, true);
+      }
+    }
+  }
+
+  /** The run script: the configured command, else `.agent-manager/run` as the person's base has it. */
+  private async runScript(
+    source: { repository: string; ref: string } | null,
+  ): Promise<{ shown: string; text: string }> {
+    const configured = this.configuration.get('runCommand');
+    if (configured !== null) {
+      return { shown: configured, text: `${configured}\n` };
+    }
+    const missing = conflict(
+      'no_run_script',
+      'nothing to run: set runCommand in the configuration, or commit .agent-manager/run to your base branch',
+    );
+    if (source === null || source.ref.startsWith('-')) {
+      throw missing;
+    }
+    try {
+      const found = await git(['cat-file', 'blob', `${source.ref}:.agent-manager/run`], {
+        cwd: source.repository,
+        maxBytes: SCRIPT_MAX_BYTES,
+        timeoutMs: 10_000,
+      });
+      return { shown: '.agent-manager/run', text: found.stdout };
+    } catch {
+      throw missing;
+    }
+  }
+
+  /**
+   * Past `maxPreviews`, the oldest running preview whose Requirement has no agent running is
+   * stopped, with a line saying why; when every one has, the start is refused.
+   */
+  private async makeRoom(requirementId: string): Promise<void> {
+    const max = this.configuration.get('maxPreviews');
+    const running = [...this.previews.values()]
+      .filter((entry) => entry.ending === null && entry.requirementId !== requirementId)
+      .sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    if (running.length < max) {
+      return;
+    }
+    const busy = new Set((await this.runs.withStatus('running')).map((run) => run.requirementId));
+    const idle = running.filter((entry) => !busy.has(entry.requirementId));
+    const excess = running.length - max + 1;
+    if (idle.length < excess) {
+      throw conflict(
+        'too_many_previews',
+        `${running.length} previews run (maxPreviews ${max}) and every one's agent is running; stop one first`,
+      );
+    }
+    for (const entry of idle.slice(0, excess)) {
+      await this.end(
+        entry,
+        'stopped',
+        `stopped to make room for Requirement ${requirementId}'s preview (maxPreviews ${max})`,
+        true,
+      );
+    }
+  }
+
+  /**
+   * Serves the preview's ports on the host's loopback from its namespace. Returns why it cannot
+   * start (its first port is another program's), or null; a later port that is taken is left out, said.
+   */
+  private async serve(entry: PreviewEntry, ports: number[]): Promise<string | null> {
+    for (const port of ports) {
+      const server = net.createServer((client) => this.relay(entry, port, client));
+      const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
+        server.once('error', resolve);
+        server.listen(port, '127.0.0.1', () => resolve(null));
+      });
+      if (error === null) {
+        entry.listeners.push(server);
+        continue;
+      }
+      const holder = error.code === 'EADDRINUSE' ? (portHolder(port) ?? 'another program') : null;
+      const why =
+        holder === null
+          ? `port ${port} cannot be served (${error.code ?? error.message})`
+          : `port ${port} is in use by ${holder}`;
+      if (port === entry.ports.first) {
+        return why;
+      }
+      this.addLines(entry, [`[Agent Manager: ${why}; the preview's own port ${port} is not served]`]);
+    }
+    return null;
+  }
+
+  /** One connection to a served port: through the expose socket to the same port inside. */
+  private relay(entry: PreviewEntry, port: number, client: net.Socket): void {
+    if (entry.exposeSocket === null) {
+      client.destroy();
+      return;
+    }
+    client.pause();
+    const inside = net.connect(entry.exposeSocket);
+    let head = '';
+    const onData = (chunk: Buffer) => {
+      head += chunk.toString('latin1');
+      const end = head.indexOf('\n');
+      if (end === -1) {
+        if (head.length > 64) {
+          inside.destroy();
+          client.destroy();
+        }
+        return;
+      }
+      inside.off('data', onData);
+      if (head.slice(0, end) !== 'OK') {
+        // Nothing listens there yet: the client sees the connection refused, as it would be.
+        inside.destroy();
+        client.destroy();
+        return;
+      }
+      const rest = Buffer.from(head.slice(end + 1), 'latin1');
+      if (rest.length > 0) {
+        client.write(rest);
+      }
+      client.pipe(inside);
+      inside.pipe(client);
+      client.resume();
+    };
+    inside.on('data', onData);
+    inside.on('error', () => client.destroy());
+    client.on('error', () => inside.destroy());
+    inside.on('close', () => client.destroy());
+    client.on('close', () => inside.destroy());
+    inside.write(`${port}\n`);
+  }
+
+  /** Starting until its first port answers (or a line matches `readyPattern`), then ready. */
+  private async watchReady(entry: PreviewEntry): Promise<void> {
+    while (entry.state === 'starting' && entry.ending === null) {
+      if (entry.readyPattern === null && (await this.answers(entry))) {
+        if (entry.state === 'starting' && entry.ending === null) {
+          entry.state = 'ready';
+          await this.publish(entry).catch(() => undefined);
+        }
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
+    }
+  }
+
+  /** Whether something accepts connections on the preview's first port (inside its namespace when it has one). */
+  private answers(entry: PreviewEntry): Promise<boolean> {
+    return new Promise((resolve) => {
+      const socket =
+        entry.exposeSocket === null ? net.connect(entry.ports.first, '127.0.0.1') : net.connect(entry.exposeSocket);
+      const done = (ok: boolean) => {
+        socket.destroy();
+        resolve(ok);
+      };
+      socket.setTimeout(2000, () => done(false));
+      socket.once('error', () => done(false));
+      if (entry.exposeSocket === null) {
+        socket.once('connect', () => done(true));
+        return;
+      }
+      let head = '';
+      socket.once('connect', () => socket.write(`${entry.ports.first}\n`));
+      socket.on('data', (chunk: Buffer) => {
+        head += chunk.toString('latin1');
+        if (head.includes('\n')) {
+          done(head.startsWith('OK\n'));
+        }
+      });
+      socket.once('close', () => done(false));
+    });
+  }
+
+  private addLines(entry: PreviewEntry, lines: string[]): void {
+    for (const raw of lines) {
+      // Kept, published and stored masked: a preview may print a secret it was given.
+      const said = this.secrets.any() ? this.secrets.mask(raw) : raw;
+      const line = said.length > LINE_MAX ? `${said.slice(0, LINE_MAX)} [cut]` : said;
+      entry.lines.push(line);
+      if (entry.pending.length < PUBLISH_LINES_MAX) {
+        entry.pending.push(line);
+      } else {
+        entry.unpublished++;
+      }
+      if (entry.state === 'starting' && entry.readyPattern?.test(line)) {
+        entry.state = 'ready';
+        void this.publish(entry).catch(() => undefined);
+      }
+    }
+    if (entry.lines.length > KEPT_LINES) {
+      const excess = entry.lines.length - KEPT_LINES;
+      entry.lines.splice(0, excess);
+      entry.dropped += excess;
+    }
+    entry.publishTimer ??= setTimeout(() => {
+      entry.publishTimer = null;
+      void this.publishOutput(entry).catch((err: unknown) =>
+        this.logger.warn(`could not publish preview output of ${entry.requirementId}: ${(err as Error).message}`),
+      );
+    }, PUBLISH_MS);
+  }
+
+  private async publishOutput(entry: PreviewEntry): Promise<void> {
+    if (entry.pending.length === 0) {
+      return;
+    }
+    const lines = entry.pending;
+    if (entry.unpublished > 0) {
+      lines.push(`[Agent Manager: ${entry.unpublished} more lines; the preview's output has them all]`);
+    }
+    entry.pending = [];
+    entry.unpublished = 0;
+    await this.database.write((tx) =>
+      this.events.append(tx, {
+        actor: SYSTEM_ACTOR,
+        payload: { lines, requirementId: entry.requirementId },
+        requirementId: entry.requirementId,
+        type: 'preview.output',
+      }),
+    );
+  }
+
+  private async publish(entry: PreviewEntry): Promise<void> {
+    const preview = this.view(entry);
+    await this.database.write((tx) =>
+      this.events.append(tx, {
+        actor: SYSTEM_ACTOR,
+        payload: { preview },
+        requirementId: entry.requirementId,
+        type: 'preview.updated',
+      }),
+    );
+  }
+
+  /**
+   * Ends a preview once: its whole process tree, its served ports, its network and temporary
+   * directory, then says so (`publish`). A second call waits for the first.
+   */
+  private end(
+    entry: PreviewEntry,
+    state: 'exited' | 'stopped',
+    reason: string | null,
+    publish: boolean,
+  ): Promise<void> {
+    entry.ending ??= (async () => {
+      entry.state = state;
+      entry.reason = reason;
+      entry.endedAt = this.clock.nowIso();
+      if (reason !== null) {
+        this.addLines(entry, [
+          `[Agent Manager: the preview ${state === 'stopped' ? 'was stopped' : 'ended'}: ${reason}]`,
+        ]);
+      }
+      this.network.previewServing(entry.requirementId, null);
+      await Promise.all(entry.listeners.map((server) => new Promise((resolve) => server.close(resolve))));
+      entry.listeners = [];
+      await killRunTree(entry.marker, entry.pid).catch((err: unknown) =>
+        this.logger.error(`preview of ${entry.requirementId} left processes: ${(err as Error).message}`),
+      );
+      await entry.process?.finished.catch(() => undefined);
+      entry.pid = null;
+      if (entry.caps !== null) {
+        await this.limits.close(entry.caps).catch(() => undefined);
+      }
+      await this.network.closeRun(entry.id).catch(() => undefined);
+      this.sandbox.removeTemporary(entry.id);
+      fs.rmSync(this.scriptFile(entry), { force: true });
+      if (entry.publishTimer !== null) {
+        clearTimeout(entry.publishTimer);
+        entry.publishTimer = null;
+      }
+      if (publish) {
+        await this.publishOutput(entry).catch(() => undefined);
+        await this.publish(entry).catch(() => undefined);
+      }
+      if (!this.shuttingDown) {
+        this.logger.log({ msg: `preview ${state}`, reason, requirementId: entry.requirementId });
+      }
+    })();
+    return entry.ending;
+  }
+
+  private scriptFile(entry: PreviewEntry): string {
+    return path.join(this.runtime.paths.dataDirectory, 'previews', `${entry.id}.sh`);
+  }
+
+  private forgetOldEnded(): void {
+    const ended = [...this.previews.values()].filter((entry) => entry.ending !== null);
+    for (const entry of ended.slice(0, Math.max(0, ended.length - ENDED_KEPT))) {
+      this.previews.delete(entry.requirementId);
+    }
+  }
+
+  private view(entry: PreviewEntry): Preview {
+    const running = entry.state === 'starting' || entry.state === 'ready';
+    return {
+      command: entry.command,
+      endedAt: entry.endedAt,
+      exitCode: entry.exitCode,
+      lastLines: entry.lines.slice(-STATUS_LINES),
+      pid: running ? entry.pid : null,
+      ports: entry.ports,
+      reason: entry.reason,
+      requirementId: entry.requirementId,
+      startedAt: entry.startedAt,
+      state: entry.state,
+      url: running ? entry.url : null,
+    };
+  }
+}
+
+function portList(ports: { first: number; count: number }): number[] {
+  return Array.from({ length: ports.count }, (_, i) => ports.first + i);
+}
+
+/** On the host's network (no namespace of its own): whether another program holds the first port already. */
+async function firstPortTaken(port: number): Promise<string | null> {
+  const server = net.createServer();
+  const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
+    server.once('error', resolve);
+    server.listen(port, '127.0.0.1', () => resolve(null));
+  });
+  if (error === null) {
+    await new Promise((resolve) => server.close(resolve));
+    return null;
+  }
+  return error.code === 'EADDRINUSE'
+    ? `port ${port} is in use by ${portHolder(port) ?? 'another program'}`
+    : `port ${port} cannot be used (${error.code ?? error.message})`;
+}
