@@ -214,6 +214,28 @@ describe('the worktree strip and opening a working copy in an editor', () => {
     await until('the output on the page', async () =>
       (await strip.getByTestId('strip-preview-output').textContent())?.includes('app listening') ? true : undefined,
     );
+
+    // A terminal (issue 48 §4): a shell on the working copy, typed into, closed from the page.
+    await strip.getByTestId('strip-terminal-open').click();
+    const terminal = page.locator('am-terminal-panel');
+    await until('the terminal to open', async () =>
+      (await terminal.getByTestId('terminal-state').getAttribute('data-state')) === 'open' ? true : undefined,
+    );
+    await terminal.getByTestId('terminal-screen').click();
+    await page.keyboard.type('echo "in $(pwd)"');
+    await page.keyboard.press('Enter');
+    await until('the shell to answer on the page', async () =>
+      (await terminal.locator('.xterm-rows').textContent())?.includes(`in ${worktree.path}`) ? true : undefined,
+    );
+    await screenshot(page, 'worktree-terminal');
+    const [open] = (await ok(api().GET('/api/requirements/{id}/terminals', { params: { path: { id: ran } } }))).items;
+    expect(open).toMatchObject({ requirementId: ran });
+    await terminal.getByTestId('terminal-close').click();
+    await until('the terminal to close', async () =>
+      (await ok(api().GET('/api/requirements/{id}/terminals', { params: { path: { id: ran } } }))).items.length === 0
+        ? true
+        : undefined,
+    );
     await screenshot(page, 'worktree-strip');
 
     await page.setViewportSize(PHONE);

@@ -227,8 +227,12 @@ describe('previews', () => {
   });
 
   it('keeps to maxPreviews by stopping the oldest idle one, with the reason', async () => {
-    await ok(start(first));
-    await settles(first, ['ready']);
+    // Two starts at once (a double click): one after the other, the second a restart; one preview runs.
+    const [one, two] = await Promise.all([ok(start(first)), ok(start(first))]);
+    expect([one.state, two.state]).toEqual(['starting', 'starting']);
+    const running = await settles(first, ['ready']);
+    expect(running.startedAt).toBe(two.startedAt);
+    expect(await fetchText(running.url!)).toBe('first copy');
     expect((await preview(second)).state).toBe('ready');
     await patch({ maxPreviews: 1 });
     try {

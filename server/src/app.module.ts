@@ -30,6 +30,7 @@ import { ReviewsModule } from './reviews/reviews.module';
 import { RunsModule } from './runs/runs.module';
 import { SearchModule } from './search/search.module';
 import { TeamModule } from './team/team.module';
+import { TerminalsModule } from './terminals/terminals.module';
 import { TimersModule } from './timers/timers.module';
 import { TriggersModule } from './triggers/triggers.module';
 import { WorktreesModule } from './worktrees/worktrees.module';
@@ -68,6 +69,7 @@ export class AppModule {
         SearchModule,
         ScheduleModule.forRoot(),
         TeamModule,
+        TerminalsModule,
         TimersModule,
         TriggersModule,
         WorktreesModule,

@@ -895,3 +895,12 @@ export interface PreviewOutput {
   /** Lines that came before these and are no longer kept. */
   dropped: number;
 }
+
+/** A terminal open on a Requirement's working copy (issue 48 §4): a shell in its agent's sandbox. */
+export interface Terminal {
+  id: string;
+  requirementId: string;
+  createdAt: string;
+  rows: number;
+  cols: number;
+}

@@ -103,16 +103,18 @@ function matches(entries: readonly string[], name: string): boolean {
 
 /**
  * The variables of `source` an agent process of `provider` (null: a setup or teardown command,
- * which gets what every provider's CLI would) may see, with `pass` added, and never one named
+ * which gets what every provider's CLI would; `none`: a program of the agent's working copy, a
+ * preview or a terminal, which gets no provider's) may see, with `pass` added, and never one named
  * in `secrets` (a configured secret is the proxy's and the person's commands', whatever the lists say).
  */
 export function agentVariables(
   source: NodeJS.ProcessEnv,
   pass: readonly string[],
-  provider: Provider | null,
+  provider: Provider | null | 'none',
   secrets: readonly string[] = [],
 ): Record<string, string> {
-  const providers = provider === null ? (Object.keys(PROVIDER_VARIABLES) as Provider[]) : [provider];
+  const providers =
+    provider === 'none' ? [] : provider === null ? (Object.keys(PROVIDER_VARIABLES) as Provider[]) : [provider];
   const allowed = [...AGENT_BASE_VARIABLES, ...providers.flatMap((p) => PROVIDER_VARIABLES[p]), ...pass];
   if (providers.includes('codex')) {
     // The key variable a Codex model provider names (`env_key` in its config.toml).

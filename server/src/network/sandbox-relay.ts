@@ -97,12 +97,19 @@ function relayExposed(exposed: Set<number>, client: net.Socket): void {
       return;
     }
     const inside = net.connect(port, '127.0.0.1');
-    inside.once('error', (err: NodeJS.ErrnoException) => {
+    const refused = (err: NodeJS.ErrnoException) => {
       if (!client.destroyed) {
         client.end(`ERR ${err.code ?? 'error'}\n`);
       }
-    });
+    };
+    inside.once('error', refused);
     inside.once('connect', () => {
+      // From here on an error is the stream's end, never text in it.
+      inside.off('error', refused);
+      if (client.destroyed) {
+        inside.destroy();
+        return;
+      }
       client.write('OK\n');
       if (rest.length > 0) {
         inside.write(rest);

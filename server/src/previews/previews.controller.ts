@@ -53,8 +53,8 @@ export class PreviewsController {
   @ApiOperation({ summary: "Stops the Requirement's preview and every process it started" })
   @ApiOkResponse({ type: PreviewDto })
   @ApiNotFoundResponse({ description: 'No such Requirement' })
-  stopPreview(@Param('id') id: string): Promise<PreviewDto> {
-    return this.previews.stop(id);
+  stopPreview(@Param('id') id: string, @Actor() actor: EventActor): Promise<PreviewDto> {
+    return this.previews.stop(id, actor);
   }
 
   @Get('output')

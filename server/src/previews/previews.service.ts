@@ -44,6 +44,8 @@ const SCRIPT_MAX_BYTES = 256 * 1024;
 const ENDED_KEPT = 20;
 /** A preview runs as long as it is left to: no output for this long does not end it (the timer's maximum). */
 const NO_INACTIVITY_LIMIT_MS = 2_000_000_000;
+/** Output one preview publishes as events at most (the rest is kept for GET …/output only). */
+const PUBLISHED_BYTES_MAX = 512 * 1024;
 
 interface PreviewEntry {
   requirementId: string;
@@ -73,6 +75,11 @@ interface PreviewEntry {
   readyPattern: RegExp | null;
   /** Set once its end began (a stop, an exit): resources are released once. */
   ending: Promise<void> | null;
+  /** The ports served on the host, and the connections through them (ended with it). */
+  served: Set<number>;
+  sockets: Set<net.Socket>;
+  /** Output published as events so far (bounded: the durable log is not its store). */
+  publishedBytes: number;
   publishTimer: NodeJS.Timeout | null;
 }
 
@@ -95,6 +102,12 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
   /** This workspace's preview markers start with it (another workspace's previews are not ours to sweep). */
   private readonly markerPrefix: string;
   private shuttingDown = false;
+  /**
+   * Starts, stops and ends with a Requirement one at a time (all Requirements: starts are rare, and
+   * `maxPreviews` counts them all): a stop that arrives while a start acquires ports, a network
+   * and processes waits for it, and then ends all of it.
+   */
+  private serial: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly clock: Clock,
@@ -127,9 +140,17 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     this.shuttingDown = true;
-    await Promise.all(
-      [...this.previews.values()].map((entry) => this.end(entry, 'stopped', 'Agent Manager stopped', false)),
+    await this.serially(() =>
+      Promise.all(
+        [...this.previews.values()].map((entry) => this.end(entry, 'stopped', 'Agent Manager stopped', false)),
+      ),
     );
+  }
+
+  private serially<T>(body: () => Promise<T>): Promise<T> {
+    const result = this.serial.then(body, body);
+    this.serial = result.catch(() => undefined);
+    return result;
   }
 
   /** The Requirement's preview now; `stopped` with nothing else when it never had one. */
@@ -169,7 +190,11 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
    * without a working copy, `no_run_script` without a script, `runs_on_other_runner` for another
    * runner's Requirement, `too_many_previews` when `maxPreviews` run and none may be stopped.
    */
-  async start(requirementId: string, actor: EventActor): Promise<Preview> {
+  start(requirementId: string, actor: EventActor): Promise<Preview> {
+    return this.serially(() => this.startNow(requirementId, actor));
+  }
+
+  private async startNow(requirementId: string, actor: EventActor): Promise<Preview> {
     if (this.shuttingDown) {
       throw unavailable('shutting_down', 'Agent Manager is stopping');
     }
@@ -193,15 +218,16 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
     }
     const script = await this.runScript(place.script);
     const previous = this.previews.get(requirementId);
-    if (previous && previous.ending === null) {
+    if (previous) {
+      // One that just exited by itself may still be publishing its end: that comes first.
       await this.end(previous, 'stopped', 'restarted', true);
     }
-    await this.makeRoom(requirementId);
+    await this.makeRoom(requirementId, actor);
     const id = `prv_${randomBytes(8).toString('hex')}`;
     const pattern = this.configuration.get('readyPattern');
     const entry: PreviewEntry = {
       caps: null,
-      command: script.shown,
+      command: this.secrets.mask(script.shown),
       dropped: 0,
       endedAt: null,
       ending: null,
@@ -213,6 +239,9 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
       marker: `${this.markerPrefix}${id}`,
       pending: [],
       pid: null,
+      publishedBytes: 0,
+      served: new Set(),
+      sockets: new Set(),
       ports: place.ports,
       process: null,
       publishTimer: null,
@@ -244,13 +273,17 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
       );
       const exposed = network.sandbox.kind === 'proxy' ? (network.sandbox.expose ?? null) : null;
       entry.exposeSocket = exposed?.socketPath ?? null;
-      const taken = exposed ? await this.serve(entry, exposed.ports) : await firstPortTaken(place.ports.first);
+      const named = actor.kind !== 'agent';
+      const taken = exposed
+        ? await this.serve(entry, exposed.ports, named)
+        : await firstPortTaken(place.ports.first, named);
       if (taken !== null) {
         await this.end(entry, 'exited', taken, true);
         return this.view(entry);
       }
       if (exposed) {
-        this.network.previewServing(requirementId, exposed.ports);
+        // Only the ports served: one another program holds on the host stays out of the agent's reach.
+        this.network.previewServing(requirementId, [...entry.served]);
       }
       entry.caps = this.limits.open(entry.marker);
       const secrets = this.secrets.previewEnvironment();
@@ -258,7 +291,7 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
         ...agentVariables(
           process.env,
           this.configuration.get('agentEnvironmentPass'),
-          null,
+          'none',
           Object.keys(this.secrets.environment()),
         ),
         ...place.env,
@@ -291,7 +324,7 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
       });
       entry.process = started;
       entry.pid = started.pid;
-      void started.finished.then((end) => {
+      void started.finished.then((end): void => {
         if (entry.ending === null) {
           const said = end.stderr.trim().split('\n').slice(-3).join(' | ');
           const reason =
@@ -309,30 +342,36 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
       throw err;
     }
     this.logger.log({ actor: actor.id, msg: 'preview started', ports: place.ports, requirementId });
-    await this.publish(entry);
     void this.watchReady(entry);
+    await this.publish(entry, actor).catch((err: unknown) =>
+      this.logger.warn(`could not publish the preview of ${requirementId}: ${(err as Error).message}`),
+    );
     return this.view(entry);
   }
 
   /** Stops the Requirement's preview and its whole process tree; a stopped or absent one is left as it is. */
-  async stop(requirementId: string): Promise<Preview> {
-    const entry = this.previews.get(requirementId);
-    if (!entry) {
-      return this.status(requirementId);
-    }
-    await this.end(entry, 'stopped', null, true);
-    return this.view(entry);
+  stop(requirementId: string, actor: EventActor): Promise<Preview> {
+    return this.serially(async () => {
+      const entry = this.previews.get(requirementId);
+      if (!entry) {
+        return this.status(requirementId);
+      }
+      await this.end(entry, 'stopped', null, true, actor);
+      return this.view(entry);
+    });
   }
 
   /** A Requirement that ended (done, cancelled, deleted) takes its preview with it. */
   @OnCommitted([...ENDED_REQUIREMENT])
-  async endWithRequirement(events: ManagerEvent[]): Promise<void> {
-    for (const event of events) {
-      const entry = event.requirementId === null ? undefined : this.previews.get(event.requirementId);
-      if (entry && entry.ending === null) {
-        await this.end(entry, 'stopped', `the Requirement was ${event.type.split('.')[1]}`, true);
+  endWithRequirement(events: ManagerEvent[]): Promise<void> {
+    return this.serially(async () => {
+      for (const event of events) {
+        const entry = event.requirementId === null ? undefined : this.previews.get(event.requirementId);
+        if (entry && entry.ending === null) {
+          await this.end(entry, 'stopped', `the Requirement was ${event.type.split('.')[1]}`, true);
+        }
       }
-    }
+    });
   }
 
   /** The run script: the configured command, else `.agent-manager/run` as the person's base has it. */
@@ -350,23 +389,28 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
     if (source === null || source.ref.startsWith('-')) {
       throw missing;
     }
-    try {
-      const found = await git(['cat-file', 'blob', `${source.ref}:.agent-manager/run`], {
-        cwd: source.repository,
-        maxBytes: SCRIPT_MAX_BYTES,
-        timeoutMs: 10_000,
-      });
-      return { shown: '.agent-manager/run', text: found.stdout };
-    } catch {
-      throw missing;
+    // The base branch by its full name: a tag or another ref of that short name is not it.
+    const refs = source.ref === 'HEAD' ? ['HEAD'] : [`refs/heads/${source.ref}`, `refs/remotes/${source.ref}`];
+    for (const ref of refs) {
+      try {
+        const found = await git(['cat-file', 'blob', `${ref}:.agent-manager/run`], {
+          cwd: source.repository,
+          maxBytes: SCRIPT_MAX_BYTES,
+          timeoutMs: 10_000,
+        });
+        return { shown: '.agent-manager/run', text: found.stdout };
+      } catch {
+        // Not under this name, or no script there: the next name, else nothing to run.
+      }
     }
+    throw missing;
   }
 
   /**
    * Past `maxPreviews`, the oldest running preview whose Requirement has no agent running is
    * stopped, with a line saying why; when every one has, the start is refused.
    */
-  private async makeRoom(requirementId: string): Promise<void> {
+  private async makeRoom(requirementId: string, actor: EventActor): Promise<void> {
     const max = this.configuration.get('maxPreviews');
     const running = [...this.previews.values()]
       .filter((entry) => entry.ending === null && entry.requirementId !== requirementId)
@@ -375,12 +419,15 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
       return;
     }
     const busy = new Set((await this.runs.withStatus('running')).map((run) => run.requirementId));
-    const idle = running.filter((entry) => !busy.has(entry.requirementId));
+    // An agent never stops another Requirement's preview: only the person makes room.
+    const idle = actor.kind === 'agent' ? [] : running.filter((entry) => !busy.has(entry.requirementId));
     const excess = running.length - max + 1;
     if (idle.length < excess) {
       throw conflict(
         'too_many_previews',
-        `${running.length} previews run (maxPreviews ${max}) and every one's agent is running; stop one first`,
+        actor.kind === 'agent'
+          ? `${running.length} previews run (maxPreviews ${max}); ask the person to stop one`
+          : `${running.length} previews run (maxPreviews ${max}) and every one's agent is running; stop one first`,
       );
     }
     for (const entry of idle.slice(0, excess)) {
@@ -397,7 +444,7 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
    * Serves the preview's ports on the host's loopback from its namespace. Returns why it cannot
    * start (its first port is another program's), or null; a later port that is taken is left out, said.
    */
-  private async serve(entry: PreviewEntry, ports: number[]): Promise<string | null> {
+  private async serve(entry: PreviewEntry, ports: number[], named: boolean): Promise<string | null> {
     for (const port of ports) {
       const server = net.createServer((client) => this.relay(entry, port, client));
       const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
@@ -406,9 +453,11 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
       });
       if (error === null) {
         entry.listeners.push(server);
+        entry.served.add(port);
         continue;
       }
-      const holder = error.code === 'EADDRINUSE' ? (portHolder(port) ?? 'another program') : null;
+      // Which program it is, for the person (an agent learns nothing of the host's processes).
+      const holder = error.code === 'EADDRINUSE' ? ((named ? portHolder(port) : null) ?? 'another program') : null;
       const why =
         holder === null
           ? `port ${port} cannot be served (${error.code ?? error.message})`
@@ -427,8 +476,15 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
       client.destroy();
       return;
     }
+    if (!isSocket(entry.exposeSocket)) {
+      // The directory is the sandbox's to write: only the relay's own socket is dialled.
+      client.destroy();
+      return;
+    }
     client.pause();
     const inside = net.connect(entry.exposeSocket);
+    entry.sockets.add(client);
+    entry.sockets.add(inside);
     let head = '';
     const onData = (chunk: Buffer) => {
       head += chunk.toString('latin1');
@@ -458,8 +514,14 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
     inside.on('data', onData);
     inside.on('error', () => client.destroy());
     client.on('error', () => inside.destroy());
-    inside.on('close', () => client.destroy());
-    client.on('close', () => inside.destroy());
+    inside.on('close', () => {
+      entry.sockets.delete(inside);
+      client.destroy();
+    });
+    client.on('close', () => {
+      entry.sockets.delete(client);
+      inside.destroy();
+    });
     inside.write(`${port}\n`);
   }
 
@@ -479,6 +541,9 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
 
   /** Whether something accepts connections on the preview's first port (inside its namespace when it has one). */
   private answers(entry: PreviewEntry): Promise<boolean> {
+    if (entry.exposeSocket !== null && !isSocket(entry.exposeSocket)) {
+      return Promise.resolve(false);
+    }
     return new Promise((resolve) => {
       const socket =
         entry.exposeSocket === null ? net.connect(entry.ports.first, '127.0.0.1') : net.connect(entry.exposeSocket);
@@ -510,8 +575,9 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
       const said = this.secrets.any() ? this.secrets.mask(raw) : raw;
       const line = said.length > LINE_MAX ? `${said.slice(0, LINE_MAX)} [cut]` : said;
       entry.lines.push(line);
-      if (entry.pending.length < PUBLISH_LINES_MAX) {
+      if (entry.pending.length < PUBLISH_LINES_MAX && entry.publishedBytes < PUBLISHED_BYTES_MAX) {
         entry.pending.push(line);
+        entry.publishedBytes += line.length;
       } else {
         entry.unpublished++;
       }
@@ -539,7 +605,11 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
     }
     const lines = entry.pending;
     if (entry.unpublished > 0) {
-      lines.push(`[Agent Manager: ${entry.unpublished} more lines; the preview's output has them all]`);
+      lines.push(
+        entry.publishedBytes >= PUBLISHED_BYTES_MAX
+          ? `[Agent Manager: ${entry.unpublished} more lines; the event stream carries at most ${PUBLISHED_BYTES_MAX / 1024} KiB of one preview's output, its output (GET …/preview/output) has the last ${KEPT_LINES} lines]`
+          : `[Agent Manager: ${entry.unpublished} more lines; the preview's output has them all]`,
+      );
     }
     entry.pending = [];
     entry.unpublished = 0;
@@ -553,11 +623,11 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
     );
   }
 
-  private async publish(entry: PreviewEntry): Promise<void> {
+  private async publish(entry: PreviewEntry, actor: EventActor = SYSTEM_ACTOR): Promise<void> {
     const preview = this.view(entry);
     await this.database.write((tx) =>
       this.events.append(tx, {
-        actor: SYSTEM_ACTOR,
+        actor,
         payload: { preview },
         requirementId: entry.requirementId,
         type: 'preview.updated',
@@ -574,10 +644,11 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
     state: 'exited' | 'stopped',
     reason: string | null,
     publish: boolean,
+    actor: EventActor = SYSTEM_ACTOR,
   ): Promise<void> {
     entry.ending ??= (async () => {
       entry.state = state;
-      entry.reason = reason;
+      entry.reason = reason === null ? null : this.secrets.mask(reason);
       entry.endedAt = this.clock.nowIso();
       if (reason !== null) {
         this.addLines(entry, [
@@ -585,26 +656,39 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
         ]);
       }
       this.network.previewServing(entry.requirementId, null);
-      await Promise.all(entry.listeners.map((server) => new Promise((resolve) => server.close(resolve))));
+      // Its connections go first (a page's hot-reload socket would hold a listener's close open).
+      for (const socket of entry.sockets) {
+        socket.destroy();
+      }
+      const closed = Promise.all(entry.listeners.map((server) => new Promise((resolve) => server.close(resolve))));
       entry.listeners = [];
       await killRunTree(entry.marker, entry.pid).catch((err: unknown) =>
         this.logger.error(`preview of ${entry.requirementId} left processes: ${(err as Error).message}`),
       );
       await entry.process?.finished.catch(() => undefined);
+      await closed;
       entry.pid = null;
-      if (entry.caps !== null) {
-        await this.limits.close(entry.caps).catch(() => undefined);
+      // Each step on its own: one that fails (a folder the preview left unremovable) leaves the rest done.
+      const steps: Array<() => unknown> = [
+        () => (entry.caps === null ? undefined : this.limits.close(entry.caps)),
+        () => this.network.closeRun(entry.id),
+        () => this.sandbox.removeTemporary(entry.id),
+        () => fs.rmSync(this.scriptFile(entry), { force: true }),
+      ];
+      for (const step of steps) {
+        try {
+          await step();
+        } catch (err) {
+          this.logger.warn(`ending the preview of ${entry.requirementId}: ${(err as Error).message}`);
+        }
       }
-      await this.network.closeRun(entry.id).catch(() => undefined);
-      this.sandbox.removeTemporary(entry.id);
-      fs.rmSync(this.scriptFile(entry), { force: true });
       if (entry.publishTimer !== null) {
         clearTimeout(entry.publishTimer);
         entry.publishTimer = null;
       }
       if (publish) {
         await this.publishOutput(entry).catch(() => undefined);
-        await this.publish(entry).catch(() => undefined);
+        await this.publish(entry, actor).catch(() => undefined);
       }
       if (!this.shuttingDown) {
         this.logger.log({ msg: `preview ${state}`, reason, requirementId: entry.requirementId });
@@ -642,12 +726,21 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
   }
 }
 
+/** Whether `file` is a Unix socket itself (not a link the sandbox put there to another one). */
+function isSocket(file: string): boolean {
+  try {
+    return fs.lstatSync(file).isSocket();
+  } catch {
+    return false;
+  }
+}
+
 function portList(ports: { first: number; count: number }): number[] {
   return Array.from({ length: ports.count }, (_, i) => ports.first + i);
 }
 
 /** On the host's network (no namespace of its own): whether another program holds the first port already. */
-async function firstPortTaken(port: number): Promise<string | null> {
+async function firstPortTaken(port: number, named: boolean): Promise<string | null> {
   const server = net.createServer();
   const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
     server.once('error', resolve);
@@ -658,6 +751,6 @@ async function firstPortTaken(port: number): Promise<string | null> {
     return null;
   }
   return error.code === 'EADDRINUSE'
-    ? `port ${port} is in use by ${portHolder(port) ?? 'another program'}`
+    ? `port ${port} is in use by ${(named ? portHolder(port) : null) ?? 'another program'}`
     : `port ${port} cannot be used (${error.code ?? error.message})`;
 }

@@ -8,6 +8,7 @@ import type { Requirement } from '../core/api-types';
 import { I18n, keyOf } from '../core/i18n';
 import { Notifier } from '../core/notifier';
 import { EventStream } from '../core/event-stream';
+import { TerminalPanel } from './terminal-panel';
 
 /** Output lines the strip shows (the rest: GET …/preview/output). */
 const SHOWN_LINES = 200;
@@ -23,6 +24,7 @@ let editorsOnce: Promise<{ items: Editor[]; local: boolean }> | null = null;
 @Component({
   selector: 'am-worktree-strip',
   changeDetection: ChangeDetectionStrategy.OnPush,
+  imports: [TerminalPanel],
   template: `
     @if (requirement().worktree; as w) {
       <section class="panel worktree-strip" data-testid="worktree-strip" [attr.aria-label]="t('strip.title')">
@@ -77,6 +79,9 @@ let editorsOnce: Promise<{ items: Editor[]; local: boolean }> | null = null;
             @if (local()) {
               <a class="small" [href]="vscodeLink()" data-testid="strip-vscode-link">vscode://</a>
             }
+            <button type="button" class="small" (click)="openTerminal()" data-testid="strip-terminal-open">
+              {{ t('strip.terminal') }}
+            </button>
           </div>
           <div class="strip-preview" data-testid="strip-preview" [attr.data-state]="preview()?.state ?? 'stopped'">
             @if (running()) {
@@ -111,13 +116,11 @@ let editorsOnce: Promise<{ items: Editor[]; local: boolean }> | null = null;
           @if (lines().length > 0) {
             <details class="strip-output" [open]="preview()?.state === 'exited'">
               <summary>{{ t('strip.previewOutput', { n: lines().length }) }}</summary>
-              <pre data-testid="strip-preview-output">{{
-                lines().join(
-                  '
-'
-                )
-              }}</pre>
+              <pre data-testid="strip-preview-output">{{ outputText() }}</pre>
             </details>
+          }
+          @for (key of terminals(); track key) {
+            <am-terminal-panel [requirementId]="requirement().id" (closed)="closeTerminal(key)" />
           }
         }
       </section>
@@ -196,7 +199,11 @@ export class WorktreeStrip {
     return state === 'starting' || state === 'ready';
   });
   protected readonly keyOf = keyOf;
+  protected readonly outputText = computed(() => this.lines().join('\n'));
   private previewFor = '';
+  /** The terminals open on this page (each its own shell; several at once). */
+  protected readonly terminals = signal<number[]>([]);
+  private terminalKeys = 0;
 
   constructor() {
     effect(() => {
@@ -205,6 +212,7 @@ export class WorktreeStrip {
       untracked(() => {
         if (id !== this.previewFor && hasCopy) {
           this.previewFor = id;
+          this.terminals.set([]);
           this.preview.set(null);
           this.lines.set([]);
           void this.readPreview(id);
@@ -291,6 +299,14 @@ export class WorktreeStrip {
     } catch {
       // Shown as never started: the button still works, and says what went wrong.
     }
+  }
+
+  protected openTerminal(): void {
+    this.terminals.update((keys) => [...keys, ++this.terminalKeys]);
+  }
+
+  protected closeTerminal(key: number): void {
+    this.terminals.update((keys) => keys.filter((k) => k !== key));
   }
 
   protected async startPreview(): Promise<void> {
