@@ -20,6 +20,7 @@ import { githubBudgetScenario } from './scenarios/github-budget';
 import { landingScenario } from './scenarios/landing';
 import { mcpScenario } from './scenarios/mcp';
 import { networkScenario } from './scenarios/network';
+import { previewScenario } from './scenarios/preview';
 import { repliesScenario } from './scenarios/replies';
 import { reviewScenario } from './scenarios/review';
 import { sandboxScenario } from './scenarios/sandbox';
@@ -41,6 +42,7 @@ const SELF_CONTAINED: Record<string, (postgresUrl?: string) => Promise<ScenarioR
   'github-budget': githubBudgetScenario,
   mcp: mcpScenario,
   network: networkScenario,
+  preview: previewScenario,
   scale: (postgresUrl) => scaleScenario({ postgresUrl }),
   'trace-flood': (postgresUrl) => traceFloodScenario({ postgresUrl }),
   worktree: worktreeScenario,

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 import { allPids, environHas, environValue, isRunning, processInfo } from '../core/process-table';
 
 /** Set in every agent process's environment; every descendant inherits it unless it scrubs it. */
@@ -41,6 +43,22 @@ export function findRunProcesses(marker: string, rootPid: number | null): number
     }
   }
   return [...found];
+}
+
+/**
+ * The start of the markers of one workspace's long-lived processes of a kind (`preview`,
+ * `terminal`): what a manager killed outright left is found by it at the next start, and another
+ * workspace's are not.
+ */
+export function workspaceMarkerPrefix(kind: string, home: string, root: string): string {
+  return `${kind}-${createHash('sha256').update(`${home}\0${root}`).digest('hex').slice(0, 16)}-`;
+}
+
+/** Ends every process whose marker starts with `prefix`; resolves with how many markers there were. */
+export async function endMarkedWith(prefix: string): Promise<number> {
+  const markers = markersStartingWith(prefix);
+  await Promise.all(markers.map((marker) => killRunTree(marker, null).catch(() => undefined)));
+  return markers.length;
 }
 
 /** The distinct run markers starting with `prefix` that living processes carry (a startup sweep's list). */

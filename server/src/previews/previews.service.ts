@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
@@ -11,7 +11,7 @@ import { AgentEnvironmentService } from '../agents/agent-environment.service';
 import { AgentSandbox } from '../agents/agent-sandbox';
 import { agentVariables } from '../agents/agent-variables';
 import { type RunningProcess, runProcess } from '../agents/process-runner';
-import { killRunTree, markersStartingWith } from '../agents/process-tree';
+import { endMarkedWith, killRunTree, workspaceMarkerPrefix } from '../agents/process-tree';
 import { type RunCaps, RunLimits } from '../agents/run-limits';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
@@ -124,16 +124,14 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
     private readonly worktrees: WorktreesService,
     @Inject(RUNTIME) private readonly runtime: Runtime,
   ) {
-    const workspace = createHash('sha256').update(`${runtime.paths.home}\0${runtime.paths.root}`).digest('hex');
-    this.markerPrefix = `preview-${workspace.slice(0, 16)}-`;
+    this.markerPrefix = workspaceMarkerPrefix('preview', runtime.paths.home, runtime.paths.root);
   }
 
   /** What a manager killed outright left running: ended before anything new starts. */
   async onModuleInit(): Promise<void> {
-    const orphans = markersStartingWith(this.markerPrefix);
-    if (orphans.length > 0) {
-      this.logger.warn(`ending ${orphans.length} preview(s) a previous manager left running`);
-      await Promise.all(orphans.map((marker) => killRunTree(marker, null).catch(() => undefined)));
+    const orphans = await endMarkedWith(this.markerPrefix);
+    if (orphans > 0) {
+      this.logger.warn(`ended ${orphans} preview(s) a previous manager left running`);
     }
     fs.rmSync(path.join(this.runtime.paths.dataDirectory, 'previews'), { force: true, recursive: true });
   }

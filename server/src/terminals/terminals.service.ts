@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 
-import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import type { Request, Response } from 'express';
 
 import type { Terminal } from '@libs/contracts';
@@ -13,8 +13,9 @@ import { AgentEnvironmentService } from '../agents/agent-environment.service';
 import { AgentSandbox } from '../agents/agent-sandbox';
 import { agentVariables } from '../agents/agent-variables';
 import { findExecutable } from '../agents/executable';
-import { RUN_MARKER_VARIABLE, killRunTree } from '../agents/process-tree';
+import { RUN_MARKER_VARIABLE, endMarkedWith, killRunTree, workspaceMarkerPrefix } from '../agents/process-tree';
 import { packageRoot } from '../core/package-info';
+import { RUNTIME, Runtime } from '../core/runtime';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { conflict, notFound, unavailable } from '../core/errors/domain-error';
@@ -74,10 +75,12 @@ interface OpenTerminal {
  * idle minutes, with its Requirement's working copy's owner (the manager), never by itself otherwise.
  */
 @Injectable()
-export class TerminalsService implements BeforeApplicationShutdown {
+export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit {
   private readonly logger = new Logger('Terminals');
   private readonly terminals = new Map<string, OpenTerminal>();
   private readonly sweeper: NodeJS.Timeout;
+  /** This workspace's terminals' markers start with it (what a killed manager left is ended at the next start). */
+  private readonly markerPrefix: string;
 
   constructor(
     private readonly clock: Clock,
@@ -88,9 +91,18 @@ export class TerminalsService implements BeforeApplicationShutdown {
     private readonly sandbox: AgentSandbox,
     private readonly secrets: SecretsService,
     private readonly worktrees: WorktreesService,
+    @Inject(RUNTIME) runtime: Runtime,
   ) {
+    this.markerPrefix = workspaceMarkerPrefix('terminal', runtime.paths.home, runtime.paths.root);
     this.sweeper = setInterval(() => this.sweep(), 5000);
     this.sweeper.unref();
+  }
+
+  async onModuleInit(): Promise<void> {
+    const orphans = await endMarkedWith(this.markerPrefix);
+    if (orphans > 0) {
+      this.logger.warn(`ended ${orphans} terminal(s) a previous manager left running`);
+    }
   }
 
   list(requirementId: string): Promise<Terminal[]> {
@@ -114,7 +126,7 @@ export class TerminalsService implements BeforeApplicationShutdown {
       throw conflict('too_many_terminals', `${TERMINALS_MAX} terminals are open; close one first`);
     }
     const id = `term_${randomBytes(8).toString('hex')}`;
-    const marker = `${id}`;
+    const marker = `${this.markerPrefix}${id}`;
     const tmp = this.sandbox.makeTemporary(id);
     const control = path.join(tmp, 'control.sock');
     let network;
