@@ -112,6 +112,7 @@ describe('reactions to committed events', () => {
         QUEUE,
         'NotificationsService.itemsOpened',
         'PreviewsService.endWithRequirement',
+        'TerminalsService.endWithRequirement',
         'ReviewAnchors.followImports',
         'ReviewLoopService.runsEnded',
       ].sort(),

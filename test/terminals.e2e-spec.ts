@@ -115,6 +115,18 @@ describe('terminals', () => {
         `ls ${dataDirectory} | wc -l; cat ${path.join(dataDirectory, 'token')} || echo "no token here"\n`,
       );
       await shows(screen, 'no token here');
+      // Its pseudo-terminal is in a /dev of its own: no other sandbox (an agent's) can open it.
+      await type(terminal.id, "stat -c 'pts-dev:%d' /dev/pts/\n");
+      await shows(screen, 'pts-dev:');
+      const inside = /pts-dev:(\d+)/.exec(
+        screen
+          .text()
+          .split('\n')
+          .filter((l) => !l.includes("'pts-dev"))
+          .join('\n'),
+      )?.[1];
+      expect(inside).toBeDefined();
+      expect(Number(inside)).not.toBe(fs.statSync('/dev/pts').dev);
       await ok(
         api().POST('/api/terminals/{terminalId}/resize', {
           body: { cols: 120, rows: 40 },
@@ -146,6 +158,15 @@ describe('terminals', () => {
     const screen = await attach(manager.url, exiting.id);
     await type(exiting.id, 'exit 4\n');
     expect(await screen.closed).toBe('the shell exited (4)');
+
+    // A Requirement that ends takes its terminals with it.
+    const doomed = (await createRequirement({ api: api() }, { title: 'Will be cancelled' })).id;
+    await startRun({ api: api() }, doomed, say('Done.'));
+    await settled({ api: api() }, doomed, 1);
+    const onDoomed = await ok(open(doomed), 201);
+    const doomedScreen = await attach(manager.url, onDoomed.id);
+    await ok(api().POST('/api/requirements/{id}/cancel', { params: { path: { id: doomed } } }));
+    expect(await doomedScreen.closed).toBe('its Requirement ended');
 
     const left = await ok(open(ran), 201);
     const page = await attach(manager.url, left.id);

@@ -177,7 +177,7 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
     const worktreeRoot = this.configuration.get('worktreeRoot') ?? path.join(this.runtime.paths.home, 'worktrees');
     const sized = scope.caps != null && this.state.mechanism === 'bubblewrap';
     // With its own sized /tmp, the run's $TMPDIR is a link to it (bound nowhere); else its directory.
-    const writable = [scope.workTree, ...(scope.tmp === null || sized ? [] : [scope.tmp])];
+    const writable = [scope.workTree, ...(scope.tmp === null || sized ? [] : [scope.tmp]), ...(scope.shared ?? [])];
     const readOnly = [
       this.runtime.paths.launcherDirectory,
       packageRoot(),
@@ -238,6 +238,7 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
           : null,
       writable,
       ...(scope.network ? { network: scope.network } : {}),
+      ...(scope.privateDevices ? { privateDevices: true } : {}),
     };
   }
 

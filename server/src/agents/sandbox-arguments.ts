@@ -25,7 +25,7 @@ function exists(file: string): boolean {
  * real file system).
  */
 export function bubblewrapOptions(layout: SandboxLayout): string[] {
-  const args = ['--ro-bind', '/', '/', '--dev-bind', '/dev', '/dev'];
+  const args = ['--ro-bind', '/', '/', ...(layout.privateDevices ? ['--dev', '/dev'] : ['--dev-bind', '/dev', '/dev'])];
   const temporary = layout.temporary;
   if (temporary !== null && exists('/dev/shm')) {
     args.push('--size', String(temporary.shmBytes), '--tmpfs', '/dev/shm');

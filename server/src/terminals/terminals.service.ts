@@ -7,10 +7,11 @@ import * as path from 'node:path';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import type { Request, Response } from 'express';
 
-import type { Terminal } from '@libs/contracts';
+import type { ManagerEvent, Terminal } from '@libs/contracts';
 
 import { AgentEnvironmentService } from '../agents/agent-environment.service';
 import { AgentSandbox } from '../agents/agent-sandbox';
+import { type RunCaps, RunLimits } from '../agents/run-limits';
 import { agentVariables } from '../agents/agent-variables';
 import { findExecutable } from '../agents/executable';
 import { RUN_MARKER_VARIABLE, endMarkedWith, killRunTree, workspaceMarkerPrefix } from '../agents/process-tree';
@@ -18,11 +19,12 @@ import { packageRoot } from '../core/package-info';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
-import { conflict, notFound, unavailable } from '../core/errors/domain-error';
+import { conflict, forbidden, notFound, unavailable } from '../core/errors/domain-error';
 import { SecretsService } from '../core/secrets/secrets.service';
-import { NetworkService } from '../network/network.service';
+import { NetworkService, type RunNetwork } from '../network/network.service';
+import { OnCommitted } from '../events/on-committed';
 import { RequirementsService } from '../requirements/requirements.service';
-import { WorktreesService } from '../worktrees/worktrees.service';
+import { type PreviewPlace, WorktreesService } from '../worktrees/worktrees.service';
 
 /** Terminals open at once (all Requirements), and what one keeps to replay to a page that attaches. */
 export const TERMINALS_MAX = 8;
@@ -34,6 +36,12 @@ const DETACHED_GRACE_MS = 10_000;
 const HEARTBEAT_MS = 15_000;
 /** A page slower than this much unsent output is dropped (it reattaches and gets the scrollback). */
 const STREAM_BUFFER_MAX = 4 * 1024 * 1024;
+/** Input not yet read by the terminal, at most (past it a request is refused: 409 terminal_busy). */
+const INPUT_BUFFER_MAX = 1024 * 1024;
+/** What a Unix socket's path may hold (sun_path is 108 bytes with its NUL). */
+const SOCKET_PATH_MAX = 107;
+/** How long a close waits for the shell's sandbox to be gone after the tree kill. */
+const EXIT_WAIT_MS = 5000;
 
 /** The pseudo-terminal: util-linux `script`, which the shell helper runs inside. */
 const SCRIPT = ['/usr/bin/script', '/bin/script'].find((candidate) => fs.existsSync(candidate)) ?? null;
@@ -46,6 +54,7 @@ const TERMINAL_SHELL =
 
 interface OpenTerminal {
   id: string;
+  caps: RunCaps;
   requirementId: string;
   createdAt: string;
   rows: number;
@@ -79,6 +88,9 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
   private readonly logger = new Logger('Terminals');
   private readonly terminals = new Map<string, OpenTerminal>();
   private readonly sweeper: NodeJS.Timeout;
+  private shuttingDown = false;
+  /** Opens under way (counted against the cap before they are in the map). */
+  private opening = 0;
   /** This workspace's terminals' markers start with it (what a killed manager left is ended at the next start). */
   private readonly markerPrefix: string;
 
@@ -91,7 +103,8 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
     private readonly sandbox: AgentSandbox,
     private readonly secrets: SecretsService,
     private readonly worktrees: WorktreesService,
-    @Inject(RUNTIME) runtime: Runtime,
+    private readonly limits: RunLimits,
+    @Inject(RUNTIME) private readonly runtime: Runtime,
   ) {
     this.markerPrefix = workspaceMarkerPrefix('terminal', runtime.paths.home, runtime.paths.root);
     this.sweeper = setInterval(() => this.sweep(), 5000);
@@ -114,32 +127,107 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
   }
 
   async open(requirementId: string, rows: number, cols: number): Promise<Terminal> {
-    const requirement = await this.requirements.get(requirementId);
-    const place = await this.worktrees.previewPlace(requirementId);
-    if (place === null) {
-      throw conflict('no_worktree', `Requirement ${requirementId} has no working copy now (its next run makes one)`);
+    if (this.shuttingDown) {
+      throw unavailable('shutting_down', 'Agent Manager is stopping');
     }
     if (SCRIPT === null || process.platform !== 'linux') {
       throw unavailable('terminal_unavailable', 'terminals need util-linux `script` (Linux); it was not found');
     }
-    if (this.terminals.size >= TERMINALS_MAX) {
+    if (!this.sandbox.status.enabled) {
+      // Without the sandbox a terminal would be a shell on the host beside the person's data.
+      throw unavailable(
+        'terminal_unavailable',
+        `a terminal runs in the agents' sandbox, and agents are not sandboxed here (${this.sandbox.status.reason ?? 'no sandbox'})`,
+      );
+    }
+    if (this.configuration.get('authentication') === 'none') {
+      // Then any local process (an agent's forwarded port among them) could open a shell in any working copy.
+      throw forbidden('authentication_off', 'terminals need authentication on (authentication: token)');
+    }
+    // Counted before the first wait: concurrent opens cannot pass the cap together.
+    if (this.terminals.size + this.opening >= TERMINALS_MAX) {
       throw conflict('too_many_terminals', `${TERMINALS_MAX} terminals are open; close one first`);
+    }
+    this.opening++;
+    try {
+      return await this.openNow(requirementId, rows, cols);
+    } finally {
+      this.opening--;
+    }
+  }
+
+  private async openNow(requirementId: string, rows: number, cols: number): Promise<Terminal> {
+    const requirement = await this.requirements.get(requirementId);
+    const own = this.runtime.board?.runnerId ?? null;
+    if (own !== null && requirement.runner !== null && requirement.runner.id !== own) {
+      throw conflict(
+        'runs_on_other_runner',
+        `Requirement ${requirementId} works on another runner's machine; open it there`,
+      );
+    }
+    if (requirement.status === 'done' || requirement.status === 'cancelled') {
+      throw conflict('requirement_closed', `Requirement ${requirementId} is ${requirement.status}`);
+    }
+    const place = await this.worktrees.previewPlace(requirementId);
+    if (place === null) {
+      throw conflict('no_worktree', `Requirement ${requirementId} has no working copy now (its next run makes one)`);
     }
     const id = `term_${randomBytes(8).toString('hex')}`;
     const marker = `${this.markerPrefix}${id}`;
     const tmp = this.sandbox.makeTemporary(id);
-    const control = path.join(tmp, 'control.sock');
-    let network;
+    // Not in its TMPDIR: with the run's limits that is a /tmp of its own the manager cannot see.
+    const controlDirectory = this.sandbox.makeTemporary(`${id}-ctl`);
+    const control = path.join(controlDirectory, 'control.sock');
+    let network: RunNetwork | null = null;
+    let caps: RunCaps | null = null;
+    const release = async () => {
+      await this.network.closeRun(id).catch(() => undefined);
+      if (caps !== null) {
+        await this.limits.close(caps).catch(() => undefined);
+      }
+      try {
+        this.sandbox.removeTemporary(id);
+        this.sandbox.removeTemporary(`${id}-ctl`);
+      } catch {
+        // Left for the next start's sweep of temporary directories.
+      }
+    };
     try {
+      if (Buffer.byteLength(control) > SOCKET_PATH_MAX) {
+        throw unavailable(
+          'terminal_unavailable',
+          `the terminal's control socket would be at ${control}, too long a path for a Unix socket; start Agent Manager with a shorter CODE_FACTORY_HOME`,
+        );
+      }
       network = await this.network.openRun(
         { id, provider: requirement.provider, requirementId, sessionId: null },
         this.environment.baseEnvironment(requirement.provider),
         () => undefined,
       );
+      if (this.shuttingDown) {
+        throw unavailable('shutting_down', 'Agent Manager is stopping');
+      }
+      caps = this.limits.open(marker);
+      return this.spawnShell({ caps, control, id, marker, network, place, requirementId, rows, cols, tmp });
     } catch (err) {
-      this.sandbox.removeTemporary(id);
+      await release();
       throw err;
     }
+  }
+
+  private spawnShell(opening: {
+    id: string;
+    requirementId: string;
+    marker: string;
+    tmp: string;
+    control: string;
+    network: RunNetwork;
+    caps: RunCaps;
+    place: PreviewPlace;
+    rows: number;
+    cols: number;
+  }): Terminal {
+    const { caps, control, id, marker, network, place, requirementId, rows, cols, tmp } = opening;
     const env: Record<string, string> = {
       ...agentVariables(
         process.env,
@@ -152,18 +240,26 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
       TERM: 'xterm-256color',
       TMPDIR: tmp,
     };
-    const shell = findExecutable('bash', env.PATH ?? '', place.cwd) ?? '/bin/sh';
+    // From PATH's absolute entries only: a relative one would find the agent's `bash` in its copy.
+    const absolutePath = (env.PATH ?? '')
+      .split(path.delimiter)
+      .filter((dir) => path.isAbsolute(dir))
+      .join(path.delimiter);
+    const shell = findExecutable('bash', absolutePath, '/') ?? '/bin/sh';
     const inner = [process.execPath, TERMINAL_SHELL, control, String(rows), String(cols), '--', shell, '-i'];
     const quoted = inner.map((arg) => `'${arg.replace(/'/g, `'\\''`)}'`).join(' ');
     // `script` gives the helper a pseudo-terminal of its own; its own output is the terminal's.
-    const wrapped = this.sandbox.wrap(SCRIPT, ['-qfec', quoted, '/dev/null'], {
-      caps: null,
+    const wrapped = this.sandbox.wrap(SCRIPT as string, ['-qfec', quoted, '/dev/null'], {
+      caps,
       cwd: place.cwd,
       env,
       git: place.git,
       network: network.sandbox,
+      // Its pseudo-terminal in a /dev of its own: no other sandbox reads the person's keystrokes.
+      privateDevices: true,
       provider: null,
       readOnlyFiles: [],
+      shared: [path.dirname(control)],
       tmp,
       workTree: place.workTree,
     });
@@ -175,6 +271,7 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     const terminal: OpenTerminal = {
+      caps,
       child,
       closing: null,
       cols,
@@ -202,6 +299,8 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
       terminal.exitCode = code;
       void this.close(terminal, `the shell exited${code === null ? '' : ` (${code})`}`);
     });
+    child.stdout?.on('error', () => undefined);
+    child.stderr?.on('error', () => undefined);
     this.terminals.set(id, terminal);
     this.logger.log({ msg: 'terminal opened', requirementId, terminalId: id });
     return this.view(terminal);
@@ -210,6 +309,9 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
   /** The page's stream: the scrollback first, then output as it comes; the end when the terminal closes. */
   attach(id: string, req: Request, res: Response): void {
     const terminal = this.find(id);
+    if (res.destroyed || req.socket.destroyed) {
+      return; // gone before it was attached: nothing to hold open
+    }
     res.writeHead(200, {
       'Cache-Control': 'no-cache, no-transform',
       Connection: 'keep-alive',
@@ -217,6 +319,8 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
       'X-Accel-Buffering': 'no',
     });
     res.write('retry: 2000\n\n');
+    // A page that reconnects clears its screen first: the scrollback is all of it again.
+    res.write('event: reset\ndata: {}\n\n');
     if (terminal.scrollbackBytes > 0) {
       res.write(frame(Buffer.concat(terminal.scrollback)));
     }
@@ -236,8 +340,13 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
 
   input(id: string, data: string): void {
     const terminal = this.find(id);
+    const stdin = terminal.child.stdin;
+    if (stdin && stdin.writableLength > INPUT_BUFFER_MAX) {
+      // What runs in front is not reading: input does not pile up in the manager.
+      throw conflict('terminal_busy', 'the terminal is not reading its input; wait, or press Ctrl+C');
+    }
     terminal.lastActivity = Date.now();
-    terminal.child.stdin?.write(data);
+    stdin?.write(data);
   }
 
   /** Resolves once the terminal has the new size (or the shell helper did not answer in 2 s). */
@@ -245,13 +354,18 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
     const terminal = this.find(id);
     terminal.rows = rows;
     terminal.cols = cols;
+    if (!isSocket(terminal.control)) {
+      // The directory is the sandbox's to write: only the helper's own socket is dialled.
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const socket = net.connect(terminal.control);
+      const deadline = setTimeout(() => done(), 2000);
       const done = () => {
+        clearTimeout(deadline);
         socket.destroy();
         resolve();
       };
-      socket.setTimeout(2000, done);
       socket.on('error', done);
       socket.on('close', done);
       socket.on('data', (chunk: Buffer) => chunk.includes('\n') && done());
@@ -263,7 +377,19 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
     await this.close(this.find(id), 'closed');
   }
 
+  /** A Requirement that ended (done, cancelled, deleted) takes its terminals with it. */
+  @OnCommitted(['requirement.cancelled', 'requirement.completed', 'requirement.deleted'])
+  async endWithRequirement(events: ManagerEvent[]): Promise<void> {
+    const ended = new Set(events.map((event) => event.requirementId));
+    await Promise.all(
+      [...this.terminals.values()]
+        .filter((terminal) => ended.has(terminal.requirementId))
+        .map((terminal) => this.close(terminal, 'its Requirement ended')),
+    );
+  }
+
   beforeApplicationShutdown(): Promise<void> {
+    this.shuttingDown = true;
     clearInterval(this.sweeper);
     return Promise.all([...this.terminals.values()].map((t) => this.close(t, 'Agent Manager stopped'))).then(
       () => undefined,
@@ -284,11 +410,17 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
     while (terminal.scrollbackBytes > SCROLLBACK_BYTES && terminal.scrollback.length > 1) {
       terminal.scrollbackBytes -= (terminal.scrollback.shift() as Buffer).length;
     }
+    terminal.lastActivity = Date.now();
     const data = frame(chunk);
     for (const res of terminal.streams) {
-      res.write(data);
+      if (!res.write(data)) {
+        // A page slower than the program: the program waits (the pseudo-terminal holds it back).
+        terminal.child.stdout?.pause();
+        res.once('drain', () => terminal.child.stdout?.resume());
+      }
       if (res.writableLength > STREAM_BUFFER_MAX) {
         res.destroy();
+        terminal.child.stdout?.resume();
       }
     }
   }
@@ -298,9 +430,22 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
     terminal.closing ??= (async () => {
       this.terminals.delete(terminal.id);
       await killRunTree(terminal.marker, terminal.child.pid ?? null).catch(() => undefined);
-      await terminal.exited;
-      await this.network.closeRun(terminal.id).catch(() => undefined);
-      this.sandbox.removeTemporary(terminal.id);
+      // A process stuck past SIGKILL (uninterruptible I/O) does not hold the close forever.
+      await Promise.race([terminal.exited, new Promise((resolve) => setTimeout(resolve, EXIT_WAIT_MS).unref())]);
+      // Each step on its own: one that fails (a folder left unremovable) leaves the rest done, and never throws.
+      const steps: Array<() => unknown> = [
+        () => this.network.closeRun(terminal.id),
+        () => this.limits.close(terminal.caps),
+        () => this.sandbox.removeTemporary(terminal.id),
+        () => this.sandbox.removeTemporary(`${terminal.id}-ctl`),
+      ];
+      for (const step of steps) {
+        try {
+          await step();
+        } catch (err) {
+          this.logger.warn(`closing terminal ${terminal.id}: ${(err as Error).message}`);
+        }
+      }
       for (const res of terminal.streams) {
         res.write(`event: closed\ndata: ${JSON.stringify({ reason })}\n\n`);
         res.end();
@@ -315,7 +460,7 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
     return terminal.closing;
   }
 
-  /** Closes the terminals whose page is gone, and the idle ones. */
+  /** Closes the terminals whose page is gone, and the idle ones (no input and no output for 30 minutes). */
   private sweep(): void {
     const now = Date.now();
     for (const terminal of this.terminals.values()) {
@@ -335,6 +480,15 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
       requirementId: terminal.requirementId,
       rows: terminal.rows,
     };
+  }
+}
+
+/** Whether `file` is a Unix socket itself (not a link the sandbox put there to another one). */
+function isSocket(file: string): boolean {
+  try {
+    return fs.lstatSync(file).isSocket();
+  } catch {
+    return false;
   }
 }
 

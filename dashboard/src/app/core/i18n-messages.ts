@@ -583,6 +583,7 @@ export const en = {
   'terminal.open': 'A shell in the agent’s sandbox, on its working copy',
   'terminal.ended': 'Closed: {reason}',
   'terminal.close': 'Close terminal',
+  'terminal.lost': 'the connection to it was lost',
   'devices.title': 'Devices',
   'devices.help':
     'Browsers paired with this manager, such as your phone. Each has a credential of its own: it can follow and answer your agents, not change these settings. Revoking one ends it at once.',
@@ -1396,6 +1397,7 @@ export const zh: Record<MessageKey, string> = {
   'terminal.open': '智能体沙箱中的 shell，位于其工作副本',
   'terminal.ended': '已关闭：{reason}',
   'terminal.close': '关闭终端',
+  'terminal.lost': '与它的连接已断开',
   'devices.title': '设备',
   'devices.help':
     '与此管理器配对的浏览器，例如你的手机。每个设备有自己的凭据：可以查看并回复你的智能体，但不能修改这些设置。撤销后立即失效。',

@@ -18,6 +18,7 @@ import { I18n } from '../core/i18n';
 interface Screen {
   open(element: HTMLElement): void;
   write(data: Uint8Array | string): void;
+  reset(): void;
   onData(listener: (data: string) => void): { dispose(): void };
   focus(): void;
   dispose(): void;
@@ -92,7 +93,20 @@ export class TerminalPanel implements OnDestroy {
       if (this.destroyed) {
         return;
       }
-      const screen = new Terminal({ convertEol: false, cursorBlink: true, fontSize: 13, scrollback: 5000 });
+      const screen = new Terminal({
+        convertEol: false,
+        cursorBlink: true,
+        fontSize: 13,
+        // A link the program prints (OSC 8) opens only if it is a web page, never another scheme.
+        linkHandler: {
+          activate: (_event: MouseEvent, uri: string) => {
+            if (/^https?:\/\//i.test(uri)) {
+              window.open(uri, '_blank', 'noopener,noreferrer');
+            }
+          },
+        },
+        scrollback: 5000,
+      });
       const fit = new FitAddon();
       screen.loadAddon(fit);
       screen.open(this.screenElement().nativeElement);
@@ -112,6 +126,15 @@ export class TerminalPanel implements OnDestroy {
       }
       this.stream = new EventSource(`/api/terminals/${encodeURIComponent(terminal.id)}/stream`);
       this.stream.onmessage = (message: MessageEvent<string>) => screen.write(decode(message.data));
+      // Every (re)connection starts with the whole scrollback: the screen is cleared for it.
+      this.stream.addEventListener('reset', () => screen.reset());
+      this.stream.onerror = () => {
+        if (this.stream?.readyState === EventSource.CLOSED && this.state() !== 'closed') {
+          // The terminal is gone (the manager restarted, or it closed unseen): typing goes nowhere.
+          this.state.set('closed');
+          this.status.set(this.t('terminal.ended', { reason: this.t('terminal.lost') }));
+        }
+      };
       this.stream.addEventListener('closed', (message) => {
         this.stream?.close();
         this.state.set('closed');
@@ -159,17 +182,21 @@ export class TerminalPanel implements OnDestroy {
             body: { data },
             params: { path: { terminalId: id } },
           }),
+          true,
         )
         .catch(() => undefined),
     );
   }
 
+  /** After what was typed before it (nothing typed is sent to a closed terminal). */
   private async close(): Promise<void> {
     const id = this.terminalId;
     this.terminalId = null;
     if (id !== null && this.state() !== 'closed') {
+      this.state.set('closed');
+      await this.sending;
       await this.api
-        .call(this.api.client.DELETE('/api/terminals/{terminalId}', { params: { path: { terminalId: id } } }))
+        .call(this.api.client.DELETE('/api/terminals/{terminalId}', { params: { path: { terminalId: id } } }), true)
         .catch(() => undefined);
     }
   }
