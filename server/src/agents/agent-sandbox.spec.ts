@@ -7,7 +7,7 @@ import type { Runtime } from '../core/runtime';
 import { resolveWorkspace } from '../core/workspace/workspace';
 import { isRunning } from '../core/process-table';
 import { AgentSandbox, expandHome } from './agent-sandbox';
-import { bubblewrapOptions, seatbeltProfile } from './sandbox-arguments';
+import { bubblewrapOptions, passedDevices, seatbeltProfile } from './sandbox-arguments';
 import { SandboxLayout, SandboxScope } from './sandbox-layout';
 import { findRunProcesses } from './process-tree';
 import { runProcess } from './process-runner';
@@ -107,7 +107,8 @@ describe(AgentSandbox.name, () => {
     );
     expect(options).toEqual([
       '--ro-bind', '/', '/',
-      '--dev-bind', '/dev', '/dev',
+      '--dev', '/dev',
+      ...passedDevices().flatMap((device) => ['--dev-bind', device, device]),
       '--unshare-pid',
       '--proc', '/proc',
       '--cap-drop', 'CAP_SYS_ADMIN',
@@ -419,6 +420,8 @@ describe(AgentSandbox.name, () => {
         ),
         `test -e '${theirs}' && echo "saw theirs"`,
         `test -e '${path.join(otherTmp, 'secret')}' && echo "saw other tmp"`,
+        // Its /dev is its own: the person's terminals (the host's /dev/pts) are not there to read.
+        `[ "$(stat -c %d /dev/pts/)" = "${fs.statSync('/dev/pts').dev}" ] && echo "saw host pts"`,
         `echo mine > "$TMPDIR/scratch" && echo "tmp ok"`,
         'echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -qm work && echo "committed"',
         'true',

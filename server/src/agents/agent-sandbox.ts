@@ -238,7 +238,6 @@ export class AgentSandbox implements OnModuleInit, OnApplicationShutdown {
           : null,
       writable,
       ...(scope.network ? { network: scope.network } : {}),
-      ...(scope.privateDevices ? { privateDevices: true } : {}),
     };
   }
 

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-import { DROPPED_CAPABILITIES, SHARED_TEMPORARY, SandboxLayout } from './sandbox-layout';
+import { DROPPED_CAPABILITIES, PASSED_DEVICES, SHARED_TEMPORARY, SandboxLayout } from './sandbox-layout';
 
 // A layout turned into the mechanism's own terms: bubblewrap's options on Linux, a Seatbelt
 // profile on macOS. Pure functions, unit-tested on their output.
@@ -15,6 +15,20 @@ function exists(file: string): boolean {
   return fs.existsSync(file);
 }
 
+/** The host's devices a sandbox gets besides the basic ones: those of PASSED_DEVICES this machine has. */
+export function passedDevices(): string[] {
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync('/dev');
+  } catch {
+    return [];
+  }
+  const found = PASSED_DEVICES.filter((device) => exists(device));
+  // GPUs by their family's prefix (nvidia0, nvidiactl, nvidia-uvm…).
+  found.push(...names.filter((name) => name.startsWith('nvidia')).map((name) => path.join('/dev', name)));
+  return found;
+}
+
 /**
  * bubblewrap's options for a layout (what goes before `--` and the command). A new PID namespace
  * with its own /proc is part of the hiding: through the host's /proc an agent could walk into any
@@ -25,7 +39,13 @@ function exists(file: string): boolean {
  * real file system).
  */
 export function bubblewrapOptions(layout: SandboxLayout): string[] {
-  const args = ['--ro-bind', '/', '/', ...(layout.privateDevices ? ['--dev', '/dev'] : ['--dev-bind', '/dev', '/dev'])];
+  // A /dev of its own (the basic devices, a private pseudo-terminal instance): the host's would let
+  // it open the person's terminals (/dev/pts/N) and read what they type. The devices builds and
+  // tests use (virtualisation, GPUs, FUSE, tun) are bound back where the machine has them.
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev'];
+  for (const device of passedDevices()) {
+    args.push('--dev-bind', device, device);
+  }
   const temporary = layout.temporary;
   if (temporary !== null && exists('/dev/shm')) {
     args.push('--size', String(temporary.shmBytes), '--tmpfs', '/dev/shm');

@@ -45,12 +45,6 @@ export interface SandboxLayout {
    */
   temporary: { tmpBytes: number; shmBytes: number; tmpLink: string | null } | null;
   /**
-   * A /dev of its own (bubblewrap: the basic devices and a private pseudo-terminal instance)
-   * instead of the host's: a terminal's (issue 48 §4), whose keystrokes no other sandbox may read
-   * through the host's /dev/pts. Absent: the host's /dev.
-   */
-  privateDevices?: boolean;
-  /**
    * Its network (issue 45): the host's (absent or `host`), none at all (`none`: a network
    * namespace with loopback alone), or one whose only way out is the run's proxy (`proxy`: its
    * socket's directory bound in, whatever hides the tree it lies in).
@@ -120,8 +114,6 @@ export interface SandboxScope {
   readOnlyFiles: string[];
   /** Its network (absent: the host's). */
   network?: SandboxNetwork;
-  /** A /dev of its own (a terminal's pseudo-terminal out of every other sandbox's reach). */
-  privateDevices?: boolean;
   /** Directories of the manager's it shares with the process, writable (a terminal's control socket's). */
   shared?: string[];
 }
@@ -133,6 +125,12 @@ export interface SandboxScope {
  * rest (reading files of other users, package managers…) stays as it was.
  */
 export const DROPPED_CAPABILITIES = ['CAP_SYS_ADMIN', 'CAP_DAC_READ_SEARCH'];
+
+/**
+ * Host devices bound into every sandbox's own /dev where they exist (besides null, zero, random,
+ * tty, a private pts…): virtualisation (emulators), GPUs' render nodes, FUSE, tun.
+ */
+export const PASSED_DEVICES = ['/dev/kvm', '/dev/dri', '/dev/fuse', '/dev/net/tun'];
 
 /** Shared temporary directories tools write to by fixed path: writable, minus what is protected. */
 export const SHARED_TEMPORARY = ['/tmp', '/var/tmp'];

@@ -255,8 +255,6 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
       env,
       git: place.git,
       network: network.sandbox,
-      // Its pseudo-terminal in a /dev of its own: no other sandbox reads the person's keystrokes.
-      privateDevices: true,
       provider: null,
       readOnlyFiles: [],
       shared: [path.dirname(control)],
