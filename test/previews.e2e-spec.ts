@@ -180,6 +180,25 @@ describe('previews', () => {
     }
   });
 
+  it('is ready when a line matches readyPattern (whatever its ports do), its url carrying previewPath', async () => {
+    // No server at all: only the line says it is ready.
+    await patch({
+      previewPath: '/app/',
+      readyPattern: 'compiled \\d+ modules',
+      runCommand: 'echo compiling; sleep 1; echo "compiled 42 modules"; exec sleep 60',
+    });
+    try {
+      const started = await ok(start(first));
+      expect(started.state).toBe('starting');
+      const ready = await settles(first, ['ready']);
+      expect(ready.url).toBe(`http://127.0.0.1:${ready.ports!.first}/app/`);
+      expect(ready.lastLines).toEqual(expect.arrayContaining(['compiling', 'compiled 42 modules']));
+      await stop(first);
+    } finally {
+      await patch({ previewPath: null, readyPattern: null, runCommand: null });
+    }
+  });
+
   it('says which program holds a port it needs', async () => {
     const ports = (await worktreeOf(first)).ports!;
     const squatter = net.createServer();
