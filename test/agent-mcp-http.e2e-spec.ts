@@ -98,7 +98,7 @@ describe('the run tools served by the manager over MCP (Streamable HTTP)', () =>
     sandbox?.cleanup();
   });
 
-  it('lists the eleven tools and acts for its own Requirement only, with the run credential', async () => {
+  it('lists the fourteen tools and acts for its own Requirement only, with the run credential', async () => {
     const { token } = issue();
     const client = await connect(token);
     try {
@@ -108,6 +108,9 @@ describe('the run tools served by the manager over MCP (Streamable HTTP)', () =>
           'list_related',
           'list_timers',
           'message_related',
+          'preview_output',
+          'preview_start',
+          'preview_status',
           'propose_requirement',
           'register_pull_request',
           'register_timer',

@@ -54,6 +54,9 @@ describe('RD prompt', () => {
         'cancel_timer',
         'review_comments',
         'reply_review_comment',
+        'preview_start',
+        'preview_status',
+        'preview_output',
       ]) {
         expect(instructions).toContain(`\`${tool}\``);
       }
@@ -64,7 +67,7 @@ describe('RD prompt', () => {
       expect(instructions).toContain('`code-factory-cli --help` describes every command');
       expect(instructions).toContain('$CODE_FACTORY_CLI');
       expect(instructions).toContain('/home/u/.code-factory/bin/code-factory-cli');
-      for (const command of ['pr register', 'requirement propose', 'timer register', 'review reply']) {
+      for (const command of ['pr register', 'requirement propose', 'timer register', 'review reply', 'preview']) {
         expect(instructions).toContain(`code-factory-cli ${command}`);
       }
     });
