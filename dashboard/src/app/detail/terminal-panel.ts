@@ -169,10 +169,16 @@ export class TerminalPanel implements OnDestroy {
     }
   }
 
-  /** In the order typed: each request after the one before. */
+  /** In the order typed: each request after the one before; a large paste in pieces the server takes. */
   private send(data: string): void {
     const id = this.terminalId;
     if (id === null || this.state() !== 'open') {
+      return;
+    }
+    if (data.length > INPUT_PIECE) {
+      for (let at = 0; at < data.length; at += INPUT_PIECE) {
+        this.send(data.slice(at, at + INPUT_PIECE));
+      }
       return;
     }
     this.sending = this.sending.then(() =>
@@ -209,6 +215,9 @@ export class TerminalPanel implements OnDestroy {
     this.screen?.dispose();
   }
 }
+
+/** What one input request carries at most (the server's bound is 65,536 characters). */
+const INPUT_PIECE = 60_000;
 
 function decode(base64: string): Uint8Array {
   const text = atob(base64);
