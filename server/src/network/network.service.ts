@@ -19,6 +19,7 @@ import { git } from '../core/git/git';
 import { newId } from '../core/ids';
 import { type HostRule, firstMatch, parseHostRules } from '../core/network/host-rules';
 import { RUNTIME, Runtime } from '../core/runtime';
+import { SOCKET_PATH_MAX } from '../core/unix-socket';
 import { SecretsService } from '../core/secrets/secrets.service';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
@@ -66,8 +67,6 @@ interface OpenProxy {
   rows: Map<string, BlockedRow>;
 }
 
-/** What a Unix socket's path may hold (sun_path is 108 bytes with its NUL). */
-const SOCKET_PATH_MAX = 107;
 /** The port the proxy has inside a run's network namespace, unless something forwarded needs it. */
 const PROXY_PORT = 3128;
 /** Distinct hosts and ports one run's blocked list keeps; past it, refusals are only answered. */
@@ -197,10 +196,12 @@ export class NetworkService implements OnApplicationShutdown {
     const defaults = this.rules(await this.defaultHosts());
     // Short: a Unix socket's path has room for 107 bytes (the run's id would take 40 of them).
     const dir = path.join(this.sandbox.temporaryRoot, `net-${run.id.replace(/^run_/, '').slice(0, 13)}`);
-    if (Buffer.byteLength(path.join(dir, 'proxy.sock')) > SOCKET_PATH_MAX) {
+    // The longest of its sockets' names: a preview's expose socket's.
+    const longest = path.join(dir, expose.length > 0 ? 'expose.sock' : 'proxy.sock');
+    if (Buffer.byteLength(longest) > SOCKET_PATH_MAX) {
       throw unavailable(
         'network_isolation_unavailable',
-        `the run's proxy socket would be at ${path.join(dir, 'proxy.sock')}, too long a path for a Unix socket; start Agent Manager with a shorter CODE_FACTORY_HOME`,
+        `the run's socket would be at ${longest}, too long a path for a Unix socket; start Agent Manager with a shorter CODE_FACTORY_HOME`,
       );
     }
     fs.mkdirSync(dir, { mode: 0o700, recursive: true });

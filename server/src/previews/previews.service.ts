@@ -18,7 +18,9 @@ import { ConfigurationService } from '../core/configuration/configuration.servic
 import { Database } from '../core/database/database.service';
 import { conflict, unavailable } from '../core/errors/domain-error';
 import { git } from '../core/git/git';
+import { findPortHolder } from '../core/port-holder';
 import { RUNTIME, Runtime } from '../core/runtime';
+import { isSocketFile } from '../core/unix-socket';
 import { SecretsService } from '../core/secrets/secrets.service';
 import { EventLog, SYSTEM_ACTOR } from '../events/event-log.service';
 import { OnCommitted } from '../events/on-committed';
@@ -26,7 +28,6 @@ import { NetworkService } from '../network/network.service';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RunsRepository } from '../runs/runs.repository';
 import { WorktreesService } from '../worktrees/worktrees.service';
-import { portHolder } from './port-holder';
 
 /** Output lines kept per preview (GET …/preview/output), and shown in its status. */
 const KEPT_LINES = 5000;
@@ -196,24 +197,7 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
     if (this.shuttingDown) {
       throw unavailable('shutting_down', 'Agent Manager is stopping');
     }
-    const requirement = await this.requirements.get(requirementId);
-    const own = this.runtime.board?.runnerId ?? null;
-    if (own !== null && requirement.runner !== null && requirement.runner.id !== own) {
-      throw conflict(
-        'runs_on_other_runner',
-        `Requirement ${requirementId} works on another runner's machine; preview it there`,
-      );
-    }
-    if (requirement.status === 'done' || requirement.status === 'cancelled') {
-      throw conflict(
-        'requirement_closed',
-        `Requirement ${requirementId} is ${requirement.status}: its preview would end at once`,
-      );
-    }
-    const place = await this.worktrees.previewPlace(requirementId);
-    if (place === null) {
-      throw conflict('no_worktree', `Requirement ${requirementId} has no working copy now (its next run makes one)`);
-    }
+    const { place, requirement } = await this.worktrees.openPlace(requirementId);
     const script = await this.runScript(place.script);
     const previous = this.previews.get(requirementId);
     if (previous) {
@@ -274,7 +258,7 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
       const named = actor.kind !== 'agent';
       const taken = exposed
         ? await this.serve(entry, exposed.ports, named)
-        : await firstPortTaken(place.ports.first, named);
+        : await firstPortTaken(place.ports.first, named ? (port) => this.holder(port) : () => null);
       if (taken !== null) {
         await this.end(entry, 'exited', taken, true);
         return this.view(entry);
@@ -455,7 +439,7 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
         continue;
       }
       // Which program it is, for the person (an agent learns nothing of the host's processes).
-      const holder = error.code === 'EADDRINUSE' ? ((named ? portHolder(port) : null) ?? 'another program') : null;
+      const holder = error.code === 'EADDRINUSE' ? ((named ? this.holder(port) : null) ?? 'another program') : null;
       const why =
         holder === null
           ? `port ${port} cannot be served (${error.code ?? error.message})`
@@ -474,7 +458,7 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
       client.destroy();
       return;
     }
-    if (!isSocket(entry.exposeSocket)) {
+    if (!isSocketFile(entry.exposeSocket)) {
       // The directory is the sandbox's to write: only the relay's own socket is dialled.
       client.destroy();
       return;
@@ -539,7 +523,7 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
 
   /** Whether something accepts connections on the preview's first port (inside its namespace when it has one). */
   private answers(entry: PreviewEntry): Promise<boolean> {
-    if (entry.exposeSocket !== null && !isSocket(entry.exposeSocket)) {
+    if (entry.exposeSocket !== null && !isSocketFile(entry.exposeSocket)) {
       return Promise.resolve(false);
     }
     return new Promise((resolve) => {
@@ -695,6 +679,15 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
     return entry.ending;
   }
 
+  /** Which program holds a port of this machine, where the OS tells: for the person's answer. */
+  private holder(port: number): string | null {
+    const found = findPortHolder(port, this.runtime.paths.home);
+    if (found?.agentManager) {
+      return `another Agent Manager (pid ${found.pid}, ${found.agentManager.url})`;
+    }
+    return found?.pid == null ? null : `${found.command ?? 'a process'} (pid ${found.pid})`;
+  }
+
   private scriptFile(entry: PreviewEntry): string {
     return path.join(this.runtime.paths.dataDirectory, 'previews', `${entry.id}.sh`);
   }
@@ -724,21 +717,12 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
   }
 }
 
-/** Whether `file` is a Unix socket itself (not a link the sandbox put there to another one). */
-function isSocket(file: string): boolean {
-  try {
-    return fs.lstatSync(file).isSocket();
-  } catch {
-    return false;
-  }
-}
-
 function portList(ports: { first: number; count: number }): number[] {
   return Array.from({ length: ports.count }, (_, i) => ports.first + i);
 }
 
 /** On the host's network (no namespace of its own): whether another program holds the first port already. */
-async function firstPortTaken(port: number, named: boolean): Promise<string | null> {
+async function firstPortTaken(port: number, holder: (port: number) => string | null): Promise<string | null> {
   const server = net.createServer();
   const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
     server.once('error', resolve);
@@ -749,6 +733,6 @@ async function firstPortTaken(port: number, named: boolean): Promise<string | nu
     return null;
   }
   return error.code === 'EADDRINUSE'
-    ? `port ${port} is in use by ${(named ? portHolder(port) : null) ?? 'another program'}`
+    ? `port ${port} is in use by ${holder(port) ?? 'another program'}`
     : `port ${port} cannot be used (${error.code ?? error.message})`;
 }

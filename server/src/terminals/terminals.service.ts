@@ -17,6 +17,7 @@ import { findExecutable } from '../agents/executable';
 import { RUN_MARKER_VARIABLE, endMarkedWith, killRunTree, workspaceMarkerPrefix } from '../agents/process-tree';
 import { packageRoot } from '../core/package-info';
 import { RUNTIME, Runtime } from '../core/runtime';
+import { SOCKET_PATH_MAX, isSocketFile } from '../core/unix-socket';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { conflict, forbidden, notFound, unavailable } from '../core/errors/domain-error';
@@ -38,8 +39,6 @@ const HEARTBEAT_MS = 15_000;
 const STREAM_BUFFER_MAX = 4 * 1024 * 1024;
 /** Input not yet read by the terminal, at most (past it a request is refused: 409 terminal_busy). */
 const INPUT_BUFFER_MAX = 1024 * 1024;
-/** What a Unix socket's path may hold (sun_path is 108 bytes with its NUL). */
-const SOCKET_PATH_MAX = 107;
 /** How long a close waits for the shell's sandbox to be gone after the tree kill. */
 const EXIT_WAIT_MS = 5000;
 
@@ -104,7 +103,7 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
     private readonly secrets: SecretsService,
     private readonly worktrees: WorktreesService,
     private readonly limits: RunLimits,
-    @Inject(RUNTIME) private readonly runtime: Runtime,
+    @Inject(RUNTIME) runtime: Runtime,
   ) {
     this.markerPrefix = workspaceMarkerPrefix('terminal', runtime.paths.home, runtime.paths.root);
     this.sweeper = setInterval(() => this.sweep(), 5000);
@@ -157,21 +156,7 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
   }
 
   private async openNow(requirementId: string, rows: number, cols: number): Promise<Terminal> {
-    const requirement = await this.requirements.get(requirementId);
-    const own = this.runtime.board?.runnerId ?? null;
-    if (own !== null && requirement.runner !== null && requirement.runner.id !== own) {
-      throw conflict(
-        'runs_on_other_runner',
-        `Requirement ${requirementId} works on another runner's machine; open it there`,
-      );
-    }
-    if (requirement.status === 'done' || requirement.status === 'cancelled') {
-      throw conflict('requirement_closed', `Requirement ${requirementId} is ${requirement.status}`);
-    }
-    const place = await this.worktrees.previewPlace(requirementId);
-    if (place === null) {
-      throw conflict('no_worktree', `Requirement ${requirementId} has no working copy now (its next run makes one)`);
-    }
+    const { place, requirement } = await this.worktrees.openPlace(requirementId);
     const id = `term_${randomBytes(8).toString('hex')}`;
     const marker = `${this.markerPrefix}${id}`;
     const tmp = this.sandbox.makeTemporary(id);
@@ -352,7 +337,7 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
     const terminal = this.find(id);
     terminal.rows = rows;
     terminal.cols = cols;
-    if (!isSocket(terminal.control)) {
+    if (!isSocketFile(terminal.control)) {
       // The directory is the sandbox's to write: only the helper's own socket is dialled.
       return Promise.resolve();
     }
@@ -478,15 +463,6 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
       requirementId: terminal.requirementId,
       rows: terminal.rows,
     };
-  }
-}
-
-/** Whether `file` is a Unix socket itself (not a link the sandbox put there to another one). */
-function isSocket(file: string): boolean {
-  try {
-    return fs.lstatSync(file).isSocket();
-  } catch {
-    return false;
   }
 }
 

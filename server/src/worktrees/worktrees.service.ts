@@ -16,6 +16,7 @@ import { conflict, invalid } from '../core/errors/domain-error';
 import { SecretsService } from '../core/secrets/secrets.service';
 import { RUNTIME, Runtime } from '../core/runtime';
 import { SYSTEM_ACTOR } from '../events/event-log.service';
+import type { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
 import { RequirementsService } from '../requirements/requirements.service';
 import { GitError, git, gitSucceeds } from '../core/git/git';
 import type { SandboxGit } from '../agents/sandbox-layout';
@@ -390,6 +391,30 @@ export class WorktreesService implements BeforeApplicationShutdown {
       workTree: top,
       script: row.baseRef ? { ref: row.baseRef, repository: facts.repo.top } : null,
     };
+  }
+
+  /**
+   * The working copy something the person starts there now runs in (a preview, a terminal), with
+   * its Requirement. Refused (409) for another runner's Requirement, a closed one, or one with no
+   * working copy now.
+   */
+  async openPlace(requirementId: string): Promise<{ requirement: RequirementResponseDto; place: PreviewPlace }> {
+    const requirement = await this.requirements.get(requirementId);
+    const own = this.runtime.board?.runnerId ?? null;
+    if (own !== null && requirement.runner !== null && requirement.runner.id !== own) {
+      throw conflict(
+        'runs_on_other_runner',
+        `Requirement ${requirementId} works on another runner's machine; use it there`,
+      );
+    }
+    if (requirement.status === 'done' || requirement.status === 'cancelled') {
+      throw conflict('requirement_closed', `Requirement ${requirementId} is ${requirement.status}`);
+    }
+    const place = await this.previewPlace(requirementId);
+    if (place === null) {
+      throw conflict('no_worktree', `Requirement ${requirementId} has no working copy now (its next run makes one)`);
+    }
+    return { place, requirement };
   }
 
   /** The person's repository's top, or null when the workspace is none now. */
