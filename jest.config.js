@@ -39,6 +39,7 @@ module.exports = {
     {
       displayName: 'e2e',
       moduleNameMapper,
+      setupFiles: ['<rootDir>/test/support/test-environment.js'],
       rootDir: __dirname,
       testEnvironment: 'node',
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
@@ -49,6 +50,7 @@ module.exports = {
       // Services and repositories on a temporary SQLite file, no HTTP: architecture §3 proven directly.
       displayName: 'integration',
       moduleNameMapper,
+      setupFiles: ['<rootDir>/test/support/test-environment.js'],
       rootDir: __dirname,
       testEnvironment: 'node',
       testMatch: ['<rootDir>/test/integration/**/*.int-spec.ts'],
@@ -59,6 +61,7 @@ module.exports = {
       // Fault injection (kill -9, misbehaving agents, a full disk, GitHub down): `npm run test:faults`; also part of `npm test`.
       displayName: 'faults',
       moduleNameMapper,
+      setupFiles: ['<rootDir>/test/support/test-environment.js'],
       rootDir: __dirname,
       testEnvironment: 'node',
       testMatch: ['<rootDir>/test/faults/**/*.fault-spec.ts'],

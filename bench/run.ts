@@ -20,6 +20,7 @@ import { githubBudgetScenario } from './scenarios/github-budget';
 import { landingScenario } from './scenarios/landing';
 import { mcpScenario } from './scenarios/mcp';
 import { networkScenario } from './scenarios/network';
+import { poolScenario } from './scenarios/pool';
 import { previewScenario } from './scenarios/preview';
 import { repliesScenario } from './scenarios/replies';
 import { reviewScenario } from './scenarios/review';
@@ -30,6 +31,10 @@ import { startUpScenario } from './scenarios/start-up';
 import { teamScenario } from './scenarios/team';
 import { traceFloodScenario } from './scenarios/trace-flood';
 import { worktreeScenario } from './scenarios/worktree';
+
+// No prepared worktrees (issue 48 §6) beside what a scenario measures, as before the pool existed:
+// the pool scenario turns it on for its own manager.
+process.env.CODE_FACTORY_WORKTREE_POOL ??= '0';
 
 /** Scenarios on a default manager; the others start managers of their own (agent settings). */
 const SCENARIOS: Record<string, (manager: ManagerProcess) => Promise<ScenarioResult>> = {
@@ -42,6 +47,7 @@ const SELF_CONTAINED: Record<string, (postgresUrl?: string) => Promise<ScenarioR
   'github-budget': githubBudgetScenario,
   mcp: mcpScenario,
   network: networkScenario,
+  pool: poolScenario,
   preview: previewScenario,
   scale: (postgresUrl) => scaleScenario({ postgresUrl }),
   'trace-flood': (postgresUrl) => traceFloodScenario({ postgresUrl }),

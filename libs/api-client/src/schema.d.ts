@@ -1430,6 +1430,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workspace/worktree-pool": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The prepared worktrees (worktreePool): made at the base's tip with their setup done, handed to the next Requirements that start */
+        get: operations["getWorktreePool"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1672,16 +1689,16 @@ export interface components {
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
             /** @description Fields a change applies to at once; every other field needs a restart */
-            liveFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            liveFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description Whether a notification webhook secret is set (never returned) */
             notificationWebhookSecretConfigured: boolean;
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            overriddenFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            restartRequiredFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
@@ -1757,6 +1774,7 @@ export interface components {
             secrets: components["schemas"]["SecretDefinitionDto"][];
             worktreeIdleDays: number;
             worktreeLinks: string[];
+            worktreePool: number;
             worktreeRoot: string | null;
             worktreeSetupCommand: string | null;
             worktreeSubdirectory: string | null;
@@ -2353,6 +2371,21 @@ export interface components {
              * @enum {string}
              */
             source: "configuration" | "git" | "os";
+        };
+        PooledWorktreeDto: {
+            /** @description The base it was made at */
+            baseRef: string;
+            baseSha: string;
+            madeAt: string;
+            /** @description Its folder (kept when a Requirement takes it) */
+            path: string;
+            /** @description When its setup command finished */
+            setupAt: string | null;
+            /**
+             * @description filling: being made or set up; ready: waiting for a Requirement
+             * @enum {string}
+             */
+            state: "filling" | "ready";
         };
         PreviewDto: {
             /** @description The configured runCommand, or .agent-manager/run */
@@ -3213,6 +3246,8 @@ export interface components {
             worktreeIdleDays?: number;
             /** @description Gitignored paths, relative to the workspace root, symlinked into every worktree instead of copied (e.g. node_modules) */
             worktreeLinks?: string[];
+            /** @description Working copies kept prepared at the base branch's tip (files, links and setup done) and handed to the next Requirements that start; 0: none */
+            worktreePool?: number;
             /** @description Directory holding the worktrees, or null for worktrees/ in the Agent Manager home (never inside a data directory) */
             worktreeRoot?: string | null;
             /** @description Shell command run once in a new worktree before its first run (time-limited; failure fails the run), or null for .agent-manager/setup */
@@ -3322,6 +3357,17 @@ export interface components {
             worktreesDirectory: string;
             /** @description Bytes on disk used by those worktrees (symlinked files not counted; measured at most once a minute) */
             worktreesDiskBytes: number;
+        };
+        WorktreePoolFailureDto: {
+            at: string;
+            /** @description Why the last copy could not be made (tried again when the base or the recipe changes, or after 10 minutes) */
+            message: string;
+        };
+        WorktreePoolResponseDto: {
+            copies: components["schemas"]["PooledWorktreeDto"][];
+            lastFailure: components["schemas"]["WorktreePoolFailureDto"] | null;
+            /** @description worktreePool: how many copies it keeps */
+            size: number;
         };
         WorktreePortsDto: {
             /**
@@ -8475,6 +8521,43 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WorkspaceGitResponseDto"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getWorktreePool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorktreePoolResponseDto"];
                 };
             };
             /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */

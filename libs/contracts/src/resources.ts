@@ -395,6 +395,8 @@ export interface ConfigurationValues {
   worktreeLinks: string[];
   /** Run once in a new worktree (`sh -c`), before the agent; null: `.agent-manager/setup` when the worktree has one. */
   worktreeSetupCommand: string | null;
+  /** Working copies kept prepared (made at the base's tip, setup done) for the next Requirements to start; 0: none. */
+  worktreePool: number;
   /** Run before a worktree is removed; null: `.agent-manager/teardown` when the worktree has one. */
   worktreeTeardownCommand: string | null;
   /** How much of the network agent runs reach: `allow_list` (default), `offline` or `open`. */

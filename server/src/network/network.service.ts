@@ -184,9 +184,14 @@ export class NetworkService implements OnApplicationShutdown {
     run: BlockingRun & { provider: Provider },
     baseEnv: Record<string, string>,
     onFirstBlock: (blocked: BlockedConnection) => void,
-    /** A preview's own ports, served to the host from inside its namespace (issue 48 §2). */
-    expose: number[] = [],
+    options: {
+      /** A preview's own ports, served to the host from inside its namespace (issue 48 §2). */
+      expose?: number[];
+      /** A prepared working copy's setup (issue 48 §6): no Requirement to count its blocked connections under. */
+      unrecorded?: boolean;
+    } = {},
   ): Promise<RunNetwork> {
+    const expose = options.expose ?? [];
     if (this.configuration.get('networkMode') === 'open') {
       return { env: {}, sandbox: { kind: 'host' } };
     }
@@ -219,7 +224,7 @@ export class NetworkService implements OnApplicationShutdown {
             (secret) => secret.host === host && (secret.port === null ? secure && port === 443 : secret.port === port),
           )
           .map(({ header, value }) => ({ header, value })),
-      onBlocked: (blocked) => this.record(open, blocked, onFirstBlock),
+      onBlocked: (blocked) => (options.unrecorded ? onFirstBlock(blocked) : this.record(open, blocked, onFirstBlock)),
       policy: () => this.policy(run.requirementId, essential, defaults),
     });
     // Linux: a Unix socket bound into the run's namespace. macOS (Seatbelt, no namespaces): a

@@ -251,7 +251,7 @@ export class PreviewsService implements OnModuleInit, OnApplicationShutdown {
           this.addLines(entry, [
             `[Agent Manager: network ${blocked.method} ${blocked.host}:${blocked.port} blocked: ${blocked.reason}]`,
           ]),
-        portList(place.ports),
+        { expose: portList(place.ports) },
       );
       const exposed = network.sandbox.kind === 'proxy' ? (network.sandbox.expose ?? null) : null;
       entry.exposeSocket = exposed?.socketPath ?? null;

@@ -183,6 +183,23 @@ export async function createAgentRepository(spec: NewAgentRepository): Promise<v
 }
 
 /**
+ * A prepared working copy (issue 48 §6) becomes a Requirement's: its HEAD, detached at the base
+ * commit while it waited, is the Requirement's new branch there. Its setup command ran in it, so
+ * it is inspected first and its git is pinned to it, as for a rewind.
+ */
+export async function adoptPooledRepository(
+  top: string,
+  personCommonDir: string,
+  target: { branch: string; start: string },
+): Promise<void> {
+  await inspectAgentRepository(top, personCommonDir);
+  const own = { cwd: top, env: { GIT_DIR: path.join(top, '.git'), GIT_WORK_TREE: top }, timeoutMs: QUICK_MS };
+  const ref = `refs/heads/${target.branch}`;
+  await git(['update-ref', '-m', "agent-manager: the Requirement's branch", ref, target.start, ''], own);
+  await git(['symbolic-ref', 'HEAD', ref], own);
+}
+
+/**
  * Before a run: the agent's copy of the base branch at the person's base commit, so that "rebase
  * onto the base" means the base as it is now. Left alone while the agent has it checked out.
  */

@@ -4,13 +4,17 @@ import { ApiConflictResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nest
 import type { EventActor } from '@libs/contracts';
 
 import { Actor } from '../core/http/actor.decorator';
-import { WorkspaceGitResponseDto } from './dto/workspace.dto';
+import { WorkspaceGitResponseDto, WorktreePoolResponseDto } from './dto/workspace.dto';
 import { WorkspaceGit } from './workspace-git.service';
+import { WorktreePool } from './worktree-pool.service';
 
 @ApiTags('manager')
 @Controller('workspace')
 export class WorkspaceController {
-  constructor(private readonly workspace: WorkspaceGit) {}
+  constructor(
+    private readonly pool: WorktreePool,
+    private readonly workspace: WorkspaceGit,
+  ) {}
 
   @Get('git')
   @ApiOperation({
@@ -20,6 +24,16 @@ export class WorkspaceController {
   @ApiOkResponse({ type: WorkspaceGitResponseDto })
   async getWorkspaceGit(): Promise<WorkspaceGitResponseDto> {
     return { commit: null, state: await this.workspace.workspaceState() };
+  }
+
+  @Get('worktree-pool')
+  @ApiOperation({
+    summary:
+      "The prepared worktrees (worktreePool): made at the base's tip with their setup done, handed to the next Requirements that start",
+  })
+  @ApiOkResponse({ type: WorktreePoolResponseDto })
+  getWorktreePool(): Promise<WorktreePoolResponseDto> {
+    return this.pool.status();
   }
 
   @Post('first-commit')

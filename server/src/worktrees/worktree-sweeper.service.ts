@@ -10,6 +10,7 @@ import type { UnitOfWork } from '../core/database/unit-of-work';
 import { OnDomainEvent } from '../core/domain-events';
 import { RequirementsService } from '../requirements/requirements.service';
 import { WorkspaceGit } from './workspace-git.service';
+import { WorktreePool } from './worktree-pool.service';
 import { WorktreesRepository } from './worktrees.repository';
 import { WorktreesService } from './worktrees.service';
 
@@ -33,6 +34,7 @@ export class WorktreeSweeper implements OnApplicationBootstrap, OnModuleDestroy 
   constructor(
     private readonly clock: Clock,
     private readonly configuration: ConfigurationService,
+    private readonly pool: WorktreePool,
     private readonly repository: WorktreesRepository,
     private readonly requirements: RequirementsService,
     private readonly workspace: WorkspaceGit,
@@ -75,7 +77,8 @@ export class WorktreeSweeper implements OnApplicationBootstrap, OnModuleDestroy 
     if (entries.length === 0) {
       return 0;
     }
-    const live = new Set(await this.repository.livePaths());
+    // The prepared copies (issue 48 §6) are the pool's.
+    const live = new Set([...(await this.repository.livePaths()), ...(await this.pool.paths())]);
     const top = (await this.workspace.gitWorkspace())?.top ?? null;
     let removed = 0;
     for (const entry of entries) {

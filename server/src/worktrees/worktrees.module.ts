@@ -6,11 +6,14 @@ import { CheckpointsController } from './checkpoints.controller';
 import { CheckpointsRepository } from './checkpoints.repository';
 import { CheckpointsService } from './checkpoints.service';
 import { MessagesModule } from '../messages/messages.module';
+import { NetworkModule } from '../network/network.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { ReviewWorktrees } from './review-worktrees.service';
 import { WorkspaceGit } from './workspace-git.service';
 import { WorkspaceController } from './workspace.controller';
 import { WorktreeChanges } from './worktree-changes.service';
+import { WorktreeMaker } from './worktree-maker.service';
+import { WorktreePool } from './worktree-pool.service';
 import { WorktreeRecords } from './worktree-records.service';
 import { WorktreeSweeper } from './worktree-sweeper.service';
 import { WorktreesController } from './worktrees.controller';
@@ -21,7 +24,7 @@ import { WorktreesService } from './worktrees.service';
 @Module({
   controllers: [CheckpointsController, WorkspaceController, WorktreesController],
   exports: [CheckpointsService, ReviewWorktrees, WorkspaceGit, WorktreeChanges, WorktreesService],
-  imports: [AgentsModule, MessagesModule, RequirementsModule],
+  imports: [AgentsModule, MessagesModule, NetworkModule, RequirementsModule],
   providers: [
     AgentWork,
     CheckpointsRepository,
@@ -29,6 +32,8 @@ import { WorktreesService } from './worktrees.service';
     ReviewWorktrees,
     WorkspaceGit,
     WorktreeChanges,
+    WorktreeMaker,
+    WorktreePool,
     WorktreeRecords,
     WorktreeSweeper,
     WorktreesRepository,

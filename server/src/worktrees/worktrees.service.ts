@@ -6,7 +6,6 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/c
 
 import type { EventActor } from '@libs/contracts';
 
-import type { NormalizedTrace } from '../agents/agent-adapter';
 import type { RdWorkPlace } from '../agents/prompt';
 import { AgentSandbox } from '../agents/agent-sandbox';
 import { Clock } from '../core/clock';
@@ -23,13 +22,13 @@ import type { SandboxGit } from '../agents/sandbox-layout';
 import type { RunCaps } from '../agents/run-limits';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import type { RequirementRows } from '../requirements/requirements.repository';
-import { createAgentRepository, followInAgentRepository, refreshBase } from './agent-repository';
+import { followInAgentRepository, refreshBase } from './agent-repository';
 import { AgentWork, ImportedWork } from './agent-work.service';
 import { KeyedLock } from './keyed-lock';
-import { convertLinkedWorktree, linkedEntry } from './linked-worktree-conversion';
+import { linkedEntry } from './linked-worktree-conversion';
 import { RequirementWorktreeEntity, WORKTREE_PORT_BLOCK } from '../requirements/requirement-worktree.entity';
 import { type HookContext, runHook } from './worktree-commands';
-import { provideFiles } from './worktree-files';
+import { type Trace, WorktreeMaker, lifecycle } from './worktree-maker.service';
 import { WorktreeRecords } from './worktree-records.service';
 import {
   CREATE_TIMEOUT_MS,
@@ -69,12 +68,6 @@ export interface PreviewPlace {
   script: { repository: string; ref: string } | null;
 }
 
-/** A working copy ready for a run, and the commit it holds exactly when it was made just now. */
-interface MadeWorktree {
-  row: RequirementWorktreeEntity;
-  exactly: string | null;
-}
-
 /** The run a worktree is prepared for: its marker, its private temporary directory, and its stop. */
 export interface RunPreparation {
   marker: string;
@@ -85,8 +78,6 @@ export interface RunPreparation {
   /** The run's network (issue 45): its setup command reaches what the run reaches. */
   network: HookContext['network'];
 }
-
-type Trace = (trace: NormalizedTrace) => void;
 
 /** A remote to push to or fetch from, and the environment its access needs (a token's header, ssh in batch mode). */
 export interface RemoteAccess {
@@ -104,35 +95,9 @@ export interface MovedBranch {
 /** A push or fetch of one branch over the network. */
 const REMOTE_TIMEOUT_MS = 5 * 60_000;
 
-const lifecycle = (
-  title: string,
-  detail: string | null,
-  status: NormalizedTrace['status'] = 'completed',
-): NormalizedTrace => ({
-  detail,
-  kind: status === 'failed' ? 'error' : 'lifecycle',
-  nativeType: 'worktree',
-  status,
-  title,
-  toolCallId: null,
-  toolName: null,
-});
-
-/** `agent/<slug>-<8 hex>`: readable in `git branch`, unique by its suffix. */
-export function branchName(title: string): string {
-  const slug =
-    title
-      .toLowerCase()
-      .normalize('NFKD')
-      .replace(/[^a-z0-9]+/g, '-')
-      .replace(/^-+|-+$/g, '')
-      .slice(0, 40)
-      .replace(/-+$/, '') || 'requirement';
-  return `agent/${slug}-${randomBytes(4).toString('hex')}`;
-}
-
 /**
- * The lifecycle of a Requirement's git worktree and branch (issue 14): made on the first run,
+ * The lifecycle of a Requirement's git worktree and branch (issue 14): made on the first run
+ * (WorktreeMaker),
  * refreshed after each run, removed when the Requirement is purged, cancelled or idle. Where it
  * is chosen and how its row changes is WorktreeRecords'; the workspace's git facts and the
  * repository lock are WorkspaceGit's; what it changed is WorktreeChanges'. Git runs through
@@ -151,6 +116,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
     private readonly agentWork: AgentWork,
     private readonly clock: Clock,
     private readonly configuration: ConfigurationService,
+    private readonly maker: WorktreeMaker,
     private readonly records: WorktreeRecords,
     private readonly repository: WorktreesRepository,
     private readonly requirements: RequirementsService,
@@ -196,7 +162,7 @@ export class WorktreesService implements BeforeApplicationShutdown {
       }
       // Never in place instead: a git that fails, or a repository that seems gone, is a 503 (issue 44 §4).
       const facts = await this.workspace.repositoryFacts();
-      const { exactly, row: ready } = await this.ensureWorktree(facts, { ...row, portBase }, trace);
+      const { exactly, row: ready } = await this.maker.ensure(facts, { ...row, portBase }, trace);
       const top = ready.path as string;
       await this.refreshAgentBase(facts, ready, trace);
       const cwd = path.join(top, ready.subdirectory ?? '');
@@ -790,175 +756,5 @@ export class WorktreesService implements BeforeApplicationShutdown {
     const file = path.join(dir, `${this.clock.nowIso().replace(/[:.]/g, '-')}.patch`);
     await fs.writeFile(file, this.secrets.mask(diff.stdout), { mode: 0o600 });
     return file;
-  }
-
-  /**
-   * The Requirement's working copy, made the first time (an own repository, issue 44), made again
-   * after a removal, or turned from a linked worktree of before into an own repository.
-   */
-  private async ensureWorktree(
-    facts: { repo: GitWorkspace; git: GitDirectories },
-    row: RequirementWorktreeEntity,
-    trace: Trace,
-  ): Promise<MadeWorktree> {
-    const { repo } = facts;
-    if (row.path !== null && row.createdAt !== null && row.removedAt === null) {
-      const dotGit = await fs.lstat(path.join(row.path, '.git')).catch(() => null);
-      if (dotGit?.isDirectory() && row.layout === 'own_repository') {
-        return { exactly: null, row };
-      }
-      if (row.branch !== null && (dotGit?.isFile() || dotGit === null) && (await this.convert(facts, row, trace))) {
-        return { exactly: null, row: await this.records.save(row.requirementId, { layout: 'own_repository' }, true) };
-      }
-    }
-    const requirementId = row.requirementId;
-    const reopening = row.removedAt !== null || row.createdAt !== null;
-    const target =
-      row.path !== null && row.removedAt === null ? row.path : await this.records.choosePath(requirementId);
-    if (this.records.insideDataDirectory(target)) {
-      throw invalid(
-        'worktree_root_hidden',
-        `the worktree root ${path.dirname(target)} is inside Agent Manager's data directory, which agents cannot see; set worktreeRoot elsewhere`,
-      );
-    }
-    let branch = row.branch;
-    const branchHead = branch === null ? null : await this.workspace.resolveCommit(repo.top, `refs/heads/${branch}`);
-    if (branch !== null && branchHead === null && row.createdAt !== null) {
-      // Deleted since (merged, or by hand): a new one from the base.
-      branch = null;
-    }
-    const baseRef = row.baseRef ?? repo.branch ?? repo.head;
-    // Asked while a branch name is chosen (awaited below; a failure meanwhile is not left unhandled).
-    const baseCommit = this.workspace.resolveCommit(repo.top, baseRef);
-    baseCommit.catch(() => undefined);
-    const title = (await this.requirements.find(requirementId))?.title ?? 'requirement';
-    for (let attempt = 0; branch === null && attempt < 10; attempt += 1) {
-      const candidate = branchName(title);
-      if (!(await this.workspace.branchExists(repo.top, candidate))) {
-        branch = candidate;
-      }
-    }
-    if (branch === null) {
-      throw new Error('no free branch name after 10 tries');
-    }
-    const baseSha = (await baseCommit) ?? row.baseSha;
-    if (baseSha === null) {
-      throw invalid('unknown_base_ref', `the base ref ${baseRef} no longer exists in the repository`);
-    }
-    const subdirectory = row.subdirectory ?? this.records.subdirectory(repo);
-    // Recorded before git runs: a crash from here on leaves a row that says what to clear.
-    await this.records.save(
-      requirementId,
-      {
-        baseRef,
-        branch,
-        createdAt: null,
-        layout: 'own_repository',
-        path: target,
-        removedAt: null,
-        setupAt: null,
-        subdirectory,
-      },
-      false,
-    );
-    const started = Date.now();
-    const env = await this.workspace.lfsEnvironment(repo.top);
-    const start = branchHead ?? baseSha;
-    await fs.mkdir(path.dirname(target), { recursive: true });
-    await fs.rm(target, { force: true, recursive: true });
-    await this.agentWork.forget(requirementId);
-    // The person's repository has the branch from the start (the person sees it, names stay unique);
-    // only the manager moves it from now on, importing what the agent commits. Made while the
-    // agent's repository is.
-    const personBranch = this.workspace.inRepository(repo.top, async () => {
-      if (branchHead === null) {
-        await git(
-          ['update-ref', '-m', "agent-manager: the Requirement's branch", `refs/heads/${branch}`, baseSha, ''],
-          { cwd: repo.top, timeoutMs: QUICK_TIMEOUT_MS },
-        );
-      }
-    });
-    personBranch.catch(() => undefined);
-    const baseBranchSha =
-      baseRef === branch ? null : await this.workspace.resolveCommit(repo.top, `refs/heads/${baseRef}`);
-    await createAgentRepository({
-      base: baseBranchSha === null ? null : { ref: baseRef, sha: baseBranchSha },
-      branch,
-      env,
-      personCommonDir: facts.git.commonDir,
-      personTop: repo.top,
-      snapshotIndex: this.agentWork.snapshotIndex(requirementId),
-      start,
-      target,
-    });
-    await personBranch;
-    const submodules = await fs.stat(path.join(target, '.gitmodules')).catch(() => null);
-    if (submodules) {
-      await git(['submodule', 'update', '--init', '--recursive'], { cwd: target, env, timeoutMs: CREATE_TIMEOUT_MS });
-    }
-    const files = await provideFiles(repo.top, target, this.configuration.get('worktreeLinks'));
-    const lfsNote = env.GIT_LFS_SKIP_SMUDGE ? '\ngit-lfs is not installed: LFS files are left as pointer files.' : '';
-    trace(
-      lifecycle(
-        `${reopening ? 'Recreated' : 'Created'} worktree ${target} on ${branch} (a repository of the agent's own)`,
-        `base ${baseRef} (${baseSha.slice(0, 12)}), ${Date.now() - started} ms` +
-          (files.linked.length > 0 ? `\nlinked: ${files.linked.join(', ')}` : '') +
-          (files.copied.length > 0 ? `\ncopied: ${files.copied.join(', ')}` : '') +
-          lfsNote,
-      ),
-    );
-    this.workspace.forgetDiskUsage();
-    const made = await this.records.save(
-      requirementId,
-      {
-        baseSha: branchHead !== null ? (row.baseSha ?? baseSha) : baseSha,
-        createdAt: this.clock.nowIso(),
-        dirty: false,
-        headSha: start,
-        importError: null,
-        workSha: start,
-      },
-      true,
-    );
-    // Submodules and copied files are more than the commit's files (links are never the agent's work).
-    return { exactly: submodules === null && files.copied.length === 0 ? start : null, row: made };
-  }
-
-  /** A linked worktree of before issue 44 becomes an own repository in place (linked-worktree-conversion.ts). */
-  private async convert(
-    facts: { repo: GitWorkspace; git: GitDirectories },
-    row: RequirementWorktreeEntity,
-    trace: Trace,
-  ): Promise<boolean> {
-    const branch = row.branch as string;
-    const head = await this.workspace.resolveCommit(facts.repo.top, `refs/heads/${branch}`);
-    if (head === null) {
-      return false;
-    }
-    const baseSha =
-      row.baseRef === null || row.baseRef === branch
-        ? null
-        : await this.workspace.resolveCommit(facts.repo.top, `refs/heads/${row.baseRef}`);
-    const converted = await this.workspace.inRepository(facts.repo.top, () =>
-      convertLinkedWorktree({
-        base: baseSha === null ? null : { ref: row.baseRef as string, sha: baseSha },
-        branch,
-        head,
-        personCommonDir: facts.git.commonDir,
-        personTop: facts.repo.top,
-        snapshotIndex: this.agentWork.snapshotIndex(row.requirementId),
-        target: row.path as string,
-      }),
-    );
-    if (converted) {
-      await this.agentWork.forgetFetched(row.requirementId);
-      trace(
-        lifecycle(
-          `The worktree ${row.path} is now a repository of the agent's own`,
-          `on ${branch} (${head.slice(0, 12)}); your repository's objects are borrowed read-only`,
-        ),
-      );
-    }
-    return converted;
   }
 }

@@ -693,6 +693,9 @@ export const en = {
   'cfg.worktreeSetupCommand': 'Worktree setup command',
   'cfg.worktreeSetupCommand.help':
     'Runs once in a new worktree before the agent (empty: .agent-manager/setup if present)',
+  'cfg.worktreePool': 'Prepared worktrees',
+  'cfg.worktreePool.help':
+    'Worktrees kept ready at the base’s tip, setup done, so a new Requirement starts at once (0: none)',
   'cfg.worktreeTeardownCommand': 'Worktree teardown command',
   'cfg.worktreeTeardownCommand.help': 'Runs before a worktree is removed; a failure is ignored',
   'cfg.worktreeIdleDays': 'Remove idle worktrees after',
@@ -1494,6 +1497,8 @@ export const zh: Record<MessageKey, string> = {
   'cfg.worktreeLinks.help': '以符号链接而非复制放入每个工作树的被忽略路径，逗号分隔（如 node_modules）',
   'cfg.worktreeSetupCommand': '工作树准备命令',
   'cfg.worktreeSetupCommand.help': '在新工作树中、智能体开始前运行一次（留空：若存在则用 .agent-manager/setup）',
+  'cfg.worktreePool': '预备工作树',
+  'cfg.worktreePool.help': '在基准分支最新提交上预先备好（已完成准备命令）的工作树，新需求可立即开始（0：不预备）',
   'cfg.worktreeTeardownCommand': '工作树清理命令',
   'cfg.worktreeTeardownCommand.help': '移除工作树前运行；失败会被忽略',
   'cfg.worktreeIdleDays': '闲置工作树移除时间',

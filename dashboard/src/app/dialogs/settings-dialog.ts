@@ -64,6 +64,7 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'worktreeRoot', type: 'nullable' },
   { key: 'worktreeLinks', type: 'list' },
   { key: 'worktreeSetupCommand', type: 'nullable' },
+  { key: 'worktreePool', type: 'number' },
   { key: 'worktreeTeardownCommand', type: 'nullable' },
   { key: 'worktreeIdleDays', type: 'number', unit: 'days' },
   { key: 'worktreeSubdirectory', type: 'nullable' },

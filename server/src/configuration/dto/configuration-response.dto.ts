@@ -123,6 +123,7 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   @ApiProperty({ nullable: true, type: String }) readyPattern!: string | null;
   @ApiProperty() maxPreviews!: number;
   @ApiProperty({ type: [String] }) worktreeLinks!: string[];
+  @ApiProperty() worktreePool!: number;
   @ApiProperty({ nullable: true, type: String }) worktreeRoot!: string | null;
   @ApiProperty({ nullable: true, type: String }) worktreeSetupCommand!: string | null;
   @ApiProperty({ nullable: true, type: String }) worktreeSubdirectory!: string | null;

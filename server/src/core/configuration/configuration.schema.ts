@@ -89,6 +89,7 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   secrets: [],
   worktreeIdleDays: 7,
   worktreeLinks: [],
+  worktreePool: 2,
   worktreeRoot: null,
   worktreeSetupCommand: null,
   worktreeSubdirectory: null,
@@ -134,6 +135,7 @@ export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
   'secrets',
   'worktreeIdleDays',
   'worktreeLinks',
+  'worktreePool',
   'worktreeRoot',
   'worktreeSetupCommand',
   'worktreeSubdirectory',
@@ -525,6 +527,14 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
     pattern: RELATIVE_PATH,
   })
   worktreeLinks?: string[];
+
+  @OptionalInt({
+    description:
+      "Working copies kept prepared at the base branch's tip (files, links and setup done) and handed to the next Requirements that start; 0: none",
+    max: 10,
+    min: 0,
+  })
+  worktreePool?: number;
 
   @OptionalText({
     description:

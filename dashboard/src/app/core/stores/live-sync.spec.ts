@@ -76,6 +76,7 @@ const values: ManagerConfiguration['values'] = {
   worktreeLinks: [],
   worktreeRoot: null,
   worktreeSetupCommand: null,
+  worktreePool: 2,
   worktreeSubdirectory: null,
   worktreeTeardownCommand: null,
 };
