@@ -6,6 +6,7 @@ import type { RunningManager } from '@server/manager';
 
 import { apiClient, ok, refusal } from './support/api';
 import { createRequirement, initRepository, say, settled, startRun } from './support/git-repo';
+import { FakeClock } from './support/fake-clock';
 import { authHeaders, sendUntyped } from './support/http';
 import { startWorktreeManager } from './support/in-process';
 import { Sandbox, makeSandbox } from './support/manager-process';
@@ -64,6 +65,7 @@ function attach(origin: string, terminalId: string): Promise<Screen> {
 describe('terminals', () => {
   let sandbox: Sandbox;
   let manager: RunningManager;
+  const clock = new FakeClock();
   const api = () => apiClient(manager.url);
   let ran = '';
   let copy = '';
@@ -82,7 +84,7 @@ describe('terminals', () => {
   beforeAll(async () => {
     sandbox = makeSandbox();
     initRepository(sandbox.workspace, { 'README.md': '# repo\n' });
-    manager = await startWorktreeManager(sandbox);
+    manager = await startWorktreeManager(sandbox, clock);
     ran = (await createRequirement({ api: api() }, { title: 'Has a working copy' })).id;
     await startRun({ api: api() }, ran, say('Done.'));
     await settled({ api: api() }, ran, 1);
@@ -173,13 +175,16 @@ describe('terminals', () => {
     await type(left.id, 'echo still here\n');
     await shows(page, 'still here');
     page.close();
+    // Its 10 s of grace passed on the manager's clock (moved until the server has seen the page go).
     await until(
       'the terminal to close after its page went',
-      async () =>
-        (await ok(api().GET('/api/requirements/{id}/terminals', { params: { path: { id: ran } } }))).items.length ===
-          0 || undefined,
+      async () => {
+        clock.advance(11_000);
+        const listed = await ok(api().GET('/api/requirements/{id}/terminals', { params: { path: { id: ran } } }));
+        return listed.items.length === 0 || undefined;
+      },
       30_000,
-      500,
+      200,
     );
   });
 

@@ -1,4 +1,5 @@
 import { LocalTokenService } from '@server/auth/local-token.service';
+import type { Clock } from '@server/core/clock';
 import { RunningManager, startManager } from '@server/manager';
 
 import { WORKTREE_AGENT } from './git-repo';
@@ -10,8 +11,9 @@ import type { Sandbox } from './manager-process';
  * ephemeral port, a real SQLite file), whose runs are the synthetic worktree agent as a real child
  * process, with no GitHub token; its token is registered for the typed client.
  */
-export async function startWorktreeManager(sandbox: Sandbox): Promise<RunningManager> {
+export async function startWorktreeManager(sandbox: Sandbox, clock?: Clock): Promise<RunningManager> {
   const manager = await startManager({
+    ...(clock ? { clock } : {}),
     env: {
       ...process.env,
       CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,

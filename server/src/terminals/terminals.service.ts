@@ -87,6 +87,7 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
   private readonly logger = new Logger('Terminals');
   private readonly terminals = new Map<string, OpenTerminal>();
   private readonly sweeper: NodeJS.Timeout;
+  private readonly unsubscribeClock: () => void;
   private shuttingDown = false;
   /** Opens under way (counted against the cap before they are in the map). */
   private opening = 0;
@@ -108,6 +109,8 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
     this.markerPrefix = workspaceMarkerPrefix('terminal', runtime.paths.home, runtime.paths.root);
     this.sweeper = setInterval(() => this.sweep(), 5000);
     this.sweeper.unref();
+    // Time that jumps (a suspended laptop waking, a test's clock) is looked at at once.
+    this.unsubscribeClock = clock.onAdjusted(() => this.sweep());
   }
 
   async onModuleInit(): Promise<void> {
@@ -260,10 +263,10 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
       cols,
       control,
       createdAt: this.clock.nowIso(),
-      detachedSince: Date.now(),
+      detachedSince: this.clock.now().getTime(),
       exitCode: null,
       id,
-      lastActivity: Date.now(),
+      lastActivity: this.clock.now().getTime(),
       exited: new Promise((resolve) => child.once('close', () => resolve())),
       marker,
       requirementId,
@@ -314,7 +317,7 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
       clearInterval(heartbeat);
       terminal.streams.delete(res);
       if (terminal.streams.size === 0) {
-        terminal.detachedSince = Date.now();
+        terminal.detachedSince = this.clock.now().getTime();
       }
     };
     res.on('close', detach);
@@ -328,7 +331,7 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
       // What runs in front is not reading: input does not pile up in the manager.
       throw conflict('terminal_busy', 'the terminal is not reading its input; wait, or press Ctrl+C');
     }
-    terminal.lastActivity = Date.now();
+    terminal.lastActivity = this.clock.now().getTime();
     stdin?.write(data);
   }
 
@@ -374,6 +377,7 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
   beforeApplicationShutdown(): Promise<void> {
     this.shuttingDown = true;
     clearInterval(this.sweeper);
+    this.unsubscribeClock();
     return Promise.all([...this.terminals.values()].map((t) => this.close(t, 'Agent Manager stopped'))).then(
       () => undefined,
     );
@@ -393,7 +397,7 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
     while (terminal.scrollbackBytes > SCROLLBACK_BYTES && terminal.scrollback.length > 1) {
       terminal.scrollbackBytes -= (terminal.scrollback.shift() as Buffer).length;
     }
-    terminal.lastActivity = Date.now();
+    terminal.lastActivity = this.clock.now().getTime();
     const data = frame(chunk);
     for (const res of terminal.streams) {
       if (!res.write(data)) {
@@ -445,7 +449,7 @@ export class TerminalsService implements BeforeApplicationShutdown, OnModuleInit
 
   /** Closes the terminals whose page is gone, and the idle ones (no input and no output for 30 minutes). */
   private sweep(): void {
-    const now = Date.now();
+    const now = this.clock.now().getTime();
     for (const terminal of this.terminals.values()) {
       if (terminal.detachedSince !== null && now - terminal.detachedSince > DETACHED_GRACE_MS) {
         void this.close(terminal, 'its page closed');

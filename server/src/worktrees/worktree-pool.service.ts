@@ -126,8 +126,10 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
     return this.copies.map((copy) => copy.path);
   }
 
+  /** The copies as they are; asking also has the base looked at now (a commit on it makes them stale), not at the next poll. */
   async status(): Promise<PoolStatus> {
     await this.load();
+    this.kick();
     return {
       copies: this.copies.map(({ baseRef, baseSha, madeAt, path: where, setupAt, state }) => ({
         baseRef,
