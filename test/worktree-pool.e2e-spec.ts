@@ -1,7 +1,8 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+import { RUN_MARKER_VARIABLE, workspaceMarkerPrefix } from '@server/agents/process-tree';
 import { resolveWorkspace } from '@server/core/workspace/workspace';
 import type { RunningManager } from '@server/manager';
 
@@ -11,7 +12,7 @@ import { startWorktreeManager } from './support/in-process';
 import { ROOT, Sandbox, makeSandbox } from './support/manager-process';
 import { until } from './support/wait';
 
-jest.setTimeout(180_000);
+jest.setTimeout(300_000);
 
 const BIN = path.join(ROOT, 'bin', 'agent-manager.js');
 
@@ -19,7 +20,7 @@ const BIN = path.join(ROOT, 'bin', 'agent-manager.js');
 // environment) and marks when it ran, so a start can show it ran earlier, when the copy was prepared.
 const SETUP = `#!/bin/sh
 node -e 'console.log(Date.now())' > .prepared-at
-echo "pooled=$AGENT_MANAGER_POOLED port=\${AGENT_MANAGER_PORT-unset} worktree=$AGENT_MANAGER_WORKTREE" > .setup-env
+env | grep '^AGENT_MANAGER_' | grep -v '^AGENT_MANAGER_RUN_MARKER=' | sort > .setup-env
 echo once >> .setup-count
 mkdir -p deps && echo dependency > deps/installed.txt
 `;
@@ -80,7 +81,13 @@ describe('prepared worktrees (worktreePool)', () => {
     // Setup ran in it, then, with no Requirement's branch or ports yet.
     const preparedAt = Number(fs.readFileSync(path.join(prepared.path, '.prepared-at'), 'utf8'));
     expect(fs.readFileSync(path.join(prepared.path, '.setup-env'), 'utf8')).toBe(
-      `pooled=1 port=unset worktree=${prepared.path}\n`,
+      [
+        'AGENT_MANAGER_BASE_REF=main',
+        'AGENT_MANAGER_POOLED=1',
+        `AGENT_MANAGER_ROOT=${fs.realpathSync(sandbox.workspace)}`,
+        `AGENT_MANAGER_WORKTREE=${prepared.path}`,
+        '',
+      ].join('\n'),
     );
     const asked = Date.now();
     expect(preparedAt).toBeLessThan(asked);
@@ -157,8 +164,20 @@ describe('prepared worktrees (worktreePool)', () => {
     expect(failed.lastFailure!.message).toContain('the setup command (echo "cannot install"; exit 3) exited with 3');
     expect(failed.lastFailure!.message).toContain('cannot install');
     expect(fs.existsSync(fresh.path)).toBe(false);
+    // A setup that needs what only a Requirement has (its ports, its branch) is not pooled.
+    await patch({ worktreeSetupCommand: 'echo "PORT=$AGENT_MANAGER_PORT" > .env' });
+    const unpooled = await until(
+      'the pool to say why it holds nothing',
+      async () => {
+        const now = await pool();
+        return now.notPooled !== null && now.copies.length === 0 ? now : undefined;
+      },
+      30_000,
+      100,
+    );
+    expect(unpooled.notPooled).toContain('the setup command uses AGENT_MANAGER_PORT');
     await patch({ worktreeSetupCommand: null });
-    await readyAt(head());
+    expect((await readyAt(head())).notPooled).toBeNull();
   });
 
   it('keeps ready copies over a restart, clears one a crash left half made, and empties with worktreePool 0 and doctor --clean', async () => {
@@ -174,9 +193,22 @@ describe('prepared worktrees (worktreePool)', () => {
       manifest,
       JSON.stringify([...listed, { ...listed[0], id: '0badc0de', path: half, setupAt: null, state: 'filling' }]),
     );
+    // …and what its setup left running, carrying the copy's marker.
+    const marker = `${workspaceMarkerPrefix('pool', sandbox.home, fs.realpathSync(sandbox.workspace))}0badc0de`;
+    const leftover = spawn('sleep', ['300'], {
+      detached: true,
+      env: { ...process.env, [RUN_MARKER_VARIABLE]: marker },
+      stdio: 'ignore',
+    });
+    leftover.unref();
     manager = await startWorktreeManager(sandbox);
     expect((await pool()).copies.map((copy) => copy.path)).toEqual([kept.path]);
     expect(fs.existsSync(half)).toBe(false);
+    await until(
+      'the leftover setup to be ended',
+      async () => !fs.existsSync(`/proc/${leftover.pid}`) || undefined,
+      10_000,
+    );
     expect(fs.existsSync(kept.path)).toBe(true);
 
     // doctor --clean refuses while the manager runs: it may be handing a copy out.

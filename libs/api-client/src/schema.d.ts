@@ -3366,6 +3366,8 @@ export interface components {
         WorktreePoolResponseDto: {
             copies: components["schemas"]["PooledWorktreeDto"][];
             lastFailure: components["schemas"]["WorktreePoolFailureDto"] | null;
+            /** @description Why no copy is made now though worktreePool asks for some: a setup that uses AGENT_MANAGER_PORT or AGENT_MANAGER_BRANCH, a checkout on a detached HEAD or on a Requirement’s branch; null: none */
+            notPooled: string | null;
             /** @description worktreePool: how many copies it keeps */
             size: number;
         };

@@ -155,28 +155,33 @@ export class WorktreeMaker {
     const pooled = branchHead === null ? await this.pool.take({ ref: baseRef, sha: baseSha, subdirectory }) : null;
     const place = pooled?.path ?? target;
     // Recorded before git runs: a crash from here on leaves a row that says what to clear.
-    await this.records.save(
-      requirementId,
-      {
-        baseRef,
-        branch,
-        createdAt: null,
-        layout: 'own_repository',
-        path: place,
-        removedAt: null,
-        setupAt: null,
-        subdirectory,
-      },
-      false,
-    );
+    try {
+      await this.records.save(
+        requirementId,
+        {
+          baseRef,
+          branch,
+          createdAt: null,
+          layout: 'own_repository',
+          path: place,
+          removedAt: null,
+          setupAt: null,
+          subdirectory,
+        },
+        false,
+      );
+    } finally {
+      // The row names it now (or never will: then it is an orphan for the next start's sweep).
+      if (pooled !== null) {
+        this.pool.handedOver(pooled);
+      }
+    }
     const started = Date.now();
     const env = await this.workspace.lfsEnvironment(repo.top);
     const start = branchHead ?? baseSha;
     await fs.mkdir(path.dirname(target), { recursive: true });
-    if (target !== place) {
-      // What a creation cut short left there.
-      await fs.rm(target, { force: true, recursive: true });
-    }
+    // What a creation cut short left there, or what an agent made of it (never a copy just taken: its folder is new).
+    await fs.rm(target, { force: true, recursive: true });
     await this.agentWork.forget(requirementId);
     // The person's repository has the branch from the start (the person sees it, names stay unique);
     // only the manager moves it from now on, importing what the agent commits. Made while the

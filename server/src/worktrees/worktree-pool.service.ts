@@ -27,12 +27,20 @@ import { type HookContext, runHook } from './worktree-commands';
 import { provideFiles } from './worktree-files';
 import { type PooledCopy, poolIndexPath, readPoolManifest, writePoolManifest } from './worktree-pool-manifest';
 import { WorktreeRecords } from './worktree-records.service';
-import { CREATE_TIMEOUT_MS, GitDirectories, GitWorkspace, WorkspaceGit } from './workspace-git.service';
+import { WorktreesRepository } from './worktrees.repository';
+import {
+  CREATE_TIMEOUT_MS,
+  GitDirectories,
+  GitWorkspace,
+  QUICK_TIMEOUT_MS,
+  WorkspaceGit,
+} from './workspace-git.service';
 
 /** How often the base is looked at: a commit on it makes the pool's copies stale. */
 const BASE_CHECK_MS = 15_000;
 /** A copy whose making failed is not tried again for the same base and recipe before this. */
 const RETRY_AFTER_MS = 10 * 60_000;
+const RETRY_MAX_MS = 6 * 60 * 60_000;
 /** How long the manager's stop waits for a copy being made to give up. */
 const SHUTDOWN_WAIT_MS = 5_000;
 
@@ -43,6 +51,9 @@ interface Wanted {
   baseRef: string;
   baseSha: string;
   subdirectory: string | null;
+  /** What the recipe was made of, read once: a change during a make does not mislabel the copy. */
+  setupCommand: string | null;
+  links: string[];
   recipe: string;
 }
 
@@ -51,6 +62,7 @@ export interface PoolStatus {
   size: number;
   copies: Array<Pick<PooledCopy, 'path' | 'state' | 'baseRef' | 'baseSha' | 'madeAt' | 'setupAt'>>;
   lastFailure: { at: string; message: string } | null;
+  notPooled: string | null;
 }
 
 /**
@@ -67,11 +79,15 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
   private readonly logger = new Logger(WorktreePool.name);
   /** The list, as `worktree-pool.json` holds it; changed and written in one synchronous step. */
   private copies: PooledCopy[] = [];
+  /** Copies taken off the list whose Requirement's row does not name them yet: still the pool's to keep from the sweeper. */
+  private readonly handedOut = new Set<string>();
   private loading: Promise<void> | null = null;
   private filling: Promise<void> | null = null;
   /** Something changed while the pool was being filled: look again before stopping. */
   private again = false;
-  private failure: { key: string; at: number; message: string; iso: string } | null = null;
+  private failure: { key: string; at: number; message: string; iso: string; count: number } | null = null;
+  /** Why the pool makes nothing now though it should (a setup that needs a Requirement, a detached HEAD). */
+  private unpooled: string | null = null;
   private readonly markerPrefix: string;
   private readonly shutdown = new AbortController();
   private timer: NodeJS.Timeout | undefined;
@@ -84,6 +100,7 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
     private readonly limits: RunLimits,
     private readonly network: NetworkService,
     private readonly records: WorktreeRecords,
+    private readonly repository: WorktreesRepository,
     @Inject(RUNTIME) private readonly runtime: Runtime,
     private readonly sandbox: AgentSandbox,
     private readonly secrets: SecretsService,
@@ -101,7 +118,8 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
 
   /**
    * A setup in progress ends with the manager (its copy, still `filling`, is cleared at the next
-   * start); the filler is waited for a moment, so no git of it outlives the manager's log.
+   * start); the filler is waited for a moment. A git of it still checking files out is left to
+   * finish on its own (it has its time limit), in a folder the next start clears.
    */
   async beforeApplicationShutdown(): Promise<void> {
     this.shutdown.abort();
@@ -120,16 +138,26 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
     this.subscription?.unsubscribe();
   }
 
-  /** Every folder the pool owns (the sweeper leaves them alone). */
+  /** Every folder the pool owns, those being handed to a Requirement included (the sweeper leaves them alone). */
   async paths(): Promise<string[]> {
     await this.load();
-    return this.copies.map((copy) => copy.path);
+    return [...this.copies.map((copy) => copy.path), ...this.handedOut];
   }
 
-  /** The copies as they are; asking also has the base looked at now (a commit on it makes them stale), not at the next poll. */
+  /** The Requirement's row names the copy it took (WorktreeMaker): the folder is its from now on. */
+  handedOver(copy: PooledCopy): void {
+    this.handedOut.delete(copy.path);
+  }
+
+  /**
+   * The copies as they are. Asking also has the base looked at now (a commit on it makes them
+   * stale) rather than at the next poll, unless the filler is at work: it looks when it is done.
+   */
   async status(): Promise<PoolStatus> {
     await this.load();
-    this.kick();
+    if (this.filling === null) {
+      this.kick();
+    }
     return {
       copies: this.copies.map(({ baseRef, baseSha, madeAt, path: where, setupAt, state }) => ({
         baseRef,
@@ -140,6 +168,7 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
         state,
       })),
       lastFailure: this.failure === null ? null : { at: this.failure.iso, message: this.failure.message },
+      notPooled: this.unpooled,
       size: this.configuration.get('worktreePool'),
     };
   }
@@ -160,6 +189,7 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
         candidate.recipe === recipe,
     );
     if (copy !== undefined) {
+      this.handedOut.add(copy.path);
       this.write(this.copies.filter((candidate) => candidate !== copy));
     }
     this.kick();
@@ -227,7 +257,7 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
         copy.baseRef === wanted.baseRef &&
         copy.baseSha === wanted.baseSha &&
         copy.recipe === wanted.recipe;
-      const fresh = this.copies.filter(matching).slice(0, wanted?.size ?? 0);
+      const fresh = this.copies.filter((copy) => copy.state === 'ready' && matching(copy)).slice(0, wanted?.size ?? 0);
       const stale = this.copies.filter((copy) => !fresh.includes(copy));
       if (stale.length > 0) {
         this.write(fresh);
@@ -240,8 +270,11 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
         }
       }
       const key = wanted === null ? '' : `${wanted.baseSha}\n${wanted.recipe}`;
+      // 10 minutes after a failure, then 20, 40… up to 6 hours while the base and recipe stay the same.
       const failedLately =
-        this.failure !== null && this.failure.key === key && Date.now() - this.failure.at < RETRY_AFTER_MS;
+        this.failure !== null &&
+        this.failure.key === key &&
+        Date.now() - this.failure.at < Math.min(RETRY_AFTER_MS * 2 ** (this.failure.count - 1), RETRY_MAX_MS);
       if (wanted !== null && fresh.length < wanted.size && !failedLately && !this.shutdown.signal.aborted) {
         await this.make(wanted, key);
         continue;
@@ -271,28 +304,74 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
       return 'unknown';
     }
     const facts = { git: dirs, repo };
-    // A new Requirement's base unless it names one (the person's branch, or their commit when detached).
-    const baseRef = facts.repo.branch ?? facts.repo.head;
+    // A new Requirement's base unless it names one: the person's branch. Not a detached HEAD, nor a
+    // Requirement's branch the person checked out to look at: its setup would run an agent's files
+    // with their secrets, unasked. The copies stay for when they are back on their branch.
+    if (repo.branch === null) {
+      this.unpooled = 'not pooled while your checkout is on a detached HEAD';
+      return 'unknown';
+    }
+    if (await this.repository.branchOfRequirement(repo.branch)) {
+      this.unpooled = `not pooled while your checkout is on ${repo.branch}, a Requirement's branch`;
+      return 'unknown';
+    }
+    const baseRef = repo.branch;
     const baseSha = await this.workspace.resolveCommit(facts.repo.top, baseRef);
     if (baseSha === null) {
       return 'unknown';
     }
+    this.unpooled = null;
     const subdirectory = this.records.subdirectory(facts.repo);
-    return { baseRef, baseSha, facts, recipe: this.recipe(subdirectory), size, subdirectory };
+    const setupCommand = this.configuration.get('worktreeSetupCommand');
+    const links = this.configuration.get('worktreeLinks');
+    const needs = await this.needsItsRequirement(facts.repo.top, baseSha, setupCommand);
+    if (needs !== null) {
+      this.unpooled = `not pooled: the setup command uses ${needs}, which only a Requirement has (set worktreePool to 0 to silence this)`;
+      return 'off';
+    }
+    this.unpooled = null;
+    return {
+      baseRef,
+      baseSha,
+      facts,
+      links,
+      recipe: this.recipe(subdirectory, setupCommand, links),
+      setupCommand,
+      size,
+      subdirectory,
+    };
   }
 
   /** What a copy is prepared with besides its base: a copy of another recipe would not be what a new one is. */
-  private recipe(subdirectory: string | null): string {
+  private recipe(
+    subdirectory: string | null,
+    setupCommand = this.configuration.get('worktreeSetupCommand'),
+    links = this.configuration.get('worktreeLinks'),
+  ): string {
     return createHash('sha256')
-      .update(
-        JSON.stringify([
-          this.configuration.get('worktreeSetupCommand'),
-          this.configuration.get('worktreeLinks'),
-          subdirectory,
-        ]),
-      )
+      .update(JSON.stringify([setupCommand, links, subdirectory]))
       .digest('hex')
       .slice(0, 16);
+  }
+
+  /**
+   * The variable a setup names that a copy cannot have before a Requirement takes it (its ports,
+   * its branch), in the configured command or in `.agent-manager/setup` at the base; null: none.
+   * What a setup reads through another script is not seen: the README says to turn the pool off.
+   */
+  private async needsItsRequirement(top: string, baseSha: string, configured: string | null): Promise<string | null> {
+    const text =
+      configured ??
+      (
+        await git(['cat-file', '-p', `${baseSha}:.agent-manager/setup`], {
+          cwd: top,
+          maxBytes: 256 * 1024,
+          okCodes: [0, 128],
+          timeoutMs: QUICK_TIMEOUT_MS,
+        }).catch(() => null)
+      )?.stdout ??
+      '';
+    return /\bAGENT_MANAGER_(PORT|BRANCH)\b/.exec(text)?.[0] ?? null;
   }
 
   /** One copy: listed first, then its repository, files and links, then its setup in the agents' sandbox. */
@@ -310,13 +389,16 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
       setupAt: null,
       state: 'filling',
     };
-    this.write([...this.copies, copy]);
     const runId = `pool_${id}`;
     const marker = `${this.markerPrefix}${id}`;
-    const caps = this.limits.open(marker);
-    const tmp = this.sandbox.makeTemporary(runId);
+    let caps: HookContext['caps'] = null;
+    let tmp: string | null = null;
     let network: RunNetwork | null = null;
     try {
+      // Listed before anything of it exists: a crash from here on leaves what the next start clears.
+      this.write([...this.copies, copy]);
+      caps = this.limits.open(marker);
+      tmp = this.sandbox.makeTemporary(runId);
       const { repo, git: dirs } = wanted.facts;
       const lfs = await this.workspace.lfsEnvironment(repo.top);
       const baseBranchSha =
@@ -342,7 +424,7 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
           timeoutMs: CREATE_TIMEOUT_MS,
         });
       }
-      await provideFiles(repo.top, target, this.configuration.get('worktreeLinks'));
+      await provideFiles(repo.top, target, wanted.links);
       // The network a run's setup has, but no Requirement's own rules: none has it yet.
       network = await this.network.openRun(
         { id: runId, provider: 'codex', requirementId: '', sessionId: null },
@@ -355,12 +437,13 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
         ...lfs,
         AGENT_MANAGER_POOLED: '1',
       };
-      // No Requirement yet, so no ports of its own: a setup that needs them cannot be pooled.
+      // No Requirement yet, so no ports or branch of its own (a setup naming them is not pooled).
       delete env.AGENT_MANAGER_PORT;
+      delete env.AGENT_MANAGER_BRANCH;
       const result = await runHook(
         this.sandbox,
         'setup',
-        this.configuration.get('worktreeSetupCommand'),
+        wanted.setupCommand,
         this.setupContext(wanted, { caps, env, marker, network, target, tmp }),
       );
       if (!result.ok) {
@@ -392,16 +475,23 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
         return;
       }
       const message = (err as Error).message;
-      this.failure = { at: Date.now(), iso: this.clock.nowIso(), key, message };
+      const count = this.failure?.key === key ? this.failure.count + 1 : 1;
+      this.failure = { at: Date.now(), count, iso: this.clock.nowIso(), key, message };
       this.logger.warn(`a prepared worktree could not be made (tried again when the base moves): ${message}`);
-      this.write(this.copies.filter((candidate) => candidate.id !== id));
+      if (this.copies.some((candidate) => candidate.id === id)) {
+        this.write(this.copies.filter((candidate) => candidate.id !== id));
+      }
       await this.remove(copy);
     } finally {
       if (network !== null) {
         await this.network.closeRun(runId).catch(() => undefined);
       }
-      await this.limits.close(caps).catch(() => undefined);
-      this.sandbox.removeTemporary(runId);
+      if (caps !== null) {
+        await this.limits.close(caps).catch(() => undefined);
+      }
+      if (tmp !== null) {
+        this.sandbox.removeTemporary(runId);
+      }
     }
   }
 
@@ -440,6 +530,7 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
     if (copy.setupAt !== null && facts.repo !== null && facts.git !== null) {
       const env = this.records.environment({ baseRef: copy.baseRef, branch: '', port: 0, worktree: copy.path });
       delete env.AGENT_MANAGER_PORT;
+      delete env.AGENT_MANAGER_BRANCH;
       const teardown = await runHook(this.sandbox, 'teardown', this.configuration.get('worktreeTeardownCommand'), {
         caps: null,
         cwd: path.join(copy.path, this.records.subdirectory(facts.repo) ?? ''),

@@ -57,6 +57,16 @@ export class WorktreesRepository {
       .getMany();
   }
 
+  /** Whether a Requirement's branch is named so (the person may have checked one out to look at it). */
+  async branchOfRequirement(branch: string): Promise<boolean> {
+    const row = await this.database
+      .read(RequirementWorktreeEntity)
+      .createQueryBuilder('w')
+      .where('w.branch = :branch', { branch })
+      .getOne();
+    return row !== null;
+  }
+
   async pathTaken(path: string, requirementId: string): Promise<boolean> {
     const row = await this.database
       .read(RequirementWorktreeEntity)

@@ -42,4 +42,11 @@ export class WorktreePoolResponseDto {
   @ApiProperty({ description: 'worktreePool: how many copies it keeps' }) size!: number;
   @ApiProperty({ type: [PooledWorktreeDto] }) copies!: PooledWorktreeDto[];
   @ApiProperty({ nullable: true, type: WorktreePoolFailureDto }) lastFailure!: WorktreePoolFailureDto | null;
+  @ApiProperty({
+    description:
+      'Why no copy is made now though worktreePool asks for some: a setup that uses AGENT_MANAGER_PORT or AGENT_MANAGER_BRANCH, a checkout on a detached HEAD or on a Requirement’s branch; null: none',
+    nullable: true,
+    type: String,
+  })
+  notPooled!: string | null;
 }
