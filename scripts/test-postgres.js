@@ -20,7 +20,7 @@ const root = path.resolve(__dirname, '..');
  * store refuses of a request's text (the fuzz: PostgreSQL refuses NUL in text, SQLite does not),
  * copying a workspace between stores, team mode (a board exists only on PostgreSQL), the
  * integration tier (each service's rules on the store directly), and one end-to-end smoke
- * (requirements over HTTP). Everything else runs the same repositories and SQL on both and is
+ * (requirements over HTTP), and the import of an issue once (a unique index). Everything else runs the same repositories and SQL on both and is
  * proven on SQLite; docs/testing.md says which suite proves what.
  */
 const SUITES = [
@@ -30,6 +30,7 @@ const SUITES = [
   'test/postgres.e2e-spec.ts',
   'test/db-copy.e2e-spec.ts',
   'test/requirements.e2e-spec.ts',
+  'test/issue-import.e2e-spec.ts',
   'test/events.e2e-spec.ts',
   'test/attachments.e2e-spec.ts',
   'test/fuzz.e2e-spec.ts',

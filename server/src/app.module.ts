@@ -21,6 +21,7 @@ import { ModelsModule } from './models/models.module';
 import { NetworkModule } from './network/network.module';
 import { NotificationsModule } from './notifications/notifications.module';
 import { EditorsModule } from './editors/editors.module';
+import { IntakeModule } from './intake/intake.module';
 import { PreviewsModule } from './previews/previews.module';
 import { PullRequestsModule } from './pull-requests/pull-requests.module';
 import { RequirementsModule } from './requirements/requirements.module';
@@ -53,6 +54,7 @@ export class AppModule {
         DoctorModule,
         EventsModule,
         GitHubModule,
+        IntakeModule,
         LandingModule,
         MessagesModule,
         ModelsModule,

@@ -8,6 +8,10 @@
 //   POST /repos/:owner/:repo/pulls (+ /api/v3)           opens a PR (422 when one is open for that
 //                                                        head and base, or the head is unknown)
 //   GET  /repos/:owner/:repo/pulls?head=&base=&state=    the PRs that match, newest first
+//   GET  /repos/:owner/:repo/issues/:number (+ /api/v3)  one issue (a PR answers too, with
+//                                                        `pull_request`, as GitHub's do)
+//   GET  /repos/:owner/:repo/issues/:number/comments     its comments, oldest first (page, per_page;
+//                                                        a Link header when there is a next page)
 //   GET  /rate_limit (+ /api/v3)                         the budgets (free, like GitHub's)
 //   GET  /user (+ /api/v3)                               the token's user, its OAuth scopes in
 //                                                        x-oauth-scopes (what `doctor` reads)
@@ -88,6 +92,18 @@ export interface FakePullRequest {
 }
 
 export type FakeRequestKind = 'graphql' | 'rest' | 'rate_limit' | 'other';
+
+/** An issue as a test writes it; its comments are numbered from 1 in order. */
+export interface FakeIssue {
+  repository: string;
+  number: number;
+  title: string;
+  body: string | null;
+  labels: string[];
+  author: string | null;
+  state: 'open' | 'closed';
+  comments: Array<{ author: string | null; body: string; createdAt: string }>;
+}
 /** Which batch query a GraphQL request was: full snapshots or change-detection summaries. */
 export type FakeGraphqlQuery = 'snapshot' | 'summary';
 
@@ -159,6 +175,7 @@ export class FakeGitHubServer {
   /** Faults applied to the next requests in order (any kind unless `only` says otherwise). */
   private readonly faults: { fault: FakeFault; only?: FakeRequestKind }[] = [];
   private readonly pulls = new Map<string, FakePullRequest>();
+  private readonly issues = new Map<string, FakeIssue>();
   private readonly budgets: Record<'core' | 'graphql', Budget>;
   private readonly sockets = new Set<import('node:net').Socket>();
   private nextId = 1000;
@@ -245,6 +262,12 @@ export class FakeGitHubServer {
       throw new Error(`fake GitHub has no ${repository}#${number}`);
     }
     return pr;
+  }
+
+  addIssue(init: Partial<FakeIssue> & { repository: string; number: number; title: string }): FakeIssue {
+    const issue: FakeIssue = { author: 'octocat', body: '', comments: [], labels: [], state: 'open', ...init };
+    this.issues.set(keyOf(init.repository, init.number), issue);
+    return issue;
   }
 
   removePullRequest(repository: string, number: number): void {
@@ -465,6 +488,92 @@ export class FakeGitHubServer {
 
   // ---- HTTP --------------------------------------------------------------------------------
 
+  /** GET an issue or a page of its comments; a pull request is an issue too (GitHub's REST says so with `pull_request`). */
+  private answerIssue(
+    match: RegExpExecArray,
+    query: URLSearchParams,
+    record: FakeRequest,
+    send: (status: number, body: unknown, headers?: Record<string, string>) => void,
+  ): void {
+    if (!this.charge('core', 1, record)) {
+      return send(
+        403,
+        {
+          documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api',
+          message: 'API rate limit exceeded for user ID 1.',
+        },
+        this.rateHeaders('core'),
+      );
+    }
+    const [, owner, repo, number, comments] = match;
+    const repository = `${owner}/${repo}`;
+    const issue = this.issues.get(keyOf(repository, Number(number)));
+    const pr = this.pulls.get(keyOf(repository, Number(number)));
+    const html = `${this.url}/${repository}/issues/${number}`;
+    if (!issue && !pr) {
+      return send(
+        404,
+        { documentation_url: 'https://docs.github.com/rest/issues/issues#get-an-issue', message: 'Not Found' },
+        this.rateHeaders('core'),
+      );
+    }
+    if (comments) {
+      const all = issue?.comments ?? [];
+      const perPage = Math.min(100, Number(query.get('per_page') ?? 30));
+      const page = Math.max(1, Number(query.get('page') ?? 1));
+      const slice = all.slice((page - 1) * perPage, page * perPage).map((c, i) => {
+        const id = Number(number) * 1000 + (page - 1) * perPage + i + 1;
+        return {
+          body: c.body,
+          created_at: c.createdAt,
+          html_url: `${html}#issuecomment-${id}`,
+          id,
+          user: c.author === null ? null : { login: c.author },
+        };
+      });
+      const next = page * perPage < all.length;
+      return send(200, slice, {
+        ...this.rateHeaders('core'),
+        ...(next
+          ? {
+              link: `<${this.url}/repos/${repository}/issues/${number}/comments?page=${page + 1}&per_page=${perPage}>; rel="next"`,
+            }
+          : {}),
+      });
+    }
+    if (!issue) {
+      return send(
+        200,
+        {
+          body: pr!.body ?? '',
+          created_at: '2026-01-01T00:00:00Z',
+          html_url: `${this.url}/${repository}/pull/${number}`,
+          labels: [],
+          number: Number(number),
+          pull_request: { url: `${this.url}/repos/${repository}/pulls/${number}` },
+          state: 'open',
+          title: pr!.title,
+          user: { login: 'octocat' },
+        },
+        this.rateHeaders('core'),
+      );
+    }
+    return send(
+      200,
+      {
+        body: issue.body,
+        created_at: '2026-01-01T00:00:00Z',
+        html_url: html,
+        labels: issue.labels.map((name) => ({ name })),
+        number: issue.number,
+        state: issue.state,
+        title: issue.title,
+        user: issue.author === null ? null : { login: issue.author },
+      },
+      this.rateHeaders('core'),
+    );
+  }
+
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) {
@@ -624,6 +733,10 @@ export class FakeGitHubServer {
       });
       record.pullRequests = 1;
       return send(201, this.restPullRequest(pr), this.rateHeaders('core'));
+    }
+    const issue = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)(\/comments)?$/.exec(path);
+    if (issue && method === 'GET') {
+      return this.answerIssue(issue, new URL(req.url ?? '/', 'http://fake').searchParams, record, send);
     }
     const pull = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/.exec(path);
     if (pull && method === 'GET') {

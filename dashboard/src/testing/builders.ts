@@ -52,6 +52,7 @@ export const requirement = (id: string, updatedAt: string, status: Requirement['
     state: 'idle',
     updatedAt,
   },
+  source: null,
   sourceSessionId: null,
   status,
   title: id,

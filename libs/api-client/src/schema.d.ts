@@ -655,6 +655,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/requirements/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Import GitHub issues of the workspace's repository as Requirements (todo): title and description from the issue, `source` naming it */
+        post: operations["importIssues"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/requirements/{id}": {
         parameters: {
             query?: never;
@@ -2009,6 +2026,8 @@ export interface components {
             /** @description Team mode: the runner it runs on (set by its first run), or null (not on a board, or never run) */
             runner: components["schemas"]["RequirementRunnerResponseDto"] | null;
             session: components["schemas"]["AgentSessionResponseDto"];
+            /** @description The forge's issue it was imported from (POST /requirements/import), as it was then; null: made here */
+            source: components["schemas"]["RequirementSourceDto"] | null;
             sourceSessionId: string | null;
             /** @enum {string} */
             status: "todo" | "doing" | "waiting_confirmation" | "done" | "cancelled";
@@ -2089,6 +2108,55 @@ export interface components {
             ok: boolean;
             version: string;
             workspaceRoot: string;
+        };
+        ImportIssuesDto: {
+            /** @description A cross-model review loop: each new head of its open PRs, once the RD run that pushed it ended, is reviewed by `provider`, until a review finds nothing or after `maxRounds`. null: none */
+            autoReview?: components["schemas"]["AutoReviewInputDto"] | null;
+            /** @description Start on its own once every dependency is met (instead of waiting for a start); false when absent */
+            autoStart?: boolean;
+            /**
+             * @description The branch, tag or commit the Requirement's branch starts from (worktree isolation only); default: the branch checked out now
+             * @example main
+             */
+            baseRef?: string;
+            /** @description What its RD runs may spend ({maxTokens, maxCostUsd}, either or both); null for none; absent: the configuration's default budget */
+            budget?: components["schemas"]["BudgetInputDto"] | null;
+            /** @description Requirements this one waits for (no cycles) */
+            dependsOn?: components["schemas"]["DependencyInputDto"][];
+            /**
+             * @description worktree: its own git worktree and branch (needs a git workspace); in_place: the person's checkout. Default: the configuration's isolation
+             * @enum {string}
+             */
+            isolation?: "worktree" | "in_place";
+            /**
+             * @description Model name passed to the provider CLI; null for its default
+             * @example gpt-5.1-codex
+             */
+            model?: string | null;
+            /** @description Issue numbers in repository, 1 to 20 */
+            numbers?: number[];
+            /**
+             * @description Which coding agent runs the RD session
+             * @enum {string}
+             */
+            provider: "codex" | "claude-code";
+            /**
+             * @description Reasoning effort passed to the provider CLI; null for its default
+             * @enum {string|null}
+             */
+            reasoningEffort?: "low" | "medium" | "high" | "xhigh" | "max" | null;
+            /** @description OWNER/REPO, one of the workspace’s remotes (with numbers) */
+            repository?: string;
+            /** @description Start each one's agent at once (as POST /requirements/:id/start); false when absent */
+            start?: boolean;
+            /** @description An issue's web address (https://github.com/OWNER/REPO/issues/12); or repository and numbers */
+            url?: string;
+        };
+        ImportedRequirementsDto: {
+            /** @description The Requirements made, in the order asked */
+            items: components["schemas"]["RequirementResponseDto"][];
+            /** @description With start: the ones whose start was refused (a dependency not met, a budget) */
+            notStarted: components["schemas"]["NotStartedDto"][];
         };
         InterruptDto: {
             /**
@@ -2279,6 +2347,11 @@ export interface components {
             mode: "allow_list" | "open" | "offline";
             /** @description Why runs cannot be isolated here although the mode asks for it (runs are then refused), else null */
             unavailableReason: string | null;
+        };
+        NotStartedDto: {
+            /** @description Why its start was refused (it stays in todo) */
+            reason: string;
+            requirementId: string;
         };
         NotificationChannelDto: {
             /** @description Sends only what is still open after this many seconds (0: at once) */
@@ -2825,6 +2898,8 @@ export interface components {
             /** @description Team mode: the runner it runs on (set by its first run), or null (not on a board, or never run) */
             runner: components["schemas"]["RequirementRunnerResponseDto"] | null;
             session: components["schemas"]["AgentSessionResponseDto"];
+            /** @description The forge's issue it was imported from (POST /requirements/import), as it was then; null: made here */
+            source: components["schemas"]["RequirementSourceDto"] | null;
             sourceSessionId: string | null;
             /** @enum {string} */
             status: "todo" | "doing" | "waiting_confirmation" | "done" | "cancelled";
@@ -2846,6 +2921,26 @@ export interface components {
             online: boolean;
             /** @description The runner's person's name */
             person: string;
+        };
+        RequirementSourceDto: {
+            /** @description Its author's login (null: a deleted account) */
+            author: string | null;
+            /** @enum {string} */
+            forge: "github";
+            importedAt: string;
+            labels: string[];
+            number: number;
+            /** @description owner/repo */
+            repository: string;
+            /**
+             * @description Its state at the import
+             * @enum {string}
+             */
+            state: "open" | "closed";
+            /** @description The issue's title at the import */
+            title: string;
+            /** @description The issue's web page */
+            url: string;
         };
         RequirementUsageResponseDto: {
             /** @description US dollars, over the runs whose provider reported a cost; null when none did */
@@ -5483,6 +5578,77 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+        };
+    };
+    importIssues: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ImportIssuesDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportedRequirementsDto"];
+                };
+            };
+            /** @description not_an_issue_url, not_a_workspace_remote, not_an_issue (a pull request), import_incomplete, import_ambiguous, or a create option refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description issue_not_found: GitHub has no such issue (or the token cannot see it) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description already_imported (names the Requirement in details), github_token_missing */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description forge_unavailable: GitHub could not be read (down, rate-limited: when to retry); nothing was imported */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -79,6 +79,8 @@ export interface Requirement {
   sourceSessionId: string | null;
   /** The Requirement this one was forked from, or null. */
   forkedFromRequirementId: string | null;
+  /** The forge's issue it was imported from, as it was then (issue 49); null: made here. */
+  source: RequirementSource | null;
   createdAt: string;
   updatedAt: string;
   completedAt: string | null;
@@ -905,4 +907,19 @@ export interface Terminal {
   createdAt: string;
   rows: number;
   cols: number;
+}
+
+/** A forge's issue a Requirement was imported from, as it was at the import (issue 49). */
+export interface RequirementSource {
+  forge: 'github';
+  /** `owner/repo`. */
+  repository: string;
+  number: number;
+  url: string;
+  title: string;
+  labels: string[];
+  /** Its author's login; null: a deleted account. */
+  author: string | null;
+  state: 'open' | 'closed';
+  importedAt: string;
 }

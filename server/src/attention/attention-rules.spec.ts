@@ -37,6 +37,7 @@ function requirement(set: Partial<Requirement> = {}, session: Partial<Requiremen
     provider: 'codex',
     reasoningEffort: null,
     runner: null,
+    source: null,
     session: {
       createdAt: T0,
       id: 'ses_a',

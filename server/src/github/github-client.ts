@@ -63,6 +63,18 @@ export interface GitHubClient {
   ): Promise<Map<string, PullRequestSummary | PullRequestFetchError>>;
   /** One PR over REST, conditional on its ETag (a 304 is free and returns the cached fields). Throws GitHubError. */
   getPullRequest(owner: string, repo: string, number: number): Promise<RestPullRequestFields>;
+  /**
+   * One issue over REST (issue 49): a pull request answers too (GitHub's issues are both), with
+   * `pullRequest: true`. Throws GitHubError (`not_found` for no such issue).
+   */
+  getIssue(owner: string, repo: string, number: number): Promise<GitHubIssue>;
+  /** An issue's comments, oldest first, at most `max` (the first pages); `more`: there were others. Throws GitHubError. */
+  listIssueComments(
+    owner: string,
+    repo: string,
+    number: number,
+    max: number,
+  ): Promise<{ comments: GitHubIssueComment[]; more: boolean }>;
   /** The budgets as last reported by GitHub's responses (no request). */
   rateLimit(): RateLimitStatus;
   /** Asks GitHub (`GET /rate_limit`, which costs nothing) and returns the fresh budgets. Throws GitHubError. */
@@ -83,6 +95,27 @@ export interface GitHubClient {
    * The token itself never leaves the client otherwise.
    */
   gitAuthorization(): string | null;
+}
+
+/** An issue as an import reads it. */
+export interface GitHubIssue {
+  number: number;
+  url: string;
+  title: string;
+  body: string;
+  labels: string[];
+  author: string | null;
+  state: 'open' | 'closed';
+  pullRequest: boolean;
+  createdAt: string;
+}
+
+export interface GitHubIssueComment {
+  id: number;
+  author: string | null;
+  body: string;
+  createdAt: string;
+  url: string;
 }
 
 export interface CreatePullRequestInput {
@@ -276,6 +309,78 @@ export class OctokitGitHubClient implements GitHubClient {
       }
     }
     return fields;
+  }
+
+  async getIssue(owner: string, repo: string, number: number): Promise<GitHubIssue> {
+    this.assertConfigured();
+    const response = await this.send('core', () =>
+      this.octokit.request('GET /repos/{owner}/{repo}/issues/{issue_number}', { issue_number: number, owner, repo }),
+    );
+    const data = response!.data as {
+      number: number;
+      html_url: string;
+      title: string;
+      body?: string | null;
+      labels?: Array<string | { name?: string | null }>;
+      user?: { login?: string } | null;
+      state: string;
+      pull_request?: unknown;
+      created_at: string;
+    };
+    return {
+      author: data.user?.login ?? null,
+      body: data.body ?? '',
+      createdAt: data.created_at,
+      labels: (data.labels ?? [])
+        .map((label) => (typeof label === 'string' ? label : (label.name ?? '')))
+        .filter((name) => name !== ''),
+      number: data.number,
+      pullRequest: data.pull_request !== undefined && data.pull_request !== null,
+      state: data.state === 'closed' ? 'closed' : 'open',
+      title: data.title,
+      url: data.html_url,
+    };
+  }
+
+  async listIssueComments(
+    owner: string,
+    repo: string,
+    number: number,
+    max: number,
+  ): Promise<{ comments: GitHubIssueComment[]; more: boolean }> {
+    this.assertConfigured();
+    const comments: GitHubIssueComment[] = [];
+    for (let page = 1; comments.length < max; page++) {
+      const response = await this.send('core', () =>
+        this.octokit.request('GET /repos/{owner}/{repo}/issues/{issue_number}/comments', {
+          issue_number: number,
+          owner,
+          page,
+          per_page: 100,
+          repo,
+        }),
+      );
+      const batch = response!.data as Array<{
+        id: number;
+        body?: string | null;
+        user?: { login?: string } | null;
+        created_at: string;
+        html_url: string;
+      }>;
+      for (const c of batch) {
+        comments.push({
+          author: c.user?.login ?? null,
+          body: c.body ?? '',
+          createdAt: c.created_at,
+          id: c.id,
+          url: c.html_url,
+        });
+      }
+      if (batch.length < 100) {
+        return { comments: comments.slice(0, max), more: comments.length > max };
+      }
+    }
+    return { comments: comments.slice(0, max), more: true };
   }
 
   async createPullRequest(

@@ -68,6 +68,11 @@ export function parseRemoteUrl(raw: string): Omit<GitHubRemote, 'name'> | null {
  * person set (a mirror, a local copy) still decides where git pushes, not which repository it is.
  */
 export async function findGitHubRemote(top: string, hosts: readonly string[]): Promise<GitHubRemote | null> {
+  return (await gitHubRemotes(top, hosts))[0] ?? null;
+}
+
+/** Every remote whose URL names a repository on one of `hosts`: `origin` first, then by name. */
+export async function gitHubRemotes(top: string, hosts: readonly string[]): Promise<GitHubRemote[]> {
   const out = await git(['config', '--get-regexp', '--null', '^remote\\..*\\.url$'], {
     cwd: top,
     okCodes: [0, 1],
@@ -87,7 +92,7 @@ export async function findGitHubRemote(top: string, hosts: readonly string[]): P
     }
   }
   remotes.sort((a, b) => (a.name === 'origin' ? -1 : b.name === 'origin' ? 1 : a.name.localeCompare(b.name)));
-  return remotes[0] ?? null;
+  return remotes;
 }
 
 /** Where a GitHub repository may live: github.com, and the configured API's host (GitHub Enterprise, tests). */

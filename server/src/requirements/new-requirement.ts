@@ -1,4 +1,4 @@
-import type { RequirementCreator } from '@libs/contracts';
+import type { RequirementCreator, RequirementSource } from '@libs/contracts';
 
 import type { CreateRequirementDto } from './dto/create-requirement.dto';
 
@@ -8,4 +8,6 @@ export interface NewRequirement extends CreateRequirementDto {
   forkedFromRequirementId?: string | null;
   parentRequirementId?: string | null;
   sourceSessionId?: string | null;
+  /** Imported from a forge's issue (issue 49): what it was, and the key that makes a second import a 409. */
+  source?: { value: RequirementSource; key: string } | null;
 }

@@ -11,6 +11,7 @@ import type { Provider, ReasoningEffort, RequirementCreator, RequirementStatus }
 @Index('idx_requirement_created', ['createdAt', 'id'])
 @Index('idx_requirement_parent', ['parentRequirementId'])
 @Index('idx_requirement_status', ['status', 'updatedAt'])
+@Index('requirement_source_key', ['sourceKey'], { unique: true })
 export class RequirementEntity {
   @PrimaryColumn('varchar')
   id!: string;
@@ -45,6 +46,14 @@ export class RequirementEntity {
   /** The Requirement this one was forked from (a person's copy; not a parent: no agent rights follow). */
   @Column('varchar', { nullable: true })
   forkedFromRequirementId!: string | null;
+
+  /** Where it was imported from (issue 49): the forge's issue as it was then, JSON (RequirementSource); null: made here. */
+  @Column('varchar', { nullable: true })
+  source!: string | null;
+
+  /** `github:owner/repo#12` (lower case): an issue is imported once. */
+  @Column('varchar', { nullable: true })
+  sourceKey!: string | null;
 
   /** Team mode: the runner it runs on (its first run's; see docs/team-mode.md), null off a board or before its first run. */
   @Column('varchar', { nullable: true })

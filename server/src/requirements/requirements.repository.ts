@@ -105,6 +105,13 @@ export class RequirementsRepository {
     uow.update(AgentSessionEntity, set, { id: session.id });
   }
 
+  /** The Requirement imported from an issue (its source key), inside a unit of work or committed; null: none. */
+  async findBySourceKey(uow: UnitOfWork | null, key: string): Promise<string | null> {
+    const manager = uow === null ? this.database.readManager : await uow.reads();
+    const row = await manager.findOne(RequirementEntity, { select: { id: true }, where: { sourceKey: key } });
+    return row?.id ?? null;
+  }
+
   /** One Requirement row, committed. */
   findById(id: string): Promise<RequirementEntity | null> {
     return isId('requirement', id)

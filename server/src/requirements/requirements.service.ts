@@ -60,6 +60,9 @@ export class RequirementsService {
   async create(input: NewRequirement, actor: EventActor): Promise<RequirementResponseDto> {
     const staging = await this.domainEvents.emit('requirement.creating', input);
     const created = await this.database.write(async (tx) => {
+      if (input.source) {
+        await this.refuseImportedTwice(tx, input.source.key);
+      }
       const now = this.clock.nowIso();
       const requirement: RequirementEntity = {
         ...(autoReviewColumns(input.autoReview, input.provider) ?? {
@@ -82,6 +85,8 @@ export class RequirementsService {
         parentRequirementId: input.parentRequirementId ?? null,
         provider: input.provider,
         reasoningEffort: input.reasoningEffort ?? null,
+        source: input.source ? JSON.stringify(input.source.value) : null,
+        sourceKey: input.source?.key ?? null,
         sourceSessionId: input.sourceSessionId ?? null,
         status: 'todo',
         title: input.title,
@@ -125,6 +130,21 @@ export class RequirementsService {
     });
     this.logger.log({ ...audit(actor), msg: 'requirement created', requirementId: created.id });
     return created;
+  }
+
+  /** An issue is imported once (issue 49): the Requirement it became is named. */
+  private async refuseImportedTwice(tx: UnitOfWork, key: string): Promise<void> {
+    const existing = await this.repository.findBySourceKey(tx, key);
+    if (existing !== null) {
+      throw conflict('already_imported', `${key.replace(/^[a-z]+:/, '')} is already Requirement ${existing}`, [
+        existing,
+      ]);
+    }
+  }
+
+  /** The Requirement imported from this issue (its source key), or null. */
+  async importedAs(key: string): Promise<string | null> {
+    return this.repository.findBySourceKey(null, key);
   }
 
   async get(id: string): Promise<RequirementResponseDto> {

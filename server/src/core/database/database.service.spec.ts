@@ -131,6 +131,8 @@ describe(Database.name, () => {
     autoReviewMaxRounds: null,
     autoReviewProvider: null,
     forkedFromRequirementId: null,
+    source: null,
+    sourceKey: null,
     runnerId: null,
     id,
     model: null,

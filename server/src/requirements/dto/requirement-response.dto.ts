@@ -28,6 +28,7 @@ import type { AgentSessionEntity } from '../agent-session.entity';
 import { AutoReviewSettingsDto, toAutoReviewSettings } from './auto-review.dto';
 import { RequirementLandingResponseDto, toLandingResponse } from './landing.dto';
 import { AttentionItemDto, byAttentionOrder, toAttentionItem } from './attention.dto';
+import { RequirementSourceDto, toSourceResponse } from './source.dto';
 import type { RequirementEntity } from '../requirement.entity';
 
 export class AgentSessionResponseDto implements AgentSession {
@@ -71,6 +72,12 @@ export class RequirementResponseDto implements Requirement {
     type: String,
   })
   forkedFromRequirementId!: string | null;
+  @ApiProperty({
+    description: "The forge's issue it was imported from (POST /requirements/import), as it was then; null: made here",
+    nullable: true,
+    type: RequirementSourceDto,
+  })
+  source!: RequirementSourceDto | null;
   @ApiProperty() createdAt!: string;
   @ApiProperty() updatedAt!: string;
   @ApiProperty({ nullable: true, type: String }) completedAt!: string | null;
@@ -208,6 +215,7 @@ export function toRequirementResponse(
     reasoningEffort: requirement.reasoningEffort,
     runner: runnerView(requirement.runnerId),
     session: toSessionResponse(session),
+    source: toSourceResponse(requirement.source),
     sourceSessionId: requirement.sourceSessionId,
     status: requirement.status,
     title: requirement.title,

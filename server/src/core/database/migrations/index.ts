@@ -27,6 +27,7 @@ import { Attention1766542000000 } from './1766542000000-attention';
 import { Notifications1766543000000 } from './1766543000000-notifications';
 import { Devices1766544000000 } from './1766544000000-devices';
 import { CutChannelUrls1766545000000 } from './1766545000000-cut-channel-urls';
+import { RequirementSource1766546000000 } from './1766546000000-requirement-source';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -59,4 +60,5 @@ export const MIGRATIONS = [
   Notifications1766543000000,
   Devices1766544000000,
   CutChannelUrls1766545000000,
+  RequirementSource1766546000000,
 ];

@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+
+import { GitHubModule } from '../github/github.module';
+import { RequirementsModule } from '../requirements/requirements.module';
+import { RunsModule } from '../runs/runs.module';
+import { WorktreesModule } from '../worktrees/worktrees.module';
+import { IntakeController } from './intake.controller';
+import { IssueImport } from './issue-import.service';
+
+/** Work from the tracker (issue 49): a forge's issues become Requirements. */
+@Module({
+  controllers: [IntakeController],
+  imports: [GitHubModule, RequirementsModule, RunsModule, WorktreesModule],
+  providers: [IssueImport],
+})
+export class IntakeModule {}
