@@ -101,13 +101,27 @@ describe('importing issues from GitHub', () => {
     );
     const stored = await ok(api().GET('/api/requirements/{id}', { params: { path: { id: requirement.id } } }));
     expect(stored.source).toEqual(requirement.source);
+    // A copy that keeps the issue's words keeps them marked as the issue's (it is no import: no 409 then).
+    const copy = await ok(
+      api().POST('/api/requirements/{id}/fork', { body: {}, params: { path: { id: requirement.id } } }),
+      201,
+    );
+    expect(copy.source).toEqual(requirement.source);
+    const rewritten = await ok(
+      api().POST('/api/requirements/{id}/fork', {
+        body: { description: 'My words.', title: 'My title' },
+        params: { path: { id: requirement.id } },
+      }),
+      201,
+    );
+    expect(rewritten.source).toBeNull();
     // No write to GitHub: importing only reads.
     expect(github.requests.filter((r) => r.method !== 'GET').map((r) => r.path)).toEqual([]);
   });
 
   it("links the issue on the Requirement's page", async () => {
     const imported = (await ok(api().GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.find(
-      (r) => r.source?.number === 12,
+      (r) => r.source?.number === 12 && r.forkedFromRequirementId === null,
     )!;
     const browser = await launchBrowser();
     try {
@@ -125,11 +139,22 @@ describe('importing issues from GitHub', () => {
 
   it('imports an issue once: a second import names the Requirement it became', async () => {
     const first = (await ok(api().GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.find(
-      (r) => r.source?.number === 12,
+      (r) => r.source?.number === 12 && r.forkedFromRequirementId === null,
     )!;
     const again = await refusal(importIssues({ repository: 'ACME/Widgets', numbers: [12] }), 409, 'already_imported');
     expect(again.message).toBe(`acme/widgets#12 is already Requirement ${first.id}`);
     expect(again.details).toEqual([first.id]);
+  });
+
+  it('gives one of two imports of the same issue at once its Requirement, and the other a 409', async () => {
+    github.addIssue({ number: 8, repository: REPO, title: 'Raced' });
+    const answers = await Promise.all([
+      importIssues({ numbers: [8], repository: REPO }),
+      importIssues({ url: `${github.url}/${REPO}/issues/8` }),
+    ]);
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 409]);
+    const all = (await ok(api().GET('/api/requirements', { params: { query: { limit: 200 } } }))).items;
+    expect(all.filter((r) => r.source?.number === 8)).toHaveLength(1);
   });
 
   it('imports several by number with the options of a create, and starts them when asked', async () => {
@@ -146,6 +171,64 @@ describe('importing issues from GitHub', () => {
     expect(made.items[1].description).toContain('(The issue has no description.)');
     expect(made.notStarted).toEqual([]);
     expect(made.items.every((r) => r.status === 'doing')).toBe(true);
+  });
+
+  it('lists the issues to pick from: newest first, no pull requests, filtered, searched, paged, each with what it became', async () => {
+    github.addIssue({
+      body: 'A stack overflow when saving.',
+      labels: ['agent'],
+      number: 21,
+      repository: REPO,
+      title: 'Crash on save',
+    });
+    github.addIssue({ labels: ['bug'], number: 20, repository: REPO, state: 'closed', title: 'Old bug' });
+    github.addPullRequest({ number: 22, repository: REPO });
+    const imported = new Map(
+      (await ok(api().GET('/api/requirements', { params: { query: { limit: 200 } } }))).items
+        .filter((r) => r.source !== null && r.forkedFromRequirementId === null)
+        .map((r) => [r.source!.number, r.id]),
+    );
+    const ask = (query: Record<string, string> = {}) =>
+      api().GET('/api/forge/issues', { params: { query: query as never } });
+    const list = (query: Record<string, string> = {}) => ok(ask(query));
+    const first = await list();
+    expect(first.repository).toBe(REPO);
+    expect(first.items.map((i) => [i.number, i.importedAs])).toEqual([
+      [21, null],
+      [12, imported.get(12)],
+      [8, imported.get(8)],
+      [3, imported.get(3)],
+      [2, imported.get(2)],
+    ]);
+    expect(first.items[0]).toMatchObject({
+      author: 'octocat',
+      labels: ['agent'],
+      state: 'open',
+      title: 'Crash on save',
+    });
+    expect(first.nextCursor).toBeNull();
+    // Asked again within 30 s: answered without GitHub.
+    const before = github.requests.length;
+    await list();
+    expect(github.requests.length).toBe(before);
+    expect((await list({ state: 'closed' })).items.map((i) => i.number)).toEqual([20]);
+    expect((await list({ labels: 'agent' })).items.map((i) => i.number)).toEqual([21, 12]);
+    expect((await list({ q: 'overflow' })).items.map((i) => i.number)).toEqual([21]);
+    // Words are searched for, never read as qualifiers: no other repository's issues.
+    expect((await list({ q: 'repo:other/repo overflow' })).items.map((i) => i.number)).toEqual([]);
+    for (let n = 100; n < 135; n++) {
+      github.addIssue({ number: n, repository: REPO, title: `Issue ${n}` });
+    }
+    const page1 = await list({ state: 'all' });
+    expect(page1.items).toHaveLength(30);
+    expect(page1.nextCursor).toBe('2');
+    const page2 = await list({ cursor: '2', state: 'all' });
+    // The pull request (22) GitHub's list holds among them is left out.
+    expect(page2.items.map((i) => i.number)).toEqual([104, 103, 102, 101, 100, 21, 20, 12, 8, 3, 2]);
+    expect(page2.nextCursor).toBeNull();
+    await refusal(ask({ repository: 'other/repo' }), 400, 'not_a_workspace_remote');
+    await refusal(ask({ cursor: 'abc' }), 400);
+    await refusal(ask({ state: 'bogus' }), 400);
   });
 
   it('refuses what is not an issue of this repository, and creates nothing when one issue of several fails', async () => {
@@ -174,9 +257,12 @@ describe('importing issues from GitHub', () => {
     const missing = await refusal(importIssues({ numbers: [4, 99], repository: REPO }), 404, 'issue_not_found');
     expect(missing.message).toBe('GitHub has no issue acme/widgets#99 (or the token cannot see it)');
     // GitHub down (every retry) or out of budget: 503 with when to try again, nothing made.
-    github.failNext(4, 502);
+    github.failNext(4, 502, 'rest');
     const down = await refusal(importIssues({ numbers: [4], repository: REPO }), 503, 'forge_unavailable');
     expect(down.message).toContain('nothing was imported');
+    // A token GitHub rejects is the person's to fix, not a retry's.
+    github.failNext(1, 401, 'rest');
+    await refusal(importIssues({ numbers: [4], repository: REPO }), 409, 'github_token_rejected');
     expect(await count()).toBe(before);
   });
 

@@ -250,6 +250,36 @@ describe('landing a Requirement as a pull request', () => {
     expect(await pullRequestsOf(rejected.id)).toEqual([]);
   });
 
+  it("opens an imported issue's PR naming the issue, never repeating an outsider's words under the token (issue 49)", async () => {
+    github.addIssue({
+      body: '@maintainer please /approve this; fixes #1 and other/repo#2',
+      number: 40,
+      repository: REPOSITORY,
+      title: 'Imported work',
+    });
+    const [imported] = (
+      await ok(
+        manager.api.POST('/api/requirements/import', {
+          body: { numbers: [40], provider: 'codex', repository: REPOSITORY },
+        }),
+        201,
+      )
+    ).items;
+    await startRun(
+      manager,
+      imported.id,
+      sh('echo i > imported.txt && git add imported.txt && git commit -qm "Imported"'),
+    );
+    expect((await settled(manager, imported.id, 1)).run.status).toBe('succeeded');
+    await quiet();
+    await ok(land(imported.id), 200);
+    const [registered] = await pullRequestsOf(imported.id);
+    const opened = github.pullRequest(REPOSITORY, registered.number);
+    expect(opened.body).toBe(
+      `Closes #40\n\n## Summary\n\nDone.\n\n---\nRequirement ${imported.id}, opened by Agent Manager.`,
+    );
+  });
+
   it('refuses without a GitHub token, saying where one comes from', async () => {
     const requirement = await worked('Needs a token', 'echo two > two.txt && git add two.txt && git commit -qm "Two"');
     await manager.stop();

@@ -12,6 +12,8 @@
 //                                                        `pull_request`, as GitHub's do)
 //   GET  /repos/:owner/:repo/issues/:number/comments     its comments, oldest first (page, per_page;
 //                                                        a Link header when there is a next page)
+//   GET  /repos/:owner/:repo/issues?state=&labels=&page=  a page of issues and PRs, newest first (Link)
+//   GET  /search/issues?q=repo:o/r is:issue is:open label:"x" words   the search's items (Link)
 //   GET  /rate_limit (+ /api/v3)                         the budgets (free, like GitHub's)
 //   GET  /user (+ /api/v3)                               the token's user, its OAuth scopes in
 //                                                        x-oauth-scopes (what `doctor` reads)
@@ -488,6 +490,81 @@ export class FakeGitHubServer {
 
   // ---- HTTP --------------------------------------------------------------------------------
 
+  /** A page of the issue list (PRs among them, as GitHub's list has them) or of a search's results. */
+  private answerIssueList(
+    list: RegExpExecArray | null,
+    query: URLSearchParams,
+    record: FakeRequest,
+    send: (status: number, body: unknown, headers?: Record<string, string>) => void,
+  ): void {
+    if (!this.charge('core', 1, record)) {
+      return send(403, { message: 'API rate limit exceeded for user ID 1.' }, this.rateHeaders('core'));
+    }
+    let repository: string;
+    let state = query.get('state') ?? 'open';
+    let labels = (query.get('labels') ?? '').split(',').filter((l) => l !== '');
+    let words: string[] = [];
+    let withPulls = true;
+    if (list) {
+      repository = `${list[1]}/${list[2]}`;
+    } else {
+      // q=repo:o/r is:issue is:open label:"x" words…
+      const q = query.get('q') ?? '';
+      repository = /(?:^|\s)repo:(\S+)/.exec(q)?.[1] ?? '';
+      withPulls = !/(?:^|\s)is:issue\b/.test(q);
+      state = /(?:^|\s)is:(open|closed)\b/.exec(q)?.[1] ?? 'all';
+      labels = [...q.matchAll(/label:"([^"]*)"/g)].map((m) => m[1]);
+      words = q
+        .replace(/label:"[^"]*"/g, ' ')
+        .split(/\s+/)
+        .filter((w) => w !== '' && !/^(repo|is):/.test(w))
+        .map((w) => w.toLowerCase());
+    }
+    const issues = [...this.issues.values()]
+      .filter((i) => i.repository.toLowerCase() === repository.toLowerCase())
+      .filter((i) => state === 'all' || i.state === state)
+      .filter((i) => labels.every((l) => i.labels.includes(l)))
+      .filter((i) => words.every((w) => `${i.title} ${i.body ?? ''}`.toLowerCase().includes(w)))
+      .map((i) => ({
+        body: i.body,
+        created_at: '2026-01-01T00:00:00Z',
+        html_url: `${this.url}/${i.repository}/issues/${i.number}`,
+        labels: i.labels.map((name) => ({ name })),
+        number: i.number,
+        state: i.state,
+        title: i.title,
+        user: i.author === null ? null : { login: i.author },
+      }));
+    const pulls =
+      withPulls && labels.length === 0 && words.length === 0 && state !== 'closed'
+        ? [...this.pulls.values()]
+            .filter((pr) => `${pr.owner}/${pr.repo}`.toLowerCase() === repository.toLowerCase())
+            .map((pr) => ({
+              body: pr.body ?? '',
+              created_at: '2026-01-01T00:00:00Z',
+              html_url: `${this.url}/${pr.owner}/${pr.repo}/pull/${pr.number}`,
+              labels: [],
+              number: pr.number,
+              pull_request: { url: `${this.url}/repos/${pr.owner}/${pr.repo}/pulls/${pr.number}` },
+              state: 'open',
+              title: pr.title,
+              user: { login: 'octocat' },
+            }))
+        : [];
+    const all = [...issues, ...pulls].sort((a, b) => b.number - a.number);
+    const perPage = Math.min(100, Number(query.get('per_page') ?? 30));
+    const page = Math.max(1, Number(query.get('page') ?? 1));
+    const slice = all.slice((page - 1) * perPage, page * perPage);
+    const link: Record<string, string> =
+      page * perPage < all.length
+        ? { link: `<${this.url}/next?page=${page + 1}&per_page=${perPage}>; rel="next"` }
+        : {};
+    return send(200, list ? slice : { incomplete_results: false, items: slice, total_count: all.length }, {
+      ...this.rateHeaders('core'),
+      ...link,
+    });
+  }
+
   /** GET an issue or a page of its comments; a pull request is an issue too (GitHub's REST says so with `pull_request`). */
   private answerIssue(
     match: RegExpExecArray,
@@ -733,6 +810,11 @@ export class FakeGitHubServer {
       });
       record.pullRequests = 1;
       return send(201, this.restPullRequest(pr), this.rateHeaders('core'));
+    }
+    const issueList = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/issues$/.exec(path);
+    const search = /^(?:\/api\/v3)?\/search\/issues$/.test(path);
+    if ((issueList || search) && method === 'GET') {
+      return this.answerIssueList(issueList, new URL(req.url ?? '/', 'http://fake').searchParams, record, send);
     }
     const issue = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)(\/comments)?$/.exec(path);
     if (issue && method === 'GET') {

@@ -397,6 +397,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/forge/issues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A page of a workspace repository's issues to import (newest first; pull requests left out), each with the Requirement it was imported as */
+        get: operations["listForgeIssues"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/github/webhook": {
         parameters: {
             query?: never;
@@ -2073,6 +2090,25 @@ export interface components {
             max: number;
             p50: number;
             p99: number;
+        };
+        ForgeIssueDto: {
+            author: string | null;
+            createdAt: string;
+            /** @description The Requirement it was imported as, or null */
+            importedAs: string | null;
+            labels: string[];
+            number: number;
+            /** @enum {string} */
+            state: "open" | "closed";
+            title: string;
+            url: string;
+        };
+        ForgeIssuePageDto: {
+            items: components["schemas"]["ForgeIssueDto"][];
+            /** @description The next page (cursor=), or null */
+            nextCursor: string | null;
+            /** @description OWNER/REPO listed */
+            repository: string;
         };
         ForkRequirementDto: {
             /** @description A cross-model review loop: each new head of its open PRs, once the RD run that pushed it ended, is reviewed by `provider`, until a review finds nothing or after `maxRounds`. null: none */
@@ -4719,6 +4755,77 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+        };
+    };
+    listForgeIssues: {
+        parameters: {
+            query?: {
+                /** @description OWNER/REPO, one of the workspace's GitHub remotes (default: origin's, else the first) */
+                repository?: string;
+                /** @description open (default), closed or all */
+                state?: "open" | "closed" | "all";
+                /** @description Labels, comma-separated: issues with all of them */
+                labels?: string;
+                /** @description Words to search for in titles and text (GitHub search) */
+                q?: string;
+                /** @description nextCursor of the page before */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForgeIssuePageDto"];
+                };
+            };
+            /** @description not_a_workspace_remote, or a query field refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid credentials (`agent-manager token`), or a run credential that is unknown, revoked or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description github_token_missing */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description forge_unavailable: GitHub could not be read (when to retry) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

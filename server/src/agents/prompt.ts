@@ -217,11 +217,11 @@ function attachmentsNote(attachments: RdPromptAttachment[], provider: Provider):
 }
 
 /**
- * A body line that looks like one of our message headers is escaped, so that no message (a GitHub
- * comment, say) can pass itself off as another author's.
+ * A body line that looks like one of our message headers (or an imported issue's comment header)
+ * is escaped, so that no message (a GitHub comment, say) can pass itself off as another author's.
  */
-function neutralizeHeaders(body: string): string {
-  return body.replace(/^([ \t]*)(#{1,6}[ \t]*Message\b)/gim, '$1\\$2');
+export function neutralizeHeaders(body: string): string {
+  return body.replace(/^([ \t]*)(#{1,6}[ \t]*(?:Message|Comment by)\b)/gim, '$1\\$2');
 }
 
 function oneLine(text: string): string {

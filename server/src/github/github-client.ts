@@ -75,6 +75,11 @@ export interface GitHubClient {
     number: number,
     max: number,
   ): Promise<{ comments: GitHubIssueComment[]; more: boolean }>;
+  /**
+   * A page of a repository's issues (pull requests left out), newest first: those matching `q`
+   * through GitHub's search when there is one, else the issue list. Throws GitHubError.
+   */
+  listIssues(owner: string, repo: string, query: IssueQuery): Promise<{ items: GitHubIssue[]; hasNext: boolean }>;
   /** The budgets as last reported by GitHub's responses (no request). */
   rateLimit(): RateLimitStatus;
   /** Asks GitHub (`GET /rate_limit`, which costs nothing) and returns the fresh budgets. Throws GitHubError. */
@@ -108,6 +113,15 @@ export interface GitHubIssue {
   state: 'open' | 'closed';
   pullRequest: boolean;
   createdAt: string;
+}
+
+export interface IssueQuery {
+  state: 'open' | 'closed' | 'all';
+  labels: string[];
+  /** Words to search for (GitHub's search); null: the plain list. */
+  q: string | null;
+  page: number;
+  perPage: number;
 }
 
 export interface GitHubIssueComment {
@@ -316,29 +330,50 @@ export class OctokitGitHubClient implements GitHubClient {
     const response = await this.send('core', () =>
       this.octokit.request('GET /repos/{owner}/{repo}/issues/{issue_number}', { issue_number: number, owner, repo }),
     );
-    const data = response!.data as {
-      number: number;
-      html_url: string;
-      title: string;
-      body?: string | null;
-      labels?: Array<string | { name?: string | null }>;
-      user?: { login?: string } | null;
-      state: string;
-      pull_request?: unknown;
-      created_at: string;
-    };
+    return toIssue(response!.data);
+  }
+
+  async listIssues(
+    owner: string,
+    repo: string,
+    query: IssueQuery,
+  ): Promise<{ items: GitHubIssue[]; hasNext: boolean }> {
+    this.assertConfigured();
+    const response =
+      query.q === null
+        ? await this.send('core', () =>
+            this.octokit.request('GET /repos/{owner}/{repo}/issues', {
+              labels: query.labels.length > 0 ? query.labels.join(',') : undefined,
+              owner,
+              page: query.page,
+              per_page: query.perPage,
+              repo,
+              sort: 'created',
+              state: query.state,
+            }),
+          )
+        : await this.send('core', () =>
+            this.octokit.request('GET /search/issues', {
+              order: 'desc',
+              page: query.page,
+              per_page: query.perPage,
+              // Every qualifier quoted: the person's words are searched for, never read as qualifiers of ours.
+              q: [
+                `repo:${owner}/${repo}`,
+                'is:issue',
+                ...(query.state === 'all' ? [] : [`is:${query.state}`]),
+                ...query.labels.map((label) => `label:"${label.replace(/"/g, '')}"`),
+                (query.q ?? '').replace(/[^\p{L}\p{N}\s._#-]/gu, ' ').trim(),
+              ].join(' '),
+              sort: 'created',
+            }),
+          );
+    const raw = response!.data as unknown;
+    const list = (Array.isArray(raw) ? raw : ((raw as { items?: unknown[] }).items ?? [])) as RawIssue[];
+    const link = String(response!.headers.link ?? '');
     return {
-      author: data.user?.login ?? null,
-      body: data.body ?? '',
-      createdAt: data.created_at,
-      labels: (data.labels ?? [])
-        .map((label) => (typeof label === 'string' ? label : (label.name ?? '')))
-        .filter((name) => name !== ''),
-      number: data.number,
-      pullRequest: data.pull_request !== undefined && data.pull_request !== null,
-      state: data.state === 'closed' ? 'closed' : 'open',
-      title: data.title,
-      url: data.html_url,
+      hasNext: /rel="next"/.test(link),
+      items: list.map(toIssue).filter((issue) => !issue.pullRequest),
     };
   }
 
@@ -600,4 +635,33 @@ function describe(request: { method?: string; url?: string } | undefined): strin
 
 function definedOnly<T extends object>(options: T): Partial<T> {
   return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** An issue as GitHub's REST answers it (the fields an import reads). */
+interface RawIssue {
+  number: number;
+  html_url: string;
+  title: string;
+  body?: string | null;
+  labels?: Array<string | { name?: string | null }>;
+  user?: { login?: string } | null;
+  state: string;
+  pull_request?: unknown;
+  created_at: string;
+}
+
+function toIssue(data: RawIssue): GitHubIssue {
+  return {
+    author: data.user?.login ?? null,
+    body: data.body ?? '',
+    createdAt: data.created_at,
+    labels: (data.labels ?? [])
+      .map((label) => (typeof label === 'string' ? label : (label.name ?? '')))
+      .filter((name) => name !== ''),
+    number: data.number,
+    pullRequest: data.pull_request !== undefined && data.pull_request !== null,
+    state: data.state === 'closed' ? 'closed' : 'open',
+    title: data.title,
+    url: data.html_url,
+  };
 }

@@ -1,9 +1,10 @@
-import { Body, Controller, Post } from '@nestjs/common';
+import { Body, Controller, Get, Post, Query } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiConflictResponse,
   ApiCreatedResponse,
   ApiNotFoundResponse,
+  ApiOkResponse,
   ApiOperation,
   ApiServiceUnavailableResponse,
   ApiTags,
@@ -12,8 +13,10 @@ import {
 import type { EventActor } from '@libs/contracts';
 
 import { Actor } from '../core/http/actor.decorator';
+import { ForgeIssuePageDto, ListForgeIssuesQueryDto } from './dto/forge-issues.dto';
 import { ImportIssuesDto, ImportedRequirementsDto } from './dto/import-issues.dto';
 import { IssueImport } from './issue-import.service';
+import { IssueList } from './issue-list.service';
 
 @ApiTags('requirements')
 @Controller('requirements')
@@ -40,5 +43,24 @@ export class IntakeController {
   })
   async importIssues(@Body() body: ImportIssuesDto, @Actor() actor: EventActor): Promise<ImportedRequirementsDto> {
     return this.issues.import(body, actor);
+  }
+}
+
+@ApiTags('requirements')
+@Controller('forge')
+export class ForgeController {
+  constructor(private readonly issues: IssueList) {}
+
+  @Get('issues')
+  @ApiOperation({
+    summary:
+      "A page of a workspace repository's issues to import (newest first; pull requests left out), each with the Requirement it was imported as",
+  })
+  @ApiOkResponse({ type: ForgeIssuePageDto })
+  @ApiBadRequestResponse({ description: 'not_a_workspace_remote, or a query field refused' })
+  @ApiConflictResponse({ description: 'github_token_missing' })
+  @ApiServiceUnavailableResponse({ description: 'forge_unavailable: GitHub could not be read (when to retry)' })
+  listForgeIssues(@Query() query: ListForgeIssuesQueryDto): Promise<ForgeIssuePageDto> {
+    return this.issues.list(query);
   }
 }

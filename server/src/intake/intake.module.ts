@@ -4,13 +4,15 @@ import { GitHubModule } from '../github/github.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { RunsModule } from '../runs/runs.module';
 import { WorktreesModule } from '../worktrees/worktrees.module';
-import { IntakeController } from './intake.controller';
+import { ForgeController, IntakeController } from './intake.controller';
 import { IssueImport } from './issue-import.service';
+import { IssueList } from './issue-list.service';
+import { WorkspaceRemotes } from './workspace-remotes';
 
 /** Work from the tracker (issue 49): a forge's issues become Requirements. */
 @Module({
-  controllers: [IntakeController],
+  controllers: [ForgeController, IntakeController],
   imports: [GitHubModule, RequirementsModule, RunsModule, WorktreesModule],
-  providers: [IssueImport],
+  providers: [IssueImport, IssueList, WorkspaceRemotes],
 })
 export class IntakeModule {}

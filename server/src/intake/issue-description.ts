@@ -1,5 +1,6 @@
 import { LIMITS } from '@libs/contracts';
 
+import { neutralizeHeaders } from '../agents/prompt';
 import type { GitHubIssue, GitHubIssueComment } from '../github/github-client';
 
 /** The issue's own text, at most (the rest of the description is for its comments). */
@@ -11,10 +12,12 @@ const COMMENT_MAX = 4_000;
  * An imported Requirement's description: the issue's text, then its first comments, each cut
  * where it is too long, and said so (the person and the agent read the rest on the forge). The
  * whole stays within a description's limit. It is what the issue says, kept as text: links,
- * @mentions and /commands in it do nothing here.
+ * @mentions and /commands in it do nothing here, and it is never posted back (a pull request's
+ * body names the issue instead).
  */
 export function composeDescription(issue: GitHubIssue, comments: GitHubIssueComment[], moreComments: boolean): string {
-  const body = issue.body.trim();
+  // A line of the issue or a comment that looks like one of our headers is escaped: nobody fakes a maintainer's comment.
+  const body = neutralizeHeaders(issue.body.trim());
   const parts = [
     body === ''
       ? '(The issue has no description.)'
@@ -27,7 +30,7 @@ export function composeDescription(issue: GitHubIssue, comments: GitHubIssueComm
   let size = parts.join('\n\n').length;
   let left = comments.length;
   for (const comment of comments) {
-    const text = comment.body.trim();
+    const text = neutralizeHeaders(comment.body.trim());
     const block = [
       `### Comment by @${comment.author ?? 'ghost'} on ${comment.createdAt.slice(0, 10)} (${comment.url})`,
       '',

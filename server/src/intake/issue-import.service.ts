@@ -3,17 +3,15 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { type EventActor, LIMITS, type RequirementSource } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
-import { ConfigurationService } from '../core/configuration/configuration.service';
 import { conflict, invalid, notFound, unavailable } from '../core/errors/domain-error';
 import { GITHUB_CLIENT, type GitHubClient, type GitHubIssue, type GitHubIssueComment } from '../github/github-client';
 import { GitHubError } from '../github/github.errors';
-import { gitHubHosts, gitHubRemotes } from '../landing/github-remote';
 import type { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RunLifecycle } from '../runs/run-lifecycle.service';
-import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import type { ImportIssuesDto } from './dto/import-issues.dto';
 import { composeDescription } from './issue-description';
+import { WorkspaceRemotes } from './workspace-remotes';
 
 /** Comments an import reads per issue (the first ones, oldest first): enough to know what was asked. */
 const COMMENTS_MAX = 50;
@@ -45,17 +43,30 @@ interface ReadIssue {
 @Injectable()
 export class IssueImport {
   private readonly logger = new Logger(IssueImport.name);
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly clock: Clock,
-    private readonly configuration: ConfigurationService,
     @Inject(GITHUB_CLIENT) private readonly github: GitHubClient,
     private readonly lifecycle: RunLifecycle,
     private readonly requirements: RequirementsService,
-    private readonly workspace: WorkspaceGit,
+    private readonly remotes: WorkspaceRemotes,
   ) {}
 
-  async import(
+  /**
+   * One import at a time: its check that no issue was imported yet holds until its Requirements
+   * exist, so two imports of the same issue give one 201 and one 409, never half of each.
+   */
+  import(
+    body: ImportIssuesDto,
+    actor: EventActor,
+  ): Promise<{ items: RequirementResponseDto[]; notStarted: Array<{ requirementId: string; reason: string }> }> {
+    const turn = this.queue.then(() => this.importNow(body, actor));
+    this.queue = turn.catch(() => undefined);
+    return turn;
+  }
+
+  private async importNow(
     body: ImportIssuesDto,
     actor: EventActor,
   ): Promise<{ items: RequirementResponseDto[]; notStarted: Array<{ requirementId: string; reason: string }> }> {
@@ -124,7 +135,7 @@ export class IssueImport {
 
   /** The issues asked for, each of a repository among the workspace's GitHub remotes; 400 otherwise. */
   private async refsOf(asked: Pick<ImportIssuesDto, 'numbers' | 'repository' | 'url'>): Promise<IssueRef[]> {
-    const hosts = gitHubHosts(this.configuration.get('githubApiUrl'));
+    const hosts = this.remotes.hosts();
     let wanted: { host: string | null; owner: string; repo: string; numbers: number[] };
     if (asked.url !== undefined) {
       if (asked.repository !== undefined || asked.numbers !== undefined) {
@@ -137,24 +148,10 @@ export class IssueImport {
     } else {
       throw invalid('import_incomplete', 'give an issue’s url, or repository and numbers');
     }
-    const repo = await this.workspace.gitWorkspace();
-    const remotes = repo === null ? [] : await gitHubRemotes(repo.top, hosts);
-    const remote = remotes.find(
-      (r) =>
-        r.owner.toLowerCase() === wanted.owner.toLowerCase() &&
-        r.repo.toLowerCase() === wanted.repo.toLowerCase() &&
-        (wanted.host === null || r.host.replace(/:\d+$/, '') === wanted.host),
-    );
-    if (remote === undefined) {
-      const known = remotes.map((r) => `${r.owner}/${r.repo}`).join(', ');
-      throw invalid(
-        'not_a_workspace_remote',
-        `${wanted.owner}/${wanted.repo} is not one of this workspace's GitHub remotes (${known === '' ? 'it has none' : known}): issues come only from the repository the agents work on`,
-      );
-    }
+    const remote = await this.remotes.find(wanted);
     return wanted.numbers.map((number) => ({
       host: remote.host,
-      key: `github:${remote.owner}/${remote.repo}#${number}`.toLowerCase(),
+      key: issueKey(remote.owner, remote.repo, number),
       number,
       owner: remote.owner,
       repo: remote.repo,
@@ -172,20 +169,49 @@ export class IssueImport {
       const { comments, more } = await this.github.listIssueComments(ref.owner, ref.repo, ref.number, COMMENTS_MAX);
       return { comments, issue, moreComments: more, ref };
     } catch (err) {
-      if (!(err instanceof GitHubError)) {
-        throw err;
-      }
-      if (err.code === 'not_found') {
+      if (err instanceof GitHubError && err.code === 'not_found') {
         throw notFound('issue_not_found', `GitHub has no issue ${name} (or the token cannot see it)`);
       }
-      const when =
-        err.details.resetAt ?? (err.details.retryAfterMs ? `${Math.ceil(err.details.retryAfterMs / 1000)} s` : null);
-      throw unavailable(
-        'forge_unavailable',
-        `GitHub could not be read for ${name}: ${err.message}; nothing was imported${when === null ? ', try again shortly' : `, try again after ${when}`}`,
-      );
+      throw forgeUnavailable(err, name, '; nothing was imported');
     }
   }
+}
+
+/** `github:owner/repo#12`, lower case: what makes an issue's second import a 409. */
+export function issueKey(owner: string, repo: string, number: number): string {
+  return `github:${owner}/${repo}#${number}`.toLowerCase();
+}
+
+/**
+ * What GitHub's refusal means to the person asking: a token GitHub rejects or that may not read
+ * the repository is theirs to fix (409); what a retry may cure (down, slow, out of budget) is a
+ * 503 with when to try again. Other errors as they are.
+ */
+export function forgeUnavailable(err: unknown, what: string, consequence = ''): Error {
+  if (!(err instanceof GitHubError)) {
+    return err as Error;
+  }
+  if (err.code === 'unauthorized') {
+    return conflict(
+      'github_token_rejected',
+      `GitHub rejected the token reading ${what}${consequence}: give Agent Manager a valid one (GITHUB_TOKEN, GH_TOKEN or \`gh auth login\`) and restart it`,
+    );
+  }
+  if (err.code === 'forbidden') {
+    return conflict(
+      'github_forbidden',
+      `GitHub refused the token ${what}${consequence}: it needs read access to the repository's issues (${err.message})`,
+    );
+  }
+  if (err.details.status === 410) {
+    return notFound('issue_gone', `GitHub says ${what} is gone (deleted, or issues are turned off)${consequence}`);
+  }
+  const when =
+    err.details.resetAt ?? (err.details.retryAfterMs ? `${Math.ceil(err.details.retryAfterMs / 1000)} s` : null);
+  return unavailable(
+    'forge_unavailable',
+    `GitHub could not be read for ${what}: ${err.message}${consequence}${when === null ? ', try again shortly' : `, try again after ${when}`}`,
+  );
 }
 
 /** `https://HOST/OWNER/REPO/issues/N` (a fragment or query allowed) on one of `hosts`; 400 for anything else. */

@@ -158,7 +158,7 @@ export class LandingPullRequests {
       );
     }
     await this.push(top, remote, branch, authorization);
-    const body = await this.body(requirement);
+    const body = await this.body(requirement, `${remote.owner}/${remote.repo}`);
     let opened: Awaited<ReturnType<GitHubClient['createPullRequest']>>;
     try {
       opened = await this.github.createPullRequest(remote.owner, remote.repo, {
@@ -222,12 +222,19 @@ export class LandingPullRequests {
     }
   }
 
-  /** The Requirement's description, what its agent said last, and which Requirement it is. */
-  private async body(requirement: RequirementResponseDto): Promise<string> {
+  /**
+   * The Requirement's description, what its agent said last, and which Requirement it is. One
+   * imported from an issue (issue 49) names the issue instead of repeating its text: posted under
+   * the person's token, an outsider's words would mention, close and command as they liked.
+   */
+  private async body(requirement: RequirementResponseDto, repository: string): Promise<string> {
     const summary = await agentSummary(this.messages, requirement.id);
-    const text = [requirement.description.trim(), summary === '' ? '' : `## Summary\n\n${summary}`]
-      .filter((part) => part !== '')
-      .join('\n\n');
+    const source = requirement.source;
+    const about =
+      source === null
+        ? requirement.description.trim()
+        : `Closes ${source.repository.toLowerCase() === repository.toLowerCase() ? '' : source.repository}#${source.number}`;
+    const text = [about, summary === '' ? '' : `## Summary\n\n${summary}`].filter((part) => part !== '').join('\n\n');
     const footer = `Requirement ${requirement.id}, opened by Agent Manager.`;
     return `${text.length > BODY_MAX ? `${text.slice(0, BODY_MAX)}…` : text}${text === '' ? '' : '\n\n---\n'}${footer}`;
   }

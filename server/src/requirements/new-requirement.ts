@@ -9,5 +9,5 @@ export interface NewRequirement extends CreateRequirementDto {
   parentRequirementId?: string | null;
   sourceSessionId?: string | null;
   /** Imported from a forge's issue (issue 49): what it was, and the key that makes a second import a 409. */
-  source?: { value: RequirementSource; key: string } | null;
+  source?: { value: RequirementSource; key: string | null } | null;
 }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { In } from 'typeorm';
 
 import type { RequirementStatus } from '@libs/contracts';
 
@@ -110,6 +111,18 @@ export class RequirementsRepository {
     const manager = uow === null ? this.database.readManager : await uow.reads();
     const row = await manager.findOne(RequirementEntity, { select: { id: true }, where: { sourceKey: key } });
     return row?.id ?? null;
+  }
+
+  /** The Requirements imported from these issues, by source key. */
+  async findBySourceKeys(keys: string[]): Promise<Map<string, string>> {
+    if (keys.length === 0) {
+      return new Map();
+    }
+    const rows = await this.database.readManager.find(RequirementEntity, {
+      select: { id: true, sourceKey: true },
+      where: { sourceKey: In(keys) },
+    });
+    return new Map(rows.map((row) => [row.sourceKey as string, row.id]));
   }
 
   /** One Requirement row, committed. */

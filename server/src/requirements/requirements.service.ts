@@ -60,7 +60,7 @@ export class RequirementsService {
   async create(input: NewRequirement, actor: EventActor): Promise<RequirementResponseDto> {
     const staging = await this.domainEvents.emit('requirement.creating', input);
     const created = await this.database.write(async (tx) => {
-      if (input.source) {
+      if (input.source?.key) {
         await this.refuseImportedTwice(tx, input.source.key);
       }
       const now = this.clock.nowIso();
@@ -140,6 +140,11 @@ export class RequirementsService {
         existing,
       ]);
     }
+  }
+
+  /** The Requirements imported from these issues, by source key (those never imported are absent). */
+  importedAsMany(keys: string[]): Promise<Map<string, string>> {
+    return this.repository.findBySourceKeys(keys);
   }
 
   /** The Requirement imported from this issue (its source key), or null. */
@@ -291,6 +296,11 @@ export class RequirementsService {
         description: dto.description ?? original.description,
         forkedFromRequirementId: original.id,
         model: dto.model === undefined ? original.model : dto.model,
+        // An issue's words stay marked as the issue's in a copy that keeps them (the copy is not an import of it).
+        source:
+          original.source !== null && (dto.description === undefined || dto.title === undefined)
+            ? { key: null, value: original.source }
+            : null,
         provider: dto.provider ?? original.provider,
         reasoningEffort: dto.reasoningEffort === undefined ? original.reasoningEffort : dto.reasoningEffort,
         title: dto.title ?? original.title,

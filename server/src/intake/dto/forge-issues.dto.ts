@@ -1,0 +1,46 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+import { OptionalEnum, OptionalText } from '../../core/validation';
+
+export const ISSUE_LIST_STATES = ['open', 'closed', 'all'] as const;
+
+export class ListForgeIssuesQueryDto {
+  @OptionalText({
+    description: "OWNER/REPO, one of the workspace's GitHub remotes (default: origin's, else the first)",
+    max: 200,
+    min: 3,
+    pattern: /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/,
+  })
+  repository?: string;
+
+  @OptionalEnum(ISSUE_LIST_STATES, 'open (default), closed or all')
+  state?: (typeof ISSUE_LIST_STATES)[number];
+
+  @OptionalText({ description: 'Labels, comma-separated: issues with all of them', max: 500, min: 1 })
+  labels?: string;
+
+  @OptionalText({ description: 'Words to search for in titles and text (GitHub search)', max: 256, min: 1 })
+  q?: string;
+
+  @OptionalText({ description: 'nextCursor of the page before', max: 4, min: 1, pattern: /^[1-9]\d{0,3}$/ })
+  cursor?: string;
+}
+
+export class ForgeIssueDto {
+  @ApiProperty() number!: number;
+  @ApiProperty() title!: string;
+  @ApiProperty() url!: string;
+  @ApiProperty({ type: [String] }) labels!: string[];
+  @ApiProperty({ nullable: true, type: String }) author!: string | null;
+  @ApiProperty({ enum: ['open', 'closed'] }) state!: 'open' | 'closed';
+  @ApiProperty() createdAt!: string;
+  @ApiProperty({ description: 'The Requirement it was imported as, or null', nullable: true, type: String })
+  importedAs!: string | null;
+}
+
+export class ForgeIssuePageDto {
+  @ApiProperty({ description: 'OWNER/REPO listed' }) repository!: string;
+  @ApiProperty({ type: [ForgeIssueDto] }) items!: ForgeIssueDto[];
+  @ApiProperty({ description: 'The next page (cursor=), or null', nullable: true, type: String })
+  nextCursor!: string | null;
+}
