@@ -188,8 +188,7 @@ describe('importing issues from GitHub', () => {
         .filter((r) => r.source !== null && r.forkedFromRequirementId === null)
         .map((r) => [r.source!.number, r.id]),
     );
-    const ask = (query: Record<string, string> = {}) =>
-      api().GET('/api/forge/issues', { params: { query: query as never } });
+    const ask = (query: Record<string, string> = {}) => api().GET('/api/forge/issues', { params: { query: query } });
     const list = (query: Record<string, string> = {}) => ok(ask(query));
     const first = await list();
     expect(first.repository).toBe(REPO);
