@@ -5,11 +5,12 @@ import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunningManager, startManager } from '@server/manager';
 
 import { apiClient, ok, refusal } from './support/api';
-import { launchBrowser } from './support/browser';
+import { launchBrowser, screenshot } from './support/browser';
 import { FakeGitHubServer } from './support/fake-github-server';
 import { git, initRepository } from './support/git-repo';
 import { registerToken } from './support/http';
 import { IDLE_AGENT, STORE_ENV, Sandbox, makeSandbox } from './support/manager-process';
+import { until } from './support/wait';
 
 jest.setTimeout(120_000);
 
@@ -272,6 +273,68 @@ describe('importing issues from GitHub', () => {
     expect(huge.description).toContain(
       `[… the issue's text is cut here: ${1024 * 1024 - 60_000} more characters at ${github.url}/${REPO}/issues/5]`,
     );
+  });
+
+  it('picks issues in the dashboard: by label, several at once, the imported ones marked; on a phone in the dark too', async () => {
+    github.addIssue({ labels: ['ui'], number: 60, repository: REPO, title: 'Picker one' });
+    github.addIssue({ labels: ['ui'], number: 61, repository: REPO, title: 'Picker two' });
+    const login = `${manager.url}/?token=${manager.app.get(LocalTokenService).value}`;
+    const browser = await launchBrowser();
+    try {
+      const page = browser.page;
+      await page.goto(login);
+      await page.getByTestId('import-issues-open').click();
+      const dialog = page.getByTestId('import-dialog');
+      await expect(dialog.getByTestId('import-repository').textContent()).resolves.toContain(REPO);
+      // Already imported: marked, linked, not to be picked again.
+      const twelve = dialog.locator('li[data-number="12"]');
+      await twelve.getByTestId('import-imported').waitFor();
+      await expect(twelve.locator('input[type=checkbox]').isDisabled()).resolves.toBe(true);
+      await dialog.getByTestId('import-labels').fill('ui');
+      await dialog.getByTestId('import-apply').click();
+      await until(
+        'the labelled issues alone',
+        async () => (await dialog.locator('li[data-number]').count()) === 2 || undefined,
+      );
+      await dialog.locator('li[data-number="60"] input[type=checkbox]').check();
+      await dialog.locator('li[data-number="61"] input[type=checkbox]').check();
+      await until(
+        'the button to count both',
+        async () => (await dialog.getByTestId('import-submit').textContent())?.includes('Import 2') || undefined,
+      );
+      await dialog.getByTestId('import-submit').click();
+      await until('the picked issues to be Requirements', async () => {
+        const all = (await ok(api().GET('/api/requirements', { params: { query: { limit: 200 } } }))).items;
+        return [60, 61].every((n) => all.some((r) => r.source?.number === n)) || undefined;
+      });
+      await until(
+        'the dialog to close',
+        async () => (await page.getByTestId('import-dialog').count()) === 0 || undefined,
+      );
+      expect(browser.errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+    const phone = await launchBrowser({ colorScheme: 'dark', viewport: { height: 844, width: 390 } });
+    try {
+      await phone.page.goto(login);
+      await phone.page.getByTestId('import-issues-open').click();
+      const dialog = phone.page.getByTestId('import-dialog');
+      await dialog.getByTestId('import-labels').fill('ui');
+      await dialog.getByTestId('import-apply').click();
+      // Imported a moment ago: said so, though the list itself may come from the last 30 s.
+      await dialog.locator('li[data-number="61"]').getByTestId('import-imported').waitFor();
+      const box = await dialog.boundingBox();
+      expect(box!.x).toBeGreaterThanOrEqual(0);
+      expect(box!.x + box!.width).toBeLessThanOrEqual(390);
+      await expect(phone.page.evaluate<number>('document.documentElement.scrollWidth')).resolves.toBeLessThanOrEqual(
+        390,
+      );
+      await screenshot(phone.page, 'import-issues-phone-dark');
+      expect(phone.errors).toEqual([]);
+    } finally {
+      await phone.close();
+    }
   });
 
   // Last: the client then knows the budget spent until its reset, an hour on.

@@ -12,6 +12,7 @@ import { PageTitle } from './core/page-title';
 import { LiveSync } from './core/stores/live-sync';
 import { Theme } from './core/theme';
 import { CreateRequirementDialog } from './dialogs/create-requirement-dialog';
+import { ImportIssuesDialog } from './dialogs/import-issues-dialog';
 import { SettingsDialog } from './dialogs/settings-dialog';
 import { LoggedOutPage } from './login/logged-out-page';
 import { SearchBox } from './search/search-box';
@@ -23,6 +24,7 @@ import { SearchBox } from './search/search-box';
     RouterLink,
     RouterLinkActive,
     CreateRequirementDialog,
+    ImportIssuesDialog,
     LoggedOutPage,
     SearchBox,
     SettingsDialog,
@@ -81,6 +83,15 @@ import { SearchBox } from './search/search-box';
         >
           + <span class="label">{{ t('action.new') }}</span>
         </button>
+        <button
+          type="button"
+          (click)="importing.set(true)"
+          data-testid="import-issues-open"
+          [attr.aria-label]="t('action.fromIssue')"
+          [title]="t('action.fromIssue')"
+        >
+          ⇣ <span class="label wide-only">{{ t('action.fromIssue') }}</span>
+        </button>
         <label class="inline">
           <span class="sr-only">{{ t('action.language') }}</span>
           <select
@@ -118,9 +129,12 @@ import { SearchBox } from './search/search-box';
     </div>
     <!-- The dialogs (the model picker, the budget and settings fields) are not part of the first
     paint: their code loads once the page is idle, or at once when one is opened before that. -->
-    @defer (on idle; when creating() || settings()) {
+    @defer (on idle; when creating() || settings() || importing()) {
       @if (creating()) {
         <am-create-requirement-dialog (closed)="creating.set(false)" />
+      }
+      @if (importing()) {
+        <am-import-issues-dialog (closed)="importing.set(false)" />
       }
       @if (settings()) {
         <am-settings-dialog (closed)="settings.set(false)" />
@@ -165,6 +179,8 @@ export class App {
   protected readonly t = this.i18n.t;
   protected readonly keyOf = keyOf;
   protected readonly creating = signal(false);
+  /** New from issue (issue 49 §2). */
+  protected readonly importing = signal(false);
   protected readonly settings = signal(false);
   private readonly router = inject(Router);
   private readonly attention = inject(AttentionStore);
