@@ -490,6 +490,18 @@ export class FakeGitHubServer {
 
   // ---- HTTP --------------------------------------------------------------------------------
 
+  /** GitHub's answer to a REST call past the core budget. */
+  private rateLimited(send: (status: number, body: unknown, headers?: Record<string, string>) => void): void {
+    send(
+      403,
+      {
+        documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api',
+        message: 'API rate limit exceeded for user ID 1.',
+      },
+      this.rateHeaders('core'),
+    );
+  }
+
   /** A page of the issue list (PRs among them, as GitHub's list has them) or of a search's results. */
   private answerIssueList(
     list: RegExpExecArray | null,
@@ -498,7 +510,7 @@ export class FakeGitHubServer {
     send: (status: number, body: unknown, headers?: Record<string, string>) => void,
   ): void {
     if (!this.charge('core', 1, record)) {
-      return send(403, { message: 'API rate limit exceeded for user ID 1.' }, this.rateHeaders('core'));
+      return this.rateLimited(send);
     }
     let repository: string;
     let state = query.get('state') ?? 'open';
@@ -573,14 +585,7 @@ export class FakeGitHubServer {
     send: (status: number, body: unknown, headers?: Record<string, string>) => void,
   ): void {
     if (!this.charge('core', 1, record)) {
-      return send(
-        403,
-        {
-          documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api',
-          message: 'API rate limit exceeded for user ID 1.',
-        },
-        this.rateHeaders('core'),
-      );
+      return this.rateLimited(send);
     }
     const [, owner, repo, number, comments] = match;
     const repository = `${owner}/${repo}`;
@@ -733,7 +738,7 @@ export class FakeGitHubServer {
     const pulls = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/pulls$/.exec(path);
     if (pulls && (method === 'POST' || method === 'GET')) {
       if (!this.charge('core', 1, record)) {
-        return send(403, { message: 'API rate limit exceeded for user ID 1.' }, this.rateHeaders('core'));
+        return this.rateLimited(send);
       }
       const repository = `${pulls[1]}/${pulls[2]}`;
       if (method === 'GET') {
@@ -824,14 +829,7 @@ export class FakeGitHubServer {
     if (pull && method === 'GET') {
       record.pullRequests = 1;
       if (!this.charge('core', 1, record)) {
-        return send(
-          403,
-          {
-            documentation_url: 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api',
-            message: 'API rate limit exceeded for user ID 1.',
-          },
-          this.rateHeaders('core'),
-        );
+        return this.rateLimited(send);
       }
       const pr = this.pulls.get(keyOf(`${pull[1]}/${pull[2]}`, Number(pull[3])));
       if (!pr) {
