@@ -283,7 +283,8 @@ describe('importing issues from GitHub', () => {
     try {
       const page = browser.page;
       await page.goto(login);
-      await page.getByTestId('import-issues-open').click();
+      await page.getByTestId('new-requirement').click();
+      await page.getByTestId('create-from-issue').click();
       const dialog = page.getByTestId('import-dialog');
       await expect(dialog.getByTestId('import-repository').textContent()).resolves.toContain(REPO);
       // Already imported: marked, linked, not to be picked again.
@@ -318,7 +319,8 @@ describe('importing issues from GitHub', () => {
     const phone = await launchBrowser({ colorScheme: 'dark', viewport: { height: 844, width: 390 } });
     try {
       await phone.page.goto(login);
-      await phone.page.getByTestId('import-issues-open').click();
+      await phone.page.getByTestId('new-requirement').click();
+      await phone.page.getByTestId('create-from-issue').click();
       const dialog = phone.page.getByTestId('import-dialog');
       await dialog.getByTestId('import-labels').fill('ui');
       await dialog.getByTestId('import-apply').click();

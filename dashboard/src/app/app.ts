@@ -83,15 +83,6 @@ import { SearchBox } from './search/search-box';
         >
           + <span class="label">{{ t('action.new') }}</span>
         </button>
-        <button
-          type="button"
-          (click)="importing.set(true)"
-          data-testid="import-issues-open"
-          [attr.aria-label]="t('action.fromIssue')"
-          [title]="t('action.fromIssue')"
-        >
-          ⇣ <span class="label wide-only">{{ t('action.fromIssue') }}</span>
-        </button>
         <label class="inline">
           <span class="sr-only">{{ t('action.language') }}</span>
           <select
@@ -131,7 +122,7 @@ import { SearchBox } from './search/search-box';
     paint: their code loads once the page is idle, or at once when one is opened before that. -->
     @defer (on idle; when creating() || settings() || importing()) {
       @if (creating()) {
-        <am-create-requirement-dialog (closed)="creating.set(false)" />
+        <am-create-requirement-dialog (closed)="creating.set(false)" (fromIssue)="importing.set(true)" />
       }
       @if (importing()) {
         <am-import-issues-dialog (closed)="importing.set(false)" />

@@ -116,6 +116,14 @@ interface Created {
           <h2 id="create-title">
             {{ mode() === 'edit' ? t('edit.title') : mode() === 'fork' ? t('fork.title') : t('create.title') }}
           </h2>
+          @if (mode() === 'create') {
+            <!-- Work from the tracker (issue 49 §2): the issue picker, in the place a new Requirement starts. -->
+            <p class="muted">
+              <button type="button" class="ghost small" (click)="onFromIssue()" data-testid="create-from-issue">
+                {{ t('create.fromIssue') }}
+              </button>
+            </p>
+          }
           @if (locked()) {
             <p class="muted" data-testid="edit-started-note">{{ t('edit.startedNote') }}</p>
           }
@@ -289,6 +297,8 @@ export class CreateRequirementDialog implements OnInit {
   /** The Requirement edited or forked. */
   readonly source = input<Requirement | null>(null);
   readonly closed = output<void>();
+  /** The person chose to start from GitHub issues instead (the app opens the picker). */
+  readonly fromIssue = output<void>();
   private readonly notifier = inject(Notifier);
   private readonly store = inject(RequirementsStore);
   private readonly router = inject(Router);
@@ -357,6 +367,11 @@ export class CreateRequirementDialog implements OnInit {
     if (!this.created() && this.snapshot() !== this.initial && !confirm(this.t('create.discardAsk'))) {
       event.preventDefault();
     }
+  }
+
+  protected onFromIssue(): void {
+    this.fromIssue.emit();
+    this.modal().close();
   }
 
   protected async onSubmit(event: Event): Promise<void> {
