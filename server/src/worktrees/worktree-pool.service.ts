@@ -176,9 +176,19 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
   /**
    * A ready copy made at exactly this base, with today's recipe, for a Requirement to make its own
    * (it leaves the list first: a crash after leaves an orphan, never a copy two own); null when
-   * there is none. Either way the pool is filled again behind it.
+   * there is none. Either way the pool is filled again behind it. The pool never fails a start:
+   * a list it cannot read or write is no copy, and the start makes its own.
    */
   async take(base: { ref: string; sha: string; subdirectory: string | null }): Promise<PooledCopy | null> {
+    try {
+      return await this.takeNow(base);
+    } catch (err) {
+      this.logger.warn(`no prepared worktree could be taken: ${(err as Error).message}`);
+      return null;
+    }
+  }
+
+  private async takeNow(base: { ref: string; sha: string; subdirectory: string | null }): Promise<PooledCopy | null> {
     await this.load();
     const recipe = this.recipe(base.subdirectory);
     const copy = this.copies.find(
@@ -189,8 +199,13 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
         candidate.recipe === recipe,
     );
     if (copy !== undefined) {
+      // Written before it is handed out: a list that cannot be written keeps the copy the pool's.
+      writePoolManifest(
+        this.runtime.paths.dataDirectory,
+        this.copies.filter((candidate) => candidate !== copy),
+      );
       this.handedOut.add(copy.path);
-      this.write(this.copies.filter((candidate) => candidate !== copy));
+      this.copies = this.copies.filter((candidate) => candidate !== copy);
     }
     this.kick();
     return copy ?? null;
@@ -201,6 +216,7 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
    * cleared with whatever it left running, and a ready one whose folder is gone is forgotten.
    */
   private load(): Promise<void> {
+    // A load that failed (the list unwritable a moment) is tried again by the next caller.
     this.loading ??= (async () => {
       const listed = readPoolManifest(this.runtime.paths.dataDirectory);
       await endMarkedWith(this.markerPrefix);
@@ -217,7 +233,10 @@ export class WorktreePool implements OnApplicationBootstrap, BeforeApplicationSh
       if (listed.length !== kept.length) {
         this.write(kept);
       }
-    })();
+    })().catch((err: unknown) => {
+      this.loading = null;
+      throw err;
+    });
     return this.loading;
   }
 
