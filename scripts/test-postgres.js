@@ -31,6 +31,7 @@ const SUITES = [
   'test/db-copy.e2e-spec.ts',
   'test/requirements.e2e-spec.ts',
   'test/issue-import.e2e-spec.ts',
+  'test/issue-tracker.e2e-spec.ts',
   'test/events.e2e-spec.ts',
   'test/attachments.e2e-spec.ts',
   'test/fuzz.e2e-spec.ts',

@@ -131,7 +131,7 @@ describe('importing issues from GitHub', () => {
       const link = browser.page.getByTestId('requirement-source');
       await expect(link.textContent()).resolves.toBe('acme/widgets#12');
       await expect(link.getAttribute('href')).resolves.toBe(`${github.url}/${REPO}/issues/12`);
-      await expect(browser.page.getByText('open when imported').count()).resolves.toBe(1);
+      await expect(browser.page.getByText('open on GitHub').count()).resolves.toBe(1);
       expect(browser.errors).toEqual([]);
     } finally {
       await browser.close();

@@ -108,6 +108,7 @@ describe('reactions to committed events', () => {
         'BranchSharing.runsEnded',
         'BudgetsService.treesCharged',
         'CheckpointsService.purged',
+        'IssueWriteBack.workChanged',
         RADAR,
         QUEUE,
         'NotificationsService.itemsOpened',

@@ -12,7 +12,11 @@
 //                                                        `pull_request`, as GitHub's do)
 //   GET  /repos/:owner/:repo/issues/:number/comments     its comments, oldest first (page, per_page;
 //                                                        a Link header when there is a next page)
-//   GET  /repos/:owner/:repo/issues?state=&labels=&page=  a page of issues and PRs, newest first (Link)
+//   GET  /repos/:owner/:repo/issues?state=&labels=&page=  a page of issues and PRs, newest first (Link);
+//        …&since=&sort=updated&direction=asc              those changed at or after `since`, oldest change
+//                                                        first, with an ETag (If-None-Match → a free 304)
+//   POST /repos/:owner/:repo/issues/:number/comments     writes a comment (as the token's user, octocat)
+//   PATCH /repos/:owner/:repo/issues/:number             closes or reopens it ({state, state_reason})
 //   GET  /search/issues?q=repo:o/r is:issue is:open label:"x" words   the search's items (Link)
 //   GET  /rate_limit (+ /api/v3)                         the budgets (free, like GitHub's)
 //   GET  /user (+ /api/v3)                               the token's user, its OAuth scopes in
@@ -105,6 +109,8 @@ export interface FakeIssue {
   author: string | null;
   state: 'open' | 'closed';
   comments: Array<{ author: string | null; body: string; createdAt: string }>;
+  /** GitHub's `updated_at` (whole seconds): moves with every change, a comment's included. */
+  updatedAt: string;
 }
 /** Which batch query a GraphQL request was: full snapshots or change-detection summaries. */
 export type FakeGraphqlQuery = 'snapshot' | 'summary';
@@ -175,7 +181,8 @@ export class FakeGitHubServer {
   /** Requests no route served (answered 404): should stay empty. */
   readonly unhandled: { method: string; path: string }[] = [];
   /** Faults applied to the next requests in order (any kind unless `only` says otherwise). */
-  private readonly faults: { fault: FakeFault; only?: FakeRequestKind }[] = [];
+  private readonly faults: { fault: FakeFault; only?: FakeRequestKind; match?: { method: string; path: string } }[] =
+    [];
   private readonly pulls = new Map<string, FakePullRequest>();
   private readonly issues = new Map<string, FakeIssue>();
   private readonly budgets: Record<'core' | 'graphql', Budget>;
@@ -267,9 +274,38 @@ export class FakeGitHubServer {
   }
 
   addIssue(init: Partial<FakeIssue> & { repository: string; number: number; title: string }): FakeIssue {
-    const issue: FakeIssue = { author: 'octocat', body: '', comments: [], labels: [], state: 'open', ...init };
+    const issue: FakeIssue = {
+      author: 'octocat',
+      body: '',
+      comments: [],
+      labels: [],
+      state: 'open',
+      updatedAt: githubNow(),
+      ...init,
+    };
     this.issues.set(keyOf(init.repository, init.number), issue);
     return issue;
+  }
+
+  /** The issue's live state (throws when absent). */
+  issue(repository: string, number: number): FakeIssue {
+    const issue = this.issues.get(keyOf(repository, number));
+    if (!issue) {
+      throw new Error(`fake GitHub has no issue ${repository}#${number}`);
+    }
+    return issue;
+  }
+
+  /** Someone comments on an issue now (it changes: its `updated_at` moves). */
+  commentOnIssue(repository: string, number: number, author: string | null, body: string): void {
+    const issue = this.issue(repository, number);
+    issue.comments.push({ author, body, createdAt: githubNow() });
+    issue.updatedAt = githubNow();
+  }
+
+  /** Someone changes an issue now: closes it, relabels it, retitles it. */
+  updateIssue(repository: string, number: number, patch: Partial<Pick<FakeIssue, 'state' | 'labels' | 'title'>>): void {
+    Object.assign(this.issue(repository, number), patch, { updatedAt: githubNow() });
   }
 
   removePullRequest(repository: string, number: number): void {
@@ -411,10 +447,10 @@ export class FakeGitHubServer {
     this.pullRequest(repository, number).failure = type ? { message, type } : null;
   }
 
-  /** The next `count` requests (of `only` kind, if given) answer `status` (default 502). */
-  failNext(count: number, status = 502, only?: FakeRequestKind): void {
+  /** The next `count` requests (of `only` kind, and `match`ing, if given) answer `status` (default 502). */
+  failNext(count: number, status = 502, only?: FakeRequestKind, match?: { method: string; path: string }): void {
     for (let i = 0; i < count; i++) {
-      this.faults.push({ fault: { kind: 'status', status }, only });
+      this.faults.push({ fault: { kind: 'status', status }, match, only });
     }
   }
 
@@ -506,6 +542,7 @@ export class FakeGitHubServer {
   private answerIssueList(
     list: RegExpExecArray | null,
     query: URLSearchParams,
+    ifNoneMatch: string | undefined,
     record: FakeRequest,
     send: (status: number, body: unknown, headers?: Record<string, string>) => void,
   ): void {
@@ -532,23 +569,28 @@ export class FakeGitHubServer {
         .filter((w) => w !== '' && !/^(repo|is):/.test(w))
         .map((w) => w.toLowerCase());
     }
+    const since = list ? query.get('since') : null;
+    const byUpdate = list !== null && query.get('sort') === 'updated';
     const issues = [...this.issues.values()]
       .filter((i) => i.repository.toLowerCase() === repository.toLowerCase())
+      .filter((i) => since === null || Date.parse(i.updatedAt) >= Date.parse(since))
       .filter((i) => state === 'all' || i.state === state)
       .filter((i) => labels.every((l) => i.labels.includes(l)))
       .filter((i) => words.every((w) => `${i.title} ${i.body ?? ''}`.toLowerCase().includes(w)))
       .map((i) => ({
         body: i.body,
+        comments: i.comments.length,
         created_at: '2026-01-01T00:00:00Z',
         html_url: `${this.url}/${i.repository}/issues/${i.number}`,
         labels: i.labels.map((name) => ({ name })),
         number: i.number,
         state: i.state,
         title: i.title,
+        updated_at: i.updatedAt,
         user: i.author === null ? null : { login: i.author },
       }));
     const pulls =
-      withPulls && labels.length === 0 && words.length === 0 && state !== 'closed'
+      withPulls && since === null && labels.length === 0 && words.length === 0 && state !== 'closed'
         ? [...this.pulls.values()]
             .filter((pr) => `${pr.owner}/${pr.repo}`.toLowerCase() === repository.toLowerCase())
             .map((pr) => ({
@@ -563,7 +605,12 @@ export class FakeGitHubServer {
               user: { login: 'octocat' },
             }))
         : [];
-    const all = [...issues, ...pulls].sort((a, b) => b.number - a.number);
+    const all = byUpdate
+      ? [...issues].sort((a, b) => Date.parse(a.updated_at) - Date.parse(b.updated_at) || a.number - b.number)
+      : [...issues, ...pulls].sort((a, b) => b.number - a.number);
+    if (byUpdate && query.get('direction') !== 'asc') {
+      all.reverse();
+    }
     const perPage = Math.min(100, Number(query.get('per_page') ?? 30));
     const page = Math.max(1, Number(query.get('page') ?? 1));
     const slice = all.slice((page - 1) * perPage, page * perPage);
@@ -571,10 +618,16 @@ export class FakeGitHubServer {
       page * perPage < all.length
         ? { link: `<${this.url}/next?page=${page + 1}&per_page=${perPage}>; rel="next"` }
         : {};
-    return send(200, list ? slice : { incomplete_results: false, items: slice, total_count: all.length }, {
-      ...this.rateHeaders('core'),
-      ...link,
-    });
+    const body = list ? slice : { incomplete_results: false, items: slice, total_count: all.length };
+    const etag = `"${createHash('sha1')
+      .update(JSON.stringify([body, link]))
+      .digest('hex')}"`;
+    if (list && ifNoneMatch === etag) {
+      this.budgets.core.used--; // GitHub does not charge a 304
+      record.cost = 0;
+      return send(304, undefined, { etag, ...this.rateHeaders('core') });
+    }
+    return send(200, body, { etag, ...this.rateHeaders('core'), ...link });
   }
 
   /** GET an issue or a page of its comments; a pull request is an issue too (GitHub's REST says so with `pull_request`). */
@@ -600,16 +653,20 @@ export class FakeGitHubServer {
       );
     }
     if (comments) {
-      const all = issue?.comments ?? [];
+      const since = query.get('since');
+      const all = (issue?.comments ?? [])
+        .map((c, i) => ({ ...c, id: Number(number) * 1000 + i + 1 }))
+        .filter((c) => since === null || Date.parse(c.createdAt) >= Date.parse(since));
       const perPage = Math.min(100, Number(query.get('per_page') ?? 30));
       const page = Math.max(1, Number(query.get('page') ?? 1));
-      const slice = all.slice((page - 1) * perPage, page * perPage).map((c, i) => {
-        const id = Number(number) * 1000 + (page - 1) * perPage + i + 1;
+      const slice = all.slice((page - 1) * perPage, page * perPage).map((c) => {
+        const id = c.id;
         return {
           body: c.body,
           created_at: c.createdAt,
           html_url: `${html}#issuecomment-${id}`,
           id,
+          updated_at: c.createdAt,
           user: c.author === null ? null : { login: c.author },
         };
       });
@@ -644,16 +701,62 @@ export class FakeGitHubServer {
       200,
       {
         body: issue.body,
+        comments: issue.comments.length,
         created_at: '2026-01-01T00:00:00Z',
         html_url: html,
         labels: issue.labels.map((name) => ({ name })),
         number: issue.number,
         state: issue.state,
         title: issue.title,
+        updated_at: issue.updatedAt,
         user: issue.author === null ? null : { login: issue.author },
       },
       this.rateHeaders('core'),
     );
+  }
+
+  /** POST a comment on an issue, or PATCH its state: what a write-back does. */
+  private writeIssue(
+    match: RegExpExecArray,
+    method: string,
+    raw: string,
+    record: FakeRequest,
+    send: (status: number, body: unknown, headers?: Record<string, string>) => void,
+  ): void {
+    if (!this.charge('core', 1, record)) {
+      return this.rateLimited(send);
+    }
+    const [, owner, repo, number, comments] = match;
+    const repository = `${owner}/${repo}`;
+    const issue = this.issues.get(keyOf(repository, Number(number)));
+    if (!issue) {
+      return send(404, { message: 'Not Found' }, this.rateHeaders('core'));
+    }
+    let input: { body?: unknown; state?: unknown };
+    try {
+      input = JSON.parse(raw) as typeof input;
+    } catch {
+      return send(400, { message: 'Problems parsing JSON' });
+    }
+    if (comments && method === 'POST') {
+      if (typeof input.body !== 'string' || input.body === '') {
+        return send(422, { message: 'Validation Failed', errors: [{ field: 'body', code: 'missing_field' }] });
+      }
+      this.commentOnIssue(repository, Number(number), 'octocat', input.body);
+      const id = Number(number) * 1000 + issue.comments.length;
+      return send(
+        201,
+        { body: input.body, html_url: `${this.url}/${repository}/issues/${number}#issuecomment-${id}`, id },
+        this.rateHeaders('core'),
+      );
+    }
+    if (!comments && method === 'PATCH') {
+      if (input.state === 'open' || input.state === 'closed') {
+        this.updateIssue(repository, Number(number), { state: input.state });
+      }
+      return send(200, { number: issue.number, state: issue.state }, this.rateHeaders('core'));
+    }
+    return send(404, { message: 'Not Found' });
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -691,7 +794,9 @@ export class FakeGitHubServer {
       res.end(body === undefined ? undefined : JSON.stringify(body));
     };
 
-    const index = this.faults.findIndex((f) => !f.only || f.only === kind);
+    const index = this.faults.findIndex(
+      (f) => (!f.only || f.only === kind) && (!f.match || (f.match.method === method && f.match.path === path)),
+    );
     const fault = index >= 0 ? this.faults.splice(index, 1)[0].fault : null;
     if (fault?.kind === 'delay') {
       await new Promise((resolve) => setTimeout(resolve, fault.ms));
@@ -819,11 +924,20 @@ export class FakeGitHubServer {
     const issueList = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/issues$/.exec(path);
     const search = /^(?:\/api\/v3)?\/search\/issues$/.test(path);
     if ((issueList || search) && method === 'GET') {
-      return this.answerIssueList(issueList, new URL(req.url ?? '/', 'http://fake').searchParams, record, send);
+      return this.answerIssueList(
+        issueList,
+        new URL(req.url ?? '/', 'http://fake').searchParams,
+        req.headers['if-none-match'],
+        record,
+        send,
+      );
     }
     const issue = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)(\/comments)?$/.exec(path);
     if (issue && method === 'GET') {
       return this.answerIssue(issue, new URL(req.url ?? '/', 'http://fake').searchParams, record, send);
+    }
+    if (issue && (method === 'POST' || method === 'PATCH')) {
+      return this.writeIssue(issue, method, Buffer.concat(chunks).toString('utf8'), record, send);
     }
     const pull = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/.exec(path);
     if (pull && method === 'GET') {
@@ -1091,6 +1205,11 @@ export class FakeGitHubServer {
     pr.updatedAt = new Date(now).toISOString();
     return pr;
   }
+}
+
+/** Now as GitHub writes times: whole seconds. */
+function githubNow(): string {
+  return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
 function keyOf(repository: string, number: number): string {

@@ -1723,16 +1723,16 @@ export interface components {
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
             /** @description Fields a change applies to at once; every other field needs a restart */
-            liveFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            liveFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "intakeLabels" | "intakeProvider" | "intakeStart" | "intakeWriteBack" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description Whether a notification webhook secret is set (never returned) */
             notificationWebhookSecretConfigured: boolean;
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            overriddenFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "intakeLabels" | "intakeProvider" | "intakeStart" | "intakeWriteBack" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            restartRequiredFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "intakeLabels" | "intakeProvider" | "intakeStart" | "intakeWriteBack" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
@@ -1775,6 +1775,13 @@ export interface components {
             /** @description Always null: the secret is write-only (see githubWebhookSecretConfigured) */
             githubWebhookSecret: string | null;
             host: string;
+            intakeLabels: string[];
+            /** @enum {string} */
+            intakeProvider: "codex" | "claude-code";
+            /** @enum {string} */
+            intakeStart: "todo" | "start";
+            /** @enum {string} */
+            intakeWriteBack: "work" | "work_and_cancel" | "off";
             /** @enum {string} */
             isolation: "worktree" | "in_place";
             logFilePath: string | null;
@@ -2295,7 +2302,7 @@ export interface components {
              * @description What a message Agent Manager wrote itself says, for a client that writes it in the reader's language; null on people's and agents' messages (and on older ones). Unknown codes: show `body`.
              * @enum {string|null}
              */
-            code: "run.failed" | "run.timed_out" | "run.manager_stopped" | "budget.reached" | "budget.reached_ancestor" | "dependency.met" | "dependency.cancelled" | "timer.fired" | "github.pr_status" | "github.pr_head" | "github.ci_failed" | "github.conflict" | "review.failed" | "review.cancelled" | "review_loop.clean" | "review_loop.max_rounds" | "landing.conflict" | "landing.rebase_requested" | "requirement.moved" | "requirement.rewound" | null;
+            code: "run.failed" | "run.timed_out" | "run.manager_stopped" | "budget.reached" | "budget.reached_ancestor" | "dependency.met" | "dependency.cancelled" | "timer.fired" | "github.pr_status" | "github.pr_head" | "github.ci_failed" | "github.conflict" | "github.issue_write_back_failed" | "review.failed" | "review.cancelled" | "review_loop.clean" | "review_loop.max_rounds" | "landing.conflict" | "landing.rebase_requested" | "requirement.moved" | "requirement.rewound" | null;
             createdAt: string;
             /** @description Whether the RD agent must consume it */
             deliverToRd: boolean;
@@ -3310,6 +3317,23 @@ export interface components {
              * @example 127.0.0.1
              */
             host?: string;
+            /** @description Labels that take an issue in: an issue of the workspace's GitHub repositories that has or gains one becomes a Requirement (none: no automatic intake) */
+            intakeLabels?: string[];
+            /**
+             * @description The agent a Requirement taken in by label gets: codex (default) or claude-code
+             * @enum {string}
+             */
+            intakeProvider?: "codex" | "claude-code";
+            /**
+             * @description What an issue taken in by label becomes: todo (a Requirement waiting for a person to start it; default) or start (started at once)
+             * @enum {string}
+             */
+            intakeStart?: "todo" | "start";
+            /**
+             * @description What Agent Manager writes to an issue a Requirement was imported from: work (a comment when work starts and when a PR is opened; a local land closes it naming the commit; default), work_and_cancel (and a comment when the Requirement is cancelled), off (nothing)
+             * @enum {string}
+             */
+            intakeWriteBack?: "work" | "work_and_cancel" | "off";
             /**
              * @description worktree: each Requirement works in its own git worktree and branch (default; in_place where the workspace is not a git repository); in_place: in the checkout itself
              * @enum {string}

@@ -62,6 +62,7 @@ export const SYSTEM_MESSAGE_CODES = [
   'github.pr_head',
   'github.ci_failed',
   'github.conflict',
+  'github.issue_write_back_failed',
   'review.failed',
   'review.cancelled',
   'review_loop.clean',
@@ -89,6 +90,13 @@ export type AuthenticationMode = (typeof AUTHENTICATION_MODES)[number];
  * `auto` starts every agent in a sandbox that hides the workspaces' data (bubblewrap, Linux) when
  * the machine allows it, and says so once when it does not; `off` never does (restart required).
  */
+/** What Agent Manager writes to an imported issue (issue 49 §3): nothing, its work (start, PR, land), or that and a cancellation. */
+export const INTAKE_WRITE_BACK_MODES = ['work', 'work_and_cancel', 'off'] as const;
+export type IntakeWriteBackMode = (typeof INTAKE_WRITE_BACK_MODES)[number];
+/** What an issue taken in by label (issue 49 §4) becomes: a Requirement in TODO, or one started at once. */
+export const INTAKE_START_MODES = ['todo', 'start'] as const;
+export type IntakeStartMode = (typeof INTAKE_START_MODES)[number];
+
 export const AGENT_ISOLATION_MODES = ['auto', 'off'] as const;
 export type AgentIsolationMode = (typeof AGENT_ISOLATION_MODES)[number];
 

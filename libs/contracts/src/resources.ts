@@ -16,6 +16,8 @@ import type {
   ChangedFileStatus,
   EventActorKind,
   PersonSource,
+  IntakeStartMode,
+  IntakeWriteBackMode,
   IsolationMode,
   NetworkMode,
   PreviewState,
@@ -385,6 +387,14 @@ export interface ConfigurationValues {
   githubApiUrl: string;
   /** Shared secret of the optional GitHub webhook; write-only (the API reads it back as null). */
   githubWebhookSecret: string | null;
+  /** What Agent Manager writes to an imported issue: work started, PR opened, landed (closes it); and a cancellation; or nothing. */
+  intakeWriteBack: IntakeWriteBackMode;
+  /** An issue of the workspace's repositories that gains one of these labels becomes a Requirement (none: no automatic intake). */
+  intakeLabels: string[];
+  /** Whether a Requirement taken in by label waits in TODO or starts at once. */
+  intakeStart: IntakeStartMode;
+  /** The agent a Requirement taken in by label gets. */
+  intakeProvider: Provider;
   logLevel: LogLevel;
   logFilePath: string | null;
   logMaxSize: string;

@@ -38,6 +38,8 @@ import {
 import { buildPullRequestSummariesQuery, parsePullRequestSummariesResponse } from './pull-request-summary';
 
 export const GITHUB_API_URL = 'https://api.github.com';
+/** Issue pages whose ETags are kept (a few per repository polled). */
+const PAGE_CACHE_SIZE = 200;
 /** Nest injection token for the GitHubClient interface (interfaces do not exist at runtime). */
 export const GITHUB_CLIENT = Symbol('GitHubClient');
 
@@ -80,6 +82,30 @@ export interface GitHubClient {
    * through GitHub's search when there is one, else the issue list. Throws GitHubError.
    */
   listIssues(owner: string, repo: string, query: IssueQuery): Promise<{ items: GitHubIssue[]; hasNext: boolean }>;
+  /**
+   * A page of a repository's issues updated at or after `since` (GitHub's time), the oldest
+   * change first, pull requests left out (`seen` counts every item of the page, pull requests
+   * too, so a caller knows where the page ended). Conditional on the page's ETag: an unchanged
+   * page (304) costs no budget and answers what it answered before. Throws GitHubError.
+   */
+  listIssuesUpdatedSince(
+    owner: string,
+    repo: string,
+    since: string,
+    page: number,
+  ): Promise<{ items: GitHubIssue[]; lastUpdatedAt: string | null; hasNext: boolean }>;
+  /** An issue's comments written or edited at or after `since`, oldest first (at most `max`). Throws GitHubError. */
+  listIssueCommentsSince(
+    owner: string,
+    repo: string,
+    number: number,
+    since: string,
+    max: number,
+  ): Promise<GitHubIssueComment[]>;
+  /** Writes a comment on an issue (or a pull request's conversation). Throws GitHubError. */
+  commentOnIssue(owner: string, repo: string, number: number, body: string): Promise<{ id: number; url: string }>;
+  /** Closes an issue as completed (a closed one stays closed). Throws GitHubError. */
+  closeIssue(owner: string, repo: string, number: number): Promise<void>;
   /** The budgets as last reported by GitHub's responses (no request). */
   rateLimit(): RateLimitStatus;
   /** Asks GitHub (`GET /rate_limit`, which costs nothing) and returns the fresh budgets. Throws GitHubError. */
@@ -113,6 +139,9 @@ export interface GitHubIssue {
   state: 'open' | 'closed';
   pullRequest: boolean;
   createdAt: string;
+  updatedAt: string;
+  /** How many comments it has (what tells a new comment from a change within the same second). */
+  commentCount: number;
 }
 
 export interface IssueQuery {
@@ -211,6 +240,11 @@ export class OctokitGitHubClient implements GitHubClient {
   private readonly graphqlBaseUrl: string;
   private readonly budgets: RateLimitStatus = { core: null, graphql: null };
   private readonly etags = new Map<string, { etag: string; fields: RestPullRequestFields }>();
+  /** Issue pages polled with the same `since` until something changes: their ETags make the repeats free. */
+  private readonly pages = new Map<
+    string,
+    { etag: string; value: { items: GitHubIssue[]; lastUpdatedAt: string | null; hasNext: boolean } }
+  >();
   readonly configured: boolean;
   readonly baseUrl: string;
   private readonly token: string | null;
@@ -395,27 +429,116 @@ export class OctokitGitHubClient implements GitHubClient {
           repo,
         }),
       );
-      const batch = response!.data as Array<{
-        id: number;
-        body?: string | null;
-        user?: { login?: string } | null;
-        created_at: string;
-        html_url: string;
-      }>;
-      for (const c of batch) {
-        comments.push({
-          author: c.user?.login ?? null,
-          body: c.body ?? '',
-          createdAt: c.created_at,
-          id: c.id,
-          url: c.html_url,
-        });
-      }
+      const batch = response!.data as RawIssueComment[];
+      comments.push(...batch.map(toIssueComment));
       if (batch.length < 100) {
         return { comments: comments.slice(0, max), more: comments.length > max };
       }
     }
     return { comments: comments.slice(0, max), more: true };
+  }
+
+  async listIssuesUpdatedSince(
+    owner: string,
+    repo: string,
+    since: string,
+    page: number,
+  ): Promise<{ items: GitHubIssue[]; lastUpdatedAt: string | null; hasNext: boolean }> {
+    this.assertConfigured();
+    const key = `issues:${owner}/${repo}:${since}:${page}`.toLowerCase();
+    const cached = this.pages.get(key);
+    const response = await this.send('core', () =>
+      this.octokit.request('GET /repos/{owner}/{repo}/issues', {
+        direction: 'asc',
+        headers: cached ? { 'if-none-match': cached.etag } : {},
+        owner,
+        page,
+        per_page: 100,
+        repo,
+        since,
+        sort: 'updated',
+        state: 'all',
+      }),
+    );
+    if (response === null && cached) {
+      return cached.value; // 304: unchanged, and not counted against the budget
+    }
+    const list = response!.data as RawIssue[];
+    const value = {
+      hasNext: /rel="next"/.test(String(response!.headers.link ?? '')),
+      items: list.map(toIssue).filter((issue) => !issue.pullRequest),
+      lastUpdatedAt: list.length > 0 ? (list[list.length - 1].updated_at ?? null) : null,
+    };
+    const etag = response!.headers.etag;
+    if (typeof etag === 'string') {
+      this.pages.delete(key);
+      this.pages.set(key, { etag, value });
+      if (this.pages.size > PAGE_CACHE_SIZE) {
+        this.pages.delete(this.pages.keys().next().value!);
+      }
+    }
+    return value;
+  }
+
+  async listIssueCommentsSince(
+    owner: string,
+    repo: string,
+    number: number,
+    since: string,
+    max: number,
+  ): Promise<GitHubIssueComment[]> {
+    this.assertConfigured();
+    const comments: GitHubIssueComment[] = [];
+    for (let page = 1; comments.length < max; page++) {
+      const response = await this.send('core', () =>
+        this.octokit.request('GET /repos/{owner}/{repo}/issues/{issue_number}/comments', {
+          issue_number: number,
+          owner,
+          page,
+          per_page: 100,
+          repo,
+          since,
+        }),
+      );
+      const batch = response!.data as RawIssueComment[];
+      comments.push(...batch.map(toIssueComment));
+      if (batch.length < 100) {
+        break;
+      }
+    }
+    return comments.slice(0, max);
+  }
+
+  async commentOnIssue(
+    owner: string,
+    repo: string,
+    number: number,
+    body: string,
+  ): Promise<{ id: number; url: string }> {
+    this.assertConfigured();
+    const response = await this.send('core', () =>
+      this.octokit.request('POST /repos/{owner}/{repo}/issues/{issue_number}/comments', {
+        body,
+        issue_number: number,
+        owner,
+        repo,
+      }),
+    );
+    const made = response!.data as RawIssueComment;
+    return { id: made.id, url: made.html_url };
+  }
+
+  async closeIssue(owner: string, repo: string, number: number): Promise<void> {
+    this.assertConfigured();
+    await this.send('core', () =>
+      this.octokit.request('PATCH /repos/{owner}/{repo}/issues/{issue_number}', {
+        issue_number: number,
+        owner,
+        repo,
+        state: 'closed',
+        state_reason: 'completed',
+      }),
+    );
   }
 
   async createPullRequest(
@@ -648,12 +771,15 @@ interface RawIssue {
   state: string;
   pull_request?: unknown;
   created_at: string;
+  updated_at?: string;
+  comments?: number;
 }
 
 function toIssue(data: RawIssue): GitHubIssue {
   return {
     author: data.user?.login ?? null,
     body: data.body ?? '',
+    commentCount: typeof data.comments === 'number' ? data.comments : 0,
     createdAt: data.created_at,
     labels: (data.labels ?? [])
       .map((label) => (typeof label === 'string' ? label : (label.name ?? '')))
@@ -662,6 +788,20 @@ function toIssue(data: RawIssue): GitHubIssue {
     pullRequest: data.pull_request !== undefined && data.pull_request !== null,
     state: data.state === 'closed' ? 'closed' : 'open',
     title: data.title,
+    updatedAt: data.updated_at ?? data.created_at,
     url: data.html_url,
   };
+}
+
+/** A comment as GitHub's REST answers it. */
+interface RawIssueComment {
+  id: number;
+  body?: string | null;
+  user?: { login?: string } | null;
+  created_at: string;
+  html_url: string;
+}
+
+function toIssueComment(c: RawIssueComment): GitHubIssueComment {
+  return { author: c.user?.login ?? null, body: c.body ?? '', createdAt: c.created_at, id: c.id, url: c.html_url };
 }

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 
 import { Injectable, Logger } from '@nestjs/common';
+import { type Observable, Subject } from 'rxjs';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { invalid, notFound, tooManyRequests, unauthorized } from '../core/errors/domain-error';
@@ -30,6 +31,7 @@ const HANDLED_EVENTS = new Set([
   'check_run',
   'check_suite',
   'issue_comment',
+  'issues',
   'pull_request',
   'pull_request_review',
   'pull_request_review_comment',
@@ -78,6 +80,9 @@ export class GitHubWebhookService {
   private readonly logger = new Logger(GitHubWebhookService.name);
   /** Deliveries whose bodies are being received now. */
   private receiving = 0;
+  private readonly issueActivity = new Subject<string>();
+  /** A repository's issues changed (an `issues` event, a comment on an issue): intake looks again at once. */
+  readonly issueActivity$: Observable<string> = this.issueActivity.asObservable();
 
   constructor(
     private readonly configuration: ConfigurationService,
@@ -192,8 +197,13 @@ export class GitHubWebhookService {
       case 'issue_comment':
         if (payload.issue?.pull_request) {
           addNumber(payload.issue.number);
+        } else {
+          this.issueActivity.next(repository);
         }
         break;
+      case 'issues':
+        this.issueActivity.next(repository);
+        return [];
       case 'check_run':
       case 'check_suite': {
         const subject = payload[event];

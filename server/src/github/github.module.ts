@@ -11,7 +11,7 @@ import { PullRequestReconciler } from './pull-request-reconciler.service';
 /** GitHub: the client (token from GITHUB_TOKEN, GH_TOKEN or `gh`), the PR reconciler and its triggers, the webhook. */
 @Module({
   controllers: [GitHubWebhookController],
-  exports: [GITHUB_CLIENT, PullRequestReconciler],
+  exports: [GITHUB_CLIENT, GitHubWebhookService, PullRequestReconciler],
   imports: [PullRequestsModule, TriggersModule],
   providers: [
     {

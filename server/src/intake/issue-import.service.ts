@@ -16,6 +16,12 @@ import { WorkspaceRemotes } from './workspace-remotes';
 /** Comments an import reads per issue (the first ones, oldest first): enough to know what was asked. */
 const COMMENTS_MAX = 50;
 
+/** What an import made, and the starts it was asked for that were refused (each Requirement stays in todo). */
+export interface ImportOutcome {
+  items: RequirementResponseDto[];
+  notStarted: Array<{ requirementId: string; reason: string }>;
+}
+
 /** One issue to import: where it is, and the key that makes a second import a 409. */
 interface IssueRef {
   host: string;
@@ -57,24 +63,19 @@ export class IssueImport {
    * One import at a time: its check that no issue was imported yet holds until its Requirements
    * exist, so two imports of the same issue give one 201 and one 409, never half of each.
    */
-  import(
-    body: ImportIssuesDto,
-    actor: EventActor,
-  ): Promise<{ items: RequirementResponseDto[]; notStarted: Array<{ requirementId: string; reason: string }> }> {
+  import(body: ImportIssuesDto, actor: EventActor): Promise<ImportOutcome> {
     const turn = this.queue.then(() => this.importNow(body, actor));
     this.queue = turn.catch(() => undefined);
     return turn;
   }
 
-  private async importNow(
-    body: ImportIssuesDto,
-    actor: EventActor,
-  ): Promise<{ items: RequirementResponseDto[]; notStarted: Array<{ requirementId: string; reason: string }> }> {
+  private async importNow(body: ImportIssuesDto, actor: EventActor): Promise<ImportOutcome> {
     const { numbers, repository, start, url, ...options } = body;
     const refs = await this.refsOf({ numbers, repository, url });
+    const imported = await this.requirements.importedAsMany(refs.map((ref) => ref.key));
     for (const ref of refs) {
-      const existing = await this.requirements.importedAs(ref.key);
-      if (existing !== null) {
+      const existing = imported.get(ref.key);
+      if (existing !== undefined) {
         throw conflict(
           'already_imported',
           `${ref.owner}/${ref.repo}#${ref.number} is already Requirement ${existing}`,
@@ -172,7 +173,7 @@ export class IssueImport {
       if (err instanceof GitHubError && err.code === 'not_found') {
         throw notFound('issue_not_found', `GitHub has no issue ${name} (or the token cannot see it)`);
       }
-      throw forgeUnavailable(err, name, '; nothing was imported');
+      throw fromGitHubError(err, name, '; nothing was imported');
     }
   }
 }
@@ -187,7 +188,7 @@ export function issueKey(owner: string, repo: string, number: number): string {
  * the repository is theirs to fix (409); what a retry may cure (down, slow, out of budget) is a
  * 503 with when to try again. Other errors as they are.
  */
-export function forgeUnavailable(err: unknown, what: string, consequence = ''): Error {
+export function fromGitHubError(err: unknown, what: string, consequence = ''): Error {
   if (!(err instanceof GitHubError)) {
     return err as Error;
   }

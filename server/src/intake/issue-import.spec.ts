@@ -8,12 +8,14 @@ import { parseIssueUrl } from './issue-import.service';
 const issue = (over: Partial<GitHubIssue> = {}): GitHubIssue => ({
   author: 'alice',
   body: 'Fix it.',
+  commentCount: 0,
   createdAt: '2026-01-01T00:00:00Z',
   labels: [],
   number: 7,
   pullRequest: false,
   state: 'open',
   title: 'Broken',
+  updatedAt: '2026-01-01T00:00:00Z',
   url: 'https://github.com/acme/widgets/issues/7',
   ...over,
 });

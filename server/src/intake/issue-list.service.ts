@@ -4,7 +4,7 @@ import { conflict } from '../core/errors/domain-error';
 import { GITHUB_CLIENT, type GitHubClient, type IssueQuery } from '../github/github-client';
 import { RequirementsService } from '../requirements/requirements.service';
 import type { ForgeIssuePageDto, ListForgeIssuesQueryDto } from './dto/forge-issues.dto';
-import { forgeUnavailable, issueKey } from './issue-import.service';
+import { fromGitHubError, issueKey } from './issue-import.service';
 import { WorkspaceRemotes } from './workspace-remotes';
 
 /** Issues per page. */
@@ -55,7 +55,7 @@ export class IssueList {
     const key = JSON.stringify([remote.owner, remote.repo, issueQuery]).toLowerCase();
     const fetched = await this.cached(key, () => this.github.listIssues(remote.owner, remote.repo, issueQuery)).catch(
       (err: unknown) => {
-        throw forgeUnavailable(err, `the issues of ${remote.owner}/${remote.repo}`);
+        throw fromGitHubError(err, `the issues of ${remote.owner}/${remote.repo}`);
       },
     );
     const imported = await this.requirements.importedAsMany(

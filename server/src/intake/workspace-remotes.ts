@@ -21,13 +21,18 @@ export class WorkspaceRemotes {
     return gitHubHosts(this.configuration.get('githubApiUrl'));
   }
 
+  /** Every GitHub remote of the workspace (`origin` first); none outside git. */
+  async all(): Promise<GitHubRemote[]> {
+    const repo = await this.workspace.gitWorkspace();
+    return repo === null ? [] : gitHubRemotes(repo.top, this.hosts());
+  }
+
   /**
    * The remote naming `wanted` (owner/repo, case aside; on `host` when given), or the first one
    * (`origin` first) when nothing is wanted; 400 `not_a_workspace_remote` otherwise.
    */
   async find(wanted: { owner: string; repo: string; host: string | null } | null): Promise<GitHubRemote> {
-    const repo = await this.workspace.gitWorkspace();
-    const remotes = repo === null ? [] : await gitHubRemotes(repo.top, this.hosts());
+    const remotes = await this.all();
     const remote =
       wanted === null
         ? remotes[0]

@@ -61,6 +61,11 @@ export class RequirementLifecycle {
     this.repository.changeRequirement(tx, requirement, { updatedAt: now });
   }
 
+  /** What the tracker says of its issue now (`source`, JSON): any status, since the issue lives its own life. */
+  recordSource(tx: UnitOfWork, requirement: RequirementEntity, source: string, now: string): void {
+    this.repository.changeRequirement(tx, requirement, { source, updatedAt: now });
+  }
+
   /** todo → cancelled: withdrawn before it ever ran (DELETE). The idle session stays as it is. */
   withdraw(tx: UnitOfWork, requirement: RequirementEntity, now: string): void {
     this.repository.changeRequirement(tx, requirement, { status: 'cancelled', updatedAt: now });

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { In } from 'typeorm';
+import { In, IsNull, Not } from 'typeorm';
 
-import type { RequirementStatus } from '@libs/contracts';
+import { type RequirementStatus, TERMINAL_REQUIREMENT_STATUSES } from '@libs/contracts';
 
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
@@ -123,6 +123,13 @@ export class RequirementsRepository {
       where: { sourceKey: In(keys) },
     });
     return new Map(rows.map((row) => [row.sourceKey as string, row.id]));
+  }
+
+  /** Requirements imported from an issue that are not done or cancelled (committed). */
+  findImportedOpen(): Promise<RequirementEntity[]> {
+    return this.database.readManager.find(RequirementEntity, {
+      where: { sourceKey: Not(IsNull()), status: Not(In([...TERMINAL_REQUIREMENT_STATUSES])) },
+    });
   }
 
   /** One Requirement row, committed. */

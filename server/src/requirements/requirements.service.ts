@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { EventActor, RequirementStatus } from '@libs/contracts';
+import type { EventActor, RequirementSource, RequirementStatus } from '@libs/contracts';
 
 import { budgetColumns } from './budget-rules';
 import { Clock } from '../core/clock';
@@ -147,9 +147,53 @@ export class RequirementsService {
     return this.repository.findBySourceKeys(keys);
   }
 
-  /** The Requirement imported from this issue (its source key), or null. */
-  async importedAs(key: string): Promise<string | null> {
-    return this.repository.findBySourceKey(null, key);
+  /** Requirements imported from an issue, not done or cancelled: what the tracker's changes still reach. */
+  async importedOpen(): Promise<
+    Array<{ id: string; createdAt: string; sourceKey: string; source: RequirementSource }>
+  > {
+    return (await this.repository.findImportedOpen()).flatMap((row) =>
+      row.source === null || row.sourceKey === null
+        ? []
+        : [
+            {
+              createdAt: row.createdAt,
+              id: row.id,
+              source: JSON.parse(row.source) as RequirementSource,
+              sourceKey: row.sourceKey,
+            },
+          ],
+    );
+  }
+
+  /**
+   * What the tracker says of an imported Requirement's issue now (its state, title, labels): kept
+   * on `source` so the card shows an issue closed elsewhere. Writes only when something changed.
+   */
+  async applyIssueState(
+    id: string,
+    issue: Pick<RequirementSource, 'state' | 'title' | 'labels'>,
+    actor: EventActor,
+  ): Promise<boolean> {
+    return this.database.write(async (tx) => {
+      const { requirement, session } = await this.loadForWrite(tx, id);
+      if (requirement.source === null) {
+        return false;
+      }
+      const before = JSON.parse(requirement.source) as RequirementSource;
+      const after: RequirementSource = { ...before, labels: issue.labels, state: issue.state, title: issue.title };
+      if (JSON.stringify(after) === JSON.stringify(before)) {
+        return false;
+      }
+      this.lifecycle.recordSource(tx, requirement, JSON.stringify(after), this.clock.nowIso());
+      await this.events.append(tx, {
+        actor,
+        payload: { requirement: toRequirementResponse(requirement, session) },
+        requirementId: id,
+        sessionId: session.id,
+        type: 'requirement.updated',
+      });
+      return true;
+    });
   }
 
   async get(id: string): Promise<RequirementResponseDto> {

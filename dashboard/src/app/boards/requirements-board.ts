@@ -130,6 +130,17 @@ const STEP = 60;
                     @if (blockers(row.item); as names) {
                       <span class="badge warn" data-testid="blocked-by">{{ t('card.blockedBy', { s: names }) }}</span>
                     }
+                    @if (row.item.source; as s) {
+                      <!-- The issue it came from; closed on the tracker while the work goes on says so. -->
+                      <span
+                        class="badge"
+                        [class.warn]="s.state === 'closed' && row.item.status !== 'done'"
+                        data-testid="card-issue"
+                        [attr.data-state]="s.state"
+                        [title]="s.repository + '#' + s.number + ': ' + s.title"
+                        >{{ s.state === 'closed' ? t('card.issueClosed', { n: s.number }) : '#' + s.number }}</span
+                      >
+                    }
                     @if (childCount().get(row.item.id); as n) {
                       <span class="badge">{{ t('card.children', { n }) }}</span>
                     }

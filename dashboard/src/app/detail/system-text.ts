@@ -97,6 +97,12 @@ export function systemText(m: Pick<Message, 'code' | 'args'>, i18n: I18n): strin
         head: str(a['headSha']),
         pr: str(a['pullRequest']),
       });
+    case 'github.issue_write_back_failed':
+      return t('sys.github.issue_write_back_failed', {
+        action: str(a['action']),
+        issue: str(a['issue']),
+        reason: str(a['reason']),
+      });
     case 'landing.conflict':
     case 'landing.rebase_requested':
       return t(code === 'landing.conflict' ? 'sys.landing.conflict' : 'sys.landing.rebase_requested', {

@@ -74,6 +74,10 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'maxPreviews', type: 'number' },
   { key: 'githubApiUrl', type: 'text' },
   { key: 'githubWebhookSecret', type: 'secret' },
+  { key: 'intakeWriteBack', options: ['work', 'work_and_cancel', 'off'], type: 'select' },
+  { key: 'intakeLabels', type: 'list' },
+  { key: 'intakeStart', options: ['todo', 'start'], type: 'select' },
+  { key: 'intakeProvider', options: ['codex', 'claude-code'], type: 'select' },
   // Needs you outside the browser (issue 47 §3): edited as the JSON the configuration file holds.
   { key: 'notificationChannels', type: 'json' },
   { key: 'notificationWebhookSecret', type: 'secret' },

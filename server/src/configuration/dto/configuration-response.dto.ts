@@ -3,9 +3,15 @@ import { ApiProperty } from '@nestjs/swagger';
 import {
   AGENT_ISOLATION_MECHANISMS,
   AGENT_ISOLATION_MODES,
+  INTAKE_START_MODES,
+  INTAKE_WRITE_BACK_MODES,
+  PROVIDERS,
+  type Provider,
   AgentIsolation,
   AgentIsolationMechanism,
   AgentIsolationMode,
+  IntakeStartMode,
+  IntakeWriteBackMode,
   AUTHENTICATION_MODES,
   AuthenticationMode,
   ConfigurationValues,
@@ -86,6 +92,10 @@ export class ConfigurationValuesDto implements ConfigurationValues {
   })
   githubWebhookSecret!: string | null;
   @ApiProperty() host!: string;
+  @ApiProperty({ type: [String] }) intakeLabels!: string[];
+  @ApiProperty({ enum: INTAKE_START_MODES }) intakeStart!: IntakeStartMode;
+  @ApiProperty({ enum: PROVIDERS }) intakeProvider!: Provider;
+  @ApiProperty({ enum: INTAKE_WRITE_BACK_MODES }) intakeWriteBack!: IntakeWriteBackMode;
   @ApiProperty({ enum: ISOLATION_MODES }) isolation!: IsolationMode;
   @ApiProperty({ nullable: true, type: String }) logFilePath!: string | null;
   @ApiProperty({ enum: LOG_LEVELS }) logLevel!: LogLevel;

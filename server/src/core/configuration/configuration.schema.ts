@@ -3,6 +3,9 @@ import { ValidateBy, validateSync } from 'class-validator';
 
 import {
   AGENT_ISOLATION_MODES,
+  INTAKE_START_MODES,
+  PROVIDERS,
+  INTAKE_WRITE_BACK_MODES,
   AUTHENTICATION_MODES,
   ConfigurationValues,
   DATABASE_TLS_MODES,
@@ -66,6 +69,10 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   githubApiUrl: 'https://api.github.com',
   githubWebhookSecret: null,
   host: '127.0.0.1',
+  intakeLabels: [],
+  intakeProvider: 'codex',
+  intakeStart: 'todo',
+  intakeWriteBack: 'work',
   isolation: 'worktree',
   logFilePath: null,
   logLevel: 'info',
@@ -118,6 +125,10 @@ export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
   'extraClaudeModels',
   'extraCodexModels',
   'githubWebhookSecret',
+  'intakeLabels',
+  'intakeProvider',
+  'intakeStart',
+  'intakeWriteBack',
   'isolation',
   'logLevel',
   'maxPreviews',
@@ -348,6 +359,30 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
     nullable: true,
   })
   githubWebhookSecret?: string | null;
+
+  @OptionalEnum(
+    INTAKE_WRITE_BACK_MODES,
+    'What Agent Manager writes to an issue a Requirement was imported from: work (a comment when work starts and when a PR is opened; a local land closes it naming the commit; default), work_and_cancel (and a comment when the Requirement is cancelled), off (nothing)',
+  )
+  intakeWriteBack?: ConfigurationValues['intakeWriteBack'];
+
+  @OptionalTextList({
+    description:
+      "Labels that take an issue in: an issue of the workspace's GitHub repositories that has or gains one becomes a Requirement (none: no automatic intake)",
+    max: 20,
+    maxLength: 50,
+    pattern: /^[^,\u0000-\u001f]+$/,
+  })
+  intakeLabels?: string[];
+
+  @OptionalEnum(
+    INTAKE_START_MODES,
+    'What an issue taken in by label becomes: todo (a Requirement waiting for a person to start it; default) or start (started at once)',
+  )
+  intakeStart?: ConfigurationValues['intakeStart'];
+
+  @OptionalEnum(PROVIDERS, 'The agent a Requirement taken in by label gets: codex (default) or claude-code')
+  intakeProvider?: ConfigurationValues['intakeProvider'];
 
   @OptionalText({
     description: 'Interface to listen on (restart required)',

@@ -77,6 +77,10 @@ const values: ManagerConfiguration['values'] = {
   worktreeRoot: null,
   worktreeSetupCommand: null,
   worktreePool: 2,
+  intakeLabels: [],
+  intakeProvider: 'codex',
+  intakeStart: 'todo',
+  intakeWriteBack: 'work',
   worktreeSubdirectory: null,
   worktreeTeardownCommand: null,
 };
