@@ -257,11 +257,13 @@ describe('importing issues from GitHub', () => {
     const missing = await refusal(importIssues({ numbers: [4, 99], repository: REPO }), 404, 'issue_not_found');
     expect(missing.message).toBe('GitHub has no issue acme/widgets#99 (or the token cannot see it)');
     // GitHub down (every retry) or out of budget: 503 with when to try again, nothing made.
-    github.failNext(4, 502, 'rest');
+    // (Aimed at the import's read: the write-backs of the Requirements started above go on beside it.)
+    const readIssue4 = { method: 'GET', path: `/repos/${REPO}/issues/4` };
+    github.failNext(4, 502, 'rest', readIssue4);
     const down = await refusal(importIssues({ numbers: [4], repository: REPO }), 503, 'forge_unavailable');
     expect(down.message).toContain('nothing was imported');
     // A token GitHub rejects is the person's to fix, not a retry's.
-    github.failNext(1, 401, 'rest');
+    github.failNext(1, 401, 'rest', readIssue4);
     await refusal(importIssues({ numbers: [4], repository: REPO }), 409, 'github_token_rejected');
     expect(await count()).toBe(before);
   });

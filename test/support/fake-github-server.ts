@@ -17,6 +17,7 @@
 //                                                        first, with an ETag (If-None-Match → a free 304)
 //   POST /repos/:owner/:repo/issues/:number/comments     writes a comment (as the token's user, octocat)
 //   PATCH /repos/:owner/:repo/issues/:number             closes or reopens it ({state, state_reason})
+//   GET  /repos/:owner/:repo/issues/:number/events       its `labeled` events (who added which label)
 //   GET  /search/issues?q=repo:o/r is:issue is:open label:"x" words   the search's items (Link)
 //   GET  /rate_limit (+ /api/v3)                         the budgets (free, like GitHub's)
 //   GET  /user (+ /api/v3)                               the token's user, its OAuth scopes in
@@ -111,6 +112,10 @@ export interface FakeIssue {
   comments: Array<{ author: string | null; body: string; createdAt: string }>;
   /** GitHub's `updated_at` (whole seconds): moves with every change, a comment's included. */
   updatedAt: string;
+  /** The author's relation to the repository (default OWNER). */
+  authorAssociation: string;
+  /** Who added which label, in order (its labels at creation: its author, as an issue form does). */
+  labelEvents: Array<{ actor: string | null; label: string }>;
 }
 /** Which batch query a GraphQL request was: full snapshots or change-detection summaries. */
 export type FakeGraphqlQuery = 'snapshot' | 'summary';
@@ -281,8 +286,11 @@ export class FakeGitHubServer {
       labels: [],
       state: 'open',
       updatedAt: githubNow(),
+      authorAssociation: 'OWNER',
+      labelEvents: [],
       ...init,
     };
+    issue.labelEvents = init.labelEvents ?? issue.labels.map((label) => ({ actor: issue.author, label }));
     this.issues.set(keyOf(init.repository, init.number), issue);
     return issue;
   }
@@ -303,9 +311,18 @@ export class FakeGitHubServer {
     issue.updatedAt = githubNow();
   }
 
-  /** Someone changes an issue now: closes it, relabels it, retitles it. */
-  updateIssue(repository: string, number: number, patch: Partial<Pick<FakeIssue, 'state' | 'labels' | 'title'>>): void {
-    Object.assign(this.issue(repository, number), patch, { updatedAt: githubNow() });
+  /** Someone (`by`, default a maintainer) changes an issue now: closes it, relabels it, retitles it. */
+  updateIssue(
+    repository: string,
+    number: number,
+    patch: Partial<Pick<FakeIssue, 'state' | 'labels' | 'title'>>,
+    by = 'maintainer',
+  ): void {
+    const issue = this.issue(repository, number);
+    for (const label of (patch.labels ?? []).filter((l) => !issue.labels.includes(l))) {
+      issue.labelEvents.push({ actor: by, label });
+    }
+    Object.assign(issue, patch, { updatedAt: githubNow() });
   }
 
   removePullRequest(repository: string, number: number): void {
@@ -575,9 +592,11 @@ export class FakeGitHubServer {
       .filter((i) => i.repository.toLowerCase() === repository.toLowerCase())
       .filter((i) => since === null || Date.parse(i.updatedAt) >= Date.parse(since))
       .filter((i) => state === 'all' || i.state === state)
-      .filter((i) => labels.every((l) => i.labels.includes(l)))
+      // GitHub matches labels whatever their case.
+      .filter((i) => labels.every((l) => i.labels.some((own) => own.toLowerCase() === l.toLowerCase())))
       .filter((i) => words.every((w) => `${i.title} ${i.body ?? ''}`.toLowerCase().includes(w)))
       .map((i) => ({
+        author_association: i.authorAssociation,
         body: i.body,
         comments: i.comments.length,
         created_at: '2026-01-01T00:00:00Z',
@@ -700,6 +719,7 @@ export class FakeGitHubServer {
     return send(
       200,
       {
+        author_association: issue.authorAssociation,
         body: issue.body,
         comments: issue.comments.length,
         created_at: '2026-01-01T00:00:00Z',
@@ -935,6 +955,26 @@ export class FakeGitHubServer {
     const issue = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)(\/comments)?$/.exec(path);
     if (issue && method === 'GET') {
       return this.answerIssue(issue, new URL(req.url ?? '/', 'http://fake').searchParams, record, send);
+    }
+    const events = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/events$/.exec(path);
+    if (events && method === 'GET') {
+      if (!this.charge('core', 1, record)) {
+        return this.rateLimited(send);
+      }
+      const found = this.issues.get(keyOf(`${events[1]}/${events[2]}`, Number(events[3])));
+      if (!found) {
+        return send(404, { message: 'Not Found' }, this.rateHeaders('core'));
+      }
+      return send(
+        200,
+        found.labelEvents.map((e, i) => ({
+          actor: e.actor === null ? null : { login: e.actor },
+          event: 'labeled',
+          id: i + 1,
+          label: { name: e.label },
+        })),
+        this.rateHeaders('core'),
+      );
     }
     if (issue && (method === 'POST' || method === 'PATCH')) {
       return this.writeIssue(issue, method, Buffer.concat(chunks).toString('utf8'), record, send);

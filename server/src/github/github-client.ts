@@ -102,6 +102,11 @@ export interface GitHubClient {
     since: string,
     max: number,
   ): Promise<GitHubIssueComment[]>;
+  /**
+   * Who last added one of `labels` (case aside) to the issue, from its events (the first pages);
+   * null when no such event was found. Throws GitHubError.
+   */
+  lastLabeledBy(owner: string, repo: string, number: number, labels: readonly string[]): Promise<string | null>;
   /** Writes a comment on an issue (or a pull request's conversation). Throws GitHubError. */
   commentOnIssue(owner: string, repo: string, number: number, body: string): Promise<{ id: number; url: string }>;
   /** Closes an issue as completed (a closed one stays closed). Throws GitHubError. */
@@ -142,6 +147,8 @@ export interface GitHubIssue {
   updatedAt: string;
   /** How many comments it has (what tells a new comment from a change within the same second). */
   commentCount: number;
+  /** The author's relation to the repository (OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE…). */
+  authorAssociation: string;
 }
 
 export interface IssueQuery {
@@ -509,6 +516,37 @@ export class OctokitGitHubClient implements GitHubClient {
     return comments.slice(0, max);
   }
 
+  async lastLabeledBy(owner: string, repo: string, number: number, labels: readonly string[]): Promise<string | null> {
+    this.assertConfigured();
+    const wanted = new Set(labels.map((label) => label.toLowerCase()));
+    let labeler: string | null = null;
+    for (let page = 1; page <= 3; page++) {
+      const response = await this.send('core', () =>
+        this.octokit.request('GET /repos/{owner}/{repo}/issues/{issue_number}/events', {
+          issue_number: number,
+          owner,
+          page,
+          per_page: 100,
+          repo,
+        }),
+      );
+      const events = response!.data as Array<{
+        event?: string;
+        actor?: { login?: string } | null;
+        label?: { name?: string };
+      }>;
+      for (const event of events) {
+        if (event.event === 'labeled' && wanted.has((event.label?.name ?? '').toLowerCase())) {
+          labeler = event.actor?.login ?? null;
+        }
+      }
+      if (events.length < 100) {
+        break;
+      }
+    }
+    return labeler;
+  }
+
   async commentOnIssue(
     owner: string,
     repo: string,
@@ -773,11 +811,13 @@ interface RawIssue {
   created_at: string;
   updated_at?: string;
   comments?: number;
+  author_association?: string;
 }
 
 function toIssue(data: RawIssue): GitHubIssue {
   return {
     author: data.user?.login ?? null,
+    authorAssociation: data.author_association ?? 'NONE',
     body: data.body ?? '',
     commentCount: typeof data.comments === 'number' ? data.comments : 0,
     createdAt: data.created_at,

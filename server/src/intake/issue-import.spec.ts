@@ -7,6 +7,7 @@ import { parseIssueUrl } from './issue-import.service';
 
 const issue = (over: Partial<GitHubIssue> = {}): GitHubIssue => ({
   author: 'alice',
+  authorAssociation: 'OWNER',
   body: 'Fix it.',
   commentCount: 0,
   createdAt: '2026-01-01T00:00:00Z',

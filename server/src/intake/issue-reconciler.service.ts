@@ -33,7 +33,15 @@ const POKE_DELAY_MS = 500;
 /** Pages of changed issues one tick reads per repository (100 each); the rest next tick. */
 const PAGES_PER_TICK = 5;
 /** New comments read per issue per look (the rest: the next look, from the last one read). */
-const COMMENTS_PER_LOOK = 500;
+const COMMENTS_PER_LOOK = 100;
+/** Requirements label intake makes in one look at most (the rest: the next looks). */
+const IMPORTS_PER_LOOK = 10;
+/** Looks a webhook's events bring are this far apart at least (a flood of comments is one look). */
+const POKE_SPACING_MS = 5_000;
+/** Below this many core requests left, looks wait for the reset (the PRs' reconciler needs them more). */
+const BUDGET_FLOOR = 200;
+/** Authors GitHub says may triage the repository: their labels count (see takeIn). */
+const TRUSTED_AUTHORS: ReadonlySet<string> = new Set(['OWNER', 'MEMBER', 'COLLABORATOR']);
 /** GitHub's `since` is compared with its own clock: the first look reaches this far before the oldest import. */
 const CLOCK_MARGIN_MS = 5 * 60_000;
 const SHUTDOWN_WAIT_MS = 10_000;
@@ -76,8 +84,11 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
   private readonly cursors = new Map<string, string>();
   /** Per issue (`repo#number`, lower case): what it was when last looked at; the same again is skipped. */
   private readonly observed = new Map<string, string>();
-  /** Repositories (and labels) whose open labelled issues were read whole once since the start. */
-  private scanned = '';
+  /** Repositories and labels whose open labelled issues were read whole once since the start. */
+  private readonly scanned = new Set<string>();
+  /** Per imported Requirement: GitHub's time of the last comment read (the next read starts there). */
+  private readonly commentCursors = new Map<string, number>();
+  private lastLookAt = 0;
   private timer: NodeJS.Timeout | undefined;
   private pokeTimer: NodeJS.Timeout | undefined;
   private subscriptions: Subscription[] = [];
@@ -124,12 +135,13 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     if (this.stopped || this.pokeTimer) {
       return;
     }
+    const wait = Math.max(POKE_DELAY_MS, this.lastLookAt + POKE_SPACING_MS - Date.now());
     this.pokeTimer = setTimeout(() => {
       this.pokeTimer = undefined;
       if (leadsJobs(this.runtime)) {
         void this.reconcile();
       }
-    }, POKE_DELAY_MS);
+    }, wait);
     this.pokeTimer.unref();
   }
 
@@ -169,9 +181,14 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
 
   private async run(): Promise<IssueReconcileReport> {
     const report: IssueReconcileReport = { changed: 0, comments: 0, failed: 0, imported: 0, repositories: 0 };
-    if (!this.github.configured) {
-      return report;
+    const core = this.github.configured ? this.github.rateLimit().core : null;
+    if (
+      !this.github.configured ||
+      (core !== null && core.remaining < BUDGET_FLOOR && Date.parse(core.resetAt) > Date.now())
+    ) {
+      return report; // no token, or the budget is kept for the PRs (the next look after the reset)
     }
+    this.lastLookAt = Date.now();
     const imported = new Map<string, Imported[]>();
     for (const row of await this.requirements.importedOpen()) {
       if (row.source.forge !== 'github') {
@@ -183,7 +200,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
         { id: row.id, importedAtMs: Date.parse(row.source.importedAt), source: row.source },
       ]);
     }
-    const labels = this.configuration.get('intakeLabels');
+    const labels = this.configuration.get('intakeLabels').map((label) => label.toLowerCase());
     const intake = labels.length > 0 ? await this.remotes.all().catch(() => []) : [];
     const repositories = new Map<string, { owner: string; repo: string }>();
     for (const remote of intake) {
@@ -194,21 +211,24 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
       repositories.set(key, { owner, repo });
     }
     report.repositories = repositories.size;
-    const scan = JSON.stringify([[...repositories.keys()].filter((k) => intake.some(sameRepo(k))), labels]);
-    const fullScan = labels.length > 0 && this.scanned !== scan;
+    const room = { imports: IMPORTS_PER_LOOK };
     for (const [key, { owner, repo }] of repositories) {
       if (this.stopped) {
         break;
       }
       try {
         const takesIn = intake.some(sameRepo(key));
-        const rows = imported.get(key) ?? [];
-        const before = this.cursors.get(key) ?? null;
-        const { changed, next } = await this.changedIssues(key, owner, repo, rows);
-        if (fullScan && takesIn) {
+        const scan = `${key} ${JSON.stringify(labels)}`;
+        const { changed, next } = await this.changedIssues(key, owner, repo, imported.get(key) ?? []);
+        if (takesIn && !this.scanned.has(scan)) {
           changed.push(...(await this.labelled(owner, repo, labels)));
         }
         report.changed += changed.length;
+        // An issue that failed (or waits for room) keeps the cursor at its change: read again next look.
+        let cursor = next;
+        const pin = (issue: GitHubIssue) => {
+          cursor = issue.updatedAt < cursor ? issue.updatedAt : cursor;
+        };
         for (const issue of dedupe(changed)) {
           const id = `${key}#${issue.number}`;
           // GitHub's times are whole seconds: what changed within one shows in the rest.
@@ -222,23 +242,45 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
           if (this.observed.get(id) === fingerprint) {
             continue; // looked at already (the boundary of `since`, a 304's cached page)
           }
-          const mine = rows.find((r) => r.source.number === issue.number);
-          if (mine) {
-            report.comments += await this.observe(owner, repo, mine, issue, before);
-          } else if (takesIn && issue.state === 'open' && issue.labels.some((l) => labels.includes(l))) {
-            report.imported += await this.takeIn(owner, repo, issue);
+          try {
+            const mine = (imported.get(key) ?? []).find((r) => r.source.number === issue.number);
+            let done = true;
+            if (mine) {
+              const seen = await this.observe(owner, repo, mine, issue);
+              report.comments += seen.written;
+              done = seen.complete;
+            } else if (
+              takesIn &&
+              issue.state === 'open' &&
+              issue.labels.some((l) => labels.includes(l.toLowerCase()))
+            ) {
+              if (room.imports === 0) {
+                done = false;
+              } else {
+                const made = await this.takeIn(owner, repo, issue, labels);
+                room.imports -= made;
+                report.imported += made;
+              }
+            }
+            if (done) {
+              this.remember(id, fingerprint);
+            } else {
+              pin(issue);
+            }
+          } catch (err) {
+            report.failed += 1;
+            pin(issue);
+            this.logger.warn({ error: (err as Error).message, issue: id, msg: 'issue not applied; looked at again' });
           }
-          this.remember(id, fingerprint);
         }
-        // Last: an issue that failed above is in the next look's answer again.
-        this.cursors.set(key, next);
+        this.cursors.set(key, cursor);
+        if (takesIn) {
+          this.scanned.add(scan);
+        }
       } catch (err) {
         report.failed += 1;
         this.logger.warn({ error: (err as Error).message, msg: 'issues not read', repository: key });
       }
-    }
-    if (fullScan && report.failed === 0) {
-      this.scanned = scan;
     }
     if (report.comments > 0 || report.imported > 0 || report.failed > 0) {
       this.logger.log({ ...report, msg: 'issues reconciled' });
@@ -254,7 +296,11 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     }
   }
 
-  /** The repository's issues changed since the last look (the first look: since its oldest open import). */
+  /**
+   * The repository's issues changed since the last look (the first look: since its oldest open
+   * import), and the next look's `since`. Pages move `since` forward rather than counting pages,
+   * so an issue changed meanwhile cannot slip between two of them.
+   */
   private async changedIssues(
     key: string,
     owner: string,
@@ -263,15 +309,19 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
   ): Promise<{ changed: GitHubIssue[]; next: string }> {
     const oldest = Math.min(this.clock.now().getTime(), ...rows.map((r) => r.importedAtMs));
     let since = this.cursors.get(key) ?? isoSeconds(oldest - CLOCK_MARGIN_MS);
+    let page = 1;
     const changed: GitHubIssue[] = [];
-    for (let page = 1; page <= PAGES_PER_TICK; page++) {
+    for (let request = 0; request < PAGES_PER_TICK; request++) {
       const answer = await this.github.listIssuesUpdatedSince(owner, repo, since, page);
       changed.push(...answer.items);
-      if (!answer.hasNext || page === PAGES_PER_TICK) {
+      const last = answer.lastUpdatedAt ?? since;
+      if (!answer.hasNext) {
         // `since` includes its own second: the last change is answered again, the page unchanged (a free 304).
-        since = answer.lastUpdatedAt ?? since;
-        break;
+        return { changed, next: last };
       }
+      // A full page: on from its last change, or (a hundred changes in one second) its next page.
+      page = last === since ? page + 1 : 1;
+      since = last;
     }
     return { changed, next: since };
   }
@@ -297,24 +347,24 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     return found;
   }
 
-  /** An imported issue changed: its state on the Requirement, and its comments written since the import. */
+  /**
+   * An imported issue changed: its state on the Requirement, and its comments written since the
+   * import (from the last one read). `complete`: every new comment was read (else: again next look).
+   */
   private async observe(
     owner: string,
     repo: string,
     mine: Imported,
     issue: GitHubIssue,
-    lastLook: string | null,
-  ): Promise<number> {
+  ): Promise<{ written: number; complete: boolean }> {
     await this.requirements.applyIssueState(
       mine.id,
       { labels: issue.labels, state: issue.state, title: issue.title },
       ACTOR,
     );
-    const seen = await this.delivery.seenKeys(mine.id, `${mine.id}:issue-comment:`);
     // Comments written in the import's own second or later; earlier ones are in its description.
     const from = Math.floor(mine.importedAtMs / 1000) * 1000;
-    // A comment changes its issue: one new since the last look is changed since then (the first look: since the import).
-    const since = Math.max(from, lastLook === null ? 0 : Date.parse(lastLook));
+    const since = Math.max(from, this.commentCursors.get(mine.id) ?? 0);
     const comments = await this.github.listIssueCommentsSince(
       owner,
       repo,
@@ -322,6 +372,8 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
       isoSeconds(since),
       COMMENTS_PER_LOOK,
     );
+    const seen = await this.delivery.seenKeys(mine.id, `${mine.id}:issue-comment:`);
+    const name = `${owner}/${repo}#${issue.number}`;
     let written = 0;
     for (const comment of comments) {
       const receiptKey = `${mine.id}:issue-comment:${comment.id}`;
@@ -329,7 +381,6 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
         continue;
       }
       const own = comment.body.includes(ISSUE_WRITE_BACK_MARKER) || isOwnComment(comment.body);
-      const name = `${owner}/${repo}#${issue.number}`;
       const outcome = await this.delivery.deliver({
         author: 'reviewer',
         body: `GitHub comment by @${comment.author ?? 'ghost'} on issue ${name} (${comment.url}).\n${UNTRUSTED}\n\n${comment.body}`.slice(
@@ -352,11 +403,32 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
       });
       written += outcome.message ? 1 : 0;
     }
-    return written;
+    const last = comments[comments.length - 1];
+    if (last) {
+      this.commentCursors.set(mine.id, Math.floor(Date.parse(last.createdAt) / 1000) * 1000);
+    }
+    return { complete: comments.length < COMMENTS_PER_LOOK, written };
   }
 
-  /** An issue with an intake label, not imported yet: a Requirement (started when asked). */
-  private async takeIn(owner: string, repo: string, issue: GitHubIssue): Promise<number> {
+  /**
+   * An issue with an intake label, not imported yet: a Requirement (started when asked). A label
+   * counts when someone who may triage the repository put it there: its author is the owner, a
+   * member or a collaborator, or someone other than the author labelled it (an issue form's own
+   * labels are its author's, and anyone may open an issue).
+   */
+  private async takeIn(owner: string, repo: string, issue: GitHubIssue, labels: readonly string[]): Promise<number> {
+    const name = `${owner}/${repo}#${issue.number}`;
+    if (!TRUSTED_AUTHORS.has(issue.authorAssociation)) {
+      const labeler = await this.github.lastLabeledBy(owner, repo, issue.number, labels);
+      if (labeler === null || labeler.toLowerCase() === (issue.author ?? '').toLowerCase()) {
+        this.logger.warn({
+          issue: name,
+          labeler,
+          msg: 'intake label not put there by the repository’s people: not taken in',
+        });
+        return 0;
+      }
+    }
     try {
       const { items, notStarted } = await this.importer.import(
         {
@@ -374,11 +446,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
           requirementId: refused.requirementId,
         });
       }
-      this.logger.log({
-        issue: `${owner}/${repo}#${issue.number}`,
-        msg: 'issue taken in by label',
-        requirementId: items[0]?.id,
-      });
+      this.logger.log({ issue: name, msg: 'issue taken in by label', requirementId: items[0]?.id });
       return items.length;
     } catch (err) {
       if (err instanceof DomainError && err.code === 'already_imported') {

@@ -13,22 +13,26 @@ import {
   ISSUE_WRITE_BACK_TRIGGER,
   type OwedComment,
   issueName,
+  markerOf,
   pullRequestWriteBack,
   writeBacksOf,
 } from './issue-write-back';
 
 /** GitHub's answers a retry may cure: the reaction is handed the events again, with backoff. */
-const RETRIED: ReadonlySet<string> = new Set(['rate_limited', 'timeout', 'network', 'failed']);
+const RETRIED: ReadonlySet<string> = new Set(['rate_limited', 'timeout', 'network', 'unauthorized']);
+/** How far back a retry looks for its comment on the issue. */
+const MARK_SEARCH_MS = 7 * 24 * 3600_000;
 
 /**
  * Writes back to the issue an imported Requirement came from (issue 49 §3, `intakeWriteBack`): a
  * comment when its agent starts work and when a PR of the issue's repository is registered; a
  * local land comments with the commit and closes the issue; a cancellation comments only in
  * `work_and_cancel`. A reaction over the committed events, so a crash or a GitHub outage loses
- * nothing: each comment's receipt is taken after GitHub accepted it (a retry sees it and skips),
- * one comment at a time. What GitHub refuses for good (the token may not write issues, the issue
- * is gone) is said once in the Requirement's conversation and not retried. Team mode: the leader
- * writes.
+ * nothing: each write's receipt is taken after GitHub accepted it, one write at a time, and a
+ * comment tried before is looked for on the issue before it is written again. What GitHub refuses
+ * for good (the token may not write issues, the issue is gone) is said once in the Requirement's
+ * conversation and not retried. Team mode: the leader writes (as notifications are sent), so an
+ * event committed while no runner leads is not written back.
  */
 @Injectable()
 export class IssueWriteBack {
@@ -77,48 +81,85 @@ export class IssueWriteBack {
     }
   }
 
+  /**
+   * The comment, then (a land) the close, each with its own receipt, taken once GitHub accepted
+   * it. A comment tried before and not receipted (a crash or a timeout after GitHub took it) is
+   * looked for on the issue by its mark first, so it is not written twice.
+   */
   private async write(write: OwedComment): Promise<void> {
-    const seen = await this.receipts.seenKeys(write.requirementId, write.receiptKey);
-    if (seen.has(write.receiptKey)) {
+    const key = write.receiptKey;
+    const seen = await this.receipts.seenKeys(write.requirementId, key);
+    if (seen.has(key)) {
       return;
     }
-    const occurrence = { receiptKey: write.receiptKey, triggerId: ISSUE_WRITE_BACK_TRIGGER };
+    if (!seen.has(`${key}:comment`)) {
+      await this.step(write, 'comment', async () => {
+        const tried = seen.has(`${key}:tried`);
+        if (!tried) {
+          await this.record(write, `${key}:tried`);
+        }
+        if (!tried || !(await this.onIssue(write))) {
+          await this.github.commentOnIssue(write.owner, write.repo, write.number, write.body);
+        }
+      });
+    }
+    if (write.close && !seen.has(`${key}:close`)) {
+      await this.step(write, 'close', () => this.github.closeIssue(write.owner, write.repo, write.number));
+    }
+    await this.record(write, key);
+    this.logger.log({ action: write.action, issue: issueName(write), msg: 'wrote back to the issue' });
+  }
+
+  /** One write to GitHub; receipted when it is done, or refused for good (said in the conversation). */
+  private async step(write: OwedComment, step: 'comment' | 'close', call: () => Promise<unknown>): Promise<void> {
     try {
-      if (!seen.has(`${write.receiptKey}:comment`)) {
-        await this.github.commentOnIssue(write.owner, write.repo, write.number, write.body);
-        // Apart from the close, so that a close GitHub fails is retried without a second comment.
-        await this.receipts.recordSeen(write.requirementId, [
-          { ...occurrence, receiptKey: `${write.receiptKey}:comment` },
-        ]);
-      }
-      if (write.close) {
-        await this.github.closeIssue(write.owner, write.repo, write.number);
-      }
-      await this.receipts.recordSeen(write.requirementId, [occurrence]);
-      this.logger.log({ action: write.action, issue: issueName(write), msg: 'wrote back to the issue' });
+      await call();
     } catch (err) {
-      if (!(err instanceof GitHubError) || RETRIED.has(err.code)) {
-        throw err;
+      if (!(err instanceof GitHubError) || retried(err)) {
+        throw err; // the reaction is handed the events again, with backoff
       }
-      // Refused for good: said once in the conversation (the person fixes the token or lets it be).
       this.logger.warn({
         action: write.action,
         error: err.message,
         issue: issueName(write),
         msg: 'write-back refused',
+        step,
       });
+      const reason = err.message.slice(0, 300);
       await this.receipts.deliver({
-        args: { action: write.action, issue: issueName(write), reason: err.message.slice(0, 300) },
+        args: { action: write.action, issue: issueName(write), reason },
         author: 'system',
-        body: `Could not write to GitHub issue ${issueName(write)} (${write.action}): ${err.message.slice(0, 300)}`,
+        body: `Could not write to GitHub issue ${issueName(write)} (${write.action}): ${reason}`,
         code: 'github.issue_write_back_failed',
         deliverToRd: false,
-        metadata: { action: write.action, issue: issueName(write), status: err.details.status ?? null },
-        receiptKey: write.receiptKey,
+        metadata: { action: write.action, issue: issueName(write), status: err.details.status ?? null, step },
+        receiptKey: `${write.receiptKey}:${step}:refused`,
         requirementId: write.requirementId,
         source: 'github',
         triggerId: ISSUE_WRITE_BACK_TRIGGER,
       });
     }
+    await this.record(write, `${write.receiptKey}:${step}`);
   }
+
+  /** Whether the issue holds this write's comment already (its mark, among its latest comments). */
+  private async onIssue(write: OwedComment): Promise<boolean> {
+    const since = new Date(Date.now() - MARK_SEARCH_MS).toISOString().replace(/\.\d+Z$/, 'Z');
+    const comments = await this.github.listIssueCommentsSince(write.owner, write.repo, write.number, since, 500);
+    return comments.some((comment) => comment.body.includes(markerOf(write.receiptKey)));
+  }
+
+  private record(write: OwedComment, receiptKey: string): Promise<void> {
+    return this.receipts.recordSeen(write.requirementId, [{ receiptKey, triggerId: ISSUE_WRITE_BACK_TRIGGER }]);
+  }
+}
+
+/**
+ * What a retry may cure: GitHub down, slow or out of budget, and a token it rejects (the person
+ * fixes it; nothing is lost meanwhile). Any other refusal (403, 404, 410, 422) is for good.
+ */
+function retried(err: GitHubError): boolean {
+  return (
+    RETRIED.has(err.code) || (err.code === 'failed' && (err.details.status === undefined || err.details.status >= 500))
+  );
 }

@@ -8,7 +8,8 @@ import type { ManagerEvent, Requirement } from '@libs/contracts';
  * branch, a PR's number, a landed commit — never an agent's words (a PR's title or body).
  */
 
-export const ISSUE_WRITE_BACK_MARKER = '<!-- agent-manager:issue -->';
+/** Begins every comment the manager writes on an issue (its receipt key follows, see `markerOf`). */
+export const ISSUE_WRITE_BACK_MARKER = '<!-- agent-manager:issue';
 export const ISSUE_WRITE_BACK_TRIGGER = 'github.issue.write-back';
 
 export type IssueWriteBackAction = 'started' | 'pull_request' | 'landed' | 'cancelled';
@@ -24,6 +25,11 @@ export interface OwedComment {
   number: number;
   body: string;
   close: boolean;
+}
+
+/** The comment's own mark: which write it is, so a retry finds it on the issue instead of writing it again. */
+export function markerOf(receiptKey: string): string {
+  return `${ISSUE_WRITE_BACK_MARKER} ${receiptKey} -->`;
 }
 
 /** `acme/widgets#12`. */
@@ -60,7 +66,7 @@ export function writeBacksOf(events: readonly ManagerEvent[], withCancel: boolea
             requirement,
             'cancelled',
             'cancelled',
-            `Agent Manager stopped working on this issue: Requirement “${plain(requirement.title)}” was cancelled.`,
+            `Agent Manager stopped working on this issue: Requirement ${plain(requirement.title)} was cancelled.`,
           );
         }
         break;
@@ -71,7 +77,10 @@ export function writeBacksOf(events: readonly ManagerEvent[], withCancel: boolea
   return owed;
 }
 
-/** The comment a PR registered for an imported Requirement owes its issue (a PR of the issue's repository only). */
+/**
+ * The comment a PR registered for an imported Requirement owes its issue: the first PR of the
+ * issue's repository only (an agent registers what it likes; one comment is all it can cause).
+ */
 export function pullRequestWriteBack(
   requirement: Pick<Requirement, 'id' | 'source'>,
   pullRequest: { id: string; repository: string; number: number },
@@ -87,7 +96,7 @@ export function pullRequestWriteBack(
     owed,
     requirement,
     'pull_request',
-    `pr:${pullRequest.id}`,
+    'pull_request',
     `Agent Manager opened pull request #${pullRequest.number} for this issue.`,
   );
   return owed[0] ?? null;
@@ -107,7 +116,7 @@ function push(
   const [owner, repo] = source.repository.split('/');
   owed.push({
     action,
-    body: `${text}\n\n${ISSUE_WRITE_BACK_MARKER}`,
+    body: `${text}\n\n${markerOf(`${requirement.id}:${key}`)}`,
     close: action === 'landed',
     number: source.number,
     owner,
@@ -118,7 +127,7 @@ function push(
 }
 
 function startedText(requirement: Requirement): string {
-  return `Agent Manager started working on this issue: Requirement “${plain(requirement.title)}”.`;
+  return `Agent Manager started working on this issue: Requirement ${plain(requirement.title)}.`;
 }
 
 function landedText(requirement: Requirement): string {
@@ -127,14 +136,12 @@ function landedText(requirement: Requirement): string {
   return `Landed by Agent Manager as commit ${landing.landedCommit}${base ? ` on \`${code(base)}\`` : ''}; closing this issue.`;
 }
 
-/** A title as plain text in Markdown: no mention, no link, no HTML, one line. */
+/** A title as inert text in Markdown: a code span (no mention, link, reference, entity or HTML), one line. */
 function plain(text: string): string {
-  return text
-    .replace(/\s+/g, ' ')
-    .replace(/[<>]/g, '')
-    .replace(/@/g, '@\u200b')
-    .replace(/([\\`*_[\]#|~])/g, '\\$1')
-    .slice(0, 200);
+  return `\`${text
+    .replace(/[`\s]+/g, ' ')
+    .trim()
+    .slice(0, 200)}\``;
 }
 
 /** A branch name inside backticks: nothing that would end them. */
