@@ -15,6 +15,7 @@
 //   GET  /repos/:owner/:repo/issues?state=&labels=&page=  a page of issues and PRs, newest first (Link);
 //        …&since=&sort=updated&direction=asc              those changed at or after `since`, oldest change
 //                                                        first, with an ETag (If-None-Match → a free 304)
+//   GET  /repos/:owner/:repo/issues/comments?since=       every issue's comments changed since, oldest first
 //   POST /repos/:owner/:repo/issues/:number/comments     writes a comment (as the token's user, octocat)
 //   PATCH /repos/:owner/:repo/issues/:number             closes or reopens it ({state, state_reason})
 //   GET  /repos/:owner/:repo/issues/:number/events       its `labeled` events (who added which label)
@@ -940,6 +941,33 @@ export class FakeGitHubServer {
       });
       record.pullRequests = 1;
       return send(201, this.restPullRequest(pr), this.rateHeaders('core'));
+    }
+    const repoComments = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/issues\/comments$/.exec(path);
+    if (repoComments && method === 'GET') {
+      if (!this.charge('core', 1, record)) {
+        return this.rateLimited(send);
+      }
+      const repository = `${repoComments[1]}/${repoComments[2]}`.toLowerCase();
+      const query = new URL(req.url ?? '/', 'http://fake').searchParams;
+      const since = query.get('since');
+      const all = [...this.issues.values()]
+        .filter((i) => i.repository.toLowerCase() === repository)
+        .flatMap((i) =>
+          i.comments.map((c, n) => ({
+            body: c.body,
+            created_at: c.createdAt,
+            html_url: `${this.url}/${i.repository}/issues/${i.number}#issuecomment-${i.number * 1000 + n + 1}`,
+            id: i.number * 1000 + n + 1,
+            issue_url: `${this.url}/repos/${i.repository}/issues/${i.number}`,
+            updated_at: c.createdAt,
+            user: c.author === null ? null : { login: c.author },
+          })),
+        )
+        .filter((c) => since === null || Date.parse(c.updated_at) >= Date.parse(since))
+        .sort((a, b) => Date.parse(a.updated_at) - Date.parse(b.updated_at) || a.id - b.id);
+      const perPage = Math.min(100, Number(query.get('per_page') ?? 30));
+      const page = Math.max(1, Number(query.get('page') ?? 1));
+      return send(200, all.slice((page - 1) * perPage, page * perPage), this.rateHeaders('core'));
     }
     const issueList = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/issues$/.exec(path);
     const search = /^(?:\/api\/v3)?\/search\/issues$/.test(path);

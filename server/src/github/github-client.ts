@@ -107,6 +107,16 @@ export interface GitHubClient {
    * null when no such event was found. Throws GitHubError.
    */
   lastLabeledBy(owner: string, repo: string, number: number, labels: readonly string[]): Promise<string | null>;
+  /**
+   * The comments of every issue (and pull request) of a repository written or edited at or after
+   * `since`, oldest change first, each with its issue's number (at most `max`). Throws GitHubError.
+   */
+  listRepositoryCommentsSince(
+    owner: string,
+    repo: string,
+    since: string,
+    max: number,
+  ): Promise<Array<GitHubIssueComment & { issueNumber: number; updatedAt: string }>>;
   /** Writes a comment on an issue (or a pull request's conversation). Throws GitHubError. */
   commentOnIssue(owner: string, repo: string, number: number, body: string): Promise<{ id: number; url: string }>;
   /** Closes an issue as completed (a closed one stays closed). Throws GitHubError. */
@@ -509,6 +519,40 @@ export class OctokitGitHubClient implements GitHubClient {
       );
       const batch = response!.data as RawIssueComment[];
       comments.push(...batch.map(toIssueComment));
+      if (batch.length < 100) {
+        break;
+      }
+    }
+    return comments.slice(0, max);
+  }
+
+  async listRepositoryCommentsSince(
+    owner: string,
+    repo: string,
+    since: string,
+    max: number,
+  ): Promise<Array<GitHubIssueComment & { issueNumber: number; updatedAt: string }>> {
+    this.assertConfigured();
+    const comments: Array<GitHubIssueComment & { issueNumber: number; updatedAt: string }> = [];
+    for (let page = 1; comments.length < max; page++) {
+      const response = await this.send('core', () =>
+        this.octokit.request('GET /repos/{owner}/{repo}/issues/comments', {
+          direction: 'asc',
+          owner,
+          page,
+          per_page: 100,
+          repo,
+          since,
+          sort: 'updated',
+        }),
+      );
+      const batch = response!.data as Array<RawIssueComment & { issue_url?: string; updated_at?: string }>;
+      for (const raw of batch) {
+        const issueNumber = Number(/\/issues\/(\d+)$/.exec(raw.issue_url ?? '')?.[1]);
+        if (Number.isSafeInteger(issueNumber) && issueNumber > 0) {
+          comments.push({ ...toIssueComment(raw), issueNumber, updatedAt: raw.updated_at ?? raw.created_at });
+        }
+      }
       if (batch.length < 100) {
         break;
       }

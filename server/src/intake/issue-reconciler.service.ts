@@ -32,8 +32,8 @@ const FIRST_TICK_DELAY_MS = 1_000;
 const POKE_DELAY_MS = 500;
 /** Pages of changed issues one tick reads per repository (100 each); the rest next tick. */
 const PAGES_PER_TICK = 5;
-/** New comments read per issue per look (the rest: the next look, from the last one read). */
-const COMMENTS_PER_LOOK = 100;
+/** New comments of a repository read per look (the rest: the next look, from the last one read). */
+const COMMENTS_PER_LOOK = 500;
 /** Requirements label intake makes in one look at most (the rest: the next looks). */
 const IMPORTS_PER_LOOK = 10;
 /** Looks a webhook's events bring are this far apart at least (a flood of comments is one look). */
@@ -86,8 +86,10 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
   private readonly observed = new Map<string, string>();
   /** Repositories and labels whose open labelled issues were read whole once since the start. */
   private readonly scanned = new Set<string>();
-  /** Per imported Requirement: GitHub's time of the last comment read (the next read starts there). */
-  private readonly commentCursors = new Map<string, number>();
+  /** Per repository: GitHub's time of the last comment read (the next read starts there). */
+  private readonly commentCursors = new Map<string, string>();
+  /** Per issue (`repo#number`): how many comments it had when they were last read. */
+  private readonly commentCounts = new Map<string, number>();
   private lastLookAt = 0;
   private timer: NodeJS.Timeout | undefined;
   private pokeTimer: NodeJS.Timeout | undefined;
@@ -229,6 +231,8 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
         const pin = (issue: GitHubIssue) => {
           cursor = issue.updatedAt < cursor ? issue.updatedAt : cursor;
         };
+        const rows = imported.get(key) ?? [];
+        const commented: GitHubIssue[] = [];
         for (const issue of dedupe(changed)) {
           const id = `${key}#${issue.number}`;
           // GitHub's times are whole seconds: what changed within one shows in the rest.
@@ -243,12 +247,18 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
             continue; // looked at already (the boundary of `since`, a 304's cached page)
           }
           try {
-            const mine = (imported.get(key) ?? []).find((r) => r.source.number === issue.number);
+            const mine = rows.find((r) => r.source.number === issue.number);
             let done = true;
             if (mine) {
-              const seen = await this.observe(owner, repo, mine, issue);
-              report.comments += seen.written;
-              done = seen.complete;
+              await this.requirements.applyIssueState(
+                mine.id,
+                { labels: issue.labels, state: issue.state, title: issue.title },
+                ACTOR,
+              );
+              if (this.commentCounts.get(id) !== issue.commentCount) {
+                commented.push(issue);
+                done = false; // remembered once its comments are read
+              }
             } else if (
               takesIn &&
               issue.state === 'open' &&
@@ -264,13 +274,34 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
             }
             if (done) {
               this.remember(id, fingerprint);
-            } else {
+            } else if (!commented.includes(issue)) {
               pin(issue);
             }
           } catch (err) {
             report.failed += 1;
             pin(issue);
             this.logger.warn({ error: (err as Error).message, issue: id, msg: 'issue not applied; looked at again' });
+          }
+        }
+        if (commented.length > 0) {
+          // One request for the comments of every issue of the repository that has new ones.
+          const read = await this.readComments(key, owner, repo, rows).catch((err: Error) => {
+            report.failed += 1;
+            this.logger.warn({ error: err.message, msg: 'issue comments not read; read again', repository: key });
+            return null;
+          });
+          report.comments += read?.written ?? 0;
+          for (const issue of commented) {
+            const id = `${key}#${issue.number}`;
+            if (read?.complete) {
+              this.commentCounts.set(id, issue.commentCount);
+              this.remember(
+                id,
+                JSON.stringify([issue.updatedAt, issue.commentCount, issue.state, issue.title, issue.labels]),
+              );
+            } else {
+              pin(issue);
+            }
           }
         }
         this.cursors.set(key, cursor);
@@ -348,39 +379,37 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
   }
 
   /**
-   * An imported issue changed: its state on the Requirement, and its comments written since the
-   * import (from the last one read). `complete`: every new comment was read (else: again next look).
+   * The repository's comments written since the last read (the first: since its oldest open
+   * import), to the imported Requirements they belong to: each once (receipts), the manager's own
+   * recorded, the others handed to the agent as untrusted input. `complete`: nothing was left.
    */
-  private async observe(
+  private async readComments(
+    key: string,
     owner: string,
     repo: string,
-    mine: Imported,
-    issue: GitHubIssue,
+    rows: Imported[],
   ): Promise<{ written: number; complete: boolean }> {
-    await this.requirements.applyIssueState(
-      mine.id,
-      { labels: issue.labels, state: issue.state, title: issue.title },
-      ACTOR,
-    );
     // Comments written in the import's own second or later; earlier ones are in its description.
-    const from = Math.floor(mine.importedAtMs / 1000) * 1000;
-    const since = Math.max(from, this.commentCursors.get(mine.id) ?? 0);
-    const comments = await this.github.listIssueCommentsSince(
-      owner,
-      repo,
-      issue.number,
-      isoSeconds(since),
-      COMMENTS_PER_LOOK,
-    );
-    const seen = await this.delivery.seenKeys(mine.id, `${mine.id}:issue-comment:`);
-    const name = `${owner}/${repo}#${issue.number}`;
+    const fromOf = (row: Imported) => Math.floor(row.importedAtMs / 1000) * 1000;
+    const since = this.commentCursors.get(key) ?? isoSeconds(Math.min(...rows.map(fromOf)));
+    const comments = await this.github.listRepositoryCommentsSince(owner, repo, since, COMMENTS_PER_LOOK);
+    const byNumber = new Map(rows.map((row) => [row.source.number, row]));
+    const seen = new Map<string, Set<string>>();
     let written = 0;
     for (const comment of comments) {
+      const mine = byNumber.get(comment.issueNumber);
+      if (!mine || Date.parse(comment.createdAt) < fromOf(mine)) {
+        continue;
+      }
+      if (!seen.has(mine.id)) {
+        seen.set(mine.id, await this.delivery.seenKeys(mine.id, `${mine.id}:issue-comment:`));
+      }
       const receiptKey = `${mine.id}:issue-comment:${comment.id}`;
-      if (seen.has(receiptKey) || Date.parse(comment.createdAt) < from) {
+      if (seen.get(mine.id)!.has(receiptKey)) {
         continue;
       }
       const own = comment.body.includes(ISSUE_WRITE_BACK_MARKER) || isOwnComment(comment.body);
+      const name = `${owner}/${repo}#${comment.issueNumber}`;
       const outcome = await this.delivery.deliver({
         author: 'reviewer',
         body: `GitHub comment by @${comment.author ?? 'ghost'} on issue ${name} (${comment.url}).\n${UNTRUSTED}\n\n${comment.body}`.slice(
@@ -404,9 +433,8 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
       written += outcome.message ? 1 : 0;
     }
     const last = comments[comments.length - 1];
-    if (last) {
-      this.commentCursors.set(mine.id, Math.floor(Date.parse(last.createdAt) / 1000) * 1000);
-    }
+    // `since` includes its own second: the last one is read again next time, and its receipt skips it.
+    this.commentCursors.set(key, last ? last.updatedAt : since);
     return { complete: comments.length < COMMENTS_PER_LOOK, written };
   }
 
