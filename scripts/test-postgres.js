@@ -83,7 +83,7 @@ async function main() {
     const args = [
       require.resolve('jest/bin/jest'),
       '--ci',
-      '--maxWorkers=3', // as scripts/test.js, for the same reason
+      '--maxWorkers=2',
       '--json',
       `--outputFile=${report}`,
       // unit too: the schema and migration specs in SUITES are unit specs that take the URL.

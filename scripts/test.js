@@ -94,11 +94,7 @@ checks
       [
         require.resolve('jest/bin/jest'),
         '--ci',
-        // Three suites at once on two cores: a suite mostly waits (on its manager's child
-        // processes, agents, git, a browser) and keeps about half a core busy (measured), so a
-        // third worker fills the cores instead of queueing. Suites wait on conditions, never on an
-        // idle machine (docs/testing.md), so the extra load must not fail one.
-        '--maxWorkers=3',
+        '--maxWorkers=2',
         '--json',
         `--outputFile=${report}`,
         ...process.argv.slice(2),
