@@ -236,7 +236,7 @@ describe('issues: write-back, comments back in, intake by label', () => {
     await look();
     await manager.stop();
     await start();
-    await look(); // a new process: no cursor, reads since the import again; the receipts keep it once
+    await look(); // a new process: each open imported issue read whole again; the receipts keep it once
     // Carol's once; the rest are the manager's own (the start comment her comment's run wrote), recorded.
     const after = await fromIssue();
     expect(after.filter((m) => m.deliverToRd).map((m) => m.id)).toEqual([carol.id]);
@@ -263,7 +263,8 @@ describe('issues: write-back, comments back in, intake by label', () => {
     github.addIssue({ labels: ['Agent'], number: 30, repository: REPO, title: 'Labelled before' });
     github.addIssue({ labels: [], number: 31, repository: REPO, title: 'Labelled later' });
     github.addIssue({ labels: ['agent'], number: 32, repository: REPO, title: 'Closed one', state: 'closed' });
-    // Anyone may open an issue, and an issue form labels it: its author's own label does not count.
+    // Anyone may open an issue, and an issue form labels it as its author: a label counts only when
+    // who put it there may triage the repository (GitHub's permission), and never a bot's.
     github.addIssue({
       author: 'stranger',
       authorAssociation: 'NONE',
@@ -280,6 +281,15 @@ describe('issues: write-back, comments back in, intake by label', () => {
       number: 34,
       repository: REPO,
       title: 'Triaged by a maintainer',
+    });
+    github.permissions.set('labeler[bot]', 'write');
+    github.addIssue({
+      author: 'stranger',
+      labelEvents: [{ actor: 'labeler[bot]', label: 'agent' }],
+      labels: ['agent'],
+      number: 35,
+      repository: REPO,
+      title: 'Labelled by a bot reading the issue',
     });
     github.addIssue({ labels: ['agent'], number: 1, repository: 'other/repo', title: 'Not ours' });
     await ok(api().PATCH('/api/configuration', { body: { intakeLabels: ['agent'], intakeStart: 'start' } }));
@@ -345,6 +355,23 @@ describe('issues: write-back, comments back in, intake by label', () => {
     // Taken once: a look again makes nothing new.
     expect([...all.keys()].filter((k) => /#3\d$/.test(k)).sort()).toEqual([`${REPO}#30`, `${REPO}#31`, `${REPO}#34`]);
   }
+
+  it('writes a comment GitHub failed once (5xx) exactly once: retried, after looking for it on the issue', async () => {
+    github.addIssue({ number: 41, repository: REPO, title: 'Flaky GitHub' });
+    const requirement = await importIssue(41);
+    github.failNext(1, 502, 'rest', { method: 'POST', path: `/repos/${REPO}/issues/41/comments` });
+    await startRun(withApi(), requirement.id, 'go');
+    await until('the start comment, retried', async () => commentsOn(41)[0]);
+    await settled(withApi(), requirement.id, 1);
+    const posts = github.requests.filter((r) => r.method === 'POST' && r.path === `/repos/${REPO}/issues/41/comments`);
+    expect(posts.map((r) => r.status)).toEqual([502, 201]); // the client itself never sent it twice
+    // The retry looked for its mark on the issue before writing again.
+    expect(github.requests.some((r) => r.method === 'GET' && r.path === `/repos/${REPO}/issues/41/comments`)).toBe(
+      true,
+    );
+    expect(commentsOn(41)).toHaveLength(1);
+    expect((await conversation(requirement.id)).some((m) => m.code === 'github.issue_write_back_failed')).toBe(false);
+  });
 
   it('says in the conversation when GitHub refuses a write-back for good, and does not retry it', async () => {
     github.addIssue({ number: 40, repository: REPO, title: 'Refused' });

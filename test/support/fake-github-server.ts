@@ -19,6 +19,7 @@
 //   POST /repos/:owner/:repo/issues/:number/comments     writes a comment (as the token's user, octocat)
 //   PATCH /repos/:owner/:repo/issues/:number             closes or reopens it ({state, state_reason})
 //   GET  /repos/:owner/:repo/issues/:number/events       its `labeled` events (who added which label)
+//   GET  /repos/:owner/:repo/collaborators/:user/permission   a login's permission (404: a stranger)
 //   GET  /search/issues?q=repo:o/r is:issue is:open label:"x" words   the search's items (Link)
 //   GET  /rate_limit (+ /api/v3)                         the budgets (free, like GitHub's)
 //   GET  /user (+ /api/v3)                               the token's user, its OAuth scopes in
@@ -191,6 +192,11 @@ export class FakeGitHubServer {
     [];
   private readonly pulls = new Map<string, FakePullRequest>();
   private readonly issues = new Map<string, FakeIssue>();
+  /** Logins' permission on every repository (the token's user, octocat, is its admin). */
+  readonly permissions = new Map<string, string>([
+    ['octocat', 'admin'],
+    ['maintainer', 'write'],
+  ]);
   private readonly budgets: Record<'core' | 'graphql', Budget>;
   private readonly sockets = new Set<import('node:net').Socket>();
   private nextId = 1000;
@@ -983,6 +989,16 @@ export class FakeGitHubServer {
     const issue = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)(\/comments)?$/.exec(path);
     if (issue && method === 'GET') {
       return this.answerIssue(issue, new URL(req.url ?? '/', 'http://fake').searchParams, record, send);
+    }
+    const permission = /^(?:\/api\/v3)?\/repos\/[^/]+\/[^/]+\/collaborators\/([^/]+)\/permission$/.exec(path);
+    if (permission && method === 'GET') {
+      if (!this.charge('core', 1, record)) {
+        return this.rateLimited(send);
+      }
+      const granted = this.permissions.get(decodeURIComponent(permission[1]));
+      return granted === undefined
+        ? send(404, { message: 'Not Found' }, this.rateHeaders('core'))
+        : send(200, { permission: granted }, this.rateHeaders('core'));
     }
     const events = /^(?:\/api\/v3)?\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/events$/.exec(path);
     if (events && method === 'GET') {

@@ -103,10 +103,15 @@ export interface GitHubClient {
     max: number,
   ): Promise<GitHubIssueComment[]>;
   /**
-   * Who last added one of `labels` (case aside) to the issue, from its events (the first pages);
-   * null when no such event was found. Throws GitHubError.
+   * Who added the one of `labels` (case aside) that the issue still has, from its events (up to
+   * 300, oldest first; a label removed and added again: the last adder); null when none is found.
+   * Throws GitHubError.
    */
   lastLabeledBy(owner: string, repo: string, number: number, labels: readonly string[]): Promise<string | null>;
+  /** `user`'s permission on the repository (admin, maintain, write, triage, read, none). Throws GitHubError. */
+  permissionOf(owner: string, repo: string, user: string): Promise<string>;
+  /** The token's own login (asked once). Throws GitHubError. */
+  login(): Promise<string>;
   /**
    * The comments of every issue (and pull request) of a repository written or edited at or after
    * `since`, oldest change first, each with its issue's number (at most `max`). Throws GitHubError.
@@ -117,7 +122,7 @@ export interface GitHubClient {
     since: string,
     max: number,
   ): Promise<Array<GitHubIssueComment & { issueNumber: number; updatedAt: string }>>;
-  /** Writes a comment on an issue (or a pull request's conversation). Throws GitHubError. */
+  /** Writes a comment on an issue (or a pull request's conversation), never re-sent by the client. Throws GitHubError. */
   commentOnIssue(owner: string, repo: string, number: number, body: string): Promise<{ id: number; url: string }>;
   /** Closes an issue as completed (a closed one stays closed). Throws GitHubError. */
   closeIssue(owner: string, repo: string, number: number): Promise<void>;
@@ -257,6 +262,7 @@ export class OctokitGitHubClient implements GitHubClient {
   private readonly graphqlBaseUrl: string;
   private readonly budgets: RateLimitStatus = { core: null, graphql: null };
   private readonly etags = new Map<string, { etag: string; fields: RestPullRequestFields }>();
+  private ownLogin: Promise<string> | null = null;
   /** Issue pages polled with the same `since` until something changes: their ETags make the repeats free. */
   private readonly pages = new Map<
     string,
@@ -580,8 +586,13 @@ export class OctokitGitHubClient implements GitHubClient {
         label?: { name?: string };
       }>;
       for (const event of events) {
-        if (event.event === 'labeled' && wanted.has((event.label?.name ?? '').toLowerCase())) {
+        if (!wanted.has((event.label?.name ?? '').toLowerCase())) {
+          continue;
+        }
+        if (event.event === 'labeled') {
           labeler = event.actor?.login ?? null;
+        } else if (event.event === 'unlabeled') {
+          labeler = null;
         }
       }
       if (events.length < 100) {
@@ -589,6 +600,36 @@ export class OctokitGitHubClient implements GitHubClient {
       }
     }
     return labeler;
+  }
+
+  async permissionOf(owner: string, repo: string, user: string): Promise<string> {
+    this.assertConfigured();
+    try {
+      const response = await this.send('core', () =>
+        this.octokit.request('GET /repos/{owner}/{repo}/collaborators/{username}/permission', {
+          owner,
+          repo,
+          username: user,
+        }),
+      );
+      return String((response!.data as { permission?: string }).permission ?? 'none');
+    } catch (err) {
+      if (err instanceof GitHubError && err.code === 'not_found') {
+        return 'none'; // not a collaborator (GitHub answers 404 for a stranger)
+      }
+      throw err;
+    }
+  }
+
+  async login(): Promise<string> {
+    this.assertConfigured();
+    this.ownLogin ??= this.send('core', () => this.octokit.request('GET /user')).then((response) =>
+      String((response!.data as { login?: string }).login ?? ''),
+    );
+    this.ownLogin.catch(() => {
+      this.ownLogin = null; // asked again next time
+    });
+    return this.ownLogin;
   }
 
   async commentOnIssue(
@@ -604,6 +645,8 @@ export class OctokitGitHubClient implements GitHubClient {
         issue_number: number,
         owner,
         repo,
+        // Not re-sent on a 5xx or a lost answer: GitHub may have written it (the caller looks first).
+        request: { retries: 0 },
       }),
     );
     const made = response!.data as RawIssueComment;

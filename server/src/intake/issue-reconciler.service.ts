@@ -15,7 +15,7 @@ import { ConfigurationService } from '../core/configuration/configuration.servic
 import { leadsJobs } from '../core/database/postgres/postgres-board';
 import { DomainError } from '../core/errors/domain-error';
 import { RUNTIME, type Runtime } from '../core/runtime';
-import { GITHUB_CLIENT, type GitHubClient, type GitHubIssue } from '../github/github-client';
+import { GITHUB_CLIENT, type GitHubClient, type GitHubIssue, type GitHubIssueComment } from '../github/github-client';
 import { UNTRUSTED, isOwnComment } from '../github/github-triggers';
 import { GitHubWebhookService } from '../github/github-webhook.service';
 import type { GitHubRemote } from '../landing/github-remote';
@@ -40,9 +40,11 @@ const IMPORTS_PER_LOOK = 10;
 const POKE_SPACING_MS = 5_000;
 /** Below this many core requests left, looks wait for the reset (the PRs' reconciler needs them more). */
 const BUDGET_FLOOR = 200;
-/** Authors GitHub says may triage the repository: their labels count (see takeIn). */
-const TRUSTED_AUTHORS: ReadonlySet<string> = new Set(['OWNER', 'MEMBER', 'COLLABORATOR']);
-/** GitHub's `since` is compared with its own clock: the first look reaches this far before the oldest import. */
+/** The permissions whose labels count (see takeIn). */
+const TRIAGERS: ReadonlySet<string> = new Set(['admin', 'maintain', 'write', 'triage']);
+/** Looks an issue that failed is read again by number before it is left until it changes. */
+const RETRY_ATTEMPTS = 5;
+/** GitHub's `since` is compared with its own clock: a first look reaches this far back. */
 const CLOCK_MARGIN_MS = 5 * 60_000;
 const SHUTDOWN_WAIT_MS = 10_000;
 /** Issues whose last look is remembered (forgotten ones are looked at once more: receipts keep that harmless). */
@@ -57,6 +59,22 @@ export interface IssueReconcileReport {
   /** Requirements made by label intake. */
   imported: number;
   failed: number;
+}
+
+/** One repository as a look reads it: its imported Requirements still open. */
+interface Repository {
+  key: string;
+  owner: string;
+  repo: string;
+  rows: Imported[];
+}
+
+/** What one look spends across its repositories. */
+interface Look {
+  /** Requirements label intake may still make. */
+  imports: number;
+  /** Permissions asked of GitHub this look, by login. */
+  permissions: Map<string, string>;
 }
 
 /** An imported Requirement still open, as the tick reads it. */
@@ -90,12 +108,18 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
   private readonly commentCursors = new Map<string, string>();
   /** Per issue (`repo#number`): how many comments it had when they were last read. */
   private readonly commentCounts = new Map<string, number>();
+  /** Requirements whose issue's comments since the import were read (since the start): the repository-wide read takes over. */
+  private readonly covered = new Set<string>();
+  /** Repositories owed a repository-wide comment read (the last one failed or stopped at its cap). */
+  private readonly commentsDue = new Set<string>();
+  /** Per repository: issues that failed, by number, with their attempts. */
+  private readonly retries = new Map<string, Map<number, number>>();
   private lastLookAt = 0;
   private timer: NodeJS.Timeout | undefined;
   private pokeTimer: NodeJS.Timeout | undefined;
   private subscriptions: Subscription[] = [];
   private current: Promise<IssueReconcileReport> | null = null;
-  private again = false;
+  private queued: Promise<IssueReconcileReport> | null = null;
   private stopped = false;
 
   constructor(
@@ -147,11 +171,14 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     this.pokeTimer.unref();
   }
 
-  /** Looks now; a call during a look gets one more look right after it. */
+  /** Looks now; calls during a look share one more look right after it (what they ask for starts after them). */
   reconcile(): Promise<IssueReconcileReport> {
     if (this.current) {
-      this.again = true;
-      return this.current;
+      this.queued ??= this.current.then(() => {
+        this.queued = null;
+        return this.reconcile();
+      });
+      return this.queued;
     }
     this.current = this.run()
       .catch((err: unknown): IssueReconcileReport => {
@@ -160,10 +187,6 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
       })
       .finally(() => {
         this.current = null;
-        if (this.again && !this.stopped) {
-          this.again = false;
-          void this.reconcile();
-        }
       });
     return this.current;
   }
@@ -213,101 +236,14 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
       repositories.set(key, { owner, repo });
     }
     report.repositories = repositories.size;
-    const room = { imports: IMPORTS_PER_LOOK };
+    const look: Look = { imports: IMPORTS_PER_LOOK, permissions: new Map() };
     for (const [key, { owner, repo }] of repositories) {
       if (this.stopped) {
         break;
       }
+      const where: Repository = { key, owner, repo, rows: imported.get(key) ?? [] };
       try {
-        const takesIn = intake.some(sameRepo(key));
-        const scan = `${key} ${JSON.stringify(labels)}`;
-        const { changed, next } = await this.changedIssues(key, owner, repo, imported.get(key) ?? []);
-        if (takesIn && !this.scanned.has(scan)) {
-          changed.push(...(await this.labelled(owner, repo, labels)));
-        }
-        report.changed += changed.length;
-        // An issue that failed (or waits for room) keeps the cursor at its change: read again next look.
-        let cursor = next;
-        const pin = (issue: GitHubIssue) => {
-          cursor = issue.updatedAt < cursor ? issue.updatedAt : cursor;
-        };
-        const rows = imported.get(key) ?? [];
-        const commented: GitHubIssue[] = [];
-        for (const issue of dedupe(changed)) {
-          const id = `${key}#${issue.number}`;
-          // GitHub's times are whole seconds: what changed within one shows in the rest.
-          const fingerprint = JSON.stringify([
-            issue.updatedAt,
-            issue.commentCount,
-            issue.state,
-            issue.title,
-            issue.labels,
-          ]);
-          if (this.observed.get(id) === fingerprint) {
-            continue; // looked at already (the boundary of `since`, a 304's cached page)
-          }
-          try {
-            const mine = rows.find((r) => r.source.number === issue.number);
-            let done = true;
-            if (mine) {
-              await this.requirements.applyIssueState(
-                mine.id,
-                { labels: issue.labels, state: issue.state, title: issue.title },
-                ACTOR,
-              );
-              if (this.commentCounts.get(id) !== issue.commentCount) {
-                commented.push(issue);
-                done = false; // remembered once its comments are read
-              }
-            } else if (
-              takesIn &&
-              issue.state === 'open' &&
-              issue.labels.some((l) => labels.includes(l.toLowerCase()))
-            ) {
-              if (room.imports === 0) {
-                done = false;
-              } else {
-                const made = await this.takeIn(owner, repo, issue, labels);
-                room.imports -= made;
-                report.imported += made;
-              }
-            }
-            if (done) {
-              this.remember(id, fingerprint);
-            } else if (!commented.includes(issue)) {
-              pin(issue);
-            }
-          } catch (err) {
-            report.failed += 1;
-            pin(issue);
-            this.logger.warn({ error: (err as Error).message, issue: id, msg: 'issue not applied; looked at again' });
-          }
-        }
-        if (commented.length > 0) {
-          // One request for the comments of every issue of the repository that has new ones.
-          const read = await this.readComments(key, owner, repo, rows).catch((err: Error) => {
-            report.failed += 1;
-            this.logger.warn({ error: err.message, msg: 'issue comments not read; read again', repository: key });
-            return null;
-          });
-          report.comments += read?.written ?? 0;
-          for (const issue of commented) {
-            const id = `${key}#${issue.number}`;
-            if (read?.complete) {
-              this.commentCounts.set(id, issue.commentCount);
-              this.remember(
-                id,
-                JSON.stringify([issue.updatedAt, issue.commentCount, issue.state, issue.title, issue.labels]),
-              );
-            } else {
-              pin(issue);
-            }
-          }
-        }
-        this.cursors.set(key, cursor);
-        if (takesIn) {
-          this.scanned.add(scan);
-        }
+        await this.lookAt(where, intake.some(sameRepo(key)) ? labels : [], look, report);
       } catch (err) {
         report.failed += 1;
         this.logger.warn({ error: (err as Error).message, msg: 'issues not read', repository: key });
@@ -319,6 +255,126 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     return report;
   }
 
+  /**
+   * One repository: its changed issues (and those to try again), then the comments. `labels`:
+   * the intake labels when the repository is one issues are taken in from (else none).
+   */
+  private async lookAt(where: Repository, labels: string[], look: Look, report: IssueReconcileReport): Promise<void> {
+    const { key, owner, repo, rows } = where;
+    // Comments from here on are the repository-wide read's; those before, each issue's own first read.
+    if (!this.commentCursors.has(key)) {
+      this.commentCursors.set(key, isoSeconds(this.clock.now().getTime() - CLOCK_MARGIN_MS));
+    }
+    const { changed, next } = await this.changedIssues(key, owner, repo);
+    const scan = `${key} ${JSON.stringify(labels)}`;
+    if (labels.length > 0 && !this.scanned.has(scan)) {
+      changed.push(...(await this.labelled(owner, repo, labels)));
+    }
+    // What failed before is read again by number (the cursor has moved on without it).
+    const retries = this.retries.get(key) ?? new Map<number, number>();
+    this.retries.set(key, retries);
+    for (const number of [...retries.keys()]) {
+      try {
+        changed.push(await this.github.getIssue(owner, repo, number));
+      } catch (err) {
+        this.failedAgain(key, retries, number, err as Error);
+      }
+    }
+    // A Requirement not read since the start (or imported since): its issue read whole, once.
+    const fresh = rows.filter((row) => !this.covered.has(row.id));
+    for (const row of fresh) {
+      changed.push(await this.github.getIssue(owner, repo, row.source.number));
+    }
+    report.changed += changed.length;
+    let scanAgain = false;
+    const commented: Array<{ issue: GitHubIssue; fingerprint: string }> = [];
+    for (const issue of dedupe(changed)) {
+      const id = `${key}#${issue.number}`;
+      // GitHub's times are whole seconds: what changed within one shows in the rest.
+      const fingerprint = JSON.stringify([issue.updatedAt, issue.commentCount, issue.state, issue.title, issue.labels]);
+      if (this.observed.get(id) === fingerprint && !retries.has(issue.number)) {
+        continue; // looked at already (the boundary of `since`, a 304's cached page)
+      }
+      try {
+        const mine = rows.find((r) => r.source.number === issue.number);
+        let remember = true;
+        if (mine) {
+          await this.requirements.applyIssueState(
+            mine.id,
+            { labels: issue.labels, state: issue.state, title: issue.title },
+            ACTOR,
+          );
+          if (this.covered.has(mine.id) && this.commentCounts.get(id) !== issue.commentCount) {
+            commented.push({ fingerprint, issue });
+            remember = false; // once its comments are read
+          }
+        } else if (issue.state === 'open' && issue.labels.some((l) => labels.includes(l.toLowerCase()))) {
+          if (look.imports === 0) {
+            scanAgain = true; // no room this look: the next one's scan finds it again
+            remember = false;
+          } else {
+            const made = await this.takeIn(owner, repo, issue, labels, look);
+            look.imports -= made;
+            report.imported += made;
+          }
+        }
+        if (remember) {
+          this.remember(id, fingerprint);
+        }
+        retries.delete(issue.number);
+      } catch (err) {
+        report.failed += 1;
+        this.failedAgain(key, retries, issue.number, err as Error);
+      }
+    }
+    this.cursors.set(key, next);
+    if (labels.length > 0) {
+      if (scanAgain) {
+        this.scanned.delete(scan);
+      } else {
+        this.scanned.add(scan);
+      }
+    }
+    for (const row of fresh) {
+      report.comments += await this.firstComments(owner, repo, row);
+    }
+    if (commented.length > 0 || this.commentsDue.has(key)) {
+      const covered = rows.filter((row) => this.covered.has(row.id) && !fresh.includes(row));
+      const read = await this.readComments(key, owner, repo, covered).catch((err: Error) => {
+        report.failed += 1;
+        this.logger.warn({ error: err.message, msg: 'issue comments not read; read again', repository: key });
+        return null;
+      });
+      report.comments += read?.written ?? 0;
+      if (read?.complete) {
+        this.commentsDue.delete(key);
+      } else {
+        this.commentsDue.add(key); // the next look reads on from where this one stopped
+      }
+      for (const { fingerprint, issue } of commented) {
+        this.commentCounts.set(`${key}#${issue.number}`, issue.commentCount);
+        this.remember(`${key}#${issue.number}`, fingerprint);
+      }
+    }
+  }
+
+  /** An issue that could not be applied: tried again by number next looks, then left to its next change. */
+  private failedAgain(key: string, retries: Map<number, number>, number: number, err: Error): void {
+    const attempts = (retries.get(number) ?? 0) + 1;
+    if (attempts >= RETRY_ATTEMPTS) {
+      retries.delete(number);
+      this.logger.warn({ error: err.message, issue: `${key}#${number}`, msg: 'issue left until it changes again' });
+    } else {
+      retries.set(number, attempts);
+      this.logger.warn({
+        attempts,
+        error: err.message,
+        issue: `${key}#${number}`,
+        msg: 'issue not applied; tried again',
+      });
+    }
+  }
+
   private remember(id: string, fingerprint: string): void {
     this.observed.delete(id);
     this.observed.set(id, fingerprint);
@@ -328,18 +384,17 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
   }
 
   /**
-   * The repository's issues changed since the last look (the first look: since its oldest open
-   * import), and the next look's `since`. Pages move `since` forward rather than counting pages,
-   * so an issue changed meanwhile cannot slip between two of them.
+   * The repository's issues changed since the last look (the first look: since a little before
+   * now; what the imported ones became meanwhile is read whole), and the next look's `since`.
+   * Pages move `since` forward rather than counting pages, so an issue changed meanwhile cannot
+   * slip between two of them.
    */
   private async changedIssues(
     key: string,
     owner: string,
     repo: string,
-    rows: Imported[],
   ): Promise<{ changed: GitHubIssue[]; next: string }> {
-    const oldest = Math.min(this.clock.now().getTime(), ...rows.map((r) => r.importedAtMs));
-    let since = this.cursors.get(key) ?? isoSeconds(oldest - CLOCK_MARGIN_MS);
+    let since = this.cursors.get(key) ?? isoSeconds(this.clock.now().getTime() - CLOCK_MARGIN_MS);
     let page = 1;
     const changed: GitHubIssue[] = [];
     for (let request = 0; request < PAGES_PER_TICK; request++) {
@@ -378,10 +433,25 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     return found;
   }
 
+  /** A Requirement's issue's comments since its import, read on their own the first time (then covered). */
+  private async firstComments(owner: string, repo: string, row: Imported): Promise<number> {
+    const comments = await this.github.listIssueCommentsSince(
+      owner,
+      repo,
+      row.source.number,
+      isoSeconds(fromOf(row)),
+      COMMENTS_PER_LOOK,
+    );
+    const written = await this.deliver(owner, repo, row, row.source.number, comments);
+    if (comments.length < COMMENTS_PER_LOOK) {
+      this.covered.add(row.id);
+    }
+    return written;
+  }
+
   /**
-   * The repository's comments written since the last read (the first: since its oldest open
-   * import), to the imported Requirements they belong to: each once (receipts), the manager's own
-   * recorded, the others handed to the agent as untrusted input. `complete`: nothing was left.
+   * The repository's comments written since the last read, to the covered Requirements they
+   * belong to. `complete`: nothing was left (else the next look reads on from the last one).
    */
   private async readComments(
     key: string,
@@ -389,27 +459,44 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     repo: string,
     rows: Imported[],
   ): Promise<{ written: number; complete: boolean }> {
-    // Comments written in the import's own second or later; earlier ones are in its description.
-    const fromOf = (row: Imported) => Math.floor(row.importedAtMs / 1000) * 1000;
-    const since = this.commentCursors.get(key) ?? isoSeconds(Math.min(...rows.map(fromOf)));
+    const since = this.commentCursors.get(key)!;
     const comments = await this.github.listRepositoryCommentsSince(owner, repo, since, COMMENTS_PER_LOOK);
-    const byNumber = new Map(rows.map((row) => [row.source.number, row]));
-    const seen = new Map<string, Set<string>>();
+    let written = 0;
+    for (const row of rows) {
+      const own = comments.filter((c) => c.issueNumber === row.source.number);
+      written += own.length > 0 ? await this.deliver(owner, repo, row, row.source.number, own) : 0;
+    }
+    const last = comments[comments.length - 1];
+    // `since` includes its own second: the last one is read again next time, and its receipt skips it.
+    this.commentCursors.set(key, last ? last.updatedAt : since);
+    return { complete: comments.length < COMMENTS_PER_LOOK, written };
+  }
+
+  /**
+   * Comments of an imported issue, each once (receipts): the manager's own (its mark, by the
+   * token's login) recorded, every other handed to the agent as untrusted input. Comments written
+   * before the import's second are in its description.
+   */
+  private async deliver(
+    owner: string,
+    repo: string,
+    row: Imported,
+    number: number,
+    comments: readonly GitHubIssueComment[],
+  ): Promise<number> {
+    const seen = await this.delivery.seenKeys(row.id, `${row.id}:issue-comment:`);
+    const me = await this.github.login().catch(() => null);
+    const name = `${owner}/${repo}#${number}`;
     let written = 0;
     for (const comment of comments) {
-      const mine = byNumber.get(comment.issueNumber);
-      if (!mine || Date.parse(comment.createdAt) < fromOf(mine)) {
+      const receiptKey = `${row.id}:issue-comment:${comment.id}`;
+      if (seen.has(receiptKey) || Date.parse(comment.createdAt) < fromOf(row)) {
         continue;
       }
-      if (!seen.has(mine.id)) {
-        seen.set(mine.id, await this.delivery.seenKeys(mine.id, `${mine.id}:issue-comment:`));
-      }
-      const receiptKey = `${mine.id}:issue-comment:${comment.id}`;
-      if (seen.get(mine.id)!.has(receiptKey)) {
-        continue;
-      }
-      const own = comment.body.includes(ISSUE_WRITE_BACK_MARKER) || isOwnComment(comment.body);
-      const name = `${owner}/${repo}#${comment.issueNumber}`;
+      const own =
+        me !== null &&
+        comment.author === me &&
+        (comment.body.includes(ISSUE_WRITE_BACK_MARKER) || isOwnComment(comment.body));
       const outcome = await this.delivery.deliver({
         author: 'reviewer',
         body: `GitHub comment by @${comment.author ?? 'ghost'} on issue ${name} (${comment.url}).\n${UNTRUSTED}\n\n${comment.body}`.slice(
@@ -426,36 +513,44 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
           untrusted: true,
         },
         receiptKey,
-        requirementId: mine.id,
+        requirementId: row.id,
         source: 'github',
         triggerId: ISSUE_COMMENT_TRIGGER,
       });
       written += outcome.message ? 1 : 0;
     }
-    const last = comments[comments.length - 1];
-    // `since` includes its own second: the last one is read again next time, and its receipt skips it.
-    this.commentCursors.set(key, last ? last.updatedAt : since);
-    return { complete: comments.length < COMMENTS_PER_LOOK, written };
+    return written;
   }
 
   /**
-   * An issue with an intake label, not imported yet: a Requirement (started when asked). A label
-   * counts when someone who may triage the repository put it there: its author is the owner, a
-   * member or a collaborator, or someone other than the author labelled it (an issue form's own
-   * labels are its author's, and anyone may open an issue).
+   * An issue with an intake label, not imported yet: a Requirement (started when asked). The label
+   * counts only when whoever put it there may triage the repository (GitHub's permission: triage,
+   * write, maintain or admin), never a bot: anyone may open an issue, an issue form labels it as
+   * its author, and a labelling bot acts on the issue's own words.
    */
-  private async takeIn(owner: string, repo: string, issue: GitHubIssue, labels: readonly string[]): Promise<number> {
+  private async takeIn(
+    owner: string,
+    repo: string,
+    issue: GitHubIssue,
+    labels: readonly string[],
+    look: Look,
+  ): Promise<number> {
     const name = `${owner}/${repo}#${issue.number}`;
-    if (!TRUSTED_AUTHORS.has(issue.authorAssociation)) {
-      const labeler = await this.github.lastLabeledBy(owner, repo, issue.number, labels);
-      if (labeler === null || labeler.toLowerCase() === (issue.author ?? '').toLowerCase()) {
-        this.logger.warn({
-          issue: name,
-          labeler,
-          msg: 'intake label not put there by the repository’s people: not taken in',
-        });
-        return 0;
+    const labeler = await this.github.lastLabeledBy(owner, repo, issue.number, labels);
+    let trusted = false;
+    if (labeler !== null && !labeler.endsWith('[bot]')) {
+      if (!look.permissions.has(labeler)) {
+        look.permissions.set(labeler, await this.github.permissionOf(owner, repo, labeler));
       }
+      trusted = TRIAGERS.has(look.permissions.get(labeler)!);
+    }
+    if (!trusted) {
+      this.logger.warn({
+        issue: name,
+        labeler,
+        msg: 'intake label not put there by someone who may triage: not taken in',
+      });
+      return 0;
     }
     try {
       const { items, notStarted } = await this.importer.import(
@@ -474,7 +569,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
           requirementId: refused.requirementId,
         });
       }
-      this.logger.log({ issue: name, msg: 'issue taken in by label', requirementId: items[0]?.id });
+      this.logger.log({ issue: name, labeler, msg: 'issue taken in by label', requirementId: items[0]?.id });
       return items.length;
     } catch (err) {
       if (err instanceof DomainError && err.code === 'already_imported') {
@@ -483,6 +578,11 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
       throw err;
     }
   }
+}
+
+/** Comments written in the import's own second or later are news; earlier ones are in its description. */
+function fromOf(row: Imported): number {
+  return Math.floor(row.importedAtMs / 1000) * 1000;
 }
 
 function sameRepo(key: string): (remote: GitHubRemote) => boolean {

@@ -142,11 +142,15 @@ export class IssueWriteBack {
     await this.record(write, `${write.receiptKey}:${step}`);
   }
 
-  /** Whether the issue holds this write's comment already (its mark, among its latest comments). */
+  /**
+   * Whether the issue holds this write's comment already: its mark, in a comment of the token's
+   * own login (anyone can write the mark; only the manager's counts), among the last week's.
+   */
   private async onIssue(write: OwedComment): Promise<boolean> {
+    const me = await this.github.login();
     const since = new Date(Date.now() - MARK_SEARCH_MS).toISOString().replace(/\.\d+Z$/, 'Z');
-    const comments = await this.github.listIssueCommentsSince(write.owner, write.repo, write.number, since, 500);
-    return comments.some((comment) => comment.body.includes(markerOf(write.receiptKey)));
+    const comments = await this.github.listIssueCommentsSince(write.owner, write.repo, write.number, since, 1000);
+    return comments.some((comment) => comment.author === me && comment.body.includes(markerOf(write.receiptKey)));
   }
 
   private record(write: OwedComment, receiptKey: string): Promise<void> {
