@@ -356,6 +356,27 @@ describe('issues: write-back, comments back in, intake by label', () => {
     expect([...all.keys()].filter((k) => /#3\d$/.test(k)).sort()).toEqual([`${REPO}#30`, `${REPO}#31`, `${REPO}#34`]);
   }
 
+  it('takes in at most ten issues a look, the rest at the next ones', async () => {
+    for (let n = 0; n < 12; n++) {
+      github.addIssue({ labels: ['bulk'], number: 100 + n, repository: REPO, title: `Bulk ${n}` });
+    }
+    const bulk = async () =>
+      (await ok(api().GET('/api/requirements', { params: { query: { limit: 200 } } }))).items.filter((r) =>
+        r.title.startsWith('Bulk '),
+      );
+    await ok(api().PATCH('/api/configuration', { body: { intakeLabels: ['bulk'] } }));
+    try {
+      // (The configuration's change asks for a look too, half a second on at the soonest: this one is first.)
+      expect((await look()).imported).toBe(10);
+      expect((await bulk()).every((r) => r.status === 'todo')).toBe(true); // intakeStart: todo
+      await until('the other two taken in', async () => ((await look()) && (await bulk()).length === 12) || undefined);
+      expect((await look()).imported).toBe(0);
+      expect(await bulk()).toHaveLength(12);
+    } finally {
+      await ok(api().PATCH('/api/configuration', { body: { intakeLabels: [] } }));
+    }
+  });
+
   it('writes a comment GitHub failed once (5xx) exactly once: retried, after looking for it on the issue', async () => {
     github.addIssue({ number: 41, repository: REPO, title: 'Flaky GitHub' });
     const requirement = await importIssue(41);
