@@ -114,14 +114,15 @@ export interface GitHubClient {
   login(): Promise<string>;
   /**
    * The comments of every issue (and pull request) of a repository written or edited at or after
-   * `since`, oldest change first, each with its issue's number (at most `max`). Throws GitHubError.
+   * `since`, oldest change first, each with its issue's number (about `max` at most; `more`: it
+   * stopped there). Throws GitHubError.
    */
   listRepositoryCommentsSince(
     owner: string,
     repo: string,
     since: string,
     max: number,
-  ): Promise<Array<GitHubIssueComment & { issueNumber: number; updatedAt: string }>>;
+  ): Promise<{ comments: Array<GitHubIssueComment & { issueNumber: number; updatedAt: string }>; more: boolean }>;
   /** Writes a comment on an issue (or a pull request's conversation), never re-sent by the client. Throws GitHubError. */
   commentOnIssue(owner: string, repo: string, number: number, body: string): Promise<{ id: number; url: string }>;
   /** Closes an issue as completed (a closed one stays closed). Throws GitHubError. */
@@ -537,18 +538,24 @@ export class OctokitGitHubClient implements GitHubClient {
     repo: string,
     since: string,
     max: number,
-  ): Promise<Array<GitHubIssueComment & { issueNumber: number; updatedAt: string }>> {
+  ): Promise<{ comments: Array<GitHubIssueComment & { issueNumber: number; updatedAt: string }>; more: boolean }> {
     this.assertConfigured();
-    const comments: Array<GitHubIssueComment & { issueNumber: number; updatedAt: string }> = [];
-    for (let page = 1; comments.length < max; page++) {
+    const comments = new Map<number, GitHubIssueComment & { issueNumber: number; updatedAt: string }>();
+    // Pages move `since` forward (a comment edited meanwhile moves to the end of the order, and
+    // counting pages would then skip the one after it), or, within one second, to the next page.
+    let from = since;
+    let page = 1;
+    let more = false;
+    for (let request = 0; request < Math.ceil(max / 100); request++) {
+      const at = { from, page };
       const response = await this.send('core', () =>
         this.octokit.request('GET /repos/{owner}/{repo}/issues/comments', {
           direction: 'asc',
           owner,
-          page,
+          page: at.page,
           per_page: 100,
           repo,
-          since,
+          since: at.from,
           sort: 'updated',
         }),
       );
@@ -556,14 +563,21 @@ export class OctokitGitHubClient implements GitHubClient {
       for (const raw of batch) {
         const issueNumber = Number(/\/issues\/(\d+)$/.exec(raw.issue_url ?? '')?.[1]);
         if (Number.isSafeInteger(issueNumber) && issueNumber > 0) {
-          comments.push({ ...toIssueComment(raw), issueNumber, updatedAt: raw.updated_at ?? raw.created_at });
+          comments.set(raw.id, { ...toIssueComment(raw), issueNumber, updatedAt: raw.updated_at ?? raw.created_at });
         }
       }
-      if (batch.length < 100) {
+      more = batch.length === 100;
+      if (!more) {
         break;
       }
+      const last = batch[batch.length - 1].updated_at ?? batch[batch.length - 1].created_at;
+      page = last === from ? page + 1 : 1;
+      from = last;
     }
-    return comments.slice(0, max);
+    return {
+      comments: [...comments.values()].sort((a, b) => a.updatedAt.localeCompare(b.updatedAt) || a.id - b.id),
+      more,
+    };
   }
 
   async lastLabeledBy(owner: string, repo: string, number: number, labels: readonly string[]): Promise<string | null> {

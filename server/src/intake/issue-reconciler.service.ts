@@ -17,6 +17,7 @@ import { DomainError } from '../core/errors/domain-error';
 import { RUNTIME, type Runtime } from '../core/runtime';
 import { GITHUB_CLIENT, type GitHubClient, type GitHubIssue, type GitHubIssueComment } from '../github/github-client';
 import { UNTRUSTED, isOwnComment } from '../github/github-triggers';
+import { GitHubError } from '../github/github.errors';
 import { GitHubWebhookService } from '../github/github-webhook.service';
 import type { GitHubRemote } from '../landing/github-remote';
 import { RequirementsService } from '../requirements/requirements.service';
@@ -44,6 +45,8 @@ const BUDGET_FLOOR = 200;
 const TRIAGERS: ReadonlySet<string> = new Set(['admin', 'maintain', 'write', 'triage']);
 /** Looks an issue that failed is read again by number before it is left until it changes. */
 const RETRY_ATTEMPTS = 5;
+/** Requirements whose issue is read whole (after a start, or imported since) per repository per look. */
+const FRESH_PER_LOOK = 20;
 /** GitHub's `since` is compared with its own clock: a first look reaches this far back. */
 const CLOCK_MARGIN_MS = 5 * 60_000;
 const SHUTDOWN_WAIT_MS = 10_000;
@@ -110,6 +113,8 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
   private readonly commentCounts = new Map<string, number>();
   /** Requirements whose issue's comments since the import were read (since the start): the repository-wide read takes over. */
   private readonly covered = new Set<string>();
+  /** Per Requirement not covered yet: where its own comment read goes on (it stopped at its cap). */
+  private readonly firstCursors = new Map<string, string>();
   /** Repositories owed a repository-wide comment read (the last one failed or stopped at its cap). */
   private readonly commentsDue = new Set<string>();
   /** Per repository: issues that failed, by number, with their attempts. */
@@ -281,9 +286,28 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
       }
     }
     // A Requirement not read since the start (or imported since): its issue read whole, once.
-    const fresh = rows.filter((row) => !this.covered.has(row.id));
-    for (const row of fresh) {
-      changed.push(await this.github.getIssue(owner, repo, row.source.number));
+    const fresh = rows.filter((row) => !this.covered.has(row.id)).slice(0, FRESH_PER_LOOK);
+    for (const row of [...fresh]) {
+      try {
+        changed.push(await this.github.getIssue(owner, repo, row.source.number));
+      } catch (err) {
+        fresh.splice(fresh.indexOf(row), 1); // read again next look
+        if (err instanceof GitHubError && (err.code === 'not_found' || err.details.status === 410)) {
+          this.covered.add(row.id); // deleted, or the token cannot see it: nothing of it to read
+          this.logger.warn({
+            issue: `${key}#${row.source.number}`,
+            msg: 'imported issue is gone',
+            requirementId: row.id,
+          });
+        } else {
+          report.failed += 1;
+          this.logger.warn({
+            error: (err as Error).message,
+            issue: `${key}#${row.source.number}`,
+            msg: 'issue not read',
+          });
+        }
+      }
     }
     report.changed += changed.length;
     let scanAgain = false;
@@ -335,11 +359,23 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
         this.scanned.add(scan);
       }
     }
-    for (const row of fresh) {
-      report.comments += await this.firstComments(owner, repo, row);
+    if (commented.length > 0) {
+      this.commentsDue.add(key); // owed until a read completes, whatever fails below
     }
-    if (commented.length > 0 || this.commentsDue.has(key)) {
-      const covered = rows.filter((row) => this.covered.has(row.id) && !fresh.includes(row));
+    for (const row of fresh) {
+      try {
+        report.comments += await this.firstComments(owner, repo, row);
+      } catch (err) {
+        report.failed += 1;
+        this.logger.warn({ error: (err as Error).message, msg: 'issue comments not read', requirementId: row.id });
+      }
+    }
+    if (!this.commentsDue.has(key)) {
+      // No covered issue has new comments up to the list's cursor: the repository-wide read may start there.
+      this.commentCursors.set(key, next < this.commentCursors.get(key)! ? this.commentCursors.get(key)! : next);
+    } else {
+      // Every covered one, those covered in this look too: the overlap is harmless (receipts).
+      const covered = rows.filter((row) => this.covered.has(row.id));
       const read = await this.readComments(key, owner, repo, covered).catch((err: Error) => {
         report.failed += 1;
         this.logger.warn({ error: err.message, msg: 'issue comments not read; read again', repository: key });
@@ -433,18 +469,19 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     return found;
   }
 
-  /** A Requirement's issue's comments since its import, read on their own the first time (then covered). */
+  /**
+   * A Requirement's issue's comments since its import, read on their own the first time (then
+   * covered); a read that stops at its cap goes on from its last comment next look.
+   */
   private async firstComments(owner: string, repo: string, row: Imported): Promise<number> {
-    const comments = await this.github.listIssueCommentsSince(
-      owner,
-      repo,
-      row.source.number,
-      isoSeconds(fromOf(row)),
-      COMMENTS_PER_LOOK,
-    );
+    const since = this.firstCursors.get(row.id) ?? isoSeconds(fromOf(row));
+    const comments = await this.github.listIssueCommentsSince(owner, repo, row.source.number, since, COMMENTS_PER_LOOK);
     const written = await this.deliver(owner, repo, row, row.source.number, comments);
     if (comments.length < COMMENTS_PER_LOOK) {
       this.covered.add(row.id);
+      this.firstCursors.delete(row.id);
+    } else {
+      this.firstCursors.set(row.id, comments[comments.length - 1].createdAt);
     }
     return written;
   }
@@ -460,7 +497,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     rows: Imported[],
   ): Promise<{ written: number; complete: boolean }> {
     const since = this.commentCursors.get(key)!;
-    const comments = await this.github.listRepositoryCommentsSince(owner, repo, since, COMMENTS_PER_LOOK);
+    const { comments, more } = await this.github.listRepositoryCommentsSince(owner, repo, since, COMMENTS_PER_LOOK);
     let written = 0;
     for (const row of rows) {
       const own = comments.filter((c) => c.issueNumber === row.source.number);
@@ -469,7 +506,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     const last = comments[comments.length - 1];
     // `since` includes its own second: the last one is read again next time, and its receipt skips it.
     this.commentCursors.set(key, last ? last.updatedAt : since);
-    return { complete: comments.length < COMMENTS_PER_LOOK, written };
+    return { complete: !more, written };
   }
 
   /**
