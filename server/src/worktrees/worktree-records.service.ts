@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 
 import { Inject, Injectable } from '@nestjs/common';
@@ -20,9 +21,13 @@ import { isInside } from './worktree-changes';
 import { GitWorkspace, WorkspaceGit } from './workspace-git.service';
 import { WorktreesRepository } from './worktrees.repository';
 
-/** Ports handed out in blocks of WORKTREE_PORT_BLOCK (AGENT_MANAGER_PORT is the first), one block per Requirement. */
-export const PORT_FIRST = 42_000;
-const WORKTREE_PORT_BLOCKS = 2_000;
+/**
+ * Ports handed out in blocks of WORKTREE_PORT_BLOCK (AGENT_MANAGER_PORT is the first), one block
+ * per Requirement, in 20000–31999: below the ephemeral ranges (Linux 32768–60999, macOS and
+ * Windows 49152–65535), so an outgoing connection never holds a port a preview needs.
+ */
+export const PORT_FIRST = 20_000;
+const WORKTREE_PORT_BLOCKS = 1_200;
 
 /** A row for a Requirement that has no worktree yet: in place until its first run says otherwise. */
 function emptyRow(
@@ -161,11 +166,17 @@ export class WorktreeRecords {
     return row;
   }
 
-  /** The lowest free block of 10 ports; the unique index is the backstop. */
+  /**
+   * The first free block of 10 ports from this workspace's own starting block (the unique index is
+   * the backstop). Each workspace starts somewhere else in the range (from its data directory's
+   * name), so two managers on one machine do not hand their Requirements the same ports.
+   */
   reservePorts(requirementId: string): Promise<number> {
+    const start = createHash('sha256').update(this.runtime.paths.dataDirectory).digest().readUInt32BE(0);
     return this.database.write(async (uow) => {
       const used = new Set(await this.repository.usedPortBases(uow));
-      for (let block = 0; block < WORKTREE_PORT_BLOCKS; block += 1) {
+      for (let i = 0; i < WORKTREE_PORT_BLOCKS; i += 1) {
+        const block = (start + i) % WORKTREE_PORT_BLOCKS;
         const base = PORT_FIRST + block * WORKTREE_PORT_BLOCK;
         if (!used.has(base)) {
           this.repository.update(uow, requirementId, { portBase: base });
