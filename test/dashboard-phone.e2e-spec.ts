@@ -196,8 +196,12 @@ describe('the Requirement page on a phone and beside a working agent (issue 26 i
     await shot('phone-follow-light');
 
     // Scrolled up to read: a new message does not pull the view away, it is offered instead.
+    // Its scroll event delivered with it: a busy browser may otherwise dispatch it a frame later,
+    // after the next message rendered (the page still following it) — a reader's scroll is long
+    // handled by the time a message arrives.
     await messages().evaluate((el) => {
       (el as unknown as Scroller).scrollTop = 0;
+      (el as unknown as { dispatchEvent(event: unknown): void }).dispatchEvent(new Event('scroll'));
     });
     await until('scrolled to the top', async () => (await scrollTop()) === 0);
     await reply(id, 'Fresh news from the stream 2');
