@@ -57,7 +57,13 @@ describe('checkpoints and rewind', () => {
     const { requirement: first, run: run1 } = await settled(withApi(), id, 1);
     const worktree = first.worktree!.path!;
     const base = first.worktree!.baseSha!;
-    const afterFirst = await checkpoints(id);
+    // The end's checkpoint is taken as the run's end is handled, which may come after its refresh.
+    const endOf = (runId: string) =>
+      until(`the end checkpoint of ${runId}`, async () => {
+        const all = await checkpoints(id);
+        return all.some((c) => c.kind === 'run_end' && c.runId === runId) ? all : undefined;
+      });
+    const afterFirst = await endOf(run1.id);
     expect(afterFirst.map((c) => [c.kind, c.runId])).toEqual([
       ['run_start', run1.id],
       ['run_end', run1.id],
@@ -73,7 +79,7 @@ describe('checkpoints and rewind', () => {
     // Run 2 commits everything and adds b.txt: only b.txt is what it changed.
     await reply(withApi(), id, sh('echo two > b.txt && git add -A && git commit -qm b'));
     const { requirement: second, run: run2 } = await settled(withApi(), id, 2);
-    const all = await checkpoints(id);
+    const all = await endOf(run2.id);
     expect(all.map((c) => [c.kind, c.runId])).toEqual([
       ['run_start', run1.id],
       ['run_end', run1.id],
