@@ -6,7 +6,7 @@ import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { Database } from '@server/core/database/database.service';
 import { DependenciesRepository } from '@server/requirements/dependencies.repository';
-import { PullRequestReconciler } from '@server/github/pull-request-reconciler.service';
+import { PullRequestReconciler } from '@server/forges/pull-request-reconciler.service';
 import { RunningManager, startManager } from '@server/manager';
 
 import { apiClient, ok } from './support/api';

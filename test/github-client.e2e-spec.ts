@@ -15,7 +15,7 @@ import {
   PullRequestSummary,
   PullRequestSummaryResult,
   pullRequestKey,
-} from '@server/github/github.types';
+} from '@server/forges/forge.types';
 
 import { FakeGitHubServer, githubLikeGraphqlCost } from './support/fake-github-server';
 

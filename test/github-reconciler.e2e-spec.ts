@@ -5,7 +5,7 @@ import type { Schemas } from '@libs/api-client';
 import { LocalTokenService } from '@server/auth/local-token.service';
 import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { signWebhookBody } from '@server/github/webhook-signature';
-import { PullRequestReconciler } from '@server/github/pull-request-reconciler.service';
+import { PullRequestReconciler } from '@server/forges/pull-request-reconciler.service';
 import { RunningManager, startManager } from '@server/manager';
 
 import { FakeClock } from './support/fake-clock';

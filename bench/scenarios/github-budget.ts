@@ -1,7 +1,7 @@
 import { LocalTokenService } from '../../server/src/auth/local-token.service';
 import { RunCredentialsService } from '../../server/src/auth/run-credentials.service';
 import { CONFIGURATION_DEFAULTS } from '../../server/src/core/configuration/configuration.schema';
-import { PullRequestReconciler } from '../../server/src/github/pull-request-reconciler.service';
+import { PullRequestReconciler } from '../../server/src/forges/pull-request-reconciler.service';
 import { IssueReconciler } from '../../server/src/intake/issue-reconciler.service';
 import { startManager } from '../../server/src/manager';
 import { FakeGitHubServer, githubLikeGraphqlCost } from '../../test/support/fake-github-server';

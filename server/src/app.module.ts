@@ -15,6 +15,7 @@ import { ConversationModule } from './conversation/conversation.module';
 import type { Runtime } from './core/runtime';
 import { EventsModule } from './events/events.module';
 import { GitHubModule } from './github/github.module';
+import { GitLabModule } from './gitlab/gitlab.module';
 import { LandingModule } from './landing/landing.module';
 import { MessagesModule } from './messages/messages.module';
 import { ModelsModule } from './models/models.module';
@@ -54,6 +55,7 @@ export class AppModule {
         DoctorModule,
         EventsModule,
         GitHubModule,
+        GitLabModule,
         IntakeModule,
         LandingModule,
         MessagesModule,

@@ -431,6 +431,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/gitlab/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** GitLab webhook receiver (off unless gitlabWebhookSecret is set); authenticated by X-Gitlab-Token */
+        post: operations["receiveGitLabWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/health": {
         parameters: {
             query?: never;
@@ -1722,17 +1739,19 @@ export interface components {
             effective: components["schemas"]["ConfigurationValuesDto"];
             /** @description Whether a webhook secret is set (the secret itself is never returned) */
             githubWebhookSecretConfigured: boolean;
+            /** @description Whether a GitLab webhook secret is set (the secret itself is never returned) */
+            gitlabWebhookSecretConfigured: boolean;
             /** @description Fields a change applies to at once; every other field needs a restart */
-            liveFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "intakeLabels" | "intakeProvider" | "intakeStart" | "intakeWriteBack" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            liveFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "gitlabApiUrl" | "gitlabWebhookSecret" | "host" | "intakeLabels" | "intakeProvider" | "intakeStart" | "intakeWriteBack" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description Whether a notification webhook secret is set (never returned) */
             notificationWebhookSecretConfigured: boolean;
             /** @description Fields overridden for this process by a flag or variable */
-            overriddenFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "intakeLabels" | "intakeProvider" | "intakeStart" | "intakeWriteBack" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            overriddenFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "gitlabApiUrl" | "gitlabWebhookSecret" | "host" | "intakeLabels" | "intakeProvider" | "intakeStart" | "intakeWriteBack" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description The configuration file */
             path: string;
             restartRequired: boolean;
             /** @description Changed fields that take effect after a restart */
-            restartRequiredFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "host" | "intakeLabels" | "intakeProvider" | "intakeStart" | "intakeWriteBack" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
+            restartRequiredFields: ("agentEnvironmentPass" | "agentIsolation" | "agentProcessLimit" | "agentShmSizeMb" | "agentTmpSizeMb" | "agentWritablePaths" | "allowedOrigin" | "authentication" | "board" | "cancelledRequirementRetentionDays" | "claudeExecutable" | "codexExecutable" | "databasePath" | "databasePoolSize" | "databaseStatementTimeoutSeconds" | "databaseTls" | "databaseUrl" | "defaultBudgetMaxCostUsd" | "defaultBudgetMaxTokens" | "doneRequirementRetentionDays" | "extraClaudeModels" | "extraCodexModels" | "githubApiUrl" | "githubWebhookSecret" | "gitlabApiUrl" | "gitlabWebhookSecret" | "host" | "intakeLabels" | "intakeProvider" | "intakeStart" | "intakeWriteBack" | "isolation" | "logFilePath" | "logLevel" | "logMaxFiles" | "logMaxSize" | "maxPreviews" | "modelCatalogRefreshHours" | "networkAllow" | "networkDeny" | "networkMode" | "personEmail" | "notificationChannels" | "notificationWebhookSecret" | "personName" | "port" | "previewPath" | "pullRequestReconcileIntervalSeconds" | "rdInactivityTimeoutSeconds" | "readyPattern" | "runCommand" | "secrets" | "worktreeIdleDays" | "worktreeLinks" | "worktreePool" | "worktreeRoot" | "worktreeSetupCommand" | "worktreeSubdirectory" | "worktreeTeardownCommand")[];
             /** @description What the file holds (defaults filled in) */
             values: components["schemas"]["ConfigurationValuesDto"];
         };
@@ -1774,6 +1793,9 @@ export interface components {
             githubApiUrl: string;
             /** @description Always null: the secret is write-only (see githubWebhookSecretConfigured) */
             githubWebhookSecret: string | null;
+            gitlabApiUrl: string;
+            /** @description Always null: the secret is write-only (see gitlabWebhookSecretConfigured) */
+            gitlabWebhookSecret: string | null;
             host: string;
             intakeLabels: string[];
             /** @enum {string} */
@@ -2145,6 +2167,13 @@ export interface components {
              */
             title?: string;
         };
+        GitLabWebhookResponseDto: {
+            accepted: boolean;
+            /** @description X-Gitlab-Event */
+            event: string;
+            /** @description Tracked merge requests the event concerns, looked at again now */
+            pullRequests: number;
+        };
         HealthResponseDto: {
             /** @description Whether agents are isolated from the owner's credentials (see docs/security.md) */
             agentIsolation: components["schemas"]["AgentIsolationDto"];
@@ -2269,7 +2298,7 @@ export interface components {
         };
         LookupPullRequestDto: {
             /**
-             * @description The PR's web address
+             * @description The PR's web address (a GitLab merge request's too)
              * @example https://github.com/org/repo/pull/184
              */
             url: string;
@@ -2302,7 +2331,7 @@ export interface components {
              * @description What a message Agent Manager wrote itself says, for a client that writes it in the reader's language; null on people's and agents' messages (and on older ones). Unknown codes: show `body`.
              * @enum {string|null}
              */
-            code: "run.failed" | "run.timed_out" | "run.manager_stopped" | "budget.reached" | "budget.reached_ancestor" | "dependency.met" | "dependency.cancelled" | "timer.fired" | "github.pr_status" | "github.pr_head" | "github.ci_failed" | "github.conflict" | "github.issue_write_back_failed" | "review.failed" | "review.cancelled" | "review_loop.clean" | "review_loop.max_rounds" | "landing.conflict" | "landing.rebase_requested" | "requirement.moved" | "requirement.rewound" | null;
+            code: "run.failed" | "run.timed_out" | "run.manager_stopped" | "budget.reached" | "budget.reached_ancestor" | "dependency.met" | "dependency.cancelled" | "timer.fired" | "github.pr_status" | "github.pr_head" | "github.ci_failed" | "github.conflict" | "github.issue_write_back_failed" | "gitlab.mr_status" | "gitlab.mr_head" | "gitlab.ci_failed" | "gitlab.conflict" | "review.failed" | "review.cancelled" | "review_loop.clean" | "review_loop.max_rounds" | "landing.conflict" | "landing.rebase_requested" | "requirement.moved" | "requirement.rewound" | null;
             createdAt: string;
             /** @description Whether the RD agent must consume it */
             deliverToRd: boolean;
@@ -2621,6 +2650,8 @@ export interface components {
         };
         PullRequestLookupResponseDto: {
             baseBranch: string;
+            /** @enum {string} */
+            forge: "github" | "gitlab";
             headBranch: string;
             headSha: string;
             number: number;
@@ -2654,6 +2685,8 @@ export interface components {
             autoReview: components["schemas"]["PullRequestAutoReviewDto"];
             baseBranch: string;
             createdAt: string;
+            /** @enum {string} */
+            forge: "github" | "gitlab";
             headBranch: string;
             headSha: string;
             /** @example pr_… */
@@ -2747,6 +2780,11 @@ export interface components {
              */
             baseBranch: string;
             /**
+             * @description Where the PR lives: github (default) or gitlab (a merge request)
+             * @enum {string}
+             */
+            forge?: "github" | "gitlab";
+            /**
              * @description Branch the PR merges from
              * @example feature/compaction
              */
@@ -2754,12 +2792,12 @@ export interface components {
             /** @description Head commit SHA */
             headSha: string;
             /**
-             * @description The PR number
+             * @description The PR number (the MR iid)
              * @example 184
              */
             number: number;
             /**
-             * @description owner/name on GitHub
+             * @description owner/name on GitHub; the project's full path on GitLab (group/subgroup/project)
              * @example org/repo
              */
             repository: string;
@@ -3313,6 +3351,13 @@ export interface components {
             /** @description Secret of the GitHub webhook (POST /api/github/webhook); null turns the webhook off. Write-only: read back as null */
             githubWebhookSecret?: string | null;
             /**
+             * @description GitLab API root (restart required): https://gitlab.com/api/v4, or https://<host>/api/v4 for a self-hosted GitLab
+             * @example https://gitlab.com/api/v4
+             */
+            gitlabApiUrl?: string;
+            /** @description Secret token of the GitLab webhook (POST /api/gitlab/webhook, sent as X-Gitlab-Token); null turns the webhook off. Write-only: read back as null */
+            gitlabWebhookSecret?: string | null;
+            /**
              * @description Interface to listen on (restart required)
              * @example 127.0.0.1
              */
@@ -3696,14 +3741,14 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Agent Manager has no GitHub token (github_not_configured) */
+            /** @description Agent Manager has no token for the forge (github_not_configured, gitlab_not_configured) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description GitHub failed (github_unavailable) */
+            /** @description The forge failed (github_unavailable, gitlab_unavailable) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4900,6 +4945,61 @@ export interface operations {
                 content?: never;
             };
             /** @description Too many deliveries are being received at once: retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveGitLabWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GitLabWebhookResponseDto"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or wrong X-Gitlab-Token: nothing is processed */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Refused before anything is read: a Host header that is not a loopback name, or a state-changing request from another origin (CSRF) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The webhook is off */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many deliveries are being received at once: retry shortly */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -63,6 +63,10 @@ export const SYSTEM_MESSAGE_CODES = [
   'github.ci_failed',
   'github.conflict',
   'github.issue_write_back_failed',
+  'gitlab.mr_status',
+  'gitlab.mr_head',
+  'gitlab.ci_failed',
+  'gitlab.conflict',
   'review.failed',
   'review.cancelled',
   'review_loop.clean',
@@ -155,6 +159,11 @@ export const DEPENDENCY_STATES = ['pending', 'met', 'cancelled'] as const;
 export type DependencyState = (typeof DEPENDENCY_STATES)[number];
 
 export const PULL_REQUEST_STATUSES = ['draft', 'open', 'closed', 'merged'] as const;
+/** Where a pull (GitHub) or merge (GitLab) request lives: chosen per remote by its host (issue 49 §5). */
+export const FORGES = ['github', 'gitlab'] as const;
+export type Forge = (typeof FORGES)[number];
+/** How each forge writes a request's number: GitHub's `org/repo#12`, GitLab's `group/project!12`. */
+export const FORGE_SIGNS: Readonly<Record<Forge, string>> = { github: '#', gitlab: '!' };
 export type PullRequestStatus = (typeof PULL_REQUEST_STATUSES)[number];
 
 export const TIMER_SCHEDULES = ['once', 'recurring'] as const;

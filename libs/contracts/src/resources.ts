@@ -7,6 +7,7 @@ import type {
   AutoReviewState,
   DependencyCondition,
   DependencyState,
+  Forge,
   PullRequestStatus,
   RunRole,
   RunStatus,
@@ -387,6 +388,10 @@ export interface ConfigurationValues {
   githubApiUrl: string;
   /** Shared secret of the optional GitHub webhook; write-only (the API reads it back as null). */
   githubWebhookSecret: string | null;
+  /** GitLab's REST root (issue 49 §5): https://gitlab.com/api/v4, or https://<host>/api/v4 self-hosted. */
+  gitlabApiUrl: string;
+  /** The X-Gitlab-Token of the optional GitLab webhook; write-only (the API reads it back as null). */
+  gitlabWebhookSecret: string | null;
   /** What Agent Manager writes to an imported issue: work started, PR opened, landed (closes it); and a cancellation; or nothing. */
   intakeWriteBack: IntakeWriteBackMode;
   /** An issue of the workspace's repositories that gains one of these labels becomes a Requirement (none: no automatic intake). */
@@ -547,6 +552,7 @@ export interface ManagerConfiguration {
   effective: ConfigurationValues;
   overriddenFields: (keyof ConfigurationValues)[];
   githubWebhookSecretConfigured: boolean;
+  gitlabWebhookSecretConfigured: boolean;
   notificationWebhookSecretConfigured: boolean;
   liveFields: (keyof ConfigurationValues)[];
   restartRequired: boolean;
@@ -604,7 +610,9 @@ export interface AgentTraceEvent {
 export interface PullRequest {
   id: string;
   requirementId: string;
-  /** `owner/name` as registered; identity is the lower-cased repository plus the number. */
+  /** Where it lives; a GitLab merge request is a pull request here (issue 49 §5). */
+  forge: Forge;
+  /** `owner/name` (GitLab: the project's path) as registered; identity is the forge, the lower-cased repository and the number. */
   repository: string;
   number: number;
   url: string;

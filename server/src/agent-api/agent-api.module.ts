@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 
 import { ConversationModule } from '../conversation/conversation.module';
+import { ForgesModule } from '../forges/forges.module';
 import { GitHubModule } from '../github/github.module';
 import { LandingModule } from '../landing/landing.module';
 import { MessagesModule } from '../messages/messages.module';
@@ -28,6 +29,7 @@ import { AgentReviewCommentsController } from './agent-review-comments.controlle
   ],
   imports: [
     ConversationModule,
+    ForgesModule,
     GitHubModule,
     LandingModule,
     MessagesModule,

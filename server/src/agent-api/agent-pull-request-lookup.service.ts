@@ -1,19 +1,21 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
+
+import { FORGE_SIGNS } from '@libs/contracts';
 
 import { parsePullRequestUrl } from '../agent-tools/pull-request-lookup';
 import { UsageError } from '../agent-tools/usage-error';
 import { conflict, invalid, notFound, unavailable } from '../core/errors/domain-error';
-import { GITHUB_CLIENT, type GitHubClient } from '../github/github-client';
-import { GitHubError } from '../github/github.errors';
+import { ForgeError } from '../forges/forge.errors';
+import { FORGE_WORDS, ForgeRegistry } from '../forges/pull-request-forge';
 import type { PullRequestLookupResponseDto } from './dto/pull-request-lookup.dto';
 
 /**
- * `pr register --url` fills a PR's fields from GitHub: asked here, with the manager's own GitHub
- * client, so that no agent needs the person's token in its environment (issue 45 §4).
+ * `pr register --url` fills a PR's (or a GitLab MR's) fields from its forge: asked here, with the
+ * manager's own client, so that no agent needs the person's token in its environment (issue 45 §4).
  */
 @Injectable()
 export class AgentPullRequestLookup {
-  constructor(@Inject(GITHUB_CLIENT) private readonly github: GitHubClient) {}
+  constructor(private readonly forges: ForgeRegistry) {}
 
   async lookup(url: string): Promise<PullRequestLookupResponseDto> {
     let ref: ReturnType<typeof parsePullRequestUrl>;
@@ -22,11 +24,21 @@ export class AgentPullRequestLookup {
     } catch (err) {
       throw invalid('invalid_pull_request_url', (err as UsageError).message);
     }
-    const [owner, repo] = ref.repository.split('/') as [string, string];
+    const name = FORGE_WORDS[ref.forge].name;
+    const label = `${ref.repository}${FORGE_SIGNS[ref.forge]}${ref.number}`;
+    const forge = this.forges.get(ref.forge);
+    if (!forge?.configured) {
+      // The manager's state, not a failure: 409, and the caller gives every field instead.
+      throw conflict(
+        `${ref.forge}_not_configured`,
+        `Agent Manager has no ${name} token to look the ${FORGE_WORDS[ref.forge].request} up with; pass every field instead`,
+      );
+    }
     try {
-      const pr = await this.github.getPullRequest(owner, repo, ref.number);
+      const pr = await forge.lookUpPullRequest(ref.repository, ref.number);
       return {
         baseBranch: pr.baseBranch,
+        forge: ref.forge,
         headBranch: pr.headBranch,
         headSha: pr.headSha,
         number: pr.number,
@@ -36,20 +48,13 @@ export class AgentPullRequestLookup {
         url: pr.url,
       };
     } catch (err) {
-      if (err instanceof GitHubError && err.code === 'not_configured') {
-        // The manager's state, not a failure: 409, and the caller gives every field instead.
-        throw conflict(
-          'github_not_configured',
-          'Agent Manager has no GitHub token to look the pull request up with; pass every field instead',
-        );
+      if (err instanceof ForgeError && err.code === 'not_configured') {
+        throw conflict(`${ref.forge}_not_configured`, `Agent Manager has no ${name} token; pass every field instead`);
       }
-      if (err instanceof GitHubError && (err.code === 'not_found' || err.code === 'forbidden')) {
-        throw notFound('pull_request_not_found', `GitHub has no ${ref.repository}#${ref.number} this token can read`);
+      if (err instanceof ForgeError && (err.code === 'not_found' || err.code === 'forbidden')) {
+        throw notFound('pull_request_not_found', `${name} has no ${label} this token can read`);
       }
-      throw unavailable(
-        'github_unavailable',
-        `GitHub lookup of ${ref.repository}#${ref.number} failed: ${(err as Error).message}`,
-      );
+      throw unavailable(`${ref.forge}_unavailable`, `${name} lookup of ${label} failed: ${(err as Error).message}`);
     }
   }
 }

@@ -36,8 +36,10 @@ export class AgentPullRequestsController {
   @ApiOkResponse({ type: PullRequestLookupResponseDto })
   @ApiBadRequestResponse()
   @ApiNotFoundResponse({ description: 'GitHub has no such PR this token can read' })
-  @ApiConflictResponse({ description: 'Agent Manager has no GitHub token (github_not_configured)' })
-  @ApiServiceUnavailableResponse({ description: 'GitHub failed (github_unavailable)' })
+  @ApiConflictResponse({
+    description: 'Agent Manager has no token for the forge (github_not_configured, gitlab_not_configured)',
+  })
+  @ApiServiceUnavailableResponse({ description: 'The forge failed (github_unavailable, gitlab_unavailable)' })
   lookupPullRequest(@Body() body: LookupPullRequestDto): Promise<PullRequestLookupResponseDto> {
     return this.lookups.lookup(body.url);
   }

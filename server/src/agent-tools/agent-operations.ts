@@ -66,14 +66,16 @@ export class AgentOperations {
     void this.api.context;
   }
 
-  /** With `url` and a GitHub token the other fields come from GitHub; fields given explicitly win. */
+  /** With `url` and a token for its forge the other fields come from the forge; fields given explicitly win. */
   async registerPullRequest(input: RegisterPullRequestInput, names: 'flags' | 'fields' = 'fields'): Promise<unknown> {
     const { context } = this.api;
     let fields: Partial<PullRequestFields> = {};
     let lookupSkipped = false;
+    let forgeName = input.forge === 'gitlab' ? 'GitLab' : 'GitHub';
     if (input.url) {
       const parsed = parsePullRequestUrl(input.url, names === 'flags' ? '--url' : 'url');
-      const found = await this.lookUp(parsed);
+      forgeName = parsed.forge === 'gitlab' ? 'GitLab' : 'GitHub';
+      const found = await this.lookUp(parsed, forgeName);
       lookupSkipped = found === null;
       fields = { ...parsed, ...found };
     }
@@ -87,8 +89,8 @@ export class AgentOperations {
     if (missing.length > 0) {
       const url = names === 'flags' ? '--url' : 'url';
       const hint = input.url
-        ? ' (GitHub was not asked: Agent Manager has no GitHub token)'
-        : ` (or pass ${url}: Agent Manager asks GitHub for the rest)`;
+        ? ` (${forgeName} was not asked: Agent Manager has no ${forgeName} token)`
+        : ` (or pass ${url}: Agent Manager asks ${forgeName} for the rest)`;
       throw new UsageError(`missing ${missing.join(', ')}${lookupSkipped || !input.url ? hint : ''}`);
     }
     const complete = fields as PullRequestFields;
@@ -98,21 +100,23 @@ export class AgentOperations {
   }
 
   /**
-   * The PR's fields as GitHub has them, asked by Agent Manager with its own token (the agent holds
-   * none); null when it has no token (the caller then needs every field).
+   * The PR's fields as its forge has them, asked by Agent Manager with its own token (the agent
+   * holds none); null when it has no token (the caller then needs every field).
    */
   private async lookUp(
     ref: Pick<PullRequestFields, 'repository' | 'number' | 'url'>,
+    forgeName: string,
   ): Promise<Partial<PullRequestFields> | null> {
     try {
       return await this.api.call('pr lookup', (client, signal) =>
         client.POST('/api/agent/pull-requests/lookup', { body: { url: ref.url }, signal }),
       );
     } catch (err) {
-      if (err instanceof ManagerApiError && err.answer?.code === 'github_not_configured') {
+      if (err instanceof ManagerApiError && /^(github|gitlab)_not_configured$/.test(err.answer?.code ?? '')) {
         return null;
       }
-      throw new UsageError(`GitHub lookup of ${ref.repository}#${ref.number} failed: ${(err as Error).message}`);
+      const label = `${ref.repository}${forgeName === 'GitLab' ? '!' : '#'}${ref.number}`;
+      throw new UsageError(`${forgeName} lookup of ${label} failed: ${(err as Error).message}`);
     }
   }
 

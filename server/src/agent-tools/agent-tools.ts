@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import {
+  FORGES,
   AGENT_REQUIREMENT_ACTIONS,
   LIMITS,
   PROVIDERS,
@@ -45,13 +46,19 @@ export function agentTools(operations: AgentOperations): ToolDefinition[] {
   const tools = [
     defineTool({
       description:
-        "Register a pull request you opened for the current Requirement (call again to refresh its title, branches and head SHA). With `url` alone Agent Manager asks GitHub for the rest (when it has a GitHub token); otherwise give every field. Fields given explicitly win over GitHub's.",
+        "Register a pull request (or a GitLab merge request) you opened for the current Requirement (call again to refresh its title, branches and head SHA). With `url` alone Agent Manager asks the forge for the rest (when it has a token for it); otherwise give every field. Fields given explicitly win over the forge's.",
       input: {
         baseBranch: z.string().min(1).max(255).optional().describe('Branch it merges into'),
+        forge: z.enum(FORGES).optional().describe('github (default) or gitlab; taken from url when given'),
         headBranch: z.string().min(1).max(255).optional().describe('Branch it merges from'),
         headSha: z.string().min(1).max(64).optional().describe('Head commit SHA'),
         number: z.number().int().min(1).max(2_147_483_647).optional().describe('The PR number'),
-        repository: z.string().min(1).max(200).optional().describe('owner/name'),
+        repository: z
+          .string()
+          .min(1)
+          .max(255)
+          .optional()
+          .describe("owner/name (GitLab: the project's full path, group/subgroup/project)"),
         status: z
           .enum(PULL_REQUEST_STATUSES)
           .optional()
@@ -62,7 +69,9 @@ export function agentTools(operations: AgentOperations): ToolDefinition[] {
           .min(1)
           .max(2000)
           .optional()
-          .describe("The PR's address, e.g. https://github.com/org/repo/pull/184"),
+          .describe(
+            "The PR's address, e.g. https://github.com/org/repo/pull/184, or an MR's: https://gitlab.com/group/project/-/merge_requests/12",
+          ),
       },
       name: 'register_pull_request',
       run: (args) => operations.registerPullRequest(args),

@@ -16,6 +16,7 @@ import { EventLog, audit } from '../events/event-log.service';
 /** The configuration as the API and events show it: secrets replaced by whether they are set. */
 export interface PublicConfiguration extends ConfigurationSnapshot {
   githubWebhookSecretConfigured: boolean;
+  gitlabWebhookSecretConfigured: boolean;
   notificationWebhookSecretConfigured: boolean;
   liveFields: ConfigurationKey[];
 }
@@ -84,9 +85,11 @@ function redact(snapshot: ConfigurationSnapshot): PublicConfiguration {
       databaseUrl: redactDatabaseUrl(snapshot.effective.databaseUrl),
       notificationChannels: redactChannels(snapshot.effective.notificationChannels),
       githubWebhookSecret: null,
+      gitlabWebhookSecret: null,
       notificationWebhookSecret: null,
     },
     githubWebhookSecretConfigured: snapshot.effective.githubWebhookSecret !== null,
+    gitlabWebhookSecretConfigured: snapshot.effective.gitlabWebhookSecret !== null,
     notificationWebhookSecretConfigured: snapshot.effective.notificationWebhookSecret !== null,
     liveFields: [...LIVE_CONFIGURATION_KEYS],
     values: {
@@ -94,6 +97,7 @@ function redact(snapshot: ConfigurationSnapshot): PublicConfiguration {
       databaseUrl: redactDatabaseUrl(snapshot.values.databaseUrl),
       notificationChannels: redactChannels(snapshot.values.notificationChannels),
       githubWebhookSecret: null,
+      gitlabWebhookSecret: null,
       notificationWebhookSecret: null,
     },
   };

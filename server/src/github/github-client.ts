@@ -25,7 +25,7 @@ import {
   RateLimitBudget,
   RateLimitStatus,
   RestPullRequestFields,
-} from './github.types';
+} from '../forges/forge.types';
 import { BatchOptions, fetchInBatches } from './pull-request-batches';
 import {
   BatchQuery,

@@ -6,7 +6,7 @@ import { type Observable, Subject } from 'rxjs';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { invalid, notFound, tooManyRequests, unauthorized } from '../core/errors/domain-error';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
-import { PullRequestReconciler } from './pull-request-reconciler.service';
+import { PullRequestReconciler } from '../forges/pull-request-reconciler.service';
 import { readWebhookBody } from './webhook-body';
 import { webhookSignatureVerifier } from './webhook-signature';
 
@@ -221,10 +221,11 @@ export class GitHubWebhookService {
         return [];
     }
     const found = await this.pullRequests.findByIdentity(
+      'github',
       [...numbers].slice(0, 100).map((number) => ({ number, repository })),
     );
     for (const sha of [...heads].slice(0, 10)) {
-      found.push(...(await this.pullRequests.findByHead(repository, sha)));
+      found.push(...(await this.pullRequests.findByHead('github', repository, sha)));
     }
     return [...new Set(found.map((pr) => pr.id))];
   }

@@ -1,34 +1,11 @@
-// Failures of a whole GitHub call (as opposed to one PR of a batch, see PullRequestFetchError).
-// They carry no HTTP status mapping of their own: the reconciler decides to skip the tick, back
-// off or log.
+import { ForgeError, type ForgeErrorCode } from '../forges/forge.errors';
 
-export type GitHubErrorCode =
-  /** No token: GITHUB_TOKEN, GH_TOKEN and `gh auth token` gave nothing. Nothing was sent. */
-  | 'not_configured'
-  /** 401: the token is invalid or revoked. */
-  | 'unauthorized'
-  /** 403 / 404 on a REST call. */
-  | 'forbidden'
-  | 'not_found'
-  /**
-   * The primary budget is spent and resets later than the client may wait, or a secondary limit
-   * asked for a longer pause (or persisted). `resetAt` says when to try again.
-   */
-  | 'rate_limited'
-  /** A request got no complete answer within the timeout. */
-  | 'timeout'
-  /** Connection refused, reset or DNS failure, after retries. */
-  | 'network'
-  /** Any other non-success answer (5xx after retries, unexpected 4xx, malformed body). */
-  | 'failed';
+/** GitHub's failures are a forge's (one set of codes for every forge). */
+export type GitHubErrorCode = ForgeErrorCode;
 
-export class GitHubError extends Error {
-  constructor(
-    readonly code: GitHubErrorCode,
-    message: string,
-    readonly details: { status?: number; resetAt?: string; retryAfterMs?: number } = {},
-  ) {
-    super(message);
+export class GitHubError extends ForgeError {
+  constructor(code: ForgeErrorCode, message: string, details: ForgeError['details'] = {}) {
+    super(code, message, details);
     this.name = 'GitHubError';
   }
 }

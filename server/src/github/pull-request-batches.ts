@@ -2,7 +2,7 @@
 // rest, the same for snapshots and summaries: a PR-level error stays with its PR, a batch the server
 // fails marks that batch `failed`, and a failure that would hit every batch alike stops the call.
 import { GitHubError, toGitHubError } from './github.errors';
-import { PullRequestFetchError, PullRequestRef, pullRequestKey } from './github.types';
+import { PullRequestFetchError, PullRequestRef, pullRequestKey } from '../forges/forge.types';
 import { fetchError, splitRepository } from './pull-request-query';
 
 /** Errors after which further batches would fail the same way. */

@@ -18,7 +18,7 @@ import {
   Review,
   ReviewThreadComment,
   SNAPSHOT_LIMITS,
-} from './github.types';
+} from '../forges/forge.types';
 
 const AUTHORED = 'id databaseId author { login } authorAssociation body url';
 

@@ -14,7 +14,7 @@ import {
   PullRequestState,
   PullRequestSummary,
   PullRequestSummaryResult,
-} from './github.types';
+} from '../forges/forge.types';
 import { BatchQuery, GraphQlError, buildBatchQuery, parseBatchResponse, toStatus } from './pull-request-query';
 
 /** The review states a snapshot reads (pending drafts excluded), so both views count the same reviews. */

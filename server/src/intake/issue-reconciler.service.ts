@@ -16,10 +16,10 @@ import { leadsJobs } from '../core/database/postgres/postgres-board';
 import { DomainError } from '../core/errors/domain-error';
 import { RUNTIME, type Runtime } from '../core/runtime';
 import { GITHUB_CLIENT, type GitHubClient, type GitHubIssue, type GitHubIssueComment } from '../github/github-client';
-import { UNTRUSTED, isOwnComment } from '../github/github-triggers';
+import { UNTRUSTED, isOwnComment } from '../forges/forge-triggers';
 import { GitHubError } from '../github/github.errors';
 import { GitHubWebhookService } from '../github/github-webhook.service';
-import type { GitHubRemote } from '../landing/github-remote';
+import type { ForgeRemote } from '../landing/forge-remote';
 import { RequirementsService } from '../requirements/requirements.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { IssueImport } from './issue-import.service';
@@ -622,7 +622,7 @@ function fromOf(row: Imported): number {
   return Math.floor(row.importedAtMs / 1000) * 1000;
 }
 
-function sameRepo(key: string): (remote: GitHubRemote) => boolean {
+function sameRepo(key: string): (remote: ForgeRemote) => boolean {
   return (remote) => `${remote.owner}/${remote.repo}`.toLowerCase() === key;
 }
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { invalid } from '../core/errors/domain-error';
-import { type GitHubRemote, gitHubHosts, gitHubRemotes } from '../landing/github-remote';
+import { type ForgeRemote, gitHubHosts, gitHubRemotes } from '../landing/forge-remote';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
 
 /**
@@ -22,7 +22,7 @@ export class WorkspaceRemotes {
   }
 
   /** Every GitHub remote of the workspace (`origin` first); none outside git. */
-  async all(): Promise<GitHubRemote[]> {
+  async all(): Promise<ForgeRemote[]> {
     const repo = await this.workspace.gitWorkspace();
     return repo === null ? [] : gitHubRemotes(repo.top, this.hosts());
   }
@@ -31,7 +31,7 @@ export class WorkspaceRemotes {
    * The remote naming `wanted` (owner/repo, case aside; on `host` when given), or the first one
    * (`origin` first) when nothing is wanted; 400 `not_a_workspace_remote` otherwise.
    */
-  async find(wanted: { owner: string; repo: string; host: string | null } | null): Promise<GitHubRemote> {
+  async find(wanted: { owner: string; repo: string; host: string | null } | null): Promise<ForgeRemote> {
     const remotes = await this.all();
     const remote =
       wanted === null

@@ -6,8 +6,11 @@ import { ConfigurationService } from '../core/configuration/configuration.servic
 import { conflict } from '../core/errors/domain-error';
 import { GitError, git } from '../core/git/git';
 import { audit } from '../events/event-log.service';
+import { ForgeError } from '../forges/forge.errors';
+import type { RestPullRequestFields } from '../forges/forge.types';
+import { FORGE_WORDS } from '../forges/pull-request-forge';
 import { GITHUB_CLIENT, GitHubClient } from '../github/github-client';
-import { GitHubError } from '../github/github.errors';
+import { GITLAB_CLIENT, type GitLabClient } from '../gitlab/gitlab-client';
 import { MessagesService } from '../messages/messages.service';
 import type { PullRequestResponseDto } from '../pull-requests/dto/pull-request.dto';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
@@ -16,7 +19,7 @@ import { RequirementsService } from '../requirements/requirements.service';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
 import { WorktreesService } from '../worktrees/worktrees.service';
 import { PullRequestReadinessDto } from './dto/landing.dto';
-import { GitHubRemote, findGitHubRemote, gitHubHosts, remoteEnvironment } from './github-remote';
+import { ForgeRemote, findForgeRemote, gitHubHosts, gitLabHosts, remotePath, remoteEnvironment } from './forge-remote';
 import { isAncestor, resolve } from './landing-git';
 import { agentSummary, headMoved, refuseUnlandable, takeWork } from './land-steps';
 
@@ -39,12 +42,13 @@ const BODY_MAX = 60_000;
 
 /**
  * Lands a Requirement as a pull request (issue 28 §1): pushes its branch to the workspace's GitHub
- * remote and opens the PR there, then registers it on the Requirement exactly as an agent's
- * `pr register` does (PullRequestsService), so the reconciler follows it from then on.
+ * remote and opens the PR there — or, when that remote is on GitLab, a merge request (issue 49 §5)
+ * — then registers it on the Requirement exactly as an agent's `pr register` does
+ * (PullRequestsService), so the reconciler follows it from then on.
  *
  * The push goes through the guarded `git()` (no credential helper, hook or askpass of the
- * repository runs); over HTTPS the GitHub client's token travels as an `http.<host>.extraHeader`
- * in the push's environment, scoped to the GitHub host, never on a command line. Over SSH the
+ * repository runs); over HTTPS the forge client's token travels as an `http.<host>.extraHeader`
+ * in the push's environment, scoped to the forge's host, never on a command line. Over SSH the
  * person's own keys push. Everything that can be refused without writing is checked first.
  */
 @Injectable()
@@ -54,6 +58,7 @@ export class LandingPullRequests {
   constructor(
     private readonly configuration: ConfigurationService,
     @Inject(GITHUB_CLIENT) private readonly github: GitHubClient,
+    @Inject(GITLAB_CLIENT) private readonly gitlab: GitLabClient,
     private readonly messages: MessagesService,
     private readonly pullRequests: PullRequestsService,
     private readonly requirements: RequirementsService,
@@ -98,7 +103,7 @@ export class LandingPullRequests {
 
   /** The repository, its GitHub remote and the token a pull request needs, or the first one missing. */
   private async prerequisites(): Promise<
-    | { top: string; remote: GitHubRemote; authorization: string }
+    | { top: string; remote: ForgeRemote; authorization: string }
     | { missing: PullRequestMissing; code: string; reason: string }
   > {
     const repo = await this.workspace.gitWorkspace();
@@ -109,13 +114,28 @@ export class LandingPullRequests {
         reason: 'the workspace is no longer a git repository with a commit: there is no branch to push',
       };
     }
-    const remote = await findGitHubRemote(repo.top, gitHubHosts(this.configuration.get('githubApiUrl')));
+    const remote = await findForgeRemote(repo.top, {
+      github: gitHubHosts(this.configuration.get('githubApiUrl')),
+      gitlab: gitLabHosts(this.configuration.get('gitlabApiUrl')),
+    });
     if (remote === null) {
       return {
         code: 'github_remote_missing',
         missing: 'remote',
-        reason: `the repository has no remote on GitHub to push to: add one, e.g. \`git remote add origin https://github.com/OWNER/REPO.git\` in ${repo.top}, then open the pull request again`,
+        reason: `the repository has no remote on GitHub or GitLab to push to: add one, e.g. \`git remote add origin https://github.com/OWNER/REPO.git\` in ${repo.top}, then open the pull request again`,
       };
+    }
+    if (remote.forge === 'gitlab') {
+      const authorization = this.gitlab.gitAuthorization();
+      if (authorization === null) {
+        return {
+          code: 'gitlab_token_missing',
+          missing: 'token',
+          reason:
+            'Agent Manager has no GitLab token to open the merge request with: set GITLAB_TOKEN for it, or log in with `glab auth login`, then restart it',
+        };
+      }
+      return { authorization, remote, top: repo.top };
     }
     const authorization = this.github.gitAuthorization();
     if (!this.github.configured || authorization === null) {
@@ -132,7 +152,7 @@ export class LandingPullRequests {
   private async openHeld(
     id: string,
     top: string,
-    remote: GitHubRemote,
+    remote: ForgeRemote,
     authorization: string,
     options: PullRequestLand,
     actor: EventActor,
@@ -158,32 +178,33 @@ export class LandingPullRequests {
       );
     }
     await this.push(top, remote, branch, authorization);
-    const body = await this.body(requirement, `${remote.owner}/${remote.repo}`);
-    let opened: Awaited<ReturnType<GitHubClient['createPullRequest']>>;
+    const repository = remotePath(remote);
+    const body = await this.body(requirement, remote);
+    let pr: RestPullRequestFields;
     try {
-      opened = await this.github.createPullRequest(remote.owner, remote.repo, {
-        base: baseRef,
-        body,
-        head: branch,
-        title: requirement.title,
-      });
+      const input = { base: baseRef, body, head: branch, title: requirement.title };
+      pr =
+        remote.forge === 'gitlab'
+          ? (await this.gitlab.openMergeRequest(repository, input)).pullRequest
+          : (await this.github.createPullRequest(remote.owner, remote.repo, input)).pullRequest;
     } catch (err) {
-      if (err instanceof GitHubError) {
+      if (err instanceof ForgeError) {
+        const words = FORGE_WORDS[remote.forge];
         throw conflict(
           'pull_request_failed',
-          `${branch} was pushed to ${remote.owner}/${remote.repo}, but GitHub did not open the pull request: ${err.message}. Open it again once that is fixed (the push is kept)`,
+          `${branch} was pushed to ${repository}, but ${words.name} did not open the ${words.request}: ${err.message}. Open it again once that is fixed (the push is kept)`,
         );
       }
       throw err;
     }
-    const pr = opened.pullRequest;
     const pullRequest = await this.pullRequests.register(
       {
         baseBranch: pr.baseBranch,
+        forge: remote.forge,
         headBranch: pr.headBranch,
         headSha: pr.headSha,
         number: pr.number,
-        repository: pr.repository || `${remote.owner}/${remote.repo}`,
+        repository: pr.repository || repository,
         requirementId: id,
         status: pr.status,
         title: pr.title,
@@ -199,7 +220,7 @@ export class LandingPullRequests {
    * `git push <remote> refs/heads/<branch>:refs/heads/<branch>`, never forced: a branch that
    * moved on GitHub (someone pushed to it) or was rewritten here is refused with git's reason.
    */
-  private async push(top: string, remote: GitHubRemote, branch: string, authorization: string): Promise<void> {
+  private async push(top: string, remote: ForgeRemote, branch: string, authorization: string): Promise<void> {
     const env = remoteEnvironment(remote, authorization);
     try {
       await git(['push', '--no-verify', remote.name, `refs/heads/${branch}:refs/heads/${branch}`], {
@@ -227,13 +248,17 @@ export class LandingPullRequests {
    * imported from an issue (issue 49) names the issue instead of repeating its text: posted under
    * the person's token, an outsider's words would mention, close and command as they liked.
    */
-  private async body(requirement: RequirementResponseDto, repository: string): Promise<string> {
+  private async body(requirement: RequirementResponseDto, remote: ForgeRemote): Promise<string> {
     const summary = await agentSummary(this.messages, requirement.id);
     const source = requirement.source;
+    const repository = remotePath(remote);
+    // GitLab closes an issue of another forge by nothing: it is named by its address instead.
     const about =
       source === null
         ? requirement.description.trim()
-        : `Closes ${source.repository.toLowerCase() === repository.toLowerCase() ? '' : source.repository}#${source.number}`;
+        : source.forge !== remote.forge
+          ? `Resolves ${source.url}`
+          : `Closes ${source.repository.toLowerCase() === repository.toLowerCase() ? '' : source.repository}#${source.number}`;
     const text = [about, summary === '' ? '' : `## Summary\n\n${summary}`].filter((part) => part !== '').join('\n\n');
     const footer = `Requirement ${requirement.id}, opened by Agent Manager.`;
     return `${text.length > BODY_MAX ? `${text.slice(0, BODY_MAX)}…` : text}${text === '' ? '' : '\n\n---\n'}${footer}`;

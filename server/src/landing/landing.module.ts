@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 
 import { GitHubModule } from '../github/github.module';
+import { GitLabModule } from '../gitlab/gitlab.module';
 import { MessagesModule } from '../messages/messages.module';
 import { PullRequestsModule } from '../pull-requests/pull-requests.module';
 import { RequirementsModule } from '../requirements/requirements.module';
@@ -20,7 +21,15 @@ import { LandingService } from './landing.service';
 @Module({
   controllers: [LandingController],
   exports: [ConflictRadar, LandingQueueService, LandingService],
-  imports: [GitHubModule, MessagesModule, PullRequestsModule, RequirementsModule, TriggersModule, WorktreesModule],
+  imports: [
+    GitHubModule,
+    GitLabModule,
+    MessagesModule,
+    PullRequestsModule,
+    RequirementsModule,
+    TriggersModule,
+    WorktreesModule,
+  ],
   providers: [ConflictRadar, LandingPullRequests, LandingQueueService, LandingRepository, LandingService],
 })
 export class LandingModule {}

@@ -1,17 +1,20 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
-import type { AutoReviewOutcome, AutoReviewState, Provider, PullRequestStatus } from '@libs/contracts';
+import type { AutoReviewOutcome, AutoReviewState, Forge, Provider, PullRequestStatus } from '@libs/contracts';
 
-/** A pull request an RD agent registered for its Requirement. */
+/** A pull request (a GitLab merge request) an RD agent registered for its Requirement. */
 @Entity('pull_request')
-@Index('idx_pull_request_identity', ['repositoryKey', 'number'], { unique: true })
+@Index('idx_pull_request_identity', ['forge', 'repositoryKey', 'number'], { unique: true })
 @Index('idx_pull_request_requirement', ['requirementId', 'createdAt'])
 @Index('idx_pull_request_status', ['status', 'githubObservedAt'])
 export class PullRequestEntity {
   @PrimaryColumn('varchar') id!: string;
   @Column('varchar') requirementId!: string;
+  /** Where it lives (issue 49 §5): with `repositoryKey` and `number`, its identity. */
+  @Column('varchar', { default: 'github' }) forge!: Forge;
+  /** `owner/name` on GitHub; the project's full path on GitLab (`group/sub/project`). */
   @Column('varchar') repository!: string;
-  /** Lower-cased `owner/name`: with `number`, the PR's identity (GitHub names are case-insensitive). */
+  /** Lower-cased `repository`: with `forge` and `number`, the PR's identity (names are case-insensitive). */
   @Column('varchar') repositoryKey!: string;
   @Column('integer') number!: number;
   @Column('varchar') url!: string;

@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 
+import type { Forge } from '@libs/contracts';
+
 import { Database } from '../core/database/database.service';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { Page, PageRequest, keysetPage, newestFirst } from '../core/http/pagination';
@@ -30,9 +32,14 @@ export class PullRequestsRepository {
       : this.database.read(PullRequestEntity).createQueryBuilder('p').where('p.id IN (:...ids)', { ids }).getMany();
   }
 
-  /** A PR by its GitHub identity (lower-cased owner/name and number), as the unit sees it. */
-  async findByKeyIn(uow: UnitOfWork, repositoryKey: string, number: number): Promise<PullRequestEntity | null> {
-    return (await uow.reads()).findOneBy(PullRequestEntity, { number, repositoryKey });
+  /** A PR by its identity (forge, lower-cased repository and number), as the unit sees it. */
+  async findByKeyIn(
+    uow: UnitOfWork,
+    forge: Forge,
+    repositoryKey: string,
+    number: number,
+  ): Promise<PullRequestEntity | null> {
+    return (await uow.reads()).findOneBy(PullRequestEntity, { forge, number, repositoryKey });
   }
 
   /** A Requirement's PRs as the unit sees them, oldest first. */
@@ -66,20 +73,27 @@ export class PullRequestsRepository {
       .getMany();
   }
 
-  /** PRs by GitHub identity (lower-cased owner/name and number). */
-  byIdentity(identities: ReadonlyArray<{ repositoryKey: string; number: number }>): Promise<PullRequestEntity[]> {
+  /** PRs of one forge by identity (lower-cased repository and number). */
+  byIdentity(
+    forge: Forge,
+    identities: ReadonlyArray<{ repositoryKey: string; number: number }>,
+  ): Promise<PullRequestEntity[]> {
     if (identities.length === 0) {
       return Promise.resolve([]);
     }
     const qb = this.database.read(PullRequestEntity).createQueryBuilder('p');
-    identities.forEach(({ number, repositoryKey }, i) =>
-      qb.orWhere(`(p.repository_key = :r${i} AND p.number = :n${i})`, { [`n${i}`]: number, [`r${i}`]: repositoryKey }),
-    );
-    return qb.getMany();
+    const alternatives = identities.map(({ number, repositoryKey }, i) => {
+      qb.setParameters({ [`n${i}`]: number, [`r${i}`]: repositoryKey });
+      return `(p.repository_key = :r${i} AND p.number = :n${i})`;
+    });
+    return qb
+      .where('p.forge = :forge', { forge })
+      .andWhere(`(${alternatives.join(' OR ')})`)
+      .getMany();
   }
 
-  byHead(repositoryKey: string, headSha: string): Promise<PullRequestEntity[]> {
-    return this.database.read(PullRequestEntity).findBy({ headSha, repositoryKey });
+  byHead(forge: Forge, repositoryKey: string, headSha: string): Promise<PullRequestEntity[]> {
+    return this.database.read(PullRequestEntity).findBy({ forge, headSha, repositoryKey });
   }
 
   page(query: PageRequest & { requirementId?: string }): Promise<Page<PullRequestEntity>> {

@@ -1,13 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 
-import type { EventActor, PullRequestStatus } from '@libs/contracts';
+import { type EventActor, FORGE_SIGNS, type Forge, type PullRequestStatus } from '@libs/contracts';
 
 import { AgentCaller, assertInScope } from '../auth/agent-scope.decorator';
 import { Clock } from '../core/clock';
 import { Database } from '../core/database/database.service';
 import { DomainEvents } from '../core/domain-events';
 import type { UnitOfWork } from '../core/database/unit-of-work';
-import { conflict } from '../core/errors/domain-error';
+import { conflict, invalid } from '../core/errors/domain-error';
 import { newId } from '../core/ids';
 import { EventLog, audit } from '../events/event-log.service';
 import { RequirementsService } from '../requirements/requirements.service';
@@ -65,14 +65,18 @@ export class PullRequestsService {
 
   async register(dto: RegisterPullRequestDto, caller: AgentCaller, actor: EventActor): Promise<PullRequestResponseDto> {
     assertInScope(caller, { requirementId: dto.requirementId });
+    if ((dto.forge ?? 'github') === 'github' && dto.repository.split('/').length !== 2) {
+      throw invalid('invalid_repository', `a GitHub repository is owner/name (got ${dto.repository})`);
+    }
     const result = await this.database.write(async (tx) => {
       const { requirement, session } = await this.requirements.loadForWrite(tx, dto.requirementId);
+      const forge = dto.forge ?? 'github';
       const repositoryKey = dto.repository.toLowerCase();
-      const existing = await this.repository.findByKeyIn(tx, repositoryKey, dto.number);
+      const existing = await this.repository.findByKeyIn(tx, forge, repositoryKey, dto.number);
       if (existing && existing.requirementId !== requirement.id) {
         throw conflict(
           'pull_request_owned',
-          `${dto.repository}#${dto.number} is registered to Requirement ${existing.requirementId}`,
+          `${dto.repository}${FORGE_SIGNS[forge]}${dto.number} is registered to Requirement ${existing.requirementId}`,
         );
       }
       const now = this.clock.nowIso();
@@ -100,6 +104,7 @@ export class PullRequestsService {
           autoReviewProvider: null,
           autoReviewRound: 0,
           autoReviewState: 'off',
+          forge,
           githubObservedAt: null,
           id: newId('pullRequest'),
           number: dto.number,
@@ -145,16 +150,20 @@ export class PullRequestsService {
     return [...active, ...closed];
   }
 
-  /** Tracked PRs by GitHub identity (lower-cased owner/name and number), for the webhook. */
-  findByIdentity(identities: ReadonlyArray<{ repository: string; number: number }>): Promise<PullRequestEntity[]> {
+  /** Tracked PRs of one forge by identity (repository in any case, and number), for the webhooks. */
+  findByIdentity(
+    forge: Forge,
+    identities: ReadonlyArray<{ repository: string; number: number }>,
+  ): Promise<PullRequestEntity[]> {
     return this.repository.byIdentity(
+      forge,
       identities.map(({ number, repository }) => ({ number, repositoryKey: repository.toLowerCase() })),
     );
   }
 
   /** Tracked PRs whose head is `sha` in `repository` (a commit status names only the commit). */
-  findByHead(repository: string, sha: string): Promise<PullRequestEntity[]> {
-    return this.repository.byHead(repository.toLowerCase(), sha);
+  findByHead(forge: Forge, repository: string, sha: string): Promise<PullRequestEntity[]> {
+    return this.repository.byHead(forge, repository.toLowerCase(), sha);
   }
 
   /**

@@ -7,7 +7,8 @@ import { git } from '../core/git/git';
 import { RUNTIME, type Runtime } from '../core/runtime';
 import { OnCommitted } from '../events/on-committed';
 import { GITHUB_CLIENT, type GitHubClient } from '../github/github-client';
-import { gitHubHosts, parseRemoteUrl, remoteEnvironment } from '../landing/github-remote';
+import { GITLAB_CLIENT, type GitLabClient } from '../gitlab/gitlab-client';
+import { gitHubHosts, gitLabHosts, parseRemoteUrl, remoteEnvironment } from '../landing/forge-remote';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RUN_ENDS, restingAfter } from '../runs/run-ends';
 import { WorkspaceGit } from '../worktrees/workspace-git.service';
@@ -33,6 +34,7 @@ export class BranchSharing {
   constructor(
     private readonly configuration: ConfigurationService,
     @Inject(GITHUB_CLIENT) private readonly github: GitHubClient,
+    @Inject(GITLAB_CLIENT) private readonly gitlab: GitLabClient,
     private readonly requirements: RequirementsService,
     @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
     private readonly workspace: WorkspaceGit,
@@ -55,11 +57,15 @@ export class BranchSharing {
     if (url === '') {
       return null;
     }
-    const parsed = parseRemoteUrl(url);
-    // The token only for a GitHub host; any other HTTP remote gets none from us.
-    const github =
-      parsed !== null && gitHubHosts(this.configuration.get('githubApiUrl')).includes(parsed.host.replace(/:\d+$/, ''));
-    const env = parsed === null ? {} : remoteEnvironment(parsed, github ? this.github.gitAuthorization() : null);
+    const parsed = parseRemoteUrl(url, true);
+    // A forge's token only for that forge's host; any other HTTP remote gets none from us.
+    const host = parsed?.host.replace(/:\d+$/, '') ?? '';
+    const authorization = gitHubHosts(this.configuration.get('githubApiUrl')).includes(host)
+      ? this.github.gitAuthorization()
+      : gitLabHosts(this.configuration.get('gitlabApiUrl')).includes(host)
+        ? this.gitlab.gitAuthorization()
+        : null;
+    const env = parsed === null ? {} : remoteEnvironment(parsed, authorization);
     return { env, name: SHARED_REMOTE };
   }
 

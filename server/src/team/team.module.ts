@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 
 import { GitHubModule } from '../github/github.module';
+import { GitLabModule } from '../gitlab/gitlab.module';
 import { MessagesModule } from '../messages/messages.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { RunsModule } from '../runs/runs.module';
@@ -18,7 +19,7 @@ import { TeamController } from './team.controller';
  */
 @Module({
   controllers: [TeamController],
-  imports: [GitHubModule, MessagesModule, RequirementsModule, RunsModule, WorktreesModule],
+  imports: [GitHubModule, GitLabModule, MessagesModule, RequirementsModule, RunsModule, WorktreesModule],
   providers: [BranchSharing, RequirementMoves, RunnerWatch],
 })
 export class TeamModule {}

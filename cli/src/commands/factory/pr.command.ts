@@ -1,6 +1,6 @@
 import { Command, CommandRunner, Help, Option, SubCommand } from 'nest-commander';
 
-import { PULL_REQUEST_STATUSES, PullRequestStatus } from '@libs/contracts';
+import { FORGES, Forge, PULL_REQUEST_STATUSES, PullRequestStatus } from '@libs/contracts';
 
 import { ENVIRONMENT_HELP } from '@server/agent-tools/agent-context';
 import { AgentOperations, RegisterPullRequestInput } from '@server/agent-tools/agent-operations';
@@ -9,7 +9,7 @@ import { UsageError, parseIntegerOption } from '../../options';
 
 @SubCommand({
   description:
-    'Register a pull request you opened for the current Requirement (again to refresh its title, branches and head SHA)',
+    'Register a pull request (or GitLab merge request) you opened for the current Requirement (again to refresh its title, branches and head SHA)',
   name: 'register',
 })
 export class PrRegisterCommand extends CommandRunner {
@@ -23,14 +23,23 @@ export class PrRegisterCommand extends CommandRunner {
 
   @Option({
     description:
-      "The PR's address, e.g. https://github.com/org/repo/pull/184; fills the other fields from GitHub when a token is available",
+      "The PR's address, e.g. https://github.com/org/repo/pull/184 (or an MR's, https://gitlab.com/group/project/-/merge_requests/12); fills the other fields from the forge when Agent Manager has a token for it",
     flags: '--url <url>',
   })
   parseUrl(value: string): string {
     return value;
   }
 
-  @Option({ description: 'owner/name', flags: '--repository <owner/name>' })
+  @Option({
+    choices: [...FORGES],
+    description: 'Where it lives when no --url says so: github (default) or gitlab',
+    flags: '--forge <forge>',
+  })
+  parseForge(value: string): Forge {
+    return value as Forge;
+  }
+
+  @Option({ description: "owner/name (GitLab: the project's full path)", flags: '--repository <owner/name>' })
   parseRepository(value: string): string {
     return value;
   }
@@ -74,12 +83,13 @@ export class PrRegisterCommand extends CommandRunner {
     return `
 Examples:
   code-factory-cli pr register --url https://github.com/org/repo/pull/184
+  code-factory-cli pr register --url https://gitlab.com/group/project/-/merge_requests/12
   code-factory-cli pr register --url https://github.com/org/repo/pull/184 --repository org/repo --number 184 \\
     --title "Add tiered timings" --base-branch main --head-branch feature/timings \\
     --head-sha 4f2c1e9 --status open
 
-With --url, Agent Manager asks GitHub for every other field with its own token (the agent needs
-none); when it has no GitHub token, give them all.
+With --url, Agent Manager asks GitHub (or GitLab) for every other field with its own token (the
+agent needs none); when it has no token for that forge, give them all.
 ${ENVIRONMENT_HELP}`;
   }
 }

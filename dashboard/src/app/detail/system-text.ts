@@ -68,23 +68,26 @@ export function systemText(m: Pick<Message, 'code' | 'args'>, i18n: I18n): strin
           })
         : t('sys.timer.fired', { description: str(a['description']) });
     case 'github.pr_status':
-      return t('sys.github.pr_status', {
+    case 'gitlab.mr_status':
+      return t(code === 'github.pr_status' ? 'sys.github.pr_status' : 'sys.gitlab.mr_status', {
         pr: str(a['pullRequest']),
         previous: prStatus(t, a['previousStatus']),
         status: prStatus(t, a['status']),
         title: str(a['title']),
       });
     case 'github.pr_head':
-      return t('sys.github.pr_head', {
+    case 'gitlab.mr_head':
+      return t(code === 'github.pr_head' ? 'sys.github.pr_head' : 'sys.gitlab.mr_head', {
         head: str(a['headSha']),
         pr: str(a['pullRequest']),
         previous: str(a['previousHeadSha']),
         title: str(a['title']),
       });
-    case 'github.ci_failed': {
+    case 'github.ci_failed':
+    case 'gitlab.ci_failed': {
       const outcome = str(a['outcome']);
       const word = t(`sys.ci.${outcome}` as MessageKey);
-      return t('sys.github.ci_failed', {
+      return t(code === 'github.ci_failed' ? 'sys.github.ci_failed' : 'sys.gitlab.ci_failed', {
         check: str(a['check']),
         head: str(a['headSha']),
         outcome: word.startsWith('sys.') ? outcome.toLowerCase() : word,
@@ -92,7 +95,8 @@ export function systemText(m: Pick<Message, 'code' | 'args'>, i18n: I18n): strin
       });
     }
     case 'github.conflict':
-      return t('sys.github.conflict', {
+    case 'gitlab.conflict':
+      return t(code === 'github.conflict' ? 'sys.github.conflict' : 'sys.gitlab.conflict', {
         base: str(a['baseBranch']),
         head: str(a['headSha']),
         pr: str(a['pullRequest']),

@@ -74,6 +74,8 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'maxPreviews', type: 'number' },
   { key: 'githubApiUrl', type: 'text' },
   { key: 'githubWebhookSecret', type: 'secret' },
+  { key: 'gitlabApiUrl', type: 'text' },
+  { key: 'gitlabWebhookSecret', type: 'secret' },
   { key: 'intakeWriteBack', options: ['work', 'work_and_cancel', 'off'], type: 'select' },
   { key: 'intakeLabels', type: 'list' },
   { key: 'intakeStart', options: ['todo', 'start'], type: 'select' },

@@ -91,6 +91,13 @@ export class ConfigurationValuesDto implements ConfigurationValues {
     type: String,
   })
   githubWebhookSecret!: string | null;
+  @ApiProperty() gitlabApiUrl!: string;
+  @ApiProperty({
+    description: 'Always null: the secret is write-only (see gitlabWebhookSecretConfigured)',
+    nullable: true,
+    type: String,
+  })
+  gitlabWebhookSecret!: string | null;
   @ApiProperty() host!: string;
   @ApiProperty({ type: [String] }) intakeLabels!: string[];
   @ApiProperty({ enum: INTAKE_START_MODES }) intakeStart!: IntakeStartMode;
@@ -157,6 +164,8 @@ export class ConfigurationResponseDto implements ManagerConfiguration {
   overriddenFields!: ConfigurationKey[];
   @ApiProperty({ description: 'Whether a webhook secret is set (the secret itself is never returned)' })
   githubWebhookSecretConfigured!: boolean;
+  @ApiProperty({ description: 'Whether a GitLab webhook secret is set (the secret itself is never returned)' })
+  gitlabWebhookSecretConfigured!: boolean;
   @ApiProperty({ description: 'Whether a notification webhook secret is set (never returned)' })
   notificationWebhookSecretConfigured!: boolean;
   @ApiProperty({

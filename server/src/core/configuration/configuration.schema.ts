@@ -68,6 +68,8 @@ export const CONFIGURATION_DEFAULTS: ConfigurationValues = {
   extraCodexModels: [],
   githubApiUrl: 'https://api.github.com',
   githubWebhookSecret: null,
+  gitlabApiUrl: 'https://gitlab.com/api/v4',
+  gitlabWebhookSecret: null,
   host: '127.0.0.1',
   intakeLabels: [],
   intakeProvider: 'codex',
@@ -125,6 +127,7 @@ export const LIVE_CONFIGURATION_KEYS: readonly ConfigurationKey[] = [
   'extraClaudeModels',
   'extraCodexModels',
   'githubWebhookSecret',
+  'gitlabWebhookSecret',
   'intakeLabels',
   'intakeProvider',
   'intakeStart',
@@ -359,6 +362,25 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
     nullable: true,
   })
   githubWebhookSecret?: string | null;
+
+  @OptionalText({
+    description:
+      'GitLab API root (restart required): https://gitlab.com/api/v4, or https://<host>/api/v4 for a self-hosted GitLab',
+    example: 'https://gitlab.com/api/v4',
+    max: 500,
+    min: 8,
+    pattern: /^https?:\/\/[^\s/]+(\/\S*)?$/,
+  })
+  gitlabApiUrl?: string;
+
+  @OptionalText({
+    description:
+      'Secret token of the GitLab webhook (POST /api/gitlab/webhook, sent as X-Gitlab-Token); null turns the webhook off. Write-only: read back as null',
+    max: 1024,
+    min: 8,
+    nullable: true,
+  })
+  gitlabWebhookSecret?: string | null;
 
   @OptionalEnum(
     INTAKE_WRITE_BACK_MODES,

@@ -9,7 +9,11 @@ import { errorBody } from '../errors/error-body';
 import { checkJsonShape } from './json-shape';
 
 /** Raw-body routes that must reach their handler unparsed whatever their Content-Type (exact spellings: routing is case-sensitive and strict). */
-const RAW_BODY_ROUTES = [/^\/api\/requirements\/[^/]+\/attachments$/, /^\/api\/github\/webhook$/];
+const RAW_BODY_ROUTES = [
+  /^\/api\/requirements\/[^/]+\/attachments$/,
+  /^\/api\/github\/webhook$/,
+  /^\/api\/gitlab\/webhook$/,
+];
 
 const BODY_ERRORS: Record<string, { code: string; message: string }> = {
   'charset.unsupported': { code: 'unsupported_charset', message: 'request body charset must be utf-8' },

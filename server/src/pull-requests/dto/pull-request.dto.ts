@@ -6,6 +6,8 @@ import {
   AUTO_REVIEW_STATES,
   AutoReviewOutcome,
   AutoReviewState,
+  FORGES,
+  Forge,
   PROVIDERS,
   PULL_REQUEST_STATUSES,
   Provider,
@@ -15,23 +17,27 @@ import {
 } from '@libs/contracts';
 
 import { PageInfoDto, PageQueryDto } from '../../core/http/pagination';
-import { OptionalText, ValidateEnum, ValidateText } from '../../core/validation';
+import { OptionalEnum, OptionalText, ValidateEnum, ValidateText } from '../../core/validation';
 import type { PullRequestEntity } from '../pull-request.entity';
 
 export class RegisterPullRequestDto {
   @ValidateText({ description: "The Requirement the PR belongs to (the run's own)", max: 100, min: 1 })
   requirementId!: string;
 
+  @OptionalEnum(FORGES, 'Where the PR lives: github (default) or gitlab (a merge request)')
+  forge?: Forge;
+
   @ValidateText({
-    description: 'owner/name on GitHub',
+    description: "owner/name on GitHub; the project's full path on GitLab (group/subgroup/project)",
     example: 'org/repo',
-    max: 200,
+    max: 255,
     min: 3,
-    pattern: /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/,
+    // GitLab nests groups (at most 20 levels); GitHub's owner/name is checked by the service.
+    pattern: /^[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+){1,20}$/,
   })
   repository!: string;
 
-  @ApiProperty({ description: 'The PR number', example: 184, maximum: 2_147_483_647, minimum: 1 })
+  @ApiProperty({ description: 'The PR number (the MR iid)', example: 184, maximum: 2_147_483_647, minimum: 1 })
   @IsInt()
   @Min(1)
   @Max(2_147_483_647)
@@ -89,6 +95,7 @@ export class PullRequestAutoReviewDto implements PullRequestAutoReview {
 export class PullRequestResponseDto implements PullRequest {
   @ApiProperty({ example: 'pr_…' }) id!: string;
   @ApiProperty() requirementId!: string;
+  @ApiProperty({ enum: FORGES }) forge!: Forge;
   @ApiProperty() repository!: string;
   @ApiProperty() number!: number;
   @ApiProperty() url!: string;
@@ -119,6 +126,7 @@ export function toPullRequestResponse(entity: PullRequestEntity): PullRequestRes
     },
     baseBranch: entity.baseBranch,
     createdAt: entity.createdAt,
+    forge: entity.forge,
     headBranch: entity.headBranch,
     headSha: entity.headSha,
     id: entity.id,

@@ -53,6 +53,8 @@ const values: ManagerConfiguration['values'] = {
   doneRequirementRetentionDays: 30,
   githubApiUrl: 'https://api.github.com',
   githubWebhookSecret: null,
+  gitlabApiUrl: 'https://gitlab.com/api/v4',
+  gitlabWebhookSecret: null,
   host: '127.0.0.1',
   isolation: 'worktree',
   extraClaudeModels: [],
@@ -87,6 +89,7 @@ const values: ManagerConfiguration['values'] = {
 const configuration: ManagerConfiguration = {
   effective: values,
   githubWebhookSecretConfigured: false,
+  gitlabWebhookSecretConfigured: false,
   notificationWebhookSecretConfigured: false,
   liveFields: [],
   overriddenFields: [],

@@ -28,6 +28,7 @@ import { Notifications1766543000000 } from './1766543000000-notifications';
 import { Devices1766544000000 } from './1766544000000-devices';
 import { CutChannelUrls1766545000000 } from './1766545000000-cut-channel-urls';
 import { RequirementSource1766546000000 } from './1766546000000-requirement-source';
+import { PullRequestForge1766547000000 } from './1766547000000-pull-request-forge';
 
 /** Every migration, oldest first. New ones are appended; shipped ones are never edited. */
 export const MIGRATIONS = [
@@ -61,4 +62,5 @@ export const MIGRATIONS = [
   Devices1766544000000,
   CutChannelUrls1766545000000,
   RequirementSource1766546000000,
+  PullRequestForge1766547000000,
 ];

@@ -17,21 +17,26 @@ import type { UnitOfWork } from '../core/database/unit-of-work';
 import type { PullRequestEntity } from '../pull-requests/pull-request.entity';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
-import { GITHUB_CLIENT, GitHubClient } from './github-client';
+import { FORGES, type Forge } from '@libs/contracts';
+
 import {
   GitHubDelivery,
   ciFailureDeliveries,
   commentDeliveries,
   conflictDelivery,
   statusDelivery,
-} from './github-triggers';
-import { PullRequestSnapshot, pullRequestKey } from './github.types';
+} from './forge-triggers';
+import { PullRequestSnapshot, pullRequestKey } from './forge.types';
+import { FORGE_WORDS, ForgeRegistry, type PullRequestForge } from './pull-request-forge';
 
 /** Closed PRs are looked at again this rarely (a reopen is noticed; the webhook is faster). */
 const CLOSED_RECHECK_MS = 60 * 60 * 1000;
 const CLOSED_PER_TICK = 20;
 const FIRST_TICK_DELAY_MS = 1_000;
-const ACTOR = { id: 'github.reconciler', kind: 'trigger' as const };
+const ACTORS: Readonly<Record<Forge, { id: string; kind: 'trigger' }>> = {
+  github: { id: 'github.reconciler', kind: 'trigger' },
+  gitlab: { id: 'gitlab.reconciler', kind: 'trigger' },
+};
 const SHUTDOWN_WAIT_MS = 10_000;
 
 export interface ReconcileReport {
@@ -48,8 +53,9 @@ export interface ReconcileReport {
 }
 
 /**
- * Brings GitHub into the conversation (protocol §5, docs/architecture.md#triggers-and-forges). Each tick reads a cheap
- * summary of every tracked PR (one GraphQL request per 100 PRs), fetches the full snapshot only
+ * Brings the forges into the conversation (protocol §5, docs/architecture.md#triggers-and-forges): GitHub's pull
+ * requests and GitLab's merge requests alike, each through its forge's client. Each tick reads a cheap
+ * summary of every tracked PR (GitHub: one GraphQL request per 100 PRs), fetches the full snapshot only
  * of PRs that are new or changed, and turns what changed into trigger deliveries: status, new
  * comments and reviews, CI failures, conflicts. The first observation of a PR is its baseline:
  * what already existed when it was registered is recorded as seen, never replayed; comments and
@@ -66,13 +72,13 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
   /** PRs a webhook asked to look at as soon as the running tick ends. */
   private readonly requested = new Set<string>();
   private stopped = false;
-  private warnedUnconfigured = false;
+  private readonly warnedUnconfigured = new Set<Forge>();
   private lastInterval: number;
 
   constructor(
     private readonly configuration: ConfigurationService,
     private readonly database: Database,
-    @Inject(GITHUB_CLIENT) private readonly github: GitHubClient,
+    private readonly forges: ForgeRegistry,
     private readonly pullRequests: PullRequestsService,
     private readonly delivery: TriggerDeliveryService,
     @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
@@ -184,25 +190,60 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
       pullRequests: 0,
       skippedReason: null,
     };
-    if (!this.github.configured) {
-      if (!this.warnedUnconfigured) {
-        this.warnedUnconfigured = true;
-        this.logger.warn({
-          msg: 'no GitHub token (GITHUB_TOKEN, GH_TOKEN or `gh auth login`): pull requests are not reconciled',
-        });
-      }
+    if (!FORGES.some((kind) => this.forges.get(kind)?.configured)) {
+      this.warnUnconfigured('github');
       return { ...report, skippedReason: 'not_configured' };
     }
     const tracked = ids
       ? await this.pullRequests.findByIds(ids)
       : await this.pullRequests.tracked(CLOSED_RECHECK_MS, CLOSED_PER_TICK);
-    report.pullRequests = tracked.length;
-    if (tracked.length === 0) {
-      return { ...report, durationMs: Date.now() - started };
+    const byForge = new Map<Forge, PullRequestEntity[]>();
+    for (const pr of tracked) {
+      byForge.set(pr.forge, [...(byForge.get(pr.forge) ?? []), pr]);
     }
+    let configured = 0;
+    for (const [kind, prs] of byForge) {
+      const forge = this.forges.get(kind);
+      if (!forge?.configured) {
+        this.warnUnconfigured(kind);
+        continue;
+      }
+      configured += 1;
+      report.pullRequests += prs.length;
+      await this.reconcileOn(forge, prs, ids !== undefined, report);
+    }
+    if (tracked.length > 0 && configured === 0) {
+      return { ...report, durationMs: Date.now() - started, skippedReason: 'not_configured' };
+    }
+    report.durationMs = Date.now() - started;
+    if (report.deliveries > 0 || report.failed > 0) {
+      this.logger.log({ ...report, msg: 'pull requests reconciled' });
+    }
+    return report;
+  }
+
+  /** Says once per forge that its PRs are not reconciled for want of a token. */
+  private warnUnconfigured(kind: Forge): void {
+    if (!this.warnedUnconfigured.has(kind)) {
+      this.warnedUnconfigured.add(kind);
+      const how = kind === 'github' ? 'GITHUB_TOKEN, GH_TOKEN or `gh auth login`' : 'GITLAB_TOKEN or `glab auth login`';
+      this.logger.warn({
+        forge: kind,
+        msg: `no ${FORGE_WORDS[kind].name} token (${how}): its requests are not reconciled`,
+      });
+    }
+  }
+
+  /** One forge's PRs: summaries, then the snapshots of those that changed (all of them for a webhook's). */
+  private async reconcileOn(
+    forge: PullRequestForge,
+    tracked: PullRequestEntity[],
+    named: boolean,
+    report: ReconcileReport,
+  ): Promise<void> {
     const refs = tracked.map((pr) => ({ number: pr.number, repository: pr.repository }));
     // A webhook names PRs that did change: skip the summary and fetch them whole.
-    const summaries = ids ? null : await this.github.fetchPullRequestSummaries(refs);
+    const summaries = named ? null : await forge.fetchPullRequestSummaries(refs);
     const due = tracked.filter((pr) => {
       if (!summaries) {
         return true;
@@ -217,39 +258,35 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
       }
       return pr.githubObservedAt === null || pr.githubFingerprint !== summary.fingerprint;
     });
-    report.fetched = due.length;
-    if (due.length > 0) {
-      const snapshots = await this.github.fetchPullRequests(
-        due.map((pr) => ({ number: pr.number, repository: pr.repository })),
-      );
-      for (const pr of due) {
-        if (this.stopped) {
-          break; // stopping: this PR's summary was not stored, so the next start looks at it again
-        }
-        const result = snapshots.get(pullRequestKey(pr));
-        if (result?.kind !== 'snapshot') {
-          report.failed += 1;
-          this.logger.warn({ error: result?.message ?? 'missing', msg: 'pull request not read', pullRequestId: pr.id });
-          continue;
-        }
-        try {
-          const summary = summaries?.get(pullRequestKey(pr));
-          report.deliveries += await this.observe(pr, result, summary?.kind === 'summary' ? summary.fingerprint : null);
-        } catch (err) {
-          report.failed += 1;
-          this.logger.error({
-            error: (err as Error).message,
-            msg: 'pull request observation failed',
-            pullRequestId: pr.id,
-          });
-        }
+    report.fetched += due.length;
+    if (due.length === 0) {
+      return;
+    }
+    const snapshots = await forge.fetchPullRequests(
+      due.map((pr) => ({ number: pr.number, repository: pr.repository })),
+    );
+    for (const pr of due) {
+      if (this.stopped) {
+        break; // stopping: this PR's summary was not stored, so the next start looks at it again
+      }
+      const result = snapshots.get(pullRequestKey(pr));
+      if (result?.kind !== 'snapshot') {
+        report.failed += 1;
+        this.logger.warn({ error: result?.message ?? 'missing', msg: 'pull request not read', pullRequestId: pr.id });
+        continue;
+      }
+      try {
+        const summary = summaries?.get(pullRequestKey(pr));
+        report.deliveries += await this.observe(pr, result, summary?.kind === 'summary' ? summary.fingerprint : null);
+      } catch (err) {
+        report.failed += 1;
+        this.logger.error({
+          error: (err as Error).message,
+          msg: 'pull request observation failed',
+          pullRequestId: pr.id,
+        });
       }
     }
-    report.durationMs = Date.now() - started;
-    if (report.deliveries > 0 || report.failed > 0) {
-      this.logger.log({ ...report, msg: 'pull requests reconciled' });
-    }
-    return report;
   }
 
   /** Applies one PR's snapshot; resolves with the number of messages written. */
@@ -275,7 +312,7 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
     const status = statusDelivery(pr, snapshot);
     if (status) {
       const outcome = await this.delivery.deliver(status, {
-        alsoWrite: async (tx) => void (await this.pullRequests.applyGitHubState(tx, pr.id, state, ACTOR)),
+        alsoWrite: async (tx) => void (await this.pullRequests.applyGitHubState(tx, pr.id, state, ACTORS[pr.forge])),
         guard: unchanged,
       });
       if (outcome.status === 'skipped') {
@@ -284,7 +321,7 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
       written += outcome.message ? 1 : 0;
     } else {
       const applied = await this.database.write(async (tx) =>
-        (await unchanged(tx)) ? this.pullRequests.applyGitHubState(tx, pr.id, state, ACTOR) : null,
+        (await unchanged(tx)) ? this.pullRequests.applyGitHubState(tx, pr.id, state, ACTORS[pr.forge]) : null,
       );
       if (!applied) {
         return written;

@@ -1,6 +1,6 @@
 import type { PullRequestStatus } from '@libs/contracts';
 
-import type { GitHubErrorCode } from './github.errors';
+import type { ForgeErrorCode } from './forge.errors';
 
 /** A pull request the manager tracks. `repository` is `owner/name` (any case). */
 export interface PullRequestRef {
@@ -83,6 +83,8 @@ export interface CheckRun {
   status: CheckRunStatus;
   conclusion: CheckRunConclusion | null;
   url: string;
+  /** The last lines of its log, when the forge hands them out with the failure (GitLab's job traces). */
+  logTail?: string;
 }
 
 export interface CommitStatus {
@@ -135,7 +137,7 @@ export interface PullRequestFetchError {
   ref: PullRequestRef;
   code: 'not_found' | 'forbidden' | 'failed' | 'skipped';
   message: string;
-  cause?: GitHubErrorCode;
+  cause?: ForgeErrorCode;
 }
 
 export type PullRequestResult = PullRequestSnapshot | PullRequestFetchError;

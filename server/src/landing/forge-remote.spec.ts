@@ -1,4 +1,4 @@
-import { parseRemoteUrl } from './github-remote';
+import { parseRemoteUrl } from './forge-remote';
 
 describe('parseRemoteUrl', () => {
   it.each([
@@ -55,5 +55,21 @@ describe('parseRemoteUrl', () => {
     '',
   ])('refuses %j', (url) => {
     expect(parseRemoteUrl(url)).toBeNull();
+  });
+});
+
+describe('parseRemoteUrl with GitLab subgroups (nested)', () => {
+  it.each([
+    ['https://gitlab.com/group/sub/project.git', { host: 'gitlab.com', owner: 'group/sub', repo: 'project' }],
+    ['git@gitlab.com:group/project.git', { host: 'gitlab.com', owner: 'group', repo: 'project', scheme: 'ssh' }],
+    ['ssh://git@gitlab.corp:2222/a/b/c/d.git', { host: 'gitlab.corp:2222', owner: 'a/b/c', repo: 'd' }],
+  ])('reads %s', (url, expected) => {
+    expect(parseRemoteUrl(url, true)).toMatchObject(expected);
+  });
+
+  it('is refused without nesting (GitHub has owner/name only), and past 20 groups', () => {
+    expect(parseRemoteUrl('https://gitlab.com/group/sub/project.git')).toBeNull();
+    expect(parseRemoteUrl(`https://gitlab.com/${'g/'.repeat(21)}project.git`, true)).toBeNull();
+    expect(parseRemoteUrl('https://gitlab.com/group/../project.git', true)).toBeNull();
   });
 });

@@ -1,0 +1,67 @@
+// The parts of GitLab's REST API v4 answers the client reads (docs.gitlab.com/api/merge_requests,
+// /api/discussions, /api/jobs). Every field is optional where GitLab documents it may be absent.
+
+export interface GitLabUser {
+  id: number;
+  username: string;
+}
+
+export interface GitLabPipeline {
+  id: number;
+  sha: string;
+  ref?: string;
+  /** created, waiting_for_resource, preparing, pending, running, success, failed, canceled, skipped, manual, scheduled */
+  status: string;
+  web_url?: string;
+}
+
+export interface GitLabMergeRequest {
+  id: number;
+  iid: number;
+  title: string;
+  description?: string | null;
+  /** opened, closed, locked, merged */
+  state: string;
+  draft?: boolean;
+  /** The older name of `draft`, still sent. */
+  work_in_progress?: boolean;
+  source_branch: string;
+  target_branch: string;
+  /** The head commit; null on an MR whose source branch is gone. */
+  sha: string | null;
+  web_url: string;
+  updated_at: string;
+  has_conflicts?: boolean;
+  /** mergeable, conflict, checking, unchecked, ci_must_pass, draft_status, not_open, … */
+  detailed_merge_status?: string;
+  /** The older mergeability field: can_be_merged, cannot_be_merged, checking, unchecked. */
+  merge_status?: string;
+  user_notes_count?: number;
+  /** Only on the single-MR endpoint. */
+  head_pipeline?: GitLabPipeline | null;
+}
+
+export interface GitLabNote {
+  id: number;
+  body: string | null;
+  author: GitLabUser | null;
+  created_at: string;
+  system: boolean;
+  /** null (a plain comment), DiscussionNote (in a thread) or DiffNote (on a line of the diff). */
+  type?: string | null;
+  position?: { new_path?: string | null; new_line?: number | null; old_path?: string | null } | null;
+}
+
+export interface GitLabDiscussion {
+  id: string;
+  individual_note: boolean;
+  notes?: GitLabNote[];
+}
+
+export interface GitLabJob {
+  id: number;
+  name: string;
+  status: string;
+  web_url: string;
+  allow_failure?: boolean;
+}
