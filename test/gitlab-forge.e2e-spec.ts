@@ -43,7 +43,12 @@ describe('GitLab as a forge', () => {
   const api = () => apiClient(manager.url);
   let requirement: { id: string; session: { id: string } };
   let runToken: string;
-  const savedToken = process.env.GITLAB_TOKEN;
+  const saved = {
+    GH_CONFIG_DIR: process.env.GH_CONFIG_DIR,
+    GH_TOKEN: process.env.GH_TOKEN,
+    GITHUB_TOKEN: process.env.GITHUB_TOKEN,
+    GITLAB_TOKEN: process.env.GITLAB_TOKEN,
+  };
 
   const start = async () => {
     const configPath = path.join(sandbox.workspace, '..', 'agent-manager.config.json');
@@ -84,8 +89,9 @@ describe('GitLab as a forge', () => {
   const earlier = () => new Date(Date.now() - 60_000).toISOString();
 
   beforeAll(async () => {
-    process.env.GITLAB_TOKEN = TOKEN;
     sandbox = makeSandbox();
+    // No GitHub token of the machine's may be used (a GitHub PR below must stay unread).
+    Object.assign(process.env, { GH_CONFIG_DIR: sandbox.home, GH_TOKEN: '', GITHUB_TOKEN: '', GITLAB_TOKEN: TOKEN });
     gitlab = await FakeGitLabServer.start({ token: TOKEN });
     gitlab.addProject(PROJECT);
     await start();
@@ -98,7 +104,7 @@ describe('GitLab as a forge', () => {
     await manager?.stop();
     await gitlab?.close();
     sandbox?.cleanup();
-    process.env.GITLAB_TOKEN = savedToken;
+    restoreEnvironment(saved);
   });
 
   it('registers a merge request by its URL, with every field read by the manager (the agent holds no token), and refuses bad ones', async () => {
@@ -158,10 +164,45 @@ describe('GitLab as a forge', () => {
       manager.runtime.paths.dataDirectory,
       () =>
         agent().POST('/api/agent/pull-requests', {
-          body: { ...lookup, forge: 'github', requirementId: requirement.id },
+          body: { ...lookup, forge: 'github', requirementId: requirement.id, url: 'https://github.com/a/b/pull/2' },
         }),
       400,
       'invalid_repository',
+    );
+    // A merge request's address is GitLab's whatever the agent says; without a forge it is taken from it.
+    await expectRefused(
+      manager.runtime.paths.dataDirectory,
+      () =>
+        agent().POST('/api/agent/pull-requests', {
+          body: { ...lookup, forge: 'github', requirementId: requirement.id },
+        }),
+      400,
+      'forge_mismatch',
+    );
+    const { forge: _forge, ...unnamed } = lookup;
+    expect(
+      await ok(agent().POST('/api/agent/pull-requests', { body: { ...unnamed, requirementId: requirement.id } }), 200),
+    ).toMatchObject({ forge: 'gitlab', id: pr.id });
+    // An MR on another GitLab host is not looked up with this GitLab's token.
+    await expectRefused(
+      manager.runtime.paths.dataDirectory,
+      () =>
+        agent().POST('/api/agent/pull-requests/lookup', {
+          body: { url: `https://gitlab.com/${PROJECT}/-/merge_requests/1` },
+        }),
+      400,
+      'invalid_pull_request_url',
+    );
+    // AI review works through `gh` with the GitHub token: never on a merge request.
+    await expectRefused(
+      manager.runtime.paths.dataDirectory,
+      () =>
+        api().POST('/api/pull-requests/{id}/review-requests', {
+          body: { provider: 'codex' },
+          params: { path: { id: pr.id } },
+        }),
+      409,
+      'review_unsupported_forge',
     );
     // GitHub's reconciler has no token here: the GitHub PR is left alone, the MR is reconciled.
     expect(await reconcile()).toMatchObject({ failed: 0, pullRequests: 1 });
@@ -232,6 +273,10 @@ describe('GitLab as a forge', () => {
     );
     expect(stored.items[0]).toMatchObject({ forge: 'gitlab', headSha: head, status: 'open' });
 
+    // `locked` is GitLab merging it right now: still open, nothing said.
+    gitlab.setState(PROJECT, 3, 'locked');
+    await reconcile();
+    expect(await fromGitLab(own.requirement.id)).toHaveLength(2);
     gitlab.setState(PROJECT, 3, 'merged');
     await reconcile();
     messages = await fromGitLab(own.requirement.id);
@@ -476,17 +521,45 @@ describe('GitLab client', () => {
     gitlab = await FakeGitLabServer.start({ token: TOKEN });
     gitlab.addProject(PROJECT);
     gitlab.addMergeRequest({ iid: 2, project: PROJECT, sourceBranch: 'feature/two', title: 'Two' });
-    for (let i = 0; i < 130; i++) {
+    for (let i = 0; i < 730; i++) {
       gitlab.addNote(PROJECT, 2, 'reviewer', `note ${i}`);
     }
+    gitlab.resetCounts();
     const snapshots = await client().fetchPullRequests([{ number: 2, repository: PROJECT }]);
     const snapshot = [...snapshots.values()][0];
     expect(snapshot.kind).toBe('snapshot');
     if (snapshot.kind === 'snapshot') {
-      // The newest 50 of 130 (two pages read).
+      // The newest 50 of 730: the first page says there are 8, then the newest 5 are read (not the oldest).
       expect(snapshot.comments).toHaveLength(50);
-      expect(snapshot.comments.at(-1)?.body).toBe('note 129');
+      expect(snapshot.comments.at(-1)?.body).toBe('note 729');
+      expect(snapshot.comments[0].body).toBe('note 680');
     }
+    expect(gitlab.requests.filter((r) => r.path.includes('/discussions')).map((r) => r.query.page)).toEqual([
+      '1',
+      '4',
+      '5',
+      '6',
+      '7',
+      '8',
+    ]);
+    // A job that prints without end: only its end is held, the read stops at 20 MB, and says so.
+    const line = `${'x'.repeat(99)}\n`;
+    gitlab.addPipeline(PROJECT, 2, {
+      jobs: [{ log: line.repeat(300_000) + 'the real error\n', name: 'endless', status: 'failed' }],
+      status: 'failed',
+    });
+    const failed = [...(await client().fetchPullRequests([{ number: 2, repository: PROJECT }])).values()][0];
+    expect(failed.kind === 'snapshot' && failed.checkRuns.map((run) => run.name)).toEqual(['endless']);
+    const tail = failed.kind === 'snapshot' ? (failed.checkRuns[0].logTail ?? '') : '';
+    expect(tail.endsWith('[… the log is longer: read it on GitLab]')).toBe(true);
+    expect(tail.length).toBeLessThan(4_100);
+    // A pipeline that failed in a child pipeline (no failed job of its own) is told as itself.
+    gitlab.addPipeline(PROJECT, 2, { jobs: [{ name: 'trigger', status: 'success' }], status: 'failed' });
+    const child = [...(await client().fetchPullRequests([{ number: 2, repository: PROJECT }])).values()][0];
+    expect(child.kind === 'snapshot' && child.checkRuns.map((run) => run.name)).toEqual([
+      expect.stringMatching(/^pipeline #\d+$/),
+    ]);
+
     const opened = await client().openMergeRequest(PROJECT, {
       base: 'main',
       body: 'Closes #1',
@@ -614,3 +687,13 @@ describe('landing a Requirement as a GitLab merge request', () => {
     expect(messages.items.some((m) => m.source === 'gitlab' && m.body.includes('please add a test'))).toBe(true);
   });
 });
+
+function restoreEnvironment(saved: Record<string, string | undefined>): void {
+  for (const [key, value] of Object.entries(saved)) {
+    if (value === undefined) {
+      delete process.env[key];
+    } else {
+      process.env[key] = value;
+    }
+  }
+}

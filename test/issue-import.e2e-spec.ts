@@ -233,7 +233,9 @@ describe('importing issues from GitHub', () => {
 
   it('refuses what is not an issue of this repository, and creates nothing when one issue of several fails', async () => {
     const before = await count();
-    await refusal(importIssues({ url: 'https://gitlab.com/acme/widgets/-/issues/1' }), 400, 'not_an_issue_url');
+    await refusal(importIssues({ url: 'https://bitbucket.org/acme/widgets/issues/1' }), 400, 'not_an_issue_url');
+    // GitLab's address is understood (issue 49 §5), but this workspace has no remote there.
+    await refusal(importIssues({ url: 'https://gitlab.com/acme/widgets/-/issues/1' }), 400, 'not_a_workspace_remote');
     await refusal(importIssues({ url: `${github.url}/${REPO}/pull/1` }), 400, 'not_an_issue_url');
     const elsewhere = await refusal(
       importIssues({ url: `${github.url}/other/repo/issues/1` }),

@@ -3,7 +3,9 @@
 // the client (which is written against the same docs), so that a test catches a client mistake:
 //
 //   GET  /api/v4/user                                          the token's user
+//   GET  /api/v4/users[/:id]                                   users by username (paginated); one user, with `bot`
 //   GET  /api/v4/projects/:id                                  :id numeric or URL-encoded path (any case)
+//   GET  /api/v4/projects/:id/members[/all]/:user_id           a member's access_level (404: not a member)
 //   GET  /api/v4/projects/:id/merge_requests                   state, iids[], source_branch, target_branch,
 //                                                              updated_after, order_by, sort (paginated)
 //   POST /api/v4/projects/:id/merge_requests                   opens one (409: one is open for the branches)
@@ -17,6 +19,7 @@
 //                                                              order_by, sort (paginated); one issue
 //   PUT  /api/v4/projects/:id/issues/:iid                      state_event close|reopen, title, labels…
 //   GET|POST …/issues/:iid/notes, GET …/issues/:iid/discussions
+//   GET  …/issues/:iid/resource_label_events[/:id]             who added or removed which label, oldest first
 //
 // Every request needs the token (PRIVATE-TOKEN or Authorization: Bearer), else 401. Every answer has
 // RateLimit-* headers from a simulated budget (2,000 requests a minute, GitLab.com's authenticated API
@@ -40,6 +43,9 @@ const STATUSES: readonly string[] = [...ACTIVE, ...DONE];
 const FINISHED: readonly string[] = ['success', 'failed', 'canceled', 'skipped'];
 /** Statuses without a started_at. */
 const UNSTARTED: readonly string[] = ['created', 'waiting_for_resource', 'preparing', 'pending', 'manual', 'scheduled'];
+
+/** A member's role (GitLab's access_level): 10 Guest, 15 Planner, 20 Reporter, 30 Developer, 40 Maintainer, 50 Owner. */
+export type FakeAccessLevel = 10 | 15 | 20 | 30 | 40 | 50;
 
 export interface FakeProject {
   id: number;
@@ -143,6 +149,19 @@ export interface FakeIssue {
   closedBy: string | null;
   /** Its notes, those written through the API included. */
   notes: FakeNote[];
+  /** Its labels' history, oldest first (GET …/resource_label_events). */
+  labelEvents: FakeLabelEvent[];
+}
+
+/** A label added to or removed from an issue: GitLab's resource label event. */
+export interface FakeLabelEvent {
+  id: number;
+  action: 'add' | 'remove';
+  /** The label's name. */
+  label: string;
+  /** Who did it. */
+  user: string;
+  createdAt: string;
 }
 
 export interface FakeGitLabRequest {
@@ -197,6 +216,8 @@ class ApiError extends Error {
 }
 
 const WINDOW_MS = 60_000;
+/** The color GitLab gives a label created on the fly (by a `labels` parameter naming a new one). */
+const LABEL_COLOR = '#6699cc';
 const DRAFT = /^\s*(\[draft\]|\(draft\)|draft:)/i;
 const notFound = () => new ApiError(404, { message: '404 Not found' });
 /**
@@ -221,13 +242,26 @@ export class FakeGitLabServer {
   private readonly issues = new Map<string, FakeIssue>();
   private readonly pipelines = new Map<number, FakePipeline>();
   private readonly users = new Map<string, number>();
+  private readonly bots = new Set<string>();
+  /** Label ids by `projectId~name` (GitLab creates a label the first time an issue gets it). */
+  private readonly labels = new Map<string, number>();
+  /** Project members by `projectId@username`. */
+  private readonly members = new Map<string, { accessLevel: FakeAccessLevel; createdAt: string }>();
   private readonly budget: { limit: number; used: number; resetAt: number };
   private readonly sockets = new Set<Socket>();
   private nextId = 100;
 
   private readonly routes: Array<[string, RegExp, (c: Context, m: RegExpExecArray) => Answer]> = [
-    ['GET', /^\/api\/v4\/user$/, () => ok({ ...this.userJson(this.username), email: `${this.username}@example.test` })],
+    [
+      'GET',
+      /^\/api\/v4\/user$/,
+      () => ok({ ...this.userDetailJson(this.username), email: `${this.username}@example.test` }),
+    ],
+    ['GET', /^\/api\/v4\/users$/, (c) => this.listUsers(c)],
+    ['GET', /^\/api\/v4\/users\/(\d+)$/, (c, m) => ok(this.userDetailJson(this.findUser(m[1])))],
     ['GET', on(''), (c, m) => ok(this.projectJson(this.resolve(m[1])))],
+    ['GET', on('/members/(\\d+)'), (c, m) => ok(this.memberJson(this.resolve(m[1]), m[2]))],
+    ['GET', on('/members/all/(\\d+)'), (c, m) => ok(this.memberJson(this.resolve(m[1]), m[2]))],
     ['GET', on('/merge_requests'), (c, m) => this.listMergeRequests(c, this.resolve(m[1]))],
     ['POST', on('/merge_requests'), (c, m) => this.createMergeRequest(c, this.resolve(m[1]))],
     ['GET', on('/merge_requests/(\\d+)'), (c, m) => ok(this.mergeRequestJson(this.findMergeRequest(m), true))],
@@ -245,6 +279,8 @@ export class FakeGitLabServer {
     ['GET', on('/issues/(\\d+)/notes'), (c, m) => this.listNotes(c, this.findIssue(m))],
     ['POST', on('/issues/(\\d+)/notes'), (c, m) => this.postNote(c, this.findIssue(m))],
     ['GET', on('/issues/(\\d+)/discussions'), (c, m) => this.listDiscussions(c, this.findIssue(m))],
+    ['GET', on('/issues/(\\d+)/resource_label_events'), (c, m) => this.listLabelEvents(c, this.findIssue(m))],
+    ['GET', on('/issues/(\\d+)/resource_label_events/(\\d+)'), (c, m) => ok(this.findLabelEvent(m))],
   ];
 
   private constructor(
@@ -285,6 +321,7 @@ export class FakeGitLabServer {
 
   // ---- state: projects and merge requests -----------------------------------------------------
 
+  /** Adds a project; the token's user is its Maintainer (and nobody else a member). */
   addProject(path: string, init: { defaultBranch?: string } = {}): FakeProject {
     const project = {
       defaultBranch: init.defaultBranch ?? 'main',
@@ -293,6 +330,7 @@ export class FakeGitLabServer {
       path,
     };
     this.projects.push(project);
+    this.members.set(`${project.id}@${this.username}`, { accessLevel: 40, createdAt: this.now() });
     return project;
   }
 
@@ -329,7 +367,7 @@ export class FakeGitLabServer {
     const now = this.now();
     const state = init.state ?? 'opened';
     const mr: FakeMergeRequest = {
-      author: init.author ?? this.username,
+      author: this.seen(init.author ?? this.username),
       closedAt: state === 'closed' ? now : null,
       createdAt: now,
       description: init.description ?? '',
@@ -508,7 +546,7 @@ export class FakeGitLabServer {
 
   // ---- state: issues --------------------------------------------------------------------------
 
-  /** Adds an issue (the next iid unless given; by 'maintainer' unless said). */
+  /** Adds an issue (the next iid unless given; by 'maintainer' unless said), its labels added by its author. */
   addIssue(init: {
     project: string;
     iid?: number;
@@ -520,7 +558,8 @@ export class FakeGitLabServer {
   }): FakeIssue {
     const project = this.project(init.project);
     const now = this.now();
-    const author = init.author ?? 'maintainer';
+    const author = this.seen(init.author ?? 'maintainer');
+    const labels = [...new Set(init.labels ?? [])];
     const issue: FakeIssue = {
       author,
       closedAt: init.state === 'closed' ? now : null,
@@ -529,7 +568,8 @@ export class FakeGitLabServer {
       description: init.description === undefined ? '' : init.description,
       id: this.nextId++,
       iid: init.iid ?? 1 + Math.max(0, ...this.of(this.issues, project).map((i) => i.iid)),
-      labels: init.labels ?? [],
+      labelEvents: labels.map((label) => this.labelEvent(project.id, 'add', label, author, now)),
+      labels,
       notes: [],
       project: project.path,
       projectId: project.id,
@@ -555,10 +595,52 @@ export class FakeGitLabServer {
     return this.writeNote(this.issue(project, iid), author, body, { ...options, diff: undefined });
   }
 
+  /**
+   * Someone edits a comment on the issue now: its body, and its updated_at and the issue's move (GitLab
+   * touches the noteable whenever a note is saved). Throws for a system note (GitLab's own: not editable).
+   */
+  editIssueNote(project: string, iid: number, noteId: number, body: string): FakeNote {
+    const issue = this.issue(project, iid);
+    const note = issue.notes.find((n) => n.id === noteId);
+    if (!note || note.system) {
+      throw new Error(`fake GitLab has no editable note ${noteId} on ${project}#${iid}`);
+    }
+    note.body = body;
+    this.touch(note);
+    this.touch(issue);
+    return note;
+  }
+
+  /**
+   * Someone adds a label to the issue now: its labels, a resource label event and updated_at change
+   * (nothing happens when the issue already has it, as in GitLab).
+   */
+  labelIssue(project: string, iid: number, label: string, by: string): void {
+    const issue = this.issue(project, iid);
+    this.relabel(issue, [...issue.labels, label], by);
+  }
+
+  /** Someone removes a label from the issue now (as labelIssue; nothing happens when it has not got it). */
+  unlabelIssue(project: string, iid: number, label: string, by: string): void {
+    const issue = this.issue(project, iid);
+    this.relabel(
+      issue,
+      issue.labels.filter((l) => l !== label),
+      by,
+    );
+  }
+
+  /** Someone closes or reopens the issue now, as PUT …/issues/:iid does (a system note; updated_at moves). */
+  setIssueState(project: string, iid: number, state: FakeIssue['state'], by: string): void {
+    this.changeIssueState(this.issue(project, iid), state, by);
+  }
+
   /** Deletes the issue: the API answers 404 for it from now on. */
   removeIssue(project: string, iid: number): void {
     this.issues.delete(`${this.issue(project, iid).projectId}#${iid}`);
   }
+
+  // ---- state: users and members ---------------------------------------------------------------
 
   /** A user's id (users exist from their first mention; the token's user is 1). */
   userId(username: string): number {
@@ -566,6 +648,26 @@ export class FakeGitLabServer {
       this.users.set(username, this.users.size + 1);
     }
     return this.users.get(username)!;
+  }
+
+  /** Makes the user a bot account (GET /users/:id answers `bot: true`), or with false a human again. */
+  markBot(username: string, bot = true): void {
+    if (bot) {
+      this.bots.add(this.seen(username));
+    } else {
+      this.bots.delete(this.seen(username));
+    }
+  }
+
+  /** Makes the user a member of the project with that role (replacing the one it had). */
+  setMember(project: string, username: string, accessLevel: FakeAccessLevel): void {
+    const key = `${this.project(project).id}@${this.seen(username)}`;
+    this.members.set(key, { accessLevel, createdAt: this.members.get(key)?.createdAt ?? this.now() });
+  }
+
+  /** The user is no member of the project any more (the members API answers 404 for it). */
+  removeMember(project: string, username: string): void {
+    this.members.delete(`${this.project(project).id}@${username}`);
   }
 
   // ---- faults, rate limit, counting -----------------------------------------------------------
@@ -833,7 +935,11 @@ export class FakeGitLabServer {
     );
   }
 
-  /** PUT an issue: closes or reopens it (GitLab writes a system note), retitles or relabels it. */
+  /**
+   * PUT an issue: closes or reopens it (GitLab writes a system note), retitles or relabels it (`labels`
+   * replaces them, then `add_labels` and `remove_labels` apply; resource label events for the token's
+   * user). updated_at moves when something changed, as GitLab saves only then.
+   */
   private updateIssue(c: Context, issue: FakeIssue): Answer {
     const input = c.input();
     const known = ['state_event', 'title', 'description', 'labels', 'add_labels', 'remove_labels'];
@@ -843,20 +949,47 @@ export class FakeGitLabServer {
     if (input.state_event !== undefined && input.state_event !== 'close' && input.state_event !== 'reopen') {
       throw badRequest('state_event does not have a valid value');
     }
-    issue.title = typeof input.title === 'string' ? input.title : issue.title;
-    issue.description = typeof input.description === 'string' ? input.description : issue.description;
+    const title = typeof input.title === 'string' ? input.title : issue.title;
+    const description = typeof input.description === 'string' ? input.description : issue.description;
+    if (title !== issue.title || description !== issue.description) {
+      issue.title = title;
+      issue.description = description;
+      this.touch(issue);
+    }
     const remove = labelsParam(input.remove_labels) ?? [];
     const labels = [...(labelsParam(input.labels) ?? issue.labels), ...(labelsParam(input.add_labels) ?? [])];
-    issue.labels = [...new Set(labels)].filter((l) => !remove.includes(l));
-    const closing = input.state_event === 'close' && issue.state === 'opened';
-    if (closing || (input.state_event === 'reopen' && issue.state === 'closed')) {
-      issue.state = closing ? 'closed' : 'opened';
-      issue.closedAt = closing ? this.now() : null;
-      issue.closedBy = closing ? this.username : null;
-      this.writeNote(issue, this.username, closing ? 'closed' : 'reopened', { system: true });
+    this.relabel(
+      issue,
+      labels.filter((l) => !remove.includes(l)),
+      this.username,
+    );
+    if (input.state_event !== undefined) {
+      this.changeIssueState(issue, input.state_event === 'close' ? 'closed' : 'opened', this.username);
     }
-    this.touch(issue);
     return ok(this.issueJson(issue));
+  }
+
+  /** Label events oldest first. */
+  private listLabelEvents(c: Context, issue: FakeIssue): Answer {
+    return this.paginate(
+      c,
+      issue.labelEvents.map((e) => this.labelEventJson(issue, e)),
+    );
+  }
+
+  /**
+   * `username` (exact, any case) finds one user; without it, every user the fake knows (id descending,
+   * GitLab's default order). A regular user's token gets GitLab's basic user fields: no `bot`.
+   */
+  private listUsers(c: Context): Answer {
+    const wanted = c.query.get('username')?.toLowerCase() ?? null;
+    const found = [...this.users]
+      .filter(([username]) => wanted === null || username.toLowerCase() === wanted)
+      .sort(([, a], [, b]) => b - a);
+    return this.paginate(
+      c,
+      found.map(([username]) => ({ ...this.userJson(username), locked: false })),
+    );
   }
 
   // ---- lookups --------------------------------------------------------------------------------
@@ -874,6 +1007,18 @@ export class FakeGitLabServer {
       throw new ApiError(403, { message: '403 Forbidden' });
     }
     return project;
+  }
+
+  /** A username by its `:id` (404 User Not Found, as GitLab answers). */
+  private findUser(raw: string): string {
+    const found = [...this.users].find(([, id]) => id === Number(raw));
+    return found?.[0] ?? throwing(new ApiError(404, { message: '404 User Not Found' }));
+  }
+
+  private findLabelEvent(m: RegExpExecArray): Record<string, unknown> {
+    const issue = this.findIssue(m);
+    const event = issue.labelEvents.find((e) => e.id === Number(m[3])) ?? throwing(notFound());
+    return this.labelEventJson(issue, event);
   }
 
   private findMergeRequest(m: RegExpExecArray): FakeMergeRequest {
@@ -929,7 +1074,7 @@ export class FakeGitLabServer {
     const diff = options.diff && { newLine: options.diff.line, newPath: options.diff.path, oldLine: null };
     const createdAt = options.createdAt ?? this.now();
     const note: FakeNote = {
-      author,
+      author: this.seen(author),
       body,
       createdAt,
       discussionId: thread[0]?.discussionId ?? sha(`discussion:${id}`),
@@ -947,6 +1092,65 @@ export class FakeGitLabServer {
     target.notes.push(note);
     this.touch(target); // GitLab touches the noteable for every note
     return note;
+  }
+
+  /**
+   * Sets the issue's labels (duplicates dropped, the order kept). When that adds or removes some, the
+   * issue's updated_at moves and GitLab's resource label events are recorded: the adds, then the
+   * removes, all at that time. Returns whether anything changed.
+   */
+  private relabel(issue: FakeIssue, wanted: string[], by: string): boolean {
+    const labels = [...new Set(wanted)];
+    const added = labels.filter((l) => !issue.labels.includes(l));
+    const removed = issue.labels.filter((l) => !labels.includes(l));
+    if (added.length === 0 && removed.length === 0) {
+      return false;
+    }
+    issue.labels = labels;
+    this.touch(issue);
+    const at = issue.updatedAt;
+    issue.labelEvents.push(
+      ...added.map((l) => this.labelEvent(issue.projectId, 'add', l, by, at)),
+      ...removed.map((l) => this.labelEvent(issue.projectId, 'remove', l, by, at)),
+    );
+    return true;
+  }
+
+  private labelEvent(
+    projectId: number,
+    action: FakeLabelEvent['action'],
+    label: string,
+    by: string,
+    at: string,
+  ): FakeLabelEvent {
+    this.labelId(projectId, label); // the label exists from now on, with a stable id
+    return { action, createdAt: at, id: this.nextId++, label, user: this.seen(by) };
+  }
+
+  private labelId(projectId: number, name: string): number {
+    const key = `${projectId}~${name}`;
+    if (!this.labels.has(key)) {
+      this.labels.set(key, this.nextId++);
+    }
+    return this.labels.get(key)!;
+  }
+
+  /** Closes or reopens the issue (closed_at, closed_by; a system note, which touches it); nothing when it already is. */
+  private changeIssueState(issue: FakeIssue, state: FakeIssue['state'], by: string): void {
+    if (issue.state === state) {
+      return;
+    }
+    const closing = state === 'closed';
+    issue.state = state;
+    issue.closedAt = closing ? this.now() : null;
+    issue.closedBy = closing ? this.seen(by) : null;
+    this.writeNote(issue, by, closing ? 'closed' : 'reopened', { system: true });
+  }
+
+  /** Registers a user at its first mention (GitLab's users have ids: the users API finds them). */
+  private seen(username: string): string {
+    this.userId(username);
+    return username;
   }
 
   private now(): string {
@@ -983,6 +1187,46 @@ export class FakeGitLabServer {
 
   private userJson(username: string): Record<string, unknown> {
     return { id: this.userId(username), name: username, state: 'active', username, web_url: `${this.url}/${username}` };
+  }
+
+  /** GET /users/:id and GET /user: the basic fields, and `bot`. */
+  private userDetailJson(username: string): Record<string, unknown> {
+    return { ...this.userJson(username), bot: this.bots.has(username), locked: false };
+  }
+
+  /** GET …/members[/all]/:user_id: 404 Not found (GitLab's RecordNotFound answer) for a non-member. */
+  private memberJson(project: FakeProject, rawUserId: string): Record<string, unknown> {
+    const username = [...this.users].find(([, id]) => id === Number(rawUserId))?.[0];
+    const member = username === undefined ? undefined : this.members.get(`${project.id}@${username}`);
+    if (username === undefined || member === undefined) {
+      throw notFound();
+    }
+    return {
+      ...this.userJson(username),
+      access_level: member.accessLevel,
+      created_at: member.createdAt,
+      expires_at: null,
+      membership_state: 'active',
+    };
+  }
+
+  private labelEventJson(issue: FakeIssue, event: FakeLabelEvent): Record<string, unknown> {
+    // A label created on the fly has GitLab's default color and no description (null).
+    const label = {
+      color: LABEL_COLOR,
+      description: null,
+      id: this.labelId(issue.projectId, event.label),
+      name: event.label,
+    };
+    return {
+      action: event.action,
+      created_at: event.createdAt,
+      id: event.id,
+      label,
+      resource_id: issue.id,
+      resource_type: 'Issue',
+      user: this.userJson(event.user),
+    };
   }
 
   private projectJson(project: FakeProject): Record<string, unknown> {

@@ -2133,6 +2133,11 @@ export interface components {
             url: string;
         };
         ForgeIssuePageDto: {
+            /**
+             * @description Its forge
+             * @enum {string}
+             */
+            forge: "github" | "gitlab";
             items: components["schemas"]["ForgeIssueDto"][];
             /** @description The next page (cursor=), or null */
             nextCursor: string | null;
@@ -2217,11 +2222,11 @@ export interface components {
              * @enum {string|null}
              */
             reasoningEffort?: "low" | "medium" | "high" | "xhigh" | "max" | null;
-            /** @description OWNER/REPO, one of the workspace’s remotes (with numbers) */
+            /** @description OWNER/REPO (GitLab: the project’s path), one of the workspace’s remotes (with numbers) */
             repository?: string;
             /** @description Start each one's agent at once (as POST /requirements/:id/start); false when absent */
             start?: boolean;
-            /** @description An issue's web address (https://github.com/OWNER/REPO/issues/12); or repository and numbers */
+            /** @description An issue's web address (https://github.com/OWNER/REPO/issues/12, https://gitlab.com/GROUP/PROJECT/-/issues/12); or repository and numbers */
             url?: string;
         };
         ImportedRequirementsDto: {
@@ -3007,11 +3012,11 @@ export interface components {
             /** @description Its author's login (null: a deleted account) */
             author: string | null;
             /** @enum {string} */
-            forge: "github";
+            forge: "github" | "gitlab";
             importedAt: string;
             labels: string[];
             number: number;
-            /** @description owner/repo */
+            /** @description owner/repo; GitLab: the project's full path */
             repository: string;
             /**
              * @description Its state at the import
@@ -3362,7 +3367,7 @@ export interface components {
              * @example 127.0.0.1
              */
             host?: string;
-            /** @description Labels that take an issue in: an issue of the workspace's GitHub repositories that has or gains one becomes a Requirement (none: no automatic intake) */
+            /** @description Labels that take an issue in: an issue of the workspace's GitHub or GitLab repositories that has or gains one becomes a Requirement (none: no automatic intake) */
             intakeLabels?: string[];
             /**
              * @description The agent a Requirement taken in by label gets: codex (default) or claude-code
@@ -4830,13 +4835,13 @@ export interface operations {
     listForgeIssues: {
         parameters: {
             query?: {
-                /** @description OWNER/REPO, one of the workspace's GitHub remotes (default: origin's, else the first) */
+                /** @description OWNER/REPO (GitLab: the project's path), one of the workspace's GitHub or GitLab remotes (default: origin's, else the first) */
                 repository?: string;
                 /** @description open (default), closed or all */
                 state?: "open" | "closed" | "all";
                 /** @description Labels, comma-separated: issues with all of them */
                 labels?: string;
-                /** @description Words to search for in titles and text (GitHub search) */
+                /** @description Words to search for in titles and text (the forge's search) */
                 q?: string;
                 /** @description nextCursor of the page before */
                 cursor?: string;

@@ -929,8 +929,8 @@ export interface Terminal {
 
 /** A forge's issue a Requirement was imported from, as it was at the import (issue 49). */
 export interface RequirementSource {
-  forge: 'github';
-  /** `owner/repo`. */
+  forge: Forge;
+  /** `owner/repo`; GitLab: the project's full path (`group/subgroup/project`). */
   repository: string;
   number: number;
   url: string;

@@ -4,9 +4,11 @@ import { FORGE_SIGNS } from '@libs/contracts';
 
 import { parsePullRequestUrl } from '../agent-tools/pull-request-lookup';
 import { UsageError } from '../agent-tools/usage-error';
+import { ConfigurationService } from '../core/configuration/configuration.service';
 import { conflict, invalid, notFound, unavailable } from '../core/errors/domain-error';
 import { ForgeError } from '../forges/forge.errors';
 import { FORGE_WORDS, ForgeRegistry } from '../forges/pull-request-forge';
+import { gitLabHosts } from '../landing/forge-remote';
 import type { PullRequestLookupResponseDto } from './dto/pull-request-lookup.dto';
 
 /**
@@ -15,7 +17,10 @@ import type { PullRequestLookupResponseDto } from './dto/pull-request-lookup.dto
  */
 @Injectable()
 export class AgentPullRequestLookup {
-  constructor(private readonly forges: ForgeRegistry) {}
+  constructor(
+    private readonly configuration: ConfigurationService,
+    private readonly forges: ForgeRegistry,
+  ) {}
 
   async lookup(url: string): Promise<PullRequestLookupResponseDto> {
     let ref: ReturnType<typeof parsePullRequestUrl>;
@@ -25,6 +30,13 @@ export class AgentPullRequestLookup {
       throw invalid('invalid_pull_request_url', (err as UsageError).message);
     }
     const name = FORGE_WORDS[ref.forge].name;
+    if (ref.forge === 'gitlab' && !gitLabHosts(this.configuration.get('gitlabApiUrl')).includes(hostOf(ref.url))) {
+      // The token is gitlabApiUrl's: an MR elsewhere is not looked up there (a same-named project would answer).
+      throw invalid(
+        'invalid_pull_request_url',
+        `${ref.url} is not on the GitLab Agent Manager reaches (${this.configuration.get('gitlabApiUrl')}); pass every field instead`,
+      );
+    }
     const label = `${ref.repository}${FORGE_SIGNS[ref.forge]}${ref.number}`;
     const forge = this.forges.get(ref.forge);
     if (!forge?.configured) {
@@ -56,5 +68,13 @@ export class AgentPullRequestLookup {
       }
       throw unavailable(`${ref.forge}_unavailable`, `${name} lookup of ${label} failed: ${(err as Error).message}`);
     }
+  }
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname.toLowerCase();
+  } catch {
+    return '';
   }
 }

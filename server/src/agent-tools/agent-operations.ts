@@ -74,6 +74,9 @@ export class AgentOperations {
     let forgeName = input.forge === 'gitlab' ? 'GitLab' : 'GitHub';
     if (input.url) {
       const parsed = parsePullRequestUrl(input.url, names === 'flags' ? '--url' : 'url');
+      if (input.forge !== undefined && input.forge !== parsed.forge) {
+        throw new UsageError(`${input.url} is a ${parsed.forge} address, not ${input.forge}'s`);
+      }
       forgeName = parsed.forge === 'gitlab' ? 'GitLab' : 'GitHub';
       const found = await this.lookUp(parsed, forgeName);
       lookupSkipped = found === null;

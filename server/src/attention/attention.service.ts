@@ -194,7 +194,7 @@ export class AttentionService {
       this.messages.latestOf(requirement.id, 'rd_agent'),
       this.messages.latestWithCode(
         requirement.id,
-        'github.ci_failed',
+        ['github.ci_failed', 'gitlab.ci_failed'],
         requirement.session.lastMessageSequence,
         CI_WINDOW,
       ),

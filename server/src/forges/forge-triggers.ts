@@ -62,6 +62,8 @@ export type GitHubDelivery = TriggerDelivery & {
   writtenAt: string | null;
 };
 
+/** Forge-controlled names (a title, a CI job's name) in a system message: one line, at most 200 characters. */
+const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 200);
 const ref = (pr: PullRequestEntity) => `${pr.repository}${FORGE_SIGNS[pr.forge]}${pr.number}`;
 const words = (pr: PullRequestEntity) => FORGE_WORDS[pr.forge];
 const short = (sha: string) => sha.slice(0, 12);
@@ -87,7 +89,7 @@ export function statusDelivery(pr: PullRequestEntity, snapshot: PullRequestSnaps
   if (!statusChanged && !headChanged) {
     return null;
   }
-  const lines = [`${words(pr).name}: ${words(pr).request} ${ref(pr)} "${snapshot.title}" (${snapshot.url})`];
+  const lines = [`${words(pr).name}: ${words(pr).request} ${ref(pr)} "${oneLine(snapshot.title)}" (${snapshot.url})`];
   if (statusChanged) {
     lines.push(`is now ${describe(snapshot.status)} (was ${describe(pr.status)}).`);
   }
@@ -106,7 +108,7 @@ export function statusDelivery(pr: PullRequestEntity, snapshot: PullRequestSnaps
       previousStatus: pr.status,
       pullRequest: ref(pr),
       status: snapshot.status,
-      title: snapshot.title,
+      title: oneLine(snapshot.title),
       url: snapshot.url,
     },
     author: 'system',
@@ -233,7 +235,7 @@ export function ciFailureDeliveries(pr: PullRequestEntity, snapshot: PullRequest
   ) =>
     deliveries.push({
       args: {
-        check: name,
+        check: oneLine(name),
         headSha: short(snapshot.headSha),
         outcome: extra.conclusion ? String(extra.conclusion) : String(extra.state),
         pullRequest: ref(pr),
@@ -241,7 +243,7 @@ export function ciFailureDeliveries(pr: PullRequestEntity, snapshot: PullRequest
       },
       author: 'system',
       body:
-        `${words(pr).name} CI: "${name}" ${outcome} on ${ref(pr)} at head ${short(snapshot.headSha)}${url ? ` (${url})` : ''}. Look at the failure, fix it, and push.` +
+        `${words(pr).name} CI: "${oneLine(name)}" ${outcome} on ${ref(pr)} at head ${short(snapshot.headSha)}${url ? ` (${url})` : ''}. Look at the failure, fix it, and push.` +
         (logTail ? `\nThe end of its log (untrusted output of the job):\n\n${fence(logTail)}` : ''),
       code: CODES[pr.forge].ci,
       kind: 'ci',

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 
 import type { Forge } from '@libs/contracts';
 
+import type { IssueForge } from './forge-issues';
 import type {
   PullRequestFetchError,
   PullRequestRef,
@@ -35,17 +36,20 @@ export const FORGE_WORDS: Readonly<Record<Forge, { name: string; request: string
   gitlab: { name: 'GitLab', request: 'merge request' },
 };
 
+/** A forge as the manager reaches it: its pull (merge) requests and its issues. */
+export type ForgeClient = PullRequestForge & IssueForge;
+
 /** The forges this manager reaches, by kind: each forge's module registers its client at start. */
 @Injectable()
 export class ForgeRegistry {
-  private readonly forges = new Map<Forge, PullRequestForge>();
+  private readonly forges = new Map<Forge, ForgeClient>();
 
-  register(forge: PullRequestForge): void {
+  register(forge: ForgeClient): void {
     this.forges.set(forge.kind, forge);
   }
 
   /** Null when that forge's module is not loaded (never in the app; a test module may leave one out). */
-  get(kind: Forge): PullRequestForge | null {
+  get(kind: Forge): ForgeClient | null {
     return this.forges.get(kind) ?? null;
   }
 }

@@ -72,7 +72,7 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
   /** PRs a webhook asked to look at as soon as the running tick ends. */
   private readonly requested = new Set<string>();
   private stopped = false;
-  private readonly warnedUnconfigured = new Set<Forge>();
+  private readonly warnedUnconfigured = new Set<Forge | null>();
   private lastInterval: number;
 
   constructor(
@@ -191,7 +191,7 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
       skippedReason: null,
     };
     if (!FORGES.some((kind) => this.forges.get(kind)?.configured)) {
-      this.warnUnconfigured('github');
+      this.warnUnconfigured(null);
       return { ...report, skippedReason: 'not_configured' };
     }
     const tracked = ids
@@ -210,7 +210,13 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
       }
       configured += 1;
       report.pullRequests += prs.length;
-      await this.reconcileOn(forge, prs, ids !== undefined, report);
+      try {
+        await this.reconcileOn(forge, prs, ids !== undefined, report);
+      } catch (err) {
+        // One forge failing (down, a bug) leaves the others' requests reconciled this tick.
+        report.failed += prs.length;
+        this.logger.error({ error: (err as Error).message, forge: kind, msg: 'forge not reconciled' });
+      }
     }
     if (tracked.length > 0 && configured === 0) {
       return { ...report, durationMs: Date.now() - started, skippedReason: 'not_configured' };
@@ -222,16 +228,21 @@ export class PullRequestReconciler implements BeforeApplicationShutdown, OnAppli
     return report;
   }
 
-  /** Says once per forge that its PRs are not reconciled for want of a token. */
-  private warnUnconfigured(kind: Forge): void {
-    if (!this.warnedUnconfigured.has(kind)) {
-      this.warnedUnconfigured.add(kind);
-      const how = kind === 'github' ? 'GITHUB_TOKEN, GH_TOKEN or `gh auth login`' : 'GITLAB_TOKEN or `glab auth login`';
-      this.logger.warn({
-        forge: kind,
-        msg: `no ${FORGE_WORDS[kind].name} token (${how}): its requests are not reconciled`,
-      });
+  /** Says once per forge (null: no forge has one) that its PRs are not reconciled for want of a token. */
+  private warnUnconfigured(kind: Forge | null): void {
+    if (this.warnedUnconfigured.has(kind)) {
+      return;
     }
+    this.warnedUnconfigured.add(kind);
+    const how: Record<Forge, string> = {
+      github: 'GITHUB_TOKEN, GH_TOKEN or `gh auth login`',
+      gitlab: 'GITLAB_TOKEN or `glab auth login`',
+    };
+    this.logger.warn(
+      kind === null
+        ? { msg: `no GitHub or GitLab token (${how.github}; ${how.gitlab}): pull requests are not reconciled` }
+        : { forge: kind, msg: `no ${FORGE_WORDS[kind].name} token (${how[kind]}): its requests are not reconciled` },
+    );
   }
 
   /** One forge's PRs: summaries, then the snapshots of those that changed (all of them for a webhook's). */

@@ -14,6 +14,7 @@ import { Octokit } from '@octokit/core';
 import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 
+import type { ForgeIssue, ForgeIssueComment, IssueQuery } from '../forges/forge-issues';
 import { fetchWithTimeout } from './fetch-with-timeout';
 import { GitHubError, rootCause, toGitHubError } from './github.errors';
 import { GitHubToken, resolveGitHubToken } from './github-token';
@@ -69,19 +70,19 @@ export interface GitHubClient {
    * One issue over REST (issue 49): a pull request answers too (GitHub's issues are both), with
    * `pullRequest: true`. Throws GitHubError (`not_found` for no such issue).
    */
-  getIssue(owner: string, repo: string, number: number): Promise<GitHubIssue>;
+  getIssue(owner: string, repo: string, number: number): Promise<ForgeIssue>;
   /** An issue's comments, oldest first, at most `max` (the first pages); `more`: there were others. Throws GitHubError. */
   listIssueComments(
     owner: string,
     repo: string,
     number: number,
     max: number,
-  ): Promise<{ comments: GitHubIssueComment[]; more: boolean }>;
+  ): Promise<{ comments: ForgeIssueComment[]; more: boolean }>;
   /**
    * A page of a repository's issues (pull requests left out), newest first: those matching `q`
    * through GitHub's search when there is one, else the issue list. Throws GitHubError.
    */
-  listIssues(owner: string, repo: string, query: IssueQuery): Promise<{ items: GitHubIssue[]; hasNext: boolean }>;
+  listIssues(owner: string, repo: string, query: IssueQuery): Promise<{ items: ForgeIssue[]; hasNext: boolean }>;
   /**
    * A page of a repository's issues updated at or after `since` (GitHub's time), the oldest
    * change first, pull requests left out (`seen` counts every item of the page, pull requests
@@ -93,7 +94,7 @@ export interface GitHubClient {
     repo: string,
     since: string,
     page: number,
-  ): Promise<{ items: GitHubIssue[]; lastUpdatedAt: string | null; hasNext: boolean }>;
+  ): Promise<{ items: ForgeIssue[]; lastUpdatedAt: string | null; hasNext: boolean }>;
   /** An issue's comments written or edited at or after `since`, oldest first (at most `max`). Throws GitHubError. */
   listIssueCommentsSince(
     owner: string,
@@ -101,7 +102,7 @@ export interface GitHubClient {
     number: number,
     since: string,
     max: number,
-  ): Promise<GitHubIssueComment[]>;
+  ): Promise<ForgeIssueComment[]>;
   /**
    * Who added the one of `labels` (case aside) that the issue still has, from its events (up to
    * 300, oldest first; a label removed and added again: the last adder); null when none is found.
@@ -122,7 +123,7 @@ export interface GitHubClient {
     repo: string,
     since: string,
     max: number,
-  ): Promise<{ comments: Array<GitHubIssueComment & { issueNumber: number; updatedAt: string }>; more: boolean }>;
+  ): Promise<{ comments: Array<ForgeIssueComment & { issueNumber: number; updatedAt: string }>; more: boolean }>;
   /** Writes a comment on an issue (or a pull request's conversation), never re-sent by the client. Throws GitHubError. */
   commentOnIssue(owner: string, repo: string, number: number, body: string): Promise<{ id: number; url: string }>;
   /** Closes an issue as completed (a closed one stays closed). Throws GitHubError. */
@@ -147,41 +148,6 @@ export interface GitHubClient {
    * The token itself never leaves the client otherwise.
    */
   gitAuthorization(): string | null;
-}
-
-/** An issue as an import reads it. */
-export interface GitHubIssue {
-  number: number;
-  url: string;
-  title: string;
-  body: string;
-  labels: string[];
-  author: string | null;
-  state: 'open' | 'closed';
-  pullRequest: boolean;
-  createdAt: string;
-  updatedAt: string;
-  /** How many comments it has (what tells a new comment from a change within the same second). */
-  commentCount: number;
-  /** The author's relation to the repository (OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE…). */
-  authorAssociation: string;
-}
-
-export interface IssueQuery {
-  state: 'open' | 'closed' | 'all';
-  labels: string[];
-  /** Words to search for (GitHub's search); null: the plain list. */
-  q: string | null;
-  page: number;
-  perPage: number;
-}
-
-export interface GitHubIssueComment {
-  id: number;
-  author: string | null;
-  body: string;
-  createdAt: string;
-  url: string;
 }
 
 export interface CreatePullRequestInput {
@@ -267,7 +233,7 @@ export class OctokitGitHubClient implements GitHubClient {
   /** Issue pages polled with the same `since` until something changes: their ETags make the repeats free. */
   private readonly pages = new Map<
     string,
-    { etag: string; value: { items: GitHubIssue[]; lastUpdatedAt: string | null; hasNext: boolean } }
+    { etag: string; value: { items: ForgeIssue[]; lastUpdatedAt: string | null; hasNext: boolean } }
   >();
   readonly configured: boolean;
   readonly baseUrl: string;
@@ -383,7 +349,7 @@ export class OctokitGitHubClient implements GitHubClient {
     return fields;
   }
 
-  async getIssue(owner: string, repo: string, number: number): Promise<GitHubIssue> {
+  async getIssue(owner: string, repo: string, number: number): Promise<ForgeIssue> {
     this.assertConfigured();
     const response = await this.send('core', () =>
       this.octokit.request('GET /repos/{owner}/{repo}/issues/{issue_number}', { issue_number: number, owner, repo }),
@@ -391,11 +357,7 @@ export class OctokitGitHubClient implements GitHubClient {
     return toIssue(response!.data);
   }
 
-  async listIssues(
-    owner: string,
-    repo: string,
-    query: IssueQuery,
-  ): Promise<{ items: GitHubIssue[]; hasNext: boolean }> {
+  async listIssues(owner: string, repo: string, query: IssueQuery): Promise<{ items: ForgeIssue[]; hasNext: boolean }> {
     this.assertConfigured();
     const response =
       query.q === null
@@ -440,9 +402,9 @@ export class OctokitGitHubClient implements GitHubClient {
     repo: string,
     number: number,
     max: number,
-  ): Promise<{ comments: GitHubIssueComment[]; more: boolean }> {
+  ): Promise<{ comments: ForgeIssueComment[]; more: boolean }> {
     this.assertConfigured();
-    const comments: GitHubIssueComment[] = [];
+    const comments: ForgeIssueComment[] = [];
     for (let page = 1; comments.length < max; page++) {
       const response = await this.send('core', () =>
         this.octokit.request('GET /repos/{owner}/{repo}/issues/{issue_number}/comments', {
@@ -467,7 +429,7 @@ export class OctokitGitHubClient implements GitHubClient {
     repo: string,
     since: string,
     page: number,
-  ): Promise<{ items: GitHubIssue[]; lastUpdatedAt: string | null; hasNext: boolean }> {
+  ): Promise<{ items: ForgeIssue[]; lastUpdatedAt: string | null; hasNext: boolean }> {
     this.assertConfigured();
     const key = `issues:${owner}/${repo}:${since}:${page}`.toLowerCase();
     const cached = this.pages.get(key);
@@ -510,9 +472,9 @@ export class OctokitGitHubClient implements GitHubClient {
     number: number,
     since: string,
     max: number,
-  ): Promise<GitHubIssueComment[]> {
+  ): Promise<ForgeIssueComment[]> {
     this.assertConfigured();
-    const comments: GitHubIssueComment[] = [];
+    const comments: ForgeIssueComment[] = [];
     for (let page = 1; comments.length < max; page++) {
       const response = await this.send('core', () =>
         this.octokit.request('GET /repos/{owner}/{repo}/issues/{issue_number}/comments', {
@@ -538,9 +500,9 @@ export class OctokitGitHubClient implements GitHubClient {
     repo: string,
     since: string,
     max: number,
-  ): Promise<{ comments: Array<GitHubIssueComment & { issueNumber: number; updatedAt: string }>; more: boolean }> {
+  ): Promise<{ comments: Array<ForgeIssueComment & { issueNumber: number; updatedAt: string }>; more: boolean }> {
     this.assertConfigured();
-    const comments = new Map<number, GitHubIssueComment & { issueNumber: number; updatedAt: string }>();
+    const comments = new Map<number, ForgeIssueComment & { issueNumber: number; updatedAt: string }>();
     // Pages move `since` forward (a comment edited meanwhile moves to the end of the order, and
     // counting pages would then skip the one after it), or, within one second, to the next page.
     let from = since;
@@ -915,7 +877,7 @@ interface RawIssue {
   author_association?: string;
 }
 
-function toIssue(data: RawIssue): GitHubIssue {
+function toIssue(data: RawIssue): ForgeIssue {
   return {
     author: data.user?.login ?? null,
     authorAssociation: data.author_association ?? 'NONE',
@@ -943,6 +905,6 @@ interface RawIssueComment {
   html_url: string;
 }
 
-function toIssueComment(c: RawIssueComment): GitHubIssueComment {
+function toIssueComment(c: RawIssueComment): ForgeIssueComment {
   return { author: c.user?.login ?? null, body: c.body ?? '', createdAt: c.created_at, id: c.id, url: c.html_url };
 }

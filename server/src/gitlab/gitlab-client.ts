@@ -26,11 +26,22 @@ import {
   SNAPSHOT_LIMITS,
   pullRequestKey,
 } from '../forges/forge.types';
+import type { ForgeIssue, ForgeIssueComment, IssueForge, IssueQuery, RepositoryComment } from '../forges/forge-issues';
 import type { PullRequestForge } from '../forges/pull-request-forge';
 import { fetchWithTimeout } from '../github/fetch-with-timeout';
 import { rootCause } from '../github/github.errors';
 import { type GitLabToken, resolveGitLabToken } from './gitlab-token';
-import type { GitLabDiscussion, GitLabJob, GitLabMergeRequest, GitLabNote } from './gitlab.types';
+import type {
+  GitLabDiscussion,
+  GitLabIssue,
+  GitLabPipeline,
+  GitLabJob,
+  GitLabLabelEvent,
+  GitLabMember,
+  GitLabMergeRequest,
+  GitLabNote,
+  GitLabUser,
+} from './gitlab.types';
 
 export const GITLAB_API_URL = 'https://gitlab.com/api/v4';
 /** Nest injection token of the GitLab client. */
@@ -49,12 +60,31 @@ export interface GitLabClientOptions {
 const DEFAULTS = { maxRateLimitWaitMs: 10_000, retries: 2, retryBaseDelayMs: 500, timeoutMs: 20_000 };
 /** Failed jobs whose logs are read per pipeline: the first few say what broke. */
 const FAILED_JOBS_WITH_LOGS = 5;
-/** The tail handed to the agent is at most this long, whatever the lines are. */
-const LOG_TAIL_BYTES = 4_000;
+/** The tail handed to the agent is at most this many characters, whatever the lines are. */
+const LOG_TAIL_CHARS = 4_000;
+/** Of a job's log only this much of its end is held while it streams in. */
+const LOG_KEEP_BYTES = 64 * 1024;
+/** A job's log is read no further than this (a job can print without end). */
+const LOG_READ_BYTES = 20 * 1024 * 1024;
+/** Job log tails remembered (a finished job's log does not change). */
+const LOG_CACHE_SIZE = 200;
 /** Pages of discussions read per merge request (100 each): the newest are kept from these. */
 const DISCUSSION_PAGES = 5;
 /** Terminal escapes (colours, cursor moves) in a job's log; built from its code so no control character sits in a literal. */
 const ANSI_ESCAPE = new RegExp(`${String.fromCharCode(27)}\\[[0-9;?]*[A-Za-z]`, 'g');
+/** C0 controls but tab and newline, DEL, C1 controls, bidirectional overrides and isolates (by code, as above). */
+const INVISIBLE = new RegExp(
+  `[${[
+    [0x00, 0x08],
+    [0x0b, 0x1f],
+    [0x7f, 0x9f],
+    [0x202a, 0x202e],
+    [0x2066, 0x2069],
+  ]
+    .map(([from, to]) => `\\u${from.toString(16).padStart(4, '0')}-\\u${to.toString(16).padStart(4, '0')}`)
+    .join('')}]`,
+  'g',
+);
 /** Failures that would hit every request alike: the rest of a batch is skipped, not tried. */
 const STOPS_A_BATCH = new Set(['rate_limited', 'unauthorized', 'timeout', 'network', 'not_configured']);
 
@@ -79,7 +109,14 @@ export async function createGitLabClient(
   return client;
 }
 
-export class GitLabClient implements PullRequestForge {
+/** GitLab's access levels from which a label counts for intake: Reporter (20) may triage issues. */
+const TRIAGE_ACCESS = 20;
+/** Pages of an issue's notes read per call (100 each); `more` says when there were others. */
+const NOTE_PAGES = 20;
+/** Pages of an issue's label events read (100 each): a label war beyond that is rare. */
+const LABEL_EVENT_PAGES = 3;
+
+export class GitLabClient implements PullRequestForge, IssueForge {
   readonly kind = 'gitlab' as const;
   private readonly logger = new Logger(GitLabClient.name);
   private readonly settings: typeof DEFAULTS;
@@ -90,7 +127,10 @@ export class GitLabClient implements PullRequestForge {
   /** Where the token came from, when built by createGitLabClient. */
   tokenSource: GitLabToken['source'] | null = null;
   /** The last figures GitLab reported: a spent budget is not asked again before it resets. */
-  private budget: { remaining: number; resetAt: number } | null = null;
+  private limit: { remaining: number; resetAt: number } | null = null;
+  private ownLogin: Promise<string> | null = null;
+  /** Finished jobs' log tails, by `project#job`. */
+  private readonly logTails = new Map<string, string>();
 
   constructor(options: GitLabClientOptions) {
     this.settings = {
@@ -105,9 +145,194 @@ export class GitLabClient implements PullRequestForge {
     this.fetch = fetchWithTimeout(this.settings.timeoutMs);
   }
 
-  /** The web host projects live on (the API's own host): where a remote or an MR URL must point. */
-  get webHost(): string {
-    return new URL(this.baseUrl).host.toLowerCase();
+  /** The web root projects live under: the API's root without `/api/v4`. */
+  private get webRoot(): string {
+    return this.baseUrl.replace(/\/api\/v4$/, '');
+  }
+
+  budget(): { remaining: number; resetAt: string } | null {
+    return this.limit && { remaining: this.limit.remaining, resetAt: new Date(this.limit.resetAt).toISOString() };
+  }
+
+  login(): Promise<string> {
+    this.ownLogin ??= this.json<GitLabUser>('GET', '/user').then((user) => user.username);
+    this.ownLogin.catch(() => (this.ownLogin = null)); // asked again next time
+    return this.ownLogin;
+  }
+
+  async getIssue(repository: string, number: number): Promise<ForgeIssue> {
+    return issueOf(await this.json<GitLabIssue>('GET', `/projects/${encodeProject(repository)}/issues/${number}`));
+  }
+
+  async listIssues(repository: string, query: IssueQuery): Promise<{ items: ForgeIssue[]; hasNext: boolean }> {
+    const { items, next } = await this.page<GitLabIssue>(`/projects/${encodeProject(repository)}/issues`, {
+      order_by: 'created_at',
+      page: String(query.page),
+      per_page: String(query.perPage),
+      sort: 'desc',
+      state: query.state === 'open' ? 'opened' : query.state,
+      ...(query.labels.length > 0 && { labels: query.labels.join(',') }),
+      ...(query.q !== null && { search: query.q }),
+    });
+    return { hasNext: next !== '', items: items.map(issueOf) };
+  }
+
+  async listIssuesUpdatedSince(
+    repository: string,
+    since: string,
+    page: number,
+  ): Promise<{ items: ForgeIssue[]; lastUpdatedAt: string | null; hasNext: boolean }> {
+    const { items, next } = await this.page<GitLabIssue>(`/projects/${encodeProject(repository)}/issues`, {
+      order_by: 'updated_at',
+      page: String(page),
+      per_page: '100',
+      sort: 'asc',
+      state: 'all',
+      updated_after: since,
+    });
+    const issues = items.map(issueOf);
+    return { hasNext: next !== '', items: issues, lastUpdatedAt: issues.at(-1)?.updatedAt ?? null };
+  }
+
+  async listIssueComments(
+    repository: string,
+    number: number,
+    max: number,
+  ): Promise<{ comments: ForgeIssueComment[]; more: boolean }> {
+    const { comments, more } = await this.notes(repository, number, 'created_at', null, max);
+    return { comments, more };
+  }
+
+  async listIssueCommentsSince(
+    repository: string,
+    number: number,
+    since: string,
+    max: number,
+  ): Promise<ForgeIssueComment[]> {
+    return (await this.notes(repository, number, 'updated_at', since, max)).comments;
+  }
+
+  /**
+   * GitLab has no list of a project's notes: the issues asked for are read one by one. What is
+   * answered is complete up to its last comment: when an issue's read stopped at `max`, only the
+   * comments up to the earliest such stop are, and `more` says the rest comes next time.
+   */
+  async listCommentsSince(
+    repository: string,
+    numbers: readonly number[],
+    since: string,
+    max: number,
+  ): Promise<{ comments: RepositoryComment[]; more: boolean }> {
+    const all: RepositoryComment[] = [];
+    let complete: string | null = null;
+    for (const number of numbers) {
+      const read = await this.notes(repository, number, 'updated_at', since, max);
+      all.push(...read.comments.map((comment) => ({ ...comment, issueNumber: number })));
+      const last = read.comments.at(-1)?.updatedAt ?? since;
+      if (read.more && (complete === null || last < complete)) {
+        complete = last;
+      }
+    }
+    const sorted = all.sort((a, b) => (a.updatedAt < b.updatedAt ? -1 : a.updatedAt > b.updatedAt ? 1 : a.id - b.id));
+    return complete === null
+      ? { comments: sorted, more: false }
+      : { comments: sorted.filter((comment) => comment.updatedAt <= complete), more: true };
+  }
+
+  async intakeLabeler(
+    repository: string,
+    number: number,
+    labels: readonly string[],
+  ): Promise<{ login: string | null; trusted: boolean }> {
+    const project = encodeProject(repository);
+    const events: GitLabLabelEvent[] = [];
+    let page = '1';
+    for (let read = 0; read < LABEL_EVENT_PAGES && page !== ''; read++) {
+      const answer = await this.page<GitLabLabelEvent>(`/projects/${project}/issues/${number}/resource_label_events`, {
+        page,
+        per_page: '100',
+      });
+      events.push(...answer.items);
+      page = answer.next;
+    }
+    // Per wanted label, its last event: the label counts when that is an add (it is still there).
+    const last = new Map<string, GitLabLabelEvent>();
+    for (const event of events) {
+      const name = event.label?.name?.toLowerCase();
+      if (name !== undefined && labels.some((label) => label.toLowerCase() === name)) {
+        last.set(name, event);
+      }
+    }
+    const added = [...last.values()].filter((event) => event.action === 'add' && event.user !== null).at(-1);
+    const user = added?.user ?? null;
+    if (user === null) {
+      return { login: null, trusted: false };
+    }
+    const account = await this.json<GitLabUser>('GET', `/users/${user.id}`);
+    if (account.bot === true) {
+      return { login: user.username, trusted: false };
+    }
+    try {
+      const member = await this.json<GitLabMember>('GET', `/projects/${project}/members/all/${user.id}`);
+      return { login: user.username, trusted: member.access_level >= TRIAGE_ACCESS };
+    } catch (err) {
+      if (err instanceof ForgeError && err.code === 'not_found') {
+        return { login: user.username, trusted: false }; // not a member at all
+      }
+      throw err;
+    }
+  }
+
+  async commentOnIssue(repository: string, number: number, body: string): Promise<unknown> {
+    return this.json('POST', `/projects/${encodeProject(repository)}/issues/${number}/notes`, { body: { body } });
+  }
+
+  async closeIssue(repository: string, number: number): Promise<void> {
+    await this.json('PUT', `/projects/${encodeProject(repository)}/issues/${number}`, {
+      body: { state_event: 'close' },
+    });
+  }
+
+  /**
+   * An issue's notes in `order` (oldest first), GitLab's own system notes left out, those updated
+   * at or after `since` when given; at most `max` (`more`: there were others).
+   */
+  private async notes(
+    repository: string,
+    number: number,
+    order: 'created_at' | 'updated_at',
+    since: string | null,
+    max: number,
+  ): Promise<{ comments: Array<ForgeIssueComment & { updatedAt: string }>; more: boolean }> {
+    const url = `${this.webRoot}/${repository}/-/issues/${number}`;
+    const comments: Array<ForgeIssueComment & { updatedAt: string }> = [];
+    let page = '1';
+    for (let read = 0; read < NOTE_PAGES && page !== ''; read++) {
+      const answer = await this.page<GitLabNote>(`/projects/${encodeProject(repository)}/issues/${number}/notes`, {
+        order_by: order,
+        page,
+        per_page: '100',
+        sort: 'asc',
+      });
+      for (const note of answer.items) {
+        if (note.system || (since !== null && (note.updated_at ?? note.created_at) < since)) {
+          continue;
+        }
+        if (comments.length === max) {
+          return { comments, more: true };
+        }
+        comments.push({
+          author: note.author?.username ?? null,
+          body: note.body ?? '',
+          createdAt: note.created_at,
+          id: note.id,
+          updatedAt: note.updated_at ?? note.created_at,
+          url: `${url}#note_${note.id}`,
+        });
+      }
+      page = answer.next;
+    }
+    return { comments, more: page !== '' };
   }
 
   async fetchPullRequestSummaries(
@@ -208,7 +433,7 @@ export class GitLabClient implements PullRequestForge {
   private async snapshot(ref: PullRequestRef): Promise<PullRequestSnapshot> {
     const project = encodeProject(ref.repository);
     const mr = await this.mergeRequest(ref.repository, ref.number);
-    const discussions = await this.pages<GitLabDiscussion>(
+    const discussions = await this.newestPages<GitLabDiscussion>(
       `/projects/${project}/merge_requests/${ref.number}/discussions`,
       DISCUSSION_PAGES,
     );
@@ -216,19 +441,20 @@ export class GitLabClient implements PullRequestForge {
     const threads: ReviewThreadComment[][] = [];
     for (const discussion of discussions) {
       const notes = (discussion.notes ?? []).filter((note) => !note.system);
-      const positioned = notes.some((note) => note.position);
-      if (discussion.individual_note && !positioned) {
+      const anchor = notes.find((note) => note.position)?.position ?? null;
+      if (anchor === null) {
+        // A plain comment, or a thread on no line of the diff: comments, each on its own.
         comments.push(...notes.map((note) => commentOf(mr, note)));
-      } else if (notes.length > 0) {
-        // A thread (on a diff line, or started as one): its newest notes, each with where it points.
-        const anchor = notes.find((note) => note.position)?.position ?? null;
+      } else {
+        // A thread on a line of the diff: its newest notes, each with where it points.
         threads.push(
           notes.slice(-SNAPSHOT_LIMITS.reviewThreadComments).map((note) => threadNoteOf(mr, discussion, note, anchor)),
         );
       }
     }
-    const pipeline = mr.head_pipeline && mr.head_pipeline.sha === mr.sha ? mr.head_pipeline : null;
-    const checkRuns = pipeline?.status === 'failed' ? await this.failedJobs(ref.repository, pipeline.id) : [];
+    // GitLab's own pick: the latest pipeline of the head, a merged-results pipeline's merge commit included.
+    const pipeline = mr.head_pipeline ?? null;
+    const checkRuns = pipeline?.status === 'failed' ? await this.failedJobs(ref.repository, pipeline) : [];
     return {
       ...summaryOf(ref, mr),
       baseBranch: mr.target_branch,
@@ -245,20 +471,34 @@ export class GitLabClient implements PullRequestForge {
     };
   }
 
-  /** The failed jobs of a pipeline (those allowed to fail left out), the first few with their logs' tails. */
-  private async failedJobs(project: string, pipelineId: number): Promise<CheckRun[]> {
+  /**
+   * The failed jobs of a pipeline (those allowed to fail left out), the first few with their logs'
+   * tails; a pipeline that failed with none of its own (a child or downstream pipeline failed) as itself.
+   */
+  private async failedJobs(project: string, pipeline: GitLabPipeline): Promise<CheckRun[]> {
     const jobs = await this.json<GitLabJob[]>(
       'GET',
-      `/projects/${encodeProject(project)}/pipelines/${pipelineId}/jobs`,
+      `/projects/${encodeProject(project)}/pipelines/${pipeline.id}/jobs`,
       { query: { per_page: '100', 'scope[]': 'failed' } },
     );
     const failed = jobs.filter((job) => job.status === 'failed' && !job.allow_failure);
+    if (failed.length === 0) {
+      return [
+        {
+          conclusion: 'FAILURE',
+          id: pipeline.id,
+          name: `pipeline #${pipeline.id}`,
+          status: 'COMPLETED',
+          url: pipeline.web_url ?? '',
+        },
+      ];
+    }
     const runs: CheckRun[] = [];
     for (const [index, job] of failed.entries()) {
       let logTail: string | undefined;
       if (index < FAILED_JOBS_WITH_LOGS) {
         try {
-          logTail = tailOf(await this.text(`/projects/${encodeProject(project)}/jobs/${job.id}/trace`));
+          logTail = await this.logTail(project, job.id);
         } catch (err) {
           // The failure is told without its log rather than not at all.
           this.logger.warn({ error: (err as Error).message, jobId: job.id, msg: 'GitLab job log not read' });
@@ -276,16 +516,94 @@ export class GitLabClient implements PullRequestForge {
     return runs;
   }
 
-  /** Every item of up to `maxPages` pages of 100, following GitLab's `x-next-page`. */
-  private async pages<T>(path: string, maxPages: number): Promise<T[]> {
-    const items: T[] = [];
-    let page = '1';
-    for (let read = 0; read < maxPages && page !== ''; read++) {
-      const response = await this.request('GET', path, { query: { page, per_page: '100' } });
-      items.push(...(await parseJson<T[]>(response)));
-      page = response.headers.get('x-next-page') ?? '';
+  /** One page of a list, and GitLab's `x-next-page` ('' on the last). */
+  private async page<T>(path: string, query: Record<string, string>): Promise<{ items: T[]; next: string }> {
+    const response = await this.request('GET', path, { query });
+    return { items: await parseJson<T[]>(response), next: response.headers.get('x-next-page') ?? '' };
+  }
+
+  /**
+   * The items of the newest `maxPages` pages of 100 of an oldest-first list, oldest first: the
+   * first page says how many there are (`x-total-pages`), then the last ones are read.
+   */
+  private async newestPages<T>(path: string, maxPages: number): Promise<T[]> {
+    const first = await this.request('GET', path, { query: { page: '1', per_page: '100' } });
+    const items = await parseJson<T[]>(first);
+    const total = Number(first.headers.get('x-total-pages') ?? NaN);
+    let next = first.headers.get('x-next-page') ?? '';
+    let read = 1;
+    if (Number.isSafeInteger(total) && total > maxPages) {
+      items.length = 0; // the oldest page is not among the newest
+      next = String(total - maxPages + 1);
+      read = 0;
+    }
+    for (; read < maxPages && next !== ''; read++) {
+      const answer = await this.page<T>(path, { page: next, per_page: '100' });
+      items.push(...answer.items);
+      next = answer.next;
     }
     return items;
+  }
+
+  /**
+   * The tail of a job's log, streamed: only the last LOG_KEEP_BYTES are held however long the log
+   * is, reading stops after LOG_READ_BYTES (a log that long is told as cut), and a finished job's
+   * tail is remembered (its log does not change), so a busy MR does not read it again each look.
+   */
+  private async logTail(project: string, jobId: number): Promise<string> {
+    const cacheKey = `${project.toLowerCase()}#${jobId}`;
+    const cached = this.logTails.get(cacheKey);
+    if (cached !== undefined) {
+      return cached;
+    }
+    const url = `${this.baseUrl}/projects/${encodeProject(project)}/jobs/${jobId}/trace`;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), this.settings.timeoutMs);
+    let kept = Buffer.alloc(0);
+    let read = 0;
+    try {
+      const response = await fetch(url, {
+        headers: { authorization: `Bearer ${this.token ?? ''}` },
+        signal: controller.signal,
+      });
+      this.observeBudget(response.headers);
+      if (!response.ok || response.body === null) {
+        throw new ForgeError('failed', `GitLab answered ${response.status} for the job's log`, {
+          status: response.status,
+        });
+      }
+      const reader = response.body.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) {
+          break;
+        }
+        read += value.byteLength;
+        kept = Buffer.concat([kept, value]);
+        if (kept.length > LOG_KEEP_BYTES) {
+          kept = kept.subarray(kept.length - LOG_KEEP_BYTES);
+        }
+        if (read >= LOG_READ_BYTES) {
+          await reader.cancel();
+          break;
+        }
+      }
+    } catch (err) {
+      throw err instanceof ForgeError
+        ? err
+        : controller.signal.aborted
+          ? new ForgeError('timeout', `GitLab did not send the job's log within ${this.settings.timeoutMs} ms`)
+          : new ForgeError('network', `GitLab unreachable: ${rootCause(err)}`);
+    } finally {
+      clearTimeout(timer);
+    }
+    const tail =
+      tailOf(kept.toString('utf8')) + (read >= LOG_READ_BYTES ? '\n[… the log is longer: read it on GitLab]' : '');
+    this.logTails.set(cacheKey, tail);
+    if (this.logTails.size > LOG_CACHE_SIZE) {
+      this.logTails.delete(this.logTails.keys().next().value!);
+    }
+    return tail;
   }
 
   private async json<T>(
@@ -294,10 +612,6 @@ export class GitLabClient implements PullRequestForge {
     options: { query?: Record<string, string>; body?: unknown } = {},
   ): Promise<T> {
     return parseJson<T>(await this.request(method, path, options));
-  }
-
-  private async text(path: string): Promise<string> {
-    return (await this.request('GET', path)).text();
   }
 
   /** One call with retries; answers a 2xx response or throws ForgeError (messages never carry the token). */
@@ -309,9 +623,9 @@ export class GitLabClient implements PullRequestForge {
     if (!this.token) {
       throw new ForgeError('not_configured', 'no GitLab token (GITLAB_TOKEN or `glab auth login`)');
     }
-    if (this.budget && this.budget.remaining <= 0 && this.budget.resetAt > Date.now()) {
+    if (this.limit && this.limit.remaining <= 0 && this.limit.resetAt > Date.now()) {
       throw new ForgeError('rate_limited', 'GitLab rate limit spent: not asked again before it resets', {
-        resetAt: new Date(this.budget.resetAt).toISOString(),
+        resetAt: new Date(this.limit.resetAt).toISOString(),
       });
     }
     const url = new URL(this.baseUrl + path);
@@ -356,7 +670,7 @@ export class GitLabClient implements PullRequestForge {
           await new Promise((resolve) => setTimeout(resolve, retryAfterMs));
           continue;
         }
-        const resetAt = this.budget?.resetAt ?? (Number.isFinite(retryAfterMs) ? Date.now() + retryAfterMs : undefined);
+        const resetAt = this.limit?.resetAt ?? (Number.isFinite(retryAfterMs) ? Date.now() + retryAfterMs : undefined);
         throw new ForgeError('rate_limited', `GitLab rate limit: ${message}`, {
           resetAt: resetAt === undefined ? undefined : new Date(resetAt).toISOString(),
           retryAfterMs: Number.isFinite(retryAfterMs) ? retryAfterMs : undefined,
@@ -384,7 +698,7 @@ export class GitLabClient implements PullRequestForge {
     const remaining = Number(headers.get('ratelimit-remaining') ?? NaN);
     const reset = Number(headers.get('ratelimit-reset') ?? NaN);
     if (Number.isFinite(remaining) && Number.isFinite(reset)) {
-      this.budget = { remaining, resetAt: reset * 1000 };
+      this.limit = { remaining, resetAt: reset * 1000 };
     }
   }
 
@@ -392,6 +706,23 @@ export class GitLabClient implements PullRequestForge {
     const ms = this.settings.retryBaseDelayMs * 2 ** attempt * (0.5 + Math.random() / 2);
     return new Promise((resolve) => setTimeout(resolve, ms));
   }
+}
+
+function issueOf(issue: GitLabIssue): ForgeIssue {
+  return {
+    author: issue.author?.username ?? null,
+    authorAssociation: 'NONE',
+    body: issue.description ?? '',
+    commentCount: issue.user_notes_count ?? 0,
+    createdAt: issue.created_at,
+    labels: issue.labels ?? [],
+    number: issue.iid,
+    pullRequest: false,
+    state: issue.state === 'opened' ? 'open' : 'closed',
+    title: issue.title,
+    updatedAt: issue.updated_at,
+    url: issue.web_url,
+  };
 }
 
 /** GitLab addresses a project by its URL-encoded full path (`group%2Fsub%2Fproject`). */
@@ -405,13 +736,19 @@ function statusOf(mr: GitLabMergeRequest): {
   isDraft: boolean;
 } {
   const isDraft = mr.draft === true || mr.work_in_progress === true;
-  const state = mr.state === 'merged' ? 'merged' : mr.state === 'opened' ? 'open' : 'closed';
+  // `locked` is an MR being merged right now: still open until GitLab says merged.
+  const state = mr.state === 'merged' ? 'merged' : mr.state === 'opened' || mr.state === 'locked' ? 'open' : 'closed';
   return { isDraft, state, status: state === 'open' ? (isDraft ? 'draft' : 'open') : state };
 }
 
 /** GitLab computes mergeability after a push: `checking`/`unchecked` until it knows. */
 function mergeableOf(mr: GitLabMergeRequest): Mergeable {
-  if (mr.has_conflicts === true || mr.detailed_merge_status === 'conflict') {
+  // Before GitLab 15.6 there is no detailed status: `cannot_be_merged` then means conflicts.
+  if (
+    mr.has_conflicts === true ||
+    mr.detailed_merge_status === 'conflict' ||
+    (mr.detailed_merge_status === undefined && mr.merge_status === 'cannot_be_merged')
+  ) {
     return 'CONFLICTING';
   }
   const status = mr.detailed_merge_status ?? mr.merge_status ?? '';
@@ -502,7 +839,7 @@ function threadNoteOf(
   const position = note.position ?? anchor;
   return {
     ...commentOf(mr, note),
-    line: position?.new_line ?? null,
+    line: position?.new_line ?? position?.old_line ?? null,
     path: position?.new_path ?? position?.old_path ?? '(discussion)',
     threadId: discussion.id,
   };
@@ -510,17 +847,18 @@ function threadNoteOf(
 
 /**
  * The end of a job's log as the agent gets it: GitLab's section markers and terminal escapes
- * removed (they are noise to a model), the last LOG_TAIL_LINES lines, at most LOG_TAIL_BYTES.
+ * removed (they are noise to a model), the last LOG_TAIL_LINES lines, at most LOG_TAIL_CHARS.
  */
 export function tailOf(log: string): string {
   const clean = log
     .replace(ANSI_ESCAPE, '')
     .replace(/section_(?:start|end):\d+:[A-Za-z0-9_.-]+(?:\[[^\]]*\])?\r?/g, '')
     .replace(/\r(?!\n)/g, '\n');
-  // Other control characters go too (tab and newline stay): a log must not steer a terminal.
-  const printable = [...clean].filter((c) => c >= ' ' || c === '\n' || c === '\t').join('');
+  // Other control characters go too (tab and newline stay), C1 controls and bidirectional
+  // overrides with them: a log must not steer a terminal nor hide text from the person reading it.
+  const printable = clean.replace(INVISIBLE, '');
   const lines = printable.replace(/\n+$/, '').split('\n').slice(-LOG_TAIL_LINES).join('\n');
-  return lines.length > LOG_TAIL_BYTES ? `…${lines.slice(-LOG_TAIL_BYTES)}` : lines;
+  return lines.length > LOG_TAIL_CHARS ? `…${lines.slice(-LOG_TAIL_CHARS)}` : lines;
 }
 
 async function parseJson<T>(response: Response): Promise<T> {

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Readable } from 'node:stream';
 
 import { Injectable, Logger } from '@nestjs/common';
+import { type Observable, Subject } from 'rxjs';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { invalid, notFound, tooManyRequests, unauthorized } from '../core/errors/domain-error';
@@ -10,8 +11,8 @@ import { WEBHOOK_LIMITS } from '../github/github-webhook.service';
 import { readWebhookBody } from '../github/webhook-body';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 
-/** Events that name merge requests (see `affected`); every other event is acknowledged, never parsed. */
-const HANDLED_EVENTS = new Set(['Merge Request Hook', 'Note Hook', 'Pipeline Hook']);
+/** Events that name merge requests or issues (see `affected`); every other event is acknowledged, never parsed. */
+const HANDLED_EVENTS = new Set(['Issue Hook', 'Merge Request Hook', 'Note Hook', 'Pipeline Hook']);
 
 export interface GitLabWebhookDelivery {
   event: string | undefined;
@@ -45,6 +46,9 @@ interface GitLabPayload {
 export class GitLabWebhookService {
   private readonly logger = new Logger(GitLabWebhookService.name);
   private receiving = 0;
+  private readonly issueActivity = new Subject<string>();
+  /** A project's issues changed (an issue event, a note on an issue): intake looks again at once. */
+  readonly issueActivity$: Observable<string> = this.issueActivity.asObservable();
 
   constructor(
     private readonly configuration: ConfigurationService,
@@ -128,8 +132,14 @@ export class GitLabWebhookService {
         iid = attributes.iid;
         break;
       case 'Note Hook':
+        if (attributes.noteable_type === 'Issue') {
+          this.issueActivity.next(project);
+        }
         iid = attributes.noteable_type === 'MergeRequest' ? payload.merge_request?.iid : null;
         break;
+      case 'Issue Hook':
+        this.issueActivity.next(project);
+        return [];
       case 'Pipeline Hook':
         // A merge request pipeline names its MR; a branch pipeline only its commit.
         iid = payload.merge_request?.iid ?? null;

@@ -14,7 +14,7 @@ import { GitLabWebhookService } from './gitlab-webhook.service';
  */
 @Module({
   controllers: [GitLabWebhookController],
-  exports: [GITLAB_CLIENT],
+  exports: [GITLAB_CLIENT, GitLabWebhookService],
   imports: [ForgesModule, PullRequestsModule],
   providers: [
     {

@@ -4,6 +4,38 @@
 export interface GitLabUser {
   id: number;
   username: string;
+  /** Only on `GET /users/:id`: a bot account (project, group or service bots). */
+  bot?: boolean;
+}
+
+export interface GitLabIssue {
+  iid: number;
+  title: string;
+  description?: string | null;
+  /** opened, closed */
+  state: string;
+  labels?: string[];
+  author: GitLabUser | null;
+  web_url: string;
+  created_at: string;
+  updated_at: string;
+  user_notes_count?: number;
+}
+
+/** docs.gitlab.com/api/resource_label_events */
+export interface GitLabLabelEvent {
+  id: number;
+  user: GitLabUser | null;
+  created_at: string;
+  label: { id: number; name: string } | null;
+  action: 'add' | 'remove';
+}
+
+export interface GitLabMember {
+  id: number;
+  username: string;
+  /** 10 Guest, 15 Planner, 20 Reporter, 30 Developer, 40 Maintainer, 50 Owner */
+  access_level: number;
 }
 
 export interface GitLabPipeline {
@@ -46,10 +78,16 @@ export interface GitLabNote {
   body: string | null;
   author: GitLabUser | null;
   created_at: string;
+  updated_at?: string;
   system: boolean;
   /** null (a plain comment), DiscussionNote (in a thread) or DiffNote (on a line of the diff). */
   type?: string | null;
-  position?: { new_path?: string | null; new_line?: number | null; old_path?: string | null } | null;
+  position?: {
+    new_path?: string | null;
+    new_line?: number | null;
+    old_path?: string | null;
+    old_line?: number | null;
+  } | null;
 }
 
 export interface GitLabDiscussion {

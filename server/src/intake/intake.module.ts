@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 
+import { ForgesModule } from '../forges/forges.module';
 import { GitHubModule } from '../github/github.module';
+import { GitLabModule } from '../gitlab/gitlab.module';
 import { RequirementsModule } from '../requirements/requirements.module';
 import { RunsModule } from '../runs/runs.module';
 import { TriggersModule } from '../triggers/triggers.module';
@@ -15,7 +17,7 @@ import { WorkspaceRemotes } from './workspace-remotes';
 /** Work from the tracker (issue 49): a forge's issues become Requirements. */
 @Module({
   controllers: [ForgeController, IntakeController],
-  imports: [GitHubModule, RequirementsModule, RunsModule, TriggersModule, WorktreesModule],
+  imports: [ForgesModule, GitHubModule, GitLabModule, RequirementsModule, RunsModule, TriggersModule, WorktreesModule],
   providers: [IssueImport, IssueList, IssueReconciler, IssueWriteBack, WorkspaceRemotes],
 })
 export class IntakeModule {}

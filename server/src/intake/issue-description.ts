@@ -1,7 +1,7 @@
 import { LIMITS } from '@libs/contracts';
 
 import { neutralizeHeaders } from '../agents/prompt';
-import type { GitHubIssue, GitHubIssueComment } from '../github/github-client';
+import type { ForgeIssue, ForgeIssueComment } from '../forges/forge-issues';
 
 /** The issue's own text, at most (the rest of the description is for its comments). */
 const BODY_MAX = 60_000;
@@ -15,7 +15,7 @@ const COMMENT_MAX = 4_000;
  * @mentions and /commands in it do nothing here, and it is never posted back (a pull request's
  * body names the issue instead).
  */
-export function composeDescription(issue: GitHubIssue, comments: GitHubIssueComment[], moreComments: boolean): string {
+export function composeDescription(issue: ForgeIssue, comments: ForgeIssueComment[], moreComments: boolean): string {
   // A line of the issue or a comment that looks like one of our headers is escaped: nobody fakes a maintainer's comment.
   const body = neutralizeHeaders(issue.body.trim());
   const parts = [

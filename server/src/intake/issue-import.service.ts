@@ -1,11 +1,13 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 
-import { type EventActor, LIMITS, type RequirementSource } from '@libs/contracts';
+import { type EventActor, type Forge, LIMITS, type RequirementSource } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
 import { conflict, invalid, notFound, unavailable } from '../core/errors/domain-error';
-import { GITHUB_CLIENT, type GitHubClient, type GitHubIssue, type GitHubIssueComment } from '../github/github-client';
-import { GitHubError } from '../github/github.errors';
+import { ForgeError } from '../forges/forge.errors';
+import type { ForgeIssue, ForgeIssueComment, IssueForge } from '../forges/forge-issues';
+import { FORGE_WORDS, ForgeRegistry } from '../forges/pull-request-forge';
+import type { ForgeHosts } from '../landing/forge-remote';
 import type { RequirementResponseDto } from '../requirements/dto/requirement-response.dto';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RunLifecycle } from '../runs/run-lifecycle.service';
@@ -24,25 +26,29 @@ export interface ImportOutcome {
 
 /** One issue to import: where it is, and the key that makes a second import a 409. */
 interface IssueRef {
+  forge: Forge;
   host: string;
-  owner: string;
-  repo: string;
+  /** `owner/repo`, or GitLab's project path, as the workspace's remote spells it. */
+  repository: string;
   number: number;
   key: string;
 }
 
+/** How a forge's issue is named: `acme/widgets#12` (GitLab writes issues with `#` too). */
+const nameOf = (ref: Pick<IssueRef, 'repository' | 'number'>) => `${ref.repository}#${ref.number}`;
+
 /** What a forge said of one issue, read in full before anything is written. */
 interface ReadIssue {
   ref: IssueRef;
-  issue: GitHubIssue;
-  comments: GitHubIssueComment[];
+  issue: ForgeIssue;
+  comments: ForgeIssueComment[];
   moreComments: boolean;
 }
 
 /**
- * Work from the tracker (issue 49 §1): a GitHub issue of one of the workspace's remotes becomes a
- * Requirement in TODO, its title the issue's, its description the issue's text and first comments
- * (the prompt marks them as untrusted input from GitHub, never the person's words), with `source`
+ * Work from the tracker (issue 49 §1, §5): a GitHub or GitLab issue of one of the workspace's
+ * remotes becomes a Requirement in TODO, its title the issue's, its description the issue's text
+ * and first comments (the prompt marks them as untrusted input from the forge, never the person's words), with `source`
  * saying where it came from. Every issue is read before the first Requirement is made: a forge
  * that fails leaves nothing half-imported; an issue already imported is a 409 naming its Requirement.
  */
@@ -53,7 +59,7 @@ export class IssueImport {
 
   constructor(
     private readonly clock: Clock,
-    @Inject(GITHUB_CLIENT) private readonly github: GitHubClient,
+    private readonly forges: ForgeRegistry,
     private readonly lifecycle: RunLifecycle,
     private readonly requirements: RequirementsService,
     private readonly remotes: WorkspaceRemotes,
@@ -76,32 +82,22 @@ export class IssueImport {
     for (const ref of refs) {
       const existing = imported.get(ref.key);
       if (existing !== undefined) {
-        throw conflict(
-          'already_imported',
-          `${ref.owner}/${ref.repo}#${ref.number} is already Requirement ${existing}`,
-          [existing],
-        );
+        throw conflict('already_imported', `${nameOf(ref)} is already Requirement ${existing}`, [existing]);
       }
-    }
-    if (!this.github.configured) {
-      throw conflict(
-        'github_token_missing',
-        'Agent Manager has no GitHub token to read issues with: set GITHUB_TOKEN or GH_TOKEN for it, or log in with `gh auth login`, then restart it',
-      );
     }
     const read: ReadIssue[] = [];
     for (const ref of refs) {
-      read.push(await this.read(ref));
+      read.push(await this.read(issueForge(this.forges, ref.forge), ref));
     }
     const created: RequirementResponseDto[] = [];
     for (const { comments, issue, moreComments, ref } of read) {
       const source: RequirementSource = {
         author: issue.author,
-        forge: 'github',
+        forge: ref.forge,
         importedAt: this.clock.nowIso(),
         labels: issue.labels,
         number: issue.number,
-        repository: `${ref.owner}/${ref.repo}`,
+        repository: ref.repository,
         state: issue.state,
         title: issue.title,
         url: issue.url,
@@ -134,92 +130,117 @@ export class IssueImport {
     return { items, notStarted };
   }
 
-  /** The issues asked for, each of a repository among the workspace's GitHub remotes; 400 otherwise. */
+  /** The issues asked for, each of a repository among the workspace's GitHub or GitLab remotes; 400 otherwise. */
   private async refsOf(asked: Pick<ImportIssuesDto, 'numbers' | 'repository' | 'url'>): Promise<IssueRef[]> {
-    const hosts = this.remotes.hosts();
-    let wanted: { host: string | null; owner: string; repo: string; numbers: number[] };
+    let wanted: { host: string | null; repository: string; numbers: number[] };
     if (asked.url !== undefined) {
       if (asked.repository !== undefined || asked.numbers !== undefined) {
         throw invalid('import_ambiguous', 'give either url, or repository and numbers, not both');
       }
-      wanted = parseIssueUrl(asked.url, hosts);
+      wanted = parseIssueUrl(asked.url, this.remotes.hosts());
     } else if (asked.repository !== undefined && asked.numbers !== undefined) {
-      const [owner, repo] = asked.repository.split('/');
-      wanted = { host: null, numbers: [...new Set(asked.numbers)], owner, repo };
+      wanted = { host: null, numbers: [...new Set(asked.numbers)], repository: asked.repository };
     } else {
       throw invalid('import_incomplete', 'give an issue’s url, or repository and numbers');
     }
     const remote = await this.remotes.find(wanted);
+    const repository = `${remote.owner}/${remote.repo}`;
     return wanted.numbers.map((number) => ({
+      forge: remote.forge,
       host: remote.host,
-      key: issueKey(remote.owner, remote.repo, number),
+      key: issueKey(remote.forge, repository, number),
       number,
-      owner: remote.owner,
-      repo: remote.repo,
+      repository,
     }));
   }
 
-  /** One issue and its first comments; what GitHub's failures mean to the person asking. */
-  private async read(ref: IssueRef): Promise<ReadIssue> {
-    const name = `${ref.owner}/${ref.repo}#${ref.number}`;
+  /** One issue and its first comments; what the forge's failures mean to the person asking. */
+  private async read(forge: IssueForge, ref: IssueRef): Promise<ReadIssue> {
+    const name = nameOf(ref);
     try {
-      const issue = await this.github.getIssue(ref.owner, ref.repo, ref.number);
+      const issue = await forge.getIssue(ref.repository, ref.number);
       if (issue.pullRequest) {
         throw invalid('not_an_issue', `${name} is a pull request, not an issue`);
       }
-      const { comments, more } = await this.github.listIssueComments(ref.owner, ref.repo, ref.number, COMMENTS_MAX);
+      const { comments, more } = await forge.listIssueComments(ref.repository, ref.number, COMMENTS_MAX);
       return { comments, issue, moreComments: more, ref };
     } catch (err) {
-      if (err instanceof GitHubError && err.code === 'not_found') {
-        throw notFound('issue_not_found', `GitHub has no issue ${name} (or the token cannot see it)`);
+      if (err instanceof ForgeError && err.code === 'not_found') {
+        throw notFound(
+          'issue_not_found',
+          `${FORGE_WORDS[ref.forge].name} has no issue ${name} (or the token cannot see it)`,
+        );
       }
-      throw fromGitHubError(err, name, '; nothing was imported');
+      throw fromForgeError(ref.forge, err, name, '; nothing was imported');
     }
   }
 }
 
-/** `github:owner/repo#12`, lower case: what makes an issue's second import a 409. */
-export function issueKey(owner: string, repo: string, number: number): string {
-  return `github:${owner}/${repo}#${number}`.toLowerCase();
+/**
+ * The forge's issue client, or 409 `<forge>_token_missing` when it has no token: the person's to
+ * fix, said before anything is read.
+ */
+export function issueForge(forges: ForgeRegistry, kind: Forge): IssueForge {
+  const forge = forges.get(kind);
+  if (forge?.configured !== true) {
+    throw conflict(
+      `${kind}_token_missing`,
+      kind === 'gitlab'
+        ? 'Agent Manager has no GitLab token to read issues with: set GITLAB_TOKEN for it, or log in with `glab auth login`, then restart it'
+        : 'Agent Manager has no GitHub token to read issues with: set GITHUB_TOKEN or GH_TOKEN for it, or log in with `gh auth login`, then restart it',
+    );
+  }
+  return forge;
+}
+
+/** `github:owner/repo#12` (`gitlab:group/project#12`), lower case: what makes an issue's second import a 409. */
+export function issueKey(forge: Forge, repository: string, number: number): string {
+  return `${forge}:${repository}#${number}`.toLowerCase();
 }
 
 /**
- * What GitHub's refusal means to the person asking: a token GitHub rejects or that may not read
- * the repository is theirs to fix (409); what a retry may cure (down, slow, out of budget) is a
- * 503 with when to try again. Other errors as they are.
+ * What a forge's refusal means to the person asking: a token it rejects or that may not read the
+ * repository is theirs to fix (409); what a retry may cure (down, slow, out of budget) is a 503
+ * with when to try again. Other errors as they are.
  */
-export function fromGitHubError(err: unknown, what: string, consequence = ''): Error {
-  if (!(err instanceof GitHubError)) {
+export function fromForgeError(forge: Forge, err: unknown, what: string, consequence = ''): Error {
+  if (!(err instanceof ForgeError)) {
     return err as Error;
   }
+  const name = FORGE_WORDS[forge].name;
   if (err.code === 'unauthorized') {
+    const how = forge === 'gitlab' ? 'GITLAB_TOKEN or `glab auth login`' : 'GITHUB_TOKEN, GH_TOKEN or `gh auth login`';
     return conflict(
-      'github_token_rejected',
-      `GitHub rejected the token reading ${what}${consequence}: give Agent Manager a valid one (GITHUB_TOKEN, GH_TOKEN or \`gh auth login\`) and restart it`,
+      `${forge}_token_rejected`,
+      `${name} rejected the token reading ${what}${consequence}: give Agent Manager a valid one (${how}) and restart it`,
     );
   }
   if (err.code === 'forbidden') {
     return conflict(
-      'github_forbidden',
-      `GitHub refused the token ${what}${consequence}: it needs read access to the repository's issues (${err.message})`,
+      `${forge}_forbidden`,
+      `${name} refused the token ${what}${consequence}: it needs read access to the repository's issues (${err.message})`,
     );
   }
   if (err.details.status === 410) {
-    return notFound('issue_gone', `GitHub says ${what} is gone (deleted, or issues are turned off)${consequence}`);
+    return notFound('issue_gone', `${name} says ${what} is gone (deleted, or issues are turned off)${consequence}`);
   }
   const when =
     err.details.resetAt ?? (err.details.retryAfterMs ? `${Math.ceil(err.details.retryAfterMs / 1000)} s` : null);
   return unavailable(
     'forge_unavailable',
-    `GitHub could not be read for ${what}: ${err.message}${consequence}${when === null ? ', try again shortly' : `, try again after ${when}`}`,
+    `${name} could not be read for ${what}: ${err.message}${consequence}${when === null ? ', try again shortly' : `, try again after ${when}`}`,
   );
 }
 
-/** `https://HOST/OWNER/REPO/issues/N` (a fragment or query allowed) on one of `hosts`; 400 for anything else. */
+/**
+ * An issue's web address (a fragment or query allowed) on one of the forges' hosts: GitHub's
+ * `https://HOST/OWNER/REPO/issues/N`, GitLab's `https://HOST/GROUP[/SUBGROUP…]/PROJECT/-/issues/N`;
+ * 400 for anything else.
+ */
 export function parseIssueUrl(
   raw: string,
-  hosts: readonly string[],
-): { host: string; owner: string; repo: string; numbers: number[] } {
+  hosts: Required<ForgeHosts>,
+): { forge: Forge; host: string; repository: string; numbers: number[] } {
   let parsed: URL;
   try {
     parsed = new URL(raw.trim());
@@ -227,14 +248,19 @@ export function parseIssueUrl(
     throw invalid('not_an_issue_url', `${raw.slice(0, 200)} is not a web address`);
   }
   const host = parsed.hostname.toLowerCase();
-  const match = /^\/([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)\/issues\/([1-9]\d{0,9})\/?$/.exec(parsed.pathname);
-  if (!/^https?:$/.test(parsed.protocol) || !hosts.includes(host) || match === null) {
-    throw invalid(
-      'not_an_issue_url',
-      `${raw.slice(0, 200)} is not the address of an issue on ${hosts.join(' or ')} (https://${hosts[0]}/OWNER/REPO/issues/NUMBER)`,
-    );
+  const web = /^https?:$/.test(parsed.protocol);
+  const github = /^\/([A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+)\/issues\/([1-9]\d{0,9})\/?$/.exec(parsed.pathname);
+  if (web && hosts.github.includes(host) && github !== null) {
+    return { forge: 'github', host, numbers: [Number(github[2])], repository: github[1] };
   }
-  return { host, numbers: [Number(match[3])], owner: match[1], repo: match[2] };
+  const gitlab = /^\/((?:[A-Za-z0-9_.-]+\/){1,20}[A-Za-z0-9_.-]+)\/-\/issues\/([1-9]\d{0,9})\/?$/.exec(parsed.pathname);
+  if (web && hosts.gitlab.includes(host) && gitlab !== null && !gitlab[1].split('/').some((s) => /^\.+$/.test(s))) {
+    return { forge: 'gitlab', host, numbers: [Number(gitlab[2])], repository: gitlab[1] };
+  }
+  throw invalid(
+    'not_an_issue_url',
+    `${raw.slice(0, 200)} is not the address of an issue on ${[...hosts.github, ...hosts.gitlab].join(' or ')} (https://${hosts.github[0]}/OWNER/REPO/issues/NUMBER, https://${hosts.gitlab[0]}/GROUP/PROJECT/-/issues/NUMBER)`,
+  );
 }
 
 function oneLine(text: string): string {

@@ -1,11 +1,11 @@
 import { LIMITS } from '@libs/contracts';
 
-import type { GitHubIssue } from '../github/github-client';
+import type { ForgeIssue } from '../forges/forge-issues';
 import { requirementHeader, requirementName } from '../runs/run-input.service';
 import { composeDescription } from './issue-description';
 import { parseIssueUrl } from './issue-import.service';
 
-const issue = (over: Partial<GitHubIssue> = {}): GitHubIssue => ({
+const issue = (over: Partial<ForgeIssue> = {}): ForgeIssue => ({
   author: 'alice',
   authorAssociation: 'OWNER',
   body: 'Fix it.',
@@ -22,14 +22,20 @@ const issue = (over: Partial<GitHubIssue> = {}): GitHubIssue => ({
 });
 
 describe('an issue address', () => {
-  const hosts = ['github.com', 'ghe.example.com'];
+  const hosts = { github: ['github.com', 'ghe.example.com'], gitlab: ['gitlab.com', 'git.corp'] };
 
-  it('names a host, a repository and a number', () => {
+  it('names a forge, a host, a repository and a number', () => {
     expect(parseIssueUrl('https://github.com/acme/widgets/issues/7', hosts)).toEqual({
+      forge: 'github',
       host: 'github.com',
       numbers: [7],
-      owner: 'acme',
-      repo: 'widgets',
+      repository: 'acme/widgets',
+    });
+    expect(parseIssueUrl('https://git.corp/platform/backend/api/-/issues/12#note_3', hosts)).toEqual({
+      forge: 'gitlab',
+      host: 'git.corp',
+      numbers: [12],
+      repository: 'platform/backend/api',
     });
     expect(parseIssueUrl(' https://GHE.example.com/a.b/c_d/issues/12/?x=1#issuecomment-3 ', hosts).numbers).toEqual([
       12,
@@ -39,7 +45,11 @@ describe('an issue address', () => {
   it.each([
     'not a url',
     'ftp://github.com/acme/widgets/issues/7',
-    'https://gitlab.com/acme/widgets/-/issues/7',
+    'https://bitbucket.org/acme/widgets/issues/7',
+    'https://github.com/acme/widgets/-/issues/7',
+    'https://gitlab.com/acme/widgets/issues/7',
+    'https://gitlab.com/acme/../widgets/-/issues/7',
+    'https://gitlab.com/widgets/-/issues/7',
     'https://github.com/acme/widgets/pull/7',
     'https://github.com/acme/widgets/issues/0',
     'https://github.com/acme/widgets/issues/7/comments',

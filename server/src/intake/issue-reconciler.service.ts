@@ -8,26 +8,36 @@ import {
 } from '@nestjs/common';
 import type { Subscription } from 'rxjs';
 
-import { LIMITS, type RequirementSource } from '@libs/contracts';
+import { type Forge, LIMITS, type RequirementSource } from '@libs/contracts';
 
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { leadsJobs } from '../core/database/postgres/postgres-board';
 import { DomainError } from '../core/errors/domain-error';
 import { RUNTIME, type Runtime } from '../core/runtime';
-import { GITHUB_CLIENT, type GitHubClient, type GitHubIssue, type GitHubIssueComment } from '../github/github-client';
-import { UNTRUSTED, isOwnComment } from '../forges/forge-triggers';
-import { GitHubError } from '../github/github.errors';
+import { ForgeError } from '../forges/forge.errors';
+import type { ForgeIssue, ForgeIssueComment, IssueForge } from '../forges/forge-issues';
+import { isOwnComment, untrusted } from '../forges/forge-triggers';
+import { FORGE_WORDS, ForgeRegistry } from '../forges/pull-request-forge';
 import { GitHubWebhookService } from '../github/github-webhook.service';
-import type { ForgeRemote } from '../landing/forge-remote';
+import { GitLabWebhookService } from '../gitlab/gitlab-webhook.service';
+import { type ForgeRemote, remotePath } from '../landing/forge-remote';
 import { RequirementsService } from '../requirements/requirements.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { IssueImport } from './issue-import.service';
 import { ISSUE_WRITE_BACK_MARKER } from './issue-write-back';
 import { WorkspaceRemotes } from './workspace-remotes';
 
-export const ISSUE_COMMENT_TRIGGER = 'github.issue.comment';
-const ACTOR = { id: 'github.issues', kind: 'trigger' as const };
+/** Each forge's issue comments are receipted under its own trigger. */
+export const ISSUE_COMMENT_TRIGGERS: Readonly<Record<Forge, string>> = {
+  github: 'github.issue.comment',
+  gitlab: 'gitlab.issue.comment',
+};
+export const ISSUE_COMMENT_TRIGGER = ISSUE_COMMENT_TRIGGERS.github;
+const ACTORS: Readonly<Record<Forge, { id: string; kind: 'trigger' }>> = {
+  github: { id: 'github.issues', kind: 'trigger' },
+  gitlab: { id: 'gitlab.issues', kind: 'trigger' },
+};
 const FIRST_TICK_DELAY_MS = 1_000;
 /** A webhook's poke waits this long, so a burst of events (labels, a comment) is one look. */
 const POKE_DELAY_MS = 500;
@@ -41,13 +51,11 @@ const IMPORTS_PER_LOOK = 10;
 const POKE_SPACING_MS = 5_000;
 /** Below this many core requests left, looks wait for the reset (the PRs' reconciler needs them more). */
 const BUDGET_FLOOR = 200;
-/** The permissions whose labels count (see takeIn). */
-const TRIAGERS: ReadonlySet<string> = new Set(['admin', 'maintain', 'write', 'triage']);
 /** Looks an issue that failed is read again by number before it is left until it changes. */
 const RETRY_ATTEMPTS = 5;
 /** Requirements whose issue is read whole (after a start, or imported since) per repository per look. */
 const FRESH_PER_LOOK = 20;
-/** GitHub's `since` is compared with its own clock: a first look reaches this far back. */
+/** The forge's `since` is compared with its own clock: a first look reaches this far back. */
 const CLOCK_MARGIN_MS = 5 * 60_000;
 const SHUTDOWN_WAIT_MS = 10_000;
 /** Issues whose last look is remembered (forgotten ones are looked at once more: receipts keep that harmless). */
@@ -55,7 +63,7 @@ const OBSERVED_MAX = 10_000;
 
 export interface IssueReconcileReport {
   repositories: number;
-  /** Issues GitHub said changed. */
+  /** Issues the forge said changed. */
   changed: number;
   /** Comments handed to agents (or recorded, the manager's own). */
   comments: number;
@@ -64,11 +72,13 @@ export interface IssueReconcileReport {
   failed: number;
 }
 
-/** One repository as a look reads it: its imported Requirements still open. */
+/** One repository as a look reads it: its forge, and its imported Requirements still open. */
 interface Repository {
+  /** `forge:repository`, lower case. */
   key: string;
-  owner: string;
-  repo: string;
+  forge: IssueForge;
+  /** `owner/repo`, or GitLab's project path, as the forge spells it. */
+  repository: string;
   rows: Imported[];
 }
 
@@ -76,8 +86,6 @@ interface Repository {
 interface Look {
   /** Requirements label intake may still make. */
   imports: number;
-  /** Permissions asked of GitHub this look, by login. */
-  permissions: Map<string, string>;
 }
 
 /** An imported Requirement still open, as the tick reads it. */
@@ -95,8 +103,8 @@ interface Imported {
  * Requirement's `source`; its new comments reach the agent as untrusted input through the trigger
  * path (receipts: once, across restarts; the manager's own write-backs are recorded, not
  * handed on). An issue that has or gains one of `intakeLabels` becomes a Requirement, started
- * when `intakeStart` is `start`. Only the workspace's GitHub remotes are ever read for intake. A
- * webhook's `issues` or `issue_comment` event makes the next look come at once.
+ * when `intakeStart` is `start`. Only the workspace's GitHub and GitLab remotes are ever read for
+ * intake. A webhook's issue or issue-comment event (either forge's) makes the next look come at once.
  */
 @Injectable()
 export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown {
@@ -130,12 +138,13 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
   constructor(
     private readonly clock: Clock,
     private readonly configuration: ConfigurationService,
-    @Inject(GITHUB_CLIENT) private readonly github: GitHubClient,
+    private readonly forges: ForgeRegistry,
     private readonly importer: IssueImport,
     private readonly remotes: WorkspaceRemotes,
     private readonly requirements: RequirementsService,
     private readonly delivery: TriggerDeliveryService,
     private readonly webhook: GitHubWebhookService,
+    private readonly gitlabWebhook: GitLabWebhookService,
     @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
   ) {}
 
@@ -143,6 +152,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     this.schedule(FIRST_TICK_DELAY_MS);
     this.subscriptions.push(
       this.webhook.issueActivity$.subscribe(() => this.poke()),
+      this.gitlabWebhook.issueActivity$.subscribe(() => this.poke()),
       this.configuration.changes$.subscribe(() => this.poke()),
     );
   }
@@ -211,42 +221,41 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
 
   private async run(): Promise<IssueReconcileReport> {
     const report: IssueReconcileReport = { changed: 0, comments: 0, failed: 0, imported: 0, repositories: 0 };
-    const core = this.github.configured ? this.github.rateLimit().core : null;
-    if (
-      !this.github.configured ||
-      (core !== null && core.remaining < BUDGET_FLOOR && Date.parse(core.resetAt) > Date.now())
-    ) {
-      return report; // no token, or the budget is kept for the PRs (the next look after the reset)
-    }
+    // A forge without a token is not read; one whose budget is low waits for its reset (the PRs need it more).
+    const usable = (kind: Forge): IssueForge | null => {
+      const forge = this.forges.get(kind);
+      const budget = forge?.configured === true ? forge.budget() : null;
+      return forge?.configured !== true ||
+        (budget !== null && budget.remaining < BUDGET_FLOOR && Date.parse(budget.resetAt) > Date.now())
+        ? null
+        : forge;
+    };
     this.lastLookAt = Date.now();
     const imported = new Map<string, Imported[]>();
     for (const row of await this.requirements.importedOpen()) {
-      if (row.source.forge !== 'github') {
-        continue;
-      }
-      const repo = row.source.repository.toLowerCase();
-      imported.set(repo, [
-        ...(imported.get(repo) ?? []),
+      const key = keyOf(row.source.forge, row.source.repository);
+      imported.set(key, [
+        ...(imported.get(key) ?? []),
         { id: row.id, importedAtMs: Date.parse(row.source.importedAt), source: row.source },
       ]);
     }
     const labels = this.configuration.get('intakeLabels').map((label) => label.toLowerCase());
     const intake = labels.length > 0 ? await this.remotes.all().catch(() => []) : [];
-    const repositories = new Map<string, { owner: string; repo: string }>();
+    const repositories = new Map<string, { kind: Forge; repository: string }>();
     for (const remote of intake) {
-      repositories.set(`${remote.owner}/${remote.repo}`.toLowerCase(), remote);
+      repositories.set(keyOf(remote.forge, remotePath(remote)), { kind: remote.forge, repository: remotePath(remote) });
     }
     for (const [key, rows] of imported) {
-      const [owner, repo] = rows[0].source.repository.split('/');
-      repositories.set(key, { owner, repo });
+      repositories.set(key, { kind: rows[0].source.forge, repository: rows[0].source.repository });
     }
-    report.repositories = repositories.size;
-    const look: Look = { imports: IMPORTS_PER_LOOK, permissions: new Map() };
-    for (const [key, { owner, repo }] of repositories) {
-      if (this.stopped) {
-        break;
+    const look: Look = { imports: IMPORTS_PER_LOOK };
+    for (const [key, { kind, repository }] of repositories) {
+      const forge = usable(kind);
+      if (this.stopped || forge === null) {
+        continue;
       }
-      const where: Repository = { key, owner, repo, rows: imported.get(key) ?? [] };
+      report.repositories += 1;
+      const where: Repository = { forge, key, repository, rows: imported.get(key) ?? [] };
       try {
         await this.lookAt(where, intake.some(sameRepo(key)) ? labels : [], look, report);
       } catch (err) {
@@ -265,22 +274,22 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
    * the intake labels when the repository is one issues are taken in from (else none).
    */
   private async lookAt(where: Repository, labels: string[], look: Look, report: IssueReconcileReport): Promise<void> {
-    const { key, owner, repo, rows } = where;
+    const { forge, key, repository, rows } = where;
     // Comments from here on are the repository-wide read's; those before, each issue's own first read.
     if (!this.commentCursors.has(key)) {
       this.commentCursors.set(key, isoSeconds(this.clock.now().getTime() - CLOCK_MARGIN_MS));
     }
-    const { changed, next } = await this.changedIssues(key, owner, repo);
+    const { changed, next } = await this.changedIssues(where);
     const scan = `${key} ${JSON.stringify(labels)}`;
     if (labels.length > 0 && !this.scanned.has(scan)) {
-      changed.push(...(await this.labelled(owner, repo, labels)));
+      changed.push(...(await this.labelled(where, labels)));
     }
     // What failed before is read again by number (the cursor has moved on without it).
     const retries = this.retries.get(key) ?? new Map<number, number>();
     this.retries.set(key, retries);
     for (const number of [...retries.keys()]) {
       try {
-        changed.push(await this.github.getIssue(owner, repo, number));
+        changed.push(await forge.getIssue(repository, number));
       } catch (err) {
         this.failedAgain(key, retries, number, err as Error);
       }
@@ -289,10 +298,10 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     const fresh = rows.filter((row) => !this.covered.has(row.id)).slice(0, FRESH_PER_LOOK);
     for (const row of [...fresh]) {
       try {
-        changed.push(await this.github.getIssue(owner, repo, row.source.number));
+        changed.push(await forge.getIssue(repository, row.source.number));
       } catch (err) {
         fresh.splice(fresh.indexOf(row), 1); // read again next look
-        if (err instanceof GitHubError && (err.code === 'not_found' || err.details.status === 410)) {
+        if (err instanceof ForgeError && (err.code === 'not_found' || err.details.status === 410)) {
           this.covered.add(row.id); // deleted, or the token cannot see it: nothing of it to read
           this.logger.warn({
             issue: `${key}#${row.source.number}`,
@@ -311,10 +320,10 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     }
     report.changed += changed.length;
     let scanAgain = false;
-    const commented: Array<{ issue: GitHubIssue; fingerprint: string }> = [];
+    const commented: Array<{ issue: ForgeIssue; fingerprint: string }> = [];
     for (const issue of dedupe(changed)) {
       const id = `${key}#${issue.number}`;
-      // GitHub's times are whole seconds: what changed within one shows in the rest.
+      // The forge's times may be whole seconds: what changed within one shows in the rest.
       const fingerprint = JSON.stringify([issue.updatedAt, issue.commentCount, issue.state, issue.title, issue.labels]);
       if (this.observed.get(id) === fingerprint && !retries.has(issue.number)) {
         continue; // looked at already (the boundary of `since`, a 304's cached page)
@@ -326,7 +335,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
           await this.requirements.applyIssueState(
             mine.id,
             { labels: issue.labels, state: issue.state, title: issue.title },
-            ACTOR,
+            ACTORS[mine.source.forge],
           );
           if (this.covered.has(mine.id) && this.commentCounts.get(id) !== issue.commentCount) {
             commented.push({ fingerprint, issue });
@@ -337,7 +346,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
             scanAgain = true; // no room this look: the next one's scan finds it again
             remember = false;
           } else {
-            const made = await this.takeIn(owner, repo, issue, labels, look);
+            const made = await this.takeIn(where, issue, labels);
             look.imports -= made;
             report.imported += made;
           }
@@ -364,7 +373,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     }
     for (const row of fresh) {
       try {
-        report.comments += await this.firstComments(owner, repo, row);
+        report.comments += await this.firstComments(where, row);
       } catch (err) {
         report.failed += 1;
         this.logger.warn({ error: (err as Error).message, msg: 'issue comments not read', requirementId: row.id });
@@ -376,7 +385,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     } else {
       // Every covered one, those covered in this look too: the overlap is harmless (receipts).
       const covered = rows.filter((row) => this.covered.has(row.id));
-      const read = await this.readComments(key, owner, repo, covered).catch((err: Error) => {
+      const read = await this.readComments(where, covered).catch((err: Error) => {
         report.failed += 1;
         this.logger.warn({ error: err.message, msg: 'issue comments not read; read again', repository: key });
         return null;
@@ -425,16 +434,16 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
    * Pages move `since` forward rather than counting pages, so an issue changed meanwhile cannot
    * slip between two of them.
    */
-  private async changedIssues(
-    key: string,
-    owner: string,
-    repo: string,
-  ): Promise<{ changed: GitHubIssue[]; next: string }> {
+  private async changedIssues({
+    forge,
+    key,
+    repository,
+  }: Repository): Promise<{ changed: ForgeIssue[]; next: string }> {
     let since = this.cursors.get(key) ?? isoSeconds(this.clock.now().getTime() - CLOCK_MARGIN_MS);
     let page = 1;
-    const changed: GitHubIssue[] = [];
+    const changed: ForgeIssue[] = [];
     for (let request = 0; request < PAGES_PER_TICK; request++) {
-      const answer = await this.github.listIssuesUpdatedSince(owner, repo, since, page);
+      const answer = await forge.listIssuesUpdatedSince(repository, since, page);
       changed.push(...answer.items);
       const last = answer.lastUpdatedAt ?? since;
       if (!answer.hasNext) {
@@ -449,11 +458,11 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
   }
 
   /** Open issues that have one of the labels now (the first look after a start or a change of labels). */
-  private async labelled(owner: string, repo: string, labels: readonly string[]): Promise<GitHubIssue[]> {
-    const found: GitHubIssue[] = [];
+  private async labelled({ forge, repository }: Repository, labels: readonly string[]): Promise<ForgeIssue[]> {
+    const found: ForgeIssue[] = [];
     for (const label of labels) {
       for (let page = 1; page <= PAGES_PER_TICK; page++) {
-        const { hasNext, items } = await this.github.listIssues(owner, repo, {
+        const { hasNext, items } = await forge.listIssues(repository, {
           labels: [label],
           page,
           perPage: 100,
@@ -473,10 +482,15 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
    * A Requirement's issue's comments since its import, read on their own the first time (then
    * covered); a read that stops at its cap goes on from its last comment next look.
    */
-  private async firstComments(owner: string, repo: string, row: Imported): Promise<number> {
+  private async firstComments(where: Repository, row: Imported): Promise<number> {
     const since = this.firstCursors.get(row.id) ?? isoSeconds(fromOf(row));
-    const comments = await this.github.listIssueCommentsSince(owner, repo, row.source.number, since, COMMENTS_PER_LOOK);
-    const written = await this.deliver(owner, repo, row, row.source.number, comments);
+    const comments = await where.forge.listIssueCommentsSince(
+      where.repository,
+      row.source.number,
+      since,
+      COMMENTS_PER_LOOK,
+    );
+    const written = await this.deliver(where, row, comments);
     if (comments.length < COMMENTS_PER_LOOK) {
       this.covered.add(row.id);
       this.firstCursors.delete(row.id);
@@ -490,18 +504,19 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
    * The repository's comments written since the last read, to the covered Requirements they
    * belong to. `complete`: nothing was left (else the next look reads on from the last one).
    */
-  private async readComments(
-    key: string,
-    owner: string,
-    repo: string,
-    rows: Imported[],
-  ): Promise<{ written: number; complete: boolean }> {
+  private async readComments(where: Repository, rows: Imported[]): Promise<{ written: number; complete: boolean }> {
+    const { forge, key, repository } = where;
     const since = this.commentCursors.get(key)!;
-    const { comments, more } = await this.github.listRepositoryCommentsSince(owner, repo, since, COMMENTS_PER_LOOK);
+    const { comments, more } = await forge.listCommentsSince(
+      repository,
+      rows.map((row) => row.source.number),
+      since,
+      COMMENTS_PER_LOOK,
+    );
     let written = 0;
     for (const row of rows) {
       const own = comments.filter((c) => c.issueNumber === row.source.number);
-      written += own.length > 0 ? await this.deliver(owner, repo, row, row.source.number, own) : 0;
+      written += own.length > 0 ? await this.deliver(where, row, own) : 0;
     }
     const last = comments[comments.length - 1];
     // `since` includes its own second: the last one is read again next time, and its receipt skips it.
@@ -515,15 +530,14 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
    * before the import's second are in its description.
    */
   private async deliver(
-    owner: string,
-    repo: string,
+    { forge, repository }: Repository,
     row: Imported,
-    number: number,
-    comments: readonly GitHubIssueComment[],
+    comments: readonly ForgeIssueComment[],
   ): Promise<number> {
     const seen = await this.delivery.seenKeys(row.id, `${row.id}:issue-comment:`);
-    const me = await this.github.login().catch(() => null);
-    const name = `${owner}/${repo}#${number}`;
+    const me = await forge.login().catch(() => null);
+    const name = `${repository}#${row.source.number}`;
+    const kind = row.source.forge;
     let written = 0;
     for (const comment of comments) {
       const receiptKey = `${row.id}:issue-comment:${comment.id}`;
@@ -536,7 +550,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
         (comment.body.includes(ISSUE_WRITE_BACK_MARKER) || isOwnComment(comment.body));
       const outcome = await this.delivery.deliver({
         author: 'reviewer',
-        body: `GitHub comment by @${comment.author ?? 'ghost'} on issue ${name} (${comment.url}).\n${UNTRUSTED}\n\n${comment.body}`.slice(
+        body: `${FORGE_WORDS[kind].name} comment by @${comment.author ?? 'ghost'} on issue ${name} (${comment.url}).\n${untrusted(kind)}\n\n${comment.body}`.slice(
           0,
           LIMITS.messageLength,
         ),
@@ -551,8 +565,8 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
         },
         receiptKey,
         requirementId: row.id,
-        source: 'github',
-        triggerId: ISSUE_COMMENT_TRIGGER,
+        source: kind,
+        triggerId: ISSUE_COMMENT_TRIGGERS[kind],
       });
       written += outcome.message ? 1 : 0;
     }
@@ -562,25 +576,16 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
   /**
    * An issue with an intake label, not imported yet: a Requirement (started when asked). The label
    * counts only when whoever put it there may triage the repository (GitHub's permission: triage,
-   * write, maintain or admin), never a bot: anyone may open an issue, an issue form labels it as
-   * its author, and a labelling bot acts on the issue's own words.
+   * write, maintain or admin; GitLab: Reporter or above), never a bot: anyone may open an issue, an
+   * issue form labels it as its author, and a labelling bot acts on the issue's own words.
    */
   private async takeIn(
-    owner: string,
-    repo: string,
-    issue: GitHubIssue,
+    { forge, repository }: Repository,
+    issue: ForgeIssue,
     labels: readonly string[],
-    look: Look,
   ): Promise<number> {
-    const name = `${owner}/${repo}#${issue.number}`;
-    const labeler = await this.github.lastLabeledBy(owner, repo, issue.number, labels);
-    let trusted = false;
-    if (labeler !== null && !labeler.endsWith('[bot]')) {
-      if (!look.permissions.has(labeler)) {
-        look.permissions.set(labeler, await this.github.permissionOf(owner, repo, labeler));
-      }
-      trusted = TRIAGERS.has(look.permissions.get(labeler)!);
-    }
+    const name = `${repository}#${issue.number}`;
+    const { login: labeler, trusted } = await forge.intakeLabeler(repository, issue.number, labels);
     if (!trusted) {
       this.logger.warn({
         issue: name,
@@ -594,10 +599,10 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
         {
           numbers: [issue.number],
           provider: this.configuration.get('intakeProvider'),
-          repository: `${owner}/${repo}`,
+          repository,
           start: this.configuration.get('intakeStart') === 'start',
         },
-        ACTOR,
+        ACTORS[forge.kind],
       );
       for (const refused of notStarted) {
         this.logger.warn({
@@ -623,15 +628,20 @@ function fromOf(row: Imported): number {
 }
 
 function sameRepo(key: string): (remote: ForgeRemote) => boolean {
-  return (remote) => `${remote.owner}/${remote.repo}`.toLowerCase() === key;
+  return (remote) => keyOf(remote.forge, remotePath(remote)) === key;
+}
+
+/** A repository's key: its forge and path, lower case (the same path on two forges is two repositories). */
+function keyOf(forge: Forge, repository: string): string {
+  return `${forge}:${repository}`.toLowerCase();
 }
 
 /** One entry per issue number (the last one read wins). */
-function dedupe(issues: GitHubIssue[]): GitHubIssue[] {
+function dedupe(issues: ForgeIssue[]): ForgeIssue[] {
   return [...new Map(issues.map((issue) => [issue.number, issue])).values()];
 }
 
-/** GitHub's timestamp form (whole seconds). */
+/** The forges' `since` form (whole seconds). */
 function isoSeconds(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
 }

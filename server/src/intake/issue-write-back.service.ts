@@ -5,8 +5,9 @@ import type { ManagerEvent } from '@libs/contracts';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { RUNTIME, type Runtime } from '../core/runtime';
 import { OnCommitted } from '../events/on-committed';
-import { GITHUB_CLIENT, type GitHubClient } from '../github/github-client';
-import { GitHubError } from '../github/github.errors';
+import { ForgeError } from '../forges/forge.errors';
+import type { IssueForge } from '../forges/forge-issues';
+import { FORGE_WORDS, ForgeRegistry } from '../forges/pull-request-forge';
 import { RequirementsService } from '../requirements/requirements.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import {
@@ -18,7 +19,7 @@ import {
   writeBacksOf,
 } from './issue-write-back';
 
-/** GitHub's answers a retry may cure: the reaction is handed the events again, with backoff. */
+/** A forge's answers a retry may cure: the reaction is handed the events again, with backoff. */
 const RETRIED: ReadonlySet<string> = new Set(['rate_limited', 'timeout', 'network', 'unauthorized']);
 /** How far back a retry looks for its comment on the issue. */
 const MARK_SEARCH_MS = 7 * 24 * 3600_000;
@@ -41,7 +42,7 @@ export class IssueWriteBack {
 
   constructor(
     private readonly configuration: ConfigurationService,
-    @Inject(GITHUB_CLIENT) private readonly github: GitHubClient,
+    private readonly forges: ForgeRegistry,
     private readonly receipts: TriggerDeliveryService,
     private readonly requirements: RequirementsService,
     @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
@@ -62,7 +63,7 @@ export class IssueWriteBack {
 
   private async writeAll(events: ManagerEvent[]): Promise<void> {
     const mode = this.configuration.get('intakeWriteBack');
-    if (mode === 'off' || !this.github.configured || (this.runtime.board && !this.runtime.board.leads)) {
+    if (mode === 'off' || (this.runtime.board && !this.runtime.board.leads)) {
       return;
     }
     const owed = writeBacksOf(events, mode === 'work_and_cancel');
@@ -77,7 +78,10 @@ export class IssueWriteBack {
       }
     }
     for (const write of owed) {
-      await this.write(write);
+      const forge = this.forges.get(write.forge);
+      if (forge?.configured === true) {
+        await this.write(forge, write);
+      }
     }
   }
 
@@ -86,7 +90,7 @@ export class IssueWriteBack {
    * it. A comment tried before and not receipted (a crash or a timeout after GitHub took it) is
    * looked for on the issue by its mark first, so it is not written twice.
    */
-  private async write(write: OwedComment): Promise<void> {
+  private async write(forge: IssueForge, write: OwedComment): Promise<void> {
     const key = write.receiptKey;
     const seen = await this.receipts.seenKeys(write.requirementId, key);
     if (seen.has(key)) {
@@ -98,24 +102,24 @@ export class IssueWriteBack {
         if (!tried) {
           await this.record(write, `${key}:tried`);
         }
-        if (!tried || !(await this.onIssue(write))) {
-          await this.github.commentOnIssue(write.owner, write.repo, write.number, write.body);
+        if (!tried || !(await this.onIssue(forge, write))) {
+          await forge.commentOnIssue(write.repository, write.number, write.body);
         }
       });
     }
     if (write.close && !seen.has(`${key}:close`)) {
-      await this.step(write, 'close', () => this.github.closeIssue(write.owner, write.repo, write.number));
+      await this.step(write, 'close', () => forge.closeIssue(write.repository, write.number));
     }
     await this.record(write, key);
     this.logger.log({ action: write.action, issue: issueName(write), msg: 'wrote back to the issue' });
   }
 
-  /** One write to GitHub; receipted when it is done, or refused for good (said in the conversation). */
+  /** One write to the forge; receipted when it is done, or refused for good (said in the conversation). */
   private async step(write: OwedComment, step: 'comment' | 'close', call: () => Promise<unknown>): Promise<void> {
     try {
       await call();
     } catch (err) {
-      if (!(err instanceof GitHubError) || retried(err)) {
+      if (!(err instanceof ForgeError) || retried(err)) {
         throw err; // the reaction is handed the events again, with backoff
       }
       this.logger.warn({
@@ -129,13 +133,13 @@ export class IssueWriteBack {
       await this.receipts.deliver({
         args: { action: write.action, issue: issueName(write), reason },
         author: 'system',
-        body: `Could not write to GitHub issue ${issueName(write)} (${write.action}): ${reason}`,
+        body: `Could not write to ${FORGE_WORDS[write.forge].name} issue ${issueName(write)} (${write.action}): ${reason}`,
         code: 'github.issue_write_back_failed',
         deliverToRd: false,
         metadata: { action: write.action, issue: issueName(write), status: err.details.status ?? null, step },
         receiptKey: `${write.receiptKey}:${step}:refused`,
         requirementId: write.requirementId,
-        source: 'github',
+        source: write.forge,
         triggerId: ISSUE_WRITE_BACK_TRIGGER,
       });
     }
@@ -146,10 +150,10 @@ export class IssueWriteBack {
    * Whether the issue holds this write's comment already: its mark, in a comment of the token's
    * own login (anyone can write the mark; only the manager's counts), among the last week's.
    */
-  private async onIssue(write: OwedComment): Promise<boolean> {
-    const me = await this.github.login();
+  private async onIssue(forge: IssueForge, write: OwedComment): Promise<boolean> {
+    const me = await forge.login();
     const since = new Date(Date.now() - MARK_SEARCH_MS).toISOString().replace(/\.\d+Z$/, 'Z');
-    const comments = await this.github.listIssueCommentsSince(write.owner, write.repo, write.number, since, 1000);
+    const comments = await forge.listIssueCommentsSince(write.repository, write.number, since, 1000);
     return comments.some((comment) => comment.author === me && comment.body.includes(markerOf(write.receiptKey)));
   }
 
@@ -162,7 +166,7 @@ export class IssueWriteBack {
  * What a retry may cure: GitHub down, slow or out of budget, and a token it rejects (the person
  * fixes it; nothing is lost meanwhile). Any other refusal (403, 404, 410, 422) is for good.
  */
-function retried(err: GitHubError): boolean {
+function retried(err: ForgeError): boolean {
   return (
     RETRIED.has(err.code) || (err.code === 'failed' && (err.details.status === undefined || err.details.status >= 500))
   );

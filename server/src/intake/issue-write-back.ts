@@ -1,4 +1,4 @@
-import type { ManagerEvent, Requirement } from '@libs/contracts';
+import { FORGE_SIGNS, type Forge, type ManagerEvent, type Requirement } from '@libs/contracts';
 
 /**
  * What Agent Manager writes to an issue its Requirement was imported from (issue 49 §3): pure
@@ -20,8 +20,9 @@ export interface OwedComment {
   action: IssueWriteBackAction;
   /** The receipt that makes it once, across restarts and runners. */
   receiptKey: string;
-  owner: string;
-  repo: string;
+  forge: Forge;
+  /** `owner/repo`, or GitLab's project path. */
+  repository: string;
   number: number;
   body: string;
   close: boolean;
@@ -32,9 +33,9 @@ export function markerOf(receiptKey: string): string {
   return `${ISSUE_WRITE_BACK_MARKER} ${receiptKey} -->`;
 }
 
-/** `acme/widgets#12`. */
-export function issueName(w: Pick<OwedComment, 'owner' | 'repo' | 'number'>): string {
-  return `${w.owner}/${w.repo}#${w.number}`;
+/** `acme/widgets#12` (GitLab writes issues with `#` too). */
+export function issueName(w: Pick<OwedComment, 'repository' | 'number'>): string {
+  return `${w.repository}#${w.number}`;
 }
 
 /** The comments these events owe; `withCancel`: a cancellation is written too. */
@@ -83,21 +84,23 @@ export function writeBacksOf(events: readonly ManagerEvent[], withCancel: boolea
  */
 export function pullRequestWriteBack(
   requirement: Pick<Requirement, 'id' | 'source'>,
-  pullRequest: { id: string; repository: string; number: number },
+  pullRequest: { id: string; forge: Forge; repository: string; number: number },
 ): OwedComment | null {
   if (
     requirement.source === null ||
+    pullRequest.forge !== requirement.source.forge ||
     pullRequest.repository.toLowerCase() !== requirement.source.repository.toLowerCase()
   ) {
     return null;
   }
+  const what = pullRequest.forge === 'gitlab' ? 'merge request' : 'pull request';
   const owed: OwedComment[] = [];
   push(
     owed,
     requirement,
     'pull_request',
     'pull_request',
-    `Agent Manager opened pull request #${pullRequest.number} for this issue.`,
+    `Agent Manager opened ${what} ${FORGE_SIGNS[pullRequest.forge]}${pullRequest.number} for this issue.`,
   );
   return owed[0] ?? null;
 }
@@ -110,18 +113,17 @@ function push(
   text: string,
 ): void {
   const source = requirement.source;
-  if (source === null || source.forge !== 'github') {
+  if (source === null) {
     return;
   }
-  const [owner, repo] = source.repository.split('/');
   owed.push({
     action,
     body: `${text}\n\n${markerOf(`${requirement.id}:${key}`)}`,
     close: action === 'landed',
+    forge: source.forge,
     number: source.number,
-    owner,
     receiptKey: `${requirement.id}:${key}`,
-    repo,
+    repository: source.repository,
     requirementId: requirement.id,
   });
 }

@@ -134,18 +134,17 @@ function forgeOfHost(url: string, hosts: ForgeHosts): Forge | null {
   return hosts.gitlab?.includes(host) ? 'gitlab' : null;
 }
 
-/** Where a GitLab project may live: gitlab.com, and the configured API's host (self-hosted, tests). */
+/**
+ * Where a GitLab project may live: the configured API's host only (gitlab.com by default). A
+ * self-hosted instance's token must never go to gitlab.com, nor gitlab.com's to another host, so
+ * a remote on any other GitLab is nobody's here.
+ */
 export function gitLabHosts(gitlabApiUrl: string): string[] {
-  const hosts = ['gitlab.com'];
   try {
-    const api = new URL(gitlabApiUrl).hostname.toLowerCase();
-    if (!hosts.includes(api)) {
-      hosts.push(api);
-    }
+    return [new URL(gitlabApiUrl).hostname.toLowerCase()];
   } catch {
-    // An unparsable gitlabApiUrl: only gitlab.com.
+    return []; // an unparsable gitlabApiUrl: no GitLab remote at all
   }
-  return hosts;
 }
 
 /** Where a GitHub repository may live: github.com, and the configured API's host (GitHub Enterprise, tests). */

@@ -261,6 +261,10 @@ export class LandingPullRequests {
           : `Closes ${source.repository.toLowerCase() === repository.toLowerCase() ? '' : source.repository}#${source.number}`;
     const text = [about, summary === '' ? '' : `## Summary\n\n${summary}`].filter((part) => part !== '').join('\n\n');
     const footer = `Requirement ${requirement.id}, opened by Agent Manager.`;
-    return `${text.length > BODY_MAX ? `${text.slice(0, BODY_MAX)}…` : text}${text === '' ? '' : '\n\n---\n'}${footer}`;
+    const cut = text.length > BODY_MAX ? `${text.slice(0, BODY_MAX)}…` : text;
+    // GitLab runs a line that starts with `/` as a quick action (label, assign, retarget…) under
+    // the person's token: the agent's words must not. A backslash keeps the line as text.
+    const inert = remote.forge === 'gitlab' ? cut.replace(/^(\s*)\//gm, '$1\\/') : cut;
+    return `${inert}${text === '' ? '' : '\n\n---\n'}${footer}`;
   }
 }

@@ -84,18 +84,18 @@ export class MessagesRepository {
       .getOne();
   }
 
-  /** The latest message with a system code after `afterSequence`, or null (an index range of one conversation). */
+  /** The latest message with one of the system codes after `afterSequence`, or null (an index range of one conversation). */
   latestWithCode(
     requirementId: string,
-    code: NonNullable<RequirementMessageEntity['code']>,
+    codes: ReadonlyArray<NonNullable<RequirementMessageEntity['code']>>,
     afterSequence: number,
   ): Promise<RequirementMessageEntity | null> {
     return this.database
       .read(RequirementMessageEntity)
       .createQueryBuilder('m')
-      .where('m.requirement_id = :requirementId AND m.sequence > :afterSequence AND m.code = :code', {
+      .where('m.requirement_id = :requirementId AND m.sequence > :afterSequence AND m.code IN (:...codes)', {
         afterSequence,
-        code,
+        codes,
         requirementId,
       })
       .orderBy('m.sequence', 'DESC')

@@ -141,14 +141,14 @@ export class MessagesService {
     return this.repository.latestOf(requirementId, author);
   }
 
-  /** The latest message with a system code among the last `window` messages, or null. */
+  /** The latest message with one of the system codes among the last `window` messages, or null. */
   latestWithCode(
     requirementId: string,
-    code: NonNullable<RequirementMessageEntity['code']>,
+    codes: ReadonlyArray<NonNullable<RequirementMessageEntity['code']>>,
     lastSequence: number,
     window: number,
   ): Promise<RequirementMessageEntity | null> {
-    return this.repository.latestWithCode(requirementId, code, lastSequence - window);
+    return this.repository.latestWithCode(requirementId, codes, lastSequence - window);
   }
 
   /** The conversation in ascending sequence, a page at a time. */

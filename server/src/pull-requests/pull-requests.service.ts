@@ -65,12 +65,20 @@ export class PullRequestsService {
 
   async register(dto: RegisterPullRequestDto, caller: AgentCaller, actor: EventActor): Promise<PullRequestResponseDto> {
     assertInScope(caller, { requirementId: dto.requirementId });
-    if ((dto.forge ?? 'github') === 'github' && dto.repository.split('/').length !== 2) {
+    // A merge request's address says GitLab: an agent that names no forge is not taken for GitHub.
+    const urlForge = /\/-\/merge_requests\/\d+(?:[/?#]|$)/.test(dto.url) ? 'gitlab' : 'github';
+    if (dto.forge !== undefined && dto.forge !== urlForge) {
+      throw invalid(
+        'forge_mismatch',
+        `${dto.url} is not a ${dto.forge === 'gitlab' ? 'merge' : 'pull'} request address`,
+      );
+    }
+    const forge = dto.forge ?? urlForge;
+    if (forge === 'github' && dto.repository.split('/').length !== 2) {
       throw invalid('invalid_repository', `a GitHub repository is owner/name (got ${dto.repository})`);
     }
     const result = await this.database.write(async (tx) => {
       const { requirement, session } = await this.requirements.loadForWrite(tx, dto.requirementId);
-      const forge = dto.forge ?? 'github';
       const repositoryKey = dto.repository.toLowerCase();
       const existing = await this.repository.findByKeyIn(tx, forge, repositoryKey, dto.number);
       if (existing && existing.requirementId !== requirement.id) {

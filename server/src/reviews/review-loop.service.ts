@@ -157,7 +157,8 @@ export class ReviewLoopService {
   /** Whether a PR needs a round now; takes the (PR, head) receipt when it does. */
   private async due(tx: UnitOfWork, pr: PullRequestEntity): Promise<boolean> {
     const ended = pr.autoReviewState === 'clean' || pr.autoReviewState === 'max_rounds';
-    if (pr.status !== 'open' || ended || pr.autoReviewHeadSha === pr.headSha) {
+    // The reviewer works through `gh` with the GitHub token: a GitLab MR gets no round.
+    if (pr.forge !== 'github' || pr.status !== 'open' || ended || pr.autoReviewHeadSha === pr.headSha) {
       return false;
     }
     // One review per PR: its end considers the loop again. (A `reviewing` PR without one lost

@@ -147,6 +147,13 @@ export class ReviewsService implements BeforeApplicationShutdown, OnApplicationB
       if (!pullRequest) {
         throw notFound('pull_request_not_found', `Pull request ${pullRequestId} not found`);
       }
+      if (pullRequest.forge !== 'github') {
+        // The reviewer reads and publishes with `gh` and the person's GitHub token: never on another forge's request.
+        throw conflict(
+          'review_unsupported_forge',
+          `${pullRequest.repository}!${pullRequest.number} is a GitLab merge request; AI review works on GitHub pull requests only`,
+        );
+      }
       if (pullRequest.status !== 'open') {
         throw conflict(
           'pull_request_not_open',

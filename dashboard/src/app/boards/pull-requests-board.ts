@@ -37,7 +37,9 @@ import { BoardFilter, BoardFilterState } from './board-filter';
             @for (pr of col.items; track pr.id) {
               <li class="card" [attr.data-pull-request-id]="pr.id">
                 <div class="title">
-                  <a [href]="pr.url" target="_blank" rel="noopener noreferrer">{{ pr.repository }}#{{ pr.number }}</a>
+                  <a [href]="pr.url" target="_blank" rel="noopener noreferrer"
+                    >{{ pr.repository }}{{ pr.forge === 'gitlab' ? '!' : '#' }}{{ pr.number }}</a
+                  >
                   {{ pr.title }}
                 </div>
                 <div class="meta">

@@ -17,7 +17,9 @@ import { PullRequestsStore } from '../core/stores/pull-requests-store';
       @for (pr of pullRequests(); track pr.id) {
         <li [attr.data-pull-request-id]="pr.id">
           <div class="row">
-            <a [href]="pr.url" target="_blank" rel="noopener noreferrer">{{ pr.repository }}#{{ pr.number }}</a>
+            <a [href]="pr.url" target="_blank" rel="noopener noreferrer"
+              >{{ pr.repository }}{{ pr.forge === 'gitlab' ? '!' : '#' }}{{ pr.number }}</a
+            >
             <span class="badge">{{ t(keyOf('pr', pr.status)) }}</span>
             @if (reviews().get(pr.id); as review) {
               <span

@@ -390,7 +390,7 @@ export class UpdateConfigurationDto implements Partial<ConfigurationValues> {
 
   @OptionalTextList({
     description:
-      "Labels that take an issue in: an issue of the workspace's GitHub repositories that has or gains one becomes a Requirement (none: no automatic intake)",
+      "Labels that take an issue in: an issue of the workspace's GitHub or GitLab repositories that has or gains one becomes a Requirement (none: no automatic intake)",
     max: 20,
     maxLength: 50,
     pattern: /^[^,\u0000-\u001f]+$/,

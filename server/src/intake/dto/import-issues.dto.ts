@@ -14,17 +14,18 @@ export const IMPORT_MAX_ISSUES = 20;
  */
 export class ImportIssuesDto extends OmitType(CreateRequirementDto, ['title', 'description'] as const) {
   @OptionalText({
-    description: "An issue's web address (https://github.com/OWNER/REPO/issues/12); or repository and numbers",
+    description:
+      "An issue's web address (https://github.com/OWNER/REPO/issues/12, https://gitlab.com/GROUP/PROJECT/-/issues/12); or repository and numbers",
     max: 2000,
     min: 1,
   })
   url?: string;
 
   @OptionalText({
-    description: 'OWNER/REPO, one of the workspace’s remotes (with numbers)',
-    max: 200,
+    description: 'OWNER/REPO (GitLab: the project’s path), one of the workspace’s remotes (with numbers)',
+    max: 255,
     min: 3,
-    pattern: /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/,
+    pattern: /^[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+){1,20}$/,
   })
   repository?: string;
 

@@ -1,10 +1,10 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-import type { RequirementSource } from '@libs/contracts';
+import { FORGES, type Forge, type RequirementSource } from '@libs/contracts';
 
 export class RequirementSourceDto implements RequirementSource {
-  @ApiProperty({ enum: ['github'] }) forge!: 'github';
-  @ApiProperty({ description: 'owner/repo' }) repository!: string;
+  @ApiProperty({ enum: FORGES }) forge!: Forge;
+  @ApiProperty({ description: "owner/repo; GitLab: the project's full path" }) repository!: string;
   @ApiProperty() number!: number;
   @ApiProperty({ description: "The issue's web page" }) url!: string;
   @ApiProperty({ description: "The issue's title at the import" }) title!: string;

@@ -15,6 +15,8 @@ export class PullRequestForge1766547000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
+    // The older schema knows GitHub only: GitLab's requests cannot stay (they would become GitHub's and collide).
+    await q.query("DELETE FROM pull_request WHERE forge <> 'github'");
     await q.query('DROP INDEX idx_pull_request_identity');
     await q.query('CREATE UNIQUE INDEX idx_pull_request_identity ON pull_request (repository_key, number)');
     await q.query('ALTER TABLE pull_request DROP COLUMN forge');
