@@ -326,6 +326,14 @@ describe('GitLab as a forge', () => {
     gitlab.addNote(PROJECT, 4, 'frank', 'still conflicting?');
     await reconcile();
     expect((await fromGitLab(own.requirement.id)).filter((m) => m.code === 'gitlab.conflict')).toHaveLength(1);
+
+    // A push that ran no pipeline ([ci skip], rules): GitLab keeps the old head pipeline, which is
+    // not this head's failure to report.
+    gitlab.setConflicts(PROJECT, 4, false);
+    gitlab.push(PROJECT, 4);
+    gitlab.settle(PROJECT, 4);
+    await reconcile();
+    expect((await fromGitLab(own.requirement.id)).filter((m) => m.code === 'gitlab.ci_failed')).toHaveLength(1);
   });
 
   it('keeps going when one merge request cannot be read, and a spent budget or a bad token skips the tick without losing anything', async () => {
@@ -551,7 +559,7 @@ describe('GitLab client', () => {
     const failed = [...(await client().fetchPullRequests([{ number: 2, repository: PROJECT }])).values()][0];
     expect(failed.kind === 'snapshot' && failed.checkRuns.map((run) => run.name)).toEqual(['endless']);
     const tail = failed.kind === 'snapshot' ? (failed.checkRuns[0].logTail ?? '') : '';
-    expect(tail.endsWith('[… the log is longer: read it on GitLab]')).toBe(true);
+    expect(tail.endsWith('[… the log was cut here, before its end: read the rest on GitLab]')).toBe(true);
     expect(tail.length).toBeLessThan(4_100);
     // A pipeline that failed in a child pipeline (no failed job of its own) is told as itself.
     gitlab.addPipeline(PROJECT, 2, { jobs: [{ name: 'trigger', status: 'success' }], status: 'failed' });
@@ -633,7 +641,7 @@ describe('landing a Requirement as a GitLab merge request', () => {
     const readiness = await ok(apiClient(manager.url).GET('/api/landing/readiness'));
     expect(readiness).toEqual({ available: true, missing: null, reason: null, remote: `${gitlab.url}/${PROJECT}.git` });
     const requirement = await createRequirement(withApi(), {
-      description: 'Rate-limit the public endpoints.',
+      description: 'Rate-limit the public endpoints.\n/assign @someone\n  /label ~urgent',
       title: 'Add rate limiting',
     });
     await startRun(
@@ -663,6 +671,9 @@ describe('landing a Requirement as a GitLab merge request', () => {
       title: 'Add rate limiting',
     });
     expect(opened.description).toContain('Rate-limit the public endpoints.');
+    // Lines GitLab would run as quick actions under the person's token stay text.
+    expect(opened.description).toContain('\n\\/assign @someone\n  \\/label ~urgent');
+    expect(opened.description).not.toMatch(/^\s*\/(assign|label)/m);
     expect(opened.description).toContain(`Requirement ${requirement.id}`);
     expect(landed.pullRequest).toMatchObject({
       forge: 'gitlab',

@@ -2201,6 +2201,11 @@ export interface components {
             /** @description Requirements this one waits for (no cycles) */
             dependsOn?: components["schemas"]["DependencyInputDto"][];
             /**
+             * @description With repository: its forge, when the same path is a remote on both (default: the one remote that has it)
+             * @enum {string}
+             */
+            forge?: "github" | "gitlab";
+            /**
              * @description worktree: its own git worktree and branch (needs a git workspace); in_place: the person's checkout. Default: the configuration's isolation
              * @enum {string}
              */
@@ -2336,7 +2341,7 @@ export interface components {
              * @description What a message Agent Manager wrote itself says, for a client that writes it in the reader's language; null on people's and agents' messages (and on older ones). Unknown codes: show `body`.
              * @enum {string|null}
              */
-            code: "run.failed" | "run.timed_out" | "run.manager_stopped" | "budget.reached" | "budget.reached_ancestor" | "dependency.met" | "dependency.cancelled" | "timer.fired" | "github.pr_status" | "github.pr_head" | "github.ci_failed" | "github.conflict" | "github.issue_write_back_failed" | "gitlab.mr_status" | "gitlab.mr_head" | "gitlab.ci_failed" | "gitlab.conflict" | "review.failed" | "review.cancelled" | "review_loop.clean" | "review_loop.max_rounds" | "landing.conflict" | "landing.rebase_requested" | "requirement.moved" | "requirement.rewound" | null;
+            code: "run.failed" | "run.timed_out" | "run.manager_stopped" | "budget.reached" | "budget.reached_ancestor" | "dependency.met" | "dependency.cancelled" | "timer.fired" | "github.pr_status" | "github.pr_head" | "github.ci_failed" | "github.conflict" | "github.issue_write_back_failed" | "gitlab.mr_status" | "gitlab.mr_head" | "gitlab.ci_failed" | "gitlab.conflict" | "gitlab.issue_write_back_failed" | "review.failed" | "review.cancelled" | "review_loop.clean" | "review_loop.max_rounds" | "landing.conflict" | "landing.rebase_requested" | "requirement.moved" | "requirement.rewound" | null;
             createdAt: string;
             /** @description Whether the RD agent must consume it */
             deliverToRd: boolean;
@@ -4837,6 +4842,8 @@ export interface operations {
             query?: {
                 /** @description OWNER/REPO (GitLab: the project's path), one of the workspace's GitHub or GitLab remotes (default: origin's, else the first) */
                 repository?: string;
+                /** @description With repository: its forge, when the same path is a remote on both */
+                forge?: "github" | "gitlab";
                 /** @description open (default), closed or all */
                 state?: "open" | "closed" | "all";
                 /** @description Labels, comma-separated: issues with all of them */

@@ -67,6 +67,7 @@ export const SYSTEM_MESSAGE_CODES = [
   'gitlab.mr_head',
   'gitlab.ci_failed',
   'gitlab.conflict',
+  'gitlab.issue_write_back_failed',
   'review.failed',
   'review.cancelled',
   'review_loop.clean',

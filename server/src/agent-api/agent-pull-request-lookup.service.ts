@@ -8,7 +8,7 @@ import { ConfigurationService } from '../core/configuration/configuration.servic
 import { conflict, invalid, notFound, unavailable } from '../core/errors/domain-error';
 import { ForgeError } from '../forges/forge.errors';
 import { FORGE_WORDS, ForgeRegistry } from '../forges/pull-request-forge';
-import { gitLabHosts } from '../landing/forge-remote';
+import { gitLabHosts, hostOf } from '../landing/forge-remote';
 import type { PullRequestLookupResponseDto } from './dto/pull-request-lookup.dto';
 
 /**
@@ -68,13 +68,5 @@ export class AgentPullRequestLookup {
       }
       throw unavailable(`${ref.forge}_unavailable`, `${name} lookup of ${label} failed: ${(err as Error).message}`);
     }
-  }
-}
-
-function hostOf(url: string): string {
-  try {
-    return new URL(url).hostname.toLowerCase();
-  } catch {
-    return '';
   }
 }

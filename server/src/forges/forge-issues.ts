@@ -37,6 +37,8 @@ export interface ForgeIssueComment {
   author: string | null;
   body: string;
   createdAt: string;
+  /** When it was last edited, where the forge says (GitLab). */
+  updatedAt?: string;
   url: string;
 }
 
@@ -85,12 +87,14 @@ export interface IssueForge {
   /**
    * Who put the one of `labels` (case aside) the issue still has, and whether that label counts:
    * its labeler may triage the repository (GitHub: triage, write, maintain, admin; GitLab:
-   * Reporter or above) and is no bot. Throws ForgeError.
+   * Reporter or above) and is no bot. `trustedCache` (one per look) keeps what was found per
+   * login, so a look asks about each labeller once. Throws ForgeError.
    */
   intakeLabeler(
     repository: string,
     number: number,
     labels: readonly string[],
+    trustedCache: Map<string, boolean>,
   ): Promise<{ login: string | null; trusted: boolean }>;
   /** Writes a comment on an issue, never re-sent by the client. Throws ForgeError. */
   commentOnIssue(repository: string, number: number, body: string): Promise<unknown>;

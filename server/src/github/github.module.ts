@@ -28,12 +28,15 @@ export function gitHubForge(github: GitHubClient): ForgeClient {
     fetchPullRequests: (refs) => github.fetchPullRequests(refs),
     getIssue: (repository, number) => github.getIssue(...split(repository), number),
     // A label counts when whoever put it there may triage the repository and is no bot.
-    intakeLabeler: async (repository, number, labels) => {
+    intakeLabeler: async (repository, number, labels, trustedCache) => {
       const login = await github.lastLabeledBy(...split(repository), number, labels);
       if (login === null || login.endsWith('[bot]')) {
         return { login, trusted: false };
       }
-      return { login, trusted: TRIAGERS.has(await github.permissionOf(...split(repository), login)) };
+      if (!trustedCache.has(login)) {
+        trustedCache.set(login, TRIAGERS.has(await github.permissionOf(...split(repository), login)));
+      }
+      return { login, trusted: trustedCache.get(login) === true };
     },
     kind: 'github',
     // GitHub lists a whole repository's comments in one read: each caller picks its issues' own.

@@ -66,6 +66,8 @@ const LOG_TAIL_CHARS = 4_000;
 const LOG_KEEP_BYTES = 64 * 1024;
 /** A job's log is read no further than this (a job can print without end). */
 const LOG_READ_BYTES = 20 * 1024 * 1024;
+/** Said after a log whose reading stopped before its end (its size or its slowness). */
+const LOG_CUT = '[… the log was cut here, before its end: read the rest on GitLab]';
 /** Job log tails remembered (a finished job's log does not change). */
 const LOG_CACHE_SIZE = 200;
 /** Pages of discussions read per merge request (100 each): the newest are kept from these. */
@@ -199,7 +201,7 @@ export class GitLabClient implements PullRequestForge, IssueForge {
     number: number,
     max: number,
   ): Promise<{ comments: ForgeIssueComment[]; more: boolean }> {
-    const { comments, more } = await this.notes(repository, number, 'created_at', null, max);
+    const { comments, more } = await this.notes(repository, number, null, max);
     return { comments, more };
   }
 
@@ -209,7 +211,7 @@ export class GitLabClient implements PullRequestForge, IssueForge {
     since: string,
     max: number,
   ): Promise<ForgeIssueComment[]> {
-    return (await this.notes(repository, number, 'updated_at', since, max)).comments;
+    return (await this.notes(repository, number, since, max)).comments;
   }
 
   /**
@@ -224,25 +226,27 @@ export class GitLabClient implements PullRequestForge, IssueForge {
     max: number,
   ): Promise<{ comments: RepositoryComment[]; more: boolean }> {
     const all: RepositoryComment[] = [];
-    let complete: string | null = null;
+    let complete: number | null = null;
     for (const number of numbers) {
-      const read = await this.notes(repository, number, 'updated_at', since, max);
+      const read = await this.notes(repository, number, since, max);
       all.push(...read.comments.map((comment) => ({ ...comment, issueNumber: number })));
-      const last = read.comments.at(-1)?.updatedAt ?? since;
+      const last = Date.parse(read.comments.at(-1)?.updatedAt ?? since);
       if (read.more && (complete === null || last < complete)) {
         complete = last;
       }
     }
-    const sorted = all.sort((a, b) => (a.updatedAt < b.updatedAt ? -1 : a.updatedAt > b.updatedAt ? 1 : a.id - b.id));
+    const at = (comment: RepositoryComment) => Date.parse(comment.updatedAt);
+    const sorted = all.sort((a, b) => at(a) - at(b) || a.id - b.id);
     return complete === null
       ? { comments: sorted, more: false }
-      : { comments: sorted.filter((comment) => comment.updatedAt <= complete), more: true };
+      : { comments: sorted.filter((comment) => at(comment) <= complete), more: true };
   }
 
   async intakeLabeler(
     repository: string,
     number: number,
     labels: readonly string[],
+    trustedCache: Map<string, boolean>,
   ): Promise<{ login: string | null; trusted: boolean }> {
     const project = encodeProject(repository);
     const events: GitLabLabelEvent[] = [];
@@ -268,16 +272,27 @@ export class GitLabClient implements PullRequestForge, IssueForge {
     if (user === null) {
       return { login: null, trusted: false };
     }
+    const cached = trustedCache.get(user.username);
+    if (cached !== undefined) {
+      return { login: user.username, trusted: cached };
+    }
+    const trusted = await this.mayTriage(project, user);
+    trustedCache.set(user.username, trusted);
+    return { login: user.username, trusted };
+  }
+
+  /** Reporter or more of the project, and no bot (GitLab's flag, or a project or group bot's name when a private profile hides it). */
+  private async mayTriage(project: string, user: GitLabUser): Promise<boolean> {
     const account = await this.json<GitLabUser>('GET', `/users/${user.id}`);
-    if (account.bot === true) {
-      return { login: user.username, trusted: false };
+    if (account.bot === true || /^(project|group)_\d+_bot(_|$)/.test(user.username)) {
+      return false;
     }
     try {
       const member = await this.json<GitLabMember>('GET', `/projects/${project}/members/all/${user.id}`);
-      return { login: user.username, trusted: member.access_level >= TRIAGE_ACCESS };
+      return member.access_level >= TRIAGE_ACCESS;
     } catch (err) {
       if (err instanceof ForgeError && err.code === 'not_found') {
-        return { login: user.username, trusted: false }; // not a member at all
+        return false; // not a member at all
       }
       throw err;
     }
@@ -294,45 +309,64 @@ export class GitLabClient implements PullRequestForge, IssueForge {
   }
 
   /**
-   * An issue's notes in `order` (oldest first), GitLab's own system notes left out, those updated
-   * at or after `since` when given; at most `max` (`more`: there were others).
+   * An issue's notes, GitLab's own system notes left out, oldest first. Without `since`: the first
+   * ones by creation. With `since`: those updated at or after it, read newest first (GitLab's notes
+   * take no `since`) back to it, so a long history before it costs nothing; at most `max`, the
+   * oldest of them (`more`: there were others). A history past NOTE_PAGES newer than `since` is
+   * read from its newest end and the older rest left (said in the log), never stuck on.
    */
   private async notes(
     repository: string,
     number: number,
-    order: 'created_at' | 'updated_at',
     since: string | null,
     max: number,
   ): Promise<{ comments: Array<ForgeIssueComment & { updatedAt: string }>; more: boolean }> {
     const url = `${this.webRoot}/${repository}/-/issues/${number}`;
+    const from = since === null ? null : Date.parse(since);
     const comments: Array<ForgeIssueComment & { updatedAt: string }> = [];
     let page = '1';
-    for (let read = 0; read < NOTE_PAGES && page !== ''; read++) {
+    let reachedSince = false;
+    for (let read = 0; read < NOTE_PAGES && page !== '' && !reachedSince; read++) {
       const answer = await this.page<GitLabNote>(`/projects/${encodeProject(repository)}/issues/${number}/notes`, {
-        order_by: order,
+        order_by: from === null ? 'created_at' : 'updated_at',
         page,
         per_page: '100',
-        sort: 'asc',
+        sort: from === null ? 'asc' : 'desc',
       });
       for (const note of answer.items) {
-        if (note.system || (since !== null && (note.updated_at ?? note.created_at) < since)) {
-          continue;
+        const updatedAt = note.updated_at ?? note.created_at;
+        if (from !== null && Date.parse(updatedAt) < from) {
+          reachedSince = true;
+          break;
         }
-        if (comments.length === max) {
-          return { comments, more: true };
+        if (!note.system) {
+          comments.push({
+            author: note.author?.username ?? null,
+            body: note.body ?? '',
+            createdAt: note.created_at,
+            id: note.id,
+            updatedAt,
+            url: `${url}#note_${note.id}`,
+          });
         }
-        comments.push({
-          author: note.author?.username ?? null,
-          body: note.body ?? '',
-          createdAt: note.created_at,
-          id: note.id,
-          updatedAt: note.updated_at ?? note.created_at,
-          url: `${url}#note_${note.id}`,
-        });
+        if (from === null && comments.length > max) {
+          return { comments: comments.slice(0, max), more: true };
+        }
       }
       page = answer.next;
     }
-    return { comments, more: page !== '' };
+    if (from !== null && !reachedSince && page !== '') {
+      this.logger.warn({
+        issue: `${repository}#${number}`,
+        msg: 'GitLab notes past the read limit left unread',
+        since,
+      });
+    }
+    if (from === null) {
+      return { comments, more: page !== '' };
+    }
+    const oldestFirst = comments.reverse();
+    return { comments: oldestFirst.slice(0, max), more: oldestFirst.length > max };
   }
 
   async fetchPullRequestSummaries(
@@ -452,8 +486,7 @@ export class GitLabClient implements PullRequestForge, IssueForge {
         );
       }
     }
-    // GitLab's own pick: the latest pipeline of the head, a merged-results pipeline's merge commit included.
-    const pipeline = mr.head_pipeline ?? null;
+    const pipeline = await this.headPipelineOf(ref, mr);
     const checkRuns = pipeline?.status === 'failed' ? await this.failedJobs(ref.repository, pipeline) : [];
     return {
       ...summaryOf(ref, mr),
@@ -469,6 +502,26 @@ export class GitLabClient implements PullRequestForge, IssueForge {
       title: mr.title,
       url: mr.web_url,
     };
+  }
+
+  /**
+   * The MR's head pipeline when it ran on the current head: GitLab keeps the last one after a push
+   * that ran none (`[ci skip]`, rules), which is not this head's. A merged-results or merge-train
+   * pipeline ran on a merge commit: it counts when that commit's parents include the head.
+   */
+  private async headPipelineOf(ref: PullRequestRef, mr: GitLabMergeRequest): Promise<GitLabPipeline | null> {
+    const pipeline = mr.head_pipeline ?? null;
+    if (pipeline === null || mr.sha === null || pipeline.sha === mr.sha) {
+      return pipeline;
+    }
+    if (!new RegExp(`^refs/merge-requests/${mr.iid}/(merge|train)$`).test(pipeline.ref ?? '')) {
+      return null;
+    }
+    const commit = await this.json<{ parent_ids?: string[] }>(
+      'GET',
+      `/projects/${encodeProject(ref.repository)}/repository/commits/${encodeURIComponent(pipeline.sha)}`,
+    ).catch(() => null);
+    return commit?.parent_ids?.includes(mr.sha) === true ? pipeline : null;
   }
 
   /**
@@ -556,6 +609,9 @@ export class GitLabClient implements PullRequestForge, IssueForge {
     if (cached !== undefined) {
       return cached;
     }
+    if (this.limit && this.limit.remaining <= 0 && this.limit.resetAt > Date.now()) {
+      throw new ForgeError('rate_limited', 'GitLab rate limit spent: the job log is read after it resets');
+    }
     const url = `${this.baseUrl}/projects/${encodeProject(project)}/jobs/${jobId}/trace`;
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), this.settings.timeoutMs);
@@ -589,6 +645,10 @@ export class GitLabClient implements PullRequestForge, IssueForge {
         }
       }
     } catch (err) {
+      if (controller.signal.aborted && kept.length > 0) {
+        // Too slow to send whole: what came is told (and remembered, so the next look does not wait again).
+        return this.remember(cacheKey, `${tailOf(kept.toString('utf8'))}\n${LOG_CUT}`);
+      }
       throw err instanceof ForgeError
         ? err
         : controller.signal.aborted
@@ -597,8 +657,10 @@ export class GitLabClient implements PullRequestForge, IssueForge {
     } finally {
       clearTimeout(timer);
     }
-    const tail =
-      tailOf(kept.toString('utf8')) + (read >= LOG_READ_BYTES ? '\n[… the log is longer: read it on GitLab]' : '');
+    return this.remember(cacheKey, tailOf(kept.toString('utf8')) + (read >= LOG_READ_BYTES ? `\n${LOG_CUT}` : ''));
+  }
+
+  private remember(cacheKey: string, tail: string): string {
     this.logTails.set(cacheKey, tail);
     if (this.logTails.size > LOG_CACHE_SIZE) {
       this.logTails.delete(this.logTails.keys().next().value!);

@@ -12,7 +12,14 @@ import { readWebhookBody } from '../github/webhook-body';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 
 /** Events that name merge requests or issues (see `affected`); every other event is acknowledged, never parsed. */
-const HANDLED_EVENTS = new Set(['Issue Hook', 'Merge Request Hook', 'Note Hook', 'Pipeline Hook']);
+const HANDLED_EVENTS = new Set([
+  'Confidential Issue Hook',
+  'Confidential Note Hook',
+  'Issue Hook',
+  'Merge Request Hook',
+  'Note Hook',
+  'Pipeline Hook',
+]);
 
 export interface GitLabWebhookDelivery {
   event: string | undefined;
@@ -132,12 +139,14 @@ export class GitLabWebhookService {
         iid = attributes.iid;
         break;
       case 'Note Hook':
+      case 'Confidential Note Hook':
         if (attributes.noteable_type === 'Issue') {
           this.issueActivity.next(project);
         }
         iid = attributes.noteable_type === 'MergeRequest' ? payload.merge_request?.iid : null;
         break;
       case 'Issue Hook':
+      case 'Confidential Issue Hook':
         this.issueActivity.next(project);
         return [];
       case 'Pipeline Hook':

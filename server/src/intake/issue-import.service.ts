@@ -76,8 +76,8 @@ export class IssueImport {
   }
 
   private async importNow(body: ImportIssuesDto, actor: EventActor): Promise<ImportOutcome> {
-    const { numbers, repository, start, url, ...options } = body;
-    const refs = await this.refsOf({ numbers, repository, url });
+    const { forge, numbers, repository, start, url, ...options } = body;
+    const refs = await this.refsOf({ forge, numbers, repository, url });
     const imported = await this.requirements.importedAsMany(refs.map((ref) => ref.key));
     for (const ref of refs) {
       const existing = imported.get(ref.key);
@@ -131,15 +131,15 @@ export class IssueImport {
   }
 
   /** The issues asked for, each of a repository among the workspace's GitHub or GitLab remotes; 400 otherwise. */
-  private async refsOf(asked: Pick<ImportIssuesDto, 'numbers' | 'repository' | 'url'>): Promise<IssueRef[]> {
-    let wanted: { host: string | null; repository: string; numbers: number[] };
+  private async refsOf(asked: Pick<ImportIssuesDto, 'forge' | 'numbers' | 'repository' | 'url'>): Promise<IssueRef[]> {
+    let wanted: { forge?: Forge; host: string | null; repository: string; numbers: number[] };
     if (asked.url !== undefined) {
-      if (asked.repository !== undefined || asked.numbers !== undefined) {
+      if (asked.repository !== undefined || asked.numbers !== undefined || asked.forge !== undefined) {
         throw invalid('import_ambiguous', 'give either url, or repository and numbers, not both');
       }
       wanted = parseIssueUrl(asked.url, this.remotes.hosts());
     } else if (asked.repository !== undefined && asked.numbers !== undefined) {
-      wanted = { host: null, numbers: [...new Set(asked.numbers)], repository: asked.repository };
+      wanted = { forge: asked.forge, host: null, numbers: [...new Set(asked.numbers)], repository: asked.repository };
     } else {
       throw invalid('import_incomplete', 'give an issue’s url, or repository and numbers');
     }

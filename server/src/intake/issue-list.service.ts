@@ -30,7 +30,7 @@ export class IssueList {
 
   async list(query: ListForgeIssuesQueryDto): Promise<ForgeIssuePageDto> {
     const remote = await this.remotes.find(
-      query.repository === undefined ? null : { host: null, repository: query.repository },
+      query.repository === undefined ? null : { forge: query.forge, host: null, repository: query.repository },
     );
     const forge = issueForge(this.forges, remote.forge);
     const repository = `${remote.owner}/${remote.repo}`;

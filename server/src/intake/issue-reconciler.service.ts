@@ -21,7 +21,7 @@ import { isOwnComment, untrusted } from '../forges/forge-triggers';
 import { FORGE_WORDS, ForgeRegistry } from '../forges/pull-request-forge';
 import { GitHubWebhookService } from '../github/github-webhook.service';
 import { GitLabWebhookService } from '../gitlab/gitlab-webhook.service';
-import { type ForgeRemote, remotePath } from '../landing/forge-remote';
+import { type ForgeRemote, gitLabHosts, hostOf, remotePath } from '../landing/forge-remote';
 import { RequirementsService } from '../requirements/requirements.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import { IssueImport } from './issue-import.service';
@@ -86,6 +86,8 @@ interface Repository {
 interface Look {
   /** Requirements label intake may still make. */
   imports: number;
+  /** Per repository key, then login: whether that labeller may triage (asked once a look). */
+  trusted: Map<string, Map<string, boolean>>;
 }
 
 /** An imported Requirement still open, as the tick reads it. */
@@ -124,7 +126,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
   /** Per Requirement not covered yet: where its own comment read goes on (it stopped at its cap). */
   private readonly firstCursors = new Map<string, string>();
   /** Repositories owed a repository-wide comment read (the last one failed or stopped at its cap). */
-  private readonly commentsDue = new Set<string>();
+  private readonly commentsDue = new Map<string, Set<number>>();
   /** Per repository: issues that failed, by number, with their attempts. */
   private readonly retries = new Map<string, Map<number, number>>();
   private lastLookAt = 0;
@@ -232,7 +234,11 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     };
     this.lastLookAt = Date.now();
     const imported = new Map<string, Imported[]>();
+    const gitlabHosts = gitLabHosts(this.configuration.get('gitlabApiUrl'));
     for (const row of await this.requirements.importedOpen()) {
+      if (row.source.forge === 'gitlab' && !gitlabHosts.includes(hostOf(row.source.url))) {
+        continue; // imported from another GitLab than the one configured now: its token is not this one's
+      }
       const key = keyOf(row.source.forge, row.source.repository);
       imported.set(key, [
         ...(imported.get(key) ?? []),
@@ -248,7 +254,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     for (const [key, rows] of imported) {
       repositories.set(key, { kind: rows[0].source.forge, repository: rows[0].source.repository });
     }
-    const look: Look = { imports: IMPORTS_PER_LOOK };
+    const look: Look = { imports: IMPORTS_PER_LOOK, trusted: new Map() };
     for (const [key, { kind, repository }] of repositories) {
       const forge = usable(kind);
       if (this.stopped || forge === null) {
@@ -282,7 +288,8 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     const { changed, next } = await this.changedIssues(where);
     const scan = `${key} ${JSON.stringify(labels)}`;
     if (labels.length > 0 && !this.scanned.has(scan)) {
-      changed.push(...(await this.labelled(where, labels)));
+      // Asked as configured: GitLab matches a label filter as written (the comparisons here ignore case).
+      changed.push(...(await this.labelled(where, this.configuration.get('intakeLabels'))));
     }
     // What failed before is read again by number (the cursor has moved on without it).
     const retries = this.retries.get(key) ?? new Map<number, number>();
@@ -346,7 +353,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
             scanAgain = true; // no room this look: the next one's scan finds it again
             remember = false;
           } else {
-            const made = await this.takeIn(where, issue, labels);
+            const made = await this.takeIn(where, issue, labels, look);
             look.imports -= made;
             report.imported += made;
           }
@@ -369,7 +376,11 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
       }
     }
     if (commented.length > 0) {
-      this.commentsDue.add(key); // owed until a read completes, whatever fails below
+      // Owed until a read completes, whatever fails below; the issues whose count moved are named
+      // (GitLab reads each of them; GitHub reads the repository's and picks).
+      const due = this.commentsDue.get(key) ?? new Set<number>();
+      commented.forEach(({ issue }) => due.add(issue.number));
+      this.commentsDue.set(key, due);
     }
     for (const row of fresh) {
       try {
@@ -381,11 +392,13 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     }
     if (!this.commentsDue.has(key)) {
       // No covered issue has new comments up to the list's cursor: the repository-wide read may start there.
-      this.commentCursors.set(key, next < this.commentCursors.get(key)! ? this.commentCursors.get(key)! : next);
+      const cursor = this.commentCursors.get(key)!;
+      this.commentCursors.set(key, Date.parse(next) < Date.parse(cursor) ? cursor : next);
     } else {
       // Every covered one, those covered in this look too: the overlap is harmless (receipts).
       const covered = rows.filter((row) => this.covered.has(row.id));
-      const read = await this.readComments(where, covered).catch((err: Error) => {
+      const due = [...this.commentsDue.get(key)!];
+      const read = await this.readComments(where, covered, due).catch((err: Error) => {
         report.failed += 1;
         this.logger.warn({ error: err.message, msg: 'issue comments not read; read again', repository: key });
         return null;
@@ -393,9 +406,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
       report.comments += read?.written ?? 0;
       if (read?.complete) {
         this.commentsDue.delete(key);
-      } else {
-        this.commentsDue.add(key); // the next look reads on from where this one stopped
-      }
+      } // else the next look reads on from where this one stopped
       for (const { fingerprint, issue } of commented) {
         this.commentCounts.set(`${key}#${issue.number}`, issue.commentCount);
         this.remember(`${key}#${issue.number}`, fingerprint);
@@ -495,7 +506,9 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
       this.covered.add(row.id);
       this.firstCursors.delete(row.id);
     } else {
-      this.firstCursors.set(row.id, comments[comments.length - 1].createdAt);
+      const last = comments[comments.length - 1];
+      // Where the read goes on: GitLab's edits order it (updatedAt); GitHub's list is by creation.
+      this.firstCursors.set(row.id, last.updatedAt ?? last.createdAt);
     }
     return written;
   }
@@ -504,15 +517,14 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
    * The repository's comments written since the last read, to the covered Requirements they
    * belong to. `complete`: nothing was left (else the next look reads on from the last one).
    */
-  private async readComments(where: Repository, rows: Imported[]): Promise<{ written: number; complete: boolean }> {
+  private async readComments(
+    where: Repository,
+    rows: Imported[],
+    due: readonly number[],
+  ): Promise<{ written: number; complete: boolean }> {
     const { forge, key, repository } = where;
     const since = this.commentCursors.get(key)!;
-    const { comments, more } = await forge.listCommentsSince(
-      repository,
-      rows.map((row) => row.source.number),
-      since,
-      COMMENTS_PER_LOOK,
-    );
+    const { comments, more } = await forge.listCommentsSince(repository, due, since, COMMENTS_PER_LOOK);
     let written = 0;
     for (const row of rows) {
       const own = comments.filter((c) => c.issueNumber === row.source.number);
@@ -580,12 +592,15 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
    * issue form labels it as its author, and a labelling bot acts on the issue's own words.
    */
   private async takeIn(
-    { forge, repository }: Repository,
+    { forge, key, repository }: Repository,
     issue: ForgeIssue,
     labels: readonly string[],
+    look: Look,
   ): Promise<number> {
     const name = `${repository}#${issue.number}`;
-    const { login: labeler, trusted } = await forge.intakeLabeler(repository, issue.number, labels);
+    const cache = look.trusted.get(key) ?? new Map<string, boolean>();
+    look.trusted.set(key, cache);
+    const { login: labeler, trusted } = await forge.intakeLabeler(repository, issue.number, labels, cache);
     if (!trusted) {
       this.logger.warn({
         issue: name,
@@ -597,6 +612,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     try {
       const { items, notStarted } = await this.importer.import(
         {
+          forge: forge.kind,
           numbers: [issue.number],
           provider: this.configuration.get('intakeProvider'),
           repository,

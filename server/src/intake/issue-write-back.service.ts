@@ -8,6 +8,7 @@ import { OnCommitted } from '../events/on-committed';
 import { ForgeError } from '../forges/forge.errors';
 import type { IssueForge } from '../forges/forge-issues';
 import { FORGE_WORDS, ForgeRegistry } from '../forges/pull-request-forge';
+import { gitLabHosts, hostOf } from '../landing/forge-remote';
 import { RequirementsService } from '../requirements/requirements.service';
 import { TriggerDeliveryService } from '../triggers/trigger-delivery.service';
 import {
@@ -77,9 +78,11 @@ export class IssueWriteBack {
         }
       }
     }
+    const gitlabHosts = gitLabHosts(this.configuration.get('gitlabApiUrl'));
     for (const write of owed) {
       const forge = this.forges.get(write.forge);
-      if (forge?.configured === true) {
+      // An issue of another GitLab than the one configured now is not written with this one's token.
+      if (forge?.configured === true && (write.forge !== 'gitlab' || gitlabHosts.includes(hostOf(write.url)))) {
         await this.write(forge, write);
       }
     }
@@ -134,7 +137,7 @@ export class IssueWriteBack {
         args: { action: write.action, issue: issueName(write), reason },
         author: 'system',
         body: `Could not write to ${FORGE_WORDS[write.forge].name} issue ${issueName(write)} (${write.action}): ${reason}`,
-        code: 'github.issue_write_back_failed',
+        code: write.forge === 'gitlab' ? 'gitlab.issue_write_back_failed' : 'github.issue_write_back_failed',
         deliverToRd: false,
         metadata: { action: write.action, issue: issueName(write), status: err.details.status ?? null, step },
         receiptKey: `${write.receiptKey}:${step}:refused`,

@@ -23,6 +23,8 @@ export interface OwedComment {
   forge: Forge;
   /** `owner/repo`, or GitLab's project path. */
   repository: string;
+  /** The issue's web address (its host says which GitLab). */
+  url: string;
   number: number;
   body: string;
   close: boolean;
@@ -125,6 +127,7 @@ function push(
     receiptKey: `${requirement.id}:${key}`,
     repository: source.repository,
     requirementId: requirement.id,
+    url: source.url,
   });
 }
 

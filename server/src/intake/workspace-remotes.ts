@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 
+import type { Forge } from '@libs/contracts';
+
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { invalid } from '../core/errors/domain-error';
 import {
@@ -38,19 +40,29 @@ export class WorkspaceRemotes {
   }
 
   /**
-   * The remote naming `wanted` (its repository path, case aside; on `host` when given), or the
-   * first one (`origin` first) when nothing is wanted; 400 `not_a_workspace_remote` otherwise.
+   * The remote naming `wanted` (its repository path, case aside; on `forge` and `host` when
+   * given), or the first one (`origin` first) when nothing is wanted; 400 `not_a_workspace_remote`
+   * otherwise, and 400 `ambiguous_repository` when the path is on both forges and none was named
+   * (a GitLab mirror of a GitHub repository: an issue number means a different issue on each).
    */
-  async find(wanted: { repository: string; host: string | null } | null): Promise<ForgeRemote> {
+  async find(wanted: { repository: string; host: string | null; forge?: Forge } | null): Promise<ForgeRemote> {
     const remotes = await this.all();
-    const remote =
+    const matching =
       wanted === null
-        ? remotes[0]
-        : remotes.find(
+        ? remotes.slice(0, 1)
+        : remotes.filter(
             (r) =>
               remotePath(r).toLowerCase() === wanted.repository.toLowerCase() &&
+              (wanted.forge === undefined || r.forge === wanted.forge) &&
               (wanted.host === null || r.host.replace(/:\d+$/, '') === wanted.host),
           );
+    if (new Set(matching.map((r) => r.forge)).size > 1) {
+      throw invalid(
+        'ambiguous_repository',
+        `${wanted?.repository ?? ''} is a remote on both GitHub and GitLab: say which with forge ("github" or "gitlab")`,
+      );
+    }
+    const remote = matching[0];
     if (remote === undefined) {
       const known = remotes.map(remotePath).join(', ');
       const hosts = Object.values(this.hosts()).flat();

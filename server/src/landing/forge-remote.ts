@@ -178,3 +178,12 @@ export function remoteEnvironment(
     ? {}
     : configEnvironment([[`http.${remote.scheme}://${remote.host}/.extraHeader`, authorization]]);
 }
+
+/** A web address's host name, lower case ('' when it is not one). */
+export function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname.toLowerCase();
+  } catch {
+    return '';
+  }
+}

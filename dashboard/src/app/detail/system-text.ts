@@ -102,11 +102,17 @@ export function systemText(m: Pick<Message, 'code' | 'args'>, i18n: I18n): strin
         pr: str(a['pullRequest']),
       });
     case 'github.issue_write_back_failed':
-      return t('sys.github.issue_write_back_failed', {
-        action: str(a['action']),
-        issue: str(a['issue']),
-        reason: str(a['reason']),
-      });
+    case 'gitlab.issue_write_back_failed':
+      return t(
+        code === 'github.issue_write_back_failed'
+          ? 'sys.github.issue_write_back_failed'
+          : 'sys.gitlab.issue_write_back_failed',
+        {
+          action: str(a['action']),
+          issue: str(a['issue']),
+          reason: str(a['reason']),
+        },
+      );
     case 'landing.conflict':
     case 'landing.rebase_requested':
       return t(code === 'landing.conflict' ? 'sys.landing.conflict' : 'sys.landing.rebase_requested', {

@@ -16,6 +16,9 @@ export class ListForgeIssuesQueryDto {
   })
   repository?: string;
 
+  @OptionalEnum(FORGES, 'With repository: its forge, when the same path is a remote on both')
+  forge?: Forge;
+
   @OptionalEnum(ISSUE_LIST_STATES, 'open (default), closed or all')
   state?: (typeof ISSUE_LIST_STATES)[number];
 

@@ -1,7 +1,9 @@
 import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsInt, IsOptional, Max, Min } from 'class-validator';
 
-import { OptionalText } from '../../core/validation';
+import { FORGES, type Forge } from '@libs/contracts';
+
+import { OptionalEnum, OptionalText } from '../../core/validation';
 import { CreateRequirementDto } from '../../requirements/dto/create-requirement.dto';
 import { RequirementResponseDto } from '../../requirements/dto/requirement-response.dto';
 
@@ -28,6 +30,12 @@ export class ImportIssuesDto extends OmitType(CreateRequirementDto, ['title', 'd
     pattern: /^[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+){1,20}$/,
   })
   repository?: string;
+
+  @OptionalEnum(
+    FORGES,
+    'With repository: its forge, when the same path is a remote on both (default: the one remote that has it)',
+  )
+  forge?: Forge;
 
   @ApiPropertyOptional({
     description: `Issue numbers in repository, 1 to ${IMPORT_MAX_ISSUES}`,
