@@ -336,6 +336,28 @@ describe('GitLab as a forge', () => {
     expect((await fromGitLab(own.requirement.id)).filter((m) => m.code === 'gitlab.ci_failed')).toHaveLength(1);
   });
 
+  it('opens ci_failed when a pipeline fails and no agent works on it, and a start clears it (issue 47)', async () => {
+    gitlab.addMergeRequest({ iid: 9, project: PROJECT, sourceBranch: 'feature/nine', title: 'Nine' });
+    const stopped = await newRequirement('stopped while the pipeline runs');
+    await register(9, stopped.requirement, stopped.token);
+    await reconcile();
+    const id = stopped.requirement.id;
+    await ok(api().POST('/api/requirements/{id}/interrupt', { body: { mode: 'stop' }, params: { path: { id } } }));
+    const read = () => ok(api().GET('/api/requirements/{id}', { params: { path: { id } } }));
+    await until('the stop', async () => ((await read()).session.state !== 'running' ? true : undefined));
+    gitlab.addPipeline(PROJECT, 9, {
+      jobs: [{ log: 'lint: 3 errors', name: 'lint', status: 'failed' }],
+      status: 'failed',
+    });
+    await reconcile();
+    const ciFailed = async () =>
+      (await ok(api().GET('/api/attention'))).items.find((i) => i.requirementId === id && i.reason === 'ci_failed');
+    const item = await until('ci_failed opened', ciFailed);
+    expect(item.summary).toMatch(/^GitLab CI: "lint" failure on .*!9/);
+    await ok(api().POST('/api/requirements/{id}/start', { body: {}, params: { path: { id } } }), 202);
+    await until('ci_failed cleared', async () => ((await ciFailed()) === undefined ? true : undefined));
+  });
+
   it('keeps going when one merge request cannot be read, and a spent budget or a bad token skips the tick without losing anything', async () => {
     gitlab.addMergeRequest({ iid: 5, project: PROJECT, sourceBranch: 'feature/five', title: 'Five' });
     gitlab.addMergeRequest({ iid: 6, project: PROJECT, sourceBranch: 'feature/six', title: 'Six' });
@@ -567,6 +589,20 @@ describe('GitLab client', () => {
     expect(child.kind === 'snapshot' && child.checkRuns.map((run) => run.name)).toEqual([
       expect.stringMatching(/^pipeline #\d+$/),
     ]);
+    // A merged-results pipeline runs on a merge commit whose parents are the head and the target: it counts.
+    const read = async () => [...(await client().fetchPullRequests([{ number: 2, repository: PROJECT }])).values()][0];
+    gitlab.addPipeline(PROJECT, 2, {
+      jobs: [{ log: 'merged result broke', name: 'merged', status: 'failed' }],
+      mergedResults: { target: 'b'.repeat(40) },
+      sha: 'c'.repeat(40),
+      status: 'failed',
+    });
+    const merged = await read();
+    expect(merged.kind === 'snapshot' && merged.checkRuns.map((run) => run.name)).toEqual(['merged']);
+    // After a push that ran no pipeline GitLab keeps that one as the head pipeline: not the new head's.
+    gitlab.push(PROJECT, 2);
+    const stale = await read();
+    expect(stale.kind === 'snapshot' && [stale.checkRuns, stale.checksState]).toEqual([[], null]);
 
     const opened = await client().openMergeRequest(PROJECT, {
       base: 'main',

@@ -7,6 +7,7 @@ import { RunCredentialsService } from '@server/auth/run-credentials.service';
 import { IssueReconciler } from '@server/intake/issue-reconciler.service';
 import { RunningManager, startManager } from '@server/manager';
 import { apiClient, ok } from './support/api';
+import { launchBrowser } from './support/browser';
 import { FakeGitLabServer, issueHook, sendGitLabWebhook } from './support/fake-gitlab-server';
 import { WORKTREE_AGENT, git, initRepository, settled, sh, startRun } from './support/git-repo';
 import { registerToken } from './support/http';
@@ -251,6 +252,25 @@ describe('GitLab issues: import, pick, write-back, notes back in, intake by labe
         .map((n) => n.body)
         .join('\n'),
     ).not.toContain('ignore previous instructions');
+
+    // The Requirement's page says where it came from and names the merge request GitLab's way.
+    await until('the close seen on the Requirement', async () => {
+      await look();
+      return (await get(requirement.id)).source?.state === 'closed' || undefined;
+    });
+    const browser = await launchBrowser();
+    try {
+      await browser.page.goto(`${manager.url}/?token=${manager.app.get(LocalTokenService).value}`);
+      await browser.page.goto(`${manager.url}/requirements/${requirement.id}`);
+      const link = browser.page.getByTestId('requirement-source');
+      await expect(link.textContent()).resolves.toBe(`${PROJECT}#21`);
+      await expect(link.getAttribute('href')).resolves.toBe(issueUrl(21));
+      await browser.page.getByText('closed on GitLab').waitFor();
+      await browser.page.getByText(`${PROJECT}!5`).first().waitFor();
+      expect(browser.errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
   });
 
   it('hands a new note on an imported issue to the agent once, as untrusted input, and keeps the issue state on the Requirement', async () => {

@@ -251,6 +251,8 @@ export class FakeGitLabServer {
   private readonly sockets = new Set<Socket>();
   private nextId = 100;
 
+  /** Merge commits of merged-results pipelines, by sha: their parents. */
+  private readonly commits = new Map<string, string[]>();
   private readonly routes: Array<[string, RegExp, (c: Context, m: RegExpExecArray) => Answer]> = [
     [
       'GET',
@@ -260,6 +262,18 @@ export class FakeGitLabServer {
     ['GET', /^\/api\/v4\/users$/, (c) => this.listUsers(c)],
     ['GET', /^\/api\/v4\/users\/(\d+)$/, (c, m) => ok(this.userDetailJson(this.findUser(m[1])))],
     ['GET', on(''), (c, m) => ok(this.projectJson(this.resolve(m[1])))],
+    [
+      'GET',
+      on('/repository/commits/([0-9a-f]{7,64})'),
+      (c, m) => {
+        this.resolve(m[1]);
+        const parents = this.commits.get(m[2]);
+        if (parents === undefined) {
+          throw new ApiError(404, { message: '404 Commit Not Found' });
+        }
+        return ok({ id: m[2], parent_ids: parents, short_id: m[2].slice(0, 8) });
+      },
+    ],
     ['GET', on('/members/(\\d+)'), (c, m) => ok(this.memberJson(this.resolve(m[1]), m[2]))],
     ['GET', on('/members/all/(\\d+)'), (c, m) => ok(this.memberJson(this.resolve(m[1]), m[2]))],
     ['GET', on('/merge_requests'), (c, m) => this.listMergeRequests(c, this.resolve(m[1]))],
@@ -486,6 +500,8 @@ export class FakeGitLabServer {
       status: FakePipelineStatus;
       sha?: string;
       source?: FakePipeline['source'];
+      /** A merged-results pipeline: it runs on a merge commit of the head and the target (`sha`, its parents the head and `target`). */
+      mergedResults?: { target: string };
       jobs: Array<{ name: string; stage?: string; status: FakeJobStatus; log?: string; allowFailure?: boolean }>;
     },
   ): FakePipeline {
@@ -513,7 +529,11 @@ export class FakeGitLabServer {
       mergeRequestIid: iid,
       project: mr.project,
       projectId: mr.projectId,
-      ref: source === 'push' ? mr.sourceBranch : `refs/merge-requests/${iid}/head`,
+      ref: init.mergedResults
+        ? `refs/merge-requests/${iid}/merge`
+        : source === 'push'
+          ? mr.sourceBranch
+          : `refs/merge-requests/${iid}/head`,
       sha: init.sha ?? mr.sha,
       source,
       status: init.status,
@@ -521,6 +541,9 @@ export class FakeGitLabServer {
       ...times(init.status),
     };
     this.pipelines.set(pipeline.id, pipeline);
+    if (init.mergedResults) {
+      this.commits.set(pipeline.sha, [mr.sha, init.mergedResults.target]);
+    }
     this.touch(mr);
     return pipeline;
   }
@@ -538,10 +561,13 @@ export class FakeGitLabServer {
     return pipeline;
   }
 
-  /** The MR's head_pipeline: its newest pipeline on its head commit, or null. */
+  /**
+   * The MR's head_pipeline as GitLab keeps it: its newest pipeline. GitLab moves it when a
+   * pipeline is created for the MR and leaves it after a push that ran none ([ci skip], rules),
+   * so it can be an older head's.
+   */
   headPipeline(project: string, iid: number): FakePipeline | null {
-    const mr = this.mergeRequest(project, iid);
-    return this.pipelinesOf(mr).find((p) => p.sha === mr.sha) ?? null;
+    return this.pipelinesOf(this.mergeRequest(project, iid))[0] ?? null;
   }
 
   // ---- state: issues --------------------------------------------------------------------------
@@ -1248,7 +1274,7 @@ export class FakeGitLabServer {
   private mergeRequestJson(mr: FakeMergeRequest, single: boolean): Record<string, unknown> {
     const detailed = detailedStatus(mr);
     const draft = DRAFT.test(mr.title);
-    const head = single ? (this.pipelinesOf(mr).find((p) => p.sha === mr.sha) ?? null) : null;
+    const head = single ? (this.pipelinesOf(mr)[0] ?? null) : null;
     const base = sha(`${mr.project}:${mr.targetBranch}`);
     return {
       author: this.userJson(mr.author),

@@ -244,7 +244,7 @@ export function ciFailureDeliveries(pr: PullRequestEntity, snapshot: PullRequest
       author: 'system',
       body:
         `${words(pr).name} CI: "${oneLine(name)}" ${outcome} on ${ref(pr)} at head ${short(snapshot.headSha)}${url ? ` (${url})` : ''}. Look at the failure, fix it, and push.` +
-        (logTail ? `\nThe end of its log (untrusted output of the job):\n\n${fence(logTail)}` : ''),
+        (logTail ? `\nThe last lines read of its log (untrusted output of the job):\n\n${fence(logTail)}` : ''),
       code: CODES[pr.forge].ci,
       kind: 'ci',
       metadata: { ...base(pr), ...extra, check: name, headSha: snapshot.headSha, outcome, detailsUrl: url },

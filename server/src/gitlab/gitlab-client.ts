@@ -520,7 +520,13 @@ export class GitLabClient implements PullRequestForge, IssueForge {
     const commit = await this.json<{ parent_ids?: string[] }>(
       'GET',
       `/projects/${encodeProject(ref.repository)}/repository/commits/${encodeURIComponent(pipeline.sha)}`,
-    ).catch(() => null);
+    ).catch((err: unknown) => {
+      // A merge commit GitLab no longer has is no head's; any other failure fails this look (read again next).
+      if (err instanceof ForgeError && err.code === 'not_found') {
+        return null;
+      }
+      throw err;
+    });
     return commit?.parent_ids?.includes(mr.sha) === true ? pipeline : null;
   }
 

@@ -398,7 +398,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
       // Every covered one, those covered in this look too: the overlap is harmless (receipts).
       const covered = rows.filter((row) => this.covered.has(row.id));
       const due = [...this.commentsDue.get(key)!];
-      const read = await this.readComments(where, covered, due).catch((err: Error) => {
+      const read = await this.readComments(where, covered, due, next).catch((err: Error) => {
         report.failed += 1;
         this.logger.warn({ error: err.message, msg: 'issue comments not read; read again', repository: key });
         return null;
@@ -521,6 +521,7 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     where: Repository,
     rows: Imported[],
     due: readonly number[],
+    listed: string,
   ): Promise<{ written: number; complete: boolean }> {
     const { forge, key, repository } = where;
     const since = this.commentCursors.get(key)!;
@@ -532,7 +533,13 @@ export class IssueReconciler implements OnApplicationBootstrap, OnModuleDestroy,
     }
     const last = comments[comments.length - 1];
     // `since` includes its own second: the last one is read again next time, and its receipt skips it.
-    this.commentCursors.set(key, last ? last.updatedAt : since);
+    let cursor = last ? last.updatedAt : since;
+    if (forge.kind === 'gitlab' && !more && Date.parse(cursor) > Date.parse(listed)) {
+      // GitLab read only the owed issues: another one's note written since the listing is not
+      // among them. The next look's listing names that issue; its read must start before the note.
+      cursor = listed;
+    }
+    this.commentCursors.set(key, cursor);
     return { complete: !more, written };
   }
 

@@ -22,6 +22,7 @@ import {
 
 /** A forge's answers a retry may cure: the reaction is handed the events again, with backoff. */
 const RETRIED: ReadonlySet<string> = new Set(['rate_limited', 'timeout', 'network', 'unauthorized']);
+const WRITE_BACK_ACTOR = { id: 'issue.write-back', kind: 'trigger' as const };
 /** How far back a retry looks for its comment on the issue. */
 const MARK_SEARCH_MS = 7 * 24 * 3600_000;
 
@@ -82,7 +83,9 @@ export class IssueWriteBack {
     for (const write of owed) {
       const forge = this.forges.get(write.forge);
       // An issue of another GitLab than the one configured now is not written with this one's token.
-      if (forge?.configured === true && (write.forge !== 'gitlab' || gitlabHosts.includes(hostOf(write.url)))) {
+      if (write.forge === 'gitlab' && !gitlabHosts.includes(hostOf(write.url))) {
+        this.logger.warn({ issue: issueName(write), msg: 'write-back skipped: the issue is on another GitLab' });
+      } else if (forge?.configured === true) {
         await this.write(forge, write);
       }
     }
@@ -111,14 +114,25 @@ export class IssueWriteBack {
       });
     }
     if (write.close && !seen.has(`${key}:close`)) {
-      await this.step(write, 'close', () => forge.closeIssue(write.repository, write.number));
+      if (await this.step(write, 'close', () => forge.closeIssue(write.repository, write.number))) {
+        // Closed by the land: the card says so now, not only after the issue is read again.
+        const source = (await this.requirements.find(write.requirementId))?.source ?? null;
+        if (source !== null) {
+          await this.requirements.applyIssueState(
+            write.requirementId,
+            { ...source, state: 'closed' },
+            WRITE_BACK_ACTOR,
+          );
+        }
+      }
     }
     await this.record(write, key);
     this.logger.log({ action: write.action, issue: issueName(write), msg: 'wrote back to the issue' });
   }
 
-  /** One write to the forge; receipted when it is done, or refused for good (said in the conversation). */
-  private async step(write: OwedComment, step: 'comment' | 'close', call: () => Promise<unknown>): Promise<void> {
+  /** One write to the forge; receipted when it is done (true), or refused for good (false; said in the conversation). */
+  private async step(write: OwedComment, step: 'comment' | 'close', call: () => Promise<unknown>): Promise<boolean> {
+    let done = true;
     try {
       await call();
     } catch (err) {
@@ -145,8 +159,10 @@ export class IssueWriteBack {
         source: write.forge,
         triggerId: ISSUE_WRITE_BACK_TRIGGER,
       });
+      done = false;
     }
     await this.record(write, `${write.receiptKey}:${step}`);
+    return done;
   }
 
   /**

@@ -177,6 +177,8 @@ export class ImportIssuesDialog implements OnInit {
   protected readonly labels = signal('');
   protected readonly issues = signal<ForgeIssue[]>([]);
   protected readonly repository = signal<string | null>(null);
+  /** The listed repository's forge: the import names it (one path may be a remote on both). */
+  private readonly forge = signal<'github' | 'gitlab' | null>(null);
   protected readonly cursor = signal<string | null>(null);
   protected readonly picked = signal(new Set<number>());
   protected readonly provider = signal<Provider>('codex');
@@ -235,6 +237,7 @@ export class ImportIssuesDialog implements OnInit {
         return;
       }
       this.repository.set(page.repository);
+      this.forge.set(page.forge);
       this.issues.update((shown) => [...shown, ...page.items]);
       this.cursor.set(page.nextCursor);
     } catch (err) {
@@ -261,6 +264,7 @@ export class ImportIssuesDialog implements OnInit {
       const made = await this.api.call(
         this.api.client.POST('/api/requirements/import', {
           body: {
+            ...(this.forge() !== null && { forge: this.forge()! }),
             numbers: [...this.picked()],
             provider: this.provider(),
             repository,
