@@ -5,6 +5,8 @@ import * as zlib from 'node:zlib';
 
 import * as fc from 'fast-check';
 
+import { PUBLIC_ROUTES } from '@server/core/http/public-routes';
+
 import type { FuzzRequest } from './fuzz-http';
 import { utf8Header } from './fuzz-http';
 
@@ -1141,7 +1143,8 @@ function headerDraft(target: FuzzTarget, op: Operation, clean: boolean): fc.Arbi
 // ---------------------------------------------------------------------------------------------
 // Requests
 
-const PUBLIC = new Set(['GET /api/health', 'HEAD /api/health', 'POST /api/github/webhook']);
+/** The routes without credentials, as the server lists them (both forges' webhooks among them). */
+const PUBLIC = PUBLIC_ROUTES;
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** What the security layers must answer, when the request makes that knowable. */
