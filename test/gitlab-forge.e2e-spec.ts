@@ -17,6 +17,7 @@ import {
   sendGitLabWebhook,
 } from './support/fake-gitlab-server';
 import { WORKTREE_AGENT, createRequirement, git, initRepository, settled, sh, startRun } from './support/git-repo';
+import { onlyGitLabToken } from './support/forge-environment';
 import { registerToken, sendUntyped } from './support/http';
 import { IDLE_AGENT, Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
@@ -43,12 +44,7 @@ describe('GitLab as a forge', () => {
   const api = () => apiClient(manager.url);
   let requirement: { id: string; session: { id: string } };
   let runToken: string;
-  const saved = {
-    GH_CONFIG_DIR: process.env.GH_CONFIG_DIR,
-    GH_TOKEN: process.env.GH_TOKEN,
-    GITHUB_TOKEN: process.env.GITHUB_TOKEN,
-    GITLAB_TOKEN: process.env.GITLAB_TOKEN,
-  };
+  let restoreEnvironment = (): void => undefined;
 
   const start = async () => {
     const configPath = path.join(sandbox.workspace, '..', 'agent-manager.config.json');
@@ -91,7 +87,7 @@ describe('GitLab as a forge', () => {
   beforeAll(async () => {
     sandbox = makeSandbox();
     // No GitHub token of the machine's may be used (a GitHub PR below must stay unread).
-    Object.assign(process.env, { GH_CONFIG_DIR: sandbox.home, GH_TOKEN: '', GITHUB_TOKEN: '', GITLAB_TOKEN: TOKEN });
+    restoreEnvironment = onlyGitLabToken(TOKEN, sandbox.home);
     gitlab = await FakeGitLabServer.start({ token: TOKEN });
     gitlab.addProject(PROJECT);
     await start();
@@ -104,7 +100,7 @@ describe('GitLab as a forge', () => {
     await manager?.stop();
     await gitlab?.close();
     sandbox?.cleanup();
-    restoreEnvironment(saved);
+    restoreEnvironment();
   });
 
   it('registers a merge request by its URL, with every field read by the manager (the agent holds no token), and refuses bad ones', async () => {
@@ -631,12 +627,12 @@ describe('landing a Requirement as a GitLab merge request', () => {
   let gitlab: FakeGitLabServer;
   let manager: RunningManager;
   let bare: string;
-  const savedToken = process.env.GITLAB_TOKEN;
+  let restoreEnvironment = (): void => undefined;
   const withApi = () => ({ api: apiClient(manager.url) });
 
   beforeAll(async () => {
-    process.env.GITLAB_TOKEN = TOKEN;
     sandbox = makeSandbox();
+    restoreEnvironment = onlyGitLabToken(TOKEN, sandbox.home);
     gitlab = await FakeGitLabServer.start({ token: TOKEN });
     gitlab.addProject(PROJECT);
     const outside = path.dirname(sandbox.home);
@@ -670,7 +666,7 @@ describe('landing a Requirement as a GitLab merge request', () => {
     await manager?.stop();
     await gitlab?.close();
     sandbox?.cleanup();
-    process.env.GITLAB_TOKEN = savedToken;
+    restoreEnvironment();
   });
 
   it('pushes the branch, opens the merge request with the Requirement, registers it, and a second land answers the same one', async () => {
@@ -734,13 +730,3 @@ describe('landing a Requirement as a GitLab merge request', () => {
     expect(messages.items.some((m) => m.source === 'gitlab' && m.body.includes('please add a test'))).toBe(true);
   });
 });
-
-function restoreEnvironment(saved: Record<string, string | undefined>): void {
-  for (const [key, value] of Object.entries(saved)) {
-    if (value === undefined) {
-      delete process.env[key];
-    } else {
-      process.env[key] = value;
-    }
-  }
-}

@@ -10,6 +10,7 @@ import { apiClient, ok } from './support/api';
 import { launchBrowser } from './support/browser';
 import { FakeGitLabServer, issueHook, sendGitLabWebhook } from './support/fake-gitlab-server';
 import { WORKTREE_AGENT, git, initRepository, settled, sh, startRun } from './support/git-repo';
+import { onlyGitLabToken } from './support/forge-environment';
 import { registerToken } from './support/http';
 import { Sandbox, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
@@ -33,12 +34,7 @@ describe('GitLab issues: import, pick, write-back, notes back in, intake by labe
   let sandbox: Sandbox;
   let gitlab: FakeGitLabServer;
   let manager: RunningManager;
-  const saved = {
-    GH_CONFIG_DIR: process.env.GH_CONFIG_DIR,
-    GH_TOKEN: process.env.GH_TOKEN,
-    GITHUB_TOKEN: process.env.GITHUB_TOKEN,
-    GITLAB_TOKEN: process.env.GITLAB_TOKEN,
-  };
+  let restoreEnvironment = (): void => undefined;
   const api = () => apiClient(manager.url);
   const withApi = () => ({ api: api() });
   const look = () => manager.app.get(IssueReconciler).reconcile();
@@ -56,7 +52,7 @@ describe('GitLab issues: import, pick, write-back, notes back in, intake by labe
   beforeAll(async () => {
     sandbox = makeSandbox();
     // This suite is about GitLab: no GitHub token of the machine's may be used.
-    Object.assign(process.env, { GH_CONFIG_DIR: sandbox.home, GH_TOKEN: '', GITHUB_TOKEN: '', GITLAB_TOKEN: TOKEN });
+    restoreEnvironment = onlyGitLabToken(TOKEN, sandbox.home);
     gitlab = await FakeGitLabServer.start({ token: TOKEN });
     gitlab.addProject(PROJECT);
     initRepository(sandbox.workspace, { 'README.md': '# api\n' });
@@ -83,13 +79,7 @@ describe('GitLab issues: import, pick, write-back, notes back in, intake by labe
     await manager?.stop();
     await gitlab?.close();
     sandbox?.cleanup();
-    for (const [key, value] of Object.entries(saved)) {
-      if (value === undefined) {
-        delete process.env[key];
-      } else {
-        process.env[key] = value;
-      }
-    }
+    restoreEnvironment();
   });
 
   it('imports by address and by numbers, lists the project to pick from, and refuses a second import or another project', async () => {

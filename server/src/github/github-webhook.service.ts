@@ -7,7 +7,7 @@ import { ConfigurationService } from '../core/configuration/configuration.servic
 import { invalid, notFound, tooManyRequests, unauthorized } from '../core/errors/domain-error';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 import { PullRequestReconciler } from '../forges/pull-request-reconciler.service';
-import { readWebhookBody } from './webhook-body';
+import { readWebhookBody, webhookJson } from './webhook-body';
 import { webhookSignatureVerifier } from './webhook-signature';
 
 /**
@@ -158,16 +158,7 @@ export class GitHubWebhookService {
   }
 
   private async deliver(event: string, body: Buffer): Promise<WebhookOutcome> {
-    let payload: unknown;
-    try {
-      payload = JSON.parse(body.toString('utf8'));
-    } catch {
-      throw invalid('invalid_json', 'the webhook body is not JSON');
-    }
-    if (typeof payload !== 'object' || payload === null) {
-      throw invalid('invalid_webhook', 'a webhook needs an X-GitHub-Event header and a JSON object body');
-    }
-    const ids = await this.affected(event, payload);
+    const ids = await this.affected(event, webhookJson(body, 'X-GitHub-Event'));
     if (ids.length > 0) {
       void this.reconciler.reconcile(ids);
     }

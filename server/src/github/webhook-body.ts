@@ -72,3 +72,17 @@ export function readWebhookBody(
     body.resume();
   });
 }
+
+/** A verified webhook body as the JSON object it must be; 400 otherwise (`header` names the event header the forge sends). */
+export function webhookJson(body: Buffer, header: string): object {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw invalid('invalid_json', 'the webhook body is not JSON');
+  }
+  if (typeof payload !== 'object' || payload === null) {
+    throw invalid('invalid_webhook', `a webhook needs an ${header} header and a JSON object body`);
+  }
+  return payload;
+}

@@ -8,7 +8,7 @@ import { ConfigurationService } from '../core/configuration/configuration.servic
 import { invalid, notFound, tooManyRequests, unauthorized } from '../core/errors/domain-error';
 import { PullRequestReconciler } from '../forges/pull-request-reconciler.service';
 import { WEBHOOK_LIMITS } from '../github/github-webhook.service';
-import { readWebhookBody } from '../github/webhook-body';
+import { readWebhookBody, webhookJson } from '../github/webhook-body';
 import { PullRequestsService } from '../pull-requests/pull-requests.service';
 
 /** Events that name merge requests or issues (see `affected`); every other event is acknowledged, never parsed. */
@@ -108,16 +108,7 @@ export class GitLabWebhookService {
       void this.reconciler.reconcile();
       return { accepted: true, event, pullRequests: 0 };
     }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(payload.toString('utf8'));
-    } catch {
-      throw invalid('invalid_json', 'the webhook body is not JSON');
-    }
-    if (typeof parsed !== 'object' || parsed === null) {
-      throw invalid('invalid_webhook', 'a webhook needs an X-Gitlab-Event header and a JSON object body');
-    }
-    const ids = await this.affected(event, parsed);
+    const ids = await this.affected(event, webhookJson(payload, 'X-Gitlab-Event'));
     if (ids.length > 0) {
       void this.reconciler.reconcile(ids);
     }

@@ -33,7 +33,6 @@ export const ISSUE_COMMENT_TRIGGERS: Readonly<Record<Forge, string>> = {
   github: 'github.issue.comment',
   gitlab: 'gitlab.issue.comment',
 };
-export const ISSUE_COMMENT_TRIGGER = ISSUE_COMMENT_TRIGGERS.github;
 const ACTORS: Readonly<Record<Forge, { id: string; kind: 'trigger' }>> = {
   github: { id: 'github.issues', kind: 'trigger' },
   gitlab: { id: 'gitlab.issues', kind: 'trigger' },
