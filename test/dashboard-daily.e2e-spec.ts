@@ -512,6 +512,15 @@ describe('dashboard for daily use (issue 16) in Chromium', () => {
     await page.getByTestId('trace').waitFor();
     await shot('phone-detail-details');
 
+    // The review before woke its agent: the card is in "waiting confirmation" again once that run ended.
+    await until(
+      'the worked Requirement back in waiting confirmation',
+      async () => {
+        const read = await ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id: worked } } }));
+        return read.status === 'waiting_confirmation' || undefined;
+      },
+      60_000,
+    );
     await page.goto(`${manager.origin}/requirements`);
     const switcher = page.getByTestId('column-switcher');
     await switcher.waitFor();
