@@ -9,7 +9,8 @@ import { ok } from './support/api';
 import { authHeaders, sendUntyped } from './support/http';
 import { execute, query, snapshotStore } from './support/db-snapshot';
 import { expectRefused as refused } from './support/refusals';
-import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { settled } from './support/git-repo';
 import { until } from './support/wait';
 
@@ -26,7 +27,7 @@ const TEXT = Buffer.from('plain notes\n');
 
 describe('Attachments', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let requirementId: string;
 
   const upload = (
@@ -48,7 +49,7 @@ describe('Attachments', () => {
 
   beforeAll(async () => {
     sandbox = makeSandbox();
-    manager = await startManager({ sandbox });
+    manager = await startInProcess({ sandbox });
     requirementId = await newRequirement();
   });
 
@@ -310,7 +311,7 @@ describe('Attachments', () => {
     removeLocalCopies();
     fs.writeFileSync(path.join(attachmentsDirectory(), `${old.id}.txt`), bytes);
 
-    manager = await startManager({ sandbox });
+    manager = await startInProcess({ sandbox });
     expect((await storedBytes(old.id)).equals(bytes)).toBe(true);
     expect(fs.readFileSync(path.join(attachmentsDirectory(), `${old.id}.txt`)).equals(bytes)).toBe(true);
     // The one without a file stays as it was (another manager of a shared database may hold it).
@@ -323,7 +324,7 @@ describe('Attachments', () => {
       'SELECT attachment_id, chunk_index FROM attachment_chunk ORDER BY attachment_id, chunk_index',
     );
     await manager.stop();
-    manager = await startManager({ sandbox });
+    manager = await startInProcess({ sandbox });
     expect(
       await query(
         dbPath(),

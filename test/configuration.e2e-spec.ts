@@ -4,13 +4,14 @@ import * as path from 'node:path';
 import { sendUntyped } from './support/http';
 import { snapshotStore } from './support/db-snapshot';
 import { ok } from './support/api';
-import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
 
 describe('GET/PATCH /api/configuration', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let configPath: string;
 
   const readFile = () => JSON.parse(fs.readFileSync(configPath, 'utf8')) as Record<string, unknown>;
@@ -25,7 +26,7 @@ describe('GET/PATCH /api/configuration', () => {
 
   beforeAll(async () => {
     sandbox = makeSandbox();
-    manager = await startManager({ sandbox });
+    manager = await startInProcess({ sandbox });
     configPath = path.join(manager.dataDirectory(), 'config.json');
   });
 

@@ -3,7 +3,8 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 
 function get(
   url: string,
@@ -25,12 +26,12 @@ function get(
 /** The dashboard's files as a browser gets them: gzipped, hashed ones cached for good, deep links to index.html. */
 describe('dashboard assets', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   const built = path.join(ROOT, 'dist', 'dashboard', 'browser');
 
   beforeAll(async () => {
     sandbox = makeSandbox();
-    manager = await startManager({ sandbox });
+    manager = await startInProcess({ sandbox });
   });
 
   afterAll(async () => {

@@ -6,7 +6,8 @@ import type { Page } from 'playwright-core';
 import { ok } from './support/api';
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { createRequirement, initRepository, say, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { until } from './support/wait';
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
@@ -38,7 +39,7 @@ declare const document: {
  */
 describe('Needs you in Chromium', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let browser: BrowserSession;
   let page: Page;
   const ids = { asks: '', budget: '', fails: '' };
@@ -78,7 +79,7 @@ describe('Needs you in Chromium', () => {
     }
     sandbox = makeSandbox();
     initRepository(sandbox.workspace, { 'README.md': '# repo\n' });
-    manager = await startManager({ env: AGENTS, sandbox });
+    manager = await startInProcess({ env: AGENTS, sandbox });
     ids.asks = (await createRequirement(manager, { title: 'Asks a question' })).id;
     ids.fails = (await createRequirement(manager, { title: 'Fails until fixed' })).id;
     ids.budget = (await createRequirement(manager, { budget: { maxTokens: 5 }, title: 'Over budget' })).id;

@@ -6,7 +6,8 @@ import type { Page } from 'playwright-core';
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { createRequirement, initRepository, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
 import { ok } from './support/api';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { until } from './support/wait';
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
@@ -25,7 +26,7 @@ jest.setTimeout(120_000);
  */
 describe('dashboard Changes tab in Chromium', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let browser: BrowserSession;
   let page: Page;
   let id = '';
@@ -36,7 +37,7 @@ describe('dashboard Changes tab in Chromium', () => {
     }
     sandbox = makeSandbox();
     initRepository(sandbox.workspace, { 'README.md': '# repo\nfirst line\n', 'src/old.ts': 'export const x = 1;\n' });
-    manager = await startManager({ env: AGENTS, sandbox });
+    manager = await startInProcess({ env: AGENTS, sandbox });
     id = (await createRequirement(manager, { title: 'Touch some files' })).id;
     // Committed, modified, renamed and untracked work: the agent runs these in its worktree.
     await startRun(

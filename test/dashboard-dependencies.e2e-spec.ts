@@ -8,7 +8,8 @@ import type { Schemas } from '@libs/api-client';
 import { ok } from './support/api';
 import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { git, initRepository } from './support/git-repo';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 
 // Issue 26 §6 (dependencies and base ref in the dialogs, "blocked by" on the detail page), the
 // rest of §5 (a repository without commit: the card's badge, the create answer's warning, the
@@ -30,7 +31,7 @@ declare const localStorage: { setItem(key: string, value: string): void };
 type Requirement = Schemas['RequirementResponseDto'];
 
 function harness(prefix: string) {
-  const ctx = {} as { sandbox: Sandbox; manager: ManagerProcess; browser: BrowserSession; page: Page };
+  const ctx = {} as { sandbox: Sandbox; manager: TestManager; browser: BrowserSession; page: Page };
   const page = () => ctx.page;
   return {
     ctx,
@@ -47,7 +48,7 @@ function harness(prefix: string) {
     overflow: () => page().evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth),
     async start(sandbox: Sandbox) {
       ctx.sandbox = sandbox;
-      ctx.manager = await startManager({ sandbox });
+      ctx.manager = await startInProcess({ sandbox });
       ctx.browser = await launchBrowser({ viewport: DESKTOP });
       ctx.page = ctx.browser.page;
       await ctx.page.goto(`${ctx.manager.origin}/?token=${ctx.manager.token}`);
@@ -375,7 +376,7 @@ describe('a repository without any commit in the dashboard (issue 26 §5)', () =
       git(fresh.workspace, 'init', '-q', '-b', 'main');
       fs.writeFileSync(path.join(fresh.workspace, 'a.txt'), 'a\n');
       git(fresh.workspace, 'add', 'a.txt');
-      const manager = await startManager({ sandbox: fresh });
+      const manager = await startInProcess({ sandbox: fresh });
       try {
         await page().goto(`${manager.origin}/?token=${manager.token}`);
         await page().waitForURL(`${manager.origin}/requirements`);

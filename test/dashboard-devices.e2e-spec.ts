@@ -3,7 +3,8 @@ import * as path from 'node:path';
 
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { WORKTREE_AGENT, createRequirement, initRepository, say, settled, startRun } from './support/git-repo';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { until } from './support/wait';
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
@@ -31,7 +32,7 @@ declare const document: {
  */
 describe('pairing a phone in Chromium', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let desk: BrowserSession;
   let phone: BrowserSession;
   let asks = '';
@@ -43,7 +44,7 @@ describe('pairing a phone in Chromium', () => {
     }
     sandbox = makeSandbox();
     initRepository(sandbox.workspace, { 'README.md': '# repo\n' });
-    manager = await startManager({ env: AGENTS, sandbox });
+    manager = await startInProcess({ env: AGENTS, sandbox });
     asks = (await createRequirement(manager, { title: 'Asks a question' })).id;
     await startRun(manager, asks, say('Should the cache live in Redis?'));
     await settled(manager, asks, 1);

@@ -17,7 +17,8 @@ import {
   startRun,
   WORKTREE_AGENT,
 } from './support/git-repo';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { until } from './support/wait';
 
 /** Waits for an element's text to become `expected` (a render after a click lands a frame later, later still under load). */
@@ -74,7 +75,7 @@ const DELTA = 'Delta leaves its work uncommitted';
 
 describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let browser: BrowserSession;
   let page: Page;
   const ids = { alpha: '', bravo: '', charlie: '', delta: '' };
@@ -147,7 +148,7 @@ describe('landing in the dashboard: radar, land menu, merge queue (issue 28 §4)
       'README.md': '# repo\n',
       'shared.txt': 'line 1\nline 2\n',
     });
-    manager = await startManager({ env: AGENTS, sandbox });
+    manager = await startInProcess({ env: AGENTS, sandbox });
     // Alpha conflicts with Bravo in two files and with Charlie in one; Bravo and Charlie touch
     // different files; Delta's work stays uncommitted in its worktree.
     const work = {

@@ -4,7 +4,8 @@ import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
 
@@ -17,14 +18,14 @@ jest.setTimeout(180_000);
  */
 describe('dashboard without the login cookie, in Chromium', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
 
   beforeAll(async () => {
     if (!fs.existsSync(INDEX)) {
       throw new Error('dist/dashboard is missing: run `npm run build:dashboard` first');
     }
     sandbox = makeSandbox();
-    manager = await startManager({ sandbox });
+    manager = await startInProcess({ sandbox });
   });
 
   afterAll(async () => {

@@ -8,7 +8,8 @@ import type { Page } from 'playwright-core';
 import { ok } from './support/api';
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { createRequirement, initRepository, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { until } from './support/wait';
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
@@ -22,7 +23,7 @@ jest.setTimeout(120_000);
  */
 describe('dashboard: blocked hosts on a Requirement, in Chromium', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let browser: BrowserSession;
   let page: Page;
   let outside: http.Server;
@@ -42,7 +43,7 @@ describe('dashboard: blocked hosts on a Requirement, in Chromium', () => {
     port = (outside.address() as AddressInfo).port;
     sandbox = makeSandbox();
     initRepository(sandbox.workspace, { 'README.md': '# repo\n' });
-    manager = await startManager({
+    manager = await startInProcess({
       env: {
         CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
         CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,

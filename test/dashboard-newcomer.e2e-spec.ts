@@ -7,7 +7,8 @@ import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot, settledBox }
 import { createRequirement, initRepository, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
 import { ok } from './support/api';
 import { contrastOf } from './support/contrast';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { until } from './support/wait';
 
 // Issue 26 ("daily use, tried as a new user would") in Debian's Chromium against the real built
@@ -33,7 +34,7 @@ declare const localStorage: { setItem(key: string, value: string): void };
 
 describe('dashboard for a new user (issue 26) in Chromium', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let browser: BrowserSession;
   let page: Page;
 
@@ -60,7 +61,7 @@ describe('dashboard for a new user (issue 26) in Chromium', () => {
     fs.rmSync(path.join(ARTIFACTS, '..', 'dashboard-newcomer'), { force: true, recursive: true });
     sandbox = makeSandbox();
     initRepository(sandbox.workspace, { 'README.md': '# repo\nfirst line\nold line\n' });
-    manager = await startManager({ env: AGENTS, sandbox });
+    manager = await startInProcess({ env: AGENTS, sandbox });
     browser = await launchBrowser({ viewport: DESKTOP });
     page = browser.page;
     await page.goto(`${manager.origin}/?token=${manager.token}`);

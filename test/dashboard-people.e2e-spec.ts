@@ -4,7 +4,8 @@ import * as path from 'node:path';
 import { ARTIFACTS, type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { createRequirement, reply } from './support/git-repo';
 import { ok } from './support/api';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 
 // Issue 29 (team mode), against the real built server and Debian's Chromium: on a board several
 // people's managers share, a person's message in the conversation shows who wrote it (the name
@@ -16,7 +17,7 @@ jest.setTimeout(120_000);
 
 describe('dashboard: a person’s message shows their name, and settings say who you are (issue 29)', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let browser: BrowserSession | undefined;
 
   beforeAll(async () => {
@@ -24,7 +25,7 @@ describe('dashboard: a person’s message shows their name, and settings say who
       throw new Error('dist/dashboard is missing: run `npm run build:dashboard` first');
     }
     sandbox = makeSandbox();
-    manager = await startManager({
+    manager = await startInProcess({
       env: { CODE_FACTORY_PERSON_EMAIL: 'grace@example.com', CODE_FACTORY_PERSON_NAME: 'Grace Hopper' },
       sandbox,
     });

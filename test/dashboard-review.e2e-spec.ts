@@ -7,7 +7,8 @@ import { ok } from './support/api';
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { contrastOf } from './support/contrast';
 import { createRequirement, initRepository, reply, settled, sh, startRun, WORKTREE_AGENT } from './support/git-repo';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { until } from './support/wait';
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
@@ -37,7 +38,7 @@ declare const localStorage: { setItem(key: string, value: string): void };
  */
 describe('the review view in Chromium', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let browser: BrowserSession;
   let page: Page;
   let id = '';
@@ -77,7 +78,7 @@ describe('the review view in Chromium', () => {
       'src/a.ts': lines(20, 'alpha'),
       'src/b.ts': lines(6, 'beta'),
     });
-    manager = await startManager({ env: AGENTS, sandbox });
+    manager = await startInProcess({ env: AGENTS, sandbox });
     id = (await createRequirement(manager, { title: 'Reviewed by keyboard' })).id;
     // Run 1 edits two lines of a.ts, removes a line of b.ts and commits; run 2 adds c.txt.
     await startRun(

@@ -5,7 +5,8 @@ import type { Page } from 'playwright-core';
 
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { ok } from './support/api';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { until } from './support/wait';
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
@@ -19,7 +20,7 @@ jest.setTimeout(120_000);
  */
 describe('dashboard search in Chromium', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let browser: BrowserSession;
   let page: Page;
   let id = '';
@@ -29,7 +30,7 @@ describe('dashboard search in Chromium', () => {
       throw new Error('dist/dashboard is missing: run `npm run build:dashboard` first');
     }
     sandbox = makeSandbox();
-    manager = await startManager({ sandbox });
+    manager = await startInProcess({ sandbox });
     id = (
       await ok(
         manager.api.POST('/api/requirements', {

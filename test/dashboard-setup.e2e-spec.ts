@@ -2,7 +2,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
 
@@ -17,7 +18,7 @@ const TWO_FRAMES = 'new Promise((resolve) => requestAnimationFrame(() => request
  * how to fix it; dismissed, it stays away until something else is found.
  */
 describe('dashboard setup panel in Chromium', () => {
-  const managers: Array<{ manager: ManagerProcess; sandbox: Sandbox }> = [];
+  const managers: Array<{ manager: TestManager; sandbox: Sandbox }> = [];
   let browser: BrowserSession;
 
   beforeAll(async () => {
@@ -35,9 +36,9 @@ describe('dashboard setup panel in Chromium', () => {
     }
   });
 
-  async function open(env: NodeJS.ProcessEnv = {}): Promise<ManagerProcess> {
+  async function open(env: NodeJS.ProcessEnv = {}): Promise<TestManager> {
     const sandbox = makeSandbox();
-    const manager = await startManager({ env, sandbox });
+    const manager = await startInProcess({ env, sandbox });
     managers.push({ manager, sandbox });
     return manager;
   }

@@ -7,7 +7,8 @@ import { type BrowserSession, launchBrowser, png, screenshot } from './support/b
 import { query } from './support/db-snapshot';
 import { FakeGitHubServer } from './support/fake-github-server';
 import { ok } from './support/api';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { startManager, ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { ModelStub, codexEnvironment } from './support/model-stub';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
@@ -43,7 +44,7 @@ describe('dashboard in Chromium', () => {
   let sandbox: Sandbox;
   let stub: ModelStub;
   let github: FakeGitHubServer;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let browser: BrowserSession;
   let page: Page;
 
@@ -638,7 +639,7 @@ describe('dashboard in Chromium', () => {
 describe('dashboard after a failed start', () => {
   const TRIES = 20;
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let browser: BrowserSession;
   let page: Page;
 
@@ -647,7 +648,7 @@ describe('dashboard after a failed start', () => {
     // An agent CLI that exits non-zero at once (the configuration's codexExecutable).
     const failing = path.join(sandbox.workspace, '..', 'failing-codex');
     fs.writeFileSync(failing, '#!/bin/sh\nexit 3\n', { mode: 0o755 });
-    manager = await startManager({ env: { CODE_FACTORY_CODEX_EXECUTABLE: failing }, sandbox });
+    manager = await startInProcess({ env: { CODE_FACTORY_CODEX_EXECUTABLE: failing }, sandbox });
     browser = await launchBrowser();
     page = browser.page;
   });

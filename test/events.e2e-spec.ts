@@ -1,12 +1,13 @@
 import { snapshotStore } from './support/db-snapshot';
 import { ok } from './support/api';
 import { sendUntyped } from './support/http';
-import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { SseConnection, connectSse } from './support/sse-client';
 
 describe('ManagerEvents over SSE', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let requirementId: string;
   const open: SseConnection[] = [];
 
@@ -23,7 +24,7 @@ describe('ManagerEvents over SSE', () => {
 
   beforeAll(async () => {
     sandbox = makeSandbox();
-    manager = await startManager({ sandbox });
+    manager = await startInProcess({ sandbox });
     const created = await manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'events' } });
     requirementId = created.data!.id;
   });
@@ -130,7 +131,7 @@ describe('a slow SSE client', () => {
   it('is dropped once its unsent backlog passes the bound, while the server and other clients carry on', async () => {
     const net = await import('node:net');
     const sandbox = makeSandbox();
-    const manager = await startManager({ sandbox });
+    const manager = await startInProcess({ sandbox });
     try {
       const id = (await ok(manager.api.POST('/api/requirements', { body: { provider: 'codex', title: 'slow' } }))).id;
       const { port } = new URL(manager.origin);

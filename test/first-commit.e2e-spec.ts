@@ -3,7 +3,8 @@ import * as path from 'node:path';
 
 import { git } from './support/git-repo';
 import { ok } from './support/api';
-import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 
 // Issue 26 §5: `git init` alone leaves agents in the person's checkout. The manager offers the fix
 // (POST /api/workspace/first-commit): an empty first commit, made only while the repository truly
@@ -14,7 +15,7 @@ jest.setTimeout(60_000);
 
 describe('the first commit of an empty repository (issue 26 §5)', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   const create = (title: string) => manager.api.POST('/api/requirements', { body: { provider: 'codex', title } });
   const firstCommit = () => manager.api.POST('/api/workspace/first-commit');
   const state = async () => (await ok(manager.api.GET('/api/workspace/git'))).state;
@@ -27,7 +28,7 @@ describe('the first commit of an empty repository (issue 26 §5)', () => {
 
   beforeEach(async () => {
     sandbox = makeSandbox();
-    manager = await startManager({ sandbox });
+    manager = await startInProcess({ sandbox });
   });
 
   afterEach(async () => {

@@ -14,7 +14,8 @@ import {
   sh,
   startRun,
 } from './support/git-repo';
-import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { until } from './support/wait';
 
 // Issue 28: the conflict radar after a land computes again only the work whose files the land
@@ -51,7 +52,7 @@ function comparable(radar: Radar): unknown {
 
 describe('the conflict radar across lands', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   const ids: Record<'p' | 'q' | 'r' | 's' | 't', string> = { p: '', q: '', r: '', s: '', t: '' };
 
   beforeAll(() => {
@@ -65,7 +66,7 @@ describe('the conflict radar across lands', () => {
   });
 
   it('recomputes the work a land touched, carries the rest, and agrees with a cold pass', async () => {
-    manager = await startManager({ env: AGENTS, sandbox });
+    manager = await startInProcess({ env: AGENTS, sandbox });
     const create = async (title: string, command: string) => {
       const requirement = await createRequirement(manager, { title });
       await startRun(manager, requirement.id, sh(`${command} && git commit -q -am '${title}'`));
@@ -86,7 +87,7 @@ describe('the conflict radar across lands', () => {
     // Nothing in memory: a restarted manager computes every answer afresh, and must find the same.
     const coldAgrees = async (incremental: Radar) => {
       await manager.stop();
-      manager = await startManager({ env: AGENTS, sandbox });
+      manager = await startInProcess({ env: AGENTS, sandbox });
       expect(comparable(await radar())).toEqual(comparable(incremental));
     };
     const row = (answer: Radar, id: string) => answer.requirements.find((x) => x.requirementId === id);

@@ -16,7 +16,8 @@ import {
   WORKTREE_AGENT,
   writeFiles,
 } from './support/git-repo';
-import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { snapshotStore } from './support/db-snapshot';
 import { sendUntyped } from './support/http';
 import { expectRefused } from './support/refusals';
@@ -53,7 +54,7 @@ function commit(files: Record<string, string | null>, message: string, author?: 
 }
 
 async function land(
-  manager: ManagerProcess,
+  manager: TestManager,
   id: string,
   method: Method,
   extra: Partial<Schemas['LandRequirementDto']> = {},
@@ -61,11 +62,11 @@ async function land(
   return manager.api.POST('/api/requirements/{id}/land', { body: { method, ...extra }, params: { path: { id } } });
 }
 
-const get = (manager: ManagerProcess, id: string) =>
+const get = (manager: TestManager, id: string) =>
   ok(manager.api.GET('/api/requirements/{id}', { params: { path: { id } } }));
 
 /** A new Requirement whose first run ran `command` (its commits), once that run ended. */
-async function runOnce(manager: ManagerProcess, title: string, command: string): Promise<Requirement> {
+async function runOnce(manager: TestManager, title: string, command: string): Promise<Requirement> {
   const requirement = await createRequirement(manager, { title });
   await startRun(manager, requirement.id, sh(command));
   const { requirement: after, run } = await settled(manager, requirement.id, 1);
@@ -78,7 +79,7 @@ const refs = (repo: string) => git(repo, 'for-each-ref', '--format=%(refname) %(
 
 describe('landing a Requirement locally', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let repo: string;
 
   /** A Requirement whose first run made `commands` (each one a commit, or any shell). */
@@ -100,7 +101,7 @@ describe('landing a Requirement locally', () => {
       'shared.txt': 'one\ntwo\nthree\n',
       'src/a.ts': 'export const a = 1;\n',
     });
-    manager = await startManager({ env: AGENTS, sandbox });
+    manager = await startInProcess({ env: AGENTS, sandbox });
   });
 
   afterAll(async () => {
@@ -405,7 +406,7 @@ describe('landing a Requirement locally', () => {
 
 describe('the conflict radar', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
 
   beforeAll(async () => {
     sandbox = makeSandbox();
@@ -416,7 +417,7 @@ describe('the conflict radar', () => {
       'twice.txt': 'renamed twice\n',
       'tri.txt': 'one\ntwo\nthree\n',
     });
-    manager = await startManager({ env: AGENTS, sandbox });
+    manager = await startInProcess({ env: AGENTS, sandbox });
   });
 
   afterAll(async () => {
@@ -515,12 +516,12 @@ describe('the conflict radar', () => {
 
 describe('the merge queue', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
 
   beforeAll(async () => {
     sandbox = makeSandbox();
     initRepository(sandbox.workspace, { 'README.md': '# repo\n', 'q.txt': 'one\ntwo\nthree\n' });
-    manager = await startManager({ env: AGENTS, sandbox });
+    manager = await startInProcess({ env: AGENTS, sandbox });
   });
 
   afterAll(async () => {

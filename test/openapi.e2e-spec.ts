@@ -4,18 +4,19 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { authHeaders, sendUntyped } from './support/http';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 
 const COMMITTED_DOCUMENT = path.join(ROOT, 'libs/api-client/openapi.json');
 const COMMITTED_SCHEMA = path.join(ROOT, 'libs/api-client/src/schema.d.ts');
 
 describe('OpenAPI document and generated client', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
 
   beforeAll(async () => {
     sandbox = makeSandbox();
-    manager = await startManager({ sandbox });
+    manager = await startInProcess({ sandbox });
   });
 
   afterAll(async () => {

@@ -6,7 +6,8 @@ import type { Schemas } from '@libs/api-client';
 import { ok } from './support/api';
 import { execute, onPostgres, query, snapshotStore } from './support/db-snapshot';
 import { sendUntyped } from './support/http';
-import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { expectRefused as refused } from './support/refusals';
 
 const VALID: Schemas['CreateRequirementDto'] = {
@@ -17,11 +18,11 @@ const VALID: Schemas['CreateRequirementDto'] = {
 
 describe('Requirements, sessions and the conversation over HTTP', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
 
   beforeAll(async () => {
     sandbox = makeSandbox();
-    manager = await startManager({ sandbox });
+    manager = await startInProcess({ sandbox });
   });
 
   afterAll(async () => {
@@ -230,11 +231,11 @@ describe('Requirements, sessions and the conversation over HTTP', () => {
     // Only a finished run leads to waiting_confirmation (runs arrive later): put it there
     // directly, while no manager runs (the running one is the database's only writer).
     const own = makeSandbox();
-    let other = await startManager({ sandbox: own });
+    let other = await startInProcess({ sandbox: own });
     const waiting = await ok(other.api.POST('/api/requirements', { body: VALID }));
     await other.stop();
     await setStatus(other.dataDirectory(), waiting.id, 'waiting_confirmation');
-    other = await startManager({ sandbox: own });
+    other = await startInProcess({ sandbox: own });
     try {
       const confirmed = await other.api.POST('/api/requirements/{id}/confirm', {
         params: { path: { id: waiting.id } },

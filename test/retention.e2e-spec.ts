@@ -3,18 +3,19 @@ import * as path from 'node:path';
 
 import { query } from './support/db-snapshot';
 import { ok, upload } from './support/api';
-import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
 
 // Runs use the silent synthetic agent: a run stays active until it is stopped.
 describe('retention of done and cancelled Requirements', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
 
   beforeAll(async () => {
     sandbox = makeSandbox();
-    manager = await startManager({ sandbox });
+    manager = await startInProcess({ sandbox });
   });
 
   afterAll(async () => {

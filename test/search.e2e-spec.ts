@@ -5,7 +5,8 @@ import type { Schemas } from '@libs/api-client';
 import { execute, query } from './support/db-snapshot';
 import { ok } from './support/api';
 import { sendUntyped } from './support/http';
-import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { until } from './support/wait';
 
 type Hit = Schemas['SearchHitDto'];
@@ -13,11 +14,11 @@ type Hit = Schemas['SearchHitDto'];
 /** Search through a real manager process and its SQLite file: the index is written with the rows, in their transactions. */
 describe('search', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
 
   beforeAll(async () => {
     sandbox = makeSandbox();
-    manager = await startManager({ sandbox });
+    manager = await startInProcess({ sandbox });
   });
 
   afterAll(async () => {

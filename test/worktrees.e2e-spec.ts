@@ -19,7 +19,8 @@ import {
 } from './support/git-repo';
 import { execute } from './support/db-snapshot';
 import { sendUntyped } from './support/http';
-import { ManagerProcess, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { startManager, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { expectRefused } from './support/refusals';
 import { until } from './support/wait';
 
@@ -36,12 +37,12 @@ const AGENTS = {
   GITHUB_TOKEN: '',
 };
 
-const patch = async (manager: ManagerProcess, values: Record<string, unknown>) =>
+const patch = async (manager: TestManager, values: Record<string, unknown>) =>
   expect((await manager.api.PATCH('/api/configuration', { body: values })).status).toBe(200);
 
 describe('a worktree per Requirement, in a git workspace', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let worktrees: string;
   const report = (name: string) => path.join(sandbox.shared, `${name}.json`);
 
@@ -63,7 +64,7 @@ describe('a worktree per Requirement, in a git workspace', () => {
       'local/other.txt': 'mine\n',
       'node_modules/pkg/index.js': 'module.exports = 1;\n',
     });
-    manager = await startManager({ env: AGENTS, sandbox });
+    manager = await startInProcess({ env: AGENTS, sandbox });
     worktrees = (await ok(manager.api.GET('/api/workspace'))).worktreesDirectory;
   });
 
@@ -603,7 +604,7 @@ describe('a worktree per Requirement, in a git workspace', () => {
 describe('isolation outside a plain git repository', () => {
   it('runs in place in a workspace that is not a git repository, and refuses a worktree there', async () => {
     const sandbox = makeSandbox();
-    const manager = await startManager({ env: AGENTS, sandbox });
+    const manager = await startInProcess({ env: AGENTS, sandbox });
     try {
       const requirement = await createRequirement(manager, { title: 'No git' });
       expect(requirement).toMatchObject({ baseRef: null, isolation: 'in_place', worktree: null });

@@ -59,21 +59,25 @@ export function makeSandbox(): Sandbox {
   };
 }
 
-export interface ManagerProcess {
-  child: ChildProcess;
+/** What an API suite asks of its manager, whether it runs as a process or in the test's own process. */
+export interface TestManager {
   /** The workspace's local access token (already registered for `send` and `connectSse`). */
   token: string;
   /** `http://127.0.0.1:<port>` */
   origin: string;
   /** The typed client (`./api`), authenticated with `token`. */
   api: TypedApi;
+  /** A graceful stop; resolves with the exit code (0 in process). */
+  stop(): Promise<number | null>;
+  dataDirectory(): string;
+}
+
+export interface ManagerProcess extends TestManager {
+  child: ChildProcess;
   stdout(): string;
   stderr(): string;
-  /** SIGTERM and wait for a clean exit; resolves with the exit code. */
-  stop(): Promise<number | null>;
   /** SIGKILL: a crash. */
   kill9(): Promise<void>;
-  dataDirectory(): string;
 }
 
 export interface StartArgs {
@@ -111,6 +115,17 @@ const DEFAULT_AGENTS = {
   ...STORE_ENV,
 };
 
+/** The environment a test's manager starts with, as a process or in the test's own process. */
+export function managerEnv(sandbox: Sandbox, env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    CODE_FACTORY_AGENT_WRITABLE_PATHS: sandbox.shared,
+    CODE_FACTORY_HOME: sandbox.home,
+    ...DEFAULT_AGENTS,
+    ...env,
+  };
+}
+
 export async function startManager({
   sandbox,
   args = [],
@@ -123,13 +138,7 @@ export async function startManager({
     ? ['/bin/sh', ['-c', `${shellPrefix}; exec "$0" "$@"`, node, ...argv]]
     : [node, argv];
   const child = spawn(command, commandArgs, {
-    env: {
-      ...process.env,
-      CODE_FACTORY_AGENT_WRITABLE_PATHS: sandbox.shared,
-      CODE_FACTORY_HOME: sandbox.home,
-      ...DEFAULT_AGENTS,
-      ...env,
-    },
+    env: managerEnv(sandbox, env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -186,13 +195,7 @@ export function runLauncher(
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      env: {
-        ...process.env,
-        CODE_FACTORY_AGENT_WRITABLE_PATHS: sandbox.shared,
-        CODE_FACTORY_HOME: sandbox.home,
-        ...DEFAULT_AGENTS,
-        ...env,
-      },
+      env: managerEnv(sandbox, env),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -73,8 +73,19 @@ interface PendingStreaming {
   guard: NodeJS.Timeout;
 }
 
-/** The compiled entry; absent when the sources run unbuilt (unit tests), and then nothing is delegated. */
-const ENTRY = path.join(__dirname, 'spawner-process.js');
+/**
+ * The compiled entry. When the sources run (a manager in a test's own process) it is the build's,
+ * if there is one: a test process holds far more memory than a manager, so spawning from it stalls
+ * longer still. With neither (unit tests on unbuilt sources) nothing is delegated.
+ */
+const ENTRY = ((): string => {
+  const beside = path.join(__dirname, 'spawner-process.js');
+  if (!__filename.endsWith('.ts')) {
+    return beside;
+  }
+  const root = path.resolve(__dirname, '..', '..', '..', '..');
+  return path.join(root, 'dist', path.relative(root, __dirname), 'spawner-process.js');
+})();
 /** A spawner that does not answer a bounded call within the call's own limit plus this is taken as stuck. */
 const GRACE_MS = 5_000;
 /** A streaming program whose pipes have not reached the manager by then is given up (and killed). */
