@@ -57,7 +57,7 @@ describe('dashboard in Chromium', () => {
     const agentEnv = codexEnvironment(stub, fs.mkdtempSync(path.join('/var/tmp', 'am-dashboard-codex-')));
     // GitHub is the fake: the agent's `pr register --url` reads the PR from it, and the reconciler polls it every second.
     github = await FakeGitHubServer.start({ token: GITHUB_TOKEN });
-    manager = await startManager({
+    manager = await startInProcess({
       env: {
         ...agentEnv,
         CODE_FACTORY_CODEX_EXECUTABLE: CODEX,

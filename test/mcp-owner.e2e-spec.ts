@@ -6,7 +6,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 import { ok } from './support/api';
-import { ManagerProcess, ROOT, Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { startInProcess } from './support/in-process';
+import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 import { until } from './support/wait';
 
 // `agent-manager mcp` as a person's assistant runs it: a child process over stdio, driven by the
@@ -60,12 +61,12 @@ async function refusal(client: Client, name: string, args: Record<string, unknow
 
 describe('agent-manager mcp (the owner’s tools)', () => {
   let sandbox: Sandbox;
-  let manager: ManagerProcess;
+  let manager: TestManager;
   let client: Client;
 
   beforeAll(async () => {
     sandbox = makeSandbox();
-    manager = await startManager({
+    manager = await startInProcess({
       env: {
         CODE_FACTORY_AGENT_ENVIRONMENT_PASS: 'SCRIPTED_AGENT_DELAY_MS',
         CODE_FACTORY_CODEX_EXECUTABLE: AGENT,

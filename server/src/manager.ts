@@ -161,6 +161,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
       clock: options.clock,
       configuration,
       databasePath,
+      env,
       logFilePath,
       logger,
       paths,

@@ -64,6 +64,11 @@ export class AgentEnvironmentService implements OnModuleInit {
     return { name: AGENT_TOOL_SERVER_NAME, tokenVariable: 'CODE_FACTORY_TOKEN', url: `${this.apiUrl}/agent/mcp` };
   }
 
+  /** What agents inherit from: the manager's environment. */
+  private get managerEnv(): NodeJS.ProcessEnv {
+    return this.runtime.env ?? process.env;
+  }
+
   /** The manager's API base as agents reach it (`http://127.0.0.1:<port>/api`). */
   get apiUrl(): string {
     return this.apiUrlValue;
@@ -76,7 +81,7 @@ export class AgentEnvironmentService implements OnModuleInit {
 
   environment(context: Omit<AgentContext, 'apiUrl'>): Record<string, string> {
     const env = this.baseEnvironment(context.provider);
-    env.PATH = [this.binDirectory, process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(path.delimiter);
+    env.PATH = [this.binDirectory, this.managerEnv.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(path.delimiter);
     env.CODE_FACTORY_API_URL = this.apiUrlValue;
     env.CODE_FACTORY_CLI = this.cliPath;
     env.CODE_FACTORY_REQUIREMENT_ID = context.requirementId;
@@ -92,7 +97,7 @@ export class AgentEnvironmentService implements OnModuleInit {
   baseEnvironment(provider: Provider | null): Record<string, string> {
     const configuration = this.runtime.configuration;
     const secrets = configuration.get('secrets').map((secret) => secret.name);
-    return agentVariables(process.env, configuration.get('agentEnvironmentPass'), provider, secrets);
+    return agentVariables(this.managerEnv, configuration.get('agentEnvironmentPass'), provider, secrets);
   }
 
   /**
@@ -103,7 +108,7 @@ export class AgentEnvironmentService implements OnModuleInit {
     const secrets = this.runtime.configuration.get('secrets').map((secret) => secret.name);
     return {
       ...this.baseEnvironment(provider),
-      ...agentVariables(process.env, ['GITHUB_TOKEN', 'GH_TOKEN'], provider, secrets),
+      ...agentVariables(this.managerEnv, ['GITHUB_TOKEN', 'GH_TOKEN'], provider, secrets),
     };
   }
 }

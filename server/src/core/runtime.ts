@@ -29,4 +29,9 @@ export interface Runtime {
   clock?: Clock;
   /** TLS or not, and the certificate's names. */
   serving: Serving;
+  /**
+   * The environment the manager was started with (its process's, unless `startManager` was given
+   * another): what agents inherit from and where the forges' tokens are read. Absent: the process's.
+   */
+  env?: NodeJS.ProcessEnv;
 }

@@ -39,7 +39,7 @@ export class DoctorService {
 
   private async probe(): Promise<DoctorReportDto> {
     const report = await runDoctor({
-      env: process.env,
+      env: this.runtime.env ?? process.env,
       overrides: this.runtime.configuration.snapshot().effective,
       serving: runningInstance(this.runtime.paths.lockPath)?.url ?? 'this manager',
       timeoutMs: 10_000,

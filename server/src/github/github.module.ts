@@ -1,6 +1,7 @@
 import { Inject, Module, OnModuleInit } from '@nestjs/common';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
+import { RUNTIME, type Runtime } from '../core/runtime';
 import { ForgesModule } from '../forges/forges.module';
 import { type ForgeClient, ForgeRegistry } from '../forges/pull-request-forge';
 import { PullRequestsModule } from '../pull-requests/pull-requests.module';
@@ -60,10 +61,10 @@ export function gitHubForge(github: GitHubClient): ForgeClient {
   imports: [ForgesModule, PullRequestsModule],
   providers: [
     {
-      inject: [ConfigurationService],
+      inject: [ConfigurationService, RUNTIME],
       provide: GITHUB_CLIENT,
-      useFactory: (configuration: ConfigurationService) =>
-        createGitHubClient({ baseUrl: configuration.get('githubApiUrl') }),
+      useFactory: (configuration: ConfigurationService, runtime: Runtime) =>
+        createGitHubClient({ baseUrl: configuration.get('githubApiUrl'), env: runtime.env }),
     },
     GitHubWebhookService,
   ],

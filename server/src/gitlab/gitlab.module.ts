@@ -1,6 +1,7 @@
 import { Inject, Module, OnModuleInit } from '@nestjs/common';
 
 import { ConfigurationService } from '../core/configuration/configuration.service';
+import { RUNTIME, type Runtime } from '../core/runtime';
 import { ForgesModule } from '../forges/forges.module';
 import { ForgeRegistry } from '../forges/pull-request-forge';
 import { PullRequestsModule } from '../pull-requests/pull-requests.module';
@@ -18,10 +19,10 @@ import { GitLabWebhookService } from './gitlab-webhook.service';
   imports: [ForgesModule, PullRequestsModule],
   providers: [
     {
-      inject: [ConfigurationService],
+      inject: [ConfigurationService, RUNTIME],
       provide: GITLAB_CLIENT,
-      useFactory: (configuration: ConfigurationService) =>
-        createGitLabClient({ baseUrl: configuration.get('gitlabApiUrl') }),
+      useFactory: (configuration: ConfigurationService, runtime: Runtime) =>
+        createGitLabClient({ baseUrl: configuration.get('gitlabApiUrl'), env: runtime.env }),
     },
     GitLabWebhookService,
   ],
