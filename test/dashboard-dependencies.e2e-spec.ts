@@ -14,7 +14,7 @@ import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-
 // Issue 26 §6 (dependencies and base ref in the dialogs, "blocked by" on the detail page), the
 // rest of §5 (a repository without commit: the card's badge, the create answer's warning, the
 // first commit), "start right away" with an unmet dependency (kept as autoStart, issue 47 §5), and
-// a refused start that left the dialog ready to create a duplicate, in Debian's Chromium against the real built server. Screenshots land in
+// a refused start that left the dialog ready to create a duplicate, in Debian's Chromium against a real manager in the test's process. Screenshots land in
 // test-artifacts/dashboard-dependencies/ (looked at by a person), in both themes and at 390 px.
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');

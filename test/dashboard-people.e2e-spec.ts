@@ -7,7 +7,7 @@ import { ok } from './support/api';
 import { startInProcess } from './support/in-process';
 import { ROOT, Sandbox, type TestManager, makeSandbox } from './support/manager-process';
 
-// Issue 29 (team mode), against the real built server and Debian's Chromium: on a board several
+// Issue 29 (team mode), against a real manager in the test's process and Debian's Chromium: on a board several
 // people's managers share, a person's message in the conversation shows who wrote it (the name
 // the manager acts under), not a bare "You". Screenshot in test-artifacts/dashboard-people/.
 

@@ -14,7 +14,7 @@ const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
 jest.setTimeout(120_000);
 
 /**
- * The search box in Chromium against a real manager process: typing searches titles and every
+ * The search box in Chromium against a real manager in the test's process: typing searches titles and every
  * message, a result opens the Requirement scrolled to the message that matched (even one far
  * outside the rendered window), and snippets are text, never markup.
  */

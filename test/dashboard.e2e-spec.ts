@@ -13,7 +13,7 @@ import { ModelStub, codexEnvironment } from './support/model-stub';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
 
-// The dashboard in Debian's Chromium against the real built server, driving the real Codex CLI
+// The dashboard in Debian's Chromium against a real manager in the test's process, driving the real Codex CLI
 // (pinned in test/agent-clis) whose model is the scripted stub. Everything a person does goes
 // through the page; the API is used only to check what the page claims. Screenshots of every
 // board and the detail view land in test-artifacts/dashboard/.

@@ -11,7 +11,7 @@ import { until } from './support/wait';
 
 type Hit = Schemas['SearchHitDto'];
 
-/** Search through a real manager process and its SQLite file: the index is written with the rows, in their transactions. */
+/** Search through a real manager (in the test's process) and its SQLite file: the index is written with the rows, in their transactions. */
 describe('search', () => {
   let sandbox: Sandbox;
   let manager: TestManager;

@@ -9,6 +9,7 @@ import type { AgentIsolation, ConfigurationValues } from '@libs/contracts';
 
 import { AgentSandbox } from './agents/agent-sandbox';
 import { killDescendantsNow } from './agents/process-tree';
+import { spawner } from './core/process/spawner';
 import { AppModule } from './app.module';
 import { loginUrl } from './auth/local-token';
 import { ServingOptions, isWildcardHost, planServing } from './core/http/serving';
@@ -232,6 +233,7 @@ export async function startManager(options: StartOptions): Promise<RunningManage
             await storeLock?.release();
             await board?.leave();
             lock.release();
+            spawner.release();
             fileLogger.log({ msg: 'agent manager stopped' }, 'Manager');
             await fileLogger.close();
           }

@@ -16,9 +16,9 @@ export interface InProcessManager extends TestManager {
  * `startManager` of ./manager-process for suites whose subject is the API, not the process: the
  * same sandbox, environment, synthetic agents and store, served by a real listening server on an
  * ephemeral port in the test's own process (about 0.8 s of CPU a start, against 3 s for a
- * process). Agents are still real child processes; they inherit the variables the manager passes
- * on from this process's environment, so a suite that hands an agent a variable through `env`
- * needs a process. Launch flags, a shell prefix and another Node.js are a process's too.
+ * process). Agents are still real child processes, started from the environment given here
+ * (`Runtime.env`). What the manager's own git and the model catalog read from the process's
+ * environment, launch flags, a shell prefix and another Node.js need a process (docs/testing.md).
  */
 export async function startInProcess({
   sandbox,
@@ -54,7 +54,7 @@ export async function startInProcess({
 
 /**
  * A manager in the test's own process on the sandbox's workspace (a real listening server on an
- * ephemeral port, a real SQLite file), whose runs are the synthetic worktree agent as a real child
+ * ephemeral port, a real SQLite file, or the PostgreSQL URL in that phase), whose runs are the synthetic worktree agent as a real child
  * process, with no GitHub token; its token is registered for the typed client.
  */
 export async function startWorktreeManager(sandbox: Sandbox, clock?: Clock): Promise<RunningManager> {

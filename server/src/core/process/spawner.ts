@@ -74,17 +74,20 @@ interface PendingStreaming {
 }
 
 /**
- * The compiled entry. When the sources run (a manager in a test's own process) it is the build's,
- * if there is one: a test process holds far more memory than a manager, so spawning from it stalls
- * longer still. With neither (unit tests on unbuilt sources) nothing is delegated.
+ * The compiled entry. When the sources run, nothing is delegated (unit tests), unless the test
+ * tiers that start managers in their own process ask for the build's helper
+ * (`CODE_FACTORY_TEST_BUILT_SPAWNER`, set by test/support/test-environment.js after `npm test`
+ * built it): a test process holds far more memory than a manager, so spawning from it stalls
+ * longer still.
  */
 const ENTRY = ((): string => {
   const beside = path.join(__dirname, 'spawner-process.js');
-  if (!__filename.endsWith('.ts')) {
+  if (!__filename.endsWith('.ts') || process.env.CODE_FACTORY_TEST_BUILT_SPAWNER !== '1') {
     return beside;
   }
   const root = path.resolve(__dirname, '..', '..', '..', '..');
-  return path.join(root, 'dist', path.relative(root, __dirname), 'spawner-process.js');
+  const built = path.join(root, 'dist', path.relative(root, __dirname), 'spawner-process.js');
+  return fs.existsSync(built) ? built : beside;
 })();
 /** A spawner that does not answer a bounded call within the call's own limit plus this is taken as stuck. */
 const GRACE_MS = 5_000;
@@ -324,6 +327,19 @@ class Spawner {
     }
     this.unrefWhenIdle();
     entry.resolve(result);
+  }
+
+  /**
+   * Lets the helper go when nothing is pending, as the manager's exit would: a manager stops (in a
+   * test's own process, that process lives on), and a later call starts a helper again.
+   */
+  release(): void {
+    const child = this.child;
+    if (!child || this.pending.size > 0) {
+      return;
+    }
+    this.child = null;
+    child.disconnect();
   }
 
   private unrefWhenIdle(): void {
