@@ -114,19 +114,18 @@ describe('terminals', () => {
       // The person's data is not there for it: the token, the database, the logs.
       await type(
         terminal.id,
-        `ls ${dataDirectory} | wc -l; cat ${path.join(dataDirectory, 'token')} || echo "no token here"\n`,
+        `ls ${dataDirectory} | wc -l; cat ${path.join(dataDirectory, 'token')} || echo "no token" "here"\n`,
       );
+      // The words are split in the command, so its echo cannot satisfy the wait.
       await shows(screen, 'no token here');
+      expect(screen.text()).not.toContain(fs.readFileSync(path.join(dataDirectory, 'token'), 'utf8').trim());
       // Its pseudo-terminal is in a /dev of its own: no other sandbox (an agent's) can open it.
       await type(terminal.id, "stat -c 'pts-dev:%d' /dev/pts/\n");
-      await shows(screen, 'pts-dev:');
-      const inside = /pts-dev:(\d+)/.exec(
-        screen
-          .text()
-          .split('\n')
-          .filter((l) => !l.includes("'pts-dev"))
-          .join('\n'),
-      )?.[1];
+      // Wait for the answer, not the echo of the command (which says `pts-dev:%d`).
+      const inside = await until(
+        'the terminal to show its /dev/pts device',
+        async () => /pts-dev:(\d+)/.exec(screen.text())?.[1],
+      );
       expect(inside).toBeDefined();
       expect(Number(inside)).not.toBe(fs.statSync('/dev/pts').dev);
       await ok(
