@@ -5,7 +5,7 @@ import { RunningManager, startManager } from '@server/manager';
 import { apiClient } from './api';
 import { WORKTREE_AGENT } from './git-repo';
 import { registerToken } from './http';
-import { type Sandbox, STORE_ENV, type StartArgs, type TestManager, managerEnv } from './manager-process';
+import { type Sandbox, type StartArgs, type TestManager, managerEnv } from './manager-process';
 
 /** A manager in the test's own process, with its Nest application at hand. */
 export interface InProcessManager extends TestManager {
@@ -53,25 +53,19 @@ export async function startInProcess({
 }
 
 /**
- * A manager in the test's own process on the sandbox's workspace (a real listening server on an
- * ephemeral port, a real SQLite file, or the PostgreSQL URL in that phase), whose runs are the synthetic worktree agent as a real child
- * process, with no GitHub token; its token is registered for the typed client.
+ * `startInProcess` whose runs are the synthetic worktree agent (a real child process) and which
+ * has no GitHub token, for suites that hold the Nest application itself (`RunningManager`).
  */
 export async function startWorktreeManager(sandbox: Sandbox, clock?: Clock): Promise<RunningManager> {
-  const manager = await startManager({
-    ...(clock ? { clock } : {}),
+  const { running } = await startInProcess({
+    clock,
     env: {
-      ...process.env,
       CODE_FACTORY_CLAUDE_EXECUTABLE: WORKTREE_AGENT,
       CODE_FACTORY_CODEX_EXECUTABLE: WORKTREE_AGENT,
-      CODE_FACTORY_HOME: sandbox.home,
       GH_TOKEN: '',
       GITHUB_TOKEN: '',
-      ...STORE_ENV,
     },
-    overrides: { port: 0 },
-    workspace: sandbox.workspace,
+    sandbox,
   });
-  registerToken(manager.url, manager.app.get(LocalTokenService).value);
-  return manager;
+  return running;
 }

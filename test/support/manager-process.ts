@@ -97,7 +97,6 @@ function waitForExit(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
-/** Runs `agent-manager start` and resolves once the banner shows the URL. */
 /** Unless a suite says otherwise, runs use a silent synthetic agent (see idle-agent.js). */
 export const IDLE_AGENT = path.join(ROOT, 'test', 'fixtures', 'agents', 'idle-agent.js');
 /** With TEST_DATABASE_URL every manager keeps its store on that PostgreSQL server (in its workspace's schema); suites that start one in-process add this to its env. */
@@ -126,6 +125,7 @@ export function managerEnv(sandbox: Sandbox, env: NodeJS.ProcessEnv = {}): NodeJ
   };
 }
 
+/** Runs `agent-manager start` and resolves once the banner shows the URL. */
 export async function startManager({
   sandbox,
   args = [],
