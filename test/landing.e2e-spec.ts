@@ -85,7 +85,14 @@ describe('landing a Requirement locally', () => {
   /** A Requirement whose first run made `commands` (each one a commit, or any shell). */
   async function worked(title: string, ...commands: string[]): Promise<Requirement> {
     const requirement = await runOnce(manager, title, commands.join(' && '));
-    // The radar looks after the run's refresh: wait for its answer (a refusal then changes nothing at all).
+    // The run's end checkpoint and the radar come after the run's refresh, at the manager's pace:
+    // wait for both (a refusal then changes nothing at all).
+    await until(`the run's end checkpoint for ${title}`, async () => {
+      const { items } = await ok(
+        manager.api.GET('/api/requirements/{id}/checkpoints', { params: { path: { id: requirement.id } } }),
+      );
+      return items.some((c) => c.kind === 'run_end') || undefined;
+    });
     await ok(manager.api.GET('/api/conflicts'));
     return until(`the radar's answer for ${title}`, async () => {
       const now = await get(manager, requirement.id);
