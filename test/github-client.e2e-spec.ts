@@ -5,7 +5,8 @@ import * as path from 'node:path';
 
 import { Logger, LoggerService } from '@nestjs/common';
 
-import { OctokitGitHubClient, GitHubClientOptions, createGitHubClient } from '@server/github/github-client';
+import { OctokitGitHubClient, createGitHubClient } from '@server/github/github-client';
+import type { GitHubClientOptions } from '@server/github/github-transport';
 import { GitHubError } from '@server/github/github.errors';
 import { resolveGitHubToken } from '@server/github/github-token';
 import {
