@@ -19,6 +19,7 @@ import type { RequirementRows } from '../requirements/requirements.repository';
 import { RequirementsService } from '../requirements/requirements.service';
 import { RequirementActors } from '../runs/requirement-actors.service';
 import { RunLifecycle } from '../runs/run-lifecycle.service';
+import { RunPlacement } from '../runs/run-placement';
 
 /**
  * What a delivery wrote. `wake` asks for a run; `resumes` says the delivery may also end a
@@ -51,6 +52,7 @@ export class ConversationDelivery {
     private readonly database: Database,
     private readonly lifecycle: RunLifecycle,
     private readonly messages: MessagesService,
+    private readonly placement: RunPlacement,
     private readonly requirements: RequirementsService,
   ) {}
 
@@ -113,7 +115,7 @@ export class ConversationDelivery {
           paused ||
           rows.session.state === 'running' ||
           this.lifecycle.stopping ||
-          this.lifecycle.runsElsewhere(rows.requirement.runnerId)
+          this.placement.runsElsewhere(rows.requirement.runnerId)
         ) {
           return {
             message: written.message,
@@ -160,7 +162,7 @@ export class ConversationDelivery {
    */
   @OnDomainEvent('board.eventPublished')
   async onBoardEvent(event: ManagerEvent): Promise<void> {
-    const own = this.lifecycle.ownRunnerId;
+    const own = this.placement.ownRunnerId;
     if (
       event.type !== 'message.created' ||
       own === null ||

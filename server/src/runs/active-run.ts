@@ -1,6 +1,7 @@
-import type { InterruptMode, RunEndEventType, RunStatus } from '@libs/contracts';
+import type { InterruptMode, RequirementStatus, RunEndEventType, RunStatus } from '@libs/contracts';
 
 import { newId } from '../core/ids';
+import type { RunEnd } from '../requirements/requirement-lifecycle';
 import type { RequirementRows } from '../requirements/requirements.repository';
 
 import type { OutputParser, TokenUsage } from '../agents/agent-adapter';
@@ -188,4 +189,45 @@ export function newRdRun({ requirement, session }: RequirementRows, now: string)
     traceCount: 0,
     updatedAt: now,
   };
+}
+
+/**
+ * What the session does once a run closed (invariant 6): it goes on at once while newer input
+ * waits and nothing holds it, else it rests (`waiting_human`), fails, or ends with its cancelled
+ * Requirement. `pending` is what is still deliverable after the run's own consumption.
+ */
+export function sessionAfterRun({
+  active,
+  overBudget,
+  pending,
+  requirementStatus,
+  status,
+  stopping,
+}: {
+  active: Pick<ActiveRun, 'capturedCount' | 'interruptMode'>;
+  overBudget: boolean;
+  pending: number;
+  requirementStatus: RequirementStatus;
+  status: FinalRunStatus;
+  stopping: boolean;
+}): { continues: boolean; next: RunEnd['next']; paused: boolean } {
+  const newerInput = pending > (status === 'succeeded' ? 0 : active.capturedCount);
+  // A stop is the intentional pause (api-contract "State rules"): queued input stays pending
+  // until a person starts the session again, or stop would be steer. Whatever the run's own
+  // outcome (it may have finished just before the signal), the person asked it to halt.
+  const paused = active.interruptMode === 'stop' || overBudget;
+  const continues =
+    !paused &&
+    !stopping &&
+    newerInput &&
+    requirementStatus === 'doing' &&
+    (status === 'succeeded' || status === 'cancelled');
+  let next: RunEnd['next'] = 'continues';
+  if (requirementStatus === 'cancelled') {
+    // Cancelled while this run ended (RunLifecycle.cancel): the session ends with it.
+    next = 'completed';
+  } else if (!continues) {
+    next = status === 'succeeded' || status === 'cancelled' ? 'waiting_human' : 'failed';
+  }
+  return { continues, next, paused };
 }

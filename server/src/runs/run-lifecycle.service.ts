@@ -1,11 +1,4 @@
-import {
-  BeforeApplicationShutdown,
-  Inject,
-  Injectable,
-  Logger,
-  OnApplicationShutdown,
-  OnModuleDestroy,
-} from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 
 import type { EventActor, InterruptMode, ManagerEvent, RequirementBudget, RequirementUsage } from '@libs/contracts';
 
@@ -21,14 +14,12 @@ import {
   usageOf,
 } from '../requirements/budget-rules';
 import { BudgetStop, TreeBudgets } from './tree-budgets';
-import { runnerView } from '../core/board/runner-directory';
 import { Clock } from '../core/clock';
 import { ConfigurationService } from '../core/configuration/configuration.service';
 import { Database } from '../core/database/database.service';
 import { DomainEvents, OnDomainEvent } from '../core/domain-events';
 import type { UnitOfWork } from '../core/database/unit-of-work';
 import { conflict } from '../core/errors/domain-error';
-import { RUNTIME, type Runtime } from '../core/runtime';
 import { SecretsService } from '../core/secrets/secrets.service';
 import { EventLog, SYSTEM_ACTOR, audit } from '../events/event-log.service';
 import '../events/board.events';
@@ -48,6 +39,7 @@ import {
   outcomeOf,
   runEndEventType,
   runEndFields,
+  sessionAfterRun,
 } from './active-run';
 import { ActiveRunRegistry } from './active-run-registry';
 import { CheckpointsService } from '../worktrees/checkpoints.service';
@@ -58,6 +50,7 @@ import { RequirementActors } from './requirement-actors.service';
 // The events this lifecycle emits (their declarations must be in every program that compiles it).
 import './run.events';
 import { RunLauncher } from './run-launcher.service';
+import { RunPlacement } from './run-placement';
 import { ownRunUsage } from './run-usage';
 import { RunsRepository } from './runs.repository';
 import { TraceWriter } from './trace-writer';
@@ -102,7 +95,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     private readonly runs: RunsRepository,
     private readonly secrets: SecretsService,
     private readonly checkpoints: CheckpointsService,
-    @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'board'>,
+    private readonly placement: RunPlacement,
   ) {
     this.active = new ActiveRunRegistry<ActiveRun>(
       (active) => this.launcher.kill(active),
@@ -127,7 +120,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     return this.actors.act(requirementId, async () => {
       const { message, requirement, run } = await this.database.write(async (tx) => {
         const rows = await this.requirements.loadForWrite(tx, requirementId);
-        this.refuseIfElsewhere(requirementId, rows.requirement.runnerId);
+        this.placement.refuseIfElsewhere(requirementId, rows.requirement.runnerId);
         if (rows.requirement.status === 'done' || rows.requirement.status === 'cancelled') {
           throw conflict(
             'requirement_closed',
@@ -206,8 +199,8 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       // A read, not a write unit: every delivery to this Requirement commits inside its actor,
       // so the committed pending count is current here.
       const requirement = await this.requirements.get(requirementId);
-      if (this.runsElsewhere(requirement.runner?.id ?? null)) {
-        return this.carryInterrupt(requirement, mode, actor);
+      if (this.placement.runsElsewhere(requirement.runner?.id ?? null)) {
+        return this.placement.carryInterrupt(requirement, mode, actor);
       }
       const active = this.active.get(requirementId);
       if (!active || active.interruptMode) {
@@ -234,8 +227,11 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
    */
   async cancel(requirementId: string, actor: EventActor): Promise<RequirementResponseDto> {
     const cancelled = await this.actors.act(requirementId, async () => {
-      if (this.runtime.board) {
-        this.refuseIfElsewhere(requirementId, (await this.requirements.get(requirementId)).runner?.id ?? null);
+      if (this.placement.ownRunnerId !== null) {
+        this.placement.refuseIfElsewhere(
+          requirementId,
+          (await this.requirements.get(requirementId)).runner?.id ?? null,
+        );
       }
       const active = this.active.get(requirementId);
       const snapshot = await this.database.write((tx) =>
@@ -287,7 +283,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     actor: EventActor,
   ): Promise<{ run: AgentRunEntity; requirement: RequirementResponseDto }> {
     const { requirement, session } = rows;
-    this.refuseIfElsewhere(requirement.id, requirement.runnerId);
+    this.placement.refuseIfElsewhere(requirement.id, requirement.runnerId);
     const now = this.clock.nowIso();
     const run = newRdRun(rows, now);
     this.runs.insert(tx, run);
@@ -301,7 +297,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       treeUsage: treeUsageOf(r),
     }));
     const before = usageOf(requirement);
-    this.requirementLifecycle.markRunning(tx, rows, now, this.runtime.board?.runnerId ?? null);
+    this.requirementLifecycle.markRunning(tx, rows, now, this.placement.ownRunnerId);
     const snapshot = toRequirementResponse(requirement, session);
     await this.events.append(tx, {
       actor,
@@ -327,21 +323,6 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       this.budgets.open(requirement.id, run.provider, before, chain);
     });
     return { requirement: snapshot, run };
-  }
-
-  /**
-   * Team mode: whether another runner of the board runs this Requirement (its first run's
-   * runner). Its worktree, session and processes live there, so nothing here may open, stop or
-   * cancel its runs; input sent here waits in the conversation for that runner.
-   */
-  runsElsewhere(runnerId: string | null): boolean {
-    const own = this.runtime.board?.runnerId;
-    return own !== undefined && runnerId !== null && runnerId !== own;
-  }
-
-  /** This runner's id on a board, else null. */
-  get ownRunnerId(): string | null {
-    return this.runtime.board?.runnerId ?? null;
   }
 
   /**
@@ -393,51 +374,12 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     return { orphanedRunId, run };
   }
 
-  /**
-   * Team mode: a stop or steer asked here for a run another runner runs. It is written to the
-   * board as `run.interrupt_requested` (durable, in the board's one order), and the runner that
-   * runs it carries it out when its feed publishes it (onBoardEvent); the run's end reaches every
-   * runner as its events do.
-   */
-  private async carryInterrupt(
-    requirement: RequirementResponseDto,
-    mode: InterruptMode,
-    actor: EventActor,
-  ): Promise<InterruptResponseDto> {
-    const run = (await this.runs.withStatus('running')).find(
-      (r) => r.requirementId === requirement.id && r.role === 'rd',
-    );
-    if (requirement.session.state !== 'running' || !run) {
-      throw conflict('no_active_run', `Requirement ${requirement.id} has no run to interrupt`);
-    }
-    const runnerId = requirement.runner!.id;
-    await this.database.write((tx) =>
-      this.events.append(tx, {
-        actor,
-        payload: { mode, runId: run.id, runnerId },
-        requirementId: requirement.id,
-        runId: run.id,
-        sessionId: requirement.session.id,
-        type: 'run.interrupt_requested',
-      }),
-    );
-    this.logger.log({
-      ...audit(actor),
-      mode,
-      msg: 'run interrupt carried to its runner',
-      requirementId: requirement.id,
-      runId: run.id,
-      runnerId,
-    });
-    return { accepted: true, action: 'interrupt', requirementId: requirement.id, runId: run.id };
-  }
-
   /** Team mode: a stop or steer another runner wrote for a run of this one's. */
   @OnDomainEvent('board.eventPublished')
   async onBoardEvent(event: ManagerEvent): Promise<void> {
     if (
       event.type === 'requirement.moved' &&
-      event.payload.fromRunnerId === this.ownRunnerId &&
+      event.payload.fromRunnerId === this.placement.ownRunnerId &&
       event.requirementId !== null
     ) {
       // Moved away while a run of ours went on (this runner was cut off from the board and came
@@ -456,7 +398,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     }
     if (
       event.type !== 'run.interrupt_requested' ||
-      event.payload.runnerId !== this.ownRunnerId ||
+      event.payload.runnerId !== this.placement.ownRunnerId ||
       event.requirementId === null
     ) {
       return;
@@ -471,16 +413,6 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         requirementId: event.requirementId,
       }),
     );
-  }
-
-  private refuseIfElsewhere(requirementId: string, runnerId: string | null): void {
-    if (this.runsElsewhere(runnerId)) {
-      const runner = runnerView(runnerId);
-      throw conflict(
-        'runs_on_other_runner',
-        `Requirement ${requirementId} runs on ${runner?.person ?? 'another person'}'s runner (${runner?.host ?? 'unknown host'}${runner?.online === false ? ', offline' : ''}): its runs are started, stopped and cancelled there`,
-      );
-    }
   }
 
   /** Starts the CLI for an opened run. Failures to start become a failed run, never a throw. */
@@ -552,7 +484,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
     const rows = await this.requirements.loadForWrite(tx, active.run.requirementId);
     const { requirement, session } = rows;
     const run = active.run;
-    if (this.runsElsewhere(requirement.runnerId)) {
+    if (this.placement.runsElsewhere(requirement.runnerId)) {
       // Team mode: moved to another runner while this run went on here. The run ends; the
       // session, its input and its budget are that runner's now, so nothing else is recorded.
       this.runs.change(
@@ -569,6 +501,66 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       tx.afterCommit(() => this.budgets.close(requirement.id, null));
       return null;
     }
+    const error = await this.tellEnd(tx, rows, active, status, end);
+    const { overBudget, own } = await this.charge(tx, rows, active, status);
+    // Once committed: the usage moves from reported to committed in the watch (which may stop the
+    // other runs of a tree it completed). An idle ancestor it took to its budget is paused by the
+    // budgets feature's reaction to the ancestor's charge (BudgetsService.treesCharged).
+    tx.afterCommit(() => this.stopForBudget(this.budgets.close(requirement.id, own)));
+    // Read after the failure's and the budget's messages' own time: their message.created events carry the
+    // Requirement at that time, and the run.* event after it must not carry an older version,
+    // or a client merging by update time keeps the earlier (still doing/running) snapshot.
+    const now = this.clock.nowIso();
+    this.runs.change(tx, run, runEndFields(active, { error, exitCode: end.code, now, status, usage: own }));
+
+    let consumed: RunEnd['consumed'] = null;
+    if (status === 'succeeded') {
+      // Invariant 4: success consumes exactly the captured boundary, nothing that came later.
+      const toSequence = Math.max(session.lastConsumedMessageSequence, run.inputToSequence ?? 0);
+      consumed = { pending: await this.messages.countDeliverableAfter(tx, requirement.id, toSequence), toSequence };
+    }
+    const { continues, next, paused } = sessionAfterRun({
+      active,
+      overBudget,
+      pending: consumed?.pending ?? session.pendingMessageCount,
+      requirementStatus: requirement.status,
+      status,
+      stopping: this.stopping,
+    });
+    this.requirementLifecycle.recordRunEnd(tx, rows, { consumed, next, paused }, now);
+    await this.events.append(tx, {
+      actor: { id: run.id, kind: 'agent' },
+      payload: {
+        requirement: toRequirementResponse(requirement, session),
+        run: toRunResponse(run),
+        ...(active.interruptMode === 'shutdown' ? { managerStopped: true as const } : {}),
+      },
+      requirementId: requirement.id,
+      runId: run.id,
+      sessionId: session.id,
+      type: runEndEventType(status),
+    });
+    if (!continues) {
+      return null;
+    }
+    // Invariant 6: input remains and the Requirement is active: the same session goes on.
+    const opened = await this.openRun(tx, rows, SYSTEM_ACTOR);
+    return opened.run;
+  }
+
+  /**
+   * What the conversation is told of a run's end: why a failed or timed-out run failed (nothing was
+   * consumed), and that a manager stop cut a run short (issue 26 §8). Returns the run's error.
+   */
+  private async tellEnd(
+    tx: UnitOfWork,
+    rows: RequirementRows,
+    active: ActiveRun,
+    status: FinalRunStatus,
+    end: ProcessEnd,
+  ): Promise<string | null> {
+    const { requirement, session } = rows;
+    const run = active.run;
     const error =
       status === 'succeeded' || status === 'cancelled'
         ? null
@@ -598,6 +590,21 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
       // sees a run that ended without a word and does not know the input waits for the next start.
       await this.messages.append(tx, rows, managerStoppedMessage(run.id), SYSTEM_ACTOR);
     }
+    return error;
+  }
+
+  /**
+   * Charges a closed run's own usage to its Requirement, its tree and every ancestor's tree (issue
+   * 25 §4: a capped parent cannot spend through its children), and pauses on a budget it reached.
+   */
+  private async charge(
+    tx: UnitOfWork,
+    rows: RequirementRows,
+    active: ActiveRun,
+    status: FinalRunStatus,
+  ): Promise<{ overBudget: boolean; own: TokenUsage | null }> {
+    const { requirement } = rows;
+    const run = active.run;
     const own = await ownRunUsage(tx, this.runs, active);
     // The Requirement's usage grows with the run's own, and so does its tree's and every
     // ancestor's (issue 25 §4): a capped parent cannot spend through its children.
@@ -628,60 +635,7 @@ export class RunLifecycle implements BeforeApplicationShutdown, OnApplicationShu
         SYSTEM_ACTOR,
       );
     }
-    // Once committed: the usage moves from reported to committed in the watch (which may stop the
-    // other runs of a tree it completed). An idle ancestor it took to its budget is paused by the
-    // budgets feature's reaction to the ancestor's charge (BudgetsService.treesCharged).
-    tx.afterCommit(() => this.stopForBudget(this.budgets.close(requirement.id, own)));
-    // Read after the failure's and the budget's messages' own time: their message.created events carry the
-    // Requirement at that time, and the run.* event after it must not carry an older version,
-    // or a client merging by update time keeps the earlier (still doing/running) snapshot.
-    const now = this.clock.nowIso();
-    this.runs.change(tx, run, runEndFields(active, { error, exitCode: end.code, now, status, usage: own }));
-
-    let consumed: RunEnd['consumed'] = null;
-    if (status === 'succeeded') {
-      // Invariant 4: success consumes exactly the captured boundary, nothing that came later.
-      const toSequence = Math.max(session.lastConsumedMessageSequence, run.inputToSequence ?? 0);
-      consumed = { pending: await this.messages.countDeliverableAfter(tx, requirement.id, toSequence), toSequence };
-    }
-    const pending = consumed?.pending ?? session.pendingMessageCount;
-    const newerInput = pending > (status === 'succeeded' ? 0 : active.capturedCount);
-    // A stop is the intentional pause (api-contract "State rules"): queued input stays pending
-    // until a person starts the session again, or stop would be steer. Whatever the run's own
-    // outcome (it may have finished just before the signal), the person asked it to halt.
-    const paused = active.interruptMode === 'stop' || overBudget;
-    const continues =
-      !paused &&
-      !this.stopping &&
-      newerInput &&
-      requirement.status === 'doing' &&
-      (status === 'succeeded' || status === 'cancelled');
-    let next: RunEnd['next'] = 'continues';
-    if (requirement.status === 'cancelled') {
-      // Cancelled while this run ended (RunLifecycle.cancel): the session ends with it.
-      next = 'completed';
-    } else if (!continues) {
-      next = status === 'succeeded' || status === 'cancelled' ? 'waiting_human' : 'failed';
-    }
-    this.requirementLifecycle.recordRunEnd(tx, rows, { consumed, next, paused }, now);
-    await this.events.append(tx, {
-      actor: { id: run.id, kind: 'agent' },
-      payload: {
-        requirement: toRequirementResponse(requirement, session),
-        run: toRunResponse(run),
-        ...(active.interruptMode === 'shutdown' ? { managerStopped: true as const } : {}),
-      },
-      requirementId: requirement.id,
-      runId: run.id,
-      sessionId: session.id,
-      type: runEndEventType(status),
-    });
-    if (!continues) {
-      return null;
-    }
-    // Invariant 6: input remains and the Requirement is active: the same session goes on.
-    const opened = await this.openRun(tx, rows, SYSTEM_ACTOR);
-    return opened.run;
+    return { overBudget, own };
   }
 
   /**

@@ -10,6 +10,7 @@ import { RunInputService } from './run-input.service';
 import { RunLauncher } from './run-launcher.service';
 import { RequirementActors } from './requirement-actors.service';
 import { RunLifecycle } from './run-lifecycle.service';
+import { RunPlacement } from './run-placement';
 import { RunsController } from './runs.controller';
 import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
@@ -17,13 +18,14 @@ import { StartupReconciler } from './startup-reconciler.service';
 
 @Module({
   controllers: [RunsController],
-  exports: [RequirementActors, RunLauncher, RunLifecycle, RunsRepository],
+  exports: [RequirementActors, RunLauncher, RunLifecycle, RunPlacement, RunsRepository],
   imports: [AgentsModule, AttachmentsModule, MessagesModule, NetworkModule, RequirementsModule, WorktreesModule],
   providers: [
     RequirementActors,
     RunInputService,
     RunLauncher,
     RunLifecycle,
+    RunPlacement,
     RunsRepository,
     RunsService,
     StartupReconciler,
