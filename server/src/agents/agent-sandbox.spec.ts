@@ -498,11 +498,13 @@ describe(AgentSandbox.name, () => {
         expect(lines).toEqual(expect.arrayContaining(['tmpdir-is-tmp', 'tmp-kb=32768', 'shm-kb=16384', 'forked']));
         expect(lines.find((l) => l.startsWith('dd='))).not.toBe('dd=0');
         expect(fs.existsSync(`/tmp/${outside}`) || fs.existsSync(`/dev/shm/${outside}`)).toBe(false);
-        // The watch names a limit the run hit (the process cap where this machine has one, else the full /tmp).
+        // The watch names the first limit it saw the run hit. The script fills /tmp before it forks,
+        // so where this machine has a cgroup either may come first: it depends on when the watch's
+        // timer fires (a loaded machine saw the full /tmp first). The cap itself is checked below.
         expect(watch.check()).toBe(true);
         expect(reasons[0]).toMatch(
           limits.mechanism.kind === 'cgroup'
-            ? /more than 40 processes at once \(agentProcessLimit\)/
+            ? /more than 40 processes at once \(agentProcessLimit\)|filled its temporary space .*32 MB/
             : /filled its temporary space .*32 MB/,
         );
         if (limits.mechanism.kind === 'cgroup') {
