@@ -223,6 +223,15 @@ const report = {
       .map(([name, e]) => [name, { ...e, emitters: [...e.emitters] }]),
   ),
 };
+// Resource shapes in libs/contracts: aliases of the generated schema (the DTO is their one
+// definition) against interfaces still written by hand there (event payload parts, request options).
+const contractShapes = (() => {
+  const text = fs.readFileSync(path.join(root, 'libs', 'contracts', 'src', 'resources.ts'), 'utf8');
+  return {
+    aliases: (text.match(/^export type \w+ = Schemas\[/gm) ?? []).length,
+    written: (text.match(/^export interface \w+/gm) ?? []).length,
+  };
+})();
 // The blocks of docs/architecture.md written from the source (`--write`; `--check` compares).
 const ARCHITECTURE_DOC = path.join(root, 'docs', 'architecture.md');
 const code = (text) => `\`${text}\``;
@@ -260,6 +269,7 @@ const generated = {
     `| Longest functions (lines) | ${report.longestFunctions.map((f) => `${code(f.name)} in ${code(path.basename(f.file))} ${f.lines}`).join(', ')} |`,
     `| Domain events (in process) / reactions to committed events (durable) | ${domainEvents.size} / ${reactions.length} |`,
     `| Test calls: raw \`send()\` / untyped on purpose / typed client | ${rawSend} / ${untypedOnPurpose} / ${typedClient} |`,
+    `| Resource shapes in \`libs/contracts\`: the generated schema's (a DTO each) / written there | ${contractShapes.aliases} / ${contractShapes.written} |`,
   ].join('\n'),
 };
 function withGenerated(text) {
