@@ -5,7 +5,8 @@ import type { Page } from 'playwright-core';
 
 import { type BrowserSession, launchBrowser, screenshot } from './support/browser';
 import { ok } from './support/api';
-import { type ManagerProcess, ROOT, type Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { ROOT, type Sandbox, makeSandbox } from './support/manager-process';
+import { type InProcessManager, startInProcess } from './support/in-process';
 import { ModelStub, REAL_AGENT_CLIS, claudeEnvironment, codexEnvironment } from './support/model-stub';
 
 const INDEX = path.join(ROOT, 'dist', 'dashboard', 'browser', 'index.html');
@@ -23,7 +24,7 @@ describe('dashboard model pickers in Chromium', () => {
   let sandbox: Sandbox;
   let stub: ModelStub;
   let codexHome: string;
-  let manager: ManagerProcess;
+  let manager: InProcessManager;
   let browser: BrowserSession;
   let page: Page;
 
@@ -52,7 +53,7 @@ describe('dashboard model pickers in Chromium', () => {
       { efforts: ['high', 'xhigh', 'max'], id: 'stub-codex-deep', label: 'Stub Codex Deep' },
     ];
     stub.models.anthropic = [{ id: 'claude-stub-sonnet-9', label: 'Claude Stub Sonnet 9' }];
-    manager = await startManager({
+    manager = await startInProcess({
       env: {
         ...agentEnv,
         CODE_FACTORY_CLAUDE_EXECUTABLE: CLAUDE.executable,

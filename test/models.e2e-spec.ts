@@ -5,7 +5,8 @@ import type { Schemas } from '@libs/api-client';
 
 import { ok } from './support/api';
 import { sendUntyped } from './support/http';
-import { IDLE_AGENT, type ManagerProcess, type Sandbox, makeSandbox, startManager } from './support/manager-process';
+import { IDLE_AGENT, type Sandbox, makeSandbox } from './support/manager-process';
+import { type InProcessManager, startInProcess } from './support/in-process';
 import { ModelStub, REAL_AGENT_CLIS, claudeEnvironment, codexEnvironment } from './support/model-stub';
 import { connectSse } from './support/sse-client';
 import { until } from './support/wait';
@@ -26,12 +27,12 @@ type Provider = Schemas['CreateRequirementDto']['provider'];
 describe('model catalog', () => {
   let sandbox: Sandbox;
   let stub: ModelStub;
-  let manager: ManagerProcess;
+  let manager: InProcessManager;
   let agentEnv: Record<string, string>;
   let codexHome: string;
 
   const start = (env: Record<string, string> = {}) =>
-    startManager({
+    startInProcess({
       env: {
         ...agentEnv,
         CODE_FACTORY_CLAUDE_EXECUTABLE: CLAUDE.executable,

@@ -17,7 +17,7 @@ export interface InProcessManager extends TestManager {
  * same sandbox, environment, synthetic agents and store, served by a real listening server on an
  * ephemeral port in the test's own process (about 0.8 s of CPU a start, against 3 s for a
  * process). Agents are still real child processes, started from the environment given here
- * (`Runtime.env`). What the manager's own git and the model catalog read from the process's
+ * (`Runtime.env`). What the manager's own git reads from the process's
  * environment, launch flags, a shell prefix and another Node.js need a process (docs/testing.md).
  */
 export async function startInProcess({

@@ -10,10 +10,11 @@ const PRIVATE_VARIABLES = /^CODE_FACTORY_/;
 /**
  * The manager's environment without its own settings: what every agent CLI starts from (its
  * HOME, credentials and provider settings), and what git and the worktree commands run with.
+ * `from` is the environment the manager was started with (Runtime.env) where the caller has it.
  */
-export function scrubbedEnvironment(): Record<string, string> {
+export function scrubbedEnvironment(from: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
+  for (const [key, value] of Object.entries(from)) {
     if (value !== undefined && !PRIVATE_VARIABLES.test(key)) {
       env[key] = value;
     }

@@ -153,7 +153,7 @@ export class ModelCatalogService implements OnApplicationBootstrap, OnModuleDest
 
   private async runRefresh(actor: EventActor): Promise<ModelCatalog> {
     await this.load();
-    const env = catalogEnvironment();
+    const env = catalogEnvironment(this.runtime.env);
     const [codex, claude] = await Promise.allSettled([
       listCodexModels({
         cwd: this.runtime.paths.root,
