@@ -82,17 +82,25 @@ describe('landing a Requirement locally', () => {
   let manager: TestManager;
   let repo: string;
 
+  /**
+   * Waits for the end checkpoints of a Requirement's first `runs` runs: each is written after its
+   * run's refresh, at the manager's pace (a ref in the person's repository and an event), so a
+   * refusal that compares the store or the refs starts only once they are there.
+   */
+  async function endCheckpoints(requirementId: string, runs: number): Promise<void> {
+    await until(`${runs} end checkpoint(s) of ${requirementId}`, async () => {
+      const { items } = await ok(
+        manager.api.GET('/api/requirements/{id}/checkpoints', { params: { path: { id: requirementId } } }),
+      );
+      return items.filter((c) => c.kind === 'run_end').length >= runs || undefined;
+    });
+  }
+
   /** A Requirement whose first run made `commands` (each one a commit, or any shell). */
   async function worked(title: string, ...commands: string[]): Promise<Requirement> {
     const requirement = await runOnce(manager, title, commands.join(' && '));
-    // The run's end checkpoint and the radar come after the run's refresh, at the manager's pace:
-    // wait for both (a refusal then changes nothing at all).
-    await until(`the run's end checkpoint for ${title}`, async () => {
-      const { items } = await ok(
-        manager.api.GET('/api/requirements/{id}/checkpoints', { params: { path: { id: requirement.id } } }),
-      );
-      return items.some((c) => c.kind === 'run_end') || undefined;
-    });
+    // The radar looks after the run's refresh and checkpoint: wait for its answer too.
+    await endCheckpoints(requirement.id, 1);
     await ok(manager.api.GET('/api/conflicts'));
     return until(`the radar's answer for ${title}`, async () => {
       const now = await get(manager, requirement.id);
@@ -266,6 +274,7 @@ describe('landing a Requirement locally', () => {
       return items.some((m) => m.code === 'landing.conflict') || undefined;
     });
     await settled(manager, second.id, 2);
+    await endCheckpoints(second.id, 2);
     await ok(manager.api.GET('/api/conflicts'));
     const worktreeState = () => [
       git(second.worktree!.path!, 'rev-parse', 'HEAD'),

@@ -73,10 +73,11 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
       )
     ).reverse(); // oldest first
   /**
-   * What the manager alone decides (a second start refused, the inactivity watchdog, ten runs at
-   * once, a stop kept as a pause across a restart) is the same whichever adapter runs: proven once,
-   * with the Codex CLI. Everything an adapter does (sessions, traces, tools, attachments, steering,
-   * stopping, model errors, a kill -9's orphans) runs on both (issue 50, docs/testing.md).
+   * What the manager alone decides (a second start refused, the inactivity watchdog, a stop kept
+   * as a pause across a restart) is the same whichever adapter runs: proven once, with the Codex
+   * CLI. Everything an adapter does (sessions, traces, tools, attachments, steering, stopping,
+   * model errors, a kill -9's orphans, ten runs at once sharing one CLI home) runs on both (issue
+   * 50, docs/testing.md).
    */
   const managerIt = (name: string, test: () => Promise<void>) => {
     if (provider === 'codex') {
@@ -551,7 +552,7 @@ describe.each(PROVIDERS)('RD runs with the real $provider CLI', ({ env, executab
     }
   });
 
-  managerIt('runs 10 Requirements concurrently to completion', async () => {
+  it('runs 10 Requirements concurrently to completion', async () => {
     const reqs = await Promise.all(Array.from({ length: 10 }, (_, i) => create(`parallel ${i}`)));
     for (const req of reqs) {
       stub.scriptFor(req.id, [{ text: `answer for ${req.id}` }]);

@@ -121,10 +121,10 @@ describe('terminals', () => {
       expect(screen.text()).not.toContain(fs.readFileSync(path.join(dataDirectory, 'token'), 'utf8').trim());
       // Its pseudo-terminal is in a /dev of its own: no other sandbox (an agent's) can open it.
       await type(terminal.id, "stat -c 'pts-dev:%d' /dev/pts/\n");
-      // Wait for the answer, not the echo of the command (which says `pts-dev:%d`).
+      // Wait for the whole answer (up to its line's end), not the echo of the command (`pts-dev:%d`).
       const inside = await until(
         'the terminal to show its /dev/pts device',
-        async () => /pts-dev:(\d+)/.exec(screen.text())?.[1],
+        async () => /pts-dev:(\d+)\r?\n/.exec(screen.text())?.[1],
       );
       expect(inside).toBeDefined();
       expect(Number(inside)).not.toBe(fs.statSync('/dev/pts').dev);

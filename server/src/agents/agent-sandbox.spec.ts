@@ -508,6 +508,12 @@ describe(AgentSandbox.name, () => {
             : /filled its temporary space .*32 MB/,
         );
         if (limits.mechanism.kind === 'cgroup') {
+          // With both limits hit, a watch names the process cap (it checks the cap first).
+          let first = '';
+          const again = limits.watch(caps, run.pid ?? -1, (reason) => (first ||= reason));
+          expect(again.check()).toBe(true);
+          again.stop();
+          expect(first).toMatch(/more than 40 processes at once \(agentProcessLimit\)/);
           expect(limits.processLimitHit(caps)).toMatch(/more than 40 processes/);
           expect(temporaryFull(run.pid ?? -1, caps)).toMatch(
             /filled its temporary space \(\/tmp, \/var\/tmp and \$TMPDIR: 32 MB, agentTmpSizeMb\)/,

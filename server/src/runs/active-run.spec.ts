@@ -21,27 +21,53 @@ const ends = fc.record({
 
 /** Invariant 6 and the pause rules as properties of the decision a run's close makes. */
 describe('sessionAfterRun', () => {
-  it('continues exactly when newer input waits, nothing holds the session and the run did not fail', () => {
+  it('goes on only after a run that succeeded or was interrupted, on a Requirement still doing, with newer input', () => {
     fc.assert(
       fc.property(ends, (end) => {
-        const { continues, next, paused } = sessionAfterRun(end);
-        const newer = end.pending > (end.status === 'succeeded' ? 0 : end.active.capturedCount);
-        expect(paused).toBe(end.active.interruptMode === 'stop' || end.overBudget);
-        expect(continues).toBe(
-          newer &&
-            !paused &&
-            !end.stopping &&
-            end.requirementStatus === 'doing' &&
-            (end.status === 'succeeded' || end.status === 'cancelled'),
-        );
-        // What the session becomes follows: a cancelled Requirement completes it, whatever else.
+        const { continues, next } = sessionAfterRun(end);
+        expect(next === 'continues').toBe(continues);
+        if (continues) {
+          expect(['succeeded', 'cancelled']).toContain(end.status);
+          expect(end.requirementStatus).toBe('doing');
+          expect(end.pending).toBeGreaterThan(0);
+        }
+      }),
+    );
+  });
+
+  it('completes the session of a cancelled Requirement, and fails it on a failed or timed-out run', () => {
+    fc.assert(
+      fc.property(ends, (end) => {
+        const { next } = sessionAfterRun(end);
         if (end.requirementStatus === 'cancelled') {
           expect(next).toBe('completed');
-        } else if (continues) {
-          expect(next).toBe('continues');
+        } else if (end.status === 'failed' || end.status === 'timed_out') {
+          expect(next).toBe('failed');
         } else {
-          expect(next).toBe(end.status === 'failed' || end.status === 'timed_out' ? 'failed' : 'waiting_human');
+          expect(['continues', 'waiting_human']).toContain(next);
         }
+      }),
+    );
+  });
+
+  it('after a success, goes on for any input newer than what it consumed; after an interruption, only for input newer than it held', () => {
+    fc.assert(
+      fc.property(ends, (end) => {
+        const free = { ...end, active: { ...end.active, interruptMode: null }, overBudget: false, stopping: false };
+        const doing = { ...free, requirementStatus: 'doing' as const };
+        expect(sessionAfterRun({ ...doing, pending: 0, status: 'succeeded' }).continues).toBe(false);
+        expect(sessionAfterRun({ ...doing, pending: 1, status: 'succeeded' }).continues).toBe(true);
+        const held = doing.active.capturedCount;
+        expect(sessionAfterRun({ ...doing, pending: held, status: 'cancelled' }).continues).toBe(false);
+        expect(sessionAfterRun({ ...doing, pending: held + 1, status: 'cancelled' }).continues).toBe(true);
+      }),
+    );
+  });
+
+  it('is paused exactly by a person’s stop or a reached budget', () => {
+    fc.assert(
+      fc.property(ends, (end) => {
+        expect(sessionAfterRun(end).paused).toBe(end.active.interruptMode === 'stop' || end.overBudget);
       }),
     );
   });
